@@ -1,0 +1,28 @@
+# The two README commands: `make demo` and `make test`. Both build .venv first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: venv demo test bench-latency bench-recall clean
+
+$(VENV)/.installed: requirements-test.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-test.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: venv
+	$(PY) demo.py
+
+test: venv
+	$(PY) -m pytest -q
+
+bench-latency: venv
+	$(PY) bench/keyword_latency.py
+
+bench-recall: venv
+	$(PY) bench/recall_beam.py ../shared/eval/beam-100k
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,225 @@
+"""Project attribution: which project a session belongs to.
+
+Pure functions over plain data. Nothing here reads files, probes git or
+touches SQLite; ``store.py`` gathers the inputs (the session's effective
+``cwd`` and common git root, the list of projects from ``projects.db``) and
+calls in here.
+
+A session belongs to exactly one of three buckets (design §3.1):
+
+* ``{"kind": "explicit", "id", "name"}`` -- a folder of an explicit project
+  (``projects.db``) is the longest ancestor of the session's ``cwd`` or of its
+  git repo root;
+* ``{"kind": "auto", "key", "root", "name"}`` -- otherwise, the git repo root
+  (linked worktrees are already folded into their main repo by the caller);
+* ``{"kind": "home"}`` -- neither.
+
+Path comparison is segment-wise (``/a/alpha`` never contains ``/a/alphabet``),
+ignores trailing separators and ``.`` segments, resolves ``..`` lexically, and
+compares Windows-looking paths (``C:\\x``, ``\\\\server\\share``) case-folded with
+either separator. POSIX paths stay case-sensitive, as on the desktop tree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+HOME: dict[str, str] = {"kind": "home"}
+
+_WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:(?:[\\/]|$)|\\\\|//[^/])")
+
+
+def is_windows_path(path: str) -> bool:
+    """True for drive-letter and UNC paths, which compare case-insensitively."""
+    return bool(_WINDOWS_PATH.match(path))
+
+
+def path_segments(path: str | None) -> tuple[str, ...]:
+    """Split ``path`` into comparable segments.
+
+    Returns ``()`` for empty input. The first segment marks the root (``"/"``
+    for POSIX absolute paths, ``"c:"`` for a drive, ``"//"`` for UNC), so a
+    relative path never matches an absolute one. Windows paths are
+    case-folded.
+    """
+    if not path or not path.strip():
+        return ()
+    raw = path.strip()
+    windows = is_windows_path(raw)
+    if windows:
+        raw = raw.replace("\\", "/").casefold()
+    if raw.startswith("//"):
+        head, rest = "//", raw[2:]
+    elif windows:
+        drive, _, rest = raw.partition("/")
+        head = drive
+    elif raw.startswith("/"):
+        head, rest = "/", raw[1:]
+    else:
+        head, rest = ".", raw
+    parts: list[str] = []
+    for part in rest.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if parts:
+                parts.pop()
+            continue
+        parts.append(part)
+    return (head, *parts)
+
+
+def path_key(path: str | None) -> str:
+    """A canonical string for ``path``: equal keys mean the same folder."""
+    segments = path_segments(path)
+    if not segments:
+        return ""
+    head, rest = segments[0], segments[1:]
+    if head == "/":
+        return "/" + "/".join(rest)
+    if head == "//":
+        return "//" + "/".join(rest)
+    if head == ".":
+        return "/".join(rest)
+    return head + "/" + "/".join(rest)
+
+
+def is_within(path: str | None, folder: str | None) -> bool:
+    """True when ``folder`` is ``path`` or one of its ancestors (segment-wise)."""
+    inner, outer = path_segments(path), path_segments(folder)
+    return bool(outer) and inner[: len(outer)] == outer
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def project_folders(project: Any) -> list[str]:
+    """Every folder path of a project: its ``folders`` plus ``primary_path``."""
+    paths: list[str] = []
+    for folder in _get(project, "folders", None) or ():
+        path = folder if isinstance(folder, str) else _get(folder, "path")
+        if path and path not in paths:
+            paths.append(path)
+    primary = _get(project, "primary_path")
+    if primary and primary not in paths:
+        paths.append(primary)
+    return paths
+
+
+def primary_folder(project: Any) -> str | None:
+    """The folder a session moved into ``project`` gets as its ``cwd``.
+
+    Mirrors Hermes' ``project_tools._primary_path``: ``primary_path``, else
+    the folder flagged primary, else the first folder, else ``None``.
+    """
+    primary = _get(project, "primary_path")
+    if primary:
+        return primary
+    folders = list(_get(project, "folders", None) or ())
+    for folder in folders:
+        if not isinstance(folder, str) and _get(folder, "is_primary"):
+            return _get(folder, "path")
+    if folders:
+        first = folders[0]
+        return first if isinstance(first, str) else _get(first, "path")
+    return None
+
+
+def match_explicit(candidates: Iterable[str | None], projects: Sequence[Any]) -> Any | None:
+    """The project owning the longest folder that contains any candidate path.
+
+    Archived projects never match. Ties (the same folder in two projects) go to
+    the earlier project in ``projects``. Returns the project object or ``None``.
+    """
+    targets = [path_segments(c) for c in candidates if c]
+    best, best_len = None, 0
+    for project in projects:
+        if _get(project, "archived", False):
+            continue
+        for folder in project_folders(project):
+            segments = path_segments(folder)
+            if not segments or len(segments) <= best_len:
+                continue
+            if any(t[: len(segments)] == segments for t in targets):
+                best, best_len = project, len(segments)
+    return best
+
+
+def resolve_project(
+    session_row: Mapping[str, Any],
+    projects: Sequence[Any],
+    *,
+    junk_roots: Iterable[str] = (),
+    junk_trees: Iterable[str] = (),
+) -> dict[str, str]:
+    """Attribute one session to a project.
+
+    ``session_row`` needs ``cwd`` and ``git_repo_root`` (either may be empty);
+    the caller has already inherited them along a compression lineage and
+    folded worktrees into their common root. ``projects`` is a list of
+    ``projects_db.Project`` objects or equivalent dicts (``id``, ``name``,
+    ``folders``, ``primary_path``, ``archived``). As on the desktop tree, a
+    git root equal to one of ``junk_roots`` (the user's home) or inside one of
+    ``junk_trees`` (HERMES_HOME) is never an auto project; explicit projects
+    there are still honoured.
+
+    Returns one of the three shapes in the module docstring; never raises on
+    missing or empty fields.
+    """
+    cwd = (session_row.get("cwd") or "").strip()
+    root = (session_row.get("git_repo_root") or "").strip()
+    project = match_explicit([cwd, root], projects)
+    if project is not None:
+        return {"kind": "explicit", "id": str(_get(project, "id")), "name": str(_get(project, "name") or "")}
+    if root and not is_junk_root(root, junk_roots, junk_trees):
+        return {"kind": "auto", "key": path_key(root), "root": root, "name": _basename(root)}
+    return dict(HOME)
+
+
+def is_junk_root(root: str, junk_roots: Iterable[str] = (), junk_trees: Iterable[str] = ()) -> bool:
+    """True when ``root`` is one of ``junk_roots`` or lies inside a ``junk_trees`` folder."""
+    key = path_key(root)
+    if not key:
+        return True
+    if any(key == path_key(j) for j in junk_roots if j):
+        return True
+    return any(is_within(root, t) for t in junk_trees if t)
+
+
+def _basename(path: str) -> str:
+    segments = path_segments(path)
+    return segments[-1] if len(segments) > 1 else path
+
+
+def project_identity(project: Mapping[str, str]) -> tuple[str, str]:
+    """A hashable key: two sessions share a project iff their identities are equal."""
+    kind = project.get("kind", "home")
+    if kind == "explicit":
+        return ("explicit", project.get("id", ""))
+    if kind == "auto":
+        return ("auto", project.get("key", ""))
+    return ("home", "")
+
+
+def find_project(projects: Sequence[Any], token: str) -> Any | None:
+    """Look a project up by id, slug or name, like Hermes' ``project_switch``.
+
+    Exact id / slug / name first, then case-insensitive slug / name. Returns
+    ``None`` for an empty token or no match.
+    """
+    token = (token or "").strip()
+    if not token:
+        return None
+    for project in projects:
+        if token in (_get(project, "id"), _get(project, "slug"), _get(project, "name")):
+            return project
+    low = token.casefold()
+    for project in projects:
+        if low in (str(_get(project, "slug") or "").casefold(), str(_get(project, "name") or "").casefold()):
+            return project
+    return None

@@ -1,0 +1,100 @@
+"""Configuration of project-history-recall: declaration, defaults, parsing.
+
+Pure: takes the already-loaded Hermes config dict, returns frozen settings.
+The section may live at ``plugins.entries.project-history-recall`` (Hermes'
+per-plugin namespace, preferred) or ``plugins.project-history-recall`` (the
+design's spelling); when both exist, ``entries`` wins key by key.
+
+Semantic search is not built yet: ``embedding`` is declared here so the
+config format is stable, and ``semantic_status`` reports ``disabled``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+PLUGIN_KEY = "project-history-recall"
+
+#: The declared section, with defaults (documented in README).
+SCHEMA: dict[str, Any] = {
+    "embedding": {
+        "enabled": False,
+        "provider": "local",
+        "model": "",
+        "base_url": "",
+        "chunk_size": 512,
+        "chunk_overlap": 64,
+        "top_k": 20,
+    },
+}
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    enabled: bool = False
+    provider: str = "local"
+    model: str = ""
+    base_url: str = ""
+    chunk_size: int = 512
+    chunk_overlap: int = 64
+    top_k: int = 20
+
+
+@dataclass(frozen=True)
+class Settings:
+    embedding: EmbeddingSettings = EmbeddingSettings()
+
+
+def plugin_section(config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The merged plugin section of a Hermes config dict (``{}`` when absent)."""
+    plugins = (config or {}).get("plugins") if isinstance(config, Mapping) else None
+    if not isinstance(plugins, Mapping):
+        return {}
+    merged: dict[str, Any] = {}
+    legacy = plugins.get(PLUGIN_KEY)
+    entries = plugins.get("entries")
+    preferred = entries.get(PLUGIN_KEY) if isinstance(entries, Mapping) else None
+    for source in (legacy, preferred):
+        if isinstance(source, Mapping):
+            for key, value in source.items():
+                if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+                    merged[key] = {**merged[key], **value}
+                else:
+                    merged[key] = value
+    return merged
+
+
+def _bool(value: Any, default: bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return default
+
+
+def _int(value: Any, default: int, low: int, high: int) -> int:
+    try:
+        return max(low, min(high, int(value)))
+    except (TypeError, ValueError):
+        return default
+
+
+def parse_settings(config: Mapping[str, Any] | None) -> Settings:
+    """Settings from a Hermes config dict; bad values fall back to defaults."""
+    section = plugin_section(config)
+    raw = section.get("embedding")
+    emb = raw if isinstance(raw, Mapping) else {}
+    d = EmbeddingSettings()
+    return Settings(
+        embedding=EmbeddingSettings(
+            enabled=_bool(emb.get("enabled"), d.enabled),
+            provider=str(emb.get("provider") or d.provider),
+            model=str(emb.get("model") or d.model),
+            base_url=str(emb.get("base_url") or d.base_url),
+            chunk_size=_int(emb.get("chunk_size"), d.chunk_size, 16, 8192),
+            chunk_overlap=_int(emb.get("chunk_overlap"), d.chunk_overlap, 0, 4096),
+            top_k=_int(emb.get("top_k"), d.top_k, 1, 1000),
+        )
+    )

@@ -1,0 +1,736 @@
+"""IO shell: Hermes' state.db and projects.db, git probing, and the move write.
+
+Invariants:
+
+* state.db and projects.db are opened read-only (``mode=ro`` through
+  ``Path.as_uri()``, so ``#`` or ``?`` in a path cannot open another file) and
+  never created or migrated here. Reads never open a write transaction.
+* The only write to Hermes data is :func:`move_session`, and it goes through
+  Hermes' own ``SessionDB`` (``update_session_cwd`` and its write helper).
+* Paths come from ``$HERMES_HOME`` (profile-aware), never a hard-coded home.
+
+Failures are raised as :class:`StoreError` subclasses carrying a stable
+``code``; the tool handlers translate them into the design's failure table.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import attribution
+
+logger = logging.getLogger(__name__)
+
+#: Roles whose messages are searchable. Tool output counts: users expect a
+#: match in a command's output to find the session.
+SEARCH_ROLES: tuple[str, ...] = ("user", "assistant", "tool")
+#: Session sources that are never project history (delegate runs, tool runs).
+EXCLUDED_SOURCES: frozenset[str] = frozenset({"subagent", "tool"})
+#: ``busy_timeout`` for read connections: a writer checkpointing must not
+#: surface as "database is locked".
+BUSY_TIMEOUT_MS = 5000
+GIT_TIMEOUT_S = 1.5
+_NEGATIVE_TTL_S = 30.0
+
+
+class StoreError(Exception):
+    """A failure the tools report as ``{"success": false, "code": code}``."""
+
+    code = "store_error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+class NoStateDB(StoreError):
+    code = "no_db"
+
+
+class StateDBUnreadable(StoreError):
+    code = "db_unreadable"
+
+
+class NoSession(StoreError):
+    code = "no_session"
+
+
+class SessionNotFound(StoreError):
+    code = "session_not_found"
+
+
+class ProjectNotFound(StoreError):
+    code = "project_not_found"
+
+
+class FolderNotFound(StoreError):
+    code = "folder_not_found"
+
+
+class MoveRefused(StoreError):
+    code = "move_refused"
+
+
+# ---------------------------------------------------------------------------
+# Locations and connections
+# ---------------------------------------------------------------------------
+
+
+def hermes_home() -> Path:
+    """The active profile's HERMES_HOME (Hermes' resolver when importable)."""
+    try:
+        from hermes_constants import get_hermes_home
+    except ImportError:  # outside Hermes: same rule as Hermes itself
+        return Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes")
+    return Path(get_hermes_home())
+
+
+def state_db_path(home: Path) -> Path:
+    return Path(home) / "state.db"
+
+
+def projects_db_path(home: Path) -> Path:
+    return Path(home) / "projects.db"
+
+
+def connect_ro(path: Path) -> sqlite3.Connection:
+    """Open ``path`` read-only. Never creates the file.
+
+    Raises ``FileNotFoundError`` when the file does not exist and
+    ``sqlite3.OperationalError`` when SQLite cannot open it.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(str(path))
+    uri = path.resolve().as_uri() + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return conn
+
+
+def open_state_db(home: Path) -> sqlite3.Connection:
+    """Read-only connection to ``<home>/state.db``; :class:`NoStateDB` if absent."""
+    path = state_db_path(home)
+    try:
+        conn = connect_ro(path)
+        conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchall()
+    except FileNotFoundError:
+        raise NoStateDB("session database not found", path=str(path)) from None
+    except sqlite3.DatabaseError as exc:
+        raise StateDBUnreadable(f"session database unreadable: {exc}", path=str(path)) from None
+    return conn
+
+
+# ---------------------------------------------------------------------------
+# Projects
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectList:
+    projects: tuple[dict[str, Any], ...]
+    available: bool  # False: projects.db missing or unreadable -> auto attribution only
+    note: str = ""
+
+
+def load_projects(home: Path) -> ProjectList:
+    """Every project (archived included, flagged) with its folders.
+
+    A missing ``projects.db`` is normal (profiles that never used the
+    desktop): it degrades to auto attribution, design §7. The file is never
+    created (``projects_db.connect()`` would).
+    """
+    path = projects_db_path(home)
+    try:
+        conn = connect_ro(path)
+    except FileNotFoundError:
+        return ProjectList((), False)
+    except sqlite3.DatabaseError as exc:
+        logger.warning("projects.db unreadable (%s): %s", path, exc)
+        return ProjectList((), False, f"projects.db unreadable: {exc}")
+    try:
+        rows = conn.execute(
+            "SELECT id, slug, name, primary_path, archived FROM projects ORDER BY created_at ASC, id ASC"
+        ).fetchall()
+        folder_rows = conn.execute(
+            "SELECT project_id, path, is_primary FROM project_folders ORDER BY is_primary DESC, added_at ASC, path ASC"
+        ).fetchall()
+    except sqlite3.DatabaseError as exc:
+        logger.warning("projects.db query failed (%s): %s", path, exc)
+        return ProjectList((), False, f"projects.db unreadable: {exc}")
+    finally:
+        conn.close()
+    folders: dict[str, list[dict[str, Any]]] = {}
+    for project_id, fpath, is_primary in folder_rows:
+        folders.setdefault(project_id, []).append({"path": fpath, "is_primary": bool(is_primary)})
+    projects = tuple(
+        {
+            "id": pid,
+            "slug": slug,
+            "name": name,
+            "primary_path": primary,
+            "archived": bool(archived),
+            "folders": folders.get(pid, []),
+        }
+        for pid, slug, name, primary, archived in rows
+    )
+    return ProjectList(projects, True)
+
+
+# ---------------------------------------------------------------------------
+# Git probing (cached, bounded by a timeout)
+# ---------------------------------------------------------------------------
+
+
+class _GitProbe:
+    """``common_repo_root`` / ``branch`` for a folder.
+
+    Uses Hermes' ``tui_gateway.git_probe`` when importable (shares its cache
+    with the desktop); otherwise runs ``git`` itself with the same timeout and
+    the same worktree folding. Negative answers expire after 30 s so a folder
+    that becomes a repo is picked up.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._roots: dict[str, tuple[str, float]] = {}
+
+    @staticmethod
+    def _hermes_probe() -> Any | None:
+        try:
+            from tui_gateway import git_probe
+        except ImportError:
+            return None
+        return git_probe
+
+    @staticmethod
+    def _run_git(cwd: str, *args: str) -> str:
+        try:
+            result = subprocess.run(
+                ["git", "-C", cwd, *args],
+                capture_output=True,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    def _probe_root(self, cwd: str) -> str:
+        probe = self._hermes_probe()
+        if probe is not None:
+            return probe.common_repo_root(cwd) or ""
+        gitdir = self._run_git(cwd, "rev-parse", "--path-format=absolute", "--git-common-dir")
+        if gitdir:
+            gitdir = os.path.realpath(gitdir)
+            if os.path.basename(gitdir) == ".git":
+                return os.path.dirname(gitdir)
+        return self._run_git(cwd, "rev-parse", "--show-toplevel")
+
+    def common_root(self, cwd: str | None) -> str:
+        """The main repo root containing ``cwd`` ("" if none, or ``cwd`` is not a local folder)."""
+        if not cwd or not os.path.isdir(cwd):
+            return ""
+        now = time.monotonic()
+        with self._lock:
+            hit = self._roots.get(cwd)
+        if hit is not None and (hit[0] or hit[1] > now):
+            return hit[0]
+        root = self._probe_root(cwd)
+        with self._lock:
+            self._roots[cwd] = (root, now + _NEGATIVE_TTL_S)
+        return root
+
+    def branch(self, cwd: str) -> str:
+        probe = self._hermes_probe()
+        if probe is not None:
+            return probe.branch(cwd) or ""
+        return self._run_git(cwd, "branch", "--show-current") or self._run_git(cwd, "rev-parse", "--short", "HEAD")
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._roots.clear()
+        probe = self._hermes_probe()
+        if probe is not None and hasattr(probe, "invalidate"):
+            probe.invalidate()
+
+
+git = _GitProbe()
+
+
+# ---------------------------------------------------------------------------
+# Sessions and attribution
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    id: str
+    source: str
+    parent_id: str | None
+    cwd: str | None
+    git_repo_root: str | None
+    archived: bool
+    end_reason: str | None
+    delegate_from: str | None
+    title: str | None
+    started_at: float | None
+
+    @property
+    def is_delegate(self) -> bool:
+        return bool(self.delegate_from) or self.source in EXCLUDED_SOURCES
+
+    @property
+    def searchable(self) -> bool:
+        """Archived sessions and delegate/tool runs are never project history."""
+        return not self.archived and not self.is_delegate
+
+
+_SESSION_SQL = """
+SELECT id, source, parent_session_id, cwd, git_repo_root, archived, end_reason,
+       CASE WHEN json_valid(model_config) THEN json_extract(model_config, '$._delegate_from') END,
+       title, started_at
+FROM sessions
+"""
+
+
+def load_sessions(conn: sqlite3.Connection) -> dict[str, SessionRow]:
+    """Every session row, keyed by id."""
+    return {
+        row[0]: SessionRow(
+            id=row[0],
+            source=row[1] or "",
+            parent_id=row[2] or None,
+            cwd=(row[3] or "").strip() or None,
+            git_repo_root=(row[4] or "").strip() or None,
+            archived=bool(row[5]),
+            end_reason=row[6],
+            delegate_from=row[7] if isinstance(row[7], str) and row[7] else None,
+            title=row[8],
+            started_at=row[9],
+        )
+        for row in conn.execute(_SESSION_SQL)
+    }
+
+
+def workspace_of(sessions: dict[str, SessionRow], session_id: str) -> tuple[str | None, str | None]:
+    """``(cwd, stored git_repo_root)`` for a session, inherited when it has none.
+
+    Compression continuations, ``/new`` children and delegate runs are created
+    without a ``cwd``; they inherit the nearest ancestor's workspace along
+    ``parent_session_id`` (cycles guarded).
+    """
+    seen: set[str] = set()
+    row = sessions.get(session_id)
+    while row is not None and row.id not in seen:
+        if row.cwd or row.git_repo_root:
+            return row.cwd, row.git_repo_root
+        seen.add(row.id)
+        row = sessions.get(row.parent_id) if row.parent_id else None
+    return None, None
+
+
+def lineage_of(sessions: dict[str, SessionRow], session_id: str) -> set[str]:
+    """The session, all its ancestors, and every descendant of the topmost one.
+
+    This is the "current conversation" a search must never return: the
+    compression chain before and after it, branches of it, and its delegates.
+    """
+    by_parent: dict[str, list[str]] = {}
+    for row in sessions.values():
+        if row.parent_id:
+            by_parent.setdefault(row.parent_id, []).append(row.id)
+    root, seen = session_id, {session_id}
+    while True:
+        row = sessions.get(root)
+        if row is None or not row.parent_id or row.parent_id in seen:
+            break
+        root = row.parent_id
+        seen.add(root)
+    lineage, stack = set(seen), [root]
+    while stack:
+        for child in by_parent.get(stack.pop(), ()):
+            if child not in lineage:
+                lineage.add(child)
+                stack.append(child)
+    return lineage
+
+
+@dataclass
+class Attributor:
+    """Attribute sessions to projects, caching per distinct workspace."""
+
+    projects: Sequence[dict[str, Any]]
+    junk_roots: tuple[str, ...] = ()
+    junk_trees: tuple[str, ...] = ()
+    _cache: dict[tuple[str | None, str | None], dict[str, str]] = field(default_factory=dict)
+
+    def project_for_workspace(self, cwd: str | None, stored_root: str | None) -> dict[str, str]:
+        key = (cwd, stored_root)
+        cached = self._cache.get(key)
+        if cached is None:
+            # Same precedence as the desktop tree: a live probe of cwd first
+            # (folds worktrees; CLI sessions store no root), then the stored root.
+            root = git.common_root(cwd) or (stored_root or "")
+            cached = attribution.resolve_project(
+                {"cwd": cwd, "git_repo_root": root},
+                self.projects,
+                junk_roots=self.junk_roots,
+                junk_trees=self.junk_trees,
+            )
+            self._cache[key] = cached
+        return cached
+
+    def project_of(self, sessions: dict[str, SessionRow], session_id: str) -> dict[str, str]:
+        return self.project_for_workspace(*workspace_of(sessions, session_id))
+
+
+def make_attributor(home: Path, projects: Sequence[dict[str, Any]]) -> Attributor:
+    user_home = os.path.expanduser("~")
+    return Attributor(
+        projects=projects,
+        junk_roots=(user_home, os.path.realpath(user_home)),
+        junk_trees=(str(home), os.path.realpath(str(home))),
+    )
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one search may read: the project's other sessions."""
+
+    project: dict[str, str]
+    session_ids: tuple[str, ...]  # searchable sessions of the project, current lineage excluded
+    in_project: int  # searchable sessions attributed to the project, current one included
+    projects_note: str = ""
+
+
+def compute_scope(
+    sessions: dict[str, SessionRow], attributor: Attributor, current_id: str, *, projects_note: str = ""
+) -> Scope:
+    """The searchable sessions sharing ``current_id``'s project.
+
+    Raises :class:`SessionNotFound` when ``current_id`` is not in state.db.
+    Home has no scope: a session without a workspace searches nothing.
+    """
+    if current_id not in sessions:
+        raise SessionNotFound(f"session not found in state.db: {current_id}")
+    project = attributor.project_of(sessions, current_id)
+    identity = attribution.project_identity(project)
+    if identity[0] == "home":
+        return Scope(project, (), 0, projects_note)
+    excluded = lineage_of(sessions, current_id)
+    members = [
+        sid
+        for sid, row in sessions.items()
+        if row.searchable and attribution.project_identity(attributor.project_of(sessions, sid)) == identity
+    ]
+    others = tuple(sid for sid in members if sid not in excluded)
+    in_project = len(others) + 1
+    return Scope(project, others, in_project, projects_note)
+
+
+# ---------------------------------------------------------------------------
+# Message queries (all bounded, all parameters)
+# ---------------------------------------------------------------------------
+
+_LIVE = "(m.active = 1 OR m.compacted = 1)"
+_ROLE_SQL = "m.role IN ({})".format(", ".join("?" * len(SEARCH_ROLES)))
+_SCOPE_SQL = "m.session_id IN (SELECT value FROM json_each(?))"
+
+FTS_TABLES = ("messages_fts", "messages_fts_trigram")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    message_id: int
+    session_id: str
+    score: float  # lower is better (bm25 convention)
+
+
+def table_exists(conn: sqlite3.Connection, name: str) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ? AND type = 'table'", (name,)).fetchone()
+    return row is not None
+
+
+def document_frequencies(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int] | None:
+    """Per-token document counts in ``messages_fts`` (via a TEMP fts5vocab).
+
+    Returns ``None`` when the vocabulary table cannot be created (the caller
+    then bounds the work by counting instead).
+    """
+    try:
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.phr_vocab USING fts5vocab(main, 'messages_fts', 'row')")
+        out = {}
+        for term in terms:
+            row = conn.execute("SELECT doc FROM temp.phr_vocab WHERE term = ?", (term,)).fetchone()
+            out[term] = int(row[0]) if row else 0
+        return out
+    except sqlite3.OperationalError as exc:
+        logger.debug("fts5vocab unavailable: %s", exc)
+        return None
+
+
+def max_message_id(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT max(id) FROM messages").fetchone()
+    return int(row[0] or 0)
+
+
+def count_matches(conn: sqlite3.Connection, table: str, match: str, cap: int, *, below: int | None = None) -> int:
+    """Number of rows matching ``match`` (stops counting at ``cap``)."""
+    assert table in FTS_TABLES
+    where = f"{table} MATCH ?" + (" AND rowid < ?" if below is not None else "")
+    params: tuple[Any, ...] = (match, below) if below is not None else (match,)
+    sql = f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {where} LIMIT ?)"
+    return int(conn.execute(sql, (*params, cap)).fetchone()[0])
+
+
+def window_floor(conn: sqlite3.Connection, table: str, match: str, size: int, *, below: int | None) -> int:
+    """The rowid of the ``size``-th newest match below ``below`` (0 when fewer)."""
+    assert table in FTS_TABLES
+    where = f"{table} MATCH ?" + (" AND rowid < ?" if below is not None else "")
+    params: tuple[Any, ...] = (match, below) if below is not None else (match,)
+    sql = f"SELECT rowid FROM {table} WHERE {where} ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+    row = conn.execute(sql, (*params, max(size - 1, 0))).fetchone()
+    return int(row[0]) if row else 0
+
+
+def fts_candidates(
+    conn: sqlite3.Connection,
+    table: str,
+    match: str,
+    scope_ids: Sequence[str],
+    limit: int,
+    *,
+    rowid_range: tuple[int, int] | None = None,
+) -> list[Candidate]:
+    """BM25-ranked live messages of ``scope_ids`` matching ``match``.
+
+    ``rowid_range`` (inclusive low, exclusive high) bounds the work for very
+    common terms. Raises ``sqlite3.OperationalError`` on an FTS syntax error.
+    """
+    assert table in FTS_TABLES
+    clauses = [f"{table} MATCH ?"]
+    params: list[Any] = [match]
+    if rowid_range is not None:
+        clauses.append(f"{table}.rowid >= ? AND {table}.rowid < ?")
+        params.extend(rowid_range)
+    sql = f"""
+        SELECT m.id, m.session_id, bm25({table}) AS score
+        FROM {table} JOIN messages m ON m.id = {table}.rowid
+        WHERE {' AND '.join(clauses)} AND {_LIVE} AND {_ROLE_SQL} AND {_SCOPE_SQL}
+        ORDER BY score, m.id DESC
+        LIMIT ?
+    """
+    params.extend(SEARCH_ROLES)
+    params.append(json.dumps(list(scope_ids)))
+    params.append(limit)
+    return [Candidate(int(r[0]), r[1], float(r[2])) for r in conn.execute(sql, params)]
+
+
+def escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def like_candidates(
+    conn: sqlite3.Connection, needles: Sequence[str], scope_ids: Sequence[str], limit: int, *, scan_cap: int
+) -> list[tuple[int, str]]:
+    """Newest live messages of ``scope_ids`` containing any needle (escaped LIKE).
+
+    Looks at most at the newest ``scan_cap`` messages of the scope, so the
+    cost is bounded on any project size. Returns ``(message_id, session_id)``,
+    newest first.
+    """
+    if not needles or not scope_ids:
+        return []
+    likes = " OR ".join("txt LIKE ? ESCAPE '\\'" for _ in needles)
+    sql = f"""
+        SELECT id, session_id FROM (
+            SELECT m.id AS id, m.session_id AS session_id,
+                   COALESCE(m.content, '') || ' ' || COALESCE(m.tool_name, '') || ' ' || COALESCE(m.tool_calls, '') AS txt
+            FROM messages m
+            WHERE {_SCOPE_SQL} AND {_LIVE} AND {_ROLE_SQL}
+            ORDER BY m.id DESC LIMIT ?
+        ) WHERE {likes}
+        LIMIT ?
+    """
+    params: list[Any] = [json.dumps(list(scope_ids)), *SEARCH_ROLES, scan_cap]
+    params.extend(f"%{escape_like(n)}%" for n in needles)
+    params.append(limit)
+    return [(int(r[0]), r[1]) for r in conn.execute(sql, params)]
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    id: int
+    session_id: str
+    role: str
+    text: str
+    timestamp: float | None
+
+
+def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, MessageRow]:
+    """Message rows by id; ``text`` is the searchable text (content, tool name, tool call JSON)."""
+    if not ids:
+        return {}
+    sql = """
+        SELECT m.id, m.session_id, m.role, m.content, m.tool_name, m.tool_calls, m.timestamp
+        FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))
+    """
+    out: dict[int, MessageRow] = {}
+    for mid, sid, role, content, tool_name, tool_calls, ts in conn.execute(sql, (json.dumps(list(ids)),)):
+        out[int(mid)] = MessageRow(int(mid), sid, role or "", _message_text(content, tool_name, tool_calls), ts)
+    return out
+
+
+_CONTENT_JSON_PREFIX = "\x00json:"
+
+
+def _message_text(content: Any, tool_name: Any, tool_calls: Any) -> str:
+    text = content if isinstance(content, str) else ("" if content is None else str(content))
+    if text.startswith(_CONTENT_JSON_PREFIX):
+        text = _flatten_multimodal(text[len(_CONTENT_JSON_PREFIX):])
+    extra = " ".join(str(x) for x in (tool_name, tool_calls) if x)
+    return f"{text} {extra}".strip() if extra else text
+
+
+def _flatten_multimodal(raw: str) -> str:
+    try:
+        parts = json.loads(raw)
+    except ValueError:
+        return raw
+    if isinstance(parts, list):
+        texts = [p.get("text", "") for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return " ".join(t for t in texts if t)
+    return raw
+
+
+# ---------------------------------------------------------------------------
+# The move (the only write to Hermes data)
+# ---------------------------------------------------------------------------
+
+
+def open_session_db(home: Path) -> Any:
+    """Hermes' own read-write ``SessionDB`` on ``<home>/state.db`` (never created here)."""
+    path = state_db_path(home)
+    if not path.is_file():
+        raise NoStateDB("session database not found", path=str(path))
+    from hermes_state import SessionDB
+
+    return SessionDB(db_path=path)
+
+
+def clear_git_meta(db: Any, session_id: str) -> None:
+    """Drop a stale ``git_branch`` / ``git_repo_root`` after a move out of a repo.
+
+    ``update_session_cwd`` only ever sets non-empty git fields, so without
+    this a session moved from a repo into a plain folder would still be keyed
+    by the old repo (by us, by ``workspace_key`` and by the desktop tree).
+    Goes through Hermes' own write path (locking, retries).
+    """
+    db._execute_write(
+        lambda conn: conn.execute(
+            "UPDATE sessions SET git_branch = NULL, git_repo_root = NULL WHERE id = ?", (session_id,)
+        )
+    )
+
+
+@dataclass(frozen=True)
+class MoveOutcome:
+    project: dict[str, str]  # attribution after the move, as search will see it
+    target: dict[str, Any]  # {"kind": "home"} or the project record moved into
+    cwd: str
+    git_branch: str
+    git_repo_root: str
+    session_ids: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
+
+
+def _home_cwd() -> str:
+    return os.path.expanduser("~")
+
+
+def resolve_move_target(home: Path, token: str) -> tuple[dict[str, Any], str]:
+    """``(target record, folder)`` for a move; ``""`` means Home.
+
+    Raises :class:`ProjectNotFound`, :class:`MoveRefused` (archived project,
+    project without folders) or :class:`FolderNotFound`.
+    """
+    if not token.strip():
+        return dict(attribution.HOME), _home_cwd()
+    listing = load_projects(home)
+    project = attribution.find_project(listing.projects, token)
+    if project is None:
+        suffix = "" if listing.available else f" ({listing.note})"
+        raise ProjectNotFound(f"project not found: {token}{suffix}")
+    if project.get("archived"):
+        raise MoveRefused(f"project is archived: {project['name']} (restore it with `hermes project restore` first)")
+    folder = attribution.primary_folder(project)
+    if not folder:
+        raise FolderNotFound(f"project has no folder: {project['name']}")
+    folder = os.path.expanduser(folder)
+    if not os.path.isdir(folder):
+        raise FolderNotFound(f"project folder not found: {folder}")
+    return project, folder
+
+
+def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
+    """Move a session's whole compression lineage into project ``token``.
+
+    The lineage's ``cwd`` becomes the target folder, with the folder's git
+    branch and common repo root, written through Hermes' own
+    ``SessionDB.update_session_cwd``. Moving into a folder outside git clears
+    the stale git fields so attribution really follows. Raises
+    :class:`StoreError` subclasses (no state.db, unknown session, delegate
+    session, unknown project, missing folder).
+    """
+    conn = open_state_db(home)
+    try:
+        sessions = load_sessions(conn)
+    finally:
+        conn.close()
+    row = sessions.get(session_id)
+    if row is None:
+        raise SessionNotFound(f"session not found in state.db: {session_id}")
+    if row.is_delegate:
+        raise MoveRefused("subagent sessions cannot be moved; ask in the parent conversation")
+    target, folder = resolve_move_target(home, token)
+    branch, root = git.branch(folder), git.common_root(folder)
+    warnings: list[str] = []
+    db = open_session_db(home)
+    try:
+        lineage = [sid for sid in (db.get_compression_lineage(session_id) or []) if sid] or [session_id]
+        if session_id not in lineage:
+            lineage.append(session_id)
+        for sid in lineage:
+            db.update_session_cwd(sid, folder, branch or None, root or None)
+            if not root:
+                try:
+                    clear_git_meta(db, sid)
+                except AttributeError:
+                    warnings.append("this Hermes has no SessionDB._execute_write: stale git fields were kept")
+    finally:
+        db.close()
+    listing = load_projects(home)
+    conn = open_state_db(home)
+    try:
+        after = make_attributor(home, listing.projects).project_of(load_sessions(conn), session_id)
+    finally:
+        conn.close()
+    wanted = target if target.get("kind") == "home" else {"kind": "explicit", "id": target["id"]}
+    if attribution.project_identity(after) != attribution.project_identity(wanted):
+        warnings.append(f"the folder {folder} is attributed to {after} (a nested project folder claims it)")
+    return MoveOutcome(after, target, folder, branch, root, tuple(lineage), tuple(warnings))

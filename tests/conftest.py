@@ -1,0 +1,226 @@
+"""Test harness: a real Hermes 0.19.0 host with a throwaway HERMES_HOME.
+
+* The plugin under test is imported under the fixed name
+  ``project_history_recall`` (never through the checkout folder's name), and
+  end-to-end tests load it through Hermes' real plugin loader from
+  ``$HERMES_HOME/plugins/project-history-recall`` (the drop-in route).
+* Sessions are written by Hermes' real ``SessionDB`` into a real state.db;
+  projects by Hermes' real ``projects_db``; repos are real ``git init`` repos.
+* Tools are called through ``model_tools.handle_function_call`` with the
+  ``session_id`` kwarg, exactly as the agent loop does.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN_NAME = "project-history-recall"
+PLUGIN_FILES = ("plugin.yaml", "__init__.py", "attribution.py", "search.py", "store.py", "config_schema.py")
+
+# Hermes must never see the developer's real ~/.hermes while modules import.
+_BOOT_HOME = Path(os.environ.get("PHR_TEST_BOOT_HOME", "/tmp/phr-test-boot-home"))
+_BOOT_HOME.mkdir(parents=True, exist_ok=True)
+os.environ["HERMES_HOME"] = str(_BOOT_HOME)
+for _var in ("HERMES_SESSION_ID", "HERMES_SESSION_SOURCE", "TERMINAL_CWD", "TERMINAL_ENV", "HERMES_SAFE_MODE"):
+    os.environ.pop(_var, None)
+
+
+def _import_checkout() -> Any:
+    """Import this checkout as ``project_history_recall`` (a fixed name)."""
+    spec = importlib.util.spec_from_file_location(
+        "project_history_recall", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["project_history_recall"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+phr = _import_checkout()
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }
+    out = subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True, env=env)
+    return out.stdout.strip()
+
+
+def copy_plugin(dest: Path) -> Path:
+    """Drop-in install: the plugin's files copied to ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in PLUGIN_FILES:
+        shutil.copy2(ROOT / name, dest / name)
+    return dest
+
+
+class World:
+    """A throwaway Hermes profile with the plugin enabled and loaded."""
+
+    def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.tmp = tmp
+        self.home = tmp / "hermes_home"
+        self.work = tmp / "work"
+        self.work.mkdir(parents=True)
+        self.home.mkdir(parents=True)
+        monkeypatch.setenv("HERMES_HOME", str(self.home))
+        for var in ("HERMES_SESSION_ID", "HERMES_SESSION_SOURCE", "TERMINAL_CWD", "TERMINAL_ENV"):
+            monkeypatch.delenv(var, raising=False)
+        import hermes_state
+
+        monkeypatch.setattr(hermes_state, "DEFAULT_DB_PATH", self.home / "state.db")
+        copy_plugin(self.home / "plugins" / PLUGIN_NAME)
+        (self.home / "config.yaml").write_text(
+            "plugins:\n  enabled:\n    - project-history-recall\n  entries:\n"
+            "    project-history-recall:\n      allow_tool_override: false\n"
+        )
+        self._db = None
+        self._seq = 0
+        self.load_plugin(monkeypatch)
+
+    # -- host ---------------------------------------------------------------
+    def load_plugin(self, monkeypatch: pytest.MonkeyPatch) -> Any:
+        import hermes_cli.plugins as plugins
+
+        monkeypatch.setattr(plugins, "_plugin_manager", None)
+        plugins.discover_plugins(force=True)
+        loaded = plugins.get_plugin_manager()._plugins.get(PLUGIN_NAME)
+        assert loaded is not None, "plugin not discovered"
+        assert loaded.enabled and loaded.error is None, f"plugin failed to load: {loaded.error}"
+        assert set(loaded.tools_registered) >= {"project_history_search", "project_session_move"}
+        self.loaded = loaded
+        return loaded
+
+    @property
+    def db(self) -> Any:
+        if self._db is None:
+            from hermes_state import SessionDB
+
+            self._db = SessionDB(db_path=self.home / "state.db")
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def call(self, tool: str, args: Any, session_id: str | None = None, **kw: Any) -> dict[str, Any]:
+        import model_tools
+
+        raw = model_tools.handle_function_call(tool, args, kw.pop("task_id", "task-x"), tool_call_id="c1", session_id=session_id, **kw)
+        assert isinstance(raw, str)
+        return json.loads(raw)
+
+    def search(self, session_id: str | None, query: Any, **args: Any) -> dict[str, Any]:
+        return self.call("project_history_search", {"query": query, **args}, session_id)
+
+    def move(self, session_id: str | None, project_id: Any) -> dict[str, Any]:
+        return self.call("project_session_move", {"project_id": project_id}, session_id)
+
+    # -- fixtures of the world ----------------------------------------------
+    def repo(self, name: str) -> Path:
+        path = self.work / name
+        path.mkdir(parents=True)
+        git(path, "init", "-q", "-b", "main")
+        (path / "README").write_text(name)
+        git(path, "add", "README")
+        git(path, "commit", "-q", "-m", "init")
+        return path.resolve()
+
+    def worktree(self, repo: Path, name: str, branch: str) -> Path:
+        path = self.work / name
+        git(repo, "worktree", "add", "-q", "-b", branch, str(path))
+        return path.resolve()
+
+    def folder(self, name: str) -> Path:
+        path = self.work / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path.resolve()
+
+    def project(self, name: str, folders: list[Path], primary: Path | None = None) -> str:
+        from hermes_cli import projects_db
+
+        with projects_db.connect_closing(self.home / "projects.db") as conn:
+            return projects_db.create_project(
+                conn, name=name, folders=[str(f) for f in folders], primary_path=str(primary or folders[0])
+            )
+
+    def session(
+        self,
+        sid: str,
+        cwd: Path | str | None = None,
+        *,
+        style: str = "desktop",
+        source: str = "cli",
+        parent: str | None = None,
+        model_config: dict[str, Any] | None = None,
+        messages: list[tuple[str, str]] | None = None,
+    ) -> str:
+        """Create a session the way Hermes records it.
+
+        ``style="desktop"``: cwd plus git branch/common root (tui_gateway);
+        ``style="cli"``: cwd only (plain CLI); no cwd: gateway, cron, /new,
+        compression continuations and delegates.
+        """
+        kwargs: dict[str, Any] = {}
+        if cwd is not None:
+            kwargs["cwd"] = str(cwd)
+        if parent:
+            kwargs["parent_session_id"] = parent
+        if model_config:
+            kwargs["model_config"] = model_config
+        self.db.create_session(sid, source, **kwargs)
+        if cwd is not None and style == "desktop":
+            from tui_gateway import git_probe
+
+            self.db.update_session_cwd(sid, str(cwd), git_probe.branch(str(cwd)), git_probe.common_repo_root(str(cwd)))
+        for role, content in messages or ():
+            self.say(sid, role, content)
+        return sid
+
+    def continuation(self, parent: str, sid: str, messages: list[tuple[str, str]] | None = None) -> str:
+        """A compression rotation: the parent ends with 'compression', the child has no cwd."""
+        self.db.end_session(parent, "compression")
+        return self.session(sid, None, parent=parent, messages=messages)
+
+    def delegate(self, parent: str, sid: str, messages: list[tuple[str, str]] | None = None) -> str:
+        return self.session(sid, None, source="subagent", parent=parent, model_config={"_delegate_from": parent}, messages=messages)
+
+    def say(self, sid: str, role: str, content: str, **kw: Any) -> int:
+        self._seq += 1
+        return int(self.db.append_message(sid, role, content, timestamp=1_700_000_000 + self._seq, **kw))
+
+    def session_row(self, sid: str) -> dict[str, Any]:
+        return dict(self.db.get_session(sid) or {})
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    w = World(tmp_path, monkeypatch)
+    try:
+        yield w
+    finally:
+        w.close()
+
+
+def result_sessions(answer: dict[str, Any]) -> list[str]:
+    assert answer.get("success") is True, answer
+    return [r["session_id"] for r in answer["results"]]
