@@ -1,0 +1,148 @@
+"""The pure attribution rules (design §3.1), as a table and as properties."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from project_history_recall import attribution as A
+
+P_ALPHA = {"id": "p_alpha", "name": "Alpha", "slug": "alpha", "folders": [{"path": "/w/alpha"}, {"path": "/w/docs/alpha-notes"}]}
+P_SRC = {"id": "p_src", "name": "Alpha src", "slug": "alpha-src", "folders": [{"path": "/w/alpha/src/"}]}
+P_WIN = {"id": "p_win", "name": "Win", "slug": "win", "folders": [{"path": "C:\\Users\\Dev\\Repo"}]}
+P_UNC = {"id": "p_unc", "name": "Share", "slug": "share", "folders": [{"path": "\\\\server\\share\\proj"}]}
+P_OLD = {"id": "p_old", "name": "Old", "slug": "old", "folders": [{"path": "/w/old"}], "archived": True}
+P_PRIMARY_ONLY = {"id": "p_prim", "name": "Prim", "slug": "prim", "folders": [], "primary_path": "/w/prim"}
+PROJECTS = [P_ALPHA, P_SRC, P_WIN, P_UNC, P_OLD, P_PRIMARY_ONLY]
+
+
+def explicit(p):
+    return {"kind": "explicit", "id": p["id"], "name": p["name"]}
+
+
+def auto(root, name):
+    return {"kind": "auto", "key": A.path_key(root), "root": root, "name": name}
+
+
+CASES = [
+    # (cwd, git_repo_root, expected, why)
+    ("/w/alpha", None, explicit(P_ALPHA), "folder itself"),
+    ("/w/alpha/", None, explicit(P_ALPHA), "trailing separator ignored"),
+    ("/w/alpha/lib/x", None, explicit(P_ALPHA), "descendant"),
+    ("/w/alpha/src", None, explicit(P_SRC), "longest ancestor wins (nested project)"),
+    ("/w/alpha/src/deep/er", None, explicit(P_SRC), "longest ancestor, deeper"),
+    ("/w/alphabet", None, A.HOME, "no prefix match across a segment boundary"),
+    ("/w/alphabet", "/w/alphabet", auto("/w/alphabet", "alphabet"), "segment boundary, falls to auto"),
+    ("/w/docs/alpha-notes/2024", None, explicit(P_ALPHA), "second folder of the same project"),
+    ("/w/alpha-wt-feat", "/w/alpha", explicit(P_ALPHA), "worktree cwd, main repo root in the project"),
+    ("/w/./alpha/../alpha/x", None, explicit(P_ALPHA), "dot segments resolved lexically"),
+    ("/W/ALPHA", None, A.HOME, "POSIX paths are case-sensitive"),
+    ("c:/users/dev/repo/src", None, explicit(P_WIN), "Windows: casefold and either separator"),
+    ("C:\\USERS\\DEV\\REPO", None, explicit(P_WIN), "Windows: backslashes, upper case"),
+    ("C:\\Users\\Dev\\Repository", None, A.HOME, "Windows: segment boundary"),
+    ("\\\\SERVER\\Share\\proj\\x", None, explicit(P_UNC), "UNC paths"),
+    ("/w/old/x", None, A.HOME, "archived projects never match"),
+    ("/w/old/x", "/w/old", auto("/w/old", "old"), "archived project: auto by root"),
+    ("/w/prim/sub", None, explicit(P_PRIMARY_ONLY), "primary_path counts as a folder"),
+    ("/w/other", "/w/other", auto("/w/other", "other"), "git root, no project"),
+    ("/w/other/pkg", "/w/other", auto("/w/other", "other"), "subfolder of a repo"),
+    (None, "/w/other", auto("/w/other", "other"), "root only (continuation inherited it)"),
+    ("/w/plain", None, A.HOME, "non-git folder outside projects"),
+    (None, None, A.HOME, "nothing recorded"),
+    ("", "  ", A.HOME, "blank strings"),
+    ("relative/alpha", None, A.HOME, "relative paths never match absolute folders"),
+]
+
+
+@pytest.mark.parametrize("cwd,root,expected,why", CASES, ids=[c[3] for c in CASES])
+def test_resolve_project_table(cwd, root, expected, why):
+    assert A.resolve_project({"cwd": cwd, "git_repo_root": root}, PROJECTS) == expected
+
+
+def test_junk_roots_are_not_auto_projects():
+    """The bare home dir and anything under HERMES_HOME are not projects (desktop rule)."""
+    row = {"cwd": "/home/u", "git_repo_root": "/home/u"}
+    assert A.resolve_project(row, [], junk_roots=["/home/u"]) == A.HOME
+    row = {"cwd": "/home/u/.hermes/skills/x", "git_repo_root": "/home/u/.hermes/skills/x"}
+    assert A.resolve_project(row, [], junk_trees=["/home/u/.hermes"]) == A.HOME
+    row = {"cwd": "/home/u/code/app", "git_repo_root": "/home/u/code/app"}
+    assert A.resolve_project(row, [], junk_roots=["/home/u"], junk_trees=["/home/u/.hermes"])["kind"] == "auto"
+
+
+def test_explicit_project_under_junk_is_honoured():
+    proj = {"id": "p_h", "name": "Notes", "folders": [{"path": "/home/u"}]}
+    row = {"cwd": "/home/u", "git_repo_root": "/home/u"}
+    assert A.resolve_project(row, [proj], junk_roots=["/home/u"]) == explicit(proj)
+
+
+def test_same_folder_in_two_projects_goes_to_the_first():
+    first = {"id": "p1", "name": "one", "folders": [{"path": "/x"}]}
+    second = {"id": "p2", "name": "two", "folders": [{"path": "/x"}]}
+    assert A.resolve_project({"cwd": "/x/y"}, [first, second])["id"] == "p1"
+
+
+def test_accepts_hermes_project_objects():
+    from hermes_cli.projects_db import Project, ProjectFolder
+
+    proj = Project(id="p_obj", slug="obj", name="Obj", created_at=0, folders=[ProjectFolder(path="/o")])
+    assert A.resolve_project({"cwd": "/o/a"}, [proj]) == {"kind": "explicit", "id": "p_obj", "name": "Obj"}
+
+
+@pytest.mark.parametrize(
+    "token,expected",
+    [("p_alpha", "p_alpha"), ("alpha-src", "p_src"), ("Alpha src", "p_src"), ("ALPHA", "p_alpha"), ("nope", None), ("", None), ("  ", None)],
+)
+def test_find_project_by_id_slug_or_name(token, expected):
+    found = A.find_project(PROJECTS, token)
+    assert (found["id"] if found else None) == expected
+
+
+def test_primary_folder_order():
+    assert A.primary_folder({"primary_path": "/p", "folders": [{"path": "/a"}]}) == "/p"
+    assert A.primary_folder({"folders": [{"path": "/a"}, {"path": "/b", "is_primary": True}]}) == "/b"
+    assert A.primary_folder({"folders": [{"path": "/a"}]}) == "/a"
+    assert A.primary_folder({"folders": []}) is None
+
+
+# -- properties ---------------------------------------------------------------
+
+segment = st.text(alphabet="abcxyz-._", min_size=1, max_size=5).filter(lambda s: s not in (".", ".."))
+posix_path = st.lists(segment, min_size=1, max_size=5).map(lambda parts: "/" + "/".join(parts))
+
+
+@settings(max_examples=300, deadline=None)
+@given(folder=posix_path, rest=st.lists(segment, max_size=3), trailing=st.booleans())
+def test_property_descendants_of_a_folder_belong_to_it(folder, rest, trailing):
+    cwd = folder + "".join("/" + r for r in rest) + ("/" if trailing else "")
+    proj = {"id": "p", "name": "n", "folders": [{"path": folder}]}
+    assert A.resolve_project({"cwd": cwd}, [proj])["kind"] == "explicit"
+
+
+@settings(max_examples=300, deadline=None)
+@given(folder=posix_path, suffix=st.text(alphabet="abcxyz-_", min_size=1, max_size=4))
+def test_property_sibling_with_shared_prefix_never_matches(folder, suffix):
+    proj = {"id": "p", "name": "n", "folders": [{"path": folder}]}
+    assert A.resolve_project({"cwd": folder + suffix}, [proj]) == A.HOME
+
+
+@settings(max_examples=300, deadline=None)
+@given(folders=st.lists(posix_path, min_size=1, max_size=6, unique=True), cwd=posix_path)
+def test_property_winner_is_the_longest_containing_folder(folders, cwd):
+    projects = [{"id": f"p{i}", "name": f"n{i}", "folders": [{"path": f}]} for i, f in enumerate(folders)]
+    got = A.resolve_project({"cwd": cwd}, projects)
+    containing = [f for f in folders if A.is_within(cwd, f)]
+    if not containing:
+        assert got == A.HOME
+    else:
+        best = max(len(A.path_segments(f)) for f in containing)
+        winner = projects[int(got["id"][1:])]["folders"][0]["path"]
+        assert A.is_within(cwd, winner) and len(A.path_segments(winner)) == best
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(st.text(alphabet="AbCdEf", min_size=1, max_size=4), min_size=1, max_size=4), flip=st.booleans())
+def test_property_windows_paths_ignore_case_and_separator(parts, flip):
+    path = "C:\\" + "\\".join(parts)
+    other = path.swapcase().replace("\\", "/") if flip else path.upper()
+    assert A.path_key(path) == A.path_key(other)

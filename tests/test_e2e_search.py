@@ -1,0 +1,191 @@
+"""project_history_search end to end: real Hermes loader, dispatch, SessionDB, git.
+
+The world: project P is explicit (a git repo ``pay`` and a plain folder
+``pay-docs``); project Q is an auto repo ``quasar`` with a linked worktree;
+plus Home sessions, an archived session, a delegate child, rewound messages,
+tool output, a compression continuation without ``cwd``, and CLI sessions
+that record only ``cwd``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import World, result_sessions
+
+RESULT_KEYS = {"session_id", "link", "title", "message_id", "snippet", "score_source", "when"}
+
+
+@pytest.fixture
+def pq(world: World):
+    w = world
+    pay, quasar = w.repo("pay"), w.repo("quasar")
+    (pay / "src").mkdir()
+    docs = w.folder("pay-docs")
+    wt = w.worktree(quasar, "quasar-wt-feat", "feat")
+    plain = w.folder("plain")
+    w.P = w.project("Payments", [pay, docs])
+    w.paths = {"pay": pay, "docs": docs, "quasar": quasar, "wt": wt, "plain": plain}
+
+    w.session("p_desk", pay, messages=[
+        ("user", "How do we fix the websocket reconnect storm?"),
+        ("assistant", "Use exponential backoff with jitter on the websocket client."),
+        ("user", "另外，数据库迁移方案定了吗？"),
+        ("assistant", "数据库迁移方案：先加列，再回填，最后切换读路径。"),
+    ])
+    w.session("p_docs", docs, style="cli", messages=[("user", "document the websocket protocol for payments")])
+    w.session("p_cli_sub", pay / "src", style="cli", messages=[("assistant", "the websocket handler lives in src/ws.py")])
+    w.session("p_long", pay, style="cli", messages=[("user", "long debugging session about ledgers")])
+    w.continuation("p_long", "p_cont", messages=[("assistant", "continuing: websocket heartbeat every 30s")])
+    w.session("p_tool", pay, messages=[("user", "run the integration tests")])
+    w.say("p_tool", "tool", "FAILED test_ws.py::test_reconnect - ECONNRESET zorbulated websocket closed", tool_name="terminal")
+    w.session("p_arch", pay, messages=[("user", "archived websocket idea")])
+    w.db.set_session_archived("p_arch", True)
+    w.delegate("p_desk", "p_deleg", messages=[("assistant", "delegate looked at websocket internals")])
+    w.session("p_rewound", pay, messages=[("user", "unrelated ledger question")])
+    rewound_id = w.say("p_rewound", "user", "websocket rewound draft")
+    w.db.rewind_to_message("p_rewound", rewound_id)
+
+    w.session("q_main", quasar, messages=[("user", "websocket in quasar: use a ring buffer")])
+    w.session("q_wt", wt, messages=[("assistant", "feature branch websocket heartbeat")])
+    w.session("q_cli_wt", wt, style="cli", messages=[("user", "websocket retry in the worktree")])
+
+    w.session("home_gw", None, source="telegram", messages=[("user", "websocket from the gateway")])
+    w.session("home_plain", plain, style="cli", messages=[("user", "websocket in a plain folder")])
+
+    w.session("cur_p", pay, style="cli", messages=[("user", "what did we decide before?")])
+    w.continuation("cur_p", "cur_p2", messages=[("user", "websocket current lineage")])
+    w.say("cur_p", "assistant", "websocket in the current conversation")
+    return w
+
+
+P_WEBSOCKET = {"p_desk", "p_docs", "p_cli_sub", "p_cont", "p_tool"}
+
+
+def test_search_from_p_returns_only_p_sessions(pq):
+    answer = pq.search("cur_p2", "websocket", mode="keyword", limit=10)
+    assert set(result_sessions(answer)) == P_WEBSOCKET
+    assert answer["project"] == {"kind": "explicit", "id": pq.P, "name": "Payments"}
+    assert answer["mode"] == "keyword" and answer["semantic_status"] == "disabled"
+
+
+def test_current_lineage_is_excluded_from_either_end(pq):
+    for current in ("cur_p", "cur_p2"):
+        got = set(result_sessions(pq.search(current, "websocket", limit=10)))
+        assert not got & {"cur_p", "cur_p2"}
+        assert got == P_WEBSOCKET
+
+
+def test_search_from_q_stays_in_q_including_worktrees(pq):
+    got = set(result_sessions(pq.search("q_main", "websocket", limit=10)))
+    assert got == {"q_wt", "q_cli_wt"}
+    answer = pq.search("q_cli_wt", "websocket", limit=10)
+    assert set(result_sessions(answer)) == {"q_main", "q_wt"}
+    assert answer["project"]["kind"] == "auto" and answer["project"]["root"] == str(pq.paths["quasar"])
+
+
+def test_home_session_has_no_project_context(pq):
+    for sid in ("home_gw", "home_plain"):
+        answer = pq.search(sid, "websocket")
+        assert answer["success"] is True and answer["results"] == []
+        assert answer["sessions_in_scope"] == 0
+        assert "No project context" in answer["message"]
+
+
+def test_result_shape_and_history_marking(pq):
+    answer = pq.search("cur_p", "websocket reconnect storm", limit=1)
+    assert answer["success"] is True
+    assert {"success", "mode", "project", "results", "sessions_in_scope", "semantic_status"} <= set(answer)
+    [hit] = answer["results"]
+    assert set(hit) == RESULT_KEYS
+    assert hit["session_id"] == "p_desk" and hit["link"] == "@session:p_desk"
+    assert hit["score_source"] == "keyword" and isinstance(hit["message_id"], int)
+    assert ">>>" in hit["snippet"] and len(hit["snippet"]) < 400
+    assert hit["when"] and len(hit["when"]) == len("2026-09-01 14:30")
+    assert "not instructions" in answer["notice"]
+    assert answer["sessions_in_scope"] == 8  # 7 searchable P sessions + this conversation
+
+
+def test_one_strongest_hit_per_session_and_limit(pq):
+    answer = pq.search("cur_p", "websocket", limit=2)
+    ids = result_sessions(answer)
+    assert len(ids) == 2 and len(set(ids)) == 2
+
+
+def test_natural_language_question_finds_the_session(pq):
+    answer = pq.search("cur_p", "How did we handle the reconnect storm in the websocket client?", limit=1)
+    assert result_sessions(answer) == ["p_desk"]
+
+
+def test_tool_output_matches_count(pq):
+    answer = pq.search("cur_p", "ECONNRESET zorbulated", limit=3)
+    assert result_sessions(answer) == ["p_tool"]
+
+
+def test_identifier_and_path_queries(pq):
+    assert result_sessions(pq.search("cur_p", "src/ws.py", limit=3)) == ["p_cli_sub"]
+    assert result_sessions(pq.search("cur_p", "test_ws.py::test_reconnect", limit=3)) == ["p_tool"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["数据库迁移", "数据库迁移方案是什么", "迁移", "回填", "websocket 数据库迁移", "数据库迁移 backoff"],
+)
+def test_chinese_and_mixed_queries(pq, query):
+    ids = result_sessions(pq.search("cur_p", query, limit=3))
+    assert ids and ids[0] == "p_desk"
+
+
+def test_chinese_query_never_leaks_out_of_scope(pq):
+    pq.say("q_main", "user", "quasar 也讨论了数据库迁移")
+    assert result_sessions(pq.search("cur_p", "数据库迁移", limit=10)) == ["p_desk"]
+    assert result_sessions(pq.search("q_wt", "数据库迁移", limit=10)) == ["q_main"]
+    assert result_sessions(pq.search("q_wt", "迁移", limit=10)) == ["q_main"]
+
+
+def test_rewound_archived_and_delegate_text_is_never_found(pq):
+    for query in ("rewound draft", "archived idea", "delegate internals"):
+        assert pq.search("cur_p", query, limit=10)["results"] == []
+
+
+def test_hits_open_in_hermes_session_search_scroll_mode(pq):
+    """Our (session_id, message_id) pairs are valid anchors for the built-in scroll mode."""
+    from tools.session_search_tool import session_search
+
+    for hit in pq.search("cur_p", "websocket", limit=10)["results"]:
+        view = json.loads(session_search(session_id=hit["session_id"], around_message_id=hit["message_id"], db=pq.db, current_session_id="cur_p"))
+        assert view.get("success") is not False, view
+        assert hit["message_id"] in [m.get("id") for m in view["messages"]], view
+
+
+def test_no_match_says_so(pq):
+    answer = pq.search("cur_p", "xylophone", limit=3)
+    assert answer["success"] is True and answer["results"] == []
+    assert "No matching" in answer["message"]
+
+
+def test_only_session_in_project(world: World):
+    repo = world.repo("solo")
+    world.session("only", repo, messages=[("user", "hello websocket")])
+    answer = world.search("only", "websocket")
+    assert answer["results"] == [] and answer["sessions_in_scope"] == 1
+    assert answer["message"] == "No other sessions in this project"
+
+
+def test_in_place_compaction_keeps_archived_originals_searchable(world: World):
+    repo = world.repo("comp")
+    world.session("c1", repo, messages=[("user", "the frobnicator design"), ("assistant", "use a queue")])
+    world.db.archive_and_compact("c1", [{"role": "user", "content": "[summary] discussed design"}])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    assert result_sessions(world.search("cur", "frobnicator")) == ["c1"]
+
+
+def test_projects_db_missing_degrades_to_auto(world: World):
+    repo = world.repo("nodesk")
+    world.session("a", repo, messages=[("user", "quokka plans")])
+    world.session("b", repo, style="cli", messages=[("user", "hi")])
+    answer = world.search("b", "quokka")
+    assert result_sessions(answer) == ["a"] and answer["project"]["kind"] == "auto"
+    assert not (world.home / "projects.db").exists()

@@ -1,0 +1,143 @@
+"""project_session_move end to end: the write goes through Hermes' SessionDB and
+searches (ours and Hermes' own workspace grouping) follow the new project."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from conftest import World, result_sessions
+
+
+@pytest.fixture
+def mv(world: World):
+    w = world
+    pay, quasar = w.repo("pay"), w.repo("quasar")
+    notes = w.folder("notes")
+    w.P = w.project("Payments", [pay])
+    w.Q = w.project("Quasar", [quasar])
+    w.N = w.project("Team Notes", [notes])
+    w.paths = {"pay": pay, "quasar": quasar, "notes": notes}
+    w.session("p_old", pay, messages=[("user", "websocket in payments")])
+    w.session("q_old", quasar, messages=[("user", "websocket in quasar")])
+    w.session("n_old", notes, style="cli", messages=[("user", "websocket in the notes")])
+    w.session("h_old", None, source="telegram", messages=[("user", "websocket at home")])
+    w.session("cur", pay, messages=[("user", "this is really about quasar")])
+    w.continuation("cur", "cur2", messages=[("user", "still going")])
+    return w
+
+
+def workspace_key(world: World, sid: str):
+    from hermes_state import workspace_key
+
+    return workspace_key(world.session_row(sid))
+
+
+def test_move_p_to_q_moves_the_lineage_and_search_follows(mv):
+    assert result_sessions(mv.search("cur2", "websocket")) == ["p_old"]
+    answer = mv.move("cur2", "quasar")  # by slug
+    assert answer["success"] is True, answer
+    assert answer["project"] == {"kind": "explicit", "id": mv.Q, "name": "Quasar"}
+    assert answer["cwd"] == str(mv.paths["quasar"]) and answer["git_branch"] == "main"
+    assert set(answer["sessions_updated"]) == {"cur", "cur2"}
+    for sid in ("cur", "cur2"):
+        row = mv.session_row(sid)
+        assert row["cwd"] == str(mv.paths["quasar"]) and row["git_repo_root"] == str(mv.paths["quasar"])
+    assert result_sessions(mv.search("cur2", "websocket")) == ["q_old"]
+    assert result_sessions(mv.search("cur", "websocket")) == ["q_old"]
+    # And from P, the moved conversation is now out of scope.
+    assert "cur" not in result_sessions(mv.search("p_old", "still going quasar"))
+
+
+def test_move_from_repo_to_non_git_folder_clears_stale_git_fields(mv):
+    """update_session_cwd never clears git_repo_root; the move must, or attribution stays in the repo."""
+    assert mv.move("cur", mv.Q)["success"]
+    answer = mv.move("cur", "Team Notes")  # by exact name
+    assert answer["success"] is True, answer
+    assert answer["project"]["id"] == mv.N and answer["git_repo_root"] is None
+    row = mv.session_row("cur")
+    assert row["cwd"] == str(mv.paths["notes"]) and row["git_repo_root"] is None and row["git_branch"] is None
+    assert workspace_key(mv, "cur") == str(mv.paths["notes"])  # Hermes' own grouping follows too
+    assert result_sessions(mv.search("cur2", "websocket")) == ["n_old"]
+
+
+def test_move_to_home(mv):
+    answer = mv.move("cur2", "")
+    assert answer["success"] is True and answer["project"] == {"kind": "home"}
+    assert mv.session_row("cur")["git_repo_root"] is None
+    after = mv.search("cur2", "websocket")
+    assert after["results"] == [] and "No project context" in after["message"]
+
+
+def test_move_back_into_a_project_by_id(mv):
+    mv.move("cur", "")
+    answer = mv.move("cur", mv.P)
+    assert answer["project"]["id"] == mv.P
+    assert result_sessions(mv.search("cur", "websocket")) == ["p_old"]
+
+
+def test_case_insensitive_slug_or_name(mv):
+    assert mv.move("cur", "QUASAR")["project"]["id"] == mv.Q
+    assert mv.move("cur", "team notes")["project"]["id"] == mv.N
+
+
+def test_move_never_touches_messages(mv):
+    before = [(m["id"], m["content"]) for m in mv.db.get_messages("cur")]
+    mv.move("cur", "quasar")
+    assert [(m["id"], m["content"]) for m in mv.db.get_messages("cur")] == before
+
+
+def test_refused_for_subagent_sessions(mv):
+    mv.delegate("cur", "child", messages=[("assistant", "delegated work")])
+    answer = mv.move("child", "quasar")
+    assert answer == {"success": False, "error": answer["error"], "code": "move_refused"}
+    assert "subagent" in answer["error"]
+    assert mv.session_row("child").get("cwd") is None
+
+
+def test_unknown_project(mv):
+    answer = mv.move("cur", "p_nope")
+    assert answer["success"] is False and answer["code"] == "project_not_found"
+    assert answer["error"] == "project not found: p_nope"
+
+
+def test_missing_project_folder(mv):
+    gone = mv.folder("gone")
+    mv.project("Gone", [gone])
+    shutil.rmtree(gone)
+    answer = mv.move("cur", "Gone")
+    assert answer["success"] is False and answer["code"] == "folder_not_found"
+    assert answer["error"] == f"project folder not found: {gone}"
+    assert mv.session_row("cur")["cwd"] == str(mv.paths["pay"])
+
+
+def test_archived_project_is_refused(mv):
+    from hermes_cli import projects_db
+
+    with projects_db.connect_closing(mv.home / "projects.db") as conn:
+        projects_db.archive_project(conn, mv.Q)
+    answer = mv.move("cur", "quasar")
+    assert answer["success"] is False and answer["code"] == "move_refused" and "archived" in answer["error"]
+
+
+def test_no_projects_db(world: World):
+    repo = world.repo("r")
+    world.session("s", repo, messages=[("user", "x")])
+    answer = world.move("s", "anything")
+    assert answer["success"] is False and answer["code"] == "project_not_found"
+    assert not (world.home / "projects.db").exists()
+    assert world.move("s", "")["success"] is True
+
+
+def test_unknown_session(mv):
+    answer = mv.move("nope", "quasar")
+    assert answer["success"] is False and answer["code"] == "session_not_found"
+
+
+def test_desktop_callback_is_told_when_present(mv, monkeypatch):
+    from tools import project_tools
+
+    seen = []
+    monkeypatch.setattr(project_tools, "_workspace_callback", lambda task, path, name: seen.append((task, path, name)))
+    mv.call("project_session_move", {"project_id": "quasar"}, "cur", task_id="tui-key")
+    assert seen == [("tui-key", str(mv.paths["quasar"]), "Quasar")]

@@ -1,0 +1,130 @@
+"""Query parsing, snippets and per-session selection (pure parts of search.py)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from project_history_recall import search as S
+
+
+def texts(query: str) -> list[tuple[str, str]]:
+    return [(u.text, u.kind) for u in S.parse_query(query).units]
+
+
+@pytest.mark.parametrize(
+    "query,expected",
+    [
+        ("How did we fix the websocket reconnect bug?", [("fix", "word"), ("websocket", "word"), ("reconnect", "word"), ("bug", "word")]),
+        ('"exact phrase" foo', [("exact phrase", "phrase"), ("foo", "word")]),
+        ("update_session_cwd", [("update_session_cwd", "phrase")]),
+        ("chat-send P2.2", [("chat-send", "phrase"), ("p2.2", "phrase")]),
+        ("TODO: fix", [("todo", "word"), ("fix", "word")]),
+        ("src/app.py", [("src/app.py", "phrase")]),
+        ("AND websocket OR", [("websocket", "word")]),
+        ("NOT", [("not", "word")]),
+        ("what is it", [("what", "word"), ("is", "word"), ("it", "word")]),
+        ("数据库迁移", [("数据库迁移", "cjk")]),
+        ("我们怎么处理数据库迁移的问题", [("处理数据库迁移", "cjk"), ("问题", "cjk")]),
+        ("websocket 重连", [("websocket", "word"), ("重连", "cjk")]),
+        ('"unbalanced quote', [("unbalanced", "word"), ("quote", "word")]),
+        ("*x*", [("x", "word")]),
+        ("cat's", [("cat", "word")]),
+        ("C++ and C#", [("c++", "phrase"), ("c#", "phrase")]),
+    ],
+)
+def test_parse_query_units(query, expected):
+    assert texts(query) == expected
+
+
+def test_stop_words_are_kept_when_nothing_else_is_left():
+    assert texts("the") == [("the", "word")]
+
+
+@pytest.mark.parametrize("query", ["", "   ", "***", '""', "\x00\x01", "?!.,;"])
+def test_parse_query_with_nothing_searchable(query):
+    assert S.parse_query(query).units == ()
+
+
+def test_long_queries_are_capped():
+    parsed = S.parse_query("word " * 50_000)
+    assert len(parsed.units) <= S.MAX_UNITS and parsed.truncated
+    parsed = S.parse_query(" ".join(f"w{i}" for i in range(100)))
+    assert len(parsed.units) == S.MAX_UNITS and parsed.truncated
+
+
+# Every unit becomes a quoted FTS5 phrase: whatever the user typed, the
+# expression must parse. Checked against a real FTS5 table, like state.db's.
+@pytest.fixture(scope="module")
+def fts():
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(content)")
+    conn.execute("CREATE VIRTUAL TABLE g USING fts5(content, tokenize='trigram')")
+    conn.execute("INSERT INTO t(content) VALUES ('hermes-agent websocket')")
+    return conn
+
+
+HAZARDS = [
+    "hermes-agent", "a:b", "cat's", "NOT", "foo OR", "AND", '"unbalanced', "*x", "x*", "NEAR(a b)",
+    "col:term", "^start", "a + b", "{a b}", "(((", ")))", "'single'", '""""', "a\\b", "a\"b\"c",
+    "/usr/local/bin/python3", "C:\\Users\\x", "数据库", "数据库迁移", "🙂 emoji", "\u200b zero width",
+    "x" * 10_000, "\ud800 lone surrogate", "tab\tnew\nline", "-leading", "trailing-", "a--b", "1.2.3",
+]
+
+
+@pytest.mark.parametrize("query", HAZARDS)
+def test_hostile_queries_make_valid_fts5(fts, query):
+    parsed = S.parse_query(query)
+    for unit in parsed.units:
+        fts.execute("SELECT count(*) FROM t WHERE t MATCH ?", (S.fts_quote(unit.text),)).fetchall()
+        for gram in S.cjk_trigrams(unit.text) or [unit.text]:
+            fts.execute("SELECT count(*) FROM g WHERE g MATCH ?", (S.fts_quote(gram),)).fetchall()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=300))
+def test_property_any_text_parses_to_valid_fts5(fts_query_conn, text):
+    parsed = S.parse_query(text)
+    if parsed.units:
+        expr = " OR ".join(S.fts_quote(u.text) for u in parsed.units)
+        fts_query_conn.execute("SELECT count(*) FROM t WHERE t MATCH ?", (expr,)).fetchall()
+
+
+@pytest.fixture(scope="module")
+def fts_query_conn():
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(content)")
+    return conn
+
+
+def test_cjk_trigrams():
+    assert S.cjk_trigrams("数据库迁移") == ["数据库", "据库迁", "库迁移"]
+    assert S.cjk_trigrams("迁移") == []
+
+
+def test_snippet_is_bounded_and_marks_the_match():
+    text = "x " * 2000 + "the websocket backoff fix" + " y" * 2000
+    snip = S.make_snippet(text, S.parse_query("websocket").units)
+    assert ">>>websocket<<<" in snip
+    assert len(snip) <= S.SNIPPET_CHARS + len(">>><<<") + 2 * len("...")
+    assert snip.startswith("...") and snip.endswith("...")
+
+
+def test_snippet_without_match_is_the_start():
+    assert S.make_snippet("short text", S.parse_query("zzz").units) == "short text"
+
+
+def test_best_per_session_keeps_the_first_hit_of_each_session():
+    hits = [S.Hit(5, "a", -3.0), S.Hit(4, "a", -2.0), S.Hit(3, "b", -1.0), S.Hit(2, "c", -0.5)]
+    assert [(h.session_id, h.message_id) for h in S.best_per_session(hits, 2)] == [("a", 5), ("b", 3)]
+
+
+def test_rank_by_coverage_then_bm25():
+    units = S.parse_query("数据库迁移 方案").units
+    hits = [S.Hit(1, "a", -5.0), S.Hit(2, "b", -1.0)]
+    texts_ = {1: "数据库迁移", 2: "数据库迁移的方案"}
+    ranked = S.rank_hits(hits, texts_, units, by_coverage=True)
+    assert [h.message_id for h in ranked] == [2, 1]
