@@ -1,0 +1,205 @@
+"""The failure table (design §7) and bad inputs: always a JSON answer with
+``success``, never a traceback, never a silent empty list."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import pytest
+from conftest import World, result_sessions
+
+
+@pytest.fixture
+def two(world: World):
+    repo = world.repo("app")
+    world.session("old", repo, messages=[("user", "the websocket backoff plan")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    return world
+
+
+BAD_SEARCH_ARGS = [
+    # (args, expected code or None when it must succeed, why)
+    ({}, "bad_argument", "query missing"),
+    ({"query": None}, "bad_argument", "query null"),
+    ({"query": ""}, "bad_argument", "query empty"),
+    ({"query": "   \n\t"}, "bad_argument", "query whitespace"),
+    ({"query": ["websocket"]}, "bad_argument", "query a list"),
+    ({"query": {"q": 1}}, "bad_argument", "query an object"),
+    ({"query": True}, "bad_argument", "query a boolean"),
+    ({"query": 12345}, None, "query a number is searched as text"),
+    ({"query": "websocket", "mode": "fuzzy"}, "bad_argument", "unknown mode"),
+    ({"query": "websocket", "mode": 3}, "bad_argument", "mode of the wrong type"),
+    ({"query": "websocket", "mode": None}, None, "null mode means default"),
+    ({"query": "websocket", "mode": "KEYWORD"}, None, "mode case-insensitive"),
+    ({"query": "websocket", "limit": None}, None, "null limit means default"),
+    ({"query": "websocket", "limit": 0}, None, "limit clamped up"),
+    ({"query": "websocket", "limit": -5}, None, "negative limit clamped"),
+    ({"query": "websocket", "limit": 10_000}, None, "huge limit clamped"),
+    ({"query": "websocket", "limit": "7"}, None, "numeric string"),
+    ({"query": "websocket", "limit": 2.9}, None, "float limit"),
+    ({"query": "websocket", "limit": "many"}, "bad_argument", "non-numeric limit"),
+    ({"query": "websocket", "limit": True}, "bad_argument", "boolean limit"),
+    ({"query": "websocket", "limit": [3]}, "bad_argument", "list limit"),
+    ({"query": "websocket", "extra": "ignored"}, None, "unknown keys ignored"),
+    ({"query": "x" * 100_000}, None, "100k-character query"),
+    ({"query": "websocket " * 20_000}, None, "100k-character query of real words"),
+    ({"query": "\x00\x01\x02"}, None, "control characters only"),
+    ({"query": "\ud800\udfff websocket"}, None, "lone surrogates"),
+    ({"query": '"unbalanced AND ( websocket'}, None, "FTS operators and unbalanced input"),
+    ({"query": "NEAR(websocket backoff, 2)"}, None, "FTS function syntax"),
+    ({"query": "col:websocket"}, None, "column filter syntax"),
+]
+
+
+@pytest.mark.parametrize("args,code,why", BAD_SEARCH_ARGS, ids=[c[2] for c in BAD_SEARCH_ARGS])
+def test_bad_search_inputs(two, args, code, why):
+    answer = two.call("project_history_search", args, "cur")
+    if code is None:
+        assert answer["success"] is True, answer
+        assert isinstance(answer["results"], list)
+        assert len(answer["results"]) <= 10
+        if answer["results"] == []:
+            assert answer.get("message"), "an empty result always says why"
+    else:
+        assert answer["success"] is False and answer["code"] == code, answer
+        assert answer["error"]
+
+
+def test_limit_is_clamped_to_ten(two):
+    for i in range(12):
+        two.session(f"s{i}", two.session_row("old")["cwd"], messages=[("user", f"websocket {i}")])
+    assert len(two.search("cur", "websocket", limit=99)["results"]) == 10
+    assert len(two.search("cur", "websocket", limit=0)["results"]) == 1
+
+
+def test_long_query_is_flagged(two):
+    answer = two.search("cur", "websocket " * 20_000)
+    assert answer["success"] is True and answer["query_truncated"] is True
+    assert result_sessions(answer) == ["old"]
+
+
+@pytest.mark.parametrize("session_id", [None, "", "   "])
+def test_no_session_id(two, session_id):
+    for tool, args in (("project_history_search", {"query": "websocket"}), ("project_session_move", {"project_id": ""})):
+        answer = two.call(tool, args, session_id)
+        assert answer["success"] is False and answer["code"] == "no_session"
+        assert "session id" in answer["error"]
+
+
+def test_session_not_in_state_db(two):
+    answer = two.search("missing-session", "websocket")
+    assert answer["success"] is False and answer["code"] == "session_not_found"
+
+
+@pytest.mark.parametrize("args", [None, [], "websocket", 42])
+def test_arguments_not_an_object(two, args):
+    import json
+
+    from project_history_recall import handle_move, handle_search
+
+    for handler in (handle_search, handle_move):
+        answer = json.loads(handler(args, session_id="cur"))
+        assert answer["success"] is False and answer["code"] == "bad_argument"
+
+
+@pytest.mark.parametrize(
+    "value,code",
+    [(None, "bad_argument"), (["p"], "bad_argument"), ({"id": "p"}, "bad_argument"), (True, "bad_argument"), (5, "project_not_found")],
+)
+def test_move_bad_project_id(two, value, code):
+    answer = two.move("cur", value)
+    assert answer["success"] is False and answer["code"] == code, answer
+    assert two.session_row("cur")["cwd"] == two.session_row("old")["cwd"]
+
+
+def test_no_state_db(world: World):
+    answer = world.search("cur", "websocket")
+    assert answer == {"success": False, "error": "session database not found", "code": "no_db"}
+    answer = world.move("cur", "")
+    assert answer["code"] == "no_db"
+    assert not (world.home / "state.db").exists(), "a search must never create state.db"
+
+
+def test_corrupt_state_db(world: World):
+    (world.home / "state.db").write_bytes(b"this is not a database" * 100)
+    answer = world.search("cur", "websocket")
+    assert answer["success"] is False and answer["code"] in ("db_unreadable", "db_error")
+
+
+def test_corrupt_projects_db_degrades_to_auto(two):
+    (two.home / "projects.db").write_bytes(b"garbage" * 100)
+    answer = two.search("cur", "websocket")
+    assert answer["success"] is True and result_sessions(answer) == ["old"]
+    assert answer["project"]["kind"] == "auto" and "projects.db unreadable" in answer["projects_note"]
+
+
+def test_fts_error_falls_back_to_like(two, monkeypatch):
+    """An FTS error (e.g. a damaged index) degrades to LIKE instead of failing."""
+    import sys
+
+    plugin_store = sys.modules["hermes_plugins.project_history_recall.store"]
+
+    def broken(*a, **kw):
+        raise sqlite3.OperationalError("fts5: syntax error near something")
+
+    monkeypatch.setattr(plugin_store, "count_matches", broken)
+    answer = two.search("cur", "websocket backoff")
+    assert answer["success"] is True and result_sessions(answer) == ["old"]
+    assert "like" in answer["strategy"]
+
+
+def test_check_fn_follows_hermes_home(world: World, monkeypatch):
+    from project_history_recall import check_available
+
+    assert check_available() is True
+    monkeypatch.setenv("HERMES_HOME", str(world.tmp / "does-not-exist"))
+    assert check_available() is False
+
+
+def test_handler_never_raises_on_internal_errors(two, monkeypatch):
+    import sys
+
+    plugin_search = sys.modules["hermes_plugins.project_history_recall.search"]
+
+    def boom(**kw):
+        raise RuntimeError("unexpected")
+
+    monkeypatch.setattr(plugin_search, "search_history", boom)
+    answer = two.search("cur", "websocket")
+    assert answer == {"success": False, "error": "internal error in project_history_search: RuntimeError", "code": "internal_error"}
+
+
+def test_state_db_read_only_even_if_writable(two):
+    """Searching leaves state.db byte-identical and never creates projects.db."""
+    db_path = two.home / "state.db"
+    two.close()
+    before = db_path.read_bytes()
+    mtime = os.stat(db_path).st_mtime_ns
+    for q in ("websocket", "数据库", "迁移", "col:x"):
+        two.search("cur", q)
+    assert db_path.read_bytes() == before and os.stat(db_path).st_mtime_ns == mtime
+    assert not (two.home / "projects.db").exists()
+
+
+def test_paths_with_uri_metacharacters(tmp_path, monkeypatch):
+    """A HERMES_HOME containing '#', '?' or '%' opens the right file, read-only."""
+    from conftest import git
+    from hermes_state import SessionDB
+
+    weird = tmp_path / "we#ird?home%20x"
+    weird.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(weird))
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    db = SessionDB(db_path=weird / "state.db")
+    for sid, text in (("a", "weird home websocket"), ("b", "hi")):
+        db.create_session(sid, "cli", cwd=str(repo))
+        db.append_message(sid, "user", text)
+    db.close()
+    from project_history_recall import search, store
+
+    answer = search.search_history(home=store.hermes_home(), session_id="b", query="websocket")
+    assert result_sessions(answer) == ["a"]
+    assert not any(p.name.startswith("we") and p != weird for p in tmp_path.iterdir())

@@ -1,0 +1,132 @@
+"""Both install routes in a real Hermes, driven through the real `hermes` CLI.
+
+* drop-in: the whole checkout copied to ``$HERMES_HOME/plugins/project-history-recall``,
+  then ``hermes plugins enable``;
+* pip: the package built and installed into a child venv (which sees the test
+  venv's Hermes through a .pth file), found through the ``hermes_agent.plugins``
+  entry-point group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, git
+
+HERMES = Path(sys.executable).parent / "hermes"
+IGNORE = shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info", "build", "dist", ".hypothesis")
+
+
+def run(cmd: list[str], home: Path, **kw) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
+    env.update(HERMES_HOME=str(home), NO_COLOR="1", COLUMNS="200", **kw.pop("env", {}))
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL, **kw)
+
+
+def dispatch_script() -> str:
+    return textwrap.dedent(
+        """
+        import json, sys
+        from pathlib import Path
+        home = Path(sys.argv[1]); repo = sys.argv[2]
+        from hermes_state import SessionDB
+        db = SessionDB(db_path=home / "state.db")
+        db.create_session("old", "cli", cwd=repo); db.append_message("old", "user", "the websocket backoff plan")
+        db.create_session("cur", "cli", cwd=repo); db.append_message("cur", "user", "hi")
+        db.close()
+        import model_tools
+        from hermes_cli.plugins import get_plugin_manager
+        loaded = get_plugin_manager()._plugins["project-history-recall"]
+        answer = json.loads(model_tools.handle_function_call(
+            "project_history_search", {"query": "websocket"}, "t", tool_call_id="c", session_id="cur"))
+        print(json.dumps({"enabled": loaded.enabled, "error": loaded.error, "source": loaded.manifest.source,
+                          "module": getattr(loaded.module, "__file__", None), "answer": answer}))
+        """
+    )
+
+
+def check_enabled_listed_and_working(python: Path, hermes: Path, home: Path, tmp: Path, source: str) -> dict:
+    enable = run([str(hermes), "plugins", "enable", "project-history-recall", "--no-allow-tool-override"], home)
+    assert enable.returncode == 0, enable.stderr + enable.stdout
+    assert "enabled" in enable.stdout
+    listing = run([str(hermes), "plugins", "list", "--plain", "--no-bundled"], home)
+    assert listing.returncode == 0, listing.stderr
+    line = next(ln for ln in listing.stdout.splitlines() if "project-history-recall" in ln)
+    assert line.split()[0] == "enabled", listing.stdout
+    tools = run([str(hermes), "tools", "list"], home)
+    assert tools.returncode == 0, tools.stderr
+    assert "Plugin toolsets" in tools.stdout, tools.stdout
+    row = next(ln for ln in tools.stdout.splitlines() if "project_history_recall" in ln)
+    assert "enabled" in row
+    repo = tmp / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    probe = run([str(python), "-c", dispatch_script(), str(home), str(repo)], home)
+    assert probe.returncode == 0, probe.stderr
+    report = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert report["enabled"] and report["error"] is None and report["source"] == source
+    assert [r["session_id"] for r in report["answer"]["results"]] == ["old"], report
+    return report
+
+
+def test_drop_in_route(tmp_path: Path):
+    home = tmp_path / "home"
+    shutil.copytree(ROOT, home / "plugins" / "project-history-recall", ignore=IGNORE)
+    report = check_enabled_listed_and_working(Path(sys.executable), HERMES, home, tmp_path, "user")
+    assert report["module"].startswith(str(home / "plugins" / "project-history-recall"))
+
+
+@pytest.mark.skipif(not HERMES.exists(), reason="hermes CLI not installed in this venv")
+def test_pip_route(tmp_path: Path):
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=IGNORE)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    child_py = venv / "bin" / "python"
+    child_site = Path(subprocess.run([str(child_py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+    (child_site / "parent_venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    install = subprocess.run(
+        [str(child_py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--disable-pip-version-check", str(src)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert install.returncode == 0, install.stderr + install.stdout
+    installed = child_site / "project_history_recall"
+    assert (installed / "plugin.yaml").exists() and (installed / "search.py").exists()
+    assert not (installed / "tests").exists(), "tests must not ship in the wheel"
+    # The child venv's own `hermes` entry point, running on the child interpreter.
+    hermes = venv / "bin" / "hermes"
+    hermes.write_text(f"#!{child_py}\nimport sys\nfrom hermes_cli.main import main\nsys.exit(main())\n")
+    hermes.chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    report = check_enabled_listed_and_working(child_py, hermes, home, tmp_path, "entrypoint")
+    assert report["module"].startswith(str(installed))
+    assert not (home / "plugins").exists() or not any((home / "plugins").iterdir())
+
+
+def test_load_failure_is_visible(tmp_path: Path):
+    """A broken install shows an error in the plugin manager and no toolset in `hermes tools list`."""
+    home = tmp_path / "home"
+    dest = home / "plugins" / "project-history-recall"
+    shutil.copytree(ROOT, dest, ignore=IGNORE)
+    (dest / "search.py").write_text("import not_a_real_module_xyz\n")
+    assert run([str(HERMES), "plugins", "enable", "project-history-recall", "--no-allow-tool-override"], home).returncode == 0
+    tools = run([str(HERMES), "tools", "list"], home)
+    assert "project_history_recall" not in tools.stdout
+    probe = run(
+        [sys.executable, "-c", "from hermes_cli.plugins import discover_plugins, get_plugin_manager; discover_plugins(); "
+         "p = get_plugin_manager()._plugins['project-history-recall']; print(p.enabled, '|', p.error)"],
+        home,
+    )
+    enabled, error = probe.stdout.strip().splitlines()[-1].split(" | ")
+    assert enabled == "False" and "not_a_real_module_xyz" in error
+    debug = run([str(HERMES), "tools", "list"], home, env={"HERMES_PLUGINS_DEBUG": "1"})
+    assert "not_a_real_module_xyz" in debug.stderr
