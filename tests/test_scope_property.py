@@ -1,0 +1,125 @@
+"""Property: over random layouts of sessions, a search returns exactly the
+eligible sessions of the current session's project (never another project,
+Home, archived, delegate, rewound or current-lineage sessions)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import World, result_sessions
+
+# place -> the project it belongs to (ground truth, independent of the plugin)
+PLACES = {"pay": "P", "docs": "P", "quasar": "Q", "wt": "Q", "plain": "home", None: "home"}
+
+
+@dataclass
+class Spec:
+    place: str | None
+    style: str
+    kind: str  # normal | continuation | delegate
+    parent: int
+    archived: bool
+    token_msgs: int
+    other_msgs: int
+    rewound_tail: bool
+
+
+spec_st = st.builds(
+    Spec,
+    place=st.sampled_from(list(PLACES)),
+    style=st.sampled_from(["desktop", "cli"]),
+    kind=st.sampled_from(["normal", "normal", "continuation", "delegate"]),
+    parent=st.integers(0, 30),
+    archived=st.integers(0, 3).map(lambda n: n == 0),
+    token_msgs=st.integers(0, 2),
+    other_msgs=st.integers(0, 2),
+    rewound_tail=st.booleans(),
+)
+
+
+def build(world: World, specs: list[Spec]) -> tuple[dict[str, str], dict[str, str | None]]:
+    """Create the sessions; returns (truth project per session, parent per session)."""
+    truth: dict[str, str] = {}
+    parents: dict[str, str | None] = {}
+    continued: set[str] = set()
+    for i, spec in enumerate(specs):
+        sid = f"s{i:02d}"
+        earlier = [f"s{j:02d}" for j in range(i)]
+        parent = earlier[spec.parent % len(earlier)] if earlier else None
+        kind = spec.kind if parent else "normal"
+        if kind == "continuation" and (parent in continued or world.session_row(parent).get("source") == "subagent"):
+            kind = "normal"
+        if kind == "continuation":
+            world.continuation(parent, sid)
+            continued.add(parent)
+            truth[sid], parents[sid] = truth[parent], parent
+        elif kind == "delegate":
+            world.delegate(parent, sid)
+            truth[sid], parents[sid] = "delegate", parent
+        else:
+            place = spec.place
+            cwd = world.paths[place] if place else None
+            world.session(sid, cwd, style=spec.style, source="cli" if cwd else "telegram")
+            truth[sid], parents[sid] = PLACES[place], None
+        for k in range(spec.token_msgs):
+            world.say(sid, "user" if k % 2 == 0 else "assistant", f"zebra note {i}.{k}")
+        for k in range(spec.other_msgs):
+            world.say(sid, "assistant", f"unrelated words {i}.{k}")
+        if spec.rewound_tail:
+            mid = world.say(sid, "user", "zebra rewound draft")
+            world.db.rewind_to_message(sid, mid)
+    for i, spec in enumerate(specs):
+        if spec.archived:
+            world.db.set_session_archived(f"s{i:02d}", True)
+    return truth, parents
+
+
+def lineage(parents: dict[str, str | None], sid: str) -> set[str]:
+    root = sid
+    while parents.get(root):
+        root = parents[root]
+    out, stack = {root}, [root]
+    while stack:
+        node = stack.pop()
+        for child, parent in parents.items():
+            if parent == node and child not in out:
+                out.add(child)
+                stack.append(child)
+    return out
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(specs=st.lists(spec_st, min_size=2, max_size=14), pick=st.integers(0, 100))
+def test_property_scope_isolation(world: World, specs, pick):
+    if not hasattr(world, "paths"):
+        pay, quasar = world.repo("pay"), world.repo("quasar")
+        world.paths = {"pay": pay, "docs": world.folder("docs"), "quasar": quasar, "wt": world.worktree(quasar, "wt", "feat"), "plain": world.folder("plain")}
+        world.project("Payments", [pay, world.paths["docs"]])
+    world.close()
+    for suffix in ("", "-wal", "-shm"):
+        (world.home / f"state.db{suffix}").unlink(missing_ok=True)
+
+    truth, parents = build(world, specs)
+    candidates = [sid for sid in truth if truth[sid] != "delegate"]
+    current = candidates[pick % len(candidates)]
+    answer = world.search(current, "zebra", limit=10)
+    got = result_sessions(answer)
+    assert len(got) == len(set(got))
+
+    archived = {sid for sid in truth if world.session_row(sid).get("archived")}
+    specs_by_sid = {f"s{i:02d}": spec for i, spec in enumerate(specs)}
+    live_token = {sid for sid, spec in specs_by_sid.items() if spec.token_msgs > 0}
+    project = truth[current]
+    eligible = set()
+    if project != "home":
+        eligible = {
+            sid for sid in truth
+            if truth[sid] == project and sid not in archived and sid in live_token and sid not in lineage(parents, current)
+        }
+    if len(eligible) <= 10:
+        assert set(got) == eligible, (current, project, truth)
+    else:
+        assert set(got) <= eligible and len(got) == 10
