@@ -36,7 +36,10 @@ Systems, each giving a ranked list of ``(session_id, message_id)``:
 
 Metrics over questions with evidence: session recall@1/3/5/10, MRR (first
 evidence session within the top 10), ``msg@10`` (some returned strongest
-message within the top 10 is an evidence message) and latency.
+message within the top 10 is an evidence message) and latency. As a
+diagnostic, ``msg_pm1@10`` also accepts a returned message that directly
+precedes or follows an evidence message in the same session (typically the
+assistant reply to an evidence user turn).
 """
 
 from __future__ import annotations
@@ -215,6 +218,7 @@ class Question:
     evidence_chat_ids: list[int]
     evidence_db_ids: set[int]
     evidence_sessions: set[str]
+    evidence_pairs: set[tuple[str, int]]  # (session id, state.db message id)
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
@@ -240,6 +244,7 @@ def load_questions(folder: Path, chat: Chat) -> tuple[list[Question], int, int]:
                     evidence_chat_ids=known,
                     evidence_db_ids={chat.db_id[i] for i in known},
                     evidence_sessions={chat.session_of[i] for i in known},
+                    evidence_pairs={(chat.session_of[i], chat.db_id[i]) for i in known},
                 )
             )
     return out, skipped, unknown
@@ -248,7 +253,12 @@ def load_questions(folder: Path, chat: Chat) -> tuple[list[Question], int, int]:
 def score(ranked: list[tuple[str, int | None]], q: Question) -> dict[str, Any]:
     rank = next((i + 1 for i, (sid, _) in enumerate(ranked[:LIMIT]) if sid in q.evidence_sessions), None)
     msg_hit = any(mid is not None and mid in q.evidence_db_ids for _, mid in ranked[:LIMIT])
-    return {"rank": rank, "msg_hit": msg_hit}
+    # Diagnostic: the returned message is an evidence message or its direct
+    # neighbour in the same session (typically the reply to an evidence turn).
+    near_hit = any(
+        mid is not None and any((sid, mid + d) in q.evidence_pairs for d in (-1, 0, 1)) for sid, mid in ranked[:LIMIT]
+    )
+    return {"rank": rank, "msg_hit": msg_hit, "near_hit": near_hit}
 
 
 def aggregate(questions: list[Question], system: str) -> dict[str, Any]:
@@ -261,6 +271,7 @@ def aggregate(questions: list[Question], system: str) -> dict[str, Any]:
         out[f"R@{k}"] = round(sum(1 for r in runs if r["rank"] and r["rank"] <= k) / n, 4)
     out["MRR"] = round(sum(1 / r["rank"] for r in runs if r["rank"]) / n, 4)
     out["msg@10"] = round(sum(1 for r in runs if r["msg_hit"]) / n, 4)
+    out["msg_pm1@10"] = round(sum(1 for r in runs if r["near_hit"]) / n, 4)
     out["errors"] = sum(1 for r in runs if r.get("error"))
     out["empty"] = sum(1 for r in runs if not r["results"] and not r.get("error"))
     out.update(summary_ms([r["latency_s"] for r in runs]))
@@ -375,7 +386,10 @@ def main(argv: list[str] | None = None) -> int:
         for system in SYSTEMS:
             s = summary[system]
             extra = f"  e.g. {error_samples[system][0]}" if error_samples[system] else ""
-            print(f"{system}: {s['empty']} empty result lists, {s['errors']} errors, p95 {s['p95_ms']:.1f} ms{extra}")
+            print(
+                f"{system}: msg±1@10 {s['msg_pm1@10']:.3f} (evidence or its neighbour), {s['empty']} empty result "
+                f"lists, {s['errors']} errors, p95 {s['p95_ms']:.1f} ms{extra}"
+            )
 
         by_type: dict[str, list[Question]] = defaultdict(list)
         for q in questions:
@@ -426,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
                             system: {
                                 "rank": q.runs[system]["rank"],
                                 "msg_hit": q.runs[system]["msg_hit"],
+                                "near_hit": q.runs[system]["near_hit"],
                                 "latency_ms": round(q.runs[system]["latency_s"] * 1000, 2),
                                 "sessions": [sid for sid, _ in q.runs[system]["results"]],
                                 **({"error": q.runs[system]["error"]} if "error" in q.runs[system] else {}),
