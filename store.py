@@ -459,6 +459,7 @@ class Candidate:
     message_id: int
     session_id: str
     score: float  # lower is better (bm25 convention)
+    length: int  # characters of the message content
 
 
 def table_exists(conn: sqlite3.Connection, name: str) -> bool:
@@ -529,7 +530,7 @@ def fts_candidates(
         clauses.append(f"{table}.rowid >= ? AND {table}.rowid < ?")
         params.extend(rowid_range)
     sql = f"""
-        SELECT m.id, m.session_id, bm25({table}) AS score
+        SELECT m.id, m.session_id, bm25({table}) AS score, length(m.content)
         FROM {table} JOIN messages m ON m.id = {table}.rowid
         WHERE {' AND '.join(clauses)} AND {_LIVE} AND {_ROLE_SQL} AND {_SCOPE_SQL}
         ORDER BY score, m.id DESC
@@ -538,7 +539,7 @@ def fts_candidates(
     params.extend(SEARCH_ROLES)
     params.append(json.dumps(list(scope_ids)))
     params.append(limit)
-    return [Candidate(int(r[0]), r[1], float(r[2])) for r in conn.execute(sql, params)]
+    return [Candidate(int(r[0]), r[1], float(r[2]), int(r[3] or 0)) for r in conn.execute(sql, params)]
 
 
 def escape_like(text: str) -> str:

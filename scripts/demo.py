@@ -1,0 +1,104 @@
+"""Demo: project-history-recall inside a real Hermes, in a throwaway HERMES_HOME.
+
+Creates two git repos (projects "payments" and "quasar"), records sessions in
+both through Hermes' own SessionDB, installs the plugin drop-in, loads it with
+Hermes' real plugin loader, then prints a scoped search and a move, as the
+agent would see them. Nothing outside a temporary folder is touched.
+
+Run: make demo   (or: .venv/bin/python scripts/demo.py)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN_FILES = ("plugin.yaml", "__init__.py", "attribution.py", "search.py", "store.py", "config_schema.py")
+
+
+def git(cwd: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "demo", "GIT_AUTHOR_EMAIL": "demo@example.invalid",
+           "GIT_COMMITTER_NAME": "demo", "GIT_COMMITTER_EMAIL": "demo@example.invalid", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, env=env)
+
+
+def make_repo(path: Path) -> Path:
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    (path / "README.md").write_text(path.name)
+    git(path, "add", "README.md")
+    git(path, "commit", "-q", "-m", "init")
+    return path.resolve()
+
+
+def show(title: str, answer: str) -> None:
+    print(f"\n=== {title}")
+    print(json.dumps(json.loads(answer), indent=2, ensure_ascii=False))
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="phr-demo-") as tmp:
+        tmp_path = Path(tmp)
+        home = tmp_path / "hermes_home"
+        (home / "plugins" / "project-history-recall").mkdir(parents=True)
+        for name in PLUGIN_FILES:  # the drop-in install
+            shutil.copy2(ROOT / name, home / "plugins" / "project-history-recall" / name)
+        (home / "config.yaml").write_text("plugins:\n  enabled:\n    - project-history-recall\n")
+        os.environ["HERMES_HOME"] = str(home)  # before any Hermes import
+
+        payments, quasar = make_repo(tmp_path / "payments"), make_repo(tmp_path / "quasar")
+        from hermes_cli import projects_db
+        from hermes_state import SessionDB
+
+        with projects_db.connect_closing(home / "projects.db") as conn:
+            projects_db.create_project(conn, name="Quasar", folders=[str(quasar)], primary_path=str(quasar))
+
+        db = SessionDB(db_path=home / "state.db")
+        sessions = {
+            "pay_websocket": (payments, [
+                ("user", "The websocket keeps dropping during settlement runs. How do we fix the reconnect storm?"),
+                ("assistant", "Decision: exponential backoff with full jitter, capped at 30s, in ws_client.reconnect()."),
+            ]),
+            "pay_migration": (payments, [
+                ("user", "数据库迁移怎么做才不停机？"),
+                ("assistant", "先加新列并双写，回填历史数据，最后切换读路径。The migration runs in three steps."),
+            ]),
+            "quasar_websocket": (quasar, [
+                ("user", "In quasar the websocket server needs a ring buffer for fan-out."),
+            ]),
+        }
+        for sid, (cwd, messages) in sessions.items():
+            db.create_session(sid, "cli", cwd=str(cwd))  # a plain CLI session records only cwd
+            for role, content in messages:
+                db.append_message(sid, role, content)
+        db.create_session("current", "cli", cwd=str(payments))
+        db.append_message("current", "user", "what did we decide about the websocket reconnects?")
+        db.close()
+
+        import model_tools  # runs Hermes' plugin discovery with this HERMES_HOME
+        from hermes_cli.plugins import get_plugin_manager
+
+        plugin = get_plugin_manager()._plugins["project-history-recall"]
+        print(f"plugin loaded: enabled={plugin.enabled} error={plugin.error} tools={plugin.tools_registered}")
+
+        def call(tool: str, args: dict) -> str:
+            return model_tools.handle_function_call(tool, args, "demo-task", tool_call_id="c1", session_id="current")
+
+        show("search from a payments session: 'how did we handle websocket reconnects?' (quasar is never searched)",
+             call("project_history_search", {"query": "how did we handle websocket reconnects?"}))
+        show("Chinese query in the same project: '数据库迁移'",
+             call("project_history_search", {"query": "数据库迁移", "mode": "keyword"}))
+        show("move this session to project 'Quasar'", call("project_session_move", {"project_id": "Quasar"}))
+        show("the same search now looks in quasar",
+             call("project_history_search", {"query": "how did we handle websocket reconnects?"}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
