@@ -47,7 +47,7 @@ MAX_LIMIT = 10
 MAX_QUERY_CHARS = 2000
 MAX_UNITS = 24
 CANDIDATE_LIMIT = 400
-RANK_BUDGET = 20_000
+RANK_BUDGET = 8_000
 LENGTH_EXPONENT = 0.25
 MAX_WINDOWS = 4
 COMMON_FRACTION = 0.10
@@ -425,10 +425,9 @@ def search_history(
     parsed = parse_query(query)
     conn = store.open_state_db(home)
     try:
-        sessions = store.load_sessions(conn)
         listing = store.load_projects(home)
-        attributor = store.make_attributor(home, listing.projects)
-        scope = store.compute_scope(sessions, attributor, session_id, projects_note=listing.note)
+        attributor = store.attributor_for(home, listing.projects)
+        scope = store.compute_scope(conn, attributor, session_id, db_key=str(store.state_db_path(home).resolve()))
         base: dict[str, Any] = {
             "success": True,
             "mode": mode,
@@ -439,8 +438,8 @@ def search_history(
         }
         if mode != "keyword":
             base["semantic_note"] = "semantic search is not enabled in this version; these are keyword results"
-        if scope.projects_note:
-            base["projects_note"] = scope.projects_note
+        if listing.note:
+            base["projects_note"] = listing.note
         if parsed.truncated:
             base["query_truncated"] = True
         if scope.project.get("kind") == "home":
@@ -453,26 +452,29 @@ def search_history(
             base["message"] = "The query has no searchable words"
             return base
         hits, strategy = keyword_hits(conn, parsed, scope.session_ids, limit)
-        rows = store.fetch_messages(conn, [h.message_id for h in hits])
+        by_coverage = "like" in strategy or "trigram" in strategy
+        # Texts are needed for every candidate only when coverage ranks them.
+        rows = store.fetch_messages(conn, [h.message_id for h in hits]) if by_coverage else {}
+        chosen = best_per_session(rank_hits(hits, {m: r.text for m, r in rows.items()}, parsed.units, by_coverage=by_coverage), limit)
+        if not by_coverage:
+            rows = store.fetch_messages(conn, [h.message_id for h in chosen])
+        details = store.session_details(conn, [h.session_id for h in chosen])
     finally:
         conn.close()
-    texts = {mid: row.text for mid, row in rows.items()}
-    ranked = rank_hits(hits, texts, parsed.units, by_coverage="like" in strategy or "trigram" in strategy)
-    chosen = best_per_session(ranked, limit)
     results = []
     for hit in chosen:
-        row, msg = sessions[hit.session_id], rows.get(hit.message_id)
+        (title, started_at), msg = details.get(hit.session_id, (None, None)), rows.get(hit.message_id)
         if msg is None:  # deleted since it matched
             continue
         results.append(
             {
                 "session_id": hit.session_id,
                 "link": f"@session:{hit.session_id}",
-                "title": row.title,
+                "title": title,
                 "message_id": hit.message_id,
                 "snippet": make_snippet(msg.text, parsed.units),
                 "score_source": "keyword",
-                "when": format_when(msg.timestamp or row.started_at),
+                "when": format_when(msg.timestamp or started_at),
             }
         )
     base["results"] = results

@@ -274,173 +274,248 @@ git = _GitProbe()
 
 # ---------------------------------------------------------------------------
 # Sessions and attribution
+#
+# Per-row work stays in SQLite: Python attributes each *distinct* workspace
+# (cwd, stored git root) once, and one recursive query turns the project's
+# workspaces into session ids, inheriting workspaces down cwd-less children
+# (compression continuations, /new, delegates) and excluding the current
+# conversation's lineage.
 # ---------------------------------------------------------------------------
+
+# A workspace column as compared everywhere: trimmed, '' treated as NULL.
+_CWD = "NULLIF(TRIM(COALESCE({a}cwd, '')), '')"
+_ROOT = "NULLIF(TRIM(COALESCE({a}git_repo_root, '')), '')"
+_DELEGATE = (
+    "(COALESCE({a}source, '') IN ('subagent', 'tool') OR "
+    "({a}model_config LIKE '%\\_delegate\\_from%' ESCAPE '\\' AND json_valid({a}model_config) "
+    "AND json_extract({a}model_config, '$._delegate_from') IS NOT NULL))"
+)
+# The same, with '' for "none": usable in row-value IN lookups.
+_CWD_KEY = "TRIM(COALESCE({a}cwd, ''))"
+_ROOT_KEY = "TRIM(COALESCE({a}git_repo_root, ''))"
+
+
+def _cols(template: str, alias: str) -> str:
+    return template.format(a=f"{alias}." if alias else "")
 
 
 @dataclass(frozen=True)
-class SessionRow:
+class SessionInfo:
     id: str
-    source: str
-    parent_id: str | None
-    cwd: str | None
-    git_repo_root: str | None
-    archived: bool
-    end_reason: str | None
-    delegate_from: str | None
+    cwd: str | None  # effective: inherited from the nearest ancestor when absent
+    git_repo_root: str | None  # stored, effective like cwd
+    is_delegate: bool
     title: str | None
     started_at: float | None
 
-    @property
-    def is_delegate(self) -> bool:
-        return bool(self.delegate_from) or self.source in EXCLUDED_SOURCES
 
-    @property
-    def searchable(self) -> bool:
-        """Archived sessions and delegate/tool runs are never project history."""
-        return not self.archived and not self.is_delegate
+def session_info(conn: sqlite3.Connection, session_id: str) -> SessionInfo | None:
+    """One session with its effective workspace; ``None`` when unknown.
+
+    Walks ``parent_session_id`` (cycle-guarded) until a row has a ``cwd`` or
+    git root: compression continuations are created without one.
+    """
+    sql = f"""
+        SELECT id, parent_session_id, {_cols(_CWD, '')}, {_cols(_ROOT, '')},
+               {_cols(_DELEGATE, '')}, title, started_at
+        FROM sessions WHERE id = ?
+    """
+    row = conn.execute(sql, (session_id,)).fetchone()
+    if row is None:
+        return None
+    first = row
+    seen = {row[0]}
+    while row is not None and not (row[2] or row[3]) and row[1] and row[1] not in seen:
+        seen.add(row[1])
+        row = conn.execute(sql, (row[1],)).fetchone()
+    cwd, root = (row[2], row[3]) if row is not None else (None, None)
+    return SessionInfo(first[0], cwd, root, bool(first[4]), first[5], first[6])
 
 
-_SESSION_SQL = """
-SELECT id, source, parent_session_id, cwd, git_repo_root, archived, end_reason,
-       CASE WHEN json_valid(model_config) THEN json_extract(model_config, '$._delegate_from') END,
-       title, started_at
-FROM sessions
+def distinct_workspaces(conn: sqlite3.Connection) -> list[tuple[str | None, str | None]]:
+    """Every distinct ``(cwd, git_repo_root)`` recorded in state.db."""
+    sql = f"SELECT DISTINCT {_cols(_CWD, '')}, {_cols(_ROOT, '')} FROM sessions"
+    return [(r[0], r[1]) for r in conn.execute(sql) if r[0] or r[1]]
+
+
+_MEMBERS_SQL = f"""
+WITH RECURSIVE eff(id, cwd, root) AS (
+    SELECT id, {_cols(_CWD_KEY, '')}, {_cols(_ROOT_KEY, '')} FROM sessions
+    WHERE {_cols(_CWD_KEY, '')} != '' OR {_cols(_ROOT_KEY, '')} != ''
+    UNION
+    SELECT c.id, e.cwd, e.root FROM sessions c JOIN eff e ON c.parent_session_id = e.id
+    WHERE {_cols(_CWD_KEY, 'c')} = '' AND {_cols(_ROOT_KEY, 'c')} = ''
+)
+SELECT eff.id, eff.cwd, eff.root FROM eff JOIN sessions s ON s.id = eff.id
+WHERE s.archived = 0 AND NOT {_cols(_DELEGATE, 's')}
+"""
+
+_LINEAGE_SQL = """
+WITH RECURSIVE
+up(id, parent) AS (
+    SELECT id, parent_session_id FROM sessions WHERE id = :current
+    UNION
+    SELECT s.id, s.parent_session_id FROM sessions s JOIN up ON s.id = up.parent
+),
+lineage(id) AS (
+    SELECT id FROM up
+    UNION
+    SELECT c.id FROM sessions c JOIN lineage l ON c.parent_session_id = l.id
+)
+SELECT id FROM lineage
 """
 
 
-def load_sessions(conn: sqlite3.Connection) -> dict[str, SessionRow]:
-    """Every session row, keyed by id."""
-    return {
-        row[0]: SessionRow(
-            id=row[0],
-            source=row[1] or "",
-            parent_id=row[2] or None,
-            cwd=(row[3] or "").strip() or None,
-            git_repo_root=(row[4] or "").strip() or None,
-            archived=bool(row[5]),
-            end_reason=row[6],
-            delegate_from=row[7] if isinstance(row[7], str) and row[7] else None,
-            title=row[8],
-            started_at=row[9],
-        )
-        for row in conn.execute(_SESSION_SQL)
-    }
+def searchable_workspaces(conn: sqlite3.Connection) -> dict[tuple[str | None, str | None], list[str]]:
+    """Searchable sessions grouped by effective workspace ``(cwd, stored root)``.
 
-
-def workspace_of(sessions: dict[str, SessionRow], session_id: str) -> tuple[str | None, str | None]:
-    """``(cwd, stored git_repo_root)`` for a session, inherited when it has none.
-
-    Compression continuations, ``/new`` children and delegate runs are created
-    without a ``cwd``; they inherit the nearest ancestor's workspace along
-    ``parent_session_id`` (cycles guarded).
+    One pass over ``sessions``: cwd-less children (compression continuations,
+    ``/new``) inherit their nearest ancestor's workspace; archived sessions and
+    delegate/tool runs are left out; sessions with no workspace at all (Home)
+    are not listed.
     """
-    seen: set[str] = set()
-    row = sessions.get(session_id)
-    while row is not None and row.id not in seen:
-        if row.cwd or row.git_repo_root:
-            return row.cwd, row.git_repo_root
-        seen.add(row.id)
-        row = sessions.get(row.parent_id) if row.parent_id else None
-    return None, None
+    groups: dict[tuple[str | None, str | None], list[str]] = {}
+    for sid, cwd, root in conn.execute(_MEMBERS_SQL):
+        groups.setdefault((cwd or None, root or None), []).append(sid)
+    return groups
 
 
-def lineage_of(sessions: dict[str, SessionRow], session_id: str) -> set[str]:
-    """The session, all its ancestors, and every descendant of the topmost one.
+def lineage_ids(conn: sqlite3.Connection, session_id: str) -> set[str]:
+    """The session, its ancestors and every descendant of those (its conversation)."""
+    return {r[0] for r in conn.execute(_LINEAGE_SQL, {"current": session_id})}
 
-    This is the "current conversation" a search must never return: the
-    compression chain before and after it, branches of it, and its delegates.
+
+def sessions_fingerprint(conn: sqlite3.Connection) -> tuple[Any, ...]:
+    """Changes when sessions are added or deleted, or the file is rebuilt.
+
+    ``(count, newest rowid, its id, newest start)``: all from indexes, no
+    table scan (session rows carry large system prompts).
     """
-    by_parent: dict[str, list[str]] = {}
-    for row in sessions.values():
-        if row.parent_id:
-            by_parent.setdefault(row.parent_id, []).append(row.id)
-    root, seen = session_id, {session_id}
-    while True:
-        row = sessions.get(root)
-        if row is None or not row.parent_id or row.parent_id in seen:
-            break
-        root = row.parent_id
-        seen.add(root)
-    lineage, stack = set(seen), [root]
-    while stack:
-        for child in by_parent.get(stack.pop(), ()):
-            if child not in lineage:
-                lineage.add(child)
-                stack.append(child)
-    return lineage
+    count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
+    newest = conn.execute("SELECT id FROM sessions WHERE rowid = ?", (top,)).fetchone()
+    started = conn.execute("SELECT max(started_at) FROM sessions").fetchone()
+    return int(count), int(top), newest[0] if newest else None, started[0]
 
 
-@dataclass
+class MembershipCache:
+    """Per state.db: project identity -> searchable member sessions.
+
+    Recomputed when sessions are added or deleted, when the projects change,
+    after a move made by this process, and at the latest every ``ttl``
+    seconds (a cwd changed by another process, e.g. the desktop, shows up
+    within that time). Thread-safe.
+    """
+
+    def __init__(self, ttl: float = 15.0) -> None:
+        self.ttl = ttl
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[tuple[Any, ...], float, dict[tuple[str, str], list[str]]]] = {}
+
+    def members(self, conn: sqlite3.Connection, db_key: str, attributor: "Attributor") -> dict[tuple[str, str], list[str]]:
+        stamp = (sessions_fingerprint(conn), id(attributor))
+        now = time.monotonic()
+        with self._lock:
+            entry = self._entries.get(db_key)
+        if entry is not None and entry[0] == stamp and entry[1] > now:
+            return entry[2]
+        by_identity: dict[tuple[str, str], list[str]] = {}
+        for (cwd, root), ids in searchable_workspaces(conn).items():
+            identity = attribution.project_identity(attributor.project_for_workspace(cwd, root))
+            by_identity.setdefault(identity, []).extend(ids)
+        with self._lock:
+            self._entries[db_key] = (stamp, now + self.ttl, by_identity)
+        return by_identity
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+membership = MembershipCache()
+
+
+def session_details(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str | None, float | None]]:
+    """``{id: (title, started_at)}`` for a few sessions."""
+    sql = "SELECT id, title, started_at FROM sessions WHERE id IN (SELECT value FROM json_each(?))"
+    return {r[0]: (r[1], r[2]) for r in conn.execute(sql, (json.dumps(list(ids)),))}
+
+
 class Attributor:
-    """Attribute sessions to projects, caching per distinct workspace."""
+    """Attribute workspaces to projects, caching per distinct workspace.
 
-    projects: Sequence[dict[str, Any]]
-    junk_roots: tuple[str, ...] = ()
-    junk_trees: tuple[str, ...] = ()
-    _cache: dict[tuple[str | None, str | None], dict[str, str]] = field(default_factory=dict)
+    The git probe behind it is cached too; entries here expire after
+    ``ttl`` seconds so a folder that became a repo is picked up.
+    """
+
+    def __init__(self, projects: Sequence[dict[str, Any]], junk_roots: Iterable[str] = (), junk_trees: Iterable[str] = (), ttl: float = 60.0) -> None:
+        self.projects = tuple(projects)
+        self.junk_roots = tuple(junk_roots)
+        self.junk_trees = tuple(junk_trees)
+        self.ttl = ttl
+        self._cache: dict[tuple[str | None, str | None], tuple[dict[str, str], float]] = {}
 
     def project_for_workspace(self, cwd: str | None, stored_root: str | None) -> dict[str, str]:
         key = (cwd, stored_root)
-        cached = self._cache.get(key)
-        if cached is None:
-            # Same precedence as the desktop tree: a live probe of cwd first
-            # (folds worktrees; CLI sessions store no root), then the stored root.
-            root = git.common_root(cwd) or (stored_root or "")
-            cached = attribution.resolve_project(
-                {"cwd": cwd, "git_repo_root": root},
-                self.projects,
-                junk_roots=self.junk_roots,
-                junk_trees=self.junk_trees,
-            )
-            self._cache[key] = cached
-        return cached
-
-    def project_of(self, sessions: dict[str, SessionRow], session_id: str) -> dict[str, str]:
-        return self.project_for_workspace(*workspace_of(sessions, session_id))
+        now = time.monotonic()
+        hit = self._cache.get(key)
+        if hit is not None and hit[1] > now:
+            return hit[0]
+        # Same precedence as the desktop tree: a live probe of cwd first
+        # (folds worktrees; CLI sessions store no root), then the stored root.
+        root = git.common_root(cwd) or (stored_root or "")
+        project = attribution.resolve_project(
+            {"cwd": cwd, "git_repo_root": root}, self.projects, junk_roots=self.junk_roots, junk_trees=self.junk_trees
+        )
+        self._cache[key] = (project, now + self.ttl)
+        return project
 
 
-def make_attributor(home: Path, projects: Sequence[dict[str, Any]]) -> Attributor:
+_attributors: dict[tuple[Any, ...], Attributor] = {}
+_attributors_lock = threading.Lock()
+
+
+def attributor_for(home: Path, projects: Sequence[dict[str, Any]]) -> Attributor:
+    """The process-wide attributor for this profile and this list of projects."""
     user_home = os.path.expanduser("~")
-    return Attributor(
-        projects=projects,
-        junk_roots=(user_home, os.path.realpath(user_home)),
-        junk_trees=(str(home), os.path.realpath(str(home))),
-    )
+    junk_roots = (user_home, os.path.realpath(user_home))
+    junk_trees = (str(home), os.path.realpath(str(home)))
+    key = (str(home), json.dumps(projects, sort_keys=True, default=str), junk_roots)
+    with _attributors_lock:
+        found = _attributors.get(key)
+        if found is None:
+            if len(_attributors) > 16:
+                _attributors.clear()
+            found = _attributors[key] = Attributor(projects, junk_roots, junk_trees)
+        return found
 
 
 @dataclass(frozen=True)
 class Scope:
     """What one search may read: the project's other sessions."""
 
+    current: SessionInfo
     project: dict[str, str]
     session_ids: tuple[str, ...]  # searchable sessions of the project, current lineage excluded
-    in_project: int  # searchable sessions attributed to the project, current one included
-    projects_note: str = ""
+    in_project: int  # searchable sessions attributed to the project, the current one counted once
 
 
-def compute_scope(
-    sessions: dict[str, SessionRow], attributor: Attributor, current_id: str, *, projects_note: str = ""
-) -> Scope:
+def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: str, *, db_key: str) -> Scope:
     """The searchable sessions sharing ``current_id``'s project.
 
     Raises :class:`SessionNotFound` when ``current_id`` is not in state.db.
     Home has no scope: a session without a workspace searches nothing.
     """
-    if current_id not in sessions:
+    current = session_info(conn, current_id)
+    if current is None:
         raise SessionNotFound(f"session not found in state.db: {current_id}")
-    project = attributor.project_of(sessions, current_id)
+    project = attributor.project_for_workspace(current.cwd, current.git_repo_root)
     identity = attribution.project_identity(project)
     if identity[0] == "home":
-        return Scope(project, (), 0, projects_note)
-    excluded = lineage_of(sessions, current_id)
-    members = [
-        sid
-        for sid, row in sessions.items()
-        if row.searchable and attribution.project_identity(attributor.project_of(sessions, sid)) == identity
-    ]
+        return Scope(current, project, (), 0)
+    members = membership.members(conn, db_key, attributor).get(identity, [])
+    excluded = lineage_ids(conn, current_id)
     others = tuple(sid for sid in members if sid not in excluded)
-    in_project = len(others) + 1
-    return Scope(project, others, in_project, projects_note)
+    return Scope(current, project, others, len(others) + 1)
 
 
 # ---------------------------------------------------------------------------
@@ -700,15 +775,15 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
     """
     conn = open_state_db(home)
     try:
-        sessions = load_sessions(conn)
+        current = session_info(conn, session_id)
     finally:
         conn.close()
-    row = sessions.get(session_id)
-    if row is None:
+    if current is None:
         raise SessionNotFound(f"session not found in state.db: {session_id}")
-    if row.is_delegate:
+    if current.is_delegate:
         raise MoveRefused("subagent sessions cannot be moved; ask in the parent conversation")
     target, folder = resolve_move_target(home, token)
+    git.invalidate()  # the target may have become (or stopped being) a repo
     branch, root = git.branch(folder), git.common_root(folder)
     warnings: list[str] = []
     db = open_session_db(home)
@@ -716,6 +791,7 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
         lineage = [sid for sid in (db.get_compression_lineage(session_id) or []) if sid] or [session_id]
         if session_id not in lineage:
             lineage.append(session_id)
+        membership.invalidate()
         for sid in lineage:
             db.update_session_cwd(sid, folder, branch or None, root or None)
             if not root:
@@ -724,13 +800,15 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
                 except AttributeError:
                     warnings.append("this Hermes has no SessionDB._execute_write: stale git fields were kept")
     finally:
+        membership.invalidate()
         db.close()
     listing = load_projects(home)
     conn = open_state_db(home)
     try:
-        after = make_attributor(home, listing.projects).project_of(load_sessions(conn), session_id)
+        moved = session_info(conn, session_id)
     finally:
         conn.close()
+    after = attributor_for(home, listing.projects).project_for_workspace(moved.cwd, moved.git_repo_root) if moved else dict(attribution.HOME)
     wanted = target if target.get("kind") == "home" else {"kind": "explicit", "id": target["id"]}
     if attribution.project_identity(after) != attribution.project_identity(wanted):
         warnings.append(f"the folder {folder} is attributed to {after} (a nested project folder claims it)")
