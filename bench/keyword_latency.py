@@ -105,23 +105,35 @@ def main() -> int:
         for cls, query, df in queries:
             ours, answer = time_calls(
                 lambda: phr.search.search_history(home=home, session_id=sid, query=query, mode="keyword", limit=3), args.reps)
-            builtin, _ = time_calls(lambda: session_search(query=query, limit=3, db=db, current_session_id=sid), args.reps)
+            cold_scope, _ = time_calls(lambda: (phr.store.membership.invalidate(), phr.search.search_history(
+                home=home, session_id=sid, query=query, mode="keyword", limit=3)), max(3, args.reps // 4))
+            # The built-in gets the query as typed; for questions (which it
+            # cannot answer verbatim) it also gets a hand-made OR of the words.
+            builtin_query = query
+            if cls == "question":
+                builtin_query = " OR ".join(u.text for u in phr.search.parse_query(query).units)
+            builtin, found = time_calls(lambda: session_search(query=builtin_query, limit=3, db=db, current_session_id=sid), args.reps)
             row = {
                 "project": project["name"], "project_messages": project.get("messages_bound"), "class": cls,
-                "query": query, "df": df, "ours": summary_ms(ours), "builtin": summary_ms(builtin),
-                "ours_results": len(answer["results"]), "strategy": answer.get("strategy"),
+                "query": query, "builtin_query": builtin_query, "df": df, "ours": summary_ms(ours),
+                "ours_scope_recomputed": summary_ms(cold_scope), "builtin": summary_ms(builtin),
+                "ours_results": len(answer["results"]), "builtin_results": len(json.loads(found).get("results") or []),
+                "strategy": answer.get("strategy"),
             }
             rows.append(row)
             print(f"{project['name']:<14} {cls:<12} {query[:40]:<40} df={df!s:<8} ours p50 {row['ours']['p50_ms']:>7} "
-                  f"p95 {row['ours']['p95_ms']:>7} | built-in p50 {row['builtin']['p50_ms']:>8} p95 {row['builtin']['p95_ms']:>8}"
-                  f"  [{row['strategy']}, {row['ours_results']} hits]", flush=True)
+                  f"p95 {row['ours']['p95_ms']:>7} (scope recomputed p50 {row['ours_scope_recomputed']['p50_ms']:>7}) | "
+                  f"built-in p50 {row['builtin']['p50_ms']:>8} p95 {row['builtin']['p95_ms']:>8}"
+                  f"  [{row['strategy']}, ours {row['ours_results']} / built-in {row['builtin_results']} hits]", flush=True)
     db.close()
 
-    print("\n| project (messages) | class | query | df | ours p50 | ours p95 | built-in p50 | built-in p95 |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| project (messages) | class | query | df | ours p50 | ours p95 | ours p50, scope recomputed | built-in p50 | built-in p95 |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['project']} ({r['project_messages']:,}) | {r['class']} | {r['query']} | {r['df'] if r['df'] is not None else '-'} "
-              f"| {r['ours']['p50_ms']} | {r['ours']['p95_ms']} | {r['builtin']['p50_ms']} | {r['builtin']['p95_ms']} |")
+        query = r["query"] if r["builtin_query"] == r["query"] else f"{r['query']} (built-in: `{r['builtin_query']}`)"
+        print(f"| {r['project']} ({r['project_messages']:,}) | {r['class']} | {query} | {r['df'] if r['df'] is not None else '-'} "
+              f"| {r['ours']['p50_ms']} | {r['ours']['p95_ms']} | {r['ours_scope_recomputed']['p50_ms']} "
+              f"| {r['builtin']['p50_ms']} | {r['builtin']['p95_ms']} |")
     worst = max(r["ours"]["p95_ms"] for r in rows)
     slower = [r for r in rows if r["ours"]["p50_ms"] > r["builtin"]["p50_ms"]]
     print(f"\nours worst p95: {worst} ms (target < 100); queries where ours p50 > built-in p50: {len(slower)}")

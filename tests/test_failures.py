@@ -203,3 +203,75 @@ def test_paths_with_uri_metacharacters(tmp_path, monkeypatch):
     answer = search.search_history(home=store.hermes_home(), session_id="b", query="websocket")
     assert result_sessions(answer) == ["a"]
     assert not any(p.name.startswith("we") and p != weird for p in tmp_path.iterdir())
+
+
+def test_like_fallback_escapes_wildcards(two, monkeypatch):
+    """With FTS unusable, identifiers are matched literally: '_' is not a LIKE wildcard."""
+    import sys
+
+    repo = two.session_row("old")["cwd"]
+    two.session("ident", repo, messages=[("assistant", "call update_session_cwd here")])
+    two.session("decoy", repo, messages=[("assistant", "call updateXsessionYcwd here")])
+    plugin_store = sys.modules["hermes_plugins.project_history_recall.store"]
+
+    def broken(*a, **kw):
+        raise sqlite3.OperationalError("fts5: syntax error")
+
+    monkeypatch.setattr(plugin_store, "count_matches", broken)
+    answer = two.search("cur", "update_session_cwd", limit=10)
+    assert result_sessions(answer) == ["ident"] and "like" in answer["strategy"]
+
+
+def test_cjk_without_trigram_table_uses_like(two):
+    """SQLite builds without the trigram tokenizer have no messages_fts_trigram."""
+    two.say("old", "assistant", "数据库迁移方案：先加列，再回填")
+    two.close()
+    conn = sqlite3.connect(two.home / "state.db")
+    conn.executescript(
+        "DROP TRIGGER IF EXISTS messages_fts_trigram_insert; DROP TRIGGER IF EXISTS messages_fts_trigram_delete;"
+        "DROP TRIGGER IF EXISTS messages_fts_trigram_update; DROP TABLE messages_fts_trigram;"
+    )
+    conn.close()
+    answer = two.search("cur", "数据库迁移 websocket", limit=3)
+    assert result_sessions(answer) == ["old"] and "like" in answer["strategy"]
+
+
+def test_profiles_are_separate(world: World, tmp_path, monkeypatch):
+    """Each profile (HERMES_HOME) searches its own state.db."""
+    from hermes_state import SessionDB
+
+    repo = world.repo("shared")
+    world.session("a_old", repo, messages=[("user", "profile A websocket")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    other = tmp_path / "profile_b"
+    other.mkdir()
+    db = SessionDB(db_path=other / "state.db")
+    db.create_session("b_old", "cli", cwd=str(repo))
+    db.append_message("b_old", "user", "profile B websocket")
+    db.create_session("cur", "cli", cwd=str(repo))
+    db.close()
+    assert result_sessions(world.search("cur", "websocket")) == ["a_old"]
+    monkeypatch.setenv("HERMES_HOME", str(other))
+    assert result_sessions(world.search("cur", "websocket")) == ["b_old"]
+
+
+def test_import_has_no_side_effects(tmp_path):
+    """Importing the plugin opens nothing, starts nothing, creates nothing."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    home = tmp_path / "never-created"
+    code = (
+        "import importlib.util, sys, threading\n"
+        f"spec = importlib.util.spec_from_file_location('project_history_recall', {str(ROOT / '__init__.py')!r}, "
+        f"submodule_search_locations=[{str(ROOT)!r}])\n"
+        "m = importlib.util.module_from_spec(spec); sys.modules[spec.name] = m; spec.loader.exec_module(m)\n"
+        "assert threading.active_count() == 1, threading.enumerate()\n"
+        "assert 'hermes_state' not in sys.modules and 'model_tools' not in sys.modules\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env={"HERMES_HOME": str(home), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    assert not home.exists()

@@ -141,3 +141,21 @@ def test_desktop_callback_is_told_when_present(mv, monkeypatch):
     monkeypatch.setattr(project_tools, "_workspace_callback", lambda task, path, name: seen.append((task, path, name)))
     mv.call("project_session_move", {"project_id": "quasar"}, "cur", task_id="tui-key")
     assert seen == [("tui-key", str(mv.paths["quasar"]), "Quasar")]
+
+
+def test_git_probe_fallback_without_hermes_probe(mv, monkeypatch):
+    """Without tui_gateway.git_probe, our own probe (timeout, worktree folding) is used."""
+    import sys
+
+    plugin_store = sys.modules["hermes_plugins.project_history_recall.store"]
+    monkeypatch.setattr(plugin_store._GitProbe, "_hermes_probe", staticmethod(lambda: None))
+    plugin_store.git.invalidate()
+    from conftest import git
+
+    wt = mv.work / "quasar-wt"
+    git(mv.paths["quasar"], "worktree", "add", "-q", "-b", "wtb", str(wt))
+    assert plugin_store.git.common_root(str(wt)) == str(mv.paths["quasar"])
+    assert plugin_store.git.branch(str(wt)) == "wtb"
+    assert plugin_store.git.common_root(str(mv.paths["notes"])) == ""
+    answer = mv.move("cur", "quasar")
+    assert answer["git_branch"] == "main" and answer["git_repo_root"] == str(mv.paths["quasar"])
