@@ -34,8 +34,6 @@ logger = logging.getLogger(__name__)
 #: Roles whose messages are searchable. Tool output counts: users expect a
 #: match in a command's output to find the session.
 SEARCH_ROLES: tuple[str, ...] = ("user", "assistant", "tool")
-#: Session sources that are never project history (delegate runs, tool runs).
-EXCLUDED_SOURCES: frozenset[str] = frozenset({"subagent", "tool"})
 #: ``busy_timeout`` for read connections: a writer checkpointing must not
 #: surface as "database is locked".
 BUSY_TIMEOUT_MS = 5000
@@ -282,17 +280,16 @@ git = _GitProbe()
 # conversation's lineage.
 # ---------------------------------------------------------------------------
 
-# A workspace column as compared everywhere: trimmed, '' treated as NULL.
-_CWD = "NULLIF(TRIM(COALESCE({a}cwd, '')), '')"
-_ROOT = "NULLIF(TRIM(COALESCE({a}git_repo_root, '')), '')"
+# A workspace column as compared everywhere: trimmed, '' meaning "none".
+_CWD_KEY = "TRIM(COALESCE({a}cwd, ''))"
+_ROOT_KEY = "TRIM(COALESCE({a}git_repo_root, ''))"
+# Delegate children and tool runs are never project history. The LIKE is a
+# cheap pre-check so json_valid() parses only the rare candidate rows.
 _DELEGATE = (
     "(COALESCE({a}source, '') IN ('subagent', 'tool') OR "
     "({a}model_config LIKE '%\\_delegate\\_from%' ESCAPE '\\' AND json_valid({a}model_config) "
     "AND json_extract({a}model_config, '$._delegate_from') IS NOT NULL))"
 )
-# The same, with '' for "none": usable in row-value IN lookups.
-_CWD_KEY = "TRIM(COALESCE({a}cwd, ''))"
-_ROOT_KEY = "TRIM(COALESCE({a}git_repo_root, ''))"
 
 
 def _cols(template: str, alias: str) -> str:
@@ -316,7 +313,7 @@ def session_info(conn: sqlite3.Connection, session_id: str) -> SessionInfo | Non
     git root: compression continuations are created without one.
     """
     sql = f"""
-        SELECT id, parent_session_id, {_cols(_CWD, '')}, {_cols(_ROOT, '')},
+        SELECT id, parent_session_id, {_cols(_CWD_KEY, '')}, {_cols(_ROOT_KEY, '')},
                {_cols(_DELEGATE, '')}, title, started_at
         FROM sessions WHERE id = ?
     """
@@ -328,14 +325,8 @@ def session_info(conn: sqlite3.Connection, session_id: str) -> SessionInfo | Non
     while row is not None and not (row[2] or row[3]) and row[1] and row[1] not in seen:
         seen.add(row[1])
         row = conn.execute(sql, (row[1],)).fetchone()
-    cwd, root = (row[2], row[3]) if row is not None else (None, None)
+    cwd, root = (row[2] or None, row[3] or None) if row is not None else (None, None)
     return SessionInfo(first[0], cwd, root, bool(first[4]), first[5], first[6])
-
-
-def distinct_workspaces(conn: sqlite3.Connection) -> list[tuple[str | None, str | None]]:
-    """Every distinct ``(cwd, git_repo_root)`` recorded in state.db."""
-    sql = f"SELECT DISTINCT {_cols(_CWD, '')}, {_cols(_ROOT, '')} FROM sessions"
-    return [(r[0], r[1]) for r in conn.execute(sql) if r[0] or r[1]]
 
 
 _MEMBERS_SQL = f"""
@@ -709,19 +700,24 @@ def open_session_db(home: Path) -> Any:
     return SessionDB(db_path=path)
 
 
-def clear_git_meta(db: Any, session_id: str) -> None:
+def clear_git_meta(db: Any, session_id: str) -> bool:
     """Drop a stale ``git_branch`` / ``git_repo_root`` after a move out of a repo.
 
     ``update_session_cwd`` only ever sets non-empty git fields, so without
     this a session moved from a repo into a plain folder would still be keyed
     by the old repo (by us, by ``workspace_key`` and by the desktop tree).
-    Goes through Hermes' own write path (locking, retries).
+    Goes through Hermes' own write path (locking, retries); returns False
+    when this Hermes has no such path (the fields are then left as they are).
     """
-    db._execute_write(
+    execute_write = getattr(db, "_execute_write", None)
+    if not callable(execute_write):
+        return False
+    execute_write(
         lambda conn: conn.execute(
             "UPDATE sessions SET git_branch = NULL, git_repo_root = NULL WHERE id = ?", (session_id,)
         )
     )
+    return True
 
 
 @dataclass(frozen=True)
@@ -794,11 +790,8 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
         membership.invalidate()
         for sid in lineage:
             db.update_session_cwd(sid, folder, branch or None, root or None)
-            if not root:
-                try:
-                    clear_git_meta(db, sid)
-                except AttributeError:
-                    warnings.append("this Hermes has no SessionDB._execute_write: stale git fields were kept")
+            if not root and not clear_git_meta(db, sid):
+                warnings.append("this Hermes has no SessionDB._execute_write: stale git fields were kept")
     finally:
         membership.invalidate()
         db.close()
