@@ -13,7 +13,7 @@ $(VENV)/.installed: requirements-test.txt
 venv: $(VENV)/.installed
 
 demo: venv
-	$(PY) demo.py
+	$(PY) scripts/demo.py
 
 test: venv
 	$(PY) -m pytest -q
