@@ -551,6 +551,15 @@ def document_frequencies(conn: sqlite3.Connection, terms: Iterable[str]) -> dict
         return None
 
 
+def scope_message_count(conn: sqlite3.Connection, scope_ids: Sequence[str]) -> int:
+    """Messages recorded for these sessions (their ``message_count``; no message scan)."""
+    row = conn.execute(
+        "SELECT COALESCE(sum(message_count), 0) FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(scope_ids)),),
+    ).fetchone()
+    return int(row[0])
+
+
 def max_message_id(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT max(id) FROM messages").fetchone()
     return int(row[0] or 0)
@@ -612,32 +621,59 @@ def escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+_LIKE_TEXT = ("m.content", "m.tool_name", "m.tool_calls")
+
+
 def like_candidates(
-    conn: sqlite3.Connection, needles: Sequence[str], scope_ids: Sequence[str], limit: int, *, scan_cap: int
+    conn: sqlite3.Connection,
+    needles: Sequence[str],
+    scope_ids: Sequence[str],
+    limit: int,
+    *,
+    scope_messages: int,
+    small_scope: int,
+    window: int,
+    max_scanned: int,
 ) -> list[tuple[int, str]]:
     """Newest live messages of ``scope_ids`` containing any needle (escaped LIKE).
 
-    Looks at most at the newest ``scan_cap`` messages of the scope, so the
-    cost is bounded on any project size. Returns ``(message_id, session_id)``,
-    newest first.
+    The same text as the FTS index is searched (content, tool name, tool
+    call JSON). Work is bounded: a small scope (at most ``small_scope``
+    messages) is read through the per-session index; a big one is read in
+    windows of ``window`` message ids from the newest, at most
+    ``max_scanned`` ids in all. Returns ``(message_id, session_id)``, newest
+    first, at most ``limit``.
     """
     if not needles or not scope_ids:
         return []
-    likes = " OR ".join("txt LIKE ? ESCAPE '\\'" for _ in needles)
-    sql = f"""
-        SELECT id, session_id FROM (
-            SELECT m.id AS id, m.session_id AS session_id,
-                   COALESCE(m.content, '') || ' ' || COALESCE(m.tool_name, '') || ' ' || COALESCE(m.tool_calls, '') AS txt
-            FROM messages m
-            WHERE {_SCOPE_SQL} AND {_LIVE} AND {_ROLE_SQL}
+    patterns = [f"%{escape_like(n)}%" for n in needles]
+    likes = " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for _ in patterns for col in _LIKE_TEXT)
+    like_params = [p for p in patterns for _ in _LIKE_TEXT]
+    scope_json = json.dumps(list(scope_ids))
+    if scope_messages <= small_scope:
+        sql = f"""
+            SELECT m.id, m.session_id FROM messages m
+            WHERE {_SCOPE_SQL} AND {_LIVE} AND {_ROLE_SQL} AND ({likes})
             ORDER BY m.id DESC LIMIT ?
-        ) WHERE {likes}
-        LIMIT ?
+        """
+        return [(int(r[0]), r[1]) for r in conn.execute(sql, [scope_json, *SEARCH_ROLES, *like_params, limit])]
+    # Unary + keeps SQLite on the rowid range instead of the session index.
+    sql = f"""
+        SELECT m.id, m.session_id FROM messages m
+        WHERE m.id >= ? AND m.id < ? AND +m.session_id IN (SELECT value FROM json_each(?))
+          AND {_LIVE} AND {_ROLE_SQL} AND ({likes})
+        ORDER BY m.id DESC LIMIT ?
     """
-    params: list[Any] = [json.dumps(list(scope_ids)), *SEARCH_ROLES, scan_cap]
-    params.extend(f"%{escape_like(n)}%" for n in needles)
-    params.append(limit)
-    return [(int(r[0]), r[1]) for r in conn.execute(sql, params)]
+    out: list[tuple[int, str]] = []
+    high = max_message_id(conn) + 1
+    scanned = 0
+    while high > 0 and scanned < max_scanned and len(out) < limit:
+        low = max(0, high - window)
+        params = [low, high, scope_json, *SEARCH_ROLES, *like_params, limit - len(out)]
+        out.extend((int(r[0]), r[1]) for r in conn.execute(sql, params))
+        scanned += high - low
+        high = low
+    return out
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ messages across several git repos by default, see ``make_big_statedb.py`` --
 then times, in the same process and on the same file:
 
 * ours: ``search.search_history(mode="keyword", limit=3)`` from a session of a
-  project (the biggest one, and a small one), i.e. the full tool path minus
+  project (the biggest, a middle-sized and the smallest), i.e. the full tool path minus
   JSON: attribution of every session, scope, FTS, snippets;
 * built-in: ``tools.session_search_tool.session_search(query, limit=3)`` with
   a read-write ``SessionDB`` (its read-only mode cannot search).
@@ -77,11 +77,12 @@ def main() -> int:
     from tools.session_search_tool import session_search
 
     projects = sorted(meta["projects"], key=lambda p: -p.get("messages_bound", 0))
-    picks = [projects[0], projects[len(projects) // 2]]
+    picks = [projects[0], projects[len(projects) // 2], projects[-1]]
     queries: list[tuple[str, str, int | None]] = []
     for cls in ("rare", "medium", "very_common", "phrases", "cjk"):
         for entry in meta["terms"].get(cls, [])[:2]:
             queries.append((cls, entry["term"], entry.get("df")))
+    queries.append(("cjk-short", "问题", None))  # 2 characters: no trigram, a bounded LIKE scan
     queries += [("question", q, None) for q in QUESTIONS]
 
     db = SessionDB(db_path=args.db)
