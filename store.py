@@ -302,8 +302,14 @@ class SessionInfo:
     cwd: str | None  # effective: inherited from the nearest ancestor when absent
     git_repo_root: str | None  # stored, effective like cwd
     is_delegate: bool
+    archived: bool
     title: str | None
     started_at: float | None
+
+    @property
+    def searchable(self) -> bool:
+        """Archived sessions and delegate/tool runs are never project history."""
+        return not self.archived and not self.is_delegate
 
 
 def session_info(conn: sqlite3.Connection, session_id: str) -> SessionInfo | None:
@@ -314,7 +320,7 @@ def session_info(conn: sqlite3.Connection, session_id: str) -> SessionInfo | Non
     """
     sql = f"""
         SELECT id, parent_session_id, {_cols(_CWD_KEY, '')}, {_cols(_ROOT_KEY, '')},
-               {_cols(_DELEGATE, '')}, title, started_at
+               {_cols(_DELEGATE, '')}, archived, title, started_at
         FROM sessions WHERE id = ?
     """
     row = conn.execute(sql, (session_id,)).fetchone()
@@ -326,7 +332,7 @@ def session_info(conn: sqlite3.Connection, session_id: str) -> SessionInfo | Non
         seen.add(row[1])
         row = conn.execute(sql, (row[1],)).fetchone()
     cwd, root = (row[2] or None, row[3] or None) if row is not None else (None, None)
-    return SessionInfo(first[0], cwd, root, bool(first[4]), first[5], first[6])
+    return SessionInfo(first[0], cwd, root, bool(first[4]), bool(first[5]), first[6], first[7])
 
 
 _MEMBERS_SQL = f"""
@@ -376,46 +382,80 @@ def lineage_ids(conn: sqlite3.Connection, session_id: str) -> set[str]:
     return {r[0] for r in conn.execute(_LINEAGE_SQL, {"current": session_id})}
 
 
-def sessions_fingerprint(conn: sqlite3.Connection) -> tuple[Any, ...]:
-    """Changes when sessions are added or deleted, or the file is rebuilt.
+@dataclass
+class _Members:
+    attributor_id: int
+    full_until: float  # monotonic time of the next full reload
+    max_rowid: int
+    count: int
+    where: dict[str, tuple[str, str]]  # searchable session -> project identity
+    by_identity: dict[tuple[str, str], set[str]]
 
-    ``(count, newest rowid, its id, newest start)``: all from indexes, no
-    table scan (session rows carry large system prompts).
-    """
-    count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
-    newest = conn.execute("SELECT id FROM sessions WHERE rowid = ?", (top,)).fetchone()
-    started = conn.execute("SELECT max(started_at) FROM sessions").fetchone()
-    return int(count), int(top), newest[0] if newest else None, started[0]
+    def place(self, session_id: str, identity: tuple[str, str] | None) -> None:
+        old = self.where.pop(session_id, None)
+        if old is not None:
+            self.by_identity.get(old, set()).discard(session_id)
+        if identity is not None:
+            self.where[session_id] = identity
+            self.by_identity.setdefault(identity, set()).add(session_id)
 
 
 class MembershipCache:
     """Per state.db: project identity -> searchable member sessions.
 
-    Recomputed when sessions are added or deleted, when the projects change,
-    after a move made by this process, and at the latest every ``ttl``
-    seconds (a cwd changed by another process, e.g. the desktop, shows up
-    within that time). Thread-safe.
+    Reading every session row is expensive on a real state.db (each row holds
+    the session's full system prompt), so it happens only on the first search,
+    when sessions were deleted, when the projects changed, after a move made
+    by this process, and at most every ``ttl`` seconds. In between, each search
+    re-reads only new sessions and the ``recent`` newest ones (the desktop
+    records a new session's cwd just after creating it). So a cwd changed, or
+    a session archived, by another process in an *old* session shows up within
+    ``ttl`` seconds. Thread-safe.
     """
 
-    def __init__(self, ttl: float = 15.0) -> None:
+    def __init__(self, ttl: float = 60.0, recent: int = 64) -> None:
         self.ttl = ttl
+        self.recent = recent
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[tuple[Any, ...], float, dict[tuple[str, str], list[str]]]] = {}
+        self._entries: dict[str, _Members] = {}
 
-    def members(self, conn: sqlite3.Connection, db_key: str, attributor: "Attributor") -> dict[tuple[str, str], list[str]]:
-        stamp = (sessions_fingerprint(conn), id(attributor))
+    def members(self, conn: sqlite3.Connection, db_key: str, attributor: "Attributor") -> dict[tuple[str, str], set[str]]:
+        count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
         now = time.monotonic()
         with self._lock:
             entry = self._entries.get(db_key)
-        if entry is not None and entry[0] == stamp and entry[1] > now:
-            return entry[2]
-        by_identity: dict[tuple[str, str], list[str]] = {}
+            if entry is not None and entry.attributor_id == id(attributor) and now < entry.full_until:
+                if self._refresh(conn, entry, attributor, int(count), int(top)):
+                    return entry.by_identity
+            entry = self._full(conn, attributor, int(count), int(top), now)
+            self._entries[db_key] = entry
+            return entry.by_identity
+
+    def _full(self, conn: sqlite3.Connection, attributor: "Attributor", count: int, top: int, now: float) -> _Members:
+        entry = _Members(id(attributor), now + self.ttl, top, count, {}, {})
         for (cwd, root), ids in searchable_workspaces(conn).items():
             identity = attribution.project_identity(attributor.project_for_workspace(cwd, root))
-            by_identity.setdefault(identity, []).extend(ids)
-        with self._lock:
-            self._entries[db_key] = (stamp, now + self.ttl, by_identity)
-        return by_identity
+            for sid in ids:
+                entry.place(sid, identity)
+        return entry
+
+    def _refresh(self, conn: sqlite3.Connection, entry: _Members, attributor: "Attributor", count: int, top: int) -> bool:
+        """Re-read new and recent sessions; False when a full reload is needed."""
+        new_rows = top - entry.max_rowid
+        if new_rows < 0 or count != entry.count + new_rows:
+            return False  # rows deleted (or rowids reused): start over
+        rows = conn.execute("SELECT id FROM sessions WHERE rowid > ?", (min(entry.max_rowid, top) - self.recent,)).fetchall()
+        for (sid,) in rows:
+            info = session_info(conn, sid)
+            if info is None or not info.searchable:
+                entry.place(sid, None)
+            elif info.cwd or info.git_repo_root:
+                identity = attribution.project_identity(attributor.project_for_workspace(info.cwd, info.git_repo_root))
+                entry.place(sid, identity if identity[0] != "home" else None)
+            else:
+                entry.place(sid, None)
+        entry.max_rowid, entry.count = top, count
+        return True
 
     def invalidate(self) -> None:
         with self._lock:

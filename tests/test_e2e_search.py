@@ -189,3 +189,47 @@ def test_projects_db_missing_degrades_to_auto(world: World):
     answer = world.search("b", "quokka")
     assert result_sessions(answer) == ["a"] and answer["project"]["kind"] == "auto"
     assert not (world.home / "projects.db").exists()
+
+
+def _plugin_store():
+    import sys
+
+    return sys.modules["hermes_plugins.project_history_recall.store"]
+
+
+def test_new_and_recently_updated_sessions_are_seen_at_once(world: World):
+    """The scope cache re-reads new and recent sessions on every search."""
+    repo, other = world.repo("alpha"), world.repo("beta")
+    world.session("old", repo, messages=[("user", "pelican plan")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    world.session("new", repo, style="cli", messages=[("user", "pelican follow-up")])
+    assert set(result_sessions(world.search("cur", "pelican"))) == {"old", "new"}
+    # The desktop records a new session's cwd just after creating it.
+    world.db.update_session_cwd("new", str(other))
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+
+
+def test_old_session_changed_elsewhere_shows_up_after_the_reload_interval(world: World, monkeypatch):
+    """Old sessions are re-read by the periodic full reload (ttl 0 here: every search)."""
+    store_mod = _plugin_store()
+    monkeypatch.setattr(store_mod.membership, "ttl", 0.0)
+    repo = world.repo("alpha")
+    world.session("old", repo, messages=[("user", "pelican plan")])
+    for i in range(70):  # push "old" out of the always-re-read recent window
+        world.session(f"filler{i}", None, source="telegram")
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    world.db.set_session_archived("old", True)  # as if archived in the desktop app
+    assert world.search("cur", "pelican")["results"] == []
+
+
+def test_deleted_sessions_force_a_full_reload(world: World):
+    repo = world.repo("alpha")
+    world.session("gone", repo, messages=[("user", "pelican plan")])
+    for i in range(70):
+        world.session(f"filler{i}", None, source="telegram")
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    assert result_sessions(world.search("cur", "pelican")) == ["gone"]
+    world.db.delete_session("gone")
+    assert world.search("cur", "pelican")["results"] == []
