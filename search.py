@@ -250,7 +250,7 @@ def _hit(c: store.Candidate) -> Hit:
 
 
 def _ranked(
-    conn: sqlite3.Connection, table: str, match: str, scope_ids: Sequence[str], want_sessions: int, needles: Sequence[str]
+    conn: sqlite3.Connection, table: str, match: str, scope: store.Scope, want_sessions: int, needles: Sequence[str]
 ) -> tuple[list[Hit], str]:
     """Candidates for one FTS expression, with bounded work; returns ``(hits, path)``.
 
@@ -266,14 +266,14 @@ def _ranked(
     name = "trigram" if table == "messages_fts_trigram" else "fts"
     total = store.count_matches(conn, table, match, RANK_BUDGET + 1)
     if total <= RANK_BUDGET:
-        return [_hit(c) for c in store.fts_candidates(conn, table, match, scope_ids, CANDIDATE_LIMIT)], name
-    if store.scope_message_count(conn, scope_ids) <= SCOPE_SCAN_LIMIT:
-        return _like_hits(conn, needles, scope_ids), f"{name}-common:like-scope"
+        return [_hit(c) for c in store.fts_candidates(conn, table, match, scope, CANDIDATE_LIMIT)], name
+    if scope.messages <= SCOPE_SCAN_LIMIT:
+        return _like_hits(conn, needles, scope), f"{name}-common:like-scope"
     hits: list[Hit] = []
     high = store.max_message_id(conn) + 1
     for _ in range(MAX_WINDOWS):
         floor = store.window_floor(conn, table, match, RANK_BUDGET, below=high)
-        found = store.fts_candidates(conn, table, match, scope_ids, CANDIDATE_LIMIT, rowid_range=(floor, high))
+        found = store.fts_candidates(conn, table, match, scope, CANDIDATE_LIMIT, rowid_range=(floor, high))
         hits.extend(_hit(c) for c in found)
         if floor == 0 or len({h.session_id for h in hits}) >= want_sessions:
             break
@@ -308,24 +308,22 @@ def _drop_common_words(conn: sqlite3.Connection, units: Sequence[Unit]) -> list[
     return kept
 
 
-def _like_hits(conn: sqlite3.Connection, needles: Sequence[str], scope_ids: Sequence[str]) -> list[Hit]:
+def _like_hits(conn: sqlite3.Connection, needles: Sequence[str], scope: store.Scope) -> list[Hit]:
     rows = store.like_candidates(
-        conn, needles, scope_ids, LIKE_CANDIDATES,
-        scope_messages=store.scope_message_count(conn, scope_ids), small_scope=SCOPE_SCAN_LIMIT,
-        window=LIKE_WINDOW, max_scanned=LIKE_SCAN_CAP,
+        conn, needles, scope, LIKE_CANDIDATES, small_scope=SCOPE_SCAN_LIMIT, window=LIKE_WINDOW, max_scanned=LIKE_SCAN_CAP
     )
     # No BM25 here: order by recency; coverage re-ranks below.
     return [Hit(mid, sid, 0.0) for mid, sid in rows]
 
 
-def keyword_hits(conn: sqlite3.Connection, parsed: ParsedQuery, scope_ids: Sequence[str], want_sessions: int) -> tuple[list[Hit], str]:
-    """Candidates for ``parsed`` within ``scope_ids``; returns ``(hits, strategy)``.
+def keyword_hits(conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, want_sessions: int) -> tuple[list[Hit], str]:
+    """Candidates for ``parsed`` within ``scope``; returns ``(hits, strategy)``.
 
     ``strategy`` names the path taken (``fts``, ``trigram``, ``like``,
     ``fts+like``...). FTS syntax errors degrade to ``LIKE``; no exception
     escapes for query content.
     """
-    if not scope_ids or not parsed.units:
+    if not scope.session_ids or not parsed.units:
         return [], "none"
     trigram_ok = store.table_exists(conn, "messages_fts_trigram")
     latin = [u for u in parsed.units if u.kind != "cjk"]
@@ -336,13 +334,13 @@ def keyword_hits(conn: sqlite3.Connection, parsed: ParsedQuery, scope_ids: Seque
     try:
         if not cjk:
             kept = _drop_common_words(conn, latin)
-            hits, path = _ranked(conn, "messages_fts", _or(kept), scope_ids, want_sessions, [u.text for u in kept])
+            hits, path = _ranked(conn, "messages_fts", _or(kept), scope, want_sessions, [u.text for u in kept])
             paths.append(path)
             if len(kept) < len(latin) and len({h.session_id for h in hits}) < want_sessions:
                 # The rarer words are rare in the whole database, not
                 # necessarily present in this project: ask again with every
                 # word (still bounded) and keep both.
-                more, path = _ranked(conn, "messages_fts", _or(latin), scope_ids, want_sessions, [u.text for u in latin])
+                more, path = _ranked(conn, "messages_fts", _or(latin), scope, want_sessions, [u.text for u in latin])
                 full = {h.message_id: h for h in more}
                 hits = list(full.values()) + [h for h in hits if h.message_id not in full]
                 paths.append(path + "(all words)")
@@ -358,11 +356,11 @@ def keyword_hits(conn: sqlite3.Connection, parsed: ParsedQuery, scope_ids: Seque
                 pieces.extend(fts_quote(u.text) for u in latin if len(u.text) >= 3)
                 like_needles.extend(u.text for u in latin if len(u.text) < 3)
             elif latin:
-                hits, path = _ranked(conn, "messages_fts", _or(latin), scope_ids, want_sessions, [u.text for u in latin])
+                hits, path = _ranked(conn, "messages_fts", _or(latin), scope, want_sessions, [u.text for u in latin])
                 paths.append(path)
             if pieces:
                 needles = [u.text for u in cjk if cjk_trigrams(u.text)] + [u.text for u in latin if len(u.text) >= 3]
-                hits, path = _ranked(conn, "messages_fts_trigram", " OR ".join(dict.fromkeys(pieces)), scope_ids, want_sessions, needles)
+                hits, path = _ranked(conn, "messages_fts_trigram", " OR ".join(dict.fromkeys(pieces)), scope, want_sessions, needles)
                 paths.append(path)
     except sqlite3.OperationalError as exc:
         logger.info("FTS query failed, falling back to LIKE: %s", exc)
@@ -370,7 +368,7 @@ def keyword_hits(conn: sqlite3.Connection, parsed: ParsedQuery, scope_ids: Seque
         like_needles = [u.text for u in parsed.units]
     if like_needles:
         seen = {h.message_id for h in hits}
-        hits.extend(h for h in _like_hits(conn, like_needles, scope_ids) if h.message_id not in seen)
+        hits.extend(h for h in _like_hits(conn, like_needles, scope) if h.message_id not in seen)
         paths.append("like")
     return hits, "+".join(paths) or "none"
 
@@ -479,7 +477,7 @@ def search_history(
         if not parsed.units:
             base["message"] = "The query has no searchable words"
             return base
-        hits, strategy = keyword_hits(conn, parsed, scope.session_ids, limit)
+        hits, strategy = keyword_hits(conn, parsed, scope, limit)
         by_coverage = "like" in strategy or "trigram" in strategy
         # Texts are needed for every candidate only when coverage ranks them.
         rows = store.fetch_messages(conn, [h.message_id for h in hits]) if by_coverage else {}

@@ -15,6 +15,7 @@ Failures are raised as :class:`StoreError` subclasses carrying a stable
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -305,6 +306,7 @@ class SessionInfo:
     archived: bool
     title: str | None
     started_at: float | None
+    message_count: int
 
     @property
     def searchable(self) -> bool:
@@ -320,7 +322,7 @@ def session_info(conn: sqlite3.Connection, session_id: str) -> SessionInfo | Non
     """
     sql = f"""
         SELECT id, parent_session_id, {_cols(_CWD_KEY, '')}, {_cols(_ROOT_KEY, '')},
-               {_cols(_DELEGATE, '')}, archived, title, started_at
+               {_cols(_DELEGATE, '')}, archived, title, started_at, message_count
         FROM sessions WHERE id = ?
     """
     row = conn.execute(sql, (session_id,)).fetchone()
@@ -332,7 +334,7 @@ def session_info(conn: sqlite3.Connection, session_id: str) -> SessionInfo | Non
         seen.add(row[1])
         row = conn.execute(sql, (row[1],)).fetchone()
     cwd, root = (row[2] or None, row[3] or None) if row is not None else (None, None)
-    return SessionInfo(first[0], cwd, root, bool(first[4]), bool(first[5]), first[6], first[7])
+    return SessionInfo(first[0], cwd, root, bool(first[4]), bool(first[5]), first[6], first[7], int(first[8] or 0))
 
 
 _MEMBERS_SQL = f"""
@@ -343,7 +345,7 @@ WITH RECURSIVE eff(id, cwd, root) AS (
     SELECT c.id, e.cwd, e.root FROM sessions c JOIN eff e ON c.parent_session_id = e.id
     WHERE {_cols(_CWD_KEY, 'c')} = '' AND {_cols(_ROOT_KEY, 'c')} = ''
 )
-SELECT eff.id, eff.cwd, eff.root FROM eff JOIN sessions s ON s.id = eff.id
+SELECT eff.id, eff.cwd, eff.root, s.message_count FROM eff JOIN sessions s ON s.id = eff.id
 WHERE s.archived = 0 AND NOT {_cols(_DELEGATE, 's')}
 """
 
@@ -363,17 +365,17 @@ SELECT id FROM lineage
 """
 
 
-def searchable_workspaces(conn: sqlite3.Connection) -> dict[tuple[str | None, str | None], list[str]]:
+def searchable_workspaces(conn: sqlite3.Connection) -> dict[tuple[str | None, str | None], list[tuple[str, int]]]:
     """Searchable sessions grouped by effective workspace ``(cwd, stored root)``.
 
-    One pass over ``sessions``: cwd-less children (compression continuations,
-    ``/new``) inherit their nearest ancestor's workspace; archived sessions and
-    delegate/tool runs are left out; sessions with no workspace at all (Home)
-    are not listed.
+    Values are ``(session id, message_count)``. One pass over ``sessions``:
+    cwd-less children (compression continuations, ``/new``) inherit their
+    nearest ancestor's workspace; archived sessions and delegate/tool runs are
+    left out; sessions with no workspace at all (Home) are not listed.
     """
-    groups: dict[tuple[str | None, str | None], list[str]] = {}
-    for sid, cwd, root in conn.execute(_MEMBERS_SQL):
-        groups.setdefault((cwd or None, root or None), []).append(sid)
+    groups: dict[tuple[str | None, str | None], list[tuple[str, int]]] = {}
+    for sid, cwd, root, count in conn.execute(_MEMBERS_SQL):
+        groups.setdefault((cwd or None, root or None), []).append((sid, int(count or 0)))
     return groups
 
 
@@ -390,13 +392,16 @@ class _Members:
     count: int
     where: dict[str, tuple[str, str]]  # searchable session -> project identity
     by_identity: dict[tuple[str, str], set[str]]
+    messages: dict[str, int]  # message_count when last read (sizes the scan strategy)
 
-    def place(self, session_id: str, identity: tuple[str, str] | None) -> None:
+    def place(self, session_id: str, identity: tuple[str, str] | None, messages: int = 0) -> None:
         old = self.where.pop(session_id, None)
+        self.messages.pop(session_id, None)
         if old is not None:
             self.by_identity.get(old, set()).discard(session_id)
         if identity is not None:
             self.where[session_id] = identity
+            self.messages[session_id] = messages
             self.by_identity.setdefault(identity, set()).add(session_id)
 
 
@@ -419,24 +424,24 @@ class MembershipCache:
         self._lock = threading.Lock()
         self._entries: dict[str, _Members] = {}
 
-    def members(self, conn: sqlite3.Connection, db_key: str, attributor: "Attributor") -> dict[tuple[str, str], set[str]]:
+    def members(self, conn: sqlite3.Connection, db_key: str, attributor: "Attributor") -> _Members:
         count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
         now = time.monotonic()
         with self._lock:
             entry = self._entries.get(db_key)
             if entry is not None and entry.attributor_id == id(attributor) and now < entry.full_until:
                 if self._refresh(conn, entry, attributor, int(count), int(top)):
-                    return entry.by_identity
+                    return entry
             entry = self._full(conn, attributor, int(count), int(top), now)
             self._entries[db_key] = entry
-            return entry.by_identity
+            return entry
 
     def _full(self, conn: sqlite3.Connection, attributor: "Attributor", count: int, top: int, now: float) -> _Members:
-        entry = _Members(id(attributor), now + self.ttl, top, count, {}, {})
-        for (cwd, root), ids in searchable_workspaces(conn).items():
+        entry = _Members(id(attributor), now + self.ttl, top, count, {}, {}, {})
+        for (cwd, root), sessions in searchable_workspaces(conn).items():
             identity = attribution.project_identity(attributor.project_for_workspace(cwd, root))
-            for sid in ids:
-                entry.place(sid, identity)
+            for sid, messages in sessions:
+                entry.place(sid, identity, messages)
         return entry
 
     def _refresh(self, conn: sqlite3.Connection, entry: _Members, attributor: "Attributor", count: int, top: int) -> bool:
@@ -451,7 +456,7 @@ class MembershipCache:
                 entry.place(sid, None)
             elif info.cwd or info.git_repo_root:
                 identity = attribution.project_identity(attributor.project_for_workspace(info.cwd, info.git_repo_root))
-                entry.place(sid, identity if identity[0] != "home" else None)
+                entry.place(sid, identity if identity[0] != "home" else None, info.message_count)
             else:
                 entry.place(sid, None)
         entry.max_rowid, entry.count = top, count
@@ -528,6 +533,12 @@ class Scope:
     project: dict[str, str]
     session_ids: tuple[str, ...]  # searchable sessions of the project, current lineage excluded
     in_project: int  # searchable sessions attributed to the project, the current one counted once
+    messages: int = 0  # messages of ``session_ids`` (as last read; sizes the scan strategy)
+
+    @functools.cached_property
+    def ids_json(self) -> str:
+        """``session_ids`` as the JSON array the queries take (built once per search)."""
+        return json.dumps(list(self.session_ids))
 
 
 def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: str, *, db_key: str) -> Scope:
@@ -543,10 +554,10 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
     identity = attribution.project_identity(project)
     if identity[0] == "home":
         return Scope(current, project, (), 0)
-    members = membership.members(conn, db_key, attributor).get(identity, [])
+    entry = membership.members(conn, db_key, attributor)
     excluded = lineage_ids(conn, current_id)
-    others = tuple(sid for sid in members if sid not in excluded)
-    return Scope(current, project, others, len(others) + 1)
+    others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
+    return Scope(current, project, others, len(others) + 1, sum(entry.messages.get(sid, 0) for sid in others))
 
 
 # ---------------------------------------------------------------------------
@@ -573,31 +584,42 @@ def table_exists(conn: sqlite3.Connection, name: str) -> bool:
     return row is not None
 
 
+_df_cache: dict[tuple[str, str], tuple[int, float]] = {}
+_DF_TTL_S = 600.0
+
+
 def document_frequencies(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int] | None:
     """Per-token document counts in ``messages_fts`` (via a TEMP fts5vocab).
 
-    Returns ``None`` when the vocabulary table cannot be created (the caller
-    then bounds the work by counting instead).
+    Counts move slowly, so they are cached per database for ten minutes (a
+    lookup costs milliseconds on a large index). Returns ``None`` when the
+    vocabulary table cannot be created (the caller then keeps every word).
     """
+    db = conn.execute("PRAGMA database_list").fetchone()[2]
+    now = time.monotonic()
+    out: dict[str, int] = {}
+    missing = []
+    for term in terms:
+        hit = _df_cache.get((db, term))
+        if hit is not None and hit[1] > now:
+            out[term] = hit[0]
+        else:
+            missing.append(term)
+    if not missing:
+        return out
     try:
         conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.phr_vocab USING fts5vocab(main, 'messages_fts', 'row')")
-        out = {}
-        for term in terms:
+        for term in missing:
             row = conn.execute("SELECT doc FROM temp.phr_vocab WHERE term = ?", (term,)).fetchone()
             out[term] = int(row[0]) if row else 0
-        return out
     except sqlite3.OperationalError as exc:
         logger.debug("fts5vocab unavailable: %s", exc)
         return None
-
-
-def scope_message_count(conn: sqlite3.Connection, scope_ids: Sequence[str]) -> int:
-    """Messages recorded for these sessions (their ``message_count``; no message scan)."""
-    row = conn.execute(
-        "SELECT COALESCE(sum(message_count), 0) FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps(list(scope_ids)),),
-    ).fetchone()
-    return int(row[0])
+    if len(_df_cache) > 50_000:
+        _df_cache.clear()
+    for term in missing:
+        _df_cache[(db, term)] = (out[term], now + _DF_TTL_S)
+    return out
 
 
 def max_message_id(conn: sqlite3.Connection) -> int:
@@ -628,12 +650,12 @@ def fts_candidates(
     conn: sqlite3.Connection,
     table: str,
     match: str,
-    scope_ids: Sequence[str],
+    scope: Scope,
     limit: int,
     *,
     rowid_range: tuple[int, int] | None = None,
 ) -> list[Candidate]:
-    """BM25-ranked live messages of ``scope_ids`` matching ``match``.
+    """BM25-ranked live messages of the scope's sessions matching ``match``.
 
     ``rowid_range`` (inclusive low, exclusive high) bounds the work for very
     common terms. Raises ``sqlite3.OperationalError`` on an FTS syntax error.
@@ -652,7 +674,7 @@ def fts_candidates(
         LIMIT ?
     """
     params.extend(SEARCH_ROLES)
-    params.append(json.dumps(list(scope_ids)))
+    params.append(scope.ids_json)
     params.append(limit)
     return [Candidate(int(r[0]), r[1], float(r[2]), int(r[3] or 0)) for r in conn.execute(sql, params)]
 
@@ -667,15 +689,14 @@ _LIKE_TEXT = ("m.content", "m.tool_name", "m.tool_calls")
 def like_candidates(
     conn: sqlite3.Connection,
     needles: Sequence[str],
-    scope_ids: Sequence[str],
+    scope: Scope,
     limit: int,
     *,
-    scope_messages: int,
     small_scope: int,
     window: int,
     max_scanned: int,
 ) -> list[tuple[int, str]]:
-    """Newest live messages of ``scope_ids`` containing any needle (escaped LIKE).
+    """Newest live messages of the scope's sessions containing any needle (escaped LIKE).
 
     The same text as the FTS index is searched (content, tool name, tool
     call JSON). Work is bounded: a small scope (at most ``small_scope``
@@ -684,13 +705,13 @@ def like_candidates(
     ``max_scanned`` ids in all. Returns ``(message_id, session_id)``, newest
     first, at most ``limit``.
     """
-    if not needles or not scope_ids:
+    if not needles or not scope.session_ids:
         return []
     patterns = [f"%{escape_like(n)}%" for n in needles]
     likes = " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for _ in patterns for col in _LIKE_TEXT)
     like_params = [p for p in patterns for _ in _LIKE_TEXT]
-    scope_json = json.dumps(list(scope_ids))
-    if scope_messages <= small_scope:
+    scope_json = scope.ids_json
+    if scope.messages <= small_scope:
         sql = f"""
             SELECT m.id, m.session_id FROM messages m
             WHERE {_SCOPE_SQL} AND {_LIVE} AND {_ROLE_SQL} AND ({likes})

@@ -1,0 +1,77 @@
+"""The bounded retrieval paths for big databases, forced on a small one by
+shrinking their thresholds: results must stay scoped and correct whichever
+path answers (the latency itself is measured in bench/keyword_latency.py)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from conftest import World, result_sessions
+
+
+def plugin(name: str):
+    return sys.modules[f"hermes_plugins.project_history_recall.{name}"]
+
+
+@pytest.fixture
+def big(world: World):
+    """Project A (the current one) and B share common words; A also has rarer ones."""
+    a, b = world.repo("a"), world.repo("b")
+    for i in range(6):
+        world.session(f"a{i}", a, messages=[
+            ("user", f"error in function handler number {i}"),
+            ("assistant", "the function returned an error; 数据库迁移 问题" + (" pelican" if i == 2 else "")),
+        ])
+        world.session(f"b{i}", b, messages=[("user", f"error function {'pelican' if i < 2 else ''} {i}"), ("assistant", "问题 error")])
+    world.session("cur", a, style="cli", messages=[("user", "hi")])
+    return world
+
+
+A_SESSIONS = {f"a{i}" for i in range(6)}
+
+
+def test_windows_over_the_newest_matches(big, monkeypatch):
+    monkeypatch.setattr(plugin("search"), "RANK_BUDGET", 3)
+    monkeypatch.setattr(plugin("search"), "SCOPE_SCAN_LIMIT", 0)  # treat the project as big
+    answer = big.search("cur", "error", limit=3)
+    assert "windows" in answer["strategy"]
+    got = result_sessions(answer)
+    assert len(got) == 3 and set(got) <= A_SESSIONS
+    # Windows walk back from the newest matches: the newest sessions win.
+    assert set(got) == {"a5", "a4", "a3"}
+
+
+def test_small_project_common_term_scans_the_project(big, monkeypatch):
+    monkeypatch.setattr(plugin("search"), "RANK_BUDGET", 3)
+    answer = big.search("cur", "error function", limit=10)
+    assert "like-scope" in answer["strategy"]
+    assert set(result_sessions(answer)) == A_SESSIONS
+
+
+def test_like_windows_in_a_big_project(big, monkeypatch):
+    monkeypatch.setattr(plugin("search"), "SCOPE_SCAN_LIMIT", 0)
+    monkeypatch.setattr(plugin("search"), "LIKE_WINDOW", 4)  # many tiny id windows
+    answer = big.search("cur", "问题", limit=10)
+    assert answer["strategy"] == "like"
+    assert set(result_sessions(answer)) == A_SESSIONS
+
+
+def test_like_windows_stop_at_the_scan_cap(big, monkeypatch):
+    monkeypatch.setattr(plugin("search"), "SCOPE_SCAN_LIMIT", 0)
+    monkeypatch.setattr(plugin("search"), "LIKE_WINDOW", 2)
+    monkeypatch.setattr(plugin("search"), "LIKE_SCAN_CAP", 6)  # only the newest 6 message ids
+    answer = big.search("cur", "问题", limit=10)
+    assert set(result_sessions(answer)) <= {"a5", "a4"}
+
+
+def test_common_words_dropped_then_all_words_when_the_rare_ones_miss(big, monkeypatch):
+    """'pelican' is rarer than 'error' overall but mostly in project B."""
+    search = plugin("search")
+    monkeypatch.setattr(search, "RANK_BUDGET", 3)
+    monkeypatch.setattr(search, "COMMON_FRACTION", 0.2)
+    plugin("store")._df_cache.clear()
+    answer = big.search("cur", "pelican error", limit=3)
+    got = result_sessions(answer)
+    assert got[0] == "a2" and set(got) <= A_SESSIONS and len(got) == 3
+    assert "all words" in answer["strategy"]
