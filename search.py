@@ -18,10 +18,12 @@ search exists):
    CJK text go to ``messages_fts_trigram`` (character trigrams of each CJK
    chunk, BM25), and 1-2 character CJK words fall back to an escaped ``LIKE``.
    An FTS syntax error also falls back to ``LIKE``.
-4. Candidate work is bounded: a query matching more than ``RANK_BUDGET``
-   messages is ranked over windows of the newest matches, and words present
-   in more than ``COMMON_FRACTION`` of all messages are dropped when a rarer
-   word is in the query.
+4. Candidate work is bounded (see ``_ranked``): a query matching more than
+   ``RANK_BUDGET`` messages is answered by scanning a small project's own
+   messages, or by ranking windows of the newest matches in a big one; words
+   present in more than ``COMMON_FRACTION`` of all messages are dropped when
+   a rarer word is in the query (and put back if the rarer ones miss the
+   project). BM25 is damped by message length so the focused turn wins.
 5. One strongest message per session, at most ``limit`` sessions.
 """
 
@@ -133,10 +135,6 @@ class Unit:
 class ParsedQuery:
     units: tuple[Unit, ...]
     truncated: bool = False
-
-    @property
-    def has_cjk(self) -> bool:
-        return any(u.kind == "cjk" for u in self.units)
 
 
 def clean_query(text: str) -> tuple[str, bool]:
