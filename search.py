@@ -30,6 +30,7 @@ search exists):
 from __future__ import annotations
 
 import logging
+import math
 import re
 import sqlite3
 import time
@@ -391,6 +392,32 @@ def rank_hits(hits: Sequence[Hit], texts: dict[int, str], units: Sequence[Unit],
     if not by_coverage:
         return sorted(hits, key=lambda h: (h.focused_score, -h.message_id))
     return sorted(hits, key=lambda h: (-coverage(texts.get(h.message_id, ""), units), h.focused_score, -h.message_id))
+
+
+def fuse_rrf(
+    rankings: Sequence[Sequence[Any]], *, k: int = 60, weights: Sequence[float] | None = None
+) -> list[tuple[Any, float]]:
+    """Reciprocal Rank Fusion of best-first rankings.
+
+    ``score(x) = sum_i weight_i / (k + rank_i(x))`` with 1-based ranks over
+    the lists that contain ``x``. Returns ``[(item, score)]`` best first;
+    equal scores are ordered by the item itself, so the result is
+    deterministic. Inputs are not mutated; duplicates within one list count
+    at their first (best) rank.
+    """
+    if weights is not None and len(weights) != len(rankings):
+        raise ValueError("one weight per ranking")
+    parts: dict[Any, list[float]] = {}
+    for i, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else float(weights[i])
+        seen: set[Any] = set()
+        for rank, item in enumerate(ranking, start=1):
+            if item not in seen:
+                seen.add(item)
+                parts.setdefault(item, []).append(weight / (k + rank))
+    # fsum: exact, so the result does not depend on the order of the lists.
+    scores = {item: math.fsum(values) for item, values in parts.items()}
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
 def best_per_session(hits: Sequence[Hit], limit: int) -> list[Hit]:

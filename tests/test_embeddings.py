@@ -1,0 +1,160 @@
+"""Embedding providers: the real local model, and the openai provider against a
+loopback server speaking the OpenAI embeddings protocol."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+from project_history_recall import embeddings as E
+
+
+class FakeEmbeddings:
+    """``POST /v1/embeddings`` on 127.0.0.1: deterministic vectors, counts requests."""
+
+    def __init__(self, *, dims: int = 8, b64: bool = False, fail: int = 0, delay: float = 0.0) -> None:
+        self.dims, self.b64, self.fail, self.delay = dims, b64, fail, delay
+        self.requests: list[dict] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                if fake.delay:
+                    threading.Event().wait(fake.delay)
+                if fake.fail > 0:
+                    fake.fail -= 1
+                    self.send_response(503)
+                    self.end_headers()
+                    return
+                data = []
+                for i, text in enumerate(body["input"]):
+                    vec = fake.vector(text)
+                    emb = base64.b64encode(vec.astype("<f4").tobytes()).decode() if fake.b64 else vec.tolist()
+                    data.append({"object": "embedding", "index": i, "embedding": emb})
+                payload = json.dumps({"object": "list", "data": data, "model": body["model"],
+                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def vector(self, text: str) -> np.ndarray:
+        rng = np.random.default_rng(abs(hash(text)) % 2**32)
+        return rng.standard_normal(self.dims).astype(np.float32)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake():
+    servers = []
+
+    def make(**kw):
+        servers.append(FakeEmbeddings(**kw))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+@pytest.mark.parametrize("b64", [False, True])
+def test_openai_provider_float_and_base64(fake, b64):
+    server = fake(b64=b64)
+    provider = E.OpenAIProvider(model="test-embed", base_url=server.base_url, api_key="sk-test", batch_size=2)
+    vectors = provider.embed(["alpha", "beta", "gamma"])
+    assert vectors.shape == (3, 8) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    expected = E.normalise(server.vector("beta"))[0]
+    assert np.allclose(vectors[1], expected, atol=1e-5)
+    assert len(server.requests) == 2, "batched by batch_size"
+    assert server.requests[0]["body"]["model"] == "test-embed"
+    assert server.requests[0]["auth"] == "Bearer sk-test"
+
+
+def test_openai_provider_retries_then_succeeds(fake):
+    server = fake(fail=2)
+    provider = E.OpenAIProvider(model="m", base_url=server.base_url, retries=2, backoff=0.01)
+    assert provider.embed(["x"]).shape == (1, 8)
+    assert len(server.requests) == 3
+
+
+def test_openai_provider_down_is_unavailable():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    provider = E.OpenAIProvider(model="m", base_url=f"http://127.0.0.1:{port}/v1", retries=1, backoff=0.01, timeout=1)
+    with pytest.raises(E.EmbeddingUnavailable, match="unreachable"):
+        provider.embed(["x"])
+
+
+def test_openai_provider_slow_is_unavailable(fake):
+    server = fake(delay=1.5)
+    provider = E.OpenAIProvider(model="m", base_url=server.base_url, retries=0, timeout=0.3)
+    with pytest.raises(E.EmbeddingUnavailable):
+        provider.embed(["x"])
+
+
+def test_fingerprint_changes_with_model_or_endpoint():
+    a = E.OpenAIProvider(model="m1", base_url="http://127.0.0.1:1/v1")
+    assert a.fingerprint == E.OpenAIProvider(model="m1", base_url="http://127.0.0.1:1/v1/").fingerprint
+    assert a.fingerprint != E.OpenAIProvider(model="m2", base_url="http://127.0.0.1:1/v1").fingerprint
+    assert a.fingerprint != E.OpenAIProvider(model="m1", base_url="http://127.0.0.1:2/v1").fingerprint
+    assert a.fingerprint != E.LocalProvider().fingerprint
+
+
+def test_local_model_is_real_and_multilingual():
+    """The shipped USE-multilingual model: paraphrases and translations land close."""
+    provider = E.LocalProvider(threads=1)
+    v = provider.embed([
+        "database connection pool exhausted",
+        "ran out of DB connections in the pool",
+        "数据库连接池耗尽",
+        "how to configure CSS animations",
+    ])
+    assert v.shape == (4, 512)
+    sim = v @ v.T
+    assert sim[0, 1] > sim[0, 3] + 0.3
+    assert sim[2, 0] > sim[2, 3] + 0.3  # Chinese query, English text
+
+
+def test_blob_round_trip_and_bad_sizes():
+    v = E.normalise(np.arange(12, dtype=np.float32).reshape(3, 4))
+    blobs = [E.encode_vector(row) for row in v]
+    assert np.array_equal(E.decode_vectors(blobs, 4), v)
+    with pytest.raises(ValueError):
+        E.decode_vectors([b"\x00" * 7], 4)
+
+
+def test_normalise_guards_zero_vectors():
+    v = E.normalise(np.zeros((2, 3)))
+    assert not np.isnan(v).any() and np.array_equal(v, np.zeros((2, 3)))
+
+
+def test_chunking():
+    assert E.chunk_text("", 512, 64) == []
+    assert E.chunk_text("short message", 512, 64) == ["short message"]
+    long = " ".join(f"w{i}" for i in range(3000))
+    chunks = E.chunk_text(long, 128, 16)
+    assert len(chunks) > 3 and all(len(c) <= 128 * 4 for c in chunks)
+    assert chunks[0].split()[-1] in chunks[1], "chunks overlap"
+    assert long.split()[-1] in chunks[-1]
