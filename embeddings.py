@@ -10,7 +10,8 @@ Two providers behind one small interface (:class:`Provider`):
   Ollama, LM Studio, vLLM...) through the ``openai`` client, with a timeout,
   batching and retries with backoff.
 
-Vectors leave this module L2-normalised float32. Nothing here touches
+Vectors leave this module L2-normalised float32. The private index
+(:class:`VectorIndex`, ``embeddings.db``) lives here too; nothing here touches
 Hermes' databases. Failures of a provider raise :class:`EmbeddingUnavailable`.
 """
 
@@ -20,9 +21,12 @@ import base64
 import hashlib
 import json
 import logging
+import sqlite3
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -253,3 +257,205 @@ class ProviderSpec:
     provider: str
     endpoint: str
     model: str
+
+
+# ---------------------------------------------------------------------------
+# The private index: embeddings.db
+# ---------------------------------------------------------------------------
+
+INDEX_APP_ID = 0x50485231  # "PHR1" in PRAGMA application_id: marks the file as ours
+
+# Numbered, append-only migrations (PRAGMA user_version = how many applied).
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        message_id INTEGER NOT NULL,
+        chunk_index INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        model_fingerprint TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        created_at REAL NOT NULL,
+        UNIQUE(session_id, message_id, chunk_index, model_fingerprint)
+    );
+    CREATE INDEX chunks_by_model_message ON chunks(model_fingerprint, message_id);
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """,
+)
+
+
+class IndexBroken(RuntimeError):
+    """embeddings.db is unusable and could not be rebuilt."""
+
+
+@dataclass(frozen=True)
+class PendingMessage:
+    message_id: int
+    session_id: str
+    text: str
+
+
+class VectorIndex:
+    """Chunks of messages and their vectors, for one embedding model.
+
+    Vectors of different models never mix (every read filters on the
+    provider's fingerprint). Vectors are keyed by message, never by project:
+    scope is applied at query time, so a move never re-embeds. A corrupt or
+    foreign file is moved aside (``*.broken-<time>``) and rebuilt; ``note``
+    then says so.
+    """
+
+    def __init__(self, path: Path, provider: Provider, *, chunk_size: int = 512, chunk_overlap: int = 64) -> None:
+        self.path = Path(path)
+        self.provider = provider
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_overlap
+        self.note = ""
+        self._lock = threading.Lock()
+        self._conn = self._open()
+        self._matrix_ids = np.zeros(0, dtype=np.int64)  # message id per loaded chunk
+        self._matrix = np.zeros((0, max(provider.dims, 1)), dtype=np.float32)
+        self._loaded_upto = 0  # highest chunk id in the matrix
+        self._indexed: dict[int, str] = {}  # message id -> content hash
+
+    # -- file ------------------------------------------------------------------
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._migrate(sqlite3.connect(self.path, check_same_thread=False, timeout=5))
+        except (sqlite3.DatabaseError, IndexBroken) as exc:
+            aside = self.path.with_name(f"{self.path.name}.broken-{int(time.time())}")
+            logger.warning("embeddings index %s unusable (%s); moved to %s and rebuilt", self.path, exc, aside)
+            self.path.rename(aside)
+            for suffix in ("-wal", "-shm"):
+                Path(str(self.path) + suffix).unlink(missing_ok=True)
+            self.note = f"the embeddings index was unusable ({exc}); it was moved to {aside.name} and rebuilt"
+            try:
+                return self._migrate(sqlite3.connect(self.path, check_same_thread=False, timeout=5))
+            except sqlite3.DatabaseError as again:
+                raise IndexBroken(f"cannot create {self.path}: {again}") from again
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> sqlite3.Connection:
+        conn.execute("PRAGMA journal_mode=WAL")
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+        if app_id != INDEX_APP_ID and (tables or version):
+            conn.close()
+            raise IndexBroken("not a project-history-recall index")
+        if version > len(MIGRATIONS):
+            conn.close()
+            raise IndexBroken(f"index schema {version} is newer than this plugin ({len(MIGRATIONS)})")
+        for number in range(version, len(MIGRATIONS)):
+            with conn:
+                conn.executescript(MIGRATIONS[number])
+                conn.execute(f"PRAGMA user_version = {number + 1}")
+                conn.execute(f"PRAGMA application_id = {INDEX_APP_ID}")
+        conn.execute("SELECT count(*) FROM chunks").fetchone()  # touches the table: fails fast if damaged
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- what is indexed ---------------------------------------------------------
+    def indexed(self) -> dict[int, str]:
+        """``{message id: content hash}`` of everything embedded with this model."""
+        with self._lock:
+            if not self._indexed:
+                rows = self._conn.execute(
+                    "SELECT message_id, content_hash FROM chunks WHERE model_fingerprint = ? AND chunk_index = 0",
+                    (self.provider.fingerprint,),
+                )
+                self._indexed = {int(m): h for m, h in rows}
+            return dict(self._indexed)
+
+    def add(self, messages: Sequence[PendingMessage], *, deadline: float | None = None, batch: int = 32) -> int:
+        """Embed and store ``messages`` (re-embedding changed ones) until ``deadline``.
+
+        Returns how many messages were stored. Raises :class:`EmbeddingUnavailable`
+        when the provider fails (what was stored before stays).
+        """
+        done = 0
+        fingerprint = self.provider.fingerprint
+        for start in range(0, len(messages), batch):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            group = messages[start : start + batch]
+            pieces = [(m, i, c) for m in group for i, c in enumerate(chunk_text(m.text, self.chunk_size, self.chunk_overlap))]
+            vectors = self.provider.embed([c for _, _, c in pieces]) if pieces else np.zeros((0, 1), np.float32)
+            now = time.time()
+            with self._lock, self._conn:
+                for m in group:
+                    self._conn.execute(
+                        "DELETE FROM chunks WHERE model_fingerprint = ? AND message_id = ?", (fingerprint, m.message_id)
+                    )
+                for (m, i, _), vector in zip(pieces, vectors):
+                    self._conn.execute(
+                        "INSERT INTO chunks (session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (m.session_id, m.message_id, i, content_hash(m.text), fingerprint, encode_vector(vector), now),
+                    )
+                for m in group:
+                    self._indexed[m.message_id] = content_hash(m.text)
+            done += len(group)
+        return done
+
+    def drop(self, message_ids: Sequence[int]) -> None:
+        """Forget messages that were deleted or rewound."""
+        if not message_ids:
+            return
+        with self._lock, self._conn:
+            self._conn.execute(
+                "DELETE FROM chunks WHERE model_fingerprint = ? AND message_id IN (SELECT value FROM json_each(?))",
+                (self.provider.fingerprint, json.dumps([int(m) for m in message_ids])),
+            )
+            for mid in message_ids:
+                self._indexed.pop(int(mid), None)
+            self._loaded_upto = 0  # reload the matrix without them
+
+    # -- search ------------------------------------------------------------------
+    def _refresh_matrix(self) -> None:
+        fingerprint = self.provider.fingerprint
+        if self._loaded_upto == 0:
+            self._matrix_ids = np.zeros(0, dtype=np.int64)
+            self._matrix = np.zeros((0, self.provider.dims), dtype=np.float32)
+        rows = self._conn.execute(
+            "SELECT id, message_id, vector FROM chunks WHERE model_fingerprint = ? AND id > ? ORDER BY id",
+            (fingerprint, self._loaded_upto),
+        ).fetchall()
+        if not rows:
+            return
+        dims = len(rows[0][2]) // 4
+        if self._matrix.shape[1] != dims:
+            self._matrix = np.zeros((0, dims), dtype=np.float32)
+        self._matrix = np.vstack([self._matrix, decode_vectors([r[2] for r in rows], dims)])
+        self._matrix_ids = np.concatenate([self._matrix_ids, np.array([r[1] for r in rows], dtype=np.int64)])
+        self._loaded_upto = rows[-1][0]
+
+    def search(self, query: np.ndarray, allowed: set[int], top_k: int) -> list[tuple[int, float]]:
+        """Messages among ``allowed`` most similar to ``query``: ``[(message id, cosine)]`` best first.
+
+        One matrix product over the loaded chunks (kept in memory, refreshed
+        incrementally); chunks merge to their message's best cosine.
+        """
+        with self._lock:
+            self._refresh_matrix()
+            if not len(self._matrix_ids) or not allowed:
+                return []
+            mask = np.isin(self._matrix_ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+            if not mask.any():
+                return []
+            ids = self._matrix_ids[mask]
+            scores = self._matrix[mask] @ normalise(query)[0]
+        best: dict[int, float] = {}
+        order = np.argsort(-scores, kind="stable")
+        for i in order:
+            mid = int(ids[i])
+            if mid not in best:
+                best[mid] = float(scores[i])
+                if len(best) >= top_k:
+                    break
+        return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))

@@ -1,0 +1,104 @@
+"""The private vector index (embeddings.db): migrations, skip-unchanged,
+model separation, corrupt or foreign files, chunk merging."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+
+from project_history_recall import embeddings as E
+
+
+class CountingProvider:
+    """A deterministic bag-of-letters embedder that counts calls (the index's unit tests)."""
+
+    def __init__(self, name: str = "count") -> None:
+        self.model_id, self.dims, self.calls, self.texts = name, 26, 0, 0
+        self.fingerprint = f"fp-{name}"
+
+    def embed(self, texts):
+        self.calls += 1
+        self.texts += len(texts)
+        out = np.zeros((len(texts), 26), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for ch in t.lower():
+                if "a" <= ch <= "z":
+                    out[i, ord(ch) - 97] += 1
+        return E.normalise(out)
+
+
+def msgs(*pairs):
+    return [E.PendingMessage(i + 1, sid, text) for i, (sid, text) in enumerate(pairs)]
+
+
+def test_add_search_and_skip_unchanged(tmp_path):
+    provider = CountingProvider()
+    index = E.VectorIndex(tmp_path / "embeddings.db", provider)
+    batch = msgs(("s1", "aaaa"), ("s1", "bbbb"), ("s2", "abab"))
+    assert index.add(batch) == 3
+    assert set(index.indexed()) == {1, 2, 3}
+    hits = index.search(provider.embed(["aaa"]), {1, 2, 3}, top_k=2)
+    assert [m for m, _ in hits] == [1, 3]
+    assert index.search(provider.embed(["aaa"]), {2}, top_k=5)[0][0] == 2, "scope is applied at query time"
+    index.close()
+    again = E.VectorIndex(tmp_path / "embeddings.db", provider)
+    assert again.indexed() == {m.message_id: E.content_hash(m.text) for m in batch}
+
+
+def test_models_never_mix(tmp_path):
+    a, b = CountingProvider("a"), CountingProvider("b")
+    E.VectorIndex(tmp_path / "e.db", a).add(msgs(("s", "aaaa")))
+    other = E.VectorIndex(tmp_path / "e.db", b)
+    assert other.indexed() == {} and other.search(b.embed(["aaaa"]), {1}, 5) == []
+
+
+def test_long_messages_are_chunked_and_merged(tmp_path):
+    provider = CountingProvider()
+    index = E.VectorIndex(tmp_path / "e.db", provider, chunk_size=16, chunk_overlap=2)
+    long = "x " * 200 + "zzzz zzzz"
+    index.add(msgs(("s", long)))
+    rows = sqlite3.connect(tmp_path / "e.db").execute("SELECT count(*) FROM chunks").fetchone()[0]
+    assert rows > 1
+    [(mid, score)] = index.search(provider.embed(["zzzz"]), {1}, 5)
+    assert mid == 1 and score > 0.5, "the message scores as its best chunk (only the last has z)"
+
+
+def test_deadline_bounds_the_work(tmp_path):
+    provider = CountingProvider()
+    index = E.VectorIndex(tmp_path / "e.db", provider)
+    assert index.add(msgs(*[("s", "abc")] * 100), deadline=0.0) == 0
+    assert provider.calls == 0
+
+
+def test_drop_forgets_messages(tmp_path):
+    provider = CountingProvider()
+    index = E.VectorIndex(tmp_path / "e.db", provider)
+    index.add(msgs(("s", "aaaa"), ("s", "bbbb")))
+    index.search(provider.embed(["a"]), {1, 2}, 5)
+    index.drop([1])
+    assert [m for m, _ in index.search(provider.embed(["a"]), {1, 2}, 5)] == [2]
+
+
+@pytest.mark.parametrize("content", [b"garbage" * 500, None])
+def test_corrupt_or_foreign_file_is_moved_aside_and_rebuilt(tmp_path, content):
+    path = tmp_path / "embeddings.db"
+    if content is None:  # a foreign SQLite database
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE unrelated (x)")
+        conn.commit()
+        conn.close()
+    else:
+        path.write_bytes(content)
+    index = E.VectorIndex(path, CountingProvider())
+    assert "rebuilt" in index.note
+    assert list(tmp_path.glob("embeddings.db.broken-*"))
+    assert index.add(msgs(("s", "aaaa"))) == 1
+
+
+def test_migrations_are_numbered(tmp_path):
+    E.VectorIndex(tmp_path / "e.db", CountingProvider()).close()
+    conn = sqlite3.connect(tmp_path / "e.db")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(E.MIGRATIONS)
+    assert conn.execute("PRAGMA application_id").fetchone()[0] == E.INDEX_APP_ID
