@@ -315,6 +315,7 @@ class VectorIndex:
         self._lock = threading.Lock()
         self._conn = self._open()
         self._matrix_ids = np.zeros(0, dtype=np.int64)  # message id per loaded chunk
+        self._matrix_sessions: list[str] = []  # session id per loaded chunk
         self._matrix = np.zeros((0, max(provider.dims, 1)), dtype=np.float32)
         self._loaded_upto = 0  # highest chunk id in the matrix
         self._indexed: dict[int, str] = {}  # message id -> content hash
@@ -421,41 +422,110 @@ class VectorIndex:
         fingerprint = self.provider.fingerprint
         if self._loaded_upto == 0:
             self._matrix_ids = np.zeros(0, dtype=np.int64)
+            self._matrix_sessions = []
             self._matrix = np.zeros((0, self.provider.dims), dtype=np.float32)
         rows = self._conn.execute(
-            "SELECT id, message_id, vector FROM chunks WHERE model_fingerprint = ? AND id > ? ORDER BY id",
+            "SELECT id, message_id, session_id, vector FROM chunks WHERE model_fingerprint = ? AND id > ? ORDER BY id",
             (fingerprint, self._loaded_upto),
         ).fetchall()
         if not rows:
             return
-        dims = len(rows[0][2]) // 4
+        dims = len(rows[0][3]) // 4
         if self._matrix.shape[1] != dims:
             self._matrix = np.zeros((0, dims), dtype=np.float32)
-        self._matrix = np.vstack([self._matrix, decode_vectors([r[2] for r in rows], dims)])
+        self._matrix = np.vstack([self._matrix, decode_vectors([r[3] for r in rows], dims)])
         self._matrix_ids = np.concatenate([self._matrix_ids, np.array([r[1] for r in rows], dtype=np.int64)])
+        self._matrix_sessions.extend(r[2] for r in rows)
         self._loaded_upto = rows[-1][0]
 
-    def search(self, query: np.ndarray, allowed: set[int], top_k: int) -> list[tuple[int, float]]:
-        """Messages among ``allowed`` most similar to ``query``: ``[(message id, cosine)]`` best first.
+    def search(self, query: np.ndarray, sessions: set[str], top_k: int) -> list[tuple[int, str, float]]:
+        """Messages of ``sessions`` most similar to ``query``: ``[(message id, session id, cosine)]``.
 
         One matrix product over the loaded chunks (kept in memory, refreshed
-        incrementally); chunks merge to their message's best cosine.
+        incrementally); chunks merge to their message's best cosine. Scope is
+        applied here, at query time: vectors never depend on a project.
         """
         with self._lock:
             self._refresh_matrix()
-            if not len(self._matrix_ids) or not allowed:
+            if not len(self._matrix_ids) or not sessions:
                 return []
-            mask = np.isin(self._matrix_ids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+            mask = np.fromiter((s in sessions for s in self._matrix_sessions), dtype=bool, count=len(self._matrix_sessions))
             if not mask.any():
                 return []
             ids = self._matrix_ids[mask]
+            owners = [s for s, keep in zip(self._matrix_sessions, mask) if keep]
             scores = self._matrix[mask] @ normalise(query)[0]
-        best: dict[int, float] = {}
-        order = np.argsort(-scores, kind="stable")
-        for i in order:
+        best: dict[int, tuple[str, float]] = {}
+        for i in np.argsort(-scores, kind="stable"):
             mid = int(ids[i])
             if mid not in best:
-                best[mid] = float(scores[i])
+                best[mid] = (owners[i], float(scores[i]))
                 if len(best) >= top_k:
                     break
-        return sorted(best.items(), key=lambda pair: (-pair[1], pair[0]))
+        return sorted(((m, sid, score) for m, (sid, score) in best.items()), key=lambda t: (-t[2], t[0]))
+
+    def indexed_in(self, sessions: set[str]) -> int:
+        """How many messages of ``sessions`` are indexed with this model."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT count(*) FROM chunks WHERE model_fingerprint = ? AND chunk_index = 0 "
+                "AND session_id IN (SELECT value FROM json_each(?))",
+                (self.provider.fingerprint, json.dumps(sorted(sessions))),
+            ).fetchone()
+        return int(row[0])
+
+
+_indexes: dict[tuple[str, str], VectorIndex] = {}
+_indexes_lock = threading.Lock()
+
+
+def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_overlap: int = 64) -> VectorIndex:
+    """The process-wide index for this file and model (its matrix stays loaded)."""
+    key = (str(Path(path).resolve()), provider.fingerprint)
+    with _indexes_lock:
+        index = _indexes.get(key)
+        if index is None:
+            index = _indexes[key] = VectorIndex(path, provider, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+        return index
+
+
+def reset_indexes() -> None:
+    """Close every open index (tests, and after the index file was replaced)."""
+    with _indexes_lock:
+        for index in _indexes.values():
+            index.close()
+        _indexes.clear()
+
+
+# ---------------------------------------------------------------------------
+# Consent (consent.json beside the index)
+# ---------------------------------------------------------------------------
+
+CONSENT_SCOPE = "history+incremental"
+
+
+def read_consent(path: Path) -> dict[str, Any] | None:
+    """The recorded consent, or ``None`` when there is none (or it is unreadable)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_consent(path: Path, record: dict[str, Any]) -> None:
+    """Write ``record`` atomically (a partial file is never read as consent)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)
+
+
+def consent_covers(consent: dict[str, Any] | None, spec: ProviderSpec, project_key: str) -> bool:
+    """True when ``consent`` agreed to this provider, endpoint and model for this project."""
+    if not consent or consent.get("declined"):
+        return False
+    same = (consent.get("provider"), consent.get("endpoint"), consent.get("model")) == (spec.provider, spec.endpoint, spec.model)
+    projects = consent.get("projects") or []
+    return same and ("*" in projects or project_key in projects)

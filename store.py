@@ -102,6 +102,54 @@ def projects_db_path(home: Path) -> Path:
     return Path(home) / "projects.db"
 
 
+def plugin_data_dir(home: Path) -> Path:
+    """The plugin's private, per-profile data folder (embeddings.db, consent.json).
+
+    ``$HERMES_HOME/plugins/project-history-recall/data``: beside a drop-in
+    install (git-ignored there), and never inside site-packages for pip.
+    """
+    return Path(home) / "plugins" / "project-history-recall" / "data"
+
+
+def load_settings(home: Path) -> Any:
+    """This profile's plugin settings from ``config.yaml`` (defaults when absent or unreadable)."""
+    import yaml
+
+    from . import config_schema
+
+    path = Path(home) / "config.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, yaml.YAMLError) as exc:
+        logger.warning("config.yaml unreadable (%s): %s", path, exc)
+        raw = {}
+    return config_schema.parse_settings(raw if isinstance(raw, dict) else {})
+
+
+def embedding_api_key(home: Path) -> str:
+    """``PROJECT_HISTORY_EMBEDDING_API_KEY`` the way Hermes reads its env: process env, then ``$HERMES_HOME/.env``."""
+    name = "PROJECT_HISTORY_EMBEDDING_API_KEY"
+    if os.environ.get(name):
+        return os.environ[name]
+    try:
+        from hermes_cli.config import get_env_value
+    except ImportError:
+        get_env_value = None
+    if get_env_value is not None:
+        value = get_env_value(name)
+        if value:
+            return str(value)
+    env_file = Path(home) / ".env"
+    try:
+        for line in env_file.read_text(encoding="utf-8").splitlines():
+            key, sep, value = line.strip().partition("=")
+            if sep and key.strip().removeprefix("export ").strip() == name:
+                return value.strip().strip("'\"")
+    except OSError:
+        pass
+    return ""
+
+
 def connect_ro(path: Path) -> sqlite3.Connection:
     """Open ``path`` read-only. Never creates the file.
 
@@ -735,6 +783,48 @@ def like_candidates(
         scanned += high - low
         high = low
     return out
+
+
+def unindexed_messages(
+    conn: sqlite3.Connection, scope: Scope, indexed: dict[int, str], limit: int
+) -> tuple[list[tuple[int, str, str]], int]:
+    """Live user/assistant messages of the scope not yet in the vector index.
+
+    Returns ``(newest first, at most limit: (id, session id, text)), live
+    messages in scope``. Message ids are immutable in Hermes, so "indexed" is
+    decided by id.
+    """
+    total = conn.execute(
+        f"SELECT count(*) FROM messages m WHERE {_SCOPE_SQL} AND {_LIVE} AND m.role IN ('user', 'assistant')",
+        (scope.ids_json,),
+    ).fetchone()[0]
+    out: list[tuple[int, str, str]] = []
+    sql = f"""
+        SELECT m.id, m.session_id, m.content, m.tool_name, m.tool_calls FROM messages m
+        WHERE {_SCOPE_SQL} AND {_LIVE} AND m.role IN ('user', 'assistant') AND m.id < ?
+        ORDER BY m.id DESC LIMIT 500
+    """
+    below = max_message_id(conn) + 1
+    while len(out) < limit:
+        rows = conn.execute(sql, (scope.ids_json, below)).fetchall()
+        if not rows:
+            break
+        for mid, sid, content, tool_name, tool_calls in rows:
+            if int(mid) not in indexed:
+                text = _message_text(content, None, None)
+                if text.strip():
+                    out.append((int(mid), sid, text))
+        below = int(rows[-1][0])
+    return out[:limit], int(total)
+
+
+def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
+    """Which of ``ids`` are still live, searchable messages (not deleted or rewound)."""
+    rows = conn.execute(
+        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {_LIVE} AND {_ROLE_SQL}",
+        (json.dumps([int(i) for i in ids]), *SEARCH_ROLES),
+    )
+    return {int(r[0]) for r in rows}
 
 
 @dataclass(frozen=True)

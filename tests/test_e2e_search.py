@@ -68,7 +68,7 @@ def test_search_from_p_returns_only_p_sessions(pq):
     answer = pq.search("cur_p2", "websocket", mode="keyword", limit=10)
     assert set(result_sessions(answer)) == P_WEBSOCKET
     assert answer["project"] == {"kind": "explicit", "id": pq.P, "name": "Payments"}
-    assert answer["mode"] == "keyword" and answer["semantic_status"] == "disabled"
+    assert answer["mode"] == "keyword" and answer["semantic_status"] == "consent_required"
 
 
 def test_current_lineage_is_excluded_from_either_end(pq):

@@ -39,9 +39,10 @@ def test_add_search_and_skip_unchanged(tmp_path):
     batch = msgs(("s1", "aaaa"), ("s1", "bbbb"), ("s2", "abab"))
     assert index.add(batch) == 3
     assert set(index.indexed()) == {1, 2, 3}
-    hits = index.search(provider.embed(["aaa"]), {1, 2, 3}, top_k=2)
-    assert [m for m, _ in hits] == [1, 3]
-    assert index.search(provider.embed(["aaa"]), {2}, top_k=5)[0][0] == 2, "scope is applied at query time"
+    hits = index.search(provider.embed(["aaa"]), {"s1", "s2"}, top_k=2)
+    assert [m for m, _, _ in hits] == [1, 3]
+    assert [m for m, _, _ in index.search(provider.embed(["aaa"]), {"s2"}, top_k=5)] == [3], "scope is applied at query time"
+    assert index.indexed_in({"s1"}) == 2
     index.close()
     again = E.VectorIndex(tmp_path / "embeddings.db", provider)
     assert again.indexed() == {m.message_id: E.content_hash(m.text) for m in batch}
@@ -51,7 +52,7 @@ def test_models_never_mix(tmp_path):
     a, b = CountingProvider("a"), CountingProvider("b")
     E.VectorIndex(tmp_path / "e.db", a).add(msgs(("s", "aaaa")))
     other = E.VectorIndex(tmp_path / "e.db", b)
-    assert other.indexed() == {} and other.search(b.embed(["aaaa"]), {1}, 5) == []
+    assert other.indexed() == {} and other.search(b.embed(["aaaa"]), {"s"}, 5) == []
 
 
 def test_long_messages_are_chunked_and_merged(tmp_path):
@@ -61,7 +62,7 @@ def test_long_messages_are_chunked_and_merged(tmp_path):
     index.add(msgs(("s", long)))
     rows = sqlite3.connect(tmp_path / "e.db").execute("SELECT count(*) FROM chunks").fetchone()[0]
     assert rows > 1
-    [(mid, score)] = index.search(provider.embed(["zzzz"]), {1}, 5)
+    [(mid, _, score)] = index.search(provider.embed(["zzzz"]), {"s"}, 5)
     assert mid == 1 and score > 0.5, "the message scores as its best chunk (only the last has z)"
 
 
@@ -76,9 +77,9 @@ def test_drop_forgets_messages(tmp_path):
     provider = CountingProvider()
     index = E.VectorIndex(tmp_path / "e.db", provider)
     index.add(msgs(("s", "aaaa"), ("s", "bbbb")))
-    index.search(provider.embed(["a"]), {1, 2}, 5)
+    index.search(provider.embed(["a"]), {"s"}, 5)
     index.drop([1])
-    assert [m for m, _ in index.search(provider.embed(["a"]), {1, 2}, 5)] == [2]
+    assert [m for m, _, _ in index.search(provider.embed(["a"]), {"s"}, 5)] == [2]
 
 
 @pytest.mark.parametrize("content", [b"garbage" * 500, None])
