@@ -182,7 +182,8 @@ class OpenAIProvider:
         self.model_id = model
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
-        self.dims = int(dims)
+        self.dims = int(dims)  # 0: learnt from the first reply
+        self._configured_dims = int(dims)
         self.timeout = timeout
         self.batch_size = max(1, batch_size)
         self.retries = max(0, retries)
@@ -195,7 +196,9 @@ class OpenAIProvider:
 
     @property
     def fingerprint(self) -> str:
-        return _fingerprint(provider="openai", model=self.model_id, endpoint=self.endpoint, dims=self.dims)
+        # Only configuration goes in: the fingerprint must not move once the
+        # first reply has taught us the vector size.
+        return _fingerprint(provider="openai", model=self.model_id, endpoint=self.endpoint, dims=self._configured_dims)
 
     def _client_or_new(self) -> Any:
         if self._client is None:

@@ -96,6 +96,18 @@ class World:
         self._seq = 0
         self.load_plugin(monkeypatch)
 
+    def configure_embedding(self, **embedding: Any) -> None:
+        """Write ``plugins.entries.project-history-recall.embedding`` into config.yaml."""
+        import yaml
+
+        config = {
+            "plugins": {
+                "enabled": ["project-history-recall"],
+                "entries": {"project-history-recall": {"allow_tool_override": False, "embedding": embedding}},
+            }
+        }
+        (self.home / "config.yaml").write_text(yaml.safe_dump(config))
+
     # -- host ---------------------------------------------------------------
     def load_plugin(self, monkeypatch: pytest.MonkeyPatch) -> Any:
         import hermes_cli.plugins as plugins
@@ -224,3 +236,19 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
 def result_sessions(answer: dict[str, Any]) -> list[str]:
     assert answer.get("success") is True, answer
     return [r["session_id"] for r in answer["results"]]
+
+
+@pytest.fixture
+def fake():
+    """Start loopback embedding servers: ``fake(dims=8, b64=False, fail=0, delay=0.0)``."""
+    from fakes import FakeEmbeddings
+
+    servers = []
+
+    def make(**kw):
+        servers.append(FakeEmbeddings(**kw))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.close()

@@ -1,0 +1,60 @@
+"""A loopback server speaking the OpenAI embeddings protocol (the one fake we
+allow: a remote embedding API cannot run here)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+
+
+class FakeEmbeddings:
+    """``POST /v1/embeddings`` on 127.0.0.1: deterministic vectors, counts requests."""
+
+    def __init__(self, *, dims: int = 8, b64: bool = False, fail: int = 0, delay: float = 0.0) -> None:
+        self.dims, self.b64, self.fail, self.delay = dims, b64, fail, delay
+        self.requests: list[dict] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+                if fake.delay:
+                    threading.Event().wait(fake.delay)
+                if fake.fail > 0:
+                    fake.fail -= 1
+                    self.send_response(503)
+                    self.end_headers()
+                    return
+                data = []
+                for i, text in enumerate(body["input"]):
+                    vec = fake.vector(text)
+                    emb = base64.b64encode(vec.astype("<f4").tobytes()).decode() if fake.b64 else vec.tolist()
+                    data.append({"object": "embedding", "index": i, "embedding": emb})
+                payload = json.dumps({"object": "list", "data": data, "model": body["model"],
+                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def vector(self, text: str) -> np.ndarray:
+        rng = np.random.default_rng(abs(hash(text)) % 2**32)
+        return rng.standard_normal(self.dims).astype(np.float32)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

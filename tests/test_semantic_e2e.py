@@ -1,0 +1,192 @@
+"""Semantic and hybrid search end to end, through Hermes' loader and dispatch:
+consent, privacy (what is sent where), every semantic_status, the real local
+model, and degradation to keyword results."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+from conftest import World, result_sessions
+
+ALPHA = {
+    "a_ws": "We fixed the flaky websocket by adding exponential backoff with jitter to the reconnect loop.",
+    "a_db": "The Postgres migration adds the column first, then backfills rows, then switches reads.",
+    "a_css": "Dark mode colours now come from CSS custom properties defined on the root element.",
+    "a_ci": "The CI pipeline caches pip wheels between jobs to cut build minutes in half.",
+    "a_auth": "Login tokens expire after fifteen minutes and are refreshed silently by the client.",
+}
+BETA_TEXT = "beta secret: websocket backoff with jitter in the beta service"
+
+
+def plugin(name: str):
+    return sys.modules[f"hermes_plugins.project_history_recall.{name}"]
+
+
+@pytest.fixture
+def sem(world: World):
+    alpha, beta = world.repo("alpha"), world.repo("beta")
+    for sid, text in ALPHA.items():
+        world.session(sid, alpha, messages=[("assistant", text)])
+    world.session("b_ws", beta, messages=[("assistant", BETA_TEXT)])
+    world.session("b_cur", beta, style="cli", messages=[("user", "hi")])
+    world.session("cur", alpha, style="cli", messages=[("user", "what did we decide?")])
+    world.paths = {"alpha": alpha, "beta": beta}
+    yield world
+    plugin("embeddings").reset_indexes()
+
+
+def sent_texts(server) -> list[str]:
+    return [text for request in server.requests for text in request["body"]["input"]]
+
+
+def consent(world: World, sid: str = "cur", **args):
+    answer = world.call("project_history_semantic_consent", {"decision": "allow", **args}, sid)
+    assert answer["success"] is True, answer
+    return answer
+
+
+def test_nothing_is_embedded_or_sent_before_consent(sem, fake):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    for mode in ("hybrid", "semantic", "keyword"):
+        answer = sem.search("cur", "websocket backoff", mode=mode)
+        assert answer["semantic_status"] == "consent_required"
+        assert result_sessions(answer) == ["a_ws"], "keyword results stand in"
+        assert "project_history_semantic_consent" in answer["semantic_note"]
+    assert server.requests == []
+    assert not (sem.home / "plugins" / "project-history-recall" / "data" / "embeddings.db").exists()
+
+
+def test_after_consent_only_the_consented_project_is_embedded(sem, fake):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    record = consent(sem)["consent"]
+    assert record["projects"] == [f"auto:{sem.paths['alpha']}"]
+    assert {"profile", "projects", "provider", "endpoint", "model", "confirmed_at", "scope"} <= set(record)
+    answer = sem.search("cur", "websocket backoff")
+    assert answer["semantic_status"] == "ready", answer
+    texts = sent_texts(server)
+    assert set(ALPHA.values()) <= set(texts)
+    assert BETA_TEXT not in texts and "hi" not in texts and "what did we decide?" not in texts
+    assert {r["score_source"] for r in answer["results"]} <= {"keyword", "semantic", "both"}
+    assert answer["results"][0]["session_id"] == "a_ws"
+    # From beta (not consented): consent_required again, and nothing of beta is sent.
+    before = len(server.requests)
+    assert sem.search("b_cur", "websocket")["semantic_status"] == "consent_required"
+    assert len(server.requests) == before
+
+
+def test_a_new_model_or_endpoint_needs_consent_again(sem, fake):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem)
+    assert sem.search("cur", "websocket")["semantic_status"] == "ready"
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m2")
+    assert sem.search("cur", "websocket")["semantic_status"] == "consent_required"
+    other = fake()
+    sem.configure_embedding(provider="openai", base_url=other.base_url, model="m")
+    assert sem.search("cur", "websocket")["semantic_status"] == "consent_required"
+    assert other.requests == []
+
+
+def test_consent_for_all_projects(sem, fake):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem, projects="all")
+    assert sem.search("b_cur", "websocket")["semantic_status"] == "ready"
+    assert BETA_TEXT in sent_texts(server)
+
+
+def test_declined_or_turned_off_is_disabled(sem, fake):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert sem.call("project_history_semantic_consent", {"decision": "decline"}, "cur")["success"]
+    assert sem.search("cur", "websocket")["semantic_status"] == "disabled"
+    sem.configure_embedding(provider="none")
+    assert sem.search("cur", "websocket")["semantic_status"] == "disabled"
+    assert server.requests == []
+
+
+def test_endpoint_down_is_unavailable_and_keyword_stands(sem, fake):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem)
+    server.close()
+    answer = sem.search("cur", "websocket backoff")
+    assert answer["semantic_status"] == "unavailable" and "unreachable" in answer["semantic_note"]
+    assert result_sessions(answer) == ["a_ws"]
+
+
+def test_indexing_partial_ready(sem, fake, monkeypatch):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem)
+    search = plugin("search")
+    monkeypatch.setattr(search, "INDEX_BUDGET_S", 0.0)
+    answer = sem.search("cur", "websocket")
+    assert answer["semantic_status"] == "indexing" and "0 of 5" in answer["semantic_note"]
+    assert result_sessions(answer) == ["a_ws"]
+    monkeypatch.setattr(search, "INDEX_BUDGET_S", 5.0)
+    monkeypatch.setattr(search, "INDEX_BATCH", 2)
+    assert sem.search("cur", "websocket")["semantic_status"] == "partial"
+    monkeypatch.setattr(search, "INDEX_BATCH", 2000)
+    assert sem.search("cur", "websocket")["semantic_status"] == "ready"
+
+
+def test_new_messages_are_picked_up_and_rewound_ones_drop_out(sem, fake):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem)
+    sem.search("cur", "websocket")
+    mid = sem.say("a_db", "user", "one more decision about the cache eviction policy")
+    sem.search("cur", "websocket")
+    assert "one more decision about the cache eviction policy" in sent_texts(server)
+    sem.db.rewind_to_message("a_db", mid)
+    answer = sem.search("cur", "cache eviction policy", mode="semantic", limit=10)
+    assert mid not in [r["message_id"] for r in answer["results"]]
+
+
+def test_a_move_never_re_embeds(sem, fake):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem, projects="all")
+    sem.search("cur", "websocket")
+    sem.search("b_cur", "websocket")
+    before = len(sent_texts(server))
+    assert sem.move("a_db", "")["success"]  # a_db leaves alpha (to Home) ...
+    sem.move("a_db", "")
+    sem.search("cur", "websocket", mode="semantic")
+    assert sent_texts(server)[before:] == ["websocket"], "only the query was embedded"
+
+
+def test_corrupt_index_is_rebuilt_and_reported(sem, fake):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem)
+    sem.search("cur", "websocket")
+    plugin("embeddings").reset_indexes()
+    data = sem.home / "plugins" / "project-history-recall" / "data"
+    (data / "embeddings.db").write_bytes(b"not sqlite" * 100)
+    for suffix in ("-wal", "-shm"):
+        (data / f"embeddings.db{suffix}").unlink(missing_ok=True)
+    answer = sem.search("cur", "websocket backoff")
+    assert answer["semantic_status"] == "ready" and "rebuilt" in answer.get("semantic_note", "")
+    assert result_sessions(answer)[0] == "a_ws"
+
+
+def test_real_local_model_paraphrase_and_cross_lingual(sem):
+    """The shipped multilingual model finds meaning, not words."""
+    sem.configure_embedding(provider="local")
+    consent(sem)
+    paraphrase = "how did we stop the unstable socket connection from dropping all the time?"
+    keyword_only = sem.search("cur", paraphrase, mode="keyword")
+    assert "a_ws" not in result_sessions(keyword_only)[:1]
+    answer = sem.search("cur", paraphrase, mode="semantic", limit=1)
+    assert answer["semantic_status"] == "ready" and result_sessions(answer) == ["a_ws"]
+    assert answer["results"][0]["score_source"] == "semantic"
+    chinese = sem.search("cur", "网络连接不稳定，断线后怎么自动重连？", mode="semantic", limit=1)
+    assert result_sessions(chinese) == ["a_ws"]
+    hybrid = sem.search("cur", paraphrase, mode="hybrid", limit=3)
+    assert "a_ws" in result_sessions(hybrid)
