@@ -278,6 +278,30 @@ def _follow_in_desktop(task_id: Any, outcome: store.MoveOutcome) -> None:
             logger.warning("desktop workspace callback failed", exc_info=True)
 
 
+INDEX_COMMAND_SECONDS = 60.0
+
+
+def command_index(raw_args: str = "") -> str:
+    """Slash command ``/history-index``: embed consented projects for up to a minute.
+
+    Slash commands get no session id; this works on every consented project
+    of the profile. Returns a readable line, never raises.
+    """
+    import time
+
+    answer = json.loads(_guarded("/history-index", lambda: search.index_projects(
+        home=store.hermes_home(), deadline=time.monotonic() + INDEX_COMMAND_SECONDS)))
+    if not answer.get("success"):
+        return f"history index: {answer.get('error')}"
+    if answer.get("message"):
+        return f"history index: {answer['semantic_status']}: {answer['message']}"
+    more = " Run /history-index again to continue." if answer.get("remaining") else ""
+    return (
+        f"history index: {answer['indexed']} of {answer['total']} messages indexed in {answer['projects']} "
+        f"project(s) ({answer['seconds']} s); semantic search is {answer['semantic_status']}.{more}"
+    )
+
+
 def check_available() -> bool:
     """Design §6: the tools are offered when the profile's HERMES_HOME exists."""
     return store.hermes_home().exists()
@@ -300,3 +324,8 @@ def register(ctx: Any) -> None:
             description=schema["description"],
             emoji=emoji,
         )
+    ctx.register_command(
+        "history-index",
+        command_index,
+        description="Embed the past messages of projects you consented to (semantic history search)",
+    )

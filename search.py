@@ -737,3 +737,71 @@ def record_consent(*, home: Path, session_id: str, decision: str, projects: str 
         "message": f"Semantic search enabled: past messages of {'all projects' if keys == ['*'] else 'this project'} "
         f"will be embedded with {spec.model} {where}, now and as new messages arrive.",
     }
+
+
+def index_projects(
+    *, home: Path, progress: Any = None, deadline: float | None = None
+) -> dict[str, Any]:
+    """Embed every unindexed message of the consented projects.
+
+    ``progress(done, total)`` is called after each batch; ``deadline`` (a
+    ``time.monotonic()`` value) stops early. Returns ``{success, semantic_status,
+    projects, indexed, total, remaining, seconds}``; nothing is embedded
+    without consent (``semantic_status`` then says why).
+    """
+    from . import embeddings
+
+    started = time.monotonic()
+    settings = store.load_settings(home)
+    conn = store.open_state_db(home)
+    try:
+        listing = store.load_projects(home)
+        attributor = store.attributor_for(home, listing.projects)
+        entry = store.membership.members(conn, str(store.state_db_path(home).resolve()), attributor)
+        scopes = []
+        for identity, sessions in entry.by_identity.items():
+            project = {"kind": identity[0], "id" if identity[0] == "explicit" else "key": identity[1]}
+            if identity[0] == "home" or semantic_precheck(home, settings, project) is not None:
+                continue
+            scopes.append(store.Scope(None, project, tuple(sorted(sessions)), len(sessions)))
+        if not scopes:
+            blocked = semantic_precheck(home, settings, {"kind": "auto", "key": ""})
+            return {"success": True, "semantic_status": blocked.status if blocked else "ready",
+                    "message": blocked.note if blocked else "no consented project has sessions", "projects": 0,
+                    "indexed": 0, "total": 0, "remaining": 0, "seconds": 0.0}
+        provider = make_provider(settings, home)
+        vectors = embeddings.index_for(
+            store.plugin_data_dir(home) / "embeddings.db", provider,
+            chunk_size=settings.embedding.chunk_size, chunk_overlap=settings.embedding.chunk_overlap,
+        )
+        work = []
+        total = 0
+        for scope in scopes:
+            pending, in_scope = store.unindexed_messages(conn, scope, vectors.indexed(), 10**9)
+            work.extend(pending)
+            total += in_scope
+    finally:
+        conn.close()
+    already = total - len(work)
+    done = 0
+    try:
+        for start in range(0, len(work), 64):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            batch = [embeddings.PendingMessage(mid, sid, text) for mid, sid, text in work[start : start + 64]]
+            done += vectors.add(batch)
+            if progress is not None:
+                progress(already + done, total)
+    except embeddings.EmbeddingUnavailable as exc:
+        return {"success": False, "error": str(exc), "code": "embedding_unavailable", "semantic_status": "unavailable",
+                "indexed": already + done, "total": total}
+    remaining = len(work) - done
+    return {
+        "success": True,
+        "semantic_status": "ready" if remaining == 0 else "partial",
+        "projects": len(scopes),
+        "indexed": already + done,
+        "total": total,
+        "remaining": remaining,
+        "seconds": round(time.monotonic() - started, 1),
+    }

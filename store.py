@@ -577,7 +577,7 @@ def attributor_for(home: Path, projects: Sequence[dict[str, Any]]) -> Attributor
 class Scope:
     """What one search may read: the project's other sessions."""
 
-    current: SessionInfo
+    current: SessionInfo | None  # None when the scope is a whole project (indexing)
     project: dict[str, str]
     session_ids: tuple[str, ...]  # searchable sessions of the project, current lineage excluded
     in_project: int  # searchable sessions attributed to the project, the current one counted once

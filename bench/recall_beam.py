@@ -64,7 +64,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 from _common import load_plugin, summary_ms  # noqa: E402  (imports no Hermes module)
 
-SYSTEMS = ("ours-keyword", "builtin-verbatim", "builtin-or")
+SYSTEMS = ("ours-keyword", "ours-semantic", "ours-hybrid", "builtin-verbatim", "builtin-or")
 KS = (1, 3, 5, 10)
 LIMIT = 10
 BASE_TS = 1_704_067_200.0  # 2024-01-01T00:00:00Z
@@ -289,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="write the metrics JSON here (ids and ranks only, no BEAM text)")
     ap.add_argument("--limit-chats", type=int, default=None, help="use only the first N chats")
     ap.add_argument("--show-misses", type=int, default=8, help="print N ours-keyword misses (default 8, 0 = none)")
+    ap.add_argument("--no-semantic", action="store_true", help="skip ours-semantic / ours-hybrid (no embedding)")
     args = ap.parse_args(argv)
     command = shlex.join([sys.executable, *(sys.argv if argv is None else [__file__, *argv])])
 
@@ -334,10 +335,28 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-        def run_ours(q: Question) -> list[tuple[str, int | None]]:
-            res = phr.search.search_history(
-                home=home, session_id=q.chat.current_sid, query=q.text, mode="keyword", limit=LIMIT
+        systems = [s for s in SYSTEMS if not (args.no_semantic and s in ("ours-semantic", "ours-hybrid"))]
+        if not args.no_semantic:
+            # The user consented to the local model for every project; index
+            # everything up front (a tool call would index in 1.5 s slices).
+            (home / "config.yaml").write_text(
+                "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n        provider: local\n"
             )
+            (phr.store.plugin_data_dir(home)).mkdir(parents=True, exist_ok=True)
+            phr.search.record_consent(home=home, session_id="", decision="allow", projects="all")
+            phr.search.INDEX_BUDGET_S, phr.search.INDEX_BATCH = 3600.0, 10**7
+            t_index = time.perf_counter()
+            for chat in chats:
+                status = phr.search.search_history(home=home, session_id=chat.current_sid, query="index", mode="semantic")
+                assert status["semantic_status"] == "ready", status
+            print(f"indexed {n_messages} messages with the local model in {time.perf_counter() - t_index:.1f}s", flush=True)
+
+        def run_ours(q: Question, mode: str = "keyword") -> list[tuple[str, int | None]]:
+            res = phr.search.search_history(
+                home=home, session_id=q.chat.current_sid, query=q.text, mode=mode, limit=LIMIT
+            )
+            if mode != "keyword" and res.get("semantic_status") != "ready":
+                raise RuntimeError(f"semantic_status {res.get('semantic_status')}: {res.get('semantic_note')}")
             return [(r["session_id"], r.get("message_id")) for r in res.get("results") or []]
 
         def run_builtin(query: str, q: Question) -> list[tuple[str, int | None]]:
@@ -348,10 +367,13 @@ def main(argv: list[str] | None = None) -> int:
 
         runners = {
             "ours-keyword": lambda q: run_ours(q),
+            "ours-semantic": lambda q: run_ours(q, "semantic"),
+            "ours-hybrid": lambda q: run_ours(q, "hybrid"),
             "builtin-verbatim": lambda q: run_builtin(q.text, q),
             "builtin-or": lambda q: run_builtin(or_query(q.text), q),
         }
         error_samples: dict[str, list[str]] = defaultdict(list)
+        runners = {k: v for k, v in runners.items() if k in systems}
         for q in questions:
             for system, runner in runners.items():
                 t0 = time.perf_counter()
@@ -372,18 +394,18 @@ def main(argv: list[str] | None = None) -> int:
         # ------------------------------------------------------------------
         # Report
         # ------------------------------------------------------------------
-        summary = {system: aggregate(questions, system) for system in SYSTEMS}
+        summary = {system: aggregate(questions, system) for system in systems}
         print()
         print("| system | R@1 | R@3 | R@5 | R@10 | MRR | msg@10 | p50 ms |")
         print("|---|---|---|---|---|---|---|---|")
-        for system in SYSTEMS:
+        for system in systems:
             s = summary[system]
             print(
                 f"| {system} | {s['R@1']:.3f} | {s['R@3']:.3f} | {s['R@5']:.3f} | {s['R@10']:.3f} "
                 f"| {s['MRR']:.3f} | {s['msg@10']:.3f} | {s['p50_ms']:.1f} |"
             )
         print()
-        for system in SYSTEMS:
+        for system in systems:
             s = summary[system]
             extra = f"  e.g. {error_samples[system][0]}" if error_samples[system] else ""
             print(
@@ -394,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
         by_type: dict[str, list[Question]] = defaultdict(list)
         for q in questions:
             by_type[q.qtype].append(q)
-        per_type = {t: {system: aggregate(qs, system) for system in SYSTEMS} for t, qs in sorted(by_type.items())}
+        per_type = {t: {system: aggregate(qs, system) for system in systems} for t, qs in sorted(by_type.items())}
         print()
         print("ours-keyword by question type (builtin-or MRR for reference):")
         print()
@@ -445,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "sessions": [sid for sid, _ in q.runs[system]["results"]],
                                 **({"error": q.runs[system]["error"]} if "error" in q.runs[system] else {}),
                             }
-                            for system in SYSTEMS
+                            for system in systems
                         },
                     }
                     for q in questions

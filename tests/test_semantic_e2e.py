@@ -190,3 +190,26 @@ def test_real_local_model_paraphrase_and_cross_lingual(sem):
     assert result_sessions(chinese) == ["a_ws"]
     hybrid = sem.search("cur", paraphrase, mode="hybrid", limit=3)
     assert "a_ws" in result_sessions(hybrid)
+
+
+def test_index_command_and_slash_command(sem, fake, capsys):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    from hermes_cli.plugins import get_plugin_manager
+
+    commands = get_plugin_manager()._plugin_commands
+    assert "history-index" in commands
+    handler = commands["history-index"]["handler"]
+    assert "consent" in handler("")  # nothing consented yet: nothing sent
+    assert server.requests == []
+    consent(sem)
+    sem.say("a_ws", "user", "and one more message")
+    from project_history_recall.__main__ import main
+
+    assert main(["--hermes-home", str(sem.home), "index"]) == 0
+    out = capsys.readouterr()
+    report = __import__("json").loads(out.out)
+    assert report["semantic_status"] == "ready" and report["remaining"] == 0 and report["total"] == 7
+    assert "7/7 messages" in out.err
+    line = handler("")
+    assert "7 of 7 messages indexed" in line and "ready" in line
