@@ -318,10 +318,13 @@ class VectorIndex:
         self._lock = threading.Lock()
         self._conn = self._open()
         self._matrix_ids = np.zeros(0, dtype=np.int64)  # message id per loaded chunk
-        self._matrix_sessions: list[str] = []  # session id per loaded chunk
+        self._matrix_sessions = np.zeros(0, dtype=np.int32)  # session code per loaded chunk
+        self._session_codes: dict[str, int] = {}
+        self._session_names: list[str] = []
         self._matrix = np.zeros((0, max(provider.dims, 1)), dtype=np.float32)
         self._loaded_upto = 0  # highest chunk id in the matrix
         self._indexed: dict[int, str] = {}  # message id -> content hash
+        self._indexed_loaded = False
 
     # -- file ------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
@@ -365,16 +368,26 @@ class VectorIndex:
             self._conn.close()
 
     # -- what is indexed ---------------------------------------------------------
+    def _load_indexed(self) -> None:
+        if not self._indexed_loaded:
+            rows = self._conn.execute(
+                "SELECT message_id, content_hash FROM chunks WHERE model_fingerprint = ? AND chunk_index = 0",
+                (self.provider.fingerprint,),
+            )
+            self._indexed = {int(m): h for m, h in rows}
+            self._indexed_loaded = True
+
     def indexed(self) -> dict[int, str]:
-        """``{message id: content hash}`` of everything embedded with this model."""
+        """``{message id: content hash}`` of everything embedded with this model (a copy)."""
         with self._lock:
-            if not self._indexed:
-                rows = self._conn.execute(
-                    "SELECT message_id, content_hash FROM chunks WHERE model_fingerprint = ? AND chunk_index = 0",
-                    (self.provider.fingerprint,),
-                )
-                self._indexed = {int(m): h for m, h in rows}
+            self._load_indexed()
             return dict(self._indexed)
+
+    def indexed_ids(self) -> frozenset[int]:
+        """The message ids embedded with this model."""
+        with self._lock:
+            self._load_indexed()
+            return frozenset(self._indexed)
 
     def add(self, messages: Sequence[PendingMessage], *, deadline: float | None = None, batch: int = 32) -> int:
         """Embed and store ``messages`` (re-embedding changed ones) until ``deadline``.
@@ -425,7 +438,7 @@ class VectorIndex:
         fingerprint = self.provider.fingerprint
         if self._loaded_upto == 0:
             self._matrix_ids = np.zeros(0, dtype=np.int64)
-            self._matrix_sessions = []
+            self._matrix_sessions = np.zeros(0, dtype=np.int32)
             self._matrix = np.zeros((0, self.provider.dims), dtype=np.float32)
         rows = self._conn.execute(
             "SELECT id, message_id, session_id, vector FROM chunks WHERE model_fingerprint = ? AND id > ? ORDER BY id",
@@ -438,7 +451,9 @@ class VectorIndex:
             self._matrix = np.zeros((0, dims), dtype=np.float32)
         self._matrix = np.vstack([self._matrix, decode_vectors([r[3] for r in rows], dims)])
         self._matrix_ids = np.concatenate([self._matrix_ids, np.array([r[1] for r in rows], dtype=np.int64)])
-        self._matrix_sessions.extend(r[2] for r in rows)
+        codes = [self._session_codes.setdefault(r[2], len(self._session_codes)) for r in rows]
+        self._session_names.extend(name for name in list(self._session_codes)[len(self._session_names):])
+        self._matrix_sessions = np.concatenate([self._matrix_sessions, np.array(codes, dtype=np.int32)])
         self._loaded_upto = rows[-1][0]
 
     def search(self, query: np.ndarray, sessions: set[str], top_k: int) -> list[tuple[int, str, float]]:
@@ -452,17 +467,18 @@ class VectorIndex:
             self._refresh_matrix()
             if not len(self._matrix_ids) or not sessions:
                 return []
-            mask = np.fromiter((s in sessions for s in self._matrix_sessions), dtype=bool, count=len(self._matrix_sessions))
+            wanted = np.array([self._session_codes[s] for s in sessions if s in self._session_codes], dtype=np.int32)
+            mask = np.isin(self._matrix_sessions, wanted)
             if not mask.any():
                 return []
             ids = self._matrix_ids[mask]
-            owners = [s for s, keep in zip(self._matrix_sessions, mask) if keep]
+            owners = self._matrix_sessions[mask]
             scores = self._matrix[mask] @ normalise(query)[0]
         best: dict[int, tuple[str, float]] = {}
         for i in np.argsort(-scores, kind="stable"):
             mid = int(ids[i])
             if mid not in best:
-                best[mid] = (owners[i], float(scores[i]))
+                best[mid] = (self._session_names[int(owners[i])], float(scores[i]))
                 if len(best) >= top_k:
                     break
         return sorted(((m, sid, score) for m, (sid, score) in best.items()), key=lambda t: (-t[2], t[0]))

@@ -542,24 +542,26 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
         return blocked
     from . import embeddings
 
+    sessions = set(scope.session_ids)
     try:
-        provider = make_provider(settings, home)
         vectors = embeddings.index_for(
-            store.plugin_data_dir(home) / "embeddings.db", provider,
+            store.plugin_data_dir(home) / "embeddings.db", make_provider(settings, home),
             chunk_size=settings.embedding.chunk_size, chunk_overlap=settings.embedding.chunk_overlap,
         )
-        pending, total = store.unindexed_messages(conn, scope, vectors.indexed(), INDEX_BATCH)
-        if index and pending:
-            vectors.add(
+        provider = vectors.provider  # one provider (and one loaded model) per index
+        total = store.count_indexable(conn, scope)
+        done = vectors.indexed_in(sessions)
+        if index and done < total:
+            pending = store.unindexed_messages(conn, scope, vectors.indexed_ids(), INDEX_BATCH)
+            done += vectors.add(
                 [embeddings.PendingMessage(mid, sid, text) for mid, sid, text in pending],
                 deadline=time.monotonic() + INDEX_BUDGET_S,
             )
-        raw = vectors.search(provider.embed([query]), set(scope.session_ids), SEMANTIC_TOP_K) if index else []
+        raw = vectors.search(provider.embed([query]), sessions, SEMANTIC_TOP_K) if index else []
     except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken) as exc:
         return SemanticLeg("unavailable", str(exc))
     live = store.live_message_ids(conn, [m for m, _, _ in raw])
     vectors.drop([m for m, _, _ in raw if m not in live])
-    done = vectors.indexed_in(set(scope.session_ids))
     status = "ready" if done >= total else ("partial" if done else "indexing")
     note = vectors.note
     if status != "ready":
@@ -777,9 +779,8 @@ def index_projects(
         work = []
         total = 0
         for scope in scopes:
-            pending, in_scope = store.unindexed_messages(conn, scope, vectors.indexed(), 10**9)
-            work.extend(pending)
-            total += in_scope
+            work.extend(store.unindexed_messages(conn, scope, vectors.indexed_ids(), 10**9))
+            total += store.count_indexable(conn, scope)
     finally:
         conn.close()
     already = total - len(work)

@@ -785,37 +785,39 @@ def like_candidates(
     return out
 
 
+_INDEXABLE = f"{_SCOPE_SQL} AND {_LIVE} AND m.role IN ('user', 'assistant')"
+
+
+def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
+    """Live user/assistant messages of the scope (what the vector index should hold)."""
+    return int(conn.execute(f"SELECT count(*) FROM messages m WHERE {_INDEXABLE}", (scope.ids_json,)).fetchone()[0])
+
+
 def unindexed_messages(
-    conn: sqlite3.Connection, scope: Scope, indexed: dict[int, str], limit: int
-) -> tuple[list[tuple[int, str, str]], int]:
+    conn: sqlite3.Connection, scope: Scope, indexed: dict[int, str] | set[int], limit: int
+) -> list[tuple[int, str, str]]:
     """Live user/assistant messages of the scope not yet in the vector index.
 
-    Returns ``(newest first, at most limit: (id, session id, text)), live
-    messages in scope``. Message ids are immutable in Hermes, so "indexed" is
-    decided by id.
+    Newest first, at most ``limit``: ``(id, session id, text)``. Message ids
+    are immutable in Hermes, so "indexed" is decided by id.
     """
-    total = conn.execute(
-        f"SELECT count(*) FROM messages m WHERE {_SCOPE_SQL} AND {_LIVE} AND m.role IN ('user', 'assistant')",
-        (scope.ids_json,),
-    ).fetchone()[0]
     out: list[tuple[int, str, str]] = []
     sql = f"""
-        SELECT m.id, m.session_id, m.content, m.tool_name, m.tool_calls FROM messages m
-        WHERE {_SCOPE_SQL} AND {_LIVE} AND m.role IN ('user', 'assistant') AND m.id < ?
-        ORDER BY m.id DESC LIMIT 500
+        SELECT m.id, m.session_id, m.content FROM messages m
+        WHERE {_INDEXABLE} AND m.id < ? ORDER BY m.id DESC LIMIT 500
     """
     below = max_message_id(conn) + 1
     while len(out) < limit:
         rows = conn.execute(sql, (scope.ids_json, below)).fetchall()
         if not rows:
             break
-        for mid, sid, content, tool_name, tool_calls in rows:
+        for mid, sid, content in rows:
             if int(mid) not in indexed:
                 text = _message_text(content, None, None)
                 if text.strip():
                     out.append((int(mid), sid, text))
         below = int(rows[-1][0])
-    return out[:limit], int(total)
+    return out[:limit]
 
 
 def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
