@@ -109,6 +109,11 @@ def test_pip_route(tmp_path: Path):
     home.mkdir()
     report = check_enabled_listed_and_working(child_py, hermes, home, tmp_path, "entrypoint")
     assert report["module"].startswith(str(installed))
+    # The index command of the pip route: without consent it embeds nothing and says why.
+    index = run([str(child_py), "-m", "project_history_recall", "index"], home)
+    assert index.returncode == 0, index.stderr
+    assert json.loads(index.stdout)["semantic_status"] == "consent_required"
+    assert not (home / "plugins" / "project-history-recall" / "data" / "embeddings.db").exists()
     assert not (home / "plugins").exists() or not any((home / "plugins").iterdir())
 
 
