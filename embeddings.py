@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import logging
 import sqlite3
@@ -288,6 +289,9 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 
+_generations = itertools.count(1)
+
+
 class IndexBroken(RuntimeError):
     """embeddings.db is unusable and could not be rebuilt."""
 
@@ -315,6 +319,7 @@ class VectorIndex:
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.note = ""
+        self.generation = next(_generations)  # distinguishes this open index from any earlier one
         self._lock = threading.Lock()
         self._conn = self._open()
         self._matrix_ids = np.zeros(0, dtype=np.int64)  # message id per loaded chunk
@@ -324,6 +329,8 @@ class VectorIndex:
         self._matrix = np.zeros((0, max(provider.dims, 1)), dtype=np.float32)
         self._loaded_upto = 0  # highest chunk id in the matrix
         self._indexed: dict[int, str] = {}  # message id -> content hash
+        self._owner: dict[int, str] = {}  # message id -> session id
+        self._per_session: dict[str, int] = {}  # session id -> indexed messages
         self._indexed_loaded = False
 
     # -- file ------------------------------------------------------------------
@@ -371,11 +378,24 @@ class VectorIndex:
     def _load_indexed(self) -> None:
         if not self._indexed_loaded:
             rows = self._conn.execute(
-                "SELECT message_id, content_hash FROM chunks WHERE model_fingerprint = ? AND chunk_index = 0",
+                "SELECT message_id, session_id, content_hash FROM chunks WHERE model_fingerprint = ? AND chunk_index = 0",
                 (self.provider.fingerprint,),
             )
-            self._indexed = {int(m): h for m, h in rows}
+            self._indexed, self._owner, self._per_session = {}, {}, {}
+            for mid, sid, digest in rows:
+                self._remember(int(mid), sid, digest)
             self._indexed_loaded = True
+
+    def _remember(self, message_id: int, session_id: str, digest: str) -> None:
+        self._forget(message_id)
+        self._indexed[message_id] = digest
+        self._owner[message_id] = session_id
+        self._per_session[session_id] = self._per_session.get(session_id, 0) + 1
+
+    def _forget(self, message_id: int) -> None:
+        if self._indexed.pop(message_id, None) is not None:
+            owner = self._owner.pop(message_id)
+            self._per_session[owner] -= 1
 
     def indexed(self) -> dict[int, str]:
         """``{message id: content hash}`` of everything embedded with this model (a copy)."""
@@ -415,8 +435,9 @@ class VectorIndex:
                         " VALUES (?, ?, ?, ?, ?, ?, ?)",
                         (m.session_id, m.message_id, i, content_hash(m.text), fingerprint, encode_vector(vector), now),
                     )
+                self._load_indexed()
                 for m in group:
-                    self._indexed[m.message_id] = content_hash(m.text)
+                    self._remember(m.message_id, m.session_id, content_hash(m.text))
             done += len(group)
         return done
 
@@ -429,8 +450,9 @@ class VectorIndex:
                 "DELETE FROM chunks WHERE model_fingerprint = ? AND message_id IN (SELECT value FROM json_each(?))",
                 (self.provider.fingerprint, json.dumps([int(m) for m in message_ids])),
             )
+            self._load_indexed()
             for mid in message_ids:
-                self._indexed.pop(int(mid), None)
+                self._forget(int(mid))
             self._loaded_upto = 0  # reload the matrix without them
 
     # -- search ------------------------------------------------------------------
@@ -484,14 +506,10 @@ class VectorIndex:
         return sorted(((m, sid, score) for m, (sid, score) in best.items()), key=lambda t: (-t[2], t[0]))
 
     def indexed_in(self, sessions: set[str]) -> int:
-        """How many messages of ``sessions`` are indexed with this model."""
+        """How many messages of ``sessions`` are indexed with this model (from memory)."""
         with self._lock:
-            row = self._conn.execute(
-                "SELECT count(*) FROM chunks WHERE model_fingerprint = ? AND chunk_index = 0 "
-                "AND session_id IN (SELECT value FROM json_each(?))",
-                (self.provider.fingerprint, json.dumps(sorted(sessions))),
-            ).fetchone()
-        return int(row[0])
+            self._load_indexed()
+            return sum(self._per_session.get(s, 0) for s in sessions)
 
 
 _indexes: dict[tuple[str, str], VectorIndex] = {}

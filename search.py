@@ -549,25 +549,42 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
             chunk_size=settings.embedding.chunk_size, chunk_overlap=settings.embedding.chunk_overlap,
         )
         provider = vectors.provider  # one provider (and one loaded model) per index
-        total = store.count_indexable(conn, scope)
-        done = vectors.indexed_in(sessions)
-        if index and done < total:
-            pending = store.unindexed_messages(conn, scope, vectors.indexed_ids(), INDEX_BATCH)
-            done += vectors.add(
+        top = store.max_message_id(conn)
+        key, signature = (vectors.generation, project_key(scope.project)), hash(scope.ids_json)
+        known = _complete.get(key)
+        if known is not None and known[0] == signature:
+            # The scope was complete up to a watermark: only newer messages can be missing.
+            pending = store.unindexed_messages(conn, scope, vectors.indexed_ids(), INDEX_BATCH, above=known[1])
+            missing = len(pending)
+        else:
+            missing = store.count_indexable(conn, scope) - vectors.indexed_in(sessions)
+            pending = store.unindexed_messages(conn, scope, vectors.indexed_ids(), INDEX_BATCH) if missing > 0 else []
+            missing = max(missing, len(pending))
+        if index and pending:
+            missing -= vectors.add(
                 [embeddings.PendingMessage(mid, sid, text) for mid, sid, text in pending],
                 deadline=time.monotonic() + INDEX_BUDGET_S,
             )
+        if missing <= 0:
+            _complete[key] = (signature, top)
         raw = vectors.search(provider.embed([query]), sessions, SEMANTIC_TOP_K) if index else []
     except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken) as exc:
         return SemanticLeg("unavailable", str(exc))
     live = store.live_message_ids(conn, [m for m, _, _ in raw])
     vectors.drop([m for m, _, _ in raw if m not in live])
-    status = "ready" if done >= total else ("partial" if done else "indexing")
+    done = vectors.indexed_in(sessions)
+    status = "ready" if missing <= 0 else ("partial" if done else "indexing")
     note = vectors.note
     if status != "ready":
-        note = (note + " " if note else "") + f"{done} of {total} messages indexed; the rest is indexed on later searches or by the index command."
+        note = (note + " " if note else "") + (
+            f"{done} of {done + missing} messages indexed; the rest is indexed on later searches or by the index command."
+        )
     hits = tuple(Hit(m, sid, -cos) for m, sid, cos in raw if m in live)
     return SemanticLeg(status, note.strip(), hits)
+
+
+# (index, project) -> (signature of the scope's sessions, message-id watermark) once complete
+_complete: dict[tuple[int, str], tuple[int, int]] = {}
 
 
 def fuse_sessions(keyword: Sequence[Hit], semantic: Sequence[Hit], limit: int) -> list[tuple[Hit, str]]:

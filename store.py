@@ -794,17 +794,19 @@ def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
 
 
 def unindexed_messages(
-    conn: sqlite3.Connection, scope: Scope, indexed: dict[int, str] | set[int], limit: int
+    conn: sqlite3.Connection, scope: Scope, indexed: dict[int, str] | frozenset[int], limit: int, *, above: int = 0
 ) -> list[tuple[int, str, str]]:
     """Live user/assistant messages of the scope not yet in the vector index.
 
-    Newest first, at most ``limit``: ``(id, session id, text)``. Message ids
-    are immutable in Hermes, so "indexed" is decided by id.
+    Newest first, at most ``limit``, only ids greater than ``above``:
+    ``(id, session id, text)``. Message ids are immutable and increasing in
+    Hermes, so "indexed" is decided by id and new messages sit above a
+    watermark.
     """
     out: list[tuple[int, str, str]] = []
     sql = f"""
         SELECT m.id, m.session_id, m.content FROM messages m
-        WHERE {_INDEXABLE} AND m.id < ? ORDER BY m.id DESC LIMIT 500
+        WHERE {_INDEXABLE} AND m.id < ? AND m.id > {int(above)} ORDER BY m.id DESC LIMIT 500
     """
     below = max_message_id(conn) + 1
     while len(out) < limit:

@@ -213,3 +213,17 @@ def test_index_command_and_slash_command(sem, fake, capsys):
     assert "7/7 messages" in out.err
     line = handler("")
     assert "7 of 7 messages indexed" in line and "ready" in line
+
+
+def test_a_session_moved_in_gets_indexed(sem, fake):
+    """After the scope was complete, a session moved into the project is noticed and embedded."""
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem)
+    assert sem.search("cur", "websocket")["semantic_status"] == "ready"
+    assert BETA_TEXT not in sent_texts(server)
+    # The desktop moves an old beta session into alpha (same project key, new member).
+    sem.db.update_session_cwd("b_ws", str(sem.paths["alpha"]), "main", str(sem.paths["alpha"]))
+    plugin("store").membership.invalidate()
+    assert sem.search("cur", "websocket")["semantic_status"] == "ready"
+    assert BETA_TEXT in sent_texts(server)

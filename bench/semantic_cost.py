@@ -1,0 +1,188 @@
+"""Cost of semantic search with the local model: indexing throughput, pick-up
+of new messages, hybrid query latency at 100k and 300k indexed chunks, memory.
+
+1. throughput: the plugin's local provider (1 thread, as configured in the
+   plugin) embedding 1,000 synthetic developer-chat messages (EN/ZH mix);
+2. pick-up: a project with 500 indexed messages gets 100 new ones; one hybrid
+   search (which indexes within its 1.5 s budget) is timed and must end
+   ``ready``;
+3. hybrid latency: on the large bench state.db (``keyword_latency.py`` builds
+   it), chunks are written straight into embeddings.db for every indexable
+   message of a ~100k-chunk and a ~300k-chunk project (random unit vectors
+   under the local model's fingerprint: the vector leg's cost does not depend
+   on their values), then hybrid searches from those projects are timed;
+4. memory: peak RSS of this process.
+
+Run: .venv/bin/python bench/semantic_cost.py [--db /tmp/phr-bench/home/state.db] [--reps 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _common import load_plugin, summary_ms  # noqa: E402
+
+WORDS = ("websocket reconnect backoff jitter migration column backfill cache eviction token refresh "
+         "pipeline wheel build deploy rollback schema index query latency timeout retry queue worker "
+         "handler config flag feature branch merge review test fixture mock coverage lint").split()
+ZH = ["数据库迁移方案", "连接池耗尽", "重试策略", "缓存失效", "部署回滚", "接口超时"]
+
+
+def message(rng: random.Random) -> str:
+    words = [rng.choice(WORDS) for _ in range(rng.randint(30, 90))]
+    if rng.random() < 0.35:
+        words.insert(rng.randrange(len(words)), rng.choice(ZH))
+    return " ".join(words).capitalize() + "."
+
+
+def throughput(phr, n: int) -> dict:
+    from project_history_recall import embeddings
+
+    rng = random.Random(7)
+    texts = [message(rng) for _ in range(n)]
+    provider = embeddings.LocalProvider(threads=1)
+    provider.embed(["warm up"])
+    start = time.perf_counter()
+    for i in range(0, n, 64):
+        provider.embed(texts[i : i + 64])
+    elapsed = time.perf_counter() - start
+    return {"messages": n, "mean_chars": round(sum(map(len, texts)) / n), "seconds": round(elapsed, 2),
+            "messages_per_s": round(n / elapsed, 1)}
+
+
+def git_init(path: Path) -> None:
+    path.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
+
+
+def write_local_config(home: Path) -> None:
+    (home / "config.yaml").write_text(
+        "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n        provider: local\n")
+
+
+def pickup(phr) -> dict:
+    from hermes_state import SessionDB
+
+    rng = random.Random(11)
+    with tempfile.TemporaryDirectory(prefix="phr-pickup-") as tmp:
+        home, repo = Path(tmp) / "home", Path(tmp) / "repo"
+        home.mkdir()
+        git_init(repo)
+        os.environ["HERMES_HOME"] = str(home)
+        db = SessionDB(db_path=home / "state.db")
+        for s in range(10):
+            db.create_session(f"s{s}", "cli", cwd=str(repo))
+            for _ in range(50):
+                db.append_message(f"s{s}", rng.choice(["user", "assistant"]), message(rng))
+        db.create_session("cur", "cli", cwd=str(repo))
+        db.append_message("cur", "user", "hi")
+        write_local_config(home)
+        phr.search.record_consent(home=home, session_id="cur", decision="allow")
+        phr.search.index_projects(home=home)
+        for _ in range(100):
+            db.append_message("s3", rng.choice(["user", "assistant"]), message(rng))
+        db.close()
+        start = time.perf_counter()
+        answer = phr.search.search_history(home=home, session_id="cur", query="websocket reconnect backoff", mode="hybrid")
+        elapsed = time.perf_counter() - start
+        phr.embeddings.reset_indexes()
+        return {"new_messages": 100, "seconds": round(elapsed, 2), "status_after": answer["semantic_status"]}
+
+
+def synthesize_chunks(phr, home: Path, conn: sqlite3.Connection, sessions: list[str], target: int) -> int:
+    """Write chunks for every indexable message of ``sessions`` (some get 2 chunks) until ``target``."""
+    import numpy as np
+
+    fingerprint = phr.embeddings.LocalProvider().fingerprint
+    index = phr.embeddings.VectorIndex(phr.store.plugin_data_dir(home) / "embeddings.db", phr.embeddings.LocalProvider())
+    ids = conn.execute(
+        "SELECT m.id, m.session_id FROM messages m WHERE m.session_id IN (SELECT value FROM json_each(?)) "
+        "AND (m.active = 1 OR m.compacted = 1) AND m.role IN ('user', 'assistant')",
+        (json.dumps(sessions),),
+    ).fetchall()
+    extra = max(0, target - len(ids))
+    rng = np.random.default_rng(5)
+    rows = []
+    for n, (mid, sid) in enumerate(ids):
+        for chunk in range(2 if n < extra else 1):
+            vec = rng.standard_normal(512).astype(np.float32)
+            vec /= np.linalg.norm(vec)
+            rows.append((sid, mid, chunk, "synthetic", fingerprint, vec.astype("<f4").tobytes(), time.time()))
+    with index._conn:
+        index._conn.executemany(
+            "INSERT OR IGNORE INTO chunks (session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    index.close()
+    return len(rows)
+
+
+def hybrid_latency(phr, db_path: Path, reps: int) -> list[dict]:
+    meta = json.loads(Path(str(db_path) + ".meta.json").read_text())
+    projects = {p["name"]: p for p in meta["projects"]}
+    work = Path(tempfile.mkdtemp(prefix="phr-semcost-", dir=str(db_path.parent.parent)))
+    home = work / "home"
+    home.mkdir()
+    (home / "state.db").symlink_to(db_path)
+    write_local_config(home)
+    os.environ["HERMES_HOME"] = str(home)
+    phr.search.record_consent(home=home, session_id="", decision="allow", projects="all")
+    out = []
+    conn = phr.store.open_state_db(home)
+    listing = phr.store.load_projects(home)
+    attributor = phr.store.attributor_for(home, listing.projects)
+    for name, target in (("lumen-web", 100_000), ("atlas-api", 300_000)):
+        current = projects[name]["current_session_id"]
+        scope = phr.store.compute_scope(conn, attributor, current, db_key=str(db_path.resolve()))
+        chunks = synthesize_chunks(phr, home, conn, list(scope.session_ids) + [current], target)
+        queries = ["how did we handle the flaky reconnect?", "websocket backoff jitter", "数据库迁移怎么做"]
+        first = time.perf_counter()
+        answer = phr.search.search_history(home=home, session_id=current, query=queries[0], mode="hybrid")
+        cold = time.perf_counter() - first
+        samples = []
+        for i in range(reps):
+            start = time.perf_counter()
+            answer = phr.search.search_history(home=home, session_id=current, query=queries[i % 3], mode="hybrid")
+            samples.append(time.perf_counter() - start)
+        out.append({"project": name, "chunks_written": chunks, "status": answer["semantic_status"],
+                    "first_query_ms": round(cold * 1000, 1), **summary_ms(samples)})
+        print(json.dumps(out[-1]), flush=True)
+    conn.close()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--db", type=Path, default=Path("/tmp/phr-bench/home/state.db"))
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--skip-latency", action="store_true")
+    args = ap.parse_args()
+    phr = load_plugin()
+    report = {"throughput": throughput(phr, 1000)}
+    print("throughput:", json.dumps(report["throughput"]), flush=True)
+    report["pickup"] = pickup(phr)
+    print("pick-up:", json.dumps(report["pickup"]), flush=True)
+    if not args.skip_latency:
+        if not args.db.exists():
+            print(f"{args.db} missing: build it with bench/keyword_latency.py first", file=sys.stderr)
+            return 2
+        report["hybrid"] = hybrid_latency(phr, args.db, args.reps)
+    report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    print(json.dumps(report, indent=2))
+    print("command:", " ".join([Path(sys.executable).name, *sys.argv]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
