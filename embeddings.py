@@ -328,6 +328,9 @@ class VectorIndex:
         self._session_names: list[str] = []
         self._matrix = np.zeros((0, max(provider.dims, 1)), dtype=np.float32)
         self._loaded_upto = 0  # highest chunk id in the matrix
+        # The last scope's rows, copied once and extended as chunks arrive:
+        # (sessions signature, matrix rows seen, message ids, session codes, vectors)
+        self._scope_rows: tuple[int, int, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._indexed: dict[int, str] = {}  # message id -> content hash
         self._owner: dict[int, str] = {}  # message id -> session id
         self._per_session: dict[str, int] = {}  # session id -> indexed messages
@@ -403,11 +406,11 @@ class VectorIndex:
             self._load_indexed()
             return dict(self._indexed)
 
-    def indexed_ids(self) -> frozenset[int]:
-        """The message ids embedded with this model."""
+    def indexed_ids(self) -> Any:
+        """The message ids embedded with this model (a live, read-only view: no copy)."""
         with self._lock:
             self._load_indexed()
-            return frozenset(self._indexed)
+            return self._indexed.keys()
 
     def add(self, messages: Sequence[PendingMessage], *, deadline: float | None = None, batch: int = 32) -> int:
         """Embed and store ``messages`` (re-embedding changed ones) until ``deadline``.
@@ -459,12 +462,14 @@ class VectorIndex:
     def _refresh_matrix(self) -> None:
         fingerprint = self.provider.fingerprint
         if self._loaded_upto == 0:
+            self._scope_rows = None
             self._matrix_ids = np.zeros(0, dtype=np.int64)
             self._matrix_sessions = np.zeros(0, dtype=np.int32)
             self._matrix = np.zeros((0, self.provider.dims), dtype=np.float32)
         rows = self._conn.execute(
-            "SELECT id, message_id, session_id, vector FROM chunks WHERE model_fingerprint = ? AND id > ? ORDER BY id",
-            (fingerprint, self._loaded_upto),
+            # Unary + keeps SQLite on the rowid range (only chunks newer than the matrix).
+            "SELECT id, message_id, session_id, vector FROM chunks WHERE id > ? AND +model_fingerprint = ? ORDER BY id",
+            (self._loaded_upto, fingerprint),
         ).fetchall()
         if not rows:
             return
@@ -489,21 +494,39 @@ class VectorIndex:
             self._refresh_matrix()
             if not len(self._matrix_ids) or not sessions:
                 return []
-            wanted = np.array([self._session_codes[s] for s in sessions if s in self._session_codes], dtype=np.int32)
-            mask = np.isin(self._matrix_sessions, wanted)
-            if not mask.any():
+            ids, owners, vectors = self._rows_for(sessions)
+            if not len(ids):
                 return []
-            ids = self._matrix_ids[mask]
-            owners = self._matrix_sessions[mask]
-            scores = self._matrix[mask] @ normalise(query)[0]
+            scores = vectors @ normalise(query)[0]
         best: dict[int, tuple[str, float]] = {}
-        for i in np.argsort(-scores, kind="stable"):
+        # Several chunks can share a message: look at a generous head, sorted.
+        head = min(len(scores), max(top_k * 8, 64))
+        part = np.argpartition(-scores, head - 1)[:head] if head < len(scores) else np.arange(len(scores))
+        for i in part[np.argsort(-scores[part], kind="stable")]:
             mid = int(ids[i])
             if mid not in best:
                 best[mid] = (self._session_names[int(owners[i])], float(scores[i]))
                 if len(best) >= top_k:
                     break
         return sorted(((m, sid, score) for m, (sid, score) in best.items()), key=lambda t: (-t[2], t[0]))
+
+    def _rows_for(self, sessions: set[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The loaded chunks of ``sessions`` as contiguous arrays (cached per scope, extended incrementally)."""
+        signature = hash(frozenset(sessions))
+        total = len(self._matrix_ids)
+        cached = self._scope_rows
+        if cached is None or cached[0] != signature or cached[1] > total:
+            start, ids, owners, vectors = 0, self._matrix_ids[:0], self._matrix_sessions[:0], self._matrix[:0]
+        else:
+            _, start, ids, owners, vectors = cached
+        if start < total:
+            wanted = np.array([self._session_codes[s] for s in sessions if s in self._session_codes], dtype=np.int32)
+            mask = np.isin(self._matrix_sessions[start:], wanted)
+            ids = np.concatenate([ids, self._matrix_ids[start:][mask]])
+            owners = np.concatenate([owners, self._matrix_sessions[start:][mask]])
+            vectors = np.vstack([vectors, self._matrix[start:][mask]])
+        self._scope_rows = (signature, total, ids, owners, vectors)
+        return ids, owners, vectors
 
     def indexed_in(self, sessions: set[str]) -> int:
         """How many messages of ``sessions`` are indexed with this model (from memory)."""

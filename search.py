@@ -559,7 +559,9 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
         else:
             missing = store.count_indexable(conn, scope) - vectors.indexed_in(sessions)
             pending = store.unindexed_messages(conn, scope, vectors.indexed_ids(), INDEX_BATCH) if missing > 0 else []
-            missing = max(missing, len(pending))
+            # A short list means the scan reached the oldest message: that is all that is missing
+            # (messages with no text, e.g. tool-call-only turns, are never indexed).
+            missing = len(pending) if len(pending) < INDEX_BATCH else max(missing, len(pending))
         if index and pending:
             missing -= vectors.add(
                 [embeddings.PendingMessage(mid, sid, text) for mid, sid, text in pending],
@@ -572,7 +574,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
         return SemanticLeg("unavailable", str(exc))
     live = store.live_message_ids(conn, [m for m, _, _ in raw])
     vectors.drop([m for m, _, _ in raw if m not in live])
-    done = vectors.indexed_in(sessions)
+    done = vectors.indexed_in(sessions) if missing > 0 else 0
     status = "ready" if missing <= 0 else ("partial" if done else "indexing")
     note = vectors.note
     if status != "ready":

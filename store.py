@@ -785,7 +785,7 @@ def like_candidates(
     return out
 
 
-_INDEXABLE = f"{_SCOPE_SQL} AND {_LIVE} AND m.role IN ('user', 'assistant')"
+_INDEXABLE = f"{_SCOPE_SQL} AND {_LIVE} AND m.role IN ('user', 'assistant') AND TRIM(COALESCE(m.content, '')) != ''"
 
 
 def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
@@ -804,9 +804,12 @@ def unindexed_messages(
     watermark.
     """
     out: list[tuple[int, str, str]] = []
+    # Above a watermark the id range is small: keep SQLite on it (unary +)
+    # rather than on the per-session index.
+    where = _INDEXABLE.replace("m.session_id IN", "+m.session_id IN") if above else _INDEXABLE
     sql = f"""
         SELECT m.id, m.session_id, m.content FROM messages m
-        WHERE {_INDEXABLE} AND m.id < ? AND m.id > {int(above)} ORDER BY m.id DESC LIMIT 500
+        WHERE {where} AND m.id < ? AND m.id > {int(above)} ORDER BY m.id DESC LIMIT 500
     """
     below = max_message_id(conn) + 1
     while len(out) < limit:
