@@ -187,7 +187,9 @@ def parse_query(text: str) -> ParsedQuery:
         for cjk in _CJK_RUN.finditer(fragment):
             scan_latin(fragment[pos : cjk.start()], quoted)
             for chunk in _split_cjk(cjk.group()) if not quoted else [cjk.group()]:
-                add(Unit(chunk, "cjk"), units)
+                # A lone CJK character is nearly a stop word (and a costly scan): kept only
+                # when nothing else is left.
+                add(Unit(chunk, "cjk"), units if len(chunk) > 1 or quoted else fallback)
             pos = cjk.end()
         scan_latin(fragment[pos:], quoted)
 

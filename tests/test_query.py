@@ -30,6 +30,8 @@ def texts(query: str) -> list[tuple[str, str]]:
         ("数据库迁移", [("数据库迁移", "cjk")]),
         ("我们怎么处理数据库迁移的问题", [("处理数据库迁移", "cjk"), ("问题", "cjk")]),
         ("websocket 重连", [("websocket", "word"), ("重连", "cjk")]),
+        ("数据库迁移怎么做", [("数据库迁移", "cjk")]),  # a lone character is dropped ...
+        ("做", [("做", "cjk")]),  # ... unless it is all there is
         ('"unbalanced quote', [("unbalanced", "word"), ("quote", "word")]),
         ("*x*", [("x", "word")]),
         ("cat's", [("cat", "word")]),
