@@ -410,6 +410,7 @@ class VectorIndex:
         """The message ids embedded with this model (a live, read-only view: no copy)."""
         with self._lock:
             self._load_indexed()
+            self._refresh_matrix()
             return self._indexed.keys()
 
     def add(self, messages: Sequence[PendingMessage], *, deadline: float | None = None, batch: int = 32) -> int:
@@ -468,11 +469,16 @@ class VectorIndex:
             self._matrix = np.zeros((0, self.provider.dims), dtype=np.float32)
         rows = self._conn.execute(
             # Unary + keeps SQLite on the rowid range (only chunks newer than the matrix).
-            "SELECT id, message_id, session_id, vector FROM chunks WHERE id > ? AND +model_fingerprint = ? ORDER BY id",
+            "SELECT id, message_id, session_id, vector, chunk_index, content_hash FROM chunks"
+            " WHERE id > ? AND +model_fingerprint = ? ORDER BY id",
             (self._loaded_upto, fingerprint),
         ).fetchall()
         if not rows:
             return
+        if self._indexed_loaded:  # chunks written by another process (e.g. the index command) count as indexed
+            for row in rows:
+                if row[4] == 0 and int(row[1]) not in self._indexed:
+                    self._remember(int(row[1]), row[2], row[5])
         dims = len(rows[0][3]) // 4
         if self._matrix.shape[1] != dims:
             self._matrix = np.zeros((0, dims), dtype=np.float32)
@@ -532,6 +538,7 @@ class VectorIndex:
         """How many messages of ``sessions`` are indexed with this model (from memory)."""
         with self._lock:
             self._load_indexed()
+            self._refresh_matrix()
             return sum(self._per_session.get(s, 0) for s in sessions)
 
 

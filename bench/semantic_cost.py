@@ -146,6 +146,7 @@ def hybrid_latency(phr, db_path: Path, reps: int) -> list[dict]:
         current = projects[name]["current_session_id"]
         scope = phr.store.compute_scope(conn, attributor, current, db_key=str(db_path.resolve()))
         chunks = synthesize_chunks(phr, home, conn, list(scope.session_ids) + [current], target)
+        phr.embeddings.reset_indexes()  # start like a new process: load the index from the file
         queries = ["how did we handle the flaky reconnect?", "websocket backoff jitter", "数据库迁移怎么做"]
         first = time.perf_counter()
         answer = phr.search.search_history(home=home, session_id=current, query=queries[0], mode="hybrid")

@@ -103,3 +103,14 @@ def test_migrations_are_numbered(tmp_path):
     conn = sqlite3.connect(tmp_path / "e.db")
     assert conn.execute("PRAGMA user_version").fetchone()[0] == len(E.MIGRATIONS)
     assert conn.execute("PRAGMA application_id").fetchone()[0] == E.INDEX_APP_ID
+
+
+def test_chunks_written_by_another_process_count_as_indexed(tmp_path):
+    """A second writer (the index command beside a running gateway) is seen without re-embedding."""
+    provider = CountingProvider()
+    ours = E.VectorIndex(tmp_path / "e.db", provider)
+    ours.add(msgs(("s", "aaaa")))
+    theirs = E.VectorIndex(tmp_path / "e.db", CountingProvider())
+    theirs.add([E.PendingMessage(7, "s", "bbbb")])
+    assert 7 in ours.indexed_ids() and ours.indexed_in({"s"}) == 2
+    assert [m for m, _, _ in ours.search(provider.embed(["bbbb"]), {"s"}, 1)] == [7]
