@@ -2,8 +2,9 @@
 
 Creates two git repos (projects "payments" and "quasar"), records sessions in
 both through Hermes' own SessionDB, installs the plugin drop-in, loads it with
-Hermes' real plugin loader, then prints a scoped search and a move, as the
-agent would see them. Nothing outside a temporary folder is touched.
+Hermes' real plugin loader, then prints a scoped search, a Chinese search, the
+consent step and a semantic (paraphrase) search with the offline model, and a
+move, as the agent would see them. Nothing outside a temporary folder is touched.
 
 Run: make demo   (or: .venv/bin/python scripts/demo.py)
 """
@@ -94,6 +95,10 @@ def main() -> int:
              call("project_history_search", {"query": "how did we handle websocket reconnects?"}))
         show("Chinese query in the same project: '数据库迁移'",
              call("project_history_search", {"query": "数据库迁移", "mode": "keyword"}))
+        show("the user agrees to semantic search: consent for this project (local model, nothing leaves the machine)",
+             call("project_history_semantic_consent", {"decision": "allow"}))
+        show("a paraphrase sharing no content word with the answer, hybrid mode",
+             call("project_history_search", {"query": "how did we deal with the real-time channel going down repeatedly?"}))
         show("move this session to project 'Quasar'", call("project_session_move", {"project_id": "Quasar"}))
         show("the same search now looks in quasar",
              call("project_history_search", {"query": "how did we handle websocket reconnects?"}))
