@@ -10,7 +10,6 @@ that record only ``cwd``.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from conftest import World, result_sessions

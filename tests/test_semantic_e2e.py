@@ -4,7 +4,6 @@ model, and degradation to keyword results."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 
 import pytest
