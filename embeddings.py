@@ -457,7 +457,11 @@ class VectorIndex:
             self._load_indexed()
             for mid in message_ids:
                 self._forget(int(mid))
-            self._loaded_upto = 0  # reload the matrix without them
+            # Cut their rows out of the loaded matrix (a reload would cost seconds on a big index).
+            keep = ~np.isin(self._matrix_ids, np.array([int(m) for m in message_ids], dtype=np.int64))
+            self._matrix, self._matrix_ids = self._matrix[keep], self._matrix_ids[keep]
+            self._matrix_sessions = self._matrix_sessions[keep]
+            self._scope_rows = None
 
     # -- search ------------------------------------------------------------------
     def _refresh_matrix(self) -> None:
