@@ -5,8 +5,10 @@ The section may live at ``plugins.entries.project-history-recall`` (Hermes'
 per-plugin namespace, preferred) or ``plugins.project-history-recall`` (the
 design's spelling); when both exist, ``entries`` wins key by key.
 
-Semantic search is not built yet: ``embedding`` is declared here so the
-config format is stable, and ``semantic_status`` reports ``disabled``.
+``embedding`` configures semantic search (provider, model, endpoint,
+chunking, how many messages the vector leg returns). ``enabled`` is declared
+for the design's config format but consent (``consent.json``) is what allows
+embedding; ``provider: none`` turns semantic search off.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ SCHEMA: dict[str, Any] = {
         "base_url": "",
         "chunk_size": 512,
         "chunk_overlap": 64,
-        "top_k": 20,
+        "top_k": 50,
     },
 }
 
@@ -39,7 +41,7 @@ class EmbeddingSettings:
     base_url: str = ""
     chunk_size: int = 512
     chunk_overlap: int = 64
-    top_k: int = 20
+    top_k: int = 50
 
 
 @dataclass(frozen=True)

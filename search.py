@@ -61,7 +61,6 @@ LIKE_CANDIDATES = 150  # newest matches kept from a LIKE scan
 SNIPPET_CHARS = 280
 INDEX_BUDGET_S = 1.5  # indexing time one tool call may spend
 INDEX_BATCH = 2000  # unindexed messages looked at per call
-SEMANTIC_TOP_K = 50  # messages from the vector leg
 SEMANTIC_WEIGHT = 0.5  # RRF weight of the vector leg (fusion-notes: keyword stays primary)
 RRF_K = 60
 HISTORY_NOTICE = (
@@ -571,7 +570,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
             )
         if missing <= 0:
             _complete[key] = (signature, top)
-        raw = vectors.search(provider.embed([query]), sessions, SEMANTIC_TOP_K) if index else []
+        raw = vectors.search(provider.embed([query]), sessions, settings.embedding.top_k) if index else []
     except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken) as exc:
         return SemanticLeg("unavailable", str(exc))
     live = store.live_message_ids(conn, [m for m, _, _ in raw])
