@@ -127,8 +127,18 @@ class BadArgument(ValueError):
     """An argument the model must fix; reported with code ``bad_argument``."""
 
 
+def _json(payload: dict[str, Any]) -> str:
+    """Readable JSON (CJK kept as is); escaped instead if it holds lone surrogates."""
+    text = json.dumps(payload, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(payload)
+    return text
+
+
 def _error(message: str, code: str, **extra: Any) -> str:
-    return json.dumps({"success": False, "error": message, "code": code, **extra}, ensure_ascii=False)
+    return _json({"success": False, "error": message, "code": code, **extra})
 
 
 def _text_arg(args: Mapping[str, Any], name: str, *, required: bool) -> str | None:
@@ -183,7 +193,7 @@ _NO_SESSION = (
 def _guarded(tool: str, body: Callable[[], dict[str, Any]]) -> str:
     """Run ``body`` and always answer JSON with ``success``."""
     try:
-        return json.dumps(body(), ensure_ascii=False)
+        return _json(body())
     except BadArgument as exc:
         return _error(str(exc), "bad_argument")
     except store.StoreError as exc:

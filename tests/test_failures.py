@@ -275,3 +275,14 @@ def test_import_has_no_side_effects(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env={"HERMES_HOME": str(home), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
     assert not home.exists()
+
+
+def test_answers_are_always_encodable(two):
+    """A lone surrogate echoed in an error must not make the answer unencodable."""
+    import json
+
+    from project_history_recall import handle_search
+
+    raw = handle_search({"query": "x", "mode": "\ud800bad"}, session_id="cur")
+    raw.encode("utf-8")
+    assert json.loads(raw)["code"] == "bad_argument"
