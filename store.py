@@ -165,6 +165,11 @@ def connect_ro(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def state_db_key(home: Path) -> str:
+    """The key per-database caches use: the resolved path of ``<home>/state.db``."""
+    return str(state_db_path(home).resolve())
+
+
 def open_state_db(home: Path) -> sqlite3.Connection:
     """Read-only connection to ``<home>/state.db``; :class:`NoStateDB` if absent."""
     path = state_db_path(home)
@@ -538,6 +543,10 @@ class Attributor:
         self.ttl = ttl
         self._cache: dict[tuple[str | None, str | None], tuple[dict[str, str], float]] = {}
 
+    def project_of(self, info: SessionInfo) -> dict[str, str]:
+        """The project of a session, from its effective workspace."""
+        return self.project_for_workspace(info.cwd, info.git_repo_root)
+
     def project_for_workspace(self, cwd: str | None, stored_root: str | None) -> dict[str, str]:
         key = (cwd, stored_root)
         now = time.monotonic()
@@ -598,7 +607,7 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
     current = session_info(conn, current_id)
     if current is None:
         raise SessionNotFound(f"session not found in state.db: {current_id}")
-    project = attributor.project_for_workspace(current.cwd, current.git_repo_root)
+    project = attributor.project_of(current)
     identity = attribution.project_identity(project)
     if identity[0] == "home":
         return Scope(current, project, (), 0)
@@ -995,7 +1004,7 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
         moved = session_info(conn, session_id)
     finally:
         conn.close()
-    after = attributor_for(home, listing.projects).project_for_workspace(moved.cwd, moved.git_repo_root) if moved else dict(attribution.HOME)
+    after = attributor_for(home, listing.projects).project_of(moved) if moved else dict(attribution.HOME)
     wanted = target if target.get("kind") == "home" else {"kind": "explicit", "id": target["id"]}
     if attribution.project_identity(after) != attribution.project_identity(wanted):
         warnings.append(f"the folder {folder} is attributed to {after} (a nested project folder claims it)")
