@@ -252,3 +252,25 @@ def fake():
     yield make
     for server in servers:
         server.close()
+
+
+
+class _RootIsADirectory:
+    """Collect the repo root as a plain directory, never as a package.
+
+    The root *is* the plugin package, and a checkout's folder name (CI clones
+    into another one) may not be a valid package name: pytest would then fail
+    to import the root ``__init__.py``. Tests import the plugin under its fixed
+    name instead (above). Registered as a plugin (not a conftest hook) because
+    the root is collected with the hooks of its *parent* folder.
+    """
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collect_directory(self, path, parent):
+        if Path(path).resolve() == ROOT:
+            return pytest.Dir.from_parent(parent, path=Path(path))
+        return None
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_RootIsADirectory(), "phr-root-is-a-directory")
