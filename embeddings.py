@@ -297,6 +297,56 @@ class IndexBroken(RuntimeError):
     """embeddings.db is unusable and could not be rebuilt."""
 
 
+class _Rows:
+    """Chunk rows in memory: vectors with their message id and session code.
+
+    Appends grow the buffers geometrically, so indexing while searching
+    costs amortised O(rows added), not a copy of the whole matrix per query.
+    ``vectors`` / ``ids`` / ``sessions`` are views of the used part (no copy).
+    """
+
+    def __init__(self, dims: int) -> None:
+        self.n = 0
+        self._vectors = np.zeros((0, dims), dtype=np.float32)
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._sessions = np.zeros(0, dtype=np.int32)
+
+    @property
+    def dims(self) -> int:
+        return int(self._vectors.shape[1])
+
+    @property
+    def vectors(self) -> np.ndarray:
+        return self._vectors[: self.n]
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self._ids[: self.n]
+
+    @property
+    def sessions(self) -> np.ndarray:
+        return self._sessions[: self.n]
+
+    def extend(self, vectors: np.ndarray, ids: np.ndarray, sessions: np.ndarray) -> None:
+        need = self.n + len(ids)
+        if need > len(self._ids):
+            capacity = max(need, self.n + self.n // 2, 1024)
+            grown = np.zeros((capacity, self.dims), dtype=np.float32)
+            grown[: self.n] = self.vectors
+            self._vectors = grown
+            self._ids = np.concatenate([self.ids, np.zeros(capacity - self.n, dtype=np.int64)])
+            self._sessions = np.concatenate([self.sessions, np.zeros(capacity - self.n, dtype=np.int32)])
+        self._vectors[self.n : need] = vectors
+        self._ids[self.n : need] = ids
+        self._sessions[self.n : need] = sessions
+        self.n = need
+
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep only the rows where ``mask`` is true (compacts; the rare path)."""
+        self._vectors, self._ids, self._sessions = self.vectors[mask], self.ids[mask], self.sessions[mask]
+        self.n = len(self._ids)
+
+
 @dataclass(frozen=True)
 class PendingMessage:
     message_id: int
@@ -323,15 +373,13 @@ class VectorIndex:
         self.generation = next(_generations)  # distinguishes this open index from any earlier one
         self._lock = threading.Lock()
         self._conn = self._open()
-        self._matrix_ids = np.zeros(0, dtype=np.int64)  # message id per loaded chunk
-        self._matrix_sessions = np.zeros(0, dtype=np.int32)  # session code per loaded chunk
+        self._matrix = _Rows(max(provider.dims, 1))  # every loaded chunk of this model
         self._session_codes: dict[str, int] = {}
         self._session_names: list[str] = []
-        self._matrix = np.zeros((0, max(provider.dims, 1)), dtype=np.float32)
         self._loaded_upto = 0  # highest chunk id in the matrix
         # The last scope's rows, copied once and extended as chunks arrive:
-        # (sessions signature, matrix rows seen, message ids, session codes, vectors)
-        self._scope_rows: tuple[int, int, np.ndarray, np.ndarray, np.ndarray] | None = None
+        # (sessions signature, matrix rows seen, rows)
+        self._scope_rows: tuple[int, int, _Rows] | None = None
         self._indexed: dict[int, str] = {}  # message id -> content hash
         self._owner: dict[int, str] = {}  # message id -> session id
         self._per_session: dict[str, int] = {}  # session id -> indexed messages
@@ -430,6 +478,9 @@ class VectorIndex:
             vectors = self.provider.embed([c for _, _, c in pieces]) if pieces else np.zeros((0, 1), np.float32)
             now = time.time()
             with self._lock, self._conn:
+                self._load_indexed()
+                # A changed message's old vectors leave the loaded matrix with its old chunks.
+                self._cut([m.message_id for m in group if m.message_id in self._indexed])
                 for m in group:
                     self._conn.execute(
                         "DELETE FROM chunks WHERE model_fingerprint = ? AND message_id = ?", (fingerprint, m.message_id)
@@ -459,19 +510,23 @@ class VectorIndex:
             for mid in message_ids:
                 self._forget(int(mid))
             # Cut their rows out of the loaded matrix (a reload would cost seconds on a big index).
-            keep = ~np.isin(self._matrix_ids, np.array([int(m) for m in message_ids], dtype=np.int64))
-            self._matrix, self._matrix_ids = self._matrix[keep], self._matrix_ids[keep]
-            self._matrix_sessions = self._matrix_sessions[keep]
-            self._scope_rows = None
+            self._cut(message_ids)
 
     # -- search ------------------------------------------------------------------
+    def _cut(self, message_ids: Sequence[int]) -> None:
+        """Remove ``message_ids``' rows from the loaded matrix (a reload would cost seconds on a big index)."""
+        gone = np.array([int(m) for m in message_ids], dtype=np.int64)
+        if len(gone) and self._matrix.n:
+            keep = ~np.isin(self._matrix.ids, gone)
+            if not keep.all():
+                self._matrix.keep(keep)
+                self._scope_rows = None
+
     def _refresh_matrix(self) -> None:
         fingerprint = self.provider.fingerprint
         if self._loaded_upto == 0:
             self._scope_rows = None
-            self._matrix_ids = np.zeros(0, dtype=np.int64)
-            self._matrix_sessions = np.zeros(0, dtype=np.int32)
-            self._matrix = np.zeros((0, self.provider.dims), dtype=np.float32)
+            self._matrix = _Rows(max(self.provider.dims, 1))
         rows = self._conn.execute(
             # Unary + keeps SQLite on the rowid range (only chunks newer than the matrix).
             "SELECT id, message_id, session_id, vector, chunk_index, content_hash FROM chunks"
@@ -485,13 +540,15 @@ class VectorIndex:
                 if row[4] == 0 and int(row[1]) not in self._indexed:
                     self._remember(int(row[1]), row[2], row[5])
         dims = len(rows[0][3]) // 4
-        if self._matrix.shape[1] != dims:
-            self._matrix = np.zeros((0, dims), dtype=np.float32)
-        self._matrix = np.vstack([self._matrix, decode_vectors([r[3] for r in rows], dims)])
-        self._matrix_ids = np.concatenate([self._matrix_ids, np.array([r[1] for r in rows], dtype=np.int64)])
+        if self._matrix.dims != dims:
+            self._matrix, self._scope_rows = _Rows(dims), None
         codes = [self._session_codes.setdefault(r[2], len(self._session_codes)) for r in rows]
         self._session_names.extend(name for name in list(self._session_codes)[len(self._session_names):])
-        self._matrix_sessions = np.concatenate([self._matrix_sessions, np.array(codes, dtype=np.int32)])
+        self._matrix.extend(
+            decode_vectors([r[3] for r in rows], dims),
+            np.array([r[1] for r in rows], dtype=np.int64),
+            np.array(codes, dtype=np.int32),
+        )
         self._loaded_upto = rows[-1][0]
 
     def search(self, query: np.ndarray, sessions: set[str], top_k: int) -> list[tuple[int, str, float]]:
@@ -503,12 +560,13 @@ class VectorIndex:
         """
         with self._lock:
             self._refresh_matrix()
-            if not len(self._matrix_ids) or not sessions:
+            if not self._matrix.n or not sessions:
                 return []
-            ids, owners, vectors = self._rows_for(sessions)
-            if not len(ids):
+            rows = self._rows_for(sessions)
+            if not rows.n:
                 return []
-            scores = vectors @ normalise(query)[0]
+            ids, owners = rows.ids, rows.sessions
+            scores = rows.vectors @ normalise(query)[0]
         best: dict[int, tuple[str, float]] = {}
         # Several chunks can share a message: look at a generous head, sorted.
         head = min(len(scores), max(top_k * 8, 64))
@@ -521,23 +579,21 @@ class VectorIndex:
                     break
         return sorted(((m, sid, score) for m, (sid, score) in best.items()), key=lambda t: (-t[2], t[0]))
 
-    def _rows_for(self, sessions: set[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The loaded chunks of ``sessions`` as contiguous arrays (cached per scope, extended incrementally)."""
+    def _rows_for(self, sessions: set[str]) -> "_Rows":
+        """The loaded chunks of ``sessions`` (a copy cached per scope, extended in place as chunks arrive)."""
         signature = hash(frozenset(sessions))
-        total = len(self._matrix_ids)
+        total = self._matrix.n
         cached = self._scope_rows
         if cached is None or cached[0] != signature or cached[1] > total:
-            start, ids, owners, vectors = 0, self._matrix_ids[:0], self._matrix_sessions[:0], self._matrix[:0]
+            start, rows = 0, _Rows(self._matrix.dims)
         else:
-            _, start, ids, owners, vectors = cached
+            _, start, rows = cached
         if start < total:
             wanted = np.array([self._session_codes[s] for s in sessions if s in self._session_codes], dtype=np.int32)
-            mask = np.isin(self._matrix_sessions[start:], wanted)
-            ids = np.concatenate([ids, self._matrix_ids[start:][mask]])
-            owners = np.concatenate([owners, self._matrix_sessions[start:][mask]])
-            vectors = np.vstack([vectors, self._matrix[start:][mask]])
-        self._scope_rows = (signature, total, ids, owners, vectors)
-        return ids, owners, vectors
+            mask = np.isin(self._matrix.sessions[start:], wanted)
+            rows.extend(self._matrix.vectors[start:][mask], self._matrix.ids[start:][mask], self._matrix.sessions[start:][mask])
+        self._scope_rows = (signature, total, rows)
+        return rows
 
     def indexed_in(self, sessions: set[str]) -> int:
         """How many messages of ``sessions`` are indexed with this model (from memory)."""

@@ -114,3 +114,31 @@ def test_chunks_written_by_another_process_count_as_indexed(tmp_path):
     theirs.add([E.PendingMessage(7, "s", "bbbb")])
     assert 7 in ours.indexed_ids() and ours.indexed_in({"s"}) == 2
     assert [m for m, _, _ in ours.search(provider.embed(["bbbb"]), {"s"}, 1)] == [7]
+
+
+def test_interleaved_adds_and_searches_match_a_fresh_index(tmp_path):
+    """Indexing while searching (the matrix and the scope cache grow in place) gives a fresh index's answers."""
+    provider = CountingProvider()
+    words = ["apple", "banana", "cherry", "damson", "elder", "fig", "grape", "hazel"]
+    pending = [E.PendingMessage(i + 1, f"s{i % 3}", f"{words[i % 8]} {words[(i * 5) % 8]} {i}") for i in range(3000)]
+    live = E.VectorIndex(tmp_path / "live.db", provider)
+    scope = {"s0", "s2"}
+    for start in range(0, len(pending), 250):
+        live.add(pending[start : start + 250])
+        live.search(provider.embed(["apple"]), scope, top_k=5)  # grows the cached scope rows
+    fresh = E.VectorIndex(tmp_path / "fresh.db", provider)
+    fresh.add(pending)
+    for query in ("apple fig", "cherry", "zzz hazel"):
+        q = provider.embed([query])
+        assert live.search(q, scope, top_k=20) == fresh.search(q, scope, top_k=20)
+
+
+def test_changed_message_leaves_no_stale_vector(tmp_path):
+    provider = CountingProvider()
+    index = E.VectorIndex(tmp_path / "e.db", provider)
+    index.add([E.PendingMessage(1, "s", "zzzz"), E.PendingMessage(2, "s", "yyyy")])
+    assert index.search(provider.embed(["zzzz"]), {"s"}, 1)[0][0] == 1  # matrix loaded
+    index.add([E.PendingMessage(1, "s", "aaaa")])  # message 1 was edited
+    hits = index.search(provider.embed(["zzzz"]), {"s"}, 5)
+    assert [(m, round(c, 3)) for m, _, c in hits] == [(1, 0.0), (2, 0.0)], "the old 'zzzz' vector is gone"
+    assert index.search(provider.embed(["aaaa"]), {"s"}, 1)[0][0] == 1
