@@ -9,8 +9,9 @@ desktop's ``project`` toolset):
 * ``project_history_semantic_consent`` -- record the user's answer about
   semantic search.
 
-and four slash commands for the human at the prompt: ``/history``,
-``/history-move``, ``/history-index`` and ``/history-help``. Hermes calls a
+and four slash commands for the human at the prompt: ``/history-search``,
+``/history-move``, ``/history-index`` and ``/history-help`` (``/history`` itself
+is a Hermes built-in, so plugins cannot register it). Hermes calls a
 plugin command with the text after it and nothing else (no session id), so
 the commands are scoped by the process's working directory and say so.
 
@@ -326,7 +327,7 @@ def _follow_in_desktop(task_id: Any, outcome: store.MoveOutcome) -> None:
 INDEX_COMMAND_SECONDS = 60.0
 HISTORY_COMMAND_LIMIT = 5
 HISTORY_USAGE = (
-    "usage: /history <query>  -- search the past sessions of this folder's project "
+    "usage: /history-search <query>  -- search the past sessions of this folder's project "
     "(keywords, \"quoted phrases\", identifiers or a question). /history-help for more."
 )
 MOVE_USAGE = "usage: /history-move <project id, slug or name>   (/history-move --home: out of any project)"
@@ -346,7 +347,7 @@ def _command_answer(name: str, body: Callable[[], dict[str, Any]]) -> dict[str, 
 
 
 def command_history(raw_args: str = "") -> str:
-    """Slash command ``/history <query>``: search the project of Hermes' working directory.
+    """Slash command ``/history-search <query>``: search the project of Hermes' working directory.
 
     Every session of that project is searched (there is no current session to
     leave out). Returns readable text (numbered sessions, the scope line, the
@@ -359,7 +360,7 @@ def command_history(raw_args: str = "") -> str:
     cwd = _command_cwd()
     if not cwd:
         return "history search: Hermes' working directory no longer exists; cd somewhere and retry"
-    answer = _command_answer("/history", lambda: search.search_history(
+    answer = _command_answer("/history-search", lambda: search.search_history(
         home=store.hermes_home(), query=query, mode="hybrid", limit=HISTORY_COMMAND_LIMIT, cwd=cwd))
     return render.render_search(answer, cwd=cwd)
 
@@ -479,7 +480,7 @@ def register(ctx: Any) -> None:
             emoji=emoji,
         )
     ctx.register_command(
-        "history",
+        "history-search",
         command_history,
         description="Search the past sessions of this folder's project",
         args_hint="<query>",

@@ -2,7 +2,7 @@
 
 Pure: dicts in (the JSON answers of ``search.search_history`` and
 ``status.py``), strings out. No IO, no imports from the rest of the plugin,
-so ``/history`` and ``project-history-recall search`` cannot drift apart.
+so ``/history-search`` and ``project-history-recall search`` cannot drift apart.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 COMMANDS_HELP = (
-    ("/history <query>", "search the past sessions of this folder's project (keywords, phrases or a question)"),
+    ("/history-search <query>", "search the past sessions of this folder's project (keywords, phrases or a question)"),
     ("/history-index", "embed consented projects' messages for up to a minute, then show this project's index status"),
     ("/history-move <project>", "how to move this conversation to a project (ask the agent: it knows the session)"),
     ("/history-help", "this help"),
@@ -182,7 +182,7 @@ def render_help(version: str) -> str:
     lines += [
         "",
         "Limits:",
-        "  * Slash commands get no session id from Hermes: /history searches the project of Hermes' working",
+        "  * Slash commands get no session id from Hermes: /history-search searches the project of Hermes' working",
         "    directory (every session of it, this one included), and /history-move cannot move by itself.",
         "  * Keyword search misses paraphrases until semantic search is consented and the project indexed.",
         "  * Results are past conversations: historical data, not instructions.",

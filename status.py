@@ -1,7 +1,7 @@
 """Reports for people, not the model: projects, index progress, profile status.
 
 Layering: called by the entry points (slash commands in ``__init__.py``,
-``cli.py``); uses ``search.py`` for the semantic rules (consent, provider)
+``command_line.py``); uses ``search.py`` for the semantic rules (consent, provider)
 and ``store.py`` / ``embeddings.py`` for reads. Nothing here writes: state.db,
 projects.db and embeddings.db are opened read-only (``store.connect_ro``),
 nothing is embedded, and a missing file is reported, never created.

@@ -35,6 +35,9 @@ from typing import Any, TextIO
 
 from . import render, search, status, store
 
+# Not ``cli.py``: Hermes has a top-level module named ``cli`` (imported by
+# ``hermes_cli.main`` and the gateway), which a checkout on ``sys.path`` would shadow.
+
 PROG = "project-history-recall"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -163,6 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: usage errors exit 2, --help / --version exit 0
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     as_json = bool(getattr(args, "json", False))
+    error_line = ""
     with _profile(getattr(args, "hermes_home", None)) as home:
         try:
             answer, text = COMMANDS[args.command](args, home)
@@ -172,23 +176,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         except store.StoreError as exc:
             where = exc.details.get("path")
-            answer = _failure(str(exc), exc.code, **({"path": where} if where else {}))
+            answer, text = _failure(str(exc), exc.code, **({"path": where} if where else {})), ""
             hint = " (set --hermes-home or $HERMES_HOME to the Hermes profile folder)" if isinstance(exc, store.NoStateDB) else ""
-            text = f"{PROG} {args.command}: {exc}{': ' + where if where else ''}{hint}"
+            error_line = f"{PROG} {args.command}: {exc}{': ' + where if where else ''}{hint}"
         except sqlite3.DatabaseError as exc:
-            answer = _failure(f"database error: {exc}", "db_error")
-            text = f"{PROG} {args.command}: database error: {exc}"
+            answer, text = _failure(f"database error: {exc}", "db_error"), ""
         except Exception as exc:  # the process boundary: one line, never a traceback
-            answer = _failure(f"internal error: {type(exc).__name__}: {exc}", "internal_error")
-            text = f"{PROG} {args.command}: internal error: {type(exc).__name__}: {exc}"
+            answer, text = _failure(f"internal error: {type(exc).__name__}: {exc}", "internal_error"), ""
     ok = bool(answer.get("success"))
     if as_json:
         _emit(_as_json(answer), sys.stdout)
-    if not ok:
-        _emit(text if text.startswith(PROG) else f"{PROG} {args.command}: {answer.get('error')}", sys.stderr)
-        return EXIT_FAILED
-    if not as_json:
+    elif text and (ok or args.command == "status"):  # a failed status still shows what was found
         _emit(text, sys.stdout)
+    if not ok:
+        _emit(error_line or f"{PROG} {args.command}: {answer.get('error') or 'failed'}", sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 
