@@ -51,7 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--hermes-home", type=Path, default=argparse.SUPPRESS,
                         help="the Hermes profile folder (default: $HERMES_HOME, else ~/.hermes)")
-    parser = argparse.ArgumentParser(prog=PROG, parents=[common], description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog=PROG, parents=[common],
+        description="Search a Hermes profile's past conversations by project, outside a chat. "
+        "Exit codes: 0 success, 1 failure, 2 usage error.",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {status.plugin_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{search,projects,index,status}")
 
@@ -71,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("status", parents=[common], help="what the plugin finds in this Hermes profile")
     report.add_argument("--json", action="store_true", help="print JSON")
+    parser.subcommands = sub.choices  # type: ignore[attr-defined]  # for usage lines of our own errors
     return parser
 
 
@@ -171,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             answer, text = COMMANDS[args.command](args, home)
         except UsageError as exc:
-            parser.print_usage(sys.stderr)
+            parser.subcommands[args.command].print_usage(sys.stderr)
             _emit(f"{PROG} {args.command}: error: {exc}", sys.stderr)
             return EXIT_USAGE
         except store.StoreError as exc:

@@ -29,6 +29,12 @@ CLI_HELP = (
 )
 
 
+CONSENT_FOR_HUMANS = (
+    "(You are the user: to allow it, tell the agent in a conversation of this project; it records your "
+    "answer with project_history_semantic_consent.)"
+)
+
+
 def project_label(project: Mapping[str, Any]) -> str:
     """``Payments (project p_abc)``, ``myrepo (git repo /src/myrepo)`` or ``no project (Home)``."""
     kind = project.get("kind")
@@ -76,6 +82,8 @@ def render_search(answer: Mapping[str, Any], *, cwd: str) -> str:
         lines.append(f"   {hit.get('link')}  (message {hit.get('message_id')})")
     if answer.get("semantic_note") and status != "ready":
         lines.extend(["", f"Semantic search ({status}): {answer['semantic_note']}"])
+        if status == "consent_required":
+            lines.append(CONSENT_FOR_HUMANS)
     if answer.get("notice"):
         lines.extend(["", str(answer["notice"])])
     return "\n".join(lines)
