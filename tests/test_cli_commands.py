@@ -159,7 +159,7 @@ def test_history_index_shows_progress_after_consent(two: World, fake):
     out = slash("history-index")
     assert "3 of 3 messages indexed in 1 project(s)" in out
     assert "Index: 3 of 3 message(s) embedded, 0 pending, in 3 session(s); semantic search here: ready" in out
-    assert f"Consent: given" in out and "auto:" in out
+    assert "Consent: given" in out and "auto:" in out
     assert "beta" not in " ".join(t for r in server.requests for t in r["body"]["input"])
 
 
