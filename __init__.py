@@ -1,11 +1,19 @@
 """project-history-recall: a Hermes Agent plugin.
 
-Registers two tools in the plugin toolset ``project_history_recall`` (a
+Registers three tools in the plugin toolset ``project_history_recall`` (a
 toolset of our own, so CLI and gateway sessions get them, not only the
 desktop's ``project`` toolset):
 
 * ``project_history_search`` -- search the current project's other sessions;
-* ``project_session_move`` -- move the current conversation to a project.
+* ``project_session_move`` -- move the current conversation to a project;
+* ``project_history_semantic_consent`` -- record the user's answer about
+  semantic search.
+
+and four slash commands for the human at the prompt: ``/history-search``,
+``/history-move``, ``/history-index`` and ``/history-help`` (``/history`` itself
+is a Hermes built-in, so plugins cannot register it). Hermes calls a
+plugin command with the text after it and nothing else (no session id), so
+the commands are scoped by the process's working directory and say so.
 
 ``register(ctx)`` only wires; importing this package has no side effects (no
 database opened, no thread started). Handlers validate arguments and turn
@@ -16,11 +24,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import search, store
+from . import render, search, status, store
 
 logger = logging.getLogger(__name__)
 
@@ -190,6 +199,33 @@ _NO_SESSION = (
 )
 
 
+#: Keyword ``/history-move`` passes through ``ctx.dispatch_tool``: only then is
+#: the session taken from ``parent_agent`` (the agent loop always passes
+#: ``session_id`` itself).
+FROM_COMMAND = "phr_slash_command"
+
+_NO_SESSION_COMMAND = (
+    "this slash command cannot tell which conversation is yours here: Hermes passes plugin commands "
+    "only the text after the command, and names the live conversation only in the interactive "
+    "terminal CLI after its first message"
+)
+
+
+def _command_session_id(kwargs: Mapping[str, Any]) -> str:
+    """The live conversation's id for ``/history-move``, or ``""`` when Hermes does not say.
+
+    ``PluginContext.dispatch_tool`` (Hermes 0.19) passes ``parent_agent``, the
+    interactive CLI's ``AIAgent``, only when the plugin manager holds a CLI
+    reference (set by ``HermesCLI.run``) and the agent exists (after the
+    first message); its ``session_id`` follows ``/new``, ``/resume`` and
+    compression. Gateway and desktop hosts have no CLI reference.
+    """
+    if not kwargs.get(FROM_COMMAND):
+        return ""
+    value = getattr(kwargs.get("parent_agent"), "session_id", None)
+    return value.strip() if isinstance(value, str) else ""
+
+
 def _guarded(tool: str, body: Callable[[], dict[str, Any]]) -> str:
     """Run ``body`` and always answer JSON with ``success``."""
     try:
@@ -226,9 +262,9 @@ def handle_move(args: Any, **kwargs: Any) -> str:
         if not isinstance(args, Mapping):
             raise BadArgument(f"arguments must be an object, got {type(args).__name__}")
         token = _text_arg(args, "project_id", required=True) or ""
-        session_id = _session_id(kwargs)
+        session_id = _session_id(kwargs) or _command_session_id(kwargs)
         if not session_id:
-            raise store.NoSession(_NO_SESSION)
+            raise store.NoSession(_NO_SESSION_COMMAND if kwargs.get(FROM_COMMAND) else _NO_SESSION)
         outcome = store.move_session(store.hermes_home(), session_id, token)
         _follow_in_desktop(kwargs.get("task_id"), outcome)
         target = outcome.target
@@ -289,27 +325,136 @@ def _follow_in_desktop(task_id: Any, outcome: store.MoveOutcome) -> None:
 
 
 INDEX_COMMAND_SECONDS = 60.0
+HISTORY_COMMAND_LIMIT = 5
+HISTORY_USAGE = (
+    "usage: /history-search <query>  -- search the past sessions of this folder's project "
+    "(keywords, \"quoted phrases\", identifiers or a question). /history-help for more."
+)
+MOVE_USAGE = "usage: /history-move <project id, slug or name>   (/history-move --home: out of any project)"
+
+
+def _command_cwd() -> str:
+    """The folder slash commands are scoped by: Hermes' working directory (``""`` if it was deleted)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return ""
+
+
+def _command_answer(name: str, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``body()`` with the tool handlers' failure translation (a ``success: false`` dict, never raises)."""
+    return json.loads(_guarded(name, body))
+
+
+def command_history(raw_args: str = "") -> str:
+    """Slash command ``/history-search <query>``: search the project of Hermes' working directory.
+
+    Every session of that project is searched (there is no current session to
+    leave out). Returns readable text (numbered sessions, the scope line, the
+    historical-data notice); a usage line for an empty query; one
+    ``history search: <error>`` line on failure. Never raises.
+    """
+    query = (raw_args or "").strip()
+    if not query:
+        return HISTORY_USAGE
+    cwd = _command_cwd()
+    if not cwd:
+        return "history search: Hermes' working directory no longer exists; cd somewhere and retry"
+    answer = _command_answer("/history-search", lambda: search.search_history(
+        home=store.hermes_home(), query=query, mode="hybrid", limit=HISTORY_COMMAND_LIMIT, cwd=cwd))
+    return render.render_search(answer, cwd=cwd)
 
 
 def command_index(raw_args: str = "") -> str:
-    """Slash command ``/history-index``: embed consented projects for up to a minute.
+    """Slash command ``/history-index``: embed consented projects for up to a minute, then report.
 
-    Slash commands get no session id; this works on every consented project
-    of the profile. Returns a readable line, never raises.
+    Slash commands get no session id; indexing works on every consented
+    project of the profile, and the status that follows is the project of
+    Hermes' working directory (indexed vs pending, semantic status, consent).
+    Returns readable lines, never raises.
     """
     import time
 
-    answer = json.loads(_guarded("/history-index", lambda: search.index_projects(
-        home=store.hermes_home(), deadline=time.monotonic() + INDEX_COMMAND_SECONDS)))
+    answer = _command_answer("/history-index", lambda: search.index_projects(
+        home=store.hermes_home(), deadline=time.monotonic() + INDEX_COMMAND_SECONDS))
     if not answer.get("success"):
-        return f"history index: {answer.get('error')}"
-    if answer.get("message"):
-        return f"history index: {answer['semantic_status']}: {answer['message']}"
-    more = " Run /history-index again to continue." if answer.get("remaining") else ""
-    return (
-        f"history index: {answer['indexed']} of {answer['total']} messages indexed in {answer['projects']} "
-        f"project(s) ({answer['seconds']} s); semantic search is {answer['semantic_status']}.{more}"
-    )
+        first = f"history index: {answer.get('error')}"
+    elif answer.get("message"):
+        first = f"history index: {answer['semantic_status']}: {answer['message']}"
+    else:
+        more = " Run /history-index again to continue." if answer.get("remaining") else ""
+        first = (
+            f"history index: {answer['indexed']} of {answer['total']} messages indexed in {answer['projects']} "
+            f"project(s) ({answer['seconds']} s); semantic search is {answer['semantic_status']}.{more}"
+        )
+    cwd = _command_cwd()
+    if not cwd or answer.get("code") in ("no_db", "db_unreadable"):
+        return first
+    report = _command_answer("/history-index", lambda: status.index_status(home=store.hermes_home(), cwd=cwd))
+    return first + "\n" + render.render_index_status(report)
+
+
+def make_move_command(dispatch: Callable[..., Any]) -> Callable[[str], str]:
+    """Slash command ``/history-move <project>`` over ``dispatch`` (``ctx.dispatch_tool``).
+
+    The move itself is the ``project_session_move`` tool, called through
+    Hermes' ``dispatch_tool`` so that the interactive CLI's agent (and with it
+    the live session id) comes along; see :func:`_command_session_id`. Where
+    Hermes does not name the conversation (gateway, desktop, before the first
+    message), the answer explains how to move instead: ask the agent. The
+    target is checked first either way. Returns readable text, never raises.
+    """
+
+    def command_move(raw_args: str = "") -> str:
+        token = (raw_args or "").strip()
+        if not token:
+            return MOVE_USAGE + "\n" + _project_choices()
+        if token == "--home":
+            token = ""
+        checked = _command_answer("/history-move", lambda: _check_target(token))
+        if not checked.get("success"):
+            return f"history move: {checked.get('error')}\n{_project_choices()}"
+        label = checked["label"]
+        try:
+            raw = dispatch(MOVE_TOOL, {"project_id": token}, **{FROM_COMMAND: True})
+            answer = json.loads(raw) if isinstance(raw, str) else dict(raw)
+        except (TypeError, ValueError) as exc:
+            return f"history move: unexpected answer from Hermes' tool dispatch: {exc}"
+        if answer.get("success"):
+            lines = [f"Moved this conversation to {label}; its working directory is now {answer.get('cwd')}.",
+                     f"Sessions updated: {', '.join(answer.get('sessions_updated') or [])}"]
+            lines += [f"Warning: {w}" for w in answer.get("warnings") or []]
+            return "\n".join(lines)
+        if answer.get("code") == "no_session":
+            ask = "to Home (out of any project)" if not token else f"to {label}"
+            return (
+                f"history move: {answer.get('error')}.\n"
+                f"To move it, ask the agent in this conversation, e.g. \"move this conversation {ask}\": "
+                f"it calls the {MOVE_TOOL} tool with its own session id. The target {label} exists."
+            )
+        return f"history move: {answer.get('error') or answer}"
+
+    return command_move
+
+
+def _check_target(token: str) -> dict[str, Any]:
+    target, folder = store.resolve_move_target(store.hermes_home(), token)
+    label = "Home" if target.get("kind") == "home" else f"project {target.get('name')} ({folder})"
+    return {"success": True, "label": label}
+
+
+def _project_choices() -> str:
+    """One line naming the profile's active explicit projects (or saying there are none)."""
+    listing = store.load_projects(store.hermes_home())
+    names = [f"{p['name']} ({p['slug'] or p['id']})" for p in listing.projects if not p.get("archived")]
+    if not names:
+        return "No projects in projects.db (create one with `hermes project create`)."
+    return "Projects: " + "; ".join(names)
+
+
+def command_help(raw_args: str = "") -> str:
+    """Slash command ``/history-help``: version, commands, tools, command line, limits (text)."""
+    return render.render_help(status.plugin_version())
 
 
 def check_available() -> bool:
@@ -318,7 +463,7 @@ def check_available() -> bool:
 
 
 def register(ctx: Any) -> None:
-    """Wire the tools into Hermes (no other side effects)."""
+    """Wire the tools and slash commands into Hermes (no other side effects)."""
     tools = (
         (SEARCH_TOOL, SEARCH_SCHEMA, handle_search, "🔎"),
         (MOVE_TOOL, MOVE_SCHEMA, handle_move, "📁"),
@@ -335,7 +480,24 @@ def register(ctx: Any) -> None:
             emoji=emoji,
         )
     ctx.register_command(
+        "history-search",
+        command_history,
+        description="Search the past sessions of this folder's project",
+        args_hint="<query>",
+    )
+    ctx.register_command(
         "history-index",
         command_index,
-        description="Embed the past messages of projects you consented to (semantic history search)",
+        description="Embed the past messages of projects you consented to, and show this project's index status",
+    )
+    ctx.register_command(
+        "history-move",
+        make_move_command(ctx.dispatch_tool),
+        description="Move this conversation to another project",
+        args_hint="<project>",
+    )
+    ctx.register_command(
+        "history-help",
+        command_help,
+        description="project-history-recall: commands, tools, command line and limits",
     )

@@ -622,7 +622,7 @@ def fuse_sessions(keyword: Sequence[Hit], semantic: Sequence[Hit], limit: int) -
 
 
 def search_history(
-    *, home: Path, session_id: str, query: str, mode: str = "hybrid", limit: int = DEFAULT_LIMIT
+    *, home: Path, session_id: str = "", query: str, mode: str = "hybrid", limit: int = DEFAULT_LIMIT, cwd: str | None = None
 ) -> dict[str, Any]:
     """Search the current session's project; returns the §4.5 result dict.
 
@@ -632,6 +632,10 @@ def search_history(
     ``semantic_status``/``semantic_note``). Raises :class:`store.StoreError`
     (no state.db, unknown session) for the handler to translate. Arguments
     are assumed validated by the caller.
+
+    With ``cwd`` (a folder, for callers with no session id: slash commands,
+    the command line) the scope is every searchable session of that folder's
+    project (:func:`store.compute_scope_for_cwd`); ``session_id`` is ignored.
     """
     parsed = parse_query(query)
     settings = store.load_settings(home)
@@ -639,7 +643,10 @@ def search_history(
     try:
         listing = store.load_projects(home)
         attributor = store.attributor_for(home, listing.projects)
-        scope = store.compute_scope(conn, attributor, session_id, db_key=store.state_db_key(home))
+        scope = (
+            store.compute_scope_for_cwd(conn, attributor, cwd, db_key=store.state_db_key(home)) if cwd is not None
+            else store.compute_scope(conn, attributor, session_id, db_key=store.state_db_key(home))
+        )
         base: dict[str, Any] = {
             "success": True,
             "mode": mode,
@@ -653,14 +660,15 @@ def search_history(
         if parsed.truncated:
             base["query_truncated"] = True
         if scope.project.get("kind") == "home":
-            base["message"] = "No project context (no working directory recorded)"
+            base["message"] = "No project context (no working directory recorded)" if cwd is None else (
+                "No project context: this folder is in no git repo and no project folder")
             return base
         blocked = semantic_precheck(home, settings, scope.project)
         base["semantic_status"] = blocked.status if blocked else "ready"
         if blocked is not None and blocked.note:
             base["semantic_note"] = blocked.note
         if not scope.session_ids:
-            base["message"] = "No other sessions in this project"
+            base["message"] = "No other sessions in this project" if cwd is None else "No sessions in this project yet"
             return base
         if not parsed.units and (mode == "keyword" or blocked is not None):
             base["message"] = "The query has no searchable words"

@@ -617,6 +617,73 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
     return Scope(current, project, others, len(others) + 1, sum(entry.messages.get(sid, 0) for sid in others))
 
 
+def compute_scope_for_cwd(conn: sqlite3.Connection, attributor: Attributor, cwd: str, *, db_key: str) -> Scope:
+    """Every searchable session of the project that folder ``cwd`` belongs to.
+
+    The sibling of :func:`compute_scope` for callers with no session id (a
+    slash command typed by the human, the command line): the folder is
+    attributed like a session recorded there, and since there is no current
+    conversation nothing is excluded. ``Scope.current`` is ``None``. A folder
+    in no project (Home) has no scope. Never raises for the folder itself (a
+    missing folder is attributed by its path alone).
+    """
+    project = attributor.project_for_workspace(cwd or None, None)
+    identity = attribution.project_identity(project)
+    if identity[0] == "home":
+        return Scope(None, project, (), 0)
+    entry = membership.members(conn, db_key, attributor)
+    members = tuple(sorted(entry.by_identity.get(identity, ())))
+    return Scope(None, project, members, len(members), sum(entry.messages.get(sid, 0) for sid in members))
+
+
+@dataclass(frozen=True)
+class ProjectCount:
+    """One project as attribution sees it, with its searchable sessions."""
+
+    project: dict[str, str]  # one of attribution's three shapes
+    sessions: int  # searchable sessions (archived and delegate/tool runs left out)
+    messages: int  # their message_count, summed
+    workspaces: tuple[str, ...]  # distinct recorded working folders, sorted
+
+
+_SEARCHABLE_COUNT_SQL = f"SELECT count(*), COALESCE(sum(message_count), 0) FROM sessions WHERE archived = 0 AND NOT {_cols(_DELEGATE, '')}"
+
+
+def project_census(conn: sqlite3.Connection, attributor: Attributor) -> list[ProjectCount]:
+    """Every project that holds searchable sessions, and Home, with counts.
+
+    Attribution is the one the search uses (``Attributor.project_for_workspace``
+    over each distinct effective workspace), read fresh rather than from the
+    membership cache. Home counts the searchable sessions in no project,
+    including those with no recorded folder at all. Sorted by kind
+    (explicit, auto, home), then name. Raises ``sqlite3.DatabaseError`` when
+    state.db cannot be read.
+    """
+    counts: dict[tuple[str, str], list[Any]] = {}
+    for (cwd, root), sessions in searchable_workspaces(conn).items():
+        project = attributor.project_for_workspace(cwd, root)
+        slot = counts.setdefault(attribution.project_identity(project), [project, 0, 0, set()])
+        slot[1] += len(sessions)
+        slot[2] += sum(messages for _, messages in sessions)
+        if cwd:
+            slot[3].add(cwd)
+    total_sessions, total_messages = conn.execute(_SEARCHABLE_COUNT_SQL).fetchone()
+    placed = sum(slot[1] for key, slot in counts.items() if key[0] != "home")
+    placed_messages = sum(slot[2] for key, slot in counts.items() if key[0] != "home")
+    home = counts.pop(("home", ""), [dict(attribution.HOME), 0, 0, set()])
+    home[1], home[2] = int(total_sessions) - placed, int(total_messages) - placed_messages
+    order = {"explicit": 0, "auto": 1}
+    rows = sorted(counts.values(), key=lambda s: (order.get(s[0].get("kind", ""), 2), str(s[0].get("name", "")).casefold()))
+    return [ProjectCount(p, n, m, tuple(sorted(w))) for p, n, m, w in [*rows, home]]
+
+
+def state_counts(conn: sqlite3.Connection) -> tuple[int, int]:
+    """``(sessions, messages)`` rows in state.db, whatever their kind."""
+    sessions = int(conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
+    messages = int(conn.execute("SELECT count(*) FROM messages").fetchone()[0])
+    return sessions, messages
+
+
 # ---------------------------------------------------------------------------
 # Message queries (all bounded, all parameters)
 # ---------------------------------------------------------------------------

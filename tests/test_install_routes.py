@@ -110,11 +110,25 @@ def test_pip_route(tmp_path: Path):
     report = check_enabled_listed_and_working(child_py, hermes, home, tmp_path, "entrypoint")
     assert report["module"].startswith(str(installed))
     # The index command of the pip route: without consent it embeds nothing and says why.
-    index = run([str(child_py), "-m", "project_history_recall", "index"], home)
+    index = run([str(child_py), "-m", "project_history_recall", "index", "--json"], home)
     assert index.returncode == 0, index.stderr
     assert json.loads(index.stdout)["semantic_status"] == "consent_required"
     assert not (home / "plugins" / "project-history-recall" / "data" / "embeddings.db").exists()
     assert not (home / "plugins").exists() or not any((home / "plugins").iterdir())
+    # The command line, as a real process: the console script and python -m.
+    script = venv / "bin" / "project-history-recall"
+    assert script.exists(), "pyproject's [project.scripts] entry was not installed"
+    repo = tmp_path / "repo"
+    found = run([str(script), "search", "websocket", "--cwd", str(repo), "--json"], home)
+    assert found.returncode == 0, found.stderr
+    assert [r["session_id"] for r in json.loads(found.stdout)["results"]] == ["old"], "every session of the folder's project"
+    text = run([str(child_py), "-m", "project_history_recall", "search", "websocket backoff", "--cwd", str(repo)], home)
+    assert text.returncode == 0, text.stderr
+    assert f"Scoped to the project of {repo.resolve()}: repo (git repo" in text.stdout and "@session:old" in text.stdout
+    assert run([str(script), "search"], home).returncode == 2
+    missing = run([str(script), "--hermes-home", str(tmp_path / "nowhere"), "projects"], home)
+    assert missing.returncode == 1 and "session database not found" in missing.stderr
+    assert "Traceback" not in missing.stderr
 
 
 def test_load_failure_is_visible(tmp_path: Path):

@@ -205,7 +205,7 @@ def test_index_command_and_slash_command(sem, fake, capsys):
     sem.say("a_ws", "user", "and one more message")
     from project_history_recall.__main__ import main
 
-    assert main(["--hermes-home", str(sem.home), "index"]) == 0
+    assert main(["--hermes-home", str(sem.home), "index", "--json"]) == 0
     out = capsys.readouterr()
     report = __import__("json").loads(out.out)
     assert report["semantic_status"] == "ready" and report["remaining"] == 0 and report["total"] == 7

@@ -1,0 +1,203 @@
+"""Command line: ``project-history-recall`` / ``python -m project_history_recall``.
+
+For use outside a chat, against a Hermes profile (``$HERMES_HOME``, or
+``--hermes-home``)::
+
+    search QUERY [--cwd DIR] [--mode hybrid|keyword|semantic] [--limit N] [--json]
+    projects [--json]
+    index [--json]
+    status [--json]
+
+``search`` is scoped like ``/history``: by the project of a folder (``--cwd``,
+default the current directory), every session of it included. Text output
+uses the same renderer as the slash commands (``render.py``); ``--json``
+prints the raw answer.
+
+Exit codes: 0 success, 1 a failure answer (no state.db, unreadable database,
+the embedding provider failing...), 2 a usage error. Failures print one
+clear line on stderr (with ``--json``, the failure answer on stdout too),
+never a traceback. Reads are read-only; only ``index`` writes, and only to
+the plugin's own data folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from . import render, search, status, store
+
+# Not ``cli.py``: Hermes has a top-level module named ``cli`` (imported by
+# ``hermes_cli.main`` and the gateway), which a checkout on ``sys.path`` would shadow.
+
+PROG = "project-history-recall"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Arguments argparse accepted but the command cannot use (exit code 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (``--hermes-home`` is accepted before or after the subcommand)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--hermes-home", type=Path, default=argparse.SUPPRESS,
+                        help="the Hermes profile folder (default: $HERMES_HOME, else ~/.hermes)")
+    parser = argparse.ArgumentParser(
+        prog=PROG, parents=[common],
+        description="Search a Hermes profile's past conversations by project, outside a chat. "
+        "Exit codes: 0 success, 1 failure, 2 usage error.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {status.plugin_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{search,projects,index,status}")
+
+    find = sub.add_parser("search", parents=[common], help="search the past sessions of a folder's project")
+    find.add_argument("query", nargs="+", help="keywords, \"quoted phrases\", identifiers or a question")
+    find.add_argument("--cwd", type=Path, default=None, help="the folder whose project is searched (default: the current directory)")
+    find.add_argument("--mode", choices=search.MODES, default="hybrid", help="hybrid (default), keyword or semantic")
+    find.add_argument("--limit", type=int, default=search.DEFAULT_LIMIT,
+                      help=f"sessions to show, 1 to {search.MAX_LIMIT} (default {search.DEFAULT_LIMIT})")
+    find.add_argument("--json", action="store_true", help="print the raw JSON answer")
+
+    listing = sub.add_parser("projects", parents=[common], help="projects and how many sessions each holds")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+
+    index = sub.add_parser("index", parents=[common], help="embed the consented projects' messages (progress bar on stderr)")
+    index.add_argument("--json", action="store_true", help="print the raw JSON answer")
+
+    report = sub.add_parser("status", parents=[common], help="what the plugin finds in this Hermes profile")
+    report.add_argument("--json", action="store_true", help="print JSON")
+    parser.subcommands = sub.choices  # type: ignore[attr-defined]  # for usage lines of our own errors
+    return parser
+
+
+def _emit(text: str, stream: TextIO) -> None:
+    """Write a line; characters the stream cannot encode (lone surrogates...) are escaped."""
+    try:
+        stream.write(text + "\n")
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding) + "\n")
+
+
+def _as_json(payload: Any) -> str:
+    return json.dumps(payload, indent=2, ensure_ascii=False, default=str)
+
+
+@contextmanager
+def _profile(home: Path | None) -> Iterator[Path]:
+    """The profile folder, exported as ``HERMES_HOME`` for Hermes' own helpers while the command runs."""
+    if home is None:
+        yield store.hermes_home()
+        return
+    previous = os.environ.get("HERMES_HOME")
+    os.environ["HERMES_HOME"] = str(home.expanduser())
+    try:
+        yield home.expanduser()
+    finally:
+        if previous is None:
+            os.environ.pop("HERMES_HOME", None)
+        else:
+            os.environ["HERMES_HOME"] = previous
+
+
+def _bar(done: int, total: int, started: float, stream: TextIO) -> None:
+    width = 30
+    filled = int(width * done / total) if total else width
+    rate = done / max(time.monotonic() - started, 1e-6)
+    stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} messages  {rate:.0f}/s ")
+    stream.flush()
+
+
+def _search(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
+    query = " ".join(args.query)
+    if not query.strip():
+        raise UsageError("the query is empty: pass the words or question to search for")
+    if not 1 <= args.limit <= search.MAX_LIMIT:
+        raise UsageError(f"--limit must be between 1 and {search.MAX_LIMIT}, got {args.limit}")
+    folder = args.cwd if args.cwd is not None else Path.cwd()
+    if not folder.expanduser().is_dir():
+        raise UsageError(f"--cwd is not a folder: {folder}")
+    cwd = status.folder_of(folder)
+    answer = search.search_history(home=home, query=query, mode=args.mode, limit=args.limit, cwd=cwd)
+    return answer, render.render_search(answer, cwd=cwd)
+
+
+def _projects(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
+    answer = status.list_projects(home=home)
+    return answer, render.render_projects(answer)
+
+
+def _index(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
+    started = time.monotonic()
+    try:
+        answer = search.index_projects(home=home, progress=lambda d, t: _bar(d, t, started, sys.stderr))
+    finally:
+        sys.stderr.write("\n")
+    if not answer.get("success"):
+        return answer, render.error_text("history index", answer)
+    if answer.get("message"):
+        return answer, f"Nothing indexed: semantic search is {answer['semantic_status']}: {answer['message']}"
+    text = (f"{answer['indexed']} of {answer['total']} messages indexed in {answer['projects']} project(s) "
+            f"({answer['seconds']} s); semantic search is {answer['semantic_status']}.")
+    return answer, text
+
+
+def _status(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
+    answer = status.profile_status(home=home)
+    return answer, render.render_status(answer)
+
+
+COMMANDS = {"search": _search, "projects": _projects, "index": _index, "status": _status}
+
+
+def _failure(error: str, code: str, **extra: Any) -> dict[str, Any]:
+    return {"success": False, "error": error, "code": code, **extra}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit code (0 ok, 1 failure, 2 usage). Never raises."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors exit 2, --help / --version exit 0
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    as_json = bool(getattr(args, "json", False))
+    error_line = ""
+    with _profile(getattr(args, "hermes_home", None)) as home:
+        try:
+            answer, text = COMMANDS[args.command](args, home)
+        except UsageError as exc:
+            parser.subcommands[args.command].print_usage(sys.stderr)
+            _emit(f"{PROG} {args.command}: error: {exc}", sys.stderr)
+            return EXIT_USAGE
+        except store.StoreError as exc:
+            where = exc.details.get("path")
+            answer, text = _failure(str(exc), exc.code, **({"path": where} if where else {})), ""
+            hint = " (set --hermes-home or $HERMES_HOME to the Hermes profile folder)" if isinstance(exc, store.NoStateDB) else ""
+            error_line = f"{PROG} {args.command}: {exc}{': ' + where if where else ''}{hint}"
+        except sqlite3.DatabaseError as exc:
+            answer, text = _failure(f"database error: {exc}", "db_error"), ""
+        except Exception as exc:  # the process boundary: one line, never a traceback
+            answer, text = _failure(f"internal error: {type(exc).__name__}: {exc}", "internal_error"), ""
+    ok = bool(answer.get("success"))
+    if as_json:
+        _emit(_as_json(answer), sys.stdout)
+    elif text and (ok or args.command == "status"):  # a failed status still shows what was found
+        _emit(text, sys.stdout)
+    if not ok:
+        _emit(error_line or f"{PROG} {args.command}: {answer.get('error') or 'failed'}", sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""Readable text for people: one renderer shared by the slash commands and the CLI.
+
+Pure: dicts in (the JSON answers of ``search.search_history`` and
+``status.py``), strings out. No IO, no imports from the rest of the plugin,
+so ``/history-search`` and ``project-history-recall search`` cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+COMMANDS_HELP = (
+    ("/history-search <query>", "search the past sessions of this folder's project (keywords, phrases or a question)"),
+    ("/history-index", "embed consented projects' messages for up to a minute, then show this project's index status"),
+    ("/history-move <project>", "how to move this conversation to a project (ask the agent: it knows the session)"),
+    ("/history-help", "this help"),
+)
+TOOLS_HELP = (
+    ("project_history_search(query, mode, limit)", "the agent's scoped search of this conversation's project"),
+    ("project_session_move(project_id)", "the agent moves this conversation to a project ('' = Home)"),
+    ("project_history_semantic_consent(decision, projects)", "records your yes or no to semantic search"),
+)
+CLI_HELP = (
+    ("search QUERY [--cwd DIR] [--mode M] [--limit N] [--json]", "the same search from a shell"),
+    ("projects [--json]", "projects and how many sessions attribution gives each"),
+    ("index [--json]", "embed every consented project, with a progress bar"),
+    ("status [--json]", "state.db, projects.db, semantic settings, consent and index size"),
+)
+
+
+CONSENT_FOR_HUMANS = (
+    "(You are the user: to allow it, tell the agent in a conversation of this project; it records your "
+    "answer with project_history_semantic_consent.)"
+)
+
+
+def project_label(project: Mapping[str, Any]) -> str:
+    """``Payments (project p_abc)``, ``myrepo (git repo /src/myrepo)`` or ``no project (Home)``."""
+    kind = project.get("kind")
+    if kind == "explicit":
+        return f"{project.get('name') or project.get('id')} (project {project.get('id')})"
+    if kind == "auto":
+        return f"{project.get('name')} (git repo {project.get('root') or project.get('key')})"
+    return "no project (Home)"
+
+
+def scope_line(cwd: str, project: Mapping[str, Any]) -> str:
+    """The line every cwd-scoped output starts with: which folder decided the scope."""
+    return f"Scoped to the project of {cwd}: {project_label(project)}"
+
+
+def error_text(prefix: str, answer: Mapping[str, Any]) -> str:
+    """``prefix: error`` for a failure answer (``{success: false, error, code}``)."""
+    return f"{prefix}: {answer.get('error') or 'failed'}"
+
+
+def render_search(answer: Mapping[str, Any], *, cwd: str) -> str:
+    """A search answer as numbered sessions (title, when, source, snippet, link) and the notices.
+
+    A failure answer (``success`` false) renders as one ``history search:
+    <error>`` line.
+    """
+    if not answer.get("success"):
+        return error_text("history search", answer)
+    lines = [scope_line(cwd, answer.get("project") or {})]
+    status = answer.get("semantic_status")
+    lines.append(f"{answer.get('sessions_in_scope', 0)} session(s) in this project; mode {answer.get('mode')}; semantic search: {status}")
+    results = answer.get("results") or []
+    if answer.get("query_truncated"):
+        lines.append("(the query was cut to its first 2,000 characters)")
+    if answer.get("projects_note"):
+        lines.append(f"Note: {answer['projects_note']}")
+    lines.append("")
+    if not results:
+        lines.append(str(answer.get("message") or "No matching messages."))
+    for number, hit in enumerate(results, start=1):
+        title = hit.get("title") or "(untitled session)"
+        when = hit.get("when") or "unknown time"
+        lines.append(f"{number}. {title}  [{when}, {hit.get('score_source')}]")
+        lines.append(f"   {hit.get('snippet')}")
+        lines.append(f"   {hit.get('link')}  (message {hit.get('message_id')})")
+    if answer.get("semantic_note") and status != "ready":
+        lines.extend(["", f"Semantic search ({status}): {answer['semantic_note']}"])
+        if status == "consent_required":
+            lines.append(CONSENT_FOR_HUMANS)
+    if answer.get("notice"):
+        lines.extend(["", str(answer["notice"])])
+    return "\n".join(lines)
+
+
+def render_index_status(report: Mapping[str, Any]) -> str:
+    """The index progress of one folder's project (see ``status.index_status``)."""
+    if not report.get("success"):
+        return error_text("history index status", report)
+    lines = [scope_line(str(report.get("cwd")), report.get("project") or {})]
+    semantic = report.get("semantic") or {}
+    if (report.get("project") or {}).get("kind") == "home":
+        lines.append("Nothing to index: this folder is in no git repo and no project folder.")
+    else:
+        lines.append(
+            f"Index: {report.get('indexed')} of {report.get('indexable')} message(s) embedded, {report.get('pending')} pending, "
+            f"in {report.get('sessions')} session(s); semantic search here: {report.get('semantic_status')}"
+        )
+    lines.append(f"Model: {_model_text(semantic)}")
+    lines.append(f"Consent: {_consent_text(semantic)}")
+    if report.get("semantic_note"):
+        lines.append(f"Note: {report['semantic_note']}")
+    return "\n".join(lines)
+
+
+def _model_text(semantic: Mapping[str, Any]) -> str:
+    if semantic.get("provider") == "none":
+        return "none (embedding.provider: none)"
+    where = "on this machine" if semantic.get("provider") == "local" else f"at {semantic.get('endpoint')}"
+    return f"{semantic.get('model')} ({semantic.get('provider')}, {where})"
+
+
+def _consent_text(semantic: Mapping[str, Any]) -> str:
+    consent = semantic.get("consent") or {}
+    status = semantic.get("status")
+    if status == "allowed":
+        projects = consent.get("projects") or []
+        which = "every project" if "*" in projects else ", ".join(str(p) for p in projects)
+        return f"given {consent.get('confirmed_at')} for {which}"
+    return f"{status}: {semantic.get('note')}"
+
+
+def render_status(report: Mapping[str, Any]) -> str:
+    """A profile report (see ``status.profile_status``)."""
+    lines = [f"project-history-recall {report.get('version')}", f"Hermes profile: {report.get('hermes_home')}"
+             + ("" if report.get("home_exists") else "  (NOT FOUND)")]
+    state = report.get("state_db") or {}
+    if not state.get("found"):
+        lines.append(f"state.db: not found at {state.get('path')} (Hermes has not recorded a session in this profile)")
+    elif state.get("error"):
+        lines.append(f"state.db: {state.get('path')}: {state['error']}")
+    else:
+        lines.append(f"state.db: {state.get('path')}: {state.get('sessions')} session(s), {state.get('messages')} message(s)")
+    projects = report.get("projects_db") or {}
+    if not projects.get("found"):
+        lines.append(f"projects.db: not found at {projects.get('path')} (git repos are the projects)")
+    elif projects.get("note"):
+        lines.append(f"projects.db: {projects.get('path')}: {projects['note']}")
+    else:
+        lines.append(f"projects.db: {projects.get('path')}: {projects.get('projects')} project(s), {projects.get('archived')} archived")
+    semantic = report.get("semantic") or {}
+    lines.append(f"Semantic search: {semantic.get('status')}; model {_model_text(semantic)}")
+    lines.append(f"Consent: {_consent_text(semantic)}")
+    index = report.get("index") or {}
+    if not index.get("found"):
+        lines.append(f"Index: none yet ({index.get('path')})")
+    elif index.get("error"):
+        lines.append(f"Index: {index.get('path')}: {index['error']}")
+    else:
+        lines.append(
+            f"Index: {index.get('path')}: {index.get('bytes')} bytes, {index.get('chunks')} chunk(s), "
+            f"{index.get('messages_indexed')} message(s) embedded with the configured model"
+        )
+    return "\n".join(lines)
+
+
+def render_projects(listing: Mapping[str, Any]) -> str:
+    """Projects with their session counts (see ``status.list_projects``)."""
+    if not listing.get("success"):
+        return error_text("history projects", listing)
+    lines = []
+    for row in listing.get("projects") or []:
+        flag = "  [archived]" if row.get("archived") else ""
+        lines.append(f"{project_label(row)}{flag}: {row.get('sessions')} session(s), {row.get('messages')} message(s)")
+        folders = row.get("folders") or ([row["root"]] if row.get("root") else [])
+        if folders:
+            lines.append(f"    folders: {', '.join(folders)}")
+    if not (listing.get("projects_db") or {}).get("found"):
+        lines.append("(no projects.db: only git repos and Home)")
+    if listing.get("projects_note"):
+        lines.append(f"Note: {listing['projects_note']}")
+    return "\n".join(lines)
+
+
+def render_help(version: str) -> str:
+    """Usage of the slash commands, the tools and the command line, and the main limits."""
+    width = max(len(c) for c, _ in COMMANDS_HELP + TOOLS_HELP)
+    lines = [f"project-history-recall {version}: search this project's past conversations", "", "Slash commands:"]
+    lines += [f"  {c.ljust(width)}  {d}" for c, d in COMMANDS_HELP]
+    lines += ["", "Agent tools (ask the agent in plain words):"]
+    lines += [f"  {c.ljust(width)}  {d}" for c, d in TOOLS_HELP]
+    lines += ["", "Command line (outside a chat): project-history-recall, or python -m project_history_recall"]
+    lines += [f"  {c}\n      {d}" for c, d in CLI_HELP]
+    lines += [
+        "",
+        "Limits:",
+        "  * Slash commands get no session id from Hermes: /history-search searches the project of Hermes' working",
+        "    directory (every session of it, this one included), and /history-move cannot move by itself.",
+        "  * Keyword search misses paraphrases until semantic search is consented and the project indexed.",
+        "  * Results are past conversations: historical data, not instructions.",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,293 @@
+"""Reports for people, not the model: projects, index progress, profile status.
+
+Layering: called by the entry points (slash commands in ``__init__.py``,
+``command_line.py``); uses ``search.py`` for the semantic rules (consent, provider)
+and ``store.py`` / ``embeddings.py`` for reads. Nothing here writes: state.db,
+projects.db and embeddings.db are opened read-only (``store.connect_ro``),
+nothing is embedded, and a missing file is reported, never created.
+
+Every function returns a plain dict (JSON-ready) with ``success``; failures a
+caller must report are raised as :class:`store.StoreError` (no state.db).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from . import search, store
+
+logger = logging.getLogger(__name__)
+
+DIST_NAME = "project-history-recall"
+
+
+def plugin_version() -> str:
+    """The plugin's version: ``plugin.yaml`` beside this file, else the installed metadata, else ``"unknown"``."""
+    import yaml
+
+    try:
+        manifest = yaml.safe_load((Path(__file__).with_name("plugin.yaml")).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        manifest = None
+    if isinstance(manifest, dict) and manifest.get("version"):
+        return str(manifest["version"])
+    try:
+        return metadata.version(DIST_NAME)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def folder_of(cwd: str | Path) -> str:
+    """``cwd`` as Hermes would record it for a session started there (absolute, symlinks resolved)."""
+    return str(Path(cwd).expanduser().resolve())
+
+
+def project_ref(project: dict[str, Any]) -> dict[str, Any]:
+    """The JSON shape of a project in reports (the search answer's shape, plus nothing)."""
+    return dict(project)
+
+
+# ---------------------------------------------------------------------------
+# Semantic configuration and consent (no model loaded, nothing sent)
+# ---------------------------------------------------------------------------
+
+
+def _embeddings_module() -> tuple[Any, str]:
+    """``(embeddings module or None, reason)``: numpy is optional in a keyword-only install."""
+    try:
+        from . import embeddings
+    except ImportError as exc:
+        return None, f"semantic search needs numpy and {search.LOCAL_HINT}: {exc}"
+    return embeddings, ""
+
+
+def semantic_config(home: Path) -> dict[str, Any]:
+    """What semantic search would use and what the user agreed to.
+
+    Returns ``{provider, endpoint, model, status, note, consent}`` where
+    ``status`` is ``disabled`` (``provider: none`` or declined),
+    ``consent_required`` (no consent for this provider, endpoint and model),
+    ``allowed`` (consent covers some projects: ``consent.projects``) or
+    ``unavailable`` (numpy or the model package missing). ``consent`` is the
+    recorded answer (``None`` when there is none). Never raises.
+    """
+    settings = store.load_settings(home)
+    spec = search.provider_spec(settings) if settings.embedding.provider != "none" else None
+    out: dict[str, Any] = {
+        "provider": settings.embedding.provider,
+        "endpoint": spec.endpoint if spec else None,
+        "model": spec.model if spec else None,
+        "consent": None,
+    }
+    embeddings, reason = _embeddings_module()
+    consent = embeddings.read_consent(store.plugin_data_dir(home) / "consent.json") if embeddings else None
+    if consent is not None:
+        out["consent"] = {k: consent.get(k) for k in ("declined", "projects", "provider", "endpoint", "model", "confirmed_at") if k in consent}
+    if spec is None:
+        return {**out, "status": "disabled", "note": "semantic search is turned off (embedding.provider: none)"}
+    if embeddings is None:
+        return {**out, "status": "unavailable", "note": reason}
+    if consent and consent.get("declined"):
+        return {**out, "status": "disabled", "note": "the user declined semantic search for this profile"}
+    same = consent is not None and (consent.get("provider"), consent.get("endpoint"), consent.get("model")) == (
+        spec.provider, spec.endpoint, spec.model)
+    if not same or not consent.get("projects"):
+        where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
+        note = f"no consent yet for {spec.model} ({where}); ask the agent to search history and answer its question"
+        if consent is not None and not same:
+            note += f" (the recorded consent is for {consent.get('model')} at {consent.get('endpoint')})"
+        return {**out, "status": "consent_required", "note": note}
+    projects = consent.get("projects") or []
+    covers = "every project" if "*" in projects else f"{len(projects)} project(s)"
+    return {**out, "status": "allowed", "note": f"consent covers {covers}"}
+
+
+def _fingerprint(home: Path) -> str | None:
+    """The configured model's fingerprint (the index key), or ``None`` when there is no usable provider."""
+    embeddings, _ = _embeddings_module()
+    if embeddings is None:
+        return None
+    settings = store.load_settings(home)
+    try:
+        return search.make_provider(settings, home).fingerprint
+    except embeddings.EmbeddingUnavailable:
+        return None
+
+
+def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[str, Any]:
+    """What ``embeddings.db`` holds, read-only.
+
+    Returns ``{path, found, bytes, chunks, messages_indexed}``:
+    ``messages_indexed`` counts messages embedded with the configured model
+    (of ``session_ids`` when given). ``error`` is set, and the counts left
+    out, when the file cannot be read. Never creates the file.
+    """
+    path = store.plugin_data_dir(home) / "embeddings.db"
+    out: dict[str, Any] = {"path": str(path), "found": path.is_file()}
+    if not out["found"]:
+        return {**out, "bytes": 0, "chunks": 0, "messages_indexed": 0}
+    out["bytes"] = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
+    fingerprint = _fingerprint(home)
+    try:
+        conn = store.connect_ro(path)
+    except (FileNotFoundError, sqlite3.DatabaseError) as exc:
+        return {**out, "error": f"embeddings.db unreadable: {exc}"}
+    try:
+        out["chunks"] = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+        sql = "SELECT count(*) FROM chunks WHERE model_fingerprint = ? AND chunk_index = 0"
+        params: list[Any] = [fingerprint or ""]
+        if session_ids is not None:
+            import json
+
+            sql += " AND session_id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(session_ids))
+        out["messages_indexed"] = int(conn.execute(sql, params).fetchone()[0])
+    except sqlite3.DatabaseError as exc:
+        return {**out, "error": f"embeddings.db unreadable: {exc}"}
+    finally:
+        conn.close()
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Reports
+# ---------------------------------------------------------------------------
+
+
+def index_status(*, home: Path, cwd: str) -> dict[str, Any]:
+    """Index progress of the project of folder ``cwd``.
+
+    Returns ``{success, cwd, project, sessions, indexable, indexed, pending,
+    semantic_status, semantic_note, semantic}``: ``indexable`` counts the
+    project's live user/assistant messages with text, ``indexed`` those
+    embedded with the configured model, ``semantic_status`` is the value a
+    search there would report before indexing (``disabled``,
+    ``consent_required``, ``unavailable``, ``indexing``, ``partial``,
+    ``ready``). Home has no project: counts are 0 and ``semantic_status`` is
+    ``disabled``. Raises :class:`store.StoreError` when state.db is missing or
+    unreadable.
+    """
+    folder = folder_of(cwd)
+    conn = store.open_state_db(home)
+    try:
+        listing = store.load_projects(home)
+        attributor = store.attributor_for(home, listing.projects)
+        scope = store.compute_scope_for_cwd(conn, attributor, folder, db_key=store.state_db_key(home))
+        indexable = store.count_indexable(conn, scope) if scope.session_ids else 0
+    finally:
+        conn.close()
+    semantic = semantic_config(home)
+    answer: dict[str, Any] = {
+        "success": True,
+        "cwd": folder,
+        "project": project_ref(scope.project),
+        "sessions": scope.in_project,
+        "indexable": indexable,
+        "indexed": 0,
+        "pending": indexable,
+        "semantic": semantic,
+    }
+    if scope.project.get("kind") == "home":
+        return {**answer, "pending": 0, "semantic_status": "disabled",
+                "semantic_note": "this folder is in no project: nothing to index"}
+    blocked = search.semantic_precheck(home, store.load_settings(home), scope.project)
+    index = index_file_report(home, list(scope.session_ids))
+    indexed = min(int(index.get("messages_indexed") or 0), indexable)
+    answer.update(indexed=indexed, pending=indexable - indexed, index=index)
+    if blocked is not None:
+        return {**answer, "semantic_status": blocked.status, "semantic_note": blocked.note}
+    status = "ready" if indexed >= indexable else ("partial" if indexed else "indexing")
+    note = "" if status == "ready" else f"{indexable - indexed} message(s) not embedded yet"
+    return {**answer, "semantic_status": status, "semantic_note": note}
+
+
+def profile_status(*, home: Path) -> dict[str, Any]:
+    """What the plugin finds in a Hermes profile; never raises for missing or broken files.
+
+    Returns ``{success, version, hermes_home, home_exists, state_db,
+    projects_db, semantic, index}``. ``state_db``: ``{path, found, sessions,
+    messages}`` (``error`` when unreadable); ``projects_db``: ``{path, found,
+    projects, archived}`` (``note`` when unreadable); ``semantic``: see
+    :func:`semantic_config`; ``index``: see :func:`index_file_report`.
+    ``success`` is False only when the profile folder itself does not exist.
+    """
+    home = Path(home)
+    answer: dict[str, Any] = {"success": home.is_dir(), "version": plugin_version(), "hermes_home": str(home),
+                              "home_exists": home.is_dir()}
+    if not home.is_dir():
+        answer["error"] = f"Hermes profile folder not found: {home}"
+    db_path = store.state_db_path(home)
+    state: dict[str, Any] = {"path": str(db_path), "found": db_path.is_file()}
+    if state["found"]:
+        try:
+            conn = store.open_state_db(home)
+        except store.StoreError as exc:
+            state["error"] = str(exc)
+        else:
+            try:
+                state["sessions"], state["messages"] = store.state_counts(conn)
+            except sqlite3.DatabaseError as exc:
+                state["error"] = f"session database unreadable: {exc}"
+            finally:
+                conn.close()
+    answer["state_db"] = state
+    listing = store.load_projects(home)
+    pdb_path = store.projects_db_path(home)
+    projects: dict[str, Any] = {"path": str(pdb_path), "found": pdb_path.is_file()}
+    if listing.available:
+        projects["projects"] = sum(1 for p in listing.projects if not p.get("archived"))
+        projects["archived"] = sum(1 for p in listing.projects if p.get("archived"))
+    elif listing.note:
+        projects["note"] = listing.note
+    answer["projects_db"] = projects
+    answer["semantic"] = semantic_config(home)
+    answer["index"] = index_file_report(home)
+    return answer
+
+
+def list_projects(*, home: Path) -> dict[str, Any]:
+    """Every project with the number of searchable sessions attribution gives it.
+
+    Returns ``{success, projects, projects_db}``; each project is the search
+    answer's project shape plus ``sessions``, ``messages``, ``workspaces``
+    (recorded folders) and, for explicit projects, ``folders`` and
+    ``archived``. Explicit projects without sessions are listed too; Home comes
+    last. Raises :class:`store.StoreError` when state.db is missing or
+    unreadable.
+    """
+    conn = store.open_state_db(home)
+    try:
+        listing = store.load_projects(home)
+        attributor = store.attributor_for(home, listing.projects)
+        census = store.project_census(conn, attributor)
+    finally:
+        conn.close()
+    by_id = {p["id"]: p for p in listing.projects}
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for count in census:
+        row = {**project_ref(count.project), "sessions": count.sessions, "messages": count.messages,
+               "workspaces": list(count.workspaces)}
+        if count.project.get("kind") == "explicit":
+            seen.add(count.project["id"])
+            record = by_id.get(count.project["id"], {})
+            row.update(folders=[f["path"] for f in record.get("folders", [])], archived=bool(record.get("archived")))
+        rows.append(row)
+    missing = [
+        {"kind": "explicit", "id": p["id"], "name": p["name"], "sessions": 0, "messages": 0, "workspaces": [],
+         "folders": [f["path"] for f in p.get("folders", [])], "archived": bool(p.get("archived"))}
+        for p in listing.projects if p["id"] not in seen
+    ]
+    explicit = [r for r in rows if r["kind"] == "explicit"] + missing
+    answer: dict[str, Any] = {
+        "success": True,
+        "projects": explicit + [r for r in rows if r["kind"] != "explicit"],
+        "projects_db": {"path": str(store.projects_db_path(home)), "found": listing.available},
+    }
+    if listing.note:
+        answer["projects_note"] = listing.note
+    return answer

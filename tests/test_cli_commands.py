@@ -1,0 +1,338 @@
+"""The human's surface: slash commands through Hermes' own dispatch, and the command line.
+
+* Slash commands are run by Hermes' interactive CLI (``HermesCLI.process_command``)
+  or looked up with ``hermes_cli.plugins.get_plugin_command_handler``, exactly as
+  the gateway and the desktop do; they are scoped by the process's working
+  directory (``monkeypatch.chdir``).
+* ``/history-move`` moves only when Hermes names the live conversation: through
+  ``PluginContext.dispatch_tool``, which passes the interactive CLI's agent.
+* The command line runs in-process (``command_line.main([...])``) and once as a real
+  ``python -m project_history_recall`` process; the pip route's console
+  script is checked in ``test_install_routes.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, World
+
+from project_history_recall import command_line as cli
+
+ALPHA_WS = "Decision: websocket reconnects use exponential backoff with full jitter"
+BETA_WS = "beta also talked about the websocket gateway and its retries"
+
+
+@pytest.fixture
+def two(world: World, monkeypatch: pytest.MonkeyPatch):
+    """Two git repos with sessions; Hermes runs in alpha; an explicit project with no session yet."""
+    alpha, beta = world.repo("alpha"), world.repo("beta")
+    notes = world.folder("notes")
+    world.N = world.project("Team Notes", [notes])
+    world.session("a_ws", alpha, messages=[("assistant", ALPHA_WS)])
+    world.session("a_db", alpha, style="cli", messages=[("user", "the database migration plan")])
+    world.session("a_cur", alpha, style="cli", messages=[("user", "what did we decide on websocket?")])
+    world.session("b_ws", beta, messages=[("assistant", BETA_WS)])
+    world.session("h_chat", None, source="telegram", messages=[("user", "websocket chat at home")])
+    world.paths = {"alpha": alpha, "beta": beta, "notes": notes}
+    monkeypatch.chdir(alpha)
+    yield world
+    loaded = sys.modules.get("hermes_plugins.project_history_recall.embeddings")
+    if loaded is not None:
+        loaded.reset_indexes()
+
+
+def slash(name: str, args: str = "") -> str:
+    """Run a plugin command the way the gateway and the desktop do (handler lookup + result resolution)."""
+    from hermes_cli.plugins import get_plugin_command_handler, resolve_plugin_command_result
+
+    handler = get_plugin_command_handler(name)
+    assert handler is not None, f"/{name} is not registered"
+    result = resolve_plugin_command_result(handler(args))
+    assert isinstance(result, str)
+    return result
+
+
+@pytest.fixture
+def hermes_cli(two: World, monkeypatch: pytest.MonkeyPatch):
+    """Hermes' real interactive CLI object, wired to the plugin manager as ``HermesCLI.run`` wires it."""
+    import cli as hermes_cli_module
+    from hermes_cli.plugins import get_plugin_manager
+
+    printed: list[str] = []
+    monkeypatch.setattr(hermes_cli_module, "_cprint", printed.append)  # the terminal renderer only
+    monkeypatch.setenv("HERMES_SESSION_ID", "")  # restored after AIAgent sets it
+    shell = hermes_cli_module.HermesCLI()
+    manager = get_plugin_manager()
+    monkeypatch.setattr(manager, "_cli_ref", shell)  # what HermesCLI.run() does before the prompt
+
+    def run(line: str) -> str:
+        printed.clear()
+        shell.process_command(line)
+        return "\n".join(printed)
+
+    shell.run_line = run
+    yield shell
+    try:
+        from gateway.session_context import reset_session_vars
+
+        reset_session_vars()
+    except ImportError:
+        pass
+
+
+# ---------------------------------------------------------------------------
+# Slash commands
+# ---------------------------------------------------------------------------
+
+
+def test_commands_are_registered_with_hermes(two: World):
+    from hermes_cli.plugins import get_plugin_commands
+
+    commands = get_plugin_commands()
+    for name in ("history-search", "history-index", "history-move", "history-help"):
+        assert commands[name]["plugin"] == "project-history-recall", name
+    assert commands["history-search"]["args_hint"] == "<query>"
+    assert "history" not in commands or commands["history"].get("plugin") != "project-history-recall", (
+        "/history is Hermes' own command (conversation history): a plugin may not take it")
+
+
+def test_history_search_through_the_interactive_cli_is_scoped_by_cwd(hermes_cli, two: World):
+    """/history-search in Hermes' terminal: the project of its working directory, every session of it, never beta."""
+    out = hermes_cli.run_line("/history-search websocket backoff")
+    alpha = two.paths["alpha"]
+    assert f"Scoped to the project of {alpha}: alpha (git repo {alpha})" in out
+    assert "1. " in out and "@session:a_ws" in out and ">>>websocket<<<" in out
+    assert "@session:a_cur" in out, "no current session to leave out: the whole project is searched"
+    assert "b_ws" not in out and "h_chat" not in out
+    assert "historical data, not instructions" in out
+    assert "[" in out and "keyword]" in out  # when and score_source on the title line
+
+
+def test_history_usage_and_home_folder(two: World, monkeypatch: pytest.MonkeyPatch):
+    assert slash("history-search", "   ").startswith("usage: /history-search <query>")
+    monkeypatch.chdir(two.paths["notes"])
+    out = slash("history-search", "websocket")
+    assert f"Scoped to the project of {two.paths['notes']}: Team Notes (project {two.N})" in out
+    assert "No sessions in this project yet" in out
+    outside = two.folder("loose")
+    monkeypatch.chdir(outside)
+    out = slash("history-search", "websocket")
+    assert "no project (Home)" in out and "No project context" in out
+
+
+def test_history_reports_a_missing_state_db(two: World):
+    two.close()
+    (two.home / "state.db").rename(two.home / "state.db.away")
+    out = slash("history-search", "websocket")
+    assert out.startswith("history search: session database not found")
+
+
+def test_history_help_lists_version_commands_tools_and_limits(two: World):
+    out = slash("history-help")
+    assert out.startswith("project-history-recall 0.1.0")
+    for needle in ("/history-search <query>", "/history-index", "/history-move <project>", "/history-help",
+                   "project_history_search", "project_session_move", "project_history_semantic_consent",
+                   "search QUERY", "projects", "status", "Limits:"):
+        assert needle in out, needle
+
+
+def test_history_index_reports_the_cwd_project_before_consent(two: World):
+    out = slash("history-index")
+    lines = out.splitlines()
+    assert lines[0].startswith("history index: consent_required")
+    assert f"Scoped to the project of {two.paths['alpha']}: alpha" in out
+    assert "Index: 0 of 3 message(s) embedded, 3 pending, in 3 session(s); semantic search here: consent_required" in out
+    assert "Consent: consent_required" in out
+    assert not (two.home / "plugins" / "project-history-recall" / "data" / "embeddings.db").exists()
+
+
+def test_history_index_shows_progress_after_consent(two: World, fake):
+    server = fake()
+    two.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert two.call("project_history_semantic_consent", {"decision": "allow"}, "a_cur")["success"]
+    out = slash("history-index")
+    assert "3 of 3 messages indexed in 1 project(s)" in out
+    assert "Index: 3 of 3 message(s) embedded, 0 pending, in 3 session(s); semantic search here: ready" in out
+    assert "Consent: given" in out and "auto:" in out
+    assert "beta" not in " ".join(t for r in server.requests for t in r["body"]["input"])
+
+
+def test_history_move_without_a_named_conversation_explains(two: World):
+    """Gateway and desktop: Hermes passes plugin commands only their text, so nothing is moved."""
+    out = slash("history-move", "Team Notes")
+    assert "cannot tell which conversation is yours" in out
+    assert 'ask the agent in this conversation, e.g. "move this conversation to project Team Notes' in out
+    assert two.session_row("a_cur")["cwd"] == str(two.paths["alpha"])
+    assert slash("history-move", "").startswith("usage: /history-move")
+    assert "Team Notes (team-notes)" in slash("history-move", "")
+    unknown = slash("history-move", "nope")
+    assert unknown.startswith("history move: project not found: nope") and "Projects: Team Notes" in unknown
+
+
+def test_history_move_in_the_interactive_cli_before_the_first_message_explains(hermes_cli):
+    assert hermes_cli.agent is None
+    out = hermes_cli.run_line("/history-move Team Notes")
+    assert "cannot tell which conversation is yours" in out and "ask the agent" in out
+
+
+def test_history_move_in_the_interactive_cli_moves_the_live_conversation(hermes_cli, two: World):
+    """With an agent, dispatch_tool hands over the CLI's live session: the move really happens."""
+    from run_agent import AIAgent
+
+    hermes_cli.agent = AIAgent(
+        base_url="http://127.0.0.1:9/v1", api_key="unused", model="m", session_id="a_cur",
+        quiet_mode=True, skip_context_files=True, skip_memory=True, enabled_toolsets=[],
+    )
+    out = hermes_cli.run_line("/history-move team-notes")
+    assert f"Moved this conversation to project Team Notes ({two.paths['notes']})" in out, out
+    assert two.session_row("a_cur")["cwd"] == str(two.paths["notes"])
+    assert two.session_row("a_ws")["cwd"] == str(two.paths["alpha"]), "only the live conversation moves"
+
+
+# ---------------------------------------------------------------------------
+# The command line, in-process
+# ---------------------------------------------------------------------------
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_search_text_is_the_same_renderer_scoped_by_cwd(two: World, capsys):
+    code, out, err = run_cli(capsys, "--hermes-home", str(two.home), "search", "websocket", "--cwd", str(two.paths["beta"]))
+    assert code == 0, err
+    assert out.startswith(f"Scoped to the project of {two.paths['beta']}: beta (git repo {two.paths['beta']})")
+    assert "@session:b_ws" in out and "a_ws" not in out and "a_cur" not in out
+    assert "historical data, not instructions" in out
+
+
+def test_search_json_and_flags(two: World, capsys):
+    code, out, _ = run_cli(capsys, "search", "websocket", "jitter", "--cwd", str(two.paths["alpha"]),
+                           "--json", "--mode", "keyword", "--limit", "1", "--hermes-home", str(two.home))
+    assert code == 0
+    answer = json.loads(out)
+    assert answer["mode"] == "keyword" and answer["sessions_in_scope"] == 3
+    assert [r["session_id"] for r in answer["results"]] == ["a_ws"]
+    assert answer["project"]["kind"] == "auto" and answer["project"]["root"] == str(two.paths["alpha"])
+
+
+def test_search_defaults_to_the_current_directory_and_hermes_home(two: World, capsys):
+    code, out, _ = run_cli(capsys, "search", "websocket", "--json")
+    assert code == 0
+    assert {r["session_id"] for r in json.loads(out)["results"]} == {"a_ws", "a_cur"}
+
+
+def test_projects_counts_match_attribution(two: World, capsys):
+    code, out, _ = run_cli(capsys, "projects", "--json")
+    assert code == 0
+    listing = json.loads(out)
+    by_name = {p["name"] if p["kind"] != "home" else "Home": p for p in listing["projects"]}
+    assert [p["kind"] for p in listing["projects"]] == ["explicit", "auto", "auto", "home"]
+    assert by_name["Team Notes"]["sessions"] == 0 and by_name["Team Notes"]["folders"] == [str(two.paths["notes"])]
+    assert by_name["alpha"]["sessions"] == 3 and by_name["beta"]["sessions"] == 1 and by_name["Home"]["sessions"] == 1
+    for name in ("alpha", "beta"):
+        code, found, _ = run_cli(capsys, "search", "websocket", "--cwd", str(two.paths[name]), "--json")
+        assert json.loads(found)["sessions_in_scope"] == by_name[name]["sessions"], name
+    code, text, _ = run_cli(capsys, "projects")
+    assert f"alpha (git repo {two.paths['alpha']}): 3 session(s)" in text
+    assert f"Team Notes (project {two.N}): 0 session(s)" in text and "no project (Home): 1 session(s)" in text
+
+
+def test_projects_follow_a_move(two: World, capsys):
+    assert two.move("a_cur", "Team Notes")["success"]
+    code, out, _ = run_cli(capsys, "projects", "--json")
+    counts = {p.get("name", "Home"): p["sessions"] for p in json.loads(out)["projects"]}
+    assert counts["Team Notes"] == 1 and counts["alpha"] == 2
+
+
+def test_status_of_a_full_profile(two: World, fake, capsys):
+    server = fake()
+    two.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert two.call("project_history_semantic_consent", {"decision": "allow"}, "a_cur")["success"]
+    code, _, err = run_cli(capsys, "index")
+    assert code == 0 and "3/3 messages" in err
+    code, out, _ = run_cli(capsys, "status", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["state_db"]["found"] and report["state_db"]["sessions"] == 5 and report["state_db"]["messages"] == 5
+    assert report["projects_db"] == {"path": str(two.home / "projects.db"), "found": True, "projects": 1, "archived": 0}
+    assert report["semantic"]["status"] == "allowed" and report["semantic"]["model"] == "m"
+    assert report["semantic"]["consent"]["projects"] == [f"auto:{two.paths['alpha']}"]
+    index = report["index"]
+    assert index["found"] and index["bytes"] > 0 and index["chunks"] == 3 and index["messages_indexed"] == 3
+    code, text, _ = run_cli(capsys, "status")
+    assert "state.db: " in text and "5 session(s), 5 message(s)" in text and "Semantic search: allowed" in text
+    assert "3 chunk(s), 3 message(s) embedded" in text
+
+
+def test_status_of_an_empty_profile_creates_nothing(tmp_path: Path, capsys):
+    home = tmp_path / "empty"
+    home.mkdir()
+    code, out, _ = run_cli(capsys, "--hermes-home", str(home), "status", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert not report["state_db"]["found"] and not report["projects_db"]["found"] and not report["index"]["found"]
+    assert report["semantic"]["status"] == "consent_required"
+    assert list(home.iterdir()) == [], "status never creates a file"
+    code, text, _ = run_cli(capsys, "--hermes-home", str(home), "status")
+    assert "state.db: not found" in text and "projects.db: not found" in text and "Index: none yet" in text
+    code, _, err = run_cli(capsys, "--hermes-home", str(tmp_path / "nowhere"), "status")
+    assert code == 1 and "Hermes profile folder not found" in err
+
+
+def test_missing_state_db_is_a_failure_with_a_message(tmp_path: Path, capsys):
+    home = tmp_path / "empty"
+    home.mkdir()
+    for argv in (["search", "x", "--cwd", str(tmp_path)], ["projects"], ["index"]):
+        code, out, err = run_cli(capsys, "--hermes-home", str(home), *argv)
+        assert code == 1, argv
+        assert "session database not found" in err and str(home / "state.db") in err and "Traceback" not in err
+        assert out == ""
+    code, out, err = run_cli(capsys, "--hermes-home", str(home), "projects", "--json")
+    assert code == 1 and json.loads(out)["code"] == "no_db"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["frobnicate"],
+        ["search"],
+        ["search", "   "],
+        ["search", "x", "--mode", "fuzzy"],
+        ["search", "x", "--limit", "0"],
+        ["search", "x", "--limit", "many"],
+        ["search", "x", "--cwd", "/no/such/folder/anywhere"],
+        ["projects", "--bogus"],
+    ],
+)
+def test_bad_arguments_exit_2(two: World, capsys, argv):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2, (argv, out, err)
+    assert "usage:" in err and "Traceback" not in err
+
+
+def test_the_module_runs_as_a_real_process(two: World, tmp_path: Path):
+    """``python -m project_history_recall``: the package found under its fixed name, a real child process."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "project_history_recall").symlink_to(ROOT, target_is_directory=True)
+    env = {**os.environ, "PYTHONPATH": str(shim), "HERMES_HOME": str(two.home)}
+    two.close()
+    found = subprocess.run(
+        [sys.executable, "-m", "project_history_recall", "search", "websocket", "--cwd", str(two.paths["beta"])],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )
+    assert found.returncode == 0, found.stderr
+    assert f"Scoped to the project of {two.paths['beta']}: beta" in found.stdout and "@session:b_ws" in found.stdout
+    usage = subprocess.run([sys.executable, "-m", "project_history_recall", "search", "x", "--limit", "99"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert usage.returncode == 2 and "--limit must be between 1 and 10" in usage.stderr
