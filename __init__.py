@@ -27,6 +27,7 @@ import logging
 import os
 import sqlite3
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from . import render, search, status, store
@@ -51,7 +52,8 @@ SEARCH_SCHEMA: dict[str, Any] = {
         "terms), 'semantic' (similar meaning). Semantic search needs the user's consent once: "
         "when semantic_status is 'consent_required', explain semantic_note to the user and, "
         "if they agree, call project_history_semantic_consent. Until then every mode "
-        "returns keyword results."
+        "returns keyword results. When the answer has next_cursor, pass it as 'cursor' (same query, "
+        "mode and filters) for more sessions. Scheduled (cron) sessions rank after interactive ones."
     ),
     "parameters": {
         "type": "object",
@@ -74,6 +76,25 @@ SEARCH_SCHEMA: dict[str, Any] = {
                 "minimum": 1,
                 "maximum": search.MAX_LIMIT,
                 "description": "Max sessions to return (default 3, max 10).",
+            },
+            "since": {
+                "type": "string",
+                "description": "Only messages from this time on: YYYY-MM-DD (local day), an ISO date-time, "
+                "or an age such as '12h', '7d', '2w'.",
+            },
+            "until": {
+                "type": "string",
+                "description": "Only messages before this time; a YYYY-MM-DD day is included whole. Same formats as 'since'.",
+            },
+            "role": {
+                "type": "string",
+                "enum": list(search.ROLES),
+                "description": "Only messages of this role: 'user' (what the user said), 'assistant', or 'tool' (command output).",
+            },
+            "cursor": {
+                "type": "string",
+                "description": "next_cursor from a previous answer, to get the next page of sessions "
+                "(repeat the same query, mode and filters).",
             },
         },
         "required": ["query"],
@@ -161,11 +182,22 @@ def _text_arg(args: Mapping[str, Any], name: str, *, required: bool) -> str | No
     return str(value)
 
 
-def parse_search_args(args: Any) -> tuple[str, str, int]:
-    """``(query, mode, limit)`` from raw tool arguments; raises :class:`BadArgument`.
+@dataclass(frozen=True)
+class SearchArgs:
+    query: str
+    mode: str
+    limit: int
+    filters: store.Filters
+    cursor: str | None
+
+
+def parse_search_args(args: Any, *, now: float | None = None) -> SearchArgs:
+    """Validated search arguments from raw tool arguments; raises :class:`BadArgument`.
 
     ``mode`` defaults to ``hybrid`` (case-insensitive); ``limit`` defaults to
-    3 and is clamped to 1..10; a numeric string is accepted.
+    3 and is clamped to 1..10 (a numeric string is accepted); ``since`` /
+    ``until`` / ``role`` become :class:`store.Filters`; ``cursor`` is passed
+    through (the search checks it belongs to the same search).
     """
     if not isinstance(args, Mapping):
         raise BadArgument(f"arguments must be an object, got {type(args).__name__}")
@@ -185,7 +217,17 @@ def parse_search_args(args: Any) -> tuple[str, str, int]:
             limit = int(float(raw_limit))
         except (TypeError, ValueError, OverflowError):
             raise BadArgument(f"'limit' must be an integer, got {raw_limit!r}") from None
-    return query, mode, max(1, min(search.MAX_LIMIT, limit))
+    try:
+        filters = search.make_filters(
+            since=_text_arg(args, "since", required=False) or None,
+            until=_text_arg(args, "until", required=False) or None,
+            role=_text_arg(args, "role", required=False) or None,
+            now=now,
+        )
+    except ValueError as exc:
+        raise BadArgument(str(exc)) from None
+    cursor = (_text_arg(args, "cursor", required=False) or "").strip() or None
+    return SearchArgs(query, mode, max(1, min(search.MAX_LIMIT, limit)), filters, cursor)
 
 
 def _session_id(kwargs: Mapping[str, Any]) -> str:
@@ -246,11 +288,14 @@ def handle_search(args: Any, **kwargs: Any) -> str:
     """Tool handler for ``project_history_search`` (JSON string, never raises)."""
 
     def body() -> dict[str, Any]:
-        query, mode, limit = parse_search_args(args)
+        parsed = parse_search_args(args)
         session_id = _session_id(kwargs)
         if not session_id:
             raise store.NoSession(_NO_SESSION)
-        return search.search_history(home=store.hermes_home(), session_id=session_id, query=query, mode=mode, limit=limit)
+        return search.search_history(
+            home=store.hermes_home(), session_id=session_id, query=parsed.query, mode=parsed.mode,
+            limit=parsed.limit, filters=parsed.filters, cursor=parsed.cursor,
+        )
 
     return _guarded(SEARCH_TOOL, body)
 

@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     find.add_argument("--mode", choices=search.MODES, default="hybrid", help="hybrid (default), keyword or semantic")
     find.add_argument("--limit", type=int, default=search.DEFAULT_LIMIT,
                       help=f"sessions to show, 1 to {search.MAX_LIMIT} (default {search.DEFAULT_LIMIT})")
+    find.add_argument("--since", help="only messages from then on: YYYY-MM-DD, an ISO date-time, or an age (12h, 7d, 2w)")
+    find.add_argument("--until", help="only messages before then (a YYYY-MM-DD day is included whole)")
+    find.add_argument("--role", choices=search.ROLES, help="only messages of this role")
+    find.add_argument("--cursor", help="next_cursor of a previous --json answer: the next page")
     find.add_argument("--json", action="store_true", help="print the raw JSON answer")
 
     listing = sub.add_parser("projects", parents=[common], help="projects and how many sessions each holds")
@@ -127,7 +131,13 @@ def _search(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     if not folder.expanduser().is_dir():
         raise UsageError(f"--cwd is not a folder: {folder}")
     cwd = status.folder_of(folder)
-    answer = search.search_history(home=home, query=query, mode=args.mode, limit=args.limit, cwd=cwd)
+    try:
+        filters = search.make_filters(since=args.since, until=args.until, role=args.role)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    answer = search.search_history(
+        home=home, query=query, mode=args.mode, limit=args.limit, cwd=cwd, filters=filters, cursor=args.cursor
+    )
     return answer, render.render_search(answer, cwd=cwd)
 
 

@@ -1,15 +1,16 @@
-"""Scoped keyword search over a project's past sessions.
+"""Scoped search over a project's past sessions: keyword, semantic, hybrid.
 
-Layering: called by the tool handlers in ``__init__.py``; uses ``store.py``
-for every read (read-only) and ``attribution.py`` for the pure rules.
+Layering: called by the entry points (tool handlers in ``__init__.py``, the
+command line); uses ``store.py`` for every read of Hermes' data (read-only),
+``embeddings.py`` for vectors (only after consent) and ``attribution.py`` for
+the pure rules.
 
-How a query is answered (``mode="keyword"``; ``hybrid``/``semantic`` answer
-with keyword results and ``semantic_status: "disabled"`` until semantic
-search exists):
+How a query is answered:
 
 1. The current session's project is resolved; the scope is the project's
    other searchable sessions (current lineage, archived sessions, delegate and
-   tool runs excluded). Home has no scope.
+   tool runs excluded), narrowed by the optional filters (``since``/``until``
+   dates, ``role``). Home has no scope.
 2. The query is parsed, never passed through: quoted phrases and identifiers
    (``update_session_cwd``, ``chat-send``, ``src/app.py``) stay exact phrases;
    other words are kept unless they are stop words, and OR-ed, so a question
@@ -24,11 +25,20 @@ search exists):
    present in more than ``COMMON_FRACTION`` of all messages are dropped when
    a rarer word is in the query (and put back if the rarer ones miss the
    project). BM25 is damped by message length so the focused turn wins.
-5. One strongest message per session, at most ``limit`` sessions.
+5. ``semantic``/``hybrid`` add cosine top-K over the project's vectors once
+   the user consented; hybrid fuses the two session rankings by RRF.
+6. One strongest message per session; cron sessions rank after interactive
+   ones; ``limit`` sessions a page, later pages through ``next_cursor``.
 """
 
 from __future__ import annotations
 
+import base64
+import calendar
+import dataclasses
+import datetime as dt
+import hashlib
+import json
 import logging
 import math
 import re
@@ -61,6 +71,7 @@ LIKE_CANDIDATES = 150  # newest matches kept from a LIKE scan
 SNIPPET_CHARS = 280
 INDEX_BUDGET_S = 1.5  # indexing time one tool call may spend
 INDEX_BATCH = 2000  # unindexed messages looked at per call
+MAX_REACH = 50  # sessions one search can page through (5 pages of 10)
 SEMANTIC_WEIGHT = 0.5  # RRF weight of the vector leg (fusion-notes: keyword stays primary)
 RRF_K = 60
 HISTORY_NOTICE = (
@@ -467,6 +478,110 @@ def format_when(timestamp: float | None) -> str | None:
 
 
 # ---------------------------------------------------------------------------
+# Filters and pages
+# ---------------------------------------------------------------------------
+
+ROLES = store.SEARCH_ROLES
+_RELATIVE = re.compile(r"^(\d{1,5})\s*([hdw])$")
+_RELATIVE_SECONDS = {"h": 3600, "d": 86_400, "w": 7 * 86_400}
+WHEN_FORMATS = "YYYY-MM-DD, an ISO date-time (2026-11-02T14:30, +08:00 or Z allowed), or an age such as 12h, 7d, 2w"
+
+
+def parse_when(text: str, *, end: bool, now: float) -> float:
+    """A ``since``/``until`` bound as Unix seconds; raises ``ValueError`` (a readable message).
+
+    * ``YYYY-MM-DD``: that day in local time; as an ``until`` bound
+      (``end=True``) the whole day is included (the bound is the next
+      midnight).
+    * An ISO date-time; without an offset it is local time.
+    * ``12h`` / ``7d`` / ``2w``: that long before ``now``.
+    """
+    raw = text.strip().lower()
+    relative = _RELATIVE.match(raw)
+    if relative:
+        return now - int(relative.group(1)) * _RELATIVE_SECONDS[relative.group(2)]
+    try:
+        if len(raw) == 10:
+            day = dt.date.fromisoformat(raw)
+            if end:
+                day += dt.timedelta(days=1)
+            return time.mktime(day.timetuple())
+        moment = dt.datetime.fromisoformat(raw.upper().replace(" ", "T", 1))
+    except (ValueError, OverflowError):
+        raise ValueError(f"cannot read {text!r} as a date: use {WHEN_FORMATS}") from None
+    if moment.tzinfo is None:
+        return time.mktime(moment.timetuple())
+    return float(calendar.timegm(moment.utctimetuple()))
+
+
+def make_filters(*, since: str | None = None, until: str | None = None, role: str | None = None, now: float | None = None) -> store.Filters:
+    """Validated :class:`store.Filters` from the user's strings; raises ``ValueError``."""
+    now = time.time() if now is None else now
+    low = parse_when(since, end=False, now=now) if since else None
+    high = parse_when(until, end=True, now=now) if until else None
+    if low is not None and high is not None and low >= high:
+        raise ValueError(f"'since' ({since}) must be before 'until' ({until})")
+    roles = ROLES
+    if role:
+        wanted = role.strip().lower()
+        if wanted not in ROLES:
+            raise ValueError(f"'role' must be one of {', '.join(ROLES)}, got {role!r}")
+        roles = (wanted,)
+    return store.Filters(since=low, until=high, roles=roles)
+
+
+def describe_filters(filters: store.Filters) -> dict[str, Any]:
+    """The active filters as the answer echoes them (local ISO times)."""
+    out: dict[str, Any] = {}
+    for name, value in (("since", filters.since), ("until", filters.until)):
+        if value is not None:
+            out[name] = dt.datetime.fromtimestamp(value).astimezone().isoformat(timespec="seconds")
+    if filters.roles != ROLES:
+        out["role"] = filters.roles[0]
+    return out
+
+
+class BadCursor(store.StoreError):
+    """A ``cursor`` that is malformed or belongs to another search."""
+
+    code = "bad_argument"
+
+
+def search_key(*, query: str, mode: str, scope: store.Scope, anchor: str) -> str:
+    """What a cursor is tied to: the query, mode, project, filters and asking session or folder."""
+    parts = [query, mode, project_key(scope.project), anchor, scope.filters.since, scope.filters.until, list(scope.filters.roles)]
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()[:16]
+
+
+def make_cursor(key: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{offset}:{key}".encode()).decode().rstrip("=")
+
+
+def read_cursor(cursor: str, key: str) -> int:
+    """The offset a cursor points at; raises :class:`BadCursor`."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor.strip() + "=" * (-len(cursor.strip()) % 4)).decode()
+        offset_text, cursor_key = raw.split(":", 1)
+        offset = int(offset_text)
+    except (ValueError, UnicodeDecodeError):
+        raise BadCursor("'cursor' is not one this tool returned: drop it to start from the first page") from None
+    if cursor_key != key:
+        raise BadCursor("'cursor' belongs to another search: repeat the same query, mode and filters, or drop it")
+    if not 0 < offset < MAX_REACH:
+        raise BadCursor(f"'cursor' is out of range (a search pages through at most {MAX_REACH} sessions)")
+    return offset
+
+
+def cron_last(chosen: Sequence[tuple[Hit, str]], details: dict[str, store.SessionDetails]) -> list[tuple[Hit, str]]:
+    """Interactive sessions first, cron sessions after them, each group in rank order."""
+    def is_cron(item: tuple[Hit, str]) -> bool:
+        info = details.get(item[0].session_id)
+        return info is not None and info.source == "cron"
+
+    return [c for c in chosen if not is_cron(c)] + [c for c in chosen if is_cron(c)]
+
+
+# ---------------------------------------------------------------------------
 # Semantic leg (only imported and run after consent)
 # ---------------------------------------------------------------------------
 
@@ -578,11 +693,16 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
             )
         if missing <= 0:
             _complete[key] = (signature, top)
-        raw = vectors.search(provider.embed([query]), sessions, settings.embedding.top_k) if index else []
+        # Filters are applied after the vector search: look further when they are on.
+        top_k = settings.embedding.top_k * (4 if scope.filters.active else 1)
+        raw = vectors.search(provider.embed([query]), sessions, top_k) if index else []
     except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken) as exc:
         return SemanticLeg("unavailable", str(exc))
     live = store.live_message_ids(conn, [m for m, _, _ in raw])
     vectors.drop([m for m, _, _ in raw if m not in live])
+    if scope.filters.active:
+        rows = store.fetch_messages(conn, sorted(live))
+        live = {m for m in live if m in rows and scope.filters.admits(rows[m])}
     done = vectors.indexed_in(sessions) if missing > 0 else 0
     status = "ready" if missing <= 0 else ("partial" if done else "indexing")
     note = vectors.note
@@ -622,16 +742,30 @@ def fuse_sessions(keyword: Sequence[Hit], semantic: Sequence[Hit], limit: int) -
 
 
 def search_history(
-    *, home: Path, session_id: str = "", query: str, mode: str = "hybrid", limit: int = DEFAULT_LIMIT, cwd: str | None = None
+    *,
+    home: Path,
+    session_id: str = "",
+    query: str,
+    mode: str = "hybrid",
+    limit: int = DEFAULT_LIMIT,
+    cwd: str | None = None,
+    filters: store.Filters = store.Filters(),
+    cursor: str | None = None,
 ) -> dict[str, Any]:
     """Search the current session's project; returns the §4.5 result dict.
 
     ``keyword`` runs FTS only; ``semantic`` and ``hybrid`` add the vector leg
     once the user consented (before that, and whenever the vector leg cannot
     run, they answer with keyword results and say why in
-    ``semantic_status``/``semantic_note``). Raises :class:`store.StoreError`
-    (no state.db, unknown session) for the handler to translate. Arguments
-    are assumed validated by the caller.
+    ``semantic_status``/``semantic_note``). ``filters`` narrow the messages
+    searched (dates, role); cron sessions rank after interactive ones. At
+    most ``limit`` sessions are returned; when more are ranked the answer
+    has ``next_cursor``, and passing it back (same query, mode, filters and
+    asking session) returns the next page, up to ``MAX_REACH`` sessions.
+
+    Raises :class:`store.StoreError` (no state.db, unknown session, a bad
+    cursor) for the handler to translate. Arguments are assumed validated by
+    the caller.
 
     With ``cwd`` (a folder, for callers with no session id: slash commands,
     the command line) the scope is every searchable session of that folder's
@@ -647,6 +781,9 @@ def search_history(
             store.compute_scope_for_cwd(conn, attributor, cwd, db_key=store.state_db_key(home)) if cwd is not None
             else store.compute_scope(conn, attributor, session_id, db_key=store.state_db_key(home))
         )
+        scope = dataclasses.replace(scope, filters=filters)
+        key = search_key(query=query, mode=mode, scope=scope, anchor=session_id if cwd is None else f"cwd:{cwd}")
+        offset = read_cursor(cursor, key) if cursor else 0
         base: dict[str, Any] = {
             "success": True,
             "mode": mode,
@@ -655,6 +792,8 @@ def search_history(
             "sessions_in_scope": scope.in_project,
             "semantic_status": "disabled",
         }
+        if filters.active:
+            base["filters"] = describe_filters(filters)
         if listing.note:
             base["projects_note"] = listing.note
         if parsed.truncated:
@@ -673,7 +812,11 @@ def search_history(
         if not parsed.units and (mode == "keyword" or blocked is not None):
             base["message"] = "The query has no searchable words"
             return base
-        hits, strategy = keyword_hits(conn, parsed, scope, limit)
+        # One session more than the page tells whether a next page exists. (In
+        # the windows path of a huge project, a later page may look at more
+        # windows than page one did; ranking stays by score either way.)
+        reach = min(offset + limit, MAX_REACH) + 1
+        hits, strategy = keyword_hits(conn, parsed, scope, reach)
         by_coverage = "like" in strategy or "trigram" in strategy
         # Texts are needed for every candidate only when coverage ranks them.
         rows = store.fetch_messages(conn, [h.message_id for h in hits]) if by_coverage else {}
@@ -683,38 +826,44 @@ def search_history(
         if leg.note:
             base["semantic_note"] = leg.note
         if mode == "keyword" or not leg.hits:
-            chosen = [(h, "keyword") for h in best_per_session(keyword_ranked, limit)]
+            ranked = [(h, "keyword") for h in best_per_session(keyword_ranked, MAX_REACH + 1)]
         elif mode == "semantic":
-            chosen = [(h, "semantic") for h in best_per_session(leg.hits, limit)]
+            ranked = [(h, "semantic") for h in best_per_session(leg.hits, MAX_REACH + 1)]
         else:
-            chosen = fuse_sessions(keyword_ranked, leg.hits, limit)
+            ranked = fuse_sessions(keyword_ranked, leg.hits, MAX_REACH + 1)
+        details = store.session_details(conn, [h.session_id for h, _ in ranked])
+        ranked = cron_last(ranked, details)[:MAX_REACH]
+        chosen = ranked[offset : offset + limit]
         missing = [h.message_id for h, _ in chosen if h.message_id not in rows]
         rows = {**rows, **store.fetch_messages(conn, missing)}
-        details = store.session_details(conn, [h.session_id for h, _ in chosen])
     finally:
         conn.close()
     results = []
     for hit, source in chosen:
-        (title, started_at), msg = details.get(hit.session_id, (None, None)), rows.get(hit.message_id)
+        info, msg = details.get(hit.session_id), rows.get(hit.message_id)
         if msg is None:  # deleted since it matched
             continue
         results.append(
             {
                 "session_id": hit.session_id,
                 "link": f"@session:{hit.session_id}",
-                "title": title,
+                "title": info.title if info else None,
                 "message_id": hit.message_id,
                 "snippet": make_snippet(msg.text, parsed.units),
                 "score_source": source,
-                "when": format_when(msg.timestamp or started_at),
+                "when": format_when(msg.timestamp or (info.started_at if info else None)),
             }
         )
     base["results"] = results
     base["notice"] = HISTORY_NOTICE
     if results:
         base["read_more"] = READ_MORE
+    elif offset:
+        base["message"] = "No more matching sessions"
     else:
         base["message"] = "No matching messages in this project's other sessions"
+    if len(ranked) > offset + limit:
+        base["next_cursor"] = make_cursor(key, offset + limit)
     base["strategy"] = strategy
     return base
 

@@ -523,10 +523,17 @@ class MembershipCache:
 membership = MembershipCache()
 
 
-def session_details(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str | None, float | None]]:
-    """``{id: (title, started_at)}`` for a few sessions."""
-    sql = "SELECT id, title, started_at FROM sessions WHERE id IN (SELECT value FROM json_each(?))"
-    return {r[0]: (r[1], r[2]) for r in conn.execute(sql, (json.dumps(list(ids)),))}
+@dataclass(frozen=True)
+class SessionDetails:
+    title: str | None
+    started_at: float | None
+    source: str  # Hermes' platform name: cli, desktop, telegram, cron...
+
+
+def session_details(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, SessionDetails]:
+    """``{id: SessionDetails}`` for the sessions of ``ids`` that exist."""
+    sql = "SELECT id, title, started_at, source FROM sessions WHERE id IN (SELECT value FROM json_each(?))"
+    return {r[0]: SessionDetails(r[1], r[2], r[3] or "") for r in conn.execute(sql, (json.dumps(list(ids)),))}
 
 
 class Attributor:
@@ -583,6 +590,44 @@ def attributor_for(home: Path, projects: Sequence[dict[str, Any]]) -> Attributor
 
 
 @dataclass(frozen=True)
+class Filters:
+    """Message-level filters of one search; the default admits every searchable message.
+
+    ``since`` is inclusive and ``until`` exclusive (Unix seconds, compared
+    with ``messages.timestamp``; a message without a timestamp never passes
+    a date bound). ``roles`` is a subset of :data:`SEARCH_ROLES`.
+    """
+
+    since: float | None = None
+    until: float | None = None
+    roles: tuple[str, ...] = SEARCH_ROLES
+
+    @property
+    def active(self) -> bool:
+        return self != Filters()
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """``(clause, params)`` for the ``m`` alias of ``messages``."""
+        clause = "m.role IN ({})".format(", ".join("?" * len(self.roles)))
+        params: list[Any] = list(self.roles)
+        if self.since is not None:
+            clause += " AND m.timestamp >= ?"
+            params.append(self.since)
+        if self.until is not None:
+            clause += " AND m.timestamp < ?"
+            params.append(self.until)
+        return clause, params
+
+    def admits(self, row: "MessageRow") -> bool:
+        """The same test as :meth:`sql`, for rows already fetched."""
+        if row.role not in self.roles:
+            return False
+        if self.since is not None and (row.timestamp is None or row.timestamp < self.since):
+            return False
+        return self.until is None or (row.timestamp is not None and row.timestamp < self.until)
+
+
+@dataclass(frozen=True)
 class Scope:
     """What one search may read: the project's other sessions."""
 
@@ -591,6 +636,7 @@ class Scope:
     session_ids: tuple[str, ...]  # searchable sessions of the project, current lineage excluded
     in_project: int  # searchable sessions attributed to the project, the current one counted once
     messages: int = 0  # messages of ``session_ids`` (as last read; sizes the scan strategy)
+    filters: Filters = Filters()  # message-level filters of this search
 
     @functools.cached_property
     def ids_json(self) -> str:
@@ -790,14 +836,15 @@ def fts_candidates(
     if rowid_range is not None:
         clauses.append(f"{table}.rowid >= ? AND {table}.rowid < ?")
         params.extend(rowid_range)
+    filter_sql, filter_params = scope.filters.sql()
     sql = f"""
         SELECT m.id, m.session_id, bm25({table}) AS score, length(m.content)
         FROM {table} JOIN messages m ON m.id = {table}.rowid
-        WHERE {' AND '.join(clauses)} AND {_LIVE} AND {_ROLE_SQL} AND {_SCOPE_SQL}
+        WHERE {' AND '.join(clauses)} AND {_LIVE} AND {filter_sql} AND {_SCOPE_SQL}
         ORDER BY score, m.id DESC
         LIMIT ?
     """
-    params.extend(SEARCH_ROLES)
+    params.extend(filter_params)
     params.append(scope.ids_json)
     params.append(limit)
     return [Candidate(int(r[0]), r[1], float(r[2]), int(r[3] or 0)) for r in conn.execute(sql, params)]
@@ -835,18 +882,19 @@ def like_candidates(
     likes = " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for _ in patterns for col in _LIKE_TEXT)
     like_params = [p for p in patterns for _ in _LIKE_TEXT]
     scope_json = scope.ids_json
+    filter_sql, filter_params = scope.filters.sql()
     if scope.messages <= small_scope:
         sql = f"""
             SELECT m.id, m.session_id FROM messages m
-            WHERE {_SCOPE_SQL} AND {_LIVE} AND {_ROLE_SQL} AND ({likes})
+            WHERE {_SCOPE_SQL} AND {_LIVE} AND {filter_sql} AND ({likes})
             ORDER BY m.id DESC LIMIT ?
         """
-        return [(int(r[0]), r[1]) for r in conn.execute(sql, [scope_json, *SEARCH_ROLES, *like_params, limit])]
+        return [(int(r[0]), r[1]) for r in conn.execute(sql, [scope_json, *filter_params, *like_params, limit])]
     # Unary + keeps SQLite on the rowid range instead of the session index.
     sql = f"""
         SELECT m.id, m.session_id FROM messages m
         WHERE m.id >= ? AND m.id < ? AND +m.session_id IN (SELECT value FROM json_each(?))
-          AND {_LIVE} AND {_ROLE_SQL} AND ({likes})
+          AND {_LIVE} AND {filter_sql} AND ({likes})
         ORDER BY m.id DESC LIMIT ?
     """
     out: list[tuple[int, str]] = []
@@ -854,7 +902,7 @@ def like_candidates(
     scanned = 0
     while high > 0 and scanned < max_scanned and len(out) < limit:
         low = max(0, high - window)
-        params = [low, high, scope_json, *SEARCH_ROLES, *like_params, limit - len(out)]
+        params = [low, high, scope_json, *filter_params, *like_params, limit - len(out)]
         out.extend((int(r[0]), r[1]) for r in conn.execute(sql, params))
         scanned += high - low
         high = low

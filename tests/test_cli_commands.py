@@ -224,6 +224,22 @@ def test_search_json_and_flags(two: World, capsys):
     assert answer["project"]["kind"] == "auto" and answer["project"]["root"] == str(two.paths["alpha"])
 
 
+def test_search_filters_and_pages(two: World, capsys):
+    base = ["--hermes-home", str(two.home), "search", "websocket", "--cwd", str(two.paths["alpha"]), "--json", "--mode", "keyword"]
+    code, out, _ = run_cli(capsys, *base, "--limit", "1")
+    first = json.loads(out)
+    assert code == 0 and len(first["results"]) == 1 and first["next_cursor"]
+    code, out, _ = run_cli(capsys, *base, "--limit", "1", "--cursor", first["next_cursor"])
+    second = json.loads(out)
+    assert code == 0 and len(second["results"]) == 1 and "next_cursor" not in second
+    assert {first["results"][0]["session_id"], second["results"][0]["session_id"]} == {"a_ws", "a_cur"}
+    code, out, _ = run_cli(capsys, *base, "--since", "1d", "--role", "tool")
+    answer = json.loads(out)
+    assert code == 0 and answer["results"] == [] and set(answer["filters"]) == {"since", "role"}
+    code, out, _ = run_cli(capsys, *base, "--cursor", "bogus")
+    assert code == 1 and json.loads(out)["code"] == "bad_argument"
+
+
 def test_search_defaults_to_the_current_directory_and_hermes_home(two: World, capsys):
     code, out, _ = run_cli(capsys, "search", "websocket", "--json")
     assert code == 0
@@ -311,6 +327,9 @@ def test_missing_state_db_is_a_failure_with_a_message(tmp_path: Path, capsys):
         ["search", "x", "--limit", "0"],
         ["search", "x", "--limit", "many"],
         ["search", "x", "--cwd", "/no/such/folder/anywhere"],
+        ["search", "x", "--since", "last week"],
+        ["search", "x", "--since", "2026-03-01", "--until", "2026-02-01"],
+        ["search", "x", "--role", "system"],
         ["projects", "--bogus"],
     ],
 )

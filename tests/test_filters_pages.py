@@ -1,0 +1,238 @@
+"""Filters (since / until / role), cron ranked last, and pages (next_cursor),
+end to end through Hermes' loader and dispatch with real SessionDB files."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+import time
+
+import pytest
+from conftest import World, result_sessions
+
+
+def plugin(name: str):
+    return sys.modules[f"hermes_plugins.project_history_recall.{name}"]
+
+
+def local(y: int, m: int, d: int, hh: int = 12) -> float:
+    return time.mktime(dt.datetime(y, m, d, hh).timetuple())
+
+
+@pytest.fixture
+def dated(world: World):
+    """One repo; sessions whose 'websocket' messages carry known timestamps and roles."""
+    repo = world.repo("dated")
+    world.paths = {"repo": repo}
+    world.ids = {}
+    for sid, when, role in [
+        ("jan", local(2026, 1, 10), "user"),
+        ("feb", local(2026, 2, 10), "assistant"),
+        ("feb_end", local(2026, 2, 28, 23), "user"),
+        ("mar", local(2026, 3, 10), "assistant"),
+    ]:
+        world.session(sid, repo, style="cli")
+        world.ids[sid] = world.db.append_message(sid, role, f"websocket note written in {sid}", timestamp=when)
+    now = time.time()
+    world.session("recent", repo, style="cli")
+    world.ids["recent"] = world.db.append_message("recent", "tool", "websocket output from yesterday", timestamp=now - 86_400)
+    world.session("cur", repo, style="cli", messages=[("user", "what did we do?")])
+    yield world
+    plugin("embeddings").reset_indexes()
+
+
+def found(answer) -> set[str]:
+    assert answer["success"] is True, answer
+    return set(result_sessions(answer))
+
+
+def test_no_filter_finds_everything(dated):
+    assert found(dated.search("cur", "websocket", mode="keyword", limit=10)) == {"jan", "feb", "feb_end", "mar", "recent"}
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ({"since": "2026-02-01"}, {"feb", "feb_end", "mar", "recent"}),
+        ({"until": "2026-02-28"}, {"jan", "feb", "feb_end"}),  # a day bound includes the whole day
+        ({"since": "2026-02-01", "until": "2026-02-27"}, {"feb"}),
+        ({"since": "2026-02-10T13:00"}, {"feb_end", "mar", "recent"}),  # local date-time, to the minute
+        ({"since": "7d"}, {"recent"}),
+        ({"until": "2d"}, {"jan", "feb", "feb_end", "mar"}),
+        ({"role": "user"}, {"jan", "feb_end"}),
+        ({"role": "Assistant"}, {"feb", "mar"}),
+        ({"role": "tool"}, {"recent"}),
+        ({"role": "user", "since": "2026-02-01"}, {"feb_end"}),
+    ],
+)
+def test_filters_narrow_the_messages_searched(dated, args, expected):
+    answer = dated.search("cur", "websocket", mode="keyword", limit=10, **args)
+    assert found(answer) == expected
+    assert set(answer["filters"]) == set(args)
+
+
+def test_a_date_time_with_an_offset_is_exact(dated):
+    feb = dt.datetime.fromtimestamp(local(2026, 2, 10)).astimezone()
+    just_after = (feb + dt.timedelta(seconds=1)).isoformat()
+    just_before = (feb - dt.timedelta(seconds=1)).astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    assert "feb" not in found(dated.search("cur", "websocket", mode="keyword", limit=10, since=just_after))
+    assert "feb" in found(dated.search("cur", "websocket", mode="keyword", limit=10, since=just_before))
+
+
+def test_filtered_results_return_a_message_that_passes_the_filter(dated):
+    dated.db.append_message("feb", "user", "websocket follow-up from the user in march", timestamp=local(2026, 3, 1))
+    answer = dated.search("cur", "websocket", mode="keyword", limit=10, role="assistant")
+    by_session = {r["session_id"]: r["message_id"] for r in answer["results"]}
+    assert by_session["feb"] == dated.ids["feb"], "the assistant message, not the newer user one"
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        ({"since": "last tuesday"}, "cannot read 'last tuesday' as a date"),
+        ({"until": "2026-13-01"}, "as a date"),
+        ({"since": "2026-03-01", "until": "2026-02-01"}, "must be before"),
+        ({"role": "system"}, "'role' must be one of user, assistant, tool"),
+        ({"role": ["user"]}, "'role' must be a string"),
+        ({"since": {"days": 3}}, "'since' must be a string"),
+        ({"since": "7x"}, "as a date"),
+    ],
+)
+def test_bad_filters_are_clear_answers(dated, args, fragment):
+    answer = dated.search("cur", "websocket", **args)
+    assert answer["success"] is False and answer["code"] == "bad_argument"
+    assert fragment in answer["error"]
+
+
+def test_empty_filter_strings_mean_no_filter(dated):
+    answer = dated.search("cur", "websocket", mode="keyword", limit=10, since="", until="", role="")
+    assert len(answer["results"]) == 5 and "filters" not in answer
+
+
+# ---------------------------------------------------------------------------
+# Cron sessions
+# ---------------------------------------------------------------------------
+
+
+def test_cron_sessions_rank_after_interactive_ones(world: World):
+    repo = world.repo("jobs")
+    # The cron run matches best (every word, short message), the interactive one weakly.
+    world.session("cron_run", repo, source="cron", messages=[("assistant", "nightly backup rotation report")])
+    world.session("chat", repo, style="cli", messages=[
+        ("user", "we talked about the backup schedule and many other things in this long message about "
+                 "deployment, logging, dashboards and on-call rotas for the team"),
+    ])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    answer = world.search("cur", "nightly backup rotation report", mode="keyword", limit=5)
+    assert result_sessions(answer) == ["chat", "cron_run"], "cron stays searchable, after interactive sessions"
+    # Alone, the cron session is found as usual.
+    assert result_sessions(world.search("cur", "nightly", mode="keyword")) == ["cron_run"]
+
+
+# ---------------------------------------------------------------------------
+# Pages
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def many(world: World):
+    repo, other = world.repo("many"), world.repo("other")
+    for i in range(27):
+        world.session(f"s{i:02d}", repo, style="cli", messages=[("user", f"reconnect loop attempt {i} " + "retry " * (i % 5))])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    world.session("cur2", repo, style="cli", messages=[("user", "hi again")])
+    world.session("elsewhere", other, style="cli", messages=[("user", "reconnect loop elsewhere")])
+    return world
+
+
+def pages(world: World, session: str, query: str, **args) -> list[dict]:
+    answers, cursor = [], None
+    while True:
+        answer = world.search(session, query, limit=10, **({"cursor": cursor} if cursor else {}), **args)
+        assert answer["success"] is True, answer
+        answers.append(answer)
+        cursor = answer.get("next_cursor")
+        if not cursor:
+            return answers
+        assert len(answers) < 10, "pages must end"
+
+
+def test_pages_cover_every_session_once_in_rank_order(many):
+    answers = pages(many, "cur", "reconnect loop", mode="keyword")
+    assert [len(a["results"]) for a in answers] == [10, 10, 7]
+    seen = [sid for a in answers for sid in result_sessions(a)]
+    assert len(seen) == len(set(seen)), "no session twice"
+    assert set(seen) == {f"s{i:02d}" for i in range(27)}, "every match, nothing from another project"
+    whole = many.search("cur", "reconnect loop", mode="keyword", limit=10)
+    assert result_sessions(whole) == seen[:10], "page one is the plain answer"
+
+
+def test_a_page_of_a_small_answer_has_no_cursor(many):
+    answer = many.search("cur", "\"attempt 3\"", mode="keyword", limit=10)
+    assert result_sessions(answer) == ["s03"]
+    assert "next_cursor" not in answer
+
+
+def test_pages_with_filters_and_hybrid_before_consent(many):
+    answers = pages(many, "cur", "reconnect loop", role="user", since="2000-01-01")
+    assert sum(len(a["results"]) for a in answers) == 27
+    assert all(a["semantic_status"] == "consent_required" for a in answers)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"query": "reconnect"},
+        {"mode": "semantic"},
+        {"role": "user"},
+        {"session": "cur2"},
+    ],
+)
+def test_a_cursor_belongs_to_its_search(many, change):
+    first = many.search("cur", "reconnect loop", mode="keyword", limit=10)
+    args = {"query": "reconnect loop", "mode": "keyword", "limit": 10, "cursor": first["next_cursor"], **change}
+    session = args.pop("session", "cur")
+    answer = many.call("project_history_search", args, session)
+    assert answer["success"] is False and answer["code"] == "bad_argument"
+    assert "another search" in answer["error"]
+
+
+@pytest.mark.parametrize("cursor", ["garbage!", "MTAw", 12, "", "   "])
+def test_malformed_cursors(many, cursor):
+    answer = many.search("cur", "reconnect loop", mode="keyword", cursor=cursor)
+    if isinstance(cursor, str) and not cursor.strip():
+        assert answer["success"] is True and len(answer["results"]) == 3, "an empty cursor is the first page"
+    else:
+        assert answer["success"] is False and answer["code"] == "bad_argument", answer
+
+
+def test_cursor_offsets_are_bounded(many):
+    search = plugin("search")
+    answer = many.search("cur", "reconnect loop", mode="keyword", limit=10)
+    key = plugin("search").base64.urlsafe_b64decode(answer["next_cursor"] + "==").decode().split(":", 1)[1]
+    for offset in (0, -5, search.MAX_REACH, 10**9):
+        forged = search.make_cursor(key, offset)
+        bad = many.search("cur", "reconnect loop", mode="keyword", limit=10, cursor=forged)
+        assert bad["success"] is False and bad["code"] == "bad_argument"
+
+
+def test_semantic_hits_pass_the_same_filters(world: World, fake):
+    repo = world.repo("sem")
+    text = "exponential backoff with jitter"
+    world.session("said_by_assistant", repo, style="cli")
+    world.db.append_message("said_by_assistant", "assistant", text, timestamp=local(2026, 1, 5))
+    world.session("said_by_user", repo, style="cli")
+    world.db.append_message("said_by_user", "user", text, timestamp=local(2026, 3, 5))
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    server = fake()
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur")["success"] is True
+    try:
+        both = world.search("cur", text, mode="semantic", limit=10)
+        assert both["semantic_status"] == "ready" and found(both) == {"said_by_assistant", "said_by_user"}
+        assert result_sessions(world.search("cur", text, mode="semantic", role="user")) == ["said_by_user"]
+        assert result_sessions(world.search("cur", text, mode="semantic", until="2026-02-01")) == ["said_by_assistant"]
+        answer = world.search("cur", text, mode="semantic", since="2026-04-01")
+        assert answer["success"] is True and answer["results"] == []
+    finally:
+        plugin("embeddings").reset_indexes()
