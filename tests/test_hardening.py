@@ -183,7 +183,14 @@ def test_searches_while_hermes_writes(project: World):
 
 def test_no_write_lock_held_during_or_after_searches(project: World):
     """While searches run (and with the plugin's caches alive afterwards), another
-    connection takes the write lock at once (``BEGIN IMMEDIATE``, no busy wait)."""
+    connection takes the write lock at once (``BEGIN IMMEDIATE``, no busy wait).
+
+    Hermes' own connection stays open, as in a running Hermes: the WAL index is
+    live. (When *no* connection is open, SQLite's WAL recovery in whichever
+    connection opens first, a reader included, briefly takes the write lock;
+    Hermes' writer waits that out with its busy timeout and retries.)
+    """
+    project.say("old1", "user", "Hermes is running")  # opens Hermes' SessionDB and keeps it open
     stop = threading.Event()
     failures: list[str] = []
     rounds = [0]
@@ -197,30 +204,27 @@ def test_no_write_lock_held_during_or_after_searches(project: World):
             rounds[0] += 1
 
     thread = threading.Thread(target=searcher, daemon=True)
+    locker = sqlite3.connect(project.home / "state.db", timeout=0, isolation_level=None)
     thread.start()
     probes = 0
     try:
         deadline = time.monotonic() + 60
         while (rounds[0] < 30 or probes < 200) and time.monotonic() < deadline and thread.is_alive():
-            locker = sqlite3.connect(project.home / "state.db", timeout=0, isolation_level=None)
-            try:
-                locker.execute("BEGIN IMMEDIATE")  # raises 'database is locked' if anyone holds the write lock
-                locker.execute("ROLLBACK")
-            finally:
-                locker.close()
+            locker.execute("BEGIN IMMEDIATE")  # raises 'database is locked' if anyone holds the write lock
+            locker.execute("ROLLBACK")
             probes += 1
     finally:
         stop.set()
         thread.join(timeout=60)
     assert not failures and rounds[0] >= 30 and probes >= 200, (failures, rounds, probes)
-    # Caches alive, no search running: the lock is still free at once.
-    locker = sqlite3.connect(project.home / "state.db", timeout=0, isolation_level=None)
+    # Caches alive, no search running: the lock is still free at once, and a write goes through.
     try:
         locker.execute("BEGIN IMMEDIATE")
         locker.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('old1', 'user', 'probe', 1)")
         locker.execute("ROLLBACK")
     finally:
         locker.close()
+    project.say("old1", "user", "and Hermes still writes")
 
 
 def table_snapshot(path: Path) -> tuple[list[tuple], list[tuple]]:
@@ -270,3 +274,163 @@ def test_search_of_a_rollback_journal_database_creates_no_journal(project: World
         assert answer["success"] is True and answer["results"], answer
     assert db_path.read_bytes() == before
     assert not Path(str(db_path) + "-journal").exists() and not Path(str(db_path) + "-wal").exists()
+
+
+# ---------------------------------------------------------------------------
+# b. Fuzz: hostile arguments for all three tools
+# ---------------------------------------------------------------------------
+
+#: FTS5 syntax, quoting hazards, control characters, lone surrogates, CJK, emoji.
+PIECES = [
+    "AND", "OR", "NOT", "NEAR", "NEAR(", "NEAR(websocket backoff, 2)", "NEAR(a b,", "*", "^", "^websocket",
+    "websocket*", "*websocket", ":", "content:", "role:", "{content role}:", "-content:", "messages_fts:", "rank:",
+    "(", ")", "((", "))", '"', '""', '"websocket backoff"', "'", "cat's", "\\", "%", "_", "%_%", "+", "-", "--", ",",
+    ".", ";", "/*", "*/", "'; DROP TABLE messages; --", "websocket", "backoff", "jitter", "update_session_cwd",
+    "src/app.py", "chat-send", "hermes-agent", "a:b", "数据库", "迁移", "问题", "数据库迁移方案", "「引号」", "🙂", "👍🏽",
+    "👨‍👩‍👧", "\x00", "\x01", "\x07", "\x1b[31m", "\r\n", "\t", "\x7f", "\u200b", "\ufeff", "\u202e", "\ud800",
+    "\udfff", "\udbff\udc00", "\U0010ffff", "\uffff", "null", "true", "0", "-1", "1e309", "NaN",
+]
+
+
+def weighted(*choices: tuple[int, Any]) -> Any:
+    """Draw from each strategy with the given weight (``one_of`` flattens and dedupes, so it cannot weight)."""
+    return st.sampled_from([strategy for weight, strategy in choices for _ in range(weight)]).flatmap(lambda strategy: strategy)
+
+
+surrogates = st.integers(0xD800, 0xDFFF).map(chr)
+any_char = st.one_of(st.characters(), surrogates, st.sampled_from(["\x00", "\x1f", "数", "🙂", '"', "*", ":", "("]))
+texts = st.one_of(
+    st.lists(st.sampled_from(PIECES), min_size=1, max_size=12).map(" ".join),
+    st.lists(st.sampled_from(PIECES), min_size=1, max_size=12).map("".join),
+    st.text(any_char, max_size=60),
+    st.text(min_size=1, max_size=200),
+)
+huge = st.builds(lambda piece, n: ((piece + " ") * (n // (len(piece) + 1) + 1))[:n],
+                 st.sampled_from(PIECES), st.integers(100_000, 250_000))
+wrong_types = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.floats(allow_nan=True, allow_infinity=True),
+    st.lists(st.one_of(st.integers(), st.text(max_size=5), st.none()), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.one_of(st.integers(), st.text(max_size=5)), max_size=3),
+)
+values = st.one_of(texts, wrong_types, huge)
+extra_keys = st.dictionaries(st.sampled_from(["extra", "session_id", "task_id", "query ", "Query", "", "\x00", "🙂"]),
+                             st.one_of(texts, wrong_types), max_size=2)
+
+
+def tool_args(fields: dict[str, Any]) -> Any:
+    """Arguments for one call: usually an object (any subset of ``fields``, plus
+    stray keys), sometimes not an object at all, or the object as a JSON string."""
+    obj = st.builds(lambda known, extra: {**extra, **known}, st.fixed_dictionaries({}, optional=fields), extra_keys)
+    return weighted((5, obj), (1, obj.map(lambda d: json.dumps(d))), (1, wrong_types), (1, texts))
+
+
+#: Well-typed searches (hostile text, valid mode and limit) reach the query parser, FTS,
+#: LIKE and the vector leg; the rest exercise argument validation.
+WELL_TYPED_SEARCH = st.fixed_dictionaries(
+    {"query": weighted((20, texts), (1, huge))},
+    optional={"mode": st.sampled_from(["hybrid", "keyword", "semantic", "KEYWORD", " semantic "]),
+              "limit": st.one_of(st.integers(-5, 20), st.sampled_from(["3", "7.5", "10"]))},
+)
+ANY_SEARCH = tool_args({
+    "query": values,
+    "mode": st.one_of(st.sampled_from(["hybrid", "keyword", "semantic", "KEYWORD", " semantic ", "fuzzy", ""]), texts, wrong_types),
+    "limit": st.one_of(st.integers(-(10**20), 10**20), st.sampled_from(["3", "7.5", "1e3", "inf", "-inf", "nan", "many", "", "0x10", " 4 "]),
+                       wrong_types),
+})
+SEARCH_ARGS = weighted((3, WELL_TYPED_SEARCH), (1, ANY_SEARCH))
+MOVE_ARGS = weighted(
+    (2, st.fixed_dictionaries({"project_id": weighted((1, st.sampled_from(["", "Quasar", "quasar", "QUASAR", "@PID", "p_missing"])),
+                                                      (1, texts))})),
+    (1, tool_args({"project_id": weighted((1, st.sampled_from(["", "Quasar", "@PID"])), (2, values))})),
+)
+CONSENT_ARGS = weighted(
+    (2, st.fixed_dictionaries({"decision": st.sampled_from(["allow", "decline", "ALLOW", " Decline "])},
+                              optional={"projects": st.sampled_from(["this", "all", "ALL", " this "])})),
+    (1, tool_args({"decision": weighted((1, st.sampled_from(["allow", "decline", "maybe", ""])), (1, values)),
+                   "projects": weighted((1, st.sampled_from(["this", "all", "some", ""])), (1, values))})),
+)
+SESSION_IDS = weighted((12, st.just("cur")), (1, st.sampled_from(["", "   ", "missing", "\x00", "\ud800", "cur\x00", "x" * 5000])),
+                       (1, st.none()))
+VIA = st.sampled_from(["registry", "registry", "registry", "dispatch"])  # Hermes' dispatcher for a quarter of the calls
+
+
+
+def fuzz(examples: int) -> settings:
+    """hypothesis settings for a fuzz test: ``examples`` cases, no deadline (2 loaded cores)."""
+    return settings(max_examples=examples, deadline=None, suppress_health_check=[
+        HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@pytest.fixture
+def arena(world: World, fake) -> World:
+    """A project with history, an explicit project to move to, and the openai
+    provider on a loopback fake (so consent and hybrid searches really embed)."""
+    repo, other = world.repo("app"), world.repo("quasar")
+    world.session("old1", repo, messages=[("user", "the websocket backoff plan"), ("assistant", "use jitter: update_session_cwd")])
+    world.session("old2", repo, style="cli", messages=[("assistant", "数据库迁移方案：先加列，再回填 🙂")])
+    world.session("cur", repo, style="cli", messages=[("user", "what did we decide?")])
+    world.session("mover", repo, style="cli", messages=[("user", "I may be moved around")])
+    world.pid = world.project("Quasar", [other])
+    server = fake()
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    yield world
+    plugin("embeddings").reset_indexes()
+
+
+def call(world: World, tool: str, args: Any, session_id: Any, via: str) -> dict[str, Any]:
+    """One fuzzed call through the registry handler or Hermes' dispatcher; returns the checked answer."""
+    if isinstance(args, dict) and args.get("project_id") == "@PID":
+        args = {**args, "project_id": world.pid}
+    if via == "dispatch":
+        raw = dispatch(tool, args, session_id)
+    else:
+        raw = handler(tool)(args, session_id=session_id, task_id="task-x")
+    return check_answer(raw)
+
+
+@fuzz(1500)
+@given(args=SEARCH_ARGS, session_id=SESSION_IDS, via=VIA, grant=st.integers(0, 40))
+def test_fuzz_search(arena: World, args, session_id, via, grant):
+    """project_history_search answers JSON for any argument, before and after consent."""
+    if grant == 0:  # now and then the user consents (or declines), so hybrid/semantic run both ways
+        check_answer(handler("project_history_semantic_consent")({"decision": "allow"}, session_id="cur"))
+    elif grant == 1:
+        check_answer(handler("project_history_semantic_consent")({"decision": "decline"}, session_id="cur"))
+    answer = call(arena, "project_history_search", args, session_id, via)
+    if answer["success"]:
+        assert isinstance(answer["results"], list) and len(answer["results"]) <= 10
+        assert answer["semantic_status"] in ("disabled", "consent_required", "indexing", "partial", "ready", "unavailable")
+
+
+@fuzz(600)
+@given(args=MOVE_ARGS, session_id=SESSION_IDS.map(lambda s: "mover" if s == "cur" else s), via=VIA)
+def test_fuzz_move(arena: World, args, session_id, via):
+    """project_session_move answers JSON for any argument; a real move keeps the world consistent."""
+    answer = call(arena, "project_session_move", args, session_id, via)
+    if answer["success"]:
+        assert answer["sessions_updated"] == ["mover"]
+        assert arena.session_row("mover")["cwd"] == answer["cwd"]
+
+
+@fuzz(600)
+@given(args=CONSENT_ARGS, session_id=SESSION_IDS, via=VIA)
+def test_fuzz_consent(arena: World, args, session_id, via):
+    """project_history_semantic_consent answers JSON for any argument; consent.json stays readable."""
+    answer = call(arena, "project_history_semantic_consent", args, session_id, via)
+    path = arena.home / "plugins" / "project-history-recall" / "data" / "consent.json"
+    if answer["success"]:
+        assert isinstance(json.loads(path.read_text()), dict)
+
+
+@pytest.mark.parametrize("tool,args", [
+    ("project_history_search", {"query": "websocket"}),
+    ("project_session_move", {"project_id": ""}),
+    ("project_history_semantic_consent", {"decision": "allow"}),
+])
+@pytest.mark.parametrize("session_id", ["\ud800", "cur\udfff"])
+def test_session_id_with_lone_surrogates_is_not_found(arena: World, tool, args, session_id):
+    """Found by the fuzz: a session id that is not valid UTF-8 made SQLite's
+    parameter binding raise UnicodeEncodeError (``internal_error``); no session
+    can have such an id, so it is ``session_not_found``."""
+    answer = check_answer(handler(tool)(args, session_id=session_id, task_id="task-x"))
+    assert answer["success"] is False and answer["code"] == "session_not_found", answer
