@@ -434,3 +434,140 @@ def test_session_id_with_lone_surrogates_is_not_found(arena: World, tool, args, 
     can have such an id, so it is ``session_not_found``."""
     answer = check_answer(handler(tool)(args, session_id=session_id, task_id="task-x"))
     assert answer["success"] is False and answer["code"] == "session_not_found", answer
+
+
+# ---------------------------------------------------------------------------
+# c. Secrets never leak
+# ---------------------------------------------------------------------------
+
+SECRET = "sk-test-SECRET-4f9c2e7a1b8d6053"
+DOTENV = f"# Hermes keys\nOPENROUTER_API_KEY=sk-or-dotenv-OTHER-77e1\nPROJECT_HISTORY_EMBEDDING_API_KEY={SECRET}\n"
+
+
+class Refusing401:
+    """A loopback endpoint that refuses every key with 401 and, like some proxies,
+    echoes the Authorization header it got in the error body."""
+
+    def __init__(self) -> None:
+        self.auth: list[str | None] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.auth.append(self.headers.get("Authorization"))
+                body = json.dumps({"error": {"message": f"Incorrect API key provided: {self.headers.get('Authorization')}",
+                                             "type": "invalid_request_error", "code": "invalid_api_key"}}).encode()
+                self.send_response(401)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Everything(logging.Handler):
+    """Keeps every record, formatted with its traceback, at every level."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+        self.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s %(args)r"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record) + repr(record.__dict__))
+
+
+@pytest.fixture
+def all_logs(caplog):
+    """Every log record at DEBUG: root (caplog) plus a handler on each logger that might see the key."""
+    caplog.set_level(logging.DEBUG)
+    names = ("", "project_history_recall", "hermes_plugins", "hermes_plugins.project_history_recall", "openai", "httpx", "httpcore")
+    keep = Everything()
+    saved = []
+    for name in names:
+        logger = logging.getLogger(name)
+        saved.append((logger, logger.level))
+        logger.setLevel(logging.DEBUG)
+        logger.addHandler(keep)
+    yield lambda: keep.lines + [caplog.text] + [r.getMessage() + repr(r.__dict__) for r in caplog.records]
+    for logger, level in saved:
+        logger.removeHandler(keep)
+        logger.setLevel(level)
+
+
+def assert_no_secret(texts: list[str]) -> None:
+    secrets = [SECRET, SECRET.removeprefix("sk-"), "sk-or-dotenv-OTHER-77e1", DOTENV.strip()]
+    for text in texts:
+        for secret in secrets:
+            assert secret not in text, f"secret leaked: {text[:500]}"
+
+
+def test_api_key_never_in_logs_or_answers(project: World, fake, all_logs, monkeypatch):
+    """The embedding key from ``$HERMES_HOME/.env`` is sent to the endpoint, and to
+    nowhere else: not in an answer nor a log record (DEBUG included), also when the
+    endpoint refuses it with 401 and echoes it back, or is down."""
+    monkeypatch.delenv("PROJECT_HISTORY_EMBEDDING_API_KEY", raising=False)
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    (project.home / ".env").write_text(DOTENV)
+    answers: list[str] = []
+
+    def ask(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        raw = dispatch(tool, args)
+        answers.append(raw)
+        return check_answer(raw)
+
+    refusing = Refusing401()
+    try:
+        project.configure_embedding(provider="openai", base_url=refusing.base_url, model="text-embedding-3-small")
+        before = ask("project_history_search", {"query": "websocket backoff"})
+        assert before["semantic_status"] == "consent_required"
+        ask("project_history_semantic_consent", {"decision": "allow"})
+        for mode in ("hybrid", "semantic", "keyword"):
+            answer = ask("project_history_search", {"query": "websocket backoff", "mode": mode})
+            assert answer["success"] is True and result_sessions(answer) == ["old1"]
+            if mode != "keyword":
+                assert answer["semantic_status"] == "unavailable" and "401" in answer["semantic_note"], answer
+        assert refusing.auth and all(a == f"Bearer {SECRET}" for a in refusing.auth), "the key from .env was sent"
+        plugin("embeddings").reset_indexes()
+    finally:
+        refusing.close()
+
+    # The endpoint is down (nothing listens on its port any more).
+    project.configure_embedding(provider="openai", base_url=refusing.base_url, model="text-embedding-3-small")
+    ask("project_history_semantic_consent", {"decision": "allow"})
+    answer = ask("project_history_search", {"query": "websocket backoff", "mode": "hybrid"})
+    assert answer["semantic_status"] == "unavailable" and "unreachable" in answer["semantic_note"], answer
+    plugin("embeddings").reset_indexes()
+
+    # A working endpoint: the key is used, and still appears nowhere else.
+    server = fake()
+    project.configure_embedding(provider="openai", base_url=server.base_url, model="text-embedding-3-small")
+    ask("project_history_semantic_consent", {"decision": "allow"})
+    answer = ask("project_history_search", {"query": "websocket backoff", "mode": "hybrid"})
+    assert answer["semantic_status"] == "ready", answer
+    assert server.requests and {r["auth"] for r in server.requests} == {f"Bearer {SECRET}"}
+    from hermes_cli.plugins import get_plugin_manager
+
+    answers.append(get_plugin_manager()._plugin_commands["history-index"]["handler"](""))
+    plugin("embeddings").reset_indexes()
+
+    assert len(answers) >= 10
+    assert_no_secret(answers)
+    logs = all_logs()
+    assert any("embeddings" in line for line in logs), "the HTTP traffic was logged at DEBUG, and captured"
+    assert_no_secret(logs)
+    # Nor in any file of the profile but .env: Hermes' log files, consent.json, embeddings.db.
+    for path in project.home.rglob("*"):
+        if path.is_file() and path.name != ".env":
+            assert SECRET.encode() not in path.read_bytes(), path
