@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv demo test bench-latency bench-recall clean
+.PHONY: venv demo test bench-latency bench-concurrency bench-recall clean
 
 $(VENV)/.installed: requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,9 @@ test: venv
 
 bench-latency: venv
 	$(PY) bench/keyword_latency.py
+
+bench-concurrency: venv
+	$(PY) bench/concurrency.py
 
 bench-recall: venv
 	$(PY) bench/recall_beam.py ../shared/eval/beam-100k

@@ -231,8 +231,21 @@ def parse_search_args(args: Any, *, now: float | None = None) -> SearchArgs:
 
 
 def _session_id(kwargs: Mapping[str, Any]) -> str:
+    """The caller's session id, stripped; ``""`` when none was passed.
+
+    Raises :class:`store.SessionNotFound` for an id that is not valid UTF-8
+    (lone surrogates): SQLite stores UTF-8, so no session has it, and binding
+    it as a parameter would raise ``UnicodeEncodeError``.
+    """
     value = kwargs.get("session_id")
-    return value.strip() if isinstance(value, str) else ""
+    if not isinstance(value, str):
+        return ""
+    value = value.strip()
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise store.SessionNotFound(f"session not found in state.db: {value}") from None
+    return value
 
 
 _NO_SESSION = (

@@ -234,8 +234,10 @@ class OpenAIProvider:
                 if attempt < self.retries:
                     time.sleep(self.backoff * (2**attempt))
             except openai.APIError as exc:
-                raise EmbeddingUnavailable(f"embedding endpoint error: {exc}") from exc
-        raise EmbeddingUnavailable(f"embedding endpoint unreachable at {self.endpoint}: {type(last).__name__}")
+                # An error body may echo the key (some proxies quote the Authorization header):
+                # redact it, and do not chain the original exception, whose text still holds it.
+                raise EmbeddingUnavailable(redact(f"embedding endpoint error: {exc}", self.api_key)) from None
+        raise EmbeddingUnavailable(redact(f"embedding endpoint unreachable at {self.endpoint}: {type(last).__name__}", self.api_key))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -246,6 +248,11 @@ class OpenAIProvider:
             raise EmbeddingUnavailable(f"endpoint returned {matrix.shape[1]}-d vectors, expected {self.dims}")
         self.dims = matrix.shape[1]
         return matrix
+
+
+def redact(text: str, secret: str) -> str:
+    """``text`` with every occurrence of ``secret`` replaced by ``***`` (unchanged when ``secret`` is empty)."""
+    return text.replace(secret, "***") if secret else text
 
 
 def _as_floats(embedding: Any) -> list[float]:
