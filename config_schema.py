@@ -6,9 +6,11 @@ per-plugin namespace, preferred) or ``plugins.project-history-recall`` (the
 design's spelling); when both exist, ``entries`` wins key by key.
 
 ``embedding`` configures semantic search (provider, model, endpoint,
-chunking, how many messages the vector leg returns). ``enabled`` is declared
-for the design's config format but consent (``consent.json``) is what allows
-embedding; ``provider: none`` turns semantic search off.
+chunking, how many messages the vector leg returns). Consent
+(``consent.json``, given in conversation) is what allows embedding; the
+config can only switch semantic search off: ``enabled: false`` or
+``provider: none``. Unset ``enabled`` (the default) and ``enabled: true``
+both leave the decision to consent.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ PLUGIN_KEY = "project-history-recall"
 #: The declared section, with defaults (documented in README).
 SCHEMA: dict[str, Any] = {
     "embedding": {
-        "enabled": False,
+        "enabled": None,  # unset: consent decides; false: semantic search off
         "provider": "local",
         "model": "",
         "base_url": "",
@@ -35,7 +37,7 @@ SCHEMA: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class EmbeddingSettings:
-    enabled: bool = False
+    enabled: bool | None = None  # None: unset (consent decides); False: off
     provider: str = "local"
     model: str = ""
     base_url: str = ""
@@ -73,6 +75,8 @@ def _bool(value: Any, default: bool) -> bool:
         return value
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes", "on")
+    if isinstance(value, (int, float)):
+        return bool(value)
     return default
 
 
@@ -91,7 +95,7 @@ def parse_settings(config: Mapping[str, Any] | None) -> Settings:
     d = EmbeddingSettings()
     return Settings(
         embedding=EmbeddingSettings(
-            enabled=_bool(emb.get("enabled"), d.enabled),
+            enabled=None if emb.get("enabled") is None else _bool(emb.get("enabled"), True),
             provider=str(emb.get("provider") or d.provider),
             model=str(emb.get("model") or d.model),
             base_url=str(emb.get("base_url") or d.base_url),

@@ -335,7 +335,14 @@ class _Rows:
         return self._sessions[: self.n]
 
     def extend(self, vectors: np.ndarray, ids: np.ndarray, sessions: np.ndarray) -> None:
+        """Append rows; the first block is adopted as is (callers pass fresh arrays), later ones copied in."""
         need = self.n + len(ids)
+        if self.n == 0 and len(ids) > len(self._ids):  # the first load: no copy of a big block
+            self._vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+            self._ids = np.ascontiguousarray(ids, dtype=np.int64)
+            self._sessions = np.ascontiguousarray(sessions, dtype=np.int32)
+            self.n = need
+            return
         if need > len(self._ids):
             capacity = max(need, self.n + self.n // 2, 1024)
             grown = np.zeros((capacity, self.dims), dtype=np.float32)

@@ -69,7 +69,7 @@ def semantic_config(home: Path) -> dict[str, Any]:
     """What semantic search would use and what the user agreed to.
 
     Returns ``{provider, endpoint, model, status, note, consent}`` where
-    ``status`` is ``disabled`` (``provider: none`` or declined),
+    ``status`` is ``disabled`` (``enabled: false``, ``provider: none`` or declined),
     ``consent_required`` (no consent for this provider, endpoint and model),
     ``allowed`` (consent covers some projects: ``consent.projects``) or
     ``unavailable`` (numpy or the model package missing). ``consent`` is the
@@ -89,6 +89,8 @@ def semantic_config(home: Path) -> dict[str, Any]:
         out["consent"] = {k: consent.get(k) for k in ("declined", "projects", "provider", "endpoint", "model", "confirmed_at") if k in consent}
     if spec is None:
         return {**out, "status": "disabled", "note": "semantic search is turned off (embedding.provider: none)"}
+    if settings.embedding.enabled is False:
+        return {**out, "status": "disabled", "note": "semantic search is turned off (embedding.enabled: false)"}
     if embeddings is None:
         return {**out, "status": "unavailable", "note": reason}
     if consent and consent.get("declined"):

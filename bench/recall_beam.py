@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Recall of the plugin's keyword search vs Hermes' built-in ``session_search`` on BEAM.
+"""Recall of the plugin's keyword / semantic / hybrid search vs Hermes' built-in ``session_search``.
 
 Usage::
 
@@ -418,13 +418,13 @@ def main(argv: list[str] | None = None) -> int:
             by_type[q.qtype].append(q)
         per_type = {t: {system: aggregate(qs, system) for system in systems} for t, qs in sorted(by_type.items())}
         print()
-        print("ours-keyword by question type (builtin-or MRR for reference):")
+        print("MRR (msg@10) by question type:")
         print()
-        print("| type | n | R@5 | MRR | msg@10 | builtin-or MRR |")
-        print("|---|---|---|---|---|---|")
+        print("| type | n | " + " | ".join(systems) + " |")
+        print("|---|---|" + "---|" * len(systems))
         for t, row in per_type.items():
-            o, b = row["ours-keyword"], row["builtin-or"]
-            print(f"| {t} | {o['n']} | {o['R@5']:.3f} | {o['MRR']:.3f} | {o['msg@10']:.3f} | {b['MRR']:.3f} |")
+            cells = " | ".join(f"{row[s]['MRR']:.3f} ({row[s]['msg@10']:.2f})" for s in systems)
+            print(f"| {t} | {row[systems[0]]['n']} | {cells} |")
 
         if args.show_misses > 0:
             print_misses(questions, args.show_misses)

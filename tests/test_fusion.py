@@ -56,3 +56,30 @@ def test_property_dominance(rankings, a, b):
     if a != b and all(rank(r, a) <= rank(r, b) for r in rankings):
         scores = dict(fuse_rrf(rankings))
         assert scores.get(a, 0.0) >= scores.get(b, 0.0)
+
+
+def test_strong_keyword_needs_two_query_units():
+    search = __import__("project_history_recall.search", fromlist=["search"])
+    units = search.parse_query("unstable socket connection dropping").units
+    hits = [search.Hit(1, "a", -3.0), search.Hit(2, "b", -2.0), search.Hit(3, "c", -1.0)]
+    texts = {1: "We spent a long time on the socket docs", 2: "the socket connection kept dropping", 3: "nothing here"}
+    assert [h.message_id for h in search.strong_keyword(hits, texts, units)] == [2]
+    one = search.parse_query("socket").units
+    assert [h.message_id for h in search.strong_keyword(hits, texts, one)] == [1, 2], "a one-word query needs that word"
+    assert search.strong_keyword(hits, texts, ()) == hits, "no units: nothing to require"
+
+
+def test_fuse_sessions_counts_only_strong_keyword_sessions():
+    search = __import__("project_history_recall.search", fromlist=["search"])
+    H = search.Hit
+    keyword = [H(1, "weak", -5.0), H(2, "strong", -4.0), H(3, "weak_only", -3.0)]
+    semantic = [H(10, "meaning", -0.9), H(11, "strong", -0.8), H(12, "weak", -0.7)]
+    fused = search.fuse_sessions(keyword, semantic, 10, counted={"strong"})
+    assert [(h.session_id, h.message_id, src) for h, src in fused] == [
+        ("strong", 2, "both"),  # both legs vote
+        ("meaning", 10, "semantic"),  # the vector leg's first
+        ("weak", 1, "both"),  # keyword does not vote for it, but its keyword message is shown
+        ("weak_only", 3, "keyword"),  # not voted for by either leg: after the fused sessions
+    ]
+    plain = search.fuse_sessions(keyword, semantic, 10)
+    assert plain[0][0].session_id == "weak", "without counted every keyword session votes"

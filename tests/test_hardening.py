@@ -329,13 +329,22 @@ def tool_args(fields: dict[str, Any]) -> Any:
 WELL_TYPED_SEARCH = st.fixed_dictionaries(
     {"query": weighted((20, texts), (1, huge))},
     optional={"mode": st.sampled_from(["hybrid", "keyword", "semantic", "KEYWORD", " semantic "]),
-              "limit": st.one_of(st.integers(-5, 20), st.sampled_from(["3", "7.5", "10"]))},
+              "limit": st.one_of(st.integers(-5, 20), st.sampled_from(["3", "7.5", "10"])),
+              "since": st.sampled_from(["2026-01-01", "7d", "12h", "2026-02-10T13:00+08:00", "2026-02-10T05:00Z", ""]),
+              "until": st.sampled_from(["2030-01-01", "1w", "2026-02-28", ""]),
+              "role": st.sampled_from(["user", "assistant", "tool", "USER", ""])},
 )
+WHEN = st.one_of(st.sampled_from(["2026-13-40", "99999999d", "0d", "-1d", "2026-02-30", "T", "yesterday", "2026-01-01T25:00",
+                                  "9999-12-31", "0001-01-01", "2026-01-01T00:00+99:00"]), texts, wrong_types)
 ANY_SEARCH = tool_args({
     "query": values,
     "mode": st.one_of(st.sampled_from(["hybrid", "keyword", "semantic", "KEYWORD", " semantic ", "fuzzy", ""]), texts, wrong_types),
     "limit": st.one_of(st.integers(-(10**20), 10**20), st.sampled_from(["3", "7.5", "1e3", "inf", "-inf", "nan", "many", "", "0x10", " 4 "]),
                        wrong_types),
+    "since": WHEN,
+    "until": WHEN,
+    "role": st.one_of(st.sampled_from(["user", "system", "", "tool "]), texts, wrong_types),
+    "cursor": st.one_of(st.sampled_from(["", "MTA6YWJj", "NTA6eHg", "=", "a" * 5000]), texts, wrong_types),
 })
 SEARCH_ARGS = weighted((3, WELL_TYPED_SEARCH), (1, ANY_SEARCH))
 MOVE_ARGS = weighted(

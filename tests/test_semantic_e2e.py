@@ -108,6 +108,28 @@ def test_declined_or_turned_off_is_disabled(sem, fake):
     assert server.requests == []
 
 
+@pytest.mark.parametrize("value", [False, "false", "off", "no"])
+def test_enabled_false_turns_semantic_off_even_after_consent(sem, fake, value):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem)
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m", enabled=value)
+    answer = sem.search("cur", "websocket backoff")
+    assert answer["semantic_status"] == "disabled" and "embedding.enabled: false" in answer["semantic_note"]
+    assert result_sessions(answer) == ["a_ws"], "keyword results stand"
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("value", [True, None])
+def test_enabled_true_or_unset_still_needs_consent(sem, fake, value):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m", **({} if value is None else {"enabled": value}))
+    assert sem.search("cur", "websocket backoff")["semantic_status"] == "consent_required"
+    assert server.requests == []
+    consent(sem)
+    assert sem.search("cur", "websocket backoff")["semantic_status"] == "ready"
+
+
 def test_endpoint_down_is_unavailable_and_keyword_stands(sem, fake):
     server = fake()
     sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
@@ -188,7 +210,22 @@ def test_real_local_model_paraphrase_and_cross_lingual(sem):
     chinese = sem.search("cur", "网络连接不稳定，断线后怎么自动重连？", mode="semantic", limit=1)
     assert result_sessions(chinese) == ["a_ws"]
     hybrid = sem.search("cur", paraphrase, mode="hybrid", limit=3)
-    assert "a_ws" in result_sessions(hybrid)
+    assert result_sessions(hybrid)[0] == "a_ws"
+
+
+def test_hybrid_lets_meaning_beat_a_one_word_keyword_match(sem):
+    """A session sharing one incidental word with the question is not keyword evidence in hybrid."""
+    sem.session("a_notes", sem.paths["alpha"], messages=[("assistant", "The staging connection string now lives in the vault.")])
+    sem.configure_embedding(provider="local")
+    consent(sem)
+    question = "how did we stop the unstable socket connection from dropping all the time?"
+    assert result_sessions(sem.search("cur", question, mode="keyword", limit=1)) == ["a_notes"]
+    hybrid = sem.search("cur", question, mode="hybrid", limit=3)
+    assert hybrid["semantic_status"] == "ready"
+    assert result_sessions(hybrid)[0] == "a_ws"
+    # A question whose words the right session really contains stays a keyword win.
+    exact = sem.search("cur", "Postgres migration backfills", mode="hybrid", limit=1)
+    assert result_sessions(exact) == ["a_db"] and exact["results"][0]["score_source"] == "both"
 
 
 def test_index_command_and_slash_command(sem, fake, capsys):
@@ -226,3 +263,24 @@ def test_a_session_moved_in_gets_indexed(sem, fake):
     plugin("store").membership.invalidate()
     assert sem.search("cur", "websocket")["semantic_status"] == "ready"
     assert BETA_TEXT in sent_texts(server)
+
+
+def test_index_command_drops_vectors_of_deleted_sessions(sem, fake):
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem)
+    search = plugin("search")
+    assert search.index_projects(home=sem.home)["dropped"] == 0
+    db_path = sem.home / "plugins" / "project-history-recall" / "data" / "embeddings.db"
+    import sqlite3
+
+    def indexed_sessions() -> set[str]:
+        with sqlite3.connect(db_path) as conn:
+            return {r[0] for r in conn.execute("SELECT DISTINCT session_id FROM chunks")}
+
+    assert "a_css" in indexed_sessions()
+    assert sem.db.delete_session("a_css")
+    report = search.index_projects(home=sem.home)
+    assert report["success"] and report["dropped"] == 1 and report["semantic_status"] == "ready"
+    assert "a_css" not in indexed_sessions() and "a_db" in indexed_sessions()
+    assert search.index_projects(home=sem.home)["dropped"] == 0
