@@ -112,18 +112,37 @@ def plugin_data_dir(home: Path) -> Path:
 
 
 def load_settings(home: Path) -> Any:
-    """This profile's plugin settings from ``config.yaml`` (defaults when absent or unreadable)."""
+    """This profile's plugin settings from ``config.yaml`` (defaults when absent or unreadable).
+
+    A real Hermes config.yaml is hundreds of lines (about 40 ms to parse in
+    pure Python), so the parsed settings are kept per file and re-read only
+    when its size or modification time changes.
+    """
     import yaml
 
     from . import config_schema
 
     path = Path(home) / "config.yaml"
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except (OSError, yaml.YAMLError) as exc:
+        stat = path.stat()
+        stamp: tuple[int, ...] | None = (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
+    except OSError:
+        stamp = None
+    cached = _settings_cache.get(str(path))
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader) if stamp is not None else {}  # noqa: S506 (a safe loader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         logger.warning("config.yaml unreadable (%s): %s", path, exc)
         raw = {}
-    return config_schema.parse_settings(raw if isinstance(raw, dict) else {})
+    settings = config_schema.parse_settings(raw if isinstance(raw, dict) else {})
+    _settings_cache[str(path)] = (stamp, settings)
+    return settings
+
+
+_settings_cache: dict[str, tuple[tuple[int, ...] | None, Any]] = {}
 
 
 def embedding_api_key(home: Path) -> str:

@@ -50,6 +50,16 @@ def ensure_db(db: Path, sessions: int, messages: int) -> dict:
     return json.loads(meta_path.read_text())
 
 
+def ensure_config(home: Path) -> None:
+    """A Hermes-sized config.yaml (Hermes' own defaults), so the per-search settings read is measured."""
+    path = home / "config.yaml"
+    if not path.exists():
+        import yaml
+        from hermes_cli.config import DEFAULT_CONFIG
+
+        path.write_text(yaml.safe_dump(DEFAULT_CONFIG, sort_keys=False), encoding="utf-8")
+
+
 def time_calls(fn, reps: int) -> tuple[list[float], object]:
     out = fn()  # warm-up (page cache, statement cache)
     samples = []
@@ -76,6 +86,7 @@ def main() -> int:
     from hermes_state import SessionDB
     from tools.session_search_tool import session_search
 
+    ensure_config(home)
     projects = sorted(meta["projects"], key=lambda p: -p.get("messages_bound", 0))
     picks = [projects[0], projects[len(projects) // 2], projects[-1]]
     queries: list[tuple[str, str, int | None]] = []

@@ -99,6 +99,19 @@ def main() -> int:
              call("project_history_semantic_consent", {"decision": "allow"}))
         show("a paraphrase sharing no content word with the answer, hybrid mode",
              call("project_history_search", {"query": "how did we deal with the real-time channel going down repeatedly?"}))
+        show("only what the user said, in the last week (filters: role, since)",
+             call("project_history_search", {"query": "websocket", "mode": "keyword", "role": "user", "since": "7d"}))
+
+        import importlib
+
+        commands = get_plugin_manager()._plugin_commands
+        os.chdir(payments)  # slash commands have no session: they search the folder Hermes runs in
+        print("\n=== /history-search websocket   (typed at the Hermes prompt, in the payments folder)")
+        print(commands["history-search"]["handler"]("websocket"))
+        cli = importlib.import_module("hermes_plugins.project_history_recall.command_line")
+        print("\n=== project-history-recall projects   (the command line: where attribution is checked)")
+        cli.main(["projects"])
+
         show("move this session to project 'Quasar'", call("project_session_move", {"project_id": "Quasar"}))
         show("the same search now looks in quasar",
              call("project_history_search", {"query": "how did we handle websocket reconnects?"}))

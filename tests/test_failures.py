@@ -286,3 +286,22 @@ def test_answers_are_always_encodable(two):
     raw = handle_search({"query": "x", "mode": "\ud800bad"}, session_id="cur")
     raw.encode("utf-8")
     assert json.loads(raw)["code"] == "bad_argument"
+
+
+def test_settings_are_re_read_only_when_config_yaml_changes(tmp_path):
+    from project_history_recall import store
+
+    config = tmp_path / "config.yaml"
+    assert store.load_settings(tmp_path).embedding.provider == "local", "no file: defaults"
+    config.write_text("plugins:\n  entries:\n    project-history-recall:\n      embedding: {provider: none}\n")
+    first = store.load_settings(tmp_path)
+    assert first.embedding.provider == "none"
+    assert store.load_settings(tmp_path) is first, "unchanged file: the parsed settings are reused"
+    replacement = tmp_path / "config.yaml.new"
+    replacement.write_text("plugins:\n  entries:\n    project-history-recall:\n      embedding: {provider: openai}\n")
+    replacement.replace(config)  # same size, maybe the same mtime tick: a new inode
+    assert store.load_settings(tmp_path).embedding.provider == "openai"
+    config.write_text(": not yaml [")
+    assert store.load_settings(tmp_path).embedding.provider == "local", "unreadable: defaults"
+    config.unlink()
+    assert store.load_settings(tmp_path).embedding.provider == "local"

@@ -116,13 +116,13 @@ def test_chunks_written_by_another_process_count_as_indexed(tmp_path):
     assert [m for m, _, _ in ours.search(provider.embed(["bbbb"]), {"s"}, 1)] == [7]
 
 
-def test_interleaved_adds_and_searches_match_a_fresh_index(tmp_path):
+@pytest.mark.parametrize("scope", [{"s1"}, {"s0", "s2"}, {"s0", "s1", "s2"}], ids=["copied", "most", "everything"])
+def test_interleaved_adds_and_searches_match_a_fresh_index(tmp_path, scope):
     """Indexing while searching (the matrix and the scope cache grow in place) gives a fresh index's answers."""
     provider = CountingProvider()
     words = ["apple", "banana", "cherry", "damson", "elder", "fig", "grape", "hazel"]
     pending = [E.PendingMessage(i + 1, f"s{i % 3}", f"{words[i % 8]} {words[(i * 5) % 8]} {i}") for i in range(3000)]
     live = E.VectorIndex(tmp_path / "live.db", provider)
-    scope = {"s0", "s2"}
     for start in range(0, len(pending), 250):
         live.add(pending[start : start + 250])
         live.search(provider.embed(["apple"]), scope, top_k=5)  # grows the cached scope rows
