@@ -699,6 +699,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
             )
         if missing <= 0:
             _complete[key] = (signature, top)
+        done = vectors.indexed_in(sessions) if missing > 0 else 0
         # Filters are applied after the vector search: look further when they are on.
         top_k = settings.embedding.top_k * (4 if scope.filters.active else 1)
         raw = vectors.search(provider.embed([query]), sessions, top_k) if index else []
@@ -709,7 +710,6 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
     if scope.filters.active:
         rows = store.fetch_messages(conn, sorted(live))
         live = {m for m in live if m in rows and scope.filters.admits(rows[m])}
-    done = vectors.indexed_in(sessions) if missing > 0 else 0
     status = "ready" if missing <= 0 else ("partial" if done else "indexing")
     note = vectors.note
     if status != "ready":

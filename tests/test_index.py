@@ -142,3 +142,15 @@ def test_changed_message_leaves_no_stale_vector(tmp_path):
     hits = index.search(provider.embed(["zzzz"]), {"s"}, 5)
     assert [(m, round(c, 3)) for m, _, c in hits] == [(1, 0.0), (2, 0.0)], "the old 'zzzz' vector is gone"
     assert index.search(provider.embed(["aaaa"]), {"s"}, 1)[0][0] == 1
+
+
+def test_a_scope_scored_in_place_never_returns_other_sessions(tmp_path):
+    """Most of the matrix in scope (scored in place, the rest masked): a large top_k stays in scope."""
+    provider = CountingProvider()
+    index = E.VectorIndex(tmp_path / "e.db", provider)
+    pending = [E.PendingMessage(i + 1, "big" if i < 95 else f"other{i}", f"text {i} " + "ab" * (i % 7)) for i in range(100)]
+    index.add(pending)
+    assert 95 / 100 > E.SHARED_SCOPE
+    hits = index.search(provider.embed(["ab"]), {"big"}, top_k=1000)
+    assert len(hits) == 95 and {sid for _, sid, _ in hits} == {"big"}
+    assert [(m, sid) for m, sid, _ in index.search(provider.embed(["ab"]), {"other97"}, top_k=1000)] == [(98, "other97")]

@@ -197,6 +197,23 @@ def test_corrupt_index_is_rebuilt_and_reported(sem, fake):
     assert result_sessions(answer)[0] == "a_ws"
 
 
+def test_a_damaged_vector_is_reported_and_keyword_stands(sem, fake):
+    import sqlite3
+
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem)
+    assert sem.search("cur", "websocket")["semantic_status"] == "ready"
+    plugin("embeddings").reset_indexes()
+    path = sem.home / "plugins" / "project-history-recall" / "data" / "embeddings.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE chunks SET vector = x'00010203' WHERE id = (SELECT max(id) FROM chunks)")
+    answer = sem.search("cur", "websocket backoff")
+    assert answer["success"] is True and answer["semantic_status"] == "unavailable"
+    assert "wrong size" in answer["semantic_note"]
+    assert result_sessions(answer)[0] == "a_ws", "keyword results stand"
+
+
 def test_real_local_model_paraphrase_and_cross_lingual(sem):
     """The shipped multilingual model finds meaning, not words."""
     sem.configure_embedding(provider="local")
