@@ -511,11 +511,11 @@ def parse_when(text: str, *, end: bool, now: float) -> float:
                 day += dt.timedelta(days=1)
             return time.mktime(day.timetuple())
         moment = dt.datetime.fromisoformat(raw.upper().replace(" ", "T", 1))
-    except (ValueError, OverflowError):
+        if moment.tzinfo is None:
+            return time.mktime(moment.timetuple())
+        return float(calendar.timegm(moment.utctimetuple()))
+    except (ValueError, OverflowError):  # not a date, or one the clock cannot hold (year 1, year 9999 + 1 day)
         raise ValueError(f"cannot read {text!r} as a date: use {WHEN_FORMATS}") from None
-    if moment.tzinfo is None:
-        return time.mktime(moment.timetuple())
-    return float(calendar.timegm(moment.utctimetuple()))
 
 
 def make_filters(*, since: str | None = None, until: str | None = None, role: str | None = None, now: float | None = None) -> store.Filters:
@@ -539,7 +539,10 @@ def describe_filters(filters: store.Filters) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in (("since", filters.since), ("until", filters.until)):
         if value is not None:
-            out[name] = dt.datetime.fromtimestamp(value).astimezone().isoformat(timespec="seconds")
+            try:
+                out[name] = dt.datetime.fromtimestamp(value).astimezone().isoformat(timespec="seconds")
+            except (ValueError, OverflowError, OSError):  # e.g. year 1 in a zone behind UTC
+                out[name] = f"{value:.0f} (Unix time)"
     if filters.roles != ROLES:
         out["role"] = filters.roles[0]
     return out

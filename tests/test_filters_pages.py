@@ -15,6 +15,13 @@ def plugin(name: str):
     return sys.modules[f"hermes_plugins.project_history_recall.{name}"]
 
 
+def close_indexes() -> None:
+    """Close the vector indexes a test opened (the module is imported only once semantic search ran)."""
+    module = sys.modules.get("hermes_plugins.project_history_recall.embeddings")
+    if module is not None:
+        module.reset_indexes()
+
+
 def local(y: int, m: int, d: int, hh: int = 12) -> float:
     return time.mktime(dt.datetime(y, m, d, hh).timetuple())
 
@@ -38,7 +45,7 @@ def dated(world: World):
     world.ids["recent"] = world.db.append_message("recent", "tool", "websocket output from yesterday", timestamp=now - 86_400)
     world.session("cur", repo, style="cli", messages=[("user", "what did we do?")])
     yield world
-    plugin("embeddings").reset_indexes()
+    close_indexes()
 
 
 def found(answer) -> set[str]:
@@ -235,4 +242,10 @@ def test_semantic_hits_pass_the_same_filters(world: World, fake):
         answer = world.search("cur", text, mode="semantic", since="2026-04-01")
         assert answer["success"] is True and answer["results"] == []
     finally:
-        plugin("embeddings").reset_indexes()
+        close_indexes()
+
+
+@pytest.mark.parametrize("since, until", [("0001-01-01", "0001-01-05"), ("99999w", None), ("9999-12-30", None)])
+def test_extreme_dates_are_answers_not_errors(dated, since, until):
+    answer = dated.search("cur", "websocket", mode="keyword", since=since, **({"until": until} if until else {}))
+    assert answer["success"] is True and "since" in answer["filters"]
