@@ -25,6 +25,7 @@ import logging
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -466,9 +467,10 @@ class VectorIndex:
                 " WHERE model_fingerprint = ? AND chunk_index = 0",
                 (self.provider.fingerprint,),
             )
-            self._indexed, self._owner, self._per_session = {}, {}, {}
-            for mid, sid, digest in rows:
-                self._remember(int(mid), sid, digest)
+            rows = rows.fetchall()  # one row per message (chunk 0): plain comprehensions, no per-row bookkeeping
+            self._indexed = {mid: digest for mid, _, digest in rows}
+            self._owner = {mid: sid for mid, sid, _ in rows}
+            self._per_session = dict(Counter(sid for _, sid, _ in rows))
             self._indexed_loaded = True
 
     def _remember(self, message_id: int, session_id: str, digest: str) -> None:
