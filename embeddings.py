@@ -280,29 +280,50 @@ class ProviderSpec:
 INDEX_APP_ID = 0x50485231  # "PHR1" in PRAGMA application_id: marks the file as ours
 
 # Numbered, append-only migrations (PRAGMA user_version = how many applied).
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE chunks (
-        id INTEGER PRIMARY KEY,
-        session_id TEXT NOT NULL,
-        message_id INTEGER NOT NULL,
-        chunk_index INTEGER NOT NULL,
-        content_hash TEXT NOT NULL,
-        model_fingerprint TEXT NOT NULL,
-        vector BLOB NOT NULL,
-        created_at REAL NOT NULL,
-        UNIQUE(session_id, message_id, chunk_index, model_fingerprint)
-    );
-    CREATE INDEX chunks_by_model_message ON chunks(model_fingerprint, message_id);
-    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    """,
-    # 2: what is indexed is read without touching the vectors (a covering index:
-    # scanning the table itself reads every vector page, ~1.7 s per 400k chunks cold);
-    # (model, rowid) ranges count a model's new chunks without scanning the old ones.
-    """
-    CREATE INDEX chunks_indexed ON chunks(model_fingerprint, chunk_index, message_id, session_id, content_hash);
-    CREATE INDEX chunks_by_model ON chunks(model_fingerprint);
-    """,
+_CHUNK_COLUMNS = "id, session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at"
+
+#: Numbered schema migrations; migration ``n`` brings ``user_version`` to ``n``.
+#: Each runs in one ``BEGIN IMMEDIATE`` transaction with the version bump.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            message_id INTEGER NOT NULL,
+            chunk_index INTEGER NOT NULL,
+            content_hash TEXT NOT NULL,
+            model_fingerprint TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            created_at REAL NOT NULL,
+            UNIQUE(session_id, message_id, chunk_index, model_fingerprint)
+        )""",
+        "CREATE INDEX chunks_by_model_message ON chunks(model_fingerprint, message_id)",
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ),
+    (
+        # Chunk ids are never reused (AUTOINCREMENT): a running process loads the
+        # chunks above the highest id it has seen, so a reused id would stay
+        # invisible to it. Plus two indexes: what is indexed is read without
+        # touching the vector pages (a covering index), and (model, rowid) ranges
+        # count a model's new chunks without scanning the old ones.
+        """CREATE TABLE chunks_v2 (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL,
+            message_id INTEGER NOT NULL,
+            chunk_index INTEGER NOT NULL,
+            content_hash TEXT NOT NULL,
+            model_fingerprint TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            created_at REAL NOT NULL,
+            UNIQUE(session_id, message_id, chunk_index, model_fingerprint)
+        )""",
+        f"INSERT INTO chunks_v2 ({_CHUNK_COLUMNS}) SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY id",
+        "DROP TABLE chunks",
+        "ALTER TABLE chunks_v2 RENAME TO chunks",
+        "CREATE INDEX chunks_by_model_message ON chunks(model_fingerprint, message_id)",
+        "CREATE INDEX chunks_indexed ON chunks(model_fingerprint, chunk_index, message_id, session_id, content_hash)",
+        "CREATE INDEX chunks_by_model ON chunks(model_fingerprint)",
+    ),
 )
 
 
@@ -317,6 +338,10 @@ _LOAD_BATCH = 20_000  # chunks decoded per step when the matrix is loaded
 
 class IndexBroken(RuntimeError):
     """embeddings.db is unusable and could not be rebuilt."""
+
+
+class IndexNotNow(EmbeddingUnavailable):
+    """embeddings.db is fine but cannot be used now (busy, or written by a newer plugin); it is left alone."""
 
 
 class _Rows:
@@ -417,9 +442,17 @@ class VectorIndex:
 
     # -- file ------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
+        """Open (creating or migrating) the file; a corrupt or foreign one is moved aside and rebuilt.
+
+        Raises :class:`IndexNotNow` when the file is busy or newer than this
+        plugin (it is then left as it is), :class:`IndexBroken` when even a
+        new file cannot be created.
+        """
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             return self._migrate(sqlite3.connect(self.path, check_same_thread=False, timeout=5))
+        except sqlite3.OperationalError as exc:  # locked, or a race with another migrator: not damage
+            raise IndexNotNow(f"the embeddings index is busy ({exc}); semantic search resumes on a later search") from exc
         except (sqlite3.DatabaseError, IndexBroken) as exc:
             aside = self.path.with_name(f"{self.path.name}.broken-{int(time.time())}")
             logger.warning("embeddings index %s unusable (%s); moved to %s and rebuilt", self.path, exc, aside)
@@ -434,25 +467,45 @@ class VectorIndex:
 
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> sqlite3.Connection:
-        # A new file gets 16 KiB pages: a 512-d vector row (~2.1 KB) leaves half of
-        # a 4 KiB page empty. (No effect on an existing file.)
-        conn.execute("PRAGMA page_size = 16384")
-        conn.execute("PRAGMA journal_mode=WAL")
-        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
-        if app_id != INDEX_APP_ID and (tables or version):
+        """Bring ``conn``'s file to the current schema, one migrator at a time; returns ``conn``.
+
+        Raises :class:`IndexBroken` (foreign file), :class:`IndexNotNow` (newer
+        schema) or ``sqlite3`` errors; ``conn`` is closed when it raises.
+        """
+        try:
+            # A new file gets 16 KiB pages: a 512-d vector row (~2.1 KB) leaves half of
+            # a 4 KiB page empty. (No effect on an existing file.)
+            conn.execute("PRAGMA page_size = 16384")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.isolation_level = None  # explicit transactions below
+            conn.execute("BEGIN IMMEDIATE")  # the version is read and bumped under the write lock
+            try:
+                app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+                if app_id != INDEX_APP_ID and (tables or version):
+                    raise IndexBroken("not a project-history-recall index")
+                if version > len(MIGRATIONS):
+                    raise IndexNotNow(
+                        f"the embeddings index was written by a newer plugin (schema {version}, this one knows "
+                        f"{len(MIGRATIONS)}); update the plugin to use it"
+                    )
+                for number in range(version, len(MIGRATIONS)):
+                    for statement in MIGRATIONS[number]:
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {number + 1}")
+                    conn.execute(f"PRAGMA application_id = {INDEX_APP_ID}")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                conn.isolation_level = ""
+            conn.execute("SELECT count(*) FROM chunks").fetchone()  # touches the table: fails fast if damaged
+        except BaseException:
             conn.close()
-            raise IndexBroken("not a project-history-recall index")
-        if version > len(MIGRATIONS):
-            conn.close()
-            raise IndexBroken(f"index schema {version} is newer than this plugin ({len(MIGRATIONS)})")
-        for number in range(version, len(MIGRATIONS)):
-            with conn:
-                conn.executescript(MIGRATIONS[number])
-                conn.execute(f"PRAGMA user_version = {number + 1}")
-                conn.execute(f"PRAGMA application_id = {INDEX_APP_ID}")
-        conn.execute("SELECT count(*) FROM chunks").fetchone()  # touches the table: fails fast if damaged
+            raise
         return conn
 
     def close(self) -> None:
@@ -512,25 +565,28 @@ class VectorIndex:
             pieces = [(m, i, c) for m in group for i, c in enumerate(chunk_text(m.text, self.chunk_size, self.chunk_overlap))]
             vectors = self.provider.embed([c for _, _, c in pieces]) if pieces else np.zeros((0, 1), np.float32)
             now = time.time()
-            with self._lock, self._conn:
+            with self._lock:
                 self._load_indexed()
-                # A changed message's old vectors leave the loaded matrix with its old chunks.
+                self._write_group(group, pieces, vectors, fingerprint, now)
+                # A changed message's old vectors leave the loaded matrix with its old chunks
+                # (only once the new ones are stored: a failed write keeps the old ones in use).
                 self._cut([m.message_id for m in group if m.message_id in self._indexed])
-                for m in group:
-                    self._conn.execute(
-                        "DELETE FROM chunks WHERE model_fingerprint = ? AND message_id = ?", (fingerprint, m.message_id)
-                    )
-                for (m, i, _), vector in zip(pieces, vectors):
-                    self._conn.execute(
-                        "INSERT INTO chunks (session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (m.session_id, m.message_id, i, content_hash(m.text), fingerprint, encode_vector(vector), now),
-                    )
-                self._load_indexed()
                 for m in group:
                     self._remember(m.message_id, m.session_id, content_hash(m.text))
             done += len(group)
         return done
+
+    def _write_group(self, group: Sequence[PendingMessage], pieces: list, vectors: np.ndarray, fingerprint: str, now: float) -> None:
+        """Replace the stored chunks of ``group``'s messages in one transaction (rolled back on error)."""
+        with self._conn:
+            for m in group:
+                self._conn.execute("DELETE FROM chunks WHERE model_fingerprint = ? AND message_id = ?", (fingerprint, m.message_id))
+            for (m, i, _), vector in zip(pieces, vectors):
+                self._conn.execute(
+                    "INSERT INTO chunks (session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (m.session_id, m.message_id, i, content_hash(m.text), fingerprint, encode_vector(vector), now),
+                )
 
     def drop(self, message_ids: Sequence[int]) -> None:
         """Forget messages that were deleted or rewound."""
@@ -588,6 +644,7 @@ class VectorIndex:
             ids = np.empty(count, dtype=np.int64)
             codes = np.empty(count, dtype=np.int32)
             n = last = 0
+            replaced: list[int] = []
             while batch := cursor.fetchmany(_LOAD_BATCH):
                 batch = batch[: count - n]
                 if vectors is None:
@@ -600,7 +657,10 @@ class VectorIndex:
                 codes[n : n + len(batch)] = [self._session_codes.setdefault(r[2], len(self._session_codes)) for r in batch]
                 if self._indexed_loaded:  # chunks written by another process (e.g. the index command) count as indexed
                     for row in batch:
-                        if row[4] == 0 and int(row[1]) not in self._indexed:
+                        known = self._indexed.get(int(row[1]))
+                        if row[4] == 0 and known != row[5]:
+                            if known is not None:  # re-embedded elsewhere: its old rows must go
+                                replaced.append(int(row[1]))
                             self._remember(int(row[1]), row[2], row[5])
                 n += len(batch)
                 last = batch[-1][0]
@@ -609,6 +669,7 @@ class VectorIndex:
                 self._conn.commit()
         if vectors is None or not n:
             return
+        self._cut(replaced)  # before the new rows join: they share the message ids
         if self._matrix.dims != vectors.shape[1]:
             self._matrix, self._scope_rows = _Rows(vectors.shape[1]), None
         self._session_names.extend(name for name in list(self._session_codes)[len(self._session_names):])

@@ -336,8 +336,15 @@ def _like_hits(conn: sqlite3.Connection, needles: Sequence[str], scope: store.Sc
     return [Hit(mid, sid, 0.0) for mid, sid in rows]
 
 
-def keyword_hits(conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, want_sessions: int) -> tuple[list[Hit], str]:
+def keyword_hits(
+    conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, want_sessions: int = MAX_REACH + 1
+) -> tuple[list[Hit], str]:
     """Candidates for ``parsed`` within ``scope``; returns ``(hits, strategy)``.
+
+    ``want_sessions`` bounds the windows path (windows are ranked until that
+    many sessions turn up). Dropped common words come back when the rarer
+    ones find fewer than a full page (``MAX_LIMIT``) of sessions. Neither
+    depends on the page asked for.
 
     ``strategy`` names the path taken (``fts``, ``trigram``, ``like``,
     ``fts+like``...). FTS syntax errors degrade to ``LIKE``; no exception
@@ -356,7 +363,7 @@ def keyword_hits(conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Sco
             kept = _drop_common_words(conn, latin)
             hits, path = _ranked(conn, "messages_fts", _or(kept), scope, want_sessions, [u.text for u in kept])
             paths.append(path)
-            if len(kept) < len(latin) and len({h.session_id for h in hits}) < want_sessions:
+            if len(kept) < len(latin) and len({h.session_id for h in hits}) < MAX_LIMIT:
                 # The rarer words are rare in the whole database, not
                 # necessarily present in this project: ask again with every
                 # word (still bounded) and keep both.
@@ -398,10 +405,23 @@ def keyword_hits(conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Sco
 # ---------------------------------------------------------------------------
 
 
+_WORD_RUN = re.compile(r"\w+")
+
+
+def _words(text: str) -> str:
+    """``text`` case-folded, with every run of punctuation and space made one space."""
+    return " ".join(_WORD_RUN.findall(text.casefold()))
+
+
 def coverage(text: str, units: Sequence[Unit]) -> int:
-    """How many query units occur in ``text`` (case-folded substring)."""
-    low = text.casefold()
-    return sum(1 for u in units if u.text in low)
+    """How many query units occur in ``text``.
+
+    A case-folded substring test over word runs, so a phrase matches across
+    the line breaks, hyphens and commas that FTS5 also ignores
+    ("reconnect-loop" holds the phrase "reconnect loop").
+    """
+    flat = _words(text)
+    return sum(1 for u in units if _words(u.text) in flat)
 
 
 def rank_hits(hits: Sequence[Hit], texts: dict[int, str], units: Sequence[Unit], *, by_coverage: bool) -> list[Hit]:
@@ -505,8 +525,11 @@ def parse_when(text: str, *, end: bool, now: float) -> float:
     if relative:
         return now - int(relative.group(1)) * _RELATIVE_SECONDS[relative.group(2)]
     try:
-        if len(raw) == 10:
-            day = dt.date.fromisoformat(raw)
+        try:
+            day: dt.date | None = dt.date.fromisoformat(raw)  # 2026-11-02, 20261102, 2026-W44-1
+        except ValueError:
+            day = None
+        if day is not None:
             if end:
                 day += dt.timedelta(days=1)
             return time.mktime(day.timetuple())
@@ -531,7 +554,7 @@ def make_filters(*, since: str | None = None, until: str | None = None, role: st
         if wanted not in ROLES:
             raise ValueError(f"'role' must be one of {', '.join(ROLES)}, got {role!r}")
         roles = (wanted,)
-    return store.Filters(since=low, until=high, roles=roles)
+    return store.Filters(since=low, until=high, roles=roles, label=(since or "", until or "", role or ""))
 
 
 def describe_filters(filters: store.Filters) -> dict[str, Any]:
@@ -555,28 +578,43 @@ class BadCursor(store.StoreError):
 
 
 def search_key(*, query: str, mode: str, scope: store.Scope, anchor: str) -> str:
-    """What a cursor is tied to: the query, mode, project, filters and asking session or folder."""
-    parts = [query, mode, project_key(scope.project), anchor, scope.filters.since, scope.filters.until, list(scope.filters.roles)]
+    """What a cursor is tied to: the query, mode, project, filters as typed, and asking session or folder.
+
+    Filters count as the user wrote them (``label``), so "7d" on page two is
+    the same search as on page one.
+    """
+    f = scope.filters
+    parts = [query, mode, project_key(scope.project), anchor, list(f.label) or [f.since, f.until], list(f.roles)]
     return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()[:16]
 
 
-def make_cursor(key: str, offset: int) -> str:
-    return base64.urlsafe_b64encode(f"{offset}:{key}".encode()).decode().rstrip("=")
+@dataclass(frozen=True)
+class Page:
+    """Where a cursor points: the offset, and the date bounds page one resolved (kept for every page)."""
+
+    offset: int
+    since: float | None = None
+    until: float | None = None
 
 
-def read_cursor(cursor: str, key: str) -> int:
-    """The offset a cursor points at; raises :class:`BadCursor`."""
+def make_cursor(key: str, page: Page) -> str:
+    payload = json.dumps({"o": page.offset, "k": key, "s": page.since, "u": page.until}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+
+
+def read_cursor(cursor: str, key: str) -> Page:
+    """The page a cursor points at; raises :class:`BadCursor`."""
     try:
-        raw = base64.urlsafe_b64decode(cursor.strip() + "=" * (-len(cursor.strip()) % 4)).decode()
-        offset_text, cursor_key = raw.split(":", 1)
-        offset = int(offset_text)
-    except (ValueError, UnicodeDecodeError):
+        raw = json.loads(base64.urlsafe_b64decode(cursor.strip() + "=" * (-len(cursor.strip()) % 4)).decode())
+        page = Page(int(raw["o"]), *(None if raw[b] is None else float(raw[b]) for b in ("s", "u")))
+        cursor_key = str(raw["k"])
+    except (ValueError, UnicodeDecodeError, TypeError, KeyError, OverflowError):
         raise BadCursor("'cursor' is not one this tool returned: drop it to start from the first page") from None
     if cursor_key != key:
         raise BadCursor("'cursor' belongs to another search: repeat the same query, mode and filters, or drop it")
-    if not 0 < offset < MAX_REACH:
+    if not 0 < page.offset < MAX_REACH:
         raise BadCursor(f"'cursor' is out of range (a search pages through at most {MAX_REACH} sessions)")
-    return offset
+    return page
 
 
 def cron_last(chosen: Sequence[tuple[Hit, str]], details: dict[str, store.SessionDetails]) -> list[tuple[Hit, str]]:
@@ -706,10 +744,13 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
         # Filters are applied after the vector search: look further when they are on.
         top_k = settings.embedding.top_k * (4 if scope.filters.active else 1)
         raw = vectors.search(provider.embed([query]), sessions, top_k) if index else []
+        live = store.live_message_ids(conn, [m for m, _, _ in raw])
+        vectors.drop([m for m, _, _ in raw if m not in live])
     except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken) as exc:
         return SemanticLeg("unavailable", str(exc))
-    live = store.live_message_ids(conn, [m for m, _, _ in raw])
-    vectors.drop([m for m, _, _ in raw if m not in live])
+    except sqlite3.DatabaseError as exc:  # a database busy or damaged mid-search: keyword results stand
+        logger.warning("semantic search failed on the embeddings index: %s", exc)
+        return SemanticLeg("unavailable", f"semantic search could not finish just now ({exc})")
     if scope.filters.active:
         rows = store.fetch_messages(conn, sorted(live))
         live = {m for m in live if m in rows and scope.filters.admits(rows[m])}
@@ -811,7 +852,11 @@ def search_history(
         )
         scope = dataclasses.replace(scope, filters=filters)
         key = search_key(query=query, mode=mode, scope=scope, anchor=session_id if cwd is None else f"cwd:{cwd}")
-        offset = read_cursor(cursor, key) if cursor else 0
+        page = read_cursor(cursor, key) if cursor else Page(0, filters.since, filters.until)
+        if cursor:  # later pages keep page one's date window ("7d" is not re-read against a later clock)
+            filters = dataclasses.replace(filters, since=page.since, until=page.until)
+            scope = dataclasses.replace(scope, filters=filters)
+        offset = page.offset
         base: dict[str, Any] = {
             "success": True,
             "mode": mode,
@@ -840,11 +885,9 @@ def search_history(
         if not parsed.units and (mode == "keyword" or blocked is not None):
             base["message"] = "The query has no searchable words"
             return base
-        # One session more than the page tells whether a next page exists. (In
-        # the windows path of a huge project, a later page may look at more
-        # windows than page one did; ranking stays by score either way.)
-        reach = min(offset + limit, MAX_REACH) + 1
-        hits, strategy = keyword_hits(conn, parsed, scope, reach)
+        # Every page ranks the same candidates (enough for all pages), so pages
+        # neither repeat nor skip a session.
+        hits, strategy = keyword_hits(conn, parsed, scope)
         by_coverage = "like" in strategy or "trigram" in strategy
         # Texts are needed for every candidate only when coverage ranks them.
         rows = store.fetch_messages(conn, [h.message_id for h in hits]) if by_coverage else {}
@@ -894,7 +937,7 @@ def search_history(
     else:
         base["message"] = "No matching messages in this project's other sessions"
     if len(ranked) > offset + limit:
-        base["next_cursor"] = make_cursor(key, offset + limit)
+        base["next_cursor"] = make_cursor(key, dataclasses.replace(page, offset=offset + limit))
     base["strategy"] = strategy
     return base
 
@@ -990,7 +1033,7 @@ def index_projects(
         vectors = open_vectors(home, settings)
         # Vectors of messages deleted or rewound since they were embedded (whole
         # sessions deleted too) are dropped; searches would never show them.
-        known = list(vectors.indexed_ids())
+        known = list(vectors.indexed())  # a copy: another thread may be indexing
         live = store.live_message_ids(conn, known) if known else set()
         stale = [m for m in known if m not in live]
         vectors.drop(stale)

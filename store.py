@@ -24,7 +24,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -620,6 +620,8 @@ class Filters:
     since: float | None = None
     until: float | None = None
     roles: tuple[str, ...] = SEARCH_ROLES
+    #: The filters as the user typed them (since, until, role): what a page cursor is tied to.
+    label: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def active(self) -> bool:

@@ -216,9 +216,9 @@ def test_malformed_cursors(many, cursor):
 def test_cursor_offsets_are_bounded(many):
     search = plugin("search")
     answer = many.search("cur", "reconnect loop", mode="keyword", limit=10)
-    key = plugin("search").base64.urlsafe_b64decode(answer["next_cursor"] + "==").decode().split(":", 1)[1]
+    key = search.json.loads(search.base64.urlsafe_b64decode(answer["next_cursor"] + "==").decode())["k"]
     for offset in (0, -5, search.MAX_REACH, 10**9):
-        forged = search.make_cursor(key, offset)
+        forged = search.make_cursor(key, search.Page(offset))
         bad = many.search("cur", "reconnect loop", mode="keyword", limit=10, cursor=forged)
         assert bad["success"] is False and bad["code"] == "bad_argument"
 
@@ -249,3 +249,50 @@ def test_semantic_hits_pass_the_same_filters(world: World, fake):
 def test_extreme_dates_are_answers_not_errors(dated, since, until):
     answer = dated.search("cur", "websocket", mode="keyword", since=since, **({"until": until} if until else {}))
     assert answer["success"] is True and "since" in answer["filters"]
+
+
+def test_pages_with_a_relative_date_keep_page_one_window(world: World):
+    """'7d' on page two is the same search, over the same window, as on page one."""
+    repo = world.repo("recent")
+    now = time.time()
+    for i in range(14):
+        world.session(f"r{i:02d}", repo, style="cli")
+        world.db.append_message(f"r{i:02d}", "user", f"reconnect loop attempt {i}", timestamp=now - 3600 - i)
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    first = world.search("cur", "reconnect loop", mode="keyword", limit=10, since="7d")
+    assert first["success"] is True and first["next_cursor"]
+    time.sleep(1.1)  # the clock moves: "7d" now resolves to a later bound
+    second = world.search("cur", "reconnect loop", mode="keyword", limit=10, since="7d", cursor=first["next_cursor"])
+    assert second["success"] is True, second
+    assert second["filters"]["since"] == first["filters"]["since"], "page one's window"
+    seen = result_sessions(first) + result_sessions(second)
+    assert sorted(seen) == [f"r{i:02d}" for i in range(14)]
+    other = world.search("cur", "reconnect loop", mode="keyword", limit=10, since="8d", cursor=first["next_cursor"])
+    assert other["success"] is False and "another search" in other["error"]
+
+
+def test_pages_of_a_windowed_ranking_never_repeat(world: World, monkeypatch):
+    """A huge project's common term is ranked over windows of the newest matches: every page sees the same windows."""
+    repo = world.repo("big")
+    for i in range(60):
+        world.session(f"s{i:02d}", repo, style="cli")
+        # Older sessions: short, focused messages (better BM25); newer ones: long.
+        text = "reconnect loop" if i < 30 else "reconnect loop " + "filler words here " * 20 + str(i)
+        world.db.append_message(f"s{i:02d}", "user", text, timestamp=1_700_000_000 + i)
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    search = plugin("search")
+    monkeypatch.setattr(search, "RANK_BUDGET", 20)  # 60 matches: windows of 20
+    monkeypatch.setattr(search, "SCOPE_SCAN_LIMIT", 0)  # no whole-project scan
+    answers = pages(world, "cur", "reconnect loop", mode="keyword")
+    assert all("windows" in a["strategy"] for a in answers)
+    seen = [sid for a in answers for sid in result_sessions(a)]
+    assert len(seen) == len(set(seen)), "no session on two pages"
+    assert len(seen) == 50, "five full pages: the reach of a search"
+
+
+@pytest.mark.parametrize("text", ["2026-02-28", "20260228"])
+def test_any_date_only_form_includes_the_whole_day_as_until(text):
+    search = __import__("project_history_recall.search", fromlist=["search"])
+    end = search.parse_when(text, end=True, now=0)
+    assert end == local(2026, 3, 1, 0), "the next midnight"
+    assert search.parse_when(text, end=False, now=0) == local(2026, 2, 28, 0)

@@ -83,3 +83,12 @@ def test_fuse_sessions_counts_only_strong_keyword_sessions():
     ]
     plain = search.fuse_sessions(keyword, semantic, 10)
     assert plain[0][0].session_id == "weak", "without counted every keyword session votes"
+
+
+def test_coverage_matches_phrases_across_separators():
+    search = __import__("project_history_recall.search", fromlist=["search"])
+    units = search.parse_query('"reconnect loop" src/app.py update_session_cwd').units
+    assert search.coverage("the Reconnect\nloop fired twice", units) == 1
+    assert search.coverage("see reconnect-loop, in SRC/app.py", units) == 2
+    assert search.coverage("update_session_cwd() was called", units) == 1
+    assert search.coverage("update session cwd", units) == 0, "an identifier stays whole"

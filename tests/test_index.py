@@ -4,6 +4,7 @@ model separation, corrupt or foreign files, chunk merging."""
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -154,3 +155,126 @@ def test_a_scope_scored_in_place_never_returns_other_sessions(tmp_path):
     hits = index.search(provider.embed(["ab"]), {"big"}, top_k=1000)
     assert len(hits) == 95 and {sid for _, sid, _ in hits} == {"big"}
     assert [(m, sid) for m, sid, _ in index.search(provider.embed(["ab"]), {"other97"}, top_k=1000)] == [(98, "other97")]
+
+
+def test_chunk_ids_are_never_reused(tmp_path):
+    """A running index loads chunks above the highest id it saw: a reused id would stay invisible."""
+    provider = CountingProvider()
+    index = E.VectorIndex(tmp_path / "e.db", provider)
+    P = E.PendingMessage
+    index.add([P(1, "s", "alpha"), P(2, "s", "beta"), P(3, "s", "gamma")])
+    assert len(index.search(provider.embed(["a"]), {"s"}, 10)) == 3  # the matrix is loaded
+    index.drop([3])  # the newest message was rewound
+    index.add([P(4, "s", "delta")])
+    assert {m for m, _, _ in index.search(provider.embed(["d"]), {"s"}, 10)} == {1, 2, 4}
+    index.add([P(4, "s", "delta edited")])  # the newest message edited: re-embedded
+    hits = index.search(provider.embed(["delta edited"]), {"s"}, 10)
+    assert hits[0][0] == 4 and hits[0][2] == pytest.approx(1.0)
+
+
+def test_a_newer_schema_is_left_alone(tmp_path):
+    path = tmp_path / "e.db"
+    E.VectorIndex(path, CountingProvider()).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {len(E.MIGRATIONS) + 1}")
+    with pytest.raises(E.IndexNotNow, match="newer plugin"):
+        E.VectorIndex(path, CountingProvider())
+    assert path.exists() and not list(tmp_path.glob("e.db.broken-*"))
+
+
+def test_a_busy_file_is_not_mistaken_for_damage(tmp_path):
+    path = tmp_path / "e.db"
+    E.VectorIndex(path, CountingProvider()).add([E.PendingMessage(1, "s", "alpha")])
+    with sqlite3.connect(path, timeout=0) as holder:
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(E.IndexNotNow, match="busy"):
+            _open_with_short_timeout(path)
+        holder.execute("ROLLBACK")
+    assert not list(tmp_path.glob("e.db.broken-*"))
+    assert E.VectorIndex(path, CountingProvider()).indexed() == {1: E.content_hash("alpha")}
+
+
+def _open_with_short_timeout(path):
+    real_connect = sqlite3.connect
+
+    def quick(*args, **kwargs):
+        kwargs["timeout"] = 0.2
+        return real_connect(*args, **kwargs)
+
+    E.sqlite3.connect = quick
+    try:
+        return E.VectorIndex(path, CountingProvider())
+    finally:
+        E.sqlite3.connect = real_connect
+
+
+def test_two_processes_migrating_an_old_file_at_once(tmp_path):
+    """Both open a schema-1 index with data at the same moment: one migrates, the other waits; nothing moved aside."""
+    import subprocess
+    import sys
+    import textwrap
+
+    path = tmp_path / "e.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")  # as every version of the plugin created it
+    for statement in E.MIGRATIONS[0]:
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute(f"PRAGMA application_id = {E.INDEX_APP_ID}")
+    rows = [(f"s{i % 50}", i + 1, 0, "h", "fp-count", E.encode_vector(np.ones(26, np.float32)), 0.0) for i in range(60_000)]
+    conn.executemany(
+        "INSERT INTO chunks (session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    conn.commit()
+    conn.close()
+    root = Path(E.__file__).resolve().parent
+    script = textwrap.dedent(f"""
+        import importlib.util, sys, time
+        spec = importlib.util.spec_from_file_location("project_history_recall", {str(root / '__init__.py')!r},
+                                                      submodule_search_locations=[{str(root)!r}])
+        module = importlib.util.module_from_spec(spec); sys.modules["project_history_recall"] = module
+        spec.loader.exec_module(module)
+        from project_history_recall import embeddings as E
+        class P:
+            model_id, dims, fingerprint = "count", 26, "fp-count"
+        while time.time() < float(sys.argv[1]):
+            time.sleep(0.001)
+        index = E.VectorIndex({str(path)!r}, P())
+        print(len(index.indexed()), index.note or "ok")
+    """)
+    import time as _time
+
+    start = _time.time() + 1.5
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(start)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    assert [out.split() for out, _ in outputs] == [["60000", "ok"], ["60000", "ok"]], outputs
+    assert not list(tmp_path.glob("e.db.broken-*"))
+
+
+def test_a_failed_re_embedding_keeps_the_old_vectors(tmp_path):
+    provider = CountingProvider()
+    index = E.VectorIndex(tmp_path / "e.db", provider)
+    index.add([E.PendingMessage(1, "s", "alpha"), E.PendingMessage(2, "s", "bravo")])
+    assert {m for m, _, _ in index.search(provider.embed(["b"]), {"s"}, 10)} == {1, 2}
+    index._conn.execute("PRAGMA busy_timeout = 100")
+    with sqlite3.connect(tmp_path / "e.db") as other:
+        other.execute("BEGIN IMMEDIATE")  # another process is writing
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            index.add([E.PendingMessage(2, "s", "bravo edited")])
+        other.execute("ROLLBACK")
+    assert {m for m, _, _ in index.search(provider.embed(["b"]), {"s"}, 10)} == {1, 2}, "message 2 is still found"
+    assert index.indexed()[2] == E.content_hash("bravo"), "and still known by its stored text"
+
+
+def test_a_message_re_embedded_by_another_process_leaves_no_stale_rows(tmp_path):
+    provider = CountingProvider()
+    mine, theirs = (E.VectorIndex(tmp_path / "e.db", provider) for _ in range(2))
+    mine.add([E.PendingMessage(1, "s", "zzzz"), E.PendingMessage(2, "s", "yyyy")])
+    assert mine.search(provider.embed(["zzzz"]), {"s"}, 1)[0][0] == 1
+    mine.indexed_in({"s"})  # what is indexed is loaded in this process
+    theirs.add([E.PendingMessage(1, "s", "aaaa")])  # e.g. the index command after an edit
+    hits = mine.search(provider.embed(["zzzz"]), {"s"}, 5)
+    assert [(m, round(c, 3)) for m, _, c in hits] == [(1, 0.0), (2, 0.0)], "the old 'zzzz' vector is gone here too"
+    assert mine.indexed()[1] == E.content_hash("aaaa")
