@@ -337,14 +337,16 @@ def _like_hits(conn: sqlite3.Connection, needles: Sequence[str], scope: store.Sc
 
 
 def keyword_hits(
-    conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, want_sessions: int = MAX_REACH + 1
+    conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, want_sessions: int = MAX_LIMIT + 1
 ) -> tuple[list[Hit], str]:
     """Candidates for ``parsed`` within ``scope``; returns ``(hits, strategy)``.
 
     ``want_sessions`` bounds the windows path (windows are ranked until that
-    many sessions turn up). Dropped common words come back when the rarer
-    ones find fewer than a full page (``MAX_LIMIT``) of sessions. Neither
-    depends on the page asked for.
+    many sessions turn up: a full page and one more). Dropped common words
+    come back when the rarer ones find fewer than a full page
+    (``MAX_LIMIT``) of sessions. Neither depends on the page asked for, so
+    every page ranks the same candidates; in the windows path the pages end
+    when those candidates do, which can be before ``MAX_REACH``.
 
     ``strategy`` names the path taken (``fts``, ``trigram``, ``like``,
     ``fts+like``...). FTS syntax errors degrade to ``LIKE``; no exception

@@ -287,7 +287,7 @@ def test_pages_of_a_windowed_ranking_never_repeat(world: World, monkeypatch):
     assert all("windows" in a["strategy"] for a in answers)
     seen = [sid for a in answers for sid in result_sessions(a)]
     assert len(seen) == len(set(seen)), "no session on two pages"
-    assert len(seen) == 50, "five full pages: the reach of a search"
+    assert len(seen) > search.MAX_LIMIT, "more than one page"
 
 
 @pytest.mark.parametrize("text", ["2026-02-28", "20260228"])
