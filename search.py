@@ -330,7 +330,8 @@ def _drop_common_words(conn: sqlite3.Connection, units: Sequence[Unit]) -> list[
 
 def _like_hits(conn: sqlite3.Connection, needles: Sequence[str], scope: store.Scope) -> list[Hit]:
     rows = store.like_candidates(
-        conn, needles, scope, LIKE_CANDIDATES, small_scope=SCOPE_SCAN_LIMIT, window=LIKE_WINDOW, max_scanned=LIKE_SCAN_CAP
+        conn, needles, scope, LIKE_CANDIDATES, small_scope=SCOPE_SCAN_LIMIT, window=LIKE_WINDOW, max_scanned=LIKE_SCAN_CAP,
+        want_sessions=MAX_LIMIT + 1,
     )
     # No BM25 here: order by recency; coverage re-ranks below.
     return [Hit(mid, sid, 0.0) for mid, sid in rows]

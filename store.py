@@ -887,6 +887,7 @@ def like_candidates(
     small_scope: int,
     window: int,
     max_scanned: int,
+    want_sessions: int | None = None,
 ) -> list[tuple[int, str]]:
     """Newest live messages of the scope's sessions containing any needle (escaped LIKE).
 
@@ -894,7 +895,8 @@ def like_candidates(
     call JSON). Work is bounded: a small scope (at most ``small_scope``
     messages) is read through the per-session index; a big one is read in
     windows of ``window`` message ids from the newest, at most
-    ``max_scanned`` ids in all. Returns ``(message_id, session_id)``, newest
+    ``max_scanned`` ids in all, stopping early once ``want_sessions`` distinct
+    sessions have matched. Returns ``(message_id, session_id)``, newest
     first, at most ``limit``.
     """
     if not needles or not scope.session_ids:
@@ -921,12 +923,17 @@ def like_candidates(
     out: list[tuple[int, str]] = []
     high = max_message_id(conn) + 1
     scanned = 0
+    sessions: set[str] = set()
     while high > 0 and scanned < max_scanned and len(out) < limit:
         low = max(0, high - window)
         params = [low, high, scope_json, *filter_params, *like_params, limit - len(out)]
-        out.extend((int(r[0]), r[1]) for r in conn.execute(sql, params))
+        rows = [(int(r[0]), r[1]) for r in conn.execute(sql, params)]
+        out.extend(rows)
+        sessions.update(sid for _, sid in rows)
         scanned += high - low
         high = low
+        if want_sessions is not None and len(sessions) >= want_sessions:
+            break  # enough sessions from the newest windows: older ones would only rank below
     return out
 
 

@@ -75,3 +75,28 @@ def test_common_words_dropped_then_all_words_when_the_rare_ones_miss(big, monkey
     got = result_sessions(answer)
     assert got[0] == "a2" and set(got) <= A_SESSIONS and len(got) == 3
     assert "all words" in answer["strategy"]
+
+
+def test_like_windows_stop_once_enough_sessions_matched(world: World, monkeypatch):
+    """A big project's short-CJK scan ends when a full page of sessions (and one more) has matched."""
+    repo = world.repo("many")
+    for i in range(30):
+        world.session(f"m{i:02d}", repo, messages=[("user", f"第{i}个问题")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    store = plugin("store")
+    calls = []
+    real = store.like_candidates
+
+    def counting(*args, **kwargs):
+        out = real(*args, **kwargs)
+        calls.append(len(out))
+        return out
+
+    monkeypatch.setattr(plugin("search"), "SCOPE_SCAN_LIMIT", 0)
+    monkeypatch.setattr(plugin("search"), "LIKE_WINDOW", 3)  # 3 message ids a window
+    monkeypatch.setattr(store, "like_candidates", counting)
+    answer = world.search("cur", "问题", limit=10)
+    got = result_sessions(answer)
+    assert got == [f"m{i:02d}" for i in range(29, 19, -1)], "the newest sessions, newest first"
+    assert calls == [plugin("search").MAX_LIMIT + 1], "the scan stopped after 11 sessions, not all 30"
+    assert answer["next_cursor"], "the 11th session is the next page"
