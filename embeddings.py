@@ -279,11 +279,11 @@ class ProviderSpec:
 
 INDEX_APP_ID = 0x50485231  # "PHR1" in PRAGMA application_id: marks the file as ours
 
-# Numbered, append-only migrations (PRAGMA user_version = how many applied).
 _CHUNK_COLUMNS = "id, session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at"
 
-#: Numbered schema migrations; migration ``n`` brings ``user_version`` to ``n``.
-#: Each runs in one ``BEGIN IMMEDIATE`` transaction with the version bump.
+#: Numbered, append-only schema migrations (``PRAGMA user_version`` = how many applied);
+#: each runs in one ``BEGIN IMMEDIATE`` transaction with its version bump. Past
+#: migrations are history: never edited, so migration 2 spells its table out again.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         """CREATE TABLE chunks (
@@ -515,12 +515,12 @@ class VectorIndex:
     # -- what is indexed ---------------------------------------------------------
     def _load_indexed(self) -> None:
         if not self._indexed_loaded:
+            # One row per message (chunk 0): plain comprehensions, no per-row bookkeeping.
             rows = self._conn.execute(
                 "SELECT message_id, session_id, content_hash FROM chunks INDEXED BY chunks_indexed"
                 " WHERE model_fingerprint = ? AND chunk_index = 0",
                 (self.provider.fingerprint,),
-            )
-            rows = rows.fetchall()  # one row per message (chunk 0): plain comprehensions, no per-row bookkeeping
+            ).fetchall()
             self._indexed = {mid: digest for mid, _, digest in rows}
             self._owner = {mid: sid for mid, sid, _ in rows}
             self._per_session = dict(Counter(sid for _, sid, _ in rows))
@@ -794,10 +794,15 @@ def write_consent(path: Path, record: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def consent_matches(consent: dict[str, Any] | None, spec: ProviderSpec) -> bool:
+    """True when ``consent`` was given for this provider, endpoint and model (whatever its projects)."""
+    return consent is not None and (consent.get("provider"), consent.get("endpoint"), consent.get("model")) == (
+        spec.provider, spec.endpoint, spec.model)
+
+
 def consent_covers(consent: dict[str, Any] | None, spec: ProviderSpec, project_key: str) -> bool:
     """True when ``consent`` agreed to this provider, endpoint and model for this project."""
-    if not consent or consent.get("declined"):
+    if not consent or consent.get("declined") or not consent_matches(consent, spec):
         return False
-    same = (consent.get("provider"), consent.get("endpoint"), consent.get("model")) == (spec.provider, spec.endpoint, spec.model)
     projects = consent.get("projects") or []
-    return same and ("*" in projects or project_key in projects)
+    return "*" in projects or project_key in projects

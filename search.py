@@ -666,23 +666,34 @@ def make_provider(settings: Any, home: Path) -> Any:
     raise embeddings.EmbeddingUnavailable(f"unknown embedding provider: {emb.provider!r} (use 'local' or 'openai')")
 
 
+DECLINED_NOTE = "the user declined semantic search for this profile"
+
+
+def switched_off(settings: Any) -> str | None:
+    """Why config.yaml turns semantic search off (``provider: none``, ``enabled: false``); ``None`` when it does not."""
+    if settings.embedding.provider == "none":
+        return "semantic search is turned off (embedding.provider: none)"
+    if settings.embedding.enabled is False:
+        return "semantic search is turned off (embedding.enabled: false)"
+    return None
+
+
 def semantic_precheck(home: Path, settings: Any, project: dict[str, str]) -> SemanticLeg | None:
     """The status when semantic search may not run; ``None`` when it may.
 
     Nothing is embedded or sent before consent covers this provider,
     endpoint, model and project.
     """
-    if settings.embedding.provider == "none":
-        return SemanticLeg("disabled", "semantic search is turned off (embedding.provider: none)")
-    if settings.embedding.enabled is False:
-        return SemanticLeg("disabled", "semantic search is turned off (embedding.enabled: false)")
+    off = switched_off(settings)
+    if off:
+        return SemanticLeg("disabled", off)
     try:
         from . import embeddings
     except ImportError as exc:  # numpy missing in a keyword-only install
         return SemanticLeg("unavailable", f"semantic search needs numpy and {LOCAL_HINT}: {exc}")
     consent = embeddings.read_consent(store.plugin_data_dir(home) / "consent.json")
     if consent and consent.get("declined"):
-        return SemanticLeg("disabled", "the user declined semantic search for this profile")
+        return SemanticLeg("disabled", DECLINED_NOTE)
     spec = provider_spec(settings)
     if not embeddings.consent_covers(consent, spec, project_key(project)):
         where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"

@@ -87,16 +87,14 @@ def semantic_config(home: Path) -> dict[str, Any]:
     consent = embeddings.read_consent(store.plugin_data_dir(home) / "consent.json") if embeddings else None
     if consent is not None:
         out["consent"] = {k: consent.get(k) for k in ("declined", "projects", "provider", "endpoint", "model", "confirmed_at") if k in consent}
-    if spec is None:
-        return {**out, "status": "disabled", "note": "semantic search is turned off (embedding.provider: none)"}
-    if settings.embedding.enabled is False:
-        return {**out, "status": "disabled", "note": "semantic search is turned off (embedding.enabled: false)"}
+    off = search.switched_off(settings)
+    if off or spec is None:  # spec is None exactly when provider is none
+        return {**out, "status": "disabled", "note": off}
     if embeddings is None:
         return {**out, "status": "unavailable", "note": reason}
     if consent and consent.get("declined"):
-        return {**out, "status": "disabled", "note": "the user declined semantic search for this profile"}
-    same = consent is not None and (consent.get("provider"), consent.get("endpoint"), consent.get("model")) == (
-        spec.provider, spec.endpoint, spec.model)
+        return {**out, "status": "disabled", "note": search.DECLINED_NOTE}
+    same = embeddings.consent_matches(consent, spec)
     if not same or not consent.get("projects"):
         where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
         note = f"no consent yet for {spec.model} ({where}); ask the agent to search history and answer its question"

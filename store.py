@@ -756,7 +756,6 @@ def state_counts(conn: sqlite3.Connection) -> tuple[int, int]:
 # ---------------------------------------------------------------------------
 
 _LIVE = "(m.active = 1 OR m.compacted = 1)"
-_ROLE_SQL = "m.role IN ({})".format(", ".join("?" * len(SEARCH_ROLES)))
 _SCOPE_SQL = "m.session_id IN (SELECT value FROM json_each(?))"
 
 FTS_TABLES = ("messages_fts", "messages_fts_trigram")
@@ -979,9 +978,10 @@ def unindexed_messages(
 
 def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """Which of ``ids`` are still live, searchable messages (not deleted or rewound)."""
+    roles_sql, roles = Filters().sql()  # the searchable roles, as every search reads them
     rows = conn.execute(
-        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {_LIVE} AND {_ROLE_SQL}",
-        (json.dumps([int(i) for i in ids]), *SEARCH_ROLES),
+        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {_LIVE} AND {roles_sql}",
+        (json.dumps([int(i) for i in ids]), *roles),
     )
     return {int(r[0]) for r in rows}
 
