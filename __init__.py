@@ -16,7 +16,9 @@ plugin command with the text after it and nothing else (no session id), so
 the commands are scoped by the process's working directory and say so.
 
 ``register(ctx)`` only wires; importing this package has no side effects (no
-database opened, no thread started). Handlers validate arguments and turn
+database opened, no thread started). When a conversation starts, and only
+once the user consented to semantic search, a background thread loads the
+model and the vector index so the first semantic search is fast. Handlers validate arguments and turn
 every failure into a JSON answer with ``success: false`` and a ``code``.
 """
 
@@ -520,8 +522,17 @@ def check_available() -> bool:
     return store.hermes_home().exists()
 
 
+def on_session_start(session_id: str = "", **_: Any) -> None:
+    """Hook ``on_session_start``: load the vector leg in the background (returns at once).
+
+    Only after consent, and never embedding or sending anything: see
+    :func:`search.warm_up`. Never raises.
+    """
+    search.warm_up(store.hermes_home())
+
+
 def register(ctx: Any) -> None:
-    """Wire the tools and slash commands into Hermes (no other side effects)."""
+    """Wire the tools, slash commands and the session-start hook into Hermes (no other side effects)."""
     tools = (
         (SEARCH_TOOL, SEARCH_SCHEMA, handle_search, "🔎"),
         (MOVE_TOOL, MOVE_SCHEMA, handle_move, "📁"),
@@ -559,3 +570,4 @@ def register(ctx: Any) -> None:
         command_help,
         description="project-history-recall: commands, tools, command line and limits",
     )
+    ctx.register_hook("on_session_start", on_session_start)

@@ -6,7 +6,8 @@ per-plugin namespace, preferred) or ``plugins.project-history-recall`` (the
 design's spelling); when both exist, ``entries`` wins key by key.
 
 ``embedding`` configures semantic search (provider, model, endpoint,
-chunking, how many messages the vector leg returns). Consent
+chunking, how many messages the vector leg returns, whether the vector leg
+is loaded in the background when a conversation starts). Consent
 (``consent.json``, given in conversation) is what allows embedding; the
 config can only switch semantic search off: ``enabled: false`` or
 ``provider: none``. Unset ``enabled`` (the default) and ``enabled: true``
@@ -31,6 +32,7 @@ SCHEMA: dict[str, Any] = {
         "chunk_size": 512,
         "chunk_overlap": 64,
         "top_k": 50,
+        "preload": True,  # load the model and the index in the background when a conversation starts
     },
 }
 
@@ -44,6 +46,7 @@ class EmbeddingSettings:
     chunk_size: int = 512
     chunk_overlap: int = 64
     top_k: int = 50
+    preload: bool = True  # only acts once consent exists: see search.warm_up
 
 
 @dataclass(frozen=True)
@@ -102,5 +105,6 @@ def parse_settings(config: Mapping[str, Any] | None) -> Settings:
             chunk_size=_int(emb.get("chunk_size"), d.chunk_size, 16, 8192),
             chunk_overlap=_int(emb.get("chunk_overlap"), d.chunk_overlap, 0, 4096),
             top_k=_int(emb.get("top_k"), d.top_k, 1, 1000),
+            preload=_bool(emb.get("preload"), d.preload),
         )
     )

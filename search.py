@@ -46,6 +46,7 @@ import logging
 import math
 import re
 import sqlite3
+import threading
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -719,6 +720,66 @@ def open_vectors(home: Path, settings: Any) -> Any:
         store.plugin_data_dir(home) / "embeddings.db", make_provider(settings, home),
         chunk_size=settings.embedding.chunk_size, chunk_overlap=settings.embedding.chunk_overlap,
     )
+
+
+_warming: threading.Thread | None = None
+_warming_lock = threading.Lock()
+
+
+def warm_up(home: Path) -> threading.Thread | None:
+    """Start loading the vector leg in the background; returns the thread, or ``None`` when there is nothing to do.
+
+    Called when a conversation starts, so that the first semantic search does
+    not pay for loading the model (about 1 s for ``local``) and every vector
+    of ``embeddings.db`` (about 1 s per 100k chunks). Acts only when semantic
+    search may run somewhere in this profile: not switched off in config.yaml,
+    ``embedding.preload`` not false, and a consent on record (the thread then
+    checks it is for the configured provider, endpoint and model). Before
+    that it opens and creates no file. It embeds none of the messages and sends nothing:
+    indexing stays with searches and the index command. One warm-up runs at a
+    time; a later one only loads what is new. Never raises: trouble is logged
+    and the next search reports it in ``semantic_status``.
+    """
+    global _warming
+    try:
+        settings = store.load_settings(home)
+        if switched_off(settings) or not settings.embedding.preload:
+            return None
+        if not (store.plugin_data_dir(home) / "consent.json").is_file():
+            return None
+    except (OSError, store.StoreError) as exc:
+        logger.warning("project-history-recall: no warm-up (%s)", exc)
+        return None
+    with _warming_lock:
+        if _warming is not None and _warming.is_alive():
+            return None
+        _warming = threading.Thread(target=_warm, args=(home, settings), name="project-history-recall-warm-up", daemon=True)
+        _warming.start()
+        return _warming
+
+
+def _warm(home: Path, settings: Any) -> None:
+    """The body of :func:`warm_up` (in its thread)."""
+    try:
+        from . import embeddings
+    except ImportError as exc:  # numpy missing: keyword-only install
+        logger.info("project-history-recall: no warm-up, semantic search cannot run here (%s)", exc)
+        return
+    consent = embeddings.read_consent(store.plugin_data_dir(home) / "consent.json")
+    if not consent or consent.get("declined") or not consent.get("projects"):
+        return
+    if not embeddings.consent_matches(consent, provider_spec(settings)):
+        return  # consent for another provider or model: it will be asked again, nothing to load
+    started = time.monotonic()
+    try:
+        open_vectors(home, settings).warm()
+    except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken, sqlite3.DatabaseError, OSError) as exc:
+        logger.warning("project-history-recall: warm-up stopped (%s); the next search reports it", exc)
+        return
+    except Exception:  # a thread's escape would print a traceback into the user's terminal
+        logger.exception("project-history-recall: warm-up failed")
+        return
+    logger.info("project-history-recall: semantic search loaded in %.1f s", time.monotonic() - started)
 
 
 def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query: str, settings: Any, *, index: bool) -> SemanticLeg:

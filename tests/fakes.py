@@ -12,10 +12,16 @@ import numpy as np
 
 
 class FakeEmbeddings:
-    """``POST /v1/embeddings`` on 127.0.0.1: deterministic vectors, counts requests."""
+    """``POST /v1/embeddings`` on 127.0.0.1: deterministic vectors, counts requests.
 
-    def __init__(self, *, dims: int = 8, b64: bool = False, fail: int = 0, delay: float = 0.0) -> None:
-        self.dims, self.b64, self.fail, self.delay = dims, b64, fail, delay
+    ``fail``: answer 503 to that many requests first. ``delay``: seconds before
+    each answer. ``refuse``: answer every request 401 and, like some proxies,
+    echo the ``Authorization`` header it got in the error text.
+    """
+
+    def __init__(self, *, dims: int = 8, b64: bool = False, fail: int = 0, delay: float = 0.0, refuse: bool = False) -> None:
+        self.dims, self.b64, self.fail, self.delay, self.refuse = dims, b64, fail, delay, refuse
+        self.closed = False
         self.requests: list[dict] = []
         fake = self
 
@@ -28,6 +34,10 @@ class FakeEmbeddings:
                 fake.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
                 if fake.delay:
                     threading.Event().wait(fake.delay)
+                if fake.refuse:
+                    self.reply(401, {"error": {"message": f"Incorrect API key provided: {self.headers.get('Authorization')}",
+                                               "type": "invalid_request_error", "code": "invalid_api_key"}})
+                    return
                 if fake.fail > 0:
                     fake.fail -= 1
                     self.send_response(503)
@@ -38,9 +48,12 @@ class FakeEmbeddings:
                     vec = fake.vector(text)
                     emb = base64.b64encode(vec.astype("<f4").tobytes()).decode() if fake.b64 else vec.tolist()
                     data.append({"object": "embedding", "index": i, "embedding": emb})
-                payload = json.dumps({"object": "list", "data": data, "model": body["model"],
-                                      "usage": {"prompt_tokens": 1, "total_tokens": 1}}).encode()
-                self.send_response(200)
+                self.reply(200, {"object": "list", "data": data, "model": body["model"],
+                                 "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+            def reply(self, code: int, body: dict) -> None:
+                payload = json.dumps(body).encode()
+                self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
@@ -56,5 +69,8 @@ class FakeEmbeddings:
         return rng.standard_normal(self.dims).astype(np.float32)
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        """Stop listening (the port then refuses connections); safe to call twice."""
+        if not self.closed:
+            self.closed = True
+            self.server.shutdown()
+            self.server.server_close()

@@ -26,7 +26,6 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -453,38 +452,6 @@ SECRET = "sk-test-SECRET-4f9c2e7a1b8d6053"
 DOTENV = f"# Hermes keys\nOPENROUTER_API_KEY=sk-or-dotenv-OTHER-77e1\nPROJECT_HISTORY_EMBEDDING_API_KEY={SECRET}\n"
 
 
-class Refusing401:
-    """A loopback endpoint that refuses every key with 401 and, like some proxies,
-    echoes the Authorization header it got in the error body."""
-
-    def __init__(self) -> None:
-        self.auth: list[str | None] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                outer.auth.append(self.headers.get("Authorization"))
-                body = json.dumps({"error": {"message": f"Incorrect API key provided: {self.headers.get('Authorization')}",
-                                             "type": "invalid_request_error", "code": "invalid_api_key"}}).encode()
-                self.send_response(401)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 class Everything(logging.Handler):
     """Keeps every record, formatted with its traceback, at every level."""
 
@@ -536,21 +503,20 @@ def test_api_key_never_in_logs_or_answers(project: World, fake, all_logs, monkey
         answers.append(raw)
         return check_answer(raw)
 
-    refusing = Refusing401()
-    try:
-        project.configure_embedding(provider="openai", base_url=refusing.base_url, model="text-embedding-3-small")
-        before = ask("project_history_search", {"query": "websocket backoff"})
-        assert before["semantic_status"] == "consent_required"
-        ask("project_history_semantic_consent", {"decision": "allow"})
-        for mode in ("hybrid", "semantic", "keyword"):
-            answer = ask("project_history_search", {"query": "websocket backoff", "mode": mode})
-            assert answer["success"] is True and result_sessions(answer) == ["old1"]
-            if mode != "keyword":
-                assert answer["semantic_status"] == "unavailable" and "401" in answer["semantic_note"], answer
-        assert refusing.auth and all(a == f"Bearer {SECRET}" for a in refusing.auth), "the key from .env was sent"
-        plugin("embeddings").reset_indexes()
-    finally:
-        refusing.close()
+    refusing = fake(refuse=True)
+    project.configure_embedding(provider="openai", base_url=refusing.base_url, model="text-embedding-3-small")
+    before = ask("project_history_search", {"query": "websocket backoff"})
+    assert before["semantic_status"] == "consent_required"
+    ask("project_history_semantic_consent", {"decision": "allow"})
+    for mode in ("hybrid", "semantic", "keyword"):
+        answer = ask("project_history_search", {"query": "websocket backoff", "mode": mode})
+        assert answer["success"] is True and result_sessions(answer) == ["old1"]
+        if mode != "keyword":
+            assert answer["semantic_status"] == "unavailable" and "401" in answer["semantic_note"], answer
+    auth = [r["auth"] for r in refusing.requests]
+    assert auth and all(a == f"Bearer {SECRET}" for a in auth), "the key from .env was sent"
+    plugin("embeddings").reset_indexes()
+    refusing.close()
 
     # The endpoint is down (nothing listens on its port any more).
     project.configure_embedding(provider="openai", base_url=refusing.base_url, model="text-embedding-3-small")

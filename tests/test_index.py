@@ -157,6 +157,27 @@ def test_a_scope_scored_in_place_never_returns_other_sessions(tmp_path):
     assert [(m, sid) for m, sid, _ in index.search(provider.embed(["ab"]), {"other97"}, top_k=1000)] == [(98, "other97")]
 
 
+def test_a_scope_scored_in_place_follows_new_chunks(tmp_path):
+    """The cached mask of a scope scored in place grows with the matrix: new chunks
+    of the scope are found, new chunks of other sessions stay out, edits and drops apply."""
+    provider = CountingProvider()
+    index = E.VectorIndex(tmp_path / "e.db", provider)
+    P = E.PendingMessage
+    index.add([P(i + 1, "big" if i < 8 else "other", f"text {i}") for i in range(10)])
+    assert 8 / 10 > E.SHARED_SCOPE
+    query = provider.embed(["ab ab"])
+    assert len(index.search(query, {"big"}, 100)) == 8  # scored in place; its mask is cached
+    index.add([P(11, "big", "ab ab"), P(12, "other", "ab ab"), P(13, "newcomer", "ab ab")])
+    hits = index.search(query, {"big"}, 100)
+    assert {m for m, _, _ in hits} == set(range(1, 9)) | {11}
+    assert hits[0][0] == 11 and {sid for _, sid, _ in hits} == {"big"}
+    index.add([P(11, "big", "something else")])  # edited: its old vector leaves
+    index.drop([1])
+    hits = index.search(query, {"big"}, 100)
+    assert {m for m, _, _ in hits} == set(range(2, 9)) | {11} and hits[0][0] != 11
+    assert {m for m, _, _ in index.search(query, {"big", "newcomer"}, 100)} == set(range(2, 9)) | {11, 13}
+
+
 def test_chunk_ids_are_never_reused(tmp_path):
     """A running index loads chunks above the highest id it saw: a reused id would stay invisible."""
     provider = CountingProvider()

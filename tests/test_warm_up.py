@@ -1,0 +1,212 @@
+"""The session-start warm-up, through Hermes' real plugin manager: after
+consent it loads the model and the vector index in the background (so the
+first semantic search does not pay for it), and before consent, or when
+switched off, it touches nothing. It never embeds or sends anything."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sqlite3
+import threading
+from contextlib import closing
+
+import pytest
+from conftest import World, result_sessions
+
+TEXTS = {
+    "a_ws": "We fixed the flaky websocket by adding exponential backoff with jitter to the reconnect loop.",
+    "a_db": "The Postgres migration adds the column first, then backfills rows, then switches reads.",
+}
+
+
+def plugin(name: str):
+    """A module of the plugin as Hermes loaded it (imported now if it was not yet)."""
+    return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
+
+
+def start_session(sid: str = "new-session") -> threading.Thread | None:
+    """Fire ``on_session_start`` the way Hermes' conversation loop does; return the warm-up thread, if any."""
+    from hermes_cli.plugins import invoke_hook
+
+    before = plugin("search")._warming
+    invoke_hook("on_session_start", session_id=sid, model="test-model", platform="cli")
+    thread = plugin("search")._warming
+    if thread is None or thread is before:
+        return None
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "warm-up did not finish"
+    return thread
+
+
+def open_indexes() -> dict:
+    return dict(plugin("embeddings")._indexes)
+
+
+@pytest.fixture
+def warm(world: World):
+    alpha = world.repo("alpha")
+    for sid, text in TEXTS.items():
+        world.session(sid, alpha, messages=[("assistant", text)])
+    world.session("cur", alpha, style="cli", messages=[("user", "what did we decide?")])
+    plugin("embeddings").reset_indexes()
+    yield world
+    plugin("embeddings").reset_indexes()
+
+
+def data_dir(world: World):
+    return world.home / "plugins" / "project-history-recall" / "data"
+
+
+def stored_chunks(world: World) -> int:
+    with closing(sqlite3.connect((data_dir(world) / "embeddings.db").as_uri() + "?mode=ro", uri=True)) as conn:
+        return conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+
+
+def consent(world: World, **args) -> None:
+    answer = world.call("project_history_semantic_consent", {"decision": "allow", **args}, "cur")
+    assert answer["success"] is True, answer
+
+
+def indexed_then_new_process(world: World, fake):
+    """Consent with the loopback endpoint, index the project by a search, then drop
+    the loaded index as a new process would start; returns the endpoint."""
+    server = fake()
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(world)
+    assert world.search("cur", "websocket backoff")["semantic_status"] == "ready"
+    plugin("embeddings").reset_indexes()
+    return server
+
+
+def test_the_hook_is_registered_with_hermes(warm):
+    assert "on_session_start" in warm.loaded.hooks_registered
+
+
+def test_before_consent_nothing_starts_and_no_file_is_made(warm, fake):
+    server = fake()
+    warm.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert start_session() is None
+    assert open_indexes() == {}
+    assert not (data_dir(warm) / "embeddings.db").exists()
+    assert server.requests == []
+
+
+def test_after_consent_it_loads_the_index_and_sends_nothing(warm, fake):
+    server = indexed_then_new_process(warm, fake)
+    sent = len(server.requests)
+
+    assert start_session() is not None
+    assert len(server.requests) == sent, "warm-up must not embed or send anything"
+    (index,) = open_indexes().values()
+    assert index._matrix.n == stored_chunks(warm) == len(TEXTS)  # every stored chunk is in memory
+    assert index._indexed_loaded
+    assert index.provider._client is not None  # the client is built (no request)
+
+    answer = warm.search("cur", "websocket backoff", mode="hybrid")
+    assert answer["semantic_status"] == "ready"
+    assert result_sessions(answer)[0] == "a_ws"
+    assert len(server.requests) == sent + 1, "only the query itself is embedded"
+    assert list(open_indexes().values()) == [index], "the search used the warmed index"
+
+
+def test_a_later_session_reuses_the_index_and_loads_only_what_is_new(warm, fake):
+    indexed_then_new_process(warm, fake)
+    start_session("s1")
+    (index,) = open_indexes().values()
+    # Another process (the index command) stores a vector meanwhile.
+    mid = warm.say("a_db", "assistant", "Rate limits moved to the gateway.")
+    search, embeddings = plugin("search"), plugin("embeddings")
+    other = embeddings.VectorIndex(index.path, search.make_provider(plugin("store").load_settings(warm.home), warm.home))
+    other.add([embeddings.PendingMessage(mid, "a_db", "Rate limits moved to the gateway.")])
+    other.close()
+    start_session("s2")
+    assert list(open_indexes().values()) == [index], "the loaded index is kept, not reloaded"
+    assert index._matrix.n == stored_chunks(warm) == len(TEXTS) + 1
+    assert mid in index.indexed_ids()
+
+
+@pytest.mark.parametrize(
+    "embedding",
+    [{"preload": False}, {"enabled": False}, {"provider": "none"}],
+    ids=["preload-false", "enabled-false", "provider-none"],
+)
+def test_switched_off_in_config_nothing_starts(warm, fake, embedding):
+    server = fake()
+    warm.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(warm)
+    warm.configure_embedding(**{"provider": "openai", "base_url": server.base_url, "model": "m", **embedding})
+    assert start_session() is None
+    assert open_indexes() == {}
+    assert server.requests == []
+
+
+@pytest.mark.parametrize("change", ["declined", "other-model"])
+def test_declined_or_consent_for_another_model_loads_nothing(warm, fake, change):
+    server = fake()
+    warm.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    if change == "declined":
+        assert warm.call("project_history_semantic_consent", {"decision": "decline"}, "cur")["success"]
+    else:
+        consent(warm)
+        warm.configure_embedding(provider="openai", base_url=server.base_url, model="another")
+    start_session()  # the thread may start (consent.json exists); it must stop before opening anything
+    assert open_indexes() == {}
+    assert not (data_dir(warm) / "embeddings.db").exists()
+    assert server.requests == []
+
+
+def test_a_broken_index_is_rebuilt_quietly_and_the_next_search_says_so(warm, fake, caplog):
+    indexed_then_new_process(warm, fake)
+    for suffix in ("-wal", "-shm"):
+        (data_dir(warm) / f"embeddings.db{suffix}").unlink(missing_ok=True)
+    (data_dir(warm) / "embeddings.db").write_bytes(b"this is not a database" * 100)
+    escaped: list = []
+    hook, threading.excepthook = threading.excepthook, escaped.append
+    try:
+        with caplog.at_level(logging.WARNING):
+            assert start_session() is not None
+    finally:
+        threading.excepthook = hook
+    assert escaped == [], "nothing may escape the warm-up thread"
+    assert any("moved to" in r.getMessage() for r in caplog.records)
+    answer = warm.search("cur", "websocket backoff")
+    assert "rebuilt" in answer.get("semantic_note", "")
+    assert result_sessions(answer)[0] == "a_ws", "keyword results stand while the index is rebuilt"
+
+
+def test_an_unreachable_endpoint_does_not_matter_to_the_warm_up(warm, fake):
+    """Warm-up sends nothing, so a down endpoint cannot slow or break it."""
+    server = indexed_then_new_process(warm, fake)
+    server.close()
+    assert start_session() is not None
+    (index,) = open_indexes().values()
+    assert index._matrix.n == stored_chunks(warm) == len(TEXTS)
+    answer = warm.search("cur", "websocket backoff")
+    assert answer["semantic_status"] == "unavailable"  # the query itself cannot be embedded
+    assert result_sessions(answer)[0] == "a_ws"
+
+
+def test_a_search_during_the_warm_up_waits_for_it_and_answers_right(warm, fake):
+    indexed_then_new_process(warm, fake)
+    from hermes_cli.plugins import invoke_hook
+
+    invoke_hook("on_session_start", session_id="racing", model="m", platform="cli")
+    answer = warm.search("cur", "Postgres migration backfills", mode="hybrid")  # while it loads
+    thread = plugin("search")._warming
+    thread.join(timeout=60)
+    assert answer["semantic_status"] == "ready"
+    assert result_sessions(answer)[0] == "a_db"
+    assert len(open_indexes()) == 1, "one index per file and model, shared by both"
+
+
+def test_real_local_model_is_loaded_by_the_warm_up(warm):
+    warm.configure_embedding(provider="local")
+    consent(warm)
+    assert start_session() is not None
+    (index,) = open_indexes().values()
+    model = index.provider._model
+    assert model is not None and model._backend is not None, "the weights were read before the first search"
+    answer = warm.search("cur", "网络连接不稳定，断线后怎么自动重连？", mode="semantic", limit=1)
+    assert answer["semantic_status"] == "ready"
+    assert result_sessions(answer) == ["a_ws"]
