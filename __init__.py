@@ -16,9 +16,10 @@ plugin command with the text after it and nothing else (no session id), so
 the commands are scoped by the process's working directory and say so.
 
 ``register(ctx)`` only wires; importing this package has no side effects (no
-database opened, no thread started). When a conversation starts, and only
-once the user consented to semantic search, a background thread loads the
-model and the vector index so the first semantic search is fast. Handlers validate arguments and turn
+database opened, no thread started). When a conversation starts (or, for a
+resumed one, at its first turn), and only once the user consented to
+semantic search, a background thread loads the model and the vector index
+so the first semantic search is fast. Handlers validate arguments and turn
 every failure into a JSON answer with ``success: false`` and a ``code``.
 """
 
@@ -531,6 +532,14 @@ def on_session_start(session_id: str = "", **_: Any) -> None:
     search.warm_up(store.hermes_home())
 
 
+def on_turn(**_: Any) -> None:
+    """Hook ``pre_llm_call``: the same warm-up for a resumed conversation (no start hook fires), once per process.
+
+    Returns ``None``: Hermes would inject a returned value into the turn.
+    """
+    search.warm_up(store.hermes_home(), first_only=True)
+
+
 def register(ctx: Any) -> None:
     """Wire the tools, slash commands and the session-start hook into Hermes (no other side effects)."""
     tools = (
@@ -571,3 +580,4 @@ def register(ctx: Any) -> None:
         description="project-history-recall: commands, tools, command line and limits",
     )
     ctx.register_hook("on_session_start", on_session_start)
+    ctx.register_hook("pre_llm_call", on_turn)

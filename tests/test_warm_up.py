@@ -79,8 +79,28 @@ def indexed_then_new_process(world: World, fake):
     return server
 
 
-def test_the_hook_is_registered_with_hermes(warm):
-    assert "on_session_start" in warm.loaded.hooks_registered
+def test_the_hooks_are_registered_with_hermes(warm):
+    assert {"on_session_start", "pre_llm_call"} <= set(warm.loaded.hooks_registered)
+
+
+def test_a_resumed_conversation_warms_up_at_its_first_turn_once(warm, fake, monkeypatch):
+    """Hermes fires no start hook for a resumed conversation: its first turn warms up,
+    later turns do nothing, and the turn hook injects nothing into the turn."""
+    from hermes_cli.plugins import invoke_hook
+
+    server = indexed_then_new_process(warm, fake)
+    monkeypatch.setattr(plugin("search"), "_warming", None)  # a process where nothing warmed up yet
+    sent = len(server.requests)
+    turn = dict(session_id="cur", user_message="hi", conversation_history=[], is_first_turn=False, model="m", platform="cli")
+    assert invoke_hook("pre_llm_call", **turn) == [], "nothing is injected into the turn"
+    thread = plugin("search")._warming
+    assert thread is not None
+    thread.join(timeout=60)
+    (index,) = open_indexes().values()
+    assert index._matrix.n == stored_chunks(warm)
+    invoke_hook("pre_llm_call", **turn)
+    assert plugin("search")._warming is thread, "one warm-up per process from turns"
+    assert len(server.requests) == sent, "nothing embedded or sent"
 
 
 def test_before_consent_nothing_starts_and_no_file_is_made(warm, fake):
