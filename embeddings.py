@@ -563,6 +563,11 @@ class VectorIndex:
             owner = self._owner.pop(message_id)
             self._per_session[owner] -= 1
 
+    def _catch_up(self) -> None:
+        """Bring what is indexed and the loaded matrix up to the file (the caller holds ``_lock``)."""
+        self._load_indexed()
+        self._refresh_matrix()
+
     def indexed(self) -> dict[int, str]:
         """``{message id: content hash}`` of everything embedded with this model (a copy)."""
         with self._lock:
@@ -572,8 +577,7 @@ class VectorIndex:
     def indexed_ids(self) -> Any:
         """The message ids embedded with this model (a live, read-only view: no copy)."""
         with self._lock:
-            self._load_indexed()
-            self._refresh_matrix()
+            self._catch_up()
             return self._indexed.keys()
 
     def add(self, messages: Sequence[PendingMessage], *, deadline: float | None = None, batch: int = 32) -> int:
@@ -781,14 +785,12 @@ class VectorIndex:
         if load is not None:
             load()
         with self._lock:
-            self._load_indexed()
-            self._refresh_matrix()
+            self._catch_up()
 
     def indexed_in(self, sessions: set[str]) -> int:
         """How many messages of ``sessions`` are indexed with this model (from memory)."""
         with self._lock:
-            self._load_indexed()
-            self._refresh_matrix()
+            self._catch_up()
             return sum(self._per_session.get(s, 0) for s in sessions)
 
 
@@ -845,9 +847,9 @@ def consent_matches(consent: dict[str, Any] | None, spec: ProviderSpec) -> bool:
         spec.provider, spec.endpoint, spec.model)
 
 
-def consent_covers(consent: dict[str, Any] | None, spec: ProviderSpec, project_key: str) -> bool:
-    """True when ``consent`` agreed to this provider, endpoint and model for this project."""
+def consent_covers(consent: dict[str, Any] | None, spec: ProviderSpec, project_key: str | None = None) -> bool:
+    """True when ``consent`` agreed to this provider, endpoint and model for this project (``None``: for some project)."""
     if not consent or consent.get("declined") or not consent_matches(consent, spec):
         return False
     projects = consent.get("projects") or []
-    return "*" in projects or project_key in projects
+    return bool(projects) if project_key is None else "*" in projects or project_key in projects

@@ -49,7 +49,7 @@ import sqlite3
 import threading
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -640,6 +640,7 @@ class SemanticLeg:
     status: str  # one of disabled, consent_required, indexing, ready, partial, unavailable
     note: str = ""
     hits: tuple[Hit, ...] = ()  # best first; score = -cosine (lower is better, like BM25)
+    rows: Mapping[int, store.MessageRow] = dataclasses.field(default_factory=dict)  # hits' messages already read (filters on)
 
 
 def project_key(project: dict[str, str]) -> str:
@@ -773,10 +774,8 @@ def _warm(home: Path, settings: Any) -> None:
         logger.info("project-history-recall: no warm-up, semantic search cannot run here (%s)", exc)
         return
     consent = embeddings.read_consent(store.plugin_data_dir(home) / "consent.json")
-    if not consent or consent.get("declined") or not consent.get("projects"):
-        return
-    if not embeddings.consent_matches(consent, provider_spec(settings)):
-        return  # consent for another provider or model: it will be asked again, nothing to load
+    if not embeddings.consent_covers(consent, provider_spec(settings)):
+        return  # declined, or given for another provider or model: nothing to load
     started = time.monotonic()
     try:
         open_vectors(home, settings).warm()
@@ -833,6 +832,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
     except sqlite3.DatabaseError as exc:  # a database busy or damaged mid-search: keyword results stand
         logger.warning("semantic search failed on the embeddings index: %s", exc)
         return SemanticLeg("unavailable", f"semantic search could not finish just now ({exc})")
+    rows: dict[int, store.MessageRow] = {}
     if scope.filters.active:
         rows = store.fetch_messages(conn, sorted(live))
         live = {m for m in live if m in rows and scope.filters.admits(rows[m])}
@@ -843,7 +843,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
             f"{done} of {done + missing} messages indexed; the rest is indexed on later searches or by the index command."
         )
     hits = tuple(Hit(m, sid, -cos) for m, sid, cos in raw if m in live)
-    return SemanticLeg(status, note.strip(), hits)
+    return SemanticLeg(status, note.strip(), hits, rows)
 
 
 # (index, project) -> (signature of the scope's sessions, message-id watermark) once complete
@@ -975,6 +975,7 @@ def search_history(
         rows = store.fetch_messages(conn, [h.message_id for h in hits]) if by_coverage else {}
         keyword_ranked = rank_hits(hits, {m: r.text for m, r in rows.items()}, parsed.units, by_coverage=by_coverage)
         leg = blocked or semantic_leg(conn, home, scope, clean_query(query)[0], settings, index=mode != "keyword")
+        rows.update(leg.rows)
         base["semantic_status"] = leg.status
         if leg.note:
             base["semantic_note"] = leg.note
