@@ -791,9 +791,12 @@ def _warm(home: Path, settings: Any) -> None:
 def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query: str, settings: Any, *, index: bool) -> SemanticLeg:
     """Vector hits for ``query`` in the scope, after indexing for at most ``INDEX_BUDGET_S``.
 
-    Call only when :func:`semantic_precheck` allowed it (consent covers the
-    scope's project). Never raises for provider or index trouble: the status
-    says ``unavailable`` and keyword results stand alone.
+    With ``index`` false (keyword mode) only the status is worked out: nothing
+    is embedded or searched, the matrix is not loaded, and a warm-up in
+    progress is not waited for. Call only when :func:`semantic_precheck`
+    allowed it (consent covers the scope's project). Never raises for
+    provider or index trouble: the status says ``unavailable`` and keyword
+    results stand alone.
     """
     from . import embeddings
 
@@ -801,31 +804,20 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
     try:
         vectors = open_vectors(home, settings)
         provider = vectors.provider  # one provider (and one loaded model) per index
-        top = store.max_message_id(conn)
-        key, signature = (vectors.generation, project_key(scope.project)), hash(scope.ids_json)
-        known = _complete.get(key)
-        if known is not None and known[0] == signature:
-            # The scope was complete up to a watermark: only newer messages can be missing.
-            pending = store.unindexed_messages(conn, scope, vectors.indexed_ids(), INDEX_BATCH, above=known[1])
-            missing = len(pending)
-        else:
-            missing = store.count_indexable(conn, scope) - vectors.indexed_in(sessions)
-            pending = store.unindexed_messages(conn, scope, vectors.indexed_ids(), INDEX_BATCH) if missing > 0 else []
-            # A short list means the scan reached the oldest message: that is all that is missing
-            # (messages with no text, e.g. tool-call-only turns, are never indexed).
-            missing = len(pending) if len(pending) < INDEX_BATCH else max(missing, len(pending))
+        key = (vectors.generation, project_key(scope.project))
+        pending, missing, top = _unindexed(conn, vectors, scope, key, wait=index)
         if index and pending:
             missing -= vectors.add(
                 [embeddings.PendingMessage(mid, sid, text) for mid, sid, text in pending],
                 deadline=time.monotonic() + INDEX_BUDGET_S,
             )
         if missing <= 0:
-            _complete[key] = (signature, top)
-        done = vectors.indexed_in(sessions) if missing > 0 else 0
+            _complete[key] = (hash(scope.ids_json), top)
+        done = 0 if missing <= 0 else (vectors.indexed_in(sessions) if index else vectors.indexed_in_now(sessions))
         # Filters are applied after the vector search: look further when they are on.
         top_k = settings.embedding.top_k * (4 if scope.filters.active else 1)
         raw = vectors.search(provider.embed([query]), sessions, top_k) if index else []
-        live = store.live_message_ids(conn, [m for m, _, _ in raw])
+        live = store.live_message_ids(conn, [m for m, _, _ in raw]) if raw else set()
         vectors.drop([m for m, _, _ in raw if m not in live])
     except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken) as exc:
         return SemanticLeg("unavailable", str(exc))
@@ -833,7 +825,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
         logger.warning("semantic search failed on the embeddings index: %s", exc)
         return SemanticLeg("unavailable", f"semantic search could not finish just now ({exc})")
     rows: dict[int, store.MessageRow] = {}
-    if scope.filters.active:
+    if scope.filters.active and live:
         rows = store.fetch_messages(conn, sorted(live))
         live = {m for m in live if m in rows and scope.filters.admits(rows[m])}
     status = "ready" if missing <= 0 else ("partial" if done else "indexing")
@@ -844,6 +836,32 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
         )
     hits = tuple(Hit(m, sid, -cos) for m, sid, cos in raw if m in live)
     return SemanticLeg(status, note.strip(), hits, rows)
+
+
+def _unindexed(
+    conn: sqlite3.Connection, vectors: Any, scope: store.Scope, key: tuple[int, str], *, wait: bool
+) -> tuple[list[tuple[int, str, str]], int, int]:
+    """What the scope's index lacks: ``(messages to embed, newest first, at most INDEX_BATCH; how many are missing; top message id)``.
+
+    With ``wait`` false what is indexed is read without waiting for a load
+    in progress and without loading the matrix (keyword mode's status).
+    """
+    sessions = set(scope.session_ids)
+    top = store.max_message_id(conn)
+    known = _complete.get(key)
+    if known is not None and known[0] == hash(scope.ids_json):
+        # The scope was complete up to a watermark: only newer messages can be missing.
+        indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions, above=known[1])
+        pending = store.unindexed_messages(conn, scope, indexed, INDEX_BATCH, above=known[1])
+        return pending, len(pending), top
+    missing = store.count_indexable(conn, scope) - (vectors.indexed_in(sessions) if wait else vectors.indexed_in_now(sessions))
+    if missing <= 0:
+        return [], missing, top
+    indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions)
+    pending = store.unindexed_messages(conn, scope, indexed, INDEX_BATCH)
+    # A short list means the scan reached the oldest message: that is all that is missing
+    # (messages with no text, e.g. tool-call-only turns, are never indexed).
+    return pending, (len(pending) if len(pending) < INDEX_BATCH else max(missing, len(pending))), top
 
 
 # (index, project) -> (signature of the scope's sessions, message-id watermark) once complete

@@ -23,7 +23,7 @@ import sqlite3
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -945,7 +945,7 @@ def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
 
 
 def unindexed_messages(
-    conn: sqlite3.Connection, scope: Scope, indexed: dict[int, str] | frozenset[int], limit: int, *, above: int = 0
+    conn: sqlite3.Connection, scope: Scope, indexed: Container[int], limit: int, *, above: int = 0
 ) -> list[tuple[int, str, str]]:
     """Live user/assistant messages of the scope not yet in the vector index.
 

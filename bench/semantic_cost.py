@@ -12,7 +12,9 @@ of new messages, hybrid query latency at 100k and 300k indexed chunks, memory.
    under the local model's fingerprint: the vector leg's cost does not depend
    on their values), then hybrid searches from those projects are timed;
    The first query in a process is timed twice: cold, and after the
-   session-start warm-up (``search.warm_up``) has loaded the model and matrix;
+   session-start warm-up (``search.warm_up``) has loaded the model and matrix.
+   Keyword-mode searches (which read only the index's status) are timed with
+   the index in memory, in a new process, and right after a warm-up started;
 4. memory: peak RSS of this process.
 
 Run: .venv/bin/python bench/semantic_cost.py [--db /tmp/phr-bench/home/state.db] [--reps 20]
@@ -130,6 +132,35 @@ def synthesize_chunks(phr, home: Path, conn: sqlite3.Connection, sessions: list[
     return len(rows)
 
 
+def keyword_mode_costs(phr, home: Path, current: str, queries: list[str], reps: int) -> dict:
+    """Keyword-mode searches, which read only the index's status (no matrix, no waiting): ms.
+
+    ``index_in_memory``: the index is loaded and matches the file (status from
+    memory); ``new_process``: nothing loaded (status counted in the file);
+    ``during_warm_up``: one search sent right after a warm-up started.
+    """
+    def timed(n: int) -> list[float]:
+        samples = []
+        for i in range(n):
+            start = time.perf_counter()
+            answer = phr.search.search_history(home=home, session_id=current, query=queries[i % 3], mode="keyword")
+            samples.append(time.perf_counter() - start)
+            assert answer["semantic_status"] == "ready", answer["semantic_status"]
+        return samples
+
+    out = {"index_in_memory": summary_ms(timed(reps))}
+    phr.embeddings.reset_indexes()
+    out["new_process"] = summary_ms(timed(reps))
+    phr.embeddings.reset_indexes()
+    warming = phr.search.warm_up(home)
+    during = timed(1)[0]
+    out["during_warm_up_ms"] = round(during * 1000, 1)
+    out["warm_up_still_loading_then"] = warming is not None and warming.is_alive()
+    if warming is not None:
+        warming.join()
+    return out
+
+
 def hybrid_latency(phr, db_path: Path, reps: int) -> list[dict]:
     meta = json.loads(Path(str(db_path) + ".meta.json").read_text())
     projects = {p["name"]: p for p in meta["projects"]}
@@ -172,9 +203,11 @@ def hybrid_latency(phr, db_path: Path, reps: int) -> list[dict]:
             start = time.perf_counter()
             answer = phr.search.search_history(home=home, session_id=current, query=queries[i % 3], mode="hybrid")
             samples.append(time.perf_counter() - start)
+        keyword = keyword_mode_costs(phr, home, current, queries, reps)
         out.append({"project": name, "chunks_written": chunks, "status": answer["semantic_status"],
                     "first_query_ms": round(cold * 1000, 1), "warm_up_s": round(warm_up, 2),
-                    "first_query_after_warm_up_ms": round(after_warm_up * 1000, 1), **summary_ms(samples)})
+                    "first_query_after_warm_up_ms": round(after_warm_up * 1000, 1), **summary_ms(samples),
+                    "keyword_mode": keyword})
         print(json.dumps(out[-1]), flush=True)
     conn.close()
     return out

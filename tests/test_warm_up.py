@@ -230,3 +230,51 @@ def test_real_local_model_is_loaded_by_the_warm_up(warm):
     answer = warm.search("cur", "网络连接不稳定，断线后怎么自动重连？", mode="semantic", limit=1)
     assert answer["semantic_status"] == "ready"
     assert result_sessions(answer) == ["a_ws"]
+
+
+def loaded_index(world: World):
+    """The process's index for the configured provider, opened as a search would (nothing loaded yet)."""
+    return plugin("search").open_vectors(world.home, plugin("store").load_settings(world.home))
+
+
+def test_a_keyword_search_during_a_load_answers_without_waiting(warm, fake):
+    """A keyword-mode search needs only the index's status: it neither waits for
+    a warm-up holding the index nor loads the matrix itself."""
+    indexed_then_new_process(warm, fake)
+    index = loaded_index(warm)
+    answers: list = []
+    with index._lock:  # a load in progress holds the index
+        searcher = threading.Thread(target=lambda: answers.append(warm.search("cur", "Postgres migration", mode="keyword")))
+        searcher.start()
+        searcher.join(timeout=20)
+        waited = searcher.is_alive()
+    searcher.join()
+    assert not waited, "the keyword search waited for the index's lock"
+    (answer,) = answers
+    assert answer["semantic_status"] == "ready"
+    assert result_sessions(answer)[0] == "a_db"
+    assert index._matrix.n == 0 and not index._indexed_loaded, "a keyword search loaded the index"
+
+
+def test_keyword_mode_status_follows_the_file_without_loading_the_matrix(warm, fake):
+    indexed_then_new_process(warm, fake)
+    assert warm.search("cur", "websocket", mode="keyword")["semantic_status"] == "ready"
+    warm.say("a_db", "user", "Then we dropped the old column once reads had switched.")
+    answer = warm.search("cur", "websocket", mode="keyword")
+    assert answer["semantic_status"] == "partial"
+    assert "2 of 3 messages indexed" in answer["semantic_note"]
+    index = loaded_index(warm)
+    assert index._matrix.n == 0, "keyword mode loaded the matrix"
+    # Another process (the index command) embeds the new message: the file, not memory, is counted.
+    other = plugin("embeddings").VectorIndex(index.path, index.provider)
+    with closing(sqlite3.connect((warm.home / "state.db").as_uri() + "?mode=ro", uri=True)) as conn:
+        mid, text = conn.execute("SELECT id, content FROM messages WHERE session_id = 'a_db' ORDER BY id DESC").fetchone()
+    other.add([plugin("embeddings").PendingMessage(mid, "a_db", text)])
+    other.close()
+    assert warm.search("cur", "websocket", mode="keyword")["semantic_status"] == "ready"
+    # A hybrid search loads the index; keyword mode then answers from memory, and stays right.
+    assert warm.search("cur", "websocket backoff", mode="hybrid")["semantic_status"] == "ready"
+    assert index._matrix.n == stored_chunks(warm) == 3
+    assert index._in_step()
+    warm.say("a_ws", "assistant", "Jitter is drawn from the full backoff window.")
+    assert warm.search("cur", "websocket", mode="keyword")["semantic_status"] == "partial"
