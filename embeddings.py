@@ -742,32 +742,43 @@ class VectorIndex:
         masked to ``-inf`` (no copy: memory and the first query stay cheap). A
         smaller one gets a copy of its rows, so a small project never pays for
         the whole file. Either the mask or the copy is cached for the last
-        scope and extended in place as chunks arrive.
+        scope and extended in place as chunks arrive; a scope that crosses
+        the line as they arrive switches.
         """
         matrix = self._matrix
         signature = frozenset(sessions)  # compared in full, not by hash: a collision would leak another scope
         cached = self._scope_rows
         if cached is None or cached[0] != signature or cached[1] > matrix.n:
-            inside = self._membership(sessions)[matrix.sessions]
-            if inside.sum() > SHARED_SCOPE * matrix.n:
-                kept: np.ndarray | _Rows = ~inside  # the rows to mask out
-            else:
-                kept = _Rows(matrix.dims)
-                kept.extend(matrix.vectors[inside], matrix.ids[inside], matrix.sessions[inside])
-            self._scope_rows = cached = (signature, matrix.n, kept)
+            cached = self._prepare_scope(signature)
         _, start, kept = cached
         if start < matrix.n:  # chunks arrived since: extend the cached scope
             inside = self._membership(sessions)[matrix.sessions[start:]]
             if isinstance(kept, _Rows):
                 kept.extend(matrix.vectors[start:][inside], matrix.ids[start:][inside], matrix.sessions[start:][inside])
+                share = kept.n
             else:
                 kept = np.concatenate([kept, ~inside])
+                share = len(kept) - int(np.count_nonzero(kept))
             self._scope_rows = (signature, matrix.n, kept)
+            if (share > SHARED_SCOPE * matrix.n) != isinstance(kept, np.ndarray):  # the scope crossed the line
+                _, _, kept = self._prepare_scope(signature)
         if isinstance(kept, _Rows):
             return kept.ids, kept.sessions, kept.vectors @ query
         scores = matrix.vectors @ query
         scores[kept] = -np.inf  # out of scope: never selected
         return matrix.ids, matrix.sessions, scores
+
+    def _prepare_scope(self, sessions: frozenset[str]) -> tuple[frozenset[str], int, Any]:
+        """Cache and return ``sessions``' scope: the mask of rows outside it when it holds over ``SHARED_SCOPE`` of the matrix, else a copy of its rows."""
+        matrix = self._matrix
+        inside = self._membership(sessions)[matrix.sessions]
+        if int(np.count_nonzero(inside)) > SHARED_SCOPE * matrix.n:
+            kept: np.ndarray | _Rows = ~inside  # the rows to mask out
+        else:
+            kept = _Rows(matrix.dims)
+            kept.extend(matrix.vectors[inside], matrix.ids[inside], matrix.sessions[inside])
+        self._scope_rows = (sessions, matrix.n, kept)
+        return self._scope_rows
 
     def _membership(self, sessions: set[str]) -> np.ndarray:
         """A boolean lookup by session code: True for the codes of ``sessions``."""

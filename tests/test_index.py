@@ -178,6 +178,31 @@ def test_a_scope_scored_in_place_follows_new_chunks(tmp_path):
     assert {m for m, _, _ in index.search(query, {"big", "newcomer"}, 100)} == set(range(2, 9)) | {11, 13}
 
 
+def test_a_cached_scope_switches_between_copy_and_in_place_as_its_share_changes(tmp_path):
+    """A scope copied while small is scored in place once it holds most of the matrix
+    (the copy would double its memory), and back once it falls under the line; the
+    hits are the same either way."""
+    provider = CountingProvider()
+    index = E.VectorIndex(tmp_path / "e.db", provider)
+    P = E.PendingMessage
+    index.add([P(i + 1, "mine" if i < 2 else f"other{i}", f"text {i} " + "ab" * i) for i in range(10)])
+    query = provider.embed(["ab"])
+
+    def scope_hits():
+        hits = index.search(query, {"mine"}, 1000)
+        assert {sid for _, sid, _ in hits} == {"mine"}
+        return {m for m, _, _ in hits}
+
+    assert scope_hits() == {1, 2}
+    assert isinstance(index._scope_rows[2], E._Rows), "2 of 10 rows: copied"
+    index.add([P(100 + i, "mine", f"more {i} ab") for i in range(20)])
+    assert scope_hits() == {1, 2} | set(range(100, 120))
+    assert isinstance(index._scope_rows[2], np.ndarray), "22 of 30 rows: scored in place"
+    index.add([P(200 + i, f"late{i}", f"late {i} ab") for i in range(40)])
+    assert scope_hits() == {1, 2} | set(range(100, 120))
+    assert isinstance(index._scope_rows[2], E._Rows), "22 of 70 rows: copied again"
+
+
 def test_chunk_ids_are_never_reused(tmp_path):
     """A running index loads chunks above the highest id it saw: a reused id would stay invisible."""
     provider = CountingProvider()
