@@ -360,6 +360,8 @@ _generations = itertools.count(1)
 #: 400k chunks: in place costs +12 ms a query (39 vs 27 ms); the copy cost 600 MB
 #: for the life of the process and 1.4 s on the first query.
 SHARED_SCOPE = 0.5
+#: A scope scored in place is copied again only once it falls under this share.
+COPY_AGAIN = 0.4
 _LOAD_BATCH = 20_000  # chunks decoded per step when the matrix is loaded
 
 
@@ -447,7 +449,7 @@ class VectorIndex:
     """
 
     def __init__(self, path: Path, provider: Provider, *, chunk_size: int = 512, chunk_overlap: int = 64) -> None:
-        self.path = Path(path)
+        self.path = Path(path).absolute()  # a relative home must still give a file URI (read-only opens)
         self.provider = provider
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
@@ -466,6 +468,7 @@ class VectorIndex:
         self._owner: dict[int, str] = {}  # message id -> session id
         self._per_session: dict[str, int] = {}  # session id -> indexed messages
         self._indexed_loaded = False
+        self._broken: IndexBroken | None = None  # the last load's damage, reported by status-only reads too
 
     # -- file ------------------------------------------------------------------
     def _open(self) -> sqlite3.Connection:
@@ -504,31 +507,36 @@ class VectorIndex:
             # a 4 KiB page empty. (No effect on an existing file.)
             conn.execute("PRAGMA page_size = 16384")
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.isolation_level = None  # explicit transactions below
-            conn.execute("BEGIN IMMEDIATE")  # the version is read and bumped under the write lock
-            try:
-                app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-                version = conn.execute("PRAGMA user_version").fetchone()[0]
-                tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
-                if app_id != INDEX_APP_ID and (tables or version):
-                    raise IndexBroken("not a project-history-recall index")
-                if version > len(MIGRATIONS):
-                    raise IndexNotNow(
-                        f"the embeddings index was written by a newer plugin (schema {version}, this one knows "
-                        f"{len(MIGRATIONS)}); update the plugin to use it"
-                    )
-                for number in range(version, len(MIGRATIONS)):
-                    for statement in MIGRATIONS[number]:
-                        conn.execute(statement)
-                    conn.execute(f"PRAGMA user_version = {number + 1}")
-                    conn.execute(f"PRAGMA application_id = {INDEX_APP_ID}")
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            finally:
-                conn.isolation_level = ""
+            # An up-to-date file (every open but the first) needs no write lock: another
+            # process writing vectors then never delays this open.
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if app_id != INDEX_APP_ID or version != len(MIGRATIONS):
+                conn.isolation_level = None  # explicit transactions below
+                conn.execute("BEGIN IMMEDIATE")  # the version is read and bumped under the write lock
+                try:
+                    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+                    version = conn.execute("PRAGMA user_version").fetchone()[0]
+                    tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+                    if app_id != INDEX_APP_ID and (tables or version):
+                        raise IndexBroken("not a project-history-recall index")
+                    if version > len(MIGRATIONS):
+                        raise IndexNotNow(
+                            f"the embeddings index was written by a newer plugin (schema {version}, this one knows "
+                            f"{len(MIGRATIONS)}); update the plugin to use it"
+                        )
+                    for number in range(version, len(MIGRATIONS)):
+                        for statement in MIGRATIONS[number]:
+                            conn.execute(statement)
+                        conn.execute(f"PRAGMA user_version = {number + 1}")
+                        conn.execute(f"PRAGMA application_id = {INDEX_APP_ID}")
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                finally:
+                    conn.isolation_level = ""
             conn.execute("SELECT count(*) FROM chunks").fetchone()  # touches the table: fails fast if damaged
         except BaseException:
             conn.close()
@@ -664,6 +672,7 @@ class VectorIndex:
                 (fingerprint, self._loaded_upto),
             ).fetchone()
             if not count:
+                self._broken = None
                 return
             cursor = self._conn.execute(
                 # Unary + keeps SQLite on the rowid range (only chunks newer than the matrix).
@@ -683,7 +692,8 @@ class VectorIndex:
                 try:
                     vectors[n : n + len(batch)] = decode_vectors([r[3] for r in batch], vectors.shape[1])
                 except ValueError as exc:
-                    raise IndexBroken(f"{self.path}: {exc}") from exc
+                    self._broken = IndexBroken(f"{self.path}: {exc}")
+                    raise self._broken from exc
                 ids[n : n + len(batch)] = [r[1] for r in batch]
                 codes[n : n + len(batch)] = [self._session_codes.setdefault(r[2], len(self._session_codes)) for r in batch]
                 if self._indexed_loaded:  # chunks written by another process (e.g. the index command) count as indexed
@@ -698,6 +708,7 @@ class VectorIndex:
         finally:
             if began:
                 self._conn.commit()
+        self._broken = None
         if vectors is None or not n:
             return
         self._cut(replaced)  # before the new rows join: they share the message ids
@@ -760,7 +771,9 @@ class VectorIndex:
                 kept = np.concatenate([kept, ~inside])
                 share = len(kept) - int(np.count_nonzero(kept))
             self._scope_rows = (signature, matrix.n, kept)
-            if (share > SHARED_SCOPE * matrix.n) != isinstance(kept, np.ndarray):  # the scope crossed the line
+            # Switch when the scope crosses the line, with a margin back so that a scope
+            # near it is not copied again and again.
+            if share < COPY_AGAIN * matrix.n if isinstance(kept, np.ndarray) else share > SHARED_SCOPE * matrix.n:
                 _, _, kept = self._prepare_scope(signature)
         if isinstance(kept, _Rows):
             return kept.ids, kept.sessions, kept.vectors @ query
@@ -806,28 +819,16 @@ class VectorIndex:
             return sum(self._per_session.get(s, 0) for s in sessions)
 
     # -- what is indexed, without waiting (status only) ----------------------------
-    def indexed_in_now(self, sessions: set[str]) -> int:
-        """:meth:`indexed_in` without waiting for a load in progress and without loading the matrix.
-
-        From memory when what is loaded matches the file, else counted in the
-        file on a read-only connection (a few ms per 10k indexed messages).
-        Raises ``sqlite3`` errors.
-        """
-        if self._in_step():
-            return sum(self._per_session.get(s, 0) for s in sessions)
-        with closing(self._reader()) as conn:
-            return int(conn.execute(
-                "SELECT count(*) FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ? AND chunk_index = 0"
-                " AND session_id IN (SELECT value FROM json_each(?))",
-                (self.provider.fingerprint, json.dumps(sorted(sessions))),
-            ).fetchone()[0])
-
     def indexed_ids_now(self, sessions: set[str], *, above: int = 0) -> Container[int]:
-        """The indexed message ids of ``sessions`` above ``above``, like :meth:`indexed_in_now` (no wait, no load).
+        """The indexed message ids of ``sessions`` above ``above``, without waiting for a load in progress and without loading the matrix.
 
-        From memory (every session's ids, a live view) or from the file (a set).
-        Raises ``sqlite3`` errors.
+        From memory (every session's ids, a live view) when what is loaded
+        matches the file, else read from the file on a read-only connection
+        (a set). Raises ``sqlite3`` errors, and :class:`IndexBroken` when this
+        process found the vectors damaged and has not loaded them since.
         """
+        if self._broken is not None:
+            raise self._broken
         if self._in_step():
             return self._indexed.keys()
         with closing(self._reader()) as conn:

@@ -805,7 +805,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
         vectors = open_vectors(home, settings)
         provider = vectors.provider  # one provider (and one loaded model) per index
         key = (vectors.generation, project_key(scope.project))
-        pending, missing, top = _unindexed(conn, vectors, scope, key, wait=index)
+        pending, missing, total, top = _unindexed(conn, vectors, scope, key, wait=index)
         if index and pending:
             missing -= vectors.add(
                 [embeddings.PendingMessage(mid, sid, text) for mid, sid, text in pending],
@@ -813,7 +813,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
             )
         if missing <= 0:
             _complete[key] = (hash(scope.ids_json), top)
-        done = 0 if missing <= 0 else (vectors.indexed_in(sessions) if index else vectors.indexed_in_now(sessions))
+        done = max(total - missing, 0)
         # Filters are applied after the vector search: look further when they are on.
         top_k = settings.embedding.top_k * (4 if scope.filters.active else 1)
         raw = vectors.search(provider.embed([query]), sessions, top_k) if index else []
@@ -840,8 +840,9 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
 
 def _unindexed(
     conn: sqlite3.Connection, vectors: Any, scope: store.Scope, key: tuple[int, str], *, wait: bool
-) -> tuple[list[tuple[int, str, str]], int, int]:
-    """What the scope's index lacks: ``(messages to embed, newest first, at most INDEX_BATCH; how many are missing; top message id)``.
+) -> tuple[list[tuple[int, str, str]], int, int, int]:
+    """What the scope's index lacks: ``(messages to embed, newest first, at most INDEX_BATCH; how many
+    are missing; how many the scope should hold (0 when none is missing); top message id)``.
 
     With ``wait`` false what is indexed is read without waiting for a load
     in progress and without loading the matrix (keyword mode's status).
@@ -853,15 +854,17 @@ def _unindexed(
         # The scope was complete up to a watermark: only newer messages can be missing.
         indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions, above=known[1])
         pending = store.unindexed_messages(conn, scope, indexed, INDEX_BATCH, above=known[1])
-        return pending, len(pending), top
-    missing = store.count_indexable(conn, scope) - (vectors.indexed_in(sessions) if wait else vectors.indexed_in_now(sessions))
-    if missing <= 0:
-        return [], missing, top
+        return pending, len(pending), store.count_indexable(conn, scope) if pending else 0, top
     indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions)
+    total, missing = store.count_unindexed(conn, scope, indexed)
+    if missing <= 0:
+        return [], 0, 0, top
     pending = store.unindexed_messages(conn, scope, indexed, INDEX_BATCH)
-    # A short list means the scan reached the oldest message: that is all that is missing
-    # (messages with no text, e.g. tool-call-only turns, are never indexed).
-    return pending, (len(pending) if len(pending) < INDEX_BATCH else max(missing, len(pending))), top
+    if len(pending) < INDEX_BATCH:
+        # The scan reached the oldest message: that is all that is missing. The rest
+        # have no text once read (e.g. only images) and are never indexed.
+        total, missing = total - (missing - len(pending)), len(pending)
+    return pending, missing, total, top
 
 
 # (index, project) -> (signature of the scope's sessions, message-id watermark) once complete

@@ -944,6 +944,20 @@ def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
     return int(conn.execute(f"SELECT count(*) FROM messages m WHERE {_INDEXABLE}", (scope.ids_json,)).fetchone()[0])
 
 
+def count_unindexed(conn: sqlite3.Connection, scope: Scope, indexed: Container[int]) -> tuple[int, int]:
+    """``(live user/assistant messages of the scope, how many of them are not in ``indexed``)``.
+
+    Checked id by id, not by subtracting counts: vectors of deleted or rewound
+    messages stay in the index until a search or the index command drops
+    them, and would otherwise hide as many new messages.
+    """
+    total = missing = 0
+    for (mid,) in conn.execute(f"SELECT m.id FROM messages m WHERE {_INDEXABLE}", (scope.ids_json,)):
+        total += 1
+        missing += mid not in indexed
+    return total, missing
+
+
 def unindexed_messages(
     conn: sqlite3.Connection, scope: Scope, indexed: Container[int], limit: int, *, above: int = 0
 ) -> list[tuple[int, str, str]]:

@@ -180,8 +180,8 @@ def test_a_scope_scored_in_place_follows_new_chunks(tmp_path):
 
 def test_a_cached_scope_switches_between_copy_and_in_place_as_its_share_changes(tmp_path):
     """A scope copied while small is scored in place once it holds most of the matrix
-    (the copy would double its memory), and back once it falls under the line; the
-    hits are the same either way."""
+    (the copy would double its memory), and copied again once it falls well under
+    the line; the hits are the same either way."""
     provider = CountingProvider()
     index = E.VectorIndex(tmp_path / "e.db", provider)
     P = E.PendingMessage
@@ -198,7 +198,11 @@ def test_a_cached_scope_switches_between_copy_and_in_place_as_its_share_changes(
     index.add([P(100 + i, "mine", f"more {i} ab") for i in range(20)])
     assert scope_hits() == {1, 2} | set(range(100, 120))
     assert isinstance(index._scope_rows[2], np.ndarray), "22 of 30 rows: scored in place"
-    index.add([P(200 + i, f"late{i}", f"late {i} ab") for i in range(40)])
+    index.add([P(200 + i, f"late{i}", f"late {i} ab") for i in range(20)])
+    assert scope_hits() == {1, 2} | set(range(100, 120))
+    assert 22 / 50 > E.COPY_AGAIN
+    assert isinstance(index._scope_rows[2], np.ndarray), "22 of 50 rows: still in place (no copy back and forth)"
+    index.add([P(300 + i, f"later{i}", f"later {i} ab") for i in range(20)])
     assert scope_hits() == {1, 2} | set(range(100, 120))
     assert isinstance(index._scope_rows[2], E._Rows), "22 of 70 rows: copied again"
 
@@ -229,8 +233,9 @@ def test_a_newer_schema_is_left_alone(tmp_path):
 
 
 def test_a_busy_file_is_not_mistaken_for_damage(tmp_path):
+    """An old file to migrate while another connection writes: 'busy', left as it is, migrated later."""
     path = tmp_path / "e.db"
-    E.VectorIndex(path, CountingProvider()).add([E.PendingMessage(1, "s", "alpha")])
+    _schema_one_file(path, [("s", 1, 0, E.content_hash("alpha"), "fp-count", E.encode_vector(np.ones(26, np.float32)), 0.0)])
     with sqlite3.connect(path, timeout=0) as holder:
         holder.execute("BEGIN IMMEDIATE")
         with pytest.raises(E.IndexNotNow, match="busy"):
@@ -238,6 +243,31 @@ def test_a_busy_file_is_not_mistaken_for_damage(tmp_path):
         holder.execute("ROLLBACK")
     assert not list(tmp_path.glob("e.db.broken-*"))
     assert E.VectorIndex(path, CountingProvider()).indexed() == {1: E.content_hash("alpha")}
+
+
+def test_an_up_to_date_file_opens_while_another_connection_writes(tmp_path):
+    """Only a migration takes the write lock: a search in a new process is not held up by the index command."""
+    path = tmp_path / "e.db"
+    E.VectorIndex(path, CountingProvider()).add([E.PendingMessage(1, "s", "alpha")])
+    with sqlite3.connect(path, timeout=0) as holder:
+        holder.execute("BEGIN IMMEDIATE")
+        assert _open_with_short_timeout(path).indexed() == {1: E.content_hash("alpha")}
+        holder.execute("ROLLBACK")
+
+
+def _schema_one_file(path: Path, rows: list) -> None:
+    """An index as the first release wrote it (schema 1, WAL), holding ``rows``."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")  # as every version of the plugin created it
+    for statement in E.MIGRATIONS[0]:
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute(f"PRAGMA application_id = {E.INDEX_APP_ID}")
+    conn.executemany(
+        "INSERT INTO chunks (session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    conn.commit()
+    conn.close()
 
 
 def _open_with_short_timeout(path):
@@ -261,18 +291,7 @@ def test_two_processes_migrating_an_old_file_at_once(tmp_path):
     import textwrap
 
     path = tmp_path / "e.db"
-    conn = sqlite3.connect(path)
-    conn.execute("PRAGMA journal_mode=WAL")  # as every version of the plugin created it
-    for statement in E.MIGRATIONS[0]:
-        conn.execute(statement)
-    conn.execute("PRAGMA user_version = 1")
-    conn.execute(f"PRAGMA application_id = {E.INDEX_APP_ID}")
-    rows = [(f"s{i % 50}", i + 1, 0, "h", "fp-count", E.encode_vector(np.ones(26, np.float32)), 0.0) for i in range(60_000)]
-    conn.executemany(
-        "INSERT INTO chunks (session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-    conn.commit()
-    conn.close()
+    _schema_one_file(path, [(f"s{i % 50}", i + 1, 0, "h", "fp-count", E.encode_vector(np.ones(26, np.float32)), 0.0) for i in range(60_000)])
     root = Path(E.__file__).resolve().parent
     script = textwrap.dedent(f"""
         import importlib.util, sys, time

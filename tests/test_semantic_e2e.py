@@ -212,6 +212,9 @@ def test_a_damaged_vector_is_reported_and_keyword_stands(sem, fake):
     assert answer["success"] is True and answer["semantic_status"] == "unavailable"
     assert "wrong size" in answer["semantic_note"]
     assert result_sessions(answer)[0] == "a_ws", "keyword results stand"
+    keyword = sem.search("cur", "websocket backoff", mode="keyword")
+    assert keyword["semantic_status"] == "unavailable", "keyword mode must not call a damaged index ready"
+    assert "wrong size" in keyword["semantic_note"]
 
 
 def test_real_local_model_paraphrase_and_cross_lingual(sem):

@@ -6,6 +6,7 @@ switched off, it touches nothing. It never embeds or sends anything."""
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import sqlite3
 import threading
@@ -278,3 +279,47 @@ def test_keyword_mode_status_follows_the_file_without_loading_the_matrix(warm, f
     assert index._in_step()
     warm.say("a_ws", "assistant", "Jitter is drawn from the full backoff window.")
     assert warm.search("cur", "websocket", mode="keyword")["semantic_status"] == "partial"
+
+
+def test_keyword_mode_with_a_relative_hermes_home(warm, fake, monkeypatch, capsys):
+    """``--hermes-home hermes_home`` (relative) works in keyword mode as in hybrid mode."""
+    indexed_then_new_process(warm, fake)
+    monkeypatch.chdir(warm.tmp)
+    cli = plugin("command_line")
+    args = ["--hermes-home", warm.home.name, "search", "--cwd", str(warm.work / "alpha"), "--json", "websocket"]
+    # The folder's scope includes "cur", whose message no search has indexed yet.
+    for mode, status in (("keyword", "partial"), ("hybrid", "ready")):
+        assert cli.main([*args[:3], "--mode", mode, *args[3:]]) == 0
+        answer = json.loads(capsys.readouterr().out)
+        assert answer["semantic_status"] == status, (mode, answer)
+
+
+def test_a_rewind_does_not_hide_new_messages_from_the_index(warm, fake):
+    """A rewound message keeps its vector until it is dropped; it must not count
+    for a new message, or the project would read ready with the new one never indexed."""
+    server = indexed_then_new_process(warm, fake)
+    del server
+    old = warm.say("a_db", "user", "Please keep the cache eviction policy simple.")
+    assert warm.search("cur", "cache eviction")["semantic_status"] == "ready"
+    plugin("embeddings").reset_indexes()  # a new process
+    warm.db.rewind_to_message("a_db", old)  # `old` leaves the conversation, its vector stays for now
+    new = warm.say("a_ws", "user", "The retry budget for the reconnect loop is five attempts.")
+    keyword = warm.search("cur", "retry budget", mode="keyword")
+    assert keyword["semantic_status"] == "partial" and "2 of 3 messages indexed" in keyword["semantic_note"]
+    assert warm.search("cur", "retry budget")["semantic_status"] == "ready"
+    assert new in loaded_index(warm).indexed()
+
+
+def test_a_keyword_search_does_not_wait_for_another_writer_of_the_index(warm, fake):
+    """Opening the index in a new process takes SQLite's write lock only to migrate."""
+    indexed_then_new_process(warm, fake)
+    with closing(sqlite3.connect(data_dir(warm) / "embeddings.db", isolation_level=None)) as writer:
+        writer.execute("BEGIN IMMEDIATE")  # e.g. the index command storing a batch
+        answers: list = []
+        searcher = threading.Thread(target=lambda: answers.append(warm.search("cur", "websocket", mode="keyword")))
+        searcher.start()
+        searcher.join(timeout=3)  # waiting would take the 5 s busy timeout and end unavailable
+        waited = searcher.is_alive()
+        writer.execute("ROLLBACK")
+    searcher.join()
+    assert not waited and answers[0]["semantic_status"] == "ready", answers
