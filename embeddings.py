@@ -22,6 +22,7 @@ import hashlib
 import itertools
 import json
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -457,6 +458,7 @@ class VectorIndex:
         self.generation = next(_generations)  # distinguishes this open index from any earlier one
         self._lock = threading.Lock()
         self._conn = self._open()
+        self._file = _identity(self.path)  # the file this connection has open
         self._matrix = _Rows(max(provider.dims, 1))  # every loaded chunk of this model
         self._session_codes: dict[str, int] = {}
         self._session_names: list[str] = []
@@ -546,6 +548,10 @@ class VectorIndex:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    def same_file(self) -> bool:
+        """Whether the file at ``path`` is still the one this index has open (not deleted, replaced or moved aside)."""
+        return self._file is not None and _identity(self.path) == self._file
 
     # -- what is indexed ---------------------------------------------------------
     def _load_indexed(self) -> None:
@@ -866,9 +872,23 @@ def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_ov
     key = (str(Path(path).resolve()), provider.fingerprint)
     with _indexes_lock:
         index = _indexes.get(key)
+        if index is not None and not index.same_file():
+            # Deleted by the user, or moved aside and rebuilt by another process: this
+            # process would go on with a file nobody else sees. (The old index is not
+            # closed: a search may still be using it.)
+            logger.info("embeddings index %s was replaced or removed; opening it again", path)
+            index = None
         if index is None:
             index = _indexes[key] = VectorIndex(path, provider, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
         return index
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def reset_indexes() -> None:

@@ -11,6 +11,7 @@ import logging
 import sqlite3
 import threading
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 from conftest import World, result_sessions
@@ -323,3 +324,25 @@ def test_a_keyword_search_does_not_wait_for_another_writer_of_the_index(warm, fa
         writer.execute("ROLLBACK")
     searcher.join()
     assert not waited and answers[0]["semantic_status"] == "ready", answers
+
+
+def test_an_index_deleted_or_replaced_while_hermes_runs_is_opened_again(warm, fake):
+    """A user deleting embeddings.db to start over, or another process moving a damaged one
+    aside: this process must not go on with the file nobody else sees."""
+    indexed_then_new_process(warm, fake)
+    assert warm.search("cur", "websocket backoff")["semantic_status"] == "ready"  # loaded in this process
+    path = data_dir(warm) / "embeddings.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    keyword = warm.search("cur", "websocket", mode="keyword")
+    assert keyword["semantic_status"] == "indexing" and "0 of 2 messages indexed" in keyword["semantic_note"]
+    assert warm.search("cur", "websocket backoff")["semantic_status"] == "ready"  # indexed again, in the new file
+    assert stored_chunks(warm) == len(TEXTS)
+    # Moved aside and rebuilt by another process (as VectorIndex does with a damaged file): the same.
+    provider = loaded_index(warm).provider
+    path.rename(path.with_name("embeddings.db.broken-1"))
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    plugin("embeddings").VectorIndex(path, provider).close()
+    assert warm.search("cur", "Postgres migration backfills")["semantic_status"] == "ready"
+    assert stored_chunks(warm) == len(TEXTS)
