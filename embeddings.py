@@ -457,8 +457,15 @@ class VectorIndex:
         self.note = ""
         self.generation = next(_generations)  # distinguishes this open index from any earlier one
         self._lock = threading.Lock()
+        before = _identity(self.path)
         self._conn = self._open()
         self._file = _identity(self.path)  # the file this connection has open
+        if before is not None and before != self._file and not self.note:
+            # Replaced by another process while this open waited: the connection may be on
+            # the old file. (A file this open moved aside itself says so in ``note``.)
+            self._conn.close()
+            raise IndexNotNow("the embeddings index was replaced while it was being opened; the next search uses the new one")
+        self._retired = False  # set when a newer open of the path replaced this one: no more writes
         self._matrix = _Rows(max(provider.dims, 1))  # every loaded chunk of this model
         self._session_codes: dict[str, int] = {}
         self._session_names: list[str] = []
@@ -508,7 +515,14 @@ class VectorIndex:
             # A new file gets 16 KiB pages: a 512-d vector row (~2.1 KB) leaves half of
             # a 4 KiB page empty. (No effect on an existing file.)
             conn.execute("PRAGMA page_size = 16384")
-            conn.execute("PRAGMA journal_mode=WAL")
+            for attempt in range(20):  # on a brand-new file, several processes switching it at once get "locked" at once
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    break
+                except sqlite3.OperationalError:
+                    if attempt == 19:
+                        raise
+                    time.sleep(0.05)
             # An up-to-date file (every open but the first) needs no write lock: another
             # process writing vectors then never delays this open.
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -548,6 +562,14 @@ class VectorIndex:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    def retire(self) -> None:
+        """Refuse writes from now on: the path holds another file (see :func:`index_for`). Reads stay harmless."""
+        self._retired = True
+
+    def _check_current(self) -> None:
+        if self._retired:
+            raise IndexNotNow("the embeddings index file was replaced; the next search uses the new one")
 
     def same_file(self) -> bool:
         """Whether the file at ``path`` is still the one this index has open (not deleted, replaced or moved aside)."""
@@ -611,6 +633,7 @@ class VectorIndex:
             vectors = self.provider.embed([c for _, _, c in pieces]) if pieces else np.zeros((0, 1), np.float32)
             now = time.time()
             with self._lock:
+                self._check_current()
                 self._load_indexed()
                 self._write_group(group, pieces, vectors, fingerprint, now)
                 # A changed message's old vectors leave the loaded matrix with its old chunks
@@ -638,6 +661,7 @@ class VectorIndex:
         if not message_ids:
             return
         with self._lock, self._conn:
+            self._check_current()
             self._conn.execute(
                 "DELETE FROM chunks WHERE model_fingerprint = ? AND message_id IN (SELECT value FROM json_each(?))",
                 (self.provider.fingerprint, json.dumps([int(m) for m in message_ids])),
@@ -877,6 +901,7 @@ def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_ov
             # process would go on with a file nobody else sees. (The old index is not
             # closed: a search may still be using it.)
             logger.info("embeddings index %s was replaced or removed; opening it again", path)
+            index.retire()  # its writes would land in a file nobody reads, or break the new one's journal
             index = None
         if index is None:
             index = _indexes[key] = VectorIndex(path, provider, chunk_size=chunk_size, chunk_overlap=chunk_overlap)

@@ -854,7 +854,10 @@ def _unindexed(
         # The scope was complete up to a watermark: only newer messages can be missing.
         indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions, above=known[1])
         pending = store.unindexed_messages(conn, scope, indexed, INDEX_BATCH, above=known[1])
-        return pending, len(pending), store.count_indexable(conn, scope) if pending else 0, top
+        if len(pending) < INDEX_BATCH:  # the scan reached the watermark: that is all
+            return pending, len(pending), store.count_indexable(conn, scope) if pending else 0, top
+        # A full batch: more may be missing below it. Count them all, or the watermark
+        # would move past messages no search then indexes.
     indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions)
     total, missing = store.count_unindexed(conn, scope, indexed)
     if missing <= 0:

@@ -343,3 +343,52 @@ def test_a_message_re_embedded_by_another_process_leaves_no_stale_rows(tmp_path)
     hits = mine.search(provider.embed(["zzzz"]), {"s"}, 5)
     assert [(m, round(c, 3)) for m, _, c in hits] == [(1, 0.0), (2, 0.0)], "the old 'zzzz' vector is gone here too"
     assert mine.indexed()[1] == E.content_hash("aaaa")
+
+
+def test_a_replaced_file_retires_the_old_index(tmp_path):
+    """Once the path holds another file, the old index may still be read by a search in
+    flight, but never writes: its writes would land in a file nobody reads, or share
+    the new file's journal."""
+    provider = CountingProvider()
+    path = tmp_path / "e.db"
+    old = E.index_for(path, provider)
+    try:
+        old.add([E.PendingMessage(1, "s", "alpha")])
+        assert E.index_for(path, provider) is old
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+        new = E.index_for(path, provider)
+        assert new is not old and new.indexed() == {}
+        with pytest.raises(E.IndexNotNow, match="replaced"):
+            old.add([E.PendingMessage(2, "s", "beta")])
+        with pytest.raises(E.IndexNotNow, match="replaced"):
+            old.drop([1])
+        assert old.search(provider.embed(["alpha"]), {"s"}, 5)[0][0] == 1  # reads stay harmless
+        new.add([E.PendingMessage(2, "s", "beta")])
+        assert E.index_for(path, provider) is new and new.indexed() == {2: E.content_hash("beta")}
+    finally:
+        E.reset_indexes()
+
+
+def test_a_file_replaced_while_it_is_opened_is_not_taken_for_the_new_one(tmp_path, monkeypatch):
+    """Another process moves the file aside and rebuilds it while this open waits: the
+    connection may be on the old file, so this open gives up (busy) instead of writing there."""
+    path = tmp_path / "e.db"
+    E.VectorIndex(path, CountingProvider()).close()
+    real = E.VectorIndex._migrate
+
+    def migrate_then_replaced(conn):
+        conn = real(conn)
+        path.rename(tmp_path / "e.db.broken-1")
+        for suffix in ("-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+        monkeypatch.setattr(E.VectorIndex, "_migrate", staticmethod(real))
+        E.VectorIndex(path, CountingProvider()).close()  # the other process's rebuilt file
+        return conn
+
+    monkeypatch.setattr(E.VectorIndex, "_migrate", staticmethod(migrate_then_replaced))
+    with pytest.raises(E.IndexNotNow, match="replaced while it was being opened"):
+        E.VectorIndex(path, CountingProvider())
+    index = E.VectorIndex(path, CountingProvider())
+    index.add([E.PendingMessage(1, "s", "alpha")])
+    assert index.same_file() and index.indexed() == {1: E.content_hash("alpha")}

@@ -346,3 +346,19 @@ def test_an_index_deleted_or_replaced_while_hermes_runs_is_opened_again(warm, fa
     plugin("embeddings").VectorIndex(path, provider).close()
     assert warm.search("cur", "Postgres migration backfills")["semantic_status"] == "ready"
     assert stored_chunks(warm) == len(TEXTS)
+
+
+def test_more_new_messages_than_one_batch_are_all_indexed(warm, fake, monkeypatch):
+    """After a project was complete, more new messages than one indexing batch: the
+    watermark must not move past the older ones (no search would index them then)."""
+    indexed_then_new_process(warm, fake)
+    search = plugin("search")
+    assert warm.search("cur", "websocket")["semantic_status"] == "ready"  # complete: a watermark is set
+    monkeypatch.setattr(search, "INDEX_BATCH", 2)
+    monkeypatch.setattr(search, "INDEX_BUDGET_S", 60.0)
+    new = [warm.say("a_db", "user", f"Note {i} about the rollout of the new schema.") for i in range(5)]
+    keyword = warm.search("cur", "rollout", mode="keyword")
+    assert keyword["semantic_status"] == "partial" and "2 of 7 messages indexed" in keyword["semantic_note"]
+    statuses = [warm.search("cur", "rollout")["semantic_status"] for _ in range(3)]
+    assert statuses == ["partial", "partial", "ready"]
+    assert set(new) <= set(loaded_index(warm).indexed())
