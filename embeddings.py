@@ -445,7 +445,7 @@ class VectorIndex:
     Vectors of different models never mix (every read filters on the
     provider's fingerprint). Vectors are keyed by message, never by project:
     scope is applied at query time, so a move never re-embeds. A corrupt or
-    foreign file is moved aside (``*.broken-<time>``) and rebuilt; ``note``
+    foreign file is moved aside (``*.broken-<time>-<pid>``) and rebuilt; ``note``
     then says so.
     """
 
@@ -493,7 +493,13 @@ class VectorIndex:
         except sqlite3.OperationalError as exc:  # locked, or a race with another migrator: not damage
             raise IndexNotNow(f"the embeddings index is busy ({exc}); semantic search resumes on a later search") from exc
         except (sqlite3.DatabaseError, IndexBroken) as exc:
-            aside = self.path.with_name(f"{self.path.name}.broken-{int(time.time())}")
+            # Named by time and process, numbered if taken: a second damaged file never replaces the first.
+            stem = f"{self.path.name}.broken-{int(time.time())}-{os.getpid()}"
+            aside = self.path.with_name(stem)
+            for number in itertools.count(2):
+                if not aside.exists():
+                    break
+                aside = self.path.with_name(f"{stem}-{number}")
             logger.warning("embeddings index %s unusable (%s); moved to %s and rebuilt", self.path, exc, aside)
             self.path.rename(aside)
             for suffix in ("-wal", "-shm"):

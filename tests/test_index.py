@@ -392,3 +392,13 @@ def test_a_file_replaced_while_it_is_opened_is_not_taken_for_the_new_one(tmp_pat
     index = E.VectorIndex(path, CountingProvider())
     index.add([E.PendingMessage(1, "s", "alpha")])
     assert index.same_file() and index.indexed() == {1: E.content_hash("alpha")}
+
+
+def test_damaged_files_moved_aside_never_replace_each_other(tmp_path):
+    """Two damaged files found in the same second are both kept for inspection."""
+    path = tmp_path / "e.db"
+    for damage in (b"not a database, first", b"not a database, second"):
+        path.write_bytes(damage * 400)
+        E.VectorIndex(path, CountingProvider()).close()
+    kept = sorted(p.read_bytes()[:21] for p in tmp_path.glob("e.db.broken-*"))
+    assert kept == [b"not a database, first", b"not a database, secon"], kept
