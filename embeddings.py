@@ -875,6 +875,19 @@ class VectorIndex:
             )
             return {int(r[0]) for r in rows}
 
+    def stored_upto(self) -> int:
+        """The highest chunk id of this model in the file (0 when none); read-only, never waits for a load.
+
+        Raises like :meth:`indexed_ids_now`.
+        """
+        if self._broken is not None:
+            raise self._broken
+        with closing(self._reader()) as conn:
+            row = conn.execute(
+                "SELECT max(id) FROM chunks INDEXED BY chunks_by_model WHERE model_fingerprint = ?", (self.provider.fingerprint,)
+            ).fetchone()
+        return int(row[0] or 0)
+
     def _in_step(self) -> bool:
         """Whether what is indexed in memory can answer now: not busy loading or indexing, and nothing new in the file."""
         if not self._lock.acquire(blocking=False):

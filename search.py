@@ -805,7 +805,17 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
         vectors = open_vectors(home, settings)
         provider = vectors.provider  # one provider (and one loaded model) per index
         key = (vectors.generation, project_key(scope.project))
-        pending, missing, total, top = _unindexed(conn, vectors, scope, key, wait=index)
+        if index:
+            pending, missing, total, top = _unindexed(conn, vectors, scope, key, wait=True)
+        else:  # keyword mode: the status only, reused while neither state.db nor the index has changed
+            state = (hash(scope.ids_json), store.max_message_id(conn), vectors.stored_upto())
+            seen = _status_seen.get(key)
+            if seen is not None and seen[0] == state:
+                missing, total = seen[1]
+            else:
+                _, missing, total, _ = _unindexed(conn, vectors, scope, key, wait=False)
+                _status_seen[key] = (state, (missing, total))
+            pending, top = [], state[1]
         if index and pending:
             missing -= vectors.add(
                 [embeddings.PendingMessage(mid, sid, text) for mid, sid, text in pending],
@@ -872,6 +882,9 @@ def _unindexed(
 
 # (index, project) -> (signature of the scope's sessions, message-id watermark) once complete
 _complete: dict[tuple[int, str], tuple[int, int]] = {}
+# (index, project) -> ((scope signature, state.db's top message id, the index's top chunk id), (missing, total)):
+# keyword mode's last status, valid while nothing new was written to either file
+_status_seen: dict[tuple[int, str], tuple[tuple[int, int, int], tuple[int, int]]] = {}
 
 
 def strong_keyword(hits: Sequence[Hit], texts: dict[int, str], units: Sequence[Unit]) -> list[Hit]:

@@ -362,3 +362,23 @@ def test_more_new_messages_than_one_batch_are_all_indexed(warm, fake, monkeypatc
     statuses = [warm.search("cur", "rollout")["semantic_status"] for _ in range(3)]
     assert statuses == ["partial", "partial", "ready"]
     assert set(new) <= set(loaded_index(warm).indexed())
+
+
+def test_keyword_mode_reuses_its_status_until_something_is_written(warm, fake, monkeypatch):
+    """While a project is not fully indexed, keyword mode (which indexes nothing) would check
+    every message on every search; it reuses its answer until state.db or the index changes."""
+    indexed_then_new_process(warm, fake)
+    warm.say("a_db", "user", "Then we dropped the old column once reads had switched.")
+    store = plugin("store")
+    checks = []
+    real = store.count_unindexed
+    monkeypatch.setattr(store, "count_unindexed", lambda *a, **k: checks.append(1) or real(*a, **k))
+    for _ in range(3):
+        answer = warm.search("cur", "websocket", mode="keyword")
+        assert answer["semantic_status"] == "partial" and "2 of 3" in answer["semantic_note"]
+    assert len(checks) == 1
+    warm.say("a_ws", "assistant", "Jitter is drawn from the full backoff window.")
+    assert "2 of 4" in warm.search("cur", "websocket", mode="keyword")["semantic_note"]
+    assert len(checks) == 2
+    assert warm.search("cur", "websocket backoff")["semantic_status"] == "ready"  # indexes both
+    assert warm.search("cur", "websocket", mode="keyword")["semantic_status"] == "ready"
