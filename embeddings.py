@@ -26,7 +26,6 @@ import os
 import sqlite3
 import threading
 import time
-from collections import Counter
 from collections.abc import Container, Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -474,8 +473,6 @@ class VectorIndex:
         # signature, matrix rows seen, its rows copied, or the mask of rows outside it)
         self._scope_rows: tuple[frozenset[str], int, Any] | None = None
         self._indexed: dict[int, str] = {}  # message id -> content hash
-        self._owner: dict[int, str] = {}  # message id -> session id
-        self._per_session: dict[str, int] = {}  # session id -> indexed messages
         self._indexed_loaded = False
         self._broken: IndexBroken | None = None  # the last load's damage, reported by status-only reads too
 
@@ -584,27 +581,13 @@ class VectorIndex:
     # -- what is indexed ---------------------------------------------------------
     def _load_indexed(self) -> None:
         if not self._indexed_loaded:
-            # One row per message (chunk 0): plain comprehensions, no per-row bookkeeping.
-            rows = self._conn.execute(
-                "SELECT message_id, session_id, content_hash FROM chunks INDEXED BY chunks_indexed"
+            # One row per message (chunk 0), read from the covering index.
+            self._indexed = dict(self._conn.execute(
+                "SELECT message_id, content_hash FROM chunks INDEXED BY chunks_indexed"
                 " WHERE model_fingerprint = ? AND chunk_index = 0",
                 (self.provider.fingerprint,),
-            ).fetchall()
-            self._indexed = {mid: digest for mid, _, digest in rows}
-            self._owner = {mid: sid for mid, sid, _ in rows}
-            self._per_session = dict(Counter(sid for _, sid, _ in rows))
+            ))
             self._indexed_loaded = True
-
-    def _remember(self, message_id: int, session_id: str, digest: str) -> None:
-        self._forget(message_id)
-        self._indexed[message_id] = digest
-        self._owner[message_id] = session_id
-        self._per_session[session_id] = self._per_session.get(session_id, 0) + 1
-
-    def _forget(self, message_id: int) -> None:
-        if self._indexed.pop(message_id, None) is not None:
-            owner = self._owner.pop(message_id)
-            self._per_session[owner] -= 1
 
     def _catch_up(self) -> None:
         """Bring what is indexed and the loaded matrix up to the file (the caller holds ``_lock``)."""
@@ -646,7 +629,7 @@ class VectorIndex:
                 # (only once the new ones are stored: a failed write keeps the old ones in use).
                 self._cut([m.message_id for m in group if m.message_id in self._indexed])
                 for m in group:
-                    self._remember(m.message_id, m.session_id, content_hash(m.text))
+                    self._indexed[m.message_id] = content_hash(m.text)
             done += len(group)
         return done
 
@@ -674,7 +657,7 @@ class VectorIndex:
             )
             self._load_indexed()
             for mid in message_ids:
-                self._forget(int(mid))
+                self._indexed.pop(int(mid), None)
             # Cut their rows out of the loaded matrix (a reload would cost seconds on a big index).
             self._cut(message_ids)
 
@@ -738,7 +721,7 @@ class VectorIndex:
                         if row[4] == 0 and known != row[5]:
                             if known is not None:  # re-embedded elsewhere: its old rows must go
                                 replaced.append(int(row[1]))
-                            self._remember(int(row[1]), row[2], row[5])
+                            self._indexed[int(row[1])] = row[5]
                 n += len(batch)
                 last = batch[-1][0]
         finally:
@@ -849,10 +832,10 @@ class VectorIndex:
             self._catch_up()
 
     def indexed_in(self, sessions: set[str]) -> int:
-        """How many messages of ``sessions`` are indexed with this model (from memory)."""
+        """How many messages of ``sessions`` are indexed with this model (after catching up with the file)."""
         with self._lock:
             self._catch_up()
-            return sum(self._per_session.get(s, 0) for s in sessions)
+            return len(self._ids_in(self._conn, sessions))
 
     # -- what is indexed, without waiting (status only) ----------------------------
     def indexed_ids_now(self, sessions: set[str], *, above: int = 0) -> Container[int]:
@@ -868,12 +851,7 @@ class VectorIndex:
         if self._in_step():
             return self._indexed.keys()
         with closing(self._reader()) as conn:
-            rows = conn.execute(
-                "SELECT message_id FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ? AND chunk_index = 0"
-                " AND message_id > ? AND session_id IN (SELECT value FROM json_each(?))",
-                (self.provider.fingerprint, int(above), json.dumps(sorted(sessions))),
-            )
-            return {int(r[0]) for r in rows}
+            return self._ids_in(conn, sessions, above)
 
     def stored_upto(self) -> int:
         """The highest chunk id of this model in the file (0 when none); read-only, never waits for a load.
@@ -883,24 +861,32 @@ class VectorIndex:
         if self._broken is not None:
             raise self._broken
         with closing(self._reader()) as conn:
-            row = conn.execute(
-                "SELECT max(id) FROM chunks INDEXED BY chunks_by_model WHERE model_fingerprint = ?", (self.provider.fingerprint,)
-            ).fetchone()
-        return int(row[0] or 0)
+            return self._top_chunk(conn)
 
     def _in_step(self) -> bool:
         """Whether what is indexed in memory can answer now: not busy loading or indexing, and nothing new in the file."""
         if not self._lock.acquire(blocking=False):
             return False
         try:
-            if not self._indexed_loaded:
-                return False
-            top = self._conn.execute(
-                "SELECT max(id) FROM chunks INDEXED BY chunks_by_model WHERE model_fingerprint = ?", (self.provider.fingerprint,)
-            ).fetchone()[0]
-            return int(top or 0) == self._loaded_upto
+            return self._indexed_loaded and self._top_chunk(self._conn) == self._loaded_upto
         finally:
             self._lock.release()
+
+    def _top_chunk(self, conn: sqlite3.Connection) -> int:
+        """The highest chunk id of this model in the file (0 when none)."""
+        row = conn.execute(
+            "SELECT max(id) FROM chunks INDEXED BY chunks_by_model WHERE model_fingerprint = ?", (self.provider.fingerprint,)
+        ).fetchone()
+        return int(row[0] or 0)
+
+    def _ids_in(self, conn: sqlite3.Connection, sessions: set[str], above: int = 0) -> set[int]:
+        """The ids of the messages of ``sessions`` above ``above`` that the file holds vectors of."""
+        rows = conn.execute(
+            "SELECT message_id FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ? AND chunk_index = 0"
+            " AND message_id > ? AND session_id IN (SELECT value FROM json_each(?))",
+            (self.provider.fingerprint, int(above), json.dumps(sorted(sessions))),
+        )
+        return {int(r[0]) for r in rows}
 
     def _reader(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path.as_uri() + "?mode=ro", uri=True, timeout=5)
