@@ -2,8 +2,8 @@
 
 Layering: called by the entry points (tool handlers in ``__init__.py``, the
 command line); uses ``store.py`` for every read of Hermes' data (read-only),
-``embeddings.py`` for vectors (only after consent) and ``attribution.py`` for
-the pure rules.
+``lexical.py`` for the keyword leg, ``embeddings.py`` for vectors (only after
+consent), ``query.py`` / ``ranking.py`` / ``snippet.py`` for the pure parts.
 
 How a query is answered:
 
@@ -11,27 +11,17 @@ How a query is answered:
    other searchable sessions (current lineage, archived sessions, delegate and
    tool runs excluded), narrowed by the optional filters (``since``/``until``
    dates, ``role``). Home has no scope.
-2. The query is parsed, never passed through: quoted phrases and identifiers
-   (``update_session_cwd``, ``chat-send``, ``src/app.py``) stay exact phrases;
-   other words are kept unless they are stop words, and OR-ed, so a question
-   asked verbatim still matches (an implicit AND of every word finds nothing).
-3. Latin-script queries go to ``messages_fts`` ranked by BM25; queries with
-   CJK text go to ``messages_fts_trigram`` (character trigrams of each CJK
-   chunk, BM25), and 1-2 character CJK words fall back to an escaped ``LIKE``.
-   An FTS syntax error also falls back to ``LIKE``.
-4. Candidate work is bounded (see ``_ranked``): a query matching more than
-   ``RANK_BUDGET`` messages is answered by scanning a small project's own
-   messages, or by ranking windows of the newest matches in a big one; words
-   present in more than ``COMMON_FRACTION`` of all messages are dropped when
-   a rarer word is in the query (and put back if the rarer ones miss the
-   project). BM25 is damped by message length so the focused turn wins.
-5. ``semantic``/``hybrid`` add cosine top-K over the project's vectors once
-   the user consented; hybrid fuses the two session rankings by RRF
-   (keyword weight 1, vectors ``SEMANTIC_WEIGHT``), counting a keyword
-   session only when its message matches ``KEYWORD_MIN_UNITS`` query units
-   (the others follow the fused sessions).
-6. One strongest message per session; cron sessions rank after interactive
-   ones; ``limit`` sessions a page, later pages through ``next_cursor``.
+2. The query is parsed, never passed through (``query.py``): quoted phrases
+   and identifiers stay exact phrases, other words are kept unless they are
+   stop words, and any of them may match, so a question asked verbatim
+   still finds its session.
+3. The keyword leg (``lexical.py``) reads candidates from Hermes' FTS indexes
+   with bounded work and ranks sessions by BM25 of their best messages.
+4. ``semantic``/``hybrid`` add cosine similarity over the project's vectors
+   once the user consented; hybrid fuses the two session rankings (RRF).
+5. One strongest message per session; cron sessions rank after interactive
+   ones; ``limit`` sessions a page, later pages through ``next_cursor``, up
+   to ``MAX_REACH`` sessions.
 """
 
 from __future__ import annotations
@@ -43,36 +33,30 @@ import datetime as dt
 import hashlib
 import json
 import logging
-import math
 import re
 import sqlite3
 import threading
 import time
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import attribution, store
+from . import attribution, lexical, store
+from .query import MAX_QUERY_CHARS, MAX_UNITS, ParsedQuery, Unit, clean_query, cjk_trigrams, fts_quote, parse_query
+from .ranking import Hit, best_per_session, fuse_rrf
+from .snippet import SNIPPET_CHARS, make_snippet
+
+__all__ = [
+    "MAX_QUERY_CHARS", "MAX_UNITS", "SNIPPET_CHARS", "Hit", "ParsedQuery", "Unit", "best_per_session", "cjk_trigrams",
+    "clean_query", "fts_quote", "fuse_rrf", "make_snippet", "parse_query", "search_history",
+]
 
 logger = logging.getLogger(__name__)
 
 MODES = ("hybrid", "keyword", "semantic")
 DEFAULT_LIMIT = 3
 MAX_LIMIT = 10
-MAX_QUERY_CHARS = 2000
-MAX_UNITS = 24
-CANDIDATE_LIMIT = 400
-RANK_BUDGET = 8_000
-LENGTH_EXPONENT = 0.25
-MAX_WINDOWS = 4
-COMMON_FRACTION = 0.10
-SCOPE_SCAN_LIMIT = 50_000  # a project this small is scanned whole by LIKE
-LIKE_WINDOW = 50_000  # bigger projects: message-id windows from the newest
-LIKE_SCAN_CAP = 200_000  # ... at most this many ids in all
-LIKE_CANDIDATES = 150  # newest matches kept from a LIKE scan
-SNIPPET_CHARS = 280
 INDEX_BUDGET_S = 1.5  # indexing time one tool call may spend
 INDEX_BATCH = 2000  # unindexed messages looked at per call
 MAX_REACH = 50  # sessions one search can page through (5 pages of 10)
@@ -89,411 +73,8 @@ READ_MORE = (
 )
 
 # ---------------------------------------------------------------------------
-# Query parsing (pure)
+# Shaping (pure)
 # ---------------------------------------------------------------------------
-
-STOP_WORDS = frozenset(
-    """
-    a about above after again against all also am an and any are aren't as at be because been before being
-    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
-    during each else ever every few for from further get gets got had hadn't has hasn't have haven't having he
-    her here hers herself him himself his how however i i'd i'll i'm i've if in into is isn't it it's its
-    itself just let let's like me mine more most much must my myself no nor not now of off on once only or
-    other ought our ours ourselves out over own please same shall she should shouldn't so some such than that
-    that's the their theirs them themselves then there there's these they they'd they'll they're they've this
-    those through to too under until up upon us very via was wasn't we we'd we'll we're we've were weren't
-    what what's whatever when where whether which while who whom whose why will with within without won't
-    would wouldn't yes yet you you'd you'll you're you've your yours yourself yourselves
-    again anything something everything nothing someone anyone thing things way ways one ones
-    tell told say said know knew think remember recall mention mentioned discussed discuss talk talked
-    earlier previously previous last past before ago time times currently current today yesterday
-    okay ok hi hello hey thanks thank sure really maybe perhaps actually basically
-    """.split()
-)
-
-# Function words that split a CJK run into content chunks. Multi-character
-# ones first so "我们" is removed before "我".
-CJK_STOP = tuple(
-    sorted(
-        """
-        我们 你们 他们 她们 它们 咱们 怎么 怎样 怎么样 如何 什么 为什么 哪里 哪个 哪些 这个 那个 这些 那些 这里 那里
-        之前 以前 上次 之后 以后 当时 时候 一下 一个 一些 可以 没有 还是 是否 关于 是不是 有没有 能不能 应该 需要 已经
-        的 了 吗 呢 吧 啊 呀 嘛 么 是 在 和 与 及 或 把 被 就 都 也 又 还 我 你 他 她 它 这 那 有 对 从 给 让 得 地 着 过
-        """.split(),
-        key=len,
-        reverse=True,
-    )
-)
-
-_CJK_CLASS = (
-    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-    "\U00020000-\U0002ffff"
-)
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-_QUOTED = re.compile(r'"([^"]*)"')
-# A word, or an identifier joined by . _ - / : (kept whole as a phrase).
-_TOKEN = re.compile(r"[^\W_]+(?:[._\-/:@#+][^\W_]+)*[+#]*|[^\W_]+", re.UNICODE)
-
-
-@dataclass(frozen=True)
-class Unit:
-    """One searchable piece of a query.
-
-    ``kind``: ``word`` (one FTS token), ``phrase`` (quoted phrase or
-    identifier: several tokens in order), ``cjk`` (a CJK chunk: trigrams when
-    3+ characters, else LIKE).
-    """
-
-    text: str
-    kind: str
-
-    def fts(self) -> str:
-        """This unit as an FTS5 phrase (a quoted string: operators are inert)."""
-        return fts_quote(self.text)
-
-
-@dataclass(frozen=True)
-class ParsedQuery:
-    units: tuple[Unit, ...]
-    truncated: bool = False
-
-
-def clean_query(text: str) -> tuple[str, bool]:
-    """Drop control characters and lone surrogates, cap the length.
-
-    Returns ``(clean text, truncated)``.
-    """
-    truncated = len(text) > MAX_QUERY_CHARS
-    text = text[:MAX_QUERY_CHARS]
-    out = []
-    for ch in text:
-        cat = unicodedata.category(ch)
-        if cat == "Cs":
-            continue
-        out.append(" " if cat in ("Cc", "Cf", "Zl", "Zp") else ch)
-    return "".join(out), truncated
-
-
-def _split_cjk(run: str) -> list[str]:
-    chunks = [run]
-    for stop in CJK_STOP:
-        chunks = [piece for chunk in chunks for piece in chunk.split(stop)]
-    return [c for c in chunks if c]
-
-
-def parse_query(text: str) -> ParsedQuery:
-    """Turn free text into search units (pure; never raises).
-
-    Quoted phrases and identifiers become phrases; stop words are dropped
-    (all of them are kept when nothing else is left); CJK runs are split at
-    function words into chunks. Units are de-duplicated, case-folded for
-    Latin text, and capped at ``MAX_UNITS``.
-    """
-    clean, truncated = clean_query(text)
-    units: list[Unit] = []
-    fallback: list[Unit] = []
-
-    def add(unit: Unit, bucket: list[Unit]) -> None:
-        if unit.text and unit not in bucket:
-            bucket.append(unit)
-
-    def scan(fragment: str, quoted: bool) -> None:
-        pos = 0
-        for cjk in _CJK_RUN.finditer(fragment):
-            scan_latin(fragment[pos : cjk.start()], quoted)
-            for chunk in _split_cjk(cjk.group()) if not quoted else [cjk.group()]:
-                # A lone CJK character is nearly a stop word (and a costly scan): kept only
-                # when nothing else is left.
-                add(Unit(chunk, "cjk"), units if len(chunk) > 1 or quoted else fallback)
-            pos = cjk.end()
-        scan_latin(fragment[pos:], quoted)
-
-    def scan_latin(fragment: str, quoted: bool) -> None:
-        tokens = [t.casefold() for t in _TOKEN.findall(fragment)]
-        if quoted and len(tokens) > 1:
-            add(Unit(" ".join(tokens), "phrase"), units)
-            return
-        for token in tokens:
-            compound = bool(re.search(r"[._\-/:@#+]", token))
-            unit = Unit(token, "phrase" if compound else "word")
-            if compound or quoted:
-                add(unit, units)
-            elif token in STOP_WORDS or (len(token) == 1 and not token.isdigit()):
-                add(unit, fallback)
-            else:
-                add(unit, units)
-
-    pos = 0
-    for match in _QUOTED.finditer(clean):
-        scan(clean[pos : match.start()], False)
-        scan(match.group(1), True)
-        pos = match.end()
-    scan(clean[pos:].replace('"', " "), False)
-    chosen = units or fallback
-    return ParsedQuery(tuple(chosen[:MAX_UNITS]), truncated or len(chosen) > MAX_UNITS)
-
-
-def fts_quote(text: str) -> str:
-    """An FTS5 string literal (a phrase); embedded quotes are doubled."""
-    return '"' + text.replace('"', '""') + '"'
-
-
-def cjk_trigrams(chunk: str) -> list[str]:
-    return [chunk[i : i + 3] for i in range(len(chunk) - 2)]
-
-
-# ---------------------------------------------------------------------------
-# Candidate retrieval
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Hit:
-    message_id: int
-    session_id: str
-    score: float  # BM25, lower is better
-    length: int = 0  # characters of the message
-
-    @property
-    def focused_score(self) -> float:
-        """BM25 damped by message length (lower is better).
-
-        BM25's own length normalisation still lets a long reply that repeats
-        the query's words beat the short turn that states the fact; dividing
-        by ``length ** LENGTH_EXPONENT`` measured better on BEAM (MRR 0.862 ->
-        0.884, msg@10 0.33 -> 0.55).
-        """
-        return self.score / max(self.length, 1) ** LENGTH_EXPONENT
-
-
-def _hit(c: store.Candidate) -> Hit:
-    return Hit(c.message_id, c.session_id, c.score, c.length)
-
-
-def _ranked(
-    conn: sqlite3.Connection, table: str, match: str, scope: store.Scope, want_sessions: int, needles: Sequence[str]
-) -> tuple[list[Hit], str]:
-    """Candidates for one FTS expression, with bounded work; returns ``(hits, path)``.
-
-    * At most ``RANK_BUDGET`` matches: BM25 over all of them (``path`` = the
-      table's short name).
-    * More, and a small project (at most ``SCOPE_SCAN_LIMIT`` messages): an
-      escaped substring scan of the project's newest messages, because FTS5
-      reads a common term's whole doclist whatever the rowid bounds
-      (``like-scope``).
-    * More, in a big project: BM25 over windows of the newest
-      ``RANK_BUDGET`` matches until enough sessions are found (``windows``).
-    """
-    name = "trigram" if table == "messages_fts_trigram" else "fts"
-    total = store.count_matches(conn, table, match, RANK_BUDGET + 1)
-    if total <= RANK_BUDGET:
-        return [_hit(c) for c in store.fts_candidates(conn, table, match, scope, CANDIDATE_LIMIT)], name
-    if scope.messages <= SCOPE_SCAN_LIMIT:
-        return _like_hits(conn, needles, scope), f"{name}-common:like-scope"
-    hits: list[Hit] = []
-    high = store.max_message_id(conn) + 1
-    for _ in range(MAX_WINDOWS):
-        floor = store.window_floor(conn, table, match, RANK_BUDGET, below=high)
-        found = store.fts_candidates(conn, table, match, scope, CANDIDATE_LIMIT, rowid_range=(floor, high))
-        hits.extend(_hit(c) for c in found)
-        if floor == 0 or len({h.session_id for h in hits}) >= want_sessions:
-            break
-        high = floor
-    hits.sort(key=lambda h: (h.score, -h.message_id))
-    return hits[: CANDIDATE_LIMIT * MAX_WINDOWS], f"{name}-windows"
-
-
-def _or(units: Sequence[Unit]) -> str:
-    return " OR ".join(u.fts() for u in units)
-
-
-def _drop_common_words(conn: sqlite3.Connection, units: Sequence[Unit]) -> list[Unit]:
-    """Drop very common words from a query that would otherwise rank too much.
-
-    Only when the query as a whole matches more than ``RANK_BUDGET`` messages:
-    a word in more than ``COMMON_FRACTION`` of all messages carries almost no
-    BM25 weight, and keeping it would force ranking most of the table. The
-    rarer words that remain must still match something.
-    """
-    words = [u.text for u in units if u.kind == "word"]
-    if len(units) < 2 or not words:
-        return list(units)
-    freqs = store.document_frequencies(conn, words)
-    if not freqs or sum(freqs.values()) <= RANK_BUDGET:
-        return list(units)
-    total = max(store.max_message_id(conn), 1)
-    common = {w for w, df in freqs.items() if df > COMMON_FRACTION * total}
-    kept = [u for u in units if u.text not in common]
-    if not kept or all(freqs.get(u.text, 1) == 0 for u in kept):
-        return list(units)
-    return kept
-
-
-def _like_hits(conn: sqlite3.Connection, needles: Sequence[str], scope: store.Scope) -> list[Hit]:
-    rows = store.like_candidates(
-        conn, needles, scope, LIKE_CANDIDATES, small_scope=SCOPE_SCAN_LIMIT, window=LIKE_WINDOW, max_scanned=LIKE_SCAN_CAP,
-        want_sessions=MAX_LIMIT + 1,
-    )
-    # No BM25 here: order by recency; coverage re-ranks below.
-    return [Hit(mid, sid, 0.0) for mid, sid in rows]
-
-
-def keyword_hits(
-    conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, want_sessions: int = MAX_LIMIT + 1
-) -> tuple[list[Hit], str]:
-    """Candidates for ``parsed`` within ``scope``; returns ``(hits, strategy)``.
-
-    ``want_sessions`` bounds the windows path (windows are ranked until that
-    many sessions turn up: a full page and one more). Dropped common words
-    come back when the rarer ones find fewer than a full page
-    (``MAX_LIMIT``) of sessions. Neither depends on the page asked for, so
-    every page ranks the same candidates; in the windows path the pages end
-    when those candidates do, which can be before ``MAX_REACH``.
-
-    ``strategy`` names the path taken (``fts``, ``trigram``, ``like``,
-    ``fts+like``...). FTS syntax errors degrade to ``LIKE``; no exception
-    escapes for query content.
-    """
-    if not scope.session_ids or not parsed.units:
-        return [], "none"
-    trigram_ok = store.table_exists(conn, "messages_fts_trigram")
-    latin = [u for u in parsed.units if u.kind != "cjk"]
-    cjk = [u for u in parsed.units if u.kind == "cjk"]
-    hits: list[Hit] = []
-    paths: list[str] = []
-    like_needles: list[str] = []
-    try:
-        if not cjk:
-            kept = _drop_common_words(conn, latin)
-            hits, path = _ranked(conn, "messages_fts", _or(kept), scope, want_sessions, [u.text for u in kept])
-            paths.append(path)
-            if len(kept) < len(latin) and len({h.session_id for h in hits}) < MAX_LIMIT:
-                # The rarer words are rare in the whole database, not
-                # necessarily present in this project: ask again with every
-                # word (still bounded) and keep both.
-                more, path = _ranked(conn, "messages_fts", _or(latin), scope, want_sessions, [u.text for u in latin])
-                full = {h.message_id: h for h in more}
-                hits = list(full.values()) + [h for h in hits if h.message_id not in full]
-                paths.append(path + "(all words)")
-        else:
-            pieces: list[str] = []
-            for unit in cjk:
-                grams = cjk_trigrams(unit.text)
-                if grams and trigram_ok:
-                    pieces.extend(fts_quote(g) for g in grams)
-                else:
-                    like_needles.append(unit.text)
-            if trigram_ok:
-                pieces.extend(fts_quote(u.text) for u in latin if len(u.text) >= 3)
-                like_needles.extend(u.text for u in latin if len(u.text) < 3)
-            elif latin:
-                hits, path = _ranked(conn, "messages_fts", _or(latin), scope, want_sessions, [u.text for u in latin])
-                paths.append(path)
-            if pieces:
-                needles = [u.text for u in cjk if cjk_trigrams(u.text)] + [u.text for u in latin if len(u.text) >= 3]
-                hits, path = _ranked(conn, "messages_fts_trigram", " OR ".join(dict.fromkeys(pieces)), scope, want_sessions, needles)
-                paths.append(path)
-    except sqlite3.OperationalError as exc:
-        logger.info("FTS query failed, falling back to LIKE: %s", exc)
-        hits, paths = [], ["like-fallback"]
-        like_needles = [u.text for u in parsed.units]
-    if like_needles:
-        seen = {h.message_id for h in hits}
-        hits.extend(h for h in _like_hits(conn, like_needles, scope) if h.message_id not in seen)
-        paths.append("like")
-    return hits, "+".join(paths) or "none"
-
-
-# ---------------------------------------------------------------------------
-# Ranking and shaping (pure)
-# ---------------------------------------------------------------------------
-
-
-_WORD_RUN = re.compile(r"\w+")
-
-
-def _words(text: str) -> str:
-    """``text`` case-folded, with every run of punctuation and space made one space."""
-    return " ".join(_WORD_RUN.findall(text.casefold()))
-
-
-def coverage(text: str, units: Sequence[Unit]) -> int:
-    """How many query units occur in ``text``.
-
-    A case-folded substring test over word runs, so a phrase matches across
-    the line breaks, hyphens and commas that FTS5 also ignores
-    ("reconnect-loop" holds the phrase "reconnect loop").
-    """
-    flat = _words(text)
-    return sum(1 for u in units if _words(u.text) in flat)
-
-
-def rank_hits(hits: Sequence[Hit], texts: dict[int, str], units: Sequence[Unit], *, by_coverage: bool) -> list[Hit]:
-    """Order candidates best first.
-
-    Pure BM25 on one FTS path; when candidates were merged from several paths
-    (trigram + LIKE), by query-unit coverage first, then BM25, then recency.
-    """
-    if not by_coverage:
-        return sorted(hits, key=lambda h: (h.focused_score, -h.message_id))
-    return sorted(hits, key=lambda h: (-coverage(texts.get(h.message_id, ""), units), h.focused_score, -h.message_id))
-
-
-def fuse_rrf(
-    rankings: Sequence[Sequence[Any]], *, k: int = 60, weights: Sequence[float] | None = None
-) -> list[tuple[Any, float]]:
-    """Reciprocal Rank Fusion of best-first rankings.
-
-    ``score(x) = sum_i weight_i / (k + rank_i(x))`` with 1-based ranks over
-    the lists that contain ``x``. Returns ``[(item, score)]`` best first;
-    equal scores are ordered by the item itself, so the result is
-    deterministic. Inputs are not mutated; duplicates within one list count
-    at their first (best) rank.
-    """
-    if weights is not None and len(weights) != len(rankings):
-        raise ValueError("one weight per ranking")
-    parts: dict[Any, list[float]] = {}
-    for i, ranking in enumerate(rankings):
-        weight = 1.0 if weights is None else float(weights[i])
-        seen: set[Any] = set()
-        for rank, item in enumerate(ranking, start=1):
-            if item not in seen:
-                seen.add(item)
-                parts.setdefault(item, []).append(weight / (k + rank))
-    # fsum: exact, so the result does not depend on the order of the lists.
-    scores = {item: math.fsum(values) for item, values in parts.items()}
-    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
-
-
-def best_per_session(hits: Sequence[Hit], limit: int) -> list[Hit]:
-    """The first (strongest) hit of each session, at most ``limit`` sessions."""
-    out: list[Hit] = []
-    seen: set[str] = set()
-    for hit in hits:
-        if hit.session_id not in seen:
-            seen.add(hit.session_id)
-            out.append(hit)
-            if len(out) >= limit:
-                break
-    return out
-
-
-def make_snippet(text: str, units: Sequence[Unit], width: int = SNIPPET_CHARS) -> str:
-    """A window of at most ``width`` characters around the first matching unit.
-
-    The match is marked ``>>>like this<<<``; cut ends are marked ``...``.
-    """
-    flat = " ".join(text.split())
-    low = flat.casefold()
-    positions = [(low.find(u.text), len(u.text)) for u in units if u.text and low.find(u.text) >= 0]
-    if not positions:
-        return flat[:width] + ("..." if len(flat) > width else "")
-    start, length = min(positions)
-    length = min(length, width)
-    left = max(0, min(start - (width - length) // 3, len(flat) - width))
-    right = min(len(flat), left + width)
-    body = flat[left:start] + ">>>" + flat[start : start + length] + "<<<" + flat[start + length : right]
-    return ("..." if left > 0 else "") + body + ("..." if right < len(flat) else "")
 
 
 def format_when(timestamp: float | None) -> str | None:
@@ -639,7 +220,7 @@ def cron_last(chosen: Sequence[tuple[Hit, str]], details: dict[str, store.Sessio
 class SemanticLeg:
     status: str  # one of disabled, consent_required, indexing, ready, partial, unavailable
     note: str = ""
-    hits: tuple[Hit, ...] = ()  # best first; score = -cosine (lower is better, like BM25)
+    hits: tuple[Hit, ...] = ()  # best first; score = cosine
     rows: Mapping[int, store.MessageRow] = dataclasses.field(default_factory=dict)  # hits' messages already read (filters on)
 
 
@@ -844,7 +425,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
         note = (note + " " if note else "") + (
             f"{done} of {done + missing} messages indexed; the rest is indexed on later searches or by the index command."
         )
-    hits = tuple(Hit(m, sid, -cos) for m, sid, cos in raw if m in live)
+    hits = tuple(Hit(m, sid, cos) for m, sid, cos in raw if m in live)
     return SemanticLeg(status, note.strip(), hits, rows)
 
 
@@ -885,6 +466,25 @@ _complete: dict[tuple[int, str], tuple[int, int]] = {}
 # (index, project) -> ((scope signature, state.db's top message id, the index's top chunk id), (missing, total)):
 # keyword mode's last status, valid while nothing new was written to either file
 _status_seen: dict[tuple[int, str], tuple[tuple[int, int, int], tuple[int, int]]] = {}
+
+
+_WORD_RUN = re.compile(r"\w+")
+
+
+def _words(text: str) -> str:
+    """``text`` case-folded, with every run of punctuation and space made one space."""
+    return " ".join(_WORD_RUN.findall(text.casefold()))
+
+
+def coverage(text: str, units: Sequence[Unit]) -> int:
+    """How many query units occur in ``text``.
+
+    A case-folded substring test over word runs, so a phrase matches across
+    the line breaks, hyphens and commas that FTS5 also ignores
+    ("reconnect-loop" holds the phrase "reconnect loop").
+    """
+    flat = _words(text)
+    return sum(1 for u in units if _words(u.text) in flat)
 
 
 def strong_keyword(hits: Sequence[Hit], texts: dict[int, str], units: Sequence[Unit]) -> list[Hit]:
@@ -1006,23 +606,22 @@ def search_history(
             return base
         # Every page ranks the same candidates (enough for all pages), so pages
         # neither repeat nor skip a session.
-        hits, strategy = keyword_hits(conn, parsed, scope)
-        by_coverage = "like" in strategy or "trigram" in strategy
-        # Texts are needed for every candidate only when coverage ranks them.
-        rows = store.fetch_messages(conn, [h.message_id for h in hits]) if by_coverage else {}
-        keyword_ranked = rank_hits(hits, {m: r.text for m, r in rows.items()}, parsed.units, by_coverage=by_coverage)
+        found = lexical.search(conn, parsed, scope, want_sessions=MAX_REACH + 1, db_key=store.state_db_key(home))
+        strategy = found.strategy
+        if found.note:
+            base["keyword_note"] = found.note
+        rows = dict(found.rows)
         leg = blocked or semantic_leg(conn, home, scope, clean_query(query)[0], settings, index=mode != "keyword")
         rows.update(leg.rows)
         base["semantic_status"] = leg.status
         if leg.note:
             base["semantic_note"] = leg.note
         if mode == "keyword" or not leg.hits:
-            ranked = [(h, "keyword") for h in best_per_session(keyword_ranked, MAX_REACH + 1)]
+            ranked = [(h, "keyword") for h in found.hits[: MAX_REACH + 1]]
         elif mode == "semantic":
             ranked = [(h, "semantic") for h in best_per_session(leg.hits, MAX_REACH + 1)]
         else:
-            keyword_best = best_per_session(keyword_ranked, 10 * MAX_LIMIT)
-            rows.update(store.fetch_messages(conn, [h.message_id for h in keyword_best if h.message_id not in rows]))
+            keyword_best = list(found.hits[: 10 * MAX_LIMIT])
             strong = strong_keyword(keyword_best, {m: r.text for m, r in rows.items()}, parsed.units)
             ranked = fuse_sessions(keyword_best, leg.hits, MAX_REACH + 1, counted={h.session_id for h in strong})
         details = store.session_details(conn, [h.session_id for h, _ in ranked])

@@ -35,6 +35,17 @@ logger = logging.getLogger(__name__)
 #: Roles whose messages are searchable. Tool output counts: users expect a
 #: match in a command's output to find the session.
 SEARCH_ROLES: tuple[str, ...] = ("user", "assistant", "tool")
+#: Tools whose calls and answers are recall itself, never project history: a
+#: search that found its own earlier queries and results would feed on itself.
+#: The plugin's tools and Hermes' built-in ``session_search``.
+RECALL_TOOLS: tuple[str, ...] = (
+    "project_history_search",
+    "project_history_read",
+    "project_history_recent",
+    "project_session_move",
+    "project_history_semantic_consent",
+    "session_search",
+)
 #: ``busy_timeout`` for read connections: a writer checkpointing must not
 #: surface as "database is locked".
 BUSY_TIMEOUT_MS = 5000
@@ -755,61 +766,8 @@ def state_counts(conn: sqlite3.Connection) -> tuple[int, int]:
 # Message queries (all bounded, all parameters)
 # ---------------------------------------------------------------------------
 
-_LIVE = "(m.active = 1 OR m.compacted = 1)"
-_SCOPE_SQL = "m.session_id IN (SELECT value FROM json_each(?))"
-
-FTS_TABLES = ("messages_fts", "messages_fts_trigram")
-
-
-@dataclass(frozen=True)
-class Candidate:
-    message_id: int
-    session_id: str
-    score: float  # lower is better (bm25 convention)
-    length: int  # characters of the message content
-
-
-def table_exists(conn: sqlite3.Connection, name: str) -> bool:
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ? AND type = 'table'", (name,)).fetchone()
-    return row is not None
-
-
-_df_cache: dict[tuple[str, str], tuple[int, float]] = {}
-_DF_TTL_S = 600.0
-
-
-def document_frequencies(conn: sqlite3.Connection, terms: Iterable[str]) -> dict[str, int] | None:
-    """Per-token document counts in ``messages_fts`` (via a TEMP fts5vocab).
-
-    Counts move slowly, so they are cached per database for ten minutes (a
-    lookup costs milliseconds on a large index). Returns ``None`` when the
-    vocabulary table cannot be created (the caller then keeps every word).
-    """
-    db = conn.execute("PRAGMA database_list").fetchone()[2]
-    now = time.monotonic()
-    out: dict[str, int] = {}
-    missing = []
-    for term in terms:
-        hit = _df_cache.get((db, term))
-        if hit is not None and hit[1] > now:
-            out[term] = hit[0]
-        else:
-            missing.append(term)
-    if not missing:
-        return out
-    try:
-        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.phr_vocab USING fts5vocab(main, 'messages_fts', 'row')")
-        for term in missing:
-            row = conn.execute("SELECT doc FROM temp.phr_vocab WHERE term = ?", (term,)).fetchone()
-            out[term] = int(row[0]) if row else 0
-    except sqlite3.OperationalError as exc:
-        logger.debug("fts5vocab unavailable: %s", exc)
-        return None
-    if len(_df_cache) > 50_000:
-        _df_cache.clear()
-    for term in missing:
-        _df_cache[(db, term)] = (out[term], now + _DF_TTL_S)
-    return out
+LIVE_SQL = "(m.active = 1 OR m.compacted = 1)"
+SCOPE_SQL = "m.session_id IN (SELECT value FROM json_each(?))"
 
 
 def max_message_id(conn: sqlite3.Connection) -> int:
@@ -817,126 +775,7 @@ def max_message_id(conn: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
-def count_matches(conn: sqlite3.Connection, table: str, match: str, cap: int, *, below: int | None = None) -> int:
-    """Number of rows matching ``match`` (stops counting at ``cap``)."""
-    assert table in FTS_TABLES
-    where = f"{table} MATCH ?" + (" AND rowid < ?" if below is not None else "")
-    params: tuple[Any, ...] = (match, below) if below is not None else (match,)
-    sql = f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {where} LIMIT ?)"
-    return int(conn.execute(sql, (*params, cap)).fetchone()[0])
-
-
-def window_floor(conn: sqlite3.Connection, table: str, match: str, size: int, *, below: int | None) -> int:
-    """The rowid of the ``size``-th newest match below ``below`` (0 when fewer)."""
-    assert table in FTS_TABLES
-    where = f"{table} MATCH ?" + (" AND rowid < ?" if below is not None else "")
-    params: tuple[Any, ...] = (match, below) if below is not None else (match,)
-    sql = f"SELECT rowid FROM {table} WHERE {where} ORDER BY rowid DESC LIMIT 1 OFFSET ?"
-    row = conn.execute(sql, (*params, max(size - 1, 0))).fetchone()
-    return int(row[0]) if row else 0
-
-
-def fts_candidates(
-    conn: sqlite3.Connection,
-    table: str,
-    match: str,
-    scope: Scope,
-    limit: int,
-    *,
-    rowid_range: tuple[int, int] | None = None,
-) -> list[Candidate]:
-    """BM25-ranked live messages of the scope's sessions matching ``match``.
-
-    ``rowid_range`` (inclusive low, exclusive high) bounds the work for very
-    common terms. Raises ``sqlite3.OperationalError`` on an FTS syntax error.
-    """
-    assert table in FTS_TABLES
-    clauses = [f"{table} MATCH ?"]
-    params: list[Any] = [match]
-    if rowid_range is not None:
-        clauses.append(f"{table}.rowid >= ? AND {table}.rowid < ?")
-        params.extend(rowid_range)
-    filter_sql, filter_params = scope.filters.sql()
-    sql = f"""
-        SELECT m.id, m.session_id, bm25({table}) AS score, length(m.content)
-        FROM {table} JOIN messages m ON m.id = {table}.rowid
-        WHERE {' AND '.join(clauses)} AND {_LIVE} AND {filter_sql} AND {_SCOPE_SQL}
-        ORDER BY score, m.id DESC
-        LIMIT ?
-    """
-    params.extend(filter_params)
-    params.append(scope.ids_json)
-    params.append(limit)
-    return [Candidate(int(r[0]), r[1], float(r[2]), int(r[3] or 0)) for r in conn.execute(sql, params)]
-
-
-def escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-_LIKE_TEXT = ("m.content", "m.tool_name", "m.tool_calls")
-
-
-def like_candidates(
-    conn: sqlite3.Connection,
-    needles: Sequence[str],
-    scope: Scope,
-    limit: int,
-    *,
-    small_scope: int,
-    window: int,
-    max_scanned: int,
-    want_sessions: int | None = None,
-) -> list[tuple[int, str]]:
-    """Newest live messages of the scope's sessions containing any needle (escaped LIKE).
-
-    The same text as the FTS index is searched (content, tool name, tool
-    call JSON). Work is bounded: a small scope (at most ``small_scope``
-    messages) is read through the per-session index; a big one is read in
-    windows of ``window`` message ids from the newest, at most
-    ``max_scanned`` ids in all, stopping early once ``want_sessions`` distinct
-    sessions have matched. Returns ``(message_id, session_id)``, newest
-    first, at most ``limit``.
-    """
-    if not needles or not scope.session_ids:
-        return []
-    patterns = [f"%{escape_like(n)}%" for n in needles]
-    likes = " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for _ in patterns for col in _LIKE_TEXT)
-    like_params = [p for p in patterns for _ in _LIKE_TEXT]
-    scope_json = scope.ids_json
-    filter_sql, filter_params = scope.filters.sql()
-    if scope.messages <= small_scope:
-        sql = f"""
-            SELECT m.id, m.session_id FROM messages m
-            WHERE {_SCOPE_SQL} AND {_LIVE} AND {filter_sql} AND ({likes})
-            ORDER BY m.id DESC LIMIT ?
-        """
-        return [(int(r[0]), r[1]) for r in conn.execute(sql, [scope_json, *filter_params, *like_params, limit])]
-    # Unary + keeps SQLite on the rowid range instead of the session index.
-    sql = f"""
-        SELECT m.id, m.session_id FROM messages m
-        WHERE m.id >= ? AND m.id < ? AND +m.session_id IN (SELECT value FROM json_each(?))
-          AND {_LIVE} AND {filter_sql} AND ({likes})
-        ORDER BY m.id DESC LIMIT ?
-    """
-    out: list[tuple[int, str]] = []
-    high = max_message_id(conn) + 1
-    scanned = 0
-    sessions: set[str] = set()
-    while high > 0 and scanned < max_scanned and len(out) < limit:
-        low = max(0, high - window)
-        params = [low, high, scope_json, *filter_params, *like_params, limit - len(out)]
-        rows = [(int(r[0]), r[1]) for r in conn.execute(sql, params)]
-        out.extend(rows)
-        sessions.update(sid for _, sid in rows)
-        scanned += high - low
-        high = low
-        if want_sessions is not None and len(sessions) >= want_sessions:
-            break  # enough sessions from the newest windows: older ones would only rank below
-    return out
-
-
-_INDEXABLE = f"{_SCOPE_SQL} AND {_LIVE} AND m.role IN ('user', 'assistant') AND TRIM(COALESCE(m.content, '')) != ''"
+_INDEXABLE = f"{SCOPE_SQL} AND {LIVE_SQL} AND m.role IN ('user', 'assistant') AND TRIM(COALESCE(m.content, '')) != ''"
 
 
 def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
@@ -994,7 +833,7 @@ def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """Which of ``ids`` are still live, searchable messages (not deleted or rewound)."""
     roles_sql, roles = Filters().sql()  # the searchable roles, as every search reads them
     rows = conn.execute(
-        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {_LIVE} AND {roles_sql}",
+        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {LIVE_SQL} AND {roles_sql}",
         (json.dumps([int(i) for i in ids]), *roles),
     )
     return {int(r[0]) for r in rows}
@@ -1027,11 +866,43 @@ _CONTENT_JSON_PREFIX = "\x00json:"
 
 
 def _message_text(content: Any, tool_name: Any, tool_calls: Any) -> str:
+    """The searchable text of a message row: content, tool name and tool calls, as Hermes indexes it.
+
+    Calls of the recall tools (:data:`RECALL_TOOLS`) are left out, and so is
+    the whole text of a recall tool's answer: they repeat earlier queries and
+    results, not project history.
+    """
+    if tool_name in RECALL_TOOLS:
+        return ""
     text = content if isinstance(content, str) else ("" if content is None else str(content))
     if text.startswith(_CONTENT_JSON_PREFIX):
         text = _flatten_multimodal(text[len(_CONTENT_JSON_PREFIX):])
-    extra = " ".join(str(x) for x in (tool_name, tool_calls) if x)
+    calls = _without_recall_calls(tool_calls) if tool_calls else ""
+    extra = " ".join(str(x) for x in (tool_name, calls) if x)
     return f"{text} {extra}".strip() if extra else text
+
+
+def _without_recall_calls(tool_calls: Any) -> str:
+    """``tool_calls`` JSON with the recall tools' calls removed ("" when none is left)."""
+    raw = tool_calls if isinstance(tool_calls, str) else str(tool_calls)
+    if not any(name in raw for name in RECALL_TOOLS):
+        return raw
+    try:
+        calls = json.loads(raw)
+    except ValueError:
+        return raw
+    if not isinstance(calls, list):
+        return raw
+    kept = [c for c in calls if _call_name(c) not in RECALL_TOOLS]
+    return json.dumps(kept, ensure_ascii=False) if kept else ""
+
+
+def _call_name(call: Any) -> str:
+    if not isinstance(call, dict):
+        return ""
+    function = call.get("function")
+    name = function.get("name") if isinstance(function, dict) else call.get("name")
+    return name if isinstance(name, str) else ""
 
 
 def _flatten_multimodal(raw: str) -> str:

@@ -9,10 +9,22 @@ plain ``sqlite3`` connection so that Hermes' triggers populate both
 
 Layout (shares are of all sessions, children included):
 
-* 8 projects, each a real git repo (``git init -b main`` + one commit) under
-  ``--projects-root``; uneven sizes (35% .. 2%).
+* 10 projects, each a real git repo (``git init -b main`` + one commit) under
+  ``--projects-root``; uneven sizes (atlas-api 30% .. fresh-app 1%).
 * ~10% "Home" sessions (telegram / discord / cron / api_server / slack) with
   ``cwd`` NULL, ~3.5% "loose" CLI sessions in a non-git scratch folder.
+* Time layout (``PROJECT_WINDOWS``): ``relic-core`` (10%) is the project you
+  come back to after months: all its root sessions start in the oldest 14% of
+  the 540-day span and every other session (other projects, Home, loose)
+  starts after 15%, so all of relic-core's messages have the lowest message
+  ids -- except its "current" session, which starts in the last hours of the
+  span. ``fresh-app`` (1%) starts in the newest 3%. Everything else is spread
+  uniformly over 15%..100%. Children follow their parents' timing.
+* Needles (``NEEDLES``): into one session each of relic-core (an old one in
+  the middle of its range), atlas-api and fresh-app, 2-3 decision messages
+  (own user/assistant rows) with words absent from the generated vocabulary
+  (asserted); ``meta.projects[].needle`` has the session id, message ids and
+  two natural-language questions whose answer is that session.
 * Project sessions are CLI-style (``cwd`` only, sometimes a subfolder such as
   ``<repo>/src``) or desktop/TUI-style (``cwd`` + ``git_branch`` +
   ``git_repo_root``).
@@ -31,9 +43,19 @@ Layout (shares are of all sessions, children included):
   ``--system-prompt-chars 0`` leaves the column NULL. This matters for full
   scans of ``sessions``: columns stored after the prompt (``cwd``,
   ``git_repo_root``, ``archived``, ...) sit behind its overflow pages.
-* Query terms are injected at controlled rates; their actual document
-  frequencies are measured from the finished FTS indexes and written to
-  ``<out>.meta.json``.
+* Query terms are injected at controlled rates; the ordinary words
+  ``example`` / ``check`` / ``plan`` / ``find`` (``TERMS["common"]``) are not
+  injected but come from the vocabulary and ``COMMON_TEMPLATES`` at common
+  frequencies (~4-7% of messages). Actual document frequencies are measured
+  from the finished FTS indexes and written to ``<out>.meta.json``.
+* Ground truth (``meta.projects[].ground_truth[unit] = {live, others}``): per
+  project, the number of live searchable messages (roles user/assistant/tool,
+  ``active=1 OR compacted=1``, sessions neither archived nor delegates)
+  containing each measured term, phrase word, question content word and
+  needle word (FTS5 MATCH joined to messages; ``others`` leaves out the
+  current session's lineage, as the search does). ``meta.project_sessions``
+  lists each project's searchable / unsearchable / current-lineage session
+  ids, so a benchmark can check that results stay in the asking project.
 
 Usage::
 
@@ -59,23 +81,98 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402  (imports no Hermes module)
+    GT_DEFINITION, GT_LIVE_SQL, content_units, create_live_table, gt_match, live_counts)
+
 # ---------------------------------------------------------------------------
 # Fixed world description
 # ---------------------------------------------------------------------------
 
 # (name, share of ALL sessions, extra subfolders used as CLI cwd)
 PROJECTS = [
-    ("atlas-api", 0.35, ["src", "src/api", "tests", "scripts"]),
-    ("lumen-web", 0.14, ["src", "src/components", "e2e"]),
-    ("orbit-cli", 0.11, ["src", "tests"]),
-    ("nimbus-infra", 0.09, ["terraform", "charts", "scripts"]),
-    ("quill-docs", 0.07, ["docs", "site"]),
-    ("ember-ml", 0.05, ["notebooks", "src", "training"]),
-    ("pico-firmware", 0.035, ["src", "boards"]),
-    ("sage-notes", 0.02, ["src"]),
+    ("atlas-api", 0.30, ["src", "src/api", "tests", "scripts"]),
+    ("lumen-web", 0.13, ["src", "src/components", "e2e"]),
+    ("relic-core", 0.10, ["src", "src/engine", "tests", "tools"]),   # old: see PROJECT_WINDOWS
+    ("orbit-cli", 0.095, ["src", "tests"]),
+    ("nimbus-infra", 0.08, ["terraform", "charts", "scripts"]),
+    ("quill-docs", 0.06, ["docs", "site"]),
+    ("ember-ml", 0.045, ["notebooks", "src", "training"]),
+    ("pico-firmware", 0.03, ["src", "boards"]),
+    ("sage-notes", 0.015, ["src"]),
+    ("fresh-app", 0.01, ["src", "web"]),                               # recent: see PROJECT_WINDOWS
 ]
 HOME_SHARE = 0.10
 LOOSE_SHARE = 0.035  # cwd set, but not inside any git repo
+assert abs(sum(p[1] for p in PROJECTS) + HOME_SHARE + LOOSE_SHARE - 1.0) < 1e-9
+assert max(PROJECTS, key=lambda p: p[1])[0] == "atlas-api"
+
+# Time layout (fractions of the SPAN_DAYS span, 0 = oldest): where ROOT
+# sessions start; children follow their parents. relic-core is the project
+# you come back to after months: all of its root sessions start in the oldest
+# 15 % (0..0.14, and every other session, Home and loose included, starts
+# after 0.15), so all of its messages have the lowest message ids -- except
+# its "current" session (LATE_CURRENT), which starts in the last hours of the
+# span. fresh-app is small and new: the newest 3 %.
+LAYOUT_VERSION = 2   # meta["layout_version"]; keyword_latency.py rebuilds older files
+DEFAULT_WINDOW = (0.15, 1.0)
+PROJECT_WINDOWS = {"relic-core": (0.0, 0.14), "fresh-app": (0.97, 1.0)}
+LATE_CURRENT = {"relic-core": (2.0, 5.0)}   # current session starts this many hours before the end
+
+# Needles: decision sentences injected as their own messages into exactly one
+# session per project (relic-core: an old session in the middle of its range;
+# the others: the middle of theirs too). ``words`` are absent from the
+# generated vocabulary (asserted); the questions are asked verbatim by
+# keyword_latency.py, the answer being the needle session.
+NEEDLES = {
+    "relic-core": {
+        "messages": [
+            ("user", "Decision: we pin redis to 7.2.4 because 7.4 broke our lua rate-limit script; "
+                     "EVALSHA started answering NOSCRIPT right after a failover."),
+            ("assistant", "Agreed, pinning redis to 7.2.4 for now. The lua rate-limit script depends on "
+                          "the script cache surviving a failover, which 7.4 changed, so the image tag is "
+                          "pinned in docker-compose and in the helm values."),
+            ("user", "Also add a runbook note: nobody bumps redis past 7.2.x until the lua limiter "
+                     "script is rewritten."),
+        ],
+        "words": ["redis", "lua", "evalsha", "noscript", "failover", "runbook"],
+        "questions": ["what did we decide about pinning redis and why?",
+                      "which redis version did we settle on for the rate limiter?"],
+    },
+    "atlas-api": {
+        "messages": [
+            ("user", "Decision: invoice PDF rendering moves off the request path into a celery queue, "
+                     "because wkhtmltopdf kept timing out behind the gateway."),
+            ("assistant", "Done: invoices are rendered by a celery worker now and the endpoint answers "
+                          "202 with a download link; wkhtmltopdf no longer runs inside the request, so "
+                          "the gateway timeouts are gone."),
+        ],
+        "words": ["invoice", "invoices", "pdf", "celery", "wkhtmltopdf", "gateway"],
+        "questions": ["why did we move invoice pdf rendering into a background queue?",
+                      "what did we decide about celery and the wkhtmltopdf timeouts?"],
+    },
+    "fresh-app": {
+        "messages": [
+            ("user", "Decision: user avatars go to Cloudflare R2 instead of S3, since the S3 egress "
+                     "fees were eating the hobby budget."),
+            ("assistant", "Confirmed: avatars are uploaded to the R2 bucket with presigned URLs, the old "
+                          "S3 bucket stays read-only until the copy finishes, and R2 has no egress fees."),
+        ],
+        "words": ["avatars", "cloudflare", "r2", "s3", "egress", "presigned", "bucket", "hobby"],
+        "questions": ["where did we decide to store user avatars, and why not s3?",
+                      "what was the reason for choosing cloudflare r2 for avatars?"],
+    },
+}
+NEEDLE_MIN_MESSAGES = 12   # a needle session has at least this many generated messages
+
+# Questions asked verbatim from every project (keyword_latency.py reads them
+# from the meta file; their content words get ground truth like the terms).
+VERBATIM_QUESTIONS = [
+    "how did we fix the websocket error in that function?",
+    "what did we decide about idempotency keys for the error handler?",
+]
+# Extra units with ground truth (2-character CJK: no trigram, substring only).
+EXTRA_UNITS = [("cjk", "问题")]
 LOOSE_DIRS = ["scratch", "scratch/notes", "scratch/tmp-experiments"]
 
 HOME_SOURCES = [("telegram", 40), ("cron", 25), ("discord", 20), ("api_server", 10), ("slack", 5)]
@@ -127,7 +224,16 @@ TERMS = {
     "cjk": [
         {"term": "数据库迁移", "rate": 0.010},
     ],
+    # ordinary words, not injected (rate None): they come from the vocabulary
+    # and the sentence templates at natural, common frequencies (measured)
+    "common": [
+        {"term": "example", "rate": None},
+        {"term": "check", "rate": None},
+        {"term": "plan", "rate": None},
+        {"term": "find", "rate": None},
+    ],
 }
+TERM_CLASSES = ("very_common", "common", "medium", "rare", "phrases", "cjk")
 CJK_MIX_RATE = 0.05     # messages that get Chinese sentences mixed in
 TEXT_MIN, TEXT_MAX = 100, 1500
 BATCH_SESSIONS = 100     # sessions per generation batch
@@ -252,7 +358,7 @@ replica shard partition cluster pod namespace deployment manifest chart
 script command shell terminal prompt output line stack frame heap memory
 race signal process daemon cron scheduler webhook bot channel message thread
 notebook dataset tensor layer epoch checkpoint weight gradient loss metric
-board pin register interrupt driver firmware sensor clock""".split()
+board pin register interrupt driver firmware sensor clock example plan""".split()
 
 ADJS = """new old stale broken flaky slow fast empty null missing invalid
 duplicate nested async sync global local private public internal external
@@ -343,6 +449,19 @@ SENT_TEMPLATES = [
     "{w} {w} {w} `{id}` {w} {w} {w} {w} {w} {w}.",
 ]
 
+# Sentences with the ordinary words of TERMS["common"], each picked with this
+# probability instead of a SENT_TEMPLATES one (on top of the words' places in
+# VERBS / NOUNS / FILLER_CORE), so that their document frequencies are common
+# but far from "function"'s: measured, see meta["terms"]["common"].
+COMMON_TEMPLATES = [
+    ("For example, `{id}` {vs} the {n} {adv}.", 0.006),
+    ("Here is an example: {v} the {n} {prep} {path}.", 0.003),
+    ("Let me check whether the {n} {vs} {prep} {path}.", 0.011),
+    ("The plan is to {v} the {n} first, then {v2} the {n2}.", 0.004),
+    ("I can't find the {n} that `{id}` {vs}.", 0.009),
+    ("Can you find where `{id}` {vs} the {adj} {n}?", 0.007),
+]
+
 INJ_TEMPLATES = [
     "The {term} in `{id}` {vs} the {n} {adv}.",
     "I think the {term} {vs} {prep} {path}.",
@@ -362,6 +481,7 @@ INJ_TOOL_TEMPLATES = [
 TOOL_NAMES = [("terminal", 30), ("read_file", 20), ("search_files", 12), ("patch", 10),
               ("write_file", 8), ("execute_code", 6), ("web_search", 4), ("todo", 3),
               ("browser_navigate", 2), ("memory", 2), ("delegate_task", 2), ("session_search", 1)]
+TOOL_NAMES_ALL = [t for t, _ in TOOL_NAMES]
 LOG_LEVELS = ["INFO", "INFO", "INFO", "DEBUG", "WARNING", "WARN"]
 
 
@@ -441,7 +561,7 @@ class Pools:
         self.words = words
         self.word_cum = _zipf_cum(len(words), s=1.0, q=2.7)
 
-        self.sentences = [self._fill(rng, rng.choice(SENT_TEMPLATES)) for _ in range(60000)]
+        self.sentences = [self._fill(rng, self._sentence_template(rng)) for _ in range(60000)]
         self.avg_sentence = sum(map(len, self.sentences)) / len(self.sentences)
         self.tool_lines = [self._tool_line(rng) for _ in range(50000)]
         self.avg_tool_line = sum(map(len, self.tool_lines)) / len(self.tool_lines)
@@ -449,6 +569,7 @@ class Pools:
         self.cjk = CJK_SENTENCES
         for s in self.cjk:
             assert "数据库迁移" not in s
+        self._check_needle_words()
         # per-term injection pools
         self.inj_text, self.inj_tool = {}, {}
         for cls, items in TERMS.items():
@@ -467,6 +588,18 @@ class Pools:
         # system-prompt sections use their own RNG so message content does not
         # depend on them (same seed => same messages with or without prompts)
         self._build_prompt_pool(random.Random(f"prompts:{seed}"))
+
+    def _check_needle_words(self) -> None:
+        """The needles' distinctive words occur nowhere in the generated text pools."""
+        import re
+        words = {w for n in NEEDLES.values() for w in n["words"]}
+        texts = (self.sentences + self.tool_lines + self.idents + self.paths + self.cmds + self.cjk
+                 + [a for lst in self.tool_calls_args.values() for a in lst] + list(TOOL_NAMES_ALL))
+        seen = set()
+        for text in texts:
+            seen.update(t.lower() for t in re.findall(r"[^\W_]+", text))
+        clash = sorted(words & seen)
+        assert not clash, f"needle words occur in the generated vocabulary: {clash}"
 
     # -- system prompt sections ----------------------------------------
     def _build_prompt_pool(self, rng) -> None:
@@ -558,6 +691,15 @@ class Pools:
         return "\n\n".join(parts)[:need] + footer
 
     # -- helpers ---------------------------------------------------------
+    @staticmethod
+    def _sentence_template(rng) -> str:
+        r = rng.random()
+        for tpl, p in COMMON_TEMPLATES:
+            if r < p:
+                return tpl
+            r -= p
+        return rng.choice(SENT_TEMPLATES)
+
     def _pick(self, rng, seq, cum):
         return rng.choices(seq, cum_weights=cum, k=1)[0]
 
@@ -783,15 +925,31 @@ def build_sessions(n_sessions: int, n_messages: int, seed: int, roots: dict, loo
                 sessions[i]["n"] -= 1
         diff = n_messages - sum(s["n"] for s in sessions)
 
-    # timing (parents always precede children in list order)
+    # "current" session per project: latest non-archived cli root with cwd,
+    # no compression continuation; left open (ended_at NULL). A LATE_CURRENT
+    # project's is chosen before timing (last such root in generation order)
+    # and then starts in the last hours of the span.
+    has_comp_child = {s["parent"] for s in sessions if s["kind"] == "compression"}
+    late = {}
+    for name in LATE_CURRENT:
+        c, convert = _current_candidate(sessions, name, roots[name], has_comp_child, key=lambda x: x["idx"])
+        if c is not None:
+            c["late"] = name
+            late[name] = (c, convert)
+
+    # timing (parents always precede children in list order): roots start
+    # uniformly in their category's window (PROJECT_WINDOWS / DEFAULT_WINDOW)
     span = SPAN_DAYS * 86400.0
-    n_roots = sum(1 for s in sessions if s["kind"] == "root")
-    starts = sorted(rng.uniform(END_EPOCH - span, END_EPOCH - 6 * 3600) for _ in range(n_roots))
-    it = iter(starts)
+    first, last = END_EPOCH - span, END_EPOCH - 6 * 3600
     for s in sessions:
         gap = rng.uniform(8, 75)
         if s["kind"] == "root":
-            s["start"] = next(it)
+            if s.get("late"):
+                lo_h, hi_h = LATE_CURRENT[s["late"]]
+                s["start"] = END_EPOCH - rng.uniform(lo_h, hi_h) * 3600
+            else:
+                a, b = PROJECT_WINDOWS.get(s["cat"], DEFAULT_WINDOW)
+                s["start"] = rng.uniform(first + a * span, min(last, first + b * span))
         elif s["kind"] == "compression":
             s["start"] = sessions[s["parent"]]["end"] + rng.uniform(2, 900)
         else:
@@ -833,30 +991,48 @@ def build_sessions(n_sessions: int, n_messages: int, seed: int, roots: dict, loo
             mc["_delegate_from"] = s["parent_id"]
             s["model_config"] = json.dumps(mc)
     # project lineage for every session (children inherit cat already)
-    # "current" session per project: latest non-archived cli root with cwd,
-    # no compression continuation; left open (ended_at NULL)
-    has_comp_child = {s["parent"] for s in sessions if s["kind"] == "compression"}
     current = {}
     for name, _, _ in PROJECTS:
-        cands = [s for s in sessions if s["cat"] == name and s["kind"] == "root"
-                 and s["source"] == "cli" and s["cwd"] and not s["archived"]
-                 and s["idx"] not in has_comp_child]
-        if not cands:
-            cands = [s for s in sessions if s["cat"] == name and s["kind"] == "root"
-                     and s["idx"] not in has_comp_child]
-            if not cands:
-                continue
-            c = max(cands, key=lambda x: x["start"])
+        if name in late:
+            c, convert = late[name]
+        else:
+            c, convert = _current_candidate(sessions, name, roots[name], has_comp_child,
+                                            key=lambda x: x["start"])
+        if c is None:
+            continue
+        if convert:
             c.update({"source": "cli", "cwd": str(roots[name]), "git_branch": None,
                       "git_repo_root": None, "archived": 0})
-        else:
-            prefer = [s for s in cands if s["cwd"] == str(roots[name])]
-            c = max(prefer or cands, key=lambda x: x["start"])
         c["end_reason"] = None
         c["open"] = True
         current[name] = c["id"]
+    # needle sessions: searchable roots (not archived, not the current one,
+    # enough messages), the one in the middle of the project's range by start
+    needles = {}
+    for name in NEEDLES:
+        cands = sorted((s for s in sessions if s["cat"] == name and s["kind"] == "root"
+                        and not s["archived"] and s["id"] != current.get(name)
+                        and s["n"] >= NEEDLE_MIN_MESSAGES + len(NEEDLES[name]["messages"])),
+                       key=lambda x: (x["start"], x["id"]))
+        if cands:
+            c = cands[len(cands) // 2]
+            c["needle"] = name
+            needles[name] = c["id"]
     sessions.sort(key=lambda s: (s["start"], s["id"]))
-    return sessions, current
+    return sessions, current, needles
+
+
+def _current_candidate(sessions, name, root, has_comp_child, key):
+    """The project's would-be current session and whether it must be turned into a CLI one."""
+    cands = [s for s in sessions if s["cat"] == name and s["kind"] == "root"
+             and s["source"] == "cli" and s["cwd"] and not s["archived"]
+             and s["idx"] not in has_comp_child]
+    if cands:
+        prefer = [s for s in cands if s["cwd"] == str(root)]
+        return max(prefer or cands, key=key), False
+    cands = [s for s in sessions if s["cat"] == name and s["kind"] == "root"
+             and s["idx"] not in has_comp_child]
+    return (max(cands, key=key), True) if cands else (None, False)
 
 
 # ---------------------------------------------------------------------------
@@ -886,7 +1062,8 @@ def gen_session(spec: dict, seed: int, scope_rates: dict):
     """Generate message rows for one session spec (pure function of inputs)."""
     P = POOLS
     rng = random.Random(f"msgs:{seed}:{spec['id']}")
-    n = spec["n"]
+    needle = spec.get("needle") or []
+    n = spec["n"] - len(needle)   # the session keeps its message count
     # role skeleton
     skel = []  # (role, ncalls_or_None)
     while len(skel) < n:
@@ -985,7 +1162,25 @@ def gen_session(spec: dict, seed: int, scope_rates: dict):
     if n >= 20 and rng.random() < P_COMPACTED:
         for r in rows[: int(n * rng.uniform(0.3, 0.6))]:
             r[9], r[10] = 0, 1
+    if needle:
+        rows = _insert_needle(rows, needle, spec)
     return rows, tool_call_count
+
+
+def _insert_needle(rows: list, needle: list, spec: dict) -> list:
+    """Insert the needle messages as their own live turn, before the live user
+    row nearest the middle of the session (after a finished turn)."""
+    spots = [i for i in range(1, len(rows))
+             if rows[i][1] == "user" and rows[i][9] == 1 and rows[i - 1][9] == 1]
+    pos = min(spots, key=lambda i: (abs(i - len(rows) // 2), i)) if spots else len(rows)
+    t0 = rows[pos - 1][6] if pos else spec["start"]
+    t1 = rows[pos][6] if pos < len(rows) else t0 + 60.0 * (len(needle) + 1)
+    new = []
+    for k, (role, text) in enumerate(needle):
+        ts = t0 + (t1 - t0) * (k + 1) / (len(needle) + 1)
+        new.append([spec["id"], role, text, None, None, None, ts, len(text) // 4,
+                    "stop" if role == "assistant" else None, 1, 0])
+    return rows[:pos] + new + rows[pos:]
 
 
 def gen_batch(args):
@@ -1046,6 +1241,8 @@ def scope_rate_table(sessions) -> dict:
         for cls, items in TERMS.items():
             for t in items:
                 scope = t.get("scope")
+                if t["rate"] is None:   # not injected (TERMS["common"])
+                    continue
                 if scope is None:
                     lst.append((t["term"], t["rate"]))
                 elif scope == cat and msgs_by_cat.get(cat):
@@ -1089,7 +1286,7 @@ def main(argv=None) -> int:
     phases = {}
     out = Path(args.out).resolve()
     if args.sessions < len(PROJECTS) * 5 or args.messages < 2 * args.sessions:
-        ap.error("need --sessions >= 40 and --messages >= 2 * --sessions")
+        ap.error(f"need --sessions >= {len(PROJECTS) * 5} and --messages >= 2 * --sessions")
     if args.system_prompt_chars < 0:
         ap.error("--system-prompt-chars must be >= 0")
     for suffix in ("", "-wal", "-shm", ".meta.json"):
@@ -1122,7 +1319,7 @@ def main(argv=None) -> int:
     POOLS = Pools(args.seed)
     phases["pools_s"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
-    sessions, current = build_sessions(args.sessions, args.messages, args.seed, roots, loose_root)
+    sessions, current, needles = build_sessions(args.sessions, args.messages, args.seed, roots, loose_root)
     rates = scope_rate_table(sessions)
     phases["session_graph_s"] = round(time.perf_counter() - t, 3)
     log(f"schema + {len(PROJECTS)} repos + pools + {len(sessions)} session specs ready "
@@ -1181,6 +1378,9 @@ def main(argv=None) -> int:
     # 4. messages (triggers fill messages_fts + messages_fts_trigram)
     t = time.perf_counter()
     specs = [{k: s[k] for k in ("id", "n", "cat", "start", "dur")} for s in sessions]
+    for spec, s in zip(specs, sessions):
+        if s.get("needle"):
+            spec["needle"] = [list(m) for m in NEEDLES[s["needle"]]["messages"]]
     batches = [(specs[i:i + BATCH_SESSIONS], args.seed, rates)
                for i in range(0, len(specs), BATCH_SESSIONS)]
     # STAGING note: rows are not executemany()'d straight into ``messages``.
@@ -1278,7 +1478,7 @@ def main(argv=None) -> int:
 
     # 6. stats + document frequencies (measured from the real FTS indexes)
     t = time.perf_counter()
-    meta = collect_meta(conn, sessions, current, roots, projects_root, args)
+    meta = collect_meta(conn, sessions, current, needles, roots, projects_root, args)
     phases["stats_s"] = round(time.perf_counter() - t, 3)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
@@ -1299,14 +1499,23 @@ def main(argv=None) -> int:
     log(f"DONE in {elapsed:,.1f}s: {out} = {size / 2**20:,.1f} MiB, "
         f"{meta['counts']['sessions']:,} sessions, {meta['counts']['messages']:,} messages")
     log(f"meta: {meta_path}")
-    for cls in ("very_common", "medium", "rare", "phrases", "cjk"):
+    for cls in TERM_CLASSES:
         for e in meta["terms"][cls]:
             log(f"  {cls:<11} {e['term']!r:<20} df={e['df']:>8,} ({e['df_rate'] * 100:.4f}%)  "
                 f"biggest-project lineage={e['df_biggest_project_lineage']:,}")
+    for p in meta["projects"]:
+        nd = p.get("needle")
+        gt = p["ground_truth"]
+        log(f"  {p['name']:<14} live msgs (others) {p['live_messages_others']:>8,}  "
+            + "  ".join(f"{t}={gt[t]['others']:,}" for t in ("example", "check", "plan", "find"))
+            + (f"  needle {nd['session_id']} ids {nd['message_ids']}" if nd else ""))
+    lay = meta["time_layout"]
+    log(f"  relic-core below every other session: {lay['relic_core_below_all_others']} "
+        f"(max id {lay['relic_core_max_message_id']:,} < min other {lay['others_min_message_id']:,})")
     return 0
 
 
-def collect_meta(conn, sessions, current, roots, projects_root, args) -> dict:
+def collect_meta(conn, sessions, current, needles, roots, projects_root, args) -> dict:
     by_id = {s["id"]: s for s in sessions}
     n_msgs = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
     n_sess = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
@@ -1425,7 +1634,79 @@ def collect_meta(conn, sessions, current, roots, projects_root, args) -> dict:
         terms[cls] = lst
     counts["cjk_messages"] = conn.execute(
         "SELECT count(*) FROM messages WHERE content GLOB '*[一-龥]*'").fetchone()[0]
+
+    # -- per-project membership, ground truth, needles, time layout --------
+    members = project_members(sessions, current)
+    create_live_table(conn, {n: (m["searchable"], m["current_lineage"]) for n, m in members.items()})
+    units = ground_truth_units()
+    gt = {}
+    t_gt = time.perf_counter()
+    for kind, text in units:
+        gt[text] = live_counts(conn, kind, text)
+    gt_seconds = round(time.perf_counter() - t_gt, 2)
+    live = {n: {"live": 0, "others": 0} for n in members}
+    for name, is_cur, n in conn.execute(
+            f"SELECT p.project, p.is_current, count(*) FROM messages m JOIN temp.gt_live p "
+            f"ON p.id = m.session_id WHERE {GT_LIVE_SQL} GROUP BY 1, 2"):
+        live[name]["live"] += n
+        if not is_cur:
+            live[name]["others"] += n
+    ranges = {sid: (lo, hi) for sid, lo, hi in conn.execute(
+        "SELECT session_id, min(id), max(id) FROM messages GROUP BY session_id")}
+    span = SPAN_DAYS * 86400.0
+    frac = lambda t: round((t - (END_EPOCH - span)) / span, 5)  # noqa: E731
+    for p in projects:
+        name = p["name"]
+        m = members[name]
+        cur_lineage = set(m["current_lineage"])
+        own = [ranges[sid] for sid in m["searchable"] if sid in ranges and sid not in cur_lineage]
+        root_starts = [s["start"] for s in sessions if s["cat"] == name and s["kind"] == "root"
+                       and not s.get("late")]
+        p.update({
+            "sessions_searchable": len(m["searchable"]),
+            "live_messages": live[name]["live"],
+            "live_messages_others": live[name]["others"],
+            "message_id_range_others": [min(r[0] for r in own), max(r[1] for r in own)] if own else None,
+            "root_start_window": list(PROJECT_WINDOWS.get(name, DEFAULT_WINDOW)),
+            "root_start_span_fraction": ([frac(min(root_starts)), frac(max(root_starts))]
+                                         if root_starts else None),
+            "current_session_start_span_fraction": (frac(by_id[current[name]]["start"])
+                                                    if name in current else None),
+            "ground_truth": {text: gt[text][name] for _, text in units},
+        })
+        if name in needles:
+            sid = needles[name]
+            texts = [t for _, t in NEEDLES[name]["messages"]]
+            ids = [r[0] for r in conn.execute(
+                "SELECT id, content FROM messages WHERE session_id = ? ORDER BY id", (sid,))
+                if r[1] in texts]
+            ns = by_id[sid]
+            p["needle"] = {
+                "session_id": sid, "message_ids": ids,
+                "messages": [{"role": r, "content": t} for r, t in NEEDLES[name]["messages"]],
+                "questions": list(NEEDLES[name]["questions"]),
+                "words": list(NEEDLES[name]["words"]),
+                "session_start_span_fraction": frac(ns["start"]),
+                "session_messages": msgs_by_session.get(sid, 0),
+                "message_id_range": list(ranges.get(sid, (None, None))),
+            }
+    relic = members.get("relic-core")
+    lay = {"span_days": SPAN_DAYS, "end_epoch": END_EPOCH, "default_window": list(DEFAULT_WINDOW),
+           "project_windows": {k: list(v) for k, v in PROJECT_WINDOWS.items()},
+           "late_current_hours_before_end": {k: list(v) for k, v in LATE_CURRENT.items()},
+           "relic_core_max_message_id": None, "others_min_message_id": None,
+           "relic_core_below_all_others": None}
+    if relic:
+        cur_lineage = set(relic["current_lineage"])
+        relic_ids = {s["id"] for s in sessions if s["cat"] == "relic-core"} - cur_lineage
+        r_max = max((ranges[x][1] for x in relic_ids if x in ranges), default=0)
+        o_min = min((ranges[s["id"]][0] for s in sessions
+                     if s["id"] not in relic_ids and s["id"] not in cur_lineage and s["id"] in ranges),
+                    default=0)
+        lay.update({"relic_core_max_message_id": r_max, "others_min_message_id": o_min,
+                    "relic_core_below_all_others": bool(r_max < o_min)})
     return {
+        "layout_version": LAYOUT_VERSION,
         "path": str(Path(args.out).resolve()),
         "generator": "bench/make_big_statedb.py",
         "params": {"sessions": args.sessions, "messages": args.messages, "seed": args.seed,
@@ -1441,7 +1722,72 @@ def collect_meta(conn, sessions, current, roots, projects_root, args) -> dict:
         "projects": projects,
         "other": other,
         "terms": terms,
+        "questions": {"verbatim": list(VERBATIM_QUESTIONS),
+                      "needles": {k: list(v["questions"]) for k, v in NEEDLES.items()}},
+        "ground_truth": {
+            "definition": GT_DEFINITION,
+            "units": {text: {"kind": kind, "index": gt_match(kind, text)[0], "match": gt_match(kind, text)[1]}
+                      for kind, text in units},
+            "seconds": gt_seconds,
+            "where": "projects[].ground_truth[unit] = {live, others}",
+        },
+        "time_layout": lay,
+        "project_sessions": members,
     }
+
+
+def project_members(sessions, current) -> dict:
+    """Per project: searchable session ids (not archived, not delegate; current
+    included), unsearchable ones of its lineage, and the current session's lineage."""
+    children = {}
+    for s in sessions:
+        if s["parent_id"]:
+            children.setdefault(s["parent_id"], []).append(s["id"])
+    out = {}
+    for name, _, _ in PROJECTS:
+        ss = [s for s in sessions if s["cat"] == name]
+        lineage, todo = [], [current[name]] if name in current else []
+        while todo:
+            sid = todo.pop()
+            lineage.append(sid)
+            todo.extend(children.get(sid, []))
+        out[name] = {
+            "searchable": sorted(s["id"] for s in ss if not s["archived"] and s["kind"] != "delegate"),
+            "unsearchable": sorted(s["id"] for s in ss if s["archived"] or s["kind"] == "delegate"),
+            "current_lineage": sorted(lineage),
+        }
+    return out
+
+
+def ground_truth_units() -> list:
+    """Every unit with per-project ground truth: the measured terms (a phrase
+    and its words), EXTRA_UNITS, the content words of all questions and the
+    needles' distinctive words."""
+    out = []
+
+    def add(u):
+        if u not in out:
+            out.append(u)
+    for cls in TERM_CLASSES:
+        for t in TERMS[cls]:
+            term = t["term"]
+            if cls == "cjk":
+                add(("cjk", term))
+            elif " " in term:
+                add(("phrase", term))
+                for w in term.split():
+                    add(("word", w))
+            else:
+                add(("word", term))
+    for u in EXTRA_UNITS:
+        add(tuple(u))
+    for q in VERBATIM_QUESTIONS + [q for n in NEEDLES.values() for q in n["questions"]]:
+        for u in content_units(q):
+            add(u)
+    for n in NEEDLES.values():
+        for w in n["words"]:
+            add(("word", w))
+    return out
 
 
 def _round(x, nd=1):
@@ -1467,7 +1813,7 @@ def verify(out: Path, meta: dict) -> dict:
     res["trigram_available"] = db._trigram_available
     checks = []
     conn = db._conn
-    for cls in ("rare", "medium", "phrases", "cjk", "very_common"):
+    for cls in ("rare", "medium", "phrases", "cjk", "very_common", "common"):
         for e in meta["terms"][cls]:
             q = f'"{e["term"]}"' if " " in e["term"] else e["term"]
             t = time.perf_counter()
@@ -1500,11 +1846,40 @@ def verify(out: Path, meta: dict) -> dict:
         conn.execute("INSERT INTO messages_fts(messages_fts) VALUES('integrity-check')")
     except sqlite3.DatabaseError as exc:  # pragma: no cover
         res["integrity_check_fts"] = str(exc)
+    # needles: each distinctive word finds the needle session (and only it)
+    needle_checks = []
+    for p in meta["projects"]:
+        nd = p.get("needle")
+        if not nd:
+            continue
+        for w in nd["words"]:
+            hits = db.search_messages(w, limit=50)
+            sids = {h["session_id"] for h in hits}
+            needle_checks.append({"project": p["name"], "word": w, "hits": len(hits),
+                                  "only_needle_session": sids == {nd["session_id"]}})
+        needle_checks.append({"project": p["name"], "message_ids_found": len(nd["message_ids"]),
+                              "only_needle_session": len(nd["message_ids"]) == len(nd["messages"])})
+    res["needle_checks"] = needle_checks
+    # layout: relic-core's messages below everyone else's; common words present in every
+    # project with enough messages (the ground truth the latency bench relies on)
+    res["relic_core_below_all_others"] = meta["time_layout"]["relic_core_below_all_others"]
+    res["common_words_in_relic_core"] = {
+        t: next(p for p in meta["projects"] if p["name"] == "relic-core")["ground_truth"][t]["others"]
+        for t in ("example", "check", "plan", "find")}
+    res["windows_respected"] = {
+        p["name"]: bool(p["root_start_span_fraction"] is None
+                        or (p["root_start_window"][0] <= p["root_start_span_fraction"][0]
+                            and p["root_start_span_fraction"][1] <= p["root_start_window"][1]))
+        for p in meta["projects"]}
     db.close()
     ok = (res["fts_enabled"] and res["trigram_available"] and res["fts_rows_equal_messages"]
           and all(c["hits"] > 0 and c["term_in_hit_rows"] for c in checks)
           and res["current_session_readable"]
-          and (res["current_session_system_prompt_chars"] > 0) == want_prompt)
+          and (res["current_session_system_prompt_chars"] > 0) == want_prompt
+          and all(c["only_needle_session"] for c in needle_checks)
+          and res["relic_core_below_all_others"] is True
+          and all(v > 0 for v in res["common_words_in_relic_core"].values())
+          and all(res["windows_respected"].values()))
     res["ok"] = bool(ok)
     log(f"verify: {'OK' if ok else 'FAILED'}  " + ", ".join(f"{c['query']}={c['hits']}" for c in checks))
     return res

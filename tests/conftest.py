@@ -26,7 +26,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_NAME = "project-history-recall"
-PLUGIN_FILES = ("plugin.yaml", "__init__.py", "__main__.py", "attribution.py", "search.py", "store.py", "config_schema.py", "embeddings.py", "command_line.py", "render.py", "status.py")
+# What a drop-in install copies: the manifest and every module at the root (the root is the package).
+PLUGIN_FILES = ("plugin.yaml", *sorted(p.name for p in ROOT.glob("*.py")))
 
 # Hermes must never see the developer's real ~/.hermes while modules import.
 _BOOT_HOME = Path(os.environ.get("PHR_TEST_BOOT_HOME", "/tmp/phr-test-boot-home"))

@@ -134,19 +134,83 @@ def test_corrupt_projects_db_degrades_to_auto(two):
     assert answer["project"]["kind"] == "auto" and "projects.db unreadable" in answer["projects_note"]
 
 
-def test_fts_error_falls_back_to_like(two, monkeypatch):
-    """An FTS error (e.g. a damaged index) degrades to LIKE instead of failing."""
-    import sys
+def _table_leaves(data: bytes, page_size: int, root: int) -> list[int]:
+    """The leaf pages of a table b-tree, leftmost first (SQLite's file format)."""
+    offset = (root - 1) * page_size
+    header = offset + (100 if root == 1 else 0)
+    kind = data[header]
+    if kind == 0x0D:
+        return [root]
+    assert kind == 0x05, f"page {root} is not a table b-tree page"
+    cells = int.from_bytes(data[header + 3 : header + 5], "big")
+    children = []
+    for i in range(cells):
+        pointer = int.from_bytes(data[header + 12 + 2 * i : header + 14 + 2 * i], "big")
+        children.append(int.from_bytes(data[offset + pointer : offset + pointer + 4], "big"))
+    children.append(int.from_bytes(data[header + 8 : header + 12], "big"))
+    return [leaf for child in children for leaf in _table_leaves(data, page_size, child)]
 
-    plugin_store = sys.modules["hermes_plugins.project_history_recall.store"]
 
-    def broken(*a, **kw):
-        raise sqlite3.OperationalError("fts5: syntax error near something")
+def damage_fts(world: World, table: str) -> None:
+    """Overwrite, in the real file, every page of an FTS table's segment store but its first.
 
-    monkeypatch.setattr(plugin_store, "count_matches", broken)
-    answer = two.search("cur", "websocket backoff")
+    ``<table>_data``'s first leaf holds FTS5's structure and averages records,
+    so the table still opens; every other leaf holds term lists, which now
+    read as "database disk image is malformed". Filler messages first make
+    the store span several pages; Hermes' own connection is closed and the WAL
+    checkpointed, so the damage is in the main file every reader opens.
+    """
+    for i in range(300):
+        world.say("filler", "user", f"filler message {i} about websocket backoff and 数据库迁移 details " * 3)
+    world.close()
+    conn = sqlite3.connect(world.home / "state.db")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (f"{table}_data",)).fetchone()[0]
+    conn.close()
+    path = world.home / "state.db"
+    leaves = _table_leaves(path.read_bytes(), page_size, root)
+    assert len(leaves) > 1, "the segment store fits one page: add filler"
+    with open(path, "r+b") as f:
+        for leaf in leaves[1:]:
+            f.seek((leaf - 1) * page_size)
+            f.write((b"\xff\x00damaged" * page_size)[:page_size])
+    check = sqlite3.connect(path)
+    probe = "数据库迁移" if "trigram" in table else "websocket"
+    with pytest.raises(sqlite3.DatabaseError, match="malformed"):
+        check.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (f'"{probe}"',)).fetchall()
+    check.close()
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic"])
+def test_a_damaged_fts_index_degrades_to_substring_search(two, mode):
+    """'database disk image is malformed' from messages_fts: success, the right session, and a note saying so."""
+    two.session("other", two.session_row("old")["cwd"], messages=[("user", "nothing relevant")])
+    two.session("filler", two.work / "elsewhere")
+    damage_fts(two, "messages_fts")
+    answer = two.search("cur", "websocket backoff", mode=mode)
     assert answer["success"] is True and result_sessions(answer) == ["old"]
-    assert "like" in answer["strategy"]
+    assert answer["strategy"] == "like-damaged" and "damaged" in answer["keyword_note"]
+
+
+def test_a_damaged_trigram_index_degrades_to_substring_search(two):
+    two.say("old", "assistant", "数据库迁移方案：先加列，再回填")
+    two.session("filler", two.work / "elsewhere")
+    damage_fts(two, "messages_fts_trigram")
+    answer = two.search("cur", "数据库迁移", mode="keyword")
+    assert answer["success"] is True and result_sessions(answer) == ["old"]
+    assert "damaged" in answer["keyword_note"]
+
+
+def test_substring_fallback_matches_identifiers_literally(two):
+    """With the FTS index damaged, '_' in an identifier is not a LIKE wildcard."""
+    repo = two.session_row("old")["cwd"]
+    two.session("ident", repo, messages=[("assistant", "call update_session_cwd here")])
+    two.session("decoy", repo, messages=[("assistant", "call updateXsessionYcwd here")])
+    two.session("filler", two.work / "elsewhere")
+    damage_fts(two, "messages_fts")
+    answer = two.search("cur", "update_session_cwd", limit=10)
+    assert result_sessions(answer) == ["ident"] and "like" in answer["strategy"]
 
 
 def test_check_fn_follows_hermes_home(world: World, monkeypatch):
@@ -203,23 +267,6 @@ def test_paths_with_uri_metacharacters(tmp_path, monkeypatch):
     answer = search.search_history(home=store.hermes_home(), session_id="b", query="websocket")
     assert result_sessions(answer) == ["a"]
     assert not any(p.name.startswith("we") and p != weird for p in tmp_path.iterdir())
-
-
-def test_like_fallback_escapes_wildcards(two, monkeypatch):
-    """With FTS unusable, identifiers are matched literally: '_' is not a LIKE wildcard."""
-    import sys
-
-    repo = two.session_row("old")["cwd"]
-    two.session("ident", repo, messages=[("assistant", "call update_session_cwd here")])
-    two.session("decoy", repo, messages=[("assistant", "call updateXsessionYcwd here")])
-    plugin_store = sys.modules["hermes_plugins.project_history_recall.store"]
-
-    def broken(*a, **kw):
-        raise sqlite3.OperationalError("fts5: syntax error")
-
-    monkeypatch.setattr(plugin_store, "count_matches", broken)
-    answer = two.search("cur", "update_session_cwd", limit=10)
-    assert result_sessions(answer) == ["ident"] and "like" in answer["strategy"]
 
 
 def test_cjk_without_trigram_table_uses_like(two):

@@ -115,6 +115,12 @@ def test_snippet_is_bounded_and_marks_the_match():
     assert snip.startswith("...") and snip.endswith("...")
 
 
+def test_snippet_marks_every_matching_word():
+    snip = S.make_snippet("exponential backoff between websocket reconnects; backoffs capped", S.parse_query("websocket backoff").units)
+    assert snip == "exponential >>>backoff<<< between >>>websocket<<< reconnects; >>>backoffs<<< capped"
+    assert ">>>" not in S.make_snippet("websockets2 are not websocket_x", S.parse_query("websocket").units).split("are")[0]
+
+
 def test_snippet_without_match_is_the_start():
     assert S.make_snippet("short text", S.parse_query("zzz").units) == "short text"
 
@@ -124,9 +130,30 @@ def test_best_per_session_keeps_the_first_hit_of_each_session():
     assert [(h.session_id, h.message_id) for h in S.best_per_session(hits, 2)] == [("a", 5), ("b", 3)]
 
 
-def test_rank_by_coverage_then_bm25():
-    units = S.parse_query("数据库迁移 方案").units
-    hits = [S.Hit(1, "a", -5.0), S.Hit(2, "b", -1.0)]
-    texts_ = {1: "数据库迁移", 2: "数据库迁移的方案"}
-    ranked = S.rank_hits(hits, texts_, units, by_coverage=True)
-    assert [h.message_id for h in ranked] == [2, 1]
+def test_plural_forms_are_one_term():
+    from project_history_recall import query
+
+    assert query.s_stem("timeouts") == query.s_stem("timeout") == "timeout"
+    assert query.s_stem("queries") == "query" and query.s_stem("status") == "status"
+    assert set(query.stem_variants("timeout")) >= {"timeout", "timeouts"}
+    assert "queries" in query.stem_variants("query")
+    assert all(query.s_stem(f) == query.s_stem("cache") for f in query.stem_variants("caches"))
+
+
+def test_a_session_that_returns_to_a_topic_ranks_above_a_single_mention():
+    from project_history_recall import ranking
+
+    hits = [ranking.Hit(1, "once", 2.0), ranking.Hit(2, "often", 1.9), ranking.Hit(3, "often", 1.5), ranking.Hit(4, "often", 1.0)]
+    ranked = ranking.rank_sessions(hits)
+    assert [h.session_id for h in ranked] == ["often", "once"]
+    assert ranked[0].message_id == 2, "a session shows its best message"
+
+
+def test_bm25_counts_a_plural_as_the_word_and_prefers_the_focused_message():
+    from project_history_recall import query, ranking
+
+    term = ranking.Term("word", tuple(query.stem_variants("timeout")), df=2)
+    scorer = ranking.Scorer((term,), ranking.Stats(100, 10.0), ranking.Stats(100, 50.0))
+    assert scorer.score("the upstream timeouts were raised") > 0
+    assert scorer.score("set the timeout") > scorer.score("set the timeout " + "and a lot more words " * 10)
+    assert scorer.score("nothing of the sort") == 0.0

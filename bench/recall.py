@@ -1,0 +1,667 @@
+#!/usr/bin/env python3
+"""Recall of project_history_search over several kinds of history, beside plain BM25 and Hermes' built-in.
+
+Usage::
+
+    python bench/recall.py SET_DIR [SET_DIR ...] [--work DIR] [--no-semantic] [--out JSON]
+
+Each ``SET_DIR`` is a data set folder; its kind is read from what it holds:
+
+* ``beam``: numbered chat folders with ``chat.json`` and
+  ``probing_questions.json`` (BEAM; the team's ``bench/data/devchats`` has the
+  same format). A chat is a project, a batch a session; evidence = message ids.
+* ``mem-gallery``: ``*.json`` files with ``multi_session_dialogues`` and
+  ``human-annotated QAs``. A file is a project, a session a session, a round
+  two messages (user, with its image captions as text, then assistant);
+  evidence = the messages of the ``clue`` rounds (questions without a clue
+  are skipped). A question about a picture is asked with the picture's
+  caption appended, the way messages carry theirs.
+* ``devmembench``: ``sessions.json`` + ``questions.json``. All 25 sessions are
+  one project (a developer's workspace holding both of its repos, as the set's
+  README allows); evidence = ``haystackSessionIds`` (no message evidence, so
+  ``msg@10`` is not reported for it).
+
+Data is only read from there: every set is built into its own throwaway
+Hermes home (a real ``state.db`` written by Hermes' ``SessionDB``, one git repo
+per project) in a temporary folder, or in ``--work DIR`` to reuse it (and its
+vector index) on the next run. ``--out`` writes ids, ranks and metrics only.
+
+Per project one "current" session is created last; every question of the
+project is asked verbatim from it. Systems, each a ranked list of
+``(session, message)``, top 10, on the same state.db:
+
+* ``keyword`` / ``semantic`` / ``hybrid``: ``search.search_history``;
+* ``plain-bm25`` (the reference): FTS5 ``bm25()`` over an OR of the
+  question's quoted content words (English stop words dropped), the best
+  message per session, over the same project's other sessions. For a question
+  with Chinese/Japanese/Korean text, the same on ``messages_fts_trigram`` with
+  each 3-character window of a CJK run quoted (FTS5's unicode61 tokenizer
+  keeps a CJK run as one token, so it finds nothing there);
+* ``builtin-verbatim`` / ``builtin-or``: Hermes' ``session_search`` fed the
+  question, or the same OR of content words (it searches every project, so
+  another project's session is simply a miss).
+
+Metrics over questions with evidence: session R@1/3/5/10, MRR (first evidence
+session within the top 10), ``msg@10`` (a returned message of the top 10 is an
+evidence message) and latency; per set, per question type, and the macro
+average over sets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import re
+import shlex
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+from _common import load_plugin, summary_ms  # noqa: E402  (imports no Hermes module)
+
+SYSTEMS = ("keyword", "semantic", "hybrid", "plain-bm25", "builtin-verbatim", "builtin-or")
+KS = (1, 3, 5, 10)
+LIMIT = 10
+BUILD_VERSION = 3  # bump when the mapping onto Hermes changes: --work homes are rebuilt
+BASE_TS = 1_704_067_200.0  # 2024-01-01T00:00:00Z
+MSG_STEP_S = 60.0
+SESSION_GAP_S = 86_400.0
+CURRENT_MESSAGE = "Let's pick this project up again."
+
+# A conventional English stop-word list (NLTK-style plus question fillers):
+# what a person drops when turning a question into an OR of keywords. Kept
+# here, apart from the plugin's own list, so the reference owes nothing to it.
+EN_STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been before being below
+    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
+    few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself
+    him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most
+    mustn't my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't
+    she she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves then
+    there there's these they they'd they'll they're they've this those through to too under until up very was
+    wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's
+    whom why why's will with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
+    also just may might must shall would could can get got us via yes yet
+    """.split()
+)
+_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+
+
+def content_words(question: str) -> list[str]:
+    """The question's Latin-script content words, lower-cased, in order, de-duplicated."""
+    text = _CJK.sub(" ", question.lower().replace("\u2019", "'").replace("\u2018", "'"))
+    words: list[str] = []
+    for token in _WORD.findall(text):
+        token = token.split("'", 1)[0]  # possessive / contraction: "app's" -> "app"
+        if not token or token in EN_STOP_WORDS or (len(token) == 1 and not token.isdigit()):
+            continue
+        if token not in words:
+            words.append(token)
+    return words
+
+
+def or_query(question: str) -> str:
+    """The question's content words joined with `` OR `` (the question itself if none): what the built-in is fed."""
+    words = content_words(question)
+    return " OR ".join(words) if words else question
+
+
+def reference_match(question: str) -> tuple[str, str]:
+    """``(fts table, MATCH expression)`` of the plain reference for ``question``."""
+    words = content_words(question)
+    runs = _CJK.findall(question)
+    if runs:
+        grams = [run[i : i + 3] for run in runs for i in range(max(len(run) - 2, 0))]
+        pieces = list(dict.fromkeys(grams + [w for w in words if len(w) >= 3]))
+        return "messages_fts_trigram", " OR ".join('"' + p.replace('"', '""') + '"' for p in pieces)
+    return "messages_fts", " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+# ---------------------------------------------------------------------------
+# Sets: one neutral shape for every format
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class SetMessage:
+    key: str  # unique within the set
+    role: str
+    content: str
+
+
+@dataclass
+class SetSession:
+    key: str
+    started: float | None  # Unix time when the data set dates it
+    messages: list[SetMessage]
+
+
+@dataclass
+class SetProject:
+    key: str
+    sessions: list[SetSession]
+
+
+@dataclass
+class SetQuestion:
+    project: str
+    qtype: str
+    text: str
+    evidence_messages: set[str]  # message keys (may be empty: session-level evidence only)
+    evidence_sessions: set[str]  # session keys
+
+
+@dataclass
+class DataSet:
+    name: str
+    kind: str
+    path: Path
+    projects: list[SetProject]
+    questions: list[SetQuestion]
+    message_evidence: bool
+    skipped: int = 0  # questions without evidence
+
+
+def _date_ts(text: Any) -> float | None:
+    try:
+        return time.mktime(time.strptime(str(text)[:10], "%Y-%m-%d")) + 9 * 3600
+    except (ValueError, OverflowError):
+        return None
+
+
+def _flatten_ids(obj: Any) -> list[int]:
+    out: list[int] = []
+
+    def walk(o: Any) -> None:
+        if isinstance(o, bool):
+            return
+        if isinstance(o, int):
+            if o not in out:
+                out.append(o)
+        elif isinstance(o, (list, tuple)):
+            for e in o:
+                walk(e)
+        elif isinstance(o, dict):
+            for e in o.values():
+                walk(e)
+
+    walk(obj)
+    return out
+
+
+def load_beam(path: Path) -> DataSet:
+    folders = sorted(
+        (p for p in path.iterdir() if p.is_dir() and p.name.isdigit() and (p / "chat.json").is_file()), key=lambda p: int(p.name)
+    )
+    projects, questions, skipped = [], [], 0
+    for folder in folders:
+        pkey = f"chat{int(folder.name):02d}"
+        sessions, session_of = [], {}
+        for index, batch in enumerate(json.loads((folder / "chat.json").read_text(encoding="utf-8"))):
+            skey = f"{pkey}-b{int(batch.get('batch_number') or index + 1)}"
+            msgs = []
+            for turn in batch.get("turns") or []:
+                for msg in turn:
+                    mkey = f"{pkey}:{int(msg['id'])}"
+                    msgs.append(SetMessage(mkey, msg["role"], msg.get("content") or ""))
+                    session_of[mkey] = skey
+            sessions.append(SetSession(skey, None, msgs))
+        projects.append(SetProject(pkey, sessions))
+        data = json.loads((folder / "probing_questions.json").read_text(encoding="utf-8"))
+        for qtype, items in data.items():
+            for item in items or []:
+                keys = {f"{pkey}:{i}" for i in _flatten_ids(item.get("source_chat_ids"))} & session_of.keys()
+                if not keys:
+                    skipped += 1
+                    continue
+                questions.append(SetQuestion(pkey, qtype, str(item.get("question") or ""), keys, {session_of[k] for k in keys}))
+    return DataSet(path.name, "beam", path, projects, questions, True, skipped)
+
+
+def load_mem_gallery(path: Path) -> DataSet:
+    projects, questions, skipped = [], [], 0
+    for file in sorted(path.glob("*.json")):
+        data = json.loads(file.read_text(encoding="utf-8"))
+        pkey = file.stem
+        sessions, session_of = [], {}
+        for sess in data.get("multi_session_dialogues") or []:
+            skey = f"{pkey}-{sess['session_id']}"
+            msgs = []
+            for rnd in sess.get("dialogues") or []:
+                rid = str(rnd["round"])
+                captions = [c for c in (rnd.get("image_caption") or []) if isinstance(c, str) and c.strip()]
+                user = (rnd.get("user") or "") + "".join(f"\n[image: {c}]" for c in captions)
+                msgs.append(SetMessage(f"{pkey}:{rid}:u", "user", user))
+                msgs.append(SetMessage(f"{pkey}:{rid}:a", "assistant", rnd.get("assistant") or ""))
+                session_of[f"{pkey}:{rid}:u"] = session_of[f"{pkey}:{rid}:a"] = skey
+            sessions.append(SetSession(skey, _date_ts(sess.get("date")), msgs))
+        projects.append(SetProject(pkey, sessions))
+        for qa in data.get("human-annotated QAs") or []:
+            keys = {f"{pkey}:{c}:{side}" for c in qa.get("clue") or [] for side in "ua"} & session_of.keys()
+            if not keys:
+                skipped += 1
+                continue
+            # A question about a picture carries the picture as its caption, as messages do.
+            caption = qa.get("image_caption")
+            captions = [caption] if isinstance(caption, str) else [c for c in caption or [] if isinstance(c, str)]
+            text = str(qa.get("question") or "") + "".join(f"\n[image: {c}]" for c in captions if c.strip())
+            questions.append(SetQuestion(pkey, str(qa.get("point") or "?"), text, keys, {session_of[k] for k in keys}))
+    return DataSet(path.name, "mem-gallery", path, projects, questions, True, skipped)
+
+
+def load_devmembench(path: Path) -> DataSet:
+    sessions = []
+    for sess in json.loads((path / "sessions.json").read_text(encoding="utf-8")):
+        skey = str(sess["sessionId"])
+        msgs = [SetMessage(f"{skey}:{i}", m["role"], m.get("content") or "") for i, m in enumerate(sess.get("messages") or [])]
+        sessions.append(SetSession(skey, _date_ts((sess.get("metadata") or {}).get("date")), msgs))
+    known = {s.key for s in sessions}
+    questions, skipped = [], 0
+    for q in json.loads((path / "questions.json").read_text(encoding="utf-8")):
+        evidence = set(map(str, q.get("haystackSessionIds") or [])) & known
+        if not evidence:
+            skipped += 1
+            continue
+        questions.append(SetQuestion("workspace", str(q.get("questionType") or "?"), str(q.get("question") or ""), set(), evidence))
+    return DataSet(path.name, "devmembench", path, [SetProject("workspace", sessions)], questions, False, skipped)
+
+
+def load_set(path: Path) -> DataSet:
+    if (path / "sessions.json").is_file() and (path / "questions.json").is_file():
+        return load_devmembench(path)
+    if any(p.is_dir() and p.name.isdigit() and (p / "chat.json").is_file() for p in path.iterdir()):
+        return load_beam(path)
+    for file in path.glob("*.json"):
+        try:
+            head = json.loads(file.read_text(encoding="utf-8"))
+        except ValueError:
+            continue
+        if isinstance(head, dict) and "multi_session_dialogues" in head:
+            return load_mem_gallery(path)
+    raise SystemExit(f"{path}: not a data set this bench knows (beam, mem-gallery, devmembench)")
+
+
+def fingerprint(path: Path) -> str:
+    """Names, sizes and modification times of a set's files, with the builder's version."""
+    h = hashlib.sha256(str(BUILD_VERSION).encode())
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        st = file.stat()
+        h.update(f"{file.relative_to(path)}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------------
+# Building a Hermes home
+# ---------------------------------------------------------------------------
+
+
+def git_init(repo: Path) -> None:
+    repo.mkdir(parents=True, exist_ok=True)
+    (repo / "README.md").write_text(f"# {repo.name}\n", encoding="utf-8")
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    ident = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "commit.gpgsign=false"]
+    for args in (["init", "-q", "-b", "main"], ["add", "README.md"], [*ident, "commit", "-q", "-m", "init"]):
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+
+@dataclass
+class Built:
+    home: Path
+    db_id: dict[str, int]  # message key -> messages.id
+    sid: dict[str, str]  # session key -> sessions.id
+    current: dict[str, str]  # project key -> current session id
+    scope: dict[str, list[str]]  # project key -> its other sessions' ids
+
+
+def build_home(ds: DataSet, root: Path) -> Built:
+    """A Hermes home for ``ds`` under ``root`` (reused when ``root/built.json`` matches the set)."""
+    manifest = root / "built.json"
+    stamp = fingerprint(ds.path)
+    if manifest.is_file():
+        saved = json.loads(manifest.read_text(encoding="utf-8"))
+        if saved.get("fingerprint") == stamp:
+            return Built(root / "home", saved["db_id"], saved["sid"], saved["current"], saved["scope"])
+    import shutil
+
+    shutil.rmtree(root, ignore_errors=True)
+    home, repos = root / "home", root / "repos"  # repos outside HERMES_HOME: a repo there is never a project
+    home.mkdir(parents=True)
+    from hermes_state import SessionDB
+
+    db = SessionDB(db_path=home / "state.db")
+    db_id: dict[str, int] = {}
+    sid: dict[str, str] = {}
+    current: dict[str, str] = {}
+    scope: dict[str, list[str]] = {}
+    started: dict[str, float] = {}
+    ts = BASE_TS
+    slug = re.compile(r"[^A-Za-z0-9]+")
+    repo_of: dict[str, Path] = {}
+    for p_index, project in enumerate(ds.projects):
+        repo = repos / f"{p_index:02d}-{slug.sub('-', project.key).strip('-')[:40].lower()}"
+        git_init(repo)
+        repo_of[project.key] = repo
+        scope[project.key] = []
+        for s_index, sess in enumerate(project.sessions):
+            session_id = f"{ds.kind[:4]}-p{p_index:02d}-s{s_index:03d}"
+            db.create_session(session_id, "cli", cwd=str(repo))
+            sid[sess.key] = session_id
+            scope[project.key].append(session_id)
+            ts = max(ts + SESSION_GAP_S, sess.started or 0.0)
+            started[session_id] = ts
+            for msg in sess.messages:
+                ts += MSG_STEP_S
+                db_id[msg.key] = db.append_message(session_id, msg.role, msg.content, timestamp=ts)
+    for p_index, project in enumerate(ds.projects):  # the asking sessions come after every history
+        ts += SESSION_GAP_S
+        session_id = f"{ds.kind[:4]}-p{p_index:02d}-current"
+        db.create_session(session_id, "cli", cwd=str(repo_of[project.key]))
+        started[session_id] = ts
+        db.append_message(session_id, "user", CURRENT_MESSAGE, timestamp=ts + 1)
+        current[project.key] = session_id
+    db.close()
+    # create_session stamps started_at with the wall clock: align it with the message timeline.
+    conn = sqlite3.connect(home / "state.db")
+    try:
+        conn.executemany("UPDATE sessions SET started_at = ? WHERE id = ?", [(t, s) for s, t in started.items()])
+        conn.commit()
+    finally:
+        conn.close()
+    manifest.write_text(json.dumps({"fingerprint": stamp, "db_id": db_id, "sid": sid, "current": current, "scope": scope}),
+                        encoding="utf-8")
+    return Built(home, db_id, sid, current, scope)
+
+
+# ---------------------------------------------------------------------------
+# Systems
+# ---------------------------------------------------------------------------
+
+Ranked = list[tuple[str, "int | None"]]
+
+
+def plain_reference(conn: sqlite3.Connection, question: str, scope_ids: list[str]) -> Ranked:
+    """The plain BM25 reference: best message per session, sessions by their best message."""
+    table, match = reference_match(question)
+    if not match:
+        return []
+    sql = f"""
+        SELECT m.session_id, m.id FROM {table} JOIN messages m ON m.id = {table}.rowid
+        WHERE {table} MATCH ? AND (m.active = 1 OR m.compacted = 1)
+          AND m.session_id IN (SELECT value FROM json_each(?))
+        ORDER BY bm25({table}), m.id
+    """
+    out: Ranked = []
+    seen: set[str] = set()
+    for session_id, message_id in conn.execute(sql, (match, json.dumps(scope_ids))):
+        if session_id not in seen:
+            seen.add(session_id)
+            out.append((session_id, int(message_id)))
+            if len(out) >= LIMIT:
+                break
+    return out
+
+
+@dataclass
+class Question:
+    q: SetQuestion
+    current: str
+    scope: list[str]
+    evidence_ids: set[int]
+    evidence_sids: set[str]
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def score(ranked: Ranked, q: Question) -> dict[str, Any]:
+    rank = next((i + 1 for i, (sid, _) in enumerate(ranked[:LIMIT]) if sid in q.evidence_sids), None)
+    msg_hit = any(mid is not None and mid in q.evidence_ids for _, mid in ranked[:LIMIT])
+    return {"rank": rank, "msg_hit": msg_hit}
+
+
+def aggregate(questions: list[Question], system: str) -> dict[str, Any]:
+    runs = [q.runs[system] for q in questions if system in q.runs]
+    n = len(runs)
+    if not n:
+        return {"n": 0}
+    out: dict[str, Any] = {"n": n}
+    for k in KS:
+        out[f"R@{k}"] = round(sum(1 for r in runs if r["rank"] and r["rank"] <= k) / n, 4)
+    out["MRR"] = round(sum(1 / r["rank"] for r in runs if r["rank"]) / n, 4)
+    out["msg@10"] = round(sum(1 for r in runs if r["msg_hit"]) / n, 4)
+    out["errors"] = sum(1 for r in runs if r.get("error"))
+    out["empty"] = sum(1 for r in runs if not r["results"] and not r.get("error"))
+    out.update(summary_ms([r["latency_s"] for r in runs]))
+    return out
+
+
+def run_set(ds: DataSet, root: Path, phr: Any, systems: list[str], semantic: bool) -> list[Question]:
+    t0 = time.perf_counter()
+    built = build_home(ds, root)
+    home = built.home
+    os.environ["HERMES_HOME"] = str(home)
+    n_messages = sum(len(s.messages) for p in ds.projects for s in p.sessions)
+    n_sessions = sum(len(p.sessions) for p in ds.projects)
+    print(f"[{ds.name}] {ds.kind}: {len(ds.projects)} projects / {n_sessions} sessions / {n_messages} messages, "
+          f"{len(ds.questions)} questions with evidence ({ds.skipped} without); home ready in {time.perf_counter() - t0:.1f}s",
+          flush=True)
+    from hermes_state import SessionDB
+    from tools.session_search_tool import session_search
+
+    if semantic:
+        (home / "config.yaml").write_text(
+            "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n        provider: local\n", encoding="utf-8"
+        )
+        phr.store.plugin_data_dir(home).mkdir(parents=True, exist_ok=True)
+        phr.search.record_consent(home=home, session_id="", decision="allow", projects="all")
+        t_index = time.perf_counter()
+        report = phr.search.index_projects(home=home)
+        if not report.get("success") or report.get("remaining"):
+            raise SystemExit(f"[{ds.name}] indexing failed: {report}")
+        print(f"[{ds.name}] index ready: {report.get('indexed')} messages ({time.perf_counter() - t_index:.1f}s)", flush=True)
+    db = SessionDB(db_path=home / "state.db")
+    conn = sqlite3.connect((home / "state.db").as_uri() + "?mode=ro", uri=True)
+
+    def ours(mode: str) -> Callable[[Question], Ranked]:
+        def run(q: Question) -> Ranked:
+            res = phr.search.search_history(home=home, session_id=q.current, query=q.q.text, mode=mode, limit=LIMIT)
+            if not res.get("success", True):
+                raise RuntimeError(res.get("error"))
+            if mode != "keyword" and res.get("semantic_status") != "ready":
+                raise RuntimeError(f"semantic_status {res.get('semantic_status')}: {res.get('semantic_note')}")
+            return [(r["session_id"], r.get("message_id")) for r in res.get("results") or []]
+        return run
+
+    def builtin(or_words: bool) -> Callable[[Question], Ranked]:
+        def run(q: Question) -> Ranked:
+            query = or_query(q.q.text) if or_words else q.q.text
+            res = json.loads(session_search(query=query, limit=LIMIT, db=db, current_session_id=q.current))
+            if not res.get("success", True):
+                raise RuntimeError(res.get("error") or "session_search failed")
+            return [(r["session_id"], r.get("match_message_id")) for r in res.get("results") or []]
+        return run
+
+    runners: dict[str, Callable[[Question], Ranked]] = {
+        "keyword": ours("keyword"),
+        "semantic": ours("semantic"),
+        "hybrid": ours("hybrid"),
+        "plain-bm25": lambda q: plain_reference(conn, q.q.text, q.scope),
+        "builtin-verbatim": builtin(False),
+        "builtin-or": builtin(True),
+    }
+    questions = [
+        Question(
+            q,
+            built.current[q.project],
+            built.scope[q.project],
+            {built.db_id[k] for k in q.evidence_messages},
+            {built.sid[k] for k in q.evidence_sessions},
+        )
+        for q in ds.questions
+    ]
+    errors: dict[str, list[str]] = defaultdict(list)
+    for q in questions:
+        for system in systems:
+            started = time.perf_counter()
+            error = None
+            try:
+                ranked = runners[system](q)
+            except Exception as exc:  # counted as an empty answer, and reported
+                ranked, error = [], f"{type(exc).__name__}: {exc}"
+                errors[system].append(error)
+            run = {"results": ranked, "latency_s": time.perf_counter() - started, **score(ranked, q)}
+            if error:
+                run["error"] = error
+            q.runs[system] = run
+    for system, samples in errors.items():
+        print(f"[{ds.name}] {system}: {len(samples)} errors, e.g. {samples[0]}", flush=True)
+    conn.close()
+    db.close()
+    return questions
+
+
+# ---------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------
+
+
+def print_table(title: str, rows: dict[str, dict[str, Any]], systems: list[str], message_evidence: bool) -> None:
+    print()
+    print(f"**{title}**")
+    print()
+    cols = ["R@1", "R@3", "R@5", "R@10", "MRR"] + (["msg@10"] if message_evidence else []) + ["p50_ms", "p95_ms"]
+    print("| system | " + " | ".join(c.replace("_ms", " ms") for c in cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    for system in systems:
+        s = rows.get(system) or {}
+        if not s.get("n"):
+            continue
+        cells = [f"{s[c]:.1f}" if c.endswith("_ms") else f"{s[c]:.3f}" for c in cols]
+        print(f"| {system} | " + " | ".join(cells) + " |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sets", nargs="+", type=Path, help="data set folders (beam, mem-gallery or devmembench format)")
+    ap.add_argument("--work", type=Path, help="keep the built Hermes homes (and vector indexes) here and reuse them")
+    ap.add_argument("--no-semantic", action="store_true", help="skip semantic and hybrid (no embedding)")
+    ap.add_argument("--systems", help=f"comma-separated subset of {','.join(SYSTEMS)}")
+    ap.add_argument("--by-type", action="store_true", help="also print MRR by question type")
+    ap.add_argument("--out", type=Path, help="write metrics JSON here (ids and ranks only, no set text)")
+    args = ap.parse_args(argv)
+    command = shlex.join([sys.executable, *(sys.argv if argv is None else [__file__, *argv])])
+    systems = list(SYSTEMS) if not args.systems else [s for s in args.systems.split(",") if s]
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        ap.error(f"unknown systems: {unknown}")
+    if args.no_semantic:
+        systems = [s for s in systems if s not in ("semantic", "hybrid")]
+    semantic = any(s in ("semantic", "hybrid") for s in systems)
+    datasets = [load_set(p.resolve()) for p in args.sets]
+    names = [d.name for d in datasets]
+    if len(set(names)) != len(names):
+        ap.error("two sets share a folder name")
+
+    started = time.perf_counter()
+    tmp = None
+    if args.work is None:
+        tmp = tempfile.TemporaryDirectory(prefix="phr-recall-")
+        work = Path(tmp.name)
+    else:
+        work = args.work.resolve()
+        work.mkdir(parents=True, exist_ok=True)
+    phr = load_plugin()
+    if semantic:
+        phr.search.INDEX_BUDGET_S = 3600.0
+    results: dict[str, list[Question]] = {}
+    try:
+        for ds in datasets:
+            results[ds.name] = run_set(ds, work / ds.name, phr, systems, semantic)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+    summary = {ds.name: {s: aggregate(results[ds.name], s) for s in systems} for ds in datasets}
+    for ds in datasets:
+        print_table(f"{ds.name} ({ds.kind}, {len(results[ds.name])} questions)", summary[ds.name], systems, ds.message_evidence)
+    macro: dict[str, dict[str, Any]] = {}
+    for s in systems:
+        rows = [summary[d.name][s] for d in datasets if summary[d.name][s].get("n")]
+        if rows:
+            macro[s] = {"n": sum(r["n"] for r in rows)}
+            for key in ("R@1", "R@3", "R@5", "R@10", "MRR", "p50_ms", "p95_ms"):
+                macro[s][key] = round(statistics.fmean(r[key] for r in rows), 4)
+            msg = [summary[d.name][s]["msg@10"] for d in datasets if d.message_evidence and summary[d.name][s].get("n")]
+            if msg:
+                macro[s]["msg@10"] = round(statistics.fmean(msg), 4)
+    if len(datasets) > 1:
+        print_table(f"macro average over {len(datasets)} sets", macro, systems, any(d.message_evidence for d in datasets))
+    per_type: dict[str, dict[str, dict[str, Any]]] = {}
+    for ds in datasets:
+        by_type: dict[str, list[Question]] = defaultdict(list)
+        for q in results[ds.name]:
+            by_type[q.q.qtype].append(q)
+        per_type[ds.name] = {t: {s: aggregate(qs, s) for s in systems} for t, qs in sorted(by_type.items())}
+        if args.by_type:
+            print()
+            print(f"{ds.name}: MRR by question type")
+            print()
+            print("| type | n | " + " | ".join(systems) + " |")
+            print("|---|---|" + "---|" * len(systems))
+            for t, row in per_type[ds.name].items():
+                print(f"| {t} | {row[systems[0]]['n']} | " + " | ".join(f"{row[s]['MRR']:.3f}" for s in systems) + " |")
+    print()
+    print(f"runtime: {time.perf_counter() - started:.1f}s")
+    print(f"command: {command}")
+    if args.out:
+        report = {
+            "command": command,
+            "python": platform.python_version(),
+            "hermes_agent": _hermes_version(),
+            "summary": summary,
+            "macro": macro,
+            "per_type": per_type,
+            "per_question": {
+                name: [
+                    {
+                        "type": q.q.qtype,
+                        "project": q.q.project,
+                        "evidence_sessions": sorted(q.evidence_sids),
+                        **{s: {"rank": q.runs[s]["rank"], "msg_hit": q.runs[s]["msg_hit"],
+                               "sessions": [sid for sid, _ in q.runs[s]["results"]]} for s in systems},
+                    }
+                    for q in qs
+                ]
+                for name, qs in results.items()
+            },
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
+
+
+def _hermes_version() -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version("hermes-agent")
+    except Exception:  # noqa: BLE001 (only a label in the report)
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,305 @@
+"""IO shell: reads of Hermes' full-text indexes (``messages_fts``, ``messages_fts_trigram``).
+
+Read-only, like every connection the plugin opens on state.db. Every value
+is an SQL parameter; the only identifiers put into SQL are the two table
+names, looked up in :data:`TABLES` (never taken from input).
+
+A damaged index raises ``sqlite3.DatabaseError`` ("database disk image is
+malformed") from these functions; the keyword service catches it and falls
+back to substring search (see ``lexical.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from . import store
+from .ranking import Stats
+
+logger = logging.getLogger(__name__)
+
+#: The FTS tables Hermes keeps, by the short name this module takes.
+TABLES = {"words": "messages_fts", "trigram": "messages_fts_trigram"}
+_DF_TTL_S = 600.0
+LIKE_BATCH = 2_000  # message ids of consecutive sessions one LIKE query reads
+
+# Rows a search never ranks: the answers of the recall tools themselves (the
+# plugin's and Hermes' session_search). Their calls, inside an assistant
+# message's tool_calls, are left out of the text that is scored (store).
+_NOT_ECHO = "NOT (m.role = 'tool' AND COALESCE(m.tool_name, '') IN (SELECT value FROM json_each(?)))"
+
+
+def _table(space: str) -> str:
+    try:
+        return TABLES[space]
+    except KeyError:
+        raise ValueError(f"unknown FTS space: {space!r}") from None
+
+
+def table_exists(conn: sqlite3.Connection, space: str) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ? AND type = 'table'", (_table(space),)).fetchone()
+    return row is not None
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's big-endian varints, as FTS5 stores its averages record."""
+    out, i = [], 0
+    while i < len(blob):
+        value = 0
+        for n in range(9):
+            byte = blob[i]
+            i += 1
+            if n == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(value)
+    return out
+
+
+def stats(conn: sqlite3.Connection, space: str) -> Stats:
+    """Rows and mean row length of one index, from FTS5's own averages record (one row read).
+
+    Raises ``sqlite3.DatabaseError`` when the index cannot be read.
+    """
+    row = conn.execute(f"SELECT block FROM {_table(space)}_data WHERE id = 1").fetchone()
+    values = _varints(bytes(row[0])) if row and row[0] else []
+    rows = values[0] if values else 0
+    tokens = values[1] if len(values) > 1 else 0
+    return Stats(rows, tokens / rows if rows else 1.0)
+
+
+class _FrequencyCache:
+    """Per database and index: term -> rows holding it, for ten minutes (counts move slowly)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, str, str], tuple[int, float]] = {}
+
+    def get(self, key: tuple[str, str, str], now: float) -> int | None:
+        with self._lock:
+            hit = self._entries.get(key)
+        return hit[0] if hit is not None and hit[1] > now else None
+
+    def put(self, key: tuple[str, str, str], value: int, now: float) -> None:
+        with self._lock:
+            if len(self._entries) > 50_000:
+                self._entries.clear()
+            self._entries[key] = (value, now + _DF_TTL_S)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+frequencies = _FrequencyCache()
+
+
+def _db_name(conn: sqlite3.Connection) -> str:
+    return str(conn.execute("PRAGMA database_list").fetchone()[2])
+
+
+def _vocab(conn: sqlite3.Connection, space: str) -> str:
+    name = f"phr_vocab_{space}"
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, '{_table(space)}', 'row')")
+    return f"temp.{name}"
+
+
+def doc_frequencies(conn: sqlite3.Connection, space: str, terms: Iterable[str]) -> dict[str, int]:
+    """Rows of the index holding each token (``fts5vocab``; cached).
+
+    Raises ``sqlite3.DatabaseError`` when the index cannot be read.
+    """
+    db, now = _db_name(conn), time.monotonic()
+    out: dict[str, int] = {}
+    missing = []
+    for term in dict.fromkeys(terms):
+        hit = frequencies.get((db, space, term), now)
+        if hit is None:
+            missing.append(term)
+        else:
+            out[term] = hit
+    if missing:
+        vocab = _vocab(conn, space)
+        for term in missing:
+            row = conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (term,)).fetchone()
+            out[term] = int(row[0]) if row else 0
+            frequencies.put((db, space, term), out[term], now)
+    return out
+
+
+def prefix_frequency(conn: sqlite3.Connection, space: str, prefix: str) -> int:
+    """Rows holding a token that starts with ``prefix``, summed over tokens (an upper bound; cached).
+
+    Estimates how common a 2-character CJK word is from the trigram index.
+    """
+    db, now = _db_name(conn), time.monotonic()
+    key = (db, space, "prefix:" + prefix)
+    hit = frequencies.get(key, now)
+    if hit is not None:
+        return hit
+    vocab = _vocab(conn, space)
+    row = conn.execute(f"SELECT COALESCE(sum(doc), 0) FROM {vocab} WHERE term >= ? AND term < ?", (prefix, prefix + "\U0010ffff")).fetchone()
+    value = int(row[0] or 0)
+    frequencies.put(key, value, now)
+    return value
+
+
+def count_matches(conn: sqlite3.Connection, space: str, match: str, cap: int) -> int:
+    """Rows matching ``match`` in the whole index, counted up to ``cap``."""
+    table = _table(space)
+    sql = f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)"
+    return int(conn.execute(sql, (match, cap)).fetchone()[0])
+
+
+def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int) -> int:
+    """Rows matching a phrase expression, up to ``cap`` (cached like token counts)."""
+    db, now = _db_name(conn), time.monotonic()
+    key = (db, space, "match:" + match)
+    hit = frequencies.get(key, now)
+    if hit is not None:
+        return hit
+    value = count_matches(conn, space, match, cap)
+    frequencies.put(key, value, now)
+    return value
+
+
+def _filters(scope: store.Scope) -> tuple[str, list[Any]]:
+    filter_sql, filter_params = scope.filters.sql()
+    clause = f"{store.LIVE_SQL} AND {filter_sql} AND {_NOT_ECHO}"
+    return clause, [*filter_params, json.dumps(list(store.RECALL_TOOLS))]
+
+
+def session_candidates(
+    conn: sqlite3.Connection, space: str, match: str, scope: store.Scope, *, per_session: int, limit: int
+) -> list[tuple[int, str]]:
+    """The scope's live messages matching ``match``: at most ``per_session`` per session, best first.
+
+    FTS5's ``bm25()`` orders them (a first cut: the caller re-scores). Bounds
+    apply per session, so one session with hundreds of matches cannot crowd
+    out the others; ``limit`` bounds the rows returned. Returns
+    ``[(message id, session id)]``. Cost grows with the rows matching
+    ``match`` in the whole index. Raises ``sqlite3.OperationalError`` on an
+    FTS syntax error and ``sqlite3.DatabaseError`` on a damaged index.
+    """
+    table = _table(space)
+    where, params = _filters(scope)
+    sql = f"""
+        WITH hits AS MATERIALIZED (
+            SELECT m.id AS id, m.session_id AS session_id, bm25({table}) AS score
+            FROM {table} JOIN messages m ON m.id = {table}.rowid
+            WHERE {table} MATCH ? AND {where} AND {store.SCOPE_SQL}
+        )
+        SELECT id, session_id FROM (
+            SELECT id, session_id, score,
+                   row_number() OVER (PARTITION BY session_id ORDER BY score, id DESC) AS n
+            FROM hits
+        ) WHERE n <= ? ORDER BY score, id DESC LIMIT ?
+    """
+    rows = conn.execute(sql, [match, *params, scope.ids_json, per_session, limit])
+    return [(int(r[0]), r[1]) for r in rows]
+
+
+def session_ranges(conn: sqlite3.Connection, session_ids: Sequence[str]) -> list[tuple[str, int, int]]:
+    """``(session id, lowest message id, highest message id)`` of each session, newest first.
+
+    Read through Hermes' per-session message index.
+    """
+    sql = """
+        SELECT m.session_id, min(m.id), max(m.id) FROM messages m
+        WHERE m.session_id IN (SELECT value FROM json_each(?)) GROUP BY m.session_id
+    """
+    rows = [(r[0], int(r[1]), int(r[2])) for r in conn.execute(sql, (json.dumps(list(session_ids)),))]
+    rows.sort(key=lambda r: -r[2])
+    return rows
+
+
+def range_candidates(
+    conn: sqlite3.Connection, space: str, match: str, scope: store.Scope, low: int, high: int, limit: int
+) -> list[tuple[int, str]]:
+    """Live messages of the scope matching ``match`` with ids in ``[low, high]``, newest first.
+
+    FTS5 seeks each term's list to the range, so the cost grows with the
+    matches inside it, not in the whole index.
+    """
+    table = _table(space)
+    where, params = _filters(scope)
+    sql = f"""
+        SELECT m.id, m.session_id FROM {table} JOIN messages m ON m.id = {table}.rowid
+        WHERE {table} MATCH ? AND {table}.rowid >= ? AND {table}.rowid <= ?
+          AND {where} AND +m.session_id IN (SELECT value FROM json_each(?))
+        ORDER BY m.id DESC LIMIT ?
+    """
+    rows = conn.execute(sql, [match, low, high, *params, scope.ids_json, limit])
+    return [(int(r[0]), r[1]) for r in rows]
+
+
+def escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+_LIKE_TEXT = ("m.content", "m.tool_name", "m.tool_calls")
+
+
+def like_candidates(
+    conn: sqlite3.Connection,
+    needles: Sequence[str],
+    scope: store.Scope,
+    ranges: Sequence[tuple[str, int, int]],
+    *,
+    limit: int,
+    max_scanned: int,
+    want_sessions: int,
+) -> list[tuple[int, str]]:
+    """Live messages of the scope holding any needle (an escaped, case-insensitive ``LIKE``).
+
+    The same text as the FTS index is searched (content, tool name, tool
+    call JSON). Sessions are read newest first (``ranges``, from
+    :func:`session_ranges`), through the per-session index, until
+    ``want_sessions`` sessions have matched, ``limit`` rows are found or
+    ``max_scanned`` messages were read. Needs no FTS index at all (the
+    fallback when one is damaged). Returns ``(message id, session id)``.
+    """
+    if not needles or not ranges:
+        return []
+    patterns = [f"%{escape_like(n)}%" for n in needles]
+    likes = " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for _ in patterns for col in _LIKE_TEXT)
+    like_params = [p for p in patterns for _ in _LIKE_TEXT]
+    where, params = _filters(scope)
+    sql = f"""
+        SELECT m.id, m.session_id FROM messages m
+        WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {where} AND ({likes})
+        ORDER BY m.id DESC LIMIT ?
+    """
+    out: list[tuple[int, str]] = []
+    sessions: set[str] = set()
+    scanned = 0
+    batch: list[str] = []
+    batch_size = 0
+
+    def run() -> None:
+        rows = conn.execute(sql, [json.dumps(batch), *params, *like_params, limit - len(out)])
+        found = [(int(r[0]), r[1]) for r in rows]
+        out.extend(found)
+        sessions.update(sid for _, sid in found)
+
+    for session_id, low, high in ranges:
+        batch.append(session_id)
+        batch_size += high - low + 1
+        if batch_size >= LIKE_BATCH:
+            run()
+            scanned += batch_size
+            batch, batch_size = [], 0
+            if len(sessions) >= want_sessions or len(out) >= limit or scanned >= max_scanned:
+                return out
+    if batch:
+        run()
+    return out

@@ -1,0 +1,274 @@
+"""The keyword leg: which of the project's messages to read, then BM25 (``ranking.py``) over them.
+
+Hermes' own indexes answer "which rows hold these words"; the ranking is ours
+(a word and its plural are one term). The work is bounded per search however
+big state.db grows, and bounds apply per session, not per message:
+
+1. **Selective terms** (the rarest, together matching at most
+   ``RANK_BUDGET`` rows of the whole index) find candidates anywhere in the
+   project, at most ``PER_SESSION`` per session (one session with hundreds of
+   matches cannot hide the others).
+2. **Common terms** (a word in a large share of all messages) are still
+   scored on every candidate, but do not pick candidates: when they are all
+   the query has, or the selective ones found fewer than ``want_sessions``
+   sessions, the project's own sessions are read newest first, through
+   FTS5 range seeks, until enough sessions matched. A common word is always
+   found when the project holds it, wherever its rows sit in state.db.
+3. **Two-character CJK words** have no trigram; they are found by an escaped
+   ``LIKE`` over the project's sessions, newest first, bounded.
+4. **A damaged FTS index** (``database disk image is malformed``) does not
+   fail the search: the project's messages are searched by ``LIKE`` instead
+   (bounded, newest first) and the answer says so.
+
+Every candidate is then scored on every term of the query.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from . import fts, store
+from .query import ParsedQuery, Unit, cjk_trigrams, fts_quote, fts_tokens, stem_variants
+from .ranking import Hit, Scorer, Stats, Term, rank_sessions, score_texts
+
+logger = logging.getLogger(__name__)
+
+RANK_BUDGET = 20_000  # index rows the selective terms may match (whole state.db)
+PER_SESSION = 5  # candidates kept per session before re-scoring
+CANDIDATE_ROWS = 1_000  # candidates kept per index
+SCAN_MESSAGES = 60_000  # message ids a newest-first scan of the project may cover
+SCAN_BATCH = 4_000  # message ids per range query of that scan
+
+DAMAGED_NOTE = (
+    "Hermes' full-text index of state.db is damaged ({error}); this answer comes from a plain "
+    "substring search of the project's newest messages instead (slower, less well ranked). "
+    "Hermes rebuilds the index with: sqlite3 <HERMES_HOME>/state.db \"INSERT INTO messages_fts(messages_fts) "
+    "VALUES('rebuild'); INSERT INTO messages_fts_trigram(messages_fts_trigram) VALUES('rebuild')\" "
+    "(close Hermes first)."
+)
+
+
+@dataclass(frozen=True)
+class KeywordAnswer:
+    """What the keyword leg found.
+
+    ``hits``: one per session, best first (BM25 of the session's best
+    messages). ``rows``: the candidates' messages as read. ``strategy``: the
+    paths taken, for diagnostics. ``note``: set when the answer is degraded.
+    """
+
+    hits: tuple[Hit, ...]
+    rows: dict[int, store.MessageRow] = field(default_factory=dict)
+    strategy: str = "none"
+    note: str = ""
+
+
+@dataclass
+class _Plan:
+    """The query's terms, split into what picks candidates and what only scores."""
+
+    terms: list[Term]
+    selective: dict[str, list[str]]  # space -> FTS expressions that pick candidates
+    common: dict[str, list[str]]  # space -> FTS expressions left to the newest-first scan
+    like: list[str]  # needles found by LIKE (2-character CJK words, no trigram index)
+
+
+def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan:
+    """Turn units into scored terms and candidate expressions (reads term counts)."""
+    terms: list[Term] = []
+    picks: dict[str, list[tuple[int, str]]] = {"words": [], "trigram": []}
+    like: list[str] = []
+    words = [u for u in parsed.units if u.kind == "word"]
+    forms_of = {u.text: stem_variants(u.text) for u in words}
+    counts = fts.doc_frequencies(conn, "words", [f for forms in forms_of.values() for f in forms])
+    for unit in words:
+        present = [f for f in forms_of[unit.text] if counts.get(f)] or [unit.text]
+        df = sum(counts.get(f, 0) for f in present)
+        terms.append(Term("word", tuple(present), df))
+        if df:
+            picks["words"].append((df, " OR ".join(fts_quote(f) for f in present)))
+    for unit in parsed.units:
+        if unit.kind == "phrase":
+            _plan_phrase(conn, unit, terms, picks, counts)
+        elif unit.kind == "cjk":
+            grams = cjk_trigrams(unit.text)
+            if not trigram:
+                terms.append(Term("gram", (unit.text.casefold(),), 0))
+                like.append(unit.text)
+            elif grams:
+                gram_counts = fts.doc_frequencies(conn, "trigram", grams)
+                for gram in grams:
+                    terms.append(Term("gram", (gram.casefold(),), gram_counts.get(gram, 0)))
+                    if gram_counts.get(gram):
+                        picks["trigram"].append((gram_counts[gram], fts_quote(gram)))
+            else:  # two characters: no trigram holds them
+                terms.append(Term("gram", (unit.text.casefold(),), fts.prefix_frequency(conn, "trigram", unit.text)))
+                like.append(unit.text)
+    selective: dict[str, list[str]] = {}
+    common: dict[str, list[str]] = {}
+    for space, pairs in picks.items():
+        pairs.sort()
+        total = 0
+        for df, expr in pairs:
+            total += df
+            if total <= RANK_BUDGET or not selective.get(space) and df <= RANK_BUDGET:
+                selective.setdefault(space, []).append(expr)
+            else:
+                common.setdefault(space, []).append(expr)
+    return _Plan(terms, selective, common, like)
+
+
+def _plan_phrase(
+    conn: sqlite3.Connection, unit: Unit, terms: list[Term], picks: dict[str, list[tuple[int, str]]], counts: dict[str, int]
+) -> None:
+    tokens = tuple(fts_tokens(unit.text))
+    if not tokens:
+        return
+    if len(tokens) == 1:
+        df = counts.get(tokens[0])
+        if df is None:
+            df = fts.doc_frequencies(conn, "words", tokens)[tokens[0]]
+        terms.append(Term("word", tokens, df))
+        if df:
+            picks["words"].append((df, fts_quote(tokens[0])))
+        return
+    expr = fts_quote(" ".join(tokens))
+    df = fts.phrase_frequency(conn, "words", expr, RANK_BUDGET + 1)
+    terms.append(Term("phrase", tokens, df))
+    if df:
+        picks["words"].append((df, expr))
+
+
+class _Ranges:
+    """Per state.db: each session's lowest and highest message id, kept current by a watermark.
+
+    Built on the first newest-first scan of a process (one pass over Hermes'
+    per-session message index), then only new messages are read. Message ids
+    only grow; a deleted message leaves its session's range a little wide,
+    which costs nothing but a seek.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[int, dict[str, tuple[int, int]]]] = {}
+
+    def newest_first(self, conn: sqlite3.Connection, db_key: str, session_ids: Sequence[str]) -> list[tuple[str, int, int]]:
+        with self._lock:
+            mark, ranges = self._entries.get(db_key, (0, {}))
+            top = store.max_message_id(conn)
+            if top < mark:  # a new file at the same path
+                mark, ranges = 0, {}
+            if top > mark:
+                sql = "SELECT session_id, min(id), max(id) FROM messages WHERE id > ? GROUP BY session_id"
+                for sid, low, high in conn.execute(sql, (mark,)):
+                    old = ranges.get(sid)
+                    ranges[sid] = (min(old[0], int(low)), max(old[1], int(high))) if old else (int(low), int(high))
+                self._entries[db_key] = (top, ranges)
+        out = [(sid, *ranges[sid]) for sid in session_ids if sid in ranges]
+        out.sort(key=lambda r: -r[2])
+        return out
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+ranges = _Ranges()
+
+
+def _scan(
+    conn: sqlite3.Connection, space: str, match: str, scope: store.Scope, order: list[tuple[str, int, int]],
+    want_sessions: int, found: dict[int, str],
+) -> None:
+    """Read the scope's sessions newest first with range seeks until ``want_sessions`` sessions matched."""
+    sessions = set(found.values())
+    covered = 0
+    i = 0
+    while i < len(order) and covered < SCAN_MESSAGES and len(sessions) < want_sessions:
+        # A batch: consecutive sessions (newest first) spanning about SCAN_BATCH ids.
+        low, high = order[i][1], order[i][2]
+        j = i + 1
+        while j < len(order) and max(high, order[j][2]) - min(low, order[j][1]) <= SCAN_BATCH:
+            low, high = min(low, order[j][1]), max(high, order[j][2])
+            j += 1
+        for mid, sid in fts.range_candidates(conn, space, match, scope, low, high, PER_SESSION * want_sessions):
+            found.setdefault(mid, sid)
+            sessions.add(sid)
+        covered += min(high - low + 1, SCAN_BATCH)
+        i = j
+
+
+def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, *, want_sessions: int, db_key: str) -> KeywordAnswer:
+    """The keyword leg for ``parsed`` within ``scope``.
+
+    ``want_sessions`` is how many matching sessions the caller needs (every
+    page of a search asks the same, so pages never repeat or skip). Raises
+    ``sqlite3.DatabaseError`` only when state.db itself cannot be read (a
+    damaged FTS index degrades, see the module docstring).
+    """
+    if not scope.session_ids or not parsed.units:
+        return KeywordAnswer(())
+    try:
+        return _search_fts(conn, parsed, scope, want_sessions, db_key)
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "malformed" not in str(exc):
+            logger.info("FTS query failed (%s); searching by substring", exc)
+            return _search_like(conn, parsed, scope, want_sessions, db_key, note="", strategy="like-fallback")
+        logger.warning("state.db's FTS index is damaged (%s); searching by substring", exc)
+        return _search_like(conn, parsed, scope, want_sessions, db_key, note=DAMAGED_NOTE.format(error=exc), strategy="like-damaged")
+
+
+def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, want_sessions: int, db_key: str) -> KeywordAnswer:
+    trigram = fts.table_exists(conn, "trigram")
+    plan = _plan(conn, parsed, trigram)
+    found: dict[int, str] = {}
+    paths: list[str] = []
+    for space, exprs in plan.selective.items():
+        rows = fts.session_candidates(conn, space, " OR ".join(exprs), scope, per_session=PER_SESSION, limit=CANDIDATE_ROWS)
+        found.update(rows)
+        paths.append(space)
+    order: list[tuple[str, int, int]] | None = None
+    if plan.like:
+        order = ranges.newest_first(conn, db_key, scope.session_ids)
+        found.update(fts.like_candidates(conn, plan.like, scope, order, limit=CANDIDATE_ROWS, max_scanned=SCAN_MESSAGES * 4,
+                                         want_sessions=want_sessions))
+        paths.append("like")
+    if plan.common and len(set(found.values())) < want_sessions:
+        order = order if order is not None else ranges.newest_first(conn, db_key, scope.session_ids)
+        for space, exprs in plan.common.items():
+            _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), scope, order, want_sessions, found)
+            paths.append(space + "-newest")
+    rows = store.fetch_messages(conn, list(found))
+    scorer = Scorer(
+        tuple(plan.terms), fts.stats(conn, "words"), fts.stats(conn, "trigram") if trigram else Stats(1, 1.0)
+    )
+    hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()})
+    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none")
+
+
+def _search_like(
+    conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, want_sessions: int, db_key: str, *, note: str, strategy: str
+) -> KeywordAnswer:
+    """Substring search of the project's messages, newest first (no FTS index read)."""
+    needles = [u.text for u in parsed.units]
+    order = ranges.newest_first(conn, db_key, scope.session_ids)
+    found = dict(fts.like_candidates(conn, needles, scope, order, limit=CANDIDATE_ROWS * 2, max_scanned=SCAN_MESSAGES * 4,
+                                     want_sessions=want_sessions))
+    rows = store.fetch_messages(conn, list(found))
+    # No index statistics to read: every term weighs the same, length still normalises.
+    terms: list[Term] = []
+    for unit in parsed.units:
+        if unit.kind == "cjk":
+            terms.append(Term("gram", (unit.text.casefold(),), 0))
+        elif unit.kind == "word":
+            terms.append(Term("word", tuple(stem_variants(unit.text)), 0))
+        else:
+            tokens = tuple(fts_tokens(unit.text))
+            terms.append(Term("phrase" if len(tokens) > 1 else "word", tokens, 0))
+    stats = Stats(max(len(rows), 1) * 10, 40.0)
+    hits = score_texts(Scorer(tuple(terms), stats, Stats(stats.rows, 200.0)), {m: (r.session_id, r.text) for m, r in rows.items()})
+    return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, note)

@@ -1,0 +1,211 @@
+"""Query parsing (pure): what a user's text asks for, as searchable units and terms.
+
+Nothing here reads a database. ``parse_query`` never raises and never passes
+the user's text through to FTS5: every unit becomes a quoted FTS5 string, so
+operators, quotes and punctuation are inert.
+
+* A **word** is a Latin-script content word (a conventional English stop-word
+  list is dropped; all words are kept when nothing else is left). Words are
+  compared by a light plural stemmer (``s_stem``): "timeouts" finds "timeout".
+* A **phrase** is a quoted phrase or an identifier joined by ``. _ - / : @ # +``
+  (``update_session_cwd``, ``chat-send``, ``src/app.py``): its tokens in order.
+* A **cjk** unit is a run of Chinese/Japanese/Korean text split at function
+  words; it is searched by its character trigrams, or as a 2-character word.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+MAX_QUERY_CHARS = 2000
+MAX_UNITS = 24
+
+# A conventional English stop-word list (NLTK's, with common question fillers).
+STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been before being below
+    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
+    few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself
+    him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most
+    mustn't my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't
+    she she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves then
+    there there's these they they'd they'll they're they've this those through to too under until up very was
+    wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's
+    whom why why's will with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
+    also just may might must shall would could can get got us via yes yet
+    """.split()
+)
+
+# Function words that split a CJK run into content chunks. Multi-character
+# ones first so "我们" is removed before "我".
+CJK_STOP = tuple(
+    sorted(
+        """
+        我们 你们 他们 她们 它们 咱们 怎么 怎样 怎么样 如何 什么 为什么 哪里 哪个 哪些 这个 那个 这些 那些 这里 那里
+        之前 以前 上次 之后 以后 当时 时候 一下 一个 一些 可以 没有 还是 是否 关于 是不是 有没有 能不能 应该 需要 已经
+        的 了 吗 呢 吧 啊 呀 嘛 么 是 在 和 与 及 或 把 被 就 都 也 又 还 我 你 他 她 它 这 那 有 对 从 给 让 得 地 着 过
+        """.split(),
+        key=len,
+        reverse=True,
+    )
+)
+
+CJK_CLASS = (
+    "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+    "\U00020000-\U0002ffff"
+)
+_CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+_QUOTED = re.compile(r'"([^"]*)"')
+# A word, or an identifier joined by . _ - / : (kept whole as a phrase).
+_TOKEN = re.compile(r"[^\W_]+(?:[._\-/:@#+][^\W_]+)*[+#]*|[^\W_]+", re.UNICODE)
+_COMPOUND = re.compile(r"[._\-/:@#+]")
+# FTS5's unicode61 tokens: runs of letters and digits (a CJK run is one token).
+_FTS_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One searchable piece of a query.
+
+    ``kind``: ``word`` (one FTS token), ``phrase`` (quoted phrase or
+    identifier: several tokens in order), ``cjk`` (a CJK chunk: trigrams when
+    3+ characters, else a 2-character word).
+    """
+
+    text: str
+    kind: str
+
+    def fts(self) -> str:
+        """This unit as an FTS5 phrase (a quoted string: operators are inert)."""
+        return fts_quote(self.text)
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    units: tuple[Unit, ...]
+    truncated: bool = False
+
+
+def clean_query(text: str) -> tuple[str, bool]:
+    """Drop control characters and lone surrogates, cap the length.
+
+    Returns ``(clean text, truncated)``.
+    """
+    truncated = len(text) > MAX_QUERY_CHARS
+    text = text[:MAX_QUERY_CHARS]
+    out = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if cat == "Cs":
+            continue
+        out.append(" " if cat in ("Cc", "Cf", "Zl", "Zp") else ch)
+    return "".join(out), truncated
+
+
+def split_cjk(run: str) -> list[str]:
+    """A CJK run cut at function words into its content chunks."""
+    chunks = [run]
+    for stop in CJK_STOP:
+        chunks = [piece for chunk in chunks for piece in chunk.split(stop)]
+    return [c for c in chunks if c]
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """Turn free text into search units (pure; never raises).
+
+    Quoted phrases and identifiers become phrases; stop words are dropped
+    (all of them are kept when nothing else is left); CJK runs are split at
+    function words into chunks. Units are de-duplicated, case-folded for
+    Latin text, and capped at ``MAX_UNITS``.
+    """
+    clean, truncated = clean_query(text)
+    units: list[Unit] = []
+    fallback: list[Unit] = []
+
+    def add(unit: Unit, bucket: list[Unit]) -> None:
+        if unit.text and unit not in bucket:
+            bucket.append(unit)
+
+    def scan(fragment: str, quoted: bool) -> None:
+        pos = 0
+        for cjk in _CJK_RUN.finditer(fragment):
+            scan_latin(fragment[pos : cjk.start()], quoted)
+            for chunk in split_cjk(cjk.group()) if not quoted else [cjk.group()]:
+                # A lone CJK character is nearly a stop word (and a costly scan): kept only
+                # when nothing else is left.
+                add(Unit(chunk, "cjk"), units if len(chunk) > 1 or quoted else fallback)
+            pos = cjk.end()
+        scan_latin(fragment[pos:], quoted)
+
+    def scan_latin(fragment: str, quoted: bool) -> None:
+        tokens = [t.casefold() for t in _TOKEN.findall(fragment.replace("\u2019", "'"))]
+        if quoted and len(tokens) > 1:
+            add(Unit(" ".join(tokens), "phrase"), units)
+            return
+        for token in tokens:
+            compound = bool(_COMPOUND.search(token))
+            unit = Unit(token, "phrase" if compound else "word")
+            if compound or quoted:
+                add(unit, units)
+            elif token in STOP_WORDS or (len(token) == 1 and not token.isdigit()):
+                add(unit, fallback)
+            else:
+                add(unit, units)
+
+    pos = 0
+    for match in _QUOTED.finditer(clean):
+        scan(clean[pos : match.start()], False)
+        scan(match.group(1), True)
+        pos = match.end()
+    # An apostrophe ends a word ("app's" is "app", "don't" is "don"), as FTS5 splits it.
+    scan(clean[pos:].replace('"', " ").replace("'", " ").replace("\u2019", " "), False)
+    chosen = units or fallback
+    return ParsedQuery(tuple(chosen[:MAX_UNITS]), truncated or len(chosen) > MAX_UNITS)
+
+
+def fts_quote(text: str) -> str:
+    """An FTS5 string literal (a phrase); embedded quotes are doubled."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def cjk_trigrams(chunk: str) -> list[str]:
+    """The character trigrams of a CJK chunk (none for fewer than 3 characters)."""
+    return [chunk[i : i + 3] for i in range(len(chunk) - 2)]
+
+
+def fts_tokens(text: str) -> list[str]:
+    """``text`` split the way FTS5's unicode61 tokenizer splits it (case-folded)."""
+    return _FTS_TOKEN.findall(text.casefold())
+
+
+def s_stem(word: str) -> str:
+    """A light plural stemmer (Harman's "S" stemmer) for ASCII words of 4+ letters.
+
+    ``queries`` -> ``query``, ``caches`` -> ``cache``, ``timeouts`` -> ``timeout``;
+    ``status``, ``class`` and non-ASCII words are left as they are.
+    """
+    if len(word) <= 3 or not word.isascii():
+        return word
+    if word.endswith("ies") and not word.endswith(("eies", "aies")):
+        return word[:-3] + "y"
+    if word.endswith("es") and not word.endswith(("aes", "ees", "oes")):
+        return word[:-1]
+    if word.endswith("s") and not word.endswith(("us", "ss")):
+        return word[:-1]
+    return word
+
+
+def stem_variants(word: str) -> list[str]:
+    """The forms FTS5 may hold for ``word``'s stem: every ``w`` with ``s_stem(w) == s_stem(word)``.
+
+    The word itself comes first. Pure: which of them exist is for the index to say.
+    """
+    stem = s_stem(word)
+    forms = [word, stem, stem + "s", stem + "es"]
+    if stem.endswith("y"):
+        forms.append(stem[:-1] + "ies")
+    if stem.endswith("e"):
+        forms.append(stem + "s")
+    return [f for f in dict.fromkeys(forms) if s_stem(f) == stem]
