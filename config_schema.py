@@ -6,7 +6,7 @@ per-plugin namespace, preferred) or ``plugins.project-history-recall`` (the
 design's spelling); when both exist, ``entries`` wins key by key.
 
 ``embedding`` configures semantic search (provider, model, endpoint,
-chunking, how many messages the vector leg returns, whether the vector leg
+chunking, whether the vector leg
 is loaded in the background when a conversation starts). Consent
 (``consent.json``, given in conversation) is what allows embedding; the
 config can only switch semantic search off: ``enabled: false`` or
@@ -31,7 +31,6 @@ SCHEMA: dict[str, Any] = {
         "base_url": "",
         "chunk_size": 512,
         "chunk_overlap": 64,
-        "top_k": 50,
         "preload": True,  # load the model and the index in the background when a conversation starts
     },
 }
@@ -45,7 +44,6 @@ class EmbeddingSettings:
     base_url: str = ""
     chunk_size: int = 512
     chunk_overlap: int = 64
-    top_k: int = 50
     preload: bool = True  # only acts once consent exists: see search.warm_up
 
 
@@ -104,7 +102,6 @@ def parse_settings(config: Mapping[str, Any] | None) -> Settings:
             base_url=str(emb.get("base_url") or d.base_url),
             chunk_size=_int(emb.get("chunk_size"), d.chunk_size, 16, 8192),
             chunk_overlap=_int(emb.get("chunk_overlap"), d.chunk_overlap, 0, 4096),
-            top_k=_int(emb.get("top_k"), d.top_k, 1, 1000),
             preload=_bool(emb.get("preload"), d.preload),
         )
     )

@@ -737,12 +737,17 @@ class VectorIndex:
         self._matrix.extend(vectors[:n], ids[:n], codes[:n])
         self._loaded_upto = last
 
-    def search(self, query: np.ndarray, sessions: set[str], top_k: int) -> list[tuple[int, str, float]]:
-        """Messages of ``sessions`` most similar to ``query``: ``[(message id, session id, cosine)]``.
+    def search(
+        self, query: np.ndarray, sessions: set[str], top_sessions: int, *, per_session: int = 1
+    ) -> list[tuple[int, str, float]]:
+        """The best messages of the ``top_sessions`` sessions most similar to ``query``.
 
-        One matrix product over the loaded chunks (kept in memory, refreshed
-        incrementally); chunks merge to their message's best cosine. Scope is
-        applied here, at query time: vectors never depend on a project.
+        Returns ``[(message id, session id, cosine)]``, best first, at most
+        ``per_session`` messages of each session, so one session with many
+        similar messages cannot crowd out the others. One matrix product over
+        the loaded chunks (kept in memory, refreshed incrementally); chunks
+        merge to their message's best cosine. Scope is applied here, at query
+        time: vectors never depend on a project.
         """
         with self._lock:
             self._refresh_matrix()
@@ -751,19 +756,34 @@ class VectorIndex:
             ids, owners, scores = self._scope_scores(normalise(query)[0], sessions)
             if not len(ids):
                 return []
-        best: dict[int, tuple[str, float]] = {}
-        # Several chunks can share a message: look at a generous head, sorted.
-        head = min(len(scores), max(top_k * 8, 64))
+        # Look at a head of the best chunks, widened until it holds enough sessions.
+        head = min(len(scores), max(top_sessions * per_session * 4, 64))
+        while True:
+            best, taken = self._head(ids, owners, scores, head, top_sessions, per_session)
+            if len(taken) >= top_sessions or head >= len(scores):
+                break
+            head = min(len(scores), head * 4)
+        return sorted(((m, sid, score) for m, (sid, score) in best.items()), key=lambda t: (-t[2], t[0]))
+
+    def _head(
+        self, ids: np.ndarray, owners: np.ndarray, scores: np.ndarray, head: int, top_sessions: int, per_session: int
+    ) -> tuple[dict[int, tuple[str, float]], dict[str, int]]:
         part = np.argpartition(-scores, head - 1)[:head] if head < len(scores) else np.arange(len(scores))
+        best: dict[int, tuple[str, float]] = {}
+        taken: dict[str, int] = {}
         for i in part[np.argsort(-scores[part], kind="stable")]:
             if scores[i] == -np.inf:  # the rest is out of scope
                 break
             mid = int(ids[i])
-            if mid not in best:
-                best[mid] = (self._session_names[int(owners[i])], float(scores[i]))
-                if len(best) >= top_k:
-                    break
-        return sorted(((m, sid, score) for m, (sid, score) in best.items()), key=lambda t: (-t[2], t[0]))
+            if mid in best:
+                continue
+            sid = self._session_names[int(owners[i])]
+            count = taken.get(sid, 0)
+            if count >= per_session or (not count and len(taken) >= top_sessions):
+                continue
+            taken[sid] = count + 1
+            best[mid] = (sid, float(scores[i]))
+        return best, taken
 
     def _scope_scores(self, query: np.ndarray, sessions: set[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(message ids, session codes, cosines)`` of the loaded chunks of ``sessions``.

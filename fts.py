@@ -78,7 +78,12 @@ def stats(conn: sqlite3.Connection, space: str) -> Stats:
 
 
 class _FrequencyCache:
-    """Per database and index: term -> rows holding it, for ten minutes (counts move slowly)."""
+    """Per database and index: term -> rows holding it, for ten minutes.
+
+    Counts move slowly and only weigh terms, so a count a little out of date
+    is harmless; a term found in no row is never kept (it decides that the
+    term picks no candidates, which must not outlive the next message).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -132,7 +137,8 @@ def doc_frequencies(conn: sqlite3.Connection, space: str, terms: Iterable[str]) 
         for term in missing:
             row = conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (term,)).fetchone()
             out[term] = int(row[0]) if row else 0
-            frequencies.put((db, space, term), out[term], now)
+            if out[term]:  # "absent" is read again next time: a new message may hold it
+                frequencies.put((db, space, term), out[term], now)
     return out
 
 
@@ -149,7 +155,8 @@ def prefix_frequency(conn: sqlite3.Connection, space: str, prefix: str) -> int:
     vocab = _vocab(conn, space)
     row = conn.execute(f"SELECT COALESCE(sum(doc), 0) FROM {vocab} WHERE term >= ? AND term < ?", (prefix, prefix + "\U0010ffff")).fetchone()
     value = int(row[0] or 0)
-    frequencies.put(key, value, now)
+    if value:
+        frequencies.put(key, value, now)
     return value
 
 
@@ -168,7 +175,8 @@ def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int)
     if hit is not None:
         return hit
     value = count_matches(conn, space, match, cap)
-    frequencies.put(key, value, now)
+    if value:
+        frequencies.put(key, value, now)
     return value
 
 
@@ -179,16 +187,24 @@ def _filters(scope: store.Scope) -> tuple[str, list[Any]]:
 
 
 def session_candidates(
-    conn: sqlite3.Connection, space: str, match: str, scope: store.Scope, *, per_session: int, limit: int
+    conn: sqlite3.Connection,
+    space: str,
+    match: str,
+    scope: store.Scope,
+    *,
+    per_session: int,
+    limit: int,
 ) -> list[tuple[int, str]]:
     """The scope's live messages matching ``match``: at most ``per_session`` per session, best first.
 
     FTS5's ``bm25()`` orders them (a first cut: the caller re-scores). Bounds
     apply per session, so one session with hundreds of matches cannot crowd
-    out the others; ``limit`` bounds the rows returned. Returns
-    ``[(message id, session id)]``. Cost grows with the rows matching
-    ``match`` in the whole index. Raises ``sqlite3.OperationalError`` on an
-    FTS syntax error and ``sqlite3.DatabaseError`` on a damaged index.
+    out the others; ``limit`` bounds the rows returned. ``rowid_range``
+    (``low, high``, both included) confines the search to those message ids:
+    FTS5 seeks each term's list to the range, so the cost grows with the
+    matches inside it, not in the whole index. Returns ``[(message id,
+    session id)]``. Raises ``sqlite3.OperationalError`` on an FTS syntax
+    error and ``sqlite3.DatabaseError`` on a damaged index.
     """
     table = _table(space)
     where, params = _filters(scope)
@@ -208,27 +224,16 @@ def session_candidates(
     return [(int(r[0]), r[1]) for r in rows]
 
 
-def session_ranges(conn: sqlite3.Connection, session_ids: Sequence[str]) -> list[tuple[str, int, int]]:
-    """``(session id, lowest message id, highest message id)`` of each session, newest first.
-
-    Read through Hermes' per-session message index.
-    """
-    sql = """
-        SELECT m.session_id, min(m.id), max(m.id) FROM messages m
-        WHERE m.session_id IN (SELECT value FROM json_each(?)) GROUP BY m.session_id
-    """
-    rows = [(r[0], int(r[1]), int(r[2])) for r in conn.execute(sql, (json.dumps(list(session_ids)),))]
-    rows.sort(key=lambda r: -r[2])
-    return rows
-
-
-def range_candidates(
-    conn: sqlite3.Connection, space: str, match: str, scope: store.Scope, low: int, high: int, limit: int
+def range_matches(
+    conn: sqlite3.Connection, space: str, match: str, scope: store.Scope, sessions: Sequence[str], low: int, high: int,
+    limit: int,
 ) -> list[tuple[int, str]]:
-    """Live messages of the scope matching ``match`` with ids in ``[low, high]``, newest first.
+    """Live messages of ``sessions`` matching ``match`` with ids in ``[low, high]``: ``[(message id, session id)]``.
 
-    FTS5 seeks each term's list to the range, so the cost grows with the
-    matches inside it, not in the whole index.
+    ``scope`` supplies the filters. FTS5 seeks each term's list to the
+    range, so the cost grows with the matches inside it. No ``bm25()`` here:
+    FTS5 would count a common term's rows in the whole index to weigh it, on
+    every call.
     """
     table = _table(space)
     where, params = _filters(scope)
@@ -236,10 +241,21 @@ def range_candidates(
         SELECT m.id, m.session_id FROM {table} JOIN messages m ON m.id = {table}.rowid
         WHERE {table} MATCH ? AND {table}.rowid >= ? AND {table}.rowid <= ?
           AND {where} AND +m.session_id IN (SELECT value FROM json_each(?))
-        ORDER BY m.id DESC LIMIT ?
+        LIMIT ?
     """
-    rows = conn.execute(sql, [match, low, high, *params, scope.ids_json, limit])
-    return [(int(r[0]), r[1]) for r in rows]
+    return [(int(r[0]), r[1]) for r in conn.execute(sql, [match, low, high, *params, json.dumps(list(sessions)), limit])]
+
+
+def doc_lengths(conn: sqlite3.Connection, space: str, ids: Sequence[int]) -> dict[int, int]:
+    """Each row's length in tokens as FTS5 counted it (``<table>_docsize``); rows not indexed are left out."""
+    if not ids:
+        return {}
+    sql = f"SELECT id, sz FROM {_table(space)}_docsize WHERE id IN (SELECT value FROM json_each(?))"
+    out = {}
+    for rowid, blob in conn.execute(sql, (json.dumps([int(i) for i in ids]),)):
+        sizes = _varints(bytes(blob)) if blob else []
+        out[int(rowid)] = sizes[0] if sizes else 0
+    return out
 
 
 def escape_like(text: str) -> str:

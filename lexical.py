@@ -26,6 +26,7 @@ Every candidate is then scored on every term of the query.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -33,15 +34,18 @@ from dataclasses import dataclass, field
 
 from . import fts, store
 from .query import ParsedQuery, Unit, cjk_trigrams, fts_quote, fts_tokens, stem_variants
-from .ranking import Hit, Scorer, Stats, Term, rank_sessions, score_texts
+from .ranking import SessionRank, Scorer, Stats, Term, demote, rank_sessions, score_texts
 
 logger = logging.getLogger(__name__)
 
-RANK_BUDGET = 20_000  # index rows the selective terms may match (whole state.db)
-PER_SESSION = 5  # candidates kept per session before re-scoring
-CANDIDATE_ROWS = 1_000  # candidates kept per index
+RANK_BUDGET = 12_000  # index rows the selective terms may match (whole state.db)
+PER_SESSION = 3  # candidates kept per session before re-scoring (the messages a session's score counts)
+CANDIDATE_ROWS = 600  # candidates kept per index (200 sessions)
 SCAN_MESSAGES = 60_000  # message ids a newest-first scan of the project may cover
-SCAN_BATCH = 4_000  # message ids per range query of that scan
+SCAN_BATCH = 4_000  # message ids one range query of that scan covers at most
+SCAN_GAP = 64  # sessions are read together when no more ids than this lie between them
+SCAN_QUERIES = 150  # queries a newest-first scan may run
+SCAN_ROWS = 5_000  # matching rows one of its queries may return
 
 DAMAGED_NOTE = (
     "Hermes' full-text index of state.db is damaged ({error}); this answer comes from a plain "
@@ -56,15 +60,23 @@ DAMAGED_NOTE = (
 class KeywordAnswer:
     """What the keyword leg found.
 
-    ``hits``: one per session, best first (BM25 of the session's best
+    ``sessions``: one per session, best first (BM25 of the session's best
     messages). ``rows``: the candidates' messages as read. ``strategy``: the
     paths taken, for diagnostics. ``note``: set when the answer is degraded.
+    ``weight``: the query's whole term weight (the sum of its terms' idf),
+    what a message matching every term once at average length would score.
     """
 
-    hits: tuple[Hit, ...]
+    sessions: tuple[SessionRank, ...]
     rows: dict[int, store.MessageRow] = field(default_factory=dict)
     strategy: str = "none"
     note: str = ""
+    weight: float = 0.0
+
+    @property
+    def strength(self) -> float:
+        """How much of the query the best session explains: its score over ``weight`` (0 when nothing matched)."""
+        return self.sessions[0].score / self.weight if self.sessions and self.weight > 0 else 0.0
 
 
 @dataclass
@@ -75,6 +87,7 @@ class _Plan:
     selective: dict[str, list[str]]  # space -> FTS expressions that pick candidates
     common: dict[str, list[str]]  # space -> FTS expressions left to the newest-first scan
     like: list[str]  # needles found by LIKE (2-character CJK words, no trigram index)
+    needles: dict[str, list[str]]  # space -> substrings covering its terms (for LIKE reads of one session)
 
 
 def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan:
@@ -119,7 +132,12 @@ def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan
                 selective.setdefault(space, []).append(expr)
             else:
                 common.setdefault(space, []).append(expr)
-    return _Plan(terms, selective, common, like)
+    needles = {
+        # Every form of a word (``query`` is no substring of ``queries``); a phrase's first token.
+        "words": [f for t in terms if t.kind == "word" for f in t.forms] + [t.forms[0] for t in terms if t.kind == "phrase" and t.forms],
+        "trigram": [t.forms[0] for t in terms if t.kind == "gram"],
+    }
+    return _Plan(terms, selective, common, like, needles)
 
 
 def _plan_phrase(
@@ -154,20 +172,28 @@ class _Ranges:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[int, dict[str, tuple[int, int]]]] = {}
+        self._entries: dict[str, tuple[tuple[int, int], int, dict[str, tuple[int, int]]]] = {}
 
     def newest_first(self, conn: sqlite3.Connection, db_key: str, session_ids: Sequence[str]) -> list[tuple[str, int, int]]:
+        """``(session id, lowest id, highest id)`` of those of ``session_ids`` that hold messages, newest first."""
+        try:
+            st = os.stat(db_key)
+            identity = (st.st_dev, st.st_ino)
+        except OSError:
+            identity = (0, 0)
         with self._lock:
-            mark, ranges = self._entries.get(db_key, (0, {}))
+            known, mark, ranges = self._entries.get(db_key, (identity, 0, {}))
             top = store.max_message_id(conn)
-            if top < mark:  # a new file at the same path
+            if known != identity or top < mark:  # another file at the same path
                 mark, ranges = 0, {}
             if top > mark:
-                sql = "SELECT session_id, min(id), max(id) FROM messages WHERE id > ? GROUP BY session_id"
-                for sid, low, high in conn.execute(sql, (mark,)):
+                # The first time, Hermes' (session_id, timestamp) index covers the query (no message is read).
+                sql = ("SELECT session_id, min(id), max(id) FROM messages GROUP BY session_id" if not mark else
+                       "SELECT session_id, min(id), max(id) FROM messages WHERE id > ? GROUP BY session_id")
+                for sid, low, high in conn.execute(sql, () if not mark else (mark,)):
                     old = ranges.get(sid)
                     ranges[sid] = (min(old[0], int(low)), max(old[1], int(high))) if old else (int(low), int(high))
-                self._entries[db_key] = (top, ranges)
+            self._entries[db_key] = (identity, top, ranges)
         out = [(sid, *ranges[sid]) for sid in session_ids if sid in ranges]
         out.sort(key=lambda r: -r[2])
         return out
@@ -181,25 +207,46 @@ ranges = _Ranges()
 
 
 def _scan(
-    conn: sqlite3.Connection, space: str, match: str, scope: store.Scope, order: list[tuple[str, int, int]],
-    want_sessions: int, found: dict[int, str],
+    conn: sqlite3.Connection, space: str, match: str, needles: Sequence[str], scope: store.Scope,
+    order: list[tuple[str, int, int]], want_sessions: int, found: dict[int, str],
 ) -> None:
-    """Read the scope's sessions newest first with range seeks until ``want_sessions`` sessions matched."""
+    """Read the scope's sessions newest first until ``want_sessions`` sessions matched (or the scan's bounds).
+
+    Sessions whose message ids lie close together are read by one FTS5
+    range seek; a session spread over a wide id range (resumed months
+    later) is read through its own messages (``LIKE`` on ``needles``) rather
+    than by seeking over everyone else's rows in between. Of each session,
+    the ``PER_SESSION`` shortest matching messages are kept (for common
+    words, the ones BM25 ranks first).
+    """
+    matched: dict[int, str] = {}
     sessions = set(found.values())
-    covered = 0
+    covered = queries = 0
     i = 0
-    while i < len(order) and covered < SCAN_MESSAGES and len(sessions) < want_sessions:
-        # A batch: consecutive sessions (newest first) spanning about SCAN_BATCH ids.
+    while i < len(order) and covered < SCAN_MESSAGES and queries < SCAN_QUERIES and len(sessions) < want_sessions:
         low, high = order[i][1], order[i][2]
         j = i + 1
-        while j < len(order) and max(high, order[j][2]) - min(low, order[j][1]) <= SCAN_BATCH:
+        while (j < len(order) and order[j][2] >= low - SCAN_GAP
+               and max(high, order[j][2]) - min(low, order[j][1]) <= SCAN_BATCH):
             low, high = min(low, order[j][1]), max(high, order[j][2])
             j += 1
-        for mid, sid in fts.range_candidates(conn, space, match, scope, low, high, PER_SESSION * want_sessions):
-            found.setdefault(mid, sid)
+        if high - low > SCAN_BATCH:  # one session spread wide: read its own messages
+            rows = fts.like_candidates(conn, needles, scope, order[i:j], limit=SCAN_ROWS, max_scanned=10**9, want_sessions=1)
+        else:
+            rows = fts.range_matches(conn, space, match, scope, [o[0] for o in order[i:j]], low, high, SCAN_ROWS)
+        for mid, sid in rows:
+            matched[mid] = sid
             sessions.add(sid)
         covered += min(high - low + 1, SCAN_BATCH)
+        queries += 1
         i = j
+    lengths = fts.doc_lengths(conn, space, list(matched))
+    by_session: dict[str, list[int]] = {}
+    for mid, sid in matched.items():
+        by_session.setdefault(sid, []).append(mid)
+    for sid, mids in by_session.items():
+        for mid in sorted(mids, key=lambda m: (lengths.get(m, 1 << 30), -m))[:PER_SESSION]:
+            found.setdefault(mid, sid)
 
 
 def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, *, want_sessions: int, db_key: str) -> KeywordAnswer:
@@ -240,14 +287,20 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scop
     if plan.common and len(set(found.values())) < want_sessions:
         order = order if order is not None else ranges.newest_first(conn, db_key, scope.session_ids)
         for space, exprs in plan.common.items():
-            _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), scope, order, want_sessions, found)
+            _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order,
+                  want_sessions, found)
             paths.append(space + "-newest")
     rows = store.fetch_messages(conn, list(found))
     scorer = Scorer(
         tuple(plan.terms), fts.stats(conn, "words"), fts.stats(conn, "trigram") if trigram else Stats(1, 1.0)
     )
-    hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()})
-    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none")
+    words = fts.doc_lengths(conn, "words", list(rows)) if any(t.kind != "gram" for t in plan.terms) else {}
+    grams = fts.doc_lengths(conn, "trigram", list(rows)) if trigram and any(t.kind == "gram" for t in plan.terms) else {}
+    lengths = {m: (words.get(m), grams.get(m)) for m in rows}
+    hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()}, lengths)
+    hits = demote(hits, store.recall_questions(conn, [h.message_id for h in hits if rows[h.message_id].role == "user"]))
+    weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
+    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", weight=weight)
 
 
 def _search_like(
@@ -271,4 +324,5 @@ def _search_like(
             terms.append(Term("phrase" if len(tokens) > 1 else "word", tokens, 0))
     stats = Stats(max(len(rows), 1) * 10, 40.0)
     hits = score_texts(Scorer(tuple(terms), stats, Stats(stats.rows, 200.0)), {m: (r.session_id, r.text) for m, r in rows.items()})
+    hits = demote(hits, store.recall_questions(conn, [h.message_id for h in hits if rows[h.message_id].role == "user"]))
     return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, note)

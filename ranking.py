@@ -10,14 +10,17 @@ its own statistics, as Hermes indexes them: unicode61 tokens (words and
 phrases) and character trigrams (CJK text).
 
 A session's score is its best message's score plus a decaying share of its
-next best (``SESSION_DECAY``): a session that returns to a topic in several
-messages ranks above one that mentions it once, without letting a long
-session outweigh a focused one.
+next best (``SESSION_DECAY``), in both legs: a session that returns to a
+topic in several messages ranks above one that mentions it once, without
+letting a long session outweigh a focused one. Hybrid adds the two legs'
+standardised session scores (:func:`fuse_scores`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +31,7 @@ K1 = 0.9
 B = 0.9
 SESSION_DECAY = 0.5  # weight of a session's 2nd best message (3rd: its square)
 SESSION_MESSAGES = 3  # messages counted per session
+EARLIER_QUESTION = 0.1  # weight of a user turn that a recall answered (an earlier question, not history)
 
 
 @dataclass(frozen=True)
@@ -66,27 +70,60 @@ class Scorer:
     k1: float = K1
     b: float = B
 
-    def score(self, text: str) -> float:
-        """BM25 of ``text`` for the terms (0.0 when nothing matches)."""
-        token_terms = [t for t in self.terms if t.kind != "gram"]
+    @functools.cached_property
+    def _word_pattern(self) -> tuple[re.Pattern[str] | None, dict[str, int]]:
+        """One regex for every word form (whole tokens, like FTS5) and form -> term index."""
+        term_of: dict[str, int] = {}
+        for i, term in enumerate(self.terms):
+            if term.kind == "word":
+                for form in term.forms:
+                    term_of.setdefault(form, i)
+        if not term_of:
+            return None, term_of
+        body = "|".join(re.escape(f) for f in sorted(term_of, key=len, reverse=True))
+        return re.compile(rf"(?<![^\W_])(?:{body})(?![^\W_])"), term_of
+
+    @functools.cached_property
+    def _phrase_patterns(self) -> list[tuple[int, re.Pattern[str]]]:
+        """Each phrase as its tokens in order, across any punctuation FTS5 also skips."""
+        return [
+            (i, re.compile(r"(?<![^\W_])" + r"[\W_]+".join(re.escape(f) for f in term.forms) + r"(?![^\W_])"))
+            for i, term in enumerate(self.terms)
+            if term.kind == "phrase" and term.forms
+        ]
+
+    def score(self, text: str, lengths: tuple[int | None, int | None] = (None, None)) -> float:
+        """BM25 of ``text`` for the terms (0.0 when nothing matches).
+
+        ``lengths``: the text's length in each space as FTS5 counted it
+        (unicode61 tokens, trigrams); counted here when not given.
+        """
+        folded = text.casefold()
         total = 0.0
-        if token_terms:
-            tokens = fts_tokens(text)
-            total += self._space(tokens, len(tokens), token_terms, self.words)
-        gram_terms = [t for t in self.terms if t.kind == "gram"]
-        if gram_terms:
-            folded = text.casefold()
-            total += self._space(folded, max(len(folded) - 2, 1), gram_terms, self.grams)
+        counts: dict[int, int] = {}
+        pattern, term_of = self._word_pattern
+        if pattern is not None:
+            for match in pattern.finditer(folded):
+                index = term_of[match.group()]
+                counts[index] = counts.get(index, 0) + 1
+        for index, phrase in self._phrase_patterns:
+            found = sum(1 for _ in phrase.finditer(folded))
+            if found:
+                counts[index] = found
+        if counts:
+            length = lengths[0] if lengths[0] is not None else len(fts_tokens(folded))
+            norm = self._norm(length, self.words)
+            total += math.fsum(self.terms[i].idf(self.words) * tf * (self.k1 + 1) / (tf + norm) for i, tf in counts.items())
+        grams = [(term, folded.count(term.forms[0])) for term in self.terms if term.kind == "gram"]
+        grams = [(term, tf) for term, tf in grams if tf]
+        if grams:
+            length = lengths[1] if lengths[1] is not None else max(len(folded) - 2, 1)
+            norm = self._norm(length, self.grams)
+            total += math.fsum(term.idf(self.grams) * tf * (self.k1 + 1) / (tf + norm) for term, tf in grams)
         return total
 
-    def _space(self, body: Any, length: int, terms: Sequence[Term], stats: Stats) -> float:
-        norm = self.k1 * (1 - self.b + self.b * length / max(stats.avg_length, 1.0))
-        total = 0.0
-        for term in terms:
-            tf = term_frequency(term, body)
-            if tf:
-                total += term.idf(stats) * tf * (self.k1 + 1) / (tf + norm)
-        return total
+    def _norm(self, length: int, stats: Stats) -> float:
+        return self.k1 * (1 - self.b + self.b * length / max(stats.avg_length, 1.0))
 
 
 def term_frequency(term: Term, body: Any) -> int:
@@ -122,8 +159,20 @@ class Hit:
     score: float
 
 
-def rank_sessions(hits: Iterable[Hit]) -> list[Hit]:
-    """One hit per session (its best message), sessions best first by :func:`session_score`.
+@dataclass(frozen=True)
+class SessionRank:
+    """A session in one leg's ranking: its best message and its score (:func:`session_score`)."""
+
+    hit: Hit
+    score: float
+
+    @property
+    def session_id(self) -> str:
+        return self.hit.session_id
+
+
+def rank_sessions(hits: Iterable[Hit]) -> list[SessionRank]:
+    """One entry per session (its best message), sessions best first by :func:`session_score`.
 
     Ties: the newer message first, so the order is deterministic.
     """
@@ -133,9 +182,40 @@ def rank_sessions(hits: Iterable[Hit]) -> list[Hit]:
     ranked = []
     for session_hits in by_session.values():
         best = max(session_hits, key=lambda h: (h.score, h.message_id))
-        ranked.append((session_score(h.score for h in session_hits), best))
-    ranked.sort(key=lambda pair: (-pair[0], -pair[1].message_id))
-    return [hit for _, hit in ranked]
+        ranked.append(SessionRank(best, session_score(h.score for h in session_hits)))
+    ranked.sort(key=lambda r: (-r.score, -r.hit.message_id))
+    return ranked
+
+
+def _standardised(ranking: Sequence[SessionRank]) -> tuple[dict[str, float], float]:
+    """Scores as z-scores within their own list, and the lowest one (what a session missing from it gets)."""
+    if not ranking:
+        return {}, 0.0
+    values = [r.score for r in ranking]
+    mean = math.fsum(values) / len(values)
+    spread = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+    if not spread:  # one session, or all equal: as a clear winner over the sessions not found
+        return {r.session_id: 1.0 for r in ranking}, -1.0
+    z = {r.session_id: (r.score - mean) / spread for r in ranking}
+    return z, min(z.values())
+
+
+def fuse_scores(keyword: Sequence[SessionRank], semantic: Sequence[SessionRank], *, semantic_weight: float) -> list[tuple[Hit, str]]:
+    """Sessions of both legs by ``z(keyword) + semantic_weight * z(semantic)``; returns ``[(hit, source)]``.
+
+    Each leg's session scores are standardised within the leg (BM25 and
+    cosine live on different scales; a leg with one clear winner lifts it
+    far above its mean). A session missing from a leg counts as that leg's
+    lowest. ``source`` is ``both``, ``keyword`` or ``semantic``; a session
+    shows its keyword message when it has one. Ties go to the session id.
+    """
+    kw, kw_floor = _standardised(keyword)
+    sem, sem_floor = _standardised(semantic)
+    best = {r.session_id: r.hit for r in semantic}
+    best.update({r.session_id: r.hit for r in keyword})
+    fused = {sid: kw.get(sid, kw_floor) + semantic_weight * sem.get(sid, sem_floor) for sid in best}
+    order = sorted(fused, key=lambda sid: (-fused[sid], sid))
+    return [(best[sid], "both" if sid in kw and sid in sem else ("keyword" if sid in kw else "semantic")) for sid in order]
 
 
 def best_per_session(hits: Sequence[Hit], limit: int) -> list[Hit]:
@@ -177,11 +257,22 @@ def fuse_rrf(
     return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
-def score_texts(scorer: Scorer, texts: Mapping[int, tuple[str, str]]) -> list[Hit]:
-    """``texts`` (message id -> (session id, text)) scored; only messages that match."""
+def demote(hits: Iterable[Hit], questions: set[int]) -> list[Hit]:
+    """``hits`` with the earlier questions (message ids in ``questions``) weighted down by ``EARLIER_QUESTION``."""
+    return [Hit(h.message_id, h.session_id, h.score * EARLIER_QUESTION) if h.message_id in questions else h for h in hits]
+
+
+def score_texts(
+    scorer: Scorer, texts: Mapping[int, tuple[str, str]], lengths: Mapping[int, tuple[int | None, int | None]] | None = None
+) -> list[Hit]:
+    """``texts`` (message id -> (session id, text)) scored; only messages that match.
+
+    ``lengths``: each message's length in both spaces as FTS5 counted it
+    (counted from the text where missing).
+    """
     out = []
     for message_id, (session_id, text) in texts.items():
-        score = scorer.score(text)
+        score = scorer.score(text, lengths.get(message_id, (None, None)) if lengths else (None, None))
         if score > 0:
             out.append(Hit(message_id, session_id, score))
     return out

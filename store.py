@@ -839,6 +839,39 @@ def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     return {int(r[0]) for r in rows}
 
 
+def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
+    """Which of ``ids`` are user turns answered by a recall: the session's next message calls a recall tool.
+
+    Such a turn is an earlier question, not project history: the searches
+    rank it last (a verbatim earlier question would otherwise outrank its
+    own answer).
+    """
+    if not ids:
+        return set()
+    sql = """
+        SELECT m.id, (SELECT n.tool_calls FROM messages n
+                      WHERE n.session_id = m.session_id AND n.timestamp >= m.timestamp AND n.id != m.id
+                      ORDER BY n.timestamp, n.id LIMIT 1)
+        FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'user'
+    """  # in timestamp order: Hermes' (session_id, timestamp) index answers it with one seek
+    out = set()
+    for mid, next_calls in conn.execute(sql, (json.dumps([int(i) for i in ids]),)):
+        if next_calls and _calls_recall(next_calls):
+            out.add(int(mid))
+    return out
+
+
+def _calls_recall(tool_calls: Any) -> bool:
+    raw = tool_calls if isinstance(tool_calls, str) else str(tool_calls)
+    if not any(name in raw for name in RECALL_TOOLS):
+        return False
+    try:
+        calls = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(calls, list) and any(_call_name(c) in RECALL_TOOLS for c in calls)
+
+
 @dataclass(frozen=True)
 class MessageRow:
     id: int

@@ -129,7 +129,8 @@ def git_state() -> dict:
     digest = hashlib.sha256()
     for path in sorted(ROOT.glob("*.py")):  # the plugin's own modules, as on disk now
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    return {"head": run("log", "-1", "--format=%h"), "status_short": run("status", "--short"),
+    head = run("log", "-1", "--format=%h")
+    return {"head": head or "(not a git checkout)", "status_short": run("status", "--short") if head else "",
             "plugin_py_sha256": digest.hexdigest()[:16]}
 
 

@@ -4,6 +4,7 @@ allow: a remote embedding API cannot run here)."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -65,7 +66,8 @@ class FakeEmbeddings:
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def vector(self, text: str) -> np.ndarray:
-        rng = np.random.default_rng(abs(hash(text)) % 2**32)
+        # hashlib, not hash(): the same vector in every run, whatever PYTHONHASHSEED says.
+        rng = np.random.default_rng(int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big"))
         return rng.standard_normal(self.dims).astype(np.float32)
 
     def close(self) -> None:

@@ -40,9 +40,9 @@ def test_add_search_and_skip_unchanged(tmp_path):
     batch = msgs(("s1", "aaaa"), ("s1", "bbbb"), ("s2", "abab"))
     assert index.add(batch) == 3
     assert set(index.indexed()) == {1, 2, 3}
-    hits = index.search(provider.embed(["aaa"]), {"s1", "s2"}, top_k=2)
+    hits = index.search(provider.embed(["aaa"]), {"s1", "s2"}, 2)
     assert [m for m, _, _ in hits] == [1, 3]
-    assert [m for m, _, _ in index.search(provider.embed(["aaa"]), {"s2"}, top_k=5)] == [3], "scope is applied at query time"
+    assert [m for m, _, _ in index.search(provider.embed(["aaa"]), {"s2"}, 5)] == [3], "scope is applied at query time"
     assert index.indexed_in({"s1"}) == 2
     index.close()
     again = E.VectorIndex(tmp_path / "embeddings.db", provider)
@@ -63,7 +63,7 @@ def test_long_messages_are_chunked_and_merged(tmp_path):
     index.add(msgs(("s", long)))
     rows = sqlite3.connect(tmp_path / "e.db").execute("SELECT count(*) FROM chunks").fetchone()[0]
     assert rows > 1
-    [(mid, _, score)] = index.search(provider.embed(["zzzz"]), {"s"}, 5)
+    [(mid, _, score)] = index.search(provider.embed(["zzzz"]), {"s"}, 5, per_session=5)
     assert mid == 1 and score > 0.5, "the message scores as its best chunk (only the last has z)"
 
 
@@ -78,9 +78,9 @@ def test_drop_forgets_messages(tmp_path):
     provider = CountingProvider()
     index = E.VectorIndex(tmp_path / "e.db", provider)
     index.add(msgs(("s", "aaaa"), ("s", "bbbb")))
-    index.search(provider.embed(["a"]), {"s"}, 5)
+    index.search(provider.embed(["a"]), {"s"}, 5, per_session=5)
     index.drop([1])
-    assert [m for m, _, _ in index.search(provider.embed(["a"]), {"s"}, 5)] == [2]
+    assert [m for m, _, _ in index.search(provider.embed(["a"]), {"s"}, 5, per_session=5)] == [2]
 
 
 @pytest.mark.parametrize("content", [b"garbage" * 500, None])
@@ -126,12 +126,26 @@ def test_interleaved_adds_and_searches_match_a_fresh_index(tmp_path, scope):
     live = E.VectorIndex(tmp_path / "live.db", provider)
     for start in range(0, len(pending), 250):
         live.add(pending[start : start + 250])
-        live.search(provider.embed(["apple"]), scope, top_k=5)  # grows the cached scope rows
+        live.search(provider.embed(["apple"]), scope, 5)  # grows the cached scope rows
     fresh = E.VectorIndex(tmp_path / "fresh.db", provider)
     fresh.add(pending)
     for query in ("apple fig", "cherry", "zzz hazel"):
         q = provider.embed([query])
-        assert live.search(q, scope, top_k=20) == fresh.search(q, scope, top_k=20)
+        assert live.search(q, scope, 3, per_session=7) == fresh.search(q, scope, 3, per_session=7)
+
+
+def test_one_session_with_many_similar_messages_does_not_crowd_out_the_others(tmp_path):
+    """Bounds are per session: 450 near-identical messages in one session, 20 other sessions with one each."""
+    provider = CountingProvider()
+    index = E.VectorIndex(tmp_path / "e.db", provider)
+    loud = [E.PendingMessage(i + 1, "loud", "websocket reconnect " * 3 + str(i)) for i in range(450)]
+    quiet = [E.PendingMessage(1000 + i, f"q{i:02d}", f"websocket reconnect then something else {i}") for i in range(20)]
+    index.add(loud + quiet)
+    scope = {"loud"} | {f"q{i:02d}" for i in range(20)}
+    hits = index.search(provider.embed(["websocket reconnect"]), scope, 21)
+    assert {sid for _, sid, _ in hits} == scope, "every session is reached"
+    three = index.search(provider.embed(["websocket reconnect"]), scope, 21, per_session=3)
+    assert max(sum(1 for _, sid, _ in three if sid == s) for s in scope) == 3
 
 
 def test_changed_message_leaves_no_stale_vector(tmp_path):
@@ -140,21 +154,21 @@ def test_changed_message_leaves_no_stale_vector(tmp_path):
     index.add([E.PendingMessage(1, "s", "zzzz"), E.PendingMessage(2, "s", "yyyy")])
     assert index.search(provider.embed(["zzzz"]), {"s"}, 1)[0][0] == 1  # matrix loaded
     index.add([E.PendingMessage(1, "s", "aaaa")])  # message 1 was edited
-    hits = index.search(provider.embed(["zzzz"]), {"s"}, 5)
+    hits = index.search(provider.embed(["zzzz"]), {"s"}, 1, per_session=5)
     assert [(m, round(c, 3)) for m, _, c in hits] == [(1, 0.0), (2, 0.0)], "the old 'zzzz' vector is gone"
     assert index.search(provider.embed(["aaaa"]), {"s"}, 1)[0][0] == 1
 
 
 def test_a_scope_scored_in_place_never_returns_other_sessions(tmp_path):
-    """Most of the matrix in scope (scored in place, the rest masked): a large top_k stays in scope."""
+    """Most of the matrix in scope (scored in place, the rest masked): a wide search stays in scope."""
     provider = CountingProvider()
     index = E.VectorIndex(tmp_path / "e.db", provider)
     pending = [E.PendingMessage(i + 1, "big" if i < 95 else f"other{i}", f"text {i} " + "ab" * (i % 7)) for i in range(100)]
     index.add(pending)
     assert 95 / 100 > E.SHARED_SCOPE
-    hits = index.search(provider.embed(["ab"]), {"big"}, top_k=1000)
+    hits = index.search(provider.embed(["ab"]), {"big"}, 1, per_session=1000)
     assert len(hits) == 95 and {sid for _, sid, _ in hits} == {"big"}
-    assert [(m, sid) for m, sid, _ in index.search(provider.embed(["ab"]), {"other97"}, top_k=1000)] == [(98, "other97")]
+    assert [(m, sid) for m, sid, _ in index.search(provider.embed(["ab"]), {"other97"}, 1000)] == [(98, "other97")]
 
 
 def test_a_scope_scored_in_place_follows_new_chunks(tmp_path):
@@ -166,16 +180,16 @@ def test_a_scope_scored_in_place_follows_new_chunks(tmp_path):
     index.add([P(i + 1, "big" if i < 8 else "other", f"text {i}") for i in range(10)])
     assert 8 / 10 > E.SHARED_SCOPE
     query = provider.embed(["ab ab"])
-    assert len(index.search(query, {"big"}, 100)) == 8  # scored in place; its mask is cached
+    assert len(index.search(query, {"big"}, 100, per_session=100)) == 8  # scored in place; its mask is cached
     index.add([P(11, "big", "ab ab"), P(12, "other", "ab ab"), P(13, "newcomer", "ab ab")])
-    hits = index.search(query, {"big"}, 100)
+    hits = index.search(query, {"big"}, 100, per_session=100)
     assert {m for m, _, _ in hits} == set(range(1, 9)) | {11}
     assert hits[0][0] == 11 and {sid for _, sid, _ in hits} == {"big"}
     index.add([P(11, "big", "something else")])  # edited: its old vector leaves
     index.drop([1])
-    hits = index.search(query, {"big"}, 100)
+    hits = index.search(query, {"big"}, 100, per_session=100)
     assert {m for m, _, _ in hits} == set(range(2, 9)) | {11} and hits[0][0] != 11
-    assert {m for m, _, _ in index.search(query, {"big", "newcomer"}, 100)} == set(range(2, 9)) | {11, 13}
+    assert {m for m, _, _ in index.search(query, {"big", "newcomer"}, 100, per_session=100)} == set(range(2, 9)) | {11, 13}
 
 
 def test_a_cached_scope_switches_between_copy_and_in_place_as_its_share_changes(tmp_path):
@@ -189,7 +203,7 @@ def test_a_cached_scope_switches_between_copy_and_in_place_as_its_share_changes(
     query = provider.embed(["ab"])
 
     def scope_hits():
-        hits = index.search(query, {"mine"}, 1000)
+        hits = index.search(query, {"mine"}, 1000, per_session=1000)
         assert {sid for _, sid, _ in hits} == {"mine"}
         return {m for m, _, _ in hits}
 
@@ -213,12 +227,12 @@ def test_chunk_ids_are_never_reused(tmp_path):
     index = E.VectorIndex(tmp_path / "e.db", provider)
     P = E.PendingMessage
     index.add([P(1, "s", "alpha"), P(2, "s", "beta"), P(3, "s", "gamma")])
-    assert len(index.search(provider.embed(["a"]), {"s"}, 10)) == 3  # the matrix is loaded
+    assert len(index.search(provider.embed(["a"]), {"s"}, 10, per_session=10)) == 3  # the matrix is loaded
     index.drop([3])  # the newest message was rewound
     index.add([P(4, "s", "delta")])
-    assert {m for m, _, _ in index.search(provider.embed(["d"]), {"s"}, 10)} == {1, 2, 4}
+    assert {m for m, _, _ in index.search(provider.embed(["d"]), {"s"}, 10, per_session=10)} == {1, 2, 4}
     index.add([P(4, "s", "delta edited")])  # the newest message edited: re-embedded
-    hits = index.search(provider.embed(["delta edited"]), {"s"}, 10)
+    hits = index.search(provider.embed(["delta edited"]), {"s"}, 10, per_session=10)
     assert hits[0][0] == 4 and hits[0][2] == pytest.approx(1.0)
 
 
@@ -322,14 +336,14 @@ def test_a_failed_re_embedding_keeps_the_old_vectors(tmp_path):
     provider = CountingProvider()
     index = E.VectorIndex(tmp_path / "e.db", provider)
     index.add([E.PendingMessage(1, "s", "alpha"), E.PendingMessage(2, "s", "bravo")])
-    assert {m for m, _, _ in index.search(provider.embed(["b"]), {"s"}, 10)} == {1, 2}
+    assert {m for m, _, _ in index.search(provider.embed(["b"]), {"s"}, 10, per_session=10)} == {1, 2}
     index._conn.execute("PRAGMA busy_timeout = 100")
     with sqlite3.connect(tmp_path / "e.db") as other:
         other.execute("BEGIN IMMEDIATE")  # another process is writing
         with pytest.raises(sqlite3.OperationalError, match="locked"):
             index.add([E.PendingMessage(2, "s", "bravo edited")])
         other.execute("ROLLBACK")
-    assert {m for m, _, _ in index.search(provider.embed(["b"]), {"s"}, 10)} == {1, 2}, "message 2 is still found"
+    assert {m for m, _, _ in index.search(provider.embed(["b"]), {"s"}, 10, per_session=10)} == {1, 2}, "message 2 is still found"
     assert index.indexed()[2] == E.content_hash("bravo"), "and still known by its stored text"
 
 
@@ -340,7 +354,7 @@ def test_a_message_re_embedded_by_another_process_leaves_no_stale_rows(tmp_path)
     assert mine.search(provider.embed(["zzzz"]), {"s"}, 1)[0][0] == 1
     mine.indexed_in({"s"})  # what is indexed is loaded in this process
     theirs.add([E.PendingMessage(1, "s", "aaaa")])  # e.g. the index command after an edit
-    hits = mine.search(provider.embed(["zzzz"]), {"s"}, 5)
+    hits = mine.search(provider.embed(["zzzz"]), {"s"}, 5, per_session=5)
     assert [(m, round(c, 3)) for m, _, c in hits] == [(1, 0.0), (2, 0.0)], "the old 'zzzz' vector is gone here too"
     assert mine.indexed()[1] == E.content_hash("aaaa")
 

@@ -145,8 +145,8 @@ def test_a_session_that_returns_to_a_topic_ranks_above_a_single_mention():
 
     hits = [ranking.Hit(1, "once", 2.0), ranking.Hit(2, "often", 1.9), ranking.Hit(3, "often", 1.5), ranking.Hit(4, "often", 1.0)]
     ranked = ranking.rank_sessions(hits)
-    assert [h.session_id for h in ranked] == ["often", "once"]
-    assert ranked[0].message_id == 2, "a session shows its best message"
+    assert [r.session_id for r in ranked] == ["often", "once"]
+    assert ranked[0].hit.message_id == 2, "a session shows its best message"
 
 
 def test_bm25_counts_a_plural_as_the_word_and_prefers_the_focused_message():
