@@ -17,11 +17,15 @@ class FakeEmbeddings:
 
     ``fail``: answer 503 to that many requests first. ``delay``: seconds before
     each answer. ``refuse``: answer every request 401 and, like some proxies,
-    echo the ``Authorization`` header it got in the error text.
+    echo the ``Authorization`` header it got in the error text. ``words``:
+    a bag of hashed words instead of a random vector per text, so texts that
+    share words are similar (a stand-in for a real model's neighbourhoods).
     """
 
-    def __init__(self, *, dims: int = 8, b64: bool = False, fail: int = 0, delay: float = 0.0, refuse: bool = False) -> None:
-        self.dims, self.b64, self.fail, self.delay, self.refuse = dims, b64, fail, delay, refuse
+    def __init__(
+        self, *, dims: int = 8, b64: bool = False, fail: int = 0, delay: float = 0.0, refuse: bool = False, words: bool = False
+    ) -> None:
+        self.dims, self.b64, self.fail, self.delay, self.refuse, self.words = dims, b64, fail, delay, refuse, words
         self.closed = False
         self.requests: list[dict] = []
         fake = self
@@ -66,6 +70,11 @@ class FakeEmbeddings:
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def vector(self, text: str) -> np.ndarray:
+        if self.words:
+            vec = np.zeros(self.dims, dtype=np.float32)
+            for word in text.lower().split():
+                vec[int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % self.dims] += 1.0
+            return vec
         # hashlib, not hash(): the same vector in every run, whatever PYTHONHASHSEED says.
         rng = np.random.default_rng(int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big"))
         return rng.standard_normal(self.dims).astype(np.float32)

@@ -306,3 +306,31 @@ def test_index_command_drops_vectors_of_deleted_sessions(sem, fake):
     assert report["success"] and report["dropped"] == 1 and report["semantic_status"] == "ready"
     assert "a_css" not in indexed_sessions() and "a_db" in indexed_sessions()
     assert search.index_projects(home=sem.home)["dropped"] == 0
+
+
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_one_session_with_hundreds_of_similar_messages_does_not_hide_the_others(world: World, fake, mode):
+    """Bounds are per session in the vector leg too: 450 near-identical messages in one session, 20 other sessions."""
+    server = fake(dims=64, words=True)
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    repo = world.repo("app")
+    world.session("loud", repo, style="cli")
+    for i in range(450):
+        world.say("loud", "assistant" if i % 2 else "user", f"websocket reconnect {i}")  # closer to the query
+    for i in range(20):
+        world.session(f"q{i:02d}", repo, messages=[("user", f"the websocket reconnect idea number {i}")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    consent(world)
+    plugin("search").INDEX_BUDGET_S = 60.0
+    try:
+        answers = [world.search("cur", "websocket reconnect", mode=mode, limit=10)]
+        assert answers[0]["semantic_status"] == "ready", answers[0]
+        while answers[-1].get("next_cursor"):
+            answers.append(world.search("cur", "websocket reconnect", mode=mode, limit=10, cursor=answers[-1]["next_cursor"]))
+    finally:
+        plugin("search").INDEX_BUDGET_S = 1.5
+        plugin("embeddings").reset_indexes()
+    first = result_sessions(answers[0])
+    assert len(first) == 10 == len(set(first)), "a page holds limit distinct sessions"
+    seen = [sid for a in answers for sid in result_sessions(a)]
+    assert len(seen) == len(set(seen)) == 21, "the cursor reaches every session once"
