@@ -22,11 +22,121 @@ either separator. POSIX paths stay case-sensitive, as on the desktop tree.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 HOME: dict[str, str] = {"kind": "home"}
+
+#: A ``/new`` session starts within this many seconds of the session it ended.
+NEW_SESSION_WINDOW_S = 10.0
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """What attribution reads of one ``sessions`` row (blank strings mean none)."""
+
+    id: str
+    parent: str = ""
+    cwd: str = ""
+    root: str = ""
+    source: str = ""
+    started_at: float | None = None
+    ended_at: float | None = None
+    end_reason: str = ""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A session's effective working folder and git root, and where they come from.
+
+    ``basis``: ``recorded`` (its own row), ``parent`` (inherited along
+    ``parent_session_id``: compression continuations, branches, delegates)
+    or ``previous_session`` (a CLI session started by ``/new``: Hermes records
+    no folder for it, so it takes the folder of the session ``/new`` ended
+    just before it in the same CLI). ``via``: the session it was taken from.
+    """
+
+    cwd: str | None
+    root: str | None
+    basis: str = "recorded"
+    via: str | None = None
+
+
+def new_session_predecessors(rows: Iterable[SessionRow], window: float = NEW_SESSION_WINDOW_S) -> dict[str, str]:
+    """For each CLI session started by ``/new``, the session ``/new`` ended just before it.
+
+    Hermes' CLI ends the old session (``end_reason='new_session'``) and at once
+    creates the new row with no folder and no parent. A new session matches
+    an ended one of the same source that ended at most ``window`` seconds
+    before it started. When two do (two CLI windows using ``/new`` at the
+    same moment), the session is left out: guessing could file it under the
+    wrong project.
+    """
+    rows = list(rows)
+    ended = sorted(
+        (r.ended_at, r.id, r.source) for r in rows if r.end_reason == "new_session" and r.ended_at is not None
+    )
+    times = [e[0] for e in ended]
+    out: dict[str, str] = {}
+    for row in rows:
+        if row.cwd or row.root or row.parent or row.source != "cli" or row.started_at is None:
+            continue
+        lo = bisect.bisect_left(times, row.started_at - window)
+        hi = bisect.bisect_right(times, row.started_at)
+        matches = [sid for _, sid, source in ended[lo:hi] if source == row.source and sid != row.id]
+        if len(matches) == 1:
+            out[row.id] = matches[0]
+    return out
+
+
+def effective_workspaces(rows: Mapping[str, SessionRow], window: float = NEW_SESSION_WINDOW_S) -> dict[str, Workspace]:
+    """Every session's effective workspace (sessions with none at all are left out).
+
+    A row's own ``cwd`` / git root first; else its parent's (along
+    ``parent_session_id``); else, for a ``/new`` session, its predecessor's
+    (:func:`new_session_predecessors`). Cycles and dangling links end a walk
+    with no workspace. Pure; linear in the rows.
+    """
+    previous = new_session_predecessors(rows.values(), window)
+    out: dict[str, Workspace] = {}
+    for start in rows:
+        if start in out:
+            continue
+        path: list[tuple[str, str]] = []  # (session, how it links to the next)
+        seen: set[str] = set()
+        sid: str | None = start
+        found: Workspace | None = None
+        while sid is not None and sid not in seen:
+            seen.add(sid)
+            if sid in out:
+                found = out[sid]
+                break
+            row = rows.get(sid)
+            if row is None:
+                break
+            if row.cwd or row.root:
+                found = Workspace(row.cwd or None, row.root or None)
+                out[sid] = found
+                break
+            if row.parent:
+                path.append((sid, "parent"))
+                sid = row.parent
+            elif sid in previous:
+                path.append((sid, "previous_session"))
+                sid = previous[sid]
+            else:
+                break
+        if found is None:
+            continue
+        # Every session on the walk takes the workspace, named by its own link.
+        via = sid
+        for session, how in reversed(path):
+            out[session] = Workspace(found.cwd, found.root, how, via)
+            via = session
+    return out
 
 _WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:(?:[\\/]|$)|\\\\|//[^/])")
 
@@ -159,9 +269,11 @@ def resolve_project(
 ) -> dict[str, str]:
     """Attribute one session to a project.
 
-    ``session_row`` needs ``cwd`` and ``git_repo_root`` (either may be empty);
-    the caller has already inherited them along a compression lineage and
-    folded worktrees into their common root. ``projects`` is a list of
+    ``session_row`` needs ``cwd`` and ``git_repo_root`` (either may be empty)
+    and may give ``also``: other spellings of those folders (resolved
+    symlinks) that an explicit project's folder may contain; the caller has
+    already inherited them along a compression lineage and folded worktrees
+    into their common root. ``projects`` is a list of
     ``projects_db.Project`` objects or equivalent dicts (``id``, ``name``,
     ``folders``, ``primary_path``, ``archived``). As on the desktop tree, a
     git root equal to one of ``junk_roots`` (the user's home) or inside one of
@@ -173,7 +285,8 @@ def resolve_project(
     """
     cwd = (session_row.get("cwd") or "").strip()
     root = (session_row.get("git_repo_root") or "").strip()
-    project = match_explicit([cwd, root], projects)
+    # "also": the same folders as the filesystem resolves them (symlinks), compared like the recorded ones.
+    project = match_explicit([cwd, root, *(session_row.get("also") or ())], projects)
     if project is not None:
         return {"kind": "explicit", "id": str(_get(project, "id")), "name": str(_get(project, "name") or "")}
     if root and not is_junk_root(root, junk_roots, junk_trees):
@@ -207,10 +320,12 @@ def project_identity(project: Mapping[str, str]) -> tuple[str, str]:
 
 
 def find_project(projects: Sequence[Any], token: str) -> Any | None:
-    """Look a project up by id, slug or name, like Hermes' ``project_switch``.
+    """Look a project up by id, slug or name, exactly as Hermes' ``project_switch`` does.
 
-    Exact id / slug / name first, then case-insensitive slug / name. Returns
-    ``None`` for an empty token or no match.
+    Exact id / slug / name first, then case-insensitive slug / name, each
+    pass in ``projects`` order (Hermes': creation time, then insertion), so an
+    ambiguous token (one project's slug, another's name) picks the same
+    project as Hermes. Returns ``None`` for an empty token or no match.
     """
     token = (token or "").strip()
     if not token:
@@ -218,8 +333,8 @@ def find_project(projects: Sequence[Any], token: str) -> Any | None:
     for project in projects:
         if token in (_get(project, "id"), _get(project, "slug"), _get(project, "name")):
             return project
-    low = token.casefold()
+    low = token.lower()
     for project in projects:
-        if low in (str(_get(project, "slug") or "").casefold(), str(_get(project, "name") or "").casefold()):
+        if low in (str(_get(project, "slug") or "").lower(), str(_get(project, "name") or "").lower()):
             return project
     return None

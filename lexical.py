@@ -26,11 +26,11 @@ Every candidate is then scored on every term of the query.
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import fts, store
 from .query import ParsedQuery, Unit, cjk_trigrams, fts_quote, fts_tokens, stem_variants
@@ -172,15 +172,11 @@ class _Ranges:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[tuple[int, int], int, dict[str, tuple[int, int]]]] = {}
+        self._entries: dict[str, tuple[tuple[Any, ...], int, dict[str, tuple[int, int]]]] = {}
 
     def newest_first(self, conn: sqlite3.Connection, db_key: str, session_ids: Sequence[str]) -> list[tuple[str, int, int]]:
         """``(session id, lowest id, highest id)`` of those of ``session_ids`` that hold messages, newest first."""
-        try:
-            st = os.stat(db_key)
-            identity = (st.st_dev, st.st_ino)
-        except OSError:
-            identity = (0, 0)
+        identity = store.db_fingerprint(conn, db_key)
         with self._lock:
             known, mark, ranges = self._entries.get(db_key, (identity, 0, {}))
             top = store.max_message_id(conn)

@@ -57,7 +57,8 @@ class Term:
 
     def idf(self, stats: Stats) -> float:
         """BM25's idf, floored like FTS5's so a very common term still counts a little."""
-        return max(math.log((stats.rows - self.df + 0.5) / (self.df + 0.5)), 1e-6)
+        df = min(self.df, stats.rows)  # a word's forms counted apart can add up past the rows
+        return max(math.log((stats.rows - df + 0.5) / (df + 0.5)), 1e-6)
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,26 @@ READ_MORE = (
 # ---------------------------------------------------------------------------
 
 
+# Compression continuations inherit their conversation's folder as a matter of course: no note.
+_BASIS_NOTES = {
+    "previous_session": (
+        "Hermes recorded no folder for this session (started with /new); its project is that of the session "
+        "/new ended just before it in the same CLI ({via})."
+    ),
+    "live_cli": (
+        "Hermes recorded no folder for this session (started with /new); its project is that of the folder "
+        "this CLI runs in ({cwd})."
+    ),
+}
+
+
+def project_basis(current: store.SessionInfo | None) -> tuple[str, str] | None:
+    """``(basis, note)`` when the current session's project was inferred rather than recorded; else ``None``."""
+    if current is None or current.basis not in _BASIS_NOTES:
+        return None
+    return current.basis, _BASIS_NOTES[current.basis].format(via=current.via or "?", cwd=current.cwd or "?")
+
+
 def format_when(timestamp: float | None) -> str | None:
     if not timestamp:
         return None
@@ -548,6 +568,9 @@ def search_history(
             base["filters"] = describe_filters(filters)
         if listing.note:
             base["projects_note"] = listing.note
+        basis = project_basis(scope.current)
+        if basis:
+            base["project_basis"], base["project_note"] = basis
         if parsed.truncated:
             base["query_truncated"] = True
         if scope.project.get("kind") == "home":

@@ -15,6 +15,7 @@ Failures are raised as :class:`StoreError` subclasses carrying a stable
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -23,7 +24,7 @@ import sqlite3
 import subprocess
 import threading
 import time
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,7 +193,13 @@ def connect_ro(path: Path) -> sqlite3.Connection:
     uri = path.resolve().as_uri() + "?mode=ro"
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    # One value that is not valid UTF-8 (a folder name, a pasted binary) must not
+    # fail every search: it reads with U+FFFD in place of the bad bytes.
+    conn.text_factory = _TEXT
     return conn
+
+
+_TEXT = functools.partial(str, encoding="utf-8", errors="replace")
 
 
 def state_db_key(home: Path) -> str:
@@ -242,7 +249,8 @@ def load_projects(home: Path) -> ProjectList:
         return ProjectList((), False, f"projects.db unreadable: {exc}")
     try:
         rows = conn.execute(
-            "SELECT id, slug, name, primary_path, archived FROM projects ORDER BY created_at ASC, id ASC"
+            # Hermes' own order (projects_db.list_projects): creation time, then insertion for a tie.
+            "SELECT id, slug, name, primary_path, archived FROM projects ORDER BY created_at ASC, rowid ASC"
         ).fetchall()
         folder_rows = conn.execute(
             "SELECT project_id, path, is_primary FROM project_folders ORDER BY is_primary DESC, added_at ASC, path ASC"
@@ -324,15 +332,21 @@ class _GitProbe:
         return self._run_git(cwd, "rev-parse", "--show-toplevel")
 
     def common_root(self, cwd: str | None) -> str:
-        """The main repo root containing ``cwd`` ("" if none, or ``cwd`` is not a local folder)."""
-        if not cwd or not os.path.isdir(cwd):
+        """The main repo root containing ``cwd`` ("" if none).
+
+        A folder that no longer exists (a deleted subfolder, a removed
+        worktree) is answered by what this process's probe knew of it, else
+        by its nearest existing ancestor.
+        """
+        if not cwd:
             return ""
         now = time.monotonic()
         with self._lock:
             hit = self._roots.get(cwd)
         if hit is not None and (hit[0] or hit[1] > now):
             return hit[0]
-        root = self._probe_root(cwd)
+        folder = cwd if os.path.isdir(cwd) else nearest_existing_folder(cwd)
+        root = self._probe_root(folder) if folder else ""
         with self._lock:
             self._roots[cwd] = (root, now + _NEGATIVE_TTL_S)
         return root
@@ -354,19 +368,58 @@ class _GitProbe:
 git = _GitProbe()
 
 
+def nearest_existing_folder(path: str) -> str | None:
+    """``path`` itself or its nearest ancestor that is a folder on disk (``None`` for a relative or empty path)."""
+    if not path or not os.path.isabs(path):
+        return None
+    current = os.path.normpath(path)
+    while not os.path.isdir(current):
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+    return current
+
+
+def physical(path: str | None) -> str | None:
+    """The folder as the filesystem resolves it (symlinks, then ``..``), or ``None`` when it does not exist."""
+    if not path or not os.path.isabs(path) or not os.path.exists(path):
+        return None
+    return os.path.realpath(path)
+
+
+def worktree_main_root(path: str, roots: Iterable[str]) -> str:
+    """The main repo among ``roots`` whose git metadata still names ``path`` as one of its worktrees ("" if none).
+
+    A worktree folder deleted without ``git worktree remove`` leaves
+    ``<root>/.git/worktrees/<name>/gitdir`` pointing at ``<path>/.git``.
+    """
+    wanted = os.path.normpath(os.path.join(path, ".git"))
+    for root in roots:
+        base = os.path.join(root, ".git", "worktrees")
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for name in names:
+            try:
+                with open(os.path.join(base, name, "gitdir"), encoding="utf-8", errors="replace") as f:
+                    if os.path.normpath(f.read().strip()) == wanted:
+                        return root
+            except OSError:
+                continue
+    return ""
+
+
 # ---------------------------------------------------------------------------
 # Sessions and attribution
 #
-# Per-row work stays in SQLite: Python attributes each *distinct* workspace
-# (cwd, stored git root) once, and one recursive query turns the project's
-# workspaces into session ids, inheriting workspaces down cwd-less children
-# (compression continuations, /new, delegates) and excluding the current
-# conversation's lineage.
+# One scan of ``sessions`` gives every row's own folder, parent and /new
+# predecessor; attribution.effective_workspaces resolves inheritance in
+# Python (linear, cycle-guarded), and Python attributes each *distinct*
+# workspace (cwd, stored git root) once.
 # ---------------------------------------------------------------------------
 
-# A workspace column as compared everywhere: trimmed, '' meaning "none".
-_CWD_KEY = "TRIM(COALESCE({a}cwd, ''))"
-_ROOT_KEY = "TRIM(COALESCE({a}git_repo_root, ''))"
 # Delegate children and tool runs are never project history. The LIKE is a
 # cheap pre-check so json_valid() parses only the rare candidate rows.
 _DELEGATE = (
@@ -380,16 +433,31 @@ def _cols(template: str, alias: str) -> str:
     return template.format(a=f"{alias}." if alias else "")
 
 
+# What attribution reads of a row, then the searchable flags and size.
+_ROW_COLUMNS = f"""
+    s.id, COALESCE(s.parent_session_id, ''), TRIM(COALESCE(s.cwd, '')), TRIM(COALESCE(s.git_repo_root, '')),
+    COALESCE(s.source, ''), s.started_at, s.ended_at, COALESCE(s.end_reason, ''),
+    s.archived, {_cols(_DELEGATE, 's')}, s.message_count, s.title
+"""
+
+
+def _session_row(r: Sequence[Any]) -> attribution.SessionRow:
+    return attribution.SessionRow(str(r[0]), r[1] or "", r[2] or "", r[3] or "", r[4] or "", r[5], r[6], r[7] or "")
+
+
 @dataclass(frozen=True)
 class SessionInfo:
     id: str
-    cwd: str | None  # effective: inherited from the nearest ancestor when absent
+    cwd: str | None  # effective: inherited (see ``basis``) when the row has none
     git_repo_root: str | None  # stored, effective like cwd
     is_delegate: bool
     archived: bool
     title: str | None
     started_at: float | None
     message_count: int
+    basis: str = "recorded"  # attribution.Workspace.basis; "" when the session has no workspace at all
+    via: str | None = None  # the session the workspace was taken from
+    source: str = ""
 
     @property
     def searchable(self) -> bool:
@@ -397,40 +465,112 @@ class SessionInfo:
         return not self.archived and not self.is_delegate
 
 
-def session_info(conn: sqlite3.Connection, session_id: str) -> SessionInfo | None:
+_CHAIN_SQL = f"""
+WITH RECURSIVE up(id, depth) AS (
+    SELECT :sid, 0
+    UNION ALL
+    SELECT s.parent_session_id, up.depth + 1 FROM up JOIN sessions s ON s.id = up.id
+    WHERE TRIM(COALESCE(s.cwd, '')) = '' AND TRIM(COALESCE(s.git_repo_root, '')) = ''
+      AND COALESCE(s.parent_session_id, '') != '' AND up.depth < 100000
+)
+SELECT {_ROW_COLUMNS} FROM up JOIN sessions s ON s.id = up.id ORDER BY up.depth
+"""
+_ENDED_BY_NEW_SQL = f"""
+SELECT {_ROW_COLUMNS} FROM sessions s
+WHERE s.end_reason = 'new_session' AND s.source = ? AND s.ended_at >= ? AND s.ended_at <= ?
+"""
+
+
+def _chain_rows(conn: sqlite3.Connection, session_id: str, rows: dict[str, attribution.SessionRow]) -> list[Any]:
+    """Rows of ``session_id`` and its ancestors up to the first with a folder (one recursive query)."""
+    found = conn.execute(_CHAIN_SQL, {"sid": session_id}).fetchall()
+    for r in found:
+        rows.setdefault(str(r[0]), _session_row(r))
+    return found
+
+
+def resolve_workspace(
+    conn: sqlite3.Connection, session_id: str, known: Mapping[str, attribution.Workspace] | None = None, *, hops: int = 20
+) -> tuple[Any, attribution.Workspace | None]:
+    """One session's row and effective workspace, reading only what it needs.
+
+    Its ancestors come from one recursive query (the cost does not grow
+    with other sessions' chains). A ``/new`` session's predecessor is
+    looked up by time; ``known`` (workspaces already resolved, e.g. the
+    membership cache's) short-cuts a walk. Returns ``(row or None, workspace
+    or None)``.
+    """
+    rows: dict[str, attribution.SessionRow] = {}
+    chain = _chain_rows(conn, session_id, rows)
+    if not chain:
+        return None, None
+    first = chain[0]
+    for _ in range(hops):
+        top = rows[str(chain[-1][0])]
+        if top.cwd or top.root or top.parent or top.source != "cli" or top.started_at is None:
+            break
+        if known is not None and top.id in known:
+            break
+        window = attribution.NEW_SESSION_WINDOW_S
+        ended = conn.execute(_ENDED_BY_NEW_SQL, (top.source, top.started_at - window, top.started_at)).fetchall()
+        for r in ended:
+            rows.setdefault(str(r[0]), _session_row(r))
+        previous = attribution.new_session_predecessors(rows.values()).get(top.id)
+        if previous is None or previous in {str(r[0]) for r in chain}:
+            break
+        chain = _chain_rows(conn, previous, rows)
+        if not chain:
+            break
+    if known:
+        # Sessions already resolved stand in for their rows (a workspace, not a walk).
+        for sid, ws in known.items():
+            if sid in rows and not (rows[sid].cwd or rows[sid].root):
+                rows[sid] = attribution.SessionRow(sid, cwd=ws.cwd or "", root=ws.root or "")
+    return first, attribution.effective_workspaces(rows).get(session_id)
+
+
+def _info(row: Sequence[Any], ws: attribution.Workspace | None) -> SessionInfo:
+    return SessionInfo(
+        str(row[0]), ws.cwd if ws else None, ws.root if ws else None, bool(row[9]), bool(row[8]), row[11], row[5],
+        int(row[10] or 0), ws.basis if ws else "", ws.via if ws else None, row[4] or "",
+    )
+
+
+_ONE_ROW_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s WHERE s.id = ?"
+
+
+def session_info(
+    conn: sqlite3.Connection, session_id: str, *, known: Mapping[str, attribution.Workspace] | None = None
+) -> SessionInfo | None:
     """One session with its effective workspace; ``None`` when unknown.
 
-    Walks ``parent_session_id`` (cycle-guarded) until a row has a ``cwd`` or
-    git root: compression continuations are created without one.
+    Taken from ``known`` (resolved workspaces, e.g. the membership cache's)
+    when it holds the session, else resolved (:func:`resolve_workspace`).
     """
-    sql = f"""
-        SELECT id, parent_session_id, {_cols(_CWD_KEY, '')}, {_cols(_ROOT_KEY, '')},
-               {_cols(_DELEGATE, '')}, archived, title, started_at, message_count
-        FROM sessions WHERE id = ?
-    """
-    row = conn.execute(sql, (session_id,)).fetchone()
-    if row is None:
-        return None
-    first = row
-    seen = {row[0]}
-    while row is not None and not (row[2] or row[3]) and row[1] and row[1] not in seen:
-        seen.add(row[1])
-        row = conn.execute(sql, (row[1],)).fetchone()
-    cwd, root = (row[2] or None, row[3] or None) if row is not None else (None, None)
-    return SessionInfo(first[0], cwd, root, bool(first[4]), bool(first[5]), first[6], first[7], int(first[8] or 0))
+    if known is not None and session_id in known:
+        row = conn.execute(_ONE_ROW_SQL, (session_id,)).fetchone()
+        return None if row is None else _info(row, known[session_id])
+    row, ws = resolve_workspace(conn, session_id, known)
+    return None if row is None else _info(row, ws)
 
 
-_MEMBERS_SQL = f"""
-WITH RECURSIVE eff(id, cwd, root) AS (
-    SELECT id, {_cols(_CWD_KEY, '')}, {_cols(_ROOT_KEY, '')} FROM sessions
-    WHERE {_cols(_CWD_KEY, '')} != '' OR {_cols(_ROOT_KEY, '')} != ''
-    UNION
-    SELECT c.id, e.cwd, e.root FROM sessions c JOIN eff e ON c.parent_session_id = e.id
-    WHERE {_cols(_CWD_KEY, 'c')} = '' AND {_cols(_ROOT_KEY, 'c')} = ''
-)
-SELECT eff.id, eff.cwd, eff.root, s.message_count FROM eff JOIN sessions s ON s.id = eff.id
-WHERE s.archived = 0 AND NOT {_cols(_DELEGATE, 's')}
-"""
+_ALL_ROWS_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s"
+
+
+def db_fingerprint(conn: sqlite3.Connection, path: str) -> tuple[Any, ...]:
+    """Tells one state.db file from another at the same path: the file's identity and its oldest session.
+
+    A file replaced by another (a restored backup, a test rebuilding it) may
+    reuse the inode: its first session row tells them apart. Caches keyed by
+    path compare it before they trust what they hold.
+    """
+    try:
+        st = os.stat(path)
+        identity: tuple[Any, ...] = (st.st_dev, st.st_ino)
+    except OSError:
+        identity = (0, 0)
+    first = conn.execute("SELECT id, started_at FROM sessions ORDER BY rowid LIMIT 1").fetchone()
+    return (*identity, *(first or ("", 0.0)))
 
 _LINEAGE_SQL = """
 WITH RECURSIVE
@@ -448,18 +588,44 @@ SELECT id FROM lineage
 """
 
 
-def searchable_workspaces(conn: sqlite3.Connection) -> dict[tuple[str | None, str | None], list[tuple[str, int]]]:
-    """Searchable sessions grouped by effective workspace ``(cwd, stored root)``.
+@dataclass(frozen=True)
+class SessionScan:
+    """One pass over ``sessions``: every effective workspace, and which sessions are searchable."""
 
-    Values are ``(session id, message_count)``. One pass over ``sessions``:
-    cwd-less children (compression continuations, ``/new``) inherit their
-    nearest ancestor's workspace; archived sessions and delegate/tool runs are
-    left out; sessions with no workspace at all (Home) are not listed.
+    workspaces: dict[str, attribution.Workspace]
+    searchable: dict[str, int]  # searchable session -> message_count (archived, delegate and tool runs left out)
+
+    def groups(self) -> dict[tuple[str | None, str | None], list[tuple[str, int]]]:
+        """Searchable sessions with a workspace, grouped by ``(cwd, stored root)``: ``[(session id, message_count)]``."""
+        out: dict[tuple[str | None, str | None], list[tuple[str, int]]] = {}
+        for sid, count in self.searchable.items():
+            ws = self.workspaces.get(sid)
+            if ws is not None:
+                out.setdefault((ws.cwd, ws.root), []).append((sid, count))
+        return out
+
+
+def scan_sessions(conn: sqlite3.Connection) -> SessionScan:
+    """Read every session row once and resolve every workspace (``/new`` sessions included)."""
+    rows: dict[str, attribution.SessionRow] = {}
+    searchable: dict[str, int] = {}
+    for r in conn.execute(_ALL_ROWS_SQL):
+        row = _session_row(r)
+        rows[row.id] = row
+        if not r[8] and not r[9]:
+            searchable[row.id] = int(r[10] or 0)
+    return SessionScan(attribution.effective_workspaces(rows), searchable)
+
+
+def searchable_workspaces(conn: sqlite3.Connection) -> dict[tuple[str | None, str | None], list[tuple[str, int]]]:
+    """Searchable sessions grouped by effective workspace ``(cwd, stored root)``: ``[(session id, message_count)]``.
+
+    cwd-less children (compression continuations) inherit their nearest
+    ancestor's workspace and ``/new`` sessions their predecessor's;
+    archived sessions and delegate/tool runs are left out; sessions with no
+    workspace at all (Home) are not listed.
     """
-    groups: dict[tuple[str | None, str | None], list[tuple[str, int]]] = {}
-    for sid, cwd, root, count in conn.execute(_MEMBERS_SQL):
-        groups.setdefault((cwd or None, root or None), []).append((sid, int(count or 0)))
-    return groups
+    return scan_sessions(conn).groups()
 
 
 def lineage_ids(conn: sqlite3.Connection, session_id: str) -> set[str]:
@@ -476,6 +642,8 @@ class _Members:
     where: dict[str, tuple[str, str]]  # searchable session -> project identity
     by_identity: dict[tuple[str, str], set[str]]
     messages: dict[str, int]  # message_count when last read (sizes the scan strategy)
+    workspaces: dict[str, attribution.Workspace] = field(default_factory=dict)  # every session with one
+    fingerprint: tuple[Any, ...] = ()  # db_fingerprint() when loaded
 
     def place(self, session_id: str, identity: tuple[str, str] | None, messages: int = 0) -> None:
         old = self.where.pop(session_id, None)
@@ -496,9 +664,11 @@ class MembershipCache:
     when sessions were deleted, when the projects changed, after a move made
     by this process, and at most every ``ttl`` seconds. In between, each search
     re-reads only new sessions and the ``recent`` newest ones (the desktop
-    records a new session's cwd just after creating it). So a cwd changed, or
-    a session archived, by another process in an *old* session shows up within
-    ``ttl`` seconds. Thread-safe.
+    records a new session's cwd just after creating it): a recent session
+    without a folder of its own takes its parent's or predecessor's workspace
+    from the cache, so a deep compression chain costs nothing per search. A
+    cwd changed, or a session archived, by another process in an *old*
+    session shows up within ``ttl`` seconds. Thread-safe.
     """
 
     def __init__(self, ttl: float = 60.0, recent: int = 64) -> None:
@@ -509,19 +679,22 @@ class MembershipCache:
 
     def members(self, conn: sqlite3.Connection, db_key: str, attributor: "Attributor") -> _Members:
         count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
+        mark = db_fingerprint(conn, db_key)
         now = time.monotonic()
         with self._lock:
             entry = self._entries.get(db_key)
-            if entry is not None and entry.attributor_id == id(attributor) and now < entry.full_until:
+            if entry is not None and entry.attributor_id == id(attributor) and now < entry.full_until and entry.fingerprint == mark:
                 if self._refresh(conn, entry, attributor, int(count), int(top)):
                     return entry
             entry = self._full(conn, attributor, int(count), int(top), now)
+            entry.fingerprint = mark
             self._entries[db_key] = entry
             return entry
 
     def _full(self, conn: sqlite3.Connection, attributor: "Attributor", count: int, top: int, now: float) -> _Members:
-        entry = _Members(id(attributor), now + self.ttl, top, count, {}, {}, {})
-        for (cwd, root), sessions in searchable_workspaces(conn).items():
+        scan = scan_sessions(conn)
+        entry = _Members(id(attributor), now + self.ttl, top, count, {}, {}, {}, dict(scan.workspaces))
+        for (cwd, root), sessions in scan.groups().items():
             identity = attribution.project_identity(attributor.project_for_workspace(cwd, root))
             for sid, messages in sessions:
                 entry.place(sid, identity, messages)
@@ -532,16 +705,27 @@ class MembershipCache:
         new_rows = top - entry.max_rowid
         if new_rows < 0 or count != entry.count + new_rows:
             return False  # rows deleted (or rowids reused): start over
-        rows = conn.execute("SELECT id FROM sessions WHERE rowid > ?", (min(entry.max_rowid, top) - self.recent,)).fetchall()
-        for (sid,) in rows:
-            info = session_info(conn, sid)
-            if info is None or not info.searchable:
-                entry.place(sid, None)
-            elif info.cwd or info.git_repo_root:
-                identity = attribution.project_identity(attributor.project_for_workspace(info.cwd, info.git_repo_root))
-                entry.place(sid, identity if identity[0] != "home" else None, info.message_count)
+        sql = f"SELECT {_ROW_COLUMNS} FROM sessions s WHERE s.rowid > ?"
+        for r in conn.execute(sql, (min(entry.max_rowid, top) - self.recent,)).fetchall():
+            row = _session_row(r)
+            if row.cwd or row.root:
+                ws: attribution.Workspace | None = attribution.Workspace(row.cwd, row.root)
+            elif row.parent and row.parent in entry.workspaces:
+                parent = entry.workspaces[row.parent]
+                ws = attribution.Workspace(parent.cwd, parent.root, "parent", row.parent)
+            elif row.id in entry.workspaces and entry.workspaces[row.id].basis != "recorded":
+                ws = entry.workspaces[row.id]  # inherited before: the chain above it has not changed
             else:
-                entry.place(sid, None)
+                ws = resolve_workspace(conn, row.id, entry.workspaces)[1]
+            if ws is None:
+                entry.workspaces.pop(row.id, None)
+            else:
+                entry.workspaces[row.id] = ws
+            if r[8] or r[9] or ws is None:
+                entry.place(row.id, None)
+                continue
+            identity = attribution.project_identity(attributor.project_for_workspace(ws.cwd, ws.root))
+            entry.place(row.id, identity if identity[0] != "home" else None, int(r[10] or 0))
         entry.max_rowid, entry.count = top, count
         return True
 
@@ -569,16 +753,22 @@ def session_details(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, S
 class Attributor:
     """Attribute workspaces to projects, caching per distinct workspace.
 
-    The git probe behind it is cached too; entries here expire after
-    ``ttl`` seconds so a folder that became a repo is picked up.
+    Folders are compared as recorded and as the filesystem resolves them
+    (a project registered through a symlink, a ``..`` after one), so one
+    repo never splits in two. A recorded folder that no longer exists is
+    attributed by the stored git root, then what the git probe finds from
+    its nearest existing ancestor, then by the git metadata of repos seen
+    before (a deleted worktree). Entries expire after ``ttl`` seconds so a
+    folder that became a repo is picked up.
     """
 
     def __init__(self, projects: Sequence[dict[str, Any]], junk_roots: Iterable[str] = (), junk_trees: Iterable[str] = (), ttl: float = 60.0) -> None:
-        self.projects = tuple(projects)
+        self.projects = tuple(_with_physical_folders(p) for p in projects)
         self.junk_roots = tuple(junk_roots)
         self.junk_trees = tuple(junk_trees)
         self.ttl = ttl
         self._cache: dict[tuple[str | None, str | None], tuple[dict[str, str], float]] = {}
+        self._roots_seen: set[str] = set()
 
     def project_of(self, info: SessionInfo) -> dict[str, str]:
         """The project of a session, from its effective workspace."""
@@ -590,14 +780,32 @@ class Attributor:
         hit = self._cache.get(key)
         if hit is not None and hit[1] > now:
             return hit[0]
+        exists = bool(cwd) and os.path.isdir(cwd or "")
         # Same precedence as the desktop tree: a live probe of cwd first
         # (folds worktrees; CLI sessions store no root), then the stored root.
-        root = git.common_root(cwd) or (stored_root or "")
-        project = attribution.resolve_project(
-            {"cwd": cwd, "git_repo_root": root}, self.projects, junk_roots=self.junk_roots, junk_trees=self.junk_trees
-        )
+        # A folder gone since: the stored root first, then the probe of what is left.
+        if exists:
+            root = git.common_root(cwd) or (stored_root or "")
+        else:
+            root = stored_root or git.common_root(cwd) or (worktree_main_root(cwd, sorted(self._roots_seen)) if cwd else "")
+        candidates = {"cwd": cwd, "git_repo_root": root, "also": [p for p in (physical(cwd), physical(root)) if p]}
+        project = attribution.resolve_project(candidates, self.projects, junk_roots=self.junk_roots, junk_trees=self.junk_trees)
+        if project.get("kind") == "auto" and root:
+            self._roots_seen.add(root)
         self._cache[key] = (project, now + self.ttl)
         return project
+
+
+def _with_physical_folders(project: dict[str, Any]) -> dict[str, Any]:
+    """The project with each folder's resolved path added beside it as typed (when they differ)."""
+    folders = list(project.get("folders") or [])
+    typed = [f if isinstance(f, str) else f.get("path") for f in folders]
+    for path in [*typed, project.get("primary_path")]:
+        real = physical(os.path.expanduser(path)) if isinstance(path, str) and path else None
+        if real and real not in typed:
+            folders.append({"path": real, "is_primary": False})
+            typed.append(real)
+    return {**project, "folders": folders}
 
 
 _attributors: dict[tuple[Any, ...], Attributor] = {}
@@ -676,20 +884,49 @@ class Scope:
         return json.dumps(list(self.session_ids))
 
 
+def live_cli_folder(session: SessionInfo) -> str | None:
+    """The folder of the live CLI running ``session`` when Hermes recorded none for it; ``None`` otherwise.
+
+    Hermes' CLI creates a ``/new`` session's row without a folder. When the
+    search runs inside that very CLI process (``HERMES_SESSION_ID`` names the
+    session, its source is ``cli`` and the terminal is local), the process's
+    own working folder is the one the CLI records for its sessions
+    (``os.getcwd()``). A gateway or desktop process never answers for a
+    session of another source.
+    """
+    if session.cwd or session.git_repo_root or session.source != "cli":
+        return None
+    if os.environ.get("HERMES_SESSION_ID") != session.id:
+        return None
+    if (os.environ.get("TERMINAL_ENV") or "local").strip().lower() != "local":
+        return None
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was deleted under the process
+        return None
+
+
 def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: str, *, db_key: str) -> Scope:
     """The searchable sessions sharing ``current_id``'s project.
 
+    The current session's workspace is its own, inherited
+    (:func:`resolve_workspace`), or, for a ``/new`` session searched from
+    inside its live CLI with nothing else to go on, that CLI's folder
+    (:func:`live_cli_folder`; ``current.basis`` is then ``live_cli``).
     Raises :class:`SessionNotFound` when ``current_id`` is not in state.db.
     Home has no scope: a session without a workspace searches nothing.
     """
-    current = session_info(conn, current_id)
+    entry = membership.members(conn, db_key, attributor)
+    current = session_info(conn, current_id, known=entry.workspaces)
     if current is None:
         raise SessionNotFound(f"session not found in state.db: {current_id}")
+    live = live_cli_folder(current)
+    if live:
+        current = dataclasses.replace(current, cwd=live, basis="live_cli")
     project = attributor.project_of(current)
     identity = attribution.project_identity(project)
     if identity[0] == "home":
         return Scope(current, project, (), 0)
-    entry = membership.members(conn, db_key, attributor)
     excluded = lineage_ids(conn, current_id)
     others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
     return Scope(current, project, others, len(others) + 1, sum(entry.messages.get(sid, 0) for sid in others))
