@@ -34,6 +34,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import math
 import re
 import sqlite3
 import threading
@@ -126,26 +127,34 @@ def parse_when(text: str, *, end: bool, now: float) -> float:
       midnight).
     * An ISO date-time; without an offset it is local time.
     * ``12h`` / ``7d`` / ``2w``: that long before ``now``.
+
+    A date the clock cannot hold (``until`` 9999-12-31, ``since`` year 1 in
+    some zones) is ``inf`` / ``-inf``: no bound that way.
     """
     raw = text.strip().lower()
     relative = _RELATIVE.match(raw)
     if relative:
         return now - int(relative.group(1)) * _RELATIVE_SECONDS[relative.group(2)]
     try:
-        try:
-            day: dt.date | None = dt.date.fromisoformat(raw)  # 2026-11-02, 20261102, 2026-W44-1
-        except ValueError:
-            day = None
+        day: dt.date | None = dt.date.fromisoformat(raw)  # 2026-11-02, 20261102, 2026-W44-1
+    except ValueError:
+        day = None
+    try:
         if day is not None:
-            if end:
-                day += dt.timedelta(days=1)
-            return time.mktime(day.timetuple())
+            if end and day == dt.date.max:  # the whole of year 9999: no end at all
+                return math.inf
+            return time.mktime((day + dt.timedelta(days=1) if end else day).timetuple())
         moment = dt.datetime.fromisoformat(raw.upper().replace(" ", "T", 1))
+    except ValueError:
+        raise ValueError(f"cannot read {text!r} as a date: use {WHEN_FORMATS}") from None
+    except OverflowError:  # a real date the clock cannot hold (year 1 in a zone behind UTC): no bound that way
+        return math.inf if end else -math.inf
+    try:
         if moment.tzinfo is None:
             return time.mktime(moment.timetuple())
         return float(calendar.timegm(moment.utctimetuple()))
-    except (ValueError, OverflowError):  # not a date, or one the clock cannot hold (year 1, year 9999 + 1 day)
-        raise ValueError(f"cannot read {text!r} as a date: use {WHEN_FORMATS}") from None
+    except (OverflowError, ValueError):
+        return math.inf if end else -math.inf
 
 
 def make_filters(*, since: str | None = None, until: str | None = None, role: str | None = None, now: float | None = None) -> store.Filters:
@@ -155,6 +164,9 @@ def make_filters(*, since: str | None = None, until: str | None = None, role: st
     high = parse_when(until, end=True, now=now) if until else None
     if low is not None and high is not None and low >= high:
         raise ValueError(f"'since' ({since}) must be before 'until' ({until})")
+    # A bound past what the clock holds (until 9999-12-31) bounds nothing.
+    low = None if low is not None and math.isinf(low) else low
+    high = None if high is not None and math.isinf(high) else high
     roles = ROLES
     if role:
         wanted = role.strip().lower()

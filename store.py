@@ -1247,8 +1247,10 @@ def resolve_move_target(home: Path, token: str) -> tuple[dict[str, Any], str]:
     listing = load_projects(home)
     project = attribution.find_project(listing.projects, token)
     if project is None:
-        suffix = "" if listing.available else f" ({listing.note})"
-        raise ProjectNotFound(f"project not found: {token}{suffix}")
+        if listing.available:
+            raise ProjectNotFound(f"project not found: {token}")
+        why = listing.note or "this profile has no projects.db: create a project with `hermes project create` first"
+        raise ProjectNotFound(f"project not found: {token} ({why})")
     if project.get("archived"):
         raise MoveRefused(f"project is archived: {project['name']} (restore it with `hermes project restore` first)")
     folder = attribution.primary_folder(project)
