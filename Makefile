@@ -24,8 +24,10 @@ bench-latency: venv
 bench-concurrency: venv
 	$(PY) bench/concurrency.py
 
+# The dev sets are not shipped: pass their folders, e.g. make bench-recall SETS="path/beam-100k path/mem-gallery bench/data/devchats"
+SETS ?= bench/data/devchats
 bench-recall: venv
-	$(PY) bench/recall_beam.py ../shared/eval/beam-100k
+	$(PY) bench/recall.py $(SETS)
 
 clean:
 	rm -rf $(VENV)

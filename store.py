@@ -1099,14 +1099,20 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
 
 
 def _calls_recall(tool_calls: Any) -> bool:
+    calls = _parsed_calls(tool_calls)
+    return bool(calls) and any(_call_name(c) in RECALL_TOOLS for c in calls)
+
+
+def _parsed_calls(tool_calls: Any) -> list[Any] | None:
+    """``tool_calls`` JSON as a list when it may call a recall tool; ``None`` when it cannot or is not a list."""
     raw = tool_calls if isinstance(tool_calls, str) else str(tool_calls)
     if not any(name in raw for name in RECALL_TOOLS):
-        return False
+        return None
     try:
         calls = json.loads(raw)
     except ValueError:
-        return False
-    return isinstance(calls, list) and any(_call_name(c) in RECALL_TOOLS for c in calls)
+        return None
+    return calls if isinstance(calls, list) else None
 
 
 @dataclass(frozen=True)
@@ -1154,16 +1160,12 @@ def _message_text(content: Any, tool_name: Any, tool_calls: Any) -> str:
 
 def _without_recall_calls(tool_calls: Any) -> str:
     """``tool_calls`` JSON with the recall tools' calls removed ("" when none is left)."""
-    raw = tool_calls if isinstance(tool_calls, str) else str(tool_calls)
-    if not any(name in raw for name in RECALL_TOOLS):
-        return raw
-    try:
-        calls = json.loads(raw)
-    except ValueError:
-        return raw
-    if not isinstance(calls, list):
-        return raw
+    calls = _parsed_calls(tool_calls)
+    if calls is None:
+        return tool_calls if isinstance(tool_calls, str) else str(tool_calls)
     kept = [c for c in calls if _call_name(c) not in RECALL_TOOLS]
+    if len(kept) == len(calls):
+        return tool_calls if isinstance(tool_calls, str) else str(tool_calls)
     return json.dumps(kept, ensure_ascii=False) if kept else ""
 
 

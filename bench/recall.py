@@ -71,6 +71,7 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 from _common import load_plugin, summary_ms  # noqa: E402  (imports no Hermes module)
+from stopwords import EN_STOP_WORDS  # noqa: E402
 
 SYSTEMS = ("keyword", "semantic", "hybrid", "plain-bm25", "builtin-verbatim", "builtin-or")
 KS = (1, 3, 5, 10)
@@ -81,23 +82,6 @@ MSG_STEP_S = 60.0
 SESSION_GAP_S = 86_400.0
 CURRENT_MESSAGE = "Let's pick this project up again."
 
-# A conventional English stop-word list (NLTK-style plus question fillers):
-# what a person drops when turning a question into an OR of keywords. Kept
-# here, apart from the plugin's own list, so the reference owes nothing to it.
-EN_STOP_WORDS = frozenset(
-    """
-    a about above after again against all am an and any are aren't as at be because been before being below
-    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
-    few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself
-    him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most
-    mustn't my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't
-    she she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves then
-    there there's these they they'd they'll they're they've this those through to too under until up very was
-    wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's
-    whom why why's will with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
-    also just may might must shall would could can get got us via yes yet
-    """.split()
-)
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from fakes import reply_json
+
 #: What a responder returns for one request: ``{"content": "text"}`` for a
 #: final answer, or ``{"tool_calls": [(tool name, arguments dict), ...]}``.
 Step = dict[str, Any]
@@ -103,12 +105,7 @@ class FakeChat:
                 self.wfile.write(payload)
 
             def reply(self, code: int, body: dict[str, Any]) -> None:
-                payload = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                reply_json(self, code, body)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

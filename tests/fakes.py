@@ -12,6 +12,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 
 
+def reply_json(handler: BaseHTTPRequestHandler, code: int, body: dict) -> None:
+    """Answer a request with ``body`` as JSON (shared by the loopback fakes)."""
+    payload = json.dumps(body).encode()
+    handler.send_response(code)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+
+
 class FakeEmbeddings:
     """``POST /v1/embeddings`` on 127.0.0.1: deterministic vectors, counts requests.
 
@@ -57,12 +67,7 @@ class FakeEmbeddings:
                                  "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
             def reply(self, code: int, body: dict) -> None:
-                payload = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                reply_json(self, code, body)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)

@@ -105,6 +105,18 @@ def _converse(world: World, chat: FakeChat, sid: str, prompt: str) -> dict[str, 
         db.close()
 
 
+def cli_in(world: World, mp: pytest.MonkeyPatch, app: Any) -> None:
+    """A plain CLI launched in ``app`` (it exports TERMINAL_CWD for the terminal tool, cli.py
+    load_cli_config; the local backend), and the human decision recorded there before."""
+    mp.chdir(app)
+    mp.setenv("TERMINAL_CWD", str(app))
+    mp.setenv("TERMINAL_ENV", "local")
+    world.session("decision", app, style="cli", messages=[
+        ("user", "we decided to pin redis to 7.2 because 7.4 broke the lua scripts"),
+        ("assistant", "noted: redis pinned to 7.2"),
+    ])
+
+
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     """A repo with one human decision, three agent recall conversations and one real tool run."""
@@ -114,16 +126,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     try:
         app = world.repo("app")
         (app / CHECK_SCRIPT).write_text("def test_rates():\n    return 1 / 0\n\n\ntest_rates()\n")
-        # The plain CLI is launched in the repo and exports TERMINAL_CWD for
-        # the terminal tool (cli.py load_cli_config); the local backend.
-        mp.chdir(app)
-        mp.setenv("TERMINAL_CWD", str(app))
-        mp.setenv("TERMINAL_ENV", "local")
-
-        world.session("decision", app, style="cli", messages=[
-            ("user", "we decided to pin redis to 7.2 because 7.4 broke the lua scripts"),
-            ("assistant", "noted: redis pinned to 7.2"),
-        ])
+        cli_in(world, mp, app)
         world.close()  # the agent writes through its own connection, like another process
 
         world.answers = {}
@@ -240,13 +243,7 @@ def test_real_tool_output_still_counts(history: World) -> None:
 def test_a_question_asked_verbatim_before_does_not_bury_the_decision(world: World, monkeypatch) -> None:
     """The user turn a recall answered is an earlier question, not history: it ranks after the decision."""
     app = world.repo("app")
-    monkeypatch.chdir(app)
-    monkeypatch.setenv("TERMINAL_CWD", str(app))
-    monkeypatch.setenv("TERMINAL_ENV", "local")
-    world.session("decision", app, style="cli", messages=[
-        ("user", "we decided to pin redis to 7.2 because 7.4 broke the lua scripts"),
-        ("assistant", "noted: redis pinned to 7.2"),
-    ])
+    cli_in(world, monkeypatch, app)
     # Another project's everyday history: word weights as in a real state.db, not a seven-row one.
     world.session("elsewhere", world.repo("other"), style="cli", messages=[
         ("user" if i % 2 else "assistant", f"step {i}: refactor the parser and update the tests") for i in range(200)
