@@ -69,10 +69,12 @@ def new_session_predecessors(rows: Iterable[SessionRow], window: float = NEW_SES
     """For each CLI session started by ``/new``, the session ``/new`` ended just before it.
 
     Hermes' CLI ends the old session (``end_reason='new_session'``) and at once
-    creates the new row with no folder and no parent. A new session matches
-    an ended one of the same source that ended at most ``window`` seconds
-    before it started. When two do (two CLI windows using ``/new`` at the
-    same moment), the session is left out: guessing could file it under the
+    creates the new row with no folder and no parent. So each session ended
+    that way is followed by exactly one new session: new sessions are matched
+    in the order they started, each to the one ended session of the same
+    source, not yet taken, that ended at most ``window`` seconds before it
+    started. When two are free (two CLI windows using ``/new`` at the same
+    moment), the new session is left out: guessing could file it under the
     wrong project.
     """
     rows = list(rows)
@@ -80,28 +82,34 @@ def new_session_predecessors(rows: Iterable[SessionRow], window: float = NEW_SES
         (r.ended_at, r.id, r.source) for r in rows if r.end_reason == "new_session" and r.ended_at is not None
     )
     times = [e[0] for e in ended]
+    taken: set[str] = set()
     out: dict[str, str] = {}
-    for row in rows:
-        if row.cwd or row.root or row.parent or row.source != "cli" or row.started_at is None:
-            continue
-        lo = bisect.bisect_left(times, row.started_at - window)
-        hi = bisect.bisect_right(times, row.started_at)
-        matches = [sid for _, sid, source in ended[lo:hi] if source == row.source and sid != row.id]
-        if len(matches) == 1:
-            out[row.id] = matches[0]
+    fresh = [r for r in rows if not (r.cwd or r.root or r.parent) and r.source == "cli" and r.started_at is not None]
+    for row in sorted(fresh, key=lambda r: (r.started_at, r.id)):
+        start = float(row.started_at or 0.0)
+        lo = bisect.bisect_left(times, start - window)
+        hi = bisect.bisect_right(times, start)
+        free = [sid for _, sid, source in ended[lo:hi] if source == row.source and sid != row.id and sid not in taken]
+        if len(free) == 1:
+            out[row.id] = free[0]
+            taken.add(free[0])
     return out
 
 
-def effective_workspaces(rows: Mapping[str, SessionRow], window: float = NEW_SESSION_WINDOW_S) -> dict[str, Workspace]:
+def effective_workspaces(
+    rows: Mapping[str, SessionRow], window: float = NEW_SESSION_WINDOW_S, *, known: Mapping[str, Workspace] | None = None
+) -> dict[str, Workspace]:
     """Every session's effective workspace (sessions with none at all are left out).
 
     A row's own ``cwd`` / git root first; else its parent's (along
     ``parent_session_id``); else, for a ``/new`` session, its predecessor's
-    (:func:`new_session_predecessors`). Cycles and dangling links end a walk
-    with no workspace. Pure; linear in the rows.
+    (:func:`new_session_predecessors`). ``known``: workspaces already
+    resolved (a walk stops there; the rows still decide ``/new`` matching).
+    Cycles and dangling links end a walk with no workspace. Pure; linear in
+    the rows.
     """
     previous = new_session_predecessors(rows.values(), window)
-    out: dict[str, Workspace] = {}
+    out: dict[str, Workspace] = dict(known or {})
     for start in rows:
         if start in out:
             continue

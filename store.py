@@ -479,6 +479,12 @@ _ENDED_BY_NEW_SQL = f"""
 SELECT {_ROW_COLUMNS} FROM sessions s
 WHERE s.end_reason = 'new_session' AND s.source = ? AND s.ended_at >= ? AND s.ended_at <= ?
 """
+# Sessions started in a time window without a folder or parent (read through Hermes' started_at index).
+_FRESH_CLI_SQL = f"""
+SELECT {_ROW_COLUMNS} FROM sessions s
+WHERE s.source = ? AND s.started_at >= ? AND s.started_at <= ? AND COALESCE(s.parent_session_id, '') = ''
+  AND TRIM(COALESCE(s.cwd, '')) = '' AND TRIM(COALESCE(s.git_repo_root, '')) = ''
+"""
 
 
 def _chain_rows(conn: sqlite3.Connection, session_id: str, rows: dict[str, attribution.SessionRow]) -> list[Any]:
@@ -511,9 +517,11 @@ def resolve_workspace(
             break
         if known is not None and top.id in known:
             break
-        window = attribution.NEW_SESSION_WINDOW_S
-        ended = conn.execute(_ENDED_BY_NEW_SQL, (top.source, top.started_at - window, top.started_at)).fetchall()
-        for r in ended:
+        # The sessions /new ended shortly before, and the /new sessions that may have taken
+        # them first (two windows back: a taker's own choice looks one window further).
+        window = 2 * attribution.NEW_SESSION_WINDOW_S
+        low, high = top.started_at - window, top.started_at
+        for r in [*conn.execute(_ENDED_BY_NEW_SQL, (top.source, low, high)), *conn.execute(_FRESH_CLI_SQL, (top.source, low, high))]:
             rows.setdefault(str(r[0]), _session_row(r))
         previous = attribution.new_session_predecessors(rows.values()).get(top.id)
         if previous is None or previous in {str(r[0]) for r in chain}:
@@ -521,12 +529,8 @@ def resolve_workspace(
         chain = _chain_rows(conn, previous, rows)
         if not chain:
             break
-    if known:
-        # Sessions already resolved stand in for their rows (a workspace, not a walk).
-        for sid, ws in known.items():
-            if sid in rows and not (rows[sid].cwd or rows[sid].root):
-                rows[sid] = attribution.SessionRow(sid, cwd=ws.cwd or "", root=ws.root or "")
-    return first, attribution.effective_workspaces(rows).get(session_id)
+    # Sessions already resolved end a walk; their rows still count for /new matching.
+    return first, attribution.effective_workspaces(rows, known=known).get(session_id)
 
 
 def _info(row: Sequence[Any], ws: attribution.Workspace | None) -> SessionInfo:
@@ -596,13 +600,17 @@ class SessionScan:
     searchable: dict[str, int]  # searchable session -> message_count (archived, delegate and tool runs left out)
 
     def groups(self) -> dict[tuple[str | None, str | None], list[tuple[str, int]]]:
-        """Searchable sessions with a workspace, grouped by ``(cwd, stored root)``: ``[(session id, message_count)]``."""
+        """Searchable sessions with a workspace, grouped by ``(cwd, stored root)``: ``[(session id, message_count)]``.
+
+        Folders that still exist come first: attributing them first reveals
+        the repos a deleted worktree's folder can then be traced to.
+        """
         out: dict[tuple[str | None, str | None], list[tuple[str, int]]] = {}
         for sid, count in self.searchable.items():
             ws = self.workspaces.get(sid)
             if ws is not None:
                 out.setdefault((ws.cwd, ws.root), []).append((sid, count))
-        return out
+        return dict(sorted(out.items(), key=lambda item: not (item[0][0] and os.path.isdir(item[0][0]))))
 
 
 def scan_sessions(conn: sqlite3.Connection) -> SessionScan:
@@ -788,7 +796,9 @@ class Attributor:
             root = git.common_root(cwd) or (stored_root or "")
         else:
             root = stored_root or git.common_root(cwd) or (worktree_main_root(cwd, sorted(self._roots_seen)) if cwd else "")
-        candidates = {"cwd": cwd, "git_repo_root": root, "also": [p for p in (physical(cwd), physical(root)) if p]}
+        # An existing folder counts as the filesystem resolves it (symlinks, then ".."), never as text.
+        where = physical(cwd) or cwd
+        candidates = {"cwd": where, "git_repo_root": root, "also": [p for p in (physical(root),) if p and p != root]}
         project = attribution.resolve_project(candidates, self.projects, junk_roots=self.junk_roots, junk_trees=self.junk_trees)
         if project.get("kind") == "auto" and root:
             self._roots_seen.add(root)
@@ -1186,6 +1196,77 @@ def _flatten_multimodal(raw: str) -> str:
         texts = [p.get("text", "") for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
         return " ".join(t for t in texts if t)
     return raw
+
+
+def messages_around(
+    conn: sqlite3.Connection, session_id: str, message_id: int | None, before: int, after: int
+) -> list[MessageRow]:
+    """Live messages of a session around ``message_id``, in order: ``before`` earlier, the message, ``after`` later.
+
+    With ``message_id`` ``None``, the session's first ``after + 1`` messages.
+    Rewound messages are skipped; the text is the searchable text
+    (:func:`fetch_messages`: recall tools' calls and answers left out).
+    """
+    base = f"SELECT m.id FROM messages m WHERE m.session_id = ? AND {LIVE_SQL}"
+    if message_id is None:
+        ids = [r[0] for r in conn.execute(f"{base} ORDER BY m.id LIMIT ?", (session_id, after + 1))]
+    else:
+        earlier = [r[0] for r in conn.execute(f"{base} AND m.id < ? ORDER BY m.id DESC LIMIT ?", (session_id, message_id, before))]
+        later = [r[0] for r in conn.execute(f"{base} AND m.id >= ? ORDER BY m.id LIMIT ?", (session_id, message_id, after + 1))]
+        ids = [*reversed(earlier), *later]
+    rows = fetch_messages(conn, ids)
+    return [rows[i] for i in ids if i in rows]
+
+
+@dataclass(frozen=True)
+class RecentSession:
+    id: str
+    title: str | None
+    started_at: float | None
+    last_active: float | None  # the newest message's time (the start when it has none)
+    message_count: int
+    source: str
+
+
+def recent_sessions(
+    conn: sqlite3.Connection, session_ids: Sequence[str], *, since: float | None, until: float | None, offset: int, limit: int
+) -> list[RecentSession]:
+    """Of ``session_ids``, the ``limit`` most recently active from ``offset`` on, newest first.
+
+    A session is active in ``[since, until)`` when it started before
+    ``until`` and its last message is at or after ``since``.
+    """
+    sql = f"""
+        SELECT s.id, s.title, s.started_at, COALESCE((SELECT max(m.timestamp) FROM messages m WHERE m.session_id = s.id
+                                                      AND {LIVE_SQL}), s.started_at) AS last_active,
+               s.message_count, COALESCE(s.source, '')
+        FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))
+          AND (? IS NULL OR s.started_at < ?)
+        ORDER BY last_active DESC, s.id
+    """
+    out = []
+    for r in conn.execute(sql, (json.dumps(list(session_ids)), until, until)):
+        if since is not None and (r[3] is None or r[3] < since):
+            continue
+        out.append(RecentSession(r[0], r[1], r[2], r[3], int(r[4] or 0), r[5]))
+        if len(out) >= offset + limit:
+            break
+    return out[offset:]
+
+
+def session_previews(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Each session's first user message and last assistant message with text: ``{id: (first_user, last_assistant)}``."""
+    out: dict[str, tuple[str, str]] = {}
+    first_sql = f"""SELECT m.id FROM messages m WHERE m.session_id = ? AND m.role = 'user' AND {LIVE_SQL}
+                    AND TRIM(COALESCE(m.content, '')) != '' ORDER BY m.id LIMIT 1"""
+    last_sql = f"""SELECT m.id FROM messages m WHERE m.session_id = ? AND m.role = 'assistant' AND {LIVE_SQL}
+                   AND TRIM(COALESCE(m.content, '')) != '' ORDER BY m.id DESC LIMIT 1"""
+    for sid in session_ids:
+        first = conn.execute(first_sql, (sid,)).fetchone()
+        last = conn.execute(last_sql, (sid,)).fetchone()
+        rows = fetch_messages(conn, [r[0] for r in (first, last) if r])
+        out[sid] = (rows[first[0]].text if first and first[0] in rows else "", rows[last[0]].text if last and last[0] in rows else "")
+    return out
 
 
 # ---------------------------------------------------------------------------
