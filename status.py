@@ -73,7 +73,10 @@ def semantic_config(home: Path) -> dict[str, Any]:
     ``consent_required`` (no consent for this provider, endpoint and model),
     ``allowed`` (consent covers some projects: ``consent.projects``) or
     ``unavailable`` (numpy or the model package missing). ``consent`` is the
-    recorded answer (``None`` when there is none). Never raises.
+    recorded answer (``None`` when there is none, or when ``consent.json`` is
+    unreadable or malformed: ``status`` is then ``consent_required`` and
+    ``note`` says so and how to fix it, as a search's ``semantic_note`` does).
+    Endpoints are shown with their credentials redacted. Never raises.
     """
     settings = store.load_settings(home)
     spec = search.provider_spec(settings) if settings.embedding.provider != "none" else None
@@ -84,9 +87,13 @@ def semantic_config(home: Path) -> dict[str, Any]:
         "consent": None,
     }
     embeddings, reason = _embeddings_module()
-    consent = embeddings.read_consent(store.plugin_data_dir(home) / "consent.json") if embeddings else None
+    path = store.plugin_data_dir(home) / "consent.json"
+    read = embeddings.load_consent(path) if embeddings else None
+    consent = read.record if read else None
     if consent is not None:
         out["consent"] = {k: consent.get(k) for k in ("declined", "projects", "provider", "endpoint", "model", "confirmed_at") if k in consent}
+        if isinstance(consent.get("endpoint"), str):  # a record from an older version may hold credentials
+            out["consent"]["endpoint"] = embeddings.redact_url(consent["endpoint"])
     off = search.switched_off(settings)
     if off or spec is None:  # spec is None exactly when provider is none
         return {**out, "status": "disabled", "note": off}
@@ -94,48 +101,64 @@ def semantic_config(home: Path) -> dict[str, Any]:
         return {**out, "status": "unavailable", "note": reason}
     if consent and consent.get("declined"):
         return {**out, "status": "disabled", "note": search.DECLINED_NOTE}
+    if read is not None and read.problem:
+        return {**out, "status": "consent_required", "consent_problem": read.problem, "note": (
+            f"the consent file {path} is {read.problem}, so it counts as no consent; ask the agent to search history "
+            "and answer its question again (its consent tool rewrites the file)")}
     same = embeddings.consent_matches(consent, spec)
     if not same or not consent.get("projects"):
         where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
         note = f"no consent yet for {spec.model} ({where}); ask the agent to search history and answer its question"
         if consent is not None and not same:
-            note += f" (the recorded consent is for {consent.get('model')} at {consent.get('endpoint')})"
+            note += (f" (the recorded consent is for {consent.get('model')} at "
+                     f"{embeddings.redact_url(str(consent.get('endpoint')))})")
         return {**out, "status": "consent_required", "note": note}
     projects = consent.get("projects") or []
     covers = "every project" if "*" in projects else f"{len(projects)} project(s)"
     return {**out, "status": "allowed", "note": f"consent covers {covers}"}
 
 
-def _fingerprint(home: Path) -> str | None:
-    """The configured model's fingerprint (the index key), or ``None`` when there is no usable provider."""
+def _model(home: Path) -> tuple[str | None, int]:
+    """The configured model's ``(fingerprint, vector size)`` (the index key; size 0 when not known before a
+    reply), or ``(None, 0)`` when there is no usable provider."""
     embeddings, _ = _embeddings_module()
     if embeddings is None:
-        return None
+        return None, 0
     settings = store.load_settings(home)
     try:
-        return search.make_provider(settings, home).fingerprint
+        provider = search.make_provider(settings, home)
     except embeddings.EmbeddingUnavailable:
-        return None
+        return None, 0
+    return provider.fingerprint, int(provider.dims)
 
 
 def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[str, Any]:
     """What ``embeddings.db`` holds, read-only.
 
-    Returns ``{path, found, bytes, chunks, messages_indexed}``:
+    Returns ``{path, found, bytes, chunks, messages_indexed, damaged_vectors}``:
     ``messages_indexed`` counts messages embedded with the configured model
-    (of ``session_ids`` when given). ``error`` is set, and the counts left
-    out, when the file cannot be read. Never creates the file.
+    (of ``session_ids`` when given), ``damaged_vectors`` that model's vectors
+    of the wrong size (the next semantic search or the index command drops and
+    re-embeds them). ``error`` is set when the file cannot be read or used;
+    when a search could not use it until the user acts (a read-only data folder
+    or file, a schema from a newer plugin, a folder at the path), ``code`` and
+    ``temporary: false`` come with it, as the index command answers, and
+    ``error`` says what to do. Never creates or changes a file.
     """
     path = store.plugin_data_dir(home) / "embeddings.db"
+    embeddings, _ = _embeddings_module()
+    problem = embeddings.index_problem(path) if embeddings is not None else None
     out: dict[str, Any] = {"path": str(path), "found": path.is_file()}
+    if problem is not None:
+        out.update(error=str(problem), code=problem.code, temporary=problem.temporary)
     if not out["found"]:
-        return {**out, "bytes": 0, "chunks": 0, "messages_indexed": 0}
+        return {**out, "bytes": 0, "chunks": 0, "messages_indexed": 0, "damaged_vectors": 0}
     out["bytes"] = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
-    fingerprint = _fingerprint(home)
+    fingerprint, dims = _model(home)
     try:
         conn = store.connect_ro(path)
     except (FileNotFoundError, sqlite3.DatabaseError) as exc:
-        return {**out, "error": f"embeddings.db unreadable: {exc}"}
+        return {"error": f"embeddings.db unreadable: {exc}", **out}
     try:
         out["chunks"] = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
         sql = "SELECT count(*) FROM chunks WHERE model_fingerprint = ? AND chunk_index = 0"
@@ -146,8 +169,13 @@ def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[
             sql += " AND session_id IN (SELECT value FROM json_each(?))"
             params.append(json.dumps(session_ids))
         out["messages_indexed"] = int(conn.execute(sql, params).fetchone()[0])
+        sizes = conn.execute(
+            "SELECT length(vector), count(*) FROM chunks WHERE model_fingerprint = ? GROUP BY 1 ORDER BY 2 DESC, 1 DESC",
+            (fingerprint or "",)).fetchall()
+        expected = dims * 4 if dims else (sizes[0][0] if sizes else 0)  # as the index decides: commonest, larger on a tie
+        out["damaged_vectors"] = sum(int(n) for size, n in sizes if size != expected)
     except sqlite3.DatabaseError as exc:
-        return {**out, "error": f"embeddings.db unreadable: {exc}"}
+        return {"error": f"embeddings.db unreadable: {exc}", **out}
     finally:
         conn.close()
     return out
@@ -200,9 +228,14 @@ def index_status(*, home: Path, cwd: str) -> dict[str, Any]:
     answer.update(indexed=indexed, pending=indexable - indexed, index=index)
     if blocked is not None:
         return {**answer, "semantic_status": blocked.status, "semantic_note": blocked.note}
+    if index.get("code"):  # what a search there answers too: unavailable, and what to do
+        return {**answer, "semantic_status": "unavailable", "semantic_note": index["error"]}
     status = "ready" if indexed >= indexable else ("partial" if indexed else "indexing")
-    note = "" if status == "ready" else f"{indexable - indexed} message(s) not embedded yet"
-    return {**answer, "semantic_status": status, "semantic_note": note}
+    notes = [] if status == "ready" else [f"{indexable - indexed} message(s) not embedded yet"]
+    if index.get("damaged_vectors"):
+        notes.append(f"{index['damaged_vectors']} vector(s) of the wrong size in the index: the next semantic search "
+                     "or the index command drops them and embeds their messages again")
+    return {**answer, "semantic_status": status, "semantic_note": "; ".join(notes)}
 
 
 def profile_status(*, home: Path) -> dict[str, Any]:

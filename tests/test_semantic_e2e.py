@@ -197,7 +197,9 @@ def test_corrupt_index_is_rebuilt_and_reported(sem, fake):
     assert result_sessions(answer)[0] == "a_ws"
 
 
-def test_a_damaged_vector_is_reported_and_keyword_stands(sem, fake):
+def test_a_damaged_vector_is_dropped_embedded_again_and_reported(sem, fake):
+    """A vector of the wrong size never healed (only deleting the file did): the next
+    semantic search drops it, embeds its message again, and says so once."""
     import sqlite3
 
     server = fake()
@@ -207,16 +209,23 @@ def test_a_damaged_vector_is_reported_and_keyword_stands(sem, fake):
     plugin("embeddings").reset_indexes()
     path = sem.home / "plugins" / "project-history-recall" / "data" / "embeddings.db"
     with sqlite3.connect(path) as conn:
+        mid = conn.execute("SELECT message_id FROM chunks WHERE id = (SELECT max(id) FROM chunks)").fetchone()[0]
         conn.execute("UPDATE chunks SET vector = x'00010203' WHERE id = (SELECT max(id) FROM chunks)")
     # Keyword mode reads no vector: it cannot see the damage yet.
     assert sem.search("cur", "websocket backoff", mode="keyword")["semantic_status"] == "ready"
+    sent = len(sent_texts(server))
     answer = sem.search("cur", "websocket backoff")
-    assert answer["success"] is True and answer["semantic_status"] == "unavailable"
-    assert "wrong size" in answer["semantic_note"]
+    assert answer["success"] is True and answer["semantic_status"] == "ready", answer
+    assert "wrong size" in answer["semantic_note"] and "embedded again" in answer["semantic_note"]
     assert result_sessions(answer)[0] == "a_ws", "keyword results stand"
-    keyword = sem.search("cur", "websocket backoff", mode="keyword")
-    assert keyword["semantic_status"] == "unavailable", "keyword mode must not call a damaged index ready"
-    assert "wrong size" in keyword["semantic_note"]
+    assert len(sent_texts(server)) == sent + 2, sent_texts(server)[sent:]
+    with sqlite3.connect(path) as conn:
+        sizes = {n for (n,) in conn.execute("SELECT length(vector) FROM chunks")}
+        assert sizes == {8 * 4}, "no vector of the wrong size is left in the file"
+        assert conn.execute("SELECT count(*) FROM chunks WHERE message_id = ?", (mid,)).fetchone()[0] == 1
+    again = sem.search("cur", "websocket backoff")
+    assert again["semantic_status"] == "ready" and "wrong size" not in again.get("semantic_note", "")
+    assert sem.search("cur", "websocket backoff", mode="keyword")["semantic_status"] == "ready"
 
 
 def test_real_local_model_paraphrase_and_cross_lingual(sem):
