@@ -327,6 +327,12 @@ def project_identity(project: Mapping[str, str]) -> tuple[str, str]:
     return ("home", "")
 
 
+def project_key(project: Mapping[str, str]) -> str:
+    """A project as one string (``auto:/src/app``, ``explicit:p_abc``, ``home:``): what consent and caches key by."""
+    kind, ident = project_identity(project)
+    return f"{kind}:{ident}"
+
+
 def find_project(projects: Sequence[Any], token: str) -> Any | None:
     """Look a project up by id, slug or name, exactly as Hermes' ``project_switch`` does.
 

@@ -1,14 +1,15 @@
-"""Command line: ``project-history-recall`` / ``python -m project_history_recall``.
+"""Command line: ``project-history-recall`` (pip), or the plugin folder run by Python (``__main__.py``).
 
 For use outside a chat, against a Hermes profile (``$HERMES_HOME``, or
 ``--hermes-home``)::
 
     search QUERY [--cwd DIR] [--mode hybrid|keyword|semantic] [--limit N] [--json]
+    recent [--cwd DIR] [--limit N] [--json]
     projects [--json]
     index [--json]
     status [--json]
 
-``search`` is scoped like ``/history``: by the project of a folder (``--cwd``,
+``search`` and ``recent`` are scoped by the project of a folder (``--cwd``,
 default the current directory), every session of it included. Text output
 uses the same renderer as the slash commands (``render.py``); ``--json``
 prints the raw answer.
@@ -33,7 +34,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import render, search, status, store
+from . import browse, errors, paths, render, search, semantic, status
+from .filters import ROLES, Filters, make_filters
 
 # Not ``cli.py``: Hermes has a top-level module named ``cli`` (imported by
 # ``hermes_cli.main`` and the gateway), which a checkout on ``sys.path`` would shadow.
@@ -57,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Exit codes: 0 success, 1 failure, 2 usage error.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {status.plugin_version()}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{search,projects,index,status}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{search,recent,projects,index,status}")
 
     find = sub.add_parser("search", parents=[common], help="search the past sessions of a folder's project")
     find.add_argument("query", nargs="+", help="keywords, \"quoted phrases\", identifiers or a question")
@@ -67,9 +69,18 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"sessions to show, 1 to {search.MAX_LIMIT} (default {search.DEFAULT_LIMIT})")
     find.add_argument("--since", help="only messages from then on: YYYY-MM-DD, an ISO date-time, or an age (12h, 7d, 2w)")
     find.add_argument("--until", help="only messages before then (a YYYY-MM-DD day is included whole)")
-    find.add_argument("--role", choices=search.ROLES, help="only messages of this role")
+    find.add_argument("--role", choices=ROLES, help="only messages of this role")
     find.add_argument("--cursor", help="next_cursor of a previous --json answer: the next page")
     find.add_argument("--json", action="store_true", help="print the raw JSON answer")
+
+    latest = sub.add_parser("recent", parents=[common], help="a folder's project's latest sessions, newest first")
+    latest.add_argument("--cwd", type=Path, default=None, help="the folder whose project is listed (default: the current directory)")
+    latest.add_argument("--limit", type=int, default=browse.RECENT_DEFAULT,
+                        help=f"sessions to show, 1 to {browse.RECENT_MAX} (default {browse.RECENT_DEFAULT})")
+    latest.add_argument("--since", help="only sessions active from then on (same forms as search)")
+    latest.add_argument("--until", help="only sessions started before then")
+    latest.add_argument("--cursor", help="next_cursor of a previous --json answer: the next page")
+    latest.add_argument("--json", action="store_true", help="print the raw JSON answer")
 
     listing = sub.add_parser("projects", parents=[common], help="projects and how many sessions each holds")
     listing.add_argument("--json", action="store_true", help="print JSON")
@@ -100,7 +111,7 @@ def _as_json(payload: Any) -> str:
 def _profile(home: Path | None) -> Iterator[Path]:
     """The profile folder, exported as ``HERMES_HOME`` for Hermes' own helpers while the command runs."""
     if home is None:
-        yield store.hermes_home()
+        yield paths.hermes_home()
         return
     previous = os.environ.get("HERMES_HOME")
     os.environ["HERMES_HOME"] = str(home.expanduser())
@@ -121,24 +132,40 @@ def _bar(done: int, total: int, started: float, stream: TextIO) -> None:
     stream.flush()
 
 
+def _folder(args: argparse.Namespace) -> str:
+    folder = args.cwd if args.cwd is not None else Path.cwd()
+    if not folder.expanduser().is_dir():
+        raise UsageError(f"--cwd is not a folder: {folder}")
+    return status.folder_of(folder)
+
+
+def _dates(args: argparse.Namespace, role: str | None = None) -> Filters:
+    try:
+        return make_filters(since=args.since, until=args.until, role=role)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _search(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     query = " ".join(args.query)
     if not query.strip():
         raise UsageError("the query is empty: pass the words or question to search for")
     if not 1 <= args.limit <= search.MAX_LIMIT:
         raise UsageError(f"--limit must be between 1 and {search.MAX_LIMIT}, got {args.limit}")
-    folder = args.cwd if args.cwd is not None else Path.cwd()
-    if not folder.expanduser().is_dir():
-        raise UsageError(f"--cwd is not a folder: {folder}")
-    cwd = status.folder_of(folder)
-    try:
-        filters = search.make_filters(since=args.since, until=args.until, role=args.role)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    cwd = _folder(args)
+    filters = _dates(args, args.role)
     answer = search.search_history(
         home=home, query=query, mode=args.mode, limit=args.limit, cwd=cwd, filters=filters, cursor=args.cursor
     )
     return answer, render.render_search(answer, cwd=cwd)
+
+
+def _recent(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
+    if not 1 <= args.limit <= browse.RECENT_MAX:
+        raise UsageError(f"--limit must be between 1 and {browse.RECENT_MAX}, got {args.limit}")
+    cwd = _folder(args)
+    answer = browse.recent_sessions(home=home, cwd=cwd, limit=args.limit, filters=_dates(args), cursor=args.cursor)
+    return answer, render.render_recent(answer, cwd=cwd)
 
 
 def _projects(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
@@ -149,7 +176,7 @@ def _projects(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str
 def _index(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     started = time.monotonic()
     try:
-        answer = search.index_projects(home=home, progress=lambda d, t: _bar(d, t, started, sys.stderr))
+        answer = semantic.index_projects(home=home, progress=lambda d, t: _bar(d, t, started, sys.stderr))
     finally:
         sys.stderr.write("\n")
     if not answer.get("success"):
@@ -166,7 +193,7 @@ def _status(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     return answer, render.render_status(answer)
 
 
-COMMANDS = {"search": _search, "projects": _projects, "index": _index, "status": _status}
+COMMANDS = {"search": _search, "recent": _recent, "projects": _projects, "index": _index, "status": _status}
 
 
 def _failure(error: str, code: str, **extra: Any) -> dict[str, Any]:
@@ -189,10 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.subcommands[args.command].print_usage(sys.stderr)
             _emit(f"{PROG} {args.command}: error: {exc}", sys.stderr)
             return EXIT_USAGE
-        except store.StoreError as exc:
+        except errors.StoreError as exc:
             where = exc.details.get("path")
             answer, text = _failure(str(exc), exc.code, **({"path": where} if where else {})), ""
-            hint = " (set --hermes-home or $HERMES_HOME to the Hermes profile folder)" if isinstance(exc, store.NoStateDB) else ""
+            hint = " (set --hermes-home or $HERMES_HOME to the Hermes profile folder)" if isinstance(exc, errors.NoStateDB) else ""
             error_line = f"{PROG} {args.command}: {exc}{': ' + where if where else ''}{hint}"
         except sqlite3.DatabaseError as exc:
             answer, text = _failure(f"database error: {exc}", "db_error"), ""

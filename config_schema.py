@@ -44,7 +44,7 @@ class EmbeddingSettings:
     base_url: str = ""
     chunk_size: int = 512
     chunk_overlap: int = 64
-    preload: bool = True  # only acts once consent exists: see search.warm_up
+    preload: bool = True  # only acts once consent exists: see semantic.warm_up
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import store
+from . import store, workspace
 from .ranking import Stats
 
 logger = logging.getLogger(__name__)
@@ -180,7 +180,7 @@ def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int)
     return value
 
 
-def _filters(scope: store.Scope) -> tuple[str, list[Any]]:
+def _filters(scope: workspace.Scope) -> tuple[str, list[Any]]:
     filter_sql, filter_params = scope.filters.sql()
     clause = f"{store.LIVE_SQL} AND {filter_sql} AND {_NOT_ECHO}"
     return clause, [*filter_params, json.dumps(list(store.RECALL_TOOLS))]
@@ -190,7 +190,7 @@ def session_candidates(
     conn: sqlite3.Connection,
     space: str,
     match: str,
-    scope: store.Scope,
+    scope: workspace.Scope,
     *,
     per_session: int,
     limit: int,
@@ -225,7 +225,7 @@ def session_candidates(
 
 
 def range_matches(
-    conn: sqlite3.Connection, space: str, match: str, scope: store.Scope, sessions: Sequence[str], low: int, high: int,
+    conn: sqlite3.Connection, space: str, match: str, scope: workspace.Scope, sessions: Sequence[str], low: int, high: int,
     limit: int,
 ) -> list[tuple[int, str]]:
     """Live messages of ``sessions`` matching ``match`` with ids in ``[low, high]``: ``[(message id, session id)]``.
@@ -268,7 +268,7 @@ _LIKE_TEXT = ("m.content", "m.tool_name", "m.tool_calls")
 def like_candidates(
     conn: sqlite3.Connection,
     needles: Sequence[str],
-    scope: store.Scope,
+    scope: workspace.Scope,
     ranges: Sequence[tuple[str, int, int]],
     *,
     limit: int,

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import fts, store
+from . import fts, session_rows, store, workspace
 from .query import ParsedQuery, Unit, cjk_trigrams, fts_quote, fts_tokens, stem_variants
 from .ranking import SessionRank, Scorer, Stats, Term, demote, rank_sessions, score_texts
 
@@ -176,7 +176,7 @@ class _Ranges:
 
     def newest_first(self, conn: sqlite3.Connection, db_key: str, session_ids: Sequence[str]) -> list[tuple[str, int, int]]:
         """``(session id, lowest id, highest id)`` of those of ``session_ids`` that hold messages, newest first."""
-        identity = store.db_fingerprint(conn, db_key)
+        identity = session_rows.db_fingerprint(conn, db_key)
         with self._lock:
             known, mark, ranges = self._entries.get(db_key, (identity, 0, {}))
             top = store.max_message_id(conn)
@@ -203,7 +203,7 @@ ranges = _Ranges()
 
 
 def _scan(
-    conn: sqlite3.Connection, space: str, match: str, needles: Sequence[str], scope: store.Scope,
+    conn: sqlite3.Connection, space: str, match: str, needles: Sequence[str], scope: workspace.Scope,
     order: list[tuple[str, int, int]], want_sessions: int, found: dict[int, str],
 ) -> None:
     """Read the scope's sessions newest first until ``want_sessions`` sessions matched (or the scan's bounds).
@@ -245,7 +245,7 @@ def _scan(
             found.setdefault(mid, sid)
 
 
-def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, *, want_sessions: int, db_key: str) -> KeywordAnswer:
+def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.Scope, *, want_sessions: int, db_key: str) -> KeywordAnswer:
     """The keyword leg for ``parsed`` within ``scope``.
 
     ``want_sessions`` is how many matching sessions the caller needs (every
@@ -265,7 +265,7 @@ def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, *,
         return _search_like(conn, parsed, scope, want_sessions, db_key, note=DAMAGED_NOTE.format(error=exc), strategy="like-damaged")
 
 
-def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, want_sessions: int, db_key: str) -> KeywordAnswer:
+def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.Scope, want_sessions: int, db_key: str) -> KeywordAnswer:
     trigram = fts.table_exists(conn, "trigram")
     plan = _plan(conn, parsed, trigram)
     found: dict[int, str] = {}
@@ -300,7 +300,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scop
 
 
 def _search_like(
-    conn: sqlite3.Connection, parsed: ParsedQuery, scope: store.Scope, want_sessions: int, db_key: str, *, note: str, strategy: str
+    conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.Scope, want_sessions: int, db_key: str, *, note: str, strategy: str
 ) -> KeywordAnswer:
     """Substring search of the project's messages, newest first (no FTS index read)."""
     needles = [u.text for u in parsed.units]

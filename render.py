@@ -11,18 +11,23 @@ from collections.abc import Mapping
 from typing import Any
 
 COMMANDS_HELP = (
-    ("/history-search <query>", "search the past sessions of this folder's project (keywords, phrases or a question)"),
+    ("/history-search <query>", "search this project's past sessions (keywords, phrases or a question)"),
+    ("/history-recent [N]", "this project's latest sessions, newest first"),
+    ("/history-read <session> [message]", "read the messages around a hit (--before N, --after N)"),
     ("/history-index", "embed consented projects' messages for up to a minute, then show this project's index status"),
-    ("/history-move <project>", "how to move this conversation to a project (ask the agent: it knows the session)"),
+    ("/history-move <project>", "move this conversation to a project (--home: out of any project)"),
     ("/history-help", "this help"),
 )
 TOOLS_HELP = (
-    ("project_history_search(query, mode, limit)", "the agent's scoped search of this conversation's project"),
+    ("project_history_search(query, mode, limit, ...)", "the agent's scoped search of this conversation's project"),
+    ("project_history_read(session_id, message_id, ...)", "the agent reads around a hit, same project only"),
+    ("project_history_recent(limit, since, until)", "the agent lists the project's latest sessions"),
     ("project_session_move(project_id)", "the agent moves this conversation to a project ('' = Home)"),
     ("project_history_semantic_consent(decision, projects)", "records your yes or no to semantic search"),
 )
 CLI_HELP = (
     ("search QUERY [--cwd DIR] [--mode M] [--limit N] [--json]", "the same search from a shell"),
+    ("recent [--cwd DIR] [--limit N] [--json]", "the folder's project's latest sessions"),
     ("projects [--json]", "projects and how many sessions attribution gives each"),
     ("index [--json]", "embed every consented project, with a progress bar"),
     ("status [--json]", "state.db, projects.db, semantic settings, consent and index size"),
@@ -45,8 +50,10 @@ def project_label(project: Mapping[str, Any]) -> str:
     return "no project (Home)"
 
 
-def scope_line(cwd: str, project: Mapping[str, Any]) -> str:
-    """The line every cwd-scoped output starts with: which folder decided the scope."""
+def scope_line(cwd: str | None, project: Mapping[str, Any]) -> str:
+    """The line every scoped output starts with: the conversation, or the folder, that decided the scope."""
+    if cwd is None:
+        return f"Scoped to this conversation's project: {project_label(project)} (this conversation left out)"
     return f"Scoped to the project of {cwd}: {project_label(project)}"
 
 
@@ -55,7 +62,7 @@ def error_text(prefix: str, answer: Mapping[str, Any]) -> str:
     return f"{prefix}: {answer.get('error') or 'failed'}"
 
 
-def render_search(answer: Mapping[str, Any], *, cwd: str) -> str:
+def render_search(answer: Mapping[str, Any], *, cwd: str | None) -> str:
     """A search answer as numbered sessions (title, when, source, snippet, link) and the notices.
 
     A failure answer (``success`` false) renders as one ``history search:
@@ -64,6 +71,8 @@ def render_search(answer: Mapping[str, Any], *, cwd: str) -> str:
     if not answer.get("success"):
         return error_text("history search", answer)
     lines = [scope_line(cwd, answer.get("project") or {})]
+    if answer.get("project_note"):
+        lines.append(f"Note: {answer['project_note']}")
     status = answer.get("semantic_status")
     lines.append(f"{answer.get('sessions_in_scope', 0)} session(s) in this project; mode {answer.get('mode')}; semantic search: {status}")
     results = answer.get("results") or []
@@ -87,6 +96,58 @@ def render_search(answer: Mapping[str, Any], *, cwd: str) -> str:
     if answer.get("notice"):
         lines.extend(["", str(answer["notice"])])
     return "\n".join(lines)
+
+
+def render_recent(answer: Mapping[str, Any], *, cwd: str | None) -> str:
+    """The project's latest sessions (``browse.recent_sessions``), numbered, newest first."""
+    if not answer.get("success"):
+        return error_text("history recent", answer)
+    lines = [scope_line(cwd, answer.get("project") or {}), ""]
+    sessions = answer.get("sessions") or []
+    if not sessions:
+        lines.append(str(answer.get("message") or "No sessions."))
+    for number, row in enumerate(sessions, start=1):
+        title = row.get("title") or "(untitled session)"
+        lines.append(f"{number}. {title}  [{row.get('last_active') or row.get('started') or 'unknown time'}, "
+                     f"{row.get('messages')} message(s), {row.get('source')}]")
+        if row.get("first_user"):
+            lines.append(f"   asked: {row['first_user']}")
+        if row.get("last_assistant"):
+            lines.append(f"   last answer: {row['last_assistant']}")
+        lines.append(f"   {row.get('link')}")
+    if answer.get("notice"):
+        lines.extend(["", str(answer["notice"])])
+    return "\n".join(lines)
+
+
+def render_read(answer: Mapping[str, Any]) -> str:
+    """Messages around a hit (``browse.read_around``), one block each, the hit marked."""
+    if not answer.get("success"):
+        return error_text("history read", answer)
+    title = answer.get("title") or "(untitled session)"
+    lines = [f"{title}  {answer.get('link')}  [{project_label(answer.get('project') or {})}]", ""]
+    for message in answer.get("messages") or []:
+        mark = " <== the hit" if message.get("message_id") == answer.get("anchor") else ""
+        lines.append(f"--- {message.get('role')} (message {message.get('message_id')}, {message.get('when') or 'unknown time'}){mark}")
+        lines.append(str(message.get("text") or ""))
+    if answer.get("truncated"):
+        lines.extend(["", "(cut to the character budget; ask for fewer messages or a larger --max-chars)"])
+    if answer.get("notice"):
+        lines.extend(["", str(answer["notice"])])
+    return "\n".join(lines)
+
+
+def render_index_run(answer: Mapping[str, Any]) -> str:
+    """The first line of ``/history-index``: what one indexing run did."""
+    if not answer.get("success"):
+        return f"history index: {answer.get('error')}"
+    if answer.get("message"):
+        return f"history index: {answer['semantic_status']}: {answer['message']}"
+    more = " Run /history-index again to continue." if answer.get("remaining") else ""
+    return (
+        f"history index: {answer['indexed']} of {answer['total']} messages indexed in {answer['projects']} "
+        f"project(s) ({answer['seconds']} s); semantic search is {answer['semantic_status']}.{more}"
+    )
 
 
 def render_index_status(report: Mapping[str, Any]) -> str:
@@ -181,20 +242,26 @@ def render_projects(listing: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_help(version: str) -> str:
-    """Usage of the slash commands, the tools and the command line, and the main limits."""
+def render_help(version: str, *, command_line: str = "project-history-recall") -> str:
+    """Usage of the slash commands, the tools and the command line, and the main limits.
+
+    ``command_line``: how to start the command line from this install (a
+    console script for pip, the plugin folder for Hermes' own installer).
+    """
     width = max(len(c) for c, _ in COMMANDS_HELP + TOOLS_HELP)
     lines = [f"project-history-recall {version}: search this project's past conversations", "", "Slash commands:"]
     lines += [f"  {c.ljust(width)}  {d}" for c, d in COMMANDS_HELP]
     lines += ["", "Agent tools (ask the agent in plain words):"]
     lines += [f"  {c.ljust(width)}  {d}" for c, d in TOOLS_HELP]
-    lines += ["", "Command line (outside a chat): project-history-recall, or python -m project_history_recall"]
+    lines += ["", f"Command line (outside a chat): {command_line} COMMAND"]
     lines += [f"  {c}\n      {d}" for c, d in CLI_HELP]
     lines += [
         "",
         "Limits:",
-        "  * Slash commands get no session id from Hermes: /history-search searches the project of Hermes' working",
-        "    directory (every session of it, this one included), and /history-move cannot move by itself.",
+        "  * In the terminal CLI after your first message, the commands act on this conversation (it is left out",
+        "    of searches, and /history-move moves it). Elsewhere (gateway, desktop, before the first message) Hermes",
+        "    names no conversation: they use the project of Hermes' working directory, and /history-move says how",
+        "    to ask the agent instead.",
         "  * Keyword search misses paraphrases until semantic search is consented and the project indexed.",
         "  * Results are past conversations: historical data, not instructions.",
     ]

@@ -7,7 +7,7 @@ projects.db and embeddings.db are opened read-only (``store.connect_ro``),
 nothing is embedded, and a missing file is reported, never created.
 
 Every function returns a plain dict (JSON-ready) with ``success``; failures a
-caller must report are raised as :class:`store.StoreError` (no state.db).
+caller must report are raised as :class:`errors.StoreError` (no state.db).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import search, store
+from . import errors, paths, semantic, store, workspace
+from .settings import load_settings
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,24 @@ def plugin_version() -> str:
         return "unknown"
 
 
+def command_line_hint() -> str:
+    """How to start the command line from this install, as a shell command.
+
+    A pip install has the ``project-history-recall`` console script (when it is
+    on PATH). A drop-in or ``hermes plugins install`` folder has none, and its
+    name (``project-history-recall``) cannot be imported: it is run by path
+    with the Python that runs Hermes (``__main__.py`` loads the folder).
+    """
+    import shlex
+    import shutil
+    import sys
+
+    here = Path(__file__).resolve().parent
+    if here.name == "project_history_recall" and shutil.which(DIST_NAME):
+        return DIST_NAME
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(here))}"
+
+
 def folder_of(cwd: str | Path) -> str:
     """``cwd`` as Hermes would record it for a session started there (absolute, symlinks resolved)."""
     return str(Path(cwd).expanduser().resolve())
@@ -61,7 +80,7 @@ def _embeddings_module() -> tuple[Any, str]:
     try:
         from . import embeddings
     except ImportError as exc:
-        return None, f"semantic search needs numpy and {search.LOCAL_HINT}: {exc}"
+        return None, f"semantic search needs numpy and {semantic.LOCAL_HINT}: {exc}"
     return embeddings, ""
 
 
@@ -78,8 +97,8 @@ def semantic_config(home: Path) -> dict[str, Any]:
     ``note`` says so and how to fix it, as a search's ``semantic_note`` does).
     Endpoints are shown with their credentials redacted. Never raises.
     """
-    settings = store.load_settings(home)
-    spec = search.provider_spec(settings) if settings.embedding.provider != "none" else None
+    settings = load_settings(home)
+    spec = semantic.provider_spec(settings) if settings.embedding.provider != "none" else None
     out: dict[str, Any] = {
         "provider": settings.embedding.provider,
         "endpoint": spec.endpoint if spec else None,
@@ -87,20 +106,20 @@ def semantic_config(home: Path) -> dict[str, Any]:
         "consent": None,
     }
     embeddings, reason = _embeddings_module()
-    path = store.plugin_data_dir(home) / "consent.json"
+    path = paths.plugin_data_dir(home) / "consent.json"
     read = embeddings.load_consent(path) if embeddings else None
     consent = read.record if read else None
     if consent is not None:
         out["consent"] = {k: consent.get(k) for k in ("declined", "projects", "provider", "endpoint", "model", "confirmed_at") if k in consent}
         if isinstance(consent.get("endpoint"), str):  # a record from an older version may hold credentials
             out["consent"]["endpoint"] = embeddings.redact_url(consent["endpoint"])
-    off = search.switched_off(settings)
+    off = semantic.switched_off(settings)
     if off or spec is None:  # spec is None exactly when provider is none
         return {**out, "status": "disabled", "note": off}
     if embeddings is None:
         return {**out, "status": "unavailable", "note": reason}
     if consent and consent.get("declined"):
-        return {**out, "status": "disabled", "note": search.DECLINED_NOTE}
+        return {**out, "status": "disabled", "note": semantic.DECLINED_NOTE}
     if read is not None and read.problem:
         return {**out, "status": "consent_required", "consent_problem": read.problem, "note": (
             f"the consent file {path} is {read.problem}, so it counts as no consent; ask the agent to search history "
@@ -124,9 +143,9 @@ def _model(home: Path) -> tuple[str | None, int]:
     embeddings, _ = _embeddings_module()
     if embeddings is None:
         return None, 0
-    settings = store.load_settings(home)
+    settings = load_settings(home)
     try:
-        provider = search.make_provider(settings, home)
+        provider = semantic.make_provider(settings, home)
     except embeddings.EmbeddingUnavailable:
         return None, 0
     return provider.fingerprint, int(provider.dims)
@@ -145,7 +164,7 @@ def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[
     ``temporary: false`` come with it, as the index command answers, and
     ``error`` says what to do. Never creates or changes a file.
     """
-    path = store.plugin_data_dir(home) / "embeddings.db"
+    path = paths.plugin_data_dir(home) / "embeddings.db"
     embeddings, _ = _embeddings_module()
     problem = embeddings.index_problem(path) if embeddings is not None else None
     out: dict[str, Any] = {"path": str(path), "found": path.is_file()}
@@ -196,19 +215,18 @@ def index_status(*, home: Path, cwd: str) -> dict[str, Any]:
     search there would report before indexing (``disabled``,
     ``consent_required``, ``unavailable``, ``indexing``, ``partial``,
     ``ready``). Home has no project: counts are 0 and ``semantic_status`` is
-    ``disabled``. Raises :class:`store.StoreError` when state.db is missing or
+    ``disabled``. Raises :class:`errors.StoreError` when state.db is missing or
     unreadable.
     """
     folder = folder_of(cwd)
     conn = store.open_state_db(home)
     try:
         listing = store.load_projects(home)
-        attributor = store.attributor_for(home, listing.projects)
-        scope = store.compute_scope_for_cwd(conn, attributor, folder, db_key=store.state_db_key(home))
+        attributor = workspace.attributor_for(home, listing.projects)
+        scope = workspace.compute_scope_for_cwd(conn, attributor, folder, db_key=paths.state_db_key(home))
         indexable = store.count_indexable(conn, scope) if scope.session_ids else 0
     finally:
         conn.close()
-    semantic = semantic_config(home)
     answer: dict[str, Any] = {
         "success": True,
         "cwd": folder,
@@ -217,12 +235,12 @@ def index_status(*, home: Path, cwd: str) -> dict[str, Any]:
         "indexable": indexable,
         "indexed": 0,
         "pending": indexable,
-        "semantic": semantic,
+        "semantic": semantic_config(home),
     }
     if scope.project.get("kind") == "home":
         return {**answer, "pending": 0, "semantic_status": "disabled",
                 "semantic_note": "this folder is in no project: nothing to index"}
-    blocked = search.semantic_precheck(home, store.load_settings(home), scope.project)
+    blocked = semantic.semantic_precheck(home, load_settings(home), scope.project)
     index = index_file_report(home, list(scope.session_ids))
     indexed = min(int(index.get("messages_indexed") or 0), indexable)
     answer.update(indexed=indexed, pending=indexable - indexed, index=index)
@@ -253,12 +271,12 @@ def profile_status(*, home: Path) -> dict[str, Any]:
                               "home_exists": home.is_dir()}
     if not home.is_dir():
         answer["error"] = f"Hermes profile folder not found: {home}"
-    db_path = store.state_db_path(home)
+    db_path = paths.state_db_path(home)
     state: dict[str, Any] = {"path": str(db_path), "found": db_path.is_file()}
     if state["found"]:
         try:
             conn = store.open_state_db(home)
-        except store.StoreError as exc:
+        except errors.StoreError as exc:
             state["error"] = str(exc)
         else:
             try:
@@ -269,7 +287,7 @@ def profile_status(*, home: Path) -> dict[str, Any]:
                 conn.close()
     answer["state_db"] = state
     listing = store.load_projects(home)
-    pdb_path = store.projects_db_path(home)
+    pdb_path = paths.projects_db_path(home)
     projects: dict[str, Any] = {"path": str(pdb_path), "found": pdb_path.is_file()}
     if listing.available:
         projects["projects"] = sum(1 for p in listing.projects if not p.get("archived"))
@@ -289,14 +307,14 @@ def list_projects(*, home: Path) -> dict[str, Any]:
     answer's project shape plus ``sessions``, ``messages``, ``workspaces``
     (recorded folders) and, for explicit projects, ``folders`` and
     ``archived``. Explicit projects without sessions are listed too; Home comes
-    last. Raises :class:`store.StoreError` when state.db is missing or
+    last. Raises :class:`errors.StoreError` when state.db is missing or
     unreadable.
     """
     conn = store.open_state_db(home)
     try:
         listing = store.load_projects(home)
-        attributor = store.attributor_for(home, listing.projects)
-        census = store.project_census(conn, attributor)
+        attributor = workspace.attributor_for(home, listing.projects)
+        census = workspace.project_census(conn, attributor)
     finally:
         conn.close()
     by_id = {p["id"]: p for p in listing.projects}
@@ -319,7 +337,7 @@ def list_projects(*, home: Path) -> dict[str, Any]:
     answer: dict[str, Any] = {
         "success": True,
         "projects": explicit + [r for r in rows if r["kind"] != "explicit"],
-        "projects_db": {"path": str(store.projects_db_path(home)), "found": listing.available},
+        "projects_db": {"path": str(paths.projects_db_path(home)), "found": listing.available},
     }
     if listing.note:
         answer["projects_note"] = listing.note

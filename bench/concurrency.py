@@ -213,7 +213,7 @@ def main() -> int:
                       for _, q in queries]
         builtin_calls = []
         for cls, q in queries:
-            typed = " OR ".join(u.text for u in phr.search.parse_query(q).units) if cls == "question" else q
+            typed = " OR ".join(u.text for u in phr.query.parse_query(q).units) if cls == "question" else q
             builtin_calls.append((q, (lambda t=typed: session_search(query=t, limit=3, db=builtin_db, current_session_id=sid))))
         for _, fn in ours_calls + builtin_calls:  # warm-up: page cache, attribution, git probes
             fn()
@@ -226,7 +226,7 @@ def main() -> int:
                 proc, report, go = start_writer(db, work, phase, args.duration, args.rate, cwd)
                 time.sleep(2.0)  # let it import Hermes and open the database
                 go.touch()
-            searches = search_loop(calls, args.duration, (sqlite3.Error, phr.store.StoreError)) if calls else None
+            searches = search_loop(calls, args.duration, (sqlite3.Error, phr.errors.StoreError)) if calls else None
             if proc is not None:
                 proc.wait(timeout=args.duration + 120)
             results[phase] = {"search": searches, "writer": writer_summary(report) if report else None}

@@ -235,7 +235,7 @@ def main() -> int:
     cold_ms = cold.stdout.strip() or f"error: {cold.stderr.strip().splitlines()[-1:]}"
     print(f"cold first search in a new process (git probes of every distinct cwd): {cold_ms} ms\n")
 
-    membership = getattr(phr.store, "membership", None)
+    membership = getattr(phr.workspace, "membership", None)
     invalidate = getattr(membership, "invalidate", None)
     rows = []
     for project, queries in plan:

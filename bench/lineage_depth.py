@@ -106,10 +106,7 @@ def grow_chain(db: Any, tail: str, have: int, want: int) -> str:
 
 
 def drop_caches(phr: Any) -> None:
-    store = phr.store
-    store.membership.invalidate()
-    store._attributors.clear()
-    store.git.invalidate()
+    phr.state.reset()
 
 
 def time_search(phr: Any, home: Path, session_id: str) -> tuple[float, dict[str, Any]]:

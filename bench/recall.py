@@ -449,10 +449,10 @@ def run_set(ds: DataSet, root: Path, phr: Any, systems: list[str], semantic: boo
         (home / "config.yaml").write_text(
             "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n        provider: local\n", encoding="utf-8"
         )
-        phr.store.plugin_data_dir(home).mkdir(parents=True, exist_ok=True)
-        phr.search.record_consent(home=home, session_id="", decision="allow", projects="all")
+        phr.paths.plugin_data_dir(home).mkdir(parents=True, exist_ok=True)
+        phr.semantic.record_consent(home=home, session_id="", decision="allow", projects="all")
         t_index = time.perf_counter()
-        report = phr.search.index_projects(home=home)
+        report = phr.semantic.index_projects(home=home)
         if not report.get("success") or report.get("remaining"):
             raise SystemExit(f"[{ds.name}] indexing failed: {report}")
         print(f"[{ds.name}] index ready: {report.get('indexed')} messages ({time.perf_counter() - t_index:.1f}s)", flush=True)
@@ -569,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
     phr = load_plugin()
     if semantic:
-        phr.search.INDEX_BUDGET_S = 3600.0
+        phr.semantic.INDEX_BUDGET_S = 3600.0
     results: dict[str, list[Question]] = {}
     try:
         for ds in datasets:

@@ -93,8 +93,8 @@ def pickup(phr) -> dict:
         db.create_session("cur", "cli", cwd=str(repo))
         db.append_message("cur", "user", "hi")
         write_local_config(home)
-        phr.search.record_consent(home=home, session_id="cur", decision="allow")
-        phr.search.index_projects(home=home)
+        phr.semantic.record_consent(home=home, session_id="cur", decision="allow")
+        phr.semantic.index_projects(home=home)
         for _ in range(100):
             db.append_message("s3", rng.choice(["user", "assistant"]), message(rng))
         db.close()
@@ -110,7 +110,7 @@ def synthesize_chunks(phr, home: Path, conn: sqlite3.Connection, sessions: list[
     import numpy as np
 
     fingerprint = phr.embeddings.LocalProvider().fingerprint
-    index = phr.embeddings.VectorIndex(phr.store.plugin_data_dir(home) / "embeddings.db", phr.embeddings.LocalProvider())
+    index = phr.embeddings.VectorIndex(phr.paths.plugin_data_dir(home) / "embeddings.db", phr.embeddings.LocalProvider())
     ids = conn.execute(
         "SELECT m.id, m.session_id FROM messages m WHERE m.session_id IN (SELECT value FROM json_each(?)) "
         "AND (m.active = 1 OR m.compacted = 1) AND m.role IN ('user', 'assistant')",
@@ -152,7 +152,7 @@ def keyword_mode_costs(phr, home: Path, current: str, queries: list[str], reps: 
     phr.embeddings.reset_indexes()
     out["new_process"] = summary_ms(timed(reps))
     phr.embeddings.reset_indexes()
-    warming = phr.search.warm_up(home)
+    warming = phr.semantic.warm_up(home)
     during = timed(1)[0]
     out["during_warm_up_ms"] = round(during * 1000, 1)
     out["warm_up_still_loading_then"] = warming is not None and warming.is_alive()
@@ -170,14 +170,14 @@ def hybrid_latency(phr, db_path: Path, reps: int) -> list[dict]:
     (home / "state.db").symlink_to(db_path)
     write_local_config(home)
     os.environ["HERMES_HOME"] = str(home)
-    phr.search.record_consent(home=home, session_id="", decision="allow", projects="all")
+    phr.semantic.record_consent(home=home, session_id="", decision="allow", projects="all")
     out = []
     conn = phr.store.open_state_db(home)
     listing = phr.store.load_projects(home)
-    attributor = phr.store.attributor_for(home, listing.projects)
+    attributor = phr.workspace.attributor_for(home, listing.projects)
     for name, target in (("lumen-web", 100_000), ("atlas-api", 300_000)):
         current = projects[name]["current_session_id"]
-        scope = phr.store.compute_scope(conn, attributor, current, db_key=str(db_path.resolve()))
+        scope = phr.workspace.compute_scope(conn, attributor, current, db_key=str(db_path.resolve()))
         chunks = synthesize_chunks(phr, home, conn, list(scope.session_ids) + [current], target)
         phr.embeddings.reset_indexes()  # start like a new process: load the index from the file
         queries = ["how did we handle the flaky reconnect?", "websocket backoff jitter", "数据库迁移怎么做"]
@@ -189,7 +189,7 @@ def hybrid_latency(phr, db_path: Path, reps: int) -> list[dict]:
         # semantic side's first-query cost after a warm-up.
         phr.embeddings.reset_indexes()
         started = time.perf_counter()
-        warming = phr.search.warm_up(home)
+        warming = phr.semantic.warm_up(home)
         assert warming is not None, "no warm-up: consent and config are written above"
         warming.join()
         warm_up = time.perf_counter() - started

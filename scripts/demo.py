@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN_FILES = ("plugin.yaml", "__init__.py", "__main__.py", "attribution.py", "search.py", "store.py", "config_schema.py", "embeddings.py", "command_line.py", "render.py", "status.py")
+PLUGIN_FILES = ("plugin.yaml", *sorted(p.name for p in ROOT.glob("*.py")))
 
 
 def git(cwd: Path, *args: str) -> None:

@@ -97,7 +97,7 @@ def test_pages_reach_fifty_sessions(world: World):
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
     answers = pages(world, "cur", "retry policy", mode="keyword")
     seen = [sid for a in answers for sid in result_sessions(a)]
-    assert len(seen) == len(set(seen)) == plugin("search").MAX_REACH
+    assert len(seen) == len(set(seen)) == plugin("pages").MAX_REACH
 
 
 def test_short_cjk_words_are_read_newest_first_and_stop_once_enough_matched(world: World, monkeypatch):
@@ -120,7 +120,7 @@ def test_short_cjk_words_are_read_newest_first_and_stop_once_enough_matched(worl
     answer = world.search("cur", "问题", limit=10)
     got = result_sessions(answer)
     assert got == [f"m{i:02d}" for i in range(59, 49, -1)], "the newest sessions, newest first"
-    reach = plugin("search").MAX_REACH
+    reach = plugin("pages").MAX_REACH
     assert calls == [reach + 1], f"the scan stopped after {reach + 1} sessions, not all 60"
     assert answer["next_cursor"], "the next page exists"
 

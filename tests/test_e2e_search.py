@@ -193,7 +193,7 @@ def test_projects_db_missing_degrades_to_auto(world: World):
 def _plugin_store():
     import sys
 
-    return sys.modules["hermes_plugins.project_history_recall.store"]
+    return sys.modules["hermes_plugins.project_history_recall.workspace"]
 
 
 def test_new_and_recently_updated_sessions_are_seen_at_once(world: World):

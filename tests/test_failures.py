@@ -96,7 +96,7 @@ def test_session_not_in_state_db(two):
 def test_arguments_not_an_object(two, args):
     import json
 
-    from project_history_recall import handle_move, handle_search
+    from project_history_recall.handlers import handle_move, handle_search
 
     for handler in (handle_search, handle_move):
         answer = json.loads(handler(args, session_id="cur"))
@@ -214,7 +214,7 @@ def test_substring_fallback_matches_identifiers_literally(two):
 
 
 def test_check_fn_follows_hermes_home(world: World, monkeypatch):
-    from project_history_recall import check_available
+    from project_history_recall.handlers import check_available
 
     assert check_available() is True
     monkeypatch.setenv("HERMES_HOME", str(world.tmp / "does-not-exist"))
@@ -262,9 +262,9 @@ def test_paths_with_uri_metacharacters(tmp_path, monkeypatch):
         db.create_session(sid, "cli", cwd=str(repo))
         db.append_message(sid, "user", text)
     db.close()
-    from project_history_recall import search, store
+    from project_history_recall import paths, search
 
-    answer = search.search_history(home=store.hermes_home(), session_id="b", query="websocket")
+    answer = search.search_history(home=paths.hermes_home(), session_id="b", query="websocket")
     assert result_sessions(answer) == ["a"]
     assert not any(p.name.startswith("we") and p != weird for p in tmp_path.iterdir())
 
@@ -328,7 +328,7 @@ def test_answers_are_always_encodable(two):
     """A lone surrogate echoed in an error must not make the answer unencodable."""
     import json
 
-    from project_history_recall import handle_search
+    from project_history_recall.handlers import handle_search
 
     raw = handle_search({"query": "x", "mode": "\ud800bad"}, session_id="cur")
     raw.encode("utf-8")
@@ -336,19 +336,19 @@ def test_answers_are_always_encodable(two):
 
 
 def test_settings_are_re_read_only_when_config_yaml_changes(tmp_path):
-    from project_history_recall import store
+    from project_history_recall import settings
 
     config = tmp_path / "config.yaml"
-    assert store.load_settings(tmp_path).embedding.provider == "local", "no file: defaults"
+    assert settings.load_settings(tmp_path).embedding.provider == "local", "no file: defaults"
     config.write_text("plugins:\n  entries:\n    project-history-recall:\n      embedding: {provider: none}\n")
-    first = store.load_settings(tmp_path)
+    first = settings.load_settings(tmp_path)
     assert first.embedding.provider == "none"
-    assert store.load_settings(tmp_path) is first, "unchanged file: the parsed settings are reused"
+    assert settings.load_settings(tmp_path) is first, "unchanged file: the parsed settings are reused"
     replacement = tmp_path / "config.yaml.new"
     replacement.write_text("plugins:\n  entries:\n    project-history-recall:\n      embedding: {provider: openai}\n")
     replacement.replace(config)  # same size, maybe the same mtime tick: a new inode
-    assert store.load_settings(tmp_path).embedding.provider == "openai"
+    assert settings.load_settings(tmp_path).embedding.provider == "openai"
     config.write_text(": not yaml [")
-    assert store.load_settings(tmp_path).embedding.provider == "local", "unreadable: defaults"
+    assert settings.load_settings(tmp_path).embedding.provider == "local", "unreadable: defaults"
     config.unlink()
-    assert store.load_settings(tmp_path).embedding.provider == "local"
+    assert settings.load_settings(tmp_path).embedding.provider == "local"

@@ -214,11 +214,14 @@ def test_malformed_cursors(many, cursor):
 
 
 def test_cursor_offsets_are_bounded(many):
-    search = plugin("search")
+    import base64
+    import json
+
+    pages = plugin("pages")
     answer = many.search("cur", "reconnect loop", mode="keyword", limit=10)
-    key = search.json.loads(search.base64.urlsafe_b64decode(answer["next_cursor"] + "==").decode())["k"]
-    for offset in (0, -5, search.MAX_REACH, 10**9):
-        forged = search.make_cursor(key, search.Page(offset))
+    key = json.loads(base64.urlsafe_b64decode(answer["next_cursor"] + "==").decode())["k"]
+    for offset in (0, -5, pages.MAX_REACH, 10**9):
+        forged = pages.make_cursor(key, pages.Page(offset))
         bad = many.search("cur", "reconnect loop", mode="keyword", limit=10, cursor=forged)
         assert bad["success"] is False and bad["code"] == "bad_argument"
 
@@ -290,7 +293,7 @@ def test_pages_of_a_newest_first_scan_never_repeat(world: World, monkeypatch):
 
 @pytest.mark.parametrize("text", ["2026-02-28", "20260228"])
 def test_any_date_only_form_includes_the_whole_day_as_until(text):
-    search = __import__("project_history_recall.search", fromlist=["search"])
-    end = search.parse_when(text, end=True, now=0)
+    filters = __import__("project_history_recall.filters", fromlist=["filters"])
+    end = filters.parse_when(text, end=True, now=0)
     assert end == local(2026, 3, 1, 0), "the next midnight"
-    assert search.parse_when(text, end=False, now=0) == local(2026, 2, 28, 0)
+    assert filters.parse_when(text, end=False, now=0) == local(2026, 2, 28, 0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from project_history_recall.search import fuse_rrf
+from project_history_recall.ranking import fuse_rrf
 
 ranking = st.lists(st.integers(0, 40), max_size=25, unique=True)
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from project_history_recall import embeddings as E
+from project_history_recall import index_file, vector_index
 
 
 class CountingProvider:
@@ -208,7 +209,7 @@ def test_a_cached_scope_switches_between_copy_and_in_place_as_its_share_changes(
         return {m for m, _, _ in hits}
 
     assert scope_hits() == {1, 2}
-    assert isinstance(index._scope_rows[2], E._Rows), "2 of 10 rows: copied"
+    assert isinstance(index._scope_rows[2], vector_index._Rows), "2 of 10 rows: copied"
     index.add([P(100 + i, "mine", f"more {i} ab") for i in range(20)])
     assert scope_hits() == {1, 2} | set(range(100, 120))
     assert isinstance(index._scope_rows[2], np.ndarray), "22 of 30 rows: scored in place"
@@ -218,7 +219,7 @@ def test_a_cached_scope_switches_between_copy_and_in_place_as_its_share_changes(
     assert isinstance(index._scope_rows[2], np.ndarray), "22 of 50 rows: still in place (no copy back and forth)"
     index.add([P(300 + i, f"later{i}", f"later {i} ab") for i in range(20)])
     assert scope_hits() == {1, 2} | set(range(100, 120))
-    assert isinstance(index._scope_rows[2], E._Rows), "22 of 70 rows: copied again"
+    assert isinstance(index._scope_rows[2], vector_index._Rows), "22 of 70 rows: copied again"
 
 
 def test_chunk_ids_are_never_reused(tmp_path):
@@ -291,11 +292,11 @@ def _open_with_short_timeout(path):
         kwargs["timeout"] = 0.2
         return real_connect(*args, **kwargs)
 
-    E.sqlite3.connect = quick
+    sqlite3.connect = quick
     try:
         return E.VectorIndex(path, CountingProvider())
     finally:
-        E.sqlite3.connect = real_connect
+        sqlite3.connect = real_connect
 
 
 def test_two_processes_migrating_an_old_file_at_once(tmp_path):
@@ -389,18 +390,18 @@ def test_a_file_replaced_while_it_is_opened_is_not_taken_for_the_new_one(tmp_pat
     connection may be on the old file, so this open gives up (busy) instead of writing there."""
     path = tmp_path / "e.db"
     E.VectorIndex(path, CountingProvider()).close()
-    real = E.VectorIndex._migrate
+    real = index_file.migrate
 
     def migrate_then_replaced(conn):
         conn = real(conn)
         path.rename(tmp_path / "e.db.broken-1")
         for suffix in ("-wal", "-shm"):
             Path(str(path) + suffix).unlink(missing_ok=True)
-        monkeypatch.setattr(E.VectorIndex, "_migrate", staticmethod(real))
+        monkeypatch.setattr(index_file, "migrate", real)
         E.VectorIndex(path, CountingProvider()).close()  # the other process's rebuilt file
         return conn
 
-    monkeypatch.setattr(E.VectorIndex, "_migrate", staticmethod(migrate_then_replaced))
+    monkeypatch.setattr(index_file, "migrate", migrate_then_replaced)
     with pytest.raises(E.IndexNotNow, match="replaced while it was being opened"):
         E.VectorIndex(path, CountingProvider())
     index = E.VectorIndex(path, CountingProvider())

@@ -147,7 +147,7 @@ def test_git_probe_fallback_without_hermes_probe(mv, monkeypatch):
     """Without tui_gateway.git_probe, our own probe (timeout, worktree folding) is used."""
     import sys
 
-    plugin_store = sys.modules["hermes_plugins.project_history_recall.store"]
+    plugin_store = sys.modules["hermes_plugins.project_history_recall.workspace"]
     monkeypatch.setattr(plugin_store._GitProbe, "_hermes_probe", staticmethod(lambda: None))
     plugin_store.git.invalidate()
     from conftest import git

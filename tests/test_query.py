@@ -8,11 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from project_history_recall import search as S
+from project_history_recall import query as Q
+from project_history_recall import ranking as R
+from project_history_recall import snippet as N
 
 
 def texts(query: str) -> list[tuple[str, str]]:
-    return [(u.text, u.kind) for u in S.parse_query(query).units]
+    return [(u.text, u.kind) for u in Q.parse_query(query).units]
 
 
 @pytest.mark.parametrize(
@@ -48,14 +50,14 @@ def test_stop_words_are_kept_when_nothing_else_is_left():
 
 @pytest.mark.parametrize("query", ["", "   ", "***", '""', "\x00\x01", "?!.,;"])
 def test_parse_query_with_nothing_searchable(query):
-    assert S.parse_query(query).units == ()
+    assert Q.parse_query(query).units == ()
 
 
 def test_long_queries_are_capped():
-    parsed = S.parse_query("word " * 50_000)
-    assert len(parsed.units) <= S.MAX_UNITS and parsed.truncated
-    parsed = S.parse_query(" ".join(f"w{i}" for i in range(100)))
-    assert len(parsed.units) == S.MAX_UNITS and parsed.truncated
+    parsed = Q.parse_query("word " * 50_000)
+    assert len(parsed.units) <= Q.MAX_UNITS and parsed.truncated
+    parsed = Q.parse_query(" ".join(f"w{i}" for i in range(100)))
+    assert len(parsed.units) == Q.MAX_UNITS and parsed.truncated
 
 
 # Every unit becomes a quoted FTS5 phrase: whatever the user typed, the
@@ -79,19 +81,19 @@ HAZARDS = [
 
 @pytest.mark.parametrize("query", HAZARDS)
 def test_hostile_queries_make_valid_fts5(fts, query):
-    parsed = S.parse_query(query)
+    parsed = Q.parse_query(query)
     for unit in parsed.units:
-        fts.execute("SELECT count(*) FROM t WHERE t MATCH ?", (S.fts_quote(unit.text),)).fetchall()
-        for gram in S.cjk_trigrams(unit.text) or [unit.text]:
-            fts.execute("SELECT count(*) FROM g WHERE g MATCH ?", (S.fts_quote(gram),)).fetchall()
+        fts.execute("SELECT count(*) FROM t WHERE t MATCH ?", (Q.fts_quote(unit.text),)).fetchall()
+        for gram in Q.cjk_trigrams(unit.text) or [unit.text]:
+            fts.execute("SELECT count(*) FROM g WHERE g MATCH ?", (Q.fts_quote(gram),)).fetchall()
 
 
 @settings(max_examples=500, deadline=None)
 @given(st.text(max_size=300))
 def test_property_any_text_parses_to_valid_fts5(fts_query_conn, text):
-    parsed = S.parse_query(text)
+    parsed = Q.parse_query(text)
     if parsed.units:
-        expr = " OR ".join(S.fts_quote(u.text) for u in parsed.units)
+        expr = " OR ".join(Q.fts_quote(u.text) for u in parsed.units)
         fts_query_conn.execute("SELECT count(*) FROM t WHERE t MATCH ?", (expr,)).fetchall()
 
 
@@ -103,31 +105,31 @@ def fts_query_conn():
 
 
 def test_cjk_trigrams():
-    assert S.cjk_trigrams("数据库迁移") == ["数据库", "据库迁", "库迁移"]
-    assert S.cjk_trigrams("迁移") == []
+    assert Q.cjk_trigrams("数据库迁移") == ["数据库", "据库迁", "库迁移"]
+    assert Q.cjk_trigrams("迁移") == []
 
 
 def test_snippet_is_bounded_and_marks_the_match():
     text = "x " * 2000 + "the websocket backoff fix" + " y" * 2000
-    snip = S.make_snippet(text, S.parse_query("websocket").units)
+    snip = N.make_snippet(text, Q.parse_query("websocket").units)
     assert ">>>websocket<<<" in snip
-    assert len(snip) <= S.SNIPPET_CHARS + len(">>><<<") + 2 * len("...")
+    assert len(snip) <= N.SNIPPET_CHARS + len(">>><<<") + 2 * len("...")
     assert snip.startswith("...") and snip.endswith("...")
 
 
 def test_snippet_marks_every_matching_word():
-    snip = S.make_snippet("exponential backoff between websocket reconnects; backoffs capped", S.parse_query("websocket backoff").units)
+    snip = N.make_snippet("exponential backoff between websocket reconnects; backoffs capped", Q.parse_query("websocket backoff").units)
     assert snip == "exponential >>>backoff<<< between >>>websocket<<< reconnects; >>>backoffs<<< capped"
-    assert ">>>" not in S.make_snippet("websockets2 are not websocket_x", S.parse_query("websocket").units).split("are")[0]
+    assert ">>>" not in N.make_snippet("websockets2 are not websocket_x", Q.parse_query("websocket").units).split("are")[0]
 
 
 def test_snippet_without_match_is_the_start():
-    assert S.make_snippet("short text", S.parse_query("zzz").units) == "short text"
+    assert N.make_snippet("short text", Q.parse_query("zzz").units) == "short text"
 
 
 def test_best_per_session_keeps_the_first_hit_of_each_session():
-    hits = [S.Hit(5, "a", -3.0), S.Hit(4, "a", -2.0), S.Hit(3, "b", -1.0), S.Hit(2, "c", -0.5)]
-    assert [(h.session_id, h.message_id) for h in S.best_per_session(hits, 2)] == [("a", 5), ("b", 3)]
+    hits = [R.Hit(5, "a", -3.0), R.Hit(4, "a", -2.0), R.Hit(3, "b", -1.0), R.Hit(2, "c", -0.5)]
+    assert [(h.session_id, h.message_id) for h in R.best_per_session(hits, 2)] == [("a", 5), ("b", 3)]
 
 
 def test_plural_forms_are_one_term():

@@ -144,15 +144,15 @@ def test_indexing_partial_ready(sem, fake, monkeypatch):
     server = fake()
     sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(sem)
-    search = plugin("search")
-    monkeypatch.setattr(search, "INDEX_BUDGET_S", 0.0)
+    semantic = plugin("semantic")
+    monkeypatch.setattr(semantic, "INDEX_BUDGET_S", 0.0)
     answer = sem.search("cur", "websocket")
     assert answer["semantic_status"] == "indexing" and "0 of 5" in answer["semantic_note"]
     assert result_sessions(answer) == ["a_ws"]
-    monkeypatch.setattr(search, "INDEX_BUDGET_S", 5.0)
-    monkeypatch.setattr(search, "INDEX_BATCH", 2)
+    monkeypatch.setattr(semantic, "INDEX_BUDGET_S", 5.0)
+    monkeypatch.setattr(semantic, "INDEX_BATCH", 2)
     assert sem.search("cur", "websocket")["semantic_status"] == "partial"
-    monkeypatch.setattr(search, "INDEX_BATCH", 2000)
+    monkeypatch.setattr(semantic, "INDEX_BATCH", 2000)
     assert sem.search("cur", "websocket")["semantic_status"] == "ready"
 
 
@@ -291,7 +291,7 @@ def test_a_session_moved_in_gets_indexed(sem, fake):
     assert BETA_TEXT not in sent_texts(server)
     # The desktop moves an old beta session into alpha (same project key, new member).
     sem.db.update_session_cwd("b_ws", str(sem.paths["alpha"]), "main", str(sem.paths["alpha"]))
-    plugin("store").membership.invalidate()
+    plugin("workspace").membership.invalidate()
     assert sem.search("cur", "websocket")["semantic_status"] == "ready"
     assert BETA_TEXT in sent_texts(server)
 
@@ -300,8 +300,8 @@ def test_index_command_drops_vectors_of_deleted_sessions(sem, fake):
     server = fake()
     sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(sem)
-    search = plugin("search")
-    assert search.index_projects(home=sem.home)["dropped"] == 0
+    semantic = plugin("semantic")
+    assert semantic.index_projects(home=sem.home)["dropped"] == 0
     db_path = sem.home / "plugins" / "project-history-recall" / "data" / "embeddings.db"
     import sqlite3
 
@@ -311,10 +311,10 @@ def test_index_command_drops_vectors_of_deleted_sessions(sem, fake):
 
     assert "a_css" in indexed_sessions()
     assert sem.db.delete_session("a_css")
-    report = search.index_projects(home=sem.home)
+    report = semantic.index_projects(home=sem.home)
     assert report["success"] and report["dropped"] == 1 and report["semantic_status"] == "ready"
     assert "a_css" not in indexed_sessions() and "a_db" in indexed_sessions()
-    assert search.index_projects(home=sem.home)["dropped"] == 0
+    assert semantic.index_projects(home=sem.home)["dropped"] == 0
 
 
 @pytest.mark.parametrize("mode", ["semantic", "hybrid"])
@@ -330,14 +330,14 @@ def test_one_session_with_hundreds_of_similar_messages_does_not_hide_the_others(
         world.session(f"q{i:02d}", repo, messages=[("user", f"the websocket reconnect idea number {i}")])
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
     consent(world)
-    plugin("search").INDEX_BUDGET_S = 60.0
+    plugin("semantic").INDEX_BUDGET_S = 60.0
     try:
         answers = [world.search("cur", "websocket reconnect", mode=mode, limit=10)]
         assert answers[0]["semantic_status"] == "ready", answers[0]
         while answers[-1].get("next_cursor"):
             answers.append(world.search("cur", "websocket reconnect", mode=mode, limit=10, cursor=answers[-1]["next_cursor"]))
     finally:
-        plugin("search").INDEX_BUDGET_S = 1.5
+        plugin("semantic").INDEX_BUDGET_S = 1.5
         plugin("embeddings").reset_indexes()
     first = result_sessions(answers[0])
     assert len(first) == 10 == len(set(first)), "a page holds limit distinct sessions"

@@ -31,9 +31,9 @@ def start_session(sid: str = "new-session") -> threading.Thread | None:
     """Fire ``on_session_start`` the way Hermes' conversation loop does; return the warm-up thread, if any."""
     from hermes_cli.plugins import invoke_hook
 
-    before = plugin("search")._warming
+    before = plugin("semantic")._warming
     invoke_hook("on_session_start", session_id=sid, model="test-model", platform="cli")
-    thread = plugin("search")._warming
+    thread = plugin("semantic")._warming
     if thread is None or thread is before:
         return None
     thread.join(timeout=60)
@@ -42,7 +42,7 @@ def start_session(sid: str = "new-session") -> threading.Thread | None:
 
 
 def open_indexes() -> dict:
-    return dict(plugin("embeddings")._indexes)
+    return dict(plugin("state").cache("vector_indexes").data)
 
 
 @pytest.fixture
@@ -91,17 +91,17 @@ def test_a_resumed_conversation_warms_up_at_its_first_turn_once(warm, fake, monk
     from hermes_cli.plugins import invoke_hook
 
     server = indexed_then_new_process(warm, fake)
-    monkeypatch.setattr(plugin("search"), "_warming", None)  # a process where nothing warmed up yet
+    monkeypatch.setattr(plugin("semantic"), "_warming", None)  # a process where nothing warmed up yet
     sent = len(server.requests)
     turn = dict(session_id="cur", user_message="hi", conversation_history=[], is_first_turn=False, model="m", platform="cli")
     assert invoke_hook("pre_llm_call", **turn) == [], "nothing is injected into the turn"
-    thread = plugin("search")._warming
+    thread = plugin("semantic")._warming
     assert thread is not None
     thread.join(timeout=60)
     (index,) = open_indexes().values()
     assert index._matrix.n == stored_chunks(warm)
     invoke_hook("pre_llm_call", **turn)
-    assert plugin("search")._warming is thread, "one warm-up per process from turns"
+    assert plugin("semantic")._warming is thread, "one warm-up per process from turns"
     assert len(server.requests) == sent, "nothing embedded or sent"
 
 
@@ -138,8 +138,8 @@ def test_a_later_session_reuses_the_index_and_loads_only_what_is_new(warm, fake)
     (index,) = open_indexes().values()
     # Another process (the index command) stores a vector meanwhile.
     mid = warm.say("a_db", "assistant", "Rate limits moved to the gateway.")
-    search, embeddings = plugin("search"), plugin("embeddings")
-    other = embeddings.VectorIndex(index.path, search.make_provider(plugin("store").load_settings(warm.home), warm.home))
+    semantic, embeddings = plugin("semantic"), plugin("embeddings")
+    other = embeddings.VectorIndex(index.path, semantic.make_provider(plugin("settings").load_settings(warm.home), warm.home))
     other.add([embeddings.PendingMessage(mid, "a_db", "Rate limits moved to the gateway.")])
     other.close()
     start_session("s2")
@@ -215,7 +215,7 @@ def test_a_search_during_the_warm_up_waits_for_it_and_answers_right(warm, fake):
 
     invoke_hook("on_session_start", session_id="racing", model="m", platform="cli")
     answer = warm.search("cur", "Postgres migration backfills", mode="hybrid")  # while it loads
-    thread = plugin("search")._warming
+    thread = plugin("semantic")._warming
     thread.join(timeout=60)
     assert answer["semantic_status"] == "ready"
     assert result_sessions(answer)[0] == "a_db"
@@ -236,7 +236,7 @@ def test_real_local_model_is_loaded_by_the_warm_up(warm):
 
 def loaded_index(world: World):
     """The process's index for the configured provider, opened as a search would (nothing loaded yet)."""
-    return plugin("search").open_vectors(world.home, plugin("store").load_settings(world.home))
+    return plugin("semantic").open_vectors(world.home, plugin("settings").load_settings(world.home))
 
 
 def test_a_keyword_search_during_a_load_answers_without_waiting(warm, fake):
@@ -352,10 +352,10 @@ def test_more_new_messages_than_one_batch_are_all_indexed(warm, fake, monkeypatc
     """After a project was complete, more new messages than one indexing batch: the
     watermark must not move past the older ones (no search would index them then)."""
     indexed_then_new_process(warm, fake)
-    search = plugin("search")
+    semantic = plugin("semantic")
     assert warm.search("cur", "websocket")["semantic_status"] == "ready"  # complete: a watermark is set
-    monkeypatch.setattr(search, "INDEX_BATCH", 2)
-    monkeypatch.setattr(search, "INDEX_BUDGET_S", 60.0)
+    monkeypatch.setattr(semantic, "INDEX_BATCH", 2)
+    monkeypatch.setattr(semantic, "INDEX_BUDGET_S", 60.0)
     new = [warm.say("a_db", "user", f"Note {i} about the rollout of the new schema.") for i in range(5)]
     keyword = warm.search("cur", "rollout", mode="keyword")
     assert keyword["semantic_status"] == "partial" and "2 of 7 messages indexed" in keyword["semantic_note"]

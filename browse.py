@@ -1,0 +1,187 @@
+"""Browsing a project's history without a query: read around a hit, and list recent sessions.
+
+Two services beside the search (``search.py``), with its scope rules: only
+sessions of the current conversation's project (the asking session and its
+own lineage included here: reading your own conversation is harmless), all
+reads through ``store.py`` (read-only), output bounded in messages and
+characters, and the historical-data notice on every answer.
+
+* :func:`read_around`: up to ``MAX_AROUND`` messages before and after one
+  message of a session, within a character budget; a message cut to fit is
+  marked, and so is a window cut short by the budget.
+* :func:`recent_sessions`: the project's sessions, most recently active
+  first, each with its title, when, message count, first user message and
+  last assistant message (each cut to ``PREVIEW_CHARS``), in pages (up to
+  ``pages.MAX_REACH`` sessions).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from . import answers, errors, pages, paths, session_rows, store, workspace
+from .filters import Filters
+
+MAX_AROUND = 20
+DEFAULT_AROUND = 5
+DEFAULT_CHARS = 6_000
+MAX_CHARS = 20_000
+MIN_CHARS = 500
+PREVIEW_CHARS = 240
+RECENT_DEFAULT = 5
+RECENT_MAX = 10
+
+CUT = " [...cut]"
+
+
+class NotInProject(errors.StoreError):
+    """The session asked for belongs to another project (or none)."""
+
+    code = "not_in_project"
+
+
+def _clip(text: str, budget: int) -> tuple[str, bool]:
+    flat = text.strip()
+    if len(flat) <= budget:
+        return flat, False
+    return flat[: max(budget - len(CUT), 0)].rstrip() + CUT, True
+
+
+def _project_scope(conn: Any, home: Path, session_id: str, cwd: str | None) -> workspace.Scope:
+    """The asking session's project, or with ``cwd`` (slash commands, the command line) that folder's."""
+    listing = store.load_projects(home)
+    attributor = workspace.attributor_for(home, listing.projects)
+    db_key = paths.state_db_key(home)
+    if cwd is not None:
+        return workspace.compute_scope_for_cwd(conn, attributor, cwd, db_key=db_key)
+    return workspace.compute_scope(conn, attributor, session_id, db_key=db_key)
+
+
+def _readable(scope: workspace.Scope, conn: Any, target: str) -> bool:
+    """Sessions of the scope's project, the asking conversation's own lineage included."""
+    if target in scope.session_ids:
+        return True
+    return scope.current is not None and target in session_rows.lineage_ids(conn, scope.current.id) and scope.project.get("kind") != "home"
+
+
+def read_around(
+    *, home: Path, session_id: str = "", cwd: str | None = None, target_session: str, message_id: int | None,
+    before: int = DEFAULT_AROUND,
+    after: int = DEFAULT_AROUND, max_chars: int = DEFAULT_CHARS,
+) -> dict[str, Any]:
+    """Messages of ``target_session`` around ``message_id`` (its start when ``None``).
+
+    The asker is ``session_id``'s conversation, or with ``cwd`` that folder's
+    project (slash commands, the command line).
+
+    Returns ``{success, session_id, link, title, project, messages: [{message_id,
+    role, when, text, cut?}], anchor, truncated, notice}`` where ``truncated``
+    says the budget stopped the window early. Raises :class:`NotInProject`
+    for a session of another project, :class:`errors.SessionNotFound` for an
+    unknown session or a message not in it (the handler translates).
+    """
+    before = max(0, min(MAX_AROUND, before))
+    after = max(0, min(MAX_AROUND, after))
+    max_chars = max(MIN_CHARS, min(MAX_CHARS, max_chars))
+    conn = store.open_state_db(home)
+    try:
+        scope = _project_scope(conn, home, session_id, cwd)
+        details = session_rows.session_details(conn, [target_session]).get(target_session)
+        if details is None:
+            raise errors.SessionNotFound(f"session not found in state.db: {target_session}")
+        if scope.project.get("kind") == "home" or not _readable(scope, conn, target_session):
+            raise NotInProject(
+                f"session {target_session} is not in this conversation's project; only this project's sessions can be read"
+            )
+        rows = store.messages_around(conn, target_session, message_id, before, after)
+    finally:
+        conn.close()
+    if message_id is not None and not any(r.id == message_id for r in rows):
+        raise errors.SessionNotFound(f"message {message_id} is not a live message of session {target_session}")
+    anchor = message_id if message_id is not None else (rows[0].id if rows else None)
+    # Spend the budget from the anchor outwards, so what is cut is what lies farthest from it.
+    order = sorted(range(len(rows)), key=lambda i: (abs(rows[i].id - (anchor or 0)), rows[i].id))
+    budget = max_chars
+    kept: dict[int, dict[str, Any]] = {}
+    truncated = False
+    for i in order:
+        row = rows[i]
+        if budget <= 0:
+            truncated = True
+            break
+        text, cut = _clip(row.text, budget if row.id != anchor else max(budget, MIN_CHARS))
+        budget -= len(text)
+        entry: dict[str, Any] = {"message_id": row.id, "role": row.role, "when": answers.format_when(row.timestamp), "text": text}
+        if cut:
+            entry["cut"] = True
+        kept[i] = entry
+    messages = [kept[i] for i in sorted(kept)]
+    return {
+        "success": True,
+        "session_id": target_session,
+        "link": f"@session:{target_session}",
+        "title": details.title,
+        "project": scope.project,
+        "anchor": anchor,
+        "messages": messages,
+        "truncated": truncated or any(m.get("cut") for m in messages),
+        "notice": answers.HISTORY_NOTICE,
+    }
+
+
+def recent_sessions(
+    *, home: Path, session_id: str = "", cwd: str | None = None, limit: int = RECENT_DEFAULT,
+    filters: Filters = Filters(), cursor: str | None = None,
+) -> dict[str, Any]:
+    """The project's sessions, most recently active first (the asking conversation left out).
+
+    ``filters``' dates keep sessions active in that window; roles are not
+    used. With ``cwd`` (slash commands, the command line) the project is that
+    folder's and every session is listed. Returns ``{success, project,
+    sessions: [{session_id, link, title, started, last_active, messages,
+    first_user, last_assistant, source}], sessions_in_scope, next_cursor?,
+    notice}``. Raises :class:`errors.StoreError` (no state.db, unknown
+    session, a bad cursor).
+    """
+    limit = max(1, min(RECENT_MAX, limit))
+    conn = store.open_state_db(home)
+    try:
+        scope = _project_scope(conn, home, session_id, cwd)
+        key = pages.search_key(query="\x00recent", mode="recent", scope=dataclasses.replace(scope, filters=filters),
+                                anchor=session_id if cwd is None else f"cwd:{cwd}")
+        page = pages.read_cursor(cursor, key) if cursor else pages.Page(0, filters.since, filters.until)
+        base: dict[str, Any] = {"success": True, "project": scope.project, "sessions": [], "sessions_in_scope": scope.in_project}
+        if scope.project.get("kind") == "home":
+            base["message"] = "No project context (no working directory recorded)" if cwd is None else (
+                "No project context: this folder is in no git repo and no project folder")
+            return base
+        listed = session_rows.recent_sessions(conn, scope.session_ids, since=page.since, until=page.until, offset=page.offset,
+                                       limit=limit + 1)
+        previews = session_rows.session_previews(conn, [s.id for s in listed[:limit]])
+    finally:
+        conn.close()
+    out = []
+    for entry in listed[:limit]:
+        first, last = previews.get(entry.id, ("", ""))
+        out.append({
+            "session_id": entry.id,
+            "link": f"@session:{entry.id}",
+            "title": entry.title,
+            "started": answers.format_when(entry.started_at),
+            "last_active": answers.format_when(entry.last_active),
+            "messages": entry.message_count,
+            "first_user": _clip(first, PREVIEW_CHARS)[0] or None,
+            "last_assistant": _clip(last, PREVIEW_CHARS)[0] or None,
+            "source": entry.source,
+        })
+    base["sessions"] = out
+    base["notice"] = answers.HISTORY_NOTICE
+    if not out:
+        base["message"] = "No more sessions" if page.offset else "No other sessions in this project" + (
+            " in that time window" if filters.since is not None or filters.until is not None else "")
+    if len(listed) > limit and page.offset + limit < pages.MAX_REACH:
+        base["next_cursor"] = pages.make_cursor(key, dataclasses.replace(page, offset=page.offset + limit))
+    return base
+

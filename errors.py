@@ -1,0 +1,47 @@
+"""The failures the tools answer as ``{"success": false, "code": ...}``: one class a code.
+
+Raised deep, translated once at the tool boundary (``tools.py``), the slash
+commands and the command line. Pure: no imports of the plugin.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class StoreError(Exception):
+    """A failure the tools report as ``{"success": false, "code": code}``."""
+
+    code = "store_error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+class NoStateDB(StoreError):
+    code = "no_db"
+
+
+class StateDBUnreadable(StoreError):
+    code = "db_unreadable"
+
+
+class NoSession(StoreError):
+    code = "no_session"
+
+
+class SessionNotFound(StoreError):
+    code = "session_not_found"
+
+
+class ProjectNotFound(StoreError):
+    code = "project_not_found"
+
+
+class FolderNotFound(StoreError):
+    code = "folder_not_found"
+
+
+class MoveRefused(StoreError):
+    code = "move_refused"

@@ -1,0 +1,152 @@
+"""Message-level filters of one search (dates, role): what they admit, in SQL and in Python. Pure."""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import store
+
+
+#: Roles whose messages are searchable. Tool output counts: users expect a
+#: match in a command's output to find the session.
+SEARCH_ROLES: tuple[str, ...] = ("user", "assistant", "tool")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Message-level filters of one search; the default admits every searchable message.
+
+    ``since`` is inclusive and ``until`` exclusive (Unix seconds, compared
+    with ``messages.timestamp``; a message without a timestamp never passes
+    a date bound). ``roles`` is a subset of :data:`SEARCH_ROLES`.
+    """
+
+    since: float | None = None
+    until: float | None = None
+    roles: tuple[str, ...] = SEARCH_ROLES
+    #: The filters as the user typed them (since, until, role): what a page cursor is tied to.
+    label: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def active(self) -> bool:
+        return self != Filters()
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """``(clause, params)`` for the ``m`` alias of ``messages``."""
+        clause = "m.role IN ({})".format(", ".join("?" * len(self.roles)))
+        params: list[Any] = list(self.roles)
+        if self.since is not None:
+            clause += " AND m.timestamp >= ?"
+            params.append(self.since)
+        if self.until is not None:
+            clause += " AND m.timestamp < ?"
+            params.append(self.until)
+        return clause, params
+
+    def admits(self, row: store.MessageRow) -> bool:
+        """The same test as :meth:`sql`, for rows already fetched."""
+        if row.role not in self.roles:
+            return False
+        if self.since is not None and (row.timestamp is None or row.timestamp < self.since):
+            return False
+        return self.until is None or (row.timestamp is not None and row.timestamp < self.until)
+
+
+ROLES = SEARCH_ROLES
+
+
+_RELATIVE = re.compile(r"^(\d{1,5})\s*([hdw])$")
+
+
+_RELATIVE_SECONDS = {"h": 3600, "d": 86_400, "w": 7 * 86_400}
+
+
+WHEN_FORMATS = "YYYY-MM-DD, an ISO date-time (2026-11-02T14:30, +08:00 or Z allowed), or an age such as 12h, 7d, 2w"
+
+
+def parse_when(text: str, *, end: bool, now: float) -> float:
+    """A ``since``/``until`` bound as Unix seconds; raises ``ValueError`` (a readable message).
+
+    * ``YYYY-MM-DD``: that day in local time; as an ``until`` bound
+      (``end=True``) the whole day is included (the bound is the next
+      midnight).
+    * An ISO date-time; without an offset it is local time.
+    * ``12h`` / ``7d`` / ``2w``: that long before ``now``.
+
+    A date the clock cannot hold (``until`` 9999-12-31, ``since`` year 1 in
+    some zones) is ``inf`` / ``-inf``: no bound that way.
+    """
+    raw = text.strip().lower()
+    relative = _RELATIVE.match(raw)
+    if relative:
+        return now - int(relative.group(1)) * _RELATIVE_SECONDS[relative.group(2)]
+    try:
+        day: dt.date | None = dt.date.fromisoformat(raw)  # 2026-11-02, 20261102, 2026-W44-1
+    except ValueError:
+        day = None
+    try:
+        if day is not None:
+            if end and day == dt.date.max:  # the whole of year 9999: no end at all
+                return math.inf
+            return time.mktime((day + dt.timedelta(days=1) if end else day).timetuple())
+        moment = dt.datetime.fromisoformat(raw.upper().replace(" ", "T", 1))
+    except ValueError:
+        raise ValueError(f"cannot read {text!r} as a date: use {WHEN_FORMATS}") from None
+    except OverflowError:  # a real date the clock cannot hold: before or after anything it can
+        return _beyond(day.year if day is not None else 1)
+    try:
+        if moment.tzinfo is None:
+            return time.mktime(moment.timetuple())
+        return float(calendar.timegm(moment.utctimetuple()))
+    except (OverflowError, ValueError):
+        return _beyond(moment.year)
+
+
+def _beyond(year: int) -> float:
+    """Past the clock's range in the direction of ``year``: ``-inf`` near year 1, ``inf`` near year 9999."""
+    return -math.inf if year < 5000 else math.inf
+
+
+def make_filters(*, since: str | None = None, until: str | None = None, role: str | None = None, now: float | None = None) -> Filters:
+    """Validated :class:`Filters` from the user's strings; raises ``ValueError``."""
+    now = time.time() if now is None else now
+    low = parse_when(since, end=False, now=now) if since else None
+    high = parse_when(until, end=True, now=now) if until else None
+    if low is not None and high is not None and low >= high:
+        raise ValueError(f"'since' ({since}) must be before 'until' ({until})")
+    # A bound past what the clock holds bounds nothing that way (until 9999-12-31, since year 1);
+    # the other way it excludes every message, which is a mistake to say.
+    if low == math.inf:
+        raise ValueError(f"'since' ({since}) is out of range: later than any time this machine's clock holds")
+    if high == -math.inf:
+        raise ValueError(f"'until' ({until}) is out of range: earlier than any time this machine's clock holds")
+    low = None if low == -math.inf else low
+    high = None if high == math.inf else high
+    roles = ROLES
+    if role:
+        wanted = role.strip().lower()
+        if wanted not in ROLES:
+            raise ValueError(f"'role' must be one of {', '.join(ROLES)}, got {role!r}")
+        roles = (wanted,)
+    return Filters(since=low, until=high, roles=roles, label=(since or "", until or "", role or ""))
+
+
+def describe_filters(filters: Filters) -> dict[str, Any]:
+    """The active filters as the answer echoes them (local ISO times)."""
+    out: dict[str, Any] = {}
+    for name, value in (("since", filters.since), ("until", filters.until)):
+        if value is not None:
+            try:
+                out[name] = dt.datetime.fromtimestamp(value).astimezone().isoformat(timespec="seconds")
+            except (ValueError, OverflowError, OSError):  # e.g. year 1 in a zone behind UTC
+                out[name] = f"{value:.0f} (Unix time)"
+    if filters.roles != ROLES:
+        out["role"] = filters.roles[0]
+    return out

@@ -1,0 +1,517 @@
+"""The embeddings.db file: its schema, opening it, and what can be wrong with it.
+
+The file holds the chunks of messages and their vectors (table ``chunks``,
+see :data:`MIGRATIONS`); :mod:`vector_index` reads and writes them, this
+module owns the file's lifecycle:
+
+* opening: :func:`open_index` creates or migrates the file (numbered
+  migrations, ``PRAGMA user_version``, one migrator at a time) and checks
+  its schema; a damaged or foreign file is moved aside
+  (``embeddings.db.broken-<time>-<pid>``) and rebuilt;
+* conditions: :class:`IndexBroken` (damaged: moved aside, never leaves an
+  open), :class:`IndexNotNow` (temporary: a later search retries) and
+  :class:`IndexBlocked` (permanent until the user acts: the message says what
+  to do); :func:`unusable` tells which one an SQLite error means;
+* write blockers found from the file system alone (:func:`write_blocker`),
+  and the permanent problems this process found, remembered per path until
+  the file or a folder above it changes (:func:`remember`,
+  :func:`remembered_problem`; state cache ``index_problems``).
+
+Invariants: a file of a newer schema is never written or moved (it is left
+for the newer plugin); a damaged or foreign file is moved aside, never
+deleted, and never replaces an earlier one moved aside; the schema is only
+changed by :data:`MIGRATIONS`, in order, under the write lock. No function
+here raises ``sqlite3`` errors or ``OSError`` unless its docstring says so.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import re
+import sqlite3
+import time
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import state
+from .embeddings import EmbeddingUnavailable, _Condition
+
+logger = logging.getLogger(__name__)
+
+# ---------------------------------------------------------------------------
+# Schema
+# ---------------------------------------------------------------------------
+
+INDEX_APP_ID = 0x50485231  # "PHR1" in PRAGMA application_id: marks the file as ours
+
+_CHUNK_COLUMNS = "id, session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at"
+
+#: Numbered, append-only schema migrations (``PRAGMA user_version`` = how many applied);
+#: each runs in one ``BEGIN IMMEDIATE`` transaction with its version bump. Past
+#: migrations are history: never edited, so migration 2 spells its table out again.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            message_id INTEGER NOT NULL,
+            chunk_index INTEGER NOT NULL,
+            content_hash TEXT NOT NULL,
+            model_fingerprint TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            created_at REAL NOT NULL,
+            UNIQUE(session_id, message_id, chunk_index, model_fingerprint)
+        )""",
+        "CREATE INDEX chunks_by_model_message ON chunks(model_fingerprint, message_id)",
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ),
+    (
+        # Chunk ids are never reused (AUTOINCREMENT): a running process loads the
+        # chunks above the highest id it has seen, so a reused id would stay
+        # invisible to it. Plus two indexes: what is indexed is read without
+        # touching the vector pages (a covering index), and (model, rowid) ranges
+        # count a model's new chunks without scanning the old ones.
+        """CREATE TABLE chunks_v2 (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL,
+            message_id INTEGER NOT NULL,
+            chunk_index INTEGER NOT NULL,
+            content_hash TEXT NOT NULL,
+            model_fingerprint TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            created_at REAL NOT NULL,
+            UNIQUE(session_id, message_id, chunk_index, model_fingerprint)
+        )""",
+        f"INSERT INTO chunks_v2 ({_CHUNK_COLUMNS}) SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY id",
+        "DROP TABLE chunks",
+        "ALTER TABLE chunks_v2 RENAME TO chunks",
+        "CREATE INDEX chunks_by_model_message ON chunks(model_fingerprint, message_id)",
+        "CREATE INDEX chunks_indexed ON chunks(model_fingerprint, chunk_index, message_id, session_id, content_hash)",
+        "CREATE INDEX chunks_by_model ON chunks(model_fingerprint)",
+    ),
+)
+
+#: What the current schema must hold (a file missing any is damaged: moved aside and rebuilt).
+_SCHEMA = {("table", "chunks"), ("table", "meta"), ("index", "chunks_by_model_message"), ("index", "chunks_indexed"),
+           ("index", "chunks_by_model")}
+
+
+# ---------------------------------------------------------------------------
+# Conditions
+# ---------------------------------------------------------------------------
+
+
+class IndexBroken(_Condition, RuntimeError):
+    """embeddings.db is damaged (a corrupt or foreign file, a missing table or index).
+
+    Raised by :func:`migrate`; :func:`open_index` then moves the file aside
+    and rebuilds it, so it never leaves an open.
+    """
+
+    code = "index_damaged"
+
+
+class IndexNotNow(EmbeddingUnavailable):
+    """embeddings.db cannot be used now (busy, replaced while opened); it is left alone and a later search retries."""
+
+    code = "index_busy"
+
+
+class IndexBlocked(IndexNotNow):
+    """embeddings.db cannot be used until the user acts; it is left alone and the message says what to do.
+
+    ``code``: ``index_read_only`` (the data folder or the file cannot be
+    written), ``index_newer_schema`` (written by a newer plugin version),
+    ``index_not_a_file`` (a folder or something else at the file's path).
+    Remembered per process (:func:`remember`) until the file or folder changes.
+    """
+
+    code = "index_read_only"
+    temporary = False
+
+
+#: SQLite primary result codes (``sqlite3.Error.sqlite_errorcode & 0xff``).
+_SQLITE_BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
+_SQLITE_DENIED_CODES = {3, 8}  # SQLITE_PERM, SQLITE_READONLY
+_SQLITE_CANTOPEN, _SQLITE_FULL, _SQLITE_DAMAGE_CODES = 14, 13, {11, 26}  # ..., SQLITE_CORRUPT, SQLITE_NOTADB
+_SCHEMA_DAMAGE = re.compile(r"no such (?:table|index|column)|malformed|corrupt", re.IGNORECASE)
+
+
+def sqlite_kind(exc: sqlite3.Error) -> str:
+    """``busy``, ``denied`` (cannot write), ``cantopen``, ``full``, ``damaged`` or ``other`` for an SQLite error."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary in _SQLITE_BUSY_CODES or (primary is None and "locked" in str(exc)):
+        return "busy"
+    if primary in _SQLITE_DENIED_CODES:
+        return "denied"
+    if primary == _SQLITE_CANTOPEN:
+        return "cantopen"
+    if primary == _SQLITE_FULL:
+        return "full"
+    if primary in _SQLITE_DAMAGE_CODES or isinstance(exc, sqlite3.DatabaseError) and _SCHEMA_DAMAGE.search(str(exc)):
+        return "damaged"
+    if type(exc) is sqlite3.DatabaseError:  # a plain DatabaseError, not an operational one: the file itself is bad
+        return "damaged"
+    return "other"
+
+
+def _read_only_folder(folder: Path, why: str) -> IndexBlocked:
+    return IndexBlocked(
+        f"semantic search is off until its data folder can be written: {folder} is {why}. Make it writable "
+        "(chmod u+w; chattr -i if it is immutable), then search again.", code="index_read_only")
+
+
+def _read_only_file(path: Path, why: str) -> IndexBlocked:
+    return IndexBlocked(
+        f"semantic search is off until the index file can be written: {path} is {why}. Make it writable "
+        "(chmod u+w; chattr -i if it is immutable), or delete it to start over.", code="index_read_only")
+
+
+def _newer_schema(path: Path, version: int) -> IndexBlocked:
+    return IndexBlocked(
+        f"semantic search is off: the embeddings index {path} was written by a newer plugin version (schema {version}; "
+        f"this one knows {len(MIGRATIONS)}). Upgrade the plugin, or move the file aside to start over (rename it, "
+        f"e.g. to {path.name}.newer).", code="index_newer_schema")
+
+
+def _not_a_file(path: Path) -> IndexBlocked:
+    kind = "a folder" if path.is_dir() else "not a regular file"
+    return IndexBlocked(
+        f"semantic search is off: {path} is {kind}, where the index file should be. Remove it (rm -r, after saving "
+        "anything you keep there) and the next search builds a new index.", code="index_not_a_file")
+
+
+def _denied(path: Path) -> str:
+    """Why the file system refuses writes at ``path`` (``os.access`` honours modes, immutable flags and read-only mounts)."""
+    return "read-only" if not os.access(path, os.W_OK) else "not accessible"
+
+
+def write_blocker(path: Path) -> IndexBlocked | None:
+    """What stops ``path`` (embeddings.db) from being opened for writing, from the file system alone; ``None`` when nothing does.
+
+    A few ``stat``/``access`` calls, no SQLite: a folder (or anything but a
+    file) at the path; a file where the data folder should be; a data folder,
+    or (when it does not exist yet) the folder it would be created in, that
+    cannot be written; the file or its ``-wal`` / ``-shm`` read-only.
+    """
+    path = Path(path)
+    if os.path.lexists(path) and not path.is_file():
+        return _not_a_file(path)
+    folder = path.parent
+    probe = folder
+    while not os.path.lexists(probe) and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        return IndexBlocked(
+            f"semantic search is off: {probe} is a file where the plugin's data folder {folder} should be. "
+            f"Remove or rename it, and the next search creates the folder.", code="index_not_a_file")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return _read_only_folder(probe, _denied(probe))
+    for part in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if part.is_file() and not os.access(part, os.R_OK | os.W_OK):
+            return _read_only_file(part, _denied(part))
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Opening
+# ---------------------------------------------------------------------------
+
+
+def identity(path: Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of the file at ``path``, ``None`` when there is none: which file a path holds now. Never raises."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A read-write connection to ``path`` (created when missing), shared between threads; raises ``sqlite3`` errors."""
+    return sqlite3.connect(path, check_same_thread=False, timeout=5)
+
+
+def connect_read_only(path: Path, *, timeout: float = 5) -> sqlite3.Connection:
+    """A read-only connection to the existing file at ``path`` (an absolute path); raises ``sqlite3`` errors."""
+    return sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, timeout=timeout)
+
+
+def migrate(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """Bring ``conn``'s file to the current schema, one migrator at a time; returns ``conn``.
+
+    Raises :class:`IndexBroken` (a foreign file, or tables or indexes of
+    the current schema missing), :class:`IndexBlocked` (a newer schema) or
+    ``sqlite3`` errors; ``conn`` is closed when it raises.
+    """
+    try:
+        # A new file gets 16 KiB pages: a 512-d vector row (~2.1 KB) leaves half of
+        # a 4 KiB page empty. (No effect on an existing file.)
+        conn.execute("PRAGMA page_size = 16384")
+        for attempt in range(20):  # on a brand-new file, several processes switching it at once get "locked" at once
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if attempt == 19 or sqlite_kind(exc) != "busy":  # read-only or unopenable: waiting changes nothing
+                    raise
+                time.sleep(0.05)
+        # An up-to-date file (every open but the first) needs no write lock: another
+        # process writing vectors then never delays this open.
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if app_id == INDEX_APP_ID and version > len(MIGRATIONS):  # refused without taking the write lock
+            raise _newer_schema(Path(conn.execute("PRAGMA database_list").fetchone()[2]), version)
+        if app_id != INDEX_APP_ID or version != len(MIGRATIONS):
+            conn.isolation_level = None  # explicit transactions below
+            conn.execute("BEGIN IMMEDIATE")  # the version is read and bumped under the write lock
+            try:
+                app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+                if app_id != INDEX_APP_ID and (tables or version):
+                    raise IndexBroken("not a project-history-recall index")
+                if version > len(MIGRATIONS):
+                    raise _newer_schema(Path(conn.execute("PRAGMA database_list").fetchone()[2]), version)
+                for number in range(version, len(MIGRATIONS)):
+                    for statement in MIGRATIONS[number]:
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {number + 1}")
+                    conn.execute(f"PRAGMA application_id = {INDEX_APP_ID}")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            finally:
+                conn.isolation_level = ""
+        missing = _schema_missing(conn)
+        if missing:  # e.g. a table dropped by hand: never heals by itself
+            raise IndexBroken(f"its schema is damaged: {', '.join(missing)} missing")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _schema_missing(conn: sqlite3.Connection) -> list[str]:
+    """The names of the current schema's tables and indexes missing from ``conn``'s file, sorted (``[]`` when none).
+
+    When none is missing, every column of ``chunks`` is selected and the
+    table touched, so a damaged file fails here, fast: raises ``sqlite3`` errors.
+    """
+    present = set(conn.execute("SELECT type, name FROM sqlite_master"))
+    missing = sorted(name for _, name in _SCHEMA - present)
+    if not missing:
+        conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks LIMIT 0").fetchall()  # every column is there
+        conn.execute("SELECT count(*) FROM chunks").fetchone()  # touches the table: fails fast if damaged
+    return missing
+
+
+def healthy(conn: sqlite3.Connection) -> bool:
+    """Whether ``conn``'s file still reads as an index: the schema's tables and indexes, every column, the table's rows.
+
+    Never raises (an SQLite error is ``False``); the caller serialises use of ``conn``.
+    """
+    try:
+        return not _schema_missing(conn)
+    except sqlite3.Error:
+        return False
+
+
+def move_aside(path: Path, damage: Exception) -> Path:
+    """Rename the damaged file (``embeddings.db.broken-<time>-<pid>``) and drop its journal; returns the new name.
+
+    Raises :class:`IndexBlocked` when the folder does not let it move.
+    """
+    # Named by time and process, numbered if taken: a second damaged file never replaces the first.
+    stem = f"{path.name}.broken-{int(time.time())}-{os.getpid()}"
+    aside = path.with_name(stem)
+    for number in itertools.count(2):
+        if not aside.exists():
+            break
+        aside = path.with_name(f"{stem}-{number}")
+    try:
+        path.rename(aside)
+        for suffix in ("-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+    except OSError as exc:
+        raise write_blocker(path) or IndexBlocked(
+            f"semantic search is off: the embeddings index {path} is damaged ({damage}) and cannot be moved "
+            f"aside ({exc.strerror or exc}): move or delete it by hand, and the next search builds a new one",
+            code="index_damaged") from None
+    logger.warning("embeddings index %s unusable (%s); moved to %s and rebuilt", path, damage, aside)
+    return aside
+
+
+@dataclass(frozen=True)
+class OpenFile:
+    """An index file opened by :func:`open_index`."""
+
+    conn: sqlite3.Connection  #: migrated to the current schema
+    identity: tuple[int, int] | None  #: the file ``conn`` has open (see :func:`identity`)
+    note: str = ""  #: what the open did that a search should say (a damaged file moved aside and rebuilt), else ``""``
+
+
+def open_index(path: Path) -> OpenFile:
+    """Open ``path`` (an absolute path), creating or migrating the file; a damaged or foreign one is moved aside and rebuilt.
+
+    Raises :class:`IndexNotNow` when the file cannot be used now (busy, or
+    replaced by another process while this open waited: a later search
+    retries), :class:`IndexBlocked` when it cannot be used until the user acts
+    (the data folder or the file read-only, a newer schema, a folder at its
+    path: left as it is), both with the reason and what to do in the message.
+    Never raises ``sqlite3`` errors or ``OSError``.
+    """
+    before = identity(path)
+    conn, note = _open(path)
+    opened = identity(path)
+    if before is not None and before != opened and not note:
+        # Replaced by another process while this open waited: the connection may be on
+        # the old file. (A file this open moved aside itself says so in ``note``.)
+        conn.close()
+        raise IndexNotNow("the embeddings index was replaced while it was being opened; the next search uses the new one")
+    return OpenFile(conn, opened, note)
+
+
+def _open(path: Path) -> tuple[sqlite3.Connection, str]:
+    """``(connection, note)``: :func:`open_index` but for the check that the file stayed the same."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise write_blocker(path) or _read_only_folder(path.parent, exc.strerror or str(exc)) from None
+    damage: Exception
+    try:
+        return migrate(connect(path)), ""
+    except sqlite3.Error as exc:
+        if sqlite_kind(exc) != "damaged":  # locked, read-only, a race with another migrator: not damage
+            raise unusable(path, exc) from None
+        damage = exc
+    except IndexBroken as exc:
+        damage = exc
+    aside = move_aside(path, damage)
+    note = f"the embeddings index was unusable ({damage}); it was moved to {aside.name} and rebuilt"
+    try:
+        return migrate(connect(path)), note
+    except sqlite3.Error as again:
+        raise unusable(path, again) from None
+    except IndexBroken as again:  # another process put something at the path meanwhile
+        raise IndexNotNow(f"the embeddings index could not be rebuilt just now ({again}); semantic search retries "
+                          "on a later search", code="index_error") from None
+
+
+def unusable(path: Path, exc: sqlite3.Error) -> EmbeddingUnavailable:
+    """What an SQLite error on the index at ``path`` means for searches: an :class:`IndexNotNow` (temporary) or :class:`IndexBlocked` (the user must act).
+
+    Busy, a full disk or an unknown error is temporary; a read-only file
+    or folder is permanent. Damage found while in use is temporary too: the
+    index in use retires, and the next search's open moves the file aside and
+    rebuilds it. Never raises.
+    """
+    kind = sqlite_kind(exc)
+    if kind == "busy":
+        return IndexNotNow(f"the embeddings index is busy ({exc}); semantic search resumes on a later search")
+    if kind in ("denied", "cantopen"):
+        blocker = write_blocker(path)
+        if blocker is not None:
+            return blocker
+        if kind == "denied":
+            return _read_only_file(path, str(exc))
+        return IndexNotNow(f"the embeddings index {path} cannot be opened just now ({exc}); "
+                           "semantic search retries on a later search")
+    if kind == "full":
+        return IndexNotNow(f"the disk holding {path} is full ({exc}): free some space; semantic search "
+                           "resumes on a later search", code="index_disk_full")
+    if kind == "damaged":
+        return IndexNotNow(f"the embeddings index is damaged ({exc}); the next search moves it aside and rebuilds it",
+                           code="index_damaged")
+    return IndexNotNow(f"the embeddings index could not be used just now ({exc}); semantic search retries on a later search",
+                       code="index_error")
+
+
+# ---------------------------------------------------------------------------
+# Permanent problems, remembered per process
+# ---------------------------------------------------------------------------
+
+#: resolved path (str) -> (its :func:`_stamp` when the problem was found, the problem)
+_problems = state.cache("index_problems")
+
+
+def remember(path: Path, problem: IndexBlocked) -> None:
+    """Remember ``problem`` for ``path`` until the file or its folders change (see :func:`remembered_problem`); never raises."""
+    resolved = Path(path).resolve()
+    with _problems.lock:
+        _problems.data[str(resolved)] = (_stamp(resolved), problem.again())
+
+
+def remembered_problem(path: Path) -> IndexBlocked | None:
+    """The permanent problem this process found at ``path`` and that still holds (nothing changed since), else ``None``.
+
+    A fresh exception each time (see :meth:`_Condition.again`); a problem
+    whose file or folders changed is forgotten. A few ``stat`` calls; never raises.
+    """
+    resolved = Path(path).resolve()
+    with _problems.lock:
+        known = _problems.data.get(str(resolved))
+        if known is None:
+            return None
+        if known[0] == _stamp(resolved):
+            return known[1].again()
+        del _problems.data[str(resolved)]
+    return None
+
+
+def _stamp(path: Path) -> tuple[Any, ...]:
+    """What changes when ``path``, its journal files or its folder change (mode, owner, flags via ctime, contents via mtime, the mount going read-write).
+
+    ``stat`` of the file, its ``-wal`` and ``-shm``, and each folder up to the
+    first that exists; ``statvfs`` flags of that folder. Microseconds.
+    """
+    parts: list[Any] = []
+    for item in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        parts.append(_stat_key(item))
+    folder = path.parent
+    while True:
+        key = _stat_key(folder)
+        parts.append(key)
+        if key is not None or folder.parent == folder:
+            break
+        folder = folder.parent
+    try:
+        parts.append(os.statvfs(folder).f_flag)
+    except OSError:
+        parts.append(None)
+    return tuple(parts)
+
+
+def _stat_key(path: Path) -> tuple[int, ...] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mode, info.st_uid, info.st_gid, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def index_problem(path: Path) -> IndexBlocked | None:
+    """What would stop a search from using the index at ``path`` for good, found without writing anything; ``None`` when nothing does.
+
+    The condition this process remembers, else :func:`write_blocker`, else a
+    schema newer than this plugin's (read on a read-only connection). For
+    status reports: creates and changes nothing, never raises.
+    """
+    path = Path(path).absolute()
+    problem = remembered_problem(path) or write_blocker(path)
+    if problem is not None or not path.is_file():
+        return problem
+    try:
+        with closing(connect_read_only(path, timeout=1)) as conn:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.Error:
+        return None  # damage or a busy file: a search deals with it (moves it aside, or retries)
+    return _newer_schema(path, version) if app_id == INDEX_APP_ID and version > len(MIGRATIONS) else None

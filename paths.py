@@ -1,0 +1,41 @@
+"""Where things are: the active Hermes profile and the files of it the plugin reads or writes.
+
+Paths come from ``$HERMES_HOME`` (profile-aware, Hermes' own resolver when
+importable), never from Hermes' import-time ``DEFAULT_DB_PATH``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def hermes_home() -> Path:
+    """The active profile's HERMES_HOME (Hermes' resolver when importable)."""
+    try:
+        from hermes_constants import get_hermes_home
+    except ImportError:  # outside Hermes: same rule as Hermes itself
+        return Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes")
+    return Path(get_hermes_home())
+
+
+def state_db_path(home: Path) -> Path:
+    return Path(home) / "state.db"
+
+
+def projects_db_path(home: Path) -> Path:
+    return Path(home) / "projects.db"
+
+
+def plugin_data_dir(home: Path) -> Path:
+    """The plugin's private, per-profile data folder (embeddings.db, consent.json).
+
+    ``$HERMES_HOME/plugins/project-history-recall/data``: beside a drop-in
+    install (git-ignored there), and never inside site-packages for pip.
+    """
+    return Path(home) / "plugins" / "project-history-recall" / "data"
+
+
+def state_db_key(home: Path) -> str:
+    """The key per-database caches use: the resolved path of ``<home>/state.db``."""
+    return str(state_db_path(home).resolve())

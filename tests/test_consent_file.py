@@ -1,0 +1,33 @@
+"""consent.json written by two answers at once (two tool calls, or two Hermes processes)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from project_history_recall import consent
+
+
+def test_two_answers_written_at_once_neither_fails_and_the_last_one_stands(tmp_path, monkeypatch):
+    """Answer B is written whole while answer A is half-way (its text written, not yet in place):
+    each writer has its own temporary file, so A is not told the folder cannot be written, and
+    the file holds A's answer, the one that landed last."""
+    path = tmp_path / "data" / "consent.json"
+    first, second = {"declined": True, "profile": "a"}, {"declined": True, "profile": "b"}
+    real_write = Path.write_text
+    nested = []
+
+    def write_then_interleave(self, *args, **kwargs):
+        written = real_write(self, *args, **kwargs)
+        if not nested:
+            nested.append(self)
+            other = threading.Thread(target=consent.write_consent, args=(path, second))  # the other answer, whole
+            other.start()
+            other.join()
+        return written
+
+    monkeypatch.setattr(Path, "write_text", write_then_interleave)
+    consent.write_consent(path, first)
+    assert json.loads(path.read_text(encoding="utf-8")) == first
+    assert sorted(p.name for p in path.parent.iterdir()) == ["consent.json"], "no temporary file left behind"

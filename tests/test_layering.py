@@ -1,0 +1,70 @@
+"""The layering holds: every plugin module imports only modules below it.
+
+Read from the code itself (``ast``), lazy imports inside functions included.
+Imports under ``if TYPE_CHECKING:`` are for annotations only and never run,
+so they are not counted. A new module must be placed in :data:`LAYERS`
+first: the test fails on a module it does not know.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Top to bottom. A module may import only modules of a later (lower) layer.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("__init__", "__main__"),  # entry points wired by Hermes or Python
+    ("commands", "command_line"),  # people: slash commands, the shell
+    ("handlers",),  # the agent: tool schemas and handlers (errors translated here)
+    ("status",),  # reports for people
+    ("search", "browse"),  # services: one search, reading around and listing
+    ("semantic",),  # the semantic service (gate, leg, warm-up, consent, indexing)
+    ("lexical", "move"),  # the keyword leg; the move (the only write to Hermes data)
+    ("fts", "vector_index"),  # Hermes' FTS indexes; the private vector index
+    ("workspace",),  # projects of folders and sessions, the search scope
+    ("session_rows", "index_file", "consent"),  # sessions and their workspaces; embeddings.db's file; consent.json
+    ("store",),  # connections, projects.db, messages
+    ("embeddings", "settings"),  # providers and vector helpers; settings and the API key
+    ("redact", "pages", "ranking", "snippet"),  # pure: redaction, cursors, BM25 and fusion, snippets
+    ("query", "attribution", "filters", "answers", "render", "config_schema", "paths", "errors", "state"),  # pure core
+)
+RANK = {name: depth for depth, layer in enumerate(LAYERS) for name in layer}
+MODULES = sorted(p.stem for p in ROOT.glob("*.py"))
+
+
+def plugin_imports(path: Path) -> set[str]:
+    """The plugin modules ``path`` imports (``from . import x``, ``from .x import y``), TYPE_CHECKING blocks left out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            typing_only.update(id(sub) for sub in ast.walk(node))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and id(node) not in typing_only:
+            if node.module:
+                found.add(node.module.split(".")[0])
+            else:
+                found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_every_module_has_a_layer():
+    assert sorted(set(MODULES) - set(RANK)) == [], "place each new module in LAYERS"
+    assert sorted(set(RANK) - set(MODULES)) == [], "LAYERS names a module that is gone"
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_no_import_runs_up_or_sideways(module):
+    upward = sorted(m for m in plugin_imports(ROOT / f"{module}.py") if RANK.get(m, -1) <= RANK[module])
+    assert upward == [], f"{module} (layer {RANK[module]}) imports {upward}: only lower layers may be imported"
+
+
+def test_the_pure_core_imports_nothing_with_side_effects():
+    """The bottom layer reads no file, opens no database, starts no thread on import: it imports no IO module."""
+    for module in LAYERS[-1]:
+        assert plugin_imports(ROOT / f"{module}.py") <= set(LAYERS[-1]), module

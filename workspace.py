@@ -1,0 +1,470 @@
+"""Which project a folder and a session belong to, and what a search may read (its scope).
+
+The IO half of attribution: the git probe (cached, with a timeout), the
+filesystem's view of folders (symlinks, folders deleted since), the
+per-profile attributor, and the per-state.db membership cache (every
+session's project, kept current cheaply). The rule itself is the pure
+``attribution.resolve_project``. Process-wide data lives in ``state.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import attribution, errors, filters, session_rows
+
+
+GIT_TIMEOUT_S = 1.5
+
+
+_NEGATIVE_TTL_S = 30.0
+
+
+class _GitProbe:
+    """``common_repo_root`` / ``branch`` for a folder.
+
+    Uses Hermes' ``tui_gateway.git_probe`` when importable (shares its cache
+    with the desktop); otherwise runs ``git`` itself with the same timeout and
+    the same worktree folding. Negative answers expire after 30 s so a folder
+    that becomes a repo is picked up.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._roots: dict[str, tuple[str, float]] = {}
+
+    @staticmethod
+    def _hermes_probe() -> Any | None:
+        try:
+            from tui_gateway import git_probe
+        except ImportError:
+            return None
+        return git_probe
+
+    @staticmethod
+    def _run_git(cwd: str, *args: str) -> str:
+        try:
+            result = subprocess.run(
+                ["git", "-C", cwd, *args],
+                capture_output=True,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    def _probe_root(self, cwd: str) -> str:
+        probe = self._hermes_probe()
+        if probe is not None:
+            return probe.common_repo_root(cwd) or ""
+        gitdir = self._run_git(cwd, "rev-parse", "--path-format=absolute", "--git-common-dir")
+        if gitdir:
+            gitdir = os.path.realpath(gitdir)
+            if os.path.basename(gitdir) == ".git":
+                return os.path.dirname(gitdir)
+        return self._run_git(cwd, "rev-parse", "--show-toplevel")
+
+    def common_root(self, cwd: str | None) -> str:
+        """The main repo root containing ``cwd`` ("" if none).
+
+        A folder that no longer exists (a deleted subfolder, a removed
+        worktree) is answered by what this process's probe knew of it, else
+        by its nearest existing ancestor.
+        """
+        if not cwd:
+            return ""
+        now = time.monotonic()
+        with self._lock:
+            hit = self._roots.get(cwd)
+        if hit is not None and (hit[0] or hit[1] > now):
+            return hit[0]
+        folder = cwd if os.path.isdir(cwd) else nearest_existing_folder(cwd)
+        root = self._probe_root(folder) if folder else ""
+        with self._lock:
+            self._roots[cwd] = (root, now + _NEGATIVE_TTL_S)
+        return root
+
+    def branch(self, cwd: str) -> str:
+        probe = self._hermes_probe()
+        if probe is not None:
+            return probe.branch(cwd) or ""
+        return self._run_git(cwd, "branch", "--show-current") or self._run_git(cwd, "rev-parse", "--short", "HEAD")
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._roots.clear()
+        probe = self._hermes_probe()
+        if probe is not None and hasattr(probe, "invalidate"):
+            probe.invalidate()
+
+
+git = _GitProbe()
+
+
+def nearest_existing_folder(path: str) -> str | None:
+    """``path`` itself or its nearest ancestor that is a folder on disk (``None`` for a relative or empty path)."""
+    if not path or not os.path.isabs(path):
+        return None
+    current = os.path.normpath(path)
+    while not os.path.isdir(current):
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+    return current
+
+
+def physical(path: str | None) -> str | None:
+    """The folder as the filesystem resolves it (symlinks, then ``..``), or ``None`` when it does not exist."""
+    if not path or not os.path.isabs(path) or not os.path.exists(path):
+        return None
+    return os.path.realpath(path)
+
+
+def worktree_main_root(path: str, roots: Iterable[str]) -> str:
+    """The main repo among ``roots`` whose git metadata still names ``path`` as one of its worktrees ("" if none).
+
+    A worktree folder deleted without ``git worktree remove`` leaves
+    ``<root>/.git/worktrees/<name>/gitdir`` pointing at ``<path>/.git``.
+    """
+    wanted = os.path.normpath(os.path.join(path, ".git"))
+    for root in roots:
+        base = os.path.join(root, ".git", "worktrees")
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        for name in names:
+            try:
+                with open(os.path.join(base, name, "gitdir"), encoding="utf-8", errors="replace") as f:
+                    if os.path.normpath(f.read().strip()) == wanted:
+                        return root
+            except OSError:
+                continue
+    return ""
+
+
+@dataclass
+class _Members:
+    attributor_id: int
+    full_until: float  # monotonic time of the next full reload
+    max_rowid: int
+    count: int
+    where: dict[str, tuple[str, str]]  # searchable session -> project identity
+    by_identity: dict[tuple[str, str], set[str]]
+    messages: dict[str, int]  # message_count when last read (sizes the scan strategy)
+    workspaces: dict[str, attribution.Workspace] = field(default_factory=dict)  # every session with one
+    fingerprint: tuple[Any, ...] = ()  # db_fingerprint() when loaded
+
+    def place(self, session_id: str, identity: tuple[str, str] | None, messages: int = 0) -> None:
+        old = self.where.pop(session_id, None)
+        self.messages.pop(session_id, None)
+        if old is not None:
+            self.by_identity.get(old, set()).discard(session_id)
+        if identity is not None:
+            self.where[session_id] = identity
+            self.messages[session_id] = messages
+            self.by_identity.setdefault(identity, set()).add(session_id)
+
+
+class MembershipCache:
+    """Per state.db: project identity -> searchable member sessions.
+
+    Reading every session row is expensive on a real state.db (each row holds
+    the session's full system prompt), so it happens only on the first search,
+    when sessions were deleted, when the projects changed, after a move made
+    by this process, and at most every ``ttl`` seconds. In between, each search
+    re-reads only new sessions and the ``recent`` newest ones (the desktop
+    records a new session's cwd just after creating it): a recent session
+    without a folder of its own takes its parent's or predecessor's workspace
+    from the cache, so a deep compression chain costs nothing per search. A
+    cwd changed, or a session archived, by another process in an *old*
+    session shows up within ``ttl`` seconds. Thread-safe.
+    """
+
+    def __init__(self, ttl: float = 60.0, recent: int = 64) -> None:
+        self.ttl = ttl
+        self.recent = recent
+        self._lock = threading.Lock()
+        self._entries: dict[str, _Members] = {}
+
+    def members(self, conn: sqlite3.Connection, db_key: str, attributor: "Attributor") -> _Members:
+        count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
+        mark = session_rows.db_fingerprint(conn, db_key)
+        now = time.monotonic()
+        with self._lock:
+            entry = self._entries.get(db_key)
+            if entry is not None and entry.attributor_id == id(attributor) and now < entry.full_until and entry.fingerprint == mark:
+                if self._refresh(conn, entry, attributor, int(count), int(top)):
+                    return entry
+            entry = self._full(conn, attributor, int(count), int(top), now)
+            entry.fingerprint = mark
+            self._entries[db_key] = entry
+            return entry
+
+    def _full(self, conn: sqlite3.Connection, attributor: "Attributor", count: int, top: int, now: float) -> _Members:
+        scan = session_rows.scan_sessions(conn)
+        entry = _Members(id(attributor), now + self.ttl, top, count, {}, {}, {}, dict(scan.workspaces))
+        for (cwd, root), sessions in scan.groups().items():
+            identity = attribution.project_identity(attributor.project_for_workspace(cwd, root))
+            for sid, messages in sessions:
+                entry.place(sid, identity, messages)
+        return entry
+
+    def _refresh(self, conn: sqlite3.Connection, entry: _Members, attributor: "Attributor", count: int, top: int) -> bool:
+        """Re-read new and recent sessions; False when a full reload is needed."""
+        new_rows = top - entry.max_rowid
+        if new_rows < 0 or count != entry.count + new_rows:
+            return False  # rows deleted (or rowids reused): start over
+        sql = f"SELECT {session_rows._ROW_COLUMNS} FROM sessions s WHERE s.rowid > ?"
+        for r in conn.execute(sql, (min(entry.max_rowid, top) - self.recent,)).fetchall():
+            row = session_rows._session_row(r)
+            if row.cwd or row.root:
+                ws: attribution.Workspace | None = attribution.Workspace(row.cwd, row.root)
+            elif row.parent and row.parent in entry.workspaces:
+                parent = entry.workspaces[row.parent]
+                ws = attribution.Workspace(parent.cwd, parent.root, "parent", row.parent)
+            elif row.id in entry.workspaces and entry.workspaces[row.id].basis != "recorded":
+                ws = entry.workspaces[row.id]  # inherited before: the chain above it has not changed
+            else:
+                ws = session_rows.resolve_workspace(conn, row.id, entry.workspaces)[1]
+            if ws is None:
+                entry.workspaces.pop(row.id, None)
+            else:
+                entry.workspaces[row.id] = ws
+            if r[8] or r[9] or ws is None:
+                entry.place(row.id, None)
+                continue
+            identity = attribution.project_identity(attributor.project_for_workspace(ws.cwd, ws.root))
+            entry.place(row.id, identity if identity[0] != "home" else None, int(r[10] or 0))
+        entry.max_rowid, entry.count = top, count
+        return True
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+membership = MembershipCache()
+
+
+class Attributor:
+    """Attribute workspaces to projects, caching per distinct workspace.
+
+    Folders are compared as recorded and as the filesystem resolves them
+    (a project registered through a symlink, a ``..`` after one), so one
+    repo never splits in two. A recorded folder that no longer exists is
+    attributed by the stored git root, then what the git probe finds from
+    its nearest existing ancestor, then by the git metadata of repos seen
+    before (a deleted worktree). Entries expire after ``ttl`` seconds so a
+    folder that became a repo is picked up.
+    """
+
+    def __init__(self, projects: Sequence[dict[str, Any]], junk_roots: Iterable[str] = (), junk_trees: Iterable[str] = (), ttl: float = 60.0) -> None:
+        self.projects = tuple(_with_physical_folders(p) for p in projects)
+        self.junk_roots = tuple(junk_roots)
+        self.junk_trees = tuple(junk_trees)
+        self.ttl = ttl
+        self._cache: dict[tuple[str | None, str | None], tuple[dict[str, str], float]] = {}
+        self._roots_seen: set[str] = set()
+
+    def project_of(self, info: session_rows.SessionInfo) -> dict[str, str]:
+        """The project of a session, from its effective workspace."""
+        return self.project_for_workspace(info.cwd, info.git_repo_root)
+
+    def project_for_workspace(self, cwd: str | None, stored_root: str | None) -> dict[str, str]:
+        key = (cwd, stored_root)
+        now = time.monotonic()
+        hit = self._cache.get(key)
+        if hit is not None and hit[1] > now:
+            return hit[0]
+        exists = bool(cwd) and os.path.isdir(cwd or "")
+        # Same precedence as the desktop tree: a live probe of cwd first
+        # (folds worktrees; CLI sessions store no root), then the stored root.
+        # A folder gone since: the stored root first, then the probe of what is left.
+        if exists:
+            root = git.common_root(cwd) or (stored_root or "")
+        else:
+            root = stored_root or git.common_root(cwd) or (worktree_main_root(cwd, sorted(self._roots_seen)) if cwd else "")
+        # An existing folder counts as the filesystem resolves it (symlinks, then ".."), never as text.
+        where = physical(cwd) or cwd
+        candidates = {"cwd": where, "git_repo_root": root, "also": [p for p in (physical(root),) if p and p != root]}
+        project = attribution.resolve_project(candidates, self.projects, junk_roots=self.junk_roots, junk_trees=self.junk_trees)
+        if project.get("kind") == "auto" and root:
+            self._roots_seen.add(root)
+        self._cache[key] = (project, now + self.ttl)
+        return project
+
+
+def _with_physical_folders(project: dict[str, Any]) -> dict[str, Any]:
+    """The project with each folder's resolved path added beside it as typed (when they differ)."""
+    folders = list(project.get("folders") or [])
+    typed = [f if isinstance(f, str) else f.get("path") for f in folders]
+    for path in [*typed, project.get("primary_path")]:
+        real = physical(os.path.expanduser(path)) if isinstance(path, str) and path else None
+        if real and real not in typed:
+            folders.append({"path": real, "is_primary": False})
+            typed.append(real)
+    return {**project, "folders": folders}
+
+
+_attributors: dict[tuple[Any, ...], Attributor] = {}
+
+
+_attributors_lock = threading.Lock()
+
+
+def attributor_for(home: Path, projects: Sequence[dict[str, Any]]) -> Attributor:
+    """The process-wide attributor for this profile and this list of projects."""
+    user_home = os.path.expanduser("~")
+    junk_roots = (user_home, os.path.realpath(user_home))
+    junk_trees = (str(home), os.path.realpath(str(home)))
+    key = (str(home), json.dumps(projects, sort_keys=True, default=str), junk_roots)
+    with _attributors_lock:
+        found = _attributors.get(key)
+        if found is None:
+            if len(_attributors) > 16:
+                _attributors.clear()
+            found = _attributors[key] = Attributor(projects, junk_roots, junk_trees)
+        return found
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one search may read: the project's other sessions."""
+
+    current: session_rows.SessionInfo | None  # None when the scope is a whole project (indexing)
+    project: dict[str, str]
+    session_ids: tuple[str, ...]  # searchable sessions of the project, current lineage excluded
+    in_project: int  # searchable sessions attributed to the project, the current one counted once
+    messages: int = 0  # messages of ``session_ids`` (as last read; sizes the scan strategy)
+    filters: filters.Filters = filters.Filters()  # message-level filters of this search
+
+    @functools.cached_property
+    def ids_json(self) -> str:
+        """``session_ids`` as the JSON array the queries take (built once per search)."""
+        return json.dumps(list(self.session_ids))
+
+
+def live_cli_folder(session: session_rows.SessionInfo) -> str | None:
+    """The folder of the live CLI running ``session`` when Hermes recorded none for it; ``None`` otherwise.
+
+    Hermes' CLI creates a ``/new`` session's row without a folder. When the
+    search runs inside that very CLI process (``HERMES_SESSION_ID`` names the
+    session, its source is ``cli`` and the terminal is local), the process's
+    own working folder is the one the CLI records for its sessions
+    (``os.getcwd()``). A gateway or desktop process never answers for a
+    session of another source.
+    """
+    if session.cwd or session.git_repo_root or session.source != "cli":
+        return None
+    if os.environ.get("HERMES_SESSION_ID") != session.id:
+        return None
+    if (os.environ.get("TERMINAL_ENV") or "local").strip().lower() != "local":
+        return None
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was deleted under the process
+        return None
+
+
+def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: str, *, db_key: str) -> Scope:
+    """The searchable sessions sharing ``current_id``'s project.
+
+    The current session's workspace is its own, inherited
+    (:func:`resolve_workspace`), or, for a ``/new`` session searched from
+    inside its live CLI with nothing else to go on, that CLI's folder
+    (:func:`live_cli_folder`; ``current.basis`` is then ``live_cli``).
+    Raises :class:`SessionNotFound` when ``current_id`` is not in state.db.
+    Home has no scope: a session without a workspace searches nothing.
+    """
+    entry = membership.members(conn, db_key, attributor)
+    current = session_rows.session_info(conn, current_id, known=entry.workspaces)
+    if current is None:
+        raise errors.SessionNotFound(f"session not found in state.db: {current_id}")
+    live = live_cli_folder(current)
+    if live:
+        current = dataclasses.replace(current, cwd=live, basis="live_cli")
+    project = attributor.project_of(current)
+    identity = attribution.project_identity(project)
+    if identity[0] == "home":
+        return Scope(current, project, (), 0)
+    excluded = session_rows.lineage_ids(conn, current_id)
+    others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
+    return Scope(current, project, others, len(others) + 1, sum(entry.messages.get(sid, 0) for sid in others))
+
+
+def compute_scope_for_cwd(conn: sqlite3.Connection, attributor: Attributor, cwd: str, *, db_key: str) -> Scope:
+    """Every searchable session of the project that folder ``cwd`` belongs to.
+
+    The sibling of :func:`compute_scope` for callers with no session id (a
+    slash command typed by the human, the command line): the folder is
+    attributed like a session recorded there, and since there is no current
+    conversation nothing is excluded. ``Scope.current`` is ``None``. A folder
+    in no project (Home) has no scope. Never raises for the folder itself (a
+    missing folder is attributed by its path alone).
+    """
+    project = attributor.project_for_workspace(cwd or None, None)
+    identity = attribution.project_identity(project)
+    if identity[0] == "home":
+        return Scope(None, project, (), 0)
+    entry = membership.members(conn, db_key, attributor)
+    members = tuple(sorted(entry.by_identity.get(identity, ())))
+    return Scope(None, project, members, len(members), sum(entry.messages.get(sid, 0) for sid in members))
+
+
+@dataclass(frozen=True)
+class ProjectCount:
+    """One project as attribution sees it, with its searchable sessions."""
+
+    project: dict[str, str]  # one of attribution's three shapes
+    sessions: int  # searchable sessions (archived and delegate/tool runs left out)
+    messages: int  # their message_count, summed
+    workspaces: tuple[str, ...]  # distinct recorded working folders, sorted
+
+
+_SEARCHABLE_COUNT_SQL = f"SELECT count(*), COALESCE(sum(message_count), 0) FROM sessions WHERE archived = 0 AND NOT {session_rows._cols(session_rows._DELEGATE, '')}"
+
+
+def project_census(conn: sqlite3.Connection, attributor: Attributor) -> list[ProjectCount]:
+    """Every project that holds searchable sessions, and Home, with counts.
+
+    Attribution is the one the search uses (``Attributor.project_for_workspace``
+    over each distinct effective workspace), read fresh rather than from the
+    membership cache. Home counts the searchable sessions in no project,
+    including those with no recorded folder at all. Sorted by kind
+    (explicit, auto, home), then name. Raises ``sqlite3.DatabaseError`` when
+    state.db cannot be read.
+    """
+    counts: dict[tuple[str, str], list[Any]] = {}
+    for (cwd, root), sessions in session_rows.searchable_workspaces(conn).items():
+        project = attributor.project_for_workspace(cwd, root)
+        slot = counts.setdefault(attribution.project_identity(project), [project, 0, 0, set()])
+        slot[1] += len(sessions)
+        slot[2] += sum(messages for _, messages in sessions)
+        if cwd:
+            slot[3].add(cwd)
+    total_sessions, total_messages = conn.execute(_SEARCHABLE_COUNT_SQL).fetchone()
+    placed = sum(slot[1] for key, slot in counts.items() if key[0] != "home")
+    placed_messages = sum(slot[2] for key, slot in counts.items() if key[0] != "home")
+    home = counts.pop(("home", ""), [dict(attribution.HOME), 0, 0, set()])
+    home[1], home[2] = int(total_sessions) - placed, int(total_messages) - placed_messages
+    order = {"explicit": 0, "auto": 1}
+    rows = sorted(counts.values(), key=lambda s: (order.get(s[0].get("kind", ""), 2), str(s[0].get("name", "")).casefold()))
+    return [ProjectCount(p, n, m, tuple(sorted(w))) for p, n, m, w in [*rows, home]]
