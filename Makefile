@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv demo test bench-latency bench-concurrency bench-recall clean
+.PHONY: venv demo lint test bench-latency bench-concurrency bench-recall clean
 
 $(VENV)/.installed: requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,14 @@ venv: $(VENV)/.installed
 demo: venv
 	$(PY) scripts/demo.py
 
-test: venv
+# mypy needs the plugin under its package name; the checkout's folder may be named anything.
+lint: venv
+	$(PY) -m ruff check .
+	rm -rf $(VENV)/typecheck && mkdir -p $(VENV)/typecheck && ln -s "$(CURDIR)" $(VENV)/typecheck/project_history_recall
+	cd $(VENV)/typecheck && ../bin/python -m mypy --ignore-missing-imports --follow-imports=silent --no-error-summary \
+		--cache-dir ../mypy-cache project_history_recall/*.py
+
+test: venv lint
 	$(PY) -m pytest -q
 
 bench-latency: venv

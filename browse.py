@@ -157,8 +157,9 @@ def recent_sessions(
             base["message"] = "No project context (no working directory recorded)" if cwd is None else (
                 "No project context: this folder is in no git repo and no project folder")
             return base
+        limit = max(0, min(limit, pages.MAX_REACH - page.offset))
         listed = session_rows.recent_sessions(conn, scope.session_ids, since=page.since, until=page.until, offset=page.offset,
-                                       limit=limit + 1)
+                                       limit=limit + 1) if limit else []
         previews = session_rows.session_previews(conn, [s.id for s in listed[:limit]])
     finally:
         conn.close()

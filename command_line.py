@@ -213,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             answer, text = COMMANDS[args.command](args, home)
         except UsageError as exc:
-            parser.subcommands[args.command].print_usage(sys.stderr)
+            parser.subcommands[args.command].print_usage(sys.stderr)  # type: ignore[attr-defined]
             _emit(f"{PROG} {args.command}: error: {exc}", sys.stderr)
             return EXIT_USAGE
         except errors.StoreError as exc:

@@ -222,8 +222,10 @@ def _project_choices() -> str:
 
 
 def command_help(raw_args: str = "") -> str:
-    """``/history-help``: version, commands, tools, command line, limits."""
-    return render.render_help(status.plugin_version(), command_line=status.command_line_hint())
+    """``/history-help``: version, commands, tools, command line, limits, and why semantic search cannot run (if so)."""
+    config = status.semantic_config(paths.hermes_home())
+    blocked = config["note"] if config["status"] == "unavailable" else None
+    return render.render_help(status.plugin_version(), command_line=status.command_line_hint(), semantic=blocked)
 
 
 def on_session_start(session_id: str = "", **_: Any) -> None:

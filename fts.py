@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import store, workspace
+from . import state, store, workspace
 from .ranking import Stats
 
 logger = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ class _FrequencyCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str, str], tuple[int, float]] = {}
+        self._entries: dict[tuple[str, str, str], tuple[int, float]] = state.cache("term_counts").data
 
     def get(self, key: tuple[str, str, str], now: float) -> int | None:
         with self._lock:

@@ -293,7 +293,9 @@ def handle_read(args: Any, **kwargs: Any) -> str:
             raise BadArgument("'session_id' is empty: pass the session_id of a search result")
         message = given.get("message_id")
         if message is not None and message != "":
-            message = _int_arg(given, "message_id", 0, 1, 2**63 - 1)
+            message = _int_arg(given, "message_id", 0, -(2**63), 2**63 - 1)
+            if message < 1:
+                raise BadArgument(f"'message_id' must be a message_id from a search result (1 or more), got {given['message_id']!r}")
         else:
             message = None
         return browse.read_around(

@@ -289,7 +289,7 @@ def migrate(conn: sqlite3.Connection) -> sqlite3.Connection:
                     conn.execute("ROLLBACK")
                 raise
             finally:
-                conn.isolation_level = ""
+                conn.isolation_level = "DEFERRED"  # back to the module default ("" is the same)
         missing = _schema_missing(conn)
         if missing:  # e.g. a table dropped by hand: never heals by itself
             raise IndexBroken(f"its schema is damaged: {', '.join(missing)} missing")

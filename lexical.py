@@ -32,13 +32,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import fts, session_rows, store, workspace
+from . import fts, session_rows, state, store, workspace
 from .query import ParsedQuery, Unit, cjk_trigrams, fts_quote, fts_tokens, stem_variants
-from .ranking import SessionRank, Scorer, Stats, Term, demote, rank_sessions, score_texts
+from .ranking import Scorer, SessionRank, Stats, Term, demote, rank_sessions, score_texts
 
 logger = logging.getLogger(__name__)
 
 RANK_BUDGET = 12_000  # index rows the selective terms may match (whole state.db)
+GLUED_BOUND = 4 * RANK_BUDGET  # rows of a word's rarest trigram beyond which it is not looked for inside CJK runs
 PER_SESSION = 3  # candidates kept per session before re-scoring (the messages a session's score counts)
 CANDIDATE_ROWS = 600  # candidates kept per index (200 sessions)
 SCAN_MESSAGES = 60_000  # message ids a newest-first scan of the project may cover
@@ -88,6 +89,7 @@ class _Plan:
     common: dict[str, list[str]]  # space -> FTS expressions left to the newest-first scan
     like: list[str]  # needles found by LIKE (2-character CJK words, no trigram index)
     needles: dict[str, list[str]]  # space -> substrings covering its terms (for LIKE reads of one session)
+    glued: list[str] = field(default_factory=list)  # trigram expressions for words run into CJK text
 
 
 def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan:
@@ -98,10 +100,15 @@ def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan
     words = [u for u in parsed.units if u.kind == "word"]
     forms_of = {u.text: stem_variants(u.text) for u in words}
     counts = fts.doc_frequencies(conn, "words", [f for forms in forms_of.values() for f in forms])
+    glued: list[str] = []
     for unit in words:
-        present = [f for f in forms_of[unit.text] if counts.get(f)] or [unit.text]
+        present = [f for f in forms_of[unit.text] if counts.get(f)] or forms_of[unit.text][:1]
         df = sum(counts.get(f, 0) for f in present)
-        terms.append(Term("word", tuple(present), df))
+        inside = _glued_rows(conn, forms_of[unit.text], df) if trigram else (0, "")
+        if inside[0]:
+            glued.append(inside[1])
+            present = list(dict.fromkeys(present + forms_of[unit.text]))
+        terms.append(Term("word", tuple(present), df or inside[0]))
         if df:
             picks["words"].append((df, " OR ".join(fts_quote(f) for f in present)))
     for unit in parsed.units:
@@ -110,16 +117,16 @@ def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan
         elif unit.kind == "cjk":
             grams = cjk_trigrams(unit.text)
             if not trigram:
-                terms.append(Term("gram", (unit.text.casefold(),), 0))
+                terms.append(Term("gram", (unit.text.lower(),), 0))
                 like.append(unit.text)
             elif grams:
                 gram_counts = fts.doc_frequencies(conn, "trigram", grams)
                 for gram in grams:
-                    terms.append(Term("gram", (gram.casefold(),), gram_counts.get(gram, 0)))
+                    terms.append(Term("gram", (gram.lower(),), gram_counts.get(gram, 0)))
                     if gram_counts.get(gram):
                         picks["trigram"].append((gram_counts[gram], fts_quote(gram)))
             else:  # two characters: no trigram holds them
-                terms.append(Term("gram", (unit.text.casefold(),), fts.prefix_frequency(conn, "trigram", unit.text)))
+                terms.append(Term("gram", (unit.text.lower(),), fts.prefix_frequency(conn, "trigram", unit.text)))
                 like.append(unit.text)
     selective: dict[str, list[str]] = {}
     common: dict[str, list[str]] = {}
@@ -137,7 +144,28 @@ def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan
         "words": [f for t in terms if t.kind == "word" for f in t.forms] + [t.forms[0] for t in terms if t.kind == "phrase" and t.forms],
         "trigram": [t.forms[0] for t in terms if t.kind == "gram"],
     }
-    return _Plan(terms, selective, common, like, needles)
+    return _Plan(terms, selective, common, like, needles, glued)
+
+
+def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int) -> tuple[int, str]:
+    """Whether a word may also sit inside a longer unicode61 token, run into CJK text ("用redis缓存").
+
+    unicode61 makes such a run one token, so only the trigram index holds the
+    word there. Returns ``(rows holding it as a substring, trigram
+    expression)`` when more rows hold the substring than the word (and at
+    most ``RANK_BUDGET``), else ``(0, "")``. Words shorter than 3 characters,
+    or not ASCII letters and digits, are not looked for (no trigram covers them).
+    """
+    shortest = [f for f in forms if len(f) >= 3 and f.isascii() and f.isalnum()]
+    shortest = [f for f in shortest if not any(g != f and g in f for g in shortest)]
+    if not shortest:
+        return 0, ""
+    bound = min(min(fts.doc_frequencies(conn, "trigram", [f[i : i + 3] for i in range(len(f) - 2)]).values()) for f in shortest)
+    if bound <= df or bound > GLUED_BOUND:  # nothing beyond the word itself, or too common to check cheaply
+        return 0, ""
+    expr = " OR ".join(fts_quote(f) for f in shortest)
+    rows = fts.phrase_frequency(conn, "trigram", expr, RANK_BUDGET + 1)
+    return (rows, expr) if df < rows <= RANK_BUDGET else (0, "")
 
 
 def _plan_phrase(
@@ -172,7 +200,7 @@ class _Ranges:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[tuple[Any, ...], int, dict[str, tuple[int, int]]]] = {}
+        self._entries: dict[str, tuple[tuple[Any, ...], int, dict[str, tuple[int, int]]]] = state.cache("session_ranges").data
 
     def newest_first(self, conn: sqlite3.Connection, db_key: str, session_ids: Sequence[str]) -> list[tuple[str, int, int]]:
         """``(session id, lowest id, highest id)`` of those of ``session_ids`` that hold messages, newest first."""
@@ -271,9 +299,13 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.
     found: dict[int, str] = {}
     paths: list[str] = []
     for space, exprs in plan.selective.items():
-        rows = fts.session_candidates(conn, space, " OR ".join(exprs), scope, per_session=PER_SESSION, limit=CANDIDATE_ROWS)
-        found.update(rows)
+        found.update(fts.session_candidates(conn, space, " OR ".join(exprs), scope, per_session=PER_SESSION,
+                                            limit=CANDIDATE_ROWS))
         paths.append(space)
+    if plan.glued:
+        found.update(fts.session_candidates(conn, "trigram", " OR ".join(plan.glued), scope, per_session=PER_SESSION,
+                                            limit=CANDIDATE_ROWS))
+        paths.append("glued")
     order: list[tuple[str, int, int]] | None = None
     if plan.like:
         order = ranges.newest_first(conn, db_key, scope.session_ids)
@@ -312,7 +344,7 @@ def _search_like(
     terms: list[Term] = []
     for unit in parsed.units:
         if unit.kind == "cjk":
-            terms.append(Term("gram", (unit.text.casefold(),), 0))
+            terms.append(Term("gram", (unit.text.lower(),), 0))
         elif unit.kind == "word":
             terms.append(Term("word", tuple(stem_variants(unit.text)), 0))
         else:

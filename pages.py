@@ -12,7 +12,7 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import attribution, errors
 
@@ -36,7 +36,7 @@ def search_key(*, query: str, mode: str, scope: workspace.Scope, anchor: str) ->
     the same search as on page one.
     """
     f = scope.filters
-    parts = [query, mode, attribution.project_key(scope.project), anchor, list(f.label) or [f.since, f.until], list(f.roles)]
+    parts: list[Any] = [query, mode, attribution.project_key(scope.project), anchor, list(f.label) or [f.since, f.until], list(f.roles)]
     return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()[:16]
 
 

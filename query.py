@@ -19,6 +19,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from . import unicode61
+
 MAX_QUERY_CHARS = 2000
 MAX_UNITS = 24
 
@@ -57,12 +59,14 @@ CJK_CLASS = (
     "\U00020000-\U0002ffff"
 )
 _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
+# Where a query word starts and ends in a folded text (:func:`unicode61.comparable`):
+# not next to a letter or digit, except CJK, which writers run Latin words into ("用Redis缓存").
+WORD_START = rf"(?<![^\W_{CJK_CLASS}])"
+WORD_END = rf"(?![^\W_{CJK_CLASS}])"
 _QUOTED = re.compile(r'"([^"]*)"')
 # A word, or an identifier joined by . _ - / : (kept whole as a phrase).
 _TOKEN = re.compile(r"[^\W_]+(?:[._\-/:@#+][^\W_]+)*[+#]*|[^\W_]+", re.UNICODE)
 _COMPOUND = re.compile(r"[._\-/:@#+]")
-# FTS5's unicode61 tokens: runs of letters and digits (a CJK run is one token).
-_FTS_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,7 @@ def parse_query(text: str) -> ParsedQuery:
 
     Quoted phrases and identifiers become phrases; stop words are dropped
     (all of them are kept when nothing else is left); CJK runs are split at
-    function words into chunks. Units are de-duplicated, case-folded for
+    function words into chunks. Units are de-duplicated, lower-cased for
     Latin text, and capped at ``MAX_UNITS``.
     """
     clean, truncated = clean_query(text)
@@ -140,7 +144,7 @@ def parse_query(text: str) -> ParsedQuery:
         scan_latin(fragment[pos:], quoted)
 
     def scan_latin(fragment: str, quoted: bool) -> None:
-        tokens = [t.casefold() for t in _TOKEN.findall(fragment.replace("\u2019", "'"))]
+        tokens = [t.lower() for t in _TOKEN.findall(fragment.replace("\u2019", "'"))]
         if quoted and len(tokens) > 1:
             add(Unit(" ".join(tokens), "phrase"), units)
             return
@@ -176,8 +180,8 @@ def cjk_trigrams(chunk: str) -> list[str]:
 
 
 def fts_tokens(text: str) -> list[str]:
-    """``text`` split the way FTS5's unicode61 tokenizer splits it (case-folded)."""
-    return _FTS_TOKEN.findall(text.casefold())
+    """``text``'s tokens as FTS5's unicode61 tokenizer makes them (folded: "Größe" is ``große``)."""
+    return unicode61.tokens(text)
 
 
 def s_stem(word: str) -> str:
@@ -200,8 +204,10 @@ def s_stem(word: str) -> str:
 def stem_variants(word: str) -> list[str]:
     """The forms FTS5 may hold for ``word``'s stem: every ``w`` with ``s_stem(w) == s_stem(word)``.
 
-    The word itself comes first. Pure: which of them exist is for the index to say.
+    The word itself (as FTS5 folds it) comes first. Pure: which of them exist
+    is for the index to say.
     """
+    word = " ".join(unicode61.tokens(word)) or word
     stem = s_stem(word)
     forms = [word, stem, stem + "s", stem + "es"]
     if stem.endswith("y"):

@@ -25,7 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .query import fts_tokens
+from . import unicode61
+from .query import WORD_END, WORD_START
 
 K1 = 0.9
 B = 0.9
@@ -72,6 +73,10 @@ class Scorer:
     b: float = B
 
     @functools.cached_property
+    def _has_grams(self) -> bool:
+        return any(term.kind == "gram" for term in self.terms)
+
+    @functools.cached_property
     def _word_pattern(self) -> tuple[re.Pattern[str] | None, dict[str, int]]:
         """One regex for every word form (whole tokens, like FTS5) and form -> term index."""
         term_of: dict[str, int] = {}
@@ -82,13 +87,13 @@ class Scorer:
         if not term_of:
             return None, term_of
         body = "|".join(re.escape(f) for f in sorted(term_of, key=len, reverse=True))
-        return re.compile(rf"(?<![^\W_])(?:{body})(?![^\W_])"), term_of
+        return re.compile(rf"{WORD_START}(?:{body}){WORD_END}"), term_of
 
     @functools.cached_property
     def _phrase_patterns(self) -> list[tuple[int, re.Pattern[str]]]:
         """Each phrase as its tokens in order, across any punctuation FTS5 also skips."""
         return [
-            (i, re.compile(r"(?<![^\W_])" + r"[\W_]+".join(re.escape(f) for f in term.forms) + r"(?![^\W_])"))
+            (i, re.compile(WORD_START + r"[\W_]+".join(re.escape(f) for f in term.forms) + WORD_END))
             for i, term in enumerate(self.terms)
             if term.kind == "phrase" and term.forms
         ]
@@ -99,7 +104,7 @@ class Scorer:
         ``lengths``: the text's length in each space as FTS5 counted it
         (unicode61 tokens, trigrams); counted here when not given.
         """
-        folded = text.casefold()
+        folded = unicode61.comparable(text)
         total = 0.0
         counts: dict[int, int] = {}
         pattern, term_of = self._word_pattern
@@ -112,13 +117,14 @@ class Scorer:
             if found:
                 counts[index] = found
         if counts:
-            length = lengths[0] if lengths[0] is not None else len(fts_tokens(folded))
+            length = lengths[0] if lengths[0] is not None else len(unicode61.tokens(text))
             norm = self._norm(length, self.words)
             total += math.fsum(self.terms[i].idf(self.words) * tf * (self.k1 + 1) / (tf + norm) for i, tf in counts.items())
-        grams = [(term, folded.count(term.forms[0])) for term in self.terms if term.kind == "gram"]
+        lowered = text.lower() if self._has_grams else ""  # the trigram tokenizer folds case only
+        grams = [(term, lowered.count(term.forms[0])) for term in self.terms if term.kind == "gram"]
         grams = [(term, tf) for term, tf in grams if tf]
         if grams:
-            length = lengths[1] if lengths[1] is not None else max(len(folded) - 2, 1)
+            length = lengths[1] if lengths[1] is not None else max(len(lowered) - 2, 1)
             norm = self._norm(length, self.grams)
             total += math.fsum(term.idf(self.grams) * tf * (self.k1 + 1) / (tf + norm) for term, tf in grams)
         return total

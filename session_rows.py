@@ -18,7 +18,6 @@ from typing import Any
 
 from . import attribution, store
 
-
 # Delegate children and tool runs are never project history. The LIKE is a
 # cheap pre-check so json_valid() parses only the rare candidate rows.
 _DELEGATE = (

@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .query import Unit, fts_tokens, stem_variants
+from . import unicode61
+from .query import WORD_END, WORD_START, Unit, fts_tokens, stem_variants
 
 SNIPPET_CHARS = 280
 
 
 def _pattern(unit: Unit) -> str | None:
+    """A regex for ``unit``'s matches: over the folded text (:func:`unicode61.fold`), or the text itself for CJK."""
     if unit.kind == "cjk":
         return re.escape(unit.text)
     if unit.kind == "word":
@@ -26,16 +28,25 @@ def _pattern(unit: Unit) -> str | None:
         if not tokens:
             return None
         body = r"[\W_]+".join(re.escape(t) for t in tokens)
-    return rf"(?<![^\W_])(?:{body})(?![^\W_])"
+    return rf"{WORD_START}(?:{body}){WORD_END}"
 
 
 def _matches(flat: str, units: Sequence[Unit]) -> list[tuple[int, int, int]]:
-    """``(start, end, unit index)`` of every match, in text order, non-overlapping."""
+    """``(start, end, unit index)`` in ``flat`` of every match, in text order, non-overlapping.
+
+    Words and phrases are matched as FTS5 tokens ("Größe" for "grösse"),
+    CJK chunks as case-folded substrings.
+    """
+    folded, where = unicode61.fold_with_positions(flat)
     found: list[tuple[int, int, int]] = []
     for index, unit in enumerate(units):
         pattern = _pattern(unit)
-        if pattern:
+        if not pattern:
+            continue
+        if unit.kind == "cjk":
             found.extend((m.start(), m.end(), index) for m in re.finditer(pattern, flat, re.IGNORECASE) if m.end() > m.start())
+            continue
+        found.extend((where[m.start()], where[m.end()], index) for m in re.finditer(pattern, folded) if m.end() > m.start())
     found.sort()
     out: list[tuple[int, int, int]] = []
     for match in found:

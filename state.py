@@ -53,6 +53,10 @@ DECLARED: dict[str, tuple[str, str]] = {
         "the file's or its folder's status (stat) changes",
     ),
     "warm_up": ("the background thread loading the vector leg", "it ends (one runs at a time)"),
+    "unicode61": (
+        "character -> what FTS5's unicode61 tokenizer makes of it, asked of this process's SQLite",
+        "never: it depends only on the SQLite library loaded",
+    ),
 }
 
 

@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import errors, paths, semantic, store, workspace
+from . import consent, errors, paths, redact, semantic, store, workspace
 from .settings import load_settings
 
 logger = logging.getLogger(__name__)
@@ -75,12 +75,13 @@ def project_ref(project: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 
 
-def _embeddings_module() -> tuple[Any, str]:
-    """``(embeddings module or None, reason)``: numpy is optional in a keyword-only install."""
-    try:
-        from . import embeddings
-    except ImportError as exc:
-        return None, f"semantic search needs numpy and {semantic.LOCAL_HINT}: {exc}"
+def _embeddings_module(settings: Any) -> tuple[Any, str]:
+    """``(embeddings module or None, why not)``: numpy and the local model are optional in a keyword-only install."""
+    missing = semantic.missing_requirements(settings)
+    if missing:
+        return None, missing
+    from . import embeddings
+
     return embeddings, ""
 
 
@@ -105,34 +106,34 @@ def semantic_config(home: Path) -> dict[str, Any]:
         "model": spec.model if spec else None,
         "consent": None,
     }
-    embeddings, reason = _embeddings_module()
     path = paths.plugin_data_dir(home) / "consent.json"
-    read = embeddings.load_consent(path) if embeddings else None
-    consent = read.record if read else None
-    if consent is not None:
-        out["consent"] = {k: consent.get(k) for k in ("declined", "projects", "provider", "endpoint", "model", "confirmed_at") if k in consent}
-        if isinstance(consent.get("endpoint"), str):  # a record from an older version may hold credentials
-            out["consent"]["endpoint"] = embeddings.redact_url(consent["endpoint"])
+    read = consent.load_consent(path)
+    record = read.record
+    if record is not None:
+        out["consent"] = {k: record.get(k) for k in ("declined", "projects", "provider", "endpoint", "model", "confirmed_at") if k in record}
+        if isinstance(record.get("endpoint"), str):  # a record from an older version may hold credentials
+            out["consent"]["endpoint"] = redact.redact_url(record["endpoint"])
     off = semantic.switched_off(settings)
     if off or spec is None:  # spec is None exactly when provider is none
         return {**out, "status": "disabled", "note": off}
-    if embeddings is None:
-        return {**out, "status": "unavailable", "note": reason}
-    if consent and consent.get("declined"):
+    missing = semantic.missing_requirements(settings)
+    if missing:
+        return {**out, "status": "unavailable", "note": missing, "install": semantic.install_command(settings)}
+    if record and record.get("declined"):
         return {**out, "status": "disabled", "note": semantic.DECLINED_NOTE}
     if read is not None and read.problem:
         return {**out, "status": "consent_required", "consent_problem": read.problem, "note": (
             f"the consent file {path} is {read.problem}, so it counts as no consent; ask the agent to search history "
             "and answer its question again (its consent tool rewrites the file)")}
-    same = embeddings.consent_matches(consent, spec)
-    if not same or not consent.get("projects"):
+    same = consent.consent_matches(record, spec)
+    if not same or not (record or {}).get("projects"):
         where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
         note = f"no consent yet for {spec.model} ({where}); ask the agent to search history and answer its question"
-        if consent is not None and not same:
-            note += (f" (the recorded consent is for {consent.get('model')} at "
-                     f"{embeddings.redact_url(str(consent.get('endpoint')))})")
+        if record is not None and not same:
+            note += (f" (the recorded consent is for {record.get('model')} at "
+                     f"{redact.redact_url(str(record.get('endpoint')))})")
         return {**out, "status": "consent_required", "note": note}
-    projects = consent.get("projects") or []
+    projects = (record or {}).get("projects") or []
     covers = "every project" if "*" in projects else f"{len(projects)} project(s)"
     return {**out, "status": "allowed", "note": f"consent covers {covers}"}
 
@@ -140,10 +141,10 @@ def semantic_config(home: Path) -> dict[str, Any]:
 def _model(home: Path) -> tuple[str | None, int]:
     """The configured model's ``(fingerprint, vector size)`` (the index key; size 0 when not known before a
     reply), or ``(None, 0)`` when there is no usable provider."""
-    embeddings, _ = _embeddings_module()
+    settings = load_settings(home)
+    embeddings, _ = _embeddings_module(settings)
     if embeddings is None:
         return None, 0
-    settings = load_settings(home)
     try:
         provider = semantic.make_provider(settings, home)
     except embeddings.EmbeddingUnavailable:
@@ -165,8 +166,12 @@ def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[
     ``error`` says what to do. Never creates or changes a file.
     """
     path = paths.plugin_data_dir(home) / "embeddings.db"
-    embeddings, _ = _embeddings_module()
-    problem = embeddings.index_problem(path) if embeddings is not None else None
+    embeddings, _ = _embeddings_module(load_settings(home))
+    problem = None
+    if embeddings is not None:
+        from . import index_file
+
+        problem = index_file.index_problem(path)
     out: dict[str, Any] = {"path": str(path), "found": path.is_file()}
     if problem is not None:
         out.update(error=str(problem), code=problem.code, temporary=problem.temporary)

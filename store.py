@@ -31,9 +31,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Re-exported while embeddings' split moves its import to errors.py.
-StoreError = errors.StoreError
-
 
 #: Tools whose calls and answers are recall itself, never project history: a
 #: search that found its own earlier queries and results would feed on itself.
@@ -244,8 +241,7 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
 
 
 def _calls_recall(tool_calls: Any) -> bool:
-    calls = _parsed_calls(tool_calls)
-    return bool(calls) and any(_call_name(c) in RECALL_TOOLS for c in calls)
+    return any(_call_name(c) in RECALL_TOOLS for c in _parsed_calls(tool_calls) or ())
 
 
 def _parsed_calls(tool_calls: Any) -> list[Any] | None:

@@ -28,6 +28,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Container, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ import numpy as np
 from . import index_file, state
 from .embeddings import EmbeddingUnavailable, Provider, chunk_text, content_hash, decode_vectors, encode_vector, normalise
 from .index_file import IndexBlocked, IndexNotNow
+from .ranking import Hit
 
 logger = logging.getLogger(__name__)
 
@@ -288,7 +290,7 @@ class VectorIndex:
         with self._conn:
             for m in group:
                 self._conn.execute("DELETE FROM chunks WHERE model_fingerprint = ? AND message_id = ?", (fingerprint, m.message_id))
-            for (m, i, _), vector in zip(pieces, vectors):
+            for (m, i, _), vector in zip(pieces, vectors, strict=True):
                 self._conn.execute(
                     "INSERT INTO chunks (session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -437,10 +439,10 @@ class VectorIndex:
 
     def search(
         self, query: np.ndarray, sessions: set[str], top_sessions: int, *, per_session: int = 1
-    ) -> list[tuple[int, str, float]]:
+    ) -> list[Hit]:
         """The best messages of the ``top_sessions`` sessions most similar to ``query``.
 
-        Returns ``[(message id, session id, cosine)]``, best first, at most
+        Returns hits scored by cosine, best first, at most
         ``per_session`` messages of each session, so one session with many
         similar messages cannot crowd out the others. One matrix product over
         the loaded chunks (kept in memory, refreshed incrementally); chunks
@@ -464,7 +466,7 @@ class VectorIndex:
             if len(taken) >= top_sessions or head >= len(scores):
                 break
             head = min(len(scores), head * 4)
-        return sorted(((m, sid, score) for m, (sid, score) in best.items()), key=lambda t: (-t[2], t[0]))
+        return sorted((Hit(m, sid, score) for m, (sid, score) in best.items()), key=lambda h: (-h.score, h.message_id))
 
     def _head(
         self, ids: np.ndarray, owners: np.ndarray, scores: np.ndarray, head: int, top_sessions: int, per_session: int
@@ -533,12 +535,17 @@ class VectorIndex:
         self._scope_rows = (sessions, matrix.n, kept)
         return self._scope_rows
 
-    def _membership(self, sessions: set[str]) -> np.ndarray:
+    def _membership(self, sessions: AbstractSet[str]) -> np.ndarray:
         """A boolean lookup by session code: True for the codes of ``sessions``."""
         member = np.zeros(len(self._session_codes) + 1, dtype=bool)
         codes = [self._session_codes[s] for s in sessions if s in self._session_codes]
         member[np.array(codes, dtype=np.int64)] = True
         return member
+
+    @property
+    def vectors_in_memory(self) -> int:
+        """How many vectors this process holds in memory for this index (0 until a search or warm-up loads them)."""
+        return self._matrix.n
 
     def warm(self) -> None:
         """Do now what the first search would: load the model, what is indexed, and the matrix.

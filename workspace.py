@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import attribution, errors, filters, session_rows
-
+from . import attribution, errors, filters, session_rows, state
 
 GIT_TIMEOUT_S = 1.5
 
@@ -42,7 +41,7 @@ class _GitProbe:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._roots: dict[str, tuple[str, float]] = {}
+        self._roots: dict[str, tuple[str, float]] = state.cache("git_roots").data
 
     @staticmethod
     def _hermes_probe() -> Any | None:
@@ -202,9 +201,9 @@ class MembershipCache:
         self.ttl = ttl
         self.recent = recent
         self._lock = threading.Lock()
-        self._entries: dict[str, _Members] = {}
+        self._entries: dict[str, _Members] = state.cache("membership").data
 
-    def members(self, conn: sqlite3.Connection, db_key: str, attributor: "Attributor") -> _Members:
+    def members(self, conn: sqlite3.Connection, db_key: str, attributor: Attributor) -> _Members:
         count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
         mark = session_rows.db_fingerprint(conn, db_key)
         now = time.monotonic()
@@ -218,7 +217,7 @@ class MembershipCache:
             self._entries[db_key] = entry
             return entry
 
-    def _full(self, conn: sqlite3.Connection, attributor: "Attributor", count: int, top: int, now: float) -> _Members:
+    def _full(self, conn: sqlite3.Connection, attributor: Attributor, count: int, top: int, now: float) -> _Members:
         scan = session_rows.scan_sessions(conn)
         entry = _Members(id(attributor), now + self.ttl, top, count, {}, {}, {}, dict(scan.workspaces))
         for (cwd, root), sessions in scan.groups().items():
@@ -227,7 +226,7 @@ class MembershipCache:
                 entry.place(sid, identity, messages)
         return entry
 
-    def _refresh(self, conn: sqlite3.Connection, entry: _Members, attributor: "Attributor", count: int, top: int) -> bool:
+    def _refresh(self, conn: sqlite3.Connection, entry: _Members, attributor: Attributor, count: int, top: int) -> bool:
         """Re-read new and recent sessions; False when a full reload is needed."""
         new_rows = top - entry.max_rowid
         if new_rows < 0 or count != entry.count + new_rows:
@@ -324,7 +323,7 @@ def _with_physical_folders(project: dict[str, Any]) -> dict[str, Any]:
     return {**project, "folders": folders}
 
 
-_attributors: dict[tuple[Any, ...], Attributor] = {}
+_attributors: dict[tuple[Any, ...], Attributor] = state.cache("attributors").data
 
 
 _attributors_lock = threading.Lock()

@@ -82,8 +82,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402  (imports no Hermes module)
-    GT_DEFINITION, GT_LIVE_SQL, content_units, create_live_table, gt_match, live_counts)
+from _common import GT_DEFINITION, GT_LIVE_SQL, content_units, create_live_table, gt_match, live_counts  # noqa: E402  (imports no Hermes module)
 
 # ---------------------------------------------------------------------------
 # Fixed world description

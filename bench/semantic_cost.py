@@ -101,7 +101,7 @@ def pickup(phr) -> dict:
         start = time.perf_counter()
         answer = phr.search.search_history(home=home, session_id="cur", query="websocket reconnect backoff", mode="hybrid")
         elapsed = time.perf_counter() - start
-        phr.embeddings.reset_indexes()
+        phr.vector_index.reset_indexes()
         return {"new_messages": 100, "seconds": round(elapsed, 2), "status_after": answer["semantic_status"]}
 
 
@@ -110,7 +110,7 @@ def synthesize_chunks(phr, home: Path, conn: sqlite3.Connection, sessions: list[
     import numpy as np
 
     fingerprint = phr.embeddings.LocalProvider().fingerprint
-    index = phr.embeddings.VectorIndex(phr.paths.plugin_data_dir(home) / "embeddings.db", phr.embeddings.LocalProvider())
+    index = phr.vector_index.VectorIndex(phr.paths.plugin_data_dir(home) / "embeddings.db", phr.embeddings.LocalProvider())
     ids = conn.execute(
         "SELECT m.id, m.session_id FROM messages m WHERE m.session_id IN (SELECT value FROM json_each(?)) "
         "AND (m.active = 1 OR m.compacted = 1) AND m.role IN ('user', 'assistant')",
@@ -149,9 +149,9 @@ def keyword_mode_costs(phr, home: Path, current: str, queries: list[str], reps: 
         return samples
 
     out = {"index_in_memory": summary_ms(timed(reps))}
-    phr.embeddings.reset_indexes()
+    phr.vector_index.reset_indexes()
     out["new_process"] = summary_ms(timed(reps))
-    phr.embeddings.reset_indexes()
+    phr.vector_index.reset_indexes()
     warming = phr.semantic.warm_up(home)
     during = timed(1)[0]
     out["during_warm_up_ms"] = round(during * 1000, 1)
@@ -179,7 +179,7 @@ def hybrid_latency(phr, db_path: Path, reps: int) -> list[dict]:
         current = projects[name]["current_session_id"]
         scope = phr.workspace.compute_scope(conn, attributor, current, db_key=str(db_path.resolve()))
         chunks = synthesize_chunks(phr, home, conn, list(scope.session_ids) + [current], target)
-        phr.embeddings.reset_indexes()  # start like a new process: load the index from the file
+        phr.vector_index.reset_indexes()  # start like a new process: load the index from the file
         queries = ["how did we handle the flaky reconnect?", "websocket backoff jitter", "数据库迁移怎么做"]
         first = time.perf_counter()
         answer = phr.search.search_history(home=home, session_id=current, query=queries[0], mode="hybrid")
@@ -187,7 +187,7 @@ def hybrid_latency(phr, db_path: Path, reps: int) -> list[dict]:
         # Again as a new process, but with the session-start warm-up (model and matrix loaded in the
         # background before the first search). The keyword side is warm by now: the figure is the
         # semantic side's first-query cost after a warm-up.
-        phr.embeddings.reset_indexes()
+        phr.vector_index.reset_indexes()
         started = time.perf_counter()
         warming = phr.semantic.warm_up(home)
         assert warming is not None, "no warm-up: consent and config are written above"

@@ -2,9 +2,10 @@
 
 Creates two git repos (projects "payments" and "quasar"), records sessions in
 both through Hermes' own SessionDB, installs the plugin drop-in, loads it with
-Hermes' real plugin loader, then prints a scoped search, a Chinese search, the
-consent step and a semantic (paraphrase) search with the offline model, and a
-move, as the agent would see them. Nothing outside a temporary folder is touched.
+Hermes' real plugin loader, then prints a scoped search, a read around its first
+hit, the project's recent sessions, a Chinese search, the consent step and a
+semantic (paraphrase) search with the offline model, and a move, as the agent
+would see them. Nothing outside a temporary folder is touched.
 
 Run: make demo   (or: .venv/bin/python scripts/demo.py)
 """
@@ -91,8 +92,15 @@ def main() -> int:
         def call(tool: str, args: dict) -> str:
             return model_tools.handle_function_call(tool, args, "demo-task", tool_call_id="c1", session_id="current")
 
-        show("search from a payments session: 'how did we handle websocket reconnects?' (quasar is never searched)",
-             call("project_history_search", {"query": "how did we handle websocket reconnects?"}))
+        found = call("project_history_search", {"query": "how did we handle websocket reconnects?"})
+        show("search from a payments session: 'how did we handle websocket reconnects?' (quasar is never searched)", found)
+        hit = json.loads(found)["results"][0]
+        show(f"read around the first hit: project_history_read(session_id={hit['session_id']!r}, "
+             f"message_id={hit['message_id']}, before=1, after=1)",
+             call("project_history_read", {"session_id": hit["session_id"], "message_id": hit["message_id"],
+                                           "before": 1, "after": 1}))
+        show("no topic, just 'where did we leave off?': project_history_recent(limit=3), newest first",
+             call("project_history_recent", {"limit": 3}))
         show("Chinese query in the same project: '数据库迁移'",
              call("project_history_search", {"query": "数据库迁移", "mode": "keyword"}))
         show("the user agrees to semantic search: consent for this project (local model, nothing leaves the machine)",

@@ -225,6 +225,17 @@ class World:
         return dict(self.db.get_session(sid) or {})
 
 
+@pytest.fixture(autouse=True)
+def _forget_process_state() -> Iterator[None]:
+    """Every test starts like a new Hermes process: the plugin's declared caches
+    (both the checkout import and the copy Hermes' loader imported) are emptied after it."""
+    yield
+    for name in ("project_history_recall.state", "hermes_plugins.project_history_recall.state"):
+        loaded = sys.modules.get(name)
+        if loaded is not None:
+            loaded.reset()
+
+
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     w = World(tmp_path, monkeypatch)

@@ -83,7 +83,7 @@ class LiveCLI:
     def sid(self) -> str:
         return self.shell.session_id
 
-    def enter(self) -> "LiveCLI":
+    def enter(self) -> LiveCLI:
         """Be inside this CLI's process: its folder, its live session id."""
         from gateway.session_context import set_current_session_id
 

@@ -42,9 +42,9 @@ def two(world: World, monkeypatch: pytest.MonkeyPatch):
     world.paths = {"alpha": alpha, "beta": beta, "notes": notes}
     monkeypatch.chdir(alpha)
     yield world
-    loaded = sys.modules.get("hermes_plugins.project_history_recall.embeddings")
+    loaded = sys.modules.get("hermes_plugins.project_history_recall.state")
     if loaded is not None:
-        loaded.reset_indexes()
+        loaded.reset()
 
 
 def slash(name: str, args: str = "") -> str:
@@ -136,10 +136,15 @@ def test_history_reports_a_missing_state_db(two: World):
 def test_history_help_lists_version_commands_tools_and_limits(two: World):
     out = slash("history-help")
     assert out.startswith("project-history-recall 0.1.0")
-    for needle in ("/history-search <query>", "/history-index", "/history-move <project>", "/history-help",
-                   "project_history_search", "project_session_move", "project_history_semantic_consent",
-                   "search QUERY", "projects", "status", "Limits:"):
-        assert needle in out, needle
+    # Each entry is a line of its own that starts with what it documents (a word found
+    # anywhere in the text, "projects" in "this project's", would prove nothing).
+    starts = [line.strip().split(" ", 1)[0] for line in out.splitlines() if line.startswith("  ") and line.strip()]
+    for entry in ("/history-search", "/history-recent", "/history-read", "/history-index", "/history-move", "/history-help",
+                  "project_history_search(query,", "project_history_read(session_id,", "project_history_recent(limit,",
+                  "project_session_move(project_id)", "project_history_semantic_consent(decision,",
+                  "search", "recent", "projects", "index", "status"):
+        assert entry in starts, entry
+    assert "\nLimits:\n" in out and "\nCommand line (outside a chat): " in out
 
 
 def test_history_index_reports_the_cwd_project_before_consent(two: World):

@@ -113,6 +113,21 @@ def test_one_strongest_hit_per_session_and_limit(pq):
     assert len(ids) == 2 and len(set(ids)) == 2
 
 
+def test_the_hit_kept_for_a_session_is_its_strongest_message(world):
+    """Of a session's matching messages the one that matches the query best is shown, not the first or the newest."""
+    repo = world.repo("app")
+    world.session("many", repo)
+    world.say("many", "user", "the websocket client is flaky")
+    best = world.say("many", "assistant", "websocket reconnect: exponential backoff with jitter fixed the reconnect storm")
+    world.say("many", "user", "thanks, and the websocket tests pass now " + "more words to make it long " * 10)
+    world.session("other", repo, messages=[("assistant", "websocket reconnect handled in the client")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    answer = world.search("cur", "websocket reconnect backoff", mode="keyword", limit=5)
+    assert result_sessions(answer) == ["many", "other"], answer
+    assert answer["results"][0]["message_id"] == best
+    assert ">>>backoff<<<" in answer["results"][0]["snippet"]
+
+
 def test_natural_language_question_finds_the_session(pq):
     answer = pq.search("cur_p", "How did we handle the reconnect storm in the websocket client?", limit=1)
     assert result_sessions(answer) == ["p_desk"]

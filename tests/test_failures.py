@@ -30,14 +30,6 @@ BAD_SEARCH_ARGS = [
     ({"query": 12345}, None, "query a number is searched as text"),
     ({"query": "websocket", "mode": "fuzzy"}, "bad_argument", "unknown mode"),
     ({"query": "websocket", "mode": 3}, "bad_argument", "mode of the wrong type"),
-    ({"query": "websocket", "mode": None}, None, "null mode means default"),
-    ({"query": "websocket", "mode": "KEYWORD"}, None, "mode case-insensitive"),
-    ({"query": "websocket", "limit": None}, None, "null limit means default"),
-    ({"query": "websocket", "limit": 0}, None, "limit clamped up"),
-    ({"query": "websocket", "limit": -5}, None, "negative limit clamped"),
-    ({"query": "websocket", "limit": 10_000}, None, "huge limit clamped"),
-    ({"query": "websocket", "limit": "7"}, None, "numeric string"),
-    ({"query": "websocket", "limit": 2.9}, None, "float limit"),
     ({"query": "websocket", "limit": "many"}, "bad_argument", "non-numeric limit"),
     ({"query": "websocket", "limit": True}, "bad_argument", "boolean limit"),
     ({"query": "websocket", "limit": [3]}, "bad_argument", "list limit"),
@@ -66,11 +58,34 @@ def test_bad_search_inputs(two, args, code, why):
         assert answer["error"]
 
 
-def test_limit_is_clamped_to_ten(two):
-    for i in range(12):
-        two.session(f"s{i}", two.session_row("old")["cwd"], messages=[("user", f"websocket {i}")])
-    assert len(two.search("cur", "websocket", limit=99)["results"]) == 10
-    assert len(two.search("cur", "websocket", limit=0)["results"]) == 1
+NORMALISED_ARGS = [
+    # (args, results expected of the 12 matching sessions, mode answered)
+    ({}, 3, "hybrid"),
+    ({"mode": None}, 3, "hybrid"),
+    ({"mode": "KEYWORD"}, 3, "keyword"),
+    ({"mode": " Semantic "}, 3, "semantic"),
+    ({"limit": None}, 3, "hybrid"),
+    ({"limit": ""}, 3, "hybrid"),
+    ({"limit": 0}, 1, "hybrid"),
+    ({"limit": -5}, 1, "hybrid"),
+    ({"limit": 10_000}, 10, "hybrid"),
+    ({"limit": 99, "mode": "keyword"}, 10, "keyword"),
+    ({"limit": "7"}, 7, "hybrid"),
+    ({"limit": 2.9}, 2, "hybrid"),
+    ({"limit": "4.0"}, 4, "hybrid"),
+]
+
+
+@pytest.mark.parametrize("args,count,mode", NORMALISED_ARGS, ids=[str(a) for a, _, _ in NORMALISED_ARGS])
+def test_limit_and_mode_are_normalised(two, args, count, mode):
+    """Against 12 matching sessions, so a clamp or a default that is wrong shows in the count."""
+    for i in range(11):
+        two.session(f"s{i}", two.session_row("old")["cwd"], messages=[("user", f"websocket note {i}")])
+    answer = two.call("project_history_search", {"query": "websocket", **args}, "cur")
+    assert answer["success"] is True, answer
+    assert answer["mode"] == mode
+    assert len(answer["results"]) == count, answer
+    assert len(set(result_sessions(answer))) == count, "one hit per session"
 
 
 def test_long_query_is_flagged(two):

@@ -16,10 +16,10 @@ def plugin(name: str):
 
 
 def close_indexes() -> None:
-    """Close the vector indexes a test opened (the module is imported only once semantic search ran)."""
-    module = sys.modules.get("hermes_plugins.project_history_recall.embeddings")
+    """Forget what the plugin kept for the process (the vector indexes a test opened among it)."""
+    module = sys.modules.get("hermes_plugins.project_history_recall.state")
     if module is not None:
-        module.reset_indexes()
+        module.reset()
 
 
 def local(y: int, m: int, d: int, hh: int = 12) -> float:
@@ -81,7 +81,7 @@ def test_filters_narrow_the_messages_searched(dated, args, expected):
 def test_a_date_time_with_an_offset_is_exact(dated):
     feb = dt.datetime.fromtimestamp(local(2026, 2, 10)).astimezone()
     just_after = (feb + dt.timedelta(seconds=1)).isoformat()
-    just_before = (feb - dt.timedelta(seconds=1)).astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    just_before = (feb - dt.timedelta(seconds=1)).astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
     assert "feb" not in found(dated.search("cur", "websocket", mode="keyword", limit=10, since=just_after))
     assert "feb" in found(dated.search("cur", "websocket", mode="keyword", limit=10, since=just_before))
 

@@ -382,7 +382,7 @@ def arena(world: World, fake) -> World:
     server = fake()
     world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     yield world
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
 
 
 def call(world: World, tool: str, args: Any, session_id: Any, via: str) -> dict[str, Any]:
@@ -515,7 +515,7 @@ def test_api_key_never_in_logs_or_answers(project: World, fake, all_logs, monkey
             assert answer["semantic_status"] == "unavailable" and "401" in answer["semantic_note"], answer
     auth = [r["auth"] for r in refusing.requests]
     assert auth and all(a == f"Bearer {SECRET}" for a in auth), "the key from .env was sent"
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
     refusing.close()
 
     # The endpoint is down (nothing listens on its port any more).
@@ -523,7 +523,7 @@ def test_api_key_never_in_logs_or_answers(project: World, fake, all_logs, monkey
     ask("project_history_semantic_consent", {"decision": "allow"})
     answer = ask("project_history_search", {"query": "websocket backoff", "mode": "hybrid"})
     assert answer["semantic_status"] == "unavailable" and "unreachable" in answer["semantic_note"], answer
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
 
     # A working endpoint: the key is used, and still appears nowhere else.
     server = fake()
@@ -535,7 +535,7 @@ def test_api_key_never_in_logs_or_answers(project: World, fake, all_logs, monkey
     from hermes_cli.plugins import get_plugin_manager
 
     answers.append(get_plugin_manager()._plugin_commands["history-index"]["handler"](""))
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
 
     assert len(answers) >= 10
     assert_no_secret(answers)

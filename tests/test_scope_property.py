@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from conftest import World, result_sessions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import World, result_sessions
 
 # place -> the project it belongs to (ground truth, independent of the plugin)
 PLACES = {"pay": "P", "docs": "P", "quasar": "Q", "wt": "Q", "plain": "home", None: "home"}

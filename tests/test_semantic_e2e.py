@@ -33,7 +33,7 @@ def sem(world: World):
     world.session("cur", alpha, style="cli", messages=[("user", "what did we decide?")])
     world.paths = {"alpha": alpha, "beta": beta}
     yield world
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
 
 
 def sent_texts(server) -> list[str]:
@@ -170,16 +170,22 @@ def test_new_messages_are_picked_up_and_rewound_ones_drop_out(sem, fake):
 
 
 def test_a_move_never_re_embeds(sem, fake):
-    server = fake()
+    """Vectors belong to messages, not projects: a session moved into another
+    indexed project is found there by meaning, and only the query is sent."""
+    server = fake(words=True, dims=64)
     sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    sem.project("beta-proj", [sem.paths["beta"]])
     consent(sem, projects="all")
     sem.search("cur", "websocket")
     sem.search("b_cur", "websocket")
+    assert "a_db" not in result_sessions(sem.search("b_cur", "Postgres migration backfills", mode="semantic", limit=10))
     before = len(sent_texts(server))
-    assert sem.move("a_db", "")["success"]  # a_db leaves alpha (to Home) ...
-    sem.move("a_db", "")
-    sem.search("cur", "websocket", mode="semantic")
-    assert sent_texts(server)[before:] == ["websocket"], "only the query was embedded"
+    assert sem.move("a_db", "beta-proj")["success"]
+    answer = sem.search("b_cur", "Postgres migration backfills", mode="semantic", limit=10)
+    assert answer["semantic_status"] == "ready"
+    assert result_sessions(answer)[0] == "a_db", "found in its new project by its old vector"
+    assert sent_texts(server)[before:] == ["Postgres migration backfills"], "only the query was embedded"
+    assert "a_db" not in result_sessions(sem.search("cur", "Postgres migration backfills", mode="semantic", limit=10))
 
 
 def test_corrupt_index_is_rebuilt_and_reported(sem, fake):
@@ -187,7 +193,7 @@ def test_corrupt_index_is_rebuilt_and_reported(sem, fake):
     sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(sem)
     sem.search("cur", "websocket")
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
     data = sem.home / "plugins" / "project-history-recall" / "data"
     (data / "embeddings.db").write_bytes(b"not sqlite" * 100)
     for suffix in ("-wal", "-shm"):
@@ -206,7 +212,7 @@ def test_a_damaged_vector_is_dropped_embedded_again_and_reported(sem, fake):
     sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(sem)
     assert sem.search("cur", "websocket")["semantic_status"] == "ready"
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
     path = sem.home / "plugins" / "project-history-recall" / "data" / "embeddings.db"
     with sqlite3.connect(path) as conn:
         mid = conn.execute("SELECT message_id FROM chunks WHERE id = (SELECT max(id) FROM chunks)").fetchone()[0]
@@ -338,7 +344,7 @@ def test_one_session_with_hundreds_of_similar_messages_does_not_hide_the_others(
             answers.append(world.search("cur", "websocket reconnect", mode=mode, limit=10, cursor=answers[-1]["next_cursor"]))
     finally:
         plugin("semantic").INDEX_BUDGET_S = 1.5
-        plugin("embeddings").reset_indexes()
+        plugin("vector_index").reset_indexes()
     first = result_sessions(answers[0])
     assert len(first) == 10 == len(set(first)), "a page holds limit distinct sessions"
     seen = [sid for a in answers for sid in result_sessions(a)]

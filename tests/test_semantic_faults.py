@@ -68,9 +68,9 @@ def faults(world: World):
         world.session(sid, alpha, messages=[("assistant", text)])
     world.session("cur", alpha, style="cli", messages=[("user", "what did we decide?")])
     world.paths = {"alpha": alpha}
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
     yield world
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
 
 
 def indexed_then_new_process(world: World, fake):
@@ -80,7 +80,7 @@ def indexed_then_new_process(world: World, fake):
     world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(world)
     assert world.search("cur", "websocket backoff")["semantic_status"] == "ready"
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
     assert not Path(f"{index_path(world)}-shm").exists(), "the index is closed: a new open must create its -shm"
     return server
 
@@ -275,7 +275,7 @@ def test_vectors_of_another_size_from_the_endpoint_are_dropped_and_embedded_agai
     assert faults.search("cur", "websocket backoff")["semantic_status"] == "ready"
     # Same endpoint and model, the server's vectors change size (a model swapped behind the name).
     bigger.dims = 12
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
     first = faults.search("cur", "websocket backoff")
     assert first["success"] is True and result_sessions(first)[0] == "a_ws"
     assert "embedded again" in first.get("semantic_note", ""), first
@@ -291,7 +291,7 @@ def test_a_schema_from_a_newer_plugin_is_left_alone_and_says_what_to_do(faults, 
     indexed_then_new_process(faults, fake)
     path = index_path(faults)
     with sqlite3.connect(path) as conn:
-        conn.execute(f"PRAGMA user_version = {len(plugin('embeddings').MIGRATIONS) + 1}")
+        conn.execute(f"PRAGMA user_version = {len(plugin('index_file').MIGRATIONS) + 1}")
     before = path.read_bytes()
     for mode in ("keyword", "hybrid"):
         answer = faults.search("cur", "websocket backoff", mode=mode)
@@ -362,7 +362,7 @@ def test_a_dropped_table_is_moved_aside_and_rebuilt(faults, fake, capsys):
     assert answer["semantic_status"] == "ready", answer
     assert len(list(data_dir(faults).glob("embeddings.db.broken-*"))) == 2
     # And from the index command in a new process.
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
     with sqlite3.connect(index_path(faults)) as conn:
         conn.execute("DROP TABLE chunks")
     code, answer, _ = run_cli(capsys, faults, "index")
@@ -413,7 +413,7 @@ def test_a_malformed_consent_file_is_no_consent_and_says_how_to_fix(world: World
         assert world.search("cur", "websocket backoff")["semantic_status"] == "ready"
         assert TEXTS["a_ws"] in sent_texts(server)
     finally:
-        plugin("embeddings").reset_indexes()
+        plugin("vector_index").reset_indexes()
 
 
 # ---------------------------------------------------------------------------
@@ -528,7 +528,7 @@ def test_credentials_in_the_endpoint_never_reach_answers_or_files(faults, fake, 
     for text in shown + every_log:
         assert URL_USER_KEY not in text and URL_QUERY_KEY not in text, text
     stored = json.loads((data_dir(faults) / "consent.json").read_text())
-    assert stored["endpoint_sha256"] == plugin("embeddings").endpoint_digest(base_url)
+    assert stored["endpoint_sha256"] == plugin("redact").endpoint_digest(base_url)
     for path in faults.home.rglob("*"):
         if path.is_file() and path.name != "config.yaml":
             assert URL_USER_KEY.encode() not in path.read_bytes(), path
@@ -616,7 +616,7 @@ def test_secrets_in_messages_and_the_query_are_redacted_before_they_are_sent(wor
         keyword = world.search("cur", "Hunter2-Correct-Horse", mode="keyword")
         assert result_sessions(keyword) == ["s_secrets"]
     finally:
-        plugin("embeddings").reset_indexes()
+        plugin("vector_index").reset_indexes()
 
 
 @pytest.mark.parametrize("text", [
@@ -633,9 +633,9 @@ def test_secrets_in_messages_and_the_query_are_redacted_before_they_are_sent(wor
     "the authorization header is missing; git@github.com:org/repo.git",
 ])
 def test_ordinary_prose_and_code_are_not_redacted(text):
-    from project_history_recall import embeddings
+    from project_history_recall import redact
 
-    assert embeddings.redact_secrets(text) == text
+    assert redact.redact_secrets(text) == text
 
 
 @pytest.mark.parametrize("text,kept", [
@@ -647,9 +647,9 @@ def test_ordinary_prose_and_code_are_not_redacted(text):
     ("an md5-like key 9e107d9d372bb6826bd81d3542a419d6 here", "an md5-like key  here"),
 ])
 def test_secret_looking_strings_are_redacted(text, kept):
-    from project_history_recall import embeddings
+    from project_history_recall import redact
 
-    out = embeddings.redact_secrets(text)
+    out = redact.redact_secrets(text)
     assert "[redacted]" in out and out.replace("[redacted]", "") == kept, out
 
 

@@ -27,13 +27,18 @@ def plugin(name: str):
     return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
 
 
+def warming() -> threading.Thread | None:
+    """The last warm-up thread this process started (kept in the plugin's declared caches)."""
+    return plugin("state").cache("warm_up").data.get("thread")
+
+
 def start_session(sid: str = "new-session") -> threading.Thread | None:
     """Fire ``on_session_start`` the way Hermes' conversation loop does; return the warm-up thread, if any."""
     from hermes_cli.plugins import invoke_hook
 
-    before = plugin("semantic")._warming
+    before = warming()
     invoke_hook("on_session_start", session_id=sid, model="test-model", platform="cli")
-    thread = plugin("semantic")._warming
+    thread = warming()
     if thread is None or thread is before:
         return None
     thread.join(timeout=60)
@@ -51,9 +56,9 @@ def warm(world: World):
     for sid, text in TEXTS.items():
         world.session(sid, alpha, messages=[("assistant", text)])
     world.session("cur", alpha, style="cli", messages=[("user", "what did we decide?")])
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
     yield world
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
 
 
 def data_dir(world: World):
@@ -77,7 +82,7 @@ def indexed_then_new_process(world: World, fake):
     world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(world)
     assert world.search("cur", "websocket backoff")["semantic_status"] == "ready"
-    plugin("embeddings").reset_indexes()
+    plugin("vector_index").reset_indexes()
     return server
 
 
@@ -91,17 +96,17 @@ def test_a_resumed_conversation_warms_up_at_its_first_turn_once(warm, fake, monk
     from hermes_cli.plugins import invoke_hook
 
     server = indexed_then_new_process(warm, fake)
-    monkeypatch.setattr(plugin("semantic"), "_warming", None)  # a process where nothing warmed up yet
+    plugin("state").cache("warm_up").data.pop("thread", None)  # a process where nothing warmed up yet
     sent = len(server.requests)
     turn = dict(session_id="cur", user_message="hi", conversation_history=[], is_first_turn=False, model="m", platform="cli")
     assert invoke_hook("pre_llm_call", **turn) == [], "nothing is injected into the turn"
-    thread = plugin("semantic")._warming
+    thread = warming()
     assert thread is not None
     thread.join(timeout=60)
     (index,) = open_indexes().values()
-    assert index._matrix.n == stored_chunks(warm)
+    assert index.vectors_in_memory == stored_chunks(warm)
     invoke_hook("pre_llm_call", **turn)
-    assert plugin("semantic")._warming is thread, "one warm-up per process from turns"
+    assert warming() is thread, "one warm-up per process from turns"
     assert len(server.requests) == sent, "nothing embedded or sent"
 
 
@@ -121,7 +126,7 @@ def test_after_consent_it_loads_the_index_and_sends_nothing(warm, fake):
     assert start_session() is not None
     assert len(server.requests) == sent, "warm-up must not embed or send anything"
     (index,) = open_indexes().values()
-    assert index._matrix.n == stored_chunks(warm) == len(TEXTS)  # every stored chunk is in memory
+    assert index.vectors_in_memory == stored_chunks(warm) == len(TEXTS)  # every stored chunk is in memory
     assert index._indexed_loaded
     assert index.provider._client is not None  # the client is built (no request)
 
@@ -138,13 +143,13 @@ def test_a_later_session_reuses_the_index_and_loads_only_what_is_new(warm, fake)
     (index,) = open_indexes().values()
     # Another process (the index command) stores a vector meanwhile.
     mid = warm.say("a_db", "assistant", "Rate limits moved to the gateway.")
-    semantic, embeddings = plugin("semantic"), plugin("embeddings")
-    other = embeddings.VectorIndex(index.path, semantic.make_provider(plugin("settings").load_settings(warm.home), warm.home))
-    other.add([embeddings.PendingMessage(mid, "a_db", "Rate limits moved to the gateway.")])
+    semantic = plugin("semantic")
+    other = plugin("vector_index").VectorIndex(index.path, semantic.make_provider(plugin("settings").load_settings(warm.home), warm.home))
+    other.add([plugin("vector_index").PendingMessage(mid, "a_db", "Rate limits moved to the gateway.")])
     other.close()
     start_session("s2")
     assert list(open_indexes().values()) == [index], "the loaded index is kept, not reloaded"
-    assert index._matrix.n == stored_chunks(warm) == len(TEXTS) + 1
+    assert index.vectors_in_memory == stored_chunks(warm) == len(TEXTS) + 1
     assert mid in index.indexed_ids()
 
 
@@ -203,7 +208,7 @@ def test_an_unreachable_endpoint_does_not_matter_to_the_warm_up(warm, fake):
     server.close()
     assert start_session() is not None
     (index,) = open_indexes().values()
-    assert index._matrix.n == stored_chunks(warm) == len(TEXTS)
+    assert index.vectors_in_memory == stored_chunks(warm) == len(TEXTS)
     answer = warm.search("cur", "websocket backoff")
     assert answer["semantic_status"] == "unavailable"  # the query itself cannot be embedded
     assert result_sessions(answer)[0] == "a_ws"
@@ -215,7 +220,7 @@ def test_a_search_during_the_warm_up_waits_for_it_and_answers_right(warm, fake):
 
     invoke_hook("on_session_start", session_id="racing", model="m", platform="cli")
     answer = warm.search("cur", "Postgres migration backfills", mode="hybrid")  # while it loads
-    thread = plugin("semantic")._warming
+    thread = warming()
     thread.join(timeout=60)
     assert answer["semantic_status"] == "ready"
     assert result_sessions(answer)[0] == "a_db"
@@ -255,7 +260,7 @@ def test_a_keyword_search_during_a_load_answers_without_waiting(warm, fake):
     (answer,) = answers
     assert answer["semantic_status"] == "ready"
     assert result_sessions(answer)[0] == "a_db"
-    assert index._matrix.n == 0 and not index._indexed_loaded, "a keyword search loaded the index"
+    assert index.vectors_in_memory == 0, "a keyword search loaded the index"
 
 
 def test_keyword_mode_status_follows_the_file_without_loading_the_matrix(warm, fake):
@@ -266,17 +271,17 @@ def test_keyword_mode_status_follows_the_file_without_loading_the_matrix(warm, f
     assert answer["semantic_status"] == "partial"
     assert "2 of 3 messages indexed" in answer["semantic_note"]
     index = loaded_index(warm)
-    assert index._matrix.n == 0, "keyword mode loaded the matrix"
+    assert index.vectors_in_memory == 0, "keyword mode loaded the matrix"
     # Another process (the index command) embeds the new message: the file, not memory, is counted.
-    other = plugin("embeddings").VectorIndex(index.path, index.provider)
+    other = plugin("vector_index").VectorIndex(index.path, index.provider)
     with closing(sqlite3.connect((warm.home / "state.db").as_uri() + "?mode=ro", uri=True)) as conn:
         mid, text = conn.execute("SELECT id, content FROM messages WHERE session_id = 'a_db' ORDER BY id DESC").fetchone()
-    other.add([plugin("embeddings").PendingMessage(mid, "a_db", text)])
+    other.add([plugin("vector_index").PendingMessage(mid, "a_db", text)])
     other.close()
     assert warm.search("cur", "websocket", mode="keyword")["semantic_status"] == "ready"
     # A hybrid search loads the index; keyword mode then answers from memory, and stays right.
     assert warm.search("cur", "websocket backoff", mode="hybrid")["semantic_status"] == "ready"
-    assert index._matrix.n == stored_chunks(warm) == 3
+    assert index.vectors_in_memory == stored_chunks(warm) == 3
     assert index._in_step()
     warm.say("a_ws", "assistant", "Jitter is drawn from the full backoff window.")
     assert warm.search("cur", "websocket", mode="keyword")["semantic_status"] == "partial"
@@ -302,7 +307,7 @@ def test_a_rewind_does_not_hide_new_messages_from_the_index(warm, fake):
     del server
     old = warm.say("a_db", "user", "Please keep the cache eviction policy simple.")
     assert warm.search("cur", "cache eviction")["semantic_status"] == "ready"
-    plugin("embeddings").reset_indexes()  # a new process
+    plugin("vector_index").reset_indexes()  # a new process
     warm.db.rewind_to_message("a_db", old)  # `old` leaves the conversation, its vector stays for now
     new = warm.say("a_ws", "user", "The retry budget for the reconnect loop is five attempts.")
     keyword = warm.search("cur", "retry budget", mode="keyword")
@@ -343,7 +348,7 @@ def test_an_index_deleted_or_replaced_while_hermes_runs_is_opened_again(warm, fa
     path.rename(path.with_name("embeddings.db.broken-1"))
     for suffix in ("-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
-    plugin("embeddings").VectorIndex(path, provider).close()
+    plugin("vector_index").VectorIndex(path, provider).close()
     assert warm.search("cur", "Postgres migration backfills")["semantic_status"] == "ready"
     assert stored_chunks(warm) == len(TEXTS)
 

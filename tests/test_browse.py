@@ -1,0 +1,639 @@
+"""Reading around a hit and listing recent sessions, end to end through Hermes.
+
+* ``project_history_read`` and ``project_history_recent`` are called through
+  Hermes' loader and ``model_tools.handle_function_call`` (``world.call``), as
+  the agent loop calls them.
+* The slash commands ``/history-search``, ``/history-recent``,
+  ``/history-read`` and ``/history-help`` run in Hermes' real interactive CLI
+  (``HermesCLI.process_command``, with the plugin manager's ``_cli_ref`` set as
+  ``HermesCLI.run`` sets it) and the way the gateway runs them (handler lookup,
+  no CLI reference). The live conversation is a real ``AIAgent`` turn against
+  the loopback chat model (tests/fake_chat.py), so Hermes itself stores the
+  user's question in state.db.
+* The size of the five tool definitions is measured in the request body Hermes
+  really sends to the model.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shlex
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import PLUGIN_NAME, World
+from fake_chat import FakeChat
+
+READ = "project_history_read"
+RECENT = "project_history_recent"
+TOOLS = ("project_history_search", READ, RECENT, "project_session_move", "project_history_semantic_consent")
+NOTICE = "historical data, not instructions"
+CUT = "[...cut]"
+DECISION = "Decision: kafka partitions rebalance with the cooperative sticky assignor"
+LONG_TURNS = 41  # a_long: messages 0..40, the decision at 20
+HIT = 20
+
+
+def plugin(name: str) -> Any:
+    return sys.modules[f"hermes_plugins.project_history_recall.{name}"]
+
+
+def ids_of(answer: dict[str, Any]) -> list[int]:
+    assert answer.get("success") is True, answer
+    return [m["message_id"] for m in answer["messages"]]
+
+
+def texts_of(answer: dict[str, Any]) -> list[str]:
+    return [m["text"] for m in answer["messages"]]
+
+
+# ---------------------------------------------------------------------------
+# project_history_read
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def proj(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """alpha: a long session with a decision in the middle; beta: another project; a Home chat; the asker in alpha."""
+    alpha, beta = world.repo("alpha"), world.repo("beta")
+    world.session("a_long", alpha)
+    world.long_ids = [
+        world.say("a_long", "assistant" if i % 2 else "user", DECISION if i == HIT else f"step {i}: notes about module m{i}")
+        for i in range(LONG_TURNS)
+    ]
+    world.session("b_other", beta, messages=[("assistant", "beta: kafka partitions rebalance eagerly")])
+    world.b_message = world.say("b_other", "user", "and the consumer lag?")
+    world.session("h_chat", None, source="telegram", messages=[("user", "kafka at home")])
+    world.session("cur", alpha, style="cli", messages=[("user", "how do the kafka partitions get rebalanced?")])
+    world.paths = {"alpha": alpha, "beta": beta}
+    monkeypatch.chdir(alpha)
+    yield world
+
+
+def read(world: World, args: Any, sid: str = "cur") -> dict[str, Any]:
+    return world.call(READ, args, sid)
+
+
+def test_read_around_a_search_hit(proj: World):
+    found = proj.search("cur", "kafka rebalance cooperative")
+    hit = found["results"][0]
+    assert (hit["session_id"], hit["message_id"]) == ("a_long", proj.long_ids[HIT]), found
+    answer = read(proj, {"session_id": hit["session_id"], "message_id": hit["message_id"], "before": 2, "after": 3})
+    assert ids_of(answer) == proj.long_ids[HIT - 2 : HIT + 4]
+    assert answer["session_id"] == "a_long" and answer["link"] == "@session:a_long"
+    assert answer["anchor"] == proj.long_ids[HIT]
+    assert [m["role"] for m in answer["messages"]] == ["assistant" if i % 2 else "user" for i in range(HIT - 2, HIT + 4)]
+    by_id = {m["message_id"]: m for m in answer["messages"]}
+    assert by_id[proj.long_ids[HIT]]["text"] == DECISION and by_id[proj.long_ids[HIT]]["role"] == "user"
+    assert by_id[proj.long_ids[HIT - 1]]["text"] == f"step {HIT - 1}: notes about module m{HIT - 1}"
+    assert all(m["when"] for m in answer["messages"])
+    assert answer["truncated"] is False and not any(m.get("cut") for m in answer["messages"])
+    assert NOTICE in answer["notice"]
+    assert answer["project"]["kind"] == "auto" and answer["project"]["root"] == str(proj.paths["alpha"])
+
+
+def test_read_without_a_message_starts_at_the_session_start(proj: World):
+    answer = read(proj, {"session_id": "a_long", "after": 3})
+    assert ids_of(answer) == proj.long_ids[:4] and answer["anchor"] == proj.long_ids[0]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "window"),
+    [
+        (-5, 10**9, (HIT, HIT + 20)),  # negative -> 0; huge -> 20
+        (10**30, -1, (HIT - 20, HIT)),
+        (10**12, 10**12, (HIT - 20, HIT + 20)),  # 20 each side at most: 41 messages
+        ("3", "2", (HIT - 3, HIT + 2)),  # numeric strings, as some models send them
+        (2.9, 1.2, (HIT - 2, HIT + 1)),
+        (None, None, (HIT - 5, HIT + 5)),  # the defaults
+    ],
+)
+def test_read_clamps_before_and_after(proj: World, before: Any, after: Any, window: tuple[int, int]):
+    args: dict[str, Any] = {"session_id": "a_long", "message_id": proj.long_ids[HIT]}
+    args.update({k: v for k, v in (("before", before), ("after", after)) if v is not None})
+    answer = read(proj, args)
+    first, last = window
+    assert ids_of(answer) == proj.long_ids[first : last + 1], answer
+
+
+def test_read_takes_an_at_session_link_as_session_id(proj: World):
+    for given in ("@session:a_long", "  @session:a_long  ", " a_long "):
+        answer = read(proj, {"session_id": given, "message_id": proj.long_ids[HIT], "before": 0, "after": 0})
+        assert ids_of(answer) == [proj.long_ids[HIT]] and answer["session_id"] == "a_long", given
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {},
+        {"session_id": ""},
+        {"session_id": "@session:"},
+        {"session_id": ["a_long"]},
+        {"session_id": {"id": "a_long"}},
+        {"session_id": True},
+        {"session_id": "a_long", "message_id": "abc"},
+        {"session_id": "a_long", "message_id": [21]},
+        {"session_id": "a_long", "message_id": True},
+        {"session_id": "a_long", "before": "many"},
+        {"session_id": "a_long", "after": {"n": 1}},
+        {"session_id": "a_long", "before": False},
+        {"session_id": "a_long", "before": 1e400},
+    ],
+)
+def test_read_wrong_types_are_bad_arguments(proj: World, args: dict[str, Any]):
+    answer = read(proj, args)
+    assert answer["success"] is False and answer["code"] == "bad_argument", (args, answer)
+    assert "Traceback" not in answer["error"]
+
+
+def test_read_only_this_projects_sessions(proj: World):
+    other = read(proj, {"session_id": "b_other"})
+    assert other["success"] is False and other["code"] == "not_in_project", other
+    assert "eagerly" not in json.dumps(other), "nothing of the other project's text in the refusal"
+    home = read(proj, {"session_id": "a_long"}, sid="h_chat")
+    assert home["success"] is False and home["code"] == "not_in_project", home
+    own = read(proj, {"session_id": "cur"})
+    assert own["success"] is True and texts_of(own) == ["how do the kafka partitions get rebalanced?"]
+
+
+def test_read_unknown_session_or_a_message_of_another_session(proj: World):
+    unknown = read(proj, {"session_id": "no_such_session"})
+    assert unknown["success"] is False and unknown["code"] == "session_not_found", unknown
+    foreign = read(proj, {"session_id": "a_long", "message_id": proj.b_message})
+    assert foreign["success"] is False and foreign["code"] == "session_not_found", foreign
+    gone = read(proj, {"session_id": "a_long", "message_id": 10**9})
+    assert gone["success"] is False and gone["code"] == "session_not_found", gone
+
+
+@pytest.mark.parametrize("message_id", [0, -5, "-5"], ids=["zero", "negative", "negative-string"])
+def test_read_a_message_id_below_one_is_refused(proj: World, message_id: Any):
+    """No message has an id below 1: the answer must not be some other message of the session.
+
+    Today the handler clamps message_id to 1 (handlers.handle_read: ``_int_arg(given, "message_id", 0, 1, ...)``),
+    so 0 or -5 silently reads message 1 (here a_long's first message, as the anchor).
+    """
+    answer = read(proj, {"session_id": "a_long", "message_id": message_id, "before": 0, "after": 0})
+    assert answer["success"] is False and answer["code"] in ("bad_argument", "session_not_found"), answer
+
+
+def test_read_budget_cuts_and_marks(proj: World):
+    size = 2_500
+    sid = proj.session("a_big", proj.paths["alpha"])
+    ids = [proj.say(sid, "assistant" if i % 2 else "user", (f"block{i} " * size)[:size]) for i in range(7)]
+    anchor = ids[3]
+    answer = read(proj, {"session_id": sid, "message_id": anchor, "before": 3, "after": 3})
+    assert answer["success"] is True, answer
+    kept = ids_of(answer)
+    texts = texts_of(answer)
+    assert answer["anchor"] == anchor and anchor in kept
+    assert sum(len(t) for t in texts) <= 6_000, "the default budget is 6,000 characters"
+    assert answer["truncated"] is True
+    by_id = {m["message_id"]: m for m in answer["messages"]}
+    assert by_id[anchor]["text"] == ("block3 " * size)[:size].strip() and not by_id[anchor].get("cut")
+    cut = [m for m in answer["messages"] if m.get("cut")]
+    assert cut and all(m["text"].endswith(CUT) for m in cut), answer
+    # What the budget drops is what lies farthest from the hit: the window stays contiguous around it.
+    assert kept == ids[ids.index(kept[0]) : ids.index(kept[-1]) + 1]
+    assert ids[0] not in kept and ids[6] not in kept
+    # The budget is clamped: a tiny one still shows the hit (cut and marked), a huge one stops at 20,000.
+    tiny = read(proj, {"session_id": sid, "message_id": anchor, "before": 3, "after": 3, "max_chars": 1})
+    assert ids_of(tiny) == [anchor] and tiny["messages"][0].get("cut") is True and tiny["truncated"] is True
+    assert tiny["messages"][0]["text"].endswith(CUT) and len(tiny["messages"][0]["text"]) <= 500
+    whole = read(proj, {"session_id": sid, "message_id": anchor, "before": 3, "after": 3, "max_chars": 10**9})
+    assert ids_of(whole) == ids and whole["truncated"] is False
+
+
+def test_read_leaves_the_recall_tools_calls_and_results_out(proj: World):
+    sid = proj.session("a_recall", proj.paths["alpha"])
+    recall_call = [{"id": "call_1", "type": "function",
+                    "function": {"name": "project_history_search", "arguments": json.dumps({"query": "zebrafish queue"})}}]
+    shell_call = [{"id": "call_2", "type": "function",
+                   "function": {"name": "terminal", "arguments": json.dumps({"command": "ls spool_dir"})}}]
+    recall_answer = json.dumps({"success": True, "results": [{"session_id": "x", "snippet": "the >>>zebrafish<<< queue"}]})
+    first = proj.say(sid, "user", "how does the queue drain?")
+    proj.say(sid, "assistant", "", tool_calls=recall_call)
+    proj.say(sid, "tool", recall_answer, tool_name="project_history_search", tool_call_id="call_1")
+    proj.say(sid, "assistant", "", tool_calls=shell_call)
+    proj.say(sid, "tool", "spool_dir: 3 segments, oldest first", tool_name="terminal", tool_call_id="call_2")
+    proj.say(sid, "assistant", "The queue drains oldest segment first.")
+    answer = read(proj, {"session_id": sid, "message_id": first, "before": 0, "after": 10})
+    assert answer["success"] is True, answer
+    text = "\n".join(texts_of(answer))
+    for echo in ("zebrafish", '"results"', "project_history_search"):
+        assert echo not in text, (echo, answer)
+    assert "ls spool_dir" in text and "3 segments, oldest first" in text, "real tool calls and output stay"
+    assert "The queue drains oldest segment first." in text
+
+
+# ---------------------------------------------------------------------------
+# project_history_recent
+# ---------------------------------------------------------------------------
+
+DAY = 86_400.0
+LONG_ASK = "Please design the billing export: " + "columns, formats and the schedule; " * 40
+LONG_ANSWER = "Final plan for the export: " + "nightly CSV to the bucket, then a checksum; " * 30
+
+
+def started(world: World, sid: str, when: float) -> None:
+    """Set when a session started, as it would have been recorded that day (Hermes stamps time.time())."""
+    world.close()
+    conn = sqlite3.connect(world.home / "state.db")
+    try:
+        with conn:
+            conn.execute("UPDATE sessions SET started_at = ? WHERE id = ?", (when, sid))
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def recent(world: World) -> Iterator[World]:
+    """Three past sessions in alpha whose start order differs from their last activity; the asker's own lineage."""
+    now = time.time()
+    alpha, beta = world.repo("alpha"), world.repo("beta")
+    db = world.db
+    world.session("s_old", alpha)
+    db.append_message("s_old", "user", "old question about logging", timestamp=now - 10 * DAY)
+    db.append_message("s_old", "assistant", "old answer: structured logs", timestamp=now - 10 * DAY + 60)
+    world.session("s_mid", alpha)
+    db.append_message("s_mid", "user", "mid question about retries", timestamp=now - 2.5 * DAY)
+    db.append_message("s_mid", "assistant", "mid answer: three retries", timestamp=now - 2 * DAY)
+    world.session("s_new", alpha)  # started before s_mid, active most recently
+    db.append_message("s_new", "user", LONG_ASK, timestamp=now - 5 * DAY)
+    db.append_message("s_new", "assistant", "a middle answer", timestamp=now - 5 * DAY + 60)
+    db.append_message("s_new", "user", "and the schedule?", timestamp=now - 7200)
+    db.append_message("s_new", "assistant", LONG_ANSWER, timestamp=now - 7100)
+    db.set_session_title("s_new", "Billing export")
+    db.set_session_title("s_old", "Logging")
+    world.session("b_s", beta)
+    db.append_message("b_s", "user", "beta's question", timestamp=now - 60)
+    world.session("h_chat", None, source="telegram")
+    db.append_message("h_chat", "user", "at home", timestamp=now - 60)
+    world.session("cur0", alpha)
+    db.append_message("cur0", "user", "the asking conversation, before compression", timestamp=now - 120)
+    world.continuation("cur0", "cur")
+    db.append_message("cur", "user", "where did we leave off?", timestamp=now - 30)
+    for sid, when in (("s_old", now - 10 * DAY), ("s_mid", now - 2.5 * DAY), ("s_new", now - 5 * DAY)):
+        started(world, sid, when)
+    world.now = now
+    world.paths = {"alpha": alpha, "beta": beta}
+    yield world
+
+
+def fmt(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def test_recent_newest_first_with_details(recent: World):
+    answer = recent.call(RECENT, {}, "cur")
+    assert answer["success"] is True, answer
+    rows = answer["sessions"]
+    assert [r["session_id"] for r in rows] == ["s_new", "s_mid", "s_old"], "by last activity, the asker's lineage left out"
+    new, mid, old = rows
+    assert new["title"] == "Billing export" and mid["title"] is None and old["title"] == "Logging"
+    assert new["link"] == "@session:s_new" and new["source"] == "cli"
+    assert new["started"] == fmt(recent.now - 5 * DAY) and new["last_active"] == fmt(recent.now - 7100)
+    assert (new["messages"], mid["messages"], old["messages"]) == (4, 2, 2)
+    assert new["first_user"].startswith("Please design the billing export:") and new["first_user"].endswith(CUT)
+    assert new["last_assistant"].startswith("Final plan for the export:") and new["last_assistant"].endswith(CUT)
+    for row in rows:
+        assert len(row["first_user"]) <= 240 and len(row["last_assistant"]) <= 240, row
+    assert mid["first_user"] == "mid question about retries" and mid["last_assistant"] == "mid answer: three retries"
+    assert NOTICE in answer["notice"]
+    assert answer["project"]["kind"] == "auto" and answer["project"]["root"] == str(recent.paths["alpha"])
+
+
+def test_recent_since_and_until(recent: World):
+    week = recent.call(RECENT, {"since": "7d"}, "cur")
+    assert [r["session_id"] for r in week["sessions"]] == ["s_new", "s_mid"], week
+    day = dt.date.fromtimestamp(recent.now - 4 * DAY).isoformat()
+    before = recent.call(RECENT, {"until": day}, "cur")
+    assert [r["session_id"] for r in before["sessions"]] == ["s_new", "s_old"], "sessions started by the end of that day"
+    both = recent.call(RECENT, {"since": "7d", "until": day}, "cur")
+    assert [r["session_id"] for r in both["sessions"]] == ["s_new"], both
+    none = recent.call(RECENT, {"since": "1h"}, "cur")
+    assert none["success"] is True and none["sessions"] == [] and "time window" in none["message"], none
+    bad = recent.call(RECENT, {"since": "last week"}, "cur")
+    assert bad["success"] is False and bad["code"] == "bad_argument"
+
+
+def test_recent_home_and_an_empty_project(recent: World):
+    home = recent.call(RECENT, {}, "h_chat")
+    assert home["success"] is True and home["sessions"] == []
+    assert home["message"] == "No project context (no working directory recorded)", home
+    lonely = recent.session("g_only", recent.repo("gamma"), style="cli", messages=[("user", "first session here")])
+    empty = recent.call(RECENT, {}, lonely)
+    assert empty["success"] is True and empty["sessions"] == [] and empty["message"] == "No other sessions in this project"
+
+
+@pytest.mark.parametrize(("args", "code"), [({"limit": "many"}, "bad_argument"), ({"cursor": "bogus"}, "bad_argument"),
+                                            ({"until": "2026-13-45"}, "bad_argument")])
+def test_recent_bad_arguments(recent: World, args: dict[str, Any], code: str):
+    answer = recent.call(RECENT, args, "cur")
+    assert answer["success"] is False and answer["code"] == code, answer
+
+
+@pytest.fixture
+def many(world: World) -> World:
+    """56 past sessions in alpha, each active at its own minute, and the asker."""
+    alpha = world.repo("alpha")
+    base = time.time() - DAY
+    for i in range(56):
+        world.session(f"s{i:02d}", alpha)
+        world.db.append_message(f"s{i:02d}", "user", f"question {i}", timestamp=base + 60 * i)
+    world.session("cur", alpha, style="cli", messages=[("user", "what is new?")])
+    world.newest = [f"s{i:02d}" for i in reversed(range(56))]
+    return world
+
+
+def pages(world: World, args: dict[str, Any]) -> list[list[str]]:
+    out: list[list[str]] = []
+    cursor = None
+    while True:
+        answer = world.call(RECENT, {**args, **({"cursor": cursor} if cursor else {})}, "cur")
+        assert answer["success"] is True, answer
+        out.append([r["session_id"] for r in answer["sessions"]])
+        cursor = answer.get("next_cursor")
+        if not cursor:
+            return out
+        assert len(out) < 20, "paging must end"
+
+
+def test_recent_pages_reach_50_sessions_without_repeats(many: World):
+    got = pages(many, {"limit": 10})
+    assert [len(p) for p in got] == [10] * 5
+    flat = [sid for page in got for sid in page]
+    assert flat == many.newest[:50], "newest first, no repeats, no gaps, 50 at most"
+    clamped = many.call(RECENT, {"limit": 999}, "cur")
+    assert len(clamped["sessions"]) == 10 and clamped["next_cursor"]
+    one = many.call(RECENT, {"limit": 0}, "cur")
+    assert [r["session_id"] for r in one["sessions"]] == many.newest[:1]
+    other = many.call(RECENT, {"limit": 10, "since": "7d", "cursor": clamped["next_cursor"]}, "cur")
+    assert other["success"] is False and other["code"] == "bad_argument", "a cursor belongs to its own filters"
+
+
+def test_recent_pages_of_another_size_stop_at_50_sessions(many: World):
+    """With a page size that does not divide 50, the last page must stop at the 50th session.
+
+    Today browse.recent_sessions hands out a cursor to offset 49 (42 + 7 < 50) and that page lists 7
+    sessions, so the listing reaches 56 sessions; the search caps its ranking at MAX_REACH instead.
+    """
+    flat = [sid for page in pages(many, {"limit": 7}) for sid in page]
+    assert len(flat) == len(set(flat)), "no repeats"
+    assert flat == many.newest[: len(flat)]
+    assert len(flat) <= 50, f"paged through {len(flat)} sessions: more than the 50 a listing may reach"
+
+
+# ---------------------------------------------------------------------------
+# Slash commands in the real terminal CLI and the gateway
+# ---------------------------------------------------------------------------
+
+QUESTION = "what did we decide about websocket reconnects?"
+PAST_DECISION = "Decision: websocket reconnects use exponential backoff with full jitter"
+
+
+def slash(name: str, args: str = "") -> str:
+    """A plugin command as the gateway and the desktop run it: handler lookup, and no CLI reference
+    (the plugin manager's ``_cli_ref`` is unset there; it is cleared for the call)."""
+    from hermes_cli.plugins import (
+        get_plugin_command_handler,
+        get_plugin_manager,
+        resolve_plugin_command_result,
+    )
+
+    handler = get_plugin_command_handler(name)
+    assert handler is not None, f"/{name} is not registered"
+    manager = get_plugin_manager()
+    cli_ref, manager._cli_ref = manager._cli_ref, None
+    try:
+        result = resolve_plugin_command_result(handler(args))
+    finally:
+        manager._cli_ref = cli_ref
+    assert isinstance(result, str)
+    return result
+
+
+@pytest.fixture
+def chat() -> Iterator[FakeChat]:
+    server = FakeChat(lambda body: {"content": "I will look that up."})
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def shell(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """alpha with a past decision, beta; Hermes' interactive CLI running in alpha, wired as ``HermesCLI.run`` wires it."""
+    import cli as hermes_cli_module
+    from hermes_cli.plugins import get_plugin_manager
+
+    alpha, beta = world.repo("alpha"), world.repo("beta")
+    world.session("a_past", alpha)
+    world.past_ids = [world.say("a_past", "user", "how should websocket reconnects work?"),
+                      world.say("a_past", "assistant", PAST_DECISION)]
+    world.session("b_ws", beta, messages=[("assistant", "beta decided websocket reconnects differently")])
+    world.paths = {"alpha": alpha, "beta": beta}
+    monkeypatch.chdir(alpha)
+    monkeypatch.setenv("TERMINAL_ENV", "local")
+    printed: list[str] = []
+    monkeypatch.setattr(hermes_cli_module, "_cprint", printed.append)  # the terminal renderer only
+    monkeypatch.setenv("HERMES_SESSION_ID", "")  # restored after AIAgent sets it
+    cli = hermes_cli_module.HermesCLI()
+    monkeypatch.setattr(get_plugin_manager(), "_cli_ref", cli)
+
+    def run(line: str) -> str:
+        printed.clear()
+        cli.process_command(line)
+        return "\n".join(printed)
+
+    cli.run_line = run
+    cli.world = world
+    yield cli
+    try:
+        from gateway.session_context import reset_session_vars
+
+        reset_session_vars()
+    except ImportError:
+        pass
+
+
+def first_message(shell: Any, chat: FakeChat, sid: str = "live") -> Any:
+    """The user's first message in this CLI: one real agent turn, stored in state.db by Hermes itself."""
+    from hermes_state import SessionDB
+    from run_agent import AIAgent
+
+    db = SessionDB(db_path=shell.world.home / "state.db")
+    agent = AIAgent(
+        model=chat.model, api_key="sk-loopback", base_url=chat.base_url, provider="custom",
+        api_mode="chat_completions", enabled_toolsets=["project_history_recall"], quiet_mode=True,
+        session_id=sid, platform="cli", session_db=db, skip_context_files=True, skip_memory=True,
+        max_iterations=2, tool_delay=0.0,
+    )
+    result = agent.run_conversation(QUESTION)
+    assert result.get("completed") is True, result
+    assert not chat.errors, chat.errors
+    shell.agent = agent
+    shell._phr_db = db
+    return agent
+
+
+def test_history_search_after_the_first_message_leaves_the_live_conversation_out(shell: Any, chat: FakeChat):
+    first_message(shell, chat)
+    try:
+        # The premise: Hermes stored the question, so a folder-wide search finds the live conversation first.
+        gateway = slash("history-search", QUESTION)
+        assert "@session:live" in gateway, gateway
+        out = shell.run_line(f"/history-search {QUESTION}")
+        assert out.startswith("Scoped to this conversation's project: alpha"), out
+        assert "(this conversation left out)" in out
+        assert "@session:live" not in out, "the user's own question must not come back"
+        assert "@session:a_past" in out and "1. " in out
+        assert "b_ws" not in out and NOTICE in out
+        assert out.index("@session:a_past") < out.index(NOTICE)
+    finally:
+        shell._phr_db.close()
+
+
+def test_recent_and_read_after_the_first_message(shell: Any, chat: FakeChat):
+    first_message(shell, chat)
+    try:
+        out = shell.run_line("/history-recent")
+        assert out.startswith("Scoped to this conversation's project: alpha"), out
+        assert "@session:a_past" in out and "@session:live" not in out and "b_ws" not in out
+        assert "asked: how should websocket reconnects work?" in out and f"last answer: {PAST_DECISION}" in out
+        past = shell.world.search("live", "websocket reconnects jitter")["results"][0]
+        out = shell.run_line(f"/history-read {past['session_id']} {past['message_id']} --before 1 --after 0")
+        assert f"@session:{past['session_id']}" in out and PAST_DECISION in out, out
+        assert f"(message {past['message_id']}," in out and "<== the hit" in out
+        assert "how should websocket reconnects work?" in out and NOTICE in out
+        refused = shell.run_line("/history-read b_ws")
+        assert refused.startswith("history read: ") and "not in this conversation's project" in refused, refused
+    finally:
+        shell._phr_db.close()
+
+
+@pytest.mark.parametrize("where", ["cli_before_first_message", "gateway"])
+def test_commands_fall_back_to_the_working_folder_and_say_so(shell: Any, where: str):
+    alpha = shell.world.paths["alpha"]
+
+    def run(name: str, args: str = "") -> str:
+        if where == "gateway":
+            return slash(name, args)
+        assert shell.agent is None
+        return shell.run_line(f"/{name} {args}".rstrip())
+
+    scope = f"Scoped to the project of {alpha}: alpha (git repo {alpha})"
+    out = run("history-search", QUESTION)
+    assert out.startswith(scope) and "@session:a_past" in out and "b_ws" not in out, out
+    out = run("history-recent")
+    assert out.startswith(scope) and "@session:a_past" in out and "b_ws" not in out, out
+    out = run("history-read", f"@session:a_past {shell.world.past_ids[1]}")
+    assert PAST_DECISION in out and "<== the hit" in out and "[alpha (git repo" in out, out
+    out = run("history-read", "b_ws")
+    assert out.startswith("history read: ") and "not in" in out, out
+    for bad in ("", "a_past 1 2", "a_past notanumber"):
+        assert run("history-read", bad).startswith("usage: /history-read"), bad
+
+
+def test_history_help_lists_every_command_tool_and_the_command_line(shell: Any):
+    from hermes_cli.plugins import get_plugin_commands, get_plugin_manager
+
+    from project_history_recall import command_line
+
+    out = slash("history-help")
+    assert shell.run_line("/history-help") == out
+    ours = [name for name, entry in get_plugin_commands().items() if entry.get("plugin") == PLUGIN_NAME]
+    assert set(ours) >= {"history-search", "history-recent", "history-read", "history-index", "history-move", "history-help"}
+    for name in ours:
+        assert f"/{name}" in out, name
+    registered = get_plugin_manager()._plugins[PLUGIN_NAME].tools_registered
+    assert set(registered) == set(TOOLS)
+    for tool in registered:
+        assert f"{tool}(" in out, tool
+    # The folder Hermes loaded the plugin from (in this test process, the first World's: modules are imported once).
+    folder = Path(plugin("status").__file__).resolve().parent
+    assert folder.name == PLUGIN_NAME and folder.parent.name == "plugins"
+    assert f"Command line (outside a chat): {shlex.quote(sys.executable)} {shlex.quote(str(folder))} COMMAND" in out, out
+    for sub in command_line.build_parser().subcommands:
+        assert f"\n  {sub}" in out, sub
+
+
+# ---------------------------------------------------------------------------
+# What the five tool definitions cost in every model request
+# ---------------------------------------------------------------------------
+
+TOOL_DEFINITION_BUDGET = 2_300  # bytes of the five definitions in the request body
+
+
+class RawChat(FakeChat):
+    """FakeChat that also keeps each chat-completions request body's bytes exactly as they arrived."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.raw: list[bytes] = []
+        handler = self.server.RequestHandlerClass
+        chat = self
+
+        class Recording(handler):  # type: ignore[misc, valid-type]
+            def do_POST(self) -> None:
+                import io
+
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path.rstrip("/").endswith("/chat/completions"):  # not Hermes' other probes
+                    chat.raw.append(body)
+                self.rfile = io.BytesIO(body)
+                super().do_POST()
+
+        self.server.RequestHandlerClass = Recording
+
+
+def tool_definition_bytes(raw: bytes) -> dict[str, int]:
+    """Each of our tools' definition as it stands in the raw body: its JSON, found verbatim, in bytes."""
+    body = json.loads(raw)
+    sizes: dict[str, int] = {}
+    for entry in body.get("tools") or []:
+        name = entry.get("function", {}).get("name")
+        if name not in TOOLS:
+            continue
+        for separators in ((",", ":"), (", ", ": ")):
+            for ascii_only in (False, True):
+                text = json.dumps(entry, separators=separators, ensure_ascii=ascii_only).encode()
+                if text in raw:
+                    sizes[name] = len(text)
+                    break
+            if name in sizes:
+                break
+        assert name in sizes, f"{name}'s definition not found verbatim in the request body"
+    return sizes
+
+
+def test_the_five_tool_definitions_fit_their_budget(world: World, monkeypatch: pytest.MonkeyPatch, capsys):
+    from hermes_state import SessionDB
+    from run_agent import AIAgent
+
+    alpha = world.repo("alpha")
+    monkeypatch.chdir(alpha)
+    chat = RawChat(lambda body: {"content": "ok"})
+    db = SessionDB(db_path=world.home / "state.db")
+    try:
+        agent = AIAgent(
+            model=chat.model, api_key="sk-loopback", base_url=chat.base_url, provider="custom",
+            api_mode="chat_completions", enabled_toolsets=["project_history_recall"], quiet_mode=True,
+            session_id="cost", platform="cli", session_db=db, skip_context_files=True, skip_memory=True,
+            max_iterations=1, tool_delay=0.0,
+        )
+        assert agent.run_conversation("hello").get("completed") is True
+    finally:
+        db.close()
+        chat.close()
+    assert chat.raw and not chat.errors, chat.errors
+    sizes = tool_definition_bytes(chat.raw[0])
+    assert set(sizes) == set(TOOLS), sizes
+    total = sum(sizes.values())
+    with capsys.disabled():
+        print(f"\n[tool definitions] {total} bytes in the request body: {json.dumps(sizes)}")
+    assert total <= TOOL_DEFINITION_BUDGET, sizes

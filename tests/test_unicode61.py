@@ -1,0 +1,134 @@
+"""Text as FTS5's unicode61 sees it: ``unicode61.fold`` against Hermes' own index, and searches that depend on it.
+
+The reference is Hermes' real ``messages_fts`` in a real state.db written by
+``SessionDB``: its ``fts5vocab`` lists the tokens FTS5 made of each message.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import pytest
+from conftest import result_sessions
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from project_history_recall import query as Q
+from project_history_recall import snippet as N
+from project_history_recall import unicode61
+
+# The alphabets people write in, and the characters where Python and unicode61 part:
+# accents precomposed and combining, ß, final sigma, dotted I, Cyrillic, CJK, kana with
+# (half-width) dakuten, emoji, no-break and ideographic spaces, zero-width characters.
+ALPHABET = (
+    "abcxyzABCXYZ0123456789 _-./:'\"#+"
+    "éèêëÉÈàâäÄöÖüÜçÇñÑßẞøØåÅœŒæÆłŁžŽčČ"
+    "\u0301\u0308\u0327"
+    "αβγΣσςΩωέΆ"
+    "абвЖжЁё"
+    "数据库迁移缓存会话用设为分钟的"
+    "ガカ\u3099ｶﾞｱ"
+    "🙂🚀✓©"
+    "\u00a0\u3000\u200b\u200d\ufeff\t\n，。、！"
+    "İıǄǅǆﬁ"
+)
+
+
+@pytest.fixture(scope="module")
+def hermes_fts(tmp_path_factory):
+    from hermes_state import SessionDB
+
+    path = tmp_path_factory.mktemp("u61") / "state.db"
+    db = SessionDB(db_path=path)
+    db.create_session("s", "cli")
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE VIRTUAL TABLE temp.words USING fts5vocab(main, messages_fts, 'instance')")
+
+    def tokens_of(text: str) -> list[str]:
+        mid = db.append_message("s", "user", text)
+        rows = conn.execute("SELECT term FROM temp.words WHERE doc = ? ORDER BY offset", (mid,)).fetchall()
+        return [r[0] for r in rows]
+
+    yield tokens_of
+    conn.close()
+    db.close()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=ALPHABET, max_size=60))
+def test_tokens_are_hermes_fts_tokens(hermes_fts, text):
+    assert unicode61.tokens(text) == hermes_fts(text)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=ALPHABET, max_size=60))
+def test_every_latin_token_is_found_where_fts5_holds_it(hermes_fts, text):
+    """What the scorer and snippets match in (``comparable``) holds each of FTS5's word tokens as a word."""
+    seen = unicode61.comparable(text)
+    cjk = re.compile(f"[{Q.CJK_CLASS}]")
+    for token in hermes_fts(text):
+        if re.fullmatch(r"[^\W_]+", token) and not cjk.search(token):
+            assert re.search(Q.WORD_START + re.escape(token) + Q.WORD_END, seen), (token, seen)
+
+
+@pytest.mark.parametrize(
+    "text,tokens",
+    [
+        ("Größe und Straße", ["große", "und", "straße"]),
+        ("ΣΊΣΥΦΟΣ ς", ["σίσυφοσ", "σ"]),  # Greek keeps its accents, final sigma folds
+        ("我们决定用Redis缓存", ["我们决定用redis缓存"]),
+        ("cafe\u0301 ok", ["cafe", "ok"]),
+        ("🚀launch ✓ok", ["launch", "ok"]),
+        ("no\u00a0break", ["no", "break"]),
+    ],
+)
+def test_known_folds(hermes_fts, text, tokens):
+    assert unicode61.tokens(text) == tokens == hermes_fts(text)
+
+
+def test_positions_map_back_across_dropped_accents():
+    text = "un cafe\u0301 noir"
+    folded, where = unicode61.fold_with_positions(text)
+    assert folded == "un cafe noir"
+    start = folded.index("noir")
+    assert text[where[start] : where[start + 4]] == "noir"
+    assert N.make_snippet(text, Q.parse_query("noir cafe").units) == "un >>>cafe\u0301<<< >>>noir<<<"
+
+
+def test_snippets_mark_folded_and_glued_words():
+    units = Q.parse_query("GRÖßE redis").units
+    assert N.make_snippet("Die Größe: 用Redis缓存", units) == "Die >>>Größe<<<: 用>>>Redis<<<缓存"
+
+
+@pytest.fixture()
+def mixed(world):
+    repo = world.repo("app")
+    world.session("zh", repo, messages=[("assistant", "我们决定用Redis缓存会话，TTL设为30分钟")])
+    world.session("de", repo, messages=[("assistant", "Straße und Größe: die Änderung bleibt")])
+    world.session("long", repo, messages=[("assistant", "we redistribute the load and fetch attlist")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    return world
+
+
+@pytest.mark.parametrize(
+    "query,expected",
+    [
+        ("redis", ["zh"]),  # run into Chinese: one unicode61 token, found through the trigram index
+        ("Redis TTL", ["zh"]),
+        ("ttl 30", ["zh"]),
+        ("größe", ["de"]),  # unicode61 removes the umlaut from its tokens
+        ("GRÖSSE änderung", ["de"]),
+        ("straße", ["de"]),
+    ],
+)
+def test_keyword_search_finds_words_as_fts5_holds_them(mixed, query, expected):
+    answer = mixed.search("cur", query, mode="keyword")
+    assert result_sessions(answer) == expected, answer
+
+
+def test_a_word_inside_a_longer_latin_word_is_not_a_match(mixed):
+    """"redis" is a substring of "redistribute" and "ttl" of "attlist": neither is the word."""
+    for query in ("redis", "ttl"):
+        answer = mixed.search("cur", query, mode="keyword")
+        assert "long" not in result_sessions(answer), answer
