@@ -17,8 +17,10 @@ prints the raw answer.
 Exit codes: 0 success, 1 a failure answer (no state.db, unreadable database,
 the embedding provider failing...), 2 a usage error. Failures print one
 clear line on stderr (with ``--json``, the failure answer on stdout too),
-never a traceback. Reads are read-only; only ``index`` writes, and only to
-the plugin's own data folder.
+never a traceback. Hermes' data is only read. The plugin's own data folder is
+written by ``index`` and, after consent, by a hybrid or semantic ``search``
+(it embeds what is new for up to a moment first, which with the ``openai``
+provider sends those messages to the configured endpoint).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ HISTORY_USAGE = (
     "usage: /history-search <query>  -- search the past sessions of this project "
     "(keywords, \"quoted phrases\", identifiers or a question). /history-help for more."
 )
-READ_USAGE = "usage: /history-read <session id> [message id] [--before N] [--after N]"
+READ_USAGE = "usage: /history-read <session id> [message id] [--before N] [--after N] [--max-chars N]"
 MOVE_USAGE = "usage: /history-move <project id, slug or name>   (/history-move --home: out of any project)"
 
 Dispatch = Callable[..., Any]
@@ -102,7 +102,7 @@ def make_recent_command(dispatch: Dispatch) -> Callable[[str], str]:
 
 
 def _read_args(raw_args: str) -> dict[str, Any] | str:
-    """``{session_id, message_id?, before?, after?}`` from the command's text, or the usage line."""
+    """``{session_id, message_id?, before?, after?, max_chars?}`` from the command's text, or the usage line."""
     try:
         words = shlex.split(raw_args or "")
     except ValueError:
@@ -111,8 +111,8 @@ def _read_args(raw_args: str) -> dict[str, Any] | str:
     rest: list[str] = []
     i = 0
     while i < len(words):
-        if words[i] in ("--before", "--after") and i + 1 < len(words) and words[i + 1].isdigit():
-            args[words[i][2:]] = int(words[i + 1])
+        if words[i] in ("--before", "--after", "--max-chars") and i + 1 < len(words) and words[i + 1].isdigit():
+            args[words[i][2:].replace("-", "_")] = int(words[i + 1])
             i += 2
             continue
         rest.append(words[i])
@@ -126,7 +126,7 @@ def _read_args(raw_args: str) -> dict[str, Any] | str:
 
 
 def make_read_command(dispatch: Dispatch) -> Callable[[str], str]:
-    """``/history-read <session> [message] [--before N] [--after N]``: the messages around a hit."""
+    """``/history-read <session> [message] [--before N] [--after N] [--max-chars N]``: the messages around a hit."""
 
     def command_read(raw_args: str = "") -> str:
         args = _read_args(raw_args)
@@ -141,6 +141,7 @@ def make_read_command(dispatch: Dispatch) -> Callable[[str], str]:
                 home=paths.hermes_home(), cwd=cwd, target_session=str(args["session_id"]).removeprefix("@session:"),
                 message_id=args.get("message_id"), before=int(args.get("before", browse.DEFAULT_AROUND)),
                 after=int(args.get("after", browse.DEFAULT_AROUND)),
+                max_chars=int(args.get("max_chars", browse.DEFAULT_CHARS)),
             ))
         return render.render_read(answer)
 

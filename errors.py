@@ -1,6 +1,6 @@
 """The failures the tools answer as ``{"success": false, "code": ...}``: one class a code.
 
-Raised deep, translated once at the tool boundary (``tools.py``), the slash
+Raised deep, translated once at the tool boundary (``handlers.py``), the slash
 commands and the command line. Pure: no imports of the plugin.
 """
 

@@ -160,6 +160,22 @@ def prefix_frequency(conn: sqlite3.Connection, space: str, prefix: str) -> int:
     return value
 
 
+def holds_cjk(conn: sqlite3.Connection) -> bool:
+    """Whether the trigram index holds any CJK text at all (one vocabulary seek; a yes is cached).
+
+    Words run into CJK text are looked for only where there is CJK text.
+    """
+    db, now = _db_name(conn), time.monotonic()
+    key = (db, "trigram", "holds:cjk")
+    if frequencies.get(key, now):
+        return True
+    vocab = _vocab(conn, "trigram")
+    found = conn.execute(f"SELECT 1 FROM {vocab} WHERE term >= ? AND term < ? LIMIT 1", ("\u3040", "\ud7b0")).fetchone()
+    if found:
+        frequencies.put(key, 1, now)
+    return found is not None
+
+
 def count_matches(conn: sqlite3.Connection, space: str, match: str, cap: int) -> int:
     """Rows matching ``match`` in the whole index, counted up to ``cap``."""
     table = _table(space)

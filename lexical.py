@@ -101,10 +101,11 @@ def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan
     forms_of = {u.text: stem_variants(u.text) for u in words}
     counts = fts.doc_frequencies(conn, "words", [f for forms in forms_of.values() for f in forms])
     glued: list[str] = []
+    glue = trigram and bool(words) and fts.holds_cjk(conn)
     for unit in words:
         present = [f for f in forms_of[unit.text] if counts.get(f)] or forms_of[unit.text][:1]
         df = sum(counts.get(f, 0) for f in present)
-        inside = _glued_rows(conn, forms_of[unit.text], df) if trigram else (0, "")
+        inside = _glued_rows(conn, forms_of[unit.text], df) if glue else (0, "")
         if inside[0]:
             glued.append(inside[1])
             present = list(dict.fromkeys(present + forms_of[unit.text]))

@@ -13,7 +13,7 @@ from typing import Any
 COMMANDS_HELP = (
     ("/history-search <query>", "search this project's past sessions (keywords, phrases or a question)"),
     ("/history-recent [N]", "this project's latest sessions, newest first"),
-    ("/history-read <session> [message]", "read the messages around a hit (--before N, --after N)"),
+    ("/history-read <session> [message]", "read the messages around a hit (--before N, --after N, --max-chars N)"),
     ("/history-index", "embed consented projects' messages for up to a minute, then show this project's index status"),
     ("/history-move <project>", "move this conversation to a project (--home: out of any project)"),
     ("/history-help", "this help"),
@@ -21,7 +21,7 @@ COMMANDS_HELP = (
 TOOLS_HELP = (
     ("project_history_search(query, mode, limit, ...)", "the agent's scoped search of this conversation's project"),
     ("project_history_read(session_id, message_id, ...)", "the agent reads around a hit, same project only"),
-    ("project_history_recent(limit, since, until)", "the agent lists the project's latest sessions"),
+    ("project_history_recent(limit, since, ...)", "the agent lists the project's latest sessions"),
     ("project_session_move(project_id)", "the agent moves this conversation to a project ('' = Home)"),
     ("project_history_semantic_consent(decision, projects)", "records your yes or no to semantic search"),
 )

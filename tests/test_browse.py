@@ -535,7 +535,9 @@ def test_commands_fall_back_to_the_working_folder_and_say_so(shell: Any, where: 
     assert PAST_DECISION in out and "<== the hit" in out and "[alpha (git repo" in out, out
     out = run("history-read", "b_ws")
     assert out.startswith("history read: ") and "not in" in out, out
-    for bad in ("", "a_past 1 2", "a_past notanumber"):
+    out = run("history-read", f"a_past {shell.world.past_ids[1]} --max-chars 500 --before 0")
+    assert PAST_DECISION in out and "how should websocket" not in out, out
+    for bad in ("", "a_past 1 2", "a_past notanumber", "a_past --max-chars many"):
         assert run("history-read", bad).startswith("usage: /history-read"), bad
 
 

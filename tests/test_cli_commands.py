@@ -91,6 +91,17 @@ def hermes_cli(two: World, monkeypatch: pytest.MonkeyPatch):
 # ---------------------------------------------------------------------------
 
 
+def test_plugin_yaml_names_every_tool_the_plugin_registers(two: World):
+    """``provides_tools`` is what Hermes' plugin manager shows: it must be the toolset the plugin really registers."""
+    import yaml
+    from tools.registry import registry
+
+    declared = yaml.safe_load((ROOT / "plugin.yaml").read_text(encoding="utf-8"))["provides_tools"]
+    toolset = registry.get_toolset_for_tool("project_history_search")
+    assert toolset and sorted(registry.get_tool_names_for_toolset(toolset)) == sorted(declared)
+    assert len(declared) == 5
+
+
 def test_commands_are_registered_with_hermes(two: World):
     from hermes_cli.plugins import get_plugin_commands
 

@@ -132,3 +132,15 @@ def test_a_word_inside_a_longer_latin_word_is_not_a_match(mixed):
     for query in ("redis", "ttl"):
         answer = mixed.search("cur", query, mode="keyword")
         assert "long" not in result_sessions(answer), answer
+
+
+def test_words_are_looked_for_inside_cjk_runs_only_where_there_is_cjk_text(world):
+    """The trigram look-up for words run into CJK costs a search only in a state.db that holds CJK text."""
+    repo = world.repo("app")
+    world.session("en", repo, messages=[("assistant", "we redistribute the redis load")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    answer = world.search("cur", "redis", mode="keyword")
+    assert result_sessions(answer) == ["en"] and "glued" not in answer["strategy"], answer
+    world.session("zh", repo, messages=[("assistant", "决定用Redis缓存")])
+    answer = world.search("cur", "redis", mode="keyword")
+    assert sorted(result_sessions(answer)) == ["en", "zh"] and "glued" in answer["strategy"], answer
