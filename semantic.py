@@ -490,7 +490,8 @@ def index_projects(
         stale = [m for m in known if m not in live]
         try:
             vectors.drop(stale)
-            indexed = vectors.indexed_ids()  # loads the vectors: damaged ones are dropped and count as missing
+            vectors.repair_damaged()  # vectors of the wrong size are dropped and count as missing
+            indexed = vectors.indexed_ids()
         except index_troubles as exc:
             return failed(exc, 0, 0)
         except sqlite3.Error as exc:

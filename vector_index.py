@@ -1,8 +1,10 @@
-"""The loaded vectors of embeddings.db, and the one open index per file and model.
+"""The vectors of embeddings.db, and the one open index per file and model.
 
-:class:`VectorIndex` keeps every chunk of one embedding model in memory
-(:class:`_Rows`, loaded incrementally as the file grows) and answers
-similarity searches with one matrix product, scope applied at query time.
+:class:`VectorIndex` writes chunks to embeddings.db (the truth), keeps the
+model's vector files (:mod:`vector_file`) up to it and maps them: every
+process shares one copy of the vectors in the page cache instead of loading
+its own. Similarity searches are one matrix product over the mapped rows,
+scope applied at query time.
 :func:`index_for` gives the process-wide index of a file and model (state
 cache ``vector_indexes``); :func:`reset_indexes` closes them all.
 
@@ -28,7 +30,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Container, Sequence
-from collections.abc import Set as AbstractSet
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from . import index_file, state
+from . import index_file, state, vector_file
 from .embeddings import EmbeddingUnavailable, Provider, chunk_text, content_hash, decode_vectors, encode_vector, normalise
 from .index_file import IndexBlocked, IndexNotNow
 from .ranking import Hit
@@ -45,72 +46,12 @@ logger = logging.getLogger(__name__)
 
 _generations = itertools.count(1)
 
-#: A scope holding more than this share of the loaded chunks is scored in place
-#: (full matrix product, then a mask) instead of being copied. Measured at 300k of
-#: 400k chunks: in place costs +12 ms a query (39 vs 27 ms); the copy cost 600 MB
-#: for the life of the process and 1.4 s on the first query.
-SHARED_SCOPE = 0.5
-#: A scope scored in place is copied again only once it falls under this share.
-COPY_AGAIN = 0.4
-_LOAD_BATCH = 20_000  # chunks decoded per step when the matrix is loaded
-
-
-class _Rows:
-    """Chunk rows in memory: vectors with their message id and session code.
-
-    Appends grow the buffers geometrically, so indexing while searching
-    costs amortised O(rows added), not a copy of the whole matrix per query.
-    ``vectors`` / ``ids`` / ``sessions`` are views of the used part (no copy).
-    """
-
-    def __init__(self, dims: int) -> None:
-        self.n = 0
-        self._vectors = np.zeros((0, dims), dtype=np.float32)
-        self._ids = np.zeros(0, dtype=np.int64)
-        self._sessions = np.zeros(0, dtype=np.int32)
-
-    @property
-    def dims(self) -> int:
-        return int(self._vectors.shape[1])
-
-    @property
-    def vectors(self) -> np.ndarray:
-        return self._vectors[: self.n]
-
-    @property
-    def ids(self) -> np.ndarray:
-        return self._ids[: self.n]
-
-    @property
-    def sessions(self) -> np.ndarray:
-        return self._sessions[: self.n]
-
-    def extend(self, vectors: np.ndarray, ids: np.ndarray, sessions: np.ndarray) -> None:
-        """Append rows; the first block is adopted as is (a fresh array, or a view of rows that are
-        never written again: buffers are only written past ``n``), later ones copied in."""
-        need = self.n + len(ids)
-        if self.n == 0 and len(ids) > len(self._ids):  # the first load: no copy of a big block
-            self._vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-            self._ids = np.ascontiguousarray(ids, dtype=np.int64)
-            self._sessions = np.ascontiguousarray(sessions, dtype=np.int32)
-            self.n = need
-            return
-        if need > len(self._ids):
-            capacity = max(need, self.n + self.n // 2, 1024)
-            grown = np.zeros((capacity, self.dims), dtype=np.float32)
-            grown[: self.n] = self.vectors
-            self._vectors = grown
-            self._ids = np.concatenate([self.ids, np.zeros(capacity - self.n, dtype=np.int64)])
-            self._sessions = np.concatenate([self.sessions, np.zeros(capacity - self.n, dtype=np.int32)])
-        self._vectors[self.n : need] = vectors
-        self._ids[self.n : need] = ids
-        self._sessions[self.n : need] = sessions
-        self.n = need
-
-    def keep(self, mask: np.ndarray) -> None:
-        """Keep only the rows where ``mask`` is true (compacts; the rare path)."""
-        self._vectors, self._ids, self._sessions = self.vectors[mask], self.ids[mask], self.sessions[mask]
-        self.n = len(self._ids)
+_LOAD_BATCH = 2_000  # chunks decoded per step when vectors are copied in (bounds what the copying process holds)
+_RECONCILE_S = 30.0  # how often a process checks that no gone chunk is still marked live (another process died mid-way)
+_BLOCK = 32_768  # rows scored per step when a scope is gathered (bounds the transient copy)
+#: A scope holding more than this share of the rows is scored in place (one product over
+#: every row, the rest masked) rather than gathered block by block.
+IN_PLACE_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -149,13 +90,11 @@ class VectorIndex:
         self._file = opened.identity  # the file this connection has open
         self.note = opened.note
         self._retired = False  # set when a newer open of the path replaced this one: no more writes
-        self._matrix = _Rows(max(provider.dims, 1))  # every loaded chunk of this model
-        self._session_codes: dict[str, int] = {}
-        self._session_names: list[str] = []
-        self._loaded_upto = 0  # highest chunk id in the matrix
-        # The last scope, prepared once and extended as chunks arrive: (sessions
-        # signature, matrix rows seen, its rows copied, or the mask of rows outside it)
-        self._scope_rows: tuple[frozenset[str], int, Any] | None = None
+        self._vectors = vector_file.VectorFile(self.path, provider.fingerprint)  # shared with every process
+        self._view = vector_file.EMPTY  # the rows this process has mapped
+        self._codes: dict[str, int] = {}  # session id -> code in the vector files (of self._view)
+        self._checked_at = 0.0  # when this process last checked for gone chunks still marked live
+        self._indexed_upto = 0  # highest chunk id whose message counts in _indexed
         self._indexed: dict[int, str] = {}  # message id -> content hash
         self._indexed_loaded = False
         self._damaged: set[int] = set()  # messages whose stored vectors were unusable: not indexed until embedded again
@@ -217,6 +156,7 @@ class VectorIndex:
     # -- what is indexed ---------------------------------------------------------
     def _load_indexed(self) -> None:
         if not self._indexed_loaded:
+            self._indexed_upto = self._top_chunk(self._conn)  # read first: later chunks are read again, harmlessly
             # One row per message (chunk 0), read from the covering index.
             self._indexed = dict(self._conn.execute(
                 "SELECT message_id, content_hash FROM chunks INDEXED BY chunks_indexed"
@@ -250,6 +190,26 @@ class VectorIndex:
             self._catch_up()
             return self._indexed.keys()
 
+    def repair_damaged(self) -> int:
+        """Find this model's stored vectors of the wrong size in embeddings.db and repair them (:meth:`_repair`).
+
+        Searches read a vector once, when it is copied into the vector files;
+        one damaged in embeddings.db after that keeps answering from the copy.
+        The index command calls this to heal the file itself (one pass over
+        the chunks' sizes, not their contents). Returns how many messages were
+        repaired; raises ``sqlite3`` errors.
+        """
+        with self._lock:
+            self._catch_up()
+            size = self._expected_dims(self._vectors.head()) * 4
+            gone = [int(r[0]) for r in self._conn.execute(
+                "SELECT DISTINCT message_id FROM chunks WHERE model_fingerprint = ? AND length(vector) != ?",
+                (self.provider.fingerprint, size),
+            )]
+            if gone:
+                self._repair(gone, "of the wrong size")
+            return len(gone)
+
     def add(self, messages: Sequence[PendingMessage], *, deadline: float | None = None, batch: int = 32) -> int:
         """Embed and store ``messages`` (re-embedding changed ones) until ``deadline``.
 
@@ -275,27 +235,30 @@ class VectorIndex:
             with self._lock:
                 self._check_current()
                 self._load_indexed()
-                self._write_group(group, pieces, vectors, fingerprint, now)
-                # A changed message's old vectors leave the loaded matrix with its old chunks
-                # (only once the new ones are stored: a failed write keeps the old ones in use).
-                self._cut([m.message_id for m in group if m.message_id in self._indexed])
+                written = self._write_group(group, pieces, vectors, fingerprint, now)
+                # A changed message's old vectors are marked gone in the vector files (only once
+                # the new ones are stored: a failed write keeps the old ones in use).
+                self._cut([m.message_id for m in group if m.message_id in self._indexed], keep=written)
                 for m in group:
                     self._indexed[m.message_id] = content_hash(m.text)
                     self._damaged.discard(m.message_id)
             done += len(group)
         return done
 
-    def _write_group(self, group: Sequence[PendingMessage], pieces: list, vectors: np.ndarray, fingerprint: str, now: float) -> None:
-        """Replace the stored chunks of ``group``'s messages in one transaction (rolled back on error)."""
+    def _write_group(self, group: Sequence[PendingMessage], pieces: list, vectors: np.ndarray, fingerprint: str, now: float) -> list[int]:
+        """Replace the stored chunks of ``group``'s messages in one transaction (rolled back on error); returns the new chunk ids."""
+        written: list[int] = []
         with self._conn:
             for m in group:
                 self._conn.execute("DELETE FROM chunks WHERE model_fingerprint = ? AND message_id = ?", (fingerprint, m.message_id))
             for (m, i, _), vector in zip(pieces, vectors, strict=True):
-                self._conn.execute(
+                cursor = self._conn.execute(
                     "INSERT INTO chunks (session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (m.session_id, m.message_id, i, content_hash(m.text), fingerprint, encode_vector(vector), now),
                 )
+                written.append(int(cursor.lastrowid or 0))
+        return written
 
     def drop(self, message_ids: Sequence[int]) -> None:
         """Forget messages that were deleted or rewound."""
@@ -310,98 +273,113 @@ class VectorIndex:
             self._load_indexed()
             for mid in message_ids:
                 self._indexed.pop(int(mid), None)
-            # Cut their rows out of the loaded matrix (a reload would cost seconds on a big index).
             self._cut(message_ids)
 
     # -- search ------------------------------------------------------------------
-    def _cut(self, message_ids: Sequence[int]) -> None:
-        """Remove ``message_ids``' rows from the loaded matrix (a reload would cost seconds on a big index)."""
-        gone = np.array([int(m) for m in message_ids], dtype=np.int64)
-        if len(gone) and self._matrix.n:
-            keep = ~np.isin(self._matrix.ids, gone)
-            if not keep.all():
-                self._matrix.keep(keep)
-                self._scope_rows = None
+    def _cut(self, message_ids: Sequence[int], *, keep: Sequence[int] = ()) -> None:
+        """Mark ``message_ids``' rows gone in the vector files, except the chunks ``keep`` (every process sees it at once)."""
+        if message_ids:
+            try:
+                self._vectors.mark_gone(message_ids, keep_chunks=keep)
+            except OSError as exc:  # left live: the next check (_reconcile) marks them
+                logger.warning("embeddings index %s: could not mark vectors gone (%s)", self.path, exc)
 
     def _refresh_matrix(self) -> None:
-        """Load the chunks written since the last call (all of them the first time).
+        """Bring the vector files up to embeddings.db, and map what they commit.
 
-        Vectors are copied batch by batch into one preallocated matrix: no
-        intermediate copy of the whole file's vectors. A vector of the wrong
-        size (see :meth:`_expected_dims`) is not loaded: its message is
-        repaired (:meth:`_repair`), so the next indexing embeds it again.
+        Chunks newer than the files' head are copied in batch by batch (by
+        this process, or already by another one: then nothing is read). A
+        vector of the wrong size (see :meth:`_expected_dims`) is not copied:
+        its message is repaired (:meth:`_repair`), so the next indexing embeds
+        it again. Raises :class:`IndexNotNow` when the vector files cannot be
+        written (a full disk), ``sqlite3`` errors from embeddings.db.
         """
         fingerprint = self.provider.fingerprint
-        if self._loaded_upto == 0:
-            self._scope_rows = None
-            self._matrix = _Rows(max(self.provider.dims, 1))
-        began = not self._conn.in_transaction
-        if began:  # one snapshot for the count and the rows
-            self._conn.execute("BEGIN")
+        top = self._top_chunk(self._conn)
+        if self._indexed_loaded and top > self._indexed_upto:
+            # Chunks written by another process (e.g. the index command) count as indexed.
+            for mid, digest in self._conn.execute(
+                "SELECT message_id, content_hash FROM chunks WHERE id > ? AND id <= ? AND +model_fingerprint = ? AND chunk_index = 0",
+                (self._indexed_upto, top, fingerprint),
+            ):
+                self._indexed[int(mid)] = digest
+            self._indexed_upto = top
+        head = self._vectors.head()
         damaged: list[int] = []
-        try:
-            count, top = self._conn.execute(
-                "SELECT count(*), max(id) FROM chunks INDEXED BY chunks_by_model WHERE model_fingerprint = ? AND id > ?",
-                (fingerprint, self._loaded_upto),
-            ).fetchone()
-            if not count:
-                return
-            cursor = self._conn.execute(
-                # Unary + keeps SQLite on the rowid range (only chunks newer than the matrix).
-                "SELECT id, message_id, session_id, vector, chunk_index, content_hash FROM chunks"
-                " WHERE id > ? AND id <= ? AND +model_fingerprint = ? ORDER BY id",
-                (self._loaded_upto, top, fingerprint),
-            )
-            vectors: np.ndarray | None = None
-            ids = np.empty(count, dtype=np.int64)
-            codes = np.empty(count, dtype=np.int32)
-            n = seen = last = 0
-            replaced: list[int] = []
-            while batch := cursor.fetchmany(_LOAD_BATCH):
-                batch = batch[: count - seen]
-                seen += len(batch)
-                last = batch[-1][0]
-                if vectors is None:
-                    vectors = np.empty((count, self._expected_dims(batch)), dtype=np.float32)
-                size = vectors.shape[1] * 4
-                if any(len(r[3]) != size for r in batch):
+        stale = head.db != self._file or head.upto < top or not head.rows
+        if top and (stale or self._vectors.view(self._file).n != head.rows):  # behind, or files that do not map
+            dims = self._expected_dims(head)
+
+            def read_after(upto: int) -> Any:
+                cursor = self._conn.execute(
+                    # Unary + keeps SQLite on the rowid range (only chunks newer than the files).
+                    "SELECT id, message_id, session_id, vector FROM chunks WHERE id > ? AND id <= ? AND +model_fingerprint = ? ORDER BY id",
+                    (upto, top, fingerprint),
+                )
+                size = dims * 4
+                while batch := cursor.fetchmany(_LOAD_BATCH):
+                    good = [r for r in batch if len(r[3]) == size]
                     damaged.extend(int(r[1]) for r in batch if len(r[3]) != size)
-                    batch = [r for r in batch if len(r[3]) == size]
-                    if not batch:
-                        continue
-                vectors[n : n + len(batch)] = decode_vectors([r[3] for r in batch], vectors.shape[1])
-                ids[n : n + len(batch)] = [r[1] for r in batch]
-                codes[n : n + len(batch)] = [self._session_codes.setdefault(r[2], len(self._session_codes)) for r in batch]
-                if self._indexed_loaded:  # chunks written by another process (e.g. the index command) count as indexed
-                    for row in batch:
-                        known = self._indexed.get(int(row[1]))
-                        if row[4] == 0 and known != row[5]:
-                            if known is not None:  # re-embedded elsewhere: its old rows must go
-                                replaced.append(int(row[1]))
-                            self._indexed[int(row[1])] = row[5]
-                n += len(batch)
-        finally:
-            if began:
-                self._conn.commit()
-        self._loaded_upto = last
-        if vectors is not None and n:
-            self._cut(replaced)  # before the new rows join: they share the message ids
-            if self._matrix.dims != vectors.shape[1]:
-                self._matrix, self._scope_rows = _Rows(vectors.shape[1]), None
-            self._session_names.extend(name for name in list(self._session_codes)[len(self._session_names):])
-            self._matrix.extend(vectors[:n], ids[:n], codes[:n])
+                    yield ([r[0] for r in good], [r[1] for r in good], [r[2] for r in good],
+                           decode_vectors([r[3] for r in good], dims))
+
+            try:
+                with self._conn:  # one snapshot of the chunks
+                    self._vectors.append(self._file, dims, read_after)
+            except OSError as exc:
+                raise IndexNotNow(f"the vector files beside {self.path} cannot be written ({exc}); semantic search "
+                                  "retries on a later search", code="index_error") from exc
+        view = self._vectors.view(self._file)
+        if view is not self._view:
+            if view.n < self._view.n or len(view.names) < len(self._codes):
+                self._codes = {}
+            for code in range(len(self._codes), len(view.names)):
+                self._codes[view.names[code]] = code
+            self._view = view
         if damaged:
             self._repair(damaged, "of the wrong size")
+        self._reconcile()
 
-    def _expected_dims(self, batch: Sequence[Any]) -> int:
-        """The vector size of this model: the provider's when it knows it, else the loaded matrix's, else the
-        commonest whole number of floats in ``batch``, the larger on a tie (a damaged row is the odd one out,
-        and a real embedding has more than a handful of dimensions)."""
+    def _reconcile(self) -> None:
+        """Every ``_RECONCILE_S``: mark gone the rows whose chunks embeddings.db no longer holds.
+
+        A process that deleted chunks marks their rows itself; this catches
+        one that died in between (or a file changed by hand). One count over
+        the (model, id) index; the ids are read only when the count differs.
+        """
+        now = time.monotonic()
+        view = self._view
+        if now - self._checked_at < _RECONCILE_S or not view.n:
+            return
+        self._checked_at = now
+        live = view.rows[:, 1] != -1
+        (count,) = self._conn.execute(
+            "SELECT count(*) FROM chunks INDEXED BY chunks_by_model WHERE model_fingerprint = ? AND id <= ?",
+            (self.provider.fingerprint, view.head.upto),
+        ).fetchone()
+        if int(np.count_nonzero(live)) <= int(count):
+            return
+        stored = np.fromiter((r[0] for r in self._conn.execute(
+            "SELECT id FROM chunks INDEXED BY chunks_by_model WHERE model_fingerprint = ? AND id <= ?",
+            (self.provider.fingerprint, view.head.upto),
+        )), dtype=np.int64)
+        stale = view.rows[live, 0][~np.isin(view.rows[live, 0], stored)]
+        try:
+            self._vectors.mark_gone((), gone_chunks=stale.tolist())
+        except OSError as exc:
+            logger.warning("embeddings index %s: could not mark vectors gone (%s)", self.path, exc)
+
+    def _expected_dims(self, head: vector_file.Head) -> int:
+        """The vector size of this model: the provider's when it knows it, else the vector files', else the
+        commonest whole number of floats among the first chunks, the larger on a tie (a damaged row is the odd
+        one out, and a real embedding has more than a handful of dimensions)."""
         if self.provider.dims > 0:
             return int(self.provider.dims)
-        if self._matrix.n:
-            return self._matrix.dims
-        sizes = Counter(len(r[3]) for r in batch if len(r[3]) % 4 == 0 and r[3])
+        if head.rows and head.db == self._file:
+            return head.dims
+        blobs = [r[0] for r in self._conn.execute(
+            "SELECT vector FROM chunks WHERE +model_fingerprint = ? ORDER BY id LIMIT 256", (self.provider.fingerprint,))]
+        sizes = Counter(len(b) for b in blobs if len(b) % 4 == 0 and b)
         if not sizes:
             return 1
         return max(sizes.items(), key=lambda item: (item[1], item[0]))[0] // 4
@@ -409,7 +387,7 @@ class VectorIndex:
     def _repair(self, message_ids: Sequence[int], why: str) -> None:
         """Forget ``message_ids``' stored vectors (unusable: ``why``) so that the next indexing embeds them again.
 
-        Their rows leave the loaded matrix and the file (best effort: a busy
+        Their rows are marked gone in the vector files and deleted from the file (best effort: a busy
         file keeps them until the messages are embedded again, which replaces
         them); searches' per-index caches start over (a new ``generation``).
         The caller holds ``_lock``.
@@ -452,9 +430,13 @@ class VectorIndex:
         with self._lock:
             self._refresh_matrix()
             query = normalise(query)[0]
-            if self._matrix.n and len(query) != self._matrix.dims:  # the endpoint's vectors changed size: all are stale
-                self._repair(self._matrix.ids.tolist(), f"of {self._matrix.dims} dimensions (the model now gives {len(query)})")
-            if not self._matrix.n or not sessions:
+            view = self._view
+            if view.n and len(query) != view.head.dims:  # the endpoint's vectors changed size: all are stale
+                live = view.rows[:, 1][view.rows[:, 1] != -1]
+                self._repair(np.unique(live).tolist(), f"of {view.head.dims} dimensions (the model now gives {len(query)})")
+                self._vectors.reset()
+                return []
+            if not view.n or not sessions:
                 return []
             ids, owners, scores = self._scope_scores(query, sessions)
             if not len(ids):
@@ -480,7 +462,7 @@ class VectorIndex:
             mid = int(ids[i])
             if mid in best:
                 continue
-            sid = self._session_names[int(owners[i])]
+            sid = self._view.names[int(owners[i])]
             count = taken.get(sid, 0)
             if count >= per_session or (not count and len(taken) >= top_sessions):
                 continue
@@ -489,63 +471,42 @@ class VectorIndex:
         return best, taken
 
     def _scope_scores(self, query: np.ndarray, sessions: set[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(message ids, session codes, cosines)`` of the loaded chunks of ``sessions``.
+        """``(message ids, session codes, cosines)`` of the live rows of ``sessions`` in the mapped vectors.
 
-        A scope holding most of the matrix is scored in place, its outside
-        masked to ``-inf`` (no copy: memory and the first query stay cheap). A
-        smaller one gets a copy of its rows, so a small project never pays for
-        the whole file. Either the mask or the copy is cached for the last
-        scope and extended in place as chunks arrive; a scope that crosses
-        the line as they arrive switches.
+        A scope holding most rows is scored in place: one product over the
+        mapped matrix (the operating system's shared pages, no copy), the rest
+        masked to ``-inf``. A smaller one is gathered block by block
+        (``_BLOCK`` rows at a time), so a small project reads only its own rows
+        and no process keeps a copy. Scope is compared in full (a set of
+        session ids), never by hash.
         """
-        matrix = self._matrix
-        signature = frozenset(sessions)  # compared in full, not by hash: a collision would leak another scope
-        cached = self._scope_rows
-        if cached is None or cached[0] != signature or cached[1] > matrix.n:
-            cached = self._prepare_scope(signature)
-        _, start, kept = cached
-        if start < matrix.n:  # chunks arrived since: extend the cached scope
-            inside = self._membership(sessions)[matrix.sessions[start:]]
-            if isinstance(kept, _Rows):
-                kept.extend(matrix.vectors[start:][inside], matrix.ids[start:][inside], matrix.sessions[start:][inside])
-                share = kept.n
-            else:
-                kept = np.concatenate([kept, ~inside])
-                share = len(kept) - int(np.count_nonzero(kept))
-            self._scope_rows = (signature, matrix.n, kept)
-            # Switch when the scope crosses the line, with a margin back so that a scope
-            # near it is not copied again and again.
-            if share < COPY_AGAIN * matrix.n if isinstance(kept, np.ndarray) else share > SHARED_SCOPE * matrix.n:
-                _, _, kept = self._prepare_scope(signature)
-        if isinstance(kept, _Rows):
-            return kept.ids, kept.sessions, kept.vectors @ query
-        scores = matrix.vectors @ query
-        scores[kept] = -np.inf  # out of scope: never selected
-        return matrix.ids, matrix.sessions, scores
-
-    def _prepare_scope(self, sessions: frozenset[str]) -> tuple[frozenset[str], int, Any]:
-        """Cache and return ``sessions``' scope: the mask of rows outside it when it holds over ``SHARED_SCOPE`` of the matrix, else a copy of its rows."""
-        matrix = self._matrix
-        inside = self._membership(sessions)[matrix.sessions]
-        if int(np.count_nonzero(inside)) > SHARED_SCOPE * matrix.n:
-            kept: np.ndarray | _Rows = ~inside  # the rows to mask out
-        else:
-            kept = _Rows(matrix.dims)
-            kept.extend(matrix.vectors[inside], matrix.ids[inside], matrix.sessions[inside])
-        self._scope_rows = (sessions, matrix.n, kept)
-        return self._scope_rows
-
-    def _membership(self, sessions: AbstractSet[str]) -> np.ndarray:
-        """A boolean lookup by session code: True for the codes of ``sessions``."""
-        member = np.zeros(len(self._session_codes) + 1, dtype=bool)
-        codes = [self._session_codes[s] for s in sessions if s in self._session_codes]
+        view = self._view
+        member = np.zeros(len(view.names) + 1, dtype=bool)
+        codes = [self._codes[s] for s in sessions if s in self._codes]
         member[np.array(codes, dtype=np.int64)] = True
-        return member
+        owners = view.rows[:, 2]
+        ids = view.rows[:, 1]
+        inside = member[owners] & (ids != -1)
+        share = int(np.count_nonzero(inside))
+        if share > IN_PLACE_SHARE * view.n:
+            scores = view.vectors @ query
+            scores[~inside] = -np.inf
+            return ids, owners, scores
+        where = np.flatnonzero(inside)
+        scores = np.empty(len(where), dtype=np.float32)
+        for start in range(0, len(where), _BLOCK):
+            part = where[start : start + _BLOCK]
+            scores[start : start + len(part)] = view.vectors[part] @ query
+        return ids[where], owners[where], scores
 
     @property
     def vectors_in_memory(self) -> int:
-        """How many vectors this process holds in memory for this index (0 until a search or warm-up loads them)."""
-        return self._matrix.n
+        """How many live vectors this process has mapped for this index (0 until a search or warm-up maps them).
+
+        Mapped, not copied: the pages are the shared vector files'.
+        """
+        view = self._view
+        return int(np.count_nonzero(view.rows[:, 1] != -1)) if view.n else 0
 
     def warm(self) -> None:
         """Do now what the first search would: load the model, what is indexed, and the matrix.
@@ -591,7 +552,7 @@ class VectorIndex:
         if not self._lock.acquire(blocking=False):
             return False
         try:
-            return self._indexed_loaded and self._top_chunk(self._conn) == self._loaded_upto
+            return self._indexed_loaded and self._top_chunk(self._conn) == self._indexed_upto
         finally:
             self._lock.release()
 

@@ -166,7 +166,7 @@ def test_a_scope_scored_in_place_never_returns_other_sessions(tmp_path):
     index = vector_index.VectorIndex(tmp_path / "e.db", provider)
     pending = [vector_index.PendingMessage(i + 1, "big" if i < 95 else f"other{i}", f"text {i} " + "ab" * (i % 7)) for i in range(100)]
     index.add(pending)
-    assert 95 / 100 > vector_index.SHARED_SCOPE
+    assert 95 / 100 > vector_index.IN_PLACE_SHARE
     hits = index.search(provider.embed(["ab"]), {"big"}, 1, per_session=1000)
     assert len(hits) == 95 and {h.session_id for h in hits} == {"big"}
     assert [(h.message_id, h.session_id) for h in index.search(provider.embed(["ab"]), {"other97"}, 1000)] == [(98, "other97")]
@@ -179,7 +179,7 @@ def test_a_scope_scored_in_place_follows_new_chunks(tmp_path):
     index = vector_index.VectorIndex(tmp_path / "e.db", provider)
     P = vector_index.PendingMessage
     index.add([P(i + 1, "big" if i < 8 else "other", f"text {i}") for i in range(10)])
-    assert 8 / 10 > vector_index.SHARED_SCOPE
+    assert 8 / 10 > vector_index.IN_PLACE_SHARE
     query = provider.embed(["ab ab"])
     assert len(index.search(query, {"big"}, 100, per_session=100)) == 8  # scored in place; its mask is cached
     index.add([P(11, "big", "ab ab"), P(12, "other", "ab ab"), P(13, "newcomer", "ab ab")])
@@ -193,33 +193,38 @@ def test_a_scope_scored_in_place_follows_new_chunks(tmp_path):
     assert {h.message_id for h in index.search(query, {"big", "newcomer"}, 100, per_session=100)} == set(range(2, 9)) | {11, 13}
 
 
-def test_a_cached_scope_switches_between_copy_and_in_place_as_its_share_changes(tmp_path):
-    """A scope copied while small is scored in place once it holds most of the matrix
-    (the copy would double its memory), and copied again once it falls well under
-    the line; the hits are the same either way."""
+def test_a_gathered_scope_and_one_scored_in_place_find_the_same(tmp_path, monkeypatch):
+    """A small scope is gathered block by block, a large one scored in place: the same hits either way, and never another session's."""
     provider = CountingProvider()
     index = vector_index.VectorIndex(tmp_path / "e.db", provider)
     P = vector_index.PendingMessage
-    index.add([P(i + 1, "mine" if i < 2 else f"other{i}", f"text {i} " + "ab" * i) for i in range(10)])
+    index.add([P(i + 1, "mine" if i % 3 == 0 else f"other{i}", f"text {i} " + "ab" * i) for i in range(60)])
     query = provider.embed(["ab"])
+    monkeypatch.setattr(vector_index, "_BLOCK", 4)  # several blocks for a 20-row scope
+    gathered = index.search(query, {"mine"}, 1000, per_session=1000)
+    monkeypatch.setattr(vector_index, "IN_PLACE_SHARE", 0.0)
+    in_place = index.search(query, {"mine"}, 1000, per_session=1000)
+    assert gathered == in_place and len(gathered) == 20 and {h.session_id for h in gathered} == {"mine"}
 
-    def scope_hits():
-        hits = index.search(query, {"mine"}, 1000, per_session=1000)
-        assert {h.session_id for h in hits} == {"mine"}
-        return {h.message_id for h in hits}
 
-    assert scope_hits() == {1, 2}
-    assert isinstance(index._scope_rows[2], vector_index._Rows), "2 of 10 rows: copied"
-    index.add([P(100 + i, "mine", f"more {i} ab") for i in range(20)])
-    assert scope_hits() == {1, 2} | set(range(100, 120))
-    assert isinstance(index._scope_rows[2], np.ndarray), "22 of 30 rows: scored in place"
-    index.add([P(200 + i, f"late{i}", f"late {i} ab") for i in range(20)])
-    assert scope_hits() == {1, 2} | set(range(100, 120))
-    assert 22 / 50 > vector_index.COPY_AGAIN
-    assert isinstance(index._scope_rows[2], np.ndarray), "22 of 50 rows: still in place (no copy back and forth)"
-    index.add([P(300 + i, f"later{i}", f"later {i} ab") for i in range(20)])
-    assert scope_hits() == {1, 2} | set(range(100, 120))
-    assert isinstance(index._scope_rows[2], vector_index._Rows), "22 of 70 rows: copied again"
+def test_processes_share_one_copy_of_the_vectors(tmp_path):
+    """A second index on the same file maps what the first copied (nothing read from embeddings.db's
+    vectors), and a row marked gone by one is gone for the other at once."""
+    provider = CountingProvider()
+    P = vector_index.PendingMessage
+    first = vector_index.VectorIndex(tmp_path / "e.db", provider)
+    first.add([P(i + 1, "s", f"text {i} ab") for i in range(10)])
+    query = provider.embed(["ab"])
+    assert len(first.search(query, {"s"}, 100, per_session=100)) == 10
+    files = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("e.db."))
+    assert [f.rsplit(".", 1)[1] for f in files if not f.endswith("-wal") and not f.endswith("-shm")] == ["head", "lock", "rows", "sessions", "vec"]
+    second = vector_index.VectorIndex(tmp_path / "e.db", provider)
+    before = (tmp_path / next(f for f in files if f.endswith(".vec"))).stat().st_mtime_ns
+    assert len(second.search(query, {"s"}, 100, per_session=100)) == 10
+    assert (tmp_path / next(f for f in files if f.endswith(".vec"))).stat().st_mtime_ns == before, "nothing copied again"
+    first.drop([3])
+    assert 3 not in {h.message_id for h in second.search(query, {"s"}, 100, per_session=100)}
+    assert second.vectors_in_memory == 9
 
 
 def test_chunk_ids_are_never_reused(tmp_path):

@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("lexical", "move"),  # the keyword leg; the move (the only write to Hermes data)
     ("fts", "vector_index"),  # Hermes' FTS indexes; the private vector index
     ("workspace",),  # projects of folders and sessions, the search scope
-    ("session_rows", "index_file", "consent"),  # sessions and their workspaces; embeddings.db's file; consent.json
+    ("session_rows", "index_file", "vector_file", "consent"),  # sessions and their workspaces; embeddings.db's file; the shared vector files; consent.json
     ("store",),  # connections, projects.db, messages
     ("embeddings", "settings"),  # providers and vector helpers; settings and the API key
     ("config_schema",),  # pure: the settings' schema and what consent is about

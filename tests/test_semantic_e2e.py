@@ -4,7 +4,7 @@ model, and degradation to keyword results."""
 
 from __future__ import annotations
 
-import sys
+import importlib
 
 import pytest
 from conftest import World, result_sessions
@@ -20,7 +20,8 @@ BETA_TEXT = "beta secret: websocket backoff with jitter in the beta service"
 
 
 def plugin(name: str):
-    return sys.modules[f"hermes_plugins.project_history_recall.{name}"]
+    """A module of the plugin as Hermes' loader imported it (imported now if no search needed it yet)."""
+    return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
 
 
 @pytest.fixture
@@ -205,7 +206,12 @@ def test_corrupt_index_is_rebuilt_and_reported(sem, fake):
 
 def test_a_damaged_vector_is_dropped_embedded_again_and_reported(sem, fake):
     """A vector of the wrong size never healed (only deleting the file did): the next
-    semantic search drops it, embeds its message again, and says so once."""
+    semantic search drops it, embeds its message again, and says so once.
+
+    The vector files beside embeddings.db are a copy of its vectors: a row damaged
+    after it was copied keeps answering from the copy, and the damage shows when the
+    files are built again (here: deleted, as a user clearing space would).
+    """
     import sqlite3
 
     server = fake()
@@ -217,6 +223,13 @@ def test_a_damaged_vector_is_dropped_embedded_again_and_reported(sem, fake):
     with sqlite3.connect(path) as conn:
         mid = conn.execute("SELECT message_id FROM chunks WHERE id = (SELECT max(id) FROM chunks)").fetchone()[0]
         conn.execute("UPDATE chunks SET vector = x'00010203' WHERE id = (SELECT max(id) FROM chunks)")
+    copied = sem.search("cur", "websocket backoff")
+    assert copied["semantic_status"] == "ready" and "wrong size" not in copied.get("semantic_note", ""), copied
+    assert result_sessions(copied)[0] == "a_ws"
+    plugin("vector_index").reset_indexes()
+    for kind in ("vec", "rows", "sessions", "head"):
+        for copy in path.parent.glob(f"embeddings.db.*.{kind}"):
+            copy.unlink()
     # Keyword mode reads no vector: it cannot see the damage yet.
     assert sem.search("cur", "websocket backoff", mode="keyword")["semantic_status"] == "ready"
     sent = len(sent_texts(server))

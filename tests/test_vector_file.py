@@ -1,0 +1,172 @@
+"""The shared vector files beside embeddings.db, under every kind of writer and damage.
+
+Real files, real processes: half-written blocks left by a writer that died,
+files deleted or garbled under an open index, another embeddings.db at the
+path, processes appending at once, a disk that refuses the write
+(``RLIMIT_FSIZE``), and a process that died between deleting chunks and
+marking them gone.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_index import CountingProvider
+
+from project_history_recall import index_file, vector_file, vector_index
+
+P = vector_index.PendingMessage
+
+
+def files(path: Path, kind: str) -> Path:
+    (found,) = path.parent.glob(f"{path.name}.*.{kind}")
+    return found
+
+
+def hits(index: vector_index.VectorIndex, provider: CountingProvider, sessions: set[str], text: str = "ab") -> list[int]:
+    return sorted(h.message_id for h in index.search(provider.embed([text]), sessions, 1000, per_session=1000))
+
+
+@pytest.fixture
+def built(tmp_path):
+    provider = CountingProvider()
+    path = tmp_path / "embeddings.db"
+    index = vector_index.VectorIndex(path, provider)
+    index.add([P(i + 1, "s" if i < 8 else "t", f"text {i} ab") for i in range(10)])
+    assert hits(index, provider, {"s"}) == list(range(1, 9))
+    return path, provider, index
+
+
+def test_a_half_written_block_is_never_seen_and_is_cut_by_the_next_writer(built):
+    path, provider, index = built
+    head = vector_file.VectorFile(path, provider.fingerprint).head()
+    # A writer died after writing data past the committed end, before its head.
+    with open(files(path, "vec"), "ab") as f:
+        f.write(np.full((3, 26), 7.0, np.float32).tobytes()[:-5])
+    with open(files(path, "rows"), "ab") as f:
+        f.write(np.array([[999, 999, 0]] * 3, "<i8").tobytes()[:-3])
+    fresh = vector_index.VectorIndex(path, provider)
+    assert hits(fresh, provider, {"s"}) == list(range(1, 9)), "only committed rows are read"
+    fresh.add([P(11, "s", "new ab")])
+    assert hits(fresh, provider, {"s"}) == [*range(1, 9), 11]
+    after = vector_file.VectorFile(path, provider.fingerprint).head()
+    assert after.rows == head.rows + 1
+    assert files(path, "vec").stat().st_size == after.rows * 26 * 4, "the torn tail was cut, not kept"
+
+
+@pytest.mark.parametrize("damage", ["deleted", "garbled head", "short vectors", "rows missing"])
+def test_vector_files_lost_or_damaged_under_an_open_index_are_built_again(built, damage):
+    path, provider, index = built
+    if damage == "deleted":
+        for kind in ("vec", "rows", "sessions", "head"):
+            files(path, kind).unlink()
+    elif damage == "garbled head":
+        files(path, "head").write_bytes(b"\x00{not json")
+    elif damage == "short vectors":
+        with open(files(path, "vec"), "r+b") as f:
+            f.truncate(100)
+    else:
+        files(path, "rows").unlink()
+    for reader in (index, vector_index.VectorIndex(path, provider)):  # the open one, and a new process's
+        assert hits(reader, provider, {"s"}) == list(range(1, 9))
+    reader.add([P(12, "s", "more ab")])
+    assert hits(index, provider, {"s"}) == [*range(1, 9), 12]
+
+
+def test_another_embeddings_db_at_the_path_starts_the_files_over(built):
+    path, provider, index = built
+    path.rename(path.with_name("moved-aside.db"))
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    other = vector_index.VectorIndex(path, provider)  # a new, empty embeddings.db
+    assert hits(other, provider, {"s"}) == [], "no vector of the old file is served for the new one"
+    other.add([P(50, "s", "fresh ab")])
+    assert hits(other, provider, {"s"}) == [50]
+
+
+def test_a_process_that_died_before_marking_its_deletions_is_caught_up(built, monkeypatch):
+    path, provider, index = built
+    with sqlite3.connect(path) as conn:  # chunks deleted, rows never marked gone
+        conn.execute("DELETE FROM chunks WHERE message_id IN (2, 3)")
+    monkeypatch.setattr(vector_index, "_RECONCILE_S", 0.0)
+    fresh = vector_index.VectorIndex(path, provider)
+    assert hits(fresh, provider, {"s"}) == [1, 4, 5, 6, 7, 8]
+    assert hits(index, provider, {"s"}) == [1, 4, 5, 6, 7, 8], "the other process sees the marks at once"
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {tests!r})
+    import conftest  # the plugin under its fixed name
+    from test_index import CountingProvider
+    from project_history_recall import vector_index
+    from pathlib import Path
+    index = vector_index.VectorIndex(Path({path!r}), CountingProvider())
+    base = {base}
+    for step in range(10):
+        index.add([vector_index.PendingMessage(base + step * 5 + i, "s{base}", "text ab " * (i + 1)) for i in range(5)])
+        index.search(CountingProvider().embed(["ab"]), {{"s{base}"}}, 3)
+    """
+)
+
+
+def test_processes_indexing_and_searching_at_once_copy_each_chunk_once(tmp_path):
+    path = tmp_path / "embeddings.db"
+    vector_index.VectorIndex(path, CountingProvider()).close()
+    tests = str(Path(__file__).parent)
+    children = [subprocess.Popen([sys.executable, "-c", CHILD.format(tests=tests, path=str(path), base=base)])
+                for base in (1000, 2000, 3000)]
+    assert [child.wait(timeout=120) for child in children] == [0, 0, 0]
+    provider = CountingProvider()
+    index = vector_index.VectorIndex(path, provider)
+    assert len(hits(index, provider, {"s1000", "s2000", "s3000"})) == 150
+    view = vector_file.VectorFile(path, provider.fingerprint).view(index_file.identity(path))
+    live = view.rows[view.rows[:, 1] != -1]
+    with sqlite3.connect(path) as conn:
+        stored = sorted(r[0] for r in conn.execute("SELECT id FROM chunks"))
+    assert sorted(live[:, 0].tolist()) == stored, "every chunk exactly once"
+
+
+FULL_DISK = textwrap.dedent(
+    """
+    import resource, signal, sys, json
+    sys.path.insert(0, {tests!r})
+    import conftest
+    from test_index import CountingProvider
+    from project_history_recall import vector_index
+    from project_history_recall.index_file import IndexNotNow
+    from pathlib import Path
+    provider = CountingProvider()
+    index = vector_index.VectorIndex(Path({path!r}), provider)
+    index.add([vector_index.PendingMessage(i + 1, "s", "text ab " * 50) for i in range(200)])
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    size = Path({path!r}).stat().st_size
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size + 4096, size + 4096))  # embeddings.db fits, the copy does not
+    try:
+        index.search(provider.embed(["ab"]), {{"s"}}, 3)
+        print(json.dumps({{"raised": None}}))
+    except IndexNotNow as exc:
+        print(json.dumps({{"raised": exc.code, "message": str(exc)}}))
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE as Linux applies it")
+def test_a_disk_that_refuses_the_copy_is_a_temporary_answer(tmp_path):
+    import json
+
+    out = subprocess.run([sys.executable, "-c", FULL_DISK.format(tests=str(Path(__file__).parent), path=str(tmp_path / "e.db"))],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout.strip().splitlines()[-1])
+    assert answer["raised"] == "index_error" and "retries on a later search" in answer["message"], answer
+    provider = CountingProvider()
+    index = vector_index.VectorIndex(tmp_path / "e.db", provider)  # room again: the next search copies and answers
+    assert len(hits(index, provider, {"s"})) == 200

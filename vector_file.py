@@ -1,0 +1,280 @@
+"""One model's vectors as files beside embeddings.db that every process maps instead of copying.
+
+embeddings.db's ``chunks`` table stays the truth. Beside it, per model
+(``<db>.<digest>.*``, the digest of the model's fingerprint):
+
+* ``.vec``: float32 vectors, one row per chunk, in chunk id order;
+* ``.rows``: per row ``[chunk id, message id, session code]`` (int64); a
+  message id of ``-1`` marks a row whose chunk is gone (deleted, re-embedded);
+* ``.sessions``: the session id of each code, one JSON string per line;
+* ``.head``: what is committed (rows, bytes of ``.sessions``, the highest
+  chunk id copied, dimensions, which embeddings.db file), replaced atomically;
+* ``.lock``: writers take it (``flock``) for every change.
+
+A writer appends past the committed end, flushes, then replaces ``.head``; a
+reader maps only the rows ``.head`` commits, so it never sees a half-written
+block. Pages are the operating system's page cache, shared by every Hermes
+process that maps them: a process's private memory does not grow with the
+index. Marking a row gone is one 8-byte write into a shared mapping, seen at
+once by every reader. Anything inconsistent (a file missing or shorter than
+``.head`` says, another embeddings.db, other dimensions) is started over from
+embeddings.db under the lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; one process at a time is what Hermes runs there
+    fcntl = None  # type: ignore[assignment]
+
+VERSION = 1
+#: One appended batch: chunk ids, message ids, session ids, vectors (rows in chunk id order).
+Batch = tuple[Sequence[int], Sequence[int], Sequence[str], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Head:
+    rows: int = 0
+    session_bytes: int = 0
+    upto: int = 0  # highest chunk id copied
+    dims: int = 0
+    db: tuple[int, int] | None = None  # (device, inode) of the embeddings.db these rows come from
+
+
+@dataclass(frozen=True)
+class View:
+    """The committed rows, mapped read-only (no copy): ``vectors`` ``(n, dims)``; ``rows`` ``(n, 3)``; ``names`` by code."""
+
+    head: Head
+    vectors: np.ndarray
+    rows: np.ndarray
+    names: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        return self.head.rows
+
+
+EMPTY = View(Head(), np.zeros((0, 1), np.float32), np.zeros((0, 3), np.int64), ())
+
+
+class VectorFile:
+    """The vector files of one model beside one embeddings.db (see the module docstring).
+
+    Methods raise ``OSError`` when the folder refuses the files (the caller
+    decides what that means for a search).
+    """
+
+    def __init__(self, db_path: Path, fingerprint: str) -> None:
+        digest = hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()[:16]
+        base = Path(db_path).absolute()
+        self.prefix = base.with_name(f"{base.name}.{digest}")
+        self._paths = {kind: self.prefix.with_name(f"{self.prefix.name}.{kind}") for kind in ("vec", "rows", "sessions", "head", "lock")}
+        self._thread_lock = threading.Lock()
+        self._view: tuple[tuple[Any, ...], View] | None = None
+        self._names: list[str] = []
+        self._names_read = 0  # bytes of .sessions parsed into _names
+
+    def paths(self) -> list[Path]:
+        """Every file this model's vectors may use (for moving them aside with embeddings.db)."""
+        return list(self._paths.values())
+
+    # -- reading -----------------------------------------------------------------
+    def head(self) -> Head:
+        """What is committed (an empty head when there is none or it does not parse)."""
+        try:
+            raw = json.loads(self._paths["head"].read_text(encoding="utf-8"))
+            if raw.get("version") != VERSION:
+                return Head()
+            db = raw.get("db")
+            return Head(int(raw["rows"]), int(raw["session_bytes"]), int(raw["upto"]), int(raw["dims"]),
+                        (int(db[0]), int(db[1])) if db else None)
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return Head()
+
+    def view(self, db: tuple[int, int] | None) -> View:
+        """The committed rows of the embeddings.db ``db`` identifies, mapped (cached until the head changes).
+
+        Empty when nothing is committed for that file, or the files do not
+        hold what the head says (the next :meth:`append` starts over).
+        """
+        head = self.head()
+        if head.rows == 0 or head.db != db:
+            return EMPTY
+        key = (head, _identity(self._paths["vec"]), _identity(self._paths["rows"]))
+        with self._thread_lock:
+            if self._view is not None and self._view[0] == key:
+                return self._view[1]
+            try:
+                vectors = _map(self._paths["vec"], np.float32, (head.rows, head.dims))
+                rows = _map(self._paths["rows"], np.int64, (head.rows, 3))
+                names = self._read_names(head.session_bytes)
+            except (OSError, ValueError):
+                return EMPTY
+            view = View(head, vectors, rows, tuple(names))
+            self._view = (key, view)
+            return view
+
+    def _read_names(self, committed: int) -> list[str]:
+        if committed < self._names_read:  # started over
+            self._names, self._names_read = [], 0
+        if committed > self._names_read:
+            with open(self._paths["sessions"], "rb") as f:
+                f.seek(self._names_read)
+                chunk = f.read(committed - self._names_read)
+            if len(chunk) != committed - self._names_read:
+                raise ValueError("sessions file shorter than committed")
+            self._names.extend(json.loads(line) for line in chunk.decode("utf-8").splitlines())
+            self._names_read = committed
+        return self._names
+
+    # -- writing -----------------------------------------------------------------
+    @contextmanager
+    def _locked(self) -> Any:
+        self.prefix.parent.mkdir(parents=True, exist_ok=True)
+        with self._thread_lock, open(self._paths["lock"], "a+b") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+    def append(self, db: tuple[int, int] | None, dims: int, read_after: Callable[[int], Iterable[Batch]]) -> Head:
+        """Copy the chunks past the committed ones in: ``read_after(upto)`` yields them from embeddings.db.
+
+        Under the lock: the head is read again (another process may have
+        copied them meanwhile), files not matching it, another embeddings.db
+        or other ``dims`` start over; anything past the committed end (a
+        writer that died mid-way) is cut first. The new head is written once
+        the rows are flushed. Returns the head now committed.
+        """
+        with self._locked():
+            head = self.head()
+            if head.db != db or head.dims != dims or not self._consistent(head):
+                head = Head(dims=dims, db=db)
+                for kind in ("vec", "rows", "sessions"):
+                    self._paths[kind].write_bytes(b"")
+            codes = {name: i for i, name in enumerate(self._read_names_locked(head))}
+            rows, session_bytes, upto = head.rows, head.session_bytes, head.upto
+            with open(self._paths["vec"], "r+b") as vec, open(self._paths["rows"], "r+b") as meta, \
+                    open(self._paths["sessions"], "r+b") as names:
+                vec.truncate(rows * dims * 4)
+                meta.truncate(rows * 24)
+                names.truncate(session_bytes)
+                vec.seek(0, os.SEEK_END)
+                meta.seek(0, os.SEEK_END)
+                names.seek(0, os.SEEK_END)
+                for chunk_ids, message_ids, session_ids, vectors in read_after(upto):
+                    if not len(chunk_ids):
+                        continue
+                    new_names = []
+                    session_codes = []
+                    for sid in session_ids:
+                        code = codes.get(sid)
+                        if code is None:
+                            code = codes[sid] = len(codes)
+                            new_names.append(sid)
+                        session_codes.append(code)
+                    block = np.empty((len(chunk_ids), 3), dtype="<i8")
+                    block[:, 0], block[:, 1], block[:, 2] = chunk_ids, message_ids, session_codes
+                    vec.write(np.ascontiguousarray(vectors, dtype="<f4").tobytes())
+                    meta.write(block.tobytes())
+                    if new_names:
+                        data = "".join(json.dumps(n) + "\n" for n in new_names).encode("utf-8")
+                        names.write(data)
+                        session_bytes += len(data)
+                    rows += len(chunk_ids)
+                    upto = max(upto, int(max(chunk_ids)))
+                for f in (vec, meta, names):
+                    f.flush()
+                    os.fsync(f.fileno())
+            head = Head(rows, session_bytes, upto, dims, db)
+            self._write_head(head)
+            return head
+
+    def _read_names_locked(self, head: Head) -> list[str]:
+        if not head.session_bytes:
+            return []
+        data = self._paths["sessions"].read_bytes()[: head.session_bytes]
+        return [json.loads(line) for line in data.decode("utf-8").splitlines()]
+
+    def _consistent(self, head: Head) -> bool:
+        """Whether the files hold at least what ``head`` commits."""
+        try:
+            return (os.path.getsize(self._paths["vec"]) >= head.rows * head.dims * 4
+                    and os.path.getsize(self._paths["rows"]) >= head.rows * 24
+                    and os.path.getsize(self._paths["sessions"]) >= head.session_bytes)
+        except OSError:
+            return False
+
+    def _write_head(self, head: Head) -> None:
+        temp = self._paths["head"].with_name(f"{self._paths['head'].name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        payload = {"version": VERSION, "rows": head.rows, "session_bytes": head.session_bytes, "upto": head.upto,
+                   "dims": head.dims, "db": list(head.db) if head.db else None}
+        with open(temp, "w", encoding="utf-8") as f:
+            json.dump(payload, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, self._paths["head"])
+
+    def mark_gone(self, message_ids: Iterable[int], *, keep_chunks: Iterable[int] = (), gone_chunks: Iterable[int] = ()) -> int:
+        """Mark rows gone: every row of ``message_ids`` except the chunks in ``keep_chunks``, and the chunks in ``gone_chunks``.
+
+        Readers see it at once (a shared mapping). Returns how many rows were
+        marked. Nothing committed: nothing to do.
+        """
+        messages = np.array(sorted({int(m) for m in message_ids}), dtype=np.int64)
+        keep = np.array(sorted({int(c) for c in keep_chunks}), dtype=np.int64)
+        gone = np.array(sorted({int(c) for c in gone_chunks}), dtype=np.int64)
+        if not len(messages) and not len(gone):
+            return 0
+        with self._locked():
+            head = self.head()
+            if head.rows == 0 or not self._consistent(head):
+                return 0
+            with open(self._paths["rows"], "r+b") as f, mmap.mmap(f.fileno(), head.rows * 24) as mapped:
+                rows = np.frombuffer(mapped, dtype="<i8").reshape(head.rows, 3)
+                hit = np.isin(rows[:, 1], messages) & ~np.isin(rows[:, 0], keep) if len(messages) else np.zeros(head.rows, bool)
+                if len(gone):
+                    hit |= np.isin(rows[:, 0], gone)
+                hit &= rows[:, 1] != -1
+                marked = int(np.count_nonzero(hit))
+                if marked:
+                    rows[hit, 1] = -1
+                    mapped.flush()
+                del rows
+            return marked
+
+    def reset(self) -> None:
+        """Forget every row (the next :meth:`append` copies everything again)."""
+        with self._locked():
+            self._write_head(Head())
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino, info.st_size
+
+
+def _map(path: Path, dtype: Any, shape: tuple[int, int]) -> np.ndarray:
+    """``shape`` rows of ``path`` mapped read-only (shared pages, no copy); raises ``ValueError`` when the file is shorter."""
+    return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", shape=shape)
