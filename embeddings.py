@@ -180,6 +180,11 @@ class LocalProvider:
         self._busy = threading.Lock()
 
     @property
+    def loaded(self) -> bool:
+        """Whether the model's weights are read (by :meth:`load` or a first embedding)."""
+        return self._model is not None and getattr(self._model, "_backend", True) is not None
+
+    @property
     def fingerprint(self) -> str:
         return _fingerprint(provider="local", model=self.model_id, package=LOCAL_PACKAGE, max_chars=self.max_chars)
 
@@ -279,6 +284,11 @@ class OpenAIProvider:
     def load(self) -> None:
         """Import the client and build it (no request is sent)."""
         self._client_or_new()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the client is built (by :meth:`load` or a first embedding); building it sends nothing."""
+        return self._client is not None
 
     def _client_or_new(self) -> Any:
         if self._client is None:

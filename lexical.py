@@ -165,7 +165,7 @@ def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int) -> tupl
     if bound <= df or bound > GLUED_BOUND:  # nothing beyond the word itself, or too common to check cheaply
         return 0, ""
     expr = " OR ".join(fts_quote(f) for f in shortest)
-    rows = fts.phrase_frequency(conn, "trigram", expr, RANK_BUDGET + 1)
+    rows = fts.phrase_frequency(conn, "trigram", expr, RANK_BUDGET + 1, as_of=store.max_message_id(conn))
     return (rows, expr) if df < rows <= RANK_BUDGET else (0, "")
 
 
@@ -304,8 +304,8 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.
                                             limit=CANDIDATE_ROWS))
         paths.append(space)
     if plan.glued:
-        found.update(fts.session_candidates(conn, "trigram", " OR ".join(plan.glued), scope, per_session=PER_SESSION,
-                                            limit=CANDIDATE_ROWS))
+        found.update(fts.newest_candidates(conn, "trigram", " OR ".join(plan.glued), scope, per_session=PER_SESSION,
+                                           limit=CANDIDATE_ROWS))
         paths.append("glued")
     order: list[tuple[str, int, int]] | None = None
     if plan.like:

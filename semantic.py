@@ -267,7 +267,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
         if index:
             pending, missing, total, top = _unindexed(conn, vectors, scope, key, wait=True)
         else:  # keyword mode: the status only, reused while neither state.db nor the index has changed
-            state = (hash(scope.ids_json), store.max_message_id(conn), vectors.stored_upto())
+            state = (scope.ids_json, store.max_message_id(conn), vectors.stored_upto())  # compared in full, never by hash
             seen = _status_seen.get(key)
             if seen is not None and seen[0] == state:
                 missing, total = seen[1]
@@ -355,7 +355,7 @@ _complete: dict[tuple[int, str], tuple[int, int]] = state.cache("semantic_comple
 
 # (index, project) -> ((scope signature, state.db's top message id, the index's top chunk id), (missing, total)):
 # keyword mode's last status, valid while nothing new was written to either file
-_status_seen: dict[tuple[int, str], tuple[tuple[int, int, int], tuple[int, int]]] = state.cache("semantic_status").data
+_status_seen: dict[tuple[int, str], tuple[tuple[str, int, int], tuple[int, int]]] = state.cache("semantic_status").data
 
 
 def record_consent(*, home: Path, session_id: str, decision: str, projects: str = "this") -> dict[str, Any]:

@@ -31,7 +31,7 @@ DECLARED: dict[str, tuple[str, str]] = {
         "sessions deleted, the projects changed, a move by this process, the file replaced, or 60 s "
         "(new and the 64 newest sessions are re-read on every search)",
     ),
-    "term_counts": ("per state.db and FTS index: term -> rows holding it", "10 minutes; a term in no row is never kept"),
+    "term_counts": ("per state.db and FTS index: term -> rows holding it", "10 minutes; a term in no row is kept only until state.db gets a newer message (phrases), or never (tokens)"),
     "session_ranges": (
         "per state.db: session -> lowest and highest message id",
         "the file replaced (newer messages are read past a watermark)",

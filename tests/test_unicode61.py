@@ -144,3 +144,14 @@ def test_words_are_looked_for_inside_cjk_runs_only_where_there_is_cjk_text(world
     world.session("zh", repo, messages=[("assistant", "决定用Redis缓存")])
     answer = world.search("cur", "redis", mode="keyword")
     assert sorted(result_sessions(answer)) == ["en", "zh"] and "glued" in answer["strategy"], answer
+
+
+def test_a_word_absent_everywhere_is_found_as_soon_as_a_message_holds_it(world):
+    """"Not in any row" is remembered only until state.db gets a newer message."""
+    repo = world.repo("app")
+    world.session("zh", repo, messages=[("assistant", "我们决定用缓存")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    assert result_sessions(world.search("cur", "valkey", mode="keyword")) == []
+    world.say("zh", "assistant", "后来改用Valkey缓存会话")
+    answer = world.search("cur", "valkey", mode="keyword")
+    assert result_sessions(answer) == ["zh"] and "glued" in answer["strategy"], answer

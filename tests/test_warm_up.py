@@ -127,8 +127,7 @@ def test_after_consent_it_loads_the_index_and_sends_nothing(warm, fake):
     assert len(server.requests) == sent, "warm-up must not embed or send anything"
     (index,) = open_indexes().values()
     assert index.vectors_in_memory == stored_chunks(warm) == len(TEXTS)  # every stored chunk is in memory
-    assert index._indexed_loaded
-    assert index.provider._client is not None  # the client is built (no request)
+    assert index.provider.loaded  # the client is built (no request)
 
     answer = warm.search("cur", "websocket backoff", mode="hybrid")
     assert answer["semantic_status"] == "ready"
@@ -232,8 +231,7 @@ def test_real_local_model_is_loaded_by_the_warm_up(warm):
     consent(warm)
     assert start_session() is not None
     (index,) = open_indexes().values()
-    model = index.provider._model
-    assert model is not None and model._backend is not None, "the weights were read before the first search"
+    assert index.provider.loaded, "the weights were read before the first search"
     answer = warm.search("cur", "网络连接不稳定，断线后怎么自动重连？", mode="semantic", limit=1)
     assert answer["semantic_status"] == "ready"
     assert result_sessions(answer) == ["a_ws"]
