@@ -59,6 +59,9 @@ def _project_scope(conn: Any, home: Path, session_id: str, cwd: str | None) -> w
     return workspace.compute_scope(conn, attributor, session_id, db_key=db_key)
 
 
+LEFT_OUT = "an earlier history search or its results, not project history"
+
+
 def _readable(scope: workspace.Scope, conn: Any, target: str) -> bool:
     """Sessions of the scope's project, the asking conversation's own lineage included."""
     if target in scope.session_ids:
@@ -77,7 +80,7 @@ def read_around(
     project (slash commands, the command line).
 
     Returns ``{success, session_id, link, title, project, messages: [{message_id,
-    role, when, text, cut?}], anchor, truncated, notice}`` where ``truncated``
+    role, when, text, cut?, left_out?}], anchor, truncated, notice}`` where ``truncated``
     says the budget stopped the window early. Raises :class:`NotInProject`
     for a session of another project, :class:`errors.SessionNotFound` for an
     unknown session or a message not in it (the handler translates).
@@ -116,6 +119,8 @@ def read_around(
         entry: dict[str, Any] = {"message_id": row.id, "role": row.role, "when": answers.format_when(row.timestamp), "text": text}
         if cut:
             entry["cut"] = True
+        if not row.text.strip():  # what a recall tool asked or answered: its text is left out (see store.fetch_messages)
+            entry["left_out"] = LEFT_OUT
         kept[i] = entry
     messages = [kept[i] for i in sorted(kept)]
     return {

@@ -129,7 +129,7 @@ def render_read(answer: Mapping[str, Any]) -> str:
     for message in answer.get("messages") or []:
         mark = " <== the hit" if message.get("message_id") == answer.get("anchor") else ""
         lines.append(f"--- {message.get('role')} (message {message.get('message_id')}, {message.get('when') or 'unknown time'}){mark}")
-        lines.append(str(message.get("text") or ""))
+        lines.append(f"(left out: {message['left_out']})" if message.get("left_out") else str(message.get("text") or ""))
     if answer.get("truncated"):
         lines.extend(["", "(cut to the character budget; ask for fewer messages or a larger --max-chars)"])
     if answer.get("notice"):

@@ -229,6 +229,12 @@ def test_read_leaves_the_recall_tools_calls_and_results_out(proj: World):
         assert echo not in text, (echo, answer)
     assert "ls spool_dir" in text and "3 segments, oldest first" in text, "real tool calls and output stay"
     assert "The queue drains oldest segment first." in text
+    left_out = [m for m in answer["messages"] if m.get("left_out")]
+    assert [(m["role"], m["text"]) for m in left_out] == [("assistant", ""), ("tool", "")], "the recall's two rows, said to be left out"
+    assert all(not m.get("left_out") for m in answer["messages"] if m not in left_out)
+    from project_history_recall import render
+
+    assert "(left out: an earlier history search or its results, not project history)" in render.render_read(answer)
 
 
 # ---------------------------------------------------------------------------
