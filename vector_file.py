@@ -27,6 +27,7 @@ import hashlib
 import json
 import mmap
 import os
+import secrets
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
@@ -53,6 +54,7 @@ class Head:
     upto: int = 0  # highest chunk id copied
     dims: int = 0
     db: tuple[int, int] | None = None  # (device, inode) of the embeddings.db these rows come from
+    epoch: str = ""  # new on every start-over: what a reader cached of older files (session names) is void
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,8 @@ class VectorFile:
         self._view: tuple[tuple[Any, ...], View] | None = None
         self._names: list[str] = []
         self._names_read = 0  # bytes of .sessions parsed into _names
+        self._names_epoch = ""  # the epoch _names belong to
+        self._sound: tuple[Head, tuple[str, ...]] | None = None  # a head this process found sound, and its names
 
     def paths(self) -> list[Path]:
         """Every file this model's vectors may use (for moving them aside with embeddings.db)."""
@@ -102,7 +106,7 @@ class VectorFile:
                 return Head()
             db = raw.get("db")
             return Head(int(raw["rows"]), int(raw["session_bytes"]), int(raw["upto"]), int(raw["dims"]),
-                        (int(db[0]), int(db[1])) if db else None)
+                        (int(db[0]), int(db[1])) if db else None, str(raw.get("epoch", "")))
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return Head()
 
@@ -122,16 +126,22 @@ class VectorFile:
             try:
                 vectors = _map(self._paths["vec"], np.float32, (head.rows, head.dims))
                 rows = _map(self._paths["rows"], np.int64, (head.rows, 3))
-                names = self._read_names(head.session_bytes)
-            except (OSError, ValueError):
+                names = self._read_names(head)
+                if int(rows[:, 2].max()) >= len(names) or int(rows[:, 2].min()) < 0:
+                    raise ValueError("a row names a session code the sessions file does not hold")
+            except (OSError, ValueError):  # damaged: the next append() starts over
+                return EMPTY
+            if self.head() != head:  # replaced while mapping: map again on the next call
                 return EMPTY
             view = View(head, vectors, rows, tuple(names))
             self._view = (key, view)
             return view
 
-    def _read_names(self, committed: int) -> list[str]:
-        if committed < self._names_read:  # started over
-            self._names, self._names_read = [], 0
+    def _read_names(self, head: Head) -> list[str]:
+        """The session names ``head`` commits (parsed incrementally within one epoch); raises ``OSError``, ``ValueError``."""
+        committed = head.session_bytes
+        if head.epoch != self._names_epoch or committed < self._names_read:  # started over
+            self._names, self._names_read, self._names_epoch = [], 0, head.epoch
         if committed > self._names_read:
             with open(self._paths["sessions"], "rb") as f:
                 f.seek(self._names_read)
@@ -166,11 +176,19 @@ class VectorFile:
         """
         with self._locked():
             head = self.head()
-            if head.db != db or head.dims != dims or not self._consistent(head):
-                head = Head(dims=dims, db=db)
+            known = self._names_if_sound(head) if head.db == db and head.dims == dims and self._consistent(head) else None
+            if known is None:
+                # Start over with new files, never truncated ones: a process still mapping the
+                # old rows keeps reading them (truncating a mapped file would crash it with
+                # SIGBUS). The empty head of a new epoch comes first, so a copy that fails
+                # part way is never read under the old head.
+                head = Head(dims=dims, db=db, epoch=secrets.token_hex(8))
+                self._write_head(head)
                 for kind in ("vec", "rows", "sessions"):
+                    self._paths[kind].unlink(missing_ok=True)
                     self._paths[kind].write_bytes(b"")
-            codes = {name: i for i, name in enumerate(self._read_names_locked(head))}
+                known = []
+            codes = {name: i for i, name in enumerate(known)}
             rows, session_bytes, upto = head.rows, head.session_bytes, head.upto
             with open(self._paths["vec"], "r+b") as vec, open(self._paths["rows"], "r+b") as meta, \
                     open(self._paths["sessions"], "r+b") as names:
@@ -204,15 +222,30 @@ class VectorFile:
                 for f in (vec, meta, names):
                     f.flush()
                     os.fsync(f.fileno())
-            head = Head(rows, session_bytes, upto, dims, db)
+            names_now = tuple(sorted(codes, key=codes.__getitem__))
+            head = Head(rows, session_bytes, upto, dims, db, head.epoch)
             self._write_head(head)
+            self._sound = (head, names_now)
             return head
 
-    def _read_names_locked(self, head: Head) -> list[str]:
-        if not head.session_bytes:
-            return []
-        data = self._paths["sessions"].read_bytes()[: head.session_bytes]
-        return [json.loads(line) for line in data.decode("utf-8").splitlines()]
+    def _names_if_sound(self, head: Head) -> list[str] | None:
+        """The session names ``head`` commits, or ``None`` when they do not parse or miss a code a row names (start over)."""
+        if self._sound is not None and self._sound[0] == head:  # checked by this process already
+            return list(self._sound[1])
+        try:
+            data = self._paths["sessions"].read_bytes()[: head.session_bytes]
+            names = [json.loads(line) for line in data.decode("utf-8").splitlines()]
+            if head.rows:
+                with open(self._paths["rows"], "rb") as f:
+                    codes = np.frombuffer(f.read(head.rows * 24), dtype="<i8").reshape(head.rows, 3)[:, 2]
+                if len(codes) != head.rows or int(codes.max()) >= len(names) or int(codes.min()) < 0:
+                    return None
+            if not all(isinstance(n, str) for n in names):
+                return None
+        except (OSError, ValueError):
+            return None
+        self._sound = (head, tuple(names))
+        return names
 
     def _consistent(self, head: Head) -> bool:
         """Whether the files hold at least what ``head`` commits."""
@@ -226,7 +259,7 @@ class VectorFile:
     def _write_head(self, head: Head) -> None:
         temp = self._paths["head"].with_name(f"{self._paths['head'].name}.{os.getpid()}.{threading.get_ident()}.tmp")
         payload = {"version": VERSION, "rows": head.rows, "session_bytes": head.session_bytes, "upto": head.upto,
-                   "dims": head.dims, "db": list(head.db) if head.db else None}
+                   "dims": head.dims, "db": list(head.db) if head.db else None, "epoch": head.epoch}
         with open(temp, "w", encoding="utf-8") as f:
             json.dump(payload, f)
             f.flush()

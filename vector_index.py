@@ -30,6 +30,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Container, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -264,16 +265,17 @@ class VectorIndex:
         """Forget messages that were deleted or rewound."""
         if not message_ids:
             return
-        with self._lock, self._conn:
-            self._check_current()
-            self._conn.execute(
-                "DELETE FROM chunks WHERE model_fingerprint = ? AND message_id IN (SELECT value FROM json_each(?))",
-                (self.provider.fingerprint, json.dumps([int(m) for m in message_ids])),
-            )
+        with self._lock:
+            with self._conn:
+                self._check_current()
+                self._conn.execute(
+                    "DELETE FROM chunks WHERE model_fingerprint = ? AND message_id IN (SELECT value FROM json_each(?))",
+                    (self.provider.fingerprint, json.dumps([int(m) for m in message_ids])),
+                )
             self._load_indexed()
             for mid in message_ids:
                 self._indexed.pop(int(mid), None)
-            self._cut(message_ids)
+            self._cut(message_ids)  # after the commit: a failed delete leaves the rows live
 
     # -- search ------------------------------------------------------------------
     def _cut(self, message_ids: Sequence[int], *, keep: Sequence[int] = ()) -> None:
@@ -331,7 +333,7 @@ class VectorIndex:
                                   "retries on a later search", code="index_error") from exc
         view = self._vectors.view(self._file)
         if view is not self._view:
-            if view.n < self._view.n or len(view.names) < len(self._codes):
+            if view.head.epoch != self._view.head.epoch or len(view.names) < len(self._codes):  # new files: new codes
                 self._codes = {}
             for code in range(len(self._codes), len(view.names)):
                 self._codes[view.names[code]] = code
@@ -438,20 +440,22 @@ class VectorIndex:
                 return []
             if not view.n or not sessions:
                 return []
-            ids, owners, scores = self._scope_scores(query, sessions)
+            names, codes = view.names, self._codes  # as they belong to this view (another thread may map newer files)
+            ids, owners, scores = self._scope_scores(view, codes, query, sessions)
             if not len(ids):
                 return []
         # Look at a head of the best chunks, widened until it holds enough sessions.
         head = min(len(scores), max(top_sessions * per_session * 4, 64))
         while True:
-            best, taken = self._head(ids, owners, scores, head, top_sessions, per_session)
+            best, taken = self._head(names, sessions, ids, owners, scores, head, top_sessions, per_session)
             if len(taken) >= top_sessions or head >= len(scores):
                 break
             head = min(len(scores), head * 4)
         return sorted((Hit(m, sid, score) for m, (sid, score) in best.items()), key=lambda h: (-h.score, h.message_id))
 
     def _head(
-        self, ids: np.ndarray, owners: np.ndarray, scores: np.ndarray, head: int, top_sessions: int, per_session: int
+        self, names: Sequence[str], sessions: AbstractSet[str], ids: np.ndarray, owners: np.ndarray, scores: np.ndarray,
+        head: int, top_sessions: int, per_session: int,
     ) -> tuple[dict[int, tuple[str, float]], dict[str, int]]:
         part = np.argpartition(-scores, head - 1)[:head] if head < len(scores) else np.arange(len(scores))
         best: dict[int, tuple[str, float]] = {}
@@ -462,7 +466,9 @@ class VectorIndex:
             mid = int(ids[i])
             if mid in best:
                 continue
-            sid = self._view.names[int(owners[i])]
+            sid = names[int(owners[i])]
+            if sid not in sessions:  # never another session's message, whatever the codes say
+                continue
             count = taken.get(sid, 0)
             if count >= per_session or (not count and len(taken) >= top_sessions):
                 continue
@@ -470,7 +476,9 @@ class VectorIndex:
             best[mid] = (sid, float(scores[i]))
         return best, taken
 
-    def _scope_scores(self, query: np.ndarray, sessions: set[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _scope_scores(
+        self, view: vector_file.View, codes: dict[str, int], query: np.ndarray, sessions: set[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(message ids, session codes, cosines)`` of the live rows of ``sessions`` in the mapped vectors.
 
         A scope holding most rows is scored in place: one product over the
@@ -480,10 +488,8 @@ class VectorIndex:
         and no process keeps a copy. Scope is compared in full (a set of
         session ids), never by hash.
         """
-        view = self._view
         member = np.zeros(len(view.names) + 1, dtype=bool)
-        codes = [self._codes[s] for s in sessions if s in self._codes]
-        member[np.array(codes, dtype=np.int64)] = True
+        member[np.array([codes[s] for s in sessions if s in codes], dtype=np.int64)] = True
         owners = view.rows[:, 2]
         ids = view.rows[:, 1]
         inside = member[owners] & (ids != -1)

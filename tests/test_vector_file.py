@@ -170,3 +170,82 @@ def test_a_disk_that_refuses_the_copy_is_a_temporary_answer(tmp_path):
     provider = CountingProvider()
     index = vector_index.VectorIndex(tmp_path / "e.db", provider)  # room again: the next search copies and answers
     assert len(hits(index, provider, {"s"})) == 200
+
+
+STARTS_OVER = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, {tests!r})
+    import conftest
+    import numpy as np
+    from test_index import CountingProvider
+    from project_history_recall import index_file, vector_file, vector_index
+    from pathlib import Path
+    provider = CountingProvider()
+    index = vector_index.VectorIndex(Path({path!r}), provider)
+    index.add([vector_index.PendingMessage(i + 1, "s", "text ab " * (i + 1)) for i in range(50)])
+    index.search(provider.embed(["ab"]), {{"s"}}, 3)
+    files = vector_file.VectorFile(Path({path!r}), provider.fingerprint)
+    mapped = files.view(index_file.identity(Path({path!r}))).vectors  # what this process reads while another one starts over
+    assert len(mapped) == 50
+    files.append((0, 0), 26, lambda upto: iter(()))  # another embeddings.db at the path: start over
+    print(float(np.asarray(mapped).sum()) > 0)
+    """
+)
+
+
+def test_starting_over_never_pulls_rows_from_under_a_reader(tmp_path):
+    """Starting over writes new files: a process still reading the old rows is not crashed (SIGBUS)."""
+    out = subprocess.run([sys.executable, "-c", STARTS_OVER.format(tests=str(Path(__file__).parent), path=str(tmp_path / "e.db"))],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert out.stdout.strip().splitlines()[-1] == "True"
+
+
+class Resizable(CountingProvider):
+    """A remote endpoint whose vector size is not known ahead (``dims`` 0) and may change."""
+
+    def __init__(self, width: int = 26) -> None:
+        super().__init__("resizable")
+        self.width, self.dims = width, 0
+
+    def embed(self, texts):
+        out = np.zeros((len(texts), self.width), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for ch in t.lower():
+                if "a" <= ch <= "z":
+                    out[i, (ord(ch) - 97) % self.width] += 1
+            out[i, -1] += 0.01
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_rebuilt_files_never_label_one_session_with_anothers_name(tmp_path):
+    """Files started over (the endpoint's vectors changed size) give sessions new codes: a
+    scoped search finds only its sessions' messages, named right (found by a hostile review)."""
+    provider = Resizable(26)
+    index = vector_index.VectorIndex(tmp_path / "e.db", provider)
+    index.add([P(1, "sess-AAAA", "alpha apple"), P(2, "sess-BBBB", "zebra zoo")])
+    assert [(h.message_id, h.session_id) for h in index.search(provider.embed(["zebra"]), {"sess-AAAA"}, 5)] == [(1, "sess-AAAA")]
+    provider.width = 30
+    assert index.search(provider.embed(["zebra"]), {"sess-AAAA"}, 5) == []  # all stale: embedded again
+    index.add([P(2, "sess-BBBB", "zebra zoo"), P(1, "sess-AAAA", "alpha apple")])  # now in the other order
+    for reader in (index, vector_index.VectorIndex(tmp_path / "e.db", provider)):
+        assert [(h.message_id, h.session_id) for h in reader.search(provider.embed(["zebra"]), {"sess-AAAA"}, 5)] == [(1, "sess-AAAA")]
+        assert [(h.message_id, h.session_id) for h in reader.search(provider.embed(["zebra"]), {"sess-BBBB"}, 5)] == [(2, "sess-BBBB")]
+
+
+@pytest.mark.parametrize("damage", ["sessions", "rows"])
+def test_damage_that_keeps_the_sizes_is_found_and_rebuilt(built, damage):
+    """Garbled session names, or a row naming a session code that does not exist: started over, searches answer."""
+    path, provider, index = built
+    target = files(path, damage)
+    data = bytearray(target.read_bytes())
+    if damage == "sessions":
+        data[0:4] = b"\xff\xfe{x"
+    else:
+        data[16:24] = np.array([7], "<i8").tobytes()  # row 0's session code
+    target.write_bytes(bytes(data))
+    fresh = vector_index.VectorIndex(path, provider)
+    fresh.add([P(20, "s", "late ab")])
+    assert hits(fresh, provider, {"s"}) == [*range(1, 9), 20]
+    assert hits(fresh, provider, {"t"}) == [9, 10]
