@@ -95,6 +95,7 @@ class VectorIndex:
         self._view = vector_file.EMPTY  # the rows this process has mapped
         self._codes: dict[str, int] = {}  # session id -> code in the vector files (of self._view)
         self._checked_at = 0.0  # when this process last checked for gone chunks still marked live
+        self._odd_dims = 0  # the size of the last query vector that did not match the index (0: none)
         self._indexed_upto = 0  # highest chunk id whose message counts in _indexed
         self._indexed: dict[int, str] = {}  # message id -> content hash
         self._indexed_loaded = False
@@ -433,11 +434,21 @@ class VectorIndex:
             self._refresh_matrix()
             query = normalise(query)[0]
             view = self._view
-            if view.n and len(query) != view.head.dims:  # the endpoint's vectors changed size: all are stale
+            if view.n and len(query) != view.head.dims:
+                # The endpoint's vectors changed size. Once could be one bad answer (a proxy, a
+                # truncated reply): every vector is dropped only when the provider itself says so
+                # or the next query has the new size too; until then this search finds nothing.
+                seen_before, self._odd_dims = self._odd_dims == len(query), len(query)
+                if not (seen_before or self.provider.dims == len(query)):
+                    with self._news_lock:
+                        self._news.append(f"The embedding endpoint answered a vector of {len(query)} dimensions where the "
+                                          f"index holds {view.head.dims}; semantic search skipped this once.")
+                    return []
                 live = view.rows[:, 1][view.rows[:, 1] != -1]
                 self._repair(np.unique(live).tolist(), f"of {view.head.dims} dimensions (the model now gives {len(query)})")
                 self._vectors.reset()
                 return []
+            self._odd_dims = 0
             if not view.n or not sessions:
                 return []
             names, codes = view.names, self._codes  # as they belong to this view (another thread may map newer files)

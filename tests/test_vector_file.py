@@ -227,11 +227,24 @@ def test_rebuilt_files_never_label_one_session_with_anothers_name(tmp_path):
     index.add([P(1, "sess-AAAA", "alpha apple"), P(2, "sess-BBBB", "zebra zoo")])
     assert [(h.message_id, h.session_id) for h in index.search(provider.embed(["zebra"]), {"sess-AAAA"}, 5)] == [(1, "sess-AAAA")]
     provider.width = 30
-    assert index.search(provider.embed(["zebra"]), {"sess-AAAA"}, 5) == []  # all stale: embedded again
+    assert index.search(provider.embed(["zebra"]), {"sess-AAAA"}, 5) == []  # once: maybe one bad answer
+    assert index.indexed() == {1: index.indexed()[1], 2: index.indexed()[2]}, "nothing dropped yet"
+    assert index.search(provider.embed(["zebra"]), {"sess-AAAA"}, 5) == []  # twice: all stale, embedded again
+    assert index.indexed() == {}
     index.add([P(2, "sess-BBBB", "zebra zoo"), P(1, "sess-AAAA", "alpha apple")])  # now in the other order
     for reader in (index, vector_index.VectorIndex(tmp_path / "e.db", provider)):
         assert [(h.message_id, h.session_id) for h in reader.search(provider.embed(["zebra"]), {"sess-AAAA"}, 5)] == [(1, "sess-AAAA")]
         assert [(h.message_id, h.session_id) for h in reader.search(provider.embed(["zebra"]), {"sess-BBBB"}, 5)] == [(2, "sess-BBBB")]
+
+
+def test_one_odd_sized_answer_drops_nothing(built):
+    """One query vector of another size (a bad reply) finds nothing that once, says so, and keeps every vector."""
+    path, provider, index = built
+    odd = np.ones((1, 30), np.float32) / np.sqrt(30)
+    assert index.search(odd, {"s"}, 5) == []
+    assert "skipped this once" in index.pop_news()
+    assert hits(index, provider, {"s"}) == list(range(1, 9)), "the next normal query finds everything"
+    assert len(index.indexed()) == 10
 
 
 @pytest.mark.parametrize("damage", ["sessions", "rows"])
