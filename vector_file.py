@@ -93,10 +93,6 @@ class VectorFile:
         self._names_epoch = ""  # the epoch _names belong to
         self._sound: tuple[Head, tuple[str, ...]] | None = None  # a head this process found sound, and its names
 
-    def paths(self) -> list[Path]:
-        """Every file this model's vectors may use (for moving them aside with embeddings.db)."""
-        return list(self._paths.values())
-
     # -- reading -----------------------------------------------------------------
     def head(self) -> Head:
         """What is committed (an empty head when there is none or it does not parse)."""
@@ -127,8 +123,7 @@ class VectorFile:
                 vectors = _map(self._paths["vec"], np.float32, (head.rows, head.dims))
                 rows = _map(self._paths["rows"], np.int64, (head.rows, 3))
                 names = self._read_names(head)
-                if int(rows[:, 2].max()) >= len(names) or int(rows[:, 2].min()) < 0:
-                    raise ValueError("a row names a session code the sessions file does not hold")
+                _check_codes(rows[:, 2], len(names))
             except (OSError, ValueError):  # damaged: the next append() starts over
                 return EMPTY
             if self.head() != head:  # replaced while mapping: map again on the next call
@@ -148,7 +143,7 @@ class VectorFile:
                 chunk = f.read(committed - self._names_read)
             if len(chunk) != committed - self._names_read:
                 raise ValueError("sessions file shorter than committed")
-            self._names.extend(json.loads(line) for line in chunk.decode("utf-8").splitlines())
+            self._names.extend(_parse_names(chunk))
             self._names_read = committed
         return self._names
 
@@ -233,15 +228,10 @@ class VectorFile:
         if self._sound is not None and self._sound[0] == head:  # checked by this process already
             return list(self._sound[1])
         try:
-            data = self._paths["sessions"].read_bytes()[: head.session_bytes]
-            names = [json.loads(line) for line in data.decode("utf-8").splitlines()]
-            if head.rows:
-                with open(self._paths["rows"], "rb") as f:
-                    codes = np.frombuffer(f.read(head.rows * 24), dtype="<i8").reshape(head.rows, 3)[:, 2]
-                if len(codes) != head.rows or int(codes.max()) >= len(names) or int(codes.min()) < 0:
-                    return None
-            if not all(isinstance(n, str) for n in names):
-                return None
+            names = _parse_names(self._paths["sessions"].read_bytes()[: head.session_bytes])
+            with open(self._paths["rows"], "rb") as f:
+                rows = np.frombuffer(f.read(head.rows * 24), dtype="<i8").reshape(head.rows, 3)  # ValueError when short
+            _check_codes(rows[:, 2], len(names))
         except (OSError, ValueError):
             return None
         self._sound = (head, tuple(names))
@@ -298,6 +288,20 @@ class VectorFile:
         """Forget every row (the next :meth:`append` copies everything again)."""
         with self._locked():
             self._write_head(Head())
+
+
+def _parse_names(data: bytes) -> list[str]:
+    """Session ids, one JSON string per line; raises ``ValueError`` on anything else (damage)."""
+    names = [json.loads(line) for line in data.decode("utf-8").splitlines()]
+    if not all(isinstance(n, str) for n in names):
+        raise ValueError("a session name that is not a string")
+    return names
+
+
+def _check_codes(codes: np.ndarray, names: int) -> None:
+    """Raises ``ValueError`` when a row's session code is not one of ``names`` codes (damage)."""
+    if len(codes) and (int(codes.max()) >= names or int(codes.min()) < 0):
+        raise ValueError("a row names a session code the sessions file does not hold")
 
 
 def _identity(path: Path) -> tuple[int, int, int] | None:

@@ -308,9 +308,10 @@ class VectorIndex:
                 self._indexed[int(mid)] = digest
             self._indexed_upto = top
         head = self._vectors.head()
+        view = self._vectors.view(self._file)
         damaged: list[int] = []
         stale = head.db != self._file or head.upto < top or not head.rows
-        if top and (stale or self._vectors.view(self._file).n != head.rows):  # behind, or files that do not map
+        if top and (stale or view.n != head.rows):  # behind, or files that do not map
             dims = self._expected_dims(head)
 
             def read_after(upto: int) -> Any:
@@ -332,7 +333,7 @@ class VectorIndex:
             except OSError as exc:
                 raise IndexNotNow(f"the vector files beside {self.path} cannot be written ({exc}); semantic search "
                                   "retries on a later search", code="index_error") from exc
-        view = self._vectors.view(self._file)
+            view = self._vectors.view(self._file)
         if view is not self._view:
             if view.head.epoch != self._view.head.epoch or len(view.names) < len(self._codes):  # new files: new codes
                 self._codes = {}
