@@ -7,12 +7,14 @@ calls in here.
 
 A session belongs to exactly one of three buckets (design §3.1):
 
-* ``{"kind": "explicit", "id", "name"}`` -- a folder of an explicit project
+* ``explicit`` (``id``, ``name``) -- a folder of an explicit project
   (``projects.db``) is the longest ancestor of the session's ``cwd`` or of its
   git repo root;
-* ``{"kind": "auto", "key", "root", "name"}`` -- otherwise, the git repo root
+* ``auto`` (``key``, ``root``, ``name``) -- otherwise, the git repo root
   (linked worktrees are already folded into their main repo by the caller);
-* ``{"kind": "home"}`` -- neither.
+* ``home`` -- neither.
+
+Each is a :class:`Project`; :meth:`Project.to_json` is its shape in answers.
 
 Path comparison is segment-wise (``/a/alpha`` never contains ``/a/alphabet``),
 ignores trailing separators and ``.`` segments, resolves ``..`` lexically, and
@@ -26,9 +28,77 @@ import bisect
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-HOME: dict[str, str] = {"kind": "home"}
+_P = TypeVar("_P")
+
+
+@dataclass(frozen=True)
+class Project:
+    """The project a session belongs to (see the module docstring for the three kinds).
+
+    ``id``: the projects.db id (explicit only). ``key``: the git root as
+    compared (:func:`path_key`, auto only). ``root``: the git root as recorded
+    (auto only). ``name``: the project's name, or the root's last folder.
+    Two sessions share a project iff their :attr:`identity` is equal (an
+    explicit project renamed meanwhile is still the same project).
+    """
+
+    kind: str = "home"
+    id: str = ""
+    name: str = ""
+    key: str = ""
+    root: str = ""
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        """A hashable key: ``("explicit", id)``, ``("auto", key)`` or ``("home", "")``."""
+        if self.kind == "explicit":
+            return ("explicit", self.id)
+        if self.kind == "auto":
+            return ("auto", self.key)
+        return ("home", "")
+
+    @property
+    def scope_key(self) -> str:
+        """The project as one string (``auto:/src/app``, ``explicit:p_abc``, ``home:``): what consent and caches key by."""
+        kind, ident = self.identity
+        return f"{kind}:{ident}"
+
+    @property
+    def is_home(self) -> bool:
+        return self.kind not in ("explicit", "auto")
+
+    def to_json(self) -> dict[str, str]:
+        """The project in answers: ``{kind, id, name}``, ``{kind, key, root, name}`` or ``{kind}``."""
+        if self.kind == "explicit":
+            return {"kind": "explicit", "id": self.id, "name": self.name}
+        if self.kind == "auto":
+            return {"kind": "auto", "key": self.key, "root": self.root, "name": self.name}
+        return {"kind": "home"}
+
+
+HOME = Project()
+
+
+@dataclass(frozen=True)
+class ProjectFolder:
+    """One folder of an explicit project, as projects.db's ``project_folders`` holds it."""
+
+    path: str
+    is_primary: bool = False
+
+
+@dataclass(frozen=True)
+class ProjectRecord:
+    """One explicit project as projects.db holds it (what attribution matches folders against)."""
+
+    id: str
+    name: str
+    slug: str = ""
+    primary_path: str | None = None
+    archived: bool = False
+    folders: tuple[ProjectFolder, ...] = ()
 
 #: A ``/new`` session starts within this many seconds of the session it ended.
 NEW_SESSION_WINDOW_S = 10.0
@@ -274,7 +344,7 @@ def resolve_project(
     *,
     junk_roots: Iterable[str] = (),
     junk_trees: Iterable[str] = (),
-) -> dict[str, str]:
+) -> Project:
     """Attribute one session to a project.
 
     ``session_row`` needs ``cwd`` and ``git_repo_root`` (either may be empty)
@@ -282,13 +352,14 @@ def resolve_project(
     symlinks) that an explicit project's folder may contain; the caller has
     already inherited them along a compression lineage and folded worktrees
     into their common root. ``projects`` is a list of
-    ``projects_db.Project`` objects or equivalent dicts (``id``, ``name``,
-    ``folders``, ``primary_path``, ``archived``). As on the desktop tree, a
+    :class:`ProjectRecord`, Hermes' ``projects_db.Project`` objects or
+    equivalent dicts (``id``, ``name``, ``folders``, ``primary_path``,
+    ``archived``). As on the desktop tree, a
     git root equal to one of ``junk_roots`` (the user's home) or inside one of
     ``junk_trees`` (HERMES_HOME) is never an auto project; explicit projects
     there are still honoured.
 
-    Returns one of the three shapes in the module docstring; never raises on
+    Returns a :class:`Project` of one of the three kinds; never raises on
     missing or empty fields.
     """
     cwd = (session_row.get("cwd") or "").strip()
@@ -296,10 +367,10 @@ def resolve_project(
     # "also": the same folders as the filesystem resolves them (symlinks), compared like the recorded ones.
     project = match_explicit([cwd, root, *(session_row.get("also") or ())], projects)
     if project is not None:
-        return {"kind": "explicit", "id": str(_get(project, "id")), "name": str(_get(project, "name") or "")}
+        return Project("explicit", id=str(_get(project, "id")), name=str(_get(project, "name") or ""))
     if root and not is_junk_root(root, junk_roots, junk_trees):
-        return {"kind": "auto", "key": path_key(root), "root": root, "name": _basename(root)}
-    return dict(HOME)
+        return Project("auto", key=path_key(root), root=root, name=_basename(root))
+    return HOME
 
 
 def is_junk_root(root: str, junk_roots: Iterable[str] = (), junk_trees: Iterable[str] = ()) -> bool:
@@ -317,23 +388,8 @@ def _basename(path: str) -> str:
     return segments[-1] if len(segments) > 1 else path
 
 
-def project_identity(project: Mapping[str, str]) -> tuple[str, str]:
-    """A hashable key: two sessions share a project iff their identities are equal."""
-    kind = project.get("kind", "home")
-    if kind == "explicit":
-        return ("explicit", project.get("id", ""))
-    if kind == "auto":
-        return ("auto", project.get("key", ""))
-    return ("home", "")
 
-
-def project_key(project: Mapping[str, str]) -> str:
-    """A project as one string (``auto:/src/app``, ``explicit:p_abc``, ``home:``): what consent and caches key by."""
-    kind, ident = project_identity(project)
-    return f"{kind}:{ident}"
-
-
-def find_project(projects: Sequence[Any], token: str) -> Any | None:
+def find_project(projects: Sequence[_P], token: str) -> _P | None:
     """Look a project up by id, slug or name, exactly as Hermes' ``project_switch`` does.
 
     Exact id / slug / name first, then case-insensitive slug / name, each

@@ -66,7 +66,7 @@ def _readable(scope: workspace.Scope, conn: Any, target: str) -> bool:
     """Sessions of the scope's project, the asking conversation's own lineage included."""
     if target in scope.session_ids:
         return True
-    return scope.current is not None and target in session_rows.lineage_ids(conn, scope.current.id) and scope.project.get("kind") != "home"
+    return scope.current is not None and target in session_rows.lineage_ids(conn, scope.current.id) and not scope.project.is_home
 
 
 def read_around(
@@ -94,7 +94,7 @@ def read_around(
         details = session_rows.session_details(conn, [target_session]).get(target_session)
         if details is None:
             raise errors.SessionNotFound(f"session not found in state.db: {target_session}")
-        if scope.project.get("kind") == "home" or not _readable(scope, conn, target_session):
+        if scope.project.is_home or not _readable(scope, conn, target_session):
             raise NotInProject(
                 f"session {target_session} is not in this conversation's project; only this project's sessions can be read"
             )
@@ -128,7 +128,7 @@ def read_around(
         "session_id": target_session,
         "link": f"@session:{target_session}",
         "title": details.title,
-        "project": scope.project,
+        "project": scope.project.to_json(),
         "anchor": anchor,
         "messages": messages,
         "truncated": truncated or any(m.get("cut") for m in messages),
@@ -157,8 +157,8 @@ def recent_sessions(
         key = pages.search_key(query="\x00recent", mode="recent", scope=dataclasses.replace(scope, filters=filters),
                                 anchor=session_id if cwd is None else f"cwd:{cwd}")
         page = pages.read_cursor(cursor, key) if cursor else pages.Page(0, filters.since, filters.until)
-        base: dict[str, Any] = {"success": True, "project": scope.project, "sessions": [], "sessions_in_scope": scope.in_project}
-        if scope.project.get("kind") == "home":
+        base: dict[str, Any] = {"success": True, "project": scope.project.to_json(), "sessions": [], "sessions_in_scope": scope.in_project}
+        if scope.project.is_home:
             base["message"] = "No project context (no working directory recorded)" if cwd is None else (
                 "No project context: this folder is in no git repo and no project folder")
             return base

@@ -209,14 +209,14 @@ def make_move_command(dispatch: Dispatch) -> Callable[[str], str]:
 
 def _check_target(token: str) -> dict[str, Any]:
     target, folder = move.resolve_move_target(paths.hermes_home(), token)
-    label = "Home" if target.get("kind") == "home" else f"project {target.get('name')} ({folder})"
+    label = "Home" if target is None else f"project {target.name} ({folder})"
     return {"success": True, "label": label}
 
 
 def _project_choices() -> str:
     """One line naming the profile's active explicit projects (or saying there are none)."""
     listing = store.load_projects(paths.hermes_home())
-    names = [f"{p['name']} ({p['slug'] or p['id']})" for p in listing.projects if not p.get("archived")]
+    names = [f"{p.name} ({p.slug or p.id})" for p in listing.projects if not p.archived]
     if not names:
         return "No projects in projects.db (create one with `hermes project create`)."
     return "Projects: " + "; ".join(names)

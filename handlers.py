@@ -329,11 +329,10 @@ def handle_move(args: Any, **kwargs: Any) -> str:
         token = _text_arg(_object(args), "project_id", required=True) or ""
         outcome = move.move_session(paths.hermes_home(), _current_session(kwargs), token)
         _follow_in_desktop(kwargs.get("task_id"), outcome)
-        target = outcome.target
-        label = "Home" if target.get("kind") == "home" else f"project {target.get('name')}"
+        label = "Home" if outcome.target is None else f"project {outcome.target.name}"
         answer: dict[str, Any] = {
             "success": True,
-            "project": outcome.project,
+            "project": outcome.project.to_json(),
             "cwd": outcome.cwd,
             "message": f"Moved to {label}, cwd now {outcome.cwd}",
             "git_branch": outcome.git_branch or None,
@@ -378,7 +377,7 @@ def _follow_in_desktop(task_id: Any, outcome: move.MoveOutcome) -> None:
         return
     callback = getattr(project_tools, "_workspace_callback", None)
     if callable(callback) and isinstance(task_id, str) and task_id:
-        name = str(outcome.target.get("name") or "Home")
+        name = outcome.target.name if outcome.target is not None else "Home"
         try:
             callback(task_id, outcome.cwd, name)
         except Exception:  # a GUI callback must not fail the move that already happened

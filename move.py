@@ -48,8 +48,8 @@ def clear_git_meta(db: Any, session_id: str) -> bool:
 
 @dataclass(frozen=True)
 class MoveOutcome:
-    project: dict[str, str]  # attribution after the move, as search will see it
-    target: dict[str, Any]  # {"kind": "home"} or the project record moved into
+    project: attribution.Project  # attribution after the move, as search will see it
+    target: attribution.ProjectRecord | None  # the project moved into; None: Home
     cwd: str
     git_branch: str
     git_repo_root: str
@@ -61,14 +61,14 @@ def _home_cwd() -> str:
     return os.path.expanduser("~")
 
 
-def resolve_move_target(home: Path, token: str) -> tuple[dict[str, Any], str]:
-    """``(target record, folder)`` for a move; ``""`` means Home.
+def resolve_move_target(home: Path, token: str) -> tuple[attribution.ProjectRecord | None, str]:
+    """``(target project, folder)`` for a move; an empty ``token`` means Home: ``(None, the user's home folder)``.
 
     Raises :class:`ProjectNotFound`, :class:`MoveRefused` (archived project,
     project without folders) or :class:`FolderNotFound`.
     """
     if not token.strip():
-        return dict(attribution.HOME), _home_cwd()
+        return None, _home_cwd()
     listing = store.load_projects(home)
     project = attribution.find_project(listing.projects, token)
     if project is None:
@@ -76,11 +76,11 @@ def resolve_move_target(home: Path, token: str) -> tuple[dict[str, Any], str]:
             raise errors.ProjectNotFound(f"project not found: {token}")
         why = listing.note or "this profile has no projects.db: create a project with `hermes project create` first"
         raise errors.ProjectNotFound(f"project not found: {token} ({why})")
-    if project.get("archived"):
-        raise errors.MoveRefused(f"project is archived: {project['name']} (restore it with `hermes project restore` first)")
+    if project.archived:
+        raise errors.MoveRefused(f"project is archived: {project.name} (restore it with `hermes project restore` first)")
     folder = attribution.primary_folder(project)
     if not folder:
-        raise errors.FolderNotFound(f"project has no folder: {project['name']}")
+        raise errors.FolderNotFound(f"project has no folder: {project.name}")
     folder = os.path.expanduser(folder)
     if not os.path.isdir(folder):
         raise errors.FolderNotFound(f"project folder not found: {folder}")
@@ -129,8 +129,8 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
         moved = session_rows.session_info(conn, session_id)
     finally:
         conn.close()
-    after = workspace.attributor_for(home, listing.projects).project_of(moved) if moved else dict(attribution.HOME)
-    wanted = target if target.get("kind") == "home" else {"kind": "explicit", "id": target["id"]}
-    if attribution.project_identity(after) != attribution.project_identity(wanted):
-        warnings.append(f"the folder {folder} is attributed to {after} (a nested project folder claims it)")
+    after = workspace.attributor_for(home, listing.projects).project_of(moved) if moved else attribution.HOME
+    wanted = ("home", "") if target is None else ("explicit", target.id)
+    if after.identity != wanted:
+        warnings.append(f"the folder {folder} is attributed to {after.to_json()} (a nested project folder claims it)")
     return MoveOutcome(after, target, folder, branch, root, tuple(lineage), tuple(warnings))

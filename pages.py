@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import attribution, errors
+from . import errors
 
 if TYPE_CHECKING:
     from . import workspace
@@ -36,7 +36,7 @@ def search_key(*, query: str, mode: str, scope: workspace.Scope, anchor: str) ->
     the same search as on page one.
     """
     f = scope.filters
-    parts: list[Any] = [query, mode, attribution.project_key(scope.project), anchor, list(f.label) or [f.since, f.until], list(f.roles)]
+    parts: list[Any] = [query, mode, scope.project.scope_key, anchor, list(f.label) or [f.since, f.until], list(f.roles)]
     return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()[:16]
 
 

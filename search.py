@@ -130,7 +130,7 @@ def search_history(
         base: dict[str, Any] = {
             "success": True,
             "mode": mode,
-            "project": scope.project,
+            "project": scope.project.to_json(),
             "results": [],
             "sessions_in_scope": scope.in_project,
             "semantic_status": "disabled",
@@ -144,7 +144,7 @@ def search_history(
             base["project_basis"], base["project_note"] = basis
         if parsed.truncated:
             base["query_truncated"] = True
-        if scope.project.get("kind") == "home":
+        if scope.project.is_home:
             base["message"] = "No project context (no working directory recorded)" if cwd is None else (
                 "No project context: this folder is in no git repo and no project folder")
             return base

@@ -82,7 +82,7 @@ def switched_off(settings: config_schema.Settings) -> str | None:
     return None
 
 
-def semantic_precheck(home: Path, settings: config_schema.Settings, project: dict[str, str]) -> SemanticLeg | None:
+def semantic_precheck(home: Path, settings: config_schema.Settings, project: attribution.Project) -> SemanticLeg | None:
     """The status when semantic search may not run; ``None`` when it may. Never raises.
 
     ``disabled`` (config.yaml, or the user declined), ``unavailable`` (numpy
@@ -105,7 +105,7 @@ def semantic_precheck(home: Path, settings: config_schema.Settings, project: dic
     if missing:
         return SemanticLeg("unavailable", missing)
     spec = provider_spec(settings)
-    if not consent.consent_covers(record, spec, attribution.project_key(project)):
+    if not consent.consent_covers(record, spec, project.scope_key):
         where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
         unreadable = (f"The consent file {path} is {read.problem}, so it counts as no consent and nothing is embedded. "
                       if read.problem else "")
@@ -263,7 +263,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
     try:
         vectors = open_vectors(home, settings)
         provider = vectors.provider  # one provider (and one loaded model) per index
-        key = (vectors.generation, attribution.project_key(scope.project))
+        key = (vectors.generation, scope.project.scope_key)
         if index:
             pending, missing, total, top = _unindexed(conn, vectors, scope, key, wait=True)
         else:  # keyword mode: the status only, reused while neither state.db nor the index has changed
@@ -396,9 +396,9 @@ def record_consent(*, home: Path, session_id: str, decision: str, projects: str 
         if current is None:
             raise errors.SessionNotFound(f"session not found in state.db: {session_id}")
         project = workspace.attributor_for(home, listing.projects).project_of(current)
-        if project.get("kind") == "home":
+        if project.is_home:
             raise errors.StoreError("this conversation has no project (Home): nothing to consent for")
-        keys = [attribution.project_key(project)]
+        keys = [project.scope_key]
     read = consent.load_consent(path)
     old = read.record
     if old and not old.get("declined") and consent.consent_matches(old, spec):
@@ -467,12 +467,13 @@ def index_projects(
         entry = workspace.membership.members(conn, paths.state_db_key(home), attributor)
         scopes = []
         for identity, sessions in entry.by_identity.items():
-            project = {"kind": identity[0], "id" if identity[0] == "explicit" else "key": identity[1]}
-            if identity[0] == "home" or semantic_precheck(home, settings, project) is not None:
+            kind, ident = identity
+            project = attribution.Project(kind, id=ident) if kind == "explicit" else attribution.Project(kind, key=ident)
+            if project.is_home or semantic_precheck(home, settings, project) is not None:
                 continue
             scopes.append(workspace.Scope(None, project, tuple(sorted(sessions)), len(sessions)))
         if not scopes:
-            blocked = semantic_precheck(home, settings, {"kind": "auto", "key": ""})
+            blocked = semantic_precheck(home, settings, attribution.Project("auto"))
             return {"success": True, "semantic_status": blocked.status if blocked else "ready",
                     "message": blocked.note if blocked else "no consented project has sessions", "projects": 0,
                     "indexed": 0, "total": 0, "remaining": 0, "seconds": 0.0}

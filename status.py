@@ -65,11 +65,6 @@ def folder_of(cwd: str | Path) -> str:
     return str(Path(cwd).expanduser().resolve())
 
 
-def project_ref(project: dict[str, Any]) -> dict[str, Any]:
-    """The JSON shape of a project in reports (the search answer's shape, plus nothing)."""
-    return dict(project)
-
-
 # ---------------------------------------------------------------------------
 # Semantic configuration and consent (no model loaded, nothing sent)
 # ---------------------------------------------------------------------------
@@ -235,14 +230,14 @@ def index_status(*, home: Path, cwd: str) -> dict[str, Any]:
     answer: dict[str, Any] = {
         "success": True,
         "cwd": folder,
-        "project": project_ref(scope.project),
+        "project": scope.project.to_json(),
         "sessions": scope.in_project,
         "indexable": indexable,
         "indexed": 0,
         "pending": indexable,
         "semantic": semantic_config(home),
     }
-    if scope.project.get("kind") == "home":
+    if scope.project.is_home:
         return {**answer, "pending": 0, "semantic_status": "disabled",
                 "semantic_note": "this folder is in no project: nothing to index"}
     blocked = semantic.semantic_precheck(home, load_settings(home), scope.project)
@@ -295,8 +290,8 @@ def profile_status(*, home: Path) -> dict[str, Any]:
     pdb_path = paths.projects_db_path(home)
     projects: dict[str, Any] = {"path": str(pdb_path), "found": pdb_path.is_file()}
     if listing.available:
-        projects["projects"] = sum(1 for p in listing.projects if not p.get("archived"))
-        projects["archived"] = sum(1 for p in listing.projects if p.get("archived"))
+        projects["projects"] = sum(1 for p in listing.projects if not p.archived)
+        projects["archived"] = sum(1 for p in listing.projects if p.archived)
     elif listing.note:
         projects["note"] = listing.note
     answer["projects_db"] = projects
@@ -322,21 +317,22 @@ def list_projects(*, home: Path) -> dict[str, Any]:
         census = workspace.project_census(conn, attributor)
     finally:
         conn.close()
-    by_id = {p["id"]: p for p in listing.projects}
+    by_id = {p.id: p for p in listing.projects}
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     for count in census:
-        row = {**project_ref(count.project), "sessions": count.sessions, "messages": count.messages,
-               "workspaces": list(count.workspaces)}
-        if count.project.get("kind") == "explicit":
-            seen.add(count.project["id"])
-            record = by_id.get(count.project["id"], {})
-            row.update(folders=[f["path"] for f in record.get("folders", [])], archived=bool(record.get("archived")))
+        row: dict[str, Any] = {**count.project.to_json(), "sessions": count.sessions, "messages": count.messages,
+                               "workspaces": list(count.workspaces)}
+        if count.project.kind == "explicit":
+            seen.add(count.project.id)
+            record = by_id.get(count.project.id)
+            row.update(folders=[f.path for f in record.folders] if record else [],
+                       archived=bool(record and record.archived))
         rows.append(row)
     missing = [
-        {"kind": "explicit", "id": p["id"], "name": p["name"], "sessions": 0, "messages": 0, "workspaces": [],
-         "folders": [f["path"] for f in p.get("folders", [])], "archived": bool(p.get("archived"))}
-        for p in listing.projects if p["id"] not in seen
+        {"kind": "explicit", "id": p.id, "name": p.name, "sessions": 0, "messages": 0, "workspaces": [],
+         "folders": [f.path for f in p.folders], "archived": p.archived}
+        for p in listing.projects if p.id not in seen
     ]
     explicit = [r for r in rows if r["kind"] == "explicit"] + missing
     answer: dict[str, Any] = {

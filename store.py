@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import errors, filters, paths
+from . import attribution, errors, filters, paths
 
 if TYPE_CHECKING:
     from . import workspace
@@ -86,7 +86,7 @@ def open_state_db(home: Path) -> sqlite3.Connection:
 
 @dataclass(frozen=True)
 class ProjectList:
-    projects: tuple[dict[str, Any], ...]
+    projects: tuple[attribution.ProjectRecord, ...]
     available: bool  # False: projects.db missing or unreadable -> auto attribution only
     note: str = ""
 
@@ -119,18 +119,19 @@ def load_projects(home: Path) -> ProjectList:
         return ProjectList((), False, f"projects.db unreadable: {exc}")
     finally:
         conn.close()
-    folders: dict[str, list[dict[str, Any]]] = {}
+    folders: dict[str, list[attribution.ProjectFolder]] = {}
     for project_id, fpath, is_primary in folder_rows:
-        folders.setdefault(project_id, []).append({"path": fpath, "is_primary": bool(is_primary)})
+        if isinstance(fpath, str) and fpath:
+            folders.setdefault(project_id, []).append(attribution.ProjectFolder(fpath, bool(is_primary)))
     projects = tuple(
-        {
-            "id": pid,
-            "slug": slug,
-            "name": name,
-            "primary_path": primary,
-            "archived": bool(archived),
-            "folders": folders.get(pid, []),
-        }
+        attribution.ProjectRecord(
+            id=str(pid),
+            name=str(name or ""),
+            slug=str(slug or ""),
+            primary_path=primary if isinstance(primary, str) and primary else None,
+            archived=bool(archived),
+            folders=tuple(folders.get(pid, ())),
+        )
         for pid, slug, name, primary, archived in rows
     )
     return ProjectList(projects, True)

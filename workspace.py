@@ -221,7 +221,7 @@ class MembershipCache:
         scan = session_rows.scan_sessions(conn)
         entry = _Members(id(attributor), now + self.ttl, top, count, {}, {}, {}, dict(scan.workspaces))
         for (cwd, root), sessions in scan.groups().items():
-            identity = attribution.project_identity(attributor.project_for_workspace(cwd, root))
+            identity = attributor.project_for_workspace(cwd, root).identity
             for sid, messages in sessions:
                 entry.place(sid, identity, messages)
         return entry
@@ -250,7 +250,7 @@ class MembershipCache:
             if r[8] or r[9] or ws is None:
                 entry.place(row.id, None)
                 continue
-            identity = attribution.project_identity(attributor.project_for_workspace(ws.cwd, ws.root))
+            identity = attributor.project_for_workspace(ws.cwd, ws.root).identity
             entry.place(row.id, identity if identity[0] != "home" else None, int(r[10] or 0))
         entry.max_rowid, entry.count = top, count
         return True
@@ -275,19 +275,19 @@ class Attributor:
     folder that became a repo is picked up.
     """
 
-    def __init__(self, projects: Sequence[dict[str, Any]], junk_roots: Iterable[str] = (), junk_trees: Iterable[str] = (), ttl: float = 60.0) -> None:
+    def __init__(self, projects: Sequence[attribution.ProjectRecord], junk_roots: Iterable[str] = (), junk_trees: Iterable[str] = (), ttl: float = 60.0) -> None:
         self.projects = tuple(_with_physical_folders(p) for p in projects)
         self.junk_roots = tuple(junk_roots)
         self.junk_trees = tuple(junk_trees)
         self.ttl = ttl
-        self._cache: dict[tuple[str | None, str | None], tuple[dict[str, str], float]] = {}
+        self._cache: dict[tuple[str | None, str | None], tuple[attribution.Project, float]] = {}
         self._roots_seen: set[str] = set()
 
-    def project_of(self, info: session_rows.SessionInfo) -> dict[str, str]:
+    def project_of(self, info: session_rows.SessionInfo) -> attribution.Project:
         """The project of a session, from its effective workspace."""
         return self.project_for_workspace(info.cwd, info.git_repo_root)
 
-    def project_for_workspace(self, cwd: str | None, stored_root: str | None) -> dict[str, str]:
+    def project_for_workspace(self, cwd: str | None, stored_root: str | None) -> attribution.Project:
         key = (cwd, stored_root)
         now = time.monotonic()
         hit = self._cache.get(key)
@@ -305,22 +305,22 @@ class Attributor:
         where = physical(cwd) or cwd
         candidates = {"cwd": where, "git_repo_root": root, "also": [p for p in (physical(root),) if p and p != root]}
         project = attribution.resolve_project(candidates, self.projects, junk_roots=self.junk_roots, junk_trees=self.junk_trees)
-        if project.get("kind") == "auto" and root:
+        if project.kind == "auto" and root:
             self._roots_seen.add(root)
         self._cache[key] = (project, now + self.ttl)
         return project
 
 
-def _with_physical_folders(project: dict[str, Any]) -> dict[str, Any]:
+def _with_physical_folders(project: attribution.ProjectRecord) -> attribution.ProjectRecord:
     """The project with each folder's resolved path added beside it as typed (when they differ)."""
-    folders = list(project.get("folders") or [])
-    typed = [f if isinstance(f, str) else f.get("path") for f in folders]
-    for path in [*typed, project.get("primary_path")]:
-        real = physical(os.path.expanduser(path)) if isinstance(path, str) and path else None
+    folders = list(project.folders)
+    typed = [f.path for f in folders]
+    for path in [*typed, project.primary_path]:
+        real = physical(os.path.expanduser(path)) if path else None
         if real and real not in typed:
-            folders.append({"path": real, "is_primary": False})
+            folders.append(attribution.ProjectFolder(real))
             typed.append(real)
-    return {**project, "folders": folders}
+    return dataclasses.replace(project, folders=tuple(folders))
 
 
 _attributors: dict[tuple[Any, ...], Attributor] = state.cache("attributors").data
@@ -329,12 +329,12 @@ _attributors: dict[tuple[Any, ...], Attributor] = state.cache("attributors").dat
 _attributors_lock = threading.Lock()
 
 
-def attributor_for(home: Path, projects: Sequence[dict[str, Any]]) -> Attributor:
+def attributor_for(home: Path, projects: Sequence[attribution.ProjectRecord]) -> Attributor:
     """The process-wide attributor for this profile and this list of projects."""
     user_home = os.path.expanduser("~")
     junk_roots = (user_home, os.path.realpath(user_home))
     junk_trees = (str(home), os.path.realpath(str(home)))
-    key = (str(home), json.dumps(projects, sort_keys=True, default=str), junk_roots)
+    key = (str(home), tuple(projects), junk_roots)
     with _attributors_lock:
         found = _attributors.get(key)
         if found is None:
@@ -349,7 +349,7 @@ class Scope:
     """What one search may read: the project's other sessions."""
 
     current: session_rows.SessionInfo | None  # None when the scope is a whole project (indexing)
-    project: dict[str, str]
+    project: attribution.Project
     session_ids: tuple[str, ...]  # searchable sessions of the project, current lineage excluded
     in_project: int  # searchable sessions attributed to the project, the current one counted once
     messages: int = 0  # messages of ``session_ids`` (as last read; sizes the scan strategy)
@@ -401,8 +401,8 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
     if live:
         current = dataclasses.replace(current, cwd=live, basis="live_cli")
     project = attributor.project_of(current)
-    identity = attribution.project_identity(project)
-    if identity[0] == "home":
+    identity = project.identity
+    if project.is_home:
         return Scope(current, project, (), 0)
     excluded = session_rows.lineage_ids(conn, current_id)
     others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
@@ -420,8 +420,8 @@ def compute_scope_for_cwd(conn: sqlite3.Connection, attributor: Attributor, cwd:
     missing folder is attributed by its path alone).
     """
     project = attributor.project_for_workspace(cwd or None, None)
-    identity = attribution.project_identity(project)
-    if identity[0] == "home":
+    identity = project.identity
+    if project.is_home:
         return Scope(None, project, (), 0)
     entry = membership.members(conn, db_key, attributor)
     members = tuple(sorted(entry.by_identity.get(identity, ())))
@@ -432,7 +432,7 @@ def compute_scope_for_cwd(conn: sqlite3.Connection, attributor: Attributor, cwd:
 class ProjectCount:
     """One project as attribution sees it, with its searchable sessions."""
 
-    project: dict[str, str]  # one of attribution's three shapes
+    project: attribution.Project
     sessions: int  # searchable sessions (archived and delegate/tool runs left out)
     messages: int  # their message_count, summed
     workspaces: tuple[str, ...]  # distinct recorded working folders, sorted
@@ -454,7 +454,7 @@ def project_census(conn: sqlite3.Connection, attributor: Attributor) -> list[Pro
     counts: dict[tuple[str, str], list[Any]] = {}
     for (cwd, root), sessions in session_rows.searchable_workspaces(conn).items():
         project = attributor.project_for_workspace(cwd, root)
-        slot = counts.setdefault(attribution.project_identity(project), [project, 0, 0, set()])
+        slot = counts.setdefault(project.identity, [project, 0, 0, set()])
         slot[1] += len(sessions)
         slot[2] += sum(messages for _, messages in sessions)
         if cwd:
@@ -462,8 +462,8 @@ def project_census(conn: sqlite3.Connection, attributor: Attributor) -> list[Pro
     total_sessions, total_messages = conn.execute(_SEARCHABLE_COUNT_SQL).fetchone()
     placed = sum(slot[1] for key, slot in counts.items() if key[0] != "home")
     placed_messages = sum(slot[2] for key, slot in counts.items() if key[0] != "home")
-    home = counts.pop(("home", ""), [dict(attribution.HOME), 0, 0, set()])
+    home = counts.pop(("home", ""), [attribution.HOME, 0, 0, set()])
     home[1], home[2] = int(total_sessions) - placed, int(total_messages) - placed_messages
     order = {"explicit": 0, "auto": 1}
-    rows = sorted(counts.values(), key=lambda s: (order.get(s[0].get("kind", ""), 2), str(s[0].get("name", "")).casefold()))
+    rows = sorted(counts.values(), key=lambda s: (order.get(s[0].kind, 2), s[0].name.casefold()))
     return [ProjectCount(p, n, m, tuple(sorted(w))) for p, n, m, w in [*rows, home]]

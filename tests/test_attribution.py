@@ -18,11 +18,11 @@ PROJECTS = [P_ALPHA, P_SRC, P_WIN, P_UNC, P_OLD, P_PRIMARY_ONLY]
 
 
 def explicit(p):
-    return {"kind": "explicit", "id": p["id"], "name": p["name"]}
+    return A.Project("explicit", id=p["id"], name=p["name"])
 
 
 def auto(root, name):
-    return {"kind": "auto", "key": A.path_key(root), "root": root, "name": name}
+    return A.Project("auto", key=A.path_key(root), root=root, name=name)
 
 
 CASES = [
@@ -67,7 +67,7 @@ def test_junk_roots_are_not_auto_projects():
     row = {"cwd": "/home/u/.hermes/skills/x", "git_repo_root": "/home/u/.hermes/skills/x"}
     assert A.resolve_project(row, [], junk_trees=["/home/u/.hermes"]) == A.HOME
     row = {"cwd": "/home/u/code/app", "git_repo_root": "/home/u/code/app"}
-    assert A.resolve_project(row, [], junk_roots=["/home/u"], junk_trees=["/home/u/.hermes"])["kind"] == "auto"
+    assert A.resolve_project(row, [], junk_roots=["/home/u"], junk_trees=["/home/u/.hermes"]).kind == "auto"
 
 
 def test_explicit_project_under_junk_is_honoured():
@@ -79,14 +79,14 @@ def test_explicit_project_under_junk_is_honoured():
 def test_same_folder_in_two_projects_goes_to_the_first():
     first = {"id": "p1", "name": "one", "folders": [{"path": "/x"}]}
     second = {"id": "p2", "name": "two", "folders": [{"path": "/x"}]}
-    assert A.resolve_project({"cwd": "/x/y"}, [first, second])["id"] == "p1"
+    assert A.resolve_project({"cwd": "/x/y"}, [first, second]).id == "p1"
 
 
 def test_accepts_hermes_project_objects():
     from hermes_cli.projects_db import Project, ProjectFolder
 
     proj = Project(id="p_obj", slug="obj", name="Obj", created_at=0, folders=[ProjectFolder(path="/o")])
-    assert A.resolve_project({"cwd": "/o/a"}, [proj]) == {"kind": "explicit", "id": "p_obj", "name": "Obj"}
+    assert A.resolve_project({"cwd": "/o/a"}, [proj]) == A.Project("explicit", id="p_obj", name="Obj")
 
 
 @pytest.mark.parametrize(
@@ -116,7 +116,7 @@ posix_path = st.lists(segment, min_size=1, max_size=5).map(lambda parts: "/" + "
 def test_property_descendants_of_a_folder_belong_to_it(folder, rest, trailing):
     cwd = folder + "".join("/" + r for r in rest) + ("/" if trailing else "")
     proj = {"id": "p", "name": "n", "folders": [{"path": folder}]}
-    assert A.resolve_project({"cwd": cwd}, [proj])["kind"] == "explicit"
+    assert A.resolve_project({"cwd": cwd}, [proj]).kind == "explicit"
 
 
 @settings(max_examples=300, deadline=None)
@@ -136,7 +136,7 @@ def test_property_winner_is_the_longest_containing_folder(folders, cwd):
         assert got == A.HOME
     else:
         best = max(len(A.path_segments(f)) for f in containing)
-        winner = projects[int(got["id"][1:])]["folders"][0]["path"]
+        winner = projects[int(got.id[1:])]["folders"][0]["path"]
         assert A.is_within(cwd, winner) and len(A.path_segments(winner)) == best
 
 
