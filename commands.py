@@ -225,7 +225,7 @@ def _project_choices() -> str:
 def command_help(raw_args: str = "") -> str:
     """``/history-help``: version, commands, tools, command line, limits, and why semantic search cannot run (if so)."""
     config = status.semantic_config(paths.hermes_home())
-    blocked = config["note"] if config["status"] == "unavailable" else None
+    blocked = config.note if config.status == "unavailable" else None
     return render.render_help(status.plugin_version(), command_line=status.command_line_hint(), semantic=blocked)
 
 

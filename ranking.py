@@ -1,4 +1,4 @@
-"""Ranking (pure): BM25 over message texts, sessions by their best messages, RRF.
+"""Ranking (pure): BM25 over message texts, sessions by their best messages, fusion of the two legs.
 
 Nothing here reads a database: the caller hands in texts and the index's
 statistics. Scores are "higher is better" throughout.
@@ -18,12 +18,12 @@ standardised session scores (:func:`fuse_scores`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from . import unicode61
 from .query import WORD_END, WORD_START
@@ -133,20 +133,6 @@ class Scorer:
         return self.k1 * (1 - self.b + self.b * length / max(stats.avg_length, 1.0))
 
 
-def term_frequency(term: Term, body: Any) -> int:
-    """How often ``term`` occurs: in a token list (word, phrase) or a case-folded string (gram)."""
-    if term.kind == "gram":
-        return body.count(term.forms[0])
-    if term.kind == "word":
-        forms = set(term.forms)
-        return sum(1 for token in body if token in forms)
-    n = len(term.forms)
-    if not n:
-        return 0
-    first = term.forms[0]
-    return sum(1 for i, token in enumerate(body) if token == first and tuple(body[i : i + n]) == term.forms)
-
-
 def session_score(message_scores: Iterable[float]) -> float:
     """A session's score from its messages' scores (any order)."""
     best = sorted(message_scores, reverse=True)[:SESSION_MESSAGES]
@@ -158,12 +144,15 @@ class Hit:
     """One message found for a query: the one shape every leg and layer passes on.
 
     ``score`` is higher-better within its leg (BM25 for keyword, cosine for
-    semantic).
+    semantic). ``found_by``: which legs found its session (``keyword``,
+    ``semantic`` or ``both``), set once the legs' rankings are merged;
+    ``""`` before.
     """
 
     message_id: int
     session_id: str
     score: float
+    found_by: str = ""
 
 
 @dataclass(frozen=True)
@@ -207,14 +196,15 @@ def _standardised(ranking: Sequence[SessionRank]) -> tuple[dict[str, float], flo
     return z, min(z.values())
 
 
-def fuse_scores(keyword: Sequence[SessionRank], semantic: Sequence[SessionRank], *, semantic_weight: float) -> list[tuple[Hit, str]]:
-    """Sessions of both legs by ``z(keyword) + semantic_weight * z(semantic)``; returns ``[(hit, source)]``.
+def fuse_scores(keyword: Sequence[SessionRank], semantic: Sequence[SessionRank], *, semantic_weight: float) -> list[Hit]:
+    """Sessions of both legs by ``z(keyword) + semantic_weight * z(semantic)``: each session's hit, best first.
 
     Each leg's session scores are standardised within the leg (BM25 and
     cosine live on different scales; a leg with one clear winner lifts it
     far above its mean). A session missing from a leg counts as that leg's
-    lowest. ``source`` is ``both``, ``keyword`` or ``semantic``; a session
-    shows its keyword message when it has one. Ties go to the session id.
+    lowest. Each hit's ``found_by`` is ``both``, ``keyword`` or ``semantic``;
+    a session shows its keyword message when it has one. Ties go to the
+    session id.
     """
     kw, kw_floor = _standardised(keyword)
     sem, sem_floor = _standardised(semantic)
@@ -222,51 +212,17 @@ def fuse_scores(keyword: Sequence[SessionRank], semantic: Sequence[SessionRank],
     best.update({r.session_id: r.hit for r in keyword})
     fused = {sid: kw.get(sid, kw_floor) + semantic_weight * sem.get(sid, sem_floor) for sid in best}
     order = sorted(fused, key=lambda sid: (-fused[sid], sid))
-    return [(best[sid], "both" if sid in kw and sid in sem else ("keyword" if sid in kw else "semantic")) for sid in order]
+    return [found(best[sid], "both" if sid in kw and sid in sem else ("keyword" if sid in kw else "semantic")) for sid in order]
 
 
-def best_per_session(hits: Sequence[Hit], limit: int) -> list[Hit]:
-    """The first (strongest) hit of each session in ``hits`` order, at most ``limit`` sessions."""
-    out: list[Hit] = []
-    seen: set[str] = set()
-    for hit in hits:
-        if hit.session_id not in seen:
-            seen.add(hit.session_id)
-            out.append(hit)
-            if len(out) >= limit:
-                break
-    return out
-
-
-def fuse_rrf(
-    rankings: Sequence[Sequence[Any]], *, k: int = 60, weights: Sequence[float] | None = None
-) -> list[tuple[Any, float]]:
-    """Reciprocal Rank Fusion of best-first rankings.
-
-    ``score(x) = sum_i weight_i / (k + rank_i(x))`` with 1-based ranks over
-    the lists that contain ``x``. Returns ``[(item, score)]`` best first;
-    equal scores are ordered by the item itself, so the result is
-    deterministic. Inputs are not mutated; duplicates within one list count
-    at their first (best) rank.
-    """
-    if weights is not None and len(weights) != len(rankings):
-        raise ValueError("one weight per ranking")
-    parts: dict[Any, list[float]] = {}
-    for i, ranking in enumerate(rankings):
-        weight = 1.0 if weights is None else float(weights[i])
-        seen: set[Any] = set()
-        for rank, item in enumerate(ranking, start=1):
-            if item not in seen:
-                seen.add(item)
-                parts.setdefault(item, []).append(weight / (k + rank))
-    # fsum: exact, so the result does not depend on the order of the lists.
-    scores = {item: math.fsum(values) for item, values in parts.items()}
-    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+def found(hit: Hit, found_by: str) -> Hit:
+    """``hit`` labelled with the legs that found it."""
+    return dataclasses.replace(hit, found_by=found_by)
 
 
 def demote(hits: Iterable[Hit], questions: set[int]) -> list[Hit]:
     """``hits`` with the earlier questions (message ids in ``questions``) weighted down by ``EARLIER_QUESTION``."""
-    return [Hit(h.message_id, h.session_id, h.score * EARLIER_QUESTION) if h.message_id in questions else h for h in hits]
+    return [dataclasses.replace(h, score=h.score * EARLIER_QUESTION) if h.message_id in questions else h for h in hits]
 
 
 def score_texts(

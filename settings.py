@@ -10,14 +10,13 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
-from . import state
+from . import config_schema, state
 
 logger = logging.getLogger(__name__)
 
 
-def load_settings(home: Path) -> Any:
+def load_settings(home: Path) -> config_schema.Settings:
     """This profile's plugin settings from ``config.yaml`` (defaults when absent or unreadable).
 
     A real Hermes config.yaml is hundreds of lines (about 40 ms to parse in
@@ -25,8 +24,6 @@ def load_settings(home: Path) -> Any:
     when its size or modification time changes.
     """
     import yaml
-
-    from . import config_schema
 
     path = Path(home) / "config.yaml"
     try:

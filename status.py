@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -80,46 +81,69 @@ def _embeddings_module(settings: config_schema.Settings) -> tuple[Any, str]:
     return embeddings, ""
 
 
-def semantic_config(home: Path) -> dict[str, Any]:
-    """What semantic search would use and what the user agreed to.
+@dataclass(frozen=True)
+class SemanticConfig:
+    """What semantic search would use in a profile and what the user agreed to.
 
-    Returns ``{provider, endpoint, model, status, note, consent}`` where
-    ``status`` is ``disabled`` (``enabled: false``, ``provider: none`` or declined),
-    ``consent_required`` (no consent for this provider, endpoint and model),
-    ``allowed`` (consent covers some projects: ``consent.projects``) or
-    ``unavailable`` (numpy or the model package missing). ``consent`` is the
-    recorded answer (``None`` when there is none, or when ``consent.json`` is
-    unreadable or malformed: ``status`` is then ``consent_required`` and
-    ``note`` says so and how to fix it, as a search's ``semantic_note`` does).
-    Endpoints are shown with their credentials redacted. Never raises.
+    ``status``: ``disabled`` (``enabled: false``, ``provider: none`` or
+    declined), ``consent_required`` (no consent for this provider, endpoint
+    and model, or ``consent.json`` unreadable or malformed:
+    ``consent_problem`` says which), ``allowed`` (consent covers some
+    projects) or ``unavailable`` (numpy or the model package missing:
+    ``install`` is the command that adds them). ``note``: why, and what to
+    do. ``consent``: the recorded answer, endpoint redacted (``None`` when
+    there is none or it cannot be read). ``endpoint`` is shown redacted too.
     """
+
+    provider: str
+    endpoint: str | None
+    model: str | None
+    status: str
+    note: str = ""
+    consent: dict[str, Any] | None = None
+    consent_problem: str = ""
+    install: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """``{provider, endpoint, model, consent, status, note}``, plus ``consent_problem`` / ``install`` when set."""
+        out: dict[str, Any] = {"provider": self.provider, "endpoint": self.endpoint, "model": self.model,
+                               "consent": self.consent, "status": self.status, "note": self.note}
+        if self.consent_problem:
+            out["consent_problem"] = self.consent_problem
+        if self.install:
+            out["install"] = self.install
+        return out
+
+
+def semantic_config(home: Path) -> SemanticConfig:
+    """What semantic search would use in profile ``home``, and what the user agreed to; never raises."""
     settings = load_settings(home)
     spec = semantic.provider_spec(settings) if settings.embedding.provider != "none" else None
-    out: dict[str, Any] = {
-        "provider": settings.embedding.provider,
-        "endpoint": spec.endpoint if spec else None,
-        "model": spec.model if spec else None,
-        "consent": None,
-    }
     path = paths.plugin_data_dir(home) / "consent.json"
     read = consent.load_consent(path)
     record = read.record
+    shown: dict[str, Any] | None = None
     if record is not None:
-        out["consent"] = {k: record.get(k) for k in ("declined", "projects", "provider", "endpoint", "model", "confirmed_at") if k in record}
+        shown = {k: record.get(k) for k in ("declined", "projects", "provider", "endpoint", "model", "confirmed_at") if k in record}
         if isinstance(record.get("endpoint"), str):  # a record from an older version may hold credentials
-            out["consent"]["endpoint"] = redact.redact_url(record["endpoint"])
+            shown["endpoint"] = redact.redact_url(record["endpoint"])
+
+    def config(status: str, note: str, **more: str) -> SemanticConfig:
+        return SemanticConfig(settings.embedding.provider, spec.endpoint if spec else None, spec.model if spec else None,
+                              status, note, shown, **more)
+
     off = semantic.switched_off(settings)
     if off or spec is None:  # spec is None exactly when provider is none
-        return {**out, "status": "disabled", "note": off}
+        return config("disabled", off or "")
     missing = semantic.missing_requirements(settings)
     if missing:
-        return {**out, "status": "unavailable", "note": missing, "install": semantic.install_command(settings)}
+        return config("unavailable", missing, install=semantic.install_command(settings))
     if record and record.get("declined"):
-        return {**out, "status": "disabled", "note": semantic.DECLINED_NOTE}
+        return config("disabled", semantic.DECLINED_NOTE)
     if read is not None and read.problem:
-        return {**out, "status": "consent_required", "consent_problem": read.problem, "note": (
+        return config("consent_required", (
             f"the consent file {path} is {read.problem}, so it counts as no consent; ask the agent to search history "
-            "and answer its question again (its consent tool rewrites the file)")}
+            "and answer its question again (its consent tool rewrites the file)"), consent_problem=read.problem)
     same = consent.consent_matches(record, spec)
     if not same or not (record or {}).get("projects"):
         where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
@@ -127,10 +151,10 @@ def semantic_config(home: Path) -> dict[str, Any]:
         if record is not None and not same:
             note += (f" (the recorded consent is for {record.get('model')} at "
                      f"{redact.redact_url(str(record.get('endpoint')))})")
-        return {**out, "status": "consent_required", "note": note}
+        return config("consent_required", note)
     projects = (record or {}).get("projects") or []
     covers = "every project" if "*" in projects else f"{len(projects)} project(s)"
-    return {**out, "status": "allowed", "note": f"consent covers {covers}"}
+    return config("allowed", f"consent covers {covers}")
 
 
 def _model(home: Path) -> tuple[str | None, int]:
@@ -235,7 +259,7 @@ def index_status(*, home: Path, cwd: str) -> dict[str, Any]:
         "indexable": indexable,
         "indexed": 0,
         "pending": indexable,
-        "semantic": semantic_config(home),
+        "semantic": semantic_config(home).to_json(),
     }
     if scope.project.is_home:
         return {**answer, "pending": 0, "semantic_status": "disabled",
@@ -263,7 +287,7 @@ def profile_status(*, home: Path) -> dict[str, Any]:
     projects_db, semantic, index}``. ``state_db``: ``{path, found, sessions,
     messages}`` (``error`` when unreadable); ``projects_db``: ``{path, found,
     projects, archived}`` (``note`` when unreadable); ``semantic``: see
-    :func:`semantic_config`; ``index``: see :func:`index_file_report`.
+    :class:`SemanticConfig`; ``index``: see :func:`index_file_report`.
     ``success`` is False only when the profile folder itself does not exist.
     """
     home = Path(home)
@@ -295,7 +319,7 @@ def profile_status(*, home: Path) -> dict[str, Any]:
     elif listing.note:
         projects["note"] = listing.note
     answer["projects_db"] = projects
-    answer["semantic"] = semantic_config(home)
+    answer["semantic"] = semantic_config(home).to_json()
     answer["index"] = index_file_report(home)
     return answer
 

@@ -552,7 +552,7 @@ class VectorIndex:
         matches the file, else read from the file on a read-only connection
         (a set). Raises ``sqlite3`` errors.
         """
-        if self._in_step():
+        if self.in_step():
             return self._indexed.keys()
         with closing(self._reader()) as conn:
             return self._ids_in(conn, sessions, above)
@@ -565,7 +565,7 @@ class VectorIndex:
         with closing(self._reader()) as conn:
             return self._top_chunk(conn)
 
-    def _in_step(self) -> bool:
+    def in_step(self) -> bool:
         """Whether what is indexed in memory can answer now: not busy loading or indexing, and nothing new in the file."""
         if not self._lock.acquire(blocking=False):
             return False

@@ -537,6 +537,32 @@ def print_table(title: str, rows: dict[str, dict[str, Any]], systems: list[str],
         print(f"| {system} | " + " | ".join(cells) + " |")
 
 
+def rrf_fuser(phr: Any) -> Callable[..., list[Any]]:
+    """A stand-in for ``search.fuse``: Reciprocal Rank Fusion (k=60) of both legs' session rankings.
+
+    Bench-only, to compare against the plugin's fusion of standardised
+    scores on the same candidates. A session shows its keyword message when
+    it has one, as in the plugin.
+    """
+    ranking = phr.ranking
+
+    def fuse(keyword: Any, semantic: Any, limit: int) -> list[Any]:
+        kw = [r.hit for r in keyword.sessions]
+        sem = [r.hit for r in ranking.rank_sessions(semantic)]
+        best = {h.session_id: h for h in sem}
+        best.update({h.session_id: h for h in kw})
+        in_kw, in_sem = {h.session_id for h in kw}, {h.session_id for h in sem}
+        score: dict[str, float] = defaultdict(float)
+        for ranked in (kw, sem):
+            for rank, hit in enumerate(ranked, start=1):
+                score[hit.session_id] += 1.0 / (60 + rank)
+        order = sorted(score, key=lambda sid: (-score[sid], sid))
+        return [ranking.found(best[sid], "both" if sid in in_kw and sid in in_sem else ("keyword" if sid in in_kw else "semantic"))
+                for sid in order][:limit]
+
+    return fuse
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("sets", nargs="+", type=Path, help="data set folders (beam, mem-gallery or devmembench format)")
@@ -545,6 +571,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--systems", help=f"comma-separated subset of {','.join(SYSTEMS)}")
     ap.add_argument("--by-type", action="store_true", help="also print MRR by question type")
     ap.add_argument("--out", type=Path, help="write metrics JSON here (ids and ranks only, no set text)")
+    ap.add_argument("--fusion", choices=("scores", "rrf"), default="scores",
+                    help="hybrid's fusion: the plugin's standardised scores, or (to compare) Reciprocal Rank Fusion, "
+                         "k=60, of the same two legs' session rankings")
     args = ap.parse_args(argv)
     command = shlex.join([sys.executable, *(sys.argv if argv is None else [__file__, *argv])])
     systems = list(SYSTEMS) if not args.systems else [s for s in args.systems.split(",") if s]
@@ -570,6 +599,8 @@ def main(argv: list[str] | None = None) -> int:
     phr = load_plugin()
     if semantic:
         phr.semantic.INDEX_BUDGET_S = 3600.0
+    if args.fusion == "rrf":
+        phr.search.fuse = rrf_fuser(phr)
     results: dict[str, list[Question]] = {}
     try:
         for ds in datasets:

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from project_history_recall import query as Q
-from project_history_recall import ranking as R
 from project_history_recall import snippet as N
 
 
@@ -139,11 +138,6 @@ def test_snippet_marks_every_matching_word():
 
 def test_snippet_without_match_is_the_start():
     assert N.make_snippet("short text", Q.parse_query("zzz").units) == "short text"
-
-
-def test_best_per_session_keeps_the_first_hit_of_each_session():
-    hits = [R.Hit(5, "a", -3.0), R.Hit(4, "a", -2.0), R.Hit(3, "b", -1.0), R.Hit(2, "c", -0.5)]
-    assert [(h.session_id, h.message_id) for h in R.best_per_session(hits, 2)] == [("a", 5), ("b", 3)]
 
 
 def test_plural_forms_are_one_term():

@@ -280,7 +280,7 @@ def test_keyword_mode_status_follows_the_file_without_loading_the_matrix(warm, f
     # A hybrid search loads the index; keyword mode then answers from memory, and stays right.
     assert warm.search("cur", "websocket backoff", mode="hybrid")["semantic_status"] == "ready"
     assert index.vectors_in_memory == stored_chunks(warm) == 3
-    assert index._in_step()
+    assert index.in_step(), "what is in memory matches the file"
     warm.say("a_ws", "assistant", "Jitter is drawn from the full backoff window.")
     assert warm.search("cur", "websocket", mode="keyword")["semantic_status"] == "partial"
 
