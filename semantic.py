@@ -284,7 +284,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
                 deadline=time.monotonic() + INDEX_BUDGET_S,
             )
         if missing <= 0:
-            _complete[(vectors.generation, key[1])] = (hash(scope.ids_json), top)  # a repair meanwhile gave a new generation
+            _complete[(vectors.generation, key[1])] = (scope.ids_json, top)  # a repair meanwhile gave a new generation
         done = max(total - missing, 0)
         # Filters are applied after the vector search: look further when they are on.
         per_session = SEMANTIC_PER_SESSION * (4 if scope.filters.active else 1)
@@ -331,7 +331,7 @@ def _unindexed(
     sessions = set(scope.session_ids)
     top = store.max_message_id(conn)
     known = _complete.get(key)
-    if known is not None and known[0] == hash(scope.ids_json):
+    if known is not None and known[0] == scope.ids_json:  # the sessions compared in full, never by hash
         # The scope was complete up to a watermark: only newer messages can be missing.
         indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions, above=known[1])
         if vectors.generation == key[0]:  # else loading found damaged vectors, below the watermark too: count all
@@ -352,8 +352,8 @@ def _unindexed(
     return pending, missing, total, top
 
 
-# (index, project) -> (signature of the scope's sessions, message-id watermark) once complete
-_complete: dict[tuple[int, str], tuple[int, int]] = state.cache("semantic_complete").data
+# (index, project) -> (the scope's sessions as JSON, message-id watermark) once complete
+_complete: dict[tuple[int, str], tuple[str, int]] = state.cache("semantic_complete").data
 
 
 # (index, project) -> ((scope signature, state.db's top message id, the index's top chunk id), (missing, total)):
