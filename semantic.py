@@ -39,6 +39,9 @@ INDEX_BUDGET_S = 1.5  # indexing time one tool call may spend
 INDEX_BATCH = 2000  # unindexed messages looked at per call
 
 
+SYNC_EVERY_S = 30.0  # how often the index command copies new vectors into the shared vector files
+
+
 SEMANTIC_PER_SESSION = 3  # messages of a session the vector leg returns
 
 
@@ -509,6 +512,7 @@ def index_projects(
         conn.close()
     already = total - len(work)
     done = 0
+    synced = time.monotonic()
     try:
         for start in range(0, len(work), 64):
             if deadline is not None and time.monotonic() >= deadline:
@@ -517,6 +521,10 @@ def index_projects(
             done += vectors.add(batch)
             if progress is not None:
                 progress(already + done, total)
+            if time.monotonic() - synced >= SYNC_EVERY_S:  # searches meanwhile find the new vectors copied already
+                vectors.sync()
+                synced = time.monotonic()
+        vectors.sync()  # what was embedded is copied here, not by the next search
     except index_troubles as exc:
         return failed(exc, already + done, total)
     except sqlite3.Error as exc:

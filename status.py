@@ -17,10 +17,13 @@ import sqlite3
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import config_schema, consent, errors, paths, redact, semantic, store, workspace
 from .settings import load_settings
+
+if TYPE_CHECKING:  # numpy comes with it: imported only where semantic search may run
+    from . import index_file
 
 logger = logging.getLogger(__name__)
 
@@ -198,6 +201,10 @@ def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[
         return {**out, "bytes": 0, "chunks": 0, "messages_indexed": 0, "damaged_vectors": 0}
     out["bytes"] = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
     fingerprint, dims = _model(home)
+    if problem is None and fingerprint:
+        problem = _vector_file_problem(path, fingerprint)
+        if problem is not None:
+            out.update(error=str(problem), code=problem.code, temporary=problem.temporary)
     try:
         conn = store.connect_ro(path)
     except (FileNotFoundError, sqlite3.DatabaseError) as exc:
@@ -222,6 +229,16 @@ def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[
     finally:
         conn.close()
     return out
+
+
+def _vector_file_problem(path: Path, fingerprint: str) -> index_file.IndexBlocked | None:
+    """What stops searches from writing the model's shared vector files beside ``path`` until the user acts, else ``None``."""
+    from . import index_file, vector_file
+
+    found = vector_file.VectorFile(path, fingerprint).unusable()
+    if found is None:
+        return None
+    return index_file.unusable_file(*found)
 
 
 # ---------------------------------------------------------------------------

@@ -147,6 +147,18 @@ class VectorFile:
             self._names_read = committed
         return self._names
 
+    def unusable(self) -> tuple[Path, str] | None:
+        """One of these files that no writer can use until the user acts: ``(path, "not a file" | "read-only")``, else ``None``.
+
+        A few ``stat``/``access`` calls; never raises.
+        """
+        for path in self._paths.values():
+            if os.path.lexists(path) and not path.is_file():
+                return path, "not a file"
+            if path.is_file() and not os.access(path, os.R_OK | os.W_OK):
+                return path, "read-only"
+        return None
+
     # -- writing -----------------------------------------------------------------
     @contextmanager
     def _locked(self) -> Any:
@@ -273,9 +285,11 @@ class VectorFile:
                 return 0
             with open(self._paths["rows"], "r+b") as f, mmap.mmap(f.fileno(), head.rows * 24) as mapped:
                 rows = np.frombuffer(mapped, dtype="<i8").reshape(head.rows, 3)
-                hit = np.isin(rows[:, 1], messages) & ~np.isin(rows[:, 0], keep) if len(messages) else np.zeros(head.rows, bool)
-                if len(gone):
-                    hit |= np.isin(rows[:, 0], gone)
+                # One sorting pass over the message ids (not one comparison pass per message); chunks
+                # are found by binary search, rows being in chunk id order.
+                hit = np.isin(rows[:, 1], messages, kind="sort") if len(messages) else np.zeros(head.rows, bool)
+                hit[_chunk_rows(rows[:, 0], keep)] = False
+                hit[_chunk_rows(rows[:, 0], gone)] = True
                 hit &= rows[:, 1] != -1
                 marked = int(np.count_nonzero(hit))
                 if marked:
@@ -288,6 +302,14 @@ class VectorFile:
         """Forget every row (the next :meth:`append` copies everything again)."""
         with self._locked():
             self._write_head(Head())
+
+
+def _chunk_rows(chunk_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The rows holding the chunks ``wanted`` (``chunk_ids`` ascending, as rows are appended); absent ones are left out."""
+    if not len(wanted) or not len(chunk_ids):
+        return np.zeros(0, dtype=np.int64)
+    at = np.minimum(np.searchsorted(chunk_ids, wanted), len(chunk_ids) - 1)
+    return at[chunk_ids[at] == wanted]
 
 
 def _parse_names(data: bytes) -> list[str]:

@@ -186,6 +186,14 @@ class VectorIndex:
             self._load_indexed()
             return dict(self._indexed)
 
+    def sync(self) -> None:
+        """Copy what embeddings.db holds into the shared vector files now, so that no search pays for it.
+
+        Raises like a search's refresh (:class:`IndexNotNow`, ``sqlite3`` errors).
+        """
+        with self._lock:
+            self._catch_up()
+
     def indexed_ids(self) -> Any:
         """The message ids embedded with this model (a live, read-only view: no copy)."""
         with self._lock:
@@ -331,8 +339,7 @@ class VectorIndex:
                 with self._conn:  # one snapshot of the chunks
                     self._vectors.append(self._file, dims, read_after)
             except OSError as exc:
-                raise IndexNotNow(f"the vector files beside {self.path} cannot be written ({exc}); semantic search "
-                                  "retries on a later search", code="index_error") from exc
+                raise self._copy_failed(exc) from exc
             view = self._vectors.view(self._file)
         if view is not self._view:
             if view.head.epoch != self._view.head.epoch or len(view.names) < len(self._codes):  # new files: new codes
@@ -343,6 +350,15 @@ class VectorIndex:
         if damaged:
             self._repair(damaged, "of the wrong size")
         self._reconcile()
+
+    def _copy_failed(self, exc: OSError) -> IndexNotNow:
+        """What a failed copy into the vector files means: :class:`IndexBlocked` when one of them is not a file or
+        cannot be written (the user must act), else a temporary :class:`IndexNotNow` (a full disk, a quota)."""
+        found = self._vectors.unusable()
+        if found is not None:
+            return index_file.unusable_file(*found)
+        return IndexNotNow(f"the vector files beside {self.path} cannot be written ({exc}); semantic search "
+                           "retries on a later search", code="index_error")
 
     def _reconcile(self) -> None:
         """Every ``_RECONCILE_S``: mark gone the rows whose chunks embeddings.db no longer holds.

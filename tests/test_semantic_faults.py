@@ -26,7 +26,7 @@ import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -340,6 +340,42 @@ def test_a_folder_at_the_index_path_says_what_to_remove(faults, fake, capsys):
     assert (path / "something.txt").read_text() == "the user's", "nothing of the user's is removed"
     shutil.rmtree(path)
     assert faults.search("cur", "websocket backoff")["semantic_status"] == "ready", "a new index is built"
+
+
+def test_a_folder_at_a_vector_file_path_is_permanent_and_says_what_to_remove(faults, fake, capsys):
+    """The shared vector files beside embeddings.db: a folder where one belongs is the user's to remove, not a busy disk."""
+    indexed_then_new_process(faults, fake)
+    (vec,) = data_dir(faults).glob("embeddings.db.*.vec")
+    vec.unlink()
+    vec.mkdir()
+    (vec / "something.txt").write_text("the user's")
+    answer = faults.search("cur", "websocket backoff")
+    assert result_sessions(answer)[0] == "a_ws", "keyword results still answer"
+    assert answer["semantic_status"] == "unavailable"
+    note = answer["semantic_note"]
+    assert str(vec) in note and "is a folder" in note and "rm -r" in note and "retries" not in note, note
+    code, answer, _ = run_cli(capsys, faults, "index")
+    assert code == 1 and answer["code"] == "index_not_a_file" and answer["temporary"] is False, answer
+    code, report, _ = run_cli(capsys, faults, "status")
+    assert report["index"]["code"] == "index_not_a_file" and str(vec) in report["index"]["error"], report["index"]
+    assert (vec / "something.txt").read_text() == "the user's", "nothing of the user's is removed"
+    shutil.rmtree(vec)
+    assert faults.search("cur", "websocket backoff")["semantic_status"] == "ready", "the files are built again"
+
+
+def test_a_vector_file_that_cannot_be_written_is_permanent(faults, fake, capsys):
+    indexed_then_new_process(faults, fake)
+    (head,) = data_dir(faults).glob("embeddings.db.*.head")
+    head.write_text("{}")  # the files must be built again, and the next writer cannot
+    (vec,) = data_dir(faults).glob("embeddings.db.*.vec")
+    with writes_denied(vec):
+        answer = faults.search("cur", "websocket backoff")
+        assert result_sessions(answer)[0] == "a_ws"
+        assert answer["semantic_status"] == "unavailable"
+        assert str(vec) in answer["semantic_note"] and "chmod u+w" in answer["semantic_note"], answer["semantic_note"]
+        code, answer, _ = run_cli(capsys, faults, "index")
+        assert code == 1 and answer["code"] == "index_read_only" and answer["temporary"] is False, answer
+    assert faults.search("cur", "websocket backoff")["semantic_status"] == "ready"
 
 
 def test_a_dropped_table_is_moved_aside_and_rebuilt(faults, fake, capsys):
@@ -658,3 +694,16 @@ def test_the_local_model_needs_no_redaction():
     from project_history_recall import embeddings
 
     assert getattr(embeddings.LocalProvider, "outbound_text", None) is None
+
+
+def test_the_index_command_leaves_the_shared_vector_files_current(faults, fake, capsys):
+    """What the index command embedded is copied into the shared vector files there, not by the next search."""
+    server = fake()
+    faults.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(faults)
+    code, answer, _ = run_cli(capsys, faults, "index")
+    assert code == 0 and answer["indexed"] == answer["total"] > 0, answer
+    with closing(sqlite3.connect(index_path(faults).as_uri() + "?mode=ro", uri=True)) as conn:
+        top = conn.execute("SELECT max(id) FROM chunks").fetchone()[0]
+    (head,) = data_dir(faults).glob("embeddings.db.*.head")
+    assert json.loads(head.read_text())["upto"] == top

@@ -262,3 +262,29 @@ def test_damage_that_keeps_the_sizes_is_found_and_rebuilt(built, damage):
     fresh.add([P(20, "s", "late ab")])
     assert hits(fresh, provider, {"s"}) == [*range(1, 9), 20]
     assert hits(fresh, provider, {"t"}) == [9, 10]
+
+
+def test_marking_gone_matches_a_plain_reading_of_the_rule(tmp_path):
+    """Every row of the messages except the kept chunks, plus the gone chunks; rows already gone stay gone."""
+    rng = np.random.default_rng(3)
+    files_ = vector_file.VectorFile(tmp_path / "embeddings.db", "fp")
+    chunk_ids = np.sort(rng.choice(10_000, 600, replace=False)) + 1
+    message_ids = rng.integers(1, 200, len(chunk_ids))
+    vectors = rng.standard_normal((len(chunk_ids), 4)).astype(np.float32)
+
+    def read_after(upto):
+        for start in range(0, len(chunk_ids), 128):
+            part = slice(start, start + 128)
+            yield chunk_ids[part].tolist(), message_ids[part].tolist(), ["s"] * len(chunk_ids[part]), vectors[part]
+
+    files_.append((1, 1), 4, read_after)
+    expected = message_ids.copy()
+    for _ in range(20):
+        messages = set(rng.choice(200, 5).tolist())
+        keep = set(rng.choice(chunk_ids, 10).tolist()) | {999_999}
+        gone = set(rng.choice(chunk_ids, 3).tolist()) | {0, 10**9}  # absent chunk ids are ignored
+        rule = (np.isin(expected, list(messages)) & ~np.isin(chunk_ids, list(keep))) | np.isin(chunk_ids, list(gone))
+        rule &= expected != -1
+        expected[rule] = -1
+        assert files_.mark_gone(messages, keep_chunks=keep, gone_chunks=gone) == int(rule.sum())
+        assert files_.view((1, 1)).rows[:, 1].tolist() == expected.tolist()
