@@ -234,11 +234,13 @@ def session_candidates(
     """
     table = _table(space)
     where, params = _filters(scope)
+    # The scope first: session_id precedes the content in a messages row, so another project's
+    # rows are passed over before SQLite decodes the columns after the content (flags, tool name).
     sql = f"""
         WITH hits AS MATERIALIZED (
             SELECT m.id AS id, m.session_id AS session_id, bm25({table}) AS score
             FROM {table} JOIN messages m ON m.id = {table}.rowid
-            WHERE {table} MATCH ? AND {where} AND {store.SCOPE_SQL}
+            WHERE {table} MATCH ? AND {store.SCOPE_SQL} AND {where}
         )
         SELECT id, session_id FROM (
             SELECT id, session_id, score,
@@ -246,7 +248,7 @@ def session_candidates(
             FROM hits
         ) WHERE n <= ? ORDER BY score, id DESC LIMIT ?
     """
-    rows = conn.execute(sql, [match, *params, scope.ids_json, per_session, limit])
+    rows = conn.execute(sql, [match, scope.ids_json, *params, per_session, limit])
     return [(int(r[0]), r[1]) for r in rows]
 
 
@@ -265,12 +267,12 @@ def newest_candidates(
     where, params = _filters(scope)
     sql = f"""
         SELECT m.id, m.session_id FROM {table} JOIN messages m ON m.id = {table}.rowid
-        WHERE {table} MATCH ? AND {where} AND {store.SCOPE_SQL}
+        WHERE {table} MATCH ? AND {store.SCOPE_SQL} AND {where}
         ORDER BY {table}.rowid DESC
     """
     out: list[tuple[int, str]] = []
     taken: dict[str, int] = {}
-    for mid, sid in conn.execute(sql, [match, *params, scope.ids_json]):
+    for mid, sid in conn.execute(sql, [match, scope.ids_json, *params]):
         if taken.get(sid, 0) < per_session:
             taken[sid] = taken.get(sid, 0) + 1
             out.append((int(mid), sid))
