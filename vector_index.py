@@ -3,7 +3,7 @@
 :class:`VectorIndex` writes chunks to embeddings.db (the truth), keeps the
 model's vector files (:mod:`vector_file`) up to it and maps them: every
 process shares one copy of the vectors in the page cache instead of loading
-its own. Similarity searches are one matrix product over the mapped rows,
+its own. Similarity searches score the mapped rows (:mod:`vector_scores`),
 scope applied at query time.
 :func:`index_for` gives the process-wide index of a file and model (state
 cache ``vector_indexes``); :func:`reset_indexes` closes them all.
@@ -30,7 +30,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Container, Sequence
-from collections.abc import Set as AbstractSet
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from . import index_file, state, vector_file
+from . import index_file, state, vector_file, vector_scores
 from .embeddings import EmbeddingUnavailable, Provider, chunk_text, content_hash, decode_vectors, encode_vector, normalise
 from .index_file import IndexBlocked, IndexNotNow
 from .ranking import Hit
@@ -49,10 +48,6 @@ _generations = itertools.count(1)
 
 _LOAD_BATCH = 2_000  # chunks decoded per step when vectors are copied in (bounds what the copying process holds)
 _RECONCILE_S = 30.0  # how often a process checks that no gone chunk is still marked live (another process died mid-way)
-_BLOCK = 32_768  # rows scored per step when a scope is gathered (bounds the transient copy)
-#: A scope holding more than this share of the rows is scored in place (one product over
-#: every row, the rest masked) rather than gathered block by block.
-IN_PLACE_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -469,69 +464,8 @@ class VectorIndex:
             if not view.n or not sessions:
                 return []
             names, codes = view.names, self._codes  # as they belong to this view (another thread may map newer files)
-            ids, owners, scores = self._scope_scores(view, codes, query, sessions)
-            if not len(ids):
-                return []
-        # Look at a head of the best chunks, widened until it holds enough sessions.
-        head = min(len(scores), max(top_sessions * per_session * 4, 64))
-        while True:
-            best, taken = self._head(names, sessions, ids, owners, scores, head, top_sessions, per_session)
-            if len(taken) >= top_sessions or head >= len(scores):
-                break
-            head = min(len(scores), head * 4)
-        return sorted((Hit(m, sid, score) for m, (sid, score) in best.items()), key=lambda h: (-h.score, h.message_id))
-
-    def _head(
-        self, names: Sequence[str], sessions: AbstractSet[str], ids: np.ndarray, owners: np.ndarray, scores: np.ndarray,
-        head: int, top_sessions: int, per_session: int,
-    ) -> tuple[dict[int, tuple[str, float]], dict[str, int]]:
-        part = np.argpartition(-scores, head - 1)[:head] if head < len(scores) else np.arange(len(scores))
-        best: dict[int, tuple[str, float]] = {}
-        taken: dict[str, int] = {}
-        for i in part[np.argsort(-scores[part], kind="stable")]:
-            if scores[i] == -np.inf:  # the rest is out of scope
-                break
-            mid = int(ids[i])
-            if mid in best:
-                continue
-            sid = names[int(owners[i])]
-            if sid not in sessions:  # never another session's message, whatever the codes say
-                continue
-            count = taken.get(sid, 0)
-            if count >= per_session or (not count and len(taken) >= top_sessions):
-                continue
-            taken[sid] = count + 1
-            best[mid] = (sid, float(scores[i]))
-        return best, taken
-
-    def _scope_scores(
-        self, view: vector_file.View, codes: dict[str, int], query: np.ndarray, sessions: set[str]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(message ids, session codes, cosines)`` of the live rows of ``sessions`` in the mapped vectors.
-
-        A scope holding most rows is scored in place: one product over the
-        mapped matrix (the operating system's shared pages, no copy), the rest
-        masked to ``-inf``. A smaller one is gathered block by block
-        (``_BLOCK`` rows at a time), so a small project reads only its own rows
-        and no process keeps a copy. Scope is compared in full (a set of
-        session ids), never by hash.
-        """
-        member = np.zeros(len(view.names) + 1, dtype=bool)
-        member[np.array([codes[s] for s in sessions if s in codes], dtype=np.int64)] = True
-        owners = view.rows[:, 2]
-        ids = view.rows[:, 1]
-        inside = member[owners] & (ids != -1)
-        share = int(np.count_nonzero(inside))
-        if share > IN_PLACE_SHARE * view.n:
-            scores = view.vectors @ query
-            scores[~inside] = -np.inf
-            return ids, owners, scores
-        where = np.flatnonzero(inside)
-        scores = np.empty(len(where), dtype=np.float32)
-        for start in range(0, len(where), _BLOCK):
-            part = where[start : start + _BLOCK]
-            scores[start : start + len(part)] = view.vectors[part] @ query
-        return ids[where], owners[where], scores
+            ids, owners, scores = vector_scores.scope_scores(view, codes, query, sessions)
+        return vector_scores.best_of_sessions(names, sessions, ids, owners, scores, top_sessions, per_session)
 
     @property
     def vectors_in_memory(self) -> int:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from project_history_recall import embeddings as E
-from project_history_recall import index_file, vector_index
+from project_history_recall import index_file, vector_index, vector_scores
 
 
 class CountingProvider:
@@ -166,7 +166,7 @@ def test_a_scope_scored_in_place_never_returns_other_sessions(tmp_path):
     index = vector_index.VectorIndex(tmp_path / "e.db", provider)
     pending = [vector_index.PendingMessage(i + 1, "big" if i < 95 else f"other{i}", f"text {i} " + "ab" * (i % 7)) for i in range(100)]
     index.add(pending)
-    assert 95 / 100 > vector_index.IN_PLACE_SHARE
+    assert 95 / 100 > vector_scores.IN_PLACE_SHARE
     hits = index.search(provider.embed(["ab"]), {"big"}, 1, per_session=1000)
     assert len(hits) == 95 and {h.session_id for h in hits} == {"big"}
     assert [(h.message_id, h.session_id) for h in index.search(provider.embed(["ab"]), {"other97"}, 1000)] == [(98, "other97")]
@@ -179,7 +179,7 @@ def test_a_scope_scored_in_place_follows_new_chunks(tmp_path):
     index = vector_index.VectorIndex(tmp_path / "e.db", provider)
     P = vector_index.PendingMessage
     index.add([P(i + 1, "big" if i < 8 else "other", f"text {i}") for i in range(10)])
-    assert 8 / 10 > vector_index.IN_PLACE_SHARE
+    assert 8 / 10 > vector_scores.IN_PLACE_SHARE
     query = provider.embed(["ab ab"])
     assert len(index.search(query, {"big"}, 100, per_session=100)) == 8  # scored in place; its mask is cached
     index.add([P(11, "big", "ab ab"), P(12, "other", "ab ab"), P(13, "newcomer", "ab ab")])
@@ -200,9 +200,9 @@ def test_a_gathered_scope_and_one_scored_in_place_find_the_same(tmp_path, monkey
     P = vector_index.PendingMessage
     index.add([P(i + 1, "mine" if i % 3 == 0 else f"other{i}", f"text {i} " + "ab" * i) for i in range(60)])
     query = provider.embed(["ab"])
-    monkeypatch.setattr(vector_index, "_BLOCK", 4)  # several blocks for a 20-row scope
+    monkeypatch.setattr(vector_scores, "BLOCK", 4)  # several blocks for a 20-row scope
     gathered = index.search(query, {"mine"}, 1000, per_session=1000)
-    monkeypatch.setattr(vector_index, "IN_PLACE_SHARE", 0.0)
+    monkeypatch.setattr(vector_scores, "IN_PLACE_SHARE", 0.0)
     in_place = index.search(query, {"mine"}, 1000, per_session=1000)
     assert gathered == in_place and len(gathered) == 20 and {h.session_id for h in gathered} == {"mine"}
 

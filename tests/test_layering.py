@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("semantic",),  # the semantic service (gate, leg, warm-up, consent, indexing)
     ("lexical", "move"),  # the keyword leg; the move (the only write to Hermes data)
     ("fts", "vector_index"),  # Hermes' FTS indexes; the private vector index
+    ("vector_scores",),  # scoring a scope over the mapped vectors
     ("workspace",),  # projects of folders and sessions, the search scope
     ("session_rows", "index_file", "vector_file", "consent"),  # sessions and their workspaces; embeddings.db's file; the shared vector files; consent.json
     ("store",),  # connections, projects.db, messages

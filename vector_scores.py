@@ -1,0 +1,97 @@
+"""Scoring a scope over the mapped vectors, and keeping the best messages of the best sessions.
+
+Numpy over the arrays of a :class:`vector_file.View`; opens no file (the
+pages are the shared vector files', mapped by the caller).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
+
+import numpy as np
+
+from . import vector_file
+from .ranking import Hit
+
+BLOCK = 32_768  # rows scored per step when a scope is gathered (bounds the transient copy)
+#: A scope holding more than this share of the rows is scored in place (one product over
+#: every row, the rest masked) rather than gathered block by block.
+IN_PLACE_SHARE = 0.5
+
+
+def scope_scores(
+    view: vector_file.View, codes: dict[str, int], query: np.ndarray, sessions: AbstractSet[str]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(message ids, session codes, cosines)`` of the live rows of ``sessions`` in ``view``.
+
+    ``codes``: each session's code in ``view``; ``query``: a unit vector of
+    the view's dimensions. A scope holding most rows is scored in place: one
+    product over the mapped matrix (the operating system's shared pages, no
+    copy), the rest masked to ``-inf``. A smaller one is gathered block by
+    block (``BLOCK`` rows at a time), so a small project reads only its own
+    rows and no process keeps a copy. Scope is compared in full (a set of
+    session ids), never by hash.
+    """
+    member = np.zeros(len(view.names) + 1, dtype=bool)
+    member[np.array([codes[s] for s in sessions if s in codes], dtype=np.int64)] = True
+    owners = view.rows[:, 2]
+    ids = view.rows[:, 1]
+    inside = member[owners] & (ids != -1)
+    share = int(np.count_nonzero(inside))
+    if share > IN_PLACE_SHARE * view.n:
+        scores = view.vectors @ query
+        scores[~inside] = -np.inf
+        return ids, owners, scores
+    where = np.flatnonzero(inside)
+    scores = np.empty(len(where), dtype=np.float32)
+    for start in range(0, len(where), BLOCK):
+        part = where[start : start + BLOCK]
+        scores[start : start + len(part)] = view.vectors[part] @ query
+    return ids[where], owners[where], scores
+
+
+def best_of_sessions(
+    names: Sequence[str], sessions: AbstractSet[str], ids: np.ndarray, owners: np.ndarray, scores: np.ndarray,
+    top_sessions: int, per_session: int,
+) -> list[Hit]:
+    """The best messages of the ``top_sessions`` best sessions among scored rows, best first.
+
+    At most ``per_session`` messages of a session; a message's score is its
+    best chunk's. Rows of a session not in ``sessions`` are never returned,
+    whatever the codes say. Looks at a head of the best rows, widened until
+    it holds enough sessions.
+    """
+    if not len(scores):
+        return []
+    head = min(len(scores), max(top_sessions * per_session * 4, 64))
+    while True:
+        best, taken = _head(names, sessions, ids, owners, scores, head, top_sessions, per_session)
+        if len(taken) >= top_sessions or head >= len(scores):
+            break
+        head = min(len(scores), head * 4)
+    return sorted((Hit(m, sid, score) for m, (sid, score) in best.items()), key=lambda h: (-h.score, h.message_id))
+
+
+def _head(
+    names: Sequence[str], sessions: AbstractSet[str], ids: np.ndarray, owners: np.ndarray, scores: np.ndarray,
+    head: int, top_sessions: int, per_session: int,
+) -> tuple[dict[int, tuple[str, float]], dict[str, int]]:
+    part = np.argpartition(-scores, head - 1)[:head] if head < len(scores) else np.arange(len(scores))
+    best: dict[int, tuple[str, float]] = {}
+    taken: dict[str, int] = {}
+    for i in part[np.argsort(-scores[part], kind="stable")]:
+        if scores[i] == -np.inf:  # the rest is out of scope
+            break
+        mid = int(ids[i])
+        if mid in best:
+            continue
+        sid = names[int(owners[i])]
+        if sid not in sessions:  # never another session's message, whatever the codes say
+            continue
+        count = taken.get(sid, 0)
+        if count >= per_session or (not count and len(taken) >= top_sessions):
+            continue
+        taken[sid] = count + 1
+        best[mid] = (sid, float(scores[i]))
+    return best, taken
