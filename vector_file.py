@@ -24,6 +24,7 @@ embeddings.db under the lock.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import mmap
 import os
@@ -152,10 +153,11 @@ class VectorFile:
 
         A few ``stat``/``access`` calls; never raises.
         """
-        for path in self._paths.values():
+        for kind, path in self._paths.items():
             if os.path.lexists(path) and not path.is_file():
                 return path, "not a file"
-            if path.is_file() and not os.access(path, os.R_OK | os.W_OK):
+            # .head is replaced, never written in place: its own mode does not matter.
+            if kind != "head" and path.is_file() and not os.access(path, os.R_OK | os.W_OK):
                 return path, "read-only"
         return None
 
@@ -285,23 +287,35 @@ class VectorFile:
                 return 0
             with open(self._paths["rows"], "r+b") as f, mmap.mmap(f.fileno(), head.rows * 24) as mapped:
                 rows = np.frombuffer(mapped, dtype="<i8").reshape(head.rows, 3)
-                # One sorting pass over the message ids (not one comparison pass per message); chunks
-                # are found by binary search, rows being in chunk id order.
-                hit = np.isin(rows[:, 1], messages, kind="sort") if len(messages) else np.zeros(head.rows, bool)
-                hit[_chunk_rows(rows[:, 0], keep)] = False
-                hit[_chunk_rows(rows[:, 0], gone)] = True
-                hit &= rows[:, 1] != -1
-                marked = int(np.count_nonzero(hit))
-                if marked:
-                    rows[hit, 1] = -1
-                    mapped.flush()
-                del rows
+                try:
+                    # Chunks by binary search into the rows, which are in chunk id order.
+                    hit = _among(rows[:, 1], messages)
+                    hit[_chunk_rows(rows[:, 0], keep)] = False
+                    hit[_chunk_rows(rows[:, 0], gone)] = True
+                    hit &= rows[:, 1] != -1
+                    marked = int(np.count_nonzero(hit))
+                    if marked:
+                        rows[hit, 1] = -1
+                        mapped.flush()
+                finally:
+                    del rows  # the mapping closes only once no array points into it
             return marked
 
     def reset(self) -> None:
         """Forget every row (the next :meth:`append` copies everything again)."""
         with self._locked():
             self._write_head(Head())
+
+
+def _among(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``values`` that are in ``wanted`` as a boolean mask: one sorting pass where numpy offers it (1.24 and later;
+    its default for a few ids compares every value once per id)."""
+    if not len(wanted):
+        return np.zeros(len(values), dtype=bool)
+    return np.isin(values, wanted, **_ISIN_BY_SORTING)
+
+
+_ISIN_BY_SORTING: dict[str, Any] = {"kind": "sort"} if "kind" in inspect.signature(np.isin).parameters else {}
 
 
 def _chunk_rows(chunk_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
