@@ -377,7 +377,7 @@ def _follow_in_desktop(task_id: Any, outcome: move.MoveOutcome) -> None:
         return
     callback = getattr(project_tools, "_workspace_callback", None)
     if callable(callback) and isinstance(task_id, str) and task_id:
-        name = outcome.target.name if outcome.target is not None else "Home"
+        name = (outcome.target.name if outcome.target is not None else "") or "Home"
         try:
             callback(task_id, outcome.cwd, name)
         except Exception:  # a GUI callback must not fail the move that already happened
