@@ -30,6 +30,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Container, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ logger = logging.getLogger(__name__)
 _generations = itertools.count(1)
 
 _LOAD_BATCH = 2_000  # chunks decoded per step when vectors are copied in (bounds what the copying process holds)
+_PAGE = 4_096  # bytes of a memory page: the warm-up reads one value of each
 _RECONCILE_S = 30.0  # how often a process checks that no gone chunk is still marked live (another process died mid-way)
 
 
@@ -92,7 +94,7 @@ class VectorIndex:
         self._checked_at = 0.0  # when this process last checked for gone chunks still marked live
         self._odd_dims = 0  # the size of the last query vector that did not match the index (0: none)
         self._indexed_upto = 0  # highest chunk id whose message counts in _indexed
-        self._indexed: dict[int, str] = {}  # message id -> content hash
+        self._indexed: set[int] = set()  # message ids embedded with this model (no hashes: 16 MB, not 60, at 400k)
         self._indexed_loaded = False
         self._damaged: set[int] = set()  # messages whose stored vectors were unusable: not indexed until embedded again
         self.repaired = 0  # how many such messages this index found
@@ -155,13 +157,11 @@ class VectorIndex:
         if not self._indexed_loaded:
             self._indexed_upto = self._top_chunk(self._conn)  # read first: later chunks are read again, harmlessly
             # One row per message (chunk 0), read from the covering index.
-            self._indexed = dict(self._conn.execute(
-                "SELECT message_id, content_hash FROM chunks INDEXED BY chunks_indexed"
-                " WHERE model_fingerprint = ? AND chunk_index = 0",
+            self._indexed = {int(r[0]) for r in self._conn.execute(
+                "SELECT message_id FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ? AND chunk_index = 0",
                 (self.provider.fingerprint,),
-            ))
-            for mid in self._damaged:  # their rows may still be in the file (the repair could not delete them)
-                self._indexed.pop(mid, None)
+            )}
+            self._indexed -= self._damaged  # their rows may still be in the file (the repair could not delete them)
             self._indexed_loaded = True
 
     def pop_news(self) -> str:
@@ -176,10 +176,17 @@ class VectorIndex:
         self._refresh_matrix()
 
     def indexed(self) -> dict[int, str]:
-        """``{message id: content hash}`` of everything embedded with this model (a copy)."""
+        """``{message id: content hash}`` of everything embedded with this model, read from the file (a copy).
+
+        Raises ``sqlite3`` errors.
+        """
         with self._lock:
             self._load_indexed()
-            return dict(self._indexed)
+            rows = self._conn.execute(
+                "SELECT message_id, content_hash FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ? AND chunk_index = 0",
+                (self.provider.fingerprint,),
+            )
+            return {int(mid): digest for mid, digest in rows if int(mid) in self._indexed}
 
     def sync(self) -> None:
         """Copy what embeddings.db holds into the shared vector files now, so that no search pays for it.
@@ -189,11 +196,11 @@ class VectorIndex:
         with self._lock:
             self._catch_up()
 
-    def indexed_ids(self) -> Any:
-        """The message ids embedded with this model (a live, read-only view: no copy)."""
+    def indexed_ids(self) -> AbstractSet[int]:
+        """The message ids embedded with this model: the live set, not a copy (callers only read it)."""
         with self._lock:
             self._catch_up()
-            return self._indexed.keys()
+            return self._indexed
 
     def repair_damaged(self) -> int:
         """Find this model's stored vectors of the wrong size in embeddings.db and repair them (:meth:`_repair`).
@@ -245,7 +252,7 @@ class VectorIndex:
                 # the new ones are stored: a failed write keeps the old ones in use).
                 self._cut([m.message_id for m in group if m.message_id in self._indexed], keep=written)
                 for m in group:
-                    self._indexed[m.message_id] = content_hash(m.text)
+                    self._indexed.add(m.message_id)
                     self._damaged.discard(m.message_id)
             done += len(group)
         return done
@@ -278,7 +285,7 @@ class VectorIndex:
                 )
             self._load_indexed()
             for mid in message_ids:
-                self._indexed.pop(int(mid), None)
+                self._indexed.discard(int(mid))
             self._cut(message_ids)  # after the commit: a failed delete leaves the rows live
 
     # -- search ------------------------------------------------------------------
@@ -304,11 +311,11 @@ class VectorIndex:
         top = self._top_chunk(self._conn)
         if self._indexed_loaded and top > self._indexed_upto:
             # Chunks written by another process (e.g. the index command) count as indexed.
-            for mid, digest in self._conn.execute(
-                "SELECT message_id, content_hash FROM chunks WHERE id > ? AND id <= ? AND +model_fingerprint = ? AND chunk_index = 0",
+            for (mid,) in self._conn.execute(
+                "SELECT message_id FROM chunks WHERE id > ? AND id <= ? AND +model_fingerprint = ? AND chunk_index = 0",
                 (self._indexed_upto, top, fingerprint),
             ):
-                self._indexed[int(mid)] = digest
+                self._indexed.add(int(mid))
             self._indexed_upto = top
         head = self._vectors.head()
         view = self._vectors.view(self._file)
@@ -410,7 +417,7 @@ class VectorIndex:
         gone = sorted(set(message_ids))
         self._damaged.update(gone)
         for mid in gone:
-            self._indexed.pop(mid, None)
+            self._indexed.discard(mid)
         self._cut(gone)
         self.repaired += len(gone)
         self.generation = next(_generations)  # a watermark saying "complete" no longer holds
@@ -479,6 +486,10 @@ class VectorIndex:
     def warm(self) -> None:
         """Do now what the first search would: load the model, what is indexed, and the matrix.
 
+        Then reads one value of every page of the mapped files, as the first
+        search would: pages the page cache lost (after a restart, or under
+        memory pressure) come from disk now, and this process's page tables
+        are filled now, not during the first search. Shared pages, no copy.
         Embeds no message and sends nothing. Raises what a search would
         (:class:`EmbeddingUnavailable`, :class:`IndexBroken`, ``sqlite3`` errors).
         """
@@ -487,6 +498,11 @@ class VectorIndex:
             load()
         with self._lock:
             self._catch_up()
+            view = self._view
+        for mapped in (view.vectors, view.rows):
+            flat = mapped.reshape(-1)
+            if len(flat):
+                flat[:: max(1, _PAGE // flat.itemsize)].sum()
 
     def indexed_in(self, sessions: set[str]) -> int:
         """How many messages of ``sessions`` are indexed with this model (after catching up with the file)."""
@@ -503,7 +519,7 @@ class VectorIndex:
         (a set). Raises ``sqlite3`` errors.
         """
         if self.in_step():
-            return self._indexed.keys()
+            return self._indexed
         with closing(self._reader()) as conn:
             return self._ids_in(conn, sessions, above)
 

@@ -17,7 +17,9 @@ processes at once. Each one, with nothing loaded:
    page cache, dropped under pressure, not copied).
 
 ``--code DIR`` runs the same against another checkout of the plugin (an
-older commit, for a before/after). The first process ever after the index
+older commit, for a before/after). ``--cold`` drops the index's files from
+the page cache first (as after a restart); ``--warm-up SECONDS`` has each
+process run the session-start warm-up and wait before its first search. The first process ever after the index
 grew also copies the new vectors into the shared vector files: run once
 with ``--processes 1`` to see that cost, then again.
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -76,8 +79,14 @@ def query():
     q = rng.standard_normal({dims}).astype(np.float32)
     return (q / np.linalg.norm(q))[None, :]
 before = rollup()
+warm_ms = None
 t = time.perf_counter()
 index = vector_index.VectorIndex(Path({db!r}), Provider())
+if {warm_up} >= 0:  # a conversation starts: the warm-up, then the person types for a while
+    index.warm()
+    warm_ms = (time.perf_counter() - t) * 1000
+    time.sleep({warm_up})
+    t = time.perf_counter()
 hits = index.search(query(), big, 3)
 first = (time.perf_counter() - t) * 1000
 assert hits, "no hits"
@@ -90,7 +99,7 @@ print(json.dumps({{"ready": True}}), flush=True)
 while not Path({go!r}).exists():
     time.sleep(0.05)
 end = rollup()
-print(json.dumps({{"first_ms": first, "big_ms": big_ms, "small_ms": small_ms, "before": before,
+print(json.dumps({{"first_ms": first, "warm_ms": warm_ms, "big_ms": big_ms, "small_ms": small_ms, "before": before,
                   "after_first": after_first, "end": end}}), flush=True)
 """
 
@@ -128,6 +137,16 @@ def build(work: Path, chunks: int, dims: int, share: float) -> tuple[Path, Path,
     return db, big, small
 
 
+def evict(db: Path) -> None:
+    """Drop embeddings.db and the vector files beside it from the page cache (clean pages no process maps)."""
+    for path in [db, *db.parent.glob(f"{db.name}.*")]:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
 def _common_load():
     """The plugin's index_file module (creates embeddings.db's schema as the plugin does)."""
     import importlib
@@ -147,12 +166,18 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--work", type=Path, default=Path("/tmp/phr-vectors"))
     parser.add_argument("--code", type=Path, default=ROOT, help="the plugin checkout to run (default: this one)")
+    parser.add_argument("--cold", action="store_true",
+                        help="drop the index's files from the page cache first (as after a restart or memory pressure)")
+    parser.add_argument("--warm-up", type=float, default=-1.0, metavar="SECONDS",
+                        help="each process runs the warm-up, waits SECONDS (someone typing), then searches")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     db, big, small = build(args.work, args.chunks, args.dims, args.share)
+    if args.cold:
+        evict(db)
     go = Path(tempfile.mkdtemp()) / "go"
     script = CHILD.format(bench=str(HERE), code=str(args.code.resolve()), dims=args.dims, fingerprint=FINGERPRINT,
-                          big=str(big), small=str(small), db=str(db), reps=args.reps, go=str(go))
+                          big=str(big), small=str(small), db=str(db), reps=args.reps, go=str(go), warm_up=args.warm_up)
     children = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
                 for _ in range(args.processes)]
     for child in children:
@@ -168,6 +193,9 @@ def main() -> int:
 
     print(f"\n{args.chunks:,} chunks x {args.dims} dims ({db.stat().st_size / 2**20:.0f} MiB embeddings.db), big project "
           f"{args.share:.0%} of them, {args.processes} processes at once, code {args.code}\n")
+    if args.warm_up >= 0:
+        print("warm-up ms per process: " + ", ".join(f"{r['warm_ms']:.0f}" for r in results)
+              + f"; then {args.warm_up:g} s before the first search\n")
     print("| process | first search ms | big p50 | big p95 | small p50 | small p95 | Rss +MB | Pss +MB | "
           "Private_Dirty +MB | Anonymous +MB | Private_Clean +MB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
