@@ -223,7 +223,7 @@ class VectorIndex:
             return len(gone)
 
     def add(self, messages: Sequence[PendingMessage], *, deadline: float | None = None, batch: int = 32) -> int:
-        """Embed and store ``messages`` (re-embedding changed ones) until ``deadline``.
+        """Embed and store ``messages`` until ``deadline`` (one embedded before is embedded again: its old rows go).
 
         Each message is chunked as the provider may be given it
         (``provider.outbound_text``: secrets redacted before a remote endpoint

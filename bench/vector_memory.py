@@ -139,7 +139,7 @@ def build(work: Path, chunks: int, dims: int, share: float) -> tuple[Path, Path,
 
 def evict(db: Path) -> None:
     """Drop embeddings.db and the vector files beside it from the page cache (clean pages no process maps)."""
-    for path in [db, *db.parent.glob(f"{db.name}.*")]:
+    for path in [db, *db.parent.glob(f"{db.name}.*"), *db.parent.glob(f"{db.name}-*")]:
         fd = os.open(path, os.O_RDONLY)
         try:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
