@@ -32,6 +32,7 @@ import os
 import re
 import sqlite3
 import time
+from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,7 +167,7 @@ def _read_only_folder(folder: Path, why: str) -> IndexBlocked:
         "(chmod u+w; chattr -i if it is immutable), then search again.", code="index_read_only")
 
 
-def read_only_file(path: Path, why: str) -> IndexBlocked:
+def _read_only_file(path: Path, why: str) -> IndexBlocked:
     return IndexBlocked(
         f"semantic search is off until the index file can be written: {path} is {why}. Make it writable "
         "(chmod u+w; chattr -i if it is immutable), or delete it to start over.", code="index_read_only")
@@ -179,20 +180,33 @@ def _newer_schema(path: Path, version: int) -> IndexBlocked:
         f"e.g. to {path.name}.newer).", code="index_newer_schema")
 
 
-def not_a_file(path: Path) -> IndexBlocked:
+def _not_a_file(path: Path) -> IndexBlocked:
     kind = "a folder" if path.is_dir() else "not a regular file"
     return IndexBlocked(
         f"semantic search is off: {path} is {kind}, where the index file should be. Remove it (rm -r, after saving "
         "anything you keep there) and the next search builds a new index.", code="index_not_a_file")
 
 
-def unusable_file(path: Path, what: str) -> IndexBlocked:
-    """The condition for an index file (embeddings.db's, or a shared vector file) at ``path`` that is
-    ``what`` (``"not a file"`` or ``"read-only"``): permanent until the user acts, and saying how."""
-    return not_a_file(path) if what == "not a file" else read_only_file(path, denied(path))
+def file_blocker(path: Path, *, written: bool = True) -> IndexBlocked | None:
+    """What stops the plugin from using its file at ``path`` until the user acts, from the file system alone.
+
+    Something other than a file there, or, for a file ``written`` in place,
+    one it cannot read and write; ``None`` when nothing does (nothing there
+    yet included). A few ``stat``/``access`` calls; never raises.
+    """
+    if os.path.lexists(path) and not path.is_file():
+        return _not_a_file(path)
+    if written and path.is_file() and not os.access(path, os.R_OK | os.W_OK):
+        return _read_only_file(path, _denied(path))
+    return None
 
 
-def denied(path: Path) -> str:
+def first_blocker(files: Iterable[tuple[Path, bool]]) -> IndexBlocked | None:
+    """:func:`file_blocker` of the first of ``files`` (``(path, written in place)``) that has one, else ``None``."""
+    return next((found for path, written in files if (found := file_blocker(path, written=written)) is not None), None)
+
+
+def _denied(path: Path) -> str:
     """Why the file system refuses writes at ``path`` (``os.access`` honours modes, immutable flags and read-only mounts)."""
     return "read-only" if not os.access(path, os.W_OK) else "not accessible"
 
@@ -206,8 +220,8 @@ def write_blocker(path: Path) -> IndexBlocked | None:
     cannot be written; the file or its ``-wal`` / ``-shm`` read-only.
     """
     path = Path(path)
-    if os.path.lexists(path) and not path.is_file():
-        return not_a_file(path)
+    if (blocker := file_blocker(path, written=False)) is not None:
+        return blocker
     folder = path.parent
     probe = folder
     while not os.path.lexists(probe) and probe.parent != probe:
@@ -217,10 +231,10 @@ def write_blocker(path: Path) -> IndexBlocked | None:
             f"semantic search is off: {probe} is a file where the plugin's data folder {folder} should be. "
             f"Remove or rename it, and the next search creates the folder.", code="index_not_a_file")
     if not os.access(probe, os.W_OK | os.X_OK):
-        return _read_only_folder(probe, denied(probe))
+        return _read_only_folder(probe, _denied(probe))
     for part in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         if part.is_file() and not os.access(part, os.R_OK | os.W_OK):
-            return read_only_file(part, denied(part))
+            return _read_only_file(part, _denied(part))
     return None
 
 
@@ -427,7 +441,7 @@ def unusable(path: Path, exc: sqlite3.Error) -> EmbeddingUnavailable:
         if blocker is not None:
             return blocker
         if kind == "denied":
-            return read_only_file(path, str(exc))
+            return _read_only_file(path, str(exc))
         return IndexNotNow(f"the embeddings index {path} cannot be opened just now ({exc}); "
                            "semantic search retries on a later search")
     if kind == "full":

@@ -359,7 +359,7 @@ def _unindexed(
 _complete: dict[tuple[int, str], tuple[str, int]] = state.cache("semantic_complete").data
 
 
-# (index, project) -> ((scope signature, state.db's top message id, the index's top chunk id), (missing, total)):
+# (index, project) -> ((the scope's sessions as JSON, state.db's top message id, the index's top chunk id), (missing, total)):
 # keyword mode's last status, valid while nothing new was written to either file
 _status_seen: dict[tuple[int, str], tuple[tuple[str, int, int], tuple[int, int]]] = state.cache("semantic_status").data
 

@@ -235,10 +235,7 @@ def _vector_file_problem(path: Path, fingerprint: str) -> index_file.IndexBlocke
     """What stops searches from writing the model's shared vector files beside ``path`` until the user acts, else ``None``."""
     from . import index_file, vector_file
 
-    found = vector_file.VectorFile(path, fingerprint).unusable()
-    if found is None:
-        return None
-    return index_file.unusable_file(*found)
+    return index_file.first_blocker(vector_file.VectorFile(path, fingerprint).files())
 
 
 # ---------------------------------------------------------------------------

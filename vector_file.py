@@ -148,18 +148,9 @@ class VectorFile:
             self._names_read = committed
         return self._names
 
-    def unusable(self) -> tuple[Path, str] | None:
-        """One of these files that no writer can use until the user acts: ``(path, "not a file" | "read-only")``, else ``None``.
-
-        A few ``stat``/``access`` calls; never raises.
-        """
-        for kind, path in self._paths.items():
-            if os.path.lexists(path) and not path.is_file():
-                return path, "not a file"
-            # .head is replaced, never written in place: its own mode does not matter.
-            if kind != "head" and path.is_file() and not os.access(path, os.R_OK | os.W_OK):
-                return path, "read-only"
-        return None
+    def files(self) -> tuple[tuple[Path, bool], ...]:
+        """Every path of these files, each with whether it is written in place (``.head`` is replaced instead)."""
+        return tuple((path, kind != "head") for kind, path in self._paths.items())
 
     # -- writing -----------------------------------------------------------------
     @contextmanager

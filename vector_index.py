@@ -356,9 +356,9 @@ class VectorIndex:
     def _copy_failed(self, exc: OSError) -> IndexNotNow:
         """What a failed copy into the vector files means: :class:`IndexBlocked` when one of them is not a file or
         cannot be written (the user must act), else a temporary :class:`IndexNotNow` (a full disk, a quota)."""
-        found = self._vectors.unusable()
-        if found is not None:
-            return index_file.unusable_file(*found)
+        blocker = index_file.first_blocker(self._vectors.files())
+        if blocker is not None:
+            return blocker
         return IndexNotNow(f"the vector files beside {self.path} cannot be written ({exc}); semantic search "
                            "retries on a later search", code="index_error")
 
