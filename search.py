@@ -14,7 +14,8 @@ command line). How a query is answered:
 3. The keyword leg (``lexical.py``) reads candidates from Hermes' FTS indexes
    with bounded work and ranks sessions by BM25 of their best messages.
 4. ``semantic``/``hybrid`` add cosine similarity over the project's vectors
-   once the user consented (``semantic.py``); sessions rank by their best
+   once the user consented (``semantic.py``), in a thread beside the keyword
+   leg (the vector products run on one core); sessions rank by their best
    messages in both legs, and hybrid adds the legs' standardised scores
    (:func:`fuse`).
 5. One strongest message per session; cron sessions rank after interactive
@@ -26,9 +27,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from . import answers, lexical, pages, paths, ranking, semantic, session_rows, store, workspace
 from .filters import Filters, describe_filters
@@ -37,7 +39,12 @@ from .ranking import Hit, fuse_scores, rank_sessions
 from .settings import load_settings
 from .snippet import make_snippet
 
+if TYPE_CHECKING:
+    from .config_schema import Settings
+
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 MODES = ("hybrid", "keyword", "semantic")
@@ -78,6 +85,58 @@ def fuse(keyword: lexical.KeywordAnswer, semantic: Sequence[Hit], limit: int) ->
     """
     weight = SEMANTIC_WEIGHT if keyword.strength >= WEAK_KEYWORD else SEMANTIC_LEADS
     return fuse_scores(keyword.sessions, rank_sessions(semantic), semantic_weight=weight)[:limit]
+
+
+class Beside(Generic[T]):
+    """``work()`` started in a thread of its own; :meth:`result` waits for it and returns what it returned.
+
+    Where no thread can be started (the process is out of threads, or the
+    interpreter is shutting down) the work runs in the caller's thread at
+    :meth:`result` instead.
+    """
+
+    def __init__(self, work: Callable[[], T]) -> None:
+        self._work: Callable[[], T] | None = work
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = threading.Thread(
+            target=self._run, name="project-history-recall-vectors", daemon=True)
+        try:
+            self._thread.start()
+        except RuntimeError:
+            self._thread = None
+
+    def _run(self) -> None:
+        work, self._work = self._work, None
+        if work is None:
+            return
+        try:
+            self._value = work()
+        except BaseException as exc:  # relayed unchanged by result()
+            self._error = exc
+
+    def wait(self) -> None:
+        """Until the work is done (run here when it never started)."""
+        if self._thread is None:
+            self._run()
+        else:
+            self._thread.join()
+
+    def result(self) -> T:
+        """The work's return value; raises what the work raised."""
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        return cast(T, self._value)
+
+
+def _semantic_leg_apart(home: Path, scope: workspace.Scope, query: str, settings: Settings) -> semantic.SemanticLeg:
+    """:func:`semantic.semantic_leg` (indexing, then searching) on a state.db connection of its own."""
+    conn = store.open_state_db(home)
+    try:
+        return semantic.semantic_leg(conn, home, scope, query, settings, index=True)
+    finally:
+        conn.close()
 
 
 def search_history(
@@ -158,14 +217,24 @@ def search_history(
         if not parsed.units and (mode == "keyword" or blocked is not None):
             base["message"] = "The query has no searchable words"
             return base
-        # Every page ranks the same candidates (enough for all pages), so pages
-        # neither repeat nor skip a session.
-        found = lexical.search(conn, parsed, scope, want_sessions=pages.MAX_REACH + 1, db_key=paths.state_db_key(home))
+        # The vector leg runs beside the keyword leg, on a connection of its own:
+        # each spends most of its time outside the interpreter (the matrix products, SQLite).
+        beside = None if blocked is not None or mode == "keyword" else Beside(
+            lambda: _semantic_leg_apart(home, scope, clean_query(query)[0], settings))
+        try:
+            # Every page ranks the same candidates (enough for all pages), so pages
+            # neither repeat nor skip a session.
+            found = lexical.search(conn, parsed, scope, want_sessions=pages.MAX_REACH + 1, db_key=paths.state_db_key(home))
+        except BaseException:
+            if beside is not None:
+                beside.wait()  # its own outcome is dropped: the keyword leg's error is the answer
+            raise
         strategy = found.strategy
         if found.note:
             base["keyword_note"] = found.note
         rows = dict(found.rows)
-        leg = blocked or semantic.semantic_leg(conn, home, scope, clean_query(query)[0], settings, index=mode != "keyword")
+        leg = blocked or (beside.result() if beside is not None else
+                          semantic.semantic_leg(conn, home, scope, clean_query(query)[0], settings, index=False))
         rows.update(leg.rows)
         base["semantic_status"] = leg.status
         if leg.note:

@@ -8,21 +8,30 @@ embeddings.db's ``chunks`` table stays the truth. Beside it, per model
   message id of ``-1`` marks a row whose chunk is gone (deleted, re-embedded);
 * ``.sessions``: the session id of each code, one JSON string per line;
 * ``.head``: what is committed (rows, bytes of ``.sessions``, the highest
-  chunk id copied, dimensions, which embeddings.db file), replaced atomically;
-* ``.lock``: writers take it (``flock``) for every change.
+  chunk id copied, dimensions, which embeddings.db file, the basis),
+  replaced atomically;
+* ``.lock``: writers take it (``flock``) for every change;
+* once the files are large, their principal directions (``vector_basis.py``):
+  ``.<token>.basis`` (float32 ``(dims, columns)``, written once) and
+  ``.<token>.low`` (float32, each row's coordinates along them, in row order,
+  appended with the rows). :meth:`VectorFile.organise` learns a new basis
+  under a new token and commits it with the head; the old token's files are
+  then deleted.
 
 A writer appends past the committed end, flushes, then replaces ``.head``; a
 reader maps only the rows ``.head`` commits, so it never sees a half-written
 block. Pages are the operating system's page cache, shared by every Hermes
 process that maps them: a process's private memory does not grow with the
 index. Marking a row gone is one 8-byte write into a shared mapping, seen at
-once by every reader. Anything inconsistent (a file missing or shorter than
+once by every reader. Learning a basis reads and writes only new files
+until its commit, outside the lock: writers are never held up by it. Anything inconsistent (a file missing or shorter than
 ``.head`` says, another embeddings.db, other dimensions) is started over from
 embeddings.db under the lock.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -31,12 +40,14 @@ import os
 import secrets
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from . import vector_basis
 
 try:
     import fcntl
@@ -56,16 +67,26 @@ class Head:
     dims: int = 0
     db: tuple[int, int] | None = None  # (device, inode) of the embeddings.db these rows come from
     epoch: str = ""  # new on every start-over: what a reader cached of older files (session names) is void
+    basis: str = ""  # token of the basis files ("" = none)
+    projected: int = 0  # rows [0, projected) have their coordinates along the basis
+    basis_from: int = 0  # rows the basis was learned from
 
 
 @dataclass(frozen=True)
 class View:
-    """The committed rows, mapped read-only (no copy): ``vectors`` ``(n, dims)``; ``rows`` ``(n, 3)``; ``names`` by code."""
+    """The committed rows, mapped read-only (no copy): ``vectors`` ``(n, dims)``; ``rows`` ``(n, 3)``; ``names`` by code.
+
+    ``basis`` ``(dims, columns)`` and ``low`` (the coordinates of rows
+    ``0..len(low)`` along it, ``(len(low), columns)``) when the files have a
+    basis, else ``None``: ``low[i] @ (q @ basis)`` approximates ``vectors[i] @ q``.
+    """
 
     head: Head
     vectors: np.ndarray
     rows: np.ndarray
     names: tuple[str, ...]
+    basis: np.ndarray | None = None
+    low: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -103,7 +124,8 @@ class VectorFile:
                 return Head()
             db = raw.get("db")
             return Head(int(raw["rows"]), int(raw["session_bytes"]), int(raw["upto"]), int(raw["dims"]),
-                        (int(db[0]), int(db[1])) if db else None, str(raw.get("epoch", "")))
+                        (int(db[0]), int(db[1])) if db else None, str(raw.get("epoch", "")),
+                        str(raw.get("basis", "")), int(raw.get("projected", 0)), int(raw.get("basis_from", 0)))
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return Head()
 
@@ -116,7 +138,8 @@ class VectorFile:
         head = self.head()
         if head.rows == 0 or head.db != db:
             return EMPTY
-        key = (head, _identity(self._paths["vec"]), _identity(self._paths["rows"]))
+        key = (head, _identity(self._paths["vec"]), _identity(self._paths["rows"]),
+               _identity(self._basis_path(head.basis, "low")) if head.basis else None)
         with self._thread_lock:
             if self._view is not None and self._view[0] == key:
                 return self._view[1]
@@ -127,11 +150,31 @@ class VectorFile:
                 _check_codes(rows[:, 2], len(names))
             except (OSError, ValueError):  # damaged: the next append() starts over
                 return EMPTY
+            basis, low = self._map_basis(head)
             if self.head() != head:  # replaced while mapping: map again on the next call
                 return EMPTY
-            view = View(head, vectors, rows, tuple(names))
+            view = View(head, vectors, rows, tuple(names), basis, low)
             self._view = (key, view)
             return view
+
+    def _basis_path(self, token: str, kind: str) -> Path:
+        return self.prefix.with_name(f"{self.prefix.name}.{token}.{kind}")
+
+    def _map_basis(self, head: Head) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``(basis, low)`` of ``head``'s basis, mapped; ``(None, None)`` when there is none or its files do not
+        hold what the head says (every search is then one exact pass; the next :meth:`organise` learns one again)."""
+        columns = vector_basis.columns(head.dims)
+        if not head.basis or not head.projected or not columns:
+            return None, None
+        try:
+            basis_path = self._basis_path(head.basis, "basis")
+            if os.path.getsize(basis_path) != head.dims * columns * 4:
+                return None, None
+            basis = _map(basis_path, np.float32, (head.dims, columns))
+            low = _map(self._basis_path(head.basis, "low"), np.float32, (head.projected, columns))
+        except (OSError, ValueError):
+            return None, None
+        return basis, low
 
     def _read_names(self, head: Head) -> list[str]:
         """The session names ``head`` commits (parsed incrementally within one epoch); raises ``OSError``, ``ValueError``."""
@@ -149,8 +192,11 @@ class VectorFile:
         return self._names
 
     def files(self) -> tuple[tuple[Path, bool], ...]:
-        """Every path of these files, each with whether it is written in place (``.head`` is replaced instead)."""
-        return tuple((path, kind != "head") for kind, path in self._paths.items())
+        """Every path of these files, each with whether it is written in place (``.head`` is replaced instead;
+        the basis is written once)."""
+        token = self.head().basis
+        extra = ((self._basis_path(token, "low"), True), (self._basis_path(token, "basis"), False)) if token else ()
+        return tuple((path, kind != "head") for kind, path in self._paths.items()) + extra
 
     # -- writing -----------------------------------------------------------------
     @contextmanager
@@ -172,12 +218,15 @@ class VectorFile:
         copied them meanwhile), files not matching it, another embeddings.db
         or other ``dims`` start over; anything past the committed end (a
         writer that died mid-way) is cut first. The new head is written once
-        the rows are flushed. Returns the head now committed.
+        the rows are flushed. Rows get their coordinates along the files' basis
+        as they are appended (unless earlier rows lack theirs: then
+        :meth:`organise` learns a basis again). Returns the head now committed.
         """
         with self._locked():
             head = self.head()
             known = self._names_if_sound(head) if head.db == db and head.dims == dims and self._consistent(head) else None
             if known is None:
+                self._remove_bases(keep="")
                 # Start over with new files, never truncated ones: a process still mapping the
                 # old rows keeps reading them (truncating a mapped file would crash it with
                 # SIGBUS). The empty head of a new epoch comes first, so a copy that fails
@@ -190,11 +239,17 @@ class VectorFile:
                 known = []
             codes = {name: i for i, name in enumerate(known)}
             rows, session_bytes, upto = head.rows, head.session_bytes, head.upto
-            with open(self._paths["vec"], "r+b") as vec, open(self._paths["rows"], "r+b") as meta, \
-                    open(self._paths["sessions"], "r+b") as names:
+            basis = self._basis_to_extend(head)
+            projected = head.projected if basis is not None else 0
+            with ExitStack() as files:
+                vec, meta, names = (files.enter_context(open(self._paths[kind], "r+b")) for kind in ("vec", "rows", "sessions"))
+                low = files.enter_context(open(self._basis_path(head.basis, "low"), "r+b")) if basis is not None else None
                 vec.truncate(rows * dims * 4)
                 meta.truncate(rows * 24)
                 names.truncate(session_bytes)
+                if low is not None and basis is not None:
+                    low.truncate(projected * basis.shape[1] * 4)
+                    low.seek(0, os.SEEK_END)
                 vec.seek(0, os.SEEK_END)
                 meta.seek(0, os.SEEK_END)
                 names.seek(0, os.SEEK_END)
@@ -213,20 +268,98 @@ class VectorFile:
                     block[:, 0], block[:, 1], block[:, 2] = chunk_ids, message_ids, session_codes
                     vec.write(np.ascontiguousarray(vectors, dtype="<f4").tobytes())
                     meta.write(block.tobytes())
+                    if low is not None and basis is not None:
+                        low.write(vector_basis.project(vectors, basis).tobytes())
+                        projected += len(chunk_ids)
                     if new_names:
                         data = "".join(json.dumps(n) + "\n" for n in new_names).encode("utf-8")
                         names.write(data)
                         session_bytes += len(data)
                     rows += len(chunk_ids)
                     upto = max(upto, int(max(chunk_ids)))
-                for f in (vec, meta, names):
+                for f in (vec, meta, names) if low is None else (vec, meta, names, low):
                     f.flush()
                     os.fsync(f.fileno())
             names_now = tuple(sorted(codes, key=codes.__getitem__))
-            head = Head(rows, session_bytes, upto, dims, db, head.epoch)
+            head = Head(rows, session_bytes, upto, dims, db, head.epoch, head.basis, projected, head.basis_from)
             self._write_head(head)
             self._sound = (head, names_now)
             return head
+
+    def _basis_to_extend(self, head: Head) -> np.ndarray | None:
+        """The basis new rows are projected on: ``head``'s, when every committed row has its coordinates and the
+        basis files hold what the head says; else ``None`` (new rows get none)."""
+        if not head.basis or head.projected != head.rows:
+            return None
+        basis, _ = self._map_basis(head)
+        return None if basis is None else np.array(basis)
+
+    def _remove_bases(self, *, keep: str) -> None:
+        """Delete every basis' files but those of the token ``keep`` (readers that map them keep their pages)."""
+        for kind in ("low", "basis"):
+            for path in self.prefix.parent.glob(f"{self.prefix.name}.*.{kind}"):
+                token = path.name[len(self.prefix.name) + 1 : -len(kind) - 1]
+                if token != keep and "." not in token:
+                    path.unlink(missing_ok=True)
+
+    def organise(self, db: tuple[int, int] | None) -> bool:
+        """Learn the principal directions of the committed rows (``vector_basis``) when they are many and have
+        none yet, or have grown ``RELEARN_GROWTH`` times since; returns whether a new basis was committed.
+
+        The basis and the coordinates of the rows committed now are computed
+        and written to new files without the lock (reading the shared
+        mapping); then, under the lock, rows committed meanwhile get theirs and
+        the head names the new files. Nothing is committed when the files
+        started over meanwhile, or another process committed a basis first.
+        Raises ``OSError`` when the folder refuses the files.
+        """
+        head = self.head()
+        if head.db != db or head.rows < vector_basis.BASIS_FROM_ROWS:
+            return False
+        view = self.view(db)
+        if view.n != head.rows or view.head != head:
+            return False
+        if view.basis is not None and head.projected == head.rows and head.rows < vector_basis.RELEARN_GROWTH * head.basis_from:
+            return False  # a basis, and not grown much since
+        token = secrets.token_hex(8)
+        basis = vector_basis.learn(view.vectors)
+        try:
+            with open(self._basis_path(token, "basis"), "wb") as f:
+                f.write(basis.astype("<f4").tobytes())
+                f.flush()
+                os.fsync(f.fileno())
+            with open(self._basis_path(token, "low"), "wb") as f:
+                for start in range(0, view.n, vector_basis.BLOCK):  # a block at a time: no copy of the whole file
+                    f.write(vector_basis.project(view.vectors[start : start + vector_basis.BLOCK], basis).tobytes())
+                f.flush()
+                os.fsync(f.fileno())
+            with self._locked():
+                now = self.head()
+                if (now.epoch != head.epoch or now.db != db or now.basis != head.basis or now.rows < view.n
+                        or not self._consistent(now)):
+                    return False
+                try:
+                    low = open(self._basis_path(token, "low"), "r+b")
+                except FileNotFoundError:  # removed by another process starting over
+                    return False
+                with low:
+                    if now.rows > view.n:  # appended meanwhile: their coordinates too
+                        later = _map(self._paths["vec"], np.float32, (now.rows, now.dims))[view.n :]
+                        low.seek(0, os.SEEK_END)
+                        for start in range(0, len(later), vector_basis.BLOCK):
+                            low.write(vector_basis.project(later[start : start + vector_basis.BLOCK], basis).tobytes())
+                        low.flush()
+                        os.fsync(low.fileno())
+                        del later
+                    if os.fstat(low.fileno()).st_size != now.rows * basis.shape[1] * 4 or not self._basis_path(token, "basis").is_file():
+                        return False
+                self._write_head(dataclasses.replace(now, basis=token, projected=now.rows, basis_from=view.n))
+                self._remove_bases(keep=token)
+                return True
+        finally:
+            if self.head().basis != token:
+                for kind in ("low", "basis"):
+                    self._basis_path(token, kind).unlink(missing_ok=True)
 
     def _names_if_sound(self, head: Head) -> list[str] | None:
         """The session names ``head`` commits, or ``None`` when they do not parse or miss a code a row names (start over)."""
@@ -254,7 +387,8 @@ class VectorFile:
     def _write_head(self, head: Head) -> None:
         temp = self._paths["head"].with_name(f"{self._paths['head'].name}.{os.getpid()}.{threading.get_ident()}.tmp")
         payload = {"version": VERSION, "rows": head.rows, "session_bytes": head.session_bytes, "upto": head.upto,
-                   "dims": head.dims, "db": list(head.db) if head.db else None, "epoch": head.epoch}
+                   "dims": head.dims, "db": list(head.db) if head.db else None, "epoch": head.epoch,
+                   "basis": head.basis, "projected": head.projected, "basis_from": head.basis_from}
         with open(temp, "w", encoding="utf-8") as f:
             json.dump(payload, f)
             f.flush()

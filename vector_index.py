@@ -189,12 +189,16 @@ class VectorIndex:
             return {int(mid): digest for mid, digest in rows if int(mid) in self._indexed}
 
     def sync(self) -> None:
-        """Copy what embeddings.db holds into the shared vector files now, so that no search pays for it.
+        """Copy what embeddings.db holds into the shared vector files now, so that no search pays for it; then
+        learn their principal directions once they are many (:meth:`vector_file.VectorFile.organise`), so that a
+        large project's search reads 3/8 of its vectors' bytes first.
 
-        Raises like a search's refresh (:class:`IndexNotNow`, ``sqlite3`` errors).
+        Raises like a search's refresh (:class:`IndexNotNow`, ``sqlite3`` errors). A basis that the folder
+        refuses is logged and left for the next sync: searches then score every row exactly.
         """
         with self._lock:
             self._catch_up()
+        self._learn_basis()
 
     def indexed_ids(self) -> AbstractSet[int]:
         """The message ids embedded with this model: the live set, not a copy (callers only read it)."""
@@ -484,7 +488,8 @@ class VectorIndex:
         return int(np.count_nonzero(view.rows[:, 1] != -1)) if view.n else 0
 
     def warm(self) -> None:
-        """Do now what the first search would: load the model, what is indexed, and the matrix.
+        """Do now what the first search would: load the model, what is indexed, and the matrix; learn the
+        vector files' basis if they lack one (:meth:`sync`).
 
         Then reads one value of every page of the mapped files, as the first
         search would: pages the page cache lost (after a restart, or under
@@ -499,10 +504,19 @@ class VectorIndex:
         with self._lock:
             self._catch_up()
             view = self._view
-        for mapped in (view.vectors, view.rows):
+        for mapped in (view.vectors, view.rows, *((view.low,) if view.low is not None else ())):
             flat = mapped.reshape(-1)
             if len(flat):
                 flat[:: max(1, _PAGE // flat.itemsize)].sum()
+        self._learn_basis()
+
+    def _learn_basis(self) -> None:
+        """Learn the vector files' basis when they are large and have none (or grew much since): see
+        :meth:`vector_file.VectorFile.organise`. A folder that refuses it is logged: searches stay exact."""
+        try:
+            self._vectors.organise(self._file)  # without the index's lock: searches go on meanwhile
+        except OSError as exc:
+            logger.warning("embeddings index %s: could not write the vectors' basis (%s); searches score every row", self.path, exc)
 
     def indexed_in(self, sessions: set[str]) -> int:
         """How many messages of ``sessions`` are indexed with this model (after catching up with the file)."""

@@ -11,13 +11,25 @@ from collections.abc import Set as AbstractSet
 
 import numpy as np
 
-from . import vector_file
+from . import vector_basis, vector_file
 from .ranking import Hit
 
 BLOCK = 32_768  # rows scored per step when a scope is gathered (bounds the transient copy)
 #: A scope holding more than this share of the rows is scored in place (one product over
 #: every row, the rest masked) rather than gathered block by block.
 IN_PLACE_SHARE = 0.5
+EXACT_BLOCK = 8_192  # rows the two-pass scoring gathers per step for its exact pass
+
+
+def dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``matrix @ query`` on this thread's core alone (numpy's own loops, not BLAS).
+
+    A search scores vectors beside the keyword leg's SQLite work: BLAS would
+    spread the product over every core, and its threads would contend with
+    the keyword leg's. Reading the rows is what costs (memory bandwidth), and
+    numpy's loops read them as fast as one BLAS thread or faster.
+    """
+    return np.einsum("ij,j->i", matrix, query, optimize=False)
 
 
 def scope_scores(
@@ -31,7 +43,9 @@ def scope_scores(
     copy), the rest masked to ``-inf``. A smaller one is gathered block by
     block (``BLOCK`` rows at a time), so a small project reads only its own
     rows and no process keeps a copy. Scope is compared in full (a set of
-    session ids), never by hash.
+    session ids), never by hash. A scope of at least
+    ``vector_basis.TWO_PASS_FROM_ROWS`` rows in files with a basis is scored
+    in two passes (:func:`two_pass`).
     """
     member = np.zeros(len(view.names) + 1, dtype=bool)
     member[np.array([codes[s] for s in sessions if s in codes], dtype=np.int64)] = True
@@ -39,16 +53,54 @@ def scope_scores(
     ids = view.rows[:, 1]
     inside = member[owners] & (ids != -1)
     share = int(np.count_nonzero(inside))
+    if view.basis is not None and view.low is not None and share >= vector_basis.TWO_PASS_FROM_ROWS:
+        return two_pass(view, view.basis, view.low, query, inside)
     if share > IN_PLACE_SHARE * view.n:
-        scores = view.vectors @ query
+        scores = dot(view.vectors, query)
         scores[~inside] = -np.inf
         return ids, owners, scores
     where = np.flatnonzero(inside)
     scores = np.empty(len(where), dtype=np.float32)
     for start in range(0, len(where), BLOCK):
         part = where[start : start + BLOCK]
-        scores[start : start + len(part)] = view.vectors[part] @ query
+        scores[start : start + len(part)] = dot(view.vectors[part], query)
     return ids[where], owners[where], scores
+
+
+def two_pass(
+    view: vector_file.View, basis: np.ndarray, low: np.ndarray, query: np.ndarray, inside: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Like :func:`scope_scores` for the rows ``inside``, scoring exactly only the best of them along ``basis``.
+
+    The first pass scores each row's coordinates ``low`` (3/8 of the
+    bytes of its vector) against ``query @ basis``; the best
+    ``vector_basis.kept()`` of the scope's rows, and every row of the scope
+    past ``low`` (appended since the basis), are then scored exactly. Every
+    cosine returned is exact; a row the first pass ranks far down is missed.
+    """
+    projected = len(low)
+    rough_query = query @ basis
+    first = inside[:projected]
+    count = int(np.count_nonzero(first))
+    where = None
+    if count > IN_PLACE_SHARE * projected:
+        rough = dot(low, rough_query)
+        rough[~first] = -np.inf
+    else:
+        where = np.flatnonzero(first)
+        rough = np.empty(len(where), dtype=np.float32)
+        for start in range(0, len(where), BLOCK):
+            part = where[start : start + BLOCK]
+            rough[start : start + len(part)] = dot(low[part], rough_query)
+    keep = vector_basis.kept(count)
+    best = np.argpartition(-rough, keep - 1)[:keep] if 0 < keep < len(rough) else np.flatnonzero(rough > -np.inf)
+    chosen = np.sort(best if where is None else where[best])  # in file order: the gather reads forward
+    chosen = np.concatenate([chosen, projected + np.flatnonzero(inside[projected:])])
+    scores = np.empty(len(chosen), dtype=np.float32)
+    for start in range(0, len(chosen), EXACT_BLOCK):
+        part = chosen[start : start + EXACT_BLOCK]
+        scores[start : start + len(part)] = dot(view.vectors[part], query)
+    return view.rows[chosen, 1], view.rows[chosen, 2], scores
 
 
 def best_of_sessions(

@@ -15,9 +15,13 @@ of new messages, hybrid query latency at 100k and 300k indexed chunks, memory.
    session-start warm-up (``search.warm_up``) has loaded the model and matrix.
    Keyword-mode searches (which read only the index's status) are timed with
    the index in memory, in a new process, and right after a warm-up started;
+   After writing each project's chunks, the bench does what the index command
+   does at its end (``VectorIndex.sync``: copy into the shared vector files,
+   learn their basis) and reports how long that took. ``--million`` then
+   grows the index to 1M chunks (three more stages) and times again;
 4. memory: peak RSS of this process.
 
-Run: .venv/bin/python bench/semantic_cost.py [--db /tmp/phr-bench/home/state.db] [--reps 20]
+Run: .venv/bin/python bench/semantic_cost.py [--db /tmp/phr-bench/home/state.db] [--reps 20] [--million] [--latency-only]
 """
 
 from __future__ import annotations
@@ -161,7 +165,14 @@ def keyword_mode_costs(phr, home: Path, current: str, queries: list[str], reps: 
     return out
 
 
-def hybrid_latency(phr, db_path: Path, reps: int) -> list[dict]:
+STAGES = (("lumen-web", 100_000), ("atlas-api", 300_000))  # 400k chunks, atlas-api holding 75 %
+#: --million: then relic-core, and more chunks for lumen-web and atlas-api: 1M chunks, atlas-api holding 58 %
+MILLION = (("relic-core", 170_000), ("lumen-web", 250_000), ("atlas-api", 580_000))
+
+
+def hybrid_latency(phr, db_path: Path, reps: int, stages=STAGES) -> list[dict]:
+    from project_history_recall import embeddings, settings, vector_file
+
     meta = json.loads(Path(str(db_path) + ".meta.json").read_text())
     projects = {p["name"]: p for p in meta["projects"]}
     work = Path(tempfile.mkdtemp(prefix="phr-semcost-", dir=str(db_path.parent.parent)))
@@ -175,10 +186,14 @@ def hybrid_latency(phr, db_path: Path, reps: int) -> list[dict]:
     conn = phr.store.open_state_db(home)
     listing = phr.store.load_projects(home)
     attributor = phr.workspace.attributor_for(home, listing.projects)
-    for name, target in (("lumen-web", 100_000), ("atlas-api", 300_000)):
+    for name, target in stages:
         current = projects[name]["current_session_id"]
         scope = phr.workspace.compute_scope(conn, attributor, current, db_key=str(db_path.resolve()))
         chunks = synthesize_chunks(phr, home, conn, list(scope.session_ids) + [current], target)
+        # What the index command does at its end: copy into the shared vector files, learn their basis.
+        started = time.perf_counter()
+        phr.semantic.open_vectors(home, settings.load_settings(home)).sync()
+        synced = time.perf_counter() - started
         phr.vector_index.reset_indexes()  # start like a new process: load the index from the file
         queries = ["how did we handle the flaky reconnect?", "websocket backoff jitter", "数据库迁移怎么做"]
         first = time.perf_counter()
@@ -205,6 +220,9 @@ def hybrid_latency(phr, db_path: Path, reps: int) -> list[dict]:
             samples.append(time.perf_counter() - start)
         keyword = keyword_mode_costs(phr, home, current, queries, reps)
         out.append({"project": name, "chunks_written": chunks, "status": answer["semantic_status"],
+                    "chunks_in_files": vector_file.VectorFile(
+                        phr.paths.plugin_data_dir(home) / "embeddings.db", embeddings.LocalProvider().fingerprint).head().rows,
+                    "index_sync_s": round(synced, 2),
                     "first_query_ms": round(cold * 1000, 1), "warm_up_s": round(warm_up, 2),
                     "first_query_after_warm_up_ms": round(after_warm_up * 1000, 1), **summary_ms(samples),
                     "keyword_mode": keyword})
@@ -218,17 +236,21 @@ def main() -> int:
     ap.add_argument("--db", type=Path, default=Path("/tmp/phr-bench/home/state.db"))
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--skip-latency", action="store_true")
+    ap.add_argument("--million", action="store_true", help="then grow the index to 1M chunks and time again")
+    ap.add_argument("--latency-only", action="store_true", help="skip throughput and pick-up")
     args = ap.parse_args()
     phr = load_plugin()
-    report = {"throughput": throughput(phr, 1000)}
-    print("throughput:", json.dumps(report["throughput"]), flush=True)
-    report["pickup"] = pickup(phr)
-    print("pick-up:", json.dumps(report["pickup"]), flush=True)
+    report: dict = {}
+    if not args.latency_only:
+        report["throughput"] = throughput(phr, 1000)
+        print("throughput:", json.dumps(report["throughput"]), flush=True)
+        report["pickup"] = pickup(phr)
+        print("pick-up:", json.dumps(report["pickup"]), flush=True)
     if not args.skip_latency:
         if not args.db.exists():
             print(f"{args.db} missing: build it with bench/keyword_latency.py first", file=sys.stderr)
             return 2
-        report["hybrid"] = hybrid_latency(phr, args.db, args.reps)
+        report["hybrid"] = hybrid_latency(phr, args.db, args.reps, STAGES + (MILLION if args.million else ()))
     report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     print(json.dumps(report, indent=2))
     print("command:", " ".join([Path(sys.executable).name, *sys.argv]))

@@ -16,8 +16,10 @@ processes at once. Each one, with nothing loaded:
    and of Private_Clean (file pages only this process maps: shared with the
    page cache, dropped under pressure, not copied).
 
-``--code DIR`` runs the same against another checkout of the plugin (an
-older commit, for a before/after). ``--cold`` drops the index's files from
+First the index command's last step runs once (``VectorIndex.sync``: the
+vectors copied into the shared files, their basis learned), unless
+``--no-sync``. ``--code DIR`` runs the same against another checkout of the
+plugin (an older commit, for a before/after). ``--cold`` drops the index's files from
 the page cache first (as after a restart); ``--warm-up SECONDS`` has each
 process run the session-start warm-up and wait before its first search. The first process ever after the index
 grew also copies the new vectors into the shared vector files: run once
@@ -137,6 +139,38 @@ def build(work: Path, chunks: int, dims: int, share: float) -> tuple[Path, Path,
     return db, big, small
 
 
+SYNC = r"""
+import json, sys
+from pathlib import Path
+sys.path.insert(0, {bench!r})
+import _common
+_common.ROOT = Path({code!r})
+_common.load_plugin()
+import importlib
+vector_index = importlib.import_module("project_history_recall.vector_index")
+vector_file = importlib.import_module("project_history_recall.vector_file")
+
+class Provider:
+    model_id = "bench"
+    dims = {dims}
+    fingerprint = {fingerprint!r}
+    def load(self): pass
+    def embed(self, texts): raise RuntimeError("the benchmark embeds nothing")
+
+index = vector_index.VectorIndex(Path({db!r}), Provider())
+if hasattr(index, "sync"):
+    index.sync()
+print(vector_file.VectorFile(Path({db!r}), {fingerprint!r}).head())
+"""
+
+
+def sync(code: Path, db: Path, dims: int) -> str:
+    """Run ``VectorIndex.sync`` of the checkout ``code`` on ``db`` in a process of its own; its head afterwards."""
+    script = SYNC.format(bench=str(HERE), code=str(code), dims=dims, fingerprint=FINGERPRINT, db=str(db))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
 def evict(db: Path) -> None:
     """Drop embeddings.db and the vector files beside it from the page cache (clean pages no process maps)."""
     for path in [db, *db.parent.glob(f"{db.name}.*"), *db.parent.glob(f"{db.name}-*")]:
@@ -168,11 +202,19 @@ def main() -> int:
     parser.add_argument("--code", type=Path, default=ROOT, help="the plugin checkout to run (default: this one)")
     parser.add_argument("--cold", action="store_true",
                         help="drop the index's files from the page cache first (as after a restart or memory pressure)")
+    parser.add_argument("--no-sync", action="store_true",
+                        help="do not run what the index command does at its end first (VectorIndex.sync: copy the "
+                             "vectors into the shared files, learn their basis): the first process then copies them")
     parser.add_argument("--warm-up", type=float, default=-1.0, metavar="SECONDS",
                         help="each process runs the warm-up, waits SECONDS (someone typing), then searches")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     db, big, small = build(args.work, args.chunks, args.dims, args.share)
+    if not args.no_sync:
+        started = time.perf_counter()
+        synced = sync(args.code.resolve(), db, args.dims)
+        print(f"index command's sync (copy into the vector files, learn their basis): {time.perf_counter() - started:.1f} s; "
+              f"head {synced}", flush=True)
     if args.cold:
         evict(db)
     go = Path(tempfile.mkdtemp()) / "go"

@@ -362,3 +362,47 @@ def test_one_session_with_hundreds_of_similar_messages_does_not_hide_the_others(
     assert len(first) == 10 == len(set(first)), "a page holds limit distinct sessions"
     seen = [sid for a in answers for sid in result_sessions(a)]
     assert len(seen) == len(set(seen)) == 21, "the cursor reaches every session once"
+
+
+def blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
+def test_the_vector_leg_runs_beside_the_keyword_leg_and_answers_as_in_one_thread(sem, monkeypatch):
+    """Hybrid and semantic searches run the vector leg in a thread of their own; the answers are the ones a
+    search in one thread gives (a process out of threads runs it so), and the process's BLAS threads are
+    left as they were (the plugin's products use none)."""
+    import threading
+
+    sem.configure_embedding(provider="local")
+    consent(sem)
+    before = blas_threads()
+    seen: list[str] = []
+    semantic = plugin("semantic")
+    leg = semantic.semantic_leg
+
+    def watched(*args, **kwargs):
+        seen.append(threading.current_thread().name)
+        return leg(*args, **kwargs)
+
+    monkeypatch.setattr(semantic, "semantic_leg", watched)
+    questions = [("how did we stop the unstable socket connection from dropping?", "hybrid"),
+                 ("Postgres migration backfills", "hybrid"), ("dark mode colours", "semantic")]
+    apart = [sem.search("cur", q, mode=mode, limit=5) for q, mode in questions]
+    assert seen == ["project-history-recall-vectors"] * 3
+    assert blas_threads() == before
+
+    def no_threads(self):
+        raise RuntimeError("can't start new thread")
+
+    seen.clear()
+    monkeypatch.setattr(threading.Thread, "start", no_threads)
+    alone = [sem.search("cur", q, mode=mode, limit=5) for q, mode in questions]
+    assert seen == [threading.current_thread().name] * 3, "run in the caller's thread"
+    for a, b in zip(apart, alone, strict=True):
+        assert a["semantic_status"] == b["semantic_status"] == "ready"
+        assert [(r["session_id"], r["message_id"], r["score_source"]) for r in a["results"]] == \
+            [(r["session_id"], r["message_id"], r["score_source"]) for r in b["results"]]
+    assert blas_threads() == before
