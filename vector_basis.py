@@ -18,7 +18,7 @@ BASIS_FROM_ROWS = 50_000
 #: A scope is scored in two passes from this many rows of its own (fewer: one exact pass costs a few ms).
 TWO_PASS_FROM_ROWS = 50_000
 #: Share of a scope's rows the first pass keeps for the exact one (at least ``KEEP_AT_LEAST``).
-KEEP_SHARE = 0.05
+KEEP_SHARE = 0.02
 KEEP_AT_LEAST = 4_096
 #: Learn the basis again once the files hold this many times the rows it was learned from.
 RELEARN_GROWTH = 4

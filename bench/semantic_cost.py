@@ -18,7 +18,8 @@ of new messages, hybrid query latency at 100k and 300k indexed chunks, memory.
    After writing each project's chunks, the bench does what the index command
    does at its end (``VectorIndex.sync``: copy into the shared vector files,
    learn their basis) and reports how long that took. ``--million`` then
-   grows the index to 1M chunks (three more stages) and times again;
+   grows the index to 1M chunks (seven projects) and times again from the
+   largest;
 4. memory: peak RSS of this process.
 
 Run: .venv/bin/python bench/semantic_cost.py [--db /tmp/phr-bench/home/state.db] [--reps 20] [--million] [--latency-only]
@@ -165,9 +166,12 @@ def keyword_mode_costs(phr, home: Path, current: str, queries: list[str], reps: 
     return out
 
 
-STAGES = (("lumen-web", 100_000), ("atlas-api", 300_000))  # 400k chunks, atlas-api holding 75 %
-#: --million: then relic-core, and more chunks for lumen-web and atlas-api: 1M chunks, atlas-api holding 58 %
-MILLION = (("relic-core", 170_000), ("lumen-web", 250_000), ("atlas-api", 580_000))
+#: (project, its chunks, timed): 400k chunks, atlas-api holding 75 %
+STAGES = (("lumen-web", 100_000, True), ("atlas-api", 300_000, True))
+#: --million: then 1M chunks over seven projects (up to 2 per message), atlas-api holding 38 %, timed there
+MILLION = (("lumen-web", 166_000, False), ("relic-core", 131_000, False), ("orbit-cli", 112_000, False),
+           ("nimbus-infra", 103_000, False), ("quill-docs", 78_000, False), ("ember-ml", 26_000, False),
+           ("atlas-api", 384_000, True))
 
 
 def hybrid_latency(phr, db_path: Path, reps: int, stages=STAGES) -> list[dict]:
@@ -186,10 +190,12 @@ def hybrid_latency(phr, db_path: Path, reps: int, stages=STAGES) -> list[dict]:
     conn = phr.store.open_state_db(home)
     listing = phr.store.load_projects(home)
     attributor = phr.workspace.attributor_for(home, listing.projects)
-    for name, target in stages:
+    for name, target, timed in stages:
         current = projects[name]["current_session_id"]
         scope = phr.workspace.compute_scope(conn, attributor, current, db_key=str(db_path.resolve()))
         chunks = synthesize_chunks(phr, home, conn, list(scope.session_ids) + [current], target)
+        if not timed:
+            continue
         # What the index command does at its end: copy into the shared vector files, learn their basis.
         started = time.perf_counter()
         phr.semantic.open_vectors(home, settings.load_settings(home)).sync()

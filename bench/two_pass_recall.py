@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--distractors", type=Path, help="a state.db whose messages are added to the pool")
     ap.add_argument("--count", type=int, default=50_000, help="how many of its messages (default 50000)")
     ap.add_argument("--keep", default="0.02,0.05", help="shares of the pool the first pass keeps, comma-separated")
-    ap.add_argument("--columns", default="0.25", help="shares of the dimensions the first pass reads, comma-separated")
+    ap.add_argument("--columns", default="0.375", help="shares of the dimensions the first pass reads, comma-separated")
     args = ap.parse_args(argv)
     print("command:", shlex.join([sys.executable, *(sys.argv if argv is None else [__file__, *argv])]))
     phr = load_plugin()

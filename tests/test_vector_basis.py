@@ -76,7 +76,7 @@ def test_the_basis_spans_what_the_vectors_span():
 
 def test_the_first_pass_keeps_a_share_of_the_scope_and_never_fewer_than_the_floor(monkeypatch):
     monkeypatch.setattr(vector_basis, "KEEP_AT_LEAST", 4_096)
-    assert vector_basis.kept(300_000) == 15_000
+    assert vector_basis.kept(300_000) == 6_000
     assert vector_basis.kept(60_000) == 4_096
     assert vector_basis.kept(1_000) == 1_000
 
