@@ -15,7 +15,7 @@ command line). How a query is answered:
    with bounded work and ranks sessions by BM25 of their best messages.
 4. ``semantic``/``hybrid`` add cosine similarity over the project's vectors
    once the user consented (``semantic.py``), in a thread beside the keyword
-   leg (the vector products run on one core); sessions rank by their best
+   leg (its scoring products on one core); sessions rank by their best
    messages in both legs, and hybrid adds the legs' standardised scores
    (:func:`fuse`).
 5. One strongest message per session; cron sessions rank after interactive
@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from . import answers, lexical, pages, paths, ranking, semantic, session_rows, store, workspace
+from . import answers, errors, lexical, pages, paths, ranking, semantic, session_rows, store, workspace
 from .filters import Filters, describe_filters
 from .query import clean_query, parse_query
 from .ranking import Hit, fuse_scores, rank_sessions
@@ -122,6 +122,11 @@ class Beside(Generic[T]):
         else:
             self._thread.join()
 
+    @property
+    def error(self) -> BaseException | None:
+        """What the work raised (``None`` until it is done, or when it returned)."""
+        return self._error
+
     def result(self) -> T:
         """The work's return value; raises what the work raised."""
         self.wait()
@@ -131,8 +136,17 @@ class Beside(Generic[T]):
 
 
 def _semantic_leg_apart(home: Path, scope: workspace.Scope, query: str, settings: Settings) -> semantic.SemanticLeg:
-    """:func:`semantic.semantic_leg` (indexing, then searching) on a state.db connection of its own."""
-    conn = store.open_state_db(home)
+    """:func:`semantic.semantic_leg` (indexing, then searching) on a state.db connection of its own.
+
+    A connection that cannot be opened (too many open files, state.db being
+    replaced) is an ``unavailable`` leg, as any other state.db trouble of the
+    vector leg is: keyword results stand.
+    """
+    try:
+        conn = store.open_state_db(home)
+    except errors.StoreError as exc:
+        return semantic.SemanticLeg("unavailable", f"semantic search could not open the session database just now "
+                                    f"({exc}); it retries on a later search")
     try:
         return semantic.semantic_leg(conn, home, scope, query, settings, index=True)
     finally:
@@ -227,7 +241,9 @@ def search_history(
             found = lexical.search(conn, parsed, scope, want_sessions=pages.MAX_REACH + 1, db_key=paths.state_db_key(home))
         except BaseException:
             if beside is not None:
-                beside.wait()  # its own outcome is dropped: the keyword leg's error is the answer
+                beside.wait()  # the keyword leg's error is the answer
+                if beside.error is not None:
+                    logger.info("vector leg beside a failed keyword leg: %r", beside.error)
             raise
         strategy = found.strategy
         if found.note:

@@ -38,9 +38,10 @@ def learn(vectors: np.ndarray, *, seed: int = 0) -> np.ndarray:
     """The ``columns(dims)`` directions of ``vectors`` (rows; may be mapped) carrying the most of their dot products.
 
     The top eigenvectors of the second moment of at most ``SAMPLE`` rows spread
-    over the file (not centred: dot products count the mean too), as a
-    ``(dims, columns)`` float32 matrix with orthonormal columns. Raises
-    ``ValueError`` when there are no rows or too few dimensions.
+    over the file (not centred: dot products count the mean too; rows that
+    are not finite left out), as a ``(dims, columns)`` float32 matrix with
+    orthonormal columns. Raises ``ValueError`` when there are no finite rows
+    or too few dimensions.
     """
     rows, dims = vectors.shape
     if not rows or not columns(dims):
@@ -48,6 +49,9 @@ def learn(vectors: np.ndarray, *, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     take = np.sort(rng.choice(rows, size=min(rows, SAMPLE), replace=False))
     sample = np.asarray(vectors[take], dtype=np.float32)  # SAMPLE x dims float32: 32 MB at 512 dimensions, once
+    sample = sample[np.isfinite(sample).all(axis=1)]  # a NaN from an endpoint would void every direction
+    if not len(sample):
+        raise ValueError("no finite vectors to learn a basis from")
     values, directions = np.linalg.eigh((sample.T @ sample).astype(np.float64) / len(sample))
     return np.ascontiguousarray(directions[:, np.argsort(values)[::-1][: columns(dims)]], dtype=np.float32)
 

@@ -37,6 +37,7 @@ import inspect
 import json
 import mmap
 import os
+import re
 import secrets
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -55,6 +56,7 @@ except ImportError:  # Windows: no flock; one process at a time is what Hermes r
     fcntl = None  # type: ignore[assignment]
 
 VERSION = 1
+_TOKEN = re.compile(r"[0-9a-f]{16}")  # a basis' token, as secrets.token_hex(8) makes it
 #: One appended batch: chunk ids, message ids, session ids, vectors (rows in chunk id order).
 Batch = tuple[Sequence[int], Sequence[int], Sequence[str], np.ndarray]
 
@@ -123,11 +125,14 @@ class VectorFile:
             if raw.get("version") != VERSION:
                 return Head()
             db = raw.get("db")
-            return Head(int(raw["rows"]), int(raw["session_bytes"]), int(raw["upto"]), int(raw["dims"]),
+            head = Head(int(raw["rows"]), int(raw["session_bytes"]), int(raw["upto"]), int(raw["dims"]),
                         (int(db[0]), int(db[1])) if db else None, str(raw.get("epoch", "")),
                         str(raw.get("basis", "")), int(raw.get("projected", 0)), int(raw.get("basis_from", 0)))
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return Head()
+        if head.basis and not (_TOKEN.fullmatch(head.basis) and 0 < head.projected <= head.rows):
+            head = dataclasses.replace(head, basis="", projected=0, basis_from=0)  # damaged: as if none (learned again)
+        return head
 
     def view(self, db: tuple[int, int] | None) -> View:
         """The committed rows of the embeddings.db ``db`` identifies, mapped (cached until the head changes).
@@ -311,7 +316,9 @@ class VectorFile:
         mapping); then, under the lock, rows committed meanwhile get theirs and
         the head names the new files. Nothing is committed when the files
         started over meanwhile, or another process committed a basis first.
-        Raises ``OSError`` when the folder refuses the files.
+        With nothing to learn, files of no committed basis (left by a process
+        that died) are removed. Raises ``OSError`` when the folder refuses the
+        files, ``ValueError`` when no vector is finite.
         """
         head = self.head()
         if head.db != db or head.rows < vector_basis.BASIS_FROM_ROWS:
@@ -320,9 +327,12 @@ class VectorFile:
         if view.n != head.rows or view.head != head:
             return False
         if view.basis is not None and head.projected == head.rows and head.rows < vector_basis.RELEARN_GROWTH * head.basis_from:
-            return False  # a basis, and not grown much since
+            with self._locked():  # a basis, and not grown much since: only files of no committed basis to remove
+                self._remove_bases(keep=self.head().basis)
+            return False
         token = secrets.token_hex(8)
-        basis = vector_basis.learn(view.vectors)
+        basis = vector_basis.learn(view.vectors)  # ValueError: no finite vectors to learn from
+        committed = False
         try:
             with open(self._basis_path(token, "basis"), "wb") as f:
                 f.write(basis.astype("<f4").tobytes())
@@ -353,11 +363,15 @@ class VectorFile:
                         del later
                     if os.fstat(low.fileno()).st_size != now.rows * basis.shape[1] * 4 or not self._basis_path(token, "basis").is_file():
                         return False
-                self._write_head(dataclasses.replace(now, basis=token, projected=now.rows, basis_from=view.n))
+                new = dataclasses.replace(now, basis=token, projected=now.rows, basis_from=view.n)
+                self._write_head(new)
+                committed = True
+                if self._sound is not None and self._sound[0] == now:  # still sound: the rows did not change
+                    self._sound = (new, self._sound[1])
                 self._remove_bases(keep=token)
                 return True
         finally:
-            if self.head().basis != token:
+            if not committed:
                 for kind in ("low", "basis"):
                     self._basis_path(token, kind).unlink(missing_ok=True)
 

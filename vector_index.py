@@ -475,7 +475,7 @@ class VectorIndex:
             if not view.n or not sessions:
                 return []
             names, codes = view.names, self._codes  # as they belong to this view (another thread may map newer files)
-            ids, owners, scores = vector_scores.scope_scores(view, codes, query, sessions)
+            ids, owners, scores = vector_scores.scope_scores(view, codes, query, sessions, wanted=top_sessions)
         return vector_scores.best_of_sessions(names, sessions, ids, owners, scores, top_sessions, per_session)
 
     @property
@@ -488,8 +488,7 @@ class VectorIndex:
         return int(np.count_nonzero(view.rows[:, 1] != -1)) if view.n else 0
 
     def warm(self) -> None:
-        """Do now what the first search would: load the model, what is indexed, and the matrix; learn the
-        vector files' basis if they lack one (:meth:`sync`).
+        """Do now what the first search would: load the model, what is indexed, and the matrix.
 
         Then reads one value of every page of the mapped files, as the first
         search would: pages the page cache lost (after a restart, or under
@@ -508,14 +507,14 @@ class VectorIndex:
             flat = mapped.reshape(-1)
             if len(flat):
                 flat[:: max(1, _PAGE // flat.itemsize)].sum()
-        self._learn_basis()
 
     def _learn_basis(self) -> None:
         """Learn the vector files' basis when they are large and have none (or grew much since): see
-        :meth:`vector_file.VectorFile.organise`. A folder that refuses it is logged: searches stay exact."""
+        :meth:`vector_file.VectorFile.organise`. A folder that refuses it, or vectors with nothing finite to
+        learn from, is logged: searches stay exact."""
         try:
             self._vectors.organise(self._file)  # without the index's lock: searches go on meanwhile
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: numpy's LinAlgError too
             logger.warning("embeddings index %s: could not write the vectors' basis (%s); searches score every row", self.path, exc)
 
     def indexed_in(self, sessions: set[str]) -> int:

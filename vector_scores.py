@@ -33,7 +33,7 @@ def dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
 
 
 def scope_scores(
-    view: vector_file.View, codes: dict[str, int], query: np.ndarray, sessions: AbstractSet[str]
+    view: vector_file.View, codes: dict[str, int], query: np.ndarray, sessions: AbstractSet[str], *, wanted: int = 0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(message ids, session codes, cosines)`` of the live rows of ``sessions`` in ``view``.
 
@@ -45,7 +45,8 @@ def scope_scores(
     rows and no process keeps a copy. Scope is compared in full (a set of
     session ids), never by hash. A scope of at least
     ``vector_basis.TWO_PASS_FROM_ROWS`` rows in files with a basis is scored
-    in two passes (:func:`two_pass`).
+    in two passes (:func:`two_pass`), its exact pass covering at least
+    ``wanted`` sessions where the scope has them.
     """
     member = np.zeros(len(view.names) + 1, dtype=bool)
     member[np.array([codes[s] for s in sessions if s in codes], dtype=np.int64)] = True
@@ -54,7 +55,7 @@ def scope_scores(
     inside = member[owners] & (ids != -1)
     share = int(np.count_nonzero(inside))
     if view.basis is not None and view.low is not None and share >= vector_basis.TWO_PASS_FROM_ROWS:
-        return two_pass(view, view.basis, view.low, query, inside)
+        return two_pass(view, view.basis, view.low, query, inside, wanted=wanted)
     if share > IN_PLACE_SHARE * view.n:
         scores = dot(view.vectors, query)
         scores[~inside] = -np.inf
@@ -68,15 +69,18 @@ def scope_scores(
 
 
 def two_pass(
-    view: vector_file.View, basis: np.ndarray, low: np.ndarray, query: np.ndarray, inside: np.ndarray
+    view: vector_file.View, basis: np.ndarray, low: np.ndarray, query: np.ndarray, inside: np.ndarray, *, wanted: int = 0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Like :func:`scope_scores` for the rows ``inside``, scoring exactly only the best of them along ``basis``.
 
     The first pass scores each row's coordinates ``low`` (3/8 of the
     bytes of its vector) against ``query @ basis``; the best
     ``vector_basis.kept()`` of the scope's rows, and every row of the scope
-    past ``low`` (appended since the basis), are then scored exactly. Every
-    cosine returned is exact; a row the first pass ranks far down is missed.
+    past ``low`` (appended since the basis), are then scored exactly. The
+    rows kept are widened (four times at a step) until they hold ``wanted``
+    sessions or the whole scope, so that later pages do not end early where
+    a few long sessions fill the best rows. Every cosine returned is exact; a
+    row the first pass ranks far down is missed.
     """
     projected = len(low)
     rough_query = query @ basis
@@ -93,8 +97,12 @@ def two_pass(
             part = where[start : start + BLOCK]
             rough[start : start + len(part)] = dot(low[part], rough_query)
     keep = vector_basis.kept(count)
-    best = np.argpartition(-rough, keep - 1)[:keep] if 0 < keep < len(rough) else np.flatnonzero(rough > -np.inf)
-    chosen = np.sort(best if where is None else where[best])  # in file order: the gather reads forward
+    while True:
+        best = np.argpartition(-rough, keep - 1)[:keep] if 0 < keep < len(rough) else np.flatnonzero(rough > -np.inf)
+        chosen = np.sort(best if where is None else where[best])  # in file order: the gather reads forward
+        if keep >= count or len(np.unique(view.rows[chosen, 2])) >= wanted:
+            break
+        keep = min(count, keep * 4)
     chosen = np.concatenate([chosen, projected + np.flatnonzero(inside[projected:])])
     scores = np.empty(len(chosen), dtype=np.float32)
     for start in range(0, len(chosen), EXACT_BLOCK):

@@ -114,8 +114,10 @@ def synthesize_chunks(phr, home: Path, conn: sqlite3.Connection, sessions: list[
     """Write chunks for every indexable message of ``sessions`` (some get 2 chunks) until ``target``."""
     import numpy as np
 
-    fingerprint = phr.embeddings.LocalProvider().fingerprint
-    index = phr.vector_index.VectorIndex(phr.paths.plugin_data_dir(home) / "embeddings.db", phr.embeddings.LocalProvider())
+    from project_history_recall import embeddings, vector_index
+
+    fingerprint = embeddings.LocalProvider().fingerprint
+    index = vector_index.VectorIndex(phr.paths.plugin_data_dir(home) / "embeddings.db", embeddings.LocalProvider())
     ids = conn.execute(
         "SELECT m.id, m.session_id FROM messages m WHERE m.session_id IN (SELECT value FROM json_each(?)) "
         "AND (m.active = 1 OR m.compacted = 1) AND m.role IN ('user', 'assistant')",

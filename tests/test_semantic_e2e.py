@@ -406,3 +406,26 @@ def test_the_vector_leg_runs_beside_the_keyword_leg_and_answers_as_in_one_thread
         assert [(r["session_id"], r["message_id"], r["score_source"]) for r in a["results"]] == \
             [(r["session_id"], r["message_id"], r["score_source"]) for r in b["results"]]
     assert blas_threads() == before
+
+
+def test_a_vector_leg_that_cannot_open_the_session_database_leaves_keyword_results_standing(sem, monkeypatch):
+    """The vector leg's own state.db connection fails (as with too many open files): it is an unavailable leg.
+    (Out of file descriptors cannot be brought about for one thread's open alone: the open is made to fail.)"""
+    import threading
+
+    sem.configure_embedding(provider="local")
+    consent(sem)
+    assert sem.search("cur", "websocket backoff")["semantic_status"] == "ready"
+    store = plugin("store")
+    search = plugin("search")
+    opened = store.open_state_db
+
+    def fails_beside(home):
+        if threading.current_thread().name == "project-history-recall-vectors":
+            raise plugin("errors").StateDBUnreadable("session database unreadable: unable to open database file", path="x")
+        return opened(home)
+
+    monkeypatch.setattr(search.store, "open_state_db", fails_beside)
+    answer = sem.search("cur", "websocket backoff")
+    assert answer["success"] is True and result_sessions(answer) == ["a_ws"]
+    assert answer["semantic_status"] == "unavailable" and "retries on a later search" in answer["semantic_note"]

@@ -295,3 +295,82 @@ def test_learning_and_appending_processes_at_once_keep_every_row_and_its_coordin
     assert np.allclose(view.low, np.array(view.vectors) @ view.basis, atol=1e-6)
     tokens = {p.name.split(".")[-2] for p in [*tmp_path.glob("*.low"), *tmp_path.glob("*.basis")]}
     assert tokens == {head.basis}, "no basis files left behind but the committed one"
+
+
+def test_a_vector_that_is_not_finite_does_not_void_the_basis(tmp_path, small_thresholds):
+    """A NaN from an endpoint in one row: the basis is learned from the finite rows, searches still find the rest."""
+    files = vector_file.VectorFile(tmp_path / "embeddings.db", "fp")
+    vectors = low_rank(3_000, 18)
+    vectors[10] = np.nan
+    append(files, vectors)
+    assert files.organise((1, 1))
+    view = files.view((1, 1))
+    assert view.basis is not None and np.isfinite(view.basis).all()
+    for i in (101, 2_500):
+        ids, _ = searched(files, vectors[i])
+        assert ids[0] == i + 1 and 11 not in ids.tolist()
+
+
+@pytest.mark.parametrize("field", ["a token that names no file", "more rows projected than committed"])
+def test_a_head_whose_basis_fields_are_damaged_is_read_as_having_none_and_learned_again(tmp_path, small_thresholds, field):
+    import json
+
+    path = tmp_path / "embeddings.db"
+    files = vector_file.VectorFile(path, "fp")
+    vectors = low_rank(3_000, 19)
+    append(files, vectors)
+    assert files.organise((1, 1))
+    (head_file,) = tmp_path.glob("*.head")
+    raw = json.loads(head_file.read_text())
+    if field.startswith("a token"):
+        raw["basis"] = "../x/y"
+    else:
+        raw["projected"] = raw["rows"] + 7
+    head_file.write_text(json.dumps(raw))
+    reader = vector_file.VectorFile(path, "fp")  # a new process
+    assert reader.head().basis == "" and reader.view((1, 1)).basis is None
+    ids, _ = searched(reader, vectors[5])
+    assert len(ids) == 3_000 and ids[0] == 6, "every row scored exactly"
+    assert append(reader, low_rank(3, 20), first_chunk=3_001).rows == 3_003
+    assert reader.organise((1, 1)) and reader.view((1, 1)).low is not None
+
+
+def test_files_of_no_committed_basis_are_removed_by_the_next_index_run(tmp_path, small_thresholds):
+    """A process that died while learning (or between its commit and its clean-up) leaves files no head names."""
+    path = tmp_path / "embeddings.db"
+    files = vector_file.VectorFile(path, "fp")
+    append(files, low_rank(3_000, 21))
+    assert files.organise((1, 1))
+    committed = files.head().basis
+    for token in ("0123456789abcdef", "fedcba9876543210"):
+        for kind in ("low", "basis"):
+            (tmp_path / f"{files.prefix.name}.{token}.{kind}").write_bytes(b"\0" * 4096)
+    assert files.organise((1, 1)) is False, "nothing to learn"
+    assert sorted(p.name.split(".")[-2] for p in [*tmp_path.glob("*.low"), *tmp_path.glob("*.basis")]) == [committed] * 2
+
+
+def test_the_exact_pass_is_widened_until_it_holds_the_sessions_a_page_needs(tmp_path, small_thresholds):
+    """The best rows all in a few long sessions: the rows kept are widened, so that later pages do not end early."""
+    files = vector_file.VectorFile(tmp_path / "embeddings.db", "fp")
+    vectors = low_rank(3_000, 22)
+    query = vectors[0]
+    order = np.argsort(-(vectors @ query))
+    sessions = np.empty(3_000, dtype=object)
+    sessions[order[:300]] = [f"s{i % 5}" for i in range(300)]  # the best 10 %: five sessions
+    sessions[order[300:]] = [f"s{5 + i % 55}" for i in range(2_700)]
+
+    def read_after(upto):
+        ids = list(range(1, 3_001))
+        yield ids, ids, list(sessions), vectors
+
+    files.append((1, 1), DIMS, read_after)
+    assert files.organise((1, 1))
+    view = files.view((1, 1))
+    codes = {name: i for i, name in enumerate(view.names)}
+    everyone = {f"s{i}" for i in range(60)}
+    narrow = vector_scores.scope_scores(view, codes, query, everyone)
+    assert len(set(narrow[1].tolist())) == 5, "the kept rows alone hold five sessions"
+    wide = vector_scores.scope_scores(view, codes, query, everyone, wanted=51)
+    assert len(set(wide[1].tolist())) >= 51
+    best = vector_scores.best_of_sessions(view.names, everyone, *wide, 51, 1)
+    assert len(best) == 51
