@@ -19,6 +19,7 @@ BLOCK = 32_768  # rows scored per step when a scope is gathered (bounds the tran
 #: every row, the rest masked) rather than gathered block by block.
 IN_PLACE_SHARE = 0.5
 EXACT_BLOCK = 8_192  # rows the two-pass scoring gathers per step for its exact pass
+ROUGH_SPAN = 8_192  # rows of the first pass read in place at a time (spans without a row of the scope are skipped)
 
 
 def dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -86,20 +87,21 @@ def two_pass(
     rough_query = query @ basis
     first = inside[:projected]
     count = int(np.count_nonzero(first))
-    where = None
-    if count > IN_PLACE_SHARE * projected:
-        rough = dot(low, rough_query)
-        rough[~first] = -np.inf
-    else:
-        where = np.flatnonzero(first)
-        rough = np.empty(len(where), dtype=np.float32)
-        for start in range(0, len(where), BLOCK):
-            part = where[start : start + BLOCK]
-            rough[start : start + len(part)] = dot(low[part], rough_query)
+    # The first pass reads, in place (no copy), every span of ROUGH_SPAN rows that holds a row of the
+    # scope: a project's rows mostly come in long runs (they are indexed project by project).
+    rough = np.full(projected, -np.inf, dtype=np.float32)
+    spans = np.zeros(-(-projected // ROUGH_SPAN), dtype=bool)
+    spans[np.flatnonzero(first) // ROUGH_SPAN] = True
+    for span in np.flatnonzero(spans).tolist():
+        start = span * ROUGH_SPAN
+        rough[start : start + ROUGH_SPAN] = dot(low[start : start + ROUGH_SPAN], rough_query)
+    rough[~first] = -np.inf
+    rough[np.isnan(rough)] = -np.inf  # a vector that is not finite ranks last, as in an exact pass
     keep = vector_basis.kept(count)
     while True:
-        best = np.argpartition(-rough, keep - 1)[:keep] if 0 < keep < len(rough) else np.flatnonzero(rough > -np.inf)
-        chosen = np.sort(best if where is None else where[best])  # in file order: the gather reads forward
+        cut = len(rough) - keep  # the best keep rows, without a negated copy of the scores
+        best = np.argpartition(rough, cut)[cut:] if 0 < keep < count else np.flatnonzero(rough > -np.inf)
+        chosen = np.sort(best)  # in file order: the gather reads forward
         if keep >= count or len(np.unique(view.rows[chosen, 2])) >= wanted:
             break
         keep = min(count, keep * 4)
