@@ -429,3 +429,27 @@ def test_a_vector_leg_that_cannot_open_the_session_database_leaves_keyword_resul
     answer = sem.search("cur", "websocket backoff")
     assert answer["success"] is True and result_sessions(answer) == ["a_ws"]
     assert answer["semantic_status"] == "unavailable" and "retries on a later search" in answer["semantic_note"]
+
+
+def test_the_first_search_loads_the_model_while_it_checks_the_index(sem, monkeypatch):
+    """The local model loads in a thread of its own while the first search counts what is indexed;
+    the query's embedding waits for it, once."""
+    import threading
+
+    sem.configure_embedding(provider="local")
+    consent(sem)
+    plugin("vector_index").reset_indexes()  # a process that has not loaded the model yet
+    embeddings = plugin("embeddings")
+    loads: list[str] = []
+    load = embeddings.LocalProvider.load
+
+    def watched(self):
+        loads.append(threading.current_thread().name)
+        return load(self)
+
+    monkeypatch.setattr(embeddings.LocalProvider, "load", watched)
+    answer = sem.search("cur", "how did we stop the unstable socket connection from dropping?", mode="hybrid")
+    assert answer["semantic_status"] == "ready" and result_sessions(answer)[0] == "a_ws"
+    assert loads == ["project-history-recall-model"]
+    assert sem.search("cur", "dark mode colours", mode="semantic")["semantic_status"] == "ready"
+    assert loads == ["project-history-recall-model"], "loaded once"
