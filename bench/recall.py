@@ -432,6 +432,22 @@ def aggregate(questions: list[Question], system: str) -> dict[str, Any]:
     return out
 
 
+def index_with_local_model(phr: Any, home: Path, name: str) -> dict[str, Any]:
+    """Configure the local model in ``home``, consent for every project, and index them all; the index report.
+
+    Exits the benchmark when indexing fails or leaves messages out.
+    """
+    (home / "config.yaml").write_text(
+        "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n        provider: local\n", encoding="utf-8"
+    )
+    phr.paths.plugin_data_dir(home).mkdir(parents=True, exist_ok=True)
+    phr.semantic.record_consent(home=home, session_id="", decision="allow", projects="all")
+    report = phr.semantic.index_projects(home=home)
+    if not report.get("success") or report.get("remaining"):
+        raise SystemExit(f"[{name}] indexing failed: {report}")
+    return report
+
+
 def run_set(ds: DataSet, root: Path, phr: Any, systems: list[str], semantic: bool) -> list[Question]:
     t0 = time.perf_counter()
     built = build_home(ds, root)
@@ -446,15 +462,8 @@ def run_set(ds: DataSet, root: Path, phr: Any, systems: list[str], semantic: boo
     from tools.session_search_tool import session_search
 
     if semantic:
-        (home / "config.yaml").write_text(
-            "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n        provider: local\n", encoding="utf-8"
-        )
-        phr.paths.plugin_data_dir(home).mkdir(parents=True, exist_ok=True)
-        phr.semantic.record_consent(home=home, session_id="", decision="allow", projects="all")
         t_index = time.perf_counter()
-        report = phr.semantic.index_projects(home=home)
-        if not report.get("success") or report.get("remaining"):
-            raise SystemExit(f"[{ds.name}] indexing failed: {report}")
+        report = index_with_local_model(phr, home, ds.name)
         print(f"[{ds.name}] index ready: {report.get('indexed')} messages ({time.perf_counter() - t_index:.1f}s)", flush=True)
     db = SessionDB(db_path=home / "state.db")
     conn = sqlite3.connect((home / "state.db").as_uri() + "?mode=ro", uri=True)

@@ -58,13 +58,7 @@ def set_vectors(phr: Any, ds: recall.DataSet, root: Path) -> tuple[np.ndarray, n
 
     built = recall.build_home(ds, root)
     home = built.home
-    (home / "config.yaml").write_text(
-        "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n        provider: local\n", encoding="utf-8")
-    phr.paths.plugin_data_dir(home).mkdir(parents=True, exist_ok=True)
-    phr.semantic.record_consent(home=home, session_id="", decision="allow", projects="all")
-    report = phr.semantic.index_projects(home=home)
-    if not report.get("success") or report.get("remaining"):
-        raise SystemExit(f"[{ds.name}] indexing failed: {report}")
+    recall.index_with_local_model(phr, home, ds.name)
     db = phr.paths.plugin_data_dir(home) / "embeddings.db"
     view = vector_file.VectorFile(db, embeddings.LocalProvider().fingerprint).view(index_file.identity(db))
     live = view.rows[:, 1] != -1
@@ -98,7 +92,7 @@ def distractors(phr: Any, state_db: Path, count: int, work: Path) -> tuple[np.nd
     return vectors, [f"distractor/{s}" for s, _ in rows]
 
 
-def ranked(phr: Any, view: Any, codes: dict[str, int], query: np.ndarray, sessions: set[str]) -> list[str]:
+def ranked(view: Any, codes: dict[str, int], query: np.ndarray, sessions: set[str]) -> list[str]:
     from project_history_recall import vector_scores
 
     ids, owners, scores = vector_scores.scope_scores(view, codes, query, sessions)
@@ -172,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         for label, view, keep in variants:
             if keep is not None:
                 vector_basis.KEEP_SHARE, vector_basis.KEEP_AT_LEAST = keep, 0
-            results[label] = [ranked(phr, view, codes, q, sessions) for q in query_vectors]
+            results[label] = [ranked(view, codes, q, sessions) for q in query_vectors]
             read[label] = 1.0 if keep is None else vector_basis.kept(len(matrix)) / len(matrix)
         for label, found in results.items():
             m = metrics(list(zip(found, golds)))

@@ -48,7 +48,8 @@ from _common import ROOT, percentile  # noqa: E402
 FINGERPRINT = "bench-vectors-512"
 BIG, SMALL = "big-project-session", "small-project-session"
 
-CHILD = r"""
+#: What both child scripts start with: the plugin of ``code`` imported, and a provider that embeds nothing.
+PRELUDE = r"""
 import json, sys, time, os
 from pathlib import Path
 import numpy as np
@@ -58,14 +59,7 @@ _common.ROOT = Path({code!r})
 _common.load_plugin()
 import importlib
 vector_index = importlib.import_module("project_history_recall.vector_index")
-
-def rollup():
-    out = {{}}
-    for line in open("/proc/self/smaps_rollup"):
-        parts = line.split()
-        if len(parts) >= 3 and parts[-1] == "kB":
-            out[parts[0].rstrip(":")] = int(parts[1])
-    return out
+vector_file = importlib.import_module("project_history_recall.vector_file")
 
 class Provider:
     model_id = "bench"
@@ -73,6 +67,16 @@ class Provider:
     fingerprint = {fingerprint!r}
     def load(self): pass
     def embed(self, texts): raise RuntimeError("the benchmark embeds nothing")
+"""
+
+CHILD = PRELUDE + r"""
+def rollup():
+    out = {{}}
+    for line in open("/proc/self/smaps_rollup"):
+        parts = line.split()
+        if len(parts) >= 3 and parts[-1] == "kB":
+            out[parts[0].rstrip(":")] = int(parts[1])
+    return out
 
 big = set(json.loads(Path({big!r}).read_text()))
 small = set(json.loads(Path({small!r}).read_text()))
@@ -139,24 +143,7 @@ def build(work: Path, chunks: int, dims: int, share: float) -> tuple[Path, Path,
     return db, big, small
 
 
-SYNC = r"""
-import json, sys
-from pathlib import Path
-sys.path.insert(0, {bench!r})
-import _common
-_common.ROOT = Path({code!r})
-_common.load_plugin()
-import importlib
-vector_index = importlib.import_module("project_history_recall.vector_index")
-vector_file = importlib.import_module("project_history_recall.vector_file")
-
-class Provider:
-    model_id = "bench"
-    dims = {dims}
-    fingerprint = {fingerprint!r}
-    def load(self): pass
-    def embed(self, texts): raise RuntimeError("the benchmark embeds nothing")
-
+SYNC = PRELUDE + r"""
 index = vector_index.VectorIndex(Path({db!r}), Provider())
 if hasattr(index, "sync"):
     index.sync()
