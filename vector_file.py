@@ -274,7 +274,7 @@ class VectorFile:
                     vec.write(np.ascontiguousarray(vectors, dtype="<f4").tobytes())
                     meta.write(block.tobytes())
                     if low is not None and basis is not None:
-                        low.write(vector_basis.project(vectors, basis).tobytes())
+                        _write_coordinates(low, vectors, basis)
                         projected += len(chunk_ids)
                     if new_names:
                         data = "".join(json.dumps(n) + "\n" for n in new_names).encode("utf-8")
@@ -283,8 +283,7 @@ class VectorFile:
                     rows += len(chunk_ids)
                     upto = max(upto, int(max(chunk_ids)))
                 for f in (vec, meta, names) if low is None else (vec, meta, names, low):
-                    f.flush()
-                    os.fsync(f.fileno())
+                    _durable(f)
             names_now = tuple(sorted(codes, key=codes.__getitem__))
             head = Head(rows, session_bytes, upto, dims, db, head.epoch, head.basis, projected, head.basis_from)
             self._write_head(head)
@@ -336,13 +335,10 @@ class VectorFile:
         try:
             with open(self._basis_path(token, "basis"), "wb") as f:
                 f.write(basis.astype("<f4").tobytes())
-                f.flush()
-                os.fsync(f.fileno())
+                _durable(f)
             with open(self._basis_path(token, "low"), "wb") as f:
-                for start in range(0, view.n, vector_basis.BLOCK):  # a block at a time: no copy of the whole file
-                    f.write(vector_basis.project(view.vectors[start : start + vector_basis.BLOCK], basis).tobytes())
-                f.flush()
-                os.fsync(f.fileno())
+                _write_coordinates(f, view.vectors, basis)
+                _durable(f)
             with self._locked():
                 now = self.head()
                 if (now.epoch != head.epoch or now.db != db or now.basis != head.basis or now.rows < view.n
@@ -356,10 +352,8 @@ class VectorFile:
                     if now.rows > view.n:  # appended meanwhile: their coordinates too
                         later = _map(self._paths["vec"], np.float32, (now.rows, now.dims))[view.n :]
                         low.seek(0, os.SEEK_END)
-                        for start in range(0, len(later), vector_basis.BLOCK):
-                            low.write(vector_basis.project(later[start : start + vector_basis.BLOCK], basis).tobytes())
-                        low.flush()
-                        os.fsync(low.fileno())
+                        _write_coordinates(low, later, basis)
+                        _durable(low)
                         del later
                     if os.fstat(low.fileno()).st_size != now.rows * basis.shape[1] * 4 or not self._basis_path(token, "basis").is_file():
                         return False
@@ -405,8 +399,7 @@ class VectorFile:
                    "basis": head.basis, "projected": head.projected, "basis_from": head.basis_from}
         with open(temp, "w", encoding="utf-8") as f:
             json.dump(payload, f)
-            f.flush()
-            os.fsync(f.fileno())
+            _durable(f)
         os.replace(temp, self._paths["head"])
 
     def mark_gone(self, message_ids: Iterable[int], *, keep_chunks: Iterable[int] = (), gone_chunks: Iterable[int] = ()) -> int:
@@ -444,6 +437,19 @@ class VectorFile:
         """Forget every row (the next :meth:`append` copies everything again)."""
         with self._locked():
             self._write_head(Head())
+
+
+def _durable(f: Any) -> None:
+    """Flush ``f`` to the disk (what a head later commits must survive a crash)."""
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def _write_coordinates(f: Any, vectors: np.ndarray, basis: np.ndarray) -> None:
+    """Append the coordinates of ``vectors`` (rows; may be mapped) along ``basis`` to ``f``, a block at a time
+    (no copy of the whole file in memory)."""
+    for start in range(0, len(vectors), vector_basis.BLOCK):
+        f.write(vector_basis.project(vectors[start : start + vector_basis.BLOCK], basis).tobytes())
 
 
 def _among(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
