@@ -47,6 +47,16 @@ def append(files: vector_file.VectorFile, vectors: np.ndarray, *, first_chunk: i
     return files.append((1, 1), DIMS, read_after)
 
 
+def learned(tmp_path: Path, seed: int) -> tuple[Path, vector_file.VectorFile, np.ndarray]:
+    """3,000 rows appended and their basis learned: ``(embeddings.db's path, its vector files, the vectors)``."""
+    path = tmp_path / "embeddings.db"
+    files = vector_file.VectorFile(path, "fp")
+    vectors = low_rank(3_000, seed)
+    append(files, vectors)
+    assert files.organise((1, 1))
+    return path, files, vectors
+
+
 def exact_best(vectors: np.ndarray, query: np.ndarray, k: int) -> list[int]:
     return (np.argsort(-(vectors @ query), kind="stable")[:k] + 1).tolist()
 
@@ -120,10 +130,7 @@ def test_a_vector_far_from_every_learned_direction_can_be_missed_by_the_first_pa
 
 
 def test_rows_appended_later_get_their_coordinates_and_are_found(tmp_path, small_thresholds):
-    files = vector_file.VectorFile(tmp_path / "embeddings.db", "fp")
-    vectors = low_rank(3_000, 7)
-    append(files, vectors)
-    assert files.organise((1, 1))
+    _, files, vectors = learned(tmp_path, 7)
     late = low_rank(5, 8)
     head = append(files, late, first_chunk=3_001)
     assert head.projected == head.rows == 3_005
@@ -178,11 +185,7 @@ def test_files_started_over_while_learning_commit_nothing_and_leave_no_files(tmp
 
 @pytest.mark.parametrize("damage", ["low deleted", "low short", "basis deleted", "basis too long"])
 def test_damaged_basis_files_fall_back_to_one_exact_pass_and_are_learned_again(tmp_path, small_thresholds, damage):
-    path = tmp_path / "embeddings.db"
-    files = vector_file.VectorFile(path, "fp")
-    vectors = low_rank(3_000, 12)
-    append(files, vectors)
-    assert files.organise((1, 1))
+    path, files, vectors = learned(tmp_path, 12)
     (low,) = tmp_path.glob("*.low")
     (basis,) = tmp_path.glob("*.basis")
     kind, how = damage.split(" ", 1)
@@ -315,11 +318,7 @@ def test_a_vector_that_is_not_finite_does_not_void_the_basis(tmp_path, small_thr
 def test_a_head_whose_basis_fields_are_damaged_is_read_as_having_none_and_learned_again(tmp_path, small_thresholds, field):
     import json
 
-    path = tmp_path / "embeddings.db"
-    files = vector_file.VectorFile(path, "fp")
-    vectors = low_rank(3_000, 19)
-    append(files, vectors)
-    assert files.organise((1, 1))
+    path, files, vectors = learned(tmp_path, 19)
     (head_file,) = tmp_path.glob("*.head")
     raw = json.loads(head_file.read_text())
     if field.startswith("a token"):
@@ -337,10 +336,7 @@ def test_a_head_whose_basis_fields_are_damaged_is_read_as_having_none_and_learne
 
 def test_files_of_no_committed_basis_are_removed_by_the_next_index_run(tmp_path, small_thresholds):
     """A process that died while learning (or between its commit and its clean-up) leaves files no head names."""
-    path = tmp_path / "embeddings.db"
-    files = vector_file.VectorFile(path, "fp")
-    append(files, low_rank(3_000, 21))
-    assert files.organise((1, 1))
+    _, files, _ = learned(tmp_path, 21)
     committed = files.head().basis
     for token in ("0123456789abcdef", "fedcba9876543210"):
         for kind in ("low", "basis"):
