@@ -39,6 +39,9 @@ INDEX_BUDGET_S = 1.5  # indexing time one tool call may spend
 INDEX_BATCH = 2000  # unindexed messages looked at per call
 
 
+MARKS_LAG = 5_000  # message ids the shared "complete up to" marks may lag before a search moves them up
+
+
 SYNC_EVERY_S = 30.0  # how often the index command copies new vectors into the shared vector files
 
 
@@ -68,7 +71,7 @@ def make_provider(settings: config_schema.Settings, home: Path) -> embeddings.Pr
 
     emb = settings.embedding
     if emb.provider == "local":
-        return embeddings.LocalProvider(threads=1)
+        return embeddings.LocalProvider(threads=1, copy_folder=paths.plugin_data_dir(home) / "model")
     if emb.provider == "openai":
         return embeddings.OpenAIProvider(model=emb.model, base_url=emb.base_url, api_key=embedding_api_key(home))
     raise embeddings.EmbeddingUnavailable(
@@ -269,19 +272,22 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
     try:
         vectors = open_vectors(home, settings)
         provider = vectors.provider  # one provider (and one loaded model) per index
-        key = (vectors.generation, scope.project.scope_key)
         if index:
             _load_meanwhile(provider)
-            pending, missing, total, top = _unindexed(conn, vectors, scope, key, wait=True)
+            vectors.catch_up()  # damaged vectors met copying them are repaired first: this search embeds them again
+        key = (vectors.generation, scope.project.scope_key)
+        if index:
+            pending, missing, total, top, marks = _unindexed(conn, vectors, scope, key, wait=True)
         else:  # keyword mode: the status only, reused while neither state.db nor the index has changed
             state = (scope.ids_json, store.max_message_id(conn), vectors.stored_upto())  # compared in full, never by hash
             seen = _status_seen.get(key)
             if seen is not None and seen[0] == state:
                 missing, total = seen[1]
             else:
-                _, missing, total, _ = _unindexed(conn, vectors, scope, key, wait=False)
+                _, missing, counted, _, _ = _unindexed(conn, vectors, scope, key, wait=False)
+                total = store.count_indexable(conn, scope) if counted is None else counted
                 _status_seen[key] = (state, (missing, total))
-            pending, top = [], state[1]
+            pending, top, marks = [], state[1], None
         if index and pending:
             missing -= vectors.add(
                 [vector_index.PendingMessage(mid, sid, text) for mid, sid, text in pending],
@@ -289,7 +295,11 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
             )
         if missing <= 0:
             _complete[(vectors.generation, key[1])] = (scope.ids_json, top)  # a repair meanwhile gave a new generation
-        done = max(total - missing, 0)
+            if marks is not None:
+                _share_complete(vectors, scope, top, marks)
+        elif total is None:  # counted only when the status needs it
+            total = store.count_indexable(conn, scope)
+        done = max((total or 0) - missing, 0)
         # Filters are applied after the vector search: look further when they are on.
         per_session = SEMANTIC_PER_SESSION * (4 if scope.filters.active else 1)
         raw = vectors.search(provider.embed([query]), sessions, pages.MAX_REACH + 1, per_session=per_session) if index else []
@@ -341,37 +351,70 @@ def _load_meanwhile(provider: Any) -> None:
 
 def _unindexed(
     conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: workspace.Scope, key: tuple[int, str], *, wait: bool
-) -> tuple[list[tuple[int, str, str]], int, int, int]:
+) -> tuple[list[tuple[int, str, str]], int, int | None, int, vector_index.CompleteMarks | None]:
     """What the scope's index lacks: ``(messages to embed, newest first, at most INDEX_BATCH; how many
-    are missing; how many the scope should hold (0 when none is missing); top message id)``.
+    are missing; how many the scope should hold (0 when none is missing, ``None`` when not counted:
+    see :func:`store.count_indexable`); top message id; the shared marks read before checking, or
+    ``None`` when this process's own watermark answered)``.
 
-    With ``wait`` false what is indexed is read without waiting for a load
-    in progress and without loading the matrix (keyword mode's status). A
-    load that dropped damaged vectors (``vectors.generation`` moved on from
-    ``key``'s) voids the watermark: every message is checked.
+    Below a watermark nothing is checked again: this process's own (the scope was complete up to it),
+    else the shared per-session marks of every process (:meth:`vector_index.VectorIndex.mark_complete`);
+    only a session without a mark has all its messages checked. With neither, every message of the
+    scope is checked against every indexed id (0.5 s at 200k messages). With ``wait`` false what is
+    indexed is read without waiting for a load in progress and without loading the matrix (keyword
+    mode's status). A load that dropped damaged vectors (``vectors.generation`` moved on from
+    ``key``'s) voids this process's watermark, and a repair anywhere voids the shared marks.
     """
     sessions = set(scope.session_ids)
     top = store.max_message_id(conn)
+    marks = None
     known = _complete.get(key)
     if known is not None and known[0] == scope.ids_json:  # the sessions compared in full, never by hash
-        # The scope was complete up to a watermark: only newer messages can be missing.
-        indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions, above=known[1])
-        if vectors.generation == key[0]:  # else loading found damaged vectors, below the watermark too: count all
-            pending = store.unindexed_messages(conn, scope, indexed, INDEX_BATCH, above=known[1])
-            if len(pending) < INDEX_BATCH:  # the scan reached the watermark: that is all
-                return pending, len(pending), store.count_indexable(conn, scope) if pending else 0, top
+        parts = [(scope, known[1])]
+    else:
+        marks = vectors.complete_marks(sessions)
+        unmarked = tuple(sid for sid in scope.session_ids if sid not in marks.upto)
+        marked = tuple(sid for sid in scope.session_ids if sid in marks.upto)
+        parts = [] if not marked else [(dataclasses.replace(scope, session_ids=marked), min(marks.upto.values()))]
+        if marked and unmarked:
+            parts.append((dataclasses.replace(scope, session_ids=unmarked), 0))
+    if parts and vectors.generation == key[0]:  # else loading found damaged vectors, below the watermark too: count all
+        pending: list[tuple[int, str, str]] = []
+        for part, above in parts:
+            indexed = vectors.indexed_ids_now(set(part.session_ids), above=above)
+            pending += store.unindexed_messages(conn, part, indexed, INDEX_BATCH, above=above)
+        if len(pending) < INDEX_BATCH:  # every scan reached its watermark: that is all
+            pending.sort(key=lambda m: -m[0])
+            return pending, len(pending), None if pending else 0, top, marks
         # A full batch: more may be missing below it. Count them all, or the watermark
         # would move past messages no search then indexes.
+    if marks is None:
+        marks = vectors.complete_marks(sessions)
     indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions)
     total, missing = store.count_unindexed(conn, scope, indexed)
     if missing <= 0:
-        return [], 0, 0, top
+        return [], 0, 0, top, marks
     pending = store.unindexed_messages(conn, scope, indexed, INDEX_BATCH)
     if len(pending) < INDEX_BATCH:
         # The scan reached the oldest message: that is all that is missing. The rest
         # have no text once read (e.g. only images) and are never indexed.
         total, missing = total - (missing - len(pending)), len(pending)
-    return pending, missing, total, top
+    return pending, missing, total, top, marks
+
+
+def _share_complete(vectors: vector_index.VectorIndex, scope: workspace.Scope, top: int,
+                    marks: vector_index.CompleteMarks) -> None:
+    """Mark the scope's sessions complete up to ``top`` for every process, when their marks lack a session or
+    lag ``MARKS_LAG`` ids behind (so a new process's first search checks only what is newer). A file that
+    refuses the write is left as it is: the marks are a shortcut, never the truth."""
+    from . import index_file
+
+    if len(marks.upto) == len(scope.session_ids) and min(marks.upto.values(), default=top) >= top - MARKS_LAG:
+        return
+    try:
+        vectors.mark_complete(scope.session_ids, top, marks.stamp)
+    except (sqlite3.Error, index_file.IndexNotNow) as exc:
+        logger.info("project-history-recall: could not share how far the index is complete (%s)", exc)
 
 
 # (index, project) -> (the scope's sessions as JSON, message-id watermark) once complete

@@ -1,0 +1,146 @@
+"""The shared "complete up to" marks: a new process's first search checks only what is newer than every
+session's mark, a session without one is checked in full, and a repair voids them for every process.
+
+Through Hermes' real plugin loader and handlers, a real state.db and embeddings.db, the loopback
+OpenAI-compatible endpoint as the embedder."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+
+import pytest
+from conftest import World
+from test_warm_up import TEXTS, consent, data_dir, indexed_then_new_process, loaded_index, plugin, stored_chunks
+
+
+@pytest.fixture
+def warm(world: World):
+    """Two indexed sessions of repo alpha and the asking one (as test_warm_up's)."""
+    alpha = world.repo("alpha")
+    for sid, text in TEXTS.items():
+        world.session(sid, alpha, messages=[("assistant", text)])
+    world.session("cur", alpha, style="cli", messages=[("user", "what did we decide?")])
+    plugin("vector_index").reset_indexes()
+    yield world
+    plugin("vector_index").reset_indexes()
+
+
+def new_process() -> None:
+    """Forget what this process knows of the index, as a new Hermes window starts."""
+    plugin("vector_index").reset_indexes()
+    for name in ("semantic_complete", "semantic_status"):
+        plugin("state").cache(name).clear()
+
+
+def stored_marks(world: World) -> dict:
+    with closing(sqlite3.connect((data_dir(world) / "embeddings.db").as_uri() + "?mode=ro", uri=True)) as conn:
+        rows = conn.execute("SELECT key, value FROM meta WHERE key LIKE 'complete_upto:%'").fetchall()
+    import json
+
+    return {key: json.loads(value) for key, value in rows}
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """Every full check (each scope message against the whole indexed set) and every load of that set."""
+    store, vector_index = plugin("store"), plugin("vector_index")
+    calls: list[str] = []
+    real_count, real_load = store.count_unindexed, vector_index.VectorIndex._load_indexed
+    monkeypatch.setattr(store, "count_unindexed", lambda *a, **k: calls.append("count") or real_count(*a, **k))
+
+    def load(self):
+        if not self._indexed_loaded:
+            calls.append("load")
+        return real_load(self)
+
+    monkeypatch.setattr(vector_index.VectorIndex, "_load_indexed", load)
+    return calls
+
+
+def test_a_new_process_checks_only_what_is_newer_than_the_marks(warm, fake, counted):
+    """The first search of a process after another one found the project complete reads neither the whole
+    indexed set nor every message: it checks, embeds and finds only the message written since."""
+    server = indexed_then_new_process(warm, fake)
+    assert warm.search("cur", "websocket")["semantic_status"] == "ready"  # the marks are shared now
+    (marks,) = stored_marks(warm).values()
+    assert set(marks["upto"]) == {"a_ws", "a_db"}
+    new_process()
+    new = warm.say("a_db", "assistant", "We pinned the ORM so the migration generator stops reordering columns.")
+    counted.clear()
+    sent = len(server.requests)
+    answer = warm.search("cur", "ORM migration generator column order")
+    assert answer["semantic_status"] == "ready"
+    assert counted == [], "no full check and no load of every indexed id"
+    assert new in {r["message_id"] for r in answer["results"]}
+    assert len(server.requests) == sent + 2, "the new message and the query embedded, nothing else"
+    assert stored_chunks(warm) == 3
+
+
+def test_a_session_moved_in_without_a_mark_is_checked_in_full(warm, fake, counted):
+    """A session of another project (never indexed there) moved into this one has no mark: its every message
+    is checked and embedded, while the marked sessions are checked only above their marks."""
+    indexed_then_new_process(warm, fake)
+    assert warm.search("cur", "websocket")["semantic_status"] == "ready"
+    alpha = warm.work / "alpha"
+    project = warm.project("alpha-all", [alpha])
+    warm.session("b_img", warm.repo("beta"), messages=[
+        ("user", "Why are thumbnails blurry?"), ("assistant", "The resizer used nearest-neighbour; we switched to Lanczos.")])
+    assert warm.move("b_img", project)["success"] is True
+    consent(warm)  # consent is per project: this one is new
+    new_process()
+    counted.clear()
+    answer = warm.search("cur", "thumbnail resizer Lanczos")
+    assert answer["semantic_status"] == "ready", answer
+    assert "count" not in counted and "load" not in counted, "the marked sessions were not checked in full"
+    assert "b_img" in {r["session_id"] for r in answer["results"]}
+    assert stored_chunks(warm) == 4
+    (marks,) = stored_marks(warm).values()
+    assert set(marks["upto"]) == {"a_ws", "a_db", "b_img"}
+
+
+def test_a_repair_voids_every_processs_marks(warm, fake):
+    """Vectors found damaged are dropped and their messages must be embedded again: the marks that said
+    they were indexed go with them, so a new process's first search re-embeds them."""
+    indexed_then_new_process(warm, fake)
+    assert warm.search("cur", "websocket")["semantic_status"] == "ready"
+    (before,) = stored_marks(warm).values()
+    with closing(sqlite3.connect(data_dir(warm) / "embeddings.db")) as conn, conn:
+        conn.execute("UPDATE chunks SET vector = x'00' WHERE session_id = 'a_ws'")  # real damage: a 1-byte vector
+    new_process()
+    index = loaded_index(warm)
+    assert index.repair_damaged() == 1
+    (after,) = stored_marks(warm).values()
+    assert after["upto"] == {} and after["stamp"] != before["stamp"]
+    new_process()
+    answer = warm.search("cur", "websocket backoff jitter")
+    assert answer["semantic_status"] == "ready"
+    assert stored_chunks(warm) == 2, "the damaged message was embedded again"
+
+
+def test_marks_written_before_a_repair_are_refused(warm, fake):
+    """A search that checked before another process repaired vectors must not write its marks after it."""
+    indexed_then_new_process(warm, fake)
+    index = loaded_index(warm)
+    marks = index.complete_marks({"a_ws", "a_db"})
+    with index._lock:
+        index._repair([1], "damaged for the test")
+    assert index.mark_complete(["a_ws", "a_db"], 10**9, marks.stamp) is False
+    assert index.complete_marks({"a_ws", "a_db"}).upto == {}
+    fresh = index.complete_marks({"a_ws", "a_db"})
+    index._damaged.clear()
+    assert index.mark_complete(["a_ws", "a_db"], 10**9, fresh.stamp) is True
+
+
+def test_marks_mangled_by_hand_are_ignored_then_rewritten(warm, fake, counted):
+    """Marks that do not read as JSON: the first search checks everything (right answer) and writes sound marks."""
+    indexed_then_new_process(warm, fake)
+    assert warm.search("cur", "websocket")["semantic_status"] == "ready"
+    with closing(sqlite3.connect(data_dir(warm) / "embeddings.db")) as conn, conn:
+        conn.execute("UPDATE meta SET value = '{not json' WHERE key LIKE 'complete_upto:%'")
+    new_process()
+    counted.clear()
+    assert warm.search("cur", "websocket")["semantic_status"] == "ready"
+    assert "count" in counted, "checked in full"
+    (marks,) = stored_marks(warm).values()
+    assert set(marks["upto"]) == {"a_ws", "a_db"}
