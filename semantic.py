@@ -402,19 +402,24 @@ def _unindexed(
     return pending, missing, total, top, marks
 
 
+def _mark_all(vectors: vector_index.VectorIndex, sessions: list[str], top: int, stamp: str | None) -> None:
+    """:meth:`vector_index.VectorIndex.mark_complete`, a refusal logged: the marks are a shortcut, never the truth."""
+    from . import index_file
+
+    try:
+        vectors.mark_complete(sessions, top, stamp)
+    except (sqlite3.Error, index_file.IndexNotNow) as exc:
+        logger.info("project-history-recall: could not share how far the index is complete (%s)", exc)
+
+
 def _share_complete(vectors: vector_index.VectorIndex, scope: workspace.Scope, top: int,
                     marks: vector_index.CompleteMarks) -> None:
     """Mark the scope's sessions complete up to ``top`` for every process, when their marks lack a session or
     lag ``MARKS_LAG`` ids behind (so a new process's first search checks only what is newer). A file that
-    refuses the write is left as it is: the marks are a shortcut, never the truth."""
-    from . import index_file
-
+    refuses the write is left as it is."""
     if len(marks.upto) == len(scope.session_ids) and min(marks.upto.values(), default=top) >= top - MARKS_LAG:
         return
-    try:
-        vectors.mark_complete(scope.session_ids, top, marks.stamp)
-    except (sqlite3.Error, index_file.IndexNotNow) as exc:
-        logger.info("project-history-recall: could not share how far the index is complete (%s)", exc)
+    _mark_all(vectors, list(scope.session_ids), top, marks.stamp)
 
 
 # (index, project) -> (the scope's sessions as JSON, message-id watermark) once complete
@@ -560,6 +565,8 @@ def index_projects(
         try:
             vectors.drop(stale)
             vectors.repair_damaged()  # vectors of the wrong size are dropped and count as missing
+            top = store.max_message_id(conn)
+            marks = vectors.complete_marks(set())  # the stamp only, read before checking (see mark_complete)
             indexed = vectors.indexed_ids()
         except index_troubles as exc:
             return failed(exc, 0, 0)
@@ -587,6 +594,8 @@ def index_projects(
                 vectors.sync()
                 synced = time.monotonic()
         vectors.sync()  # what was embedded is copied here, not by the next search
+        if done == len(work):  # every consented project is complete up to top: a new process's first search checks only what is newer
+            _mark_all(vectors, [sid for scope in scopes for sid in scope.session_ids], top, marks.stamp)
     except index_troubles as exc:
         return failed(exc, already + done, total)
     except sqlite3.Error as exc:

@@ -144,3 +144,19 @@ def test_marks_mangled_by_hand_are_ignored_then_rewritten(warm, fake, counted):
     assert "count" in counted, "checked in full"
     (marks,) = stored_marks(warm).values()
     assert set(marks["upto"]) == {"a_ws", "a_db"}
+
+
+def test_the_index_command_marks_what_it_completed(warm, fake, counted):
+    """After the index command embedded every consented project, the first search of a new process checks only
+    what is newer: it neither loads every indexed id nor checks every message."""
+    server = fake()
+    warm.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(warm)
+    result = plugin("semantic").index_projects(home=warm.home)
+    assert result["success"] is True and result["remaining"] == 0, result
+    (marks,) = stored_marks(warm).values()
+    assert set(marks["upto"]) == {"a_ws", "a_db", "cur"}
+    new_process()
+    counted.clear()
+    assert warm.search("cur", "websocket backoff")["semantic_status"] == "ready"
+    assert counted == []
