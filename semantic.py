@@ -372,7 +372,7 @@ def _unindexed(
     if known is not None and known[0] == scope.ids_json:  # the sessions compared in full, never by hash
         parts = [(scope, known[1])]
     else:
-        marks = vectors.complete_marks(sessions)
+        marks = vectors.complete_marks(sessions, top)
         unmarked = tuple(sid for sid in scope.session_ids if sid not in marks.upto)
         marked = tuple(sid for sid in scope.session_ids if sid in marks.upto)
         parts = [] if not marked else [(dataclasses.replace(scope, session_ids=marked), min(marks.upto.values()))]
@@ -389,7 +389,7 @@ def _unindexed(
         # A full batch: more may be missing below it. Count them all, or the watermark
         # would move past messages no search then indexes.
     if marks is None:
-        marks = vectors.complete_marks(sessions)
+        marks = vectors.complete_marks(sessions, top)
     indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions)
     total, missing = store.count_unindexed(conn, scope, indexed)
     if missing <= 0:
@@ -402,12 +402,13 @@ def _unindexed(
     return pending, missing, total, top, marks
 
 
-def _mark_all(vectors: vector_index.VectorIndex, sessions: list[str], top: int, stamp: str | None) -> None:
+def _mark_all(vectors: vector_index.VectorIndex, sessions: list[str], top: int, marks: vector_index.CompleteMarks,
+              *, replace: bool = False) -> None:
     """:meth:`vector_index.VectorIndex.mark_complete`, a refusal logged: the marks are a shortcut, never the truth."""
     from . import index_file
 
     try:
-        vectors.mark_complete(sessions, top, stamp)
+        vectors.mark_complete(sessions, top, marks, replace=replace)
     except (sqlite3.Error, index_file.IndexNotNow) as exc:
         logger.info("project-history-recall: could not share how far the index is complete (%s)", exc)
 
@@ -417,9 +418,9 @@ def _share_complete(vectors: vector_index.VectorIndex, scope: workspace.Scope, t
     """Mark the scope's sessions complete up to ``top`` for every process, when their marks lack a session or
     lag ``MARKS_LAG`` ids behind (so a new process's first search checks only what is newer). A file that
     refuses the write is left as it is."""
-    if len(marks.upto) == len(scope.session_ids) and min(marks.upto.values(), default=top) >= top - MARKS_LAG:
+    if not marks.behind and len(marks.upto) == len(scope.session_ids) and min(marks.upto.values(), default=top) >= top - MARKS_LAG:
         return
-    _mark_all(vectors, list(scope.session_ids), top, marks.stamp)
+    _mark_all(vectors, list(scope.session_ids), top, marks)
 
 
 # (index, project) -> (the scope's sessions as JSON, message-id watermark) once complete
@@ -566,7 +567,7 @@ def index_projects(
             vectors.drop(stale)
             vectors.repair_damaged()  # vectors of the wrong size are dropped and count as missing
             top = store.max_message_id(conn)
-            marks = vectors.complete_marks(set())  # the stamp only, read before checking (see mark_complete)
+            marks = vectors.complete_marks(set(), top)  # the stamp, read before checking (see mark_complete)
             indexed = vectors.indexed_ids()
         except index_troubles as exc:
             return failed(exc, 0, 0)
@@ -595,7 +596,7 @@ def index_projects(
                 synced = time.monotonic()
         vectors.sync()  # what was embedded is copied here, not by the next search
         if done == len(work):  # every consented project is complete up to top: a new process's first search checks only what is newer
-            _mark_all(vectors, [sid for scope in scopes for sid in scope.session_ids], top, marks.stamp)
+            _mark_all(vectors, [sid for scope in scopes for sid in scope.session_ids], top, marks, replace=True)
     except index_troubles as exc:
         return failed(exc, already + done, total)
     except sqlite3.Error as exc:

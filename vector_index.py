@@ -57,10 +57,11 @@ _RECONCILE_S = 30.0  # how often a process checks that no gone chunk is still ma
 class CompleteMarks:
     """How far sessions are known to be indexed: ``upto[session id]`` = a message id such that every indexable
     message of the session up to it has vectors in the file; ``stamp`` names the marks' state since the last
-    repair (``None``: the stored marks are unreadable)."""
+    repair."""
 
     upto: dict[str, int]
-    stamp: str | None
+    stamp: str
+    behind: bool = False  # state.db's ids went back below the stored marks: they are to be replaced, not merged
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,8 @@ class VectorIndex:
         self._indexed: set[int] = set()  # message ids embedded with this model (no hashes: 16 MB, not 60, at 400k)
         self._indexed_loaded = False
         self._damaged: set[int] = set()  # messages whose stored vectors were unusable: not indexed until embedded again
+        self._damage_kept = False  # a repair could not delete damaged vectors from the file: no marks are trusted or written
+        self._indexed_stamp: str | None = None  # the marks' stamp when _indexed was read (a repair since voids it)
         self.repaired = 0  # how many such messages this index found
         self._news: list[str] = []  # what the next search should say once (see pop_news)
         self._news_lock = threading.Lock()
@@ -165,7 +168,13 @@ class VectorIndex:
 
     # -- what is indexed ---------------------------------------------------------
     def _load_indexed(self) -> None:
+        """Read the set of every indexed message, again when another process repaired vectors since (rows it
+        deleted would otherwise stay in the set: only additions are caught up with). The caller holds ``_lock``."""
+        stamp = self._stamp(self._conn)
+        if self._indexed_loaded and stamp != self._indexed_stamp:
+            self._indexed_loaded = False
         if not self._indexed_loaded:
+            self._indexed_stamp = stamp
             self._indexed_upto = self._top_chunk(self._conn)  # read first: later chunks are read again, harmlessly
             # One row per message (chunk 0), read from the covering index.
             self._indexed = {int(r[0]) for r in self._conn.execute(
@@ -277,6 +286,7 @@ class VectorIndex:
                     if self._indexed_loaded:
                         self._indexed.add(m.message_id)
                     self._damaged.discard(m.message_id)
+                self._damage_kept = self._damage_kept and bool(self._damaged)  # embedded again: their old rows went
             done += len(group)
         return done
 
@@ -466,9 +476,12 @@ class VectorIndex:
                     (self.provider.fingerprint, json.dumps(gone)),
                 )
                 # Every process's "complete up to" marks of this model go, with a new stamp (see mark_complete).
-                self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, json_object('stamp', ?, 'upto', json('{}')))",
-                                   (self._marks_key, secrets.token_hex(8)))
+                self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, '{}'), (?, ?)",
+                                   (self._marks_key, self._stamp_key, secrets.token_hex(8)))
+            if self._indexed_loaded:
+                self._indexed_stamp = self._stamp(self._conn)  # this process's own repair: its set is right
         except sqlite3.Error as exc:
+            self._damage_kept = True
             logger.warning("embeddings index %s: damaged vectors left in the file for now (%s)", self.path, exc)
 
     def search(
@@ -518,7 +531,7 @@ class VectorIndex:
         return int(np.count_nonzero(view.rows[:, 1] != -1)) if view.n else 0
 
     def warm(self) -> None:
-        """Do now what the first search would: load the model, what is indexed, and the matrix.
+        """Do now what the first search would: load the model and map the vector files, brought up to the file.
 
         Then reads one value of every page of the mapped files, as the first
         search would: pages the page cache lost (after a restart, or under
@@ -575,11 +588,13 @@ class VectorIndex:
             return self._top_chunk(conn)
 
     def in_step(self) -> bool:
-        """Whether what is indexed in memory can answer now: not busy loading or indexing, and nothing new in the file."""
+        """Whether what is indexed in memory can answer now: not busy loading or indexing, nothing new in the
+        file, and no repair by any process since it was read."""
         if not self._lock.acquire(blocking=False):
             return False
         try:
-            return self._indexed_loaded and self._top_chunk(self._conn) == self._indexed_upto
+            return (self._indexed_loaded and self._top_chunk(self._conn) == self._indexed_upto
+                    and self._stamp(self._conn) == self._indexed_stamp)
         finally:
             self._lock.release()
 
@@ -604,43 +619,58 @@ class VectorIndex:
     def _marks_key(self) -> str:
         return f"complete_upto:{self.provider.fingerprint}"
 
-    def complete_marks(self, sessions: AbstractSet[str]) -> CompleteMarks:
+    @property
+    def _stamp_key(self) -> str:
+        return f"complete_stamp:{self.provider.fingerprint}"
+
+    def _stamp(self, conn: sqlite3.Connection) -> str:
+        """The marks' stamp: a new one after each repair of this model's vectors ("" before any)."""
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (self._stamp_key,)).fetchone()
+        return str(row[0]) if row else ""
+
+    def complete_marks(self, sessions: AbstractSet[str], top: int) -> CompleteMarks:
         """The "complete up to" marks of ``sessions`` (see :meth:`mark_complete`), read-only and without waiting
-        for a load. No marks while this process holds vectors it found damaged and could not delete, or when
-        the stored marks do not read as JSON. Raises ``sqlite3`` errors."""
+        for a load; ``top`` is state.db's highest message id now. No marks (only the stamp) while this process
+        keeps damaged vectors it could not delete, when the stored marks do not read as an object of ids,
+        or when one of them is above ``top`` (state.db went back: a restored copy reuses ids). Raises
+        ``sqlite3`` errors."""
         with closing(self._reader()) as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (self._marks_key,)).fetchone()
+            with conn:  # one snapshot of both rows
+                stamp = self._stamp(conn)
+                row = conn.execute("SELECT value FROM meta WHERE key = ?", (self._marks_key,)).fetchone()
         try:
             stored = json.loads(row[0]) if row else {}
-        except (TypeError, ValueError):  # mangled by hand: no marks; the next mark_complete replaces them
-            return CompleteMarks({}, None)
-        upto = stored.get("upto") if isinstance(stored, dict) else None
-        stamp = stored.get("stamp", "") if isinstance(stored, dict) else None
-        if self._damaged or not isinstance(upto, dict) or not isinstance(stamp, str):
-            return CompleteMarks({}, stamp if isinstance(stamp, str) else None)
-        return CompleteMarks({sid: int(u) for sid, u in upto.items() if sid in sessions and type(u) is int}, stamp)
+        except (TypeError, ValueError, RecursionError):  # mangled by hand: no marks; the next mark_complete replaces them
+            stored = None
+        if self._damage_kept or not isinstance(stored, dict):
+            return CompleteMarks({}, stamp)
+        upto = {sid: u for sid, u in stored.items() if type(u) is int}
+        if any(u > top for u in upto.values()):
+            return CompleteMarks({}, stamp, behind=True)
+        return CompleteMarks({sid: u for sid, u in upto.items() if sid in sessions}, stamp)
 
-    def mark_complete(self, sessions: Sequence[str], upto: int, stamp: str | None) -> bool:
+    def mark_complete(self, sessions: Sequence[str], upto: int, marks: CompleteMarks, *, replace: bool = False) -> bool:
         """Record, for every process, that every indexable message of ``sessions`` up to message id ``upto`` has
-        vectors of this model in this file. ``stamp`` is :meth:`complete_marks`'s, read before that was checked:
-        when vectors were repaired since (a new stamp), nothing is recorded. Returns whether the marks were
-        written; raises ``sqlite3`` errors (busy, read-only: the marks are only a shortcut)."""
-        if self._damaged:
+        vectors of this model in this file. ``marks`` is :meth:`complete_marks`'s answer, read before that was
+        checked: when vectors were repaired since (the stamp moved on), nothing is recorded. Marks that do not
+        read as an object, or that state.db went back from, are replaced, as all are with ``replace`` (the index
+        command, which checked every consented session: marks of deleted sessions go); others are merged. Returns whether
+        the marks were written; raises ``sqlite3`` errors (busy, read-only: the marks are only a shortcut)."""
+        if self._damage_kept:
             return False
-        patch = json.dumps({"upto": {sid: int(upto) for sid in sessions}})
+        patch = json.dumps({sid: int(upto) for sid in sessions})
         with self._lock:
             self._check_current()
             with self._conn:
-                if stamp is None:  # unreadable marks: start them over, unless a repair wrote new ones meanwhile
-                    self._conn.execute("UPDATE meta SET value = json_object('stamp', '', 'upto', json('{}'))"
-                                       " WHERE key = ? AND NOT json_valid(value)", (self._marks_key,))
-                    stamp = ""
-                self._conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, json_object('stamp', '', 'upto', json('{}')))",
-                                   (self._marks_key,))
-                cursor = self._conn.execute(
-                    "UPDATE meta SET value = json_patch(value, ?) WHERE key = ? AND json_valid(value)"
-                    " AND json_extract(value, '$.stamp') = ?", (patch, self._marks_key, stamp))
-                return cursor.rowcount > 0
+                self._conn.execute("BEGIN IMMEDIATE")  # the stamp is compared and the marks written under one lock
+                if self._stamp(self._conn) != marks.stamp:
+                    return False
+                self._conn.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value ="
+                    " CASE WHEN ? = 0 AND json_valid(value) AND json_type(value) = 'object'"
+                    " THEN json_patch(value, excluded.value) ELSE excluded.value END",
+                    (self._marks_key, patch, int(marks.behind or replace)))
+                return True
 
     def _reader(self) -> sqlite3.Connection:
         return index_file.connect_read_only(self.path)

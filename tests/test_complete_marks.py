@@ -58,30 +58,48 @@ def counted(monkeypatch):
     return calls
 
 
-def test_a_new_process_checks_only_what_is_newer_than_the_marks(warm, fake, counted):
+@pytest.fixture
+def scans(monkeypatch):
+    """Each scan for unindexed messages: ``(its sessions, the id it starts above)``."""
+    store = plugin("store")
+    seen: list[tuple[tuple[str, ...], int]] = []
+    real = store.unindexed_messages
+
+    def scan(conn, scope, indexed, limit, *, above=0):
+        seen.append((tuple(sorted(scope.session_ids)), above))
+        return real(conn, scope, indexed, limit, above=above)
+
+    monkeypatch.setattr(store, "unindexed_messages", scan)
+    return seen
+
+
+def test_a_new_process_checks_only_what_is_newer_than_the_marks(warm, fake, counted, scans):
     """The first search of a process after another one found the project complete reads neither the whole
     indexed set nor every message: it checks, embeds and finds only the message written since."""
     server = indexed_then_new_process(warm, fake)
     assert warm.search("cur", "websocket")["semantic_status"] == "ready"  # the marks are shared now
     (marks,) = stored_marks(warm).values()
-    assert set(marks["upto"]) == {"a_ws", "a_db"}
+    assert set(marks) == {"a_ws", "a_db"}
     new_process()
     new = warm.say("a_db", "assistant", "We pinned the ORM so the migration generator stops reordering columns.")
     counted.clear()
+    scans.clear()
     sent = len(server.requests)
     answer = warm.search("cur", "ORM migration generator column order")
     assert answer["semantic_status"] == "ready"
     assert counted == [], "no full check and no load of every indexed id"
+    assert scans == [(("a_db", "a_ws"), marks["a_ws"])] and marks["a_ws"] == marks["a_db"] > 0, scans
     assert new in {r["message_id"] for r in answer["results"]}
     assert len(server.requests) == sent + 2, "the new message and the query embedded, nothing else"
     assert stored_chunks(warm) == 3
 
 
-def test_a_session_moved_in_without_a_mark_is_checked_in_full(warm, fake, counted):
+def test_a_session_moved_in_without_a_mark_is_checked_in_full(warm, fake, counted, scans):
     """A session of another project (never indexed there) moved into this one has no mark: its every message
     is checked and embedded, while the marked sessions are checked only above their marks."""
     indexed_then_new_process(warm, fake)
     assert warm.search("cur", "websocket")["semantic_status"] == "ready"
+    mark = stored_marks(warm).popitem()[1]["a_ws"]
     alpha = warm.work / "alpha"
     project = warm.project("alpha-all", [alpha])
     warm.session("b_img", warm.repo("beta"), messages=[
@@ -90,13 +108,15 @@ def test_a_session_moved_in_without_a_mark_is_checked_in_full(warm, fake, counte
     consent(warm)  # consent is per project: this one is new
     new_process()
     counted.clear()
+    scans.clear()
     answer = warm.search("cur", "thumbnail resizer Lanczos")
     assert answer["semantic_status"] == "ready", answer
     assert "count" not in counted and "load" not in counted, "the marked sessions were not checked in full"
+    assert sorted(scans) == [(("a_db", "a_ws"), mark), (("b_img",), 0)], scans
     assert "b_img" in {r["session_id"] for r in answer["results"]}
     assert stored_chunks(warm) == 4
     (marks,) = stored_marks(warm).values()
-    assert set(marks["upto"]) == {"a_ws", "a_db", "b_img"}
+    assert set(marks) == {"a_ws", "a_db", "b_img"}
 
 
 def test_a_repair_voids_every_processs_marks(warm, fake):
@@ -104,14 +124,14 @@ def test_a_repair_voids_every_processs_marks(warm, fake):
     they were indexed go with them, so a new process's first search re-embeds them."""
     indexed_then_new_process(warm, fake)
     assert warm.search("cur", "websocket")["semantic_status"] == "ready"
-    (before,) = stored_marks(warm).values()
+    stamp = loaded_index(warm)._stamp(loaded_index(warm)._conn)
     with closing(sqlite3.connect(data_dir(warm) / "embeddings.db")) as conn, conn:
         conn.execute("UPDATE chunks SET vector = x'00' WHERE session_id = 'a_ws'")  # real damage: a 1-byte vector
     new_process()
     index = loaded_index(warm)
     assert index.repair_damaged() == 1
     (after,) = stored_marks(warm).values()
-    assert after["upto"] == {} and after["stamp"] != before["stamp"]
+    assert after == {} and index._stamp(index._conn) != stamp
     new_process()
     answer = warm.search("cur", "websocket backoff jitter")
     assert answer["semantic_status"] == "ready"
@@ -122,28 +142,66 @@ def test_marks_written_before_a_repair_are_refused(warm, fake):
     """A search that checked before another process repaired vectors must not write its marks after it."""
     indexed_then_new_process(warm, fake)
     index = loaded_index(warm)
-    marks = index.complete_marks({"a_ws", "a_db"})
-    with index._lock:
-        index._repair([1], "damaged for the test")
-    assert index.mark_complete(["a_ws", "a_db"], 10**9, marks.stamp) is False
-    assert index.complete_marks({"a_ws", "a_db"}).upto == {}
-    fresh = index.complete_marks({"a_ws", "a_db"})
-    index._damaged.clear()
-    assert index.mark_complete(["a_ws", "a_db"], 10**9, fresh.stamp) is True
+    top = 10**6
+    marks = index.complete_marks({"a_ws", "a_db"}, top)
+    other = plugin("vector_index").VectorIndex(index.path, index.provider)  # another process
+    with other._lock:
+        other._repair([1], "damaged for the test")
+    other.close()
+    assert index._damaged == set(), "this process saw no damage itself"
+    assert index.mark_complete(["a_ws", "a_db"], top, marks) is False
+    assert index.complete_marks({"a_ws", "a_db"}, top).upto == {}
+    assert index.mark_complete(["a_ws", "a_db"], top, index.complete_marks({"a_ws", "a_db"}, top)) is True
+    assert index.complete_marks({"a_ws", "a_db"}, top).upto == {"a_ws": top, "a_db": top}
 
 
-def test_marks_mangled_by_hand_are_ignored_then_rewritten(warm, fake, counted):
-    """Marks that do not read as JSON: the first search checks everything (right answer) and writes sound marks."""
+def test_a_set_read_before_another_processs_repair_is_read_again(warm, fake):
+    """A long-running process holds the set of indexed ids; another process repairs (deletes) a message's
+    vectors. The set must not go on claiming that message: its full check would mark it complete for all."""
+    indexed_then_new_process(warm, fake)
+    index = loaded_index(warm)
+    before = set(index.indexed_ids())
+    victim = min(before)
+    other = plugin("vector_index").VectorIndex(index.path, index.provider)
+    with other._lock:
+        other._repair([victim], "damaged for the test")
+    other.close()
+    assert not index.in_step(), "a repair elsewhere makes the set stale"
+    assert victim not in index.indexed_ids()
+    assert warm.search("cur", "websocket backoff")["semantic_status"] == "ready"
+    assert victim in index.indexed_ids(), "embedded again by the search"
+
+
+def test_marks_above_state_dbs_newest_message_are_ignored_and_replaced(warm, fake, counted):
+    """state.db restored from a copy reuses message ids below the marks: marks above its newest id are not
+    trusted (every message is checked), and the next marks replace them instead of merging."""
     indexed_then_new_process(warm, fake)
     assert warm.search("cur", "websocket")["semantic_status"] == "ready"
     with closing(sqlite3.connect(data_dir(warm) / "embeddings.db")) as conn, conn:
-        conn.execute("UPDATE meta SET value = '{not json' WHERE key LIKE 'complete_upto:%'")
+        conn.execute("UPDATE meta SET value = json_set(value, '$.a_db', 99999999, '$.gone', 99999999)"
+                     " WHERE key LIKE 'complete_upto:%'")
     new_process()
     counted.clear()
     assert warm.search("cur", "websocket")["semantic_status"] == "ready"
     assert "count" in counted, "checked in full"
     (marks,) = stored_marks(warm).values()
-    assert set(marks["upto"]) == {"a_ws", "a_db"}
+    assert set(marks) == {"a_ws", "a_db"} and max(marks.values()) < 99999999
+
+
+@pytest.mark.parametrize("shape", ["{not json", "[1, 2]", '"text"', '{"a_ws": "x", "a_db": 1.5}', "[" * 5000 + "]" * 5000])
+def test_marks_mangled_by_hand_are_ignored_then_rewritten(warm, fake, counted, shape):
+    """Marks that do not read as an object of ids (not JSON, another shape, nested past any parser): the first
+    search checks everything (right answer) and writes sound marks."""
+    indexed_then_new_process(warm, fake)
+    assert warm.search("cur", "websocket")["semantic_status"] == "ready"
+    with closing(sqlite3.connect(data_dir(warm) / "embeddings.db")) as conn, conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key LIKE 'complete_upto:%'", (shape,))
+    new_process()
+    counted.clear()
+    assert warm.search("cur", "websocket")["semantic_status"] == "ready"
+    assert "count" in counted, "checked in full"
+    (marks,) = stored_marks(warm).values()
+    assert set(marks) == {"a_ws", "a_db"}
 
 
 def test_the_index_command_marks_what_it_completed(warm, fake, counted):
@@ -152,10 +210,12 @@ def test_the_index_command_marks_what_it_completed(warm, fake, counted):
     server = fake()
     warm.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(warm)
+    index = loaded_index(warm)
+    index.mark_complete(["deleted-long-ago"], 1, index.complete_marks(set(), 1))
     result = plugin("semantic").index_projects(home=warm.home)
     assert result["success"] is True and result["remaining"] == 0, result
     (marks,) = stored_marks(warm).values()
-    assert set(marks["upto"]) == {"a_ws", "a_db", "cur"}
+    assert set(marks) == {"a_ws", "a_db", "cur"}, "every consented session, and only those"
     new_process()
     counted.clear()
     assert warm.search("cur", "websocket backoff")["semantic_status"] == "ready"

@@ -80,7 +80,7 @@ def _damage_flip_table_byte(path: Path) -> None:
 
 def _damage_header(path: Path) -> None:
     with open(path, "r+b") as f:
-        f.seek(len(model_cache.MAGIC) + 8)
+        f.seek(len(model_cache.MAGIC) + 12)
         f.write(b"{{{{")
 
 
@@ -99,9 +99,59 @@ def test_a_damaged_copy_is_replaced_and_the_vectors_stay_right(tmp_path, damage,
     E.LocalProvider(threads=1, copy_folder=tmp_path).load()
     path = copy_path(tmp_path)
     damage(path)
+    assert model_cache.load(tmp_path, 1) is None, "the damage is seen"
     provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
     assert np.array_equal(provider.embed(TEXTS), package_vectors)
+    assert provider._model._backend.table.flags.writeable, "loaded from the package"
     assert model_cache.load(tmp_path, 1) is not None, "a sound copy was written again"
+
+
+def _rewrite_header(path: Path, change) -> None:
+    """Rewrite the copy's JSON header through ``change`` and give the file a CRC that matches again, as
+    a copy written by a buggy or foreign writer would be: only the header's shape is wrong."""
+    import json
+    import struct
+    import zlib
+
+    data = bytearray(path.read_bytes())
+    prefix = len(model_cache.MAGIC) + 12
+    (start,) = struct.unpack("<Q", data[len(model_cache.MAGIC):len(model_cache.MAGIC) + 8])
+    text = json.dumps(change(json.loads(bytes(data[prefix:start])))).encode()
+    assert len(text) <= start - prefix, "the test's header must fit"
+    data[prefix:start] = text + b" " * (start - prefix - len(text))
+    crc = zlib.crc32(bytes(data[prefix:]))
+    data[len(model_cache.MAGIC):prefix] = struct.pack("<QI", start, crc)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("change", [
+    lambda h: [h],
+    lambda h: {**h, "tokenizer": [1, 2]},
+    lambda h: {**h, "lists": "w1"},
+    lambda h: {**h, "data_bytes": 1e308},
+    lambda h: {**h, "arrays": [{**h["arrays"][0], "shape": [10**12]}, *h["arrays"][1:]]},
+    lambda h: {**h, "tokenizer": {**h["tokenizer"], "_max_len": 1}},
+], ids=["list", "tokenizer-list", "lists-text", "huge-length", "huge-shape", "max-len-changed"])
+def test_a_sound_file_with_a_wrong_header_falls_back(tmp_path, change, package_vectors):
+    """A header whose CRC matches but whose content is wrong (another shape, absurd sizes, a changed
+    tokenizer setting): nothing raises, and the vectors are the package's."""
+    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
+    _rewrite_header(copy_path(tmp_path), change)
+    assert model_cache.load(tmp_path, 1) is None
+    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    assert np.array_equal(provider.embed(TEXTS), package_vectors)
+
+
+def test_a_temporary_file_left_by_a_killed_writer_is_removed(tmp_path):
+    """A process killed while writing leaves its temporary copy: the next save removes it once it is an hour old
+    (a younger one may be another process writing right now)."""
+    tmp_path.mkdir(exist_ok=True)
+    old, young = tmp_path / ".usem3-old.tmp", tmp_path / ".usem3-young.tmp"
+    old.write_bytes(b"x" * 1000)
+    young.write_bytes(b"x" * 1000)
+    os.utime(old, (1, 1))
+    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
+    assert not old.exists() and young.exists()
 
 
 def test_a_read_only_folder_costs_nothing_but_the_copy(tmp_path, package_vectors):
