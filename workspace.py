@@ -170,8 +170,15 @@ class _Members:
     messages: dict[str, int]  # message_count when last read (sizes the scan strategy)
     workspaces: dict[str, attribution.Workspace] = field(default_factory=dict)  # every session with one
     fingerprint: tuple[Any, ...] = ()  # db_fingerprint() when loaded
+    version: int = 0  # moves on whenever a session's project or size changes
+    # (project identity, excluded lineage) -> (version, its other sessions sorted, their messages): what
+    # compute_scope built last, reused while nothing changed (5,500 sessions: 5 ms a search)
+    scopes: dict[tuple[tuple[str, str], frozenset[str]], tuple[int, tuple[str, ...], int]] = field(default_factory=dict)
 
     def place(self, session_id: str, identity: tuple[str, str] | None, messages: int = 0) -> None:
+        if self.where.get(session_id) == identity and (identity is None or self.messages.get(session_id) == messages):
+            return  # as it was (the recent sessions are placed again on every search)
+        self.version += 1
         old = self.where.pop(session_id, None)
         self.messages.pop(session_id, None)
         if old is not None:
@@ -201,6 +208,7 @@ class MembershipCache:
         self.ttl = ttl
         self.recent = recent
         self._lock = threading.Lock()
+        self.lock = self._lock  # held by readers of an entry's sessions (compute_scope), as by its writers
         self._entries: dict[str, _Members] = state.cache("membership").data
 
     def members(self, conn: sqlite3.Connection, db_key: str, attributor: Attributor) -> _Members:
@@ -404,9 +412,18 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
     identity = project.identity
     if project.is_home:
         return Scope(current, project, (), 0)
-    excluded = session_rows.lineage_ids(conn, current_id)
-    others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
-    return Scope(current, project, others, len(others) + 1, sum(entry.messages.get(sid, 0) for sid in others))
+    excluded = frozenset(session_rows.lineage_ids(conn, current_id))
+    with membership.lock:
+        known = entry.scopes.get((identity, excluded))
+        if known is not None and known[0] == entry.version:
+            others, messages = known[1], known[2]
+        else:
+            others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
+            messages = sum(entry.messages.get(sid, 0) for sid in others)
+            if len(entry.scopes) >= 16:
+                entry.scopes.clear()
+            entry.scopes[(identity, excluded)] = (entry.version, others, messages)
+    return Scope(current, project, others, len(others) + 1, messages)
 
 
 def compute_scope_for_cwd(conn: sqlite3.Connection, attributor: Attributor, cwd: str, *, db_key: str) -> Scope:

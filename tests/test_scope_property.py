@@ -122,3 +122,34 @@ def test_property_scope_isolation(world: World, specs, pick):
         assert set(got) == eligible, (current, project, truth)
     else:
         assert set(got) <= eligible and len(got) == 10
+
+
+def test_a_scope_reused_between_searches_follows_every_change(world: World):
+    """compute_scope reuses the sorted list of a project's sessions while nothing changed (5 ms a search at
+    5,500 sessions); a new session, a session moved out, and a session's growth must each show at once."""
+    import importlib
+
+    workspace = importlib.import_module("hermes_plugins.project_history_recall.workspace")
+    store = importlib.import_module("hermes_plugins.project_history_recall.store")
+    paths = importlib.import_module("hermes_plugins.project_history_recall.paths")
+    alpha, beta = world.repo("alpha"), world.repo("beta")
+    world.session("a1", alpha, messages=[("user", "the websocket reconnect loop")])
+    world.session("cur", alpha, messages=[("user", "what did we decide?")])
+
+    def scope():
+        conn = store.open_state_db(world.home)
+        try:
+            attributor = workspace.attributor_for(world.home, store.load_projects(world.home).projects)
+            return workspace.compute_scope(conn, attributor, "cur", db_key=paths.state_db_key(world.home))
+        finally:
+            conn.close()
+
+    first, again = scope(), scope()
+    assert first.session_ids == ("a1",) and again.session_ids is first.session_ids, "reused"
+    world.session("a2", alpha, messages=[("user", "backoff with jitter")])
+    assert scope().session_ids == ("a1", "a2")
+    world.say("a2", "assistant", "and a cap of 30 s")
+    assert scope().messages == 3
+    project = world.project("beta-p", [beta])
+    assert world.move("a1", project)["success"] is True
+    assert scope().session_ids == ("a2",)
