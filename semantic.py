@@ -293,14 +293,14 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
             vectors.catch_up()  # damaged vectors met copying them are repaired first: this search embeds them again
         key = (vectors.generation, scope.project.scope_key)
         if index:
-            pending, missing, total, top, marks = _unindexed(conn, vectors, scope, key, wait=True)
+            pending, missing, total, top, marks = _unindexed(conn, vectors, scope, key)
         else:  # keyword mode: the status only, reused while neither state.db nor the index has changed
             state = (scope.ids_json, store.max_message_id(conn), vectors.stored_upto())  # compared in full, never by hash
             seen = _status_seen.get(key)
             if seen is not None and seen[0] == state:
                 missing, total = seen[1]
             else:
-                _, missing, counted, _, _ = _unindexed(conn, vectors, scope, key, wait=False)
+                _, missing, counted, _, _ = _unindexed(conn, vectors, scope, key)
                 total = store.count_indexable(conn, scope) if counted is None else counted
                 _status_seen[key] = (state, (missing, total))
             pending, top, marks = [], state[1], None
@@ -366,7 +366,7 @@ def _load_meanwhile(provider: Any) -> None:
 
 
 def _unindexed(
-    conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: workspace.Scope, key: tuple[int, str], *, wait: bool
+    conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: workspace.Scope, key: tuple[int, str]
 ) -> tuple[list[tuple[int, str, str]], int, int | None, int, vector_index.CompleteMarks | None]:
     """What the scope's index lacks: ``(messages to embed, newest first, at most INDEX_BATCH; how many
     are missing; how many the scope should hold (0 when none is missing, ``None`` when not counted:
@@ -376,9 +376,9 @@ def _unindexed(
     Below a watermark nothing is checked again: this process's own (the scope was complete up to it),
     else the shared per-session marks of every process (:meth:`vector_index.VectorIndex.mark_complete`);
     only a session without a mark has all its messages checked. With neither, every message of the
-    scope is checked against every indexed id (0.5 s at 200k messages). With ``wait`` false what is
-    indexed is read without waiting for a load in progress and without loading the matrix (keyword
-    mode's status). A load that dropped damaged vectors (``vectors.generation`` moved on from
+    scope is checked against the scope's indexed ids, read from the file as arrays. What is indexed
+    is always read from the file, never waiting for a load in progress, so keyword mode's status
+    asks the same question. A load that dropped damaged vectors (``vectors.generation`` moved on from
     ``key``'s) voids this process's watermark, and a repair anywhere voids the shared marks.
     """
     sessions = set(scope.session_ids)
@@ -406,11 +406,17 @@ def _unindexed(
         # would move past messages no search then indexes.
     if marks is None:
         marks = vectors.complete_marks(sessions, top)
-    indexed = vectors.indexed_ids() if wait else vectors.indexed_ids_now(sessions)
-    total, missing = store.count_unindexed(conn, scope, indexed)
+    import numpy as np
+
+    # Every message id of the scope against every indexed one of its sessions, as arrays: checked
+    # id by id, not by subtracting counts (vectors of deleted or rewound messages stay in the index
+    # until a search or the index command drops them, and would otherwise hide as many new ones).
+    scope_ids = np.fromstring(store.indexable_ids_text(conn, scope), dtype=np.int64, sep=",")
+    lacking = scope_ids[~np.isin(scope_ids, vectors.indexed_array(sessions))]
+    total, missing = len(scope_ids), len(lacking)
     if missing <= 0:
         return [], 0, 0, top, marks
-    pending = store.unindexed_messages(conn, scope, indexed, INDEX_BATCH)
+    pending = store.texts_to_embed(conn, np.sort(lacking)[::-1].tolist(), INDEX_BATCH)
     if len(pending) < INDEX_BATCH:
         # The scan reached the oldest message: that is all that is missing. The rest
         # have no text once read (e.g. only images) and are never indexed.

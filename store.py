@@ -163,18 +163,30 @@ def count_indexable(conn: sqlite3.Connection, scope: workspace.Scope) -> int:
     return int(conn.execute(f"SELECT count(*) FROM messages m WHERE {_INDEXABLE}", (scope.ids_json,)).fetchone()[0])
 
 
-def count_unindexed(conn: sqlite3.Connection, scope: workspace.Scope, indexed: Container[int]) -> tuple[int, int]:
-    """``(live user/assistant messages of the scope, how many of them are not in ``indexed``)``.
+def indexable_ids_text(conn: sqlite3.Connection, scope: workspace.Scope) -> str:
+    """The ids of the scope's live user/assistant messages (what the vector index should hold), comma-separated,
+    in no particular order ("" when none): one string, so that 200,000 ids cost no Python object each."""
+    row = conn.execute(f"SELECT group_concat(m.id) FROM messages m WHERE {_INDEXABLE}", (scope.ids_json,)).fetchone()
+    return str(row[0] or "")
 
-    Checked id by id, not by subtracting counts: vectors of deleted or rewound
-    messages stay in the index until a search or the index command drops
-    them, and would otherwise hide as many new messages.
-    """
-    total = missing = 0
-    for (mid,) in conn.execute(f"SELECT m.id FROM messages m WHERE {_INDEXABLE}", (scope.ids_json,)):
-        total += 1
-        missing += mid not in indexed
-    return total, missing
+
+def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> list[tuple[int, str, str]]:
+    """``(id, session id, text)`` of the messages ``ids`` (in that order) that still exist and have text once
+    read, at most ``limit``; they are read 500 at a time, only as far as needed."""
+    out: list[tuple[int, str, str]] = []
+    for start in range(0, len(ids), 500):
+        if len(out) >= limit:
+            break
+        batch = [int(i) for i in ids[start : start + 500]]
+        rows = {int(r[0]): r for r in conn.execute(
+            "SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(batch),))}
+        for mid in batch:
+            if mid in rows:
+                text = _message_text(rows[mid][2], None, None)
+                if text.strip():
+                    out.append((mid, rows[mid][1], text))
+    return out[:limit]
 
 
 def unindexed_messages(
@@ -194,20 +206,7 @@ def unindexed_messages(
     # minutes for a project of 200k messages with nothing new), then texts only of the missing.
     ids = conn.execute(f"SELECT m.id FROM messages m WHERE {where} AND m.id > ?", (scope.ids_json, int(above)))
     missing = sorted((int(r[0]) for r in ids if int(r[0]) not in indexed), reverse=True)
-    out: list[tuple[int, str, str]] = []
-    for start in range(0, len(missing), 500):
-        if len(out) >= limit:
-            break
-        batch = missing[start : start + 500]
-        rows = {int(r[0]): r for r in conn.execute(
-            "SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))",
-            (json.dumps(batch),))}
-        for mid in batch:
-            if mid in rows:
-                text = _message_text(rows[mid][2], None, None)
-                if text.strip():
-                    out.append((mid, rows[mid][1], text))
-    return out[:limit]
+    return texts_to_embed(conn, missing, limit)
 
 
 def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:

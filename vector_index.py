@@ -579,6 +579,21 @@ class VectorIndex:
         with closing(self._reader()) as conn:
             return self._ids_in(conn, sessions, above)
 
+    def indexed_array(self, sessions: set[str]) -> np.ndarray:
+        """The ids of the messages of ``sessions`` that the file holds vectors of (int64, in no particular
+        order), read from the file on a read-only connection, without waiting for a load and without the
+        set of every indexed id; damaged ones this process could not delete left out. Raises ``sqlite3`` errors."""
+        with closing(self._reader()) as conn:
+            row = conn.execute(
+                "SELECT group_concat(message_id) FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ?"
+                " AND chunk_index = 0 AND session_id IN (SELECT value FROM json_each(?))",
+                (self.provider.fingerprint, json.dumps(sorted(sessions))),
+            ).fetchone()
+        ids = np.fromstring(str(row[0] or ""), dtype=np.int64, sep=",")
+        if self._damaged:
+            ids = ids[~np.isin(ids, np.fromiter(self._damaged, np.int64, len(self._damaged)))]
+        return ids
+
     def stored_upto(self) -> int:
         """The highest chunk id of this model in the file (0 when none); read-only, never waits for a load.
 
