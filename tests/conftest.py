@@ -245,6 +245,28 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         w.close()
 
 
+#: The two past sessions of repo alpha that the semantic tests index.
+ALPHA_TEXTS = {
+    "a_ws": "We fixed the flaky websocket by adding exponential backoff with jitter to the reconnect loop.",
+    "a_db": "The Postgres migration adds the column first, then backfills rows, then switches reads.",
+}
+
+
+@pytest.fixture
+def warm(world: World) -> Iterator[World]:
+    """Repo alpha with the sessions of ``ALPHA_TEXTS`` and the asking one, ``cur``; the plugin's open vector
+    indexes are closed before and after (``world.paths["alpha"]`` is the repo)."""
+    alpha = world.repo("alpha")
+    for sid, text in ALPHA_TEXTS.items():
+        world.session(sid, alpha, messages=[("assistant", text)])
+    world.session("cur", alpha, style="cli", messages=[("user", "what did we decide?")])
+    world.paths = {"alpha": alpha}
+    reset = importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes
+    reset()
+    yield world
+    reset()
+
+
 def result_sessions(answer: dict[str, Any]) -> list[str]:
     assert answer.get("success") is True, answer
     return [r["session_id"] for r in answer["results"]]

@@ -11,19 +11,7 @@ from contextlib import closing
 
 import pytest
 from conftest import World
-from test_warm_up import TEXTS, consent, data_dir, indexed_then_new_process, loaded_index, plugin, stored_chunks
-
-
-@pytest.fixture
-def warm(world: World):
-    """Two indexed sessions of repo alpha and the asking one (as test_warm_up's)."""
-    alpha = world.repo("alpha")
-    for sid, text in TEXTS.items():
-        world.session(sid, alpha, messages=[("assistant", text)])
-    world.session("cur", alpha, style="cli", messages=[("user", "what did we decide?")])
-    plugin("vector_index").reset_indexes()
-    yield world
-    plugin("vector_index").reset_indexes()
+from test_warm_up import consent, data_dir, indexed_then_new_process, loaded_index, plugin, stored_chunks
 
 
 def new_process() -> None:

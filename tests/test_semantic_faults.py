@@ -30,12 +30,9 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import World, result_sessions
+from conftest import ALPHA_TEXTS, World, result_sessions
 
-TEXTS = {
-    "a_ws": "We fixed the flaky websocket by adding exponential backoff with jitter to the reconnect loop.",
-    "a_db": "The Postgres migration adds the column first, then backfills rows, then switches reads.",
-}
+TEXTS = ALPHA_TEXTS
 
 
 def plugin(name: str):
@@ -62,15 +59,9 @@ def sent_texts(server) -> list[str]:
 
 
 @pytest.fixture
-def faults(world: World):
-    alpha = world.repo("alpha")
-    for sid, text in TEXTS.items():
-        world.session(sid, alpha, messages=[("assistant", text)])
-    world.session("cur", alpha, style="cli", messages=[("user", "what did we decide?")])
-    world.paths = {"alpha": alpha}
-    plugin("vector_index").reset_indexes()
-    yield world
-    plugin("vector_index").reset_indexes()
+def faults(warm: World) -> World:
+    """conftest's ``warm`` world, under the name these tests use."""
+    return warm
 
 
 def indexed_then_new_process(world: World, fake):

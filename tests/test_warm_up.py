@@ -14,12 +14,9 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import World, result_sessions
+from conftest import ALPHA_TEXTS, World, result_sessions
 
-TEXTS = {
-    "a_ws": "We fixed the flaky websocket by adding exponential backoff with jitter to the reconnect loop.",
-    "a_db": "The Postgres migration adds the column first, then backfills rows, then switches reads.",
-}
+TEXTS = ALPHA_TEXTS
 
 
 def plugin(name: str):
@@ -48,17 +45,6 @@ def start_session(sid: str = "new-session") -> threading.Thread | None:
 
 def open_indexes() -> dict:
     return dict(plugin("state").cache("vector_indexes").data)
-
-
-@pytest.fixture
-def warm(world: World):
-    alpha = world.repo("alpha")
-    for sid, text in TEXTS.items():
-        world.session(sid, alpha, messages=[("assistant", text)])
-    world.session("cur", alpha, style="cli", messages=[("user", "what did we decide?")])
-    plugin("vector_index").reset_indexes()
-    yield world
-    plugin("vector_index").reset_indexes()
 
 
 def data_dir(world: World):
