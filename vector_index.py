@@ -50,6 +50,11 @@ _generations = itertools.count(1)
 
 _LOAD_BATCH = 2_000  # chunks decoded per step when vectors are copied in (bounds what the copying process holds)
 _PAGE = 4_096  # bytes of a memory page: the warm-up reads one value of each
+# The messages (chunk 0) of a model (parameter 1) and of sessions (parameter 2, a JSON array) the file holds
+# vectors of, read from the covering index.
+_SESSIONS_INDEXED = ("FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ? AND chunk_index = 0"
+                     " AND session_id IN (SELECT value FROM json_each(?))")
+
 _RECONCILE_S = 30.0  # how often a process checks that no gone chunk is still marked live (another process died mid-way)
 
 
@@ -584,11 +589,8 @@ class VectorIndex:
         order), read from the file on a read-only connection, without waiting for a load and without the
         set of every indexed id; damaged ones this process could not delete left out. Raises ``sqlite3`` errors."""
         with closing(self._reader()) as conn:
-            row = conn.execute(
-                "SELECT group_concat(message_id) FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ?"
-                " AND chunk_index = 0 AND session_id IN (SELECT value FROM json_each(?))",
-                (self.provider.fingerprint, json.dumps(sorted(sessions))),
-            ).fetchone()
+            row = conn.execute(f"SELECT group_concat(message_id) {_SESSIONS_INDEXED}",
+                               (self.provider.fingerprint, json.dumps(sorted(sessions)))).fetchone()
         ids = np.fromstring(str(row[0] or ""), dtype=np.int64, sep=",")
         if self._damaged:
             ids = ids[~np.isin(ids, np.fromiter(self._damaged, np.int64, len(self._damaged)))]
@@ -622,11 +624,8 @@ class VectorIndex:
 
     def _ids_in(self, conn: sqlite3.Connection, sessions: set[str], above: int = 0) -> set[int]:
         """The ids of the messages of ``sessions`` above ``above`` that the file holds vectors of."""
-        rows = conn.execute(
-            "SELECT message_id FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ? AND chunk_index = 0"
-            " AND message_id > ? AND session_id IN (SELECT value FROM json_each(?))",
-            (self.provider.fingerprint, int(above), json.dumps(sorted(sessions))),
-        )
+        rows = conn.execute(f"SELECT message_id {_SESSIONS_INDEXED} AND message_id > ?",
+                            (self.provider.fingerprint, json.dumps(sorted(sessions)), int(above)))
         return {int(r[0]) for r in rows}
 
     # -- how far each session is indexed, shared by every process -------------------
@@ -649,12 +648,11 @@ class VectorIndex:
         keeps damaged vectors it could not delete, when the stored marks do not read as an object of ids,
         or when one of them is above ``top`` (state.db went back: a restored copy reuses ids). Raises
         ``sqlite3`` errors."""
-        with closing(self._reader()) as conn:
-            with conn:  # one snapshot of both rows
-                stamp = self._stamp(conn)
-                row = conn.execute("SELECT value FROM meta WHERE key = ?", (self._marks_key,)).fetchone()
+        with closing(self._reader()) as conn:  # one statement: both rows from one snapshot
+            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (self._marks_key, self._stamp_key)))
+        stamp = str(rows.get(self._stamp_key, ""))
         try:
-            stored = json.loads(row[0]) if row else {}
+            stored = json.loads(rows[self._marks_key]) if self._marks_key in rows else {}
         except (TypeError, ValueError, RecursionError):  # mangled by hand: no marks; the next mark_complete replaces them
             stored = None
         if self._damage_kept or not isinstance(stored, dict):

@@ -207,15 +207,14 @@ class MembershipCache:
     def __init__(self, ttl: float = 60.0, recent: int = 64) -> None:
         self.ttl = ttl
         self.recent = recent
-        self._lock = threading.Lock()
-        self.lock = self._lock  # held by readers of an entry's sessions (compute_scope), as by its writers
+        self.lock = threading.Lock()  # held by the entries' writers, and by readers of their sessions (compute_scope)
         self._entries: dict[str, _Members] = state.cache("membership").data
 
     def members(self, conn: sqlite3.Connection, db_key: str, attributor: Attributor) -> _Members:
         count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
         mark = session_rows.db_fingerprint(conn, db_key)
         now = time.monotonic()
-        with self._lock:
+        with self.lock:
             entry = self._entries.get(db_key)
             if entry is not None and entry.attributor_id == id(attributor) and now < entry.full_until and entry.fingerprint == mark:
                 if self._refresh(conn, entry, attributor, int(count), int(top)):
@@ -264,7 +263,7 @@ class MembershipCache:
         return True
 
     def invalidate(self) -> None:
-        with self._lock:
+        with self.lock:
             self._entries.clear()
 
 
