@@ -17,6 +17,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from . import state, store, workspace
@@ -212,6 +213,20 @@ def _filters(scope: workspace.Scope) -> tuple[str, list[Any]]:
     return clause, [*filter_params, json.dumps(list(store.RECALL_TOOLS))]
 
 
+@dataclass(frozen=True)
+class Near:
+    """Which message ids may belong to a scope, tested inside SQLite before a match is joined to ``messages``.
+
+    Byte ``i`` of ``mask`` is 1 when id ``i`` lies within the id range of one
+    of the scope's sessions; every id above ``top`` (messages newer than the
+    ranges) may too. A superset: the scope itself is still checked on each
+    row that passes.
+    """
+
+    mask: bytes
+    top: int
+
+
 def session_candidates(
     conn: sqlite3.Connection,
     space: str,
@@ -220,6 +235,7 @@ def session_candidates(
     *,
     per_session: int,
     limit: int,
+    near: Near | None = None,
 ) -> list[tuple[int, str]]:
     """The scope's live messages matching ``match``: at most ``per_session`` per session, best first.
 
@@ -228,19 +244,25 @@ def session_candidates(
     out the others; ``limit`` bounds the rows returned. ``rowid_range``
     (``low, high``, both included) confines the search to those message ids:
     FTS5 seeks each term's list to the range, so the cost grows with the
-    matches inside it, not in the whole index. Returns ``[(message id,
-    session id)]``. Raises ``sqlite3.OperationalError`` on an FTS syntax
-    error and ``sqlite3.DatabaseError`` on a damaged index.
+    matches inside it, not in the whole index. ``near`` passes over, before
+    the join, the matches no session of the scope can hold: looking a row
+    up in ``messages`` is most of the cost of a term with thousands of
+    matches in other projects. Returns ``[(message id, session id)]``.
+    Raises ``sqlite3.OperationalError`` on an FTS syntax error and
+    ``sqlite3.DatabaseError`` on a damaged index.
     """
     table = _table(space)
     where, params = _filters(scope)
-    # The scope first: session_id precedes the content in a messages row, so another project's
-    # rows are passed over before SQLite decodes the columns after the content (flags, tool name).
+    # The id filter reads only the FTS row, so SQLite tests it before the join. Then the scope:
+    # session_id precedes the content in a messages row, so another project's rows are passed
+    # over before SQLite decodes the columns after the content (flags, tool name).
+    early, early_params = (f"({table}.rowid > ? OR substr(?, {table}.rowid + 1, 1) = x'01') AND ",
+                           [near.top, near.mask]) if near is not None else ("", [])
     sql = f"""
         WITH hits AS MATERIALIZED (
             SELECT m.id AS id, m.session_id AS session_id, bm25({table}) AS score
             FROM {table} JOIN messages m ON m.id = {table}.rowid
-            WHERE {table} MATCH ? AND {store.SCOPE_SQL} AND {where}
+            WHERE {table} MATCH ? AND {early}{store.SCOPE_SQL} AND {where}
         )
         SELECT id, session_id FROM (
             SELECT id, session_id, score,
@@ -248,7 +270,7 @@ def session_candidates(
             FROM hits
         ) WHERE n <= ? ORDER BY score, id DESC LIMIT ?
     """
-    rows = conn.execute(sql, [match, scope.ids_json, *params, per_session, limit])
+    rows = conn.execute(sql, [match, *early_params, scope.ids_json, *params, per_session, limit])
     return [(int(r[0]), r[1]) for r in rows]
 
 

@@ -47,6 +47,7 @@ SCAN_BATCH = 4_000  # message ids one range query of that scan covers at most
 SCAN_GAP = 64  # sessions are read together when no more ids than this lie between them
 SCAN_QUERIES = 150  # queries a newest-first scan may run
 SCAN_ROWS = 5_000  # matching rows one of its queries may return
+NEAR_SLACK = 20_000  # new message ids a scope's id filter lets through before it is built again
 
 DAMAGED_NOTE = (
     "Hermes' full-text index of state.db is damaged ({error}); this answer comes from a plain "
@@ -195,41 +196,81 @@ def _plan_phrase(
 class _Ranges:
     """Per state.db: each session's lowest and highest message id, kept current by a watermark.
 
-    Built on the first newest-first scan of a process (one pass over Hermes'
-    per-session message index), then only new messages are read. Message ids
-    only grow; a deleted message leaves its session's range a little wide,
-    which costs nothing but a seek.
+    Built on the first newest-first scan of a process, or by the session-start
+    warm-up (one pass over Hermes' per-session message index), then only new
+    messages are read. Message ids only grow (Hermes inserts every message
+    without an id of its own, and never moves one to another session); a
+    deleted message leaves its session's range a little wide, which costs
+    nothing but a seek.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entries: dict[str, tuple[tuple[Any, ...], int, dict[str, tuple[int, int]]]] = state.cache("session_ranges").data
+        self._near: dict[str, tuple[tuple[Any, ...], tuple[str, ...], fts.Near]] = state.cache("scope_filters").data
+
+    def _current(self, conn: sqlite3.Connection, db_key: str) -> tuple[tuple[Any, ...], int, dict[str, tuple[int, int]]]:
+        """``db_key``'s ``(file identity, watermark, ranges)``, brought up to ``conn``'s view of state.db; lock held."""
+        identity = session_rows.db_fingerprint(conn, db_key)
+        known, mark, ranges = self._entries.get(db_key, (identity, 0, {}))
+        top = store.max_message_id(conn)
+        if known != identity or top < mark:  # another file at the same path
+            mark, ranges = 0, {}
+        if top > mark:
+            # The first time, Hermes' (session_id, timestamp) index covers the query (no message is read).
+            # Later, only the ids past the mark: unary + keeps SQLite on that rowid range (grouping by
+            # the plain column made it scan the whole session index, 50-200 ms a search while Hermes writes).
+            sql = ("SELECT session_id, min(id), max(id) FROM messages GROUP BY session_id" if not mark else
+                   "SELECT session_id, min(id), max(id) FROM messages WHERE id > ? GROUP BY +session_id")
+            for sid, low, high in conn.execute(sql, () if not mark else (mark,)):
+                old = ranges.get(sid)
+                ranges[sid] = (min(old[0], int(low)), max(old[1], int(high))) if old else (int(low), int(high))
+        entry = self._entries[db_key] = (identity, top, ranges)
+        return entry
+
+    def read(self, conn: sqlite3.Connection, db_key: str) -> None:
+        """Read every session's range now (the warm-up: 0.2 s at a million messages), so that searches find
+        them (:meth:`near`). Raises ``sqlite3.Error`` when state.db cannot be read."""
+        with self._lock:
+            self._current(conn, db_key)
 
     def newest_first(self, conn: sqlite3.Connection, db_key: str, session_ids: Sequence[str]) -> list[tuple[str, int, int]]:
         """``(session id, lowest id, highest id)`` of those of ``session_ids`` that hold messages, newest first."""
-        identity = session_rows.db_fingerprint(conn, db_key)
         with self._lock:
-            known, mark, ranges = self._entries.get(db_key, (identity, 0, {}))
-            top = store.max_message_id(conn)
-            if known != identity or top < mark:  # another file at the same path
-                mark, ranges = 0, {}
-            if top > mark:
-                # The first time, Hermes' (session_id, timestamp) index covers the query (no message is read).
-                # Later, only the ids past the mark: unary + keeps SQLite on that rowid range (grouping by
-                # the plain column made it scan the whole session index, 50-200 ms a search while Hermes writes).
-                sql = ("SELECT session_id, min(id), max(id) FROM messages GROUP BY session_id" if not mark else
-                       "SELECT session_id, min(id), max(id) FROM messages WHERE id > ? GROUP BY +session_id")
-                for sid, low, high in conn.execute(sql, () if not mark else (mark,)):
-                    old = ranges.get(sid)
-                    ranges[sid] = (min(old[0], int(low)), max(old[1], int(high))) if old else (int(low), int(high))
-            self._entries[db_key] = (identity, top, ranges)
+            ranges = self._current(conn, db_key)[2]
         out = [(sid, *ranges[sid]) for sid in session_ids if sid in ranges]
         out.sort(key=lambda r: -r[2])
         return out
 
+    def near(self, conn: sqlite3.Connection, db_key: str, session_ids: tuple[str, ...]) -> fts.Near | None:
+        """Which message ids may belong to ``session_ids`` (:class:`fts.Near`), or ``None`` when this process
+        has not read the ranges yet, or another thread is reading them: a search never waits to build them
+        (the warm-up or a newest-first scan does). Kept for the last scope while it is the same and
+        state.db grew by at most ``NEAR_SLACK`` ids (ids above its top always pass)."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            if db_key not in self._entries:
+                return None
+            identity, top, ranges = self._current(conn, db_key)
+            held = self._near.get(db_key)
+            if held is not None and held[0] == identity and held[1] == session_ids and 0 <= top - held[2].top <= NEAR_SLACK:
+                return held[2]
+            mask = bytearray(top + 1)
+            for sid in session_ids:
+                span = ranges.get(sid)
+                if span is not None:
+                    mask[span[0] : span[1] + 1] = b"\x01" * (span[1] - span[0] + 1)
+            near = fts.Near(bytes(mask), top)
+            self._near[db_key] = (identity, session_ids, near)
+            return near
+        finally:
+            self._lock.release()
+
     def invalidate(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._near.clear()
 
 
 ranges = _Ranges()
@@ -303,9 +344,10 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.
     plan = _plan(conn, parsed, trigram)
     found: dict[int, str] = {}
     paths: list[str] = []
+    near = ranges.near(conn, db_key, scope.session_ids) if plan.selective else None
     for space, exprs in plan.selective.items():
         found.update(fts.session_candidates(conn, space, " OR ".join(exprs), scope, per_session=PER_SESSION,
-                                            limit=CANDIDATE_ROWS))
+                                            limit=CANDIDATE_ROWS, near=near))
         paths.append(space)
     if plan.glued:
         found.update(fts.newest_candidates(conn, "trigram", " OR ".join(plan.glued), scope, per_session=PER_SESSION,

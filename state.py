@@ -36,6 +36,10 @@ DECLARED: dict[str, tuple[str, str]] = {
         "per state.db: session -> lowest and highest message id",
         "the file replaced (newer messages are read past a watermark)",
     ),
+    "scope_filters": (
+        "per state.db: the last scope's message id filter, built from the session ranges (one byte per id)",
+        "the file replaced, the scope's sessions change, or state.db grows by 20,000 ids",
+    ),
     "semantic_complete": (
         "per vector index and project: fully indexed up to a message id",
         "the project's sessions change",

@@ -139,6 +139,24 @@ def test_the_warm_up_does_the_census_so_the_first_search_does_not(warm, fake, mo
     assert full == [1], "no search did it again"
 
 
+def test_the_warm_up_reads_the_id_ranges_so_the_keyword_leg_filters_by_them(warm, fake, monkeypatch):
+    """After a warm-up the first search passes over other projects' matches by message id (fts.Near)."""
+    indexed_then_new_process(warm, fake)
+    plugin("lexical").ranges.invalidate()  # a new process: no ranges read yet
+    fts = plugin("fts")
+    seen = []
+    real = fts.session_candidates
+    monkeypatch.setattr(fts, "session_candidates", lambda *a, **k: seen.append(k.get("near")) or real(*a, **k))
+    assert warm.search("cur", "websocket", mode="keyword")["results"]
+    assert seen == [None], "without the warm-up the search does not read the ranges"
+    plugin("lexical").ranges.invalidate()
+    assert start_session() is not None
+    seen.clear()
+    for mode in ("keyword", "hybrid"):
+        assert result_sessions(warm.search("cur", "websocket", mode=mode))[0] == "a_ws"
+    assert len(seen) == 2 and all(near is not None for near in seen)
+
+
 def test_a_later_session_reuses_the_index_and_loads_only_what_is_new(warm, fake):
     indexed_then_new_process(warm, fake)
     start_session("s1")
