@@ -169,7 +169,7 @@ def new_session_predecessors(rows: Iterable[SessionRow], window: float = NEW_SES
 def effective_workspaces(
     rows: Mapping[str, SessionRow], window: float = NEW_SESSION_WINDOW_S, *, known: Mapping[str, Workspace] | None = None
 ) -> dict[str, Workspace]:
-    """Every session's effective workspace (sessions with none at all are left out).
+    """The effective workspace of every session of ``rows`` (sessions with none at all are left out).
 
     A row's own ``cwd`` / git root first; else its parent's (along
     ``parent_session_id``); else, for a ``/new`` session, its predecessor's
@@ -179,9 +179,13 @@ def effective_workspaces(
     the rows.
     """
     previous = new_session_predecessors(rows.values(), window)
-    out: dict[str, Workspace] = dict(known or {})
+    known = known or {}
+    out: dict[str, Workspace] = {}  # not a copy of ``known``: it may hold every session of state.db
     for start in rows:
         if start in out:
+            continue
+        if start in known:
+            out[start] = known[start]
             continue
         path: list[tuple[str, str]] = []  # (session, how it links to the next)
         seen: set[str] = set()
@@ -189,8 +193,8 @@ def effective_workspaces(
         found: Workspace | None = None
         while sid is not None and sid not in seen:
             seen.add(sid)
-            if sid in out:
-                found = out[sid]
+            if sid in out or sid in known:
+                found = out[sid] if sid in out else known[sid]
                 break
             row = rows.get(sid)
             if row is None:

@@ -98,6 +98,16 @@ class Scorer:
             if term.kind == "phrase" and term.forms
         ]
 
+    @functools.cached_property
+    def _word_idfs(self) -> tuple[float, ...]:
+        """Each term's idf in the words space, by the term's index (worked out once, not per text)."""
+        return tuple(term.idf(self.words) for term in self.terms)
+
+    @functools.cached_property
+    def _gram_terms(self) -> tuple[tuple[str, float], ...]:
+        """The gram terms as ``(substring, idf in the trigram space)``."""
+        return tuple((term.forms[0], term.idf(self.grams)) for term in self.terms if term.kind == "gram")
+
     def score(self, text: str, lengths: tuple[int | None, int | None] = (None, None)) -> float:
         """BM25 of ``text`` for the terms (0.0 when nothing matches).
 
@@ -116,17 +126,19 @@ class Scorer:
             found = sum(1 for _ in phrase.finditer(folded))
             if found:
                 counts[index] = found
+        saturated = self.k1 + 1
         if counts:
             length = lengths[0] if lengths[0] is not None else len(unicode61.tokens(text))
             norm = self._norm(length, self.words)
-            total += math.fsum(self.terms[i].idf(self.words) * tf * (self.k1 + 1) / (tf + norm) for i, tf in counts.items())
-        lowered = text.lower() if self._has_grams else ""  # the trigram tokenizer folds case only
-        grams = [(term, lowered.count(term.forms[0])) for term in self.terms if term.kind == "gram"]
-        grams = [(term, tf) for term, tf in grams if tf]
-        if grams:
-            length = lengths[1] if lengths[1] is not None else max(len(lowered) - 2, 1)
-            norm = self._norm(length, self.grams)
-            total += math.fsum(term.idf(self.grams) * tf * (self.k1 + 1) / (tf + norm) for term, tf in grams)
+            idfs = self._word_idfs
+            total += math.fsum(idfs[i] * tf * saturated / (tf + norm) for i, tf in counts.items())
+        if self._has_grams:
+            lowered = text.lower()  # the trigram tokenizer folds case only
+            grams = [(idf, tf) for gram, idf in self._gram_terms if (tf := lowered.count(gram))]
+            if grams:
+                length = lengths[1] if lengths[1] is not None else max(len(lowered) - 2, 1)
+                norm = self._norm(length, self.grams)
+                total += math.fsum(idf * tf * saturated / (tf + norm) for idf, tf in grams)
         return total
 
     def _norm(self, length: int, stats: Stats) -> float:

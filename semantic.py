@@ -232,42 +232,59 @@ def _warm(home: Path, settings: config_schema.Settings) -> None:
     if missing_requirements(settings):
         logger.info("project-history-recall: no warm-up: %s", missing_requirements(settings))
         return
-    from . import embeddings, index_file
 
     started = time.monotonic()
     _census(home)
+    try:
+        _warm_vectors(home, settings)
+    finally:
+        _read_ranges(home)  # after the model: a semantic search may be waiting for it
+    logger.info("project-history-recall: warm-up done in %.1f s", time.monotonic() - started)
+
+
+def _warm_vectors(home: Path, settings: config_schema.Settings) -> None:
+    """Load the model and map the vector files (:meth:`vector_index.VectorIndex.warm`); trouble is logged."""
+    from . import embeddings, index_file
+
     vectors = None
     try:
         vectors = open_vectors(home, settings)
         vectors.warm()
     except (embeddings.EmbeddingUnavailable, index_file.IndexBroken, OSError) as exc:
         logger.warning("project-history-recall: warm-up stopped (%s); the next search reports it", exc)
-        return
     except sqlite3.Error as exc:  # classified (and a damaged or unwritable index retired) for the next search
         logger.warning("project-history-recall: warm-up stopped (%s); the next search reports it",
                        vectors.trouble(exc) if vectors is not None else exc)
-        return
     except Exception:  # a thread's escape would print a traceback into the user's terminal
         logger.exception("project-history-recall: warm-up failed")
-        return
-    logger.info("project-history-recall: semantic search loaded in %.1f s", time.monotonic() - started)
 
 
 def _census(home: Path) -> None:
     """Attribute every session to its project now (:data:`workspace.membership`, 0.4 s at 20,000 sessions), so
-    that the process's first search, of any mode, finds it done; then read every session's message id range
-    (:data:`lexical.ranges`, 0.2 s at a million messages), with which the keyword leg passes over other
-    projects' matches before reading them. Trouble is logged: the search reads them again, or goes without."""
+    that the process's first search, of any mode, finds it done. Trouble is logged: the search reads it again."""
     try:
         conn = store.open_state_db(home)
         try:
             listing = store.load_projects(home)
             workspace.membership.members(conn, paths.state_db_key(home), workspace.attributor_for(home, listing.projects))
-            lexical.ranges.read(conn, paths.state_db_key(home))
         finally:
             conn.close()
     except (errors.StoreError, sqlite3.Error) as exc:
         logger.info("project-history-recall: warm-up: no census of the sessions (%s)", exc)
+
+
+def _read_ranges(home: Path) -> None:
+    """Read every session's message id range now (:data:`lexical.ranges`, 0.2 s at a million messages), with
+    which the keyword leg passes over other projects' matches before reading them. Trouble is logged: searches
+    go without the filter."""
+    try:
+        conn = store.open_state_db(home)
+        try:
+            lexical.ranges.read(conn, paths.state_db_key(home))
+        finally:
+            conn.close()
+    except (errors.StoreError, sqlite3.Error) as exc:
+        logger.info("project-history-recall: warm-up: no message id ranges (%s)", exc)
 
 
 def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, query: str, settings: config_schema.Settings, *, index: bool) -> SemanticLeg:
@@ -400,7 +417,7 @@ def _unindexed(
     if parts and vectors.generation == key[0]:  # else loading found damaged vectors, below the watermark too: count all
         pending: list[tuple[int, str, str]] = []
         for part, above in parts:
-            indexed = vectors.indexed_ids_now(set(part.session_ids), above=above)
+            indexed = vectors.indexed_ids_now(part.ids_json, above=above)
             pending += store.unindexed_messages(conn, part, indexed, INDEX_BATCH, above=above)
         if len(pending) < INDEX_BATCH:  # every scan reached its watermark: that is all
             pending.sort(key=lambda m: -m[0])
@@ -415,7 +432,7 @@ def _unindexed(
     # id by id, not by subtracting counts (vectors of deleted or rewound messages stay in the index
     # until a search or the index command drops them, and would otherwise hide as many new ones).
     scope_ids = np.fromstring(store.indexable_ids_text(conn, scope), dtype=np.int64, sep=",")
-    lacking = scope_ids[~np.isin(scope_ids, vectors.indexed_array(sessions))]
+    lacking = scope_ids[~np.isin(scope_ids, vectors.indexed_array(scope.ids_json))]
     total, missing = len(scope_ids), len(lacking)
     if missing <= 0:
         return [], 0, 0, top, marks

@@ -32,6 +32,10 @@ DECLARED: dict[str, tuple[str, str]] = {
         "(new and the 64 newest sessions are re-read on every search)",
     ),
     "term_counts": ("per state.db and FTS index: term -> rows holding it", "10 minutes; a term in no row is kept only until state.db gets a newer message (phrases), or never (tokens)"),
+    "scope_json": (
+        "the last scope's session ids as the JSON array the queries take",
+        "another scope is searched (known by the identity of its immutable tuple of ids, which it keeps alive)",
+    ),
     "session_ranges": (
         "per state.db: session -> lowest and highest message id",
         "the file replaced (newer messages are read past a watermark)",

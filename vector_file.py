@@ -494,5 +494,9 @@ def _identity(path: Path) -> tuple[int, int, int] | None:
 
 
 def _map(path: Path, dtype: Any, shape: tuple[int, int]) -> np.ndarray:
-    """``shape`` rows of ``path`` mapped read-only (shared pages, no copy); raises ``ValueError`` when the file is shorter."""
-    return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", shape=shape)
+    """``shape`` rows of ``path`` mapped read-only (shared pages, no copy); raises ``ValueError`` when the file is shorter.
+
+    A plain array over the mapping (which it keeps open): slicing a ``np.memmap`` runs Python code for every
+    slice taken, and a search takes dozens, beside the keyword leg's work.
+    """
+    return np.asarray(np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", shape=shape))

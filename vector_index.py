@@ -108,6 +108,7 @@ class VectorIndex:
         self._vectors = vector_file.VectorFile(self.path, provider.fingerprint)  # shared with every process
         self._view = vector_file.EMPTY  # the rows this process has mapped
         self._codes: dict[str, int] = {}  # session id -> code in the vector files (of self._view)
+        self._member: tuple[tuple[str, int], frozenset[str], np.ndarray] | None = None  # the last scope's mask of codes
         self._checked_at = 0.0  # when this process last checked for gone chunks still marked live
         self._odd_dims = 0  # the size of the last query vector that did not match the index (0: none)
         self._indexed_upto = 0  # highest chunk id whose message counts in _indexed
@@ -522,9 +523,21 @@ class VectorIndex:
             self._odd_dims = 0
             if not view.n or not sessions:
                 return []
-            names, codes = view.names, self._codes  # as they belong to this view (another thread may map newer files)
-            ids, owners, scores = vector_scores.scope_scores(view, codes, query, sessions, wanted=top_sessions)
+            names = view.names  # as they belong to this view (another thread may map newer files)
+            ids, owners, scores = vector_scores.scope_scores(view, self._member_mask(view, sessions), query, wanted=top_sessions)
         return vector_scores.best_of_sessions(names, sessions, ids, owners, scores, top_sessions, per_session)
+
+    def _member_mask(self, view: vector_file.View, sessions: set[str]) -> np.ndarray:
+        """:func:`vector_scores.member_mask` of ``sessions`` in ``view``, kept for the last scope searched: a
+        session's code never changes within the files' epoch, so the same sessions (compared in full) over
+        as many names give the same mask. Lock held."""
+        key = (view.head.epoch, len(view.names))
+        held = self._member
+        if held is not None and held[0] == key and held[1] == sessions:
+            return held[2]
+        mask = vector_scores.member_mask(view, self._codes, sessions)
+        self._member = (key, frozenset(sessions), mask)
+        return mask
 
     @property
     def vectors_in_memory(self) -> int:
@@ -569,28 +582,30 @@ class VectorIndex:
         """How many messages of ``sessions`` are indexed with this model (after catching up with the file)."""
         with self._lock:
             self._catch_up()
-            return len(self._ids_in(self._conn, sessions))
+            return len(self._ids_in(self._conn, json.dumps(sorted(sessions))))
 
     # -- what is indexed, without waiting (status only) ----------------------------
-    def indexed_ids_now(self, sessions: set[str], *, above: int = 0) -> Container[int]:
-        """The indexed message ids of ``sessions`` above ``above``, without waiting for a load in progress and without loading the matrix.
+    def indexed_ids_now(self, sessions_json: str, *, above: int = 0) -> Container[int]:
+        """The indexed message ids of the sessions above ``above``, without waiting for a load in progress and without loading the matrix.
 
-        From memory (every session's ids, a live view) when what is loaded
-        matches the file, else read from the file on a read-only connection
-        (a set). Raises ``sqlite3`` errors.
+        ``sessions_json``: the session ids as a JSON array (a scope's
+        ``ids_json``, built once per search). From memory (every session's
+        ids, a live view) when what is loaded matches the file, else read
+        from the file on a read-only connection (a set). Raises ``sqlite3`` errors.
         """
         if self.in_step():
             return self._indexed
         with closing(self._reader()) as conn:
-            return self._ids_in(conn, sessions, above)
+            return self._ids_in(conn, sessions_json, above)
 
-    def indexed_array(self, sessions: set[str]) -> np.ndarray:
-        """The ids of the messages of ``sessions`` that the file holds vectors of (int64, in no particular
-        order), read from the file on a read-only connection, without waiting for a load and without the
-        set of every indexed id; damaged ones this process could not delete left out. Raises ``sqlite3`` errors."""
+    def indexed_array(self, sessions_json: str) -> np.ndarray:
+        """The ids of the messages of the sessions (a JSON array, as :meth:`indexed_ids_now`) that the file
+        holds vectors of (int64, in no particular order), read from the file on a read-only connection,
+        without waiting for a load and without the set of every indexed id; damaged ones this process could
+        not delete left out. Raises ``sqlite3`` errors."""
         with closing(self._reader()) as conn:
             row = conn.execute(f"SELECT group_concat(message_id) {_SESSIONS_INDEXED}",
-                               (self.provider.fingerprint, json.dumps(sorted(sessions)))).fetchone()
+                               (self.provider.fingerprint, sessions_json)).fetchone()
         ids = np.fromstring(str(row[0] or ""), dtype=np.int64, sep=",")
         if self._damaged:
             ids = ids[~np.isin(ids, np.fromiter(self._damaged, np.int64, len(self._damaged)))]
@@ -622,10 +637,10 @@ class VectorIndex:
         ).fetchone()
         return int(row[0] or 0)
 
-    def _ids_in(self, conn: sqlite3.Connection, sessions: set[str], above: int = 0) -> set[int]:
-        """The ids of the messages of ``sessions`` above ``above`` that the file holds vectors of."""
+    def _ids_in(self, conn: sqlite3.Connection, sessions_json: str, above: int = 0) -> set[int]:
+        """The ids of the messages of the sessions (a JSON array) above ``above`` that the file holds vectors of."""
         rows = conn.execute(f"SELECT message_id {_SESSIONS_INDEXED} AND message_id > ?",
-                            (self.provider.fingerprint, json.dumps(sorted(sessions)), int(above)))
+                            (self.provider.fingerprint, sessions_json, int(above)))
         return {int(r[0]) for r in rows}
 
     # -- how far each session is indexed, shared by every process -------------------

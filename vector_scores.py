@@ -6,7 +6,7 @@ pages are the shared vector files', mapped by the caller).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 import numpy as np
@@ -33,24 +33,34 @@ def dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", matrix, query, optimize=False)
 
 
-def scope_scores(
-    view: vector_file.View, codes: dict[str, int], query: np.ndarray, sessions: AbstractSet[str], *, wanted: int = 0
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(message ids, session codes, cosines)`` of the live rows of ``sessions`` in ``view``.
+def member_mask(view: vector_file.View, codes: Mapping[str, int], sessions: Iterable[str]) -> np.ndarray:
+    """One bool per session code of ``view`` (and one spare): true for the codes of ``sessions``.
 
-    ``codes``: each session's code in ``view``; ``query``: a unit vector of
-    the view's dimensions. A scope holding most rows is scored in place: one
-    product over the mapped matrix (the operating system's shared pages, no
-    copy), the rest masked to ``-inf``. A smaller one is gathered block by
-    block (``BLOCK`` rows at a time), so a small project reads only its own
-    rows and no process keeps a copy. Scope is compared in full (a set of
-    session ids), never by hash. A scope of at least
-    ``vector_basis.TWO_PASS_FROM_ROWS`` rows in files with a basis is scored
-    in two passes (:func:`two_pass`), its exact pass covering at least
-    ``wanted`` sessions where the scope has them.
+    ``codes``: each session's code in ``view``; a session without one (no
+    vector yet) is left out.
     """
     member = np.zeros(len(view.names) + 1, dtype=bool)
-    member[np.array([codes[s] for s in sessions if s in codes], dtype=np.int64)] = True
+    member[np.fromiter((codes[s] for s in sessions if s in codes), dtype=np.int64)] = True
+    return member
+
+
+def scope_scores(
+    view: vector_file.View, member: np.ndarray, query: np.ndarray, *, wanted: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(message ids, session codes, cosines)`` of the live rows of the sessions ``member`` marks in ``view``.
+
+    ``member``: :func:`member_mask` of the scope's sessions; ``query``: a
+    unit vector of the view's dimensions. A scope holding most rows is
+    scored in place: one product over the mapped matrix (the operating
+    system's shared pages, no copy), the rest masked to ``-inf``. A smaller
+    one is gathered block by block (``BLOCK`` rows at a time), so a small
+    project reads only its own rows and no process keeps a copy. A scope of
+    at least ``vector_basis.TWO_PASS_FROM_ROWS`` rows in files with a basis
+    is scored in two passes (:func:`two_pass`), its exact pass covering at
+    least ``wanted`` sessions where the scope has them. Codes are only a
+    shortcut: :func:`best_of_sessions` compares every row's session with
+    the scope's, in full.
+    """
     owners = view.rows[:, 2]
     ids = view.rows[:, 1]
     inside = member[owners] & (ids != -1)
@@ -90,11 +100,13 @@ def two_pass(
     # The first pass reads, in place (no copy), every span of ROUGH_SPAN rows that holds a row of the
     # scope: a project's rows mostly come in long runs (they are indexed project by project).
     rough = np.full(projected, -np.inf, dtype=np.float32)
-    spans = np.zeros(-(-projected // ROUGH_SPAN), dtype=bool)
-    spans[np.flatnonzero(first) // ROUGH_SPAN] = True
-    for span in np.flatnonzero(spans).tolist():
-        start = span * ROUGH_SPAN
-        rough[start : start + ROUGH_SPAN] = dot(low[start : start + ROUGH_SPAN], rough_query)
+    spans = np.zeros(-(-projected // ROUGH_SPAN) + 2, dtype=bool)
+    spans[np.flatnonzero(first) // ROUGH_SPAN + 1] = True
+    # Runs of consecutive spans are scored by one product each (each row's score is the same either way).
+    edges = np.flatnonzero(spans[1:] != spans[:-1]).tolist()
+    for begin, end in zip(edges[::2], edges[1::2], strict=True):
+        start, stop = begin * ROUGH_SPAN, min(end * ROUGH_SPAN, projected)
+        rough[start:stop] = dot(low[start:stop], rough_query)
     rough[~first] = -np.inf
     rough[np.isnan(rough)] = -np.inf  # a vector that is not finite ranks last, as in an exact pass
     keep = vector_basis.kept(count)
@@ -142,18 +154,19 @@ def _head(
     part = np.argpartition(-scores, head - 1)[:head] if head < len(scores) else np.arange(len(scores))
     best: dict[int, tuple[str, float]] = {}
     taken: dict[str, int] = {}
-    for i in part[np.argsort(-scores[part], kind="stable")]:
-        if scores[i] == -np.inf:  # the rest is out of scope
+    order = part[np.argsort(-scores[part], kind="stable")]
+    # As Python numbers: indexing numpy arrays one element at a time would cost more than the loop.
+    for mid, code, score in zip(ids[order].tolist(), owners[order].tolist(), scores[order].tolist(), strict=True):
+        if score == -np.inf:  # the rest is out of scope
             break
-        mid = int(ids[i])
         if mid in best:
             continue
-        sid = names[int(owners[i])]
+        sid = names[code]
         if sid not in sessions:  # never another session's message, whatever the codes say
             continue
         count = taken.get(sid, 0)
         if count >= per_session or (not count and len(taken) >= top_sessions):
             continue
         taken[sid] = count + 1
-        best[mid] = (sid, float(scores[i]))
+        best[mid] = (sid, score)
     return best, taken

@@ -364,8 +364,17 @@ class Scope:
 
     @functools.cached_property
     def ids_json(self) -> str:
-        """``session_ids`` as the JSON array the queries take (built once per search)."""
-        return json.dumps(list(self.session_ids))
+        """``session_ids`` as the JSON array the queries take: built once per scope, not per search (the
+        scope of the last search is kept while :func:`compute_scope` gives the very same tuple again)."""
+        held = _scope_json.get("last")
+        if held is not None and held[0] is self.session_ids:
+            return str(held[1])
+        text = json.dumps(list(self.session_ids))
+        _scope_json["last"] = (self.session_ids, text)
+        return text
+
+
+_scope_json: dict[str, tuple[tuple[str, ...], str]] = state.cache("scope_json").data
 
 
 def live_cli_folder(session: session_rows.SessionInfo) -> str | None:

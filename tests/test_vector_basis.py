@@ -65,7 +65,7 @@ def searched(files: vector_file.VectorFile, query: np.ndarray, sessions: set[str
     """``(message ids, scores)`` of every row the scope's scoring returned, best first."""
     view = files.view((1, 1))
     codes = {name: i for i, name in enumerate(view.names)}
-    ids, _, scores = vector_scores.scope_scores(view, codes, query, sessions or {f"s{i}" for i in range(SESSIONS)})
+    ids, _, scores = vector_scores.scope_scores(view, vector_scores.member_mask(view, codes, sessions or {f"s{i}" for i in range(SESSIONS)}), query)
     order = np.argsort(-scores, kind="stable")
     return ids[order], scores[order]
 
@@ -256,8 +256,8 @@ def test_the_index_command_learns_a_basis_and_a_large_scope_is_scored_in_two_pas
         assert all(texts[h.message_id].session_id == h.session_id for h in hits)
     view = files.view(index._file)
     codes = {name: i for i, name in enumerate(view.names)}
-    assert len(vector_scores.scope_scores(view, codes, provider.embed(["abc"])[0], everyone)[2]) == vector_basis.kept(2_400)
-    small = vector_scores.scope_scores(view, codes, provider.embed(["abc"])[0], {"s0", "s7"})
+    assert len(vector_scores.scope_scores(view, vector_scores.member_mask(view, codes, everyone), provider.embed(["abc"])[0])[2]) == vector_basis.kept(2_400)
+    small = vector_scores.scope_scores(view, vector_scores.member_mask(view, codes, {"s0", "s7"}), provider.embed(["abc"])[0])
     assert len(small[2]) == 80, "a small scope: every one of its rows scored exactly"
 
 
@@ -364,9 +364,9 @@ def test_the_exact_pass_is_widened_until_it_holds_the_sessions_a_page_needs(tmp_
     view = files.view((1, 1))
     codes = {name: i for i, name in enumerate(view.names)}
     everyone = {f"s{i}" for i in range(60)}
-    narrow = vector_scores.scope_scores(view, codes, query, everyone)
+    narrow = vector_scores.scope_scores(view, vector_scores.member_mask(view, codes, everyone), query)
     assert len(set(narrow[1].tolist())) == 5, "the kept rows alone hold five sessions"
-    wide = vector_scores.scope_scores(view, codes, query, everyone, wanted=51)
+    wide = vector_scores.scope_scores(view, vector_scores.member_mask(view, codes, everyone), query, wanted=51)
     assert len(set(wide[1].tolist())) >= 51
     best = vector_scores.best_of_sessions(view.names, everyone, *wide, 51, 1)
     assert len(best) == 51
