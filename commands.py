@@ -235,15 +235,15 @@ def on_session_start(session_id: str = "", **_: Any) -> None:
     Only after consent, and never embedding or sending anything: see
     :func:`semantic.warm_up`. Never raises.
     """
-    semantic.warm_up(paths.hermes_home())
+    semantic.warm_up(paths.hermes_home(), session_id=session_id or "")
 
 
-def on_turn(**_: Any) -> None:
+def on_turn(session_id: str = "", **_: Any) -> None:
     """Hook ``pre_llm_call``: the same warm-up for a resumed conversation (no start hook fires), once per process.
 
     Returns ``None``: Hermes would inject a returned value into the turn.
     """
-    semantic.warm_up(paths.hermes_home(), first_only=True)
+    semantic.warm_up(paths.hermes_home(), first_only=True, session_id=session_id or "")
 
 
 #: (name, factory taking ``ctx.dispatch_tool`` or a plain handler, description, argument hint)

@@ -184,7 +184,7 @@ def open_vectors(home: Path, settings: config_schema.Settings) -> vector_index.V
 _warming = state.cache("warm_up")  # "thread": the last warm-up started in this process
 
 
-def warm_up(home: Path, *, first_only: bool = False) -> threading.Thread | None:
+def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> threading.Thread | None:
     """Start loading the vector leg in the background; returns the thread, or ``None`` when there is nothing to do.
 
     Called when a conversation starts, so that the first search does not pay
@@ -192,7 +192,9 @@ def warm_up(home: Path, *, first_only: bool = False) -> threading.Thread | None:
     the first semantic one not for loading the model (0.13 s from its copy,
     about 1.2 s without) and mapping the vector files. With ``first_only``
     (called on every turn, for resumed conversations, which fire no start
-    hook) it acts only if no warm-up ran in this process yet. Acts only when semantic
+    hook) it acts only if no warm-up ran in this process yet. With ``session_id`` (the conversation's),
+    only the vectors of that session's project are read ahead (all of them when its project is not
+    known yet). Acts only when semantic
     search may run somewhere in this profile: not switched off in config.yaml,
     ``embedding.preload`` not false, and a consent on record (the thread then
     checks it is for the configured provider, endpoint and model). Before
@@ -214,7 +216,8 @@ def warm_up(home: Path, *, first_only: bool = False) -> threading.Thread | None:
         last = _warming.data.get("thread")
         if last is not None and (first_only or last.is_alive()):
             return None
-        thread = threading.Thread(target=_warm, args=(home, settings), name="project-history-recall-warm-up", daemon=True)
+        thread = threading.Thread(target=_warm, args=(home, settings, session_id), name="project-history-recall-warm-up",
+                                  daemon=True)
         try:
             thread.start()
         except RuntimeError as exc:  # no more threads (or the interpreter is shutting down)
@@ -224,7 +227,7 @@ def warm_up(home: Path, *, first_only: bool = False) -> threading.Thread | None:
         return thread
 
 
-def _warm(home: Path, settings: config_schema.Settings) -> None:
+def _warm(home: Path, settings: config_schema.Settings, session_id: str) -> None:
     """The body of :func:`warm_up` (in its thread)."""
     record = consent.read_consent(paths.plugin_data_dir(home) / "consent.json")
     if not consent.consent_covers(record, provider_spec(settings)):
@@ -234,22 +237,23 @@ def _warm(home: Path, settings: config_schema.Settings) -> None:
         return
 
     started = time.monotonic()
-    _census(home)
+    scope = _census(home, session_id)
     try:
-        _warm_vectors(home, settings)
+        _warm_vectors(home, settings, scope)
     finally:
         _read_ranges(home)  # after the model: a semantic search may be waiting for it
     logger.info("project-history-recall: warm-up done in %.1f s", time.monotonic() - started)
 
 
-def _warm_vectors(home: Path, settings: config_schema.Settings) -> None:
-    """Load the model and map the vector files (:meth:`vector_index.VectorIndex.warm`); trouble is logged."""
+def _warm_vectors(home: Path, settings: config_schema.Settings, scope: frozenset[str] | None) -> None:
+    """Load the model and map the vector files, reading ahead the vectors of ``scope``'s sessions (every
+    vector when ``None``: :meth:`vector_index.VectorIndex.warm`); trouble is logged."""
     from . import embeddings, index_file
 
     vectors = None
     try:
         vectors = open_vectors(home, settings)
-        vectors.warm()
+        vectors.warm(scope)
     except (embeddings.EmbeddingUnavailable, index_file.IndexBroken, OSError) as exc:
         logger.warning("project-history-recall: warm-up stopped (%s); the next search reports it", exc)
     except sqlite3.Error as exc:  # classified (and a damaged or unwritable index retired) for the next search
@@ -259,18 +263,29 @@ def _warm_vectors(home: Path, settings: config_schema.Settings) -> None:
         logger.exception("project-history-recall: warm-up failed")
 
 
-def _census(home: Path) -> None:
+def _census(home: Path, session_id: str) -> frozenset[str] | None:
     """Attribute every session to its project now (:data:`workspace.membership`, 0.4 s at 20,000 sessions), so
-    that the process's first search, of any mode, finds it done. Trouble is logged: the search reads it again."""
+    that the process's first search, of any mode, finds it done. Returns the sessions a search from
+    ``session_id`` reads (none for a session in Home), or ``None`` when that is not known: no session id,
+    a session not in state.db yet, or trouble (logged: the search reads the census again)."""
     try:
         conn = store.open_state_db(home)
         try:
             listing = store.load_projects(home)
-            workspace.membership.members(conn, paths.state_db_key(home), workspace.attributor_for(home, listing.projects))
+            attributor = workspace.attributor_for(home, listing.projects)
+            workspace.membership.members(conn, paths.state_db_key(home), attributor)
+            if not session_id:
+                return None
+            try:
+                scope = workspace.compute_scope(conn, attributor, session_id, db_key=paths.state_db_key(home))
+            except errors.SessionNotFound:
+                return None
+            return frozenset(scope.session_ids)
         finally:
             conn.close()
     except (errors.StoreError, sqlite3.Error) as exc:
         logger.info("project-history-recall: warm-up: no census of the sessions (%s)", exc)
+        return None
 
 
 def _read_ranges(home: Path) -> None:

@@ -548,15 +548,17 @@ class VectorIndex:
         view = self._view
         return int(np.count_nonzero(view.rows[:, 1] != -1)) if view.n else 0
 
-    def warm(self) -> None:
+    def warm(self, sessions: AbstractSet[str] | None = None) -> None:
         """Do now what the first search would: load the model and map the vector files, brought up to the file.
 
-        Then reads one value of every page of the mapped files, as the first
-        search would: pages the page cache lost (after a restart, or under
-        memory pressure) come from disk now, and this process's page tables
-        are filled now, not during the first search. Shared pages, no copy.
-        Embeds no message and sends nothing. Raises what a search would
-        (:class:`EmbeddingUnavailable`, :class:`IndexBroken`, ``sqlite3`` errors).
+        Then reads one value of every page of the mapped files that holds a
+        vector of ``sessions`` (every page when ``None``), as the first search
+        would: pages the page cache lost (after a restart, or under memory
+        pressure) come from disk now, and this process's page tables are
+        filled now, not during the first search. Shared pages, no copy; other
+        projects' vectors are left on disk. Embeds no message and sends
+        nothing. Raises what a search would (:class:`EmbeddingUnavailable`,
+        :class:`IndexBroken`, ``sqlite3`` errors).
         """
         load = getattr(self.provider, "load", None)
         if load is not None:
@@ -564,10 +566,24 @@ class VectorIndex:
         with self._lock:
             self._catch_up()
             view = self._view
-        for mapped in (view.vectors, view.rows, *((view.low,) if view.low is not None else ())):
-            flat = mapped.reshape(-1)
-            if len(flat):
-                flat[:: max(1, _PAGE // flat.itemsize)].sum()
+            member = self._member_mask(view, set(sessions)) if sessions is not None and view.n else None
+        flat = view.rows.reshape(-1)  # read whole: it says which rows are whose
+        if len(flat):
+            flat[:: max(1, _PAGE // flat.itemsize)].sum()
+        if member is None:
+            for mapped in (view.vectors, *((view.low,) if view.low is not None else ())):
+                flat = mapped.reshape(-1)
+                if len(flat):
+                    flat[:: max(1, _PAGE // flat.itemsize)].sum()
+            return
+        # Of each of the scope's rows, values a page apart and its last: every page it lies on.
+        rows = np.flatnonzero(member[view.rows[:, 2]] & (view.rows[:, 1] != -1))
+        for mapped in (view.vectors, *((view.low,) if view.low is not None else ())):
+            mine = rows[rows < len(mapped)]
+            width = mapped.shape[1]
+            if len(mine) and width:
+                columns = np.unique(np.append(np.arange(0, width, max(1, _PAGE // mapped.itemsize)), width - 1))
+                mapped[mine[:, None], columns[None, :]].sum()
 
     def _learn_basis(self) -> None:
         """Learn the vector files' basis when they are large and have none (or grew much since): see

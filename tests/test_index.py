@@ -422,3 +422,51 @@ def test_damaged_files_moved_aside_never_replace_each_other(tmp_path):
         vector_index.VectorIndex(path, CountingProvider()).close()
     kept = sorted(p.read_bytes()[:21] for p in tmp_path.glob("e.db.broken-*"))
     assert kept == [b"not a database, first", b"not a database, secon"], kept
+
+
+class WideProvider:
+    """256 dimensions (1 KB a vector), a fixed pseudo-random vector per text: rows a quarter of a page."""
+
+    model_id, dims, fingerprint = "wide", 256, "fp-wide"
+
+    def embed(self, texts):
+        out = np.stack([np.random.default_rng(abs(hash(t)) % 2**32).standard_normal(256).astype(np.float32) for t in texts])
+        return E.normalise(out)
+
+
+def mapped_kb(suffix: str) -> int:
+    """Resident kB of this process's mappings of files whose names end with ``suffix`` (``/proc/self/smaps``)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and all(c in "0123456789abcdef-" for c in fields[0]):
+            inside = len(fields) >= 6 and fields[-1].endswith(suffix)
+        elif inside and fields and fields[0] == "Rss:":
+            total += int(fields[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads which pages this process has mapped (Linux)")
+def test_the_warm_up_of_one_project_reads_only_that_projects_vectors(tmp_path):
+    """2,000 vectors of project a (2 MB of .vec), then 6,000 of project b: warming a's sessions maps a's pages
+    into this process, not b's; warming with no project maps them all."""
+    import gc
+
+    provider = WideProvider()
+    writer = vector_index.VectorIndex(tmp_path / "embeddings.db", provider)
+    pending = [vector_index.PendingMessage(i + 1, f"a{i % 10}", f"project a note {i}") for i in range(2_000)]
+    pending += [vector_index.PendingMessage(i + 2_001, f"b{i % 30}", f"project b note {i}") for i in range(6_000)]
+    assert writer.add(pending, batch=500) == 8_000
+    writer.sync()
+    writer.close()
+    del writer
+    gc.collect()
+    assert mapped_kb(".vec") == 0, "nothing of the vector file is mapped before the warm-up"
+    reader = vector_index.VectorIndex(tmp_path / "embeddings.db", provider)
+    reader.warm({f"a{i}" for i in range(10)})
+    project_a = mapped_kb(".vec")
+    assert 1_900 <= project_a <= 1_953 + 256, project_a  # a's 2,000,000 bytes, and the kernel's read-around at its end
+    reader.warm()
+    assert mapped_kb(".vec") >= 7_700
+    assert [h.session_id for h in reader.search(provider.embed(["project a note 7"]), {"a7"}, 1)] == ["a7"]
+    reader.close()

@@ -150,3 +150,30 @@ def test_another_state_db_at_the_same_path_is_not_filtered_by_the_old_ranges(wov
         woven.session(f"x{i}", b, messages=[("user", f"osprey {i}"), ("assistant", "noted")])
     woven.session("cur", a, style="cli", messages=[("user", "hi")])
     assert result_sessions(woven.search("cur", "osprey", mode="keyword")) == ["y1"]
+
+
+def test_a_search_does_not_wait_while_another_thread_reads_the_ranges(woven: World, monkeypatch):
+    """The warm-up reads the ranges under their lock (0.2 s at a million messages): a search meanwhile
+    goes without the filter rather than waiting, and answers the same."""
+    import threading
+
+    read_ranges(woven)
+    plain = answers(woven, QUERIES)
+    seen = spy_near(monkeypatch)
+    holding, done = threading.Event(), threading.Event()
+
+    def reader() -> None:  # stands for the warm-up's read; lets go once the search is done (or after 30 s)
+        with plugin("lexical").ranges._lock:
+            holding.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        assert holding.wait(10)
+        busy = answers(woven, QUERIES)
+    finally:
+        done.set()
+        thread.join()
+    assert busy == plain
+    assert seen and all(n is None for n in seen), "no search waited for the lock to get the filter"

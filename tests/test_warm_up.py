@@ -157,6 +157,30 @@ def test_the_warm_up_reads_the_id_ranges_so_the_keyword_leg_filters_by_them(warm
     assert len(seen) == 2 and all(near is not None for near in seen)
 
 
+def test_the_warm_up_reads_ahead_only_the_vectors_of_the_conversations_project(warm, fake, monkeypatch):
+    """Hermes names the conversation in its hooks: the warm-up reads that project's vectors, no other's;
+    a conversation whose project is not known yet (not in state.db) reads them all."""
+    indexed_then_new_process(warm, fake)
+    beta = warm.repo("beta")
+    warm.session("b_old", beta, messages=[("assistant", "beta's own websocket notes")])
+    assert warm.search("cur", "websocket", mode="hybrid")["semantic_status"] == "ready"
+    plugin("vector_index").reset_indexes()
+    asked = []
+    real = plugin("vector_index").VectorIndex.warm
+    monkeypatch.setattr(plugin("vector_index").VectorIndex, "warm", lambda self, sessions=None: asked.append(sessions) or real(self, sessions))
+    assert start_session("cur") is not None
+    assert asked == [frozenset({"a_ws", "a_db"})]
+    assert start_session("not-written-yet") is not None
+    assert asked[-1] is None
+    from hermes_cli.plugins import invoke_hook
+
+    plugin("state").cache("warm_up").data.clear()  # a new process, whose first turn is of a resumed conversation
+    invoke_hook("pre_llm_call", session_id="b_old", task_id="t", turn_id="1", user_message="hi", conversation_history=[],
+                is_first_turn=False, model="m", platform="cli", sender_id="")
+    warming().join(timeout=60)
+    assert asked[-1] == frozenset()  # b_old is beta's only session: nothing of beta's others to read
+
+
 def test_a_later_session_reuses_the_index_and_loads_only_what_is_new(warm, fake):
     indexed_then_new_process(warm, fake)
     start_session("s1")
