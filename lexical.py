@@ -48,6 +48,7 @@ SCAN_GAP = 64  # sessions are read together when no more ids than this lie betwe
 SCAN_QUERIES = 150  # queries a newest-first scan may run
 SCAN_ROWS = 5_000  # matching rows one of its queries may return
 NEAR_SLACK = 20_000  # new message ids a scope's id filter lets through before it is built again
+NEAR_SCOPES = 4  # scopes whose id filters are kept per state.db (a gateway answers several projects)
 
 DAMAGED_NOTE = (
     "Hermes' full-text index of state.db is damaged ({error}); this answer comes from a plain "
@@ -201,21 +202,35 @@ class _Ranges:
     messages are read. Message ids only grow (Hermes inserts every message
     without an id of its own, and never moves one to another session); a
     deleted message leaves its session's range a little wide, which costs
-    nothing but a seek.
+    nothing but a seek. A file restored in place (same path and inode, its
+    older ids given out again) is told by the message at the watermark: it
+    must still exist and belong to the same session.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[tuple[Any, ...], int, dict[str, tuple[int, int]]]] = state.cache("session_ranges").data
-        self._near: dict[str, tuple[tuple[Any, ...], tuple[str, ...], fts.Near]] = state.cache("scope_filters").data
+        # db_key -> (file identity, watermark, session -> (lowest, highest), session of the watermark's message)
+        self._entries: dict[str, tuple[tuple[Any, ...], int, dict[str, tuple[int, int]], str | None]] = (
+            state.cache("session_ranges").data)
+        # db_key -> [(file identity, watermark, scope's sessions, filter)], the most recent last
+        self._near: dict[str, list[tuple[tuple[Any, ...], int, tuple[str, ...], fts.Near]]] = state.cache("scope_filters").data
 
-    def _current(self, conn: sqlite3.Connection, db_key: str) -> tuple[tuple[Any, ...], int, dict[str, tuple[int, int]]]:
-        """``db_key``'s ``(file identity, watermark, ranges)``, brought up to ``conn``'s view of state.db; lock held."""
+    def _current(self, conn: sqlite3.Connection, db_key: str, *, build: bool = True) -> tuple[tuple[Any, ...], int, dict[str, tuple[int, int]]] | None:
+        """``db_key``'s ``(file identity, watermark, ranges)``, brought up to ``conn``'s view of state.db; lock held.
+
+        ``None`` without ``build`` when they would have to be read in full
+        (never read, or another file: what was kept is dropped).
+        """
         identity = session_rows.db_fingerprint(conn, db_key)
-        known, mark, ranges = self._entries.get(db_key, (identity, 0, {}))
         top = store.max_message_id(conn)
-        if known != identity or top < mark:  # another file at the same path
-            mark, ranges = 0, {}
+        held = self._entries.get(db_key)
+        if held is not None and (held[0] != identity or top < held[1] or (held[1] and _owner(conn, held[1]) != held[3])):
+            held = None  # another file at the same path, or the same file restored from a copy
+            self._entries.pop(db_key, None)
+            self._near.pop(db_key, None)
+        if held is None and not build:
+            return None
+        mark, ranges = (held[1], held[2]) if held is not None else (0, {})
         if top > mark:
             # The first time, Hermes' (session_id, timestamp) index covers the query (no message is read).
             # Later, only the ids past the mark: unary + keeps SQLite on that rowid range (grouping by
@@ -225,8 +240,8 @@ class _Ranges:
             for sid, low, high in conn.execute(sql, () if not mark else (mark,)):
                 old = ranges.get(sid)
                 ranges[sid] = (min(old[0], int(low)), max(old[1], int(high))) if old else (int(low), int(high))
-        entry = self._entries[db_key] = (identity, top, ranges)
-        return entry
+            self._entries[db_key] = (identity, top, ranges, _owner(conn, top))
+        return identity, top, ranges
 
     def read(self, conn: sqlite3.Connection, db_key: str) -> None:
         """Read every session's range now (the warm-up: 0.2 s at a million messages), so that searches find
@@ -237,32 +252,38 @@ class _Ranges:
     def newest_first(self, conn: sqlite3.Connection, db_key: str, session_ids: Sequence[str]) -> list[tuple[str, int, int]]:
         """``(session id, lowest id, highest id)`` of those of ``session_ids`` that hold messages, newest first."""
         with self._lock:
-            ranges = self._current(conn, db_key)[2]
+            current = self._current(conn, db_key)
+        ranges = current[2] if current is not None else {}
         out = [(sid, *ranges[sid]) for sid in session_ids if sid in ranges]
         out.sort(key=lambda r: -r[2])
         return out
 
     def near(self, conn: sqlite3.Connection, db_key: str, session_ids: tuple[str, ...]) -> fts.Near | None:
-        """Which message ids may belong to ``session_ids`` (:class:`fts.Near`), or ``None`` when this process
-        has not read the ranges yet, or another thread is reading them: a search never waits to build them
-        (the warm-up or a newest-first scan does). Kept for the last scope while it is the same and
-        state.db grew by at most ``NEAR_SLACK`` ids (ids above its top always pass)."""
+        """Which message ids may belong to ``session_ids`` (:class:`fts.Near`), or ``None`` when the ranges are
+        not at hand: never read in this process, read for another file, or being read by another thread. A
+        search never waits for them and never reads them in full (the warm-up or a newest-first scan does).
+        The filters of the last ``NEAR_SCOPES`` scopes are kept while state.db grew by at most ``NEAR_SLACK``
+        ids (ids above a filter's top always pass)."""
         if not self._lock.acquire(blocking=False):
             return None
         try:
-            if db_key not in self._entries:
+            current = self._current(conn, db_key, build=False)
+            if current is None:
                 return None
-            identity, top, ranges = self._current(conn, db_key)
-            held = self._near.get(db_key)
-            if held is not None and held[0] == identity and held[1] == session_ids and 0 <= top - held[2].top <= NEAR_SLACK:
-                return held[2]
+            identity, top, ranges = current
+            kept = self._near.setdefault(db_key, [])
+            for i, (known, mark, sessions, near) in enumerate(kept):
+                if known == identity and sessions == session_ids and 0 <= top - mark <= NEAR_SLACK:
+                    kept.append(kept.pop(i))
+                    return near
             mask = bytearray(top + 1)
             for sid in session_ids:
                 span = ranges.get(sid)
-                if span is not None:
-                    mask[span[0] : span[1] + 1] = b"\x01" * (span[1] - span[0] + 1)
+                if span is not None and span[0] <= top:  # a range read past top (a newer statement) is cut at top
+                    high = min(span[1], top)
+                    mask[span[0] : high + 1] = b"\x01" * (high - span[0] + 1)
             near = fts.Near(bytes(mask), top)
-            self._near[db_key] = (identity, session_ids, near)
+            kept[:] = [k for k in kept if k[2] != session_ids][-(NEAR_SCOPES - 1):] + [(identity, top, session_ids, near)]
             return near
         finally:
             self._lock.release()
@@ -271,6 +292,12 @@ class _Ranges:
         with self._lock:
             self._entries.clear()
             self._near.clear()
+
+
+def _owner(conn: sqlite3.Connection, message_id: int) -> str | None:
+    """The session of message ``message_id`` (``None`` when there is none)."""
+    row = conn.execute("SELECT session_id FROM messages WHERE id = ?", (message_id,)).fetchone()
+    return None if row is None else str(row[0])
 
 
 ranges = _Ranges()

@@ -237,12 +237,16 @@ def _warm(home: Path, settings: config_schema.Settings, session_id: str) -> None
         return
 
     started = time.monotonic()
-    scope = _census(home, session_id)
     try:
-        _warm_vectors(home, settings, scope)
-    finally:
-        _read_ranges(home)  # after the model: a semantic search may be waiting for it
-    logger.info("project-history-recall: warm-up done in %.1f s", time.monotonic() - started)
+        scope = _census(home, session_id)
+        try:
+            _warm_vectors(home, settings, scope)
+        finally:
+            _read_ranges(home)  # after the model: a semantic search may be waiting for it
+    except Exception:  # a thread's escape would print a traceback into the user's terminal
+        logger.exception("project-history-recall: warm-up failed")
+        return
+    logger.info("project-history-recall: warm-up finished in %.1f s", time.monotonic() - started)
 
 
 def _warm_vectors(home: Path, settings: config_schema.Settings, scope: frozenset[str] | None) -> None:

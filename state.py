@@ -38,10 +38,10 @@ DECLARED: dict[str, tuple[str, str]] = {
     ),
     "session_ranges": (
         "per state.db: session -> lowest and highest message id",
-        "the file replaced (newer messages are read past a watermark)",
+        "the file replaced or restored in place (newer messages are read past a watermark)",
     ),
     "scope_filters": (
-        "per state.db: the last scope's message id filter, built from the session ranges (one byte per id)",
+        "per state.db: the last four scopes' message id filters, built from the session ranges (one byte per id)",
         "the file replaced, the scope's sessions change, or state.db grows by 20,000 ids",
     ),
     "semantic_complete": (

@@ -95,7 +95,7 @@ def distractors(phr: Any, state_db: Path, count: int, work: Path) -> tuple[np.nd
 def ranked(view: Any, codes: dict[str, int], query: np.ndarray, sessions: set[str]) -> list[str]:
     from project_history_recall import vector_scores
 
-    ids, owners, scores = vector_scores.scope_scores(view, codes, query, sessions)
+    ids, owners, scores = vector_scores.scope_scores(view, vector_scores.member_mask(view, codes, sessions), query)
     return [h.session_id for h in vector_scores.best_of_sessions(view.names, sessions, ids, owners, scores, TOP, 1)]
 
 

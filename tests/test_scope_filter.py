@@ -177,3 +177,45 @@ def test_a_search_does_not_wait_while_another_thread_reads_the_ranges(woven: Wor
         thread.join()
     assert busy == plain
     assert seen and all(n is None for n in seen), "no search waited for the lock to get the filter"
+
+
+def test_a_state_db_restored_in_place_is_not_filtered_by_the_old_ranges(world: World, monkeypatch):
+    """`sqlite3 state.db ".restore backup.db"` keeps the path, the inode and the first session, and Hermes
+    gives the backup's later ids out again, to other sessions: the ranges read before are dropped."""
+    import sqlite3
+
+    a, b = world.repo("a"), world.repo("b")
+    world.session("a0", a, messages=[("user", "hello from a")])
+    world.session("b0", b, messages=[("user", "b talk")])
+    world.session("cur", a, style="cli", messages=[("user", "hi")])
+    db, backup = world.home / "state.db", world.tmp / "backup.db"
+    with closing(sqlite3.connect(db)) as live, closing(sqlite3.connect(backup)) as copy:
+        live.backup(copy)
+    for i in range(20):
+        world.say("b0", "user", f"b message {i}")
+    read_ranges(world)
+    assert result_sessions(world.search("cur", "hello", mode="keyword")) == ["a0"]
+    inode = db.stat().st_ino
+    world.close()
+    with closing(sqlite3.connect(backup)) as copy, closing(sqlite3.connect(db)) as live:
+        copy.backup(live)
+    assert db.stat().st_ino == inode
+    world.session("a1", a, messages=[("user", f"osprey {i}") for i in range(20)])  # the ids b0 held
+    world.session("a2", a, messages=[("user", "other")] * 3)
+    seen = spy_near(monkeypatch)
+    assert result_sessions(world.search("cur", "osprey", mode="keyword")) == ["a1"]
+    assert seen == [None], "the old ranges are dropped, and the search does not read them again in full"
+    read_ranges(world)  # the next warm-up
+    assert result_sessions(world.search("cur", "osprey", mode="keyword")) == ["a1"] and seen[-1] is not None
+
+
+def test_the_newest_session_deleted_drops_the_ranges_and_answers_stay_right(woven: World, monkeypatch):
+    read_ranges(woven)
+    assert answers(woven, ["pelican"])
+    woven.session("late", woven.paths["b"], messages=[("user", "pelican late")])
+    assert answers(woven, ["pelican"])  # the ranges now reach the late session's message
+    woven.db.delete_session("late")
+    woven.say("a3", "user", "pelican after the delete")
+    seen = spy_near(monkeypatch)
+    got = answers(woven, ["pelican after"])[0]
+    assert got and got[0][0] == "a3" and seen[-1] is None
