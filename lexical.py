@@ -212,8 +212,8 @@ class _Ranges:
         # db_key -> (file identity, watermark, session -> (lowest, highest), session of the watermark's message)
         self._entries: dict[str, tuple[tuple[Any, ...], int, dict[str, tuple[int, int]], str | None]] = (
             state.cache("session_ranges").data)
-        # db_key -> [(file identity, watermark, scope's sessions, filter)], the most recent last
-        self._near: dict[str, list[tuple[tuple[Any, ...], int, tuple[str, ...], fts.Near]]] = state.cache("scope_filters").data
+        # db_key -> [(scope's sessions, filter)] of the file the entry above holds, the most recent last
+        self._near: dict[str, list[tuple[tuple[str, ...], fts.Near]]] = state.cache("scope_filters").data
 
     def _current(self, conn: sqlite3.Connection, db_key: str, *, build: bool = True) -> tuple[tuple[Any, ...], int, dict[str, tuple[int, int]]] | None:
         """``db_key``'s ``(file identity, watermark, ranges)``, brought up to ``conn``'s view of state.db; lock held.
@@ -270,10 +270,10 @@ class _Ranges:
             current = self._current(conn, db_key, build=False)
             if current is None:
                 return None
-            identity, top, ranges = current
-            kept = self._near.setdefault(db_key, [])
-            for i, (known, mark, sessions, near) in enumerate(kept):
-                if known == identity and sessions == session_ids and 0 <= top - mark <= NEAR_SLACK:
+            _, top, ranges = current
+            kept = self._near.setdefault(db_key, [])  # dropped by _current with the ranges of another file
+            for i, (sessions, near) in enumerate(kept):
+                if sessions == session_ids and 0 <= top - near.top <= NEAR_SLACK:
                     kept.append(kept.pop(i))
                     return near
             mask = bytearray(top + 1)
@@ -283,7 +283,7 @@ class _Ranges:
                     high = min(span[1], top)
                     mask[span[0] : high + 1] = b"\x01" * (high - span[0] + 1)
             near = fts.Near(bytes(mask), top)
-            kept[:] = [k for k in kept if k[2] != session_ids][-(NEAR_SCOPES - 1):] + [(identity, top, session_ids, near)]
+            kept[:] = [k for k in kept if k[0] != session_ids][-(NEAR_SCOPES - 1):] + [(session_ids, near)]
             return near
         finally:
             self._lock.release()

@@ -567,18 +567,15 @@ class VectorIndex:
             self._catch_up()
             view = self._view
             member = self._member_mask(view, set(sessions)) if sessions is not None and view.n else None
-        flat = view.rows.reshape(-1)  # read whole: it says which rows are whose
-        if len(flat):
-            flat[:: max(1, _PAGE // flat.itemsize)].sum()
+        _touch_pages(view.rows)  # read whole: it says which rows are whose
+        vectors = (view.vectors, *((view.low,) if view.low is not None else ()))
         if member is None:
-            for mapped in (view.vectors, *((view.low,) if view.low is not None else ())):
-                flat = mapped.reshape(-1)
-                if len(flat):
-                    flat[:: max(1, _PAGE // flat.itemsize)].sum()
+            for mapped in vectors:
+                _touch_pages(mapped)
             return
         # Of each of the scope's rows, values a page apart and its last: every page it lies on.
         rows = np.flatnonzero(member[view.rows[:, 2]] & (view.rows[:, 1] != -1))
-        for mapped in (view.vectors, *((view.low,) if view.low is not None else ())):
+        for mapped in vectors:
             mine = rows[rows < len(mapped)]
             width = mapped.shape[1]
             if len(mine) and width:
@@ -763,6 +760,13 @@ def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_ov
                 index_file.remember(Path(key[0]), exc)
                 raise
         return index
+
+
+def _touch_pages(mapped: np.ndarray) -> None:
+    """Read one value of every page of ``mapped`` (a mapped file's array)."""
+    flat = mapped.reshape(-1)
+    if len(flat):
+        flat[:: max(1, _PAGE // flat.itemsize)].sum()
 
 
 def reset_indexes() -> None:
