@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import state, store, workspace
+from .query import fts_quote
 from .ranking import Stats
 
 logger = logging.getLogger(__name__)
@@ -141,6 +142,29 @@ def doc_frequencies(conn: sqlite3.Connection, space: str, terms: Iterable[str]) 
             if out[term]:  # "absent" is read again next time: a new message may hold it
                 frequencies.put((db, space, term), out[term], now)
     return out
+
+
+def rows_up_to(conn: sqlite3.Connection, space: str, term: str, cap: int) -> int:
+    """Rows of the index holding ``term``, counted only up to ``cap``: the exact count when below it, else
+    ``cap``. Reads at most ``cap`` entries of the term's list of rows, where :func:`doc_frequencies` reads
+    them all (a trigram like "and" is in 700,000 rows of a million: a tenth of a second). Cached: an exact
+    count as :func:`doc_frequencies` keeps it, a count that reached its cap as a lower bound.
+
+    Raises ``sqlite3.DatabaseError`` when the index cannot be read.
+    """
+    db, now = _db_name(conn), time.monotonic()
+    exact = frequencies.get((db, space, term), now)
+    if exact is not None:
+        return min(exact, cap)
+    at_least = frequencies.get((db, space, "at least:" + term), now)
+    if at_least is not None and at_least >= cap:
+        return cap
+    value = count_matches(conn, space, fts_quote(term), cap)
+    if value >= cap:
+        frequencies.put((db, space, "at least:" + term), value, now)
+    elif value:  # "absent" is read again next time, as doc_frequencies does
+        frequencies.put((db, space, term), value, now)
+    return value
 
 
 def prefix_frequency(conn: sqlite3.Connection, space: str, prefix: str) -> int:

@@ -165,8 +165,14 @@ def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int, as_of: 
     shortest = [f for f in shortest if not any(g != f and g in f for g in shortest)]
     if not shortest:
         return 0, ""
-    bound = min(min(fts.doc_frequencies(conn, "trigram", [f[i : i + 3] for i in range(len(f) - 2)]).values()) for f in shortest)
-    if bound <= df or bound > GLUED_BOUND:  # nothing beyond the word itself, or too common to check cheaply
+    # The rarest trigram of the forms bounds the rows holding one of them as a substring; each trigram
+    # is counted only as far as the bound found so far (and GLUED_BOUND) can still change the answer.
+    bound = GLUED_BOUND + 1
+    for gram in dict.fromkeys(f[i : i + 3] for f in shortest for i in range(len(f) - 2)):
+        bound = fts.rows_up_to(conn, "trigram", gram, bound)
+        if bound <= df:  # nothing beyond the word itself
+            return 0, ""
+    if bound > GLUED_BOUND:  # too common to check cheaply
         return 0, ""
     expr = " OR ".join(fts_quote(f) for f in shortest)
     rows = fts.phrase_frequency(conn, "trigram", expr, RANK_BUDGET + 1, as_of=as_of)

@@ -185,6 +185,8 @@ def search_history(
     """
     parsed = parse_query(query)
     settings = load_settings(home)
+    if mode != "keyword":
+        semantic.prepare(home, settings)  # the vector leg's first load, beside the census below
     conn = store.open_state_db(home)
     try:
         listing = store.load_projects(home)

@@ -60,7 +60,11 @@ DECLARED: dict[str, tuple[str, str]] = {
         "per embeddings.db path: a permanent problem (read-only, a newer schema, a folder at the path)",
         "the file's or its folder's status (stat) changes",
     ),
-    "warm_up": ("the background thread loading the vector leg", "it ends (one runs at a time)"),
+    "warm_up": (
+        "the background threads loading the vector leg (the warm-up, a first search's preparation, the model's load)"
+        " and the profiles whose first search prepared it",
+        "a thread ends (one of each runs at a time); the profiles for the life of the process",
+    ),
     "unicode61": (
         "character -> what FTS5's unicode61 tokenizer makes of it, asked of this process's SQLite",
         "never: it depends only on the SQLite library loaded",

@@ -155,7 +155,8 @@ def max_message_id(conn: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
-_INDEXABLE = f"{SCOPE_SQL} AND {LIVE_SQL} AND m.role IN ('user', 'assistant') AND TRIM(COALESCE(m.content, '')) != ''"
+_INDEXABLE_ROW = f"{LIVE_SQL} AND m.role IN ('user', 'assistant') AND TRIM(COALESCE(m.content, '')) != ''"
+_INDEXABLE = f"{SCOPE_SQL} AND {_INDEXABLE_ROW}"
 
 
 def count_indexable(conn: sqlite3.Connection, scope: workspace.Scope) -> int:
@@ -163,11 +164,40 @@ def count_indexable(conn: sqlite3.Connection, scope: workspace.Scope) -> int:
     return int(conn.execute(f"SELECT count(*) FROM messages m WHERE {_INDEXABLE}", (scope.ids_json,)).fetchone()[0])
 
 
-def indexable_ids_text(conn: sqlite3.Connection, scope: workspace.Scope) -> str:
-    """The ids of the scope's live user/assistant messages (what the vector index should hold), comma-separated,
-    in no particular order ("" when none): one string, so that 200,000 ids cost no Python object each."""
-    row = conn.execute(f"SELECT group_concat(m.id) FROM messages m WHERE {_INDEXABLE}", (scope.ids_json,)).fetchone()
+def scope_message_ids_text(conn: sqlite3.Connection, scope: workspace.Scope) -> str:
+    """Every message id of the scope's sessions, comma-separated, in no particular order ("" when none), the id
+    negated when the message is not active (rewound, or archived by a compaction). Read from Hermes'
+    (session, active) index alone: no message row is read (a large project's rows are seconds to read when
+    state.db is not in the page cache; its index entries are a few megabytes)."""
+    row = conn.execute(f"SELECT group_concat(CASE WHEN m.active = 1 THEN m.id ELSE -m.id END) FROM messages m"
+                       f" WHERE {SCOPE_SQL}", (scope.ids_json,)).fetchone()
     return str(row[0] or "")
+
+
+def indexable_among_text(conn: sqlite3.Connection, ids_json: str) -> str:
+    """Those of the message ids ``ids_json`` (a JSON array) that are live user/assistant messages with text (what
+    the vector index should hold), comma-separated, in no particular order ("" when none). SQLite walks the ids
+    in ascending order, which is the rows' order in the file: one pass over their pages, not a seek each."""
+    row = conn.execute(f"SELECT group_concat(m.id) FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
+                       f" AND {_INDEXABLE_ROW}", (ids_json,)).fetchone()
+    return str(row[0] or "")
+
+
+def lacking_ids(conn: sqlite3.Connection, scope: workspace.Scope, indexed: Container[int]) -> tuple[list[int], int]:
+    """``(ids of the scope's live user/assistant messages with text that ``indexed`` lacks, newest first; how
+    many of them ``indexed`` holds)``. Rows are read only of the messages ``indexed`` lacks and of the inactive
+    ones it holds (rewound: no longer counted; archived by a compaction: still searchable), never of the
+    active messages it holds (:func:`scope_message_ids_text`, then :func:`indexable_among_text`)."""
+    signed = _id_list(scope_message_ids_text(conn, scope))
+    held_active = sum(1 for i in signed if i > 0 and i in indexed)
+    read = [abs(i) for i in signed if i < 0 or i not in indexed]
+    should = _id_list(indexable_among_text(conn, json.dumps(read))) if read else []
+    lacking = sorted((i for i in should if i not in indexed), reverse=True)
+    return lacking, held_active + len(should) - len(lacking)
+
+
+def _id_list(text: str) -> list[int]:
+    return [int(i) for i in text.split(",")] if text else []
 
 
 def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> list[tuple[int, str, str]]:
@@ -199,11 +229,11 @@ def unindexed_messages(
     Hermes, so "indexed" is decided by id and new messages sit above a
     watermark.
     """
+    if not above:
+        return texts_to_embed(conn, lacking_ids(conn, scope, indexed)[0], limit)
     # Above a watermark the id range is small: keep SQLite on it (unary +)
-    # rather than on the per-session index.
-    where = _INDEXABLE.replace("m.session_id IN", "+m.session_id IN") if above else _INDEXABLE
-    # One pass for the ids (paging newest first re-read every session's index per page:
-    # minutes for a project of 200k messages with nothing new), then texts only of the missing.
+    # rather than on the per-session index, and read those rows.
+    where = _INDEXABLE.replace("m.session_id IN", "+m.session_id IN")
     ids = conn.execute(f"SELECT m.id FROM messages m WHERE {where} AND m.id > ?", (scope.ids_json, int(above)))
     missing = sorted((int(r[0]) for r in ids if int(r[0]) not in indexed), reverse=True)
     return texts_to_embed(conn, missing, limit)

@@ -109,7 +109,10 @@ class VectorIndex:
         self._view = vector_file.EMPTY  # the rows this process has mapped
         self._codes: dict[str, int] = {}  # session id -> code in the vector files (of self._view)
         self._member: tuple[tuple[str, int], frozenset[str], np.ndarray] | None = None  # the last scope's mask of codes
-        self._checked_at = 0.0  # when this process last checked for gone chunks still marked live
+        # When this process last checked for gone chunks still marked live: the first check comes a while
+        # after opening (a new process's first search does not pay for it) or with the index command's sync.
+        self._checked_at = time.monotonic()
+        self._reconciled = False  # whether this process has run that check
         self._odd_dims = 0  # the size of the last query vector that did not match the index (0: none)
         self._indexed_upto = 0  # highest chunk id whose message counts in _indexed
         self._indexed: set[int] = set()  # message ids embedded with this model (no hashes: 16 MB, not 60, at 400k)
@@ -217,12 +220,14 @@ class VectorIndex:
     def sync(self) -> None:
         """Copy what embeddings.db holds into the shared vector files now, so that no search pays for it; then
         learn their principal directions once they are many (:meth:`vector_file.VectorFile.organise`), so that a
-        large project's search reads 3/8 of its vectors' bytes first.
+        large project's search reads 3/8 of its vectors' bytes first. Rows whose chunks another process deleted
+        without marking them gone (it died in between) are marked now, not only every ``_RECONCILE_S``.
 
         Raises like a search's refresh (:class:`IndexNotNow`, ``sqlite3`` errors). A basis that the folder
         refuses is logged and left for the next sync: searches then score every row exactly.
         """
         with self._lock:
+            self._checked_at = -_RECONCILE_S  # check for rows of gone chunks now
             self._catch_up()
         self._learn_basis()
 
@@ -421,6 +426,7 @@ class VectorIndex:
         if now - self._checked_at < _RECONCILE_S or not view.n:
             return
         self._checked_at = now
+        self._reconciled = True
         live = view.rows[:, 1] != -1
         (count,) = self._conn.execute(
             "SELECT count(*) FROM chunks INDEXED BY chunks_by_model WHERE model_fingerprint = ? AND id <= ?",
@@ -611,18 +617,44 @@ class VectorIndex:
         with closing(self._reader()) as conn:
             return self._ids_in(conn, sessions_json, above)
 
-    def indexed_array(self, sessions_json: str) -> np.ndarray:
-        """The ids of the messages of the sessions (a JSON array, as :meth:`indexed_ids_now`) that the file
-        holds vectors of (int64, in no particular order), read from the file on a read-only connection,
-        without waiting for a load and without the set of every indexed id; damaged ones this process could
-        not delete left out. Raises ``sqlite3`` errors."""
-        with closing(self._reader()) as conn:
-            row = conn.execute(f"SELECT group_concat(message_id) {_SESSIONS_INDEXED}",
-                               (self.provider.fingerprint, sessions_json)).fetchone()
-        ids = np.fromstring(str(row[0] or ""), dtype=np.int64, sep=",")
+    def indexed_array(self, sessions: AbstractSet[str], sessions_json: str) -> np.ndarray:
+        """The ids of the messages of ``sessions`` (also as a JSON array, as :meth:`indexed_ids_now`) that the
+        file holds vectors of (int64, in no particular order, a message of several chunks once per chunk);
+        damaged ones this process could not delete left out. Never waits for a load.
+
+        From the mapped vector files' rows when this process has them caught up with the file (every
+        chunk up to the file's newest copied: a search's ``catch_up`` just did it), else read from the file
+        on a read-only connection (a few tenths of a second at a million chunks). Raises ``sqlite3`` errors.
+        """
+        ids = self._mapped_ids(sessions)
+        if ids is None:
+            with closing(self._reader()) as conn:
+                row = conn.execute(f"SELECT group_concat(message_id) {_SESSIONS_INDEXED}",
+                                   (self.provider.fingerprint, sessions_json)).fetchone()
+            ids = np.fromstring(str(row[0] or ""), dtype=np.int64, sep=",")
         if self._damaged:
             ids = ids[~np.isin(ids, np.fromiter(self._damaged, np.int64, len(self._damaged)))]
         return ids
+
+    def _mapped_ids(self, sessions: AbstractSet[str]) -> np.ndarray | None:
+        """The message ids of the live rows of ``sessions`` in the mapped files, or ``None`` when they may lag the
+        file (another process stored chunks since, the files hold another file's rows) or a load holds the lock.
+        Rows of chunks deleted since are marked gone in the shared mapping by whoever deleted them (those of a
+        process that died first: by this process's first check, :meth:`_reconcile`, run now if not yet)."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            view = self._view
+            if not view.n or view.head.db != self._file or view.head.upto < self._top_chunk(self._conn):
+                return None
+            if not self._reconciled:  # rows of chunks deleted by a process that died before marking them
+                self._checked_at = -_RECONCILE_S
+                self._reconcile()
+            rows = view.rows
+            mine = self._member_mask(view, set(sessions))[rows[:, 2]] & (rows[:, 1] != -1)
+            return np.asarray(rows[mine, 1])
+        finally:
+            self._lock.release()
 
     def stored_upto(self) -> int:
         """The highest chunk id of this model in the file (0 when none); read-only, never waits for a load.

@@ -32,10 +32,10 @@ def stored_marks(world: World) -> dict:
 @pytest.fixture
 def counted(monkeypatch):
     """Every full check (each scope message against the whole indexed set) and every load of that set."""
-    store, vector_index = plugin("store"), plugin("vector_index")
+    semantic, vector_index = plugin("semantic"), plugin("vector_index")
     calls: list[str] = []
-    real_count, real_load = store.indexable_ids_text, vector_index.VectorIndex._load_indexed
-    monkeypatch.setattr(store, "indexable_ids_text", lambda *a, **k: calls.append("count") or real_count(*a, **k))
+    real_count, real_load = semantic._full_check, vector_index.VectorIndex._load_indexed
+    monkeypatch.setattr(semantic, "_full_check", lambda *a, **k: calls.append("count") or real_count(*a, **k))
 
     def load(self):
         if not self._indexed_loaded:

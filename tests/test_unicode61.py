@@ -14,9 +14,9 @@ from conftest import result_sessions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from project_history_recall import fts, store, unicode61
 from project_history_recall import query as Q
 from project_history_recall import snippet as N
-from project_history_recall import unicode61
 
 # The alphabets people write in, and the characters where Python and unicode61 part:
 # accents precomposed and combining, ß, final sigma, dotted I, Cyrillic, CJK, kana with
@@ -154,4 +154,28 @@ def test_a_word_absent_everywhere_is_found_as_soon_as_a_message_holds_it(world):
     assert result_sessions(world.search("cur", "valkey", mode="keyword")) == []
     world.say("zh", "assistant", "后来改用Valkey缓存会话")
     answer = world.search("cur", "valkey", mode="keyword")
+    assert result_sessions(answer) == ["zh"] and "glued" in answer["strategy"], answer
+
+
+def test_rows_of_a_trigram_are_counted_only_up_to_what_decides(world):
+    """The look-up inside CJK runs counts a trigram's rows only up to a cap: exact below it, the cap above it,
+    and a count that reached a lower cap is counted again for a higher one (never taken as exact)."""
+    repo = world.repo("app")
+    world.session("zh", repo, messages=[("assistant", f"第{i}次用Redis缓存 alpha") for i in range(30)]
+                  + [("user", f"omega 问题 {i}") for i in range(5)])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    conn = store.open_state_db(world.home)
+    try:
+        assert fts.rows_up_to(conn, "trigram", "alp", 10) == 10
+        assert fts.rows_up_to(conn, "trigram", "alp", 100) == 30, "the lower bound kept is not an exact count"
+        assert fts.rows_up_to(conn, "trigram", "alp", 10) == 10
+        assert fts.rows_up_to(conn, "trigram", "ome", 10) == 5
+        assert fts.rows_up_to(conn, "trigram", "zzz", 10) == 0
+        assert fts.doc_frequencies(conn, "trigram", ["alp", "ome"]) == {"alp": 30, "ome": 5}
+        fts.frequencies.clear()
+        assert fts.doc_frequencies(conn, "trigram", ["ome"]) == {"ome": 5}
+        assert fts.rows_up_to(conn, "trigram", "ome", 3) == 3, "an exact count answers a lower cap"
+    finally:
+        conn.close()
+    answer = world.search("cur", "redis", mode="keyword")
     assert result_sessions(answer) == ["zh"] and "glued" in answer["strategy"], answer

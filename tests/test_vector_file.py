@@ -9,6 +9,7 @@ marking them gone.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -98,6 +99,19 @@ def test_a_process_that_died_before_marking_its_deletions_is_caught_up(built, mo
     fresh = vector_index.VectorIndex(path, provider)
     assert hits(fresh, provider, {"s"}) == [1, 4, 5, 6, 7, 8]
     assert hits(index, provider, {"s"}) == [1, 4, 5, 6, 7, 8], "the other process sees the marks at once"
+
+
+def test_a_new_process_leaves_that_check_to_later_or_to_the_index_command(built):
+    """The check counts every chunk (a tenth of a second at a million): not in a new process's first search,
+    but _RECONCILE_S later or at once in the index command's sync."""
+    path, provider, index = built
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM chunks WHERE message_id IN (2, 3)")
+    fresh = vector_index.VectorIndex(path, provider)
+    assert hits(fresh, provider, {"s"}) == [1, 2, 3, 4, 5, 6, 7, 8]
+    fresh.sync()
+    assert hits(fresh, provider, {"s"}) == [1, 4, 5, 6, 7, 8]
+    assert hits(index, provider, {"s"}) == [1, 4, 5, 6, 7, 8]
 
 
 CHILD = textwrap.dedent(
@@ -288,3 +302,32 @@ def test_marking_gone_matches_a_plain_reading_of_the_rule(tmp_path):
         expected[rule] = -1
         assert files_.mark_gone(messages, keep_chunks=keep, gone_chunks=gone) == int(rule.sum())
         assert files_.view((1, 1)).rows[:, 1].tolist() == expected.tolist()
+
+
+def ids(index: vector_index.VectorIndex, sessions: set[str]) -> list[int]:
+    return sorted(set(index.indexed_array(sessions, json.dumps(sorted(sessions))).tolist()))
+
+
+def test_what_is_indexed_comes_from_the_mapped_rows_only_while_they_hold_every_chunk(built):
+    """The completeness check's ids: from the mapped rows once caught up, from embeddings.db when another
+    process stored chunks since; deletions by another process count at once (rows marked gone)."""
+    path, provider, index = built
+    assert index._mapped_ids({"s"}) is not None, "caught up by the search: the mapped rows answer"
+    assert ids(index, {"s"}) == list(range(1, 9)) and ids(index, {"s", "t"}) == list(range(1, 11))
+    other = vector_index.VectorIndex(path, provider)  # another process
+    assert other._mapped_ids({"s"}) is None, "nothing mapped yet: embeddings.db answers"
+    assert ids(other, {"s"}) == list(range(1, 9))
+    other.add([P(20, "s", "long " * 400 + "ab")])  # several chunks
+    assert index._mapped_ids({"s"}) is None, "behind the file: embeddings.db answers"
+    assert ids(index, {"s"}) == [*range(1, 9), 20]
+    other.drop([3])
+    index.catch_up()
+    assert index._mapped_ids({"s"}) is not None
+    assert ids(index, {"s"}) == [1, 2, 4, 5, 6, 7, 8, 20], "the other process marked the rows of 3 gone"
+    assert ids(index, {"u"}) == [] and ids(index, set()) == []
+    with sqlite3.connect(path) as conn:  # a process that died before marking its deletion
+        conn.execute("DELETE FROM chunks WHERE message_id = 4")
+    fresh = vector_index.VectorIndex(path, provider)
+    fresh.catch_up()
+    assert ids(fresh, {"s"}) == [1, 2, 5, 6, 7, 8, 20], "checked against embeddings.db before the rows answer"
+    assert fresh._mapped_ids({"s"}) is not None

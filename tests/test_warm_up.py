@@ -429,3 +429,55 @@ def test_keyword_mode_reuses_its_status_until_something_is_written(warm, fake, m
     assert len(checks) == 2
     assert warm.search("cur", "websocket backoff")["semantic_status"] == "ready"  # indexes both
     assert warm.search("cur", "websocket", mode="keyword")["semantic_status"] == "ready"
+
+
+def test_without_a_warm_up_the_first_search_prepares_the_vector_leg_beside_the_census(warm, fake, monkeypatch):
+    """No warm-up ran (``preload: false``, or a host that fires no start hook): the first semantic search of
+    the process opens the index and brings the vector files up to date in a thread of its own while it
+    attributes every session; it embeds only the query. Once per process; never in keyword mode."""
+    server = indexed_then_new_process(warm, fake)
+    warm.configure_embedding(provider="openai", base_url=server.base_url, model="m", preload=False)
+    vector_index, workspace = plugin("vector_index"), plugin("workspace")
+    caught_up, census = [], []
+    real_catch_up, real_full = vector_index.VectorIndex.catch_up, workspace.MembershipCache._full
+    monkeypatch.setattr(vector_index.VectorIndex, "catch_up",
+                        lambda self: caught_up.append(threading.current_thread().name) or real_catch_up(self))
+    monkeypatch.setattr(workspace.MembershipCache, "_full",
+                        lambda self, *a: census.append(threading.current_thread().name) or real_full(self, *a))
+
+    def new_process():
+        vector_index.reset_indexes()
+        workspace.membership.invalidate()
+        plugin("state").cache("warm_up").data.clear()
+
+    new_process()
+    assert start_session() is None, "preload is off: no warm-up"
+    assert warm.search("cur", "websocket backoff", mode="keyword")["semantic_status"] == "ready"
+    assert caught_up == [] and "prepared" not in plugin("state").cache("warm_up").data, "keyword mode prepares nothing"
+    new_process()
+    sent = len(server.requests)
+    answer = warm.search("cur", "Postgres migration backfills", mode="hybrid")
+    assert answer["semantic_status"] == "ready" and result_sessions(answer)[0] == "a_db"
+    assert census == ["MainThread", "MainThread"]
+    assert caught_up[0] == "project-history-recall-prepare", caught_up
+    assert len(server.requests) == sent + 1, "only the query is embedded"
+    caught_up.clear()
+    assert warm.search("cur", "websocket backoff", mode="semantic")["semantic_status"] == "ready"
+    assert "project-history-recall-prepare" not in caught_up, "once per process"
+
+
+def test_a_first_search_prepares_nothing_where_the_warm_up_would_not(warm, fake, monkeypatch):
+    """Before consent, or with consent for another model, the preparation loads and opens nothing."""
+    server = fake()
+    warm.configure_embedding(provider="openai", base_url=server.base_url, model="m", preload=False)
+    prepared = []
+    monkeypatch.setattr(plugin("semantic"), "open_vectors", lambda *a, **k: prepared.append(1))
+    assert warm.search("cur", "websocket backoff", mode="hybrid")["semantic_status"] == "consent_required"
+    consent(warm)
+    warm.configure_embedding(provider="openai", base_url=server.base_url, model="other", preload=False)
+    plugin("state").cache("warm_up").data.clear()
+    assert warm.search("cur", "websocket backoff", mode="hybrid")["semantic_status"] == "consent_required"
+    thread = [t for t in threading.enumerate() if t.name == "project-history-recall-prepare"]
+    for t in thread:
+        t.join(timeout=30)
+    assert prepared == [] and server.requests == [] and open_indexes() == {}

@@ -1,0 +1,141 @@
+"""What the vector index should hold of a project, and what it lacks, read without every message row.
+
+The check reads the scope's message ids from Hermes' per-session index and reads rows only of the
+messages not indexed; it must agree with reading every row (the definition: live user/assistant
+messages with text), on a real state.db written by Hermes' SessionDB with every kind of message
+Hermes stores: tool output, calls without text, blank text, rewound turns, compaction-archived
+turns, messages of sessions outside the project. And the first search of a process with no
+"complete up to" marks must embed exactly what is missing, through the real plugin and loader."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from contextlib import closing
+
+import pytest
+from conftest import World
+from test_complete_marks import new_process, stored_marks
+from test_warm_up import consent, data_dir, plugin
+
+
+def varied_project(world: World) -> None:
+    """Sessions of project ``api`` with every kind of message, and one of another project."""
+    api, other = world.repo("api"), world.repo("other")
+    world.session("cur", api)
+    world.session("a1", api, messages=[("user", "How do we retry the websocket?"), ("assistant", "Backoff with jitter.")])
+    world.say("a1", "assistant", "", tool_calls=[{"id": "c1", "type": "function",
+                                                  "function": {"name": "terminal", "arguments": "{}"}}])
+    world.say("a1", "tool", "exit 0\nall tests passed", tool_name="terminal", tool_call_id="c1")
+    world.say("a1", "assistant", "   \n\t ")
+    world.say("a1", "user", "We keep the jitter at 20 %.")
+    world.session("a2", api, messages=[("user", "Schema migration plan?"), ("assistant", "Add the column, backfill, then swap.")])
+    rewound = world.say("a2", "user", "Actually drop the table.")
+    world.say("a2", "assistant", "Dropping it.")
+    world.db.rewind_to_message("a2", rewound)
+    world.session("a3", api, messages=[("user", "第一次讨论缓存失效"), ("assistant", "用版本号做缓存键。")])
+    world.db.archive_and_compact("a3", [{"role": "user", "content": "[summary] cache keys carry a version"}])
+    world.say("a3", "tool", "stdout only", tool_name="terminal")
+    world.session("o1", other, messages=[("user", "Unrelated project's websocket retry"), ("assistant", "Elsewhere.")])
+
+
+def scope_of(world: World, session_id: str = "cur"):
+    store, workspace, paths = plugin("store"), plugin("workspace"), plugin("paths")
+    conn = store.open_state_db(world.home)
+    attributor = workspace.attributor_for(world.home, store.load_projects(world.home).projects)
+    return conn, workspace.compute_scope(conn, attributor, session_id, db_key=paths.state_db_key(world.home))
+
+
+def by_every_row(conn: sqlite3.Connection, scope) -> list[int]:
+    """The definition, reading every row of the scope: live user/assistant messages with text."""
+    store = plugin("store")
+    return sorted(int(r[0]) for r in conn.execute(f"SELECT m.id FROM messages m WHERE {store._INDEXABLE}", (scope.ids_json,)))
+
+
+def test_lacking_ids_agree_with_reading_every_row(world: World):
+    varied_project(world)
+    store = plugin("store")
+    conn, scope = scope_of(world)
+    try:
+        should = by_every_row(conn, scope)
+        every = sorted(int(r[0]) for r in conn.execute(
+            "SELECT id FROM messages WHERE session_id IN (SELECT value FROM json_each(?))", (scope.ids_json,)))
+        outside = [int(r[0]) for r in conn.execute("SELECT id FROM messages WHERE session_id = 'o1'")]
+        once = [int(r[0]) for r in conn.execute(
+            "SELECT id FROM messages WHERE session_id IN (SELECT value FROM json_each(?)) AND role IN ('user', 'assistant')"
+            " AND TRIM(COALESCE(content, '')) != ''", (scope.ids_json,))]
+        kinds = {r[0] for r in conn.execute(
+            "SELECT role || ':' || active || ':' || compacted FROM messages WHERE session_id IN ('a1', 'a2', 'a3')")}
+        assert {"tool:1:0", "user:0:0", "user:0:1", "assistant:1:0"} <= kinds  # the hostile kinds are really there
+        assert 0 < len(should) < len(every)
+        rng = random.Random(7)
+        for _ in range(40):
+            # Indexed sets as an index can hold them: some of the messages that had text when embedded
+            # (rewound ones among them, their vectors not dropped yet), another project's, a deleted one's.
+            indexed = set(rng.sample(once, rng.randint(0, len(once)))) | set(rng.sample(outside, 1)) | {10**9}
+            lacking, held = store.lacking_ids(conn, scope, indexed)
+            assert lacking == sorted((i for i in should if i not in indexed), reverse=True)
+            assert held == len(indexed & set(should)), "what it holds of what it should hold"
+        assert store.lacking_ids(conn, scope, set()) == (should[::-1], 0)
+        assert store.lacking_ids(conn, scope, set(once)) == ([], len(should))
+    finally:
+        conn.close()
+
+
+def test_the_full_check_agrees_with_reading_every_row(world: World, fake):
+    """The search's check as arrays (the index's ids read from embeddings.db) gives the same answer."""
+    varied_project(world)
+    server = fake()
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(world)
+    semantic, settings = plugin("semantic"), plugin("settings")
+    vectors = semantic.open_vectors(world.home, settings.load_settings(world.home))
+    conn, scope = scope_of(world)
+    try:
+        should = by_every_row(conn, scope)
+        assert semantic._full_check(conn, vectors, scope) == (should[::-1], len(should))
+        assert world.search("cur", "websocket retry")["semantic_status"] == "ready"
+        # SQLite's TRIM takes spaces only: a message of spaces, tabs and newlines passes the SQL and has no
+        # text once read, so it is never embedded (the search counts it out after reading it).
+        (blank,) = [i for i, t in conn.execute("SELECT id, content FROM messages WHERE session_id = 'a1'")
+                    if t is not None and t != "" and not t.strip()]
+        assert semantic._full_check(conn, vectors, scope) == ([blank], len(should))
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("budget", [5.0, 0.0])
+def test_a_first_search_without_marks_embeds_exactly_what_is_missing(world: World, fake, monkeypatch, budget):
+    """Vectors of some messages gone and no marks (as after a repair, or an index written by another
+    version): a new process's first search checks every message, embeds only those, and its status
+    counts what the index holds and lacks."""
+    varied_project(world)
+    server = fake()
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(world)
+    assert world.search("cur", "websocket retry")["semantic_status"] == "ready"
+    assert stored_marks(world)
+    conn, scope = scope_of(world)
+    try:
+        text = dict(conn.execute("SELECT id, content FROM messages"))
+        should = [i for i in by_every_row(conn, scope) if text[i].strip()]  # what is embedded (not the blank one)
+        gone = [should[0], should[-1]]
+        texts = {i: t for i, t in conn.execute(
+            "SELECT id, content FROM messages WHERE id IN (SELECT value FROM json_each(?))", (str(gone),))}
+    finally:
+        conn.close()
+    with closing(sqlite3.connect(data_dir(world) / "embeddings.db")) as db, db:
+        db.execute("DELETE FROM chunks WHERE message_id IN (SELECT value FROM json_each(?))", (str(gone),))
+        db.execute("DELETE FROM meta WHERE key LIKE 'complete_upto:%'")
+    new_process()
+    sent = len(server.requests)
+    monkeypatch.setattr(plugin("semantic"), "INDEX_BUDGET_S", budget)
+    answer = world.search("cur", "websocket retry")
+    embedded = [t for r in server.requests[sent:] for t in r["body"]["input"]]
+    if budget:
+        assert answer["semantic_status"] == "ready", answer
+        assert sorted(embedded[:-1]) == sorted(texts.values()) and embedded[-1] == "websocket retry"
+    else:
+        assert answer["semantic_status"] == "partial", answer
+        assert f"{len(should) - 2} of {len(should)} messages indexed" in answer["semantic_note"]
+        assert embedded == ["websocket retry"]
