@@ -230,8 +230,8 @@ def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> th
 
 def prepare(home: Path, settings: config_schema.Settings) -> threading.Thread | None:
     """Start, beside a search's census of every session's project (0.4-0.6 s at 20,000 sessions), what its
-    vector leg needs in any project: open the index, load the model, bring the mapped vector files up to
-    embeddings.db. Returns the thread, or ``None`` when there is nothing to do.
+    vector leg needs in any project: open the index and bring the mapped vector files up to embeddings.db.
+    Returns the thread, or ``None`` when there is nothing to do.
 
     For the first semantic or hybrid search of a process that had no warm-up (``embedding.preload: false``,
     or a host that fired no start hook): once per process and profile. Acts on the warm-up's terms: not
@@ -267,9 +267,9 @@ def _prepare(home: Path, settings: config_schema.Settings) -> None:
         from . import embeddings, index_file
 
         try:
-            vectors = open_vectors(home, settings)
-            _load_meanwhile(vectors.provider)
-            vectors.catch_up()
+            # Not the model: its load holds the interpreter lock, as the census does; it goes better
+            # beside the index check, which runs in SQLite (the search's semantic leg starts it).
+            open_vectors(home, settings).catch_up()
         except (embeddings.EmbeddingUnavailable, index_file.IndexBroken, OSError, sqlite3.Error) as exc:
             logger.info("project-history-recall: vector leg not prepared (%s); the search reports it", exc)
     except Exception:  # a thread's escape would print a traceback into the user's terminal
