@@ -376,6 +376,7 @@ class OpenFile:
     conn: sqlite3.Connection  #: migrated to the current schema
     identity: tuple[int, int] | None  #: the file ``conn`` has open (see :func:`identity`)
     note: str = ""  #: what the open did that a search should say (a damaged file moved aside and rebuilt), else ``""``
+    token: str = ""  #: the file's own random name (:func:`file_token`): tells it from an earlier file that had its inode
 
 
 def open_index(path: Path) -> OpenFile:
@@ -396,7 +397,36 @@ def open_index(path: Path) -> OpenFile:
         # the old file. (A file this open moved aside itself says so in ``note``.)
         conn.close()
         raise IndexNotNow("the embeddings index was replaced while it was being opened; the next search uses the new one")
-    return OpenFile(conn, opened, note)
+    return OpenFile(conn, opened, note, file_token(conn))
+
+
+def source_key(path: Path) -> tuple[Any, ...] | None:
+    """What the vector files beside ``path`` record as their source when they come from the file there now:
+    ``(device, inode, token)`` (:func:`file_token`, read on a read-only connection), ``None`` when there is no
+    file. For tools that map the vector files without opening the index; raises ``sqlite3`` errors."""
+    found = identity(path)
+    if found is None:
+        return None
+    with closing(connect_read_only(Path(path).absolute())) as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'file_token'").fetchone()
+    return (*found, str(row[0]) if row is not None else "")
+
+
+def file_token(conn: sqlite3.Connection) -> str:
+    """The file's random name in its ``meta`` table, written by the first open that finds none (one short write,
+    once per file); ``""`` when it cannot be written now (busy, read-only: the next open tries again). A file
+    deleted and made again often gets the same inode: the vector files beside it tell the two apart by this."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'file_token'").fetchone()
+    if row is not None:
+        return str(row[0])
+    try:
+        with conn:
+            conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('file_token', lower(hex(randomblob(8))))")
+    except sqlite3.Error as exc:
+        logger.info("embeddings index: no file token written yet (%s)", exc)
+        return ""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'file_token'").fetchone()
+    return str(row[0]) if row is not None else ""
 
 
 def _open(path: Path) -> tuple[sqlite3.Connection, str]:

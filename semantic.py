@@ -447,6 +447,10 @@ def _load_meanwhile(provider: Any) -> None:
             load()
         except Exception:  # a thread's escape would print a traceback; the embedding that waits reports it
             logger.debug("project-history-recall: model load beside the index check failed", exc_info=True)
+        finally:
+            with _warming.lock:  # the provider is not kept alive by this entry once loaded
+                if _warming.data.get("loading", (None,))[0] is provider:
+                    del _warming.data["loading"]
     with _warming.lock:
         last = _warming.data.get("loading")
         if last is not None and last[0] is provider and last[1].is_alive():
@@ -526,7 +530,7 @@ def _full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, sco
 
     signed = np.fromstring(store.scope_message_ids_text(conn, scope), dtype=np.int64, sep=",")
     scope_ids = np.abs(signed)
-    held = np.isin(scope_ids, vectors.indexed_array(set(scope.session_ids), scope.ids_json))
+    held = np.isin(scope_ids, vectors.indexed_array(scope.ids_json))
     read = scope_ids[~held | (signed < 0)]
     should = np.fromstring(store.indexable_among_text(conn, json.dumps(read.tolist())), dtype=np.int64, sep=",") if len(read) else read
     lacking = should[~np.isin(should, scope_ids[held])]

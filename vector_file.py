@@ -67,7 +67,7 @@ class Head:
     session_bytes: int = 0
     upto: int = 0  # highest chunk id copied
     dims: int = 0
-    db: tuple[int, int] | None = None  # (device, inode) of the embeddings.db these rows come from
+    db: tuple[Any, ...] | None = None  # (device, inode, token) of the embeddings.db these rows come from
     epoch: str = ""  # new on every start-over: what a reader cached of older files (session names) is void
     basis: str = ""  # token of the basis files ("" = none)
     projected: int = 0  # rows [0, projected) have their coordinates along the basis
@@ -126,7 +126,7 @@ class VectorFile:
                 return Head()
             db = raw.get("db")
             head = Head(int(raw["rows"]), int(raw["session_bytes"]), int(raw["upto"]), int(raw["dims"]),
-                        (int(db[0]), int(db[1])) if db else None, str(raw.get("epoch", "")),
+                        (int(db[0]), int(db[1]), *(str(t) for t in db[2:3])) if db else None, str(raw.get("epoch", "")),
                         str(raw.get("basis", "")), int(raw.get("projected", 0)), int(raw.get("basis_from", 0)))
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return Head()
@@ -134,7 +134,7 @@ class VectorFile:
             head = dataclasses.replace(head, basis="", projected=0, basis_from=0)  # damaged: as if none (learned again)
         return head
 
-    def view(self, db: tuple[int, int] | None) -> View:
+    def view(self, db: tuple[Any, ...] | None) -> View:
         """The committed rows of the embeddings.db ``db`` identifies, mapped (cached until the head changes).
 
         Empty when nothing is committed for that file, or the files do not
@@ -216,7 +216,7 @@ class VectorFile:
                 if fcntl is not None:
                     fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
-    def append(self, db: tuple[int, int] | None, dims: int, read_after: Callable[[int], Iterable[Batch]]) -> Head:
+    def append(self, db: tuple[Any, ...] | None, dims: int, read_after: Callable[[int], Iterable[Batch]]) -> Head:
         """Copy the chunks past the committed ones in: ``read_after(upto)`` yields them from embeddings.db.
 
         Under the lock: the head is read again (another process may have
@@ -306,7 +306,7 @@ class VectorFile:
                 if token != keep and "." not in token:
                     path.unlink(missing_ok=True)
 
-    def organise(self, db: tuple[int, int] | None) -> bool:
+    def organise(self, db: tuple[Any, ...] | None) -> bool:
         """Learn the principal directions of the committed rows (``vector_basis``) when they are many and have
         none yet, or have grown ``RELEARN_GROWTH`` times since; returns whether a new basis was committed.
 
@@ -473,9 +473,12 @@ def _chunk_rows(chunk_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
 
 def _parse_names(data: bytes) -> list[str]:
     """Session ids, one JSON string per line; raises ``ValueError`` on anything else (damage)."""
-    lines = data.decode("utf-8").splitlines()
+    text = data.decode("utf-8")
+    # Lines end at "\n" only: the writer escapes every other line break inside a name, so a raw one is
+    # damage, refused by the parse below (splitlines would cut there, and could merge two values into one).
+    lines = text[:-1].split("\n") if text.endswith("\n") else text.split("\n") if text else []
     # One parse of them all (20,000 names: 5 ms, not 80); a line holding more than one value, or none,
-    # shows as a count that differs from the lines'.
+    # shows as a count that differs from the lines', or fails the parse.
     names = json.loads("[" + ",".join(lines) + "]") if lines else []
     if len(names) != len(lines) or not all(isinstance(n, str) for n in names):
         raise ValueError("a session name that is not one string")

@@ -103,6 +103,8 @@ class VectorIndex:
         opened = index_file.open_index(self.path)
         self._conn = opened.conn
         self._file = opened.identity  # the file this connection has open
+        # What the vector files record as their source: the file, and its token (an inode is reused).
+        self._db = (*opened.identity, opened.token) if opened.identity is not None else None
         self.note = opened.note
         self._retired = False  # set when a newer open of the path replaced this one: no more writes
         self._vectors = vector_file.VectorFile(self.path, provider.fingerprint)  # shared with every process
@@ -112,7 +114,6 @@ class VectorIndex:
         # When this process last checked for gone chunks still marked live: the first check comes a while
         # after opening (a new process's first search does not pay for it) or with the index command's sync.
         self._checked_at = time.monotonic()
-        self._reconciled = False  # whether this process has run that check
         self._odd_dims = 0  # the size of the last query vector that did not match the index (0: none)
         self._indexed_upto = 0  # highest chunk id whose message counts in _indexed
         self._indexed: set[int] = set()  # message ids embedded with this model (no hashes: 16 MB, not 60, at 400k)
@@ -370,9 +371,9 @@ class VectorIndex:
                 self._indexed.add(int(mid))
             self._indexed_upto = top
         head = self._vectors.head()
-        view = self._vectors.view(self._file)
+        view = self._vectors.view(self._db)
         damaged: list[int] = []
-        stale = head.db != self._file or head.upto < top or not head.rows
+        stale = head.db != self._db or head.upto < top or not head.rows
         if top and (stale or view.n != head.rows):  # behind, or files that do not map
             dims = self._expected_dims(head)
 
@@ -391,10 +392,10 @@ class VectorIndex:
 
             try:
                 with self._conn:  # one snapshot of the chunks
-                    self._vectors.append(self._file, dims, read_after)
+                    self._vectors.append(self._db, dims, read_after)
             except OSError as exc:
                 raise self._copy_failed(exc) from exc
-            view = self._vectors.view(self._file)
+            view = self._vectors.view(self._db)
         if view is not self._view:
             if view.head.epoch != self._view.head.epoch or len(view.names) < len(self._codes):  # new files: new codes
                 self._codes = {}
@@ -426,7 +427,6 @@ class VectorIndex:
         if now - self._checked_at < _RECONCILE_S or not view.n:
             return
         self._checked_at = now
-        self._reconciled = True
         live = view.rows[:, 1] != -1
         (count,) = self._conn.execute(
             "SELECT count(*) FROM chunks INDEXED BY chunks_by_model WHERE model_fingerprint = ? AND id <= ?",
@@ -450,7 +450,7 @@ class VectorIndex:
         one out, and a real embedding has more than a handful of dimensions)."""
         if self.provider.dims > 0:
             return int(self.provider.dims)
-        if head.rows and head.db == self._file:
+        if head.rows and head.db == self._db:
             return head.dims
         blobs = [r[0] for r in self._conn.execute(
             "SELECT vector FROM chunks WHERE +model_fingerprint = ? ORDER BY id LIMIT 256", (self.provider.fingerprint,))]
@@ -593,7 +593,7 @@ class VectorIndex:
         :meth:`vector_file.VectorFile.organise`. A folder that refuses it, or vectors with nothing finite to
         learn from, is logged: searches stay exact."""
         try:
-            self._vectors.organise(self._file)  # without the index's lock: searches go on meanwhile
+            self._vectors.organise(self._db)  # without the index's lock: searches go on meanwhile
         except (OSError, ValueError) as exc:  # ValueError: numpy's LinAlgError too
             logger.warning("embeddings index %s: could not write the vectors' basis (%s); searches score every row", self.path, exc)
 
@@ -617,44 +617,18 @@ class VectorIndex:
         with closing(self._reader()) as conn:
             return self._ids_in(conn, sessions_json, above)
 
-    def indexed_array(self, sessions: AbstractSet[str], sessions_json: str) -> np.ndarray:
-        """The ids of the messages of ``sessions`` (also as a JSON array, as :meth:`indexed_ids_now`) that the
-        file holds vectors of (int64, in no particular order, a message of several chunks once per chunk);
-        damaged ones this process could not delete left out. Never waits for a load.
-
-        From the mapped vector files' rows when this process has them caught up with the file (every
-        chunk up to the file's newest copied: a search's ``catch_up`` just did it), else read from the file
-        on a read-only connection (a few tenths of a second at a million chunks). Raises ``sqlite3`` errors.
-        """
-        ids = self._mapped_ids(sessions)
-        if ids is None:
-            with closing(self._reader()) as conn:
-                row = conn.execute(f"SELECT group_concat(message_id) {_SESSIONS_INDEXED}",
-                                   (self.provider.fingerprint, sessions_json)).fetchone()
-            ids = np.fromstring(str(row[0] or ""), dtype=np.int64, sep=",")
+    def indexed_array(self, sessions_json: str) -> np.ndarray:
+        """The ids of the messages of the sessions (a JSON array, as :meth:`indexed_ids_now`) that the file
+        holds vectors of (int64, in no particular order), read from the file on a read-only connection,
+        without waiting for a load and without the set of every indexed id; damaged ones this process could
+        not delete left out. Raises ``sqlite3`` errors."""
+        with closing(self._reader()) as conn:
+            row = conn.execute(f"SELECT group_concat(message_id) {_SESSIONS_INDEXED}",
+                               (self.provider.fingerprint, sessions_json)).fetchone()
+        ids = np.fromstring(str(row[0] or ""), dtype=np.int64, sep=",")
         if self._damaged:
             ids = ids[~np.isin(ids, np.fromiter(self._damaged, np.int64, len(self._damaged)))]
         return ids
-
-    def _mapped_ids(self, sessions: AbstractSet[str]) -> np.ndarray | None:
-        """The message ids of the live rows of ``sessions`` in the mapped files, or ``None`` when they may lag the
-        file (another process stored chunks since, the files hold another file's rows) or a load holds the lock.
-        Rows of chunks deleted since are marked gone in the shared mapping by whoever deleted them (those of a
-        process that died first: by this process's first check, :meth:`_reconcile`, run now if not yet)."""
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            view = self._view
-            if not view.n or view.head.db != self._file or view.head.upto < self._top_chunk(self._conn):
-                return None
-            if not self._reconciled:  # rows of chunks deleted by a process that died before marking them
-                self._checked_at = -_RECONCILE_S
-                self._reconcile()
-            rows = view.rows
-            mine = self._member_mask(view, set(sessions))[rows[:, 2]] & (rows[:, 1] != -1)
-            return np.asarray(rows[mine, 1])
-        finally:
-            self._lock.release()
 
     def stored_upto(self) -> int:
         """The highest chunk id of this model in the file (0 when none); read-only, never waits for a load.

@@ -60,7 +60,7 @@ def set_vectors(phr: Any, ds: recall.DataSet, root: Path) -> tuple[np.ndarray, n
     home = built.home
     recall.index_with_local_model(phr, home, ds.name)
     db = phr.paths.plugin_data_dir(home) / "embeddings.db"
-    view = vector_file.VectorFile(db, embeddings.LocalProvider().fingerprint).view(index_file.identity(db))
+    view = vector_file.VectorFile(db, embeddings.LocalProvider().fingerprint).view(index_file.source_key(db))
     live = view.rows[:, 1] != -1
     names = [f"{ds.name}/{view.names[c]}" for c in view.rows[live, 2]]
     questions = [(q.text, {f"{ds.name}/{built.sid[k]}" for k in q.evidence_sessions}) for q in ds.questions]

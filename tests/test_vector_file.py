@@ -91,6 +91,28 @@ def test_another_embeddings_db_at_the_path_starts_the_files_over(built):
     assert hits(other, provider, {"s"}) == [50]
 
 
+@pytest.mark.parametrize("recorded", ["the old file's token", "no token (written before tokens)"])
+def test_a_new_embeddings_db_that_got_the_old_ones_inode_starts_the_files_over(built, recorded):
+    """Deleted and made again, embeddings.db often gets the same inode: the vector files must not take the
+    new file's chunks for the old one's (old vectors served, new ones never copied)."""
+    path, provider, index = built
+    head_path = files(path, "head")
+    old_token = json.loads(head_path.read_text())["db"][2]
+    index.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    index_file.open_index(path).conn.close()  # a new, empty embeddings.db
+    st = path.stat()
+    head = json.loads(head_path.read_text())
+    head["db"] = [st.st_dev, st.st_ino, old_token] if recorded.startswith("the old") else [st.st_dev, st.st_ino]
+    head_path.write_text(json.dumps(head))  # as if the new file had the old one's inode
+    fresh = vector_index.VectorIndex(path, provider)
+    assert hits(fresh, provider, {"s"}) == [], "no vector of the old file is served for the new one"
+    fresh.add([P(50, "s", "fresh ab"), P(51, "s", "more ab")])
+    assert hits(fresh, provider, {"s"}) == [50, 51]
+    assert hits(vector_index.VectorIndex(path, provider), provider, {"s"}) == [50, 51], "another process agrees"
+
+
 def test_a_process_that_died_before_marking_its_deletions_is_caught_up(built, monkeypatch):
     path, provider, index = built
     with sqlite3.connect(path) as conn:  # chunks deleted, rows never marked gone
@@ -141,7 +163,7 @@ def test_processes_indexing_and_searching_at_once_copy_each_chunk_once(tmp_path)
     provider = CountingProvider()
     index = vector_index.VectorIndex(path, provider)
     assert len(hits(index, provider, {"s1000", "s2000", "s3000"})) == 150
-    view = vector_file.VectorFile(path, provider.fingerprint).view(index_file.identity(path))
+    view = vector_file.VectorFile(path, provider.fingerprint).view(index_file.source_key(path))
     live = view.rows[view.rows[:, 1] != -1]
     with sqlite3.connect(path) as conn:
         stored = sorted(r[0] for r in conn.execute("SELECT id FROM chunks"))
@@ -200,7 +222,7 @@ STARTS_OVER = textwrap.dedent(
     index.add([vector_index.PendingMessage(i + 1, "s", "text ab " * (i + 1)) for i in range(50)])
     index.search(provider.embed(["ab"]), {{"s"}}, 3)
     files = vector_file.VectorFile(Path({path!r}), provider.fingerprint)
-    mapped = files.view(index_file.identity(Path({path!r}))).vectors  # what this process reads while another one starts over
+    mapped = files.view(index_file.source_key(Path({path!r}))).vectors  # what this process reads while another one starts over
     assert len(mapped) == 50
     files.append((0, 0), 26, lambda upto: iter(()))  # another embeddings.db at the path: start over
     print(float(np.asarray(mapped).sum()) > 0)
@@ -304,30 +326,23 @@ def test_marking_gone_matches_a_plain_reading_of_the_rule(tmp_path):
         assert files_.view((1, 1)).rows[:, 1].tolist() == expected.tolist()
 
 
-def ids(index: vector_index.VectorIndex, sessions: set[str]) -> list[int]:
-    return sorted(set(index.indexed_array(sessions, json.dumps(sorted(sessions))).tolist()))
+
+@pytest.mark.parametrize("damaged", [
+    b'"s1"\n"a\rb","c"\n',  # a raw line break other than \n inside a name, and two values on a line
+    b'"s1"\n"a\x1cb","c"\n',
+    b'"s1"\n"a\xe2\x80\xa8b","c"\n',
+    b'"s1"\n"s2", "s3"\n',  # two values on one line
+    b'"s1"\n\n"s2"\n',  # an empty line
+    b'"s1"\n7\n',  # not a string
+    b'"s1"\n"s2\n',  # cut inside a name
+])
+def test_session_names_that_do_not_read_as_one_string_a_line_are_damage(damaged):
+    with pytest.raises(ValueError):
+        vector_file._parse_names(damaged)
 
 
-def test_what_is_indexed_comes_from_the_mapped_rows_only_while_they_hold_every_chunk(built):
-    """The completeness check's ids: from the mapped rows once caught up, from embeddings.db when another
-    process stored chunks since; deletions by another process count at once (rows marked gone)."""
-    path, provider, index = built
-    assert index._mapped_ids({"s"}) is not None, "caught up by the search: the mapped rows answer"
-    assert ids(index, {"s"}) == list(range(1, 9)) and ids(index, {"s", "t"}) == list(range(1, 11))
-    other = vector_index.VectorIndex(path, provider)  # another process
-    assert other._mapped_ids({"s"}) is None, "nothing mapped yet: embeddings.db answers"
-    assert ids(other, {"s"}) == list(range(1, 9))
-    other.add([P(20, "s", "long " * 400 + "ab")])  # several chunks
-    assert index._mapped_ids({"s"}) is None, "behind the file: embeddings.db answers"
-    assert ids(index, {"s"}) == [*range(1, 9), 20]
-    other.drop([3])
-    index.catch_up()
-    assert index._mapped_ids({"s"}) is not None
-    assert ids(index, {"s"}) == [1, 2, 4, 5, 6, 7, 8, 20], "the other process marked the rows of 3 gone"
-    assert ids(index, {"u"}) == [] and ids(index, set()) == []
-    with sqlite3.connect(path) as conn:  # a process that died before marking its deletion
-        conn.execute("DELETE FROM chunks WHERE message_id = 4")
-    fresh = vector_index.VectorIndex(path, provider)
-    fresh.catch_up()
-    assert ids(fresh, {"s"}) == [1, 2, 5, 6, 7, 8, 20], "checked against embeddings.db before the rows answer"
-    assert fresh._mapped_ids({"s"}) is not None
+def test_session_names_read_as_written():
+    names = ["s1", "20251130_104022_9f1764", "é\u2028\r\x1c", 'q"uote']
+    data = "".join(json.dumps(n) + "\n" for n in names).encode()
+    assert vector_file._parse_names(data) == names
+    assert vector_file._parse_names(b"") == []
