@@ -52,11 +52,15 @@ _LOAD_BATCH = 2_000  # chunks decoded per step when vectors are copied in (bound
 _PAGE = 4_096  # bytes of a memory page: the warm-up reads one value of each
 # The messages (chunk 0) of a model (parameter 1) and of sessions (parameter 2, a JSON array) the file holds
 # vectors of, read from the covering index.
-# One row per message (chunk 0) of the sessions, from the UNIQUE (session, message, chunk, model) index:
-# a seek per session. Unary + keeps SQLite off the (model, chunk, ...) index, which it would otherwise
-# prefer and read whole (every model's chunk 0 of every project: 130-190 ms at 1M chunks, not 50-70).
-_SESSIONS_INDEXED = ("FROM chunks WHERE +model_fingerprint = ? AND +chunk_index = 0"
+# One row per message (chunk 0) of the sessions. Above a message id, from the (model, chunk, message, ...)
+# index: one range of the newest ids (2 ms at 1M chunks).
+_SESSIONS_INDEXED = ("FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ? AND chunk_index = 0"
                      " AND session_id IN (SELECT value FROM json_each(?))")
+# All of them, from the UNIQUE (session, message, chunk, model) index: a seek per session. Unary + keeps
+# SQLite off the other index, which it would prefer and read whole here (every chunk 0 of every project:
+# 130-190 ms at 1M chunks, not 50-70).
+_SESSIONS_ALL_INDEXED = ("FROM chunks WHERE +model_fingerprint = ? AND +chunk_index = 0"
+                         " AND session_id IN (SELECT value FROM json_each(?))")
 
 _RECONCILE_S = 30.0  # how often a process checks that no gone chunk is still marked live (another process died mid-way)
 
@@ -626,7 +630,7 @@ class VectorIndex:
         without waiting for a load and without the set of every indexed id; damaged ones this process could
         not delete left out. Raises ``sqlite3`` errors."""
         with closing(self._reader()) as conn:
-            row = conn.execute(f"SELECT group_concat(message_id) {_SESSIONS_INDEXED}",
+            row = conn.execute(f"SELECT group_concat(message_id) {_SESSIONS_ALL_INDEXED}",
                                (self.provider.fingerprint, sessions_json)).fetchone()
         ids = np.fromstring(str(row[0] or ""), dtype=np.int64, sep=",")
         if self._damaged:
@@ -661,7 +665,7 @@ class VectorIndex:
 
     def _ids_in(self, conn: sqlite3.Connection, sessions_json: str, above: int = 0) -> set[int]:
         """The ids of the messages of the sessions (a JSON array) above ``above`` that the file holds vectors of."""
-        rows = conn.execute(f"SELECT message_id {_SESSIONS_INDEXED} AND message_id > ?",
+        rows = conn.execute(f"SELECT message_id {_SESSIONS_INDEXED if above else _SESSIONS_ALL_INDEXED} AND message_id > ?",
                             (self.provider.fingerprint, sessions_json, int(above)))
         return {int(r[0]) for r in rows}
 
