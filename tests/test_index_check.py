@@ -139,3 +139,33 @@ def test_a_first_search_without_marks_embeds_exactly_what_is_missing(world: Worl
         assert answer["semantic_status"] == "partial", answer
         assert f"{len(should) - 2} of {len(should)} messages indexed" in answer["semantic_note"]
         assert embedded == ["websocket retry"]
+
+
+def test_the_full_check_agrees_on_every_kind_of_partial_index(world: World, fake):
+    """The arrays path of the search against the definition, on an index holding random subsets of what
+    had text when embedded (rewound messages among them), another project's messages and a deleted one."""
+    varied_project(world)
+    server = fake()
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(world)
+    semantic, settings, vector_index = plugin("semantic"), plugin("settings"), plugin("vector_index")
+    vectors = semantic.open_vectors(world.home, settings.load_settings(world.home))
+    conn, scope = scope_of(world)
+    try:
+        text = {i: (s, t) for i, s, t in conn.execute("SELECT id, session_id, content FROM messages")}
+        should = [i for i in by_every_row(conn, scope) if text[i][1].strip()]
+        once = [int(r[0]) for r in conn.execute(  # what a search could have embedded once, in any project
+            "SELECT id FROM messages WHERE role IN ('user', 'assistant') AND TRIM(COALESCE(content, '')) != ''")
+            if text[int(r[0])][1].strip()]
+        rng = random.Random(11)
+        held: set[int] = set()
+        for _ in range(6):
+            pick = set(rng.sample(once, rng.randint(0, len(once))))
+            vectors.drop(sorted(held - pick))
+            vectors.add([vector_index.PendingMessage(i, text[i][0], text[i][1]) for i in sorted(pick - held)])
+            held = pick
+            lacking, total = semantic._full_check(conn, vectors, scope)
+            assert [i for i in lacking if text[i][1].strip()] == sorted(set(should) - held, reverse=True)
+            assert total - (len(lacking) - len([i for i in lacking if text[i][1].strip()])) == len(should)
+    finally:
+        conn.close()
