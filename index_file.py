@@ -397,7 +397,12 @@ def open_index(path: Path) -> OpenFile:
         # the old file. (A file this open moved aside itself says so in ``note``.)
         conn.close()
         raise IndexNotNow("the embeddings index was replaced while it was being opened; the next search uses the new one")
-    return OpenFile(conn, opened, note, file_token(conn))
+    try:
+        token = file_token(conn)
+    except sqlite3.Error as exc:  # busy (another process writing for seconds): a later search opens it again
+        conn.close()
+        raise unusable(path, exc) from None
+    return OpenFile(conn, opened, note, token)
 
 
 def source_key(path: Path) -> tuple[Any, ...] | None:
@@ -414,19 +419,15 @@ def source_key(path: Path) -> tuple[Any, ...] | None:
 
 def file_token(conn: sqlite3.Connection) -> str:
     """The file's random name in its ``meta`` table, written by the first open that finds none (one short write,
-    once per file); ``""`` when it cannot be written now (busy, read-only: the next open tries again). A file
-    deleted and made again often gets the same inode: the vector files beside it tell the two apart by this."""
+    once per file). A file deleted and made again often gets the same inode: the vector files beside it tell
+    the two apart by this. Raises ``sqlite3`` errors (busy: no process may go on without it, or processes
+    would disagree on the files' source and build them over and over)."""
     row = conn.execute("SELECT value FROM meta WHERE key = 'file_token'").fetchone()
-    if row is not None:
-        return str(row[0])
-    try:
+    if row is None:
         with conn:
             conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('file_token', lower(hex(randomblob(8))))")
-    except sqlite3.Error as exc:
-        logger.info("embeddings index: no file token written yet (%s)", exc)
-        return ""
-    row = conn.execute("SELECT value FROM meta WHERE key = 'file_token'").fetchone()
-    return str(row[0]) if row is not None else ""
+        row = conn.execute("SELECT value FROM meta WHERE key = 'file_token'").fetchone()
+    return str(row[0])
 
 
 def _open(path: Path) -> tuple[sqlite3.Connection, str]:

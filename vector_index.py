@@ -51,9 +51,8 @@ _generations = itertools.count(1)
 _LOAD_BATCH = 2_000  # chunks decoded per step when vectors are copied in (bounds what the copying process holds)
 _PAGE = 4_096  # bytes of a memory page: the warm-up reads one value of each
 # The messages (chunk 0) of a model (parameter 1) and of sessions (parameter 2, a JSON array) the file holds
-# vectors of, read from the covering index.
-# One row per message (chunk 0) of the sessions. Above a message id, from the (model, chunk, message, ...)
-# index: one range of the newest ids (2 ms at 1M chunks).
+# vectors of, one row per message, from a covering index. Above a message id, the (model, chunk, message,
+# ...) index: one range of the newest ids (2 ms at 1M chunks).
 _SESSIONS_INDEXED = ("FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ? AND chunk_index = 0"
                      " AND session_id IN (SELECT value FROM json_each(?))")
 # All of them, from the UNIQUE (session, message, chunk, model) index: a seek per session. Unary + keeps

@@ -346,3 +346,25 @@ def test_session_names_read_as_written():
     data = "".join(json.dumps(n) + "\n" for n in names).encode()
     assert vector_file._parse_names(data) == names
     assert vector_file._parse_names(b"") == []
+
+
+def test_a_file_without_its_token_opened_while_another_process_writes_waits_for_a_later_search(built):
+    """The token of a file written before tokens is added by the first open; while another process holds the
+    write lock, that open is a temporary refusal (the next search opens it), never a process going on with
+    no token, which would build the vector files over for itself and again for every other process."""
+    path, provider, index = built
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM meta WHERE key = 'file_token'")
+    index.close()
+    writer = sqlite3.connect(path, timeout=0)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(index_file.IndexNotNow) as refused:
+            vector_index.VectorIndex(path, provider)
+        assert refused.value.temporary
+    finally:
+        writer.rollback()
+        writer.close()
+    fresh = vector_index.VectorIndex(path, provider)
+    assert hits(fresh, provider, {"s"}) == list(range(1, 9))
+    assert json.loads(files(path, "head").read_text())["db"][2] == index_file.source_key(path)[2] != ""
