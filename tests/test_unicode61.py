@@ -179,3 +179,50 @@ def test_rows_of_a_trigram_are_counted_only_up_to_what_decides(world):
         conn.close()
     answer = world.search("cur", "redis", mode="keyword")
     assert result_sessions(answer) == ["zh"] and "glued" in answer["strategy"], answer
+
+
+def _glued_by_full_counts(conn, forms, df, as_of):
+    """The look-up's rule as it was, on full trigram counts (fts5vocab): the reference for the capped one."""
+    from project_history_recall import lexical
+
+    shortest = [f for f in forms if len(f) >= 3 and f.isascii() and f.isalnum()]
+    shortest = [f for f in shortest if not any(g != f and g in f for g in shortest)]
+    if not shortest:
+        return 0, ""
+    bound = min(min(fts.doc_frequencies(conn, "trigram", [f[i : i + 3] for i in range(len(f) - 2)]).values()) for f in shortest)
+    if bound <= df or bound > lexical.GLUED_BOUND:
+        return 0, ""
+    expr = " OR ".join(Q.fts_quote(f) for f in shortest)
+    rows = fts.phrase_frequency(conn, "trigram", expr, lexical.RANK_BUDGET + 1, as_of=as_of)
+    return (rows, expr) if df < rows <= lexical.RANK_BUDGET else (0, "")
+
+
+def test_capped_trigram_counts_decide_the_look_up_as_full_counts_did(world, monkeypatch):
+    import random
+
+    from project_history_recall import lexical
+
+    repo = world.repo("app")
+    rng = random.Random(5)
+    words = ["redis", "rediscover", "cache", "caches", "valkey", "retry", "retries", "abc", "abcabc", "xyz"]
+    world.session("zh", repo, messages=[
+        ("assistant", f"第{i}次用{rng.choice(words)}缓存" if rng.random() < 0.6 else f"we {rng.choice(words)} it {i}")
+        for i in range(80)])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    conn = store.open_state_db(world.home)
+    try:
+        as_of = store.max_message_id(conn)
+        for bound in (1, 3, 8, 20, 48_000):
+            monkeypatch.setattr(lexical, "GLUED_BOUND", bound)
+            for word in words + ["redi", "zzzz", "cachex"]:
+                forms = Q.stem_variants(word)
+                grams = [f[i : i + 3] for f in forms for i in range(len(f) - 2)]
+                rarest = min(fts.doc_frequencies(conn, "trigram", grams).values(), default=0)
+                for df in sorted({0, 1, 30, max(rarest - 1, 0), rarest, rarest + 1}):  # the bound's edges too
+                    for cached in (False, True):  # from a cold cache, then from what it kept
+                        fts.frequencies.clear() if not cached else None
+                        new = lexical._glued_rows(conn, forms, df, as_of)
+                        fts.frequencies.clear()
+                        assert new == _glued_by_full_counts(conn, forms, df, as_of), (bound, word, df, cached)
+    finally:
+        conn.close()
