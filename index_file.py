@@ -413,8 +413,7 @@ def source_key(path: Path) -> tuple[Any, ...] | None:
     if found is None:
         return None
     with closing(connect_read_only(Path(path).absolute())) as conn:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'file_token'").fetchone()
-    return (*found, str(row[0]) if row is not None else "")
+        return (*found, _stored_token(conn) or "")
 
 
 def file_token(conn: sqlite3.Connection) -> str:
@@ -422,12 +421,17 @@ def file_token(conn: sqlite3.Connection) -> str:
     once per file). A file deleted and made again often gets the same inode: the vector files beside it tell
     the two apart by this. Raises ``sqlite3`` errors (busy: no process may go on without it, or processes
     would disagree on the files' source and build them over and over)."""
-    row = conn.execute("SELECT value FROM meta WHERE key = 'file_token'").fetchone()
-    if row is None:
+    token = _stored_token(conn)
+    if token is None:
         with conn:
             conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('file_token', lower(hex(randomblob(8))))")
-        row = conn.execute("SELECT value FROM meta WHERE key = 'file_token'").fetchone()
-    return str(row[0])
+        token = _stored_token(conn)
+    return str(token)
+
+
+def _stored_token(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'file_token'").fetchone()
+    return None if row is None else str(row[0])
 
 
 def _open(path: Path) -> tuple[sqlite3.Connection, str]:

@@ -240,15 +240,16 @@ def prepare(home: Path, settings: config_schema.Settings) -> threading.Thread | 
     and nothing is embedded or sent here. Never raises: trouble is logged and the search meets it again
     and reports it.
     """
-    try:
-        if switched_off(settings) or not (paths.plugin_data_dir(home) / "consent.json").is_file():
-            return None
-    except OSError:
-        return None
     with _warming.lock:
-        if _warming.data.get("thread") is not None or home in _warming.data.setdefault("prepared", set()):
+        prepared = _warming.data.setdefault("prepared", set())
+        if _warming.data.get("thread") is not None or home in prepared:  # every later search: no file looked at
             return None
-        _warming.data["prepared"].add(home)
+        try:
+            if switched_off(settings) or not (paths.plugin_data_dir(home) / "consent.json").is_file():
+                return None
+        except OSError:
+            return None
+        prepared.add(home)
         thread = threading.Thread(target=_prepare, args=(home, settings), name="project-history-recall-prepare",
                                   daemon=True)
         try:
@@ -261,8 +262,7 @@ def prepare(home: Path, settings: config_schema.Settings) -> threading.Thread | 
 def _prepare(home: Path, settings: config_schema.Settings) -> None:
     """The body of :func:`prepare` (in its thread)."""
     try:
-        record = consent.read_consent(paths.plugin_data_dir(home) / "consent.json")
-        if not consent.consent_covers(record, provider_spec(settings)) or missing_requirements(settings):
+        if _loading_refused(home, settings) is not None:
             return
         from . import embeddings, index_file
 
@@ -276,13 +276,22 @@ def _prepare(home: Path, settings: config_schema.Settings) -> None:
         logger.exception("project-history-recall: preparing the vector leg failed")
 
 
-def _warm(home: Path, settings: config_schema.Settings, session_id: str) -> None:
-    """The body of :func:`warm_up` (in its thread)."""
+def _loading_refused(home: Path, settings: config_schema.Settings) -> str | None:
+    """Why the vector leg may not be loaded ahead of a search (the warm-up, :func:`prepare`): ``""`` when no
+    consent on record covers the configured provider, endpoint and model (declined, malformed, another
+    one: nothing to say), what is not installed, or ``None`` when it may."""
     record = consent.read_consent(paths.plugin_data_dir(home) / "consent.json")
     if not consent.consent_covers(record, provider_spec(settings)):
-        return  # declined, malformed, or given for another provider or model: nothing to load
-    if missing_requirements(settings):
-        logger.info("project-history-recall: no warm-up: %s", missing_requirements(settings))
+        return ""
+    return missing_requirements(settings)
+
+
+def _warm(home: Path, settings: config_schema.Settings, session_id: str) -> None:
+    """The body of :func:`warm_up` (in its thread)."""
+    refused = _loading_refused(home, settings)
+    if refused is not None:
+        if refused:
+            logger.info("project-history-recall: no warm-up: %s", refused)
         return
 
     started = time.monotonic()
