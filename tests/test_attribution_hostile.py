@@ -546,6 +546,54 @@ def test_sessions_in_a_deleted_subfolder_stay_in_the_repo(world: World, capsys, 
     assert census(world, capsys)[("auto", str(app))] == 2
 
 
+def test_a_census_probes_its_folders_at_once_and_attributes_them_as_one_by_one(world: World, monkeypatch):
+    """A process's first census asks git about its folders in parallel threads, then attributes every session
+    from those answers: each lands where probing the folders one at a time puts it (repos, a worktree folded
+    into its repo, a subfolder, a symlink, a plain folder in Home, a subfolder deleted since)."""
+    import threading
+
+    from project_history_recall import paths, state, store, workspace
+
+    repos = [world.repo(f"r{i}") for i in range(5)]
+    deep = repos[1] / "pkg" / "deep"
+    deep.mkdir(parents=True)
+    gone = repos[2] / "scratch"
+    gone.mkdir()
+    link = world.work / "link-to-r3"
+    link.symlink_to(repos[3])
+    folders = [*repos, world.worktree(repos[0], "r0-feature", "feature"), deep, gone, link, world.folder("notes")]
+    for i, folder in enumerate(folders):
+        world.session(f"s{i}", folder, style="cli", messages=[("user", f"note {i}")])
+    shutil.rmtree(gone)
+    probed: list[str] = []
+    probe = workspace._GitProbe._probe_root
+
+    def recorded(self, cwd):
+        probed.append(threading.current_thread().name)
+        return probe(self, cwd)
+
+    monkeypatch.setattr(workspace._GitProbe, "_probe_root", recorded)
+
+    def census() -> dict[str, Any]:
+        state.reset()  # as a new process: no census, no attributor, no git answer kept
+        workspace.git.invalidate()
+        probed.clear()
+        with closing(store.open_state_db(world.home)) as conn:
+            attributor = workspace.attributor_for(world.home, store.load_projects(world.home).projects)
+            return dict(workspace.membership.members(conn, paths.state_db_key(world.home), attributor).where)
+
+    at_once = census()
+    assert len(probed) == len(folders), "every folder probed once (the deleted one from its nearest parent)"
+    assert all(name.startswith("project-history-recall-git") for name in probed), probed
+    assert len(set(probed)) > 1, "the probes ran side by side"
+    monkeypatch.setattr(workspace.git, "prefetch", lambda cwds: None)
+    one_by_one = census()
+    assert set(probed) == {"MainThread"}
+    assert at_once == one_by_one
+    assert at_once["s5"] == at_once["s0"] and at_once["s6"] == at_once["s1"] and at_once["s7"] == at_once["s2"]
+    assert at_once["s8"] == at_once["s3"] and at_once.get("s9", ("home",))[0] == "home"  # a plain folder: Home
+
+
 REMOVALS = {
     "git worktree remove": lambda repo, wt: git(repo, "worktree", "remove", "--force", str(wt)),
     "rm -rf": lambda repo, wt: shutil.rmtree(wt),
