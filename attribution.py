@@ -28,7 +28,7 @@ import bisect
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 _P = TypeVar("_P")
 
@@ -104,9 +104,9 @@ class ProjectRecord:
 NEW_SESSION_WINDOW_S = 10.0
 
 
-@dataclass(frozen=True)
-class SessionRow:
-    """What attribution reads of one ``sessions`` row (blank strings mean none)."""
+class SessionRow(NamedTuple):
+    """What attribution reads of one ``sessions`` row (blank strings mean none); a named tuple: a census
+    builds one per session, and a frozen dataclass costs four times as much to build."""
 
     id: str
     parent: str = ""
@@ -118,9 +118,9 @@ class SessionRow:
     end_reason: str = ""
 
 
-@dataclass(frozen=True)
-class Workspace:
-    """A session's effective working folder and git root, and where they come from.
+class Workspace(NamedTuple):
+    """A session's effective working folder and git root, and where they come from (a named tuple, like
+    :class:`SessionRow`: one is built per session).
 
     ``basis``: ``recorded`` (its own row), ``parent`` (inherited along
     ``parent_session_id``: compression continuations, branches, delegates)
@@ -186,6 +186,10 @@ def effective_workspaces(
             continue
         if start in known:
             out[start] = known[start]
+            continue
+        own = rows[start]
+        if own.cwd or own.root:  # most sessions: a folder of their own, no walk
+            out[start] = Workspace(own.cwd or None, own.root or None)
             continue
         path: list[tuple[str, str]] = []  # (session, how it links to the next)
         seen: set[str] = set()
