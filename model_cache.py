@@ -9,8 +9,7 @@ weights) into one uncompressed file in the plugin's data folder;
 that every Hermes process shares, and only the tokenizer's tables are built
 in Python. Its prefix table (251,000 entries, most of that work) is stored
 grouped by a key's first two characters and filled group by group as texts
-need them: a query needs a tenth of it. After ``WHOLE_AFTER`` texts
-(indexing, a long-running gateway) the table is filled whole, as the package builds it.
+need them: a query needs a tenth of it.
 
 Invariants:
 
@@ -64,8 +63,6 @@ CHECK_TEXT = "project history recall: 这个决定是什么时候做的？ check
 ALIGN = 64
 
 STALE_TMP_S = 3600.0  # a temporary copy this old was left by a process that died writing it
-
-WHOLE_AFTER = 16  # texts tokenized with the prefix table filled group by group, before it is filled whole
 
 _PREFIX = len(MAGIC) + 12  # magic, where the arrays start (8 bytes), CRC-32 of everything after (4 bytes)
 
@@ -313,31 +310,23 @@ class PrefixGroups:
     one-character key is a group of its own); ``keys`` is every group's keys,
     NUL-separated, groups one after another; ``bounds`` gives each group's
     ``(first byte, end byte, first key, end key)``. Raises ``ValueError`` at
-    construction when the arrays do not line up.
+    construction when the arrays do not line up (so that :meth:`cover`, during
+    an embedding, cannot fail).
     """
 
     def __init__(self, keys: np.ndarray, values: np.ndarray, names: np.ndarray, bounds: np.ndarray) -> None:
         self._keys = keys
         self._values = values
         listed = bytes(names).decode().split("\0")
-        if bounds.ndim != 2 or bounds.shape != (len(listed), 4) or (len(listed) and (
-                int(bounds[-1, 3]) != len(values) or int(bounds[-1, 1]) != len(keys))):
+        if not _groups_line_up(keys, len(values), bounds, len(listed)):
             raise ValueError("the tokenizer's prefix groups do not line up")
         self._bounds = bounds.tolist()
         self._group_of = {name: i for i, name in enumerate(listed)}
         self._filled: set[str] = set()
-        self._texts = 0
-        self.whole = not listed
 
     def cover(self, table: dict[str, int], text: str) -> None:
-        """Put into ``table`` every group a substring of ``text`` may belong to (those not put in yet); after
-        ``WHOLE_AFTER`` texts, every group (:meth:`fill`): per text, the look-up would cost more than it saves."""
-        if self.whole:
-            return
-        self._texts += 1
-        if self._texts > WHOLE_AFTER:
-            self.fill(table)
-            return
+        """Put into ``table`` every group a substring of ``text`` may belong to (those not put in yet). Costs
+        about 1 % of embedding the text once most groups are in (indexing runs as fast as with the whole table)."""
         wanted = {text[i : i + 2] for i in range(len(text))}
         wanted.update(text)
         for name in wanted - self._filled:
@@ -345,19 +334,22 @@ class PrefixGroups:
             if index is not None:
                 first, end, low, high = self._bounds[index]
                 keys = bytes(self._keys[first:end]).decode().split("\0")
-                if len(keys) != high - low:
-                    raise ValueError(f"the tokenizer's prefix group {name!r} does not line up")
                 table.update(zip(keys, self._values[low:high].tolist(), strict=True))
             self._filled.add(name)
 
-    def fill(self, table: dict[str, int]) -> None:
-        """Put every group into ``table`` (the whole table, as the package builds it)."""
-        if self.whole:
-            return
-        keys = bytes(self._keys).decode().split("\0")
-        table.update(zip(keys, self._values.tolist(), strict=True))
-        self.whole = True
-        self._filled.clear()
+
+def _groups_line_up(keys: np.ndarray, values: int, bounds: np.ndarray, groups: int) -> bool:
+    """Whether ``bounds`` cut ``keys`` (NUL-separated text) into ``groups`` non-empty groups one after another,
+    each holding as many keys as its range of the ``values`` values, together all of both."""
+    if bounds.ndim != 2 or bounds.shape != (groups, 4) or not groups or not len(keys):
+        return False
+    first, end, low, high = (bounds[:, i] for i in range(4))
+    if first[0] != 0 or low[0] != 0 or end[-1] != len(keys) or high[-1] != values or np.any(high <= low):
+        return False
+    if np.any(first[1:] != end[:-1] + 1) or np.any(low[1:] != high[:-1]) or np.any(end < first):
+        return False
+    nuls = np.concatenate(([0], np.cumsum(keys == 0)))  # NULs before each byte
+    return bool(np.all(keys[end[:-1]] == 0) and np.all(nuls[end] - nuls[first] == high - low - 1))
 
 
 @functools.cache

@@ -41,9 +41,9 @@ folder = {folder!r}
 started = time.perf_counter()
 provider = embeddings.LocalProvider(threads=1, copy_folder=Path(folder) if folder else None)
 provider.load()
-if {whole!r}:
-    tokenizer = provider._model._sp
-    tokenizer._prefix_groups.fill(tokenizer._prefixes)
+if {whole!r}:  # the whole prefix table, built as every load from the copy did before it was grouped
+    tokenizer, groups = provider._model._sp, provider._model._sp._prefix_groups
+    tokenizer._prefixes.update(zip(bytes(groups._keys).decode().split("\0"), groups._values.tolist(), strict=True))
 loaded = time.perf_counter()
 provider.embed(["how did we handle the flaky reconnect?"])
 print(round((loaded - started) * 1000, 1), round((time.perf_counter() - loaded) * 1000, 1))
