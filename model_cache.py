@@ -373,7 +373,7 @@ def _grouped_class(base: type) -> type:
 
 def _grouped_tokenizer(base: type) -> Any:
     """A bare instance of :func:`_grouped_class` of ``base`` (its attributes set by the caller)."""
-    cls = _grouped_class(base)
+    cls: Any = _grouped_class(base)
     return cls.__new__(cls)
 
 
