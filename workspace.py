@@ -252,7 +252,8 @@ class MembershipCache:
         entry = _Members(id(attributor), now + self.ttl, top, count, {}, {}, {}, dict(scan.workspaces))
         groups = scan.groups()
         # The folders the attributor will probe (an existing one, or one gone without a stored root), all at once.
-        git.prefetch(cwd for cwd, root in groups if cwd and (not root or os.path.isdir(cwd)))
+        git.prefetch(cwd for cwd, root in groups
+                     if cwd and not attributor.knows(cwd, root) and (not root or os.path.isdir(cwd)))
         for (cwd, root), sessions in groups.items():
             identity = attributor.project_for_workspace(cwd, root).identity
             for sid, messages in sessions:
@@ -319,6 +320,11 @@ class Attributor:
     def project_of(self, info: session_rows.SessionInfo) -> attribution.Project:
         """The project of a session, from its effective workspace."""
         return self.project_for_workspace(info.cwd, info.git_repo_root)
+
+    def knows(self, cwd: str | None, stored_root: str | None) -> bool:
+        """Whether :meth:`project_for_workspace` answers this workspace from its cache (no git probe)."""
+        hit = self._cache.get((cwd, stored_root))
+        return hit is not None and hit[1] > time.monotonic()
 
     def project_for_workspace(self, cwd: str | None, stored_root: str | None) -> attribution.Project:
         key = (cwd, stored_root)

@@ -267,6 +267,91 @@ def test_one_query_embedded_from_a_fresh_copy_is_the_packages_vector(tmp_path, p
         assert np.array_equal(provider.embed([text]), package_embed([text])), text
 
 
+def _rewrite_copy(path: Path, edit) -> None:
+    """Change the copy's bytes with ``edit(data, arrays_start, {array name: its layout})`` and seal it again with
+    a matching CRC-32: a file the CRC cannot tell from a sound one."""
+    import json
+    import struct
+    import zlib
+
+    data = bytearray(path.read_bytes())
+    start, _ = struct.unpack("<QI", data[len(model_cache.MAGIC) : model_cache._PREFIX])
+    header = json.loads(bytes(data[model_cache._PREFIX : start]))
+    edit(data, start, {a["name"]: a for a in header["arrays"]})
+    data[len(model_cache.MAGIC) + 8 : model_cache._PREFIX] = struct.pack("<I", zlib.crc32(bytes(data[model_cache._PREFIX :])))
+    path.write_bytes(bytes(data))
+
+
+def _group_bytes(data: bytearray, start: int, arrays: dict, name: str) -> tuple[int, int]:
+    """Where in ``data`` the keys of the prefix group ``name`` lie."""
+    import struct
+
+    names = bytes(data[start + arrays["prefix_groups"]["offset"] :][: arrays["prefix_groups"]["shape"][0]]).decode().split("\0")
+    row = start + arrays["prefix_bounds"]["offset"] + 32 * names.index(name)
+    first, end = struct.unpack("<qq", data[row : row + 16])
+    keys = start + arrays["prefix_keys"]["offset"]
+    return keys + first, keys + end
+
+
+def _bad_utf8(data, start, arrays):
+    first, _ = _group_bytes(data, start, arrays, "zy")
+    data[first] = 0xFF
+
+
+def _duplicate_name(data, start, arrays):
+    place = start + arrays["prefix_groups"]["offset"]
+    blob = bytes(data[place : place + arrays["prefix_groups"]["shape"][0]])
+    at = blob.index(b"\0zy\0") + 1
+    data[place + at : place + at + 2] = b"zo"  # a second group named "zo"
+
+
+@pytest.mark.parametrize("edit", [_bad_utf8, _duplicate_name])
+def test_a_copy_whose_prefix_keys_are_not_sound_is_refused_at_load(tmp_path, package_embed, edit):
+    """Keys that are not UTF-8, or two groups of one name (a writer's bug, the CRC sealed again): the load falls
+    back to the package, and later texts needing those groups tokenize as the package's."""
+    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
+    _rewrite_copy(copy_path(tmp_path), edit)
+    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    texts = ["a zyzzy text", "zo zy"]
+    assert np.array_equal(provider.embed(texts), package_embed(texts))
+    assert not isinstance(provider._model._sp, model_cache._grouped_class(type(_package_tokenizer())))
+
+
+def test_a_group_holding_another_groups_key_falls_back_to_the_packages_table(tmp_path, package_embed):
+    """A group whose keys do not begin with its name passes the load's checks; the first text that needs it is
+    tokenized with the package's own table (the same tokens, never an error), and the copy is removed."""
+    def misfile(data, start, arrays):
+        first, end = _group_bytes(data, start, arrays, "zy")
+        assert bytes(data[first : first + 2]) == b"zy"
+        data[first : first + 2] = b"zq"  # one key of the group now begins otherwise
+
+    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
+    _rewrite_copy(copy_path(tmp_path), misfile)
+    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    provider.load()
+    assert isinstance(provider._model._sp, model_cache._grouped_class(type(_package_tokenizer()))), "loaded from the copy"
+    texts = ["hello world", "a zyzzy text", "zo zy"]
+    assert np.array_equal(np.vstack([provider.embed([t]) for t in texts]), np.vstack([package_embed([t]) for t in texts]))
+    assert not copy_path(tmp_path).exists(), "the copy is removed: the next load writes a sound one"
+
+
+def test_the_groups_put_in_stay_bounded_by_the_groups_there_are(tmp_path):
+    """Texts bring ever new pairs of characters (Chinese prose: most name no group); what the table remembers
+    having put in never outgrows the groups themselves."""
+    import random
+
+    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
+    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    provider.load()
+    tokenizer = provider._model._sp
+    rng = random.Random(5)
+    alphabet = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
+    for _ in range(40):
+        tokenizer.encode("".join(rng.choice(alphabet) for _ in range(2000)))
+    groups = tokenizer._prefix_groups
+    assert len(groups._filled) <= len(groups._group_of)
+
+
 def test_prefix_groups_that_do_not_line_up_refuse_the_copy(tmp_path, package_vectors):
     """A copy whose group table disagrees with its keys (a writer's bug, not damage: the CRC matches; here one
     key moved from a group to the next in the table alone) is not used: the load falls back to the package and
