@@ -305,34 +305,45 @@ def _duplicate_name(data, start, arrays):
     data[place + at : place + at + 2] = b"zo"  # a second group named "zo"
 
 
-@pytest.mark.parametrize("edit", [_bad_utf8, _duplicate_name])
+def _misfiled_key(data, start, arrays):
+    first, _ = _group_bytes(data, start, arrays, "zy")
+    assert bytes(data[first : first + 2]) == b"zy"
+    data[first : first + 2] = b"zq"  # the group's first key now begins otherwise
+
+
+def _key_moved_to_the_next_group(data, start, arrays):
+    """The last key of group "zy" counted in the next group instead: bytes, NULs and counts all still line up."""
+    import struct
+
+    names = bytes(data[start + arrays["prefix_groups"]["offset"] :][: arrays["prefix_groups"]["shape"][0]]).decode().split("\0")
+    row = start + arrays["prefix_bounds"]["offset"] + 32 * names.index("zy")
+    first, end, low, high = struct.unpack("<qqqq", data[row : row + 32])
+    keys = start + arrays["prefix_keys"]["offset"]
+    cut = bytes(data[keys + first : keys + end]).rindex(b"\0")  # before the group's last key
+    assert high - low > 1
+    data[row : row + 32] = struct.pack("<qqqq", first, first + cut, low, high - 1)
+    nxt = struct.unpack("<qqqq", data[row + 32 : row + 64])
+    data[row + 32 : row + 64] = struct.pack("<qqqq", first + cut + 1, nxt[1], high - 1, nxt[3])
+
+
+def _renamed_group(data, start, arrays):
+    place = start + arrays["prefix_groups"]["offset"]
+    blob = bytes(data[place : place + arrays["prefix_groups"]["shape"][0]])
+    at = blob.index(b"\0zy\0") + 1
+    data[place + at : place + at + 2] = b"z\x7f"  # a name no other group has, its keys still "zy..."
+
+
+@pytest.mark.parametrize("edit", [_bad_utf8, _duplicate_name, _misfiled_key, _key_moved_to_the_next_group, _renamed_group])
 def test_a_copy_whose_prefix_keys_are_not_sound_is_refused_at_load(tmp_path, package_embed, edit):
-    """Keys that are not UTF-8, or two groups of one name (a writer's bug, the CRC sealed again): the load falls
-    back to the package, and later texts needing those groups tokenize as the package's."""
+    """Keys that are not UTF-8, two groups of one name, a key that does not begin with its group's name, a key
+    counted in the next group, a group renamed (a writer's bug, the CRC sealed again): the load falls back to the
+    package, and texts needing those groups tokenize as the package's."""
     E.LocalProvider(threads=1, copy_folder=tmp_path).load()
     _rewrite_copy(copy_path(tmp_path), edit)
     provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
-    texts = ["a zyzzy text", "zo zy"]
+    texts = ["a zyzzy text", "zo zy", "zyzzyva"]
     assert np.array_equal(provider.embed(texts), package_embed(texts))
     assert not isinstance(provider._model._sp, model_cache._grouped_class(type(_package_tokenizer())))
-
-
-def test_a_group_holding_another_groups_key_falls_back_to_the_packages_table(tmp_path, package_embed):
-    """A group whose keys do not begin with its name passes the load's checks; the first text that needs it is
-    tokenized with the package's own table (the same tokens, never an error), and the copy is removed."""
-    def misfile(data, start, arrays):
-        first, end = _group_bytes(data, start, arrays, "zy")
-        assert bytes(data[first : first + 2]) == b"zy"
-        data[first : first + 2] = b"zq"  # one key of the group now begins otherwise
-
-    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
-    _rewrite_copy(copy_path(tmp_path), misfile)
-    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
-    provider.load()
-    assert isinstance(provider._model._sp, model_cache._grouped_class(type(_package_tokenizer()))), "loaded from the copy"
-    texts = ["hello world", "a zyzzy text", "zo zy"]
-    assert np.array_equal(np.vstack([provider.embed([t]) for t in texts]), np.vstack([package_embed([t]) for t in texts]))
-    assert not copy_path(tmp_path).exists(), "the copy is removed: the next load writes a sound one"
 
 
 def test_the_groups_put_in_stay_bounded_by_the_groups_there_are(tmp_path):
