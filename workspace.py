@@ -94,14 +94,19 @@ class _GitProbe:
             return ""
         now = time.monotonic()
         with self._lock:
-            hit = self._roots.get(cwd)
-        if hit is not None and (hit[0] or hit[1] > now):
-            return hit[0]
+            hit = self._known(cwd, now)
+        if hit is not None:
+            return hit
         folder = cwd if os.path.isdir(cwd) else nearest_existing_folder(cwd)
         root = self._probe_root(folder) if folder else ""
         with self._lock:
             self._roots[cwd] = (root, now + _NEGATIVE_TTL_S)
         return root
+
+    def _known(self, cwd: str, now: float) -> str | None:
+        """The root kept for ``cwd`` (a repo's for good, "" until the negative answer expires), or ``None``. Lock held."""
+        hit = self._roots.get(cwd)
+        return hit[0] if hit is not None and (hit[0] or hit[1] > now) else None
 
     def prefetch(self, cwds: Iterable[str]) -> None:
         """Probe at once, ``PROBE_THREADS`` at a time, the folders among ``cwds`` whose root is not known, so that
@@ -111,7 +116,7 @@ class _GitProbe:
         folders = {c for c in cwds if c}
         now = time.monotonic()
         with self._lock:
-            wanted = sorted(c for c in folders if not ((hit := self._roots.get(c)) is not None and (hit[0] or hit[1] > now)))
+            wanted = sorted(c for c in folders if self._known(c, now) is None)
         if len(wanted) < 2:
             return
         try:
@@ -323,15 +328,18 @@ class Attributor:
 
     def knows(self, cwd: str | None, stored_root: str | None) -> bool:
         """Whether :meth:`project_for_workspace` answers this workspace from its cache (no git probe)."""
-        hit = self._cache.get((cwd, stored_root))
-        return hit is not None and hit[1] > time.monotonic()
+        return self._cached((cwd, stored_root), time.monotonic()) is not None
+
+    def _cached(self, key: tuple[str | None, str | None], now: float) -> attribution.Project | None:
+        hit = self._cache.get(key)
+        return hit[0] if hit is not None and hit[1] > now else None
 
     def project_for_workspace(self, cwd: str | None, stored_root: str | None) -> attribution.Project:
         key = (cwd, stored_root)
         now = time.monotonic()
-        hit = self._cache.get(key)
-        if hit is not None and hit[1] > now:
-            return hit[0]
+        cached = self._cached(key, now)
+        if cached is not None:
+            return cached
         exists = bool(cwd) and os.path.isdir(cwd or "")
         # Same precedence as the desktop tree: a live probe of cwd first
         # (folds worktrees; CLI sessions store no root), then the stored root.
