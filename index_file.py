@@ -257,6 +257,12 @@ def connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, check_same_thread=False, timeout=5)
 
 
+def connect_existing(path: Path, *, timeout: float = 5) -> sqlite3.Connection:
+    """A read-write connection to the existing file at ``path`` (an absolute path), never creating one; raises
+    ``sqlite3`` errors (no file there among them)."""
+    return sqlite3.connect(Path(path).as_uri() + "?mode=rw", uri=True, timeout=timeout)
+
+
 def connect_read_only(path: Path, *, timeout: float = 5) -> sqlite3.Connection:
     """A read-only connection to the existing file at ``path`` (an absolute path); raises ``sqlite3`` errors."""
     return sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, timeout=timeout)

@@ -504,8 +504,11 @@ def _unindexed(
     if parts and vectors.generation == key[0]:  # else loading found damaged vectors, below the watermark too: count all
         pending: list[tuple[int, str, str]] = []
         for part, above in parts:
-            indexed = vectors.indexed_ids_now(part.ids_json, above=above)
-            pending += store.unindexed_messages(conn, part, indexed, INDEX_BATCH, above=above)
+            if above:
+                indexed = vectors.indexed_ids_now(part.ids_json, above=above)
+                pending += store.unindexed_messages(conn, part, indexed, INDEX_BATCH, above=above)
+            else:  # sessions without a mark (new ones, mostly): every message of theirs
+                pending += store.texts_to_embed(conn, _full_check(conn, vectors, part)[0], INDEX_BATCH)
         if len(pending) < INDEX_BATCH:  # every scan reached its watermark: that is all
             pending.sort(key=lambda m: -m[0])
             return pending, len(pending), None if pending else 0, top, marks
@@ -532,19 +535,53 @@ def _full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, sco
     Checked id by id, not by subtracting counts: vectors of deleted or rewound messages stay in the
     index until a search or the index command drops them, and would otherwise hide as many new ones.
     The ids come from Hermes' (session, active) index; rows are read only of the messages not indexed
-    (tool output, mostly) and of the inactive indexed ones (rewound, or archived by a compaction), to
-    tell which of them the index should hold. Raises ``sqlite3`` errors.
+    and of the inactive indexed ones (rewound, or archived by a compaction), to tell which of them the
+    index should hold, and never of those recorded as of another role than user and assistant (tool
+    output, mostly: :func:`_never_indexed`); those read now are recorded. Raises ``sqlite3`` errors.
     """
     import numpy as np
+
+    from . import id_bits
 
     signed = np.fromstring(store.scope_message_ids_text(conn, scope), dtype=np.int64, sep=",")
     scope_ids = np.abs(signed)
     held = np.isin(scope_ids, vectors.indexed_array(scope.ids_json))
-    read = scope_ids[~held | (signed < 0)]
-    should = np.fromstring(store.indexable_among_text(conn, json.dumps(read.tolist())), dtype=np.int64, sep=",") if len(read) else read
+    source = store.source_key(conn)
+    never, refused = _never_indexed(conn, vectors, source)
+    read = scope_ids[(~held | (signed < 0)) & ~id_bits.members(never, scope_ids)]
+    sorted_out = np.fromstring(store.sort_out_text(conn, json.dumps(read.tolist())), dtype=np.int64, sep=",") if len(read) else read
+    should, other = sorted_out[sorted_out > 0], -sorted_out[sorted_out < 0]
+    if source and (len(other) or refused):
+        try:
+            vectors.record_never_indexed(source, other, replace=refused)
+        except sqlite3.Error as exc:
+            logger.info("project-history-recall: could not record which messages are never indexed (%s)", exc)
     lacking = should[~np.isin(should, scope_ids[held])]
     total = int(np.count_nonzero(held & (signed > 0))) + len(should)
     return np.sort(lacking)[::-1].tolist(), total
+
+
+#: How many recorded ids :func:`_never_indexed` checks against state.db (one point read each)
+NEVER_SAMPLE = 16
+
+
+def _never_indexed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, source: str) -> tuple[Any, bool]:
+    """``(the ids recorded as never indexed for this state.db, an id_bits bitmap; whether a record was refused)``.
+
+    A record is used only when it is of this file (``source``, :func:`store.source_key`) and ``NEVER_SAMPLE``
+    of its ids, the highest among them, are still messages of another role in it: a state.db restored from a
+    copy, or replaced by another in place, fails that, and its record is then replaced. Empty (nothing
+    skipped) when ``source`` is unknown. Raises ``sqlite3`` errors.
+    """
+    from . import id_bits
+
+    if not source:
+        return id_bits.EMPTY, False
+    bits = vectors.never_indexed(source)
+    if len(bits) and not store.all_other_roles(conn, id_bits.sample(bits, NEVER_SAMPLE)):
+        logger.info("project-history-recall: the record of messages never indexed does not match state.db; it is read again")
+        return id_bits.EMPTY, True
+    return bits, False
 
 
 def _mark_all(vectors: vector_index.VectorIndex, sessions: list[str], top: int, marks: vector_index.CompleteMarks,
@@ -713,18 +750,17 @@ def index_projects(
             vectors.repair_damaged()  # vectors of the wrong size are dropped and count as missing
             top = store.max_message_id(conn)
             marks = vectors.complete_marks(set(), top)  # the stamp, read before checking (see mark_complete)
-            indexed = vectors.indexed_ids()
         except index_troubles as exc:
             return failed(exc, 0, 0)
         except sqlite3.Error as exc:
             return failed(vectors.trouble(exc), 0, 0)
         work = []
         total = 0
-        for scope in scopes:
-            lacking, held = store.lacking_ids(conn, scope, indexed)
+        for scope in scopes:  # state.db's errors are the caller's (errors.StoreError)
+            lacking, should = _full_check(conn, vectors, scope)
             found = store.texts_to_embed(conn, lacking, 10**9)  # without those that have no text once read
             work.extend(found)
-            total += held + len(found)
+            total += should - len(lacking) + len(found)
     finally:
         conn.close()
     already = total - len(work)

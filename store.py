@@ -174,30 +174,38 @@ def scope_message_ids_text(conn: sqlite3.Connection, scope: workspace.Scope) -> 
     return str(row[0] or "")
 
 
-def indexable_among_text(conn: sqlite3.Connection, ids_json: str) -> str:
-    """Those of the message ids ``ids_json`` (a JSON array) that are live user/assistant messages with text (what
-    the vector index should hold), comma-separated, in no particular order ("" when none). SQLite walks the ids
-    in ascending order, which is the rows' order in the file: one pass over their pages, not a seek each."""
-    row = conn.execute(f"SELECT group_concat(m.id) FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
-                       f" AND {_INDEXABLE_ROW}", (ids_json,)).fetchone()
+_OTHER_ROLE_SQL = "m.role NOT IN ('user', 'assistant')"
+
+
+def sort_out_text(conn: sqlite3.Connection, ids_json: str) -> str:
+    """The message ids ``ids_json`` (a JSON array) sorted out, comma-separated, in no particular order ("" when
+    none): a live user/assistant message with text (what the vector index should hold) as its id, a message of
+    another role (never indexed: Hermes never changes a role) as its id negated; the others (no text, rewound,
+    deleted) left out. SQLite walks the ids in ascending order, which is the rows' order in the file: one pass
+    over their pages, not a seek each."""
+    row = conn.execute(f"SELECT group_concat(CASE WHEN {_OTHER_ROLE_SQL} THEN -m.id ELSE m.id END) FROM messages m"
+                       f" WHERE m.id IN (SELECT value FROM json_each(?)) AND ({_OTHER_ROLE_SQL} OR {_INDEXABLE_ROW})",
+                       (ids_json,)).fetchone()
     return str(row[0] or "")
 
 
-def lacking_ids(conn: sqlite3.Connection, scope: workspace.Scope, indexed: Container[int]) -> tuple[list[int], int]:
-    """``(ids of the scope's live user/assistant messages with text that ``indexed`` lacks, newest first; how
-    many of them ``indexed`` holds)``. Rows are read only of the messages ``indexed`` lacks and of the inactive
-    ones it holds (rewound: no longer counted; archived by a compaction: still searchable), never of the
-    active messages it holds (:func:`scope_message_ids_text`, then :func:`indexable_among_text`)."""
-    signed = _id_list(scope_message_ids_text(conn, scope))
-    held_active = sum(1 for i in signed if i > 0 and i in indexed)
-    read = [abs(i) for i in signed if i < 0 or i not in indexed]
-    should = _id_list(indexable_among_text(conn, json.dumps(read))) if read else []
-    lacking = sorted((i for i in should if i not in indexed), reverse=True)
-    return lacking, held_active + len(should) - len(lacking)
+def all_other_roles(conn: sqlite3.Connection, ids: Sequence[int]) -> bool:
+    """Whether every one of ``ids`` is a message of a role other than user and assistant (true of none): one
+    point read each, to check a record of such ids against the state.db it claims to be of."""
+    row = conn.execute(f"SELECT count(*) FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {_OTHER_ROLE_SQL}",
+                       (json.dumps([int(i) for i in ids]),)).fetchone()
+    return int(row[0]) == len(set(ids))
 
 
-def _id_list(text: str) -> list[int]:
-    return [int(i) for i in text.split(",")] if text else []
+def source_key(conn: sqlite3.Connection) -> str:
+    """Which state.db file ``conn`` reads: ``"<device>:<inode>"`` of its main file ("" when it cannot be told).
+    A copy, a restore or a new profile's file has another. Never raises."""
+    try:
+        path = conn.execute("PRAGMA database_list").fetchone()[2]
+        info = Path(path).stat()
+    except (sqlite3.Error, OSError, TypeError):
+        return ""
+    return f"{info.st_dev}:{info.st_ino}"
 
 
 def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> list[tuple[int, str, str]]:
@@ -220,19 +228,12 @@ def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> 
 
 
 def unindexed_messages(
-    conn: sqlite3.Connection, scope: workspace.Scope, indexed: Container[int], limit: int, *, above: int = 0
+    conn: sqlite3.Connection, scope: workspace.Scope, indexed: Container[int], limit: int, *, above: int
 ) -> list[tuple[int, str, str]]:
-    """Live user/assistant messages of the scope not yet in the vector index.
-
-    Newest first, at most ``limit``, only ids greater than ``above``:
-    ``(id, session id, text)``. Message ids are immutable and increasing in
-    Hermes, so "indexed" is decided by id and new messages sit above a
-    watermark.
-    """
-    if not above:
-        return texts_to_embed(conn, lacking_ids(conn, scope, indexed)[0], limit)
-    # Above a watermark the id range is small: keep SQLite on it (unary +)
-    # rather than on the per-session index, and read those rows.
+    """Live user/assistant messages of the scope above message id ``above`` (a watermark: the scope was
+    complete up to it) that ``indexed`` lacks: ``(id, session id, text)``, newest first, at most ``limit``.
+    Message ids are immutable and increasing in Hermes, so new messages sit above a watermark; the rows
+    above it are read (a small range: SQLite is kept on the id range, not the per-session index)."""
     where = _INDEXABLE.replace("m.session_id IN", "+m.session_id IN")
     ids = conn.execute(f"SELECT m.id FROM messages m WHERE {where} AND m.id > ?", (scope.ids_json, int(above)))
     missing = sorted((int(r[0]) for r in ids if int(r[0]) not in indexed), reverse=True)

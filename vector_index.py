@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from . import index_file, state, vector_file, vector_scores
+from . import id_bits, index_file, state, vector_file, vector_scores
 from .embeddings import EmbeddingUnavailable, Provider, chunk_text, content_hash, decode_vectors, encode_vector, normalise
 from .index_file import IndexBlocked, IndexNotNow
 from .ranking import Hit
@@ -50,6 +50,9 @@ _generations = itertools.count(1)
 
 _LOAD_BATCH = 2_000  # chunks decoded per step when vectors are copied in (bounds what the copying process holds)
 _PAGE = 4_096  # bytes of a memory page: the warm-up reads one value of each
+# meta keys of the state.db messages never indexed: the ids (an id_bits bitmap, a BLOB), and which state.db they are of
+_NEVER_KEY, _NEVER_SOURCE_KEY = "never_indexed", "never_indexed_source"
+_NEVER_WAIT_S = 0.5  # how long recording them waits for another writer: a search is on the way
 # The messages (chunk 0) of a model (parameter 1) and of sessions (parameter 2, a JSON array) the file holds
 # vectors of, one row per message, from a covering index. Above a message id, the (model, chunk, message,
 # ...) index: one range of the newest ids (2 ms at 1M chunks).
@@ -724,6 +727,35 @@ class VectorIndex:
                     " THEN json_patch(value, excluded.value) ELSE excluded.value END",
                     (self._marks_key, patch, int(marks.behind or replace)))
                 return True
+
+    # -- state.db messages never indexed, shared by every process ---------------------
+    def never_indexed(self, source: str) -> np.ndarray:
+        """The ids recorded by :meth:`record_never_indexed` for the state.db ``source`` names, as an
+        :mod:`id_bits` bitmap; empty when none are, or when they were recorded for another file. Read-only,
+        never waits for a load; the caller still checks a sample against state.db. Raises ``sqlite3`` errors."""
+        with closing(self._reader()) as conn:  # one statement: both rows from one snapshot
+            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (_NEVER_KEY, _NEVER_SOURCE_KEY)))
+        bits = rows.get(_NEVER_KEY)
+        if rows.get(_NEVER_SOURCE_KEY) != source or not isinstance(bits, bytes):
+            return id_bits.EMPTY
+        return np.frombuffer(bits, dtype=np.uint8)
+
+    def record_never_indexed(self, source: str, ids: np.ndarray, *, replace: bool = False) -> None:
+        """Record, for every process, that the messages ``ids`` (int64) of the state.db ``source`` names are never
+        indexed: their role is neither user nor assistant, which Hermes never changes, and ids are never reused.
+        Merged with what is recorded for the same file (under the file's write lock: two processes' records both
+        stay); a record of another file, or any with ``replace``, is replaced. Independent of the model and of
+        repairs, so it is written on a connection of its own, without this index's lock: a load or an indexing
+        in progress is never waited for, and another process's write at most ``_NEVER_WAIT_S``. Raises
+        ``sqlite3`` errors (busy, read-only, no file there any more: the record is only a shortcut)."""
+        with closing(index_file.connect_existing(self.path, timeout=_NEVER_WAIT_S)) as conn, conn:
+            conn.execute("BEGIN IMMEDIATE")
+            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (_NEVER_KEY, _NEVER_SOURCE_KEY)))
+            held = rows.get(_NEVER_KEY)
+            keep = not replace and rows.get(_NEVER_SOURCE_KEY) == source and isinstance(held, bytes)
+            bits = id_bits.with_ids(np.frombuffer(held, dtype=np.uint8) if keep and held else id_bits.EMPTY, ids)
+            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                             [(_NEVER_KEY, bits.tobytes()), (_NEVER_SOURCE_KEY, source)])
 
     def _reader(self) -> sqlite3.Connection:
         return index_file.connect_read_only(self.path)

@@ -1,61 +1,76 @@
-"""What an index run with nothing new to embed reads of state.db, on the large bench state.db.
+"""What an index run costs before it embeds anything, on a home the cost bench indexed.
 
-The index command first asks state.db which of the project's live
-user/assistant messages the vector index lacks and how many it should hold
-(``store.lacking_ids``: ids from Hermes' (session, active) index, rows only of
-the messages not indexed; before it, ``store.unindexed_messages`` and
-``store.count_indexable``, which read every row). With every message already
-indexed, that is all it does with state.db; this times it for the biggest
-project of the file that ``keyword_latency.py`` builds, with every indexable
-message counted as indexed (the set is read before timing).
+The index command first drops stale vectors and asks, for every consented project, which of its live
+user/assistant messages the vector index lacks (``semantic._full_check``: ids from Hermes' (session,
+active) index, the indexed ids from embeddings.db, rows read only of the messages not indexed, and
+never of those recorded as of another role). This runs ``semantic.index_projects`` with a deadline
+that has already passed (all of that work, nothing embedded) in new processes, one after another:
+the first with the record of messages never indexed taken away (as the first run after an upgrade,
+or on a state.db restored from a copy), the others with the record the first wrote.
 
-Run: .venv/bin/python bench/index_noop.py [--home /tmp/phr-bench/home] [--code DIR]
+Run (after ``bench/semantic_cost.py --million``, which leaves the home):
+  .venv/bin/python bench/index_noop.py [--home /tmp/phr-bench/phr-semcost-*/home] [--runs 3] [--code DIR]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import glob
 import json
+import os
+import sqlite3
+import subprocess
 import sys
-import time
+from contextlib import closing
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _common  # noqa: E402
 
+RUN = r"""
+import json, sys, time
+from pathlib import Path
+sys.path.insert(0, {bench!r})
+import _common
+_common.ROOT = Path({code!r})
+phr = _common.load_plugin()
+started = time.perf_counter()
+answer = phr.semantic.index_projects(home=Path({home!r}), deadline=time.monotonic())
+print(json.dumps({{"s": round(time.perf_counter() - started, 2), "total": answer.get("total"),
+                  "remaining": answer.get("remaining"), "success": answer.get("success")}}))
+"""
+
+
+def newest_home() -> Path:
+    homes = sorted(glob.glob("/tmp/phr-bench/phr-semcost-*/home"), key=os.path.getmtime)
+    if not homes:
+        raise SystemExit("no home: run bench/semantic_cost.py --million first, or pass --home")
+    return Path(homes[-1])
+
+
+def run_once(home: Path, code: Path) -> dict:
+    script = RUN.format(bench=str(HERE), code=str(code), home=str(home))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         env={**os.environ, "HERMES_HOME": str(home)})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--home", type=Path, default=Path("/tmp/phr-bench/home"))
+    parser.add_argument("--home", type=Path, default=None)
+    parser.add_argument("--runs", type=int, default=3, help="processes in all, the first without the record")
     parser.add_argument("--code", type=Path, default=_common.ROOT, help="the plugin checkout to run (default: this one)")
     args = parser.parse_args()
-    _common.ROOT = args.code.resolve()
-    _common.load_plugin()
-    store = importlib.import_module("project_history_recall.store")
-    workspace = importlib.import_module("project_history_recall.workspace")
-    paths = importlib.import_module("project_history_recall.paths")
-    meta = json.loads((args.home / "state.db.meta.json").read_text())
-    project = next(p for p in meta["projects"] if p["name"] == meta["biggest_project"])
-    conn = store.open_state_db(args.home)
-    attributor = workspace.attributor_for(args.home, store.load_projects(args.home).projects)
-    scope = workspace.compute_scope(conn, attributor, project["current_session_id"], db_key=paths.state_db_key(args.home))
-    # Every indexable message indexed: nothing is new.
-    indexed = {int(r[0]) for r in conn.execute(f"SELECT m.id FROM messages m WHERE {store._INDEXABLE}", (scope.ids_json,))}
-    print(f"{project['name']}: {len(scope.session_ids):,} sessions, {len(indexed):,} indexable messages; code {args.code}")
-    if hasattr(store, "lacking_ids"):
-        started = time.perf_counter()
-        lacking, held = store.lacking_ids(conn, scope, indexed)
-        print(f"lacking_ids: {time.perf_counter() - started:.2f} s, {len(lacking)} new, {held:,} held")
-    else:
-        started = time.perf_counter()
-        missing = store.unindexed_messages(conn, scope, indexed, 10**9)
-        scanned = time.perf_counter() - started
-        started = time.perf_counter()
-        total = store.count_indexable(conn, scope)
-        counted = time.perf_counter() - started
-        print(f"unindexed_messages: {scanned:.2f} s, {len(missing)} new; count_indexable: {counted:.2f} s, {total:,}")
+    home = args.home or newest_home()
+    db = home / "plugins" / "project-history-recall" / "data" / "embeddings.db"
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("DELETE FROM meta WHERE key IN ('never_indexed', 'never_indexed_source')")
+    print(f"home {home}; code {args.code}")
+    for run in range(args.runs):
+        answer = run_once(home, args.code.resolve())
+        print(f"{'without the record' if run == 0 else 'with the record   '}: {answer['s']:.2f} s"
+              f" ({answer['total']:,} messages should be indexed, {answer['remaining']:,} not yet; success {answer['success']})")
     return 0
 
 

@@ -52,36 +52,6 @@ def by_every_row(conn: sqlite3.Connection, scope) -> list[int]:
     return sorted(int(r[0]) for r in conn.execute(f"SELECT m.id FROM messages m WHERE {store._INDEXABLE}", (scope.ids_json,)))
 
 
-def test_lacking_ids_agree_with_reading_every_row(world: World):
-    varied_project(world)
-    store = plugin("store")
-    conn, scope = scope_of(world)
-    try:
-        should = by_every_row(conn, scope)
-        every = sorted(int(r[0]) for r in conn.execute(
-            "SELECT id FROM messages WHERE session_id IN (SELECT value FROM json_each(?))", (scope.ids_json,)))
-        outside = [int(r[0]) for r in conn.execute("SELECT id FROM messages WHERE session_id = 'o1'")]
-        once = [int(r[0]) for r in conn.execute(
-            "SELECT id FROM messages WHERE session_id IN (SELECT value FROM json_each(?)) AND role IN ('user', 'assistant')"
-            " AND TRIM(COALESCE(content, '')) != ''", (scope.ids_json,))]
-        kinds = {r[0] for r in conn.execute(
-            "SELECT role || ':' || active || ':' || compacted FROM messages WHERE session_id IN ('a1', 'a2', 'a3')")}
-        assert {"tool:1:0", "user:0:0", "user:0:1", "assistant:1:0"} <= kinds  # the hostile kinds are really there
-        assert 0 < len(should) < len(every)
-        rng = random.Random(7)
-        for _ in range(40):
-            # Indexed sets as an index can hold them: some of the messages that had text when embedded
-            # (rewound ones among them, their vectors not dropped yet), another project's, a deleted one's.
-            indexed = set(rng.sample(once, rng.randint(0, len(once)))) | set(rng.sample(outside, 1)) | {10**9}
-            lacking, held = store.lacking_ids(conn, scope, indexed)
-            assert lacking == sorted((i for i in should if i not in indexed), reverse=True)
-            assert held == len(indexed & set(should)), "what it holds of what it should hold"
-        assert store.lacking_ids(conn, scope, set()) == (should[::-1], 0)
-        assert store.lacking_ids(conn, scope, set(once)) == ([], len(should))
-    finally:
-        conn.close()
-
-
 def test_the_full_check_agrees_with_reading_every_row(world: World, fake):
     """The search's check as arrays (the index's ids read from embeddings.db) gives the same answer."""
     varied_project(world)

@@ -1,0 +1,251 @@
+"""The record of state.db messages never indexed (a role other than user and assistant), kept in embeddings.db.
+
+A full check of a scope (the first search of a process without "complete up to" marks, the index
+command) reads the rows of every message the index lacks, to tell which of them it should hold; most
+are tool output, which it never holds. Their ids are recorded so that no later check reads those rows
+again: the record must never hide a message that should be indexed, whatever happened to state.db
+(restored in place, replaced by another file), and a record that cannot be written leaves the check
+right. Real state.db written by Hermes' SessionDB, real embeddings.db, the real plugin and loader."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sqlite3
+import threading
+from contextlib import closing
+
+import numpy as np
+import pytest
+from conftest import World
+from test_complete_marks import new_process
+from test_index_check import by_every_row, scope_of, varied_project
+from test_warm_up import consent, data_dir, plugin
+
+
+def other_role_ids(conn: sqlite3.Connection, scope) -> set[int]:
+    """The definition: the scope's messages whose role is neither user nor assistant."""
+    return {int(r[0]) for r in conn.execute(
+        "SELECT id FROM messages WHERE session_id IN (SELECT value FROM json_each(?)) AND role NOT IN ('user', 'assistant')",
+        (scope.ids_json,))}
+
+
+def recorded(world: World) -> tuple[set[int], str | None]:
+    """``(the ids recorded, the state.db they are recorded for)``, read straight from embeddings.db."""
+    id_bits = plugin("id_bits")
+    with closing(sqlite3.connect((data_dir(world) / "embeddings.db").as_uri() + "?mode=ro", uri=True)) as conn:
+        rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('never_indexed', 'never_indexed_source')"))
+    bits = rows.get("never_indexed")
+    if bits is None:
+        return set(), rows.get("never_indexed_source")
+    mask = np.frombuffer(bits, dtype=np.uint8)
+    return {int(i) for i in np.flatnonzero(id_bits.members(mask, np.arange(len(mask) * 8)))}, rows.get("never_indexed_source")
+
+
+@pytest.fixture
+def rows_read(monkeypatch):
+    """The message ids whose rows each full check reads (a spy on the real query, which still runs)."""
+    store = plugin("store")
+    real = store.sort_out_text
+    calls: list[set[int]] = []
+
+    def spy(conn, ids_json):
+        import json
+
+        calls.append(set(json.loads(ids_json)))
+        return real(conn, ids_json)
+
+    monkeypatch.setattr(store, "sort_out_text", spy)
+    return calls
+
+
+def vectors_of(world: World):
+    semantic, settings = plugin("semantic"), plugin("settings")
+    return semantic.open_vectors(world.home, settings.load_settings(world.home))
+
+
+def indexed_world(world: World, fake):
+    varied_project(world)
+    server = fake()
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(world)
+    return server
+
+
+def test_a_full_check_records_the_other_roles_and_the_next_reads_none_of_their_rows(world: World, fake, rows_read):
+    indexed_world(world, fake)
+    semantic, store = plugin("semantic"), plugin("store")
+    vectors = vectors_of(world)
+    conn, scope = scope_of(world)
+    try:
+        should = by_every_row(conn, scope)
+        tools = other_role_ids(conn, scope)
+        assert tools, "the project really holds tool messages"
+        assert semantic._full_check(conn, vectors, scope) == (should[::-1], len(should))
+        assert tools <= rows_read[-1], "nothing recorded yet: their rows are read"
+        ids, source = recorded(world)
+        assert ids == tools and source == store.source_key(conn)
+        assert semantic._full_check(conn, vectors, scope) == (should[::-1], len(should))
+        assert not rows_read[-1] & tools, "recorded: never read again"
+        assert set(should) <= rows_read[-1], "what the index lacks is still read"
+    finally:
+        conn.close()
+
+
+def test_a_first_search_without_marks_after_the_index_command_reads_no_tool_row(world: World, fake, rows_read):
+    """The index command records them too: a new process's first search after a repair voided the marks
+    reads the rows of none of them, and embeds exactly what is missing."""
+    server = indexed_world(world, fake)
+    semantic = plugin("semantic")
+    assert semantic.index_projects(home=world.home)["remaining"] == 0
+    conn, scope = scope_of(world)
+    try:
+        tools = other_role_ids(conn, scope)
+        gone = by_every_row(conn, scope)[:2]
+    finally:
+        conn.close()
+    assert recorded(world)[0] >= tools
+    with closing(sqlite3.connect(data_dir(world) / "embeddings.db")) as db, db:
+        db.execute("DELETE FROM chunks WHERE message_id IN (SELECT value FROM json_each(?))", (str(gone),))
+        db.execute("DELETE FROM meta WHERE key LIKE 'complete_upto:%'")
+    new_process()
+    rows_read.clear()
+    sent = len(server.requests)
+    answer = world.search("cur", "websocket retry")
+    assert answer["semantic_status"] == "ready", answer
+    assert rows_read and not any(call & tools for call in rows_read)
+    embedded = [t for r in server.requests[sent:] for t in r["body"]["input"]]
+    assert len(embedded) == 3 and embedded[-1] == "websocket retry"
+
+
+def test_messages_added_later_are_checked_and_recorded(world: World, fake, rows_read):
+    indexed_world(world, fake)
+    semantic = plugin("semantic")
+    vectors = vectors_of(world)
+    conn, scope = scope_of(world)
+    try:
+        semantic._full_check(conn, vectors, scope)
+    finally:
+        conn.close()
+    new_tool = world.say("a1", "tool", "later output", tool_name="terminal")
+    new_user = world.say("a1", "user", "A later question about retries")
+    conn, scope = scope_of(world)
+    try:
+        lacking, _ = semantic._full_check(conn, vectors, scope)
+        assert new_user in lacking and new_tool not in lacking
+        assert {new_tool, new_user} <= rows_read[-1]
+        assert new_tool in recorded(world)[0] and new_user not in recorded(world)[0]
+    finally:
+        conn.close()
+
+
+def test_a_state_db_replaced_in_place_by_another_is_not_trusted(world: World, fake, tmp_path, rows_read):
+    """A different history written over state.db (same inode), where the recorded ids are user messages:
+    the sample check refuses the record, every row is read again, nothing is hidden, and the record is
+    rewritten from the new file."""
+    indexed_world(world, fake)
+    semantic = plugin("semantic")
+    vectors = vectors_of(world)
+    conn, scope = scope_of(world)
+    try:
+        semantic._full_check(conn, vectors, scope)
+        tools = other_role_ids(conn, scope)
+    finally:
+        conn.close()
+    assert recorded(world)[0] == tools
+    # The other history: the same sessions, every message a user's, as many of them.
+    with closing(sqlite3.connect(world.home / "state.db")) as db, db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db.execute("UPDATE messages SET role = 'user', content = 'replaced history ' || id WHERE role != 'user'")
+    new_process()
+    conn, scope = scope_of(world)
+    try:
+        should = by_every_row(conn, scope)
+        assert tools <= set(should)
+        lacking, total = semantic._full_check(conn, vectors, scope)
+        assert tools <= set(lacking) and total == len(should)
+        assert tools <= rows_read[-1]
+        assert recorded(world)[0] == set(), "rewritten from the file it now reads: no other role in it"
+    finally:
+        conn.close()
+
+
+def test_another_state_db_file_never_uses_the_record(world: World, fake, rows_read):
+    """A state.db restored as a new file (another inode, e.g. a profile copied in): the record is of the old
+    file, so it is not used, whatever its contents."""
+    indexed_world(world, fake)
+    semantic, store = plugin("semantic"), plugin("store")
+    vectors = vectors_of(world)
+    conn, scope = scope_of(world)
+    try:
+        semantic._full_check(conn, vectors, scope)
+        tools, old = other_role_ids(conn, scope), store.source_key(conn)
+    finally:
+        conn.close()
+    world.close()
+    state = world.home / "state.db"
+    with sqlite3.connect(state) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shutil.copyfile(state, state.with_suffix(".new"))
+    state.with_suffix(".new").replace(state)
+    new_process()
+    conn, scope = scope_of(world)
+    try:
+        assert store.source_key(conn) != old
+        semantic._full_check(conn, vectors, scope)
+        assert tools <= rows_read[-1]
+        assert recorded(world) == (tools, store.source_key(conn))
+    finally:
+        conn.close()
+
+
+def test_a_record_that_cannot_be_written_leaves_the_check_right(world: World, fake, rows_read):
+    """Another process holds embeddings.db's write lock: the record waits briefly, gives up, and the check
+    answers as the definition does (the next check reads those rows again)."""
+    indexed_world(world, fake)
+    semantic = plugin("semantic")
+    vectors = vectors_of(world)
+    with closing(sqlite3.connect(data_dir(world) / "embeddings.db", isolation_level=None)) as other:
+        other.execute("BEGIN IMMEDIATE")
+        conn, scope = scope_of(world)
+        try:
+            should = by_every_row(conn, scope)
+            assert semantic._full_check(conn, vectors, scope) == (should[::-1], len(should))
+        finally:
+            conn.close()
+        other.execute("ROLLBACK")
+    assert recorded(world)[0] == set()
+
+
+def test_two_writers_records_both_stay(world: World, fake):
+    """Records of the same file are merged under the write lock, from two threads at once."""
+    indexed_world(world, fake)
+    vectors = vectors_of(world)
+    conn, _ = scope_of(world)
+    source = plugin("store").source_key(conn)
+    conn.close()
+    batches = [np.arange(start, 5000, 7, dtype=np.int64) for start in range(1, 8)]
+    threads = [threading.Thread(target=vectors.record_never_indexed, args=(source, ids)) for ids in batches]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert recorded(world)[0] == {int(i) for ids in batches for i in ids}
+
+
+def test_the_bitmap_is_a_set():
+    """id_bits against Python sets, on random ids (some far apart, some beyond the bitmap)."""
+    id_bits = plugin("id_bits")
+    rng = random.Random(5)
+    for _ in range(60):
+        a = {rng.randrange(1, rng.choice([9, 64, 5000, 10**6])) for _ in range(rng.randint(0, 300))}
+        b = {rng.randrange(1, 70_000) for _ in range(rng.randint(0, 300))}
+        bits_a = id_bits.with_ids(id_bits.EMPTY, np.array(sorted(a), dtype=np.int64))
+        both = id_bits.with_ids(bits_a, np.array(sorted(b), dtype=np.int64))
+        assert np.array_equal(both, id_bits.union(bits_a, id_bits.with_ids(id_bits.EMPTY, np.array(sorted(b), dtype=np.int64))))
+        probe = np.array(sorted(a | b | {0, 10**7, *(rng.randrange(1, 10**6) for _ in range(50))}), dtype=np.int64)
+        assert [int(i) for i in probe[id_bits.members(both, probe)]] == sorted(a | b)
+        assert id_bits.count(both) == len(a | b)
+        picked = id_bits.sample(both, 16)
+        assert set(picked) <= a | b and len(picked) == min(16, len(a | b))
+        assert picked == sorted(picked) and (not a | b or picked[-1] == max(a | b))
