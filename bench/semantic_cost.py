@@ -11,9 +11,11 @@ of new messages, hybrid query latency at 100k and 300k indexed chunks, memory.
    message of a ~100k-chunk and a ~300k-chunk project (random unit vectors
    under the local model's fingerprint: the vector leg's cost does not depend
    on their values), then hybrid searches from those projects are timed;
-   The first query is timed in three new processes before any "complete up to" mark exists
-   (``fresh_process_first_query_without_marks_ms``: as the first search after an upgrade or a
-   repair; the marks the first one wrote are taken away before each of the others), beside Hermes'
+   The first query is timed in five new processes without any "complete up to" mark (the marks each
+   one wrote are taken away before the next): two also without the record of messages never indexed
+   (``fresh_process_first_query_without_marks_or_record_ms``: as the first search after an upgrade),
+   then three with the record they wrote (``fresh_process_first_query_without_marks_ms``: as the first
+   search after a repair), beside Hermes'
    built-in ``session_search`` in two new processes (``fresh_process_builtin_session_search_ms``), then,
    marked as the index command leaves them, in three new processes (``fresh_process_first_query_ms``), then in
    this one twice: cold (indexes reset, modules and caches kept), and after the
@@ -42,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -188,6 +191,7 @@ MILLION = (("lumen-web", 166_000, False), ("relic-core", 131_000, False), ("orbi
 
 FRESH = r"""
 import os, sys, time
+from contextlib import closing
 from pathlib import Path
 sys.path.insert(0, {bench!r})
 import _common
@@ -201,6 +205,7 @@ print(round((time.perf_counter() - started) * 1000, 1))
 
 BUILTIN = r"""
 import json, os, sys, time
+from contextlib import closing
 from pathlib import Path
 from hermes_state import SessionDB
 from tools.session_search_tool import session_search
@@ -228,6 +233,14 @@ def fresh_process_query(home: Path, current: str, query: str) -> float:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                          env={**os.environ, "HERMES_HOME": str(home)})
     return float(out.stdout.strip().splitlines()[-1])
+
+
+def forget_never_indexed(home: Path) -> None:
+    """Take away the record of state.db messages never indexed (``VectorIndex.record_never_indexed``)."""
+    from project_history_recall import paths
+
+    with closing(sqlite3.connect(paths.plugin_data_dir(home) / "embeddings.db")) as conn, conn:
+        conn.execute("DELETE FROM meta WHERE key IN ('never_indexed', 'never_indexed_source')")
 
 
 def hybrid_latency(phr, db_path: Path, reps: int, stages=STAGES) -> list[dict]:
@@ -261,15 +274,19 @@ def hybrid_latency(phr, db_path: Path, reps: int, stages=STAGES) -> list[dict]:
         vectors.provider.load()
         queries = ["how did we handle the flaky reconnect?", "websocket backoff jitter", "数据库迁移怎么做"]
         # No "complete up to" marks yet (the chunks were written straight into the file): the first
-        # search of a process checks every message, as the first after an upgrade or a repair would.
-        # Three new processes, the marks the first wrote taken away again before each of the others:
-        # the first meets state.db as the bench left it (pages this VM's reclaim paged out after a
-        # minute unread), the others as a busy Hermes keeps it.
+        # search of a process checks every message, as the first after a repair would. New processes,
+        # the marks each wrote taken away again before the next. The first two also without the record
+        # of messages never indexed (as the first search after an upgrade, or on a state.db restored
+        # from a copy): they read the rows of every message not indexed. The first meets state.db as
+        # the bench left it (pages this VM's reclaim paged out after a minute unread), the others as a
+        # busy Hermes keeps it.
         top = phr.store.max_message_id(conn)
-        unmarked = []
-        for _ in range(3):
+        unrecorded, unmarked = [], []
+        for run in range(5):
             vectors.mark_complete([], top, vectors.complete_marks(set(), top), replace=True)
-            unmarked.append(fresh_process_query(home, current, queries[0]))
+            if run < 2:
+                forget_never_indexed(home)
+            (unrecorded if run < 2 else unmarked).append(fresh_process_query(home, current, queries[0]))
         builtin = [fresh_process_builtin(home, current, queries[0]) for _ in range(2)]
         # ... the index command ends by marking every project it completed.
         vectors.mark_complete([*scope.session_ids, current], top, vectors.complete_marks(set(), top), replace=True)
@@ -303,6 +320,7 @@ def hybrid_latency(phr, db_path: Path, reps: int, stages=STAGES) -> list[dict]:
                         phr.paths.plugin_data_dir(home) / "embeddings.db", embeddings.LocalProvider().fingerprint).head().rows,
                     "index_sync_s": round(synced, 2), "fresh_process_first_query_ms": fresh,
                     "fresh_process_first_query_without_marks_ms": unmarked,
+                    "fresh_process_first_query_without_marks_or_record_ms": unrecorded,
                     "fresh_process_builtin_session_search_ms": builtin,
                     "first_query_ms": round(cold * 1000, 1), "warm_up_s": round(warm_up, 2),
                     "first_query_after_warm_up_ms": round(after_warm_up * 1000, 1), **summary_ms(samples),
