@@ -486,7 +486,8 @@ def _unindexed(
     scope is checked against the scope's indexed ids, read from the file as arrays. What is indexed
     is always read from the file, never waiting for a load in progress, so keyword mode's status
     asks the same question. A load that dropped damaged vectors (``vectors.generation`` moved on from
-    ``key``'s) voids this process's watermark, and a repair anywhere voids the shared marks.
+    ``key``'s) voids this process's watermark, and a repair anywhere voids the shared marks of the sessions
+    whose vectors it dropped.
     """
     sessions = set(scope.session_ids)
     top = store.max_message_id(conn)

@@ -492,13 +492,20 @@ class VectorIndex:
             return
         try:
             with self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")  # the sessions, the marks and the delete under one lock
+                sessions = {str(r[0]) for r in self._conn.execute(
+                    "SELECT DISTINCT session_id FROM chunks WHERE model_fingerprint = ? AND message_id IN (SELECT value FROM json_each(?))",
+                    (self.provider.fingerprint, json.dumps(gone)))}
                 self._conn.execute(
                     "DELETE FROM chunks WHERE model_fingerprint = ? AND message_id IN (SELECT value FROM json_each(?))",
                     (self.provider.fingerprint, json.dumps(gone)),
                 )
-                # Every process's "complete up to" marks of this model go, with a new stamp (see mark_complete).
-                self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, '{}'), (?, ?)",
-                                   (self._marks_key, self._stamp_key, secrets.token_hex(8)))
+                # The "complete up to" marks of those sessions go, for every process, with a new stamp (see
+                # mark_complete): the marks of the other sessions still hold.
+                row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (self._marks_key,)).fetchone()
+                self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?), (?, ?)",
+                                   (self._marks_key, _marks_without(row[0] if row else None, sessions),
+                                    self._stamp_key, secrets.token_hex(8)))
             if self._indexed_loaded:
                 self._indexed_stamp = self._stamp(self._conn)  # this process's own repair: its set is right
         except sqlite3.Error as exc:
@@ -759,6 +766,18 @@ class VectorIndex:
 
     def _reader(self) -> sqlite3.Connection:
         return index_file.connect_read_only(self.path)
+
+
+def _marks_without(stored: Any, sessions: AbstractSet[str]) -> str:
+    """The stored marks (JSON text, see :meth:`VectorIndex.mark_complete`) without those of ``sessions``, as JSON
+    text; ``"{}"`` when they do not read as an object."""
+    try:
+        marks = json.loads(stored) if isinstance(stored, str) else None
+    except (ValueError, RecursionError):
+        marks = None
+    if not isinstance(marks, dict):
+        return "{}"
+    return json.dumps({sid: upto for sid, upto in marks.items() if sid not in sessions})
 
 
 def _close_all(indexes: dict[tuple[str, str], VectorIndex]) -> None:

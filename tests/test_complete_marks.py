@@ -1,5 +1,6 @@
 """The shared "complete up to" marks: a new process's first search checks only what is newer than every
-session's mark, a session without one is checked in full, and a repair voids them for every process.
+session's mark, a session without one is checked in full, and a repair voids the marks of the sessions it
+repaired for every process.
 
 Through Hermes' real plugin loader and handlers, a real state.db and embeddings.db, the loopback
 OpenAI-compatible endpoint as the embedder."""
@@ -111,23 +112,39 @@ def test_a_session_moved_in_without_a_mark_is_checked_in_full(warm, fake, counte
     assert set(marks) == {"a_ws", "a_db", "b_img"}
 
 
-def test_a_repair_voids_every_processs_marks(warm, fake):
+def test_a_repair_voids_the_marks_of_the_sessions_it_repaired(warm, fake, counted, scans):
     """Vectors found damaged are dropped and their messages must be embedded again: the marks that said
-    they were indexed go with them, so a new process's first search re-embeds them."""
+    their sessions were indexed go with them, for every process, so a new process's first search checks
+    those sessions in full and re-embeds them; the other sessions' marks still hold."""
     indexed_then_new_process(warm, fake)
     assert warm.search("cur", "websocket")["semantic_status"] == "ready"
     stamp = loaded_index(warm)._stamp(loaded_index(warm)._conn)
+    (before,) = stored_marks(warm).values()
     with closing(sqlite3.connect(data_dir(warm) / "embeddings.db")) as conn, conn:
         conn.execute("UPDATE chunks SET vector = x'00' WHERE session_id = 'a_ws'")  # real damage: a 1-byte vector
     new_process()
     index = loaded_index(warm)
     assert index.repair_damaged() == 1
     (after,) = stored_marks(warm).values()
-    assert after == {} and index._stamp(index._conn) != stamp
+    assert after == {"a_db": before["a_db"]} and index._stamp(index._conn) != stamp
     new_process()
+    counted.clear()
+    scans.clear()
     answer = warm.search("cur", "websocket backoff jitter")
     assert answer["semantic_status"] == "ready"
     assert stored_chunks(warm) == 2, "the damaged message was embedded again"
+    assert counted == ["count a_ws"] and scans == [(("a_db",), before["a_db"])], (counted, scans)
+
+
+def test_a_repair_over_marks_mangled_by_hand_voids_them_all(warm, fake):
+    indexed_then_new_process(warm, fake)
+    assert warm.search("cur", "websocket")["semantic_status"] == "ready"
+    with closing(sqlite3.connect(data_dir(warm) / "embeddings.db")) as conn, conn:
+        conn.execute("UPDATE meta SET value = '[1, 2' WHERE key LIKE 'complete_upto:%'")
+        conn.execute("UPDATE chunks SET vector = x'00' WHERE session_id = 'a_ws'")
+    new_process()
+    assert loaded_index(warm).repair_damaged() == 1
+    assert stored_marks(warm) == {next(iter(stored_marks(warm))): {}}
 
 
 def test_marks_written_before_a_repair_are_refused(warm, fake):
@@ -137,12 +154,14 @@ def test_marks_written_before_a_repair_are_refused(warm, fake):
     top = 10**6
     marks = index.complete_marks({"a_ws", "a_db"}, top)
     other = plugin("vector_index").VectorIndex(index.path, index.provider)  # another process
+    with closing(sqlite3.connect(data_dir(warm) / "embeddings.db")) as conn:
+        (damaged,) = conn.execute("SELECT message_id FROM chunks WHERE session_id = 'a_ws' LIMIT 1").fetchone()
     with other._lock:
-        other._repair([1], "damaged for the test")
+        other._repair([damaged], "damaged for the test")
     other.close()
     assert index._damaged == set(), "this process saw no damage itself"
     assert index.mark_complete(["a_ws", "a_db"], top, marks) is False
-    assert index.complete_marks({"a_ws", "a_db"}, top).upto == {}
+    assert set(index.complete_marks({"a_ws", "a_db"}, top).upto) == {"a_db"}, "nothing written; a_ws's mark gone"
     assert index.mark_complete(["a_ws", "a_db"], top, index.complete_marks({"a_ws", "a_db"}, top)) is True
     assert index.complete_marks({"a_ws", "a_db"}, top).upto == {"a_ws": top, "a_db": top}
 
