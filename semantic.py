@@ -182,7 +182,9 @@ def open_vectors(home: Path, settings: config_schema.Settings) -> vector_index.V
     )
 
 
-_warming = state.cache("warm_up")  # "thread": the last warm-up started in this process
+# "threads": {profile's home: the last warm-up started for it in this process}; "prepared": the homes a
+# search prepared (see prepare); "loading": (provider, thread) of a model load started beside a search
+_warming = state.cache("warm_up")
 
 
 def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> threading.Thread | None:
@@ -200,8 +202,8 @@ def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> th
     ``embedding.preload`` not false, and a consent on record (the thread then
     checks it is for the configured provider, endpoint and model). Before
     that it opens and creates no file. It embeds none of the messages and sends nothing:
-    indexing stays with searches and the index command. One warm-up runs at a
-    time; a later one only loads what is new. Never raises: trouble is logged
+    indexing stays with searches and the index command. One warm-up per profile
+    runs at a time; a later one only loads what is new. Never raises: trouble is logged
     and the next search reports it in ``semantic_status``.
     """
     try:
@@ -214,7 +216,8 @@ def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> th
         logger.warning("project-history-recall: no warm-up (%s)", exc)
         return None
     with _warming.lock:
-        last = _warming.data.get("thread")
+        threads = _warming.data.setdefault("threads", {})
+        last = threads.get(home)
         if last is not None and (first_only or last.is_alive()):
             return None
         thread = threading.Thread(target=_warm, args=(home, settings, session_id), name="project-history-recall-warm-up",
@@ -224,7 +227,7 @@ def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> th
         except RuntimeError as exc:  # no more threads (or the interpreter is shutting down)
             logger.warning("project-history-recall: no warm-up (%s)", exc)
             return None
-        _warming.data["thread"] = thread
+        threads[home] = thread
         return thread
 
 
@@ -242,7 +245,7 @@ def prepare(home: Path, settings: config_schema.Settings) -> threading.Thread | 
     """
     with _warming.lock:
         prepared = _warming.data.setdefault("prepared", set())
-        if _warming.data.get("thread") is not None or home in prepared:  # every later search: no file looked at
+        if home in _warming.data.get("threads", {}) or home in prepared:  # every later search: no file looked at
             return None
         try:
             if switched_off(settings) or not (paths.plugin_data_dir(home) / "consent.json").is_file():

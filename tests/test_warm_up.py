@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import shutil
 import sqlite3
 import threading
 from contextlib import closing
@@ -25,8 +26,9 @@ def plugin(name: str):
 
 
 def warming() -> threading.Thread | None:
-    """The last warm-up thread this process started (kept in the plugin's declared caches)."""
-    return plugin("state").cache("warm_up").data.get("thread")
+    """The last warm-up thread this process started (kept in the plugin's declared caches), of any profile."""
+    threads = plugin("state").cache("warm_up").data.get("threads", {})
+    return list(threads.values())[-1] if threads else None
 
 
 def start_session(sid: str = "new-session") -> threading.Thread | None:
@@ -82,7 +84,7 @@ def test_a_resumed_conversation_warms_up_at_its_first_turn_once(warm, fake, monk
     from hermes_cli.plugins import invoke_hook
 
     server = indexed_then_new_process(warm, fake)
-    plugin("state").cache("warm_up").data.pop("thread", None)  # a process where nothing warmed up yet
+    plugin("state").cache("warm_up").data.pop("threads", None)  # a process where nothing warmed up yet
     sent = len(server.requests)
     turn = dict(session_id="cur", user_message="hi", conversation_history=[], is_first_turn=False, model="m", platform="cli")
     assert invoke_hook("pre_llm_call", **turn) == [], "nothing is injected into the turn"
@@ -481,3 +483,25 @@ def test_a_first_search_prepares_nothing_where_the_warm_up_would_not(warm, fake,
     for t in thread:
         t.join(timeout=30)
     assert prepared == [] and server.requests == [] and open_indexes() == {}
+
+
+def test_each_profile_of_a_process_warms_up_once(warm, fake, tmp_path):
+    """One process serving two profiles (two Hermes homes): the first turn of a resumed conversation in the
+    second warms that profile up although the first one's warm-up ran already, and each only once."""
+    indexed_then_new_process(warm, fake)
+    semantic = plugin("semantic")
+    warm.close()
+    with sqlite3.connect(warm.home / "state.db") as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    other = tmp_path / "other-profile"
+    shutil.copytree(warm.home, other)
+    plugin("state").cache("warm_up").data.clear()
+    first = semantic.warm_up(warm.home, first_only=True)
+    assert first is not None
+    first.join()
+    second = semantic.warm_up(other, first_only=True)
+    assert second is not None, "the other profile's first turn warms it up"
+    second.join()
+    assert semantic.warm_up(warm.home, first_only=True) is None and semantic.warm_up(other, first_only=True) is None
+    assert {index.path for index in open_indexes().values()} == {
+        data_dir(warm) / "embeddings.db", other / "plugins" / "project-history-recall" / "data" / "embeddings.db"}
