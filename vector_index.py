@@ -52,7 +52,7 @@ _LOAD_BATCH = 2_000  # chunks decoded per step when vectors are copied in (bound
 _PAGE = 4_096  # bytes of a memory page: the warm-up reads one value of each
 # meta keys of the state.db messages never indexed: the ids (an id_bits bitmap, a BLOB), and which state.db they are of
 _NEVER_KEY, _NEVER_SOURCE_KEY = "never_indexed", "never_indexed_source"
-_NEVER_WAIT_S = 0.5  # how long recording them waits for another writer: a search is on the way
+_NEVER_WAIT_S = 0.0  # how long recording them waits for another writer: not at all, a search (keyword mode too) is on the way
 # The messages (chunk 0) of a model (parameter 1) and of sessions (parameter 2, a JSON array) the file holds
 # vectors of, one row per message, from a covering index. Above a message id, the (model, chunk, message,
 # ...) index: one range of the newest ids (2 ms at 1M chunks).
@@ -753,8 +753,8 @@ class VectorIndex:
         Merged with what is recorded for the same file (under the file's write lock: two processes' records both
         stay); a record of another file, or any with ``replace``, is replaced. Independent of the model and of
         repairs, so it is written on a connection of its own, without this index's lock: a load or an indexing
-        in progress is never waited for, and another process's write at most ``_NEVER_WAIT_S``. Raises
-        ``sqlite3`` errors (busy, read-only, no file there any more: the record is only a shortcut)."""
+        in progress is never waited for, nor another process's write (``_NEVER_WAIT_S``). Raises ``sqlite3``
+        errors (busy, read-only, no file there any more: the record is only a shortcut, a later check writes it)."""
         with closing(index_file.connect_existing(self.path, timeout=_NEVER_WAIT_S)) as conn, conn:
             conn.execute("BEGIN IMMEDIATE")
             rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (_NEVER_KEY, _NEVER_SOURCE_KEY)))

@@ -200,8 +200,8 @@ def test_another_state_db_file_never_uses_the_record(world: World, fake, rows_re
 
 
 def test_a_record_that_cannot_be_written_leaves_the_check_right(world: World, fake, rows_read):
-    """Another process holds embeddings.db's write lock: the record waits briefly, gives up, and the check
-    answers as the definition does (the next check reads those rows again)."""
+    """Another process holds embeddings.db's write lock: the record is not written (it does not wait), and the
+    check answers as the definition does; the next check reads those rows again and writes it."""
     indexed_world(world, fake)
     semantic = plugin("semantic")
     vectors = vectors_of(world)
@@ -215,6 +215,12 @@ def test_a_record_that_cannot_be_written_leaves_the_check_right(world: World, fa
             conn.close()
         other.execute("ROLLBACK")
     assert recorded(world)[0] == set()
+    conn, scope = scope_of(world)
+    try:
+        semantic._full_check(conn, vectors, scope)
+        assert recorded(world)[0] == other_role_ids(conn, scope)
+    finally:
+        conn.close()
 
 
 def test_two_writers_records_both_stay(world: World, fake):
