@@ -223,19 +223,36 @@ def test_a_record_that_cannot_be_written_leaves_the_check_right(world: World, fa
         conn.close()
 
 
-def test_two_writers_records_both_stay(world: World, fake):
-    """Records of the same file are merged under the write lock, from two threads at once."""
+def test_records_of_several_writers_are_merged(world: World, fake):
+    """Records of the same file are merged under the write lock. Writers at the same instant do not wait for
+    each other: one writes, the others are refused as busy (and a later check writes theirs); what each
+    wrote stays."""
     indexed_world(world, fake)
     vectors = vectors_of(world)
     conn, _ = scope_of(world)
     source = plugin("store").source_key(conn)
     conn.close()
     batches = [np.arange(start, 5000, 7, dtype=np.int64) for start in range(1, 8)]
-    threads = [threading.Thread(target=vectors.record_never_indexed, args=(source, ids)) for ids in batches]
+    wrote: list[int] = []
+    refused: list[int] = []
+
+    def write(n: int) -> None:
+        try:
+            vectors.record_never_indexed(source, batches[n])
+            wrote.append(n)
+        except sqlite3.OperationalError as exc:
+            assert "locked" in str(exc), exc
+            refused.append(n)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(len(batches))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert wrote and sorted(wrote + refused) == list(range(len(batches)))
+    assert recorded(world)[0] == {int(i) for n in wrote for i in batches[n]}
+    for n in refused:
+        vectors.record_never_indexed(source, batches[n])
     assert recorded(world)[0] == {int(i) for ids in batches for i in ids}
 
 
