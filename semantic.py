@@ -541,23 +541,30 @@ def _full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, sco
     The ids come from Hermes' (session, active) index; rows are read only of the messages not indexed
     and of the inactive indexed ones (rewound, or archived by a compaction), to tell which of them the
     index should hold, and never of those recorded as of another role than user and assistant (tool
-    output, mostly: :func:`_never_indexed`); those read now are recorded. Raises ``sqlite3`` errors.
+    output, mostly: :func:`_trusted`); those read now are recorded. Raises ``sqlite3`` errors of
+    state.db, and :class:`embeddings.EmbeddingUnavailable` for embeddings.db's (:meth:`VectorIndex.trouble`).
     """
     import numpy as np
 
-    from . import id_bits
+    from . import id_bits, vector_index
 
     signed = np.fromstring(store.scope_message_ids_text(conn, scope), dtype=np.int64, sep=",")
     scope_ids = np.abs(signed)
-    held = np.isin(scope_ids, vectors.indexed_array(scope.ids_json))
     source = store.source_key(conn)
-    never, refused = _never_indexed(conn, vectors, source)
+    try:  # embeddings.db's errors are the index's trouble, state.db's go on as they are
+        held = np.isin(scope_ids, vectors.indexed_array(scope.ids_json))
+        recorded = vectors.never_indexed(source) if source else (id_bits.EMPTY, [])
+    except sqlite3.Error as exc:
+        raise vectors.trouble(exc) from exc
+    never, refused = _trusted(conn, *recorded)
     read = scope_ids[(~held | (signed < 0)) & ~id_bits.members(never, scope_ids)]
     sorted_out = np.fromstring(store.sort_out_text(conn, json.dumps(read.tolist())), dtype=np.int64, sep=",") if len(read) else read
     should, other = sorted_out[sorted_out > 0], -sorted_out[sorted_out < 0]
     if source and (len(other) or refused):
+        highest = np.sort(other)[::-1][: vector_index.NEVER_ANCHORS].tolist()
+        stamps = store.message_timestamps(conn, highest)
         try:
-            vectors.record_never_indexed(source, other, replace=refused)
+            vectors.record_never_indexed(source, other, [(i, stamps[i]) for i in highest if i in stamps], replace=refused)
         except sqlite3.Error as exc:
             logger.info("project-history-recall: could not record which messages are never indexed (%s)", exc)
     lacking = should[~np.isin(should, scope_ids[held])]
@@ -565,24 +572,24 @@ def _full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, sco
     return np.sort(lacking)[::-1].tolist(), total
 
 
-#: How many recorded ids :func:`_never_indexed` checks against state.db (one point read each)
+#: How many recorded ids :func:`_trusted` checks against state.db besides the anchors (one point read each)
 NEVER_SAMPLE = 16
 
 
-def _never_indexed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, source: str) -> tuple[Any, bool]:
-    """``(the ids recorded as never indexed for this state.db, an id_bits bitmap; whether a record was refused)``.
+def _trusted(conn: sqlite3.Connection, bits: Any, anchors: list[tuple[int, float]] | None) -> tuple[Any, bool]:
+    """``(the record of messages never indexed to use, an id_bits bitmap; whether a record was refused)``.
 
-    A record is used only when it is of this file (``source``, :func:`store.source_key`) and ``NEVER_SAMPLE``
-    of its ids, the highest among them, are still messages of another role in it: a state.db restored from a
-    copy, or replaced by another in place, fails that, and its record is then replaced. Empty (nothing
-    skipped) when ``source`` is unknown. Raises ``sqlite3`` errors.
+    ``bits`` and ``anchors`` are :meth:`vector_index.VectorIndex.never_indexed`'s answer for this state.db
+    file. The record is used only when it still describes state.db (:func:`store.record_holds`: its anchors,
+    the highest recorded ids with their timestamps, and ``NEVER_SAMPLE`` ids spread over it): one restored in
+    place from an older copy, or replaced by another history, fails that, and the record is then rewritten
+    from what the check reads. Raises ``sqlite3`` errors.
     """
     from . import id_bits
 
-    if not source:
+    if not len(bits):
         return id_bits.EMPTY, False
-    bits = vectors.never_indexed(source)
-    if len(bits) and not store.all_other_roles(conn, id_bits.sample(bits, NEVER_SAMPLE)):
+    if anchors is None or not store.record_holds(conn, id_bits.sample(bits, NEVER_SAMPLE), anchors):
         logger.info("project-history-recall: the record of messages never indexed does not match state.db; it is read again")
         return id_bits.EMPTY, True
     return bits, False
@@ -760,11 +767,14 @@ def index_projects(
             return failed(vectors.trouble(exc), 0, 0)
         work = []
         total = 0
-        for scope in scopes:  # state.db's errors are the caller's (errors.StoreError)
-            lacking, should = _full_check(conn, vectors, scope)
-            found = store.texts_to_embed(conn, lacking, 10**9)  # without those that have no text once read
-            work.extend(found)
-            total += should - len(lacking) + len(found)
+        try:
+            for scope in scopes:  # state.db's errors are the caller's (errors.StoreError)
+                lacking, should = _full_check(conn, vectors, scope)
+                found = store.texts_to_embed(conn, lacking, 10**9)  # without those that have no text once read
+                work.extend(found)
+                total += should - len(lacking) + len(found)
+        except index_troubles as exc:  # embeddings.db's, from the check
+            return failed(exc, 0, 0)
     finally:
         conn.close()
     already = total - len(work)

@@ -189,12 +189,43 @@ def sort_out_text(conn: sqlite3.Connection, ids_json: str) -> str:
     return str(row[0] or "")
 
 
-def all_other_roles(conn: sqlite3.Connection, ids: Sequence[int]) -> bool:
-    """Whether every one of ``ids`` is a message of a role other than user and assistant (true of none): one
-    point read each, to check a record of such ids against the state.db it claims to be of."""
-    row = conn.execute(f"SELECT count(*) FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {_OTHER_ROLE_SQL}",
-                       (json.dumps([int(i) for i in ids]),)).fetchone()
-    return int(row[0]) == len(set(ids))
+def message_id_counter(conn: sqlite3.Connection) -> int:
+    """The highest message id Hermes has handed out: the AUTOINCREMENT counter (``sqlite_sequence``), at least the
+    highest id there is. It only grows in a live state.db (ids are never reused, not even of deleted messages); a
+    state.db restored from an older copy has the copy's, and hands out the ids lost with the restore again."""
+    try:
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
+    except sqlite3.OperationalError:  # no AUTOINCREMENT row written yet: no sqlite_sequence table
+        row = None
+    return max(int(row[0]) if row and row[0] is not None else 0, max_message_id(conn))
+
+
+def record_holds(conn: sqlite3.Connection, sample: Sequence[int], anchors: Sequence[tuple[int, float]]) -> bool:
+    """Whether a record of message ids of another role than user and assistant, kept for this state.db, still
+    describes it. ``sample``: recorded ids; each must be such a message, or gone (deleted) without being above
+    :func:`message_id_counter`. ``anchors``: ``(id, timestamp)`` of the highest recorded ids when they were
+    recorded; each must still be that message (the same timestamp), or gone without being above the counter.
+    A state.db restored in place from an older copy fails this: the ids lost with it are above its counter
+    until it hands them out again, to messages with other timestamps; one replaced by another history fails
+    the roles. One point read per id."""
+    counter = message_id_counter(conn)
+    wanted = sorted({int(i) for i in sample} | {int(i) for i, _ in anchors})
+    rows = {int(r[0]): (r[1], r[2]) for r in conn.execute(
+        "SELECT m.id, m.role, m.timestamp FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))", (json.dumps(wanted),))}
+    for i in sample:
+        if (rows[i][0] in ("user", "assistant")) if i in rows else i > counter:
+            return False
+    for i, stamp in anchors:
+        if (rows[i][1] != stamp) if i in rows else i > counter:
+            return False
+    return True
+
+
+def message_timestamps(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, float]:
+    """``{id: timestamp}`` of those of the messages ``ids`` that exist."""
+    return {int(r[0]): r[1] for r in conn.execute(
+        "SELECT m.id, m.timestamp FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))",
+        (json.dumps([int(i) for i in ids]),))}
 
 
 def source_key(conn: sqlite3.Connection) -> str:

@@ -50,8 +50,13 @@ _generations = itertools.count(1)
 
 _LOAD_BATCH = 2_000  # chunks decoded per step when vectors are copied in (bounds what the copying process holds)
 _PAGE = 4_096  # bytes of a memory page: the warm-up reads one value of each
-# meta keys of the state.db messages never indexed: the ids (an id_bits bitmap, a BLOB), and which state.db they are of
-_NEVER_KEY, _NEVER_SOURCE_KEY = "never_indexed", "never_indexed_source"
+# meta keys of the state.db messages never indexed: the ids (an id_bits bitmap, a BLOB), which state.db they
+# are of, and the anchors (JSON [[id, timestamp], ...] of the highest ids)
+_NEVER_KEYS = ("never_indexed", "never_indexed_source", "never_indexed_anchors")
+#: How many of the highest recorded ids are kept with their timestamps, to tell a state.db that went back
+NEVER_ANCHORS = 8
+#: Message ids from this on are not recorded (a bitmap of 8 MB): read every time instead
+NEVER_ID_LIMIT = 2**26
 _NEVER_WAIT_S = 0.0  # how long recording them waits for another writer: not at all, a search (keyword mode too) is on the way
 # The messages (chunk 0) of a model (parameter 1) and of sessions (parameter 2, a JSON array) the file holds
 # vectors of, one row per message, from a covering index. Above a message id, the (model, chunk, message,
@@ -736,36 +741,62 @@ class VectorIndex:
                 return True
 
     # -- state.db messages never indexed, shared by every process ---------------------
-    def never_indexed(self, source: str) -> np.ndarray:
-        """The ids recorded by :meth:`record_never_indexed` for the state.db ``source`` names, as an
-        :mod:`id_bits` bitmap; empty when none are, or when they were recorded for another file. Read-only,
-        never waits for a load; the caller still checks a sample against state.db. Raises ``sqlite3`` errors."""
-        with closing(self._reader()) as conn:  # one statement: both rows from one snapshot
-            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (_NEVER_KEY, _NEVER_SOURCE_KEY)))
-        bits = rows.get(_NEVER_KEY)
-        if rows.get(_NEVER_SOURCE_KEY) != source or not isinstance(bits, bytes):
-            return id_bits.EMPTY
-        return np.frombuffer(bits, dtype=np.uint8)
+    def never_indexed(self, source: str) -> tuple[np.ndarray, list[tuple[int, float]] | None]:
+        """``(the ids recorded by :meth:`record_never_indexed` for the state.db that ``source`` names, as an
+        :mod:`id_bits` bitmap; their anchors)``: an empty bitmap when none are recorded, or only for another
+        file; anchors ``None`` when ids are recorded but their anchors are missing or do not read (edited by
+        hand: the record must not be used). Read-only, never waits for a load; the caller checks the record against state.db
+        (:func:`store.record_holds`). Raises ``sqlite3`` errors."""
+        with closing(self._reader()) as conn:  # one statement: every row from one snapshot
+            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?, ?)", _NEVER_KEYS))
+        bits = rows.get(_NEVER_KEYS[0])
+        if rows.get(_NEVER_KEYS[1]) != source or not isinstance(bits, bytes) or not bits:
+            return id_bits.EMPTY, []
+        return np.frombuffer(bits, dtype=np.uint8), _anchors(rows.get(_NEVER_KEYS[2])) or None  # ids, never without anchors
 
-    def record_never_indexed(self, source: str, ids: np.ndarray, *, replace: bool = False) -> None:
-        """Record, for every process, that the messages ``ids`` (int64) of the state.db ``source`` names are never
-        indexed: their role is neither user nor assistant, which Hermes never changes, and ids are never reused.
-        Merged with what is recorded for the same file (under the file's write lock: two processes' records both
-        stay); a record of another file, or any with ``replace``, is replaced. Independent of the model and of
-        repairs, so it is written on a connection of its own, without this index's lock: a load or an indexing
-        in progress is never waited for, nor another process's write (``_NEVER_WAIT_S``). Raises ``sqlite3``
-        errors (busy, read-only, no file there any more: the record is only a shortcut, a later check writes it)."""
+    def record_never_indexed(self, source: str, ids: np.ndarray, anchors: Sequence[tuple[int, float]], *,
+                             replace: bool = False) -> None:
+        """Record, for every process, that the messages ``ids`` (int64) of the state.db that ``source`` names
+        are never indexed: their role is neither user nor assistant, which Hermes never changes, and ids are
+        never reused. ``anchors``: ``(id, timestamp)`` of the highest of them, as state.db holds them now.
+        Merged with what is recorded for the same file (under the file's write lock: two processes' records
+        both stay), the ``NEVER_ANCHORS`` highest anchors kept; a record of another file, or any with
+        ``replace``, is replaced. Ids at or above ``NEVER_ID_LIMIT`` are not recorded (the bitmap's size
+        follows the highest id). Independent of the model and of repairs, so it is written on a connection
+        of its own, without this index's lock: a load or an indexing in progress is never waited for, nor
+        another process's write (``_NEVER_WAIT_S``). Raises ``sqlite3`` errors (busy, read-only, no file
+        there any more: the record is only a shortcut, a later check writes it)."""
+        ids = ids[ids < NEVER_ID_LIMIT]
         with closing(index_file.connect_existing(self.path, timeout=_NEVER_WAIT_S)) as conn, conn:
             conn.execute("BEGIN IMMEDIATE")
-            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (_NEVER_KEY, _NEVER_SOURCE_KEY)))
-            held = rows.get(_NEVER_KEY)
-            keep = not replace and rows.get(_NEVER_SOURCE_KEY) == source and isinstance(held, bytes)
+            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?, ?)", _NEVER_KEYS))
+            held = rows.get(_NEVER_KEYS[0])
+            kept = _anchors(rows.get(_NEVER_KEYS[2]))
+            keep = not replace and rows.get(_NEVER_KEYS[1]) == source and isinstance(held, bytes) and kept is not None
             bits = id_bits.with_ids(np.frombuffer(held, dtype=np.uint8) if keep and held else id_bits.EMPTY, ids)
+            merged = dict(kept if keep and kept else [])
+            merged.update((int(i), float(t)) for i, t in anchors if int(i) < NEVER_ID_LIMIT)
+            top = sorted(merged.items(), reverse=True)[:NEVER_ANCHORS]
             conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                             [(_NEVER_KEY, bits.tobytes()), (_NEVER_SOURCE_KEY, source)])
+                             zip(_NEVER_KEYS, (bits.tobytes(), source, json.dumps(top)), strict=True))
 
     def _reader(self) -> sqlite3.Connection:
         return index_file.connect_read_only(self.path)
+
+
+def _anchors(stored: Any) -> list[tuple[int, float]] | None:
+    """The record's anchors (see :meth:`VectorIndex.record_never_indexed`) from their JSON text: ``[]`` when there
+    are none, ``None`` when they do not read as a list of ``[id, timestamp]``."""
+    if stored is None:
+        return []
+    try:
+        pairs = json.loads(stored) if isinstance(stored, str) else None
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(pairs, list) or not all(
+            isinstance(p, list) and len(p) == 2 and type(p[0]) is int and type(p[1]) in (int, float) for p in pairs):
+        return None
+    return [(p[0], float(p[1])) for p in pairs]
 
 
 def _marks_without(stored: Any, sessions: AbstractSet[str]) -> str:

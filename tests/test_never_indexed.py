@@ -9,6 +9,7 @@ right. Real state.db written by Hermes' SessionDB, real embeddings.db, the real 
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import sqlite3
@@ -238,7 +239,7 @@ def test_records_of_several_writers_are_merged(world: World, fake):
 
     def write(n: int) -> None:
         try:
-            vectors.record_never_indexed(source, batches[n])
+            vectors.record_never_indexed(source, batches[n], [])
             wrote.append(n)
         except sqlite3.OperationalError as exc:
             assert "locked" in str(exc), exc
@@ -252,7 +253,7 @@ def test_records_of_several_writers_are_merged(world: World, fake):
     assert wrote and sorted(wrote + refused) == list(range(len(batches)))
     assert recorded(world)[0] == {int(i) for n in wrote for i in batches[n]}
     for n in refused:
-        vectors.record_never_indexed(source, batches[n])
+        vectors.record_never_indexed(source, batches[n], [])
     assert recorded(world)[0] == {int(i) for ids in batches for i in ids}
 
 
@@ -272,3 +273,222 @@ def test_the_bitmap_is_a_set():
         picked = id_bits.sample(both, 16)
         assert set(picked) <= a | b and len(picked) == min(16, len(a | b))
         assert picked == sorted(picked) and (not a | b or picked[-1] == max(a | b))
+
+
+def checkpointed(world: World) -> None:
+    """Hermes' connection closed and state.db's WAL folded in, so the file alone holds the history."""
+    world.close()
+    with closing(sqlite3.connect(world.home / "state.db")) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def restore_in_place(world: World, backup) -> None:
+    """``cp backup state.db``: the same inode, an older history (and AUTOINCREMENT counter) in it."""
+    checkpointed(world)
+    state = world.home / "state.db"
+    for suffix in ("-wal", "-shm"):
+        state.with_name(state.name + suffix).unlink(missing_ok=True)
+    inode = state.stat().st_ino
+    shutil.copyfile(backup, state)
+    assert state.stat().st_ino == inode
+
+
+def history_then_lost_tool_output(world: World, tmp_path):
+    """A busy history, a copy of state.db, then three tool outputs the copy lacks (their ids are lost by a
+    restore of the copy and handed out again by Hermes)."""
+    for i in range(200):
+        world.say("a2", "tool", f"earlier output {i}", tool_name="terminal")
+    checkpointed(world)
+    backup = tmp_path / "backup.db"
+    shutil.copyfile(world.home / "state.db", backup)
+    lost = [world.say("a1", "tool", f"output {i}", tool_name="terminal") for i in range(3)]
+    return backup, lost
+
+
+def grow_again(world: World) -> list[int]:
+    """What Hermes writes after the restore: a question, its answer, a tool's output (the newest again a tool's)."""
+    new = [world.say("a1", "user", "A new question after the restore"), world.say("a1", "assistant", "Its answer"),
+           world.say("a1", "tool", "exit 0", tool_name="terminal")]
+    world.close()
+    return new
+
+
+def test_a_state_db_restored_in_place_and_grown_again_hides_nothing(world: World, fake, tmp_path):
+    """state.db restored in place from an older copy, then Hermes hands the lost ids out again, to a user
+    message among others, the newest a tool message again (so roles alone would pass): the record's anchors
+    (the highest recorded ids with their timestamps) no longer match, the record is refused, and the check
+    answers as reading every row does."""
+    indexed_world(world, fake)
+    backup, lost = history_then_lost_tool_output(world, tmp_path)
+    semantic = plugin("semantic")
+    vectors = vectors_of(world)
+    conn, scope = scope_of(world)
+    try:
+        semantic._full_check(conn, vectors, scope)
+    finally:
+        conn.close()
+    assert set(lost) <= recorded(world)[0]
+    restore_in_place(world, backup)
+    new = grow_again(world)
+    assert new == lost, "the lost ids are handed out again"
+    new_process()
+    conn, scope = scope_of(world)
+    try:
+        should = by_every_row(conn, scope)
+        assert new[0] in should and new[1] in should
+        assert semantic._full_check(conn, vectors, scope) == (should[::-1], len(should))
+        assert recorded(world)[0] & set(new[:2]) == set()
+    finally:
+        conn.close()
+
+
+def test_right_after_a_restore_in_place_the_record_is_refused(world: World, fake, tmp_path, rows_read):
+    """Before Hermes writes again, the recorded ids lost with the restore are above its id counter."""
+    indexed_world(world, fake)
+    backup, lost = history_then_lost_tool_output(world, tmp_path)
+    semantic = plugin("semantic")
+    vectors = vectors_of(world)
+    conn, scope = scope_of(world)
+    try:
+        semantic._full_check(conn, vectors, scope)
+    finally:
+        conn.close()
+    restore_in_place(world, backup)
+    new_process()
+    conn, scope = scope_of(world)
+    try:
+        should = by_every_row(conn, scope)
+        assert semantic._full_check(conn, vectors, scope) == (should[::-1], len(should))
+        assert other_role_ids(conn, scope) <= rows_read[-1], "refused: every row read again"
+        assert not set(lost) & recorded(world)[0], "rewritten from the restored file"
+    finally:
+        conn.close()
+
+
+def test_after_a_restore_in_place_the_index_command_embeds_the_messages_that_reuse_ids(world: World, fake, tmp_path):
+    server = indexed_world(world, fake)
+    backup, lost = history_then_lost_tool_output(world, tmp_path)
+    semantic = plugin("semantic")
+    assert semantic.index_projects(home=world.home)["remaining"] == 0
+    assert set(lost) <= recorded(world)[0]
+    restore_in_place(world, backup)
+    assert grow_again(world) == lost
+    new_process()
+    answer = semantic.index_projects(home=world.home)
+    assert answer["success"] and answer["remaining"] == 0, answer
+    sent = [t for r in server.requests for t in r["body"]["input"]]
+    assert "A new question after the restore" in sent and "Its answer" in sent
+
+
+def test_a_transcript_rewrite_deleting_the_highest_recorded_ids_keeps_the_record(world: World, fake, rows_read):
+    """/retry, /undo and /compress rewrite a session's rows (Hermes' replace_messages: deleted, inserted again
+    with new ids), often the newest tool output among them. Deleted ids are never handed out again, so the
+    record stays trusted: the next check still reads none of the recorded rows."""
+    indexed_world(world, fake)
+    semantic = plugin("semantic")
+    for i in range(20):
+        world.say("a1", "tool", f"output {i}", tool_name="terminal")
+    vectors = vectors_of(world)
+    conn, scope = scope_of(world)
+    try:
+        semantic._full_check(conn, vectors, scope)
+        tools = other_role_ids(conn, scope)
+    finally:
+        conn.close()
+    world.db.replace_messages("a1", [{"role": "user", "content": "How do we retry the websocket?"},
+                                     {"role": "assistant", "content": "Backoff with jitter."},
+                                     {"role": "tool", "content": "rewritten output", "tool_name": "terminal"}])
+    conn, scope = scope_of(world)
+    try:
+        should = by_every_row(conn, scope)
+        gone = tools - other_role_ids(conn, scope)
+        assert max(recorded(world)[0]) in gone, "the highest recorded id was deleted"
+        assert semantic._full_check(conn, vectors, scope)[1] == len(should)
+        assert not rows_read[-1] & (tools - gone), "the record is still used"
+    finally:
+        conn.close()
+
+
+def test_anchors_edited_by_hand_refuse_the_record(world: World, fake, rows_read):
+    indexed_world(world, fake)
+    semantic = plugin("semantic")
+    vectors = vectors_of(world)
+    conn, scope = scope_of(world)
+    try:
+        semantic._full_check(conn, vectors, scope)
+        tools = other_role_ids(conn, scope)
+        for mangled in ("[[1, 2", '{"a": 1}', "[[1.5, 2]]", None):
+            with closing(sqlite3.connect(data_dir(world) / "embeddings.db")) as db, db:
+                if mangled is None:
+                    db.execute("DELETE FROM meta WHERE key = 'never_indexed_anchors'")
+                else:
+                    db.execute("UPDATE meta SET value = ? WHERE key = 'never_indexed_anchors'", (mangled,))
+            should = by_every_row(conn, scope)
+            assert semantic._full_check(conn, vectors, scope) == (should[::-1], len(should))
+            assert tools <= rows_read[-1], f"refused: {mangled!r}"
+            assert recorded(world)[0] == tools, "and written again"
+    finally:
+        conn.close()
+
+
+def test_the_check_agrees_with_every_row_with_and_without_the_record(world: World, fake):
+    """Random partial indexes (rewound messages' vectors among them, another project's, a deleted message's),
+    the record there or taken away before each check."""
+    indexed_world(world, fake)
+    semantic, vector_index = plugin("semantic"), plugin("vector_index")
+    vectors = vectors_of(world)
+    conn, scope = scope_of(world)
+    try:
+        text = {i: (s, t) for i, s, t in conn.execute("SELECT id, session_id, content FROM messages")}
+        should = [i for i in by_every_row(conn, scope) if text[i][1].strip()]
+        once = [i for i, (_, t) in text.items() if t and t.strip() and i not in other_role_ids(conn, scope)]
+        once = [i for i in once if conn.execute("SELECT role FROM messages WHERE id = ?", (i,)).fetchone()[0] in ("user", "assistant")]
+        rng = random.Random(13)
+        held: set[int] = set()
+        for n in range(12):
+            pick = set(rng.sample(once, rng.randint(0, len(once))))
+            vectors.drop(sorted(held - pick))
+            vectors.add([vector_index.PendingMessage(i, text[i][0], text[i][1]) for i in sorted(pick - held)])
+            held = pick
+            if n % 2:
+                with closing(sqlite3.connect(data_dir(world) / "embeddings.db")) as db, db:
+                    db.execute("DELETE FROM meta WHERE key LIKE 'never_indexed%'")
+            lacking, total = semantic._full_check(conn, vectors, scope)
+            assert [i for i in lacking if text[i][1].strip()] == sorted(set(should) - held, reverse=True)
+            assert total - (len(lacking) - len([i for i in lacking if text[i][1].strip()])) == len(should)
+    finally:
+        conn.close()
+
+
+def test_embeddings_db_damage_met_by_the_index_commands_check_is_the_index_s_trouble(world: World, fake):
+    """A damaged page of embeddings.db that only the check reads (the per-session index of the chunks): the
+    index command answers as a search does for the same error (``VectorIndex.trouble``: the semantic status,
+    a retry later), not with the plain state.db failure."""
+    indexed_world(world, fake)
+    assert world.search("cur", "websocket retry")["semantic_status"] == "ready"
+    plugin("vector_index").reset_indexes()
+    db = data_dir(world) / "embeddings.db"
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_chunks_1'").fetchone()
+        (size,) = conn.execute("PRAGMA page_size").fetchone()
+    with open(db, "r+b") as f:  # real damage: the index's root page overwritten
+        f.seek((root - 1) * size)
+        f.write(b"\xff" * size)
+    new_process()
+    answer = json.loads(plugin("handlers").guarded("/history-index", lambda: plugin("semantic").index_projects(home=world.home)))
+    assert answer["success"] is False and answer["semantic_status"] == "unavailable", answer
+    assert answer["error"].startswith("semantic search could not finish just now") and answer["temporary"] is True
+
+
+def test_ids_beyond_the_limit_are_not_recorded(world: World, fake):
+    """The bitmap's size follows the highest id: ids from ``NEVER_ID_LIMIT`` on (a foreign or hand-made state.db)
+    are left out, and read each time, instead of a bitmap of gigabytes."""
+    indexed_world(world, fake)
+    vectors, vector_index = vectors_of(world), plugin("vector_index")
+    limit = vector_index.NEVER_ID_LIMIT
+    vectors.record_never_indexed("1:2", np.array([5, limit - 1, limit, 2**62], dtype=np.int64), [(limit - 1, 1.0), (2**62, 2.0)])
+    ids, source = recorded(world)
+    assert ids == {5, limit - 1} and source == "1:2"
+    bits, anchors = vectors.never_indexed("1:2")
+    assert len(bits) == limit // 8 and anchors == [(limit - 1, 1.0)]
