@@ -560,11 +560,12 @@ def _full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, sco
     read = scope_ids[(~held | (signed < 0)) & ~id_bits.members(never, scope_ids)]
     sorted_out = np.fromstring(store.sort_out_text(conn, json.dumps(read.tolist())), dtype=np.int64, sep=",") if len(read) else read
     should, other = sorted_out[sorted_out > 0], -sorted_out[sorted_out < 0]
-    if source and (len(other) or refused):
-        highest = np.sort(other)[::-1][: vector_index.NEVER_ANCHORS].tolist()
-        stamps = store.message_timestamps(conn, highest)
+    other = other[other < vector_index.NEVER_ID_LIMIT]
+    highest = np.sort(other)[::-1][: vector_index.NEVER_ANCHORS].tolist()
+    stamps = store.message_timestamps(conn, highest)
+    if source and (len(other) or refused) and len(stamps) == len(highest):  # else some were deleted meanwhile: not now
         try:
-            vectors.record_never_indexed(source, other, [(i, stamps[i]) for i in highest if i in stamps], replace=refused)
+            vectors.record_never_indexed(source, other, [(i, stamps[i]) for i in highest], replace=refused)
         except sqlite3.Error as exc:
             logger.info("project-history-recall: could not record which messages are never indexed (%s)", exc)
     lacking = should[~np.isin(should, scope_ids[held])]

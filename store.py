@@ -204,7 +204,7 @@ def record_holds(conn: sqlite3.Connection, sample: Sequence[int], anchors: Seque
     """Whether a record of message ids of another role than user and assistant, kept for this state.db, still
     describes it. ``sample``: recorded ids; each must be such a message, or gone (deleted) without being above
     :func:`message_id_counter`. ``anchors``: ``(id, timestamp)`` of the highest recorded ids when they were
-    recorded; each must still be that message (the same timestamp), or gone without being above the counter.
+    recorded; each must still be that message (the same timestamp).
     A state.db restored in place from an older copy fails this: the ids lost with it are above its counter
     until it hands them out again, to messages with other timestamps; one replaced by another history fails
     the roles. One point read per id."""
@@ -215,8 +215,8 @@ def record_holds(conn: sqlite3.Connection, sample: Sequence[int], anchors: Seque
     for i in sample:
         if (rows[i][0] in ("user", "assistant")) if i in rows else i > counter:
             return False
-    for i, stamp in anchors:
-        if (rows[i][1] != stamp) if i in rows else i > counter:
+    for i, stamp in anchors:  # a deleted anchor proves nothing: its id may have been handed out again, then deleted
+        if i not in rows or rows[i][1] != stamp:
             return False
     return True
 

@@ -380,10 +380,11 @@ def test_after_a_restore_in_place_the_index_command_embeds_the_messages_that_reu
     assert "A new question after the restore" in sent and "Its answer" in sent
 
 
-def test_a_transcript_rewrite_deleting_the_highest_recorded_ids_keeps_the_record(world: World, fake, rows_read):
+def test_a_transcript_rewrite_deleting_the_highest_recorded_ids_refuses_the_record(world: World, fake, rows_read):
     """/retry, /undo and /compress rewrite a session's rows (Hermes' replace_messages: deleted, inserted again
-    with new ids), often the newest tool output among them. Deleted ids are never handed out again, so the
-    record stays trusted: the next check still reads none of the recorded rows."""
+    with new ids), often the newest tool output among them. A deleted anchor proves nothing (after a restore in
+    place its id may have been handed out again and deleted), so the record is refused: the check reads every
+    row again, answers exactly, and writes a record with anchors that exist."""
     indexed_world(world, fake)
     semantic = plugin("semantic")
     for i in range(20):
@@ -404,7 +405,8 @@ def test_a_transcript_rewrite_deleting_the_highest_recorded_ids_keeps_the_record
         gone = tools - other_role_ids(conn, scope)
         assert max(recorded(world)[0]) in gone, "the highest recorded id was deleted"
         assert semantic._full_check(conn, vectors, scope)[1] == len(should)
-        assert not rows_read[-1] & (tools - gone), "the record is still used"
+        assert (tools - gone) <= rows_read[-1], "refused: read again"
+        assert recorded(world)[0] == other_role_ids(conn, scope)
     finally:
         conn.close()
 
@@ -492,3 +494,47 @@ def test_ids_beyond_the_limit_are_not_recorded(world: World, fake):
     assert ids == {5, limit - 1} and source == "1:2"
     bits, anchors = vectors.never_indexed("1:2")
     assert len(bits) == limit // 8 and anchors == [(limit - 1, 1.0)]
+
+
+def test_anchors_deleted_by_a_rewrite_after_a_restore_and_regrowth_refuse_the_record(world, fake, tmp_path):
+    """Old history: a1 tool output at id X, then 8 a2 tool outputs (the anchors). Restore an older copy
+    (counter below X). Hermes hands X out again to an a1 *user* message and the anchor ids to a2 messages;
+    then /retry (replace_messages) rewrites a2, deleting the rows at the anchor ids. Every anchor is now
+    'deleted, not above the counter' and a deleted anchor must refuse the record, or X would stay hidden (found by a review)."""
+    indexed_world(world, fake)
+    semantic, store = plugin("semantic"), plugin("store")
+    for i in range(200):
+        world.say("a2", "tool", f"earlier output {i}", tool_name="terminal")
+    checkpointed(world)
+    backup = tmp_path / "backup.db"
+    shutil.copyfile(world.home / "state.db", backup)
+    x = world.say("a1", "tool", "lost a1 output", tool_name="terminal")
+    anchors = [world.say("a2", "tool", f"lost a2 output {i}", tool_name="terminal") for i in range(8)]
+    vectors = vectors_of(world)
+    conn, scope = scope_of(world)
+    try:
+        semantic._full_check(conn, vectors, scope)
+    finally:
+        conn.close()
+    assert {x, *anchors} <= recorded(world)[0]
+    restore_in_place(world, backup)
+    hidden = world.say("a1", "user", "A new question after the restore")
+    again = [world.say("a2", "tool", f"new a2 output {i}", tool_name="terminal") for i in range(8)]
+    assert hidden == x and again == anchors
+    world.db.replace_messages("a2", [{"role": "user", "content": "Schema migration plan?"},
+                                     {"role": "assistant", "content": "Add the column."}])
+    world.close()
+    new_process()
+    conn, scope = scope_of(world)
+    try:
+        bits, anc = vectors.never_indexed(store.source_key(conn))
+        print("anchors", anc, "counter", store.message_id_counter(conn), "x", x)
+        print("sample", plugin("id_bits").sample(bits, semantic.NEVER_SAMPLE))
+        print("holds", store.record_holds(conn, plugin("id_bits").sample(bits, semantic.NEVER_SAMPLE), anc))
+        should = by_every_row(conn, scope)
+        assert hidden in should
+        lacking, total = semantic._full_check(conn, vectors, scope)
+        assert hidden in lacking, "the user message that reuses a recorded id is hidden"
+        assert total == len(should)
+    finally:
+        conn.close()
