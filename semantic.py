@@ -561,16 +561,30 @@ def _full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, sco
     sorted_out = np.fromstring(store.sort_out_text(conn, json.dumps(read.tolist())), dtype=np.int64, sep=",") if len(read) else read
     should, other = sorted_out[sorted_out > 0], -sorted_out[sorted_out < 0]
     other = other[other < vector_index.NEVER_ID_LIMIT]
-    highest = np.sort(other)[::-1][: vector_index.NEVER_ANCHORS].tolist()
-    stamps = store.message_timestamps(conn, highest)
-    if source and (len(other) or refused) and len(stamps) == len(highest):  # else some were deleted meanwhile: not now
-        try:
-            vectors.record_never_indexed(source, other, [(i, stamps[i]) for i in highest], replace=refused)
-        except sqlite3.Error as exc:
-            logger.info("project-history-recall: could not record which messages are never indexed (%s)", exc)
+    if source and (len(other) or refused):
+        _record(conn, vectors, source, other, replace=refused)
     lacking = should[~np.isin(should, scope_ids[held])]
     total = int(np.count_nonzero(held & (signed > 0))) + len(should)
     return np.sort(lacking)[::-1].tolist(), total
+
+
+def _record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, source: str, other: Any, *, replace: bool) -> None:
+    """Record the message ids ``other`` (of another role, read just now) as never indexed, with the timestamps of
+    the highest of them as anchors (:meth:`vector_index.VectorIndex.record_never_indexed`). Nothing is recorded
+    when one of those was deleted meanwhile (a recorded id must never lack its anchor), nor when the file
+    refuses the write (logged: the record is only a shortcut). Raises ``sqlite3`` errors of state.db."""
+    import numpy as np
+
+    from . import vector_index
+
+    highest = np.sort(other)[::-1][: vector_index.NEVER_ANCHORS].tolist()
+    stamps = store.message_timestamps(conn, highest)
+    if len(stamps) < len(highest):
+        return
+    try:
+        vectors.record_never_indexed(source, other, [(i, stamps[i]) for i in highest], replace=replace)
+    except sqlite3.Error as exc:
+        logger.info("project-history-recall: could not record which messages are never indexed (%s)", exc)
 
 
 #: How many recorded ids :func:`_trusted` checks against state.db besides the anchors (one point read each)

@@ -111,13 +111,10 @@ def test_a_first_search_without_marks_embeds_exactly_what_is_missing(world: Worl
         assert embedded == ["websocket retry"]
 
 
-def test_the_full_check_agrees_on_every_kind_of_partial_index(world: World, fake):
-    """The arrays path of the search against the definition, on an index holding random subsets of what
-    had text when embedded (rewound messages among them), another project's messages and a deleted one."""
-    varied_project(world)
-    server = fake()
-    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
-    consent(world)
+def agrees_on_random_partial_indexes(world: World, seed: int, rounds: int, before_check=None) -> None:
+    """The arrays path of the search against the definition, on an index holding random subsets of what had
+    text when embedded (rewound messages among them), another project's messages and a deleted one;
+    ``before_check(round)`` runs before each check."""
     semantic, settings, vector_index = plugin("semantic"), plugin("settings"), plugin("vector_index")
     vectors = semantic.open_vectors(world.home, settings.load_settings(world.home))
     conn, scope = scope_of(world)
@@ -127,15 +124,27 @@ def test_the_full_check_agrees_on_every_kind_of_partial_index(world: World, fake
         once = [int(r[0]) for r in conn.execute(  # what a search could have embedded once, in any project
             "SELECT id FROM messages WHERE role IN ('user', 'assistant') AND TRIM(COALESCE(content, '')) != ''")
             if text[int(r[0])][1].strip()]
-        rng = random.Random(11)
+        rng = random.Random(seed)
         held: set[int] = set()
-        for _ in range(6):
+        for n in range(rounds):
             pick = set(rng.sample(once, rng.randint(0, len(once))))
             vectors.drop(sorted(held - pick))
             vectors.add([vector_index.PendingMessage(i, text[i][0], text[i][1]) for i in sorted(pick - held)])
             held = pick
+            if before_check is not None:
+                before_check(n)
             lacking, total = semantic._full_check(conn, vectors, scope)
             assert [i for i in lacking if text[i][1].strip()] == sorted(set(should) - held, reverse=True)
             assert total - (len(lacking) - len([i for i in lacking if text[i][1].strip()])) == len(should)
     finally:
         conn.close()
+
+
+def test_the_full_check_agrees_on_every_kind_of_partial_index(world: World, fake):
+    """The arrays path of the search against the definition, on an index holding random subsets of what
+    had text when embedded (rewound messages among them), another project's messages and a deleted one."""
+    varied_project(world)
+    server = fake()
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(world)
+    agrees_on_random_partial_indexes(world, seed=11, rounds=6)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from conftest import World
 from test_complete_marks import new_process
-from test_index_check import by_every_row, scope_of, varied_project
+from test_index_check import agrees_on_random_partial_indexes, by_every_row, scope_of, varied_project
 from test_warm_up import consent, data_dir, plugin
 
 
@@ -58,6 +58,15 @@ def rows_read(monkeypatch):
 
     monkeypatch.setattr(store, "sort_out_text", spy)
     return calls
+
+
+def check_once(world: World, vectors) -> tuple[list[int], int]:
+    """One full check of ``cur``'s project on a connection of its own: its answer."""
+    conn, scope = scope_of(world)
+    try:
+        return plugin("semantic")._full_check(conn, vectors, scope)
+    finally:
+        conn.close()
 
 
 def vectors_of(world: World):
@@ -123,11 +132,7 @@ def test_messages_added_later_are_checked_and_recorded(world: World, fake, rows_
     indexed_world(world, fake)
     semantic = plugin("semantic")
     vectors = vectors_of(world)
-    conn, scope = scope_of(world)
-    try:
-        semantic._full_check(conn, vectors, scope)
-    finally:
-        conn.close()
+    check_once(world, vectors)
     new_tool = world.say("a1", "tool", "later output", tool_name="terminal")
     new_user = world.say("a1", "user", "A later question about retries")
     conn, scope = scope_of(world)
@@ -322,11 +327,7 @@ def test_a_state_db_restored_in_place_and_grown_again_hides_nothing(world: World
     backup, lost = history_then_lost_tool_output(world, tmp_path)
     semantic = plugin("semantic")
     vectors = vectors_of(world)
-    conn, scope = scope_of(world)
-    try:
-        semantic._full_check(conn, vectors, scope)
-    finally:
-        conn.close()
+    check_once(world, vectors)
     assert set(lost) <= recorded(world)[0]
     restore_in_place(world, backup)
     new = grow_again(world)
@@ -348,11 +349,7 @@ def test_right_after_a_restore_in_place_the_record_is_refused(world: World, fake
     backup, lost = history_then_lost_tool_output(world, tmp_path)
     semantic = plugin("semantic")
     vectors = vectors_of(world)
-    conn, scope = scope_of(world)
-    try:
-        semantic._full_check(conn, vectors, scope)
-    finally:
-        conn.close()
+    check_once(world, vectors)
     restore_in_place(world, backup)
     new_process()
     conn, scope = scope_of(world)
@@ -437,30 +434,13 @@ def test_the_check_agrees_with_every_row_with_and_without_the_record(world: Worl
     """Random partial indexes (rewound messages' vectors among them, another project's, a deleted message's),
     the record there or taken away before each check."""
     indexed_world(world, fake)
-    semantic, vector_index = plugin("semantic"), plugin("vector_index")
-    vectors = vectors_of(world)
-    conn, scope = scope_of(world)
-    try:
-        text = {i: (s, t) for i, s, t in conn.execute("SELECT id, session_id, content FROM messages")}
-        should = [i for i in by_every_row(conn, scope) if text[i][1].strip()]
-        once = [i for i, (_, t) in text.items() if t and t.strip() and i not in other_role_ids(conn, scope)]
-        once = [i for i in once if conn.execute("SELECT role FROM messages WHERE id = ?", (i,)).fetchone()[0] in ("user", "assistant")]
-        rng = random.Random(13)
-        held: set[int] = set()
-        for n in range(12):
-            pick = set(rng.sample(once, rng.randint(0, len(once))))
-            vectors.drop(sorted(held - pick))
-            vectors.add([vector_index.PendingMessage(i, text[i][0], text[i][1]) for i in sorted(pick - held)])
-            held = pick
-            if n % 2:
-                with closing(sqlite3.connect(data_dir(world) / "embeddings.db")) as db, db:
-                    db.execute("DELETE FROM meta WHERE key LIKE 'never_indexed%'")
-            lacking, total = semantic._full_check(conn, vectors, scope)
-            assert [i for i in lacking if text[i][1].strip()] == sorted(set(should) - held, reverse=True)
-            assert total - (len(lacking) - len([i for i in lacking if text[i][1].strip()])) == len(should)
-    finally:
-        conn.close()
 
+    def every_other_round_forget(n: int) -> None:
+        if n % 2:
+            with closing(sqlite3.connect(data_dir(world) / "embeddings.db")) as db, db:
+                db.execute("DELETE FROM meta WHERE key LIKE 'never_indexed%'")
+
+    agrees_on_random_partial_indexes(world, seed=13, rounds=12, before_check=every_other_round_forget)
 
 def test_embeddings_db_damage_met_by_the_index_commands_check_is_the_index_s_trouble(world: World, fake):
     """A damaged page of embeddings.db that only the check reads (the per-session index of the chunks): the
@@ -511,11 +491,7 @@ def test_anchors_deleted_by_a_rewrite_after_a_restore_and_regrowth_refuse_the_re
     x = world.say("a1", "tool", "lost a1 output", tool_name="terminal")
     anchors = [world.say("a2", "tool", f"lost a2 output {i}", tool_name="terminal") for i in range(8)]
     vectors = vectors_of(world)
-    conn, scope = scope_of(world)
-    try:
-        semantic._full_check(conn, vectors, scope)
-    finally:
-        conn.close()
+    check_once(world, vectors)
     assert {x, *anchors} <= recorded(world)[0]
     restore_in_place(world, backup)
     hidden = world.say("a1", "user", "A new question after the restore")
