@@ -391,7 +391,8 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
         if index:
             _load_meanwhile(provider)
             vectors.catch_up()  # damaged vectors met copying them are repaired first: this search embeds them again
-        key = (vectors.generation, scope.project.scope_key)
+        _same_history(conn, vectors)
+        key = (vectors.generation, vectors.stamp_now(), scope.project.scope_key)  # any process's repair voids what is kept
         if index:
             pending, missing, total, top, marks = _unindexed(conn, vectors, scope, key)
         else:  # keyword mode: the status only, reused while neither state.db nor the index has changed
@@ -410,7 +411,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
                 deadline=time.monotonic() + INDEX_BUDGET_S,
             )
         if missing <= 0:
-            _complete[(vectors.generation, key[1])] = (scope.ids_json, top)  # a repair meanwhile gave a new generation
+            _complete[(vectors.generation, key[1], key[2])] = (scope.ids_json, top)  # a repair meanwhile gave a new generation
             if marks is not None:
                 _share_complete(vectors, scope, top, marks)
         elif total is None:  # counted only when the status needs it
@@ -476,7 +477,7 @@ def _load_meanwhile(provider: Any) -> None:
 
 
 def _unindexed(
-    conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: workspace.Scope, key: tuple[int, str]
+    conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: workspace.Scope, key: tuple[int, str, str]
 ) -> tuple[list[tuple[int, str, str]], int, int | None, int, vector_index.CompleteMarks | None]:
     """What the scope's index lacks: ``(messages to embed, newest first, at most INDEX_BATCH; how many
     are missing; how many the scope should hold (0 when none is missing, ``None`` when not counted:
@@ -532,6 +533,36 @@ def _unindexed(
     return pending, missing, total, top, marks
 
 
+def _same_history(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> None:
+    """Make sure what the index knows was learned from the state.db ``conn`` reads (:mod:`state_history`), before
+    any check trusts it: when state.db parted from the stored history (put back from an older copy: the lost
+    ids are handed out again), what the index knows above where they part is dropped
+    (:meth:`vector_index.VectorIndex.forget_after`). Then the history read now goes with every later write.
+    A few point reads of each file. Raises ``sqlite3`` errors of state.db, and
+    :class:`embeddings.EmbeddingUnavailable` for embeddings.db's (:meth:`VectorIndex.trouble`)."""
+    from . import state_history
+
+    counter = store.message_id_counter(conn)
+    try:
+        text = vectors.stored_history()
+    except sqlite3.Error as exc:
+        raise vectors.trouble(exc) from exc
+    known = state_history.decode(text)
+    parted = None
+    if known is not None:
+        parted = state_history.parted_at(known, counter, store.message_timestamps(conn, [i for i, _ in known.points]))
+    if known is not None and parted is None and known.counter == counter:
+        now = known
+    else:
+        now = state_history.of(counter, store.points_at(conn, state_history.targets(counter)))
+    if parted is not None:
+        try:
+            vectors.forget_after(parted, text, now)
+        except sqlite3.Error as exc:
+            raise vectors.trouble(exc) from exc
+    vectors.expect_history(now)
+
+
 def _full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: workspace.Scope) -> tuple[list[int], int]:
     """``(ids of the scope's messages the index should hold and lacks, newest first; how many it should hold)``,
     every message id of the scope checked against every indexed one of its sessions, as arrays.
@@ -548,21 +579,22 @@ def _full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, sco
 
     from . import id_bits, vector_index
 
-    signed = np.fromstring(store.scope_message_ids_text(conn, scope), dtype=np.int64, sep=",")
-    scope_ids = np.abs(signed)
     source = store.source_key(conn)
-    try:  # embeddings.db's errors are the index's trouble, state.db's go on as they are
-        held = np.isin(scope_ids, vectors.indexed_array(scope.ids_json))
-        recorded = vectors.never_indexed(source) if source else (id_bits.EMPTY, [])
-    except sqlite3.Error as exc:
-        raise vectors.trouble(exc) from exc
-    never, refused = _trusted(conn, *recorded)
-    read = scope_ids[(~held | (signed < 0)) & ~id_bits.members(never, scope_ids)]
-    sorted_out = np.fromstring(store.sort_out_text(conn, json.dumps(read.tolist())), dtype=np.int64, sep=",") if len(read) else read
-    should, other = sorted_out[sorted_out > 0], -sorted_out[sorted_out < 0]
-    other = other[other < vector_index.NEVER_ID_LIMIT]
-    if source and (len(other) or refused):
-        _record(conn, vectors, source, other, replace=refused)
+    with store.one_snapshot(conn):  # the ids, the roles and the anchors' timestamps from one state of state.db
+        signed = np.fromstring(store.scope_message_ids_text(conn, scope), dtype=np.int64, sep=",")
+        scope_ids = np.abs(signed)
+        try:  # embeddings.db's errors are the index's trouble, state.db's go on as they are
+            held = np.isin(scope_ids, vectors.indexed_array(scope.ids_json))
+            recorded = vectors.never_indexed(source) if source else (id_bits.EMPTY, [])
+        except sqlite3.Error as exc:
+            raise vectors.trouble(exc) from exc
+        never, refused = _trusted(conn, *recorded)
+        read = scope_ids[(~held | (signed < 0)) & ~id_bits.members(never, scope_ids)]
+        sorted_out = np.fromstring(store.sort_out_text(conn, json.dumps(read.tolist())), dtype=np.int64, sep=",") if len(read) else read
+        should, other = sorted_out[sorted_out > 0], -sorted_out[sorted_out < 0]
+        other = other[other < vector_index.NEVER_ID_LIMIT]
+        if source and (len(other) or refused) and store.source_key(conn) == source:  # not a file put in its place meanwhile
+            _record(conn, vectors, source, other, replace=refused)
     lacking = should[~np.isin(should, scope_ids[held])]
     total = int(np.count_nonzero(held & (signed > 0))) + len(should)
     return np.sort(lacking)[::-1].tolist(), total
@@ -632,12 +664,12 @@ def _share_complete(vectors: vector_index.VectorIndex, scope: workspace.Scope, t
 
 
 # (index, project) -> (the scope's sessions as JSON, message-id watermark) once complete
-_complete: dict[tuple[int, str], tuple[str, int]] = state.cache("semantic_complete").data
+_complete: dict[tuple[int, str, str], tuple[str, int]] = state.cache("semantic_complete").data
 
 
 # (index, project) -> ((the scope's sessions as JSON, state.db's top message id, the index's top chunk id), (missing, total)):
 # keyword mode's last status, valid while nothing new was written to either file
-_status_seen: dict[tuple[int, str], tuple[tuple[str, int, int], tuple[int, int]]] = state.cache("semantic_status").data
+_status_seen: dict[tuple[int, str, str], tuple[tuple[str, int, int], tuple[int, int]]] = state.cache("semantic_status").data
 
 
 def record_consent(*, home: Path, session_id: str, decision: str, projects: str = "this") -> dict[str, Any]:
@@ -762,6 +794,7 @@ def index_projects(
         try:
             vectors = open_vectors(home, settings)
             repaired_before = vectors.repaired
+            _same_history(conn, vectors)
             known = list(vectors.indexed())  # a copy: another thread may be indexing
         except index_troubles as exc:
             return failed(exc, 0, 0)

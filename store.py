@@ -19,7 +19,8 @@ import functools
 import json
 import logging
 import sqlite3
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -219,6 +220,32 @@ def record_holds(conn: sqlite3.Connection, sample: Sequence[int], anchors: Seque
         if i not in rows or rows[i][1] != stamp:
             return False
     return True
+
+
+@contextmanager
+def one_snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """Every read of ``conn`` inside sees one state of state.db (a read transaction: another process's writes
+    meanwhile, or a restore through SQLite, are seen by none of them or by all). Inside a transaction already
+    open, that one is used. Raises ``sqlite3`` errors."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.rollback()  # read-only: nothing to keep
+
+
+def points_at(conn: sqlite3.Connection, targets: Sequence[int]) -> list[tuple[int, float]]:
+    """``(id, timestamp)`` of the message with the highest id at or below each of ``targets`` that has one (the
+    ids a :mod:`state_history` keeps), in the order of ``targets``; one rowid seek each."""
+    out = []
+    for target in targets:
+        row = conn.execute("SELECT id, timestamp FROM messages WHERE id <= ? ORDER BY id DESC LIMIT 1", (int(target),)).fetchone()
+        if row is not None:
+            out.append((int(row[0]), float(row[1])))
+    return out
 
 
 def message_timestamps(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, float]:

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from . import id_bits, index_file, state, vector_file, vector_scores
+from . import id_bits, index_file, state, state_history, vector_file, vector_scores
 from .embeddings import EmbeddingUnavailable, Provider, chunk_text, content_hash, decode_vectors, encode_vector, normalise
 from .index_file import IndexBlocked, IndexNotNow
 from .ranking import Hit
@@ -53,6 +53,13 @@ _PAGE = 4_096  # bytes of a memory page: the warm-up reads one value of each
 # meta keys of the state.db messages never indexed: the ids (an id_bits bitmap, a BLOB), which state.db they
 # are of, and the anchors (JSON [[id, timestamp], ...] of the highest ids)
 _NEVER_KEYS = ("never_indexed", "never_indexed_source", "never_indexed_anchors")
+# meta: the history of state.db that everything here was learned from (:mod:`state_history`, its JSON text)
+_HISTORY_KEY = "state_history"
+# Advances the stored history to the one a search or the index command read (as the 1st parameter), never back
+_ADVANCE_HISTORY = (
+    "INSERT INTO meta (key, value) VALUES ('state_history', ?1) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+    " WHERE NOT json_valid(value) OR json_type(value, '$.counter') IS NOT 'integer'"
+    " OR json_extract(value, '$.counter') < json_extract(excluded.value, '$.counter')")
 #: How many of the highest recorded ids are kept with their timestamps, to tell a state.db that went back
 NEVER_ANCHORS = 8
 #: Message ids from this on are not recorded (a bitmap of 8 MB): read every time instead
@@ -137,6 +144,7 @@ class VectorIndex:
         self._indexed_stamp: str | None = None  # the marks' stamp when _indexed was read (a repair since voids it)
         self.repaired = 0  # how many such messages this index found
         self._news: list[str] = []  # what the next search should say once (see pop_news)
+        self._history: str | None = None  # the state.db history the last check read (see expect_history), JSON
         self._news_lock = threading.Lock()
 
     # -- file ------------------------------------------------------------------
@@ -329,6 +337,7 @@ class VectorIndex:
         """Replace the stored chunks of ``group``'s messages in one transaction (rolled back on error); returns the new chunk ids."""
         written: list[int] = []
         with self._conn:
+            self._advance_history(self._conn)
             for m in group:
                 self._conn.execute("DELETE FROM chunks WHERE model_fingerprint = ? AND message_id = ?", (fingerprint, m.message_id))
             for (m, i, _), vector in zip(pieces, vectors, strict=True):
@@ -733,6 +742,7 @@ class VectorIndex:
                 self._conn.execute("BEGIN IMMEDIATE")  # the stamp is compared and the marks written under one lock
                 if self._stamp(self._conn) != marks.stamp:
                     return False
+                self._advance_history(self._conn)
                 self._conn.execute(
                     "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value ="
                     " CASE WHEN ? = 0 AND json_valid(value) AND json_type(value) = 'object'"
@@ -779,6 +789,69 @@ class VectorIndex:
             top = sorted(merged.items(), reverse=True)[:NEVER_ANCHORS]
             conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                              zip(_NEVER_KEYS, (bits.tobytes(), source, json.dumps(top)), strict=True))
+            self._advance_history(conn)
+
+    # -- the history of state.db this index was learned from ------------------------
+    def stored_history(self) -> str | None:
+        """The stored :mod:`state_history` (its JSON text; ``None`` before any), read-only, never waiting for a
+        load. Raises ``sqlite3`` errors."""
+        with closing(self._reader()) as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (_HISTORY_KEY,)).fetchone()
+        return row[0] if row else None
+
+    def expect_history(self, history: state_history.History) -> None:
+        """What this process's check just read of state.db: every later write of vectors, marks or the record
+        stores it with what it writes (in the same transaction), unless a higher counter is stored already.
+        So the stored history always covers every message id the file knows something of."""
+        self._history = state_history.encode(history)
+
+    def _advance_history(self, conn: sqlite3.Connection) -> None:
+        """Store the expected history in ``conn``'s open transaction when it is newer (see :meth:`expect_history`)."""
+        if self._history is not None:
+            conn.execute(_ADVANCE_HISTORY, (self._history,))
+
+    def forget_after(self, parted: int, known: str | None, history: state_history.History) -> int:
+        """State.db parted from the stored history ``known`` (its text, as read) above message id ``parted``
+        (:func:`state_history.parted_at`): what this file knows of later ids is of other messages, or of none.
+        Drops, for every process and every model, the vectors of messages above ``parted``, every "complete up
+        to" mark (with new stamps: watermarks and caches of every process start over) and the record of
+        messages never indexed, and stores ``history`` (state.db's now), all in one transaction. Nothing is
+        done when the stored history is no longer ``known`` (another process did it first). Returns how many
+        messages' vectors were dropped. Raises ``sqlite3`` errors (busy, read-only: a later search retries),
+        :class:`IndexNotNow` when the file was replaced."""
+        with self._lock:
+            self._check_current()
+            with self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")
+                row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (_HISTORY_KEY,)).fetchone()
+                if (row[0] if row else None) != known:
+                    return 0
+                gone = [int(r[0]) for r in self._conn.execute(
+                    "SELECT DISTINCT message_id FROM chunks WHERE +model_fingerprint = ? AND message_id > ?",
+                    (self.provider.fingerprint, int(parted)))]
+                self._conn.execute("DELETE FROM chunks WHERE message_id > ?", (int(parted),))
+                self._conn.execute("DELETE FROM meta WHERE key LIKE 'complete\\_upto:%' ESCAPE '\\' OR key IN (?, ?, ?)", _NEVER_KEYS)
+                self._conn.execute("UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key LIKE 'complete\\_stamp:%' ESCAPE '\\'")
+                self._conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (self._stamp_key, secrets.token_hex(8)))
+                self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_HISTORY_KEY, state_history.encode(history)))
+            for mid in gone:
+                self._indexed.discard(mid)
+            if self._indexed_loaded:
+                self._indexed_stamp = self._stamp(self._conn)  # its set is right: the ids dropped are out of it
+            self._cut(gone)
+            self.generation = next(_generations)  # this process's watermarks no longer hold
+        message = (f"state.db no longer holds the messages this index knew above message id {parted} (restored from "
+                   f"an older copy?): the vectors of {len(gone)} message(s) were dropped and the index is checked again")
+        with self._news_lock:
+            self._news.append(message + ".")
+        logger.warning("embeddings index %s: %s", self.path, message)
+        return len(gone)
+
+    def stamp_now(self) -> str:
+        """The marks' stamp (see :meth:`complete_marks`), read-only, never waiting for a load: a new one after
+        any process's repair. Raises ``sqlite3`` errors."""
+        with closing(self._reader()) as conn:
+            return self._stamp(conn)
 
     def _reader(self) -> sqlite3.Connection:
         return index_file.connect_read_only(self.path)

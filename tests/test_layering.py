@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("embeddings", "settings", "vector_basis"),  # providers and vector helpers; settings and the API key; the vectors' principal directions
     ("model_cache",),  # the local model's ready-parsed copy, mapped read-only
     ("config_schema",),  # pure: the settings' schema and what consent is about
-    ("redact", "pages", "ranking", "snippet", "id_bits"),  # pure: redaction, cursors, BM25 and fusion, snippets, id bitmaps
+    ("redact", "pages", "ranking", "snippet", "id_bits", "state_history"),  # pure: redaction, cursors, BM25 and fusion, snippets, id bitmaps, state.db histories
     ("query", "attribution", "filters", "answers", "render", "paths", "errors"),  # pure core
     ("unicode61",),  # pure: FTS5's tokenizer, asked of SQLite in memory
     ("state",),  # the data of every process cache (imports nothing)

@@ -1,0 +1,91 @@
+"""Whether state.db still holds the history the embeddings index was built on (pure).
+
+Everything the index keeps about state.db is keyed by message id: the vectors, the "complete up to" marks, the
+record of messages never indexed, each process's own watermark. Ids name the same message for as long as
+state.db lives, because Hermes hands them out once (AUTOINCREMENT). A state.db put back from an older copy
+(``/snapshot restore``, ``hermes import``, a copied backup) has the copy's counter and hands out the lost ids
+again, to other messages: what the index knows of them is then wrong.
+
+So the index keeps a *history*: state.db's id counter when it last wrote, and points below it, the
+``(id, timestamp)`` of the message at or below ``counter - (4**k - 1)`` for k = 0, 1, 2, ... (one near the top,
+then ever wider apart). State.db has parted from it when its counter is lower, or when a point is there with
+another timestamp (its id was handed out again). Where they part is bounded by the highest point below which
+every point is still the same message: what the index knows above that is dropped. A point deleted since (an
+``/undo``, a rewrite) proves neither; it only lowers that bound when they have parted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: How much farther apart each point is than the one above it
+SPACING = 4
+#: The most points kept: 4**15 ids below the counter reaches past a billion messages
+MAX_POINTS = 16
+
+
+@dataclass(frozen=True)
+class History:
+    """state.db's message id counter when the index last wrote, and ``(id, timestamp)`` points at or below it."""
+
+    counter: int
+    points: tuple[tuple[int, float], ...]
+
+
+def targets(counter: int) -> list[int]:
+    """The ids to take points at for ``counter``: ``counter - (SPACING**k - 1)``, highest first, none below 1."""
+    out = []
+    for k in range(MAX_POINTS):
+        target = counter - (SPACING**k - 1)
+        if target < 1:
+            break
+        out.append(target)
+    return out
+
+
+def encode(history: History) -> str:
+    """``history`` as the JSON text stored in embeddings.db's ``meta``."""
+    return json.dumps({"counter": history.counter, "points": [list(p) for p in history.points]})
+
+
+def decode(text: Any) -> History | None:
+    """The history stored as ``text``; ``None`` when there is none or it does not read as one (edited by
+    hand, another version's): then nothing is known and the next write replaces it."""
+    if not isinstance(text, str):
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or type(data.get("counter")) is not int or not isinstance(data.get("points"), list):
+        return None
+    points = data["points"]
+    if not all(isinstance(p, list) and len(p) == 2 and type(p[0]) is int and type(p[1]) in (int, float) for p in points):
+        return None
+    return History(data["counter"], tuple((p[0], float(p[1])) for p in points))
+
+
+def parted_at(known: History, counter: int, found: Mapping[int, float]) -> int | None:
+    """``None`` while state.db still holds the history ``known``: its ``counter`` is not lower and every point
+    ``found`` (``{id: timestamp}`` of those still there) has its timestamp. Otherwise the highest message id up
+    to which it provably does (0 when none): the highest point at most ``counter`` below which every point,
+    itself included, is still there with its timestamp."""
+    if counter >= known.counter and all(found[i] == stamp for i, stamp in known.points if i in found):
+        return None
+    same = 0
+    for i, stamp in sorted(known.points):
+        if i > counter or found.get(i) != stamp:
+            break
+        same = i
+    return same
+
+
+def of(counter: int, points: Sequence[tuple[int, float]]) -> History:
+    """The history to store for state.db's ``counter`` and the ``points`` read at :func:`targets` (highest first, distinct)."""
+    seen: dict[int, float] = {}
+    for i, stamp in points:
+        seen.setdefault(int(i), float(stamp))
+    return History(int(counter), tuple(sorted(seen.items(), reverse=True)))
