@@ -542,19 +542,20 @@ def _same_history(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -
     :class:`embeddings.EmbeddingUnavailable` for embeddings.db's (:meth:`VectorIndex.trouble`)."""
     from . import state_history
 
-    counter = store.message_id_counter(conn)
     try:
         text = vectors.stored_history()
     except sqlite3.Error as exc:
         raise vectors.trouble(exc) from exc
     known = state_history.decode(text)
     parted = None
-    if known is not None:
-        parted = state_history.parted_at(known, counter, store.message_timestamps(conn, [i for i, _ in known.points]))
-    if known is not None and parted is None and known.counter == counter:
-        now = known
-    else:
-        now = state_history.of(counter, store.points_at(conn, state_history.targets(counter)))
+    with store.one_snapshot(conn):  # the counter and the points from one state of state.db
+        counter = store.message_id_counter(conn)
+        if known is not None:
+            parted = state_history.parted_at(known, counter, store.message_timestamps(conn, [i for i, _ in known.points]))
+        if known is not None and parted is None and known.counter == counter:
+            now = known
+        else:
+            now = state_history.of(counter, store.points_at(conn, state_history.targets(counter)))
     if parted is not None:
         try:
             vectors.forget_after(parted, text, now)

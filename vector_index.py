@@ -58,7 +58,7 @@ _HISTORY_KEY = "state_history"
 # Advances the stored history to the one a search or the index command read (as the 1st parameter), never back
 _ADVANCE_HISTORY = (
     "INSERT INTO meta (key, value) VALUES ('state_history', ?1) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-    " WHERE NOT json_valid(value) OR json_type(value, '$.counter') IS NOT 'integer'"
+    " WHERE NOT json_valid(value) OR json_type(value, '$.counter') IS NOT 'integer' OR json_type(value, '$.points') IS NOT 'array'"
     " OR json_extract(value, '$.counter') < json_extract(excluded.value, '$.counter')")
 #: How many of the highest recorded ids are kept with their timestamps, to tell a state.db that went back
 NEVER_ANCHORS = 8

@@ -411,3 +411,25 @@ def test_parting_is_found_exactly_when_ids_were_handed_out_again():
             assert parted is not None and parted <= restore, (restore, parted)
         else:
             assert parted is None
+
+
+@pytest.mark.parametrize("mangled", ['{"counter": 999999, "points": "x"}', '{"counter": 999999.5, "points": []}', "not json"])
+def test_a_history_edited_by_hand_is_replaced_by_the_next_write(world: World, fake, mangled):
+    """A stored history that does not read is no history (nothing is dropped for it), and the next write of the
+    index replaces it with state.db's, even when it claims a higher counter."""
+    indexed_world(world, fake)
+    plugin("semantic").index_projects(home=world.home)
+    before = set(embedded(world))
+    with closing(sqlite3.connect(data_dir(world) / "embeddings.db")) as conn, conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'state_history'", (mangled,))
+    world.say("a1", "user", "A new question on the websocket")
+    world.close()
+    new_process()
+    assert world.search("cur", "websocket")["semantic_status"] == "ready"
+    assert before <= set(embedded(world))
+    known = plugin("state_history").decode(vectors_of(world).stored_history())
+    conn = plugin("store").open_state_db(world.home)
+    try:
+        assert known is not None and known.counter == plugin("store").message_id_counter(conn)
+    finally:
+        conn.close()
