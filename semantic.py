@@ -408,12 +408,12 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
         if index and pending:
             missing -= vectors.add(
                 [vector_index.PendingMessage(mid, sid, text) for mid, sid, text in pending],
-                deadline=time.monotonic() + INDEX_BUDGET_S,
+                deadline=time.monotonic() + INDEX_BUDGET_S, witness=_witness(conn),
             )
         if missing <= 0:
             _complete[(vectors.generation, key[1], key[2])] = (scope.ids_json, top)  # a repair meanwhile gave a new generation
             if marks is not None:
-                _share_complete(vectors, scope, top, marks)
+                _share_complete(vectors, scope, top, marks, _witness(conn))
         elif total is None:  # counted only when the status needs it
             total = _full_check(conn, vectors, scope)[1]
         done = max((total or 0) - missing, 0)
@@ -537,7 +537,7 @@ def _same_history(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -
     """Make sure what the index knows was learned from the state.db ``conn`` reads (:mod:`state_history`), before
     any check trusts it: when state.db parted from the stored history (put back from an older copy: the lost
     ids are handed out again), what the index knows above where they part is dropped
-    (:meth:`vector_index.VectorIndex.forget_after`). Then the history read now goes with every later write.
+    (:meth:`vector_index.VectorIndex.forget_after`). When none is stored, state.db's now is.
     A few point reads of each file. Raises ``sqlite3`` errors of state.db, and
     :class:`embeddings.EmbeddingUnavailable` for embeddings.db's (:meth:`VectorIndex.trouble`)."""
     from . import state_history
@@ -556,12 +556,31 @@ def _same_history(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -
             now = known
         else:
             now = state_history.of(counter, store.points_at(conn, state_history.targets(counter)))
-    if parted is not None:
-        try:
+    try:
+        if parted is not None:
             vectors.forget_after(parted, text, now)
-        except sqlite3.Error as exc:
+        elif known is None:  # a file of an earlier version, or none stored yet: from now on
+            vectors.start_history(_witness(conn))
+    except sqlite3.Error as exc:
+        if parted is not None:
             raise vectors.trouble(exc) from exc
-    vectors.expect_history(now)
+        logger.info("project-history-recall: could not store state.db's history yet (%s)", exc)
+
+
+def _witness(conn: sqlite3.Connection) -> vector_index.Witness:
+    """What every write of the index asks state.db, through ``conn``, under the index's write lock
+    (:data:`vector_index.Witness`): whether state.db still holds the stored history, its history now, and the
+    messages to be written as they are now, all from one read transaction."""
+    from . import state_history
+
+    def witness(known: state_history.History | None, ids: Any) -> tuple[bool, state_history.History, dict[int, tuple[str, str]]]:
+        with store.one_snapshot(conn):
+            counter = store.message_id_counter(conn)
+            holds = known is None or state_history.parted_at(
+                known, counter, store.message_timestamps(conn, [i for i, _ in known.points])) is None
+            now = state_history.of(counter, store.points_at(conn, state_history.targets(counter)))
+            return holds, now, store.message_texts(conn, ids) if len(ids) else {}
+    return witness
 
 
 def _full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: workspace.Scope) -> tuple[list[int], int]:
@@ -615,7 +634,7 @@ def _record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, source:
     if len(stamps) < len(highest):
         return
     try:
-        vectors.record_never_indexed(source, other, [(i, stamps[i]) for i in highest], replace=replace)
+        vectors.record_never_indexed(source, other, [(i, stamps[i]) for i in highest], replace=replace, witness=_witness(conn))
     except sqlite3.Error as exc:
         logger.info("project-history-recall: could not record which messages are never indexed (%s)", exc)
 
@@ -644,24 +663,24 @@ def _trusted(conn: sqlite3.Connection, bits: Any, anchors: list[tuple[int, float
 
 
 def _mark_all(vectors: vector_index.VectorIndex, sessions: list[str], top: int, marks: vector_index.CompleteMarks,
-              *, replace: bool = False) -> None:
+              witness: vector_index.Witness, *, replace: bool = False) -> None:
     """:meth:`vector_index.VectorIndex.mark_complete`, a refusal logged: the marks are a shortcut, never the truth."""
     from . import index_file
 
     try:
-        vectors.mark_complete(sessions, top, marks, replace=replace)
+        vectors.mark_complete(sessions, top, marks, replace=replace, witness=witness)
     except (sqlite3.Error, index_file.IndexNotNow) as exc:
         logger.info("project-history-recall: could not share how far the index is complete (%s)", exc)
 
 
 def _share_complete(vectors: vector_index.VectorIndex, scope: workspace.Scope, top: int,
-                    marks: vector_index.CompleteMarks) -> None:
+                    marks: vector_index.CompleteMarks, witness: vector_index.Witness) -> None:
     """Mark the scope's sessions complete up to ``top`` for every process, when their marks lack a session or
     lag ``MARKS_LAG`` ids behind (so a new process's first search checks only what is newer). A file that
     refuses the write is left as it is."""
     if not marks.behind and len(marks.upto) == len(scope.session_ids) and min(marks.upto.values(), default=top) >= top - MARKS_LAG:
         return
-    _mark_all(vectors, list(scope.session_ids), top, marks)
+    _mark_all(vectors, list(scope.session_ids), top, marks, witness)
 
 
 # (index, project) -> (the scope's sessions as JSON, message-id watermark) once complete
@@ -829,12 +848,14 @@ def index_projects(
     already = total - len(work)
     done = 0
     synced = time.monotonic()
+    conn = store.open_state_db(home)  # what every write asks state.db (_witness), on a connection of its own
+    witness = _witness(conn)
     try:
         for start in range(0, len(work), 64):
             if deadline is not None and time.monotonic() >= deadline:
                 break
             batch = [vector_index.PendingMessage(mid, sid, text) for mid, sid, text in work[start : start + 64]]
-            done += vectors.add(batch)
+            done += vectors.add(batch, witness=witness)
             if progress is not None:
                 progress(already + done, total)
             if time.monotonic() - synced >= SYNC_EVERY_S:  # searches meanwhile find the new vectors copied already
@@ -842,11 +863,13 @@ def index_projects(
                 synced = time.monotonic()
         vectors.sync()  # what was embedded is copied here, not by the next search
         if done == len(work):  # every consented project is complete up to top: a new process's first search checks only what is newer
-            _mark_all(vectors, [sid for scope in scopes for sid in scope.session_ids], top, marks, replace=True)
+            _mark_all(vectors, [sid for scope in scopes for sid in scope.session_ids], top, marks, witness, replace=True)
     except index_troubles as exc:
         return failed(exc, already + done, total)
     except sqlite3.Error as exc:
         return failed(vectors.trouble(exc), already + done, total)
+    finally:
+        conn.close()
     remaining = len(work) - done
     answer = {
         "success": True,

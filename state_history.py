@@ -7,8 +7,10 @@ state.db lives, because Hermes hands them out once (AUTOINCREMENT). A state.db p
 again, to other messages: what the index knows of them is then wrong.
 
 So the index keeps a *history*: state.db's id counter when it last wrote, and points below it, the
-``(id, timestamp)`` of the message at or below ``counter - (4**k - 1)`` for k = 0, 1, 2, ... (one near the top,
-then ever wider apart). State.db has parted from it when its counter is lower, or when a point is there with
+``(id, timestamp)`` of the message at or below each of the 8 newest ids, then at or below ``counter - (4**k - 1)``
+(ever wider apart). Every write of the index asks state.db whether it still holds the stored history and stores
+its history of that moment, under the index's write lock, so the stored history is always a state of state.db
+in which everything written was true. State.db has parted from it when its counter is lower, or when a point is there with
 another timestamp (its id was handed out again). Where they part is bounded by the highest point below which
 every point is still the same message: what the index knows above that is dropped. A point deleted since (an
 ``/undo``, a rewrite) proves neither; it only lowers that bound when they have parted.
@@ -21,9 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: How much farther apart each point is than the one above it
+#: How many of the newest ids are each a point (a restore that loses few messages hands out these again)
+DENSE = 8
+#: How much farther apart each point below those is than the one above it
 SPACING = 4
-#: The most points kept: 4**15 ids below the counter reaches past a billion messages
+#: The most points spaced so: 4**15 ids below the counter reaches past a billion messages
 MAX_POINTS = 16
 
 
@@ -36,13 +40,15 @@ class History:
 
 
 def targets(counter: int) -> list[int]:
-    """The ids to take points at for ``counter``: ``counter - (SPACING**k - 1)``, highest first, none below 1."""
-    out = []
+    """The ids to take points at for ``counter``: the ``DENSE`` newest, then ``counter - (SPACING**k - 1)`` below
+    them; highest first, none below 1."""
+    out = [counter - j for j in range(DENSE) if counter - j >= 1]
     for k in range(MAX_POINTS):
         target = counter - (SPACING**k - 1)
         if target < 1:
             break
-        out.append(target)
+        if target < counter - DENSE + 1:
+            out.append(target)
     return out
 
 

@@ -266,6 +266,14 @@ def source_key(conn: sqlite3.Connection) -> str:
     return f"{info.st_dev}:{info.st_ino}"
 
 
+def message_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """``{id: (session id, text)}`` of those of the messages ``ids`` that exist, the text as
+    :func:`texts_to_embed` reads it."""
+    return {int(r[0]): (r[1], _message_text(r[2], None, None)) for r in conn.execute(
+        "SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))",
+        (json.dumps([int(i) for i in ids]),))}
+
+
 def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> list[tuple[int, str, str]]:
     """``(id, session id, text)`` of the messages ``ids`` (in that order) that still exist and have text once
     read, at most ``limit``; they are read 500 at a time, only as far as needed."""

@@ -30,7 +30,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import closing
 from dataclasses import dataclass
@@ -55,11 +55,10 @@ _PAGE = 4_096  # bytes of a memory page: the warm-up reads one value of each
 _NEVER_KEYS = ("never_indexed", "never_indexed_source", "never_indexed_anchors")
 # meta: the history of state.db that everything here was learned from (:mod:`state_history`, its JSON text)
 _HISTORY_KEY = "state_history"
-# Advances the stored history to the one a search or the index command read (as the 1st parameter), never back
-_ADVANCE_HISTORY = (
-    "INSERT INTO meta (key, value) VALUES ('state_history', ?1) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-    " WHERE NOT json_valid(value) OR json_type(value, '$.counter') IS NOT 'integer' OR json_type(value, '$.points') IS NOT 'array'"
-    " OR json_extract(value, '$.counter') < json_extract(excluded.value, '$.counter')")
+#: What a write asks state.db, inside the file's write lock, before it writes: given the stored history (``None``
+#: when there is none or it does not read) and message ids, ``(whether state.db still holds that history; its
+#: history now; {id: (session id, text)} of those messages now)``. Raises ``sqlite3`` errors of state.db.
+Witness = Callable[[state_history.History | None, Sequence[int]], tuple[bool, state_history.History, dict[int, tuple[str, str]]]]
 #: How many of the highest recorded ids are kept with their timestamps, to tell a state.db that went back
 NEVER_ANCHORS = 8
 #: Message ids from this on are not recorded (a bitmap of 8 MB): read every time instead
@@ -144,7 +143,6 @@ class VectorIndex:
         self._indexed_stamp: str | None = None  # the marks' stamp when _indexed was read (a repair since voids it)
         self.repaired = 0  # how many such messages this index found
         self._news: list[str] = []  # what the next search should say once (see pop_news)
-        self._history: str | None = None  # the state.db history the last check read (see expect_history), JSON
         self._news_lock = threading.Lock()
 
     # -- file ------------------------------------------------------------------
@@ -287,8 +285,14 @@ class VectorIndex:
                 self._repair(gone, "of the wrong size")
             return len(gone)
 
-    def add(self, messages: Sequence[PendingMessage], *, deadline: float | None = None, batch: int = 32) -> int:
+    def add(self, messages: Sequence[PendingMessage], *, deadline: float | None = None, batch: int = 32,
+            witness: Witness | None = None) -> int:
         """Embed and store ``messages`` until ``deadline`` (one embedded before is embedded again: its old rows go).
+
+        With ``witness`` (state.db's, see :data:`Witness`), each group is written only as state.db holds it at
+        that moment, under the file's write lock: a message since deleted or changed (its id handed out again
+        after a restore) is left out, and nothing more is written once state.db no longer holds the stored
+        history (the next check drops what it must); state.db's history then is stored with the vectors.
 
         Each message is chunked as the provider may be given it
         (``provider.outbound_text``: secrets redacted before a remote endpoint
@@ -312,16 +316,19 @@ class VectorIndex:
             with self._lock:
                 self._check_current()
                 before = self._stored_among([m.message_id for m in group])
-                written = self._write_group(group, pieces, vectors, fingerprint, now)
+                stored = self._write_group(group, pieces, vectors, fingerprint, now, witness)
+                if stored is None:  # state.db parted from the stored history: the next check sees to it
+                    break
+                written, kept = stored
                 # A changed message's old vectors are marked gone in the vector files (only once
                 # the new ones are stored: a failed write keeps the old ones in use).
-                self._cut([m.message_id for m in group if m.message_id in before], keep=written)
-                for m in group:
+                self._cut([m.message_id for m in kept if m.message_id in before], keep=written)
+                for m in kept:
                     if self._indexed_loaded:
                         self._indexed.add(m.message_id)
                     self._damaged.discard(m.message_id)
                 self._damage_kept = self._damage_kept and bool(self._damaged)  # embedded again: their old rows went
-            done += len(group)
+            done += len(kept)
         return done
 
     def _stored_among(self, message_ids: Sequence[int]) -> set[int]:
@@ -333,21 +340,31 @@ class VectorIndex:
         )
         return {int(r[0]) for r in rows}
 
-    def _write_group(self, group: Sequence[PendingMessage], pieces: list, vectors: np.ndarray, fingerprint: str, now: float) -> list[int]:
-        """Replace the stored chunks of ``group``'s messages in one transaction (rolled back on error); returns the new chunk ids."""
+    def _write_group(self, group: Sequence[PendingMessage], pieces: list, vectors: np.ndarray, fingerprint: str, now: float,
+                     witness: Witness | None) -> tuple[list[int], list[PendingMessage]] | None:
+        """Replace the stored chunks of ``group``'s messages in one transaction (rolled back on error), of those
+        that ``witness`` finds as they were read (all without one); returns ``(the new chunk ids, the messages
+        written)``, ``None`` when state.db no longer holds the stored history (nothing written)."""
         written: list[int] = []
         with self._conn:
-            self._advance_history(self._conn)
-            for m in group:
+            self._conn.execute("BEGIN IMMEDIATE")  # state.db is asked under the write lock: no other write comes between
+            kept = list(group)
+            if witness is not None:
+                found = self._witnessed(self._conn, witness, [m.message_id for m in group])
+                if found is None:
+                    return None
+                kept = [m for m in group if found.get(m.message_id) == (m.session_id, m.text)]
+            keep = {id(m) for m in kept}
+            for m in kept:
                 self._conn.execute("DELETE FROM chunks WHERE model_fingerprint = ? AND message_id = ?", (fingerprint, m.message_id))
-            for (m, i, _), vector in zip(pieces, vectors, strict=True):
+            for (m, i, _), vector in ((p, v) for p, v in zip(pieces, vectors, strict=True) if id(p[0]) in keep):
                 cursor = self._conn.execute(
                     "INSERT INTO chunks (session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (m.session_id, m.message_id, i, content_hash(m.text), fingerprint, encode_vector(vector), now),
                 )
                 written.append(int(cursor.lastrowid or 0))
-        return written
+        return written, kept
 
     def drop(self, message_ids: Sequence[int]) -> None:
         """Forget messages that were deleted or rewound."""
@@ -726,7 +743,8 @@ class VectorIndex:
             return CompleteMarks({}, stamp, behind=True)
         return CompleteMarks({sid: u for sid, u in upto.items() if sid in sessions}, stamp)
 
-    def mark_complete(self, sessions: Sequence[str], upto: int, marks: CompleteMarks, *, replace: bool = False) -> bool:
+    def mark_complete(self, sessions: Sequence[str], upto: int, marks: CompleteMarks, *, replace: bool = False,
+                      witness: Witness | None = None) -> bool:
         """Record, for every process, that every indexable message of ``sessions`` up to message id ``upto`` has
         vectors of this model in this file. ``marks`` is :meth:`complete_marks`'s answer, read before that was
         checked: when vectors were repaired since (the stamp moved on), nothing is recorded. Marks that do not
@@ -742,7 +760,8 @@ class VectorIndex:
                 self._conn.execute("BEGIN IMMEDIATE")  # the stamp is compared and the marks written under one lock
                 if self._stamp(self._conn) != marks.stamp:
                     return False
-                self._advance_history(self._conn)
+                if witness is not None and self._witnessed(self._conn, witness, ()) is None:
+                    return False  # state.db parted from the stored history: the next check sees to it
                 self._conn.execute(
                     "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value ="
                     " CASE WHEN ? = 0 AND json_valid(value) AND json_type(value) = 'object'"
@@ -765,7 +784,7 @@ class VectorIndex:
         return np.frombuffer(bits, dtype=np.uint8), _anchors(rows.get(_NEVER_KEYS[2])) or None  # ids, never without anchors
 
     def record_never_indexed(self, source: str, ids: np.ndarray, anchors: Sequence[tuple[int, float]], *,
-                             replace: bool = False) -> None:
+                             replace: bool = False, witness: Witness | None = None) -> None:
         """Record, for every process, that the messages ``ids`` (int64) of the state.db that ``source`` names
         are never indexed: their role is neither user nor assistant, which Hermes never changes, and ids are
         never reused. ``anchors``: ``(id, timestamp)`` of the highest of them, as state.db holds them now.
@@ -779,6 +798,8 @@ class VectorIndex:
         ids = ids[ids < NEVER_ID_LIMIT]
         with closing(index_file.connect_existing(self.path, timeout=_NEVER_WAIT_S)) as conn, conn:
             conn.execute("BEGIN IMMEDIATE")
+            if witness is not None and self._witnessed(conn, witness, ()) is None:
+                return  # state.db parted from the stored history: the next check sees to it
             rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?, ?)", _NEVER_KEYS))
             held = rows.get(_NEVER_KEYS[0])
             kept = _anchors(rows.get(_NEVER_KEYS[2]))
@@ -789,7 +810,6 @@ class VectorIndex:
             top = sorted(merged.items(), reverse=True)[:NEVER_ANCHORS]
             conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                              zip(_NEVER_KEYS, (bits.tobytes(), source, json.dumps(top)), strict=True))
-            self._advance_history(conn)
 
     # -- the history of state.db this index was learned from ------------------------
     def stored_history(self) -> str | None:
@@ -799,16 +819,27 @@ class VectorIndex:
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (_HISTORY_KEY,)).fetchone()
         return row[0] if row else None
 
-    def expect_history(self, history: state_history.History) -> None:
-        """What this process's check just read of state.db: every later write of vectors, marks or the record
-        stores it with what it writes (in the same transaction), unless a higher counter is stored already.
-        So the stored history always covers every message id the file knows something of."""
-        self._history = state_history.encode(history)
+    def start_history(self, witness: Witness) -> None:
+        """Store state.db's history when none is stored (a file of an earlier version, or one that did not read),
+        on a connection of its own that never waits for another writer. Raises ``sqlite3`` errors (busy,
+        read-only: a later search tries again)."""
+        with closing(index_file.connect_existing(self.path, timeout=_NEVER_WAIT_S)) as conn, conn:
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute("SELECT value FROM meta WHERE key = ?", (_HISTORY_KEY,)).fetchone()
+            if row is None or state_history.decode(row[0]) is None:
+                self._witnessed(conn, witness, ())
 
-    def _advance_history(self, conn: sqlite3.Connection) -> None:
-        """Store the expected history in ``conn``'s open transaction when it is newer (see :meth:`expect_history`)."""
-        if self._history is not None:
-            conn.execute(_ADVANCE_HISTORY, (self._history,))
+    @staticmethod
+    def _witnessed(conn: sqlite3.Connection, witness: Witness, ids: Sequence[int]) -> dict[int, tuple[str, str]] | None:
+        """In ``conn``'s write transaction: ``witness``'s ``{id: (session id, text)}`` of ``ids``, state.db's
+        history now stored; ``None`` when state.db no longer holds the stored history (nothing stored). So the
+        stored history is always a state of state.db in which everything written was true."""
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (_HISTORY_KEY,)).fetchone()
+        holds, now, found = witness(state_history.decode(row[0]) if row else None, ids)
+        if not holds:
+            return None
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_HISTORY_KEY, state_history.encode(now)))
+        return found
 
     def forget_after(self, parted: int, known: str | None, history: state_history.History) -> int:
         """State.db parted from the stored history ``known`` (its text, as read) above message id ``parted``
@@ -829,10 +860,14 @@ class VectorIndex:
                 gone = [int(r[0]) for r in self._conn.execute(
                     "SELECT DISTINCT message_id FROM chunks WHERE +model_fingerprint = ? AND message_id > ?",
                     (self.provider.fingerprint, int(parted)))]
+                # A new stamp for every model the file holds or held (each process's watermarks are kept per stamp)
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) SELECT 'complete_stamp:' || f, lower(hex(randomblob(8))) FROM"
+                    " (SELECT DISTINCT model_fingerprint AS f FROM chunks INDEXED BY chunks_by_model"
+                    "  UNION SELECT substr(key, 16) FROM meta WHERE key LIKE 'complete\\_stamp:%' ESCAPE '\\' UNION SELECT ?)",
+                    (self.provider.fingerprint,))
                 self._conn.execute("DELETE FROM chunks WHERE message_id > ?", (int(parted),))
                 self._conn.execute("DELETE FROM meta WHERE key LIKE 'complete\\_upto:%' ESCAPE '\\' OR key IN (?, ?, ?)", _NEVER_KEYS)
-                self._conn.execute("UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key LIKE 'complete\\_stamp:%' ESCAPE '\\'")
-                self._conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (self._stamp_key, secrets.token_hex(8)))
                 self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_HISTORY_KEY, state_history.encode(history)))
             for mid in gone:
                 self._indexed.discard(mid)

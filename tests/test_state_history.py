@@ -360,21 +360,22 @@ def test_a_history_forgotten_by_another_process_first_is_not_forgotten_again(wor
 
 # -- the pure decision --------------------------------------------------------------------------------------------
 
-def test_points_are_ever_wider_apart_below_the_counter():
+def test_points_are_ever_wider_apart_below_the_counter(world: World):  # (world: the plugin loaded)
     history = plugin("state_history")
     assert history.targets(0) == []
     assert history.targets(1) == [1]
-    assert history.targets(100) == [100, 97, 85, 37]
-    assert len(history.targets(10**12)) == history.MAX_POINTS
+    assert history.targets(100) == [100, 99, 98, 97, 96, 95, 94, 93, 85, 37]
+    assert history.targets(5) == [5, 4, 3, 2, 1]
+    assert len(history.targets(10**12)) == history.DENSE + history.MAX_POINTS - 2  # 0 and 3 below are dense already
 
 
 @pytest.mark.parametrize("text", [None, "", "[]", "{}", '{"counter": "5", "points": []}', '{"counter": 5, "points": [[1]]}',
                                   '{"counter": 5, "points": [["1", 2.0]]}', "{" * 5000])
-def test_a_history_that_does_not_read_is_none(text):
+def test_a_history_that_does_not_read_is_none(world: World, text):
     assert plugin("state_history").decode(text) is None
 
 
-def test_parting_is_found_exactly_when_ids_were_handed_out_again():
+def test_parting_is_found_exactly_when_ids_were_handed_out_again(world: World):
     """Random histories: messages appended, deleted (never reused), and sometimes a restore of an older copy
     followed by regrowth with other timestamps. Without a restore the history always holds (no false alarm);
     after one whose reused ids include a point, it parts, never above the restore point."""
@@ -433,3 +434,246 @@ def test_a_history_edited_by_hand_is_replaced_by_the_next_write(world: World, fa
         assert known is not None and known.counter == plugin("store").message_id_counter(conn)
     finally:
         conn.close()
+
+
+# -- the second review's sequences: writes that raced a restore, a legacy file, a deleted point, two models --------
+
+LOST_Q, LOST_A = "Which CDN do we use for the docs site?", "Fastly, with a 10 minute TTL."
+NEW_Q, NEW_A = "How do we shard the job queue across regions?", "Consistent hashing on the tenant id."
+
+
+def digests(world: World) -> dict[int, str]:
+    """``{message id: content hash}`` of every chunk 0 in embeddings.db."""
+    with closing(sqlite3.connect((data_dir(world) / "embeddings.db").as_uri() + "?mode=ro", uri=True)) as conn:
+        return {int(m): h for m, h in conn.execute("SELECT message_id, content_hash FROM chunks WHERE chunk_index = 0")}
+
+
+def wrong_vectors(world: World, ids) -> dict[int, str]:
+    """Of ``ids``, those whose stored vector is not of the message's current text: ``{id: current text}``."""
+    embeddings = plugin("embeddings")
+    held = digests(world)
+    conn = plugin("store").open_state_db(world.home)
+    try:
+        text = dict(conn.execute("SELECT id, content FROM messages"))
+    finally:
+        conn.close()
+    return {i: text[i] for i in ids if i in held and i in text and held[i] != embeddings.content_hash(text[i])}
+
+
+# -- A. threads of one process share one VectorIndex: expect_history is per instance -----------------------------
+
+def test_a_thread_writing_what_it_read_before_a_restore_is_stored_under_the_history_another_thread_just_read(
+        world: World, fake, monkeypatch):
+    """A gateway: two searches at once in one process, one VectorIndex. Search T2 read the lost question and answer
+    from state.db and is embedding them when /snapshot restore puts back the older copy; search T1 (another chat)
+    reads the copy (the stored history is the copy's, nothing parted) and sets the shared index's expected history
+    (VectorIndex._history) to it. T2's write then stores the lost texts' vectors under that history: nothing tells them apart any more.
+    Hermes hands the ids out again; every later search trusts the vectors and says "ready". (Alone, T2 would have
+    stored its own history, the lost ids' counter, and the next search would have caught the restore.)"""
+    from hermes_cli.backup import create_quick_snapshot, restore_quick_snapshot
+
+    server = indexed_world(world, fake)
+    assert world.search("cur", "websocket retry")["semantic_status"] == "ready"
+    world.close()
+    snapshot = create_quick_snapshot(label="before", hermes_home=world.home)
+    assert snapshot
+    lost = [world.say("a1", "user", LOST_Q), world.say("a1", "assistant", LOST_A)]
+    world.close()
+    vectors = vectors_of(world)
+    real_embed = vectors.provider.embed
+    notes = []
+
+    def embed(texts):
+        if LOST_Q in texts and not notes:  # T2, between reading the lost messages and writing their vectors
+            notes.append("restoring")
+            assert restore_quick_snapshot(snapshot, hermes_home=world.home)
+            answer = world.search("cur", "anything at all")  # T1: another chat's search, same process, same index
+            notes.append(answer.get("semantic_note", ""))
+        return real_embed(texts)
+
+    monkeypatch.setattr(vectors.provider, "embed", embed)
+    world.search("cur", "docs site CDN")  # T2
+    monkeypatch.setattr(vectors.provider, "embed", real_embed)
+    assert notes and notes[0] == "restoring", notes
+    new = [world.say("a1", "user", NEW_Q), world.say("a1", "assistant", NEW_A)]
+    world.close()
+    assert new == lost, "the lost ids are handed out again"
+    new_process()
+    answer = world.search("cur", "shard the job queue")
+    wrong = wrong_vectors(world, new)
+    assert answer["semantic_status"] != "ready" or not wrong, (
+        f"status ready, yet messages {sorted(wrong)} keep the lost messages' vectors; sent {sent_texts(server)[-3:]}")
+
+
+# -- B. messages written between the history check and the reads are stored above the history's counter ----------
+
+def test_messages_written_between_the_check_and_the_reads_are_not_covered_by_the_stored_history(
+        world: World, fake, tmp_path, monkeypatch):
+    """_same_history reads state.db's counter in one snapshot; _unindexed reads the messages to embed (and the top
+    the marks are written up to) in later ones. Another process's chat landing in between is embedded and marked
+    complete, while the history stored with those writes has the older counter and points only below it. A copy
+    of state.db from just before (a /snapshot, a backup) put back, the ids handed out again: no point and no
+    counter tells, the marks cover the ids, status "ready" with the lost texts' vectors."""
+    server = indexed_world(world, fake)
+    semantic = plugin("semantic")
+    assert semantic.index_projects(home=world.home)["remaining"] == 0
+    backup = backup_of(world, tmp_path)  # the copy: exactly the state the next check reads
+    real = semantic._same_history
+    lost: list[int] = []
+
+    def then_another_process_chats(conn, vectors):
+        real(conn, vectors)
+        if not lost:
+            lost.extend([world.say("a1", "user", LOST_Q), world.say("a1", "assistant", LOST_A)])
+            world.close()
+
+    monkeypatch.setattr(semantic, "_same_history", then_another_process_chats)
+    assert world.search("cur", "docs site CDN")["semantic_status"] == "ready"
+    monkeypatch.setattr(semantic, "_same_history", real)
+    assert set(lost) <= set(embedded(world)), "precondition: the chat meanwhile was embedded"
+    restore_in_place(world, backup)
+    new = [world.say("a1", "user", NEW_Q), world.say("a1", "assistant", NEW_A)]
+    world.close()
+    assert new == lost, "the lost ids are handed out again"
+    new_process()
+    answer = world.search("cur", "shard the job queue")
+    wrong = wrong_vectors(world, new)
+    assert answer["semantic_status"] != "ready" or not wrong, (
+        f"status ready, yet messages {sorted(wrong)} keep the lost messages' vectors; sent {sent_texts(server)[-3:]}")
+
+
+# -- C. a point reused and then deleted (a /retry in the chat that took it) hides the parting --------------------
+
+def test_a_retry_in_the_chat_that_took_the_id_at_a_point_hides_a_restore(world: World, fake, tmp_path):
+    """The restore loses the last question and answer (ids c-1, c; the history's points were c, c-3, c-15..., now
+    the 8 newest ids each, then c-15...).
+    Two chats go on before any search: a1 (the restored chat) gets id c-1, a new chat n2 gets id c; the user
+    does /retry in n2 (replace_messages: c deleted, n2's turn written again at c+1). The point at c is gone
+    ("proves nothing"), c-3 and below are unchanged, the counter is not lower: no parting. a1's new question is
+    below a1's mark and keeps the vector of the lost question; the search says "ready"."""
+    server = indexed_world(world, fake)
+    semantic, history = plugin("semantic"), plugin("state_history")
+    backup = backup_of(world, tmp_path)
+    lost = [world.say("a1", "user", LOST_Q), world.say("a1", "assistant", LOST_A)]
+    world.close()
+    assert semantic.index_projects(home=world.home)["remaining"] == 0
+    known = history.decode(vectors_of(world).stored_history())
+    assert known.counter == lost[1] and [i for i, _ in known.points][:2] == [lost[1], lost[1] - 1], known
+    restore_in_place(world, backup)
+    api = world.work / "api"
+    world.session("n2", api)
+    q = world.say("a1", "user", NEW_Q)  # the restored chat goes on
+    world.say("n2", "user", "Is the staging cluster up?")
+    assert [q] == lost[:1]
+    world.db.replace_messages("n2", [{"role": "user", "content": "Is the staging cluster up?"}])  # /retry in n2
+    world.close()
+    new_process()
+    answer = world.search("cur", "shard the job queue")
+    wrong = wrong_vectors(world, [q])
+    assert answer["semantic_status"] != "ready" or not wrong, (
+        f"status ready, yet message {q} ({NEW_Q!r}) keeps the vector of {LOST_Q!r}; sent {sent_texts(server)[-3:]}")
+
+
+# -- D. another process's write, read before a restore, lands after it: the stored history is never compared ------
+
+def test_the_index_command_writes_texts_it_read_before_a_restore_over_the_new_messages(world: World, fake, tmp_path,
+                                                                                        monkeypatch):
+    """The index command (its own process) reads every text to embed first, then embeds for minutes. Meanwhile
+    the user puts back a copy of state.db and goes on chatting; a search in the gateway (another process) embeds
+    the new messages at the lost ids, and stores the history it read (a higher counter). The index command's next
+    write stores the lost texts' vectors over them: its own expected history has a lower counter, so it is not
+    stored, and nothing compares it with the stored one. Every later search says "ready"."""
+    server = indexed_world(world, fake)
+    semantic, vector_index = plugin("semantic"), plugin("vector_index")
+    assert semantic.index_projects(home=world.home)["remaining"] == 0
+    backup = backup_of(world, tmp_path)
+    lost = [world.say("a1", "user", LOST_Q), world.say("a1", "assistant", LOST_A)]
+    world.close()
+    command = vectors_of(world)  # the index command's open index (its process)
+    real_embed = command.provider.embed
+    meanwhile = []
+
+    def embed(texts):
+        if LOST_Q in texts and not meanwhile:
+            restore_in_place(world, backup)
+            meanwhile.extend([world.say("a1", "user", NEW_Q), world.say("a1", "assistant", NEW_A),
+                              world.say("a1", "user", "Thanks")])
+            world.close()
+            vector_index._indexes.data.clear()  # the gateway is another process: an index of its own
+            meanwhile.append(world.search("cur", "shard the job queue"))
+        return real_embed(texts)
+
+    monkeypatch.setattr(command.provider, "embed", embed)
+    result = semantic.index_projects(home=world.home)
+    monkeypatch.setattr(command.provider, "embed", real_embed)
+    assert meanwhile[-1]["semantic_status"] == "ready" and meanwhile[:2] == lost, meanwhile
+    new_process()
+    answer = world.search("cur", "shard the job queue")
+    wrong = wrong_vectors(world, lost)
+    assert answer["semantic_status"] != "ready" or not wrong, (
+        f"index command answered {result}; status ready, yet messages {sorted(wrong)} hold the vectors of the lost "
+        f"texts; sent {sent_texts(server)[-4:]}")
+
+
+# -- E. a legacy embeddings.db (no history) stays unguarded until something is written --------------------------
+
+def test_an_index_of_the_last_version_is_not_guarded_until_it_next_embeds(world: World, fake, tmp_path):
+    """Upgrade: embeddings.db written by the version before (marks, no history). Searches that find the project
+    complete write nothing else, but the first one stores the history. /snapshot restore, the chat goes on: the
+    first sequence of the last review again (the marks trusted, the lost ids' vectors answer for the new messages)
+    is caught."""
+    server = indexed_world(world, fake)
+    semantic = plugin("semantic")
+    backup = backup_of(world, tmp_path)
+    lost = [world.say("a1", "user", LOST_Q), world.say("a1", "assistant", LOST_A)]
+    world.close()
+    assert semantic.index_projects(home=world.home)["remaining"] == 0
+    with closing(sqlite3.connect(data_dir(world) / "embeddings.db")) as conn, conn:
+        conn.execute("DELETE FROM meta WHERE key = 'state_history'")  # as the last version left it
+    new_process()
+    for _ in range(2):  # the upgraded plugin in use: nothing new in the project
+        assert world.search("cur", "websocket retry")["semantic_status"] == "ready"
+    assert vectors_of(world).stored_history() is not None, "the upgraded plugin's first search stores the history"
+    restore_in_place(world, backup)
+    new = [world.say("a1", "user", NEW_Q), world.say("a1", "assistant", NEW_A)]
+    world.close()
+    assert new == lost
+    new_process()
+    answer = world.search("cur", "shard the job queue")
+    wrong = wrong_vectors(world, new)
+    assert answer["semantic_status"] != "ready" or not wrong, (
+        f"status ready, yet messages {sorted(wrong)} keep the lost messages' vectors; sent {sent_texts(server)[-3:]}")
+
+
+# -- F. forget_after voids the watermarks of the models that have a stamp only -----------------------------------
+
+def test_a_forget_under_one_model_leaves_another_models_watermark_claiming_complete(world: World, fake, tmp_path):
+    """One process (a gateway), the user tries another embedding model and comes back. Model m indexed the lost
+    question and answer (its watermark, semantic._complete, is keyed by its stamp: "" while it never repaired).
+    After /snapshot restore the first search runs under model m2: it forgets (every model's vectors above the
+    parting go, and every *stored* stamp is renewed; m has none, so its stamp stays ""). The chat goes on, the
+    user switches back to m: m's watermark still holds, nothing below it is checked, "ready" without vectors."""
+    from test_warm_up import consent
+
+    server = indexed_world(world, fake)
+    backup = backup_of(world, tmp_path)
+    lost = [world.say("a1", "user", LOST_Q), world.say("a1", "assistant", LOST_A)]
+    world.close()
+    assert world.search("cur", "docs site CDN")["semantic_status"] == "ready"  # model m: watermark up to lost[1]
+    assert set(lost) <= set(embedded(world))
+    restore_in_place(world, backup)
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m2")
+    consent(world)
+    answer = world.search("cur", "websocket retry")
+    assert "no longer holds the messages" in answer.get("semantic_note", ""), answer
+    new = [world.say("a1", "user", NEW_Q), world.say("a1", "assistant", NEW_A)]
+    world.close()
+    assert new == lost
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")  # back to m, same process
+    consent(world)
+    answer = world.search("cur", "shard the job queue")
+    with closing(sqlite3.connect((data_dir(world) / "embeddings.db").as_uri() + "?mode=ro", uri=True)) as conn:
+        held = {int(r[0]) for r in conn.execute(
+            "SELECT message_id FROM chunks WHERE chunk_index = 0 AND model_fingerprint = ?", (vectors_of(world).provider.fingerprint,))}
+    assert answer["semantic_status"] != "ready" or set(new) <= held, (
+        f"status ready under model m, yet {sorted(set(new) - held)} have no vector of m; sent {sent_texts(server)[-3:]}")
