@@ -547,15 +547,7 @@ def _same_history(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -
     except sqlite3.Error as exc:
         raise vectors.trouble(exc) from exc
     known = state_history.decode(text)
-    parted = None
-    with store.one_snapshot(conn):  # the counter and the points from one state of state.db
-        counter = store.message_id_counter(conn)
-        if known is not None:
-            parted = state_history.parted_at(known, counter, store.message_timestamps(conn, [i for i, _ in known.points]))
-        if known is not None and parted is None and known.counter == counter:
-            now = known
-        else:
-            now = state_history.of(counter, store.points_at(conn, state_history.targets(counter)))
+    parted, now = _read_history(conn, known)
     try:
         if parted is not None:
             vectors.forget_after(parted, text, now)
@@ -574,13 +566,23 @@ def _witness(conn: sqlite3.Connection) -> vector_index.Witness:
     from . import state_history
 
     def witness(known: state_history.History | None, ids: Any) -> tuple[bool, state_history.History, dict[int, tuple[str, str]]]:
-        with store.one_snapshot(conn):
-            counter = store.message_id_counter(conn)
-            holds = known is None or state_history.parted_at(
-                known, counter, store.message_timestamps(conn, [i for i, _ in known.points])) is None
-            now = state_history.of(counter, store.points_at(conn, state_history.targets(counter)))
-            return holds, now, store.message_texts(conn, ids) if len(ids) else {}
+        with store.one_snapshot(conn):  # the history and the messages from one state of state.db
+            parted, now = _read_history(conn, known)
+            return parted is None, now, store.message_texts(conn, ids) if len(ids) else {}
     return witness
+
+
+def _read_history(conn: sqlite3.Connection, known: Any) -> tuple[int | None, Any]:
+    """``(where state.db parted from the history ``known`` (:func:`state_history.parted_at`; ``None`` when it
+    did not, or when ``known`` is ``None``), state.db's history now)``, from one read transaction. Raises
+    ``sqlite3`` errors."""
+    from . import state_history
+
+    with store.one_snapshot(conn):
+        counter = store.message_id_counter(conn)
+        parted = None if known is None else state_history.parted_at(
+            known, counter, store.message_timestamps(conn, [i for i, _ in known.points]))
+        return parted, state_history.of(counter, store.points_at(conn, state_history.targets(counter)))
 
 
 def _full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: workspace.Scope) -> tuple[list[int], int]:
@@ -683,11 +685,11 @@ def _share_complete(vectors: vector_index.VectorIndex, scope: workspace.Scope, t
     _mark_all(vectors, list(scope.session_ids), top, marks, witness)
 
 
-# (index, project) -> (the scope's sessions as JSON, message-id watermark) once complete
+# (index, marks stamp, project) -> (the scope's sessions as JSON, message-id watermark) once complete
 _complete: dict[tuple[int, str, str], tuple[str, int]] = state.cache("semantic_complete").data
 
 
-# (index, project) -> ((the scope's sessions as JSON, state.db's top message id, the index's top chunk id), (missing, total)):
+# (index, marks stamp, project) -> ((the scope's sessions as JSON, state.db's top message id, the index's top chunk id), (missing, total)):
 # keyword mode's last status, valid while nothing new was written to either file
 _status_seen: dict[tuple[int, str, str], tuple[tuple[str, int, int], tuple[int, int]]] = state.cache("semantic_status").data
 
