@@ -267,8 +267,8 @@ def source_key(conn: sqlite3.Connection) -> str:
 
 
 def message_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
-    """``{id: (session id, text)}`` of those of the messages ``ids`` that exist, the text as
-    :func:`texts_to_embed` reads it."""
+    """``{id: (session id, text)}`` of those of the messages ``ids`` that exist, the text as it is embedded
+    (:func:`texts_to_embed` keeps those with text)."""
     return {int(r[0]): (r[1], _message_text(r[2], None, None)) for r in conn.execute(
         "SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))",
         (json.dumps([int(i) for i in ids]),))}
@@ -282,14 +282,10 @@ def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> 
         if len(out) >= limit:
             break
         batch = [int(i) for i in ids[start : start + 500]]
-        rows = {int(r[0]): r for r in conn.execute(
-            "SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))",
-            (json.dumps(batch),))}
+        found = message_texts(conn, batch)
         for mid in batch:
-            if mid in rows:
-                text = _message_text(rows[mid][2], None, None)
-                if text.strip():
-                    out.append((mid, rows[mid][1], text))
+            if mid in found and found[mid][1].strip():
+                out.append((mid, *found[mid]))
     return out[:limit]
 
 

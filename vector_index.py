@@ -816,8 +816,7 @@ class VectorIndex:
         """The stored :mod:`state_history` (its JSON text; ``None`` before any), read-only, never waiting for a
         load. Raises ``sqlite3`` errors."""
         with closing(self._reader()) as conn:
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (_HISTORY_KEY,)).fetchone()
-        return row[0] if row else None
+            return _history_text(conn)
 
     def start_history(self, witness: Witness) -> None:
         """Store state.db's history when none is stored (a file of an earlier version, or one that did not read),
@@ -825,8 +824,7 @@ class VectorIndex:
         read-only: a later search tries again)."""
         with closing(index_file.connect_existing(self.path, timeout=_NEVER_WAIT_S)) as conn, conn:
             conn.execute("BEGIN IMMEDIATE")
-            row = conn.execute("SELECT value FROM meta WHERE key = ?", (_HISTORY_KEY,)).fetchone()
-            if row is None or state_history.decode(row[0]) is None:
+            if state_history.decode(_history_text(conn)) is None:  # else another process stored one meanwhile
                 self._witnessed(conn, witness, ())
 
     @staticmethod
@@ -834,8 +832,7 @@ class VectorIndex:
         """In ``conn``'s write transaction: ``witness``'s ``{id: (session id, text)}`` of ``ids``, state.db's
         history now stored; ``None`` when state.db no longer holds the stored history (nothing stored). So the
         stored history is always a state of state.db in which everything written was true."""
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (_HISTORY_KEY,)).fetchone()
-        holds, now, found = witness(state_history.decode(row[0]) if row else None, ids)
+        holds, now, found = witness(state_history.decode(_history_text(conn)), ids)
         if not holds:
             return None
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_HISTORY_KEY, state_history.encode(now)))
@@ -854,8 +851,7 @@ class VectorIndex:
             self._check_current()
             with self._conn:
                 self._conn.execute("BEGIN IMMEDIATE")
-                row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (_HISTORY_KEY,)).fetchone()
-                if (row[0] if row else None) != known:
+                if _history_text(self._conn) != known:
                     return 0
                 gone = [int(r[0]) for r in self._conn.execute(
                     "SELECT DISTINCT message_id FROM chunks WHERE +model_fingerprint = ? AND message_id > ?",
@@ -890,6 +886,12 @@ class VectorIndex:
 
     def _reader(self) -> sqlite3.Connection:
         return index_file.connect_read_only(self.path)
+
+
+def _history_text(conn: sqlite3.Connection) -> str | None:
+    """The stored :mod:`state_history` of the file ``conn`` reads, as its JSON text (``None`` before any)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (_HISTORY_KEY,)).fetchone()
+    return row[0] if row else None
 
 
 def _anchors(stored: Any) -> list[tuple[int, float]] | None:

@@ -4,7 +4,8 @@ marks, the record of messages never indexed, a running process's watermark) must
 in another process must void what this one keeps (state_history, semantic._same_history).
 
 Real SessionDB, real state.db and embeddings.db, the loopback embedder, the real plugin and loader; the first
-sequences are a hostile reviewer's, each of which hid a user message before.
+sequences are a hostile reviewer's, each of which hid a user message before (the docstrings tell the sequence
+and what went wrong then).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def backup_of(world: World, tmp_path):
 
 # -- 1. the shared "complete up to" marks survive a restore in place once Hermes grows past them ----------------
 
-def test_marks_survive_a_restore_in_place_once_state_db_grows_past_them(world: World, fake, tmp_path):
+def test_marks_do_not_survive_a_restore_in_place_once_state_db_grows_past_them(world: World, fake, tmp_path):
     """cp backup state.db, then the user goes on chatting (more messages than were lost): state.db's newest id
     is above every mark again, so the marks are trusted and the lost ids, handed out again to a question and
     its answer, are below them: no search ever checks them, and the status says "ready"."""
@@ -72,7 +73,7 @@ def test_marks_survive_a_restore_in_place_once_state_db_grows_past_them(world: W
         f"status ready, yet {sorted(missing)} have no vectors; embedder was sent {sent_texts(server)[-3:]}")
 
 
-def test_a_running_process_watermark_survives_a_restore_in_place(world: World, fake, tmp_path):
+def test_a_running_process_watermark_does_not_survive_a_restore_in_place(world: World, fake, tmp_path):
     """The same in one long-running process (a gateway): its own watermark (semantic._complete) is not checked
     against state.db at all, so even without regrowth past it the reused ids are never checked."""
     server = indexed_world(world, fake)
@@ -90,7 +91,7 @@ def test_a_running_process_watermark_survives_a_restore_in_place(world: World, f
 
 # -- 2. a vector of a lost message stays on the reused id: the new message is "embedded" with old text ---------
 
-def test_a_vector_of_a_lost_message_is_kept_for_the_message_that_reuses_its_id(world: World, fake, tmp_path):
+def test_a_vector_of_a_lost_message_is_not_kept_for_the_message_that_reuses_its_id(world: World, fake, tmp_path):
     """The lost ids were a question and answer that had been embedded. After the restore Hermes hands them out
     to another question and answer of the same session: the ids are 'held', so neither the index command's full
     check nor a search embeds the new texts; the vectors (of text that no longer exists) answer for them and
@@ -186,7 +187,7 @@ def test_rewound_turns_restored_below_the_marks_are_never_checked(world: World, 
 
 # -- 5. TOCTOU: the roles and the anchors' timestamps are read in two snapshots ---------------------------------
 
-def test_roles_and_anchor_timestamps_from_two_snapshots_hide_a_user_message(world: World, fake, tmp_path, monkeypatch):
+def test_roles_and_anchor_timestamps_are_read_from_one_snapshot(world: World, fake, tmp_path, monkeypatch):
     """_full_check reads the roles (sort_out_text) and _record the anchors' timestamps (message_timestamps) as
     separate statements of an autocommit connection: each its own snapshot. A restore in place with regrowth
     landing between the two (simulated: another process does it while this check runs) makes the record hold
@@ -230,7 +231,7 @@ def test_roles_and_anchor_timestamps_from_two_snapshots_hide_a_user_message(worl
 
 # -- 6. another process's repair does not void this process's own watermark -----------------------------------
 
-def test_another_processs_repair_leaves_this_processs_watermark_claiming_complete(warm, fake):
+def test_another_processs_repair_voids_this_processs_watermark(warm, fake):
     """A long-running process found the project complete (its watermark, semantic._complete, keyed by its own
     index's generation). Another process repairs (deletes) a message's damaged vectors: the shared marks of
     that session go, but this process's watermark is untouched, so its searches check only above it, never
@@ -436,7 +437,8 @@ def test_a_history_edited_by_hand_is_replaced_by_the_next_write(world: World, fa
         conn.close()
 
 
-# -- the second review's sequences: writes that raced a restore, a legacy file, a deleted point, two models --------
+# -- the second review's sequences (each hid a message before): writes that raced a restore, a legacy file, a
+# deleted point, two models; the docstrings tell the sequence and what went wrong then
 
 LOST_Q, LOST_A = "Which CDN do we use for the docs site?", "Fastly, with a 10 minute TTL."
 NEW_Q, NEW_A = "How do we shard the job queue across regions?", "Consistent hashing on the tenant id."
@@ -460,9 +462,22 @@ def wrong_vectors(world: World, ids) -> dict[int, str]:
     return {i: text[i] for i in ids if i in held and i in text and held[i] != embeddings.content_hash(text[i])}
 
 
+def chat_on_over_the_lost_ids(world: World, lost: list[int], server) -> None:
+    """After a restore: a new question and answer take the lost ids again; a new process's search must not say
+    "ready" while either keeps the vector of the lost text."""
+    new = [world.say("a1", "user", NEW_Q), world.say("a1", "assistant", NEW_A)]
+    world.close()
+    assert new == lost, "the lost ids are handed out again"
+    new_process()
+    answer = world.search("cur", "shard the job queue")
+    wrong = wrong_vectors(world, new)
+    assert answer["semantic_status"] != "ready" or not wrong, (
+        f"status ready, yet messages {sorted(wrong)} keep the lost messages' vectors; sent {sent_texts(server)[-3:]}")
+
+
 # -- A. threads of one process share one VectorIndex: expect_history is per instance -----------------------------
 
-def test_a_thread_writing_what_it_read_before_a_restore_is_stored_under_the_history_another_thread_just_read(
+def test_a_thread_writing_what_it_read_before_a_restore_is_not_stored_under_another_threads_history(
         world: World, fake, monkeypatch):
     """A gateway: two searches at once in one process, one VectorIndex. Search T2 read the lost question and answer
     from state.db and is embedding them when /snapshot restore puts back the older copy; search T1 (another chat)
@@ -495,19 +510,12 @@ def test_a_thread_writing_what_it_read_before_a_restore_is_stored_under_the_hist
     world.search("cur", "docs site CDN")  # T2
     monkeypatch.setattr(vectors.provider, "embed", real_embed)
     assert notes and notes[0] == "restoring", notes
-    new = [world.say("a1", "user", NEW_Q), world.say("a1", "assistant", NEW_A)]
-    world.close()
-    assert new == lost, "the lost ids are handed out again"
-    new_process()
-    answer = world.search("cur", "shard the job queue")
-    wrong = wrong_vectors(world, new)
-    assert answer["semantic_status"] != "ready" or not wrong, (
-        f"status ready, yet messages {sorted(wrong)} keep the lost messages' vectors; sent {sent_texts(server)[-3:]}")
+    chat_on_over_the_lost_ids(world, lost, server)
 
 
 # -- B. messages written between the history check and the reads are stored above the history's counter ----------
 
-def test_messages_written_between_the_check_and_the_reads_are_not_covered_by_the_stored_history(
+def test_messages_written_between_the_check_and_the_reads_are_covered_by_the_stored_history(
         world: World, fake, tmp_path, monkeypatch):
     """_same_history reads state.db's counter in one snapshot; _unindexed reads the messages to embed (and the top
     the marks are written up to) in later ones. Another process's chat landing in between is embedded and marked
@@ -532,19 +540,12 @@ def test_messages_written_between_the_check_and_the_reads_are_not_covered_by_the
     monkeypatch.setattr(semantic, "_same_history", real)
     assert set(lost) <= set(embedded(world)), "precondition: the chat meanwhile was embedded"
     restore_in_place(world, backup)
-    new = [world.say("a1", "user", NEW_Q), world.say("a1", "assistant", NEW_A)]
-    world.close()
-    assert new == lost, "the lost ids are handed out again"
-    new_process()
-    answer = world.search("cur", "shard the job queue")
-    wrong = wrong_vectors(world, new)
-    assert answer["semantic_status"] != "ready" or not wrong, (
-        f"status ready, yet messages {sorted(wrong)} keep the lost messages' vectors; sent {sent_texts(server)[-3:]}")
+    chat_on_over_the_lost_ids(world, lost, server)
 
 
 # -- C. a point reused and then deleted (a /retry in the chat that took it) hides the parting --------------------
 
-def test_a_retry_in_the_chat_that_took_the_id_at_a_point_hides_a_restore(world: World, fake, tmp_path):
+def test_a_retry_in_the_chat_that_took_the_id_at_a_point_does_not_hide_a_restore(world: World, fake, tmp_path):
     """The restore loses the last question and answer (ids c-1, c; the history's points were c, c-3, c-15..., now
     the 8 newest ids each, then c-15...).
     Two chats go on before any search: a1 (the restored chat) gets id c-1, a new chat n2 gets id c; the user
@@ -576,7 +577,7 @@ def test_a_retry_in_the_chat_that_took_the_id_at_a_point_hides_a_restore(world: 
 
 # -- D. another process's write, read before a restore, lands after it: the stored history is never compared ------
 
-def test_the_index_command_writes_texts_it_read_before_a_restore_over_the_new_messages(world: World, fake, tmp_path,
+def test_the_index_command_does_not_write_texts_it_read_before_a_restore_over_the_new_messages(world: World, fake, tmp_path,
                                                                                         monkeypatch):
     """The index command (its own process) reads every text to embed first, then embeds for minutes. Meanwhile
     the user puts back a copy of state.db and goes on chatting; a search in the gateway (another process) embeds
@@ -617,7 +618,7 @@ def test_the_index_command_writes_texts_it_read_before_a_restore_over_the_new_me
 
 # -- E. a legacy embeddings.db (no history) stays unguarded until something is written --------------------------
 
-def test_an_index_of_the_last_version_is_not_guarded_until_it_next_embeds(world: World, fake, tmp_path):
+def test_an_index_of_the_last_version_is_guarded_from_its_first_search(world: World, fake, tmp_path):
     """Upgrade: embeddings.db written by the version before (marks, no history). Searches that find the project
     complete write nothing else, but the first one stores the history. /snapshot restore, the chat goes on: the
     first sequence of the last review again (the marks trusted, the lost ids' vectors answer for the new messages)
@@ -635,19 +636,12 @@ def test_an_index_of_the_last_version_is_not_guarded_until_it_next_embeds(world:
         assert world.search("cur", "websocket retry")["semantic_status"] == "ready"
     assert vectors_of(world).stored_history() is not None, "the upgraded plugin's first search stores the history"
     restore_in_place(world, backup)
-    new = [world.say("a1", "user", NEW_Q), world.say("a1", "assistant", NEW_A)]
-    world.close()
-    assert new == lost
-    new_process()
-    answer = world.search("cur", "shard the job queue")
-    wrong = wrong_vectors(world, new)
-    assert answer["semantic_status"] != "ready" or not wrong, (
-        f"status ready, yet messages {sorted(wrong)} keep the lost messages' vectors; sent {sent_texts(server)[-3:]}")
+    chat_on_over_the_lost_ids(world, lost, server)
 
 
 # -- F. forget_after voids the watermarks of the models that have a stamp only -----------------------------------
 
-def test_a_forget_under_one_model_leaves_another_models_watermark_claiming_complete(world: World, fake, tmp_path):
+def test_a_forget_under_one_model_voids_another_models_watermark(world: World, fake, tmp_path):
     """One process (a gateway), the user tries another embedding model and comes back. Model m indexed the lost
     question and answer (its watermark, semantic._complete, is keyed by its stamp: "" while it never repaired).
     After /snapshot restore the first search runs under model m2: it forgets (every model's vectors above the
