@@ -251,6 +251,19 @@ class Near:
     top: int
 
 
+def _early(table: str, near: Near | None) -> tuple[str, list[Any]]:
+    """The SQL (ending in ``AND``) and parameters that pass over matches outside ``near`` before the join.
+
+    The id filter reads only the FTS row, so SQLite tests it before looking
+    the row up in ``messages``. Then the scope: session_id precedes the
+    content in a messages row, so another project's rows are passed over
+    before SQLite decodes the columns after the content (flags, tool name).
+    """
+    if near is None:
+        return "", []
+    return f"({table}.rowid > ? OR substr(?, {table}.rowid + 1, 1) = x'01') AND ", [near.top, near.mask]
+
+
 def session_candidates(
     conn: sqlite3.Connection,
     space: str,
@@ -277,11 +290,7 @@ def session_candidates(
     """
     table = _table(space)
     where, params = _filters(scope)
-    # The id filter reads only the FTS row, so SQLite tests it before the join. Then the scope:
-    # session_id precedes the content in a messages row, so another project's rows are passed
-    # over before SQLite decodes the columns after the content (flags, tool name).
-    early, early_params = (f"({table}.rowid > ? OR substr(?, {table}.rowid + 1, 1) = x'01') AND ",
-                           [near.top, near.mask]) if near is not None else ("", [])
+    early, early_params = _early(table, near)
     sql = f"""
         WITH hits AS MATERIALIZED (
             SELECT m.id AS id, m.session_id AS session_id, bm25({table}) AS score
@@ -299,26 +308,29 @@ def session_candidates(
 
 
 def newest_candidates(
-    conn: sqlite3.Connection, space: str, match: str, scope: workspace.Scope, *, per_session: int, limit: int
+    conn: sqlite3.Connection, space: str, match: str, scope: workspace.Scope, *, per_session: int, limit: int,
+    near: Near | None = None,
 ) -> list[tuple[int, str]]:
     """The scope's live messages matching ``match``, newest first: at most ``per_session`` per session and ``limit`` in all.
 
     No ``bm25()``: ranking every match costs about 25 µs a row (a third of a
     second for 12,000), where reading them in rowid order costs a fraction;
     the caller scores what it keeps. For expressions known to match a
-    bounded number of rows (see ``lexical._glued_rows``). Returns ``[(message
-    id, session id)]``; raises like :func:`session_candidates`.
+    bounded number of rows (see ``lexical._glued_rows``). ``near`` as for
+    :func:`session_candidates`. Returns ``[(message id, session id)]``;
+    raises like :func:`session_candidates`.
     """
     table = _table(space)
     where, params = _filters(scope)
+    early, early_params = _early(table, near)
     sql = f"""
         SELECT m.id, m.session_id FROM {table} JOIN messages m ON m.id = {table}.rowid
-        WHERE {table} MATCH ? AND {store.SCOPE_SQL} AND {where}
+        WHERE {table} MATCH ? AND {early}{store.SCOPE_SQL} AND {where}
         ORDER BY {table}.rowid DESC
     """
     out: list[tuple[int, str]] = []
     taken: dict[str, int] = {}
-    for mid, sid in conn.execute(sql, [match, scope.ids_json, *params]):
+    for mid, sid in conn.execute(sql, [match, *early_params, scope.ids_json, *params]):
         if taken.get(sid, 0) < per_session:
             taken[sid] = taken.get(sid, 0) + 1
             out.append((int(mid), sid))

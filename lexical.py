@@ -377,14 +377,14 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.
     plan = _plan(conn, parsed, trigram)
     found: dict[int, str] = {}
     paths: list[str] = []
-    near = ranges.near(conn, db_key, scope.session_ids) if plan.selective else None
+    near = ranges.near(conn, db_key, scope.session_ids) if plan.selective or plan.glued else None
     for space, exprs in plan.selective.items():
         found.update(fts.session_candidates(conn, space, " OR ".join(exprs), scope, per_session=PER_SESSION,
                                             limit=CANDIDATE_ROWS, near=near))
         paths.append(space)
     if plan.glued:
         found.update(fts.newest_candidates(conn, "trigram", " OR ".join(plan.glued), scope, per_session=PER_SESSION,
-                                           limit=CANDIDATE_ROWS))
+                                           limit=CANDIDATE_ROWS, near=near))
         paths.append("glued")
     order: list[tuple[str, int, int]] | None = None
     if plan.like:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from . import unicode61
@@ -63,6 +64,56 @@ _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
 # not next to a letter or digit, except CJK, which writers run Latin words into ("用Redis缓存").
 WORD_START = rf"(?<![^\W_{CJK_CLASS}])"
 WORD_END = rf"(?![^\W_{CJK_CLASS}])"
+# A character a query word may not touch: a letter or digit outside CJK.
+_WORDISH = re.compile(rf"[^\W_{CJK_CLASS}]")
+_PLAIN_TOKEN = re.compile(rf"[^\W_{CJK_CLASS}]+")
+
+
+class WordMatcher:
+    """Whole-word matches in a folded text (:func:`unicode61.comparable`): what ``WORD_START(?:body)WORD_END`` finds.
+
+    Built per query without compiling the CJK class into each pattern (about
+    3 ms per pattern, most of a varied query's parsing): the body alone is
+    searched and each match's two neighbours are tested against one class
+    compiled once. The same matches as the full pattern when every part is
+    made of letters and digits outside CJK (then a match rejected at a start
+    hides no other alternative there, and a rejected start moves on by one
+    character); parts with CJK, ``_`` or other characters use the full pattern.
+    """
+
+    def __init__(self, body: str, parts: Sequence[str]) -> None:
+        plain = bool(parts) and all(_PLAIN_TOKEN.fullmatch(p) for p in parts)
+        self._body = re.compile(body) if plain else None
+        self._full = None if plain else re.compile(f"{WORD_START}(?:{body}){WORD_END}")
+
+    @classmethod
+    def any_of(cls, forms: Sequence[str]) -> WordMatcher:
+        """Any of ``forms`` as a whole word (longer forms tried first at each place)."""
+        ordered = sorted(dict.fromkeys(forms), key=len, reverse=True)
+        return cls("|".join(re.escape(f) for f in ordered), ordered)
+
+    @classmethod
+    def phrase(cls, tokens: Sequence[str]) -> WordMatcher:
+        """``tokens`` in order, across any run of the characters FTS5 skips (``[\\W_]+``)."""
+        return cls(r"[\W_]+".join(re.escape(t) for t in tokens), tokens)
+
+    def spans(self, text: str) -> Iterator[tuple[int, int]]:
+        """``(start, end)`` of each match, left to right, not overlapping."""
+        if self._full is not None:
+            for whole in self._full.finditer(text):
+                yield whole.span()
+            return
+        assert self._body is not None
+        search, wordish, n, pos = self._body.search, _WORDISH.match, len(text), 0
+        while (found := search(text, pos)) is not None:
+            start, end = found.span()
+            if (start and wordish(text, start - 1)) or (end < n and wordish(text, end)):
+                pos = start + 1
+                continue
+            yield start, end
+            pos = end
+
+
 _QUOTED = re.compile(r'"([^"]*)"')
 # A word, or an identifier joined by . _ - / : (kept whole as a phrase).
 _TOKEN = re.compile(r"[^\W_]+(?:[._\-/:@#+][^\W_]+)*[+#]*|[^\W_]+", re.UNICODE)

@@ -21,12 +21,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import unicode61
-from .query import WORD_END, WORD_START
+from .query import WordMatcher
 
 K1 = 0.9
 B = 0.9
@@ -77,8 +76,8 @@ class Scorer:
         return any(term.kind == "gram" for term in self.terms)
 
     @functools.cached_property
-    def _word_pattern(self) -> tuple[re.Pattern[str] | None, dict[str, int]]:
-        """One regex for every word form (whole tokens, like FTS5) and form -> term index."""
+    def _word_pattern(self) -> tuple[WordMatcher | None, dict[str, int]]:
+        """One matcher for every word form (whole tokens, like FTS5) and form -> term index."""
         term_of: dict[str, int] = {}
         for i, term in enumerate(self.terms):
             if term.kind == "word":
@@ -86,17 +85,12 @@ class Scorer:
                     term_of.setdefault(form, i)
         if not term_of:
             return None, term_of
-        body = "|".join(re.escape(f) for f in sorted(term_of, key=len, reverse=True))
-        return re.compile(rf"{WORD_START}(?:{body}){WORD_END}"), term_of
+        return WordMatcher.any_of(list(term_of)), term_of
 
     @functools.cached_property
-    def _phrase_patterns(self) -> list[tuple[int, re.Pattern[str]]]:
+    def _phrase_patterns(self) -> list[tuple[int, WordMatcher]]:
         """Each phrase as its tokens in order, across any punctuation FTS5 also skips."""
-        return [
-            (i, re.compile(WORD_START + r"[\W_]+".join(re.escape(f) for f in term.forms) + WORD_END))
-            for i, term in enumerate(self.terms)
-            if term.kind == "phrase" and term.forms
-        ]
+        return [(i, WordMatcher.phrase(term.forms)) for i, term in enumerate(self.terms) if term.kind == "phrase" and term.forms]
 
     @functools.cached_property
     def _word_idfs(self) -> tuple[float, ...]:
@@ -119,11 +113,11 @@ class Scorer:
         counts: dict[int, int] = {}
         pattern, term_of = self._word_pattern
         if pattern is not None:
-            for match in pattern.finditer(folded):
-                index = term_of[match.group()]
+            for start, end in pattern.spans(folded):
+                index = term_of[folded[start:end]]
                 counts[index] = counts.get(index, 0) + 1
         for index, phrase in self._phrase_patterns:
-            found = sum(1 for _ in phrase.finditer(folded))
+            found = sum(1 for _ in phrase.spans(folded))
             if found:
                 counts[index] = found
         saturated = self.k1 + 1

@@ -12,23 +12,17 @@ import re
 from collections.abc import Sequence
 
 from . import unicode61
-from .query import WORD_END, WORD_START, Unit, fts_tokens, stem_variants
+from .query import Unit, WordMatcher, fts_tokens, stem_variants
 
 SNIPPET_CHARS = 280
 
 
-def _pattern(unit: Unit) -> str | None:
-    """A regex for ``unit``'s matches: over the folded text (:func:`unicode61.fold`), or the text itself for CJK."""
-    if unit.kind == "cjk":
-        return re.escape(unit.text)
+def _matcher(unit: Unit) -> WordMatcher | None:
+    """What finds a word or phrase unit in the folded text (:func:`unicode61.fold`); ``None`` for a phrase of no tokens."""
     if unit.kind == "word":
-        body = "|".join(re.escape(f) for f in sorted(stem_variants(unit.text), key=len, reverse=True))
-    else:
-        tokens = fts_tokens(unit.text)
-        if not tokens:
-            return None
-        body = r"[\W_]+".join(re.escape(t) for t in tokens)
-    return rf"{WORD_START}(?:{body}){WORD_END}"
+        return WordMatcher.any_of(stem_variants(unit.text))
+    tokens = fts_tokens(unit.text)
+    return WordMatcher.phrase(tokens) if tokens else None
 
 
 def _matches(flat: str, units: Sequence[Unit]) -> list[tuple[int, int, int]]:
@@ -40,13 +34,12 @@ def _matches(flat: str, units: Sequence[Unit]) -> list[tuple[int, int, int]]:
     folded, where = unicode61.fold_with_positions(flat)
     found: list[tuple[int, int, int]] = []
     for index, unit in enumerate(units):
-        pattern = _pattern(unit)
-        if not pattern:
-            continue
         if unit.kind == "cjk":
-            found.extend((m.start(), m.end(), index) for m in re.finditer(pattern, flat, re.IGNORECASE) if m.end() > m.start())
+            found.extend((m.start(), m.end(), index) for m in re.finditer(re.escape(unit.text), flat, re.IGNORECASE) if m.end() > m.start())
             continue
-        found.extend((where[m.start()], where[m.end()], index) for m in re.finditer(pattern, folded) if m.end() > m.start())
+        matcher = _matcher(unit)
+        if matcher is not None:
+            found.extend((where[s], where[e], index) for s, e in matcher.spans(folded) if e > s)
     found.sort()
     out: list[tuple[int, int, int]] = []
     for match in found:

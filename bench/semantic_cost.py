@@ -20,6 +20,8 @@ of new messages, hybrid query latency at 100k and 300k indexed chunks, memory.
    marked as the index command leaves them, in three new processes (``fresh_process_first_query_ms``), then in
    this one twice: cold (indexes reset, modules and caches kept), and after the
    session-start warm-up (``search.warm_up``) has loaded the model and matrix.
+   Then ``varied_queries``: twice ``--reps`` different questions (plain, numbers, identifiers, Chinese),
+   each asked once, beside Hermes' built-in ``session_search`` on the same question in this process.
    Keyword-mode searches (which read only the index's status) are timed with
    the index in memory, in a new process, and right after a warm-up started;
    After writing each project's chunks, the bench does what the index command
@@ -217,6 +219,62 @@ print(round((time.perf_counter() - started) * 1000, 1))
 """
 
 
+def varied_queries(n: int, seed: int = 7) -> list[str]:
+    """``n`` different questions in the words the bench state.db is written in (``make_big_statedb``): plain
+    questions, keyword lists, numbers ("error 4031"), identifiers (``cache_token``) and Chinese ones. Each is
+    asked once: nothing of it (term counts, patterns, its messages' pages) was read by an earlier search."""
+    import make_big_statedb as big
+
+    rng = random.Random(seed)
+    verbs, nouns, adjs = big.VERBS, big.NOUNS, big.ADJS
+    cjk = [line.strip("。，") for line in big.CJK_SENTENCES]
+    shapes = [
+        lambda: f"how did we {rng.choice(verbs)} the {rng.choice(adjs)} {rng.choice(nouns)}?",
+        lambda: " ".join(rng.sample(nouns, 3)),
+        lambda: f"why was the {rng.choice(nouns)} {rng.choice(adjs)} after we {rng.choice(verbs)} the {rng.choice(nouns)}",
+        lambda: f"{rng.choice(nouns)} {rng.choice(adjs)} {rng.randint(100, 9999)}",
+        lambda: f"{rng.choice(verbs)} {rng.choice(nouns)}_{rng.choice(nouns)}",
+        lambda: (lambda t: t[(k := rng.randrange(max(1, len(t) - 5))):k + rng.randint(4, 6)])(rng.choice(cjk)),
+        lambda: f"{rng.choice(cjk)[:4]} {rng.choice(nouns)}",
+    ]
+    out: list[str] = []
+    while len(out) < n:
+        query = shapes[len(out) % len(shapes)]()
+        if query not in out:
+            out.append(query)
+    return out
+
+
+def varied_latency(phr, home: Path, current: str, queries: list[str]) -> dict:
+    """Each of ``queries`` once, hybrid, in this process, beside Hermes' built-in ``session_search`` on the
+    same query (who goes first alternates: the first pays for state.db pages not yet read): ms."""
+    from hermes_state import SessionDB
+    from tools.session_search_tool import session_search
+
+    db = SessionDB(db_path=home / "state.db")
+    ours, builtin = [], []
+
+    def hybrid(query: str) -> None:
+        started = time.perf_counter()
+        answer = phr.search.search_history(home=home, session_id=current, query=query, mode="hybrid")
+        ours.append(time.perf_counter() - started)
+        assert answer["semantic_status"] == "ready", answer["semantic_status"]
+
+    def hermes(query: str) -> None:
+        started = time.perf_counter()
+        found = json.loads(session_search(query=query, limit=3, db=db, current_session_id=current))
+        builtin.append(time.perf_counter() - started)
+        assert found.get("success", True), found
+
+    for i, query in enumerate(queries):
+        for run in ((hybrid, hermes) if i % 2 == 0 else (hermes, hybrid)):
+            run(query)
+    db.close()
+    slowest = sorted(zip(ours, queries), reverse=True)[:3]
+    return {"queries": len(queries), **summary_ms(ours), "max_ms": round(max(ours) * 1000, 1),
+            "slowest": [[q, round(t * 1000, 1)] for t, q in slowest], "builtin_session_search": summary_ms(builtin)}
+
+
 def fresh_process_builtin(home: Path, current: str, query: str) -> float:
     """ms of Hermes' built-in ``session_search`` first call in a new Python process (modules imported), same
     state.db and page cache: what the first search of a window costs without the plugin."""
@@ -314,6 +372,7 @@ def hybrid_latency(phr, db_path: Path, reps: int, stages=STAGES) -> list[dict]:
             start = time.perf_counter()
             answer = phr.search.search_history(home=home, session_id=current, query=queries[i % 3], mode="hybrid")
             samples.append(time.perf_counter() - start)
+        varied = varied_latency(phr, home, current, varied_queries(reps * 2, seed=len(out)))
         keyword = keyword_mode_costs(phr, home, current, queries, reps)
         out.append({"project": name, "chunks_written": chunks, "status": answer["semantic_status"],
                     "chunks_in_files": vector_file.VectorFile(
@@ -324,7 +383,7 @@ def hybrid_latency(phr, db_path: Path, reps: int, stages=STAGES) -> list[dict]:
                     "fresh_process_builtin_session_search_ms": builtin,
                     "first_query_ms": round(cold * 1000, 1), "warm_up_s": round(warm_up, 2),
                     "first_query_after_warm_up_ms": round(after_warm_up * 1000, 1), **summary_ms(samples),
-                    "keyword_mode": keyword})
+                    "varied_queries": varied, "keyword_mode": keyword})
         print(json.dumps(out[-1]), flush=True)
     conn.close()
     return out

@@ -167,3 +167,63 @@ def test_bm25_counts_a_plural_as_the_word_and_prefers_the_focused_message():
     assert scorer.score("the upstream timeouts were raised") > 0
     assert scorer.score("set the timeout") > scorer.score("set the timeout " + "and a lot more words " * 10)
     assert scorer.score("nothing of the sort") == 0.0
+
+
+# Characters around which word boundaries differ: ASCII and other letters, digits (also non-ASCII ones),
+# CJK of both planes, kana, hangul, underscore, separators.
+_CHARS = "ab1_ é²٣用缓\U00020001ーか가-./"
+_PLAIN = "ab1é٣"
+
+
+def _old_spans(body: str, text: str) -> list[tuple[int, int]]:
+    import re
+
+    return [m.span() for m in re.finditer(rf"{Q.WORD_START}(?:{body}){Q.WORD_END}", text)]
+
+
+@settings(max_examples=600, deadline=None)
+@given(forms=st.lists(st.text(_PLAIN, min_size=1, max_size=4), min_size=1, max_size=4),
+       text=st.text(_CHARS, max_size=24))
+def test_word_matcher_finds_what_the_full_pattern_finds(forms: list[str], text: str) -> None:
+    """Forms of letters and digits (the checked-neighbour path), prefix-related ones included."""
+    import re
+
+    ordered = sorted(dict.fromkeys(forms), key=len, reverse=True)
+    assert list(Q.WordMatcher.any_of(forms).spans(text)) == _old_spans("|".join(re.escape(f) for f in ordered), text)
+
+
+@settings(max_examples=600, deadline=None)
+@given(tokens=st.lists(st.text(_PLAIN, min_size=1, max_size=3), min_size=1, max_size=3),
+       text=st.text(_CHARS, max_size=24))
+def test_phrase_matcher_finds_what_the_full_pattern_finds(tokens: list[str], text: str) -> None:
+    """Repeated tokens ("b b" in "xb b b") must find the match that starts inside a rejected one."""
+    import re
+
+    assert list(Q.WordMatcher.phrase(tokens).spans(text)) == _old_spans(r"[\W_]+".join(re.escape(t) for t in tokens), text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(forms=st.lists(st.text(_CHARS, min_size=1, max_size=3), min_size=1, max_size=3),
+       text=st.text(_CHARS, max_size=24))
+def test_word_matcher_with_any_characters_in_its_forms(forms: list[str], text: str) -> None:
+    """Forms holding CJK, ``_`` or separators (unicode61 tokens of a CJK run, say) go through the full pattern."""
+    import re
+
+    ordered = sorted(dict.fromkeys(forms), key=len, reverse=True)
+    assert list(Q.WordMatcher.any_of(forms).spans(text)) == _old_spans("|".join(re.escape(f) for f in ordered), text)
+
+
+@pytest.mark.parametrize("forms,text,expected", [
+    (["config", "configs"], "configs configsx 用configs缓 config_ xconfig", [(0, 7), (18, 25), (27, 33)]),
+    (["b"], "ab b用b", [(3, 4), (5, 6)]),
+])
+def test_word_matcher_examples(forms: list[str], text: str, expected: list[tuple[int, int]]) -> None:
+    assert list(Q.WordMatcher.any_of(forms).spans(text)) == expected
+
+
+@pytest.mark.parametrize("tokens,text,expected", [
+    (["b", "b"], "xb b b", [(3, 6)]),  # the match starts inside one rejected for its start
+    (["a1", "b"], "a1-b a1__b 用a1 b缓 a1 bc", [(0, 4), (5, 10), (12, 16)]),
+])
+def test_phrase_matcher_examples(tokens: list[str], text: str, expected: list[tuple[int, int]]) -> None:
+    assert list(Q.WordMatcher.phrase(tokens).spans(text)) == expected

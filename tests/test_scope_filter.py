@@ -32,13 +32,18 @@ def spy_near(monkeypatch) -> list:
     """Record the ``near`` each candidate query of the keyword leg was given."""
     fts = plugin("fts")
     seen: list = []
-    real = fts.session_candidates
 
-    def spying(*args, **kwargs):
-        seen.append(kwargs.get("near"))
-        return real(*args, **kwargs)
+    def spy(name: str) -> None:
+        real = getattr(fts, name)
 
-    monkeypatch.setattr(fts, "session_candidates", spying)
+        def spying(*args, **kwargs):
+            seen.append(kwargs.get("near"))
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(fts, name, spying)
+
+    spy("session_candidates")
+    spy("newest_candidates")  # words run into CJK text ("用heron缓存")
     return seen
 
 
@@ -63,14 +68,16 @@ def woven(world: World):
             world.say(f"a{i}", "user", f"pelican step {turn} in a{i}" + (" heron" if (turn + i) % 3 == 0 else ""))
             world.say(f"b{i}", "assistant", f"pelican note {turn} from b{i}" + (" heron" if turn == i else ""))
     for i in range(4, 8):
-        world.session(f"a{i}", a, messages=[("user", f"pelican alone {i}"), ("assistant", "heron seen")])
-        world.session(f"b{i}", b, messages=[("user", f"pelican elsewhere {i}"), ("assistant", "heron too")])
+        world.session(f"a{i}", a, messages=[("user", f"pelican alone {i}"), ("assistant", "heron seen"),
+                                             ("user", f"我们用heron缓存第{i}次")])
+        world.session(f"b{i}", b, messages=[("user", f"pelican elsewhere {i}"), ("assistant", "heron too"),
+                                             ("user", f"他们用heron缓存第{i}次")])
     world.session("cur", a, style="cli", messages=[("user", "hi")])
     world.paths = {"a": a, "b": b}
     return world
 
 
-QUERIES = ["pelican", "heron", "pelican heron", "step heron", "\"pelican note\"", "alone OR elsewhere"]
+QUERIES = ["pelican", "heron", "pelican heron", "step heron", "\"pelican note\"", "alone OR elsewhere", "缓存 heron"]
 
 
 def test_answers_are_the_same_with_the_filter_as_without(woven: World, monkeypatch):
@@ -82,6 +89,7 @@ def test_answers_are_the_same_with_the_filter_as_without(woven: World, monkeypat
     seen.clear()
     assert answers(woven, QUERIES) == plain
     assert seen and all(n is not None for n in seen), "every candidate query was filtered"
+    assert "glued" in woven.search("cur", "heron", mode="keyword")["strategy"], "the words-run-into-CJK path was taken"
 
 
 def test_the_filter_holds_every_message_of_the_scope_and_skips_other_projects(woven: World):
