@@ -161,6 +161,8 @@ def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int, as_of: 
     or not ASCII letters and digits, are not looked for (no trigram covers them).
     ``as_of`` is state.db's highest message id (a count of none is kept until it grows).
     """
+    if df >= RANK_BUDGET:  # the substring is in at least the word's rows: never df < rows <= RANK_BUDGET
+        return 0, ""
     shortest = [f for f in forms if len(f) >= 3 and f.isascii() and f.isalnum()]
     shortest = [f for f in shortest if not any(g != f and g in f for g in shortest)]
     if not shortest:
