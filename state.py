@@ -28,9 +28,10 @@ DECLARED: dict[str, tuple[str, str]] = {
     ),
     "membership": (
         "per state.db: every session's workspace and project, the searchable ones by project",
-        "sessions deleted, the projects changed, a move by this process, the file replaced, or 60 s "
-        "(new and the 64 newest sessions are re-read on every search)",
+        "sessions deleted, the projects changed, a move by this process, the file replaced, or 5 minutes; "
+        "after 60 s it is read again in the background (new and the 64 newest sessions are re-read on every search)",
     ),
+    "membership_reloads": ("per state.db: the thread reading every session again in the background", "it ends"),
     "term_counts": ("per state.db and FTS index: term -> rows holding it", "10 minutes; a term in no row is kept only until state.db gets a newer message (phrases), or never (tokens)"),
     "scope_json": (
         "the last scope's session ids as the JSON array the queries take",

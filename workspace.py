@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import logging
 import os
 import sqlite3
 import subprocess
@@ -19,11 +20,14 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import attribution, errors, filters, session_rows, state
+from . import attribution, errors, filters, session_rows, state, store
+
+logger = logging.getLogger(__name__)
 
 GIT_TIMEOUT_S = 1.5
 
@@ -190,7 +194,7 @@ def worktree_main_root(path: str, roots: Iterable[str]) -> str:
 @dataclass
 class _Members:
     attributor_id: int
-    full_until: float  # monotonic time of the next full reload
+    read_at: float  # monotonic time of the full read
     max_rowid: int
     count: int
     where: dict[str, tuple[str, str]]  # searchable session -> project identity
@@ -221,22 +225,29 @@ class MembershipCache:
     """Per state.db: project identity -> searchable member sessions.
 
     Reading every session row is expensive on a real state.db (each row holds
-    the session's full system prompt), so it happens only on the first search,
-    when sessions were deleted, when the projects changed, after a move made
-    by this process, and at most every ``ttl`` seconds. In between, each search
+    the session's full system prompt: 0.3-0.5 s at 20,000 sessions), so it
+    happens in the search only on the first search, when sessions were
+    deleted, when the projects changed, after a move made by this process, and
+    when the last full read is ``stale_limit`` seconds old. A search finding it
+    ``ttl`` seconds old (but not ``stale_limit``) answers from it and starts the
+    full read in a thread of its own, which replaces it when done (unless
+    something above made it void meanwhile). In between, each search
     re-reads only new sessions and the ``recent`` newest ones (the desktop
     records a new session's cwd just after creating it): a recent session
     without a folder of its own takes its parent's or predecessor's workspace
     from the cache, so a deep compression chain costs nothing per search. A
     cwd changed, or a session archived, by another process in an *old*
-    session shows up within ``ttl`` seconds. Thread-safe.
+    session shows up about ``ttl`` seconds later in a process that searches
+    often, and always within ``stale_limit`` seconds. Thread-safe.
     """
 
-    def __init__(self, ttl: float = 60.0, recent: int = 64) -> None:
+    def __init__(self, ttl: float = 60.0, recent: int = 64, stale_limit: float = 300.0) -> None:
         self.ttl = ttl
+        self.stale_limit = stale_limit
         self.recent = recent
         self.lock = threading.Lock()  # held by the entries' writers, and by readers of their sessions (compute_scope)
         self._entries: dict[str, _Members] = state.cache("membership").data
+        self._reloads: dict[str, threading.Thread] = state.cache("membership_reloads").data
 
     def members(self, conn: sqlite3.Connection, db_key: str, attributor: Attributor) -> _Members:
         count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
@@ -244,17 +255,51 @@ class MembershipCache:
         now = time.monotonic()
         with self.lock:
             entry = self._entries.get(db_key)
-            if entry is not None and entry.attributor_id == id(attributor) and now < entry.full_until and entry.fingerprint == mark:
+            if (entry is not None and entry.attributor_id == id(attributor) and entry.fingerprint == mark
+                    and now < entry.read_at + self.stale_limit):
                 if self._refresh(conn, entry, attributor, int(count), int(top)):
+                    if now >= entry.read_at + self.ttl:
+                        self._reload_behind(db_key, entry, attributor)
                     return entry
             entry = self._full(conn, attributor, int(count), int(top), now)
             entry.fingerprint = mark
             self._entries[db_key] = entry
             return entry
 
+    def _reload_behind(self, db_key: str, entry: _Members, attributor: Attributor) -> None:
+        """Start the full read of ``db_key`` in a thread of its own (one at a time); lock held. It opens its
+        own read-only connection, and replaces ``entry`` only if ``entry`` is still the one in use and the
+        file the same; a failure is logged and the next search past ``ttl`` tries again."""
+        running = self._reloads.get(db_key)
+        if running is not None and running.is_alive():
+            return
+
+        def reload() -> None:
+            try:
+                with closing(store.connect_ro(Path(db_key))) as conn:
+                    count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
+                    mark = session_rows.db_fingerprint(conn, db_key)
+                    fresh = self._full(conn, attributor, int(count), int(top), time.monotonic())
+                fresh.fingerprint = mark
+            except (OSError, sqlite3.Error) as exc:  # state.db busy, moved or damaged: the search path tells
+                logger.info("re-reading the sessions of %s in the background failed: %s", db_key, exc)
+                return
+            with self.lock:
+                if self._entries.get(db_key) is entry and entry.fingerprint == mark:
+                    self._entries[db_key] = fresh  # sessions newer than its read: the next search's refresh
+
+        thread = threading.Thread(target=reload, name="phr-census", daemon=True)
+        self._reloads[db_key] = thread
+        thread.start()
+
+    def settle(self, timeout: float = 30.0) -> None:
+        """Wait for the full reads started in the background (tests; a process about to exit need not)."""
+        for thread in list(self._reloads.values()):
+            thread.join(timeout)
+
     def _full(self, conn: sqlite3.Connection, attributor: Attributor, count: int, top: int, now: float) -> _Members:
         scan = session_rows.scan_sessions(conn)
-        entry = _Members(id(attributor), now + self.ttl, top, count, {}, {}, {}, dict(scan.workspaces))
+        entry = _Members(id(attributor), now, top, count, {}, {}, {}, dict(scan.workspaces))
         groups = scan.groups()
         # The folders the attributor will probe (an existing one, or one gone without a stored root), all at once.
         git.prefetch(cwd for cwd, root in groups

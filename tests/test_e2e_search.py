@@ -10,6 +10,7 @@ that record only ``cwd``.
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from conftest import World, result_sessions
@@ -224,18 +225,110 @@ def test_new_and_recently_updated_sessions_are_seen_at_once(world: World):
     assert result_sessions(world.search("cur", "pelican")) == ["old"]
 
 
-def test_old_session_changed_elsewhere_shows_up_after_the_reload_interval(world: World, monkeypatch):
-    """Old sessions are re-read by the periodic full reload (ttl 0 here: every search)."""
-    store_mod = _plugin_store()
-    monkeypatch.setattr(store_mod.membership, "ttl", 0.0)
+def _old_session_among_many(world: World) -> None:
     repo = world.repo("alpha")
     world.session("old", repo, messages=[("user", "pelican plan")])
     for i in range(70):  # push "old" out of the always-re-read recent window
         world.session(f"filler{i}", None, source="telegram")
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
+
+
+def _count_full_reads(monkeypatch, workspace) -> list[str]:
+    """The threads every full read of the sessions ran in."""
+    import threading
+
+    seen: list[str] = []
+    real = workspace.MembershipCache._full
+
+    def counting(self, *args, **kwargs):
+        seen.append(threading.current_thread().name)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(workspace.MembershipCache, "_full", counting)
+    return seen
+
+
+def test_old_session_changed_elsewhere_shows_up_after_the_reload_in_the_background(world: World, monkeypatch):
+    """Old sessions are re-read after ``ttl`` (0 here: every search) behind the search that found them due:
+    that search answers at once from what it had, the next one sees the change."""
+    workspace = _plugin_store()
+    monkeypatch.setattr(workspace.membership, "ttl", 0.0)
+    _old_session_among_many(world)
     assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    workspace.membership.settle()
+    reads = _count_full_reads(monkeypatch, workspace)
     world.db.set_session_archived("old", True)  # as if archived in the desktop app
+    assert result_sessions(world.search("cur", "pelican")) == ["old"], "answered from the census it had"
+    workspace.membership.settle()
+    assert reads == ["phr-census"], "read again once, not in the search's thread"
     assert world.search("cur", "pelican")["results"] == []
+
+
+def test_a_census_past_its_stale_limit_is_read_again_in_the_search(world: World, monkeypatch):
+    """However seldom a process searches, a change to an old session shows up within ``stale_limit``."""
+    workspace = _plugin_store()
+    monkeypatch.setattr(workspace.membership, "stale_limit", 0.0)
+    _old_session_among_many(world)
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    reads = _count_full_reads(monkeypatch, workspace)
+    world.db.set_session_archived("old", True)
+    assert world.search("cur", "pelican")["results"] == []
+    assert len(reads) == 1 and reads[0] != "phr-census"
+
+
+def test_a_background_read_begun_before_a_move_is_not_used_after_it(world: World, monkeypatch):
+    """The move makes the census void; a read that began before it (its rows from before the move) is dropped."""
+    import threading
+
+    workspace, session_rows = _plugin_store(), sys.modules["hermes_plugins.project_history_recall.session_rows"]
+    alpha, beta = world.repo("alpha"), world.repo("beta")
+    project = world.project("Alpha", [alpha])
+    world.session("old", alpha, messages=[("user", "pelican plan")])
+    world.session("elsewhere", beta, messages=[("user", "pelican in beta")])
+    for i in range(70):
+        world.session(f"filler{i}", None, source="telegram")
+    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    monkeypatch.setattr(workspace.membership, "ttl", 0.0)
+    started, release = threading.Event(), threading.Event()
+    real_scan = session_rows.scan_sessions
+
+    def held_scan(conn):
+        found = real_scan(conn)  # the rows as they were before the move
+        if threading.current_thread().name == "phr-census":
+            started.set()
+            release.wait(30)
+        return found
+
+    monkeypatch.setattr(session_rows, "scan_sessions", held_scan)
+    world.search("cur", "pelican")  # starts the background read, which stops after reading the rows
+    assert started.wait(30)
+    monkeypatch.setattr(workspace.membership, "ttl", 60.0)
+    moved = world.move("elsewhere", project)
+    assert moved.get("success", True) and "error" not in moved, moved
+    assert set(result_sessions(world.search("cur", "pelican"))) == {"old", "elsewhere"}
+    release.set()
+    workspace.membership.settle()
+    assert set(result_sessions(world.search("cur", "pelican"))) == {"old", "elsewhere"}, "the old read was dropped"
+
+
+def test_a_background_read_that_fails_leaves_the_census_and_is_tried_again(world: World, monkeypatch):
+    """state.db moved away under the background read: the searches go on with what they had, nothing raised."""
+    workspace = _plugin_store()
+    _old_session_among_many(world)
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    monkeypatch.setattr(workspace.membership, "ttl", 0.0)
+    reads = _count_full_reads(monkeypatch, workspace)
+    key = next(iter(workspace.membership._entries))
+    entry = workspace.membership._entries[key]
+    monkeypatch.setitem(workspace.membership._entries, "/nonexistent/state.db", entry)
+    with workspace.membership.lock:
+        workspace.membership._reload_behind("/nonexistent/state.db", entry, None)
+    workspace.membership.settle()
+    assert reads == [] and workspace.membership._entries["/nonexistent/state.db"] is entry
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    workspace.membership.settle()
+    assert reads == ["phr-census"], "the next search past ttl reads again"
 
 
 def test_deleted_sessions_force_a_full_reload(world: World):

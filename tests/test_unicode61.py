@@ -212,13 +212,14 @@ def test_capped_trigram_counts_decide_the_look_up_as_full_counts_did(world, monk
     conn = store.open_state_db(world.home)
     try:
         as_of = store.max_message_id(conn)
-        for bound in (1, 3, 8, 20, 48_000):
+        for bound, budget in ((1, 12_000), (3, 12_000), (8, 12_000), (20, 12_000), (48_000, 12_000), (20, 25), (48_000, 4)):
             monkeypatch.setattr(lexical, "GLUED_BOUND", bound)
+            monkeypatch.setattr(lexical, "RANK_BUDGET", budget)  # a word's rows at the budget or above: not looked up
             for word in words + ["redi", "zzzz", "cachex"]:
                 forms = Q.stem_variants(word)
                 grams = [f[i : i + 3] for f in forms for i in range(len(f) - 2)]
                 rarest = min(fts.doc_frequencies(conn, "trigram", grams).values(), default=0)
-                for df in sorted({0, 1, 30, max(rarest - 1, 0), rarest, rarest + 1}):  # the bound's edges too
+                for df in sorted({0, 1, 30, max(rarest - 1, 0), rarest, rarest + 1, budget - 1, budget}):  # the edges too
                     for cached in (False, True):  # from a cold cache, then from what it kept
                         fts.frequencies.clear() if not cached else None
                         new = lexical._glued_rows(conn, forms, df, as_of)
