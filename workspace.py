@@ -281,16 +281,21 @@ class MembershipCache:
                     mark = session_rows.db_fingerprint(conn, db_key)
                     fresh = self._full(conn, attributor, int(count), int(top), time.monotonic())
                 fresh.fingerprint = mark
+                with self.lock:
+                    if self._entries.get(db_key) is entry and entry.fingerprint == mark:
+                        self._entries[db_key] = fresh  # sessions newer than its read: the next search's refresh
             except (OSError, sqlite3.Error) as exc:  # state.db busy, moved or damaged: the search path tells
                 logger.info("re-reading the sessions of %s in the background failed: %s", db_key, exc)
-                return
-            with self.lock:
-                if self._entries.get(db_key) is entry and entry.fingerprint == mark:
-                    self._entries[db_key] = fresh  # sessions newer than its read: the next search's refresh
+            except Exception:  # a thread's escape would print a traceback into the user's terminal
+                logger.exception("re-reading the sessions of %s in the background failed", db_key)
 
         thread = threading.Thread(target=reload, name="phr-census", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError as exc:  # no more threads, or the interpreter is shutting down: the search goes on
+            logger.info("could not re-read the sessions of %s in the background: %s", db_key, exc)
+            return
         self._reloads[db_key] = thread
-        thread.start()
 
     def settle(self, timeout: float = 30.0) -> None:
         """Wait for the full reads started in the background (tests; a process about to exit need not)."""

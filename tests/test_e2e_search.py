@@ -331,6 +331,54 @@ def test_a_background_read_that_fails_leaves_the_census_and_is_tried_again(world
     assert reads == ["phr-census"], "the next search past ttl reads again"
 
 
+def test_a_search_answers_when_no_thread_can_be_started_for_the_background_read(world: World, monkeypatch):
+    """The OS refusing a thread (CPython's "can't start new thread", as git.prefetch expects too) costs the
+    background re-read, not the search, which has a valid census in hand (found by a review)."""
+    import threading
+
+    workspace = _plugin_store()
+    _old_session_among_many(world)
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    monkeypatch.setattr(workspace.membership, "ttl", 0.0)
+    real_start = threading.Thread.start
+
+    def start(self):
+        if self.name == "phr-census":
+            raise RuntimeError("can't start new thread")  # what CPython raises at the thread limit
+        return real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    answer = world.search("cur", "pelican")
+    assert result_sessions(answer) == ["old"], answer
+    workspace.membership.settle()  # nothing unstarted was kept to join
+
+
+def test_an_unexpected_error_in_the_background_read_is_logged_not_raised(world: World, monkeypatch, caplog):
+    """Whatever goes wrong in the thread stays in the log: no traceback in the user's terminal, the census kept."""
+    import logging
+    import threading
+
+    workspace, session_rows = _plugin_store(), sys.modules["hermes_plugins.project_history_recall.session_rows"]
+    _old_session_among_many(world)
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    monkeypatch.setattr(workspace.membership, "ttl", 0.0)
+    real_scan = session_rows.scan_sessions
+
+    def broken_scan(conn):
+        if threading.current_thread().name == "phr-census":
+            raise ValueError("a bug in the census")
+        return real_scan(conn)
+
+    escaped: list = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args))
+    monkeypatch.setattr(session_rows, "scan_sessions", broken_scan)
+    with caplog.at_level(logging.ERROR):
+        assert result_sessions(world.search("cur", "pelican")) == ["old"]
+        workspace.membership.settle()
+    assert not escaped and "a bug in the census" in caplog.text
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+
+
 def test_deleted_sessions_force_a_full_reload(world: World):
     repo = world.repo("alpha")
     world.session("gone", repo, messages=[("user", "pelican plan")])
