@@ -73,7 +73,7 @@ class WordMatcher:
     """Whole-word matches in a folded text (:func:`unicode61.comparable`): what ``WORD_START(?:body)WORD_END`` finds.
 
     Built per query without compiling the CJK class into each pattern (about
-    3 ms per pattern, most of a varied query's parsing): the body alone is
+    3 ms a pattern to compile, and a new question's patterns are new): the body alone is
     searched and each match's two neighbours are tested against one class
     compiled once. The same matches as the full pattern when every part is
     made of letters and digits outside CJK (then a match rejected at a start

@@ -222,7 +222,8 @@ print(round((time.perf_counter() - started) * 1000, 1))
 def varied_queries(n: int, seed: int = 7) -> list[str]:
     """``n`` different questions in the words the bench state.db is written in (``make_big_statedb``): plain
     questions, keyword lists, numbers ("error 4031"), identifiers (``cache_token``) and Chinese ones. Each is
-    asked once: nothing of it (term counts, patterns, its messages' pages) was read by an earlier search."""
+    asked once: nothing of it (term counts, patterns) was worked out by an earlier search of this process; its
+    messages' pages are in the page cache only if an earlier run asked it (the same ``seed`` gives the same ones)."""
     import make_big_statedb as big
 
     rng = random.Random(seed)
