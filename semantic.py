@@ -24,7 +24,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import attribution, config_schema, consent, errors, lexical, pages, paths, session_rows, state, store, workspace
+from . import (
+    attribution,
+    config_schema,
+    consent,
+    errors,
+    lexical,
+    pages,
+    paths,
+    session_rows,
+    state,
+    state_history,
+    store,
+    workspace,
+)
 from .ranking import Hit, demote
 from .settings import embedding_api_key, load_settings
 
@@ -540,8 +553,6 @@ def _same_history(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -
     (:meth:`vector_index.VectorIndex.forget_after`). When none is stored, state.db's now is.
     A few point reads of each file. Raises ``sqlite3`` errors of state.db, and
     :class:`embeddings.EmbeddingUnavailable` for embeddings.db's (:meth:`VectorIndex.trouble`)."""
-    from . import state_history
-
     try:
         text = vectors.stored_history()
     except sqlite3.Error as exc:
@@ -563,8 +574,6 @@ def _witness(conn: sqlite3.Connection) -> vector_index.Witness:
     """What every write of the index asks state.db, through ``conn``, under the index's write lock
     (:data:`vector_index.Witness`): whether state.db still holds the stored history, its history now, and the
     messages to be written as they are now, all from one read transaction."""
-    from . import state_history
-
     def witness(known: state_history.History | None, ids: Any) -> tuple[bool, state_history.History, dict[int, tuple[str, str]]]:
         with store.one_snapshot(conn):  # the history and the messages from one state of state.db
             parted, now = _read_history(conn, known)
@@ -576,8 +585,6 @@ def _read_history(conn: sqlite3.Connection, known: Any) -> tuple[int | None, Any
     """``(where state.db parted from the history ``known`` (:func:`state_history.parted_at`; ``None`` when it
     did not, or when ``known`` is ``None``), state.db's history now)``, from one read transaction. Raises
     ``sqlite3`` errors."""
-    from . import state_history
-
     with store.one_snapshot(conn):
         counter = store.message_id_counter(conn)
         parted = None if known is None else state_history.parted_at(

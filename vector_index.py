@@ -835,7 +835,7 @@ class VectorIndex:
         holds, now, found = witness(state_history.decode(_history_text(conn)), ids)
         if not holds:
             return None
-        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_HISTORY_KEY, state_history.encode(now)))
+        _store_history(conn, now)
         return found
 
     def forget_after(self, parted: int, known: str | None, history: state_history.History) -> int:
@@ -864,7 +864,7 @@ class VectorIndex:
                     (self.provider.fingerprint,))
                 self._conn.execute("DELETE FROM chunks WHERE message_id > ?", (int(parted),))
                 self._conn.execute("DELETE FROM meta WHERE key LIKE 'complete\\_upto:%' ESCAPE '\\' OR key IN (?, ?, ?)", _NEVER_KEYS)
-                self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_HISTORY_KEY, state_history.encode(history)))
+                _store_history(self._conn, history)
             for mid in gone:
                 self._indexed.discard(mid)
             if self._indexed_loaded:
@@ -892,6 +892,11 @@ def _history_text(conn: sqlite3.Connection) -> str | None:
     """The stored :mod:`state_history` of the file ``conn`` reads, as its JSON text (``None`` before any)."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (_HISTORY_KEY,)).fetchone()
     return row[0] if row else None
+
+
+def _store_history(conn: sqlite3.Connection, history: state_history.History) -> None:
+    """Store ``history`` as the state of state.db the file ``conn`` writes was learned from (inside its write transaction)."""
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_HISTORY_KEY, state_history.encode(history)))
 
 
 def _anchors(stored: Any) -> list[tuple[int, float]] | None:

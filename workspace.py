@@ -250,18 +250,17 @@ class MembershipCache:
         self._reloads: dict[str, threading.Thread] = state.cache("membership_reloads").data
 
     def members(self, conn: sqlite3.Connection, db_key: str, attributor: Attributor) -> _Members:
-        count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
-        mark = session_rows.db_fingerprint(conn, db_key)
+        count, top, mark = _census_state(conn, db_key)
         now = time.monotonic()
         with self.lock:
             entry = self._entries.get(db_key)
             if (entry is not None and entry.attributor_id == id(attributor) and entry.fingerprint == mark
                     and now < entry.read_at + self.stale_limit):
-                if self._refresh(conn, entry, attributor, int(count), int(top)):
+                if self._refresh(conn, entry, attributor, count, top):
                     if now >= entry.read_at + self.ttl:
                         self._reload_behind(db_key, entry, attributor)
                     return entry
-            entry = self._full(conn, attributor, int(count), int(top), now)
+            entry = self._full(conn, attributor, count, top, now)
             entry.fingerprint = mark
             self._entries[db_key] = entry
             return entry
@@ -277,9 +276,8 @@ class MembershipCache:
         def reload() -> None:
             try:
                 with closing(store.connect_ro(Path(db_key))) as conn:
-                    count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
-                    mark = session_rows.db_fingerprint(conn, db_key)
-                    fresh = self._full(conn, attributor, int(count), int(top), time.monotonic())
+                    count, top, mark = _census_state(conn, db_key)
+                    fresh = self._full(conn, attributor, count, top, time.monotonic())
                 fresh.fingerprint = mark
                 with self.lock:
                     if self._entries.get(db_key) is entry and entry.fingerprint == mark:
@@ -347,6 +345,12 @@ class MembershipCache:
     def invalidate(self) -> None:
         with self.lock:
             self._entries.clear()
+
+
+def _census_state(conn: sqlite3.Connection, db_key: str) -> tuple[int, int, tuple[Any, ...]]:
+    """``(sessions, their highest rowid, the file's fingerprint)``: what a census is checked against. Raises ``sqlite3`` errors."""
+    count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
+    return int(count), int(top), session_rows.db_fingerprint(conn, db_key)
 
 
 membership = MembershipCache()
