@@ -167,25 +167,31 @@ def new_session_predecessors(rows: Iterable[SessionRow], window: float = NEW_SES
 
 
 def effective_workspaces(
-    rows: Mapping[str, SessionRow], window: float = NEW_SESSION_WINDOW_S, *, known: Mapping[str, Workspace] | None = None
+    rows: Mapping[str, SessionRow], window: float = NEW_SESSION_WINDOW_S, *, known: Mapping[str, Workspace | None] | None = None
 ) -> dict[str, Workspace]:
     """The effective workspace of every session of ``rows`` (sessions with none at all are left out).
 
     A row's own ``cwd`` / git root first; else its parent's (along
     ``parent_session_id``); else, for a ``/new`` session, its predecessor's
     (:func:`new_session_predecessors`). ``known``: workspaces already
-    resolved (a walk stops there; the rows still decide ``/new`` matching).
-    Cycles and dangling links end a walk with no workspace. Pure; linear in
-    the rows.
+    resolved, ``None`` for a session known to have none (a walk stops there;
+    the rows still decide ``/new`` matching). Cycles and dangling links end a
+    walk with no workspace. Pure; linear in the rows: every session is walked
+    through at most once, whether its walk finds a workspace or not (a
+    compression chain of a gateway chat, which has none, would otherwise be
+    walked again from each of its sessions).
     """
     previous = new_session_predecessors(rows.values(), window)
     known = known or {}
     out: dict[str, Workspace] = {}  # not a copy of ``known``: it may hold every session of state.db
+    none: set[str] = set()  # sessions found to have no workspace
     for start in rows:
-        if start in out:
+        if start in out or start in none:
             continue
         if start in known:
-            out[start] = known[start]
+            held = known[start]
+            if held is not None:
+                out[start] = held
             continue
         own = rows[start]
         if own.cwd or own.root:  # most sessions: a folder of their own, no walk
@@ -197,8 +203,13 @@ def effective_workspaces(
         found: Workspace | None = None
         while sid is not None and sid not in seen:
             seen.add(sid)
-            if sid in out or sid in known:
-                found = out[sid] if sid in out else known[sid]
+            if sid in out:
+                found = out[sid]
+                break
+            if sid in none:
+                break
+            if sid in known:
+                found = known[sid]
                 break
             row = rows.get(sid)
             if row is None:
@@ -215,7 +226,8 @@ def effective_workspaces(
                 sid = previous[sid]
             else:
                 break
-        if found is None:
+        if found is None:  # every session of this walk would walk the same way: none of them has one
+            none.update(seen)
             continue
         # Every session on the walk takes the workspace, named by its own link.
         via = sid

@@ -49,24 +49,30 @@ def _clip(text: str, budget: int) -> tuple[str, bool]:
     return flat[: max(budget - len(CUT), 0)].rstrip() + CUT, True
 
 
-def _project_scope(conn: Any, home: Path, session_id: str, cwd: str | None) -> workspace.Scope:
-    """The asking session's project, or with ``cwd`` (slash commands, the command line) that folder's."""
+def _project_scope(conn: Any, home: Path, session_id: str, cwd: str | None) -> tuple[workspace.Scope, workspace.Attributor]:
+    """The asking session's project, or with ``cwd`` (slash commands, the command line) that folder's, and the
+    attributor that decided it."""
     listing = store.load_projects(home)
     attributor = workspace.attributor_for(home, listing.projects)
     db_key = paths.state_db_key(home)
     if cwd is not None:
-        return workspace.compute_scope_for_cwd(conn, attributor, cwd, db_key=db_key)
-    return workspace.compute_scope(conn, attributor, session_id, db_key=db_key)
+        return workspace.compute_scope_for_cwd(conn, attributor, cwd, db_key=db_key), attributor
+    return workspace.compute_scope(conn, attributor, session_id, db_key=db_key), attributor
 
 
 LEFT_OUT = "an earlier history search or its results, not project history"
 
 
-def _readable(scope: workspace.Scope, conn: Any, target: str) -> bool:
-    """Sessions of the scope's project, the asking conversation's own lineage included."""
+def _readable(scope: workspace.Scope, attributor: workspace.Attributor, conn: Any, target: str) -> bool:
+    """Sessions of the scope's project, the asking conversation's own lineage included as long as the session
+    is in the same project: a branch of this conversation moved to another project is that project's to read
+    (the search never finds it from here either)."""
     if target in scope.session_ids:
         return True
-    return scope.current is not None and target in session_rows.lineage_ids(conn, scope.current.id) and not scope.project.is_home
+    if scope.current is None or scope.project.is_home or target not in session_rows.lineage_ids(conn, scope.current.id):
+        return False
+    info = session_rows.session_info(conn, target)
+    return info is not None and attributor.project_of(info).identity == scope.project.identity
 
 
 def read_around(
@@ -90,11 +96,11 @@ def read_around(
     max_chars = max(MIN_CHARS, min(MAX_CHARS, max_chars))
     conn = store.open_state_db(home)
     try:
-        scope = _project_scope(conn, home, session_id, cwd)
+        scope, attributor = _project_scope(conn, home, session_id, cwd)
         details = session_rows.session_details(conn, [target_session]).get(target_session)
         if details is None:
             raise errors.SessionNotFound(f"session not found in state.db: {target_session}")
-        if scope.project.is_home or not _readable(scope, conn, target_session):
+        if scope.project.is_home or not _readable(scope, attributor, conn, target_session):
             raise NotInProject(
                 f"session {target_session} is not in this conversation's project; only this project's sessions can be read"
             )
@@ -153,7 +159,7 @@ def recent_sessions(
     limit = max(1, min(RECENT_MAX, limit))
     conn = store.open_state_db(home)
     try:
-        scope = _project_scope(conn, home, session_id, cwd)
+        scope, _ = _project_scope(conn, home, session_id, cwd)
         key = pages.search_key(query="\x00recent", mode="recent", scope=dataclasses.replace(scope, filters=filters),
                                 anchor=session_id if cwd is None else f"cwd:{cwd}")
         page = pages.read_cursor(cursor, key) if cursor else pages.Page(0, filters.since, filters.until)

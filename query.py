@@ -144,12 +144,18 @@ class ParsedQuery:
 
 
 def clean_query(text: str) -> tuple[str, bool]:
-    """Drop control characters and lone surrogates, cap the length.
+    """Drop control characters and lone surrogates, cap the length, and put the text in the form FTS5 sees.
 
+    Decomposed input (NFD: macOS and some input methods send ``naïve`` as ``nai`` + U+0308 + ``ve``) is composed
+    (NFC), and the combining marks left over, which FTS5's unicode61 drops inside a word, are dropped too, so a
+    word is never split at one. (Not NFKC: FTS5 does not fold full-width letters, so neither does the query.)
     Returns ``(clean text, truncated)``.
     """
     truncated = len(text) > MAX_QUERY_CHARS
     text = text[:MAX_QUERY_CHARS]
+    if not text.isascii():
+        text = unicode61.without_dropped(unicodedata.normalize("NFC", "".join(
+            ch for ch in text if unicodedata.category(ch) != "Cs")))
     out = []
     for ch in text:
         cat = unicodedata.category(ch)

@@ -158,34 +158,64 @@ def mask_secrets(text: str, secrets: Iterable[str]) -> str:
 # ---------------------------------------------------------------------------
 
 
-# Provider key formats (each a whole token: no word character just before it).
+# Where a secret may start: not right after an ASCII letter, digit or joiner of its own kind. The classes are
+# ASCII on purpose: CJK characters are word characters (``\w``, ``\b``), and people write keys straight into
+# Chinese or Japanese text ("访问密钥是AKIA...请"). Every pattern below starts with such a lookbehind, so a match is
+# tried only at the start of a run of its characters, never again inside it (a run of 100,000 letters and dots is
+# tried once, not 100,000 times), and quantifiers followed by a character their class excludes are possessive
+# (``*+``, ``++``): what cannot match is given up at once instead of backtracked over.
+_TOKEN_START = r"(?<![A-Za-z0-9_-])"
+
+# Provider key formats (each a whole token).
 _KEY_FORMATS = re.compile(
-    r"(?<![\w-])(?:"
-    r"sk-ant-[A-Za-z0-9_-]{16,}"  # Anthropic
-    r"|sk-(?:proj-|svcacct-|admin-|or-v1-)?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}"  # OpenAI, OpenRouter
-    r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
-    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}"  # GitHub
-    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
-    r"|xox[abposr]-[A-Za-z0-9-]{10,}"  # Slack
+    _TOKEN_START + r"(?:"
+    r"sk-ant-[A-Za-z0-9_-]{16,}+"  # Anthropic
+    r"|sk-(?:proj-|svcacct-|admin-|or-v1-)?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}+"  # OpenAI, OpenRouter
+    r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}+"  # Stripe
+    r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+"  # GitHub
+    r"|glpat-[A-Za-z0-9_-]{20,}+"  # GitLab
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}+"  # Slack
     r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key id
     r"|AIza[0-9A-Za-z_-]{35}"  # Google
-    r"|hf_[A-Za-z0-9]{30,}"  # Hugging Face
-    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # a JWT
+    r"|hf_[A-Za-z0-9]{30,}+"  # Hugging Face
+    r"|eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"  # a JWT
     r")"
 )
 _PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)", re.DOTALL)
 _AUTH_HEADER = re.compile(
-    r"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token|bot)\s+)?)(?!(?-i:[a-z]+)\b)([A-Za-z0-9._~+/=-]{8,})"
-    r"|\b(bearer\s+)(?=[A-Za-z0-9._~+/=-]*\d)([A-Za-z0-9._~+/=-]{12,})"  # a bare bearer token has digits: "bearer authentication" is prose
+    r"(?i)(?<![A-Za-z0-9_])(authorization[\"']?\s*+[:=]\s*+[\"']?(?:(?:bearer|basic|token|bot)\s++)?)(?!(?-i:[a-z]+)(?![A-Za-z0-9_]))"
+    r"([A-Za-z0-9._~+/=-]{8,}+)"
+    # a bare bearer token has digits: "bearer authentication" is prose
+    r"|(?<![A-Za-z0-9_])(bearer\s++)(?=[A-Za-z0-9._~+/=-]*\d)([A-Za-z0-9._~+/=-]{12,}+)"
 )
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)([^\s/@:]*:[^\s/@]+|[^\s/@:]{16,})@")
+_URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*+://)([^\s/@:]*+:[^\s/@]++|[^\s/@:]{16,}+)@")
+#: Webhook URLs whose path is the credential (Slack, Discord): the path goes, the host stays.
+_WEBHOOK = re.compile(
+    r"(?<![A-Za-z0-9.-])((?:hooks\.slack\.com/(?:services|workflows|triggers)|(?:discord(?:app)?\.com|ptb\.discord\.com)"
+    r"/api/webhooks)/)([A-Za-z0-9_/-]{8,}+)"
+)
 #: ``name = value`` / ``name: value`` where the name ends in a credential word (``DB_PASSWORD``, ``apiKey``, ``token``...);
-#: only such names are matched, so ``database: password=...`` is not swallowed by ``database:``.
+#: only such names are matched, so ``database: password=...`` is not swallowed by ``database:``. A name starts a
+#: run of name characters (dots included), so each run is tried once.
 _ASSIGNMENT = re.compile(
-    r"(?<![\w-])((?:[A-Za-z_][\w.-]{0,60}?)?(?i:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key"
+    r"(?<![A-Za-z0-9_.-])((?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?(?i:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key"
     r"|secret[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key))"
-    r"([\"']?)(\s*)(:|=)(\s*)(?:(\"|')([^\"'\n]{1,200})\6|([^\s\"'`,;<>)\]}]{1,200}))"
+    r"([\"']?)(\s*+)(:|=|：)(\s*+)(?:(\"|')([^\"'\n]{1,200})\6|((?:(?![\"'`,;<>)\]}])[!-~]){1,200}))"
 )
+#: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``,
+#: ``口令：x9``, ``パスワードは…``, ``비밀번호는 …``, ``пароль: …``, ``password is …``): the label, what joins it to
+#: the value (``是``, ``为``, ``：``, ``は``, ``is``...), and the value, a run of printable ASCII (which ends where the
+#: text goes back to its own script) or a quoted string. English labels need ``is``/``was`` or a CJK joiner here
+#: (``password=...`` is :data:`_ASSIGNMENT`'s), and a value with a digit or a symbol (prose: "the password is in
+#: the vault").
+_LABELLED = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])(密码|密碼|口令|密钥|密鑰|秘钥|令牌|パスワード|暗証番号|비밀번호|암호|пароль|паролем|пароля"
+    r"|password|passwd|passphrase|pwd)"
+    r"(\s*+(?:(?:是|为|為|は|が|는|은|가|이|:|：|=|is|was|—|-)\s*+){0,2})"
+    r"(?:([\"'“「『])([^\"'”」』\n]{1,200})[\"'”」』]|([!-~]{4,200}+))"
+)
+#: Trailing punctuation that ends a sentence, not a password
+_VALUE_END = ".,;:!?)]}>'\""
 #: ("credentials" is not one: fetch's ``credentials: 'include'`` is code.)
 _CREDENTIAL_WORDS = {"password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey", "secretkey", "privatekey",
                      "clientsecret"}
@@ -196,7 +226,7 @@ _CODE_VALUE = re.compile(
     r"|[A-Z]\w*\[.*"  # a type such as Optional[str]
     r"|\$\{?\w+\}?|%\(?\w*\)?s|\{.*|\[.*|<.*|\*+|x{3,}|X{3,}|\.{3}|…)$"  # a placeholder, a list or dict
 )
-_LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{32,}(?![A-Za-z0-9+/=_-])")
+_LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{32,}+")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -268,39 +298,76 @@ def redact_secrets(text: str) -> str:
     ``END`` line, or to the end of the text); provider key formats (``sk-...``,
     ``sk-ant-...``, ``ghp_...``, ``github_pat_...``, ``glpat-...``, ``xox?-...``,
     ``AKIA...``, ``AIza...``, ``hf_...``, JWTs); bearer tokens and
-    ``Authorization:`` values; the ``user:password@`` of URLs; the value of an
-    assignment whose name ends in a credential word (``password=``,
-    ``DB_PASSWORD:``, ``api_key=``, ``apiKey:``, ``token=``, ``client_secret``...)
-    unless the value is code (a call, attribute, type, ``None``) or a placeholder;
-    and long random-looking tokens (see :func:`_looks_random`). Git object ids
-    (40 or 64 hex digits), UUIDs, identifiers and paths are kept. Never raises.
+    ``Authorization:`` values; the ``user:password@`` of URLs and the path of
+    Slack and Discord webhook URLs; the value of an assignment whose name ends in
+    a credential word (``password=``, ``DB_PASSWORD:``, ``api_key=``, ``apiKey:``,
+    ``token=``, ``client_secret``...) unless the value is code (a call, attribute,
+    type, ``None``) or a placeholder; a value written after a password label in
+    prose, in Chinese, Japanese, Korean, Russian or English (``密码是…``,
+    ``パスワードは…``, ``password is …``); and long random-looking tokens (see
+    :func:`_looks_random`). Secrets written straight into CJK text are found as
+    in spaced text. Git object ids (40 or 64 hex digits), UUIDs, identifiers and
+    paths are kept. Linear in the length of ``text`` (every pattern is tried once
+    per run of its characters). Never raises.
     """
     if not text:
         return text
     text = _PEM.sub(REDACTED, text)
     text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    text = _WEBHOOK.sub(lambda m: m.group(1) + REDACTED, text)
     text = _AUTH_HEADER.sub(lambda m: (m.group(1) or m.group(3)) + REDACTED, text)
     text = _KEY_FORMATS.sub(REDACTED, text)
-
-    def assignment(m: re.Match[str]) -> str:
-        name, quoted, bare = m.group(1), m.group(7), m.group(8)
-        if not _is_credential_name(name):
-            return m.group(0)
-        value = quoted if quoted is not None else bare
-        if value is None or value.startswith(REDACTED[:-1]) or _CODE_VALUE.match(value.strip()) or value.strip() == name:
-            return m.group(0)
-        if quoted is None:
-            if m.group(4) == ":" and m.group(5) and re.fullmatch(r"[A-Za-z_]+", value):
-                return m.group(0)  # prose ("token: the one from the vault") or an annotation, not a literal
-            if re.fullmatch(r"[A-Za-z_]\w*", value) and _is_credential_name(value) and len(_name_segments(value)) > 1:
-                return m.group(0)  # a variable (password=hashed_password), not a literal (password=secret)
-            if len(value) < 4:
-                return m.group(0)
-        start, end = m.span(7) if quoted is not None else m.span(8)
-        return m.string[m.start() : start] + REDACTED + m.string[end : m.end()]
-
-    text = _ASSIGNMENT.sub(assignment, text)
+    text = _LABELLED.sub(_labelled, text)
+    text = _ASSIGNMENT.sub(_assignment, text)
     return _LONG_TOKEN.sub(lambda m: REDACTED if _looks_random(m.group(0)) else m.group(0), text)
+
+
+def _is_placeholder(value: str, name: str) -> bool:
+    """Whether an assigned or labelled value is not a literal secret: already redacted, code, or the name again."""
+    return value.startswith(REDACTED[:-1]) or bool(_CODE_VALUE.match(value.strip())) or value.strip() == name
+
+
+def _assignment(m: re.Match[str]) -> str:
+    """An :data:`_ASSIGNMENT` match with its literal value redacted (kept as it is when the value is code or prose)."""
+    name, quoted, bare = m.group(1), m.group(7), m.group(8)
+    if not _is_credential_name(name):
+        return m.group(0)
+    value = quoted if quoted is not None else bare
+    if value is None or _is_placeholder(value, name):
+        return m.group(0)
+    if quoted is None:
+        if m.group(4) == ":" and m.group(5) and re.fullmatch(r"[A-Za-z_]+", value):
+            return m.group(0)  # prose ("token: the one from the vault") or an annotation, not a literal
+        if re.fullmatch(r"[A-Za-z_]\w*", value) and _is_credential_name(value) and len(_name_segments(value)) > 1:
+            return m.group(0)  # a variable (password=hashed_password), not a literal (password=secret)
+        if len(value) < 4:
+            return m.group(0)
+    start, end = m.span(7) if quoted is not None else m.span(8)
+    return m.string[m.start() : start] + REDACTED + m.string[end : m.end()]
+
+
+def _labelled(m: re.Match[str]) -> str:
+    """A :data:`_LABELLED` match with the value after the label redacted, when it reads as one.
+
+    An English label counts only with a joiner in words or CJK (``is``, ``是``, ``：``; ``password=`` is an
+    assignment) and a value holding a digit or a symbol. Trailing sentence punctuation stays.
+    """
+    label, joiner = m.group(1), m.group(2)
+    quoted = m.group(4)
+    value = quoted if quoted is not None else m.group(5)
+    start = m.start(4) if quoted is not None else m.start(5)
+    if quoted is None:
+        value = value.rstrip(_VALUE_END)
+    if len(value) < 4 or _is_placeholder(value, label):
+        return m.group(0)
+    if label.isascii():
+        words = joiner.strip().lower()
+        if not words or words[0] in ":=-" or (words.isascii() and not re.search(r"\b(?:is|was)\b", words)):
+            return m.group(0)
+        if not re.search(r"[0-9!-/:-@\[-`{-~]", value):
+            return m.group(0)
+    end = start + len(value)
+    return m.string[m.start() : start] + REDACTED + m.string[end : m.end()]
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:

@@ -98,15 +98,16 @@ def _chain_rows(conn: sqlite3.Connection, session_id: str, rows: dict[str, attri
 
 
 def resolve_workspace(
-    conn: sqlite3.Connection, session_id: str, known: Mapping[str, attribution.Workspace] | None = None, *, hops: int = 20
+    conn: sqlite3.Connection, session_id: str, known: Mapping[str, attribution.Workspace | None] | None = None, *,
+    hops: int = 20,
 ) -> tuple[Any, attribution.Workspace | None]:
     """One session's row and effective workspace, reading only what it needs.
 
     Its ancestors come from one recursive query (the cost does not grow
     with other sessions' chains). A ``/new`` session's predecessor is
-    looked up by time; ``known`` (workspaces already resolved, e.g. the
-    membership cache's) short-cuts a walk. Returns ``(row or None, workspace
-    or None)``.
+    looked up by time; ``known`` (workspaces already resolved, ``None`` for
+    sessions known to have none: the membership cache's) short-cuts a walk.
+    Returns ``(row or None, workspace or None)``.
     """
     rows: dict[str, attribution.SessionRow] = {}
     chain = _chain_rows(conn, session_id, rows)
@@ -146,12 +147,13 @@ _ONE_ROW_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s WHERE s.id = ?"
 
 
 def session_info(
-    conn: sqlite3.Connection, session_id: str, *, known: Mapping[str, attribution.Workspace] | None = None
+    conn: sqlite3.Connection, session_id: str, *, known: Mapping[str, attribution.Workspace | None] | None = None
 ) -> SessionInfo | None:
     """One session with its effective workspace; ``None`` when unknown.
 
-    Taken from ``known`` (resolved workspaces, e.g. the membership cache's)
-    when it holds the session, else resolved (:func:`resolve_workspace`).
+    Taken from ``known`` (resolved workspaces, ``None`` for a session known
+    to have none: the membership cache's) when it holds the session, else
+    resolved (:func:`resolve_workspace`).
     """
     if known is not None and session_id in known:
         row = conn.execute(_ONE_ROW_SQL, (session_id,)).fetchone()
@@ -197,9 +199,10 @@ SELECT id FROM lineage
 
 @dataclass(frozen=True)
 class SessionScan:
-    """One pass over ``sessions``: every effective workspace, and which sessions are searchable."""
+    """One pass over ``sessions``: every session's effective workspace (``None``: it has none), and which sessions
+    are searchable."""
 
-    workspaces: dict[str, attribution.Workspace]
+    workspaces: dict[str, attribution.Workspace | None]
     searchable: dict[str, int]  # searchable session -> message_count (archived, delegate and tool runs left out)
 
     def groups(self) -> dict[tuple[str | None, str | None], list[tuple[str, int]]]:
@@ -225,7 +228,8 @@ def scan_sessions(conn: sqlite3.Connection) -> SessionScan:
         rows[row.id] = row
         if not r[8] and not r[9]:
             searchable[row.id] = int(r[10] or 0)
-    return SessionScan(attribution.effective_workspaces(rows), searchable)
+    found = attribution.effective_workspaces(rows)
+    return SessionScan({sid: found.get(sid) for sid in rows}, searchable)
 
 
 def searchable_workspaces(conn: sqlite3.Connection) -> dict[tuple[str | None, str | None], list[tuple[str, int]]]:

@@ -48,18 +48,38 @@ def _matches(flat: str, units: Sequence[Unit]) -> list[tuple[int, int, int]]:
     return out
 
 
+def best_window(matches: Sequence[tuple[int, int, int]], width: int) -> int:
+    """The start of the first match from which a window of ``width`` characters holds the most distinct units.
+
+    ``matches``: ``(start, end, unit)`` in text order, not overlapping (:func:`_matches`), so their ends are in
+    order too. One pass with two pointers: linear in the matches (a 100 KB log holds thousands of them).
+    """
+    counts: dict[int, int] = {}
+    best_start, best_count, right = matches[0][0], -1, 0
+    for left, (start, _, _) in enumerate(matches):
+        while right < len(matches) and matches[right][1] <= start + width:
+            unit = matches[right][2]
+            counts[unit] = counts.get(unit, 0) + 1
+            right += 1
+        if len(counts) > best_count:
+            best_start, best_count = start, len(counts)
+        unit = matches[left][2]
+        if right > left:  # the match at ``left`` leaves the window
+            counts[unit] -= 1
+            if not counts[unit]:
+                del counts[unit]
+        else:  # a match longer than the window: the next window starts empty
+            right = left + 1
+    return best_start
+
+
 def make_snippet(text: str, units: Sequence[Unit], width: int = SNIPPET_CHARS) -> str:
     """At most ``width`` characters of ``text`` (plus markers) around its matches of ``units``."""
     flat = " ".join(text.split())
     matches = _matches(flat, units)
     if not matches:
         return flat[:width] + ("..." if len(flat) > width else "")
-    # The window start (at a match) that covers the most distinct units.
-    best_start, best_count = matches[0][0], -1
-    for start, _, _ in matches:
-        count = len({u for s, e, u in matches if s >= start and e <= start + width})
-        if count > best_count:
-            best_start, best_count = start, count
+    best_start = best_window(matches, width)
     left = max(0, min(best_start - width // 4, len(flat) - width))
     right = min(len(flat), left + width)
     parts, pos = [], left

@@ -124,6 +124,18 @@ def fold_with_positions(text: str) -> tuple[str, list[int]]:
     return folded, where
 
 
+def without_dropped(text: str) -> str:
+    """``text`` without the characters ``unicode61`` drops inside a token (combining accents): what is left
+    splits into words where FTS5 splits it. ``nai`` + U+0308 + ``ve`` (a decomposed "naïve", as macOS input
+    sends it) is one word, ``naive``-to-be, not ``nai`` and ``ve``. Never raises."""
+    if text.isascii():
+        return text
+    fold(text)  # learns what is not known yet
+    table = _table()
+    dropped = {ord(ch): None for ch in set(text) if table.get(ord(ch)) == ""}
+    return text.translate(dropped) if dropped else text
+
+
 def tokens(text: str) -> list[str]:
     """``text``'s FTS5 ``unicode61`` tokens, folded, in order."""
     return fold(text).split()

@@ -200,7 +200,8 @@ class _Members:
     where: dict[str, tuple[str, str]]  # searchable session -> project identity
     by_identity: dict[tuple[str, str], set[str]]
     messages: dict[str, int]  # message_count when last read (sizes the scan strategy)
-    workspaces: dict[str, attribution.Workspace] = field(default_factory=dict)  # every session with one
+    # every session's workspace as last read, None when it has none (a walk up a chain stops at either)
+    workspaces: dict[str, attribution.Workspace | None] = field(default_factory=dict)
     fingerprint: tuple[Any, ...] = ()  # db_fingerprint() when loaded
     version: int = 0  # moves on whenever a session's project or size changes
     # (project identity, excluded lineage) -> (version, its other sessions sorted, their messages): what
@@ -318,22 +319,21 @@ class MembershipCache:
         new_rows = top - entry.max_rowid
         if new_rows < 0 or count != entry.count + new_rows:
             return False  # rows deleted (or rowids reused): start over
-        sql = f"SELECT {session_rows._ROW_COLUMNS} FROM sessions s WHERE s.rowid > ?"
-        for r in conn.execute(sql, (min(entry.max_rowid, top) - self.recent,)).fetchall():
+        sql = f"SELECT {session_rows._ROW_COLUMNS} FROM sessions s WHERE s.rowid > ? ORDER BY s.rowid"
+        for r in conn.execute(sql, (min(entry.max_rowid, top) - self.recent,)).fetchall():  # parents before children
             row = session_rows._session_row(r)
+            held = entry.workspaces.get(row.id)
+            ws: attribution.Workspace | None
             if row.cwd or row.root:
-                ws: attribution.Workspace | None = attribution.Workspace(row.cwd, row.root)
-            elif row.parent and row.parent in entry.workspaces:
+                ws = attribution.Workspace(row.cwd, row.root)
+            elif row.parent and row.parent in entry.workspaces:  # the parent's, or none when it has none
                 parent = entry.workspaces[row.parent]
-                ws = attribution.Workspace(parent.cwd, parent.root, "parent", row.parent)
-            elif row.id in entry.workspaces and entry.workspaces[row.id].basis != "recorded":
-                ws = entry.workspaces[row.id]  # inherited before: the chain above it has not changed
+                ws = None if parent is None else attribution.Workspace(parent.cwd, parent.root, "parent", row.parent)
+            elif held is not None and held.basis != "recorded":
+                ws = held  # inherited before: the chain above it has not changed
             else:
                 ws = session_rows.resolve_workspace(conn, row.id, entry.workspaces)[1]
-            if ws is None:
-                entry.workspaces.pop(row.id, None)
-            else:
-                entry.workspaces[row.id] = ws
+            entry.workspaces[row.id] = ws
             if r[8] or r[9] or ws is None:
                 entry.place(row.id, None)
                 continue

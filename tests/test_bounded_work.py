@@ -1,0 +1,393 @@
+"""Every search bounded, every secret caught: the hostile review's cases, each guarded by counting work.
+
+A cost that must grow with what a search reads, never with its square, is
+measured at n and at 4n by counting the work done (lines of the plugin
+executed, SQLite VM steps, look-ups: ``tests/work.py``), never by timing: the
+ratio is about 4 for linear code and about 16 for quadratic code, on any
+machine. bench/scaling.py times the same dimensions beside Hermes' built-in.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import string
+import unicodedata
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import World, result_sessions
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from work import measure
+
+
+def plugin(name: str) -> Any:
+    return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
+
+
+def plugin_dir(world: World) -> Path:
+    return world.home / "plugins" / "project-history-recall"
+
+
+def linear(small: int, large: int, *, bound: float = 5.0) -> bool:
+    """Whether going from n to 4n multiplied the work by at most ``bound`` (linear: about 4; quadratic: about 16)."""
+    return large <= bound * max(small, 1)
+
+
+# -- compression chains ---------------------------------------------------------------
+
+
+def gateway_chain(world: World, prefix: str, start: int, stop: int) -> None:
+    """Sessions ``prefix<start>`` .. ``prefix<stop - 1>`` of a Telegram chat compressed again and again: no folder,
+    each the continuation of the one before (the first one has no parent)."""
+    for i in range(start, stop):
+        parent = f"{prefix}{i - 1}" if i else None
+        if parent:
+            world.db.end_session(parent, "compression")
+        world.session(f"{prefix}{i}", None, source="telegram", parent=parent, messages=[("user", f"turn {i} about lunch")])
+
+
+class CountingRows(Mapping[str, Any]):
+    """A mapping that counts every look-up (the walk's unit of work)."""
+
+    def __init__(self, rows: dict[str, Any]) -> None:
+        self.rows, self.lookups = rows, 0
+
+    def __getitem__(self, key: str) -> Any:
+        self.lookups += 1
+        return self.rows[key]
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        self.lookups += 1
+        return self.rows.get(key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def chain_rows(n: int) -> CountingRows:
+    from project_history_recall import attribution
+
+    rows = {f"c{i}": attribution.SessionRow(f"c{i}", f"c{i - 1}" if i else "", source="telegram") for i in range(n)}
+    return CountingRows(rows)
+
+
+def test_a_chain_without_a_folder_is_walked_once():
+    """Resolving every session of a chain with no folder anywhere (a gateway chat) walks each session once: before,
+    each session walked the whole chain above it again (n^2 look-ups)."""
+    from project_history_recall import attribution
+
+    small, large = chain_rows(200), chain_rows(800)
+    assert attribution.effective_workspaces(small) == {} == attribution.effective_workspaces(large)
+    assert linear(small.lookups, large.lookups), (small.lookups, large.lookups)
+
+
+def test_a_long_compression_chain_elsewhere_costs_no_search_anything(world: World, monkeypatch):
+    """A Telegram chat compressed n times lives in the same profile. A search in a repo (the process's first, and
+    every later one) costs about the same whether the chain holds n or 4n sessions: the census reads each session
+    once, and the sessions re-read on every search take their parent's answer (none) without walking the chain."""
+    repo = world.repo("app")
+    world.session("a1", repo, messages=[("user", "the websocket reconnect uses backoff")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    folders, store, state = [plugin_dir(world)], plugin("store"), plugin("state")
+
+    def search() -> dict:
+        return world.search("cur", "websocket reconnect", mode="keyword")
+
+    def costs() -> tuple[int, int]:
+        state.reset()  # a new process: the first search reads every session
+        first, census = measure(folders, monkeypatch, search, store)
+        later, again = measure(folders, monkeypatch, search, store)
+        assert result_sessions(first) == ["a1"] == result_sessions(later)
+        return census.total, again.total
+
+    gateway_chain(world, "tg", 0, 40)
+    first_small, later_small = costs()
+    gateway_chain(world, "tg", 40, 160)
+    first_large, later_large = costs()
+    assert linear(first_small, first_large), (first_small, first_large)
+    assert linear(later_small, later_large, bound=1.5), (later_small, later_large)
+
+
+def test_a_search_from_the_end_of_a_long_chain_reads_the_chain_once(world: World, monkeypatch):
+    """Asking from the newest session of a chain (the chat itself) reads its lineage, which is what the search
+    excludes: linear in the chain, never its square."""
+    gateway_chain(world, "tg", 0, 30)
+    folders, store = [plugin_dir(world)], plugin("store")
+    world.search("tg29", "lunch", mode="keyword")
+    _, small = measure(folders, monkeypatch, lambda: world.search("tg29", "lunch", mode="keyword"), store)
+    gateway_chain(world, "tg", 30, 120)
+    world.search("tg119", "lunch", mode="keyword")
+    answer, large = measure(folders, monkeypatch, lambda: world.search("tg119", "lunch", mode="keyword"), store)
+    assert answer["project"]["kind"] == "home"
+    assert linear(small.total, large.total), (small.total, large.total)
+
+
+# -- snippets of messages with thousands of matches -------------------------------------
+
+
+def test_the_snippet_window_is_the_one_a_full_comparison_picks():
+    """The window holding the most distinct query units, found in one pass, is the one comparing every match with
+    every other found (the first of the best)."""
+    from project_history_recall import snippet
+
+    rng = random.Random(7)
+    for _ in range(500):
+        starts = sorted(rng.sample(range(0, 400, 3), rng.randint(1, 40)))
+        matches = [(s, s + rng.randint(1, 3), rng.randint(0, 4)) for s in starts]
+        width = rng.choice([1, 5, 20, 80, 280])
+        brute = max(((len({u for s, e, u in matches if s >= start and e <= start + width}), -start) for start, _, _ in matches))
+        assert snippet.best_window(matches, width) == -brute[1]
+
+
+def test_a_snippet_costs_what_its_matches_cost(monkeypatch):
+    """A build log of n lines 'FAILED test_x: timeout error': the snippet's work grows with n, not n^2."""
+    from project_history_recall import query, snippet
+
+    units = query.parse_query("timeout error").units
+    folders = [Path(snippet.__file__).parent]
+
+    def log(lines: int) -> str:
+        return "\n".join(f"FAILED test_{i}: timeout error" for i in range(lines))
+
+    small_text, large_text = log(300), log(1200)
+    out, small = measure(folders, monkeypatch, lambda: snippet.make_snippet(small_text, units))
+    assert ">>>timeout<<< >>>error<<<" in out
+    _, large = measure(folders, monkeypatch, lambda: snippet.make_snippet(large_text, units))
+    assert linear(small.lines, large.lines), (small.lines, large.lines)
+
+
+def test_a_search_of_a_long_tool_log_costs_what_the_log_costs(world: World, monkeypatch):
+    """A keyword search whose best message is a tool output with n matching lines (98.6 KB of them took 3-7 s)."""
+    folders, store = [plugin_dir(world)], plugin("store")
+
+    def run(lines: int) -> Any:
+        sid, repo = f"log{lines}", world.repo(f"ci{lines}")
+        world.session(sid, repo, messages=[("user", "run the tests")])
+        world.say(sid, "tool", "\n".join(f"FAILED test_{i}: timeout error" for i in range(lines)), tool_name="terminal")
+        world.session(f"cur{lines}", repo, style="cli", messages=[("user", "hi")])
+        world.search(f"cur{lines}", "timeout error", mode="keyword")
+        return measure(folders, monkeypatch, lambda: world.search(f"cur{lines}", "timeout error", mode="keyword", limit=1), store)
+
+    (small_answer, small), (large_answer, large) = run(400), run(1600)
+    assert result_sessions(small_answer) == ["log400"] and result_sessions(large_answer) == ["log1600"]
+    assert ">>>timeout<<<" in large_answer["results"][0]["snippet"]
+    assert linear(small.total, large.total), (small.total, large.total)
+
+
+# -- secrets before a remote embedder ------------------------------------------------------
+
+_B62 = string.ascii_letters + string.digits
+
+
+def _random(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def secret_of(kind: str, rng: random.Random) -> tuple[str, str]:
+    """``(the text as written, the secret part that must never be sent)`` of one kind of secret."""
+    upper = string.ascii_uppercase + string.digits
+    password = _random(rng, _B62, 2) + rng.choice("!@#%^&*") + _random(rng, _B62, rng.randint(7, 14)) + rng.choice(string.digits)
+    if kind == "aws":
+        key = "AKIA" + _random(rng, upper, 16)
+        return key, key
+    if kind == "github":
+        key = "ghp_" + _random(rng, _B62, 36)
+        return key, key
+    if kind == "github_pat":
+        key = "github_pat_" + _random(rng, _B62 + "_", 60)
+        return key, key
+    if kind == "gitlab":
+        key = "glpat-" + _random(rng, _B62, 20)
+        return key, key
+    if kind == "openai":
+        key = "sk-proj-" + _random(rng, _B62, 40) + "7"
+        return key, key
+    if kind == "anthropic":
+        key = "sk-ant-api03-" + _random(rng, _B62, 40)
+        return key, key
+    if kind == "stripe":
+        key = "sk_live_" + _random(rng, _B62, 24)
+        return key, key
+    if kind == "google":
+        key = "AIza" + _random(rng, _B62 + "_-", 35)
+        return key, key
+    if kind == "huggingface":
+        key = "hf_" + _random(rng, _B62, 34)
+        return key, key
+    if kind == "slack_token":
+        key = "xoxb-" + _random(rng, string.digits, 12) + "-" + _random(rng, _B62, 24)
+        return key, key
+    if kind == "slack_webhook":
+        path = f"T{_random(rng, upper, 8)}/B{_random(rng, upper, 10)}/{_random(rng, _B62, 24)}"
+        return f"https://hooks.slack.com/services/{path}", path
+    if kind == "jwt":
+        token = "eyJ" + _random(rng, _B62, 20) + ".eyJ" + _random(rng, _B62, 40) + "." + _random(rng, _B62 + "_-", 43)
+        return token, token
+    if kind == "bearer":
+        token = _random(rng, _B62, 30) + "9"
+        return f"Authorization: Bearer {token}", token
+    if kind == "pem":
+        body = _random(rng, _B62 + "+/", 64)
+        return f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----", body
+    if kind == "url_password":
+        scheme = rng.choice(["postgres", "mysql", "redis", "amqp", "https", "mongodb+srv"])
+        return f"{scheme}://app:{password}@10.0.0.5:5432/prod", password
+    if kind == "assignment":
+        name = rng.choice(["DB_PASSWORD", "api_key", "apiKey", "client_secret", "token", "SECRET_KEY"])
+        return f"{name}={password}", password
+    if kind == "label":
+        label = rng.choice(["密码", "口令", "密钥", "令牌", "パスワード", "пароль", "비밀번호", "Password", "passwd"])
+        joiner = rng.choice(["是", "为", "：", ": ", "は", " = ", "是：", " is "]) if not label.isascii() else rng.choice(
+            ["是", "：", " is ", ": ", "="])
+        return f"{label}{joiner}{password}", password
+    raise ValueError(kind)
+
+
+SECRET_KINDS = ("aws", "github", "github_pat", "gitlab", "openai", "anthropic", "stripe", "google", "huggingface",
+                "slack_token", "slack_webhook", "jwt", "bearer", "pem", "url_password", "assignment", "label")
+
+#: Prose around a secret, in the scripts our users write.
+SCRIPTS = {
+    "zh": "我们把配置放在这里已经部署好了请不要提交到仓库里谢谢",
+    "ja": "設定ファイルに書いておきましたのでデプロイの前に確認してください",
+    "ko": "설정 파일에 넣어 두었으니 배포 전에 확인해 주세요",
+    "ru": "я положил это в конфиг перед выкладкой проверь пожалуйста",
+    "en": "I put it in the config before the deploy please check it",
+}
+
+
+def embedded_text(kind: str, script: str, spaced: bool, rng: random.Random) -> tuple[str, str]:
+    """A message with one secret written into prose of ``script``, with or without spaces around it. Without
+    spaces, in English it touches punctuation (a key glued inside an English word is one word); in the other
+    scripts it touches their letters."""
+    written, secret = secret_of(kind, rng)
+    prose = SCRIPTS[script]
+    if script == "en":
+        words = prose.split(" ")
+        cut = rng.randint(0, len(words))
+        before, after = " ".join(words[:cut]), " ".join(words[cut:])
+        if not spaced:
+            left, right = rng.choice(["(", "[", "\"", "'", "<", "`", ":", "="]), rng.choice([")", "]", "\"", "'", ">", "`", ",", "."])
+            return f"{before} {left}{written}{right} {after}", secret
+    else:
+        cut = rng.randint(0, len(prose))
+        before, after = prose[:cut], prose[cut:]
+    if spaced:
+        return f"{before} {written} {after}", secret
+    return f"{before}{written}{after}", secret
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(SECRET_KINDS), script=st.sampled_from(sorted(SCRIPTS)), spaced=st.booleans(),
+       seed=st.integers(0, 2**32 - 1))
+def test_no_secret_reaches_a_remote_embedder(embedder, kind, script, spaced, seed):
+    """Any secret the module knows, written into Chinese, Japanese, Korean, Russian or English text with or without
+    spaces around it, never reaches an OpenAI-compatible endpoint (a loopback server that keeps what it got)."""
+    text, secret = embedded_text(kind, script, spaced, random.Random(seed))
+    provider, server = embedder
+    server.requests.clear()
+    provider.embed([text])
+    sent = [t for r in server.requests for t in r["body"]["input"]]
+    assert sent and all(secret not in t for t in sent), (text, sent)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Iterator[tuple[Any, Any]]:
+    from fakes import FakeEmbeddings
+
+    from project_history_recall import embeddings
+
+    server = FakeEmbeddings()
+    try:
+        yield embeddings.OpenAIProvider(model="m", base_url=server.base_url, api_key="k"), server
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("text,kept", [
+    ("访问密钥是AKIA4QZJ7TWRMT5Y9CKV请妥善保管", "访问密钥是请妥善保管"),
+    ("连接串postgres://app:q7RkZ2xP@10.0.0.5:5432/prod已经配置", "连接串postgres://@10.0.0.5:5432/prod已经配置"),
+    ("登录密码是hGzPp1nMic1x，别外传", "登录密码是，别外传"),
+    ("口令为Tr0ub4dor&3。", "口令为。"),
+    ("パスワードはhunter22です", "パスワードはです"),
+    ("비밀번호는 hunter22입니다", "비밀번호는 입니다"),
+    ("пароль: qwerty123, не забудь", "пароль: , не забудь"),
+    ("the password is hunter2! do not share", "the password is ! do not share"),
+    ("通知发到 https://hooks.slack.com/services/T0123ABCD/B0456EFGH/abcdefghijklmnopqrstuvwx 了",
+     "通知发到 https://hooks.slack.com/services/ 了"),
+])
+def test_secrets_written_into_other_scripts_are_redacted(text, kept):
+    from project_history_recall import redact
+
+    out = redact.redact_secrets(text)
+    assert out.replace("[redacted]", "") == kept, out
+
+
+@pytest.mark.parametrize("text", [
+    "密码是多少？我忘了",
+    "the password is in the vault; ask Ann",
+    "口令：见保险箱",
+    "пароль от почты лежит в сейфе",
+])
+def test_labels_without_a_secret_are_left_alone(text):
+    from project_history_recall import redact
+
+    assert redact.redact_secrets(text) == text
+
+
+def test_a_long_run_of_letters_and_dots_is_read_once():
+    """120 KB of ``a.b.c...`` (the URL-password pattern restarted at every dot: 19 s) and a key at its end."""
+    from project_history_recall import redact
+
+    text = ".".join("ab" for _ in range(40_000)) + " 密码是hGzPp1nM7x"
+    out = redact.redact_secrets(text)
+    assert out.endswith("密码是[redacted]") and out.startswith("ab.ab.")
+
+
+# -- reading through the lineage ---------------------------------------------------------
+
+
+def test_a_branch_moved_to_another_project_is_not_readable_from_its_siblings(world: World):
+    """X in P; /branch makes B and B2 (children of X); B is moved to Q and then discusses a Q secret. From X or
+    B2, reading B answers not_in_project, as the search never finds it; B2 stays readable from X."""
+    p, q = world.folder("p"), world.folder("q")
+    world.project("P", [p])
+    world.project("Q", [q])
+    world.session("X", p, style="cli", messages=[("user", "plan the P release")])
+    world.db.end_session("X", "branched")
+    world.session("B", None, parent="X", messages=[("user", "a side path")])
+    world.session("B2", None, parent="X", messages=[("user", "another side path")])
+    moved = world.move("B", "Q")
+    assert moved["success"] is True and moved["project"]["name"] == "Q", moved
+    world.say("B", "user", "the Q vault secret is swordfish-42")
+    for asker in ("X", "B2"):
+        answer = world.call("project_history_read", {"session_id": "B"}, asker)
+        assert answer["success"] is False and answer["code"] == "not_in_project", (asker, answer)
+        assert "swordfish" not in str(answer)
+    sibling = world.call("project_history_read", {"session_id": "B2"}, "X")
+    assert sibling["success"] is True and sibling["messages"][0]["text"] == "another side path"
+    own = world.call("project_history_read", {"session_id": "B"}, "B")
+    assert own["success"] is True, "a session reads itself"
+
+
+# -- decomposed input ------------------------------------------------------------------
+
+
+def test_a_query_typed_in_decomposed_unicode_finds_what_the_composed_one_finds(world: World):
+    """``naïve`` typed as ``nai`` + U+0308 (macOS input, some IMEs), ``dữ liệu`` in NFD: the same sessions as NFC."""
+    repo = world.repo("ml")
+    world.session("bayes", repo, messages=[("user", "we switched to the naïve Bayes baseline")])
+    world.session("data", repo, messages=[("user", "lớp dữ liệu mới cho báo cáo")])
+    world.session("other", repo, messages=[("user", "dư luận về lịch họp")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    for query, expected in (("naïve", ["bayes"]), ("dữ liệu", ["data"])):
+        composed = result_sessions(world.search("cur", unicodedata.normalize("NFC", query), mode="keyword"))
+        decomposed = result_sessions(world.search("cur", unicodedata.normalize("NFD", query), mode="keyword"))
+        assert composed == decomposed == expected, (query, composed, decomposed)

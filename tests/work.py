@@ -1,0 +1,85 @@
+"""Counting work, not time: what a call costs in Python lines of the plugin and in SQLite's VM steps.
+
+A test that guards a cost measures it twice, at n and at 4n, and compares the
+counts: code linear in n gives about 4 (less when a fixed part dominates),
+quadratic code about 16. Counts do not depend on the machine's speed or load.
+
+* Python: every line the plugin's own modules execute (``sys.settrace``, this
+  thread only: the searches measured here run on one thread).
+* SQLite: the virtual machine instructions of every connection the plugin
+  opens on state.db (``set_progress_handler``, counted in steps of 100).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, TypeVar
+
+import pytest
+
+T = TypeVar("T")
+
+_STEP = 100  # SQLite instructions per progress callback
+
+
+@dataclass
+class Work:
+    lines: int = 0  # lines of the plugin's modules executed
+    sql: int = 0  # SQLite VM instructions, in hundreds
+
+    @property
+    def total(self) -> int:
+        return self.lines + self.sql
+
+
+@contextmanager
+def counting(folders: list[Path], monkeypatch: pytest.MonkeyPatch, store: Any = None) -> Iterator[Work]:
+    """Count the work done inside the block by code in ``folders`` (and, with ``store``, the plugin's store
+    module, by the SQLite connections it opens). Yields the running :class:`Work`."""
+    work = Work()
+    roots = tuple(str(f.resolve()) + "/" for f in folders)
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "line":
+            work.lines += 1
+        return local
+
+    def trace(frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "call" and frame.f_code.co_filename.startswith(roots):
+            return local
+        return None
+
+    if store is not None:
+        real = store.connect_ro
+
+        def connect(path: Any) -> Any:
+            conn = real(path)
+
+            def step() -> int:
+                work.sql += 1
+                return 0
+
+            conn.set_progress_handler(step, _STEP)
+            return conn
+
+        monkeypatch.setattr(store, "connect_ro", connect)
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    try:
+        yield work
+    finally:
+        sys.settrace(previous)
+        if store is not None:
+            monkeypatch.setattr(store, "connect_ro", real)
+
+
+def measure(folders: list[Path], monkeypatch: pytest.MonkeyPatch, call: Callable[[], T], store: Any = None) -> tuple[T, Work]:
+    """``(call(), the work it did)``."""
+    with counting(folders, monkeypatch, store) as work:
+        out = call()
+    return out, work
