@@ -231,9 +231,10 @@ def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int,
     return value
 
 
-def _filters(scope: workspace.Scope) -> tuple[str, list[Any]]:
+def _filters(conn: sqlite3.Connection, scope: workspace.Scope) -> tuple[str, list[Any]]:
+    """The conditions every candidate row meets: shown by Hermes, admitted by the search's filters, not a recall."""
     filter_sql, filter_params = scope.filters.sql()
-    clause = f"{store.LIVE_SQL} AND {filter_sql} AND {_NOT_ECHO}"
+    clause = f"{store.visible(conn)} AND {filter_sql} AND {_NOT_ECHO}"
     return clause, [*filter_params, json.dumps(list(store.RECALL_TOOLS))]
 
 
@@ -289,7 +290,7 @@ def session_candidates(
     ``sqlite3.DatabaseError`` on a damaged index.
     """
     table = _table(space)
-    where, params = _filters(scope)
+    where, params = _filters(conn, scope)
     early, early_params = _early(table, near)
     sql = f"""
         WITH hits AS MATERIALIZED (
@@ -321,7 +322,7 @@ def newest_candidates(
     raises like :func:`session_candidates`.
     """
     table = _table(space)
-    where, params = _filters(scope)
+    where, params = _filters(conn, scope)
     early, early_params = _early(table, near)
     sql = f"""
         SELECT m.id, m.session_id FROM {table} JOIN messages m ON m.id = {table}.rowid
@@ -351,7 +352,7 @@ def range_matches(
     every call.
     """
     table = _table(space)
-    where, params = _filters(scope)
+    where, params = _filters(conn, scope)
     sql = f"""
         SELECT m.id, m.session_id FROM {table} JOIN messages m ON m.id = {table}.rowid
         WHERE {table} MATCH ? AND {table}.rowid >= ? AND {table}.rowid <= ?
@@ -380,6 +381,27 @@ def escape_like(text: str) -> str:
 _LIKE_TEXT = ("m.content", "m.tool_name", "m.tool_calls")
 
 
+def like_in_range(
+    conn: sqlite3.Connection, needles: Sequence[str], scope: workspace.Scope, low: int, high: int, *, limit: int
+) -> list[tuple[int, str]]:
+    """Messages of the scope with ids in ``(low, high]`` holding any needle (an escaped, case-insensitive ``LIKE``
+    on content, tool name and tool calls), newest first, at most ``limit``: ``[(message id, session id)]``. Reads
+    the rows of that id range (SQLite walks it by rowid), so the caller bounds it."""
+    if not needles or high <= low:
+        return []
+    patterns = [f"%{escape_like(n)}%" for n in needles]
+    likes = " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for _ in patterns for col in _LIKE_TEXT)
+    where, params = _filters(conn, scope)
+    sql = f"""
+        SELECT m.id, m.session_id FROM messages m
+        WHERE m.id > ? AND m.id <= ? AND +{store.SCOPE_SQL} AND {where} AND ({likes})
+        ORDER BY m.id DESC LIMIT ?
+    """
+    like_params = [p for p in patterns for _ in _LIKE_TEXT]
+    rows = conn.execute(sql, [low, high, scope.ids_json, *params, *like_params, limit])
+    return [(int(r[0]), r[1]) for r in rows]
+
+
 def like_candidates(
     conn: sqlite3.Connection,
     needles: Sequence[str],
@@ -404,7 +426,7 @@ def like_candidates(
     patterns = [f"%{escape_like(n)}%" for n in needles]
     likes = " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for _ in patterns for col in _LIKE_TEXT)
     like_params = [p for p in patterns for _ in _LIKE_TEXT]
-    where, params = _filters(scope)
+    where, params = _filters(conn, scope)
     sql = f"""
         SELECT m.id, m.session_id FROM messages m
         WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {where} AND ({likes})

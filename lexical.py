@@ -50,13 +50,31 @@ SCAN_ROWS = 5_000  # matching rows one of its queries may return
 NEAR_SLACK = 20_000  # new message ids a scope's id filter lets through before it is built again
 NEAR_SCOPES = 4  # scopes whose id filters are kept per state.db (a gateway answers several projects)
 
-DAMAGED_NOTE = (
-    "Hermes' full-text index of state.db is damaged ({error}); this answer comes from a plain "
-    "substring search of the project's newest messages instead (slower, less well ranked). "
-    "Hermes rebuilds the index with: sqlite3 <HERMES_HOME>/state.db \"INSERT INTO messages_fts(messages_fts) "
-    "VALUES('rebuild'); INSERT INTO messages_fts_trigram(messages_fts_trigram) VALUES('rebuild')\" "
-    "(close Hermes first)."
-)
+TOOL_SCAN_MESSAGES = 5_000  # message ids of the project's newest sessions read by substring for tool output
+GAP_SCAN_MESSAGES = 10_000  # newest ids not yet indexed (a rebuild in progress) read by substring
+
+_LIKE_ANSWER = ("this answer comes from a plain substring search of the project's newest messages instead "
+                "(slower, less well ranked)")
+#: What to run to rebuild a damaged index: Hermes 0.21's supported command (it takes Hermes' rebuild lock and
+#: keeps its markers), or on 0.19, which has none, FTS5's own rebuild.
+_REPAIR = {
+    True: "Repair it with `hermes sessions optimize-storage` (close the other Hermes windows first; it resumes if "
+          "interrupted).",
+    False: "Hermes rebuilds the index with: sqlite3 <HERMES_HOME>/state.db \"INSERT INTO messages_fts(messages_fts) "
+           "VALUES('rebuild'); INSERT INTO messages_fts_trigram(messages_fts_trigram) VALUES('rebuild')\" "
+           "(close Hermes first).",
+}
+
+
+def damaged_note(error: Any, optimize_storage: bool) -> str:
+    """What the answer says when Hermes' full-text index cannot be read (the repair this line of Hermes supports)."""
+    return f"Hermes' full-text index of state.db is damaged ({error}); {_LIKE_ANSWER}. {_REPAIR[optimize_storage]}"
+
+
+STALE_NOTE = ("Hermes marked its full-text index of state.db as damaged and searches without it until it rebuilds "
+              f"it, which it does when it next opens state.db with no other Hermes process running; {_LIKE_ANSWER}.")
+REBUILD_NOTE = ("Hermes is rebuilding its full-text index (`hermes sessions optimize-storage`, {percent}% done): "
+                "messages not indexed yet were searched by substring{cut}.")
 
 
 @dataclass(frozen=True)
@@ -364,6 +382,9 @@ def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.Scope
     """
     if not scope.session_ids or not parsed.units:
         return KeywordAnswer(())
+    shape = store.layout_of(conn)
+    if shape.stale:
+        return _search_like(conn, parsed, scope, want_sessions, db_key, note=STALE_NOTE, strategy="like-stale")
     try:
         return _search_fts(conn, parsed, scope, want_sessions, db_key)
     except sqlite3.DatabaseError as exc:
@@ -371,7 +392,8 @@ def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.Scope
             logger.info("FTS query failed (%s); searching by substring", exc)
             return _search_like(conn, parsed, scope, want_sessions, db_key, note="", strategy="like-fallback")
         logger.warning("state.db's FTS index is damaged (%s); searching by substring", exc)
-        return _search_like(conn, parsed, scope, want_sessions, db_key, note=DAMAGED_NOTE.format(error=exc), strategy="like-damaged")
+        return _search_like(conn, parsed, scope, want_sessions, db_key, note=damaged_note(exc, shape.schema_version >= 23),
+                            strategy="like-damaged")
 
 
 def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.Scope, want_sessions: int, db_key: str) -> KeywordAnswer:
@@ -400,6 +422,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.
             _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order,
                   want_sessions, found)
             paths.append(space + "-newest")
+    note = _beyond_the_index(conn, parsed, scope, want_sessions, db_key, found, paths)
     rows = store.fetch_messages(conn, list(found))
     scorer = Scorer(
         tuple(plan.terms), fts.stats(conn, "words"), fts.stats(conn, "trigram") if trigram else Stats(1, 1.0)
@@ -407,10 +430,42 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.
     words = fts.doc_lengths(conn, "words", list(rows)) if any(t.kind != "gram" for t in plan.terms) else {}
     grams = fts.doc_lengths(conn, "trigram", list(rows)) if trigram and any(t.kind == "gram" for t in plan.terms) else {}
     lengths = {m: (words.get(m), grams.get(m)) for m in rows}
-    hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()}, lengths)
+    hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()}, lengths,
+                       calls={m: r.calls for m, r in rows.items() if r.calls})
     hits = demote(hits, store.recall_questions(conn, [h.message_id for h in hits if rows[h.message_id].role == "user"]))
     weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
-    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", weight=weight)
+    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", note, weight=weight)
+
+
+def _beyond_the_index(
+    conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.Scope, want_sessions: int, db_key: str,
+    found: dict[int, str], paths: list[str],
+) -> str:
+    """Add to ``found`` what Hermes' index does not hold (a substring search, bounded, newest first); returns the
+    note the answer carries (``""`` when none).
+
+    * A chunked rebuild in progress (Hermes 0.21's ``optimize-storage``): the ids between its progress and high
+      water marks are not indexed; the project's newest ``GAP_SCAN_MESSAGES`` of them are read.
+    * Tool output asked for with ``role: tool`` on Hermes 0.21's layout, whose index holds only the first
+      characters of a tool row (and no tool row in its trigram index): the project's newest sessions, up to
+      ``TOOL_SCAN_MESSAGES`` message ids, are read.
+    """
+    shape = store.layout_of(conn)
+    needles = [u.text for u in parsed.units]
+    note = ""
+    if shape.rebuild is not None:
+        done, high = shape.rebuild
+        low = max(done, high - GAP_SCAN_MESSAGES)
+        found.update(fts.like_in_range(conn, needles, scope, low, high, limit=CANDIDATE_ROWS))
+        paths.append("like-unindexed")
+        note = REBUILD_NOTE.format(percent=min(99, int(100 * done / high)),
+                                   cut="" if low == done else f" (the newest {GAP_SCAN_MESSAGES:,} of them)")
+    if scope.filters.roles == ("tool",) and (shape.tool_prefix or not shape.trigram_tools):
+        order = ranges.newest_first(conn, db_key, scope.session_ids)
+        found.update(fts.like_candidates(conn, needles, scope, order, limit=CANDIDATE_ROWS, max_scanned=TOOL_SCAN_MESSAGES,
+                                         want_sessions=want_sessions))
+        paths.append("like-tool")
+    return note
 
 
 def _search_like(
@@ -433,6 +488,7 @@ def _search_like(
             tokens = tuple(fts_tokens(unit.text))
             terms.append(Term("phrase" if len(tokens) > 1 else "word", tokens, 0))
     stats = Stats(max(len(rows), 1) * 10, 40.0)
-    hits = score_texts(Scorer(tuple(terms), stats, Stats(stats.rows, 200.0)), {m: (r.session_id, r.text) for m, r in rows.items()})
+    hits = score_texts(Scorer(tuple(terms), stats, Stats(stats.rows, 200.0)), {m: (r.session_id, r.text) for m, r in rows.items()},
+                       calls={m: r.calls for m, r in rows.items() if r.calls})
     hits = demote(hits, store.recall_questions(conn, [h.message_id for h in hits if rows[h.message_id].role == "user"]))
     return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, note)

@@ -32,6 +32,7 @@ B = 0.9
 SESSION_DECAY = 0.5  # weight of a session's 2nd best message (3rd: its square)
 SESSION_MESSAGES = 3  # messages counted per session
 EARLIER_QUESTION = 0.1  # weight of a user turn that a recall answered (an earlier question, not history)
+CALLS_WEIGHT = 0.1  # weight of a message that matches only in its tool name or tool-call JSON
 
 
 @dataclass(frozen=True)
@@ -232,16 +233,25 @@ def demote(hits: Iterable[Hit], questions: set[int]) -> list[Hit]:
 
 
 def score_texts(
-    scorer: Scorer, texts: Mapping[int, tuple[str, str]], lengths: Mapping[int, tuple[int | None, int | None]] | None = None
+    scorer: Scorer, texts: Mapping[int, tuple[str, str]], lengths: Mapping[int, tuple[int | None, int | None]] | None = None,
+    calls: Mapping[int, str] | None = None,
 ) -> list[Hit]:
     """``texts`` (message id -> (session id, text)) scored; only messages that match.
 
     ``lengths``: each message's length in both spaces as FTS5 counted it
-    (counted from the text where missing).
+    (counted from the text where missing). ``calls``: the end of a message's
+    text that is its tool name and tool-call JSON (what the agent ran, not what
+    was said): a message is scored on the rest, and only when the rest matches
+    nothing on its whole text, weighted ``CALLS_WEIGHT`` (an assistant turn that
+    only ran ``grep websocket`` never outranks the message that discussed it).
     """
     out = []
     for message_id, (session_id, text) in texts.items():
-        score = scorer.score(text, lengths.get(message_id, (None, None)) if lengths else (None, None))
+        length = lengths.get(message_id, (None, None)) if lengths else (None, None)
+        extra = calls.get(message_id, "") if calls else ""
+        score = scorer.score(text[: len(text) - len(extra)] if extra else text, length)
+        if score <= 0 and extra:
+            score = scorer.score(text, length) * CALLS_WEIGHT
         if score > 0:
             out.append(Hit(message_id, session_id, score))
     return out

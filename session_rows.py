@@ -18,10 +18,11 @@ from typing import Any
 
 from . import attribution, store
 
-# Delegate children and tool runs are never project history. The LIKE is a
-# cheap pre-check so json_valid() parses only the rare candidate rows.
+# Delegate children, tool runs and kanban workers' transcripts (Hermes 0.21) are never project history, as
+# Hermes' own session_search hides them. The LIKE is a cheap pre-check so json_valid() parses only the rare
+# candidate rows.
 _DELEGATE = (
-    "(COALESCE({a}source, '') IN ('subagent', 'tool') OR "
+    "(COALESCE({a}source, '') IN ('subagent', 'tool', 'kanban') OR "
     "({a}model_config LIKE '%\\_delegate\\_from%' ESCAPE '\\' AND json_valid({a}model_config) "
     "AND json_extract({a}model_config, '$._delegate_from') IS NOT NULL))"
 )
@@ -277,13 +278,15 @@ def recent_sessions(
     """Of ``session_ids``, the ``limit`` most recently active from ``offset`` on, newest first.
 
     A session is active in ``[since, until)`` when it started before
-    ``until`` and its last message is at or after ``since``.
+    ``until`` and its last message is at or after ``since``. Sessions hidden
+    from Hermes' own listing (``sessions.hidden``, Hermes 0.21) are left out.
     """
+    hidden = " AND s.hidden = 0" if store.layout_of(conn).hidden_sessions else ""
     sql = f"""
         SELECT s.id, s.title, s.started_at, COALESCE((SELECT max(m.timestamp) FROM messages m WHERE m.session_id = s.id
-                                                      AND {store.LIVE_SQL}), s.started_at) AS last_active,
+                                                      AND {store.visible(conn)}), s.started_at) AS last_active,
                s.message_count, COALESCE(s.source, '')
-        FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))
+        FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?)){hidden}
           AND (? IS NULL OR s.started_at < ?)
         ORDER BY last_active DESC, s.id
     """
@@ -300,9 +303,9 @@ def recent_sessions(
 def session_previews(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
     """Each session's first user message and last assistant message with text: ``{id: (first_user, last_assistant)}``."""
     out: dict[str, tuple[str, str]] = {}
-    first_sql = f"""SELECT m.id FROM messages m WHERE m.session_id = ? AND m.role = 'user' AND {store.LIVE_SQL}
+    first_sql = f"""SELECT m.id FROM messages m WHERE m.session_id = ? AND m.role = 'user' AND {store.visible(conn)}
                     AND TRIM(COALESCE(m.content, '')) != '' ORDER BY m.id LIMIT 1"""
-    last_sql = f"""SELECT m.id FROM messages m WHERE m.session_id = ? AND m.role = 'assistant' AND {store.LIVE_SQL}
+    last_sql = f"""SELECT m.id FROM messages m WHERE m.session_id = ? AND m.role = 'assistant' AND {store.visible(conn)}
                    AND TRIM(COALESCE(m.content, '')) != '' ORDER BY m.id DESC LIMIT 1"""
     for sid in session_ids:
         first = conn.execute(first_sql, (sid,)).fetchone()

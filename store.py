@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import attribution, errors, filters, paths
+from . import attribution, errors, filters, layout, paths
 
 if TYPE_CHECKING:
     from . import workspace
@@ -51,8 +51,32 @@ RECALL_TOOLS: tuple[str, ...] = (
 BUSY_TIMEOUT_MS = 5000
 
 
+class StateConnection(sqlite3.Connection):
+    """A read-only connection that knows the :class:`layout.Layout` of the file it reads (asked once, on first use)."""
+
+    layout: layout.Layout | None = None
+
+
+def layout_of(conn: sqlite3.Connection) -> layout.Layout:
+    """The schema facts of the state.db ``conn`` reads (:mod:`layout`), read once per connection of
+    :func:`connect_ro` (every time for another connection). Raises ``sqlite3`` errors."""
+    known = getattr(conn, "layout", None)
+    if known is not None:
+        return known
+    found = layout.read(conn)
+    if isinstance(conn, StateConnection):
+        conn.layout = found
+    return found
+
+
+def visible(conn: sqlite3.Connection, alias: str = "m") -> str:
+    """The SQL condition on ``alias`` (of ``messages``) that keeps the rows Hermes shows a person: not rewound, and
+    on 0.21 not hidden scaffolding or kept for the model only (:meth:`layout.Layout.visible_sql`)."""
+    return layout_of(conn).visible_sql(alias)
+
+
 def connect_ro(path: Path) -> sqlite3.Connection:
-    """Open ``path`` read-only. Never creates the file.
+    """Open ``path`` read-only (a :class:`StateConnection`). Never creates the file.
 
     Raises ``FileNotFoundError`` when the file does not exist and
     ``sqlite3.OperationalError`` when SQLite cannot open it.
@@ -61,7 +85,7 @@ def connect_ro(path: Path) -> sqlite3.Connection:
     if not path.is_file():
         raise FileNotFoundError(str(path))
     uri = path.resolve().as_uri() + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False, factory=StateConnection)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     # One value that is not valid UTF-8 (a folder name, a pasted binary) must not
     # fail every search: it reads with U+FFFD in place of the bad bytes.
@@ -145,9 +169,6 @@ def state_counts(conn: sqlite3.Connection) -> tuple[int, int]:
     return sessions, messages
 
 
-LIVE_SQL = "(m.active = 1 OR m.compacted = 1)"
-
-
 SCOPE_SQL = "m.session_id IN (SELECT value FROM json_each(?))"
 
 
@@ -156,13 +177,15 @@ def max_message_id(conn: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
-_INDEXABLE_ROW = f"{LIVE_SQL} AND m.role IN ('user', 'assistant') AND TRIM(COALESCE(m.content, '')) != ''"
-_INDEXABLE = f"{SCOPE_SQL} AND {_INDEXABLE_ROW}"
+def _indexable_row(conn: sqlite3.Connection) -> str:
+    """What the vector index should hold of a row: a visible user or assistant message with text."""
+    return f"{visible(conn)} AND m.role IN ('user', 'assistant') AND TRIM(COALESCE(m.content, '')) != ''"
 
 
 def count_indexable(conn: sqlite3.Connection, scope: workspace.Scope) -> int:
-    """Live user/assistant messages of the scope (what the vector index should hold)."""
-    return int(conn.execute(f"SELECT count(*) FROM messages m WHERE {_INDEXABLE}", (scope.ids_json,)).fetchone()[0])
+    """Visible user/assistant messages of the scope (what the vector index should hold)."""
+    return int(conn.execute(f"SELECT count(*) FROM messages m WHERE {SCOPE_SQL} AND {_indexable_row(conn)}",
+                            (scope.ids_json,)).fetchone()[0])
 
 
 def scope_message_ids_text(conn: sqlite3.Connection, scope: workspace.Scope) -> str:
@@ -185,7 +208,7 @@ def sort_out_text(conn: sqlite3.Connection, ids_json: str) -> str:
     deleted) left out. SQLite walks the ids in ascending order, which is the rows' order in the file: one pass
     over their pages, not a seek each."""
     row = conn.execute(f"SELECT group_concat(CASE WHEN {_OTHER_ROLE_SQL} THEN -m.id ELSE m.id END) FROM messages m"
-                       f" WHERE m.id IN (SELECT value FROM json_each(?)) AND ({_OTHER_ROLE_SQL} OR {_INDEXABLE_ROW})",
+                       f" WHERE m.id IN (SELECT value FROM json_each(?)) AND ({_OTHER_ROLE_SQL} OR {_indexable_row(conn)})",
                        (ids_json,)).fetchone()
     return str(row[0] or "")
 
@@ -296,7 +319,7 @@ def unindexed_messages(
     complete up to it) that ``indexed`` lacks: ``(id, session id, text)``, newest first, at most ``limit``.
     Message ids are immutable and increasing in Hermes, so new messages sit above a watermark; the rows
     above it are read (a small range: SQLite is kept on the id range, not the per-session index)."""
-    where = _INDEXABLE.replace("m.session_id IN", "+m.session_id IN")
+    where = f"+{SCOPE_SQL} AND {_indexable_row(conn)}"
     ids = conn.execute(f"SELECT m.id FROM messages m WHERE {where} AND m.id > ?", (scope.ids_json, int(above)))
     missing = sorted((int(r[0]) for r in ids if int(r[0]) not in indexed), reverse=True)
     return texts_to_embed(conn, missing, limit)
@@ -306,7 +329,7 @@ def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """Which of ``ids`` are still live, searchable messages (not deleted or rewound)."""
     roles_sql, roles = filters.Filters().sql()  # the searchable roles, as every search reads them
     rows = conn.execute(
-        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {LIVE_SQL} AND {roles_sql}",
+        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {visible(conn)} AND {roles_sql}",
         (json.dumps([int(i) for i in ids]), *roles),
     )
     return {int(r[0]) for r in rows}
@@ -352,11 +375,20 @@ def _parsed_calls(tool_calls: Any) -> list[Any] | None:
 
 @dataclass(frozen=True)
 class MessageRow:
+    """One message as read: ``text`` is all its searchable text (content, tool name, tool calls, as Hermes indexes
+    it: what a snippet shows), ``calls`` the part of it that is the tool name and tool-call JSON."""
+
     id: int
     session_id: str
     role: str
     text: str
     timestamp: float | None
+    calls: str = ""
+
+    @property
+    def content(self) -> str:
+        """What the message says, without its tool name and tool-call JSON (what ranking counts first)."""
+        return self.text[: len(self.text) - len(self.calls)].rstrip() if self.calls else self.text
 
 
 def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, MessageRow]:
@@ -369,7 +401,9 @@ def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Me
     """
     out: dict[int, MessageRow] = {}
     for mid, sid, role, content, tool_name, tool_calls, ts in conn.execute(sql, (json.dumps(list(ids)),)):
-        out[int(mid)] = MessageRow(int(mid), sid, role or "", _message_text(content, tool_name, tool_calls), ts)
+        text = _message_text(content, tool_name, tool_calls)
+        calls = _calls_text(tool_name, tool_calls) if tool_name or tool_calls else ""
+        out[int(mid)] = MessageRow(int(mid), sid, role or "", text, ts, calls if text.endswith(calls) else "")
     return out
 
 
@@ -388,9 +422,14 @@ def _message_text(content: Any, tool_name: Any, tool_calls: Any) -> str:
     text = content if isinstance(content, str) else ("" if content is None else str(content))
     if text.startswith(_CONTENT_JSON_PREFIX):
         text = _flatten_multimodal(text[len(_CONTENT_JSON_PREFIX):])
-    calls = _without_recall_calls(tool_calls) if tool_calls else ""
-    extra = " ".join(str(x) for x in (tool_name, calls) if x)
+    extra = _calls_text(tool_name, tool_calls)
     return f"{text} {extra}".strip() if extra else text
+
+
+def _calls_text(tool_name: Any, tool_calls: Any) -> str:
+    """The tool name and tool-call JSON of a row as its searchable text has them (recall tools' calls left out)."""
+    calls = _without_recall_calls(tool_calls) if tool_calls else ""
+    return " ".join(str(x) for x in (tool_name, calls) if x)
 
 
 def _without_recall_calls(tool_calls: Any) -> str:
@@ -432,7 +471,7 @@ def messages_around(
     Rewound messages are skipped; the text is the searchable text
     (:func:`fetch_messages`: recall tools' calls and answers left out).
     """
-    base = f"SELECT m.id FROM messages m WHERE m.session_id = ? AND {LIVE_SQL}"
+    base = f"SELECT m.id FROM messages m WHERE m.session_id = ? AND {visible(conn)}"
     if message_id is None:
         ids = [r[0] for r in conn.execute(f"{base} ORDER BY m.id LIMIT ?", (session_id, after + 1))]
     else:

@@ -49,7 +49,8 @@ def scope_of(world: World, session_id: str = "cur"):
 def by_every_row(conn: sqlite3.Connection, scope) -> list[int]:
     """The definition, reading every row of the scope: live user/assistant messages with text."""
     store = plugin("store")
-    return sorted(int(r[0]) for r in conn.execute(f"SELECT m.id FROM messages m WHERE {store._INDEXABLE}", (scope.ids_json,)))
+    where = f"{store.SCOPE_SQL} AND {store._indexable_row(conn)}"
+    return sorted(int(r[0]) for r in conn.execute(f"SELECT m.id FROM messages m WHERE {where}", (scope.ids_json,)))
 
 
 def test_the_full_check_agrees_with_reading_every_row(world: World, fake):

@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("workspace",),  # projects of folders and sessions, the search scope
     ("session_rows", "index_file", "vector_file", "consent"),  # sessions and their workspaces; embeddings.db's file; the shared vector files; consent.json
     ("store",),  # connections, projects.db, messages
-    ("embeddings", "settings", "vector_basis"),  # providers and vector helpers; settings and the API key; the vectors' principal directions
+    ("embeddings", "settings", "vector_basis", "layout"),  # providers and vector helpers; settings and the API key; the vectors' principal directions; a state.db's schema facts
     ("model_cache",),  # the local model's ready-parsed copy, mapped read-only
     ("config_schema",),  # pure: the settings' schema and what consent is about
     ("redact", "pages", "ranking", "snippet", "id_bits", "state_history"),  # pure: redaction, cursors, BM25 and fusion, snippets, id bitmaps, state.db histories

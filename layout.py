@@ -1,0 +1,108 @@
+"""What a state.db holds: the facts of Hermes' schema line that every reader of it needs, read from the file.
+
+Two Hermes lines write state.db: 0.19 (PyPI, schema 22) and 0.21 (Hermes'
+installer, schema 30). They are told apart by what the database holds, never
+by a version string (a 0.19 file opened by 0.21 says 30 and keeps 0.19's
+index until ``hermes sessions optimize-storage`` rebuilds it):
+
+* ``messages.display_kind`` / ``display_metadata`` (0.21): rows a person never
+  saw (context-compaction scaffolding: ``display_kind = 'hidden'``; merged
+  turns marked ``model_only``) are left out of everything shown;
+* ``sessions.hidden`` (0.21): sessions hidden from Hermes' own listing;
+* the full-text index: 0.19's one inline column (content, tool name and tool
+  calls, tool output whole) or 0.21's three columns over a view that indexes
+  only the first 8,192 characters of a tool row (:attr:`Layout.tool_prefix`);
+* ``state_meta``: a chunked rebuild in progress (ids between its progress and
+  high-water marks are not indexed yet) or an index Hermes found damaged
+  (``fts_stale``).
+
+Each difference is decided here, once per connection (:func:`of`), and
+spelled as SQL here (:func:`visible_sql`); the readers ask. Read-only, a few
+reads of ``sqlite_master`` and ``state_meta``. Raises nothing but ``sqlite3``
+errors of a file that cannot be read at all.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+
+#: Rows Hermes never shows as a conversation's content: rewound ones (``active = 0`` and not archived by a
+#: compaction). Every layout.
+_LIVE = "({a}active = 1 OR {a}compacted = 1)"
+#: Rows a person never saw (0.21): model-facing scaffolding, and turns kept for the model only. A cheap LIKE
+#: first, so that JSON is parsed only for the rare rows that mention the key.
+_SHOWN = ("COALESCE({a}display_kind, '') <> 'hidden' AND NOT ({a}display_metadata LIKE '%model\\_only%' ESCAPE '\\'"
+          " AND json_valid({a}display_metadata)"
+          " AND COALESCE(json_extract({a}display_metadata, '$.model_only'), 0) NOT IN (0, '', '0', 'false'))")
+_PREFIX = re.compile(r"substr\(\s*coalesce\(\s*content\s*,\s*''\s*\)\s*,\s*1\s*,\s*(\d+)\s*\)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One state.db's schema facts (see the module docstring)."""
+
+    schema_version: int = 0  # Hermes' schema_version (0 when there is none)
+    display: bool = False  # messages has display_kind and display_metadata
+    hidden_sessions: bool = False  # sessions has hidden
+    fts_columns: int = 1  # columns of messages_fts: 1 inline (0.19), 3 external content (0.21)
+    tool_prefix: int = 0  # characters of a tool row the words index holds (0: all of it)
+    trigram_tools: bool = True  # whether the trigram index holds tool rows (and cron, delegate sessions)
+    rebuild: tuple[int, int] | None = None  # (progress, high water) of a chunked rebuild: ids in between not indexed
+    stale: bool = False  # Hermes found the index damaged and searches by substring until it rebuilds it
+
+    def visible_sql(self, alias: str = "m") -> str:
+        """The SQL condition (on ``alias`` of ``messages``) that keeps what Hermes shows a person."""
+        a = f"{alias}." if alias else ""
+        live = _LIVE.format(a=a)
+        return f"{live} AND {_SHOWN.format(a=a)}" if self.display else live
+
+    @property
+    def repair_command(self) -> str:
+        """The command that rebuilds Hermes' full-text index the supported way on this line of Hermes."""
+        return "hermes sessions optimize-storage" if self.schema_version >= 23 else "hermes sessions repair"
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {str(r[1]) for r in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))}
+
+
+def read(conn: sqlite3.Connection) -> Layout:
+    """The :class:`Layout` of the state.db ``conn`` reads. Raises ``sqlite3`` errors."""
+    schema = {str(name): str(sql or "") for name, sql in conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE name IN ('messages_fts', 'messages_fts_src', 'messages_fts_trigram',"
+        " 'schema_version', 'state_meta')")}
+    version = 0
+    if "schema_version" in schema:
+        row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+        version = int(row[0] or 0) if row else 0
+    meta: dict[str, str] = {}
+    if "state_meta" in schema:
+        meta = {str(k): str(v) for k, v in conn.execute(
+            "SELECT key, value FROM state_meta WHERE key IN ('fts_rebuild_high_water', 'fts_rebuild_progress', 'fts_stale')")}
+    words = schema.get("messages_fts", "")
+    external = "tool_name" in words.lower()  # Hermes' own test: 0.19's inline table has one column
+    prefix = _PREFIX.search(schema.get("messages_fts_src", "")) if external else None
+    rebuild = None
+    try:
+        high, done = int(meta.get("fts_rebuild_high_water", 0)), int(meta.get("fts_rebuild_progress", 0))
+    except ValueError:
+        high, done = 0, 0
+    if high > 0 and done < high:
+        rebuild = (done, high)
+    messages = _columns(conn, "messages")
+    return Layout(
+        schema_version=version,
+        display={"display_kind", "display_metadata"} <= messages,
+        hidden_sessions="hidden" in _columns(conn, "sessions"),
+        fts_columns=3 if external else 1,
+        tool_prefix=int(prefix.group(1)) if prefix else 0,
+        trigram_tools="messages_fts_trigram_src" not in schema.get("messages_fts_trigram", ""),
+        rebuild=rebuild,
+        stale="fts_stale" in meta,
+    )
+
+
+#: The layout of a file with no table of Hermes' at all (what a reader assumes before asking).
+PLAIN = Layout()

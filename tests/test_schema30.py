@@ -1,0 +1,168 @@
+"""Hermes 0.21 as its users run it: schema-30 state.db files (fresh, migrated but not optimised, half-way through
+the chunked rebuild), each declaring a CJK index whose tokenizer this process cannot load, searched through the
+real plugin loader of the 0.19 host. Each test is one of the seven behaviours, on all three files."""
+
+from __future__ import annotations
+
+import importlib
+import sqlite3
+from typing import Any
+
+import pytest
+from conftest import World, result_sessions
+from schema30 import VARIANTS, Schema30
+from test_failures import _table_leaves
+
+
+def plugin(name: str) -> Any:
+    return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
+
+
+@pytest.fixture(params=VARIANTS)
+def s30(request, world: World) -> Any:
+    """Repo alpha's sessions in a schema-30 state.db of each variant; ``cur`` asks. On ``backfill``, everything
+    written before ``start_rebuild`` waits for the rebuild (``s30.db.backfill``)."""
+    db = Schema30(world.home / "state.db", request.param, cjk=True)
+    alpha = world.repo("alpha")
+    world.s30, world.alpha = db, alpha
+
+    def session(sid: str, **kw: Any) -> str:
+        kw.setdefault("cwd", alpha)
+        kw.setdefault("git_repo_root", alpha)
+        return db.session(sid, **kw)
+
+    world.s30_session = session
+    return world
+
+
+def finish(world: World) -> None:
+    """Everything is written: on ``backfill``, the rebuild starts and is done (the behaviours then hold whatever
+    state the index is in; the rebuild's own test leaves it half-way)."""
+    if world.s30.variant == "backfill":
+        world.s30.start_rebuild()
+        with sqlite3.connect(world.home / "state.db") as conn:
+            (top,) = conn.execute("SELECT max(id) FROM messages").fetchone()
+        world.s30.backfill(top)
+
+
+def test_hidden_scaffolding_and_model_only_rows_are_never_shown(s30: World, fake):
+    s30.s30_session("plain", messages=[("user", "the zebra migration plan is in the doc")])
+    s30.s30_session("scaffold", messages=[("user", "what now?")])
+    s30.s30.say("scaffold", "assistant", "[CONTEXT COMPACTION] earlier: quokka rollout and pelican notes", display_kind="hidden")
+    s30.s30.say("scaffold", "user", "merged quokka question", display_metadata={"model_only": True, "channel_state": "x"})
+    s30.s30.say("scaffold", "assistant", "the pelican answer shown to the person")
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    assert result_sessions(s30.search("cur", "quokka", mode="keyword")) == []
+    assert result_sessions(s30.search("cur", "pelican", mode="keyword")) == ["scaffold"]
+    read = s30.call("project_history_read", {"session_id": "scaffold"}, "cur")
+    assert [m["text"] for m in read["messages"]] == ["what now?", "the pelican answer shown to the person"]
+    recent = s30.call("project_history_recent", {}, "cur")
+    preview = {s["session_id"]: s for s in recent["sessions"]}["scaffold"]
+    assert "quokka" not in str(preview) and "COMPACTION" not in str(preview)
+    server = fake()
+    s30.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert s30.call("project_history_semantic_consent", {"decision": "allow"}, "cur")["success"]
+    try:
+        answer = s30.search("cur", "quokka rollout")
+        assert answer["semantic_status"] == "ready", answer
+        sent = " ".join(t for r in server.requests for t in r["body"]["input"])
+        assert "pelican answer" in sent and "quokka" not in sent.replace("quokka rollout", "", 1), sent
+        assert "scaffold" not in result_sessions(answer) or answer["results"][0]["snippet"] != "", answer
+    finally:
+        plugin("vector_index").reset_indexes()
+
+
+def test_kanban_workers_are_not_history_and_hidden_sessions_are_not_listed(s30: World):
+    s30.s30_session("worker", source="kanban", messages=[("user", "walrus ticket 7 done")])
+    s30.s30_session("botchat", hidden=True, messages=[("user", "walrus chat in the bot")])
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    assert result_sessions(s30.search("cur", "walrus", mode="keyword")) == ["botchat"]
+    listed = [s["session_id"] for s in s30.call("project_history_recent", {}, "cur")["sessions"]]
+    assert listed == [], listed
+
+
+def test_tool_output_past_the_index_prefix_is_found_with_role_tool(s30: World):
+    s30.s30_session("build", messages=[("user", "run the build")])
+    s30.s30.say("build", "tool", "compiling module\n" * 700 + "error: narwhal linker failed", tool_name="terminal")
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    assert len("compiling module\n" * 700) > 8192
+    answer = s30.search("cur", "narwhal", mode="keyword", role="tool")
+    assert result_sessions(answer) == ["build"], answer
+    assert ">>>narwhal<<<" in answer["results"][0]["snippet"]
+
+
+def test_messages_not_indexed_yet_during_a_rebuild_are_found_and_said(s30: World):
+    s30.s30_session("early", messages=[("user", "the okapi cache was dropped")])
+    s30.s30_session("late", messages=[("user", "the okapi cache is back, with a TTL")])
+    s30.s30_session("cur", messages=[("user", "hi")])
+    if s30.s30.variant == "backfill":
+        s30.s30.start_rebuild()
+        s30.s30.backfill(2)  # 'early' is indexed again, 'late' waits
+        s30.s30_session("newer", messages=[("user", "okapi cache again: written during the rebuild")])
+    answer = s30.search("cur", "okapi cache", mode="keyword", limit=5)
+    expected = {"early", "late"} | ({"newer"} if s30.s30.variant == "backfill" else set())
+    assert set(result_sessions(answer)) == expected, answer
+    if s30.s30.variant == "backfill":
+        assert "rebuilding its full-text index" in answer["keyword_note"] and "optimize-storage" in answer["keyword_note"]
+    else:
+        assert "keyword_note" not in answer
+
+
+def test_ranking_counts_what_was_said_not_tool_call_json(s30: World):
+    s30.s30_session("ran", messages=[("user", "check it")])
+    s30.s30.say("ran", "assistant", "", tool_calls=[{"id": "c1", "type": "function", "function": {
+        "name": "terminal", "arguments": '{"command": "grep -rn pangolin config"}'}}])
+    s30.s30_session("said", messages=[("user", "we settled the pangolin config format: YAML with a schema, every key "
+                                               "documented, defaults in one place, and the loader rejects unknown keys")])
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    assert result_sessions(s30.search("cur", "pangolin config", mode="keyword", limit=5)) == ["said", "ran"]
+
+
+def test_a_damaged_index_is_searched_by_substring_and_the_advice_is_optimize_storage(s30: World):
+    s30.s30_session("old", messages=[("user", "websocket backoff with jitter")])
+    s30.s30_session("filler", messages=[(
+        "user", f"filler {i} about websocket backoff and 数据库迁移 details " * 3) for i in range(300)])
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    path = s30.home / "state.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'messages_fts_data'").fetchone()[0]
+    conn.close()
+    leaves = _table_leaves(path.read_bytes(), page_size, root)
+    assert len(leaves) > 1
+    with open(path, "r+b") as f:
+        for leaf in leaves[1:]:
+            f.seek((leaf - 1) * page_size)
+            f.write((b"\xff\x00damaged" * page_size)[:page_size])
+    answer = s30.search("cur", "jitter", mode="keyword")
+    assert result_sessions(answer) == ["old"] and answer["strategy"] == "like-damaged", answer
+    assert "hermes sessions optimize-storage" in answer["keyword_note"] and "'rebuild'" not in answer["keyword_note"]
+
+
+def test_an_index_hermes_marked_stale_is_searched_by_substring(s30: World):
+    s30.s30_session("old", messages=[("user", "the marmot service moved to port 8443")])
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    with sqlite3.connect(s30.home / "state.db") as conn:
+        conn.execute("INSERT INTO state_meta (key, value) VALUES ('fts_stale', '1')")
+    answer = s30.search("cur", "marmot port", mode="keyword")
+    assert result_sessions(answer) == ["old"] and answer["strategy"] == "like-stale", answer
+    assert "marked its full-text index" in answer["keyword_note"]
+
+
+def test_cjk_words_and_everything_else_work_beside_a_cjk_index_this_process_cannot_load(s30: World):
+    s30.s30_session("zh", messages=[("user", "数据库迁移方案：先加列，再回填"), ("assistant", "好的，按这个做")])
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    with pytest.raises(sqlite3.OperationalError, match="tokenizer"):
+        sqlite3.connect(s30.home / "state.db").execute("SELECT * FROM messages_fts_cjk WHERE messages_fts_cjk MATCH 'x'")
+    assert result_sessions(s30.search("cur", "数据库迁移", mode="keyword")) == ["zh"]
+    assert result_sessions(s30.search("cur", "回填", mode="keyword")) == ["zh"]
+    read = s30.call("project_history_read", {"session_id": "zh"}, "cur")
+    assert read["success"] and len(read["messages"]) == 2
