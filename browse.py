@@ -23,6 +23,7 @@ from typing import Any
 
 from . import answers, errors, pages, paths, session_rows, store, workspace
 from .filters import Filters
+from .records import Scope
 
 MAX_AROUND = 20
 DEFAULT_AROUND = 5
@@ -49,7 +50,7 @@ def _clip(text: str, budget: int) -> tuple[str, bool]:
     return flat[: max(budget - len(CUT), 0)].rstrip() + CUT, True
 
 
-def _project_scope(conn: Any, home: Path, session_id: str, cwd: str | None) -> tuple[workspace.Scope, workspace.Attributor]:
+def _project_scope(conn: Any, home: Path, session_id: str, cwd: str | None) -> tuple[Scope, workspace.Attributor]:
     """The asking session's project, or with ``cwd`` (slash commands, the command line) that folder's, and the
     attributor that decided it."""
     listing = store.load_projects(home)
@@ -63,7 +64,7 @@ def _project_scope(conn: Any, home: Path, session_id: str, cwd: str | None) -> t
 LEFT_OUT = "an earlier history search or its results, not project history"
 
 
-def _readable(scope: workspace.Scope, attributor: workspace.Attributor, conn: Any, target: str) -> bool:
+def _readable(scope: Scope, attributor: workspace.Attributor, conn: Any, target: str) -> bool:
     """Sessions of the scope's project, the asking conversation's own lineage included as long as the session
     is in the same project: a branch of this conversation moved to another project is that project's to read
     (the search never finds it from here either)."""

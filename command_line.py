@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import browse, errors, paths, render, search, semantic, status
+from . import browse, errors, indexing, paths, render, search, status
 from .filters import ROLES, Filters, make_filters
 
 # Not ``cli.py``: Hermes has a top-level module named ``cli`` (imported by
@@ -178,7 +178,7 @@ def _projects(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str
 def _index(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     started = time.monotonic()
     try:
-        answer = semantic.index_projects(home=home, progress=lambda d, t: _bar(d, t, started, sys.stderr))
+        answer = indexing.index_projects(home=home, progress=lambda d, t: _bar(d, t, started, sys.stderr))
     finally:
         sys.stderr.write("\n")
     if not answer.get("success"):

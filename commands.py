@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import browse, handlers, move, paths, render, search, semantic, status, store
+from . import browse, handlers, indexing, move, paths, render, search, status, store, warm_up
 
 INDEX_COMMAND_SECONDS = 60.0
 HISTORY_COMMAND_LIMIT = 5
@@ -154,7 +154,7 @@ def command_index(raw_args: str = "") -> str:
     Indexing works on every consented project of the profile; the status that
     follows is the project of Hermes' working directory.
     """
-    answer = _answer("/history-index", lambda: semantic.index_projects(
+    answer = _answer("/history-index", lambda: indexing.index_projects(
         home=paths.hermes_home(), deadline=time.monotonic() + INDEX_COMMAND_SECONDS))
     first = render.render_index_run(answer)
     cwd = _command_cwd()
@@ -233,9 +233,9 @@ def on_session_start(session_id: str = "", **_: Any) -> None:
     """Hook ``on_session_start``: load the vector leg in the background (returns at once).
 
     Only after consent, and never embedding or sending anything: see
-    :func:`semantic.warm_up`. Never raises.
+    :func:`warm_up.warm_up`. Never raises.
     """
-    semantic.warm_up(paths.hermes_home(), session_id=session_id or "")
+    warm_up.warm_up(paths.hermes_home(), session_id=session_id or "")
 
 
 def on_turn(session_id: str = "", **_: Any) -> None:
@@ -243,7 +243,7 @@ def on_turn(session_id: str = "", **_: Any) -> None:
 
     Returns ``None``: Hermes would inject a returned value into the turn.
     """
-    semantic.warm_up(paths.hermes_home(), first_only=True, session_id=session_id or "")
+    warm_up.warm_up(paths.hermes_home(), first_only=True, session_id=session_id or "")
 
 
 #: (name, factory taking ``ctx.dispatch_tool`` or a plain handler, description, argument hint)

@@ -8,11 +8,7 @@ import math
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from . import store
-
+from typing import Any
 
 #: Roles whose messages are searchable. Tool output counts: users expect a
 #: match in a command's output to find the session.
@@ -50,13 +46,13 @@ class Filters:
             params.append(self.until)
         return clause, params
 
-    def admits(self, row: store.MessageRow) -> bool:
-        """The same test as :meth:`sql`, for rows already fetched."""
-        if row.role not in self.roles:
+    def admits(self, role: str, timestamp: float | None) -> bool:
+        """The same test as :meth:`sql`, for a message already fetched (its role and timestamp)."""
+        if role not in self.roles:
             return False
-        if self.since is not None and (row.timestamp is None or row.timestamp < self.since):
+        if self.since is not None and (timestamp is None or timestamp < self.since):
             return False
-        return self.until is None or (row.timestamp is not None and row.timestamp < self.until)
+        return self.until is None or (timestamp is not None and timestamp < self.until)
 
 
 ROLES = SEARCH_ROLES

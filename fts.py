@@ -20,9 +20,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import state, store, workspace
+from . import state, store
 from .query import fts_quote
 from .ranking import Stats
+from .records import Scope
 
 logger = logging.getLogger(__name__)
 
@@ -231,7 +232,7 @@ def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int,
     return value
 
 
-def _filters(conn: sqlite3.Connection, scope: workspace.Scope) -> tuple[str, list[Any]]:
+def _filters(conn: sqlite3.Connection, scope: Scope) -> tuple[str, list[Any]]:
     """The conditions every candidate row meets: shown by Hermes, admitted by the search's filters, not a recall."""
     filter_sql, filter_params = scope.filters.sql()
     clause = f"{store.visible(conn)} AND {filter_sql} AND {_NOT_ECHO}"
@@ -269,7 +270,7 @@ def session_candidates(
     conn: sqlite3.Connection,
     space: str,
     match: str,
-    scope: workspace.Scope,
+    scope: Scope,
     *,
     per_session: int,
     limit: int,
@@ -309,7 +310,7 @@ def session_candidates(
 
 
 def newest_candidates(
-    conn: sqlite3.Connection, space: str, match: str, scope: workspace.Scope, *, per_session: int, limit: int,
+    conn: sqlite3.Connection, space: str, match: str, scope: Scope, *, per_session: int, limit: int,
     near: Near | None = None,
 ) -> list[tuple[int, str]]:
     """The scope's live messages matching ``match``, newest first: at most ``per_session`` per session and ``limit`` in all.
@@ -341,7 +342,7 @@ def newest_candidates(
 
 
 def range_matches(
-    conn: sqlite3.Connection, space: str, match: str, scope: workspace.Scope, sessions: Sequence[str], low: int, high: int,
+    conn: sqlite3.Connection, space: str, match: str, scope: Scope, sessions: Sequence[str], low: int, high: int,
     limit: int,
 ) -> list[tuple[int, str]]:
     """Live messages of ``sessions`` matching ``match`` with ids in ``[low, high]``: ``[(message id, session id)]``.
@@ -382,7 +383,7 @@ _LIKE_TEXT = ("m.content", "m.tool_name", "m.tool_calls")
 
 
 def like_in_range(
-    conn: sqlite3.Connection, needles: Sequence[str], scope: workspace.Scope, low: int, high: int, *, limit: int
+    conn: sqlite3.Connection, needles: Sequence[str], scope: Scope, low: int, high: int, *, limit: int
 ) -> list[tuple[int, str]]:
     """Messages of the scope with ids in ``(low, high]`` holding any needle (an escaped, case-insensitive ``LIKE``
     on content, tool name and tool calls), newest first, at most ``limit``: ``[(message id, session id)]``. Reads
@@ -405,7 +406,7 @@ def like_in_range(
 def like_candidates(
     conn: sqlite3.Connection,
     needles: Sequence[str],
-    scope: workspace.Scope,
+    scope: Scope,
     ranges: Sequence[tuple[str, int, int]],
     *,
     limit: int,

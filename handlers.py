@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import browse, errors, move, paths, search, semantic
+from . import browse, errors, gate, move, paths, search
 from .filters import ROLES, Filters, make_filters
 
 logger = logging.getLogger(__name__)
@@ -360,7 +360,7 @@ def handle_consent(args: Any, **kwargs: Any) -> str:
         session_id = _session_id(kwargs)
         if not session_id and not (decision == "decline" or projects == "all"):
             raise errors.NoSession(_NO_SESSION)
-        return semantic.record_consent(home=paths.hermes_home(), session_id=session_id, decision=decision, projects=projects)
+        return gate.record_consent(home=paths.hermes_home(), session_id=session_id, decision=decision, projects=projects)
 
     return guarded(CONSENT_TOOL, body)
 

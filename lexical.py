@@ -32,9 +32,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import fts, session_rows, state, store, workspace
+from . import fts, session_rows, state, store
 from .query import ParsedQuery, Unit, cjk_trigrams, fts_quote, fts_tokens, stem_variants
 from .ranking import Scorer, SessionRank, Stats, Term, demote, rank_sessions, score_texts
+from .records import MessageRow, Scope
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ class KeywordAnswer:
     """
 
     sessions: tuple[SessionRank, ...]
-    rows: dict[int, store.MessageRow] = field(default_factory=dict)
+    rows: dict[int, MessageRow] = field(default_factory=dict)
     strategy: str = "none"
     note: str = ""
     weight: float = 0.0
@@ -330,7 +331,7 @@ ranges = _Ranges()
 
 
 def _scan(
-    conn: sqlite3.Connection, space: str, match: str, needles: Sequence[str], scope: workspace.Scope,
+    conn: sqlite3.Connection, space: str, match: str, needles: Sequence[str], scope: Scope,
     order: list[tuple[str, int, int]], want_sessions: int, found: dict[int, str],
 ) -> None:
     """Read the scope's sessions newest first until ``want_sessions`` sessions matched (or the scan's bounds).
@@ -372,7 +373,7 @@ def _scan(
             found.setdefault(mid, sid)
 
 
-def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.Scope, *, want_sessions: int, db_key: str) -> KeywordAnswer:
+def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_sessions: int, db_key: str) -> KeywordAnswer:
     """The keyword leg for ``parsed`` within ``scope``.
 
     ``want_sessions`` is how many matching sessions the caller needs (every
@@ -396,7 +397,7 @@ def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.Scope
                             strategy="like-damaged")
 
 
-def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.Scope, want_sessions: int, db_key: str) -> KeywordAnswer:
+def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, want_sessions: int, db_key: str) -> KeywordAnswer:
     trigram = fts.table_exists(conn, "trigram")
     plan = _plan(conn, parsed, trigram)
     found: dict[int, str] = {}
@@ -438,7 +439,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.
 
 
 def _beyond_the_index(
-    conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.Scope, want_sessions: int, db_key: str,
+    conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, want_sessions: int, db_key: str,
     found: dict[int, str], paths: list[str],
 ) -> str:
     """Add to ``found`` what Hermes' index does not hold (a substring search, bounded, newest first); returns the
@@ -469,7 +470,7 @@ def _beyond_the_index(
 
 
 def _search_like(
-    conn: sqlite3.Connection, parsed: ParsedQuery, scope: workspace.Scope, want_sessions: int, db_key: str, *, note: str, strategy: str
+    conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, want_sessions: int, db_key: str, *, note: str, strategy: str
 ) -> KeywordAnswer:
     """Substring search of the project's messages, newest first (no FTS index read)."""
     needles = [u.text for u in parsed.units]

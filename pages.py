@@ -12,13 +12,10 @@ import base64
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import errors
-
-if TYPE_CHECKING:
-    from . import workspace
-
+from .records import Scope
 
 MAX_REACH = 50  # sessions one search can page through (5 pages of 10)
 
@@ -29,7 +26,7 @@ class BadCursor(errors.StoreError):
     code = "bad_argument"
 
 
-def search_key(*, query: str, mode: str, scope: workspace.Scope, anchor: str) -> str:
+def search_key(*, query: str, mode: str, scope: Scope, anchor: str) -> str:
     """What a cursor is tied to: the query, mode, project, filters as typed, and asking session or folder.
 
     Filters count as the user wrote them (``label``), so "7d" on page two is

@@ -14,7 +14,7 @@ command line). How a query is answered:
 3. The keyword leg (``lexical.py``) reads candidates from Hermes' FTS indexes
    with bounded work and ranks sessions by BM25 of their best messages.
 4. ``semantic``/``hybrid`` add cosine similarity over the project's vectors
-   once the user consented (``semantic.py``), in a thread beside the keyword
+   once the user consented (``vector_leg.py``), in a thread beside the keyword
    leg (its scoring products on one core); sessions rank by their best
    messages in both legs, and hybrid adds the legs' standardised scores
    (:func:`fuse`).
@@ -32,10 +32,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from . import answers, errors, lexical, pages, paths, ranking, semantic, session_rows, store, workspace
+from . import answers, errors, gate, lexical, pages, paths, ranking, session_rows, store, vector_leg, warm_up, workspace
 from .filters import Filters, describe_filters
 from .query import clean_query, parse_query
 from .ranking import Hit, fuse_scores, rank_sessions
+from .records import Scope, SessionDetails
 from .settings import load_settings
 from .snippet import make_snippet
 
@@ -65,7 +66,7 @@ SEMANTIC_LEADS = 3.0  # ... and while it is weak
 WEAK_KEYWORD = 0.15  # keyword is weak when its best session explains less of the query's term weight
 
 
-def cron_last(chosen: Sequence[Hit], details: dict[str, session_rows.SessionDetails]) -> list[Hit]:
+def cron_last(chosen: Sequence[Hit], details: dict[str, SessionDetails]) -> list[Hit]:
     """Interactive sessions first, cron sessions after them, each group in rank order."""
     def is_cron(hit: Hit) -> bool:
         info = details.get(hit.session_id)
@@ -135,8 +136,8 @@ class Beside(Generic[T]):
         return cast(T, self._value)
 
 
-def _semantic_leg_apart(home: Path, scope: workspace.Scope, query: str, settings: Settings) -> semantic.SemanticLeg:
-    """:func:`semantic.semantic_leg` (indexing, then searching) on a state.db connection of its own.
+def _semantic_leg_apart(home: Path, scope: Scope, query: str, settings: Settings) -> gate.SemanticLeg:
+    """:func:`vector_leg.semantic_leg` (indexing, then searching) on a state.db connection of its own.
 
     A connection that cannot be opened (too many open files, state.db being
     replaced) is an ``unavailable`` leg, as any other state.db trouble of the
@@ -145,10 +146,10 @@ def _semantic_leg_apart(home: Path, scope: workspace.Scope, query: str, settings
     try:
         conn = store.open_state_db(home)
     except errors.StoreError as exc:
-        return semantic.SemanticLeg("unavailable", f"semantic search could not open the session database just now "
-                                    f"({exc}); it retries on a later search")
+        return gate.SemanticLeg("unavailable", f"semantic search could not open the session database just now "
+                                f"({exc}); it retries on a later search")
     try:
-        return semantic.semantic_leg(conn, home, scope, query, settings, index=True)
+        return vector_leg.semantic_leg(conn, home, scope, query, settings, index=True)
     finally:
         conn.close()
 
@@ -186,7 +187,7 @@ def search_history(
     parsed = parse_query(query)
     settings = load_settings(home)
     if mode != "keyword":
-        semantic.prepare(home, settings)  # the vector leg's first load, beside the census below
+        warm_up.prepare(home, settings)  # the vector leg's first load, beside the census below
     conn = store.open_state_db(home)
     try:
         listing = store.load_projects(home)
@@ -223,7 +224,7 @@ def search_history(
             base["message"] = "No project context (no working directory recorded)" if cwd is None else (
                 "No project context: this folder is in no git repo and no project folder")
             return base
-        blocked = semantic.semantic_precheck(home, settings, scope.project)
+        blocked = gate.closed(home, settings, scope.project)
         base["semantic_status"] = blocked.status if blocked else "ready"
         if blocked is not None and blocked.note:
             base["semantic_note"] = blocked.note
@@ -252,7 +253,7 @@ def search_history(
             base["keyword_note"] = found.note
         rows = dict(found.rows)
         leg = blocked or (beside.result() if beside is not None else
-                          semantic.semantic_leg(conn, home, scope, clean_query(query)[0], settings, index=False))
+                          vector_leg.semantic_leg(conn, home, scope, clean_query(query)[0], settings, index=False))
         rows.update(leg.rows)
         base["semantic_status"] = leg.status
         if leg.note:

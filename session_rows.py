@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import attribution, store
+from .records import RecentSession, SessionDetails, SessionInfo
 
 # Delegate children, tool runs and kanban workers' transcripts (Hermes 0.21) are never project history, as
 # Hermes' own session_search hides them. The LIKE is a cheap pre-check so json_valid() parses only the rare
@@ -42,26 +43,6 @@ _ROW_COLUMNS = f"""
 
 def _session_row(r: Sequence[Any]) -> attribution.SessionRow:
     return attribution.SessionRow(str(r[0]), r[1] or "", r[2] or "", r[3] or "", r[4] or "", r[5], r[6], r[7] or "")
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    id: str
-    cwd: str | None  # effective: inherited (see ``basis``) when the row has none
-    git_repo_root: str | None  # stored, effective like cwd
-    is_delegate: bool
-    archived: bool
-    title: str | None
-    started_at: float | None
-    message_count: int
-    basis: str = "recorded"  # attribution.Workspace.basis; "" when the session has no workspace at all
-    via: str | None = None  # the session the workspace was taken from
-    source: str = ""
-
-    @property
-    def searchable(self) -> bool:
-        """Archived sessions and delegate/tool runs are never project history."""
-        return not self.archived and not self.is_delegate
 
 
 _CHAIN_SQL = f"""
@@ -249,27 +230,10 @@ def lineage_ids(conn: sqlite3.Connection, session_id: str) -> set[str]:
     return {r[0] for r in conn.execute(_LINEAGE_SQL, {"current": session_id})}
 
 
-@dataclass(frozen=True)
-class SessionDetails:
-    title: str | None
-    started_at: float | None
-    source: str  # Hermes' platform name: cli, desktop, telegram, cron...
-
-
 def session_details(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, SessionDetails]:
     """``{id: SessionDetails}`` for the sessions of ``ids`` that exist."""
     sql = "SELECT id, title, started_at, source FROM sessions WHERE id IN (SELECT value FROM json_each(?))"
     return {r[0]: SessionDetails(r[1], r[2], r[3] or "") for r in conn.execute(sql, (json.dumps(list(ids)),))}
-
-
-@dataclass(frozen=True)
-class RecentSession:
-    id: str
-    title: str | None
-    started_at: float | None
-    last_active: float | None  # the newest message's time (the start when it has none)
-    message_count: int
-    source: str
 
 
 def recent_sessions(

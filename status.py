@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import config_schema, consent, errors, paths, redact, semantic, store, workspace
+from . import config_schema, consent, errors, gate, paths, redact, store, workspace
 from .settings import load_settings
 
 if TYPE_CHECKING:  # numpy comes with it: imported only where semantic search may run
@@ -76,7 +76,7 @@ def folder_of(cwd: str | Path) -> str:
 
 def _embeddings_module(settings: config_schema.Settings) -> tuple[Any, str]:
     """``(embeddings module or None, why not)``: numpy and the local model are optional in a keyword-only install."""
-    missing = semantic.missing_requirements(settings)
+    missing = gate.missing_requirements(settings)
     if missing:
         return None, missing
     from . import embeddings
@@ -121,7 +121,7 @@ class SemanticConfig:
 def semantic_config(home: Path) -> SemanticConfig:
     """What semantic search would use in profile ``home``, and what the user agreed to; never raises."""
     settings = load_settings(home)
-    spec = semantic.provider_spec(settings) if settings.embedding.provider != "none" else None
+    spec = config_schema.provider_spec(settings) if settings.embedding.provider != "none" else None
     path = paths.plugin_data_dir(home) / "consent.json"
     read = consent.load_consent(path)
     record = read.record
@@ -135,14 +135,9 @@ def semantic_config(home: Path) -> SemanticConfig:
         return SemanticConfig(settings.embedding.provider, spec.endpoint if spec else None, spec.model if spec else None,
                               status, note, shown, **more)
 
-    off = semantic.switched_off(settings)
-    if off or spec is None:  # spec is None exactly when provider is none
-        return config("disabled", off or "")
-    missing = semantic.missing_requirements(settings)
-    if missing:
-        return config("unavailable", missing, install=semantic.install_command(settings))
-    if record and record.get("declined"):
-        return config("disabled", semantic.DECLINED_NOTE)
+    closed = gate.closed(home, settings)  # the gate a search asks, in its order
+    if spec is None or (closed is not None and closed.status in ("disabled", "unavailable")):
+        return config(closed.status if closed else "disabled", closed.note if closed else "", install=closed.install if closed else "")
     if read is not None and read.problem:
         return config("consent_required", (
             f"the consent file {path} is {read.problem}, so it counts as no consent; ask the agent to search history "
@@ -168,7 +163,7 @@ def _model(home: Path) -> tuple[str | None, int]:
     if embeddings is None:
         return None, 0
     try:
-        provider = semantic.make_provider(settings, home)
+        provider = gate.make_provider(settings, home)
     except embeddings.EmbeddingUnavailable:
         return None, 0
     return provider.fingerprint, int(provider.dims)
@@ -278,7 +273,7 @@ def index_status(*, home: Path, cwd: str) -> dict[str, Any]:
     if scope.project.is_home:
         return {**answer, "pending": 0, "semantic_status": "disabled",
                 "semantic_note": "this folder is in no project: nothing to index"}
-    blocked = semantic.semantic_precheck(home, load_settings(home), scope.project)
+    blocked = gate.closed(home, load_settings(home), scope.project)
     index = index_file_report(home, list(scope.session_ids))
     indexed = min(int(index.get("messages_indexed") or 0), indexable)
     answer.update(indexed=indexed, pending=indexable - indexed, index=index)

@@ -23,12 +23,10 @@ from collections.abc import Container, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import attribution, errors, filters, layout, paths
-
-if TYPE_CHECKING:
-    from . import workspace
+from .records import MessageRow, Scope
 
 logger = logging.getLogger(__name__)
 
@@ -182,13 +180,13 @@ def _indexable_row(conn: sqlite3.Connection) -> str:
     return f"{visible(conn)} AND m.role IN ('user', 'assistant') AND TRIM(COALESCE(m.content, '')) != ''"
 
 
-def count_indexable(conn: sqlite3.Connection, scope: workspace.Scope) -> int:
+def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
     """Visible user/assistant messages of the scope (what the vector index should hold)."""
     return int(conn.execute(f"SELECT count(*) FROM messages m WHERE {SCOPE_SQL} AND {_indexable_row(conn)}",
                             (scope.ids_json,)).fetchone()[0])
 
 
-def scope_message_ids_text(conn: sqlite3.Connection, scope: workspace.Scope) -> str:
+def scope_message_ids_text(conn: sqlite3.Connection, scope: Scope) -> str:
     """Every message id of the scope's sessions, comma-separated, in no particular order ("" when none), the id
     negated when the message is not active (rewound, or archived by a compaction). Read from Hermes'
     (session, active) index alone: no message row is read (a large project's rows are seconds to read when
@@ -224,27 +222,6 @@ def message_id_counter(conn: sqlite3.Connection) -> int:
     return max(int(row[0]) if row and row[0] is not None else 0, max_message_id(conn))
 
 
-def record_holds(conn: sqlite3.Connection, sample: Sequence[int], anchors: Sequence[tuple[int, float]]) -> bool:
-    """Whether a record of message ids of another role than user and assistant, kept for this state.db, still
-    describes it. ``sample``: recorded ids; each must be such a message, or gone (deleted) without being above
-    :func:`message_id_counter`. ``anchors``: ``(id, timestamp)`` of the highest recorded ids when they were
-    recorded; each must still be that message (the same timestamp).
-    A state.db restored in place from an older copy fails this: the ids lost with it are above its counter
-    until it hands them out again, to messages with other timestamps; one replaced by another history fails
-    the roles. One point read per id."""
-    counter = message_id_counter(conn)
-    wanted = sorted({int(i) for i in sample} | {int(i) for i, _ in anchors})
-    rows = {int(r[0]): (r[1], r[2]) for r in conn.execute(
-        "SELECT m.id, m.role, m.timestamp FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))", (json.dumps(wanted),))}
-    for i in sample:
-        if (rows[i][0] in ("user", "assistant")) if i in rows else i > counter:
-            return False
-    for i, stamp in anchors:  # a deleted anchor proves nothing: its id may have been handed out again, then deleted
-        if i not in rows or rows[i][1] != stamp:
-            return False
-    return True
-
-
 @contextmanager
 def one_snapshot(conn: sqlite3.Connection) -> Iterator[None]:
     """Every read of ``conn`` inside sees one state of state.db (a read transaction: another process's writes
@@ -278,23 +255,26 @@ def message_timestamps(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int
         (json.dumps([int(i) for i in ids]),))}
 
 
-def source_key(conn: sqlite3.Connection) -> str:
-    """Which state.db file ``conn`` reads: ``"<device>:<inode>"`` of its main file ("" when it cannot be told).
-    A copy, a restore or a new profile's file has another. Never raises."""
-    try:
-        path = conn.execute("PRAGMA database_list").fetchone()[2]
-        info = Path(path).stat()
-    except (sqlite3.Error, OSError, TypeError):
-        return ""
-    return f"{info.st_dev}:{info.st_ino}"
-
-
 def message_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
     """``{id: (session id, text)}`` of those of the messages ``ids`` that exist, the text as it is embedded
     (:func:`texts_to_embed` keeps those with text)."""
     return {int(r[0]): (r[1], _message_text(r[2], None, None)) for r in conn.execute(
         "SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))",
         (json.dumps([int(i) for i in ids]),))}
+
+
+def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """``{id: (session id, text)}`` of those of the messages ``ids`` that Hermes shows (:func:`visible`) and the vector
+    index may hold: user or assistant messages with text, the text as it is embedded (:func:`message_texts`)."""
+    rows = conn.execute(
+        f"SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
+        f" AND {visible(conn)} AND m.role IN ('user', 'assistant')", (json.dumps([int(i) for i in ids]),))
+    out = {}
+    for mid, sid, content in rows:
+        text = _message_text(content, None, None)
+        if text.strip():
+            out[int(mid)] = (str(sid), text)
+    return out
 
 
 def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> list[tuple[int, str, str]]:
@@ -313,7 +293,7 @@ def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> 
 
 
 def unindexed_messages(
-    conn: sqlite3.Connection, scope: workspace.Scope, indexed: Container[int], limit: int, *, above: int
+    conn: sqlite3.Connection, scope: Scope, indexed: Container[int], limit: int, *, above: int
 ) -> list[tuple[int, str, str]]:
     """Live user/assistant messages of the scope above message id ``above`` (a watermark: the scope was
     complete up to it) that ``indexed`` lacks: ``(id, session id, text)``, newest first, at most ``limit``.
@@ -371,24 +351,6 @@ def _parsed_calls(tool_calls: Any) -> list[Any] | None:
     except ValueError:
         return None
     return calls if isinstance(calls, list) else None
-
-
-@dataclass(frozen=True)
-class MessageRow:
-    """One message as read: ``text`` is all its searchable text (content, tool name, tool calls, as Hermes indexes
-    it: what a snippet shows), ``calls`` the part of it that is the tool name and tool-call JSON."""
-
-    id: int
-    session_id: str
-    role: str
-    text: str
-    timestamp: float | None
-    calls: str = ""
-
-    @property
-    def content(self) -> str:
-        """What the message says, without its tool name and tool-call JSON (what ranking counts first)."""
-        return self.text[: len(self.text) - len(self.calls)].rstrip() if self.calls else self.text
 
 
 def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, MessageRow]:

@@ -30,7 +30,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Container, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import closing
 from dataclasses import dataclass
@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from . import id_bits, index_file, state, state_history, vector_file, vector_scores
+from . import index_file, state, state_history, vector_file, vector_scores
 from .embeddings import EmbeddingUnavailable, Provider, chunk_text, content_hash, decode_vectors, encode_vector, normalise
 from .index_file import IndexBlocked, IndexNotNow
 from .ranking import Hit
@@ -50,20 +50,9 @@ _generations = itertools.count(1)
 
 _LOAD_BATCH = 2_000  # chunks decoded per step when vectors are copied in (bounds what the copying process holds)
 _PAGE = 4_096  # bytes of a memory page: the warm-up reads one value of each
-# meta keys of the state.db messages never indexed: the ids (an id_bits bitmap, a BLOB), which state.db they
-# are of, and the anchors (JSON [[id, timestamp], ...] of the highest ids)
-_NEVER_KEYS = ("never_indexed", "never_indexed_source", "never_indexed_anchors")
 # meta: the history of state.db that everything here was learned from (:mod:`state_history`, its JSON text)
 _HISTORY_KEY = "state_history"
-#: What a write asks state.db, inside the file's write lock, before it writes: given the stored history (``None``
-#: when there is none or it does not read) and message ids, ``(whether state.db still holds that history; its
-#: history now; {id: (session id, text)} of those messages now)``. Raises ``sqlite3`` errors of state.db.
-Witness = Callable[[state_history.History | None, Sequence[int]], tuple[bool, state_history.History, dict[int, tuple[str, str]]]]
-#: How many of the highest recorded ids are kept with their timestamps, to tell a state.db that went back
-NEVER_ANCHORS = 8
-#: Message ids from this on are not recorded (a bitmap of 8 MB): read every time instead
-NEVER_ID_LIMIT = 2**26
-_NEVER_WAIT_S = 0.0  # how long recording them waits for another writer: not at all, a search (keyword mode too) is on the way
+_HISTORY_WAIT_S = 0.0  # how long storing a first history waits for another writer: not at all (a later search does it)
 # The messages (chunk 0) of a model (parameter 1) and of sessions (parameter 2, a JSON array) the file holds
 # vectors of, one row per message, from a covering index. Above a message id, the (model, chunk, message,
 # ...) index: one range of the newest ids (2 ms at 1M chunks).
@@ -286,13 +275,12 @@ class VectorIndex:
             return len(gone)
 
     def add(self, messages: Sequence[PendingMessage], *, deadline: float | None = None, batch: int = 32,
-            witness: Witness | None = None) -> int:
+            history: state_history.History | None = None) -> int:
         """Embed and store ``messages`` until ``deadline`` (one embedded before is embedded again: its old rows go).
 
-        With ``witness`` (state.db's, see :data:`Witness`), each group is written only as state.db holds it at
-        that moment, under the file's write lock: a message since deleted or changed (its id handed out again
-        after a restore) is left out, and nothing more is written once state.db no longer holds the stored
-        history (the next check drops what it must); state.db's history then is stored with the vectors.
+        ``history``: state.db's history when the messages were read (:func:`index_check.agree`), stored with
+        the vectors in one transaction: when state.db is put back from an older copy later, the next check
+        finds where it parted from this history and drops what was written above that point.
 
         Each message is chunked as the provider may be given it
         (``provider.outbound_text``: secrets redacted before a remote endpoint
@@ -316,10 +304,7 @@ class VectorIndex:
             with self._lock:
                 self._check_current()
                 before = self._stored_among([m.message_id for m in group])
-                stored = self._write_group(group, pieces, vectors, fingerprint, now, witness)
-                if stored is None:  # state.db parted from the stored history: the next check sees to it
-                    break
-                written, kept = stored
+                written, kept = self._write_group(group, pieces, vectors, fingerprint, now, history)
                 # A changed message's old vectors are marked gone in the vector files (only once
                 # the new ones are stored: a failed write keeps the old ones in use).
                 self._cut([m.message_id for m in kept if m.message_id in before], keep=written)
@@ -341,30 +326,32 @@ class VectorIndex:
         return {int(r[0]) for r in rows}
 
     def _write_group(self, group: Sequence[PendingMessage], pieces: list, vectors: np.ndarray, fingerprint: str, now: float,
-                     witness: Witness | None) -> tuple[list[int], list[PendingMessage]] | None:
-        """Replace the stored chunks of ``group``'s messages in one transaction (rolled back on error), of those
-        that ``witness`` finds as they were read (all without one); returns ``(the new chunk ids, the messages
-        written)``, ``None`` when state.db no longer holds the stored history (nothing written)."""
+                     history: state_history.History | None) -> tuple[list[int], list[PendingMessage]]:
+        """Replace the stored chunks of ``group``'s messages in one transaction (rolled back on error), ``history``
+        stored with them; returns ``(the new chunk ids, the messages written)``."""
         written: list[int] = []
         with self._conn:
-            self._conn.execute("BEGIN IMMEDIATE")  # state.db is asked under the write lock: no other write comes between
-            kept = list(group)
-            if witness is not None:
-                found = self._witnessed(self._conn, witness, [m.message_id for m in group])
-                if found is None:
-                    return None
-                kept = [m for m in group if found.get(m.message_id) == (m.session_id, m.text)]
-            keep = {id(m) for m in kept}
-            for m in kept:
+            self._conn.execute("BEGIN IMMEDIATE")
+            if history is not None:
+                _store_history(self._conn, history)
+            for m in group:
                 self._conn.execute("DELETE FROM chunks WHERE model_fingerprint = ? AND message_id = ?", (fingerprint, m.message_id))
-            for (m, i, _), vector in ((p, v) for p, v in zip(pieces, vectors, strict=True) if id(p[0]) in keep):
+            for (m, i, _), vector in zip(pieces, vectors, strict=True):
                 cursor = self._conn.execute(
                     "INSERT INTO chunks (session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (m.session_id, m.message_id, i, content_hash(m.text), fingerprint, encode_vector(vector), now),
                 )
                 written.append(int(cursor.lastrowid or 0))
-        return written, kept
+        return written, list(group)
+
+    def requeue(self, message_ids: Sequence[int], why: str) -> None:
+        """Forget the vectors of ``message_ids``, which no longer describe their messages (``why``), so that the next
+        indexing embeds them again where they should still be indexed: their rows go, and so do this process's
+        watermarks and every process's marks of their sessions (:meth:`_repair`)."""
+        if message_ids:
+            with self._lock:
+                self._repair(message_ids, why)
 
     def drop(self, message_ids: Sequence[int]) -> None:
         """Forget messages that were deleted or rewound."""
@@ -677,6 +664,17 @@ class VectorIndex:
             ids = ids[~np.isin(ids, np.fromiter(self._damaged, np.int64, len(self._damaged)))]
         return ids
 
+    def stored_hashes(self, message_ids: Sequence[int]) -> dict[int, str]:
+        """``{message id: content hash}`` of those of ``message_ids`` that have vectors of this model: the hash of
+        the text they were embedded from. Read-only, from a covering index, never waiting for a load. Raises
+        ``sqlite3`` errors."""
+        with closing(self._reader()) as conn:
+            rows = conn.execute(
+                "SELECT message_id, content_hash FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ?"
+                " AND chunk_index = 0 AND message_id IN (SELECT value FROM json_each(?))",
+                (self.provider.fingerprint, json.dumps([int(m) for m in message_ids])))
+            return {int(m): str(h) for m, h in rows}
+
     def stored_upto(self) -> int:
         """The highest chunk id of this model in the file (0 when none); read-only, never waits for a load.
 
@@ -744,7 +742,7 @@ class VectorIndex:
         return CompleteMarks({sid: u for sid, u in upto.items() if sid in sessions}, stamp)
 
     def mark_complete(self, sessions: Sequence[str], upto: int, marks: CompleteMarks, *, replace: bool = False,
-                      witness: Witness | None = None) -> bool:
+                      history: state_history.History | None = None) -> bool:
         """Record, for every process, that every indexable message of ``sessions`` up to message id ``upto`` has
         vectors of this model in this file. ``marks`` is :meth:`complete_marks`'s answer, read before that was
         checked: when vectors were repaired since (the stamp moved on), nothing is recorded. Marks that do not
@@ -760,56 +758,14 @@ class VectorIndex:
                 self._conn.execute("BEGIN IMMEDIATE")  # the stamp is compared and the marks written under one lock
                 if self._stamp(self._conn) != marks.stamp:
                     return False
-                if witness is not None and self._witnessed(self._conn, witness, ()) is None:
-                    return False  # state.db parted from the stored history: the next check sees to it
+                if history is not None:  # state.db's history when it was checked: a restore since is found next time
+                    _store_history(self._conn, history)
                 self._conn.execute(
                     "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value ="
                     " CASE WHEN ? = 0 AND json_valid(value) AND json_type(value) = 'object'"
                     " THEN json_patch(value, excluded.value) ELSE excluded.value END",
                     (self._marks_key, patch, int(marks.behind or replace)))
                 return True
-
-    # -- state.db messages never indexed, shared by every process ---------------------
-    def never_indexed(self, source: str) -> tuple[np.ndarray, list[tuple[int, float]] | None]:
-        """``(the ids recorded by :meth:`record_never_indexed` for the state.db that ``source`` names, as an
-        :mod:`id_bits` bitmap; their anchors)``: an empty bitmap when none are recorded, or only for another
-        file; anchors ``None`` when ids are recorded but their anchors are missing or do not read (edited by
-        hand: the record must not be used). Read-only, never waits for a load; the caller checks the record against state.db
-        (:func:`store.record_holds`). Raises ``sqlite3`` errors."""
-        with closing(self._reader()) as conn:  # one statement: every row from one snapshot
-            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?, ?)", _NEVER_KEYS))
-        bits = rows.get(_NEVER_KEYS[0])
-        if rows.get(_NEVER_KEYS[1]) != source or not isinstance(bits, bytes) or not bits:
-            return id_bits.EMPTY, []
-        return np.frombuffer(bits, dtype=np.uint8), _anchors(rows.get(_NEVER_KEYS[2])) or None  # ids, never without anchors
-
-    def record_never_indexed(self, source: str, ids: np.ndarray, anchors: Sequence[tuple[int, float]], *,
-                             replace: bool = False, witness: Witness | None = None) -> None:
-        """Record, for every process, that the messages ``ids`` (int64) of the state.db that ``source`` names
-        are never indexed: their role is neither user nor assistant, which Hermes never changes, and ids are
-        never reused. ``anchors``: ``(id, timestamp)`` of the highest of them, as state.db holds them now.
-        Merged with what is recorded for the same file (under the file's write lock: two processes' records
-        both stay), the ``NEVER_ANCHORS`` highest anchors kept; a record of another file, or any with
-        ``replace``, is replaced. Ids at or above ``NEVER_ID_LIMIT`` are not recorded (the bitmap's size
-        follows the highest id). Independent of the model and of repairs, so it is written on a connection
-        of its own, without this index's lock: a load or an indexing in progress is never waited for, nor
-        another process's write (``_NEVER_WAIT_S``). Raises ``sqlite3`` errors (busy, read-only, no file
-        there any more: the record is only a shortcut, a later check writes it)."""
-        ids = ids[ids < NEVER_ID_LIMIT]
-        with closing(index_file.connect_existing(self.path, timeout=_NEVER_WAIT_S)) as conn, conn:
-            conn.execute("BEGIN IMMEDIATE")
-            if witness is not None and self._witnessed(conn, witness, ()) is None:
-                return  # state.db parted from the stored history: the next check sees to it
-            rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?, ?)", _NEVER_KEYS))
-            held = rows.get(_NEVER_KEYS[0])
-            kept = _anchors(rows.get(_NEVER_KEYS[2]))
-            keep = not replace and rows.get(_NEVER_KEYS[1]) == source and isinstance(held, bytes) and kept is not None
-            bits = id_bits.with_ids(np.frombuffer(held, dtype=np.uint8) if keep and held else id_bits.EMPTY, ids)
-            merged = dict(kept if keep and kept else [])
-            merged.update((int(i), float(t)) for i, t in anchors if int(i) < NEVER_ID_LIMIT)
-            top = sorted(merged.items(), reverse=True)[:NEVER_ANCHORS]
-            conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                             zip(_NEVER_KEYS, (bits.tobytes(), source, json.dumps(top)), strict=True))
 
     # -- the history of state.db this index was learned from ------------------------
     def stored_history(self) -> str | None:
@@ -818,25 +774,14 @@ class VectorIndex:
         with closing(self._reader()) as conn:
             return _history_text(conn)
 
-    def start_history(self, witness: Witness) -> None:
-        """Store state.db's history when none is stored (a file of an earlier version, or one that did not read),
+    def store_history(self, history: state_history.History) -> None:
+        """Store state.db's ``history`` when none is stored (a file of an earlier version, or one that did not read),
         on a connection of its own that never waits for another writer. Raises ``sqlite3`` errors (busy,
         read-only: a later search tries again)."""
-        with closing(index_file.connect_existing(self.path, timeout=_NEVER_WAIT_S)) as conn, conn:
+        with closing(index_file.connect_existing(self.path, timeout=_HISTORY_WAIT_S)) as conn, conn:
             conn.execute("BEGIN IMMEDIATE")
             if state_history.decode(_history_text(conn)) is None:  # else another process stored one meanwhile
-                self._witnessed(conn, witness, ())
-
-    @staticmethod
-    def _witnessed(conn: sqlite3.Connection, witness: Witness, ids: Sequence[int]) -> dict[int, tuple[str, str]] | None:
-        """In ``conn``'s write transaction: ``witness``'s ``{id: (session id, text)}`` of ``ids``, state.db's
-        history now stored; ``None`` when state.db no longer holds the stored history (nothing stored). So the
-        stored history is always a state of state.db in which everything written was true."""
-        holds, now, found = witness(state_history.decode(_history_text(conn)), ids)
-        if not holds:
-            return None
-        _store_history(conn, now)
-        return found
+                _store_history(conn, history)
 
     def forget_after(self, parted: int, known: str | None, history: state_history.History) -> int:
         """State.db parted from the stored history ``known`` (its text, as read) above message id ``parted``
@@ -863,7 +808,7 @@ class VectorIndex:
                     "  UNION SELECT substr(key, 16) FROM meta WHERE key LIKE 'complete\\_stamp:%' ESCAPE '\\' UNION SELECT ?)",
                     (self.provider.fingerprint,))
                 self._conn.execute("DELETE FROM chunks WHERE message_id > ?", (int(parted),))
-                self._conn.execute("DELETE FROM meta WHERE key LIKE 'complete\\_upto:%' ESCAPE '\\' OR key IN (?, ?, ?)", _NEVER_KEYS)
+                self._conn.execute("DELETE FROM meta WHERE key LIKE 'complete\\_upto:%' ESCAPE '\\'")
                 _store_history(self._conn, history)
             for mid in gone:
                 self._indexed.discard(mid)
@@ -897,21 +842,6 @@ def _history_text(conn: sqlite3.Connection) -> str | None:
 def _store_history(conn: sqlite3.Connection, history: state_history.History) -> None:
     """Store ``history`` as the state of state.db the file ``conn`` writes was learned from (inside its write transaction)."""
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (_HISTORY_KEY, state_history.encode(history)))
-
-
-def _anchors(stored: Any) -> list[tuple[int, float]] | None:
-    """The record's anchors (see :meth:`VectorIndex.record_never_indexed`) from their JSON text: ``[]`` when there
-    are none, ``None`` when they do not read as a list of ``[id, timestamp]``."""
-    if stored is None:
-        return []
-    try:
-        pairs = json.loads(stored) if isinstance(stored, str) else None
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(pairs, list) or not all(
-            isinstance(p, list) and len(p) == 2 and type(p[0]) is int and type(p[1]) in (int, float) for p in pairs):
-        return None
-    return [(p[0], float(p[1])) for p in pairs]
 
 
 def _marks_without(stored: Any, sessions: AbstractSet[str]) -> str:

@@ -10,8 +10,6 @@ session's project, kept current cheaply). The rule itself is the pure
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
 import logging
 import os
 import sqlite3
@@ -25,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import attribution, errors, filters, session_rows, state, store
+from . import attribution, errors, session_rows, state, store
+from .records import Scope, SessionInfo
 
 logger = logging.getLogger(__name__)
 
@@ -376,7 +375,7 @@ class Attributor:
         self._cache: dict[tuple[str | None, str | None], tuple[attribution.Project, float]] = {}
         self._roots_seen: set[str] = set()
 
-    def project_of(self, info: session_rows.SessionInfo) -> attribution.Project:
+    def project_of(self, info: SessionInfo) -> attribution.Project:
         """The project of a session, from its effective workspace."""
         return self.project_for_workspace(info.cwd, info.git_repo_root)
 
@@ -445,33 +444,7 @@ def attributor_for(home: Path, projects: Sequence[attribution.ProjectRecord]) ->
         return found
 
 
-@dataclass(frozen=True)
-class Scope:
-    """What one search may read: the project's other sessions."""
-
-    current: session_rows.SessionInfo | None  # None when the scope is a whole project (indexing)
-    project: attribution.Project
-    session_ids: tuple[str, ...]  # searchable sessions of the project, current lineage excluded
-    in_project: int  # searchable sessions attributed to the project, the current one counted once
-    messages: int = 0  # messages of ``session_ids`` (as last read; sizes the scan strategy)
-    filters: filters.Filters = filters.Filters()  # message-level filters of this search
-
-    @functools.cached_property
-    def ids_json(self) -> str:
-        """``session_ids`` as the JSON array the queries take: built once per scope, not per search (the
-        scope of the last search is kept while :func:`compute_scope` gives the very same tuple again)."""
-        held = _scope_json.get("last")
-        if held is not None and held[0] is self.session_ids:
-            return str(held[1])
-        text = json.dumps(list(self.session_ids))
-        _scope_json["last"] = (self.session_ids, text)
-        return text
-
-
-_scope_json: dict[str, tuple[tuple[str, ...], str]] = state.cache("scope_json").data
-
-
-def live_cli_folder(session: session_rows.SessionInfo) -> str | None:
+def live_cli_folder(session: SessionInfo) -> str | None:
     """The folder of the live CLI running ``session`` when Hermes recorded none for it; ``None`` otherwise.
 
     Hermes' CLI creates a ``/new`` session's row without a folder. When the

@@ -33,14 +33,14 @@ def stored_marks(world: World) -> dict:
 @pytest.fixture
 def counted(monkeypatch):
     """Every full check (each scope message against the whole indexed set: ``"count <its sessions>"``) and every load of that set."""
-    semantic, vector_index = plugin("semantic"), plugin("vector_index")
+    index_check, vector_index = plugin("index_check"), plugin("vector_index")
     calls: list[str] = []
-    real_count, real_load = semantic._full_check, vector_index.VectorIndex._load_indexed
+    real_count, real_load = index_check.full_check, vector_index.VectorIndex._load_indexed
     def count(conn, vectors, scope):
         calls.append("count " + ",".join(sorted(scope.session_ids)))
         return real_count(conn, vectors, scope)
 
-    monkeypatch.setattr(semantic, "_full_check", count)
+    monkeypatch.setattr(index_check, "full_check", count)
 
     def load(self):
         if not self._indexed_loaded:
@@ -223,7 +223,7 @@ def test_the_index_command_marks_what_it_completed(warm, fake, counted):
     consent(warm)
     index = loaded_index(warm)
     index.mark_complete(["deleted-long-ago"], 1, index.complete_marks(set(), 1))
-    result = plugin("semantic").index_projects(home=warm.home)
+    result = plugin("indexing").index_projects(home=warm.home)
     assert result["success"] is True and result["remaining"] == 0, result
     (marks,) = stored_marks(warm).values()
     assert set(marks) == {"a_ws", "a_db", "cur"}, "every consented session, and only those"

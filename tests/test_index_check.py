@@ -59,18 +59,18 @@ def test_the_full_check_agrees_with_reading_every_row(world: World, fake):
     server = fake()
     world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(world)
-    semantic, settings = plugin("semantic"), plugin("settings")
-    vectors = semantic.open_vectors(world.home, settings.load_settings(world.home))
+    index_check, settings = plugin("index_check"), plugin("settings")
+    vectors = plugin("gate").open_vectors(world.home, settings.load_settings(world.home))
     conn, scope = scope_of(world)
     try:
         should = by_every_row(conn, scope)
-        assert semantic._full_check(conn, vectors, scope) == (should[::-1], len(should))
+        assert index_check.full_check(conn, vectors, scope) == (should[::-1], len(should))
         assert world.search("cur", "websocket retry")["semantic_status"] == "ready"
         # SQLite's TRIM takes spaces only: a message of spaces, tabs and newlines passes the SQL and has no
         # text once read, so it is never embedded (the search counts it out after reading it).
         (blank,) = [i for i, t in conn.execute("SELECT id, content FROM messages WHERE session_id = 'a1'")
                     if t is not None and t != "" and not t.strip()]
-        assert semantic._full_check(conn, vectors, scope) == ([blank], len(should))
+        assert index_check.full_check(conn, vectors, scope) == ([blank], len(should))
     finally:
         conn.close()
 
@@ -100,7 +100,7 @@ def test_a_first_search_without_marks_embeds_exactly_what_is_missing(world: Worl
         db.execute("DELETE FROM meta WHERE key LIKE 'complete_upto:%'")
     new_process()
     sent = len(server.requests)
-    monkeypatch.setattr(plugin("semantic"), "INDEX_BUDGET_S", budget)
+    monkeypatch.setattr(plugin("vector_leg"), "INDEX_BUDGET_S", budget)
     answer = world.search("cur", "websocket retry")
     embedded = [t for r in server.requests[sent:] for t in r["body"]["input"]]
     if budget:
@@ -116,8 +116,8 @@ def agrees_on_random_partial_indexes(world: World, seed: int, rounds: int, befor
     """The arrays path of the search against the definition, on an index holding random subsets of what had
     text when embedded (rewound messages among them), another project's messages and a deleted one;
     ``before_check(round)`` runs before each check."""
-    semantic, settings, vector_index = plugin("semantic"), plugin("settings"), plugin("vector_index")
-    vectors = semantic.open_vectors(world.home, settings.load_settings(world.home))
+    index_check, settings, vector_index = plugin("index_check"), plugin("settings"), plugin("vector_index")
+    vectors = plugin("gate").open_vectors(world.home, settings.load_settings(world.home))
     conn, scope = scope_of(world)
     try:
         text = {i: (s, t) for i, s, t in conn.execute("SELECT id, session_id, content FROM messages")}
@@ -134,7 +134,7 @@ def agrees_on_random_partial_indexes(world: World, seed: int, rounds: int, befor
             held = pick
             if before_check is not None:
                 before_check(n)
-            lacking, total = semantic._full_check(conn, vectors, scope)
+            lacking, total = index_check.full_check(conn, vectors, scope)
             assert [i for i in lacking if text[i][1].strip()] == sorted(set(should) - held, reverse=True)
             assert total - (len(lacking) - len([i for i in lacking if text[i][1].strip()])) == len(should)
     finally:

@@ -22,7 +22,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("handlers",),  # the agent: tool schemas and handlers (errors translated here)
     ("status",),  # reports for people
     ("search", "browse"),  # services: one search, reading around and listing
-    ("semantic",),  # the semantic service (gate, leg, warm-up, consent, indexing)
+    ("indexing", "vector_leg"),  # the index command; the vector leg of a search (and what state.db confirms of it)
+    ("warm_up", "index_check"),  # loading ahead of a first search; what a scope's index lacks
+    ("gate",),  # whether semantic search may run, and the user's answer to it
     ("lexical", "move"),  # the keyword leg; the move (the only write to Hermes data)
     ("fts", "vector_index"),  # Hermes' FTS indexes; the private vector index
     ("vector_scores",),  # scoring a scope over the mapped vectors
@@ -32,13 +34,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("embeddings", "settings", "vector_basis", "layout"),  # providers and vector helpers; settings and the API key; the vectors' principal directions; a state.db's schema facts
     ("model_cache",),  # the local model's ready-parsed copy, mapped read-only
     ("config_schema",),  # pure: the settings' schema and what consent is about
-    ("redact", "pages", "ranking", "snippet", "id_bits", "state_history"),  # pure: redaction, cursors, BM25 and fusion, snippets, id bitmaps, state.db histories
-    ("query", "attribution", "filters", "answers", "render", "paths", "errors"),  # pure core
+    ("redact", "pages", "ranking", "snippet", "state_history"),  # pure: redaction, cursors, BM25 and fusion, snippets, state.db histories
+    ("answers", "render"),  # pure: what every answer shares, text for people
+    ("records",),  # pure: the records every layer passes on (a message, a session, a scope)
+    ("query", "attribution", "filters", "paths", "errors"),  # pure core
     ("unicode61",),  # pure: FTS5's tokenizer, asked of SQLite in memory
     ("state",),  # the data of every process cache (imports nothing)
 )
 #: The layers that read no file, open no database file and start no thread.
-PURE = LAYERS[-5:]
+PURE = LAYERS[-7:]
 RANK = {name: depth for depth, layer in enumerate(LAYERS) for name in layer}
 MODULES = sorted(p.stem for p in ROOT.glob("*.py"))
 

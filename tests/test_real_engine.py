@@ -130,7 +130,7 @@ def test_real_engine_finds_a_paraphrase_and_degrades_when_it_stops(world: World,
         assert consent["success"] is True, consent
         assert consent["consent"]["model"] == MODEL and consent["consent"]["projects"] == [f"auto:{alpha}"]
 
-        indexed = plugin("semantic").index_projects(home=world.home)
+        indexed = plugin("indexing").index_projects(home=world.home)
         assert indexed["success"] is True, indexed
         # Every message of alpha (this conversation's "hello again" too: it is history for the next one); none of beta's.
         assert indexed["indexed"] == indexed["total"] == 2 + len(OTHERS), indexed

@@ -145,15 +145,15 @@ def test_indexing_partial_ready(sem, fake, monkeypatch):
     server = fake()
     sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(sem)
-    semantic = plugin("semantic")
+    semantic, index_check = plugin("vector_leg"), plugin("index_check")
     monkeypatch.setattr(semantic, "INDEX_BUDGET_S", 0.0)
     answer = sem.search("cur", "websocket")
     assert answer["semantic_status"] == "indexing" and "0 of 5" in answer["semantic_note"]
     assert result_sessions(answer) == ["a_ws"]
     monkeypatch.setattr(semantic, "INDEX_BUDGET_S", 5.0)
-    monkeypatch.setattr(semantic, "INDEX_BATCH", 2)
+    monkeypatch.setattr(index_check, "INDEX_BATCH", 2)
     assert sem.search("cur", "websocket")["semantic_status"] == "partial"
-    monkeypatch.setattr(semantic, "INDEX_BATCH", 2000)
+    monkeypatch.setattr(index_check, "INDEX_BATCH", 2000)
     assert sem.search("cur", "websocket")["semantic_status"] == "ready"
 
 
@@ -319,7 +319,7 @@ def test_index_command_drops_vectors_of_deleted_sessions(sem, fake):
     server = fake()
     sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(sem)
-    semantic = plugin("semantic")
+    semantic = plugin("indexing")
     assert semantic.index_projects(home=sem.home)["dropped"] == 0
     db_path = sem.home / "plugins" / "project-history-recall" / "data" / "embeddings.db"
     import sqlite3
@@ -349,14 +349,14 @@ def test_one_session_with_hundreds_of_similar_messages_does_not_hide_the_others(
         world.session(f"q{i:02d}", repo, messages=[("user", f"the websocket reconnect idea number {i}")])
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
     consent(world)
-    plugin("semantic").INDEX_BUDGET_S = 60.0
+    plugin("vector_leg").INDEX_BUDGET_S = 60.0
     try:
         answers = [world.search("cur", "websocket reconnect", mode=mode, limit=10)]
         assert answers[0]["semantic_status"] == "ready", answers[0]
         while answers[-1].get("next_cursor"):
             answers.append(world.search("cur", "websocket reconnect", mode=mode, limit=10, cursor=answers[-1]["next_cursor"]))
     finally:
-        plugin("semantic").INDEX_BUDGET_S = 1.5
+        plugin("vector_leg").INDEX_BUDGET_S = 1.5
         plugin("vector_index").reset_indexes()
     first = result_sessions(answers[0])
     assert len(first) == 10 == len(set(first)), "a page holds limit distinct sessions"
@@ -380,7 +380,7 @@ def test_the_vector_leg_runs_beside_the_keyword_leg_and_answers_as_in_one_thread
     consent(sem)
     before = blas_threads()
     seen: list[str] = []
-    semantic = plugin("semantic")
+    semantic = plugin("vector_leg")
     leg = semantic.semantic_leg
 
     def watched(*args, **kwargs):

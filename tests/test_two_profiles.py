@@ -6,6 +6,7 @@ other's: not an answer, not a cache entry, not a thread."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import json
 import sys
@@ -52,7 +53,6 @@ def two_profiles(world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     b = load_copy(home_b / "plugins" / PLUGIN_NAME, home_b)
     yield world, a, b, home_b
     b.state.reset()
-    b.vector_index.reset_indexes() if "vector_index" in dir(b) else None
     for name in [m for m in sys.modules if m.startswith(b.__name__)]:
         del sys.modules[name]
 
@@ -77,7 +77,7 @@ def test_answers_caches_and_threads_stay_with_their_profile(two_profiles, monkey
             "plugins:\n  enabled:\n    - project-history-recall\n  entries:\n    project-history-recall:\n"
             f"      embedding:\n        provider: openai\n        model: m\n        base_url: {server.base_url}\n")
         assert json.loads(module.handlers.handle_consent({"decision": "allow"}, session_id="cur"))["success"]
-        thread = module.semantic.warm_up(home, session_id="cur")
+        thread = importlib.import_module(f"{module.__name__}.warm_up").warm_up(home, session_id="cur")
         assert isinstance(thread, threading.Thread)
         thread.join(30)
         answer = json.loads(module.handlers.handle_search({"query": "heron"}, session_id="cur"))
@@ -89,5 +89,5 @@ def test_answers_caches_and_threads_stay_with_their_profile(two_profiles, monkey
         assert str(other) not in held, f"{module.__name__} keeps something of the other profile"
         threads = module.state.cache("warm_up").data.get("threads", {})
         assert set(threads) == {mine}
-    a.vector_index.reset_indexes()
-    b.vector_index.reset_indexes()
+    for module in (a, b):
+        importlib.import_module(f"{module.__name__}.vector_index").reset_indexes()

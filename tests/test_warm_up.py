@@ -189,8 +189,7 @@ def test_a_later_session_reuses_the_index_and_loads_only_what_is_new(warm, fake)
     (index,) = open_indexes().values()
     # Another process (the index command) stores a vector meanwhile.
     mid = warm.say("a_db", "assistant", "Rate limits moved to the gateway.")
-    semantic = plugin("semantic")
-    other = plugin("vector_index").VectorIndex(index.path, semantic.make_provider(plugin("settings").load_settings(warm.home), warm.home))
+    other = plugin("vector_index").VectorIndex(index.path, plugin("gate").make_provider(plugin("settings").load_settings(warm.home), warm.home))
     other.add([plugin("vector_index").PendingMessage(mid, "a_db", "Rate limits moved to the gateway.")])
     other.close()
     start_session("s2")
@@ -286,7 +285,7 @@ def test_real_local_model_is_loaded_by_the_warm_up(warm):
 
 def loaded_index(world: World):
     """The process's index for the configured provider, opened as a search would (nothing loaded yet)."""
-    return plugin("semantic").open_vectors(world.home, plugin("settings").load_settings(world.home))
+    return plugin("gate").open_vectors(world.home, plugin("settings").load_settings(world.home))
 
 
 def test_a_keyword_search_during_a_load_answers_without_waiting(warm, fake):
@@ -401,9 +400,9 @@ def test_more_new_messages_than_one_batch_are_all_indexed(warm, fake, monkeypatc
     """After a project was complete, more new messages than one indexing batch: the
     watermark must not move past the older ones (no search would index them then)."""
     indexed_then_new_process(warm, fake)
-    semantic = plugin("semantic")
+    semantic = plugin("vector_leg")
     assert warm.search("cur", "websocket")["semantic_status"] == "ready"  # complete: a watermark is set
-    monkeypatch.setattr(semantic, "INDEX_BATCH", 2)
+    monkeypatch.setattr(plugin("index_check"), "INDEX_BATCH", 2)
     monkeypatch.setattr(semantic, "INDEX_BUDGET_S", 60.0)
     new = [warm.say("a_db", "user", f"Note {i} about the rollout of the new schema.") for i in range(5)]
     keyword = warm.search("cur", "rollout", mode="keyword")
@@ -418,10 +417,10 @@ def test_keyword_mode_reuses_its_status_until_something_is_written(warm, fake, m
     every message on every search; it reuses its answer until state.db or the index changes."""
     indexed_then_new_process(warm, fake)
     warm.say("a_db", "user", "Then we dropped the old column once reads had switched.")
-    semantic = plugin("semantic")
+    index_check = plugin("index_check")
     checks = []
-    real = semantic._unindexed
-    monkeypatch.setattr(semantic, "_unindexed", lambda *a, **k: checks.append(1) or real(*a, **k))
+    real = index_check.lacking
+    monkeypatch.setattr(index_check, "lacking", lambda *a, **k: checks.append(1) or real(*a, **k))
     for _ in range(3):
         answer = warm.search("cur", "websocket", mode="keyword")
         assert answer["semantic_status"] == "partial" and "2 of 3" in answer["semantic_note"]
@@ -473,7 +472,7 @@ def test_a_first_search_prepares_nothing_where_the_warm_up_would_not(warm, fake,
     server = fake()
     warm.configure_embedding(provider="openai", base_url=server.base_url, model="m", preload=False)
     prepared = []
-    monkeypatch.setattr(plugin("semantic"), "open_vectors", lambda *a, **k: prepared.append(1))
+    monkeypatch.setattr(plugin("gate"), "open_vectors", lambda *a, **k: prepared.append(1))
     assert warm.search("cur", "websocket backoff", mode="hybrid")["semantic_status"] == "consent_required"
     consent(warm)
     warm.configure_embedding(provider="openai", base_url=server.base_url, model="other", preload=False)
@@ -489,7 +488,7 @@ def test_each_profile_of_a_process_warms_up_once(warm, fake, tmp_path):
     """One process serving two profiles (two Hermes homes): the first turn of a resumed conversation in the
     second warms that profile up although the first one's warm-up ran already, and each only once."""
     indexed_then_new_process(warm, fake)
-    semantic = plugin("semantic")
+    semantic = plugin("warm_up")
     warm.close()
     with sqlite3.connect(warm.home / "state.db") as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

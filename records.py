@@ -1,0 +1,104 @@
+"""The records every layer passes on: a message, a session, what one search may read. Pure data, no IO.
+
+They live at the bottom so that a module needs no IO module to name a type:
+the readers of state.db (``store``, ``session_rows``) build them, the
+services (``workspace``, ``lexical``, the semantic side) pass them on, the
+pure core (``filters``, ``answers``, ``pages``) reads them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+
+from . import state
+from .attribution import Project
+from .filters import Filters
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    """One message as read: ``text`` is all its searchable text (content, tool name, tool calls, as Hermes indexes
+    it: what a snippet shows), ``calls`` the part of it that is the tool name and tool-call JSON."""
+
+    id: int
+    session_id: str
+    role: str
+    text: str
+    timestamp: float | None
+    calls: str = ""
+
+    @property
+    def content(self) -> str:
+        """What the message says, without its tool name and tool-call JSON (what ranking counts first)."""
+        return self.text[: len(self.text) - len(self.calls)].rstrip() if self.calls else self.text
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One session with its effective workspace (inherited when its row has none: see ``basis``)."""
+
+    id: str
+    cwd: str | None  # effective: inherited (see ``basis``) when the row has none
+    git_repo_root: str | None  # stored, effective like cwd
+    is_delegate: bool
+    archived: bool
+    title: str | None
+    started_at: float | None
+    message_count: int
+    basis: str = "recorded"  # attribution.Workspace.basis; "" when the session has no workspace at all
+    via: str | None = None  # the session the workspace was taken from
+    source: str = ""
+
+    @property
+    def searchable(self) -> bool:
+        """Archived sessions and delegate/tool runs are never project history."""
+        return not self.archived and not self.is_delegate
+
+
+@dataclass(frozen=True)
+class SessionDetails:
+    """What an answer shows of a session beside its messages."""
+
+    title: str | None
+    started_at: float | None
+    source: str  # Hermes' platform name: cli, desktop, telegram, cron...
+
+
+@dataclass(frozen=True)
+class RecentSession:
+    """One session of a listing, most recently active first."""
+
+    id: str
+    title: str | None
+    started_at: float | None
+    last_active: float | None  # the newest message's time (the start when it has none)
+    message_count: int
+    source: str
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one search may read: the project's other sessions."""
+
+    current: SessionInfo | None  # None when the scope is a whole project (indexing)
+    project: Project
+    session_ids: tuple[str, ...]  # searchable sessions of the project, current lineage excluded
+    in_project: int  # searchable sessions attributed to the project, the current one counted once
+    messages: int = 0  # messages of ``session_ids`` (as last read; sizes the scan strategy)
+    filters: Filters = Filters()  # message-level filters of this search
+
+    @functools.cached_property
+    def ids_json(self) -> str:
+        """``session_ids`` as the JSON array the queries take: built once per scope, not per search (the
+        scope of the last search is kept while the census gives the very same tuple again)."""
+        held = _scope_json.data.get("last")
+        if held is not None and held[0] is self.session_ids:
+            return str(held[1])
+        text = json.dumps(list(self.session_ids))
+        _scope_json.data["last"] = (self.session_ids, text)
+        return text
+
+
+_scope_json = state.cache("scope_json")

@@ -1,0 +1,113 @@
+"""State.db is the truth: a semantic hit is shown only if state.db says it is that message, live, of a session in
+this scope, with the text that was embedded. Whatever the vector side records (which session and text a message
+id has) is a hint; a hint gone wrong costs an embedding again, never another project's message.
+
+Real SessionDB, state.db and embeddings.db, the loopback embedder, the real plugin and loader."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import World, result_sessions
+
+
+def plugin(name: str) -> Any:
+    return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
+
+
+def checkpointed(world: World) -> None:
+    """Hermes' connection closed and state.db's WAL folded in, so the file alone holds the history."""
+    world.close()
+    with closing(sqlite3.connect(world.home / "state.db")) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def restore_in_place(world: World, backup: Path) -> None:
+    """``cp backup state.db``: the same inode, an older history (and AUTOINCREMENT counter) in it."""
+    checkpointed(world)
+    state = world.home / "state.db"
+    for suffix in ("-wal", "-shm"):
+        state.with_name(state.name + suffix).unlink(missing_ok=True)
+    shutil.copyfile(backup, state)
+
+
+def consent(world: World, sid: str = "cur") -> None:
+    answer = world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, sid)
+    assert answer["success"] is True, answer
+
+
+def new_process() -> None:
+    """Forget what this process knows, as a new Hermes window starts."""
+    plugin("vector_index").reset_indexes()
+    plugin("state").reset()
+
+
+@pytest.fixture
+def p_and_q(world: World, fake) -> Any:
+    """Projects P and Q in one profile, semantic search on (a loopback endpoint whose vectors are bags of words)."""
+    p, q = world.repo("p"), world.repo("q")
+    world.session("p1", p, messages=[("user", "P's first talk about the release train")])
+    world.session("q1", q, messages=[("user", "Q's first talk about its own thing")])
+    world.session("cur", p, style="cli", messages=[("user", "hi")])
+    server = fake(dims=64, words=True)
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(world)
+    world.paths = {"p": p, "q": q}
+    yield world
+    plugin("vector_index").reset_indexes()
+
+
+def test_a_restore_and_an_import_never_show_another_projects_message(p_and_q: World, tmp_path):
+    """Back up state.db; a message in P's p2, a secret in Q's q2, 8 messages in P's p3; index. Export the three
+    sessions, copy the backup over state.db, import them q2, p2, p3: import keeps timestamps, and the id of p2's
+    message now belongs to q2's secret. P's semantic search never shows the secret, as p2's or anyone's."""
+    world = p_and_q
+    p, q = world.paths["p"], world.paths["q"]
+    checkpointed(world)
+    backup = tmp_path / "backup.db"
+    shutil.copyfile(world.home / "state.db", backup)
+    world.session("p2", p, messages=[("user", "the vault unseal procedure for staging")])
+    world.session("q2", q, messages=[("user", "Q secret: the vault unseal key is zebra-7741-orchid")])
+    world.session("p3", p, messages=[("user", f"P note {i} on the release train") for i in range(8)])
+    assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
+    before = world.search("cur", "vault unseal", mode="semantic")
+    assert "p2" in result_sessions(before)
+    exported = [world.db.export_session(sid) for sid in ("q2", "p2", "p3")]
+    restore_in_place(world, backup)
+    report = world.db.import_sessions(exported)
+    assert report.get("imported") == 3, report
+    checkpointed(world)
+    with closing(sqlite3.connect(world.home / "state.db")) as conn:
+        owner = dict(conn.execute("SELECT id, session_id FROM messages WHERE content LIKE '%vault%'"))
+    for fresh in (False, True):
+        if fresh:
+            new_process()
+        for mode in ("semantic", "hybrid"):
+            answer = world.search("cur", "vault unseal key", mode=mode, limit=10)
+            shown = " ".join(r["snippet"] for r in answer["results"])
+            assert "zebra" not in shown and "q2" not in result_sessions(answer), (mode, fresh, answer, owner)
+            assert all(owner.get(r["message_id"]) in (None, r["session_id"]) for r in answer["results"]), answer
+
+
+def test_a_hit_whose_text_changed_since_it_was_embedded_is_dropped_and_embedded_again(p_and_q: World):
+    """A message edited in place (Hermes 0.21 updates content; a restore can put another text under the same id
+    and session): its old vector still points at it. The hit is not shown with the new text under the old
+    vector's meaning; its vector is dropped, and the next indexing embeds the new text."""
+    world = p_and_q
+    p = world.paths["p"]
+    world.session("p2", p, messages=[("user", "the kestrel deploy uses blue green switching")])
+    assert world.search("cur", "kestrel deploy", mode="semantic")["results"]
+    checkpointed(world)
+    with closing(sqlite3.connect(world.home / "state.db")) as conn:
+        conn.execute("UPDATE messages SET content = 'lunch plans for friday' WHERE session_id = 'p2'")
+        conn.commit()
+    answer = world.search("cur", "kestrel deploy blue green", mode="semantic", limit=10)
+    assert "p2" not in result_sessions(answer), answer
+    again = world.search("cur", "lunch plans friday", mode="semantic", limit=10)
+    assert result_sessions(again)[:1] == ["p2"], "the new text was embedded and is found by meaning"

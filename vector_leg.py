@@ -1,0 +1,145 @@
+"""The vector leg of one search: index what is new for a moment, find the nearest messages, and show only what
+state.db confirms.
+
+The vector side's records (which session and text a message id has) are
+hints that make search fast; state.db is the truth. Every hit is checked
+against state.db when the answer is built (:func:`confirmed`): the message
+exists, is shown by Hermes (not rewound, not hidden scaffolding), is a user or
+assistant message, belongs per state.db to the session its vector is filed
+under, in this scope, and its text is the text that was embedded (a content
+hash). A hit failing any of these is never shown, and its vector is dropped,
+so the next indexing embeds the message again where it still should be.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import config_schema, gate, index_check, pages, store, warm_up
+from .gate import SemanticLeg
+from .ranking import Hit, demote
+from .records import MessageRow, Scope
+
+if TYPE_CHECKING:  # numpy comes with it
+    from . import vector_index
+
+logger = logging.getLogger(__name__)
+
+INDEX_BUDGET_S = 1.5  # indexing time one search may spend
+SEMANTIC_PER_SESSION = 3  # messages of a session the vector leg returns
+
+
+def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, query: str, settings: config_schema.Settings, *,
+                 index: bool) -> SemanticLeg:
+    """Vector hits for ``query`` in the scope, after indexing for at most ``INDEX_BUDGET_S``.
+
+    With ``index`` false (keyword mode) only the status is worked out: nothing
+    is embedded or searched, the matrix is not loaded, and a warm-up in
+    progress is not waited for. Call only when :func:`gate.closed` allowed it
+    (consent covers the scope's project). Never raises for provider or index
+    trouble, whatever it is: the status says ``unavailable`` and keyword
+    results stand alone; the note says whether it is temporary (a later search
+    retries) or what the user must do (a read-only data folder, a newer
+    schema...: then later searches cost nothing until the file or folder
+    changes). Damaged vectors found on the way are dropped and embedded again,
+    and the note says so once.
+    """
+    from . import embeddings, index_file, vector_index
+
+    vectors = None
+    try:
+        vectors = gate.open_vectors(home, settings)
+        provider = vectors.provider  # one provider (and one loaded model) per index
+        if index:
+            warm_up.load_meanwhile(provider)
+            vectors.catch_up()  # damaged vectors met copying them are repaired first: this search embeds them again
+        history = index_check.agree(conn, vectors)
+        key = index_check.key_of(vectors, scope)
+        if not index:  # keyword mode: the status only
+            counts = index_check.status_counts(conn, vectors, scope, key)
+            return _status_only(vectors, *counts)
+        found = index_check.lacking(conn, vectors, scope, key)
+        missing, total = found.missing, found.total  # total None: not counted
+        if found.pending:
+            missing -= vectors.add([vector_index.PendingMessage(*m) for m in found.pending],
+                                   deadline=time.monotonic() + INDEX_BUDGET_S, history=history)
+        if missing <= 0:
+            index_check.complete(vectors, scope, key, found, history)
+        elif total is None:  # counted only when the status needs it
+            total = index_check.full_check(conn, vectors, scope)[1]
+        # Filters are applied after the vector search: look further when they are on.
+        per_session = SEMANTIC_PER_SESSION * (4 if scope.filters.active else 1)
+        raw = vectors.search(provider.embed([query]), set(scope.session_ids), pages.MAX_REACH + 1, per_session=per_session)
+        hits = confirmed(conn, vectors, raw)
+    except (embeddings.EmbeddingUnavailable, index_file.IndexBroken) as exc:
+        return SemanticLeg("unavailable", str(exc))
+    except sqlite3.Error as exc:  # a database busy, read-only or damaged mid-search: keyword results stand
+        if vectors is not None:
+            return SemanticLeg("unavailable", str(vectors.trouble(exc)))
+        logger.warning("semantic search failed: %s", exc)
+        return SemanticLeg("unavailable", f"semantic search could not finish just now ({exc}); it retries on a later search")
+    except OSError as exc:  # the data folder's file system
+        logger.warning("semantic search failed on its data folder: %s", exc)
+        return SemanticLeg("unavailable", f"semantic search could not use its data folder just now ({exc}); "
+                           "it retries on a later search")
+    except Exception as exc:  # anything else on the vector side (a file we wrote, damaged in a new way): keyword stands
+        logger.exception("semantic search failed")
+        return SemanticLeg("unavailable", f"semantic search failed ({type(exc).__name__}: {exc}); keyword results stand")
+    rows: dict[int, MessageRow] = {}
+    if scope.filters.active and hits:
+        rows = store.fetch_messages(conn, sorted(h.message_id for h in hits))
+        hits = [h for h in hits if h.message_id in rows and scope.filters.admits(rows[h.message_id].role,
+                                                                               rows[h.message_id].timestamp)]
+    done = max((total or 0) - missing, 0)
+    status = "ready" if missing <= 0 else ("partial" if done else "indexing")
+    questions = store.recall_questions(conn, sorted(h.message_id for h in hits))
+    return SemanticLeg(status, _note(vectors, status, done, missing), tuple(demote(hits, questions)), rows)
+
+
+def confirmed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, raw: list[Hit]) -> list[Hit]:
+    """Of ``raw`` (the vector search's hits, best first), those state.db confirms (see the module docstring), in
+    order. The others' vectors are dropped; those of messages still shown, whose text or session changed, are
+    embedded again by the next indexing (:meth:`vector_index.VectorIndex.requeue`). Raises
+    ``sqlite3`` errors."""
+    if not raw:
+        return []
+    from .embeddings import content_hash
+
+    ids = [h.message_id for h in raw]
+    shown = store.shown_texts(conn, ids)
+    try:
+        stored = vectors.stored_hashes(ids)
+    except sqlite3.Error as exc:
+        raise vectors.trouble(exc) from exc
+    kept, gone, wrong = [], [], []
+    for hit in raw:
+        found = shown.get(hit.message_id)
+        if found is None:  # deleted, rewound, hidden, no text: nothing to embed again
+            gone.append(hit.message_id)
+        elif found[0] != hit.session_id or content_hash(found[1]) != stored.get(hit.message_id):
+            wrong.append(hit.message_id)
+        else:
+            kept.append(hit)
+    vectors.drop(gone)
+    vectors.requeue(wrong, "that no longer match state.db (the message changed, or its id was handed out again)")
+    return kept
+
+
+def _status_only(vectors: vector_index.VectorIndex, missing: int, total: int) -> SemanticLeg:
+    done = max(total - missing, 0)
+    status = "ready" if missing <= 0 else ("partial" if done else "indexing")
+    return SemanticLeg(status, _note(vectors, status, done, missing))
+
+
+def _note(vectors: vector_index.VectorIndex, status: str, done: int, missing: int) -> str:
+    """What the semantic side says once: the index's news (a damaged file moved aside, vectors repaired), and how
+    far indexing is when it is not done."""
+    note = " ".join(part for part in (vectors.note, vectors.pop_news()) if part)
+    if status != "ready":
+        note = (note + " " if note else "") + (
+            f"{done} of {done + missing} messages indexed; the rest is indexed on later searches or by the index command.")
+    return note.strip()
