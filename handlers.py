@@ -147,7 +147,7 @@ def _int_arg(args: Mapping[str, Any], name: str, default: int, low: int, high: i
     try:
         value = int(float(raw))
     except (TypeError, ValueError, OverflowError):
-        raise BadArgument(f"'{name}' must be an integer, got {raw!r}") from None
+        raise BadArgument(f"'{name}' must be an integer, got {errors.echo(repr(raw))}") from None
     return max(low, min(high, value))
 
 
@@ -190,7 +190,7 @@ def parse_search_args(args: Any, *, now: float | None = None) -> SearchArgs:
         raise BadArgument("'query' is empty: pass the words or question to search for")
     mode = (_text_arg(args, "mode", required=False) or "hybrid").strip().lower()
     if mode not in search.MODES:
-        raise BadArgument(f"'mode' must be one of {', '.join(search.MODES)}, got {mode!r}")
+        raise BadArgument(f"'mode' must be one of {', '.join(search.MODES)}, got {errors.echo(repr(mode))}")
     limit = _int_arg(args, "limit", search.DEFAULT_LIMIT, 1, search.MAX_LIMIT)
     return SearchArgs(query, mode, limit, _filters(args, now=now, role=True), _cursor(args))
 
@@ -209,7 +209,7 @@ def _session_id(kwargs: Mapping[str, Any]) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise errors.SessionNotFound(f"session not found in state.db: {value}") from None
+        raise errors.SessionNotFound(f"session not found in state.db: {errors.echo(value)}") from None
     return value
 
 
@@ -295,7 +295,7 @@ def handle_read(args: Any, **kwargs: Any) -> str:
         if message is not None and message != "":
             message = _int_arg(given, "message_id", 0, -(2**63), 2**63 - 1)
             if message < 1:
-                raise BadArgument(f"'message_id' must be a message_id from a search result (1 or more), got {given['message_id']!r}")
+                raise BadArgument(f"'message_id' must be a message_id from a search result (1 or more), got {errors.echo(repr(given['message_id']))}")
         else:
             message = None
         return browse.read_around(
