@@ -173,6 +173,8 @@ def render_index_status(report: Mapping[str, Any]) -> str:
 def _model_text(semantic: Mapping[str, Any]) -> str:
     if semantic.get("provider") == "none":
         return "none (embedding.provider: none)"
+    if not semantic.get("model"):  # a provider that cannot be used (see the note)
+        return f"none usable (embedding.provider: {semantic.get('provider')})"
     where = "on this machine" if semantic.get("provider") == "local" else f"at {semantic.get('endpoint')}"
     return f"{semantic.get('model')} ({semantic.get('provider')}, {where})"
 

@@ -108,7 +108,8 @@ def switched_off(settings: config_schema.Settings) -> str | None:
 def semantic_precheck(home: Path, settings: config_schema.Settings, project: attribution.Project) -> SemanticLeg | None:
     """The status when semantic search may not run; ``None`` when it may. Never raises.
 
-    ``disabled`` (config.yaml, or the user declined), ``unavailable`` (numpy
+    ``disabled`` (config.yaml, or the user declined), ``unavailable`` (a
+    provider config.yaml names but that cannot be used, numpy
     or the local model's package missing: checked before consent, so nobody
     is asked to agree to what cannot run), or ``consent_required``: no consent covers this provider,
     endpoint, model and project, or ``consent.json`` is unreadable or
@@ -119,6 +120,8 @@ def semantic_precheck(home: Path, settings: config_schema.Settings, project: att
     off = switched_off(settings)
     if off:
         return SemanticLeg("disabled", off)
+    if settings.embedding.problem:  # an unknown provider, openai without a model: never offered for consent
+        return SemanticLeg("unavailable", settings.embedding.problem)
     path = paths.plugin_data_dir(home) / "consent.json"
     read = consent.load_consent(path)
     record = read.record
@@ -727,6 +730,8 @@ def record_consent(*, home: Path, session_id: str, decision: str, projects: str 
         return {"success": True, "semantic_status": "disabled", "message": "Semantic search is off for this profile."}
     if settings.embedding.provider == "none":
         raise errors.StoreError("semantic search is turned off in config.yaml (embedding.provider: none)")
+    if settings.embedding.problem:
+        raise errors.StoreError(settings.embedding.problem)
     if projects == "all":
         keys = ["*"]
     else:

@@ -89,7 +89,9 @@ class SemanticConfig:
     """What semantic search would use in a profile and what the user agreed to.
 
     ``status``: ``disabled`` (``enabled: false``, ``provider: none`` or
-    declined), ``consent_required`` (no consent for this provider, endpoint
+    declined), ``unavailable`` also for a provider config.yaml names but that
+    cannot be used (an unknown name, ``openai`` without a model: ``note``
+    says which), ``consent_required`` (no consent for this provider, endpoint
     and model, or ``consent.json`` unreadable or malformed:
     ``consent_problem`` says which), ``allowed`` (consent covers some
     projects) or ``unavailable`` (numpy or the model package missing:
@@ -138,6 +140,10 @@ def semantic_config(home: Path) -> SemanticConfig:
     off = semantic.switched_off(settings)
     if off or spec is None:  # spec is None exactly when provider is none
         return config("disabled", off or "")
+    if settings.embedding.problem:  # an unknown provider names no endpoint or model to consent to
+        known = settings.embedding.provider in config_schema.PROVIDERS
+        return SemanticConfig(settings.embedding.provider, spec.endpoint if known else None, spec.model or None,
+                              "unavailable", settings.embedding.problem, shown)
     missing = semantic.missing_requirements(settings)
     if missing:
         return config("unavailable", missing, install=semantic.install_command(settings))
