@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import browse, errors, move, paths, search, semantic
+from . import browse, errors, move, paths, render, search, semantic
 from .filters import ROLES, Filters, make_filters
 
 logger = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ MOVE_SCHEMA: dict[str, Any] = {
     "description": "Move this conversation to another project, on the user's word.",
     "parameters": {
         "type": "object",
-        "properties": {"project_id": {"type": "string", "description": "id, slug or name; '' = none"}},
+        "properties": {"project_id": {"type": "string", "description": "id, slug, name, or a git repo's absolute path; '' = none"}},
         "required": ["project_id"],
     },
 }
@@ -329,12 +329,11 @@ def handle_move(args: Any, **kwargs: Any) -> str:
         token = _text_arg(_object(args), "project_id", required=True) or ""
         outcome = move.move_session(paths.hermes_home(), _current_session(kwargs), token)
         _follow_in_desktop(kwargs.get("task_id"), outcome)
-        label = "Home" if outcome.target is None else f"project {outcome.target.name}"
         answer: dict[str, Any] = {
             "success": True,
             "project": outcome.project.to_json(),
             "cwd": outcome.cwd,
-            "message": f"Moved to {label}, cwd now {outcome.cwd}",
+            "message": f"Moved to {render.project_label(outcome.project.to_json())}, cwd now {outcome.cwd}",
             "git_branch": outcome.git_branch or None,
             "git_repo_root": outcome.git_repo_root or None,
             "sessions_updated": list(outcome.session_ids),
@@ -377,7 +376,7 @@ def _follow_in_desktop(task_id: Any, outcome: move.MoveOutcome) -> None:
         return
     callback = getattr(project_tools, "_workspace_callback", None)
     if callable(callback) and isinstance(task_id, str) and task_id:
-        name = (outcome.target.name if outcome.target is not None else "") or "Home"
+        name = outcome.project.name or "Home"
         try:
             callback(task_id, outcome.cwd, name)
         except Exception:  # a GUI callback must not fail the move that already happened
