@@ -210,6 +210,11 @@ def render_status(report: Mapping[str, Any]) -> str:
     semantic = report.get("semantic") or {}
     lines.append(f"Semantic search: {semantic.get('status')}; model {_model_text(semantic)}")
     lines.append(f"Consent: {_consent_text(semantic)}")
+    install = report.get("install") or {}
+    if install.get("loaded"):
+        lines.append(f"Plugin loaded by Hermes from: {install['loaded']}")
+    if install.get("note"):
+        lines.append(f"  Note: {install['note']}")
     index = report.get("index") or {}
     if index.get("error"):  # before "found": a folder at the file's path is not "none yet"
         lines.append(f"Index: {index.get('path')}: {index['error']}")
@@ -244,15 +249,19 @@ def render_projects(listing: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_help(version: str, *, command_line: str = "project-history-recall", semantic: str | None = None) -> str:
+def render_help(version: str, *, command_line: str = "project-history-recall", semantic: str | None = None,
+                install: str = "") -> str:
     """Usage of the slash commands, the tools and the command line, and the main limits.
 
     ``command_line``: how to start the command line from this install (a
     console script for pip, the plugin folder for Hermes' own installer).
     ``semantic``: why semantic search cannot run here and how to fix it, shown first.
+    ``install``: which of two installed copies Hermes loads, and what to do (see ``status.install_copies``).
     """
-    width = max(len(c) for c, _ in COMMANDS_HELP + TOOLS_HELP)
+    width = max(len(c) for c, _ in TOOLS_HELP)
     lines = [f"project-history-recall {version}: search this project's past conversations", ""]
+    if install:
+        lines += [f"Installed twice: {install}", ""]
     if semantic:
         lines += [f"Semantic search cannot run here: {semantic}", ""]
     lines += ["Slash commands:"]
