@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "__main__"),  # entry points wired by Hermes or Python
     ("commands", "command_line"),  # people: slash commands, the shell
     ("handlers",),  # the agent: tool schemas and handlers (errors translated here)
-    ("status",),  # reports for people
+    ("status", "command_args"),  # reports for people; the commands' argument grammar
     ("search", "browse"),  # services: one search, reading around and listing
     ("semantic",),  # the semantic service (gate, leg, warm-up, consent, indexing)
     ("lexical", "move"),  # the keyword leg; the move (the only write to Hermes data)
