@@ -205,9 +205,11 @@ def make_move_command(dispatch: Dispatch) -> Callable[[str], str]:
         except (TypeError, ValueError) as exc:
             return f"history move: unexpected answer from Hermes' tool dispatch: {exc}"
         if answer.get("success"):
-            here = _command_cwd()
-            lines = [f"Moved this conversation to {_target_label(answer.get('project') or {}, str(answer.get('cwd')))}: "
-                     "Hermes records that folder for it now, and its searches look in that project.",
+            here, project = _command_cwd(), answer.get("project") or {}
+            after = ("it is in no project now, so its searches find nothing" if project.get("kind") == "home"
+                     else "its searches look in that project now")
+            lines = [f"Moved this conversation to {_target_label(project, str(answer.get('cwd')))}: Hermes records "
+                     f"its folder as {answer.get('cwd')}, and {after}.",
                      f"This terminal stays in {here or 'its folder'} (commands the agent runs still start there); "
                      "resuming the conversation later (/resume, hermes --resume) starts in the new folder.",
                      f"Sessions updated: {', '.join(answer.get('sessions_updated') or [])}"]
