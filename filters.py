@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import echo
+
 #: Roles whose messages are searchable. Tool output counts: users expect a
 #: match in a command's output to find the session.
 SEARCH_ROLES: tuple[str, ...] = ("user", "assistant", "tool")
@@ -58,7 +60,10 @@ class Filters:
 ROLES = SEARCH_ROLES
 
 
-_RELATIVE = re.compile(r"^(\d{1,5})\s*([hdw])$")
+_RELATIVE = re.compile(r"^(\d+)\s*([hdw])$")
+
+
+MAX_AGE_DIGITS = 5  # an age is at most 99999 hours, days or weeks (99999w: about 1,900 years)
 
 
 _RELATIVE_SECONDS = {"h": 3600, "d": 86_400, "w": 7 * 86_400}
@@ -82,6 +87,9 @@ def parse_when(text: str, *, end: bool, now: float) -> float:
     raw = text.strip().lower()
     relative = _RELATIVE.match(raw)
     if relative:
+        if len(relative.group(1).lstrip("0")) > MAX_AGE_DIGITS:
+            raise ValueError(f"the age {echo(repr(text))} is too large: an age has at most {MAX_AGE_DIGITS} digits "
+                             f"(up to 99999{relative.group(2)}); for longer ago give a date (YYYY-MM-DD)")
         return now - int(relative.group(1)) * _RELATIVE_SECONDS[relative.group(2)]
     try:
         day: dt.date | None = dt.date.fromisoformat(raw)  # 2026-11-02, 20261102, 2026-W44-1
@@ -94,7 +102,7 @@ def parse_when(text: str, *, end: bool, now: float) -> float:
             return time.mktime((day + dt.timedelta(days=1) if end else day).timetuple())
         moment = dt.datetime.fromisoformat(raw.upper().replace(" ", "T", 1))
     except ValueError:
-        raise ValueError(f"cannot read {text!r} as a date: use {WHEN_FORMATS}") from None
+        raise ValueError(f"cannot read {echo(repr(text))} as a date: use {WHEN_FORMATS}") from None
     except OverflowError:  # a real date the clock cannot hold: before or after anything it can
         return _beyond(day.year if day is not None else 1)
     try:
@@ -116,20 +124,20 @@ def make_filters(*, since: str | None = None, until: str | None = None, role: st
     low = parse_when(since, end=False, now=now) if since else None
     high = parse_when(until, end=True, now=now) if until else None
     if low is not None and high is not None and low >= high:
-        raise ValueError(f"'since' ({since}) must be before 'until' ({until})")
+        raise ValueError(f"'since' ({echo(since)}) must be before 'until' ({echo(until)})")
     # A bound past what the clock holds bounds nothing that way (until 9999-12-31, since year 1);
     # the other way it excludes every message, which is a mistake to say.
     if low == math.inf:
-        raise ValueError(f"'since' ({since}) is out of range: later than any time this machine's clock holds")
+        raise ValueError(f"'since' ({echo(since)}) is out of range: later than any time this machine's clock holds")
     if high == -math.inf:
-        raise ValueError(f"'until' ({until}) is out of range: earlier than any time this machine's clock holds")
+        raise ValueError(f"'until' ({echo(until)}) is out of range: earlier than any time this machine's clock holds")
     low = None if low == -math.inf else low
     high = None if high == math.inf else high
     roles = ROLES
     if role:
         wanted = role.strip().lower()
         if wanted not in ROLES:
-            raise ValueError(f"'role' must be one of {', '.join(ROLES)}, got {role!r}")
+            raise ValueError(f"'role' must be one of {', '.join(ROLES)}, got {echo(repr(role))}")
         roles = (wanted,)
     return Filters(since=low, until=high, roles=roles, label=(since or "", until or "", role or ""))
 

@@ -58,9 +58,9 @@ def closed(home: Path, settings: config_schema.Settings, project: attribution.Pr
     """Why semantic search may not run (a :class:`SemanticLeg` without hits); ``None`` when it may. Never raises.
 
     In this order: ``disabled`` (config.yaml, or the user declined),
-    ``unavailable`` (numpy or the local model's package missing, with the
-    command that installs them: checked before consent, so nobody is asked to
-    agree to what cannot run), ``consent_required`` (no consent covers this
+    ``unavailable`` (a provider config.yaml names but that cannot be used, or
+    numpy or the local model's package missing, with the command that installs
+    them: checked before consent, so nobody is asked to agree to what cannot run), ``consent_required`` (no consent covers this
     provider, endpoint, model and ``project``, or any project when ``None``;
     a ``consent.json`` that is unreadable or malformed is no consent, the note
     says so, and that answering again rewrites it). Endpoints in notes have
@@ -69,6 +69,8 @@ def closed(home: Path, settings: config_schema.Settings, project: attribution.Pr
     off = switched_off(settings)
     if off:
         return SemanticLeg("disabled", off)
+    if settings.embedding.problem:  # an unknown provider, openai without a model: never offered for consent
+        return SemanticLeg("unavailable", settings.embedding.problem)
     path = paths.plugin_data_dir(home) / "consent.json"
     read = consent.load_consent(path)
     record = read.record
@@ -195,6 +197,8 @@ def record_consent(*, home: Path, session_id: str, decision: str, projects: str 
         return {"success": True, "semantic_status": "disabled", "message": "Semantic search is off for this profile."}
     if settings.embedding.provider == "none":
         raise errors.StoreError("semantic search is turned off in config.yaml (embedding.provider: none)")
+    if settings.embedding.problem:
+        raise errors.StoreError(settings.embedding.problem)
     if projects == "all":
         keys = ["*"]
     else:

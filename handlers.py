@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import browse, errors, gate, move, paths, search
+from . import browse, errors, gate, move, paths, render, search
 from .filters import ROLES, Filters, make_filters
 
 logger = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ MOVE_SCHEMA: dict[str, Any] = {
     "description": "Move this conversation to another project, on the user's word.",
     "parameters": {
         "type": "object",
-        "properties": {"project_id": {"type": "string", "description": "id, slug or name; '' = none"}},
+        "properties": {"project_id": {"type": "string", "description": "id, slug, name, or a git repo's absolute path; '' = none"}},
         "required": ["project_id"],
     },
 }
@@ -147,7 +147,7 @@ def _int_arg(args: Mapping[str, Any], name: str, default: int, low: int, high: i
     try:
         value = int(float(raw))
     except (TypeError, ValueError, OverflowError):
-        raise BadArgument(f"'{name}' must be an integer, got {raw!r}") from None
+        raise BadArgument(f"'{name}' must be an integer, got {errors.echo(repr(raw))}") from None
     return max(low, min(high, value))
 
 
@@ -190,7 +190,7 @@ def parse_search_args(args: Any, *, now: float | None = None) -> SearchArgs:
         raise BadArgument("'query' is empty: pass the words or question to search for")
     mode = (_text_arg(args, "mode", required=False) or "hybrid").strip().lower()
     if mode not in search.MODES:
-        raise BadArgument(f"'mode' must be one of {', '.join(search.MODES)}, got {mode!r}")
+        raise BadArgument(f"'mode' must be one of {', '.join(search.MODES)}, got {errors.echo(repr(mode))}")
     limit = _int_arg(args, "limit", search.DEFAULT_LIMIT, 1, search.MAX_LIMIT)
     return SearchArgs(query, mode, limit, _filters(args, now=now, role=True), _cursor(args))
 
@@ -209,7 +209,7 @@ def _session_id(kwargs: Mapping[str, Any]) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise errors.SessionNotFound(f"session not found in state.db: {value}") from None
+        raise errors.SessionNotFound(f"session not found in state.db: {errors.echo(value)}") from None
     return value
 
 
@@ -295,7 +295,7 @@ def handle_read(args: Any, **kwargs: Any) -> str:
         if message is not None and message != "":
             message = _int_arg(given, "message_id", 0, -(2**63), 2**63 - 1)
             if message < 1:
-                raise BadArgument(f"'message_id' must be a message_id from a search result (1 or more), got {given['message_id']!r}")
+                raise BadArgument(f"'message_id' must be a message_id from a search result (1 or more), got {errors.echo(repr(given['message_id']))}")
         else:
             message = None
         return browse.read_around(
@@ -329,12 +329,11 @@ def handle_move(args: Any, **kwargs: Any) -> str:
         token = _text_arg(_object(args), "project_id", required=True) or ""
         outcome = move.move_session(paths.hermes_home(), _current_session(kwargs), token)
         _follow_in_desktop(kwargs.get("task_id"), outcome)
-        label = "Home" if outcome.target is None else f"project {outcome.target.name}"
         answer: dict[str, Any] = {
             "success": True,
             "project": outcome.project.to_json(),
             "cwd": outcome.cwd,
-            "message": f"Moved to {label}, cwd now {outcome.cwd}",
+            "message": f"Moved to {render.project_label(outcome.project.to_json())}, cwd now {outcome.cwd}",
             "git_branch": outcome.git_branch or None,
             "git_repo_root": outcome.git_repo_root or None,
             "sessions_updated": list(outcome.session_ids),
@@ -377,7 +376,7 @@ def _follow_in_desktop(task_id: Any, outcome: move.MoveOutcome) -> None:
         return
     callback = getattr(project_tools, "_workspace_callback", None)
     if callable(callback) and isinstance(task_id, str) and task_id:
-        name = (outcome.target.name if outcome.target is not None else "") or "Home"
+        name = outcome.project.name or "Home"
         try:
             callback(task_id, outcome.cwd, name)
         except Exception:  # a GUI callback must not fail the move that already happened

@@ -3,12 +3,15 @@
 A session's whole compression lineage gets the target project's folder,
 with the folder's git branch and common repo root, written by
 ``SessionDB.update_session_cwd``; moving into a folder outside git also
-clears the stale git fields (``update_session_cwd`` never does).
+clears the stale git fields (``update_session_cwd`` never does). A target is
+a project of projects.db, or a folder: a git repo's (the way back into a
+repo, which projects.db does not list) or a project's.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,10 +49,26 @@ def clear_git_meta(db: Any, session_id: str) -> bool:
     return True
 
 
+#: What a move may target, as errors and usage lines say it.
+TARGETS = (
+    "a target is a project of projects.db (its id, slug or name), a folder given as an absolute path "
+    "(a git repo's, or a project's), or '' for Home (out of any project)"
+)
+
+
+@dataclass(frozen=True)
+class MoveTarget:
+    """Where a move goes: the folder the conversation will record, and the project attribution gives that folder."""
+
+    folder: str
+    project: attribution.Project  # explicit, auto (a git repo) or Home
+    record: attribution.ProjectRecord | None = None  # the projects.db project, when named by id, slug or name
+
+
 @dataclass(frozen=True)
 class MoveOutcome:
     project: attribution.Project  # attribution after the move, as search will see it
-    target: attribution.ProjectRecord | None  # the project moved into; None: Home
+    target: MoveTarget
     cwd: str
     git_branch: str
     git_repo_root: str
@@ -61,41 +80,93 @@ def _home_cwd() -> str:
     return os.path.expanduser("~")
 
 
-def resolve_move_target(home: Path, token: str) -> tuple[attribution.ProjectRecord | None, str]:
-    """``(target project, folder)`` for a move; an empty ``token`` means Home: ``(None, the user's home folder)``.
+def looks_like_folder(token: str) -> bool:
+    """A target written as a path (``/src/app``, ``~/src/app``) rather than a project's id, slug or name."""
+    return token.startswith(("/", "~")) or os.path.isabs(token)
 
-    Raises :class:`ProjectNotFound`, :class:`MoveRefused` (archived project,
-    project without folders) or :class:`FolderNotFound`.
+
+def resolve_move_target(home: Path, token: str) -> MoveTarget:
+    """Where a move to ``token`` goes; an empty ``token`` means Home (the user's home folder).
+
+    ``token`` is a project's id, slug or name (matched as Hermes'
+    ``project_switch`` matches it), else a folder given as an absolute path:
+    a git repo's (any folder inside it) or a project's. Raises
+    :class:`errors.ProjectNotFound` (saying what a target is, and naming a git
+    repo's folder when ``token`` is such a repo's name),
+    :class:`errors.MoveRefused` (archived project; a folder in no project) or
+    :class:`errors.FolderNotFound`.
     """
-    if not token.strip():
-        return None, _home_cwd()
+    token = token.strip()
+    if not token:
+        return MoveTarget(_home_cwd(), attribution.HOME)
     listing = store.load_projects(home)
-    project = attribution.find_project(listing.projects, token)
-    if project is None:
-        if listing.available:
-            raise errors.ProjectNotFound(f"project not found: {token}")
-        why = listing.note or "this profile has no projects.db: create a project with `hermes project create` first"
-        raise errors.ProjectNotFound(f"project not found: {token} ({why})")
-    if project.archived:
-        raise errors.MoveRefused(f"project is archived: {project.name} (restore it with `hermes project restore` first)")
-    folder = attribution.primary_folder(project)
+    record = attribution.find_project(listing.projects, token)
+    if record is None and looks_like_folder(token):
+        return _folder_target(home, listing.projects, token)
+    if record is None:
+        raise errors.ProjectNotFound(_not_found(home, listing, token))
+    if record.archived:
+        raise errors.MoveRefused(f"project is archived: {record.name} (restore it with `hermes project restore` first)")
+    folder = attribution.primary_folder(record)
     if not folder:
-        raise errors.FolderNotFound(f"project has no folder: {project.name}")
+        raise errors.FolderNotFound(f"project has no folder: {record.name}")
     folder = os.path.expanduser(folder)
     if not os.path.isdir(folder):
         raise errors.FolderNotFound(f"project folder not found: {folder}")
-    return project, folder
+    return MoveTarget(folder, attribution.Project("explicit", id=record.id, name=record.name), record)
+
+
+def _folder_target(home: Path, projects: tuple[attribution.ProjectRecord, ...], token: str) -> MoveTarget:
+    folder = os.path.expanduser(token)
+    if not os.path.isdir(folder):
+        raise errors.FolderNotFound(f"folder not found: {errors.echo(folder)} ({TARGETS})")
+    folder = os.path.realpath(folder)  # as Hermes records a working folder
+    workspace.git.invalidate()  # the folder may have become a repo a moment ago
+    project = workspace.attributor_for(home, projects).project_for_workspace(folder, None)
+    if project.is_home:
+        raise errors.MoveRefused(
+            f"{errors.echo(folder)} is in no git repo and no project folder, so it belongs to no project: {TARGETS}")
+    return MoveTarget(folder, project)
+
+
+def _not_found(home: Path, listing: store.ProjectList, token: str) -> str:
+    """Why ``token`` names no target, and what would."""
+    why = [f"project not found: {errors.echo(token)}"]
+    repos = [r for r in known_repos(home) if r.name.casefold() == token.casefold()]
+    if repos:
+        why.append(f"{errors.echo(token)} is a git repo, not a project of projects.db: move into it by its folder, "
+                   f"{repos[0].root}")
+    elif not listing.available:
+        why.append(listing.note or "this profile has no projects.db (`hermes project create` makes one)")
+    why.append(TARGETS)
+    return "; ".join(why)
+
+
+def known_repos(home: Path) -> list[attribution.Project]:
+    """The git repos (auto projects) that hold sessions of this profile, by name; ``[]`` when state.db cannot be read."""
+    try:
+        conn = store.open_state_db(home)
+    except errors.StoreError:
+        return []
+    try:
+        listing = store.load_projects(home)
+        census = workspace.project_census(conn, workspace.attributor_for(home, listing.projects))
+    except sqlite3.DatabaseError:
+        return []
+    finally:
+        conn.close()
+    return [count.project for count in census if count.project.kind == "auto"]
 
 
 def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
-    """Move a session's whole compression lineage into project ``token``.
+    """Move a session's whole compression lineage to the target ``token`` names (see :func:`resolve_move_target`).
 
     The lineage's ``cwd`` becomes the target folder, with the folder's git
     branch and common repo root, written through Hermes' own
     ``SessionDB.update_session_cwd``. Moving into a folder outside git clears
     the stale git fields so attribution really follows. Raises
     :class:`StoreError` subclasses (no state.db, unknown session, delegate
-    session, unknown project, missing folder).
+    session, unknown project, missing folder, a folder in no project).
     """
     conn = store.open_state_db(home)
     try:
@@ -103,10 +174,11 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
     finally:
         conn.close()
     if current is None:
-        raise errors.SessionNotFound(f"session not found in state.db: {session_id}")
+        raise errors.SessionNotFound(f"session not found in state.db: {errors.echo(session_id)}")
     if current.is_delegate:
         raise errors.MoveRefused("subagent sessions cannot be moved; ask in the parent conversation")
-    target, folder = resolve_move_target(home, token)
+    target = resolve_move_target(home, token)
+    folder = target.folder
     workspace.git.invalidate()  # the target may have become (or stopped being) a repo
     branch, root = workspace.git.branch(folder), workspace.git.common_root(folder)
     warnings: list[str] = []
@@ -130,7 +202,6 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
     finally:
         conn.close()
     after = workspace.attributor_for(home, listing.projects).project_of(moved) if moved else attribution.HOME
-    wanted = ("home", "") if target is None else ("explicit", target.id)
-    if after.identity != wanted:
+    if after.identity != target.project.identity:
         warnings.append(f"the folder {folder} is attributed to {after.to_json()} (a nested project folder claims it)")
     return MoveOutcome(after, target, folder, branch, root, tuple(lineage), tuple(warnings))

@@ -11,26 +11,32 @@ from collections.abc import Mapping
 from typing import Any
 
 COMMANDS_HELP = (
-    ("/history-search <query>", "search this project's past sessions (keywords, phrases or a question)"),
-    ("/history-recent [N]", "this project's latest sessions, newest first"),
-    ("/history-read <session> [message]", "read the messages around a hit (--before N, --after N, --max-chars N)"),
+    ("/history-search <query> [--mode M] [--limit N] [--since WHEN] [--until WHEN] [--role R]",
+     "search this project's past sessions (keywords, \"phrases\" or a question; hybrid, 5 sessions by default)"),
+    ("/history-recent [N] [--limit N] [--since WHEN] [--until WHEN]", "this project's latest sessions, newest first"),
+    ("/history-read <session> [message] [--before N] [--after N] [--max-chars N]", "read the messages around a hit"),
     ("/history-index", "embed consented projects' messages for up to a minute, then show this project's index status"),
-    ("/history-move <project>", "move this conversation to a project (--home: out of any project)"),
+    ("/history-move <project | folder>", "move this conversation to a project, or a git repo's folder (--home: out of any project)"),
     ("/history-help", "this help"),
+)
+COMMAND_NOTES = (
+    "Flags go anywhere, as --flag VALUE or --flag=VALUE; -- ends them (a query word may then start with --).",
+    "WHEN: YYYY-MM-DD, an ISO date-time, or an age (12h, 7d, 2w). Anything not understood is refused, with the usage.",
 )
 TOOLS_HELP = (
     ("project_history_search(query, mode, limit, ...)", "the agent's scoped search of this conversation's project"),
     ("project_history_read(session_id, message_id, ...)", "the agent reads around a hit, same project only"),
     ("project_history_recent(limit, since, ...)", "the agent lists the project's latest sessions"),
-    ("project_session_move(project_id)", "the agent moves this conversation to a project ('' = Home)"),
+    ("project_session_move(project_id)", "the agent moves this conversation to a project or a git repo's folder ('' = Home)"),
     ("project_history_semantic_consent(decision, projects)", "records your yes or no to semantic search"),
 )
 CLI_HELP = (
-    ("search QUERY [--cwd DIR] [--mode M] [--limit N] [--json]", "the same search from a shell"),
-    ("recent [--cwd DIR] [--limit N] [--json]", "the folder's project's latest sessions"),
+    ("search QUERY [--cwd DIR] [--mode M] [--limit N] [--since WHEN] [--until WHEN] [--role R] [--json]",
+     "the same search from a shell"),
+    ("recent [--cwd DIR] [--limit N] [--since WHEN] [--until WHEN] [--json]", "the folder's project's latest sessions"),
     ("projects [--json]", "projects and how many sessions attribution gives each"),
     ("index [--json]", "embed every consented project, with a progress bar"),
-    ("status [--json]", "state.db, projects.db, semantic settings, consent and index size"),
+    ("status [--json]", "state.db, projects.db, semantic settings, consent, index size and the installed copies"),
 )
 
 
@@ -150,8 +156,11 @@ def render_index_run(answer: Mapping[str, Any]) -> str:
     )
 
 
-def render_index_status(report: Mapping[str, Any]) -> str:
-    """The index progress of one folder's project (see ``status.index_status``)."""
+def render_index_status(report: Mapping[str, Any], *, said: str = "") -> str:
+    """The index progress of one folder's project (see ``status.index_status``).
+
+    ``said``: a note the lines above already show (the index run's): not repeated, nor is the same note twice.
+    """
     if not report.get("success"):
         return error_text("history index status", report)
     lines = [scope_line(str(report.get("cwd")), report.get("project") or {})]
@@ -164,15 +173,21 @@ def render_index_status(report: Mapping[str, Any]) -> str:
             f"in {report.get('sessions')} session(s); semantic search here: {report.get('semantic_status')}"
         )
     lines.append(f"Model: {_model_text(semantic)}")
-    lines.append(f"Consent: {_consent_text(semantic)}")
-    if report.get("semantic_note"):
-        lines.append(f"Note: {report['semantic_note']}")
+    consent = _consent_text(semantic)
+    if said and semantic.get("note") == said:
+        consent = f"{semantic.get('status')} (see above)"
+    lines.append(f"Consent: {consent}")
+    note = report.get("semantic_note")
+    if note and note not in (said, semantic.get("note")):
+        lines.append(f"Note: {note}")
     return "\n".join(lines)
 
 
 def _model_text(semantic: Mapping[str, Any]) -> str:
     if semantic.get("provider") == "none":
         return "none (embedding.provider: none)"
+    if not semantic.get("model"):  # a provider that cannot be used (see the note)
+        return f"none usable (embedding.provider: {semantic.get('provider')})"
     where = "on this machine" if semantic.get("provider") == "local" else f"at {semantic.get('endpoint')}"
     return f"{semantic.get('model')} ({semantic.get('provider')}, {where})"
 
@@ -208,6 +223,11 @@ def render_status(report: Mapping[str, Any]) -> str:
     semantic = report.get("semantic") or {}
     lines.append(f"Semantic search: {semantic.get('status')}; model {_model_text(semantic)}")
     lines.append(f"Consent: {_consent_text(semantic)}")
+    install = report.get("install") or {}
+    if install.get("loaded"):
+        lines.append(f"Plugin loaded by Hermes from: {install['loaded']}")
+    if install.get("note"):
+        lines.append(f"  Note: {install['note']}")
     index = report.get("index") or {}
     if index.get("error"):  # before "found": a folder at the file's path is not "none yet"
         lines.append(f"Index: {index.get('path')}: {index['error']}")
@@ -242,19 +262,24 @@ def render_projects(listing: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_help(version: str, *, command_line: str = "project-history-recall", semantic: str | None = None) -> str:
+def render_help(version: str, *, command_line: str = "project-history-recall", semantic: str | None = None,
+                install: str = "") -> str:
     """Usage of the slash commands, the tools and the command line, and the main limits.
 
     ``command_line``: how to start the command line from this install (a
     console script for pip, the plugin folder for Hermes' own installer).
     ``semantic``: why semantic search cannot run here and how to fix it, shown first.
+    ``install``: which of two installed copies Hermes loads, and what to do (see ``status.install_copies``).
     """
-    width = max(len(c) for c, _ in COMMANDS_HELP + TOOLS_HELP)
+    width = max(len(c) for c, _ in TOOLS_HELP)
     lines = [f"project-history-recall {version}: search this project's past conversations", ""]
+    if install:
+        lines += [f"Installed twice: {install}", ""]
     if semantic:
         lines += [f"Semantic search cannot run here: {semantic}", ""]
     lines += ["Slash commands:"]
-    lines += [f"  {c.ljust(width)}  {d}" for c, d in COMMANDS_HELP]
+    lines += [f"  {c}\n      {d}" for c, d in COMMANDS_HELP]
+    lines += [f"  {n}" for n in COMMAND_NOTES]
     lines += ["", "Agent tools (ask the agent in plain words):"]
     lines += [f"  {c.ljust(width)}  {d}" for c, d in TOOLS_HELP]
     lines += ["", f"Command line (outside a chat): {command_line} COMMAND"]
@@ -265,7 +290,8 @@ def render_help(version: str, *, command_line: str = "project-history-recall", s
         "  * In the terminal CLI after your first message, the commands act on this conversation (it is left out",
         "    of searches, and /history-move moves it). Elsewhere (gateway, desktop, before the first message) Hermes",
         "    names no conversation: they use the project of Hermes' working directory, and /history-move says how",
-        "    to ask the agent instead.",
+        "    to ask the agent instead. After a move this terminal stays in its folder; resuming the conversation",
+        "    later (/resume, hermes --resume) starts in the new one.",
         "  * Keyword search misses paraphrases until semantic search is consented and the project indexed.",
         "  * Results are past conversations: historical data, not instructions.",
     ]

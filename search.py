@@ -221,8 +221,7 @@ def search_history(
         if parsed.truncated:
             base["query_truncated"] = True
         if scope.project.is_home:
-            base["message"] = "No project context (no working directory recorded)" if cwd is None else (
-                "No project context: this folder is in no git repo and no project folder")
+            base["message"] = answers.no_project_message(scope.current, cwd)
             return base
         blocked = gate.closed(home, settings, scope.project)
         base["semantic_status"] = blocked.status if blocked else "ready"

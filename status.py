@@ -13,7 +13,9 @@ caller must report are raised as :class:`errors.StoreError` (no state.db).
 from __future__ import annotations
 
 import logging
+import shlex
 import sqlite3
+import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -54,14 +56,82 @@ def command_line_hint() -> str:
     name (``project-history-recall``) cannot be imported: it is run by path
     with the Python that runs Hermes (``__main__.py`` loads the folder).
     """
-    import shlex
     import shutil
-    import sys
 
     here = Path(__file__).resolve().parent
     if here.name == "project_history_recall" and shutil.which(DIST_NAME):
         return DIST_NAME
     return f"{shlex.quote(sys.executable)} {shlex.quote(str(here))}"
+
+
+ENTRY_POINT_GROUP = "hermes_agent.plugins"  # where Hermes looks for pip-installed plugins
+
+
+def _pip_copy() -> Path | None:
+    """The folder of the pip-installed copy (the ``hermes_agent.plugins`` entry point of this plugin), else ``None``.
+
+    Found on ``sys.path`` without importing it, and without ``sys.modules``
+    (where the command line, run by path, has put the folder copy under the
+    package's name).
+    """
+    from importlib import machinery
+
+    found = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == config_schema.PLUGIN_KEY]
+    if not found:
+        return None
+    spec = machinery.PathFinder.find_spec(found[0].module.split(".")[0])
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    return Path(locations[0]).resolve() if locations else None
+
+
+def _folder_copies(home: Path) -> list[Path]:
+    """The profile's plugin folders (``$HERMES_HOME/plugins/*``) whose ``plugin.yaml`` names this plugin, sorted."""
+    import yaml
+
+    found = []
+    try:
+        children = sorted(p for p in (Path(home) / "plugins").iterdir() if p.is_dir())
+    except OSError:
+        return []
+    for child in children:
+        try:
+            manifest = yaml.safe_load((child / "plugin.yaml").read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        if isinstance(manifest, dict) and manifest.get("name", child.name) == config_schema.PLUGIN_KEY:
+            found.append(child.resolve())
+    return found
+
+
+def install_copies(home: Path) -> dict[str, Any]:
+    """Which copies of the plugin this profile and this Python hold, and which one Hermes loads. Only reads.
+
+    Returns ``{this, loaded, pip, folders, note}``: ``this`` is the folder of
+    the code running now; ``pip`` the pip package's folder (``None`` without
+    one); ``folders`` the profile's plugin folders holding this plugin;
+    ``loaded`` the copy Hermes 0.19's loader loads (it reads plugin folders,
+    then entry points, and a later source replaces an earlier one of the same
+    name, so the pip package wins; of two folders, the last in name order);
+    ``note`` says what to do when there is more than one copy (else ``""``).
+    """
+    this = Path(__file__).resolve().parent
+    pip, folders = _pip_copy(), _folder_copies(home)
+    loaded = pip or (folders[-1] if folders else this)
+    copies = ([pip] if pip else []) + [f for f in folders if f != pip]
+    note = ""
+    if len(copies) > 1:
+        others = [str(c) for c in copies if c != loaded]
+        kind = "the pip package" if loaded == pip else "the plugin folder"
+        note = (f"{len(copies)} copies of {config_schema.PLUGIN_KEY} are installed; Hermes loads {kind} {loaded}, not "
+                f"{' or '.join(others)}")
+        if pip:
+            note += ("; `hermes plugins update` updates only a plugin folder, which is not the copy loaded. Keep one: "
+                     f"`hermes plugins remove {config_schema.PLUGIN_KEY}` removes the folder, "
+                     f"`{shlex.quote(sys.executable)} -m pip uninstall {DIST_NAME}` the pip package")
+        else:
+            note += "; remove the folders you do not use"
+    return {"this": str(this), "loaded": str(loaded), "pip": str(pip) if pip else None,
+            "folders": [str(f) for f in folders], "note": note}
 
 
 def folder_of(cwd: str | Path) -> str:
@@ -89,7 +159,9 @@ class SemanticConfig:
     """What semantic search would use in a profile and what the user agreed to.
 
     ``status``: ``disabled`` (``enabled: false``, ``provider: none`` or
-    declined), ``consent_required`` (no consent for this provider, endpoint
+    declined), ``unavailable`` also for a provider config.yaml names but that
+    cannot be used (an unknown name, ``openai`` without a model: ``note``
+    says which), ``consent_required`` (no consent for this provider, endpoint
     and model, or ``consent.json`` unreadable or malformed:
     ``consent_problem`` says which), ``allowed`` (consent covers some
     projects) or ``unavailable`` (numpy or the model package missing:
@@ -136,6 +208,10 @@ def semantic_config(home: Path) -> SemanticConfig:
                               status, note, shown, **more)
 
     closed = gate.closed(home, settings)  # the gate a search asks, in its order
+    if closed is not None and settings.embedding.problem and closed.status == "unavailable":
+        known = settings.embedding.provider in config_schema.PROVIDERS  # an unknown provider names no endpoint to consent to
+        return SemanticConfig(settings.embedding.provider, spec.endpoint if known and spec else None,
+                              (spec.model or None) if spec else None, "unavailable", closed.note, shown)
     if spec is None or (closed is not None and closed.status in ("disabled", "unavailable")):
         return config(closed.status if closed else "disabled", closed.note if closed else "", install=closed.install if closed else "")
     if read is not None and read.problem:
@@ -293,10 +369,11 @@ def profile_status(*, home: Path) -> dict[str, Any]:
     """What the plugin finds in a Hermes profile; never raises for missing or broken files.
 
     Returns ``{success, version, hermes_home, home_exists, state_db,
-    projects_db, semantic, index}``. ``state_db``: ``{path, found, sessions,
+    projects_db, semantic, index, install}``. ``state_db``: ``{path, found, sessions,
     messages}`` (``error`` when unreadable); ``projects_db``: ``{path, found,
     projects, archived}`` (``note`` when unreadable); ``semantic``: see
-    :class:`SemanticConfig`; ``index``: see :func:`index_file_report`.
+    :class:`SemanticConfig`; ``index``: see :func:`index_file_report`;
+    ``install``: see :func:`install_copies`.
     ``success`` is False only when the profile folder itself does not exist.
     """
     home = Path(home)
@@ -330,6 +407,7 @@ def profile_status(*, home: Path) -> dict[str, Any]:
     answer["projects_db"] = projects
     answer["semantic"] = semantic_config(home).to_json()
     answer["index"] = index_file_report(home)
+    answer["install"] = install_copies(home)
     return answer
 
 

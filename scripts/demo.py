@@ -4,8 +4,9 @@ Creates two git repos (projects "payments" and "quasar"), records sessions in
 both through Hermes' own SessionDB, installs the plugin drop-in, loads it with
 Hermes' real plugin loader, then prints a scoped search, a read around its first
 hit, the project's recent sessions, a Chinese search, the consent step and a
-semantic (paraphrase) search with the offline model, and a move, as the agent
-would see them. Nothing outside a temporary folder is touched.
+semantic (paraphrase) search with the offline model, two slash commands, the
+command line, and a move there and back, as the agent would see them (each
+call printed before its answer). Nothing outside a temporary folder is touched.
 
 Run: make demo   (or: .venv/bin/python scripts/demo.py)
 """
@@ -40,7 +41,8 @@ def make_repo(path: Path) -> Path:
 
 
 def show(title: str, answer: str) -> None:
-    print(f"\n=== {title}")
+    """The answer of the call printed just before it (``>>> tool(args)``), under what it shows."""
+    print(f"=== {title}")
     print(json.dumps(json.loads(answer), indent=2, ensure_ascii=False))
 
 
@@ -90,22 +92,22 @@ def main() -> int:
         print(f"plugin loaded: enabled={plugin.enabled} error={plugin.error} tools={plugin.tools_registered}")
 
         def call(tool: str, args: dict) -> str:
+            print(f"\n>>> {tool}({', '.join(f'{k}={v!r}' for k, v in args.items())})")
             return model_tools.handle_function_call(tool, args, "demo-task", tool_call_id="c1", session_id="current")
 
         found = call("project_history_search", {"query": "how did we handle websocket reconnects?"})
-        show("search from a payments session: 'how did we handle websocket reconnects?' (quasar is never searched)", found)
+        show("search from a payments session (quasar is never searched)", found)
         hit = json.loads(found)["results"][0]
-        show(f"read around the first hit: project_history_read(session_id={hit['session_id']!r}, "
-             f"message_id={hit['message_id']}, before=1, after=1)",
+        show("read around the first hit",
              call("project_history_read", {"session_id": hit["session_id"], "message_id": hit["message_id"],
                                            "before": 1, "after": 1}))
-        show("no topic, just 'where did we leave off?': project_history_recent(limit=3), newest first",
+        show("no topic, just 'where did we leave off?': the latest sessions, newest first",
              call("project_history_recent", {"limit": 3}))
-        show("Chinese query in the same project: '数据库迁移'",
+        show("a Chinese query in the same project",
              call("project_history_search", {"query": "数据库迁移", "mode": "keyword"}))
         show("the user agrees to semantic search: consent for this project (local model, nothing leaves the machine)",
              call("project_history_semantic_consent", {"decision": "allow"}))
-        show("a paraphrase sharing no content word with the answer, hybrid mode",
+        show("a paraphrase sharing no content word with the answer (hybrid: found by meaning)",
              call("project_history_search", {"query": "how did we deal with the real-time channel going down repeatedly?"}))
         show("only what the user said, in the last week (filters: role, since)",
              call("project_history_search", {"query": "websocket", "mode": "keyword", "role": "user", "since": "7d"}))
@@ -114,15 +116,19 @@ def main() -> int:
 
         commands = get_plugin_manager()._plugin_commands
         os.chdir(payments)  # slash commands have no session: they search the folder Hermes runs in
-        print("\n=== /history-search websocket   (typed at the Hermes prompt, in the payments folder)")
-        print(commands["history-search"]["handler"]("websocket"))
+        print("\n>>> /history-search --mode keyword websocket   (typed at the Hermes prompt, in the payments folder)")
+        print(commands["history-search"]["handler"]("--mode keyword websocket"))
+        print("\n>>> /history-recent --limit many   (anything not understood is refused, naming it)")
+        print(commands["history-recent"]["handler"]("--limit many"))
         cli = importlib.import_module("hermes_plugins.project_history_recall.command_line")
-        print("\n=== project-history-recall projects   (the command line: where attribution is checked)")
+        print("\n>>> project-history-recall projects   (the command line: where attribution is checked)")
         cli.main(["projects"])
 
-        show("move this session to project 'Quasar'", call("project_session_move", {"project_id": "Quasar"}))
+        show("move this session to project Quasar", call("project_session_move", {"project_id": "Quasar"}))
         show("the same search now looks in quasar",
              call("project_history_search", {"query": "how did we handle websocket reconnects?"}))
+        show("and back into the payments git repo, by its folder (a repo is no project of projects.db)",
+             call("project_session_move", {"project_id": str(payments)}))
     return 0
 
 

@@ -543,8 +543,10 @@ def test_commands_fall_back_to_the_working_folder_and_say_so(shell: Any, where: 
     assert out.startswith("history read: ") and "not in" in out, out
     out = run("history-read", f"a_past {shell.world.past_ids[1]} --max-chars 500 --before 0")
     assert PAST_DECISION in out and "how should websocket" not in out, out
-    for bad in ("", "a_past 1 2", "a_past notanumber", "a_past --max-chars many"):
-        assert run("history-read", bad).startswith("usage: /history-read"), bad
+    assert run("history-read", "").startswith("usage: /history-read")
+    for bad, named in (("a_past 1 2", "'2'"), ("a_past notanumber", "'notanumber'"), ("a_past --max-chars many", "'many'")):
+        out = run("history-read", bad)
+        assert out.startswith("/history-read: ") and named in out and "\nusage: /history-read" in out, bad
 
 
 def test_history_help_lists_every_command_tool_and_the_command_line(shell: Any):

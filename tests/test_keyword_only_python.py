@@ -59,6 +59,9 @@ CHILD = textwrap.dedent(
         report["consent"] = call("project_history_semantic_consent", {"decision": "allow"})
         report["after_consent"] = call("project_history_search", {"query": "websocket backoff", "mode": "hybrid"})
         report["semantic_only"] = call("project_history_search", {"query": "websocket backoff", "mode": "semantic"})
+        import os
+        os.chdir(repo)  # /history-index reports the project of Hermes' folder
+        report["index_command"] = get_plugin_command_handler("history-index")("")
     report["help"] = get_plugin_command_handler("history-help")("")
     report["heavy_after"] = heavy()
     print(json.dumps(report))
@@ -143,6 +146,9 @@ def test_without_numpy_keyword_answers_and_every_surface_says_how_to_install(tmp
     assert "Not yet" in report["consent"]["message"] and install in report["consent"]["message"]
     assert json.loads((home / "plugins" / PLUGIN_NAME / "data" / "consent.json").read_text())["projects"]
     assert "Semantic search cannot run here" in report["help"] and install in report["help"]
+    # /history-index once printed the install sentence three times (the run, the consent line, the note).
+    assert report["index_command"].count(install) == 1, report["index_command"]
+    assert "Index: 0 of 2 message(s) embedded" in report["index_command"]
     # The command line, started the way /history-help says (the plugin folder).
     folder = str(home / "plugins" / PLUGIN_NAME)
     status = run([str(python), folder, "status", "--json"], home)

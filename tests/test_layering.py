@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "__main__"),  # entry points wired by Hermes or Python
     ("commands", "command_line"),  # people: slash commands, the shell
     ("handlers",),  # the agent: tool schemas and handlers (errors translated here)
-    ("status",),  # reports for people
+    ("status", "command_args"),  # reports for people; the commands' argument grammar
     ("search", "browse"),  # services: one search, reading around and listing
     ("indexing", "vector_leg"),  # the index command; the vector leg of a search (and what state.db confirms of it)
     ("warm_up", "index_check"),  # loading ahead of a first search; what a scope's index lacks
@@ -37,12 +37,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("redact", "pages", "ranking", "snippet", "state_history"),  # pure: redaction, cursors, BM25 and fusion, snippets, state.db histories
     ("answers", "render"),  # pure: what every answer shares, text for people
     ("records",),  # pure: the records every layer passes on (a message, a session, a scope)
-    ("query", "attribution", "filters", "paths", "errors"),  # pure core
+    ("query", "attribution", "filters", "paths"),  # pure core
+    ("errors",),  # pure: the failures, and how much of a value a message repeats
     ("unicode61",),  # pure: FTS5's tokenizer, asked of SQLite in memory
     ("state",),  # the data of every process cache (imports nothing)
 )
 #: The layers that read no file, open no database file and start no thread.
-PURE = LAYERS[-7:]
+PURE = LAYERS[-8:]
 RANK = {name: depth for depth, layer in enumerate(LAYERS) for name in layer}
 MODULES = sorted(p.stem for p in ROOT.glob("*.py"))
 

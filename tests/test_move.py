@@ -98,7 +98,8 @@ def test_refused_for_subagent_sessions(mv):
 def test_unknown_project(mv):
     answer = mv.move("cur", "p_nope")
     assert answer["success"] is False and answer["code"] == "project_not_found"
-    assert answer["error"] == "project not found: p_nope"
+    assert answer["error"].startswith("project not found: p_nope; a target is a project of projects.db")
+    assert "a folder given as an absolute path (a git repo's, or a project's)" in answer["error"]
 
 
 def test_missing_project_folder(mv):
@@ -159,3 +160,53 @@ def test_git_probe_fallback_without_hermes_probe(mv, monkeypatch):
     assert plugin_store.git.common_root(str(mv.paths["notes"])) == ""
     answer = mv.move("cur", "quasar")
     assert answer["git_branch"] == "main" and answer["git_repo_root"] == str(mv.paths["quasar"])
+
+
+# ---------------------------------------------------------------------------
+# Folders as targets: the way back into a git repo (projects.db lists no repo)
+# ---------------------------------------------------------------------------
+
+
+def test_move_back_into_a_git_repo_by_its_folder(mv):
+    """After a move out of a repo there was no way back: only projects of projects.db were targets."""
+    alpha = mv.repo("alpha")
+    mv.session("a_old", alpha, messages=[("user", "websocket in alpha")])
+    mv.session("a_cur", alpha, style="cli", messages=[("user", "about alpha")])
+    assert mv.move("a_cur", "quasar")["success"]
+    answer = mv.move("a_cur", str(alpha))
+    assert answer["success"] is True, answer
+    assert answer["project"] == {"kind": "auto", "key": str(alpha), "root": str(alpha), "name": "alpha"}
+    assert answer["message"] == f"Moved to alpha (git repo {alpha}), cwd now {alpha}"
+    assert answer["git_repo_root"] == str(alpha) and answer["git_branch"] == "main"
+    assert result_sessions(mv.search("a_cur", "websocket")) == ["a_old"]
+    sub = alpha / "src"
+    sub.mkdir()
+    inside = mv.move("a_cur", f"{sub}/")  # any folder inside the repo: its project is the repo's
+    assert inside["project"]["root"] == str(alpha) and inside["cwd"] == str(sub)
+    assert mv.session_row("a_cur")["cwd"] == str(sub)
+
+
+def test_move_by_a_project_folder_names_the_project(mv):
+    answer = mv.move("cur", str(mv.paths["notes"]))
+    assert answer["success"] and answer["project"] == {"kind": "explicit", "id": mv.N, "name": "Team Notes"}
+    assert answer["message"].startswith(f"Moved to Team Notes (project {mv.N})")
+
+
+def test_a_repo_name_says_repos_are_moved_to_by_folder(mv):
+    """`/history-move alpha` answered "project not found: alpha" without saying that repos are not projects."""
+    alpha = mv.repo("alpha")
+    mv.session("a_old", alpha, messages=[("user", "alpha work")])
+    answer = mv.move("cur", "alpha")
+    assert answer["code"] == "project_not_found"
+    assert f"alpha is a git repo, not a project of projects.db: move into it by its folder, {alpha}" in answer["error"]
+
+
+@pytest.mark.parametrize("kind", ["plain folder", "missing folder", "relative folder"])
+def test_folders_that_make_no_project_are_refused_saying_what_a_target_is(mv, kind):
+    plain = mv.folder("plain")
+    token = {"plain folder": str(plain), "missing folder": str(plain / "gone"), "relative folder": "work/plain"}[kind]
+    answer = mv.move("cur", token)
+    code = {"plain folder": "move_refused", "missing folder": "folder_not_found", "relative folder": "project_not_found"}
+    assert answer["success"] is False and answer["code"] == code[kind], answer
+    assert "a folder given as an absolute path (a git repo's, or a project's)" in answer["error"]
+    assert mv.session_row("cur")["cwd"] == str(mv.paths["pay"]), "nothing moved"

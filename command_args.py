@@ -1,0 +1,288 @@
+"""The argument grammar of the slash commands, shared with the command line where they overlap.
+
+One table of flags: the slash commands parse their text with the ``*_args``
+functions below; the command line gives argparse the same flags
+(:func:`add_flags`) and checks their values with the same
+:func:`check_value` and :func:`dates`, so ``--limit 0``, ``--mode fuzzy`` or
+``--since 100000d`` are refused in the same words in both places.
+
+A slash command's text (Hermes passes a command only what follows it):
+
+* words are separated by spaces; a part in double quotes is one word
+  (``"Team Notes"``), and a search query keeps its quotes (they mark a phrase);
+* ``--flag VALUE`` or ``--flag=VALUE`` anywhere among the words; a switch
+  (``--home``) takes no value;
+* ``--`` ends the flags: what follows is words, even when it starts with ``--``;
+* anything else that starts with ``--``, a flag given twice, a value a flag
+  does not take, a word too many: refused with :class:`ArgumentError`, whose
+  message names it (the caller adds the usage line).
+
+Pure: the limits are the services' constants. Raises only :class:`ArgumentError`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from . import browse, errors, search
+from .filters import ROLES, Filters, make_filters
+
+
+class ArgumentError(ValueError):
+    """Arguments a command cannot use; the message names the word or flag, and why."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One flag: a whole number from ``low`` to ``high``, one of ``choices``, free text, or a switch (no ``metavar``)."""
+
+    name: str
+    metavar: str = ""
+    help: str = ""
+    low: int | None = None
+    high: int | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """The name as an argument key: ``--max-chars`` is ``max_chars``."""
+        return self.name[2:].replace("-", "_")
+
+    def usage(self) -> str:
+        return f"[{self.name}{' ' + self.metavar if self.metavar else ''}]"
+
+
+WHEN_HELP = "YYYY-MM-DD, an ISO date-time, or an age (12h, 7d, 2w)"
+MODE = Flag("--mode", "M", "hybrid (default), keyword or semantic", choices=search.MODES)
+SEARCH_LIMIT = Flag("--limit", "N", f"sessions to show, 1 to {search.MAX_LIMIT}", 1, search.MAX_LIMIT)
+SINCE = Flag("--since", "WHEN", f"only messages from then on: {WHEN_HELP}")
+UNTIL = Flag("--until", "WHEN", "only messages before then (a YYYY-MM-DD day is included whole)")
+ROLE = Flag("--role", "ROLE", f"only messages of this role: {', '.join(ROLES)}", choices=ROLES)
+RECENT_LIMIT = Flag("--limit", "N", f"sessions to show, 1 to {browse.RECENT_MAX}", 1, browse.RECENT_MAX)
+RECENT_SINCE = Flag("--since", "WHEN", "only sessions active from then on (same forms as search)")
+RECENT_UNTIL = Flag("--until", "WHEN", "only sessions started before then")
+BEFORE = Flag("--before", "N", f"messages before the hit, 0 to {browse.MAX_AROUND}", 0, browse.MAX_AROUND)
+AFTER = Flag("--after", "N", f"messages after the hit, 0 to {browse.MAX_AROUND}", 0, browse.MAX_AROUND)
+MAX_CHARS = Flag("--max-chars", "N", f"a character budget, {browse.MIN_CHARS} to {browse.MAX_CHARS}",
+                 browse.MIN_CHARS, browse.MAX_CHARS)
+HOME = Flag("--home", "", "out of any project (Home)")
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """One slash command: the words it takes (as the usage line writes them) and its flags."""
+
+    command: str
+    words: str
+    flags: tuple[Flag, ...]
+
+    def usage(self) -> str:
+        parts = [self.command, self.words, *(f.usage() for f in self.flags)]
+        return "usage: " + " ".join(p for p in parts if p)
+
+
+SEARCH = Grammar("/history-search", "<query>", (MODE, SEARCH_LIMIT, SINCE, UNTIL, ROLE))
+RECENT = Grammar("/history-recent", "[N]", (RECENT_LIMIT, RECENT_SINCE, RECENT_UNTIL))
+READ = Grammar("/history-read", "<session id> [message id]", (BEFORE, AFTER, MAX_CHARS))
+MOVE = Grammar("/history-move", "<project name, id or slug | folder>", (HOME,))
+INDEX = Grammar("/history-index", "", ())
+
+
+def check_value(flag: Flag, raw: str) -> int | str:
+    """``flag``'s value from the text ``raw``: an ``int`` for a number, the lower-cased choice, else the text stripped.
+
+    Raises :class:`ArgumentError` naming the flag and (cut, see :func:`errors.echo`) the value.
+    """
+    text = raw.strip()
+    if flag.low is not None and flag.high is not None:
+        if not re.fullmatch(r"\+?[0-9]{1,9}", text) or not flag.low <= int(text) <= flag.high:
+            raise ArgumentError(f"{flag.name} must be a whole number from {flag.low} to {flag.high}, "
+                                f"got {errors.echo(repr(raw))}")
+        return int(text)
+    if flag.choices:
+        if text.lower() not in flag.choices:
+            raise ArgumentError(f"{flag.name} must be one of {', '.join(flag.choices)}, got {errors.echo(repr(raw))}")
+        return text.lower()
+    if not text:
+        raise ArgumentError(f"{flag.name} needs a value ({flag.metavar})")
+    return text
+
+
+def dates(since: str | None, until: str | None, role: str | None = None) -> Filters:
+    """The filters of ``--since`` / ``--until`` / ``--role``; raises :class:`ArgumentError` (a date that cannot be read,
+    an age too large, ``since`` not before ``until``)."""
+    try:
+        return make_filters(since=since or None, until=until or None, role=role or None)
+    except ValueError as exc:
+        raise ArgumentError(str(exc)) from None
+
+
+def add_flags(parser: argparse.ArgumentParser, flags: tuple[Flag, ...], defaults: dict[str, Any] | None = None) -> None:
+    """Give argparse ``flags`` as text (their values are checked by :func:`check_value`, in the grammar's words).
+
+    ``defaults``: what the caller uses when a flag is not given, by name, for the help text only.
+    """
+    for flag in flags:
+        default = (defaults or {}).get(flag.name)
+        text = flag.help + (f" (default {default})" if default is not None else "")
+        if flag.metavar:
+            parser.add_argument(flag.name, metavar=flag.metavar, help=text, default=None)
+        else:
+            parser.add_argument(flag.name, action="store_true", help=flag.help)
+
+
+# -- the slash text ----------------------------------------------------------
+
+#: A word: a run of double-quoted parts and other non-space characters (an unclosed quote runs to the end).
+_WORD = re.compile(r'(?:"[^"]*(?:"|$)|[^\s"]+)+')
+
+
+def _unquoted(word: str) -> str:
+    return word.replace('"', "")
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """The words (as typed, quotes kept) and the flags' checked values by key (a switch: ``True``)."""
+
+    words: tuple[str, ...]
+    values: dict[str, Any]
+
+
+def parse(grammar: Grammar, text: str) -> Parsed:
+    """Split a slash command's ``text`` into words and checked flag values; raises :class:`ArgumentError`."""
+    by_name = {f.name: f for f in grammar.flags}
+    tokens = _WORD.findall(text or "")
+    words: list[str] = []
+    values: dict[str, Any] = {}
+    i = 0
+    flags_over = False
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if flags_over or not token.startswith("--"):
+            words.append(token)
+            continue
+        if token == "--":
+            flags_over = True
+            continue
+        name, eq, inline = token.partition("=")
+        flag = by_name.get(name)
+        if flag is None:
+            raise ArgumentError(f"unknown flag {errors.echo(name)}: {_takes(grammar)}")
+        if flag.key in values:
+            raise ArgumentError(f"{flag.name} is given twice")
+        if not flag.metavar:
+            if eq:
+                raise ArgumentError(f"{flag.name} takes no value, got {errors.echo(repr(inline))}")
+            values[flag.key] = True
+            continue
+        if eq:
+            raw = inline
+        elif i < len(tokens):
+            raw = tokens[i]
+            i += 1
+        else:
+            raise ArgumentError(f"{flag.name} needs a value ({flag.metavar})")
+        values[flag.key] = check_value(flag, _unquoted(raw))
+    return Parsed(tuple(words), values)
+
+
+def _takes(grammar: Grammar) -> str:
+    if not grammar.flags:
+        return f"{grammar.command} takes no flags"
+    names = [f.name for f in grammar.flags]
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"{grammar.command} takes {listed} (put -- before words that start with --)"
+
+
+@dataclass(frozen=True)
+class SearchArgs:
+    query: str
+    mode: str
+    limit: int
+    since: str | None
+    until: str | None
+    role: str | None
+    filters: Filters
+
+
+def search_args(text: str, *, default_limit: int) -> SearchArgs:
+    """``/history-search``: the query (every word, quotes kept) and its flags; raises :class:`ArgumentError`."""
+    parsed = parse(SEARCH, text)
+    query = " ".join(parsed.words).strip()
+    if not query:
+        raise ArgumentError("the query is empty: give the words or question to search for")
+    v = parsed.values
+    return SearchArgs(query, v.get("mode", "hybrid"), v.get("limit", default_limit), v.get("since"), v.get("until"),
+                      v.get("role"), dates(v.get("since"), v.get("until"), v.get("role")))
+
+
+@dataclass(frozen=True)
+class RecentArgs:
+    limit: int
+    since: str | None
+    until: str | None
+    filters: Filters
+
+
+def recent_args(text: str) -> RecentArgs:
+    """``/history-recent [N]``: N is ``--limit`` written short; raises :class:`ArgumentError`."""
+    parsed = parse(RECENT, text)
+    v = dict(parsed.values)
+    if len(parsed.words) > 1:
+        raise ArgumentError(f"unexpected word {errors.echo(repr(parsed.words[1]))}: {RECENT.command} takes at most one "
+                            "word, N (the number of sessions)")
+    if parsed.words:
+        if "limit" in v:
+            raise ArgumentError(f"the number of sessions is given twice ({errors.echo(parsed.words[0])} and --limit)")
+        try:
+            v["limit"] = check_value(RECENT_LIMIT, _unquoted(parsed.words[0]))
+        except ArgumentError:
+            raise ArgumentError(f"unexpected word {errors.echo(repr(parsed.words[0]))}: N, the number of sessions, "
+                                f"must be a whole number from 1 to {browse.RECENT_MAX}") from None
+    return RecentArgs(v.get("limit", browse.RECENT_DEFAULT), v.get("since"), v.get("until"),
+                      dates(v.get("since"), v.get("until")))
+
+
+def read_args(text: str) -> dict[str, Any]:
+    """``/history-read``: ``{session_id, message_id?, before?, after?, max_chars?}``; raises :class:`ArgumentError`."""
+    parsed = parse(READ, text)
+    words = [_unquoted(w) for w in parsed.words]
+    if not words or not words[0].strip():
+        raise ArgumentError("the session id is missing: give a search result's session id (or its @session: link)")
+    if len(words) > 2:
+        raise ArgumentError(f"unexpected word {errors.echo(repr(words[2]))}: {READ.command} takes a session id and "
+                            "at most one message id")
+    args: dict[str, Any] = {"session_id": words[0].removeprefix("@session:"), **parsed.values}
+    if len(words) == 2:
+        if not re.fullmatch(r"[0-9]{1,18}", words[1]) or int(words[1]) < 1:
+            raise ArgumentError(f"the message id must be a whole number of 1 or more (a search result's message id), "
+                                f"got {errors.echo(repr(words[1]))}")
+        args["message_id"] = int(words[1])
+    return args
+
+
+def move_args(text: str) -> str | None:
+    """``/history-move``: the target as typed (quotes dropped), ``""`` for ``--home``, ``None`` for nothing at all.
+
+    Raises :class:`ArgumentError` for ``--home`` with a target.
+    """
+    parsed = parse(MOVE, text)
+    target = " ".join(_unquoted(w) for w in parsed.words).strip()
+    if parsed.values.get("home"):
+        if target:
+            raise ArgumentError(f"--home takes no target, got {errors.echo(repr(target))}: {MOVE.command} --home moves "
+                                f"out of any project, {MOVE.command} {errors.echo(target)} moves to that target")
+        return ""
+    return target or None
+
+
+def no_args(grammar: Grammar, text: str) -> None:
+    """A command that takes nothing: raises :class:`ArgumentError` naming the first word or flag given."""
+    parsed = parse(grammar, text)
+    if parsed.words:
+        raise ArgumentError(f"unexpected word {errors.echo(repr(parsed.words[0]))}: {grammar.command} takes no arguments")

@@ -1,0 +1,183 @@
+"""One argument grammar for the slash commands, shared with the command line (``command_args.py``).
+
+Every command is run through Hermes' own lookup (``get_plugin_command_handler``,
+as the gateway and the desktop run them) in a real profile: valid flags act,
+and anything not understood is refused with a message naming it, followed by
+the usage line. The command line is checked as a real process where it
+shares a flag with them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, World
+
+WS = "Decision: websocket reconnects use exponential backoff with full jitter"
+
+
+@pytest.fixture
+def repo(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
+    """Repo alpha with three sessions; Hermes runs in it (slash commands are scoped by its folder)."""
+    alpha = world.repo("alpha")
+    world.session("a_ws", alpha, messages=[("assistant", WS)])
+    world.a_db = world.session("a_db", alpha, style="cli", messages=[("user", "the keyword mode of the database plan")])
+    world.session("a_old", alpha, style="cli", messages=[("user", "websocket notes from an older day")])
+    world.paths = {"alpha": alpha}
+    monkeypatch.chdir(alpha)
+    return world
+
+
+def slash(name: str, text: str = "") -> str:
+    from hermes_cli.plugins import get_plugin_command_handler, resolve_plugin_command_result
+
+    handler = get_plugin_command_handler(name)
+    assert handler is not None, f"/{name} is not registered"
+    out = resolve_plugin_command_result(handler(text))
+    assert isinstance(out, str)
+    return out
+
+
+def assert_refused(name: str, text: str, named: str) -> str:
+    """The command refuses ``text``: its reason names ``named``, and the usage line follows."""
+    out = slash(name, text)
+    first, *rest = out.splitlines()
+    assert first.startswith(f"/{name}: ") and named in first, (text, out)
+    assert any(line.startswith(f"usage: /{name}") for line in rest), (text, out)
+    assert "Scoped to" not in out, "a refused command runs nothing"
+    return out
+
+
+def test_search_flags_anywhere_change_the_search_not_the_query(repo: World):
+    """`--mode keyword websocket` once searched for the words "mode" and "keyword" in hybrid mode."""
+    out = slash("history-search", "--mode keyword websocket")
+    assert "mode keyword;" in out and "@session:a_ws" in out
+    assert "a_db" not in out, "'mode' and 'keyword' were searched for"
+    out = slash("history-search", "websocket --limit=1 --mode KEYWORD")
+    assert "mode keyword;" in out and out.count("@session:") == 1
+    out = slash("history-search", "websocket --role tool --since 7d --mode keyword")
+    assert "No matching messages" in out and "@session:" not in out
+    # After --, words are the query even when they start with --.
+    out = slash("history-search", "--mode keyword -- --mode keyword")
+    assert "mode keyword;" in out and "@session:a_db" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("--mode fuzzy websocket", "--mode must be one of hybrid, keyword, semantic, got 'fuzzy'"),
+        ("websocket --limit 0", "--limit must be a whole number from 1 to 10, got '0'"),
+        ("websocket --limit abc", "got 'abc'"),
+        ("websocket --limit", "--limit needs a value (N)"),
+        ("websocket --limit 1 --limit 2", "--limit is given twice"),
+        ("websocket --since 100000d", "the age '100000d' is too large"),
+        ("websocket --since yesterday", "cannot read 'yesterday' as a date"),
+        ("websocket --until 2026-01-01 --since 2026-02-01", "must be before"),
+        ("websocket --role system", "--role must be one of user, assistant, tool"),
+        ("websocket --max-chars 500", "unknown flag --max-chars: /history-search takes --mode, --limit"),
+        ("--mode keyword", "the query is empty"),
+    ],
+)
+def test_search_refuses_what_it_does_not_understand(repo: World, text: str, named: str):
+    assert_refused("history-search", text, named)
+
+
+def test_recent_takes_n_or_limit_and_dates(repo: World):
+    """`/history-recent --limit 3` and `/history-recent abc` once both showed the default 5, silently."""
+    for text in ("1", "--limit 1", "--limit=1 --since 2000-01-01"):
+        out = slash("history-recent", text)
+        assert out.count("@session:") == 1, (text, out)
+    assert slash("history-recent", "--until 2000-01-01").count("@session:") == 0
+    for text, named in [
+        ("abc", "unexpected word 'abc'"),
+        ("--limit 3 4", "the number of sessions is given twice"),
+        ("3 4", "unexpected word '4'"),
+        ("--limit 11", "--limit must be a whole number from 1 to 10, got '11'"),
+        ("--role user", "unknown flag --role: /history-recent takes --limit, --since and --until"),
+        ("--since 100000d", "too large"),
+    ]:
+        assert_refused("history-recent", text, named)
+
+
+def test_read_flags_anywhere_and_its_words_checked(repo: World):
+    """`/history-read alpha -5` or extra words once gave the usage line with no reason."""
+    ws_id = repo.db.get_messages("a_ws")[0]["id"]
+    out = slash("history-read", f"--before 0 a_ws {ws_id} --max-chars 500")
+    assert WS in out and "<== the hit" in out
+    out = slash("history-read", f'"@session:a_ws" --after=0 {ws_id}')
+    assert WS in out
+    for text, named in [
+        ("alpha -5", "the message id must be a whole number of 1 or more (a search result's message id), got '-5'"),
+        (f"a_ws {ws_id} extra", "unexpected word 'extra'"),
+        ("a_ws --before 21", "--before must be a whole number from 0 to 20, got '21'"),
+        ("a_ws --max-chars 10", "--max-chars must be a whole number from 500 to 20000"),
+        ("a_ws --mode keyword", "unknown flag --mode: /history-read takes --before, --after and --max-chars"),
+        ("--before 2", "the session id is missing"),
+    ]:
+        assert_refused("history-read", text, named)
+
+
+def test_move_home_flag_and_refusals(repo: World):
+    """`/history-move --home gamma` once answered "project not found: --home gamma"."""
+    out = assert_refused("history-move", "--home gamma", "--home takes no target, got 'gamma'")
+    assert "Or --home" in out, "the valid targets follow"
+    assert_refused("history-move", "gamma --home", "--home takes no target")
+    assert_refused("history-move", "--home=yes", "--home takes no value")
+    assert_refused("history-move", "--project gamma", "unknown flag --project: /history-move takes --home")
+    out = slash("history-move", "--home")
+    assert "cannot tell which conversation is yours" in out and "to Home (out of any project)" in out
+
+
+def test_index_and_help_take_no_arguments(repo: World):
+    assert_refused("history-index", "now", "unexpected word 'now': /history-index takes no arguments")
+    assert_refused("history-index", "--force", "unknown flag --force: /history-index takes no flags")
+    out = slash("history-help", "search")
+    assert out.startswith("/history-help takes no arguments (ignored: search)") and "Slash commands:" in out
+    assert "--max-chars N" in slash("history-help"), "the help names every flag"
+
+
+def test_long_values_are_echoed_cut(repo: World):
+    """A 5,000-character session id was echoed whole (a 5,091-character answer)."""
+    long_id = "x" * 5000
+    out = slash("history-read", long_id)
+    assert out.startswith("history read: session not found in state.db: xxx") and "(5,000 characters)" in out
+    assert len(out) < 400, len(out)
+    answer = repo.call("project_history_read", {"session_id": long_id}, "a_db")
+    assert answer["code"] == "session_not_found" and len(answer["error"]) < 300
+    out = assert_refused("history-search", "x --since " + "1" * 5000 + "d", "too large")
+    assert len(out) < 800
+    answer = repo.search("a_db", "x", mode="m" * 5000)
+    assert answer["code"] == "bad_argument" and len(answer["error"]) < 300
+
+
+def test_the_command_line_shares_the_grammar_and_exit_codes(repo: World, tmp_path: Path):
+    """Exit 2 for usage errors, the cursor's included; the same messages as the slash commands; echoes cut."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "project_history_recall").symlink_to(ROOT, target_is_directory=True)
+    env = {**os.environ, "PYTHONPATH": str(shim), "HERMES_HOME": str(repo.home)}
+    repo.close()
+
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "project_history_recall", *argv], capture_output=True, text=True,
+                              env=env, cwd=repo.paths["alpha"], timeout=120)
+
+    cursor = run("search", "websocket", "--cursor", "garbage", "--json")
+    assert cursor.returncode == 2, cursor.stderr
+    assert "usage:" in cursor.stderr and "'cursor' is not one this tool returned" in cursor.stderr
+    assert json.loads(cursor.stdout)["code"] == "bad_argument"
+    age = run("search", "websocket", "--since", "100000d")
+    assert age.returncode == 2 and "the age '100000d' is too large" in age.stderr, age.stderr
+    assert "cannot read" not in age.stderr
+    recent = run("recent", "--limit", "11")
+    assert recent.returncode == 2 and "--limit must be a whole number from 1 to 10, got '11'" in recent.stderr
+    folder = run("search", "x", "--cwd", "/" + "d" * 5000)
+    assert folder.returncode == 2 and "(5,001 characters)" in folder.stderr and len(folder.stderr) < 1500
+    found = run("search", "websocket", "--mode", "keyword", "--limit", "1", "--json")
+    assert found.returncode == 0, found.stderr
+    assert len(json.loads(found.stdout)["results"]) == 1
