@@ -181,10 +181,10 @@ def _newer_schema(path: Path, version: int) -> IndexBlocked:
 
 
 def _not_a_file(path: Path) -> IndexBlocked:
-    kind = "a folder" if path.is_dir() else "not a regular file"
+    kind = "a symbolic link" if path.is_symlink() else "a folder" if path.is_dir() else "not a regular file"
     return IndexBlocked(
-        f"semantic search is off: {path} is {kind}, where the index file should be. Remove it (rm -r, after saving "
-        "anything you keep there) and the next search builds a new index.", code="index_not_a_file")
+        f"semantic search is off: {path} is {kind}, where a file of the semantic index should be. Remove it (rm -r, "
+        "after saving anything you keep there) and the next search builds it again.", code="index_not_a_file")
 
 
 def file_blocker(path: Path, *, written: bool = True) -> IndexBlocked | None:
@@ -194,7 +194,7 @@ def file_blocker(path: Path, *, written: bool = True) -> IndexBlocked | None:
     one it cannot read and write; ``None`` when nothing does (nothing there
     yet included). A few ``stat``/``access`` calls; never raises.
     """
-    if os.path.lexists(path) and not path.is_file():
+    if os.path.lexists(path) and (path.is_symlink() or not path.is_file()):  # a link is never followed: not ours
         return _not_a_file(path)
     if written and path.is_file() and not os.access(path, os.R_OK | os.W_OK):
         return _read_only_file(path, _denied(path))

@@ -56,6 +56,7 @@ except ImportError:  # Windows: no flock; one process at a time is what Hermes r
     fcntl = None  # type: ignore[assignment]
 
 VERSION = 1
+MAX_DIMS = 65_536  # no embedding model has more: a head saying so is damaged
 _TOKEN = re.compile(r"[0-9a-f]{16}")  # a basis' token, as secrets.token_hex(8) makes it
 #: One appended batch: chunk ids, message ids, session ids, vectors (rows in chunk id order).
 Batch = tuple[Sequence[int], Sequence[int], Sequence[str], np.ndarray]
@@ -119,16 +120,22 @@ class VectorFile:
 
     # -- reading -----------------------------------------------------------------
     def head(self) -> Head:
-        """What is committed (an empty head when there is none or it does not parse)."""
+        """What is committed (an empty head when there is none or it does not read as one: a negative or absurd
+        size, a value of the wrong type, nesting too deep to parse). A file of ours is never trusted: an empty
+        head makes the next :meth:`append` copy everything again from embeddings.db."""
         try:
-            raw = json.loads(self._paths["head"].read_text(encoding="utf-8"))
-            if raw.get("version") != VERSION:
+            with _own(self._paths["head"], "rb") as f:
+                raw = json.loads(f.read().decode("utf-8"))
+            if not isinstance(raw, dict) or raw.get("version") != VERSION:
                 return Head()
             db = raw.get("db")
             head = Head(int(raw["rows"]), int(raw["session_bytes"]), int(raw["upto"]), int(raw["dims"]),
                         (int(db[0]), int(db[1]), *(str(t) for t in db[2:3])) if db else None, str(raw.get("epoch", "")),
                         str(raw.get("basis", "")), int(raw.get("projected", 0)), int(raw.get("basis_from", 0)))
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+        except (OSError, ValueError, KeyError, TypeError, IndexError, RecursionError):
+            return Head()
+        if min(head.rows, head.session_bytes, head.upto, head.dims, head.projected, head.basis_from) < 0 or (
+                head.rows and not 0 < head.dims <= MAX_DIMS):
             return Head()
         if head.basis and not (_TOKEN.fullmatch(head.basis) and 0 < head.projected <= head.rows):
             head = dataclasses.replace(head, basis="", projected=0, basis_from=0)  # damaged: as if none (learned again)
@@ -187,7 +194,7 @@ class VectorFile:
         if head.epoch != self._names_epoch or committed < self._names_read:  # started over
             self._names, self._names_read, self._names_epoch = [], 0, head.epoch
         if committed > self._names_read:
-            with open(self._paths["sessions"], "rb") as f:
+            with _own(self._paths["sessions"], "rb") as f:
                 f.seek(self._names_read)
                 chunk = f.read(committed - self._names_read)
             if len(chunk) != committed - self._names_read:
@@ -207,7 +214,7 @@ class VectorFile:
     @contextmanager
     def _locked(self) -> Any:
         self.prefix.parent.mkdir(parents=True, exist_ok=True)
-        with self._thread_lock, open(self._paths["lock"], "a+b") as lock:
+        with self._thread_lock, _own(self._paths["lock"], "a+b") as lock:
             if fcntl is not None:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
             try:
@@ -240,15 +247,15 @@ class VectorFile:
                 self._write_head(head)
                 for kind in ("vec", "rows", "sessions"):
                     self._paths[kind].unlink(missing_ok=True)
-                    self._paths[kind].write_bytes(b"")
+                    _own(self._paths[kind], "wb").close()
                 known = []
             codes = {name: i for i, name in enumerate(known)}
             rows, session_bytes, upto = head.rows, head.session_bytes, head.upto
             basis = self._basis_to_extend(head)
             projected = head.projected if basis is not None else 0
             with ExitStack() as files:
-                vec, meta, names = (files.enter_context(open(self._paths[kind], "r+b")) for kind in ("vec", "rows", "sessions"))
-                low = files.enter_context(open(self._basis_path(head.basis, "low"), "r+b")) if basis is not None else None
+                vec, meta, names = (files.enter_context(_own(self._paths[kind], "r+b")) for kind in ("vec", "rows", "sessions"))
+                low = files.enter_context(_own(self._basis_path(head.basis, "low"), "r+b")) if basis is not None else None
                 vec.truncate(rows * dims * 4)
                 meta.truncate(rows * 24)
                 names.truncate(session_bytes)
@@ -333,10 +340,10 @@ class VectorFile:
         basis = vector_basis.learn(view.vectors)  # ValueError: no finite vectors to learn from
         committed = False
         try:
-            with open(self._basis_path(token, "basis"), "wb") as f:
+            with _own(self._basis_path(token, "basis"), "wb") as f:
                 f.write(basis.astype("<f4").tobytes())
                 _durable(f)
-            with open(self._basis_path(token, "low"), "wb") as f:
+            with _own(self._basis_path(token, "low"), "wb") as f:
                 _write_coordinates(f, view.vectors, basis)
                 _durable(f)
             with self._locked():
@@ -345,7 +352,7 @@ class VectorFile:
                         or not self._consistent(now)):
                     return False
                 try:
-                    low = open(self._basis_path(token, "low"), "r+b")
+                    low = _own(self._basis_path(token, "low"), "r+b")
                 except FileNotFoundError:  # removed by another process starting over
                     return False
                 with low:
@@ -375,7 +382,7 @@ class VectorFile:
             return list(self._sound[1])
         try:
             names = _parse_names(self._paths["sessions"].read_bytes()[: head.session_bytes])
-            with open(self._paths["rows"], "rb") as f:
+            with _own(self._paths["rows"], "rb") as f:
                 rows = np.frombuffer(f.read(head.rows * 24), dtype="<i8").reshape(head.rows, 3)  # ValueError when short
             _check_codes(rows[:, 2], len(names))
         except (OSError, ValueError):
@@ -397,7 +404,8 @@ class VectorFile:
         payload = {"version": VERSION, "rows": head.rows, "session_bytes": head.session_bytes, "upto": head.upto,
                    "dims": head.dims, "db": list(head.db) if head.db else None, "epoch": head.epoch,
                    "basis": head.basis, "projected": head.projected, "basis_from": head.basis_from}
-        with open(temp, "w", encoding="utf-8") as f:
+        temp.unlink(missing_ok=True)  # left by a process that died here, or planted: created anew, never followed
+        with _own(temp, "w") as f:
             json.dump(payload, f)
             _durable(f)
         os.replace(temp, self._paths["head"])
@@ -417,7 +425,7 @@ class VectorFile:
             head = self.head()
             if head.rows == 0 or not self._consistent(head):
                 return 0
-            with open(self._paths["rows"], "r+b") as f, mmap.mmap(f.fileno(), head.rows * 24) as mapped:
+            with _own(self._paths["rows"], "r+b") as f, mmap.mmap(f.fileno(), head.rows * 24) as mapped:
                 rows = np.frombuffer(mapped, dtype="<i8").reshape(head.rows, 3)
                 try:
                     # Chunks by binary search into the rows, which are in chunk id order.
@@ -437,6 +445,22 @@ class VectorFile:
         """Forget every row (the next :meth:`append` copies everything again)."""
         with self._locked():
             self._write_head(Head())
+
+
+_OPEN_FLAGS = {"rb": os.O_RDONLY, "r+b": os.O_RDWR, "a+b": os.O_RDWR | os.O_CREAT | os.O_APPEND,
+               "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "w": os.O_WRONLY | os.O_CREAT | os.O_EXCL}
+
+
+def _own(path: Path, mode: str) -> Any:
+    """Open a file of ours, never through a symbolic link planted at its path (``OSError`` then: ``ELOOP``), so that
+    no write of ours lands in a file outside the data folder. ``w`` (text) creates a new file only."""
+    flags = _OPEN_FLAGS[mode] | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, 0o666)
+    try:
+        return os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding="utf-8")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _durable(f: Any) -> None:
@@ -479,7 +503,10 @@ def _parse_names(data: bytes) -> list[str]:
     lines = text.removesuffix("\n").split("\n") if text else []
     # One parse of them all (20,000 names: 5 ms, not 80); a line holding more than one value, or none,
     # shows as a count that differs from the lines', or fails the parse.
-    names = json.loads("[" + ",".join(lines) + "]") if lines else []
+    try:
+        names = json.loads("[" + ",".join(lines) + "]") if lines else []
+    except RecursionError:  # brackets nested past what the parser takes: damage too
+        raise ValueError("sessions file nested too deep") from None
     if len(names) != len(lines) or not all(isinstance(n, str) for n in names):
         raise ValueError("a session name that is not one string")
     return names
@@ -505,4 +532,6 @@ def _map(path: Path, dtype: Any, shape: tuple[int, int]) -> np.ndarray:
     A plain array over the mapping (which it keeps open): slicing a ``np.memmap`` runs Python code for every
     slice taken, and a search takes dozens, beside the keyword leg's work.
     """
+    if path.is_symlink():  # not a file of ours: never mapped (the writer refuses it too)
+        raise ValueError(f"{path} is a symbolic link")
     return np.asarray(np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r", shape=shape))

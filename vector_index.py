@@ -124,6 +124,7 @@ class VectorIndex:
         # after opening (a new process's first search does not pay for it) or with the index command's sync.
         self._checked_at = time.monotonic()
         self._odd_dims = 0  # the size of the last query vector that did not match the index (0: none)
+        self._stored_dims: int | None = None  # the size of embeddings.db's vectors, once read (see _expected_dims)
         self._indexed_upto = 0  # highest chunk id whose message counts in _indexed
         self._indexed: set[int] = set()  # message ids embedded with this model (no hashes: 16 MB, not 60, at 400k)
         self._indexed_loaded = False
@@ -265,7 +266,7 @@ class VectorIndex:
         """
         with self._lock:
             self._catch_up()
-            size = self._expected_dims(self._vectors.head()) * 4
+            size = self._expected_dims() * 4
             gone = [int(r[0]) for r in self._conn.execute(
                 "SELECT DISTINCT message_id FROM chunks WHERE model_fingerprint = ? AND length(vector) != ?",
                 (self.provider.fingerprint, size),
@@ -400,9 +401,9 @@ class VectorIndex:
         head = self._vectors.head()
         view = self._vectors.view(self._db)
         damaged: list[int] = []
-        stale = head.db != self._db or head.upto < top or not head.rows
-        if top and (stale or view.n != head.rows):  # behind, or files that do not map
-            dims = self._expected_dims(head)
+        dims = self._expected_dims() if top else 0
+        stale = head.db != self._db or head.upto < top or not head.rows or head.dims != dims
+        if top and (stale or view.n != head.rows):  # behind, of other dims (edited), or files that do not map
 
             def read_after(upto: int) -> Any:
                 cursor = self._conn.execute(
@@ -471,20 +472,22 @@ class VectorIndex:
         except OSError as exc:
             logger.warning("embeddings index %s: could not mark vectors gone (%s)", self.path, exc)
 
-    def _expected_dims(self, head: vector_file.Head) -> int:
-        """The vector size of this model: the provider's when it knows it, else the vector files', else the
-        commonest whole number of floats among the first chunks, the larger on a tie (a damaged row is the odd
-        one out, and a real embedding has more than a handful of dimensions)."""
+    def _expected_dims(self) -> int:
+        """The vector size of this model: the provider's when it knows it, else the commonest whole number of floats
+        among the first chunks of embeddings.db, the larger on a tie (a damaged row is the odd one out, and a real
+        embedding has more than a handful of dimensions). Never the vector files' head: a file of ours that says
+        otherwise is copied again from embeddings.db, its vectors kept. Read once per index (the caller holds
+        ``_lock``)."""
         if self.provider.dims > 0:
             return int(self.provider.dims)
-        if head.rows and head.db == self._db:
-            return head.dims
-        blobs = [r[0] for r in self._conn.execute(
-            "SELECT vector FROM chunks WHERE +model_fingerprint = ? ORDER BY id LIMIT 256", (self.provider.fingerprint,))]
-        sizes = Counter(len(b) for b in blobs if len(b) % 4 == 0 and b)
-        if not sizes:
-            return 1
-        return max(sizes.items(), key=lambda item: (item[1], item[0]))[0] // 4
+        if self._stored_dims is None:
+            rows = self._conn.execute("SELECT length(vector) FROM chunks WHERE +model_fingerprint = ? ORDER BY id LIMIT 256",
+                                      (self.provider.fingerprint,))
+            sizes = Counter(int(r[0]) for r in rows if r[0] and int(r[0]) % 4 == 0)
+            if not sizes:
+                return 1
+            self._stored_dims = max(sizes.items(), key=lambda item: (item[1], item[0]))[0] // 4
+        return self._stored_dims
 
     def _repair(self, message_ids: Sequence[int], why: str) -> None:
         """Forget ``message_ids``' stored vectors (unusable: ``why``) so that the next indexing embeds them again.
@@ -559,6 +562,7 @@ class VectorIndex:
                 live = view.rows[:, 1][view.rows[:, 1] != -1]
                 self._repair(np.unique(live).tolist(), f"of {view.head.dims} dimensions (the model now gives {len(query)})")
                 self._vectors.reset()
+                self._stored_dims = None  # the vectors are embedded again, at the size the model gives now
                 return []
             self._odd_dims = 0
             if not view.n or not sessions:

@@ -7,8 +7,12 @@ Real SessionDB, state.db and embeddings.db, the loopback embedder, the real plug
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -58,7 +62,7 @@ def p_and_q(world: World, fake) -> Any:
     server = fake(dims=64, words=True)
     world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(world)
-    world.paths = {"p": p, "q": q}
+    world.paths, world.server = {"p": p, "q": q}, server
     yield world
     plugin("vector_index").reset_indexes()
 
@@ -111,3 +115,97 @@ def test_a_hit_whose_text_changed_since_it_was_embedded_is_dropped_and_embedded_
     assert "p2" not in result_sessions(answer), answer
     again = world.search("cur", "lunch plans friday", mode="semantic", limit=10)
     assert result_sessions(again)[:1] == ["p2"], "the new text was embedded and is found by meaning"
+
+
+# -- files we write are never trusted ---------------------------------------------------------------------------
+
+
+def vector_files(world: World, kind: str) -> Path:
+    (found,) = (world.home / "plugins" / "project-history-recall" / "data").glob(f"embeddings.db.*.{kind}")
+    return found
+
+
+@pytest.fixture
+def indexed(p_and_q: World) -> World:
+    """P's sessions embedded through a search, then a new process (the index closed, its files on disk)."""
+    world = p_and_q
+    world.session("p2", world.paths["p"], messages=[("user", "the kestrel deploy uses blue green switching")])
+    assert world.search("cur", "kestrel deploy", mode="semantic")["semantic_status"] == "ready"
+    new_process()
+    return world
+
+
+def sent_since(server_requests: list, before: int) -> list[str]:
+    return [t for r in server_requests[before:] for t in r["body"]["input"]]
+
+
+def edit_head(world: World, **values: Any) -> None:
+    path = vector_files(world, "head")
+    head = json.loads(path.read_text())
+    head.update(values)
+    path.write_text(json.dumps(head))
+
+
+def nested_sessions(world: World) -> None:
+    """``.sessions`` holding brackets nested past what a parser takes, every byte of it committed by the head."""
+    text = "[" * 100_000 + "]" * 100_000 + "\n"
+    vector_files(world, "sessions").write_text(text)
+    edit_head(world, session_bytes=len(text))
+
+
+DAMAGE = {
+    "negative rows and dims": lambda world: edit_head(world, rows=-3, dims=-64),
+    "nested head": lambda world: vector_files(world, "head").write_text("[" * 100_000 + "]" * 100_000),
+    "nested sessions": nested_sessions,
+    "other dims": lambda world: edit_head(world, dims=16),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_damaged_vector_files_are_copied_again_from_embeddings_db_without_embedding(indexed: World, damage):
+    """A ``.head`` with negative rows or dims, brackets nested past what a parser takes in ``.head`` or
+    ``.sessions``, a ``.head`` edited to other dims: the keyword answer stands, the semantic answer comes back,
+    and nothing is embedded again (embeddings.db still holds every vector): only the queries are sent."""
+    DAMAGE[damage](indexed)
+    before = len(indexed.server.requests)
+    for query in ("kestrel deploy", "blue green switching"):
+        answer = indexed.search("cur", query, mode="hybrid")
+        assert answer["success"] is True and result_sessions(answer)[:1] == ["p2"], answer
+        assert answer["semantic_status"] == "ready", answer
+    assert sent_since(indexed.server.requests, before) == ["kestrel deploy", "blue green switching"], \
+        "only the queries are embedded"
+
+
+def run_process(world: World, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
+    """The command line as a real child process (the package found under its fixed name through a shim)."""
+    shim = tmp_path / "shim"
+    if not shim.exists():
+        shim.mkdir()
+        (shim / "project_history_recall").symlink_to(Path(__file__).resolve().parents[1], target_is_directory=True)
+    env = {**os.environ, "PYTHONPATH": str(shim), "HERMES_HOME": str(world.home)}
+    world.close()
+    return subprocess.run([sys.executable, "-m", "project_history_recall", *argv], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=300)
+
+
+@pytest.mark.parametrize("size", [12, 1_000_000])
+def test_a_symbolic_link_planted_at_a_vector_file_is_never_followed(indexed: World, tmp_path, size):
+    """A link at the ``.vec`` path to a file outside HERMES_HOME: that file is never truncated or written. Shorter
+    than the head says, the files are started over (the link replaced by a file of ours); long enough to pass for
+    ours, the link is refused: the semantic side says what is wrong and what to do, keyword answers stand, and the
+    command line prints one line, no traceback."""
+    victim = tmp_path / "precious.bin"
+    victim.write_bytes(b"x" * size)
+    path = vector_files(indexed, "vec")
+    path.unlink()
+    path.symlink_to(victim)
+    answer = indexed.search("cur", "kestrel deploy", mode="hybrid")
+    assert answer["success"] is True and result_sessions(answer)[:1] == ["p2"], answer
+    if size < 100:
+        assert answer["semantic_status"] == "ready" and not path.is_symlink(), answer
+    else:
+        assert answer["semantic_status"] == "unavailable" and "symbolic link" in answer["semantic_note"], answer
+        done = run_process(indexed, tmp_path, "index")
+        assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr, (done.stdout, done.stderr)
+        assert "symbolic link" in done.stderr, done.stderr
+    assert victim.read_bytes() == b"x" * size
