@@ -122,7 +122,10 @@ def write_consent(path: Path, record: dict[str, Any]) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False), encoding="utf-8")
+        tmp.unlink(missing_ok=True)  # left by a writer that died, or planted: created anew, never through a link
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(record, indent=2, ensure_ascii=False))
         tmp.replace(path)
     except OSError as exc:
         with suppress(OSError):

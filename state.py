@@ -47,7 +47,8 @@ DECLARED: dict[str, tuple[str, str]] = {
     ),
     "semantic_complete": (
         "per vector index and project: fully indexed up to a message id",
-        "the project's sessions change",
+        "the project's sessions change, a repair here (the index's generation) or anywhere (the marks' stamp), "
+        "state.db put back from an older copy",
     ),
     "semantic_status": (
         "per vector index and project: keyword mode's last semantic status",

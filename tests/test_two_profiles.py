@@ -52,14 +52,19 @@ def two_profiles(world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     a = sys.modules["hermes_plugins.project_history_recall"]
     b = load_copy(home_b / "plugins" / PLUGIN_NAME, home_b)
     yield world, a, b, home_b
-    b.state.reset()
+    sub(b, "state").reset()
     for name in [m for m in sys.modules if m.startswith(b.__name__)]:
         del sys.modules[name]
 
 
+def sub(module: Any, name: str) -> Any:
+    """A module of one profile's copy of the plugin (imported now if it was not yet)."""
+    return importlib.import_module(f"{module.__name__}.{name}")
+
+
 def ask(module: Any, home: Path, monkeypatch: pytest.MonkeyPatch, query: str) -> dict[str, Any]:
     monkeypatch.setenv("HERMES_HOME", str(home))
-    return json.loads(module.handlers.handle_search({"query": query, "mode": "keyword"}, session_id="cur"))
+    return json.loads(sub(module, "handlers").handle_search({"query": query, "mode": "keyword"}, session_id="cur"))
 
 
 def test_answers_caches_and_threads_stay_with_their_profile(two_profiles, monkeypatch, fake):
@@ -76,18 +81,18 @@ def test_answers_caches_and_threads_stay_with_their_profile(two_profiles, monkey
         (home / "config.yaml").write_text(
             "plugins:\n  enabled:\n    - project-history-recall\n  entries:\n    project-history-recall:\n"
             f"      embedding:\n        provider: openai\n        model: m\n        base_url: {server.base_url}\n")
-        assert json.loads(module.handlers.handle_consent({"decision": "allow"}, session_id="cur"))["success"]
-        thread = importlib.import_module(f"{module.__name__}.warm_up").warm_up(home, session_id="cur")
+        assert json.loads(sub(module, "handlers").handle_consent({"decision": "allow"}, session_id="cur"))["success"]
+        thread = sub(module, "warm_up").warm_up(home, session_id="cur")
         assert isinstance(thread, threading.Thread)
         thread.join(30)
-        answer = json.loads(module.handlers.handle_search({"query": "heron"}, session_id="cur"))
+        answer = json.loads(sub(module, "handlers").handle_search({"query": "heron"}, session_id="cur"))
         assert answer["semantic_status"] == "ready", answer
         assert server.requests, "each profile embeds through its own endpoint"
     for module, mine, other in ((a, world.home, home_b), (b, home_b, world.home)):
-        held = " ".join(f"{entry.name}={entry.data!r}" for entry in module.state.caches())
+        held = " ".join(f"{entry.name}={entry.data!r}" for entry in sub(module, "state").caches())
         assert str(mine) in held, "the copy keeps what it learned of its own profile"
         assert str(other) not in held, f"{module.__name__} keeps something of the other profile"
-        threads = module.state.cache("warm_up").data.get("threads", {})
+        threads = sub(module, "state").cache("warm_up").data.get("threads", {})
         assert set(threads) == {mine}
     for module in (a, b):
-        importlib.import_module(f"{module.__name__}.vector_index").reset_indexes()
+        sub(module, "vector_index").reset_indexes()
