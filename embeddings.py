@@ -20,9 +20,7 @@ stored as :func:`redact.redact_url` gives it. Nothing here touches a file
 (the local model's ready-parsed copy is :mod:`model_cache`'s).
 
 The private index lives in :mod:`index_file` (the embeddings.db file) and
-:mod:`vector_index` (its loaded vectors), consent in :mod:`consent`; their
-names are still reachable from here (the end of this module) while the
-callers move.
+:mod:`vector_index` (its loaded vectors), consent in :mod:`consent`.
 """
 
 from __future__ import annotations

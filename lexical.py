@@ -261,7 +261,7 @@ class _Ranges:
         if top > mark:
             # The first time, Hermes' (session_id, timestamp) index covers the query (no message is read).
             # Later, only the ids past the mark: unary + keeps SQLite on that rowid range (grouping by
-            # the plain column made it scan the whole session index, 50-200 ms a search while Hermes writes).
+            # the plain column made it scan the whole session index on every search while Hermes writes).
             sql = ("SELECT session_id, min(id), max(id) FROM messages GROUP BY session_id" if not mark else
                    "SELECT session_id, min(id), max(id) FROM messages WHERE id > ? GROUP BY +session_id")
             for sid, low, high in conn.execute(sql, () if not mark else (mark,)):
@@ -271,7 +271,7 @@ class _Ranges:
         return identity, top, ranges
 
     def read(self, conn: sqlite3.Connection, db_key: str) -> None:
-        """Read every session's range now (the warm-up: 0.2 s at a million messages), so that searches find
+        """Read every session's range now (the warm-up), so that searches find
         them (:meth:`near`). Raises ``sqlite3.Error`` when state.db cannot be read."""
         with self._lock:
             self._current(conn, db_key)

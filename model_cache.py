@@ -323,7 +323,7 @@ class PrefixGroups:
         listed = bytes(names).decode().split("\0")
         if not _groups_line_up(keys, len(values), bounds, len(listed)):
             raise ValueError("the tokenizer's prefix groups do not line up")
-        bytes(keys).decode()  # UTF-8 throughout (3 ms), so that no group fails to decode later
+        bytes(keys).decode()  # UTF-8 throughout, so that no group fails to decode later
         self._bounds = bounds.tolist()
         self._group_of = {name: i for i, name in enumerate(listed)}
         if len(self._group_of) != len(listed) or not _keys_begin_with_names(keys, bounds, listed):
@@ -363,7 +363,7 @@ def _keys_begin_with_names(keys: np.ndarray, bounds: np.ndarray, names: list[str
     """Whether every key of each group (``bounds`` lined up, see :func:`_groups_line_up`) begins with the group's
     name, a name is one or two characters, and a one-character group holds nothing but that character: then a
     text's pairs of characters name every group holding a key of its substrings. Bytes compared with numpy
-    (14 ms for 251,000 keys), no key decoded."""
+    (one pass over the keys' bytes), no key decoded."""
     chars = np.fromiter(map(len, names), np.int64, len(names))
     if np.any((chars < 1) | (chars > 2)):
         return False

@@ -19,8 +19,8 @@ logger = logging.getLogger(__name__)
 def load_settings(home: Path) -> config_schema.Settings:
     """This profile's plugin settings from ``config.yaml`` (defaults when absent or unreadable).
 
-    A real Hermes config.yaml is hundreds of lines (about 40 ms to parse in
-    pure Python), so the parsed settings are kept per file and re-read only
+    A real Hermes config.yaml is hundreds of lines (slow to parse in pure
+    Python), so the parsed settings are kept per file and re-read only
     when its size or modification time changes.
     """
     import yaml

@@ -10,7 +10,7 @@ Invariants:
 
 Failures are raised as ``errors.StoreError`` subclasses carrying a stable
 ``code``; the tool boundary translates them. The move (the only write) is
-``move.py``; sessions and their workspaces are ``sessions.py``.
+``move.py``; sessions and their workspaces are ``session_rows.py``.
 """
 
 from __future__ import annotations

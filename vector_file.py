@@ -501,7 +501,7 @@ def _parse_names(data: bytes) -> list[str]:
     # Lines end at "\n" only: the writer escapes every other line break inside a name, so a raw one is
     # damage, refused by the parse below (splitlines would cut there, and could merge two values into one).
     lines = text.removesuffix("\n").split("\n") if text else []
-    # One parse of them all (20,000 names: 5 ms, not 80); a line holding more than one value, or none,
+    # One parse of them all (far cheaper than one a line); a line holding more than one value, or none,
     # shows as a count that differs from the lines', or fails the parse.
     try:
         names = json.loads("[" + ",".join(lines) + "]") if lines else []

@@ -55,12 +55,11 @@ _HISTORY_KEY = "state_history"
 _HISTORY_WAIT_S = 0.0  # how long storing a first history waits for another writer: not at all (a later search does it)
 # The messages (chunk 0) of a model (parameter 1) and of sessions (parameter 2, a JSON array) the file holds
 # vectors of, one row per message, from a covering index. Above a message id, the (model, chunk, message,
-# ...) index: one range of the newest ids (2 ms at 1M chunks).
+# ...) index: one range of the newest ids.
 _SESSIONS_INDEXED = ("FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ? AND chunk_index = 0"
                      " AND session_id IN (SELECT value FROM json_each(?))")
 # All of them, from the UNIQUE (session, message, chunk, model) index: a seek per session. Unary + keeps
-# SQLite off the other index, which it would prefer and read whole here (every chunk 0 of every project:
-# 130-190 ms at 1M chunks, not 50-70).
+# SQLite off the other index, which it would prefer and read whole here (every chunk 0 of every project).
 _SESSIONS_ALL_INDEXED = ("FROM chunks WHERE +model_fingerprint = ? AND +chunk_index = 0"
                          " AND session_id IN (SELECT value FROM json_each(?))")
 
@@ -212,7 +211,7 @@ class VectorIndex:
 
     def _catch_up(self) -> None:
         """Bring the mapped vector files up to the file (the caller holds ``_lock``). The set of every indexed
-        message (:meth:`_load_indexed`, 0.2-0.6 s at 400k-1M chunks) is read only by what needs it."""
+        message (:meth:`_load_indexed`, costly at hundreds of thousands of chunks) is read only by what needs it."""
         self._refresh_matrix()
 
     def indexed(self) -> dict[int, str]:

@@ -39,9 +39,8 @@ def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> th
     """Start loading the vector leg in the background; returns the thread, or ``None`` when there is nothing to do.
 
     Called when a conversation starts, so that the first search does not pay
-    for the census of every session's project (0.4 s at 20,000 sessions) and
-    the first semantic one not for loading the model (0.13 s from its copy,
-    about 1.2 s without) and mapping the vector files. With ``first_only``
+    for the census of every session's project and the first semantic one not
+    for loading the model and mapping the vector files. With ``first_only``
     (called on every turn, for resumed conversations, which fire no start
     hook) it acts only if no warm-up ran in this process yet. With ``session_id`` (the conversation's),
     only the vectors of that session's project are read ahead (all of them when its project is not
@@ -81,7 +80,7 @@ def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> th
 
 
 def prepare(home: Path, settings: config_schema.Settings) -> threading.Thread | None:
-    """Start, beside a search's census of every session's project (0.4-0.6 s at 20,000 sessions), what its
+    """Start, beside a search's census of every session's project, what its
     vector leg needs in any project: open the index and bring the mapped vector files up to embeddings.db.
     Returns the thread, or ``None`` when there is nothing to do.
 
@@ -172,7 +171,7 @@ def _warm_vectors(home: Path, settings: config_schema.Settings, scope: frozenset
 
 
 def _census(home: Path, session_id: str) -> frozenset[str] | None:
-    """Attribute every session to its project now (:data:`workspace.membership`, 0.4 s at 20,000 sessions), so
+    """Attribute every session to its project now (:data:`workspace.membership`), so
     that the process's first search, of any mode, finds it done. Returns the sessions a search from
     ``session_id`` reads (none for a session in Home), or ``None`` when that is not known: no session id,
     a session not in state.db yet, or trouble (logged: the search reads the census again)."""
@@ -198,7 +197,7 @@ def _census(home: Path, session_id: str) -> frozenset[str] | None:
 
 
 def _read_ranges(home: Path) -> None:
-    """Read every session's message id range now (:data:`lexical.ranges`, 0.2 s at a million messages), with
+    """Read every session's message id range now (:data:`lexical.ranges`), with
     which the keyword leg passes over other projects' matches before reading them. Trouble is logged: searches
     go without the filter."""
     try:
@@ -214,7 +213,7 @@ def _read_ranges(home: Path) -> None:
 
 def load_meanwhile(provider: Any) -> None:
     """Start loading a local model that is not loaded yet in a thread of its own, so that it loads while the
-    index is checked (the first search of a process: 0.3 s saved at 400k chunks); the first embedding waits
+    index is checked (the first search of a process); the first embedding waits
     for it (the provider's own lock) and reports any failure. One such thread per provider at a time."""
     load = getattr(provider, "load", None)
     if load is None or getattr(provider, "loaded", True):

@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 GIT_TIMEOUT_S = 1.5
 
 
-PROBE_THREADS = 4  # git probes a census runs at once (each is a short subprocess: 2-3 ms here)
+PROBE_THREADS = 4  # git probes a census runs at once (each is a short subprocess)
 
 
 _NEGATIVE_TTL_S = 30.0
@@ -204,7 +204,7 @@ class _Members:
     fingerprint: tuple[Any, ...] = ()  # db_fingerprint() when loaded
     version: int = 0  # moves on whenever a session's project or size changes
     # (project identity, excluded lineage) -> (version, its other sessions sorted, their messages): what
-    # compute_scope built last, reused while nothing changed (5,500 sessions: 5 ms a search)
+    # compute_scope built last, reused while nothing changed (sorting thousands of sessions on every search)
     scopes: dict[tuple[tuple[str, str], frozenset[str]], tuple[int, tuple[str, ...], int]] = field(default_factory=dict)
 
     def place(self, session_id: str, identity: tuple[str, str] | None, messages: int = 0) -> None:
@@ -225,7 +225,7 @@ class MembershipCache:
     """Per state.db: project identity -> searchable member sessions.
 
     Reading every session row is expensive on a real state.db (each row holds
-    the session's full system prompt: 0.3-0.5 s at 20,000 sessions), so it
+    the session's full system prompt), so it
     happens in the search only on the first search, when sessions were
     deleted, when the projects changed, after a move made by this process, and
     when the last full read is ``stale_limit`` seconds old. A search finding it
