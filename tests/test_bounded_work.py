@@ -190,42 +190,25 @@ def _random(rng: random.Random, alphabet: str, n: int) -> str:
     return "".join(rng.choice(alphabet) for _ in range(n))
 
 
+_UPPER = string.ascii_uppercase + string.digits
+#: Key formats: kind -> (prefix, alphabet, length of the random part, suffix)
+_KEYS = {
+    "aws": ("AKIA", _UPPER, 16, ""), "github": ("ghp_", _B62, 36, ""), "github_pat": ("github_pat_", _B62 + "_", 60, ""),
+    "gitlab": ("glpat-", _B62, 20, ""), "openai": ("sk-proj-", _B62, 40, "7"), "anthropic": ("sk-ant-api03-", _B62, 40, ""),
+    "stripe": ("sk_live_", _B62, 24, ""), "google": ("AIza", _B62 + "_-", 35, ""), "huggingface": ("hf_", _B62, 34, ""),
+    "slack_token": ("xoxb-123456789012-", _B62, 24, ""),
+}
+
+
 def secret_of(kind: str, rng: random.Random) -> tuple[str, str]:
     """``(the text as written, the secret part that must never be sent)`` of one kind of secret."""
-    upper = string.ascii_uppercase + string.digits
     password = _random(rng, _B62, 2) + rng.choice("!@#%^&*") + _random(rng, _B62, rng.randint(7, 14)) + rng.choice(string.digits)
-    if kind == "aws":
-        key = "AKIA" + _random(rng, upper, 16)
-        return key, key
-    if kind == "github":
-        key = "ghp_" + _random(rng, _B62, 36)
-        return key, key
-    if kind == "github_pat":
-        key = "github_pat_" + _random(rng, _B62 + "_", 60)
-        return key, key
-    if kind == "gitlab":
-        key = "glpat-" + _random(rng, _B62, 20)
-        return key, key
-    if kind == "openai":
-        key = "sk-proj-" + _random(rng, _B62, 40) + "7"
-        return key, key
-    if kind == "anthropic":
-        key = "sk-ant-api03-" + _random(rng, _B62, 40)
-        return key, key
-    if kind == "stripe":
-        key = "sk_live_" + _random(rng, _B62, 24)
-        return key, key
-    if kind == "google":
-        key = "AIza" + _random(rng, _B62 + "_-", 35)
-        return key, key
-    if kind == "huggingface":
-        key = "hf_" + _random(rng, _B62, 34)
-        return key, key
-    if kind == "slack_token":
-        key = "xoxb-" + _random(rng, string.digits, 12) + "-" + _random(rng, _B62, 24)
+    if kind in _KEYS:
+        prefix, alphabet, length, suffix = _KEYS[kind]
+        key = prefix + _random(rng, alphabet, length) + suffix
         return key, key
     if kind == "slack_webhook":
-        path = f"T{_random(rng, upper, 8)}/B{_random(rng, upper, 10)}/{_random(rng, _B62, 24)}"
+        path = f"T{_random(rng, _UPPER, 8)}/B{_random(rng, _UPPER, 10)}/{_random(rng, _B62, 24)}"
         return f"https://hooks.slack.com/services/{path}", path
     if kind == "jwt":
         token = "eyJ" + _random(rng, _B62, 20) + ".eyJ" + _random(rng, _B62, 40) + "." + _random(rng, _B62 + "_-", 43)

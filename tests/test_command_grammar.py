@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, World
+from test_cli_commands import slash
 
 WS = "Decision: websocket reconnects use exponential backoff with full jitter"
 
@@ -31,16 +32,6 @@ def repo(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
     world.paths = {"alpha": alpha}
     monkeypatch.chdir(alpha)
     return world
-
-
-def slash(name: str, text: str = "") -> str:
-    from hermes_cli.plugins import get_plugin_command_handler, resolve_plugin_command_result
-
-    handler = get_plugin_command_handler(name)
-    assert handler is not None, f"/{name} is not registered"
-    out = resolve_plugin_command_result(handler(text))
-    assert isinstance(out, str)
-    return out
 
 
 def assert_refused(name: str, text: str, named: str) -> str:

@@ -13,6 +13,7 @@ import json
 
 import pytest
 from conftest import World
+from test_cli_commands import slash
 
 from project_history_recall import command_line, config_schema
 
@@ -25,14 +26,6 @@ def alpha(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
     world.paths = {"alpha": repo}
     monkeypatch.chdir(repo)
     return world
-
-
-def slash(name: str, text: str = "") -> str:
-    from hermes_cli.plugins import get_plugin_command_handler
-
-    handler = get_plugin_command_handler(name)
-    assert handler is not None
-    return str(handler(text))
 
 
 @pytest.mark.parametrize(
