@@ -47,7 +47,7 @@ def main() -> int:
     from project_history_recall import lexical, search
 
     started = time.perf_counter()
-    warming = phr.semantic.warm_up(home)
+    warming = phr.warm_up.warm_up(home)
     if warming is None:
         print("no warm-up: this home has no consent or semantic search is off", file=sys.stderr)
         return 1

@@ -1,12 +1,10 @@
 """What an index run costs before it embeds anything, on a home the cost bench indexed.
 
 The index command first drops stale vectors and asks, for every consented project, which of its live
-user/assistant messages the vector index lacks (``semantic._full_check``: ids from Hermes' (session,
-active) index, the indexed ids from embeddings.db, rows read only of the messages not indexed, and
-never of those recorded as of another role). This runs ``semantic.index_projects`` with a deadline
-that has already passed (all of that work, nothing embedded) in new processes, one after another:
-the first with the record of messages never indexed taken away (as the first run after an upgrade,
-or on a state.db restored from a copy), the others with the record the first wrote.
+user/assistant messages the vector index lacks (``index_check.full_check``: ids from Hermes' (session,
+active) index, the indexed ids from embeddings.db, rows read only of the messages not indexed). This
+runs ``indexing.index_projects`` with a deadline that has already passed (all of that work, nothing
+embedded) in new processes, one after another.
 
 Run (after ``bench/semantic_cost.py --million``, which leaves the home):
   .venv/bin/python bench/index_noop.py [--home /tmp/phr-bench/phr-semcost-*/home] [--runs 3] [--code DIR]
@@ -18,10 +16,8 @@ import argparse
 import glob
 import json
 import os
-import sqlite3
 import subprocess
 import sys
-from contextlib import closing
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -36,7 +32,7 @@ import _common
 _common.ROOT = Path({code!r})
 phr = _common.load_plugin()
 started = time.perf_counter()
-answer = phr.semantic.index_projects(home=Path({home!r}), deadline=time.monotonic())
+answer = phr.indexing.index_projects(home=Path({home!r}), deadline=time.monotonic())
 print(json.dumps({{"s": round(time.perf_counter() - started, 2), "total": answer.get("total"),
                   "remaining": answer.get("remaining"), "success": answer.get("success")}}))
 """
@@ -59,17 +55,14 @@ def run_once(home: Path, code: Path) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, default=None)
-    parser.add_argument("--runs", type=int, default=3, help="processes in all, the first without the record")
+    parser.add_argument("--runs", type=int, default=3, help="processes in all")
     parser.add_argument("--code", type=Path, default=_common.ROOT, help="the plugin checkout to run (default: this one)")
     args = parser.parse_args()
     home = args.home or newest_home()
-    db = home / "plugins" / "project-history-recall" / "data" / "embeddings.db"
-    with closing(sqlite3.connect(db)) as conn, conn:
-        conn.execute("DELETE FROM meta WHERE key IN ('never_indexed', 'never_indexed_source')")
     print(f"home {home}; code {args.code}")
     for run in range(args.runs):
         answer = run_once(home, args.code.resolve())
-        print(f"{'without the record' if run == 0 else 'with the record   '}: {answer['s']:.2f} s"
+        print(f"run {run + 1}: {answer['s']:.2f} s"
               f" ({answer['total']:,} messages should be indexed, {answer['remaining']:,} not yet; success {answer['success']})")
     return 0
 

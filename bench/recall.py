@@ -441,8 +441,8 @@ def index_with_local_model(phr: Any, home: Path, name: str) -> dict[str, Any]:
         "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n        provider: local\n", encoding="utf-8"
     )
     phr.paths.plugin_data_dir(home).mkdir(parents=True, exist_ok=True)
-    phr.semantic.record_consent(home=home, session_id="", decision="allow", projects="all")
-    report = phr.semantic.index_projects(home=home)
+    phr.gate.record_consent(home=home, session_id="", decision="allow", projects="all")
+    report = phr.indexing.index_projects(home=home)
     if not report.get("success") or report.get("remaining"):
         raise SystemExit(f"[{name}] indexing failed: {report}")
     return report
@@ -607,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
     phr = load_plugin()
     if semantic:
-        phr.semantic.INDEX_BUDGET_S = 3600.0
+        phr.vector_leg.INDEX_BUDGET_S = 3600.0
     if args.fusion == "rrf":
         phr.search.fuse = rrf_fuser(phr)
     results: dict[str, list[Question]] = {}

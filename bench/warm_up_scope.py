@@ -1,7 +1,7 @@
 """What the session-start warm-up maps into a process: its conversation's project only, or every vector.
 
 On a home that ``semantic_cost.py`` left, each variant runs in a new Python
-process: the warm-up (``semantic.warm_up``) given the session of ``--project``
+process: the warm-up (``warm_up.warm_up``) given the session of ``--project``
 (as Hermes' hooks give it) or no session (every page of the vector files read
 ahead), then one hybrid search from that session. Prints, per run, the
 warm-up's seconds, the search's milliseconds and the process's resident and
@@ -30,7 +30,7 @@ import _common
 phr = _common.load_plugin()
 home = Path({home!r})
 started = time.perf_counter()
-thread = phr.semantic.warm_up(home, session_id={session!r})
+thread = phr.warm_up.warm_up(home, session_id={session!r})
 assert thread is not None, "no warm-up: this home has no consent"
 thread.join()
 warm = time.perf_counter() - started
