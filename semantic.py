@@ -456,7 +456,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: workspace.Scope, q
         note = (note + " " if note else "") + (
             f"{done} of {done + missing} messages indexed; the rest is indexed on later searches or by the index command."
         )
-    questions = store.recall_questions(conn, sorted(live))
+    questions = store.recall_questions(conn, sorted(live)) | store.recall_echoes(conn, sorted(live))
     hits = tuple(demote([h for h in raw if h.message_id in live], questions))
     return SemanticLeg(status, note.strip(), hits, rows)
 

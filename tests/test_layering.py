@@ -32,13 +32,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("embeddings", "settings", "vector_basis"),  # providers and vector helpers; settings and the API key; the vectors' principal directions
     ("model_cache",),  # the local model's ready-parsed copy, mapped read-only
     ("config_schema",),  # pure: the settings' schema and what consent is about
+    ("recency",),  # pure: the current decision first
     ("redact", "pages", "ranking", "snippet", "id_bits", "state_history"),  # pure: redaction, cursors, BM25 and fusion, snippets, id bitmaps, state.db histories
-    ("query", "attribution", "filters", "answers", "render", "paths", "errors"),  # pure core
+    ("query", "attribution", "filters", "answers", "render", "paths", "errors", "echo"),  # pure core; echoes of recalls
     ("unicode61",),  # pure: FTS5's tokenizer, asked of SQLite in memory
     ("state",),  # the data of every process cache (imports nothing)
 )
 #: The layers that read no file, open no database file and start no thread.
-PURE = LAYERS[-5:]
+PURE = LAYERS[-6:]
 RANK = {name: depth for depth, layer in enumerate(LAYERS) for name in layer}
 MODULES = sorted(p.stem for p in ROOT.glob("*.py"))
 
