@@ -34,7 +34,7 @@ from typing import Any
 
 from . import fts, session_rows, state, store
 from .query import ParsedQuery, Unit, cjk_trigrams, fts_quote, fts_tokens, stem_variants
-from .ranking import Scorer, SessionRank, Stats, Term, demote, rank_sessions, score_texts
+from .ranking import Hit, Scorer, SessionRank, Stats, Term, demote, rank_sessions, score_texts
 from .records import MessageRow, Scope
 
 logger = logging.getLogger(__name__)
@@ -87,6 +87,8 @@ class KeywordAnswer:
     paths taken, for diagnostics. ``note``: set when the answer is degraded.
     ``weight``: the query's whole term weight (the sum of its terms' idf),
     what a message matching every term once at average length would score.
+    ``hits`` and ``scorer``: the scored messages and their scorer, for what
+    ranks sessions again by subject (``recency.current_first``).
     """
 
     sessions: tuple[SessionRank, ...]
@@ -94,6 +96,8 @@ class KeywordAnswer:
     strategy: str = "none"
     note: str = ""
     weight: float = 0.0
+    hits: tuple[Hit, ...] = ()  # every scored candidate message (several per session)
+    scorer: Scorer | None = None  # what scored them (``None`` when nothing was scored)
 
     @property
     def strength(self) -> float:
@@ -433,9 +437,11 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     lengths = {m: (words.get(m), grams.get(m)) for m in rows}
     hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()}, lengths,
                        calls={m: r.calls for m, r in rows.items() if r.calls})
-    hits = demote(hits, store.recall_questions(conn, [h.message_id for h in hits if rows[h.message_id].role == "user"]))
+    hits = demote(hits, store.recall_questions(conn, [h.message_id for h in hits if rows[h.message_id].role == "user"])
+                  | store.recall_echoes(conn, [h.message_id for h in hits if rows[h.message_id].role == "assistant"]))
     weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
-    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", note, weight=weight)
+    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", note, weight=weight, hits=tuple(hits),
+                         scorer=scorer)
 
 
 def _beyond_the_index(
@@ -489,7 +495,9 @@ def _search_like(
             tokens = tuple(fts_tokens(unit.text))
             terms.append(Term("phrase" if len(tokens) > 1 else "word", tokens, 0))
     stats = Stats(max(len(rows), 1) * 10, 40.0)
-    hits = score_texts(Scorer(tuple(terms), stats, Stats(stats.rows, 200.0)), {m: (r.session_id, r.text) for m, r in rows.items()},
+    scorer = Scorer(tuple(terms), stats, Stats(stats.rows, 200.0))
+    hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()},
                        calls={m: r.calls for m, r in rows.items() if r.calls})
-    hits = demote(hits, store.recall_questions(conn, [h.message_id for h in hits if rows[h.message_id].role == "user"]))
-    return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, note)
+    hits = demote(hits, store.recall_questions(conn, [h.message_id for h in hits if rows[h.message_id].role == "user"])
+                  | store.recall_echoes(conn, [h.message_id for h in hits if rows[h.message_id].role == "assistant"]))
+    return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, note, hits=tuple(hits), scorer=scorer)

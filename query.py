@@ -25,7 +25,8 @@ from . import unicode61
 MAX_QUERY_CHARS = 2000
 MAX_UNITS = 24
 
-# A conventional English stop-word list (NLTK's, with common question fillers).
+# A conventional English stop-word list (NLTK's, with common question fillers, and the words asking
+# for the present state: they say when, not what; "now" matched every "from now on").
 STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are aren't as at be because been before being below
@@ -38,6 +39,7 @@ STOP_WORDS = frozenset(
     wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's
     whom why why's will with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
     also just may might must shall would could can get got us via yes yet
+    now currently nowadays anymore still
     """.split()
 )
 

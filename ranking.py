@@ -99,18 +99,22 @@ class Scorer:
         return tuple(term.idf(self.words) for term in self.terms)
 
     @functools.cached_property
-    def _gram_terms(self) -> tuple[tuple[str, float], ...]:
-        """The gram terms as ``(substring, idf in the trigram space)``."""
-        return tuple((term.forms[0], term.idf(self.grams)) for term in self.terms if term.kind == "gram")
+    def _gram_terms(self) -> tuple[tuple[int, str, float], ...]:
+        """The gram terms as ``(term index, substring, idf in the trigram space)``."""
+        return tuple((i, term.forms[0], term.idf(self.grams)) for i, term in enumerate(self.terms) if term.kind == "gram")
 
     def score(self, text: str, lengths: tuple[int | None, int | None] = (None, None)) -> float:
-        """BM25 of ``text`` for the terms (0.0 when nothing matches).
+        """BM25 of ``text`` for the terms (0.0 when nothing matches): the sum of :meth:`parts`.
 
         ``lengths``: the text's length in each space as FTS5 counted it
         (unicode61 tokens, trigrams); counted here when not given.
         """
+        return math.fsum(self.parts(text, lengths).values())
+
+    def parts(self, text: str, lengths: tuple[int | None, int | None] = (None, None)) -> dict[int, float]:
+        """Each matching term's share of :meth:`score`: term index (in ``terms``) -> its BM25 (only terms that match)."""
         folded = unicode61.comparable(text)
-        total = 0.0
+        out: dict[int, float] = {}
         counts: dict[int, int] = {}
         pattern, term_of = self._word_pattern
         if pattern is not None:
@@ -126,15 +130,17 @@ class Scorer:
             length = lengths[0] if lengths[0] is not None else len(unicode61.tokens(text))
             norm = self._norm(length, self.words)
             idfs = self._word_idfs
-            total += math.fsum(idfs[i] * tf * saturated / (tf + norm) for i, tf in counts.items())
+            for i, tf in counts.items():
+                out[i] = idfs[i] * tf * saturated / (tf + norm)
         if self._has_grams:
             lowered = text.lower()  # the trigram tokenizer folds case only
-            grams = [(idf, tf) for gram, idf in self._gram_terms if (tf := lowered.count(gram))]
+            grams = [(i, idf, tf) for i, gram, idf in self._gram_terms if (tf := lowered.count(gram))]
             if grams:
                 length = lengths[1] if lengths[1] is not None else max(len(lowered) - 2, 1)
                 norm = self._norm(length, self.grams)
-                total += math.fsum(idf * tf * saturated / (tf + norm) for idf, tf in grams)
-        return total
+                for i, idf, tf in grams:
+                    out[i] = out.get(i, 0.0) + idf * tf * saturated / (tf + norm)
+        return out
 
     def _norm(self, length: int, stats: Stats) -> float:
         return self.k1 * (1 - self.b + self.b * length / max(stats.avg_length, 1.0))
@@ -220,6 +226,30 @@ def fuse_scores(keyword: Sequence[SessionRank], semantic: Sequence[SessionRank],
     fused = {sid: kw.get(sid, kw_floor) + semantic_weight * sem.get(sid, sem_floor) for sid in best}
     order = sorted(fused, key=lambda sid: (-fused[sid], sid))
     return [found(best[sid], "both" if sid in kw and sid in sem else ("keyword" if sid in kw else "semantic")) for sid in order]
+
+
+#: The cosine the local model's best hit needs for the vector leg to count at all: below the evidence session's
+#: best cosine for 99 % of the questions of every dev set (bench/vector_floor.py, docs/benchmarks.md).
+LOCAL_FLOOR = 0.14
+
+
+def close_enough(hits: Sequence[Hit], *, provider: str, one_word: bool, keyword_found: bool) -> tuple[Hit, ...]:
+    """The vector leg's hits when they are evidence for the query, else ``()``: all of them or none.
+
+    ``one_word``: the query is a single Latin word or identifier. For one,
+    the nearest vectors tell nothing the words do not: on the dev sets a word
+    only another project holds scored as high as a word of the project's own
+    (bench/vector_floor.py), so the vector leg counts only when the keyword
+    leg found the word (``keyword_found``). Otherwise, with the local model,
+    it counts when its best hit reaches ``LOCAL_FLOOR``; another provider's
+    cosine scale is unknown, and its hits count. The hits that count are kept
+    whole (a session's weaker matches still add to its score).
+    """
+    if one_word and not keyword_found:
+        return ()
+    if provider == "local" and max((h.score for h in hits), default=0.0) < LOCAL_FLOOR:
+        return ()
+    return tuple(hits)
 
 
 def found(hit: Hit, found_by: str) -> Hit:

@@ -15,10 +15,14 @@ command line). How a query is answered:
    with bounded work and ranks sessions by BM25 of their best messages.
 4. ``semantic``/``hybrid`` add cosine similarity over the project's vectors
    once the user consented (``vector_leg.py``), in a thread beside the keyword
-   leg (its scoring products on one core); sessions rank by their best
+   leg (its scoring products on one core); vector hits below the relevance
+   floor are dropped (``ranking.close_enough``); sessions rank by their best
    messages in both legs, and hybrid adds the legs' standardised scores
    (:func:`fuse`).
-5. One strongest message per session; cron sessions rank after interactive
+5. When the query asks how things stand now and its words are strong
+   evidence (``CURRENT_FIRST_STRENGTH``), the newest of the leading sessions
+   on its subject leads (``recency.py``).
+6. One strongest message per session; cron sessions rank after interactive
    ones; ``limit`` sessions a page, later pages through ``next_cursor``, up
    to ``pages.MAX_REACH`` sessions.
 """
@@ -32,7 +36,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from . import answers, errors, gate, lexical, pages, paths, ranking, session_rows, store, vector_leg, warm_up, workspace
+from . import answers, errors, gate, lexical, pages, paths, ranking, recency, session_rows, store, vector_leg, warm_up, workspace
 from .filters import Filters, describe_filters
 from .query import clean_query, parse_query
 from .ranking import Hit, fuse_scores, rank_sessions
@@ -64,6 +68,7 @@ SEMANTIC_LEADS = 3.0  # ... and while it is weak
 
 
 WEAK_KEYWORD = 0.15  # keyword is weak when its best session explains less of the query's term weight
+CURRENT_FIRST_STRENGTH = 0.25  # the current decision first only when keyword explains this much of the query
 
 
 def cron_last(chosen: Sequence[Hit], details: dict[str, SessionDetails]) -> list[Hit]:
@@ -230,7 +235,7 @@ def search_history(
         if not scope.session_ids:
             base["message"] = "No other sessions in this project" if cwd is None else "No sessions in this project yet"
             return base
-        if not parsed.units and (mode == "keyword" or blocked is not None):
+        if not parsed.units:  # punctuation alone: nothing to match, and nothing a vector could mean either
             base["message"] = "The query has no searchable words"
             return base
         # The vector leg runs beside the keyword leg, on a connection of its own:
@@ -257,12 +262,19 @@ def search_history(
         base["semantic_status"] = leg.status
         if leg.note:
             base["semantic_note"] = leg.note
-        if mode == "keyword" or not leg.hits:
+        near = ranking.close_enough(leg.hits, provider=settings.embedding.provider, keyword_found=bool(found.sessions),
+                                    one_word=len(parsed.units) == 1 and parsed.units[0].kind != "cjk")
+        if mode == "keyword" or not near:
             ranked = [ranking.found(r.hit, "keyword") for r in found.sessions[: pages.MAX_REACH + 1]]
         elif mode == "semantic":
-            ranked = [ranking.found(r.hit, "semantic") for r in rank_sessions(leg.hits)[: pages.MAX_REACH + 1]]
+            ranked = [ranking.found(r.hit, "semantic") for r in rank_sessions(near)[: pages.MAX_REACH + 1]]
         else:
-            ranked = fuse(found, leg.hits, pages.MAX_REACH + 1)
+            ranked = fuse(found, near, pages.MAX_REACH + 1)
+        if found.scorer is not None and found.strength >= CURRENT_FIRST_STRENGTH and recency.asks_current(query):
+            ranked, peers = recency.current_first(ranked, found.hits, {m: r.text for m, r in found.rows.items()},
+                                                  {m: r.timestamp for m, r in found.rows.items()}, found.scorer)
+            if peers > 1:
+                base["order_note"] = recency.ORDER_NOTE.format(count=peers)
         details = session_rows.session_details(conn, [h.session_id for h in ranked])
         ranked = cron_last(ranked, details)[:pages.MAX_REACH]
         chosen = ranked[offset : offset + limit]

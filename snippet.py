@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 
 from . import unicode61
+from .echo import without_markers
 from .query import Unit, WordMatcher, fts_tokens, stem_variants
 
 SNIPPET_CHARS = 280
@@ -75,7 +76,7 @@ def best_window(matches: Sequence[tuple[int, int, int]], width: int) -> int:
 
 def make_snippet(text: str, units: Sequence[Unit], width: int = SNIPPET_CHARS) -> str:
     """At most ``width`` characters of ``text`` (plus markers) around its matches of ``units``."""
-    flat = " ".join(text.split())
+    flat = " ".join(without_markers(text).split())  # an echoed snippet's markers: marked once, by this search
     matches = _matches(flat, units)
     if not matches:
         return flat[:width] + ("..." if len(flat) > width else "")

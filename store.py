@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import attribution, errors, filters, layout, paths
+from . import attribution, echo, errors, filters, layout, paths
 from .records import MessageRow, Scope
 
 logger = logging.getLogger(__name__)
@@ -334,6 +334,40 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     for mid, next_calls in conn.execute(sql, (json.dumps([int(i) for i in ids]),)):
         if next_calls and _calls_recall(next_calls):
             out.add(int(mid))
+    return out
+
+
+def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
+    """Which of ``ids`` are assistant replies echoing an earlier recall (:func:`echo.is_echo`).
+
+    A reply showing a recall's marks is an echo wherever it is; otherwise it
+    is one when it quotes a snippet of a recall tool's answer earlier in its
+    session. The searches rank echoes as earlier questions (below what they quote).
+    """
+    if not ids:
+        return set()
+    replies = conn.execute(
+        "SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'assistant'",
+        (json.dumps([int(i) for i in ids]),),
+    ).fetchall()
+    out = {int(mid) for mid, _, content in replies if echo.shows_recall(_message_text(content, None, None))}
+    rest = [(int(mid), sid, content) for mid, sid, content in replies if int(mid) not in out]
+    if not rest:
+        return out
+    answers: dict[str, list[tuple[int, list[str]]]] = {}
+    sql = """
+        SELECT t.session_id, t.id, t.content FROM messages t
+        WHERE t.session_id IN (SELECT value FROM json_each(?)) AND t.role = 'tool'
+          AND t.tool_name IN (SELECT value FROM json_each(?))
+    """
+    for sid, tid, content in conn.execute(sql, (json.dumps(sorted({r[1] for r in rest})), json.dumps(list(RECALL_TOOLS)))):
+        snippets = echo.recall_snippets(content if isinstance(content, str) else "")
+        if snippets:
+            answers.setdefault(sid, []).append((int(tid), snippets))
+    for mid, sid, content in rest:
+        earlier = [s for tid, snippets in answers.get(sid, ()) if tid < mid for s in snippets]
+        if earlier and echo.quotes(_message_text(content, None, None), earlier):
+            out.add(mid)
     return out
 
 

@@ -96,7 +96,8 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, query: str,
                                                                                rows[h.message_id].timestamp)]
     done = max((total or 0) - missing, 0)
     status = "ready" if missing <= 0 else ("partial" if done else "indexing")
-    questions = store.recall_questions(conn, sorted(h.message_id for h in hits))
+    kept_ids = sorted(h.message_id for h in hits)
+    questions = store.recall_questions(conn, kept_ids) | store.recall_echoes(conn, kept_ids)
     return SemanticLeg(status, _note(vectors, status, done, missing), tuple(demote(hits, questions)), rows)
 
 

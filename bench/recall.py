@@ -20,6 +20,17 @@ Each ``SET_DIR`` is a data set folder; its kind is read from what it holds:
   one project (a developer's workspace holding both of its repos, as the set's
   README allows); evidence = ``haystackSessionIds`` (no message evidence, so
   ``msg@10`` is not reported for it).
+* ``memorycode``: ``dialogue_*.json`` (MemoryCode: a mentor and an engineer
+  over many sessions, the mentor's coding conventions changing as they go).
+  A conversation is a project, a session a session, the mentor's turns user
+  messages and the engineer's assistant messages. The set has no questions:
+  for each kind of convention a conversation sets (``session_regex``
+  categories) "what is our convention for X now?" (X from
+  :data:`CONVENTION_SUBJECTS`) and the questions of
+  :data:`CONVENTION_QUESTIONS` are asked, and
+  the one right session is the *latest* that set it (the earlier ones that
+  set it otherwise are the distractors). Evidence is that session only
+  (``msg@10`` is not reported).
 
 Data is only read from there: every set is built into its own throwaway
 Hermes home (a real ``state.db`` written by Hermes' ``SessionDB``, one git repo
@@ -265,9 +276,111 @@ def load_devmembench(path: Path) -> DataSet:
     return DataSet(path.name, "devmembench", path, [SetProject("workspace", sessions)], questions, False, skipped)
 
 
+#: How a developer asks their agent about a convention, per MemoryCode ``session_regex`` category.
+CONVENTION_QUESTIONS: dict[str, tuple[str, ...]] = {
+    "method": ("what's our naming convention for methods now?", "how should I name methods these days?",
+               "what prefix or suffix do method names get now?"),
+    "function": ("what's our naming convention for functions now?", "how do we name functions at the moment?",
+                 "what should function names start or end with now?"),
+    "function argument": ("how should function arguments be named now?", "what's our convention for argument names?",
+                          "what prefix or suffix do we put on function parameters now?"),
+    "variable": ("what's our naming convention for variables now?", "how should I name variables these days?",
+                 "what do variable names need to start or end with now?"),
+    "attribute": ("how do we name attributes now?", "what's the naming rule for class attributes?",
+                  "what prefix or suffix do attribute names get now?"),
+    "class": ("how should class names look now?", "what's our convention for naming classes?",
+              "is there a rule for class names these days?"),
+    "method decorator": ("which decorator do we put on methods now?", "what decorator should every method have?",
+                         "do methods need a particular decorator now?"),
+    "function decorator": ("which decorator do we put on functions now?", "what decorator should every function have?",
+                           "do functions need a particular decorator now?"),
+    "class decorator": ("which decorator do we put on classes now?", "what decorator should every class have?",
+                        "do classes need a particular decorator these days?"),
+    "import": ("what do we import in every file now?", "which module should I always import?",
+               "is there a module we import even when it's unused?"),
+    "function try": ("should functions have try statements?", "what's our rule on try blocks in functions?",
+                     "do we still wrap function bodies in try/except?"),
+    "method try": ("should methods have try statements?", "what's our rule on try blocks in methods?",
+                   "do we still wrap method bodies in try/except?"),
+    "function assert": ("should functions include assert statements?", "what's our rule on asserts in functions?",
+                        "do we check inputs with assertions in functions now?"),
+    "method assert": ("should methods include assert statements?", "what's our rule on asserts in methods?",
+                      "do we check inputs with assertions in methods now?"),
+    "function annotation": ("do we annotate functions?", "what's our rule on type annotations for functions?",
+                            "should function signatures have type hints now?"),
+    "method annotation": ("do we annotate methods?", "what's our rule on type annotations for methods?",
+                          "should method signatures have type hints now?"),
+    "function docstring": ("do functions need docstrings?", "what's our docstring rule for functions?",
+                           "should I document functions with docstrings now?"),
+    "method docstring": ("do methods need docstrings?", "what's our docstring rule for methods?",
+                         "should I document methods with docstrings now?"),
+    "comment": ("what's our rule about code comments?", "do we have to comment our code now?",
+                "how much should I comment my code these days?"),
+}
+
+
+#: What each category governs, in a developer's words: the first question of each is "what is our convention for ... now?".
+CONVENTION_SUBJECTS: dict[str, str] = {
+    "method": "method names", "function": "function names", "function argument": "function argument names",
+    "variable": "variable names", "attribute": "attribute names", "class": "class names",
+    "method decorator": "decorators on methods", "function decorator": "decorators on functions",
+    "class decorator": "class decorators", "import": "imports", "function try": "try statements in functions",
+    "method try": "try statements in methods", "function assert": "assert statements in functions",
+    "method assert": "assert statements in methods", "function annotation": "annotations on functions",
+    "method annotation": "annotations on methods", "function docstring": "docstrings in functions",
+    "method docstring": "docstrings in methods", "comment": "comments",
+}
+
+
+def _memorycode_turns(text: str, mentor: str, mentee: str) -> list[tuple[str, str]]:
+    """``(role, words)`` of a session's text: paragraphs ``Name: words``; a paragraph without a name continues the turn."""
+    turns: list[tuple[str, str]] = []
+    for para in (p.strip() for p in re.split(r"\n\s*\n", text.strip())):
+        if not para:
+            continue
+        for name, role in ((mentor, "user"), (mentee, "assistant")):
+            if para.startswith(name + ":"):
+                turns.append((role, para[len(name) + 1 :].strip()))
+                break
+        else:
+            if turns:
+                turns[-1] = (turns[-1][0], turns[-1][1] + "\n\n" + para)
+            else:
+                turns.append(("user", para))
+    return turns
+
+
+def load_memorycode(path: Path) -> DataSet:
+    projects, questions, skipped = [], [], 0
+    for file in sorted(path.glob("dialogue_*.json"), key=lambda p: int(re.sub(r"\D", "", p.stem) or 0)):
+        data = json.loads(file.read_text(encoding="utf-8"))
+        pkey = file.stem.replace("dialogue_", "mc")
+        ctx = data.get("context") or {}
+        mentor, mentee = str(ctx.get("mentor") or ""), str(ctx.get("mentee") or "")
+        sessions: list[SetSession] = []
+        latest: dict[str, str] = {}  # category -> the last session setting it
+        for s_index, sess in enumerate(data.get("sessions") or []):
+            skey = f"{pkey}-s{s_index:02d}"
+            turns = _memorycode_turns(str(sess.get("text") or ""), mentor, mentee)
+            sessions.append(SetSession(skey, None, [SetMessage(f"{skey}:{i}", role, words) for i, (role, words) in enumerate(turns)]))
+            for category, _pattern in sess.get("session_regex") or []:
+                latest[str(category)] = skey
+        projects.append(SetProject(pkey, sessions))
+        for category, skey in sorted(latest.items()):
+            phrasings = CONVENTION_QUESTIONS.get(category)
+            if not phrasings:
+                skipped += 1
+                continue
+            for text in (f"what is our convention for {CONVENTION_SUBJECTS[category]} now?", *phrasings):
+                questions.append(SetQuestion(pkey, category, text, set(), {skey}))
+    return DataSet(path.name, "memorycode", path, projects, questions, False, skipped)
+
+
 def load_set(path: Path) -> DataSet:
     if (path / "sessions.json").is_file() and (path / "questions.json").is_file():
         return load_devmembench(path)
+    if any(path.glob("dialogue_*.json")):
+        return load_memorycode(path)
     if any(p.is_dir() and p.name.isdigit() and (p / "chat.json").is_file() for p in path.iterdir()):
         return load_beam(path)
     for file in path.glob("*.json"):
@@ -277,7 +390,7 @@ def load_set(path: Path) -> DataSet:
             continue
         if isinstance(head, dict) and "multi_session_dialogues" in head:
             return load_mem_gallery(path)
-    raise SystemExit(f"{path}: not a data set this bench knows (beam, mem-gallery, devmembench)")
+    raise SystemExit(f"{path}: not a data set this bench knows (beam, mem-gallery, devmembench, memorycode)")
 
 
 def fingerprint(path: Path) -> str:
@@ -574,7 +687,7 @@ def rrf_fuser(phr: Any) -> Callable[..., list[Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("sets", nargs="+", type=Path, help="data set folders (beam, mem-gallery or devmembench format)")
+    ap.add_argument("sets", nargs="+", type=Path, help="data set folders (beam, mem-gallery, devmembench or memorycode format)")
     ap.add_argument("--work", type=Path, help="keep the built Hermes homes (and vector indexes) here and reuse them")
     ap.add_argument("--no-semantic", action="store_true", help="skip semantic and hybrid (no embedding)")
     ap.add_argument("--systems", help=f"comma-separated subset of {','.join(SYSTEMS)}")

@@ -34,16 +34,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("embeddings", "settings", "vector_basis", "layout"),  # providers and vector helpers; settings and the API key; the vectors' principal directions; a state.db's schema facts
     ("model_cache",),  # the local model's ready-parsed copy, mapped read-only
     ("config_schema",),  # pure: the settings' schema and what consent is about
+    ("recency",),  # pure: the current decision first
     ("redact", "pages", "ranking", "snippet", "state_history"),  # pure: redaction, cursors, BM25 and fusion, snippets, state.db histories
     ("answers", "render"),  # pure: what every answer shares, text for people
     ("records",),  # pure: the records every layer passes on (a message, a session, a scope)
-    ("query", "attribution", "filters", "paths"),  # pure core
+    ("query", "attribution", "filters", "paths", "echo"),  # pure core; echoes of recalls
     ("errors",),  # pure: the failures, and how much of a value a message repeats
     ("unicode61",),  # pure: FTS5's tokenizer, asked of SQLite in memory
     ("state",),  # the data of every process cache (imports nothing)
 )
 #: The layers that read no file, open no database file and start no thread.
-PURE = LAYERS[-8:]
+PURE = LAYERS[-9:]
 RANK = {name: depth for depth, layer in enumerate(LAYERS) for name in layer}
 MODULES = sorted(p.stem for p in ROOT.glob("*.py"))
 

@@ -1,0 +1,152 @@
+"""The current decision first (pure): when a query asks how things stand now, the newest session on its subject leads.
+
+Teams revisit decisions: method names start with ``x_``, a few sessions
+later with ``p_``. Relevance alone ranks whichever session words it best,
+often the first. When the query asks for the present state (:func:`asks_current`:
+"now", "currently", "these days", "现在"...), :func:`current_first` reorders
+the leading sessions:
+
+1. **Each session's subject** is what of the query its counted messages
+   match (:func:`subject`): the query's words and CJK terms, less words that
+   name a kind of decision rather than its subject ("convention", "rule",
+   "policy"...: :data:`META_WORDS`), plus each pair of query words that stand
+   next to each other in the text ("function names" is not "function argument
+   names"). Quoted phrases and identifiers are left out.
+2. **The anchor** is the session with the richest subject (by idf) among the
+   first ``ANCHOR_REACH`` of the ranking: what the query is about, as fully
+   as any session states it.
+3. **Its peers** are the sessions of the first ``PEER_REACH`` whose subject
+   holds all of the anchor's and whose keyword score is at least
+   ``PEER_STRENGTH`` of the best: the sessions that revisit that subject.
+   They lead, newest first (by the time of each one's best keyword
+   message); every other session keeps its place after them. A lone peer
+   (no other session revisits its subject) leads only when every session
+   ranked above it states part of what it states: it is the one that states
+   the subject in full.
+
+The rule applies only when the keyword leg is strong enough for its words to
+be the subject (the caller's gate: ``search.CURRENT_FIRST_STRENGTH``).
+
+A session the keyword leg did not find has no subject and is never a peer.
+An older session stays first when no later one covers what it covers.
+Queries that do not ask for the present are ranked by relevance alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from . import unicode61
+from .ranking import SESSION_MESSAGES, Hit, Scorer, session_score
+
+ANCHOR_REACH = 10  # sessions of the ranking whose subjects may anchor (the richest wins)
+PEER_REACH = 20  # sessions of the ranking that may revisit it
+PEER_STRENGTH = 0.5  # a peer's keyword score, at least this share of the best session's
+PAIR_WEIGHT = 0.5  # a pair of adjacent query words adds this share of the rarer word's idf
+
+#: Words and phrases asking how things stand now (English, matched as whole words; CJK as substrings).
+_CURRENT = re.compile(
+    r"\b(?:now|currently|current|nowadays|these days|any ?more|still|latest|at the moment|at present|as of today|"
+    r"most recent|up to date|today)\b|现在|目前|如今|当前|最新|现行|眼下|至今|還是|还是",
+    re.IGNORECASE,
+)
+
+#: Words that name a kind of decision, not what it is about: they do not tell two subjects apart.
+META_WORDS = frozenset(
+    """
+    convention conventions rule rules policy policies standard standards guideline guidelines practice practices
+    approach approaches decision decisions decide decided choice choices setting settings way ways
+    """.split()
+)
+
+
+def asks_current(query: str) -> bool:
+    """Whether ``query`` asks for the present state of something ("what is our convention for X now?")."""
+    return bool(_CURRENT.search(query))
+
+
+def subject(scorer: Scorer, text: str) -> frozenset[object]:
+    """What of the query ``text`` matches: term indices (phrases and ``META_WORDS`` left out) and ``(i, j)`` for query words side by side."""
+    # Quoted phrases and identifiers rank, but do not make the subject: a project's own name
+    # ("ecommerce-api") is in most of its sessions, a status summary names them all.
+    meta = {i for i, t in enumerate(scorer.terms)
+            if t.kind == "phrase" or (t.kind == "word" and t.forms and t.forms[0] in META_WORDS)}
+    found: set[object] = {i for i in scorer.parts(text) if i not in meta}
+    word_of: dict[str, int] = {}
+    for i, term in enumerate(scorer.terms):
+        if term.kind == "word" and i not in meta:
+            for form in term.forms:
+                word_of.setdefault(form, i)
+    if word_of:
+        tokens = [word_of.get(t) for t in unicode61.tokens(text)]
+        for a, b in zip(tokens, tokens[1:], strict=False):
+            if a is not None and b is not None and a != b:
+                found.add((min(a, b), max(a, b)))
+    return frozenset(found)
+
+
+def subject_weight(scorer: Scorer, covered: frozenset[object]) -> float:
+    """How much of the query ``covered`` states: its terms' idf, and ``PAIR_WEIGHT`` of the rarer word's per pair."""
+    idf = [t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in scorer.terms]
+    total = 0.0
+    for part in covered:
+        if isinstance(part, tuple):
+            total += PAIR_WEIGHT * min(idf[part[0]], idf[part[1]])
+        elif isinstance(part, int):
+            total += idf[part]
+    return total
+
+
+def current_first(
+    ranked: Sequence[Hit],
+    keyword_hits: Sequence[Hit],
+    texts: Mapping[int, str],
+    times: Mapping[int, float | None],
+    scorer: Scorer,
+) -> tuple[list[Hit], int]:
+    """``(ranked with the anchor's peers first, newest first, the rest in order; how many peers lead)`` (module docstring).
+
+    ``keyword_hits``: the keyword leg's scored messages (several per
+    session; the ``SESSION_MESSAGES`` best of each make its subject and its
+    strength); ``texts``/``times``: message id -> text / timestamp (a message
+    missing there counts as unmatched / undated). A peer's time is its best
+    keyword message's. Returns ``ranked`` unchanged (and 0) when no session of
+    it has a subject.
+    """
+    by_session: dict[str, list[Hit]] = {}
+    for hit in keyword_hits:
+        by_session.setdefault(hit.session_id, []).append(hit)
+    strength: dict[str, float] = {}
+    subjects: dict[str, frozenset[object]] = {}
+    when: dict[str, float] = {}
+    for hit in ranked[:PEER_REACH]:
+        hits = sorted(by_session.get(hit.session_id, ()), key=lambda h: (-h.score, -h.message_id))[:SESSION_MESSAGES]
+        if not hits:
+            continue
+        strength[hit.session_id] = session_score(h.score for h in hits)
+        subjects[hit.session_id] = frozenset().union(*(subject(scorer, texts[h.message_id]) for h in hits if h.message_id in texts))
+        when[hit.session_id] = times.get(hits[0].message_id) or 0.0
+    leading = [h for h in ranked[:ANCHOR_REACH] if subjects.get(h.session_id)]
+    if not leading:
+        return list(ranked), 0
+    weight = {h.session_id: subject_weight(scorer, subjects[h.session_id]) for h in leading}
+    anchor = subjects[max(leading, key=lambda h: (weight[h.session_id], strength[h.session_id])).session_id]
+    floor = PEER_STRENGTH * max(strength.values())
+    peers = [h for h in ranked[:PEER_REACH]
+             if h.session_id in subjects and subjects[h.session_id] >= anchor and strength[h.session_id] >= floor]
+    if not peers:
+        return list(ranked), 0
+    chosen = {h.session_id for h in peers}
+    if len(peers) == 1:  # nothing revisits the subject: it leads only if it states more of it than each session above
+        lone = subjects[peers[0].session_id]
+        above = [h.session_id for h in ranked[: ranked.index(peers[0])]]
+        if not above or not all(subjects.get(sid, frozenset()) < lone for sid in above):
+            return list(ranked), 0
+    peers.sort(key=lambda h: -when[h.session_id])  # stable: equal times keep their rank order
+    return peers + [h for h in ranked if h.session_id not in chosen], len(peers)
+
+
+#: Said in the answer when several sessions on the query's subject were put newest first.
+ORDER_NOTE = ("The query asks how things stand now: the first {count} sessions revisit the same subject and come newest "
+              "first; compare their 'when' to see which decision superseded which.")

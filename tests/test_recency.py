@@ -1,0 +1,126 @@
+"""The current decision first: ``recency.py`` as a pure function, then end to end through Hermes' dispatch.
+
+The end-to-end cases write a project whose naming convention for methods
+changes twice (``x_``, then ``p_``, then ``ud_``) between sessions about other
+things, the way MemoryCode's conversations do (bench/recall.py, kind
+``memorycode``), and ask for the convention *now*: the session that set it
+last must come first, the earlier ones after it, and every hit shows its time.
+"""
+
+from __future__ import annotations
+
+from conftest import World, phr, result_sessions
+
+R = phr.recency
+Hit, Scorer, Stats, Term = phr.ranking.Hit, phr.ranking.Scorer, phr.ranking.Stats, phr.ranking.Term
+
+
+def scorer(*words: str, phrase: tuple[str, ...] = ()) -> object:
+    terms = [Term("word", (w, w + "s"), 5) for w in words]
+    if phrase:
+        terms.append(Term("phrase", phrase, 5))
+    return Scorer(tuple(terms), Stats(1000, 20.0), Stats(1, 1.0))
+
+
+def test_asks_current():
+    for query in ("what is our convention for method names now?", "which decorator do we use these days",
+                  "Is redis still pinned?", "what's the current deploy command", "我们现在用什么缓存？", "目前的方案是什么"):
+        assert R.asks_current(query), query
+    for query in ("what did we decide about method names?", "when did we pin redis", "knowledge of the snow",
+                  "nowhere to be found", "我们之前用什么缓存？"):
+        assert not R.asks_current(query), query
+
+
+def test_subject_pairs_and_meta_words():
+    s = scorer("convention", "function", "names")
+    assert R.subject(s, "Always end function names with _d") == frozenset({1, 2, (1, 2)})
+    # The same words apart: both terms, no pair, so it does not hold the subject above.
+    assert R.subject(s, "end function argument names with _x") == frozenset({1, 2})
+    # "convention" names a kind of decision: matched, but never part of the subject.
+    assert R.subject(s, "our naming convention") == frozenset()
+    # A quoted phrase or identifier ranks, but is no subject (a project's name is in most sessions).
+    with_phrase = scorer("redis", phrase=("ecommerce", "api"))
+    assert R.subject(with_phrase, "the ecommerce-api caches sessions in redis") == frozenset({0})
+
+
+def _rank(*sessions: str) -> list[Hit]:
+    return [Hit(i + 1, sid, 10.0 - i) for i, sid in enumerate(sessions)]
+
+
+def test_current_first_puts_the_newest_peer_first_and_keeps_the_rest():
+    s = scorer("method", "names")
+    texts = {1: "start method names with x_", 2: "lunch plans", 3: "end method names with _p", 4: "method names: use ud_ now"}
+    times = {1: 100.0, 2: 400.0, 3: 200.0, 4: 300.0}
+    ranked = _rank("old", "lunch", "mid", "new")
+    hits = [Hit(1, "old", 9.0), Hit(3, "mid", 8.0), Hit(4, "new", 7.0), Hit(2, "lunch", 0.5)]
+    out, peers = R.current_first(ranked, hits, texts, times, s)
+    assert [h.session_id for h in out] == ["new", "mid", "old", "lunch"] and peers == 3
+
+
+def test_current_first_keeps_an_older_session_that_alone_states_the_subject():
+    s = scorer("method", "names")
+    texts = {1: "start method names with x_", 2: "add the retry decorator to all methods", 3: "names of the new hires"}
+    times = {1: 100.0, 2: 300.0, 3: 400.0}
+    ranked = _rank("old", "deco", "hires")
+    hits = [Hit(1, "old", 9.0), Hit(2, "deco", 8.0), Hit(3, "hires", 7.0)]
+    out, peers = R.current_first(ranked, hits, texts, times, s)
+    assert [h.session_id for h in out] == ["old", "deco", "hires"] and peers == 0
+    # Ranked lower, it leads when the session above states part of what it states ("methods", not "method names")...
+    out, peers = R.current_first(_rank("deco", "old"), hits, texts, times, s)
+    assert [h.session_id for h in out] == ["old", "deco"] and peers == 1
+    # ... and not when a session above states something else of the query ("hires").
+    out, peers = R.current_first(_rank("hires", "old"), hits, texts, times, scorer("method", "names", "hires"))
+    assert [h.session_id for h in out] == ["hires", "old"] and peers == 0
+
+
+def test_current_first_needs_a_strong_peer():
+    """A later session that states the subject in passing, far weaker than the best, does not jump ahead."""
+    s = scorer("method", "names")
+    texts = {1: "start method names with x_", 2: "method names, as always"}
+    ranked = _rank("old", "weak")
+    hits = [Hit(1, "old", 10.0), Hit(2, "weak", 10.0 * R.PEER_STRENGTH * 0.9)]
+    out, _ = R.current_first(ranked, hits, texts, {1: 1.0, 2: 2.0}, s)
+    assert [h.session_id for h in out] == ["old", "weak"]
+
+
+def test_current_first_without_keyword_subjects_changes_nothing():
+    ranked = _rank("a", "b")
+    assert R.current_first(ranked, [], {}, {}, scorer("x")) == (ranked, 0)
+
+
+# -- end to end ----------------------------------------------------------------
+
+CONVENTION = [
+    ("s1", "From now on, always start method names with 'x_'. It marks our own code."),
+    ("s2", "Let's use Jira as the project management tool from now on."),
+    ("s3", "Update to the naming convention: method names now start with 'p_' instead."),
+    ("s4", "Add the '@retry' decorator from pedantic to all methods, please."),
+    ("s5", "One more change: method names start with 'ud_' going forward."),
+    ("s6", "Remember to take a break every ninety minutes."),
+]
+
+
+def _convention_project(world: World) -> None:
+    repo = world.repo("mentor")
+    for sid, text in CONVENTION:
+        world.session(sid, repo, messages=[("user", text), ("assistant", "Understood, I'll follow that from now on.")])
+    world.session("cur", repo, style="cli", messages=[("user", "let's continue")])
+
+
+def test_the_newest_convention_comes_first_with_its_time(world: World):
+    _convention_project(world)
+    answer = world.search("cur", "what is our convention for method names now?", mode="keyword", limit=5)
+    order = result_sessions(answer)
+    assert order[:3] == ["s5", "s3", "s1"], order
+    times = [r["when"] for r in answer["results"][:3]]
+    assert all(times) and times == sorted(times, reverse=True)
+    assert "newest first" in answer["order_note"]
+    # Asked about the past, relevance alone ranks: the session that states it most fully leads.
+    past = world.search("cur", "which prefix did method names start with at first?", mode="keyword", limit=5)
+    assert set(result_sessions(past)[:3]) == {"s1", "s3", "s5"} and "order_note" not in past
+
+
+def test_an_older_decision_nobody_revisited_stays_first(world: World):
+    _convention_project(world)
+    order = result_sessions(world.search("cur", "which project management tool do we use now?", mode="keyword", limit=3))
+    assert order[0] == "s2", order

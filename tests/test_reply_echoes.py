@@ -1,0 +1,83 @@
+"""Echoes of earlier recalls in the assistant's own replies (``echo.py``, ``store.recall_echoes``).
+
+A recall's tool calls and answers are left out already (tests/test_echo.py);
+the reply that follows often repeats what it found: the snippet with its
+``>>>match<<<`` markers and ``@session:`` link, or the snippet's words in a
+sentence of its own. Those replies are ranked as earlier questions are, below
+the decision they quote, in keyword, semantic and hybrid mode alike; and a
+snippet of such a reply is marked once, never ``>>>>>>websocket<<<<<<``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import World, phr, result_sessions
+
+E = phr.echo
+
+DECISION = "Decision: the websocket client reconnects with exponential backoff and full jitter, capped at 30 seconds."
+SNIPPET = "Decision: the >>>websocket<<< client reconnects with exponential backoff and full jitter, capped at 30 seconds."
+
+
+def test_shows_recall():
+    assert E.shows_recall("Earlier: the >>>websocket<<< client reconnects")
+    assert E.shows_recall("see @session:20260901_143022_a1b2")
+    assert not E.shows_recall(">>> import websocket\n>>> websocket.connect()")  # a Python prompt is no marker
+    assert not E.shows_recall("a << b and c >> d")
+
+
+def test_quotes_and_recall_snippets():
+    answer = json.dumps({"success": True, "results": [{"snippet": "..." + SNIPPET + "...", "session_id": "d"}]})
+    snippets = E.recall_snippets(answer)
+    assert snippets and ">>>" not in snippets[0]
+    assert E.quotes("As decided then, the websocket client reconnects with exponential backoff and full jitter.", snippets)
+    assert not E.quotes("We should look at the websocket backoff again.", snippets)
+    assert E.recall_snippets("not json") == [] and E.recall_snippets("[1, 2]") == []
+    read = json.dumps({"success": True, "messages": [{"text": DECISION}]})
+    assert E.recall_snippets(read) == [DECISION]
+
+
+def test_snippet_of_an_echo_is_marked_once():
+    units = phr.query.parse_query("websocket").units
+    snippet = phr.snippet.make_snippet("We said: " + SNIPPET, units)
+    assert ">>>websocket<<<" in snippet and ">>>>>>" not in snippet and "<<<<<<" not in snippet
+
+
+@pytest.fixture
+def echoes(world: World) -> World:
+    """A decision, two later sessions whose replies echo a recall of it (marked; quoted in words), the asker."""
+    repo = world.repo("payments")
+    world.session("decision", repo, messages=[("user", "how should the websocket client reconnect?"), ("assistant", DECISION)])
+    world.session("marked", repo, messages=[("user", "remind me of the reconnect rule"),
+                                            ("assistant", f"How does the websocket client reconnect after a drop? You decided earlier "
+                                                          f"(@session:decision): {SNIPPET} Full jitter backoff websocket.")])
+    world.session("quoted", repo, messages=[("user", "remind me once more")])
+    world.say("quoted", "tool", json.dumps({"success": True, "results": [{"session_id": "decision", "snippet": SNIPPET}]}),
+              tool_name="project_history_search", tool_call_id="c1")
+    world.say("quoted", "assistant", "As found: the websocket client reconnects with exponential backoff and full jitter, "
+                                     "capped at 30 seconds. Websocket backoff websocket jitter.")
+    world.session("cur", repo, style="cli", messages=[("user", "let's go on")])
+    return world
+
+
+def test_echoes_rank_below_the_decision_they_quote(echoes: World):
+    answer = echoes.search("cur", "websocket backoff jitter", mode="keyword", limit=5)
+    order = result_sessions(answer)
+    assert order[0] == "decision", order
+    assert ">>>>>>" not in json.dumps(answer)
+
+
+def test_echoes_rank_below_the_decision_by_meaning_too(echoes: World):
+    echoes.configure_embedding(provider="local")
+    assert echoes.call("project_history_semantic_consent", {"decision": "allow"}, "cur")["success"]
+    try:
+        for mode in ("semantic", "hybrid"):
+            answer = echoes.search("cur", "how does the websocket client reconnect after a drop?", mode=mode, limit=5)
+            assert answer["semantic_status"] == "ready", answer
+            assert result_sessions(answer)[0] == "decision", (mode, answer)
+    finally:
+        import importlib
+
+        importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()

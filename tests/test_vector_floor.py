@@ -1,0 +1,65 @@
+"""Semantic and hybrid say "no matches" when nothing is close enough, as keyword does (``ranking.close_enough``).
+
+With the real local model and every message indexed: a word that only
+another project holds, and a query of punctuation alone, find nothing in
+any mode, where the vector leg would otherwise return this project's
+nearest messages ("ok"). A question the project does answer still finds it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+
+import pytest
+from conftest import World, phr, result_sessions
+
+MODES = ("semantic", "hybrid", "keyword")
+
+
+@pytest.fixture
+def two_projects(world: World) -> Iterator[World]:
+    alpha, beta = world.repo("alpha"), world.repo("beta")
+    world.session("a_ok", alpha, messages=[("user", "ok"), ("assistant", "ok")])
+    world.session("a_ws", alpha, messages=[("assistant", "We fixed the flaky websocket by adding exponential backoff to the reconnect loop.")])
+    world.session("b_kafka", beta, messages=[("assistant", "The kafka consumer group rebalances on every deploy; we pinned the partition count.")])
+    world.session("cur", alpha, style="cli", messages=[("user", "let's continue")])
+    world.configure_embedding(provider="local")
+    assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, "cur")["success"]
+    yield world
+    importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
+
+
+def test_a_word_only_another_project_holds_finds_nothing(two_projects: World):
+    for mode in MODES:
+        answer = two_projects.search("cur", "kafka", mode=mode)
+        assert answer["semantic_status"] == "ready", answer
+        assert answer["results"] == [], (mode, answer["results"])
+        assert answer["message"] == "No matching messages in this project's other sessions"
+    # The same word from the project that holds it is found, by meaning too.
+    beta_cur = two_projects.session("b_cur", two_projects.work / "beta", style="cli", messages=[("user", "hi")])
+    for mode in MODES:
+        assert result_sessions(two_projects.search(beta_cur, "kafka", mode=mode)) == ["b_kafka"], mode
+
+
+def test_punctuation_alone_has_no_searchable_words_in_every_mode(two_projects: World):
+    for mode in MODES:
+        answer = two_projects.search("cur", "***", mode=mode)
+        assert answer["results"] == [] and answer["message"] == "The query has no searchable words", (mode, answer)
+
+
+def test_a_question_the_project_answers_is_still_found(two_projects: World):
+    for mode in ("semantic", "hybrid"):
+        order = result_sessions(two_projects.search("cur", "how did we stop the socket from dropping all the time?", mode=mode))
+        assert order[:1] == ["a_ws"], (mode, order)
+
+
+def test_close_enough_pure():
+    Hit = phr.ranking.Hit
+    hits = [Hit(1, "a", 0.9), Hit(2, "b", phr.ranking.LOCAL_FLOOR - 0.01)]
+    assert phr.ranking.close_enough(hits, provider="local", one_word=False, keyword_found=False) == tuple(hits)
+    assert phr.ranking.close_enough(hits[1:], provider="local", one_word=False, keyword_found=True) == ()
+    assert phr.ranking.close_enough(hits, provider="local", one_word=True, keyword_found=False) == ()
+    assert phr.ranking.close_enough(hits, provider="local", one_word=True, keyword_found=True) == tuple(hits)
+    assert phr.ranking.close_enough(hits, provider="openai", one_word=False, keyword_found=False) == tuple(hits)
+    assert phr.ranking.close_enough(hits, provider="openai", one_word=True, keyword_found=False) == ()
