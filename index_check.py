@@ -81,7 +81,7 @@ def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_
     state.db, and :class:`embeddings.EmbeddingUnavailable` for embeddings.db's (:meth:`VectorIndex.trouble`).
     """
     try:
-        text = vectors.stored_history()
+        text = vectors.store.stored_history()
     except sqlite3.Error as exc:
         raise vectors.trouble(exc) from exc
     known = state_history.decode(text)
@@ -94,7 +94,7 @@ def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_
         if parted is not None:
             vectors.forget_after(parted, text, now)
         elif known is None:  # a file of an earlier version, or none stored yet: from now on
-            vectors.store_history(now)
+            vectors.store.store_first_history(now)
     except sqlite3.Error as exc:
         if parted is not None:
             raise vectors.trouble(exc) from exc
@@ -127,7 +127,7 @@ def lacking(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: 
         pending: list[tuple[int, str, str]] = []
         for part, above in parts:
             if above:
-                indexed = vectors.indexed_ids_now(part.ids_json, above=above)
+                indexed = vectors.store.ids_in(part.ids_json, above)
                 pending += store.unindexed_messages(conn, part, indexed, INDEX_BATCH, above=above)
             else:  # sessions without a mark (new ones, mostly): every message of theirs
                 pending += store.texts_to_embed(conn, full_check(conn, vectors, part)[0], INDEX_BATCH)
@@ -182,7 +182,7 @@ def status_counts(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, s
                   key: tuple[int, str, str]) -> tuple[int, int]:
     """``(missing, total)`` for keyword mode's status, without embedding anything; reused while neither state.db
     nor the index has changed. Raises ``sqlite3`` errors."""
-    seen_state = (scope.ids_json, store.max_message_id(conn), vectors.stored_upto())  # compared in full, never by hash
+    seen_state = (scope.ids_json, store.max_message_id(conn), vectors.store.stored_upto())  # compared in full, never by hash
     seen = _status_seen.get(key)
     if seen is not None and seen[0] == seen_state:
         return seen[1]
@@ -219,4 +219,4 @@ def mark_all(vectors: vector_index.VectorIndex, sessions: list[str], top: int, m
 def key_of(vectors: vector_index.VectorIndex, scope: Scope) -> tuple[int, str, str]:
     """The watermark key of ``scope`` in ``vectors``: any process's repair (a new stamp) voids what is kept.
     Raises ``sqlite3`` errors."""
-    return vectors.generation, vectors.stamp_now(), scope.project.scope_key
+    return vectors.generation, vectors.store.stamp_now(), scope.project.scope_key

@@ -113,7 +113,7 @@ def confirmed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, raw: 
     ids = [h.message_id for h in raw]
     shown = store.shown_texts(conn, ids)
     try:
-        stored = vectors.stored_hashes(ids)
+        stored = vectors.store.stored_hashes(ids)
     except sqlite3.Error as exc:
         raise vectors.trouble(exc) from exc
     kept, gone, wrong = [], [], []

@@ -32,22 +32,16 @@ def stored_marks(world: World) -> dict:
 
 @pytest.fixture
 def counted(monkeypatch):
-    """Every full check (each scope message against the whole indexed set: ``"count <its sessions>"``) and every load of that set."""
-    index_check, vector_index = plugin("index_check"), plugin("vector_index")
+    """Every full check (each scope message against every indexed one: ``"count <its sessions>"``)."""
+    index_check = plugin("index_check")
     calls: list[str] = []
-    real_count, real_load = index_check.full_check, vector_index.VectorIndex._load_indexed
+    real_count = index_check.full_check
+
     def count(conn, vectors, scope):
         calls.append("count " + ",".join(sorted(scope.session_ids)))
         return real_count(conn, vectors, scope)
 
     monkeypatch.setattr(index_check, "full_check", count)
-
-    def load(self):
-        if not self._indexed_loaded:
-            calls.append("load")
-        return real_load(self)
-
-    monkeypatch.setattr(vector_index.VectorIndex, "_load_indexed", load)
     return calls
 
 
@@ -118,7 +112,7 @@ def test_a_repair_voids_the_marks_of_the_sessions_it_repaired(warm, fake, counte
     those sessions in full and re-embeds them; the other sessions' marks still hold."""
     indexed_then_new_process(warm, fake)
     assert warm.search("cur", "websocket")["semantic_status"] == "ready"
-    stamp = loaded_index(warm)._stamp(loaded_index(warm)._conn)
+    stamp = loaded_index(warm).store.stamp_now()
     (before,) = stored_marks(warm).values()
     with closing(sqlite3.connect(data_dir(warm) / "embeddings.db")) as conn, conn:
         conn.execute("UPDATE chunks SET vector = x'00' WHERE session_id = 'a_ws'")  # real damage: a 1-byte vector
@@ -126,7 +120,7 @@ def test_a_repair_voids_the_marks_of_the_sessions_it_repaired(warm, fake, counte
     index = loaded_index(warm)
     assert index.repair_damaged() == 1
     (after,) = stored_marks(warm).values()
-    assert after == {"a_db": before["a_db"]} and index._stamp(index._conn) != stamp
+    assert after == {"a_db": before["a_db"]} and index.store.stamp_now() != stamp
     new_process()
     counted.clear()
     scans.clear()
@@ -166,21 +160,20 @@ def test_marks_written_before_a_repair_are_refused(warm, fake):
     assert index.complete_marks({"a_ws", "a_db"}, top).upto == {"a_ws": top, "a_db": top}
 
 
-def test_a_set_read_before_another_processs_repair_is_read_again(warm, fake):
-    """A long-running process holds the set of indexed ids; another process repairs (deletes) a message's
-    vectors. The set must not go on claiming that message: its full check would mark it complete for all."""
+def test_another_processs_repair_is_seen_at_once(warm, fake):
+    """A long-running process reads what is indexed from the file every time: another process's repair (a
+    message's vectors deleted) is never hidden by something this process kept, and its next search embeds the
+    message again."""
     indexed_then_new_process(warm, fake)
     index = loaded_index(warm)
-    before = set(index.indexed_ids())
-    victim = min(before)
+    victim = min(index.indexed())
     other = plugin("vector_index").VectorIndex(index.path, index.provider)
     with other._lock:
         other._repair([victim], "damaged for the test")
     other.close()
-    assert not index.in_step(), "a repair elsewhere makes the set stale"
-    assert victim not in index.indexed_ids()
+    assert victim not in index.indexed()
     assert warm.search("cur", "websocket backoff")["semantic_status"] == "ready"
-    assert victim in index.indexed_ids(), "embedded again by the search"
+    assert victim in index.indexed(), "embedded again by the search"
 
 
 def test_marks_above_state_dbs_newest_message_are_ignored_and_replaced(warm, fake, counted):

@@ -44,7 +44,7 @@ def test_add_search_and_skip_unchanged(tmp_path):
     hits = index.search(provider.embed(["aaa"]), {"s1", "s2"}, 2)
     assert [h.message_id for h in hits] == [1, 3]
     assert [h.message_id for h in index.search(provider.embed(["aaa"]), {"s2"}, 5)] == [3], "scope is applied at query time"
-    assert index.indexed_in({"s1"}) == 2
+    assert len(index.indexed_array('["s1"]')) == 2
     index.close()
     again = vector_index.VectorIndex(tmp_path / "embeddings.db", provider)
     assert again.indexed() == {m.message_id: E.content_hash(m.text) for m in batch}
@@ -114,7 +114,7 @@ def test_chunks_written_by_another_process_count_as_indexed(tmp_path):
     ours.add(msgs(("s", "aaaa")))
     theirs = vector_index.VectorIndex(tmp_path / "e.db", CountingProvider())
     theirs.add([vector_index.PendingMessage(7, "s", "bbbb")])
-    assert 7 in ours.indexed_ids() and ours.indexed_in({"s"}) == 2
+    assert 7 in ours.indexed() and len(ours.indexed_array('["s"]')) == 2
     assert [h.message_id for h in ours.search(provider.embed(["bbbb"]), {"s"}, 1)] == [7]
 
 
@@ -358,7 +358,7 @@ def test_a_message_re_embedded_by_another_process_leaves_no_stale_rows(tmp_path)
     mine, theirs = (vector_index.VectorIndex(tmp_path / "e.db", provider) for _ in range(2))
     mine.add([vector_index.PendingMessage(1, "s", "zzzz"), vector_index.PendingMessage(2, "s", "yyyy")])
     assert mine.search(provider.embed(["zzzz"]), {"s"}, 1)[0].message_id == 1
-    mine.indexed_in({"s"})  # what is indexed is loaded in this process
+    mine.catch_up()  # what is indexed is mapped in this process
     theirs.add([vector_index.PendingMessage(1, "s", "aaaa")])  # e.g. the index command after an edit
     hits = mine.search(provider.embed(["zzzz"]), {"s"}, 5, per_session=5)
     assert [(h.message_id, round(h.score, 3)) for h in hits] == [(1, 0.0), (2, 0.0)], "the old 'zzzz' vector is gone here too"

@@ -172,7 +172,7 @@ def test_another_processs_repair_voids_this_processs_watermark(warm, fake):
     indexed_then_new_process(warm, fake)
     assert warm.search("cur", "websocket backoff")["semantic_status"] == "ready"  # this process: watermark set
     index = loaded_index(warm)
-    victim = min(index.indexed_ids())
+    victim = min(index.indexed())
     other = plugin("vector_index").VectorIndex(index.path, index.provider)  # another process's open index
     with other._lock:
         other._repair([victim], "damaged for the test")
@@ -261,7 +261,7 @@ def test_the_stored_history_covers_every_id_the_index_knows(world: World, fake):
     world.close()
     new_process()
     assert world.search("cur", "websocket")["semantic_status"] == "ready"
-    known = history.decode(vectors_of(world).stored_history())
+    known = history.decode(vectors_of(world).store.stored_history())
     conn = store.open_state_db(world.home)
     try:
         assert known.counter == store.message_id_counter(conn)
@@ -279,14 +279,14 @@ def test_a_history_forgotten_by_another_process_first_is_not_forgotten_again(wor
     history = plugin("state_history")
     plugin("indexing").index_projects(home=world.home)
     vectors = vectors_of(world)
-    stale = vectors.stored_history()
+    stale = vectors.store.stored_history()
     assert stale is not None
     now = history.History(10**6, ())
     assert vectors.forget_after(0, '{"counter": 1, "points": []}', now) == 0  # not what is stored: nothing done
-    assert embedded(world) and vectors.stored_history() == stale
+    assert embedded(world) and vectors.store.stored_history() == stale
     count = len(embedded(world))
     assert vectors.forget_after(0, stale, now) == count
-    assert not embedded(world) and history.decode(vectors.stored_history()) == now
+    assert not embedded(world) and history.decode(vectors.store.stored_history()) == now
     assert not any(stored_marks(world).values())
 
 
@@ -360,7 +360,7 @@ def test_a_history_edited_by_hand_is_replaced_by_the_next_write(world: World, fa
     new_process()
     assert world.search("cur", "websocket")["semantic_status"] == "ready"
     assert before <= set(embedded(world))
-    known = plugin("state_history").decode(vectors_of(world).stored_history())
+    known = plugin("state_history").decode(vectors_of(world).store.stored_history())
     conn = plugin("store").open_state_db(world.home)
     try:
         assert known is not None and known.counter == plugin("store").message_id_counter(conn)
@@ -459,7 +459,7 @@ def test_a_retry_in_the_chat_that_took_the_id_at_a_point_does_not_hide_a_restore
     lost = [world.say("a1", "user", LOST_Q), world.say("a1", "assistant", LOST_A)]
     world.close()
     assert semantic.index_projects(home=world.home)["remaining"] == 0
-    known = history.decode(vectors_of(world).stored_history())
+    known = history.decode(vectors_of(world).store.stored_history())
     assert known.counter == lost[1] and [i for i, _ in known.points][:2] == [lost[1], lost[1] - 1], known
     restore_in_place(world, backup)
     api = world.work / "api"
@@ -494,7 +494,7 @@ def test_an_index_of_the_last_version_is_guarded_from_its_first_search(world: Wo
     new_process()
     for _ in range(2):  # the upgraded plugin in use: nothing new in the project
         assert world.search("cur", "websocket retry")["semantic_status"] == "ready"
-    assert vectors_of(world).stored_history() is not None, "the upgraded plugin's first search stores the history"
+    assert vectors_of(world).store.stored_history() is not None, "the upgraded plugin's first search stores the history"
     restore_in_place(world, backup)
     chat_on_over_the_lost_ids(world, lost, server)
 

@@ -195,7 +195,7 @@ def test_a_later_session_reuses_the_index_and_loads_only_what_is_new(warm, fake)
     start_session("s2")
     assert list(open_indexes().values()) == [index], "the loaded index is kept, not reloaded"
     assert index.vectors_in_memory == stored_chunks(warm) == len(TEXTS) + 1
-    assert mid in index.indexed_ids()
+    assert mid in index.indexed()
 
 
 @pytest.mark.parametrize(
