@@ -15,8 +15,8 @@ command line). How a query is answered:
    with bounded work and ranks sessions by BM25 of their best messages.
 4. ``semantic``/``hybrid`` add cosine similarity over the project's vectors
    once the user consented (``vector_leg.py``), in a thread beside the keyword
-   leg (its scoring products on one core); vector hits below the relevance
-   floor are dropped (``ranking.close_enough``); sessions rank by their best
+   leg (its scoring products on one core); the vector leg counts only when
+   it is close enough to the query (``ranking.close_enough``); sessions rank by their best
    messages in both legs, and hybrid adds the legs' standardised scores
    (:func:`fuse`).
 5. When the query asks how things stand now and its words are strong

