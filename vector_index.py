@@ -32,12 +32,11 @@ from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from . import index_file, state, state_history, vector_file, vector_scores
-from .embeddings import EmbeddingUnavailable, Provider, chunk_text, decode_vectors, normalise
+from . import index_file, state, state_history, vector_view
+from .embeddings import EmbeddingUnavailable, Provider, chunk_text, normalise
 from .index_file import IndexBlocked, IndexNotNow
 from .ranking import Hit
 from .vector_store import ChunkStore, CompleteMarks
@@ -48,9 +47,6 @@ logger = logging.getLogger(__name__)
 
 _generations = itertools.count(1)
 
-_LOAD_BATCH = 2_000  # chunks decoded per step when vectors are copied in (bounds what the copying process holds)
-_PAGE = 4_096  # bytes of a memory page: the warm-up reads one value of each
-_RECONCILE_S = 30.0  # how often a process checks that no gone chunk is still marked live (another process died mid-way)
 
 
 @dataclass(frozen=True)
@@ -90,15 +86,8 @@ class VectorIndex:
         self._db = (*opened.identity, opened.token) if opened.identity is not None else None
         self.note = opened.note
         self._retired = False  # set when a newer open of the path replaced this one: no more writes
-        self._vectors = vector_file.VectorFile(self.path, provider.fingerprint)  # shared with every process
-        self._view = vector_file.EMPTY  # the rows this process has mapped
-        self._codes: dict[str, int] = {}  # session id -> code in the vector files (of self._view)
-        self._member: tuple[tuple[str, int], frozenset[str], np.ndarray] | None = None  # the last scope's mask of codes
-        # When this process last checked for gone chunks still marked live: the first check comes a while
-        # after opening (a new process's first search does not pay for it) or with the index command's sync.
-        self._checked_at = time.monotonic()
+        self._mapped = vector_view.MappedVectors(self.path, provider, self._db)  # this process's map of the shared files
         self._odd_dims = 0  # the size of the last query vector that did not match the index (0: none)
-        self._stored_dims: int | None = None  # the size of embeddings.db's vectors, once read (see _expected_dims)
         self._damaged: set[int] = set()  # messages whose stored vectors were unusable: not indexed until embedded again
         self._damage_kept = False  # a repair could not delete damaged vectors from the file: no marks are trusted or written
         self.repaired = 0  # how many such messages this index found
@@ -255,7 +244,7 @@ class VectorIndex:
         files). Returns how many messages were repaired; raises ``sqlite3`` errors."""
         with self._lock:
             self._refresh()
-            gone = self.store.of_other_size(self._conn, self._expected_dims() * 4)
+            gone = self.store.of_other_size(self._conn, self._mapped.expected_dims(self._conn, self.store) * 4)
             if gone:
                 self._repair(gone, "of the wrong size")
             return len(gone)
@@ -297,14 +286,16 @@ class VectorIndex:
                   f"an older copy?): the vectors of {len(gone)} message(s) were dropped and the index is checked again")
         return len(gone)
 
-    # -- the mapped vector files ---------------------------------------------------------
+    # -- the mapped vector files and the search --------------------------------------------
     def _cut(self, message_ids: Sequence[int], *, keep: Sequence[int] = ()) -> None:
-        """Mark ``message_ids``' rows gone in the vector files, except the chunks ``keep`` (every process sees it at once)."""
-        if message_ids:
-            try:
-                self._vectors.mark_gone(message_ids, keep_chunks=keep)
-            except OSError as exc:  # left live: the next check (_reconcile) marks them
-                logger.warning("embeddings index %s: could not mark vectors gone (%s)", self.path, exc)
+        self._mapped.cut(message_ids, keep=keep)
+
+    def _refresh(self) -> None:
+        """Bring the mapped files up to embeddings.db; vectors of the wrong size met on the way are repaired (the
+        caller holds ``_lock``). Raises :class:`IndexNotNow` when the files cannot be written, ``sqlite3`` errors."""
+        damaged = self._mapped.refresh(self._conn, self.store)
+        if damaged:
+            self._repair(damaged, "of the wrong size")
 
     def catch_up(self) -> None:
         """Copy the chunks stored since into the shared vector files and map them; vectors of the wrong size
@@ -313,114 +304,23 @@ class VectorIndex:
             self._refresh()
 
     def sync(self) -> None:
-        """Copy what embeddings.db holds into the shared vector files now, so that no search pays for it; then
-        learn their principal directions once they are many (:meth:`vector_file.VectorFile.organise`). Rows whose
-        chunks another process deleted without marking them gone (it died in between) are marked now. Raises like
-        a search's refresh; a basis the folder refuses is logged and left for the next sync."""
+        """Copy what embeddings.db holds into the shared vector files now, so that no search pays for it; then learn
+        their principal directions once they are many. Rows whose chunks another process deleted without marking
+        them gone are marked now. Raises like a search's refresh."""
         with self._lock:
-            self._checked_at = -_RECONCILE_S  # check for rows of gone chunks now
+            self._mapped.reconcile_now()
             self._refresh()
-        self._learn_basis()
+        self._mapped.learn_basis()
 
-    def _refresh(self) -> None:
-        """Bring the vector files up to embeddings.db, and map what they commit (the caller holds ``_lock``).
-
-        Chunks newer than the files' head are copied in batch by batch (by this process, or already by another
-        one: then nothing is read). A vector of the wrong size (see :meth:`_expected_dims`) is not copied: its
-        message is repaired, so the next indexing embeds it again. Raises :class:`IndexNotNow` when the vector
-        files cannot be written (a full disk), ``sqlite3`` errors from embeddings.db.
-        """
-        top = self.store.top_chunk(self._conn)
-        head = self._vectors.head()
-        view = self._vectors.view(self._db)
-        damaged: list[int] = []
-        dims = self._expected_dims() if top else 0
-        stale = head.db != self._db or head.upto < top or not head.rows or head.dims != dims
-        if top and (stale or view.n != head.rows):  # behind, of other dims (edited), or files that do not map
-
-            def read_after(upto: int) -> Any:
-                size = dims * 4
-                for batch in self.store.chunks_after(self._conn, upto, top, _LOAD_BATCH):
-                    good = [r for r in batch if len(r[3]) == size]
-                    damaged.extend(int(r[1]) for r in batch if len(r[3]) != size)
-                    yield ([r[0] for r in good], [r[1] for r in good], [r[2] for r in good],
-                           decode_vectors([r[3] for r in good], dims))
-
-            try:
-                with self._conn:  # one snapshot of the chunks
-                    self._vectors.append(self._db, dims, read_after)
-            except OSError as exc:
-                raise self._copy_failed(exc) from exc
-            view = self._vectors.view(self._db)
-        if view is not self._view:
-            if view.head.epoch != self._view.head.epoch or len(view.names) < len(self._codes):  # new files: new codes
-                self._codes = {}
-            for code in range(len(self._codes), len(view.names)):
-                self._codes[view.names[code]] = code
-            self._view = view
-        if damaged:
-            self._repair(damaged, "of the wrong size")
-        self._reconcile()
-
-    def _copy_failed(self, exc: OSError) -> IndexNotNow:
-        """What a failed copy into the vector files means: :class:`IndexBlocked` when one of them is not a file or
-        cannot be written (the user must act), else a temporary :class:`IndexNotNow` (a full disk, a quota)."""
-        blocker = index_file.first_blocker(self._vectors.files())
-        if blocker is not None:
-            return blocker
-        return IndexNotNow(f"the vector files beside {self.path} cannot be written ({exc}); semantic search "
-                           "retries on a later search", code="index_error")
-
-    def _reconcile(self) -> None:
-        """Every ``_RECONCILE_S``: mark gone the rows whose chunks embeddings.db no longer holds (a process that
-        died between deleting chunks and marking their rows, or a file changed by hand). One count; the ids
-        are read only when it differs."""
-        now = time.monotonic()
-        view = self._view
-        if now - self._checked_at < _RECONCILE_S or not view.n:
-            return
-        self._checked_at = now
-        live = view.rows[:, 1] != -1
-        count, stored_ids = self.store.live_chunks(self._conn, view.head.upto)
-        if int(np.count_nonzero(live)) <= count:
-            return
-        stale = view.rows[live, 0][~np.isin(view.rows[live, 0], stored_ids())]
-        try:
-            self._vectors.mark_gone((), gone_chunks=stale.tolist())
-        except OSError as exc:
-            logger.warning("embeddings index %s: could not mark vectors gone (%s)", self.path, exc)
-
-    def _expected_dims(self) -> int:
-        """The vector size of this model: the provider's when it knows it, else the commonest among embeddings.db's
-        first chunks. Never the vector files' head: a file of ours that says otherwise is copied again from
-        embeddings.db, its vectors kept. Read once per index (the caller holds ``_lock``)."""
-        if self.provider.dims > 0:
-            return int(self.provider.dims)
-        if self._stored_dims is None:
-            size = self.store.commonest_size(self._conn)
-            if not size:
-                return 1
-            self._stored_dims = size // 4
-        return self._stored_dims
-
-    # -- search --------------------------------------------------------------------
-    def search(
-        self, query: np.ndarray, sessions: set[str], top_sessions: int, *, per_session: int = 1
-    ) -> list[Hit]:
-        """The best messages of the ``top_sessions`` sessions most similar to ``query``.
-
-        Returns hits scored by cosine, best first, at most
-        ``per_session`` messages of each session, so one session with many
-        similar messages cannot crowd out the others. One matrix product over
-        the loaded chunks (kept in memory, refreshed incrementally); chunks
-        merge to their message's best cosine. Scope is applied here, at query
-        time: vectors never depend on a project.
-        """
+    def search(self, query: np.ndarray, sessions: set[str], top_sessions: int, *, per_session: int = 1) -> list[Hit]:
+        """The best messages of the ``top_sessions`` sessions most similar to ``query``: hits scored by cosine, best
+        first, at most ``per_session`` of each session, so one session with many similar messages cannot crowd out
+        the others (:meth:`vector_view.MappedVectors.scores`). Scope is applied here, at query time."""
         with self._lock:
             self._refresh()
             query = normalise(query)[0]
-            view = self._view
-            if view.n and len(query) != view.head.dims:
+            held = self._mapped.view.head.dims if self._mapped.view.n else len(query)
+            if len(query) != held:
                 # The endpoint's vectors changed size. Once could be one bad answer (a proxy, a
                 # truncated reply): every vector is dropped only when the provider itself says so
                 # or the next query has the new size too; until then this search finds nothing.
@@ -428,83 +328,33 @@ class VectorIndex:
                 if not (seen_before or self.provider.dims == len(query)):
                     with self._news_lock:
                         self._news.append(f"The embedding endpoint answered a vector of {len(query)} dimensions where the "
-                                          f"index holds {view.head.dims}; semantic search skipped this once.")
+                                          f"index holds {held}; semantic search skipped this once.")
                     return []
-                live = view.rows[:, 1][view.rows[:, 1] != -1]
-                self._repair(np.unique(live).tolist(), f"of {view.head.dims} dimensions (the model now gives {len(query)})")
-                self._vectors.reset()
-                self._stored_dims = None  # the vectors are embedded again, at the size the model gives now
+                rows = self._mapped.view.rows
+                self._repair(np.unique(rows[:, 1][rows[:, 1] != -1]).tolist(),
+                             f"of {held} dimensions (the model now gives {len(query)})")
+                self._mapped.start_over()
                 return []
             self._odd_dims = 0
-            if not view.n or not sessions:
-                return []
-            names = view.names  # as they belong to this view (another thread may map newer files)
-            ids, owners, scores = vector_scores.scope_scores(view, self._member_mask(view, sessions), query, wanted=top_sessions)
-        return vector_scores.best_of_sessions(names, sessions, ids, owners, scores, top_sessions, per_session)
-
-    def _member_mask(self, view: vector_file.View, sessions: set[str]) -> np.ndarray:
-        """:func:`vector_scores.member_mask` of ``sessions`` in ``view``, kept for the last scope searched: a
-        session's code never changes within the files' epoch, so the same sessions (compared in full) over
-        as many names give the same mask. Lock held."""
-        key = (view.head.epoch, len(view.names))
-        held = self._member
-        if held is not None and held[0] == key and held[1] == sessions:
-            return held[2]
-        mask = vector_scores.member_mask(view, self._codes, sessions)
-        self._member = (key, frozenset(sessions), mask)
-        return mask
+            return self._mapped.scores(query, sessions, top_sessions, per_session)
 
     @property
     def vectors_in_memory(self) -> int:
-        """How many live vectors this process has mapped for this index (0 until a search or warm-up maps them).
-
-        Mapped, not copied: the pages are the shared vector files'.
-        """
-        view = self._view
-        return int(np.count_nonzero(view.rows[:, 1] != -1)) if view.n else 0
+        """How many live vectors this process has mapped for this index (0 until a search or warm-up maps them)."""
+        return self._mapped.live_rows
 
     def warm(self, sessions: AbstractSet[str] | None = None) -> None:
-        """Do now what the first search would: load the model and map the vector files, brought up to the file.
-
-        Then reads one value of every page of the mapped files that holds a
-        vector of ``sessions`` (every page when ``None``), as the first search
-        would: pages the page cache lost (after a restart, or under memory
-        pressure) come from disk now, and this process's page tables are
-        filled now, not during the first search. Shared pages, no copy; other
-        projects' vectors are left on disk. Embeds no message and sends
-        nothing. Raises what a search would (:class:`EmbeddingUnavailable`,
-        :class:`IndexBroken`, ``sqlite3`` errors).
-        """
+        """Do now what the first search would: load the model, map the vector files brought up to the file, and read
+        one value of every page that holds a vector of ``sessions`` (every page when ``None``): shared pages, no
+        copy; other projects' vectors are left on disk. Embeds no message and sends nothing. Raises what a search
+        would (:class:`EmbeddingUnavailable`, :class:`IndexBroken`, ``sqlite3`` errors)."""
         load = getattr(self.provider, "load", None)
         if load is not None:
             load()
         with self._lock:
             self._refresh()
-            view = self._view
-            member = self._member_mask(view, set(sessions)) if sessions is not None and view.n else None
-        _touch_pages(view.rows)  # read whole: it says which rows are whose
-        vectors = (view.vectors, *((view.low,) if view.low is not None else ()))
-        if member is None:
-            for mapped in vectors:
-                _touch_pages(mapped)
-            return
-        # Of each of the scope's rows, values a page apart and its last: every page it lies on.
-        rows = np.flatnonzero(member[view.rows[:, 2]] & (view.rows[:, 1] != -1))
-        for mapped in vectors:
-            mine = rows[rows < len(mapped)]
-            width = mapped.shape[1]
-            if len(mine) and width:
-                columns = np.unique(np.append(np.arange(0, width, max(1, _PAGE // mapped.itemsize)), width - 1))
-                mapped[mine[:, None], columns[None, :]].sum()
-
-    def _learn_basis(self) -> None:
-        """Learn the vector files' basis when they are large and have none (or grew much since): see
-        :meth:`vector_file.VectorFile.organise`. A folder that refuses it, or vectors with nothing finite to
-        learn from, is logged: searches stay exact."""
-        try:
-            self._vectors.organise(self._db)  # without the index's lock: searches go on meanwhile
-        except (OSError, ValueError) as exc:  # ValueError: numpy's LinAlgError too
-            logger.warning("embeddings index %s: could not write the vectors' basis (%s); searches score every row", self.path, exc)
+            view, member = self._mapped.pages_of(sessions)
+        vector_view.touch(view, member)
 
 
 def _close_all(indexes: dict[tuple[str, str], VectorIndex]) -> None:
@@ -550,13 +400,6 @@ def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_ov
                 index_file.remember(Path(key[0]), exc)
                 raise
         return index
-
-
-def _touch_pages(mapped: np.ndarray) -> None:
-    """Read one value of every page of ``mapped`` (a mapped file's array)."""
-    flat = mapped.reshape(-1)
-    if len(flat):
-        flat[:: max(1, _PAGE // flat.itemsize)].sum()
 
 
 def reset_indexes() -> None:

@@ -27,7 +27,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gate",),  # whether semantic search may run, and the user's answer to it
     ("lexical", "move"),  # the keyword leg; the move (the only write to Hermes data)
     ("fts", "vector_index"),  # Hermes' FTS indexes; the private vector index
-    ("vector_scores",),  # scoring a scope over the mapped vectors
+    ("vector_view",),  # this process's map of the shared vector files
+    ("vector_scores", "vector_store"),  # scoring a scope over the mapped vectors; one model's rows in embeddings.db
     ("workspace",),  # projects of folders and sessions, the search scope
     ("session_rows", "index_file", "vector_file", "consent"),  # sessions and their workspaces; embeddings.db's file; the shared vector files; consent.json
     ("store",),  # connections, projects.db, messages

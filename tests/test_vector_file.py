@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from test_index import CountingProvider
 
-from project_history_recall import index_file, vector_file, vector_index
+from project_history_recall import index_file, vector_file, vector_index, vector_view
 
 P = vector_index.PendingMessage
 
@@ -117,7 +117,7 @@ def test_a_process_that_died_before_marking_its_deletions_is_caught_up(built, mo
     path, provider, index = built
     with sqlite3.connect(path) as conn:  # chunks deleted, rows never marked gone
         conn.execute("DELETE FROM chunks WHERE message_id IN (2, 3)")
-    monkeypatch.setattr(vector_index, "_RECONCILE_S", 0.0)
+    monkeypatch.setattr(vector_view, "RECONCILE_S", 0.0)
     fresh = vector_index.VectorIndex(path, provider)
     assert hits(fresh, provider, {"s"}) == [1, 4, 5, 6, 7, 8]
     assert hits(index, provider, {"s"}) == [1, 4, 5, 6, 7, 8], "the other process sees the marks at once"
