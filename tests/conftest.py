@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +83,8 @@ class World:
         self.work = tmp / "work"
         self.work.mkdir(parents=True)
         self.home.mkdir(parents=True)
-        monkeypatch.setenv("HERMES_HOME", str(self.home))
-        for var in ("HERMES_SESSION_ID", "HERMES_SESSION_SOURCE", "TERMINAL_CWD", "TERMINAL_ENV"):
-            monkeypatch.delenv(var, raising=False)
-        import hermes_state
-
-        monkeypatch.setattr(hermes_state, "DEFAULT_DB_PATH", self.home / "state.db")
+        self.manager: Any = None
+        self.enter(monkeypatch)
         copy_plugin(self.home / "plugins" / PLUGIN_NAME)
         (self.home / "config.yaml").write_text(
             "plugins:\n  enabled:\n    - project-history-recall\n  entries:\n"
@@ -110,6 +107,20 @@ class World:
         (self.home / "config.yaml").write_text(yaml.safe_dump(config))
 
     # -- host ---------------------------------------------------------------
+    def enter(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Point this process at this world: ``HERMES_HOME``, Hermes' default state.db path, no session
+        variables and, once the plugin is loaded, the plugin manager that loaded it from this profile."""
+        monkeypatch.setenv("HERMES_HOME", str(self.home))
+        for var in ("HERMES_SESSION_ID", "HERMES_SESSION_SOURCE", "TERMINAL_CWD", "TERMINAL_ENV"):
+            monkeypatch.delenv(var, raising=False)
+        import hermes_state
+
+        monkeypatch.setattr(hermes_state, "DEFAULT_DB_PATH", self.home / "state.db")
+        if self.manager is not None:
+            import hermes_cli.plugins as plugins
+
+            monkeypatch.setattr(plugins, "_plugin_manager", self.manager)
+
     def load_plugin(self, monkeypatch: pytest.MonkeyPatch) -> Any:
         import hermes_cli.plugins as plugins
 
@@ -120,6 +131,7 @@ class World:
         assert loaded.enabled and loaded.error is None, f"plugin failed to load: {loaded.error}"
         assert set(loaded.tools_registered) >= {"project_history_search", "project_session_move"}
         self.loaded = loaded
+        self.manager = plugins.get_plugin_manager()
         return loaded
 
     @property
@@ -243,6 +255,47 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         yield w
     finally:
         w.close()
+
+
+@contextmanager
+def module_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """A World for all the tests of a module that only read it (searches, reads, refused arguments).
+
+    Built in a module-scoped fixture, it loads the plugin once instead of once
+    per test (Hermes' loader imports every bundled plugin again: 0.15 s of CPU
+    a World). The plugin's caches are still emptied after every test
+    (``_forget_process_state``), so each test searches as a new process would.
+    Hand it to each test through :func:`shared`.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        world = World(tmp_path_factory.mktemp("world"), mp)
+        try:
+            yield world
+        finally:
+            world.close()
+
+
+def footprint(world: World) -> dict[str, tuple[int, int]]:
+    """``{path: (size, mtime_ns)}`` of every file of the world, profile and work folders. SQLite's ``-shm``
+    files are left out: readers write their read marks there."""
+    out = {}
+    for path in world.tmp.rglob("*"):
+        if path.is_file() and not path.name.endswith("-shm"):
+            stat = path.stat()
+            out[str(path.relative_to(world.tmp))] = (stat.st_size, stat.st_mtime_ns)
+    return out
+
+
+@contextmanager
+def shared(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """Hand a module's world (:func:`module_world`) to one test: the process pointed at it (:meth:`World.enter`:
+    another world may have been built since), and a failure if a file of it was created, removed or written
+    meanwhile (a test that writes to a shared world would change what the tests after it see)."""
+    world.enter(monkeypatch)
+    before = footprint(world)
+    yield world
+    after = footprint(world)
+    assert after == before, f"a test changed the shared world: {sorted(set(after.items()) ^ set(before.items()))}"
 
 
 #: The two past sessions of repo alpha that the semantic tests index.
