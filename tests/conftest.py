@@ -277,11 +277,14 @@ def module_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 def footprint(world: World) -> dict[str, tuple[int, int]]:
     """``{path: (size, mtime_ns)}`` of every file of the world, profile and work folders. SQLite's ``-shm``
-    files are left out: readers write their read marks there."""
+    files are left out (readers write their read marks there), and so is an empty ``-wal`` (a reader that
+    opens a WAL database no connection holds open creates it)."""
     out = {}
     for path in world.tmp.rglob("*"):
-        if path.is_file() and not path.name.endswith("-shm"):
-            stat = path.stat()
+        if not path.is_file() or path.name.endswith("-shm"):
+            continue
+        stat = path.stat()
+        if not (path.name.endswith("-wal") and stat.st_size == 0):
             out[str(path.relative_to(world.tmp))] = (stat.st_size, stat.st_mtime_ns)
     return out
 
