@@ -301,6 +301,31 @@ def shared(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     assert after == before, f"a test changed the shared world: {sorted(set(after.items()) ^ set(before.items()))}"
 
 
+@pytest.fixture(scope="session")
+def local_model(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A ``LocalProvider`` after a real first load with a copy folder (``local_model.copy_folder``): the model
+    read from the package, its ready-parsed copy written there. Once per run (3 s of CPU); never change its
+    folder, copy its file (:func:`seed_local_model`)."""
+    from project_history_recall import embeddings
+
+    provider = embeddings.LocalProvider(threads=1, copy_folder=tmp_path_factory.mktemp("local-model"))
+    provider.load()
+    return provider
+
+
+def seed_local_model(world: World, local_model: Any) -> None:
+    """Put the local model's copy in ``world``'s data folder, as the profile's first load of the model leaves it:
+    the next load there maps it instead of reading the package (what that first load does is tested in
+    test_model_cache.py, and in a profile by the warm-up test of the real model, in test_warm_up.py)."""
+    from project_history_recall import model_cache
+
+    name = model_cache.copy_name()
+    assert name is not None
+    folder = world.home / "plugins" / PLUGIN_NAME / "data" / "model"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(local_model.copy_folder / name, folder / name)
+
+
 #: The two past sessions of repo alpha that the semantic tests index.
 ALPHA_TEXTS = {
     "a_ws": "We fixed the flaky websocket by adding exponential backoff with jitter to the reconnect loop.",

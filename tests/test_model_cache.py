@@ -51,13 +51,12 @@ def package_vectors(package_embed) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory, package_provider) -> E.LocalProvider:
-    """A first load with a copy folder (``written.copy_folder``): from the package, writing the copy there.
-    Tests never change its folder: they damage or read a copy of its file (:func:`copy_folder`)."""
-    provider = E.LocalProvider(threads=1, copy_folder=tmp_path_factory.mktemp("written"))
-    provider.load()
-    assert copy_path(provider.copy_folder).is_file()
-    return provider
+def written(local_model) -> E.LocalProvider:
+    """A first load with a copy folder (``written.copy_folder``): from the package, writing the copy there
+    (conftest's ``local_model``, once per run). Tests never change its folder: they damage or read a copy of
+    its file (:func:`copy_folder`)."""
+    assert copy_path(local_model.copy_folder).is_file()
+    return local_model
 
 
 @pytest.fixture
