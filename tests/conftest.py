@@ -75,7 +75,15 @@ def copy_plugin(dest: Path) -> Path:
 
 
 class World:
-    """A throwaway Hermes profile with the plugin enabled and loaded."""
+    """A throwaway Hermes profile with the plugin enabled and loaded.
+
+    Its config.yaml turns one bundled plugin off, as a user may: ``dashboard_auth/basic``, the web
+    dashboard's password login, whose import hashes a dummy password with scrypt (60 ms of CPU, half of
+    what Hermes' loader costs a World: it imports every bundled plugin again). Nothing of it meets this
+    plugin; the other bundled plugins load as in any profile.
+    """
+
+    DISABLED = ("dashboard_auth/basic",)
 
     def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.tmp = tmp
@@ -87,8 +95,9 @@ class World:
         self.enter(monkeypatch)
         copy_plugin(self.home / "plugins" / PLUGIN_NAME)
         (self.home / "config.yaml").write_text(
-            "plugins:\n  enabled:\n    - project-history-recall\n  entries:\n"
-            "    project-history-recall:\n      allow_tool_override: false\n"
+            "plugins:\n  enabled:\n    - project-history-recall\n  disabled:\n"
+            + "".join(f"    - {name}\n" for name in self.DISABLED)
+            + "  entries:\n    project-history-recall:\n      allow_tool_override: false\n"
         )
         self._db = None
         self._seq = 0
@@ -101,6 +110,7 @@ class World:
         config = {
             "plugins": {
                 "enabled": ["project-history-recall"],
+                "disabled": list(self.DISABLED),
                 "entries": {"project-history-recall": {"allow_tool_override": False, "embedding": embedding}},
             }
         }
