@@ -3,10 +3,13 @@ and every kind of damage or refusal falling back to the package."""
 
 from __future__ import annotations
 
+import mmap
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -173,22 +176,32 @@ def test_a_damaged_copy_is_replaced_and_the_vectors_stay_right(copy_folder, dama
     assert model_cache.load(copy_folder, 1) is not None, "a sound copy was written again"
 
 
+@contextmanager
+def _sealed(path: Path) -> Iterator[mmap.mmap]:
+    """The copy's bytes, mapped for writing in place; once the block has changed them, the CRC-32 is computed
+    again and written, so that the CRC cannot tell the file from a sound one."""
+    import struct
+    import zlib
+
+    with open(path, "r+b") as f, mmap.mmap(f.fileno(), 0) as data:
+        yield data
+        with memoryview(data) as view, view[model_cache._PREFIX :] as sealed:
+            crc = zlib.crc32(sealed)
+        data[len(model_cache.MAGIC) + 8 : model_cache._PREFIX] = struct.pack("<I", crc)
+
+
 def _rewrite_header(path: Path, change) -> None:
     """Rewrite the copy's JSON header through ``change`` and give the file a CRC that matches again, as
     a copy written by a buggy or foreign writer would be: only the header's shape is wrong."""
     import json
     import struct
-    import zlib
 
-    data = bytearray(path.read_bytes())
-    prefix = len(model_cache.MAGIC) + 12
-    (start,) = struct.unpack("<Q", data[len(model_cache.MAGIC):len(model_cache.MAGIC) + 8])
-    text = json.dumps(change(json.loads(bytes(data[prefix:start])))).encode()
-    assert len(text) <= start - prefix, "the test's header must fit"
-    data[prefix:start] = text + b" " * (start - prefix - len(text))
-    crc = zlib.crc32(bytes(data[prefix:]))
-    data[len(model_cache.MAGIC):prefix] = struct.pack("<QI", start, crc)
-    path.write_bytes(bytes(data))
+    with _sealed(path) as data:
+        prefix = len(model_cache.MAGIC) + 12
+        (start,) = struct.unpack("<Q", data[len(model_cache.MAGIC):len(model_cache.MAGIC) + 8])
+        text = json.dumps(change(json.loads(bytes(data[prefix:start])))).encode()
+        assert len(text) <= start - prefix, "the test's header must fit"
+        data[prefix:start] = text + b" " * (start - prefix - len(text))
 
 
 @pytest.mark.parametrize("change", [
@@ -327,33 +340,30 @@ def test_one_query_embedded_from_a_fresh_copy_is_the_packages_vector(written, pa
 
 
 def _rewrite_copy(path: Path, edit) -> None:
-    """Change the copy's bytes with ``edit(data, arrays_start, {array name: its layout})`` and seal it again with
-    a matching CRC-32: a file the CRC cannot tell from a sound one."""
+    """Change the copy's bytes with ``edit(data, arrays_start, {array name: its layout})`` (in place: each change
+    keeps the length) and seal it again with a matching CRC-32: a file the CRC cannot tell from a sound one."""
     import json
     import struct
-    import zlib
 
-    data = bytearray(path.read_bytes())
-    start, _ = struct.unpack("<QI", data[len(model_cache.MAGIC) : model_cache._PREFIX])
-    header = json.loads(bytes(data[model_cache._PREFIX : start]))
-    edit(data, start, {a["name"]: a for a in header["arrays"]})
-    data[len(model_cache.MAGIC) + 8 : model_cache._PREFIX] = struct.pack("<I", zlib.crc32(bytes(data[model_cache._PREFIX :])))
-    path.write_bytes(bytes(data))
+    with _sealed(path) as data:
+        start, _ = struct.unpack("<QI", data[len(model_cache.MAGIC) : model_cache._PREFIX])
+        header = json.loads(bytes(data[model_cache._PREFIX : start]))
+        edit(data, start, {a["name"]: a for a in header["arrays"]})
 
 
-def _group_names(data: bytearray, start: int, arrays: dict) -> tuple[int, bytes]:
+def _group_names(data: mmap.mmap, start: int, arrays: dict) -> tuple[int, bytes]:
     """Where in ``data`` the prefix groups' names lie, and their NUL-separated text."""
     place = start + arrays["prefix_groups"]["offset"]
     return place, bytes(data[place : place + arrays["prefix_groups"]["shape"][0]])
 
 
-def _group_row(data: bytearray, start: int, arrays: dict, name: str) -> int:
+def _group_row(data: mmap.mmap, start: int, arrays: dict, name: str) -> int:
     """Where in ``data`` the bounds of the prefix group ``name`` lie (four int64)."""
     names = _group_names(data, start, arrays)[1].decode().split("\0")
     return start + arrays["prefix_bounds"]["offset"] + 32 * names.index(name)
 
 
-def _group_bytes(data: bytearray, start: int, arrays: dict, name: str) -> tuple[int, int]:
+def _group_bytes(data: mmap.mmap, start: int, arrays: dict, name: str) -> tuple[int, int]:
     """Where in ``data`` the keys of the prefix group ``name`` lie."""
     import struct
 
