@@ -25,6 +25,7 @@ Every candidate is then scored on every term of the query.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -226,13 +227,14 @@ def _plan_phrase(
 
 
 class _Ranges:
-    """Per state.db: each session's lowest and highest message id, kept current by a watermark.
+    """Per state.db: sessions' lowest and highest message ids, kept current by a watermark.
 
-    Built on the first newest-first scan of a process, or by the session-start
-    warm-up (one pass over Hermes' per-session message index), then only new
-    messages are read. Message ids only grow (Hermes inserts every message
-    without an id of its own, and never moves one to another session); a
-    deleted message leaves its session's range a little wide, which costs
+    A search reads the ranges of its scope's sessions it has not read yet (Hermes'
+    per-session message index: the scope's index entries, no message is read),
+    the session-start warm-up those of every session; after that only messages
+    past the watermark are read. Message ids only grow (Hermes inserts every
+    message without an id of its own, and never moves one to another session);
+    a deleted message leaves its session's range a little wide, which costs
     nothing but a seek. A file restored in place (same path and inode, its
     older ids given out again) is told by the message at the watermark: it
     must still exist and belong to the same session.
@@ -240,17 +242,20 @@ class _Ranges:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # db_key -> (file identity, watermark, session -> (lowest, highest), session of the watermark's message)
-        self._entries: dict[str, tuple[tuple[Any, ...], int, dict[str, tuple[int, int]], str | None]] = (
+        # db_key -> (file identity, watermark, session -> (lowest, highest), session of the watermark's message,
+        # the sessions whose ranges are read (None: every session))
+        self._entries: dict[str, tuple[tuple[Any, ...], int, dict[str, tuple[int, int]], str | None, set[str] | None]] = (
             state.cache("session_ranges").data)
         # db_key -> [(scope's sessions, filter)] of the file the entry above holds, the most recent last
         self._near: dict[str, list[tuple[tuple[str, ...], fts.Near]]] = state.cache("scope_filters").data
 
-    def _current(self, conn: sqlite3.Connection, db_key: str, *, build: bool = True) -> tuple[tuple[Any, ...], int, dict[str, tuple[int, int]]] | None:
-        """``db_key``'s ``(file identity, watermark, ranges)``, brought up to ``conn``'s view of state.db; lock held.
+    def _current(self, conn: sqlite3.Connection, db_key: str, sessions: Sequence[str] | None, *,
+                 build: bool = True) -> tuple[int, dict[str, tuple[int, int]]] | None:
+        """``(watermark, ranges)`` of ``db_key`` holding at least ``sessions`` (``None``: every session), brought
+        up to ``conn``'s view of state.db; lock held.
 
-        ``None`` without ``build`` when they would have to be read in full
-        (never read, or another file: what was kept is dropped).
+        ``None`` without ``build`` when a range of ``sessions`` would have to be
+        read (never read, or another file: what was kept is dropped).
         """
         identity = session_rows.db_fingerprint(conn, db_key)
         top = store.max_message_id(conn)
@@ -259,49 +264,60 @@ class _Ranges:
             held = None  # another file at the same path, or the same file restored from a copy
             self._entries.pop(db_key, None)
             self._near.pop(db_key, None)
-        if held is None and not build:
+        mark, ranges, covered = (held[1], held[2], held[4]) if held is not None else (0, {}, set())
+        unread = [] if covered is None else [sid for sid in (sessions or ()) if sid not in covered]
+        if (unread or sessions is None and covered is not None) and not build:
             return None
-        mark, ranges = (held[1], held[2]) if held is not None else (0, {})
-        if top > mark:
-            # The first time, Hermes' (session_id, timestamp) index covers the query (no message is read).
-            # Later, only the ids past the mark: unary + keeps SQLite on that rowid range (grouping by
-            # the plain column made it scan the whole session index on every search while Hermes writes).
-            sql = ("SELECT session_id, min(id), max(id) FROM messages GROUP BY session_id" if not mark else
-                   "SELECT session_id, min(id), max(id) FROM messages WHERE id > ? GROUP BY +session_id")
-            for sid, low, high in conn.execute(sql, () if not mark else (mark,)):
-                old = ranges.get(sid)
-                ranges[sid] = (min(old[0], int(low)), max(old[1], int(high))) if old else (int(low), int(high))
-            self._entries[db_key] = (identity, top, ranges, _owner(conn, top))
-        return identity, top, ranges
+        if held is not None and top > mark:
+            # Only the ids past the mark: unary + keeps SQLite on that rowid range (grouping by the plain
+            # column made it scan the whole session index on every search while Hermes writes).
+            for sid, low, high in conn.execute(
+                    "SELECT session_id, min(id), max(id) FROM messages WHERE id > ? GROUP BY +session_id", (mark,)):
+                if covered is None or sid in covered:  # another session's is read in full when it is asked for
+                    _widen(ranges, sid, int(low), int(high))
+        read: list[Any] = []
+        if sessions is None and covered is not None:
+            # Hermes' (session_id, timestamp) index covers the query (no message is read).
+            read = conn.execute("SELECT session_id, min(id), max(id) FROM messages GROUP BY session_id").fetchall()
+            covered = None
+        elif unread and covered is not None:
+            read = conn.execute("SELECT session_id, min(id), max(id) FROM messages WHERE session_id IN "
+                                "(SELECT value FROM json_each(?)) GROUP BY session_id", (json.dumps(unread),)).fetchall()
+            covered.update(unread)
+        for sid, low, high in read:
+            _widen(ranges, sid, int(low), int(high))
+        if held is None or top > mark or read or unread:
+            self._entries[db_key] = (identity, top, ranges, _owner(conn, top), covered)
+        return top, ranges
 
     def read(self, conn: sqlite3.Connection, db_key: str) -> None:
         """Read every session's range now (the warm-up), so that searches find
         them (:meth:`near`). Raises ``sqlite3.Error`` when state.db cannot be read."""
         with self._lock:
-            self._current(conn, db_key)
+            self._current(conn, db_key, None)
 
     def newest_first(self, conn: sqlite3.Connection, db_key: str, session_ids: Sequence[str]) -> list[tuple[str, int, int]]:
         """``(session id, lowest id, highest id)`` of those of ``session_ids`` that hold messages, newest first."""
         with self._lock:
-            current = self._current(conn, db_key)
-        ranges = current[2] if current is not None else {}
+            current = self._current(conn, db_key, session_ids)
+        ranges = current[1] if current is not None else {}
         out = [(sid, *ranges[sid]) for sid in session_ids if sid in ranges]
         out.sort(key=lambda r: -r[2])
         return out
 
     def near(self, conn: sqlite3.Connection, db_key: str, session_ids: tuple[str, ...]) -> fts.Near | None:
-        """Which message ids may belong to ``session_ids`` (:class:`fts.Near`), or ``None`` when the ranges are
-        not at hand: never read in this process, read for another file, or being read by another thread. A
-        search never waits for them and never reads them in full (the warm-up or a newest-first scan does).
+        """Which message ids may belong to ``session_ids`` (:class:`fts.Near`), or ``None`` when their ranges are
+        not at hand: not read in this process, read for another file, or being read by another thread. A
+        search never waits for them and never reads them here (the warm-up or a newest-first scan does).
         The filters of the last ``NEAR_SCOPES`` scopes are kept while state.db grew by at most ``NEAR_SLACK``
         ids (ids above a filter's top always pass)."""
         if not self._lock.acquire(blocking=False):
             return None
         try:
-            current = self._current(conn, db_key, build=False)
+            current = self._current(conn, db_key, session_ids, build=False)
             if current is None:
                 return None
-            _, top, ranges = current
+            top, ranges = current
             kept = self._near.setdefault(db_key, [])  # dropped by _current with the ranges of another file
             for i, (sessions, near) in enumerate(kept):
                 if sessions == session_ids and 0 <= top - near.top <= NEAR_SLACK:
@@ -323,6 +339,11 @@ class _Ranges:
         with self._lock:
             self._entries.clear()
             self._near.clear()
+
+
+def _widen(ranges: dict[str, tuple[int, int]], sid: str, low: int, high: int) -> None:
+    old = ranges.get(sid)
+    ranges[sid] = (min(old[0], low), max(old[1], high)) if old else (low, high)
 
 
 def _owner(conn: sqlite3.Connection, message_id: int) -> str | None:

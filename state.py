@@ -38,7 +38,7 @@ DECLARED: dict[str, tuple[str, str]] = {
         "another scope is searched (known by the identity of its immutable tuple of ids, which it keeps alive)",
     ),
     "session_ranges": (
-        "per state.db: session -> lowest and highest message id",
+        "per state.db: session -> lowest and highest message id, of the sessions searched (every one after the warm-up)",
         "the file replaced or restored in place (newer messages are read past a watermark)",
     ),
     "scope_filters": (
