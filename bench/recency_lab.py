@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     phr = load_plugin()
     phr.vector_leg.INDEX_BUDGET_S = 3600.0
     base = json.loads(args.base.read_text(encoding="utf-8"))["per_question"]
-    print(f"{'set':16s} {'mode':8s} {'R@1 base':>9s} {'R@1 now':>8s} {'MRR base':>9s} {'MRR now':>8s}")
+    print(f"{'set':26s} {'mode':8s} {'R@1 base':>9s} {'R@1 now':>8s} {'MRR base':>9s} {'MRR now':>8s}")
     for path in args.sets:
         ds = recall.load_set(path.resolve())
         root = args.work.resolve() / ds.name
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                 groups.append(("  first form", first))
             for label, idx in groups:
                 (b1, bm), (n1, nm) = summary([before[i] for i in idx]), summary([now[i] for i in idx])
-                print(f"{ds.name + label:16s} {mode:8s} {b1:9.4f} {n1:8.4f} {bm:9.4f} {nm:8.4f}")
+                print(f"{ds.name + label:26s} {mode:8s} {b1:9.4f} {n1:8.4f} {bm:9.4f} {nm:8.4f}")
             if moved and ds.kind != "memorycode":
                 print("\n".join(moved))
     return 0
