@@ -8,10 +8,12 @@ the leading sessions:
 
 1. **Each session's subject** is what of the query its counted messages
    match (:func:`subject`): the query's words and CJK terms, less words that
-   name a kind of decision rather than its subject ("convention", "rule",
-   "policy"...: :data:`META_WORDS`), plus each pair of query words that stand
-   next to each other in the text ("function names" is not "function argument
-   names"). Quoted phrases and identifiers are left out.
+   name a kind of decision or ask for its state rather than its subject
+   ("convention", "rule", "status"...: :data:`META_WORDS`) and words that ask
+   for the present ("current", "these days": :data:`PRESENT_WORDS`), plus each
+   pair of query words that stand next to each other in the text ("function
+   names" is not "function argument names"). Quoted phrases and identifiers
+   are left out.
 2. **The anchor** is the session with the richest subject (by idf) among the
    first ``ANCHOR_REACH`` of the ranking: what the query is about, as fully
    as any session states it.
@@ -22,7 +24,9 @@ the leading sessions:
    message); every other session keeps its place after them. A lone peer
    (no other session revisits its subject) leads only when every session
    ranked above it states part of what it states: it is the one that states
-   the subject in full.
+   the subject in full. A session above that the keyword leg scores higher
+   than the peer is compared on everything it matched, phrases included
+   (:func:`_part_of`).
 
 The rule applies only when the keyword leg is strong enough for its words to
 be the subject (the caller's gate: ``search.CURRENT_FIRST_STRENGTH``).
@@ -38,7 +42,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from . import unicode61
-from .ranking import SESSION_MESSAGES, Hit, Scorer, session_score
+from .ranking import SESSION_MESSAGES, Hit, Scorer, Term, session_score
 
 ANCHOR_REACH = 10  # sessions of the ranking whose subjects may anchor (the richest wins)
 PEER_REACH = 20  # sessions of the ranking that may revisit it
@@ -52,13 +56,18 @@ _CURRENT = re.compile(
     re.IGNORECASE,
 )
 
-#: Words that name a kind of decision, not what it is about: they do not tell two subjects apart.
+#: Words that name a kind of decision or ask for its state, not what it is about: they do not tell two subjects apart.
 META_WORDS = frozenset(
     """
     convention conventions rule rules policy policies standard standards guideline guidelines practice practices
-    approach approaches decision decisions decide decided choice choices setting settings way ways
+    approach approaches decision decisions decide decided choice choices setting settings way ways status
     """.split()
 )
+
+
+#: Words of the expressions asking for the present ("current", "these days", "at the moment") that are searched:
+#: they say when, not what ("the current status of X" is about X).
+PRESENT_WORDS = frozenset("current latest today days moment".split())
 
 
 def asks_current(query: str) -> bool:
@@ -66,12 +75,18 @@ def asks_current(query: str) -> bool:
     return bool(_CURRENT.search(query))
 
 
-def subject(scorer: Scorer, text: str) -> frozenset[object]:
-    """What of the query ``text`` matches: term indices (phrases and ``META_WORDS`` left out) and ``(i, j)`` for query words side by side."""
+def _aside(term: Term) -> bool:
+    """Whether a matched ``term`` says nothing of the subject: a ``META_WORDS`` or ``PRESENT_WORDS`` word."""
+    return term.kind == "word" and bool(term.forms) and (term.forms[0] in META_WORDS or term.forms[0] in PRESENT_WORDS)
+
+
+def subject(scorer: Scorer, text: str, *, phrases: bool = False) -> frozenset[object]:
+    """What of the query ``text`` matches: term indices (``META_WORDS``, words asking for the present and, unless
+    ``phrases``, phrases left out) and ``(i, j)`` for query words side by side."""
     # Quoted phrases and identifiers rank, but do not make the subject: a project's own name
-    # ("ecommerce-api") is in most of its sessions, a status summary names them all.
-    meta = {i for i, t in enumerate(scorer.terms)
-            if t.kind == "phrase" or (t.kind == "word" and t.forms and t.forms[0] in META_WORDS)}
+    # ("ecommerce-api") is in most of its sessions, a status summary names them all. "current"
+    # in "the current status of X" asks when, not what: it is searched, but is no subject.
+    meta = {i for i, t in enumerate(scorer.terms) if (t.kind == "phrase" and not phrases) or _aside(t)}
     found: set[object] = {i for i in scorer.parts(text) if i not in meta}
     word_of: dict[str, int] = {}
     for i, term in enumerate(scorer.terms):
@@ -98,6 +113,21 @@ def subject_weight(scorer: Scorer, covered: frozenset[object]) -> float:
     return total
 
 
+def _part_of(above: str, lone: str, strength: Mapping[str, float], subjects: Mapping[str, frozenset[object]],
+             stated: Mapping[str, frozenset[object]]) -> bool:
+    """Whether session ``above`` states only part of what the lone peer ``lone`` states.
+
+    A session the keyword leg scores above the peer is there for every word
+    it matched: phrases count, and one the peer lacks ("AI-generated") is
+    something else, not part of its subject. A weaker one (placed by the
+    vector leg) is judged by its subject alone: the project's name, said in
+    most sessions, does not make it state something else.
+    """
+    if strength.get(above, 0.0) > strength[lone]:
+        return stated[above] < stated[lone]
+    return subjects.get(above, frozenset()) < subjects[lone]
+
+
 def current_first(
     ranked: Sequence[Hit],
     keyword_hits: Sequence[Hit],
@@ -119,13 +149,16 @@ def current_first(
         by_session.setdefault(hit.session_id, []).append(hit)
     strength: dict[str, float] = {}
     subjects: dict[str, frozenset[object]] = {}
+    stated: dict[str, frozenset[object]] = {}  # the subject with the phrases matched: what a lone peer is compared on
     when: dict[str, float] = {}
     for hit in ranked[:PEER_REACH]:
         hits = sorted(by_session.get(hit.session_id, ()), key=lambda h: (-h.score, -h.message_id))[:SESSION_MESSAGES]
         if not hits:
             continue
         strength[hit.session_id] = session_score(h.score for h in hits)
-        subjects[hit.session_id] = frozenset().union(*(subject(scorer, texts[h.message_id]) for h in hits if h.message_id in texts))
+        own = [texts[h.message_id] for h in hits if h.message_id in texts]
+        subjects[hit.session_id] = frozenset().union(*(subject(scorer, text) for text in own))
+        stated[hit.session_id] = frozenset().union(*(subject(scorer, text, phrases=True) for text in own))
         when[hit.session_id] = times.get(hits[0].message_id) or 0.0
     leading = [h for h in ranked[:ANCHOR_REACH] if subjects.get(h.session_id)]
     if not leading:
@@ -139,9 +172,9 @@ def current_first(
         return list(ranked), 0
     chosen = {h.session_id for h in peers}
     if len(peers) == 1:  # nothing revisits the subject: it leads only if it states more of it than each session above
-        lone = subjects[peers[0].session_id]
+        lone = peers[0].session_id
         above = [h.session_id for h in ranked[: ranked.index(peers[0])]]
-        if not above or not all(subjects.get(sid, frozenset()) < lone for sid in above):
+        if not above or not all(_part_of(sid, lone, strength, subjects, stated) for sid in above):
             return list(ranked), 0
     peers.sort(key=lambda h: -when[h.session_id])  # stable: equal times keep their rank order
     return peers + [h for h in ranked if h.session_id not in chosen], len(peers)

@@ -43,6 +43,31 @@ def test_subject_pairs_and_meta_words():
     assert R.subject(with_phrase, "the ecommerce-api caches sessions in redis") == frozenset({0})
 
 
+def test_words_asking_for_the_present_are_no_subject():
+    """Issue 30: "the current status of the Stripe webhook integration" made "current status" part of the subject,
+    so an older status summary ("Current status: ...") outranked the newer session on the integration itself."""
+    s = scorer("current", "status", "stripe", "webhook")
+    assert R.subject(s, "Current status: the Stripe webhook is live") == frozenset({2, 3, (2, 3)})
+
+
+def test_a_lone_peer_stays_below_a_session_matching_a_phrase_it_lacks():
+    """Issue 30 (mem-gallery): a session the keyword leg scored above the lone peer for the query's "AI-generated" alone
+    was taken for one stating part of the peer's subject (phrases are no subject), and the older peer jumped over it."""
+    s = scorer("negative", "attitude", "content", phrase=("ai", "generated"))
+    texts = {1: "she shares AI-generated art every day", 2: "a negative attitude towards most content online"}
+    hits = [Hit(1, "art", 9.0), Hit(2, "old", 8.0)]
+    out, peers = R.current_first(_rank("art", "old"), hits, texts, {1: 200.0, 2: 100.0}, s)
+    assert [h.session_id for h in out] == ["art", "old"] and peers == 0
+    # Without the phrase, the session above states part of the peer's subject, and the peer leads.
+    out, peers = R.current_first(_rank("art", "old"), hits, {**texts, 1: "content she shares every day"}, {1: 200.0, 2: 100.0}, s)
+    assert [h.session_id for h in out] == ["old", "art"] and peers == 1
+    # Weaker on keyword than the peer (placed above it by the vector leg), it is judged by its subject alone:
+    # a phrase such as the project's name, said in most sessions, does not hold the peer below it.
+    weaker = [Hit(1, "art", 7.0), Hit(2, "old", 8.0)]
+    out, peers = R.current_first(_rank("art", "old"), weaker, texts, {1: 200.0, 2: 100.0}, s)
+    assert [h.session_id for h in out] == ["old", "art"] and peers == 1
+
+
 def _rank(*sessions: str) -> list[Hit]:
     return [Hit(i + 1, sid, 10.0 - i) for i, sid in enumerate(sessions)]
 
@@ -124,3 +149,18 @@ def test_an_older_decision_nobody_revisited_stays_first(world: World):
     _convention_project(world)
     order = result_sessions(world.search("cur", "which project management tool do we use now?", mode="keyword", limit=3))
     assert order[0] == "s2", order
+
+
+def test_the_newest_session_on_a_subject_leads_over_an_older_status_summary(world: World):
+    """Issue 30 (devmembench, the Stripe webhook): "what is the current status of X?" put an older session first
+    because it said "Current status:", words that ask when, not what; the newer one on X itself must lead."""
+    repo = world.repo("shop")
+    world.session("s1", repo, messages=[("user", "Current status: the Stripe webhook integration is half done."),
+                                        ("assistant", "Noted, I'll finish it next.")])
+    for sid, text in (("s2", "Add a status page for the current sprint."), ("s4", "What's the current build status?")):
+        world.session(sid, repo, messages=[("user", text), ("assistant", "Done.")])
+    world.session("s5", repo, messages=[("user", "The Stripe webhook integration is finished and verifies signatures."),
+                                        ("assistant", "Great, it's deployed.")])
+    world.session("cur", repo, style="cli", messages=[("user", "let's continue")])
+    answer = world.search("cur", "What is the current status of the Stripe webhook integration?", mode="keyword", limit=3)
+    assert result_sessions(answer)[:2] == ["s5", "s1"], result_sessions(answer)
