@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,15 @@ def copy_plugin(dest: Path) -> Path:
 
 
 class World:
-    """A throwaway Hermes profile with the plugin enabled and loaded."""
+    """A throwaway Hermes profile with the plugin enabled and loaded.
+
+    Its config.yaml turns one bundled plugin off, as a user may: ``dashboard_auth/basic``, the web
+    dashboard's password login, whose import hashes a dummy password with scrypt (60 ms of CPU, half of
+    what Hermes' loader costs a World: it imports every bundled plugin again). Nothing of it meets this
+    plugin; the other bundled plugins load as in any profile.
+    """
+
+    DISABLED = ("dashboard_auth/basic",)
 
     def __init__(self, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.tmp = tmp
@@ -82,16 +91,13 @@ class World:
         self.work = tmp / "work"
         self.work.mkdir(parents=True)
         self.home.mkdir(parents=True)
-        monkeypatch.setenv("HERMES_HOME", str(self.home))
-        for var in ("HERMES_SESSION_ID", "HERMES_SESSION_SOURCE", "TERMINAL_CWD", "TERMINAL_ENV"):
-            monkeypatch.delenv(var, raising=False)
-        import hermes_state
-
-        monkeypatch.setattr(hermes_state, "DEFAULT_DB_PATH", self.home / "state.db")
+        self.manager: Any = None
+        self.enter(monkeypatch)
         copy_plugin(self.home / "plugins" / PLUGIN_NAME)
         (self.home / "config.yaml").write_text(
-            "plugins:\n  enabled:\n    - project-history-recall\n  entries:\n"
-            "    project-history-recall:\n      allow_tool_override: false\n"
+            "plugins:\n  enabled:\n    - project-history-recall\n  disabled:\n"
+            + "".join(f"    - {name}\n" for name in self.DISABLED)
+            + "  entries:\n    project-history-recall:\n      allow_tool_override: false\n"
         )
         self._db = None
         self._seq = 0
@@ -104,12 +110,27 @@ class World:
         config = {
             "plugins": {
                 "enabled": ["project-history-recall"],
+                "disabled": list(self.DISABLED),
                 "entries": {"project-history-recall": {"allow_tool_override": False, "embedding": embedding}},
             }
         }
         (self.home / "config.yaml").write_text(yaml.safe_dump(config))
 
     # -- host ---------------------------------------------------------------
+    def enter(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Point this process at this world: ``HERMES_HOME``, Hermes' default state.db path, no session
+        variables and, once the plugin is loaded, the plugin manager that loaded it from this profile."""
+        monkeypatch.setenv("HERMES_HOME", str(self.home))
+        for var in ("HERMES_SESSION_ID", "HERMES_SESSION_SOURCE", "TERMINAL_CWD", "TERMINAL_ENV"):
+            monkeypatch.delenv(var, raising=False)
+        import hermes_state
+
+        monkeypatch.setattr(hermes_state, "DEFAULT_DB_PATH", self.home / "state.db")
+        if self.manager is not None:
+            import hermes_cli.plugins as plugins
+
+            monkeypatch.setattr(plugins, "_plugin_manager", self.manager)
+
     def load_plugin(self, monkeypatch: pytest.MonkeyPatch) -> Any:
         import hermes_cli.plugins as plugins
 
@@ -120,6 +141,7 @@ class World:
         assert loaded.enabled and loaded.error is None, f"plugin failed to load: {loaded.error}"
         assert set(loaded.tools_registered) >= {"project_history_search", "project_session_move"}
         self.loaded = loaded
+        self.manager = plugins.get_plugin_manager()
         return loaded
 
     @property
@@ -243,6 +265,75 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
         yield w
     finally:
         w.close()
+
+
+@contextmanager
+def module_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    """A World for all the tests of a module that only read it (searches, reads, refused arguments).
+
+    Built in a module-scoped fixture, it loads the plugin once instead of once
+    per test (Hermes' loader imports every bundled plugin again: 0.15 s of CPU
+    a World). The plugin's caches are still emptied after every test
+    (``_forget_process_state``), so each test searches as a new process would.
+    Hand it to each test through :func:`shared`.
+    """
+    with pytest.MonkeyPatch.context() as mp:
+        world = World(tmp_path_factory.mktemp("world"), mp)
+        try:
+            yield world
+        finally:
+            world.close()
+
+
+def footprint(world: World) -> dict[str, tuple[int, int]]:
+    """``{path: (size, mtime_ns)}`` of every file of the world, profile and work folders. SQLite's ``-shm``
+    files are left out (readers write their read marks there), and so is an empty ``-wal`` (a reader that
+    opens a WAL database no connection holds open creates it)."""
+    out = {}
+    for path in world.tmp.rglob("*"):
+        if not path.is_file() or path.name.endswith("-shm"):
+            continue
+        stat = path.stat()
+        if not (path.name.endswith("-wal") and stat.st_size == 0):
+            out[str(path.relative_to(world.tmp))] = (stat.st_size, stat.st_mtime_ns)
+    return out
+
+
+@contextmanager
+def shared(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """Hand a module's world (:func:`module_world`) to one test: the process pointed at it (:meth:`World.enter`:
+    another world may have been built since), and a failure if a file of it was created, removed or written
+    meanwhile (a test that writes to a shared world would change what the tests after it see)."""
+    world.enter(monkeypatch)
+    before = footprint(world)
+    yield world
+    after = footprint(world)
+    assert after == before, f"a test changed the shared world: {sorted(set(after.items()) ^ set(before.items()))}"
+
+
+@pytest.fixture(scope="session")
+def local_model(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A ``LocalProvider`` after a real first load with a copy folder (``local_model.copy_folder``): the model
+    read from the package, its ready-parsed copy written there. Once per run (3 s of CPU); never change its
+    folder, copy its file (:func:`seed_local_model`)."""
+    from project_history_recall import embeddings
+
+    provider = embeddings.LocalProvider(threads=1, copy_folder=tmp_path_factory.mktemp("local-model"))
+    provider.load()
+    return provider
+
+
+def seed_local_model(world: World, local_model: Any) -> None:
+    """Put the local model's copy in ``world``'s data folder, as the profile's first load of the model leaves it:
+    the next load there maps it instead of reading the package (what that first load does is tested in
+    test_model_cache.py, and in a profile by the warm-up test of the real model, in test_warm_up.py)."""
+    from project_history_recall import model_cache
+
+    name = model_cache.copy_name()
+    assert name is not None
+    folder = world.home / "plugins" / PLUGIN_NAME / "data" / "model"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(local_model.copy_folder / name, folder / name)
 
 
 #: The two past sessions of repo alpha that the semantic tests index.

@@ -168,24 +168,101 @@ def census(world: World, capsys: pytest.CaptureFixture[str]) -> dict[tuple[str, 
     return counts
 
 
-NEW_PROCESS = r"""
-import json, sys
+#: A process that imports Hermes once, in a profile of its own with no plugin, then forks one child per
+#: request. The child is the new process a search runs in: it points Hermes at the world's profile, loads the
+#: plugin there through Hermes' loader (its first import in that process: every cache of the plugin cold, and
+#: git_probe's too, as the parent never searched nor probed), answers the one tool call through
+#: model_tools.handle_function_call and exits. Importing Hermes costs 2 s of CPU; a child, a tenth of that.
+FORK_SERVER = r"""
+import json, os, sys
+from pathlib import Path
 import model_tools
-args = json.loads(sys.argv[1])
-print("@@" + model_tools.handle_function_call(args["tool"], args["args"], "task-x", tool_call_id="c1", session_id=args["sid"]))
+import hermes_state
+import hermes_cli.plugins as plugins
+for line in sys.stdin:
+    ask = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.environ["HERMES_HOME"] = ask["home"]
+            os.chdir(ask["cwd"])
+            hermes_state.DEFAULT_DB_PATH = Path(ask["home"]) / "state.db"  # what importing Hermes there sets
+            plugins._plugin_manager = None
+            plugins.discover_plugins(force=True)
+            answer = model_tools.handle_function_call(ask["tool"], ask["args"], "task-x", tool_call_id="c1",
+                                                      session_id=ask["sid"])
+            sys.stdout.write("@@" + answer + "\n")
+            code = 0
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    sys.stdout.write(f"##exit {os.waitstatus_to_exitcode(status)}\n")
+    sys.stdout.flush()
 """
 
 
-def search_in_new_process(world: World, session_id: str, query: str, **args: Any) -> dict[str, Any]:
-    """The same tool call from a new Python process (every cache of the plugin and of git_probe cold)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("HERMES_SESSION_ID", "TERMINAL_CWD", "TERMINAL_ENV")}
-    env["HERMES_HOME"] = str(world.home)
-    payload = json.dumps({"tool": "project_history_search", "sid": session_id, "args": {"query": query, **args}})
-    done = subprocess.run([sys.executable, "-c", NEW_PROCESS, payload], capture_output=True, text=True, env=env,
-                          cwd=str(world.tmp), timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    line = next(x for x in done.stdout.splitlines() if x.startswith("@@"))
-    return json.loads(line[2:])
+class NewProcesses:
+    """Starts :data:`FORK_SERVER` on first use; :meth:`call` runs one tool call in a new process of it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.server: subprocess.Popen | None = None
+
+    def call(self, home: Path, cwd: Path, tool: str, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        if self.server is None:
+            boot = self.folder / "fork-server-home"
+            boot.mkdir()
+            env = {k: v for k, v in os.environ.items() if k not in ("HERMES_SESSION_ID", "TERMINAL_CWD", "TERMINAL_ENV")}
+            env["HERMES_HOME"] = str(boot)
+            self.errors = open(self.folder / "fork-server.err", "w+")  # noqa: SIM115  # closed in close()
+            self.server = subprocess.Popen([sys.executable, "-c", FORK_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                           stderr=self.errors, text=True, env=env, cwd=str(self.folder))
+        assert self.server.stdin is not None and self.server.stdout is not None
+        start = self.errors.tell()
+        ask = {"home": str(home), "cwd": str(cwd), "tool": tool, "sid": session_id, "args": args}
+        self.server.stdin.write(json.dumps(ask) + "\n")
+        self.server.stdin.flush()
+        answer = None
+        while True:
+            line = self.server.stdout.readline()
+            assert line, f"the fork server ended: {self._errors(0)}"
+            if line.startswith("@@"):
+                answer = json.loads(line[2:])
+            elif line.startswith("##exit "):
+                assert line.split()[1] == "0" and answer is not None, self._errors(start)
+                return answer
+
+    def _errors(self, start: int) -> str:
+        self.errors.flush()
+        self.errors.seek(start)
+        return self.errors.read()[-3000:]
+
+    def close(self) -> None:
+        if self.server is not None:
+            assert self.server.stdin is not None
+            self.server.stdin.close()
+            self.server.wait(timeout=60)
+            self.errors.close()
+            self.server = None
+
+
+@pytest.fixture(scope="module")
+def new_processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NewProcesses]:
+    processes = NewProcesses(tmp_path_factory.mktemp("new-processes"))
+    yield processes
+    processes.close()
+
+
+def search_in_new_process(processes: NewProcesses, world: World, session_id: str, query: str, **args: Any) -> dict[str, Any]:
+    """The same tool call from a new Python process (every cache of the plugin and of git_probe cold), run in
+    the world's temporary folder, without the session variables of this process."""
+    return processes.call(world.home, world.tmp, "project_history_search", session_id, {"query": query, **args})
 
 
 def auto(root: Path) -> dict[str, str]:
@@ -199,7 +276,7 @@ def auto(root: Path) -> dict[str, str]:
 REDIS = "we decided to pin redis to 7.2 because 7.4 broke the lua scripts"
 
 
-def test_new_session_in_the_cli_searches_its_repo_and_joins_its_history(world: World, clis, capsys):
+def test_new_session_in_the_cli_searches_its_repo_and_joins_its_history(world: World, new_processes: NewProcesses, clis, capsys):
     app, other = world.repo("app"), world.repo("other")
     world.session("o1", other, style="cli", messages=[("user", "in other we also pin redis to 7.2")])
     cli = clis(app)
@@ -233,7 +310,7 @@ def test_new_session_in_the_cli_searches_its_repo_and_joins_its_history(world: W
     answer = world.search(later.sid, "pin redis 7.2", mode="keyword", limit=10)
     assert result_sessions(answer) == [new]
     assert "project_basis" not in answer, "a session with its own folder has nothing inferred"
-    assert result_sessions(search_in_new_process(world, later.sid, "pin redis 7.2", mode="keyword", limit=10)) == [new]
+    assert result_sessions(search_in_new_process(new_processes, world, later.sid, "pin redis 7.2", mode="keyword", limit=10)) == [new]
     counts = census(world, capsys)
     assert counts[("auto", str(app))] == 3  # first, the /new session, later
     assert counts[("auto", str(other))] == 1
@@ -531,14 +608,14 @@ def test_a_cwd_with_dotdot_after_a_symlink_is_not_filed_under_its_textual_twin(w
 
 
 @pytest.mark.parametrize("style", ["cli", "desktop"])
-def test_sessions_in_a_deleted_subfolder_stay_in_the_repo(world: World, capsys, style):
+def test_sessions_in_a_deleted_subfolder_stay_in_the_repo(world: World, new_processes: NewProcesses, capsys, style):
     app = world.repo("app")
     sub = app / "build-tmp"
     sub.mkdir()
     world.session("gone", sub, style=style, messages=[("user", "the websocket client retries with jitter")])
     world.session("live", app, style="cli", messages=[("user", "websocket heartbeat every 30s")])
     shutil.rmtree(sub)
-    for search in (world.search, lambda *a, **k: search_in_new_process(world, *a, **k)):
+    for search in (world.search, lambda *a, **k: search_in_new_process(new_processes, world, *a, **k)):
         answer = search("live", "websocket", mode="keyword", limit=10)
         assert answer["project"] == auto(app) and result_sessions(answer) == ["gone"]
         answer = search("gone", "websocket", mode="keyword", limit=10)
@@ -611,7 +688,7 @@ _WORKTREE_CASES = [
 
 
 @pytest.mark.parametrize("style,removal", _WORKTREE_CASES)
-def test_sessions_in_a_removed_worktree_stay_in_the_repo(world: World, capsys, style, removal):
+def test_sessions_in_a_removed_worktree_stay_in_the_repo(world: World, new_processes: NewProcesses, capsys, style, removal):
     """The worktree's session is the oldest row (attributed first in a scan); the searches run in a new process."""
     app = world.repo("app")
     wt = world.worktree(app, "app-wt-feat", "feat")
@@ -619,30 +696,30 @@ def test_sessions_in_a_removed_worktree_stay_in_the_repo(world: World, capsys, s
     world.session("main", app, style="cli", messages=[("user", "websocket heartbeat every 30s")])
     REMOVALS[removal](app, wt)
     assert not wt.exists()
-    answer = search_in_new_process(world, "main", "websocket", mode="keyword", limit=10)
+    answer = search_in_new_process(new_processes, world, "main", "websocket", mode="keyword", limit=10)
     assert result_sessions(answer) == ["in_wt"], f"the removed worktree's session left the repo ({removal}, {style})"
-    answer = search_in_new_process(world, "in_wt", "websocket", mode="keyword", limit=10)
+    answer = search_in_new_process(new_processes, world, "in_wt", "websocket", mode="keyword", limit=10)
     assert answer["project"] == auto(app) and result_sessions(answer) == ["main"]
     answer = world.search("in_wt", "websocket", mode="keyword", limit=10)
     assert answer["project"] == auto(app)
     assert census(world, capsys)[("auto", str(app))] == 2
 
 
-def test_a_removed_worktree_found_after_its_repo_in_the_same_scan(world: World, capsys):
+def test_a_removed_worktree_found_after_its_repo_in_the_same_scan(world: World, new_processes: NewProcesses, capsys):
     """The same rm -rf case with the main repo's session recorded first: the repo is known when the worktree comes."""
     app = world.repo("app")
     wt = world.worktree(app, "app-wt-feat", "feat")
     world.session("main", app, style="cli", messages=[("user", "websocket heartbeat every 30s")])
     world.session("in_wt", wt, style="cli", messages=[("user", "the websocket client retries with jitter")])
     shutil.rmtree(wt)
-    answer = search_in_new_process(world, "main", "websocket", mode="keyword", limit=10)
+    answer = search_in_new_process(new_processes, world, "main", "websocket", mode="keyword", limit=10)
     assert result_sessions(answer) == ["in_wt"]
 
 
 @pytest.mark.xfail(strict=True, reason=(
     "the nearest-existing-ancestor fallback cannot tell a deleted nested clone from a deleted subfolder: "
     "both are untracked folders inside the outer repo"))
-def test_a_deleted_nested_repo_does_not_move_into_the_outer_repo(world: World):
+def test_a_deleted_nested_repo_does_not_move_into_the_outer_repo(world: World, new_processes: NewProcesses):
     """``outer/vendor/clone`` was its own repo (its own auto project); once deleted it must not join ``outer``."""
     outer = world.repo("outer")
     clone = outer / "vendor" / "clone"
@@ -652,7 +729,7 @@ def test_a_deleted_nested_repo_does_not_move_into_the_outer_repo(world: World):
     world.session("o", outer, style="cli", messages=[("user", "websocket in outer")])
     assert result_sessions(world.search("o", "websocket", mode="keyword", limit=10)) == []
     shutil.rmtree(clone)
-    assert result_sessions(search_in_new_process(world, "o", "websocket", mode="keyword", limit=10)) == []
+    assert result_sessions(search_in_new_process(new_processes, world, "o", "websocket", mode="keyword", limit=10)) == []
 
 
 # ---------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PLUGIN_NAME, World
+from conftest import PLUGIN_NAME, World, module_world, shared
 from fake_chat import FakeChat
 
 READ = "project_history_read"
@@ -58,8 +58,7 @@ def texts_of(answer: dict[str, Any]) -> list[str]:
 # ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def proj(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+def _proj(world: World) -> World:
     """alpha: a long session with a decision in the middle; beta: another project; a Home chat; the asker in alpha."""
     alpha, beta = world.repo("alpha"), world.repo("beta")
     world.session("a_long", alpha)
@@ -72,35 +71,56 @@ def proj(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     world.session("h_chat", None, source="telegram", messages=[("user", "kafka at home")])
     world.session("cur", alpha, style="cli", messages=[("user", "how do the kafka partitions get rebalanced?")])
     world.paths = {"alpha": alpha, "beta": beta}
-    monkeypatch.chdir(alpha)
-    yield world
+    return world
+
+
+@pytest.fixture
+def proj(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
+    """:func:`_proj` of a world of its own (a test that adds to it), the process in alpha."""
+    _proj(world)
+    monkeypatch.chdir(world.paths["alpha"])
+    return world
+
+
+@pytest.fixture(scope="module")
+def _proj_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with module_world(tmp_path_factory) as world:
+        yield _proj(world)
+
+
+@pytest.fixture
+def shared_proj(_proj_module: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """:func:`_proj` shared by the tests that only read it (checked: they leave it unchanged), the process in alpha."""
+    with shared(_proj_module, monkeypatch) as world:
+        monkeypatch.chdir(world.paths["alpha"])
+        yield world
 
 
 def read(world: World, args: Any, sid: str = "cur") -> dict[str, Any]:
     return world.call(READ, args, sid)
 
 
-def test_read_around_a_search_hit(proj: World):
-    found = proj.search("cur", "kafka rebalance cooperative")
+def test_read_around_a_search_hit(shared_proj: World):
+    found = shared_proj.search("cur", "kafka rebalance cooperative")
     hit = found["results"][0]
-    assert (hit["session_id"], hit["message_id"]) == ("a_long", proj.long_ids[HIT]), found
-    answer = read(proj, {"session_id": hit["session_id"], "message_id": hit["message_id"], "before": 2, "after": 3})
-    assert ids_of(answer) == proj.long_ids[HIT - 2 : HIT + 4]
+    assert (hit["session_id"], hit["message_id"]) == ("a_long", shared_proj.long_ids[HIT]), found
+    answer = read(shared_proj, {"session_id": hit["session_id"], "message_id": hit["message_id"], "before": 2, "after": 3})
+    assert ids_of(answer) == shared_proj.long_ids[HIT - 2 : HIT + 4]
     assert answer["session_id"] == "a_long" and answer["link"] == "@session:a_long"
-    assert answer["anchor"] == proj.long_ids[HIT]
+    assert answer["anchor"] == shared_proj.long_ids[HIT]
     assert [m["role"] for m in answer["messages"]] == ["assistant" if i % 2 else "user" for i in range(HIT - 2, HIT + 4)]
     by_id = {m["message_id"]: m for m in answer["messages"]}
-    assert by_id[proj.long_ids[HIT]]["text"] == DECISION and by_id[proj.long_ids[HIT]]["role"] == "user"
-    assert by_id[proj.long_ids[HIT - 1]]["text"] == f"step {HIT - 1}: notes about module m{HIT - 1}"
+    assert by_id[shared_proj.long_ids[HIT]]["text"] == DECISION and by_id[shared_proj.long_ids[HIT]]["role"] == "user"
+    assert by_id[shared_proj.long_ids[HIT - 1]]["text"] == f"step {HIT - 1}: notes about module m{HIT - 1}"
     assert all(m["when"] for m in answer["messages"])
     assert answer["truncated"] is False and not any(m.get("cut") for m in answer["messages"])
     assert NOTICE in answer["notice"]
-    assert answer["project"]["kind"] == "auto" and answer["project"]["root"] == str(proj.paths["alpha"])
+    assert answer["project"]["kind"] == "auto" and answer["project"]["root"] == str(shared_proj.paths["alpha"])
 
 
-def test_read_without_a_message_starts_at_the_session_start(proj: World):
-    answer = read(proj, {"session_id": "a_long", "after": 3})
-    assert ids_of(answer) == proj.long_ids[:4] and answer["anchor"] == proj.long_ids[0]
+def test_read_without_a_message_starts_at_the_session_start(shared_proj: World):
+    answer = read(shared_proj, {"session_id": "a_long", "after": 3})
+    assert ids_of(answer) == shared_proj.long_ids[:4] and answer["anchor"] == shared_proj.long_ids[0]
 
 
 @pytest.mark.parametrize(
@@ -114,18 +134,18 @@ def test_read_without_a_message_starts_at_the_session_start(proj: World):
         (None, None, (HIT - 5, HIT + 5)),  # the defaults
     ],
 )
-def test_read_clamps_before_and_after(proj: World, before: Any, after: Any, window: tuple[int, int]):
-    args: dict[str, Any] = {"session_id": "a_long", "message_id": proj.long_ids[HIT]}
+def test_read_clamps_before_and_after(shared_proj: World, before: Any, after: Any, window: tuple[int, int]):
+    args: dict[str, Any] = {"session_id": "a_long", "message_id": shared_proj.long_ids[HIT]}
     args.update({k: v for k, v in (("before", before), ("after", after)) if v is not None})
-    answer = read(proj, args)
+    answer = read(shared_proj, args)
     first, last = window
-    assert ids_of(answer) == proj.long_ids[first : last + 1], answer
+    assert ids_of(answer) == shared_proj.long_ids[first : last + 1], answer
 
 
-def test_read_takes_an_at_session_link_as_session_id(proj: World):
+def test_read_takes_an_at_session_link_as_session_id(shared_proj: World):
     for given in ("@session:a_long", "  @session:a_long  ", " a_long "):
-        answer = read(proj, {"session_id": given, "message_id": proj.long_ids[HIT], "before": 0, "after": 0})
-        assert ids_of(answer) == [proj.long_ids[HIT]] and answer["session_id"] == "a_long", given
+        answer = read(shared_proj, {"session_id": given, "message_id": shared_proj.long_ids[HIT], "before": 0, "after": 0})
+        assert ids_of(answer) == [shared_proj.long_ids[HIT]] and answer["session_id"] == "a_long", given
 
 
 @pytest.mark.parametrize(
@@ -146,39 +166,39 @@ def test_read_takes_an_at_session_link_as_session_id(proj: World):
         {"session_id": "a_long", "before": 1e400},
     ],
 )
-def test_read_wrong_types_are_bad_arguments(proj: World, args: dict[str, Any]):
-    answer = read(proj, args)
+def test_read_wrong_types_are_bad_arguments(shared_proj: World, args: dict[str, Any]):
+    answer = read(shared_proj, args)
     assert answer["success"] is False and answer["code"] == "bad_argument", (args, answer)
     assert "Traceback" not in answer["error"]
 
 
-def test_read_only_this_projects_sessions(proj: World):
-    other = read(proj, {"session_id": "b_other"})
+def test_read_only_this_projects_sessions(shared_proj: World):
+    other = read(shared_proj, {"session_id": "b_other"})
     assert other["success"] is False and other["code"] == "not_in_project", other
     assert "eagerly" not in json.dumps(other), "nothing of the other project's text in the refusal"
-    home = read(proj, {"session_id": "a_long"}, sid="h_chat")
+    home = read(shared_proj, {"session_id": "a_long"}, sid="h_chat")
     assert home["success"] is False and home["code"] == "not_in_project", home
-    own = read(proj, {"session_id": "cur"})
+    own = read(shared_proj, {"session_id": "cur"})
     assert own["success"] is True and texts_of(own) == ["how do the kafka partitions get rebalanced?"]
 
 
-def test_read_unknown_session_or_a_message_of_another_session(proj: World):
-    unknown = read(proj, {"session_id": "no_such_session"})
+def test_read_unknown_session_or_a_message_of_another_session(shared_proj: World):
+    unknown = read(shared_proj, {"session_id": "no_such_session"})
     assert unknown["success"] is False and unknown["code"] == "session_not_found", unknown
-    foreign = read(proj, {"session_id": "a_long", "message_id": proj.b_message})
+    foreign = read(shared_proj, {"session_id": "a_long", "message_id": shared_proj.b_message})
     assert foreign["success"] is False and foreign["code"] == "session_not_found", foreign
-    gone = read(proj, {"session_id": "a_long", "message_id": 10**9})
+    gone = read(shared_proj, {"session_id": "a_long", "message_id": 10**9})
     assert gone["success"] is False and gone["code"] == "session_not_found", gone
 
 
 @pytest.mark.parametrize("message_id", [0, -5, "-5"], ids=["zero", "negative", "negative-string"])
-def test_read_a_message_id_below_one_is_refused(proj: World, message_id: Any):
+def test_read_a_message_id_below_one_is_refused(shared_proj: World, message_id: Any):
     """No message has an id below 1: the answer must not be some other message of the session.
 
     Today the handler clamps message_id to 1 (handlers.handle_read: ``_int_arg(given, "message_id", 0, 1, ...)``),
     so 0 or -5 silently reads message 1 (here a_long's first message, as the anchor).
     """
-    answer = read(proj, {"session_id": "a_long", "message_id": message_id, "before": 0, "after": 0})
+    answer = read(shared_proj, {"session_id": "a_long", "message_id": message_id, "before": 0, "after": 0})
     assert answer["success"] is False and answer["code"] in ("bad_argument", "session_not_found"), answer
 
 
@@ -257,8 +277,7 @@ def started(world: World, sid: str, when: float) -> None:
         conn.close()
 
 
-@pytest.fixture
-def recent(world: World) -> Iterator[World]:
+def _recent(world: World) -> World:
     """Three past sessions in alpha whose start order differs from their last activity; the asker's own lineage."""
     now = time.time()
     alpha, beta = world.repo("alpha"), world.repo("beta")
@@ -288,22 +307,41 @@ def recent(world: World) -> Iterator[World]:
         started(world, sid, when)
     world.now = now
     world.paths = {"alpha": alpha, "beta": beta}
-    yield world
+    return world
+
+
+@pytest.fixture
+def recent(world: World) -> World:
+    """:func:`_recent` of a world of its own (a test that adds to it)."""
+    return _recent(world)
+
+
+@pytest.fixture(scope="module")
+def _recent_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with module_world(tmp_path_factory) as world:
+        yield _recent(world)
+
+
+@pytest.fixture
+def shared_recent(_recent_module: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """:func:`_recent` shared by the tests that only read it (checked: they leave it unchanged)."""
+    with shared(_recent_module, monkeypatch) as world:
+        yield world
 
 
 def fmt(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
-def test_recent_newest_first_with_details(recent: World):
-    answer = recent.call(RECENT, {}, "cur")
+def test_recent_newest_first_with_details(shared_recent: World):
+    answer = shared_recent.call(RECENT, {}, "cur")
     assert answer["success"] is True, answer
     rows = answer["sessions"]
     assert [r["session_id"] for r in rows] == ["s_new", "s_mid", "s_old"], "by last activity, the asker's lineage left out"
     new, mid, old = rows
     assert new["title"] == "Billing export" and mid["title"] is None and old["title"] == "Logging"
     assert new["link"] == "@session:s_new" and new["source"] == "cli"
-    assert new["started"] == fmt(recent.now - 5 * DAY) and new["last_active"] == fmt(recent.now - 7100)
+    assert new["started"] == fmt(shared_recent.now - 5 * DAY) and new["last_active"] == fmt(shared_recent.now - 7100)
     assert (new["messages"], mid["messages"], old["messages"]) == (4, 2, 2)
     assert new["first_user"].startswith("Please design the billing export:") and new["first_user"].endswith(CUT)
     assert new["last_assistant"].startswith("Final plan for the export:") and new["last_assistant"].endswith(CUT)
@@ -311,20 +349,20 @@ def test_recent_newest_first_with_details(recent: World):
         assert len(row["first_user"]) <= 240 and len(row["last_assistant"]) <= 240, row
     assert mid["first_user"] == "mid question about retries" and mid["last_assistant"] == "mid answer: three retries"
     assert NOTICE in answer["notice"]
-    assert answer["project"]["kind"] == "auto" and answer["project"]["root"] == str(recent.paths["alpha"])
+    assert answer["project"]["kind"] == "auto" and answer["project"]["root"] == str(shared_recent.paths["alpha"])
 
 
-def test_recent_since_and_until(recent: World):
-    week = recent.call(RECENT, {"since": "7d"}, "cur")
+def test_recent_since_and_until(shared_recent: World):
+    week = shared_recent.call(RECENT, {"since": "7d"}, "cur")
     assert [r["session_id"] for r in week["sessions"]] == ["s_new", "s_mid"], week
-    day = dt.date.fromtimestamp(recent.now - 4 * DAY).isoformat()
-    before = recent.call(RECENT, {"until": day}, "cur")
+    day = dt.date.fromtimestamp(shared_recent.now - 4 * DAY).isoformat()
+    before = shared_recent.call(RECENT, {"until": day}, "cur")
     assert [r["session_id"] for r in before["sessions"]] == ["s_new", "s_old"], "sessions started by the end of that day"
-    both = recent.call(RECENT, {"since": "7d", "until": day}, "cur")
+    both = shared_recent.call(RECENT, {"since": "7d", "until": day}, "cur")
     assert [r["session_id"] for r in both["sessions"]] == ["s_new"], both
-    none = recent.call(RECENT, {"since": "1h"}, "cur")
+    none = shared_recent.call(RECENT, {"since": "1h"}, "cur")
     assert none["success"] is True and none["sessions"] == [] and "time window" in none["message"], none
-    bad = recent.call(RECENT, {"since": "last week"}, "cur")
+    bad = shared_recent.call(RECENT, {"since": "last week"}, "cur")
     assert bad["success"] is False and bad["code"] == "bad_argument"
 
 
@@ -339,13 +377,25 @@ def test_recent_home_and_an_empty_project(recent: World):
 
 @pytest.mark.parametrize(("args", "code"), [({"limit": "many"}, "bad_argument"), ({"cursor": "bogus"}, "bad_argument"),
                                             ({"until": "2026-13-45"}, "bad_argument")])
-def test_recent_bad_arguments(recent: World, args: dict[str, Any], code: str):
-    answer = recent.call(RECENT, args, "cur")
+def test_recent_bad_arguments(shared_recent: World, args: dict[str, Any], code: str):
+    answer = shared_recent.call(RECENT, args, "cur")
     assert answer["success"] is False and answer["code"] == code, answer
 
 
+@pytest.fixture(scope="module")
+def _many_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with module_world(tmp_path_factory) as world:
+        yield _many(world)
+
+
 @pytest.fixture
-def many(world: World) -> World:
+def many(_many_module: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """:func:`_many`, shared by the tests of it: they only read it (checked)."""
+    with shared(_many_module, monkeypatch) as world:
+        yield world
+
+
+def _many(world: World) -> World:
     """56 past sessions in alpha, each active at its own minute, and the asker."""
     alpha = world.repo("alpha")
     base = time.time() - DAY

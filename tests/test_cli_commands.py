@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, World
+from conftest import ROOT, World, module_world, shared
 
 from project_history_recall import command_line as cli
 
@@ -28,9 +28,8 @@ ALPHA_WS = "Decision: websocket reconnects use exponential backoff with full jit
 BETA_WS = "beta also talked about the websocket gateway and its retries"
 
 
-@pytest.fixture
-def two(world: World, monkeypatch: pytest.MonkeyPatch):
-    """Two git repos with sessions; Hermes runs in alpha; an explicit project with no session yet."""
+def _two(world: World) -> World:
+    """Two git repos with sessions; an explicit project with no session yet."""
     alpha, beta = world.repo("alpha"), world.repo("beta")
     notes = world.folder("notes")
     world.N = world.project("Team Notes", [notes])
@@ -40,11 +39,37 @@ def two(world: World, monkeypatch: pytest.MonkeyPatch):
     world.session("b_ws", beta, messages=[("assistant", BETA_WS)])
     world.session("h_chat", None, source="telegram", messages=[("user", "websocket chat at home")])
     world.paths = {"alpha": alpha, "beta": beta, "notes": notes}
-    monkeypatch.chdir(alpha)
-    yield world
+    return world
+
+
+def _forget_state() -> None:
     loaded = sys.modules.get("hermes_plugins.project_history_recall.state")
     if loaded is not None:
         loaded.reset()
+
+
+@pytest.fixture
+def two(world: World, monkeypatch: pytest.MonkeyPatch):
+    """:func:`_two` of a world of its own (a test that changes it); Hermes runs in alpha."""
+    _two(world)
+    monkeypatch.chdir(world.paths["alpha"])
+    yield world
+    _forget_state()
+
+
+@pytest.fixture(scope="module")
+def _two_module(tmp_path_factory: pytest.TempPathFactory):
+    with module_world(tmp_path_factory) as world:
+        yield _two(world)
+
+
+@pytest.fixture
+def shared_two(_two_module: World, monkeypatch: pytest.MonkeyPatch):
+    """:func:`_two` shared by the tests that only read it (checked: they leave it unchanged); Hermes runs in alpha."""
+    with shared(_two_module, monkeypatch) as world:
+        monkeypatch.chdir(world.paths["alpha"])
+        yield world
+    _forget_state()
 
 
 def slash(name: str, args: str = "") -> str:
@@ -91,7 +116,7 @@ def hermes_cli(two: World, monkeypatch: pytest.MonkeyPatch):
 # ---------------------------------------------------------------------------
 
 
-def test_plugin_yaml_names_every_tool_the_plugin_registers(two: World):
+def test_plugin_yaml_names_every_tool_the_plugin_registers(shared_two: World):
     """``provides_tools`` is what Hermes' plugin manager shows: it must be the toolset the plugin really registers."""
     import yaml
     from tools.registry import registry
@@ -102,7 +127,7 @@ def test_plugin_yaml_names_every_tool_the_plugin_registers(two: World):
     assert len(declared) == 5
 
 
-def test_commands_are_registered_with_hermes(two: World):
+def test_commands_are_registered_with_hermes(shared_two: World):
     from hermes_cli.plugins import get_plugin_commands
 
     commands = get_plugin_commands()
@@ -144,7 +169,7 @@ def test_history_reports_a_missing_state_db(two: World):
     assert out.startswith("history search: session database not found")
 
 
-def test_history_help_lists_version_commands_tools_and_limits(two: World):
+def test_history_help_lists_version_commands_tools_and_limits(shared_two: World):
     out = slash("history-help")
     assert out.startswith("project-history-recall 0.1.0")
     # Each entry is a line of its own that starts with what it documents (a word found
@@ -158,14 +183,14 @@ def test_history_help_lists_version_commands_tools_and_limits(two: World):
     assert "\nLimits:\n" in out and "\nCommand line (outside a chat): " in out
 
 
-def test_history_index_reports_the_cwd_project_before_consent(two: World):
+def test_history_index_reports_the_cwd_project_before_consent(shared_two: World):
     out = slash("history-index")
     lines = out.splitlines()
     assert lines[0].startswith("history index: consent_required")
-    assert f"Scoped to the project of {two.paths['alpha']}: alpha" in out
+    assert f"Scoped to the project of {shared_two.paths['alpha']}: alpha" in out
     assert "Index: 0 of 3 message(s) embedded, 3 pending, in 3 session(s); semantic search here: consent_required" in out
     assert "Consent: consent_required" in out
-    assert not (two.home / "plugins" / "project-history-recall" / "data" / "embeddings.db").exists()
+    assert not (shared_two.home / "plugins" / "project-history-recall" / "data" / "embeddings.db").exists()
 
 
 def test_history_index_shows_progress_after_consent(two: World, fake):
@@ -179,12 +204,12 @@ def test_history_index_shows_progress_after_consent(two: World, fake):
     assert "beta" not in " ".join(t for r in server.requests for t in r["body"]["input"])
 
 
-def test_history_move_without_a_named_conversation_explains(two: World):
+def test_history_move_without_a_named_conversation_explains(shared_two: World):
     """Gateway and desktop: Hermes passes plugin commands only their text, so nothing is moved."""
     out = slash("history-move", "Team Notes")
     assert "cannot tell which conversation is yours" in out
     assert 'ask the agent in this conversation, e.g. "move this conversation to project Team Notes' in out
-    assert two.session_row("a_cur")["cwd"] == str(two.paths["alpha"])
+    assert shared_two.session_row("a_cur")["cwd"] == str(shared_two.paths["alpha"])
     assert slash("history-move", "").startswith("usage: /history-move")
     assert "Team Notes (team-notes)" in slash("history-move", "")
     unknown = slash("history-move", "nope")
@@ -258,26 +283,26 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def test_search_text_is_the_same_renderer_scoped_by_cwd(two: World, capsys):
-    code, out, err = run_cli(capsys, "--hermes-home", str(two.home), "search", "websocket", "--cwd", str(two.paths["beta"]))
+def test_search_text_is_the_same_renderer_scoped_by_cwd(shared_two: World, capsys):
+    code, out, err = run_cli(capsys, "--hermes-home", str(shared_two.home), "search", "websocket", "--cwd", str(shared_two.paths["beta"]))
     assert code == 0, err
-    assert out.startswith(f"Scoped to the project of {two.paths['beta']}: beta (git repo {two.paths['beta']})")
+    assert out.startswith(f"Scoped to the project of {shared_two.paths['beta']}: beta (git repo {shared_two.paths['beta']})")
     assert "@session:b_ws" in out and "a_ws" not in out and "a_cur" not in out
     assert "historical data, not instructions" in out
 
 
-def test_search_json_and_flags(two: World, capsys):
-    code, out, _ = run_cli(capsys, "search", "websocket", "jitter", "--cwd", str(two.paths["alpha"]),
-                           "--json", "--mode", "keyword", "--limit", "1", "--hermes-home", str(two.home))
+def test_search_json_and_flags(shared_two: World, capsys):
+    code, out, _ = run_cli(capsys, "search", "websocket", "jitter", "--cwd", str(shared_two.paths["alpha"]),
+                           "--json", "--mode", "keyword", "--limit", "1", "--hermes-home", str(shared_two.home))
     assert code == 0
     answer = json.loads(out)
     assert answer["mode"] == "keyword" and answer["sessions_in_scope"] == 3
     assert [r["session_id"] for r in answer["results"]] == ["a_ws"]
-    assert answer["project"]["kind"] == "auto" and answer["project"]["root"] == str(two.paths["alpha"])
+    assert answer["project"]["kind"] == "auto" and answer["project"]["root"] == str(shared_two.paths["alpha"])
 
 
-def test_search_filters_and_pages(two: World, capsys):
-    base = ["--hermes-home", str(two.home), "search", "websocket", "--cwd", str(two.paths["alpha"]), "--json", "--mode", "keyword"]
+def test_search_filters_and_pages(shared_two: World, capsys):
+    base = ["--hermes-home", str(shared_two.home), "search", "websocket", "--cwd", str(shared_two.paths["alpha"]), "--json", "--mode", "keyword"]
     code, out, _ = run_cli(capsys, *base, "--limit", "1")
     first = json.loads(out)
     assert code == 0 and len(first["results"]) == 1 and first["next_cursor"]
@@ -293,26 +318,26 @@ def test_search_filters_and_pages(two: World, capsys):
     assert "usage:" in err and "'cursor' is not one this tool returned" in err
 
 
-def test_search_defaults_to_the_current_directory_and_hermes_home(two: World, capsys):
+def test_search_defaults_to_the_current_directory_and_hermes_home(shared_two: World, capsys):
     code, out, _ = run_cli(capsys, "search", "websocket", "--json")
     assert code == 0
     assert {r["session_id"] for r in json.loads(out)["results"]} == {"a_ws", "a_cur"}
 
 
-def test_projects_counts_match_attribution(two: World, capsys):
+def test_projects_counts_match_attribution(shared_two: World, capsys):
     code, out, _ = run_cli(capsys, "projects", "--json")
     assert code == 0
     listing = json.loads(out)
     by_name = {p["name"] if p["kind"] != "home" else "Home": p for p in listing["projects"]}
     assert [p["kind"] for p in listing["projects"]] == ["explicit", "auto", "auto", "home"]
-    assert by_name["Team Notes"]["sessions"] == 0 and by_name["Team Notes"]["folders"] == [str(two.paths["notes"])]
+    assert by_name["Team Notes"]["sessions"] == 0 and by_name["Team Notes"]["folders"] == [str(shared_two.paths["notes"])]
     assert by_name["alpha"]["sessions"] == 3 and by_name["beta"]["sessions"] == 1 and by_name["Home"]["sessions"] == 1
     for name in ("alpha", "beta"):
-        code, found, _ = run_cli(capsys, "search", "websocket", "--cwd", str(two.paths[name]), "--json")
+        code, found, _ = run_cli(capsys, "search", "websocket", "--cwd", str(shared_two.paths[name]), "--json")
         assert json.loads(found)["sessions_in_scope"] == by_name[name]["sessions"], name
     code, text, _ = run_cli(capsys, "projects")
-    assert f"alpha (git repo {two.paths['alpha']}): 3 session(s)" in text
-    assert f"Team Notes (project {two.N}): 0 session(s)" in text and "no project (Home): 1 session(s)" in text
+    assert f"alpha (git repo {shared_two.paths['alpha']}): 3 session(s)" in text
+    assert f"Team Notes (project {shared_two.N}): 0 session(s)" in text and "no project (Home): 1 session(s)" in text
 
 
 def test_projects_follow_a_move(two: World, capsys):
@@ -386,7 +411,7 @@ def test_missing_state_db_is_a_failure_with_a_message(tmp_path: Path, capsys):
         ["projects", "--bogus"],
     ],
 )
-def test_bad_arguments_exit_2(two: World, capsys, argv):
+def test_bad_arguments_exit_2(shared_two: World, capsys, argv):
     code, out, err = run_cli(capsys, *argv)
     assert code == 2, (argv, out, err)
     assert "usage:" in err and "Traceback" not in err

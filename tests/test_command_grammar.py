@@ -13,25 +13,47 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, World
+from conftest import ROOT, World, module_world, shared
 from test_cli_commands import slash
 
 WS = "Decision: websocket reconnects use exponential backoff with full jitter"
 
 
-@pytest.fixture
-def repo(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
-    """Repo alpha with three sessions; Hermes runs in it (slash commands are scoped by its folder)."""
+def _repo(world: World) -> World:
+    """Repo alpha with three sessions."""
     alpha = world.repo("alpha")
     world.session("a_ws", alpha, messages=[("assistant", WS)])
     world.a_db = world.session("a_db", alpha, style="cli", messages=[("user", "the keyword mode of the database plan")])
     world.session("a_old", alpha, style="cli", messages=[("user", "websocket notes from an older day")])
     world.paths = {"alpha": alpha}
-    monkeypatch.chdir(alpha)
     return world
+
+
+@pytest.fixture
+def repo(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
+    """:func:`_repo` of a world of its own (a test that changes it); Hermes runs in alpha (slash commands are
+    scoped by its folder)."""
+    _repo(world)
+    monkeypatch.chdir(world.paths["alpha"])
+    return world
+
+
+@pytest.fixture(scope="module")
+def _repo_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    with module_world(tmp_path_factory) as world:
+        yield _repo(world)
+
+
+@pytest.fixture
+def shared_repo(_repo_module: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+    """:func:`_repo` shared by the tests that only read it (checked: they leave it unchanged); Hermes runs in alpha."""
+    with shared(_repo_module, monkeypatch) as world:
+        monkeypatch.chdir(world.paths["alpha"])
+        yield world
 
 
 def assert_refused(name: str, text: str, named: str) -> str:
@@ -44,7 +66,7 @@ def assert_refused(name: str, text: str, named: str) -> str:
     return out
 
 
-def test_search_flags_anywhere_change_the_search_not_the_query(repo: World):
+def test_search_flags_anywhere_change_the_search_not_the_query(shared_repo: World):
     """`--mode keyword websocket` once searched for the words "mode" and "keyword" in hybrid mode."""
     out = slash("history-search", "--mode keyword websocket")
     assert "mode keyword;" in out and "@session:a_ws" in out
@@ -74,11 +96,11 @@ def test_search_flags_anywhere_change_the_search_not_the_query(repo: World):
         ("--mode keyword", "the query is empty"),
     ],
 )
-def test_search_refuses_what_it_does_not_understand(repo: World, text: str, named: str):
+def test_search_refuses_what_it_does_not_understand(shared_repo: World, text: str, named: str):
     assert_refused("history-search", text, named)
 
 
-def test_recent_takes_n_or_limit_and_dates(repo: World):
+def test_recent_takes_n_or_limit_and_dates(shared_repo: World):
     """`/history-recent --limit 3` and `/history-recent abc` once both showed the default 5, silently."""
     for text in ("1", "--limit 1", "--limit=1 --since 2000-01-01"):
         out = slash("history-recent", text)
@@ -95,9 +117,9 @@ def test_recent_takes_n_or_limit_and_dates(repo: World):
         assert_refused("history-recent", text, named)
 
 
-def test_read_flags_anywhere_and_its_words_checked(repo: World):
+def test_read_flags_anywhere_and_its_words_checked(shared_repo: World):
     """`/history-read alpha -5` or extra words once gave the usage line with no reason."""
-    ws_id = repo.db.get_messages("a_ws")[0]["id"]
+    ws_id = shared_repo.db.get_messages("a_ws")[0]["id"]
     out = slash("history-read", f"--before 0 a_ws {ws_id} --max-chars 500")
     assert WS in out and "<== the hit" in out
     out = slash("history-read", f'"@session:a_ws" --after=0 {ws_id}')
@@ -113,7 +135,7 @@ def test_read_flags_anywhere_and_its_words_checked(repo: World):
         assert_refused("history-read", text, named)
 
 
-def test_move_home_flag_and_refusals(repo: World):
+def test_move_home_flag_and_refusals(shared_repo: World):
     """`/history-move --home gamma` once answered "project not found: --home gamma"."""
     out = assert_refused("history-move", "--home gamma", "--home takes no target, got 'gamma'")
     assert "Or --home" in out, "the valid targets follow"
@@ -124,7 +146,7 @@ def test_move_home_flag_and_refusals(repo: World):
     assert "cannot tell which conversation is yours" in out and "to Home (out of any project)" in out
 
 
-def test_index_and_help_take_no_arguments(repo: World):
+def test_index_and_help_take_no_arguments(shared_repo: World):
     assert_refused("history-index", "now", "unexpected word 'now': /history-index takes no arguments")
     assert_refused("history-index", "--force", "unknown flag --force: /history-index takes no flags")
     out = slash("history-help", "search")
@@ -132,17 +154,17 @@ def test_index_and_help_take_no_arguments(repo: World):
     assert "--max-chars N" in slash("history-help"), "the help names every flag"
 
 
-def test_long_values_are_echoed_cut(repo: World):
+def test_long_values_are_echoed_cut(shared_repo: World):
     """A 5,000-character session id was echoed whole (a 5,091-character answer)."""
     long_id = "x" * 5000
     out = slash("history-read", long_id)
     assert out.startswith("history read: session not found in state.db: xxx") and "(5,000 characters)" in out
     assert len(out) < 400, len(out)
-    answer = repo.call("project_history_read", {"session_id": long_id}, "a_db")
+    answer = shared_repo.call("project_history_read", {"session_id": long_id}, "a_db")
     assert answer["code"] == "session_not_found" and len(answer["error"]) < 300
     out = assert_refused("history-search", "x --since " + "1" * 5000 + "d", "too large")
     assert len(out) < 800
-    answer = repo.search("a_db", "x", mode="m" * 5000)
+    answer = shared_repo.search("a_db", "x", mode="m" * 5000)
     assert answer["code"] == "bad_argument" and len(answer["error"]) < 300
 
 

@@ -13,13 +13,14 @@ import json
 import sys
 
 import pytest
-from conftest import World, result_sessions
+from conftest import World, module_world, result_sessions, shared
 
 RESULT_KEYS = {"session_id", "link", "title", "message_id", "snippet", "score_source", "when"}
 
 
-@pytest.fixture
-def pq(world: World):
+def _pq(world: World) -> World:
+    """Projects P (explicit: repo pay and folder pay-docs) and Q (auto: repo quasar and its worktree), Home
+    sessions, and the asking lineage cur_p -> cur_p2 in P (see the module docstring)."""
     w = world
     pay, quasar = w.repo("pay"), w.repo("quasar")
     (pay / "src").mkdir()
@@ -61,41 +62,60 @@ def pq(world: World):
     return w
 
 
+@pytest.fixture
+def pq(world: World):
+    """:func:`_pq` of a world of its own (a test that adds to it)."""
+    return _pq(world)
+
+
+@pytest.fixture(scope="module")
+def _pq_module(tmp_path_factory):
+    with module_world(tmp_path_factory) as world:
+        yield _pq(world)
+
+
+@pytest.fixture
+def shared_pq(_pq_module, monkeypatch):
+    """:func:`_pq` shared by the tests that only read it (checked: they leave it unchanged)."""
+    with shared(_pq_module, monkeypatch) as world:
+        yield world
+
+
 P_WEBSOCKET = {"p_desk", "p_docs", "p_cli_sub", "p_cont", "p_tool"}
 
 
-def test_search_from_p_returns_only_p_sessions(pq):
-    answer = pq.search("cur_p2", "websocket", mode="keyword", limit=10)
+def test_search_from_p_returns_only_p_sessions(shared_pq):
+    answer = shared_pq.search("cur_p2", "websocket", mode="keyword", limit=10)
     assert set(result_sessions(answer)) == P_WEBSOCKET
-    assert answer["project"] == {"kind": "explicit", "id": pq.P, "name": "Payments"}
+    assert answer["project"] == {"kind": "explicit", "id": shared_pq.P, "name": "Payments"}
     assert answer["mode"] == "keyword" and answer["semantic_status"] == "consent_required"
 
 
-def test_current_lineage_is_excluded_from_either_end(pq):
+def test_current_lineage_is_excluded_from_either_end(shared_pq):
     for current in ("cur_p", "cur_p2"):
-        got = set(result_sessions(pq.search(current, "websocket", limit=10)))
+        got = set(result_sessions(shared_pq.search(current, "websocket", limit=10)))
         assert not got & {"cur_p", "cur_p2"}
         assert got == P_WEBSOCKET
 
 
-def test_search_from_q_stays_in_q_including_worktrees(pq):
-    got = set(result_sessions(pq.search("q_main", "websocket", limit=10)))
+def test_search_from_q_stays_in_q_including_worktrees(shared_pq):
+    got = set(result_sessions(shared_pq.search("q_main", "websocket", limit=10)))
     assert got == {"q_wt", "q_cli_wt"}
-    answer = pq.search("q_cli_wt", "websocket", limit=10)
+    answer = shared_pq.search("q_cli_wt", "websocket", limit=10)
     assert set(result_sessions(answer)) == {"q_main", "q_wt"}
-    assert answer["project"]["kind"] == "auto" and answer["project"]["root"] == str(pq.paths["quasar"])
+    assert answer["project"]["kind"] == "auto" and answer["project"]["root"] == str(shared_pq.paths["quasar"])
 
 
-def test_home_session_has_no_project_context(pq):
+def test_home_session_has_no_project_context(shared_pq):
     for sid in ("home_gw", "home_plain"):
-        answer = pq.search(sid, "websocket")
+        answer = shared_pq.search(sid, "websocket")
         assert answer["success"] is True and answer["results"] == []
         assert answer["sessions_in_scope"] == 0
         assert "No project context" in answer["message"]
 
 
-def test_result_shape_and_history_marking(pq):
-    answer = pq.search("cur_p", "websocket reconnect storm", limit=1)
+def test_result_shape_and_history_marking(shared_pq):
+    answer = shared_pq.search("cur_p", "websocket reconnect storm", limit=1)
     assert answer["success"] is True
     assert {"success", "mode", "project", "results", "sessions_in_scope", "semantic_status"} <= set(answer)
     [hit] = answer["results"]
@@ -108,8 +128,8 @@ def test_result_shape_and_history_marking(pq):
     assert answer["sessions_in_scope"] == 8  # 7 searchable P sessions + this conversation
 
 
-def test_one_strongest_hit_per_session_and_limit(pq):
-    answer = pq.search("cur_p", "websocket", limit=2)
+def test_one_strongest_hit_per_session_and_limit(shared_pq):
+    answer = shared_pq.search("cur_p", "websocket", limit=2)
     ids = result_sessions(answer)
     assert len(ids) == 2 and len(set(ids)) == 2
 
@@ -129,27 +149,27 @@ def test_the_hit_kept_for_a_session_is_its_strongest_message(world):
     assert ">>>backoff<<<" in answer["results"][0]["snippet"]
 
 
-def test_natural_language_question_finds_the_session(pq):
-    answer = pq.search("cur_p", "How did we handle the reconnect storm in the websocket client?", limit=1)
+def test_natural_language_question_finds_the_session(shared_pq):
+    answer = shared_pq.search("cur_p", "How did we handle the reconnect storm in the websocket client?", limit=1)
     assert result_sessions(answer) == ["p_desk"]
 
 
-def test_tool_output_matches_count(pq):
-    answer = pq.search("cur_p", "ECONNRESET zorbulated", limit=3)
+def test_tool_output_matches_count(shared_pq):
+    answer = shared_pq.search("cur_p", "ECONNRESET zorbulated", limit=3)
     assert result_sessions(answer) == ["p_tool"]
 
 
-def test_identifier_and_path_queries(pq):
-    assert result_sessions(pq.search("cur_p", "src/ws.py", limit=3)) == ["p_cli_sub"]
-    assert result_sessions(pq.search("cur_p", "test_ws.py::test_reconnect", limit=3)) == ["p_tool"]
+def test_identifier_and_path_queries(shared_pq):
+    assert result_sessions(shared_pq.search("cur_p", "src/ws.py", limit=3)) == ["p_cli_sub"]
+    assert result_sessions(shared_pq.search("cur_p", "test_ws.py::test_reconnect", limit=3)) == ["p_tool"]
 
 
 @pytest.mark.parametrize(
     "query",
     ["数据库迁移", "数据库迁移方案是什么", "迁移", "回填", "websocket 数据库迁移", "数据库迁移 backoff"],
 )
-def test_chinese_and_mixed_queries(pq, query):
-    ids = result_sessions(pq.search("cur_p", query, limit=3))
+def test_chinese_and_mixed_queries(shared_pq, query):
+    ids = result_sessions(shared_pq.search("cur_p", query, limit=3))
     assert ids and ids[0] == "p_desk"
 
 
@@ -160,23 +180,23 @@ def test_chinese_query_never_leaks_out_of_scope(pq):
     assert result_sessions(pq.search("q_wt", "迁移", limit=10)) == ["q_main"]
 
 
-def test_rewound_archived_and_delegate_text_is_never_found(pq):
+def test_rewound_archived_and_delegate_text_is_never_found(shared_pq):
     for query in ("rewound draft", "archived idea", "delegate internals"):
-        assert pq.search("cur_p", query, limit=10)["results"] == []
+        assert shared_pq.search("cur_p", query, limit=10)["results"] == []
 
 
-def test_hits_open_in_hermes_session_search_scroll_mode(pq):
+def test_hits_open_in_hermes_session_search_scroll_mode(shared_pq):
     """Our (session_id, message_id) pairs are valid anchors for the built-in scroll mode."""
     from tools.session_search_tool import session_search
 
-    for hit in pq.search("cur_p", "websocket", limit=10)["results"]:
-        view = json.loads(session_search(session_id=hit["session_id"], around_message_id=hit["message_id"], db=pq.db, current_session_id="cur_p"))
+    for hit in shared_pq.search("cur_p", "websocket", limit=10)["results"]:
+        view = json.loads(session_search(session_id=hit["session_id"], around_message_id=hit["message_id"], db=shared_pq.db, current_session_id="cur_p"))
         assert view.get("success") is not False, view
         assert hit["message_id"] in [m.get("id") for m in view["messages"]], view
 
 
-def test_no_match_says_so(pq):
-    answer = pq.search("cur_p", "xylophone", limit=3)
+def test_no_match_says_so(shared_pq):
+    answer = shared_pq.search("cur_p", "xylophone", limit=3)
     assert answer["success"] is True and answer["results"] == []
     assert "No matching" in answer["message"]
 

@@ -56,10 +56,10 @@ def test_fingerprint_changes_with_model_or_endpoint():
     assert a.fingerprint != E.LocalProvider().fingerprint
 
 
-def test_local_model_is_real_and_multilingual():
-    """The shipped USE-multilingual model: paraphrases and translations land close."""
-    provider = E.LocalProvider(threads=1)
-    v = provider.embed([
+def test_local_model_is_real_and_multilingual(local_model):
+    """The shipped USE-multilingual model: paraphrases and translations land close (the run's one load of it,
+    conftest's ``local_model``)."""
+    v = local_model.embed([
         "database connection pool exhausted",
         "ran out of DB connections in the pool",
         "数据库连接池耗尽",

@@ -7,15 +7,50 @@ import os
 import sqlite3
 
 import pytest
-from conftest import World, result_sessions
+from conftest import World, module_world, result_sessions, shared
 
 
-@pytest.fixture
-def two(world: World):
+def _two(world: World) -> World:
+    """Repo app with one past session ('old') and the asking one ('cur')."""
     repo = world.repo("app")
     world.session("old", repo, messages=[("user", "the websocket backoff plan")])
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
     return world
+
+
+@pytest.fixture
+def two(world: World):
+    """:func:`_two` of a world of its own, for a test that changes it."""
+    return _two(world)
+
+
+@pytest.fixture(scope="module")
+def _two_module(tmp_path_factory):
+    with module_world(tmp_path_factory) as world:
+        yield _two(world)
+
+
+@pytest.fixture
+def shared_two(_two_module, monkeypatch):
+    """:func:`_two` shared by the tests that only read it (checked: they leave it unchanged)."""
+    with shared(_two_module, monkeypatch) as world:
+        yield world
+
+
+@pytest.fixture(scope="module")
+def _twelve_module(tmp_path_factory):
+    with module_world(tmp_path_factory) as world:
+        _two(world)
+        for i in range(11):
+            world.session(f"s{i}", world.session_row("old")["cwd"], messages=[("user", f"websocket note {i}")])
+        yield world
+
+
+@pytest.fixture
+def shared_twelve(_twelve_module, monkeypatch):
+    """:func:`_two` and 11 more sessions saying 'websocket': 12 matching sessions (read only, checked)."""
+    with shared(_twelve_module, monkeypatch) as world:
+        yield world
 
 
 BAD_SEARCH_ARGS = [
@@ -45,8 +80,8 @@ BAD_SEARCH_ARGS = [
 
 
 @pytest.mark.parametrize("args,code,why", BAD_SEARCH_ARGS, ids=[c[2] for c in BAD_SEARCH_ARGS])
-def test_bad_search_inputs(two, args, code, why):
-    answer = two.call("project_history_search", args, "cur")
+def test_bad_search_inputs(shared_two, args, code, why):
+    answer = shared_two.call("project_history_search", args, "cur")
     if code is None:
         assert answer["success"] is True, answer
         assert isinstance(answer["results"], list)
@@ -77,38 +112,36 @@ NORMALISED_ARGS = [
 
 
 @pytest.mark.parametrize("args,count,mode", NORMALISED_ARGS, ids=[str(a) for a, _, _ in NORMALISED_ARGS])
-def test_limit_and_mode_are_normalised(two, args, count, mode):
+def test_limit_and_mode_are_normalised(shared_twelve, args, count, mode):
     """Against 12 matching sessions, so a clamp or a default that is wrong shows in the count."""
-    for i in range(11):
-        two.session(f"s{i}", two.session_row("old")["cwd"], messages=[("user", f"websocket note {i}")])
-    answer = two.call("project_history_search", {"query": "websocket", **args}, "cur")
+    answer = shared_twelve.call("project_history_search", {"query": "websocket", **args}, "cur")
     assert answer["success"] is True, answer
     assert answer["mode"] == mode
     assert len(answer["results"]) == count, answer
     assert len(set(result_sessions(answer))) == count, "one hit per session"
 
 
-def test_long_query_is_flagged(two):
-    answer = two.search("cur", "websocket " * 20_000)
+def test_long_query_is_flagged(shared_two):
+    answer = shared_two.search("cur", "websocket " * 20_000)
     assert answer["success"] is True and answer["query_truncated"] is True
     assert result_sessions(answer) == ["old"]
 
 
 @pytest.mark.parametrize("session_id", [None, "", "   "])
-def test_no_session_id(two, session_id):
+def test_no_session_id(shared_two, session_id):
     for tool, args in (("project_history_search", {"query": "websocket"}), ("project_session_move", {"project_id": ""})):
-        answer = two.call(tool, args, session_id)
+        answer = shared_two.call(tool, args, session_id)
         assert answer["success"] is False and answer["code"] == "no_session"
         assert "session id" in answer["error"]
 
 
-def test_session_not_in_state_db(two):
-    answer = two.search("missing-session", "websocket")
+def test_session_not_in_state_db(shared_two):
+    answer = shared_two.search("missing-session", "websocket")
     assert answer["success"] is False and answer["code"] == "session_not_found"
 
 
 @pytest.mark.parametrize("args", [None, [], "websocket", 42])
-def test_arguments_not_an_object(two, args):
+def test_arguments_not_an_object(shared_two, args):
     import json
 
     from project_history_recall.handlers import handle_move, handle_search
@@ -122,10 +155,10 @@ def test_arguments_not_an_object(two, args):
     "value,code",
     [(None, "bad_argument"), (["p"], "bad_argument"), ({"id": "p"}, "bad_argument"), (True, "bad_argument"), (5, "project_not_found")],
 )
-def test_move_bad_project_id(two, value, code):
-    answer = two.move("cur", value)
+def test_move_bad_project_id(shared_two, value, code):
+    answer = shared_two.move("cur", value)
     assert answer["success"] is False and answer["code"] == code, answer
-    assert two.session_row("cur")["cwd"] == two.session_row("old")["cwd"]
+    assert shared_two.session_row("cur")["cwd"] == shared_two.session_row("old")["cwd"]
 
 
 def test_no_state_db(world: World):
@@ -236,7 +269,7 @@ def test_check_fn_follows_hermes_home(world: World, monkeypatch):
     assert check_available() is False
 
 
-def test_handler_never_raises_on_internal_errors(two, monkeypatch):
+def test_handler_never_raises_on_internal_errors(shared_two, monkeypatch):
     import sys
 
     plugin_search = sys.modules["hermes_plugins.project_history_recall.search"]
@@ -245,7 +278,7 @@ def test_handler_never_raises_on_internal_errors(two, monkeypatch):
         raise RuntimeError("unexpected")
 
     monkeypatch.setattr(plugin_search, "search_history", boom)
-    answer = two.search("cur", "websocket")
+    answer = shared_two.search("cur", "websocket")
     assert answer == {"success": False, "error": "internal error in project_history_search: RuntimeError", "code": "internal_error"}
 
 
@@ -339,7 +372,7 @@ def test_import_has_no_side_effects(tmp_path):
     assert not home.exists()
 
 
-def test_answers_are_always_encodable(two):
+def test_answers_are_always_encodable(shared_two):
     """A lone surrogate echoed in an error must not make the answer unencodable."""
     import json
 

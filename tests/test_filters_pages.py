@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from conftest import World, result_sessions
+from conftest import World, module_world, result_sessions, shared
 
 
 def plugin(name: str):
@@ -26,8 +26,7 @@ def local(y: int, m: int, d: int, hh: int = 12) -> float:
     return time.mktime(dt.datetime(y, m, d, hh).timetuple())
 
 
-@pytest.fixture
-def dated(world: World):
+def _dated(world: World) -> World:
     """One repo; sessions whose 'websocket' messages carry known timestamps and roles."""
     repo = world.repo("dated")
     world.paths = {"repo": repo}
@@ -44,7 +43,27 @@ def dated(world: World):
     world.session("recent", repo, style="cli")
     world.ids["recent"] = world.db.append_message("recent", "tool", "websocket output from yesterday", timestamp=now - 86_400)
     world.session("cur", repo, style="cli", messages=[("user", "what did we do?")])
-    yield world
+    return world
+
+
+@pytest.fixture
+def dated(world: World):
+    """:func:`_dated` of a world of its own (a test that adds to it)."""
+    yield _dated(world)
+    close_indexes()
+
+
+@pytest.fixture(scope="module")
+def _dated_module(tmp_path_factory):
+    with module_world(tmp_path_factory) as world:
+        yield _dated(world)
+
+
+@pytest.fixture
+def shared_dated(_dated_module, monkeypatch):
+    """:func:`_dated` shared by the tests that only read it (checked: they leave it unchanged)."""
+    with shared(_dated_module, monkeypatch) as world:
+        yield world
     close_indexes()
 
 
@@ -53,8 +72,8 @@ def found(answer) -> set[str]:
     return set(result_sessions(answer))
 
 
-def test_no_filter_finds_everything(dated):
-    assert found(dated.search("cur", "websocket", mode="keyword", limit=10)) == {"jan", "feb", "feb_end", "mar", "recent"}
+def test_no_filter_finds_everything(shared_dated):
+    assert found(shared_dated.search("cur", "websocket", mode="keyword", limit=10)) == {"jan", "feb", "feb_end", "mar", "recent"}
 
 
 @pytest.mark.parametrize(
@@ -72,18 +91,18 @@ def test_no_filter_finds_everything(dated):
         ({"role": "user", "since": "2026-02-01"}, {"feb_end"}),
     ],
 )
-def test_filters_narrow_the_messages_searched(dated, args, expected):
-    answer = dated.search("cur", "websocket", mode="keyword", limit=10, **args)
+def test_filters_narrow_the_messages_searched(shared_dated, args, expected):
+    answer = shared_dated.search("cur", "websocket", mode="keyword", limit=10, **args)
     assert found(answer) == expected
     assert set(answer["filters"]) == set(args)
 
 
-def test_a_date_time_with_an_offset_is_exact(dated):
+def test_a_date_time_with_an_offset_is_exact(shared_dated):
     feb = dt.datetime.fromtimestamp(local(2026, 2, 10)).astimezone()
     just_after = (feb + dt.timedelta(seconds=1)).isoformat()
     just_before = (feb - dt.timedelta(seconds=1)).astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
-    assert "feb" not in found(dated.search("cur", "websocket", mode="keyword", limit=10, since=just_after))
-    assert "feb" in found(dated.search("cur", "websocket", mode="keyword", limit=10, since=just_before))
+    assert "feb" not in found(shared_dated.search("cur", "websocket", mode="keyword", limit=10, since=just_after))
+    assert "feb" in found(shared_dated.search("cur", "websocket", mode="keyword", limit=10, since=just_before))
 
 
 def test_filtered_results_return_a_message_that_passes_the_filter(dated):
@@ -105,14 +124,14 @@ def test_filtered_results_return_a_message_that_passes_the_filter(dated):
         ({"since": "7x"}, "as a date"),
     ],
 )
-def test_bad_filters_are_clear_answers(dated, args, fragment):
-    answer = dated.search("cur", "websocket", **args)
+def test_bad_filters_are_clear_answers(shared_dated, args, fragment):
+    answer = shared_dated.search("cur", "websocket", **args)
     assert answer["success"] is False and answer["code"] == "bad_argument"
     assert fragment in answer["error"]
 
 
-def test_empty_filter_strings_mean_no_filter(dated):
-    answer = dated.search("cur", "websocket", mode="keyword", limit=10, since="", until="", role="")
+def test_empty_filter_strings_mean_no_filter(shared_dated):
+    answer = shared_dated.search("cur", "websocket", mode="keyword", limit=10, since="", until="", role="")
     assert len(answer["results"]) == 5 and "filters" not in answer
 
 
@@ -141,8 +160,21 @@ def test_cron_sessions_rank_after_interactive_ones(world: World):
 # ---------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def _many_module(tmp_path_factory):
+    with module_world(tmp_path_factory) as world:
+        yield _many(world)
+
+
 @pytest.fixture
-def many(world: World):
+def many(_many_module, monkeypatch):
+    """:func:`_many`, shared by the tests of it: they only read it (checked)."""
+    with shared(_many_module, monkeypatch) as world:
+        yield world
+
+
+def _many(world: World) -> World:
+    """27 sessions of repo many that say 'reconnect loop', two asking ones, and one of another project."""
     repo, other = world.repo("many"), world.repo("other")
     for i in range(27):
         world.session(f"s{i:02d}", repo, style="cli", messages=[("user", f"reconnect loop attempt {i} " + "retry " * (i % 5))])
@@ -249,8 +281,8 @@ def test_semantic_hits_pass_the_same_filters(world: World, fake):
 
 
 @pytest.mark.parametrize("since, until", [("0001-01-01", "0001-01-05"), ("99999w", None), ("9999-12-30", None)])
-def test_extreme_dates_are_answers_not_errors(dated, since, until):
-    answer = dated.search("cur", "websocket", mode="keyword", since=since, **({"until": until} if until else {}))
+def test_extreme_dates_are_answers_not_errors(shared_dated, since, until):
+    answer = shared_dated.search("cur", "websocket", mode="keyword", since=since, **({"until": until} if until else {}))
     assert answer["success"] is True and "since" in answer["filters"]
 
 

@@ -396,7 +396,7 @@ def call(world: World, tool: str, args: Any, session_id: Any, via: str) -> dict[
     return check_answer(raw)
 
 
-@fuzz(1500)
+@fuzz(500)
 @given(args=SEARCH_ARGS, session_id=SESSION_IDS, via=VIA, grant=st.integers(0, 40))
 def test_fuzz_search(arena: World, args, session_id, via, grant):
     """project_history_search answers JSON for any argument, before and after consent."""
@@ -410,7 +410,7 @@ def test_fuzz_search(arena: World, args, session_id, via, grant):
         assert answer["semantic_status"] in ("disabled", "consent_required", "indexing", "partial", "ready", "unavailable")
 
 
-@fuzz(600)
+@fuzz(300)
 @given(args=MOVE_ARGS, session_id=SESSION_IDS.map(lambda s: "mover" if s == "cur" else s), via=VIA)
 def test_fuzz_move(arena: World, args, session_id, via):
     """project_session_move answers JSON for any argument; a real move keeps the world consistent."""
@@ -420,7 +420,7 @@ def test_fuzz_move(arena: World, args, session_id, via):
         assert arena.session_row("mover")["cwd"] == answer["cwd"]
 
 
-@fuzz(600)
+@fuzz(300)
 @given(args=CONSENT_ARGS, session_id=SESSION_IDS, via=VIA)
 def test_fuzz_consent(arena: World, args, session_id, via):
     """project_history_semantic_consent answers JSON for any argument; consent.json stays readable."""

