@@ -91,6 +91,8 @@ def child(spec: dict) -> dict:
         answer = json.loads(raw)
         if answer.get("success") is False or (kind != "builtin" and "results" not in answer):
             raise SystemExit(f"{kind} {query!r}: {raw[:500]}")
+        if kind == "hybrid" and answer.get("semantic_status") != "ready":  # no vector leg: not what is measured
+            raise SystemExit(f"hybrid {query!r}: semantic_status {answer.get('semantic_status')!r}")
         return elapsed, str(answer.get("semantic_status", ""))
 
     out: dict = {"load_ms": round(loaded * 1000, 1), "ms": [], "status": []}
@@ -158,10 +160,8 @@ def write_profile(home: Path, db_path: Path, embedding: dict) -> None:
     home.mkdir(parents=True, exist_ok=True)
     if not (home / "state.db").exists():
         (home / "state.db").symlink_to(db_path)
-    dest = home / "plugins" / PLUGIN
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
+    dest = home / "plugins" / PLUGIN  # its data/ folder (consent, embeddings.db) stays: files are copied over
+    dest.mkdir(parents=True, exist_ok=True)
     for path in [_common.ROOT / "plugin.yaml", *sorted(_common.ROOT.glob("*.py"))]:
         shutil.copy2(path, dest / path.name)
     config = dict(DEFAULT_CONFIG)
@@ -211,7 +211,7 @@ def ensure_profile(work: Path, db_path: Path, provider: str, base_url: str, mill
     home = work / f"{provider}-{'1m' if million else '400k'}" / "home"
     ready = home.parent / "ready.json"
     write_profile(home, db_path, embedding)  # the plugin's files again each run: this checkout's code
-    if ready.exists():
+    if ready.exists() and (home / "plugins" / PLUGIN / "data" / "embeddings.db").exists():
         return json.loads(ready.read_text()) | {"home": str(home)}
     os.environ["HERMES_HOME"] = str(home)
     phr = _common.load_plugin()
