@@ -173,7 +173,7 @@ def build_index(phr, home: Path, db_path: Path, stages) -> dict:
     """Consent for every project, synthetic chunks for the stages' projects, the shared vector files, marks."""
     import semantic_cost
 
-    from project_history_recall import settings
+    from project_history_recall import settings, vector_file
 
     entry = _common.semantic_entry(phr)
     meta = json.loads(Path(str(db_path) + ".meta.json").read_text())
@@ -187,17 +187,18 @@ def build_index(phr, home: Path, db_path: Path, stages) -> dict:
     listing = phr.store.load_projects(home)
     attributor = phr.workspace.attributor_for(home, listing.projects)
     top = phr.store.max_message_id(conn)
-    chunks, timed = 0, None
+    timed = None
     for name, target, is_timed in stages:
         current = projects[name]["current_session_id"]
         scope = phr.workspace.compute_scope(conn, attributor, current, db_key=str(db_path.resolve()))
         sessions = [*scope.session_ids, current]
-        chunks += semantic_cost.synthesize_chunks(phr, home, conn, sessions, target, provider)
+        semantic_cost.synthesize_chunks(phr, home, conn, sessions, target, provider)
         vectors.mark_complete(sessions, top, vectors.complete_marks(set(), top))
         if is_timed:
             timed = name
     vectors.sync()  # what the index command ends with: the shared vector files and their basis
     conn.close()
+    chunks = vector_file.VectorFile(phr.paths.plugin_data_dir(home) / "embeddings.db", provider.fingerprint).head().rows
     return {"chunks": chunks, "project": timed, "current": projects[timed]["current_session_id"],
             "fingerprint": provider.fingerprint, "dims": provider.dims}
 
