@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 #: What an allow covers, recorded as its ``scope``: the history there is, and new messages as they come.
 CONSENT_SCOPE = "history+incremental"
-#: What to do about a consent.json that gives no answer (said with its problem).
-CONSENT_FIX = "ask the user again; if they agree, call project_history_semantic_consent, which rewrites the file"
 #: The fields that, when present, must be strings.
 _CONSENT_TEXT_FIELDS = ("profile", "provider", "endpoint", "endpoint_sha256", "model", "confirmed_at", "scope")
 

@@ -72,8 +72,3 @@ def quotes(text: str, snippets: Iterable[str], size: int = QUOTE_TOKENS) -> bool
     if not mine:
         return False
     return any(mine & _shingles(unicode61.tokens(snippet), size) for snippet in snippets)
-
-
-def is_echo(text: str, snippets: Iterable[str] = ()) -> bool:
-    """Whether an assistant's ``text`` echoes an earlier recall: :func:`shows_recall`, or :func:`quotes` ``snippets``."""
-    return shows_recall(text) or quotes(text, snippets)

@@ -46,7 +46,6 @@ class Layout:
     schema_version: int = 0  # Hermes' schema_version (0 when there is none)
     display: bool = False  # messages has display_kind and display_metadata
     hidden_sessions: bool = False  # sessions has hidden
-    fts_columns: int = 1  # columns of messages_fts: 1 inline (0.19), 3 external content (0.21)
     tool_prefix: int = 0  # characters of a tool row the words index holds (0: all of it)
     trigram_tools: bool = True  # whether the trigram index holds tool rows (and cron, delegate sessions)
     rebuild: tuple[int, int] | None = None  # (progress, high water) of a chunked rebuild: ids in between not indexed
@@ -57,11 +56,6 @@ class Layout:
         a = f"{alias}." if alias else ""
         live = _LIVE.format(a=a)
         return f"{live} AND {_SHOWN.format(a=a)}" if self.display else live
-
-    @property
-    def repair_command(self) -> str:
-        """The command that rebuilds Hermes' full-text index the supported way on this line of Hermes."""
-        return "hermes sessions optimize-storage" if self.schema_version >= 23 else "hermes sessions repair"
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -96,13 +90,8 @@ def read(conn: sqlite3.Connection) -> Layout:
         schema_version=version,
         display={"display_kind", "display_metadata"} <= messages,
         hidden_sessions="hidden" in _columns(conn, "sessions"),
-        fts_columns=3 if external else 1,
         tool_prefix=int(prefix.group(1)) if prefix else 0,
         trigram_tools="messages_fts_trigram_src" not in schema.get("messages_fts_trigram", ""),
         rebuild=rebuild,
         stale="fts_stale" in meta,
     )
-
-
-#: The layout of a file with no table of Hermes' at all (what a reader assumes before asking).
-PLAIN = Layout()

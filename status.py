@@ -306,7 +306,7 @@ def _vector_file_problem(path: Path, fingerprint: str) -> index_file.IndexBlocke
     """What stops searches from writing the model's shared vector files beside ``path`` until the user acts, else ``None``."""
     from . import index_file, vector_file
 
-    return index_file.first_blocker(vector_file.VectorFile(path, fingerprint).files())
+    return index_file.first_blocker(vector_file.VectorFileReader(path, fingerprint).files())
 
 
 # ---------------------------------------------------------------------------

@@ -338,7 +338,7 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
 
 
 def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
-    """Which of ``ids`` are assistant replies echoing an earlier recall (:func:`echo.is_echo`).
+    """Which of ``ids`` are assistant replies echoing an earlier recall (:func:`echo.shows_recall` or :func:`echo.quotes`).
 
     A reply showing a recall's marks is an echo wherever it is; otherwise it
     is one when it quotes a snippet of a recall tool's answer earlier in its

@@ -99,12 +99,9 @@ class View:
 EMPTY = View(Head(), np.zeros((0, 1), np.float32), np.zeros((0, 3), np.int64), ())
 
 
-class VectorFile:
-    """The vector files of one model beside one embeddings.db (see the module docstring).
-
-    Methods raise ``OSError`` when the folder refuses the files (the caller
-    decides what that means for a search).
-    """
+class VectorFileReader:
+    """What every process does with the vector files of one model beside one embeddings.db: read the committed
+    head and map the rows it commits (see the module docstring). Nothing here writes or takes the lock."""
 
     def __init__(self, db_path: Path, fingerprint: str) -> None:
         digest = hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()[:16]
@@ -116,9 +113,7 @@ class VectorFile:
         self._names: list[str] = []
         self._names_read = 0  # bytes of .sessions parsed into _names
         self._names_epoch = ""  # the epoch _names belong to
-        self._sound: tuple[Head, tuple[str, ...]] | None = None  # a head this process found sound, and its names
 
-    # -- reading -----------------------------------------------------------------
     def head(self) -> Head:
         """What is committed (an empty head when there is none or it does not read as one: a negative or absurd
         size, a value of the wrong type, nesting too deep to parse). A file of ours is never trusted: an empty
@@ -210,7 +205,19 @@ class VectorFile:
         extra = ((self._basis_path(token, "low"), True), (self._basis_path(token, "basis"), False)) if token else ()
         return tuple((path, kind != "head") for kind, path in self._paths.items()) + extra
 
-    # -- writing -----------------------------------------------------------------
+
+class VectorFile(VectorFileReader):
+    """The writer of the vector files: every change under the lock (``flock`` across processes, a thread lock
+    within one), committed by replacing ``.head`` once the rows are on disk.
+
+    Methods raise ``OSError`` when the folder refuses the files (the caller
+    decides what that means for a search).
+    """
+
+    def __init__(self, db_path: Path, fingerprint: str) -> None:
+        super().__init__(db_path, fingerprint)
+        self._sound: tuple[Head, tuple[str, ...]] | None = None  # a head this process found sound, and its names
+
     @contextmanager
     def _locked(self) -> Any:
         self.prefix.parent.mkdir(parents=True, exist_ok=True)
