@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import re
 import statistics
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,6 +26,33 @@ def load_plugin() -> Any:
     sys.modules["project_history_recall"] = module
     spec.loader.exec_module(module)
     return module
+
+
+def semantic_entry(phr: Any) -> SimpleNamespace:
+    """The semantic side's entry points of the loaded checkout: ``record_consent``, ``open_vectors``, ``warm_up``,
+    ``index_projects``. Since 236ab0d they live in gate, warm_up and indexing; before, in one ``semantic`` module
+    (a bench run with ``--code`` on an older checkout, for a before/after, reaches them there)."""
+    try:
+        gate = importlib.import_module(f"{phr.__name__}.gate")
+    except ModuleNotFoundError:
+        old = importlib.import_module(f"{phr.__name__}.semantic")
+        return SimpleNamespace(record_consent=old.record_consent, open_vectors=old.open_vectors,
+                               warm_up=old.warm_up, index_projects=old.index_projects)
+    warm_up = importlib.import_module(f"{phr.__name__}.warm_up")
+    indexing = importlib.import_module(f"{phr.__name__}.indexing")
+    return SimpleNamespace(record_consent=gate.record_consent, open_vectors=gate.open_vectors,
+                           warm_up=warm_up.warm_up, index_projects=indexing.index_projects)
+
+
+def smaps_rollup() -> dict[str, int]:
+    """This process's ``/proc/self/smaps_rollup`` in kB (``Rss``, ``Pss``, ``Private_Dirty``, ``Anonymous``...)."""
+    out = {}
+    with open("/proc/self/smaps_rollup", encoding="ascii") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3 and parts[-1] == "kB":
+                out[parts[0].rstrip(":")] = int(parts[1])
+    return out
 
 
 def percentile(values: list[float], pct: float) -> float:

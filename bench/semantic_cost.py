@@ -9,13 +9,14 @@ of new messages, hybrid query latency at 100k and 300k indexed chunks, memory.
 3. hybrid latency: on the large bench state.db (``keyword_latency.py`` builds
    it), chunks are written straight into embeddings.db for every indexable
    message of a ~100k-chunk and a ~300k-chunk project (random unit vectors
-   under the local model's fingerprint: the vector leg's cost does not depend
-   on their values), then hybrid searches from those projects are timed;
+   under the local model's fingerprint, each with its message's content hash:
+   the vector leg's cost does not depend on their values), then hybrid
+   searches from those projects are timed;
    The first query is timed in five new processes without any "complete up to" mark (the marks each
-   one wrote are taken away before the next): two also without the record of messages never indexed
-   (``fresh_process_first_query_without_marks_or_record_ms``: as the first search after an upgrade),
-   then three with the record they wrote (``fresh_process_first_query_without_marks_ms``: as the first
-   search after a repair), beside Hermes'
+   one wrote are taken away before the next; the first two apart,
+   ``fresh_process_first_query_without_marks_first_two_ms``: the first meets state.db's pages as the
+   writing left them, then ``fresh_process_first_query_without_marks_ms``: as the first search after
+   a repair), beside Hermes'
    built-in ``session_search`` in two new processes (``fresh_process_builtin_session_search_ms``), then,
    marked as the index command leaves them, in three new processes (``fresh_process_first_query_ms``), then in
    this one twice: cold (indexes reset, modules and caches kept), and after the
@@ -30,6 +31,8 @@ of new messages, hybrid query latency at 100k and 300k indexed chunks, memory.
    grows the index to 1M chunks (seven projects) and times again from the
    largest;
 4. memory: peak RSS of this process.
+
+``--code DIR`` runs another checkout of the plugin (an older commit, for a before/after) with this bench.
 
 Run: .venv/bin/python bench/semantic_cost.py [--db /tmp/phr-bench/home/state.db] [--reps 20] [--million] [--latency-only]
 """
@@ -50,7 +53,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _common import load_plugin, summary_ms  # noqa: E402
+import _common  # noqa: E402
+from _common import load_plugin, semantic_entry, summary_ms  # noqa: E402
 
 WORDS = ("websocket reconnect backoff jitter migration column backfill cache eviction token refresh "
          "pipeline wheel build deploy rollback schema index query latency timeout retry queue worker "
@@ -112,8 +116,8 @@ def pickup(phr) -> dict:
         db.create_session("cur", "cli", cwd=str(repo))
         db.append_message("cur", "user", "hi")
         write_local_config(home)
-        phr.gate.record_consent(home=home, session_id="cur", decision="allow")
-        phr.indexing.index_projects(home=home)
+        semantic_entry(phr).record_consent(home=home, session_id="cur", decision="allow")
+        semantic_entry(phr).index_projects(home=home)
         for _ in range(100):
             db.append_message("s3", rng.choice(["user", "assistant"]), message(rng))
         db.close()
@@ -124,27 +128,37 @@ def pickup(phr) -> dict:
         return {"new_messages": 100, "seconds": round(elapsed, 2), "status_after": answer["semantic_status"]}
 
 
-def synthesize_chunks(phr, home: Path, conn: sqlite3.Connection, sessions: list[str], target: int) -> int:
-    """Write chunks for every indexable message of ``sessions`` (some get 2 chunks) until ``target``."""
+def synthesize_chunks(phr, home: Path, conn: sqlite3.Connection, sessions: list[str], target: int,
+                      provider=None) -> int:
+    """Write chunks for every indexable message of ``sessions`` (some get 2 chunks) until ``target``, as
+    indexing stores them but with random unit vectors: under ``provider``'s fingerprint (the local model's by
+    default), each with its message's content hash (what a search checks every hit against: a made-up hash
+    would have every hit dropped and embedded again); a message without text gets none, as in indexing."""
     import numpy as np
 
     from project_history_recall import embeddings, vector_index
 
-    fingerprint = embeddings.LocalProvider().fingerprint
-    index = vector_index.VectorIndex(phr.paths.plugin_data_dir(home) / "embeddings.db", embeddings.LocalProvider())
-    ids = conn.execute(
+    provider = provider or embeddings.LocalProvider()
+    dims = provider.dims or 512
+    index = vector_index.VectorIndex(phr.paths.plugin_data_dir(home) / "embeddings.db", provider)
+    listed = conn.execute(
         "SELECT m.id, m.session_id FROM messages m WHERE m.session_id IN (SELECT value FROM json_each(?)) "
         "AND (m.active = 1 OR m.compacted = 1) AND m.role IN ('user', 'assistant')",
         (json.dumps(sessions),),
     ).fetchall()
+    hashes: dict[int, str] = {}
+    for start in range(0, len(listed), 5000):
+        texts = phr.store.message_texts(conn, [mid for mid, _ in listed[start:start + 5000]])
+        hashes.update((mid, embeddings.content_hash(text)) for mid, (_, text) in texts.items() if text.strip())
+    ids = [(mid, sid) for mid, sid in listed if mid in hashes]
     extra = max(0, target - len(ids))
     rng = np.random.default_rng(5)
     rows = []
     for n, (mid, sid) in enumerate(ids):
         for chunk in range(2 if n < extra else 1):
-            vec = rng.standard_normal(512).astype(np.float32)
+            vec = rng.standard_normal(dims).astype(np.float32)
             vec /= np.linalg.norm(vec)
-            rows.append((sid, mid, chunk, "synthetic", fingerprint, vec.astype("<f4").tobytes(), time.time()))
+            rows.append((sid, mid, chunk, hashes[mid], provider.fingerprint, vec.astype("<f4").tobytes(), time.time()))
     with index._conn:
         index._conn.executemany(
             "INSERT OR IGNORE INTO chunks (session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at)"
@@ -173,7 +187,7 @@ def keyword_mode_costs(phr, home: Path, current: str, queries: list[str], reps: 
     phr.vector_index.reset_indexes()
     out["new_process"] = summary_ms(timed(reps))
     phr.vector_index.reset_indexes()
-    warming = phr.warm_up.warm_up(home)
+    warming = semantic_entry(phr).warm_up(home)
     during = timed(1)[0]
     out["during_warm_up_ms"] = round(during * 1000, 1)
     out["warm_up_still_loading_then"] = warming is not None and warming.is_alive()
@@ -196,6 +210,7 @@ from contextlib import closing
 from pathlib import Path
 sys.path.insert(0, {bench!r})
 import _common
+_common.ROOT = Path({code!r})
 phr = _common.load_plugin()
 started = time.perf_counter()
 answer = phr.search.search_history(home=Path({home!r}), session_id={current!r}, query={query!r}, mode="hybrid")
@@ -287,7 +302,7 @@ def fresh_process_builtin(home: Path, current: str, query: str) -> float:
 def fresh_process_query(home: Path, current: str, query: str) -> float:
     """ms of the first hybrid query of a new Python process (plugin imported, nothing else done), as a new
     Hermes window's first search: the model's load, the project census, the index's bookkeeping, both legs."""
-    script = FRESH.format(bench=str(HERE), home=str(home), current=current, query=query)
+    script = FRESH.format(bench=str(HERE), code=str(_common.ROOT), home=str(home), current=current, query=query)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                          env={**os.environ, "HERMES_HOME": str(home)})
     return float(out.stdout.strip().splitlines()[-1])
@@ -304,7 +319,7 @@ def hybrid_latency(phr, db_path: Path, reps: int, stages=STAGES) -> list[dict]:
     (home / "state.db").symlink_to(db_path)
     write_local_config(home)
     os.environ["HERMES_HOME"] = str(home)
-    phr.gate.record_consent(home=home, session_id="", decision="allow", projects="all")
+    semantic_entry(phr).record_consent(home=home, session_id="", decision="allow", projects="all")
     out = []
     conn = phr.store.open_state_db(home)
     listing = phr.store.load_projects(home)
@@ -317,7 +332,7 @@ def hybrid_latency(phr, db_path: Path, reps: int, stages=STAGES) -> list[dict]:
             continue
         # What the index command does at its end: copy into the shared vector files, learn their basis.
         started = time.perf_counter()
-        vectors = phr.gate.open_vectors(home, settings.load_settings(home))
+        vectors = semantic_entry(phr).open_vectors(home, settings.load_settings(home))
         vectors.sync()
         synced = time.perf_counter() - started
         # The local model's ready-parsed copy is written by a profile's first load, once: not timed here.
@@ -346,7 +361,7 @@ def hybrid_latency(phr, db_path: Path, reps: int, stages=STAGES) -> list[dict]:
         # semantic side's first-query cost after a warm-up.
         phr.vector_index.reset_indexes()
         started = time.perf_counter()
-        warming = phr.warm_up.warm_up(home)
+        warming = semantic_entry(phr).warm_up(home)
         assert warming is not None, "no warm-up: consent and config are written above"
         warming.join()
         warm_up = time.perf_counter() - started
@@ -384,7 +399,10 @@ def main() -> int:
     ap.add_argument("--skip-latency", action="store_true")
     ap.add_argument("--million", action="store_true", help="then grow the index to 1M chunks and time again")
     ap.add_argument("--latency-only", action="store_true", help="skip throughput and pick-up")
+    ap.add_argument("--code", type=Path, default=_common.ROOT,
+                    help="the plugin checkout to run (default: this one; an older one for a before/after)")
     args = ap.parse_args()
+    _common.ROOT = args.code.resolve()
     phr = load_plugin()
     report: dict = {}
     if not args.latency_only:
