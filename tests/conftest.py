@@ -18,7 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -283,6 +283,32 @@ def module_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             yield world
         finally:
             world.close()
+
+
+def shared_world(build: Callable[[World], Any], name: str, *, cwd: str | None = None,
+                 after: Callable[[], None] | None = None) -> tuple[Any, Any]:
+    """The two fixtures of a world the tests of a module only read: ``_<name>_module`` builds it once with
+    ``build`` (:func:`module_world`), and ``name`` hands it to each test (:func:`shared`), the process in
+    ``world.paths[cwd]`` when ``cwd`` is given, then runs ``after``. A test module binds both:
+    ``_proj_module, shared_proj = shared_world(_proj, "shared_proj", cwd="alpha")``."""
+    module_name = f"_{name}_module"
+
+    @pytest.fixture(scope="module", name=module_name)
+    def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+        with module_world(tmp_path_factory) as world:
+            build(world)
+            yield world
+
+    @pytest.fixture(name=name)
+    def handed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+        with shared(request.getfixturevalue(module_name), monkeypatch) as world:
+            if cwd is not None:
+                monkeypatch.chdir(world.paths[cwd])
+            yield world
+        if after is not None:
+            after()
+
+    return built, handed
 
 
 def footprint(world: World) -> dict[str, tuple[int, int]]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PLUGIN_NAME, World, module_world, shared
+from conftest import PLUGIN_NAME, World, shared_world
 from fake_chat import FakeChat
 
 READ = "project_history_read"
@@ -82,18 +82,8 @@ def proj(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
     return world
 
 
-@pytest.fixture(scope="module")
-def _proj_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with module_world(tmp_path_factory) as world:
-        yield _proj(world)
-
-
-@pytest.fixture
-def shared_proj(_proj_module: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
-    """:func:`_proj` shared by the tests that only read it (checked: they leave it unchanged), the process in alpha."""
-    with shared(_proj_module, monkeypatch) as world:
-        monkeypatch.chdir(world.paths["alpha"])
-        yield world
+# :func:`_proj` shared by the tests that only read it (checked: they leave it unchanged), the process in alpha.
+_proj_module, shared_proj = shared_world(_proj, "shared_proj", cwd="alpha")
 
 
 def read(world: World, args: Any, sid: str = "cur") -> dict[str, Any]:
@@ -316,17 +306,8 @@ def recent(world: World) -> World:
     return _recent(world)
 
 
-@pytest.fixture(scope="module")
-def _recent_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with module_world(tmp_path_factory) as world:
-        yield _recent(world)
-
-
-@pytest.fixture
-def shared_recent(_recent_module: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
-    """:func:`_recent` shared by the tests that only read it (checked: they leave it unchanged)."""
-    with shared(_recent_module, monkeypatch) as world:
-        yield world
+# :func:`_recent` shared by the tests that only read it (checked: they leave it unchanged).
+_recent_module, shared_recent = shared_world(_recent, "shared_recent")
 
 
 def fmt(ts: float) -> str:
@@ -382,19 +363,6 @@ def test_recent_bad_arguments(shared_recent: World, args: dict[str, Any], code: 
     assert answer["success"] is False and answer["code"] == code, answer
 
 
-@pytest.fixture(scope="module")
-def _many_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with module_world(tmp_path_factory) as world:
-        yield _many(world)
-
-
-@pytest.fixture
-def many(_many_module: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
-    """:func:`_many`, shared by the tests of it: they only read it (checked)."""
-    with shared(_many_module, monkeypatch) as world:
-        yield world
-
-
 def _many(world: World) -> World:
     """56 past sessions in alpha, each active at its own minute, and the asker."""
     alpha = world.repo("alpha")
@@ -405,6 +373,10 @@ def _many(world: World) -> World:
     world.session("cur", alpha, style="cli", messages=[("user", "what is new?")])
     world.newest = [f"s{i:02d}" for i in reversed(range(56))]
     return world
+
+
+# :func:`_many`, shared by the tests of it: they only read it (checked).
+_many_module, many = shared_world(_many, "many")
 
 
 def pages(world: World, args: dict[str, Any]) -> list[list[str]]:

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, World, module_world, shared
+from conftest import ROOT, World, shared_world
 
 from project_history_recall import command_line as cli
 
@@ -57,19 +57,8 @@ def two(world: World, monkeypatch: pytest.MonkeyPatch):
     _forget_state()
 
 
-@pytest.fixture(scope="module")
-def _two_module(tmp_path_factory: pytest.TempPathFactory):
-    with module_world(tmp_path_factory) as world:
-        yield _two(world)
-
-
-@pytest.fixture
-def shared_two(_two_module: World, monkeypatch: pytest.MonkeyPatch):
-    """:func:`_two` shared by the tests that only read it (checked: they leave it unchanged); Hermes runs in alpha."""
-    with shared(_two_module, monkeypatch) as world:
-        monkeypatch.chdir(world.paths["alpha"])
-        yield world
-    _forget_state()
+# :func:`_two` shared by the tests that only read it (checked: they leave it unchanged); Hermes runs in alpha.
+_two_module, shared_two = shared_world(_two, "shared_two", cwd="alpha", after=_forget_state)
 
 
 def slash(name: str, args: str = "") -> str:

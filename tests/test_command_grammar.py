@@ -13,11 +13,10 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, World, module_world, shared
+from conftest import ROOT, World, shared_world
 from test_cli_commands import slash
 
 WS = "Decision: websocket reconnects use exponential backoff with full jitter"
@@ -42,18 +41,8 @@ def repo(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
     return world
 
 
-@pytest.fixture(scope="module")
-def _repo_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with module_world(tmp_path_factory) as world:
-        yield _repo(world)
-
-
-@pytest.fixture
-def shared_repo(_repo_module: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
-    """:func:`_repo` shared by the tests that only read it (checked: they leave it unchanged); Hermes runs in alpha."""
-    with shared(_repo_module, monkeypatch) as world:
-        monkeypatch.chdir(world.paths["alpha"])
-        yield world
+# :func:`_repo` shared by the tests that only read it (checked: they leave it unchanged); Hermes runs in alpha.
+_repo_module, shared_repo = shared_world(_repo, "shared_repo", cwd="alpha")
 
 
 def assert_refused(name: str, text: str, named: str) -> str:

@@ -13,7 +13,7 @@ import json
 import sys
 
 import pytest
-from conftest import World, module_world, result_sessions, shared
+from conftest import World, result_sessions, shared_world
 
 RESULT_KEYS = {"session_id", "link", "title", "message_id", "snippet", "score_source", "when"}
 
@@ -68,17 +68,8 @@ def pq(world: World):
     return _pq(world)
 
 
-@pytest.fixture(scope="module")
-def _pq_module(tmp_path_factory):
-    with module_world(tmp_path_factory) as world:
-        yield _pq(world)
-
-
-@pytest.fixture
-def shared_pq(_pq_module, monkeypatch):
-    """:func:`_pq` shared by the tests that only read it (checked: they leave it unchanged)."""
-    with shared(_pq_module, monkeypatch) as world:
-        yield world
+# :func:`_pq` shared by the tests that only read it (checked: they leave it unchanged).
+_pq_module, shared_pq = shared_world(_pq, "shared_pq")
 
 
 P_WEBSOCKET = {"p_desk", "p_docs", "p_cli_sub", "p_cont", "p_tool"}

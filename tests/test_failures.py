@@ -7,7 +7,7 @@ import os
 import sqlite3
 
 import pytest
-from conftest import World, module_world, result_sessions, shared
+from conftest import World, result_sessions, shared_world
 
 
 def _two(world: World) -> World:
@@ -24,33 +24,16 @@ def two(world: World):
     return _two(world)
 
 
-@pytest.fixture(scope="module")
-def _two_module(tmp_path_factory):
-    with module_world(tmp_path_factory) as world:
-        yield _two(world)
+def _twelve(world: World) -> None:
+    """:func:`_two` and 11 more sessions saying 'websocket': 12 matching sessions."""
+    _two(world)
+    for i in range(11):
+        world.session(f"s{i}", world.session_row("old")["cwd"], messages=[("user", f"websocket note {i}")])
 
 
-@pytest.fixture
-def shared_two(_two_module, monkeypatch):
-    """:func:`_two` shared by the tests that only read it (checked: they leave it unchanged)."""
-    with shared(_two_module, monkeypatch) as world:
-        yield world
-
-
-@pytest.fixture(scope="module")
-def _twelve_module(tmp_path_factory):
-    with module_world(tmp_path_factory) as world:
-        _two(world)
-        for i in range(11):
-            world.session(f"s{i}", world.session_row("old")["cwd"], messages=[("user", f"websocket note {i}")])
-        yield world
-
-
-@pytest.fixture
-def shared_twelve(_twelve_module, monkeypatch):
-    """:func:`_two` and 11 more sessions saying 'websocket': 12 matching sessions (read only, checked)."""
-    with shared(_twelve_module, monkeypatch) as world:
-        yield world
+# Shared by the tests that only read them (checked: they leave them unchanged).
+_two_module, shared_two = shared_world(_two, "shared_two")
+_twelve_module, shared_twelve = shared_world(_twelve, "shared_twelve")
 
 
 BAD_SEARCH_ARGS = [

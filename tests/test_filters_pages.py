@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from conftest import World, module_world, result_sessions, shared
+from conftest import World, result_sessions, shared_world
 
 
 def plugin(name: str):
@@ -53,18 +53,8 @@ def dated(world: World):
     close_indexes()
 
 
-@pytest.fixture(scope="module")
-def _dated_module(tmp_path_factory):
-    with module_world(tmp_path_factory) as world:
-        yield _dated(world)
-
-
-@pytest.fixture
-def shared_dated(_dated_module, monkeypatch):
-    """:func:`_dated` shared by the tests that only read it (checked: they leave it unchanged)."""
-    with shared(_dated_module, monkeypatch) as world:
-        yield world
-    close_indexes()
+# :func:`_dated` shared by the tests that only read it (checked: they leave it unchanged).
+_dated_module, shared_dated = shared_world(_dated, "shared_dated", after=close_indexes)
 
 
 def found(answer) -> set[str]:
@@ -160,19 +150,6 @@ def test_cron_sessions_rank_after_interactive_ones(world: World):
 # ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def _many_module(tmp_path_factory):
-    with module_world(tmp_path_factory) as world:
-        yield _many(world)
-
-
-@pytest.fixture
-def many(_many_module, monkeypatch):
-    """:func:`_many`, shared by the tests of it: they only read it (checked)."""
-    with shared(_many_module, monkeypatch) as world:
-        yield world
-
-
 def _many(world: World) -> World:
     """27 sessions of repo many that say 'reconnect loop', two asking ones, and one of another project."""
     repo, other = world.repo("many"), world.repo("other")
@@ -182,6 +159,10 @@ def _many(world: World) -> World:
     world.session("cur2", repo, style="cli", messages=[("user", "hi again")])
     world.session("elsewhere", other, style="cli", messages=[("user", "reconnect loop elsewhere")])
     return world
+
+
+# :func:`_many`, shared by the tests of it: they only read it (checked).
+_many_module, many = shared_world(_many, "many")
 
 
 def pages(world: World, session: str, query: str, **args) -> list[dict]:

@@ -10,7 +10,7 @@ import re
 import sqlite3
 
 import pytest
-from conftest import module_world, result_sessions, shared
+from conftest import result_sessions, shared_world
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -101,23 +101,18 @@ def test_snippets_mark_folded_and_glued_words():
     assert N.make_snippet("Die Größe: 用Redis缓存", units) == "Die >>>Größe<<<: 用>>>Redis<<<缓存"
 
 
-@pytest.fixture(scope="module")
-def _mixed_module(tmp_path_factory):
-    with module_world(tmp_path_factory) as world:
-        repo = world.repo("app")
-        world.session("zh", repo, messages=[("assistant", "我们决定用Redis缓存会话，TTL设为30分钟")])
-        world.session("de", repo, messages=[("assistant", "Straße und Größe: die Änderung bleibt")])
-        world.session("long", repo, messages=[("assistant", "we redistribute the load and fetch attlist")])
-        world.session("cur", repo, style="cli", messages=[("user", "hi")])
-        yield world
-
-
-@pytest.fixture()
-def mixed(_mixed_module, monkeypatch):
+def _mixed(world) -> None:
     """Chinese with a Latin word run into it, German with ß and umlauts, and English words holding 'redis' and
-    'ttl'; shared by the tests of it: they only read it (checked)."""
-    with shared(_mixed_module, monkeypatch) as world:
-        yield world
+    'ttl'."""
+    repo = world.repo("app")
+    world.session("zh", repo, messages=[("assistant", "我们决定用Redis缓存会话，TTL设为30分钟")])
+    world.session("de", repo, messages=[("assistant", "Straße und Größe: die Änderung bleibt")])
+    world.session("long", repo, messages=[("assistant", "we redistribute the load and fetch attlist")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+
+
+# :func:`_mixed`, shared by the tests of it: they only read it (checked).
+_mixed_module, mixed = shared_world(_mixed, "mixed")
 
 
 @pytest.mark.parametrize(
