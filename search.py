@@ -141,9 +141,8 @@ class Beside(Generic[T]):
         return cast(T, self._value)
 
 
-def _semantic_leg_apart(home: Path, scope: Scope, query: str, settings: Settings, *, index: bool) -> gate.SemanticLeg:
-    """:func:`vector_leg.semantic_leg` on a state.db connection of its own: indexing, then searching; with
-    ``index`` false (keyword mode) the status only.
+def _semantic_leg_apart(home: Path, scope: Scope, query: str, settings: Settings) -> gate.SemanticLeg:
+    """:func:`vector_leg.semantic_leg` (indexing, then searching) on a state.db connection of its own.
 
     A connection that cannot be opened (too many open files, state.db being
     replaced) is an ``unavailable`` leg, as any other state.db trouble of the
@@ -155,7 +154,7 @@ def _semantic_leg_apart(home: Path, scope: Scope, query: str, settings: Settings
         return gate.SemanticLeg("unavailable", f"semantic search could not open the session database just now "
                                 f"({exc}); it retries on a later search")
     try:
-        return vector_leg.semantic_leg(conn, home, scope, query, settings, index=index)
+        return vector_leg.semantic_leg(conn, home, scope, query, settings, index=True)
     finally:
         conn.close()
 
@@ -239,11 +238,10 @@ def search_history(
         if not parsed.units:  # punctuation alone: nothing to match, and nothing a vector could mean either
             base["message"] = "The query has no searchable words"
             return base
-        # The vector leg runs beside the keyword leg, on a connection of its own: each spends most
-        # of its time outside the interpreter (the matrix products, SQLite). In keyword mode only the
-        # semantic status is worked out there (a first search's import of numpy meets the keyword leg's reads).
-        beside = None if blocked is not None else Beside(
-            lambda: _semantic_leg_apart(home, scope, clean_query(query)[0], settings, index=mode != "keyword"))
+        # The vector leg runs beside the keyword leg, on a connection of its own:
+        # each spends most of its time outside the interpreter (the matrix products, SQLite).
+        beside = None if blocked is not None or mode == "keyword" else Beside(
+            lambda: _semantic_leg_apart(home, scope, clean_query(query)[0], settings))
         try:
             # Every page ranks the same candidates (enough for all pages), so pages
             # neither repeat nor skip a session.
@@ -258,7 +256,8 @@ def search_history(
         if found.note:
             base["keyword_note"] = found.note
         rows = dict(found.rows)
-        leg = blocked if blocked is not None else cast("Beside[gate.SemanticLeg]", beside).result()
+        leg = blocked or (beside.result() if beside is not None else
+                          vector_leg.semantic_leg(conn, home, scope, clean_query(query)[0], settings, index=False))
         rows.update(leg.rows)
         base["semantic_status"] = leg.status
         if leg.note:
