@@ -458,8 +458,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     lengths = {m: (words.get(m), grams.get(m)) for m in rows}
     hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()}, lengths,
                        calls={m: r.calls for m, r in rows.items() if r.calls})
-    hits = demote(hits, store.recall_questions(conn, [h.message_id for h in hits if rows[h.message_id].role == "user"])
-                  | store.recall_echoes(conn, [h.message_id for h in hits if rows[h.message_id].role == "assistant"]))
+    hits = demote(hits, store.earlier_recalls(conn, [h.message_id for h in hits]))
     weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
     return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", note, weight=weight, hits=tuple(hits),
                          scorer=scorer)
@@ -519,6 +518,5 @@ def _search_like(
     scorer = Scorer(tuple(terms), stats, Stats(stats.rows, 200.0))
     hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()},
                        calls={m: r.calls for m, r in rows.items() if r.calls})
-    hits = demote(hits, store.recall_questions(conn, [h.message_id for h in hits if rows[h.message_id].role == "user"])
-                  | store.recall_echoes(conn, [h.message_id for h in hits if rows[h.message_id].role == "assistant"]))
+    hits = demote(hits, store.earlier_recalls(conn, [h.message_id for h in hits]))
     return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, note, hits=tuple(hits), scorer=scorer)

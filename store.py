@@ -371,6 +371,13 @@ def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     return out
 
 
+def earlier_recalls(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
+    """Which of ``ids`` are earlier recalls, not project history: user turns a recall answered
+    (:func:`recall_questions`) and assistant replies echoing one (:func:`recall_echoes`). Each reads only its
+    role's rows of ``ids``."""
+    return recall_questions(conn, ids) | recall_echoes(conn, ids)
+
+
 def _calls_recall(tool_calls: Any) -> bool:
     return any(_call_name(c) in RECALL_TOOLS for c in _parsed_calls(tool_calls) or ())
 

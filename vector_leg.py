@@ -97,7 +97,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, query: str,
     done = max((total or 0) - missing, 0)
     status = "ready" if missing <= 0 else ("partial" if done else "indexing")
     kept_ids = sorted(h.message_id for h in hits)
-    questions = store.recall_questions(conn, kept_ids) | store.recall_echoes(conn, kept_ids)
+    questions = store.earlier_recalls(conn, kept_ids)
     return SemanticLeg(status, _note(vectors, status, done, missing), tuple(demote(hits, questions)), rows)
 
 
