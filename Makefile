@@ -19,7 +19,7 @@ demo: venv
 lint: venv
 	$(PY) -m ruff check .
 	rm -rf $(VENV)/typecheck && mkdir -p $(VENV)/typecheck && ln -s "$(CURDIR)" $(VENV)/typecheck/project_history_recall
-	cd $(VENV)/typecheck && ../bin/python -m mypy --ignore-missing-imports --follow-imports=silent --no-error-summary \
+	cd $(VENV)/typecheck && ../bin/python -m mypy --config-file "$(CURDIR)/pyproject.toml" --no-error-summary \
 		--cache-dir ../mypy-cache project_history_recall/*.py
 
 test: venv lint
