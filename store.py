@@ -340,34 +340,59 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
 def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """Which of ``ids`` are assistant replies echoing an earlier recall (:func:`echo.shows_recall` or :func:`echo.quotes`).
 
-    A reply showing a recall's marks is an echo wherever it is; otherwise it
-    is one when it quotes a snippet of a recall tool's answer earlier in its
-    session. The searches rank echoes as earlier questions (below what they quote).
+    A reply showing a recall's marks is an echo wherever it is; otherwise it is one when it quotes a snippet
+    of a recall tool's answer among the ``ECHO_REACH`` messages before it in its session
+    (:func:`recall_answers_before`). The searches rank echoes as earlier questions (below what they quote).
     """
     if not ids:
         return set()
     replies = conn.execute(
-        "SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'assistant'",
+        "SELECT m.id, m.session_id, m.timestamp, m.content FROM messages m "
+        "WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'assistant'",
         (json.dumps([int(i) for i in ids]),),
     ).fetchall()
-    out = {int(mid) for mid, _, content in replies if echo.shows_recall(_message_text(content, None, None))}
-    rest = [(int(mid), sid, content) for mid, sid, content in replies if int(mid) not in out]
-    if not rest:
-        return out
-    answers: dict[str, list[tuple[int, list[str]]]] = {}
-    sql = """
-        SELECT t.session_id, t.id, t.content FROM messages t
-        WHERE t.session_id IN (SELECT value FROM json_each(?)) AND t.role = 'tool'
-          AND t.tool_name IN (SELECT value FROM json_each(?))
+    out = set()
+    for mid, sid, timestamp, content in replies:
+        text = _message_text(content, None, None)
+        if echo.shows_recall(text):
+            out.add(int(mid))
+            continue
+        snippets = [s for _, found in recall_answers_before(conn, sid, int(mid), timestamp) for s in found]
+        if snippets and echo.quotes(text, snippets):
+            out.add(int(mid))
+    return out
+
+
+ECHO_REACH = 32  # messages before a reply where the recall it may quote is looked for
+
+
+def recall_answers_before(conn: sqlite3.Connection, session_id: str, message_id: int, timestamp: float) -> list[tuple[int, list[str]]]:
+    """``[(message id, snippets)]``: the recall tools' answers (:func:`echo.recall_snippets`) among the
+    ``ECHO_REACH`` messages of ``session_id`` before ``message_id`` (written at ``timestamp``), oldest first;
+    a few rows read per reply, in timestamp order (Hermes' (session_id, timestamp) index: one seek).
+
+    Found through the assistant turns that called them: a tool row keeps its name after its content, and tool
+    logs run to 100 KB, so telling the answers by their names would read every log. Each recall call's answer
+    is among the rows right after its turn, one per call.
     """
-    for sid, tid, content in conn.execute(sql, (json.dumps(sorted({r[1] for r in rest})), json.dumps(list(RECALL_TOOLS)))):
-        snippets = echo.recall_snippets(content if isinstance(content, str) else "")
+    window = [r for r in conn.execute(
+        "SELECT m.id, m.role, CASE WHEN m.role = 'assistant' THEN m.tool_calls END FROM messages m "
+        "WHERE m.session_id = ? AND m.timestamp <= ? AND m.id != ? ORDER BY m.timestamp DESC, m.id DESC LIMIT ?",
+        (session_id, timestamp, message_id, ECHO_REACH),
+    ).fetchall()[::-1] if r[0] < message_id]
+    wanted: list[int] = []
+    for at, (_, role, tool_calls) in enumerate(window):
+        calls = _parsed_calls(tool_calls) if role == "assistant" and tool_calls else None
+        if calls and any(_call_name(c) in RECALL_TOOLS for c in calls):
+            wanted += [int(r[0]) for r in window[at + 1 : at + 1 + len(calls)] if r[1] == "tool"]
+    if not wanted:
+        return []
+    sql = "SELECT t.id, t.tool_name, t.content FROM messages t WHERE t.id IN (SELECT value FROM json_each(?)) ORDER BY t.id"
+    out = []
+    for tid, tool_name, content in conn.execute(sql, (json.dumps(wanted),)):
+        snippets = echo.recall_snippets(content) if tool_name in RECALL_TOOLS and isinstance(content, str) else []
         if snippets:
-            answers.setdefault(sid, []).append((int(tid), snippets))
-    for mid, sid, content in rest:
-        earlier = [s for tid, snippets in answers.get(sid, ()) if tid < mid for s in snippets]
-        if earlier and echo.quotes(_message_text(content, None, None), earlier):
-            out.add(mid)
+            out.append((int(tid), snippets))
     return out
 
 

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import World, result_sessions
+from conftest import World, phr, result_sessions
 from fake_chat import FakeChat
 
 QUESTION = "what did we decide about redis?"
@@ -201,6 +201,14 @@ def test_the_agent_loop_really_stored_searchable_echoes(history: World) -> None:
         assert answer["success"] is True and answer["results"], answer
         # Both echoes are in Hermes' FTS index: a plain MATCH finds them.
         assert calls[0]["id"] in redis_hits and answers[0]["id"] in redis_hits, sid
+        # The answer is the row right after its call, which is how store.recall_answers finds it.
+        assert [r["id"] for r in mine if r["id"] > calls[0]["id"]][0] == answers[0]["id"], [dict(r) for r in mine]
+        conn = sqlite3.connect(f"file:{w.home / 'state.db'}?mode=ro", uri=True)
+        try:
+            found = phr.store.recall_answers_before(conn, sid, mine[-1]["id"] + 1, 1e12)
+        finally:
+            conn.close()
+        assert [tid for tid, snippets in found if snippets] == [answers[0]["id"]], (sid, found)
     # The very first recall, before any echo existed, found the decision.
     first = json.loads(next(r["content"] for r in rows if r["session_id"] == "recall0" and r["role"] == "tool"))
     assert first["results"][0]["session_id"] == "decision"

@@ -54,6 +54,8 @@ def echoes(world: World) -> World:
                                             ("assistant", f"How does the websocket client reconnect after a drop? You decided earlier "
                                                           f"(@session:decision): {SNIPPET} Full jitter backoff websocket.")])
     world.session("quoted", repo, messages=[("user", "remind me once more")])
+    world.say("quoted", "assistant", "", tool_calls=[{"id": "c1", "type": "function", "function": {
+        "name": "project_history_search", "arguments": json.dumps({"query": "websocket reconnect"})}}])
     world.say("quoted", "tool", json.dumps({"success": True, "results": [{"session_id": "decision", "snippet": SNIPPET}]}),
               tool_name="project_history_search", tool_call_id="c1")
     world.say("quoted", "assistant", "As found: the websocket client reconnects with exponential backoff and full jitter, "
@@ -81,3 +83,35 @@ def test_echoes_rank_below_the_decision_by_meaning_too(echoes: World):
         import importlib
 
         importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
+
+
+def _bytes_read() -> int:
+    """Bytes this process has read through read(2) so far (page cache hits included): SQLite's page reads."""
+    return int(next(line.split()[1] for line in open("/proc/self/io") if line.startswith("rchar:")))
+
+
+@pytest.mark.skipif(not __import__("os").path.exists("/proc/self/io"), reason="needs Linux's /proc/self/io")
+def test_finding_a_sessions_recall_answers_reads_none_of_its_tool_logs(world: World):
+    """A tool row keeps its name after its content: telling the recall answers among 100 KB tool logs by their
+    names would read every log. They are found through the turns that called them instead."""
+    repo = world.repo("build")
+    world.session("long", repo, messages=[("user", "run the build and remind me of the reconnect rule")])
+    for i in range(40):
+        world.say("long", "assistant", "", tool_calls=[{"id": f"t{i}", "type": "function", "function": {
+            "name": "terminal", "arguments": json.dumps({"command": "make"})}}])
+        world.say("long", "tool", f"build log {i}: " + "compiling module ok " * 5_000, tool_name="terminal", tool_call_id=f"t{i}")
+    world.say("long", "assistant", "", tool_calls=[{"id": "r", "type": "function", "function": {
+        "name": "project_history_search", "arguments": json.dumps({"query": "websocket reconnect"})}}])
+    world.say("long", "tool", json.dumps({"success": True, "results": [{"session_id": "decision", "snippet": SNIPPET}]}),
+              tool_name="project_history_search", tool_call_id="r")
+    reply = world.say("long", "assistant", "As found: the websocket client reconnects with exponential backoff and full "
+                                           "jitter, capped at 30 seconds.")
+    conn = phr.store.open_state_db(world.home)
+    try:
+        before = _bytes_read()
+        echoes = phr.store.recall_echoes(conn, [reply])
+        read = _bytes_read() - before
+    finally:
+        conn.close()
+    assert echoes == {reply}
+    assert read < 1_000_000, f"{read:,} bytes read: the 4 MB of tool logs were walked"
