@@ -35,7 +35,7 @@ from typing import Any
 
 from . import fts, session_rows, state, store
 from .query import ParsedQuery, Unit, cjk_trigrams, fts_quote, fts_tokens, stem_variants
-from .ranking import Hit, Scorer, SessionRank, Stats, Term, demote, rank_sessions, score_texts
+from .ranking import Hit, Scorer, SessionRank, Stats, Term, demote_earlier, rank_sessions, score_texts
 from .records import MessageRow, Scope
 
 logger = logging.getLogger(__name__)
@@ -458,7 +458,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     lengths = {m: (words.get(m), grams.get(m)) for m in rows}
     hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()}, lengths,
                        calls={m: r.calls for m, r in rows.items() if r.calls})
-    hits = demote(hits, store.earlier_recalls(conn, [h.message_id for h in hits]))
+    hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions)
     weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
     return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", note, weight=weight, hits=tuple(hits),
                          scorer=scorer)
@@ -518,5 +518,5 @@ def _search_like(
     scorer = Scorer(tuple(terms), stats, Stats(stats.rows, 200.0))
     hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()},
                        calls={m: r.calls for m, r in rows.items() if r.calls})
-    hits = demote(hits, store.earlier_recalls(conn, [h.message_id for h in hits]))
+    hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions)
     return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, note, hits=tuple(hits), scorer=scorer)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import unicode61
@@ -260,6 +260,28 @@ def found(hit: Hit, found_by: str) -> Hit:
 def demote(hits: Iterable[Hit], questions: set[int]) -> list[Hit]:
     """``hits`` with the earlier questions (message ids in ``questions``) weighted down by ``EARLIER_QUESTION``."""
     return [dataclasses.replace(h, score=h.score * EARLIER_QUESTION) if h.message_id in questions else h for h in hits]
+
+
+def demote_earlier(hits: Sequence[Hit], earlier: Callable[[list[int]], set[int]], reach: int) -> list[Hit]:
+    """``hits`` with the earlier recalls among them weighted down (:func:`demote`), checked where they can
+    change the first ``reach`` sessions of :func:`rank_sessions`; ``earlier(ids)`` says which of ``ids`` are.
+
+    The hits of the sessions ranked within ``reach`` are checked, then again for the sessions a demotion
+    brought in, until every hit of the first ``reach`` sessions is checked: those sessions and their order
+    are the ones checking every hit gives, since a demotion only lowers a session. Sessions further down keep
+    the scores they were found with. Each hit is checked at most once: the work grows with the sessions a
+    page can reach, not with every session the query matched.
+    """
+    checked: set[int] = set()
+    found: set[int] = set()
+    while True:
+        current = demote(hits, found)
+        top = {r.session_id for r in rank_sessions(current)[:reach]}
+        todo = [h.message_id for h in hits if h.session_id in top and h.message_id not in checked]
+        if not todo:
+            return current
+        checked.update(todo)
+        found |= earlier(todo)
 
 
 def score_texts(

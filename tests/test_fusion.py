@@ -74,3 +74,37 @@ def test_weak_keyword_lets_the_vector_leg_lead():
     assert strong.strength >= search.WEAK_KEYWORD > weak.strength
     assert search.fuse(strong, semantic, 10)[0].session_id == "kw"
     assert search.fuse(weak, semantic, 10)[0].session_id == "sem"
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.integers(0, 15), st.booleans()), max_size=60), st.randoms(use_true_random=False), st.integers(1, 8))
+def test_property_earlier_recalls_checked_within_reach_rank_as_checking_every_hit(found, rnd, reach):
+    """Checking only what can reach the first ``reach`` sessions ranks them as checking every hit would, and
+    checks each hit at most once."""
+    from project_history_recall.ranking import Hit, demote, demote_earlier, rank_sessions
+
+    values = rnd.sample(range(1000), len(found))  # distinct scores in [1, 2); demoted ones fall in [0.1, 0.2)
+    hits = [Hit(i + 1, f"s{sid}", 1.0 + v / 1000) for i, ((sid, _), v) in enumerate(zip(found, values, strict=True))]
+    echoes = {h.message_id for h, (_, echo) in zip(hits, found, strict=True) if echo}
+    asked: list[int] = []
+
+    def earlier(ids: list[int]) -> set[int]:
+        asked.extend(ids)
+        return echoes & set(ids)
+
+    bounded = rank_sessions(demote_earlier(hits, earlier, reach))[:reach]
+    full = rank_sessions(demote(hits, echoes))[:reach]
+    assert [(r.session_id, r.hit.message_id, r.score) for r in bounded] == [(r.session_id, r.hit.message_id, r.score) for r in full]
+    assert len(asked) == len(set(asked))
+    assert set(asked) >= {h.message_id for h in hits if h.session_id in {r.session_id for r in full}}
+
+
+def test_earlier_recalls_are_checked_in_the_sessions_a_page_can_reach_only():
+    """300 sessions matched, a page reaches 51: about those 51 sessions' hits are checked, not 300."""
+    from project_history_recall.ranking import Hit, demote_earlier
+
+    hits = [Hit(i + 1, f"s{i}", 1.0 + i / 1000) for i in range(300)]
+    asked: list[int] = []
+    echoes = {300, 299}  # the two best are echoes: two more sessions come in
+    ranked = demote_earlier(hits, lambda ids: asked.extend(ids) or echoes & set(ids), 51)
+    assert len(asked) == 53 and {h.message_id for h in ranked if h.score < 1} == echoes
