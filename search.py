@@ -191,9 +191,8 @@ def search_history(
     """
     parsed = parse_query(query)
     settings = load_settings(home)
-    # The vector leg's first load (keyword mode: the index its status reads), beside the census below: the
-    # census waits on SQLite, the load on the interpreter.
-    warm_up.prepare(home, settings, catch_up=mode != "keyword")
+    if mode != "keyword":
+        warm_up.prepare(home, settings)  # the vector leg's first load, beside the census below
     conn = store.open_state_db(home)
     try:
         listing = store.load_projects(home)

@@ -79,13 +79,12 @@ def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> th
 
 
 
-def prepare(home: Path, settings: config_schema.Settings, *, catch_up: bool = True) -> threading.Thread | None:
+def prepare(home: Path, settings: config_schema.Settings) -> threading.Thread | None:
     """Start, beside a search's census of every session's project, what its
-    vector leg needs in any project: open the index (importing numpy) and, with ``catch_up`` (semantic and
-    hybrid; keyword mode only reads the index's status), bring the mapped vector files up to embeddings.db.
+    vector leg needs in any project: open the index and bring the mapped vector files up to embeddings.db.
     Returns the thread, or ``None`` when there is nothing to do.
 
-    For the first search of a process that had no warm-up (``embedding.preload: false``,
+    For the first semantic or hybrid search of a process that had no warm-up (``embedding.preload: false``,
     or a host that fired no start hook): once per process and profile. Acts on the warm-up's terms: not
     switched off in config.yaml and a consent on record for the configured provider, endpoint and model
     (checked in the thread); the search's own precheck still decides whether its project may be searched,
@@ -102,7 +101,7 @@ def prepare(home: Path, settings: config_schema.Settings, *, catch_up: bool = Tr
         except OSError:
             return None
         prepared.add(home)
-        thread = threading.Thread(target=_prepare, args=(home, settings, catch_up), name="project-history-recall-prepare",
+        thread = threading.Thread(target=_prepare, args=(home, settings), name="project-history-recall-prepare",
                                   daemon=True)
         try:
             thread.start()
@@ -112,7 +111,7 @@ def prepare(home: Path, settings: config_schema.Settings, *, catch_up: bool = Tr
 
 
 
-def _prepare(home: Path, settings: config_schema.Settings, catch_up: bool) -> None:
+def _prepare(home: Path, settings: config_schema.Settings) -> None:
     """The body of :func:`prepare` (in its thread)."""
     try:
         if gate.loading_refused(home, settings) is not None:
@@ -122,9 +121,7 @@ def _prepare(home: Path, settings: config_schema.Settings, catch_up: bool) -> No
         try:
             # Not the model: its load holds the interpreter lock, as the census does; it goes better
             # beside the index check, which runs in SQLite (the search's semantic leg starts it).
-            vectors = gate.open_vectors(home, settings)
-            if catch_up:
-                vectors.catch_up()
+            gate.open_vectors(home, settings).catch_up()
         except (embeddings.EmbeddingUnavailable, index_file.IndexBroken, OSError, sqlite3.Error) as exc:
             logger.info("project-history-recall: vector leg not prepared (%s); the search reports it", exc)
     except Exception:  # a thread's escape would print a traceback into the user's terminal
