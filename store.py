@@ -342,7 +342,7 @@ def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
 
     A reply showing a recall's marks is an echo wherever it is; otherwise it is one when it quotes a snippet
     of a recall tool's answer among the ``ECHO_REACH`` messages before it in its session
-    (:func:`recall_answers_before`). The searches rank echoes as earlier questions (below what they quote).
+    (:func:`recall_answers`). The searches rank echoes as earlier questions (below what they quote).
     """
     if not ids:
         return set()
@@ -352,48 +352,67 @@ def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
         (json.dumps([int(i) for i in ids]),),
     ).fetchall()
     out = set()
+    unmarked: dict[str, list[tuple[float, int, str]]] = {}
     for mid, sid, timestamp, content in replies:
         text = _message_text(content, None, None)
         if echo.shows_recall(text):
             out.add(int(mid))
-            continue
-        snippets = [s for _, found in recall_answers_before(conn, sid, int(mid), timestamp) for s in found]
-        if snippets and echo.quotes(text, snippets):
-            out.add(int(mid))
+        else:
+            unmarked.setdefault(sid, []).append((timestamp or 0.0, int(mid), text))
+    for sid, group in unmarked.items():
+        found = recall_answers(conn, sid, [(t, m) for t, m, _ in group])
+        for _, mid, text in group:
+            snippets = [s for _, snippets in found[mid] for s in snippets]
+            if snippets and echo.quotes(text, snippets):
+                out.add(mid)
     return out
 
 
 ECHO_REACH = 32  # messages before a reply where the recall it may quote is looked for
 
 
-def recall_answers_before(conn: sqlite3.Connection, session_id: str, message_id: int, timestamp: float) -> list[tuple[int, list[str]]]:
-    """``[(message id, snippets)]``: the recall tools' answers (:func:`echo.recall_snippets`) among the
-    ``ECHO_REACH`` messages of ``session_id`` before ``message_id`` (written at ``timestamp``), oldest first;
-    a few rows read per reply, in timestamp order (Hermes' (session_id, timestamp) index: one seek).
+def recall_answers(conn: sqlite3.Connection, session_id: str, replies: Sequence[tuple[float, int]]) -> dict[int, list[tuple[int, list[str]]]]:
+    """``{reply id: [(message id, snippets)]}``: for each reply ``(timestamp, id)`` of ``session_id``, the recall
+    tools' answers (:func:`echo.recall_snippets`) among the ``ECHO_REACH`` messages before it, oldest first.
 
-    Found through the assistant turns that called them: a tool row keeps its name after its content, and tool
-    logs run to 100 KB, so telling the answers by their names would read every log. Each recall call's answer
-    is among the rows right after its turn, one per call.
+    Read in timestamp order from Hermes' (session_id, timestamp) index, one window for the session's replies
+    (a reply it does not reach back for reads its own): the rows read grow with the replies, not with the
+    session. The answers are found through the assistant turns that called them: a tool row keeps its name
+    after its content, and tool logs run to 100 KB, so telling the answers by their names would read every
+    log. Each recall call's answer is among the rows right after its turn, one per call.
     """
-    window = [r for r in conn.execute(
-        "SELECT m.id, m.role, CASE WHEN m.role = 'assistant' THEN m.tool_calls END FROM messages m "
-        "WHERE m.session_id = ? AND m.timestamp <= ? AND m.id != ? ORDER BY m.timestamp DESC, m.id DESC LIMIT ?",
-        (session_id, timestamp, message_id, ECHO_REACH),
-    ).fetchall()[::-1] if r[0] < message_id]
-    wanted: list[int] = []
-    for at, (_, role, tool_calls) in enumerate(window):
-        calls = _parsed_calls(tool_calls) if role == "assistant" and tool_calls else None
-        if calls and any(_call_name(c) in RECALL_TOOLS for c in calls):
-            wanted += [int(r[0]) for r in window[at + 1 : at + 1 + len(calls)] if r[1] == "tool"]
-    if not wanted:
-        return []
-    sql = "SELECT t.id, t.tool_name, t.content FROM messages t WHERE t.id IN (SELECT value FROM json_each(?)) ORDER BY t.id"
-    out = []
-    for tid, tool_name, content in conn.execute(sql, (json.dumps(wanted),)):
-        snippets = echo.recall_snippets(content) if tool_name in RECALL_TOOLS and isinstance(content, str) else []
-        if snippets:
-            out.append((int(tid), snippets))
-    return out
+    latest = max(replies)
+    window = _rows_before(conn, session_id, latest, ECHO_REACH * len(replies))
+    windows = {}
+    for reply in replies:
+        rows = [r for r in window if ((r[1] or 0.0), r[0]) < reply]
+        if len(rows) < ECHO_REACH and len(window) == ECHO_REACH * len(replies):  # it reaches back further
+            rows = _rows_before(conn, session_id, reply, ECHO_REACH)
+        windows[reply[1]] = rows[-ECHO_REACH:]
+    wanted: set[int] = set()
+    for rows in windows.values():
+        for at, (_, _, role, tool_calls) in enumerate(rows):
+            calls = _parsed_calls(tool_calls) if role == "assistant" and tool_calls else None
+            if calls and any(_call_name(c) in RECALL_TOOLS for c in calls):
+                wanted.update(int(r[0]) for r in rows[at + 1 : at + 1 + len(calls)] if r[2] == "tool")
+    answers: dict[int, list[str]] = {}
+    if wanted:
+        sql = "SELECT t.id, t.tool_name, t.content FROM messages t WHERE t.id IN (SELECT value FROM json_each(?))"
+        for tid, tool_name, content in conn.execute(sql, (json.dumps(sorted(wanted)),)):
+            if tool_name in RECALL_TOOLS and isinstance(content, str) and (snippets := echo.recall_snippets(content)):
+                answers[int(tid)] = snippets
+    return {mid: [(r[0], answers[r[0]]) for r in rows if r[0] in answers] for mid, rows in windows.items()}
+
+
+def _rows_before(conn: sqlite3.Connection, session_id: str, before: tuple[float, int], count: int) -> list[tuple[Any, ...]]:
+    """The ``count`` messages of ``session_id`` before ``before`` (timestamp, id), oldest first:
+    ``(id, timestamp, role, tool calls of an assistant row)``; tool rows' content is not read."""
+    rows = conn.execute(
+        "SELECT m.id, m.timestamp, m.role, CASE WHEN m.role = 'assistant' THEN m.tool_calls END FROM messages m "
+        "WHERE m.session_id = ? AND m.timestamp <= ? ORDER BY m.timestamp DESC, m.id DESC LIMIT ?",
+        (session_id, before[0], count + 1),
+    ).fetchall()
+    return [r for r in rows[::-1] if ((r[1] or 0.0), r[0]) < before][-count:]
 
 
 def earlier_recalls(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:

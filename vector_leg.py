@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from . import config_schema, gate, index_check, pages, store, warm_up
 from .gate import SemanticLeg
-from .ranking import Hit, demote
+from .ranking import Hit, demote_earlier
 from .records import MessageRow, Scope
 
 if TYPE_CHECKING:  # numpy comes with it
@@ -96,9 +96,8 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, query: str,
                                                                                rows[h.message_id].timestamp)]
     done = max((total or 0) - missing, 0)
     status = "ready" if missing <= 0 else ("partial" if done else "indexing")
-    kept_ids = sorted(h.message_id for h in hits)
-    questions = store.earlier_recalls(conn, kept_ids)
-    return SemanticLeg(status, _note(vectors, status, done, missing), tuple(demote(hits, questions)), rows)
+    kept = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), pages.MAX_REACH + 1)
+    return SemanticLeg(status, _note(vectors, status, done, missing), tuple(kept), rows)
 
 
 def confirmed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, raw: list[Hit]) -> list[Hit]:

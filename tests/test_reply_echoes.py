@@ -115,3 +115,29 @@ def test_finding_a_sessions_recall_answers_reads_none_of_its_tool_logs(world: Wo
         conn.close()
     assert echoes == {reply}
     assert read < 1_000_000, f"{read:,} bytes read: the 4 MB of tool logs were walked"
+
+
+def test_the_echo_check_of_a_reply_costs_the_same_in_a_long_session(world: World):
+    """A reply's recall answers are looked for among the messages right before it: SQLite's steps for a reply
+    at the end of a session of 1,200 messages are those of one of 300 (scanning the session: 4 times more)."""
+    repo = world.repo("chatty")
+
+    def session(sid: str, turns: int) -> int:
+        world.session(sid, repo, messages=[("user", "start")])
+        for i in range(turns):
+            world.say(sid, "user", f"step {i}: check the queue")
+            world.say(sid, "assistant", f"step {i} done")
+        return world.say(sid, "assistant", "As found: the websocket client reconnects with exponential backoff.")
+
+    steps = []
+    for sid, turns in (("short", 150), ("long", 600)):
+        reply = session(sid, turns)
+        conn = phr.store.open_state_db(world.home)
+        counted = [0]
+        conn.set_progress_handler(lambda: counted.__setitem__(0, counted[0] + 1), 100)
+        try:
+            assert phr.store.recall_echoes(conn, [reply]) == set()
+        finally:
+            conn.close()
+        steps.append(counted[0])
+    assert steps[1] <= 1.5 * max(steps[0], 1), steps
