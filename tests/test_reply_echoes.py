@@ -133,11 +133,15 @@ def test_the_echo_check_of_a_reply_costs_the_same_in_a_long_session(world: World
     for sid, turns in (("short", 150), ("long", 600)):
         reply = session(sid, turns)
         conn = phr.store.open_state_db(world.home)
-        counted = [0]
-        conn.set_progress_handler(lambda: counted.__setitem__(0, counted[0] + 1), 100)
+        steps.append(0)
+
+        def step() -> int:
+            steps[-1] += 1
+            return 0
+
+        conn.set_progress_handler(step, 100)
         try:
             assert phr.store.recall_echoes(conn, [reply]) == set()
         finally:
             conn.close()
-        steps.append(counted[0])
     assert steps[1] <= 1.5 * max(steps[0], 1), steps
