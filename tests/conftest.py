@@ -67,15 +67,10 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def copy_plugin(dest: Path) -> Path:
-    """Drop-in install: the plugin's files copied to ``dest``, with the bytecode the checkout's import compiled
-    (valid for the copies: same modification time and size), so that Hermes' loader does not compile every
-    module again for every World."""
+    """Drop-in install: the plugin's files copied to ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     for name in PLUGIN_FILES:
         shutil.copy2(ROOT / name, dest / name)
-    compiled = ROOT / "__pycache__"
-    if compiled.is_dir():
-        shutil.copytree(compiled, dest / "__pycache__", dirs_exist_ok=True)
     return dest
 
 
