@@ -332,7 +332,7 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """  # in timestamp order: Hermes' (session_id, timestamp) index answers it with one seek
     out = set()
     for mid, next_calls in conn.execute(sql, (json.dumps([int(i) for i in ids]),)):
-        if next_calls and _calls_recall(next_calls):
+        if next_calls and _recall_calls(next_calls):
             out.add(int(mid))
     return out
 
@@ -392,8 +392,8 @@ def recall_answers(conn: sqlite3.Connection, session_id: str, replies: Sequence[
     wanted: set[int] = set()
     for rows in windows.values():
         for at, (_, _, role, tool_calls) in enumerate(rows):
-            calls = _parsed_calls(tool_calls) if role == "assistant" and tool_calls else None
-            if calls and any(_call_name(c) in RECALL_TOOLS for c in calls):
+            calls = _recall_calls(tool_calls) if role == "assistant" and tool_calls else []
+            if calls:
                 wanted.update(int(r[0]) for r in rows[at + 1 : at + 1 + len(calls)] if r[2] == "tool")
     answers: dict[int, list[str]] = {}
     if wanted:
@@ -422,8 +422,11 @@ def earlier_recalls(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     return recall_questions(conn, ids) | recall_echoes(conn, ids)
 
 
-def _calls_recall(tool_calls: Any) -> bool:
-    return any(_call_name(c) in RECALL_TOOLS for c in _parsed_calls(tool_calls) or ())
+def _recall_calls(tool_calls: Any) -> list[Any]:
+    """The calls of ``tool_calls`` JSON when one of them calls a recall tool (its answers follow, one per call); ``[]``
+    when none does."""
+    calls = _parsed_calls(tool_calls) or []
+    return calls if any(_call_name(c) in RECALL_TOOLS for c in calls) else []
 
 
 def _parsed_calls(tool_calls: Any) -> list[Any] | None:
