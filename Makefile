@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv demo lint test bench-latency bench-concurrency bench-recall clean
+.PHONY: venv demo lint test fuzz bench-latency bench-concurrency bench-recall clean
 
 $(VENV)/.installed: requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ lint: venv
 
 test: venv lint
 	$(PY) -m pytest -q
+
+# The property and fuzz tests with ten times the examples make test gives them (tests/conftest.py).
+fuzz: venv
+	PHR_HYPOTHESIS=thorough $(PY) -m pytest -q $(shell grep -l '@given' tests/*.py)
 
 bench-latency: venv
 	$(PY) bench/keyword_latency.py

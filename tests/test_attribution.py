@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from project_history_recall import attribution as A
@@ -111,7 +111,6 @@ segment = st.text(alphabet="abcxyz-._", min_size=1, max_size=5).filter(lambda s:
 posix_path = st.lists(segment, min_size=1, max_size=5).map(lambda parts: "/" + "/".join(parts))
 
 
-@settings(max_examples=300, deadline=None)
 @given(folder=posix_path, rest=st.lists(segment, max_size=3), trailing=st.booleans())
 def test_property_descendants_of_a_folder_belong_to_it(folder, rest, trailing):
     cwd = folder + "".join("/" + r for r in rest) + ("/" if trailing else "")
@@ -119,14 +118,12 @@ def test_property_descendants_of_a_folder_belong_to_it(folder, rest, trailing):
     assert A.resolve_project({"cwd": cwd}, [proj]).kind == "explicit"
 
 
-@settings(max_examples=300, deadline=None)
 @given(folder=posix_path, suffix=st.text(alphabet="abcxyz-_", min_size=1, max_size=4))
 def test_property_sibling_with_shared_prefix_never_matches(folder, suffix):
     proj = {"id": "p", "name": "n", "folders": [{"path": folder}]}
     assert A.resolve_project({"cwd": folder + suffix}, [proj]) == A.HOME
 
 
-@settings(max_examples=300, deadline=None)
 @given(folders=st.lists(posix_path, min_size=1, max_size=6, unique=True), cwd=posix_path)
 def test_property_winner_is_the_longest_containing_folder(folders, cwd):
     projects = [{"id": f"p{i}", "name": f"n{i}", "folders": [{"path": f}]} for i, f in enumerate(folders)]
@@ -140,7 +137,6 @@ def test_property_winner_is_the_longest_containing_folder(folders, cwd):
         assert A.is_within(cwd, winner) and len(A.path_segments(winner)) == best
 
 
-@settings(max_examples=200, deadline=None)
 @given(parts=st.lists(st.text(alphabet="AbCdEf", min_size=1, max_size=4), min_size=1, max_size=4), flip=st.booleans())
 def test_property_windows_paths_ignore_case_and_separator(parts, flip):
     path = "C:\\" + "\\".join(parts)

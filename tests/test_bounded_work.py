@@ -267,7 +267,7 @@ def embedded_text(kind: str, script: str, spaced: bool, rng: random.Random) -> t
     return f"{before}{written}{after}", secret
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kind=st.sampled_from(SECRET_KINDS), script=st.sampled_from(sorted(SCRIPTS)), spaced=st.booleans(),
        seed=st.integers(0, 2**32 - 1))
 def test_no_secret_reaches_a_remote_embedder(embedder, kind, script, spaced, seed):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 
@@ -43,7 +43,6 @@ def test_a_session_keeps_its_keyword_message():
 scores = st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0.0, 50.0, allow_nan=False), max_size=8)
 
 
-@settings(max_examples=300)
 @given(scores, scores, st.floats(0.0, 5.0))
 def test_property_dominance_of_fused_scores(kw, sem, weight):
     """A session at least as good as another in both legs (absent = the leg's lowest) never ranks below it."""
@@ -76,7 +75,6 @@ def test_weak_keyword_lets_the_vector_leg_lead():
     assert search.fuse(weak, semantic, 10)[0].session_id == "sem"
 
 
-@settings(max_examples=300)
 @given(st.lists(st.tuples(st.integers(0, 15), st.booleans()), max_size=60), st.randoms(use_true_random=False), st.integers(1, 8))
 def test_property_earlier_recalls_checked_within_reach_rank_as_checking_every_hit(found, rnd, reach):
     """Checking only what can reach the first ``reach`` sessions ranks them as checking every hit would, and

@@ -363,10 +363,8 @@ VIA = st.sampled_from(["registry", "registry", "registry", "dispatch"])  # Herme
 
 
 
-def fuzz(examples: int) -> settings:
-    """hypothesis settings for a fuzz test: ``examples`` cases, no deadline (2 loaded cores)."""
-    return settings(max_examples=examples, deadline=None, suppress_health_check=[
-        HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+# A fuzz test: the profile's count of cases (tests/conftest.py), calls through a shared profile.
+fuzz = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 @pytest.fixture
@@ -396,7 +394,7 @@ def call(world: World, tool: str, args: Any, session_id: Any, via: str) -> dict[
     return check_answer(raw)
 
 
-@fuzz(500)
+@fuzz
 @given(args=SEARCH_ARGS, session_id=SESSION_IDS, via=VIA, grant=st.integers(0, 40))
 def test_fuzz_search(arena: World, args, session_id, via, grant):
     """project_history_search answers JSON for any argument, before and after consent."""
@@ -410,7 +408,7 @@ def test_fuzz_search(arena: World, args, session_id, via, grant):
         assert answer["semantic_status"] in ("disabled", "consent_required", "indexing", "partial", "ready", "unavailable")
 
 
-@fuzz(300)
+@fuzz
 @given(args=MOVE_ARGS, session_id=SESSION_IDS.map(lambda s: "mover" if s == "cur" else s), via=VIA)
 def test_fuzz_move(arena: World, args, session_id, via):
     """project_session_move answers JSON for any argument; a real move keeps the world consistent."""
@@ -420,7 +418,7 @@ def test_fuzz_move(arena: World, args, session_id, via):
         assert arena.session_row("mover")["cwd"] == answer["cwd"]
 
 
-@fuzz(300)
+@fuzz
 @given(args=CONSENT_ARGS, session_id=SESSION_IDS, via=VIA)
 def test_fuzz_consent(arena: World, args, session_id, via):
     """project_history_semantic_consent answers JSON for any argument; consent.json stays readable."""

@@ -262,8 +262,11 @@ def test_load_failure_is_visible(tmp_path: Path):
     shutil.copytree(ROOT, dest, ignore=IGNORE)
     (dest / "search.py").write_text("import not_a_real_module_xyz\n")
     assert run([str(HERMES), "plugins", "enable", "project-history-recall", "--no-allow-tool-override"], home).returncode == 0
-    tools = run([str(HERMES), "tools", "list"], home)
+    # With the loader's debug log on: no toolset listed, and the import error on stderr.
+    tools = run([str(HERMES), "tools", "list"], home, env={"HERMES_PLUGINS_DEBUG": "1"})
+    assert tools.returncode == 0 and "Built-in toolsets" in tools.stdout, tools.stdout
     assert "project_history_recall" not in tools.stdout
+    assert "not_a_real_module_xyz" in tools.stderr
     probe = run(
         [sys.executable, "-c", "from hermes_cli.plugins import discover_plugins, get_plugin_manager; discover_plugins(); "
          "p = get_plugin_manager()._plugins['project-history-recall']; print(p.enabled, '|', p.error)"],
@@ -271,5 +274,3 @@ def test_load_failure_is_visible(tmp_path: Path):
     )
     enabled, error = probe.stdout.strip().splitlines()[-1].split(" | ")
     assert enabled == "False" and "not_a_real_module_xyz" in error
-    debug = run([str(HERMES), "tools", "list"], home, env={"HERMES_PLUGINS_DEBUG": "1"})
-    assert "not_a_real_module_xyz" in debug.stderr

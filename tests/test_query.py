@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from project_history_recall import query as Q
@@ -101,7 +101,6 @@ def test_hostile_queries_find_their_own_text_and_nothing_else(fts, query):
         assert found == [(1,)], (unit, found)
 
 
-@settings(max_examples=500, deadline=None)
 @given(st.text(max_size=300))
 def test_property_any_text_parses_to_valid_fts5(fts_query_conn, text):
     parsed = Q.parse_query(text)
@@ -188,7 +187,6 @@ def _old_any_of_spans(forms: list[str], text: str) -> list[tuple[int, int]]:
     return _old_spans("|".join(re.escape(f) for f in sorted(dict.fromkeys(forms), key=len, reverse=True)), text)
 
 
-@settings(max_examples=600, deadline=None)
 @given(forms=st.lists(st.text(_PLAIN, min_size=1, max_size=4), min_size=1, max_size=4),
        text=st.text(_CHARS, max_size=24))
 def test_word_matcher_finds_what_the_full_pattern_finds(forms: list[str], text: str) -> None:
@@ -196,7 +194,6 @@ def test_word_matcher_finds_what_the_full_pattern_finds(forms: list[str], text: 
     assert list(Q.WordMatcher.any_of(forms).spans(text)) == _old_any_of_spans(forms, text)
 
 
-@settings(max_examples=600, deadline=None)
 @given(tokens=st.lists(st.text(_PLAIN, min_size=1, max_size=3), min_size=1, max_size=3),
        text=st.text(_CHARS, max_size=24))
 def test_phrase_matcher_finds_what_the_full_pattern_finds(tokens: list[str], text: str) -> None:
@@ -206,7 +203,6 @@ def test_phrase_matcher_finds_what_the_full_pattern_finds(tokens: list[str], tex
     assert list(Q.WordMatcher.phrase(tokens).spans(text)) == _old_spans(r"[\W_]+".join(re.escape(t) for t in tokens), text)
 
 
-@settings(max_examples=300, deadline=None)
 @given(forms=st.lists(st.text(_CHARS, min_size=1, max_size=3), min_size=1, max_size=3),
        text=st.text(_CHARS, max_size=24))
 def test_word_matcher_with_any_characters_in_its_forms(forms: list[str], text: str) -> None:

@@ -90,7 +90,7 @@ def lineage(parents: dict[str, str | None], sid: str) -> set[str]:
     return out
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(max_examples=settings.default.max_examples // 4, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(specs=st.lists(spec_st, min_size=2, max_size=14), pick=st.integers(0, 100))
 def test_property_scope_isolation(world: World, specs, pick):
     if not hasattr(world, "paths"):

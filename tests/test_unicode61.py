@@ -55,13 +55,13 @@ def hermes_fts(tmp_path_factory):
     db.close()
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(alphabet=ALPHABET, max_size=60))
 def test_tokens_are_hermes_fts_tokens(hermes_fts, text):
     assert unicode61.tokens(text) == hermes_fts(text)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(alphabet=ALPHABET, max_size=60))
 def test_every_latin_token_is_found_where_fts5_holds_it(hermes_fts, text):
     """What the scorer and snippets match in (``comparable``) holds each of FTS5's word tokens as a word."""
