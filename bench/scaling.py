@@ -34,7 +34,10 @@ so its "first" and "later" rows time the same call; a call of it slower than
 7. ``projects``: n repos of 3 sessions each; a search from one;
 8. ``age``: a repo's 24 sessions spread over n days, two sessions of other
    repos every day, their messages written in turns with the repo's (so the
-   repo's rows are spread over state.db), the asking session today.
+   repo's rows are spread over state.db), the asking session today;
+9. ``echoes``: a decision, and one session of n rounds of a recall of it (the
+   tool call, its answer, a 20 KB log, a reply repeating the decision): a
+   keyword search must put the decision above that session (the check for earlier recalls).
 
 Our search is ``search.search_history(mode="keyword", limit=3)``: the tool's
 path minus JSON. Every answer is checked (the expected sessions, nothing of
@@ -378,6 +381,41 @@ def age(b: Bench, days: int, kept: int = 24) -> list[Call]:
             Call("search, later", b.search(h, "cur"), b.builtin(h, "cur"), ok)]
 
 
+ECHO_DECISION = "Decision: the websocket client reconnects with exponential backoff and full jitter, capped at 30 s."
+
+
+def echoes(b: Bench, size: int) -> list[Call]:
+    """A decision, and a long session of n rounds: the user asks again, the agent calls project_history_search, its
+    answer quotes the decision, a 20 KB terminal log follows, and the reply repeats the decision in its own words
+    (an echo the search must rank below the decision). Keyword search ``websocket backoff jitter``: the decision above
+    the long session."""
+    h = b.new_home(f"echoes{size}")
+    repo = h.repo("payments")
+    h.session("decision", repo, messages=[("user", "how should the websocket client reconnect?"), ("assistant", ECHO_DECISION)])
+    h.session("long", repo)
+    snippet = ECHO_DECISION.replace("websocket", ">>>websocket<<<")
+    log = "\n".join(f"retry {k}: websocket reconnect attempt, backoff {k % 30} s" for k in range(400))[:20_000]
+    for i in range(size):
+        h.say("long", "user", f"round {i}: remind me how the websocket client reconnects")
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "project_history_search",
+                                                               "arguments": json.dumps({"query": "websocket reconnect"})}}
+        h.say("long", "assistant", "", tool_calls=[call])
+        h.say("long", "tool", json.dumps({"success": True, "results": [{"session_id": "decision", "snippet": snippet}]}),
+              tool_name="project_history_search", tool_call_id=f"c{i}")
+        h.say("long", "tool", log, tool_name="terminal")
+        h.say("long", "assistant", "As found: the websocket client reconnects with exponential backoff and full jitter, "
+                                   "capped at 30 s. Websocket backoff websocket jitter.")
+    h.session("cur", repo, messages=[("user", "let's go on")])
+
+    def ok(answer: dict[str, Any]) -> str | None:
+        wrong = found_in(lambda s: s != "cur")(answer)
+        order = [r["session_id"] for r in answer.get("results", [])]
+        return wrong or (None if order[:1] == ["decision"] else f"order: {order}")
+    query = "websocket backoff jitter"
+    return [Call("search, first", b.search(h, "cur", query), b.builtin(h, "cur", query), ok, cold=True),
+            Call("search, later", b.search(h, "cur", query), b.builtin(h, "cur", query), ok)]
+
+
 DIMENSIONS = {d.key: d for d in (
     Dimension("chain", "chain depth (a Telegram chat compressed n times)", 200, "sessions", chain),
     Dimension("width", "lineage width (n /branch children of one conversation)", 50, "branches", width),
@@ -388,6 +426,8 @@ DIMENSIONS = {d.key: d for d in (
     Dimension("length", "message length (one message of n KB)", 25, "KB", length),
     Dimension("projects", "number of projects (n repos of 3 sessions)", 15, "repos", projects),
     Dimension("age", "history age (24 sessions over n days, other projects interleaved)", 30, "days", age),
+    Dimension("echoes", "echoes of earlier recalls (a session of n rounds of recall, 20 KB log, quoting reply)", 50,
+              "rounds", echoes),
 )}
 
 
