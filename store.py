@@ -404,11 +404,18 @@ def recall_answers(conn: sqlite3.Connection, session_id: str, replies: Sequence[
     return {mid: [(r[0], answers[r[0]]) for r in rows if r[0] in answers] for mid, rows in windows.items()}
 
 
+#: An assistant row's tool calls when they name a recall tool (:data:`RECALL_TOOLS`), else NULL: told apart
+#: inside SQLite, so that the other turns' call JSON (file writes run to kilobytes) never reaches Python.
+_RECALL_CALLS_SQL = ("CASE WHEN m.role = 'assistant' AND ("
+                     + " OR ".join(f"instr(m.tool_calls, '{name}') > 0" for name in RECALL_TOOLS) + ") THEN m.tool_calls END")
+
+
 def _rows_before(conn: sqlite3.Connection, session_id: str, before: tuple[float, int], count: int) -> list[tuple[Any, ...]]:
     """The ``count`` messages of ``session_id`` before ``before`` (timestamp, id), oldest first:
-    ``(id, timestamp, role, tool calls of an assistant row)``; tool rows' content is not read."""
+    ``(id, timestamp, role, tool calls of an assistant row that names a recall tool)``; tool rows' content is
+    not read."""
     rows = conn.execute(
-        "SELECT m.id, m.timestamp, m.role, CASE WHEN m.role = 'assistant' THEN m.tool_calls END FROM messages m "
+        f"SELECT m.id, m.timestamp, m.role, {_RECALL_CALLS_SQL} FROM messages m "
         "WHERE m.session_id = ? AND m.timestamp <= ? ORDER BY m.timestamp DESC, m.id DESC LIMIT ?",
         (session_id, before[0], count + 1),
     ).fetchall()
