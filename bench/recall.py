@@ -17,9 +17,14 @@ Each ``SET_DIR`` is a data set folder; its kind is read from what it holds:
   are skipped). A question about a picture is asked with the picture's
   caption appended, the way messages carry theirs.
 * ``devmembench``: ``sessions.json`` + ``questions.json``. All 25 sessions are
-  one project (a developer's workspace holding both of its repos, as the set's
-  README allows); evidence = ``haystackSessionIds`` (no message evidence, so
-  ``msg@10`` is not reported for it).
+  one project; evidence = ``haystackSessionIds`` (no message evidence, so
+  ``msg@10`` is not reported for it). With ``--devmembench-layout folders``
+  (the default) the project is as a developer would have it: one explicit
+  Hermes project (projects.db) with one git repo folder per app, named after
+  the sessions' ``metadata.project`` (``ecommerce-api``, ``dashboard-app``), each
+  session recorded in its app's folder (a session about ``both`` in the first
+  folder, as is the asking session). ``workspace`` is the older build: one git
+  repo ``00-workspace``, an auto project, every session there.
 * ``memorycode``: ``dialogue_*.json`` (MemoryCode: a mentor and an engineer
   over many sessions, the mentor's coding conventions changing as they go).
   A conversation is a project, a session a session, the mentor's turns user
@@ -144,12 +149,14 @@ class SetSession:
     key: str
     started: float | None  # Unix time when the data set dates it
     messages: list[SetMessage]
+    folder: str = ""  # the project folder it was recorded in (a project with ``folders``); "" for the project's one repo
 
 
 @dataclass
 class SetProject:
     key: str
     sessions: list[SetSession]
+    folders: tuple[str, ...] = ()  # when set: an explicit project (projects.db) of these git repo folders, first primary
 
 
 @dataclass
@@ -170,6 +177,7 @@ class DataSet:
     questions: list[SetQuestion]
     message_evidence: bool
     skipped: int = 0  # questions without evidence
+    layout: str = ""  # how the set maps onto Hermes when it has a choice (part of the home's fingerprint)
 
 
 def _date_ts(text: Any) -> float | None:
@@ -259,12 +267,29 @@ def load_mem_gallery(path: Path) -> DataSet:
     return DataSet(path.name, "mem-gallery", path, projects, questions, True, skipped)
 
 
-def load_devmembench(path: Path) -> DataSet:
+DEVMEMBENCH_LAYOUTS = ("folders", "workspace")
+
+
+def load_devmembench(path: Path, layout: str = "folders") -> DataSet:
     sessions = []
+    apps: list[str] = []
+    slug = re.compile(r"[^A-Za-z0-9._-]+")
     for sess in json.loads((path / "sessions.json").read_text(encoding="utf-8")):
         skey = str(sess["sessionId"])
         msgs = [SetMessage(f"{skey}:{i}", m["role"], m.get("content") or "") for i, m in enumerate(sess.get("messages") or [])]
-        sessions.append(SetSession(skey, _date_ts((sess.get("metadata") or {}).get("date")), msgs))
+        meta = sess.get("metadata") or {}
+        app = slug.sub("-", str(meta.get("project") or "")).strip("-")
+        if app and app != "both" and app not in apps:
+            apps.append(app)
+        sessions.append(SetSession(skey, _date_ts(meta.get("date")), msgs, app if app != "both" else ""))
+    if layout == "folders" and apps:
+        for sess in sessions:
+            sess.folder = sess.folder or apps[0]  # "both" (or none): the first app's folder
+        project = SetProject("workspace", sessions, tuple(apps))
+    else:
+        for sess in sessions:
+            sess.folder = ""
+        project, layout = SetProject("workspace", sessions), "workspace"
     known = {s.key for s in sessions}
     questions, skipped = [], 0
     for q in json.loads((path / "questions.json").read_text(encoding="utf-8")):
@@ -273,7 +298,8 @@ def load_devmembench(path: Path) -> DataSet:
             skipped += 1
             continue
         questions.append(SetQuestion("workspace", str(q.get("questionType") or "?"), str(q.get("question") or ""), set(), evidence))
-    return DataSet(path.name, "devmembench", path, [SetProject("workspace", sessions)], questions, False, skipped)
+    return DataSet(path.name, "devmembench", path, [project], questions, False, skipped,
+                   "" if layout == "workspace" else layout)
 
 
 #: How a developer asks their agent about a convention, per MemoryCode ``session_regex`` category.
@@ -376,9 +402,9 @@ def load_memorycode(path: Path) -> DataSet:
     return DataSet(path.name, "memorycode", path, projects, questions, False, skipped)
 
 
-def load_set(path: Path) -> DataSet:
+def load_set(path: Path, devmembench_layout: str = "folders") -> DataSet:
     if (path / "sessions.json").is_file() and (path / "questions.json").is_file():
-        return load_devmembench(path)
+        return load_devmembench(path, devmembench_layout)
     if any(path.glob("dialogue_*.json")):
         return load_memorycode(path)
     if any(p.is_dir() and p.name.isdigit() and (p / "chat.json").is_file() for p in path.iterdir()):
@@ -393,9 +419,9 @@ def load_set(path: Path) -> DataSet:
     raise SystemExit(f"{path}: not a data set this bench knows (beam, mem-gallery, devmembench, memorycode)")
 
 
-def fingerprint(path: Path) -> str:
-    """Names, sizes and modification times of a set's files, with the builder's version."""
-    h = hashlib.sha256(str(BUILD_VERSION).encode())
+def fingerprint(path: Path, layout: str = "") -> str:
+    """Names, sizes and modification times of a set's files, with the builder's version (and the layout, if any)."""
+    h = hashlib.sha256(str(BUILD_VERSION).encode() + (f":{layout}".encode() if layout else b""))
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
         st = file.stat()
         h.update(f"{file.relative_to(path)}:{st.st_size}:{st.st_mtime_ns}".encode())
@@ -428,7 +454,7 @@ class Built:
 def build_home(ds: DataSet, root: Path) -> Built:
     """A Hermes home for ``ds`` under ``root`` (reused when ``root/built.json`` matches the set)."""
     manifest = root / "built.json"
-    stamp = fingerprint(ds.path)
+    stamp = fingerprint(ds.path, ds.layout)
     if manifest.is_file():
         saved = json.loads(manifest.read_text(encoding="utf-8"))
         if saved.get("fingerprint") == stamp:
@@ -449,14 +475,27 @@ def build_home(ds: DataSet, root: Path) -> Built:
     ts = BASE_TS
     slug = re.compile(r"[^A-Za-z0-9]+")
     repo_of: dict[str, Path] = {}
+    folders_of: dict[str, dict[str, Path]] = {}
     for p_index, project in enumerate(ds.projects):
         repo = repos / f"{p_index:02d}-{slug.sub('-', project.key).strip('-')[:40].lower()}"
-        git_init(repo)
+        if project.folders:  # an explicit project: one repo per folder, named as the set names it
+            folders_of[project.key] = {name: repo / name for name in project.folders}
+            for folder in folders_of[project.key].values():
+                git_init(folder)
+            repo = folders_of[project.key][project.folders[0]]
+            from hermes_cli import projects_db
+
+            with projects_db.connect_closing(home / "projects.db") as pconn:
+                projects_db.create_project(pconn, name=project.key, folders=[str(f) for f in folders_of[project.key].values()],
+                                           primary_path=str(repo))
+        else:
+            git_init(repo)
         repo_of[project.key] = repo
         scope[project.key] = []
         for s_index, sess in enumerate(project.sessions):
             session_id = f"{ds.kind[:4]}-p{p_index:02d}-s{s_index:03d}"
-            db.create_session(session_id, "cli", cwd=str(repo))
+            cwd = folders_of[project.key][sess.folder] if sess.folder else repo
+            db.create_session(session_id, "cli", cwd=str(cwd))
             sid[sess.key] = session_id
             scope[project.key].append(session_id)
             ts = max(ts + SESSION_GAP_S, sess.started or 0.0)
@@ -696,6 +735,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fusion", choices=("scores", "rrf"), default="scores",
                     help="hybrid's fusion: the plugin's standardised scores, or (to compare) Reciprocal Rank Fusion, "
                          "k=60, of the same two legs' session rankings")
+    ap.add_argument("--devmembench-layout", choices=DEVMEMBENCH_LAYOUTS, default="folders",
+                    help="devmembench as one explicit project of one folder per app (folders, the default), "
+                         "or one auto project of one repo (workspace, the build before 2026-12-05)")
     args = ap.parse_args(argv)
     command = shlex.join([sys.executable, *(sys.argv if argv is None else [__file__, *argv])])
     systems = list(SYSTEMS) if not args.systems else [s for s in args.systems.split(",") if s]
@@ -705,7 +747,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_semantic:
         systems = [s for s in systems if s not in ("semantic", "hybrid")]
     semantic = any(s in ("semantic", "hybrid") for s in systems)
-    datasets = [load_set(p.resolve()) for p in args.sets]
+    datasets = [load_set(p.resolve(), args.devmembench_layout) for p in args.sets]
     names = [d.name for d in datasets]
     if len(set(names)) != len(names):
         ap.error("two sets share a folder name")
