@@ -391,8 +391,8 @@ def recall_answers(conn: sqlite3.Connection, session_id: str, replies: Sequence[
         windows[reply[1]] = rows[-ECHO_REACH:]
     wanted: set[int] = set()
     for rows in windows.values():
-        for at, (_, _, role, tool_calls) in enumerate(rows):
-            calls = _recall_calls(tool_calls) if role == "assistant" and tool_calls else []
+        for at, (_, _, _, tool_calls) in enumerate(rows):  # tool_calls: NULL unless an assistant row names a recall tool
+            calls = _recall_calls(tool_calls) if tool_calls else []
             if calls:
                 wanted.update(int(r[0]) for r in rows[at + 1 : at + 1 + len(calls)] if r[2] == "tool")
     answers: dict[int, list[str]] = {}

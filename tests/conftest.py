@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 settings.register_profile("quick", max_examples=100, deadline=None)
 settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("PHR_HYPOTHESIS", "quick"))
+
 PLUGIN_NAME = "project-history-recall"
 # What a drop-in install copies: the manifest and every module at the root (the root is the package).
 PLUGIN_FILES = ("plugin.yaml", *sorted(p.name for p in ROOT.glob("*.py")))

@@ -363,7 +363,8 @@ VIA = st.sampled_from(["registry", "registry", "registry", "dispatch"])  # Herme
 
 
 
-# A fuzz test: the profile's count of cases (tests/conftest.py), calls through a shared profile.
+# A fuzz test: as many cases as the loaded profile gives (tests/conftest.py); the health checks that a test with a
+# fixture, slow calls and large arguments trips are off.
 fuzz = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
