@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from . import unicode61
@@ -226,6 +226,53 @@ def parse_query(text: str) -> ParsedQuery:
     scan(clean[pos:].replace('"', " ").replace("'", " ").replace("\u2019", " "), False)
     chosen = units or fallback
     return ParsedQuery(tuple(chosen[:MAX_UNITS]), truncated or len(chosen) > MAX_UNITS)
+
+
+# A folder name the vector leg may leave out of a question: words joined by . _ - (``ecommerce-api``).
+_JOINED_NAME = re.compile(r"[^\W_]+(?:[._\-][^\W_]+)+")
+# A question's words and joined names, as :func:`vector_queries` compares them with the folders' names.
+_NAME_OR_WORD = re.compile(r"[^\W_]+(?:[._\-][^\W_]+)*")
+
+
+def _name_key(name: str) -> str:
+    return name.casefold().replace("_", "-")
+
+
+def folder_names(paths: Iterable[str]) -> frozenset[str]:
+    """The last folder names of ``paths`` (a project's folders) that :func:`vector_queries` may leave out of a
+    question, compared case-folded with ``_`` read as ``-``.
+
+    Only joined names count (``ecommerce-api``, ``Web_App``, ``hermes.nvim``): a one-word name (``api``,
+    ``docs``, ``backend``) may be just what a question asks about. Pure; never raises.
+    """
+    out = set()
+    for path in paths:
+        last = re.split(r"[\\/]", path.strip().rstrip("\\/"))[-1]
+        if _JOINED_NAME.fullmatch(last):
+            out.add(_name_key(last))
+    return frozenset(out)
+
+
+def vector_queries(text: str, folders: frozenset[str]) -> tuple[str, ...]:
+    """The texts the vector leg embeds for ``text`` (a clean query): it searches the normalised mean of their
+    vectors. Pure; never raises.
+
+    ``(text,)``, or ``(text, text without the folder names)`` when ``text`` names some of the project's
+    folders (``folders``, from :func:`folder_names`) but not all of them, and a content word is left. A
+    folder's name says where to look, not what is asked: embedded, it pulls toward the sessions that write the
+    name most (another app's session calling that folder's API), not toward the one that answers. The mean
+    keeps the name in half of the vector, since it can also be part of the subject. A question naming every
+    folder narrows nothing, and is embedded as it is.
+    """
+    if not folders:
+        return (text,)
+    named = {_name_key(m.group()) for m in _NAME_OR_WORD.finditer(text)} & folders
+    if not named or named == folders:
+        return (text,)
+    rest = _NAME_OR_WORD.sub(lambda m: " " if _name_key(m.group()) in named else m.group(), text)
+    if not any(u.text not in STOP_WORDS for u in parse_query(rest).units):
+        return (text,)
+    return (text, " ".join(rest.split()))
 
 
 def fts_quote(text: str) -> str:

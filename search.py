@@ -15,7 +15,9 @@ command line). How a query is answered:
    with bounded work and ranks sessions by BM25 of their best messages.
 4. ``semantic``/``hybrid`` add cosine similarity over the project's vectors
    once the user consented (``vector_leg.py``), in a thread beside the keyword
-   leg (its scoring products on one core); the vector leg counts only when
+   leg (its scoring products on one core); a folder of the project named in
+   the question weighs half in the vector searched (``query.vector_queries``);
+   the vector leg counts only when
    it is close enough to the query (``ranking.close_enough``); sessions rank by their best
    messages in both legs, and hybrid adds the legs' standardised scores
    (:func:`fuse`).
@@ -37,8 +39,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from . import answers, errors, gate, lexical, pages, paths, ranking, recency, session_rows, store, vector_leg, warm_up, workspace
+from .attribution import Project, ProjectRecord
 from .filters import Filters, describe_filters
-from .query import clean_query, parse_query
+from .query import clean_query, folder_names, parse_query, vector_queries
 from .ranking import Hit, fuse_scores, rank_sessions
 from .records import Scope, SessionDetails
 from .settings import load_settings
@@ -141,7 +144,17 @@ class Beside(Generic[T]):
         return cast(T, self._value)
 
 
-def _semantic_leg_apart(home: Path, scope: Scope, query: str, settings: Settings) -> gate.SemanticLeg:
+def _folder_paths(project: Project, records: Sequence[ProjectRecord]) -> list[str]:
+    """The folders of ``project`` (an explicit project's folders and primary path, an auto project's git root)."""
+    if project.kind == "auto":
+        return [project.root]
+    for record in records:
+        if project.kind == "explicit" and record.id == project.id:
+            return [f.path for f in record.folders] + [record.primary_path or ""]
+    return []
+
+
+def _semantic_leg_apart(home: Path, scope: Scope, queries: tuple[str, ...], settings: Settings) -> gate.SemanticLeg:
     """:func:`vector_leg.semantic_leg` (indexing, then searching) on a state.db connection of its own.
 
     A connection that cannot be opened (too many open files, state.db being
@@ -154,7 +167,7 @@ def _semantic_leg_apart(home: Path, scope: Scope, query: str, settings: Settings
         return gate.SemanticLeg("unavailable", f"semantic search could not open the session database just now "
                                 f"({exc}); it retries on a later search")
     try:
-        return vector_leg.semantic_leg(conn, home, scope, query, settings, index=True)
+        return vector_leg.semantic_leg(conn, home, scope, queries, settings, index=True)
     finally:
         conn.close()
 
@@ -241,7 +254,8 @@ def search_history(
         # The vector leg runs beside the keyword leg, on a connection of its own:
         # each spends most of its time outside the interpreter (the matrix products, SQLite).
         beside = None if blocked is not None or mode == "keyword" else Beside(
-            lambda: _semantic_leg_apart(home, scope, clean_query(query)[0], settings))
+            lambda: _semantic_leg_apart(home, scope, vector_queries(clean_query(query)[0], folder_names(
+                _folder_paths(scope.project, listing.projects))), settings))
         try:
             # Every page ranks the same candidates (enough for all pages), so pages
             # neither repeat nor skip a session.
@@ -257,7 +271,7 @@ def search_history(
             base["keyword_note"] = found.note
         rows = dict(found.rows)
         leg = blocked or (beside.result() if beside is not None else
-                          vector_leg.semantic_leg(conn, home, scope, clean_query(query)[0], settings, index=False))
+                          vector_leg.semantic_leg(conn, home, scope, (), settings, index=False))
         rows.update(leg.rows)
         base["semantic_status"] = leg.status
         if leg.note:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,9 +34,10 @@ INDEX_BUDGET_S = 1.5  # indexing time one search may spend
 SEMANTIC_PER_SESSION = 3  # messages of a session the vector leg returns
 
 
-def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, query: str, settings: config_schema.Settings, *,
-                 index: bool) -> SemanticLeg:
-    """Vector hits for ``query`` in the scope, after indexing for at most ``INDEX_BUDGET_S``.
+def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Sequence[str],
+                 settings: config_schema.Settings, *, index: bool) -> SemanticLeg:
+    """Vector hits in the scope for the normalised mean of ``queries``' vectors (:func:`query.vector_queries`),
+    after indexing for at most ``INDEX_BUDGET_S``.
 
     With ``index`` false (keyword mode) only the status is worked out: nothing
     is embedded or searched, the matrix is not loaded, and a warm-up in
@@ -73,7 +75,9 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, query: str,
             total = index_check.full_check(conn, vectors, scope)[1]
         # Filters are applied after the vector search: look further when they are on.
         per_session = SEMANTIC_PER_SESSION * (4 if scope.filters.active else 1)
-        raw = vectors.search(provider.embed([query]), set(scope.session_ids), pages.MAX_REACH + 1, per_session=per_session)
+        asked = provider.embed(list(queries))  # unit rows, embedded in one batch
+        mean = embeddings.normalise(asked.sum(axis=0, keepdims=True)) if len(asked) > 1 else asked
+        raw = vectors.search(mean, set(scope.session_ids), pages.MAX_REACH + 1, per_session=per_session)
         hits = confirmed(conn, vectors, raw)
     except (embeddings.EmbeddingUnavailable, index_file.IndexBroken) as exc:
         return SemanticLeg("unavailable", str(exc))

@@ -224,3 +224,46 @@ def test_word_matcher_examples(forms: list[str], text: str, expected: list[tuple
 ])
 def test_phrase_matcher_examples(tokens: list[str], text: str, expected: list[tuple[int, int]]) -> None:
     assert list(Q.WordMatcher.phrase(tokens).spans(text)) == expected
+
+
+# --- the vector leg's query: a folder of the project named in the question (query.vector_queries) ---
+
+APPS = Q.folder_names(["/w/shop/ecommerce-api", "/w/shop/Dashboard_App/", "/w/shop/docs", "C:\\w\\shop\\api", ""])
+
+
+def test_folder_names_are_the_joined_last_folders():
+    # Case-folded, "_" read as "-"; one-word names (docs, api) never count: they may be the subject.
+    assert APPS == {"ecommerce-api", "dashboard-app"}
+    assert Q.folder_names(["/w/hermes.nvim", "/w/web_app", "/", "/w/backend"]) == {"hermes.nvim", "web-app"}
+
+
+@pytest.mark.parametrize(
+    "question,expected",
+    [
+        ("What database does the ecommerce-api use?", ("What database does the ecommerce-api use?", "What database does the use?")),
+        ("how is auth done in Ecommerce_API now", ("how is auth done in Ecommerce_API now", "how is auth done in now")),
+        ("see ecommerce-api/src/db.py", ("see ecommerce-api/src/db.py", "see /src/db.py")),
+        # Named with every other folder: narrows nothing; nothing but stop words left; not a folder's name.
+        ("What is the stack of both the ecommerce-api and dashboard-app?", None),
+        ("what is the ecommerce-api?", None),
+        ("ecommerce-api", None),
+        ("ecommerce-api-v2 database", None),
+        ("ecommerce api database", None),
+        ("what does the docs folder hold?", None),
+    ],
+)
+def test_vector_queries_leave_a_named_folder_out_of_half_the_vector(question, expected):
+    assert Q.vector_queries(question, APPS) == (expected or (question,))
+
+
+def test_vector_queries_need_two_folders_to_narrow():
+    # A project of one folder (an auto project's root): naming it is naming every folder.
+    assert Q.vector_queries("What database does hermes-agent use?", frozenset({"hermes-agent"})) == (
+        "What database does hermes-agent use?",)
+    assert Q.vector_queries("What database?", frozenset()) == ("What database?",)
+
+
+@given(st.text(max_size=200))
+def test_vector_queries_never_raise_and_keep_the_question_first(text):
+    made = Q.vector_queries(text, APPS)
+    assert made[0] == text and 1 <= len(made) <= 2

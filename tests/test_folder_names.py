@@ -1,0 +1,51 @@
+"""A folder of the project named in a question weighs half in the vector searched (``query.vector_queries``).
+
+One explicit project with a git folder per app, the real local model, every
+message indexed. The question names the API's folder; the session that answers
+it never writes that name, while a dashboard session writes it three times
+about something else. Embedded whole, the name pulls the vector to the
+dashboard session; with the name in half of the vector, the answer leads.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+
+import pytest
+from conftest import World, result_sessions, seed_local_model
+
+QUESTION = "What database does the ecommerce-api use?"
+
+
+@pytest.fixture
+def apps(world: World, local_model) -> Iterator[World]:
+    seed_local_model(world, local_model)
+    api, dash = world.repo("shop/ecommerce-api"), world.repo("shop/dashboard-app")
+    world.project("shop", [api, dash])
+    world.session("api_db", api, messages=[
+        ("user", "Where should orders and customers be stored?"),
+        ("assistant", "The database for orders and customers is PostgreSQL 15.")])
+    world.session("dash_calls", dash, messages=[
+        ("assistant", "The dashboard-app calls the ecommerce-api for revenue; when the ecommerce-api is slow we cache "
+                      "the ecommerce-api response for a minute.")])
+    world.session("dash_theme", dash, messages=[("assistant", "The charts use the dark theme with a teal accent.")])
+    world.session("cur", api, style="cli", messages=[("user", "let's continue")])
+    world.configure_embedding(provider="local")
+    assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, "cur")["success"]
+    yield world
+    importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
+
+
+def test_the_answer_leads_when_the_question_names_a_folder(apps: World):
+    answer = apps.search("cur", QUESTION, mode="semantic")
+    assert answer["semantic_status"] == "ready", answer
+    assert result_sessions(answer)[:1] == ["api_db"], answer["results"]
+    # Embedded whole, the question's nearest session is the one that writes the folder's name.
+    search = importlib.import_module("hermes_plugins.project_history_recall.search")
+    original = search.vector_queries
+    search.vector_queries = lambda text, folders: (text,)
+    try:
+        assert result_sessions(apps.search("cur", QUESTION, mode="semantic"))[:1] == ["dash_calls"]
+    finally:
+        search.vector_queries = original
