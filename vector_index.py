@@ -167,18 +167,18 @@ class VectorIndex:
             ids = ids[~np.isin(ids, np.fromiter(self._damaged, np.int64, len(self._damaged)))]
         return ids
 
-    def complete_marks(self, sessions: AbstractSet[str], top: int) -> CompleteMarks:
+    def complete_marks(self, sessions: AbstractSet[str]) -> CompleteMarks:
         """The "complete up to" marks of ``sessions`` (:meth:`vector_store.ChunkStore.marks`); none while this process
         keeps damaged vectors it could not delete. Raises ``sqlite3`` errors."""
-        marks = self.store.marks(sessions, top)
+        marks = self.store.marks(sessions)
         return CompleteMarks({}, marks.stamp) if self._damage_kept else marks
 
     def mark_complete(self, sessions: Sequence[str], upto: int, marks: CompleteMarks, *, replace: bool = False,
                       history: state_history.History | None = None) -> bool:
         """Record, for every process, that every indexable message of ``sessions`` up to message id ``upto`` has
         vectors here. ``marks``: :meth:`complete_marks`'s answer, read before that was checked (a repair since
-        refuses the write). Marks that do not read, or that state.db went back from, are replaced, as all are
-        with ``replace`` (the index command); others are merged. Returns whether they were written; raises
+        refuses the write). Marks that do not read are replaced, as all are with ``replace`` (the index
+        command); others are merged. Returns whether they were written; raises
         ``sqlite3`` errors (busy, read-only: the marks are only a shortcut)."""
         if self._damage_kept:
             return False
