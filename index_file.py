@@ -411,17 +411,6 @@ def open_index(path: Path) -> OpenFile:
     return OpenFile(conn, opened, note, token)
 
 
-def source_key(path: Path) -> tuple[Any, ...] | None:
-    """What the vector files beside ``path`` record as their source when they come from the file there now:
-    ``(device, inode, token)`` (:func:`file_token`, read on a read-only connection), ``None`` when there is no
-    file. For tools that map the vector files without opening the index; raises ``sqlite3`` errors."""
-    found = identity(path)
-    if found is None:
-        return None
-    with closing(connect_read_only(Path(path).absolute())) as conn:
-        return (*found, _stored_token(conn) or "")
-
-
 def file_token(conn: sqlite3.Connection) -> str:
     """The file's random name in its ``meta`` table, written by the first open that finds none (one short write,
     once per file). A file deleted and made again often gets the same inode: the vector files beside it tell
