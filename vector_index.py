@@ -37,7 +37,7 @@ import numpy as np
 
 from . import index_file, state, state_history, vector_view
 from .embeddings import EmbeddingUnavailable, Provider, chunk_text, normalise
-from .index_file import IndexBlocked, IndexNotNow
+from .index_file import IndexNotNow
 from .ranking import Hit
 from .vector_store import ChunkStore, CompleteMarks
 
@@ -100,7 +100,7 @@ class VectorIndex:
 
         A damaged or unwritable index file retires this index, so the next
         :func:`index_for` opens it again (and moves it aside, or reports the
-        condition at once, remembered). Damage this index does not show (its
+        condition at once). Damage this index does not show (its
         schema and table read fine) is state.db's: a temporary answer, and the
         index is kept. Busy is temporary. Never raises.
         """
@@ -110,8 +110,6 @@ class VectorIndex:
                                code="db_error" if problem.code == "index_damaged" else problem.code)
         if problem.code in ("index_damaged", "index_read_only", "index_not_a_file"):
             self._retired = True
-            if isinstance(problem, IndexBlocked):
-                index_file.remember(self.path, problem)
         logger.warning("embeddings index %s: %s", self.path, exc)
         return problem
 
@@ -371,10 +369,11 @@ def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_ov
     """The process-wide index for this file and model (its matrix stays loaded).
 
     Raises what opening it raises (:class:`IndexNotNow`, :class:`IndexBlocked`).
-    A permanent condition (:class:`IndexBlocked`: a read-only folder or file, a
-    newer schema, a folder at the path) is remembered: until the file or a
-    folder above it changes (seen by a few ``stat`` calls), later calls raise
-    it again at once, without opening anything.
+    A permanent condition the file system shows (:class:`IndexBlocked`: a
+    read-only folder or file, a folder at the path) is raised after a few
+    ``stat`` calls, without opening anything; a newer schema after one open of
+    the file (under a millisecond). Nothing is remembered: the user's fix is
+    seen at the next call.
     """
     key = (str(Path(path).resolve()), provider.fingerprint)
     with _indexes.lock:
@@ -388,21 +387,13 @@ def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_ov
             index.retire()  # its writes would land in a file nobody reads, or break the new one's journal
             index = None
         if index is None:
-            known = index_file.remembered_problem(Path(key[0]))
-            if known is not None:
-                raise known
-            try:
-                blocker = index_file.write_blocker(Path(path).absolute())
-                if blocker is not None:
-                    raise blocker
-                index = _indexes.data[key] = VectorIndex(path, provider, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
-            except IndexBlocked as exc:
-                index_file.remember(Path(key[0]), exc)
-                raise
+            blocker = index_file.write_blocker(Path(path).absolute())
+            if blocker is not None:
+                raise blocker
+            index = _indexes.data[key] = VectorIndex(path, provider, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
         return index
 
 
 def reset_indexes() -> None:
-    """Close every open index and forget the remembered problems (tests, a new process's view); never raises."""
+    """Close every open index (tests, a new process's view); never raises."""
     _indexes.clear()
-    state.cache("index_problems").clear()
