@@ -88,9 +88,7 @@ class VectorIndex:
         self._retired = False  # set when a newer open of the path replaced this one: no more writes
         self._mapped = vector_view.MappedVectors(self.path, provider, self._db)  # this process's map of the shared files
         self._odd_dims = 0  # the size of the last query vector that did not match the index (0: none)
-        self._damaged: set[int] = set()  # messages whose stored vectors were unusable: not indexed until embedded again
-        self._damage_kept = False  # a repair could not delete damaged vectors from the file: no marks are trusted or written
-        self.repaired = 0  # how many such messages this index found
+        self.repaired = 0  # how many messages this index dropped unusable vectors of (see _repair)
         self._news: list[str] = []  # what the next search should say once (see pop_news)
         self._news_lock = threading.Lock()
 
@@ -151,25 +149,18 @@ class VectorIndex:
 
     # -- what is indexed -----------------------------------------------------------
     def indexed(self) -> dict[int, str]:
-        """``{message id: content hash}`` of everything embedded with this model, damaged ones this process could not
-        delete left out. Raises ``sqlite3`` errors."""
+        """``{message id: content hash}`` of everything embedded with this model. Raises ``sqlite3`` errors."""
         with self._lock:
-            found = self.store.indexed(self._conn)
-        return {m: h for m, h in found.items() if m not in self._damaged}
+            return self.store.indexed(self._conn)
 
     def indexed_array(self, sessions_json: str) -> np.ndarray:
-        """The ids of the messages of the sessions (a JSON array) that the file holds vectors of, damaged ones this
-        process could not delete left out; never waits for a load. Raises ``sqlite3`` errors."""
-        ids = self.store.ids_array(sessions_json)
-        if self._damaged:
-            ids = ids[~np.isin(ids, np.fromiter(self._damaged, np.int64, len(self._damaged)))]
-        return ids
+        """The ids of the messages of the sessions (a JSON array) that the file holds vectors of; never waits for a
+        load. Raises ``sqlite3`` errors."""
+        return self.store.ids_array(sessions_json)
 
     def complete_marks(self, sessions: AbstractSet[str]) -> CompleteMarks:
-        """The "complete up to" marks of ``sessions`` (:meth:`vector_store.ChunkStore.marks`); none while this process
-        keeps damaged vectors it could not delete. Raises ``sqlite3`` errors."""
-        marks = self.store.marks(sessions)
-        return CompleteMarks({}, marks.stamp) if self._damage_kept else marks
+        """The "complete up to" marks of ``sessions`` (:meth:`vector_store.ChunkStore.marks`). Raises ``sqlite3`` errors."""
+        return self.store.marks(sessions)
 
     def mark_complete(self, sessions: Sequence[str], upto: int, marks: CompleteMarks, *, replace: bool = False,
                       history: state_history.History | None = None) -> bool:
@@ -178,8 +169,6 @@ class VectorIndex:
         refuses the write). Marks that do not read are replaced, as all are with ``replace`` (the index
         command); others are merged. Returns whether they were written; raises
         ``sqlite3`` errors (busy, read-only: the marks are only a shortcut)."""
-        if self._damage_kept:
-            return False
         with self._lock:
             self._check_current()
             return self.store.mark(self._conn, sessions, upto, marks, replace=replace, history=history)
@@ -215,8 +204,6 @@ class VectorIndex:
                 # A changed message's old vectors are marked gone in the vector files (only once
                 # the new ones are stored: a failed write keeps the old ones in use).
                 self._cut([m.message_id for m in group if m.message_id in before], keep=written)
-                self._damaged.difference_update(m.message_id for m in group)
-                self._damage_kept = self._damage_kept and bool(self._damaged)  # embedded again: their old rows went
             done += len(group)
         return done
 
@@ -248,24 +235,19 @@ class VectorIndex:
             return len(gone)
 
     def _repair(self, message_ids: Sequence[int], why: str) -> None:
-        """Forget ``message_ids``' stored vectors (``why``) so that the next indexing embeds them again: their rows
-        are marked gone in the vector files and deleted from the file with the marks of their sessions (best
-        effort: a busy file keeps them until the messages are embedded again); a new ``generation`` voids this
-        process's watermarks. The caller holds ``_lock``."""
+        """Forget ``message_ids``' stored vectors (``why``) so that the next indexing embeds them again: they are
+        deleted from the file with the marks of their sessions, then their rows are marked gone in the vector
+        files; a new ``generation`` voids this process's watermarks. Raises ``sqlite3`` errors (busy, read-only)
+        and :class:`IndexNotNow` (the file was replaced) as :meth:`drop` does, with nothing changed: a search that
+        meets them again, or the index command, repairs them. The caller holds ``_lock``."""
+        self._check_current()
         gone = sorted(set(message_ids))
-        self._damaged.update(gone)
-        self._cut(gone)
+        self.store.delete_repaired(self._conn, gone)
+        self._cut(gone)  # after the commit, as drop does
         self.repaired += len(gone)
         self.generation = next(_generations)  # a watermark saying "complete" no longer holds
         self._say(f"{len(gone)} message(s) had vectors {why} in the embeddings index: they were dropped and are "
                   "embedded again")
-        if self._retired:
-            return
-        try:
-            self.store.delete_repaired(self._conn, gone)
-        except sqlite3.Error as exc:
-            self._damage_kept = True
-            logger.warning("embeddings index %s: damaged vectors left in the file for now (%s)", self.path, exc)
 
     def forget_after(self, parted: int, known: str | None, history: state_history.History) -> int:
         """State.db parted from the stored history ``known`` (its text, as read) above message id ``parted``
