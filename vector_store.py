@@ -71,12 +71,11 @@ class ChunkStore:
         return index_file.connect_read_only(self.path)
 
     # -- reads of their own (never waiting for a load) -------------------------------------------------
-    def ids_in(self, sessions_json: str, above: int = 0) -> set[int]:
-        """The ids of the messages of the sessions (a JSON array) above ``above`` that the file holds vectors of.
-        Raises ``sqlite3`` errors (as every read here)."""
-        sql = f"SELECT message_id {_SESSIONS_ABOVE}" if above else f"SELECT message_id {_SESSIONS_ALL} AND message_id > ?"
+    def ids_in(self, sessions_json: str, above: int) -> set[int]:
+        """The ids of the messages of the sessions (a JSON array) above ``above`` (a watermark, above 0) that the file
+        holds vectors of. Raises ``sqlite3`` errors (as every read here)."""
         with closing(self._reader()) as conn:
-            return {int(r[0]) for r in conn.execute(sql, (self.fingerprint, sessions_json, int(above)))}
+            return {int(r[0]) for r in conn.execute(f"SELECT message_id {_SESSIONS_ABOVE}", (self.fingerprint, sessions_json, int(above)))}
 
     def ids_array(self, sessions_json: str) -> np.ndarray:
         """The ids of every message of the sessions (a JSON array) that the file holds vectors of, int64, in no
