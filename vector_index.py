@@ -153,19 +153,10 @@ class VectorIndex:
         with self._lock:
             return self.store.indexed(self._conn)
 
-    def indexed_array(self, sessions_json: str) -> np.ndarray:
-        """The ids of the messages of the sessions (a JSON array) that the file holds vectors of; never waits for a
-        load. Raises ``sqlite3`` errors."""
-        return self.store.ids_array(sessions_json)
-
-    def complete_marks(self, sessions: AbstractSet[str]) -> CompleteMarks:
-        """The "complete up to" marks of ``sessions`` (:meth:`vector_store.ChunkStore.marks`). Raises ``sqlite3`` errors."""
-        return self.store.marks(sessions)
-
     def mark_complete(self, sessions: Sequence[str], upto: int, marks: CompleteMarks, *, replace: bool = False,
                       history: state_history.History | None = None) -> bool:
         """Record, for every process, that every indexable message of ``sessions`` up to message id ``upto`` has
-        vectors here. ``marks``: :meth:`complete_marks`'s answer, read before that was checked (a repair since
+        vectors here. ``marks``: :meth:`vector_store.ChunkStore.marks`' answer, read before that was checked (a repair since
         refuses the write). Marks that do not read are replaced, as all are with ``replace`` (the index
         command); others are merged. Returns whether they were written; raises
         ``sqlite3`` errors (busy, read-only: the marks are only a shortcut)."""

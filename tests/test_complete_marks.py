@@ -146,7 +146,7 @@ def test_marks_written_before_a_repair_are_refused(warm, fake):
     indexed_then_new_process(warm, fake)
     index = loaded_index(warm)
     top = 10**6
-    marks = index.complete_marks({"a_ws", "a_db"})
+    marks = index.store.marks({"a_ws", "a_db"})
     other = plugin("vector_index").VectorIndex(index.path, index.provider)  # another process
     with closing(sqlite3.connect(data_dir(warm) / "embeddings.db")) as conn:
         (damaged,) = conn.execute("SELECT message_id FROM chunks WHERE session_id = 'a_ws' LIMIT 1").fetchone()
@@ -154,9 +154,9 @@ def test_marks_written_before_a_repair_are_refused(warm, fake):
         other._repair([damaged], "damaged for the test")
     other.close()
     assert index.mark_complete(["a_ws", "a_db"], top, marks) is False
-    assert set(index.complete_marks({"a_ws", "a_db"}).upto) == {"a_db"}, "nothing written; a_ws's mark gone"
-    assert index.mark_complete(["a_ws", "a_db"], top, index.complete_marks({"a_ws", "a_db"})) is True
-    assert index.complete_marks({"a_ws", "a_db"}).upto == {"a_ws": top, "a_db": top}
+    assert set(index.store.marks({"a_ws", "a_db"}).upto) == {"a_db"}, "nothing written; a_ws's mark gone"
+    assert index.mark_complete(["a_ws", "a_db"], top, index.store.marks({"a_ws", "a_db"})) is True
+    assert index.store.marks({"a_ws", "a_db"}).upto == {"a_ws": top, "a_db": top}
 
 
 def test_another_processs_repair_is_seen_at_once(warm, fake):
@@ -198,7 +198,7 @@ def test_the_index_command_marks_what_it_completed(warm, fake, counted):
     warm.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(warm)
     index = loaded_index(warm)
-    index.mark_complete(["deleted-long-ago"], 1, index.complete_marks(set()))
+    index.mark_complete(["deleted-long-ago"], 1, index.store.marks(set()))
     result = plugin("indexing").index_projects(home=warm.home)
     assert result["success"] is True and result["remaining"] == 0, result
     (marks,) = stored_marks(warm).values()

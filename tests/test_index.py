@@ -44,7 +44,7 @@ def test_add_search_and_skip_unchanged(tmp_path):
     hits = index.search(provider.embed(["aaa"]), {"s1", "s2"}, 2)
     assert [h.message_id for h in hits] == [1, 3]
     assert [h.message_id for h in index.search(provider.embed(["aaa"]), {"s2"}, 5)] == [3], "scope is applied at query time"
-    assert len(index.indexed_array('["s1"]')) == 2
+    assert len(index.store.ids_array('["s1"]')) == 2
     index.close()
     again = vector_index.VectorIndex(tmp_path / "embeddings.db", provider)
     assert again.indexed() == {m.message_id: E.content_hash(m.text) for m in batch}
@@ -114,7 +114,7 @@ def test_chunks_written_by_another_process_count_as_indexed(tmp_path):
     ours.add(msgs(("s", "aaaa")))
     theirs = vector_index.VectorIndex(tmp_path / "e.db", CountingProvider())
     theirs.add([vector_index.PendingMessage(7, "s", "bbbb")])
-    assert 7 in ours.indexed() and len(ours.indexed_array('["s"]')) == 2
+    assert 7 in ours.indexed() and len(ours.store.ids_array('["s"]')) == 2
     assert [h.message_id for h in ours.search(provider.embed(["bbbb"]), {"s"}, 1)] == [7]
 
 
