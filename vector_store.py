@@ -52,7 +52,6 @@ class CompleteMarks:
 
     upto: dict[str, int]
     stamp: str
-    behind: bool = False  # state.db's ids went back below the stored marks: they are to be replaced, not merged
 
 
 def _ids(message_ids: Iterable[int]) -> str:
@@ -72,12 +71,11 @@ class ChunkStore:
         return index_file.connect_read_only(self.path)
 
     # -- reads of their own (never waiting for a load) -------------------------------------------------
-    def ids_in(self, sessions_json: str, above: int = 0) -> set[int]:
-        """The ids of the messages of the sessions (a JSON array) above ``above`` that the file holds vectors of.
-        Raises ``sqlite3`` errors (as every read here)."""
-        sql = f"SELECT message_id {_SESSIONS_ABOVE}" if above else f"SELECT message_id {_SESSIONS_ALL} AND message_id > ?"
+    def ids_in(self, sessions_json: str, above: int) -> set[int]:
+        """The ids of the messages of the sessions (a JSON array) above ``above`` (a watermark, above 0) that the file
+        holds vectors of. Raises ``sqlite3`` errors (as every read here)."""
         with closing(self._reader()) as conn:
-            return {int(r[0]) for r in conn.execute(sql, (self.fingerprint, sessions_json, int(above)))}
+            return {int(r[0]) for r in conn.execute(f"SELECT message_id {_SESSIONS_ABOVE}", (self.fingerprint, sessions_json, int(above)))}
 
     def ids_array(self, sessions_json: str) -> np.ndarray:
         """The ids of every message of the sessions (a JSON array) that the file holds vectors of, int64, in no
@@ -110,10 +108,10 @@ class ChunkStore:
         with closing(self._reader()) as conn:
             return history_text(conn)
 
-    def marks(self, sessions: AbstractSet[str], top: int) -> CompleteMarks:
-        """The "complete up to" marks of ``sessions``; ``top`` is state.db's highest message id now. None (only the
-        stamp) when the stored marks do not read as an object of ids (edited by hand: the next write replaces
-        them), or when one of them is above ``top`` (state.db went back: a restored copy reuses ids)."""
+    def marks(self, sessions: AbstractSet[str]) -> CompleteMarks:
+        """The "complete up to" marks of ``sessions``. None (only the stamp) when the stored marks do not read as an
+        object of ids (edited by hand: the next write replaces them). Marks a restored state.db went back below
+        are dropped before any check reads them (:func:`index_check.agree`)."""
         with closing(self._reader()) as conn:  # one statement: both rows from one snapshot
             rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (self.marks_key, self.stamp_key)))
         stamp = str(rows.get(self.stamp_key, ""))
@@ -123,10 +121,7 @@ class ChunkStore:
             stored = None
         if not isinstance(stored, dict):
             return CompleteMarks({}, stamp)
-        upto = {sid: u for sid, u in stored.items() if type(u) is int}
-        if any(u > top for u in upto.values()):
-            return CompleteMarks({}, stamp, behind=True)
-        return CompleteMarks({sid: u for sid, u in upto.items() if sid in sessions}, stamp)
+        return CompleteMarks({sid: u for sid, u in stored.items() if type(u) is int and sid in sessions}, stamp)
 
     def store_first_history(self, history: state_history.History) -> None:
         """Store state.db's ``history`` when none is stored (a file of an earlier version, or one that did not
@@ -243,7 +238,7 @@ class ChunkStore:
                 "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value ="
                 " CASE WHEN ? = 0 AND json_valid(value) AND json_type(value) = 'object'"
                 " THEN json_patch(value, excluded.value) ELSE excluded.value END",
-                (self.marks_key, patch, int(marks.behind or replace)))
+                (self.marks_key, patch, int(replace)))
             return True
 
     def forget_above(self, conn: sqlite3.Connection, parted: int, known: str | None,

@@ -54,13 +54,14 @@ TOP = 10
 
 def set_vectors(phr: Any, ds: recall.DataSet, root: Path) -> tuple[np.ndarray, np.ndarray, list[str], list[tuple[str, set[str]]]]:
     """``(vectors, message ids, session name of each row, [(question, evidence session names)])`` of one set."""
-    from project_history_recall import embeddings, index_file, vector_file
+    from project_history_recall import embeddings, vector_file
 
     built = recall.build_home(ds, root)
     home = built.home
     recall.index_with_local_model(phr, home, ds.name)
     db = phr.paths.plugin_data_dir(home) / "embeddings.db"
-    view = vector_file.VectorFile(db, embeddings.LocalProvider().fingerprint).view(index_file.source_key(db))
+    files = vector_file.VectorFile(db, embeddings.LocalProvider().fingerprint)
+    view = files.view(files.head().db)  # the files the index command just brought up to this embeddings.db
     live = view.rows[:, 1] != -1
     names = [f"{ds.name}/{view.names[c]}" for c in view.rows[live, 2]]
     questions = [(q.text, {f"{ds.name}/{built.sid[k]}" for k in q.evidence_sessions}) for q in ds.questions]

@@ -44,7 +44,7 @@ def test_add_search_and_skip_unchanged(tmp_path):
     hits = index.search(provider.embed(["aaa"]), {"s1", "s2"}, 2)
     assert [h.message_id for h in hits] == [1, 3]
     assert [h.message_id for h in index.search(provider.embed(["aaa"]), {"s2"}, 5)] == [3], "scope is applied at query time"
-    assert len(index.indexed_array('["s1"]')) == 2
+    assert len(index.store.ids_array('["s1"]')) == 2
     index.close()
     again = vector_index.VectorIndex(tmp_path / "embeddings.db", provider)
     assert again.indexed() == {m.message_id: E.content_hash(m.text) for m in batch}
@@ -114,7 +114,7 @@ def test_chunks_written_by_another_process_count_as_indexed(tmp_path):
     ours.add(msgs(("s", "aaaa")))
     theirs = vector_index.VectorIndex(tmp_path / "e.db", CountingProvider())
     theirs.add([vector_index.PendingMessage(7, "s", "bbbb")])
-    assert 7 in ours.indexed() and len(ours.indexed_array('["s"]')) == 2
+    assert 7 in ours.indexed() and len(ours.store.ids_array('["s"]')) == 2
     assert [h.message_id for h in ours.search(provider.embed(["bbbb"]), {"s"}, 1)] == [7]
 
 
@@ -351,6 +351,30 @@ def test_a_failed_re_embedding_keeps_the_old_vectors(tmp_path):
         other.execute("ROLLBACK")
     assert {h.message_id for h in index.search(provider.embed(["b"]), {"s"}, 10, per_session=10)} == {1, 2}, "message 2 is still found"
     assert index.indexed()[2] == E.content_hash("bravo"), "and still known by its stored text"
+
+
+def test_a_repair_the_file_refuses_changes_nothing_and_the_next_one_does_it_all(tmp_path):
+    """A hit state.db no longer confirms is requeued while another process writes embeddings.db: the delete
+    fails, so nothing changes (its vector is still stored and found, no watermark voided, nothing said);
+    met again once the file takes writes, it is dropped, and the next indexing embeds it again."""
+    provider = CountingProvider()
+    index = vector_index.VectorIndex(tmp_path / "e.db", provider)
+    index.add([vector_index.PendingMessage(1, "s", "alpha"), vector_index.PendingMessage(2, "s", "bravo")])
+    found = {h.message_id for h in index.search(provider.embed(["b"]), {"s"}, 10, per_session=10)}
+    assert found == {1, 2}
+    generation = index.generation
+    index._conn.execute("PRAGMA busy_timeout = 100")
+    with sqlite3.connect(tmp_path / "e.db") as other:
+        other.execute("BEGIN IMMEDIATE")  # another process is writing
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            index.requeue([2], "changed for the test")
+        other.execute("ROLLBACK")
+    assert {h.message_id for h in index.search(provider.embed(["b"]), {"s"}, 10, per_session=10)} == {1, 2}
+    assert 2 in index.indexed() and index.generation == generation and index.repaired == 0 and index.pop_news() == ""
+    index.requeue([2], "changed for the test")
+    assert {h.message_id for h in index.search(provider.embed(["b"]), {"s"}, 10, per_session=10)} == {1}
+    assert 2 not in index.indexed() and index.generation != generation and index.repaired == 1
+    assert "embedded again" in index.pop_news()
 
 
 def test_a_message_re_embedded_by_another_process_leaves_no_stale_rows(tmp_path):

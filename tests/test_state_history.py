@@ -1,7 +1,7 @@
 """State.db put back from an older copy (Hermes' ``/snapshot restore``, ``hermes import``, a copied backup): Hermes
 hands out the lost message ids again, to other messages. What the index knows by id (vectors, "complete up to"
-marks, the record of messages never indexed, a running process's watermark) must not hide them, and a repair
-in another process must void what this one keeps (state_history, semantic._same_history).
+marks, a running process's watermark) must not hide them, and a repair in another process must void what this
+one keeps (state_history, index_check.agree).
 
 Real SessionDB, real state.db and embeddings.db, the loopback embedder, the real plugin and loader; the first
 sequences are a hostile reviewer's, each of which hid a user message before (the docstrings tell the sequence
@@ -95,7 +95,7 @@ def test_marks_do_not_survive_a_restore_in_place_once_state_db_grows_past_them(w
 
 
 def test_a_running_process_watermark_does_not_survive_a_restore_in_place(world: World, fake, tmp_path):
-    """The same in one long-running process (a gateway): its own watermark (semantic._complete) is not checked
+    """The same in one long-running process (a gateway): its own watermark (index_check._complete) is not checked
     against state.db at all, so even without regrowth past it the reused ids are never checked."""
     server = indexed_world(world, fake)
     backup = backup_of(world, tmp_path)
@@ -163,7 +163,7 @@ def test_rewound_turns_restored_below_the_marks_are_never_checked(world: World, 
 # -- 6. another process's repair does not void this process's own watermark -----------------------------------
 
 def test_another_processs_repair_voids_this_processs_watermark(warm, fake):
-    """A long-running process found the project complete (its watermark, semantic._complete, keyed by its own
+    """A long-running process found the project complete (its watermark, index_check._complete, keyed by its own
     index's generation). Another process repairs (deletes) a message's damaged vectors: the shared marks of
     that session go, but this process's watermark is untouched, so its searches check only above it, never
     embed the message again, and say "ready"."""
@@ -499,11 +499,33 @@ def test_an_index_of_the_last_version_is_guarded_from_its_first_search(world: Wo
     chat_on_over_the_lost_ids(world, lost, server)
 
 
+# -- marks above a restored state.db's newest id: the history drops them (the marks no longer check it) --------
+
+def test_marks_above_a_restored_state_dbs_newest_message_are_dropped_before_any_check(world: World, fake, tmp_path):
+    """cp backup state.db, a new process, before the chat goes on: the marks are above state.db's newest id.
+    The history drops them before any check trusts them (every message is checked and sound marks written),
+    and the question and answer that take the lost ids next are embedded."""
+    server = indexed_world(world, fake)
+    backup = backup_of(world, tmp_path)
+    lost = [world.say("a1", "user", LOST_Q), world.say("a1", "assistant", LOST_A)]
+    world.close()
+    assert world.search("cur", "websocket retry")["semantic_status"] == "ready"
+    (marks,) = stored_marks(world).values()
+    assert min(marks.values()) >= max(lost), marks
+    restore_in_place(world, backup)
+    new_process()
+    answer = world.search("cur", "websocket retry")
+    assert "no longer holds the messages" in answer.get("semantic_note", ""), answer
+    (marks,) = stored_marks(world).values()
+    assert marks and max(marks.values()) < min(lost), marks
+    chat_on_over_the_lost_ids(world, lost, server)
+
+
 # -- F. forget_after voids the watermarks of the models that have a stamp only -----------------------------------
 
 def test_a_forget_under_one_model_voids_another_models_watermark(world: World, fake, tmp_path):
     """One process (a gateway), the user tries another embedding model and comes back. Model m indexed the lost
-    question and answer (its watermark, semantic._complete, is keyed by its stamp: "" while it never repaired).
+    question and answer (its watermark, index_check._complete, is keyed by its stamp: "" while it never repaired).
     After /snapshot restore the first search runs under model m2: it forgets (every model's vectors above the
     parting go, and every *stored* stamp is renewed; m has none, so its stamp stays ""). The chat goes on, the
     user switches back to m: m's watermark still holds, nothing below it is checked, "ready" without vectors."""

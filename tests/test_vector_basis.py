@@ -13,8 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_vector_file import source_key
 
-from project_history_recall import index_file, vector_basis, vector_file, vector_index, vector_scores
+from project_history_recall import vector_basis, vector_file, vector_index, vector_scores
 
 DIMS = 32
 COLS = vector_basis.columns(DIMS)  # the columns the first pass reads (12)
@@ -254,7 +255,7 @@ def test_the_index_command_learns_a_basis_and_a_large_scope_is_scored_in_two_pas
             best_per_session[m.session_id] = max(best_per_session.get(m.session_id, -1.0), float(score))
         assert [round(h.score, 5) for h in hits] == [round(v, 5) for v in sorted(best_per_session.values(), reverse=True)[:5]]
         assert all(texts[h.message_id].session_id == h.session_id for h in hits)
-    view = files.view(index_file.source_key(tmp_path / "embeddings.db"))
+    view = files.view(source_key(tmp_path / "embeddings.db"))
     codes = {name: i for i, name in enumerate(view.names)}
     assert len(vector_scores.scope_scores(view, vector_scores.member_mask(view, codes, everyone), provider.embed(["abc"])[0])[2]) == vector_basis.kept(2_400)
     small = vector_scores.scope_scores(view, vector_scores.member_mask(view, codes, {"s0", "s7"}), provider.embed(["abc"])[0])

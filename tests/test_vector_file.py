@@ -14,7 +14,9 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,6 +25,17 @@ from test_index import CountingProvider
 from project_history_recall import index_file, vector_file, vector_index, vector_view
 
 P = vector_index.PendingMessage
+
+
+def source_key(path: Path) -> tuple[Any, ...] | None:
+    """What the vector files beside ``path`` record as their source when they come from the embeddings.db there
+    now: ``(device, inode, token)``, the token read on a read-only connection; ``None`` when there is no file."""
+    found = index_file.identity(path)
+    if found is None:
+        return None
+    with closing(index_file.connect_read_only(Path(path).absolute())) as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'file_token'").fetchone()
+    return (*found, str(row[0]) if row else "")
 
 
 def files(path: Path, kind: str) -> Path:
@@ -163,7 +176,7 @@ def test_processes_indexing_and_searching_at_once_copy_each_chunk_once(tmp_path)
     provider = CountingProvider()
     index = vector_index.VectorIndex(path, provider)
     assert len(hits(index, provider, {"s1000", "s2000", "s3000"})) == 150
-    view = vector_file.VectorFile(path, provider.fingerprint).view(index_file.source_key(path))
+    view = vector_file.VectorFile(path, provider.fingerprint).view(source_key(path))
     live = view.rows[view.rows[:, 1] != -1]
     with sqlite3.connect(path) as conn:
         stored = sorted(r[0] for r in conn.execute("SELECT id FROM chunks"))
@@ -215,14 +228,15 @@ STARTS_OVER = textwrap.dedent(
     import conftest
     import numpy as np
     from test_index import CountingProvider
-    from project_history_recall import index_file, vector_file, vector_index
+    from project_history_recall import vector_file, vector_index
     from pathlib import Path
+    from test_vector_file import source_key
     provider = CountingProvider()
     index = vector_index.VectorIndex(Path({path!r}), provider)
     index.add([vector_index.PendingMessage(i + 1, "s", "text ab " * (i + 1)) for i in range(50)])
     index.search(provider.embed(["ab"]), {{"s"}}, 3)
     files = vector_file.VectorFile(Path({path!r}), provider.fingerprint)
-    mapped = files.view(index_file.source_key(Path({path!r}))).vectors  # what this process reads while another one starts over
+    mapped = files.view(source_key(Path({path!r}))).vectors  # what this process reads while another one starts over
     assert len(mapped) == 50
     files.append((0, 0), 26, lambda upto: iter(()))  # another embeddings.db at the path: start over
     print(float(np.asarray(mapped).sum()) > 0)
@@ -367,4 +381,4 @@ def test_a_file_without_its_token_opened_while_another_process_writes_waits_for_
         writer.close()
     fresh = vector_index.VectorIndex(path, provider)
     assert hits(fresh, provider, {"s"}) == list(range(1, 9))
-    assert json.loads(files(path, "head").read_text())["db"][2] == index_file.source_key(path)[2] != ""
+    assert json.loads(files(path, "head").read_text())["db"][2] == source_key(path)[2] != ""
