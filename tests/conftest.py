@@ -402,6 +402,15 @@ def seed_local_model(world: World, local_model: Any) -> None:
     shutil.copyfile(local_model.copy_folder / name, folder / name)
 
 
+def local_semantic(world: World, asking: str) -> Iterator[World]:
+    """Semantic search with the local model, consented for every project from session ``asking``; yields
+    ``world``, then closes the plugin's open vector indexes (for a fixture: ``yield from``)."""
+    world.configure_embedding(provider="local")
+    assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, asking)["success"]
+    yield world
+    importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
+
+
 #: The two past sessions of repo alpha that the semantic tests index.
 ALPHA_TEXTS = {
     "a_ws": "We fixed the flaky websocket by adding exponential backoff with jitter to the reconnect loop.",

@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Iterator
 
 import pytest
-from conftest import World, result_sessions, seed_local_model
+from conftest import World, local_semantic, result_sessions, seed_local_model
 
 QUESTION = "What database does the ecommerce-api use?"
 
@@ -31,10 +31,7 @@ def apps(world: World, local_model) -> Iterator[World]:
                       "the ecommerce-api response for a minute.")])
     world.session("dash_theme", dash, messages=[("assistant", "The charts use the dark theme with a teal accent.")])
     world.session("cur", api, style="cli", messages=[("user", "let's continue")])
-    world.configure_embedding(provider="local")
-    assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, "cur")["success"]
-    yield world
-    importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
+    yield from local_semantic(world, "cur")
 
 
 def test_the_answer_leads_when_the_question_names_a_folder(apps: World):

@@ -8,11 +8,10 @@ nearest messages ("ok"). A question the project does answer still finds it.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 
 import pytest
-from conftest import World, phr, result_sessions
+from conftest import World, local_semantic, phr, result_sessions
 
 MODES = ("semantic", "hybrid", "keyword")
 
@@ -24,10 +23,7 @@ def two_projects(world: World) -> Iterator[World]:
     world.session("a_ws", alpha, messages=[("assistant", "We fixed the flaky websocket by adding exponential backoff to the reconnect loop.")])
     world.session("b_kafka", beta, messages=[("assistant", "The kafka consumer group rebalances on every deploy; we pinned the partition count.")])
     world.session("cur", alpha, style="cli", messages=[("user", "let's continue")])
-    world.configure_embedding(provider="local")
-    assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, "cur")["success"]
-    yield world
-    importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
+    yield from local_semantic(world, "cur")
 
 
 def test_a_word_only_another_project_holds_finds_nothing(two_projects: World):
