@@ -228,27 +228,29 @@ def parse_query(text: str) -> ParsedQuery:
     return ParsedQuery(tuple(chosen[:MAX_UNITS]), truncated or len(chosen) > MAX_UNITS)
 
 
-# A folder name the vector leg may leave out of a question: words joined by . _ - (``ecommerce-api``).
-_JOINED_NAME = re.compile(r"[^\W_]+(?:[._\-][^\W_]+)+")
-# A question's words and joined names, as :func:`vector_queries` compares them with the folders' names.
-_NAME_OR_WORD = re.compile(r"[^\W_]+(?:[._\-][^\W_]+)*")
+# A folder's name as :func:`vector_queries` finds it in a question: Latin words joined by . _ - (``ecommerce-api``),
+# standing alone: after a space, an opening mark or CJK text (or at the start), then an optional possessive and
+# closing marks before a space, CJK text or the end. A name inside a URL, a path or a credential
+# (``postgres://ecommerce-api:pw@db``) does not stand alone: cutting it there could leave half a secret that
+# redaction no longer recognises, in the text a remote embedder is sent.
+_LATIN_WORD = rf"[^\W_{CJK_CLASS}]+"
+_STANDING_NAME = re.compile(
+    rf"(?<![^\s(\[{{\"'“‘{CJK_CLASS}])({_LATIN_WORD}(?:[._\-]{_LATIN_WORD})*)(?:['’]s)?"
+    rf"(?=[.,;:!?)\]}}\"'”’，。？！：；）]*(?:\s|$|[{CJK_CLASS}]))")
+_JOINED_NAME = re.compile(rf"{_LATIN_WORD}(?:[._\-]{_LATIN_WORD})+")
 
 
 def _name_key(name: str) -> str:
-    return name.casefold().replace("_", "-")
+    return unicodedata.normalize("NFC", name).casefold().replace("_", "-")
 
 
 def folder_names(paths: Iterable[str]) -> frozenset[str]:
-    """The last folder names of ``paths`` (a project's folders) that :func:`vector_queries` may leave out of a
-    question, compared case-folded with ``_`` read as ``-``.
-
-    Only joined names count (``ecommerce-api``, ``Web_App``, ``hermes.nvim``): a one-word name (``api``,
-    ``docs``, ``backend``) may be just what a question asks about. Pure; never raises.
-    """
+    """The last folder names of ``paths`` (a project's folders), as :func:`vector_queries` compares them:
+    NFC (macOS writes names decomposed), case-folded, ``_`` read as ``-``. Pure; never raises."""
     out = set()
     for path in paths:
         last = re.split(r"[\\/]", path.strip().rstrip("\\/"))[-1]
-        if _JOINED_NAME.fullmatch(last):
+        if last:
             out.add(_name_key(last))
     return frozenset(out)
 
@@ -258,21 +260,25 @@ def vector_queries(text: str, folders: frozenset[str]) -> tuple[str, ...]:
     vectors. Pure; never raises.
 
     ``(text,)``, or ``(text, text without the folder names)`` when ``text`` names some of the project's
-    folders (``folders``, from :func:`folder_names`) but not all of them, and a content word is left. A
-    folder's name says where to look, not what is asked: embedded, it pulls toward the sessions that write the
-    name most (another app's session calling that folder's API), not toward the one that answers. The mean
-    keeps the name in half of the vector, since it can also be part of the subject. A question naming every
-    folder narrows nothing, and is embedded as it is.
+    folders (``folders``, from :func:`folder_names`) but not all of them, and a content word of two or more
+    characters is left. A folder's name says where to look, not what is asked: embedded, it pulls toward the
+    sessions that write the name most (another app's session calling that folder's API), not toward the one
+    that answers. The mean keeps the name in half of the vector, since it can also be part of the subject.
+
+    Only names standing alone (:data:`_STANDING_NAME`) are counted and left out, and only joined ones
+    (``ecommerce-api``, ``web_app``): a one-word name (``api``, ``docs``) may be just what a question asks
+    about. A question naming every folder, one-word names included, narrows nothing and is embedded whole.
     """
-    if not folders:
+    if len(folders) < 2:
         return (text,)
-    named = {_name_key(m.group()) for m in _NAME_OR_WORD.finditer(text)} & folders
-    if not named or named == folders:
+    named = {_name_key(m.group(1)) for m in _STANDING_NAME.finditer(text)} & folders
+    left_out = {name for name in named if _JOINED_NAME.fullmatch(name)}
+    if not left_out or named == folders:
         return (text,)
-    rest = _NAME_OR_WORD.sub(lambda m: " " if _name_key(m.group()) in named else m.group(), text)
-    if not any(u.text not in STOP_WORDS for u in parse_query(rest).units):
+    rest = " ".join(_STANDING_NAME.sub(lambda m: " " if _name_key(m.group(1)) in left_out else m.group(), text).split())
+    if not any(u.text not in STOP_WORDS and (len(u.text) > 1 or u.text.isdigit()) for u in parse_query(rest).units):
         return (text,)
-    return (text, " ".join(rest.split()))
+    return (text, rest)
 
 
 def fts_quote(text: str) -> str:

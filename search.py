@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from . import answers, errors, gate, lexical, pages, paths, ranking, recency, session_rows, store, vector_leg, warm_up, workspace
-from .attribution import Project, ProjectRecord
+from .attribution import Project, ProjectRecord, project_folders
 from .filters import Filters, describe_filters
 from .query import clean_query, folder_names, parse_query, vector_queries
 from .ranking import Hit, fuse_scores, rank_sessions
@@ -144,14 +144,12 @@ class Beside(Generic[T]):
         return cast(T, self._value)
 
 
-def _folder_paths(project: Project, records: Sequence[ProjectRecord]) -> list[str]:
-    """The folders of ``project`` (an explicit project's folders and primary path, an auto project's git root)."""
-    if project.kind == "auto":
-        return [project.root]
-    for record in records:
-        if project.kind == "explicit" and record.id == project.id:
-            return [f.path for f in record.folders] + [record.primary_path or ""]
-    return []
+def _vector_queries(query: str, project: Project, records: Sequence[ProjectRecord]) -> tuple[str, ...]:
+    """What the vector leg embeds for ``query``: :func:`query.vector_queries` over the folders of ``project``
+    (an explicit project's folders and primary path, an auto project's git root)."""
+    paths = [project.root] if project.kind == "auto" else next(
+        (project_folders(r) for r in records if project.kind == "explicit" and r.id == project.id), [])
+    return vector_queries(clean_query(query)[0], folder_names(paths))
 
 
 def _semantic_leg_apart(home: Path, scope: Scope, queries: tuple[str, ...], settings: Settings) -> gate.SemanticLeg:
@@ -253,9 +251,9 @@ def search_history(
             return base
         # The vector leg runs beside the keyword leg, on a connection of its own:
         # each spends most of its time outside the interpreter (the matrix products, SQLite).
-        beside = None if blocked is not None or mode == "keyword" else Beside(
-            lambda: _semantic_leg_apart(home, scope, vector_queries(clean_query(query)[0], folder_names(
-                _folder_paths(scope.project, listing.projects))), settings))
+        semantic_on = blocked is None and mode != "keyword"
+        asked = _vector_queries(query, scope.project, listing.projects) if semantic_on else ()
+        beside = Beside(lambda: _semantic_leg_apart(home, scope, asked, settings)) if semantic_on else None
         try:
             # Every page ranks the same candidates (enough for all pages), so pages
             # neither repeat nor skip a session.

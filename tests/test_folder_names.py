@@ -46,3 +46,37 @@ def test_the_answer_leads_when_the_question_names_a_folder(apps: World):
         assert result_sessions(apps.search("cur", QUESTION, mode="semantic"))[:1] == ["dash_calls"]
     finally:
         search.vector_queries = original
+
+
+def test_leaving_a_name_out_never_uncovers_a_secret(world: World, fake):
+    """With a remote embedder, a credential written around a folder's name (a database user named after the
+    app) is never sent, in either text: only a name standing alone is left out, so no secret is cut in two
+    and left unrecognised by redaction."""
+    api, dash = world.repo("shop/ecommerce-api"), world.repo("shop/dashboard-app")
+    world.project("shop", [api, dash])
+    world.session("api_db", api, messages=[("assistant", "The database for orders and customers is PostgreSQL 15.")])
+    world.session("cur", api, style="cli", messages=[("user", "let's continue")])
+    server = fake(dims=16, words=True)
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, "cur")["success"]
+    questions = ["which database does ecommerce-api use? postgres://ecommerce-api:S3cr3tPassw0rd@db/orders",
+                 "ecommerce-api auth with token=abc123XYZ+ecommerce-api+Q9zW8xV7uT6 ?"]
+    for question in questions:
+        server.requests.clear()
+        answer = world.search("cur", question, mode="hybrid")
+        assert answer["semantic_status"] == "ready", answer
+        asked = server.requests[-1]["body"]["input"]
+        assert len(asked) == 2 and "ecommerce-api" not in asked[1], asked  # the rule applied, in one request
+        assert not any(secret in text for text in asked for secret in ("S3cr3tPassw0rd", "Q9zW8xV7uT6")), asked
+
+
+def test_a_project_of_one_folder_embeds_the_question_whole(world: World, fake):
+    """An auto project (a git repo) has one folder: naming it narrows nothing."""
+    repo = world.repo("hermes-agent")
+    world.session("old", repo, messages=[("assistant", "The database is SQLite in WAL mode.")])
+    world.session("cur", repo, style="cli", messages=[("user", "let's continue")])
+    server = fake(dims=16, words=True)
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, "cur")["success"]
+    world.search("cur", "what database does hermes-agent use?", mode="hybrid")
+    assert server.requests[-1]["body"]["input"] == ["what database does hermes-agent use?"]
