@@ -76,10 +76,6 @@ class MoveOutcome:
     warnings: tuple[str, ...] = ()
 
 
-def _home_cwd() -> str:
-    return os.path.expanduser("~")
-
-
 def looks_like_folder(token: str) -> bool:
     """A target written as a path (``/src/app``, ``~/src/app``) rather than a project's id, slug or name."""
     return token.startswith(("/", "~")) or os.path.isabs(token)
@@ -98,7 +94,7 @@ def resolve_move_target(home: Path, token: str) -> MoveTarget:
     """
     token = token.strip()
     if not token:
-        return MoveTarget(_home_cwd(), attribution.HOME)
+        return MoveTarget(os.path.expanduser("~"), attribution.HOME)
     listing = store.load_projects(home)
     record = attribution.find_project(listing.projects, token)
     if record is None and looks_like_folder(token):
