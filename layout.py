@@ -47,6 +47,7 @@ class Layout:
     display: bool = False  # messages has display_kind and display_metadata
     hidden_sessions: bool = False  # sessions has hidden
     tool_prefix: int = 0  # characters of a tool row the words index holds (0: all of it)
+    trigram: bool = True  # state.db has the trigram index (messages_fts_trigram)
     trigram_tools: bool = True  # whether the trigram index holds tool rows (and cron, delegate sessions)
     rebuild: tuple[int, int] | None = None  # (progress, high water) of a chunked rebuild: ids in between not indexed
     stale: bool = False  # Hermes found the index damaged and searches by substring until it rebuilds it
@@ -91,6 +92,7 @@ def read(conn: sqlite3.Connection) -> Layout:
         display={"display_kind", "display_metadata"} <= messages,
         hidden_sessions="hidden" in _columns(conn, "sessions"),
         tool_prefix=int(prefix.group(1)) if prefix else 0,
+        trigram="messages_fts_trigram" in schema,
         trigram_tools="messages_fts_trigram_src" not in schema.get("messages_fts_trigram", ""),
         rebuild=rebuild,
         stale="fts_stale" in meta,
