@@ -30,12 +30,12 @@ from dataclasses import dataclass
 
 #: Rows Hermes never shows as a conversation's content: rewound ones (``active = 0`` and not archived by a
 #: compaction). Every layout.
-_LIVE = "({a}active = 1 OR {a}compacted = 1)"
+_LIVE = "(m.active = 1 OR m.compacted = 1)"
 #: Rows a person never saw (0.21): model-facing scaffolding, and turns kept for the model only. A cheap LIKE
 #: first, so that JSON is parsed only for the rare rows that mention the key.
-_SHOWN = ("COALESCE({a}display_kind, '') <> 'hidden' AND NOT ({a}display_metadata LIKE '%model\\_only%' ESCAPE '\\'"
-          " AND json_valid({a}display_metadata)"
-          " AND COALESCE(json_extract({a}display_metadata, '$.model_only'), 0) NOT IN (0, '', '0', 'false'))")
+_SHOWN = ("COALESCE(m.display_kind, '') <> 'hidden' AND NOT (m.display_metadata LIKE '%model\\_only%' ESCAPE '\\'"
+          " AND json_valid(m.display_metadata)"
+          " AND COALESCE(json_extract(m.display_metadata, '$.model_only'), 0) NOT IN (0, '', '0', 'false'))")
 _PREFIX = re.compile(r"substr\(\s*coalesce\(\s*content\s*,\s*''\s*\)\s*,\s*1\s*,\s*(\d+)\s*\)", re.IGNORECASE)
 
 
@@ -52,11 +52,9 @@ class Layout:
     rebuild: tuple[int, int] | None = None  # (progress, high water) of a chunked rebuild: ids in between not indexed
     stale: bool = False  # Hermes found the index damaged and searches by substring until it rebuilds it
 
-    def visible_sql(self, alias: str = "m") -> str:
-        """The SQL condition (on ``alias`` of ``messages``) that keeps what Hermes shows a person."""
-        a = f"{alias}." if alias else ""
-        live = _LIVE.format(a=a)
-        return f"{live} AND {_SHOWN.format(a=a)}" if self.display else live
+    def visible_sql(self) -> str:
+        """The SQL condition (on ``messages`` as ``m``) that keeps what Hermes shows a person."""
+        return f"{_LIVE} AND {_SHOWN}" if self.display else _LIVE
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
