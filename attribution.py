@@ -135,15 +135,15 @@ class Workspace(NamedTuple):
     via: str | None = None
 
 
-def new_session_predecessors(rows: Iterable[SessionRow], window: float = NEW_SESSION_WINDOW_S) -> dict[str, str]:
+def new_session_predecessors(rows: Iterable[SessionRow]) -> dict[str, str]:
     """For each CLI session started by ``/new``, the session ``/new`` ended just before it.
 
     Hermes' CLI ends the old session (``end_reason='new_session'``) and at once
     creates the new row with no folder and no parent. So each session ended
     that way is followed by exactly one new session: new sessions are matched
     in the order they started, each to the one ended session of the same
-    source, not yet taken, that ended at most ``window`` seconds before it
-    started. When two are free (two CLI windows using ``/new`` at the same
+    source, not yet taken, that ended at most ``NEW_SESSION_WINDOW_S`` before
+    it started. When two are free (two CLI windows using ``/new`` at the same
     moment), the new session is left out: guessing could file it under the
     wrong project.
     """
@@ -157,7 +157,7 @@ def new_session_predecessors(rows: Iterable[SessionRow], window: float = NEW_SES
     fresh = [r for r in rows if not (r.cwd or r.root or r.parent) and r.source == "cli" and r.started_at is not None]
     for row in sorted(fresh, key=lambda r: (r.started_at, r.id)):
         start = float(row.started_at or 0.0)
-        lo = bisect.bisect_left(times, start - window)
+        lo = bisect.bisect_left(times, start - NEW_SESSION_WINDOW_S)
         hi = bisect.bisect_right(times, start)
         free = [sid for _, sid, source in ended[lo:hi] if source == row.source and sid != row.id and sid not in taken]
         if len(free) == 1:
@@ -167,7 +167,7 @@ def new_session_predecessors(rows: Iterable[SessionRow], window: float = NEW_SES
 
 
 def effective_workspaces(
-    rows: Mapping[str, SessionRow], window: float = NEW_SESSION_WINDOW_S, *, known: Mapping[str, Workspace | None] | None = None
+    rows: Mapping[str, SessionRow], *, known: Mapping[str, Workspace | None] | None = None
 ) -> dict[str, Workspace]:
     """The effective workspace of every session of ``rows`` (sessions with none at all are left out).
 
@@ -181,7 +181,7 @@ def effective_workspaces(
     compression chain of a gateway chat, which has none, would otherwise be
     walked again from each of its sessions).
     """
-    previous = new_session_predecessors(rows.values(), window)
+    previous = new_session_predecessors(rows.values())
     known = known or {}
     out: dict[str, Workspace] = {}  # not a copy of ``known``: it may hold every session of state.db
     none: set[str] = set()  # sessions found to have no workspace

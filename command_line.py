@@ -193,13 +193,7 @@ def _index(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
         answer = indexing.index_projects(home=home, progress=lambda d, t: _bar(d, t, started, sys.stderr))
     finally:
         sys.stderr.write("\n")
-    if not answer.get("success"):
-        return answer, render.error_text("history index", answer)
-    if answer.get("message"):
-        return answer, f"Nothing indexed: semantic search is {answer['semantic_status']}: {answer['message']}"
-    text = (f"{answer['indexed']} of {answer['total']} messages indexed in {answer['projects']} project(s) "
-            f"({answer['seconds']} s); semantic search is {answer['semantic_status']}.")
-    return answer, text
+    return answer, render.render_index_run(answer)  # no deadline here: nothing remains to run again for
 
 
 def _status(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:

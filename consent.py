@@ -100,11 +100,6 @@ def load_consent(path: Path) -> ConsentFile:
     return ConsentFile(None, problem) if problem else ConsentFile(data)
 
 
-def read_consent(path: Path) -> dict[str, Any] | None:
-    """The recorded consent, or ``None`` when there is none, or the file is unreadable or malformed (see :func:`load_consent`)."""
-    return load_consent(path).record
-
-
 def write_consent(path: Path, record: dict[str, Any]) -> None:
     """Write ``record`` atomically (a partial file is never read as consent); returns nothing.
 

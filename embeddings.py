@@ -321,7 +321,7 @@ class OpenAIProvider:
 
     def _scrub(self, text: str) -> str:
         """``text`` fit for an error message: this endpoint's secrets masked, secret-looking strings redacted."""
-        return redact.scrub(text, self._secrets())
+        return redact.redact_secrets(redact.mask_secrets(text, self._secrets()))
 
     def _one_batch(self, batch: Sequence[str]) -> np.ndarray:
         import openai

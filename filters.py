@@ -118,9 +118,9 @@ def _beyond(year: int) -> float:
     return -math.inf if year < 5000 else math.inf
 
 
-def make_filters(*, since: str | None = None, until: str | None = None, role: str | None = None, now: float | None = None) -> Filters:
-    """Validated :class:`Filters` from the user's strings; raises ``ValueError``."""
-    now = time.time() if now is None else now
+def make_filters(*, since: str | None = None, until: str | None = None, role: str | None = None) -> Filters:
+    """Validated :class:`Filters` from the user's strings, relative dates counted from now; raises ``ValueError``."""
+    now = time.time()
     low = parse_when(since, end=False, now=now) if since else None
     high = parse_when(until, end=True, now=now) if until else None
     if low is not None and high is not None and low >= high:

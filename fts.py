@@ -45,11 +45,6 @@ def _table(space: str) -> str:
         raise ValueError(f"unknown FTS space: {space!r}") from None
 
 
-def table_exists(conn: sqlite3.Connection, space: str) -> bool:
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ? AND type = 'table'", (_table(space),)).fetchone()
-    return row is not None
-
-
 def _varints(blob: bytes) -> list[int]:
     """SQLite's big-endian varints, as FTS5 stores its averages record."""
     out, i = [], 0

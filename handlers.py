@@ -151,13 +151,12 @@ def _int_arg(args: Mapping[str, Any], name: str, default: int, low: int, high: i
     return max(low, min(high, value))
 
 
-def _filters(args: Mapping[str, Any], *, now: float | None, role: bool) -> Filters:
+def _filters(args: Mapping[str, Any], *, role: bool) -> Filters:
     try:
         return make_filters(
             since=_text_arg(args, "since", required=False) or None,
             until=_text_arg(args, "until", required=False) or None,
             role=(_text_arg(args, "role", required=False) or None) if role else None,
-            now=now,
         )
     except ValueError as exc:
         raise BadArgument(str(exc)) from None
@@ -176,7 +175,7 @@ class SearchArgs:
     cursor: str | None
 
 
-def parse_search_args(args: Any, *, now: float | None = None) -> SearchArgs:
+def parse_search_args(args: Any) -> SearchArgs:
     """Validated search arguments from raw tool arguments; raises :class:`BadArgument`.
 
     ``mode`` defaults to ``hybrid`` (case-insensitive); ``limit`` defaults to
@@ -192,7 +191,7 @@ def parse_search_args(args: Any, *, now: float | None = None) -> SearchArgs:
     if mode not in search.MODES:
         raise BadArgument(f"'mode' must be one of {', '.join(search.MODES)}, got {errors.echo(repr(mode))}")
     limit = _int_arg(args, "limit", search.DEFAULT_LIMIT, 1, search.MAX_LIMIT)
-    return SearchArgs(query, mode, limit, _filters(args, now=now, role=True), _cursor(args))
+    return SearchArgs(query, mode, limit, _filters(args, role=True), _cursor(args))
 
 
 def _session_id(kwargs: Mapping[str, Any]) -> str:
@@ -316,7 +315,7 @@ def handle_recent(args: Any, **kwargs: Any) -> str:
         return browse.recent_sessions(
             home=paths.hermes_home(), session_id=_current_session(kwargs),
             limit=_int_arg(given, "limit", browse.RECENT_DEFAULT, 1, browse.RECENT_MAX),
-            filters=_filters(given, now=None, role=False), cursor=_cursor(given),
+            filters=_filters(given, role=False), cursor=_cursor(given),
         )
 
     return guarded(RECENT_TOOL, body)

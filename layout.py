@@ -30,12 +30,12 @@ from dataclasses import dataclass
 
 #: Rows Hermes never shows as a conversation's content: rewound ones (``active = 0`` and not archived by a
 #: compaction). Every layout.
-_LIVE = "({a}active = 1 OR {a}compacted = 1)"
+_LIVE = "(m.active = 1 OR m.compacted = 1)"
 #: Rows a person never saw (0.21): model-facing scaffolding, and turns kept for the model only. A cheap LIKE
 #: first, so that JSON is parsed only for the rare rows that mention the key.
-_SHOWN = ("COALESCE({a}display_kind, '') <> 'hidden' AND NOT ({a}display_metadata LIKE '%model\\_only%' ESCAPE '\\'"
-          " AND json_valid({a}display_metadata)"
-          " AND COALESCE(json_extract({a}display_metadata, '$.model_only'), 0) NOT IN (0, '', '0', 'false'))")
+_SHOWN = ("COALESCE(m.display_kind, '') <> 'hidden' AND NOT (m.display_metadata LIKE '%model\\_only%' ESCAPE '\\'"
+          " AND json_valid(m.display_metadata)"
+          " AND COALESCE(json_extract(m.display_metadata, '$.model_only'), 0) NOT IN (0, '', '0', 'false'))")
 _PREFIX = re.compile(r"substr\(\s*coalesce\(\s*content\s*,\s*''\s*\)\s*,\s*1\s*,\s*(\d+)\s*\)", re.IGNORECASE)
 
 
@@ -47,15 +47,14 @@ class Layout:
     display: bool = False  # messages has display_kind and display_metadata
     hidden_sessions: bool = False  # sessions has hidden
     tool_prefix: int = 0  # characters of a tool row the words index holds (0: all of it)
+    trigram: bool = True  # state.db has the trigram index (messages_fts_trigram)
     trigram_tools: bool = True  # whether the trigram index holds tool rows (and cron, delegate sessions)
     rebuild: tuple[int, int] | None = None  # (progress, high water) of a chunked rebuild: ids in between not indexed
     stale: bool = False  # Hermes found the index damaged and searches by substring until it rebuilds it
 
-    def visible_sql(self, alias: str = "m") -> str:
-        """The SQL condition (on ``alias`` of ``messages``) that keeps what Hermes shows a person."""
-        a = f"{alias}." if alias else ""
-        live = _LIVE.format(a=a)
-        return f"{live} AND {_SHOWN.format(a=a)}" if self.display else live
+    def visible_sql(self) -> str:
+        """The SQL condition (on ``messages`` as ``m``) that keeps what Hermes shows a person."""
+        return f"{_LIVE} AND {_SHOWN}" if self.display else _LIVE
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -91,6 +90,7 @@ def read(conn: sqlite3.Connection) -> Layout:
         display={"display_kind", "display_metadata"} <= messages,
         hidden_sessions="hidden" in _columns(conn, "sessions"),
         tool_prefix=int(prefix.group(1)) if prefix else 0,
+        trigram="messages_fts_trigram" in schema,
         trigram_tools="messages_fts_trigram_src" not in schema.get("messages_fts_trigram", ""),
         rebuild=rebuild,
         stale="fts_stale" in meta,

@@ -423,7 +423,7 @@ def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_
 
 
 def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, want_sessions: int, db_key: str) -> KeywordAnswer:
-    trigram = fts.table_exists(conn, "trigram")
+    trigram = store.layout_of(conn).trigram
     plan = _plan(conn, parsed, trigram)
     found: dict[int, str] = {}
     paths: list[str] = []

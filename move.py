@@ -62,22 +62,16 @@ class MoveTarget:
 
     folder: str
     project: attribution.Project  # explicit, auto (a git repo) or Home
-    record: attribution.ProjectRecord | None = None  # the projects.db project, when named by id, slug or name
 
 
 @dataclass(frozen=True)
 class MoveOutcome:
     project: attribution.Project  # attribution after the move, as search will see it
-    target: MoveTarget
     cwd: str
     git_branch: str
     git_repo_root: str
     session_ids: tuple[str, ...]
     warnings: tuple[str, ...] = ()
-
-
-def _home_cwd() -> str:
-    return os.path.expanduser("~")
 
 
 def looks_like_folder(token: str) -> bool:
@@ -98,7 +92,7 @@ def resolve_move_target(home: Path, token: str) -> MoveTarget:
     """
     token = token.strip()
     if not token:
-        return MoveTarget(_home_cwd(), attribution.HOME)
+        return MoveTarget(os.path.expanduser("~"), attribution.HOME)
     listing = store.load_projects(home)
     record = attribution.find_project(listing.projects, token)
     if record is None and looks_like_folder(token):
@@ -113,7 +107,7 @@ def resolve_move_target(home: Path, token: str) -> MoveTarget:
     folder = os.path.expanduser(folder)
     if not os.path.isdir(folder):
         raise errors.FolderNotFound(f"project folder not found: {folder}")
-    return MoveTarget(folder, attribution.Project("explicit", id=record.id, name=record.name), record)
+    return MoveTarget(folder, attribution.Project("explicit", id=record.id, name=record.name))
 
 
 def _folder_target(home: Path, projects: tuple[attribution.ProjectRecord, ...], token: str) -> MoveTarget:
@@ -204,4 +198,4 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
     after = workspace.attributor_for(home, listing.projects).project_of(moved) if moved else attribution.HOME
     if after.identity != target.project.identity:
         warnings.append(f"the folder {folder} is attributed to {after.to_json()} (a nested project folder claims it)")
-    return MoveOutcome(after, target, folder, branch, root, tuple(lineage), tuple(warnings))
+    return MoveOutcome(after, folder, branch, root, tuple(lineage), tuple(warnings))

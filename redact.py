@@ -370,11 +370,6 @@ def _labelled(m: re.Match[str]) -> str:
     return m.string[m.start() : start] + REDACTED + m.string[end : m.end()]
 
 
-def scrub(text: str, secrets: Iterable[str]) -> str:
-    """``text`` fit for an error message: ``secrets`` (see :func:`endpoint_secrets`) masked, then :func:`redact_secrets`."""
-    return redact_secrets(mask_secrets(text, secrets))
-
-
 # ---------------------------------------------------------------------------
 # Logs
 # ---------------------------------------------------------------------------

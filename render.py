@@ -144,7 +144,7 @@ def render_read(answer: Mapping[str, Any]) -> str:
 
 
 def render_index_run(answer: Mapping[str, Any]) -> str:
-    """The first line of ``/history-index``: what one indexing run did."""
+    """What one indexing run did: the first line of ``/history-index``, and the command line's ``index``."""
     if not answer.get("success"):
         return f"history index: {answer.get('error')}"
     if answer.get("message"):

@@ -144,14 +144,13 @@ def folder_of(cwd: str | Path) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _embeddings_module(settings: config_schema.Settings) -> tuple[Any, str]:
-    """``(embeddings module or None, why not)``: numpy and the local model are optional in a keyword-only install."""
-    missing = gate.missing_requirements(settings)
-    if missing:
-        return None, missing
+def _embeddings_module(settings: config_schema.Settings) -> Any:
+    """The embeddings module, or ``None``: numpy and the local model are optional in a keyword-only install."""
+    if gate.missing_requirements(settings):
+        return None
     from . import embeddings
 
-    return embeddings, ""
+    return embeddings
 
 
 @dataclass(frozen=True)
@@ -235,7 +234,7 @@ def _model(home: Path) -> tuple[str | None, int]:
     """The configured model's ``(fingerprint, vector size)`` (the index key; size 0 when not known before a
     reply), or ``(None, 0)`` when there is no usable provider."""
     settings = load_settings(home)
-    embeddings, _ = _embeddings_module(settings)
+    embeddings = _embeddings_module(settings)
     if embeddings is None:
         return None, 0
     try:
@@ -259,7 +258,7 @@ def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[
     ``error`` says what to do. Never creates or changes a file.
     """
     path = paths.plugin_data_dir(home) / "embeddings.db"
-    embeddings, _ = _embeddings_module(load_settings(home))
+    embeddings = _embeddings_module(load_settings(home))
     problem = None
     if embeddings is not None:
         from . import index_file

@@ -67,10 +67,10 @@ def layout_of(conn: sqlite3.Connection) -> layout.Layout:
     return found
 
 
-def visible(conn: sqlite3.Connection, alias: str = "m") -> str:
-    """The SQL condition on ``alias`` (of ``messages``) that keeps the rows Hermes shows a person: not rewound, and
+def visible(conn: sqlite3.Connection) -> str:
+    """The SQL condition on ``messages`` as ``m`` that keeps the rows Hermes shows a person: not rewound, and
     on 0.21 not hidden scaffolding or kept for the model only (:meth:`layout.Layout.visible_sql`)."""
-    return layout_of(conn).visible_sql(alias)
+    return layout_of(conn).visible_sql()
 
 
 def connect_ro(path: Path) -> sqlite3.Connection:
