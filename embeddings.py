@@ -60,6 +60,10 @@ class _Condition:
         if temporary is not None:
             self.temporary = temporary
 
+    def again(self) -> Any:
+        """A fresh exception of the same kind, message and code (raising one object again and again would grow its traceback)."""
+        return type(self)(str(self), code=self.code, temporary=self.temporary)
+
 
 class EmbeddingUnavailable(_Condition, RuntimeError):
     """The provider cannot embed (not installed, unreachable, bad reply); see :class:`_Condition` for ``code`` / ``temporary``."""

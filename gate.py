@@ -161,8 +161,8 @@ def open_vectors(home: Path, settings: config_schema.Settings) -> vector_index.V
 
     Raises ``EmbeddingUnavailable``: ``IndexNotNow`` (busy: temporary),
     ``IndexBlocked`` (a read-only data folder or file, a newer schema, a
-    folder at the file's path: permanent, found again by every call with a
-    few ``stat`` calls, or one open of the file), or the provider's own.
+    folder at the file's path: permanent, remembered until the path changes,
+    so later calls cost a few ``stat`` calls), or the provider's own.
     """
     from . import vector_index
 

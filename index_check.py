@@ -117,7 +117,7 @@ def lacking(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: 
     if known is not None and known[0] == scope.ids_json:  # the sessions compared in full, never by hash
         parts = [(scope, known[1])]
     else:
-        marks = vectors.store.marks(sessions)
+        marks = vectors.complete_marks(sessions, top)
         unmarked = tuple(sid for sid in scope.session_ids if sid not in marks.upto)
         marked = tuple(sid for sid in scope.session_ids if sid in marks.upto)
         parts = [] if not marked else [(dataclasses.replace(scope, session_ids=marked), min(marks.upto.values()))]
@@ -137,7 +137,7 @@ def lacking(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: 
         # A full batch: more may be missing below it. Count them all, or the watermark
         # would move past messages no search then indexes.
     if marks is None:
-        marks = vectors.store.marks(sessions)
+        marks = vectors.complete_marks(sessions, top)
     missing_ids, total = full_check(conn, vectors, scope)
     if not missing_ids:
         return Lack([], 0, 0, top, marks)
@@ -167,7 +167,7 @@ def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scop
         signed = np.fromstring(store.scope_message_ids_text(conn, scope), dtype=np.int64, sep=",")
         scope_ids = np.abs(signed)
         try:  # embeddings.db's errors are the index's trouble, state.db's go on as they are
-            held = np.isin(scope_ids, vectors.store.ids_array(scope.ids_json))
+            held = np.isin(scope_ids, vectors.indexed_array(scope.ids_json))
         except sqlite3.Error as exc:
             raise vectors.trouble(exc) from exc
         read = scope_ids[~held | (signed < 0)]
@@ -199,7 +199,7 @@ def complete(vectors: vector_index.VectorIndex, scope: Scope, key: tuple[int, st
     ids behind, for every process."""
     _complete[(vectors.generation, key[1], key[2])] = (scope.ids_json, found.top)
     marks = found.marks
-    if marks is None or (len(marks.upto) == len(scope.session_ids)
+    if marks is None or (not marks.behind and len(marks.upto) == len(scope.session_ids)
                          and min(marks.upto.values(), default=found.top) >= found.top - MARKS_LAG):
         return
     mark_all(vectors, list(scope.session_ids), found.top, marks, history)

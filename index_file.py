@@ -12,8 +12,10 @@ module owns the file's lifecycle:
   open), :class:`IndexNotNow` (temporary: a later search retries) and
   :class:`IndexBlocked` (permanent until the user acts: the message says what
   to do); :func:`unusable` tells which one an SQLite error means;
-* write blockers found from the file system alone (:func:`write_blocker`):
-  a few ``stat`` calls, asked again at every open, so nothing is remembered.
+* write blockers found from the file system alone (:func:`write_blocker`),
+  and the permanent problems this process found, remembered per path until
+  the file or a folder above it changes (:func:`remember`,
+  :func:`remembered_problem`; state cache ``index_problems``).
 
 Invariants: a file of a newer schema is never written or moved (it is left
 for the newer plugin); a damaged or foreign file is moved aside, never
@@ -34,7 +36,9 @@ from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from . import state
 from .embeddings import EmbeddingUnavailable, _Condition
 
 logger = logging.getLogger(__name__)
@@ -124,6 +128,7 @@ class IndexBlocked(IndexNotNow):
     ``code``: ``index_read_only`` (the data folder or the file cannot be
     written), ``index_newer_schema`` (written by a newer plugin version),
     ``index_not_a_file`` (a folder or something else at the file's path).
+    Remembered per process (:func:`remember`) until the file or folder changes.
     """
 
     code = "index_read_only"
@@ -479,15 +484,78 @@ def unusable(path: Path, exc: sqlite3.Error) -> EmbeddingUnavailable:
                        code="index_error")
 
 
+# ---------------------------------------------------------------------------
+# Permanent problems, remembered per process
+# ---------------------------------------------------------------------------
+
+#: resolved path (str) -> (its :func:`_stamp` when the problem was found, the problem)
+_problems = state.cache("index_problems")
+
+
+def remember(path: Path, problem: IndexBlocked) -> None:
+    """Remember ``problem`` for ``path`` until the file or its folders change (see :func:`remembered_problem`); never raises."""
+    resolved = Path(path).resolve()
+    with _problems.lock:
+        _problems.data[str(resolved)] = (_stamp(resolved), problem.again())
+
+
+def remembered_problem(path: Path) -> IndexBlocked | None:
+    """The permanent problem this process found at ``path`` and that still holds (nothing changed since), else ``None``.
+
+    A fresh exception each time (see :meth:`_Condition.again`); a problem
+    whose file or folders changed is forgotten. A few ``stat`` calls; never raises.
+    """
+    resolved = Path(path).resolve()
+    with _problems.lock:
+        known = _problems.data.get(str(resolved))
+        if known is None:
+            return None
+        if known[0] == _stamp(resolved):
+            return known[1].again()
+        del _problems.data[str(resolved)]
+    return None
+
+
+def _stamp(path: Path) -> tuple[Any, ...]:
+    """What changes when ``path``, its journal files or its folder change (mode, owner, flags via ctime, contents via mtime, the mount going read-write).
+
+    ``stat`` of the file, its ``-wal`` and ``-shm``, and each folder up to the
+    first that exists; ``statvfs`` flags of that folder. Microseconds.
+    """
+    parts: list[Any] = []
+    for item in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        parts.append(_stat_key(item))
+    folder = path.parent
+    while True:
+        key = _stat_key(folder)
+        parts.append(key)
+        if key is not None or folder.parent == folder:
+            break
+        folder = folder.parent
+    try:
+        parts.append(os.statvfs(folder).f_flag)
+    except OSError:
+        parts.append(None)
+    return tuple(parts)
+
+
+def _stat_key(path: Path) -> tuple[int, ...] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mode, info.st_uid, info.st_gid, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def index_problem(path: Path) -> IndexBlocked | None:
     """What would stop a search from using the index at ``path`` for good, found without writing anything; ``None`` when nothing does.
 
-    :func:`write_blocker`, else a schema newer than this plugin's (read on a
-    read-only connection). For status reports: creates and changes nothing,
-    never raises.
+    The condition this process remembers, else :func:`write_blocker`, else a
+    schema newer than this plugin's (read on a read-only connection). For
+    status reports: creates and changes nothing, never raises.
     """
     path = Path(path).absolute()
-    problem = write_blocker(path)
+    problem = remembered_problem(path) or write_blocker(path)
     if problem is not None or not path.is_file():
         return problem
     try:

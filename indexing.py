@@ -91,7 +91,7 @@ def index_projects(
             vectors.drop(stale)
             vectors.repair_damaged()  # vectors of the wrong size are dropped and count as missing
             top = store.max_message_id(conn)
-            marks = vectors.store.marks(set())  # the stamp, read before checking (see mark_complete)
+            marks = vectors.complete_marks(set(), top)  # the stamp, read before checking (see mark_complete)
         except index_troubles as exc:
             return failed(exc, 0, 0)
         except sqlite3.Error as exc:

@@ -58,6 +58,10 @@ DECLARED: dict[str, tuple[str, str]] = {
         "per embeddings.db path: the open index and the vectors it loaded",
         "the file replaced or deleted (device and inode), found damaged, or another model configured",
     ),
+    "index_problems": (
+        "per embeddings.db path: a permanent problem (read-only, a newer schema, a folder at the path)",
+        "the file's or its folder's status (stat) changes",
+    ),
     "warm_up": (
         "the background threads loading the vector leg (the warm-up, a first search's preparation, the model's load)"
         " and the profiles whose first search prepared it",

@@ -37,7 +37,7 @@ import numpy as np
 
 from . import index_file, state, state_history, vector_view
 from .embeddings import EmbeddingUnavailable, Provider, chunk_text, normalise
-from .index_file import IndexNotNow
+from .index_file import IndexBlocked, IndexNotNow
 from .ranking import Hit
 from .vector_store import ChunkStore, CompleteMarks
 
@@ -88,7 +88,9 @@ class VectorIndex:
         self._retired = False  # set when a newer open of the path replaced this one: no more writes
         self._mapped = vector_view.MappedVectors(self.path, provider, self._db)  # this process's map of the shared files
         self._odd_dims = 0  # the size of the last query vector that did not match the index (0: none)
-        self.repaired = 0  # how many messages this index dropped unusable vectors of (see _repair)
+        self._damaged: set[int] = set()  # messages whose stored vectors were unusable: not indexed until embedded again
+        self._damage_kept = False  # a repair could not delete damaged vectors from the file: no marks are trusted or written
+        self.repaired = 0  # how many such messages this index found
         self._news: list[str] = []  # what the next search should say once (see pop_news)
         self._news_lock = threading.Lock()
 
@@ -98,7 +100,7 @@ class VectorIndex:
 
         A damaged or unwritable index file retires this index, so the next
         :func:`index_for` opens it again (and moves it aside, or reports the
-        condition at once). Damage this index does not show (its
+        condition at once, remembered). Damage this index does not show (its
         schema and table read fine) is state.db's: a temporary answer, and the
         index is kept. Busy is temporary. Never raises.
         """
@@ -108,6 +110,8 @@ class VectorIndex:
                                code="db_error" if problem.code == "index_damaged" else problem.code)
         if problem.code in ("index_damaged", "index_read_only", "index_not_a_file"):
             self._retired = True
+            if isinstance(problem, IndexBlocked):
+                index_file.remember(self.path, problem)
         logger.warning("embeddings index %s: %s", self.path, exc)
         return problem
 
@@ -149,17 +153,35 @@ class VectorIndex:
 
     # -- what is indexed -----------------------------------------------------------
     def indexed(self) -> dict[int, str]:
-        """``{message id: content hash}`` of everything embedded with this model. Raises ``sqlite3`` errors."""
+        """``{message id: content hash}`` of everything embedded with this model, damaged ones this process could not
+        delete left out. Raises ``sqlite3`` errors."""
         with self._lock:
-            return self.store.indexed(self._conn)
+            found = self.store.indexed(self._conn)
+        return {m: h for m, h in found.items() if m not in self._damaged}
+
+    def indexed_array(self, sessions_json: str) -> np.ndarray:
+        """The ids of the messages of the sessions (a JSON array) that the file holds vectors of, damaged ones this
+        process could not delete left out; never waits for a load. Raises ``sqlite3`` errors."""
+        ids = self.store.ids_array(sessions_json)
+        if self._damaged:
+            ids = ids[~np.isin(ids, np.fromiter(self._damaged, np.int64, len(self._damaged)))]
+        return ids
+
+    def complete_marks(self, sessions: AbstractSet[str], top: int) -> CompleteMarks:
+        """The "complete up to" marks of ``sessions`` (:meth:`vector_store.ChunkStore.marks`); none while this process
+        keeps damaged vectors it could not delete. Raises ``sqlite3`` errors."""
+        marks = self.store.marks(sessions, top)
+        return CompleteMarks({}, marks.stamp) if self._damage_kept else marks
 
     def mark_complete(self, sessions: Sequence[str], upto: int, marks: CompleteMarks, *, replace: bool = False,
                       history: state_history.History | None = None) -> bool:
         """Record, for every process, that every indexable message of ``sessions`` up to message id ``upto`` has
-        vectors here. ``marks``: :meth:`vector_store.ChunkStore.marks`' answer, read before that was checked (a repair since
-        refuses the write). Marks that do not read are replaced, as all are with ``replace`` (the index
-        command); others are merged. Returns whether they were written; raises
+        vectors here. ``marks``: :meth:`complete_marks`'s answer, read before that was checked (a repair since
+        refuses the write). Marks that do not read, or that state.db went back from, are replaced, as all are
+        with ``replace`` (the index command); others are merged. Returns whether they were written; raises
         ``sqlite3`` errors (busy, read-only: the marks are only a shortcut)."""
+        if self._damage_kept:
+            return False
         with self._lock:
             self._check_current()
             return self.store.mark(self._conn, sessions, upto, marks, replace=replace, history=history)
@@ -195,6 +217,8 @@ class VectorIndex:
                 # A changed message's old vectors are marked gone in the vector files (only once
                 # the new ones are stored: a failed write keeps the old ones in use).
                 self._cut([m.message_id for m in group if m.message_id in before], keep=written)
+                self._damaged.difference_update(m.message_id for m in group)
+                self._damage_kept = self._damage_kept and bool(self._damaged)  # embedded again: their old rows went
             done += len(group)
         return done
 
@@ -226,19 +250,24 @@ class VectorIndex:
             return len(gone)
 
     def _repair(self, message_ids: Sequence[int], why: str) -> None:
-        """Forget ``message_ids``' stored vectors (``why``) so that the next indexing embeds them again: they are
-        deleted from the file with the marks of their sessions, then their rows are marked gone in the vector
-        files; a new ``generation`` voids this process's watermarks. Raises ``sqlite3`` errors (busy, read-only)
-        and :class:`IndexNotNow` (the file was replaced) as :meth:`drop` does, with nothing changed: a search that
-        meets them again, or the index command, repairs them. The caller holds ``_lock``."""
-        self._check_current()
+        """Forget ``message_ids``' stored vectors (``why``) so that the next indexing embeds them again: their rows
+        are marked gone in the vector files and deleted from the file with the marks of their sessions (best
+        effort: a busy file keeps them until the messages are embedded again); a new ``generation`` voids this
+        process's watermarks. The caller holds ``_lock``."""
         gone = sorted(set(message_ids))
-        self.store.delete_repaired(self._conn, gone)
-        self._cut(gone)  # after the commit, as drop does
+        self._damaged.update(gone)
+        self._cut(gone)
         self.repaired += len(gone)
         self.generation = next(_generations)  # a watermark saying "complete" no longer holds
         self._say(f"{len(gone)} message(s) had vectors {why} in the embeddings index: they were dropped and are "
                   "embedded again")
+        if self._retired:
+            return
+        try:
+            self.store.delete_repaired(self._conn, gone)
+        except sqlite3.Error as exc:
+            self._damage_kept = True
+            logger.warning("embeddings index %s: damaged vectors left in the file for now (%s)", self.path, exc)
 
     def forget_after(self, parted: int, known: str | None, history: state_history.History) -> int:
         """State.db parted from the stored history ``known`` (its text, as read) above message id ``parted``
@@ -342,11 +371,10 @@ def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_ov
     """The process-wide index for this file and model (its matrix stays loaded).
 
     Raises what opening it raises (:class:`IndexNotNow`, :class:`IndexBlocked`).
-    A permanent condition the file system shows (:class:`IndexBlocked`: a
-    read-only folder or file, a folder at the path) is raised after a few
-    ``stat`` calls, without opening anything; a newer schema after one open of
-    the file (under a millisecond). Nothing is remembered: the user's fix is
-    seen at the next call.
+    A permanent condition (:class:`IndexBlocked`: a read-only folder or file, a
+    newer schema, a folder at the path) is remembered: until the file or a
+    folder above it changes (seen by a few ``stat`` calls), later calls raise
+    it again at once, without opening anything.
     """
     key = (str(Path(path).resolve()), provider.fingerprint)
     with _indexes.lock:
@@ -360,13 +388,21 @@ def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_ov
             index.retire()  # its writes would land in a file nobody reads, or break the new one's journal
             index = None
         if index is None:
-            blocker = index_file.write_blocker(Path(path).absolute())
-            if blocker is not None:
-                raise blocker
-            index = _indexes.data[key] = VectorIndex(path, provider, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+            known = index_file.remembered_problem(Path(key[0]))
+            if known is not None:
+                raise known
+            try:
+                blocker = index_file.write_blocker(Path(path).absolute())
+                if blocker is not None:
+                    raise blocker
+                index = _indexes.data[key] = VectorIndex(path, provider, chunk_size=chunk_size, chunk_overlap=chunk_overlap)
+            except IndexBlocked as exc:
+                index_file.remember(Path(key[0]), exc)
+                raise
         return index
 
 
 def reset_indexes() -> None:
-    """Close every open index (tests, a new process's view); never raises."""
+    """Close every open index and forget the remembered problems (tests, a new process's view); never raises."""
     _indexes.clear()
+    state.cache("index_problems").clear()

@@ -46,8 +46,8 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
     trouble, whatever it is: the status says ``unavailable`` and keyword
     results stand alone; the note says whether it is temporary (a later search
     retries) or what the user must do (a read-only data folder, a newer
-    schema...: later searches find it again with a few ``stat`` calls, or one
-    open of the file, and embed nothing). Damaged vectors found on the way are dropped and embedded again,
+    schema...: then later searches cost nothing until the file or folder
+    changes). Damaged vectors found on the way are dropped and embedded again,
     and the note says so once.
     """
     from . import embeddings, index_file, vector_index

@@ -52,6 +52,7 @@ class CompleteMarks:
 
     upto: dict[str, int]
     stamp: str
+    behind: bool = False  # state.db's ids went back below the stored marks: they are to be replaced, not merged
 
 
 def _ids(message_ids: Iterable[int]) -> str:
@@ -108,10 +109,10 @@ class ChunkStore:
         with closing(self._reader()) as conn:
             return history_text(conn)
 
-    def marks(self, sessions: AbstractSet[str]) -> CompleteMarks:
-        """The "complete up to" marks of ``sessions``. None (only the stamp) when the stored marks do not read as an
-        object of ids (edited by hand: the next write replaces them). Marks a restored state.db went back below
-        are dropped before any check reads them (:func:`index_check.agree`)."""
+    def marks(self, sessions: AbstractSet[str], top: int) -> CompleteMarks:
+        """The "complete up to" marks of ``sessions``; ``top`` is state.db's highest message id now. None (only the
+        stamp) when the stored marks do not read as an object of ids (edited by hand: the next write replaces
+        them), or when one of them is above ``top`` (state.db went back: a restored copy reuses ids)."""
         with closing(self._reader()) as conn:  # one statement: both rows from one snapshot
             rows = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", (self.marks_key, self.stamp_key)))
         stamp = str(rows.get(self.stamp_key, ""))
@@ -121,7 +122,10 @@ class ChunkStore:
             stored = None
         if not isinstance(stored, dict):
             return CompleteMarks({}, stamp)
-        return CompleteMarks({sid: u for sid, u in stored.items() if type(u) is int and sid in sessions}, stamp)
+        upto = {sid: u for sid, u in stored.items() if type(u) is int}
+        if any(u > top for u in upto.values()):
+            return CompleteMarks({}, stamp, behind=True)
+        return CompleteMarks({sid: u for sid, u in upto.items() if sid in sessions}, stamp)
 
     def store_first_history(self, history: state_history.History) -> None:
         """Store state.db's ``history`` when none is stored (a file of an earlier version, or one that did not
@@ -238,7 +242,7 @@ class ChunkStore:
                 "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value ="
                 " CASE WHEN ? = 0 AND json_valid(value) AND json_type(value) = 'object'"
                 " THEN json_patch(value, excluded.value) ELSE excluded.value END",
-                (self.marks_key, patch, int(replace)))
+                (self.marks_key, patch, int(marks.behind or replace)))
             return True
 
     def forget_above(self, conn: sqlite3.Connection, parted: int, known: str | None,

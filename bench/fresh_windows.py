@@ -193,7 +193,7 @@ def build_index(phr, home: Path, db_path: Path, stages) -> dict:
         scope = phr.workspace.compute_scope(conn, attributor, current, db_key=str(db_path.resolve()))
         sessions = [*scope.session_ids, current]
         semantic_cost.synthesize_chunks(phr, home, conn, sessions, target, provider)
-        vectors.mark_complete(sessions, top, vectors.store.marks(set()))
+        vectors.mark_complete(sessions, top, vectors.complete_marks(set(), top))
         if is_timed:
             timed = name
     vectors.sync()  # what the index command ends with: the shared vector files and their basis

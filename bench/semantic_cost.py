@@ -346,11 +346,11 @@ def hybrid_latency(phr, db_path: Path, reps: int, stages=STAGES) -> list[dict]:
         top = phr.store.max_message_id(conn)
         unrecorded, unmarked = [], []
         for run in range(5):
-            vectors.mark_complete([], top, vectors.store.marks(set()), replace=True)
+            vectors.mark_complete([], top, vectors.complete_marks(set(), top), replace=True)
             (unrecorded if run < 2 else unmarked).append(fresh_process_query(home, current, queries[0]))
         builtin = [fresh_process_builtin(home, current, queries[0]) for _ in range(2)]
         # ... the index command ends by marking every project it completed.
-        vectors.mark_complete([*scope.session_ids, current], top, vectors.store.marks(set()), replace=True)
+        vectors.mark_complete([*scope.session_ids, current], top, vectors.complete_marks(set(), top), replace=True)
         fresh = [fresh_process_query(home, current, queries[0]) for _ in range(3)]
         phr.vector_index.reset_indexes()  # start like a new process: load the index from the file
         first = time.perf_counter()

@@ -146,17 +146,18 @@ def test_marks_written_before_a_repair_are_refused(warm, fake):
     indexed_then_new_process(warm, fake)
     index = loaded_index(warm)
     top = 10**6
-    marks = index.store.marks({"a_ws", "a_db"})
+    marks = index.complete_marks({"a_ws", "a_db"}, top)
     other = plugin("vector_index").VectorIndex(index.path, index.provider)  # another process
     with closing(sqlite3.connect(data_dir(warm) / "embeddings.db")) as conn:
         (damaged,) = conn.execute("SELECT message_id FROM chunks WHERE session_id = 'a_ws' LIMIT 1").fetchone()
     with other._lock:
         other._repair([damaged], "damaged for the test")
     other.close()
+    assert index._damaged == set(), "this process saw no damage itself"
     assert index.mark_complete(["a_ws", "a_db"], top, marks) is False
-    assert set(index.store.marks({"a_ws", "a_db"}).upto) == {"a_db"}, "nothing written; a_ws's mark gone"
-    assert index.mark_complete(["a_ws", "a_db"], top, index.store.marks({"a_ws", "a_db"})) is True
-    assert index.store.marks({"a_ws", "a_db"}).upto == {"a_ws": top, "a_db": top}
+    assert set(index.complete_marks({"a_ws", "a_db"}, top).upto) == {"a_db"}, "nothing written; a_ws's mark gone"
+    assert index.mark_complete(["a_ws", "a_db"], top, index.complete_marks({"a_ws", "a_db"}, top)) is True
+    assert index.complete_marks({"a_ws", "a_db"}, top).upto == {"a_ws": top, "a_db": top}
 
 
 def test_another_processs_repair_is_seen_at_once(warm, fake):
@@ -173,6 +174,22 @@ def test_another_processs_repair_is_seen_at_once(warm, fake):
     assert victim not in index.indexed()
     assert warm.search("cur", "websocket backoff")["semantic_status"] == "ready"
     assert victim in index.indexed(), "embedded again by the search"
+
+
+def test_marks_above_state_dbs_newest_message_are_ignored_and_replaced(warm, fake, counted):
+    """state.db restored from a copy reuses message ids below the marks: marks above its newest id are not
+    trusted (every message is checked), and the next marks replace them instead of merging."""
+    indexed_then_new_process(warm, fake)
+    assert warm.search("cur", "websocket")["semantic_status"] == "ready"
+    with closing(sqlite3.connect(data_dir(warm) / "embeddings.db")) as conn, conn:
+        conn.execute("UPDATE meta SET value = json_set(value, '$.a_db', 99999999, '$.gone', 99999999)"
+                     " WHERE key LIKE 'complete_upto:%'")
+    new_process()
+    counted.clear()
+    assert warm.search("cur", "websocket")["semantic_status"] == "ready"
+    assert any(c.startswith("count ") for c in counted), "checked in full"
+    (marks,) = stored_marks(warm).values()
+    assert set(marks) == {"a_ws", "a_db"} and max(marks.values()) < 99999999
 
 
 @pytest.mark.parametrize("shape", ["{not json", "[1, 2]", '"text"', '{"a_ws": "x", "a_db": 1.5}', "[" * 5000 + "]" * 5000])
@@ -198,7 +215,7 @@ def test_the_index_command_marks_what_it_completed(warm, fake, counted):
     warm.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(warm)
     index = loaded_index(warm)
-    index.mark_complete(["deleted-long-ago"], 1, index.store.marks(set()))
+    index.mark_complete(["deleted-long-ago"], 1, index.complete_marks(set(), 1))
     result = plugin("indexing").index_projects(home=warm.home)
     assert result["success"] is True and result["remaining"] == 0, result
     (marks,) = stored_marks(warm).values()

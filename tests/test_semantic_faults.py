@@ -3,7 +3,7 @@ through Hermes' loader and dispatch, the command line and the slash commands:
 
 * a data folder or index file that cannot be written (denied for real: ``chattr +i``
   as root, where modes do not stop writes; ``chmod`` otherwise): permanent, named,
-  found again by every search at the cost of a few stat calls, and keyword mode stays fast;
+  remembered, and keyword mode stays fast;
 * index damage: a vector of the wrong size (dropped and embedded again), a schema
   written by a newer plugin (left alone), a folder at the file's path (what to
   remove), a dropped table (moved aside and rebuilt);
@@ -156,7 +156,7 @@ def timed_keyword_searches(world: World, count: int = 3) -> list[tuple[float, di
 # ---------------------------------------------------------------------------
 
 
-def test_a_read_only_data_folder_is_permanent_named_and_keyword_mode_stays_fast(faults, fake, capsys):
+def test_a_read_only_data_folder_is_permanent_named_remembered_and_keyword_mode_stays_fast(faults, fake, capsys):
     """Was: every search, keyword mode included, spent about 1 s retrying the WAL switch, and
     the answer said "busy ... resumes later". Now the first search finds out, later ones cost
     a few stat calls, and every answer names the folder and the fix."""
@@ -187,7 +187,7 @@ def test_a_read_only_data_folder_is_permanent_named_and_keyword_mode_stays_fast(
         from project_history_recall import render
 
         assert str(folder) in render.render_status(report)
-    # Writable again: the next search sees it.
+    # Writable again: the remembered condition goes with the folder's change.
     assert faults.search("cur", "websocket backoff")["semantic_status"] == "ready"
 
 
@@ -299,7 +299,7 @@ def test_a_schema_from_a_newer_plugin_is_left_alone_and_says_what_to_do(faults, 
     code, report, _ = run_cli(capsys, faults, "status")
     assert report["index"]["code"] == "index_newer_schema"
     assert path.read_bytes() == before and not list(data_dir(faults).glob("embeddings.db.broken-*")), "left alone"
-    # Moved aside as the note says: the next search builds a new index.
+    # Moved aside as the note says: the remembered condition goes with the file, and a new index is built.
     for suffix in ("", "-wal", "-shm"):
         if Path(f"{path}{suffix}").exists():
             Path(f"{path}{suffix}").rename(f"{path}.newer{suffix}")
