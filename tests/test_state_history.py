@@ -499,6 +499,28 @@ def test_an_index_of_the_last_version_is_guarded_from_its_first_search(world: Wo
     chat_on_over_the_lost_ids(world, lost, server)
 
 
+# -- marks above a restored state.db's newest message, met through the real tools ------------------------------
+
+def test_marks_above_a_restored_state_dbs_newest_message_are_dropped_before_any_check(world: World, fake, tmp_path):
+    """cp backup state.db, a new process, before the chat goes on: the marks are above state.db's newest id.
+    They are dropped before any check trusts them (every message is checked and sound marks written), and the
+    question and answer that take the lost ids next are embedded."""
+    server = indexed_world(world, fake)
+    backup = backup_of(world, tmp_path)
+    lost = [world.say("a1", "user", LOST_Q), world.say("a1", "assistant", LOST_A)]
+    world.close()
+    assert world.search("cur", "websocket retry")["semantic_status"] == "ready"
+    (marks,) = stored_marks(world).values()
+    assert min(marks.values()) >= max(lost), marks
+    restore_in_place(world, backup)
+    new_process()
+    answer = world.search("cur", "websocket retry")
+    assert "no longer holds the messages" in answer.get("semantic_note", ""), answer
+    (marks,) = stored_marks(world).values()
+    assert marks and max(marks.values()) < min(lost), marks
+    chat_on_over_the_lost_ids(world, lost, server)
+
+
 # -- F. forget_after voids the watermarks of the models that have a stamp only -----------------------------------
 
 def test_a_forget_under_one_model_voids_another_models_watermark(world: World, fake, tmp_path):
