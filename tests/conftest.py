@@ -399,12 +399,19 @@ def seed_local_model(world: World, local_model: Any) -> None:
     assert name is not None
     folder = world.home / "plugins" / PLUGIN_NAME / "data" / "model"
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(local_model.copy_folder / name, folder / name)
+    # A hard link, not 86 MB written again per world: the plugin only maps the copy read-only, and writes a
+    # new one to a temporary file it renames over the name, which leaves the linked file as it was.
+    try:
+        os.link(local_model.copy_folder / name, folder / name)
+    except OSError:  # another file system
+        shutil.copyfile(local_model.copy_folder / name, folder / name)
 
 
-def local_semantic(world: World, asking: str) -> Iterator[World]:
-    """Semantic search with the local model, consented for every project from session ``asking``; yields
-    ``world``, then closes the plugin's open vector indexes (for a fixture: ``yield from``)."""
+def local_semantic(world: World, asking: str, local_model: Any) -> Iterator[World]:
+    """Semantic search with the local model (its copy seeded: :func:`seed_local_model`), consented for every
+    project from session ``asking``; yields ``world``, then closes the plugin's open vector indexes (for a
+    fixture: ``yield from``)."""
+    seed_local_model(world, local_model)
     world.configure_embedding(provider="local")
     assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, asking)["success"]
     yield world

@@ -13,14 +13,13 @@ import importlib
 from collections.abc import Iterator
 
 import pytest
-from conftest import World, local_semantic, result_sessions, seed_local_model
+from conftest import World, local_semantic, result_sessions
 
 QUESTION = "What database does the ecommerce-api use?"
 
 
 @pytest.fixture
 def apps(world: World, local_model) -> Iterator[World]:
-    seed_local_model(world, local_model)
     api, dash = world.repo("shop/ecommerce-api"), world.repo("shop/dashboard-app")
     world.project("shop", [api, dash])
     world.session("api_db", api, messages=[
@@ -31,7 +30,7 @@ def apps(world: World, local_model) -> Iterator[World]:
                       "the ecommerce-api response for a minute.")])
     world.session("dash_theme", dash, messages=[("assistant", "The charts use the dark theme with a teal accent.")])
     world.session("cur", api, style="cli", messages=[("user", "let's continue")])
-    yield from local_semantic(world, "cur")
+    yield from local_semantic(world, "cur", local_model)
 
 
 def test_the_answer_leads_when_the_question_names_a_folder(apps: World):

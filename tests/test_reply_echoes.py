@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import World, phr, result_sessions
+from conftest import World, phr, result_sessions, seed_local_model
 
 E = phr.echo
 
@@ -71,7 +71,8 @@ def test_echoes_rank_below_the_decision_they_quote(echoes: World):
     assert ">>>>>>" not in json.dumps(answer)
 
 
-def test_echoes_rank_below_the_decision_by_meaning_too(echoes: World):
+def test_echoes_rank_below_the_decision_by_meaning_too(echoes: World, local_model):
+    seed_local_model(echoes, local_model)
     echoes.configure_embedding(provider="local")
     assert echoes.call("project_history_semantic_consent", {"decision": "allow"}, "cur")["success"]
     try:

@@ -17,13 +17,13 @@ MODES = ("semantic", "hybrid", "keyword")
 
 
 @pytest.fixture
-def two_projects(world: World) -> Iterator[World]:
+def two_projects(world: World, local_model) -> Iterator[World]:
     alpha, beta = world.repo("alpha"), world.repo("beta")
     world.session("a_ok", alpha, messages=[("user", "ok"), ("assistant", "ok")])
     world.session("a_ws", alpha, messages=[("assistant", "We fixed the flaky websocket by adding exponential backoff to the reconnect loop.")])
     world.session("b_kafka", beta, messages=[("assistant", "The kafka consumer group rebalances on every deploy; we pinned the partition count.")])
     world.session("cur", alpha, style="cli", messages=[("user", "let's continue")])
-    yield from local_semantic(world, "cur")
+    yield from local_semantic(world, "cur", local_model)
 
 
 def test_a_word_only_another_project_holds_finds_nothing(two_projects: World):
