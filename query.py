@@ -233,7 +233,7 @@ def parse_query(text: str) -> ParsedQuery:
 # closing marks before a space, CJK text or the end. A name inside a URL, a path or a credential
 # (``postgres://ecommerce-api:pw@db``) does not stand alone: cutting it there could leave half a secret that
 # redaction no longer recognises, in the text a remote embedder is sent.
-_LATIN_WORD = rf"[^\W_{CJK_CLASS}]+"
+_LATIN_WORD = _PLAIN_TOKEN.pattern  # letters and digits outside CJK
 _STANDING_NAME = re.compile(
     rf"(?<![^\s(\[{{\"'“‘{CJK_CLASS}])({_LATIN_WORD}(?:[._\-]{_LATIN_WORD})*)(?:['’]s)?"
     rf"(?=[.,;:!?)\]}}\"'”’，。？！：；）]*(?:\s|$|[{CJK_CLASS}]))")

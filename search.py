@@ -147,8 +147,11 @@ class Beside(Generic[T]):
 def _vector_queries(query: str, project: Project, records: Sequence[ProjectRecord]) -> tuple[str, ...]:
     """What the vector leg embeds for ``query``: :func:`query.vector_queries` over the folders of ``project``
     (an explicit project's folders and primary path, an auto project's git root)."""
-    paths = [project.root] if project.kind == "auto" else next(
-        (project_folders(r) for r in records if project.kind == "explicit" and r.id == project.id), [])
+    paths: list[str] = []
+    if project.kind == "auto":
+        paths = [project.root]
+    elif project.kind == "explicit":
+        paths = next((project_folders(r) for r in records if r.id == project.id), [])
     return vector_queries(clean_query(query)[0], folder_names(paths))
 
 

@@ -47,6 +47,15 @@ def test_the_answer_leads_when_the_question_names_a_folder(apps: World):
         search.vector_queries = original
 
 
+def remote_embedder(world: World, fake):
+    """A loopback OpenAI-compatible embedder configured and consented to from session ``cur``; returns it (its
+    ``requests`` hold what was sent)."""
+    server = fake(dims=16, words=True)
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, "cur")["success"]
+    return server
+
+
 def test_leaving_a_name_out_never_uncovers_a_secret(world: World, fake):
     """With a remote embedder, a credential written around a folder's name (a database user named after the
     app) is never sent, in either text: only a name standing alone is left out, so no secret is cut in two
@@ -55,9 +64,7 @@ def test_leaving_a_name_out_never_uncovers_a_secret(world: World, fake):
     world.project("shop", [api, dash])
     world.session("api_db", api, messages=[("assistant", "The database for orders and customers is PostgreSQL 15.")])
     world.session("cur", api, style="cli", messages=[("user", "let's continue")])
-    server = fake(dims=16, words=True)
-    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
-    assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, "cur")["success"]
+    server = remote_embedder(world, fake)
     questions = ["which database does ecommerce-api use? postgres://ecommerce-api:S3cr3tPassw0rd@db/orders",
                  "ecommerce-api auth with token=abc123XYZ+ecommerce-api+Q9zW8xV7uT6 ?"]
     for question in questions:
@@ -74,8 +81,6 @@ def test_a_project_of_one_folder_embeds_the_question_whole(world: World, fake):
     repo = world.repo("hermes-agent")
     world.session("old", repo, messages=[("assistant", "The database is SQLite in WAL mode.")])
     world.session("cur", repo, style="cli", messages=[("user", "let's continue")])
-    server = fake(dims=16, words=True)
-    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
-    assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, "cur")["success"]
+    server = remote_embedder(world, fake)
     world.search("cur", "what database does hermes-agent use?", mode="hybrid")
     assert server.requests[-1]["body"]["input"] == ["what database does hermes-agent use?"]
