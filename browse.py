@@ -62,6 +62,8 @@ def _project_scope(conn: Any, home: Path, session_id: str, cwd: str | None) -> t
 
 
 LEFT_OUT = "an earlier history search or its results, not project history"
+STOPPED = (f"a side of the window ends after passing {store.HIDDEN_REACH} rewound or hidden messages; the session "
+           "may go on past them, beyond what this tool reads")
 
 
 def _readable(scope: Scope, attributor: workspace.Attributor, conn: Any, target: str) -> bool:
@@ -87,8 +89,9 @@ def read_around(
     project (slash commands, the command line).
 
     Returns ``{success, session_id, link, title, project, messages: [{message_id,
-    role, when, text, cut?, left_out?}], anchor, truncated, notice}`` where ``truncated``
-    says the budget stopped the window early. Raises :class:`NotInProject`
+    role, when, text, cut?, left_out?}], anchor, truncated, stopped?, notice}`` where ``truncated``
+    says the budget stopped the window early and ``stopped`` that a side of it ends at a run of messages Hermes
+    does not show (:data:`STOPPED`). Raises :class:`NotInProject`
     for a session of another project, :class:`errors.SessionNotFound` for an
     unknown session or a message not in it (the handler translates).
     """
@@ -105,7 +108,7 @@ def read_around(
             raise NotInProject(
                 f"session {errors.echo(target_session)} is not in this conversation's project; only this project's sessions can be read"
             )
-        rows = store.messages_around(conn, target_session, message_id, before, after)
+        rows, stopped = store.messages_around(conn, target_session, message_id, before, after)
     finally:
         conn.close()
     if message_id is not None and not any(r.id == message_id for r in rows):
@@ -139,6 +142,7 @@ def read_around(
         "anchor": anchor,
         "messages": messages,
         "truncated": truncated or any(m.get("cut") for m in messages),
+        **({"stopped": STOPPED} if stopped else {}),
         "notice": answers.HISTORY_NOTICE,
     }
 

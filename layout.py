@@ -14,7 +14,9 @@ index until ``hermes sessions optimize-storage`` rebuilds it):
   only the first 8,192 characters of a tool row (:attr:`Layout.tool_prefix`);
 * ``state_meta``: a chunked rebuild in progress (ids between its progress and
   high-water marks are not indexed yet) or an index Hermes found damaged
-  (``fts_stale``).
+  (``fts_stale``);
+* an index on ``messages(session_id, id)`` (0.21 creates it, also in a 0.19 file it opens): a session's rows
+  can be walked in Hermes' own order, by id, from any message (:meth:`Layout.order_sql`).
 
 Each difference is decided here, once per connection (:func:`of`), and
 spelled as SQL here (:func:`visible_sql`); the readers ask. Read-only, a few
@@ -51,14 +53,30 @@ class Layout:
     trigram_tools: bool = True  # whether the trigram index holds tool rows (and cron, delegate sessions)
     rebuild: tuple[int, int] | None = None  # (progress, high water) of a chunked rebuild: ids in between not indexed
     stale: bool = False  # Hermes found the index damaged and searches by substring until it rebuilds it
+    ids_by_session: bool = False  # messages has an index on (session_id, id)
 
     def visible_sql(self) -> str:
         """The SQL condition (on ``messages`` as ``m``) that keeps what Hermes shows a person."""
         return f"{_LIVE} AND {_SHOWN}" if self.display else _LIVE
 
+    def order_sql(self) -> str:
+        """The columns (of ``messages`` as ``m``) that order a session's rows along an index of the file: Hermes'
+        own order, by id, where an index on (session_id, id) exists; else 0.19's (session_id, timestamp) index,
+        time then id, which is the id order unless the clock stepped back while the session was written."""
+        return "m.id" if self.ids_by_session else "m.timestamp, m.id"
+
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {str(r[1]) for r in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))}
+
+
+def _ids_by_session(conn: sqlite3.Connection) -> bool:
+    """Whether an index of ``messages`` (not a partial one) starts with (session_id, id)."""
+    for name, partial in conn.execute("SELECT name, partial FROM pragma_index_list('messages')"):
+        columns = [str(r[0]) for r in conn.execute("SELECT name FROM pragma_index_info(?) ORDER BY seqno", (name,))]
+        if not partial and columns[:2] == ["session_id", "id"]:
+            return True
+    return False
 
 
 def read(conn: sqlite3.Connection) -> Layout:
@@ -94,4 +112,5 @@ def read(conn: sqlite3.Connection) -> Layout:
         trigram_tools="messages_fts_trigram_src" not in schema.get("messages_fts_trigram", ""),
         rebuild=rebuild,
         stale="fts_stale" in meta,
+        ids_by_session=_ids_by_session(conn),
     )

@@ -264,16 +264,20 @@ def recent_sessions(
     return out[offset:]
 
 
+#: Messages read from each end of a session for its previews. Only a user or assistant row's text is read
+#: (a row's role lies before its content), so rows passed cost little; a session with none within this many
+#: messages of its end has no preview there.
+PREVIEW_REACH = 400
+
+
 def session_previews(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """Each session's first user message and last assistant message with text: ``{id: (first_user, last_assistant)}``."""
+    """Each session's first user message and last assistant message with text that Hermes shows:
+    ``{id: (first_user, last_assistant)}``, ``""`` for one not among the ``PREVIEW_REACH`` messages at its end of
+    the session (:func:`store.walk_session`)."""
     out: dict[str, tuple[str, str]] = {}
-    first_sql = f"""SELECT m.id FROM messages m WHERE m.session_id = ? AND m.role = 'user' AND {store.visible(conn)}
-                    AND TRIM(COALESCE(m.content, '')) != '' ORDER BY m.id LIMIT 1"""
-    last_sql = f"""SELECT m.id FROM messages m WHERE m.session_id = ? AND m.role = 'assistant' AND {store.visible(conn)}
-                   AND TRIM(COALESCE(m.content, '')) != '' ORDER BY m.id DESC LIMIT 1"""
     for sid in session_ids:
-        first = conn.execute(first_sql, (sid,)).fetchone()
-        last = conn.execute(last_sql, (sid,)).fetchone()
-        rows = store.fetch_messages(conn, [r[0] for r in (first, last) if r])
+        first, _ = store.walk_session(conn, sid, None, back=False, count=1, reach=PREVIEW_REACH, role="user")
+        last, _ = store.walk_session(conn, sid, None, back=True, count=1, reach=PREVIEW_REACH, role="assistant")
+        rows = store.fetch_messages(conn, first + last)
         out[sid] = (rows[first[0]].text if first and first[0] in rows else "", rows[last[0]].text if last and last[0] in rows else "")
     return out

@@ -1,0 +1,217 @@
+"""Reading a session costs what is read, never the session: ``project_history_read`` and the previews of
+``project_history_recent`` walk an index of the session from where they start and stop at what they show.
+
+Work is counted at n and 4n (``tests/work.py``): SQLite's VM steps, and the bytes the process reads (overflow
+pages of 100 KB tool logs), on a Hermes 0.19 state.db and on a schema-30 one (``tests/schema30.py``). The
+windows and previews are those of the session's order, checked against every row of a session with rewound,
+compacted, hidden and tool rows.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import World
+from schema30 import Schema30
+from work import measure
+
+LAYOUTS = ("0.19", "30")
+
+
+def plugin(name: str) -> Any:
+    return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
+
+
+@pytest.fixture(params=LAYOUTS)
+def hermes(request: pytest.FixtureRequest, world: World) -> World:
+    """``world`` on a state.db of Hermes 0.19 (its own ``SessionDB``) or of schema 30 (fresh); ``world.open(sid,
+    repo)`` makes a session in a repo, ``write(world, sid, rows)`` its messages."""
+    if request.param == "30":
+        db = Schema30(world.home / "state.db", "fresh")
+        world.open = lambda sid, repo: db.session(sid, cwd=repo, git_repo_root=repo)
+    else:
+        world.open = lambda sid, repo: world.session(sid, repo)
+    world.layout, world.clock = request.param, 1_800_000_000.0
+    return world
+
+
+def write(world: World, sid: str, rows: list[dict[str, Any]]) -> list[int]:
+    """Messages of ``sid``, in order: each ``{role, content}`` with optional ``active``, ``compacted``,
+    ``tool_name``, ``display_kind`` and ``same_time`` (the timestamp of the row before). Returns their ids."""
+    conn = sqlite3.connect(world.home / "state.db")
+    ids = []
+    for row in rows:
+        world.clock += 0 if row.get("same_time") else 1
+        columns = {"session_id": sid, "timestamp": world.clock, "active": 1, "compacted": 0,
+                   **{k: v for k, v in row.items() if k != "same_time"}}
+        names = ", ".join(columns)
+        cursor = conn.execute(f"INSERT INTO messages ({names}) VALUES ({', '.join('?' * len(columns))})", list(columns.values()))
+        ids.append(int(cursor.lastrowid or 0))
+    conn.execute("UPDATE sessions SET message_count = message_count + ? WHERE id = ?", (len(rows), sid))
+    conn.commit()
+    conn.close()
+    return ids
+
+
+def bytes_read() -> int:
+    """Bytes this process has read from files so far (``rchar``: SQLite reads its pages with ``pread``)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+def cost(world: World, monkeypatch: pytest.MonkeyPatch, calls: list[Callable[[], dict[str, Any]]]) -> tuple[int, int]:
+    """``(SQLite VM steps in hundreds, bytes read)`` of ``calls``, each answered with success."""
+    steps, read = 0, 0
+    for call in calls:
+        start = bytes_read()
+        answer, work = measure([world.home / "plugins" / "project-history-recall"], monkeypatch, call, plugin("store"))
+        read += bytes_read() - start
+        assert answer["success"] is True, answer
+        steps += work.sql
+    return steps, read
+
+
+def long_session(world: World, n: int) -> tuple[str, list[int]]:
+    """Session ``big<n>`` alone in repo ``r<n>`` (asked from ``cur<n>``): a question, the answer, ``n`` short
+    turns, the last answer. Returns the session and the ids of the answer and the last answer."""
+    repo = world.repo(f"r{n}")
+    sid = world.open(f"big{n}", repo)
+    ids = write(world, sid, [{"role": "user", "content": "what do pelicans eat?"},
+                             {"role": "assistant", "content": "the pelican answer"},
+                             *({"role": "user" if i % 2 else "assistant", "content": f"step {i} " + "y" * 200} for i in range(n)),
+                             {"role": "assistant", "content": "last words"}])
+    world.open(f"cur{n}", repo)
+    return sid, [ids[1], ids[-1]]
+
+
+def session_calls(world: World, n: int, sid: str, answers: list[int]) -> list[Callable[[], dict[str, Any]]]:
+    """Reading around the answer near the start, around the last message, from the start; and the recent list."""
+    asker = f"cur{n}"
+    return [
+        lambda: world.call("project_history_read", {"session_id": sid, "message_id": answers[0]}, asker),
+        lambda: world.call("project_history_read", {"session_id": sid, "message_id": answers[1]}, asker),
+        lambda: world.call("project_history_read", {"session_id": sid}, asker),
+        lambda: world.call("project_history_recent", {}, asker),
+    ]
+
+
+def test_reading_a_long_session_costs_what_the_window_costs(hermes: World, monkeypatch: pytest.MonkeyPatch):
+    """Reading 11 messages around a hit, at the session's end or start, and the recent list's previews, in a
+    session of 1,500 and of 6,000 messages: the same SQLite steps. On Hermes 0.19, reading the whole session and
+    sorting it (273 -> 1,039 hundred steps for the read, 354 -> 1,368 for the list) made them grow with it."""
+    costs = []
+    for n in (1500, 6000):
+        sid, answers = long_session(hermes, n)
+        calls = session_calls(hermes, n, sid, answers)
+        for call in calls:
+            call()  # the project's census, as any first call reads it
+        costs.append([cost(hermes, monkeypatch, [call])[0] for call in calls])
+    small, large = costs
+    assert all(b <= 1.25 * a + 5 for a, b in zip(small, large, strict=True)), costs
+
+
+def test_tool_logs_past_a_window_are_not_read(hermes: World, monkeypatch: pytest.MonkeyPatch):
+    """A session of 100 KB tool logs, 24 or 96 of them, the second half rewound, then a question asked again and
+    answered: reading around its answers and listing it read the same bytes and steps. On Hermes 0.19 every log
+    was read and sorted, and a window reads on past rewound logs only up to its reach (8 rows here, so that 24
+    logs pass it). No log's overflow pages are read but those of the logs shown."""
+    monkeypatch.setattr(plugin("store"), "HIDDEN_REACH", 8, raising=False)
+    costs = []
+    for n in (24, 96):
+        repo = hermes.repo(f"r{n}")
+        sid = hermes.open(f"logs{n}", repo)
+        hermes.open(f"cur{n}", repo)
+        ids = write(hermes, sid, [{"role": "user", "content": "run the suite"}, {"role": "assistant", "content": "running it"},
+                                  *({"role": "tool", "tool_name": "terminal", "content": f"log {i} " + "x" * 100_000,
+                                     **({"active": 0} if i >= n // 2 else {})} for i in range(n)),
+                                  {"role": "user", "content": "run it again"}, {"role": "assistant", "content": "all green"}])
+        calls = session_calls(hermes, n, sid, [ids[1], ids[-1]])
+        for call in calls:
+            call()
+        costs.append(cost(hermes, monkeypatch, calls))
+    (small_steps, small_bytes), (large_steps, large_bytes) = costs
+    assert large_bytes <= 1.25 * small_bytes, costs
+    assert large_steps <= 1.25 * small_steps + 5, costs
+
+
+# -- the windows are those of the session's order ---------------------------------------------------
+
+#: How Hermes keeps a row, and whether it shows it: live, compacted away (still shown), rewound, and on schema 30
+#: hidden scaffolding.
+KINDS = {"live": ({}, True), "compacted": ({"active": 0, "compacted": 1}, True), "rewound": ({"active": 0}, False)}
+KINDS_30 = {**KINDS, "hidden": ({"display_kind": "hidden"}, False)}
+
+
+def mixed_session(world: World) -> tuple[list[int], list[tuple[str, bool, str]]]:
+    """Session ``mixed`` (asked from ``cur``): 60 rows of every kind and role, some at the same time as the row
+    before, starting and ending with rows Hermes does not show. Returns the ids and ``(role, shown, text)``."""
+    repo = world.repo("mixed")
+    world.open("mixed", repo)
+    world.open("cur", repo)
+    kinds = KINDS_30 if world.layout == "30" else KINDS
+    rng = random.Random(30)
+    plan = [("user", "rewound"), *((rng.choice(["user", "assistant", "assistant", "tool"]), rng.choice(sorted(kinds)))
+                                   for _ in range(58)), ("assistant", "rewound")]
+    rows, facts = [], []
+    for i, (role, kind) in enumerate(plan):
+        text = "" if role == "assistant" and i % 7 == 0 else f"{kind} {role} {i}"
+        rows.append({"role": role, "content": text, **kinds[kind][0], "same_time": i % 5 == 4,
+                     **({"tool_name": "terminal"} if role == "tool" else {})})
+        facts.append((role, kinds[kind][1], text))
+    return write(world, "mixed", rows), facts
+
+
+def test_windows_and_previews_are_those_of_every_row_in_order(hermes: World):
+    """Around every row of a session mixing live, compacted, rewound and hidden rows (user, assistant, tool, some
+    at the same time): the messages Hermes shows, in id order, ``before`` and ``after`` of it; a row it does not
+    show is no anchor; the previews are the first user and last assistant message with text it shows."""
+    ids, facts = mixed_session(hermes)
+    shown = [mid for mid, (_, visible, _) in zip(ids, facts, strict=True) if visible]
+    for before, after in ((2, 3), (0, 0), (20, 20)):
+        start = hermes.call("project_history_read", {"session_id": "mixed", "after": after}, "cur")
+        assert [m["message_id"] for m in start["messages"]] == shown[: after + 1] and "stopped" not in start, start
+        for mid, (_, visible, _) in zip(ids, facts, strict=True):
+            answer = hermes.call("project_history_read", {"session_id": "mixed", "message_id": mid, "before": before,
+                                                          "after": after, "max_chars": 20_000}, "cur")
+            if not visible:
+                assert answer["code"] == "session_not_found", answer
+                continue
+            at = shown.index(mid)
+            assert [m["message_id"] for m in answer["messages"]] == shown[max(0, at - before): at + after + 1], (mid, answer)
+            assert "stopped" not in answer
+    listed = hermes.call("project_history_recent", {}, "cur")["sessions"]
+    first = next(text for role, visible, text in facts if role == "user" and visible and text)
+    last = next(text for role, visible, text in reversed(facts) if role == "assistant" and visible and text)
+    assert [(s["first_user"], s["last_assistant"]) for s in listed] == [(first, last)]
+
+
+def test_a_window_stops_at_a_long_run_of_rewound_messages_and_says_so(hermes: World, monkeypatch: pytest.MonkeyPatch):
+    """Before the asked message lie 5,000 rewound ones, then the session's start: the window does not read them
+    all (its steps are those of 500), keeps the messages after, and says that it stopped. Reading on to the next
+    message shown read every one of them."""
+    store = plugin("store")
+    costs = []
+    for n in (500, 5000):
+        repo = hermes.repo(f"rw{n}")
+        sid = hermes.open(f"rw{n}", repo)
+        hermes.open(f"cur{n}", repo)
+        ids = write(hermes, sid, [{"role": "user", "content": "the start"},
+                                  *({"role": "assistant", "content": f"taken back {i}", "active": 0} for i in range(n)),
+                                  {"role": "user", "content": "asked again"}, {"role": "assistant", "content": "answered"}])
+        def read(sid: str = sid, anchor: int = ids[-2], asker: str = f"cur{n}") -> dict[str, Any]:
+            return hermes.call("project_history_read", {"session_id": sid, "message_id": anchor}, asker)
+
+        read()
+        answer = read()
+        assert [m["message_id"] for m in answer["messages"]] == ids[-2:], answer
+        assert answer["stopped"] == plugin("browse").STOPPED and str(store.HIDDEN_REACH) in answer["stopped"]
+        costs.append(cost(hermes, monkeypatch, [read])[0])
+    assert costs[1] <= 1.25 * costs[0] + 5, costs
