@@ -525,7 +525,7 @@ def _flatten_multimodal(raw: str) -> str:
 #: a walk that meets this many rows it does not keep stops there, and says so. Each row passed is a seek and a
 #: test of columns after ``content``; their usual values (0, 1, NULL) live in the record's header, so a tool
 #: log's overflow pages are not read for them.
-HIDDEN_REACH = 200
+HIDDEN_REACH = 1000
 
 
 def walk_session(

@@ -194,12 +194,12 @@ def test_windows_and_previews_are_those_of_every_row_in_order(hermes: World):
 
 
 def test_a_window_stops_at_a_long_run_of_rewound_messages_and_says_so(hermes: World, monkeypatch: pytest.MonkeyPatch):
-    """Before the asked message lie 5,000 rewound ones, then the session's start: the window does not read them
-    all (its steps are those of 500), keeps the messages after, and says that it stopped. Reading on to the next
+    """Before the asked message lie 6,000 rewound ones, then the session's start: the window does not read them
+    all (its steps are those of 1,500), keeps the messages after, and says that it stopped. Reading on to the next
     message shown read every one of them."""
     store = plugin("store")
     costs = []
-    for n in (500, 5000):
+    for n in (1500, 6000):
         repo = hermes.repo(f"rw{n}")
         sid = hermes.open(f"rw{n}", repo)
         hermes.open(f"cur{n}", repo)
