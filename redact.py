@@ -7,7 +7,8 @@
   configured URL for the HTTP client and for scrubbing error texts.
 * Text that leaves the machine: :func:`redact_secrets` replaces secret-looking
   strings (key formats, private key blocks, ``Authorization`` values,
-  credential assignments, long random tokens) by ``[redacted]``.
+  credential assignments and labels, command-line passwords, long random
+  tokens) by ``[redacted]``; the patterns are in :mod:`secret_patterns`.
 * Logs: :func:`guard_logs` keeps an endpoint's credentials out of the records
   of the HTTP client's loggers.
 
@@ -15,8 +16,8 @@ Invariants: every function here is pure and never raises, except
 :func:`guard_logs`, which installs one logging filter on the HTTP client's
 loggers. The secrets that filter knows are process-wide and only ever grow:
 they are not a cache (forgetting one would let a client built earlier log it),
-so they are not kept in :mod:`state` and no reset clears them. Imports nothing
-of the plugin.
+so they are not kept in :mod:`state` and no reset clears them. Imports only
+:mod:`secret_patterns`, the shapes of secrets.
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ import logging
 import math
 import re
 import threading
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+from . import secret_patterns as patterns
 
 #: What :func:`redact_secrets` puts in place of a secret-looking string.
 REDACTED = "[redacted]"
@@ -41,13 +45,6 @@ _MIN_SECRET = 4
 # ---------------------------------------------------------------------------
 # Endpoints
 # ---------------------------------------------------------------------------
-
-#: Query parameter names whose values are credentials (compared lower-case, ``-`` read as ``_``).
-_URL_SECRET_NAMES = re.compile(
-    r"^(?:.*_)?(?:key|apikey|api_key|token|access_token|auth|authorization|secret|client_secret|password|passwd|pwd"
-    r"|sig|signature|code|credential|credentials|session|sas)$"
-)
-
 
 def _query_pairs(url: str) -> list[tuple[str, str, bool]]:
     """``(name, raw value, looks secret)`` of each ``name=value`` of ``url``'s query string."""
@@ -61,7 +58,7 @@ def _query_pairs(url: str) -> list[tuple[str, str, bool]]:
         if not sep:
             continue
         secret = bool(value) and (
-            _URL_SECRET_NAMES.match(unquote(name).strip().lower().replace("-", "_")) is not None
+            patterns.URL_SECRET_NAMES.match(unquote(name).strip().lower().replace("-", "_")) is not None
             or redact_secrets(unquote(value)) != unquote(value)
         )
         out.append((name, value, secret))
@@ -158,77 +155,21 @@ def mask_secrets(text: str, secrets: Iterable[str]) -> str:
 # ---------------------------------------------------------------------------
 
 
-# Where a secret may start: not right after an ASCII letter, digit or joiner of its own kind. The classes are
-# ASCII on purpose: CJK characters are word characters (``\w``, ``\b``), and people write keys straight into
-# Chinese or Japanese text ("访问密钥是AKIA...请"). Every pattern below starts with such a lookbehind, so a match is
-# tried only at the start of a run of its characters, never again inside it (a run of 100,000 letters and dots is
-# tried once, not 100,000 times), and quantifiers followed by a character their class excludes are possessive
-# (``*+``, ``++``): what cannot match is given up at once instead of backtracked over.
-_TOKEN_START = r"(?<![A-Za-z0-9_-])"
+def _unescape(m: re.Match[str]) -> str:
+    """A JSON ``\\uXXXX`` escape as its character; a surrogate (half an emoji) is left escaped."""
+    char = chr(int(m.group(1), 16))
+    return m.group(0) if "\ud800" <= char <= "\udfff" else char
 
-# Provider key formats (each a whole token).
-_KEY_FORMATS = re.compile(
-    _TOKEN_START + r"(?:"
-    r"sk-ant-[A-Za-z0-9_-]{16,}+"  # Anthropic
-    r"|sk-(?:proj-|svcacct-|admin-|or-v1-)?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}+"  # OpenAI, OpenRouter
-    r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}+"  # Stripe
-    r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+"  # GitHub
-    r"|glpat-[A-Za-z0-9_-]{20,}+"  # GitLab
-    r"|xox[abposr]-[A-Za-z0-9-]{10,}+"  # Slack
-    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key id
-    r"|AIza[0-9A-Za-z_-]{35}"  # Google
-    r"|hf_[A-Za-z0-9]{30,}+"  # Hugging Face
-    r"|eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"  # a JWT
-    r")"
-)
-_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)", re.DOTALL)
-_AUTH_HEADER = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(authorization[\"']?\s*+[:=]\s*+[\"']?(?:(?:bearer|basic|token|bot)\s++)?)(?!(?-i:[a-z]+)(?![A-Za-z0-9_]))"
-    r"([A-Za-z0-9._~+/=-]{8,}+)"
-    # a bare bearer token has digits: "bearer authentication" is prose
-    r"|(?<![A-Za-z0-9_])(bearer\s++)(?=[A-Za-z0-9._~+/=-]*\d)([A-Za-z0-9._~+/=-]{12,}+)"
-)
-_URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*+://)([^\s/@:]*+:[^\s/@]++|[^\s/@:]{16,}+)@")
-#: Webhook URLs whose path is the credential (Slack, Discord): the path goes, the host stays.
-_WEBHOOK = re.compile(
-    r"(?<![A-Za-z0-9.-])((?:hooks\.slack\.com/(?:services|workflows|triggers)|(?:discord(?:app)?\.com|ptb\.discord\.com)"
-    r"/api/webhooks)/)([A-Za-z0-9_/-]{8,}+)"
-)
-#: ``name = value`` / ``name: value`` where the name ends in a credential word (``DB_PASSWORD``, ``apiKey``, ``token``...);
-#: only such names are matched, so ``database: password=...`` is not swallowed by ``database:``. A name starts a
-#: run of name characters (dots included), so each run is tried once.
-_ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.-])((?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?(?i:password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key"
-    r"|secret[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key))"
-    r"([\"']?)(\s*+)(:|=|：)(\s*+)(?:(\"|')([^\"'\n]{1,200})\6|((?:(?![\"'`,;<>)\]}])[!-~]){1,200}))"
-)
-#: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``,
-#: ``口令：x9``, ``パスワードは…``, ``비밀번호는 …``, ``пароль: …``, ``password is …``): the label, what joins it to
-#: the value (``是``, ``为``, ``：``, ``は``, ``is``...), and the value, a run of printable ASCII (which ends where the
-#: text goes back to its own script) or a quoted string. English labels need ``is``/``was`` or a CJK joiner here
-#: (``password=...`` is :data:`_ASSIGNMENT`'s), and a value with a digit or a symbol (prose: "the password is in
-#: the vault").
-_LABELLED = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(密码|密碼|口令|密钥|密鑰|秘钥|令牌|パスワード|暗証番号|비밀번호|암호|пароль|паролем|пароля"
-    r"|password|passwd|passphrase|pwd)"
-    r"(\s*+(?:(?:是|为|為|は|が|는|은|가|이|:|：|=|is|was|—|-)\s*+){0,2})"
-    r"(?:([\"'“「『])([^\"'”」』\n]{1,200})[\"'”」』]|([!-~]{4,200}+))"
-)
-#: Trailing punctuation that ends a sentence, not a password
-_VALUE_END = ".,;:!?)]}>'\""
-#: ("credentials" is not one: fetch's ``credentials: 'include'`` is code.)
-_CREDENTIAL_WORDS = {"password", "passwd", "passphrase", "secret", "token", "apikey", "accesskey", "secretkey", "privatekey",
-                     "clientsecret"}
-_KEY_QUALIFIERS = {"api", "access", "secret", "private", "signing", "encryption", "master"}
-_CODE_VALUE = re.compile(
-    r"^(?:None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean|Any"
-    r"|[A-Za-z_]\w*[.(\[].*"  # an attribute, call or index: code, not a literal
-    r"|[A-Z]\w*\[.*"  # a type such as Optional[str]
-    r"|\$\{?\w+\}?|%\(?\w*\)?s|\{.*|\[.*|<.*|\*+|x{3,}|X{3,}|\.{3}|…)$"  # a placeholder, a list or dict
-)
-_LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{32,}+")
-_HEX = re.compile(r"^[0-9a-fA-F]+$")
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+def _fold(text: str) -> str:
+    """``text`` as secrets are looked for in it: JSON ``\\uXXXX`` escapes read, composed (NFC), invisible characters
+    and marks stranded on ASCII dropped, full-width ASCII read as ASCII (see :mod:`secret_patterns`)."""
+    if "\\u" in text:
+        text = patterns.JSON_ESCAPE.sub(_unescape, text)
+    if text.isascii():
+        return text
+    text = patterns.INVISIBLE.sub("", unicodedata.normalize("NFC", text))
+    return patterns.STRAY_MARKS.sub("", text).translate(patterns.FULL_WIDTH)
 
 
 def _name_segments(name: str) -> list[str]:
@@ -237,13 +178,27 @@ def _name_segments(name: str) -> list[str]:
     return [w.lower() for w in re.split(r"[\s_.-]+", spaced) if w]
 
 
-def _is_credential_name(name: str) -> bool:
+def _credential_kind(name: str) -> str | None:
+    """``"strong"`` for a name whose value is a credential (``DB_PASSWORD``, ``PGPASSWORD``, ``apiKey``), ``"weak"``
+    for one whose value is a credential only if it looks like one (``auth``, ``DB_PASS``, ``STRIPE_KEY``), else None.
+
+    ``PWD`` alone is the shell's working directory, not a password.
+    """
     words = _name_segments(name)
     if not words:
-        return False
-    if words[-1] in _CREDENTIAL_WORDS:
-        return True
-    return len(words) >= 2 and words[-1] == "key" and words[-2] in _KEY_QUALIFIERS
+        return None
+    last = words[-1]
+    if last in patterns.CREDENTIAL_WORDS or last.endswith(patterns.CREDENTIAL_ENDINGS):
+        return "strong"
+    if last == "key" and len(words) >= 2:
+        if words[-2] in patterns.KEY_QUALIFIERS:
+            return "strong"
+        bare = name.lstrip("-")
+        if bare.isupper() and "_" in bare and words[-2] not in patterns.PLAIN_KEY_QUALIFIERS:
+            return "weak"
+    if last in patterns.WEAK_CREDENTIAL_WORDS and (last != "pwd" or len(words) >= 2):
+        return "weak"
+    return None
 
 
 def _entropy(token: str) -> float:
@@ -275,99 +230,177 @@ def _looks_random(token: str) -> bool:
     character and classes switching every couple of characters
     (:func:`_class_runs` under 2.4: identifiers and paths are made of words), or
     one case of letters with digits making up 15 % of it or more, over 3.6 bits
-    per character and runs under 3.2 (``20240311_0942_add_currency`` is words).
+    per character, runs under 3.2 (``20240311_0942_add_currency`` is words) and
+    a piece of 16+ characters between ``-`` and ``_`` (a wheel's name,
+    ``4-cp311-cp311-manylinux_2_17_x86_64``, is short words).
     A heuristic: about 1 random mixed-case key in 200 reads as a word and is
     kept, and a larger share of one-case keys.
     """
     stripped = token.strip("=")
-    if _HEX.match(stripped):
+    if patterns.HEX.match(stripped):
         return len(stripped) not in (40, 64)
-    if _UUID.match(token):
+    if patterns.UUID.match(token):
         return False
     lower, upper, digits = (len(re.findall(pattern, token)) for pattern in ("[a-z]", "[A-Z]", "[0-9]"))
     if lower and upper and digits:
         return _entropy(token) > 4.0 and _class_runs(token) < 2.4
     return (bool(digits) and (lower == 0) != (upper == 0) and digits >= 0.15 * len(token) and _entropy(token) > 3.6
-            and _class_runs(token) < 3.2)
+            and _class_runs(token) < 3.2 and max(len(piece) for piece in re.split(r"[/+=_-]+", token)) >= 16)
+
+
+def _long_token(m: re.Match[str]) -> str:
+    """A :data:`secret_patterns.LONG_TOKEN` match with what reads as random redacted.
+
+    A token holding a ``/``-segment that is a word (``src``, ``blob``) is a path or a URL: each segment is judged on
+    its own, and only mixed-case ones (a document's id, a key) can go; one-case segments of paths are digests and
+    names (nix store hashes, S3 object names, git ids).
+    """
+    token = m.group(0)
+    segments = token.split("/")
+    if len(segments) == 1 or not any(patterns.PATH_WORD.match(s) for s in segments):
+        return REDACTED if _looks_random(token) else token
+    return "/".join(REDACTED if len(s) >= 32 and re.search("[a-z]", s) and re.search("[A-Z]", s) and _looks_random(s) else s
+                    for s in segments)
 
 
 def redact_secrets(text: str) -> str:
     """``text`` with secret-looking strings replaced by ``[redacted]``, the rest left as it was.
 
     Replaced: private key blocks (``-----BEGIN ... PRIVATE KEY-----`` to its
-    ``END`` line, or to the end of the text); provider key formats (``sk-...``,
-    ``sk-ant-...``, ``ghp_...``, ``github_pat_...``, ``glpat-...``, ``xox?-...``,
-    ``AKIA...``, ``AIza...``, ``hf_...``, JWTs); bearer tokens and
-    ``Authorization:`` values; the ``user:password@`` of URLs and the path of
-    Slack and Discord webhook URLs; the value of an assignment whose name ends in
-    a credential word (``password=``, ``DB_PASSWORD:``, ``api_key=``, ``apiKey:``,
-    ``token=``, ``client_secret``...) unless the value is code (a call, attribute,
-    type, ``None``) or a placeholder; a value written after a password label in
-    prose, in Chinese, Japanese, Korean, Russian or English (``密码是…``,
-    ``パスワードは…``, ``password is …``); and long random-looking tokens (see
-    :func:`_looks_random`). Secrets written straight into CJK text are found as
-    in spaced text. Git object ids (40 or 64 hex digits), UUIDs, identifiers and
-    paths are kept. Linear in the length of ``text`` (every pattern is tried once
-    per run of its characters). Never raises.
+    ``END`` line, or to the end of the text); provider key formats (OpenAI,
+    Anthropic, Stripe, GitHub, GitLab, Slack, AWS, Google, Hugging Face, Azure AD,
+    SendGrid, npm, PyPI..., and JWTs; a key cut by a line break with the next
+    line's start); ``Authorization:`` values and bearer tokens; the ``user:password@``
+    of URLs, the path of Slack and Discord webhook URLs, credential query
+    parameters (``key=``, ``sig=``, ``X-Amz-Signature=``...) and session cookies;
+    the value of an assignment whose name ends in a credential word (``password=``,
+    ``PGPASSWORD=``, ``--password=``, ``DB_PASS:``, ``api_key=``, ``STRIPE_KEY=``,
+    ``token=``, ``auth=``..., quotes escaped or not) unless the value is code (a
+    call, attribute, type, ``None``) or a placeholder; passwords on command lines
+    (``mysql -p…``, ``sshpass -p``, ``curl -u user:…``, ``--password …``); a value
+    written after a label in prose, in Chinese, Japanese, Korean, Russian, English,
+    German, French or Spanish (``密码是…``, ``token是…``, ``APIキーは…``, ``the api
+    key is …``); 40/64-hex and UUID values right after a credential label; and long
+    random-looking tokens (see :func:`_looks_random`).
+
+    Secrets are looked for in the text as :func:`_fold` reads it (escapes read,
+    invisible characters dropped, full-width as ASCII); when one is found, that
+    folded text is returned with it replaced, else ``text`` exactly as given.
+    Bare git object ids (40 or 64 hex digits), UUIDs, identifiers and paths are
+    kept. Linear in the length of ``text`` (see :mod:`secret_patterns`). Never raises.
     """
     if not text:
         return text
-    text = _PEM.sub(REDACTED, text)
-    text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
-    text = _WEBHOOK.sub(lambda m: m.group(1) + REDACTED, text)
-    text = _AUTH_HEADER.sub(lambda m: (m.group(1) or m.group(3)) + REDACTED, text)
-    text = _KEY_FORMATS.sub(REDACTED, text)
-    text = _LABELLED.sub(_labelled, text)
-    text = _ASSIGNMENT.sub(_assignment, text)
-    return _LONG_TOKEN.sub(lambda m: REDACTED if _looks_random(m.group(0)) else m.group(0), text)
+    folded = _fold(text)
+    redacted = _redact_folded(folded)
+    return text if redacted == folded else redacted
+
+
+def _redact_folded(text: str) -> str:
+    text = patterns.PEM.sub(REDACTED, text)
+    text = patterns.URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    text = patterns.WEBHOOK.sub(lambda m: m.group(1) + REDACTED, text)
+    text = patterns.QUERY_PAIR.sub(_query_pair, text)
+    text = patterns.COOKIE_HEADER.sub(lambda m: m.group(1) + patterns.COOKIE_PAIR.sub(_cookie_pair, m.group(2)), text)
+    text = patterns.AUTH_HEADER.sub(lambda m: (m.group(1) or m.group(3)) + REDACTED, text)
+    text = patterns.WRAPPED_KEY.sub(_wrapped_key, text)
+    text = patterns.KEY_FORMATS.sub(REDACTED, text)
+    text = patterns.CLI_SECRET.sub(_cli_secret, text)
+    text = patterns.LABELLED.sub(_labelled, text)
+    text = patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text)
+    text = patterns.ASSIGNMENT.sub(_assignment, text)
+    return patterns.LONG_TOKEN.sub(_long_token, text)
 
 
 def _is_placeholder(value: str, name: str) -> bool:
     """Whether an assigned or labelled value is not a literal secret: already redacted, code, or the name again."""
-    return value.startswith(REDACTED[:-1]) or bool(_CODE_VALUE.match(value.strip())) or value.strip() == name
+    return value.startswith(REDACTED[:-1]) or bool(patterns.CODE_VALUE.match(value.strip())) or value.strip() == name
 
 
-def _assignment(m: re.Match[str]) -> str:
-    """An :data:`_ASSIGNMENT` match with its literal value redacted (kept as it is when the value is code or prose)."""
-    name, quoted, bare = m.group(1), m.group(7), m.group(8)
-    if not _is_credential_name(name):
-        return m.group(0)
-    value = quoted if quoted is not None else bare
-    if value is None or _is_placeholder(value, name):
-        return m.group(0)
-    if quoted is None:
-        if m.group(4) == ":" and m.group(5) and re.fullmatch(r"[A-Za-z_]+", value):
-            return m.group(0)  # prose ("token: the one from the vault") or an annotation, not a literal
-        if re.fullmatch(r"[A-Za-z_]\w*", value) and _is_credential_name(value) and len(_name_segments(value)) > 1:
-            return m.group(0)  # a variable (password=hashed_password), not a literal (password=secret)
-        if len(value) < 4:
-            return m.group(0)
-    start, end = m.span(7) if quoted is not None else m.span(8)
+def _replace(m: re.Match[str], start: int, end: int) -> str:
+    """``m``'s text with ``[start, end)`` (offsets in the whole string) replaced by ``[redacted]``."""
     return m.string[m.start() : start] + REDACTED + m.string[end : m.end()]
 
 
-def _labelled(m: re.Match[str]) -> str:
-    """A :data:`_LABELLED` match with the value after the label redacted, when it reads as one.
+def _wrapped_key(m: re.Match[str]) -> str:
+    """A :data:`secret_patterns.WRAPPED_KEY` match redacted whole when its two lines join into a known key format."""
+    joined = re.sub(r"\r?\n", "", m.group(0))
+    return REDACTED if patterns.KEY_FORMATS.fullmatch(joined) else m.group(0)
 
-    An English label counts only with a joiner in words or CJK (``is``, ``是``, ``：``; ``password=`` is an
-    assignment) and a value holding a digit or a symbol. Trailing sentence punctuation stays.
+
+def _query_pair(m: re.Match[str]) -> str:
+    """A query string's ``name=value`` with the value redacted when the name is a credential's."""
+    name, value = unquote(m.group(1)).strip().lower().replace("-", "_"), m.group(2)
+    if patterns.URL_SECRET_NAMES.match(name) is None or len(value) < _MIN_SECRET or _is_placeholder(value, name):
+        return m.group(0)
+    return _replace(m, *m.span(2))
+
+
+def _cookie_pair(m: re.Match[str]) -> str:
+    """A cookie's ``name=value`` with the value redacted when the name is a session's or a credential's."""
+    if patterns.COOKIE_SECRET_NAMES.search(m.group(1)) is None or len(m.group(2)) < _MIN_SECRET:
+        return m.group(0)
+    return _replace(m, *m.span(2))
+
+
+def _cli_secret(m: re.Match[str]) -> str:
+    """A :data:`secret_patterns.CLI_SECRET` match with the password redacted (kept when a variable or placeholder)."""
+    value = m.group("value")
+    if len(value) < _MIN_SECRET or _is_placeholder(value, ""):
+        return m.group(0)
+    return _replace(m, *m.span("value"))
+
+
+def _assignment(m: re.Match[str]) -> str:
+    """An :data:`secret_patterns.ASSIGNMENT` match with its literal value redacted (kept when code or prose).
+
+    A bare value runs to the next space; the sentence or call punctuation that ends it (``,`` ``)`` ``.``) stays.
+    """
+    name = m.group(1)
+    kind = _credential_kind(name)
+    group = next((g for g in (6, 7, 8, 9) if m.group(g) is not None), 0)
+    if kind is None or not group:
+        return m.group(0)
+    start, end = m.span(group)
+    value = m.group(group)
+    if group == 9:
+        value = value.rstrip(patterns.VALUE_END + "\\")
+        end = start + len(value)
+    if not value or _is_placeholder(value, name):
+        return m.group(0)
+    if group == 9:
+        if m.group(4) == ":" and m.group(5) and re.fullmatch(r"[A-Za-z_]+", value):
+            return m.group(0)  # prose ("token: the one from the vault") or an annotation, not a literal
+        if re.fullmatch(r"[A-Za-z_]\w*", value) and _credential_kind(value) and len(_name_segments(value)) > 1:
+            return m.group(0)  # a variable (password=hashed_password), not a literal (password=secret)
+        if len(value) < _MIN_SECRET:
+            return m.group(0)
+    if kind == "weak" and not re.search(r"[^A-Za-z_.-]", value):
+        return m.group(0)  # a setting (auth=basic, credentials: 'same-origin'), not a credential
+    return _replace(m, start, end)
+
+
+def _labelled(m: re.Match[str]) -> str:
+    """A :data:`secret_patterns.LABELLED` match with the value after the label redacted, when it reads as one.
+
+    A Latin label counts only with a verb (``is``, ``ist``, ``est``...) or a CJK joiner (``是``, ``：``; ``password=``
+    is an assignment) and a value holding a digit or a symbol. Trailing sentence punctuation stays.
     """
     label, joiner = m.group(1), m.group(2)
     quoted = m.group(4)
     value = quoted if quoted is not None else m.group(5)
     start = m.start(4) if quoted is not None else m.start(5)
     if quoted is None:
-        value = value.rstrip(_VALUE_END)
-    if len(value) < 4 or _is_placeholder(value, label):
+        value = value.rstrip(patterns.VALUE_END)
+    if len(value) < _MIN_SECRET or _is_placeholder(value, label):
         return m.group(0)
-    if label.isascii():
+    if max(label) < "\u0250":  # Latin script
         words = joiner.strip().lower()
-        if not words or words[0] in ":=-" or (words.isascii() and not re.search(r"\b(?:is|was)\b", words)):
+        if not words or words[0] in ":=-" or (words.isascii() and not patterns.LATIN_VERBS.search(words)):
             return m.group(0)
         if not re.search(r"[0-9!-/:-@\[-`{-~]", value):
             return m.group(0)
-    end = start + len(value)
-    return m.string[m.start() : start] + REDACTED + m.string[end : m.end()]
+    return _replace(m, start, start + len(value))
 
 
 # ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import random
+import re
 import string
 import unicodedata
 from collections.abc import Iterator, Mapping
@@ -332,6 +333,164 @@ def test_a_long_run_of_letters_and_dots_is_read_once():
     text = ".".join("ab" for _ in range(40_000)) + " 密码是hGzPp1nM7x"
     out = redact.redact_secrets(text)
     assert out.endswith("密码是[redacted]") and out.startswith("ab.ab.")
+
+# -- secrets the hostile review found sent: shapes, wrapping, escapes, invisible characters --------------------
+
+GIT_ID = "3f786850e387550fdab836ed7e6dc881de23001b"
+PASSWORD = "Sup3rS3cretPw"
+#: (text as written, the secret in it). Every 8-character piece of the secret must be gone.
+LEAKED_SHAPES = [
+    ("psql --password=Sup3rS3cretPw", PASSWORD), ("docker login --password Sup3rS3cretPw --username bob", PASSWORD),
+    ("PGPASSWORD=Sup3rS3cretPw psql -h db", PASSWORD), ("MYSQL_PWD=Sup3rS3cretPw", PASSWORD), ("DB_PASS=Sup3rS3cretPw", PASSWORD),
+    ("PASS=Sup3rS3cretPw", PASSWORD), ("STRIPE_KEY=Sup3rS3cretPw", PASSWORD), ("auth=Sup3rS3cretPw", PASSWORD),
+    ("credentials=Sup3rS3cretPw", PASSWORD), ("mysql -u root -pSup3rS3cretPw shop", PASSWORD),
+    ("curl -u user:Sup3rS3cretPw https://x", PASSWORD), ("sshpass -p 'Sup3rS3cretPw' ssh root@host", PASSWORD),
+    ("gh auth login --with-token Zx9qLm2Nw8Pv3Rt5", "Zx9qLm2Nw8Pv3Rt5"),
+    *[(f"PASSWORD=Sup3r{c}S3cretPw99", "S3cretPw99") for c in ",;'`)]}>€"],
+    ('PASSWORD="it\'s-S3cretPw99"', "S3cretPw99"),
+    ("PASSWORD＝Sup3rS3cretPw", PASSWORD), ("密码＝Sup3rS3cretPw", PASSWORD),
+    ("token是Sup3rS3cretPw", PASSWORD), ("API key是Sup3rS3cretPw", PASSWORD), ("私钥是Zx9qLm2Nw8Pv3Rt5", "Zx9qLm2Nw8Pv3Rt5"),
+    ("秘密：Sup3rS3cretPw", PASSWORD), ("密匙是Zx9qLm2Nw8Pv3Rt5", "Zx9qLm2Nw8Pv3Rt5"), ("密码设置成Sup3rS3cretPw了", PASSWORD),
+    ("密码改为Sup3rS3cretPw", PASSWORD), ("the api key is Zx9qLm2Nw8Pv3Rt5", "Zx9qLm2Nw8Pv3Rt5"),
+    ("my token is Zx9qLm2Nw8Pv3Rt5", "Zx9qLm2Nw8Pv3Rt5"), ("the secret is Sup3rS3cretPw", PASSWORD),
+    ("APIキーはZx9qLm2Nw8Pv3Rt5です", "Zx9qLm2Nw8Pv3Rt5"), ("API 키는 Zx9qLm2Nw8Pv3Rt5입니다", "Zx9qLm2Nw8Pv3Rt5"),
+    ("Das Passwort ist Sup3rS3cretPw", PASSWORD), ("le mot de passe est Sup3rS3cretPw", PASSWORD),
+    ("la contraseña es Sup3rS3cretPw", PASSWORD),
+    ("key sk-proj-T3BlbkFJ4x9Q\u200bm2Lw7Vn5Rk8Pz1Yc6Hd0aB here", "m2Lw7Vn5Rk8Pz1Yc6Hd0aB"),
+    ("AKIA\u200bZ7X3C9V5B1N8M2Q4", "Z7X3C9V5B1N8M2Q4"), ("pass\u200bword=Sup3rS3cretPw", PASSWORD),
+    ("key sk-proj-T3Blbk\u00adFJ4x9Qm2Lw7Vn5Rk8Pz1Yc6Hd0aB", "FJ4x9Qm2Lw7Vn5Rk8Pz1Yc6Hd0aB"),
+    ("sk-proj-T3BlbkF\u0301J4x9Qm2Lw7Vn5Rk8Pz1Yc6Hd0aB", "J4x9Qm2Lw7Vn5Rk8Pz1Yc6Hd0aB"),
+    ("key ｓｋ－ｐｒｏｊ－Ｔ３ＢｌｂｋＦＪ４ｘ９Ｑｍ２Ｌｗ７Ｖｎ５Ｒｋ８Ｐｚ１Ｙｃ６Ｈｄ０ａＢ", "ｍ２Ｌｗ７Ｖｎ５Ｒｋ８"),
+    (unicodedata.normalize("NFD", "비밀번호는 Sup3rS3cretPw"), PASSWORD),
+    ("key sk-proj-T3BlbkFJ4x9Qm2Lw7\nVn5Rk8Pz1Yc6Hd0aB", "Vn5Rk8Pz1Yc6Hd0aB"), ("token ghp_Z8x7C6v5\nB4n3M2a1S9d8F7g6H5j4K3l2P1o0", "B4n3M2a1S9d8"),
+    ('"{\\"password\\": \\"Sup3rS3cretPw\\"}"', PASSWORD), ('"DB_PASSWORD=\\"Sup3rS3cretPw\\""', PASSWORD),
+    ('{"body": "{\\"token\\":\\"Sup3rS3cretPw\\"}"}', PASSWORD), ('"\\u5bc6\\u7801\\u662fhGzPp1nMic1x"', "hGzPp1nMic1x"),
+    ("https://maps.googleapis.com/maps/api?key=Zx9qLm2Nw8Pv3Rt", "Zx9qLm2Nw8Pv3Rt"),
+    ("https://b.s3.amazonaws.com/f?X-Amz-Signature=abcdef0123456789&X-Amz-Credential=AKIAZ7X3C9V5B1N8M2Q4", "abcdef0123456789"),
+    ("https://acct.blob.core.windows.net/c?sv=2020-08-04&sig=AbCdEf%2BgHiJkLmNoP%3D", "AbCdEf%2BgHiJkLmNoP"),
+    ("Cookie: theme=dark; sessionid=Zx9qLm2Nw8Pv3Rt5Ys1Ub", "Zx9qLm2Nw8Pv3Rt5"),
+    ("mysql://root:p@ss:w0rd!@localhost/db", "ss:w0rd!"),
+    ("AZURE_CLIENT_SECRET value abc8Q~Zx9qLm2Nw8Pv3Rt5Ys1Ub6Vc4W.d0Xe2Yf_", "Zx9qLm2Nw8Pv3Rt5"),
+    ("xapp-1-A0123456789-1234567890123-abcdef0123456789abcdef0123456789", "abcdef0123456789"),
+    ("glrt-AbCdEfGhIjKlMnOpQrSt", "AbCdEfGhIjKlMnOp"),
+    ('{"auths":{"https://index.docker.io/v1/":{"auth":"dXNlcjpTdXAzclMzY3JldFB3"}}}', "dXNlcjpTdXAzclMz"),
+    (f"GITHUB_TOKEN {GIT_ID}", GIT_ID), (f"secret key {'9f86d081884c7d65' * 4}", "9f86d081884c7d65"),
+    ("heroku api key 0c4f8e2a-3b1d-4e6f-9a8b-7c6d5e4f3a2b", "0c4f8e2a-3b1d-4e6f"),
+    ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnop"),
+]
+
+
+def leaked(secret: str, out: str, n: int = 8) -> list[str]:
+    """The ``n``-character pieces of ``secret`` still in ``out``."""
+    return [secret[i : i + n] for i in range(len(secret) - n + 1) if secret[i : i + n] in out]
+
+
+@pytest.mark.parametrize("text,secret", LEAKED_SHAPES)
+def test_no_piece_of_a_secret_is_sent(text, secret):
+    """Names, flags, labels, joiners, symbols inside values, escaped quotes, URL parameters, formats, invisible and
+    full-width characters and line breaks that let a secret through whole or in part."""
+    from project_history_recall import embeddings
+
+    out = embeddings.OpenAIProvider.outbound_text(text)
+    assert "[redacted]" in out and not leaked(secret, out), out
+
+
+@pytest.mark.parametrize("text", [
+    f"We reverted {GIT_ID} and https://github.com/org/repo/blob/{GIT_ID}/src/main.py is the file",
+    "pip install numpy-1.26.4-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+    "s3://bucket/uploads/2024/03/11/a8f3k2m9x7q1w4e6r5t0y2u8i3o9p1s7.png",
+    "/nix/store/b6gvzjyb2pg0kjfwrjmg1vfhh54ad73z-python3-3.11.6/bin/python3",
+    "arn:aws:iam::123456789012:role/service-role/MyLambdaRole-1A2B3C4D5E6F",
+    "https://chatgpt.com/share/67a1b2c3-d4e5-8f90-a1b2-c3d4e5f60718 and uuid 123e4567-e89b-12d3-a456-426614174000 in prose",
+    "https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42 and https://example.com/search?q=websocket+reconnect",
+    "max_tokens: 4096, temperature: 0.2, auth: true, credentials: 'same-origin', PWD=/home/bob/project",
+    "PRIMARY_KEY=id, SORT_KEY=created_at; Set-Cookie: theme=dark; Path=/",
+    "数据库迁移方案：先加列，再回填。密码是多少？token是什么意思？",
+    "the secret is in the vault; my token is expired; Das Passwort ist geheim",
+    "docker run -u 1000:1000 -p 8080:80 app && mysql -u root -p shop",
+    "headers: 👨‍👩‍👧 family emoji, ＡＢＣ full-width letters, and a soft\u00adhyphen",
+])
+def test_ordinary_developer_text_is_sent_unchanged(text):
+    """Git ids, UUIDs, paths, wheel names, URLs without credentials, settings and prose keep every character:
+    nothing is judged a secret, so even the invisible and full-width characters stay as written."""
+    from project_history_recall import embeddings
+
+    assert embeddings.OpenAIProvider.outbound_text(text) == text
+
+
+_ZW = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+#: Secret formats for the property: kind -> (make it, shortest first part a line break may leave).
+_FORMATS = {
+    **{kind: (lambda rng, k=kind: _KEYS[k][0] + _random(rng, _KEYS[k][1], _KEYS[k][2]) + _KEYS[k][3], len(_KEYS[kind][0]))
+       for kind in _KEYS},
+    "xapp": (lambda rng: "xapp-1-A" + _random(rng, _UPPER, 10) + "-" + _random(rng, string.digits, 13) + "-"
+             + _random(rng, "0123456789abcdef", 64), 5),
+    "glrt": (lambda rng: "glrt-" + _random(rng, _B62, 20), 5),
+    "azure": (lambda rng: _random(rng, _B62, 3) + "8Q~" + _random(rng, _B62 + "~._-", 34), 37),
+    "jwt": (lambda rng: "eyJ" + _random(rng, _B62, 20) + ".eyJ" + _random(rng, _B62, 40) + "." + _random(rng, _B62, 43), 3),
+}
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(sorted(_FORMATS) + ["assignment", "label"]), script=st.sampled_from(["zh", "en"]),
+       damage=st.sampled_from(["none", "newline", "invisible"]), seed=st.integers(0, 2**32 - 1))
+def test_a_secret_cut_by_a_line_break_or_an_invisible_character_is_never_sent(kind, script, damage, seed):
+    """A secret of each format, at a random place in Chinese or English prose, whole, wrapped by a line break inside
+    it (a terminal's wrap), or with a zero-width character inside it: no 8 characters of it are sent."""
+    from project_history_recall import embeddings
+
+    rng = random.Random(seed)
+    if kind in _FORMATS:
+        make, shortest = _FORMATS[kind]
+        secret = written = make(rng)
+    else:
+        secret = _random(rng, _B62, 6) + rng.choice("!@#%,;)") + _random(rng, _B62, 8) + rng.choice(string.digits)
+        written = rng.choice(["DB_PASSWORD=", "PGPASSWORD=", "--password=", "api_key: ", "密码是", "token是"]) + secret
+        shortest = len(written)
+    if damage == "newline" and shortest < len(secret):
+        cut = len(written) - len(secret) + rng.randint(shortest, len(secret) - 1)
+        written = written[:cut] + "\n" + written[cut:]
+    elif damage == "invisible":
+        cut = len(written) - len(secret) + rng.randint(1, len(secret) - 1)
+        written = written[:cut] + rng.choice(_ZW) + written[cut:]
+    prose = SCRIPTS[script]
+    at = rng.randint(0, len(prose))
+    glue = "" if script == "zh" else " "
+    text = f"{prose[:at]}{glue}{written}{glue}{prose[at:]}"
+    out = embeddings.OpenAIProvider.outbound_text(text)
+    assert not leaked(secret, out), (text, out)
+
+
+def test_the_secret_patterns_cannot_backtrack_catastrophically():
+    """No quantifier of more than two repeats holds another quantifier (the shape of exponential and polynomial
+    backtracking), in any pattern redaction uses; each is tried once per run of its characters (see the module)."""
+    import re._parser as sre  # the standard library's own parse tree of a pattern
+
+    from project_history_recall import secret_patterns
+
+    repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
+
+    def nested(items, inside_many: bool) -> list[str]:
+        found = []
+        for op, arg in items:
+            if op in repeats:
+                low, high, sub = arg
+                if inside_many and high > 1:
+                    found.append(f"{op} {low},{high}")
+                found += nested(sub, inside_many or high > 2)
+            elif op is sre.SUBPATTERN:
+                found += nested(arg[-1], inside_many)
+            elif op is sre.BRANCH:
+                for branch in arg[1]:
+                    found += nested(branch, inside_many)
+            elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                found += nested(arg[1], inside_many)
+        return found
+
+    compiled = {name: value for name, value in vars(secret_patterns).items() if isinstance(value, re.Pattern)}
+    assert len(compiled) >= 15
+    for name, pattern in compiled.items():
+        assert nested(sre.parse(pattern.pattern, pattern.flags), False) == [], name
 
 
 # -- reading through the lineage ---------------------------------------------------------

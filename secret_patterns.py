@@ -1,0 +1,193 @@
+"""The shapes of secrets in text: the patterns and word lists :mod:`redact` finds them with.
+
+Pure data, compiled once at import: each pattern is named for what it catches and says why it is
+written so. Every pattern starts with a lookbehind that lets it start only at the start of a run of its
+characters (a run of 100,000 letters is tried once, not 100,000 times), and no quantifier is nested in
+another over the same characters; quantifiers followed by a character their class excludes are
+possessive (``*+``, ``++``). So each pattern is linear in the length of the text. The lookbehinds use
+ASCII classes on purpose: CJK characters are word characters (``\\w``, ``\\b``), and people write keys
+straight into Chinese or Japanese text ("访问密钥是AKIA...请"). Imports nothing of the plugin.
+"""
+
+from __future__ import annotations
+
+import re
+
+# ---------------------------------------------------------------------------
+# Folding: what text is read as before it is searched
+# ---------------------------------------------------------------------------
+
+#: Characters nobody sees (format characters: zero-width spaces and joiners, direction marks, the BOM, tag
+#: characters; and the soft hyphen): one inside a key splits it in two for every pattern below.
+INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\U000e0001\U000e0020-\U000e007f]")
+#: Combining marks left on an ASCII letter or digit after NFC (no precomposed letter has them): ``F\u0301`` in a key.
+STRAY_MARKS = re.compile("(?<=[A-Za-z0-9])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+#: Full-width ASCII (``ｓｋ－ｐｒｏｊ``, ``ＰＡＳＳＷＯＲＤ＝``) read as ASCII, except the punctuation CJK prose is written
+#: with (``，`` ``：`` ``（）``...), which the patterns below know as it is.
+FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in "！（），：；？～"}
+#: ``\\uXXXX`` escapes of JSON (``json.dumps`` writes ``密码是`` as ``\\u5bc6\\u7801\\u662f``), read as their characters.
+JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+# ---------------------------------------------------------------------------
+# Key formats and blocks
+# ---------------------------------------------------------------------------
+
+#: Where a secret may start: not right after an ASCII letter, digit or joiner of its own kind.
+TOKEN_START = r"(?<![A-Za-z0-9_-])"
+
+#: Provider key formats (each a whole token). A key that ends right at a line break takes the next line's leading
+#: run of key characters with it: terminals and log viewers wrap long keys.
+KEY_FORMATS = re.compile(
+    TOKEN_START + r"(?:"
+    r"sk-ant-[A-Za-z0-9_-]{16,}+"  # Anthropic
+    r"|sk-(?:proj-|svcacct-|admin-|or-v1-)?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}+"  # OpenAI, OpenRouter
+    r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}+|whsec_[A-Za-z0-9]{24,}+"  # Stripe
+    r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+"  # GitHub
+    r"|gl(?:pat|rt|ptt|dt|cbt|ft|soat|agent)-[A-Za-z0-9_-]{20,}+"  # GitLab: personal, runner, trigger, deploy... tokens
+    r"|xox[a-z](?:\.xox[a-z])?-[A-Za-z0-9-]{10,}+|xapp-\d-[A-Za-z0-9-]{10,}+"  # Slack: bot, user, refresh, app tokens
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key id
+    r"|AIza[0-9A-Za-z_-]{35}"  # Google
+    r"|hf_[A-Za-z0-9]{30,}+"  # Hugging Face
+    r"|eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"  # a JWT
+    r"|[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,}+"  # Azure AD client secret: 40 characters, the 4th to 6th "<digit>Q~"
+    r"|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"  # SendGrid
+    r"|(?:npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{50,}+|gsk_[A-Za-z0-9]{40,}+)"  # npm, PyPI, Groq
+    r"|(?:do[por]_v1_[a-f0-9]{64}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|AGE-SECRET-KEY-1[0-9A-Z]{50,}+)"  # DigitalOcean, Shopify, age
+    r"|(?:SK[0-9a-fA-F]{32}|key-[0-9a-f]{32}|pplx-[A-Za-z0-9]{40,}+)"  # Twilio, Mailgun, Perplexity
+    r")(?:\r?\n[A-Za-z0-9_-]++)?"
+)
+#: A key cut in two by a line break before its format is complete (``ghp_Z8x7C6\nv5B4n3...``): a key prefix, the rest of
+#: its line and the next line's leading run of key characters; :func:`redact._wrapped_key` redacts both when they
+#: join into a :data:`KEY_FORMATS` key.
+WRAPPED_KEY = re.compile(
+    TOKEN_START + r"(?:sk-|(?:sk|rk|pk)_(?:live|test)_|gh[pousr]_|github_pat_|gl(?:pat|rt)-|xox[a-z]-|xapp-|AKIA|ASIA|AIza|hf_|eyJ|npm_|pypi-|gsk_)"
+    r"[A-Za-z0-9_.~-]*+\r?\n[A-Za-z0-9_.~-]++"
+)
+#: A private key block, to its ``END`` line or, cut off, to the end of the text.
+PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)", re.DOTALL)
+
+# ---------------------------------------------------------------------------
+# Headers and URLs
+# ---------------------------------------------------------------------------
+
+#: ``Authorization:`` values. After a scheme (``Bearer``, ``Basic``...) any credential of 8+ characters goes; without
+#: one, a lower-case word is prose ("authorization: required"). A bare ``bearer`` token needs a digit: "bearer
+#: authentication" is prose.
+AUTH_HEADER = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])((?:proxy-)?authorization[\"']?\s*+[:=：]\s*+[\"']?"
+    r"(?:(?:bearer|basic|token|bot)\s++|(?!(?-i:[a-z]+)(?![A-Za-z0-9_]))))"
+    r"([A-Za-z0-9._~+/=-]{8,}+)"
+    r"|(?<![A-Za-z0-9_])(bearer\s++)(?=[A-Za-z0-9._~+/=-]*\d)([A-Za-z0-9._~+/=-]{12,}+)"
+)
+#: The ``user:password@`` (or a long token as the user) of a URL. The password runs to the last ``@`` before the
+#: first ``/`` or space: passwords hold ``@`` and ``:`` unencoded (``mysql://root:p@ss:w0rd!@localhost/db``).
+URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*+://)([^\s/@:]*+:[^\s/]*|[^\s/@:]{16,}+)@")
+#: Webhook URLs whose path is the credential (Slack, Discord): the path goes, the host stays.
+WEBHOOK = re.compile(
+    r"(?<![A-Za-z0-9.-])((?:hooks\.slack\.com/(?:services|workflows|triggers)|(?:discord(?:app)?\.com|ptb\.discord\.com)"
+    r"/api/webhooks)/)([A-Za-z0-9_/-]{8,}+)"
+)
+#: Query parameter names whose values are credentials (compared lower-case, ``-`` read as ``_``): ``key``,
+#: ``X-Amz-Signature``, Azure SAS's ``sig``...
+URL_SECRET_NAMES = re.compile(
+    r"^(?:.*_)?(?:key|apikey|api_key|token|access_token|auth|authorization|secret|client_secret|password|passwd|pwd"
+    r"|sig|signature|code|credential|credentials|session|sas)$"
+)
+#: A ``name=value`` of a query string anywhere in text (a URL in prose, a log line): the name is judged by
+#: :data:`URL_SECRET_NAMES`, the value runs to the next ``&``, ``#``, quote or space.
+QUERY_PAIR = re.compile(r"(?<=[?&])([A-Za-z0-9_.~%-]{1,60}+)=([^&#\s\"'<>]{1,1000}+)")
+#: A ``Cookie:`` or ``Set-Cookie:`` header, to the end of its line: its session-like pairs are redacted.
+COOKIE_HEADER = re.compile(r"(?i)(?<![A-Za-z0-9_])((?:set-)?cookie\s*+[:=]\s*+)([^\n]{1,2000}+)")
+#: One ``name=value`` of a cookie header.
+COOKIE_PAIR = re.compile(r"([^=;,\s]{1,100}+)=([^;,\s]{1,1000}+)")
+#: Cookie names that hold a session or a credential (``sessionid``, ``PHPSESSID``, ``sid``, ``csrftoken``, ``auth``...).
+COOKIE_SECRET_NAMES = re.compile(r"(?i)sess|^sid$|token|auth|jwt|secret|key|remember")
+
+# ---------------------------------------------------------------------------
+# Credentials after a name or a label
+# ---------------------------------------------------------------------------
+
+#: What an unquoted value is made of: anything but spaces and CJK text (the value of ``密码=x9Kp请保管`` ends at
+#: ``请``). Symbols are in it: a value is not cut at ``,`` ``;`` ``)`` ``'`` ``€``... (``PASSWORD=Sup3r,S3cret``).
+VALUE_CHAR = r"[^\s\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
+#: ``name = value`` / ``name: value`` / ``--name=value`` where the name ends in a credential word (``DB_PASSWORD``,
+#: ``PGPASSWORD``, ``apiKey``, ``token``, ``auth``, ``STRIPE_KEY``...; :func:`redact._credential_kind` decides), so
+#: ``database: password=...`` is not swallowed by ``database:``. A name starts a run of name characters (dots
+#: included), so each run is tried once. Quotes may be backslash-escaped (JSON inside JSON: ``{\\"token\\": \\"x\\"}``).
+#: Groups: 1 name, 4 the sign, 5 the space after it, 6-8 a quoted value (escaped, double, single), 9 a bare one.
+ASSIGNMENT = re.compile(
+    r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
+    r"(?i:password|passwd|passphrase|passcode|pass|pwd|secret|token|credentials?|auth|key))"
+    r"(\\*+[\"']?)(\s*+)([:=：])(\s*+)"
+    r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?![\"'\\])(" + VALUE_CHAR + r"{1,200}+))"
+)
+#: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a
+#: SECRET``, ``curl -u user:SECRET``, and ``--password SECRET`` / ``--with-token SECRET`` (the ``=`` form is an
+#: :data:`ASSIGNMENT`). Group ``value`` is the password, ``q`` its quote.
+CLI_SECRET = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:"
+    r"(?:mysql|mysqldump|mysqladmin|mariadb)(?:[ \t][^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
+    r"|sshpass[ \t]++-p[ \t]*+"
+    r"|redis-cli(?:[ \t][^\n]{0,200}?)?[ \t]-a[ \t]++"
+    r"|curl(?:[ \t][^\n]{0,200}?)?[ \t](?:-u|--user)(?:[ \t]++|=)[\"']?[^\s:\"']{1,100}+:"
+    r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key)[ \t]++(?!-)"
+    r")(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
+)
+#: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``,
+#: ``token是…``, ``私钥：…``, ``APIキーは…``, ``API 키는 …``, ``пароль: …``, ``the api key is …``, ``Passwort ist
+#: …``, ``mot de passe est …``): the label, what joins it to the value (``是``, ``设置成``, ``：``, ``は``, ``is``,
+#: ``ist``...), and the value, a run of printable ASCII (which ends where the text goes back to its own script) or a
+#: quoted string. Longer labels come first (``secret key`` before ``secret``). Latin labels need a verb (``is``,
+#: ``ist``, ``est``...) or a CJK joiner and a value with a digit or a symbol (:func:`redact._labelled`).
+LABELLED = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])(密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密|令牌|パスワード|暗証番号|APIキー|API ?키|비밀번호|암호"
+    r"|пароль|паролем|пароля|password|passwd|passphrase|passcode|pwd|passwort|mot de passe|contraseña"
+    r"|(?:api|access|secret|private)[ _-]?key|secret|token)"
+    r"(\s*+(?:(?:是|为|為|は|が|는|은|가|이|:|：|=|设置成|设置为|設置成|設置為|改为|改成|改為|设为|設為"
+    r"|is|was|ist|war|est|es|era|—|-)\s*+){0,2})"
+    r"(?:([\"'“「『])([^\"'”」』\n]{1,200})[\"'”」』]|([!-~]{4,200}+))"
+)
+#: The verbs a Latin label needs before its value (``password is``, ``Passwort ist``, ``mot de passe est``).
+LATIN_VERBS = re.compile(r"\b(?:is|was|ist|war|est|es|era)\b")
+#: A git-id-shaped value (40 or 64 hex digits, a UUID) right after a credential label (``GITHUB_TOKEN 3f78…``,
+#: ``heroku api key 0c4f8e2a-…``): old GitHub tokens and Heroku keys have those shapes. Bare ones are git ids and
+#: are kept. Group 1 is the label and what joins it, group 2 the value.
+LABELLED_DIGEST = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])((?:[A-Za-z0-9]++[ _-])?(?:token|secret|passw(?:or)?d|(?:api|access|secret|private|auth)[ _-]?key)"
+    r"[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?)"
+    r"([0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![A-Za-z0-9_-])"
+)
+#: Trailing punctuation that ends a sentence or a call, not a password.
+VALUE_END = ".,;:!?)]}>'\""
+#: Names whose last word makes them credentials, whatever the value (``password``, ``client_secret``, ``token``).
+#: ("credentials" is a weaker one: fetch's ``credentials: 'include'`` is code.)
+CREDENTIAL_WORDS = {"password", "passwd", "passphrase", "passcode", "secret", "token", "apikey", "accesskey", "secretkey",
+                    "privatekey", "clientsecret"}
+#: Endings of a one-word name that is a credential (``PGPASSWORD``, ``csrftoken``, ``clientsecret``).
+CREDENTIAL_ENDINGS = ("password", "passwd", "passphrase", "secret", "token")
+#: Last words of names that are credentials only when the value looks like one (a digit or a symbol in it):
+#: ``auth=true`` and ``credentials: 'same-origin'`` are settings, ``auth=dXNlcjpw…`` is not.
+WEAK_CREDENTIAL_WORDS = {"pass", "pwd", "auth", "credential", "credentials"}
+#: ``<qualifier>_key`` names that are credentials (``api_key``, ``SECRET_KEY``, ``signingKey``).
+KEY_QUALIFIERS = {"api", "access", "secret", "private", "signing", "encryption", "master"}
+#: ``<qualifier>_KEY`` names that are not credentials (an UPPER_SNAKE ``*_KEY`` otherwise is one: ``STRIPE_KEY``).
+PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "lookup", "hash", "shard", "row", "range",
+                        "unique", "index", "map", "group", "order", "public", "routing", "idempotency", "storage", "dedup"}
+#: Values that are code or placeholders, not literals.
+CODE_VALUE = re.compile(
+    r"^(?:None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean|Any"
+    r"|[A-Za-z_]\w*[.(\[].*"  # an attribute, call or index: code, not a literal
+    r"|[A-Z]\w*\[.*"  # a type such as Optional[str]
+    r"|\$\{?\w+\}?|%\(?\w*\)?s|\{.*|\[.*|<.*|\*+|x{3,}|X{3,}|\.{3}|…)$"  # a placeholder, a list or dict
+)
+
+# ---------------------------------------------------------------------------
+# Long random tokens
+# ---------------------------------------------------------------------------
+
+#: A run of 32+ base64 characters: judged by :func:`redact._looks_random` (whole, or ``/``-segment by segment).
+LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{32,}+")
+#: A path segment that is a word (``src``, ``blob``, ``service-role``): a token holding one is a path or a URL.
+PATH_WORD = re.compile(r"^[a-z]{3}[a-z_-]*+$")
+HEX = re.compile(r"^[0-9a-fA-F]+$")
+UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
