@@ -167,6 +167,17 @@ def clean_query(text: str) -> tuple[str, bool]:
     return "".join(out), truncated
 
 
+def embedding_text(text: str) -> str:
+    """``text`` as the vector leg embeds it: capped as :func:`clean_query` caps it, lone surrogates and invisible
+    characters (Cf: zero-width spaces, soft hyphens) dropped, composed (NFC), other control characters but line
+    breaks and tabs read as spaces. Not :func:`clean_query`'s form: a message is embedded as written, so the
+    question is too, and a key in it reaches redaction before a remote embedder whole (cut by a line break, or
+    with a zero-width space inside, where the keyword form would split it in two words). Pure."""
+    text = unicodedata.normalize("NFC", "".join(
+        ch for ch in text[:MAX_QUERY_CHARS] if unicodedata.category(ch) not in ("Cs", "Cf")))
+    return "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") and ch not in "\n\t" else ch for ch in text)
+
+
 def split_cjk(run: str) -> list[str]:
     """A CJK run cut at function words into its content chunks."""
     chunks = [run]
@@ -255,8 +266,12 @@ def folder_names(paths: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+#: Runs of spaces and tabs (a line break is kept: a key cut by one is still found by redaction).
+_SPACES = re.compile(r"[ \t]+")
+
+
 def vector_queries(text: str, folders: frozenset[str]) -> tuple[str, ...]:
-    """The texts the vector leg embeds for ``text`` (a clean query): it searches the normalised mean of their
+    """The texts the vector leg embeds for ``text`` (:func:`embedding_text`): it searches the normalised mean of their
     vectors. Pure; never raises.
 
     ``(text,)``, or ``(text, text without the folder names)`` when ``text`` names some of the project's
@@ -275,7 +290,7 @@ def vector_queries(text: str, folders: frozenset[str]) -> tuple[str, ...]:
     left_out = {name for name in named if _JOINED_NAME.fullmatch(name)}
     if not left_out or named == folders:
         return (text,)
-    rest = " ".join(_STANDING_NAME.sub(lambda m: " " if _name_key(m.group(1)) in left_out else m.group(), text).split())
+    rest = _SPACES.sub(" ", _STANDING_NAME.sub(lambda m: " " if _name_key(m.group(1)) in left_out else m.group(), text)).strip()
     if not any(u.text not in STOP_WORDS and (len(u.text) > 1 or u.text.isdigit()) for u in parse_query(rest).units):
         return (text,)
     return (text, rest)

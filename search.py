@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 from . import answers, errors, gate, lexical, pages, paths, ranking, recency, session_rows, store, vector_leg, warm_up, workspace
 from .attribution import Project, ProjectRecord, project_folders
 from .filters import Filters, describe_filters
-from .query import clean_query, folder_names, parse_query, vector_queries
+from .query import embedding_text, folder_names, parse_query, vector_queries
 from .ranking import Hit, fuse_scores, rank_sessions
 from .records import Scope, SessionDetails
 from .settings import load_settings
@@ -152,7 +152,7 @@ def _vector_queries(query: str, project: Project, records: Sequence[ProjectRecor
         paths = [project.root]
     elif project.kind == "explicit":
         paths = next((project_folders(r) for r in records if r.id == project.id), [])
-    return vector_queries(clean_query(query)[0], folder_names(paths))
+    return vector_queries(embedding_text(query), folder_names(paths))
 
 
 def _semantic_leg_apart(home: Path, scope: Scope, queries: tuple[str, ...], settings: Settings) -> gate.SemanticLeg:

@@ -84,3 +84,21 @@ def test_a_project_of_one_folder_embeds_the_question_whole(world: World, fake):
     server = remote_embedder(world, fake)
     world.search("cur", "what database does hermes-agent use?", mode="hybrid")
     assert server.requests[-1]["body"]["input"] == ["what database does hermes-agent use?"]
+
+
+def test_a_key_cut_in_the_question_is_never_sent(world: World, fake):
+    """A key pasted into a question with a zero-width space or a line break inside it reaches the remote embedder
+    redacted whole: the question is embedded as written (``query.embedding_text``), not in the keyword form, which
+    reads both as a space and would leave the key's tail as a word of its own."""
+    repo = world.repo("hermes-agent")
+    world.session("old", repo, messages=[("assistant", "The OpenAI key lives in the vault, not in .env.")])
+    world.session("cur", repo, style="cli", messages=[("user", "let's continue")])
+    server = remote_embedder(world, fake)
+    key = "sk-proj-T3BlbkFJ4x9Qm2Lw7Vn5Rk8Pz1Yc6Hd0aB"
+    for cut in ("\u200b", "\n"):
+        server.requests.clear()
+        answer = world.search("cur", f"where did we store {key[:20]}{cut}{key[20:]} before?", mode="hybrid")
+        assert answer["semantic_status"] == "ready", answer
+        asked = server.requests[-1]["body"]["input"]
+        pieces = {key[i : i + 8] for i in range(len(key) - 7)}
+        assert not any(piece in text for text in asked for piece in pieces), (repr(cut), asked)

@@ -292,3 +292,13 @@ def test_vector_queries_leave_out_every_named_joined_folder(parts, gap):
 def test_vector_queries_never_raise_and_keep_the_question_first(text):
     made = Q.vector_queries(text, APPS)
     assert made[0] == text and 1 <= len(made) <= 2
+
+
+@pytest.mark.parametrize(("asked", "embedded"), [
+    ("key sk-ab\u200bcd\nnext\tline", "key sk-abcd\nnext\tline"),  # invisible characters dropped, line breaks kept
+    ("nai\u0308ve\x00bell\x07", "na\u00efve bell "),  # composed; other control characters read as spaces
+    ("\ud800lone surrogate", "lone surrogate"),
+    ("x" * (Q.MAX_QUERY_CHARS + 5), "x" * Q.MAX_QUERY_CHARS),
+])
+def test_the_question_is_embedded_as_written(asked: str, embedded: str):
+    assert Q.embedding_text(asked) == embedded
