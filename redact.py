@@ -308,6 +308,7 @@ def _redact_folded(text: str) -> str:
     text = patterns.CLI_SECRET.sub(_cli_secret, text)
     text = patterns.LABELLED.sub(_labelled, text)
     text = patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text)
+    text = patterns.LABELLED_KEY.sub(lambda m: m.group(1) + REDACTED if _looks_random(m.group(2)) else m.group(), text)
     text = patterns.ASSIGNMENT.sub(_assignment, text)
     return patterns.LONG_TOKEN.sub(_long_token, text)
 

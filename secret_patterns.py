@@ -82,10 +82,11 @@ AUTH_HEADER = re.compile(
 #: The ``user:password@`` (or a long token as the user) of a URL. The password runs to the last ``@`` before the
 #: first ``/`` or space: passwords hold ``@`` and ``:`` unencoded (``mysql://root:p@ss:w0rd!@localhost/db``).
 URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*+://)([^\s/@:]*+:[^\s/]*|[^\s/@:]{16,}+)@")
-#: Webhook URLs whose path is the credential (Slack, Discord): the path goes, the host stays.
+#: Webhook URLs whose path is the credential (Slack, Discord, Microsoft Teams): the path goes, the host stays.
 WEBHOOK = re.compile(
     r"(?<![A-Za-z0-9.-])((?:hooks\.slack\.com/(?:services|workflows|triggers)|(?:discord(?:app)?\.com|ptb\.discord\.com)"
-    r"/api/webhooks)/)([A-Za-z0-9_/-]{8,}+)"
+    r"/api/webhooks|(?:[a-z0-9-]++\.)?(?:outlook\.office(?:365)?\.com|webhook\.office\.com)/webhook(?:b2)?)/)"
+    r"([A-Za-z0-9_/@.-]{8,}+)"
 )
 #: Query parameter names whose values are credentials (compared lower-case, ``-`` read as ``_``): ``key``,
 #: ``X-Amz-Signature``, Azure SAS's ``sig``...
@@ -156,6 +157,12 @@ LABELLED_DIGEST = re.compile(
     r"(?i)(?<![A-Za-z0-9_])((?:[A-Za-z0-9]++[ _-])?(?:token|secret|passw(?:or)?d|(?:api|access|secret|private|auth)[ _-]?key)"
     r"[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?)"
     r"([0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![A-Za-z0-9_-])"
+)
+#: A key-shaped value (16+ letters, digits, ``_`` and ``-``) right after a key or token label without a verb
+#: (``vercel token AbCdEf…12``, ``key: Zx9qLm2N…``): redacted when it reads as random (:func:`redact._looks_random`),
+#: so ``primary key idx_users_email`` stays. Group 1 is the label and what joins it, group 2 the value.
+LABELLED_KEY = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])((?:token|secret|key)[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?)([A-Za-z0-9_-]{16,200}+)(?![A-Za-z0-9_-])"
 )
 #: Trailing punctuation that ends a sentence or a call, not a password.
 VALUE_END = ".,;:!?)]}>'\""

@@ -377,6 +377,9 @@ LEAKED_SHAPES = [
     (f"GITHUB_TOKEN {GIT_ID}", GIT_ID), (f"secret key {'9f86d081884c7d65' * 4}", "9f86d081884c7d65"),
     ("heroku api key 0c4f8e2a-3b1d-4e6f-9a8b-7c6d5e4f3a2b", "0c4f8e2a-3b1d-4e6f"),
     ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnop"),
+    ("vercel token AbCdEfGhIjKlMnOpQr12 for the preview", "AbCdEfGhIjKlMnOp"), ("key Zx9qLm2Nw8Pv3Rt5Ys1Ub6Vc4W", "Zx9qLm2Nw8Pv3Rt5"),
+    ("https://acme.webhook.office.com/webhookb2/0c4f8e2a-3b1d-4e6f-9a8b-7c6d5e4f3a2b@0c4f8e2a/IncomingWebhook/"
+     "abcdef0123456789abcdef0123456789/0c4f8e2a", "abcdef0123456789"),
 ]
 
 
@@ -405,6 +408,7 @@ def test_no_piece_of_a_secret_is_sent(text, secret):
     "https://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42 and https://example.com/search?q=websocket+reconnect",
     "max_tokens: 4096, temperature: 0.2, auth: true, credentials: 'same-origin', PWD=/home/bob/project",
     "PRIMARY_KEY=id, SORT_KEY=created_at; Set-Cookie: theme=dark; Path=/",
+    "primary key idx_users_email_unique_lower, the token refresh_access_token_handler, key ORDERS_BY_CUSTOMER_2024",
     "数据库迁移方案：先加列，再回填。密码是多少？token是什么意思？",
     "the secret is in the vault; my token is expired; Das Passwort ist geheim",
     "docker run -u 1000:1000 -p 8080:80 app && mysql -u root -p shop",
