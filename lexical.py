@@ -29,7 +29,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -324,11 +324,11 @@ class _Ranges:
                     kept.append(kept.pop(i))
                     return near
             mask = bytearray(top + 1)
-            for sid in session_ids:
-                span = ranges.get(sid)
-                if span is not None and span[0] <= top:  # a range read past top (a newer statement) is cut at top
-                    high = min(span[1], top)
-                    mask[span[0] : high + 1] = b"\x01" * (high - span[0] + 1)
+            # A range read past top (a newer statement) is cut at top. Sessions written side by side, or resumed,
+            # have overlapping ranges: merged first, each id is written once (not once per session around it).
+            spans = ((s[0], min(s[1], top)) for s in map(ranges.get, session_ids) if s is not None and s[0] <= top)
+            for low, high in _merged(spans):
+                mask[low : high + 1] = b"\x01" * (high - low + 1)
             near = fts.Near(bytes(mask), top)
             kept[:] = [k for k in kept if k[0] != session_ids][-(NEAR_SCOPES - 1):] + [(session_ids, near)]
             return near
@@ -344,6 +344,17 @@ class _Ranges:
 def _widen(ranges: dict[str, tuple[int, int]], sid: str, low: int, high: int) -> None:
     old = ranges.get(sid)
     ranges[sid] = (min(old[0], low), max(old[1], high)) if old else (low, high)
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive ``(low, high)`` spans as the fewest disjoint ones covering the same ids, lowest first."""
+    out: list[tuple[int, int]] = []
+    for low, high in sorted(spans):
+        if out and low <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], high))
+        else:
+            out.append((low, high))
+    return out
 
 
 def _owner(conn: sqlite3.Connection, message_id: int) -> str | None:

@@ -1,0 +1,85 @@
+"""The keyword leg's costs grow with what a search reads, never with its square: the hostile review's cases.
+
+Each cost is counted at n and at 4n (SQLite VM steps, bytes written or
+scanned, index counts: ``tests/work.py``), never timed: linear code gives a
+ratio of about 4, quadratic code about 16.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from conftest import World, result_sessions
+from work import measure
+
+
+def plugin(name: str) -> Any:
+    return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
+
+
+def plugin_dir(world: World) -> Path:
+    return world.home / "plugins" / "project-history-recall"
+
+
+def linear(small: int, large: int, *, bound: float = 5.0) -> bool:
+    """Whether going from n to 4n multiplied the work by at most ``bound`` (linear: about 4; quadratic: about 16)."""
+    return large <= bound * max(small, 1)
+
+
+def insert(world: World, rows: list[tuple[str, str, str]]) -> None:
+    """Append ``(session id, role, content)`` rows to state.db in one transaction (thousands at once)."""
+    world.close()
+    conn = sqlite3.connect(world.home / "state.db")
+    with conn:
+        base = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        conn.executemany("INSERT INTO messages(session_id, role, content, timestamp) VALUES (?, ?, ?, ?)",
+                         [(sid, role, text, 1_800_000_000 + base + i) for i, (sid, role, text) in enumerate(rows)])
+    conn.close()
+
+
+# -- the scope's id filter ------------------------------------------------------------
+
+
+class CountingMask(bytearray):
+    """A filter's bytes that count what is written into them (by slice)."""
+
+    written = 0
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(key, slice):
+            CountingMask.written += len(value)
+        super().__setitem__(key, value)
+
+
+def test_the_id_filter_of_sessions_written_side_by_side_is_written_once(world: World, monkeypatch):
+    """S sessions whose messages were written in turn (each spans almost every id): building the scope's id
+    filter wrote each session's whole span, S x its width (S=100: 190,100 bytes, S=400: 3,040,400)."""
+    lexical, store = plugin("lexical"), plugin("store")
+    monkeypatch.setattr(lexical, "bytearray", CountingMask, raising=False)
+
+    def build(count: int) -> tuple[int, bytes, dict[str, tuple[int, int]]]:
+        repo = world.repo(f"turns{count}")
+        sids = tuple(world.session(f"t{count}_{i}", repo) for i in range(count))
+        insert(world, [(sids[j % count], "user", f"turn {j}") for j in range(20 * count)])
+        conn = store.connect_ro(world.home / "state.db")
+        try:
+            lexical.ranges.read(conn, "k")
+            CountingMask.written = 0
+            near = lexical.ranges.near(conn, "k", sids)
+            assert near is not None
+            spans = {sid: lexical.ranges.newest_first(conn, "k", (sid,))[0][1:] for sid in sids}
+        finally:
+            conn.close()
+        return CountingMask.written, near.mask, spans
+
+    small, _, _ = build(100)
+    large, mask, spans = build(400)
+    assert small > 0, "the filter is written through its slices"
+    assert linear(small, large), (small, large)
+    expected = bytearray(len(mask))
+    for low, high in spans.values():
+        expected[low : high + 1] = b"\x01" * (high - low + 1)
+    assert mask == bytes(expected), "the same ids pass as when every session's span is written"
