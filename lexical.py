@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 RANK_BUDGET = 12_000  # index rows the selective terms may match (whole state.db)
 GLUED_BOUND = 4 * RANK_BUDGET  # rows of a word's rarest trigram beyond which it is not looked for inside CJK runs
+GLUED_GRAMS = 16  # trigrams of a word counted for that bound (a word of up to 18 characters: all of them)
 PER_SESSION = 3  # candidates kept per session before re-scoring (the messages a session's score counts)
 CANDIDATE_ROWS = 600  # candidates kept per index (200 sessions)
 SCAN_MESSAGES = 60_000  # message ids a newest-first scan of the project may cover
@@ -193,8 +194,13 @@ def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int, as_of: 
         return 0, ""
     # The rarest trigram of the forms bounds the rows holding one of them as a substring; each trigram
     # is counted only as far as the bound found so far (and GLUED_BOUND) can still change the answer.
+    # A long word (a hash, a base64 blob) has a trigram per character, a count each: GLUED_GRAMS of
+    # them, evenly spaced, bound it instead. A looser bound costs only the exact count below, or leaves
+    # out a long word whose counted trigrams are all common.
+    grams = list(dict.fromkeys(f[i : i + 3] for f in shortest for i in range(len(f) - 2)))
+    step = max(len(grams) / GLUED_GRAMS, 1.0)
     bound = GLUED_BOUND + 1
-    for gram in dict.fromkeys(f[i : i + 3] for f in shortest for i in range(len(f) - 2)):
+    for gram in (grams[int(i * step)] for i in range(min(len(grams), GLUED_GRAMS))):
         bound = fts.rows_up_to(conn, "trigram", gram, bound)
         if bound <= df:  # nothing beyond the word itself
             return 0, ""

@@ -8,6 +8,7 @@ ratio of about 4, quadratic code about 16.
 from __future__ import annotations
 
 import importlib
+import random
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -83,3 +84,35 @@ def test_the_id_filter_of_sessions_written_side_by_side_is_written_once(world: W
     for low, high in spans.values():
         expected[low : high + 1] = b"\x01" * (high - low + 1)
     assert mask == bytes(expected), "the same ids pass as when every session's span is written"
+
+
+# -- a long word that may sit inside CJK text -------------------------------------------
+
+
+def test_a_long_hex_word_is_looked_for_inside_cjk_text_with_a_bounded_number_of_counts(world: World, monkeypatch):
+    """A word is also looked for run into CJK text ("用redis缓存") when the trigram index may hold it there; each
+    of its trigrams was counted in the index first, a query a character (400 characters: 381, 1,600: 1,212)."""
+    fts, rng = plugin("fts"), random.Random(2)
+    repo = world.repo("hex")
+    world.session("h1", repo, messages=[("user", "用Redis缓存 一些中文")])
+    insert(world, [("h1", "tool", "commit " + "".join(rng.choice("0123456789abcdef") for _ in range(40))) for _ in range(3000)])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    counts = {"n": 0}
+    real = fts.count_matches
+
+    def counting(*args: Any) -> int:
+        counts["n"] += 1
+        return int(real(*args))
+
+    monkeypatch.setattr(fts, "count_matches", counting)
+
+    def run(n: int) -> tuple[dict[str, Any], int]:
+        word = "".join(rng.choice("0123456789abcdef") for _ in range(n))
+        world.session(f"glued{n}", repo, messages=[("assistant", f"修复了提交{word}的问题")])
+        counts["n"] = 0
+        answer = world.search("cur", f"deploy {word}", mode="keyword")
+        return answer, counts["n"]
+
+    (small_answer, small), (large_answer, large) = run(400), run(1600)
+    assert result_sessions(small_answer) == ["glued400"] and result_sessions(large_answer) == ["glued1600"]
+    assert large <= small <= 40, (small, large)  # a few dozen counts, whatever the length of the word
