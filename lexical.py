@@ -76,6 +76,8 @@ def damaged_note(error: Any, optimize_storage: bool) -> str:
 
 STALE_NOTE = ("Hermes marked its full-text index of state.db as damaged and searches without it until it rebuilds "
               f"it, which it does when it next opens state.db with no other Hermes process running; {_LIKE_ANSWER}.")
+SCAN_NOTE = (f"Words this common were looked for only in the project's newest {SCAN_MESSAGES:,} or so messages: "
+             "older ones may hold more matches.")
 REBUILD_NOTE = ("Hermes is rebuilding its full-text index (`hermes sessions optimize-storage`, {percent}% done): "
                 "messages not indexed yet were searched by substring{cut}.")
 
@@ -375,20 +377,24 @@ ranges = _Ranges()
 def _scan(
     conn: sqlite3.Connection, space: str, match: str, needles: Sequence[str], scope: Scope,
     order: list[tuple[str, int, int]], want_sessions: int, found: dict[int, str],
-) -> None:
+) -> bool:
     """Read the scope's sessions newest first until ``want_sessions`` sessions matched (or the scan's bounds).
 
     Sessions whose message ids lie close together are read by one FTS5
     range seek; a session spread over a wide id range (resumed months
-    later) is read through its own messages (``LIKE`` on ``needles``) rather
-    than by seeking over everyone else's rows in between. Of each session,
-    the ``PER_SESSION`` shortest matching messages are kept (for common
-    words, the ones BM25 ranks first).
+    later) is read through its own messages (``LIKE`` on ``needles``),
+    newest first, rather than by seeking over everyone else's rows in
+    between. Either counts what it reads (ids seeked over, messages read)
+    against ``SCAN_MESSAGES``. Of each session, the ``PER_SESSION``
+    shortest matching messages are kept (for common words, the ones BM25
+    ranks first). Returns whether the bounds left messages of the scope
+    unread while fewer than ``want_sessions`` sessions had matched.
     """
     matched: dict[int, str] = {}
     sessions = set(found.values())
     covered = queries = 0
     i = 0
+    cut = False  # the budget ran out inside a wide session (its older messages unread; the scan ends there)
     while i < len(order) and covered < SCAN_MESSAGES and queries < SCAN_QUERIES and len(sessions) < want_sessions:
         low, high = order[i][1], order[i][2]
         j = i + 1
@@ -396,14 +402,15 @@ def _scan(
                and max(high, order[j][2]) - min(low, order[j][1]) <= SCAN_BATCH):
             low, high = min(low, order[j][1]), max(high, order[j][2])
             j += 1
-        if high - low > SCAN_BATCH:  # one session spread wide: read its own messages
-            rows = fts.like_candidates(conn, needles, scope, order[i:j], limit=SCAN_ROWS, max_scanned=10**9, want_sessions=1)
+        if high - low > SCAN_BATCH:  # one session spread wide: its own newest messages, as many as the budget has left
+            rows, read, cut = fts.like_newest(conn, needles, scope, order[i][0], limit=SCAN_ROWS,
+                                                 read=SCAN_MESSAGES - covered)
         else:
-            rows = fts.range_matches(conn, space, match, scope, [o[0] for o in order[i:j]], low, high, SCAN_ROWS)
+            rows, read = fts.range_matches(conn, space, match, scope, [o[0] for o in order[i:j]], low, high, SCAN_ROWS), high - low + 1
         for mid, sid in rows:
             matched[mid] = sid
             sessions.add(sid)
-        covered += min(high - low + 1, SCAN_BATCH)
+        covered += read
         queries += 1
         i = j
     lengths = fts.doc_lengths(conn, space, list(matched))
@@ -413,6 +420,7 @@ def _scan(
     for sid, mids in by_session.items():
         for mid in sorted(mids, key=lambda m: (lengths.get(m, 1 << 30), -m))[:PER_SESSION]:
             found.setdefault(mid, sid)
+    return (cut or i < len(order)) and len(sessions) < want_sessions
 
 
 def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_sessions: int, db_key: str) -> KeywordAnswer:
@@ -444,6 +452,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     plan = _plan(conn, parsed, trigram)
     found: dict[int, str] = {}
     paths: list[str] = []
+    notes: list[str] = []
     near = ranges.near(conn, db_key, scope.session_ids) if plan.selective or plan.glued else None
     for space, exprs in plan.selective.items():
         found.update(fts.session_candidates(conn, space, " OR ".join(exprs), scope, per_session=PER_SESSION,
@@ -462,10 +471,11 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     if plan.common and len(set(found.values())) < want_sessions:
         order = order if order is not None else ranges.newest_first(conn, db_key, scope.session_ids)
         for space, exprs in plan.common.items():
-            _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order,
-                  want_sessions, found)
+            if _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order,
+                     want_sessions, found):
+                notes.append(SCAN_NOTE)
             paths.append(space + "-newest")
-    note = _beyond_the_index(conn, parsed, scope, want_sessions, db_key, found, paths)
+    notes.append(_beyond_the_index(conn, parsed, scope, want_sessions, db_key, found, paths))
     rows = store.fetch_messages(conn, list(found))
     scorer = Scorer(
         tuple(plan.terms), fts.stats(conn, "words"), fts.stats(conn, "trigram") if trigram else Stats(1, 1.0)
@@ -477,8 +487,8 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
                        calls={m: r.calls for m, r in rows.items() if r.calls})
     hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions)
     weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
-    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", note, weight=weight, hits=tuple(hits),
-                         scorer=scorer)
+    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", " ".join(dict.fromkeys(n for n in notes if n)),
+                         weight=weight, hits=tuple(hits), scorer=scorer)
 
 
 def _beyond_the_index(

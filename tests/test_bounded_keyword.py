@@ -116,3 +116,34 @@ def test_a_long_hex_word_is_looked_for_inside_cjk_text_with_a_bounded_number_of_
     (small_answer, small), (large_answer, large) = run(400), run(1600)
     assert result_sessions(small_answer) == ["glued400"] and result_sessions(large_answer) == ["glued1600"]
     assert large <= small <= 40, (small, large)  # a few dozen counts, whatever the length of the word
+
+
+# -- the newest-first scan of a common word ------------------------------------------------
+
+
+def test_a_long_session_is_read_by_the_scan_only_as_far_as_its_budget(world: World, monkeypatch):
+    """A common word is looked for newest first within ``SCAN_MESSAGES``; a session spread over more ids than a
+    range read is read through its own messages, and was read whole whatever its size while counting as one
+    range (n=16,000 tool rows: 5,659 hundred steps, 64,000: 22,604). Now it is read as far as the budget goes,
+    and the answer says that older messages may hold more matches."""
+    lexical, folders, store = plugin("lexical"), [plugin_dir(world)], plugin("store")
+    monkeypatch.setattr(lexical, "RANK_BUDGET", 3)  # "pelican" is common: it picks no candidates
+    monkeypatch.setattr(lexical, "SCAN_BATCH", 100)
+    monkeypatch.setattr(lexical, "SCAN_MESSAGES", 2_000)
+    other = world.repo("other")
+    for i in range(5):
+        world.session(f"o{i}", other, messages=[("user", "the pelican is common elsewhere")])
+
+    def run(n: int) -> tuple[dict[str, Any], Any]:
+        repo = world.repo(f"r{n}")
+        world.session(f"big{n}", repo, messages=[("user", "a pelican at the start")])
+        insert(world, [(f"big{n}", "tool", f"line {i} " + "z" * 300) for i in range(n)] + [(f"big{n}", "user", "a pelican at the end")])
+        world.session(f"cur{n}", repo, style="cli", messages=[("user", "hi")])
+        world.search(f"cur{n}", "pelican", mode="keyword")  # the session ranges are read once per process
+        return measure(folders, monkeypatch, lambda: world.search(f"cur{n}", "pelican", mode="keyword"), store)
+
+    (small_answer, small), (large_answer, large) = run(4_000), run(16_000)
+    assert large.sql <= 1.5 * small.sql, (small.sql, large.sql)  # the budget, not the session
+    for n, answer in ((4_000, small_answer), (16_000, large_answer)):
+        assert result_sessions(answer) == [f"big{n}"] and "end" in answer["results"][0]["snippet"]
+        assert "older ones may hold more matches" in answer["keyword_note"]
