@@ -26,7 +26,8 @@ def plugin(name: str) -> Any:
 
 
 def plugin_dir(world: World) -> Path:
-    return world.home / "plugins" / "project-history-recall"
+    """The folder the plugin's modules run from: the copy in the first world of the process that imported them."""
+    return Path(plugin("lexical").__file__).parent
 
 
 def linear(small: int, large: int, *, bound: float = 5.0) -> bool:
