@@ -377,6 +377,12 @@ def escape_like(text: str) -> str:
 _LIKE_TEXT = ("m.content", "m.tool_name", "m.tool_calls")
 
 
+def _likes(needles: Sequence[str]) -> tuple[str, list[str]]:
+    """The SQL (an ``OR`` of escaped ``LIKE`` tests, for ``messages`` as ``m``) and parameters of "holds a needle"."""
+    patterns = [f"%{escape_like(n)}%" for n in needles]
+    return " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for _ in patterns for col in _LIKE_TEXT), [p for p in patterns for _ in _LIKE_TEXT]
+
+
 def like_in_range(
     conn: sqlite3.Connection, needles: Sequence[str], scope: Scope, low: int, high: int, *, limit: int
 ) -> list[tuple[int, str]]:
@@ -385,17 +391,45 @@ def like_in_range(
     the rows of that id range (SQLite walks it by rowid), so the caller bounds it."""
     if not needles or high <= low:
         return []
-    patterns = [f"%{escape_like(n)}%" for n in needles]
-    likes = " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for _ in patterns for col in _LIKE_TEXT)
+    likes, like_params = _likes(needles)
     where, params = _filters(conn, scope)
     sql = f"""
         SELECT m.id, m.session_id FROM messages m
         WHERE m.id > ? AND m.id <= ? AND +{store.SCOPE_SQL} AND {where} AND ({likes})
         ORDER BY m.id DESC LIMIT ?
     """
-    like_params = [p for p in patterns for _ in _LIKE_TEXT]
     rows = conn.execute(sql, [low, high, scope.ids_json, *params, *like_params, limit])
     return [(int(r[0]), r[1]) for r in rows]
+
+
+def like_newest(
+    conn: sqlite3.Connection, needles: Sequence[str], scope: Scope, session_id: str, *, limit: int, read: int
+) -> tuple[list[tuple[int, str]], int, bool]:
+    """One session's live messages holding any needle (as :func:`like_candidates`), among its newest ``read``
+    messages only, through the session's own index (no other session's row is read). ``session_id`` is one of
+    the scope's (the caller's to ensure); ``scope`` supplies the filters.
+
+    Returns ``(matches, messages read, whether older messages were left unread)``: at most ``limit``
+    matches, newest first.
+    """
+    if not needles or read <= 0:
+        return [], 0, False
+    # The newest message left unread, if any: the index (session_id, timestamp) walked ``read`` entries down.
+    edge = conn.execute("SELECT timestamp, id FROM messages WHERE session_id = ? ORDER BY timestamp DESC, id DESC "
+                        "LIMIT 1 OFFSET ?", (session_id, read)).fetchone()
+    if edge is None:  # the whole session is read: at most ``read`` messages to count
+        read = int(conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)).fetchone()[0])
+    likes, like_params = _likes(needles)
+    where, params = _filters(conn, scope)
+    newer = "" if edge is None else "AND m.timestamp >= ? AND (m.timestamp > ? OR m.id > ?)"
+    sql = f"""
+        SELECT m.id, m.session_id FROM messages m
+        WHERE m.session_id = ? {newer} AND {where} AND ({likes})
+        ORDER BY m.id DESC LIMIT ?
+    """
+    after = [] if edge is None else [edge[0], edge[0], edge[1]]
+    rows = conn.execute(sql, [session_id, *after, *params, *like_params, limit])
+    return [(int(r[0]), r[1]) for r in rows], read, edge is not None
 
 
 def like_candidates(
@@ -419,9 +453,7 @@ def like_candidates(
     """
     if not needles or not ranges:
         return []
-    patterns = [f"%{escape_like(n)}%" for n in needles]
-    likes = " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for _ in patterns for col in _LIKE_TEXT)
-    like_params = [p for p in patterns for _ in _LIKE_TEXT]
+    likes, like_params = _likes(needles)
     where, params = _filters(conn, scope)
     sql = f"""
         SELECT m.id, m.session_id FROM messages m

@@ -29,7 +29,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 RANK_BUDGET = 12_000  # index rows the selective terms may match (whole state.db)
 GLUED_BOUND = 4 * RANK_BUDGET  # rows of a word's rarest trigram beyond which it is not looked for inside CJK runs
+GLUED_GRAMS = 16  # trigrams of a word counted for that bound (a word of up to 18 characters: all of them)
 PER_SESSION = 3  # candidates kept per session before re-scoring (the messages a session's score counts)
 CANDIDATE_ROWS = 600  # candidates kept per index (200 sessions)
 SCAN_MESSAGES = 60_000  # message ids a newest-first scan of the project may cover
@@ -75,6 +76,8 @@ def damaged_note(error: Any, optimize_storage: bool) -> str:
 
 STALE_NOTE = ("Hermes marked its full-text index of state.db as damaged and searches without it until it rebuilds "
               f"it, which it does when it next opens state.db with no other Hermes process running; {_LIKE_ANSWER}.")
+SCAN_NOTE = (f"Words this common were looked for only in the project's newest {SCAN_MESSAGES:,} or so messages: "
+             "older ones may hold more matches.")
 REBUILD_NOTE = ("Hermes is rebuilding its full-text index (`hermes sessions optimize-storage`, {percent}% done): "
                 "messages not indexed yet were searched by substring{cut}.")
 
@@ -193,8 +196,13 @@ def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int, as_of: 
         return 0, ""
     # The rarest trigram of the forms bounds the rows holding one of them as a substring; each trigram
     # is counted only as far as the bound found so far (and GLUED_BOUND) can still change the answer.
+    # A long word (a hash, a base64 blob) has a trigram per character, a count each: GLUED_GRAMS of
+    # them, evenly spaced, bound it instead. A looser bound costs only the exact count below, or leaves
+    # out a long word whose counted trigrams are all common.
+    grams = list(dict.fromkeys(f[i : i + 3] for f in shortest for i in range(len(f) - 2)))
+    step = max(len(grams) / GLUED_GRAMS, 1.0)
     bound = GLUED_BOUND + 1
-    for gram in dict.fromkeys(f[i : i + 3] for f in shortest for i in range(len(f) - 2)):
+    for gram in (grams[int(i * step)] for i in range(min(len(grams), GLUED_GRAMS))):
         bound = fts.rows_up_to(conn, "trigram", gram, bound)
         if bound <= df:  # nothing beyond the word itself
             return 0, ""
@@ -324,11 +332,11 @@ class _Ranges:
                     kept.append(kept.pop(i))
                     return near
             mask = bytearray(top + 1)
-            for sid in session_ids:
-                span = ranges.get(sid)
-                if span is not None and span[0] <= top:  # a range read past top (a newer statement) is cut at top
-                    high = min(span[1], top)
-                    mask[span[0] : high + 1] = b"\x01" * (high - span[0] + 1)
+            # A range read past top (a newer statement) is cut at top. Sessions written side by side, or resumed,
+            # have overlapping ranges: merged first, each id is written once (not once per session around it).
+            spans = ((s[0], min(s[1], top)) for s in map(ranges.get, session_ids) if s is not None and s[0] <= top)
+            for low, high in _merged(spans):
+                mask[low : high + 1] = b"\x01" * (high - low + 1)
             near = fts.Near(bytes(mask), top)
             kept[:] = [k for k in kept if k[0] != session_ids][-(NEAR_SCOPES - 1):] + [(session_ids, near)]
             return near
@@ -346,6 +354,17 @@ def _widen(ranges: dict[str, tuple[int, int]], sid: str, low: int, high: int) ->
     ranges[sid] = (min(old[0], low), max(old[1], high)) if old else (low, high)
 
 
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Inclusive ``(low, high)`` spans as the fewest disjoint ones covering the same ids, lowest first."""
+    out: list[tuple[int, int]] = []
+    for low, high in sorted(spans):
+        if out and low <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], high))
+        else:
+            out.append((low, high))
+    return out
+
+
 def _owner(conn: sqlite3.Connection, message_id: int) -> str | None:
     """The session of message ``message_id`` (``None`` when there is none)."""
     row = conn.execute("SELECT session_id FROM messages WHERE id = ?", (message_id,)).fetchone()
@@ -358,20 +377,24 @@ ranges = _Ranges()
 def _scan(
     conn: sqlite3.Connection, space: str, match: str, needles: Sequence[str], scope: Scope,
     order: list[tuple[str, int, int]], want_sessions: int, found: dict[int, str],
-) -> None:
+) -> bool:
     """Read the scope's sessions newest first until ``want_sessions`` sessions matched (or the scan's bounds).
 
     Sessions whose message ids lie close together are read by one FTS5
     range seek; a session spread over a wide id range (resumed months
-    later) is read through its own messages (``LIKE`` on ``needles``) rather
-    than by seeking over everyone else's rows in between. Of each session,
-    the ``PER_SESSION`` shortest matching messages are kept (for common
-    words, the ones BM25 ranks first).
+    later) is read through its own messages (``LIKE`` on ``needles``),
+    newest first, rather than by seeking over everyone else's rows in
+    between. Either counts what it reads (ids seeked over, messages read)
+    against ``SCAN_MESSAGES``. Of each session, the ``PER_SESSION``
+    shortest matching messages are kept (for common words, the ones BM25
+    ranks first). Returns whether the bounds left messages of the scope
+    unread while fewer than ``want_sessions`` sessions had matched.
     """
     matched: dict[int, str] = {}
     sessions = set(found.values())
     covered = queries = 0
     i = 0
+    cut = False  # the budget ran out inside a wide session (its older messages unread; the scan ends there)
     while i < len(order) and covered < SCAN_MESSAGES and queries < SCAN_QUERIES and len(sessions) < want_sessions:
         low, high = order[i][1], order[i][2]
         j = i + 1
@@ -379,14 +402,15 @@ def _scan(
                and max(high, order[j][2]) - min(low, order[j][1]) <= SCAN_BATCH):
             low, high = min(low, order[j][1]), max(high, order[j][2])
             j += 1
-        if high - low > SCAN_BATCH:  # one session spread wide: read its own messages
-            rows = fts.like_candidates(conn, needles, scope, order[i:j], limit=SCAN_ROWS, max_scanned=10**9, want_sessions=1)
+        if high - low > SCAN_BATCH:  # one session spread wide: its own newest messages, as many as the budget has left
+            rows, read, cut = fts.like_newest(conn, needles, scope, order[i][0], limit=SCAN_ROWS,
+                                                 read=SCAN_MESSAGES - covered)
         else:
-            rows = fts.range_matches(conn, space, match, scope, [o[0] for o in order[i:j]], low, high, SCAN_ROWS)
+            rows, read = fts.range_matches(conn, space, match, scope, [o[0] for o in order[i:j]], low, high, SCAN_ROWS), high - low + 1
         for mid, sid in rows:
             matched[mid] = sid
             sessions.add(sid)
-        covered += min(high - low + 1, SCAN_BATCH)
+        covered += read
         queries += 1
         i = j
     lengths = fts.doc_lengths(conn, space, list(matched))
@@ -396,6 +420,7 @@ def _scan(
     for sid, mids in by_session.items():
         for mid in sorted(mids, key=lambda m: (lengths.get(m, 1 << 30), -m))[:PER_SESSION]:
             found.setdefault(mid, sid)
+    return (cut or i < len(order)) and len(sessions) < want_sessions
 
 
 def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_sessions: int, db_key: str) -> KeywordAnswer:
@@ -427,6 +452,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     plan = _plan(conn, parsed, trigram)
     found: dict[int, str] = {}
     paths: list[str] = []
+    notes: list[str] = []
     near = ranges.near(conn, db_key, scope.session_ids) if plan.selective or plan.glued else None
     for space, exprs in plan.selective.items():
         found.update(fts.session_candidates(conn, space, " OR ".join(exprs), scope, per_session=PER_SESSION,
@@ -445,10 +471,11 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     if plan.common and len(set(found.values())) < want_sessions:
         order = order if order is not None else ranges.newest_first(conn, db_key, scope.session_ids)
         for space, exprs in plan.common.items():
-            _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order,
-                  want_sessions, found)
+            if _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order,
+                     want_sessions, found):
+                notes.append(SCAN_NOTE)
             paths.append(space + "-newest")
-    note = _beyond_the_index(conn, parsed, scope, want_sessions, db_key, found, paths)
+    notes.append(_beyond_the_index(conn, parsed, scope, want_sessions, db_key, found, paths))
     rows = store.fetch_messages(conn, list(found))
     scorer = Scorer(
         tuple(plan.terms), fts.stats(conn, "words"), fts.stats(conn, "trigram") if trigram else Stats(1, 1.0)
@@ -460,8 +487,8 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
                        calls={m: r.calls for m, r in rows.items() if r.calls})
     hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions)
     weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
-    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", note, weight=weight, hits=tuple(hits),
-                         scorer=scorer)
+    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", " ".join(dict.fromkeys(n for n in notes if n)),
+                         weight=weight, hits=tuple(hits), scorer=scorer)
 
 
 def _beyond_the_index(

@@ -24,6 +24,7 @@ from . import unicode61
 
 MAX_QUERY_CHARS = 2000
 MAX_UNITS = 24
+ONE_PASS = 128  # needles of one length counted in a text one by one (beyond: one pass over the text)
 
 # A conventional English stop-word list (NLTK's, with common question fillers, and the words asking
 # for the present state: they say when, not what; "now" matched every "from now on").
@@ -304,6 +305,32 @@ def fts_quote(text: str) -> str:
 def cjk_trigrams(chunk: str) -> list[str]:
     """The character trigrams of a CJK chunk (none for fewer than 3 characters)."""
     return [chunk[i : i + 3] for i in range(len(chunk) - 2)]
+
+
+def count_each(text: str, needles: Iterable[str]) -> dict[str, int]:
+    """``needle -> text.count(needle)`` for each needle: occurrences that do not overlap, leftmost first.
+
+    A long CJK query has a trigram per character; counting each in turn
+    reads the text once per trigram. Past ``ONE_PASS`` needles of one
+    length, the text is read once for all of them instead (slower per
+    character than ``str.count``, so a short query keeps it).
+    """
+    by_length: dict[int, list[str]] = {}
+    for needle in dict.fromkeys(needles):
+        by_length.setdefault(len(needle), []).append(needle)
+    out: dict[str, int] = {}
+    for size, group in by_length.items():
+        if len(group) <= ONE_PASS or not size:
+            out.update((needle, text.count(needle)) for needle in group)
+            continue
+        counts, free = dict.fromkeys(group, 0), dict.fromkeys(group, 0)  # free: where a next occurrence may start
+        for i in range(len(text) - size + 1):
+            piece = text[i : i + size]
+            if piece in counts and free[piece] <= i:
+                counts[piece] += 1
+                free[piece] = i + size
+        out.update(counts)
+    return out
 
 
 def fts_tokens(text: str) -> list[str]:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import unicode61
-from .query import WordMatcher
+from .query import WordMatcher, count_each
 
 K1 = 0.9
 B = 0.9
@@ -134,7 +134,8 @@ class Scorer:
                 out[i] = idfs[i] * tf * saturated / (tf + norm)
         if self._has_grams:
             lowered = text.lower()  # the trigram tokenizer folds case only
-            grams = [(i, idf, tf) for i, gram, idf in self._gram_terms if (tf := lowered.count(gram))]
+            counted = count_each(lowered, (gram for _, gram, _ in self._gram_terms))
+            grams = [(i, idf, tf) for i, gram, idf in self._gram_terms if (tf := counted[gram])]
             if grams:
                 length = lengths[1] if lengths[1] is not None else max(len(lowered) - 2, 1)
                 norm = self._norm(length, self.grams)

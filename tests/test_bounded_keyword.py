@@ -1,0 +1,226 @@
+"""The keyword leg's costs grow with what a search reads, never with its square: the hostile review's cases.
+
+Each cost is counted at n and at 4n (SQLite VM steps, bytes written or
+scanned, index counts: ``tests/work.py``), never timed: linear code gives a
+ratio of about 4, quadratic code about 16.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import World, result_sessions
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from work import measure
+
+
+def plugin(name: str) -> Any:
+    return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
+
+
+def plugin_dir(world: World) -> Path:
+    """The folder the plugin's modules run from: the copy in the first world of the process that imported them."""
+    return Path(plugin("lexical").__file__).parent
+
+
+def linear(small: int, large: int, *, bound: float = 5.0) -> bool:
+    """Whether going from n to 4n multiplied the work by at most ``bound`` (linear: about 4; quadratic: about 16)."""
+    return large <= bound * max(small, 1)
+
+
+def insert(world: World, rows: list[tuple[str, str, str]]) -> None:
+    """Append ``(session id, role, content)`` rows to state.db in one transaction (thousands at once)."""
+    world.close()
+    conn = sqlite3.connect(world.home / "state.db")
+    with conn:
+        base = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        conn.executemany("INSERT INTO messages(session_id, role, content, timestamp) VALUES (?, ?, ?, ?)",
+                         [(sid, role, text, 1_800_000_000 + base + i) for i, (sid, role, text) in enumerate(rows)])
+    conn.close()
+
+
+# -- the scope's id filter ------------------------------------------------------------
+
+
+class CountingMask(bytearray):
+    """A filter's bytes that count what is written into them (by slice)."""
+
+    written = 0
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(key, slice):
+            CountingMask.written += len(value)
+        super().__setitem__(key, value)
+
+
+def test_the_id_filter_of_sessions_written_side_by_side_is_written_once(world: World, monkeypatch):
+    """S sessions whose messages were written in turn (each spans almost every id): building the scope's id
+    filter wrote each session's whole span, S x its width (S=100: 190,100 bytes, S=400: 3,040,400)."""
+    lexical, store = plugin("lexical"), plugin("store")
+    monkeypatch.setattr(lexical, "bytearray", CountingMask, raising=False)
+
+    def build(count: int) -> tuple[int, bytes, dict[str, tuple[int, int]]]:
+        repo = world.repo(f"turns{count}")
+        sids = tuple(world.session(f"t{count}_{i}", repo) for i in range(count))
+        insert(world, [(sids[j % count], "user", f"turn {j}") for j in range(20 * count)])
+        conn = store.connect_ro(world.home / "state.db")
+        try:
+            lexical.ranges.read(conn, "k")
+            CountingMask.written = 0
+            near = lexical.ranges.near(conn, "k", sids)
+            assert near is not None
+            spans = {sid: lexical.ranges.newest_first(conn, "k", (sid,))[0][1:] for sid in sids}
+        finally:
+            conn.close()
+        return CountingMask.written, near.mask, spans
+
+    small, _, _ = build(100)
+    large, mask, spans = build(400)
+    assert small > 0, "the filter is written through its slices"
+    assert linear(small, large), (small, large)
+    expected = bytearray(len(mask))
+    for low, high in spans.values():
+        expected[low : high + 1] = b"\x01" * (high - low + 1)
+    assert mask == bytes(expected), "the same ids pass as when every session's span is written"
+
+
+# -- a long word that may sit inside CJK text -------------------------------------------
+
+
+def test_a_long_hex_word_is_looked_for_inside_cjk_text_with_a_bounded_number_of_counts(world: World, monkeypatch):
+    """A word is also looked for run into CJK text ("用redis缓存") when the trigram index may hold it there; each
+    of its trigrams was counted in the index first, a query a character (400 characters: 381, 1,600: 1,212)."""
+    fts, rng = plugin("fts"), random.Random(2)
+    repo = world.repo("hex")
+    world.session("h1", repo, messages=[("user", "用Redis缓存 一些中文")])
+    insert(world, [("h1", "tool", "commit " + "".join(rng.choice("0123456789abcdef") for _ in range(40))) for _ in range(3000)])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    counts = {"n": 0}
+    real = fts.count_matches
+
+    def counting(*args: Any) -> int:
+        counts["n"] += 1
+        return int(real(*args))
+
+    monkeypatch.setattr(fts, "count_matches", counting)
+
+    def run(n: int) -> tuple[dict[str, Any], int]:
+        word = "".join(rng.choice("0123456789abcdef") for _ in range(n))
+        world.session(f"glued{n}", repo, messages=[("assistant", f"修复了提交{word}的问题")])
+        counts["n"] = 0
+        answer = world.search("cur", f"deploy {word}", mode="keyword")
+        return answer, counts["n"]
+
+    (small_answer, small), (large_answer, large) = run(400), run(1600)
+    assert result_sessions(small_answer) == ["glued400"] and result_sessions(large_answer) == ["glued1600"]
+    assert large <= small <= 40, (small, large)  # a few dozen counts, whatever the length of the word
+
+
+# -- the newest-first scan of a common word ------------------------------------------------
+
+
+def test_a_long_session_is_read_by_the_scan_only_as_far_as_its_budget(world: World, monkeypatch):
+    """A common word is looked for newest first within ``SCAN_MESSAGES``; a session spread over more ids than a
+    range read is read through its own messages, and was read whole whatever its size while counting as one
+    range (n=16,000 tool rows: 5,659 hundred steps, 64,000: 22,604). Now it is read as far as the budget goes,
+    and the answer says that older messages may hold more matches."""
+    lexical, folders, store = plugin("lexical"), [plugin_dir(world)], plugin("store")
+    monkeypatch.setattr(lexical, "RANK_BUDGET", 3)  # "pelican" is common: it picks no candidates
+    monkeypatch.setattr(lexical, "SCAN_BATCH", 100)
+    monkeypatch.setattr(lexical, "SCAN_MESSAGES", 2_000)
+    other = world.repo("other")
+    for i in range(5):
+        world.session(f"o{i}", other, messages=[("user", "the pelican is common elsewhere")])
+
+    def run(n: int) -> tuple[dict[str, Any], Any]:
+        repo = world.repo(f"r{n}")
+        world.session(f"big{n}", repo, messages=[("user", "a pelican at the start")])
+        insert(world, [(f"big{n}", "tool", f"line {i} " + "z" * 300) for i in range(n)] + [(f"big{n}", "user", "a pelican at the end")])
+        world.session(f"cur{n}", repo, style="cli", messages=[("user", "hi")])
+        world.search(f"cur{n}", "pelican", mode="keyword")  # the session ranges are read once per process
+        return measure(folders, monkeypatch, lambda: world.search(f"cur{n}", "pelican", mode="keyword"), store)
+
+    (small_answer, small), (large_answer, large) = run(4_000), run(16_000)
+    assert large.sql <= 1.5 * small.sql, (small.sql, large.sql)  # the budget, not the session
+    for n, answer in ((4_000, small_answer), (16_000, large_answer)):
+        assert result_sessions(answer) == [f"big{n}"] and "end" in answer["results"][0]["snippet"]
+        assert "older ones may hold more matches" in answer["keyword_note"]
+
+
+# -- a long CJK query --------------------------------------------------------------------
+
+
+def scanned(call: Any) -> tuple[Any, int]:
+    """``(call(), characters that str.count read in it)``: C work a line count does not see."""
+    total = 0
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        nonlocal total
+        if event == "c_call" and getattr(arg, "__name__", "") == "count" and isinstance(getattr(arg, "__self__", None), str):
+            total += len(arg.__self__)
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        return call(), total
+    finally:
+        sys.setprofile(previous)
+
+
+def test_a_long_cjk_query_reads_each_candidate_once(world: World, monkeypatch):
+    """A CJK query has a trigram per character, and each was counted in every candidate's text in turn: the
+    query's length times the candidates' (400 characters over three 20 KB messages: 23.9 MB read; 1,600: 95.9 MB)."""
+    query, rng = plugin("query"), random.Random(1)
+    alphabet = [chr(c) for c in range(0x4E00 + 500, 0x4E00 + 700) if chr(c) not in "".join(query.CJK_STOP)]
+    folders, store = [plugin_dir(world)], plugin("store")
+
+    def run(n: int) -> tuple[dict[str, Any], int]:
+        repo = world.repo(f"zh{n}")
+        asked = "".join(rng.choice(alphabet) for _ in range(n))
+        world.session(f"zh{n}", repo)
+        for _ in range(3):  # candidates as long as the query, ten times over
+            world.say(f"zh{n}", "assistant", "".join(rng.choice(alphabet) for _ in range(5 * n)) + asked
+                      + "".join(rng.choice(alphabet) for _ in range(4 * n)))
+        world.session(f"cur{n}", repo, style="cli", messages=[("user", "hi")])
+        world.search(f"cur{n}", asked, mode="keyword")
+        (answer, work), chars = scanned(lambda: measure(folders, monkeypatch, lambda: world.search(f"cur{n}", asked, mode="keyword"), store))
+        return answer, work.total + chars
+
+    (small_answer, small), (large_answer, large) = run(400), run(1600)
+    assert result_sessions(small_answer) == ["zh400"] and result_sessions(large_answer) == ["zh1600"]
+    assert linear(small, large), (small, large)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="aab中中文", max_size=60), st.lists(st.text(alphabet="aab中文", min_size=1, max_size=4), max_size=12))
+def test_one_pass_counts_what_str_count_counts(text: str, needles: list[str]):
+    """Occurrences that do not overlap, leftmost first, whichever way a length's needles are counted."""
+    from project_history_recall import query
+
+    expected = {needle: text.count(needle) for needle in needles}
+    for one_pass in (0, query.ONE_PASS):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(query, "ONE_PASS", one_pass)
+            assert query.count_each(text, needles) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet="一二三一二Aa", max_size=80), st.text(alphabet="一二三Aa", min_size=3, max_size=12))
+def test_a_long_query_scores_as_one_counted_a_trigram_at_a_time(text: str, asked: str):
+    """BM25 of the query's trigrams is the same, to the bit, when the text is read once for all of them."""
+    from project_history_recall import query, ranking
+
+    terms = tuple(ranking.Term("gram", (gram.lower(),), df) for df, gram in enumerate(query.cjk_trigrams(asked)))
+    scorer = ranking.Scorer(terms, ranking.Stats(100, 20.0), ranking.Stats(100, 30.0))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(query, "ONE_PASS", 10**9)  # str.count per trigram, as before
+        before = scorer.parts(text)
+        patch.setattr(query, "ONE_PASS", 0)
+        assert scorer.parts(text) == before
