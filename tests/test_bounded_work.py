@@ -28,8 +28,10 @@ def plugin(name: str) -> Any:
     return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
 
 
-def plugin_dir(world: World) -> Path:
-    return world.home / "plugins" / "project-history-recall"
+def plugin_dir() -> Path:
+    """The folder the plugin's modules run from: Hermes' loader imports the plugin once per process, from the first
+    World's copy (a later World's copy never runs: the lines of its files count nothing)."""
+    return Path(plugin("store").__file__).resolve().parent
 
 
 def linear(small: int, large: int, *, bound: float = 5.0) -> bool:
@@ -95,7 +97,7 @@ def test_a_long_compression_chain_elsewhere_costs_no_search_anything(world: Worl
     repo = world.repo("app")
     world.session("a1", repo, messages=[("user", "the websocket reconnect uses backoff")])
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
-    folders, store, state = [plugin_dir(world)], plugin("store"), plugin("state")
+    folders, store, state = [plugin_dir()], plugin("store"), plugin("state")
 
     def search() -> dict:
         return world.search("cur", "websocket reconnect", mode="keyword")
@@ -119,7 +121,7 @@ def test_a_search_from_the_end_of_a_long_chain_reads_the_chain_once(world: World
     """Asking from the newest session of a chain (the chat itself) reads its lineage, which is what the search
     excludes: linear in the chain, never its square."""
     gateway_chain(world, "tg", 0, 30)
-    folders, store = [plugin_dir(world)], plugin("store")
+    folders, store = [plugin_dir()], plugin("store")
     world.search("tg29", "lunch", mode="keyword")
     _, small = measure(folders, monkeypatch, lambda: world.search("tg29", "lunch", mode="keyword"), store)
     gateway_chain(world, "tg", 30, 120)
@@ -165,7 +167,7 @@ def test_a_snippet_costs_what_its_matches_cost(monkeypatch):
 
 def test_a_search_of_a_long_tool_log_costs_what_the_log_costs(world: World, monkeypatch):
     """A keyword search whose best message is a tool output with n matching lines (98.6 KB of them took 3-7 s)."""
-    folders, store = [plugin_dir(world)], plugin("store")
+    folders, store = [plugin_dir()], plugin("store")
 
     def run(lines: int) -> Any:
         sid, repo = f"log{lines}", world.repo(f"ci{lines}")
