@@ -376,3 +376,33 @@ def test_a_query_typed_in_decomposed_unicode_finds_what_the_composed_one_finds(w
         composed = result_sessions(world.search("cur", unicodedata.normalize("NFC", query), mode="keyword"))
         decomposed = result_sessions(world.search("cur", unicodedata.normalize("NFD", query), mode="keyword"))
         assert composed == decomposed == expected, (query, composed, decomposed)
+
+
+# -- earlier recalls among many hits ------------------------------------------------------
+
+RECALL_CALL = [{"id": "c1", "type": "function", "function": {"name": "project_history_search", "arguments": "{}"}}]
+
+
+def test_a_run_of_earlier_questions_costs_a_search_what_it_reads(world: World, monkeypatch):
+    """50 sessions about pelicans, then n sessions that each began with a question about one, answered by a recall:
+    each is an earlier question, and weighing one down brings the next within a page's reach. Checking one more
+    session per round ranked every hit n times (x10.8 the work for 4n); widening the check geometrically keeps
+    it linear, and the page is the same."""
+    folders, store = [plugin_dir()], plugin("store")
+
+    def run(n: int) -> tuple[Any, Any]:
+        repo = world.repo(f"birds{n}")
+        for i in range(50):
+            world.session(f"top{n}_{i:02d}", repo, messages=[("user", "pelican pelican pelican nesting")])
+        for i in range(n):
+            sid = world.session(f"asked{n}_{i:03d}", repo, messages=[("user", f"where did the pelican go {i}")])
+            world.say(sid, "assistant", "", tool_calls=RECALL_CALL)
+        world.session(f"cur{n}", repo, style="cli", messages=[("user", "hi")])
+        world.search(f"cur{n}", "pelican", mode="keyword")
+        return measure(folders, monkeypatch, lambda: world.search(f"cur{n}", "pelican", mode="keyword"), store)
+
+    (small_answer, small), (large_answer, large) = run(100), run(400)
+    for n, answer in ((100, small_answer), (400, large_answer)):
+        found = result_sessions(answer)
+        assert found and all(sid.startswith(f"top{n}_") for sid in found), found
+    assert linear(small.total, large.total), (small, large)
