@@ -406,3 +406,23 @@ def test_a_run_of_earlier_questions_costs_a_search_what_it_reads(world: World, m
         found = result_sessions(answer)
         assert found and all(sid.startswith(f"top{n}_") for sid in found), found
     assert linear(small.total, large.total), (small, large)
+
+
+def test_a_session_of_many_replies_costs_its_echo_check_what_it_reads(world: World, monkeypatch):
+    """One session with n assistant replies holding a two-character CJK word (the substring path, up to 600 hits of
+    one session): whether each reply echoes a recall answered before it is found in one walk of the rows before
+    the replies (filtering the whole window once per reply: x11 the work for 4n)."""
+    folders, store = [plugin_dir()], plugin("store")
+
+    def run(n: int) -> tuple[Any, Any]:
+        repo = world.repo(f"chat{n}")
+        world.session(f"long{n}", repo, messages=[("user", "start")])
+        for i in range(n):
+            world.say(f"long{n}", "assistant", f"reply {i} about the 问题 we discussed")
+        world.session(f"cur{n}", repo, style="cli", messages=[("user", "hi")])
+        world.search(f"cur{n}", "问题", mode="keyword")
+        return measure(folders, monkeypatch, lambda: world.search(f"cur{n}", "问题", mode="keyword"), store)
+
+    (small_answer, small), (large_answer, large) = run(150), run(600)
+    assert result_sessions(small_answer) == ["long150"] and result_sessions(large_answer) == ["long600"]
+    assert linear(small.total, large.total), (small, large)

@@ -208,7 +208,7 @@ def test_the_agent_loop_really_stored_searchable_echoes(history: World) -> None:
             found = phr.store.recall_answers(conn, sid, [(1e12, mine[-1]["id"] + 1)])
         finally:
             conn.close()
-        assert [tid for tid, snippets in found[mine[-1]["id"] + 1] if snippets] == [answers[0]["id"]], (sid, found)
+        assert [tid for tid, _ in found[mine[-1]["id"] + 1]] == [answers[0]["id"]], (sid, found)
     # The very first recall, before any echo existed, found the decision.
     first = json.loads(next(r["content"] for r in rows if r["session_id"] == "recall0" and r["role"] == "tool"))
     assert first["results"][0]["session_id"] == "decision"

@@ -32,8 +32,10 @@ def test_quotes_and_recall_snippets():
     answer = json.dumps({"success": True, "results": [{"snippet": "..." + SNIPPET + "...", "session_id": "d"}]})
     snippets = E.recall_snippets(answer)
     assert snippets and ">>>" not in snippets[0]
-    assert E.quotes("As decided then, the websocket client reconnects with exponential backoff and full jitter.", snippets)
-    assert not E.quotes("We should look at the websocket backoff again.", snippets)
+    runs = E.runs(snippets)
+    assert E.quotes("As decided then, the websocket client reconnects with exponential backoff and full jitter.", [runs])
+    assert not E.quotes("We should look at the websocket backoff again.", [runs])
+    assert not E.quotes("As decided then, the websocket client reconnects with exponential backoff.", [E.runs(["too short"])])
     assert E.recall_snippets("not json") == [] and E.recall_snippets("[1, 2]") == []
     read = json.dumps({"success": True, "messages": [{"text": DECISION}]})
     assert E.recall_snippets(read) == [DECISION]
