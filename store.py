@@ -320,13 +320,18 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
 
     Such a turn is an earlier question, not project history: the searches
     rank it last (a verbatim earlier question would otherwise outrank its
-    own answer).
+    own answer). The next message is the first after the turn in
+    (timestamp, id) order: messages written within one clock tick share a
+    timestamp, and among them the id is the order Hermes wrote them in
+    (Hermes orders a session by id alone; the two differ only where the
+    clock stepped back, and this order is the one its index seeks to).
     """
     if not ids:
         return set()
     sql = """
         SELECT m.id, (SELECT n.tool_calls FROM messages n
-                      WHERE n.session_id = m.session_id AND n.timestamp >= m.timestamp AND n.id != m.id
+                      WHERE n.session_id = m.session_id AND n.timestamp >= m.timestamp
+                        AND (n.timestamp > m.timestamp OR n.id > m.id)
                       ORDER BY n.timestamp, n.id LIMIT 1)
         FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'user'
     """  # in timestamp order: Hermes' (session_id, timestamp) index answers it with one seek
@@ -424,10 +429,11 @@ def _rows_before(conn: sqlite3.Connection, session_id: str, before: tuple[float,
     the hits themselves are visible rows (the legs read them through :func:`visible`)."""
     rows = conn.execute(
         f"SELECT m.id, m.timestamp, m.role, {_RECALL_CALLS_SQL} FROM messages m "
-        "WHERE m.session_id = ? AND m.timestamp <= ? ORDER BY m.timestamp DESC, m.id DESC LIMIT ?",
-        (session_id, before[0], count + 1),
+        "WHERE m.session_id = ? AND m.timestamp <= ? AND (m.timestamp < ? OR m.id < ?) "
+        "ORDER BY m.timestamp DESC, m.id DESC LIMIT ?",
+        (session_id, before[0], before[0], before[1], count),
     ).fetchall()
-    return [r for r in rows[::-1] if ((r[1] or 0.0), r[0]) < before][-count:]
+    return rows[::-1]
 
 
 def earlier_recalls(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
