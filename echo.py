@@ -15,14 +15,14 @@ What counts as an echo:
   those only ever come from a recall's answer;
 * text that repeats ``QUOTE_TOKENS`` consecutive words of a snippet of a
   recall answered earlier in the same session (:func:`recall_snippets`
-  reads them from the answer's JSON).
+  reads them from the answer's JSON, :func:`runs` their words).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from . import unicode61
 
@@ -62,13 +62,19 @@ def recall_snippets(answer: str) -> list[str]:
     return [without_markers(t).replace("...", " ") for t in texts if t.strip()]
 
 
-def _shingles(tokens: Sequence[str], size: int) -> set[tuple[str, ...]]:
-    return {tuple(tokens[i : i + size]) for i in range(len(tokens) - size + 1)}
+def runs(snippets: Iterable[str]) -> frozenset[tuple[str, ...]]:
+    """Every ``QUOTE_TOKENS`` consecutive words (FTS5 tokens, case folded) of each of ``snippets``: what
+    :func:`quotes` looks for (worked out once per recall answer, however many replies may quote it)."""
+    return frozenset(run for snippet in snippets for run in _shingles(snippet))
 
 
-def quotes(text: str, snippets: Iterable[str], size: int = QUOTE_TOKENS) -> bool:
-    """Whether ``text`` repeats ``size`` consecutive words (FTS5 tokens, case folded) of one of ``snippets``."""
-    mine = _shingles(unicode61.tokens(text), size)
-    if not mine:
-        return False
-    return any(mine & _shingles(unicode61.tokens(snippet), size) for snippet in snippets)
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    tokens = unicode61.tokens(text)
+    return {tuple(tokens[i : i + QUOTE_TOKENS]) for i in range(len(tokens) - QUOTE_TOKENS + 1)}
+
+
+def quotes(text: str, answers: Iterable[frozenset[tuple[str, ...]]]) -> bool:
+    """Whether ``text`` repeats ``QUOTE_TOKENS`` consecutive words (FTS5 tokens, case folded) of a recall answer:
+    one of the :func:`runs` in ``answers``, each a recall answer's."""
+    mine = _shingles(text)
+    return bool(mine) and any(not mine.isdisjoint(answer) for answer in answers)

@@ -267,22 +267,31 @@ def demote_earlier(hits: Sequence[Hit], earlier: Callable[[list[int]], set[int]]
     """``hits`` with the earlier recalls among them weighted down (:func:`demote`), checked where they can
     change the first ``reach`` sessions of :func:`rank_sessions`; ``earlier(ids)`` says which of ``ids`` are.
 
-    The hits of the sessions ranked within ``reach`` are checked, then again for the sessions a demotion
-    brought in, until every hit of the first ``reach`` sessions is checked: those sessions and their order
-    are the ones checking every hit gives, since a demotion only lowers a session. Sessions further down keep
-    the scores they were found with. Each hit is checked at most once: the work grows with the sessions a
-    page can reach, not with every session the query matched.
+    The hits of the sessions ranked within ``reach`` are checked; while demotions bring unchecked sessions
+    within ``reach``, those are checked with the next unchecked sessions of the ranking, at least twice as
+    many each round as the round before, so that a run of demotions bringing in one session each takes a
+    logarithmic number of rounds (each ranks every hit once). It stops when every hit of the first ``reach``
+    sessions is checked: those sessions and their order are the ones checking every hit gives, since a
+    demotion only lowers a session. Sessions further down keep the scores they were found with. Each hit is
+    checked at most once: the work grows with the sessions a page can reach, not with every session the
+    query matched.
     """
-    checked: set[int] = set()
+    by_session: dict[str, list[int]] = {}
+    for hit in hits:
+        by_session.setdefault(hit.session_id, []).append(hit.message_id)
+    checked: set[str] = set()
     found: set[int] = set()
+    more = 1  # unchecked sessions a round checks at least
     while True:
         current = demote(hits, found)
-        top = {r.session_id for r in rank_sessions(current)[:reach]}
-        todo = [h.message_id for h in hits if h.session_id in top and h.message_id not in checked]
-        if not todo:
+        ranked = [r.session_id for r in rank_sessions(current)]
+        within = sum(1 for sid in ranked[:reach] if sid not in checked)
+        if not within:
             return current
+        todo = [sid for sid in ranked if sid not in checked][: max(within, more)]
         checked.update(todo)
-        found |= earlier(todo)
+        found |= earlier([mid for sid in todo for mid in by_session[sid]])
+        more *= 2
 
 
 def score_texts(

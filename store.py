@@ -320,13 +320,18 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
 
     Such a turn is an earlier question, not project history: the searches
     rank it last (a verbatim earlier question would otherwise outrank its
-    own answer).
+    own answer). The next message is the first after the turn in
+    (timestamp, id) order: messages written within one clock tick share a
+    timestamp, and among them the id is the order Hermes wrote them in
+    (Hermes orders a session by id alone; the two differ only where the
+    clock stepped back, and this order is the one its index seeks to).
     """
     if not ids:
         return set()
     sql = """
         SELECT m.id, (SELECT n.tool_calls FROM messages n
-                      WHERE n.session_id = m.session_id AND n.timestamp >= m.timestamp AND n.id != m.id
+                      WHERE n.session_id = m.session_id AND n.timestamp >= m.timestamp
+                        AND (n.timestamp > m.timestamp OR n.id > m.id)
                       ORDER BY n.timestamp, n.id LIMIT 1)
         FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'user'
     """  # in timestamp order: Hermes' (session_id, timestamp) index answers it with one seek
@@ -362,8 +367,7 @@ def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     for sid, group in unmarked.items():
         found = recall_answers(conn, sid, [(t, m) for t, m, _ in group])
         for _, mid, text in group:
-            snippets = [s for _, snippets in found[mid] for s in snippets]
-            if snippets and echo.quotes(text, snippets):
+            if echo.quotes(text, [runs for _, runs in found[mid]]):
                 out.add(mid)
     return out
 
@@ -371,36 +375,43 @@ def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
 ECHO_REACH = 32  # messages before a reply where the recall it may quote is looked for
 
 
-def recall_answers(conn: sqlite3.Connection, session_id: str, replies: Sequence[tuple[float, int]]) -> dict[int, list[tuple[int, list[str]]]]:
-    """``{reply id: [(message id, snippets)]}``: for each reply ``(timestamp, id)`` of ``session_id``, the recall
-    tools' answers (:func:`echo.recall_snippets`) among the ``ECHO_REACH`` messages before it, oldest first.
+def recall_answers(conn: sqlite3.Connection, session_id: str, replies: Sequence[tuple[float, int]]
+                   ) -> dict[int, list[tuple[int, frozenset[tuple[str, ...]]]]]:
+    """``{reply id: [(message id, runs)]}``: for each reply ``(timestamp, id)`` of ``session_id``, the recall
+    tools' answers among the ``ECHO_REACH`` messages before it, oldest first, each with the runs of words a reply
+    quoting it repeats (:func:`echo.runs` of :func:`echo.recall_snippets`, worked out once per answer).
 
     Read in timestamp order from Hermes' (session_id, timestamp) index, one window for the session's replies
-    (a reply it does not reach back for reads its own): the rows read grow with the replies, not with the
-    session. The answers are found through the assistant turns that called them: a tool row keeps its name
-    after its content, and tool logs run to 100 KB, so telling the answers by their names would read every
-    log. Each recall call's answer is among the rows right after its turn, one per call.
+    (a reply it does not reach back for reads its own), walked once in the replies' order: the rows read grow
+    with the replies, not with the session. The answers are found through the assistant turns that called
+    them: a tool row keeps its name after its content, and tool logs run to 100 KB, so telling the answers by
+    their names would read every log. Each recall call's answer is among the rows right after its turn, one per
+    call. Raises ``sqlite3`` errors.
     """
-    latest = max(replies)
-    window = _rows_before(conn, session_id, latest, ECHO_REACH * len(replies))
+    replies = sorted(replies)
+    window = _rows_before(conn, session_id, replies[-1], ECHO_REACH * len(replies))
+    whole = len(window) < ECHO_REACH * len(replies)  # the window starts at the session's first message
     windows = {}
+    end = 0
     for reply in replies:
-        rows = [r for r in window if ((r[1] or 0.0), r[0]) < reply]
-        if len(rows) < ECHO_REACH and len(window) == ECHO_REACH * len(replies):  # it reaches back further
-            rows = _rows_before(conn, session_id, reply, ECHO_REACH)
-        windows[reply[1]] = rows[-ECHO_REACH:]
+        while end < len(window) and ((window[end][1] or 0.0), window[end][0]) < reply:
+            end += 1
+        rows = window[max(end - ECHO_REACH, 0) : end]
+        windows[reply[1]] = rows if whole or len(rows) == ECHO_REACH else _rows_before(conn, session_id, reply, ECHO_REACH)
     wanted: set[int] = set()
+    calls: dict[int, int] = {}  # an assistant row -> its recall calls, parsed once however many windows hold it
     for rows in windows.values():
-        for at, (_, _, _, tool_calls) in enumerate(rows):  # tool_calls: NULL unless an assistant row names a recall tool
-            calls = _recall_calls(tool_calls) if tool_calls else []
-            if calls:
-                wanted.update(int(r[0]) for r in rows[at + 1 : at + 1 + len(calls)] if r[2] == "tool")
-    answers: dict[int, list[str]] = {}
+        for at, (mid, _, _, tool_calls) in enumerate(rows):  # tool_calls: NULL unless an assistant row names a recall tool
+            if tool_calls and mid not in calls:
+                calls[mid] = len(_recall_calls(tool_calls))
+            if tool_calls and calls[mid]:
+                wanted.update(int(r[0]) for r in rows[at + 1 : at + 1 + calls[mid]] if r[2] == "tool")
+    answers: dict[int, frozenset[tuple[str, ...]]] = {}
     if wanted:
         sql = "SELECT t.id, t.tool_name, t.content FROM messages t WHERE t.id IN (SELECT value FROM json_each(?))"
         for tid, tool_name, content in conn.execute(sql, (json.dumps(sorted(wanted)),)):
             if tool_name in RECALL_TOOLS and isinstance(content, str) and (snippets := echo.recall_snippets(content)):
-                answers[int(tid)] = snippets
+                answers[int(tid)] = echo.runs(snippets)
     return {mid: [(r[0], answers[r[0]]) for r in rows if r[0] in answers] for mid, rows in windows.items()}
 
 
@@ -418,10 +429,11 @@ def _rows_before(conn: sqlite3.Connection, session_id: str, before: tuple[float,
     the hits themselves are visible rows (the legs read them through :func:`visible`)."""
     rows = conn.execute(
         f"SELECT m.id, m.timestamp, m.role, {_RECALL_CALLS_SQL} FROM messages m "
-        "WHERE m.session_id = ? AND m.timestamp <= ? ORDER BY m.timestamp DESC, m.id DESC LIMIT ?",
-        (session_id, before[0], count + 1),
+        "WHERE m.session_id = ? AND m.timestamp <= ? AND (m.timestamp < ? OR m.id < ?) "
+        "ORDER BY m.timestamp DESC, m.id DESC LIMIT ?",
+        (session_id, before[0], before[0], before[1], count),
     ).fetchall()
-    return [r for r in rows[::-1] if ((r[1] or 0.0), r[0]) < before][-count:]
+    return rows[::-1]
 
 
 def earlier_recalls(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:

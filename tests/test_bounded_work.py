@@ -29,8 +29,10 @@ def plugin(name: str) -> Any:
     return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
 
 
-def plugin_dir(world: World) -> Path:
-    return world.home / "plugins" / "project-history-recall"
+def plugin_dir() -> Path:
+    """The folder the plugin's modules run from: Hermes' loader imports the plugin once per process, from the first
+    World's copy (a later World's copy never runs: the lines of its files count nothing)."""
+    return Path(plugin("store").__file__).resolve().parent
 
 
 def linear(small: int, large: int, *, bound: float = 5.0) -> bool:
@@ -96,7 +98,7 @@ def test_a_long_compression_chain_elsewhere_costs_no_search_anything(world: Worl
     repo = world.repo("app")
     world.session("a1", repo, messages=[("user", "the websocket reconnect uses backoff")])
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
-    folders, store, state = [plugin_dir(world)], plugin("store"), plugin("state")
+    folders, store, state = [plugin_dir()], plugin("store"), plugin("state")
 
     def search() -> dict:
         return world.search("cur", "websocket reconnect", mode="keyword")
@@ -120,7 +122,7 @@ def test_a_search_from_the_end_of_a_long_chain_reads_the_chain_once(world: World
     """Asking from the newest session of a chain (the chat itself) reads its lineage, which is what the search
     excludes: linear in the chain, never its square."""
     gateway_chain(world, "tg", 0, 30)
-    folders, store = [plugin_dir(world)], plugin("store")
+    folders, store = [plugin_dir()], plugin("store")
     world.search("tg29", "lunch", mode="keyword")
     _, small = measure(folders, monkeypatch, lambda: world.search("tg29", "lunch", mode="keyword"), store)
     gateway_chain(world, "tg", 30, 120)
@@ -166,7 +168,7 @@ def test_a_snippet_costs_what_its_matches_cost(monkeypatch):
 
 def test_a_search_of_a_long_tool_log_costs_what_the_log_costs(world: World, monkeypatch):
     """A keyword search whose best message is a tool output with n matching lines (98.6 KB of them took 3-7 s)."""
-    folders, store = [plugin_dir(world)], plugin("store")
+    folders, store = [plugin_dir()], plugin("store")
 
     def run(lines: int) -> Any:
         sid, repo = f"log{lines}", world.repo(f"ci{lines}")
@@ -537,3 +539,53 @@ def test_a_query_typed_in_decomposed_unicode_finds_what_the_composed_one_finds(w
         composed = result_sessions(world.search("cur", unicodedata.normalize("NFC", query), mode="keyword"))
         decomposed = result_sessions(world.search("cur", unicodedata.normalize("NFD", query), mode="keyword"))
         assert composed == decomposed == expected, (query, composed, decomposed)
+
+
+# -- earlier recalls among many hits ------------------------------------------------------
+
+RECALL_CALL = [{"id": "c1", "type": "function", "function": {"name": "project_history_search", "arguments": "{}"}}]
+
+
+def test_a_run_of_earlier_questions_costs_a_search_what_it_reads(world: World, monkeypatch):
+    """50 sessions about pelicans, then n sessions that each began with a question about one, answered by a recall:
+    each is an earlier question, and weighing one down brings the next within a page's reach. Checking one more
+    session per round ranked every hit n times (x10.8 the work for 4n); widening the check geometrically keeps
+    it linear, and the page is the same."""
+    folders, store = [plugin_dir()], plugin("store")
+
+    def run(n: int) -> tuple[Any, Any]:
+        repo = world.repo(f"birds{n}")
+        for i in range(50):
+            world.session(f"top{n}_{i:02d}", repo, messages=[("user", "pelican pelican pelican nesting")])
+        for i in range(n):
+            sid = world.session(f"asked{n}_{i:03d}", repo, messages=[("user", f"where did the pelican go {i}")])
+            world.say(sid, "assistant", "", tool_calls=RECALL_CALL)
+        world.session(f"cur{n}", repo, style="cli", messages=[("user", "hi")])
+        world.search(f"cur{n}", "pelican", mode="keyword")
+        return measure(folders, monkeypatch, lambda: world.search(f"cur{n}", "pelican", mode="keyword"), store)
+
+    (small_answer, small), (large_answer, large) = run(100), run(400)
+    for n, answer in ((100, small_answer), (400, large_answer)):
+        found = result_sessions(answer)
+        assert found and all(sid.startswith(f"top{n}_") for sid in found), found
+    assert linear(small.total, large.total), (small, large)
+
+
+def test_a_session_of_many_replies_costs_its_echo_check_what_it_reads(world: World, monkeypatch):
+    """One session with n assistant replies holding a two-character CJK word (the substring path, up to 600 hits of
+    one session): whether each reply echoes a recall answered before it is found in one walk of the rows before
+    the replies (filtering the whole window once per reply: x11 the work for 4n)."""
+    folders, store = [plugin_dir()], plugin("store")
+
+    def run(n: int) -> tuple[Any, Any]:
+        repo = world.repo(f"chat{n}")
+        world.session(f"long{n}", repo, messages=[("user", "start")])
+        for i in range(n):
+            world.say(f"long{n}", "assistant", f"reply {i} about the 问题 we discussed")
+        world.session(f"cur{n}", repo, style="cli", messages=[("user", "hi")])
+        world.search(f"cur{n}", "问题", mode="keyword")
+        return measure(folders, monkeypatch, lambda: world.search(f"cur{n}", "问题", mode="keyword"), store)
+
+    (small_answer, small), (large_answer, large) = run(150), run(600)
+    assert result_sessions(small_answer) == ["long150"] and result_sessions(large_answer) == ["long600"]
+    assert linear(small.total, large.total), (small, large)

@@ -208,7 +208,7 @@ def test_the_agent_loop_really_stored_searchable_echoes(history: World) -> None:
             found = phr.store.recall_answers(conn, sid, [(1e12, mine[-1]["id"] + 1)])
         finally:
             conn.close()
-        assert [tid for tid, snippets in found[mine[-1]["id"] + 1] if snippets] == [answers[0]["id"]], (sid, found)
+        assert [tid for tid, _ in found[mine[-1]["id"] + 1]] == [answers[0]["id"]], (sid, found)
     # The very first recall, before any echo existed, found the decision.
     first = json.loads(next(r["content"] for r in rows if r["session_id"] == "recall0" and r["role"] == "tool"))
     assert first["results"][0]["session_id"] == "decision"
@@ -265,3 +265,40 @@ def test_a_question_asked_verbatim_before_does_not_bury_the_decision(world: Worl
     world.session("now", app, style="cli", messages=[("user", "starting on the cache layer")])
     answer = world.search("now", QUESTION, limit=3, mode="keyword")
     assert result_sessions(answer)[0] == "decision", answer
+
+
+def _one_tick(world: World, sid: str, rows: list[tuple[str, str, bool]], tick: float = 1_800_000_000.0) -> list[int]:
+    """Messages ``(role, content, calls a recall)`` of ``sid``, the first two in one clock tick (one timestamp, ids in
+    order), the rest a second apart; their ids."""
+    call = [{"id": "c", "type": "function", "function": {"name": "project_history_search", "arguments": json.dumps({"query": QUESTION})}}]
+    return [world.db.append_message(sid, role, content, tool_calls=call if recall else None, timestamp=tick + max(i - 1, 0))
+            for i, (role, content, recall) in enumerate(rows)]
+
+
+def test_the_turn_after_a_question_is_the_next_in_order_within_a_clock_tick(world: World, monkeypatch) -> None:
+    """A question written in the same clock tick as the message before it: the turn checked for a recall call is the
+    one after it (timestamp, then id), not the earlier row sharing its timestamp. Checking that one left the verbatim
+    earlier question unweighted, above the decision."""
+    app = world.repo("app")
+    cli_in(world, monkeypatch, app)
+    world.session("elsewhere", world.repo("other"), style="cli", messages=[
+        ("user" if i % 2 else "assistant", f"step {i}: refactor the parser and update the tests") for i in range(200)
+    ])
+    world.session("asked", app, style="cli")
+    _one_tick(world, "asked", [("assistant", "starting on the cache layer", False), ("user", QUESTION, False), ("assistant", "", True)])
+    world.session("now", app, style="cli", messages=[("user", "starting on the cache layer")])
+    answer = world.search("now", QUESTION, limit=3, mode="keyword")
+    assert result_sessions(answer)[0] == "decision", answer
+
+
+def test_a_recall_call_before_a_question_in_its_clock_tick_is_not_its_answer(world: World) -> None:
+    """The other way round: a question written in the tick of the recall call before it, and answered in words, is no
+    earlier question."""
+    world.session("s", world.repo("app"), style="cli")
+    _, question, _ = _one_tick(world, "s", [("assistant", "", True), ("user", "and the lua scripts?", False),
+                                             ("assistant", "they broke on 7.4", False)])
+    conn = phr.store.open_state_db(world.home)
+    try:
+        assert phr.store.recall_questions(conn, [question]) == set()
+    finally:
+        conn.close()

@@ -75,19 +75,21 @@ def test_weak_keyword_lets_the_vector_leg_lead():
     assert search.fuse(weak, semantic, 10)[0].session_id == "sem"
 
 
-@given(st.lists(st.tuples(st.integers(0, 15), st.booleans()), max_size=60), st.randoms(use_true_random=False), st.integers(1, 8))
+@given(st.lists(st.tuples(st.integers(0, 40), st.booleans()), max_size=120), st.randoms(use_true_random=False), st.integers(1, 8))
 def test_property_earlier_recalls_checked_within_reach_rank_as_checking_every_hit(found, rnd, reach):
-    """Checking only what can reach the first ``reach`` sessions ranks them as checking every hit would, and
-    checks each hit at most once."""
+    """Checking only what can reach the first ``reach`` sessions ranks them as checking every hit would, checks
+    each hit at most once, and asks in a number of rounds logarithmic in the sessions."""
     from project_history_recall.ranking import Hit, demote, demote_earlier, rank_sessions
 
     values = rnd.sample(range(1000), len(found))  # distinct scores in [1, 2); demoted ones fall in [0.1, 0.2)
     hits = [Hit(i + 1, f"s{sid}", 1.0 + v / 1000) for i, ((sid, _), v) in enumerate(zip(found, values, strict=True))]
     echoes = {h.message_id for h, (_, echo) in zip(hits, found, strict=True) if echo}
     asked: list[int] = []
+    rounds = []
 
     def earlier(ids: list[int]) -> set[int]:
         asked.extend(ids)
+        rounds.append(len(ids))
         return echoes & set(ids)
 
     bounded = rank_sessions(demote_earlier(hits, earlier, reach))[:reach]
@@ -95,6 +97,7 @@ def test_property_earlier_recalls_checked_within_reach_rank_as_checking_every_hi
     assert [(r.session_id, r.hit.message_id, r.score) for r in bounded] == [(r.session_id, r.hit.message_id, r.score) for r in full]
     assert len(asked) == len(set(asked))
     assert set(asked) >= {h.message_id for h in hits if h.session_id in {r.session_id for r in full}}
+    assert len(rounds) <= (len({h.session_id for h in hits}) + 2).bit_length(), rounds
 
 
 def test_earlier_recalls_are_checked_in_the_sessions_a_page_can_reach_only():
@@ -106,3 +109,18 @@ def test_earlier_recalls_are_checked_in_the_sessions_a_page_can_reach_only():
     echoes = {300, 299}  # the two best are echoes: two more sessions come in
     ranked = demote_earlier(hits, lambda ids: asked.extend(ids) or echoes & set(ids), 51)
     assert len(asked) == 53 and {h.message_id for h in ranked if h.score < 1} == echoes
+
+
+def test_a_run_of_earlier_questions_is_checked_in_a_few_rounds():
+    """50 strong sessions, then 400 weaker ones that are each an earlier question: each demotion brings the next
+    one within a page's 51 sessions. Checking one more session per round took 401 rounds, each ranking every
+    hit (the hits' square); widening the check geometrically takes a handful, and the page is the same."""
+    from project_history_recall.ranking import Hit, demote, demote_earlier, rank_sessions
+
+    hits = [Hit(i + 1, f"top{i}", 10.0 + i) for i in range(50)]
+    hits += [Hit(100 + i, f"asked{i}", 5.0 - i / 1000) for i in range(400)]
+    questions = {h.message_id for h in hits if h.session_id.startswith("asked")}
+    rounds: list[int] = []
+    ranked = demote_earlier(hits, lambda ids: rounds.append(len(ids)) or questions & set(ids), 51)
+    assert rank_sessions(ranked)[:51] == rank_sessions(demote(hits, questions))[:51]
+    assert len(rounds) <= 10 and sum(rounds) == len(hits), rounds

@@ -32,8 +32,10 @@ def test_quotes_and_recall_snippets():
     answer = json.dumps({"success": True, "results": [{"snippet": "..." + SNIPPET + "...", "session_id": "d"}]})
     snippets = E.recall_snippets(answer)
     assert snippets and ">>>" not in snippets[0]
-    assert E.quotes("As decided then, the websocket client reconnects with exponential backoff and full jitter.", snippets)
-    assert not E.quotes("We should look at the websocket backoff again.", snippets)
+    runs = E.runs(snippets)
+    assert E.quotes("As decided then, the websocket client reconnects with exponential backoff and full jitter.", [runs])
+    assert not E.quotes("We should look at the websocket backoff again.", [runs])
+    assert not E.quotes("As decided then, the websocket client reconnects with exponential backoff.", [E.runs(["too short"])])
     assert E.recall_snippets("not json") == [] and E.recall_snippets("[1, 2]") == []
     read = json.dumps({"success": True, "messages": [{"text": DECISION}]})
     assert E.recall_snippets(read) == [DECISION]
@@ -146,3 +148,29 @@ def test_the_echo_check_of_a_reply_costs_the_same_in_a_long_session(world: World
         finally:
             conn.close()
     assert steps[1] <= 1.5 * max(steps[0], 1), steps
+
+
+def test_rows_sharing_a_replys_timestamp_after_it_do_not_shorten_its_reach(world: World):
+    """The ``ECHO_REACH`` messages before a reply are counted in (timestamp, id) order: rows written after it in the
+    same clock tick are not among them, and did not take the place of the oldest ones (the recall it quotes)."""
+    world.session("s", world.repo("app"), messages=[("user", "remind me of the reconnect rule")])
+    tick = 1_800_000_000.0
+
+    def say(role: str, content: str, at: float, **kw) -> int:
+        return int(world.db.append_message("s", role, content, timestamp=at, **kw))
+
+    say("assistant", "", tick, tool_calls=[{"id": "r", "type": "function", "function": {
+        "name": "project_history_search", "arguments": json.dumps({"query": "websocket reconnect"})}}])
+    say("tool", json.dumps({"success": True, "results": [{"session_id": "decision", "snippet": SNIPPET}]}), tick + 1,
+        tool_name="project_history_search", tool_call_id="r")
+    for i in range(phr.store.ECHO_REACH - 2):
+        say("user" if i % 2 else "assistant", f"step {i}", tick + 2 + i)
+    end = tick + phr.store.ECHO_REACH
+    reply = say("assistant", "As found: the websocket client reconnects with exponential backoff and full jitter.", end)
+    for i in range(3):
+        say("user", f"later in the same tick {i}", end)
+    conn = phr.store.open_state_db(world.home)
+    try:
+        assert phr.store.recall_echoes(conn, [reply]) == {reply}
+    finally:
+        conn.close()
