@@ -11,28 +11,17 @@ import importlib
 import random
 import sqlite3
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import World, result_sessions
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from work import measure
+from work import linear, measure, plugin_dir
 
 
 def plugin(name: str) -> Any:
     return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
-
-
-def plugin_dir(world: World) -> Path:
-    """The folder the plugin's modules run from: the copy in the first world of the process that imported them."""
-    return Path(plugin("lexical").__file__).parent
-
-
-def linear(small: int, large: int, *, bound: float = 5.0) -> bool:
-    """Whether going from n to 4n multiplied the work by at most ``bound`` (linear: about 4; quadratic: about 16)."""
-    return large <= bound * max(small, 1)
 
 
 def insert(world: World, rows: list[tuple[str, str, str]]) -> None:
@@ -131,7 +120,7 @@ def test_a_long_session_is_read_by_the_scan_only_as_far_as_its_budget(world: Wor
     range read is read through its own messages, and was read whole whatever its size while counting as one
     range (n=16,000 tool rows: 5,659 hundred steps, 64,000: 22,604). Now it is read as far as the budget goes,
     and the answer says that older messages may hold more matches."""
-    lexical, folders, store = plugin("lexical"), [plugin_dir(world)], plugin("store")
+    lexical, folders, store = plugin("lexical"), [plugin_dir()], plugin("store")
     monkeypatch.setattr(lexical, "RANK_BUDGET", 3)  # "pelican" is common: it picks no candidates
     monkeypatch.setattr(lexical, "SCAN_BATCH", 100)
     monkeypatch.setattr(lexical, "SCAN_MESSAGES", 2_000)
@@ -179,7 +168,7 @@ def test_a_long_cjk_query_reads_each_candidate_once(world: World, monkeypatch):
     query's length times the candidates' (400 characters over three 20 KB messages: 23.9 MB read; 1,600: 95.9 MB)."""
     query, rng = plugin("query"), random.Random(1)
     alphabet = [chr(c) for c in range(0x4E00 + 500, 0x4E00 + 700) if chr(c) not in "".join(query.CJK_STOP)]
-    folders, store = [plugin_dir(world)], plugin("store")
+    folders, store = [plugin_dir()], plugin("store")
 
     def run(n: int) -> tuple[dict[str, Any], int]:
         repo = world.repo(f"zh{n}")

@@ -22,22 +22,11 @@ import pytest
 from conftest import World, result_sessions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from work import measure
+from work import linear, measure, plugin_dir
 
 
 def plugin(name: str) -> Any:
     return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
-
-
-def plugin_dir() -> Path:
-    """The folder the plugin's modules run from: Hermes' loader imports the plugin once per process, from the first
-    World's copy (a later World's copy never runs: the lines of its files count nothing)."""
-    return Path(plugin("store").__file__).resolve().parent
-
-
-def linear(small: int, large: int, *, bound: float = 5.0) -> bool:
-    """Whether going from n to 4n multiplied the work by at most ``bound`` (linear: about 4; quadratic: about 16)."""
-    return large <= bound * max(small, 1)
 
 
 # -- compression chains ---------------------------------------------------------------

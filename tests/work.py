@@ -83,3 +83,16 @@ def measure(folders: list[Path], monkeypatch: pytest.MonkeyPatch, call: Callable
     with counting(folders, monkeypatch, store) as work:
         out = call()
     return out, work
+
+
+def plugin_dir() -> Path:
+    """The folder the plugin's modules run from: Hermes' loader imports the plugin once per process, from the first
+    World's copy (a later World's copy never runs: the lines of its files count nothing)."""
+    import importlib
+
+    return Path(importlib.import_module("hermes_plugins.project_history_recall.store").__file__ or "").resolve().parent
+
+
+def linear(small: int, large: int, *, bound: float = 5.0) -> bool:
+    """Whether going from n to 4n multiplied the work by at most ``bound`` (linear: about 4; quadratic: about 16)."""
+    return large <= bound * max(small, 1)
