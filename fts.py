@@ -441,7 +441,7 @@ def like_candidates(
     limit: int,
     max_scanned: int,
     want_sessions: int,
-) -> list[tuple[int, str]]:
+) -> tuple[list[tuple[int, str]], bool]:
     """Live messages of the scope holding any needle (an escaped, case-insensitive ``LIKE``).
 
     The same text as the FTS index is searched (content, tool name, tool
@@ -449,10 +449,12 @@ def like_candidates(
     :func:`session_ranges`), through the per-session index, until
     ``want_sessions`` sessions have matched, ``limit`` rows are found or
     ``max_scanned`` messages were read. Needs no FTS index at all (the
-    fallback when one is damaged). Returns ``(message id, session id)``.
+    fallback when one is damaged). Returns ``([(message id, session id)], cut)``:
+    ``cut`` when ``max_scanned`` stopped it with sessions left unread and fewer
+    than ``want_sessions`` matched (older messages may hold more matches).
     """
     if not needles or not ranges:
-        return []
+        return [], False
     likes, like_params = _likes(needles)
     where, params = _filters(conn, scope)
     sql = f"""
@@ -472,15 +474,17 @@ def like_candidates(
         out.extend(found)
         sessions.update(sid for _, sid in found)
 
-    for session_id, low, high in ranges:
+    for i, (session_id, low, high) in enumerate(ranges):
         batch.append(session_id)
         batch_size += high - low + 1
         if batch_size >= LIKE_BATCH:
             run()
             scanned += batch_size
             batch, batch_size = [], 0
-            if len(sessions) >= want_sessions or len(out) >= limit or scanned >= max_scanned:
-                return out
+            if len(sessions) >= want_sessions or len(out) >= limit:
+                return out, False
+            if scanned >= max_scanned:
+                return out, i + 1 < len(ranges)
     if batch:
         run()
-    return out
+    return out, False

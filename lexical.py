@@ -78,6 +78,11 @@ STALE_NOTE = ("Hermes marked its full-text index of state.db as damaged and sear
               f"it, which it does when it next opens state.db with no other Hermes process running; {_LIKE_ANSWER}.")
 SCAN_NOTE = (f"Words this common were looked for only in the project's newest {SCAN_MESSAGES:,} or so messages: "
              "older ones may hold more matches.")
+LIKE_NOTE = ("Words of the question that Hermes' index cannot look up (two CJK characters, or text in tool output "
+             "past what it indexes) were looked for by substring in the project's newest messages only: older ones "
+             "may hold more matches.")
+SUBSTRING_CUT_NOTE = (f"The substring search read the project's newest {SCAN_MESSAGES * 4:,} or so messages: older ones "
+                      "may hold more matches.")
 REBUILD_NOTE = ("Hermes is rebuilding its full-text index (`hermes sessions optimize-storage`, {percent}% done): "
                 "messages not indexed yet were searched by substring{cut}.")
 
@@ -465,8 +470,10 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     order: list[tuple[str, int, int]] | None = None
     if plan.like:
         order = ranges.newest_first(conn, db_key, scope.session_ids)
-        found.update(fts.like_candidates(conn, plan.like, scope, order, limit=CANDIDATE_ROWS, max_scanned=SCAN_MESSAGES * 4,
-                                         want_sessions=want_sessions))
+        liked, cut = fts.like_candidates(conn, plan.like, scope, order, limit=CANDIDATE_ROWS, max_scanned=SCAN_MESSAGES * 4,
+                                         want_sessions=want_sessions)
+        found.update(liked)
+        notes.append(LIKE_NOTE if cut else "")
         paths.append("like")
     if plan.common and len(set(found.values())) < want_sessions:
         order = order if order is not None else ranges.newest_first(conn, db_key, scope.session_ids)
@@ -516,8 +523,10 @@ def _beyond_the_index(
                                    cut="" if low == done else f" (the newest {GAP_SCAN_MESSAGES:,} of them)")
     if scope.filters.roles == ("tool",) and (shape.tool_prefix or not shape.trigram_tools):
         order = ranges.newest_first(conn, db_key, scope.session_ids)
-        found.update(fts.like_candidates(conn, needles, scope, order, limit=CANDIDATE_ROWS, max_scanned=TOOL_SCAN_MESSAGES,
-                                         want_sessions=want_sessions))
+        liked, cut = fts.like_candidates(conn, needles, scope, order, limit=CANDIDATE_ROWS, max_scanned=TOOL_SCAN_MESSAGES,
+                                         want_sessions=want_sessions)
+        found.update(liked)
+        note = " ".join(n for n in (note, LIKE_NOTE if cut else "") if n)
         paths.append("like-tool")
     return note
 
@@ -528,8 +537,10 @@ def _search_like(
     """Substring search of the project's messages, newest first (no FTS index read)."""
     needles = [u.text for u in parsed.units]
     order = ranges.newest_first(conn, db_key, scope.session_ids)
-    found = dict(fts.like_candidates(conn, needles, scope, order, limit=CANDIDATE_ROWS * 2, max_scanned=SCAN_MESSAGES * 4,
-                                     want_sessions=want_sessions))
+    rows_found, cut = fts.like_candidates(conn, needles, scope, order, limit=CANDIDATE_ROWS * 2,
+                                          max_scanned=SCAN_MESSAGES * 4, want_sessions=want_sessions)
+    found = dict(rows_found)
+    note = " ".join(n for n in (note, SUBSTRING_CUT_NOTE if cut else "") if n)
     rows = store.fetch_messages(conn, list(found))
     # No index statistics to read: every term weighs the same, length still normalises.
     terms: list[Term] = []

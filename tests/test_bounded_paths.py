@@ -112,7 +112,7 @@ def test_short_cjk_words_are_read_newest_first_and_stop_once_enough_matched(worl
 
     def counting(*args, **kwargs):
         out = real(*args, **kwargs)
-        calls.append(len({sid for _, sid in out}))
+        calls.append(len({sid for _, sid in out[0]}))
         return out
 
     monkeypatch.setattr(fts, "LIKE_BATCH", 1)  # one session a query
@@ -123,6 +123,24 @@ def test_short_cjk_words_are_read_newest_first_and_stop_once_enough_matched(worl
     reach = plugin("pages").MAX_REACH
     assert calls == [reach + 1], f"the scan stopped after {reach + 1} sessions, not all 60"
     assert answer["next_cursor"], "the next page exists"
+
+
+def test_a_short_cjk_word_past_the_substring_budget_is_never_a_silent_no_match(world: World, monkeypatch):
+    """The word lies only in the oldest session, past what the substring search may read: the answer says older
+    messages may hold more matches instead of a bare "no matches"; with the whole project read, it says nothing."""
+    repo = world.repo("many")
+    world.session("oldest", repo, messages=[("user", "这个问题很难")])
+    for i in range(30):
+        world.session(f"m{i:02d}", repo, messages=[("user", f"第{i + 10}个方案"), ("assistant", "好的")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    lexical = plugin("lexical")
+    monkeypatch.setattr(plugin("fts"), "LIKE_BATCH", 1)
+    monkeypatch.setattr(lexical, "SCAN_MESSAGES", 5)  # 20 messages: the ten newest sessions
+    answer = world.search("cur", "问题")
+    assert answer["results"] == [] and answer["keyword_note"] == lexical.LIKE_NOTE, answer
+    monkeypatch.setattr(lexical, "SCAN_MESSAGES", 60_000)
+    answer = world.search("cur", "问题")
+    assert result_sessions(answer) == ["oldest"] and "keyword_note" not in answer, answer
 
 
 def test_short_cjk_words_are_found_in_an_old_project(old):
