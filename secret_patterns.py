@@ -58,9 +58,10 @@ KEY_FORMATS = re.compile(
 )
 #: A key cut in two by a line break before its format is complete (``ghp_Z8x7C6\nv5B4n3...``): a key prefix, the rest of
 #: its line and the next line's leading run of key characters; :func:`redact._wrapped_key` redacts both when they
-#: join into a :data:`KEY_FORMATS` key.
+#: join into a :data:`KEY_FORMATS` key. It starts only after a character its body cannot take (not after ``.`` or
+#: ``~`` either), so a run of ``.sk-.sk-...`` is read once, not once per prefix.
 WRAPPED_KEY = re.compile(
-    TOKEN_START + r"(?:sk-|(?:sk|rk|pk)_(?:live|test)_|gh[pousr]_|github_pat_|gl(?:pat|rt)-|xox[a-z]-|xapp-|AKIA|ASIA|AIza|hf_|eyJ|npm_|pypi-|gsk_)"
+    r"(?<![A-Za-z0-9_.~-])(?:sk-|(?:sk|rk|pk)_(?:live|test)_|gh[pousr]_|github_pat_|gl(?:pat|rt)-|xox[a-z]-|xapp-|AKIA|ASIA|AIza|hf_|eyJ|npm_|pypi-|gsk_)"
     r"[A-Za-z0-9_.~-]*+\r?\n[A-Za-z0-9_.~-]++"
 )
 #: A private key block, to its ``END`` line or, cut off, to the end of the text.
