@@ -378,7 +378,19 @@ def _assignment(m: re.Match[str]) -> str:
             return m.group(0)
     if kind == "weak" and not re.search(r"[^A-Za-z_.-]", value):
         return m.group(0)  # a setting (auth=basic, credentials: 'same-origin'), not a credential
+    if kind == "weak" and _name_segments(name)[-1] not in ("pass", "pwd") and _names_something(value):
+        return m.group(0)  # a name (S3_KEY=uploads/a.png, auth: oauth2); a pass's value is a password whatever it reads as
     return _replace(m, start, end)
+
+
+def _names_something(value: str) -> bool:
+    """Whether ``value`` names something (a path, a constant, an algorithm, ``bearer-token-v2``) rather than being a
+    secret: :data:`secret_patterns.NAME_VALUE`, or words and numbers joined by ``-`` ``_`` ``.``, each piece a
+    :data:`secret_patterns.NAME_PIECE` (``hGzPp1nM`` is not: its case and digits change inside a piece)."""
+    if patterns.NAME_VALUE.fullmatch(value):
+        return True
+    pieces = re.split(r"[-_.]", value)
+    return len(pieces) > 1 and any(c.isalpha() for c in value) and all(patterns.NAME_PIECE.fullmatch(p) for p in pieces)
 
 
 def _labelled(m: re.Match[str]) -> str:
@@ -399,8 +411,10 @@ def _labelled(m: re.Match[str]) -> str:
         words = joiner.strip().lower()
         if not words or words[0] in ":=-" or (words.isascii() and not patterns.LATIN_VERBS.search(words)):
             return m.group(0)
-        if not re.search(r"[0-9!-/:-@\[-`{-~]", value):
-            return m.group(0)
+        if not re.search(r"[0-9!-/:-@\[-`{-~]", value) or _names_something(value):
+            return m.group(0)  # prose, or a name (the private key is id_ed25519)
+    elif patterns.CJK_NAME_VALUE.fullmatch(value):
+        return m.group(0)
     return _replace(m, start, start + len(value))
 
 

@@ -165,6 +165,20 @@ LABELLED_DIGEST = re.compile(
 LABELLED_KEY = re.compile(
     r"(?i)(?<![A-Za-z0-9_])((?:token|secret|key)[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?)([A-Za-z0-9_-]{16,200}+)(?![A-Za-z0-9_-])"
 )
+#: A value that names something instead of being a secret, for the names and labels that are credentials only when
+#: their value looks like one (``auth``, ``*_KEY``, ``the private key is``): a path (``~/.ssh/deploy_key``,
+#: ``/api/v1/users``), ``name:number`` (``session:123``), an algorithm's name (``RSA-4096``, ``UUIDv4``) or an auth
+#: scheme (``oauth2``). Words and numbers joined by ``-`` ``_`` ``.`` (``bearer-token-v2``, ``SECRET_KEY``,
+#: ``id_ed25519``) are told piece by piece (:data:`NAME_PIECE`, :func:`redact._names_something`).
+NAME_VALUE = re.compile(
+    r"[~./]\S*+|[^/\s]*+/\S*+|[A-Za-z_][\w.-]*+:\d++|[A-Z]{2,}+-?v?\d++"
+    r"|(?i:oauth2?|basic|bearer|digest|ntlm|kerberos|negotiate|saml|oidc|jwt|hmac|token|none|required|optional)"
+)
+#: One piece of a joined name: a word (lower case, Capitalised or upper case), then digits, or digits alone.
+NAME_PIECE = re.compile(r"(?:[A-Z]?[a-z]++|[A-Z]++)?\d*+")
+#: The narrower form for values after a CJK label (``私钥是RSA-4096的``, ``token是UUIDv4格式``), where a password
+#: joined by ``-`` is as likely as a name: only an algorithm's name.
+CJK_NAME_VALUE = re.compile(r"[A-Z]{2,}+-?v?\d++")
 #: Trailing punctuation that ends a sentence or a call, not a password.
 VALUE_END = ".,;:!?)]}>'\""
 #: Names whose last word makes them credentials, whatever the value (``password``, ``client_secret``, ``token``).
