@@ -170,15 +170,16 @@ LABELLED_KEY = re.compile(
 #: ``/api/v1/users``), ``name:number`` (``session:123``), an algorithm's name (``RSA-4096``, ``UUIDv4``) or an auth
 #: scheme (``oauth2``). Words and numbers joined by ``-`` ``_`` ``.`` (``bearer-token-v2``, ``SECRET_KEY``,
 #: ``id_ed25519``) are told piece by piece (:data:`NAME_PIECE`, :func:`redact._names_something`).
+_ALGORITHM = r"[A-Z]{2,}+-?v?\d++"  # RSA-4096, SHA256, UUIDv4
 NAME_VALUE = re.compile(
-    r"[~./]\S*+|[^/\s]*+/\S*+|[A-Za-z_][\w.-]*+:\d++|[A-Z]{2,}+-?v?\d++"
+    r"[~./]\S*+|[^/\s]*+/\S*+|[A-Za-z_][\w.-]*+:\d++|" + _ALGORITHM +
     r"|(?i:oauth2?|basic|bearer|digest|ntlm|kerberos|negotiate|saml|oidc|jwt|hmac|token|none|required|optional)"
 )
 #: One piece of a joined name: a word (lower case, Capitalised or upper case), then digits, or digits alone.
 NAME_PIECE = re.compile(r"(?:[A-Z]?[a-z]++|[A-Z]++)?\d*+")
 #: The narrower form for values after a CJK label (``私钥是RSA-4096的``, ``token是UUIDv4格式``), where a password
 #: joined by ``-`` is as likely as a name: only an algorithm's name.
-CJK_NAME_VALUE = re.compile(r"[A-Z]{2,}+-?v?\d++")
+CJK_NAME_VALUE = re.compile(_ALGORITHM)
 #: Trailing punctuation that ends a sentence or a call, not a password.
 VALUE_END = ".,;:!?)]}>'\""
 #: Names whose last word makes them credentials, whatever the value (``password``, ``client_secret``, ``token``).
