@@ -4,7 +4,8 @@ The truth is what state.db holds: every visible user or assistant message with
 text of the scope's sessions should have vectors. Checking that in full (every
 message id of the scope against every indexed one: :func:`full_check`) costs a
 new process's first search about as much as the rest of it, so three hints
-keep later checks to what is new, each with what corrects it when wrong:
+keep later checks to what is new once it is complete, each with what corrects it
+when wrong:
 
 * a process's own watermark (state cache ``semantic_complete``): the scope was
   complete up to a message id. Keyed by the index's generation (a repair made
@@ -18,6 +19,13 @@ keep later checks to what is new, each with what corrects it when wrong:
   finds where state.db parted from it and drops what the index knows above
   that point, marks included, before any check trusts them.
 
+While a scope's index is partial, a fourth keeps each search from checking it
+in full again: the process's record of the ids it lacks (state cache
+``semantic_lacking``, :class:`Lacking`), exact up to a state.db message id and
+an index chunk id; a search reads what is newer than either. What it cannot
+see (a message deleted or rewound below its id) is read as its text is, or by
+the full check that renews it after ``RECHECK_S``.
+
 A hint wrong in a way none of these catches costs a semantic hit, never a wrong
 answer: every hit is checked against state.db before it is shown
 (:mod:`vector_leg`).
@@ -29,46 +37,75 @@ import dataclasses
 import json
 import logging
 import sqlite3
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
 
 from . import state, state_history, store
 from .records import Scope
 
-if TYPE_CHECKING:  # numpy comes with it
+if TYPE_CHECKING:  # imported where used: keyword search runs without numpy
+    import numpy as np
+
     from . import vector_index
 
 logger = logging.getLogger(__name__)
 
-INDEX_BATCH = 2000  # unindexed messages looked at per search
+T = TypeVar("T")
+
+INDEX_BATCH = 2000  # new messages above a watermark read at once; more and the record's count is used
 MARKS_LAG = 5_000  # message ids the shared "complete up to" marks may lag before a search moves them up
+READ_PAGE = 8  # texts read from state.db at a time, as the embedding reaches them
+RECHECK_S = 600.0  # a record of what a scope lacks is checked in full again after this long
 
 
 @dataclass(frozen=True)
 class Lack:
     """What one search learned of its scope's index.
 
-    ``pending``: ``(id, session id, text)`` to embed, newest first, at most
-    ``INDEX_BATCH``; ``missing``: how many are; ``total``: how many the scope
+    ``pending``: ``(id, session id, text)`` to embed, newest first, read as
+    they are taken; ``missing``: how many are; ``total``: how many the scope
     should hold (0 when none is missing, ``None`` when not counted); ``top``:
-    state.db's newest message id; ``marks``: the shared marks read before
-    checking (``None`` when this process's watermark answered).
+    state.db's newest message id the check saw; ``marks``: the shared marks
+    read before checking (``None`` when this process's watermark answered);
+    ``gone``: the pending ids found deleted or without text as they were read.
     """
 
-    pending: list[tuple[int, str, str]]
+    pending: Iterator[tuple[int, str, str]]
     missing: int
     total: int | None
     top: int
     marks: vector_index.CompleteMarks | None
+    gone: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Lacking:
+    """A process's record of a scope's index while it is partial: exact for state.db up to message id ``below``
+    and the index up to chunk id ``chunks`` (chunk ids are never reused), so a search reads only what is newer.
+
+    ``missing``: the ids the index lacks, newest first (int64); ``total``: how many it should hold; ``long``:
+    ids too long for a search (:meth:`vector_index.VectorIndex.add`), passed over unread; ``made``: when the
+    full check behind it ran (``time.monotonic``).
+    """
+
+    sessions: str
+    below: int
+    chunks: int
+    missing: np.ndarray
+    total: int
+    long: set[int]
+    made: float
 
 
 # (index generation, marks stamp, project) -> (the scope's sessions as JSON, message-id watermark) once complete
 _complete: dict[tuple[int, str, str], tuple[str, int]] = state.cache("semantic_complete").data
 
 
-# (index generation, marks stamp, project) -> ((the scope's sessions as JSON, state.db's top message id, the index's
-# top chunk id), (missing, total)): keyword mode's last status, valid while nothing new was written to either file
-_status_seen: dict[tuple[int, str, str], tuple[tuple[str, int, int], tuple[int, int]]] = state.cache("semantic_status").data
+# (index generation, marks stamp, project) -> the scope's record while its index is partial
+_lacking_cache = state.cache("semantic_lacking")
+_lacking: dict[tuple[int, str, str], Lacking] = _lacking_cache.data
 
 
 def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_history.History:
@@ -105,10 +142,11 @@ def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_
 def lacking(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: tuple[int, str, str]) -> Lack:
     """What the scope's index lacks (see :class:`Lack`), ``key`` the process's watermark key.
 
-    Below a watermark nothing is checked again: this process's own, else the shared per-session marks; only
-    a session without a mark has all its messages checked (:func:`full_check`). What is indexed is always read
-    from the file, never waiting for a load in progress. A load that dropped damaged vectors (``vectors.generation``
-    moved on from ``key``'s) voids the watermark. Raises ``sqlite3`` errors.
+    Below a watermark nothing is checked again: this process's own, else the shared per-session marks; what is
+    new above it is read, and a session without a mark is checked in full (:func:`full_check`). Without marks,
+    or when ``INDEX_BATCH`` messages or more are found, the process's record of the scope answers (:func:`record`: a full check once, then what is new). What
+    is indexed is always read from the file, never waiting for a load in progress. A load that dropped damaged
+    vectors (``vectors.generation`` moved on from ``key``'s) voids the watermark. Raises ``sqlite3`` errors.
     """
     sessions = set(scope.session_ids)
     top = store.max_message_id(conn)
@@ -133,21 +171,90 @@ def lacking(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: 
                 pending += store.texts_to_embed(conn, full_check(conn, vectors, part)[0], INDEX_BATCH)
         if len(pending) < INDEX_BATCH:  # every scan reached its watermark: that is all
             pending.sort(key=lambda m: -m[0])
-            return Lack(pending, len(pending), None if pending else 0, top, marks)
-        # A full batch: more may be missing below it. Count them all, or the watermark
-        # would move past messages no search then indexes.
+            return Lack(iter(pending), len(pending), None if pending else 0, top, marks)
+        # More: the record counts them all (else the watermark would move past messages no search then indexes).
     if marks is None:
         marks = vectors.complete_marks(sessions, top)
-    missing_ids, total = full_check(conn, vectors, scope)
-    if not missing_ids:
-        return Lack([], 0, 0, top, marks)
-    pending = store.texts_to_embed(conn, missing_ids, INDEX_BATCH)
-    missing = len(missing_ids)
-    if len(pending) < INDEX_BATCH:
-        # The scan reached the oldest message: that is all that is missing. The rest
-        # have no text once read (e.g. only images) and are never indexed.
-        total, missing = total - (missing - len(pending)), len(pending)
-    return Lack(pending, missing, total, top, marks)
+    import numpy as np
+
+    with _lacking_cache.lock:
+        found = record(conn, vectors, scope, key)
+        ids = found.missing if not found.long else found.missing[~np.isin(found.missing, list(found.long))]
+        gone: list[int] = []
+        return Lack(read_texts(conn, ids.tolist(), gone), len(found.missing), found.total, found.below, marks, gone)
+
+
+def record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: tuple[int, str, str]) -> Lacking:
+    """The process's record of what the scope's index lacks (:class:`Lacking`), brought up to now: the
+    messages state.db got and the chunks the index got since it was. Made by a full check (:func:`full_check`)
+    when there is none for ``key`` and these sessions, when the index's generation moved on, or when it is
+    ``RECHECK_S`` old (a message deleted or rewound below ``below`` is not seen before). The caller holds the
+    cache's lock. Raises ``sqlite3`` errors.
+    """
+    import numpy as np
+
+    found = _lacking.get(key)
+    if (found is None or found.sessions != scope.ids_json or vectors.generation != key[0]
+            or time.monotonic() - found.made > RECHECK_S):
+        chunks = _index_read(vectors, vectors.store.stored_upto)  # before the check: a chunk written meanwhile is seen again
+        with store.one_snapshot(conn):
+            top = store.max_message_id(conn)
+            missing, total = full_check(conn, vectors, scope)
+        found = _lacking[key] = Lacking(scope.ids_json, top, chunks, np.array(missing, dtype=np.int64), total, set(),
+                                        time.monotonic())
+        return found
+    embedded, found.chunks = _index_read(vectors, lambda: vectors.store.messages_since(found.chunks))
+    if len(embedded):
+        found.missing = found.missing[~np.isin(found.missing, embedded)]
+    with store.one_snapshot(conn):
+        top = store.max_message_id(conn)
+        if top > found.below:
+            indexed = _index_read(vectors, lambda: vectors.store.ids_in(scope.ids_json, found.below))
+            new = [m[0] for m in store.unindexed_messages(conn, scope, indexed, top, above=found.below)]
+            found.missing = np.concatenate([np.array(new, dtype=np.int64), found.missing])
+            found.total += len(new) + len(indexed)
+            found.below = top
+    return found
+
+
+def left(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: tuple[int, str, str],
+         found: Lack, stored: int, passed: list[int]) -> tuple[int, int, int]:
+    """``(missing, total, of them too long for a search)`` after a search took ``found``'s messages: ``stored`` of them embedded, ``passed`` too
+    long for a search (``found.gone``: deleted or without text once read). When all of a watermark's new messages
+    were embedded, ``(0, 0, 0)``; else the record's count (:func:`record`), which learns ``passed`` and ``gone``.
+    Raises ``sqlite3`` errors."""
+    if not found.total and found.missing <= stored:  # a watermark's new messages, all embedded
+        return 0, 0, 0
+    import numpy as np
+
+    with _lacking_cache.lock:
+        known = record(conn, vectors, scope, key)
+        known.long.update(passed)
+        if found.gone:
+            lost = np.isin(known.missing, found.gone)
+            known.missing, known.total = known.missing[~lost], known.total - int(np.count_nonzero(lost))
+        return len(known.missing), known.total, len(known.long)
+
+
+def read_texts(conn: sqlite3.Connection, ids: list[int], gone: list[int]) -> Iterator[tuple[int, str, str]]:
+    """``(id, session id, text)`` of the messages ``ids``, in that order, read ``READ_PAGE`` at a time as they are
+    taken; the ids of those deleted or without text once read are appended to ``gone``. Raises ``sqlite3``
+    errors."""
+    for start in range(0, len(ids), READ_PAGE):
+        page = ids[start : start + READ_PAGE]
+        found = store.texts_to_embed(conn, page, READ_PAGE)
+        if len(found) < len(page):
+            have = {m[0] for m in found}
+            gone.extend(i for i in page if i not in have)
+        yield from found
+
+
+def _index_read(vectors: vector_index.VectorIndex, read: Callable[[], T]) -> T:
+    """``read()``, embeddings.db's errors the index's trouble (:meth:`vector_index.VectorIndex.trouble`)."""
+    try:
+        return read()
+    except sqlite3.Error as exc:
+        raise vectors.trouble(exc) from exc
 
 
 def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope) -> tuple[list[int], int]:
@@ -179,17 +286,10 @@ def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scop
 
 
 def status_counts(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope,
-                  key: tuple[int, str, str]) -> tuple[int, int]:
-    """``(missing, total)`` for keyword mode's status, without embedding anything; reused while neither state.db
-    nor the index has changed. Raises ``sqlite3`` errors."""
-    seen_state = (scope.ids_json, store.max_message_id(conn), vectors.store.stored_upto())  # compared in full, never by hash
-    seen = _status_seen.get(key)
-    if seen is not None and seen[0] == seen_state:
-        return seen[1]
-    found = lacking(conn, vectors, scope, key)
-    total = full_check(conn, vectors, scope)[1] if found.total is None else found.total
-    _status_seen[key] = (seen_state, (found.missing, total))
-    return found.missing, total
+                  key: tuple[int, str, str]) -> tuple[int, int, int]:
+    """``(missing, total, of them too long for a search)`` for keyword mode's status, without embedding anything: what is new above a
+    watermark, else the process's record (:func:`record`). Raises ``sqlite3`` errors."""
+    return left(conn, vectors, scope, key, lacking(conn, vectors, scope, key), 0, [])
 
 
 def complete(vectors: vector_index.VectorIndex, scope: Scope, key: tuple[int, str, str], found: Lack,
@@ -198,6 +298,8 @@ def complete(vectors: vector_index.VectorIndex, scope: Scope, key: tuple[int, st
     generation, which voids it) and, when the shared marks lack a session of the scope or lag ``MARKS_LAG``
     ids behind, for every process."""
     _complete[(vectors.generation, key[1], key[2])] = (scope.ids_json, found.top)
+    with _lacking_cache.lock:
+        _lacking.pop(key, None)
     marks = found.marks
     if marks is None or (not marks.behind and len(marks.upto) == len(scope.session_ids)
                          and min(marks.upto.values(), default=found.top) >= found.top - MARKS_LAG):

@@ -10,6 +10,7 @@ the projects complete for every process. Nothing is embedded without consent
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import time
 from pathlib import Path
@@ -96,40 +97,42 @@ def index_projects(
             return failed(exc, 0, 0)
         except sqlite3.Error as exc:
             return failed(vectors.trouble(exc), 0, 0)
-        work = []
+        work: list[int] = []  # ids only: the texts are read a batch at a time as they are embedded
         total = 0
         try:
             for scope in scopes:  # state.db's errors are the caller's (errors.StoreError)
                 lacking, should = index_check.full_check(conn, vectors, scope)
-                found = store.texts_to_embed(conn, lacking, 10**9)  # without those that have no text once read
-                work.extend(found)
-                total += should - len(lacking) + len(found)
+                work.extend(lacking)
+                total += should
         except index_troubles as exc:  # embeddings.db's, from the check
             return failed(exc, 0, 0)
+        already = total - len(work)
+        gone: list[int] = []  # deleted, or without text once read: never indexed, not counted
+        pending = (vector_index.PendingMessage(*m) for m in index_check.read_texts(conn, work, gone))
+        done = 0
+        synced = time.monotonic()
+        try:
+            while deadline is None or time.monotonic() < deadline:
+                batch = list(itertools.islice(pending, 64))
+                if not batch:
+                    break
+                done += vectors.add(batch, deadline=deadline, history=history)
+                if progress is not None:
+                    progress(already + done, total - len(gone))
+                if time.monotonic() - synced >= SYNC_EVERY_S:  # searches meanwhile find the new vectors copied already
+                    vectors.sync()
+                    synced = time.monotonic()
+            vectors.sync()  # what was embedded is copied here, not by the next search
+            if done + len(gone) == len(work):  # every consented project is complete up to top: a new process's first search checks only what is newer
+                index_check.mark_all(vectors, [sid for scope in scopes for sid in scope.session_ids], top, marks, history, replace=True)
+        except index_troubles as exc:
+            return failed(exc, already + done, total - len(gone))
+        except sqlite3.Error as exc:
+            return failed(vectors.trouble(exc), already + done, total - len(gone))
     finally:
         conn.close()
-    already = total - len(work)
-    done = 0
-    synced = time.monotonic()
-    try:
-        for start in range(0, len(work), 64):
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            batch = [vector_index.PendingMessage(mid, sid, text) for mid, sid, text in work[start : start + 64]]
-            done += vectors.add(batch, history=history)
-            if progress is not None:
-                progress(already + done, total)
-            if time.monotonic() - synced >= SYNC_EVERY_S:  # searches meanwhile find the new vectors copied already
-                vectors.sync()
-                synced = time.monotonic()
-        vectors.sync()  # what was embedded is copied here, not by the next search
-        if done == len(work):  # every consented project is complete up to top: a new process's first search checks only what is newer
-            index_check.mark_all(vectors, [sid for scope in scopes for sid in scope.session_ids], top, marks, history, replace=True)
-    except index_troubles as exc:
-        return failed(exc, already + done, total)
-    except sqlite3.Error as exc:
-        return failed(vectors.trouble(exc), already + done, total)
-    remaining = len(work) - done
+    total -= len(gone)
+    remaining = len(work) - len(gone) - done
     answer = {
         "success": True,
         "semantic_status": "ready" if remaining == 0 else "partial",

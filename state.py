@@ -50,9 +50,11 @@ DECLARED: dict[str, tuple[str, str]] = {
         "the project's sessions change, a repair here (the index's generation) or anywhere (the marks' stamp), "
         "state.db put back from an older copy",
     ),
-    "semantic_status": (
-        "per vector index and project: keyword mode's last semantic status",
-        "state.db or the index gets new rows, or the project's sessions change",
+    "semantic_lacking": (
+        "per vector index and project, while its index is partial: the message ids it lacks up to a state.db id and "
+        "an index chunk id, how many it should hold, and those too long for a search (what is newer is read)",
+        "the project's sessions change, a repair (the index's generation or the marks' stamp), the scope complete, "
+        "or 10 minutes (a message deleted or rewound below its state.db id meanwhile)",
     ),
     "vector_indexes": (
         "per embeddings.db path: the open index and the vectors it loaded",

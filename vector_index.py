@@ -28,7 +28,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +46,8 @@ __all__ = ["CompleteMarks", "PendingMessage", "VectorIndex", "index_for", "reset
 logger = logging.getLogger(__name__)
 
 _generations = itertools.count(1)
+
+EMBED_CHUNKS = 32  # chunks given to the provider per call: the most a deadline is overrun by
 
 
 
@@ -187,9 +189,16 @@ class VectorIndex:
             return self.store.mark(self._conn, sessions, upto, marks, replace=replace, history=history)
 
     # -- writes --------------------------------------------------------------------
-    def add(self, messages: Sequence[PendingMessage], *, deadline: float | None = None, batch: int = 32,
-            history: state_history.History | None = None) -> int:
-        """Embed and store ``messages`` until ``deadline`` (one embedded before is embedded again: its old rows go).
+    def add(self, messages: Iterable[PendingMessage], *, deadline: float | None = None, longest: int | None = None,
+            passed: list[int] | None = None, history: state_history.History | None = None) -> int:
+        """Embed and store ``messages``, taken from the iterable one at a time as the work reaches them, until
+        ``deadline`` (one embedded before is embedded again: its old rows go).
+
+        The provider is given at most ``EMBED_CHUNKS`` chunks per call and the deadline is checked before each
+        call, so a deadline is overrun by one call at most. A message is stored once all its chunks are embedded,
+        never in part: one cut off by the deadline is left as it was. A message of more than ``longest`` chunks
+        is left too (its id appended to ``passed``), and after ``EMBED_CHUNKS`` of them nothing more is taken:
+        a search leaves such messages to a later search or the index command.
 
         ``history``: state.db's history when the messages were read (:func:`index_check.agree`), stored with
         the vectors: when state.db is put back from an older copy later, the next check finds where it parted
@@ -199,28 +208,62 @@ class VectorIndex:
         :class:`EmbeddingUnavailable` when the provider fails (what was stored before stays), ``sqlite3`` errors
         when the file refuses the write (see :meth:`trouble`).
         """
-        done = 0
         outbound = getattr(self.provider, "outbound_text", None)
-        for start in range(0, len(messages), batch):
-            if deadline is not None and time.monotonic() >= deadline:
+
+        def before_deadline() -> bool:
+            return deadline is None or time.monotonic() < deadline
+
+        done, left, size = 0, 0, 0
+        group: list[tuple[PendingMessage, list[str]]] = []  # whole messages, their chunks in one call
+        if not before_deadline():  # before a message is taken: taking one may read it
+            return 0
+        for message in messages:
+            if not before_deadline():
                 break
-            group = messages[start : start + batch]
-            pieces = [(m, i, c) for m in group
-                      for i, c in enumerate(chunk_text(outbound(m.text) if outbound else m.text, self.chunk_size, self.chunk_overlap))]
-            vectors = self.provider.embed([c for _, _, c in pieces]) if pieces else np.zeros((0, 1), np.float32)
-            now = time.time()
-            with self._lock:
-                self._check_current()
-                before = self.store.stored_among(self._conn, [m.message_id for m in group])
-                written = self.store.write(self._conn, group, [(m, i, v) for (m, i, _), v in zip(pieces, vectors, strict=True)],
-                                           now, history)
-                # A changed message's old vectors are marked gone in the vector files (only once
-                # the new ones are stored: a failed write keeps the old ones in use).
-                self._cut([m.message_id for m in group if m.message_id in before], keep=written)
-                self._damaged.difference_update(m.message_id for m in group)
-                self._damage_kept = self._damage_kept and bool(self._damaged)  # embedded again: their old rows went
-            done += len(group)
+            chunks = chunk_text(outbound(message.text) if outbound else message.text, self.chunk_size, self.chunk_overlap)
+            if longest is not None and len(chunks) > longest:
+                if passed is not None:
+                    passed.append(message.message_id)
+                left += 1
+                if left >= EMBED_CHUNKS:
+                    break
+                continue
+            if group and size + len(chunks) > EMBED_CHUNKS:
+                done += self._embed_and_store(group, deadline, history)
+                group, size = [], 0
+                if not before_deadline():
+                    return done
+            group.append((message, chunks))
+            size += len(chunks)
+        if group and before_deadline():
+            done += self._embed_and_store(group, deadline, history)
         return done
+
+    def _embed_and_store(self, group: list[tuple[PendingMessage, list[str]]], deadline: float | None,
+                         history: state_history.History | None) -> int:
+        """Embed ``group``'s chunks, ``EMBED_CHUNKS`` per call (more than one call only for a message that has more),
+        and store its messages in one transaction; returns how many were stored (0 when the deadline passed
+        between two calls: nothing of the group is stored)."""
+        pieces = [(m, i, c) for m, chunks in group for i, c in enumerate(chunks)]
+        parts = []
+        for start in range(0, len(pieces), EMBED_CHUNKS):
+            if start and deadline is not None and time.monotonic() >= deadline:
+                return 0
+            parts.append(self.provider.embed([c for _, _, c in pieces[start : start + EMBED_CHUNKS]]))
+        vectors = np.vstack(parts) if parts else np.zeros((0, 1), np.float32)
+        now = time.time()
+        messages = [m for m, _ in group]
+        with self._lock:
+            self._check_current()
+            before = self.store.stored_among(self._conn, [m.message_id for m in messages])
+            written = self.store.write(self._conn, messages, [(m, i, v) for (m, i, _), v in zip(pieces, vectors, strict=True)],
+                                       now, history)
+            # A changed message's old vectors are marked gone in the vector files (only once
+            # the new ones are stored: a failed write keeps the old ones in use).
+            self._cut([m.message_id for m in messages if m.message_id in before], keep=written)
+            self._damaged.difference_update(m.message_id for m in messages)
+            self._damage_kept = self._damage_kept and bool(self._damaged)  # embedded again: their old rows went
+        return len(messages)
 
     def drop(self, message_ids: Sequence[int]) -> None:
         """Forget messages that were deleted or rewound."""

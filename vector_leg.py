@@ -65,14 +65,15 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
             counts = index_check.status_counts(conn, vectors, scope, key)
             return _progress(vectors, *counts)
         found = index_check.lacking(conn, vectors, scope, key)
-        missing, total = found.missing, found.total  # total None: not counted
-        if found.pending:
-            missing -= vectors.add([vector_index.PendingMessage(*m) for m in found.pending],
-                                   deadline=time.monotonic() + INDEX_BUDGET_S, history=history)
+        stored = 0
+        passed: list[int] = []  # too long for a search
+        if found.missing:
+            pending = (vector_index.PendingMessage(*m) for m in found.pending)
+            stored = vectors.add(pending, deadline=time.monotonic() + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS,
+                                 passed=passed, history=history)
+        missing, total, long = index_check.left(conn, vectors, scope, key, found, stored, passed)
         if missing <= 0:
             index_check.complete(vectors, scope, key, found, history)
-        elif total is None:  # counted only when the status needs it
-            total = index_check.full_check(conn, vectors, scope)[1]
         # Filters are applied after the vector search: look further when they are on.
         per_session = SEMANTIC_PER_SESSION * (4 if scope.filters.active else 1)
         asked = provider.embed(list(queries))  # unit rows, embedded in one batch
@@ -99,7 +100,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
         hits = [h for h in hits if h.message_id in rows and scope.filters.admits(rows[h.message_id].role,
                                                                                rows[h.message_id].timestamp)]
     kept = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), pages.MAX_REACH + 1)
-    progress = _progress(vectors, missing, total or 0)
+    progress = _progress(vectors, missing, total, long)
     return SemanticLeg(progress.status, progress.note, tuple(kept), rows)
 
 
@@ -132,17 +133,19 @@ def confirmed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, raw: 
     return kept
 
 
-def _progress(vectors: vector_index.VectorIndex, missing: int, total: int) -> SemanticLeg:
+def _progress(vectors: vector_index.VectorIndex, missing: int, total: int, long: int = 0) -> SemanticLeg:
     done = max(total - missing, 0)
     status = "ready" if missing <= 0 else ("partial" if done else "indexing")
-    return SemanticLeg(status, _note(vectors, status, done, missing))
+    return SemanticLeg(status, _note(vectors, status, done, missing, long))
 
 
-def _note(vectors: vector_index.VectorIndex, status: str, done: int, missing: int) -> str:
+def _note(vectors: vector_index.VectorIndex, status: str, done: int, missing: int, long: int) -> str:
     """What the semantic side says once: the index's news (a damaged file moved aside, vectors repaired), and how
-    far indexing is when it is not done."""
+    far indexing is when it is not done (``long``: how many of the rest are too long for a search)."""
     note = " ".join(part for part in (vectors.note, vectors.pop_news()) if part)
     if status != "ready":
         note = (note + " " if note else "") + (
             f"{done} of {done + missing} messages indexed; the rest is indexed on later searches or by the index command.")
+        if long:
+            note += f" {long} of them {'is' if long == 1 else 'are'} too long to embed during a search: the index command embeds them."
     return note.strip()

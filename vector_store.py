@@ -99,6 +99,14 @@ class ChunkStore:
         with closing(self._reader()) as conn:
             return self.top_chunk(conn)
 
+    def messages_since(self, chunk: int) -> tuple[np.ndarray, int]:
+        """``(the ids of the messages with chunks above chunk id chunk, int64, repeats left in; the highest chunk id)``:
+        what was embedded since, by any process (chunk ids are never reused)."""
+        with closing(self._reader()) as conn:
+            row = conn.execute("SELECT group_concat(message_id), max(id) FROM chunks INDEXED BY chunks_by_model"
+                               " WHERE model_fingerprint = ? AND id > ?", (self.fingerprint, int(chunk))).fetchone()
+        return np.fromstring(str(row[0] or ""), dtype=np.int64, sep=","), int(row[1] or chunk)
+
     def stamp_now(self) -> str:
         """The marks' stamp (a new one after any process's repair)."""
         with closing(self._reader()) as conn:

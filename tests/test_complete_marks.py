@@ -18,7 +18,7 @@ from test_warm_up import consent, data_dir, indexed_then_new_process, loaded_ind
 def new_process() -> None:
     """Forget what this process knows of the index, as a new Hermes window starts."""
     plugin("vector_index").reset_indexes()
-    for name in ("semantic_complete", "semantic_status"):
+    for name in ("semantic_complete", "semantic_lacking"):
         plugin("state").cache(name).clear()
 
 

@@ -456,7 +456,7 @@ def test_the_warm_up_of_one_project_reads_only_that_projects_vectors(tmp_path):
     writer = vector_index.VectorIndex(tmp_path / "embeddings.db", provider)
     pending = [vector_index.PendingMessage(i + 1, f"a{i % 10}", f"project a note {i}") for i in range(2_000)]
     pending += [vector_index.PendingMessage(i + 2_001, f"b{i % 30}", f"project b note {i}") for i in range(6_000)]
-    assert writer.add(pending, batch=500) == 8_000
+    assert writer.add(pending) == 8_000
     writer.sync()
     writer.close()
     del writer

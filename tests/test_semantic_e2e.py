@@ -5,6 +5,7 @@ model, and degradation to keyword results."""
 from __future__ import annotations
 
 import importlib
+import itertools
 
 import pytest
 from conftest import World, result_sessions, seed_local_model
@@ -152,15 +153,18 @@ def test_indexing_partial_ready(sem, fake, monkeypatch):
     server = fake()
     sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(sem)
-    semantic, index_check = plugin("vector_leg"), plugin("index_check")
+    semantic = plugin("vector_leg")
     monkeypatch.setattr(semantic, "INDEX_BUDGET_S", 0.0)
     answer = sem.search("cur", "websocket")
     assert answer["semantic_status"] == "indexing" and "0 of 5" in answer["semantic_note"]
     assert result_sessions(answer) == ["a_ws"]
     monkeypatch.setattr(semantic, "INDEX_BUDGET_S", 5.0)
-    monkeypatch.setattr(index_check, "INDEX_BATCH", 2)
-    assert sem.search("cur", "websocket")["semantic_status"] == "partial"
-    monkeypatch.setattr(index_check, "INDEX_BATCH", 2000)
+    vector_index = plugin("vector_index")
+    real = vector_index.VectorIndex.add
+    with monkeypatch.context() as two:  # a search whose budget ends after two messages
+        two.setattr(vector_index.VectorIndex, "add", lambda self, messages, **k: real(self, itertools.islice(messages, 2), **k))
+        answer = sem.search("cur", "websocket")
+    assert answer["semantic_status"] == "partial" and "2 of 5" in answer["semantic_note"]
     assert sem.search("cur", "websocket")["semantic_status"] == "ready"
 
 

@@ -6,6 +6,7 @@ switched off, it touches nothing. It never embeds or sends anything."""
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import logging
 import shutil
@@ -404,6 +405,7 @@ def test_more_new_messages_than_one_batch_are_all_indexed(warm, fake, monkeypatc
     assert warm.search("cur", "websocket")["semantic_status"] == "ready"  # complete: a watermark is set
     monkeypatch.setattr(plugin("index_check"), "INDEX_BATCH", 2)
     monkeypatch.setattr(semantic, "INDEX_BUDGET_S", 60.0)
+    embeds_two(monkeypatch)
     new = [warm.say("a_db", "user", f"Note {i} about the rollout of the new schema.") for i in range(5)]
     keyword = warm.search("cur", "rollout", mode="keyword")
     assert keyword["semantic_status"] == "partial" and "2 of 7 messages indexed" in keyword["semantic_note"]
@@ -412,22 +414,31 @@ def test_more_new_messages_than_one_batch_are_all_indexed(warm, fake, monkeypatc
     assert set(new) <= set(loaded_index(warm).indexed())
 
 
-def test_keyword_mode_reuses_its_status_until_something_is_written(warm, fake, monkeypatch):
+def embeds_two(monkeypatch) -> None:
+    """Make every indexing embed at most two messages (a search whose budget ends there)."""
+    vector_index = plugin("vector_index")
+    real = vector_index.VectorIndex.add
+    monkeypatch.setattr(vector_index.VectorIndex, "add",
+                        lambda self, messages, **k: real(self, itertools.islice(messages, 2), **k))
+
+
+def test_keyword_mode_checks_the_project_in_full_once(warm, fake, monkeypatch):
     """While a project is not fully indexed, keyword mode (which indexes nothing) would check
-    every message on every search; it reuses its answer until state.db or the index changes."""
+    every message on every search; it checks in full once, then reads only what is new."""
     indexed_then_new_process(warm, fake)
     warm.say("a_db", "user", "Then we dropped the old column once reads had switched.")
     index_check = plugin("index_check")
     checks = []
-    real = index_check.lacking
-    monkeypatch.setattr(index_check, "lacking", lambda *a, **k: checks.append(1) or real(*a, **k))
+    real = index_check.full_check
+    monkeypatch.setattr(index_check, "full_check", lambda *a, **k: checks.append(1) or real(*a, **k))
     for _ in range(3):
         answer = warm.search("cur", "websocket", mode="keyword")
         assert answer["semantic_status"] == "partial" and "2 of 3" in answer["semantic_note"]
+        warm.say("cur", "assistant", "the asking conversation goes on")  # outside the scope
     assert len(checks) == 1
     warm.say("a_ws", "assistant", "Jitter is drawn from the full backoff window.")
     assert "2 of 4" in warm.search("cur", "websocket", mode="keyword")["semantic_note"]
-    assert len(checks) == 2
+    assert len(checks) == 1
     assert warm.search("cur", "websocket backoff")["semantic_status"] == "ready"  # indexes both
     assert warm.search("cur", "websocket", mode="keyword")["semantic_status"] == "ready"
 

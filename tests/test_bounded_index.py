@@ -1,0 +1,167 @@
+"""The semantic side of a search bounded: what it embeds, reads and checks while the index is partial.
+
+Counted, never timed (``tests/work.py``): chunks given to the embedder per call
+(a clock that moves one second per call makes the indexing budget a number of
+calls), texts read from state.db, SQLite steps at n and 4n.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sqlite3
+import time
+import types
+from collections.abc import Callable
+from contextlib import closing
+from typing import Any
+
+import pytest
+from conftest import World
+from work import measure, plugin_dir
+
+WORDS = "websocket reconnect backoff jitter postgres migration column backfill reads cache parser deploy canary".split()
+
+
+def plugin(name: str) -> Any:
+    return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
+
+
+def words(i: int, size: int) -> str:
+    """About ``size`` characters of plain words, different for each ``i``."""
+    line = f"note {i}: " + " ".join(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(8)) + " "
+    return line * max(1, size // len(line))
+
+
+def bulk(world: World, sid: str, n: int, text: Callable[[int], str], roles: tuple[str, ...] = ("user", "assistant")) -> None:
+    """Append ``n`` messages to session ``sid`` straight into state.db (Hermes' own writes cost minutes at 8,000)."""
+    world.db  # noqa: B018  (the file exists)
+    with closing(sqlite3.connect(world.home / "state.db")) as conn, conn:
+        base = int(conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
+        conn.executemany("INSERT INTO messages (session_id, role, content, timestamp, active) VALUES (?, ?, ?, ?, 1)",
+                         [(sid, roles[i % len(roles)], text(base + i), 1_700_000_000 + base + i) for i in range(n)])
+        conn.execute("UPDATE sessions SET message_count = message_count + ? WHERE id = ?", (n, sid))
+
+
+@pytest.fixture
+def remote(world: World, fake) -> World:
+    """Repo app, the asking session ``cur``, a loopback embedder consented to for every project."""
+    world.paths = {"app": world.repo("app")}  # type: ignore[attr-defined]
+    world.session("cur", world.paths["app"], style="cli", messages=[("user", "hi")])  # type: ignore[attr-defined]
+    server = fake(dims=16, words=True)
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, "cur")["success"]
+    return world
+
+
+def embedding_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many texts each call to the provider carried; a clock that moves one second per call stands in for
+    the vector leg's and the index's."""
+    embeddings = plugin("embeddings")
+    calls: list[int] = []
+    clock = types.SimpleNamespace(monotonic=lambda: float(len(calls)), time=time.time)
+    real = embeddings.OpenAIProvider.embed
+
+    def embed(self: Any, texts: Any) -> Any:
+        calls.append(len(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(embeddings.OpenAIProvider, "embed", embed)
+    for name in ("vector_leg", "vector_index"):
+        monkeypatch.setattr(plugin(name), "time", clock)
+    return calls
+
+
+def stored_chunks(world: World) -> dict[int, int]:
+    """``{message id: chunks stored}`` in the profile's embeddings.db."""
+    path = world.home / "plugins" / "project-history-recall" / "data" / "embeddings.db"
+    with closing(sqlite3.connect(path.as_uri() + "?mode=ro", uri=True)) as conn:
+        return dict(conn.execute("SELECT message_id, count(*) FROM chunks GROUP BY message_id").fetchall())
+
+
+def chunks_of(world: World, message_ids: list[int]) -> dict[int, int]:
+    """``{message id: chunks its text makes}``, as the remote provider is given it."""
+    embeddings = plugin("embeddings")
+    with closing(sqlite3.connect(world.home / "state.db")) as conn:
+        rows = conn.execute(f"SELECT id, content FROM messages WHERE id IN ({','.join('?' * len(message_ids))})", message_ids)
+        return {mid: len(embeddings.chunk_text(embeddings.OpenAIProvider.outbound_text(text), 512, 64)) for mid, text in rows}
+
+
+def test_a_search_embeds_a_few_chunks_per_call_and_stores_only_whole_messages(remote: World, monkeypatch):
+    """40 unindexed messages of 25 KB, then of 100 KB: one search gave the embedder 32 messages' chunks in one
+    call (448, then 1,792 chunks: 63 s of the local model against a 1.5 s budget) and checked the budget only
+    after it. Now each call carries at most 32 chunks, the budget is checked between calls, a message is stored
+    only with all its chunks, and one longer than a call is left to the index command (the note says so)."""
+    world = remote
+    calls = embedding_calls(monkeypatch)
+    cap = plugin("vector_index").EMBED_CHUNKS
+    for size in (25_000, 100_000):
+        world.session(f"big{size}", world.paths["app"])  # type: ignore[attr-defined]
+        bulk(world, f"big{size}", 40, lambda i, size=size: words(i, size))
+        calls.clear()
+        answer = world.search("cur", "lighthouse keeper")
+        indexing = calls[:-1]  # the last call embeds the question
+        assert max(indexing, default=0) <= cap and sum(indexing) <= 2 * cap, (size, calls)
+        assert answer["semantic_status"] == "partial"
+        stored = stored_chunks(world)
+        assert stored == chunks_of(world, list(stored)), "a message stored without all its chunks"
+    assert "too long to embed during a search" in answer["semantic_note"]
+    monkeypatch.undo()
+    assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
+    stored = stored_chunks(world)
+    assert len(stored) == 81 and stored == chunks_of(world, list(stored))
+
+
+def counts(note: str) -> tuple[int, int]:
+    """``(indexed, of how many)`` from a semantic note."""
+    found = re.search(r"(\d+) of (\d+) messages indexed", note)
+    assert found, note
+    return int(found[1]), int(found[2])
+
+
+def test_a_keyword_search_reads_only_what_is_new_while_one_message_is_unindexed(remote: World, monkeypatch):
+    """Index complete but for one message of the project: each keyword search checked the whole project again
+    (its status, kept only until state.db got any message, the asking conversation's own turns included): x3.3
+    the SQLite steps for 4n. Now the first check is kept and what is new is read; the status stays true."""
+    world, store = remote, plugin("store")
+    for k in range(4):
+        world.session(f"s{k}", world.paths["app"])  # type: ignore[attr-defined]
+    work = {}
+    for n in (1000, 4000):
+        for k in range(4):
+            bulk(world, f"s{k}", (n - (0 if n == 1000 else 1000)) // 4, lambda i: words(i, 60), ("user", "assistant", "tool"))
+        assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
+        world.say("s1", "user", f"an unindexed question {n}")
+        world.search("cur", "brand new question", mode="keyword")
+        world.say("cur", "assistant", "the asking conversation's own turn")  # outside the scope
+        answer, work[n] = measure([plugin_dir()], monkeypatch,
+                                  lambda: world.search("cur", "brand new question", mode="keyword"), store)
+        done, total = counts(answer["semantic_note"])
+        assert total - done == 1, answer["semantic_note"]
+        world.say("s2", "assistant", f"one more unindexed answer {n}")
+        assert counts(world.search("cur", "question", mode="keyword")["semantic_note"]) == (done, total + 1)
+    assert work[4000].sql <= 2 * work[1000].sql, work
+
+
+def test_a_search_of_a_half_built_index_does_not_read_the_project_again(remote: World, monkeypatch):
+    """Nothing indexed yet and no time to index (budget 0): every hybrid search checked every message of the
+    project again and read 2,000 texts to embed none (x3.2 the SQLite steps for 4n; 48 MB of text at 20 KB a
+    message). Now the first check is kept while the index is partial, and texts are read only as they are
+    embedded."""
+    world, store = remote, plugin("store")
+    monkeypatch.setattr(plugin("vector_leg"), "INDEX_BUDGET_S", 0.0)
+    read: list[int] = []
+    real = store.texts_to_embed
+    monkeypatch.setattr(store, "texts_to_embed", lambda conn, ids, limit: read.append(len(ids)) or real(conn, ids, limit))
+    work, made = {}, 0
+    for n in (2000, 8000):
+        while made < n // 500:
+            world.session(f"s{made}", world.paths["app"])  # type: ignore[attr-defined]
+            bulk(world, f"s{made}", 500, lambda i: words(i, 200))
+            made += 1
+        world.search("cur", "lighthouse keeper")
+        read.clear()
+        answer, work[n] = measure([plugin_dir()], monkeypatch, lambda: world.search("cur", "lighthouse keeper"), store)
+        assert answer["semantic_status"] == "indexing" and f"0 of {n}" in answer["semantic_note"], answer["semantic_note"]
+        assert sum(read) == 0, read
+    assert work[8000].sql <= 2 * work[2000].sql, work
