@@ -28,7 +28,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,13 +98,9 @@ class VectorIndex:
 
     # -- the file ------------------------------------------------------------------
     def trouble(self, exc: sqlite3.Error) -> EmbeddingUnavailable:
-        """What an SQLite error met during a search means (from this index or from state.db, read beside it).
-
-        A damaged or unwritable index file retires this index, so the next
-        :func:`index_for` opens it again (and moves it aside, or reports the
-        condition at once, remembered). Damage this index does not show (its
-        schema and table read fine) is state.db's: a temporary answer, and the
-        index is kept. Busy is temporary. Never raises.
+        """What an SQLite error met during a search means (from this index or from state.db, read beside it): a
+        damaged or unwritable index file retires this index (the next :func:`index_for` opens it again); damage
+        the index does not show (its schema reads) is state.db's, and busy is temporary. Never raises.
         """
         problem = index_file.unusable(self.path, exc)
         if problem.code in ("index_busy", "index_error") or problem.code == "index_damaged" and self._healthy():
@@ -191,51 +187,25 @@ class VectorIndex:
     # -- writes --------------------------------------------------------------------
     def add(self, messages: Iterable[PendingMessage], *, deadline: float | None = None, longest: int | None = None,
             passed: list[int] | None = None, history: state_history.History | None = None) -> int:
-        """Embed and store ``messages``, taken from the iterable one at a time as the work reaches them, until
-        ``deadline`` (one embedded before is embedded again: its old rows go).
-
-        The provider is given at most ``EMBED_CHUNKS`` chunks per call and the deadline is checked before each
-        call, so a deadline is overrun by one call at most. A message is stored once all its chunks are embedded,
-        never in part: one cut off by the deadline is left as it was. A message of more than ``longest`` chunks
-        is left too (its id appended to ``passed``), and after ``EMBED_CHUNKS`` of them nothing more is taken:
-        a search leaves such messages to a later search or the index command.
-
-        ``history``: state.db's history when the messages were read (:func:`index_check.agree`), stored with
-        the vectors: when state.db is put back from an older copy later, the next check finds where it parted
-        from it and drops what was written above that point. Each message is chunked as the provider may be
-        given it (``provider.outbound_text``: secrets redacted before a remote endpoint sees them, so a key cut
-        in two by a chunk boundary is redacted whole). Returns how many messages were stored. Raises
-        :class:`EmbeddingUnavailable` when the provider fails (what was stored before stays), ``sqlite3`` errors
-        when the file refuses the write (see :meth:`trouble`).
+        """Embed and store ``messages``, taken one at a time as the work reaches them (:func:`_groups`: at most
+        ``EMBED_CHUNKS`` chunks a call, a message of more than ``longest`` chunks passed over into ``passed``),
+        until ``deadline``, overrun by one call at most. A message is stored with all its chunks or not at all; one
+        embedded before loses its old rows. Chunks are of ``provider.outbound_text`` (redacted whole before a
+        remote endpoint); the content hash stored is of the message itself. ``history``: state.db's history when
+        the messages were read (:func:`index_check.agree`), so a later restore drops what was written above it.
+        Returns how many messages were stored. Raises :class:`EmbeddingUnavailable` when the provider fails
+        (what was stored stays), ``sqlite3`` errors when the file refuses the write (see :meth:`trouble`).
         """
         outbound = getattr(self.provider, "outbound_text", None)
 
         def before_deadline() -> bool:
             return deadline is None or time.monotonic() < deadline
 
-        done, left, size = 0, 0, 0
-        group: list[tuple[PendingMessage, list[str]]] = []  # whole messages, their chunks in one call
-        if not before_deadline():  # before a message is taken: taking one may read it
-            return 0
-        for message in messages:
-            if not before_deadline():
-                break
-            chunks = chunk_text(outbound(message.text) if outbound else message.text, self.chunk_size, self.chunk_overlap)
-            if longest is not None and len(chunks) > longest:
-                if passed is not None:
-                    passed.append(message.message_id)
-                left += 1
-                if left >= EMBED_CHUNKS:
-                    break
-                continue
-            if group and size + len(chunks) > EMBED_CHUNKS:
-                done += self._embed_and_store(group, deadline, history)
-                group, size = [], 0
-                if not before_deadline():
-                    return done
-            group.append((message, chunks))
-            size += len(chunks)
-        if group and before_deadline():
+        def chunked(text: str) -> list[str]:
+            return chunk_text(outbound(text) if outbound else text, self.chunk_size, self.chunk_overlap)
+
+        done = 0
+        for group in _groups(messages, chunked, before_deadline, longest, passed):
             done += self._embed_and_store(group, deadline, history)
         return done
 
@@ -245,12 +215,9 @@ class VectorIndex:
         and store its messages in one transaction; returns how many were stored (0 when the deadline passed
         between two calls: nothing of the group is stored)."""
         pieces = [(m, i, c) for m, chunks in group for i, c in enumerate(chunks)]
-        parts = []
-        for start in range(0, len(pieces), EMBED_CHUNKS):
-            if start and deadline is not None and time.monotonic() >= deadline:
-                return 0
-            parts.append(self.provider.embed([c for _, _, c in pieces[start : start + EMBED_CHUNKS]]))
-        vectors = np.vstack(parts) if parts else np.zeros((0, 1), np.float32)
+        vectors = _embed(self.provider, [c for _, _, c in pieces], deadline)
+        if vectors is None:
+            return 0
         now = time.time()
         messages = [m for m, _ in group]
         with self._lock:
@@ -260,7 +227,7 @@ class VectorIndex:
                                        now, history)
             # A changed message's old vectors are marked gone in the vector files (only once
             # the new ones are stored: a failed write keeps the old ones in use).
-            self._cut([m.message_id for m in messages if m.message_id in before], keep=written)
+            self._mapped.cut([m.message_id for m in messages if m.message_id in before], keep=written)
             self._damaged.difference_update(m.message_id for m in messages)
             self._damage_kept = self._damage_kept and bool(self._damaged)  # embedded again: their old rows went
         return len(messages)
@@ -272,7 +239,7 @@ class VectorIndex:
         with self._lock:
             self._check_current()
             self.store.delete(self._conn, message_ids)
-            self._cut(message_ids)  # after the commit: a failed delete leaves the rows live
+            self._mapped.cut(message_ids)  # after the commit: a failed delete leaves the rows live
 
     def requeue(self, message_ids: Sequence[int], why: str) -> None:
         """Forget the vectors of ``message_ids``, which no longer describe their messages (``why``), so that the next
@@ -299,7 +266,7 @@ class VectorIndex:
         process's watermarks. The caller holds ``_lock``."""
         gone = sorted(set(message_ids))
         self._damaged.update(gone)
-        self._cut(gone)
+        self._mapped.cut(gone)
         self.repaired += len(gone)
         self.generation = next(_generations)  # a watermark saying "complete" no longer holds
         self._say(f"{len(gone)} message(s) had vectors {why} in the embeddings index: they were dropped and are "
@@ -323,16 +290,13 @@ class VectorIndex:
             gone = self.store.forget_above(self._conn, parted, known, history)
             if gone is None:
                 return 0
-            self._cut(gone)
+            self._mapped.cut(gone)
             self.generation = next(_generations)  # this process's watermarks no longer hold
         self._say(f"state.db no longer holds the messages this index knew above message id {parted} (restored from "
                   f"an older copy?): the vectors of {len(gone)} message(s) were dropped and the index is checked again")
         return len(gone)
 
     # -- the mapped vector files and the search --------------------------------------------
-    def _cut(self, message_ids: Sequence[int], *, keep: Sequence[int] = ()) -> None:
-        self._mapped.cut(message_ids, keep=keep)
-
     def _refresh(self) -> None:
         """Bring the mapped files up to embeddings.db; vectors of the wrong size met on the way are repaired (the
         caller holds ``_lock``). Raises :class:`IndexNotNow` when the files cannot be written, ``sqlite3`` errors."""
@@ -398,6 +362,49 @@ class VectorIndex:
             self._refresh()
             view, member = self._mapped.pages_of(sessions)
         vector_view.touch(view, member)
+
+
+Group = list[tuple[PendingMessage, list[str]]]
+
+
+def _groups(messages: Iterable[PendingMessage], chunked: Callable[[str], list[str]], before_deadline: Callable[[], bool],
+            longest: int | None, passed: list[int] | None) -> Iterator[Group]:
+    """Whole messages with their chunks, in groups of at most ``EMBED_CHUNKS`` chunks (a longer message alone),
+    taken from ``messages`` only while ``before_deadline()``; a message of more than ``longest`` chunks is passed
+    over (its id appended to ``passed``), and after ``EMBED_CHUNKS`` of those nothing more is taken."""
+    taken = iter(messages)
+    group: Group = []
+    size = left = 0
+    while before_deadline():
+        message = next(taken, None)
+        if message is None:
+            break
+        chunks = chunked(message.text)
+        if longest is not None and len(chunks) > longest:
+            if passed is not None:
+                passed.append(message.message_id)
+            left += 1
+            if left >= EMBED_CHUNKS:
+                break
+            continue
+        if group and size + len(chunks) > EMBED_CHUNKS:
+            yield group
+            group, size = [], 0
+        group.append((message, chunks))
+        size += len(chunks)
+    if group and before_deadline():
+        yield group
+
+
+def _embed(provider: Provider, chunks: Sequence[str], deadline: float | None) -> np.ndarray | None:
+    """The vectors of ``chunks``, ``EMBED_CHUNKS`` per call to the provider; ``None`` when the deadline passed
+    between two calls (what was embedded is dropped). Raises what ``provider.embed`` raises."""
+    parts = []
+    for start in range(0, len(chunks), EMBED_CHUNKS):
+        if start and deadline is not None and time.monotonic() >= deadline:
+            return None
+        parts.append(provider.embed(list(chunks[start : start + EMBED_CHUNKS])))
+    return np.vstack(parts) if parts else np.zeros((0, 1), np.float32)
 
 
 def _close_all(indexes: dict[tuple[str, str], VectorIndex]) -> None:
