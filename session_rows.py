@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import attribution, store
+from . import attribution, session_walk, store
 from .records import RecentSession, SessionDetails, SessionInfo
 
 # Delegate children, tool runs and kanban workers' transcripts (Hermes 0.21) are never project history, as
@@ -273,11 +273,11 @@ PREVIEW_REACH = 400
 def session_previews(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
     """Each session's first user message and last assistant message with text that Hermes shows:
     ``{id: (first_user, last_assistant)}``, ``""`` for one not among the ``PREVIEW_REACH`` messages at its end of
-    the session (:func:`store.walk_session`)."""
+    the session (:func:`session_walk.walk_session`)."""
     out: dict[str, tuple[str, str]] = {}
     for sid in session_ids:
-        first, _ = store.walk_session(conn, sid, None, back=False, count=1, reach=PREVIEW_REACH, role="user")
-        last, _ = store.walk_session(conn, sid, None, back=True, count=1, reach=PREVIEW_REACH, role="assistant")
+        first, _ = session_walk.walk_session(conn, sid, None, back=False, count=1, reach=PREVIEW_REACH, role="user")
+        last, _ = session_walk.walk_session(conn, sid, None, back=True, count=1, reach=PREVIEW_REACH, role="assistant")
         rows = store.fetch_messages(conn, first + last)
         out[sid] = (rows[first[0]].text if first and first[0] in rows else "", rows[last[0]].text if last and last[0] in rows else "")
     return out

@@ -123,7 +123,7 @@ def test_tool_logs_past_a_window_are_not_read(hermes: World, monkeypatch: pytest
     answered: reading around its answers and listing it read the same bytes and steps. On Hermes 0.19 every log
     was read and sorted, and a window reads on past rewound logs only up to its reach (8 rows here, so that 24
     logs pass it). No log's overflow pages are read but those of the logs shown."""
-    monkeypatch.setattr(plugin("store"), "HIDDEN_REACH", 8, raising=False)
+    monkeypatch.setattr(plugin("session_walk"), "HIDDEN_REACH", 8, raising=False)
     costs = []
     for n in (24, 96):
         repo = hermes.repo(f"r{n}")
@@ -197,7 +197,7 @@ def test_a_window_stops_at_a_long_run_of_rewound_messages_and_says_so(hermes: Wo
     """Before the asked message lie 6,000 rewound ones, then the session's start: the window does not read them
     all (its steps are those of 1,500), keeps the messages after, and says that it stopped. Reading on to the next
     message shown read every one of them."""
-    store = plugin("store")
+    walk = plugin("session_walk")
     costs = []
     for n in (1500, 6000):
         repo = hermes.repo(f"rw{n}")
@@ -212,6 +212,6 @@ def test_a_window_stops_at_a_long_run_of_rewound_messages_and_says_so(hermes: Wo
         read()
         answer = read()
         assert [m["message_id"] for m in answer["messages"]] == ids[-2:], answer
-        assert answer["stopped"] == plugin("browse").STOPPED and str(store.HIDDEN_REACH) in answer["stopped"]
+        assert answer["stopped"] == plugin("browse").STOPPED and str(walk.HIDDEN_REACH) in answer["stopped"]
         costs.append(cost(hermes, monkeypatch, [read])[0])
     assert costs[1] <= 1.25 * costs[0] + 5, costs
