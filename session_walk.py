@@ -33,7 +33,8 @@ def walk_session(
     with ``back``), backwards with ``back``. It reads at most ``count + reach`` rows and tests only those, so
     its cost never grows with the session (``reach``: :data:`HIDDEN_REACH` unless given). With ``role``, only
     messages of that role with text are kept.
-    ``stopped`` is true when it read them all and kept fewer than ``count``: the session may go on past them.
+    ``stopped`` is true when it kept fewer than ``count`` of those rows and the session has another row past them
+    (one row more is asked for to tell).
     """
     if count <= 0:
         return [], False
@@ -46,16 +47,18 @@ def walk_session(
         kept_sql = f"m.role = ? AND TRIM(COALESCE(m.content, '')) != '' AND {kept_sql}"  # role first: no tool log's content read
     sql = (f"SELECT m.id, CASE WHEN {kept_sql} THEN 1 ELSE 0 END FROM messages m WHERE m.session_id = ?{after} "
            f"ORDER BY {keys} LIMIT ?")
-    params = [*([role] if role is not None else []), session_id, *(start or ()), count + reach]
+    params = [*([role] if role is not None else []), session_id, *(start or ()), count + reach + 1]
     ids: list[int] = []
     read = 0
     for mid, kept in conn.execute(sql, params):
         read += 1
+        if read > count + reach:
+            return ids, True
         if kept:
             ids.append(int(mid))
             if len(ids) == count:
                 return ids, False
-    return ids, read == count + reach
+    return ids, False
 
 
 def messages_around(

@@ -215,3 +215,28 @@ def test_a_window_stops_at_a_long_run_of_rewound_messages_and_says_so(hermes: Wo
         assert answer["stopped"] == plugin("browse").STOPPED and str(walk.HIDDEN_REACH) in answer["stopped"]
         costs.append(cost(hermes, monkeypatch, [read])[0])
     assert costs[1] <= 1.25 * costs[0] + 5, costs
+
+
+@pytest.mark.parametrize("beyond", [3, 4])
+def test_a_window_that_reads_to_the_session_end_has_not_stopped(hermes: World, monkeypatch: pytest.MonkeyPatch,
+                                                                  beyond: int):
+    """Past the asked message lie reach + 3 rewound messages, then 2 shown ones where the session ends: a side of 5
+    reads all of them (its count and its reach of rows) and shows both, without ``stopped``. It said ``stopped``,
+    taking the last row it read for a sign of more. With one rewound message more the second shown one lies past
+    the side's rows: it is left out, and the answer says the window stopped. Both ways from the message."""
+    reach = 8
+    monkeypatch.setattr(plugin("session_walk"), "HIDDEN_REACH", reach)
+    repo = hermes.repo(f"edge{beyond}")
+    sid = hermes.open(f"edge{beyond}", repo)
+    hermes.open(f"cur{beyond}", repo)
+    ids = write(hermes, sid, [{"role": "user", "content": "the question"},
+                              *({"role": "assistant", "content": f"taken back {i}", "active": 0} for i in range(reach + beyond)),
+                              {"role": "assistant", "content": "kept one"}, {"role": "user", "content": "kept two"}])
+    forward = hermes.call("project_history_read", {"session_id": sid, "message_id": ids[0], "after": 5}, f"cur{beyond}")
+    back = hermes.call("project_history_read", {"session_id": sid, "message_id": ids[-1], "before": 5}, f"cur{beyond}")
+    if beyond == 3:
+        assert [m["message_id"] for m in forward["messages"]] == [ids[0], ids[-2], ids[-1]] and "stopped" not in forward
+        assert [m["message_id"] for m in back["messages"]] == [ids[0], ids[-2], ids[-1]] and "stopped" not in back
+    else:
+        assert [m["message_id"] for m in forward["messages"]] == [ids[0], ids[-2]] and "stopped" in forward
+        assert [m["message_id"] for m in back["messages"]] == [ids[-2], ids[-1]] and "stopped" in back
