@@ -79,15 +79,20 @@ def cost(world: World, monkeypatch: pytest.MonkeyPatch, calls: list[Callable[[],
     return steps, read
 
 
-def long_session(world: World, n: int) -> tuple[str, list[int]]:
+def long_session(world: World, n: int, *, beside: bool = False) -> tuple[str, list[int]]:
     """Session ``big<n>`` alone in repo ``r<n>`` (asked from ``cur<n>``): a question, the answer, ``n`` short
-    turns, the last answer. Returns the session and the ids of the answer and the last answer."""
+    turns, the last answer; with ``beside``, each of its rows follows one of session ``side<n>`` (another repo's,
+    written at the same time). Returns the session and the ids of the answer and the last answer."""
     repo = world.repo(f"r{n}")
     sid = world.open(f"big{n}", repo)
-    ids = write(world, sid, [{"role": "user", "content": "what do pelicans eat?"},
-                             {"role": "assistant", "content": "the pelican answer"},
-                             *({"role": "user" if i % 2 else "assistant", "content": f"step {i} " + "y" * 200} for i in range(n)),
-                             {"role": "assistant", "content": "last words"}])
+    if beside:
+        world.open(f"side{n}", world.repo(f"side{n}"))
+    rows = [{"role": "user", "content": "what do pelicans eat?"}, {"role": "assistant", "content": "the pelican answer"},
+            *({"role": "user" if i % 2 else "assistant", "content": f"step {i} " + "y" * 200} for i in range(n)),
+            {"role": "assistant", "content": "last words"}]
+    if beside:
+        rows = [r for row in rows for r in ({"role": "user", "content": "elsewhere", "session_id": f"side{n}"}, row)]
+    ids = [mid for mid, row in zip(write(world, sid, rows), rows, strict=True) if "session_id" not in row]
     world.open(f"cur{n}", repo)
     return sid, [ids[1], ids[-1]]
 
@@ -103,13 +108,15 @@ def session_calls(world: World, n: int, sid: str, answers: list[int]) -> list[Ca
     ]
 
 
-def test_reading_a_long_session_costs_what_the_window_costs(hermes: World, monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize("beside", [False, True])
+def test_reading_a_long_session_costs_what_the_window_costs(hermes: World, monkeypatch: pytest.MonkeyPatch, beside: bool):
     """Reading 11 messages around a hit, at the session's end or start, and the recent list's previews, in a
-    session of 1,500 and of 6,000 messages: the same SQLite steps. On Hermes 0.19, reading the whole session and
-    sorting it (273 -> 1,039 hundred steps for the read, 354 -> 1,368 for the list) made them grow with it."""
+    session of 1,500 and of 6,000 messages, alone or written beside another session: the same SQLite steps. On
+    Hermes 0.19, reading the whole session and sorting it (273 -> 1,039 hundred steps for the read, 354 -> 1,368
+    for the list) made them grow with it."""
     costs = []
     for n in (1500, 6000):
-        sid, answers = long_session(hermes, n)
+        sid, answers = long_session(hermes, n, beside=beside)
         calls = session_calls(hermes, n, sid, answers)
         for call in calls:
             call()  # the project's census, as any first call reads it
@@ -240,3 +247,45 @@ def test_a_window_that_reads_to_the_session_end_has_not_stopped(hermes: World, m
     else:
         assert [m["message_id"] for m in forward["messages"]] == [ids[0], ids[-2]] and "stopped" in forward
         assert [m["message_id"] for m in back["messages"]] == [ids[-2], ids[-1]] and "stopped" in back
+
+
+def test_windows_and_previews_follow_hermes_order_when_the_clock_stepped_back(hermes: World):
+    """Messages 1-6 of a session written at 100, 101, 102, then (the clock stepped back) 50, 51, 52: Hermes shows
+    them by id. On a 0.19 state.db, which has no index of a session by id, the window followed time: from the
+    start [4, 5, 6, 1, 2, 3], around message 3 nothing after it, and the last assistant preview message 2."""
+    repo = hermes.repo("stepped")
+    hermes.open("stepped", repo)
+    hermes.open("cur", repo)
+    base = hermes.clock
+    ids = write(hermes, "stepped", [{"role": role, "content": f"{role} {i}", "timestamp": base + at}
+                                    for i, (role, at) in enumerate(zip(["user", "assistant"] * 3, [100, 101, 102, 50, 51, 52], strict=True))])
+    start = hermes.call("project_history_read", {"session_id": "stepped"}, "cur")
+    assert [m["message_id"] for m in start["messages"]] == ids, start
+    for mid in ids:
+        around = hermes.call("project_history_read", {"session_id": "stepped", "message_id": mid}, "cur")
+        assert [m["message_id"] for m in around["messages"]] == ids, (mid, around)
+        one = hermes.call("project_history_read", {"session_id": "stepped", "message_id": mid, "before": 1, "after": 1}, "cur")
+        at = ids.index(mid)
+        assert [m["message_id"] for m in one["messages"]] == ids[max(0, at - 1): at + 2], (mid, one)
+    listed = hermes.call("project_history_recent", {}, "cur")["sessions"]
+    assert [(s["first_user"], s["last_assistant"]) for s in listed] == [("user 0", "assistant 5")], listed
+
+
+def test_windows_of_a_session_written_beside_others_are_in_id_order(hermes: World):
+    """Five sessions written turn about (a gateway's chats): around every message, 20 either side (on 0.19 more than
+    a walk by id passes rows for, so it reads on by time), the window is the session's messages in id order."""
+    repo = hermes.repo("turns")
+    hermes.open("a", repo)
+    other = hermes.repo("other")
+    for sid in "bcde":
+        hermes.open(sid, other)
+    hermes.open("cur", repo)
+    rows = [{"role": "user" if i % 10 < 5 else "assistant", "content": f"turn {i}", "session_id": "abcde"[i % 5]}
+            for i in range(300)]
+    ids = [mid for mid, row in zip(write(hermes, "a", rows), rows, strict=True) if row["session_id"] == "a"]
+    for mid in ids:
+        answer = hermes.call("project_history_read", {"session_id": "a", "message_id": mid, "before": 20, "after": 20}, "cur")
+        at = ids.index(mid)
+        assert [m["message_id"] for m in answer["messages"]] == ids[max(0, at - 20): at + 21], (mid, answer)
+    start = hermes.call("project_history_read", {"session_id": "a", "after": 20}, "cur")
+    assert [m["message_id"] for m in start["messages"]] == ids[:21]
