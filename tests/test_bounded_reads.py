@@ -289,3 +289,26 @@ def test_windows_of_a_session_written_beside_others_are_in_id_order(hermes: Worl
         assert [m["message_id"] for m in answer["messages"]] == ids[max(0, at - 20): at + 21], (mid, answer)
     start = hermes.call("project_history_read", {"session_id": "a", "after": 20}, "cur")
     assert [m["message_id"] for m in start["messages"]] == ids[:21]
+
+
+def test_the_recent_list_passes_a_rewound_tail_only_as_far_as_its_reach(hermes: World, monkeypatch: pytest.MonkeyPatch):
+    """A session whose last 2,000 or 8,000 messages were rewound: the recent list finds its last message shown for
+    the same SQLite steps, and its last activity is that message's time. Looking for the newest message shown
+    walked back past every rewound one (159 -> 579 hundred steps)."""
+    costs = []
+    for n in (2000, 8000):
+        repo = hermes.repo(f"tail{n}")
+        sid = hermes.open(f"tail{n}", repo)
+        hermes.open(f"cur{n}", repo)
+        write(hermes, sid, [{"role": "user", "content": "the question"}, {"role": "assistant", "content": "the answer"}])
+        shown_at = hermes.clock
+        write(hermes, sid, [{"role": "assistant", "content": f"taken back {i}", "active": 0} for i in range(n)])
+
+        def recent(asker: str = f"cur{n}") -> dict[str, Any]:
+            return hermes.call("project_history_recent", {}, asker)
+
+        listed = recent()["sessions"]
+        assert [s["session_id"] for s in listed] == [sid], listed
+        assert listed[0]["last_active"] == plugin("answers").format_when(shown_at), (listed, shown_at)
+        costs.append(cost(hermes, monkeypatch, [recent])[0])
+    assert costs[1] <= 1.25 * costs[0] + 5, costs
