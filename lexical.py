@@ -45,6 +45,7 @@ GLUED_BOUND = 4 * RANK_BUDGET  # rows of a word's rarest trigram beyond which it
 GLUED_GRAMS = 16  # trigrams of a word counted for that bound (a word of up to 18 characters: all of them)
 PER_SESSION = 3  # candidates kept per session before re-scoring (the messages a session's score counts)
 CANDIDATE_ROWS = 600  # candidates kept per index (200 sessions)
+LIKE_PER_SESSION = 10  # a session's newest matches a substring search keeps (CANDIDATE_ROWS of them: 60 sessions)
 SCAN_MESSAGES = 60_000  # message ids a newest-first scan of the project may cover
 SCAN_BATCH = 4_000  # message ids one range query of that scan covers at most
 SCAN_GAP = 64  # sessions are read together when no more ids than this lie between them
@@ -470,7 +471,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     order: list[tuple[str, int, int]] | None = None
     if plan.like:
         order = ranges.newest_first(conn, db_key, scope.session_ids)
-        liked, cut = fts.like_candidates(conn, plan.like, scope, order, limit=CANDIDATE_ROWS, max_scanned=SCAN_MESSAGES * 4,
+        liked, cut = fts.like_candidates(conn, plan.like, scope, order, per_session=LIKE_PER_SESSION, limit=CANDIDATE_ROWS, max_scanned=SCAN_MESSAGES * 4,
                                          want_sessions=want_sessions)
         found.update(liked)
         notes.append(LIKE_NOTE if cut else "")
@@ -523,7 +524,8 @@ def _beyond_the_index(
                                    cut="" if low == done else f" (the newest {GAP_SCAN_MESSAGES:,} of them)")
     if scope.filters.roles == ("tool",) and (shape.tool_prefix or not shape.trigram_tools):
         order = ranges.newest_first(conn, db_key, scope.session_ids)
-        liked, cut = fts.like_candidates(conn, needles, scope, order, limit=CANDIDATE_ROWS, max_scanned=TOOL_SCAN_MESSAGES,
+        liked, cut = fts.like_candidates(conn, needles, scope, order, per_session=LIKE_PER_SESSION, limit=CANDIDATE_ROWS,
+                                         max_scanned=TOOL_SCAN_MESSAGES,
                                          want_sessions=want_sessions)
         found.update(liked)
         note = " ".join(n for n in (note, LIKE_NOTE if cut else "") if n)
@@ -537,7 +539,7 @@ def _search_like(
     """Substring search of the project's messages, newest first (no FTS index read)."""
     needles = [u.text for u in parsed.units]
     order = ranges.newest_first(conn, db_key, scope.session_ids)
-    rows_found, cut = fts.like_candidates(conn, needles, scope, order, limit=CANDIDATE_ROWS * 2,
+    rows_found, cut = fts.like_candidates(conn, needles, scope, order, per_session=LIKE_PER_SESSION, limit=CANDIDATE_ROWS * 2,
                                           max_scanned=SCAN_MESSAGES * 4, want_sessions=want_sessions)
     found = dict(rows_found)
     note = " ".join(n for n in (note, SUBSTRING_CUT_NOTE if cut else "") if n)
