@@ -259,3 +259,26 @@ def test_one_session_with_hundreds_of_substring_matches_does_not_hide_an_older_o
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
     answer = world.search("cur", "问题", limit=10, mode="keyword")
     assert result_sessions(answer) == ["newer", "older"] and "keyword_note" not in answer, answer
+
+
+def test_each_note_of_the_keyword_leg_is_said_once(world: World, monkeypatch):
+    """During Hermes 0.21's index rebuild, a two-character CJK word asked of tool output is looked for by substring
+    twice (the word, and tool output past the index), both cut by their budgets: the note said that older messages
+    may hold more matches twice, once joined to the rebuild's note."""
+    from schema30 import Schema30
+
+    lexical = plugin("lexical")
+    monkeypatch.setattr(plugin("fts"), "LIKE_BATCH", 1)  # a session a query
+    monkeypatch.setattr(lexical, "TOOL_SCAN_MESSAGES", 5)
+    monkeypatch.setattr(lexical, "SUBSTRING_MESSAGES", 5)
+    world.close()
+    db = Schema30(world.home / "state.db", "backfill")
+    repo = world.repo("logs")
+    for i in range(4):
+        db.session(f"s{i}", cwd=repo, git_repo_root=repo)
+        for j in range(10):
+            db.say(f"s{i}", "tool", f"line {j} of run {i}", tool_name="terminal")
+    db.session("cur", cwd=repo, git_repo_root=repo)
+    db.start_rebuild()
+    note = world.search("cur", "问题", role="tool", mode="keyword")["keyword_note"]
+    assert note.count(lexical.LIKE_NOTE) == 1 and "rebuilding" in note, note
