@@ -21,7 +21,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from . import answers, errors, pages, paths, session_rows, store, workspace
+from . import answers, errors, pages, paths, session_rows, session_walk, store, workspace
 from .filters import Filters
 from .records import Scope
 
@@ -62,7 +62,7 @@ def _project_scope(conn: Any, home: Path, session_id: str, cwd: str | None) -> t
 
 
 LEFT_OUT = "an earlier history search or its results, not project history"
-STOPPED = (f"a side of the window ends after passing {store.HIDDEN_REACH} rewound or hidden messages; the session "
+STOPPED = (f"a side of the window ends after passing {session_walk.HIDDEN_REACH} rewound or hidden messages; the session "
            "may go on past them, beyond what this tool reads")
 
 
@@ -108,7 +108,7 @@ def read_around(
             raise NotInProject(
                 f"session {errors.echo(target_session)} is not in this conversation's project; only this project's sessions can be read"
             )
-        rows, stopped = store.messages_around(conn, target_session, message_id, before, after)
+        rows, stopped = session_walk.messages_around(conn, target_session, message_id, before, after)
     finally:
         conn.close()
     if message_id is not None and not any(r.id == message_id for r in rows):

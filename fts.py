@@ -438,6 +438,7 @@ def like_candidates(
     scope: Scope,
     ranges: Sequence[tuple[str, int, int]],
     *,
+    per_session: int,
     limit: int,
     max_scanned: int,
     want_sessions: int,
@@ -447,20 +448,26 @@ def like_candidates(
     The same text as the FTS index is searched (content, tool name, tool
     call JSON). Sessions are read newest first (``ranges``, from
     :func:`session_ranges`), through the per-session index, until
-    ``want_sessions`` sessions have matched, ``limit`` rows are found or
-    ``max_scanned`` messages were read. Needs no FTS index at all (the
-    fallback when one is damaged). Returns ``([(message id, session id)], cut)``:
-    ``cut`` when ``max_scanned`` stopped it with sessions left unread and fewer
-    than ``want_sessions`` matched (older messages may hold more matches).
+    ``want_sessions`` sessions have matched, ``limit`` rows are found or the
+    id spans of the sessions read reach ``max_scanned``; a session wider than
+    what is left of it is read newest first only as far as that
+    (:func:`like_newest`). Of each session the newest ``per_session``
+    matches are kept. Needs no FTS index at all (the fallback when one is
+    damaged). Returns ``([(message id, session id)], cut)``: ``cut`` when a
+    bound stopped it with messages of the scope unread and fewer than
+    ``want_sessions`` sessions matched (older messages may hold more matches).
     """
     if not needles or not ranges:
         return [], False
     likes, like_params = _likes(needles)
     where, params = _filters(conn, scope)
     sql = f"""
-        SELECT m.id, m.session_id FROM messages m
-        WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {where} AND ({likes})
-        ORDER BY m.id DESC LIMIT ?
+        SELECT id, session_id FROM (
+            SELECT m.id AS id, m.session_id AS session_id,
+                   row_number() OVER (PARTITION BY m.session_id ORDER BY m.id DESC) AS n
+            FROM messages m
+            WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {where} AND ({likes})
+        ) WHERE n <= ? ORDER BY id DESC LIMIT ?
     """
     out: list[tuple[int, str]] = []
     sessions: set[str] = set()
@@ -468,23 +475,45 @@ def like_candidates(
     batch: list[str] = []
     batch_size = 0
 
+    def found(rows: Iterable[tuple[int, str]]) -> None:
+        for mid, sid in rows:
+            out.append((mid, sid))
+            sessions.add(sid)
+
     def run() -> None:
-        rows = conn.execute(sql, [json.dumps(batch), *params, *like_params, limit - len(out)])
-        found = [(int(r[0]), r[1]) for r in rows]
-        out.extend(found)
-        sessions.update(sid for _, sid in found)
+        found((int(r[0]), r[1]) for r in conn.execute(sql, [json.dumps(batch), *params, *like_params, per_session,
+                                                             limit - len(out)]))
+
+    def stop(unread: bool) -> tuple[list[tuple[int, str]], bool] | None:
+        """The answer when a bound or enough sessions stop the read here (``unread``: sessions after it); else None."""
+        if len(sessions) >= want_sessions:
+            return out, False
+        if len(out) >= limit:  # the rows a query held past the limit were never read
+            return out, True
+        return (out, unread) if scanned >= max_scanned else None
 
     for i, (session_id, low, high) in enumerate(ranges):
+        unread = i + 1 < len(ranges)
+        if high - low + 1 > max_scanned - scanned - batch_size:  # wider than the budget has left: newest first
+            if batch:
+                run()
+                scanned += batch_size
+                batch, batch_size = [], 0
+                if (done := stop(True)) is not None:
+                    return done
+            rows, read, older = like_newest(conn, needles, scope, session_id, limit=min(per_session, limit - len(out)),
+                                            read=max_scanned - scanned)
+            found(rows)
+            scanned += read
+            if (done := stop(older or unread)) is not None:
+                return done
+            continue
         batch.append(session_id)
         batch_size += high - low + 1
-        if batch_size >= LIKE_BATCH:
+        if batch_size >= LIKE_BATCH or not unread:
             run()
             scanned += batch_size
             batch, batch_size = [], 0
-            if len(sessions) >= want_sessions or len(out) >= limit:
-                return out, False
-            if scanned >= max_scanned:
-                return out, i + 1 < len(ranges)
-    if batch:
-        run()
+            if (done := stop(unread)) is not None:
+                return done
     return out, False

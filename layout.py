@@ -16,7 +16,7 @@ index until ``hermes sessions optimize-storage`` rebuilds it):
   high-water marks are not indexed yet) or an index Hermes found damaged
   (``fts_stale``);
 * an index on ``messages(session_id, id)`` (0.21 creates it, also in a 0.19 file it opens): a session's rows
-  can be walked in Hermes' own order, by id, from any message (:meth:`Layout.order_sql`).
+  can be walked in Hermes' own order, by id, from any message (``session_walk``).
 
 Each difference is decided here, once per connection (:func:`of`), and
 spelled as SQL here (:func:`visible_sql`); the readers ask. Read-only, a few
@@ -58,12 +58,6 @@ class Layout:
     def visible_sql(self) -> str:
         """The SQL condition (on ``messages`` as ``m``) that keeps what Hermes shows a person."""
         return f"{_LIVE} AND {_SHOWN}" if self.display else _LIVE
-
-    def order_sql(self) -> str:
-        """The columns (of ``messages`` as ``m``) that order a session's rows along an index of the file: Hermes'
-        own order, by id, where an index on (session_id, id) exists; else 0.19's (session_id, timestamp) index,
-        time then id, which is the id order unless the clock stepped back while the session was written."""
-        return "m.id" if self.ids_by_session else "m.timestamp, m.id"
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:

@@ -45,11 +45,13 @@ GLUED_BOUND = 4 * RANK_BUDGET  # rows of a word's rarest trigram beyond which it
 GLUED_GRAMS = 16  # trigrams of a word counted for that bound (a word of up to 18 characters: all of them)
 PER_SESSION = 3  # candidates kept per session before re-scoring (the messages a session's score counts)
 CANDIDATE_ROWS = 600  # candidates kept per index (200 sessions)
+LIKE_PER_SESSION = 10  # a session's newest matches a substring search keeps (CANDIDATE_ROWS of them: 60 sessions)
 SCAN_MESSAGES = 60_000  # message ids a newest-first scan of the project may cover
 SCAN_BATCH = 4_000  # message ids one range query of that scan covers at most
 SCAN_GAP = 64  # sessions are read together when no more ids than this lie between them
 SCAN_QUERIES = 150  # queries a newest-first scan may run
 SCAN_ROWS = 5_000  # matching rows one of its queries may return
+SUBSTRING_MESSAGES = 4 * SCAN_MESSAGES  # message ids a substring search of the project's newest sessions may cover
 NEAR_SLACK = 20_000  # new message ids a scope's id filter lets through before it is built again
 NEAR_SCOPES = 4  # scopes whose id filters are kept per state.db (a gateway answers several projects)
 
@@ -76,13 +78,13 @@ def damaged_note(error: Any, optimize_storage: bool) -> str:
 
 STALE_NOTE = ("Hermes marked its full-text index of state.db as damaged and searches without it until it rebuilds "
               f"it, which it does when it next opens state.db with no other Hermes process running; {_LIKE_ANSWER}.")
-SCAN_NOTE = (f"Words this common were looked for only in the project's newest {SCAN_MESSAGES:,} or so messages: "
-             "older ones may hold more matches.")
+SCAN_NOTE = ("Words this common were looked for only in the project's newest sessions, as far as a fixed budget "
+             f"reached (at most {SCAN_MESSAGES:,} message ids of state.db): older ones may hold more matches.")
 LIKE_NOTE = ("Words of the question that Hermes' index cannot look up (two CJK characters, or text in tool output "
              "past what it indexes) were looked for by substring in the project's newest messages only: older ones "
              "may hold more matches.")
-SUBSTRING_CUT_NOTE = (f"The substring search read the project's newest {SCAN_MESSAGES * 4:,} or so messages: older ones "
-                      "may hold more matches.")
+SUBSTRING_CUT_NOTE = ("The substring search read only the project's newest sessions, as far as a fixed budget reached "
+                      f"(at most {SUBSTRING_MESSAGES:,} message ids of state.db): older ones may hold more matches.")
 REBUILD_NOTE = ("Hermes is rebuilding its full-text index (`hermes sessions optimize-storage`, {percent}% done): "
                 "messages not indexed yet were searched by substring{cut}.")
 
@@ -93,7 +95,7 @@ class KeywordAnswer:
 
     ``sessions``: one per session, best first (BM25 of the session's best
     messages). ``rows``: the candidates' messages as read. ``strategy``: the
-    paths taken, for diagnostics. ``note``: set when the answer is degraded.
+    paths taken, for diagnostics. ``notes``: why the answer is degraded, if it is (:attr:`note` joins them).
     ``weight``: the query's whole term weight (the sum of its terms' idf),
     what a message matching every term once at average length would score.
     ``hits`` and ``scorer``: the scored messages and their scorer, for what
@@ -103,10 +105,15 @@ class KeywordAnswer:
     sessions: tuple[SessionRank, ...]
     rows: dict[int, MessageRow] = field(default_factory=dict)
     strategy: str = "none"
-    note: str = ""
+    notes: tuple[str, ...] = ()
     weight: float = 0.0
     hits: tuple[Hit, ...] = ()  # every scored candidate message (several per session)
     scorer: Scorer | None = None  # what scored them (``None`` when nothing was scored)
+
+    @property
+    def note(self) -> str:
+        """The notes as the answer's one ``keyword_note``: each once, in order (``""`` when none)."""
+        return " ".join(dict.fromkeys(n for n in self.notes if n))
 
     @property
     def strength(self) -> float:
@@ -440,15 +447,15 @@ def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_
         return KeywordAnswer(())
     shape = store.layout_of(conn)
     if shape.stale:
-        return _search_like(conn, parsed, scope, want_sessions, db_key, note=STALE_NOTE, strategy="like-stale")
+        return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[STALE_NOTE], strategy="like-stale")
     try:
         return _search_fts(conn, parsed, scope, want_sessions, db_key)
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and "malformed" not in str(exc):
             logger.info("FTS query failed (%s); searching by substring", exc)
-            return _search_like(conn, parsed, scope, want_sessions, db_key, note="", strategy="like-fallback")
+            return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[], strategy="like-fallback")
         logger.warning("state.db's FTS index is damaged (%s); searching by substring", exc)
-        return _search_like(conn, parsed, scope, want_sessions, db_key, note=damaged_note(exc, shape.schema_version >= 23),
+        return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[damaged_note(exc, shape.schema_version >= 23)],
                             strategy="like-damaged")
 
 
@@ -470,10 +477,11 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     order: list[tuple[str, int, int]] | None = None
     if plan.like:
         order = ranges.newest_first(conn, db_key, scope.session_ids)
-        liked, cut = fts.like_candidates(conn, plan.like, scope, order, limit=CANDIDATE_ROWS, max_scanned=SCAN_MESSAGES * 4,
-                                         want_sessions=want_sessions)
+        liked, cut = fts.like_candidates(conn, plan.like, scope, order, per_session=LIKE_PER_SESSION, limit=CANDIDATE_ROWS,
+                                         max_scanned=SUBSTRING_MESSAGES, want_sessions=want_sessions)
         found.update(liked)
-        notes.append(LIKE_NOTE if cut else "")
+        if cut:
+            notes.append(LIKE_NOTE)
         paths.append("like")
     if plan.common and len(set(found.values())) < want_sessions:
         order = order if order is not None else ranges.newest_first(conn, db_key, scope.session_ids)
@@ -482,7 +490,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
                      want_sessions, found):
                 notes.append(SCAN_NOTE)
             paths.append(space + "-newest")
-    notes.append(_beyond_the_index(conn, parsed, scope, want_sessions, db_key, found, paths))
+    notes.extend(_beyond_the_index(conn, parsed, scope, want_sessions, db_key, found, paths))
     rows = store.fetch_messages(conn, list(found))
     scorer = Scorer(
         tuple(plan.terms), fts.stats(conn, "words"), fts.stats(conn, "trigram") if trigram else Stats(1, 1.0)
@@ -494,16 +502,16 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
                        calls={m: r.calls for m, r in rows.items() if r.calls})
     hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions)
     weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
-    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", " ".join(dict.fromkeys(n for n in notes if n)),
+    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", tuple(notes),
                          weight=weight, hits=tuple(hits), scorer=scorer)
 
 
 def _beyond_the_index(
     conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, want_sessions: int, db_key: str,
     found: dict[int, str], paths: list[str],
-) -> str:
+) -> list[str]:
     """Add to ``found`` what Hermes' index does not hold (a substring search, bounded, newest first); returns the
-    note the answer carries (``""`` when none).
+    notes the answer carries.
 
     * A chunked rebuild in progress (Hermes 0.21's ``optimize-storage``): the ids between its progress and high
       water marks are not indexed; the project's newest ``GAP_SCAN_MESSAGES`` of them are read.
@@ -513,34 +521,36 @@ def _beyond_the_index(
     """
     shape = store.layout_of(conn)
     needles = [u.text for u in parsed.units]
-    note = ""
+    notes: list[str] = []
     if shape.rebuild is not None:
         done, high = shape.rebuild
         low = max(done, high - GAP_SCAN_MESSAGES)
         found.update(fts.like_in_range(conn, needles, scope, low, high, limit=CANDIDATE_ROWS))
         paths.append("like-unindexed")
-        note = REBUILD_NOTE.format(percent=min(99, int(100 * done / high)),
-                                   cut="" if low == done else f" (the newest {GAP_SCAN_MESSAGES:,} of them)")
+        notes.append(REBUILD_NOTE.format(percent=min(99, int(100 * done / high)),
+                                         cut="" if low == done else f" (the newest {GAP_SCAN_MESSAGES:,} of them)"))
     if scope.filters.roles == ("tool",) and (shape.tool_prefix or not shape.trigram_tools):
         order = ranges.newest_first(conn, db_key, scope.session_ids)
-        liked, cut = fts.like_candidates(conn, needles, scope, order, limit=CANDIDATE_ROWS, max_scanned=TOOL_SCAN_MESSAGES,
+        liked, cut = fts.like_candidates(conn, needles, scope, order, per_session=LIKE_PER_SESSION, limit=CANDIDATE_ROWS,
+                                         max_scanned=TOOL_SCAN_MESSAGES,
                                          want_sessions=want_sessions)
         found.update(liked)
-        note = " ".join(n for n in (note, LIKE_NOTE if cut else "") if n)
+        if cut:
+            notes.append(LIKE_NOTE)
         paths.append("like-tool")
-    return note
+    return notes
 
 
 def _search_like(
-    conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, want_sessions: int, db_key: str, *, note: str, strategy: str
+    conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, want_sessions: int, db_key: str, *, notes: list[str],
+    strategy: str,
 ) -> KeywordAnswer:
     """Substring search of the project's messages, newest first (no FTS index read)."""
     needles = [u.text for u in parsed.units]
     order = ranges.newest_first(conn, db_key, scope.session_ids)
-    rows_found, cut = fts.like_candidates(conn, needles, scope, order, limit=CANDIDATE_ROWS * 2,
-                                          max_scanned=SCAN_MESSAGES * 4, want_sessions=want_sessions)
+    rows_found, cut = fts.like_candidates(conn, needles, scope, order, per_session=LIKE_PER_SESSION, limit=CANDIDATE_ROWS * 2,
+                                          max_scanned=SUBSTRING_MESSAGES, want_sessions=want_sessions)
     found = dict(rows_found)
-    note = " ".join(n for n in (note, SUBSTRING_CUT_NOTE if cut else "") if n)
     rows = store.fetch_messages(conn, list(found))
     # No index statistics to read: every term weighs the same, length still normalises.
     terms: list[Term] = []
@@ -557,4 +567,5 @@ def _search_like(
     hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()},
                        calls={m: r.calls for m, r in rows.items() if r.calls})
     hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions)
-    return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, note, hits=tuple(hits), scorer=scorer)
+    return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, (*notes, *([SUBSTRING_CUT_NOTE] if cut else [])),
+                         hits=tuple(hits), scorer=scorer)

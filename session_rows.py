@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import attribution, store
+from . import attribution, session_walk, store
 from .records import RecentSession, SessionDetails, SessionInfo
 
 # Delegate children, tool runs and kanban workers' transcripts (Hermes 0.21) are never project history, as
@@ -242,20 +242,39 @@ def recent_sessions(
     """Of ``session_ids``, the ``limit`` most recently active from ``offset`` on, newest first.
 
     A session is active in ``[since, until)`` when it started before
-    ``until`` and its last message is at or after ``since``. Sessions hidden
+    ``until`` and its last message shown is at or after ``since`` (looked
+    for past at most ``session_walk.HIDDEN_REACH`` rows Hermes does not show,
+    counted from the newest; none found: when it started). Sessions hidden
     from Hermes' own listing (``sessions.hidden``, Hermes 0.21) are left out.
     """
-    hidden = " AND s.hidden = 0" if store.layout_of(conn).hidden_sessions else ""
+    shape = store.layout_of(conn)
+    hidden = " AND s.hidden = 0" if shape.hidden_sessions else ""
+    shown = shape.visible_sql()
+    # The newest message shown: the newest live row (Hermes' (session_id, active, timestamp) index: one seek on
+    # 0.19; on 0.21 past the rows it hides), unless a row compacted away is newer, looked for among the rows out of
+    # the conversation newer than it, down to the newest HIDDEN_REACH of them (``floor``: the index alone is read
+    # to find it), so that a long rewound tail is not walked.
     sql = f"""
-        SELECT s.id, s.title, s.started_at, COALESCE((SELECT max(m.timestamp) FROM messages m WHERE m.session_id = s.id
-                                                      AND {store.visible(conn)}), s.started_at) AS last_active,
-               s.message_count, COALESCE(s.source, '')
-        FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?)){hidden}
-          AND (? IS NULL OR s.started_at < ?)
-        ORDER BY last_active DESC, s.id
+        WITH live AS MATERIALIZED (
+            SELECT s.id, s.title, s.started_at, s.message_count, COALESCE(s.source, '') AS source, (
+                SELECT t FROM (SELECT m.timestamp AS t, {shown} AS ok FROM messages m
+                               WHERE m.session_id = s.id AND m.active = 1 ORDER BY m.timestamp DESC LIMIT :reach)
+                WHERE ok LIMIT 1) AS live
+            FROM sessions s WHERE s.id IN (SELECT value FROM json_each(:ids)){hidden}
+              AND (:until IS NULL OR s.started_at < :until)
+        ), x AS MATERIALIZED (
+            SELECT live.*, COALESCE((SELECT f.timestamp FROM messages f WHERE f.session_id = live.id AND f.active = 0
+                                       AND f.timestamp > COALESCE(live.live, -1e308)
+                                     ORDER BY f.timestamp DESC LIMIT 1 OFFSET :reach), live.live, -1e308) AS floor
+            FROM live
+        )
+        SELECT id, title, started_at, COALESCE((SELECT max(m.timestamp) FROM messages m WHERE m.session_id = x.id
+                                                  AND m.active = 0 AND m.timestamp >= x.floor AND {shown}),
+                                                 live, started_at) AS last_active, message_count, source
+        FROM x ORDER BY last_active DESC, id
     """
     out = []
-    for r in conn.execute(sql, (json.dumps(list(session_ids)), until, until)):
+    for r in conn.execute(sql, {"ids": json.dumps(list(session_ids)), "until": until, "reach": session_walk.HIDDEN_REACH}):
         if since is not None and (r[3] is None or r[3] < since):
             continue
         out.append(RecentSession(r[0], r[1], r[2], r[3], int(r[4] or 0), r[5]))
@@ -273,11 +292,11 @@ PREVIEW_REACH = 400
 def session_previews(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
     """Each session's first user message and last assistant message with text that Hermes shows:
     ``{id: (first_user, last_assistant)}``, ``""`` for one not among the ``PREVIEW_REACH`` messages at its end of
-    the session (:func:`store.walk_session`)."""
+    the session (:func:`session_walk.walk_session`)."""
     out: dict[str, tuple[str, str]] = {}
     for sid in session_ids:
-        first, _ = store.walk_session(conn, sid, None, back=False, count=1, reach=PREVIEW_REACH, role="user")
-        last, _ = store.walk_session(conn, sid, None, back=True, count=1, reach=PREVIEW_REACH, role="assistant")
+        first, _ = session_walk.walk_session(conn, sid, None, back=False, count=1, reach=PREVIEW_REACH, role="user")
+        last, _ = session_walk.walk_session(conn, sid, None, back=True, count=1, reach=PREVIEW_REACH, role="assistant")
         rows = store.fetch_messages(conn, first + last)
         out[sid] = (rows[first[0]].text if first and first[0] in rows else "", rows[last[0]].text if last and last[0] in rows else "")
     return out

@@ -10,7 +10,8 @@ Invariants:
 
 Failures are raised as ``errors.StoreError`` subclasses carrying a stable
 ``code``; the tool boundary translates them. The move (the only write) is
-``move.py``; sessions and their workspaces are ``session_rows.py``.
+``move.py``; sessions and their workspaces are ``session_rows.py``; a session read in its order from
+where a read starts is ``session_walk.py``.
 """
 
 from __future__ import annotations
@@ -531,73 +532,3 @@ def _flatten_multimodal(raw: str) -> str:
         texts = [p.get("text", "") for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
         return " ".join(t for t in texts if t)
     return raw
-
-
-#: Rows a walk of a session reads past the ones it keeps (a rewind takes back whole turns, tool calls and all):
-#: a walk that meets this many rows it does not keep stops there, and says so. Each row passed is a seek and a
-#: test of columns after ``content``; their usual values (0, 1, NULL) live in the record's header, so a tool
-#: log's overflow pages are not read for them.
-HIDDEN_REACH = 1000
-
-
-def walk_session(
-    conn: sqlite3.Connection, session_id: str, start: Sequence[Any] | None, *, back: bool, count: int,
-    reach: int | None = None, role: str | None = None,
-) -> tuple[list[int], bool]:
-    """The ids of the next ``count`` messages Hermes shows of ``session_id``, in walk order, and whether the walk
-    stopped at its reach: ``(ids, stopped)``.
-
-    The walk follows an index in the session's order (:meth:`layout.Layout.order_sql`) from ``start`` (that
-    order's values of a message, which is not included; ``None``: the session's first message, or its last
-    with ``back``), backwards with ``back``. It reads at most ``count + reach`` rows and tests only those, so
-    its cost never grows with the session (``reach``: :data:`HIDDEN_REACH` unless given). With ``role``, only
-    messages of that role with text are kept.
-    ``stopped`` is true when it read them all and kept fewer than ``count``: the session may go on past them.
-    """
-    if count <= 0:
-        return [], False
-    reach = HIDDEN_REACH if reach is None else reach
-    order = layout_of(conn).order_sql()
-    keys = ", ".join(f"{c} DESC" for c in order.split(", ")) if back else order
-    after = f" AND ({order}) {'<' if back else '>'} ({', '.join('?' * len(start))})" if start else ""
-    kept_sql = visible(conn)
-    if role is not None:
-        kept_sql = f"m.role = ? AND TRIM(COALESCE(m.content, '')) != '' AND {kept_sql}"  # role first: no tool log's content read
-    sql = (f"SELECT m.id, CASE WHEN {kept_sql} THEN 1 ELSE 0 END FROM messages m WHERE m.session_id = ?{after} "
-           f"ORDER BY {keys} LIMIT ?")
-    params = [*([role] if role is not None else []), session_id, *(start or ()), count + reach]
-    ids: list[int] = []
-    read = 0
-    for mid, kept in conn.execute(sql, params):
-        read += 1
-        if kept:
-            ids.append(int(mid))
-            if len(ids) == count:
-                return ids, False
-    return ids, read == count + reach
-
-
-def messages_around(
-    conn: sqlite3.Connection, session_id: str, message_id: int | None, before: int, after: int
-) -> tuple[list[MessageRow], bool]:
-    """Messages Hermes shows of a session around ``message_id``, in the session's order: ``before`` earlier, the
-    message, ``after`` later; with ``message_id`` ``None``, the session's first ``after + 1``.
-
-    Returns ``(rows, stopped)``: ``stopped`` when a side met ``HIDDEN_REACH`` rows Hermes does not show
-    (rewound, hidden) before it had its count (:func:`walk_session`). ``rows`` is empty when ``message_id`` is not
-    a message Hermes shows of that session. The text is the searchable text (:func:`fetch_messages`: recall
-    tools' calls and answers left out).
-    """
-    if message_id is None:
-        ids, stopped = walk_session(conn, session_id, None, back=False, count=after + 1)
-    else:
-        sql = (f"SELECT {layout_of(conn).order_sql()}, CASE WHEN {visible(conn)} THEN 1 ELSE 0 END "
-               "FROM messages m WHERE m.id = ? AND m.session_id = ?")
-        anchor = conn.execute(sql, (message_id, session_id)).fetchone()
-        if anchor is None or not anchor[-1]:
-            return [], False
-        earlier, cut_before = walk_session(conn, session_id, anchor[:-1], back=True, count=before)
-        later, cut_after = walk_session(conn, session_id, anchor[:-1], back=False, count=after)
-        ids, stopped = [*reversed(earlier), message_id, *later], cut_before or cut_after
-    rows = fetch_messages(conn, ids)
-    return [rows[i] for i in ids if i in rows], stopped

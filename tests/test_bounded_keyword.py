@@ -213,3 +213,72 @@ def test_a_long_query_scores_as_one_counted_a_trigram_at_a_time(text: str, asked
         before = scorer.parts(text)
         patch.setattr(query, "ONE_PASS", 0)
         assert scorer.parts(text) == before
+
+
+# -- the substring search ------------------------------------------------------------------
+
+
+def test_a_session_wider_than_the_substring_budget_is_read_only_as_far_as_it(world: World, monkeypatch):
+    """Tool output past what Hermes 0.21 indexes is looked for by substring in the project's newest sessions, up to
+    ``TOOL_SCAN_MESSAGES`` message ids; one session of 2,000 or 8,000 tool rows was read whole, the budget checked
+    only after it (803 -> 3,145 hundred steps), and the answer said nothing of what it left unread. Now the
+    same steps (258 -> 260), and the note says older messages may hold more matches."""
+    from schema30 import Schema30
+
+    lexical, folders, store = plugin("lexical"), [plugin_dir()], plugin("store")
+    monkeypatch.setattr(lexical, "TOOL_SCAN_MESSAGES", 500)
+    world.close()
+    db = Schema30(world.home / "state.db", "fresh")
+
+    def run(n: int) -> tuple[dict[str, Any], Any]:
+        repo = world.repo(f"r{n}")
+        db.session(f"logs{n}", cwd=repo, git_repo_root=repo)
+        conn = db.connect()
+        conn.executemany("INSERT INTO messages (session_id, role, content, tool_name, timestamp) VALUES (?, 'tool', ?, 'terminal', ?)",
+                         [(f"logs{n}", ("x" * 9_000 + " flamingo") if i == 0 else f"line {i}", 1_700_000_000 + i)
+                          for i in range(n)])
+        conn.close()
+        db.session(f"cur{n}", cwd=repo, git_repo_root=repo)
+        world.search(f"cur{n}", "flamingo", role="tool", mode="keyword")
+        return measure(folders, monkeypatch, lambda: world.search(f"cur{n}", "flamingo", role="tool", mode="keyword"), store)
+
+    (small_answer, small), (large_answer, large) = run(2_000), run(8_000)
+    assert large.sql <= 1.25 * small.sql + 5, (small.sql, large.sql)
+    for answer in (small_answer, large_answer):
+        assert answer["results"] == [] and "older ones may hold more matches" in answer["keyword_note"], answer
+
+
+def test_one_session_with_hundreds_of_substring_matches_does_not_hide_an_older_one(world: World):
+    """A two-character CJK word is looked for by substring: a newer session holding it in 700 messages filled the
+    600 rows the search keeps, so the older session holding it once was never read, and nothing said so. Each
+    session keeps its newest few matches: both are found."""
+    repo = world.repo("loud")
+    world.session("older", repo, messages=[("user", "这个问题很难")])
+    world.session("newer", repo)
+    insert(world, [("newer", "user", f"第{i}个问题") for i in range(700)])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    answer = world.search("cur", "问题", limit=10, mode="keyword")
+    assert result_sessions(answer) == ["newer", "older"] and "keyword_note" not in answer, answer
+
+
+def test_each_note_of_the_keyword_leg_is_said_once(world: World, monkeypatch):
+    """During Hermes 0.21's index rebuild, a two-character CJK word asked of tool output is looked for by substring
+    twice (the word, and tool output past the index), both cut by their budgets: the note said that older messages
+    may hold more matches twice, once joined to the rebuild's note."""
+    from schema30 import Schema30
+
+    lexical = plugin("lexical")
+    monkeypatch.setattr(plugin("fts"), "LIKE_BATCH", 1)  # a session a query
+    monkeypatch.setattr(lexical, "TOOL_SCAN_MESSAGES", 5)
+    monkeypatch.setattr(lexical, "SUBSTRING_MESSAGES", 5)
+    world.close()
+    db = Schema30(world.home / "state.db", "backfill")
+    repo = world.repo("logs")
+    for i in range(4):
+        db.session(f"s{i}", cwd=repo, git_repo_root=repo)
+        for j in range(10):
+            db.say(f"s{i}", "tool", f"line {j} of run {i}", tool_name="terminal")
+    db.session("cur", cwd=repo, git_repo_root=repo)
+    db.start_rebuild()
+    note = world.search("cur", "问题", role="tool", mode="keyword")["keyword_note"]
+    assert note.count(lexical.LIKE_NOTE) == 1 and "rebuilding" in note, note

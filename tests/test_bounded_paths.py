@@ -135,10 +135,10 @@ def test_a_short_cjk_word_past_the_substring_budget_is_never_a_silent_no_match(w
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
     lexical = plugin("lexical")
     monkeypatch.setattr(plugin("fts"), "LIKE_BATCH", 1)
-    monkeypatch.setattr(lexical, "SCAN_MESSAGES", 5)  # 20 messages: the ten newest sessions
+    monkeypatch.setattr(lexical, "SUBSTRING_MESSAGES", 20)  # the ten newest sessions
     answer = world.search("cur", "问题")
     assert answer["results"] == [] and answer["keyword_note"] == lexical.LIKE_NOTE, answer
-    monkeypatch.setattr(lexical, "SCAN_MESSAGES", 60_000)
+    monkeypatch.setattr(lexical, "SUBSTRING_MESSAGES", 240_000)
     answer = world.search("cur", "问题")
     assert result_sessions(answer) == ["oldest"] and "keyword_note" not in answer, answer
 

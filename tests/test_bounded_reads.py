@@ -79,15 +79,20 @@ def cost(world: World, monkeypatch: pytest.MonkeyPatch, calls: list[Callable[[],
     return steps, read
 
 
-def long_session(world: World, n: int) -> tuple[str, list[int]]:
+def long_session(world: World, n: int, *, beside: bool = False) -> tuple[str, list[int]]:
     """Session ``big<n>`` alone in repo ``r<n>`` (asked from ``cur<n>``): a question, the answer, ``n`` short
-    turns, the last answer. Returns the session and the ids of the answer and the last answer."""
+    turns, the last answer; with ``beside``, each of its rows follows one of session ``side<n>`` (another repo's,
+    written at the same time). Returns the session and the ids of the answer and the last answer."""
     repo = world.repo(f"r{n}")
     sid = world.open(f"big{n}", repo)
-    ids = write(world, sid, [{"role": "user", "content": "what do pelicans eat?"},
-                             {"role": "assistant", "content": "the pelican answer"},
-                             *({"role": "user" if i % 2 else "assistant", "content": f"step {i} " + "y" * 200} for i in range(n)),
-                             {"role": "assistant", "content": "last words"}])
+    if beside:
+        world.open(f"side{n}", world.repo(f"side{n}"))
+    rows = [{"role": "user", "content": "what do pelicans eat?"}, {"role": "assistant", "content": "the pelican answer"},
+            *({"role": "user" if i % 2 else "assistant", "content": f"step {i} " + "y" * 200} for i in range(n)),
+            {"role": "assistant", "content": "last words"}]
+    if beside:
+        rows = [r for row in rows for r in ({"role": "user", "content": "elsewhere", "session_id": f"side{n}"}, row)]
+    ids = [mid for mid, row in zip(write(world, sid, rows), rows, strict=True) if "session_id" not in row]
     world.open(f"cur{n}", repo)
     return sid, [ids[1], ids[-1]]
 
@@ -103,13 +108,15 @@ def session_calls(world: World, n: int, sid: str, answers: list[int]) -> list[Ca
     ]
 
 
-def test_reading_a_long_session_costs_what_the_window_costs(hermes: World, monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize("beside", [False, True])
+def test_reading_a_long_session_costs_what_the_window_costs(hermes: World, monkeypatch: pytest.MonkeyPatch, beside: bool):
     """Reading 11 messages around a hit, at the session's end or start, and the recent list's previews, in a
-    session of 1,500 and of 6,000 messages: the same SQLite steps. On Hermes 0.19, reading the whole session and
-    sorting it (273 -> 1,039 hundred steps for the read, 354 -> 1,368 for the list) made them grow with it."""
+    session of 1,500 and of 6,000 messages, alone or written beside another session: the same SQLite steps. On
+    Hermes 0.19, reading the whole session and sorting it (273 -> 1,039 hundred steps for the read, 354 -> 1,368
+    for the list) made them grow with it."""
     costs = []
     for n in (1500, 6000):
-        sid, answers = long_session(hermes, n)
+        sid, answers = long_session(hermes, n, beside=beside)
         calls = session_calls(hermes, n, sid, answers)
         for call in calls:
             call()  # the project's census, as any first call reads it
@@ -123,7 +130,7 @@ def test_tool_logs_past_a_window_are_not_read(hermes: World, monkeypatch: pytest
     answered: reading around its answers and listing it read the same bytes and steps. On Hermes 0.19 every log
     was read and sorted, and a window reads on past rewound logs only up to its reach (8 rows here, so that 24
     logs pass it). No log's overflow pages are read but those of the logs shown."""
-    monkeypatch.setattr(plugin("store"), "HIDDEN_REACH", 8, raising=False)
+    monkeypatch.setattr(plugin("session_walk"), "HIDDEN_REACH", 8, raising=False)
     costs = []
     for n in (24, 96):
         repo = hermes.repo(f"r{n}")
@@ -197,7 +204,7 @@ def test_a_window_stops_at_a_long_run_of_rewound_messages_and_says_so(hermes: Wo
     """Before the asked message lie 6,000 rewound ones, then the session's start: the window does not read them
     all (its steps are those of 1,500), keeps the messages after, and says that it stopped. Reading on to the next
     message shown read every one of them."""
-    store = plugin("store")
+    walk = plugin("session_walk")
     costs = []
     for n in (1500, 6000):
         repo = hermes.repo(f"rw{n}")
@@ -212,6 +219,96 @@ def test_a_window_stops_at_a_long_run_of_rewound_messages_and_says_so(hermes: Wo
         read()
         answer = read()
         assert [m["message_id"] for m in answer["messages"]] == ids[-2:], answer
-        assert answer["stopped"] == plugin("browse").STOPPED and str(store.HIDDEN_REACH) in answer["stopped"]
+        assert answer["stopped"] == plugin("browse").STOPPED and str(walk.HIDDEN_REACH) in answer["stopped"]
         costs.append(cost(hermes, monkeypatch, [read])[0])
+    assert costs[1] <= 1.25 * costs[0] + 5, costs
+
+
+@pytest.mark.parametrize("beyond", [3, 4])
+def test_a_window_that_reads_to_the_session_end_has_not_stopped(hermes: World, monkeypatch: pytest.MonkeyPatch,
+                                                                  beyond: int):
+    """Past the asked message lie reach + 3 rewound messages, then 2 shown ones where the session ends: a side of 5
+    reads all of them (its count and its reach of rows) and shows both, without ``stopped``. It said ``stopped``,
+    taking the last row it read for a sign of more. With one rewound message more the second shown one lies past
+    the side's rows: it is left out, and the answer says the window stopped. Both ways from the message."""
+    reach = 8
+    monkeypatch.setattr(plugin("session_walk"), "HIDDEN_REACH", reach)
+    repo = hermes.repo(f"edge{beyond}")
+    sid = hermes.open(f"edge{beyond}", repo)
+    hermes.open(f"cur{beyond}", repo)
+    ids = write(hermes, sid, [{"role": "user", "content": "the question"},
+                              *({"role": "assistant", "content": f"taken back {i}", "active": 0} for i in range(reach + beyond)),
+                              {"role": "assistant", "content": "kept one"}, {"role": "user", "content": "kept two"}])
+    forward = hermes.call("project_history_read", {"session_id": sid, "message_id": ids[0], "after": 5}, f"cur{beyond}")
+    back = hermes.call("project_history_read", {"session_id": sid, "message_id": ids[-1], "before": 5}, f"cur{beyond}")
+    if beyond == 3:
+        assert [m["message_id"] for m in forward["messages"]] == [ids[0], ids[-2], ids[-1]] and "stopped" not in forward
+        assert [m["message_id"] for m in back["messages"]] == [ids[0], ids[-2], ids[-1]] and "stopped" not in back
+    else:
+        assert [m["message_id"] for m in forward["messages"]] == [ids[0], ids[-2]] and "stopped" in forward
+        assert [m["message_id"] for m in back["messages"]] == [ids[-2], ids[-1]] and "stopped" in back
+
+
+def test_windows_and_previews_follow_hermes_order_when_the_clock_stepped_back(hermes: World):
+    """Messages 1-6 of a session written at 100, 101, 102, then (the clock stepped back) 50, 51, 52: Hermes shows
+    them by id. On a 0.19 state.db, which has no index of a session by id, the window followed time: from the
+    start [4, 5, 6, 1, 2, 3], around message 3 nothing after it, and the last assistant preview message 2."""
+    repo = hermes.repo("stepped")
+    hermes.open("stepped", repo)
+    hermes.open("cur", repo)
+    base = hermes.clock
+    ids = write(hermes, "stepped", [{"role": role, "content": f"{role} {i}", "timestamp": base + at}
+                                    for i, (role, at) in enumerate(zip(["user", "assistant"] * 3, [100, 101, 102, 50, 51, 52], strict=True))])
+    start = hermes.call("project_history_read", {"session_id": "stepped"}, "cur")
+    assert [m["message_id"] for m in start["messages"]] == ids, start
+    for mid in ids:
+        around = hermes.call("project_history_read", {"session_id": "stepped", "message_id": mid}, "cur")
+        assert [m["message_id"] for m in around["messages"]] == ids, (mid, around)
+        one = hermes.call("project_history_read", {"session_id": "stepped", "message_id": mid, "before": 1, "after": 1}, "cur")
+        at = ids.index(mid)
+        assert [m["message_id"] for m in one["messages"]] == ids[max(0, at - 1): at + 2], (mid, one)
+    listed = hermes.call("project_history_recent", {}, "cur")["sessions"]
+    assert [(s["first_user"], s["last_assistant"]) for s in listed] == [("user 0", "assistant 5")], listed
+
+
+def test_windows_of_a_session_written_beside_others_are_in_id_order(hermes: World):
+    """Five sessions written turn about (a gateway's chats): around every message, 20 either side (on 0.19 more than
+    a walk by id passes rows for, so it reads on by time), the window is the session's messages in id order."""
+    repo = hermes.repo("turns")
+    hermes.open("a", repo)
+    other = hermes.repo("other")
+    for sid in "bcde":
+        hermes.open(sid, other)
+    hermes.open("cur", repo)
+    rows = [{"role": "user" if i % 10 < 5 else "assistant", "content": f"turn {i}", "session_id": "abcde"[i % 5]}
+            for i in range(300)]
+    ids = [mid for mid, row in zip(write(hermes, "a", rows), rows, strict=True) if row["session_id"] == "a"]
+    for mid in ids:
+        answer = hermes.call("project_history_read", {"session_id": "a", "message_id": mid, "before": 20, "after": 20}, "cur")
+        at = ids.index(mid)
+        assert [m["message_id"] for m in answer["messages"]] == ids[max(0, at - 20): at + 21], (mid, answer)
+    start = hermes.call("project_history_read", {"session_id": "a", "after": 20}, "cur")
+    assert [m["message_id"] for m in start["messages"]] == ids[:21]
+
+
+def test_the_recent_list_passes_a_rewound_tail_only_as_far_as_its_reach(hermes: World, monkeypatch: pytest.MonkeyPatch):
+    """A session whose last 2,000 or 8,000 messages were rewound: the recent list finds its last message shown for
+    the same SQLite steps, and its last activity is that message's time. Looking for the newest message shown
+    walked back past every rewound one (159 -> 579 hundred steps)."""
+    costs = []
+    for n in (2000, 8000):
+        repo = hermes.repo(f"tail{n}")
+        sid = hermes.open(f"tail{n}", repo)
+        hermes.open(f"cur{n}", repo)
+        write(hermes, sid, [{"role": "user", "content": "the question"}, {"role": "assistant", "content": "the answer"}])
+        shown_at = hermes.clock
+        write(hermes, sid, [{"role": "assistant", "content": f"taken back {i}", "active": 0} for i in range(n)])
+
+        def recent(asker: str = f"cur{n}") -> dict[str, Any]:
+            return hermes.call("project_history_recent", {}, asker)
+
+        listed = recent()["sessions"]
+        assert [s["session_id"] for s in listed] == [sid], listed
+        assert listed[0]["last_active"] == plugin("answers").format_when(shown_at), (listed, shown_at)
+        costs.append(cost(hermes, monkeypatch, [recent])[0])
     assert costs[1] <= 1.25 * costs[0] + 5, costs

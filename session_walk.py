@@ -1,0 +1,164 @@
+"""IO shell: a session's messages in Hermes' order, read from where a read starts (``project_history_read``'s
+window, ``project_history_recent``'s previews), never the whole session.
+
+Read-only, like every reader of state.db. Hermes orders a session by id. A walk reads at most its count and its
+reach of rows Hermes does not show (:data:`HIDDEN_REACH`), along the (session_id, id) index where there is one,
+else (Hermes 0.19) along the table by id as far as :data:`SPREAD` allows and on by time, so its cost never grows
+with the session. Raises ``sqlite3`` errors.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from . import store
+from .records import MessageRow
+
+#: Rows a walk of a session reads past the ones it keeps (a rewind takes back whole turns, tool calls and all):
+#: a walk that meets this many rows it does not keep stops there, and says so. Each row passed is a seek and a
+#: test of columns after ``content``; their usual values (0, 1, NULL) live in the record's header, so a tool
+#: log's overflow pages are not read for them.
+HIDDEN_REACH = 1000
+
+
+#: Table rows a walk in id order passes per message it is asked for, on a state.db with no index on
+#: (session_id, id) (Hermes 0.19): enough for a session written beside another (a gateway's chats), and for the
+#: rows written before the clock stepped back at a session's start or end. A row passed costs its record's
+#: header and ``session_id``, which lie before ``content``.
+SPREAD = 4
+
+_BY_TIME = ("m.timestamp", "m.id")  # Hermes 0.19's (session_id, timestamp) index, time then id
+
+
+def walk_session(
+    conn: sqlite3.Connection, session_id: str, start: tuple[float, int] | None, *, back: bool, count: int,
+    reach: int | None = None, role: str | None = None,
+) -> tuple[list[int], bool]:
+    """The ids of the next ``count`` messages Hermes shows of ``session_id``, in Hermes' order of the session (by
+    id), backwards with ``back``, and whether the walk stopped at its reach: ``(ids, stopped)``.
+
+    It starts after ``start`` (a message's ``(timestamp, id)``, not included; ``None``: the session's first
+    message, or its last with ``back``) and reads at most ``count + reach`` of the session's rows
+    (``reach``: :data:`HIDDEN_REACH` unless given), so its cost never grows with the session
+    (:func:`_session_rows`). With ``role``, only messages of that role with text are kept.
+    ``stopped`` is true when it kept fewer than ``count`` of those rows and the session has another row past them
+    (one row more is asked for to tell).
+    """
+    if count <= 0:
+        return [], False
+    reach = HIDDEN_REACH if reach is None else reach
+    kept_sql, kept_params = store.visible(conn), []
+    if role is not None:  # role first: no tool log's content read
+        kept_sql, kept_params = f"m.role = ? AND TRIM(COALESCE(m.content, '')) != '' AND {kept_sql}", [role]
+    ids: list[int] = []
+    rows = _session_rows(conn, session_id, start, back=back, cap=count + reach + 1, span=SPREAD * (count + 1),
+                         kept=(kept_sql, kept_params))
+    for read, (mid, kept) in enumerate(rows, 1):
+        if read > count + reach:
+            return ids, True
+        if kept:
+            ids.append(mid)
+            if len(ids) == count:
+                return ids, False
+    return ids, False
+
+
+def _session_rows(
+    conn: sqlite3.Connection, session_id: str, start: tuple[float, int] | None, *, back: bool, cap: int, span: int,
+    kept: tuple[str, list[Any]],
+) -> Iterator[tuple[int, int]]:
+    """``(id, 1 when kept else 0)`` of the session's rows after ``start`` in id order (backwards with ``back``),
+    at most ``cap``, read as they are asked for.
+
+    Where an index on (session_id, id) exists, it is walked. Else (Hermes 0.19) the table itself is walked by id
+    from ``start`` (:func:`_edge` for ``None``), passing at most ``span`` rows; when more rows lie that way, the
+    rest comes from the session's (timestamp, id) index past the rows passed, put in id order: the same rows
+    unless the clock stepped back where other rows (another session's, or more than ``span`` rewound ones) lie
+    between.
+    """
+    if store.layout_of(conn).ids_by_session:
+        yield from _by_index(conn, session_id, start, back=back, cap=cap, kept=kept, order=("m.id",))
+        return
+    if start is None:
+        first = _edge(conn, session_id, back=back, span=span)
+        if first is None:
+            return
+        since, past = first, "="  # the edge itself is the first row read
+    else:
+        since, past = start[1], ""
+    towards, desc = ("<" if back else ">") + past, " DESC" if back else ""
+    sql = (f"SELECT id, kept FROM (SELECT m.id AS id, m.session_id AS sid, CASE WHEN m.session_id = ? AND {kept[0]} "
+           f"THEN 1 ELSE 0 END AS kept FROM messages m WHERE m.id {towards} ? ORDER BY m.id{desc} LIMIT ?) "
+           f"WHERE sid = ? ORDER BY id{desc} LIMIT ?")
+    found = 0
+    for mid, is_kept in conn.execute(sql, [session_id, *kept[1], since, span, session_id, cap]):
+        found += 1
+        yield int(mid), int(is_kept)
+    if found >= cap:
+        return
+    last = conn.execute(f"SELECT m.id FROM messages m WHERE m.id {towards} ? ORDER BY m.id{desc} LIMIT 1 OFFSET ?",
+                        (since, span - 1)).fetchone()
+    if last is None:  # every row that way was passed: the session has no more
+        return
+    edge = int(last[0])
+    rest = [row for row in _by_index(conn, session_id, start, back=back, cap=cap, kept=kept, order=_BY_TIME)
+            if (row[0] < edge if back else row[0] > edge)]
+    yield from sorted(rest, reverse=back)
+
+
+def _by_index(
+    conn: sqlite3.Connection, session_id: str, start: tuple[float, int] | None, *, back: bool, cap: int,
+    kept: tuple[str, list[Any]], order: Sequence[str],
+) -> Iterator[tuple[int, int]]:
+    """``(id, kept)`` of the session's rows after ``start`` along the index of ``order`` (columns of ``messages``
+    as ``m``, ending in its id), at most ``cap``."""
+    keys = ", ".join(f"{c} DESC" for c in order) if back else ", ".join(order)
+    values = () if start is None else start[-len(order):]
+    after = f" AND ({', '.join(order)}) {'<' if back else '>'} ({', '.join('?' * len(values))})" if values else ""
+    sql = (f"SELECT m.id, CASE WHEN {kept[0]} THEN 1 ELSE 0 END FROM messages m WHERE m.session_id = ?{after} "
+           f"ORDER BY {keys} LIMIT ?")
+    for mid, is_kept in conn.execute(sql, [*kept[1], session_id, *values, cap]):
+        yield int(mid), int(is_kept)
+
+
+def _edge(conn: sqlite3.Connection, session_id: str, *, back: bool, span: int) -> int | None:
+    """The id of the session's first row (its last with ``back``) on a state.db without an index on
+    (session_id, id): its first row in time, or a row before it by id within ``span`` rows (written before the
+    clock stepped back). ``None`` when the session has no rows."""
+    desc = " DESC" if back else ""
+    seed = conn.execute(f"SELECT m.id FROM messages m WHERE m.session_id = ? ORDER BY m.timestamp{desc}, m.id{desc} "
+                        "LIMIT 1", (session_id,)).fetchone()
+    if seed is None:
+        return None
+    sql = (f"SELECT {'max' if back else 'min'}(id) FROM (SELECT m.id AS id, m.session_id AS sid FROM messages m "
+           f"WHERE m.id {'>' if back else '<'} ? ORDER BY m.id{'' if back else ' DESC'} LIMIT ?) WHERE sid = ?")
+    beyond = conn.execute(sql, (seed[0], span, session_id)).fetchone()[0]
+    return int(seed[0] if beyond is None else beyond)
+
+
+def messages_around(
+    conn: sqlite3.Connection, session_id: str, message_id: int | None, before: int, after: int
+) -> tuple[list[MessageRow], bool]:
+    """Messages Hermes shows of a session around ``message_id``, in the session's order: ``before`` earlier, the
+    message, ``after`` later; with ``message_id`` ``None``, the session's first ``after + 1``.
+
+    Returns ``(rows, stopped)``: ``stopped`` when a side met ``HIDDEN_REACH`` rows Hermes does not show
+    (rewound, hidden) before it had its count (:func:`walk_session`). ``rows`` is empty when ``message_id`` is not
+    a message Hermes shows of that session. The text is the searchable text (:func:`store.fetch_messages`: recall
+    tools' calls and answers left out).
+    """
+    if message_id is None:
+        ids, stopped = walk_session(conn, session_id, None, back=False, count=after + 1)
+    else:
+        sql = (f"SELECT m.timestamp, m.id, CASE WHEN {store.visible(conn)} THEN 1 ELSE 0 END "
+               "FROM messages m WHERE m.id = ? AND m.session_id = ?")
+        anchor = conn.execute(sql, (message_id, session_id)).fetchone()
+        if anchor is None or not anchor[2]:
+            return [], False
+        earlier, cut_before = walk_session(conn, session_id, anchor[:2], back=True, count=before)
+        later, cut_after = walk_session(conn, session_id, anchor[:2], back=False, count=after)
+        ids, stopped = [*reversed(earlier), message_id, *later], cut_before or cut_after
+    rows = store.fetch_messages(conn, ids)
+    return [rows[i] for i in ids if i in rows], stopped
