@@ -425,9 +425,10 @@ _RECALL_CALLS_SQL = ("CASE WHEN m.role = 'assistant' AND ("
 def _rows_before(conn: sqlite3.Connection, session_id: str, before: tuple[float, int], count: int) -> list[tuple[Any, ...]]:
     """The ``count`` messages of ``session_id`` before ``before`` (timestamp, id), oldest first:
     ``(id, timestamp, role, tool calls of an assistant row that names a recall tool)``; tool rows' content is
-    not read. Rewound and hidden rows are not left out: ``active`` and ``display_*`` lie after ``content`` in
-    Hermes' rows, so testing them would read every log's overflow pages. The window only weighs hits down;
-    the hits themselves are visible rows (the legs read them through :func:`visible`)."""
+    not read. Rewound and hidden rows are not left out: the window only weighs hits down, and the hits
+    themselves are visible rows (the legs read them through :func:`visible`). Testing them would be cheap
+    (``active``'s 0 and 1 and a NULL ``display_*`` live in the record's header, not after a log's content);
+    whether a rewound recall should still weigh a reply down is a ranking question left open."""
     rows = conn.execute(
         f"SELECT m.id, m.timestamp, m.role, {_RECALL_CALLS_SQL} FROM messages m "
         "WHERE m.session_id = ? AND m.timestamp <= ? AND (m.timestamp < ? OR m.id < ?) "
