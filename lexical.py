@@ -83,8 +83,9 @@ SCAN_NOTE = ("Words this common were looked for only in the project's newest ses
 LIKE_NOTE = ("Words of the question that Hermes' index cannot look up (two CJK characters, or text in tool output "
              "past what it indexes) were looked for by substring in the project's newest messages only: older ones "
              "may hold more matches.")
-SUBSTRING_CUT_NOTE = ("The substring search read only the project's newest sessions, as far as a fixed budget reached "
-                      f"(at most {SUBSTRING_MESSAGES:,} message ids of state.db): older ones may hold more matches.")
+SUBSTRING_CUT_NOTE = ("The substring search read only the project's newest sessions, as far as its limits reached "
+                      f"(at most {SUBSTRING_MESSAGES:,} message ids of state.db, {2 * CANDIDATE_ROWS:,} matching "
+                      "messages): older ones may hold more matches.")
 REBUILD_NOTE = ("Hermes is rebuilding its full-text index (`hermes sessions optimize-storage`, {percent}% done): "
                 "messages not indexed yet were searched by substring{cut}.")
 
