@@ -74,12 +74,13 @@ def _session_rows(
 
     Where an index on (session_id, id) exists, it is walked. Else (Hermes 0.19) the table itself is walked by id
     from ``start`` (:func:`_edge` for ``None``), passing at most ``span`` rows; when more rows lie that way, the
-    rest comes from the session's (timestamp, id) index past the rows passed, put in id order: the same rows
-    unless the clock stepped back where other rows (another session's, or more than ``span`` rewound ones) lie
-    between.
+    rest comes from the session's (timestamp, id) index past the rows passed (:func:`_by_time_pages`), in pages
+    each put in id order: the same rows in the same order unless the clock stepped back where other rows (another
+    session's, or more than ``span`` rewound ones) lie between, or across two pages; there it is time order.
     """
     if store.layout_of(conn).ids_by_session:
-        yield from _by_index(conn, session_id, start, back=back, cap=cap, kept=kept, order=("m.id",))
+        for key, is_kept in _by_index(conn, session_id, start, back=back, cap=cap, kept=kept, order=("m.id",)):
+            yield key[-1], is_kept
         return
     if start is None:
         first = _edge(conn, session_id, back=back, span=span)
@@ -102,25 +103,42 @@ def _session_rows(
                         (since, span - 1)).fetchone()
     if last is None:  # every row that way was passed: the session has no more
         return
-    edge = int(last[0])
-    rest = [row for row in _by_index(conn, session_id, start, back=back, cap=cap, kept=kept, order=_BY_TIME)
-            if (row[0] < edge if back else row[0] > edge)]
-    yield from sorted(rest, reverse=back)
+    yield from _by_time_pages(conn, session_id, start, back=back, cap=cap, page=span, kept=kept, passed=int(last[0]))
+
+
+def _by_time_pages(
+    conn: sqlite3.Connection, session_id: str, start: tuple[float, int] | None, *, back: bool, cap: int, page: int,
+    kept: tuple[str, list[Any]], passed: int,
+) -> Iterator[tuple[int, int]]:
+    """``(id, kept)`` of the session's rows after ``start`` along its (timestamp, id) index, leaving out those up
+    to id ``passed`` (down to it with ``back``), read as they are asked for: in pages, the first of ``page`` rows,
+    each next twice the last, each page put in id order (backwards with ``back``). At most ``cap`` index rows
+    are read in all, so a caller that stops after a few rows pays for a page or two, not for ``cap`` rows."""
+    key, read = start, 0
+    while read < cap:
+        size = min(page, cap - read)
+        rows = list(_by_index(conn, session_id, key, back=back, cap=size, kept=kept, order=_BY_TIME))
+        read += len(rows)
+        yield from sorted(((k[-1], is_kept) for k, is_kept in rows if (k[-1] < passed if back else k[-1] > passed)),
+                          reverse=back)
+        if len(rows) < size:  # the session has no more rows that way
+            return
+        key, page = rows[-1][0], 2 * page
 
 
 def _by_index(
     conn: sqlite3.Connection, session_id: str, start: tuple[float, int] | None, *, back: bool, cap: int,
     kept: tuple[str, list[Any]], order: Sequence[str],
-) -> Iterator[tuple[int, int]]:
-    """``(id, kept)`` of the session's rows after ``start`` along the index of ``order`` (columns of ``messages``
-    as ``m``, ending in its id), at most ``cap``."""
+) -> Iterator[tuple[tuple[Any, ...], int]]:
+    """``(key, kept)`` of the session's rows after ``start`` along the index of ``order`` (columns of ``messages``
+    as ``m``, ending in its id), at most ``cap``: ``key`` is the row's values of ``order``, its id last."""
     keys = ", ".join(f"{c} DESC" for c in order) if back else ", ".join(order)
     values = () if start is None else start[-len(order):]
     after = f" AND ({', '.join(order)}) {'<' if back else '>'} ({', '.join('?' * len(values))})" if values else ""
-    sql = (f"SELECT m.id, CASE WHEN {kept[0]} THEN 1 ELSE 0 END FROM messages m WHERE m.session_id = ?{after} "
-           f"ORDER BY {keys} LIMIT ?")
-    for mid, is_kept in conn.execute(sql, [*kept[1], session_id, *values, cap]):
-        yield int(mid), int(is_kept)
+    sql = (f"SELECT {', '.join(order)}, CASE WHEN {kept[0]} THEN 1 ELSE 0 END FROM messages m "
+           f"WHERE m.session_id = ?{after} ORDER BY {keys} LIMIT ?")
+    for *key, is_kept in conn.execute(sql, [*kept[1], session_id, *values, cap]):
+        yield (*key[:-1], int(key[-1])), int(is_kept)
 
 
 def _edge(conn: sqlite3.Connection, session_id: str, *, back: bool, span: int) -> int | None:

@@ -312,3 +312,41 @@ def test_the_recent_list_passes_a_rewound_tail_only_as_far_as_its_reach(hermes: 
         assert listed[0]["last_active"] == plugin("answers").format_when(shown_at), (listed, shown_at)
         costs.append(cost(hermes, monkeypatch, [recent])[0])
     assert costs[1] <= 1.25 * costs[0] + 5, costs
+
+
+def test_a_session_written_beside_five_others_is_read_for_what_its_window_takes(hermes: World,
+                                                                                monkeypatch: pytest.MonkeyPatch):
+    """Six sessions written turn about, n and 4n rows each, the asked one ending in 12 user messages: reading 5
+    either side of a message a quarter in, and the recent list's previews (its last assistant message lies past
+    the rows a walk by id passes), cost the same SQLite steps, and show the session's messages in id order. On
+    Hermes 0.19 the read on by time took every row it might need (count + reach + 1) and sorted them before
+    keeping the first: 52 -> 124 hundred steps for the window, 42 -> 76 for the list."""
+    costs = []
+    for n in (150, 600):
+        repo, other = hermes.repo(f"t{n}"), hermes.repo(f"o{n}")
+        names = [f"{s}{n}" for s in "abcdef"]
+        hermes.open(names[0], repo)
+        for sid in names[1:]:
+            hermes.open(sid, other)
+        hermes.open(f"cur{n}", repo)
+        roles = ["user" if (i // 6) % 2 else "assistant" for i in range(6 * n)] + ["user"] * 72
+        rows = [{"role": role, "content": f"turn {i}", "session_id": names[i % 6]} for i, role in enumerate(roles)]
+        ids = [mid for mid, row in zip(write(hermes, names[0], rows), rows, strict=True) if row["session_id"] == names[0]]
+        at = len(ids) // 4
+        last_assistant = next(row["content"] for row in reversed(rows)
+                              if row["session_id"] == names[0] and row["role"] == "assistant")
+
+        def read(sid: str = names[0], anchor: int = ids[at], asker: str = f"cur{n}") -> dict[str, Any]:
+            return hermes.call("project_history_read", {"session_id": sid, "message_id": anchor, "before": 5,
+                                                        "after": 5}, asker)
+
+        def recent(asker: str = f"cur{n}") -> dict[str, Any]:
+            return hermes.call("project_history_recent", {}, asker)
+
+        read()
+        assert [m["message_id"] for m in read()["messages"]] == ids[at - 5: at + 6]
+        listed = recent()["sessions"]
+        assert [(s["first_user"], s["last_assistant"]) for s in listed] == [("turn 6", last_assistant)], listed
+        costs.append([cost(hermes, monkeypatch, [call])[0] for call in (read, recent)])
+    small, large = costs
+    assert all(b <= 1.25 * a + 5 for a, b in zip(small, large, strict=True)), costs
