@@ -165,3 +165,21 @@ def test_a_search_of_a_half_built_index_does_not_read_the_project_again(remote: 
         assert answer["semantic_status"] == "indexing" and f"0 of {n}" in answer["semantic_note"], answer["semantic_note"]
         assert sum(read) == 0, read
     assert work[8000].sql <= 2 * work[2000].sql, work
+
+
+def test_a_message_rewound_after_the_record_was_made_is_never_embedded(remote: World, monkeypatch):
+    """The record of a partial index listed a message; it was rewound; the next search read its text by id alone
+    (exists, has text), sent it to the provider and stored it. Now texts are read only of what the index should
+    hold (shown, user or assistant, with text), and a rewound one leaves the record."""
+    world = remote
+    world.session("s1", world.paths["app"])  # type: ignore[attr-defined]
+    bulk(world, "s1", 10, lambda i: words(i, 60))
+    monkeypatch.setattr(plugin("vector_leg"), "INDEX_BUDGET_S", 0.0)
+    assert world.search("cur", "lighthouse keeper")["semantic_status"] == "indexing"
+    with closing(sqlite3.connect(world.home / "state.db")) as conn, conn:
+        rewound = conn.execute("SELECT max(id) FROM messages WHERE session_id='s1'").fetchone()[0]
+        conn.execute("UPDATE messages SET active = 0 WHERE id = ?", (rewound,))
+    monkeypatch.setattr(plugin("vector_leg"), "INDEX_BUDGET_S", 30.0)
+    answer = world.search("cur", "lighthouse keeper")
+    assert rewound not in stored_chunks(world), "a rewound message was sent to the provider and stored"
+    assert answer["semantic_status"] == "ready", answer
