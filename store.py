@@ -20,7 +20,7 @@ import functools
 import json
 import logging
 import sqlite3
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -297,17 +297,14 @@ def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> 
     return out[:limit]
 
 
-def unindexed_messages(
-    conn: sqlite3.Connection, scope: Scope, indexed: Container[int], limit: int, *, above: int
-) -> list[tuple[int, str, str]]:
-    """Live user/assistant messages of the scope above message id ``above`` (a watermark: the scope was
-    complete up to it) that ``indexed`` lacks: ``(id, session id, text)``, newest first, at most ``limit``.
-    Message ids are immutable and increasing in Hermes, so new messages sit above a watermark; the rows
-    above it are read (a small range: SQLite is kept on the id range, not the per-session index)."""
+def indexable_ids_above(conn: sqlite3.Connection, scope: Scope, above: int) -> list[int]:
+    """Ids of the scope's messages above message id ``above`` that the vector index should hold
+    (:func:`_indexable_row`), newest first; no text leaves SQLite. Message ids are immutable and increasing in
+    Hermes, so new messages sit above a watermark; the rows above it are read (a small range: SQLite is kept on
+    the id range, not the per-session index). Raises ``sqlite3`` errors."""
     where = f"+{SCOPE_SQL} AND {_indexable_row(conn)}"
-    ids = conn.execute(f"SELECT m.id FROM messages m WHERE {where} AND m.id > ?", (scope.ids_json, int(above)))
-    missing = sorted((int(r[0]) for r in ids if int(r[0]) not in indexed), reverse=True)
-    return texts_to_embed(conn, missing, limit)
+    rows = conn.execute(f"SELECT m.id FROM messages m WHERE {where} AND m.id > ?", (scope.ids_json, int(above)))
+    return sorted((int(r[0]) for r in rows), reverse=True)
 
 
 def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
