@@ -21,10 +21,13 @@ when wrong:
 
 While a scope's index is partial, a fourth keeps each search from checking it
 in full again: the process's record of the ids it lacks (state cache
-``semantic_lacking``, :class:`Lacking`), exact up to a state.db message id and
-an index chunk id; a search reads what is newer than either. What it cannot
-see (a message deleted or rewound below its id) is read as its text is, or by
-the full check that renews it after ``RECHECK_S``.
+``semantic_lacking``, :class:`Lacking`, one per asking scope, the newest
+``RECORDS_KEPT``), exact up to a state.db message id and an index chunk id; a
+search reads what is newer than either. Once made, it answers every search of
+its scope until the scope is complete. What it cannot see (a message deleted or
+rewound below its id) is found when its text is read: only what the index
+should hold is read (:func:`store.texts_to_embed`), and the rest leaves the
+record; the full check renews it after ``RECHECK_S``.
 
 A hint wrong in a way none of these catches costs a semantic hit, never a wrong
 answer: every hit is checked against state.db before it is shown
@@ -54,22 +57,27 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-INDEX_BATCH = 2000  # new messages above a watermark read at once; more and the record's count is used
+INDEX_BATCH = 2000  # new message ids above a watermark taken at once; more and the record's count is used
 MARKS_LAG = 5_000  # message ids the shared "complete up to" marks may lag before a search moves them up
 READ_PAGE = 8  # texts read from state.db at a time, as the embedding reaches them
 RECHECK_S = 600.0  # a record of what a scope lacks is checked in full again after this long
+RECORDS_KEPT = 8  # records of partial scopes kept (each asking chat has its own scope; a gateway answers many)
+WATERMARKS_KEPT = 64  # complete scopes' watermarks kept (older ones, and those of dead generations, go first)
+
+Key = tuple[int, str, str, str]  # (index generation, marks stamp, project, the scope's sessions as JSON)
 
 
 @dataclass(frozen=True)
 class Lack:
     """What one search learned of its scope's index.
 
-    ``pending``: ``(id, session id, text)`` to embed, newest first, read as
-    they are taken; ``missing``: how many are; ``total``: how many the scope
-    should hold (0 when none is missing, ``None`` when not counted); ``top``:
-    state.db's newest message id the check saw; ``marks``: the shared marks
-    read before checking (``None`` when this process's watermark answered);
-    ``gone``: the pending ids found deleted or without text as they were read.
+    ``pending``: ``(id, session id, text)`` to embed, newest first, read only
+    as they are taken (:func:`read_texts`); ``missing``: how many ids are
+    pending; ``total``: how many the scope should hold (0 when none is
+    missing, ``None`` when not counted); ``top``: state.db's newest message id
+    the check saw; ``marks``: the shared marks read before checking (``None``
+    when this process's watermark answered); ``gone``: the pending ids found,
+    once read, no longer to be indexed (deleted, rewound, hidden, without text).
     """
 
     pending: Iterator[tuple[int, str, str]]
@@ -86,11 +94,10 @@ class Lacking:
     and the index up to chunk id ``chunks`` (chunk ids are never reused), so a search reads only what is newer.
 
     ``missing``: the ids the index lacks, newest first (int64); ``total``: how many it should hold; ``long``:
-    ids too long for a search (:meth:`vector_index.VectorIndex.add`), passed over unread; ``made``: when the
-    full check behind it ran (``time.monotonic``).
+    ids too long for a search (:meth:`vector_index.VectorIndex.add`), left out of later searches' pending
+    unread; ``made``: when the full check behind it ran (``time.monotonic``).
     """
 
-    sessions: str
     below: int
     chunks: int
     missing: np.ndarray
@@ -99,13 +106,25 @@ class Lacking:
     made: float
 
 
-# (index generation, marks stamp, project) -> (the scope's sessions as JSON, message-id watermark) once complete
-_complete: dict[tuple[int, str, str], tuple[str, int]] = state.cache("semantic_complete").data
+# Key -> message-id watermark once the scope is complete (the newest WATERMARKS_KEPT)
+_complete_cache = state.cache("semantic_complete")
+_complete: dict[Key, int] = _complete_cache.data
 
 
-# (index generation, marks stamp, project) -> the scope's record while its index is partial
+# Key -> the scope's record while its index is partial (the newest RECORDS_KEPT)
 _lacking_cache = state.cache("semantic_lacking")
-_lacking: dict[tuple[int, str, str], Lacking] = _lacking_cache.data
+_lacking: dict[Key, Lacking] = _lacking_cache.data
+
+
+def _keep(kept: dict[Key, T], key: Key, value: T, most: int) -> T:
+    """Store ``value`` under ``key`` as the newest of ``kept``, dropping the oldest beyond ``most``: a generation
+    or stamp that moved on leaves its entries unused, and each asking chat has its own. The caller holds the
+    cache's lock. Returns ``value``."""
+    kept.pop(key, None)
+    kept[key] = value
+    while len(kept) > most:
+        kept.pop(next(iter(kept)))
+    return value
 
 
 def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_history.History:
@@ -139,70 +158,75 @@ def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_
     return now
 
 
-def lacking(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: tuple[int, str, str]) -> Lack:
-    """What the scope's index lacks (see :class:`Lack`), ``key`` the process's watermark key.
+def lacking(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key) -> Lack:
+    """What the scope's index lacks (see :class:`Lack`), ``key`` the process's key for the scope (:func:`key_of`).
 
-    Below a watermark nothing is checked again: this process's own, else the shared per-session marks; what is
-    new above it is read, and a session without a mark is checked in full (:func:`full_check`). Without marks,
-    or when ``INDEX_BATCH`` messages or more are found, the process's record of the scope answers (:func:`record`: a full check once, then what is new). What
-    is indexed is always read from the file, never waiting for a load in progress. A load that dropped damaged
-    vectors (``vectors.generation`` moved on from ``key``'s) voids the watermark. Raises ``sqlite3`` errors.
+    While the process keeps a record of the scope (:func:`record`: it was found partial), the record answers:
+    what is newer is read, the ids too long for a search are left out. Otherwise, below a watermark nothing is
+    checked again: this process's own, else the shared per-session marks; the ids of what is new above it are
+    read, and a session without a mark is checked in full (:func:`full_check`). Without marks, or when
+    ``INDEX_BATCH`` ids or more are found, a record is made. Only ids are read here: texts are read as the
+    embedding takes them, never in keyword mode. What is indexed is always read from the file, never waiting for
+    a load in progress. A load that dropped damaged vectors (``vectors.generation`` moved on from ``key``'s)
+    voids the watermark. Raises ``sqlite3`` errors.
     """
     sessions = set(scope.session_ids)
     top = store.max_message_id(conn)
     marks = None
-    known = _complete.get(key)
-    if known is not None and known[0] == scope.ids_json:  # the sessions compared in full, never by hash
-        parts = [(scope, known[1])]
-    else:
-        marks = vectors.complete_marks(sessions, top)
-        unmarked = tuple(sid for sid in scope.session_ids if sid not in marks.upto)
-        marked = tuple(sid for sid in scope.session_ids if sid in marks.upto)
-        parts = [] if not marked else [(dataclasses.replace(scope, session_ids=marked), min(marks.upto.values()))]
-        if marked and unmarked:
-            parts.append((dataclasses.replace(scope, session_ids=unmarked), 0))
-    if parts and vectors.generation == key[0]:  # else loading found damaged vectors, below the watermark too: count all
-        pending: list[tuple[int, str, str]] = []
-        for part, above in parts:
-            if above:
-                indexed = vectors.store.ids_in(part.ids_json, above)
-                pending += store.unindexed_messages(conn, part, indexed, INDEX_BATCH, above=above)
-            else:  # sessions without a mark (new ones, mostly): every message of theirs
-                pending += store.texts_to_embed(conn, full_check(conn, vectors, part)[0], INDEX_BATCH)
-        if len(pending) < INDEX_BATCH:  # every scan reached its watermark: that is all
-            pending.sort(key=lambda m: -m[0])
-            return Lack(iter(pending), len(pending), None if pending else 0, top, marks)
-        # More: the record counts them all (else the watermark would move past messages no search then indexes).
+    gone: list[int] = []
+    with _lacking_cache.lock:
+        recorded = key in _lacking
+    with _complete_cache.lock:
+        known = _complete.get(key)
+    if not recorded:
+        if known is not None:  # the key holds the sessions, compared in full, never by hash
+            parts = [(scope, known)]
+        else:
+            marks = vectors.complete_marks(sessions, top)
+            unmarked = tuple(sid for sid in scope.session_ids if sid not in marks.upto)
+            marked = tuple(sid for sid in scope.session_ids if sid in marks.upto)
+            parts = [] if not marked else [(dataclasses.replace(scope, session_ids=marked), min(marks.upto.values()))]
+            if marked and unmarked:
+                parts.append((dataclasses.replace(scope, session_ids=unmarked), 0))
+        if parts and vectors.generation == key[0]:  # else loading found damaged vectors, below the watermark too: count all
+            ids: list[int] = []
+            for part, above in parts:
+                if above:
+                    indexed = vectors.store.ids_in(part.ids_json, above)
+                    ids += [i for i in store.indexable_ids_above(conn, part, above) if i not in indexed]
+                else:  # sessions without a mark (new ones, mostly): every message of theirs
+                    ids += full_check(conn, vectors, part)[0]
+            if len(ids) < INDEX_BATCH:  # every scan reached its watermark: that is all
+                ids.sort(reverse=True)
+                return Lack(read_texts(conn, ids, gone), len(ids), None if ids else 0, top, marks, gone)
+            # More: the record counts them all (else the watermark would move past messages no search then indexes).
     if marks is None:
         marks = vectors.complete_marks(sessions, top)
     import numpy as np
 
     with _lacking_cache.lock:
         found = record(conn, vectors, scope, key)
-        ids = found.missing if not found.long else found.missing[~np.isin(found.missing, list(found.long))]
-        gone: list[int] = []
-        return Lack(read_texts(conn, ids.tolist(), gone), len(found.missing), found.total, found.below, marks, gone)
+        ids_left = found.missing if not found.long else found.missing[~np.isin(found.missing, list(found.long))]
+        return Lack(read_texts(conn, ids_left.tolist(), gone), len(found.missing), found.total, found.below, marks, gone)
 
 
-def record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: tuple[int, str, str]) -> Lacking:
+def record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key) -> Lacking:
     """The process's record of what the scope's index lacks (:class:`Lacking`), brought up to now: the
     messages state.db got and the chunks the index got since it was. Made by a full check (:func:`full_check`)
-    when there is none for ``key`` and these sessions, when the index's generation moved on, or when it is
+    when there is none for ``key``, when the index's generation moved on, or when it is
     ``RECHECK_S`` old (a message deleted or rewound below ``below`` is not seen before). The caller holds the
     cache's lock. Raises ``sqlite3`` errors.
     """
     import numpy as np
 
     found = _lacking.get(key)
-    if (found is None or found.sessions != scope.ids_json or vectors.generation != key[0]
-            or time.monotonic() - found.made > RECHECK_S):
+    if found is None or vectors.generation != key[0] or time.monotonic() - found.made > RECHECK_S:
         chunks = _index_read(vectors, vectors.store.stored_upto)  # before the check: a chunk written meanwhile is seen again
         with store.one_snapshot(conn):
             top = store.max_message_id(conn)
             missing, total = full_check(conn, vectors, scope)
-        found = _lacking[key] = Lacking(scope.ids_json, top, chunks, np.array(missing, dtype=np.int64), total, set(),
-                                        time.monotonic())
-        return found
+        made = Lacking(top, chunks, np.array(missing, dtype=np.int64), total, set(), time.monotonic())
+        return _keep(_lacking, key, made, RECORDS_KEPT)
     embedded, found.chunks = _index_read(vectors, lambda: vectors.store.messages_since(found.chunks))
     if len(embedded):
         found.missing = found.missing[~np.isin(found.missing, embedded)]
@@ -210,20 +234,22 @@ def record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: S
         top = store.max_message_id(conn)
         if top > found.below:
             indexed = _index_read(vectors, lambda: vectors.store.ids_in(scope.ids_json, found.below))
-            new = [m[0] for m in store.unindexed_messages(conn, scope, indexed, top, above=found.below)]
+            should = store.indexable_ids_above(conn, scope, found.below)  # held or not: indexed ids of rows not shown are not counted
+            new = [i for i in should if i not in indexed]
             found.missing = np.concatenate([np.array(new, dtype=np.int64), found.missing])
-            found.total += len(new) + len(indexed)
+            found.total += len(should)
             found.below = top
     return found
 
 
-def left(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: tuple[int, str, str],
+def left(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key,
          found: Lack, stored: int, passed: list[int]) -> tuple[int, int, int]:
-    """``(missing, total, of them too long for a search)`` after a search took ``found``'s messages: ``stored`` of them embedded, ``passed`` too
-    long for a search (``found.gone``: deleted or without text once read). When all of a watermark's new messages
-    were embedded, ``(0, 0, 0)``; else the record's count (:func:`record`), which learns ``passed`` and ``gone``.
-    Raises ``sqlite3`` errors."""
-    if not found.total and found.missing <= stored:  # a watermark's new messages, all embedded
+    """``(missing, total, of the missing those known too long for a search)`` after a search took ``found``'s
+    messages: ``stored`` of them embedded, ``passed`` too long for a search (``found.gone``: no longer to be
+    indexed once read). When all of a watermark's new messages were embedded or gone, ``(0, 0, 0)``; else the
+    record's count (:func:`record`, made now if there is none), which learns ``passed`` (left out of its later
+    searches) and drops ``gone``. Raises ``sqlite3`` errors."""
+    if not found.total and found.missing <= stored + len(found.gone):  # a watermark's new messages, all embedded or gone
         return 0, 0, 0
     import numpy as np
 
@@ -233,13 +259,15 @@ def left(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Sco
         if found.gone:
             lost = np.isin(known.missing, found.gone)
             known.missing, known.total = known.missing[~lost], known.total - int(np.count_nonzero(lost))
-        return len(known.missing), known.total, len(known.long)
+        long = int(np.count_nonzero(np.isin(known.missing, list(known.long)))) if known.long else 0
+        return len(known.missing), known.total, long
 
 
 def read_texts(conn: sqlite3.Connection, ids: list[int], gone: list[int]) -> Iterator[tuple[int, str, str]]:
-    """``(id, session id, text)`` of the messages ``ids``, in that order, read ``READ_PAGE`` at a time as they are
-    taken; the ids of those deleted or without text once read are appended to ``gone``. Raises ``sqlite3``
-    errors."""
+    """``(id, session id, text)`` of those of the messages ``ids`` the index should hold once read
+    (:func:`store.texts_to_embed`), in that order, read ``READ_PAGE`` at a time as they are taken; the ids of the
+    others (deleted, rewound, hidden or without text since they were listed) are appended to ``gone``, never
+    sent to a provider. Raises ``sqlite3`` errors."""
     for start in range(0, len(ids), READ_PAGE):
         page = ids[start : start + READ_PAGE]
         found = store.texts_to_embed(conn, page, READ_PAGE)
@@ -286,18 +314,20 @@ def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scop
 
 
 def status_counts(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope,
-                  key: tuple[int, str, str]) -> tuple[int, int, int]:
-    """``(missing, total, of them too long for a search)`` for keyword mode's status, without embedding anything: what is new above a
-    watermark, else the process's record (:func:`record`). Raises ``sqlite3`` errors."""
+                  key: Key) -> tuple[int, int, int]:
+    """``(missing, total, of them too long for a search)`` for keyword mode's status, without embedding or reading
+    any text: the ids new above a watermark, else the process's record (:func:`record`). Raises ``sqlite3``
+    errors."""
     return left(conn, vectors, scope, key, lacking(conn, vectors, scope, key), 0, [])
 
 
-def complete(vectors: vector_index.VectorIndex, scope: Scope, key: tuple[int, str, str], found: Lack,
+def complete(vectors: vector_index.VectorIndex, scope: Scope, key: Key, found: Lack,
              history: state_history.History) -> None:
     """The scope is complete up to ``found.top``: remember it in this process (a repair meanwhile gave a new
     generation, which voids it) and, when the shared marks lack a session of the scope or lag ``MARKS_LAG``
     ids behind, for every process."""
-    _complete[(vectors.generation, key[1], key[2])] = (scope.ids_json, found.top)
+    with _complete_cache.lock:
+        _keep(_complete, (vectors.generation, *key[1:]), found.top, WATERMARKS_KEPT)
     with _lacking_cache.lock:
         _lacking.pop(key, None)
     marks = found.marks
@@ -318,7 +348,8 @@ def mark_all(vectors: vector_index.VectorIndex, sessions: list[str], top: int, m
         logger.info("project-history-recall: could not share how far the index is complete (%s)", exc)
 
 
-def key_of(vectors: vector_index.VectorIndex, scope: Scope) -> tuple[int, str, str]:
-    """The watermark key of ``scope`` in ``vectors``: any process's repair (a new stamp) voids what is kept.
-    Raises ``sqlite3`` errors."""
-    return vectors.generation, vectors.store.stamp_now(), scope.project.scope_key
+def key_of(vectors: vector_index.VectorIndex, scope: Scope) -> Key:
+    """The key of what this process keeps of ``scope`` in ``vectors`` (its watermark, its record): each asking
+    chat's scope has its own (its own conversation is left out), and any process's repair (a new stamp) voids
+    what is kept. Raises ``sqlite3`` errors."""
+    return vectors.generation, vectors.store.stamp_now(), scope.project.scope_key, scope.ids_json

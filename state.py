@@ -46,15 +46,18 @@ DECLARED: dict[str, tuple[str, str]] = {
         "the file replaced, the scope's sessions change, or state.db grows by 20,000 ids",
     ),
     "semantic_complete": (
-        "per vector index and project: fully indexed up to a message id",
-        "the project's sessions change, a repair here (the index's generation) or anywhere (the marks' stamp), "
+        "per vector index and asking scope (a project's sessions less the asking conversation): fully indexed up to "
+        "a message id; the newest 64 kept",
+        "another scope (its own entry), a repair here (the index's generation) or anywhere (the marks' stamp), "
         "state.db put back from an older copy",
     ),
     "semantic_lacking": (
-        "per vector index and project, while its index is partial: the message ids it lacks up to a state.db id and "
-        "an index chunk id, how many it should hold, and those too long for a search (what is newer is read)",
-        "the project's sessions change, a repair (the index's generation or the marks' stamp), the scope complete, "
-        "or 10 minutes (a message deleted or rewound below its state.db id meanwhile)",
+        "per vector index and asking scope, while its index is partial: the message ids it lacks up to a state.db id "
+        "and an index chunk id, how many it should hold, and those too long for a search (left out of its searches); "
+        "what is newer is read; the newest 8 kept",
+        "a message deleted or rewound below its state.db id is listed until its text is read (only what the index "
+        "should hold is read: the others leave the record) or 10 minutes pass (a full check); a repair (the index's "
+        "generation or the marks' stamp) or the scope complete voids it",
     ),
     "vector_indexes": (
         "per embeddings.db path: the open index and the vectors it loaded",

@@ -20,7 +20,7 @@ import functools
 import json
 import logging
 import sqlite3
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,8 +257,8 @@ def message_timestamps(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int
 
 
 def message_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
-    """``{id: (session id, text)}`` of those of the messages ``ids`` that exist, the text as it is embedded
-    (:func:`texts_to_embed` keeps those with text)."""
+    """``{id: (session id, text)}`` of those of the messages ``ids`` that exist, the text as it is embedded, whatever
+    Hermes shows of them (the benchmarks read with it; what is embedded is read by :func:`texts_to_embed`)."""
     return {int(r[0]): (r[1], _message_text(r[2], None, None)) for r in conn.execute(
         "SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))",
         (json.dumps([int(i) for i in ids]),))}
@@ -279,31 +279,32 @@ def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple
 
 
 def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> list[tuple[int, str, str]]:
-    """``(id, session id, text)`` of the messages ``ids`` (in that order) that still exist and have text once
-    read, at most ``limit``; they are read 500 at a time, only as far as needed."""
+    """``(id, session id, text)`` of the messages ``ids`` (in that order) the vector index should hold once read
+    (:func:`_indexable_row`: shown by Hermes, a user or assistant message, with text), at most ``limit``; they are
+    read 500 at a time, only as far as needed. An id left out was deleted, rewound or emptied since it was listed:
+    it is never sent to a provider. Raises ``sqlite3`` errors."""
     out: list[tuple[int, str, str]] = []
     for start in range(0, len(ids), 500):
         if len(out) >= limit:
             break
         batch = [int(i) for i in ids[start : start + 500]]
-        found = message_texts(conn, batch)
+        rows = conn.execute(f"SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN "
+                            f"(SELECT value FROM json_each(?)) AND {_indexable_row(conn)}", (json.dumps(batch),))
+        found = {int(r[0]): (str(r[1]), _message_text(r[2], None, None)) for r in rows}
         for mid in batch:
             if mid in found and found[mid][1].strip():
                 out.append((mid, *found[mid]))
     return out[:limit]
 
 
-def unindexed_messages(
-    conn: sqlite3.Connection, scope: Scope, indexed: Container[int], limit: int, *, above: int
-) -> list[tuple[int, str, str]]:
-    """Live user/assistant messages of the scope above message id ``above`` (a watermark: the scope was
-    complete up to it) that ``indexed`` lacks: ``(id, session id, text)``, newest first, at most ``limit``.
-    Message ids are immutable and increasing in Hermes, so new messages sit above a watermark; the rows
-    above it are read (a small range: SQLite is kept on the id range, not the per-session index)."""
+def indexable_ids_above(conn: sqlite3.Connection, scope: Scope, above: int) -> list[int]:
+    """Ids of the scope's messages above message id ``above`` that the vector index should hold
+    (:func:`_indexable_row`), newest first; no text leaves SQLite. Message ids are immutable and increasing in
+    Hermes, so new messages sit above a watermark; the rows above it are read (a small range: SQLite is kept on
+    the id range, not the per-session index). Raises ``sqlite3`` errors."""
     where = f"+{SCOPE_SQL} AND {_indexable_row(conn)}"
-    ids = conn.execute(f"SELECT m.id FROM messages m WHERE {where} AND m.id > ?", (scope.ids_json, int(above)))
-    missing = sorted((int(r[0]) for r in ids if int(r[0]) not in indexed), reverse=True)
-    return texts_to_embed(conn, missing, limit)
+    rows = conn.execute(f"SELECT m.id FROM messages m WHERE {where} AND m.id > ?", (scope.ids_json, int(above)))
+    return sorted((int(r[0]) for r in rows), reverse=True)
 
 
 def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:

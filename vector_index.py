@@ -48,6 +48,7 @@ logger = logging.getLogger(__name__)
 _generations = itertools.count(1)
 
 EMBED_CHUNKS = 32  # chunks given to the provider per call: the most a deadline is overrun by
+PASS_CHARS = 2_000_000  # characters of too-long messages one add reads and chunks before it stops (~20 of 100 KB)
 
 
 
@@ -371,10 +372,11 @@ def _groups(messages: Iterable[PendingMessage], chunked: Callable[[str], list[st
             longest: int | None, passed: list[int] | None) -> Iterator[Group]:
     """Whole messages with their chunks, in groups of at most ``EMBED_CHUNKS`` chunks (a longer message alone),
     taken from ``messages`` only while ``before_deadline()``; a message of more than ``longest`` chunks is passed
-    over (its id appended to ``passed``), and after ``EMBED_CHUNKS`` of those nothing more is taken."""
+    over (its id appended to ``passed``) and those behind it are taken, until ``PASS_CHARS`` characters of passed
+    messages were read and chunked (finding a message too long costs reading it): then nothing more is taken."""
     taken = iter(messages)
     group: Group = []
-    size = left = 0
+    size = read_over = 0
     while before_deadline():
         message = next(taken, None)
         if message is None:
@@ -383,8 +385,8 @@ def _groups(messages: Iterable[PendingMessage], chunked: Callable[[str], list[st
         if longest is not None and len(chunks) > longest:
             if passed is not None:
                 passed.append(message.message_id)
-            left += 1
-            if left >= EMBED_CHUNKS:
+            read_over += len(message.text)
+            if read_over >= PASS_CHARS:
                 break
             continue
         if group and size + len(chunks) > EMBED_CHUNKS:

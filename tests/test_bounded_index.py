@@ -165,3 +165,75 @@ def test_a_search_of_a_half_built_index_does_not_read_the_project_again(remote: 
         assert answer["semantic_status"] == "indexing" and f"0 of {n}" in answer["semantic_note"], answer["semantic_note"]
         assert sum(read) == 0, read
     assert work[8000].sql <= 2 * work[2000].sql, work
+
+
+def test_long_messages_above_a_watermark_do_not_stall_indexing(remote: World):
+    """Index complete, then one short message and 33 of 100 KB: every search took the watermark path, read the 33
+    again and passed over the same 32 (it stopped after 32 passed over), so the short message was never embedded
+    by a search and the note said 32 of them were too long. Now a search reads past long messages (up to a bound
+    in characters), the record remembers them on either path and leaves them out, and the note counts them all."""
+    world = remote
+    world.session("s1", world.paths["app"])  # type: ignore[attr-defined]
+    bulk(world, "s1", 4, lambda i: words(i, 60))
+    assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
+    short = world.say("s1", "user", "an ordinary short question about lighthouses")
+    world.session("big", world.paths["app"])  # type: ignore[attr-defined]
+    bulk(world, "big", 33, lambda i: words(i, 100_000))
+    for _ in range(4):
+        answer = world.search("cur", "lighthouse keeper")
+    assert short in stored_chunks(world), "the short message was never embedded by a search"
+    assert counts(answer["semantic_note"]) == (5, 38), answer["semantic_note"]
+    assert "33 of them are too long" in answer["semantic_note"], answer["semantic_note"]
+
+
+def test_keyword_status_reads_no_text_above_a_watermark(remote: World, monkeypatch):
+    """Index complete, then 1,500 unindexed messages of 20 KB: each keyword search read every new text above the
+    watermark (30 MB) to count them. Now the watermark path reads ids only, and texts only as they are embedded."""
+    world, store = remote, plugin("store")
+    world.session("s1", world.paths["app"])  # type: ignore[attr-defined]
+    bulk(world, "s1", 4, lambda i: words(i, 60))
+    assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
+    bulk(world, "s1", 1500, lambda i: words(i, 20_000))
+    read: list[int] = []
+    real = store.texts_to_embed
+    monkeypatch.setattr(store, "texts_to_embed", lambda conn, ids, limit: read.append(len(ids)) or real(conn, ids, limit))
+    for _ in range(3):
+        answer = world.search("cur", "lighthouse keeper", mode="keyword")
+        assert counts(answer["semantic_note"]) == (4, 1504), answer["semantic_note"]
+    assert sum(read) == 0, read
+
+
+def test_a_message_rewound_after_the_record_was_made_is_never_embedded(remote: World, monkeypatch):
+    """The record of a partial index listed a message; it was rewound; the next search read its text by id alone
+    (exists, has text), sent it to the provider and stored it. Now texts are read only of what the index should
+    hold (shown, user or assistant, with text), and a rewound one leaves the record."""
+    world = remote
+    world.session("s1", world.paths["app"])  # type: ignore[attr-defined]
+    bulk(world, "s1", 10, lambda i: words(i, 60))
+    monkeypatch.setattr(plugin("vector_leg"), "INDEX_BUDGET_S", 0.0)
+    assert world.search("cur", "lighthouse keeper")["semantic_status"] == "indexing"
+    with closing(sqlite3.connect(world.home / "state.db")) as conn, conn:
+        rewound = conn.execute("SELECT max(id) FROM messages WHERE session_id='s1'").fetchone()[0]
+        conn.execute("UPDATE messages SET active = 0 WHERE id = ?", (rewound,))
+    monkeypatch.setattr(plugin("vector_leg"), "INDEX_BUDGET_S", 30.0)
+    answer = world.search("cur", "lighthouse keeper")
+    assert rewound not in stored_chunks(world), "a rewound message was sent to the provider and stored"
+    assert answer["semantic_status"] == "ready", answer
+
+
+def test_two_asking_chats_of_one_project_keep_a_record_each(remote: World, monkeypatch):
+    """Two chats of one project asking in turn (a gateway): the record was kept per project with one scope, and
+    each chat's scope differs (its own conversation is left out), so each search replaced the other's record by a
+    full check. Now each scope keeps its own (a few kept): one full check per chat."""
+    world = remote
+    world.session("cur2", world.paths["app"], style="cli", messages=[("user", "hello")])  # type: ignore[attr-defined]
+    world.session("s1", world.paths["app"])  # type: ignore[attr-defined]
+    bulk(world, "s1", 50, lambda i: words(i, 60))
+    monkeypatch.setattr(plugin("vector_leg"), "INDEX_BUDGET_S", 0.0)
+    index_check = plugin("index_check")
+    checks: list[int] = []
+    real = index_check.full_check
+    monkeypatch.setattr(index_check, "full_check", lambda *a: checks.append(1) or real(*a))
+    for asker in ["cur", "cur2"] * 3:
+        world.search(asker, "lighthouse keeper", mode="keyword")
+    assert len(checks) == 2, checks

@@ -50,13 +50,13 @@ def scans(monkeypatch):
     """Each scan for unindexed messages: ``(its sessions, the id it starts above)``."""
     store = plugin("store")
     seen: list[tuple[tuple[str, ...], int]] = []
-    real = store.unindexed_messages
+    real = store.indexable_ids_above
 
-    def scan(conn, scope, indexed, limit, *, above=0):
+    def scan(conn, scope, above):
         seen.append((tuple(sorted(scope.session_ids)), above))
-        return real(conn, scope, indexed, limit, above=above)
+        return real(conn, scope, above)
 
-    monkeypatch.setattr(store, "unindexed_messages", scan)
+    monkeypatch.setattr(store, "indexable_ids_above", scan)
     return seen
 
 
