@@ -316,22 +316,27 @@ def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scop
 def status_counts(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope,
                   key: Key) -> tuple[int, int, int]:
     """``(missing, total, of them too long for a search)`` for keyword mode's status, without embedding or reading
-    any text: the ids new above a watermark, else the process's record (:func:`record`). Raises ``sqlite3``
-    errors."""
-    return left(conn, vectors, scope, key, lacking(conn, vectors, scope, key), 0, [])
+    any text: the ids new above a watermark, else the process's record (:func:`record`). A scope found complete
+    (the index command, or another process, finished it) is remembered as complete in this process, so its
+    record goes and no full check is run for it again. Raises ``sqlite3`` errors."""
+    found = lacking(conn, vectors, scope, key)
+    counts = left(conn, vectors, scope, key, found, 0, [])
+    if counts[0] <= 0:
+        complete(vectors, scope, key, found, None)
+    return counts
 
 
 def complete(vectors: vector_index.VectorIndex, scope: Scope, key: Key, found: Lack,
-             history: state_history.History) -> None:
+             history: state_history.History | None) -> None:
     """The scope is complete up to ``found.top``: remember it in this process (a repair meanwhile gave a new
-    generation, which voids it) and, when the shared marks lack a session of the scope or lag ``MARKS_LAG``
-    ids behind, for every process."""
+    generation, which voids it) and, with ``history`` (a search that indexed; keyword mode writes nothing), when
+    the shared marks lack a session of the scope or lag ``MARKS_LAG`` ids behind, for every process."""
     with _complete_cache.lock:
         _keep(_complete, (vectors.generation, *key[1:]), found.top, WATERMARKS_KEPT)
     with _lacking_cache.lock:
         _lacking.pop(key, None)
     marks = found.marks
-    if marks is None or (not marks.behind and len(marks.upto) == len(scope.session_ids)
+    if history is None or marks is None or (not marks.behind and len(marks.upto) == len(scope.session_ids)
                          and min(marks.upto.values(), default=found.top) >= found.top - MARKS_LAG):
         return
     mark_all(vectors, list(scope.session_ids), found.top, marks, history)

@@ -176,9 +176,28 @@ def max_message_id(conn: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
+_CONTENT_JSON_PREFIX = "\x00json:"  # how Hermes stores a multimodal message: the prefix, then its JSON parts
+#: What ``str.strip()`` removes (every character ``str.isspace()`` accepts), as SQLite's TRIM is told it.
+_BLANKS = "char(" + ", ".join(str(c) for c in range(0x3001) if chr(c).isspace()) + ")"
+_PARTS = "CAST(substr(CAST(m.content AS BLOB), 7) AS TEXT)"  # a multimodal row's JSON, after its prefix
+#: Whether a row's content has text as :func:`texts_to_embed` reads it (:func:`_message_text`, then ``strip()``):
+#: plain content with a character that is not blank, or multimodal content (``\x00json:`` then a JSON list) with a
+#: text part that is not blank, or that is not such a list (then read as it is). Nested CASEs: SQLite would
+#: otherwise parse JSON that is not valid.
+_HAS_TEXT = (
+    f"(CASE WHEN NOT COALESCE(substr(CAST(m.content AS BLOB), 1, 6) = X'{_CONTENT_JSON_PREFIX.encode().hex()}', 0) "
+    f"THEN TRIM(COALESCE(m.content, ''), {_BLANKS}) != '' WHEN NOT json_valid({_PARTS}) THEN 1 "
+    f"WHEN json_type({_PARTS}) != 'array' THEN 1 ELSE EXISTS (SELECT 1 FROM json_each({_PARTS}) j WHERE TRIM(CASE "
+    f"WHEN j.type = 'object' THEN CASE WHEN json_type(j.value, '$.text') = 'text' THEN json_extract(j.value, '$.text') "
+    f"END END, {_BLANKS}) != '') END)"
+)
+
+
 def _indexable_row(conn: sqlite3.Connection) -> str:
-    """What the vector index should hold of a row: a visible user or assistant message with text."""
-    return f"{visible(conn)} AND m.role IN ('user', 'assistant') AND TRIM(COALESCE(m.content, '')) != ''"
+    """What the vector index should hold of a row: a visible user or assistant message with text, as the text is
+    read to be embedded (:data:`_HAS_TEXT`: a row of blanks, or of images only, is not one, so no status counts
+    it as missing for ever)."""
+    return f"{visible(conn)} AND m.role IN ('user', 'assistant') AND {_HAS_TEXT}"
 
 
 def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
@@ -479,9 +498,6 @@ def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Me
         calls = _calls_text(tool_name, tool_calls) if tool_name or tool_calls else ""
         out[int(mid)] = MessageRow(int(mid), sid, role or "", text, ts, calls if text.endswith(calls) else "")
     return out
-
-
-_CONTENT_JSON_PREFIX = "\x00json:"
 
 
 def _message_text(content: Any, tool_name: Any, tool_calls: Any) -> str:

@@ -8,6 +8,7 @@ calls), texts read from state.db, SQLite steps at n and 4n.
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import sqlite3
 import time
@@ -237,3 +238,37 @@ def test_two_asking_chats_of_one_project_keep_a_record_each(remote: World, monke
     for asker in ["cur", "cur2"] * 3:
         world.search(asker, "lighthouse keeper", mode="keyword")
     assert len(checks) == 2, checks
+
+
+@pytest.mark.parametrize("content", ["\n\n", "\u3000\t ", "\x00json:" + json.dumps([{"type": "image_url", "image_url": {"url": "x"}}])])
+def test_a_message_without_text_is_never_counted_as_missing(remote: World, content: str):
+    """An assistant message of line breaks (before a tool call) or of an image only has no text to embed: keyword
+    mode's status counts it as the embedding reads it, so it says ready, not partial for ever."""
+    world = remote
+    world.session("s1", world.paths["app"])
+    bulk(world, "s1", 4, lambda i: words(i, 60))
+    assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
+    bulk(world, "s1", 1, lambda i: content, roles=("assistant",))
+    for _ in range(2):
+        answer = world.search("cur", "lighthouse keeper", mode="keyword")
+        assert answer["semantic_status"] == "ready", answer
+
+
+def test_keyword_mode_forgets_its_record_once_the_scope_is_complete(remote: World, monkeypatch: pytest.MonkeyPatch):
+    """Keyword mode found the scope partial (a record made); the index command then finished it. The next keyword
+    search remembers the scope as complete, so no later one checks the project in full again."""
+    world = remote
+    world.session("s1", world.paths["app"])
+    bulk(world, "s1", 50, lambda i: words(i, 60))
+    index_check = plugin("index_check")
+    assert world.search("cur", "lighthouse keeper", mode="keyword")["semantic_status"] != "ready"
+    assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
+    checks: list[int] = []
+    real = index_check.full_check
+    monkeypatch.setattr(index_check, "full_check", lambda *a: checks.append(1) or real(*a))
+    monkeypatch.setattr(index_check, "RECHECK_S", -1.0)  # every record is due for its full check again
+    assert world.search("cur", "lighthouse keeper", mode="keyword")["semantic_status"] == "ready"
+    checks.clear()
+    for _ in range(3):
+        assert world.search("cur", "lighthouse keeper", mode="keyword")["semantic_status"] == "ready"
+    assert checks == []
