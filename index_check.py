@@ -117,9 +117,9 @@ _lacking: dict[Key, Lacking] = _lacking_cache.data
 
 
 def _keep(kept: dict[Key, T], key: Key, value: T, most: int) -> T:
-    """Store ``value`` under ``key`` as the newest of ``kept``, dropping the oldest beyond ``most``: a generation
-    or stamp that moved on leaves its entries unused, and each asking chat has its own. The caller holds the
-    cache's lock. Returns ``value``."""
+    """Store ``value`` under ``key`` as the newest of ``kept`` (also when it is there: an entry in use is dropped
+    last), dropping the least recently used beyond ``most``: a generation or stamp that moved on leaves its
+    entries unused, and each asking chat has its own. The caller holds the cache's lock. Returns ``value``."""
     kept.pop(key, None)
     kept[key] = value
     while len(kept) > most:
@@ -178,6 +178,8 @@ def lacking(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: 
         recorded = key in _lacking
     with _complete_cache.lock:
         known = _complete.get(key)
+        if known is not None:
+            _keep(_complete, key, known, WATERMARKS_KEPT)  # in use: the newest, dropped last
     if not recorded:
         if known is not None:  # the key holds the sessions, compared in full, never by hash
             parts = [(scope, known)]
@@ -239,7 +241,7 @@ def record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: S
             found.missing = np.concatenate([np.array(new, dtype=np.int64), found.missing])
             found.total += len(should)
             found.below = top
-    return found
+    return _keep(_lacking, key, found, RECORDS_KEPT)  # in use: the newest, dropped last
 
 
 def left(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key,

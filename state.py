@@ -47,14 +47,14 @@ DECLARED: dict[str, tuple[str, str]] = {
     ),
     "semantic_complete": (
         "per vector index and asking scope (a project's sessions less the asking conversation): fully indexed up to "
-        "a message id; the newest 64 kept",
+        "a message id; the 64 most recently used kept",
         "another scope (its own entry), a repair here (the index's generation) or anywhere (the marks' stamp), "
         "state.db put back from an older copy",
     ),
     "semantic_lacking": (
         "per vector index and asking scope, while its index is partial: the message ids it lacks up to a state.db id "
         "and an index chunk id, how many it should hold, and those too long for a search (left out of its searches); "
-        "what is newer is read; the newest 8 kept",
+        "what is newer is read; the 8 most recently used kept",
         "a message deleted or rewound below its state.db id is listed until its text is read (only what the index "
         "should hold is read: the others leave the record) or 10 minutes pass (a full check); a repair (the index's "
         "generation or the marks' stamp) or the scope complete voids it",

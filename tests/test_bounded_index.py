@@ -272,3 +272,30 @@ def test_keyword_mode_forgets_its_record_once_the_scope_is_complete(remote: Worl
     for _ in range(3):
         assert world.search("cur", "lighthouse keeper", mode="keyword")["semantic_status"] == "ready"
     assert checks == []
+
+
+def test_the_record_in_use_is_dropped_last(remote: World, monkeypatch: pytest.MonkeyPatch):
+    """Nine chats of one project ask in keyword mode while its index is partial; the process keeps eight records.
+    The chat that keeps asking keeps its record (the least recently used one goes), so its searches check the
+    project in full once, not each time another chat pushed it out."""
+    world = remote
+    world.session("s1", world.paths["app"])
+    bulk(world, "s1", 50, lambda i: words(i, 60))
+    index_check = plugin("index_check")
+    chats = [f"chat{i}" for i in range(index_check.RECORDS_KEPT + 1)]
+    for chat in chats:
+        world.session(chat, world.paths["app"], style="cli", messages=[("user", "hi")])
+    checks: list[str] = []
+    real = index_check.full_check
+    monkeypatch.setattr(index_check, "full_check", lambda *a: checks.append("full") or real(*a))
+
+    def ask(chat: str) -> None:
+        assert world.search(chat, "lighthouse keeper", mode="keyword")["semantic_status"] != "ready"
+
+    for chat in chats[:-1]:  # eight records, the first chat's the oldest
+        ask(chat)
+    ask(chats[0])  # in use again
+    ask(chats[-1])  # a ninth: the least recently used record goes, not the first chat's
+    checks.clear()
+    ask(chats[0])
+    assert checks == []
