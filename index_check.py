@@ -303,10 +303,7 @@ def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scop
     with store.one_snapshot(conn):  # the ids and the rows read from one state of state.db
         signed = np.fromstring(store.scope_message_ids_text(conn, scope), dtype=np.int64, sep=",")
         scope_ids = np.abs(signed)
-        try:  # embeddings.db's errors are the index's trouble, state.db's go on as they are
-            held = np.isin(scope_ids, vectors.indexed_array(scope.ids_json))
-        except sqlite3.Error as exc:
-            raise vectors.trouble(exc) from exc
+        held = np.isin(scope_ids, _index_read(vectors, lambda: vectors.indexed_array(scope.ids_json)))
         read = scope_ids[~held | (signed < 0)]
         sorted_out = np.fromstring(store.sort_out_text(conn, json.dumps(read.tolist())), dtype=np.int64, sep=",") if len(read) else read
     should = sorted_out[sorted_out > 0]

@@ -307,12 +307,8 @@ def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> 
         if len(out) >= limit:
             break
         batch = [int(i) for i in ids[start : start + 500]]
-        rows = conn.execute(f"SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN "
-                            f"(SELECT value FROM json_each(?)) AND {_indexable_row(conn)}", (json.dumps(batch),))
-        found = {int(r[0]): (str(r[1]), _message_text(r[2], None, None)) for r in rows}
-        for mid in batch:
-            if mid in found and found[mid][1].strip():
-                out.append((mid, *found[mid]))
+        found = shown_texts(conn, batch)  # what _indexable_row keeps, told once the text is read
+        out.extend((mid, *found[mid]) for mid in batch if mid in found)
     return out[:limit]
 
 
