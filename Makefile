@@ -15,12 +15,14 @@ venv: $(VENV)/.installed
 demo: venv
 	$(PY) scripts/demo.py
 
-# mypy needs the plugin under its package name; the checkout's folder may be named anything.
+# mypy needs the plugin under its package name; the checkout's folder may be named anything. The link
+# lives in the checkout (.typecheck/), not in .venv, which worktrees may share.
+TYPECHECK := $(CURDIR)/.typecheck
 lint: venv
 	$(PY) -m ruff check .
-	rm -rf $(VENV)/typecheck && mkdir -p $(VENV)/typecheck && ln -s "$(CURDIR)" $(VENV)/typecheck/project_history_recall
-	cd $(VENV)/typecheck && ../bin/python -m mypy --config-file "$(CURDIR)/pyproject.toml" --no-error-summary \
-		--cache-dir ../mypy-cache project_history_recall/*.py
+	rm -rf $(TYPECHECK)/pkg && mkdir -p $(TYPECHECK)/pkg && ln -s "$(CURDIR)" $(TYPECHECK)/pkg/project_history_recall
+	cd $(TYPECHECK)/pkg && "$(CURDIR)/$(PY)" -m mypy --config-file "$(CURDIR)/pyproject.toml" --no-error-summary \
+		--cache-dir $(TYPECHECK)/mypy-cache project_history_recall/*.py
 
 test: venv lint
 	$(PY) -m pytest -q
