@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import browse, errors, search
-from .filters import ROLES, Filters, make_filters
+from .filters import SEARCH_ROLES, Filters, make_filters
 
 
 class ArgumentError(ValueError):
@@ -60,7 +60,7 @@ MODE = Flag("--mode", "M", "hybrid (default), keyword or semantic", choices=sear
 SEARCH_LIMIT = Flag("--limit", "N", f"sessions to show, 1 to {search.MAX_LIMIT}", 1, search.MAX_LIMIT)
 SINCE = Flag("--since", "WHEN", f"only messages from then on: {WHEN_HELP}")
 UNTIL = Flag("--until", "WHEN", "only messages before then (a YYYY-MM-DD day is included whole)")
-ROLE = Flag("--role", "ROLE", f"only messages of this role: {', '.join(ROLES)}", choices=ROLES)
+ROLE = Flag("--role", "ROLE", f"only messages of this role: {', '.join(SEARCH_ROLES)}", choices=SEARCH_ROLES)
 RECENT_LIMIT = Flag("--limit", "N", f"sessions to show, 1 to {browse.RECENT_MAX}", 1, browse.RECENT_MAX)
 RECENT_SINCE = Flag("--since", "WHEN", "only sessions active from then on (same forms as search)")
 RECENT_UNTIL = Flag("--until", "WHEN", "only sessions started before then")

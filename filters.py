@@ -57,8 +57,6 @@ class Filters:
         return self.until is None or (timestamp is not None and timestamp < self.until)
 
 
-ROLES = SEARCH_ROLES
-
 
 _RELATIVE = re.compile(r"^(\d+)\s*([hdw])$")
 
@@ -133,11 +131,11 @@ def make_filters(*, since: str | None = None, until: str | None = None, role: st
         raise ValueError(f"'until' ({echo(until)}) is out of range: earlier than any time this machine's clock holds")
     low = None if low == -math.inf else low
     high = None if high == math.inf else high
-    roles = ROLES
+    roles = SEARCH_ROLES
     if role:
         wanted = role.strip().lower()
-        if wanted not in ROLES:
-            raise ValueError(f"'role' must be one of {', '.join(ROLES)}, got {echo(repr(role))}")
+        if wanted not in SEARCH_ROLES:
+            raise ValueError(f"'role' must be one of {', '.join(SEARCH_ROLES)}, got {echo(repr(role))}")
         roles = (wanted,)
     return Filters(since=low, until=high, roles=roles, label=(since or "", until or "", role or ""))
 
@@ -151,6 +149,6 @@ def describe_filters(filters: Filters) -> dict[str, Any]:
                 out[name] = dt.datetime.fromtimestamp(value).astimezone().isoformat(timespec="seconds")
             except (ValueError, OverflowError, OSError):  # e.g. year 1 in a zone behind UTC
                 out[name] = f"{value:.0f} (Unix time)"
-    if filters.roles != ROLES:
+    if filters.roles != SEARCH_ROLES:
         out["role"] = filters.roles[0]
     return out

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import browse, errors, gate, move, paths, render, search
-from .filters import ROLES, Filters, make_filters
+from .filters import SEARCH_ROLES, Filters, make_filters
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ SEARCH_SCHEMA: dict[str, Any] = {
             "limit": _INT,
             "since": _TEXT,
             "until": _TEXT,
-            "role": {"type": "string", "enum": list(ROLES)},
+            "role": {"type": "string", "enum": list(SEARCH_ROLES)},
             "cursor": _TEXT,
         },
         "required": ["query"],

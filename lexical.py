@@ -33,8 +33,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import fts, session_rows, state, store
-from .query import ParsedQuery, Unit, cjk_trigrams, fts_quote, fts_tokens, stem_variants
+from . import fts, session_rows, state, store, unicode61
+from .query import ParsedQuery, Unit, cjk_trigrams, fts_quote, stem_variants
 from .ranking import Hit, Scorer, SessionRank, Stats, Term, demote_earlier, rank_sessions, score_texts
 from .records import MessageRow, Scope
 
@@ -229,7 +229,7 @@ def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int, as_of: 
 def _plan_phrase(
     conn: sqlite3.Connection, unit: Unit, terms: list[Term], picks: dict[str, list[tuple[int, str]]], counts: dict[str, int]
 ) -> None:
-    tokens = tuple(fts_tokens(unit.text))
+    tokens = tuple(unicode61.tokens(unit.text))
     if not tokens:
         return
     if len(tokens) == 1:
@@ -561,7 +561,7 @@ def _search_like(
         elif unit.kind == "word":
             terms.append(Term("word", tuple(stem_variants(unit.text)), 0))
         else:
-            tokens = tuple(fts_tokens(unit.text))
+            tokens = tuple(unicode61.tokens(unit.text))
             terms.append(Term("phrase" if len(tokens) > 1 else "word", tokens, 0))
     stats = Stats(max(len(rows), 1) * 10, 40.0)
     scorer = Scorer(tuple(terms), stats, Stats(stats.rows, 200.0))

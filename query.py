@@ -135,10 +135,6 @@ class Unit:
     text: str
     kind: str
 
-    def fts(self) -> str:
-        """This unit as an FTS5 phrase (a quoted string: operators are inert)."""
-        return fts_quote(self.text)
-
 
 @dataclass(frozen=True)
 class ParsedQuery:
@@ -331,11 +327,6 @@ def count_each(text: str, needles: Iterable[str]) -> dict[str, int]:
                 free[piece] = i + size
         out.update(counts)
     return out
-
-
-def fts_tokens(text: str) -> list[str]:
-    """``text``'s tokens as FTS5's unicode61 tokenizer makes them (folded: "Größe" is ``große``)."""
-    return unicode61.tokens(text)
 
 
 def s_stem(word: str) -> str:

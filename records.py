@@ -29,11 +29,6 @@ class MessageRow:
     timestamp: float | None
     calls: str = ""
 
-    @property
-    def content(self) -> str:
-        """What the message says, without its tool name and tool-call JSON (what ranking counts first)."""
-        return self.text[: len(self.text) - len(self.calls)].rstrip() if self.calls else self.text
-
 
 @dataclass(frozen=True)
 class SessionInfo:

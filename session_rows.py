@@ -214,16 +214,6 @@ def scan_sessions(conn: sqlite3.Connection) -> SessionScan:
     return SessionScan({sid: found.get(sid) for sid in rows}, searchable)
 
 
-def searchable_workspaces(conn: sqlite3.Connection) -> dict[tuple[str | None, str | None], list[tuple[str, int]]]:
-    """Searchable sessions grouped by effective workspace ``(cwd, stored root)``: ``[(session id, message_count)]``.
-
-    cwd-less children (compression continuations) inherit their nearest
-    ancestor's workspace and ``/new`` sessions their predecessor's;
-    archived sessions and delegate/tool runs are left out; sessions with no
-    workspace at all (Home) are not listed.
-    """
-    return scan_sessions(conn).groups()
-
 
 def lineage_ids(conn: sqlite3.Connection, session_id: str) -> set[str]:
     """The session, its ancestors and every descendant of those (its conversation)."""

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from . import unicode61
 from .echo import without_markers
-from .query import Unit, WordMatcher, fts_tokens, stem_variants
+from .query import Unit, WordMatcher, stem_variants
 
 SNIPPET_CHARS = 280
 
@@ -22,7 +22,7 @@ def _matcher(unit: Unit) -> WordMatcher | None:
     """What finds a word or phrase unit in the folded text (:func:`unicode61.fold`); ``None`` for a phrase of no tokens."""
     if unit.kind == "word":
         return WordMatcher.any_of(stem_variants(unit.text))
-    tokens = fts_tokens(unit.text)
+    tokens = unicode61.tokens(unit.text)
     return WordMatcher.phrase(tokens) if tokens else None
 
 

@@ -275,17 +275,9 @@ def message_timestamps(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int
         (json.dumps([int(i) for i in ids]),))}
 
 
-def message_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
-    """``{id: (session id, text)}`` of those of the messages ``ids`` that exist, the text as it is embedded, whatever
-    Hermes shows of them (the benchmarks read with it; what is embedded is read by :func:`texts_to_embed`)."""
-    return {int(r[0]): (r[1], _message_text(r[2], None, None)) for r in conn.execute(
-        "SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))",
-        (json.dumps([int(i) for i in ids]),))}
-
-
 def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
     """``{id: (session id, text)}`` of those of the messages ``ids`` that Hermes shows (:func:`visible`) and the vector
-    index may hold: user or assistant messages with text, the text as it is embedded (:func:`message_texts`)."""
+    index may hold: user or assistant messages with text, the text as it is embedded."""
     rows = conn.execute(
         f"SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
         f" AND {visible(conn)} AND m.role IN ('user', 'assistant')", (json.dumps([int(i) for i in ids]),))

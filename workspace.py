@@ -544,7 +544,7 @@ def project_census(conn: sqlite3.Connection, attributor: Attributor) -> list[Pro
     state.db cannot be read.
     """
     counts: dict[tuple[str, str], list[Any]] = {}
-    for (cwd, root), sessions in session_rows.searchable_workspaces(conn).items():
+    for (cwd, root), sessions in session_rows.scan_sessions(conn).groups().items():
         project = attributor.project_for_workspace(cwd, root)
         slot = counts.setdefault(project.identity, [project, 0, 0, set()])
         slot[1] += len(sessions)

@@ -148,8 +148,8 @@ def synthesize_chunks(phr, home: Path, conn: sqlite3.Connection, sessions: list[
     ).fetchall()
     hashes: dict[int, str] = {}
     for start in range(0, len(listed), 5000):
-        texts = phr.store.message_texts(conn, [mid for mid, _ in listed[start:start + 5000]])
-        hashes.update((mid, embeddings.content_hash(text)) for mid, (_, text) in texts.items() if text.strip())
+        rows = phr.store.fetch_messages(conn, [mid for mid, _ in listed[start:start + 5000]])
+        hashes.update((mid, embeddings.content_hash(row.text)) for mid, row in rows.items() if row.text.strip())
     ids = [(mid, sid) for mid, sid in listed if mid in hashes]
     extra = max(0, target - len(ids))
     rng = np.random.default_rng(5)
