@@ -16,8 +16,9 @@ demo: venv
 	$(PY) scripts/demo.py
 
 # mypy needs the plugin under its package name; the checkout's folder may be named anything. The link
-# lives in the checkout (.typecheck/), not in .venv, which worktrees may share.
-TYPECHECK := $(CURDIR)/.typecheck
+# lives in a folder of this checkout's own under /tmp: not in .venv, which worktrees may share, and not
+# inside the checkout, which tests copy whole.
+TYPECHECK := /tmp/phr-typecheck$(subst /,-,$(CURDIR))
 lint: venv
 	$(PY) -m ruff check .
 	rm -rf $(TYPECHECK)/pkg && mkdir -p $(TYPECHECK)/pkg && ln -s "$(CURDIR)" $(TYPECHECK)/pkg/project_history_recall
