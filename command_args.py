@@ -199,38 +199,19 @@ def _takes(grammar: Grammar) -> str:
     return f"{grammar.command} takes {listed} (put -- before words that start with --)"
 
 
-@dataclass(frozen=True)
-class SearchArgs:
-    query: str
-    mode: str
-    limit: int
-    since: str | None
-    until: str | None
-    role: str | None
-    filters: Filters
-
-
-def search_args(text: str, *, default_limit: int) -> SearchArgs:
-    """``/history-search``: the query (every word, quotes kept) and its flags; raises :class:`ArgumentError`."""
+def search_args(text: str, *, default_limit: int) -> dict[str, Any]:
+    """``/history-search``: the search tool's arguments, the query every word (quotes kept); raises :class:`ArgumentError`."""
     parsed = parse(SEARCH, text)
     query = " ".join(parsed.words).strip()
     if not query:
         raise ArgumentError("the query is empty: give the words or question to search for")
     v = parsed.values
-    return SearchArgs(query, v.get("mode", "hybrid"), v.get("limit", default_limit), v.get("since"), v.get("until"),
-                      v.get("role"), dates(v.get("since"), v.get("until"), v.get("role")))
+    dates(v.get("since"), v.get("until"), v.get("role"))  # refused here, with the usage
+    return {"query": query, "limit": default_limit, **v}
 
 
-@dataclass(frozen=True)
-class RecentArgs:
-    limit: int
-    since: str | None
-    until: str | None
-    filters: Filters
-
-
-def recent_args(text: str) -> RecentArgs:
-    """``/history-recent [N]``: N is ``--limit`` written short; raises :class:`ArgumentError`."""
+def recent_args(text: str) -> dict[str, Any]:
+    """``/history-recent [N]``: the recent tool's arguments, N ``--limit`` written short; raises :class:`ArgumentError`."""
     parsed = parse(RECENT, text)
     v = dict(parsed.values)
     if len(parsed.words) > 1:
@@ -244,8 +225,8 @@ def recent_args(text: str) -> RecentArgs:
         except ArgumentError:
             raise ArgumentError(f"unexpected word {errors.echo(repr(parsed.words[0]))}: N, the number of sessions, "
                                 f"must be a whole number from 1 to {browse.RECENT_MAX}") from None
-    return RecentArgs(v.get("limit", browse.RECENT_DEFAULT), v.get("since"), v.get("until"),
-                      dates(v.get("since"), v.get("until")))
+    dates(v.get("since"), v.get("until"))
+    return v
 
 
 def read_args(text: str) -> dict[str, Any]:

@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import browse, command_args, errors, indexing, paths, render, search, status
-from .filters import Filters
 
 # Not ``cli.py``: Hermes has a top-level module named ``cli`` (imported by
 # ``hermes_cli.main`` and the gateway), which a checkout on ``sys.path`` would shadow.
@@ -50,8 +49,8 @@ PROG = "project-history-recall"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-class UsageError(Exception):
-    """Arguments argparse accepted but the command cannot use (exit code 2)."""
+#: Arguments argparse accepted but the command cannot use (exit code 2), refused in the slash commands' words.
+UsageError = command_args.ArgumentError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -143,20 +142,8 @@ def _folder(args: argparse.Namespace) -> str:
 
 
 def _flag(flag: command_args.Flag, raw: str | None, default: Any) -> Any:
-    """A flag's value checked as the slash commands check it, ``default`` when not given; raises :class:`UsageError`."""
-    if raw is None:
-        return default
-    try:
-        return command_args.check_value(flag, raw)
-    except command_args.ArgumentError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _dates(since: str | None, until: str | None, role: str | None = None) -> Filters:
-    try:
-        return command_args.dates(since, until, role)
-    except command_args.ArgumentError as exc:
-        raise UsageError(str(exc)) from None
+    """A flag's value checked as the slash commands check it, ``default`` when not given."""
+    return default if raw is None else command_args.check_value(flag, raw)
 
 
 def _search(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
@@ -166,7 +153,7 @@ def _search(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     mode = _flag(command_args.MODE, args.mode, "hybrid")
     limit = _flag(command_args.SEARCH_LIMIT, args.limit, search.DEFAULT_LIMIT)
     role = _flag(command_args.ROLE, args.role, None)
-    filters = _dates(args.since, args.until, role)
+    filters = command_args.dates(args.since, args.until, role)
     cwd = _folder(args)
     answer = search.search_history(
         home=home, query=query, mode=mode, limit=limit, cwd=cwd, filters=filters, cursor=args.cursor
@@ -176,7 +163,7 @@ def _search(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
 
 def _recent(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     limit = _flag(command_args.RECENT_LIMIT, args.limit, browse.RECENT_DEFAULT)
-    filters = _dates(args.since, args.until)
+    filters = command_args.dates(args.since, args.until)
     cwd = _folder(args)
     answer = browse.recent_sessions(home=home, cwd=cwd, limit=limit, filters=filters, cursor=args.cursor)
     return answer, render.render_recent(answer, cwd=cwd)

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import browse, command_args, errors, handlers, indexing, move, paths, render, search, status, store, warm_up
+from . import command_args, errors, handlers, indexing, move, paths, render, status, store, warm_up
 from .command_args import ArgumentError, Grammar
 
 INDEX_COMMAND_SECONDS = 60.0
@@ -69,9 +69,18 @@ def _for_conversation(dispatch: Dispatch, tool: str, args: dict[str, Any]) -> di
     return answer
 
 
-def _given(**values: Any) -> dict[str, Any]:
-    """The tool arguments the person gave (``None``: not given, left to the tool's default)."""
-    return {k: v for k, v in values.items() if v is not None}
+def _scoped(dispatch: Dispatch, name: str, tool: str, args: dict[str, Any],
+            render_answer: Callable[[Mapping[str, Any], str | None], str]) -> str:
+    """The tool's answer for the live conversation, else for Hermes' working directory (said in its first line)."""
+    answer = _for_conversation(dispatch, tool, args)
+    cwd = None
+    if answer is None:
+        cwd = _command_cwd()
+        if not cwd:
+            return f"{name}: Hermes' working directory no longer exists; cd somewhere and retry"
+        handler = next(h for t, _, h, _ in handlers.TOOLS if t == tool)
+        answer = json.loads(handler(args, **{handlers.FROM_COMMAND: True, handlers.IN_FOLDER: cwd}))
+    return render_answer(answer, cwd)
 
 
 def make_search_command(dispatch: Dispatch) -> Callable[[str], str]:
@@ -84,17 +93,7 @@ def make_search_command(dispatch: Dispatch) -> Callable[[str], str]:
             args = command_args.search_args(raw_args, default_limit=HISTORY_COMMAND_LIMIT)
         except ArgumentError as exc:
             return _refused(command_args.SEARCH, exc)
-        tool_args = _given(query=args.query, mode=args.mode, limit=args.limit, since=args.since, until=args.until,
-                           role=args.role)
-        answer = _for_conversation(dispatch, handlers.SEARCH_TOOL, tool_args)
-        if answer is not None:
-            return render.render_search(answer, cwd=None)
-        cwd = _command_cwd()
-        if not cwd:
-            return "history search: Hermes' working directory no longer exists; cd somewhere and retry"
-        answer = _answer("/history-search", lambda: search.search_history(
-            home=paths.hermes_home(), query=args.query, mode=args.mode, limit=args.limit, cwd=cwd, filters=args.filters))
-        return render.render_search(answer, cwd=cwd)
+        return _scoped(dispatch, "history search", handlers.SEARCH_TOOL, args, lambda a, cwd: render.render_search(a, cwd=cwd))
 
     return command_search
 
@@ -107,16 +106,7 @@ def make_recent_command(dispatch: Dispatch) -> Callable[[str], str]:
             args = command_args.recent_args(raw_args)
         except ArgumentError as exc:
             return _refused(command_args.RECENT, exc)
-        answer = _for_conversation(dispatch, handlers.RECENT_TOOL, _given(limit=args.limit, since=args.since,
-                                                                             until=args.until))
-        if answer is not None:
-            return render.render_recent(answer, cwd=None)
-        cwd = _command_cwd()
-        if not cwd:
-            return "history recent: Hermes' working directory no longer exists; cd somewhere and retry"
-        answer = _answer("/history-recent", lambda: browse.recent_sessions(
-            home=paths.hermes_home(), cwd=cwd, limit=args.limit, filters=args.filters))
-        return render.render_recent(answer, cwd=cwd)
+        return _scoped(dispatch, "history recent", handlers.RECENT_TOOL, args, lambda a, cwd: render.render_recent(a, cwd=cwd))
 
     return command_recent
 
@@ -131,18 +121,7 @@ def make_read_command(dispatch: Dispatch) -> Callable[[str], str]:
             args = command_args.read_args(raw_args)
         except ArgumentError as exc:
             return _refused(command_args.READ, exc)
-        answer = _for_conversation(dispatch, handlers.READ_TOOL, args)
-        if answer is None:
-            cwd = _command_cwd()
-            if not cwd:
-                return "history read: Hermes' working directory no longer exists; cd somewhere and retry"
-            answer = _answer("/history-read", lambda: browse.read_around(
-                home=paths.hermes_home(), cwd=cwd, target_session=str(args["session_id"]),
-                message_id=args.get("message_id"), before=int(args.get("before", browse.DEFAULT_AROUND)),
-                after=int(args.get("after", browse.DEFAULT_AROUND)),
-                max_chars=int(args.get("max_chars", browse.DEFAULT_CHARS)),
-            ))
-        return render.render_read(answer)
+        return _scoped(dispatch, "history read", handlers.READ_TOOL, args, lambda a, _: render.render_read(a))
 
     return command_read
 
@@ -263,7 +242,7 @@ def command_help(raw_args: str = "") -> str:
     and which copy Hermes loads when two are installed. Takes no arguments (any are named and ignored)."""
     home = paths.hermes_home()
     config = status.semantic_config(home)
-    blocked = config.note if config.status == "unavailable" else None
+    blocked = config["note"] if config["status"] == "unavailable" else None
     text = render.render_help(status.plugin_version(), command_line=status.command_line_hint(), semantic=blocked,
                               install=status.install_copies(home)["note"])
     given = (raw_args or "").strip()

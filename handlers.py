@@ -218,6 +218,13 @@ _NO_SESSION = (
 )
 
 
+def _asker(kwargs: Mapping[str, Any]) -> dict[str, str]:
+    """Whose project a call looks in: ``{cwd}`` for a slash command Hermes names no conversation for (the folder
+    it passes as :data:`IN_FOLDER`), else ``{session_id}`` (see :func:`_current_session`)."""
+    folder = kwargs.get(IN_FOLDER) if kwargs.get(FROM_COMMAND) else None
+    return {"cwd": folder} if isinstance(folder, str) and folder else {"session_id": _current_session(kwargs)}
+
+
 def _current_session(kwargs: Mapping[str, Any]) -> str:
     """The asking conversation: the agent loop's ``session_id``, or the live CLI's for a slash command."""
     session_id = _session_id(kwargs) or _command_session_id(kwargs)
@@ -230,6 +237,8 @@ def _current_session(kwargs: Mapping[str, Any]) -> str:
 #: the session taken from ``parent_agent`` (the agent loop always passes
 #: ``session_id`` itself).
 FROM_COMMAND = "phr_slash_command"
+#: With :data:`FROM_COMMAND`, where Hermes names no conversation: the folder the command is scoped by.
+IN_FOLDER = "phr_in_folder"
 
 _NO_SESSION_COMMAND = (
     "this slash command cannot tell which conversation is yours here: Hermes passes plugin commands "
@@ -275,7 +284,7 @@ def handle_search(args: Any, **kwargs: Any) -> str:
     def body() -> dict[str, Any]:
         parsed = parse_search_args(args)
         return search.search_history(
-            home=paths.hermes_home(), session_id=_current_session(kwargs), query=parsed.query, mode=parsed.mode,
+            home=paths.hermes_home(), **_asker(kwargs), query=parsed.query, mode=parsed.mode,
             limit=parsed.limit, filters=parsed.filters, cursor=parsed.cursor,
         )
 
@@ -298,7 +307,7 @@ def handle_read(args: Any, **kwargs: Any) -> str:
         else:
             message = None
         return browse.read_around(
-            home=paths.hermes_home(), session_id=_current_session(kwargs), target_session=target, message_id=message,
+            home=paths.hermes_home(), **_asker(kwargs), target_session=target, message_id=message,
             before=_int_arg(given, "before", browse.DEFAULT_AROUND, 0, browse.MAX_AROUND),
             after=_int_arg(given, "after", browse.DEFAULT_AROUND, 0, browse.MAX_AROUND),
             max_chars=_int_arg(given, "max_chars", browse.DEFAULT_CHARS, browse.MIN_CHARS, browse.MAX_CHARS),
@@ -313,7 +322,7 @@ def handle_recent(args: Any, **kwargs: Any) -> str:
     def body() -> dict[str, Any]:
         given = _object(args if args is not None else {})
         return browse.recent_sessions(
-            home=paths.hermes_home(), session_id=_current_session(kwargs),
+            home=paths.hermes_home(), **_asker(kwargs),
             limit=_int_arg(given, "limit", browse.RECENT_DEFAULT, 1, browse.RECENT_MAX),
             filters=_filters(given, role=False), cursor=_cursor(given),
         )

@@ -16,7 +16,6 @@ import logging
 import shlex
 import sqlite3
 import sys
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -153,81 +152,34 @@ def _embeddings_module(settings: config_schema.Settings) -> Any:
     return embeddings
 
 
-@dataclass(frozen=True)
-class SemanticConfig:
-    """What semantic search would use in a profile and what the user agreed to.
+def semantic_config(home: Path) -> dict[str, Any]:
+    """What semantic search would use in profile ``home`` and what the user agreed to, as :func:`gate.closed` decides
+    it for any project; never raises.
 
-    ``status``: ``disabled`` (``enabled: false``, ``provider: none`` or
-    declined), ``unavailable`` also for a provider config.yaml names but that
-    cannot be used (an unknown name, ``openai`` without a model: ``note``
-    says which), ``consent_required`` (no consent for this provider, endpoint
-    and model, or ``consent.json`` unreadable or malformed:
-    ``consent_problem`` says which), ``allowed`` (consent covers some
-    projects) or ``unavailable`` (numpy or the model package missing:
-    ``install`` is the command that adds them). ``note``: why, and what to
-    do. ``consent``: the recorded answer, endpoint redacted (``None`` when
-    there is none or it cannot be read). ``endpoint`` is shown redacted too.
+    Returns ``{provider, endpoint, model, consent, status, note}`` (``install`` when a package is missing):
+    ``status`` is the gate's (``disabled``, ``unavailable``, ``consent_required``) or ``allowed``; ``endpoint``
+    and ``model`` are ``None`` for a provider that cannot be used; ``consent`` is the recorded answer with its
+    endpoint redacted (``None`` when there is none or it cannot be read).
     """
-
-    provider: str
-    endpoint: str | None
-    model: str | None
-    status: str
-    note: str = ""
-    consent: dict[str, Any] | None = None
-    consent_problem: str = ""
-    install: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """``{provider, endpoint, model, consent, status, note}``, plus ``consent_problem`` / ``install`` when set."""
-        out: dict[str, Any] = {"provider": self.provider, "endpoint": self.endpoint, "model": self.model,
-                               "consent": self.consent, "status": self.status, "note": self.note}
-        if self.consent_problem:
-            out["consent_problem"] = self.consent_problem
-        if self.install:
-            out["install"] = self.install
-        return out
-
-
-def semantic_config(home: Path) -> SemanticConfig:
-    """What semantic search would use in profile ``home``, and what the user agreed to; never raises."""
     settings = load_settings(home)
-    spec = config_schema.provider_spec(settings) if settings.embedding.provider != "none" else None
-    path = paths.plugin_data_dir(home) / "consent.json"
-    read = consent.load_consent(path)
-    record = read.record
+    emb = settings.embedding
+    spec = config_schema.provider_spec(settings) if emb.provider in ("local", "openai") else None
+    record = consent.load_consent(paths.plugin_data_dir(home) / "consent.json").record
     shown: dict[str, Any] | None = None
     if record is not None:
         shown = {k: record.get(k) for k in ("declined", "projects", "provider", "endpoint", "model", "confirmed_at") if k in record}
         if isinstance(record.get("endpoint"), str):  # a record from an older version may hold credentials
             shown["endpoint"] = redact.redact_url(record["endpoint"])
-
-    def config(status: str, note: str, **more: str) -> SemanticConfig:
-        return SemanticConfig(settings.embedding.provider, spec.endpoint if spec else None, spec.model if spec else None,
-                              status, note, shown, **more)
-
     closed = gate.closed(home, settings)  # the gate a search asks, in its order
-    if closed is not None and settings.embedding.problem and closed.status == "unavailable":
-        known = settings.embedding.provider in config_schema.PROVIDERS  # an unknown provider names no endpoint to consent to
-        return SemanticConfig(settings.embedding.provider, spec.endpoint if known and spec else None,
-                              (spec.model or None) if spec else None, "unavailable", closed.note, shown)
-    if spec is None or (closed is not None and closed.status in ("disabled", "unavailable")):
-        return config(closed.status if closed else "disabled", closed.note if closed else "", install=closed.install if closed else "")
-    if read is not None and read.problem:
-        return config("consent_required", (
-            f"the consent file {path} is {read.problem}, so it counts as no consent; ask the agent to search history "
-            "and answer its question again (its consent tool rewrites the file)"), consent_problem=read.problem)
-    same = consent.consent_matches(record, spec)
-    if not same or not (record or {}).get("projects"):
-        where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
-        note = f"no consent yet for {spec.model} ({where}); ask the agent to search history and answer its question"
-        if record is not None and not same:
-            note += (f" (the recorded consent is for {record.get('model')} at "
-                     f"{redact.redact_url(str(record.get('endpoint')))})")
-        return config("consent_required", note)
     projects = (record or {}).get("projects") or []
-    covers = "every project" if "*" in projects else f"{len(projects)} project(s)"
-    return config("allowed", f"consent covers {covers}")
+    out: dict[str, Any] = {"provider": emb.provider, "endpoint": spec.endpoint if spec else None,
+                           "model": (spec.model or None) if spec else None, "consent": shown,
+                           "status": closed.status if closed else "allowed",
+                           "note": closed.note if closed else
+                           f"consent covers {'every project' if '*' in projects else f'{len(projects)} project(s)'}"}
+    if closed is not None and closed.install:
+        out["install"] = closed.install
+    return out
 
 
 def _model(home: Path) -> tuple[str | None, int]:
@@ -343,7 +295,7 @@ def index_status(*, home: Path, cwd: str) -> dict[str, Any]:
         "indexable": indexable,
         "indexed": 0,
         "pending": indexable,
-        "semantic": semantic_config(home).to_json(),
+        "semantic": semantic_config(home),
     }
     if scope.project.is_home:
         return {**answer, "pending": 0, "semantic_status": "disabled",
@@ -371,7 +323,7 @@ def profile_status(*, home: Path) -> dict[str, Any]:
     projects_db, semantic, index, install}``. ``state_db``: ``{path, found, sessions,
     messages}`` (``error`` when unreadable); ``projects_db``: ``{path, found,
     projects, archived}`` (``note`` when unreadable); ``semantic``: see
-    :class:`SemanticConfig`; ``index``: see :func:`index_file_report`;
+    :func:`semantic_config`; ``index``: see :func:`index_file_report`;
     ``install``: see :func:`install_copies`.
     ``success`` is False only when the profile folder itself does not exist.
     """
@@ -404,7 +356,7 @@ def profile_status(*, home: Path) -> dict[str, Any]:
     elif listing.note:
         projects["note"] = listing.note
     answer["projects_db"] = projects
-    answer["semantic"] = semantic_config(home).to_json()
+    answer["semantic"] = semantic_config(home)
     answer["index"] = index_file_report(home)
     answer["install"] = install_copies(home)
     return answer
