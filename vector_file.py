@@ -448,11 +448,6 @@ class VectorFile(VectorFileReader):
                     del rows  # the mapping closes only once no array points into it
             return marked
 
-    def reset(self) -> None:
-        """Forget every row (the next :meth:`append` copies everything again)."""
-        with self._locked():
-            self._write_head(Head())
-
 
 _OPEN_FLAGS = {"rb": os.O_RDONLY, "r+b": os.O_RDWR, "a+b": os.O_RDWR | os.O_CREAT | os.O_APPEND,
                "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC, "w": os.O_WRONLY | os.O_CREAT | os.O_EXCL}
