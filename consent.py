@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import StoreError
-from .redact import endpoint_digest
 
 if TYPE_CHECKING:
     from .config_schema import ProviderSpec
@@ -140,18 +139,13 @@ def consent_matches(consent: dict[str, Any] | None, spec: ProviderSpec) -> bool:
     """True when ``consent`` was given for this provider, endpoint and model (whatever its projects).
 
     The endpoint matches by its digest as configured (``endpoint_sha256``), so
-    the same host with another key in its URL needs consent again. A record
-    from before digests were stored matches only an endpoint with no
-    credentials in it (one shown as it is configured).
+    the same host with another key in its URL needs consent again; a record
+    without one (a build's before the first release) asks consent again.
     """
-    if consent is None or (consent.get("provider"), consent.get("model")) != (spec.provider, spec.model):
+    if consent is None:
         return False
-    if consent.get("endpoint") != spec.endpoint:
-        return False
-    recorded = consent.get("endpoint_sha256")
-    if recorded is not None:
-        return recorded == spec.endpoint_sha256
-    return not spec.endpoint_sha256 or endpoint_digest(spec.endpoint) == spec.endpoint_sha256
+    fields = ("provider", "model", "endpoint", "endpoint_sha256")
+    return tuple(consent.get(f) for f in fields) == (spec.provider, spec.model, spec.endpoint, spec.endpoint_sha256)
 
 
 def consent_covers(consent: dict[str, Any] | None, spec: ProviderSpec, project_key: str | None = None) -> bool:

@@ -133,7 +133,7 @@ def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_
 
     When state.db parted from the stored history (put back from an older copy: the lost ids are handed out
     again), what the index knows above where they part is dropped (:meth:`vector_index.VectorIndex.forget_after`).
-    When none is stored, state.db's now is. A few point reads of each file. Raises ``sqlite3`` errors of
+    None is stored before the file's first write of vectors or marks, which stores it. A few point reads of each file. Raises ``sqlite3`` errors of
     state.db, and :class:`embeddings.EmbeddingUnavailable` for embeddings.db's (:meth:`VectorIndex.trouble`).
     """
     try:
@@ -146,15 +146,11 @@ def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_
         parted = None if known is None else state_history.parted_at(
             known, counter, store.message_timestamps(conn, [i for i, _ in known.points]))
         now = state_history.of(counter, store.points_at(conn, state_history.targets(counter)))
-    try:
-        if parted is not None:
+    if parted is not None:
+        try:
             vectors.forget_after(parted, text, now)
-        elif known is None:  # a file of an earlier version, or none stored yet: from now on
-            vectors.store.store_first_history(now)
-    except sqlite3.Error as exc:
-        if parted is not None:
+        except sqlite3.Error as exc:
             raise vectors.trouble(exc) from exc
-        logger.info("project-history-recall: could not store state.db's history yet (%s)", exc)
     return now
 
 

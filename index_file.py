@@ -1,12 +1,12 @@
 """The embeddings.db file: its schema, opening it, and what can be wrong with it.
 
 The file holds the chunks of messages and their vectors (table ``chunks``,
-see :data:`MIGRATIONS`); :mod:`vector_index` reads and writes them, this
+see :data:`SCHEMA`); :mod:`vector_index` reads and writes them, this
 module owns the file's lifecycle:
 
-* opening: :func:`open_index` creates or migrates the file (numbered
-  migrations, ``PRAGMA user_version``, one migrator at a time) and checks
-  its schema; a damaged or foreign file is moved aside
+* opening: :func:`open_index` creates the file (``PRAGMA user_version``,
+  one creator at a time) and checks its schema; a damaged or foreign file,
+  or one of an older schema, is moved aside
   (``embeddings.db.broken-<time>-<pid>``) and rebuilt;
 * conditions: :class:`IndexBroken` (damaged: moved aside, never leaves an
   open), :class:`IndexNotNow` (temporary: a later search retries) and
@@ -20,7 +20,7 @@ module owns the file's lifecycle:
 Invariants: a file of a newer schema is never written or moved (it is left
 for the newer plugin); a damaged or foreign file is moved aside, never
 deleted, and never replaces an earlier one moved aside; the schema is only
-changed by :data:`MIGRATIONS`, in order, under the write lock. No function
+created, in one transaction under the write lock, never changed. No function
 here raises ``sqlite3`` errors or ``OSError`` unless its docstring says so.
 """
 
@@ -51,49 +51,32 @@ INDEX_APP_ID = 0x50485231  # "PHR1" in PRAGMA application_id: marks the file as 
 
 _CHUNK_COLUMNS = "id, session_id, message_id, chunk_index, content_hash, model_fingerprint, vector, created_at"
 
-#: Numbered, append-only schema migrations (``PRAGMA user_version`` = how many applied);
-#: each runs in one ``BEGIN IMMEDIATE`` transaction with its version bump. Past
-#: migrations are history: never edited, so migration 2 spells its table out again.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE chunks (
-            id INTEGER PRIMARY KEY,
-            session_id TEXT NOT NULL,
-            message_id INTEGER NOT NULL,
-            chunk_index INTEGER NOT NULL,
-            content_hash TEXT NOT NULL,
-            model_fingerprint TEXT NOT NULL,
-            vector BLOB NOT NULL,
-            created_at REAL NOT NULL,
-            UNIQUE(session_id, message_id, chunk_index, model_fingerprint)
-        )""",
-        "CREATE INDEX chunks_by_model_message ON chunks(model_fingerprint, message_id)",
-        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    ),
-    (
-        # Chunk ids are never reused (AUTOINCREMENT): a running process loads the
-        # chunks above the highest id it has seen, so a reused id would stay
-        # invisible to it. Plus two indexes: what is indexed is read without
-        # touching the vector pages (a covering index), and (model, rowid) ranges
-        # count a model's new chunks without scanning the old ones.
-        """CREATE TABLE chunks_v2 (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            session_id TEXT NOT NULL,
-            message_id INTEGER NOT NULL,
-            chunk_index INTEGER NOT NULL,
-            content_hash TEXT NOT NULL,
-            model_fingerprint TEXT NOT NULL,
-            vector BLOB NOT NULL,
-            created_at REAL NOT NULL,
-            UNIQUE(session_id, message_id, chunk_index, model_fingerprint)
-        )""",
-        f"INSERT INTO chunks_v2 ({_CHUNK_COLUMNS}) SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY id",
-        "DROP TABLE chunks",
-        "ALTER TABLE chunks_v2 RENAME TO chunks",
-        "CREATE INDEX chunks_by_model_message ON chunks(model_fingerprint, message_id)",
-        "CREATE INDEX chunks_indexed ON chunks(model_fingerprint, chunk_index, message_id, session_id, content_hash)",
-        "CREATE INDEX chunks_by_model ON chunks(model_fingerprint)",
-    ),
+#: ``PRAGMA user_version`` of a file of :data:`SCHEMA`. A file of an older one (written by a build before the
+#: first release) is moved aside and rebuilt, as a damaged one is; a newer one is left for the newer plugin.
+SCHEMA_VERSION = 2
+#: The schema, created in one ``BEGIN IMMEDIATE`` transaction with its version.
+SCHEMA: tuple[str, ...] = (
+    # Chunk ids are never reused (AUTOINCREMENT): a running process loads the
+    # chunks above the highest id it has seen, so a reused id would stay
+    # invisible to it. Three indexes: a message's chunks of a model; what is
+    # indexed, read without touching the vector pages (a covering index); and
+    # (model, rowid) ranges, which count a model's new chunks without scanning
+    # the old ones.
+    """CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL,
+        message_id INTEGER NOT NULL,
+        chunk_index INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        model_fingerprint TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        created_at REAL NOT NULL,
+        UNIQUE(session_id, message_id, chunk_index, model_fingerprint)
+    )""",
+    "CREATE INDEX chunks_by_model_message ON chunks(model_fingerprint, message_id)",
+    "CREATE INDEX chunks_indexed ON chunks(model_fingerprint, chunk_index, message_id, session_id, content_hash)",
+    "CREATE INDEX chunks_by_model ON chunks(model_fingerprint)",
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 
 #: What the current schema must hold (a file missing any is damaged: moved aside and rebuilt).
@@ -109,7 +92,7 @@ _SCHEMA = {("table", "chunks"), ("table", "meta"), ("index", "chunks_by_model_me
 class IndexBroken(_Condition, RuntimeError):
     """embeddings.db is damaged (a corrupt or foreign file, a missing table or index).
 
-    Raised by :func:`migrate`; :func:`open_index` then moves the file aside
+    Raised by :func:`prepare` (an older schema too); :func:`open_index` then moves the file aside
     and rebuilds it, so it never leaves an open.
     """
 
@@ -176,7 +159,7 @@ def _read_only_file(path: Path, why: str) -> IndexBlocked:
 def _newer_schema(path: Path, version: int) -> IndexBlocked:
     return IndexBlocked(
         f"semantic search is off: the embeddings index {path} was written by a newer plugin version (schema {version}; "
-        f"this one knows {len(MIGRATIONS)}). Upgrade the plugin, or move the file aside to start over (rename it, "
+        f"this one knows {SCHEMA_VERSION}). Upgrade the plugin, or move the file aside to start over (rename it, "
         f"e.g. to {path.name}.newer).", code="index_newer_schema")
 
 
@@ -257,22 +240,16 @@ def connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, check_same_thread=False, timeout=5)
 
 
-def connect_existing(path: Path, *, timeout: float = 5) -> sqlite3.Connection:
-    """A read-write connection to the existing file at ``path`` (an absolute path), never creating one; raises
-    ``sqlite3`` errors (no file there among them)."""
-    return sqlite3.connect(Path(path).as_uri() + "?mode=rw", uri=True, timeout=timeout)
-
-
 def connect_read_only(path: Path, *, timeout: float = 5) -> sqlite3.Connection:
     """A read-only connection to the existing file at ``path`` (an absolute path); raises ``sqlite3`` errors."""
     return sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, timeout=timeout)
 
 
-def migrate(conn: sqlite3.Connection) -> sqlite3.Connection:
-    """Bring ``conn``'s file to the current schema, one migrator at a time; returns ``conn``.
+def prepare(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """Give ``conn``'s file the schema when it is new, one creator at a time; returns ``conn``.
 
-    Raises :class:`IndexBroken` (a foreign file, or tables or indexes of
-    the current schema missing), :class:`IndexBlocked` (a newer schema) or
+    Raises :class:`IndexBroken` (a foreign file, an older schema, or tables
+    or indexes of the schema missing), :class:`IndexBlocked` (a newer schema) or
     ``sqlite3`` errors; ``conn`` is closed when it raises.
     """
     try:
@@ -291,9 +268,9 @@ def migrate(conn: sqlite3.Connection) -> sqlite3.Connection:
         # process writing vectors then never delays this open.
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if app_id == INDEX_APP_ID and version > len(MIGRATIONS):  # refused without taking the write lock
+        if app_id == INDEX_APP_ID and version > SCHEMA_VERSION:  # refused without taking the write lock
             raise _newer_schema(Path(conn.execute("PRAGMA database_list").fetchone()[2]), version)
-        if app_id != INDEX_APP_ID or version != len(MIGRATIONS):
+        if app_id != INDEX_APP_ID or version != SCHEMA_VERSION:
             conn.isolation_level = None  # explicit transactions below
             conn.execute("BEGIN IMMEDIATE")  # the version is read and bumped under the write lock
             try:
@@ -302,12 +279,15 @@ def migrate(conn: sqlite3.Connection) -> sqlite3.Connection:
                 tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
                 if app_id != INDEX_APP_ID and (tables or version):
                     raise IndexBroken("not a project-history-recall index")
-                if version > len(MIGRATIONS):
+                if version > SCHEMA_VERSION:
                     raise _newer_schema(Path(conn.execute("PRAGMA database_list").fetchone()[2]), version)
-                for number in range(version, len(MIGRATIONS)):
-                    for statement in MIGRATIONS[number]:
+                if app_id == INDEX_APP_ID and version < SCHEMA_VERSION:
+                    raise IndexBroken(f"written by a build of the plugin before its first release, schema {version} "
+                                      f"where this one's is {SCHEMA_VERSION}")
+                if app_id != INDEX_APP_ID:  # a new file (another process may have created it meanwhile)
+                    for statement in SCHEMA:
                         conn.execute(statement)
-                    conn.execute(f"PRAGMA user_version = {number + 1}")
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                     conn.execute(f"PRAGMA application_id = {INDEX_APP_ID}")
                 conn.execute("COMMIT")
             except BaseException:
@@ -379,14 +359,15 @@ def move_aside(path: Path, damage: Exception) -> Path:
 class OpenFile:
     """An index file opened by :func:`open_index`."""
 
-    conn: sqlite3.Connection  #: migrated to the current schema
+    conn: sqlite3.Connection  #: of the current schema
     identity: tuple[int, int] | None  #: the file ``conn`` has open (see :func:`identity`)
     note: str = ""  #: what the open did that a search should say (a damaged file moved aside and rebuilt), else ``""``
     token: str = ""  #: the file's own random name (:func:`file_token`): tells it from an earlier file that had its inode
 
 
 def open_index(path: Path) -> OpenFile:
-    """Open ``path`` (an absolute path), creating or migrating the file; a damaged or foreign one is moved aside and rebuilt.
+    """Open ``path`` (an absolute path), creating the file; a damaged or foreign one, or one of an older schema, is moved
+    aside and rebuilt.
 
     Raises :class:`IndexNotNow` when the file cannot be used now (busy, or
     replaced by another process while this open waited: a later search
@@ -437,9 +418,9 @@ def _open(path: Path) -> tuple[sqlite3.Connection, str]:
         raise write_blocker(path) or _read_only_folder(path.parent, exc.strerror or str(exc)) from None
     damage: Exception
     try:
-        return migrate(connect(path)), ""
+        return prepare(connect(path)), ""
     except sqlite3.Error as exc:
-        if sqlite_kind(exc) != "damaged":  # locked, read-only, a race with another migrator: not damage
+        if sqlite_kind(exc) != "damaged":  # locked, read-only, a race with another creator: not damage
             raise unusable(path, exc) from None
         damage = exc
     except IndexBroken as exc:
@@ -447,7 +428,7 @@ def _open(path: Path) -> tuple[sqlite3.Connection, str]:
     aside = move_aside(path, damage)
     note = f"the embeddings index was unusable ({damage}); it was moved to {aside.name} and rebuilt"
     try:
-        return migrate(connect(path)), note
+        return prepare(connect(path)), note
     except sqlite3.Error as again:
         raise unusable(path, again) from None
     except IndexBroken as again:  # another process put something at the path meanwhile
@@ -564,4 +545,4 @@ def index_problem(path: Path) -> IndexBlocked | None:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
     except sqlite3.Error:
         return None  # damage or a busy file: a search deals with it (moves it aside, or retries)
-    return _newer_schema(path, version) if app_id == INDEX_APP_ID and version > len(MIGRATIONS) else None
+    return _newer_schema(path, version) if app_id == INDEX_APP_ID and version > SCHEMA_VERSION else None

@@ -108,7 +108,7 @@ class VectorFileReader:
         base = Path(db_path).absolute()
         self.prefix = base.with_name(f"{base.name}.{digest}")
         self._paths = {kind: self.prefix.with_name(f"{self.prefix.name}.{kind}") for kind in ("vec", "rows", "sessions", "head", "lock")}
-        self._thread_lock = threading.Lock()
+        self._thread_lock = threading.RLock()  # the writer's lock holds it around view()
         self._view: tuple[tuple[Any, ...], View] | None = None
         self._names: list[str] = []
         self._names_read = 0  # bytes of .sessions parsed into _names
@@ -214,10 +214,6 @@ class VectorFile(VectorFileReader):
     decides what that means for a search).
     """
 
-    def __init__(self, db_path: Path, fingerprint: str) -> None:
-        super().__init__(db_path, fingerprint)
-        self._sound: tuple[Head, tuple[str, ...]] | None = None  # a head this process found sound, and its names
-
     @contextmanager
     def _locked(self) -> Any:
         self.prefix.parent.mkdir(parents=True, exist_ok=True)
@@ -243,7 +239,8 @@ class VectorFile(VectorFileReader):
         """
         with self._locked():
             head = self.head()
-            known = self._names_if_sound(head) if head.db == db and head.dims == dims and self._consistent(head) else None
+            view = self.view(db)  # mapped only when the files hold what the head commits, names and codes sound
+            known = list(view.names) if view.n and view.head == head and head.dims == dims else None
             if known is None:
                 self._remove_bases(keep="")
                 # Start over with new files, never truncated ones: a process still mapping the
@@ -298,10 +295,8 @@ class VectorFile(VectorFileReader):
                     upto = max(upto, int(max(chunk_ids)))
                 for f in (vec, meta, names) if low is None else (vec, meta, names, low):
                     _durable(f)
-            names_now = tuple(sorted(codes, key=codes.__getitem__))
             head = Head(rows, session_bytes, upto, dims, db, head.epoch, head.basis, projected, head.basis_from)
             self._write_head(head)
-            self._sound = (head, names_now)
             return head
 
     def _basis_to_extend(self, head: Head) -> np.ndarray | None:
@@ -374,28 +369,12 @@ class VectorFile(VectorFileReader):
                 new = dataclasses.replace(now, basis=token, projected=now.rows, basis_from=view.n)
                 self._write_head(new)
                 committed = True
-                if self._sound is not None and self._sound[0] == now:  # still sound: the rows did not change
-                    self._sound = (new, self._sound[1])
                 self._remove_bases(keep=token)
                 return True
         finally:
             if not committed:
                 for kind in ("low", "basis"):
                     self._basis_path(token, kind).unlink(missing_ok=True)
-
-    def _names_if_sound(self, head: Head) -> list[str] | None:
-        """The session names ``head`` commits, or ``None`` when they do not parse or miss a code a row names (start over)."""
-        if self._sound is not None and self._sound[0] == head:  # checked by this process already
-            return list(self._sound[1])
-        try:
-            names = _parse_names(self._paths["sessions"].read_bytes()[: head.session_bytes])
-            with _own(self._paths["rows"], "rb") as f:
-                rows = np.frombuffer(f.read(head.rows * 24), dtype="<i8").reshape(head.rows, 3)  # ValueError when short
-            _check_codes(rows[:, 2], len(names))
-        except (OSError, ValueError):
-            return None
-        self._sound = (head, tuple(names))
-        return names
 
     def _consistent(self, head: Head) -> bool:
         """Whether the files hold at least what ``head`` commits."""
@@ -447,11 +426,6 @@ class VectorFile(VectorFileReader):
                 finally:
                     del rows  # the mapping closes only once no array points into it
             return marked
-
-    def reset(self) -> None:
-        """Forget every row (the next :meth:`append` copies everything again)."""
-        with self._locked():
-            self._write_head(Head())
 
 
 _OPEN_FLAGS = {"rb": os.O_RDONLY, "r+b": os.O_RDWR, "a+b": os.O_RDWR | os.O_CREAT | os.O_APPEND,

@@ -90,7 +90,6 @@ class VectorIndex:
         self.note = opened.note
         self._retired = False  # set when a newer open of the path replaced this one: no more writes
         self._mapped = vector_view.MappedVectors(self.path, provider, self._db)  # this process's map of the shared files
-        self._odd_dims = 0  # the size of the last query vector that did not match the index (0: none)
         self._damaged: set[int] = set()  # messages whose stored vectors were unusable: not indexed until embedded again
         self._damage_kept = False  # a repair could not delete damaged vectors from the file: no marks are trusted or written
         self.repaired = 0  # how many such messages this index found
@@ -327,23 +326,10 @@ class VectorIndex:
         with self._lock:
             self._refresh()
             query = normalise(query)[0]
-            held = self._mapped.view.head.dims if self._mapped.view.n else len(query)
-            if len(query) != held:
-                # The endpoint's vectors changed size. Once could be one bad answer (a proxy, a
-                # truncated reply): every vector is dropped only when the provider itself says so
-                # or the next query has the new size too; until then this search finds nothing.
-                seen_before, self._odd_dims = self._odd_dims == len(query), len(query)
-                if not (seen_before or self.provider.dims == len(query)):
-                    with self._news_lock:
-                        self._news.append(f"The embedding endpoint answered a vector of {len(query)} dimensions where the "
-                                          f"index holds {held}; semantic search skipped this once.")
-                    return []
-                rows = self._mapped.view.rows
-                self._repair(np.unique(rows[:, 1][rows[:, 1] != -1]).tolist(),
-                             f"of {held} dimensions (the model now gives {len(query)})")
-                self._mapped.start_over()
+            if self._mapped.view.n and len(query) != self._mapped.view.head.dims:
+                # Files of another size than this model's (started over by a process whose endpoint
+                # answers another size, since the refresh): nothing here to compare the query with.
                 return []
-            self._odd_dims = 0
             return self._mapped.scores(query, sessions, top_sessions, per_session)
 
     @property

@@ -32,7 +32,6 @@ from . import index_file, state_history
 from .embeddings import content_hash, encode_vector
 
 _HISTORY_KEY = "state_history"
-_FIRST_HISTORY_WAIT_S = 0.0  # a first history never waits for another writer: a later search stores it
 # The messages (chunk 0) of sessions (a JSON array) the file holds vectors of, one row per message. Above a
 # message id: the covering (model, chunk, message, session, hash) index, one range of the newest ids.
 _SESSIONS_ABOVE = ("FROM chunks INDEXED BY chunks_indexed WHERE model_fingerprint = ? AND chunk_index = 0"
@@ -134,15 +133,6 @@ class ChunkStore:
         if any(u > top for u in upto.values()):
             return CompleteMarks({}, stamp, behind=True)
         return CompleteMarks({sid: u for sid, u in upto.items() if sid in sessions}, stamp)
-
-    def store_first_history(self, history: state_history.History) -> None:
-        """Store state.db's ``history`` when none is stored (a file of an earlier version, or one that did not
-        read), on a connection of its own that never waits for another writer (busy, read-only: a later
-        search tries again)."""
-        with closing(index_file.connect_existing(self.path, timeout=_FIRST_HISTORY_WAIT_S)) as conn, conn:
-            conn.execute("BEGIN IMMEDIATE")
-            if state_history.decode(history_text(conn)) is None:  # else another process stored one meanwhile
-                store_history(conn, history)
 
     # -- on the index's connection ------------------------------------------------------------------------
     def top_chunk(self, conn: sqlite3.Connection) -> int:

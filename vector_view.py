@@ -145,11 +145,6 @@ class MappedVectors:
             self._stored_dims = size // 4
         return self._stored_dims
 
-    def start_over(self) -> None:
-        """Forget every row (the model now gives vectors of another size: they are all embedded again)."""
-        self.files.reset()
-        self._stored_dims = None
-
     def scores(self, query: np.ndarray, sessions: set[str], top_sessions: int, per_session: int) -> list[Hit]:
         """The best messages of the ``top_sessions`` sessions of ``sessions`` most similar to ``query`` (a unit
         vector of the mapped rows' size), at most ``per_session`` of each: one matrix product over the mapped

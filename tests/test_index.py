@@ -1,9 +1,10 @@
-"""The private vector index (embeddings.db): migrations, skip-unchanged,
+"""The private vector index (embeddings.db): its schema, skip-unchanged,
 model separation, corrupt or foreign files, chunk merging."""
 
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -100,10 +101,10 @@ def test_corrupt_or_foreign_file_is_moved_aside_and_rebuilt(tmp_path, content):
     assert index.add(msgs(("s", "aaaa"))) == 1
 
 
-def test_migrations_are_numbered(tmp_path):
+def test_a_new_file_has_the_schema_and_its_version(tmp_path):
     vector_index.VectorIndex(tmp_path / "e.db", CountingProvider()).close()
     conn = sqlite3.connect(tmp_path / "e.db")
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(index_file.MIGRATIONS)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == index_file.SCHEMA_VERSION
     assert conn.execute("PRAGMA application_id").fetchone()[0] == index_file.INDEX_APP_ID
 
 
@@ -246,23 +247,24 @@ def test_a_newer_schema_is_left_alone(tmp_path):
     path = tmp_path / "e.db"
     vector_index.VectorIndex(path, CountingProvider()).close()
     with sqlite3.connect(path) as conn:
-        conn.execute(f"PRAGMA user_version = {len(index_file.MIGRATIONS) + 1}")
+        conn.execute(f"PRAGMA user_version = {index_file.SCHEMA_VERSION + 1}")
     with pytest.raises(index_file.IndexNotNow, match="newer plugin"):
         vector_index.VectorIndex(path, CountingProvider())
     assert path.exists() and not list(tmp_path.glob("e.db.broken-*"))
 
 
 def test_a_busy_file_is_not_mistaken_for_damage(tmp_path):
-    """An old file to migrate while another connection writes: 'busy', left as it is, migrated later."""
+    """A new file another connection holds the write lock of (another process creating it): 'busy', left as it
+    is, its schema created by a later open."""
     path = tmp_path / "e.db"
-    _schema_one_file(path, [("s", 1, 0, E.content_hash("alpha"), "fp-count", E.encode_vector(np.ones(26, np.float32)), 0.0)])
     with sqlite3.connect(path, timeout=0) as holder:
         holder.execute("BEGIN IMMEDIATE")
         with pytest.raises(index_file.IndexNotNow, match="busy"):
             _open_with_short_timeout(path)
         holder.execute("ROLLBACK")
     assert not list(tmp_path.glob("e.db.broken-*"))
-    assert vector_index.VectorIndex(path, CountingProvider()).indexed() == {1: E.content_hash("alpha")}
+    index = vector_index.VectorIndex(path, CountingProvider())
+    assert index.add(msgs(("s", "alpha"))) == 1 and index.indexed() == {1: E.content_hash("alpha")}
 
 
 def test_an_up_to_date_file_opens_while_another_connection_writes(tmp_path):
@@ -276,10 +278,10 @@ def test_an_up_to_date_file_opens_while_another_connection_writes(tmp_path):
 
 
 def _schema_one_file(path: Path, rows: list) -> None:
-    """An index as the first release wrote it (schema 1, WAL), holding ``rows``."""
+    """An index as a build before the first release wrote it (schema 1: chunk ids reused, two indexes fewer), holding ``rows``."""
     conn = sqlite3.connect(path)
     conn.execute("PRAGMA journal_mode=WAL")  # as every version of the plugin created it
-    for statement in index_file.MIGRATIONS[0]:
+    for statement in (index_file.SCHEMA[0].replace(" AUTOINCREMENT", ""), index_file.SCHEMA[1], index_file.SCHEMA[-1]):
         conn.execute(statement)
     conn.execute("PRAGMA user_version = 1")
     conn.execute(f"PRAGMA application_id = {index_file.INDEX_APP_ID}")
@@ -304,38 +306,18 @@ def _open_with_short_timeout(path):
         sqlite3.connect = real_connect
 
 
-def test_two_processes_migrating_an_old_file_at_once(tmp_path):
-    """Both open a schema-1 index with data at the same moment: one migrates, the other waits; nothing moved aside."""
-    import subprocess
-    import sys
-    import textwrap
-
+def test_an_older_schema_is_moved_aside_and_rebuilt(tmp_path):
+    """A file of schema 1 (a build before the first release): moved aside as it is, a new one made, the note says
+    why, and its messages count as not indexed (embedded again)."""
     path = tmp_path / "e.db"
-    _schema_one_file(path, [(f"s{i % 50}", i + 1, 0, "h", "fp-count", E.encode_vector(np.ones(26, np.float32)), 0.0) for i in range(60_000)])
-    root = Path(E.__file__).resolve().parent
-    script = textwrap.dedent(f"""
-        import importlib.util, sys, time
-        spec = importlib.util.spec_from_file_location("project_history_recall", {str(root / '__init__.py')!r},
-                                                      submodule_search_locations=[{str(root)!r}])
-        module = importlib.util.module_from_spec(spec); sys.modules["project_history_recall"] = module
-        spec.loader.exec_module(module)
-        from project_history_recall import vector_index
-        class P:
-            model_id, dims, fingerprint = "count", 26, "fp-count"
-        while time.time() < float(sys.argv[1]):
-            time.sleep(0.001)
-        index = vector_index.VectorIndex({str(path)!r}, P())
-        print(len(index.indexed()), index.note or "ok")
-    """)
-    import time as _time
-
-    start = _time.time() + 1.5
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(start)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
-    outputs = [p.communicate(timeout=120) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outputs
-    assert [out.split() for out, _ in outputs] == [["60000", "ok"], ["60000", "ok"]], outputs
-    assert not list(tmp_path.glob("e.db.broken-*"))
+    _schema_one_file(path, [("s", 1, 0, E.content_hash("alpha"), "fp-count", E.encode_vector(np.ones(26, np.float32)), 0.0)])
+    index = vector_index.VectorIndex(path, CountingProvider())
+    assert "before its first release, schema 1 where this one's is 2" in index.note and "rebuilt" in index.note, index.note
+    (aside,) = tmp_path.glob("e.db.broken-*")
+    assert aside.name in index.note
+    with closing(sqlite3.connect(aside)) as old:
+        assert old.execute("SELECT message_id FROM chunks").fetchall() == [(1,)], "kept as it was"
+    assert index.indexed() == {} and index.add(msgs(("s", "alpha"))) == 1
 
 
 def test_a_failed_re_embedding_keeps_the_old_vectors(tmp_path):
@@ -395,18 +377,18 @@ def test_a_file_replaced_while_it_is_opened_is_not_taken_for_the_new_one(tmp_pat
     connection may be on the old file, so this open gives up (busy) instead of writing there."""
     path = tmp_path / "e.db"
     vector_index.VectorIndex(path, CountingProvider()).close()
-    real = index_file.migrate
+    real = index_file.prepare
 
-    def migrate_then_replaced(conn):
+    def prepare_then_replaced(conn):
         conn = real(conn)
         path.rename(tmp_path / "e.db.broken-1")
         for suffix in ("-wal", "-shm"):
             Path(str(path) + suffix).unlink(missing_ok=True)
-        monkeypatch.setattr(index_file, "migrate", real)
+        monkeypatch.setattr(index_file, "prepare", real)
         vector_index.VectorIndex(path, CountingProvider()).close()  # the other process's rebuilt file
         return conn
 
-    monkeypatch.setattr(index_file, "migrate", migrate_then_replaced)
+    monkeypatch.setattr(index_file, "prepare", prepare_then_replaced)
     with pytest.raises(index_file.IndexNotNow, match="replaced while it was being opened"):
         vector_index.VectorIndex(path, CountingProvider())
     index = vector_index.VectorIndex(path, CountingProvider())

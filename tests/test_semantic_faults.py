@@ -282,7 +282,7 @@ def test_a_schema_from_a_newer_plugin_is_left_alone_and_says_what_to_do(faults, 
     indexed_then_new_process(faults, fake)
     path = index_path(faults)
     with sqlite3.connect(path) as conn:
-        conn.execute(f"PRAGMA user_version = {len(plugin('index_file').MIGRATIONS) + 1}")
+        conn.execute(f"PRAGMA user_version = {plugin('index_file').SCHEMA_VERSION + 1}")
     before = path.read_bytes()
     for mode in ("keyword", "hybrid"):
         answer = faults.search("cur", "websocket backoff", mode=mode)
@@ -304,6 +304,20 @@ def test_a_schema_from_a_newer_plugin_is_left_alone_and_says_what_to_do(faults, 
         if Path(f"{path}{suffix}").exists():
             Path(f"{path}{suffix}").rename(f"{path}.newer{suffix}")
     assert faults.search("cur", "websocket backoff")["semantic_status"] == "ready"
+
+
+def test_an_older_schema_is_moved_aside_and_rebuilt_and_keyword_answers_stand(faults, fake):
+    """A file of schema 1 (a build before the first release): the search moves it aside, says why, embeds its
+    messages again, and answers."""
+    server = indexed_then_new_process(faults, fake)
+    with sqlite3.connect(index_path(faults)) as conn:
+        conn.execute("PRAGMA user_version = 1")
+    answer = faults.search("cur", "websocket backoff")
+    assert result_sessions(answer)[0] == "a_ws", "keyword results stand"
+    (aside,) = data_dir(faults).glob("embeddings.db.broken-*")
+    note = answer["semantic_note"]
+    assert "before its first release" in note and f"moved to {aside.name} and rebuilt" in note, note
+    assert answer["semantic_status"] == "ready" and set(TEXTS.values()) <= set(sent_texts(server)[-3:])
 
 
 def test_a_folder_at_the_index_path_says_what_to_remove(faults, fake, capsys):
@@ -562,8 +576,8 @@ def test_credentials_in_the_endpoint_never_reach_answers_or_files(faults, fake, 
             assert URL_USER_KEY.encode() not in path.read_bytes(), path
 
 
-def test_a_consent_recorded_before_endpoints_were_hashed_still_matches(faults, fake):
-    """consent.json written by the previous version (no endpoint_sha256, endpoint as configured)."""
+def test_a_consent_recorded_without_the_endpoints_digest_is_asked_again(faults, fake):
+    """consent.json written by a build before the first release (no endpoint_sha256): no consent, nothing sent."""
     server = fake()
     faults.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     record = {"profile": "default", "projects": [f"auto:{faults.paths['alpha']}"], "provider": "openai",
@@ -571,7 +585,9 @@ def test_a_consent_recorded_before_endpoints_were_hashed_still_matches(faults, f
               "scope": "history+incremental"}
     (data_dir(faults)).mkdir(parents=True)
     (data_dir(faults) / "consent.json").write_text(json.dumps(record))
-    assert faults.search("cur", "websocket backoff")["semantic_status"] == "ready"
+    answer = faults.search("cur", "websocket backoff")
+    assert answer["semantic_status"] == "consent_required" and result_sessions(answer)[0] == "a_ws", answer
+    assert not server.requests
 
 
 # ---------------------------------------------------------------------------

@@ -368,7 +368,7 @@ def test_a_history_edited_by_hand_is_replaced_by_the_next_write(world: World, fa
         conn.close()
 
 
-# -- the second review's sequences (each hid a message before): writes that raced a restore, a legacy file, a
+# -- the second review's sequences (each hid a message before): writes that raced a restore, a
 # deleted point, two models; the docstrings tell the sequence and what went wrong then
 
 LOST_Q, LOST_A = "Which CDN do we use for the docs site?", "Fastly, with a 10 minute TTL."
@@ -474,29 +474,6 @@ def test_a_retry_in_the_chat_that_took_the_id_at_a_point_does_not_hide_a_restore
     wrong = wrong_vectors(world, [q])
     assert answer["semantic_status"] != "ready" or not wrong, (
         f"status ready, yet message {q} ({NEW_Q!r}) keeps the vector of {LOST_Q!r}; sent {sent_texts(server)[-3:]}")
-
-
-# -- E. a legacy embeddings.db (no history) stays unguarded until something is written --------------------------
-
-def test_an_index_of_the_last_version_is_guarded_from_its_first_search(world: World, fake, tmp_path):
-    """Upgrade: embeddings.db written by the version before (marks, no history). Searches that find the project
-    complete write nothing else, but the first one stores the history. /snapshot restore, the chat goes on: the
-    first sequence of the last review again (the marks trusted, the lost ids' vectors answer for the new messages)
-    is caught."""
-    server = indexed_world(world, fake)
-    semantic = plugin("indexing")
-    backup = backup_of(world, tmp_path)
-    lost = [world.say("a1", "user", LOST_Q), world.say("a1", "assistant", LOST_A)]
-    world.close()
-    assert semantic.index_projects(home=world.home)["remaining"] == 0
-    with closing(sqlite3.connect(data_dir(world) / "embeddings.db")) as conn, conn:
-        conn.execute("DELETE FROM meta WHERE key = 'state_history'")  # as the last version left it
-    new_process()
-    for _ in range(2):  # the upgraded plugin in use: nothing new in the project
-        assert world.search("cur", "websocket retry")["semantic_status"] == "ready"
-    assert vectors_of(world).store.stored_history() is not None, "the upgraded plugin's first search stores the history"
-    restore_in_place(world, backup)
-    chat_on_over_the_lost_ids(world, lost, server)
 
 
 # -- marks above a restored state.db's newest message, met through the real tools ------------------------------

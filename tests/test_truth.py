@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -176,24 +173,11 @@ def test_damaged_vector_files_are_copied_again_from_embeddings_db_without_embedd
         "only the queries are embedded"
 
 
-def run_process(world: World, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
-    """The command line as a real child process (the package found under its fixed name through a shim)."""
-    shim = tmp_path / "shim"
-    if not shim.exists():
-        shim.mkdir()
-        (shim / "project_history_recall").symlink_to(Path(__file__).resolve().parents[1], target_is_directory=True)
-    env = {**os.environ, "PYTHONPATH": str(shim), "HERMES_HOME": str(world.home)}
-    world.close()
-    return subprocess.run([sys.executable, "-m", "project_history_recall", *argv], capture_output=True, text=True,
-                          env=env, cwd=tmp_path, timeout=300)
-
-
 @pytest.mark.parametrize("size", [12, 1_000_000])
 def test_a_symbolic_link_planted_at_a_vector_file_is_never_followed(indexed: World, tmp_path, size):
-    """A link at the ``.vec`` path to a file outside HERMES_HOME: that file is never truncated or written. Shorter
-    than the head says, the files are started over (the link replaced by a file of ours); long enough to pass for
-    ours, the link is refused: the semantic side says what is wrong and what to do, keyword answers stand, and the
-    command line prints one line, no traceback."""
+    """A link at the ``.vec`` path to a file outside HERMES_HOME, shorter than the head says or long enough to pass
+    for ours: that file is never mapped, truncated or written. The files are started over (the link replaced by a
+    file of ours), and both answers stand."""
     victim = tmp_path / "precious.bin"
     victim.write_bytes(b"x" * size)
     path = vector_files(indexed, "vec")
@@ -201,11 +185,5 @@ def test_a_symbolic_link_planted_at_a_vector_file_is_never_followed(indexed: Wor
     path.symlink_to(victim)
     answer = indexed.search("cur", "kestrel deploy", mode="hybrid")
     assert answer["success"] is True and result_sessions(answer)[:1] == ["p2"], answer
-    if size < 100:
-        assert answer["semantic_status"] == "ready" and not path.is_symlink(), answer
-    else:
-        assert answer["semantic_status"] == "unavailable" and "symbolic link" in answer["semantic_note"], answer
-        done = run_process(indexed, tmp_path, "index")
-        assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr, (done.stdout, done.stderr)
-        assert "symbolic link" in done.stderr, done.stderr
+    assert answer["semantic_status"] == "ready" and not path.is_symlink(), answer
     assert victim.read_bytes() == b"x" * size

@@ -174,7 +174,7 @@ def test_files_started_over_while_learning_commit_nothing_and_leave_no_files(tmp
 
     def learn_while_another_starts_over(data, **kw):
         other = vector_file.VectorFile(path, "fp")
-        other.reset()
+        other.append((2, 2), DIMS, lambda upto: iter(()))  # another embeddings.db's, then this one's again
         append(other, vectors[:2_500])
         return learn(data, **kw)
 
