@@ -472,8 +472,8 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
                                             limit=CANDIDATE_ROWS, near=near))
         paths.append(space)
     if plan.glued:
-        found.update(fts.newest_candidates(conn, "trigram", " OR ".join(plan.glued), scope, per_session=PER_SESSION,
-                                           limit=CANDIDATE_ROWS, near=near))
+        found.update(fts.session_candidates(conn, "trigram", " OR ".join(plan.glued), scope, per_session=PER_SESSION,
+                                            limit=CANDIDATE_ROWS, near=near, newest=True))
         paths.append("glued")
     order: list[tuple[str, int, int]] | None = None
     if plan.like:
