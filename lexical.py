@@ -475,17 +475,12 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
         found.update(fts.session_candidates(conn, "trigram", " OR ".join(plan.glued), scope, per_session=PER_SESSION,
                                             limit=CANDIDATE_ROWS, near=near, newest=True))
         paths.append("glued")
-    order: list[tuple[str, int, int]] | None = None
     if plan.like:
-        order = ranges.newest_first(conn, db_key, scope.session_ids)
-        liked, cut = fts.like_candidates(conn, plan.like, scope, order, per_session=LIKE_PER_SESSION, limit=CANDIDATE_ROWS,
-                                         max_scanned=SUBSTRING_MESSAGES, want_sessions=want_sessions)
-        found.update(liked)
-        if cut:
+        if _substrings(conn, db_key, plan.like, scope, want_sessions, found, SUBSTRING_MESSAGES):
             notes.append(LIKE_NOTE)
         paths.append("like")
     if plan.common and len(set(found.values())) < want_sessions:
-        order = order if order is not None else ranges.newest_first(conn, db_key, scope.session_ids)
+        order = ranges.newest_first(conn, db_key, scope.session_ids)
         for space, exprs in plan.common.items():
             if _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order,
                      want_sessions, found):
@@ -498,13 +493,29 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     )
     words = fts.doc_lengths(conn, "words", list(rows)) if any(t.kind != "gram" for t in plan.terms) else {}
     grams = fts.doc_lengths(conn, "trigram", list(rows)) if trigram and any(t.kind == "gram" for t in plan.terms) else {}
-    lengths = {m: (words.get(m), grams.get(m)) for m in rows}
+    weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
+    return _answer(conn, rows, scorer, want_sessions, "+".join(paths) or "none", notes,
+                   {m: (words.get(m), grams.get(m)) for m in rows}, weight)
+
+
+def _substrings(conn: sqlite3.Connection, db_key: str, needles: Sequence[str], scope: Scope, want_sessions: int,
+                found: dict[int, str], reach: int, limit: int = CANDIDATE_ROWS) -> bool:
+    """Add to ``found`` the scope's messages holding a needle, its newest sessions first, up to ``reach`` message ids
+    (:func:`fts.like_candidates`); returns whether a bound left older messages unread."""
+    liked, cut = fts.like_candidates(conn, needles, scope, ranges.newest_first(conn, db_key, scope.session_ids),
+                                     per_session=LIKE_PER_SESSION, limit=limit, max_scanned=reach, want_sessions=want_sessions)
+    found.update(liked)
+    return cut
+
+
+def _answer(conn: sqlite3.Connection, rows: dict[int, MessageRow], scorer: Scorer, want_sessions: int, strategy: str,
+            notes: Sequence[str], lengths: dict[int, tuple[int | None, int | None]] | None = None, weight: float = 0.0
+            ) -> KeywordAnswer:
+    """The candidates' messages scored, earlier recalls weighed down (``ranking.demote_earlier``), by session."""
     hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()}, lengths,
                        calls={m: r.calls for m, r in rows.items() if r.calls})
     hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions)
-    weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
-    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", tuple(notes),
-                         weight=weight, hits=tuple(hits), scorer=scorer)
+    return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, tuple(notes), weight, tuple(hits), scorer)
 
 
 def _beyond_the_index(
@@ -531,12 +542,7 @@ def _beyond_the_index(
         notes.append(REBUILD_NOTE.format(percent=min(99, int(100 * done / high)),
                                          cut="" if low == done else f" (the newest {GAP_SCAN_MESSAGES:,} of them)"))
     if scope.filters.roles == ("tool",) and (shape.tool_prefix or not shape.trigram_tools):
-        order = ranges.newest_first(conn, db_key, scope.session_ids)
-        liked, cut = fts.like_candidates(conn, needles, scope, order, per_session=LIKE_PER_SESSION, limit=CANDIDATE_ROWS,
-                                         max_scanned=TOOL_SCAN_MESSAGES,
-                                         want_sessions=want_sessions)
-        found.update(liked)
-        if cut:
+        if _substrings(conn, db_key, needles, scope, want_sessions, found, TOOL_SCAN_MESSAGES):
             notes.append(LIKE_NOTE)
         paths.append("like-tool")
     return notes
@@ -547,11 +553,9 @@ def _search_like(
     strategy: str,
 ) -> KeywordAnswer:
     """Substring search of the project's messages, newest first (no FTS index read)."""
-    needles = [u.text for u in parsed.units]
-    order = ranges.newest_first(conn, db_key, scope.session_ids)
-    rows_found, cut = fts.like_candidates(conn, needles, scope, order, per_session=LIKE_PER_SESSION, limit=CANDIDATE_ROWS * 2,
-                                          max_scanned=SUBSTRING_MESSAGES, want_sessions=want_sessions)
-    found = dict(rows_found)
+    found: dict[int, str] = {}
+    cut = _substrings(conn, db_key, [u.text for u in parsed.units], scope, want_sessions, found, SUBSTRING_MESSAGES,
+                      2 * CANDIDATE_ROWS)
     rows = store.fetch_messages(conn, list(found))
     # No index statistics to read: every term weighs the same, length still normalises.
     terms: list[Term] = []
@@ -564,9 +568,5 @@ def _search_like(
             tokens = tuple(unicode61.tokens(unit.text))
             terms.append(Term("phrase" if len(tokens) > 1 else "word", tokens, 0))
     stats = Stats(max(len(rows), 1) * 10, 40.0)
-    scorer = Scorer(tuple(terms), stats, Stats(stats.rows, 200.0))
-    hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()},
-                       calls={m: r.calls for m, r in rows.items() if r.calls})
-    hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions)
-    return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, (*notes, *([SUBSTRING_CUT_NOTE] if cut else [])),
-                         hits=tuple(hits), scorer=scorer)
+    return _answer(conn, rows, Scorer(tuple(terms), stats, Stats(stats.rows, 200.0)), want_sessions, strategy,
+                   [*notes, *([SUBSTRING_CUT_NOTE] if cut else [])])
