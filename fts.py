@@ -204,26 +204,16 @@ def count_matches(conn: sqlite3.Connection, space: str, match: str, cap: int) ->
     return int(conn.execute(sql, (match, cap)).fetchone()[0])
 
 
-def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int, *, as_of: int | None = None) -> int:
-    """Rows matching a phrase expression, up to ``cap`` (cached like token counts).
-
-    With ``as_of`` (state.db's highest message id), "no row" is kept too,
-    until a newer message arrives (a phrase absent everywhere is otherwise
-    counted again on every search).
-    """
+def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int) -> int:
+    """Rows matching a phrase expression, up to ``cap`` (cached like token counts: "no row" is never kept)."""
     db, now = _db_name(conn), time.monotonic()
     key = (db, space, "match:" + match)
     hit = frequencies.get(key, now)
     if hit is not None:
         return hit
-    absent = (db, space, f"absent@{as_of}:{match}") if as_of is not None else None
-    if absent is not None and frequencies.get(absent, now) is not None:
-        return 0
     value = count_matches(conn, space, match, cap)
     if value:
         frequencies.put(key, value, now)
-    elif absent is not None:
-        frequencies.put(absent, 1, now)
     return value
 
 

@@ -144,11 +144,10 @@ def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan
     counts = fts.doc_frequencies(conn, "words", [f for forms in forms_of.values() for f in forms])
     glued: list[str] = []
     glue = trigram and bool(words) and fts.holds_cjk(conn)
-    as_of = store.max_message_id(conn) if glue else 0  # how new the index is: "no row" holds until then
     for unit in words:
         present = [f for f in forms_of[unit.text] if counts.get(f)] or forms_of[unit.text][:1]
         df = sum(counts.get(f, 0) for f in present)
-        inside = _glued_rows(conn, forms_of[unit.text], df, as_of) if glue else (0, "")
+        inside = _glued_rows(conn, forms_of[unit.text], df) if glue else (0, "")
         if inside[0]:
             glued.append(inside[1])
             present = list(dict.fromkeys(present + forms_of[unit.text]))
@@ -191,7 +190,7 @@ def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan
     return _Plan(terms, selective, common, like, needles, glued)
 
 
-def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int, as_of: int) -> tuple[int, str]:
+def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int) -> tuple[int, str]:
     """Whether a word may also sit inside a longer unicode61 token, run into CJK text ("用redis缓存").
 
     unicode61 makes such a run one token, so only the trigram index holds the
@@ -199,7 +198,6 @@ def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int, as_of: 
     expression)`` when more rows hold the substring than the word (and at
     most ``RANK_BUDGET``), else ``(0, "")``. Words shorter than 3 characters,
     or not ASCII letters and digits, are not looked for (no trigram covers them).
-    ``as_of`` is state.db's highest message id (a count of none is kept until it grows).
     """
     if df >= RANK_BUDGET:  # the substring is in at least the word's rows: never df < rows <= RANK_BUDGET
         return 0, ""
@@ -222,7 +220,7 @@ def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int, as_of: 
     if bound > GLUED_BOUND:  # too common to check cheaply
         return 0, ""
     expr = " OR ".join(fts_quote(f) for f in shortest)
-    rows = fts.phrase_frequency(conn, "trigram", expr, RANK_BUDGET + 1, as_of=as_of)
+    rows = fts.phrase_frequency(conn, "trigram", expr, RANK_BUDGET + 1)
     return (rows, expr) if df < rows <= RANK_BUDGET else (0, "")
 
 
