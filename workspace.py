@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import attribution, errors, session_rows, state, store
+from . import attribution, errors, paths, session_rows, state, store
 from .records import Scope, SessionInfo
 
 logger = logging.getLogger(__name__)
@@ -506,6 +506,17 @@ def compute_scope_for_cwd(conn: sqlite3.Connection, attributor: Attributor, cwd:
     entry = membership.members(conn, db_key, attributor)
     members = tuple(sorted(entry.by_identity.get(identity, ())))
     return Scope(None, project, members, len(members), sum(entry.messages.get(sid, 0) for sid in members))
+
+
+def scope_for(conn: sqlite3.Connection, home: Path, session_id: str, cwd: str | None
+              ) -> tuple[Scope, Attributor, store.ProjectList]:
+    """The asking session's scope (:func:`compute_scope`), or with ``cwd`` (slash commands, the command line) that
+    folder's (:func:`compute_scope_for_cwd`), with the attributor that decided it and the projects it knew."""
+    listing = store.load_projects(home)
+    attributor = attributor_for(home, listing.projects)
+    if cwd is not None:
+        return compute_scope_for_cwd(conn, attributor, cwd, db_key=paths.state_db_key(home)), attributor, listing
+    return compute_scope(conn, attributor, session_id, db_key=paths.state_db_key(home)), attributor, listing
 
 
 @dataclass(frozen=True)
