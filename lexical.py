@@ -454,7 +454,7 @@ def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_
             logger.info("FTS query failed (%s); searching by substring", exc)
             return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[], strategy="like-fallback")
         logger.warning("state.db's FTS index is damaged (%s); searching by substring", exc)
-        return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[damaged_note(exc, shape.schema_version >= 23)],
+        return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[damaged_note(exc, shape.display)],
                             strategy="like-damaged")
 
 
