@@ -21,7 +21,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from . import answers, errors, pages, paths, session_rows, session_walk, store, workspace
+from . import answers, errors, pages, session_rows, session_walk, store, workspace
 from .filters import Filters
 from .records import Scope
 
@@ -48,17 +48,6 @@ def _clip(text: str, budget: int) -> tuple[str, bool]:
     if len(flat) <= budget:
         return flat, False
     return flat[: max(budget - len(CUT), 0)].rstrip() + CUT, True
-
-
-def _project_scope(conn: Any, home: Path, session_id: str, cwd: str | None) -> tuple[Scope, workspace.Attributor]:
-    """The asking session's project, or with ``cwd`` (slash commands, the command line) that folder's, and the
-    attributor that decided it."""
-    listing = store.load_projects(home)
-    attributor = workspace.attributor_for(home, listing.projects)
-    db_key = paths.state_db_key(home)
-    if cwd is not None:
-        return workspace.compute_scope_for_cwd(conn, attributor, cwd, db_key=db_key), attributor
-    return workspace.compute_scope(conn, attributor, session_id, db_key=db_key), attributor
 
 
 LEFT_OUT = "an earlier history search or its results, not project history"
@@ -100,7 +89,7 @@ def read_around(
     max_chars = max(MIN_CHARS, min(MAX_CHARS, max_chars))
     conn = store.open_state_db(home)
     try:
-        scope, attributor = _project_scope(conn, home, session_id, cwd)
+        scope, attributor, _ = workspace.scope_for(conn, home, session_id, cwd)
         details = session_rows.session_details(conn, [target_session]).get(target_session)
         if details is None:
             raise errors.SessionNotFound(f"session not found in state.db: {errors.echo(target_session)}")
@@ -164,7 +153,7 @@ def recent_sessions(
     limit = max(1, min(RECENT_MAX, limit))
     conn = store.open_state_db(home)
     try:
-        scope, _ = _project_scope(conn, home, session_id, cwd)
+        scope = workspace.scope_for(conn, home, session_id, cwd)[0]
         key = pages.search_key(query="\x00recent", mode="recent", scope=dataclasses.replace(scope, filters=filters),
                                 anchor=session_id if cwd is None else f"cwd:{cwd}")
         page = pages.read_cursor(cursor, key) if cursor else pages.Page(0, filters.since, filters.until)

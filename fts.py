@@ -204,26 +204,16 @@ def count_matches(conn: sqlite3.Connection, space: str, match: str, cap: int) ->
     return int(conn.execute(sql, (match, cap)).fetchone()[0])
 
 
-def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int, *, as_of: int | None = None) -> int:
-    """Rows matching a phrase expression, up to ``cap`` (cached like token counts).
-
-    With ``as_of`` (state.db's highest message id), "no row" is kept too,
-    until a newer message arrives (a phrase absent everywhere is otherwise
-    counted again on every search).
-    """
+def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int) -> int:
+    """Rows matching a phrase expression, up to ``cap`` (cached like token counts: "no row" is never kept)."""
     db, now = _db_name(conn), time.monotonic()
     key = (db, space, "match:" + match)
     hit = frequencies.get(key, now)
     if hit is not None:
         return hit
-    absent = (db, space, f"absent@{as_of}:{match}") if as_of is not None else None
-    if absent is not None and frequencies.get(absent, now) is not None:
-        return 0
     value = count_matches(conn, space, match, cap)
     if value:
         frequencies.put(key, value, now)
-    elif absent is not None:
-        frequencies.put(absent, 1, now)
     return value
 
 
@@ -270,15 +260,16 @@ def session_candidates(
     per_session: int,
     limit: int,
     near: Near | None = None,
+    newest: bool = False,
 ) -> list[tuple[int, str]]:
     """The scope's live messages matching ``match``: at most ``per_session`` per session, best first.
 
-    FTS5's ``bm25()`` orders them (a first cut: the caller re-scores). Bounds
+    FTS5's ``bm25()`` orders them (a first cut: the caller re-scores); with
+    ``newest``, the newest first (no ``bm25()``: ranking every match costs
+    about 25 µs a row, a third of a second for 12,000; for expressions known
+    to match a bounded number of rows, see ``lexical._glued_rows``). Bounds
     apply per session, so one session with hundreds of matches cannot crowd
-    out the others; ``limit`` bounds the rows returned. ``rowid_range``
-    (``low, high``, both included) confines the search to those message ids:
-    FTS5 seeks each term's list to the range, so the cost grows with the
-    matches inside it, not in the whole index. ``near`` passes over, before
+    out the others; ``limit`` bounds the rows returned. ``near`` passes over, before
     the join, the matches no session of the scope can hold: looking a row
     up in ``messages`` is most of the cost of a term with thousands of
     matches in other projects. Returns ``[(message id, session id)]``.
@@ -290,7 +281,7 @@ def session_candidates(
     early, early_params = _early(table, near)
     sql = f"""
         WITH hits AS MATERIALIZED (
-            SELECT m.id AS id, m.session_id AS session_id, bm25({table}) AS score
+            SELECT m.id AS id, m.session_id AS session_id, {"-m.id" if newest else f"bm25({table})"} AS score
             FROM {table} JOIN messages m ON m.id = {table}.rowid
             WHERE {table} MATCH ? AND {early}{store.SCOPE_SQL} AND {where}
         )
@@ -302,38 +293,6 @@ def session_candidates(
     """
     rows = conn.execute(sql, [match, *early_params, scope.ids_json, *params, per_session, limit])
     return [(int(r[0]), r[1]) for r in rows]
-
-
-def newest_candidates(
-    conn: sqlite3.Connection, space: str, match: str, scope: Scope, *, per_session: int, limit: int,
-    near: Near | None = None,
-) -> list[tuple[int, str]]:
-    """The scope's live messages matching ``match``, newest first: at most ``per_session`` per session and ``limit`` in all.
-
-    No ``bm25()``: ranking every match costs about 25 µs a row (a third of a
-    second for 12,000), where reading them in rowid order costs a fraction;
-    the caller scores what it keeps. For expressions known to match a
-    bounded number of rows (see ``lexical._glued_rows``). ``near`` as for
-    :func:`session_candidates`. Returns ``[(message id, session id)]``;
-    raises like :func:`session_candidates`.
-    """
-    table = _table(space)
-    where, params = _filters(conn, scope)
-    early, early_params = _early(table, near)
-    sql = f"""
-        SELECT m.id, m.session_id FROM {table} JOIN messages m ON m.id = {table}.rowid
-        WHERE {table} MATCH ? AND {early}{store.SCOPE_SQL} AND {where}
-        ORDER BY {table}.rowid DESC
-    """
-    out: list[tuple[int, str]] = []
-    taken: dict[str, int] = {}
-    for mid, sid in conn.execute(sql, [match, *early_params, scope.ids_json, *params]):
-        if taken.get(sid, 0) < per_session:
-            taken[sid] = taken.get(sid, 0) + 1
-            out.append((int(mid), sid))
-            if len(out) >= limit:
-                break
-    return out
 
 
 def range_matches(

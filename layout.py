@@ -26,7 +26,6 @@ errors of a file that cannot be read at all.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from dataclasses import dataclass
 
@@ -38,17 +37,15 @@ _LIVE = "(m.active = 1 OR m.compacted = 1)"
 _SHOWN = ("COALESCE(m.display_kind, '') <> 'hidden' AND NOT (m.display_metadata LIKE '%model\\_only%' ESCAPE '\\'"
           " AND json_valid(m.display_metadata)"
           " AND COALESCE(json_extract(m.display_metadata, '$.model_only'), 0) NOT IN (0, '', '0', 'false'))")
-_PREFIX = re.compile(r"substr\(\s*coalesce\(\s*content\s*,\s*''\s*\)\s*,\s*1\s*,\s*(\d+)\s*\)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Layout:
     """One state.db's schema facts (see the module docstring)."""
 
-    schema_version: int = 0  # Hermes' schema_version (0 when there is none)
-    display: bool = False  # messages has display_kind and display_metadata
+    display: bool = False  # messages has display_kind and display_metadata (0.21, which has optimize-storage)
     hidden_sessions: bool = False  # sessions has hidden
-    tool_prefix: int = 0  # characters of a tool row the words index holds (0: all of it)
+    tool_prefix: bool = False  # the words index holds only the first characters of a tool row
     trigram: bool = True  # state.db has the trigram index (messages_fts_trigram)
     trigram_tools: bool = True  # whether the trigram index holds tool rows (and cron, delegate sessions)
     rebuild: tuple[int, int] | None = None  # (progress, high water) of a chunked rebuild: ids in between not indexed
@@ -77,18 +74,13 @@ def read(conn: sqlite3.Connection) -> Layout:
     """The :class:`Layout` of the state.db ``conn`` reads. Raises ``sqlite3`` errors."""
     schema = {str(name): str(sql or "") for name, sql in conn.execute(
         "SELECT name, sql FROM sqlite_master WHERE name IN ('messages_fts', 'messages_fts_src', 'messages_fts_trigram',"
-        " 'schema_version', 'state_meta')")}
-    version = 0
-    if "schema_version" in schema:
-        row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
-        version = int(row[0] or 0) if row else 0
+        " 'state_meta')")}
     meta: dict[str, str] = {}
     if "state_meta" in schema:
         meta = {str(k): str(v) for k, v in conn.execute(
             "SELECT key, value FROM state_meta WHERE key IN ('fts_rebuild_high_water', 'fts_rebuild_progress', 'fts_stale')")}
     words = schema.get("messages_fts", "")
     external = "tool_name" in words.lower()  # Hermes' own test: 0.19's inline table has one column
-    prefix = _PREFIX.search(schema.get("messages_fts_src", "")) if external else None
     rebuild = None
     try:
         high, done = int(meta.get("fts_rebuild_high_water", 0)), int(meta.get("fts_rebuild_progress", 0))
@@ -98,10 +90,9 @@ def read(conn: sqlite3.Connection) -> Layout:
         rebuild = (done, high)
     messages = _columns(conn, "messages")
     return Layout(
-        schema_version=version,
         display={"display_kind", "display_metadata"} <= messages,
         hidden_sessions="hidden" in _columns(conn, "sessions"),
-        tool_prefix=int(prefix.group(1)) if prefix else 0,
+        tool_prefix=external and "substr(" in schema.get("messages_fts_src", "").lower(),
         trigram="messages_fts_trigram" in schema,
         trigram_tools="messages_fts_trigram_src" not in schema.get("messages_fts_trigram", ""),
         rebuild=rebuild,

@@ -144,11 +144,10 @@ def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan
     counts = fts.doc_frequencies(conn, "words", [f for forms in forms_of.values() for f in forms])
     glued: list[str] = []
     glue = trigram and bool(words) and fts.holds_cjk(conn)
-    as_of = store.max_message_id(conn) if glue else 0  # how new the index is: "no row" holds until then
     for unit in words:
         present = [f for f in forms_of[unit.text] if counts.get(f)] or forms_of[unit.text][:1]
         df = sum(counts.get(f, 0) for f in present)
-        inside = _glued_rows(conn, forms_of[unit.text], df, as_of) if glue else (0, "")
+        inside = _glued_rows(conn, forms_of[unit.text], df) if glue else (0, "")
         if inside[0]:
             glued.append(inside[1])
             present = list(dict.fromkeys(present + forms_of[unit.text]))
@@ -191,7 +190,7 @@ def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan
     return _Plan(terms, selective, common, like, needles, glued)
 
 
-def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int, as_of: int) -> tuple[int, str]:
+def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int) -> tuple[int, str]:
     """Whether a word may also sit inside a longer unicode61 token, run into CJK text ("用redis缓存").
 
     unicode61 makes such a run one token, so only the trigram index holds the
@@ -199,7 +198,6 @@ def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int, as_of: 
     expression)`` when more rows hold the substring than the word (and at
     most ``RANK_BUDGET``), else ``(0, "")``. Words shorter than 3 characters,
     or not ASCII letters and digits, are not looked for (no trigram covers them).
-    ``as_of`` is state.db's highest message id (a count of none is kept until it grows).
     """
     if df >= RANK_BUDGET:  # the substring is in at least the word's rows: never df < rows <= RANK_BUDGET
         return 0, ""
@@ -222,7 +220,7 @@ def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int, as_of: 
     if bound > GLUED_BOUND:  # too common to check cheaply
         return 0, ""
     expr = " OR ".join(fts_quote(f) for f in shortest)
-    rows = fts.phrase_frequency(conn, "trigram", expr, RANK_BUDGET + 1, as_of=as_of)
+    rows = fts.phrase_frequency(conn, "trigram", expr, RANK_BUDGET + 1)
     return (rows, expr) if df < rows <= RANK_BUDGET else (0, "")
 
 
@@ -456,7 +454,7 @@ def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_
             logger.info("FTS query failed (%s); searching by substring", exc)
             return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[], strategy="like-fallback")
         logger.warning("state.db's FTS index is damaged (%s); searching by substring", exc)
-        return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[damaged_note(exc, shape.schema_version >= 23)],
+        return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[damaged_note(exc, shape.display)],
                             strategy="like-damaged")
 
 
@@ -472,20 +470,15 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
                                             limit=CANDIDATE_ROWS, near=near))
         paths.append(space)
     if plan.glued:
-        found.update(fts.newest_candidates(conn, "trigram", " OR ".join(plan.glued), scope, per_session=PER_SESSION,
-                                           limit=CANDIDATE_ROWS, near=near))
+        found.update(fts.session_candidates(conn, "trigram", " OR ".join(plan.glued), scope, per_session=PER_SESSION,
+                                            limit=CANDIDATE_ROWS, near=near, newest=True))
         paths.append("glued")
-    order: list[tuple[str, int, int]] | None = None
     if plan.like:
-        order = ranges.newest_first(conn, db_key, scope.session_ids)
-        liked, cut = fts.like_candidates(conn, plan.like, scope, order, per_session=LIKE_PER_SESSION, limit=CANDIDATE_ROWS,
-                                         max_scanned=SUBSTRING_MESSAGES, want_sessions=want_sessions)
-        found.update(liked)
-        if cut:
+        if _substrings(conn, db_key, plan.like, scope, want_sessions, found, SUBSTRING_MESSAGES):
             notes.append(LIKE_NOTE)
         paths.append("like")
     if plan.common and len(set(found.values())) < want_sessions:
-        order = order if order is not None else ranges.newest_first(conn, db_key, scope.session_ids)
+        order = ranges.newest_first(conn, db_key, scope.session_ids)
         for space, exprs in plan.common.items():
             if _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order,
                      want_sessions, found):
@@ -498,13 +491,29 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     )
     words = fts.doc_lengths(conn, "words", list(rows)) if any(t.kind != "gram" for t in plan.terms) else {}
     grams = fts.doc_lengths(conn, "trigram", list(rows)) if trigram and any(t.kind == "gram" for t in plan.terms) else {}
-    lengths = {m: (words.get(m), grams.get(m)) for m in rows}
+    weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
+    return _answer(conn, rows, scorer, want_sessions, "+".join(paths) or "none", notes,
+                   {m: (words.get(m), grams.get(m)) for m in rows}, weight)
+
+
+def _substrings(conn: sqlite3.Connection, db_key: str, needles: Sequence[str], scope: Scope, want_sessions: int,
+                found: dict[int, str], reach: int, limit: int = CANDIDATE_ROWS) -> bool:
+    """Add to ``found`` the scope's messages holding a needle, its newest sessions first, up to ``reach`` message ids
+    (:func:`fts.like_candidates`); returns whether a bound left older messages unread."""
+    liked, cut = fts.like_candidates(conn, needles, scope, ranges.newest_first(conn, db_key, scope.session_ids),
+                                     per_session=LIKE_PER_SESSION, limit=limit, max_scanned=reach, want_sessions=want_sessions)
+    found.update(liked)
+    return cut
+
+
+def _answer(conn: sqlite3.Connection, rows: dict[int, MessageRow], scorer: Scorer, want_sessions: int, strategy: str,
+            notes: Sequence[str], lengths: dict[int, tuple[int | None, int | None]] | None = None, weight: float = 0.0
+            ) -> KeywordAnswer:
+    """The candidates' messages scored, earlier recalls weighed down (``ranking.demote_earlier``), by session."""
     hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()}, lengths,
                        calls={m: r.calls for m, r in rows.items() if r.calls})
     hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions)
-    weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
-    return KeywordAnswer(tuple(rank_sessions(hits)), rows, "+".join(paths) or "none", tuple(notes),
-                         weight=weight, hits=tuple(hits), scorer=scorer)
+    return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, tuple(notes), weight, tuple(hits), scorer)
 
 
 def _beyond_the_index(
@@ -531,12 +540,7 @@ def _beyond_the_index(
         notes.append(REBUILD_NOTE.format(percent=min(99, int(100 * done / high)),
                                          cut="" if low == done else f" (the newest {GAP_SCAN_MESSAGES:,} of them)"))
     if scope.filters.roles == ("tool",) and (shape.tool_prefix or not shape.trigram_tools):
-        order = ranges.newest_first(conn, db_key, scope.session_ids)
-        liked, cut = fts.like_candidates(conn, needles, scope, order, per_session=LIKE_PER_SESSION, limit=CANDIDATE_ROWS,
-                                         max_scanned=TOOL_SCAN_MESSAGES,
-                                         want_sessions=want_sessions)
-        found.update(liked)
-        if cut:
+        if _substrings(conn, db_key, needles, scope, want_sessions, found, TOOL_SCAN_MESSAGES):
             notes.append(LIKE_NOTE)
         paths.append("like-tool")
     return notes
@@ -547,11 +551,9 @@ def _search_like(
     strategy: str,
 ) -> KeywordAnswer:
     """Substring search of the project's messages, newest first (no FTS index read)."""
-    needles = [u.text for u in parsed.units]
-    order = ranges.newest_first(conn, db_key, scope.session_ids)
-    rows_found, cut = fts.like_candidates(conn, needles, scope, order, per_session=LIKE_PER_SESSION, limit=CANDIDATE_ROWS * 2,
-                                          max_scanned=SUBSTRING_MESSAGES, want_sessions=want_sessions)
-    found = dict(rows_found)
+    found: dict[int, str] = {}
+    cut = _substrings(conn, db_key, [u.text for u in parsed.units], scope, want_sessions, found, SUBSTRING_MESSAGES,
+                      2 * CANDIDATE_ROWS)
     rows = store.fetch_messages(conn, list(found))
     # No index statistics to read: every term weighs the same, length still normalises.
     terms: list[Term] = []
@@ -564,9 +566,5 @@ def _search_like(
             tokens = tuple(unicode61.tokens(unit.text))
             terms.append(Term("phrase" if len(tokens) > 1 else "word", tokens, 0))
     stats = Stats(max(len(rows), 1) * 10, 40.0)
-    scorer = Scorer(tuple(terms), stats, Stats(stats.rows, 200.0))
-    hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()},
-                       calls={m: r.calls for m, r in rows.items() if r.calls})
-    hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions)
-    return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, (*notes, *([SUBSTRING_CUT_NOTE] if cut else [])),
-                         hits=tuple(hits), scorer=scorer)
+    return _answer(conn, rows, Scorer(tuple(terms), stats, Stats(stats.rows, 200.0)), want_sessions, strategy,
+                   [*notes, *([SUBSTRING_CUT_NOTE] if cut else [])])

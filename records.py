@@ -12,7 +12,6 @@ import functools
 import json
 from dataclasses import dataclass
 
-from . import state
 from .attribution import Project
 from .filters import Filters
 
@@ -86,14 +85,5 @@ class Scope:
 
     @functools.cached_property
     def ids_json(self) -> str:
-        """``session_ids`` as the JSON array the queries take: built once per scope, not per search (the
-        scope of the last search is kept while the census gives the very same tuple again)."""
-        held = _scope_json.data.get("last")
-        if held is not None and held[0] is self.session_ids:
-            return str(held[1])
-        text = json.dumps(list(self.session_ids))
-        _scope_json.data["last"] = (self.session_ids, text)
-        return text
-
-
-_scope_json = state.cache("scope_json")
+        """``session_ids`` as the JSON array the queries take: built once per scope, not per query."""
+        return json.dumps(list(self.session_ids))

@@ -209,12 +209,7 @@ def search_history(
         warm_up.prepare(home, settings)  # the vector leg's first load, beside the census below
     conn = store.open_state_db(home)
     try:
-        listing = store.load_projects(home)
-        attributor = workspace.attributor_for(home, listing.projects)
-        scope = (
-            workspace.compute_scope_for_cwd(conn, attributor, cwd, db_key=paths.state_db_key(home)) if cwd is not None
-            else workspace.compute_scope(conn, attributor, session_id, db_key=paths.state_db_key(home))
-        )
+        scope, _, listing = workspace.scope_for(conn, home, session_id, cwd)
         scope = dataclasses.replace(scope, filters=filters)
         key = pages.search_key(query=query, mode=mode, scope=scope, anchor=session_id if cwd is None else f"cwd:{cwd}")
         page = pages.read_cursor(cursor, key) if cursor else pages.Page(0, filters.since, filters.until)

@@ -32,11 +32,7 @@ DECLARED: dict[str, tuple[str, str]] = {
         "after 60 s it is read again in the background (new and the 64 newest sessions are re-read on every search)",
     ),
     "membership_reloads": ("per state.db: the thread reading every session again in the background", "it ends"),
-    "term_counts": ("per state.db and FTS index: term -> rows holding it", "10 minutes; a term in no row is kept only until state.db gets a newer message (phrases), or never (tokens)"),
-    "scope_json": (
-        "the last scope's session ids as the JSON array the queries take",
-        "another scope is searched (known by the identity of its immutable tuple of ids, which it keeps alive)",
-    ),
+    "term_counts": ("per state.db and FTS index: term -> rows holding it", "10 minutes; a term in no row is never kept"),
     "session_ranges": (
         "per state.db: session -> lowest and highest message id, of the sessions searched (every one after the warm-up)",
         "the file replaced or restored in place (newer messages are read past a watermark)",

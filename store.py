@@ -390,23 +390,13 @@ def recall_answers(conn: sqlite3.Connection, session_id: str, replies: Sequence[
     tools' answers among the ``ECHO_REACH`` messages before it, oldest first, each with the runs of words a reply
     quoting it repeats (:func:`echo.runs` of :func:`echo.recall_snippets`, worked out once per answer).
 
-    Read in timestamp order from Hermes' (session_id, timestamp) index, one window for the session's replies
-    (a reply it does not reach back for reads its own), walked once in the replies' order: the rows read grow
-    with the replies, not with the session. The answers are found through the assistant turns that called
-    them: a tool row keeps its name after its content, and tool logs run to 100 KB, so telling the answers by
-    their names would read every log. Each recall call's answer is among the rows right after its turn, one per
-    call. Raises ``sqlite3`` errors.
+    Read in timestamp order from Hermes' (session_id, timestamp) index, ``ECHO_REACH`` rows a reply: the rows
+    read grow with the replies, not with the session. The answers are found through the assistant turns that
+    called them: a tool row keeps its name after its content, and tool logs run to 100 KB, so telling the
+    answers by their names would read every log. Each recall call's answer is among the rows right after its
+    turn, one per call. Raises ``sqlite3`` errors.
     """
-    replies = sorted(replies)
-    window = _rows_before(conn, session_id, replies[-1], ECHO_REACH * len(replies))
-    whole = len(window) < ECHO_REACH * len(replies)  # the window starts at the session's first message
-    windows = {}
-    end = 0
-    for reply in replies:
-        while end < len(window) and ((window[end][1] or 0.0), window[end][0]) < reply:
-            end += 1
-        rows = window[max(end - ECHO_REACH, 0) : end]
-        windows[reply[1]] = rows if whole or len(rows) == ECHO_REACH else _rows_before(conn, session_id, reply, ECHO_REACH)
+    windows = {reply[1]: _rows_before(conn, session_id, reply, ECHO_REACH) for reply in replies}
     wanted: set[int] = set()
     calls: dict[int, int] = {}  # an assistant row -> its recall calls, parsed once however many windows hold it
     for rows in windows.values():

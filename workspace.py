@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import attribution, errors, session_rows, state, store
+from . import attribution, errors, paths, session_rows, state, store
 from .records import Scope, SessionInfo
 
 logger = logging.getLogger(__name__)
@@ -202,15 +202,10 @@ class _Members:
     # every session's workspace as last read, None when it has none (a walk up a chain stops at either)
     workspaces: dict[str, attribution.Workspace | None] = field(default_factory=dict)
     fingerprint: tuple[Any, ...] = ()  # db_fingerprint() when loaded
-    version: int = 0  # moves on whenever a session's project or size changes
-    # (project identity, excluded lineage) -> (version, its other sessions sorted, their messages): what
-    # compute_scope built last, reused while nothing changed (sorting thousands of sessions on every search)
-    scopes: dict[tuple[tuple[str, str], frozenset[str]], tuple[int, tuple[str, ...], int]] = field(default_factory=dict)
 
     def place(self, session_id: str, identity: tuple[str, str] | None, messages: int = 0) -> None:
         if self.where.get(session_id) == identity and (identity is None or self.messages.get(session_id) == messages):
             return  # as it was (the recent sessions are placed again on every search)
-        self.version += 1
         old = self.where.pop(session_id, None)
         self.messages.pop(session_id, None)
         if old is not None:
@@ -489,15 +484,8 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
         return Scope(current, project, (), 0)
     excluded = frozenset(session_rows.lineage_ids(conn, current_id))
     with membership.lock:
-        known = entry.scopes.get((identity, excluded))
-        if known is not None and known[0] == entry.version:
-            others, messages = known[1], known[2]
-        else:
-            others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
-            messages = sum(entry.messages.get(sid, 0) for sid in others)
-            if len(entry.scopes) >= 16:
-                entry.scopes.clear()
-            entry.scopes[(identity, excluded)] = (entry.version, others, messages)
+        others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
+        messages = sum(entry.messages.get(sid, 0) for sid in others)
     return Scope(current, project, others, len(others) + 1, messages)
 
 
@@ -518,6 +506,17 @@ def compute_scope_for_cwd(conn: sqlite3.Connection, attributor: Attributor, cwd:
     entry = membership.members(conn, db_key, attributor)
     members = tuple(sorted(entry.by_identity.get(identity, ())))
     return Scope(None, project, members, len(members), sum(entry.messages.get(sid, 0) for sid in members))
+
+
+def scope_for(conn: sqlite3.Connection, home: Path, session_id: str, cwd: str | None
+              ) -> tuple[Scope, Attributor, store.ProjectList]:
+    """The asking session's scope (:func:`compute_scope`), or with ``cwd`` (slash commands, the command line) that
+    folder's (:func:`compute_scope_for_cwd`), with the attributor that decided it and the projects it knew."""
+    listing = store.load_projects(home)
+    attributor = attributor_for(home, listing.projects)
+    if cwd is not None:
+        return compute_scope_for_cwd(conn, attributor, cwd, db_key=paths.state_db_key(home)), attributor, listing
+    return compute_scope(conn, attributor, session_id, db_key=paths.state_db_key(home)), attributor, listing
 
 
 @dataclass(frozen=True)

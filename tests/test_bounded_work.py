@@ -591,8 +591,8 @@ def test_a_run_of_earlier_questions_costs_a_search_what_it_reads(world: World, m
 
 def test_a_session_of_many_replies_costs_its_echo_check_what_it_reads(world: World, monkeypatch):
     """One session with n assistant replies holding a two-character CJK word (the substring path, up to 600 hits of
-    one session): whether each reply echoes a recall answered before it is found in one walk of the rows before
-    the replies (filtering the whole window once per reply: x11 the work for 4n)."""
+    one session): whether each reply echoes a recall answered before it is found in the 32 rows before each reply
+    (filtering a window of the whole session once per reply: x11 the work for 4n)."""
     folders, store = [plugin_dir()], plugin("store")
 
     def run(n: int) -> tuple[Any, Any]:

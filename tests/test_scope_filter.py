@@ -42,8 +42,7 @@ def spy_near(monkeypatch) -> list:
 
         monkeypatch.setattr(fts, name, spying)
 
-    spy("session_candidates")
-    spy("newest_candidates")  # words run into CJK text ("用heron缓存")
+    spy("session_candidates")  # words run into CJK text ("用heron缓存") too
     return seen
 
 

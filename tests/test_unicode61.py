@@ -185,7 +185,7 @@ def test_rows_of_a_trigram_are_counted_only_up_to_what_decides(world):
     assert result_sessions(answer) == ["zh"] and "glued" in answer["strategy"], answer
 
 
-def _glued_by_full_counts(conn, forms, df, as_of):
+def _glued_by_full_counts(conn, forms, df):
     """The look-up's rule as it was, on full trigram counts (fts5vocab): the reference for the capped one."""
     from project_history_recall import lexical
 
@@ -197,7 +197,7 @@ def _glued_by_full_counts(conn, forms, df, as_of):
     if bound <= df or bound > lexical.GLUED_BOUND:
         return 0, ""
     expr = " OR ".join(Q.fts_quote(f) for f in shortest)
-    rows = fts.phrase_frequency(conn, "trigram", expr, lexical.RANK_BUDGET + 1, as_of=as_of)
+    rows = fts.phrase_frequency(conn, "trigram", expr, lexical.RANK_BUDGET + 1)
     return (rows, expr) if df < rows <= lexical.RANK_BUDGET else (0, "")
 
 
@@ -215,7 +215,6 @@ def test_capped_trigram_counts_decide_the_look_up_as_full_counts_did(world, monk
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
     conn = store.open_state_db(world.home)
     try:
-        as_of = store.max_message_id(conn)
         for bound, budget in ((1, 12_000), (3, 12_000), (8, 12_000), (20, 12_000), (48_000, 12_000), (20, 25), (48_000, 4)):
             monkeypatch.setattr(lexical, "GLUED_BOUND", bound)
             monkeypatch.setattr(lexical, "RANK_BUDGET", budget)  # a word's rows at the budget or above: not looked up
@@ -226,8 +225,8 @@ def test_capped_trigram_counts_decide_the_look_up_as_full_counts_did(world, monk
                 for df in sorted({0, 1, 30, max(rarest - 1, 0), rarest, rarest + 1, budget - 1, budget}):  # the edges too
                     for cached in (False, True):  # from a cold cache, then from what it kept
                         fts.frequencies.clear() if not cached else None
-                        new = lexical._glued_rows(conn, forms, df, as_of)
+                        new = lexical._glued_rows(conn, forms, df)
                         fts.frequencies.clear()
-                        assert new == _glued_by_full_counts(conn, forms, df, as_of), (bound, word, df, cached)
+                        assert new == _glued_by_full_counts(conn, forms, df), (bound, word, df, cached)
     finally:
         conn.close()
