@@ -83,47 +83,40 @@ def _scoped(dispatch: Dispatch, name: str, tool: str, args: dict[str, Any],
     return render_answer(answer, cwd)
 
 
-def make_search_command(dispatch: Dispatch) -> Callable[[str], str]:
-    """``/history-search <query> [flags]``: the conversation's project (itself left out), else the working folder's."""
+def _tool_command(tool: str, grammar: Grammar, parse_args: Callable[[str], dict[str, Any]],
+                  render_answer: Callable[[Mapping[str, Any], str | None], str], *, empty: str | None = None,
+                  ) -> Callable[[Dispatch], Callable[[str], str]]:
+    """A factory of the slash command that answers with ``tool`` (:func:`_scoped`), its arguments parsed by
+    ``parse_args`` (refused with ``grammar``'s usage); ``empty`` answers a command given no arguments at all
+    (``None``: they are optional and parsed)."""
+    name = grammar.command.lstrip("/").replace("-", " ")
 
-    def command_search(raw_args: str = "") -> str:
-        if not (raw_args or "").strip():
-            return command_args.SEARCH.usage() + "\n" + HISTORY_ABOUT
-        try:
-            args = command_args.search_args(raw_args, default_limit=HISTORY_COMMAND_LIMIT)
-        except ArgumentError as exc:
-            return _refused(command_args.SEARCH, exc)
-        return _scoped(dispatch, "history search", handlers.SEARCH_TOOL, args, lambda a, cwd: render.render_search(a, cwd=cwd))
+    def make(dispatch: Dispatch) -> Callable[[str], str]:
+        def command(raw_args: str = "") -> str:
+            if empty is not None and not (raw_args or "").strip():
+                return empty
+            try:
+                args = parse_args(raw_args)
+            except ArgumentError as exc:
+                return _refused(grammar, exc)
+            return _scoped(dispatch, name, tool, args, render_answer)
 
-    return command_search
+        return command
 
-
-def make_recent_command(dispatch: Dispatch) -> Callable[[str], str]:
-    """``/history-recent [N] [flags]``: the project's latest sessions, newest first."""
-
-    def command_recent(raw_args: str = "") -> str:
-        try:
-            args = command_args.recent_args(raw_args)
-        except ArgumentError as exc:
-            return _refused(command_args.RECENT, exc)
-        return _scoped(dispatch, "history recent", handlers.RECENT_TOOL, args, lambda a, cwd: render.render_recent(a, cwd=cwd))
-
-    return command_recent
+    return make
 
 
-def make_read_command(dispatch: Dispatch) -> Callable[[str], str]:
-    """``/history-read <session> [message] [--before N] [--after N] [--max-chars N]``: the messages around a hit."""
-
-    def command_read(raw_args: str = "") -> str:
-        if not (raw_args or "").strip():
-            return command_args.READ.usage()
-        try:
-            args = command_args.read_args(raw_args)
-        except ArgumentError as exc:
-            return _refused(command_args.READ, exc)
-        return _scoped(dispatch, "history read", handlers.READ_TOOL, args, lambda a, _: render.render_read(a))
-
-    return command_read
+#: ``/history-search <query> [flags]``: the conversation's project (itself left out), else the working folder's.
+make_search_command = _tool_command(
+    handlers.SEARCH_TOOL, command_args.SEARCH,
+    lambda raw: command_args.search_args(raw, default_limit=HISTORY_COMMAND_LIMIT),
+    lambda answer, cwd: render.render_search(answer, cwd=cwd), empty=command_args.SEARCH.usage() + "\n" + HISTORY_ABOUT)
+#: ``/history-recent [N] [flags]``: the project's latest sessions, newest first.
+make_recent_command = _tool_command(handlers.RECENT_TOOL, command_args.RECENT, command_args.recent_args,
+                                    lambda answer, cwd: render.render_recent(answer, cwd=cwd))
+#: ``/history-read <session> [message] [--before N] [--after N] [--max-chars N]``: the messages around a hit.
+make_read_command = _tool_command(handlers.READ_TOOL, command_args.READ, command_args.read_args,
+                                  lambda answer, _: render.render_read(answer), empty=command_args.READ.usage())
 
 
 def command_index(raw_args: str = "") -> str:
