@@ -157,14 +157,17 @@ def semantic_config(home: Path) -> dict[str, Any]:
     it for any project; never raises.
 
     Returns ``{provider, endpoint, model, consent, status, note}`` (``install`` when a package is missing):
-    ``status`` is the gate's (``disabled``, ``unavailable``, ``consent_required``) or ``allowed``; ``endpoint``
+    ``status`` is the gate's (``disabled``, ``unavailable``, ``consent_required``) or ``allowed``, ``note`` its
+    reason (for ``consent_required`` in words for a person, not the agent's instruction); ``endpoint``
     and ``model`` are ``None`` for a provider that cannot be used; ``consent`` is the recorded answer with its
     endpoint redacted (``None`` when there is none or it cannot be read).
     """
     settings = load_settings(home)
     emb = settings.embedding
     spec = config_schema.provider_spec(settings) if emb.provider in ("local", "openai") else None
-    record = consent.load_consent(paths.plugin_data_dir(home) / "consent.json").record
+    path = paths.plugin_data_dir(home) / "consent.json"
+    read = consent.load_consent(path)
+    record = read.record
     shown: dict[str, Any] | None = None
     if record is not None:
         shown = {k: record.get(k) for k in ("declined", "projects", "provider", "endpoint", "model", "confirmed_at") if k in record}
@@ -179,6 +182,17 @@ def semantic_config(home: Path) -> dict[str, Any]:
                            f"consent covers {'every project' if '*' in projects else f'{len(projects)} project(s)'}"}
     if closed is not None and closed.install:
         out["install"] = closed.install
+    if closed is not None and closed.status == "consent_required" and spec is not None:
+        # The gate's note tells the agent which tool to call; a person reading status is told what to do.
+        if read.problem:
+            out["note"] = (f"the consent file {path} is {read.problem}, so it counts as no consent; ask the agent to "
+                           "search history and answer its question again (its consent tool rewrites the file)")
+        else:
+            where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
+            out["note"] = f"no consent yet for {spec.model} ({where}); ask the agent to search history and answer its question"
+            if record is not None and not consent.consent_matches(record, spec):
+                out["note"] += (f" (the recorded consent is for {record.get('model')} at "
+                                f"{redact.redact_url(str(record.get('endpoint')))})")
     return out
 
 

@@ -356,6 +356,27 @@ def test_status_of_a_full_profile(two: World, fake, capsys):
     assert "3 chunk(s), 3 message(s) embedded" in text
 
 
+def test_status_tells_a_person_what_to_do_about_consent_not_the_agent(tmp_path: Path, capsys):
+    """status shows the gate's decision in words for a person: the agent's instruction (which tool to call)
+    stays in the tools' answers; consent recorded for another model is named."""
+    home = tmp_path / "home"
+    data = home / "plugins" / "project-history-recall" / "data"
+    data.mkdir(parents=True)
+    (data / "consent.json").write_text(json.dumps({
+        "projects": ["*"], "provider": "local", "endpoint": "local", "model": "an-older-model",
+        "confirmed_at": "2026-11-30T10:00:00+00:00"}))
+    code, out, _ = run_cli(capsys, "--hermes-home", str(home), "status", "--json")
+    note = json.loads(out)["semantic"]["note"]
+    assert code == 0 and json.loads(out)["semantic"]["status"] == "consent_required"
+    assert note.startswith("no consent yet for ") and "ask the agent to search history" in note, note
+    assert "the recorded consent is for an-older-model" in note and "project_history_semantic_consent" not in note, note
+    (data / "consent.json").write_text("{'projects': ")
+    code, text, _ = run_cli(capsys, "--hermes-home", str(home), "status")
+    line = next(x for x in text.splitlines() if x.startswith("Consent: "))
+    assert "consent.json is not valid JSON" in line or "counts as no consent" in line, line
+    assert "its consent tool rewrites the file" in line and "decision=" not in line, line
+
+
 def test_status_of_an_empty_profile_creates_nothing(tmp_path: Path, capsys):
     home = tmp_path / "empty"
     home.mkdir()
