@@ -417,6 +417,7 @@ def _open(path: Path) -> tuple[sqlite3.Connection, str]:
     except OSError as exc:
         raise write_blocker(path) or _read_only_folder(path.parent, exc.strerror or str(exc)) from None
     damage: Exception
+    examined = identity(path)
     try:
         return prepare(connect(path)), ""
     except sqlite3.Error as exc:
@@ -425,6 +426,10 @@ def _open(path: Path) -> tuple[sqlite3.Connection, str]:
         damage = exc
     except IndexBroken as exc:
         damage = exc
+    if examined is not None and identity(path) != examined:
+        # Another process moved the file this open examined aside (while this one waited for its lock) and
+        # built a new one at the path: that one is not the damaged file, and is not moved.
+        raise IndexNotNow("the embeddings index was replaced while it was being opened; the next search uses the new one")
     aside = move_aside(path, damage)
     note = f"the embeddings index was unusable ({damage}); it was moved to {aside.name} and rebuilt"
     try:

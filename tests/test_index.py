@@ -4,6 +4,7 @@ model separation, corrupt or foreign files, chunk merging."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -318,6 +319,38 @@ def test_an_older_schema_is_moved_aside_and_rebuilt(tmp_path):
     with closing(sqlite3.connect(aside)) as old:
         assert old.execute("SELECT message_id FROM chunks").fetchall() == [(1,)], "kept as it was"
     assert index.indexed() == {} and index.add(msgs(("s", "alpha"))) == 1
+
+
+def test_an_open_that_waited_while_another_process_rebuilt_the_file_leaves_the_new_one(tmp_path):
+    """Two processes open a file of an older schema at once: the first moves it aside and builds a new one while
+    the second waits for the old file's write lock. The second then finds the old schema on the file it opened,
+    and must not move aside the new file now at the path: it is told to retry, and the new file stays."""
+    import threading
+
+    path = tmp_path / "e.db"
+    _schema_one_file(path, [])
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # the first process, about to find the old schema, holds the lock
+    outcome: list = []
+
+    def second() -> None:
+        try:
+            outcome.append(index_file.open_index(path))
+        except index_file.IndexNotNow as exc:
+            outcome.append(exc)
+
+    waiting = threading.Thread(target=second)
+    waiting.start()
+    time.sleep(0.5)  # the second process reads the version, then waits for the write lock (5 s at most)
+    index_file.move_aside(path, index_file.IndexBroken("schema 1"))  # what the first process's open does
+    new = index_file.open_index(path)
+    holder.execute("ROLLBACK")
+    holder.close()
+    waiting.join(10)
+    assert isinstance(outcome[0], index_file.IndexNotNow), outcome
+    assert index_file.identity(path) == new.identity, "the new file was not moved aside"
+    assert len(list(tmp_path.glob("e.db.broken-*"))) == 1
+    new.conn.close()
 
 
 def test_a_failed_re_embedding_keeps_the_old_vectors(tmp_path):
