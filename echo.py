@@ -75,6 +75,10 @@ def _shingles(text: str) -> set[tuple[str, ...]]:
 
 def quotes(text: str, answers: Iterable[frozenset[tuple[str, ...]]]) -> bool:
     """Whether ``text`` repeats ``QUOTE_TOKENS`` consecutive words (FTS5 tokens, case folded) of a recall answer:
-    one of the :func:`runs` in ``answers``, each a recall answer's."""
+    one of the :func:`runs` in ``answers``, each a recall answer's. ``text`` is not read when there is no run to
+    look for (most replies have no recall answer before them)."""
+    wanted = [answer for answer in answers if answer]
+    if not wanted:
+        return False
     mine = _shingles(text)
-    return bool(mine) and any(not mine.isdisjoint(answer) for answer in answers)
+    return any(not mine.isdisjoint(answer) for answer in wanted)

@@ -49,7 +49,7 @@ PHASES = [("search", "_semantic_leg_apart"), ("lexical", "search"), ("workspace"
           # the keyword leg's parts (names it calls through its module, or imported into it)
           ("lexical", "_plan"), ("lexical", "_glued_rows"), ("lexical", "_scan"), ("lexical", "demote_earlier"),
           ("lexical", "score_texts"), ("fts", "doc_frequencies"), ("fts", "rows_up_to"), ("fts", "phrase_frequency"),
-          ("fts", "session_candidates"), ("fts", "newest_candidates"), ("fts", "like_candidates"),
+          ("fts", "session_candidates"), ("fts", "like_candidates"),
           ("fts", "doc_lengths"), ("embeddings", "LocalProvider.embed"), ("vector_scores", "two_pass")]
 
 
