@@ -18,7 +18,6 @@ import json
 import logging
 import sqlite3
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from . import browse, errors, gate, move, paths, render, search
@@ -166,17 +165,9 @@ def _cursor(args: Mapping[str, Any]) -> str | None:
     return (_text_arg(args, "cursor", required=False) or "").strip() or None
 
 
-@dataclass(frozen=True)
-class SearchArgs:
-    query: str
-    mode: str
-    limit: int
-    filters: Filters
-    cursor: str | None
-
-
-def parse_search_args(args: Any) -> SearchArgs:
-    """Validated search arguments from raw tool arguments; raises :class:`BadArgument`.
+def parse_search_args(args: Any) -> dict[str, Any]:
+    """Validated search arguments from raw tool arguments, as :func:`search.search_history` takes them (``query``,
+    ``mode``, ``limit``, ``filters``, ``cursor``); raises :class:`BadArgument`.
 
     ``mode`` defaults to ``hybrid`` (case-insensitive); ``limit`` defaults to
     3 and is clamped to 1..10 (a numeric string is accepted); ``since`` /
@@ -191,7 +182,7 @@ def parse_search_args(args: Any) -> SearchArgs:
     if mode not in search.MODES:
         raise BadArgument(f"'mode' must be one of {', '.join(search.MODES)}, got {errors.echo(repr(mode))}")
     limit = _int_arg(args, "limit", search.DEFAULT_LIMIT, 1, search.MAX_LIMIT)
-    return SearchArgs(query, mode, limit, _filters(args, role=True), _cursor(args))
+    return {"query": query, "mode": mode, "limit": limit, "filters": _filters(args, role=True), "cursor": _cursor(args)}
 
 
 def _session_id(kwargs: Mapping[str, Any]) -> str:
@@ -218,7 +209,7 @@ _NO_SESSION = (
 )
 
 
-def _asker(kwargs: Mapping[str, Any]) -> dict[str, str]:
+def _asker(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """Whose project a call looks in: ``{cwd}`` for a slash command Hermes names no conversation for (the folder
     it passes as :data:`IN_FOLDER`), else ``{session_id}`` (see :func:`_current_session`)."""
     folder = kwargs.get(IN_FOLDER) if kwargs.get(FROM_COMMAND) else None
@@ -282,11 +273,7 @@ def handle_search(args: Any, **kwargs: Any) -> str:
     """Tool handler for ``project_history_search`` (JSON string, never raises)."""
 
     def body() -> dict[str, Any]:
-        parsed = parse_search_args(args)
-        return search.search_history(
-            home=paths.hermes_home(), **_asker(kwargs), query=parsed.query, mode=parsed.mode,
-            limit=parsed.limit, filters=parsed.filters, cursor=parsed.cursor,
-        )
+        return search.search_history(home=paths.hermes_home(), **_asker(kwargs), **parse_search_args(args))
 
     return guarded(SEARCH_TOOL, body)
 

@@ -35,8 +35,9 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import answers, errors, gate, lexical, pages, paths, ranking, recency, session_rows, store, vector_leg, warm_up, workspace
 from .attribution import Project, ProjectRecord, project_folders
@@ -96,52 +97,26 @@ def fuse(keyword: lexical.KeywordAnswer, semantic: Sequence[Hit], limit: int) ->
     return fuse_scores(keyword.sessions, rank_sessions(semantic), semantic_weight=weight)[:limit]
 
 
-class Beside(Generic[T]):
-    """``work()`` started in a thread of its own; :meth:`result` waits for it and returns what it returned.
+def beside(work: Callable[[], T]) -> Future[T]:
+    """``work()`` started in a thread of its own; the future's ``result()`` waits for it and returns what it returned
+    or raises what it raised, ``exception()`` waits and returns what it raised (``None`` when it returned).
 
-    Where no thread can be started (the process is out of threads, or the
-    interpreter is shutting down) the work runs in the caller's thread at
-    :meth:`result` instead.
+    Where no thread can be started (the process is out of threads, or the interpreter is shutting down) the work
+    runs here, in the caller's thread, before this returns.
     """
+    future: Future[T] = Future()
 
-    def __init__(self, work: Callable[[], T]) -> None:
-        self._work: Callable[[], T] | None = work
-        self._value: T | None = None
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = threading.Thread(
-            target=self._run, name="project-history-recall-vectors", daemon=True)
+    def run() -> None:
         try:
-            self._thread.start()
-        except RuntimeError:
-            self._thread = None
-
-    def _run(self) -> None:
-        work, self._work = self._work, None
-        if work is None:
-            return
-        try:
-            self._value = work()
+            future.set_result(work())
         except BaseException as exc:  # relayed unchanged by result()
-            self._error = exc
+            future.set_exception(exc)
 
-    def wait(self) -> None:
-        """Until the work is done (run here when it never started)."""
-        if self._thread is None:
-            self._run()
-        else:
-            self._thread.join()
-
-    @property
-    def error(self) -> BaseException | None:
-        """What the work raised (``None`` until it is done, or when it returned)."""
-        return self._error
-
-    def result(self) -> T:
-        """The work's return value; raises what the work raised."""
-        self.wait()
-        if self._error is not None:
-            raise self._error
-        return cast(T, self._value)
+    try:
+        threading.Thread(target=run, name="project-history-recall-vectors", daemon=True).start()
+    except RuntimeError:
+        run()
+    return future
 
 
 def _vector_queries(query: str, project: Project, records: Sequence[ProjectRecord]) -> tuple[str, ...]:
@@ -251,22 +226,20 @@ def search_history(
         # each spends most of its time outside the interpreter (the matrix products, SQLite).
         semantic_on = blocked is None and mode != "keyword"
         asked = _vector_queries(query, scope.project, listing.projects) if semantic_on else ()
-        beside = Beside(lambda: _semantic_leg_apart(home, scope, asked, settings)) if semantic_on else None
+        vectors = beside(lambda: _semantic_leg_apart(home, scope, asked, settings)) if semantic_on else None
         try:
             # Every page ranks the same candidates (enough for all pages), so pages
             # neither repeat nor skip a session.
             found = lexical.search(conn, parsed, scope, want_sessions=pages.MAX_REACH + 1, db_key=paths.state_db_key(home))
         except BaseException:
-            if beside is not None:
-                beside.wait()  # the keyword leg's error is the answer
-                if beside.error is not None:
-                    logger.info("vector leg beside a failed keyword leg: %r", beside.error)
+            if vectors is not None and vectors.exception() is not None:  # the keyword leg's error is the answer
+                logger.info("vector leg beside a failed keyword leg: %r", vectors.exception())
             raise
         strategy = found.strategy
         if found.note:
             base["keyword_note"] = found.note
         rows = dict(found.rows)
-        leg = blocked or (beside.result() if beside is not None else
+        leg = blocked or (vectors.result() if vectors is not None else
                           vector_leg.semantic_leg(conn, home, scope, (), settings, index=False))
         rows.update(leg.rows)
         base["semantic_status"] = leg.status
