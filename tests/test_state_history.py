@@ -174,8 +174,7 @@ def test_another_processs_repair_voids_this_processs_watermark(warm, fake):
     index = loaded_index(warm)
     victim = min(index.indexed())
     other = plugin("vector_index").VectorIndex(index.path, index.provider)  # another process's open index
-    with other._lock:
-        other._repair([victim], "damaged for the test")
+    other.requeue([victim], "damaged for the test")
     other.close()
     answer = warm.search("cur", "websocket backoff")
     assert answer["semantic_status"] != "ready" or victim in embedded(warm), (
