@@ -132,9 +132,10 @@ def test_the_warm_up_does_the_census_so_the_first_search_does_not(warm, fake, mo
     indexed_then_new_process(warm, fake)
     workspace = plugin("workspace")
     workspace.membership.invalidate()  # a new process: no census yet
+    session_rows = plugin("session_rows")
     full = []
-    real = workspace.MembershipCache._full
-    monkeypatch.setattr(workspace.MembershipCache, "_full", lambda self, *a: full.append(1) or real(self, *a))
+    real = session_rows.scan_sessions  # a full read of the sessions: every session row
+    monkeypatch.setattr(session_rows, "scan_sessions", lambda conn: full.append(1) or real(conn))
     assert start_session() is not None
     assert full == [1], "the warm-up did the census"
     for mode in ("keyword", "hybrid"):
@@ -449,13 +450,13 @@ def test_without_a_warm_up_the_first_search_prepares_the_vector_leg_beside_the_c
     attributes every session; it embeds only the query. Once per process; never in keyword mode."""
     server = indexed_then_new_process(warm, fake)
     warm.configure_embedding(provider="openai", base_url=server.base_url, model="m", preload=False)
-    vector_index, workspace = plugin("vector_index"), plugin("workspace")
+    vector_index, workspace, session_rows = plugin("vector_index"), plugin("workspace"), plugin("session_rows")
     caught_up, census = [], []
-    real_catch_up, real_full = vector_index.VectorIndex.catch_up, workspace.MembershipCache._full
+    real_catch_up, real_scan = vector_index.VectorIndex.catch_up, session_rows.scan_sessions
     monkeypatch.setattr(vector_index.VectorIndex, "catch_up",
                         lambda self: caught_up.append(threading.current_thread().name) or real_catch_up(self))
-    monkeypatch.setattr(workspace.MembershipCache, "_full",
-                        lambda self, *a: census.append(threading.current_thread().name) or real_full(self, *a))
+    monkeypatch.setattr(session_rows, "scan_sessions",  # a full read of the sessions: every session row
+                        lambda conn: census.append(threading.current_thread().name) or real_scan(conn))
 
     def new_process():
         vector_index.reset_indexes()
