@@ -290,23 +290,39 @@ def loaded_index(world: World):
     return plugin("gate").open_vectors(world.home, plugin("settings").load_settings(world.home))
 
 
-def test_a_keyword_search_during_a_load_answers_without_waiting(warm, fake):
+def test_a_keyword_search_during_a_load_answers_without_waiting(warm, fake, monkeypatch):
     """A keyword-mode search needs only the index's status: it neither waits for
     a warm-up holding the index nor loads the matrix itself."""
     indexed_then_new_process(warm, fake)
     index = loaded_index(warm)
+    mapped = plugin("vector_view").MappedVectors
+    real_refresh, loading, loaded = mapped.refresh, threading.Event(), threading.Event()
+
+    def slow_refresh(self, *args):  # the load holds the index until the search is done
+        loading.set()
+        loaded.wait(60)
+        return real_refresh(self, *args)
+
+    monkeypatch.setattr(mapped, "refresh", slow_refresh)
+    loader = threading.Thread(target=index.catch_up)  # a load in progress
+    loader.start()
     answers: list = []
-    with index._lock:  # a load in progress holds the index
+    try:
+        assert loading.wait(20)
         searcher = threading.Thread(target=lambda: answers.append(warm.search("cur", "Postgres migration", mode="keyword")))
         searcher.start()
         searcher.join(timeout=20)
         waited = searcher.is_alive()
+        in_memory = index.vectors_in_memory
+    finally:
+        loaded.set()
+        loader.join()
     searcher.join()
     assert not waited, "the keyword search waited for the index's lock"
     (answer,) = answers
     assert answer["semantic_status"] == "ready"
     assert result_sessions(answer)[0] == "a_db"
-    assert index.vectors_in_memory == 0, "a keyword search loaded the index"
+    assert in_memory == 0, "a keyword search loaded the index"
 
 
 def test_keyword_mode_status_follows_the_file_without_loading_the_matrix(warm, fake):
