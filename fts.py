@@ -267,7 +267,7 @@ def session_candidates(
     FTS5's ``bm25()`` orders them (a first cut: the caller re-scores); with
     ``newest``, the newest first (no ``bm25()``: ranking every match costs
     about 25 µs a row, a third of a second for 12,000; for expressions known
-    to match a bounded number of rows, see ``lexical._glued_rows``). Bounds
+    to match a bounded number of rows, see ``lexical.glued_rows``). Bounds
     apply per session, so one session with hundreds of matches cannot crowd
     out the others; ``limit`` bounds the rows returned. ``near`` passes over, before
     the join, the matches no session of the scope can hold: looking a row

@@ -147,7 +147,7 @@ def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan
     for unit in words:
         present = [f for f in forms_of[unit.text] if counts.get(f)] or forms_of[unit.text][:1]
         df = sum(counts.get(f, 0) for f in present)
-        inside = _glued_rows(conn, forms_of[unit.text], df) if glue else (0, "")
+        inside = glued_rows(conn, forms_of[unit.text], df) if glue else (0, "")
         if inside[0]:
             glued.append(inside[1])
             present = list(dict.fromkeys(present + forms_of[unit.text]))
@@ -190,7 +190,7 @@ def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan
     return _Plan(terms, selective, common, like, needles, glued)
 
 
-def _glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int) -> tuple[int, str]:
+def glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int) -> tuple[int, str]:
     """Whether a word may also sit inside a longer unicode61 token, run into CJK text ("用redis缓存").
 
     unicode61 makes such a run one token, so only the trigram index holds the

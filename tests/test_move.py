@@ -149,7 +149,7 @@ def test_git_probe_fallback_without_hermes_probe(mv, monkeypatch):
     import sys
 
     plugin_store = sys.modules["hermes_plugins.project_history_recall.workspace"]
-    monkeypatch.setattr(plugin_store._GitProbe, "_hermes_probe", staticmethod(lambda: None))
+    monkeypatch.setitem(sys.modules, "tui_gateway", None)  # a Hermes without it: the import fails
     plugin_store.git.invalidate()
     from conftest import git
 

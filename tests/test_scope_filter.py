@@ -177,10 +177,15 @@ def test_a_search_does_not_wait_while_another_thread_reads_the_ranges(woven: Wor
     seen = spy_near(monkeypatch)
     holding, done = threading.Event(), threading.Event()
 
-    def reader() -> None:  # stands for the warm-up's read; lets go once the searches are done
-        with plugin("lexical").ranges._lock:
-            holding.set()
-            done.wait(60)  # reached only when a search waits for the lock: that search then gets a filter, and fails
+    def slow_state_db() -> int:  # the read's statements wait until the searches are done
+        holding.set()
+        done.wait(60)  # reached only when a search waits for the lock: that search then gets a filter, and fails
+        return 0  # go on
+
+    def reader() -> None:  # the warm-up's read of the ranges, slow; lets go once the searches are done
+        with closing(plugin("store").open_state_db(woven.home)) as conn:
+            conn.set_progress_handler(slow_state_db, 1)
+            plugin("lexical").ranges.read(conn, plugin("paths").state_db_key(woven.home))
 
     thread = threading.Thread(target=reader)
     thread.start()

@@ -174,8 +174,7 @@ def test_another_processs_repair_voids_this_processs_watermark(warm, fake):
     index = loaded_index(warm)
     victim = min(index.indexed())
     other = plugin("vector_index").VectorIndex(index.path, index.provider)  # another process's open index
-    with other._lock:
-        other._repair([victim], "damaged for the test")
+    other.requeue([victim], "damaged for the test")
     other.close()
     answer = warm.search("cur", "websocket backoff")
     assert answer["semantic_status"] != "ready" or victim in embedded(warm), (
@@ -413,7 +412,7 @@ def test_a_thread_writing_what_it_read_before_a_restore_is_not_stored_under_anot
     """A gateway: two searches at once in one process, one VectorIndex. Search T2 read the lost question and answer
     from state.db and is embedding them when /snapshot restore puts back the older copy; search T1 (another chat)
     reads the copy (the stored history is the copy's, nothing parted) and sets the shared index's expected history
-    (VectorIndex._history) to it. T2's write then stores the lost texts' vectors under that history: nothing tells them apart any more.
+    to it. T2's write then stores the lost texts' vectors under that history: nothing tells them apart any more.
     Hermes hands the ids out again; every later search trusts the vectors and says "ready". (Alone, T2 would have
     stored its own history, the lost ids' counter, and the next search would have caught the restore.)"""
     from hermes_cli.backup import create_quick_snapshot, restore_quick_snapshot

@@ -225,7 +225,7 @@ def test_capped_trigram_counts_decide_the_look_up_as_full_counts_did(world, monk
                 for df in sorted({0, 1, 30, max(rarest - 1, 0), rarest, rarest + 1, budget - 1, budget}):  # the edges too
                     for cached in (False, True):  # from a cold cache, then from what it kept
                         fts.frequencies.clear() if not cached else None
-                        new = lexical._glued_rows(conn, forms, df)
+                        new = lexical.glued_rows(conn, forms, df)
                         fts.frequencies.clear()
                         assert new == _glued_by_full_counts(conn, forms, df), (bound, word, df, cached)
     finally:

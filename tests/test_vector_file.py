@@ -372,14 +372,14 @@ def test_marking_gone_matches_a_plain_reading_of_the_rule(tmp_path):
 ])
 def test_session_names_that_do_not_read_as_one_string_a_line_are_damage(damaged):
     with pytest.raises(ValueError):
-        vector_file._parse_names(damaged)
+        vector_file.parse_names(damaged)
 
 
 def test_session_names_read_as_written():
     names = ["s1", "20251130_104022_9f1764", "é\u2028\r\x1c", 'q"uote']
     data = "".join(json.dumps(n) + "\n" for n in names).encode()
-    assert vector_file._parse_names(data) == names
-    assert vector_file._parse_names(b"") == []
+    assert vector_file.parse_names(data) == names
+    assert vector_file.parse_names(b"") == []
 
 
 def test_a_file_without_its_token_opened_while_another_process_writes_waits_for_a_later_search(built):

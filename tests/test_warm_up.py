@@ -132,9 +132,10 @@ def test_the_warm_up_does_the_census_so_the_first_search_does_not(warm, fake, mo
     indexed_then_new_process(warm, fake)
     workspace = plugin("workspace")
     workspace.membership.invalidate()  # a new process: no census yet
+    session_rows = plugin("session_rows")
     full = []
-    real = workspace.MembershipCache._full
-    monkeypatch.setattr(workspace.MembershipCache, "_full", lambda self, *a: full.append(1) or real(self, *a))
+    real = session_rows.scan_sessions  # a full read of the sessions: every session row
+    monkeypatch.setattr(session_rows, "scan_sessions", lambda conn: full.append(1) or real(conn))
     assert start_session() is not None
     assert full == [1], "the warm-up did the census"
     for mode in ("keyword", "hybrid"):
@@ -289,23 +290,39 @@ def loaded_index(world: World):
     return plugin("gate").open_vectors(world.home, plugin("settings").load_settings(world.home))
 
 
-def test_a_keyword_search_during_a_load_answers_without_waiting(warm, fake):
+def test_a_keyword_search_during_a_load_answers_without_waiting(warm, fake, monkeypatch):
     """A keyword-mode search needs only the index's status: it neither waits for
     a warm-up holding the index nor loads the matrix itself."""
     indexed_then_new_process(warm, fake)
     index = loaded_index(warm)
+    mapped = plugin("vector_view").MappedVectors
+    real_refresh, loading, loaded = mapped.refresh, threading.Event(), threading.Event()
+
+    def slow_refresh(self, *args):  # the load holds the index until the search is done
+        loading.set()
+        loaded.wait(60)
+        return real_refresh(self, *args)
+
+    monkeypatch.setattr(mapped, "refresh", slow_refresh)
+    loader = threading.Thread(target=index.catch_up)  # a load in progress
+    loader.start()
     answers: list = []
-    with index._lock:  # a load in progress holds the index
+    try:
+        assert loading.wait(20)
         searcher = threading.Thread(target=lambda: answers.append(warm.search("cur", "Postgres migration", mode="keyword")))
         searcher.start()
         searcher.join(timeout=20)
         waited = searcher.is_alive()
+        in_memory = index.vectors_in_memory
+    finally:
+        loaded.set()
+        loader.join()
     searcher.join()
     assert not waited, "the keyword search waited for the index's lock"
     (answer,) = answers
     assert answer["semantic_status"] == "ready"
     assert result_sessions(answer)[0] == "a_db"
-    assert index.vectors_in_memory == 0, "a keyword search loaded the index"
+    assert in_memory == 0, "a keyword search loaded the index"
 
 
 def test_keyword_mode_status_follows_the_file_without_loading_the_matrix(warm, fake):
@@ -449,13 +466,13 @@ def test_without_a_warm_up_the_first_search_prepares_the_vector_leg_beside_the_c
     attributes every session; it embeds only the query. Once per process; never in keyword mode."""
     server = indexed_then_new_process(warm, fake)
     warm.configure_embedding(provider="openai", base_url=server.base_url, model="m", preload=False)
-    vector_index, workspace = plugin("vector_index"), plugin("workspace")
+    vector_index, workspace, session_rows = plugin("vector_index"), plugin("workspace"), plugin("session_rows")
     caught_up, census = [], []
-    real_catch_up, real_full = vector_index.VectorIndex.catch_up, workspace.MembershipCache._full
+    real_catch_up, real_scan = vector_index.VectorIndex.catch_up, session_rows.scan_sessions
     monkeypatch.setattr(vector_index.VectorIndex, "catch_up",
                         lambda self: caught_up.append(threading.current_thread().name) or real_catch_up(self))
-    monkeypatch.setattr(workspace.MembershipCache, "_full",
-                        lambda self, *a: census.append(threading.current_thread().name) or real_full(self, *a))
+    monkeypatch.setattr(session_rows, "scan_sessions",  # a full read of the sessions: every session row
+                        lambda conn: census.append(threading.current_thread().name) or real_scan(conn))
 
     def new_process():
         vector_index.reset_indexes()
