@@ -38,22 +38,25 @@ TOKEN_START = r"(?<![A-Za-z0-9_-])"
 #: Provider key formats (each a whole token). A key that ends right at a line break takes the next line's leading
 #: run of key characters with it: terminals and log viewers wrap long keys.
 KEY_FORMATS = re.compile(
-    TOKEN_START + r"(?:"
+    r"(?:" + TOKEN_START + r"(?:"
     r"sk-ant-[A-Za-z0-9_-]{16,}+"  # Anthropic
     r"|sk-(?:proj-|svcacct-|admin-|or-v1-)?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}+"  # OpenAI, OpenRouter
+    r"|sk-(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{32,}+"  # the same without a digit: 32+ letters, both cases
     r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}+|whsec_[A-Za-z0-9]{24,}+"  # Stripe
     r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+"  # GitHub
     r"|gl(?:pat|rt|ptt|dt|cbt|ft|soat|agent)-[A-Za-z0-9_-]{20,}+"  # GitLab: personal, runner, trigger, deploy... tokens
     r"|xox[a-z](?:\.xox[a-z])?-[A-Za-z0-9-]{10,}+|xapp-\d-[A-Za-z0-9-]{10,}+"  # Slack: bot, user, refresh, app tokens
-    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key id
     r"|AIza[0-9A-Za-z_-]{35}"  # Google
     r"|hf_[A-Za-z0-9]{30,}+"  # Hugging Face
-    r"|eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"  # a JWT
+    r"|eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.(?:[A-Za-z0-9_-]{8,}+)?"  # a JWT (unsigned: alg none)
     r"|[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,}+"  # Azure AD client secret: 40 characters, the 4th to 6th "<digit>Q~"
     r"|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"  # SendGrid
     r"|(?:npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{50,}+|gsk_[A-Za-z0-9]{40,}+)"  # npm, PyPI, Groq
     r"|(?:do[por]_v1_[a-f0-9]{64}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|AGE-SECRET-KEY-1[0-9A-Z]{50,}+)"  # DigitalOcean, Shopify, age
     r"|(?:SK[0-9a-fA-F]{32}|key-[0-9a-f]{32}|pplx-[A-Za-z0-9]{40,}+)"  # Twilio, Mailgun, Perplexity
+    r")"
+    # AWS access key ids, also run into a word or a name (``ID_AKIA…``, ``idAKIA…``): 20 upper-case characters
+    r"|(?<![A-Z0-9])(?:AKIA|ASIA|A3T[A-Z0-9])[0-9A-Z]{16}(?![A-Za-z0-9])"
     r")(?:\r?\n[A-Za-z0-9_-]++)?"
 )
 #: A key cut in two by a line break before its format is complete (``ghp_Z8x7C6\nv5B4n3...``): a key prefix, the rest of
@@ -80,9 +83,11 @@ AUTH_HEADER = re.compile(
     r"([A-Za-z0-9._~+/=-]{8,}+)"
     r"|(?<![A-Za-z0-9_])(bearer\s++)(?=[A-Za-z0-9._~+/=-]*\d)([A-Za-z0-9._~+/=-]{12,}+)"
 )
-#: The ``user:password@`` (or a long token as the user) of a URL. The password runs to the last ``@`` before the
+#: The ``user:password@`` (or a long token as the user) of a URL, also one without its scheme (``//user:…@``) or
+#: written with a full-width colon (``https：//``). The password runs to the last ``@`` before the
 #: first ``/`` or space: passwords hold ``@`` and ``:`` unencoded (``mysql://root:p@ss:w0rd!@localhost/db``).
-URL_USERINFO = re.compile(r"(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*+://)([^\s/@:]*+:[^\s/]*|[^\s/@:]{16,}+)@")
+URL_USERINFO = re.compile(
+    r"(?<![A-Za-z0-9+.-])((?:[A-Za-z][A-Za-z0-9+.-]*+[:：])?//)([^\s/@:]*+:[^\s/]*|[^\s/@:]{16,}+)@")
 #: Webhook URLs whose path is the credential (Slack, Discord, Microsoft Teams): the path goes, the host stays.
 WEBHOOK = re.compile(
     r"(?<![A-Za-z0-9.-])((?:hooks\.slack\.com/(?:services|workflows|triggers)|(?:discord(?:app)?\.com|ptb\.discord\.com)"

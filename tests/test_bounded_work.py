@@ -396,6 +396,10 @@ LEAKED_SHAPES = [
     ("vercel token AbCdEfGhIjKlMnOpQr12 for the preview", "AbCdEfGhIjKlMnOp"), ("key Zx9qLm2Nw8Pv3Rt5Ys1Ub6Vc4W", "Zx9qLm2Nw8Pv3Rt5"),
     ("https://acme.webhook.office.com/webhookb2/0c4f8e2a-3b1d-4e6f-9a8b-7c6d5e4f3a2b@0c4f8e2a/IncomingWebhook/"
      "abcdef0123456789abcdef0123456789/0c4f8e2a", "abcdef0123456789"),
+    ("ID_AKIAZ7X3C9V5B1N8M2Q4", "Z7X3C9V5B1N8M2Q4"), ("idAKIAZ7X3C9V5B1N8M2Q4", "Z7X3C9V5B1N8M2Q4"),
+    ("A3TAZ7X3C9V5B1N8M2Q4", "Z7X3C9V5B1N8M2Q4"), ("sk-abcdefghijklmnopqrstuvwxyzABCDEFGHIJ", "ijklmnopqrstuvwx"),
+    ("eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0.", "eyJzdWIiOiIxMjM0"),
+    ("https：//bob:Sup3rS3cretPw@github.com", PASSWORD), ("//bob:Sup3rS3cretPw@github.com", PASSWORD),
 ]
 
 
