@@ -397,7 +397,8 @@ def _labelled(m: re.Match[str]) -> str:
     """A :data:`secret_patterns.LABELLED` match with the value after the label redacted, when it reads as one.
 
     A Latin label counts only with a verb (``is``, ``ist``, ``est``...) or a CJK joiner (``是``, ``：``; ``password=``
-    is an assignment) and a value holding a digit or a symbol. Trailing sentence punctuation stays.
+    is an assignment), or with ``:`` or ``=`` where the label is not ASCII (``contraseña=``, which assignments, named
+    in ASCII, do not see), and a value holding a digit or a symbol. Trailing sentence punctuation stays.
     """
     label, joiner = m.group(1), m.group(2)
     quoted = m.group(4)
@@ -409,7 +410,8 @@ def _labelled(m: re.Match[str]) -> str:
         return m.group(0)
     if max(label) < "\u0250":  # Latin script
         words = joiner.strip().lower()
-        if not words or words[0] in ":=-" or (words.isascii() and not patterns.LATIN_VERBS.search(words)):
+        assigned = not label.isascii() and words[:1] in (":", "=")
+        if not assigned and (not words or words[0] in ":=-" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
         if not re.search(r"[0-9!-/:-@\[-`{-~]", value) or _names_something(value):
             return m.group(0)  # prose, or a name (the private key is id_ed25519)

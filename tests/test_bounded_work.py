@@ -400,6 +400,7 @@ LEAKED_SHAPES = [
     ("A3TAZ7X3C9V5B1N8M2Q4", "Z7X3C9V5B1N8M2Q4"), ("sk-abcdefghijklmnopqrstuvwxyzABCDEFGHIJ", "ijklmnopqrstuvwx"),
     ("eyJhbGciOiJub25lIn0.eyJzdWIiOiIxMjM0NTY3ODkwIn0.", "eyJzdWIiOiIxMjM0"),
     ("https：//bob:Sup3rS3cretPw@github.com", PASSWORD), ("//bob:Sup3rS3cretPw@github.com", PASSWORD),
+    ("contraseña=Sup3rS3cretPw", PASSWORD), (unicodedata.normalize("NFD", "contraseña: Sup3rS3cretPw"), PASSWORD),
 ]
 
 
