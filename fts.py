@@ -440,8 +440,12 @@ def like_candidates(
             sessions.add(sid)
 
     def run() -> None:
+        """Read the batch of sessions gathered so far, count its ids as scanned, and start a new one."""
+        nonlocal batch, batch_size, scanned
         found((int(r[0]), r[1]) for r in conn.execute(sql, [json.dumps(batch), *params, *like_params, per_session,
                                                              limit - len(out)]))
+        scanned += batch_size
+        batch, batch_size = [], 0
 
     def stop(unread: bool) -> tuple[list[tuple[int, str]], bool] | None:
         """The answer when a bound or enough sessions stop the read here (``unread``: sessions after it); else None."""
@@ -456,8 +460,6 @@ def like_candidates(
         if high - low + 1 > max_scanned - scanned - batch_size:  # wider than the budget has left: newest first
             if batch:
                 run()
-                scanned += batch_size
-                batch, batch_size = [], 0
                 if (done := stop(True)) is not None:
                     return done
             rows, read, older = like_newest(conn, needles, scope, session_id, limit=min(per_session, limit - len(out)),
@@ -471,8 +473,6 @@ def like_candidates(
         batch_size += high - low + 1
         if batch_size >= LIKE_BATCH or not unread:
             run()
-            scanned += batch_size
-            batch, batch_size = [], 0
             if (done := stop(unread)) is not None:
                 return done
     return out, False

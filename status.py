@@ -295,9 +295,7 @@ def index_status(*, home: Path, cwd: str) -> dict[str, Any]:
     folder = folder_of(cwd)
     conn = store.open_state_db(home)
     try:
-        listing = store.load_projects(home)
-        attributor = workspace.attributor_for(home, listing.projects)
-        scope = workspace.compute_scope_for_cwd(conn, attributor, folder, db_key=paths.state_db_key(home))
+        scope = workspace.scope_for(conn, home, "", folder)[0]
         indexable = store.count_indexable(conn, scope) if scope.session_ids else 0
     finally:
         conn.close()
