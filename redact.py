@@ -58,11 +58,17 @@ def _query_pairs(url: str) -> list[tuple[str, str, bool]]:
         if not sep:
             continue
         secret = bool(value) and (
-            patterns.URL_SECRET_NAMES.match(unquote(name).strip().lower().replace("-", "_")) is not None
+            patterns.URL_SECRET_NAMES.match(_param_key(name)) is not None
             or redact_secrets(unquote(value)) != unquote(value)
         )
         out.append((name, value, secret))
     return out
+
+
+def _param_key(name: str) -> str:
+    """A query parameter's name as :data:`secret_patterns.URL_SECRET_NAMES` is matched against: unquoted, lower case,
+    ``-`` read as ``_``."""
+    return unquote(name).strip().lower().replace("-", "_")
 
 
 def split_query(url: str) -> tuple[str, dict[str, str]]:
@@ -331,7 +337,7 @@ def _wrapped_key(m: re.Match[str]) -> str:
 
 def _query_pair(m: re.Match[str]) -> str:
     """A query string's ``name=value`` with the value redacted when the name is a credential's."""
-    name, value = unquote(m.group(1)).strip().lower().replace("-", "_"), m.group(2)
+    name, value = _param_key(m.group(1)), m.group(2)
     if patterns.URL_SECRET_NAMES.match(name) is None or len(value) < _MIN_SECRET or _is_placeholder(value, name):
         return m.group(0)
     return _replace(m, *m.span(2))

@@ -187,12 +187,11 @@ NAME_PIECE = re.compile(r"(?:[A-Z]?[a-z]++|[A-Z]++)?\d*+")
 CJK_NAME_VALUE = re.compile(_ALGORITHM)
 #: Trailing punctuation that ends a sentence or a call, not a password.
 VALUE_END = ".,;:!?)]}>'\""
-#: Names whose last word makes them credentials, whatever the value (``password``, ``client_secret``, ``token``).
-#: ("credentials" is a weaker one: fetch's ``credentials: 'include'`` is code.)
-CREDENTIAL_WORDS = {"password", "passwd", "passphrase", "passcode", "secret", "token", "apikey", "accesskey", "secretkey",
-                    "privatekey", "clientsecret"}
-#: Endings of a one-word name that is a credential (``PGPASSWORD``, ``csrftoken``, ``clientsecret``).
+#: Endings of a name's last word that make it a credential, whatever the value (``password``, ``client_secret``,
+#: ``PGPASSWORD``, ``csrftoken``). ("credentials" is a weaker one: fetch's ``credentials: 'include'`` is code.)
 CREDENTIAL_ENDINGS = ("password", "passwd", "passphrase", "secret", "token")
+#: Last words that make a name a credential which those endings do not cover.
+CREDENTIAL_WORDS = {"passcode", "apikey", "accesskey", "secretkey", "privatekey"}
 #: Last words of names that are credentials only when the value looks like one (a digit or a symbol in it):
 #: ``auth=true`` and ``credentials: 'same-origin'`` are settings, ``auth=dXNlcjpw…`` is not.
 WEAK_CREDENTIAL_WORDS = {"pass", "pwd", "auth", "credential", "credentials"}
