@@ -26,7 +26,7 @@ in full again: the process's record of the ids it lacks (state cache
 search reads what is newer than either. Once made, it answers every search of
 its scope until the scope is complete. What it cannot see (a message deleted or
 rewound below its id) is found when its text is read: only what the index
-should hold is read (:func:`store.texts_to_embed`), and the rest leaves the
+should hold is read (:func:`store.shown_texts`), and the rest leaves the
 record; the full check renews it after ``RECHECK_S``.
 
 A hint wrong in a way none of these catches costs a semantic hit, never a wrong
@@ -190,8 +190,7 @@ def lacking(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: 
             ids: list[int] = []
             for part, above in parts:
                 if above:
-                    indexed = vectors.store.ids_in(part.ids_json, above)
-                    ids += [i for i in store.indexable_ids_above(conn, part, above) if i not in indexed]
+                    ids += _new_above(conn, vectors, part, above)[0]
                 else:  # sessions without a mark (new ones, mostly): every message of theirs
                     ids += full_check(conn, vectors, part)[0]
             if len(ids) < INDEX_BATCH:  # every scan reached its watermark: that is all
@@ -231,13 +230,21 @@ def record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: S
     with store.one_snapshot(conn):
         top = store.max_message_id(conn)
         if top > found.below:
-            indexed = _index_read(vectors, lambda: vectors.store.ids_in(scope.ids_json, found.below))
-            should = store.indexable_ids_above(conn, scope, found.below)  # held or not: indexed ids of rows not shown are not counted
-            new = [i for i in should if i not in indexed]
+            new, should = _new_above(conn, vectors, scope, found.below)
             found.missing = np.concatenate([np.array(new, dtype=np.int64), found.missing])
-            found.total += len(should)
+            found.total += should
             found.below = top
     return _keep(_lacking, key, found, RECORDS_KEPT)  # in use: the newest, dropped last
+
+
+def _new_above(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, above: int
+               ) -> tuple[list[int], int]:
+    """``(ids, should)``: of the scope's messages above message id ``above`` that the index should hold
+    (:func:`store.indexable_ids_above`, newest first, ``should`` of them), those it does not hold yet. An indexed
+    id of a row no longer shown is not counted. Raises ``sqlite3`` errors (embeddings.db's as the index's trouble)."""
+    indexed = _index_read(vectors, lambda: vectors.store.ids_in(scope.ids_json, above))
+    should = store.indexable_ids_above(conn, scope, above)
+    return [i for i in should if i not in indexed], len(should)
 
 
 def left(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key,
@@ -263,16 +270,14 @@ def left(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Sco
 
 def read_texts(conn: sqlite3.Connection, ids: list[int], gone: list[int]) -> Iterator[tuple[int, str, str]]:
     """``(id, session id, text)`` of those of the messages ``ids`` the index should hold once read
-    (:func:`store.texts_to_embed`), in that order, read ``READ_PAGE`` at a time as they are taken; the ids of the
+    (:func:`store.shown_texts`), in that order, read ``READ_PAGE`` at a time as they are taken; the ids of the
     others (deleted, rewound, hidden or without text since they were listed) are appended to ``gone``, never
     sent to a provider. Raises ``sqlite3`` errors."""
     for start in range(0, len(ids), READ_PAGE):
         page = ids[start : start + READ_PAGE]
-        found = store.texts_to_embed(conn, page, READ_PAGE)
-        if len(found) < len(page):
-            have = {m[0] for m in found}
-            gone.extend(i for i in page if i not in have)
-        yield from found
+        found = store.shown_texts(conn, page)
+        gone.extend(i for i in page if i not in found)
+        yield from ((i, *found[i]) for i in page if i in found)
 
 
 def _index_read(vectors: vector_index.VectorIndex, read: Callable[[], T]) -> T:

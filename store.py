@@ -180,7 +180,7 @@ _CONTENT_JSON_PREFIX = "\x00json:"  # how Hermes stores a multimodal message: th
 #: What ``str.strip()`` removes (every character ``str.isspace()`` accepts), as SQLite's TRIM is told it.
 _BLANKS = "char(" + ", ".join(str(c) for c in range(0x3001) if chr(c).isspace()) + ")"
 _PARTS = "CAST(substr(CAST(m.content AS BLOB), 7) AS TEXT)"  # a multimodal row's JSON, after its prefix
-#: Whether a row's content has text as :func:`texts_to_embed` reads it (:func:`_message_text`, then ``strip()``):
+#: Whether a row's content has text as :func:`shown_texts` reads it (:func:`_message_text`, then ``strip()``):
 #: plain content with a character that is not blank, or multimodal content (``\x00json:`` then a JSON list) with a
 #: text part that is not blank, or that is not such a list (then read as it is). Nested CASEs: SQLite would
 #: otherwise parse JSON that is not valid.
@@ -277,7 +277,9 @@ def message_timestamps(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int
 
 def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
     """``{id: (session id, text)}`` of those of the messages ``ids`` that Hermes shows (:func:`visible`) and the vector
-    index may hold: user or assistant messages with text, the text as it is embedded."""
+    index may hold: user or assistant messages with text (what :func:`indexable_row` keeps, told once the text is
+    read), the text as it is embedded. An id left out was deleted, rewound or emptied: it is never sent to a
+    provider. Raises ``sqlite3`` errors."""
     rows = conn.execute(
         f"SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
         f" AND {visible(conn)} AND m.role IN ('user', 'assistant')", (json.dumps([int(i) for i in ids]),))
@@ -287,21 +289,6 @@ def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple
         if text.strip():
             out[int(mid)] = (str(sid), text)
     return out
-
-
-def texts_to_embed(conn: sqlite3.Connection, ids: Sequence[int], limit: int) -> list[tuple[int, str, str]]:
-    """``(id, session id, text)`` of the messages ``ids`` (in that order) the vector index should hold once read
-    (:func:`indexable_row`: shown by Hermes, a user or assistant message, with text), at most ``limit``; they are
-    read 500 at a time, only as far as needed. An id left out was deleted, rewound or emptied since it was listed:
-    it is never sent to a provider. Raises ``sqlite3`` errors."""
-    out: list[tuple[int, str, str]] = []
-    for start in range(0, len(ids), 500):
-        if len(out) >= limit:
-            break
-        batch = [int(i) for i in ids[start : start + 500]]
-        found = shown_texts(conn, batch)  # what indexable_row keeps, told once the text is read
-        out.extend((mid, *found[mid]) for mid in batch if mid in found)
-    return out[:limit]
 
 
 def indexable_ids_above(conn: sqlite3.Connection, scope: Scope, above: int) -> list[int]:

@@ -152,8 +152,8 @@ def test_a_search_of_a_half_built_index_does_not_read_the_project_again(remote: 
     world, store = remote, plugin("store")
     monkeypatch.setattr(plugin("vector_leg"), "INDEX_BUDGET_S", 0.0)
     read: list[int] = []
-    real = store.texts_to_embed
-    monkeypatch.setattr(store, "texts_to_embed", lambda conn, ids, limit: read.append(len(ids)) or real(conn, ids, limit))
+    real = store.shown_texts
+    monkeypatch.setattr(store, "shown_texts", lambda conn, ids: read.append(len(ids)) or real(conn, ids))
     work, made = {}, 0
     for n in (2000, 8000):
         while made < n // 500:
@@ -196,8 +196,8 @@ def test_keyword_status_reads_no_text_above_a_watermark(remote: World, monkeypat
     assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
     bulk(world, "s1", 1500, lambda i: words(i, 20_000))
     read: list[int] = []
-    real = store.texts_to_embed
-    monkeypatch.setattr(store, "texts_to_embed", lambda conn, ids, limit: read.append(len(ids)) or real(conn, ids, limit))
+    real = store.shown_texts
+    monkeypatch.setattr(store, "shown_texts", lambda conn, ids: read.append(len(ids)) or real(conn, ids))
     for _ in range(3):
         answer = world.search("cur", "lighthouse keeper", mode="keyword")
         assert counts(answer["semantic_note"]) == (4, 1504), answer["semantic_note"]
