@@ -303,19 +303,26 @@ def cjk_trigrams(chunk: str) -> list[str]:
     return [chunk[i : i + 3] for i in range(len(chunk) - 2)]
 
 
-def count_each(text: str, needles: Iterable[str]) -> dict[str, int]:
-    """``needle -> text.count(needle)`` for each needle: occurrences that do not overlap, leftmost first.
+def by_length(needles: Iterable[str]) -> dict[int, list[str]]:
+    """The distinct ``needles`` grouped by length, as :func:`count_grouped` takes them (worked out once per query,
+    not once per text it is counted in)."""
+    out: dict[int, list[str]] = {}
+    for needle in dict.fromkeys(needles):
+        out.setdefault(len(needle), []).append(needle)
+    return out
+
+
+def count_grouped(text: str, groups: dict[int, list[str]]) -> dict[str, int]:
+    """``needle -> text.count(needle)`` for each needle of ``groups`` (:func:`by_length`): occurrences that do not
+    overlap, leftmost first.
 
     A long CJK query has a trigram per character; counting each in turn
     reads the text once per trigram. Past ``ONE_PASS`` needles of one
     length, the text is read once for all of them instead (slower per
     character than ``str.count``, so a short query keeps it).
     """
-    by_length: dict[int, list[str]] = {}
-    for needle in dict.fromkeys(needles):
-        by_length.setdefault(len(needle), []).append(needle)
     out: dict[str, int] = {}
-    for size, group in by_length.items():
+    for size, group in groups.items():
         if len(group) <= ONE_PASS or not size:
             out.update((needle, text.count(needle)) for needle in group)
             continue

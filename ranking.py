@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import unicode61
-from .query import WordMatcher, count_each
+from .query import WordMatcher, by_length, count_grouped
 
 K1 = 0.9
 B = 0.9
@@ -103,6 +103,11 @@ class Scorer:
         """The gram terms as ``(term index, substring, idf in the trigram space)``."""
         return tuple((i, term.forms[0], term.idf(self.grams)) for i, term in enumerate(self.terms) if term.kind == "gram")
 
+    @functools.cached_property
+    def _gram_groups(self) -> dict[int, list[str]]:
+        """The gram terms' substrings grouped for counting (:func:`query.by_length`), once, not per text."""
+        return by_length(gram for _, gram, _ in self._gram_terms)
+
     def score(self, text: str, lengths: tuple[int | None, int | None] = (None, None)) -> float:
         """BM25 of ``text`` for the terms (0.0 when nothing matches): the sum of :meth:`parts`.
 
@@ -134,7 +139,7 @@ class Scorer:
                 out[i] = idfs[i] * tf * saturated / (tf + norm)
         if self._has_grams:
             lowered = text.lower()  # the trigram tokenizer folds case only
-            counted = count_each(lowered, (gram for _, gram, _ in self._gram_terms))
+            counted = count_grouped(lowered, self._gram_groups)
             grams = [(i, idf, tf) for i, gram, idf in self._gram_terms if (tf := counted[gram])]
             if grams:
                 length = lengths[1] if lengths[1] is not None else max(len(lowered) - 2, 1)

@@ -197,7 +197,7 @@ def test_one_pass_counts_what_str_count_counts(text: str, needles: list[str]):
     for one_pass in (0, query.ONE_PASS):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(query, "ONE_PASS", one_pass)
-            assert query.count_each(text, needles) == expected
+            assert query.count_grouped(text, query.by_length(needles)) == expected
 
 
 @settings(max_examples=100, deadline=None)
