@@ -81,7 +81,7 @@ def closed(home: Path, settings: config_schema.Settings, project: attribution.Pr
         return SemanticLeg("unavailable", missing, install=install_command(settings))
     spec = config_schema.provider_spec(settings)
     if not consent.consent_covers(record, spec, None if project is None else project.scope_key):
-        where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
+        where = embedded_where(spec)
         unreadable = (f"The consent file {path} is {read.problem}, so it counts as no consent and nothing is embedded. "
                       if read.problem else "")
         return SemanticLeg(
@@ -91,6 +91,11 @@ def closed(home: Path, settings: config_schema.Settings, project: attribution.Pr
             + (" (it rewrites the file)." if read.problem else "."),
         )
     return None
+
+
+def embedded_where(spec: config_schema.ProviderSpec) -> str:
+    """Where a provider embeds, as the notes say it: ``on this machine`` or ``by <endpoint>`` (credentials redacted)."""
+    return "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
 
 
 def install_command(settings: config_schema.Settings) -> str:
@@ -229,7 +234,7 @@ def record_consent(*, home: Path, session_id: str, decision: str, projects: str 
         "scope": consent.CONSENT_SCOPE,
     }
     consent.write_consent(path, record)
-    where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
+    where = embedded_where(spec)
     replaced = f" (The old consent file was {read.problem}; it was replaced.)" if read.problem else ""
     return {
         "success": True,

@@ -188,7 +188,7 @@ def semantic_config(home: Path) -> dict[str, Any]:
             out["note"] = (f"the consent file {path} is {read.problem}, so it counts as no consent; ask the agent to "
                            "search history and answer its question again (its consent tool rewrites the file)")
         else:
-            where = "on this machine" if spec.provider == "local" else f"by {spec.endpoint}"
+            where = gate.embedded_where(spec)
             out["note"] = f"no consent yet for {spec.model} ({where}); ask the agent to search history and answer its question"
             if record is not None and not consent.consent_matches(record, spec):
                 out["note"] += (f" (the recorded consent is for {record.get('model')} at "
