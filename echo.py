@@ -1,21 +1,13 @@
 """Echoes of earlier recalls in a message's text (pure).
 
-A recall's own calls and answers are left out of what a search ranks
-(``store.RECALL_TOOLS``), but the assistant's reply after a recall often
-repeats what it found: snippets with their ``>>>match<<<`` markers (the
-plugin's and Hermes' ``session_search`` mark matches alike), ``@session:``
-links, or the snippet's words in a sentence of its own. Such a reply is an
-echo of the session it quotes, not a decision of its own: the searches rank
-it as they rank an earlier question (``ranking.demote``), below the sessions
-it quotes.
+A recall's own calls and answers are never ranked (``store.RECALL_TOOLS``), but the reply after one often
+repeats what it found. Such a reply echoes the session it quotes; the searches weigh it down as an earlier
+question (``ranking.demote``). An echo is text that holds:
 
-What counts as an echo:
-
-* text holding a match marker (``>>>word<<<``) or an ``@session:`` link:
-  those only ever come from a recall's answer;
-* text that repeats ``QUOTE_TOKENS`` consecutive words of a snippet of a
-  recall answered earlier in the same session (:func:`recall_snippets`
-  reads them from the answer's JSON, :func:`runs` their words).
+* a match marker (``>>>word<<<``, as the plugin and Hermes' ``session_search`` mark) or an ``@session:``
+  link: only a recall's answer writes those;
+* ``QUOTE_TOKENS`` consecutive words of a snippet of a recall answered earlier in the same session
+  (:func:`recall_snippets`, :func:`runs`).
 """
 
 from __future__ import annotations
@@ -44,9 +36,8 @@ def without_markers(text: str) -> str:
 
 
 def recall_snippets(answer: str) -> list[str]:
-    """The quoted texts of a recall tool's answer (its JSON): each result's ``snippet`` and each read message's text.
-
-    ``[]`` when the answer is not JSON or holds none. Markers and ``...`` cuts are removed.
+    """The quoted texts of a recall tool's answer (its JSON): each result's ``snippet``, each read message's text
+    and each listed session's ``last_answer``, markers and ``...`` cuts removed; ``[]`` when not JSON or none.
     """
     try:
         data = json.loads(answer)
@@ -64,7 +55,7 @@ def recall_snippets(answer: str) -> list[str]:
 
 def runs(snippets: Iterable[str]) -> frozenset[tuple[str, ...]]:
     """Every ``QUOTE_TOKENS`` consecutive words (FTS5 tokens, case folded) of each of ``snippets``: what
-    :func:`quotes` looks for (worked out once per recall answer, however many replies may quote it)."""
+    :func:`quotes` looks for (once per recall answer)."""
     return frozenset(run for snippet in snippets for run in _shingles(snippet))
 
 
@@ -74,9 +65,8 @@ def _shingles(text: str) -> set[tuple[str, ...]]:
 
 
 def quotes(text: str, answers: Iterable[frozenset[tuple[str, ...]]]) -> bool:
-    """Whether ``text`` repeats ``QUOTE_TOKENS`` consecutive words (FTS5 tokens, case folded) of a recall answer:
-    one of the :func:`runs` in ``answers``, each a recall answer's. ``text`` is not read when there is no run to
-    look for (most replies have no recall answer before them)."""
+    """Whether ``text`` holds one of the :func:`runs` in ``answers`` (each a recall answer's); ``text`` is not
+    read when there is none to look for."""
     wanted = [answer for answer in answers if answer]
     if not wanted:
         return False

@@ -1,12 +1,8 @@
 """IO shell: reads of Hermes' full-text indexes (``messages_fts``, ``messages_fts_trigram``).
 
-Read-only, like every connection the plugin opens on state.db. Every value
-is an SQL parameter; the only identifiers put into SQL are the two table
-names, looked up in :data:`TABLES` (never taken from input).
-
-A damaged index raises ``sqlite3.DatabaseError`` ("database disk image is
-malformed") from these functions; the keyword service catches it and falls
-back to substring search (see ``lexical.py``).
+Read-only. Every value is an SQL parameter; the only identifiers put into SQL are the two table names, from
+:data:`TABLES` (never from input). A damaged index raises ``sqlite3.DatabaseError`` ("database disk image is
+malformed"); ``lexical`` catches it and searches by substring.
 """
 
 from __future__ import annotations
@@ -32,9 +28,8 @@ TABLES = {"words": "messages_fts", "trigram": "messages_fts_trigram"}
 _DF_TTL_S = 600.0
 LIKE_BATCH = 2_000  # message ids of consecutive sessions one LIKE query reads
 
-# Rows a search never ranks: the answers of the recall tools themselves (the
-# plugin's and Hermes' session_search). Their calls, inside an assistant
-# message's tool_calls, are left out of the text that is scored (store).
+# Rows a search never ranks: the answers of the recall tools themselves (``store.RECALL_TOOLS``); their
+# calls are left out of the scored text by ``store``.
 _NOT_ECHO = "NOT (m.role = 'tool' AND COALESCE(m.tool_name, '') IN (SELECT value FROM json_each(?)))"
 
 
@@ -64,10 +59,7 @@ def _varints(blob: bytes) -> list[int]:
 
 
 def stats(conn: sqlite3.Connection, space: str) -> Stats:
-    """Rows and mean row length of one index, from FTS5's own averages record (one row read).
-
-    Raises ``sqlite3.DatabaseError`` when the index cannot be read.
-    """
+    """Rows and mean row length of one index, from FTS5's averages record. Raises ``sqlite3.DatabaseError``."""
     row = conn.execute(f"SELECT block FROM {_table(space)}_data WHERE id = 1").fetchone()
     values = _varints(bytes(row[0])) if row and row[0] else []
     rows = values[0] if values else 0
@@ -78,9 +70,8 @@ def stats(conn: sqlite3.Connection, space: str) -> Stats:
 class _FrequencyCache:
     """Per database and index: term -> rows holding it, for ten minutes.
 
-    Counts move slowly and only weigh terms, so a count a little out of date
-    is harmless; a term found in no row is never kept (it decides that the
-    term picks no candidates, which must not outlive the next message).
+    A count a little out of date only weighs a term a little wrong; a term in no row is never kept (it would
+    keep the term from picking candidates after the next message holds it).
     """
 
     def __init__(self) -> None:
@@ -117,10 +108,7 @@ def _vocab(conn: sqlite3.Connection, space: str) -> str:
 
 
 def doc_frequencies(conn: sqlite3.Connection, space: str, terms: Iterable[str]) -> dict[str, int]:
-    """Rows of the index holding each token (``fts5vocab``; cached).
-
-    Raises ``sqlite3.DatabaseError`` when the index cannot be read.
-    """
+    """Rows of the index holding each token (``fts5vocab``; cached). Raises ``sqlite3.DatabaseError``."""
     db, now = _db_name(conn), time.monotonic()
     out: dict[str, int] = {}
     missing = []
@@ -141,12 +129,11 @@ def doc_frequencies(conn: sqlite3.Connection, space: str, terms: Iterable[str]) 
 
 
 def rows_up_to(conn: sqlite3.Connection, space: str, term: str, cap: int) -> int:
-    """Rows of the index holding ``term``, counted only up to ``cap``: the exact count when below it, else
-    ``cap``. Reads at most ``cap`` entries of the term's list of rows, where :func:`doc_frequencies` reads
-    them all (a trigram like "and" is in 700,000 rows of a million: a tenth of a second). Cached: an exact
-    count as :func:`doc_frequencies` keeps it, a count that reached its cap as a lower bound.
+    """Rows of the index holding ``term``: the exact count when below ``cap``, else ``cap``.
 
-    Raises ``sqlite3.DatabaseError`` when the index cannot be read.
+    Reads at most ``cap`` entries, where :func:`doc_frequencies` reads a common trigram's whole list. Cached:
+    an exact count as :func:`doc_frequencies` keeps it, a capped one as a lower bound. Raises
+    ``sqlite3.DatabaseError``.
     """
     db, now = _db_name(conn), time.monotonic()
     exact = frequencies.get((db, space, term), now)
@@ -164,10 +151,8 @@ def rows_up_to(conn: sqlite3.Connection, space: str, term: str, cap: int) -> int
 
 
 def prefix_frequency(conn: sqlite3.Connection, space: str, prefix: str) -> int:
-    """Rows holding a token that starts with ``prefix``, summed over tokens (an upper bound; cached).
-
-    Estimates how common a 2-character CJK word is from the trigram index.
-    """
+    """Rows holding a token that starts with ``prefix``, summed over tokens (an upper bound; cached): how
+    common a 2-character CJK word is, from the trigram index."""
     db, now = _db_name(conn), time.monotonic()
     key = (db, space, "prefix:" + prefix)
     hit = frequencies.get(key, now)
@@ -182,10 +167,7 @@ def prefix_frequency(conn: sqlite3.Connection, space: str, prefix: str) -> int:
 
 
 def holds_cjk(conn: sqlite3.Connection) -> bool:
-    """Whether the trigram index holds any CJK text at all (one vocabulary seek; a yes is cached).
-
-    Words run into CJK text are looked for only where there is CJK text.
-    """
+    """Whether the trigram index holds any CJK text at all (one vocabulary seek; a yes is cached)."""
     db, now = _db_name(conn), time.monotonic()
     key = (db, "trigram", "holds:cjk")
     if frequencies.get(key, now):
@@ -228,10 +210,8 @@ def _filters(conn: sqlite3.Connection, scope: Scope) -> tuple[str, list[Any]]:
 class Near:
     """Which message ids may belong to a scope, tested inside SQLite before a match is joined to ``messages``.
 
-    Byte ``i`` of ``mask`` is 1 when id ``i`` lies within the id range of one
-    of the scope's sessions; every id above ``top`` (messages newer than the
-    ranges) may too. A superset: the scope itself is still checked on each
-    row that passes.
+    Byte ``i`` of ``mask`` is 1 when id ``i`` lies in one of the scope's sessions' id ranges; every id above
+    ``top`` passes too. A superset: the scope is still checked on each row that passes.
     """
 
     mask: bytes
@@ -241,10 +221,8 @@ class Near:
 def _early(table: str, near: Near | None) -> tuple[str, list[Any]]:
     """The SQL (ending in ``AND``) and parameters that pass over matches outside ``near`` before the join.
 
-    The id filter reads only the FTS row, so SQLite tests it before looking
-    the row up in ``messages``. Then the scope: session_id precedes the
-    content in a messages row, so another project's rows are passed over
-    before SQLite decodes the columns after the content (flags, tool name).
+    The id filter reads only the FTS row, so SQLite tests it before looking the row up in ``messages``; the
+    scope test comes next, as session_id precedes the content in a row (decoded only for rows in scope).
     """
     if near is None:
         return "", []
@@ -262,19 +240,13 @@ def session_candidates(
     near: Near | None = None,
     newest: bool = False,
 ) -> list[tuple[int, str]]:
-    """The scope's live messages matching ``match``: at most ``per_session`` per session, best first.
+    """The scope's live messages matching ``match``, at most ``per_session`` per session and ``limit`` in all:
+    ``[(message id, session id)]``, best first.
 
-    FTS5's ``bm25()`` orders them (a first cut: the caller re-scores); with
-    ``newest``, the newest first (no ``bm25()``: ranking every match costs
-    about 25 µs a row, a third of a second for 12,000; for expressions known
-    to match a bounded number of rows, see ``lexical.glued_rows``). Bounds
-    apply per session, so one session with hundreds of matches cannot crowd
-    out the others; ``limit`` bounds the rows returned. ``near`` passes over, before
-    the join, the matches no session of the scope can hold: looking a row
-    up in ``messages`` is most of the cost of a term with thousands of
-    matches in other projects. Returns ``[(message id, session id)]``.
-    Raises ``sqlite3.OperationalError`` on an FTS syntax error and
-    ``sqlite3.DatabaseError`` on a damaged index.
+    FTS5's ``bm25()`` orders them (a first cut: the caller re-scores); with ``newest``, the newest first, for
+    expressions whose matches are too many to rank each (``lexical.glued_rows``). ``near`` passes over the
+    matches no session of the scope can hold before the join to ``messages``, most of a common term's cost.
+    Raises ``sqlite3.OperationalError`` on an FTS syntax error, ``sqlite3.DatabaseError`` on a damaged index.
     """
     table = _table(space)
     where, params = _filters(conn, scope)
@@ -301,10 +273,8 @@ def range_matches(
 ) -> list[tuple[int, str]]:
     """Live messages of ``sessions`` matching ``match`` with ids in ``[low, high]``: ``[(message id, session id)]``.
 
-    ``scope`` supplies the filters. FTS5 seeks each term's list to the
-    range, so the cost grows with the matches inside it. No ``bm25()`` here:
-    FTS5 would count a common term's rows in the whole index to weigh it, on
-    every call.
+    ``scope`` supplies the filters. FTS5 seeks each term's list to the range, so the cost grows with the
+    matches inside it. No ``bm25()``: it would count a common term's rows in the whole index on every call.
     """
     table = _table(space)
     where, params = _filters(conn, scope)
@@ -347,7 +317,7 @@ def like_in_range(
 ) -> list[tuple[int, str]]:
     """Messages of the scope with ids in ``(low, high]`` holding any needle (an escaped, case-insensitive ``LIKE``
     on content, tool name and tool calls), newest first, at most ``limit``: ``[(message id, session id)]``. Reads
-    the rows of that id range (SQLite walks it by rowid), so the caller bounds it."""
+    every row of the range, so the caller bounds it."""
     if not needles or high <= low:
         return []
     likes, like_params = _likes(needles)
@@ -365,15 +335,14 @@ def like_newest(
     conn: sqlite3.Connection, needles: Sequence[str], scope: Scope, session_id: str, *, limit: int, read: int
 ) -> tuple[list[tuple[int, str]], int, bool]:
     """One session's live messages holding any needle (as :func:`like_candidates`), among its newest ``read``
-    messages only, through the session's own index (no other session's row is read). ``session_id`` is one of
-    the scope's (the caller's to ensure); ``scope`` supplies the filters.
+    messages, through the session's own index. ``session_id`` must be one of ``scope``'s (not checked).
 
-    Returns ``(matches, messages read, whether older messages were left unread)``: at most ``limit``
-    matches, newest first.
+    Returns ``(matches, messages read, whether older messages were left unread)``: at most ``limit`` matches,
+    newest first.
     """
     if not needles or read <= 0:
         return [], 0, False
-    # The newest message left unread, if any: the index (session_id, timestamp) walked ``read`` entries down.
+    # The newest message left unread, if any: ``read`` entries down Hermes' (session_id, timestamp) index.
     edge = conn.execute("SELECT timestamp, id FROM messages WHERE session_id = ? ORDER BY timestamp DESC, id DESC "
                         "LIMIT 1 OFFSET ?", (session_id, read)).fetchone()
     if edge is None:  # the whole session is read: at most ``read`` messages to count
@@ -402,19 +371,14 @@ def like_candidates(
     max_scanned: int,
     want_sessions: int,
 ) -> tuple[list[tuple[int, str]], bool]:
-    """Live messages of the scope holding any needle (an escaped, case-insensitive ``LIKE``).
+    """Live messages of the scope holding any needle (an escaped, case-insensitive ``LIKE`` on the text the FTS
+    index holds); needs no FTS index (the fallback when one is damaged).
 
-    The same text as the FTS index is searched (content, tool name, tool
-    call JSON). Sessions are read newest first (``ranges``, from
-    :func:`session_ranges`), through the per-session index, until
-    ``want_sessions`` sessions have matched, ``limit`` rows are found or the
-    id spans of the sessions read reach ``max_scanned``; a session wider than
-    what is left of it is read newest first only as far as that
-    (:func:`like_newest`). Of each session the newest ``per_session``
-    matches are kept. Needs no FTS index at all (the fallback when one is
-    damaged). Returns ``([(message id, session id)], cut)``: ``cut`` when a
-    bound stopped it with messages of the scope unread and fewer than
-    ``want_sessions`` sessions matched (older messages may hold more matches).
+    Sessions are read newest first (``ranges``, from ``lexical.ranges.newest_first``) until ``want_sessions``
+    matched, ``limit`` rows are found or the sessions' id spans reach ``max_scanned``; a session wider than
+    what is left is read newest first as far as that (:func:`like_newest`). Each session keeps its newest
+    ``per_session`` matches. Returns ``([(message id, session id)], cut)``: ``cut`` when a bound stopped it
+    with messages unread and fewer than ``want_sessions`` sessions matched.
     """
     if not needles or not ranges:
         return [], False
@@ -440,7 +404,7 @@ def like_candidates(
             sessions.add(sid)
 
     def run() -> None:
-        """Read the batch of sessions gathered so far, count its ids as scanned, and start a new one."""
+        """Read the batch of sessions gathered so far and start a new one."""
         nonlocal batch, batch_size, scanned
         found((int(r[0]), r[1]) for r in conn.execute(sql, [json.dumps(batch), *params, *like_params, per_session,
                                                              limit - len(out)]))

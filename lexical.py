@@ -1,24 +1,17 @@
 """The keyword leg: which of the project's messages to read, then BM25 (``ranking.py``) over them.
 
-Hermes' own indexes answer "which rows hold these words"; the ranking is ours
-(a word and its plural are one term). The work is bounded per search however
-big state.db grows, and bounds apply per session, not per message:
+Hermes' own indexes answer "which rows hold these words"; the ranking is ours (a word and its plural are
+one term). The work per search is bounded however big state.db grows, and bounds apply per session:
 
-1. **Selective terms** (the rarest, together matching at most
-   ``RANK_BUDGET`` rows of the whole index) find candidates anywhere in the
-   project, at most ``PER_SESSION`` per session (one session with hundreds of
-   matches cannot hide the others).
-2. **Common terms** (a word in a large share of all messages) are still
-   scored on every candidate, but do not pick candidates: when they are all
-   the query has, or the selective ones found fewer than ``want_sessions``
-   sessions, the project's own sessions are read newest first, through
-   FTS5 range seeks, until enough sessions matched. A common word is always
-   found when the project holds it, wherever its rows sit in state.db.
-3. **Two-character CJK words** have no trigram; they are found by an escaped
-   ``LIKE`` over the project's sessions, newest first, bounded.
-4. **A damaged FTS index** (``database disk image is malformed``) does not
-   fail the search: the project's messages are searched by ``LIKE`` instead
-   (bounded, newest first) and the answer says so.
+1. **Selective terms** (the rarest, together matching at most ``RANK_BUDGET`` rows of the whole index) pick
+   candidates anywhere in the project, at most ``PER_SESSION`` per session (so one busy session cannot hide
+   the others).
+2. **Common terms** score every candidate but pick none: when they are all the query has, or the selective
+   ones found fewer than ``want_sessions`` sessions, the project's sessions are read newest first through
+   FTS5 range seeks until enough matched (within ``SCAN_MESSAGES``; the answer says when that ran out).
+3. **Two-character CJK words** have no trigram: an escaped ``LIKE`` over the project's sessions, newest first.
+4. **A damaged FTS index** (``database disk image is malformed``) does not fail the search: the project's
+   messages are searched by ``LIKE`` instead (bounded, newest first) and the answer says so.
 
 Every candidate is then scored on every term of the query.
 """
@@ -94,13 +87,11 @@ REBUILD_NOTE = ("Hermes is rebuilding its full-text index (`hermes sessions opti
 class KeywordAnswer:
     """What the keyword leg found.
 
-    ``sessions``: one per session, best first (BM25 of the session's best
-    messages). ``rows``: the candidates' messages as read. ``strategy``: the
-    paths taken, for diagnostics. ``notes``: why the answer is degraded, if it is (:attr:`note` joins them).
-    ``weight``: the query's whole term weight (the sum of its terms' idf),
-    what a message matching every term once at average length would score.
-    ``hits`` and ``scorer``: the scored messages and their scorer, for what
-    ranks sessions again by subject (``recency.current_first``).
+    ``sessions``: one per session, best first (BM25 of its best messages). ``rows``: the candidates' messages.
+    ``strategy``: the paths taken, for diagnostics. ``notes``: why the answer is degraded, if it is.
+    ``weight``: the sum of the query's terms' idf (what a message matching every term once would score).
+    ``hits`` and ``scorer``: every scored message and its scorer (``None`` when nothing was scored), for
+    ``recency.current_first``.
     """
 
     sessions: tuple[SessionRank, ...]
@@ -108,8 +99,8 @@ class KeywordAnswer:
     strategy: str = "none"
     notes: tuple[str, ...] = ()
     weight: float = 0.0
-    hits: tuple[Hit, ...] = ()  # every scored candidate message (several per session)
-    scorer: Scorer | None = None  # what scored them (``None`` when nothing was scored)
+    hits: tuple[Hit, ...] = ()
+    scorer: Scorer | None = None
 
     @property
     def note(self) -> str:
@@ -191,13 +182,12 @@ def _plan(conn: sqlite3.Connection, parsed: ParsedQuery, trigram: bool) -> _Plan
 
 
 def glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int) -> tuple[int, str]:
-    """Whether a word may also sit inside a longer unicode61 token, run into CJK text ("用redis缓存").
+    """Whether a word may also sit inside a longer unicode61 token, run into CJK text ("用redis缓存"), which
+    only the trigram index holds.
 
-    unicode61 makes such a run one token, so only the trigram index holds the
-    word there. Returns ``(rows holding it as a substring, trigram
-    expression)`` when more rows hold the substring than the word (and at
-    most ``RANK_BUDGET``), else ``(0, "")``. Words shorter than 3 characters,
-    or not ASCII letters and digits, are not looked for (no trigram covers them).
+    Returns ``(rows holding it as a substring, trigram expression)`` when more rows hold the substring than
+    the word (and at most ``RANK_BUDGET``), else ``(0, "")``; also ``(0, "")`` for words shorter than 3
+    characters or not ASCII letters and digits.
     """
     if df >= RANK_BUDGET:  # the substring is in at least the word's rows: never df < rows <= RANK_BUDGET
         return 0, ""
@@ -205,11 +195,8 @@ def glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int) -> tuple
     shortest = [f for f in shortest if not any(g != f and g in f for g in shortest)]
     if not shortest:
         return 0, ""
-    # The rarest trigram of the forms bounds the rows holding one of them as a substring; each trigram
-    # is counted only as far as the bound found so far (and GLUED_BOUND) can still change the answer.
-    # A long word (a hash, a base64 blob) has a trigram per character, a count each: GLUED_GRAMS of
-    # them, evenly spaced, bound it instead. A looser bound costs only the exact count below, or leaves
-    # out a long word whose counted trigrams are all common.
+    # The rarest trigram bounds the rows holding a form as a substring; each is counted only as far as it can
+    # still lower the bound. A long word (a hash) is bounded by GLUED_GRAMS evenly spaced trigrams, not all.
     grams = list(dict.fromkeys(f[i : i + 3] for f in shortest for i in range(len(f) - 2)))
     step = max(len(grams) / GLUED_GRAMS, 1.0)
     bound = GLUED_BOUND + 1
@@ -246,17 +233,12 @@ def _plan_phrase(
 
 
 class _Ranges:
-    """Per state.db: sessions' lowest and highest message ids, kept current by a watermark.
+    """Per state.db: sessions' lowest and highest message ids, kept current past a watermark.
 
-    A search reads the ranges of its scope's sessions it has not read yet (Hermes'
-    per-session message index: the scope's index entries, no message is read),
-    the session-start warm-up those of every session; after that only messages
-    past the watermark are read. Message ids only grow (Hermes inserts every
-    message without an id of its own, and never moves one to another session);
-    a deleted message leaves its session's range a little wide, which costs
-    nothing but a seek. A file restored in place (same path and inode, its
-    older ids given out again) is told by the message at the watermark: it
-    must still exist and belong to the same session.
+    A search reads the ranges of its scope's sessions not read yet (from Hermes' per-session index, no
+    message read), the warm-up those of every session; then only ids past the watermark are read. Message
+    ids only grow and never change session; a deleted message leaves a range a little wide (one more seek).
+    A file restored in place is told by the watermark's message: it must still exist, in the same session.
     """
 
     def __init__(self) -> None:
@@ -271,9 +253,7 @@ class _Ranges:
     def _current(self, conn: sqlite3.Connection, db_key: str, sessions: Sequence[str] | None, *,
                  build: bool = True) -> tuple[int, dict[str, tuple[int, int]]] | None:
         """``(watermark, ranges)`` of ``db_key`` holding at least ``sessions`` (``None``: every session), brought
-        up to ``conn``'s view of state.db; lock held.
-
-        ``None`` without ``build`` when a range of ``sessions`` would have to be
+        up to ``conn``'s view of state.db; lock held. ``None`` without ``build`` when a range would have to be
         read (never read, or another file: what was kept is dropped).
         """
         identity = session_rows.db_fingerprint(conn, db_key)
@@ -288,8 +268,7 @@ class _Ranges:
         if (unread or sessions is None and covered is not None) and not build:
             return None
         if held is not None and top > mark:
-            # Only the ids past the mark: unary + keeps SQLite on that rowid range (grouping by the plain
-            # column made it scan the whole session index on every search while Hermes writes).
+            # Unary + keeps SQLite on the rowid range past the mark instead of scanning the session index.
             for sid, low, high in conn.execute(
                     "SELECT session_id, min(id), max(id) FROM messages WHERE id > ? GROUP BY +session_id", (mark,)):
                 if covered is None or sid in covered:  # another session's is read in full when it is asked for
@@ -310,8 +289,7 @@ class _Ranges:
         return top, ranges
 
     def read(self, conn: sqlite3.Connection, db_key: str) -> None:
-        """Read every session's range now (the warm-up), so that searches find
-        them (:meth:`near`). Raises ``sqlite3.Error`` when state.db cannot be read."""
+        """Read every session's range now (the warm-up) for :meth:`near`. Raises ``sqlite3.Error``."""
         with self._lock:
             self._current(conn, db_key, None)
 
@@ -326,10 +304,8 @@ class _Ranges:
 
     def near(self, conn: sqlite3.Connection, db_key: str, session_ids: tuple[str, ...]) -> fts.Near | None:
         """Which message ids may belong to ``session_ids`` (:class:`fts.Near`), or ``None`` when their ranges are
-        not at hand: not read in this process, read for another file, or being read by another thread. A
-        search never waits for them and never reads them here (the warm-up or a newest-first scan does).
-        The filters of the last ``NEAR_SCOPES`` scopes are kept while state.db grew by at most ``NEAR_SLACK``
-        ids (ids above a filter's top always pass)."""
+        not at hand (not read yet, read for another file, or being read by another thread: a search never
+        waits). The last ``NEAR_SCOPES`` filters are kept while state.db grew by at most ``NEAR_SLACK`` ids."""
         if not self._lock.acquire(blocking=False):
             return None
         try:
@@ -389,17 +365,12 @@ def _scan(
     conn: sqlite3.Connection, space: str, match: str, needles: Sequence[str], scope: Scope,
     order: list[tuple[str, int, int]], want_sessions: int, found: dict[int, str],
 ) -> bool:
-    """Read the scope's sessions newest first until ``want_sessions`` sessions matched (or the scan's bounds).
+    """Read the scope's sessions newest first into ``found`` until ``want_sessions`` sessions matched.
 
-    Sessions whose message ids lie close together are read by one FTS5
-    range seek; a session spread over a wide id range (resumed months
-    later) is read through its own messages (``LIKE`` on ``needles``),
-    newest first, rather than by seeking over everyone else's rows in
-    between. Either counts what it reads (ids seeked over, messages read)
-    against ``SCAN_MESSAGES``. Of each session, the ``PER_SESSION``
-    shortest matching messages are kept (for common words, the ones BM25
-    ranks first). Returns whether the bounds left messages of the scope
-    unread while fewer than ``want_sessions`` sessions had matched.
+    Sessions with ids close together are read by one FTS5 range seek; a session spread wide (resumed months
+    later) through its own messages (``LIKE`` on ``needles``), not by seeking over everyone else's rows. Both
+    count against ``SCAN_MESSAGES``. Each session keeps its ``PER_SESSION`` shortest matches (for common
+    words, BM25's first). Returns whether the bounds left messages unread with too few sessions matched.
     """
     matched: dict[int, str] = {}
     sessions = set(found.values())
@@ -520,14 +491,12 @@ def _beyond_the_index(
     conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, want_sessions: int, db_key: str,
     found: dict[int, str], paths: list[str],
 ) -> list[str]:
-    """Add to ``found`` what Hermes' index does not hold (a substring search, bounded, newest first); returns the
-    notes the answer carries.
+    """Add to ``found`` what Hermes' index does not hold, by substring, newest first; returns the answer's notes.
 
-    * A chunked rebuild in progress (Hermes 0.21's ``optimize-storage``): the ids between its progress and high
-      water marks are not indexed; the project's newest ``GAP_SCAN_MESSAGES`` of them are read.
-    * Tool output asked for with ``role: tool`` on Hermes 0.21's layout, whose index holds only the first
-      characters of a tool row (and no tool row in its trigram index): the project's newest sessions, up to
-      ``TOOL_SCAN_MESSAGES`` message ids, are read.
+    * A chunked rebuild in progress (0.21's ``optimize-storage``): the newest ``GAP_SCAN_MESSAGES`` ids between
+      its progress and high water marks.
+    * ``role: tool`` on 0.21's layout, whose index holds only a tool row's first characters (its trigram index
+      none): the project's newest sessions, up to ``TOOL_SCAN_MESSAGES`` ids.
     """
     shape = store.layout_of(conn)
     needles = [u.text for u in parsed.units]

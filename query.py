@@ -1,16 +1,14 @@
 """Query parsing (pure): what a user's text asks for, as searchable units and terms.
 
-Nothing here reads a database. ``parse_query`` never raises and never passes
-the user's text through to FTS5: every unit becomes a quoted FTS5 string, so
-operators, quotes and punctuation are inert.
+``parse_query`` never raises and never passes the user's text through to FTS5: every unit becomes a quoted
+FTS5 string, so operators, quotes and punctuation are inert.
 
-* A **word** is a Latin-script content word (a conventional English stop-word
-  list is dropped; all words are kept when nothing else is left). Words are
-  compared by a light plural stemmer (``s_stem``): "timeouts" finds "timeout".
-* A **phrase** is a quoted phrase or an identifier joined by ``. _ - / : @ # +``
-  (``update_session_cwd``, ``chat-send``, ``src/app.py``): its tokens in order.
-* A **cjk** unit is a run of Chinese/Japanese/Korean text split at function
-  words; it is searched by its character trigrams, or as a 2-character word.
+* A **word** is a Latin-script content word (stop words dropped unless nothing else is left), compared by a
+  light plural stemmer (``s_stem``): "timeouts" finds "timeout".
+* A **phrase** is a quoted phrase or an identifier joined by ``. _ - / : @ # +`` (``update_session_cwd``,
+  ``src/app.py``): its tokens in order.
+* A **cjk** unit is a run of CJK text split at function words, searched by its character trigrams, or as a
+  2-character word.
 """
 
 from __future__ import annotations
@@ -26,8 +24,8 @@ MAX_QUERY_CHARS = 2000
 MAX_UNITS = 24
 ONE_PASS = 128  # needles of one length counted in a text one by one (beyond: one pass over the text)
 
-# A conventional English stop-word list (NLTK's, with common question fillers, and the words asking
-# for the present state: they say when, not what; "now" matched every "from now on").
+# NLTK's English stop words, with common question fillers and the words asking for the present state
+# (they say when, not what: "now" would match every "from now on").
 STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are aren't as at be because been before being below
@@ -44,8 +42,7 @@ STOP_WORDS = frozenset(
     """.split()
 )
 
-# Function words that split a CJK run into content chunks. Multi-character
-# ones first so "我们" is removed before "我".
+# Function words that split a CJK run into content chunks; longest first, so "我们" goes before "我".
 CJK_STOP = tuple(
     sorted(
         """
@@ -75,13 +72,9 @@ _PLAIN_TOKEN = re.compile(rf"[^\W_{CJK_CLASS}]+")
 class WordMatcher:
     """Whole-word matches in a folded text (:func:`unicode61.comparable`): what ``WORD_START(?:body)WORD_END`` finds.
 
-    Built per query without compiling the CJK class into each pattern (about
-    3 ms a pattern to compile, and a new question's patterns are new): the body alone is
-    searched and each match's two neighbours are tested against one class
-    compiled once. The same matches as the full pattern when every part is
-    made of letters and digits outside CJK (then a match rejected at a start
-    hides no other alternative there, and a rejected start moves on by one
-    character); parts with CJK, ``_`` or other characters use the full pattern.
+    A pattern with the CJK class compiles slowly, and each question's are new: when every part is letters and
+    digits outside CJK, the body alone is searched and each match's neighbours tested against one class
+    compiled once (the same matches); other parts use the full pattern.
     """
 
     def __init__(self, body: str, parts: Sequence[str]) -> None:
@@ -143,12 +136,9 @@ class ParsedQuery:
 
 
 def clean_query(text: str) -> tuple[str, bool]:
-    """Drop control characters and lone surrogates, cap the length, and put the text in the form FTS5 sees.
-
-    Decomposed input (NFD: macOS and some input methods send ``naïve`` as ``nai`` + U+0308 + ``ve``) is composed
-    (NFC), and the combining marks left over, which FTS5's unicode61 drops inside a word, are dropped too, so a
-    word is never split at one. (Not NFKC: FTS5 does not fold full-width letters, so neither does the query.)
-    Returns ``(clean text, truncated)``.
+    """Drop control characters and lone surrogates, cap the length, and put the text in the form FTS5 sees:
+    composed (NFC, as macOS may send ``naïve`` decomposed) without the combining marks unicode61 drops inside
+    a word. Not NFKC: FTS5 does not fold full-width letters. Returns ``(clean text, truncated)``.
     """
     truncated = len(text) > MAX_QUERY_CHARS
     text = text[:MAX_QUERY_CHARS]
@@ -165,11 +155,10 @@ def clean_query(text: str) -> tuple[str, bool]:
 
 
 def embedding_text(text: str) -> str:
-    """``text`` as the vector leg embeds it: capped as :func:`clean_query` caps it, lone surrogates and invisible
-    characters (Cf: zero-width spaces, soft hyphens) dropped, composed (NFC), other control characters but line
-    breaks and tabs read as spaces. Not :func:`clean_query`'s form: a message is embedded as written, so the
-    question is too, and a key in it reaches redaction before a remote embedder whole (cut by a line break, or
-    with a zero-width space inside, where the keyword form would split it in two words). Pure."""
+    """``text`` as the vector leg embeds it: capped, lone surrogates and Cf characters (zero-width spaces, soft
+    hyphens) dropped, NFC, control characters but line breaks and tabs read as spaces. Not
+    :func:`clean_query`'s form: messages are embedded as written, and a key in the question must reach
+    redaction whole before a remote embedder (the keyword form may split it in two). Pure."""
     text = unicodedata.normalize("NFC", "".join(
         ch for ch in text[:MAX_QUERY_CHARS] if unicodedata.category(ch) not in ("Cs", "Cf")))
     return "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") and ch not in "\n\t" else ch for ch in text)
@@ -184,13 +173,8 @@ def split_cjk(run: str) -> list[str]:
 
 
 def parse_query(text: str) -> ParsedQuery:
-    """Turn free text into search units (pure; never raises).
-
-    Quoted phrases and identifiers become phrases; stop words are dropped
-    (all of them are kept when nothing else is left); CJK runs are split at
-    function words into chunks. Units are de-duplicated, lower-cased for
-    Latin text, and capped at ``MAX_UNITS``.
-    """
+    """Free text as search units (see the module docstring): de-duplicated, Latin text lower-cased, at most
+    ``MAX_UNITS``. Pure; never raises."""
     clean, truncated = clean_query(text)
     units: list[Unit] = []
     fallback: list[Unit] = []
@@ -204,8 +188,7 @@ def parse_query(text: str) -> ParsedQuery:
         for cjk in _CJK_RUN.finditer(fragment):
             scan_latin(fragment[pos : cjk.start()], quoted)
             for chunk in split_cjk(cjk.group()) if not quoted else [cjk.group()]:
-                # A lone CJK character is nearly a stop word (and a costly scan): kept only
-                # when nothing else is left.
+                # A lone CJK character is nearly a stop word (and a costly scan): kept only when nothing else is.
                 add(Unit(chunk, "cjk"), units if len(chunk) > 1 or quoted else fallback)
             pos = cjk.end()
         scan_latin(fragment[pos:], quoted)
@@ -236,11 +219,9 @@ def parse_query(text: str) -> ParsedQuery:
     return ParsedQuery(tuple(chosen[:MAX_UNITS]), truncated or len(chosen) > MAX_UNITS)
 
 
-# A folder's name as :func:`vector_queries` finds it in a question: Latin words joined by . _ - (``ecommerce-api``),
-# standing alone: after a space, an opening mark or CJK text (or at the start), then an optional possessive and
-# closing marks before a space, CJK text or the end. A name inside a URL, a path or a credential
-# (``postgres://ecommerce-api:pw@db``) does not stand alone: cutting it there could leave half a secret that
-# redaction no longer recognises, in the text a remote embedder is sent.
+# A folder's name standing alone in a question (Latin words joined by . _ -, between spaces, marks or CJK text),
+# as :func:`vector_queries` finds it. Not inside a URL, path or credential (``postgres://ecommerce-api:pw@db``):
+# cutting there could leave half a secret that redaction no longer recognises, sent to a remote embedder.
 _LATIN_WORD = _PLAIN_TOKEN.pattern  # letters and digits outside CJK
 _STANDING_NAME = re.compile(
     rf"(?<![^\s(\[{{\"'“‘{CJK_CLASS}])({_LATIN_WORD}(?:[._\-]{_LATIN_WORD})*)(?:['’]s)?"
@@ -268,18 +249,13 @@ _SPACES = re.compile(r"[ \t]+")
 
 
 def vector_queries(text: str, folders: frozenset[str]) -> tuple[str, ...]:
-    """The texts the vector leg embeds for ``text`` (:func:`embedding_text`): it searches the normalised mean of their
-    vectors. Pure; never raises.
+    """The texts the vector leg embeds for ``text``, whose vectors' normalised mean it searches. Pure; never raises.
 
-    ``(text,)``, or ``(text, text without the folder names)`` when ``text`` names some of the project's
-    folders (``folders``, from :func:`folder_names`) but not all of them, and a content word of two or more
-    characters is left. A folder's name says where to look, not what is asked: embedded, it pulls toward the
-    sessions that write the name most (another app's session calling that folder's API), not toward the one
-    that answers. The mean keeps the name in half of the vector, since it can also be part of the subject.
-
-    Only names standing alone (:data:`_STANDING_NAME`) are counted and left out, and only joined ones
-    (``ecommerce-api``, ``web_app``): a one-word name (``api``, ``docs``) may be just what a question asks
-    about. A question naming every folder, one-word names included, narrows nothing and is embedded whole.
+    ``(text,)``, or ``(text, text without the folder names)`` when ``text`` names some but not all of
+    ``folders`` (:func:`folder_names`) and a content word of two or more characters is left. A folder's name
+    says where to look, not what is asked: embedded, it pulls toward the sessions that write it most; the mean
+    keeps it in half the vector, as it may be the subject too. Only joined names standing alone
+    (``ecommerce-api``, not ``api``, which a question may be about) are left out.
     """
     if len(folders) < 2:
         return (text,)
@@ -304,8 +280,7 @@ def cjk_trigrams(chunk: str) -> list[str]:
 
 
 def by_length(needles: Iterable[str]) -> dict[int, list[str]]:
-    """The distinct ``needles`` grouped by length, as :func:`count_grouped` takes them (worked out once per query,
-    not once per text it is counted in)."""
+    """The distinct ``needles`` grouped by length, as :func:`count_grouped` takes them (once per query)."""
     out: dict[int, list[str]] = {}
     for needle in dict.fromkeys(needles):
         out.setdefault(len(needle), []).append(needle)
@@ -316,10 +291,8 @@ def count_grouped(text: str, groups: dict[int, list[str]]) -> dict[str, int]:
     """``needle -> text.count(needle)`` for each needle of ``groups`` (:func:`by_length`): occurrences that do not
     overlap, leftmost first.
 
-    A long CJK query has a trigram per character; counting each in turn
-    reads the text once per trigram. Past ``ONE_PASS`` needles of one
-    length, the text is read once for all of them instead (slower per
-    character than ``str.count``, so a short query keeps it).
+    Past ``ONE_PASS`` needles of one length (a long CJK query has a trigram per character), the text is read
+    once for all of them instead of once per needle; fewer keep ``str.count``, faster per character.
     """
     out: dict[str, int] = {}
     for size, group in groups.items():
@@ -354,11 +327,8 @@ def s_stem(word: str) -> str:
 
 
 def stem_variants(word: str) -> list[str]:
-    """The forms FTS5 may hold for ``word``'s stem: every ``w`` with ``s_stem(w) == s_stem(word)``.
-
-    The word itself (as FTS5 folds it) comes first. Pure: which of them exist
-    is for the index to say.
-    """
+    """The forms FTS5 may hold for ``word``'s stem (each ``w`` with ``s_stem(w) == s_stem(word)``), the word
+    as FTS5 folds it first. Pure: which exist is for the index to say."""
     word = " ".join(unicode61.tokens(word)) or word
     stem = s_stem(word)
     forms = [word, stem, stem + "s", stem + "es"]

@@ -1,19 +1,14 @@
 """Ranking (pure): BM25 over message texts, sessions by their best messages, fusion of the two legs.
 
-Nothing here reads a database: the caller hands in texts and the index's
-statistics. Scores are "higher is better" throughout.
+The caller hands in texts and the index's statistics. Scores are "higher is better" throughout.
 
-Keyword scoring is Okapi BM25 computed here rather than by FTS5's ``bm25()``,
-so that a word and its plural count as one term (FTS5 indexes them apart) and
-the parameters are ours. Two token spaces are scored side by side, each with
-its own statistics, as Hermes indexes them: unicode61 tokens (words and
-phrases) and character trigrams (CJK text).
+Keyword scoring is Okapi BM25 computed here, not by FTS5's ``bm25()``, so that a word and its plural count
+as one term (FTS5 indexes them apart). Two token spaces are scored side by side, each with its own
+statistics, as Hermes indexes them: unicode61 tokens (words and phrases) and character trigrams (CJK text).
 
-A session's score is its best message's score plus a decaying share of its
-next best (``SESSION_DECAY``), in both legs: a session that returns to a
-topic in several messages ranks above one that mentions it once, without
-letting a long session outweigh a focused one. Hybrid adds the two legs'
-standardised session scores (:func:`fuse_scores`).
+A session's score is its best message's plus a decaying share of its next best (``SESSION_DECAY``), in both
+legs: a session that returns to a topic ranks above one that mentions it once, without a long session
+outweighing a focused one. Hybrid adds the legs' standardised session scores (:func:`fuse_scores`).
 """
 
 from __future__ import annotations
@@ -45,11 +40,9 @@ class Stats:
 
 @dataclass(frozen=True)
 class Term:
-    """One thing a message can match, with its weight.
-
-    ``kind``: ``word`` (any of ``forms`` as a token), ``phrase`` (``forms`` as
-    consecutive tokens) or ``gram`` (``forms[0]`` as a substring of the
-    case-folded text; CJK). ``df`` is the number of indexed rows holding it.
+    """One thing a message can match: ``word`` (any of ``forms`` as a token), ``phrase`` (``forms`` as
+    consecutive tokens) or ``gram`` (``forms[0]`` as a substring of the case-folded text; CJK). ``df``: the
+    indexed rows holding it.
     """
 
     kind: str
@@ -95,7 +88,7 @@ class Scorer:
 
     @functools.cached_property
     def _word_idfs(self) -> tuple[float, ...]:
-        """Each term's idf in the words space, by the term's index (worked out once, not per text)."""
+        """Each term's idf in the words space, by the term's index."""
         return tuple(term.idf(self.words) for term in self.terms)
 
     @functools.cached_property
@@ -105,15 +98,12 @@ class Scorer:
 
     @functools.cached_property
     def _gram_groups(self) -> dict[int, list[str]]:
-        """The gram terms' substrings grouped for counting (:func:`query.by_length`), once, not per text."""
+        """The gram terms' substrings grouped for counting (:func:`query.by_length`)."""
         return by_length(gram for _, gram, _ in self._gram_terms)
 
     def score(self, text: str, lengths: tuple[int | None, int | None] = (None, None)) -> float:
-        """BM25 of ``text`` for the terms (0.0 when nothing matches): the sum of :meth:`parts`.
-
-        ``lengths``: the text's length in each space as FTS5 counted it
-        (unicode61 tokens, trigrams); counted here when not given.
-        """
+        """BM25 of ``text`` for the terms (0.0 when nothing matches). ``lengths``: the text's length in each space
+        as FTS5 counted it (tokens, trigrams); counted here when not given."""
         return math.fsum(self.parts(text, lengths).values())
 
     def parts(self, text: str, lengths: tuple[int | None, int | None] = (None, None)) -> dict[int, float]:
@@ -162,10 +152,8 @@ def session_score(message_scores: Iterable[float]) -> float:
 class Hit:
     """One message found for a query: the one shape every leg and layer passes on.
 
-    ``score`` is higher-better within its leg (BM25 for keyword, cosine for
-    semantic). ``found_by``: which legs found its session (``keyword``,
-    ``semantic`` or ``both``), set once the legs' rankings are merged;
-    ``""`` before.
+    ``score``: higher-better within its leg (BM25 or cosine). ``found_by``: which legs found its session
+    (``keyword``, ``semantic`` or ``both``) once the legs are merged; ``""`` before.
     """
 
     message_id: int
@@ -187,10 +175,7 @@ class SessionRank:
 
 
 def rank_sessions(hits: Iterable[Hit]) -> list[SessionRank]:
-    """One entry per session (its best message), sessions best first by :func:`session_score`.
-
-    Ties: the newer message first, so the order is deterministic.
-    """
+    """One entry per session (its best message), best first by :func:`session_score`; ties: the newer message."""
     by_session: dict[str, list[Hit]] = {}
     for hit in hits:
         by_session.setdefault(hit.session_id, []).append(hit)
@@ -218,12 +203,8 @@ def _standardised(ranking: Sequence[SessionRank]) -> tuple[dict[str, float], flo
 def fuse_scores(keyword: Sequence[SessionRank], semantic: Sequence[SessionRank], *, semantic_weight: float) -> list[Hit]:
     """Sessions of both legs by ``z(keyword) + semantic_weight * z(semantic)``: each session's hit, best first.
 
-    Each leg's session scores are standardised within the leg (BM25 and
-    cosine live on different scales; a leg with one clear winner lifts it
-    far above its mean). A session missing from a leg counts as that leg's
-    lowest. Each hit's ``found_by`` is ``both``, ``keyword`` or ``semantic``;
-    a session shows its keyword message when it has one. Ties go to the
-    session id.
+    Standardised within each leg, as BM25 and cosine live on different scales; a session missing from a leg
+    counts as that leg's lowest. A session shows its keyword message when it has one; ties go to the session id.
     """
     kw, kw_floor = _standardised(keyword)
     sem, sem_floor = _standardised(semantic)
@@ -242,14 +223,9 @@ LOCAL_FLOOR = 0.14
 def close_enough(hits: Sequence[Hit], *, provider: str, one_word: bool, keyword_found: bool) -> tuple[Hit, ...]:
     """The vector leg's hits when they are evidence for the query, else ``()``: all of them or none.
 
-    ``one_word``: the query is a single Latin word or identifier. For one,
-    the nearest vectors tell nothing the words do not: on the dev sets a word
-    only another project holds scored as high as a word of the project's own
-    (bench/vector_floor.py), so the vector leg counts only when the keyword
-    leg found the word (``keyword_found``). Otherwise, with the local model,
-    it counts when its best hit reaches ``LOCAL_FLOOR``; another provider's
-    cosine scale is unknown, and its hits count. The hits that count are kept
-    whole (a session's weaker matches still add to its score).
+    A single word (``one_word``) counts only when the keyword leg found it: its nearest vectors tell nothing
+    the word does not (a word only another project holds scores as high). Otherwise the local model's best
+    hit must reach ``LOCAL_FLOOR``; another provider's cosine scale is unknown, and its hits count.
     """
     if one_word and not keyword_found:
         return ()
@@ -259,7 +235,7 @@ def close_enough(hits: Sequence[Hit], *, provider: str, one_word: bool, keyword_
 
 
 def found(hit: Hit, found_by: str) -> Hit:
-    """``hit`` labelled with the legs that found it (built directly: ``dataclasses.replace`` costs ten times more)."""
+    """``hit`` labelled with the legs that found it (built directly: ``dataclasses.replace`` is slower)."""
     return Hit(hit.message_id, hit.session_id, hit.score, found_by)
 
 
@@ -272,14 +248,10 @@ def demote_earlier(hits: Sequence[Hit], earlier: Callable[[list[int]], set[int]]
     """``hits`` with the earlier recalls among them weighted down (:func:`demote`), checked where they can
     change the first ``reach`` sessions of :func:`rank_sessions`; ``earlier(ids)`` says which of ``ids`` are.
 
-    The hits of the sessions ranked within ``reach`` are checked; while demotions bring unchecked sessions
-    within ``reach``, those are checked with the next unchecked sessions of the ranking, at least twice as
-    many each round as the round before, so that a run of demotions bringing in one session each takes a
-    logarithmic number of rounds (each ranks every hit once). It stops when every hit of the first ``reach``
-    sessions is checked: those sessions and their order are the ones checking every hit gives, since a
-    demotion only lowers a session. Sessions further down keep the scores they were found with. Each hit is
-    checked at most once: the work grows with the sessions a page can reach, not with every session the
-    query matched.
+    Rounds check the unchecked sessions ranked within ``reach``, with at least twice as many as the round
+    before (logarithmic rounds), until the first ``reach`` are all checked: a demotion only lowers a session,
+    so they and their order are what checking every hit gives. Sessions further down keep their scores; each
+    hit is checked at most once.
     """
     by_session: dict[str, list[int]] = {}
     for hit in hits:
@@ -305,12 +277,10 @@ def score_texts(
 ) -> list[Hit]:
     """``texts`` (message id -> (session id, text)) scored; only messages that match.
 
-    ``lengths``: each message's length in both spaces as FTS5 counted it
-    (counted from the text where missing). ``calls``: the end of a message's
-    text that is its tool name and tool-call JSON (what the agent ran, not what
-    was said): a message is scored on the rest, and only when the rest matches
-    nothing on its whole text, weighted ``CALLS_WEIGHT`` (an assistant turn that
-    only ran ``grep websocket`` never outranks the message that discussed it).
+    ``lengths``: each message's lengths as FTS5 counted them (counted here where missing). ``calls``: the end
+    of a message's text that is its tool name and tool-call JSON: scored on the rest, and only when the rest
+    matches nothing on the whole text, weighted ``CALLS_WEIGHT`` (a turn that only ran ``grep websocket``
+    never outranks the message that discussed it).
     """
     out = []
     for message_id, (session_id, text) in texts.items():

@@ -1,39 +1,21 @@
 """The current decision first (pure): when a query asks how things stand now, the newest session on its subject leads.
 
-Teams revisit decisions: method names start with ``x_``, a few sessions
-later with ``p_``. Relevance alone ranks whichever session words it best,
-often the first. When the query asks for the present state (:func:`asks_current`:
-"now", "currently", "these days", "现在"...), :func:`current_first` reorders
-the leading sessions:
+Teams revisit decisions (method names start with ``x_``, a few sessions later with ``p_``); relevance alone
+ranks whichever session words it best, often the first. When the query asks for the present state
+(:func:`asks_current`: "now", "these days", "现在"...), :func:`current_first` reorders the leading sessions:
 
-1. **Each session's subject** is what of the query its counted messages
-   match (:func:`subject`): the query's words and CJK terms, less words that
-   name a kind of decision or ask for its state rather than its subject
-   ("convention", "rule", "status"...: :data:`META_WORDS`) and words that ask
-   for the present ("current", "these days": :data:`PRESENT_WORDS`), plus each
-   pair of query words that stand next to each other in the text ("function
-   names" is not "function argument names"). Quoted phrases and identifiers
-   are left out.
-2. **The anchor** is the session with the richest subject (by idf) among the
-   first ``ANCHOR_REACH`` of the ranking: what the query is about, as fully
-   as any session states it.
-3. **Its peers** are the sessions of the first ``PEER_REACH`` whose subject
-   holds all of the anchor's and whose keyword score is at least
-   ``PEER_STRENGTH`` of the best: the sessions that revisit that subject.
-   They lead, newest first (by the time of each one's best keyword
-   message); every other session keeps its place after them. A lone peer
-   (no other session revisits its subject) leads only when every session
-   ranked above it states part of what it states: it is the one that states
-   the subject in full. A session above that the keyword leg scores higher
-   than the peer is compared on everything it matched, phrases included
-   (:func:`_part_of`).
+1. **Each session's subject** is what of the query its counted messages match (:func:`subject`): words and
+   CJK terms, less :data:`META_WORDS` ("convention", "status") and :data:`PRESENT_WORDS`, plus each pair of
+   query words side by side in the text ("function names" is not "function argument names"). Quoted phrases
+   and identifiers are left out.
+2. **The anchor** is the session with the richest subject (by idf) among the first ``ANCHOR_REACH``.
+3. **Its peers** are the sessions of the first ``PEER_REACH`` whose subject holds the anchor's and whose
+   keyword score is at least ``PEER_STRENGTH`` of the best. They lead, newest first (by their best keyword
+   message); the others keep their order after them. A lone peer leads only when every session above it
+   states part of what it states (:func:`_part_of`).
 
-The rule applies only when the keyword leg is strong enough for its words to
-be the subject (the caller's gate: ``search.CURRENT_FIRST_STRENGTH``).
-
-A session the keyword leg did not find has no subject and is never a peer.
-An older session stays first when no later one covers what it covers.
-Queries that do not ask for the present are ranked by relevance alone.
+The caller applies the rule only when the keyword leg is strong enough for its words to be the subject
+(``search.CURRENT_FIRST_STRENGTH``). A session the keyword leg did not find has no subject and is never a peer.
 """
 
 from __future__ import annotations
@@ -83,9 +65,8 @@ def _aside(term: Term) -> bool:
 def subject(scorer: Scorer, text: str, *, phrases: bool = False) -> frozenset[object]:
     """What of the query ``text`` matches: term indices (``META_WORDS``, words asking for the present and, unless
     ``phrases``, phrases left out) and ``(i, j)`` for query words side by side."""
-    # Quoted phrases and identifiers rank, but do not make the subject: a project's own name
-    # ("ecommerce-api") is in most of its sessions, a status summary names them all. "current"
-    # in "the current status of X" asks when, not what: it is searched, but is no subject.
+    # Phrases and identifiers rank but make no subject: a project's own name ("ecommerce-api") is in most of its
+    # sessions.
     meta = {i for i, t in enumerate(scorer.terms) if (t.kind == "phrase" and not phrases) or _aside(t)}
     found: set[object] = {i for i in scorer.parts(text) if i not in meta}
     word_of: dict[str, int] = {}
@@ -117,11 +98,8 @@ def _part_of(above: str, lone: str, strength: Mapping[str, float], subjects: Map
              stated: Mapping[str, frozenset[object]]) -> bool:
     """Whether session ``above`` states only part of what the lone peer ``lone`` states.
 
-    A session the keyword leg scores above the peer is there for every word
-    it matched: phrases count, and one the peer lacks ("AI-generated") is
-    something else, not part of its subject. A weaker one (placed by the
-    vector leg) is judged by its subject alone: the project's name, said in
-    most sessions, does not make it state something else.
+    One the keyword leg scores above the peer is compared on everything it matched, phrases included (one the
+    peer lacks, "AI-generated", is something else); a weaker one (placed by the vector leg) on its subject alone.
     """
     if strength.get(above, 0.0) > strength[lone]:
         return stated[above] < stated[lone]
@@ -137,12 +115,9 @@ def current_first(
 ) -> tuple[list[Hit], int]:
     """``(ranked with the anchor's peers first, newest first, the rest in order; how many peers lead)`` (module docstring).
 
-    ``keyword_hits``: the keyword leg's scored messages (several per
-    session; the ``SESSION_MESSAGES`` best of each make its subject and its
-    strength); ``texts``/``times``: message id -> text / timestamp (a message
-    missing there counts as unmatched / undated). A peer's time is its best
-    keyword message's. Returns ``ranked`` unchanged (and 0) when no session of
-    it has a subject.
+    ``keyword_hits``: the keyword leg's scored messages (each session's ``SESSION_MESSAGES`` best make its
+    subject and strength); ``texts``/``times``: message id -> text / timestamp (missing: unmatched / undated).
+    Returns ``(list(ranked), 0)`` when no peer leads.
     """
     by_session: dict[str, list[Hit]] = {}
     for hit in keyword_hits:

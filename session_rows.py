@@ -1,10 +1,8 @@
 """IO shell: the ``sessions`` table of state.db, read-only, and every session's effective workspace.
 
-One scan of ``sessions`` gives every row's own folder, parent and ``/new``
-predecessor; ``attribution.effective_workspaces`` resolves inheritance in
-Python (linear, cycle-guarded). A single session is resolved by one
-recursive query up its chain (the cost never grows with other sessions'
-chains). Every value is an SQL parameter.
+One scan of ``sessions`` gives every row's own folder, parent and ``/new`` predecessor;
+``attribution.effective_workspaces`` resolves inheritance. A single session is resolved by one recursive
+query up its chain, whose cost never grows with other sessions'. Every value is an SQL parameter.
 """
 
 from __future__ import annotations
@@ -19,9 +17,8 @@ from typing import Any
 from . import attribution, session_walk, store
 from .records import RecentSession, SessionDetails, SessionInfo
 
-# Delegate children, tool runs and kanban workers' transcripts (Hermes 0.21) are never project history, as
-# Hermes' own session_search hides them. The LIKE is a cheap pre-check so json_valid() parses only the rare
-# candidate rows.
+# Delegate children, tool runs and kanban workers' transcripts (0.21) are never project history, as Hermes'
+# session_search hides them. The LIKE lets json_valid() parse only the rare candidate rows.
 _DELEGATE = (
     "(COALESCE({a}source, '') IN ('subagent', 'tool', 'kanban') OR "
     "({a}model_config LIKE '%\\_delegate\\_from%' ESCAPE '\\' AND json_valid({a}model_config) "
@@ -83,13 +80,10 @@ def resolve_workspace(
     conn: sqlite3.Connection, session_id: str, known: Mapping[str, attribution.Workspace | None] | None = None, *,
     hops: int = 20,
 ) -> tuple[Any, attribution.Workspace | None]:
-    """One session's row and effective workspace, reading only what it needs.
+    """One session's ``(row or None, workspace or None)``, reading only its chain.
 
-    Its ancestors come from one recursive query (the cost does not grow
-    with other sessions' chains). A ``/new`` session's predecessor is
-    looked up by time; ``known`` (workspaces already resolved, ``None`` for
-    sessions known to have none: the membership cache's) short-cuts a walk.
-    Returns ``(row or None, workspace or None)``.
+    A ``/new`` session's predecessor is looked up by time; ``known`` (the membership cache's resolved
+    workspaces, ``None`` for none) ends a walk.
     """
     rows: dict[str, attribution.SessionRow] = {}
     chain = _chain_rows(conn, session_id, rows)
@@ -102,8 +96,8 @@ def resolve_workspace(
             break
         if known is not None and top.id in known:
             break
-        # The sessions /new ended shortly before, and the /new sessions that may have taken
-        # them first (two windows back: a taker's own choice looks one window further).
+        # The sessions /new ended shortly before, and the /new sessions that may have taken them first (two
+        # windows back: a taker's own choice looks one window further).
         window = 2 * attribution.NEW_SESSION_WINDOW_S
         low, high = top.started_at - window, top.started_at
         for r in [*conn.execute(_ENDED_BY_NEW_SQL, (top.source, low, high)), *conn.execute(_FRESH_CLI_SQL, (top.source, low, high))]:
@@ -131,12 +125,8 @@ _ONE_ROW_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s WHERE s.id = ?"
 def session_info(
     conn: sqlite3.Connection, session_id: str, *, known: Mapping[str, attribution.Workspace | None] | None = None
 ) -> SessionInfo | None:
-    """One session with its effective workspace; ``None`` when unknown.
-
-    Taken from ``known`` (resolved workspaces, ``None`` for a session known
-    to have none: the membership cache's) when it holds the session, else
-    resolved (:func:`resolve_workspace`).
-    """
+    """One session with its effective workspace (from ``known`` when it holds it, else
+    :func:`resolve_workspace`); ``None`` when unknown."""
     if known is not None and session_id in known:
         row = conn.execute(_ONE_ROW_SQL, (session_id,)).fetchone()
         return None if row is None else _info(row, known[session_id])
@@ -148,12 +138,8 @@ _ALL_ROWS_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s"
 
 
 def db_fingerprint(conn: sqlite3.Connection, path: str) -> tuple[Any, ...]:
-    """Tells one state.db file from another at the same path: the file's identity and its oldest session.
-
-    A file replaced by another (a restored backup, a test rebuilding it) may
-    reuse the inode: its first session row tells them apart. Caches keyed by
-    path compare it before they trust what they hold.
-    """
+    """Tells one state.db file from another at the same path: the file's identity and its oldest session
+    (a replacement may reuse the inode). Caches keyed by path compare it before they trust what they hold."""
     try:
         st = os.stat(path)
         identity: tuple[Any, ...] = (st.st_dev, st.st_ino)
@@ -190,8 +176,7 @@ class SessionScan:
     def groups(self) -> dict[tuple[str | None, str | None], list[tuple[str, int]]]:
         """Searchable sessions with a workspace, grouped by ``(cwd, stored root)``: ``[(session id, message_count)]``.
 
-        Folders that still exist come first: attributing them first reveals
-        the repos a deleted worktree's folder can then be traced to.
+        Folders that still exist come first: they reveal the repos a deleted worktree's folder traces to.
         """
         out: dict[tuple[str | None, str | None], list[tuple[str, int]]] = {}
         for sid, count in self.searchable.items():
@@ -231,19 +216,16 @@ def recent_sessions(
 ) -> list[RecentSession]:
     """Of ``session_ids``, the ``limit`` most recently active from ``offset`` on, newest first.
 
-    A session is active in ``[since, until)`` when it started before
-    ``until`` and its last message shown is at or after ``since`` (looked
-    for past at most ``session_walk.HIDDEN_REACH`` rows Hermes does not show,
-    counted from the newest; none found: when it started). Sessions hidden
-    from Hermes' own listing (``sessions.hidden``, Hermes 0.21) are left out.
+    A session is active in ``[since, until)`` when it started before ``until`` and its last message shown
+    (looked for past at most ``session_walk.HIDDEN_REACH`` hidden rows; none: its start) is at or after
+    ``since``. Sessions hidden from Hermes' listing (``sessions.hidden``, 0.21) are left out.
     """
     shape = store.layout_of(conn)
     hidden = " AND s.hidden = 0" if shape.hidden_sessions else ""
     shown = shape.visible_sql()
-    # The newest message shown: the newest live row (Hermes' (session_id, active, timestamp) index: one seek on
-    # 0.19; on 0.21 past the rows it hides), unless a row compacted away is newer, looked for among the rows out of
-    # the conversation newer than it, down to the newest HIDDEN_REACH of them (``floor``: the index alone is read
-    # to find it), so that a long rewound tail is not walked.
+    # The newest message shown: the newest live row (one seek of Hermes' (session_id, active, timestamp) index),
+    # unless a shown inactive row is newer, looked for only among the newest HIDDEN_REACH inactive rows
+    # (``floor``) so that a long rewound tail is not walked.
     sql = f"""
         WITH live AS MATERIALIZED (
             SELECT s.id, s.title, s.started_at, s.message_count, COALESCE(s.source, '') AS source, (
@@ -273,16 +255,14 @@ def recent_sessions(
     return out[offset:]
 
 
-#: Messages read from each end of a session for its previews. Only a user or assistant row's text is read
-#: (a row's role lies before its content), so rows passed cost little; a session with none within this many
-#: messages of its end has no preview there.
+#: Messages read from each end of a session for its previews (rows of other roles cost little: a row's role lies
+#: before its content); none within this many: no preview there.
 PREVIEW_REACH = 400
 
 
 def session_previews(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """Each session's first user message and last assistant message with text that Hermes shows:
-    ``{id: (first_user, last_assistant)}``, ``""`` for one not among the ``PREVIEW_REACH`` messages at its end of
-    the session (:func:`session_walk.walk_session`)."""
+    """Each session's first user and last assistant message that Hermes shows: ``{id: (first_user,
+    last_assistant)}``, ``""`` for one not within ``PREVIEW_REACH`` of its end."""
     out: dict[str, tuple[str, str]] = {}
     for sid in session_ids:
         first, _ = session_walk.walk_session(conn, sid, None, back=False, count=1, reach=PREVIEW_REACH, role="user")

@@ -1,10 +1,9 @@
 """IO shell: a session's messages in Hermes' order, read from where a read starts (``project_history_read``'s
 window, ``project_history_recent``'s previews), never the whole session.
 
-Read-only, like every reader of state.db. Hermes orders a session by id. A walk reads at most its count and its
-reach of rows Hermes does not show (:data:`HIDDEN_REACH`), along the (session_id, id) index where there is one,
-else (Hermes 0.19) along the table by id as far as :data:`SPREAD` allows and on by time, so its cost never grows
-with the session. Raises ``sqlite3`` errors.
+Read-only. Hermes orders a session by id. A walk reads at most its count plus its reach of rows Hermes does
+not show (:data:`HIDDEN_REACH`), along the (session_id, id) index, or on 0.19 (none) along the table by id as
+far as :data:`SPREAD` allows and on by time: its cost never grows with the session. Raises ``sqlite3`` errors.
 """
 
 from __future__ import annotations
@@ -16,17 +15,13 @@ from typing import Any
 from . import store
 from .records import MessageRow
 
-#: Rows a walk of a session reads past the ones it keeps (a rewind takes back whole turns, tool calls and all):
-#: a walk that meets this many rows it does not keep stops there, and says so. Each row passed is a seek and a
-#: test of columns after ``content``; their usual values (0, 1, NULL) live in the record's header, so a tool
-#: log's overflow pages are not read for them.
+#: Rows a walk reads past the ones it keeps (a rewind takes back whole turns) before it stops and says so. A row
+#: passed costs a seek and its record's header, where the tested columns' usual values (0, 1, NULL) live.
 HIDDEN_REACH = 1000
 
 
-#: Table rows a walk in id order passes per message it is asked for, on a state.db with no index on
-#: (session_id, id) (Hermes 0.19): enough for a session written beside another (a gateway's chats), and for the
-#: rows written before the clock stepped back at a session's start or end. A row passed costs its record's
-#: header and ``session_id``, which lie before ``content``.
+#: Table rows a walk in id order passes per message asked for, with no (session_id, id) index (0.19): enough for
+#: a session written beside another (a gateway's chats), or rows written before the clock stepped back.
 SPREAD = 4
 
 _BY_TIME = ("m.timestamp", "m.id")  # Hermes 0.19's (session_id, timestamp) index, time then id
@@ -36,15 +31,13 @@ def walk_session(
     conn: sqlite3.Connection, session_id: str, start: tuple[float, int] | None, *, back: bool, count: int,
     reach: int | None = None, role: str | None = None,
 ) -> tuple[list[int], bool]:
-    """The ids of the next ``count`` messages Hermes shows of ``session_id``, in Hermes' order of the session (by
-    id), backwards with ``back``, and whether the walk stopped at its reach: ``(ids, stopped)``.
+    """The ids of the next ``count`` messages Hermes shows of ``session_id``, by id (backwards with ``back``), and
+    whether the walk stopped at its reach: ``(ids, stopped)``.
 
-    It starts after ``start`` (a message's ``(timestamp, id)``, not included; ``None``: the session's first
-    message, or its last with ``back``) and reads at most ``count + reach`` of the session's rows
-    (``reach``: :data:`HIDDEN_REACH` unless given), so its cost never grows with the session
-    (:func:`_session_rows`). With ``role``, only messages of that role with text are kept.
-    ``stopped`` is true when it kept fewer than ``count`` of those rows and the session has another row past them
-    (one row more is asked for to tell).
+    It starts after ``start`` (a message's ``(timestamp, id)``; ``None``: the session's first message, or last
+    with ``back``) and reads at most ``count + reach`` rows (``reach``: :data:`HIDDEN_REACH` unless given). With
+    ``role``, only messages of that role with text are kept. ``stopped``: fewer than ``count`` kept and the
+    session has more rows past them.
     """
     if count <= 0:
         return [], False
@@ -72,11 +65,9 @@ def _session_rows(
     """``(id, 1 when kept else 0)`` of the session's rows after ``start`` in id order (backwards with ``back``),
     at most ``cap``, read as they are asked for.
 
-    Where an index on (session_id, id) exists, it is walked. Else (Hermes 0.19) the table itself is walked by id
-    from ``start`` (:func:`_edge` for ``None``), passing at most ``span`` rows; when more rows lie that way, the
-    rest comes from the session's (timestamp, id) index past the rows passed (:func:`_by_time_pages`), in pages
-    each put in id order: the same rows in the same order unless the clock stepped back where other rows (another
-    session's, or more than ``span`` rewound ones) lie between, or across two pages; there it is time order.
+    Walks the (session_id, id) index where it exists. Else (0.19) the table by id from ``start`` (:func:`_edge`
+    for ``None``), passing at most ``span`` rows, then the (timestamp, id) index past them
+    (:func:`_by_time_pages`): id order but where the clock stepped back across other rows or pages.
     """
     if store.layout_of(conn).ids_by_session:
         for key, is_kept in _by_index(conn, session_id, start, back=back, cap=cap, kept=kept, order=("m.id",)):
@@ -111,9 +102,8 @@ def _by_time_pages(
     kept: tuple[str, list[Any]], passed: int,
 ) -> Iterator[tuple[int, int]]:
     """``(id, kept)`` of the session's rows after ``start`` along its (timestamp, id) index, leaving out those up
-    to id ``passed`` (down to it with ``back``), read as they are asked for: in pages, the first of ``page`` rows,
-    each next twice the last, each page put in id order (backwards with ``back``). At most ``cap`` index rows
-    are read in all, so a caller that stops after a few rows pays for a page or two, not for ``cap`` rows."""
+    to id ``passed`` (down to it with ``back``), in pages that double from ``page`` rows, each put in id order;
+    at most ``cap`` index rows in all. Read as asked for, so a caller that stops early pays for a page or two."""
     key, read = start, 0
     while read < cap:
         size = min(page, cap - read)
@@ -162,10 +152,8 @@ def messages_around(
     """Messages Hermes shows of a session around ``message_id``, in the session's order: ``before`` earlier, the
     message, ``after`` later; with ``message_id`` ``None``, the session's first ``after + 1``.
 
-    Returns ``(rows, stopped)``: ``stopped`` when a side met ``HIDDEN_REACH`` rows Hermes does not show
-    (rewound, hidden) before it had its count (:func:`walk_session`). ``rows`` is empty when ``message_id`` is not
-    a message Hermes shows of that session. The text is the searchable text (:func:`store.fetch_messages`: recall
-    tools' calls and answers left out).
+    Returns ``(rows, stopped)`` (``stopped`` as :func:`walk_session`'s, on either side); ``rows`` is empty when
+    ``message_id`` is not a message Hermes shows of that session. Texts as :func:`store.fetch_messages` gives them.
     """
     if message_id is None:
         ids, stopped = walk_session(conn, session_id, None, back=False, count=after + 1)

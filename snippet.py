@@ -1,8 +1,7 @@
 """Snippets (pure): a bounded window of a message around what the query matched.
 
-Every match inside the window is marked ``>>>like this<<<`` (Latin words and
-their plural forms as whole words, phrases across punctuation, CJK chunks
-as substrings); cut ends are marked ``...``. The window is placed where it
+Every match inside the window is marked ``>>>like this<<<`` (words and their plurals as whole words, phrases
+across punctuation, CJK chunks as substrings); cut ends are marked ``...``. The window is placed where it
 holds the most distinct query units.
 """
 
@@ -27,11 +26,8 @@ def _matcher(unit: Unit) -> WordMatcher | None:
 
 
 def _matches(flat: str, units: Sequence[Unit]) -> list[tuple[int, int, int]]:
-    """``(start, end, unit index)`` in ``flat`` of every match, in text order, non-overlapping.
-
-    Words and phrases are matched as FTS5 tokens ("Größe" for "grösse"),
-    CJK chunks as case-folded substrings.
-    """
+    """``(start, end, unit index)`` in ``flat`` of every match, in text order, non-overlapping; words and phrases
+    matched as FTS5 tokens ("Größe" for "grösse"), CJK chunks as case-folded substrings."""
     folded, where = unicode61.fold_with_positions(flat)
     found: list[tuple[int, int, int]] = []
     for index, unit in enumerate(units):
@@ -53,7 +49,7 @@ def best_window(matches: Sequence[tuple[int, int, int]], width: int) -> int:
     """The start of the first match from which a window of ``width`` characters holds the most distinct units.
 
     ``matches``: ``(start, end, unit)`` in text order, not overlapping (:func:`_matches`), so their ends are in
-    order too. One pass with two pointers: linear in the matches (a 100 KB log holds thousands of them).
+    order too; one pass with two pointers, linear in the matches.
     """
     counts: dict[int, int] = {}
     best_start, best_count, right = matches[0][0], -1, 0

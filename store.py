@@ -2,16 +2,14 @@
 
 Invariants:
 
-* state.db and projects.db are opened read-only (``mode=ro`` through
-  ``Path.as_uri()``, so ``#`` or ``?`` in a path cannot open another file) and
-  never created or migrated here. Reads never open a write transaction.
+* state.db and projects.db are opened read-only (``mode=ro`` through ``Path.as_uri()``, so ``#`` or ``?`` in
+  a path cannot open another file), never created or migrated here, and never in a write transaction.
 * A value that is not valid UTF-8 reads with U+FFFD in its place.
 * Every SQL value is a parameter.
 
-Failures are raised as ``errors.StoreError`` subclasses carrying a stable
-``code``; the tool boundary translates them. The move (the only write) is
-``move.py``; sessions and their workspaces are ``session_rows.py``; a session read in its order from
-where a read starts is ``session_walk.py``.
+Failures are raised as ``errors.StoreError`` subclasses carrying a stable ``code``; the tool boundary
+translates them. The move (the only write) is ``move.py``; sessions are ``session_rows.py``; a session read
+in order is ``session_walk.py``.
 """
 
 from __future__ import annotations
@@ -32,9 +30,8 @@ from .records import MessageRow, Scope
 logger = logging.getLogger(__name__)
 
 
-#: Tools whose calls and answers are recall itself, never project history: a
-#: search that found its own earlier queries and results would feed on itself.
-#: The plugin's tools and Hermes' built-in ``session_search``.
+#: The plugin's tools and Hermes' ``session_search``: their calls and answers are recall itself, never project
+#: history (a search that found its own earlier results would feed on itself).
 RECALL_TOOLS: tuple[str, ...] = (
     "project_history_search",
     "project_history_read",
@@ -45,8 +42,7 @@ RECALL_TOOLS: tuple[str, ...] = (
 )
 
 
-#: ``busy_timeout`` for read connections: a writer checkpointing must not
-#: surface as "database is locked".
+#: ``busy_timeout`` for read connections: a writer checkpointing must not surface as "database is locked".
 BUSY_TIMEOUT_MS = 5000
 
 
@@ -75,19 +71,15 @@ def visible(conn: sqlite3.Connection) -> str:
 
 
 def connect_ro(path: Path) -> sqlite3.Connection:
-    """Open ``path`` read-only (a :class:`StateConnection`). Never creates the file.
-
-    Raises ``FileNotFoundError`` when the file does not exist and
-    ``sqlite3.OperationalError`` when SQLite cannot open it.
-    """
+    """Open ``path`` read-only (a :class:`StateConnection`), never creating it. Raises ``FileNotFoundError`` when
+    the file does not exist, ``sqlite3.OperationalError`` when SQLite cannot open it."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise FileNotFoundError(str(path))
     uri = path.resolve().as_uri() + "?mode=ro"
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False, factory=StateConnection)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    # One value that is not valid UTF-8 (a folder name, a pasted binary) must not
-    # fail every search: it reads with U+FFFD in place of the bad bytes.
+    # One value that is not valid UTF-8 (a folder name, a pasted binary) must not fail every search.
     conn.text_factory = _TEXT
     return conn
 
@@ -96,7 +88,8 @@ _TEXT = functools.partial(str, encoding="utf-8", errors="replace")
 
 
 def open_state_db(home: Path) -> sqlite3.Connection:
-    """Read-only connection to ``<home>/state.db``; :class:`NoStateDB` if absent."""
+    """Read-only connection to ``<home>/state.db``; raises ``errors.NoStateDB`` if absent,
+    ``errors.StateDBUnreadable`` if SQLite cannot read it."""
     path = paths.state_db_path(home)
     try:
         conn = connect_ro(path)
@@ -116,11 +109,10 @@ class ProjectList:
 
 
 def load_projects(home: Path) -> ProjectList:
-    """Every project (archived included, flagged) with its folders.
+    """Every project (archived included, flagged) with its folders; never raises.
 
-    A missing ``projects.db`` is normal (profiles that never used the
-    desktop): it degrades to auto attribution, design §7. The file is never
-    created (``projects_db.connect()`` would).
+    A missing or unreadable ``projects.db`` (normal for profiles that never used the desktop) gives
+    ``available=False``: auto attribution only (docs/attribution.md). The file is never created.
     """
     path = paths.projects_db_path(home)
     try:
@@ -181,9 +173,8 @@ _CONTENT_JSON_PREFIX = "\x00json:"  # how Hermes stores a multimodal message: th
 _BLANKS = "char(" + ", ".join(str(c) for c in range(0x3001) if chr(c).isspace()) + ")"
 _PARTS = "CAST(substr(CAST(m.content AS BLOB), 7) AS TEXT)"  # a multimodal row's JSON, after its prefix
 #: Whether a row's content has text as :func:`shown_texts` reads it (:func:`_message_text`, then ``strip()``):
-#: plain content with a character that is not blank, or multimodal content (``\x00json:`` then a JSON list) with a
-#: text part that is not blank, or that is not such a list (then read as it is). Nested CASEs: SQLite would
-#: otherwise parse JSON that is not valid.
+#: plain content not all blank, or multimodal content with a text part not blank (or not a JSON list: read as
+#: it is). Nested CASEs keep SQLite from parsing JSON that is not valid.
 _HAS_TEXT = (
     f"(CASE WHEN NOT COALESCE(substr(CAST(m.content AS BLOB), 1, 6) = X'{_CONTENT_JSON_PREFIX.encode().hex()}', 0) "
     f"THEN TRIM(COALESCE(m.content, ''), {_BLANKS}) != '' WHEN NOT json_valid({_PARTS}) THEN 1 "
@@ -194,9 +185,8 @@ _HAS_TEXT = (
 
 
 def indexable_row(conn: sqlite3.Connection) -> str:
-    """What the vector index should hold of a row: a visible user or assistant message with text, as the text is
-    read to be embedded (:data:`_HAS_TEXT`: a row of blanks, or of images only, is not one, so no status counts
-    it as missing for ever)."""
+    """The SQL condition for a row the vector index should hold: a visible user or assistant message with text
+    as it is embedded (:data:`_HAS_TEXT`; a row of blanks or images only would count as missing for ever)."""
     return f"{visible(conn)} AND m.role IN ('user', 'assistant') AND {_HAS_TEXT}"
 
 
@@ -207,10 +197,9 @@ def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
 
 
 def scope_message_ids_text(conn: sqlite3.Connection, scope: Scope) -> str:
-    """Every message id of the scope's sessions, comma-separated, in no particular order ("" when none), the id
-    negated when the message is not active (rewound, or archived by a compaction). Read from Hermes'
-    (session, active) index alone: no message row is read (a large project's rows are seconds to read when
-    state.db is not in the page cache; its index entries are a few megabytes)."""
+    """Every message id of the scope's sessions, comma-separated, in no particular order ("" when none), negated
+    when the message is not active (rewound, or archived by a compaction). Read from Hermes' (session, active)
+    index alone: no message row is read."""
     row = conn.execute(f"SELECT group_concat(CASE WHEN m.active = 1 THEN m.id ELSE -m.id END) FROM messages m"
                        f" WHERE {SCOPE_SQL}", (scope.ids_json,)).fetchone()
     return str(row[0] or "")
@@ -221,10 +210,9 @@ _OTHER_ROLE_SQL = "m.role NOT IN ('user', 'assistant')"
 
 def sort_out_text(conn: sqlite3.Connection, ids_json: str) -> str:
     """The message ids ``ids_json`` (a JSON array) sorted out, comma-separated, in no particular order ("" when
-    none): a live user/assistant message with text (what the vector index should hold) as its id, a message of
-    another role (never indexed: Hermes never changes a role) as its id negated; the others (no text, rewound,
-    deleted) left out. SQLite walks the ids in ascending order, which is the rows' order in the file: one pass
-    over their pages, not a seek each."""
+    none): a row :func:`indexable_row` keeps as its id, one of another role (never indexed: a role never
+    changes) negated; the others (no text, rewound, deleted) left out. Ascending ids are the file's row order:
+    one pass over their pages."""
     row = conn.execute(f"SELECT group_concat(CASE WHEN {_OTHER_ROLE_SQL} THEN -m.id ELSE m.id END) FROM messages m"
                        f" WHERE m.id IN (SELECT value FROM json_each(?)) AND ({_OTHER_ROLE_SQL} OR {indexable_row(conn)})",
                        (ids_json,)).fetchone()
@@ -233,8 +221,8 @@ def sort_out_text(conn: sqlite3.Connection, ids_json: str) -> str:
 
 def message_id_counter(conn: sqlite3.Connection) -> int:
     """The highest message id Hermes has handed out: the AUTOINCREMENT counter (``sqlite_sequence``), at least the
-    highest id there is. It only grows in a live state.db (ids are never reused, not even of deleted messages); a
-    state.db restored from an older copy has the copy's, and hands out the ids lost with the restore again."""
+    highest id there is. It only grows, unless state.db is restored from an older copy (which hands out the lost
+    ids again)."""
     try:
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
     except sqlite3.OperationalError:  # no AUTOINCREMENT row written yet: no sqlite_sequence table
@@ -244,9 +232,8 @@ def message_id_counter(conn: sqlite3.Connection) -> int:
 
 @contextmanager
 def one_snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    """Every read of ``conn`` inside sees one state of state.db (a read transaction: another process's writes
-    meanwhile, or a restore through SQLite, are seen by none of them or by all). Inside a transaction already
-    open, that one is used. Raises ``sqlite3`` errors."""
+    """Every read of ``conn`` inside sees one state of state.db (a read transaction, or the one already open).
+    Raises ``sqlite3`` errors."""
     if conn.in_transaction:
         yield
         return
@@ -276,10 +263,9 @@ def message_timestamps(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int
 
 
 def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
-    """``{id: (session id, text)}`` of those of the messages ``ids`` that Hermes shows (:func:`visible`) and the vector
-    index may hold: user or assistant messages with text (what :func:`indexable_row` keeps, told once the text is
-    read), the text as it is embedded. An id left out was deleted, rewound or emptied: it is never sent to a
-    provider. Raises ``sqlite3`` errors."""
+    """``{id: (session id, text)}`` of those of the messages ``ids`` the vector index may hold (as
+    :func:`indexable_row`, told once the text is read), the text as it is embedded. An id left out (deleted,
+    rewound, emptied) is never sent to a provider. Raises ``sqlite3`` errors."""
     rows = conn.execute(
         f"SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
         f" AND {visible(conn)} AND m.role IN ('user', 'assistant')", (json.dumps([int(i) for i in ids]),))
@@ -293,9 +279,8 @@ def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple
 
 def indexable_ids_above(conn: sqlite3.Connection, scope: Scope, above: int) -> list[int]:
     """Ids of the scope's messages above message id ``above`` that the vector index should hold
-    (:func:`indexable_row`), newest first; no text leaves SQLite. Message ids are immutable and increasing in
-    Hermes, so new messages sit above a watermark; the rows above it are read (a small range: SQLite is kept on
-    the id range, not the per-session index). Raises ``sqlite3`` errors."""
+    (:func:`indexable_row`), newest first; no text leaves SQLite. SQLite is kept on the id range (new messages
+    sit above a watermark), not the per-session index. Raises ``sqlite3`` errors."""
     where = f"+{SCOPE_SQL} AND {indexable_row(conn)}"
     rows = conn.execute(f"SELECT m.id FROM messages m WHERE {where} AND m.id > ?", (scope.ids_json, int(above)))
     return sorted((int(r[0]) for r in rows), reverse=True)
@@ -314,13 +299,9 @@ def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
 def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """Which of ``ids`` are user turns answered by a recall: the session's next message calls a recall tool.
 
-    Such a turn is an earlier question, not project history: the searches
-    rank it last (a verbatim earlier question would otherwise outrank its
-    own answer). The next message is the first after the turn in
-    (timestamp, id) order: messages written within one clock tick share a
-    timestamp, and among them the id is the order Hermes wrote them in
-    (Hermes orders a session by id alone; the two differ only where the
-    clock stepped back, and this order is the one its index seeks to).
+    Such a turn is an earlier question, not history (verbatim, it would outrank its own answer). "Next" is in
+    (timestamp, id) order, the one Hermes' index seeks to; it differs from id order only where the clock
+    stepped back.
     """
     if not ids:
         return set()
@@ -341,9 +322,8 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
 def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """Which of ``ids`` are assistant replies echoing an earlier recall (:func:`echo.shows_recall` or :func:`echo.quotes`).
 
-    A reply showing a recall's marks is an echo wherever it is; otherwise it is one when it quotes a snippet
-    of a recall tool's answer among the ``ECHO_REACH`` messages before it in its session
-    (:func:`recall_answers`). The searches rank echoes as earlier questions (below what they quote).
+    A reply showing a recall's marks is an echo wherever it is; otherwise when it quotes a recall answer among
+    the ``ECHO_REACH`` messages before it (:func:`recall_answers`).
     """
     if not ids:
         return set()
@@ -374,14 +354,11 @@ ECHO_REACH = 32  # messages before a reply where the recall it may quote is look
 def recall_answers(conn: sqlite3.Connection, session_id: str, replies: Sequence[tuple[float, int]]
                    ) -> dict[int, list[tuple[int, frozenset[tuple[str, ...]]]]]:
     """``{reply id: [(message id, runs)]}``: for each reply ``(timestamp, id)`` of ``session_id``, the recall
-    tools' answers among the ``ECHO_REACH`` messages before it, oldest first, each with the runs of words a reply
-    quoting it repeats (:func:`echo.runs` of :func:`echo.recall_snippets`, worked out once per answer).
+    tools' answers among the ``ECHO_REACH`` messages before it, oldest first, with their :func:`echo.runs`.
 
-    Read in timestamp order from Hermes' (session_id, timestamp) index, ``ECHO_REACH`` rows a reply: the rows
-    read grow with the replies, not with the session. The answers are found through the assistant turns that
-    called them: a tool row keeps its name after its content, and tool logs run to 100 KB, so telling the
-    answers by their names would read every log. Each recall call's answer is among the rows right after its
-    turn, one per call. Raises ``sqlite3`` errors.
+    ``ECHO_REACH`` rows a reply, from Hermes' (session_id, timestamp) index. Answers are found through the
+    turns that called them (one row per call right after the turn): a tool row's name lies after its content,
+    so telling answers by name would read every log. Raises ``sqlite3`` errors.
     """
     windows = {reply[1]: _rows_before(conn, session_id, reply, ECHO_REACH) for reply in replies}
     wanted: set[int] = set()
@@ -401,19 +378,16 @@ def recall_answers(conn: sqlite3.Connection, session_id: str, replies: Sequence[
     return {mid: [(r[0], answers[r[0]]) for r in rows if r[0] in answers] for mid, rows in windows.items()}
 
 
-#: An assistant row's tool calls when they name a recall tool (:data:`RECALL_TOOLS`), else NULL: told apart
-#: inside SQLite, so that the other turns' call JSON (file writes run to kilobytes) never reaches Python.
+#: An assistant row's tool calls when they name a recall tool, else NULL: told apart inside SQLite, so that
+#: other turns' call JSON never reaches Python.
 _RECALL_CALLS_SQL = ("CASE WHEN m.role = 'assistant' AND ("
                      + " OR ".join(f"instr(m.tool_calls, '{name}') > 0" for name in RECALL_TOOLS) + ") THEN m.tool_calls END")
 
 
 def _rows_before(conn: sqlite3.Connection, session_id: str, before: tuple[float, int], count: int) -> list[tuple[Any, ...]]:
     """The ``count`` messages of ``session_id`` before ``before`` (timestamp, id), oldest first:
-    ``(id, timestamp, role, tool calls of an assistant row that names a recall tool)``; tool rows' content is
-    not read. Rewound and hidden rows are not left out: the window only weighs hits down, and the hits
-    themselves are visible rows (the legs read them through :func:`visible`). Testing them would be cheap
-    (``active``'s 0 and 1 and a NULL ``display_*`` live in the record's header, not after a log's content);
-    whether a rewound recall should still weigh a reply down is a ranking question left open."""
+    ``(id, timestamp, role, tool calls of an assistant row that names a recall tool)``; no content read.
+    Rewound and hidden rows count: the window only weighs visible hits down."""
     rows = conn.execute(
         f"SELECT m.id, m.timestamp, m.role, {_RECALL_CALLS_SQL} FROM messages m "
         "WHERE m.session_id = ? AND m.timestamp <= ? AND (m.timestamp < ? OR m.id < ?) "
@@ -425,8 +399,7 @@ def _rows_before(conn: sqlite3.Connection, session_id: str, before: tuple[float,
 
 def earlier_recalls(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """Which of ``ids`` are earlier recalls, not project history: user turns a recall answered
-    (:func:`recall_questions`) and assistant replies echoing one (:func:`recall_echoes`). Each reads only its
-    role's rows of ``ids``."""
+    (:func:`recall_questions`) and assistant replies echoing one (:func:`recall_echoes`)."""
     return recall_questions(conn, ids) | recall_echoes(conn, ids)
 
 
@@ -466,12 +439,8 @@ def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Me
 
 
 def _message_text(content: Any, tool_name: Any, tool_calls: Any) -> str:
-    """The searchable text of a message row: content, tool name and tool calls, as Hermes indexes it.
-
-    Calls of the recall tools (:data:`RECALL_TOOLS`) are left out, and so is
-    the whole text of a recall tool's answer: they repeat earlier queries and
-    results, not project history.
-    """
+    """The searchable text of a message row: content, tool name and tool calls, as Hermes indexes it, less the
+    recall tools' calls and answers (:data:`RECALL_TOOLS`)."""
     if tool_name in RECALL_TOOLS:
         return ""
     text = content if isinstance(content, str) else ("" if content is None else str(content))
