@@ -1,18 +1,12 @@
 """Browsing a project's history without a query: read around a hit, and list recent sessions.
 
-Two services beside the search (``search.py``), with its scope rules: only
-sessions of the current conversation's project (the asking session and its
-own lineage included here: reading your own conversation is harmless), all
-reads through ``store.py`` (read-only), output bounded in messages and
-characters, and the historical-data notice on every answer.
+Two services beside the search, with its scope rules: only sessions of the current conversation's project
+(here its own lineage too: reading your own conversation is harmless), read-only, output bounded in messages
+and characters, and the historical-data notice on every answer.
 
-* :func:`read_around`: up to ``MAX_AROUND`` messages before and after one
-  message of a session, within a character budget; a message cut to fit is
-  marked, and so is a window cut short by the budget.
-* :func:`recent_sessions`: the project's sessions, most recently active
-  first, each with its title, when, message count, first user message and
-  last assistant message (each cut to ``PREVIEW_CHARS``), in pages (up to
-  ``pages.MAX_REACH`` sessions).
+* :func:`read_around`: up to ``MAX_AROUND`` messages on each side of one message, within a character budget.
+* :func:`recent_sessions`: the project's sessions, most recently active first, with previews cut to
+  ``PREVIEW_CHARS``, in pages (up to ``pages.MAX_REACH`` sessions).
 """
 
 from __future__ import annotations
@@ -56,9 +50,8 @@ STOPPED = (f"a side of the window ends after passing {session_walk.HIDDEN_REACH}
 
 
 def _readable(scope: Scope, attributor: workspace.Attributor, conn: Any, target: str) -> bool:
-    """Sessions of the scope's project, the asking conversation's own lineage included as long as the session
-    is in the same project: a branch of this conversation moved to another project is that project's to read
-    (the search never finds it from here either)."""
+    """Whether ``target`` may be read: a session of the scope, or of the asking lineage still in the same
+    project (a branch moved to another project is that project's to read)."""
     if target in scope.session_ids:
         return True
     if scope.current is None or scope.project.is_home or target not in session_rows.lineage_ids(conn, scope.current.id):
@@ -72,17 +65,13 @@ def read_around(
     before: int = DEFAULT_AROUND,
     after: int = DEFAULT_AROUND, max_chars: int = DEFAULT_CHARS,
 ) -> dict[str, Any]:
-    """Messages of ``target_session`` around ``message_id`` (its start when ``None``).
+    """Messages of ``target_session`` around ``message_id`` (its start when ``None``), for ``session_id``'s
+    conversation, or with ``cwd`` that folder's project.
 
-    The asker is ``session_id``'s conversation, or with ``cwd`` that folder's
-    project (slash commands, the command line).
-
-    Returns ``{success, session_id, link, title, project, messages: [{message_id,
-    role, when, text, cut?, left_out?}], anchor, truncated, stopped?, notice}`` where ``truncated``
-    says the budget stopped the window early and ``stopped`` that a side of it ends at a run of messages Hermes
-    does not show (:data:`STOPPED`). Raises :class:`NotInProject`
-    for a session of another project, :class:`errors.SessionNotFound` for an
-    unknown session or a message not in it (the handler translates).
+    Returns ``{success, session_id, link, title, project, messages: [{message_id, role, when, text, cut?,
+    left_out?}], anchor, truncated, stopped?, notice}``: ``truncated`` when the budget cut a message or the
+    window, ``stopped`` as :data:`STOPPED`. Raises :class:`NotInProject` for a session of another project,
+    :class:`errors.SessionNotFound` for an unknown session or a message not in it.
     """
     before = max(0, min(MAX_AROUND, before))
     after = max(0, min(MAX_AROUND, after))
@@ -142,13 +131,10 @@ def recent_sessions(
 ) -> dict[str, Any]:
     """The project's sessions, most recently active first (the asking conversation left out).
 
-    ``filters``' dates keep sessions active in that window; roles are not
-    used. With ``cwd`` (slash commands, the command line) the project is that
-    folder's and every session is listed. Returns ``{success, project,
-    sessions: [{session_id, link, title, started, last_active, messages,
-    first_user, last_assistant, source}], sessions_in_scope, next_cursor?,
-    notice}``. Raises :class:`errors.StoreError` (no state.db, unknown
-    session, a bad cursor).
+    ``filters``' dates keep sessions active in that window; roles are not used. With ``cwd`` the project is
+    that folder's and every session is listed. Returns ``{success, project, sessions: [{session_id, link,
+    title, started, last_active, messages, first_user, last_assistant, source}], sessions_in_scope, message?,
+    next_cursor?, notice}``. Raises :class:`errors.StoreError` (no state.db, unknown session, a bad cursor).
     """
     limit = max(1, min(RECENT_MAX, limit))
     conn = store.open_state_db(home)

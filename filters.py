@@ -12,8 +12,7 @@ from typing import Any
 
 from .errors import echo
 
-#: Roles whose messages are searchable. Tool output counts: users expect a
-#: match in a command's output to find the session.
+#: Roles whose messages are searchable; tool output counts (a match in a command's output finds the session).
 SEARCH_ROLES: tuple[str, ...] = ("user", "assistant", "tool")
 
 
@@ -21,9 +20,8 @@ SEARCH_ROLES: tuple[str, ...] = ("user", "assistant", "tool")
 class Filters:
     """Message-level filters of one search; the default admits every searchable message.
 
-    ``since`` is inclusive and ``until`` exclusive (Unix seconds, compared
-    with ``messages.timestamp``; a message without a timestamp never passes
-    a date bound). ``roles`` is a subset of :data:`SEARCH_ROLES`.
+    ``since`` inclusive, ``until`` exclusive (Unix seconds against ``messages.timestamp``; a message without
+    one never passes a date bound). ``roles``: a subset of :data:`SEARCH_ROLES`.
     """
 
     since: float | None = None
@@ -73,14 +71,11 @@ WHEN_FORMATS = "YYYY-MM-DD, an ISO date-time (2026-11-02T14:30, +08:00 or Z allo
 def parse_when(text: str, *, end: bool, now: float) -> float:
     """A ``since``/``until`` bound as Unix seconds; raises ``ValueError`` (a readable message).
 
-    * ``YYYY-MM-DD``: that day in local time; as an ``until`` bound
-      (``end=True``) the whole day is included (the bound is the next
-      midnight).
-    * An ISO date-time; without an offset it is local time.
+    * ``YYYY-MM-DD``: that day in local time; with ``end`` the whole day is included (the next midnight).
+    * An ISO date-time; without an offset, local time.
     * ``12h`` / ``7d`` / ``2w``: that long before ``now``.
 
-    A date the clock cannot hold (``until`` 9999-12-31, ``since`` year 1 in
-    some zones) is ``inf`` / ``-inf``: no bound that way.
+    A date the clock cannot hold (``until`` 9999-12-31, ``since`` year 1 in some zones) is ``inf`` / ``-inf``.
     """
     raw = text.strip().lower()
     relative = _RELATIVE.match(raw)
@@ -123,8 +118,7 @@ def make_filters(*, since: str | None = None, until: str | None = None, role: st
     high = parse_when(until, end=True, now=now) if until else None
     if low is not None and high is not None and low >= high:
         raise ValueError(f"'since' ({echo(since)}) must be before 'until' ({echo(until)})")
-    # A bound past what the clock holds bounds nothing that way (until 9999-12-31, since year 1);
-    # the other way it excludes every message, which is a mistake to say.
+    # A bound past what the clock holds bounds nothing that way; the other way it excludes everything: an error.
     if low == math.inf:
         raise ValueError(f"'since' ({echo(since)}) is out of range: later than any time this machine's clock holds")
     if high == -math.inf:

@@ -1,27 +1,20 @@
 """What a state.db holds: the facts of Hermes' schema line that every reader of it needs, read from the file.
 
-Two Hermes lines write state.db: 0.19 (PyPI, schema 22) and 0.21 (Hermes'
-installer, schema 30). They are told apart by what the database holds, never
-by a version string (a 0.19 file opened by 0.21 says 30 and keeps 0.19's
+Two Hermes lines write state.db: 0.19 (PyPI, schema 22) and 0.21 (Hermes' installer, schema 30), told apart
+by what the database holds, never by a version string (a 0.19 file opened by 0.21 says 30 and keeps 0.19's
 index until ``hermes sessions optimize-storage`` rebuilds it):
 
-* ``messages.display_kind`` / ``display_metadata`` (0.21): rows a person never
-  saw (context-compaction scaffolding: ``display_kind = 'hidden'``; merged
+* ``messages.display_kind`` / ``display_metadata`` (0.21): rows a person never saw (compaction scaffolding,
   turns marked ``model_only``) are left out of everything shown;
 * ``sessions.hidden`` (0.21): sessions hidden from Hermes' own listing;
-* the full-text index: 0.19's one inline column (content, tool name and tool
-  calls, tool output whole) or 0.21's three columns over a view that indexes
-  only the first 8,192 characters of a tool row (:attr:`Layout.tool_prefix`);
-* ``state_meta``: a chunked rebuild in progress (ids between its progress and
-  high-water marks are not indexed yet) or an index Hermes found damaged
-  (``fts_stale``);
-* an index on ``messages(session_id, id)`` (0.21 creates it, also in a 0.19 file it opens): a session's rows
-  can be walked in Hermes' own order, by id, from any message (``session_walk``).
+* the full-text index: 0.19's one inline column (tool output whole) or 0.21's three columns over a view that
+  indexes only the first 8,192 characters of a tool row (:attr:`Layout.tool_prefix`);
+* ``state_meta``: a chunked rebuild in progress, or an index Hermes found damaged (``fts_stale``);
+* an index on ``messages(session_id, id)`` (0.21 creates it, also in a 0.19 file): a session's rows can be
+  walked by id from any message (``session_walk``).
 
-Each difference is decided here, once per connection (:func:`of`), and
-spelled as SQL here (:func:`visible_sql`); the readers ask. Read-only, a few
-reads of ``sqlite_master`` and ``state_meta``. Raises nothing but ``sqlite3``
-errors of a file that cannot be read at all.
+Each difference is decided here (:func:`read`, once per connection through ``store.layout_of``) and spelled
+as SQL here (:meth:`Layout.visible_sql`). Read-only; raises only ``sqlite3`` errors.
 """
 
 from __future__ import annotations
@@ -32,8 +25,8 @@ from dataclasses import dataclass
 #: Rows Hermes never shows as a conversation's content: rewound ones (``active = 0`` and not archived by a
 #: compaction). Every layout.
 _LIVE = "(m.active = 1 OR m.compacted = 1)"
-#: Rows a person never saw (0.21): model-facing scaffolding, and turns kept for the model only. A cheap LIKE
-#: first, so that JSON is parsed only for the rare rows that mention the key.
+#: Rows a person never saw (0.21): scaffolding, and turns kept for the model only. The LIKE lets JSON be parsed
+#: only for the rare rows that mention the key.
 _SHOWN = ("COALESCE(m.display_kind, '') <> 'hidden' AND NOT (m.display_metadata LIKE '%model\\_only%' ESCAPE '\\'"
           " AND json_valid(m.display_metadata)"
           " AND COALESCE(json_extract(m.display_metadata, '$.model_only'), 0) NOT IN (0, '', '0', 'false'))")

@@ -1,9 +1,7 @@
 """Pages of one search: cursors that resume it, tied to the query, mode, filters and asker. Pure.
 
-A cursor is a base64 JSON ``{offset, key, page one's date window}``; the key
-is a digest of the search it belongs to, so a cursor of another search (or a
-forged one) is refused with ``bad_argument``. A search pages through at most
-``MAX_REACH`` sessions.
+A cursor is a base64 JSON ``{offset, key, page one's date window}``; the key is a digest of the search it
+belongs to, so a cursor of another search (or a forged one) is refused with ``bad_argument``.
 """
 
 from __future__ import annotations
@@ -27,11 +25,8 @@ class BadCursor(errors.StoreError):
 
 
 def search_key(*, query: str, mode: str, scope: Scope, anchor: str) -> str:
-    """What a cursor is tied to: the query, mode, project, filters as typed, and asking session or folder.
-
-    Filters count as the user wrote them (``label``), so "7d" on page two is
-    the same search as on page one.
-    """
+    """What a cursor is tied to: the query, mode, project, asking session or folder, and filters as typed
+    (``label``: "7d" on page two is the same search as on page one)."""
     f = scope.filters
     parts: list[Any] = [query, mode, scope.project.scope_key, anchor, list(f.label) or [f.since, f.until], list(f.roles)]
     return hashlib.sha256(json.dumps(parts, ensure_ascii=True).encode()).hexdigest()[:16]

@@ -1,9 +1,7 @@
 """The records every layer passes on: a message, a session, what one search may read. Pure data, no IO.
 
-They live at the bottom so that a module needs no IO module to name a type:
-the readers of state.db (``store``, ``session_rows``) build them, the
-services (``workspace``, ``lexical``, the semantic side) pass them on, the
-pure core (``filters``, ``answers``, ``pages``) reads them.
+They live at the bottom so that no module needs an IO module to name a type: the readers of state.db build
+them, the services pass them on, the pure core reads them.
 """
 
 from __future__ import annotations
@@ -18,8 +16,8 @@ from .filters import Filters
 
 @dataclass(frozen=True)
 class MessageRow:
-    """One message as read: ``text`` is all its searchable text (content, tool name, tool calls, as Hermes indexes
-    it: what a snippet shows), ``calls`` the part of it that is the tool name and tool-call JSON."""
+    """One message as read: ``text`` is its searchable text (``store.fetch_messages``), ``calls`` the end of it
+    that is the tool name and tool-call JSON."""
 
     id: int
     session_id: str
@@ -34,7 +32,7 @@ class SessionInfo:
     """One session with its effective workspace (inherited when its row has none: see ``basis``)."""
 
     id: str
-    cwd: str | None  # effective: inherited (see ``basis``) when the row has none
+    cwd: str | None
     git_repo_root: str | None  # stored, effective like cwd
     is_delegate: bool
     archived: bool
@@ -47,7 +45,7 @@ class SessionInfo:
 
     @property
     def searchable(self) -> bool:
-        """Archived sessions and delegate/tool runs are never project history."""
+        """Whether the session is project history (not archived, not a delegate or tool run)."""
         return not self.archived and not self.is_delegate
 
 
@@ -76,7 +74,7 @@ class RecentSession:
 class Scope:
     """What one search may read: the project's other sessions."""
 
-    current: SessionInfo | None  # None when the scope is a whole project (indexing)
+    current: SessionInfo | None  # None when no session asks (a folder's or a whole project's scope)
     project: Project
     session_ids: tuple[str, ...]  # searchable sessions of the project, current lineage excluded
     in_project: int  # searchable sessions attributed to the project, the current one counted once
@@ -85,5 +83,5 @@ class Scope:
 
     @functools.cached_property
     def ids_json(self) -> str:
-        """``session_ids`` as the JSON array the queries take: built once per scope, not per query."""
+        """``session_ids`` as the JSON array the queries take."""
         return json.dumps(list(self.session_ids))

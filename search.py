@@ -1,32 +1,19 @@
 """The search service: one scoped search over a project's past sessions, keyword, semantic or hybrid.
 
-Called by the entry points (the tool handlers, the slash commands, the
-command line). How a query is answered:
+Called by the tool handlers, the slash commands and the command line. How a query is answered:
 
-1. The current session's project is resolved (``workspace.py``); the scope is
-   the project's other searchable sessions (current lineage, archived
-   sessions, delegate and tool runs excluded), narrowed by the optional
-   filters (``since``/``until`` dates, ``role``). Home has no scope.
-2. The query is parsed, never passed through (``query.py``): quoted phrases
-   and identifiers stay exact phrases, other words are kept unless they are
-   stop words, and any of them may match, so a question asked verbatim
-   still finds its session.
-3. The keyword leg (``lexical.py``) reads candidates from Hermes' FTS indexes
-   with bounded work and ranks sessions by BM25 of their best messages.
-4. ``semantic``/``hybrid`` add cosine similarity over the project's vectors
-   once the user consented (``vector_leg.py``), in a thread beside the keyword
-   leg (its scoring products on one core); a folder of the project named in
-   the question weighs half in the vector searched (``query.vector_queries``);
-   the vector leg counts only when
-   it is close enough to the query (``ranking.close_enough``); sessions rank by their best
-   messages in both legs, and hybrid adds the legs' standardised scores
-   (:func:`fuse`).
-5. When the query asks how things stand now and its words are strong
-   evidence (``CURRENT_FIRST_STRENGTH``), the newest of the leading sessions
-   on its subject leads (``recency.py``).
-6. One strongest message per session; cron sessions rank after interactive
-   ones; ``limit`` sessions a page, later pages through ``next_cursor``, up
-   to ``pages.MAX_REACH`` sessions.
+1. The scope (``workspace.py``): the project's other searchable sessions, narrowed by the optional filters
+   (``since``/``until``, ``role``). Home has no scope.
+2. The query is parsed, never passed through (``query.py``); any of its words may match, so a question asked
+   verbatim still finds its session.
+3. The keyword leg (``lexical.py``): bounded reads of Hermes' FTS indexes, sessions ranked by BM25.
+4. ``semantic``/``hybrid`` add the vector leg once the user consented (``vector_leg.py``), in a thread beside
+   the keyword leg; it counts only when close enough to the query (``ranking.close_enough``), and hybrid adds
+   the legs' standardised scores (:func:`fuse`).
+5. When the query asks how things stand now and its words are strong evidence (``CURRENT_FIRST_STRENGTH``),
+   the newest of the leading sessions on its subject leads (``recency.py``).
+6. One message per session; cron sessions after interactive ones; ``limit`` sessions a page, later pages
+   through ``next_cursor``, up to ``pages.MAX_REACH`` sessions.
 """
 
 from __future__ import annotations
@@ -85,24 +72,19 @@ def cron_last(chosen: Sequence[Hit], details: dict[str, SessionDetails]) -> list
 
 
 def fuse(keyword: lexical.KeywordAnswer, semantic: Sequence[Hit], limit: int) -> list[Hit]:
-    """Hybrid: both legs' sessions by standardised score, the vector leg weighted by how weak keyword is.
+    """Hybrid: each session's hit (``found_by`` set) by standardised score, best first, at most ``limit``.
 
-    Where the best keyword session explains at least ``WEAK_KEYWORD`` of the
-    query's term weight, keyword leads (vectors weigh ``SEMANTIC_WEIGHT``);
-    below it, the words matched are incidental (a paraphrase, another
-    language) and vectors lead (``SEMANTIC_LEADS``). Returns each session's
-    hit (``found_by`` set), best first, at most ``limit``.
+    Where the best keyword session explains at least ``WEAK_KEYWORD`` of the query's term weight, vectors weigh
+    ``SEMANTIC_WEIGHT``; below it the words matched are incidental (a paraphrase, another language) and
+    vectors lead (``SEMANTIC_LEADS``).
     """
     weight = SEMANTIC_WEIGHT if keyword.strength >= WEAK_KEYWORD else SEMANTIC_LEADS
     return fuse_scores(keyword.sessions, rank_sessions(semantic), semantic_weight=weight)[:limit]
 
 
 def beside(work: Callable[[], T]) -> Future[T]:
-    """``work()`` started in a thread of its own; the future's ``result()`` waits for it and returns what it returned
-    or raises what it raised, ``exception()`` waits and returns what it raised (``None`` when it returned).
-
-    Where no thread can be started (the process is out of threads, or the interpreter is shutting down) the work
-    runs here, in the caller's thread, before this returns.
+    """``work()`` started in a thread of its own, as a future (``result()`` returns or raises what it did). Where
+    no thread can be started, the work runs in the caller's thread before this returns.
     """
     future: Future[T] = Future()
 
@@ -131,12 +113,8 @@ def _vector_queries(query: str, project: Project, records: Sequence[ProjectRecor
 
 
 def _semantic_leg_apart(home: Path, scope: Scope, queries: tuple[str, ...], settings: Settings) -> gate.SemanticLeg:
-    """:func:`vector_leg.semantic_leg` (indexing, then searching) on a state.db connection of its own.
-
-    A connection that cannot be opened (too many open files, state.db being
-    replaced) is an ``unavailable`` leg, as any other state.db trouble of the
-    vector leg is: keyword results stand.
-    """
+    """:func:`vector_leg.semantic_leg` (indexing, then searching) on a state.db connection of its own; one that
+    cannot be opened makes an ``unavailable`` leg (keyword results stand)."""
     try:
         conn = store.open_state_db(home)
     except errors.StoreError as exc:
@@ -159,24 +137,15 @@ def search_history(
     filters: Filters = Filters(),
     cursor: str | None = None,
 ) -> dict[str, Any]:
-    """Search the current session's project; returns the §4.5 result dict.
+    """Search the current session's project; returns the tool's answer (docs/tools.md).
 
-    ``keyword`` runs FTS only; ``semantic`` and ``hybrid`` add the vector leg
-    once the user consented (before that, and whenever the vector leg cannot
-    run, they answer with keyword results and say why in
-    ``semantic_status``/``semantic_note``). ``filters`` narrow the messages
-    searched (dates, role); cron sessions rank after interactive ones. At
-    most ``limit`` sessions are returned; when more are ranked the answer
-    has ``next_cursor``, and passing it back (same query, mode, filters and
-    asking session) returns the next page, up to ``MAX_REACH`` sessions.
+    ``semantic`` and ``hybrid`` answer with keyword results while the vector leg cannot run, saying why in
+    ``semantic_status``/``semantic_note``. At most ``limit`` sessions; ``next_cursor``, passed back with the
+    same query, mode, filters and asking session, gives the next page. With ``cwd`` the scope is that folder's
+    project (:func:`workspace.compute_scope_for_cwd`) and ``session_id`` is ignored.
 
-    Raises :class:`errors.StoreError` (no state.db, unknown session, a bad
-    cursor) for the handler to translate. Arguments are assumed validated by
-    the caller.
-
-    With ``cwd`` (a folder, for callers with no session id: slash commands,
-    the command line) the scope is every searchable session of that folder's
-    project (:func:`workspace.compute_scope_for_cwd`); ``session_id`` is ignored.
+    Arguments are assumed validated. Raises :class:`errors.StoreError` (no state.db, unknown session, a bad
+    cursor) for the handler to translate.
     """
     parsed = parse_query(query)
     settings = load_settings(home)
@@ -222,14 +191,12 @@ def search_history(
         if not parsed.units:  # punctuation alone: nothing to match, and nothing a vector could mean either
             base["message"] = "The query has no searchable words"
             return base
-        # The vector leg runs beside the keyword leg, on a connection of its own:
-        # each spends most of its time outside the interpreter (the matrix products, SQLite).
+        # The legs run side by side: each spends most of its time outside the interpreter (matrix products, SQLite).
         semantic_on = blocked is None and mode != "keyword"
         asked = _vector_queries(query, scope.project, listing.projects) if semantic_on else ()
         vectors = beside(lambda: _semantic_leg_apart(home, scope, asked, settings)) if semantic_on else None
         try:
-            # Every page ranks the same candidates (enough for all pages), so pages
-            # neither repeat nor skip a session.
+            # Every page ranks the same candidates (enough for all pages): pages neither repeat nor skip.
             found = lexical.search(conn, parsed, scope, want_sessions=pages.MAX_REACH + 1, db_key=paths.state_db_key(home))
         except BaseException:
             if vectors is not None and vectors.exception() is not None:  # the keyword leg's error is the answer

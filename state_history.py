@@ -1,20 +1,16 @@
 """Whether state.db still holds the history the embeddings index was built on (pure).
 
-Everything the index keeps about state.db is keyed by message id: the vectors, the "complete up to" marks, each
-process's own watermark. Ids name the same message for as long as state.db lives, because Hermes hands them out
-once (AUTOINCREMENT). A state.db put back from an older copy (``/snapshot restore``, ``hermes import``, a copied
-backup) has the copy's counter and hands out the lost ids again, to other messages: what the index knows of them
-is then wrong. No answer shows it (every hit is checked against state.db: :mod:`vector_leg`), but the new
-messages would never be embedded: the history is what keeps the index fresh.
+Everything the index keeps about state.db is keyed by message id (vectors, "complete up to" marks,
+watermarks). Hermes hands each id out once (AUTOINCREMENT), but a state.db put back from an older copy
+(``/snapshot restore``, ``hermes import``, a backup) hands out the lost ids again, to other messages. No answer
+shows it (every hit is checked against state.db: :mod:`vector_leg`), but those messages would never be embedded.
 
-So the index keeps a *history*: state.db's id counter when it last wrote, and points below it, the
-``(id, timestamp)`` of the message at or below each of the 8 newest ids, then at or below ``counter - (4**k - 1)``
-(ever wider apart). Every write of the index asks state.db whether it still holds the stored history and stores
-its history of that moment, under the index's write lock, so the stored history is always a state of state.db
-in which everything written was true. State.db has parted from it when its counter is lower, or when a point is there with
-another timestamp (its id was handed out again). Where they part is bounded by the highest point below which
-every point is still the same message: what the index knows above that is dropped. A point deleted since (an
-``/undo``, a rewrite) proves neither; it only lowers that bound when they have parted.
+So the index keeps a *history*: state.db's id counter when it last wrote, and the ``(id, timestamp)`` of the
+message at or below each of the ``DENSE`` newest ids, then at or below ``counter - (SPACING**k - 1)``. Every
+write of the index checks the stored history and stores the current one, under the index's write lock.
+State.db has parted from it when its counter is lower or a point has another timestamp; what the index knows
+above the highest point below which every point still matches is dropped. A point deleted since (an
+``/undo``) proves neither; it only lowers that bound once they have parted.
 """
 
 from __future__ import annotations
@@ -24,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: How many of the newest ids are each a point (a restore that loses few messages hands out these again)
+#: How many of the newest ids are each a point (a restore that loses few messages hands these out again)
 DENSE = 8
 #: How much farther apart each point below those is than the one above it
 SPACING = 4
@@ -59,8 +55,8 @@ def encode(history: History) -> str:
 
 
 def decode(text: Any) -> History | None:
-    """The history stored as ``text``; ``None`` when there is none or it does not read as one (edited by
-    hand, another version's): then nothing is known and the next write replaces it."""
+    """The history stored as ``text``; ``None`` when there is none or it does not read as one (then the next
+    write replaces it)."""
     if not isinstance(text, str):
         return None
     try:
@@ -77,9 +73,8 @@ def decode(text: Any) -> History | None:
 
 def parted_at(known: History, counter: int, found: Mapping[int, float]) -> int | None:
     """``None`` while state.db still holds the history ``known``: its ``counter`` is not lower and every point
-    ``found`` (``{id: timestamp}`` of those still there) has its timestamp. Otherwise the highest message id up
-    to which it provably does (0 when none): the highest point at most ``counter`` below which every point,
-    itself included, is still there with its timestamp."""
+    in ``found`` (``{id: timestamp}`` of those still there) has its timestamp. Otherwise the highest point at
+    most ``counter`` up to which every point is still there with its timestamp (0 when none)."""
     if counter >= known.counter and all(found[i] == stamp for i, stamp in known.points if i in found):
         return None
     same = 0

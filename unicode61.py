@@ -1,23 +1,15 @@
 """Text as FTS5's ``unicode61`` tokenizer sees it, asked of the SQLite this process runs.
 
-Hermes indexes messages with ``unicode61`` at its default options: letters,
-numbers, private-use and unassigned characters (and most symbols, emoji
-included) make tokens; everything else separates them; case is folded and
-Latin diacritics are removed ("Größe" is the token ``große``, "Ǆ" is ``ǆ``,
-"ς" is ``σ``), and combining accents are dropped. Python's ``lower()`` and
-``\\w`` agree with it on plain ASCII only, so a query word compared in
-Python's terms misses what FTS5 holds ("größe" counted 0 rows, "Straße"
-never matched a text scored by ``casefold()``).
+Hermes indexes messages with ``unicode61`` at its default options: letters, numbers, private-use and
+unassigned characters (and most symbols, emoji included) make tokens; everything else separates them; case is
+folded, Latin diacritics removed ("Größe" is ``große``, "ς" is ``σ``) and combining accents dropped. Python's
+``lower()`` and ``\\w`` agree with it on plain ASCII only.
 
-Rather than copy SQLite's tables, each character is looked up once per
-process in a private in-memory FTS5 table (``x<char>x`` tells whether the
-character joins a token, folds to another, separates or is dropped): what
-SQLite does is the answer by definition. No file is read or written.
+Each character is looked up once per process in a private in-memory FTS5 table (``x<char>x`` tells whether
+it joins a token, folds to another, separates or is dropped): SQLite's answer by definition. No file is read
+or written.
 
-:func:`fold` maps a text to the same length-or-shorter string in which every
-token character is folded and every separator is one space, so
-``fold(text).split()`` are FTS5's tokens. :func:`comparable` is the cheaper
-form for matching words (``lower()`` wherever that already agrees).
+``fold(text).split()`` are FTS5's tokens; :func:`comparable` is the cheaper form for matching words.
 """
 
 from __future__ import annotations
@@ -67,10 +59,8 @@ def _learn(table: dict[int, str], codepoints: set[int]) -> None:
 
 
 def fold(text: str) -> str:
-    """``text`` with token characters folded as ``unicode61`` folds them and separators as single spaces.
-
-    Never raises (a lone surrogate, which no database holds, is a separator).
-    The result is as long as ``text`` unless combining accents were dropped.
+    """``text`` with token characters folded as ``unicode61`` folds them and separators as single spaces; as long
+    as ``text`` unless combining accents were dropped. Never raises (a lone surrogate is a separator).
     """
     if text.isascii():
         return text.translate(_ASCII)
@@ -86,11 +76,9 @@ def fold(text: str) -> str:
     return text.translate(table)
 
 
-# Characters whose lower case is already what unicode61 makes of them, or which are
-# separators in both (matching works at non-word characters, see ``query.WORD_START``):
-# ASCII, CJK and kana, CJK and full-width punctuation, general punctuation, arrows and
-# symbols, emoji. A text of only these is compared by ``lower()`` (fast); any other
-# character (accented Latin, Greek, Cyrillic...) sends it through :func:`fold`.
+# Characters whose lower case is already what unicode61 makes of them, or separators in both (see
+# ``query.WORD_START``): ASCII, CJK and kana, punctuation, arrows and symbols, emoji. A text of only these is
+# compared by ``lower()``; any other character (accented Latin, Greek, Cyrillic...) sends it through fold().
 _LOWER_IS_FOLD = re.compile(
     "[\x00-\x7f\u2000-\u206f\u2190-\u2bff\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
     "\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff01-\uff20\uff3b-\uff40\uff5b-\uff65"
@@ -99,22 +87,16 @@ _LOWER_IS_FOLD = re.compile(
 
 
 def comparable(text: str) -> str:
-    """``text`` with every token character folded as unicode61 folds it; separators may stay as they are.
-
-    For matching query words at non-word boundaries: cheaper than
-    :func:`fold` for ASCII and CJK text (``lower()``), exact otherwise.
-    """
+    """``text`` with every token character folded as unicode61 folds it, separators maybe left as they are: for
+    matching words at non-word boundaries, cheaper than :func:`fold` for ASCII and CJK text."""
     if text.isascii() or _LOWER_IS_FOLD.fullmatch(text):
         return text.lower()
     return fold(text)
 
 
 def fold_with_positions(text: str) -> tuple[str, list[int]]:
-    """``(fold(text), where)``: ``where[i]`` is the index in ``text`` of the folded string's character ``i``.
-
-    ``where`` has one more entry, ``len(text)``, so a match ``[start, end)``
-    of the folded string is ``text[where[start]:where[end]]``.
-    """
+    """``(fold(text), where)``: ``where[i]`` is the index in ``text`` of the folded string's character ``i``, plus
+    ``len(text)`` last, so a match ``[start, end)`` of the folded string is ``text[where[start]:where[end]]``."""
     folded = fold(text)
     if len(folded) == len(text):
         return folded, list(range(len(text) + 1))
@@ -125,9 +107,8 @@ def fold_with_positions(text: str) -> tuple[str, list[int]]:
 
 
 def without_dropped(text: str) -> str:
-    """``text`` without the characters ``unicode61`` drops inside a token (combining accents): what is left
-    splits into words where FTS5 splits it. ``nai`` + U+0308 + ``ve`` (a decomposed "naïve", as macOS input
-    sends it) is one word, ``naive``-to-be, not ``nai`` and ``ve``. Never raises."""
+    """``text`` without the characters ``unicode61`` drops inside a token (combining accents), so that it splits
+    into words where FTS5 does (a decomposed "naïve" is one word, not ``nai`` and ``ve``). Never raises."""
     if text.isascii():
         return text
     fold(text)  # learns what is not known yet

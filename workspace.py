@@ -1,10 +1,9 @@
 """Which project a folder and a session belong to, and what a search may read (its scope).
 
-The IO half of attribution: the git probe (cached, with a timeout), the
-filesystem's view of folders (symlinks, folders deleted since), the
-per-profile attributor, and the per-state.db membership cache (every
-session's project, kept current cheaply). The rule itself is the pure
-``attribution.resolve_project``. Process-wide data lives in ``state.py``.
+The IO half of attribution: the git probe (cached, with a timeout), the filesystem's view of folders
+(symlinks, folders deleted since), the per-profile attributor, and the per-state.db membership cache (every
+session's project). The rule itself is the pure ``attribution.resolve_project``; process-wide data lives in
+``state.py``.
 """
 
 from __future__ import annotations
@@ -38,12 +37,9 @@ _NEGATIVE_TTL_S = 30.0
 
 
 class _GitProbe:
-    """``common_repo_root`` / ``branch`` for a folder.
-
-    Uses Hermes' ``tui_gateway.git_probe`` when importable (shares its cache
-    with the desktop); otherwise runs ``git`` itself with the same timeout and
-    the same worktree folding. Negative answers expire after 30 s so a folder
-    that becomes a repo is picked up.
+    """``common_repo_root`` / ``branch`` for a folder: Hermes' ``tui_gateway.git_probe`` when importable (its
+    cache is the desktop's), else ``git`` with the same timeout and worktree folding. A "no repo" answer expires
+    after ``_NEGATIVE_TTL_S`` so a folder that becomes a repo is picked up.
     """
 
     def __init__(self) -> None:
@@ -87,12 +83,8 @@ class _GitProbe:
         return self._run_git(cwd, "rev-parse", "--show-toplevel")
 
     def common_root(self, cwd: str | None) -> str:
-        """The main repo root containing ``cwd`` ("" if none).
-
-        A folder that no longer exists (a deleted subfolder, a removed
-        worktree) is answered by what this process's probe knew of it, else
-        by its nearest existing ancestor.
-        """
+        """The main repo root containing ``cwd`` ("" if none); for a folder that no longer exists, what this
+        process knew of it, else its nearest existing ancestor's."""
         if not cwd:
             return ""
         now = time.monotonic()
@@ -112,9 +104,8 @@ class _GitProbe:
         return hit[0] if hit is not None and (hit[0] or hit[1] > now) else None
 
     def prefetch(self, cwds: Iterable[str]) -> None:
-        """Probe at once, ``PROBE_THREADS`` at a time, the folders among ``cwds`` whose root is not known, so that
-        :meth:`common_root` then answers each of them from the cache (a census meets 40 folders: 0.1 s one by
-        one). Where no thread can be started, nothing is probed here: :meth:`common_root` probes each when asked.
+        """Probe the folders among ``cwds`` whose root is not known, ``PROBE_THREADS`` at a time, so that
+        :meth:`common_root` answers from the cache. Where no thread can be started, nothing is probed here.
         """
         folders = {c for c in cwds if c}
         now = time.monotonic()
@@ -168,10 +159,8 @@ def physical(path: str | None) -> str | None:
 
 
 def worktree_main_root(path: str, roots: Iterable[str]) -> str:
-    """The main repo among ``roots`` whose git metadata still names ``path`` as one of its worktrees ("" if none).
-
-    A worktree folder deleted without ``git worktree remove`` leaves
-    ``<root>/.git/worktrees/<name>/gitdir`` pointing at ``<path>/.git``.
+    """The main repo among ``roots`` whose git metadata still names ``path`` as one of its worktrees ("" if none):
+    a worktree deleted without ``git worktree remove`` leaves ``<root>/.git/worktrees/<name>/gitdir``.
     """
     wanted = os.path.normpath(os.path.join(path, ".git"))
     for root in roots:
@@ -199,7 +188,7 @@ class _Members:
     where: dict[str, tuple[str, str]]  # searchable session -> project identity
     by_identity: dict[tuple[str, str], set[str]]
     messages: dict[str, int]  # message_count when last read (sizes the scan strategy)
-    # every session's workspace as last read, None when it has none (a walk up a chain stops at either)
+    # every session's workspace as last read (None: it has none)
     workspaces: dict[str, attribution.Workspace | None] = field(default_factory=dict)
     fingerprint: tuple[Any, ...] = ()  # db_fingerprint() when loaded
 
@@ -217,23 +206,14 @@ class _Members:
 
 
 class MembershipCache:
-    """Per state.db: project identity -> searchable member sessions.
+    """Per state.db: project identity -> searchable member sessions. Thread-safe.
 
-    Reading every session row is expensive on a real state.db (each row holds
-    the session's full system prompt), so it
-    happens in the search only on the first search, when sessions were
-    deleted, when the projects changed, after a move made by this process, and
-    when the last full read is ``stale_limit`` seconds old. A search finding it
-    ``ttl`` seconds old (but not ``stale_limit``) answers from it and starts the
-    full read in a thread of its own, which replaces it when done (unless
-    something above made it void meanwhile). In between, each search
-    re-reads only new sessions and the ``recent`` newest ones (the desktop
-    records a new session's cwd just after creating it): a recent session
-    without a folder of its own takes its parent's or predecessor's workspace
-    from the cache, so a deep compression chain costs nothing per search. A
-    cwd changed, or a session archived, by another process in an *old*
-    session shows up about ``ttl`` seconds later in a process that searches
-    often, and always within ``stale_limit`` seconds. Thread-safe.
+    Reading every session row is expensive (each holds the session's system prompt), so a search does it only
+    the first time, when sessions were deleted, when the projects or the file changed, and past
+    ``stale_limit`` seconds. Past ``ttl``, a search answers from the cache and starts the full read in a thread
+    of its own. Otherwise each search re-reads only new sessions and the ``recent`` newest (the desktop records
+    a new session's cwd just after creating it), inheriting workspaces from the cache. So a change another
+    process makes to an *old* session shows within about ``ttl``, and always within ``stale_limit``.
     """
 
     def __init__(self, ttl: float = 60.0, recent: int = 64, stale_limit: float = 300.0) -> None:
@@ -261,9 +241,8 @@ class MembershipCache:
             return entry
 
     def _reload_behind(self, db_key: str, entry: _Members, attributor: Attributor) -> None:
-        """Start the full read of ``db_key`` in a thread of its own (one at a time); lock held. It opens its
-        own read-only connection, and replaces ``entry`` only if ``entry`` is still the one in use and the
-        file the same; a failure is logged and the next search past ``ttl`` tries again."""
+        """Start the full read of ``db_key`` in a thread of its own (one at a time, on its own connection); lock
+        held. It replaces ``entry`` only if that is still in use and the file the same; a failure is logged."""
         running = self._reloads.get(db_key)
         if running is not None and running.is_alive():
             return
@@ -351,15 +330,11 @@ membership = MembershipCache()
 
 
 class Attributor:
-    """Attribute workspaces to projects, caching per distinct workspace.
+    """Attribute workspaces to projects, caching per distinct workspace for ``ttl`` seconds.
 
-    Folders are compared as recorded and as the filesystem resolves them
-    (a project registered through a symlink, a ``..`` after one), so one
-    repo never splits in two. A recorded folder that no longer exists is
-    attributed by the stored git root, then what the git probe finds from
-    its nearest existing ancestor, then by the git metadata of repos seen
-    before (a deleted worktree). Entries expire after ``ttl`` seconds so a
-    folder that became a repo is picked up.
+    Folders are compared as recorded and as the filesystem resolves them (symlinks, ``..``), so one repo never
+    splits in two. A recorded folder that no longer exists is attributed by the stored git root, then the probe
+    of its nearest existing ancestor, then the git metadata of repos seen before (a deleted worktree).
     """
 
     def __init__(self, projects: Sequence[attribution.ProjectRecord], junk_roots: Iterable[str] = (), junk_trees: Iterable[str] = (), ttl: float = 60.0) -> None:
@@ -389,9 +364,8 @@ class Attributor:
         if cached is not None:
             return cached
         exists = bool(cwd) and os.path.isdir(cwd or "")
-        # Same precedence as the desktop tree: a live probe of cwd first
-        # (folds worktrees; CLI sessions store no root), then the stored root.
-        # A folder gone since: the stored root first, then the probe of what is left.
+        # As the desktop tree: a live probe of cwd first (folds worktrees; CLI sessions store no root), then the
+        # stored root. A folder gone since: the stored root first, then the probe of what is left.
         if exists:
             root = git.common_root(cwd) or (stored_root or "")
         else:
@@ -442,12 +416,9 @@ def attributor_for(home: Path, projects: Sequence[attribution.ProjectRecord]) ->
 def live_cli_folder(session: SessionInfo) -> str | None:
     """The folder of the live CLI running ``session`` when Hermes recorded none for it; ``None`` otherwise.
 
-    Hermes' CLI creates a ``/new`` session's row without a folder. When the
-    search runs inside that very CLI process (``HERMES_SESSION_ID`` names the
-    session, its source is ``cli`` and the terminal is local), the process's
-    own working folder is the one the CLI records for its sessions
-    (``os.getcwd()``). A gateway or desktop process never answers for a
-    session of another source.
+    Hermes' CLI creates a ``/new`` session's row without a folder. Inside that very CLI process
+    (``HERMES_SESSION_ID`` names the session, its source is ``cli``, the terminal local), ``os.getcwd()`` is
+    the folder the CLI records for its sessions.
     """
     if session.cwd or session.git_repo_root or session.source != "cli":
         return None
@@ -462,14 +433,11 @@ def live_cli_folder(session: SessionInfo) -> str | None:
 
 
 def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: str, *, db_key: str) -> Scope:
-    """The searchable sessions sharing ``current_id``'s project.
+    """The searchable sessions sharing ``current_id``'s project, its lineage left out.
 
-    The current session's workspace is its own, inherited
-    (:func:`resolve_workspace`), or, for a ``/new`` session searched from
-    inside its live CLI with nothing else to go on, that CLI's folder
-    (:func:`live_cli_folder`; ``current.basis`` is then ``live_cli``).
-    Raises :class:`SessionNotFound` when ``current_id`` is not in state.db.
-    Home has no scope: a session without a workspace searches nothing.
+    The current session's workspace is its own, inherited (``session_rows.resolve_workspace``), or its live
+    CLI's folder (:func:`live_cli_folder`; ``current.basis`` is then ``live_cli``). Home has no scope. Raises
+    ``errors.SessionNotFound`` when ``current_id`` is not in state.db.
     """
     entry = membership.members(conn, db_key, attributor)
     current = session_rows.session_info(conn, current_id, known=entry.workspaces)
@@ -490,14 +458,9 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
 
 
 def compute_scope_for_cwd(conn: sqlite3.Connection, attributor: Attributor, cwd: str, *, db_key: str) -> Scope:
-    """Every searchable session of the project that folder ``cwd`` belongs to.
-
-    The sibling of :func:`compute_scope` for callers with no session id (a
-    slash command typed by the human, the command line): the folder is
-    attributed like a session recorded there, and since there is no current
-    conversation nothing is excluded. ``Scope.current`` is ``None``. A folder
-    in no project (Home) has no scope. Never raises for the folder itself (a
-    missing folder is attributed by its path alone).
+    """Every searchable session of the project that folder ``cwd`` belongs to, for callers with no session id
+    (slash commands, the command line): nothing is excluded and ``Scope.current`` is ``None``. Home has no scope.
+    Never raises for the folder itself (a missing one is attributed by its path).
     """
     project = attributor.project_for_workspace(cwd or None, None)
     identity = project.identity
@@ -533,14 +496,9 @@ _SEARCHABLE_COUNT_SQL = f"SELECT count(*), COALESCE(sum(message_count), 0) FROM 
 
 
 def project_census(conn: sqlite3.Connection, attributor: Attributor) -> list[ProjectCount]:
-    """Every project that holds searchable sessions, and Home, with counts.
-
-    Attribution is the one the search uses (``Attributor.project_for_workspace``
-    over each distinct effective workspace), read fresh rather than from the
-    membership cache. Home counts the searchable sessions in no project,
-    including those with no recorded folder at all. Sorted by kind
-    (explicit, auto, home), then name. Raises ``sqlite3.DatabaseError`` when
-    state.db cannot be read.
+    """Every project that holds searchable sessions, and Home, with counts; sorted by kind (explicit, auto,
+    home), then name. Read fresh (not from the membership cache) with the search's attribution; Home counts the
+    searchable sessions in no project, those with no folder included. Raises ``sqlite3.DatabaseError``.
     """
     counts: dict[tuple[str, str], list[Any]] = {}
     for (cwd, root), sessions in session_rows.scan_sessions(conn).groups().items():
