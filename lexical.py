@@ -406,12 +406,10 @@ def _scan(
 
 
 def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_sessions: int, db_key: str) -> KeywordAnswer:
-    """The keyword leg for ``parsed`` within ``scope``.
+    """The keyword leg for ``parsed`` within ``scope``, looking for ``want_sessions`` matching sessions.
 
-    ``want_sessions`` is how many matching sessions the caller needs (every
-    page of a search asks the same, so pages never repeat or skip). Raises
-    ``sqlite3.DatabaseError`` only when state.db itself cannot be read (a
-    damaged FTS index degrades, see the module docstring).
+    Raises ``sqlite3.DatabaseError`` only when state.db itself cannot be read (a damaged FTS index degrades,
+    see the module docstring).
     """
     if not scope.session_ids or not parsed.units:
         return KeywordAnswer(())

@@ -118,12 +118,7 @@ _COMPOUND = re.compile(r"[._\-/:@#+]")
 
 @dataclass(frozen=True)
 class Unit:
-    """One searchable piece of a query.
-
-    ``kind``: ``word`` (one FTS token), ``phrase`` (quoted phrase or
-    identifier: several tokens in order), ``cjk`` (a CJK chunk: trigrams when
-    3+ characters, else a 2-character word).
-    """
+    """One searchable piece of a query; ``kind``: ``word``, ``phrase`` or ``cjk`` (see the module docstring)."""
 
     text: str
     kind: str
@@ -249,7 +244,7 @@ _SPACES = re.compile(r"[ \t]+")
 
 
 def vector_queries(text: str, folders: frozenset[str]) -> tuple[str, ...]:
-    """The texts the vector leg embeds for ``text``, whose vectors' normalised mean it searches. Pure; never raises.
+    """The texts the vector leg embeds for ``text``; it searches their vectors' normalised mean. Never raises.
 
     ``(text,)``, or ``(text, text without the folder names)`` when ``text`` names some but not all of
     ``folders`` (:func:`folder_names`) and a content word of two or more characters is left. A folder's name
@@ -310,11 +305,8 @@ def count_grouped(text: str, groups: dict[int, list[str]]) -> dict[str, int]:
 
 
 def s_stem(word: str) -> str:
-    """A light plural stemmer (Harman's "S" stemmer) for ASCII words of 4+ letters.
-
-    ``queries`` -> ``query``, ``caches`` -> ``cache``, ``timeouts`` -> ``timeout``;
-    ``status``, ``class`` and non-ASCII words are left as they are.
-    """
+    """Harman's "S" plural stemmer for ASCII words of 4+ letters (``queries`` -> ``query``, ``caches`` ->
+    ``cache``; ``status``, ``class`` and non-ASCII words left as they are)."""
     if len(word) <= 3 or not word.isascii():
         return word
     if word.endswith("ies") and not word.endswith(("eies", "aies")):

@@ -191,7 +191,7 @@ def search_history(
         if not parsed.units:  # punctuation alone: nothing to match, and nothing a vector could mean either
             base["message"] = "The query has no searchable words"
             return base
-        # The legs run side by side: each spends most of its time outside the interpreter (matrix products, SQLite).
+        # The legs run side by side: each spends most of its time outside the interpreter (matrix products, SQLite)
         semantic_on = blocked is None and mode != "keyword"
         asked = _vector_queries(query, scope.project, listing.projects) if semantic_on else ()
         vectors = beside(lambda: _semantic_leg_apart(home, scope, asked, settings)) if semantic_on else None
