@@ -109,7 +109,7 @@ class ProjectList:
 
 
 def load_projects(home: Path) -> ProjectList:
-    """Every project (archived included, flagged) with its folders; never raises.
+    """Every project (archived included, flagged) with its folders.
 
     A missing or unreadable ``projects.db`` (normal for profiles that never used the desktop) gives
     ``available=False``: auto attribution only (docs/attribution.md). The file is never created.
