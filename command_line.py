@@ -15,16 +15,12 @@ default the current directory), every session of it included. Text output
 uses the same renderer as the slash commands (``render.py``); ``--json``
 prints the raw answer.
 
-Exit codes: 0 success, 1 a failure answer (no state.db, unreadable database,
-the embedding provider failing...), 2 a usage error (a flag or value not
-understood, a cursor of another search). The flags ``search`` and ``recent``
-share with the slash commands are checked by the same grammar
-(``command_args.py``), in the same words. Failures print one
-clear line on stderr (with ``--json``, the failure answer on stdout too),
-never a traceback. Hermes' data is only read. The plugin's own data folder is
-written by ``index`` and, after consent, by a hybrid or semantic ``search``
-(it embeds what is new for up to a moment first, which with the ``openai``
-provider sends those messages to the configured endpoint).
+Exit codes: 0 success, 1 a failure answer (no state.db, an unreadable database, the provider failing...),
+2 a usage error (a flag or value not understood, checked by ``command_args.py`` in the slash commands'
+words; a cursor of another search). Failures print one line on stderr (with ``--json``, the failure
+answer on stdout too), never a traceback. Hermes' data is only read; the plugin's data folder is written
+by ``index`` and, after consent, by a hybrid or semantic ``search``, which first embeds what is new for a
+moment (with the ``openai`` provider, sending those messages to the configured endpoint).
 """
 
 from __future__ import annotations
