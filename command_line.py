@@ -1,19 +1,10 @@
 """Command line: ``project-history-recall`` (pip), or the plugin folder run by Python (``__main__.py``).
 
-For use outside a chat, against a Hermes profile (``$HERMES_HOME``, or
-``--hermes-home``)::
-
-    search QUERY [--cwd DIR] [--mode hybrid|keyword|semantic] [--limit N] [--since WHEN] [--until WHEN]
-           [--role user|assistant|tool] [--cursor C] [--json]
-    recent [--cwd DIR] [--limit N] [--since WHEN] [--until WHEN] [--cursor C] [--json]
-    projects [--json]
-    index [--json]
-    status [--json]
-
-``search`` and ``recent`` are scoped by the project of a folder (``--cwd``,
-default the current directory), every session of it included. Text output
-uses the same renderer as the slash commands (``render.py``); ``--json``
-prints the raw answer.
+For use outside a chat, against a Hermes profile (``$HERMES_HOME``, or ``--hermes-home``): ``search``,
+``recent``, ``projects``, ``index`` and ``status``, their flags in :func:`build_parser`. ``search`` and
+``recent`` are scoped by the project of a folder (``--cwd``, default the current directory), every
+session of it included. Text output uses the same renderer as the slash commands (``render.py``);
+``--json`` prints the raw answer.
 
 Exit codes: 0 success, 1 a failure answer (no state.db, an unreadable database, the provider failing...),
 2 a usage error (a flag or value not understood, checked by ``command_args.py`` in the slash commands'

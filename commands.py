@@ -1,8 +1,7 @@
 """Slash commands for the person at the Hermes prompt, and the two hooks.
 
-``/history-search``, ``/history-recent``, ``/history-read``,
-``/history-index``, ``/history-move`` and ``/history-help`` (``/history``
-itself is a Hermes built-in, so plugins cannot register it).
+The commands are :data:`COMMANDS` (``/history`` itself is a Hermes built-in,
+so plugins cannot register it).
 
 Hermes calls a plugin command with the text after it and nothing else. Where
 Hermes names the live conversation (the interactive terminal CLI after its
