@@ -354,11 +354,8 @@ def handle_consent(args: Any, **kwargs: Any) -> str:
 
 
 def _follow_in_desktop(task_id: Any, outcome: move.MoveOutcome) -> None:
-    """Let the desktop/TUI re-anchor its live session, as ``project_switch`` does.
-
-    ``tools.project_tools`` holds a GUI callback only inside the desktop
-    gateway; elsewhere it is ``None`` and nothing happens.
-    """
+    """Let the desktop/TUI re-anchor its live session, as ``project_switch`` does; elsewhere (no GUI callback
+    in ``tools.project_tools``) nothing happens."""
     try:
         from tools import project_tools
     except ImportError:
