@@ -1,11 +1,10 @@
-"""Project attribution: which project a session belongs to.
+"""Project attribution: which project a session belongs to (the rule in full: ``docs/attribution.md``).
 
 Pure functions over plain data. Nothing here reads files, probes git or
-touches SQLite; ``store.py`` gathers the inputs (the session's effective
-``cwd`` and common git root, the list of projects from ``projects.db``) and
-calls in here.
+touches SQLite; ``session_rows``, ``store`` and ``workspace`` gather the inputs
+(``sessions`` rows, git roots, the projects of ``projects.db``) and call in here.
 
-A session belongs to exactly one of three buckets (design §3.1):
+A session belongs to exactly one of three kinds of :class:`Project`:
 
 * ``explicit`` (``id``, ``name``) -- a folder of an explicit project
   (``projects.db``) is the longest ancestor of the session's ``cwd`` or of its
@@ -13,8 +12,6 @@ A session belongs to exactly one of three buckets (design §3.1):
 * ``auto`` (``key``, ``root``, ``name``) -- otherwise, the git repo root
   (linked worktrees are already folded into their main repo by the caller);
 * ``home`` -- neither.
-
-Each is a :class:`Project`; :meth:`Project.to_json` is its shape in answers.
 
 Path comparison is segment-wise (``/a/alpha`` never contains ``/a/alphabet``),
 ignores trailing separators and ``.`` segments, resolves ``..`` lexically, and
@@ -35,13 +32,12 @@ _P = TypeVar("_P")
 
 @dataclass(frozen=True)
 class Project:
-    """The project a session belongs to (see the module docstring for the three kinds).
+    """The project a session belongs to; :meth:`to_json` is its shape in answers.
 
     ``id``: the projects.db id (explicit only). ``key``: the git root as
     compared (:func:`path_key`, auto only). ``root``: the git root as recorded
     (auto only). ``name``: the project's name, or the root's last folder.
-    Two sessions share a project iff their :attr:`identity` is equal (an
-    explicit project renamed meanwhile is still the same project).
+    Two sessions share a project iff their :attr:`identity` is equal (a renamed explicit project is the same one).
     """
 
     kind: str = "home"
@@ -105,8 +101,7 @@ NEW_SESSION_WINDOW_S = 10.0
 
 
 class SessionRow(NamedTuple):
-    """What attribution reads of one ``sessions`` row (blank strings mean none); a named tuple: a census
-    builds one per session, and a frozen dataclass costs four times as much to build."""
+    """What attribution reads of one ``sessions`` row (blank strings mean none); a census builds one per session."""
 
     id: str
     parent: str = ""
@@ -119,14 +114,13 @@ class SessionRow(NamedTuple):
 
 
 class Workspace(NamedTuple):
-    """A session's effective working folder and git root, and where they come from (a named tuple, like
-    :class:`SessionRow`: one is built per session).
+    """A session's effective working folder and git root, and where they come from.
 
     ``basis``: ``recorded`` (its own row), ``parent`` (inherited along
     ``parent_session_id``: compression continuations, branches, delegates)
-    or ``previous_session`` (a CLI session started by ``/new``: Hermes records
-    no folder for it, so it takes the folder of the session ``/new`` ended
-    just before it in the same CLI). ``via``: the session it was taken from.
+    or ``previous_session`` (a CLI session started by ``/new``, which Hermes
+    records no folder for: :func:`new_session_predecessors`). ``via``: the
+    session it was taken from.
     """
 
     cwd: str | None
@@ -138,14 +132,11 @@ class Workspace(NamedTuple):
 def new_session_predecessors(rows: Iterable[SessionRow]) -> dict[str, str]:
     """For each CLI session started by ``/new``, the session ``/new`` ended just before it.
 
-    Hermes' CLI ends the old session (``end_reason='new_session'``) and at once
-    creates the new row with no folder and no parent. So each session ended
-    that way is followed by exactly one new session: new sessions are matched
-    in the order they started, each to the one ended session of the same
-    source, not yet taken, that ended at most ``NEW_SESSION_WINDOW_S`` before
-    it started. When two are free (two CLI windows using ``/new`` at the same
-    moment), the new session is left out: guessing could file it under the
-    wrong project.
+    New sessions (no folder, no parent) are matched in the order they started,
+    each to the one session of the same source, not yet taken, that ``/new``
+    ended (``end_reason='new_session'``) at most ``NEW_SESSION_WINDOW_S`` before.
+    When two are free (two CLI windows at once), the new session is left out:
+    guessing could file it under the wrong project.
     """
     rows = list(rows)
     ended = sorted(
@@ -176,10 +167,8 @@ def effective_workspaces(
     (:func:`new_session_predecessors`). ``known``: workspaces already
     resolved, ``None`` for a session known to have none (a walk stops there;
     the rows still decide ``/new`` matching). Cycles and dangling links end a
-    walk with no workspace. Pure; linear in the rows: every session is walked
-    through at most once, whether its walk finds a workspace or not (a
-    compression chain of a gateway chat, which has none, would otherwise be
-    walked again from each of its sessions).
+    walk with no workspace. Linear in the rows: each session is walked through
+    at most once, whether its walk finds a workspace or not.
     """
     previous = new_session_predecessors(rows.values())
     known = known or {}
@@ -245,12 +234,10 @@ def is_windows_path(path: str) -> bool:
 
 
 def path_segments(path: str | None) -> tuple[str, ...]:
-    """Split ``path`` into comparable segments.
+    """``path`` as comparable segments, ``()`` when empty; Windows paths case-folded.
 
-    Returns ``()`` for empty input. The first segment marks the root (``"/"``
-    for POSIX absolute paths, ``"c:"`` for a drive, ``"//"`` for UNC), so a
-    relative path never matches an absolute one. Windows paths are
-    case-folded.
+    The first segment marks the root (``"/"`` POSIX, ``"c:"`` a drive, ``"//"``
+    UNC, ``"."`` relative), so a relative path never matches an absolute one.
     """
     if not path or not path.strip():
         return ()
@@ -365,26 +352,19 @@ def resolve_project(
     junk_roots: Iterable[str] = (),
     junk_trees: Iterable[str] = (),
 ) -> Project:
-    """Attribute one session to a project.
+    """Attribute one session to a project: a :class:`Project`; never raises on missing or empty fields.
 
-    ``session_row`` needs ``cwd`` and ``git_repo_root`` (either may be empty)
-    and may give ``also``: other spellings of those folders (resolved
-    symlinks) that an explicit project's folder may contain; the caller has
-    already inherited them along a compression lineage and folded worktrees
-    into their common root. ``projects`` is a list of
-    :class:`ProjectRecord`, Hermes' ``projects_db.Project`` objects or
-    equivalent dicts (``id``, ``name``, ``folders``, ``primary_path``,
-    ``archived``). As on the desktop tree, a
-    git root equal to one of ``junk_roots`` (the user's home) or inside one of
-    ``junk_trees`` (HERMES_HOME) is never an auto project; explicit projects
-    there are still honoured.
-
-    Returns a :class:`Project` of one of the three kinds; never raises on
-    missing or empty fields.
+    ``session_row`` needs ``cwd`` and ``git_repo_root`` (either may be empty,
+    already inherited and with worktrees folded by the caller) and may give
+    ``also``: the same folders with symlinks resolved, which an explicit
+    project's folder may contain. ``projects``: :class:`ProjectRecord`, Hermes'
+    ``projects_db.Project`` objects or equivalent dicts. As on the desktop
+    tree, a git root equal to one of ``junk_roots`` (the user's home) or inside
+    one of ``junk_trees`` (HERMES_HOME) is never an auto project; explicit
+    projects there are still honoured.
     """
     cwd = (session_row.get("cwd") or "").strip()
     root = (session_row.get("git_repo_root") or "").strip()
-    # "also": the same folders as the filesystem resolves them (symlinks), compared like the recorded ones.
     project = match_explicit([cwd, root, *(session_row.get("also") or ())], projects)
     if project is not None:
         return Project("explicit", id=str(_get(project, "id")), name=str(_get(project, "name") or ""))
@@ -410,12 +390,11 @@ def _basename(path: str) -> str:
 
 
 def find_project(projects: Sequence[_P], token: str) -> _P | None:
-    """Look a project up by id, slug or name, exactly as Hermes' ``project_switch`` does.
+    """A project by id, slug or name as Hermes' ``project_switch`` finds it; ``None`` for no match.
 
     Exact id / slug / name first, then case-insensitive slug / name, each
     pass in ``projects`` order (Hermes': creation time, then insertion), so an
-    ambiguous token (one project's slug, another's name) picks the same
-    project as Hermes. Returns ``None`` for an empty token or no match.
+    ambiguous token picks the same project as Hermes.
     """
     token = (token or "").strip()
     if not token:

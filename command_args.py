@@ -3,8 +3,7 @@
 One table of flags: the slash commands parse their text with the ``*_args``
 functions below; the command line gives argparse the same flags
 (:func:`add_flags`) and checks their values with the same
-:func:`check_value` and :func:`dates`, so ``--limit 0``, ``--mode fuzzy`` or
-``--since 100000d`` are refused in the same words in both places.
+:func:`check_value` and :func:`dates`, so both refuse in the same words.
 
 A slash command's text (Hermes passes a command only what follows it):
 

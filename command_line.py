@@ -1,30 +1,17 @@
 """Command line: ``project-history-recall`` (pip), or the plugin folder run by Python (``__main__.py``).
 
-For use outside a chat, against a Hermes profile (``$HERMES_HOME``, or
-``--hermes-home``)::
+For use outside a chat, against a Hermes profile (``$HERMES_HOME``, or ``--hermes-home``): ``search``,
+``recent``, ``projects``, ``index`` and ``status``, their flags in :func:`build_parser`. ``search`` and
+``recent`` are scoped by the project of a folder (``--cwd``, default the current directory), every
+session of it included. Text output uses the same renderer as the slash commands (``render.py``);
+``--json`` prints the raw answer.
 
-    search QUERY [--cwd DIR] [--mode hybrid|keyword|semantic] [--limit N] [--since WHEN] [--until WHEN]
-           [--role user|assistant|tool] [--cursor C] [--json]
-    recent [--cwd DIR] [--limit N] [--since WHEN] [--until WHEN] [--cursor C] [--json]
-    projects [--json]
-    index [--json]
-    status [--json]
-
-``search`` and ``recent`` are scoped by the project of a folder (``--cwd``,
-default the current directory), every session of it included. Text output
-uses the same renderer as the slash commands (``render.py``); ``--json``
-prints the raw answer.
-
-Exit codes: 0 success, 1 a failure answer (no state.db, unreadable database,
-the embedding provider failing...), 2 a usage error (a flag or value not
-understood, a cursor of another search). The flags ``search`` and ``recent``
-share with the slash commands are checked by the same grammar
-(``command_args.py``), in the same words. Failures print one
-clear line on stderr (with ``--json``, the failure answer on stdout too),
-never a traceback. Hermes' data is only read. The plugin's own data folder is
-written by ``index`` and, after consent, by a hybrid or semantic ``search``
-(it embeds what is new for up to a moment first, which with the ``openai``
-provider sends those messages to the configured endpoint).
+Exit codes: 0 success, 1 a failure answer (no state.db, an unreadable database, the provider failing...),
+2 a usage error (a flag or value not understood, checked by ``command_args.py`` in the slash commands'
+words; a cursor of another search). Failures print one line on stderr (with ``--json``, the failure
+answer on stdout too), never a traceback. Hermes' data is only read; the plugin's data folder is written
+by ``index`` and, after consent, by a hybrid or semantic ``search``, which first embeds what is new for a
+moment (with the ``openai`` provider, sending those messages to the configured endpoint).
 """
 
 from __future__ import annotations

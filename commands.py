@@ -1,8 +1,7 @@
 """Slash commands for the person at the Hermes prompt, and the two hooks.
 
-``/history-search``, ``/history-recent``, ``/history-read``,
-``/history-index``, ``/history-move`` and ``/history-help`` (``/history``
-itself is a Hermes built-in, so plugins cannot register it).
+The commands are :data:`COMMANDS` (``/history`` itself is a Hermes built-in,
+so plugins cannot register it).
 
 Hermes calls a plugin command with the text after it and nothing else. Where
 Hermes names the live conversation (the interactive terminal CLI after its
@@ -11,11 +10,7 @@ run the agent's tools for it, so its project is the conversation's and the
 conversation itself is left out of what is searched. Elsewhere (the gateway,
 the desktop, a CLI before its first message) they are scoped by Hermes'
 working directory and say so. Every command answers readable text and never
-raises.
-
-Their arguments follow one grammar (``command_args.py``, shared with the
-command line): flags anywhere, ``--`` ends them, and anything not understood
-is refused with a line naming it, then the usage.
+raises. Their arguments follow ``command_args.py``'s grammar.
 """
 
 from __future__ import annotations
@@ -122,8 +117,7 @@ make_read_command = _tool_command(handlers.READ_TOOL, command_args.READ, command
 def command_index(raw_args: str = "") -> str:
     """``/history-index``: embed consented projects for up to a minute, then this folder's project's index status.
 
-    Indexing works on every consented project of the profile; the status that
-    follows is the project of Hermes' working directory. Takes no arguments.
+    The folder is Hermes' working directory. Takes no arguments.
     """
     try:
         command_args.no_args(command_args.INDEX, raw_args)
@@ -151,12 +145,10 @@ def _move_target(token: str) -> str:
 def make_move_command(dispatch: Dispatch) -> Callable[[str], str]:
     """``/history-move <project | folder>`` (or ``--home``) over ``dispatch`` (``ctx.dispatch_tool``).
 
-    The move itself is the ``project_session_move`` tool, called through
-    Hermes' ``dispatch_tool`` so that the interactive CLI's agent (and with it
-    the live session id) comes along. Where Hermes does not name the
-    conversation (gateway, desktop, before the first message), the answer
-    explains how to move instead: ask the agent. The target is checked first
-    either way.
+    The move is the ``project_session_move`` tool, called through ``dispatch``
+    so that the interactive CLI's agent (and the live session id) comes along;
+    where Hermes names no conversation, the answer says to ask the agent. The
+    target is checked first either way.
     """
 
     def command_move(raw_args: str = "") -> str:
@@ -245,11 +237,7 @@ def command_help(raw_args: str = "") -> str:
 
 
 def on_session_start(session_id: str = "", **_: Any) -> None:
-    """Hook ``on_session_start``: load the vector leg in the background (returns at once).
-
-    Only after consent, and never embedding or sending anything: see
-    :func:`warm_up.warm_up`. Never raises.
-    """
+    """Hook ``on_session_start``: load the vector leg in the background (:func:`warm_up.warm_up`); never raises."""
     warm_up.warm_up(paths.hermes_home(), session_id=session_id or "")
 
 

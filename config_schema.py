@@ -2,20 +2,18 @@
 
 Pure: takes the already-loaded Hermes config dict, returns frozen settings.
 The section may live at ``plugins.entries.project-history-recall`` (Hermes'
-per-plugin namespace, preferred) or ``plugins.project-history-recall`` (the
-design's spelling); when both exist, ``entries`` wins key by key.
+per-plugin namespace, preferred) or ``plugins.project-history-recall``; when
+both exist, ``entries`` wins key by key.
 
 ``embedding`` configures semantic search (provider, model, endpoint,
-chunking, whether the vector leg
-is loaded in the background when a conversation starts). Consent
-(``consent.json``, given in conversation) is what allows embedding; the
-config can only switch semantic search off: ``enabled: false`` or
-``provider: none``. Unset ``enabled`` (the default) and ``enabled: true``
-both leave the decision to consent.
+chunking, ``preload``: loading the vector leg when a conversation starts).
+Consent (``consent.json``) is what allows embedding; the config can only
+switch semantic search off (``enabled: false`` or ``provider: none``).
 
-Values are validated when read. A bad ``chunk_size``, ``chunk_overlap``,
-``preload`` or ``enabled`` falls back to its default. A provider that cannot
-be used (an unknown name, ``openai`` without a model) has no safe default:
+Values are validated when read: numbers are clamped to their range, a value
+that does not read as its type falls back to its default (a switch's text is
+true only for 1, true, yes or on). A provider that cannot be used (an unknown
+name, ``openai`` without a model) has no safe default:
 :attr:`EmbeddingSettings.problem` says what is wrong, and semantic search
 reports it instead of asking for consent.
 """
@@ -99,11 +97,10 @@ def provider_problem(provider: str, model: str) -> str:
 
 
 def parse_settings(config: Mapping[str, Any] | None) -> Settings:
-    """Settings from a Hermes config dict, validated; never raises.
+    """Settings from a Hermes config dict, validated (see the module docstring); never raises.
 
-    Bad values of the numbers and switches fall back to their defaults; a
-    provider that cannot be used is kept as written (lower-cased) with
-    ``embedding.problem`` saying why (see :func:`provider_problem`).
+    A provider that cannot be used is kept as written (lower-cased) with
+    ``embedding.problem`` saying why (:func:`provider_problem`).
     """
     section = plugin_section(config)
     raw = section.get("embedding")
@@ -131,8 +128,7 @@ class ProviderSpec:
 
     ``endpoint`` is as it may be shown (credentials redacted by
     :func:`redact.redact_url`); ``endpoint_sha256`` is the digest of the endpoint as
-    configured, credentials included (:func:`redact.endpoint_digest`), so consent
-    for one key never covers another.
+    configured, credentials included (:func:`redact.endpoint_digest`).
     """
 
     provider: str
@@ -142,7 +138,7 @@ class ProviderSpec:
 
 
 def provider_spec(settings: Settings) -> ProviderSpec:
-    """The :class:`ProviderSpec` of the configured provider. Pure (imports nothing heavy)."""
+    """The :class:`ProviderSpec` of the configured provider."""
     emb = settings.embedding
     if emb.provider == "local":
         return ProviderSpec("local", "local", LOCAL_MODEL, redact.endpoint_digest("local"))

@@ -78,8 +78,7 @@ def load_consent(path: Path) -> ConsentFile:
     """``consent.json`` at ``path``, validated (see :func:`consent_shape_problem`). Never raises.
 
     A missing file is no consent and no problem; a file that cannot be read,
-    is not JSON, or has the wrong shape is no consent, with ``problem`` set:
-    anything malformed means no consent.
+    is not JSON, or has the wrong shape is no consent, with ``problem`` set.
     """
     try:
         raw = Path(path).read_text(encoding="utf-8")
@@ -100,13 +99,10 @@ def load_consent(path: Path) -> ConsentFile:
 
 
 def write_consent(path: Path, record: dict[str, Any]) -> None:
-    """Write ``record`` atomically (a partial file is never read as consent); returns nothing.
+    """Write ``record`` atomically: a partial file is never read, and of two writes at once the last stands whole.
 
-    Of two writes at once, the one that lands last stands, whole.
-
-    Raises :class:`ConsentUnwritable` (``consent_unwritable``, the file's path in
-    ``details["file"]``) when the file or its folder cannot be written, with
-    what to fix in the message.
+    Raises :class:`ConsentUnwritable` (the file's path in ``details["file"]``)
+    when the file or its folder cannot be written, with what to fix in the message.
     """
     path = Path(path)
     # One temporary file per writer: two answers written at once (two tool calls, two
@@ -138,9 +134,8 @@ def write_consent(path: Path, record: dict[str, Any]) -> None:
 def consent_matches(consent: dict[str, Any] | None, spec: ProviderSpec) -> bool:
     """True when ``consent`` was given for this provider, endpoint and model (whatever its projects).
 
-    The endpoint matches by its digest as configured (``endpoint_sha256``), so
-    the same host with another key in its URL needs consent again; a record
-    without one (a build's before the first release) asks consent again.
+    The endpoint matches by its digest as configured (``endpoint_sha256``, see
+    the module docstring); a record without one never matches.
     """
     if consent is None:
         return False

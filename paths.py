@@ -30,8 +30,7 @@ def projects_db_path(home: Path) -> Path:
 def plugin_data_dir(home: Path) -> Path:
     """The plugin's private, per-profile data folder (embeddings.db, consent.json).
 
-    ``$HERMES_HOME/plugins/project-history-recall/data``: beside a drop-in
-    install (git-ignored there), and never inside site-packages for pip.
+    Beside a drop-in install (git-ignored there), never inside site-packages for pip.
     """
     return Path(home) / "plugins" / "project-history-recall" / "data"
 

@@ -1,8 +1,7 @@
-"""Readable text for people: one renderer shared by the slash commands and the CLI.
+"""Readable text for people: one renderer shared by the slash commands and the CLI, so they cannot drift apart.
 
-Pure: dicts in (the JSON answers of ``search.search_history`` and
-``status.py``), strings out. No IO, no imports from the rest of the plugin,
-so ``/history-search`` and ``project-history-recall search`` cannot drift apart.
+Pure: dicts in (the JSON answers of the services and ``status.py``), strings
+out; no IO, no imports from the rest of the plugin.
 """
 
 from __future__ import annotations
@@ -69,11 +68,8 @@ def error_text(prefix: str, answer: Mapping[str, Any]) -> str:
 
 
 def render_search(answer: Mapping[str, Any], *, cwd: str | None) -> str:
-    """A search answer as numbered sessions (title, when, source, snippet, link) and the notices.
-
-    A failure answer (``success`` false) renders as one ``history search:
-    <error>`` line.
-    """
+    """A search answer as numbered sessions (title, when, source, snippet, link) and the notices; a failure
+    answer as one ``history search: <error>`` line."""
     if not answer.get("success"):
         return error_text("history search", answer)
     lines = [scope_line(cwd, answer.get("project") or {})]
@@ -266,8 +262,7 @@ def render_help(version: str, *, command_line: str = "project-history-recall", s
                 install: str = "") -> str:
     """Usage of the slash commands, the tools and the command line, and the main limits.
 
-    ``command_line``: how to start the command line from this install (a
-    console script for pip, the plugin folder for Hermes' own installer).
+    ``command_line``: how to start the command line here (``status.command_line_hint``).
     ``semantic``: why semantic search cannot run here and how to fix it, shown first.
     ``install``: which of two installed copies Hermes loads, and what to do (see ``status.install_copies``).
     """

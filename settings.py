@@ -1,8 +1,9 @@
 """The plugin's settings from the profile's ``config.yaml``, and the embedding API key.
 
 Parsed settings are kept per file (``state.py``: ``settings``) and read again
-only when the file changes: a real Hermes config.yaml is hundreds of lines.
-An unreadable file means defaults (logged), never a failure.
+only when its size, mtime, ctime or inode changes: a real Hermes config.yaml
+is hundreds of lines, slow to parse in pure Python. An unreadable file means
+defaults (logged), never a failure.
 """
 
 from __future__ import annotations
@@ -17,12 +18,7 @@ logger = logging.getLogger(__name__)
 
 
 def load_settings(home: Path) -> config_schema.Settings:
-    """This profile's plugin settings from ``config.yaml`` (defaults when absent or unreadable).
-
-    A real Hermes config.yaml is hundreds of lines (slow to parse in pure
-    Python), so the parsed settings are kept per file and re-read only
-    when its size or modification time changes.
-    """
+    """This profile's plugin settings from ``config.yaml`` (defaults when absent or unreadable), kept per file."""
     import yaml
 
     path = Path(home) / "config.yaml"

@@ -1,13 +1,12 @@
-"""Reports for people, not the model: projects, index progress, profile status.
+"""Reports for people, not the model: projects, index progress, profile status, installed copies.
 
-Layering: called by the entry points (slash commands in ``commands.py``,
-``command_line.py``); uses ``search.py`` for the semantic rules (consent, provider)
-and ``store.py`` / ``embeddings.py`` for reads. Nothing here writes: state.db,
+Called by the entry points (``commands.py``, ``command_line.py``); the semantic
+rules (consent, provider) are ``gate.py``'s. Nothing here writes: state.db,
 projects.db and embeddings.db are opened read-only (``store.connect_ro``),
 nothing is embedded, and a missing file is reported, never created.
 
-Every function returns a plain dict (JSON-ready) with ``success``; failures a
-caller must report are raised as :class:`errors.StoreError` (no state.db).
+Each report is a plain JSON-ready dict with ``success``; failures a caller
+must report are raised as :class:`errors.StoreError` (no state.db).
 """
 
 from __future__ import annotations
@@ -50,10 +49,9 @@ def plugin_version() -> str:
 def command_line_hint() -> str:
     """How to start the command line from this install, as a shell command.
 
-    A pip install has the ``project-history-recall`` console script (when it is
-    on PATH). A drop-in or ``hermes plugins install`` folder has none, and its
-    name (``project-history-recall``) cannot be imported: it is run by path
-    with the Python that runs Hermes (``__main__.py`` loads the folder).
+    A pip install has the console script (when it is on PATH). A plugin
+    folder has none, and its name cannot be imported: it is run by path with
+    the Python that runs Hermes (``__main__.py`` loads the folder).
     """
     import shutil
 
@@ -211,17 +209,14 @@ def _model(home: Path) -> tuple[str | None, int]:
 
 
 def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[str, Any]:
-    """What ``embeddings.db`` holds, read-only.
+    """What ``embeddings.db`` holds; never creates or changes a file.
 
     Returns ``{path, found, bytes, chunks, messages_indexed, damaged_vectors}``:
     ``messages_indexed`` counts messages embedded with the configured model
     (of ``session_ids`` when given), ``damaged_vectors`` that model's vectors
-    of the wrong size (the next semantic search or the index command drops and
-    re-embeds them). ``error`` is set when the file cannot be read or used;
-    when a search could not use it until the user acts (a read-only data folder
-    or file, a schema from a newer plugin, a folder at the path), ``code`` and
-    ``temporary: false`` come with it, as the index command answers, and
-    ``error`` says what to do. Never creates or changes a file.
+    of the wrong size. ``error`` is set when the file cannot be read or used;
+    when searches cannot use it until the user acts (``index_file.IndexBlocked``),
+    ``code`` and ``temporary`` come with it, as the index command answers.
     """
     path = paths.plugin_data_dir(home) / "embeddings.db"
     embeddings = _embeddings_module(load_settings(home))
@@ -283,14 +278,13 @@ def index_status(*, home: Path, cwd: str) -> dict[str, Any]:
     """Index progress of the project of folder ``cwd``.
 
     Returns ``{success, cwd, project, sessions, indexable, indexed, pending,
-    semantic_status, semantic_note, semantic}``: ``indexable`` counts the
+    semantic_status, semantic_note, semantic}`` (and ``index``, see
+    :func:`index_file_report`, outside Home): ``indexable`` counts the
     project's live user/assistant messages with text, ``indexed`` those
-    embedded with the configured model, ``semantic_status`` is the value a
-    search there would report before indexing (``disabled``,
-    ``consent_required``, ``unavailable``, ``indexing``, ``partial``,
-    ``ready``). Home has no project: counts are 0 and ``semantic_status`` is
-    ``disabled``. Raises :class:`errors.StoreError` when state.db is missing or
-    unreadable.
+    embedded with the configured model, ``semantic_status`` is what a search
+    there would report before indexing. Home has no project: nothing pending,
+    ``semantic_status`` ``disabled``. Raises :class:`errors.StoreError` when
+    state.db is missing or unreadable.
     """
     folder = folder_of(cwd)
     conn = store.open_state_db(home)

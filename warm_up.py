@@ -38,20 +38,15 @@ _warming = state.cache("warm_up")
 def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> threading.Thread | None:
     """Start loading the vector leg in the background; returns the thread, or ``None`` when there is nothing to do.
 
-    Called when a conversation starts, so that the first search does not pay
-    for the census of every session's project and the first semantic one not
-    for loading the model and mapping the vector files. With ``first_only``
-    (called on every turn, for resumed conversations, which fire no start
-    hook) it acts only if no warm-up ran in this process yet. With ``session_id`` (the conversation's),
-    only the vectors of that session's project are read ahead (all of them when its project is not
-    known yet). Acts only when semantic
-    search may run somewhere in this profile: not switched off in config.yaml,
-    ``embedding.preload`` not false, and a consent on record (the thread then
-    checks it is for the configured provider, endpoint and model). Before
-    that it opens and creates no file. It embeds none of the messages and sends nothing:
-    indexing stays with searches and the index command. One warm-up per profile
-    runs at a time; a later one only loads what is new. Never raises: trouble is logged
-    and the next search reports it in ``semantic_status``.
+    With ``first_only`` (called on every turn, for resumed conversations,
+    which fire no start hook) it acts only if no warm-up ran in this process
+    yet. With ``session_id``, only the vectors of that session's project are
+    read ahead (all of them when its project is not known yet). Acts only when
+    config.yaml does not switch semantic search off, ``embedding.preload`` is
+    not false and a consent is on record (the thread checks it covers the
+    configured provider, endpoint and model); before that it creates no file.
+    One warm-up per profile runs at a time; a later one only loads what is
+    new. Never raises.
     """
     try:
         settings = load_settings(home)
@@ -85,11 +80,9 @@ def prepare(home: Path, settings: config_schema.Settings) -> threading.Thread | 
     Returns the thread, or ``None`` when there is nothing to do.
 
     For the first semantic or hybrid search of a process that had no warm-up (``embedding.preload: false``,
-    or a host that fired no start hook): once per process and profile. Acts on the warm-up's terms: not
-    switched off in config.yaml and a consent on record for the configured provider, endpoint and model
-    (checked in the thread); the search's own precheck still decides whether its project may be searched,
-    and nothing is embedded or sent here. Never raises: trouble is logged and the search meets it again
-    and reports it.
+    or a host that fired no start hook): once per process and profile, on the warm-up's terms (consent
+    checked in the thread); the search's own gate still decides whether its project may be searched.
+    Never raises: the search meets any trouble again and reports it.
     """
     with _warming.lock:
         prepared = _warming.data.setdefault("prepared", set())
@@ -171,10 +164,9 @@ def _warm_vectors(home: Path, settings: config_schema.Settings, scope: frozenset
 
 
 def _census(home: Path, session_id: str) -> frozenset[str] | None:
-    """Attribute every session to its project now (:data:`workspace.membership`), so
-    that the process's first search, of any mode, finds it done. Returns the sessions a search from
-    ``session_id`` reads (none for a session in Home), or ``None`` when that is not known: no session id,
-    a session not in state.db yet, or trouble (logged: the search reads the census again)."""
+    """Attribute every session to its project now (:data:`workspace.membership`) for the process's first search.
+    Returns the sessions a search from ``session_id`` reads (none for a session in Home), or ``None`` when
+    that is not known: no session id, a session not in state.db yet, or trouble (logged)."""
     try:
         conn = store.open_state_db(home)
         try:
@@ -197,9 +189,8 @@ def _census(home: Path, session_id: str) -> frozenset[str] | None:
 
 
 def _read_ranges(home: Path) -> None:
-    """Read every session's message id range now (:data:`lexical.ranges`), with
-    which the keyword leg passes over other projects' matches before reading them. Trouble is logged: searches
-    go without the filter."""
+    """Read every session's message id range now (:data:`lexical.ranges`: the keyword leg's filter of other
+    projects' matches); trouble is logged, and searches go without the filter."""
     try:
         conn = store.open_state_db(home)
         try:
