@@ -14,9 +14,9 @@ in order is ``session_walk.py``.
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
+import operator
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -84,7 +84,7 @@ def connect_ro(path: Path) -> sqlite3.Connection:
     return conn
 
 
-_TEXT = functools.partial(str, encoding="utf-8", errors="replace")
+_TEXT = operator.methodcaller("decode", "utf-8", "replace")  # bytes -> str, as str(b, "utf-8", "replace")
 
 
 def open_state_db(home: Path) -> sqlite3.Connection:
@@ -175,7 +175,7 @@ _PARTS = "CAST(substr(CAST(m.content AS BLOB), 7) AS TEXT)"  # a multimodal row'
 #: Whether a row's content has text as :func:`shown_texts` reads it (:func:`_message_text`, then ``strip()``):
 #: plain content not all blank, or multimodal content with a text part not blank (or not a JSON list: read as
 #: it is). Nested CASEs keep SQLite from parsing JSON that is not valid.
-_HAS_TEXT = (
+HAS_TEXT = (
     f"(CASE WHEN NOT COALESCE(substr(CAST(m.content AS BLOB), 1, 6) = X'{_CONTENT_JSON_PREFIX.encode().hex()}', 0) "
     f"THEN TRIM(COALESCE(m.content, ''), {_BLANKS}) != '' WHEN NOT json_valid({_PARTS}) THEN 1 "
     f"WHEN json_type({_PARTS}) != 'array' THEN 1 ELSE EXISTS (SELECT 1 FROM json_each({_PARTS}) j WHERE TRIM(CASE "
@@ -186,8 +186,8 @@ _HAS_TEXT = (
 
 def indexable_row(conn: sqlite3.Connection) -> str:
     """The SQL condition for a row the vector index should hold: a visible user or assistant message with text
-    as it is embedded (:data:`_HAS_TEXT`; a row of blanks or images only would count as missing for ever)."""
-    return f"{visible(conn)} AND m.role IN ('user', 'assistant') AND {_HAS_TEXT}"
+    as it is embedded (:data:`HAS_TEXT`; a row of blanks or images only would count as missing for ever)."""
+    return f"{visible(conn)} AND m.role IN ('user', 'assistant') AND {HAS_TEXT}"
 
 
 def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:

@@ -10,6 +10,7 @@ compacted, hidden and tool rows.
 from __future__ import annotations
 
 import importlib
+import json
 import random
 import sqlite3
 from collections.abc import Callable
@@ -198,6 +199,22 @@ def test_windows_and_previews_are_those_of_every_row_in_order(hermes: World):
     first = next(text for role, visible, text in facts if role == "user" and visible and text)
     last = next(text for role, visible, text in reversed(facts) if role == "assistant" and visible and text)
     assert [(s["first_user"], s["last_assistant"]) for s in listed] == [(first, last)]
+
+
+def test_a_preview_passes_over_messages_with_no_text(hermes: World):
+    """A session opens with a user message of only an image (Hermes' multimodal parts, no text part) and one of
+    blanks, then asks in words; it ends with an assistant reply of only an image: the previews are the first user
+    message and the last assistant message with text, as the index and the window read text. The image-only
+    message was the preview before: an empty ``first_user``."""
+    image = "\x00json:" + json.dumps([{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}])
+    repo = hermes.repo("pics")
+    sid = hermes.open("pics", repo)
+    hermes.open("cur-pics", repo)
+    write(hermes, sid, [{"role": "user", "content": image}, {"role": "user", "content": " \u3000\n"},
+                        {"role": "user", "content": "why is the build red"}, {"role": "assistant", "content": "a flaky test"},
+                        {"role": "assistant", "content": image}])
+    listed = hermes.call("project_history_recent", {}, "cur-pics")["sessions"]
+    assert [(s["first_user"], s["last_assistant"]) for s in listed] == [("why is the build red", "a flaky test")]
 
 
 def test_a_window_stops_at_a_long_run_of_rewound_messages_and_says_so(hermes: World, monkeypatch: pytest.MonkeyPatch):
