@@ -157,54 +157,68 @@ def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_
 def lacking(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key) -> Lack:
     """What the scope's index lacks (see :class:`Lack`), ``key`` the process's key for the scope (:func:`key_of`).
 
-    While the process keeps a record of the scope (:func:`record`: it was found partial), the record answers:
-    what is newer is read, the ids too long for a search are left out. Otherwise, below a watermark nothing is
-    checked again: this process's own, else the shared per-session marks; the ids of what is new above it are
-    read, and a session without a mark is checked in full (:func:`full_check`). Without marks, or when
-    ``INDEX_BATCH`` ids or more are found, a record is made. Only ids are read here: texts are read as the
-    embedding takes them, never in keyword mode. What is indexed is always read from the file, never waiting for
-    a load in progress. A load that dropped damaged vectors (``vectors.generation`` moved on from ``key``'s)
-    voids the watermark. Raises ``sqlite3`` errors.
+    Below a watermark nothing is checked again (:func:`_above_watermark`); otherwise the process's record
+    answers (:func:`record`), the ids too long for a search left out. Only ids are read here: texts are read as
+    the embedding takes them. Raises ``sqlite3`` errors.
     """
-    sessions = set(scope.session_ids)
     top = store.max_message_id(conn)
-    marks = None
+    ids, marks = _above_watermark(conn, vectors, scope, key, top)
     gone: list[int] = []
-    with _lacking_cache.lock:
-        recorded = key in _lacking
-    with _complete_cache.lock:
-        known = _complete.get(key)
-        if known is not None:
-            _keep(_complete, key, known, WATERMARKS_KEPT)  # in use: the newest, dropped last
-    if not recorded:
-        if known is not None:  # the key holds the sessions, compared in full, never by hash
-            parts = [(scope, known)]
-        else:
-            marks = vectors.complete_marks(sessions, top)
-            unmarked = tuple(sid for sid in scope.session_ids if sid not in marks.upto)
-            marked = tuple(sid for sid in scope.session_ids if sid in marks.upto)
-            parts = [] if not marked else [(dataclasses.replace(scope, session_ids=marked), min(marks.upto.values()))]
-            if marked and unmarked:
-                parts.append((dataclasses.replace(scope, session_ids=unmarked), 0))
-        if parts and vectors.generation == key[0]:  # else loading found damaged vectors, below the watermark too: count all
-            ids: list[int] = []
-            for part, above in parts:
-                if above:
-                    ids += _new_above(conn, vectors, part, above)[0]
-                else:  # sessions without a mark (new ones, mostly): every message of theirs
-                    ids += full_check(conn, vectors, part)[0]
-            if len(ids) < INDEX_BATCH:  # every scan reached its watermark: that is all
-                ids.sort(reverse=True)
-                return Lack(read_texts(conn, ids, gone), len(ids), None if ids else 0, top, marks, gone)
-            # More: the record counts them all (else the watermark would move past messages no search then indexes).
+    if ids is not None:
+        return Lack(read_texts(conn, ids, gone), len(ids), None if ids else 0, top, marks, gone)
     if marks is None:
-        marks = vectors.complete_marks(sessions, top)
+        marks = vectors.complete_marks(set(scope.session_ids), top)
     import numpy as np
 
     with _lacking_cache.lock:
         found = record(conn, vectors, scope, key)
         ids_left = found.missing if not found.long else found.missing[~np.isin(found.missing, list(found.long))]
         return Lack(read_texts(conn, ids_left.tolist(), gone), len(found.missing), found.total, found.below, marks, gone)
+
+
+def _above_watermark(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key, top: int
+                     ) -> tuple[list[int] | None, vector_index.CompleteMarks | None]:
+    """``(ids, marks)``: the ids of the scope's messages the index lacks above a watermark, newest first, or
+    ``None`` when the process's record must answer instead; ``marks``, the shared marks when they were read.
+
+    While the process keeps a record of the scope (:func:`record`: it was found partial), the record answers.
+    Otherwise the watermark is this process's own, else the shared per-session marks; a session without a mark
+    is checked in full (:func:`full_check`). Without marks, or when ``INDEX_BATCH`` ids or more are found, the
+    record answers (it counts them all: else the watermark would move past messages no search then indexes).
+    What is indexed is always read from the file, never waiting for a load in progress. A load that dropped
+    damaged vectors (``vectors.generation`` moved on from ``key``'s) voids the watermark. Raises ``sqlite3``
+    errors.
+    """
+    with _lacking_cache.lock:
+        recorded = key in _lacking
+    with _complete_cache.lock:
+        known = _complete.get(key)
+        if known is not None:
+            _keep(_complete, key, known, WATERMARKS_KEPT)  # in use: the newest, dropped last
+    if recorded:
+        return None, None
+    marks = None
+    if known is not None:  # the key holds the sessions, compared in full, never by hash
+        parts = [(scope, known)]
+    else:
+        marks = vectors.complete_marks(set(scope.session_ids), top)
+        unmarked = tuple(sid for sid in scope.session_ids if sid not in marks.upto)
+        marked = tuple(sid for sid in scope.session_ids if sid in marks.upto)
+        parts = [] if not marked else [(dataclasses.replace(scope, session_ids=marked), min(marks.upto.values()))]
+        if marked and unmarked:
+            parts.append((dataclasses.replace(scope, session_ids=unmarked), 0))
+    if not parts or vectors.generation != key[0]:  # a changed generation: damaged vectors, below the watermark too
+        return None, marks
+    ids: list[int] = []
+    for part, above in parts:
+        if above:
+            ids += _new_above(conn, vectors, part, above)[0]
+        else:  # sessions without a mark (new ones, mostly): every message of theirs
+            ids += full_check(conn, vectors, part)[0]
+    if len(ids) >= INDEX_BATCH:
+        return None, marks
+    ids.sort(reverse=True)
+    return ids, marks
 
 
 def record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key) -> Lacking:
@@ -252,20 +266,27 @@ def left(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Sco
     """``(missing, total, of the missing those known too long for a search)`` after a search took ``found``'s
     messages: ``stored`` of them embedded, ``passed`` too long for a search (``found.gone``: no longer to be
     indexed once read). When all of a watermark's new messages were embedded or gone, ``(0, 0, 0)``; else the
-    record's count (:func:`record`, made now if there is none), which learns ``passed`` (left out of its later
-    searches) and drops ``gone``. Raises ``sqlite3`` errors."""
+    record's count (:func:`_recount`). Raises ``sqlite3`` errors."""
     if not found.total and found.missing <= stored + len(found.gone):  # a watermark's new messages, all embedded or gone
         return 0, 0, 0
+    return _recount(conn, vectors, scope, key, passed, found.gone)[:3]
+
+
+def _recount(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key,
+             passed: list[int], gone: list[int]) -> tuple[int, int, int, int]:
+    """``(missing, total, of the missing those known too long for a search, up to which message id that holds)``
+    from the process's record (:func:`record`, made now if there is none), which learns ``passed`` (left out of
+    its later searches) and drops ``gone``. Raises ``sqlite3`` errors."""
     import numpy as np
 
     with _lacking_cache.lock:
         known = record(conn, vectors, scope, key)
         known.long.update(passed)
-        if found.gone:
-            lost = np.isin(known.missing, found.gone)
+        if gone:
+            lost = np.isin(known.missing, gone)
             known.missing, known.total = known.missing[~lost], known.total - int(np.count_nonzero(lost))
         long = int(np.count_nonzero(np.isin(known.missing, list(known.long)))) if known.long else 0
-        return len(known.missing), known.total, long
+        return len(known.missing), known.total, long, known.below
 
 
 def read_texts(conn: sqlite3.Connection, ids: list[int], gone: list[int]) -> Iterator[tuple[int, str, str]]:
@@ -316,30 +337,35 @@ def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scop
 def status_counts(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope,
                   key: Key) -> tuple[int, int, int]:
     """``(missing, total, of them too long for a search)`` for keyword mode's status, without embedding or reading
-    any text: the ids new above a watermark, else the process's record (:func:`record`). A scope found complete
-    (the index command, or another process, finished it) is remembered as complete in this process, so its
-    record goes and no full check is run for it again. Raises ``sqlite3`` errors."""
-    found = lacking(conn, vectors, scope, key)
-    counts = left(conn, vectors, scope, key, found, 0, [])
-    if counts[0] <= 0:
-        complete(vectors, scope, key, found, None)
-    return counts
+    any text: ``(0, 0, 0)`` when nothing is new above a watermark (:func:`_above_watermark`), else the process's
+    record brought up to now once (:func:`_recount`). A scope found complete (the index command, or another
+    process, finished it) is remembered as complete in this process, so its record goes and no full check is run
+    for it again. Raises ``sqlite3`` errors."""
+    top = store.max_message_id(conn)
+    ids, _ = _above_watermark(conn, vectors, scope, key, top)
+    if ids is not None and not ids:
+        complete(vectors, scope, key, top)
+        return 0, 0, 0
+    missing, total, long, below = _recount(conn, vectors, scope, key, [], [])
+    if missing <= 0:
+        complete(vectors, scope, key, below)
+    return missing, total, long
 
 
-def complete(vectors: vector_index.VectorIndex, scope: Scope, key: Key, found: Lack,
-             history: state_history.History | None) -> None:
-    """The scope is complete up to ``found.top``: remember it in this process (a repair meanwhile gave a new
-    generation, which voids it) and, with ``history`` (a search that indexed; keyword mode writes nothing), when
-    the shared marks lack a session of the scope or lag ``MARKS_LAG`` ids behind, for every process."""
+def complete(vectors: vector_index.VectorIndex, scope: Scope, key: Key, top: int,
+             marks: vector_index.CompleteMarks | None = None, history: state_history.History | None = None) -> None:
+    """The scope is complete up to message id ``top``: remember it in this process (a repair meanwhile gave a new
+    generation, which voids it) and, with ``marks`` (read before the check) and ``history`` (a search that
+    indexed; keyword mode writes nothing), when the shared marks lack a session of the scope or lag
+    ``MARKS_LAG`` ids behind, for every process."""
     with _complete_cache.lock:
-        _keep(_complete, (vectors.generation, *key[1:]), found.top, WATERMARKS_KEPT)
+        _keep(_complete, (vectors.generation, *key[1:]), top, WATERMARKS_KEPT)
     with _lacking_cache.lock:
         _lacking.pop(key, None)
-    marks = found.marks
     if history is None or marks is None or (not marks.behind and len(marks.upto) == len(scope.session_ids)
-                         and min(marks.upto.values(), default=found.top) >= found.top - MARKS_LAG):
+                         and min(marks.upto.values(), default=top) >= top - MARKS_LAG):
         return
-    mark_all(vectors, list(scope.session_ids), found.top, marks, history)
+    mark_all(vectors, list(scope.session_ids), top, marks, history)
 
 
 def mark_all(vectors: vector_index.VectorIndex, sessions: list[str], top: int, marks: vector_index.CompleteMarks,

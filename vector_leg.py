@@ -73,7 +73,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
                                  passed=passed, history=history)
         missing, total, long = index_check.left(conn, vectors, scope, key, found, stored, passed)
         if missing <= 0:
-            index_check.complete(vectors, scope, key, found, history)
+            index_check.complete(vectors, scope, key, found.top, found.marks, history)
         # Filters are applied after the vector search: look further when they are on.
         per_session = SEMANTIC_PER_SESSION * (4 if scope.filters.active else 1)
         asked = provider.embed(list(queries))  # unit rows, embedded in one batch
