@@ -289,16 +289,17 @@ def _recount(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope:
         return len(known.missing), known.total, long, known.below
 
 
-def read_texts(conn: sqlite3.Connection, ids: list[int], gone: list[int]) -> Iterator[tuple[int, str, str]]:
+def read_texts(conn: sqlite3.Connection, ids: list[int], gone: list[int], *, page: int = READ_PAGE
+               ) -> Iterator[tuple[int, str, str]]:
     """``(id, session id, text)`` of those of the messages ``ids`` the index should hold once read
-    (:func:`store.shown_texts`), in that order, read ``READ_PAGE`` at a time as they are taken; the ids of the
-    others (deleted, rewound, hidden or without text since they were listed) are appended to ``gone``, never
-    sent to a provider. Raises ``sqlite3`` errors."""
-    for start in range(0, len(ids), READ_PAGE):
-        page = ids[start : start + READ_PAGE]
-        found = store.shown_texts(conn, page)
-        gone.extend(i for i in page if i not in found)
-        yield from ((i, *found[i]) for i in page if i in found)
+    (:func:`store.shown_texts`), in that order, read ``page`` at a time as they are taken (``READ_PAGE``: a
+    search's); the ids of the others (deleted, rewound, hidden or without text since they were listed) are
+    appended to ``gone``, never sent to a provider. Raises ``sqlite3`` errors."""
+    for start in range(0, len(ids), page):
+        taken = ids[start : start + page]
+        found = store.shown_texts(conn, taken)
+        gone.extend(i for i in taken if i not in found)
+        yield from ((i, *found[i]) for i in taken if i in found)
 
 
 def _index_read(vectors: vector_index.VectorIndex, read: Callable[[], T]) -> T:

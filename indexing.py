@@ -20,6 +20,7 @@ from . import attribution, gate, index_check, paths, store, workspace
 from .records import Scope
 from .settings import load_settings
 
+BATCH = 64  # messages the index command reads from state.db and embeds at a time
 SYNC_EVERY_S = 30.0  # how often the index command copies new vectors into the shared vector files
 
 
@@ -108,12 +109,12 @@ def index_projects(
             return failed(exc, 0, 0)
         already = total - len(work)
         gone: list[int] = []  # deleted, or without text once read: never indexed, not counted
-        pending = (vector_index.PendingMessage(*m) for m in index_check.read_texts(conn, work, gone))
+        pending = (vector_index.PendingMessage(*m) for m in index_check.read_texts(conn, work, gone, page=BATCH))
         done = 0
         synced = time.monotonic()
         try:
             while deadline is None or time.monotonic() < deadline:
-                batch = list(itertools.islice(pending, 64))
+                batch = list(itertools.islice(pending, BATCH))
                 if not batch:
                     break
                 done += vectors.add(batch, deadline=deadline, history=history)

@@ -333,3 +333,15 @@ def test_keyword_status_brings_the_record_up_to_date_once(remote: World, monkeyp
         since = [s for s in statements if "FROM chunks INDEXED BY chunks_by_model WHERE model_fingerprint" in s and " AND id > " in s]
         marks = [s for s in statements if "complete_upto:" in s]
         assert (len(since), len(marks)) == (1, 0), statements
+
+
+def test_the_index_command_reads_texts_a_batch_at_a_time(remote: World, monkeypatch: pytest.MonkeyPatch):
+    """The index command read the texts it embeds 8 ids a statement, the page sized for a search's deadline: 26
+    statements for 201 messages (the asking chat's included). Now it reads as many as it embeds at a time (64): 4."""
+    world = remote
+    world.session("s1", world.paths["app"])
+    bulk(world, "s1", 200, lambda i: words(i, 60))
+    statements = traced(monkeypatch, plugin("store"), "connect_ro")
+    assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
+    reads = [s for s in statements if s.startswith("SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN")]
+    assert len(reads) == 4, len(reads)
