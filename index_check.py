@@ -41,8 +41,8 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from . import state, state_history, store
@@ -85,7 +85,7 @@ class Lack:
     total: int | None
     top: int
     marks: vector_index.CompleteMarks | None
-    gone: list[int] = field(default_factory=list)
+    gone: list[int]
 
 
 @dataclass
@@ -134,12 +134,10 @@ def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_
     When state.db parted from the stored history (put back from an older copy: the lost ids are handed out
     again), what the index knows above where they part is dropped (:meth:`vector_index.VectorIndex.forget_after`).
     None is stored before the file's first write of vectors or marks, which stores it. A few point reads of each file. Raises ``sqlite3`` errors of
-    state.db, and :class:`embeddings.EmbeddingUnavailable` for embeddings.db's (:meth:`VectorIndex.trouble`).
+    either file (the caller reads them through :meth:`VectorIndex.trouble`), :class:`index_file.IndexNotNow` when the
+    index file was replaced.
     """
-    try:
-        text = vectors.store.stored_history()
-    except sqlite3.Error as exc:
-        raise vectors.trouble(exc) from exc
+    text = vectors.store.stored_history()
     known = state_history.decode(text)
     with store.one_snapshot(conn):
         counter = store.message_id_counter(conn)
@@ -147,10 +145,7 @@ def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_
             known, counter, store.message_timestamps(conn, [i for i, _ in known.points]))
         now = state_history.of(counter, store.points_at(conn, state_history.targets(counter)))
     if parted is not None:
-        try:
-            vectors.forget_after(parted, text, now)
-        except sqlite3.Error as exc:
-            raise vectors.trouble(exc) from exc
+        vectors.forget_after(parted, text, now)
     return now
 
 
@@ -232,13 +227,13 @@ def record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: S
 
     found = _lacking.get(key)
     if found is None or vectors.generation != key[0] or time.monotonic() - found.made > RECHECK_S:
-        chunks = _index_read(vectors, vectors.store.stored_upto)  # before the check: a chunk written meanwhile is seen again
+        chunks = vectors.store.stored_upto()  # before the check: a chunk written meanwhile is seen again
         with store.one_snapshot(conn):
             top = store.max_message_id(conn)
             missing, total = full_check(conn, vectors, scope)
         made = Lacking(top, chunks, np.array(missing, dtype=np.int64), total, set(), time.monotonic())
         return _keep(_lacking, key, made, RECORDS_KEPT)
-    embedded, found.chunks = _index_read(vectors, lambda: vectors.store.messages_since(found.chunks))
+    embedded, found.chunks = vectors.store.messages_since(found.chunks)
     if len(embedded):
         found.missing = found.missing[~np.isin(found.missing, embedded)]
     with store.one_snapshot(conn):
@@ -255,8 +250,8 @@ def _new_above(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scop
                ) -> tuple[list[int], int]:
     """``(ids, should)``: of the scope's messages above message id ``above`` that the index should hold
     (:func:`store.indexable_ids_above`, newest first, ``should`` of them), those it does not hold yet. An indexed
-    id of a row no longer shown is not counted. Raises ``sqlite3`` errors (embeddings.db's as the index's trouble)."""
-    indexed = _index_read(vectors, lambda: vectors.store.ids_in(scope.ids_json, above))
+    id of a row no longer shown is not counted. Raises ``sqlite3`` errors of either file."""
+    indexed = vectors.store.ids_in(scope.ids_json, above)
     should = store.indexable_ids_above(conn, scope, above)
     return [i for i in should if i not in indexed], len(should)
 
@@ -302,14 +297,6 @@ def read_texts(conn: sqlite3.Connection, ids: list[int], gone: list[int], *, pag
         yield from ((i, *found[i]) for i in taken if i in found)
 
 
-def _index_read(vectors: vector_index.VectorIndex, read: Callable[[], T]) -> T:
-    """``read()``, embeddings.db's errors the index's trouble (:meth:`vector_index.VectorIndex.trouble`)."""
-    try:
-        return read()
-    except sqlite3.Error as exc:
-        raise vectors.trouble(exc) from exc
-
-
 def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope) -> tuple[list[int], int]:
     """``(ids of the scope's messages the index should hold and lacks, newest first; how many it should hold)``,
     every message id of the scope checked against every indexed one of its sessions, as arrays.
@@ -326,7 +313,11 @@ def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scop
     with store.one_snapshot(conn):  # the ids and the rows read from one state of state.db
         signed = np.fromstring(store.scope_message_ids_text(conn, scope), dtype=np.int64, sep=",")
         scope_ids = np.abs(signed)
-        held = np.isin(scope_ids, _index_read(vectors, lambda: vectors.indexed_array(scope.ids_json)))
+        try:  # the index command tells embeddings.db's errors from state.db's (its caller's)
+            indexed = vectors.indexed_array(scope.ids_json)
+        except sqlite3.Error as exc:
+            raise vectors.trouble(exc) from exc
+        held = np.isin(scope_ids, indexed)
         read = scope_ids[~held | (signed < 0)]
         sorted_out = np.fromstring(store.sort_out_text(conn, json.dumps(read.tolist())), dtype=np.int64, sep=",") if len(read) else read
     should = sorted_out[sorted_out > 0]

@@ -50,8 +50,7 @@ def index_projects(
     if missing:
         return {"success": False, "error": missing, "code": "requirements_missing", "temporary": False,
                 "install": gate.install_command(settings), "semantic_status": "unavailable", "indexed": 0, "total": 0}
-    from . import embeddings, index_file, vector_index
-    index_troubles = (embeddings.EmbeddingUnavailable, index_file.IndexBroken)
+    from . import embeddings, vector_index
 
     def failed(exc: Any, indexed: int, total: int) -> dict[str, Any]:
         return {"success": False, "error": str(exc), "code": getattr(exc, "code", "embedding_unavailable"),
@@ -81,7 +80,7 @@ def index_projects(
             repaired_before = vectors.repaired
             history = index_check.agree(conn, vectors)
             known = list(vectors.indexed())  # a copy: another thread may be indexing
-        except index_troubles as exc:
+        except embeddings.EmbeddingUnavailable as exc:
             return failed(exc, 0, 0)
         except sqlite3.Error as exc:
             return failed(vectors.trouble(exc) if vectors is not None else exc, 0, 0)
@@ -94,7 +93,7 @@ def index_projects(
             vectors.repair_damaged()  # vectors of the wrong size are dropped and count as missing
             top = store.max_message_id(conn)
             marks = vectors.complete_marks(set(), top)  # the stamp, read before checking (see mark_complete)
-        except index_troubles as exc:
+        except embeddings.EmbeddingUnavailable as exc:
             return failed(exc, 0, 0)
         except sqlite3.Error as exc:
             return failed(vectors.trouble(exc), 0, 0)
@@ -105,7 +104,7 @@ def index_projects(
                 lacking, should = index_check.full_check(conn, vectors, scope)
                 work.extend(lacking)
                 total += should
-        except index_troubles as exc:  # embeddings.db's, from the check
+        except embeddings.EmbeddingUnavailable as exc:  # embeddings.db's, from the check
             return failed(exc, 0, 0)
         already = total - len(work)
         gone: list[int] = []  # deleted, or without text once read: never indexed, not counted
@@ -126,7 +125,7 @@ def index_projects(
             vectors.sync()  # what was embedded is copied here, not by the next search
             if done + len(gone) == len(work):  # every consented project is complete up to top: a new process's first search checks only what is newer
                 index_check.mark_all(vectors, [sid for scope in scopes for sid in scope.session_ids], top, marks, history, replace=True)
-        except index_troubles as exc:
+        except embeddings.EmbeddingUnavailable as exc:
             return failed(exc, already + done, total - len(gone))
         except sqlite3.Error as exc:
             return failed(vectors.trouble(exc), already + done, total - len(gone))

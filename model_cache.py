@@ -265,7 +265,8 @@ def _build(buffer: mmap.mmap, threads: int) -> Any:
         a = np.frombuffer(data, dtype, count, int(item["offset"])).reshape(item["shape"])
         arrays[item["name"]] = a
 
-    tokenizer = _grouped_tokenizer(UsePureTokenizer)
+    grouped: Any = _grouped_class(UsePureTokenizer)
+    tokenizer = grouped.__new__(grouped)  # its attributes set here
     tokenizer._pieces = bytes(arrays.pop("pieces")).decode().split("\0")
     tokenizer._scores = array("f", arrays.pop("scores").tobytes())
     if len(tokenizer._pieces) != len(tokenizer._scores):
@@ -399,12 +400,6 @@ def _grouped_class(base: type) -> type:
             return self._viterbi(normalized)
 
     return GroupedTokenizer
-
-
-def _grouped_tokenizer(base: type) -> Any:
-    """A bare instance of :func:`_grouped_class` of ``base`` (its attributes set by the caller)."""
-    cls: Any = _grouped_class(base)
-    return cls.__new__(cls)
 
 
 def _remove(path: Path) -> None:

@@ -88,7 +88,7 @@ class VectorIndex:
         # What the vector files record as their source: the file, and its token (an inode is reused).
         self._db = (*opened.identity, opened.token) if opened.identity is not None else None
         self.note = opened.note
-        self._retired = False  # set when a newer open of the path replaced this one: no more writes
+        self.retired = False  # replaced, or found damaged or unwritable: no more writes; index_for opens the file again
         self._mapped = vector_view.MappedVectors(self.path, provider, self._db)  # this process's map of the shared files
         self._damaged: set[int] = set()  # messages whose stored vectors were unusable: not indexed until embedded again
         self._damage_kept = False  # a repair could not delete damaged vectors from the file: no marks are trusted or written
@@ -107,7 +107,7 @@ class VectorIndex:
             return IndexNotNow(f"semantic search could not finish just now ({exc}); it retries on a later search",
                                code="db_error" if problem.code == "index_damaged" else problem.code)
         if problem.code in ("index_damaged", "index_read_only", "index_not_a_file"):
-            self._retired = True
+            self.retired = True
             if isinstance(problem, IndexBlocked):
                 index_file.remember(self.path, problem)
         logger.warning("embeddings index %s: %s", self.path, exc)
@@ -121,17 +121,8 @@ class VectorIndex:
         with self._lock:
             self._conn.close()
 
-    def retire(self) -> None:
-        """Refuse writes from now on: the path holds another file (see :func:`index_for`). Reads stay harmless."""
-        self._retired = True
-
-    @property
-    def retired(self) -> bool:
-        """Whether this index refuses writes (replaced, or found damaged or unwritable): :func:`index_for` opens the file again."""
-        return self._retired
-
     def _check_current(self) -> None:
-        if self._retired:
+        if self.retired:
             raise IndexNotNow("the embeddings index file was replaced; the next search uses the new one")
 
     def same_file(self) -> bool:
@@ -271,7 +262,7 @@ class VectorIndex:
         self.generation = next(_generations)  # a watermark saying "complete" no longer holds
         self._say(f"{len(gone)} message(s) had vectors {why} in the embeddings index: they were dropped and are "
                   "embedded again")
-        if self._retired:
+        if self.retired:
             return
         try:
             self.store.delete_repaired(self._conn, gone)
@@ -341,7 +332,7 @@ class VectorIndex:
         """Do now what the first search would: load the model, map the vector files brought up to the file, and read
         one value of every page that holds a vector of ``sessions`` (every page when ``None``): shared pages, no
         copy; other projects' vectors are left on disk. Embeds no message and sends nothing. Raises what a search
-        would (:class:`EmbeddingUnavailable`, :class:`IndexBroken`, ``sqlite3`` errors)."""
+        would (:class:`EmbeddingUnavailable`, ``sqlite3`` errors)."""
         load = getattr(self.provider, "load", None)
         if load is not None:
             load()
@@ -423,7 +414,7 @@ def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_ov
             # unwritable in use: opened again, the file is moved aside or the condition
             # reported. (The old index is not closed: a search may still be using it.)
             logger.info("embeddings index %s was replaced, removed or damaged; opening it again", path)
-            index.retire()  # its writes would land in a file nobody reads, or break the new one's journal
+            index.retired = True  # its writes would land in a file nobody reads, or break the new one's journal
             index = None
         if index is None:
             known = index_file.remembered_problem(Path(key[0]))
