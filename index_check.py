@@ -1,11 +1,10 @@
 """What a scope's vector index lacks, and how far every process may trust that it lacks nothing.
 
 The truth is what state.db holds: every visible user or assistant message with
-text of the scope's sessions should have vectors. Checking that in full (every
-message id of the scope against every indexed one: :func:`full_check`) costs a
-new process's first search about as much as the rest of it, so three hints
-keep later checks to what is new once it is complete, each with what corrects it
-when wrong:
+text of the scope's sessions should have vectors. Checking that in full
+(:func:`full_check`) costs a new process's first search as much as the rest of
+it, so three hints keep later checks to what is new once it is complete, each
+with what corrects it when wrong:
 
 * a process's own watermark (state cache ``semantic_complete``): the scope was
   complete up to a message id. Keyed by the index's generation (a repair made
@@ -13,11 +12,9 @@ when wrong:
 * the shared "complete up to" marks per session in embeddings.db, written by
   searches and the index command: a new process checks only what is newer.
   A repair voids the marks of the sessions it touched (a new stamp).
-* state.db's history (:mod:`state_history`), stored with every write: a
-  state.db put back from an older copy hands out its lost ids again, under
-  which the marks and vectors would describe other messages; :func:`agree`
-  finds where state.db parted from it and drops what the index knows above
-  that point, marks included, before any check trusts them.
+* state.db's history (:mod:`state_history`), stored with every write:
+  :func:`agree` drops what the index knows above where a restored state.db
+  parted from it, marks included, before any check trusts them.
 
 While a scope's index is partial, a fourth keeps each search from checking it
 in full again: the process's record of the ids it lacks (state cache
@@ -117,9 +114,8 @@ _lacking: dict[Key, Lacking] = _lacking_cache.data
 
 
 def _keep(kept: dict[Key, T], key: Key, value: T, most: int) -> T:
-    """Store ``value`` under ``key`` as the newest of ``kept`` (also when it is there: an entry in use is dropped
-    last), dropping the least recently used beyond ``most``: a generation or stamp that moved on leaves its
-    entries unused, and each asking chat has its own. The caller holds the cache's lock. Returns ``value``."""
+    """Store ``value`` under ``key`` as the newest of ``kept`` (an entry in use is dropped last), dropping the
+    least recently used beyond ``most``. The caller holds the cache's lock. Returns ``value``."""
     kept.pop(key, None)
     kept[key] = value
     while len(kept) > most:
@@ -131,11 +127,9 @@ def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_
     """Make sure what the index knows was learned from the state.db ``conn`` reads, before any check trusts it;
     returns state.db's history now, which every write that follows stores with what it writes.
 
-    When state.db parted from the stored history (put back from an older copy: the lost ids are handed out
-    again), what the index knows above where they part is dropped (:meth:`vector_index.VectorIndex.forget_after`).
-    None is stored before the file's first write of vectors or marks, which stores it. A few point reads of each file. Raises ``sqlite3`` errors of
-    either file (the caller reads them through :meth:`VectorIndex.trouble`), :class:`index_file.IndexNotNow` when the
-    index file was replaced.
+    When state.db parted from the stored history, what the index knows above where they part is dropped
+    (:meth:`vector_index.VectorIndex.forget_after`). Raises ``sqlite3`` errors of either file (the caller reads
+    them through :meth:`VectorIndex.trouble`), :class:`index_file.IndexNotNow` when the index file was replaced.
     """
     text = vectors.store.stored_history()
     known = state_history.decode(text)
@@ -180,9 +174,8 @@ def _above_watermark(conn: sqlite3.Connection, vectors: vector_index.VectorIndex
     Otherwise the watermark is this process's own, else the shared per-session marks; a session without a mark
     is checked in full (:func:`full_check`). Without marks, or when ``INDEX_BATCH`` ids or more are found, the
     record answers (it counts them all: else the watermark would move past messages no search then indexes).
-    What is indexed is always read from the file, never waiting for a load in progress. A load that dropped
-    damaged vectors (``vectors.generation`` moved on from ``key``'s) voids the watermark. Raises ``sqlite3``
-    errors.
+    A load that dropped damaged vectors (``vectors.generation`` moved on from ``key``'s) voids the watermark.
+    Raises ``sqlite3`` errors.
     """
     with _lacking_cache.lock:
         recorded = key in _lacking
@@ -219,9 +212,8 @@ def _above_watermark(conn: sqlite3.Connection, vectors: vector_index.VectorIndex
 def record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key) -> Lacking:
     """The process's record of what the scope's index lacks (:class:`Lacking`), brought up to now: the
     messages state.db got and the chunks the index got since it was. Made by a full check (:func:`full_check`)
-    when there is none for ``key``, when the index's generation moved on, or when it is
-    ``RECHECK_S`` old (a message deleted or rewound below ``below`` is not seen before). The caller holds the
-    cache's lock. Raises ``sqlite3`` errors.
+    when there is none for ``key``, when the index's generation moved on, or when it is ``RECHECK_S`` old. The
+    caller holds the cache's lock. Raises ``sqlite3`` errors.
     """
     import numpy as np
 
@@ -299,13 +291,12 @@ def read_texts(conn: sqlite3.Connection, ids: list[int], gone: list[int], *, pag
 
 def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope) -> tuple[list[int], int]:
     """``(ids of the scope's messages the index should hold and lacks, newest first; how many it should hold)``,
-    every message id of the scope checked against every indexed one of its sessions, as arrays.
+    every message id of the scope checked against every indexed one of its sessions.
 
     Checked id by id, not by subtracting counts: vectors of deleted or rewound messages stay in the
     index until a search or the index command drops them, and would otherwise hide as many new ones.
-    The ids come from Hermes' (session, active) index; rows are read only of the messages not indexed
-    and of the inactive indexed ones (rewound, or archived by a compaction), to tell which of them the
-    index should hold. Raises ``sqlite3`` errors of state.db, and :class:`embeddings.EmbeddingUnavailable`
+    Rows are read only of the messages not indexed and of the inactive indexed ones, to tell which of them
+    the index should hold. Raises ``sqlite3`` errors of state.db, and :class:`embeddings.EmbeddingUnavailable`
     for embeddings.db's (:meth:`VectorIndex.trouble`).
     """
     import numpy as np
@@ -330,9 +321,8 @@ def status_counts(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, s
                   key: Key) -> tuple[int, int, int]:
     """``(missing, total, of them too long for a search)`` for keyword mode's status, without embedding or reading
     any text: ``(0, 0, 0)`` when nothing is new above a watermark (:func:`_above_watermark`), else the process's
-    record brought up to now once (:func:`_recount`). A scope found complete (the index command, or another
-    process, finished it) is remembered as complete in this process, so its record goes and no full check is run
-    for it again. Raises ``sqlite3`` errors."""
+    record brought up to now once (:func:`_recount`). A scope found complete is remembered as complete in this
+    process, so its record goes and no full check is run for it again. Raises ``sqlite3`` errors."""
     top = store.max_message_id(conn)
     ids, _ = _above_watermark(conn, vectors, scope, key, top)
     if ids is not None and not ids:
@@ -346,10 +336,9 @@ def status_counts(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, s
 
 def complete(vectors: vector_index.VectorIndex, scope: Scope, key: Key, top: int,
              marks: vector_index.CompleteMarks | None = None, history: state_history.History | None = None) -> None:
-    """The scope is complete up to message id ``top``: remember it in this process (a repair meanwhile gave a new
-    generation, which voids it) and, with ``marks`` (read before the check) and ``history`` (a search that
-    indexed; keyword mode writes nothing), when the shared marks lack a session of the scope or lag
-    ``MARKS_LAG`` ids behind, for every process."""
+    """The scope is complete up to message id ``top``: remember it in this process and, with ``marks`` (read
+    before the check) and ``history`` (a search that indexed; keyword mode writes nothing), when the shared
+    marks lack a session of the scope or lag ``MARKS_LAG`` ids behind, for every process."""
     with _complete_cache.lock:
         _keep(_complete, (vectors.generation, *key[1:]), top, WATERMARKS_KEPT)
     with _lacking_cache.lock:
@@ -373,6 +362,6 @@ def mark_all(vectors: vector_index.VectorIndex, sessions: list[str], top: int, m
 
 def key_of(vectors: vector_index.VectorIndex, scope: Scope) -> Key:
     """The key of what this process keeps of ``scope`` in ``vectors`` (its watermark, its record): each asking
-    chat's scope has its own (its own conversation is left out), and any process's repair (a new stamp) voids
-    what is kept. Raises ``sqlite3`` errors."""
+    chat's scope has its own, and any process's repair (a new stamp) voids what is kept. Raises ``sqlite3``
+    errors."""
     return vectors.generation, vectors.store.stamp_now(), scope.project.scope_key, scope.ids_json

@@ -64,11 +64,10 @@ class PendingMessage:
 class VectorIndex:
     """Chunks of messages and their vectors, for one embedding model, and their mapped copy.
 
-    A corrupt or foreign file, or one missing a table or index of the schema,
-    is moved aside (``*.broken-<time>-<pid>``) and rebuilt; ``note`` then says
-    so. Vectors of the wrong size are dropped when they are loaded and their
-    messages count as not indexed, so the next indexing embeds them again
-    (:meth:`pop_news` says so once). The text a provider is given is its
+    A damaged file is moved aside and rebuilt (:func:`index_file.open_index`);
+    ``note`` then says so. Vectors of the wrong size are dropped when they are
+    loaded and their messages count as not indexed, so the next indexing embeds
+    them again (:meth:`pop_news` says so once). The text a provider is given is its
     ``outbound_text`` of a message (redacted for a remote one); what is stored
     as the message's content hash is always the hash of the message itself.
     ``store`` answers the plain reads, on connections of their own.
@@ -181,9 +180,8 @@ class VectorIndex:
         """Embed and store ``messages``, taken one at a time as the work reaches them (:func:`_groups`: at most
         ``EMBED_CHUNKS`` chunks a call, a message of more than ``longest`` chunks passed over into ``passed``),
         until ``deadline``, overrun by one call at most. A message is stored with all its chunks or not at all; one
-        embedded before loses its old rows. Chunks are of ``provider.outbound_text`` (redacted whole before a
-        remote endpoint); the content hash stored is of the message itself. ``history``: state.db's history when
-        the messages were read (:func:`index_check.agree`), so a later restore drops what was written above it.
+        embedded before loses its old rows. ``history``: state.db's history when the messages were read
+        (:func:`index_check.agree`), so a later restore drops what was written above it.
         Returns how many messages were stored. Raises :class:`EmbeddingUnavailable` when the provider fails
         (what was stored stays), ``sqlite3`` errors when the file refuses the write (see :meth:`trouble`).
         """
@@ -400,10 +398,9 @@ def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_ov
     """The process-wide index for this file and model (its matrix stays loaded).
 
     Raises what opening it raises (:class:`IndexNotNow`, :class:`IndexBlocked`).
-    A permanent condition (:class:`IndexBlocked`: a read-only folder or file, a
-    newer schema, a folder at the path) is remembered: until the file or a
-    folder above it changes (seen by a few ``stat`` calls), later calls raise
-    it again at once, without opening anything.
+    A permanent condition (:class:`IndexBlocked`) is remembered
+    (:func:`index_file.remember`): later calls raise it again at once, without
+    opening anything.
     """
     key = (str(Path(path).resolve()), provider.fingerprint)
     with _indexes.lock:

@@ -45,10 +45,8 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
     (consent covers the scope's project). Never raises for provider or index
     trouble, whatever it is: the status says ``unavailable`` and keyword
     results stand alone; the note says whether it is temporary (a later search
-    retries) or what the user must do (a read-only data folder, a newer
-    schema...: then later searches cost nothing until the file or folder
-    changes). Damaged vectors found on the way are dropped and embedded again,
-    and the note says so once.
+    retries) or what the user must do. Damaged vectors found on the way are
+    dropped and embedded again, and the note says so once.
     """
     from . import embeddings, vector_index
 
