@@ -223,7 +223,7 @@ class LocalProvider:
             return model.encode(texts)
 
     def load(self) -> None:
-        """Read the weights and tokenizer now (about a second); raises :class:`EmbeddingUnavailable` when not installed.
+        """Read the weights and tokenizer now; raises :class:`EmbeddingUnavailable` when not installed.
 
         A search that embeds meanwhile waits for this load instead of doing
         its own. (A fixed word, never user text, is embedded to trigger it.)

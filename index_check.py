@@ -1,11 +1,10 @@
 """What a scope's vector index lacks, and how far every process may trust that it lacks nothing.
 
 The truth is what state.db holds: every visible user or assistant message with
-text of the scope's sessions should have vectors. Checking that in full (every
-message id of the scope against every indexed one: :func:`full_check`) costs a
-new process's first search about as much as the rest of it, so three hints
-keep later checks to what is new once it is complete, each with what corrects it
-when wrong:
+text of the scope's sessions should have vectors. Checking that in full
+(:func:`full_check`) costs a new process's first search as much as the rest of
+it, so three hints keep later checks to what is new once it is complete, each
+with what corrects it when wrong:
 
 * a process's own watermark (state cache ``semantic_complete``): the scope was
   complete up to a message id. Keyed by the index's generation (a repair made
@@ -13,11 +12,9 @@ when wrong:
 * the shared "complete up to" marks per session in embeddings.db, written by
   searches and the index command: a new process checks only what is newer.
   A repair voids the marks of the sessions it touched (a new stamp).
-* state.db's history (:mod:`state_history`), stored with every write: a
-  state.db put back from an older copy hands out its lost ids again, under
-  which the marks and vectors would describe other messages; :func:`agree`
-  finds where state.db parted from it and drops what the index knows above
-  that point, marks included, before any check trusts them.
+* state.db's history (:mod:`state_history`), stored with every write:
+  :func:`agree` drops what the index knows above where a restored state.db
+  parted from it, marks included, before any check trusts them.
 
 While a scope's index is partial, a fourth keeps each search from checking it
 in full again: the process's record of the ids it lacks (state cache
@@ -41,8 +38,8 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from . import state, state_history, store
@@ -85,7 +82,7 @@ class Lack:
     total: int | None
     top: int
     marks: vector_index.CompleteMarks | None
-    gone: list[int] = field(default_factory=list)
+    gone: list[int]
 
 
 @dataclass
@@ -117,9 +114,8 @@ _lacking: dict[Key, Lacking] = _lacking_cache.data
 
 
 def _keep(kept: dict[Key, T], key: Key, value: T, most: int) -> T:
-    """Store ``value`` under ``key`` as the newest of ``kept`` (also when it is there: an entry in use is dropped
-    last), dropping the least recently used beyond ``most``: a generation or stamp that moved on leaves its
-    entries unused, and each asking chat has its own. The caller holds the cache's lock. Returns ``value``."""
+    """Store ``value`` under ``key`` as the newest of ``kept`` (an entry in use is dropped last), dropping the
+    least recently used beyond ``most``. The caller holds the cache's lock. Returns ``value``."""
     kept.pop(key, None)
     kept[key] = value
     while len(kept) > most:
@@ -131,15 +127,11 @@ def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_
     """Make sure what the index knows was learned from the state.db ``conn`` reads, before any check trusts it;
     returns state.db's history now, which every write that follows stores with what it writes.
 
-    When state.db parted from the stored history (put back from an older copy: the lost ids are handed out
-    again), what the index knows above where they part is dropped (:meth:`vector_index.VectorIndex.forget_after`).
-    None is stored before the file's first write of vectors or marks, which stores it. A few point reads of each file. Raises ``sqlite3`` errors of
-    state.db, and :class:`embeddings.EmbeddingUnavailable` for embeddings.db's (:meth:`VectorIndex.trouble`).
+    When state.db parted from the stored history, what the index knows above where they part is dropped
+    (:meth:`vector_index.VectorIndex.forget_after`). Raises ``sqlite3`` errors of either file (the caller reads
+    them through :meth:`VectorIndex.trouble`), :class:`index_file.IndexNotNow` when the index file was replaced.
     """
-    try:
-        text = vectors.store.stored_history()
-    except sqlite3.Error as exc:
-        raise vectors.trouble(exc) from exc
+    text = vectors.store.stored_history()
     known = state_history.decode(text)
     with store.one_snapshot(conn):
         counter = store.message_id_counter(conn)
@@ -147,58 +139,24 @@ def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_
             known, counter, store.message_timestamps(conn, [i for i, _ in known.points]))
         now = state_history.of(counter, store.points_at(conn, state_history.targets(counter)))
     if parted is not None:
-        try:
-            vectors.forget_after(parted, text, now)
-        except sqlite3.Error as exc:
-            raise vectors.trouble(exc) from exc
+        vectors.forget_after(parted, text, now)
     return now
 
 
 def lacking(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key) -> Lack:
     """What the scope's index lacks (see :class:`Lack`), ``key`` the process's key for the scope (:func:`key_of`).
 
-    While the process keeps a record of the scope (:func:`record`: it was found partial), the record answers:
-    what is newer is read, the ids too long for a search are left out. Otherwise, below a watermark nothing is
-    checked again: this process's own, else the shared per-session marks; the ids of what is new above it are
-    read, and a session without a mark is checked in full (:func:`full_check`). Without marks, or when
-    ``INDEX_BATCH`` ids or more are found, a record is made. Only ids are read here: texts are read as the
-    embedding takes them, never in keyword mode. What is indexed is always read from the file, never waiting for
-    a load in progress. A load that dropped damaged vectors (``vectors.generation`` moved on from ``key``'s)
-    voids the watermark. Raises ``sqlite3`` errors.
+    Below a watermark nothing is checked again (:func:`_above_watermark`); otherwise the process's record
+    answers (:func:`record`), the ids too long for a search left out. Only ids are read here: texts are read as
+    the embedding takes them. Raises ``sqlite3`` errors.
     """
-    sessions = set(scope.session_ids)
     top = store.max_message_id(conn)
-    marks = None
+    ids, marks = _above_watermark(conn, vectors, scope, key, top)
     gone: list[int] = []
-    with _lacking_cache.lock:
-        recorded = key in _lacking
-    with _complete_cache.lock:
-        known = _complete.get(key)
-        if known is not None:
-            _keep(_complete, key, known, WATERMARKS_KEPT)  # in use: the newest, dropped last
-    if not recorded:
-        if known is not None:  # the key holds the sessions, compared in full, never by hash
-            parts = [(scope, known)]
-        else:
-            marks = vectors.complete_marks(sessions, top)
-            unmarked = tuple(sid for sid in scope.session_ids if sid not in marks.upto)
-            marked = tuple(sid for sid in scope.session_ids if sid in marks.upto)
-            parts = [] if not marked else [(dataclasses.replace(scope, session_ids=marked), min(marks.upto.values()))]
-            if marked and unmarked:
-                parts.append((dataclasses.replace(scope, session_ids=unmarked), 0))
-        if parts and vectors.generation == key[0]:  # else loading found damaged vectors, below the watermark too: count all
-            ids: list[int] = []
-            for part, above in parts:
-                if above:
-                    ids += _new_above(conn, vectors, part, above)[0]
-                else:  # sessions without a mark (new ones, mostly): every message of theirs
-                    ids += full_check(conn, vectors, part)[0]
-            if len(ids) < INDEX_BATCH:  # every scan reached its watermark: that is all
-                ids.sort(reverse=True)
-                return Lack(read_texts(conn, ids, gone), len(ids), None if ids else 0, top, marks, gone)
-            # More: the record counts them all (else the watermark would move past messages no search then indexes).
+    if ids is not None:
+        return Lack(read_texts(conn, ids, gone), len(ids), None if ids else 0, top, marks, gone)
     if marks is None:
-        marks = vectors.complete_marks(sessions, top)
+        marks = vectors.complete_marks(set(scope.session_ids), top)
     import numpy as np
 
     with _lacking_cache.lock:
@@ -207,24 +165,67 @@ def lacking(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: 
         return Lack(read_texts(conn, ids_left.tolist(), gone), len(found.missing), found.total, found.below, marks, gone)
 
 
+def _above_watermark(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key, top: int
+                     ) -> tuple[list[int] | None, vector_index.CompleteMarks | None]:
+    """``(ids, marks)``: the ids of the scope's messages the index lacks above a watermark, newest first, or
+    ``None`` when the process's record must answer instead; ``marks``, the shared marks when they were read.
+
+    While the process keeps a record of the scope (:func:`record`: it was found partial), the record answers.
+    Otherwise the watermark is this process's own, else the shared per-session marks; a session without a mark
+    is checked in full (:func:`full_check`). Without marks, or when ``INDEX_BATCH`` ids or more are found, the
+    record answers (it counts them all: else the watermark would move past messages no search then indexes).
+    A load that dropped damaged vectors (``vectors.generation`` moved on from ``key``'s) voids the watermark.
+    Raises ``sqlite3`` errors.
+    """
+    with _lacking_cache.lock:
+        recorded = key in _lacking
+    with _complete_cache.lock:
+        known = _complete.get(key)
+        if known is not None:
+            _keep(_complete, key, known, WATERMARKS_KEPT)  # in use: the newest, dropped last
+    if recorded:
+        return None, None
+    marks = None
+    if known is not None:  # the key holds the sessions, compared in full, never by hash
+        parts = [(scope, known)]
+    else:
+        marks = vectors.complete_marks(set(scope.session_ids), top)
+        unmarked = tuple(sid for sid in scope.session_ids if sid not in marks.upto)
+        marked = tuple(sid for sid in scope.session_ids if sid in marks.upto)
+        parts = [] if not marked else [(dataclasses.replace(scope, session_ids=marked), min(marks.upto.values()))]
+        if marked and unmarked:
+            parts.append((dataclasses.replace(scope, session_ids=unmarked), 0))
+    if not parts or vectors.generation != key[0]:  # a changed generation: damaged vectors, below the watermark too
+        return None, marks
+    ids: list[int] = []
+    for part, above in parts:
+        if above:
+            ids += _new_above(conn, vectors, part, above)[0]
+        else:  # sessions without a mark (new ones, mostly): every message of theirs
+            ids += full_check(conn, vectors, part)[0]
+    if len(ids) >= INDEX_BATCH:
+        return None, marks
+    ids.sort(reverse=True)
+    return ids, marks
+
+
 def record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key) -> Lacking:
     """The process's record of what the scope's index lacks (:class:`Lacking`), brought up to now: the
     messages state.db got and the chunks the index got since it was. Made by a full check (:func:`full_check`)
-    when there is none for ``key``, when the index's generation moved on, or when it is
-    ``RECHECK_S`` old (a message deleted or rewound below ``below`` is not seen before). The caller holds the
-    cache's lock. Raises ``sqlite3`` errors.
+    when there is none for ``key``, when the index's generation moved on, or when it is ``RECHECK_S`` old. The
+    caller holds the cache's lock. Raises ``sqlite3`` errors.
     """
     import numpy as np
 
     found = _lacking.get(key)
     if found is None or vectors.generation != key[0] or time.monotonic() - found.made > RECHECK_S:
-        chunks = _index_read(vectors, vectors.store.stored_upto)  # before the check: a chunk written meanwhile is seen again
+        chunks = vectors.store.stored_upto()  # before the check: a chunk written meanwhile is seen again
         with store.one_snapshot(conn):
             top = store.max_message_id(conn)
             missing, total = full_check(conn, vectors, scope)
         made = Lacking(top, chunks, np.array(missing, dtype=np.int64), total, set(), time.monotonic())
         return _keep(_lacking, key, made, RECORDS_KEPT)
-    embedded, found.chunks = _index_read(vectors, lambda: vectors.store.messages_since(found.chunks))
+    embedded, found.chunks = vectors.store.messages_since(found.chunks)
     if len(embedded):
         found.missing = found.missing[~np.isin(found.missing, embedded)]
     with store.one_snapshot(conn):
@@ -241,8 +242,8 @@ def _new_above(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scop
                ) -> tuple[list[int], int]:
     """``(ids, should)``: of the scope's messages above message id ``above`` that the index should hold
     (:func:`store.indexable_ids_above`, newest first, ``should`` of them), those it does not hold yet. An indexed
-    id of a row no longer shown is not counted. Raises ``sqlite3`` errors (embeddings.db's as the index's trouble)."""
-    indexed = _index_read(vectors, lambda: vectors.store.ids_in(scope.ids_json, above))
+    id of a row no longer shown is not counted. Raises ``sqlite3`` errors of either file."""
+    indexed = vectors.store.ids_in(scope.ids_json, above)
     should = store.indexable_ids_above(conn, scope, above)
     return [i for i in should if i not in indexed], len(should)
 
@@ -252,51 +253,50 @@ def left(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Sco
     """``(missing, total, of the missing those known too long for a search)`` after a search took ``found``'s
     messages: ``stored`` of them embedded, ``passed`` too long for a search (``found.gone``: no longer to be
     indexed once read). When all of a watermark's new messages were embedded or gone, ``(0, 0, 0)``; else the
-    record's count (:func:`record`, made now if there is none), which learns ``passed`` (left out of its later
-    searches) and drops ``gone``. Raises ``sqlite3`` errors."""
+    record's count (:func:`_recount`). Raises ``sqlite3`` errors."""
     if not found.total and found.missing <= stored + len(found.gone):  # a watermark's new messages, all embedded or gone
         return 0, 0, 0
+    return _recount(conn, vectors, scope, key, passed, found.gone)[:3]
+
+
+def _recount(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key,
+             passed: list[int], gone: list[int]) -> tuple[int, int, int, int]:
+    """``(missing, total, of the missing those known too long for a search, up to which message id that holds)``
+    from the process's record (:func:`record`, made now if there is none), which learns ``passed`` (left out of
+    its later searches) and drops ``gone``. Raises ``sqlite3`` errors."""
     import numpy as np
 
     with _lacking_cache.lock:
         known = record(conn, vectors, scope, key)
         known.long.update(passed)
-        if found.gone:
-            lost = np.isin(known.missing, found.gone)
+        if gone:
+            lost = np.isin(known.missing, gone)
             known.missing, known.total = known.missing[~lost], known.total - int(np.count_nonzero(lost))
         long = int(np.count_nonzero(np.isin(known.missing, list(known.long)))) if known.long else 0
-        return len(known.missing), known.total, long
+        return len(known.missing), known.total, long, known.below
 
 
-def read_texts(conn: sqlite3.Connection, ids: list[int], gone: list[int]) -> Iterator[tuple[int, str, str]]:
+def read_texts(conn: sqlite3.Connection, ids: list[int], gone: list[int], *, page: int = READ_PAGE
+               ) -> Iterator[tuple[int, str, str]]:
     """``(id, session id, text)`` of those of the messages ``ids`` the index should hold once read
-    (:func:`store.shown_texts`), in that order, read ``READ_PAGE`` at a time as they are taken; the ids of the
-    others (deleted, rewound, hidden or without text since they were listed) are appended to ``gone``, never
-    sent to a provider. Raises ``sqlite3`` errors."""
-    for start in range(0, len(ids), READ_PAGE):
-        page = ids[start : start + READ_PAGE]
-        found = store.shown_texts(conn, page)
-        gone.extend(i for i in page if i not in found)
-        yield from ((i, *found[i]) for i in page if i in found)
-
-
-def _index_read(vectors: vector_index.VectorIndex, read: Callable[[], T]) -> T:
-    """``read()``, embeddings.db's errors the index's trouble (:meth:`vector_index.VectorIndex.trouble`)."""
-    try:
-        return read()
-    except sqlite3.Error as exc:
-        raise vectors.trouble(exc) from exc
+    (:func:`store.shown_texts`), in that order, read ``page`` at a time as they are taken (``READ_PAGE``: a
+    search's); the ids of the others (deleted, rewound, hidden or without text since they were listed) are
+    appended to ``gone``, never sent to a provider. Raises ``sqlite3`` errors."""
+    for start in range(0, len(ids), page):
+        taken = ids[start : start + page]
+        found = store.shown_texts(conn, taken)
+        gone.extend(i for i in taken if i not in found)
+        yield from ((i, *found[i]) for i in taken if i in found)
 
 
 def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope) -> tuple[list[int], int]:
     """``(ids of the scope's messages the index should hold and lacks, newest first; how many it should hold)``,
-    every message id of the scope checked against every indexed one of its sessions, as arrays.
+    every message id of the scope checked against every indexed one of its sessions.
 
     Checked id by id, not by subtracting counts: vectors of deleted or rewound messages stay in the
     index until a search or the index command drops them, and would otherwise hide as many new ones.
-    The ids come from Hermes' (session, active) index; rows are read only of the messages not indexed
-    and of the inactive indexed ones (rewound, or archived by a compaction), to tell which of them the
-    index should hold. Raises ``sqlite3`` errors of state.db, and :class:`embeddings.EmbeddingUnavailable`
+    Rows are read only of the messages not indexed and of the inactive indexed ones, to tell which of them
+    the index should hold. Raises ``sqlite3`` errors of state.db, and :class:`embeddings.EmbeddingUnavailable`
     for embeddings.db's (:meth:`VectorIndex.trouble`).
     """
     import numpy as np
@@ -304,7 +304,11 @@ def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scop
     with store.one_snapshot(conn):  # the ids and the rows read from one state of state.db
         signed = np.fromstring(store.scope_message_ids_text(conn, scope), dtype=np.int64, sep=",")
         scope_ids = np.abs(signed)
-        held = np.isin(scope_ids, _index_read(vectors, lambda: vectors.indexed_array(scope.ids_json)))
+        try:  # the index command tells embeddings.db's errors from state.db's (its caller's)
+            indexed = vectors.indexed_array(scope.ids_json)
+        except sqlite3.Error as exc:
+            raise vectors.trouble(exc) from exc
+        held = np.isin(scope_ids, indexed)
         read = scope_ids[~held | (signed < 0)]
         sorted_out = np.fromstring(store.sort_out_text(conn, json.dumps(read.tolist())), dtype=np.int64, sep=",") if len(read) else read
     should = sorted_out[sorted_out > 0]
@@ -316,30 +320,33 @@ def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scop
 def status_counts(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope,
                   key: Key) -> tuple[int, int, int]:
     """``(missing, total, of them too long for a search)`` for keyword mode's status, without embedding or reading
-    any text: the ids new above a watermark, else the process's record (:func:`record`). A scope found complete
-    (the index command, or another process, finished it) is remembered as complete in this process, so its
-    record goes and no full check is run for it again. Raises ``sqlite3`` errors."""
-    found = lacking(conn, vectors, scope, key)
-    counts = left(conn, vectors, scope, key, found, 0, [])
-    if counts[0] <= 0:
-        complete(vectors, scope, key, found, None)
-    return counts
+    any text: ``(0, 0, 0)`` when nothing is new above a watermark (:func:`_above_watermark`), else the process's
+    record brought up to now once (:func:`_recount`). A scope found complete is remembered as complete in this
+    process, so its record goes and no full check is run for it again. Raises ``sqlite3`` errors."""
+    top = store.max_message_id(conn)
+    ids, _ = _above_watermark(conn, vectors, scope, key, top)
+    if ids is not None and not ids:
+        complete(vectors, scope, key, top)
+        return 0, 0, 0
+    missing, total, long, below = _recount(conn, vectors, scope, key, [], [])
+    if missing <= 0:
+        complete(vectors, scope, key, below)
+    return missing, total, long
 
 
-def complete(vectors: vector_index.VectorIndex, scope: Scope, key: Key, found: Lack,
-             history: state_history.History | None) -> None:
-    """The scope is complete up to ``found.top``: remember it in this process (a repair meanwhile gave a new
-    generation, which voids it) and, with ``history`` (a search that indexed; keyword mode writes nothing), when
-    the shared marks lack a session of the scope or lag ``MARKS_LAG`` ids behind, for every process."""
+def complete(vectors: vector_index.VectorIndex, scope: Scope, key: Key, top: int,
+             marks: vector_index.CompleteMarks | None = None, history: state_history.History | None = None) -> None:
+    """The scope is complete up to message id ``top``: remember it in this process and, with ``marks`` (read
+    before the check) and ``history`` (a search that indexed; keyword mode writes nothing), when the shared
+    marks lack a session of the scope or lag ``MARKS_LAG`` ids behind, for every process."""
     with _complete_cache.lock:
-        _keep(_complete, (vectors.generation, *key[1:]), found.top, WATERMARKS_KEPT)
+        _keep(_complete, (vectors.generation, *key[1:]), top, WATERMARKS_KEPT)
     with _lacking_cache.lock:
         _lacking.pop(key, None)
-    marks = found.marks
     if history is None or marks is None or (not marks.behind and len(marks.upto) == len(scope.session_ids)
-                         and min(marks.upto.values(), default=found.top) >= found.top - MARKS_LAG):
+                         and min(marks.upto.values(), default=top) >= top - MARKS_LAG):
         return
-    mark_all(vectors, list(scope.session_ids), found.top, marks, history)
+    mark_all(vectors, list(scope.session_ids), top, marks, history)
 
 
 def mark_all(vectors: vector_index.VectorIndex, sessions: list[str], top: int, marks: vector_index.CompleteMarks,
@@ -355,6 +362,6 @@ def mark_all(vectors: vector_index.VectorIndex, sessions: list[str], top: int, m
 
 def key_of(vectors: vector_index.VectorIndex, scope: Scope) -> Key:
     """The key of what this process keeps of ``scope`` in ``vectors`` (its watermark, its record): each asking
-    chat's scope has its own (its own conversation is left out), and any process's repair (a new stamp) voids
-    what is kept. Raises ``sqlite3`` errors."""
+    chat's scope has its own, and any process's repair (a new stamp) voids what is kept. Raises ``sqlite3``
+    errors."""
     return vectors.generation, vectors.store.stamp_now(), scope.project.scope_key, scope.ids_json

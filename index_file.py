@@ -506,7 +506,7 @@ def _stamp(path: Path) -> tuple[Any, ...]:
     """What changes when ``path``, its journal files or its folder change (mode, owner, flags via ctime, contents via mtime, the mount going read-write).
 
     ``stat`` of the file, its ``-wal`` and ``-shm``, and each folder up to the
-    first that exists; ``statvfs`` flags of that folder. Microseconds.
+    first that exists; ``statvfs`` flags of that folder.
     """
     parts: list[Any] = []
     for item in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):

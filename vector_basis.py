@@ -15,7 +15,7 @@ import numpy as np
 
 #: Rows before the vector files get a basis at all.
 BASIS_FROM_ROWS = 50_000
-#: A scope is scored in two passes from this many rows of its own (fewer: one exact pass costs a few ms).
+#: A scope is scored in two passes from this many rows of its own (fewer: one exact pass is cheap).
 TWO_PASS_FROM_ROWS = 50_000
 #: Share of a scope's rows the first pass keeps for the exact one (at least ``KEEP_AT_LEAST``).
 KEEP_SHARE = 0.02
@@ -48,7 +48,7 @@ def learn(vectors: np.ndarray, *, seed: int = 0) -> np.ndarray:
         raise ValueError("no vectors, or too few dimensions, to learn a basis from")
     rng = np.random.default_rng(seed)
     take = np.sort(rng.choice(rows, size=min(rows, SAMPLE), replace=False))
-    sample = np.asarray(vectors[take], dtype=np.float32)  # SAMPLE x dims float32: 32 MB at 512 dimensions, once
+    sample = np.asarray(vectors[take], dtype=np.float32)  # SAMPLE x dims float32, once
     sample = sample[np.isfinite(sample).all(axis=1)]  # a NaN from an endpoint would void every direction
     if not len(sample):
         raise ValueError("no finite vectors to learn a basis from")

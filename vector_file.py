@@ -24,9 +24,10 @@ block. Pages are the operating system's page cache, shared by every Hermes
 process that maps them: a process's private memory does not grow with the
 index. Marking a row gone is one 8-byte write into a shared mapping, seen at
 once by every reader. Learning a basis reads and writes only new files
-until its commit, outside the lock: writers are never held up by it. Anything inconsistent (a file missing or shorter than
-``.head`` says, another embeddings.db, other dimensions) is started over from
-embeddings.db under the lock.
+until its commit, outside the lock: writers are never held up by it.
+Anything inconsistent (a file missing or shorter than ``.head`` says, another
+embeddings.db, other dimensions) is started over from embeddings.db under the
+lock.
 """
 
 from __future__ import annotations
@@ -232,10 +233,10 @@ class VectorFile(VectorFileReader):
         Under the lock: the head is read again (another process may have
         copied them meanwhile), files not matching it, another embeddings.db
         or other ``dims`` start over; anything past the committed end (a
-        writer that died mid-way) is cut first. The new head is written once
-        the rows are flushed. Rows get their coordinates along the files' basis
-        as they are appended (unless earlier rows lack theirs: then
-        :meth:`organise` learns a basis again). Returns the head now committed.
+        writer that died mid-way) is cut first. Rows get their coordinates
+        along the files' basis as they are appended (unless earlier rows lack
+        theirs: then :meth:`organise` learns a basis again). Returns the head
+        now committed.
         """
         with self._locked():
             head = self.head()
@@ -511,7 +512,7 @@ def _map(path: Path, dtype: Any, shape: tuple[int, int]) -> np.ndarray:
     """``shape`` rows of ``path`` mapped read-only (shared pages, no copy); raises ``ValueError`` when the file is shorter.
 
     A plain array over the mapping (which it keeps open): slicing a ``np.memmap`` runs Python code for every
-    slice taken, and a search takes dozens, beside the keyword leg's work.
+    slice taken, and a search takes dozens.
     """
     if path.is_symlink():  # not a file of ours: never mapped (the writer refuses it too)
         raise ValueError(f"{path} is a symbolic link")

@@ -64,11 +64,10 @@ class PendingMessage:
 class VectorIndex:
     """Chunks of messages and their vectors, for one embedding model, and their mapped copy.
 
-    A corrupt or foreign file, or one missing a table or index of the schema,
-    is moved aside (``*.broken-<time>-<pid>``) and rebuilt; ``note`` then says
-    so. Vectors of the wrong size are dropped when they are loaded and their
-    messages count as not indexed, so the next indexing embeds them again
-    (:meth:`pop_news` says so once). The text a provider is given is its
+    A damaged file is moved aside and rebuilt (:func:`index_file.open_index`);
+    ``note`` then says so. Vectors of the wrong size are dropped when they are
+    loaded and their messages count as not indexed, so the next indexing embeds
+    them again (:meth:`pop_news` says so once). The text a provider is given is its
     ``outbound_text`` of a message (redacted for a remote one); what is stored
     as the message's content hash is always the hash of the message itself.
     ``store`` answers the plain reads, on connections of their own.
@@ -88,7 +87,7 @@ class VectorIndex:
         # What the vector files record as their source: the file, and its token (an inode is reused).
         self._db = (*opened.identity, opened.token) if opened.identity is not None else None
         self.note = opened.note
-        self._retired = False  # set when a newer open of the path replaced this one: no more writes
+        self.retired = False  # replaced, or found damaged or unwritable: no more writes; index_for opens the file again
         self._mapped = vector_view.MappedVectors(self.path, provider, self._db)  # this process's map of the shared files
         self._damaged: set[int] = set()  # messages whose stored vectors were unusable: not indexed until embedded again
         self._damage_kept = False  # a repair could not delete damaged vectors from the file: no marks are trusted or written
@@ -107,7 +106,7 @@ class VectorIndex:
             return IndexNotNow(f"semantic search could not finish just now ({exc}); it retries on a later search",
                                code="db_error" if problem.code == "index_damaged" else problem.code)
         if problem.code in ("index_damaged", "index_read_only", "index_not_a_file"):
-            self._retired = True
+            self.retired = True
             if isinstance(problem, IndexBlocked):
                 index_file.remember(self.path, problem)
         logger.warning("embeddings index %s: %s", self.path, exc)
@@ -121,17 +120,8 @@ class VectorIndex:
         with self._lock:
             self._conn.close()
 
-    def retire(self) -> None:
-        """Refuse writes from now on: the path holds another file (see :func:`index_for`). Reads stay harmless."""
-        self._retired = True
-
-    @property
-    def retired(self) -> bool:
-        """Whether this index refuses writes (replaced, or found damaged or unwritable): :func:`index_for` opens the file again."""
-        return self._retired
-
     def _check_current(self) -> None:
-        if self._retired:
+        if self.retired:
             raise IndexNotNow("the embeddings index file was replaced; the next search uses the new one")
 
     def same_file(self) -> bool:
@@ -190,9 +180,8 @@ class VectorIndex:
         """Embed and store ``messages``, taken one at a time as the work reaches them (:func:`_groups`: at most
         ``EMBED_CHUNKS`` chunks a call, a message of more than ``longest`` chunks passed over into ``passed``),
         until ``deadline``, overrun by one call at most. A message is stored with all its chunks or not at all; one
-        embedded before loses its old rows. Chunks are of ``provider.outbound_text`` (redacted whole before a
-        remote endpoint); the content hash stored is of the message itself. ``history``: state.db's history when
-        the messages were read (:func:`index_check.agree`), so a later restore drops what was written above it.
+        embedded before loses its old rows. ``history``: state.db's history when the messages were read
+        (:func:`index_check.agree`), so a later restore drops what was written above it.
         Returns how many messages were stored. Raises :class:`EmbeddingUnavailable` when the provider fails
         (what was stored stays), ``sqlite3`` errors when the file refuses the write (see :meth:`trouble`).
         """
@@ -271,7 +260,7 @@ class VectorIndex:
         self.generation = next(_generations)  # a watermark saying "complete" no longer holds
         self._say(f"{len(gone)} message(s) had vectors {why} in the embeddings index: they were dropped and are "
                   "embedded again")
-        if self._retired:
+        if self.retired:
             return
         try:
             self.store.delete_repaired(self._conn, gone)
@@ -341,7 +330,7 @@ class VectorIndex:
         """Do now what the first search would: load the model, map the vector files brought up to the file, and read
         one value of every page that holds a vector of ``sessions`` (every page when ``None``): shared pages, no
         copy; other projects' vectors are left on disk. Embeds no message and sends nothing. Raises what a search
-        would (:class:`EmbeddingUnavailable`, :class:`IndexBroken`, ``sqlite3`` errors)."""
+        would (:class:`EmbeddingUnavailable`, ``sqlite3`` errors)."""
         load = getattr(self.provider, "load", None)
         if load is not None:
             load()
@@ -409,10 +398,9 @@ def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_ov
     """The process-wide index for this file and model (its matrix stays loaded).
 
     Raises what opening it raises (:class:`IndexNotNow`, :class:`IndexBlocked`).
-    A permanent condition (:class:`IndexBlocked`: a read-only folder or file, a
-    newer schema, a folder at the path) is remembered: until the file or a
-    folder above it changes (seen by a few ``stat`` calls), later calls raise
-    it again at once, without opening anything.
+    A permanent condition (:class:`IndexBlocked`) is remembered
+    (:func:`index_file.remember`): later calls raise it again at once, without
+    opening anything.
     """
     key = (str(Path(path).resolve()), provider.fingerprint)
     with _indexes.lock:
@@ -423,7 +411,7 @@ def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_ov
             # unwritable in use: opened again, the file is moved aside or the condition
             # reported. (The old index is not closed: a search may still be using it.)
             logger.info("embeddings index %s was replaced, removed or damaged; opening it again", path)
-            index.retire()  # its writes would land in a file nobody reads, or break the new one's journal
+            index.retired = True  # its writes would land in a file nobody reads, or break the new one's journal
             index = None
         if index is None:
             known = index_file.remembered_problem(Path(key[0]))

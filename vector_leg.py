@@ -45,12 +45,10 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
     (consent covers the scope's project). Never raises for provider or index
     trouble, whatever it is: the status says ``unavailable`` and keyword
     results stand alone; the note says whether it is temporary (a later search
-    retries) or what the user must do (a read-only data folder, a newer
-    schema...: then later searches cost nothing until the file or folder
-    changes). Damaged vectors found on the way are dropped and embedded again,
-    and the note says so once.
+    retries) or what the user must do. Damaged vectors found on the way are
+    dropped and embedded again, and the note says so once.
     """
-    from . import embeddings, index_file, vector_index
+    from . import embeddings, vector_index
 
     vectors = None
     try:
@@ -65,22 +63,20 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
             counts = index_check.status_counts(conn, vectors, scope, key)
             return _progress(vectors, *counts)
         found = index_check.lacking(conn, vectors, scope, key)
-        stored = 0
         passed: list[int] = []  # too long for a search
-        if found.missing:
-            pending = (vector_index.PendingMessage(*m) for m in found.pending)
-            stored = vectors.add(pending, deadline=time.monotonic() + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS,
-                                 passed=passed, history=history)
+        pending = (vector_index.PendingMessage(*m) for m in found.pending)
+        stored = vectors.add(pending, deadline=time.monotonic() + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS,
+                             passed=passed, history=history)
         missing, total, long = index_check.left(conn, vectors, scope, key, found, stored, passed)
         if missing <= 0:
-            index_check.complete(vectors, scope, key, found, history)
+            index_check.complete(vectors, scope, key, found.top, found.marks, history)
         # Filters are applied after the vector search: look further when they are on.
         per_session = SEMANTIC_PER_SESSION * (4 if scope.filters.active else 1)
         asked = provider.embed(list(queries))  # unit rows, embedded in one batch
         mean = embeddings.normalise(asked.sum(axis=0, keepdims=True)) if len(asked) > 1 else asked
         raw = vectors.search(mean, set(scope.session_ids), pages.MAX_REACH + 1, per_session=per_session)
         hits = confirmed(conn, vectors, raw)
-    except (embeddings.EmbeddingUnavailable, index_file.IndexBroken) as exc:
+    except embeddings.EmbeddingUnavailable as exc:
         return SemanticLeg("unavailable", str(exc))
     except sqlite3.Error as exc:  # a database busy, read-only or damaged mid-search: keyword results stand
         if vectors is not None:
@@ -115,10 +111,7 @@ def confirmed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, raw: 
 
     ids = [h.message_id for h in raw]
     shown = store.shown_texts(conn, ids)
-    try:
-        stored = vectors.store.stored_hashes(ids)
-    except sqlite3.Error as exc:
-        raise vectors.trouble(exc) from exc
+    stored = vectors.store.stored_hashes(ids)
     kept, gone, wrong = [], [], []
     for hit in raw:
         found = shown.get(hit.message_id)

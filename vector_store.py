@@ -79,7 +79,7 @@ class ChunkStore:
 
     def ids_array(self, sessions_json: str) -> np.ndarray:
         """The ids of every message of the sessions (a JSON array) that the file holds vectors of, int64, in no
-        particular order (read as one text: an array of a million ids in one pass)."""
+        particular order (read as one text, parsed in one pass)."""
         with closing(self._reader()) as conn:
             row = conn.execute(f"SELECT group_concat(message_id) {_SESSIONS_ALL}", (self.fingerprint, sessions_json)).fetchone()
         return np.fromstring(str(row[0] or ""), dtype=np.int64, sep=",")

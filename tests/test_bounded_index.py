@@ -299,3 +299,49 @@ def test_the_record_in_use_is_dropped_last(remote: World, monkeypatch: pytest.Mo
     checks.clear()
     ask(chats[0])
     assert checks == []
+
+
+def traced(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[str]:
+    """The statements run on every connection ``module.name`` opens from now on (SQLite's trace callback)."""
+    statements: list[str] = []
+    real = getattr(module, name)
+
+    def connect(*args: Any, **kwargs: Any) -> Any:
+        conn = real(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(module, name, connect)
+    return statements
+
+
+def test_keyword_status_brings_the_record_up_to_date_once(remote: World, monkeypatch: pytest.MonkeyPatch):
+    """While a scope's index was partial, each keyword search brought the process's record up to date twice (once
+    to list what to embed, which keyword mode throws away, once to count it) and read the shared marks it never
+    uses. Now one pass: one read of the chunks embedded since, no marks read, the same counts."""
+    world = remote
+    world.session("s1", world.paths["app"])
+    bulk(world, "s1", 50, lambda i: words(i, 60))
+    answer = world.search("cur", "lighthouse keeper", mode="keyword")  # the record is made
+    assert counts(answer["semantic_note"]) == (0, 50), answer["semantic_note"]
+    statements = traced(monkeypatch, plugin("index_file"), "connect_read_only")
+    for n in range(2):
+        world.say("s1", "user", f"one more question {n}")
+        statements.clear()
+        answer = world.search("cur", "lighthouse keeper", mode="keyword")
+        assert answer["semantic_status"] == "indexing" and counts(answer["semantic_note"]) == (0, 51 + n)
+        since = [s for s in statements if "FROM chunks INDEXED BY chunks_by_model WHERE model_fingerprint" in s and " AND id > " in s]
+        marks = [s for s in statements if "complete_upto:" in s]
+        assert (len(since), len(marks)) == (1, 0), statements
+
+
+def test_the_index_command_reads_texts_a_batch_at_a_time(remote: World, monkeypatch: pytest.MonkeyPatch):
+    """The index command read the texts it embeds 8 ids a statement, the page sized for a search's deadline: 26
+    statements for 201 messages (the asking chat's included). Now it reads as many as it embeds at a time (64): 4."""
+    world = remote
+    world.session("s1", world.paths["app"])
+    bulk(world, "s1", 200, lambda i: words(i, 60))
+    statements = traced(monkeypatch, plugin("store"), "connect_ro")
+    assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
+    reads = [s for s in statements if s.startswith("SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN")]
+    assert len(reads) == 4, len(reads)
