@@ -109,13 +109,13 @@ def _prepare(home: Path, settings: config_schema.Settings) -> None:
     try:
         if gate.loading_refused(home, settings) is not None:
             return
-        from . import embeddings, index_file
+        from . import embeddings
 
         try:
             # Not the model: its load holds the interpreter lock, as the census does; it goes better
             # beside the index check, which runs in SQLite (the search's semantic leg starts it).
             gate.open_vectors(home, settings).catch_up()
-        except (embeddings.EmbeddingUnavailable, index_file.IndexBroken, OSError, sqlite3.Error) as exc:
+        except (embeddings.EmbeddingUnavailable, OSError, sqlite3.Error) as exc:
             logger.info("project-history-recall: vector leg not prepared (%s); the search reports it", exc)
     except Exception:  # a thread's escape would print a traceback into the user's terminal
         logger.exception("project-history-recall: preparing the vector leg failed")
@@ -147,13 +147,13 @@ def _warm(home: Path, settings: config_schema.Settings, session_id: str) -> None
 def _warm_vectors(home: Path, settings: config_schema.Settings, scope: frozenset[str] | None) -> None:
     """Load the model and map the vector files, reading ahead the vectors of ``scope``'s sessions (every
     vector when ``None``: :meth:`vector_index.VectorIndex.warm`); trouble is logged."""
-    from . import embeddings, index_file
+    from . import embeddings
 
     vectors = None
     try:
         vectors = gate.open_vectors(home, settings)
         vectors.warm(scope)
-    except (embeddings.EmbeddingUnavailable, index_file.IndexBroken, OSError) as exc:
+    except (embeddings.EmbeddingUnavailable, OSError) as exc:
         logger.warning("project-history-recall: warm-up stopped (%s); the next search reports it", exc)
     except sqlite3.Error as exc:  # classified (and a damaged or unwritable index retired) for the next search
         logger.warning("project-history-recall: warm-up stopped (%s); the next search reports it",
