@@ -169,13 +169,27 @@ def _unescape(m: re.Match[str]) -> str:
 
 def _fold(text: str) -> str:
     """``text`` as secrets are looked for in it: JSON ``\\uXXXX`` escapes read, composed (NFC), invisible characters
-    and marks stranded on ASCII dropped, full-width ASCII read as ASCII (see :mod:`secret_patterns`)."""
+    and marks stranded on ASCII dropped, full-width ASCII read as ASCII, Cyrillic and Greek look-alikes in a
+    credential's name read as Latin (see :mod:`secret_patterns`)."""
     if "\\u" in text:
         text = patterns.JSON_ESCAPE.sub(_unescape, text)
     if text.isascii():
         return text
     text = patterns.INVISIBLE.sub("", unicodedata.normalize("NFC", text))
-    return patterns.STRAY_MARKS.sub("", text).translate(patterns.FULL_WIDTH)
+    text = patterns.STRAY_MARKS.sub("", text).translate(patterns.FULL_WIDTH)
+    return patterns.HOMOGLYPH_WORD.sub(_latin_name, text)
+
+
+def _latin_name(m: re.Match[str]) -> str:
+    """A :data:`secret_patterns.HOMOGLYPH_WORD` with the credential words it holds once read as Latin read so, the
+    rest as written (one character for one, so offsets in the two readings agree)."""
+    word = m.group()
+    latin = word.translate(patterns.HOMOGLYPHS)
+    parts, last = [], 0
+    for part in patterns.CREDENTIAL_PART.finditer(latin):
+        parts += [word[last : part.start()], part.group()]
+        last = part.end()
+    return "".join(parts) + word[last:]
 
 
 def _name_segments(name: str) -> list[str]:
@@ -226,8 +240,14 @@ def _class_runs(token: str) -> float:
     return letters / max(runs, 1)
 
 
+def _class_counts(token: str) -> tuple[int, int, int]:
+    """How many lower-case letters, upper-case letters and digits ``token`` holds."""
+    lower, upper, digits = (len(re.findall(pattern, token)) for pattern in ("[a-z]", "[A-Z]", "[0-9]"))
+    return lower, upper, digits
+
+
 def _looks_random(token: str) -> bool:
-    """Whether a long token (32+ characters) reads as a key rather than a word, a path or a digest.
+    """Whether a long token (28+ characters) reads as a key rather than a word, a path or a digest.
 
     Pure hex of 40 or 64 digits (git object ids, SHA-256 digests) and UUIDs are
     kept; other hex of 32+ digits is taken for a key (many services issue 32-hex
@@ -247,21 +267,36 @@ def _looks_random(token: str) -> bool:
         return len(stripped) not in (40, 64)
     if patterns.UUID.match(token):
         return False
-    lower, upper, digits = (len(re.findall(pattern, token)) for pattern in ("[a-z]", "[A-Z]", "[0-9]"))
+    lower, upper, digits = _class_counts(token)
     if lower and upper and digits:
         return _entropy(token) > 4.0 and _class_runs(token) < 2.4
     return (bool(digits) and (lower == 0) != (upper == 0) and digits >= 0.15 * len(token) and _entropy(token) > 3.6
             and _class_runs(token) < 3.2 and max(len(piece) for piece in re.split(r"[/+=_-]+", token)) >= 16)
 
 
+def _random_after_label(token: str) -> bool:
+    """Whether a value right after a key or token label reads as a key: :func:`_looks_random`, or one run of 24+
+    letters of one case and digits (``abcdefghij0123456789klmnopqrst``), not hex, digits 15 % of it or more, over 3.6
+    bits per character. The label stands for the class runs :func:`_looks_random` asks of a bare token; a run
+    without ``_`` or ``-`` is not an identifier made of words (``idx_users_email``, ``ORDERS_BY_CUSTOMER_2024``)."""
+    if _looks_random(token):
+        return True
+    lower, upper, digits = _class_counts(token)
+    return (len(token) >= 24 and token.isalnum() and (lower == 0) != (upper == 0) and digits >= 0.15 * len(token)
+            and not patterns.HEX.match(token) and _entropy(token) > 3.6)
+
+
 def _long_token(m: re.Match[str]) -> str:
     """A :data:`secret_patterns.LONG_TOKEN` match with what reads as random redacted.
 
-    A token holding a ``/``-segment that is a word (``src``, ``blob``) is a path or a URL: each segment is judged on
-    its own, and only mixed-case ones (a document's id, a key) can go; one-case segments of paths are digests and
-    names (nix store hashes, S3 object names, git ids).
+    A token of 28 to 31 characters is judged only when made of letters of both cases and digits alone (see
+    :data:`secret_patterns.LONG_TOKEN`). A token holding a ``/``-segment that is a word (``src``, ``blob``) is a path
+    or a URL: each segment is judged on its own, and only mixed-case ones (a document's id, a key) can go; one-case
+    segments of paths are digests and names (nix store hashes, S3 object names, git ids).
     """
     token = m.group(0)
+    if len(token) < 32 and not (token.isalnum() and all(_class_counts(token))):
+        return token
     segments = token.split("/")
     if len(segments) == 1 or not any(patterns.PATH_WORD.match(s) for s in segments):
         return REDACTED if _looks_random(token) else token
@@ -286,11 +321,14 @@ def redact_secrets(text: str) -> str:
     (``mysql -p…``, ``sshpass -p``, ``curl -u user:…``, ``--password …``); a value
     written after a label in prose, in Chinese, Japanese, Korean, Russian, English,
     German, French or Spanish (``密码是…``, ``token是…``, ``APIキーは…``, ``the api
-    key is …``); 40/64-hex and UUID values right after a credential label; and long
-    random-looking tokens (see :func:`_looks_random`).
+    key is …``), letters-only passphrases after a password's label among them; 40/64-hex
+    and UUID values right after a credential label; wallet seed phrases after their
+    label (``seed phrase: …``, ``助记词：…``); and long random-looking tokens (see
+    :func:`_looks_random`).
 
     Secrets are looked for in the text as :func:`_fold` reads it (escapes read,
-    invisible characters dropped, full-width as ASCII); when one is found, that
+    invisible characters dropped, full-width as ASCII, Cyrillic and Greek look-alikes
+    in a credential's name as Latin); when one is found, that
     folded text is returned with it replaced, else ``text`` exactly as given.
     Bare git object ids (40 or 64 hex digits), UUIDs, identifiers and paths are
     kept. Linear in the length of ``text`` (see :mod:`secret_patterns`). Never raises.
@@ -314,7 +352,8 @@ def _redact_folded(text: str) -> str:
     text = patterns.CLI_SECRET.sub(_cli_secret, text)
     text = patterns.LABELLED.sub(_labelled, text)
     text = patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text)
-    text = patterns.LABELLED_KEY.sub(lambda m: m.group(1) + REDACTED if _looks_random(m.group(2)) else m.group(), text)
+    text = patterns.LABELLED_KEY.sub(lambda m: m.group(1) + REDACTED if _random_after_label(m.group(2)) else m.group(), text)
+    text = patterns.SEED_PHRASE.sub(_seed_phrase, text)
     text = patterns.ASSIGNMENT.sub(_assignment, text)
     return patterns.LONG_TOKEN.sub(_long_token, text)
 
@@ -331,7 +370,7 @@ def _replace(m: re.Match[str], start: int, end: int) -> str:
 
 def _wrapped_key(m: re.Match[str]) -> str:
     """A :data:`secret_patterns.WRAPPED_KEY` match redacted whole when its two lines join into a known key format."""
-    joined = re.sub(r"\r?\n", "", m.group(0))
+    joined = re.sub(patterns.LINE_BREAK, "", m.group(0))
     return REDACTED if patterns.KEY_FORMATS.fullmatch(joined) else m.group(0)
 
 
@@ -376,7 +415,8 @@ def _assignment(m: re.Match[str]) -> str:
     if not value or _is_placeholder(value, name):
         return m.group(0)
     if group == 9:
-        if m.group(4) == ":" and m.group(5) and re.fullmatch(r"[A-Za-z_]+", value):
+        if m.group(4) == ":" and m.group(5) and re.fullmatch(r"[A-Za-z_]+", value) and not (
+                name.lower().endswith(patterns.PASSWORD_ENDINGS) and _passphrase(value, m.string[end:])):
             return m.group(0)  # prose ("token: the one from the vault") or an annotation, not a literal
         if re.fullmatch(r"[A-Za-z_]\w*", value) and _credential_kind(value) and len(_name_segments(value)) > 1:
             return m.group(0)  # a variable (password=hashed_password), not a literal (password=secret)
@@ -399,6 +439,27 @@ def _names_something(value: str) -> bool:
     return len(pieces) > 1 and any(c.isalpha() for c in value) and all(patterns.NAME_PIECE.fullmatch(p) for p in pieces)
 
 
+def _passphrase(value: str, after: str) -> bool:
+    """Whether ``value``, letters alone after a password's name or label, is a passphrase: a
+    :data:`secret_patterns.PASSPHRASE` not ending as an English adjective does, and ``after`` (the text that follows
+    it) starting with a :data:`secret_patterns.CLAUSE_END`."""
+    return (patterns.PASSPHRASE.fullmatch(value) is not None and not value.endswith(patterns.WORD_ENDINGS)
+            and patterns.CLAUSE_END.match(after) is not None)
+
+
+def _seed_phrase(m: re.Match[str]) -> str:
+    """A :data:`secret_patterns.SEED_PHRASE` match with its first 12 to 24 words redacted when they are all of 3 to 8
+    letters; left as it is otherwise."""
+    words: list[re.Match[str]] = []
+    for word in re.finditer(r"\S+", m.group(2)):
+        if not 3 <= len(word.group()) <= 8 or len(words) == 24:
+            break
+        words.append(word)
+    if len(words) < 12:
+        return m.group(0)
+    return _replace(m, m.start(2), m.start(2) + words[-1].end())
+
+
 def _labelled(m: re.Match[str]) -> str:
     """A :data:`secret_patterns.LABELLED` match with the value after the label redacted, when it reads as one.
 
@@ -419,7 +480,8 @@ def _labelled(m: re.Match[str]) -> str:
         assigned = not label.isascii() and words[:1] in (":", "=")
         if not assigned and (not words or words[0] in ":=-" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
-        if not re.search(r"[0-9!-/:-@\[-`{-~]", value) or _names_something(value):
+        passphrase = label.lower().endswith(patterns.PASSWORD_ENDINGS) and _passphrase(value, m.string[start + len(value):])
+        if not (passphrase or re.search(r"[0-9!-/:-@\[-`{-~]", value)) or _names_something(value):
             return m.group(0)  # prose, or a name (the private key is id_ed25519)
     elif patterns.CJK_NAME_VALUE.fullmatch(value):
         return m.group(0)

@@ -25,6 +25,18 @@ STRAY_MARKS = re.compile("(?<=[A-Za-z0-9])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1d
 #: Full-width ASCII (``ｓｋ－ｐｒｏｊ``, ``ＰＡＳＳＷＯＲＤ＝``) read as ASCII, except the punctuation CJK prose is written
 #: with (``，`` ``：`` ``（）``...), which the patterns below know as it is.
 FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in "！（），：；？～"}
+#: Cyrillic and Greek letters drawn like Latin ones (``pаssword`` with a Cyrillic ``а``), read as those inside a
+#: credential word (:data:`CREDENTIAL_PART`) of a word of ASCII letters and them (:data:`HOMOGLYPH_WORD`). Elsewhere
+#: they are read as written: in ``пароль``, and in Russian text glued to a key or a label (``…8Aа``, ``пожалуPassword``),
+#: where reading ``а`` or ``у`` as Latin would lengthen the key past its format or the label into another word.
+_LOOK_ALIKES = "аеорсухіјѕԁһӏԛԝАВЕКМНОРСТХУІЈЅαορινΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
+HOMOGLYPHS = str.maketrans(_LOOK_ALIKES, "aeopcyxijsdhlqwABEKMHOPCTXYIJSaopivABEZHIKMNOPTYX")
+#: A run of ASCII letters and look-alikes holding both (the lookaheads: the first character that is not an ASCII letter
+#: is a look-alike, the first that is not a look-alike is an ASCII letter).
+HOMOGLYPH_WORD = re.compile(f"(?<![A-Za-z{_LOOK_ALIKES}])(?=[A-Za-z]*+[{_LOOK_ALIKES}])(?=[{_LOOK_ALIKES}]*+[A-Za-z])"
+                            f"[A-Za-z{_LOOK_ALIKES}]++")
+#: The credential words such a word, read as Latin, is searched for.
+CREDENTIAL_PART = re.compile(r"(?i)passw(?:or)?d|passphrase|passcode|pass|pwd|secret|token|key|auth|credentials?")
 #: ``\\uXXXX`` escapes of JSON (``json.dumps`` writes ``密码是`` as ``\\u5bc6\\u7801\\u662f``), read as their characters.
 JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
@@ -35,12 +47,17 @@ JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 #: Where a secret may start: not right after an ASCII letter, digit or joiner of its own kind.
 TOKEN_START = r"(?<![A-Za-z0-9_-])"
 
-#: Provider key formats (each a whole token). A key that ends right at a line break takes the next line's leading
-#: run of key characters with it: terminals and log viewers wrap long keys.
+#: A line break inside a key: a terminal's or log viewer's wrap, a shell's escaped one (``\`` then a line break), or one
+#: written as ``\n`` inside a JSON or Python string.
+LINE_BREAK = r"(?:\\?\r?\n|\\n)"
+#: Provider key formats (each a whole token). A key that ends right at a :data:`LINE_BREAK` takes the next line's
+#: leading run of key characters with it: terminals and log viewers wrap long keys.
 KEY_FORMATS = re.compile(
     r"(?:" + TOKEN_START + r"(?:"
-    r"sk-ant-[A-Za-z0-9_-]{16,}+"  # Anthropic
-    r"|sk-(?:proj-|svcacct-|admin-|or-v1-)?(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}+"  # OpenAI, OpenRouter
+    # Anthropic, OpenAI, OpenRouter: after the prefix, 8 characters are enough (a log cuts a key short), unless all
+    # lower-case letters (``sk-ant-design``)
+    r"sk-(?:ant|proj|svcacct|admin|or-v1)-(?=[A-Za-z0-9_-]*[A-Z0-9])[A-Za-z0-9_-]{8,}+"
+    r"|sk-(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}+"  # OpenAI's older keys, DeepSeek and others
     r"|sk-(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{32,}+"  # the same without a digit: 32+ letters, both cases
     r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}+|whsec_[A-Za-z0-9]{24,}+"  # Stripe
     r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+"  # GitHub
@@ -57,7 +74,7 @@ KEY_FORMATS = re.compile(
     r")"
     # AWS access key ids, also run into a word or a name (``ID_AKIA…``, ``idAKIA…``): 20 upper-case characters
     r"|(?<![A-Z0-9])(?:AKIA|ASIA|A3T[A-Z0-9])[0-9A-Z]{16}(?![A-Za-z0-9])"
-    r")(?:\r?\n[A-Za-z0-9_-]++)?"
+    r")(?:" + LINE_BREAK + r"[A-Za-z0-9_-]++)?"
 )
 #: A key cut in two by a line break before its format is complete (``ghp_Z8x7C6\nv5B4n3...``): a key prefix, the rest of
 #: its line and the next line's leading run of key characters; :func:`redact._wrapped_key` redacts both when they
@@ -65,7 +82,7 @@ KEY_FORMATS = re.compile(
 #: ``~`` either), so a run of ``.sk-.sk-...`` is read once, not once per prefix.
 WRAPPED_KEY = re.compile(
     r"(?<![A-Za-z0-9_.~-])(?:sk-|(?:sk|rk|pk)_(?:live|test)_|gh[pousr]_|github_pat_|gl(?:pat|rt)-|xox[a-z]-|xapp-|AKIA|ASIA|AIza|hf_|eyJ|npm_|pypi-|gsk_)"
-    r"[A-Za-z0-9_.~-]*+\r?\n[A-Za-z0-9_.~-]++"
+    r"[A-Za-z0-9_.~-]*+" + LINE_BREAK + r"[A-Za-z0-9_.~-]++"
 )
 #: A private key block, to its ``END`` line or, cut off, to the end of the text.
 PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)", re.DOTALL)
@@ -156,19 +173,35 @@ LABELLED = re.compile(
 )
 #: The verbs a Latin label needs before its value (``password is``, ``Passwort ist``, ``mot de passe est``).
 LATIN_VERBS = re.compile(r"\b(?:is|was|ist|war|est|es|era)\b")
+#: What joins a label to the value right after it, in English or in CJK text (``token: x``, ``"key": "x"``,
+#: ``key是x``, ``token为x``): an optional quote, sign or CJK joiner, and spaces.
+_LABEL_JOIN = r"[\"']?[ \t]*+[:=：是为為は]?[ \t]*+[\"']?"
 #: A git-id-shaped value (40 or 64 hex digits, a UUID) right after a credential label (``GITHUB_TOKEN 3f78…``,
 #: ``heroku api key 0c4f8e2a-…``): old GitHub tokens and Heroku keys have those shapes. Bare ones are git ids and
-#: are kept. Group 1 is the label and what joins it, group 2 the value.
+#: are kept; so is a service account's ``private_key_id`` (40 hex), which names its key. Group 1 is the label and what
+#: joins it, group 2 the value.
 LABELLED_DIGEST = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])((?:[A-Za-z0-9]++[ _-])?(?:token|secret|passw(?:or)?d|(?:api|access|secret|private|auth)[ _-]?key)"
-    r"[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?)"
-    r"([0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![A-Za-z0-9_-])"
+    r"(?i)(?<![A-Za-z0-9_])((?:[A-Za-z0-9]++[ _-])?"
+    r"(?:token|secret|passw(?:or)?d|(?:api|access|secret|private|auth)[ _-]?key|private[ _-]?key[ _-]?id)"
+    + _LABEL_JOIN + r")([0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![A-Za-z0-9_-])"
 )
-#: A key-shaped value (16+ letters, digits, ``_`` and ``-``) right after a key or token label without a verb
-#: (``vercel token AbCdEf…12``, ``key: Zx9qLm2N…``): redacted when it reads as random (:func:`redact._looks_random`),
-#: so ``primary key idx_users_email`` stays. Group 1 is the label and what joins it, group 2 the value.
+#: A key-shaped value (16+ letters, digits, ``_`` and ``-``) right after a key, token or secret label, or a name ending
+#: in token or secret, without a verb (``vercel token AbCdEf…12``, ``GITHUB_TOKEN AbCdEf…12``, ``key: Zx9qLm2N…``,
+#: ``key是Zx9qLm2N…别外传``): redacted when it reads as random after a label (:func:`redact._random_after_label`), so
+#: ``primary key idx_users_email`` stays. ``sort_key``, ``partition_key``... name columns, not credentials. Group 1 is
+#: the label and what joins it, group 2 the value.
 LABELLED_KEY = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])((?:token|secret|key)[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?)([A-Za-z0-9_-]{16,200}+)(?![A-Za-z0-9_-])"
+    r"(?i)(?<![A-Za-z0-9_])((?:(?:[A-Za-z0-9]++[_-])?(?:token|secret)|key)" + _LABEL_JOIN + r")([A-Za-z0-9_-]{16,200}+)"
+    r"(?![A-Za-z0-9_-])"
+)
+#: A wallet's seed (recovery) phrase after its label and a joiner (``seed phrase: abandon ability able …``,
+#: ``MNEMONIC="…"``, ``助记词：…``): the run of lower-case letters and white space after it, which
+#: :func:`redact._seed_phrase` redacts when its first 12 to 24 words have 3 to 8 letters (BIP-39 words do; 12 in a row
+#: without ``a``, ``of``, ``to``... or a longer word is rare in prose).
+SEED_PHRASE = re.compile(
+    r"(?i)(?<![A-Za-z0-9])((?:(?:secret[ _-]?)?(?:seed|recovery|backup|mnemonic)[ _-]?(?:phrase|words)|mnemonic|seed"
+    r"|助记词|助記詞|恢复短语|恢復短語|种子短语|シードフレーズ|ニーモニック|시드 ?(?:구문|문구)|복구 ?(?:구문|문구))"
+    r"[\"']?[ \t]*+(?:[:=：]|是|为|為|は|는|is(?![a-z]))\s*+[\"'“「]?\s*+)((?-i:[a-z][a-z\s]{46,300}+))"
 )
 #: A value that names something instead of being a secret, for the names and labels that are credentials only when
 #: their value looks like one (``auth``, ``*_KEY``, ``the private key is``): a path (``~/.ssh/deploy_key``,
@@ -190,6 +223,19 @@ VALUE_END = ".,;:!?)]}>'\""
 #: Endings of a name's last word that make it a credential, whatever the value (``password``, ``client_secret``,
 #: ``PGPASSWORD``, ``csrftoken``). ("credentials" is a weaker one: fetch's ``credentials: 'include'`` is code.)
 CREDENTIAL_ENDINGS = ("password", "passwd", "passphrase", "secret", "token")
+#: Endings of a name or label after which a value of letters alone can be a password (a passphrase): see
+#: :data:`PASSPHRASE`.
+PASSWORD_ENDINGS = ("password", "passwd", "passphrase")
+#: A password of letters alone after such a name or label: 12+ lower-case letters (``correcthorsebatterystaple``), which
+#: :func:`redact._passphrase` takes only where they end a line or a clause (``the password is stored in vault`` is prose)
+#: and do not end as English adjectives and participles do (``password: autogenerated``, ``the password is
+#: unrecoverable.``, ``password: alphanumeric``). Shorter words are prose or settings (``password: required``).
+PASSPHRASE = re.compile(r"[a-z]{12,}+")
+#: Endings of English adjectives and participles: a letters-only value ending so is a word, not a passphrase.
+WORD_ENDINGS = ("able", "ible", "ed", "ing", "ion", "ment", "ness", "ent", "ant", "ous", "ful", "less", "ive", "al", "ic",
+                "ly", "ary", "ory")
+#: What may follow a passphrase: the end of its line or text, or a clause's punctuation.
+CLAUSE_END = re.compile(r"[ \t]*+(?:[.,;!?)]|\r?\n|\Z)")
 #: Last words that make a name a credential which those endings do not cover.
 CREDENTIAL_WORDS = {"passcode", "apikey", "accesskey", "secretkey", "privatekey"}
 #: Last words of names that are credentials only when the value looks like one (a digit or a symbol in it):
@@ -212,8 +258,10 @@ CODE_VALUE = re.compile(
 # Long random tokens
 # ---------------------------------------------------------------------------
 
-#: A run of 32+ base64 characters: judged by :func:`redact._looks_random` (whole, or ``/``-segment by segment).
-LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{32,}+")
+#: A run of 28+ base64 characters: judged by :func:`redact._looks_random` (whole, or ``/``-segment by segment). One of
+#: 28 to 31 is judged only when letters and digits alone: ids of that shape and shorter have a prefix joined by ``_``
+#: or ``-`` (``msg_01XFDUDYJgAACzvnptvVoYEL``) or are shorter (a KSUID is 27, a nanoid 21).
+LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{28,}+")
 #: A path segment that is a word (``src``, ``blob``, ``service-role``): a token holding one is a path or a URL.
 PATH_WORD = re.compile(r"^[a-z]{3}[a-z_-]*+$")
 HEX = re.compile(r"^[0-9a-fA-F]+$")
