@@ -1,23 +1,19 @@
 """Redaction: what of an endpoint or a text may be shown, stored, logged or sent.
 
-* Endpoints: :func:`redact_url` gives a URL as it may be shown or stored
-  (userinfo and secret-looking query values and path segments as ``***``);
+* Endpoints: :func:`redact_url` gives a URL as it may be shown or stored;
   :func:`endpoint_digest` is what consent matches instead of the URL's
   credentials; :func:`split_query` and :func:`endpoint_secrets` take apart a
   configured URL for the HTTP client and for scrubbing error texts.
 * Text that leaves the machine: :func:`redact_secrets` replaces secret-looking
-  strings (key formats, private key blocks, ``Authorization`` values,
-  credential assignments and labels, command-line passwords, long random
-  tokens) by ``[redacted]``; the patterns are in :mod:`secret_patterns`.
+  strings by ``[redacted]``; the patterns are in :mod:`secret_patterns`.
 * Logs: :func:`guard_logs` keeps an endpoint's credentials out of the records
   of the HTTP client's loggers.
 
 Invariants: every function here is pure and never raises, except
 :func:`guard_logs`, which installs one logging filter on the HTTP client's
-loggers. The secrets that filter knows are process-wide and only ever grow:
-they are not a cache (forgetting one would let a client built earlier log it),
-so they are not kept in :mod:`state` and no reset clears them. Imports only
-:mod:`secret_patterns`, the shapes of secrets.
+loggers. The secrets that filter knows are process-wide and only ever grow
+(forgetting one would let a client built earlier log it), so they are not
+kept in :mod:`state` and no reset clears them. Imports only :mod:`secret_patterns`.
 """
 
 from __future__ import annotations
@@ -66,17 +62,16 @@ def _query_pairs(url: str) -> list[tuple[str, str, bool]]:
 
 
 def _param_key(name: str) -> str:
-    """A query parameter's name as :data:`secret_patterns.URL_SECRET_NAMES` is matched against: unquoted, lower case,
-    ``-`` read as ``_``."""
+    """A query parameter's name as :data:`secret_patterns.URL_SECRET_NAMES` is matched: unquoted, lower case, ``-`` as
+    ``_``."""
     return unquote(name).strip().lower().replace("-", "_")
 
 
 def split_query(url: str) -> tuple[str, dict[str, str]]:
     """``(url without its query string and fragment, {name: value} of that query, unquoted)``; never raises.
 
-    The HTTP client is given the query apart (it would append its own path
-    after a query left in the base URL) and sends it with every request. An
-    empty or unparsable URL, or one without a query, comes back as it is with ``{}``.
+    The HTTP client is given the query apart: it would append its own path after a query left in the base URL.
+    An empty or unparsable URL, or one without a query, comes back as it is with ``{}``.
     """
     if not url:
         return url, {}
@@ -97,10 +92,9 @@ def split_query(url: str) -> tuple[str, dict[str, str]]:
 def redact_url(url: str) -> str:
     """``url`` as it may be shown or stored: userinfo (``user:key@``) and secret-looking query values become ``***``.
 
-    A value is secret-looking by its parameter's name (``key``, ``api_key``,
-    ``token``, ``sig``...) or by its form (see :func:`redact_secrets`); secret-looking
-    path segments are redacted too. A URL that cannot be parsed is passed
-    through :func:`redact_secrets` whole. Never raises.
+    A value is secret-looking by its parameter's name (``key``, ``token``, ``sig``...) or by its form
+    (:func:`redact_secrets`); path segments go through :func:`redact_secrets`, a secret-looking fragment becomes
+    ``***``. A URL that cannot be parsed goes through :func:`redact_secrets` whole. Never raises.
     """
     try:
         parts = urlsplit(url)
@@ -131,10 +125,9 @@ def endpoint_digest(url: str) -> str:
 def endpoint_secrets(base_url: str, api_key: str) -> list[str]:
     """What must never appear in an error text or a log: ``api_key``, and the credentials inside ``base_url``.
 
-    Those are the userinfo (raw, unquoted, and as the Basic auth header
-    carries them) and the secret-looking query values (raw and unquoted).
-    Returns them longest first (a secret containing another is replaced
-    whole), without duplicates or any shorter than 4 characters. Never raises.
+    Those are the userinfo (raw, unquoted, and as a Basic auth header carries it) and the secret-looking query
+    values (raw and unquoted), longest first (a secret containing another is replaced whole), without duplicates
+    or any shorter than 4 characters. Never raises.
     """
     found = [api_key]
     try:
@@ -229,8 +222,7 @@ def _entropy(token: str) -> float:
 def _class_runs(token: str) -> float:
     """The mean length of runs of one character class (lower, upper, digit) in ``token``'s pieces between separators.
 
-    Random base64 switches class every 1.5 characters or so; identifiers and
-    paths are made of words (``AbstractSingletonProxy``: runs of 4 and more).
+    Short in random base64; long in identifiers and paths, which are made of words (``AbstractSingletonProxy``).
     """
     runs = letters = 0
     for piece in re.split(r"[/+=_-]+", token):
@@ -249,18 +241,12 @@ def _class_counts(token: str) -> tuple[int, int, int]:
 def _looks_random(token: str) -> bool:
     """Whether a long token (28+ characters) reads as a key rather than a word, a path or a digest.
 
-    Pure hex of 40 or 64 digits (git object ids, SHA-256 digests) and UUIDs are
-    kept; other hex of 32+ digits is taken for a key (many services issue 32-hex
-    keys; an MD5 checksum goes with them). Otherwise a token needs either all
-    three classes (lower, upper, digits), over 4.0 bits of Shannon entropy per
-    character and classes switching every couple of characters
-    (:func:`_class_runs` under 2.4: identifiers and paths are made of words), or
-    one case of letters with digits making up 15 % of it or more, over 3.6 bits
-    per character, runs under 3.2 (``20240311_0942_add_currency`` is words) and
-    a piece of 16+ characters between ``-`` and ``_`` (a wheel's name,
-    ``4-cp311-cp311-manylinux_2_17_x86_64``, is short words).
-    A heuristic: about 1 random mixed-case key in 200 reads as a word and is
-    kept, and a larger share of one-case keys.
+    Hex of 40 or 64 digits (git object ids, SHA-256 digests) and UUIDs are kept; other hex is taken for a key
+    (many services issue 32-hex keys; an MD5 checksum goes with them). Otherwise a token needs high Shannon
+    entropy and short class runs (:func:`_class_runs`), with either all three classes or one case of letters
+    with a good share of digits and a piece of 16+ characters between ``-`` and ``_`` (a migration's
+    ``20240311_0942_add_currency`` and a wheel's ``4-cp311-cp311-manylinux_2_17_x86_64`` are short words).
+    A heuristic: a few random keys read as words and are kept, one-case ones more often.
     """
     stripped = token.strip("=")
     if patterns.HEX.match(stripped):
@@ -275,10 +261,9 @@ def _looks_random(token: str) -> bool:
 
 
 def _random_after_label(token: str) -> bool:
-    """Whether a value right after a key or token label reads as a key: :func:`_looks_random`, or one run of 24+
-    letters of one case and digits (``abcdefghij0123456789klmnopqrst``), not hex, digits 15 % of it or more, over 3.6
-    bits per character. The label stands for the class runs :func:`_looks_random` asks of a bare token; a run
-    without ``_`` or ``-`` is not an identifier made of words (``idx_users_email``, ``ORDERS_BY_CUSTOMER_2024``)."""
+    """Whether a value right after a key or token label reads as a key: :func:`_looks_random`, or one unbroken run of
+    24+ letters of one case and digits, not hex, with the digits and entropy :func:`_looks_random` asks of one case.
+    The label stands in for the class runs: a run without ``_`` or ``-`` is not an identifier made of words."""
     if _looks_random(token):
         return True
     lower, upper, digits = _class_counts(token)
@@ -289,10 +274,9 @@ def _random_after_label(token: str) -> bool:
 def _long_token(m: re.Match[str]) -> str:
     """A :data:`secret_patterns.LONG_TOKEN` match with what reads as random redacted.
 
-    A token of 28 to 31 characters is judged only when made of letters of both cases and digits alone (see
-    :data:`secret_patterns.LONG_TOKEN`). A token holding a ``/``-segment that is a word (``src``, ``blob``) is a path
-    or a URL: each segment is judged on its own, and only mixed-case ones (a document's id, a key) can go; one-case
-    segments of paths are digests and names (nix store hashes, S3 object names, git ids).
+    A token of 28 to 31 characters is judged only when letters of both cases and digits alone. A token holding a
+    ``/``-segment that is a word (``src``, ``blob``) is a path or a URL: only its mixed-case segments of 32+ can go
+    (a document's id, a key); one-case segments are digests and names (nix store hashes, S3 object names, git ids).
     """
     token = m.group(0)
     if len(token) < 32 and not (token.isalnum() and all(_class_counts(token))):
@@ -307,31 +291,15 @@ def _long_token(m: re.Match[str]) -> str:
 def redact_secrets(text: str) -> str:
     """``text`` with secret-looking strings replaced by ``[redacted]``, the rest left as it was.
 
-    Replaced: private key blocks (``-----BEGIN ... PRIVATE KEY-----`` to its
-    ``END`` line, or to the end of the text); provider key formats (OpenAI,
-    Anthropic, Stripe, GitHub, GitLab, Slack, AWS, Google, Hugging Face, Azure AD,
-    SendGrid, npm, PyPI..., and JWTs; a key cut by a line break with the next
-    line's start); ``Authorization:`` values and bearer tokens; the ``user:password@``
-    of URLs, the path of Slack and Discord webhook URLs, credential query
-    parameters (``key=``, ``sig=``, ``X-Amz-Signature=``...) and session cookies;
-    the value of an assignment whose name ends in a credential word (``password=``,
-    ``PGPASSWORD=``, ``--password=``, ``DB_PASS:``, ``api_key=``, ``STRIPE_KEY=``,
-    ``token=``, ``auth=``..., quotes escaped or not) unless the value is code (a
-    call, attribute, type, ``None``) or a placeholder; passwords on command lines
-    (``mysql -p…``, ``sshpass -p``, ``curl -u user:…``, ``--password …``); a value
-    written after a label in prose, in Chinese, Japanese, Korean, Russian, English,
-    German, French or Spanish (``密码是…``, ``token是…``, ``APIキーは…``, ``the api
-    key is …``), letters-only passphrases after a password's label among them; 40/64-hex
-    and UUID values right after a credential label; wallet seed phrases after their
-    label (``seed phrase: …``, ``助记词：…``); and long random-looking tokens (see
-    :func:`_looks_random`).
+    Replaced: private key blocks; provider key formats and JWTs (also cut by a line break); ``Authorization:``
+    values and bearer tokens; a URL's ``user:password@``, webhook paths, credential query parameters and session
+    cookies; the literal value of an assignment to a credential name (not code or a placeholder); passwords on
+    command lines; a value after a credential label in prose, in eight languages; wallet seed phrases after their
+    label; and long random-looking tokens (:func:`_looks_random`). docs/guarantees.md lists the shapes;
+    :mod:`secret_patterns` says why each is written so. Bare git object ids, UUIDs, identifiers and paths are kept.
 
-    Secrets are looked for in the text as :func:`_fold` reads it (escapes read,
-    invisible characters dropped, full-width as ASCII, Cyrillic and Greek look-alikes
-    in a credential's name as Latin); when one is found, that
-    folded text is returned with it replaced, else ``text`` exactly as given.
-    Bare git object ids (40 or 64 hex digits), UUIDs, identifiers and paths are
-    kept. Linear in the length of ``text`` (see :mod:`secret_patterns`). Never raises.
+    Secrets are looked for in the text as :func:`_fold` reads it; when one is found, that folded text is returned
+    with it replaced, else ``text`` exactly as given. Linear in the length of ``text``. Never raises.
     """
     if not text:
         return text
@@ -463,9 +431,9 @@ def _seed_phrase(m: re.Match[str]) -> str:
 def _labelled(m: re.Match[str]) -> str:
     """A :data:`secret_patterns.LABELLED` match with the value after the label redacted, when it reads as one.
 
-    A Latin label counts only with a verb (``is``, ``ist``, ``est``...) or a CJK joiner (``是``, ``：``; ``password=``
-    is an assignment), or with ``:`` or ``=`` where the label is not ASCII (``contraseña=``, which assignments, named
-    in ASCII, do not see), and a value holding a digit or a symbol. Trailing sentence punctuation stays.
+    A Latin label needs a verb (``is``, ``ist``...) or a CJK joiner (``password=`` is an assignment), or ``:`` or
+    ``=`` after a label that is not ASCII (``contraseña=``, which assignments, named in ASCII, miss); and a value with
+    a digit or a symbol, or a passphrase, that names nothing (:func:`_names_something`). Trailing punctuation stays.
     """
     label, joiner = m.group(1), m.group(2)
     quoted = m.group(4)
@@ -523,8 +491,7 @@ _URL_LOGGERS = ("httpx", "openai._base_client", "openai")
 def guard_logs(secrets: Sequence[str]) -> None:
     """Keep ``secrets`` (an endpoint's credentials) out of the log records of the HTTP client; returns nothing, never raises.
 
-    Idempotent: the filter is installed once per logger, and the secrets it
-    knows only grow (a client built earlier may still log an older one).
+    Idempotent: the filter is installed once per logger; its secrets only grow (see the module docstring).
     """
     with _LOG_FILTER_LOCK:
         known = set(_LOG_FILTER.secrets) | {s for s in secrets if len(s) >= _MIN_SECRET}

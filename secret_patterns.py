@@ -17,22 +17,20 @@ import re
 # Folding: what text is read as before it is searched
 # ---------------------------------------------------------------------------
 
-#: Characters nobody sees (format characters: zero-width spaces and joiners, direction marks, the BOM, tag
-#: characters; and the soft hyphen): one inside a key splits it in two for every pattern below.
+#: Invisible characters (zero-width spaces and joiners, direction marks, the BOM, tag characters, the soft hyphen):
+#: one inside a key would split it in two for every pattern below.
 INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\U000e0001\U000e0020-\U000e007f]")
 #: Combining marks left on an ASCII letter or digit after NFC (no precomposed letter has them): ``F\u0301`` in a key.
 STRAY_MARKS = re.compile("(?<=[A-Za-z0-9])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
 #: Full-width ASCII (``ｓｋ－ｐｒｏｊ``, ``ＰＡＳＳＷＯＲＤ＝``) read as ASCII, except the punctuation CJK prose is written
 #: with (``，`` ``：`` ``（）``...), which the patterns below know as it is.
 FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in "！（），：；？～"}
-#: Cyrillic and Greek letters drawn like Latin ones (``pаssword`` with a Cyrillic ``а``), read as those inside a
-#: credential word (:data:`CREDENTIAL_PART`) of a word of ASCII letters and them (:data:`HOMOGLYPH_WORD`). Elsewhere
-#: they are read as written: in ``пароль``, and in Russian text glued to a key or a label (``…8Aа``, ``пожалуPassword``),
-#: where reading ``а`` or ``у`` as Latin would lengthen the key past its format or the label into another word.
+#: Cyrillic and Greek letters drawn like Latin ones (``pаssword`` with a Cyrillic ``а``), read as Latin only inside a
+#: credential word (:data:`CREDENTIAL_PART`) of a :data:`HOMOGLYPH_WORD`: read so in Russian text glued to a key or a
+#: label (``…8Aа``, ``пожалуPassword``), they would lengthen the key past its format or the label into another word.
 _LOOK_ALIKES = "аеорсухіјѕԁһӏԛԝАВЕКМНОРСТХУІЈЅαορινΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
 HOMOGLYPHS = str.maketrans(_LOOK_ALIKES, "aeopcyxijsdhlqwABEKMHOPCTXYIJSaopivABEZHIKMNOPTYX")
-#: A run of ASCII letters and look-alikes holding both (the lookaheads: the first character that is not an ASCII letter
-#: is a look-alike, the first that is not a look-alike is an ASCII letter).
+#: A run of ASCII letters and look-alikes holding at least one of each (one lookahead for each).
 HOMOGLYPH_WORD = re.compile(f"(?<![A-Za-z{_LOOK_ALIKES}])(?=[A-Za-z]*+[{_LOOK_ALIKES}])(?=[{_LOOK_ALIKES}]*+[A-Za-z])"
                             f"[A-Za-z{_LOOK_ALIKES}]++")
 #: The credential words such a word, read as Latin, is searched for.
@@ -50,8 +48,8 @@ TOKEN_START = r"(?<![A-Za-z0-9_-])"
 #: A line break inside a key: a terminal's or log viewer's wrap, a shell's escaped one (``\`` then a line break), or one
 #: written as ``\n`` inside a JSON or Python string.
 LINE_BREAK = r"(?:\\?\r?\n|\\n)"
-#: Provider key formats (each a whole token). A key that ends right at a :data:`LINE_BREAK` takes the next line's
-#: leading run of key characters with it: terminals and log viewers wrap long keys.
+#: Provider key formats (each a whole token); a key that ends at a :data:`LINE_BREAK` takes the next line's leading run
+#: of key characters with it.
 KEY_FORMATS = re.compile(
     r"(?:" + TOKEN_START + r"(?:"
     # Anthropic, OpenAI, OpenRouter: after the prefix, 8 characters are enough (a log cuts a key short), unless all
@@ -76,10 +74,10 @@ KEY_FORMATS = re.compile(
     r"|(?<![A-Z0-9])(?:AKIA|ASIA|A3T[A-Z0-9])[0-9A-Z]{16}(?![A-Za-z0-9])"
     r")(?:" + LINE_BREAK + r"[A-Za-z0-9_-]++)?"
 )
-#: A key cut in two by a line break before its format is complete (``ghp_Z8x7C6\nv5B4n3...``): a key prefix, the rest of
-#: its line and the next line's leading run of key characters; :func:`redact._wrapped_key` redacts both when they
-#: join into a :data:`KEY_FORMATS` key. It starts only after a character its body cannot take (not after ``.`` or
-#: ``~`` either), so a run of ``.sk-.sk-...`` is read once, not once per prefix.
+#: A key cut by a line break before its format is complete (``ghp_Z8x7C6\nv5B4n3...``): a key prefix, the rest of its
+#: line and the next line's leading key characters, redacted when they join into a :data:`KEY_FORMATS` key
+#: (:func:`redact._wrapped_key`). It starts only after a character its body cannot take (``.`` and ``~`` too), so
+#: ``.sk-.sk-...`` is read once, not once per prefix.
 WRAPPED_KEY = re.compile(
     r"(?<![A-Za-z0-9_.~-])(?:sk-|(?:sk|rk|pk)_(?:live|test)_|gh[pousr]_|github_pat_|gl(?:pat|rt)-|xox[a-z]-|xapp-|AKIA|ASIA|AIza|hf_|eyJ|npm_|pypi-|gsk_)"
     r"[A-Za-z0-9_.~-]*+" + LINE_BREAK + r"[A-Za-z0-9_.~-]++"
@@ -111,14 +109,14 @@ WEBHOOK = re.compile(
     r"/api/webhooks|(?:[a-z0-9-]++\.)?(?:outlook\.office(?:365)?\.com|webhook\.office\.com)/webhook(?:b2)?)/)"
     r"([A-Za-z0-9_/@.-]{8,}+)"
 )
-#: Query parameter names whose values are credentials (compared lower-case, ``-`` read as ``_``): ``key``,
-#: ``X-Amz-Signature``, Azure SAS's ``sig``...
+#: Query parameter names whose values are credentials (``key``, ``X-Amz-Signature``, Azure SAS's ``sig``...), as
+#: :func:`redact._param_key` writes them.
 URL_SECRET_NAMES = re.compile(
     r"^(?:.*_)?(?:key|apikey|api_key|token|access_token|auth|authorization|secret|client_secret|password|passwd|pwd"
     r"|sig|signature|code|credential|credentials|session|sas)$"
 )
-#: A ``name=value`` of a query string anywhere in text (a URL in prose, a log line): the name is judged by
-#: :data:`URL_SECRET_NAMES`, the value runs to the next ``&``, ``#``, quote or space.
+#: A query string's ``name=value`` anywhere in text (a URL in prose, a log line); the value runs to the next ``&``,
+#: ``#``, quote or space.
 QUERY_PAIR = re.compile(r"(?<=[?&])([A-Za-z0-9_.~%-]{1,60}+)=([^&#\s\"'<>]{1,1000}+)")
 #: A ``Cookie:`` or ``Set-Cookie:`` header, to the end of its line: its session-like pairs are redacted.
 COOKIE_HEADER = re.compile(r"(?i)(?<![A-Za-z0-9_])((?:set-)?cookie\s*+[:=]\s*+)([^\n]{1,2000}+)")
@@ -135,10 +133,10 @@ COOKIE_SECRET_NAMES = re.compile(r"(?i)sess|^sid$|token|auth|jwt|secret|key|reme
 #: ``请``). Symbols are in it: a value is not cut at ``,`` ``;`` ``)`` ``'`` ``€``... (``PASSWORD=Sup3r,S3cret``).
 VALUE_CHAR = r"[^\s\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
 #: ``name = value`` / ``name: value`` / ``--name=value`` where the name ends in a credential word (``DB_PASSWORD``,
-#: ``PGPASSWORD``, ``apiKey``, ``token``, ``auth``, ``STRIPE_KEY``...; :func:`redact._credential_kind` decides), so
-#: ``database: password=...`` is not swallowed by ``database:``. A name starts a run of name characters (dots
-#: included), so each run is tried once. Quotes may be backslash-escaped (JSON inside JSON: ``{\\"token\\": \\"x\\"}``).
-#: Groups: 1 name, 4 the sign, 5 the space after it, 6-8 a quoted value (escaped, double, single), 9 a bare one.
+#: ``apiKey``, ``STRIPE_KEY``...; :func:`redact._credential_kind` decides), so ``database:`` does not swallow
+#: ``password=...``. A name starts a run of name characters (dots included): each run is tried once. Quotes may be
+#: backslash-escaped (JSON in JSON: ``{\\"token\\": \\"x\\"}``). Groups: 1 name, 4 the sign, 5 the space after it,
+#: 6-8 a quoted value (escaped, double, single), 9 a bare one.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
     r"(?i:password|passwd|passphrase|passcode|pass|pwd|secret|token|credentials?|auth|key))"
@@ -157,12 +155,11 @@ CLI_SECRET = re.compile(
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key)[ \t]++(?!-)"
     r")(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
 )
-#: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``,
-#: ``token是…``, ``私钥：…``, ``APIキーは…``, ``API 키는 …``, ``пароль: …``, ``the api key is …``, ``Passwort ist
-#: …``, ``mot de passe est …``): the label, what joins it to the value (``是``, ``设置成``, ``：``, ``は``, ``is``,
-#: ``ist``...), and the value, a run of printable ASCII (which ends where the text goes back to its own script) or a
-#: quoted string. Longer labels come first (``secret key`` before ``secret``). Latin labels need a verb (``is``,
-#: ``ist``, ``est``...) or a CJK joiner and a value with a digit or a symbol (:func:`redact._labelled`).
+#: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
+#: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``,
+#: ``设置成``, ``は``, ``is``...), and a quoted string or a run of printable ASCII (which ends where the text goes back
+#: to its own script). Longer labels come first (``secret key`` before ``secret``). What a Latin label needs is
+#: :func:`redact._labelled`'s.
 LABELLED = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密|令牌|パスワード|暗証番号|APIキー|API ?키|비밀번호|암호"
     r"|пароль|паролем|пароля|password|passwd|passphrase|passcode|pwd|passwort|mot de passe|contraseña"
@@ -173,41 +170,37 @@ LABELLED = re.compile(
 )
 #: The verbs a Latin label needs before its value (``password is``, ``Passwort ist``, ``mot de passe est``).
 LATIN_VERBS = re.compile(r"\b(?:is|was|ist|war|est|es|era)\b")
-#: What joins a label to the value right after it, in English or in CJK text (``token: x``, ``"key": "x"``,
-#: ``key是x``, ``token为x``): an optional quote, sign or CJK joiner, and spaces.
+#: What joins a label to the value right after it (``token: x``, ``"key": "x"``, ``key是x``): quotes, a sign or CJK
+#: joiner, spaces.
 _LABEL_JOIN = r"[\"']?[ \t]*+[:=：是为為は]?[ \t]*+[\"']?"
 #: A git-id-shaped value (40 or 64 hex digits, a UUID) right after a credential label (``GITHUB_TOKEN 3f78…``,
-#: ``heroku api key 0c4f8e2a-…``): old GitHub tokens and Heroku keys have those shapes. Bare ones are git ids and
-#: are kept; so is a service account's ``private_key_id`` (40 hex), which names its key. Group 1 is the label and what
-#: joins it, group 2 the value.
+#: ``heroku api key 0c4f8e2a-…``, a service account's ``private_key_id``): old GitHub tokens and Heroku keys have those
+#: shapes. Bare ones are git ids and are kept. Group 1 is the label and what joins it, group 2 the value.
 LABELLED_DIGEST = re.compile(
     r"(?i)(?<![A-Za-z0-9_])((?:[A-Za-z0-9]++[ _-])?"
     r"(?:token|secret|passw(?:or)?d|(?:api|access|secret|private|auth)[ _-]?key|private[ _-]?key[ _-]?id)"
     + _LABEL_JOIN + r")([0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![A-Za-z0-9_-])"
 )
 #: A key-shaped value (16+ letters, digits, ``_`` and ``-``) right after a key, token or secret label, or a name ending
-#: in token or secret, without a verb (``vercel token AbCdEf…12``, ``GITHUB_TOKEN AbCdEf…12``, ``key: Zx9qLm2N…``,
-#: ``key是Zx9qLm2N…别外传``): redacted when it reads as random after a label (:func:`redact._random_after_label`), so
-#: ``primary key idx_users_email`` stays. ``sort_key``, ``partition_key``... name columns, not credentials. Group 1 is
-#: the label and what joins it, group 2 the value.
+#: in token or secret, without a verb (``vercel token AbCdEf…12``, ``GITHUB_TOKEN AbCdEf…12``, ``key是Zx9qLm2N…``):
+#: redacted when it reads as random (:func:`redact._random_after_label`), so ``primary key idx_users_email`` stays.
+#: ``sort_key``, ``partition_key``... are columns, not labels. Group 1 is the label and what joins it, group 2 the value.
 LABELLED_KEY = re.compile(
     r"(?i)(?<![A-Za-z0-9_])((?:(?:[A-Za-z0-9]++[_-])?(?:token|secret)|key)" + _LABEL_JOIN + r")([A-Za-z0-9_-]{16,200}+)"
     r"(?![A-Za-z0-9_-])"
 )
 #: A wallet's seed (recovery) phrase after its label and a joiner (``seed phrase: abandon ability able …``,
-#: ``MNEMONIC="…"``, ``助记词：…``): the run of lower-case letters and white space after it, which
-#: :func:`redact._seed_phrase` redacts when its first 12 to 24 words have 3 to 8 letters (BIP-39 words do; 12 in a row
-#: without ``a``, ``of``, ``to``... or a longer word is rare in prose).
+#: ``助记词：…``): the run of lower-case letters and spaces after it, which :func:`redact._seed_phrase` redacts when its
+#: first 12 to 24 words have 3 to 8 letters (BIP-39 words do; 12 such in a row are rare in prose).
 SEED_PHRASE = re.compile(
     r"(?i)(?<![A-Za-z0-9])((?:(?:secret[ _-]?)?(?:seed|recovery|backup|mnemonic)[ _-]?(?:phrase|words)|mnemonic|seed"
     r"|助记词|助記詞|恢复短语|恢復短語|种子短语|シードフレーズ|ニーモニック|시드 ?(?:구문|문구)|복구 ?(?:구문|문구))"
     r"[\"']?[ \t]*+(?:[:=：]|是|为|為|は|는|is(?![a-z]))\s*+[\"'“「]?\s*+)((?-i:[a-z][a-z\s]{46,300}+))"
 )
 #: A value that names something instead of being a secret, for the names and labels that are credentials only when
-#: their value looks like one (``auth``, ``*_KEY``, ``the private key is``): a path (``~/.ssh/deploy_key``,
-#: ``/api/v1/users``), ``name:number`` (``session:123``), an algorithm's name (``RSA-4096``, ``UUIDv4``) or an auth
-#: scheme (``oauth2``). Words and numbers joined by ``-`` ``_`` ``.`` (``bearer-token-v2``, ``SECRET_KEY``,
-#: ``id_ed25519``) are told piece by piece (:data:`NAME_PIECE`, :func:`redact._names_something`).
+#: their value looks like one (``auth``, ``*_KEY``, ``the private key is``): a path (``~/.ssh/deploy_key``),
+#: ``name:number`` (``session:123``), an algorithm (``RSA-4096``, ``UUIDv4``) or an auth scheme (``oauth2``). Joined
+#: names (``bearer-token-v2``, ``id_ed25519``) are told piece by piece (:func:`redact._names_something`).
 _ALGORITHM = r"[A-Z]{2,}+-?v?\d++"  # RSA-4096, SHA256, UUIDv4
 NAME_VALUE = re.compile(
     r"[~./]\S*+|[^/\s]*+/\S*+|[A-Za-z_][\w.-]*+:\d++|" + _ALGORITHM +
@@ -215,21 +208,20 @@ NAME_VALUE = re.compile(
 )
 #: One piece of a joined name: a word (lower case, Capitalised or upper case), then digits, or digits alone.
 NAME_PIECE = re.compile(r"(?:[A-Z]?[a-z]++|[A-Z]++)?\d*+")
-#: The narrower form for values after a CJK label (``私钥是RSA-4096的``, ``token是UUIDv4格式``), where a password
-#: joined by ``-`` is as likely as a name: only an algorithm's name.
+#: The narrower form after a CJK label (``私钥是RSA-4096的``), where a password joined by ``-`` is as likely as a
+#: name: an algorithm's name only.
 CJK_NAME_VALUE = re.compile(_ALGORITHM)
 #: Trailing punctuation that ends a sentence or a call, not a password.
 VALUE_END = ".,;:!?)]}>'\""
-#: Endings of a name's last word that make it a credential, whatever the value (``password``, ``client_secret``,
-#: ``PGPASSWORD``, ``csrftoken``). ("credentials" is a weaker one: fetch's ``credentials: 'include'`` is code.)
+#: Endings of a name's last word that make it a credential whatever the value (``client_secret``, ``PGPASSWORD``,
+#: ``csrftoken``); not "credentials": fetch's ``credentials: 'include'`` is code.
 CREDENTIAL_ENDINGS = ("password", "passwd", "passphrase", "secret", "token")
-#: Endings of a name or label after which a value of letters alone can be a password (a passphrase): see
-#: :data:`PASSPHRASE`.
+#: Endings of a name or label after which letters alone can be a password (:data:`PASSPHRASE`).
 PASSWORD_ENDINGS = ("password", "passwd", "passphrase")
 #: A password of letters alone after such a name or label: 12+ lower-case letters (``correcthorsebatterystaple``), which
 #: :func:`redact._passphrase` takes only where they end a line or a clause (``the password is stored in vault`` is prose)
-#: and do not end as English adjectives and participles do (``password: autogenerated``, ``the password is
-#: unrecoverable.``, ``password: alphanumeric``). Shorter words are prose or settings (``password: required``).
+#: and do not end as an English adjective does (``password: autogenerated``). Shorter words are prose or settings
+#: (``password: required``).
 PASSPHRASE = re.compile(r"[a-z]{12,}+")
 #: Endings of English adjectives and participles: a letters-only value ending so is a word, not a passphrase.
 WORD_ENDINGS = ("able", "ible", "ed", "ing", "ion", "ment", "ness", "ent", "ant", "ous", "ful", "less", "ive", "al", "ic",
@@ -258,9 +250,9 @@ CODE_VALUE = re.compile(
 # Long random tokens
 # ---------------------------------------------------------------------------
 
-#: A run of 28+ base64 characters: judged by :func:`redact._looks_random` (whole, or ``/``-segment by segment). One of
-#: 28 to 31 is judged only when letters and digits alone: ids of that shape and shorter have a prefix joined by ``_``
-#: or ``-`` (``msg_01XFDUDYJgAACzvnptvVoYEL``) or are shorter (a KSUID is 27, a nanoid 21).
+#: A run of 28+ base64 characters, judged by :func:`redact._long_token`. One of 28 to 31 is judged only when letters and
+#: digits alone: ids that long have a prefix joined by ``_`` or ``-`` (``msg_01XFDUDYJgAACzvnptvVoYEL``) or are
+#: shorter (a KSUID is 27, a nanoid 21).
 LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{28,}+")
 #: A path segment that is a word (``src``, ``blob``, ``service-role``): a token holding one is a path or a URL.
 PATH_WORD = re.compile(r"^[a-z]{3}[a-z_-]*+$")
