@@ -1,12 +1,10 @@
 """The principal directions of a model's vectors, for a cheap first pass over a large scope.
 
-Most of a text embedding's dot products are carried by a few directions. A
-vector's coordinates along the ``columns(dims)`` directions that carry the
-most (the top eigenvectors of the vectors' second moment; 192 of 512) give
-``(basis.T @ q) @ (basis.T @ x)``, close to ``q @ x`` for 3/8 of the bytes
-read. A large scope is scored that way first, and only its best
-``KEEP_SHARE`` of rows exactly. Pure numpy over arrays the caller passes (opens
-no file); deterministic for a given input.
+Most of a text embedding's dot products are carried by a few directions: along the ``columns(dims)`` that
+carry the most (the top eigenvectors of the vectors' second moment), ``(basis.T @ q) @ (basis.T @ x)`` is
+close to ``q @ x`` for ``COLUMNS_SHARE`` of the bytes read. A large scope is scored that way first, and only
+its best ``KEEP_SHARE`` of rows exactly (:func:`vector_scores.two_pass`). Pure numpy over arrays the caller
+passes (opens no file); deterministic for a given input.
 """
 
 from __future__ import annotations
@@ -35,13 +33,11 @@ def columns(dims: int) -> int:
 
 
 def learn(vectors: np.ndarray, *, seed: int = 0) -> np.ndarray:
-    """The ``columns(dims)`` directions of ``vectors`` (rows; may be mapped) carrying the most of their dot products.
+    """The ``columns(dims)`` directions of ``vectors`` (rows; may be mapped) carrying the most of their dot products,
+    as a ``(dims, columns)`` float32 matrix with orthonormal columns.
 
-    The top eigenvectors of the second moment of at most ``SAMPLE`` rows spread
-    over the file (not centred: dot products count the mean too; rows that
-    are not finite left out), as a ``(dims, columns)`` float32 matrix with
-    orthonormal columns. Raises ``ValueError`` when there are no finite rows
-    or too few dimensions.
+    Learned from at most ``SAMPLE`` rows spread over the file, not centred (dot products count the mean too),
+    rows that are not finite left out. Raises ``ValueError`` when there are no finite rows or too few dimensions.
     """
     rows, dims = vectors.shape
     if not rows or not columns(dims):

@@ -1,14 +1,11 @@
 """The vector leg of one search: index what is new for a moment, find the nearest messages, and show only what
 state.db confirms.
 
-The vector side's records (which session and text a message id has) are
-hints that make search fast; state.db is the truth. Every hit is checked
-against state.db when the answer is built (:func:`confirmed`): the message
-exists, is shown by Hermes (not rewound, not hidden scaffolding), is a user or
-assistant message, belongs per state.db to the session its vector is filed
-under, in this scope, and its text is the text that was embedded (a content
-hash). A hit failing any of these is never shown, and its vector is dropped,
-so the next indexing embeds the message again where it still should be.
+The vector side's records (a message id's session and text) are hints; state.db is the truth.
+:func:`confirmed` checks every hit against it: the message exists, is shown by Hermes (not rewound, not
+hidden scaffolding), is a user or assistant message, belongs to the session its vector is filed under (in
+this scope), and its text is the text that was embedded (a content hash). A hit failing any of these is
+never shown, and its vector is dropped, so the next indexing embeds the message again where it still should be.
 """
 
 from __future__ import annotations
@@ -39,14 +36,11 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
     """Vector hits in the scope for the normalised mean of ``queries``' vectors (:func:`query.vector_queries`),
     after indexing for at most ``INDEX_BUDGET_S``.
 
-    With ``index`` false (keyword mode) only the status is worked out: nothing
-    is embedded or searched, the matrix is not loaded, and a warm-up in
-    progress is not waited for. Call only when :func:`gate.closed` allowed it
-    (consent covers the scope's project). Never raises for provider or index
-    trouble, whatever it is: the status says ``unavailable`` and keyword
-    results stand alone; the note says whether it is temporary (a later search
-    retries) or what the user must do. Damaged vectors found on the way are
-    dropped and embedded again, and the note says so once.
+    With ``index`` false (keyword mode) only the status is worked out: nothing is embedded or searched, and a
+    warm-up in progress is not waited for. Call only when :func:`gate.closed` allowed it. Never raises for
+    trouble on the vector side: the status says ``unavailable``, keyword results stand alone, and the note says
+    whether a later search retries or what the user must do. Damaged vectors found on the way are dropped and
+    embedded again, and the note says so once.
     """
     from . import embeddings, vector_index
 

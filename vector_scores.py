@@ -25,10 +25,8 @@ ROUGH_SPAN = 8_192  # rows of the first pass read in place at a time (spans with
 def dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     """``matrix @ query`` on this thread's core alone (numpy's own loops, not BLAS).
 
-    A search scores vectors beside the keyword leg's SQLite work: BLAS would
-    spread the product over every core, and its threads would contend with
-    the keyword leg's. Reading the rows is what costs (memory bandwidth), and
-    numpy's loops read them as fast as one BLAS thread or faster.
+    BLAS would spread the product over every core, contending with the keyword leg's SQLite work beside it;
+    the cost is reading the rows (memory bandwidth), which numpy's loops do as fast as one BLAS thread.
     """
     return np.einsum("ij,j->i", matrix, query, optimize=False)
 
@@ -49,17 +47,11 @@ def scope_scores(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(message ids, session codes, cosines)`` of the live rows of the sessions ``member`` marks in ``view``.
 
-    ``member``: :func:`member_mask` of the scope's sessions; ``query``: a
-    unit vector of the view's dimensions. A scope holding most rows is
-    scored in place: one product over the mapped matrix (the operating
-    system's shared pages, no copy), the rest masked to ``-inf``. A smaller
-    one is gathered block by block (``BLOCK`` rows at a time), so a small
-    project reads only its own rows and no process keeps a copy. A scope of
-    at least ``vector_basis.TWO_PASS_FROM_ROWS`` rows in files with a basis
-    is scored in two passes (:func:`two_pass`), its exact pass covering at
-    least ``wanted`` sessions where the scope has them. Codes are only a
-    shortcut: :func:`best_of_sessions` compares every row's session with
-    the scope's, in full.
+    ``member``: :func:`member_mask` of the scope's sessions; ``query``: a unit vector of the view's dimensions.
+    A scope holding most rows is scored in place (one product over the mapped matrix, no copy, the rest masked
+    to ``-inf``); a smaller one is gathered ``BLOCK`` rows at a time, so a small project reads only its own
+    rows. A scope of ``vector_basis.TWO_PASS_FROM_ROWS`` rows or more in files with a basis goes to
+    :func:`two_pass`. Codes are only a shortcut: :func:`best_of_sessions` checks every row's session in full.
     """
     owners = view.rows[:, 2]
     ids = view.rows[:, 1]
@@ -84,14 +76,11 @@ def two_pass(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Like :func:`scope_scores` for the rows ``inside``, scoring exactly only the best of them along ``basis``.
 
-    The first pass scores each row's coordinates ``low`` (3/8 of the
-    bytes of its vector) against ``query @ basis``; the best
-    ``vector_basis.kept()`` of the scope's rows, and every row of the scope
-    past ``low`` (appended since the basis), are then scored exactly. The
-    rows kept are widened (four times at a step) until they hold ``wanted``
-    sessions or the whole scope, so that later pages do not end early where
-    a few long sessions fill the best rows. Every cosine returned is exact; a
-    row the first pass ranks far down is missed.
+    The first pass scores each row's coordinates ``low`` against ``query @ basis``; the best
+    ``vector_basis.kept()`` of the scope's rows, and every row of the scope past ``low`` (appended since the
+    basis), are then scored exactly. The rows kept are widened until they hold ``wanted`` sessions or the
+    whole scope, so that later pages do not end early where a few long sessions fill the best rows. Every
+    cosine returned is exact; a row the first pass ranks far down is missed.
     """
     projected = len(low)
     rough_query = query @ basis

@@ -47,8 +47,7 @@ class MappedVectors:
         self._provider, self._db = provider, db
         self._codes: dict[str, int] = {}  # session id -> code in the vector files (of self.view)
         self._member: tuple[tuple[str, int], frozenset[str], np.ndarray] | None = None  # the last scope's mask of codes
-        # When this process last checked for gone chunks still marked live: the first check comes a while
-        # after opening (a new process's first search does not pay for it) or with the index command's sync.
+        # Last check for gone chunks still marked live: none at opening, so a new process's first search does not pay.
         self._checked_at = time.monotonic()
         self._stored_dims: int | None = None  # the size of embeddings.db's vectors, once read (see expected_dims)
 
@@ -69,9 +68,8 @@ class MappedVectors:
         """Bring the files up to embeddings.db (``conn``) and map what they commit; returns the messages whose stored
         vectors are of the wrong size (not copied: the caller repairs them).
 
-        Chunks newer than the files' head are copied in batch by batch (by this process, or already by another
-        one: then nothing is read). Raises :class:`IndexNotNow` (or :class:`index_file.IndexBlocked`) when the
-        files cannot be written, ``sqlite3`` errors from embeddings.db.
+        Chunks another process copied already are not read. Raises :class:`IndexNotNow` (or
+        :class:`index_file.IndexBlocked`) when the files cannot be written, ``sqlite3`` errors from embeddings.db.
         """
         top = store.top_chunk(conn)
         head = self.files.head()
@@ -147,8 +145,7 @@ class MappedVectors:
 
     def scores(self, query: np.ndarray, sessions: set[str], top_sessions: int, per_session: int) -> list[Hit]:
         """The best messages of the ``top_sessions`` sessions of ``sessions`` most similar to ``query`` (a unit
-        vector of the mapped rows' size), at most ``per_session`` of each: one matrix product over the mapped
-        rows, chunks merged to their message's best cosine."""
+        vector of the mapped rows' size), at most ``per_session`` of each, a message scored by its best chunk."""
         view = self.view
         if not view.n or not sessions:
             return []
