@@ -161,9 +161,8 @@ def _unescape(m: re.Match[str]) -> str:
 
 
 def _fold(text: str) -> str:
-    """``text`` as secrets are looked for in it: JSON ``\\uXXXX`` escapes read, composed (NFC), invisible characters
-    and marks stranded on ASCII dropped, full-width ASCII read as ASCII, Cyrillic and Greek look-alikes in a
-    credential's name read as Latin (see :mod:`secret_patterns`)."""
+    """``text`` as secrets are looked for in it: JSON ``\\uXXXX`` escapes read, NFC, invisible characters and marks
+    stranded on ASCII dropped, full-width ASCII and look-alikes in a credential's name read as ASCII."""
     if "\\u" in text:
         text = patterns.JSON_ESCAPE.sub(_unescape, text)
     if text.isascii():
@@ -408,9 +407,8 @@ def _names_something(value: str) -> bool:
 
 
 def _passphrase(value: str, after: str) -> bool:
-    """Whether ``value``, letters alone after a password's name or label, is a passphrase: a
-    :data:`secret_patterns.PASSPHRASE` not ending as an English adjective does, and ``after`` (the text that follows
-    it) starting with a :data:`secret_patterns.CLAUSE_END`."""
+    """Whether ``value`` (letters alone after a password's name or label) is a :data:`secret_patterns.PASSPHRASE` not
+    ending as an adjective does, and ``after`` (the text after it) starts with a :data:`secret_patterns.CLAUSE_END`."""
     return (patterns.PASSPHRASE.fullmatch(value) is not None and not value.endswith(patterns.WORD_ENDINGS)
             and patterns.CLAUSE_END.match(after) is not None)
 
