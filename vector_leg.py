@@ -37,8 +37,8 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
     after indexing for at most ``INDEX_BUDGET_S``.
 
     With ``index`` false (keyword mode) only the status is worked out: nothing is embedded or searched, and a
-    warm-up in progress is not waited for. Call only when :func:`gate.closed` allowed it. Never raises for
-    trouble on the vector side: the status says ``unavailable``, keyword results stand alone, and the note says
+    warm-up in progress is not waited for. Call only when :func:`gate.closed` allowed it. Never raises (state.db
+    and embeddings.db errors included): the status says ``unavailable``, keyword results stand alone, and the note says
     whether a later search retries or what the user must do. Damaged vectors found on the way are dropped and
     embedded again, and the note says so once.
     """
@@ -70,6 +70,14 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
         mean = embeddings.normalise(asked.sum(axis=0, keepdims=True)) if len(asked) > 1 else asked
         raw = vectors.search(mean, set(scope.session_ids), pages.MAX_REACH + 1, per_session=per_session)
         hits = confirmed(conn, vectors, raw)
+        rows: dict[int, MessageRow] = {}
+        if scope.filters.active and hits:
+            rows = store.fetch_messages(conn, sorted(h.message_id for h in hits))
+            hits = [h for h in hits if h.message_id in rows and scope.filters.admits(rows[h.message_id].role,
+                                                                                   rows[h.message_id].timestamp)]
+        kept = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), pages.MAX_REACH + 1)
+        progress = _progress(vectors, missing, total, long)
+        return SemanticLeg(progress.status, progress.note, tuple(kept), rows)
     except embeddings.EmbeddingUnavailable as exc:
         return SemanticLeg("unavailable", str(exc))
     except sqlite3.Error as exc:  # a database busy, read-only or damaged mid-search: keyword results stand
@@ -84,14 +92,6 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
     except Exception as exc:  # anything else on the vector side (a file we wrote, damaged in a new way): keyword stands
         logger.exception("semantic search failed")
         return SemanticLeg("unavailable", f"semantic search failed ({type(exc).__name__}: {exc}); keyword results stand")
-    rows: dict[int, MessageRow] = {}
-    if scope.filters.active and hits:
-        rows = store.fetch_messages(conn, sorted(h.message_id for h in hits))
-        hits = [h for h in hits if h.message_id in rows and scope.filters.admits(rows[h.message_id].role,
-                                                                               rows[h.message_id].timestamp)]
-    kept = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), pages.MAX_REACH + 1)
-    progress = _progress(vectors, missing, total, long)
-    return SemanticLeg(progress.status, progress.note, tuple(kept), rows)
 
 
 def confirmed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, raw: list[Hit]) -> list[Hit]:

@@ -442,6 +442,31 @@ def test_a_vector_leg_that_cannot_open_the_session_database_leaves_keyword_resul
     assert answer["semantic_status"] == "unavailable" and "retries on a later search" in answer["semantic_note"]
 
 
+def test_a_vector_leg_whose_last_state_db_read_fails_leaves_keyword_results_standing(sem, model_copy, monkeypatch):
+    """After the vector search, the leg reads state.db once more (which hits are earlier recalls): that read
+    failing (as when another process holds the database locked) is an unavailable leg, not a failed search. It
+    escaped the leg's handling, and the keyword answer was lost. (A lock that lands on that one read cannot be
+    timed from outside: the read is made to fail in the leg's thread.)"""
+    import sqlite3
+    import threading
+
+    sem.configure_embedding(provider="local")
+    consent(sem)
+    assert sem.search("cur", "websocket backoff")["semantic_status"] == "ready"
+    store = plugin("store")
+    earlier = store.earlier_recalls
+
+    def locked_beside(conn, ids):
+        if threading.current_thread().name == "project-history-recall-vectors":
+            raise sqlite3.OperationalError("database is locked")
+        return earlier(conn, ids)
+
+    monkeypatch.setattr(store, "earlier_recalls", locked_beside)
+    answer = sem.search("cur", "websocket backoff")
+    assert answer["success"] is True and result_sessions(answer) == ["a_ws"]
+    assert answer["semantic_status"] == "unavailable" and "database is locked" in answer["semantic_note"]
+
+
 def test_the_first_search_loads_the_model_while_it_checks_the_index(sem, model_copy, monkeypatch):
     """The local model loads in a thread of its own while the first search counts what is indexed;
     the query's embedding waits for it, once."""
