@@ -134,8 +134,8 @@ class MappedVectors:
 
     def expected_dims(self, conn: sqlite3.Connection, store: ChunkStore) -> int:
         """The vector size of this model: the provider's when it knows it, else the commonest among embeddings.db's
-        first chunks (read once). Never the files' head: files that say otherwise are copied again from
-        embeddings.db, their vectors kept."""
+        first chunks (read once; a provider that learns its size is told it). Never the files' head: files that say
+        otherwise are copied again from embeddings.db, their vectors kept."""
         if self._provider.dims > 0:
             return int(self._provider.dims)
         if self._stored_dims is None:
@@ -143,6 +143,9 @@ class MappedVectors:
             if not size:
                 return 1
             self._stored_dims = size // 4
+            expect = getattr(self._provider, "expect", None)
+            if expect is not None:  # a reply of another size must now be confirmed before the files start over
+                expect(self._stored_dims)
         return self._stored_dims
 
     def scores(self, query: np.ndarray, sessions: set[str], top_sessions: int, per_session: int) -> list[Hit]:

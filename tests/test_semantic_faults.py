@@ -277,6 +277,28 @@ def test_vectors_of_another_size_from_the_endpoint_are_dropped_and_embedded_agai
     assert sizes == {48}, "the 16-d vectors were replaced by 12-d ones"
 
 
+def chunk_sizes(world: World) -> list[int]:
+    """The byte length of every stored vector, in chunk id order."""
+    with closing(sqlite3.connect(index_path(world))) as conn:
+        return [n for (n,) in conn.execute("SELECT length(vector) FROM chunks ORDER BY id")]
+
+
+def test_one_reply_of_another_size_starts_nothing_over(faults, fake):
+    """Was: a new process whose first reply had another size than the stored vectors took that size, dropped
+    every vector and embedded (sent) the whole history again. A size changes only when a second reply (a fixed
+    probe) agrees: that search's vector leg finds nothing and says so, keyword results stand, nothing is dropped."""
+    server = indexed_then_new_process(faults, fake)
+    stored, sent = chunk_sizes(faults), len(sent_texts(server))
+    server.odd = 1  # one bad reply
+    first = faults.search("cur", "websocket backoff")
+    assert result_sessions(first)[0] == "a_ws", "keyword results stand"
+    assert first["semantic_status"] == "unavailable" and "12-d" in first["semantic_note"], first
+    again = faults.search("cur", "websocket backoff")
+    assert again["semantic_status"] == "ready" and result_sessions(again)[0] == "a_ws", again
+    assert chunk_sizes(faults) == stored, "no vector dropped or embedded again"
+    assert len(sent_texts(server)) - sent == 3, sent_texts(server)[sent:]  # the question, the probe, the question
+
+
 def test_a_schema_from_a_newer_plugin_is_left_alone_and_says_what_to_do(faults, fake, capsys):
     """Was: the index command and /history-index answered internal_error; searches called it temporary."""
     indexed_then_new_process(faults, fake)
