@@ -6,6 +6,9 @@ session's code in them, the last scope's mask), copies new chunks in from
 embeddings.db (:mod:`vector_store`), and scores a scope over the mapped rows
 (:mod:`vector_scores`). The index (:mod:`vector_index`) owns the lock every
 method here runs under, and decides what a damaged vector means.
+
+Invariant: files another process started over for another vector size since
+this one mapped them are never started over by this one (its view is the older).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import index_file, vector_file, vector_scores
-from .embeddings import Provider, decode_vectors
+from .embeddings import EmbeddingUnavailable, Provider, decode_vectors
 from .index_file import IndexNotNow
 from .ranking import Hit
 from .vector_store import ChunkStore
@@ -70,14 +73,17 @@ class MappedVectors:
         vectors are of the wrong size (not copied: the caller repairs them).
 
         Chunks newer than the files' head are copied in batch by batch (by this process, or already by another
-        one: then nothing is read). Raises :class:`IndexNotNow` (or :class:`index_file.IndexBlocked`) when the
-        files cannot be written, ``sqlite3`` errors from embeddings.db.
+        one: then nothing is read). Files of another size than the provider's start over, unless another process
+        started them over since this one mapped them (:meth:`_newer_size`). Raises :class:`IndexNotNow` (or
+        :class:`index_file.IndexBlocked`) when the files cannot be written, ``sqlite3`` errors from embeddings.db.
         """
         top = store.top_chunk(conn)
         head = self.files.head()
         view = self.files.view(self._db)
         damaged: list[int] = []
         dims = self.expected_dims(conn, store) if top else 0
+        if top and head.dims != dims and head.db == self._db and "" != self.view.head.epoch != head.epoch != "":
+            dims = self._newer_size(head.dims, dims)  # started over by another process since this one mapped them
         stale = head.db != self._db or head.upto < top or not head.rows or head.dims != dims
         if top and (stale or view.n != head.rows):  # behind, of other dims (edited), or files that do not map
 
@@ -91,9 +97,11 @@ class MappedVectors:
 
             try:
                 with conn:  # one snapshot of the chunks
-                    self.files.append(self._db, dims, read_after)
+                    copied = self.files.append(self._db, dims, read_after, seen=head.epoch)
             except OSError as exc:
                 raise self._copy_failed(exc) from exc
+            if copied.dims != dims:  # started over for another size by another process meanwhile: decide again
+                return self.refresh(conn, store)
             view = self.files.view(self._db)
         if view is not self.view:
             if view.head.epoch != self.view.head.epoch or len(view.names) < len(self._codes):  # new files: new codes
@@ -103,6 +111,17 @@ class MappedVectors:
             self.view = view
         self._reconcile(conn, store)
         return damaged
+
+    def _newer_size(self, newer: int, mine: int) -> int:
+        """The size of files another process started over since this one mapped them, when this process's provider
+        expects ``mine``: that process's provider confirmed ``newer`` after this one learnt its own, so this one takes
+        it (its next reply checks it). Raises :class:`EmbeddingUnavailable` when the provider's size is fixed: the
+        files and their vectors are never dropped for an older view (two processes would embed everything by turns)."""
+        expect = getattr(self._provider, "expect", None)
+        if expect is None or not expect(newer):
+            raise EmbeddingUnavailable(f"another process started the vector files over for {newer}-d vectors; this "
+                                       f"process's model gives {mine}-d: semantic search is unavailable here until Hermes restarts")
+        return newer
 
     def _copy_failed(self, exc: OSError) -> IndexNotNow:
         """What a failed copy into the files means: :class:`index_file.IndexBlocked` when one of them is not a file
