@@ -10,7 +10,8 @@ Two providers behind one small interface (:class:`Provider`):
   Ollama, LM Studio, vLLM...) through the ``openai`` client, with a timeout,
   batching and retries with backoff.
 
-Invariants: vectors leave this module L2-normalised float32. A provider's
+Invariants: vectors leave this module L2-normalised float32; a remote
+provider's vector size changes only when two replies agree. A provider's
 failure raises :class:`EmbeddingUnavailable`, with a ``code`` and
 ``temporary`` (whether a later search may succeed by itself, or the user must
 act first: the message then says what to do). Nothing secret leaves through
@@ -40,6 +41,7 @@ from . import redact
 from .config_schema import LOCAL_MODEL, LOCAL_PACKAGE, OPENAI_ENDPOINT
 
 LOCAL_DIMS = 512
+_PROBE = "vector size check"  # what a remote provider embeds to confirm a reply of another size (never user text)
 
 
 class _Condition:
@@ -144,7 +146,9 @@ class Provider(Protocol):
     ``dims`` is 0 until known (an endpoint's first reply); ``fingerprint``
     names the model and its configuration, and keys every stored vector, so
     vectors of different models never mix. A provider may also offer
-    ``outbound_text(text)``: the text as it may be sent (what gets embedded).
+    ``outbound_text(text)``: the text as it may be sent (what gets embedded);
+    and ``expect(dims) -> bool``: one that learns its size from replies checks
+    them against ``dims`` (the stored vectors') from then on.
     """
 
     model_id: str
@@ -243,9 +247,11 @@ class OpenAIProvider:
     """An OpenAI-compatible ``/v1/embeddings`` endpoint.
 
     Every text is passed through :func:`redact.redact_secrets` before it is sent
-    (:meth:`outbound_text`). ``base_url`` is used as configured by the HTTP
-    client only (credentials in it included; its query string is sent with
-    every request); everywhere it is shown, :attr:`endpoint` has them redacted.
+    (:meth:`outbound_text`). The vector size is the first reply's, or the stored
+    vectors' (:meth:`expect`); it changes only when two replies agree
+    (:meth:`_sized`). ``base_url`` is used as configured by the HTTP client only
+    (credentials in it included; its query string is sent with every request);
+    everywhere it is shown, :attr:`endpoint` has them redacted.
     """
 
     def __init__(
@@ -360,12 +366,28 @@ class OpenAIProvider:
         if not texts:
             return np.zeros((0, self.dims or 1), dtype=np.float32)
         texts = [self.outbound_text(t) for t in texts]
-        parts = [self._one_batch(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
-        matrix = normalise(np.vstack(parts))
-        if self.dims and matrix.shape[1] != self.dims:
-            raise EmbeddingUnavailable(f"endpoint returned {matrix.shape[1]}-d vectors, expected {self.dims}")
-        self.dims = matrix.shape[1]
-        return matrix
+        parts = [self._sized(self._one_batch(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
+        return normalise(np.vstack(parts))
+
+    def expect(self, dims: int) -> bool:
+        """Check replies against ``dims`` (the size of the vectors stored already) instead of taking the next reply's
+        size; returns False, changing nothing, when ``embedding.dims`` fixes another size."""
+        if self._configured_dims:
+            return self._configured_dims == dims
+        self.dims = int(dims)
+        return True
+
+    def _sized(self, vectors: np.ndarray) -> np.ndarray:
+        """``vectors`` (one reply) when of the expected size, the first reply's size learnt; raises
+        :class:`EmbeddingUnavailable` for another size unless a second reply, of a fixed probe text, agrees: one odd
+        reply would otherwise drop every stored vector, and the whole history would be sent again."""
+        width = vectors.shape[1]
+        if self.dims and width != self.dims:
+            if self._configured_dims or self._one_batch([_PROBE]).shape[1] != width:
+                raise EmbeddingUnavailable(f"endpoint returned {width}-d vectors, expected {self.dims}; semantic search "
+                                           "retries on a later search")
+        self.dims = width
+        return vectors
 
 
 def _as_floats(embedding: Any) -> list[float]:

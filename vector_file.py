@@ -227,13 +227,16 @@ class VectorFile(VectorFileReader):
                 if fcntl is not None:
                     fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
-    def append(self, db: tuple[Any, ...] | None, dims: int, read_after: Callable[[int], Iterable[Batch]]) -> Head:
+    def append(self, db: tuple[Any, ...] | None, dims: int, read_after: Callable[[int], Iterable[Batch]],
+               seen: str | None = None) -> Head:
         """Copy the chunks past the committed ones in: ``read_after(upto)`` yields them from embeddings.db.
 
         Under the lock: the head is read again (another process may have
         copied them meanwhile), files not matching it, another embeddings.db
-        or other ``dims`` start over; anything past the committed end (a
-        writer that died mid-way) is cut first. Rows get their coordinates
+        or other ``dims`` start over (but files of other ``dims`` another
+        process started over since the caller read the epoch ``seen`` are
+        returned as they are: the caller's size is the older one); anything
+        past the committed end (a writer that died mid-way) is cut first. Rows get their coordinates
         along the files' basis as they are appended (unless earlier rows lack
         theirs: then :meth:`organise` learns a basis again). Returns the head
         now committed.
@@ -242,6 +245,8 @@ class VectorFile(VectorFileReader):
             head = self.head()
             view = self.view(db)  # mapped only when the files hold what the head commits, names and codes sound
             known = list(view.names) if view.n and view.head == head and head.dims == dims else None
+            if known is None and seen is not None and head.epoch != seen and head.dims != dims and head.db == db:
+                return head
             if known is None:
                 self._remove_bases(keep="")
                 # Start over with new files, never truncated ones: a process still mapping the

@@ -6,6 +6,9 @@ session's code in them, the last scope's mask), copies new chunks in from
 embeddings.db (:mod:`vector_store`), and scores a scope over the mapped rows
 (:mod:`vector_scores`). The index (:mod:`vector_index`) owns the lock every
 method here runs under, and decides what a damaged vector means.
+
+Invariant: files another process started over for another vector size since
+this one mapped them are never started over by this one (its view is the older).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import index_file, vector_file, vector_scores
-from .embeddings import Provider, decode_vectors
+from .embeddings import EmbeddingUnavailable, Provider, decode_vectors
 from .index_file import IndexNotNow
 from .ranking import Hit
 from .vector_store import ChunkStore
@@ -68,14 +71,19 @@ class MappedVectors:
         """Bring the files up to embeddings.db (``conn``) and map what they commit; returns the messages whose stored
         vectors are of the wrong size (not copied: the caller repairs them).
 
-        Chunks another process copied already are not read. Raises :class:`IndexNotNow` (or
-        :class:`index_file.IndexBlocked`) when the files cannot be written, ``sqlite3`` errors from embeddings.db.
+        Chunks another process copied already are not read. Files of another size than the provider's start
+        over, unless another process started them over since this one mapped them (:meth:`_newer_size`). Raises
+        :class:`IndexNotNow` (or :class:`index_file.IndexBlocked`) when the files cannot be written, ``sqlite3``
+        errors from embeddings.db.
         """
         top = store.top_chunk(conn)
         head = self.files.head()
         view = self.files.view(self._db)
         damaged: list[int] = []
         dims = self.expected_dims(conn, store) if top else 0
+        mapped = self.view.head.epoch
+        if top and head.dims != dims and head.db == self._db and mapped and head.epoch and head.epoch != mapped:
+            dims = self._newer_size(head.dims, dims)  # started over by another process since this one mapped them
         stale = head.db != self._db or head.upto < top or not head.rows or head.dims != dims
         if top and (stale or view.n != head.rows):  # behind, of other dims (edited), or files that do not map
 
@@ -89,9 +97,11 @@ class MappedVectors:
 
             try:
                 with conn:  # one snapshot of the chunks
-                    self.files.append(self._db, dims, read_after)
+                    copied = self.files.append(self._db, dims, read_after, seen=head.epoch)
             except OSError as exc:
                 raise self._copy_failed(exc) from exc
+            if copied.dims != dims:  # started over for another size by another process meanwhile: decide again
+                return self.refresh(conn, store)
             view = self.files.view(self._db)
         if view is not self.view:
             if view.head.epoch != self.view.head.epoch or len(view.names) < len(self._codes):  # new files: new codes
@@ -101,6 +111,17 @@ class MappedVectors:
             self.view = view
         self._reconcile(conn, store)
         return damaged
+
+    def _newer_size(self, newer: int, mine: int) -> int:
+        """The size of files another process started over since this one mapped them, when this process's provider
+        expects ``mine``: that process's provider confirmed ``newer`` after this one learnt its own, so this one takes
+        it (its next reply checks it). Raises :class:`EmbeddingUnavailable` when the provider's size is fixed: the
+        files and their vectors are never dropped for an older view (two processes would embed everything by turns)."""
+        expect = getattr(self._provider, "expect", None)
+        if expect is None or not expect(newer):
+            raise EmbeddingUnavailable(f"another process started the vector files over for {newer}-d vectors; this "
+                                       f"process's model gives {mine}-d: semantic search is unavailable here until Hermes restarts")
+        return newer
 
     def _copy_failed(self, exc: OSError) -> IndexNotNow:
         """What a failed copy into the files means: :class:`index_file.IndexBlocked` when one of them is not a file
@@ -132,8 +153,8 @@ class MappedVectors:
 
     def expected_dims(self, conn: sqlite3.Connection, store: ChunkStore) -> int:
         """The vector size of this model: the provider's when it knows it, else the commonest among embeddings.db's
-        first chunks (read once). Never the files' head: files that say otherwise are copied again from
-        embeddings.db, their vectors kept."""
+        first chunks (read once; a provider that learns its size is told it). Never the files' head: files that say
+        otherwise are copied again from embeddings.db, their vectors kept."""
         if self._provider.dims > 0:
             return int(self._provider.dims)
         if self._stored_dims is None:
@@ -141,6 +162,9 @@ class MappedVectors:
             if not size:
                 return 1
             self._stored_dims = size // 4
+            expect = getattr(self._provider, "expect", None)
+            if expect is not None:  # a reply of another size must now be confirmed before the files start over
+                expect(self._stored_dims)
         return self._stored_dims
 
     def scores(self, query: np.ndarray, sessions: set[str], top_sessions: int, per_session: int) -> list[Hit]:

@@ -25,7 +25,8 @@ def reply_json(handler: BaseHTTPRequestHandler, code: int, body: dict) -> None:
 class FakeEmbeddings:
     """``POST /v1/embeddings`` on 127.0.0.1: deterministic vectors, counts requests.
 
-    ``fail``: answer 503 to that many requests first. ``delay``: seconds before
+    ``fail``: answer 503 to that many requests first. ``odd``: answer that many
+    requests next with vectors of another size (``dims + 4``). ``delay``: seconds before
     each answer. ``refuse``: answer every request 401 and, like some proxies,
     echo the ``Authorization`` header it got in the error text. ``words``:
     a bag of hashed words instead of a random vector per text, so texts that
@@ -36,6 +37,7 @@ class FakeEmbeddings:
         self, *, dims: int = 8, b64: bool = False, fail: int = 0, delay: float = 0.0, refuse: bool = False, words: bool = False
     ) -> None:
         self.dims, self.b64, self.fail, self.delay, self.refuse, self.words = dims, b64, fail, delay, refuse, words
+        self.odd = 0
         self.closed = False
         self.requests: list[dict] = []
         fake = self
@@ -59,8 +61,10 @@ class FakeEmbeddings:
                     self.end_headers()
                     return
                 data = []
+                width = fake.dims + 4 if fake.odd > 0 else fake.dims
+                fake.odd -= fake.odd > 0
                 for i, text in enumerate(body["input"]):
-                    vec = fake.vector(text)
+                    vec = fake.vector(text, width)
                     emb = base64.b64encode(vec.astype("<f4").tobytes()).decode() if fake.b64 else vec.tolist()
                     data.append({"object": "embedding", "index": i, "embedding": emb})
                 self.reply(200, {"object": "list", "data": data, "model": body["model"],
@@ -74,15 +78,16 @@ class FakeEmbeddings:
         self.thread.start()
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def vector(self, text: str) -> np.ndarray:
+    def vector(self, text: str, dims: int | None = None) -> np.ndarray:
+        dims = dims or self.dims
         if self.words:
-            vec = np.zeros(self.dims, dtype=np.float32)
+            vec = np.zeros(dims, dtype=np.float32)
             for word in text.lower().split():
-                vec[int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % self.dims] += 1.0
+                vec[int.from_bytes(hashlib.sha256(word.encode()).digest()[:4], "big") % dims] += 1.0
             return vec
         # hashlib, not hash(): the same vector in every run, whatever PYTHONHASHSEED says.
         rng = np.random.default_rng(int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big"))
-        return rng.standard_normal(self.dims).astype(np.float32)
+        return rng.standard_normal(dims).astype(np.float32)
 
     def close(self) -> None:
         """Stop listening (the port then refuses connections); safe to call twice."""

@@ -103,6 +103,27 @@ def test_fingerprint_is_stable_after_the_first_reply(fake):
     assert provider.dims == 8 and provider.fingerprint == before
 
 
+def test_a_reply_of_another_size_counts_only_when_a_second_one_agrees(fake):
+    """Was: the first reply of a new process set its size, whatever the stored vectors' size: one odd reply
+    dropped them all. Now one fixed probe text confirms another size, or the reply is refused; the size a user
+    configured never changes."""
+    server = fake()
+    provider = E.OpenAIProvider(model="m", base_url=server.base_url)
+    assert provider.expect(8) and provider.dims == 8  # the stored vectors' size
+    server.odd = 1
+    with pytest.raises(E.EmbeddingUnavailable, match="returned 12-d vectors, expected 8"):
+        provider.embed(["x"])
+    assert [r["body"]["input"] for r in server.requests] == [["x"], ["vector size check"]] and provider.dims == 8
+    assert provider.embed(["y"]).shape == (1, 8)
+    server.dims = 16  # the endpoint's model changed: the probe agrees
+    assert provider.embed(["z"]).shape == (1, 16) and provider.dims == 16 and len(server.requests) == 5
+    fixed = E.OpenAIProvider(model="m", base_url=server.base_url, dims=8)
+    assert not fixed.expect(16)
+    with pytest.raises(E.EmbeddingUnavailable, match="returned 16-d vectors, expected 8"):
+        fixed.embed(["x"])
+    assert len(server.requests) == 6, "no probe: a configured size never changes"
+
+
 def test_a_search_during_the_model_load_waits_for_it(monkeypatch):
     """The warm-up and a search embedding at once: the weights are read once, not twice
     side by side, and the process's BLAS thread limit is left as it was."""

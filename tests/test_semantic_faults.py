@@ -24,6 +24,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
@@ -275,6 +276,58 @@ def test_vectors_of_another_size_from_the_endpoint_are_dropped_and_embedded_agai
     with sqlite3.connect(index_path(faults)) as conn:
         sizes = {n for (n,) in conn.execute("SELECT length(vector) FROM chunks WHERE length(vector) != 32")}
     assert sizes == {48}, "the 16-d vectors were replaced by 12-d ones"
+
+
+def chunk_sizes(world: World) -> list[int]:
+    """The byte length of every stored vector, in chunk id order."""
+    with closing(sqlite3.connect(index_path(world))) as conn:
+        return [n for (n,) in conn.execute("SELECT length(vector) FROM chunks ORDER BY id")]
+
+
+def test_one_reply_of_another_size_starts_nothing_over(faults, fake):
+    """Was: a new process whose first reply had another size than the stored vectors took that size, dropped
+    every vector and embedded (sent) the whole history again. A size changes only when a second reply (a fixed
+    probe) agrees: that search's vector leg finds nothing and says so, keyword results stand, nothing is dropped."""
+    server = indexed_then_new_process(faults, fake)
+    stored, sent = chunk_sizes(faults), len(sent_texts(server))
+    server.odd = 1  # one bad reply
+    first = faults.search("cur", "websocket backoff")
+    assert result_sessions(first)[0] == "a_ws", "keyword results stand"
+    assert first["semantic_status"] == "unavailable" and "12-d" in first["semantic_note"], first
+    again = faults.search("cur", "websocket backoff")
+    assert again["semantic_status"] == "ready" and result_sessions(again)[0] == "a_ws", again
+    assert chunk_sizes(faults) == stored, "no vector dropped or embedded again"
+    assert len(sent_texts(server)) - sent == 3, sent_texts(server)[sent:]  # the question, the probe, the question
+
+
+def in_another_process(world: World, command: str) -> dict:
+    """``command`` (``search`` or ``index``) run by the command line in a process of its own: a new process, which
+    learns the endpoint's vector size anew."""
+    argv = ["search", "websocket backoff", "--cwd", str(world.paths["alpha"])] if command == "search" else ["index"]
+    done = subprocess.run([sys.executable, str(world.home / "plugins" / "project-history-recall"), *argv, "--json"],
+                          capture_output=True, text=True, env={**os.environ, "HERMES_HOME": str(world.home)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_an_older_process_never_drops_what_a_newer_one_embedded_at_a_new_size(faults, fake):
+    """Was: the endpoint's vectors change size while a process lives; a new process starts the files over and
+    embeds everything at the new size; the old process, still expecting the old size, dropped all of it (and sent
+    its texts to be refused), and the next new process sent it all again, back and forth. Now the old process takes
+    the newer files' size: nothing is dropped, and each search sends only its question."""
+    server = indexed_then_new_process(faults, fake)
+    assert faults.search("cur", "websocket backoff")["semantic_status"] == "ready"  # this process knows 8-d replies
+    server.dims = 12  # a model swapped behind the name
+    assert in_another_process(faults, "search")["success"] is True  # learns the new size: starts the files over
+    newer = in_another_process(faults, "index")
+    assert newer["semantic_status"] == "ready" and chunk_sizes(faults) == [48] * 3, newer  # everything at the new size
+    sent = len(sent_texts(server))
+    older = faults.search("cur", "websocket backoff")
+    assert older["semantic_status"] == "ready" and result_sessions(older)[0] == "a_ws", older
+    again = in_another_process(faults, "search")
+    assert again["semantic_status"] == "ready" and result_sessions(again)[0] == "a_ws", again
+    assert chunk_sizes(faults) == [48] * 3, "nothing dropped"
+    assert sent_texts(server)[sent:] == ["websocket backoff"] * 2, "each search sent its question, nothing more"
 
 
 def test_a_schema_from_a_newer_plugin_is_left_alone_and_says_what_to_do(faults, fake, capsys):

@@ -261,17 +261,23 @@ class Endpoint:
 
 
 class Learning(CountingProvider):
-    """A remote provider as :class:`embeddings.OpenAIProvider` is: ``dims`` 0 until its first answer, that size
-    from then on, and an answer of any other size refused."""
+    """A remote provider as :class:`embeddings.OpenAIProvider` is: ``dims`` 0 until its first answer or until told
+    the stored size (``expect``), then an answer of another size refused unless a second one (a probe) agrees."""
 
     def __init__(self, endpoint: Endpoint) -> None:
         super().__init__("learning")
         self.endpoint, self.dims = endpoint, 0
 
+    def expect(self, dims: int) -> bool:
+        self.dims = dims
+        return True
+
     def embed(self, texts):
         width = self.endpoint.width
         if self.dims and width != self.dims:
-            raise EmbeddingUnavailable(f"endpoint returned {width}-d vectors, expected {self.dims}")
+            self.calls, self.texts = self.calls + 1, self.texts + 1  # the probe
+            if self.endpoint.width != width:
+                raise EmbeddingUnavailable(f"endpoint returned {width}-d vectors, expected {self.dims}")
         self.dims = width
         out = np.zeros((len(texts), width), dtype=np.float32)
         for i, t in enumerate(texts):
@@ -295,8 +301,6 @@ def test_rebuilt_files_never_label_one_session_with_anothers_name(tmp_path):
     index.add([P(1, "sess-AAAA", "alpha apple"), P(2, "sess-BBBB", "zebra zoo")])
     assert scoped(index, "sess-AAAA") == [(1, "sess-AAAA")]
     endpoint.width = 30  # a model swapped behind the name
-    with pytest.raises(EmbeddingUnavailable):
-        scoped(index, "sess-AAAA")  # this process's provider refuses the new size
     renewed = vector_index.VectorIndex(tmp_path / "e.db", Learning(endpoint))  # a new process
     assert scoped(renewed, "sess-AAAA") == []  # every stored vector of the old size dropped, to embed again
     assert renewed.indexed() == {} and "of the wrong size" in renewed.pop_news()
@@ -304,6 +308,36 @@ def test_rebuilt_files_never_label_one_session_with_anothers_name(tmp_path):
     for reader in (renewed, vector_index.VectorIndex(tmp_path / "e.db", Learning(endpoint))):
         assert scoped(reader, "sess-AAAA") == [(1, "sess-AAAA")]
         assert scoped(reader, "sess-BBBB") == [(2, "sess-BBBB")]
+
+
+def test_a_process_of_a_fixed_size_never_drops_files_a_newer_one_started_over(tmp_path):
+    """Was: a process whose model gives the old size, meeting files another process started over for a new size,
+    started them over again and dropped every vector of the new size (the other embedded them all again, by
+    turns). Now its semantic search is unavailable, saying why, and every vector stays."""
+    path = tmp_path / "e.db"
+    older = vector_index.VectorIndex(path, CountingProvider("learning"))  # 26-d, the size fixed
+    older.add([P(1, "s", "alpha"), P(2, "s", "zebra")])
+    assert scoped(older, "s")[0] == (2, "s")
+    newer = vector_index.VectorIndex(path, Learning(Endpoint(30)))  # the same model, now answering 30-d
+    assert scoped(newer, "s") == [] and "of the wrong size" in newer.pop_news()  # confirmed: started over
+    newer.add([P(1, "s", "alpha"), P(2, "s", "zebra")])
+    kept = newer.indexed()
+    with pytest.raises(EmbeddingUnavailable, match="another process started the vector files over for 30-d"):
+        older.search(older.provider.embed(["zebra"]), {"s"}, 5)
+    assert newer.indexed() == kept and older.pop_news() == ""
+    assert scoped(newer, "s")[0] == (2, "s")
+
+
+def test_files_started_over_for_another_size_since_the_writer_looked_are_left_alone(built):
+    """A process that read the head, then found under the lock that another one started the files over for another
+    size meanwhile, leaves them as they are (the refresh decides again) instead of starting them over for its own."""
+    path, provider, index = built
+    files_ = vector_file.VectorFile(path, provider.fingerprint)
+    seen = files_.head()
+    newer = files_.append(seen.db, 30, lambda upto: iter(()))  # another process, a new size
+    assert newer.epoch != seen.epoch
+    assert files_.append(seen.db, 26, lambda upto: pytest.fail("nothing is read"), seen=seen.epoch) == newer
+    assert files_.head() == newer
 
 
 def test_a_query_of_another_size_than_the_files_finds_nothing_and_drops_nothing(built):
