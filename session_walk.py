@@ -43,8 +43,8 @@ def walk_session(
         return [], False
     reach = HIDDEN_REACH if reach is None else reach
     kept_sql, kept_params = store.visible(conn), []
-    if role is not None:  # role first: no tool log's content read; text as the index and the window read it
-        kept_sql, kept_params = f"m.role = ? AND {store.HAS_TEXT} AND {kept_sql}", [role]
+    if role is not None:  # role first: no tool log's content read
+        kept_sql, kept_params = f"m.role = ? AND {store.SHOWS_TEXT} AND {kept_sql}", [role]
     ids: list[int] = []
     rows = _session_rows(conn, session_id, start, back=back, cap=count + reach + 1, span=SPREAD * (count + 1),
                          kept=(kept_sql, kept_params))

@@ -172,16 +172,24 @@ _CONTENT_JSON_PREFIX = "\x00json:"  # how Hermes stores a multimodal message: th
 #: What ``str.strip()`` removes (every character ``str.isspace()`` accepts), as SQLite's TRIM is told it.
 _BLANKS = "char(" + ", ".join(str(c) for c in range(0x3001) if chr(c).isspace()) + ")"
 _PARTS = "CAST(substr(CAST(m.content AS BLOB), 7) AS TEXT)"  # a multimodal row's JSON, after its prefix
-#: Whether a row's content has text as :func:`shown_texts` reads it (:func:`_message_text`, then ``strip()``):
-#: plain content not all blank, or multimodal content with a text part not blank (or not a JSON list: read as
-#: it is). Nested CASEs keep SQLite from parsing JSON that is not valid.
-HAS_TEXT = (
-    f"(CASE WHEN NOT COALESCE(substr(CAST(m.content AS BLOB), 1, 6) = X'{_CONTENT_JSON_PREFIX.encode().hex()}', 0) "
-    f"THEN TRIM(COALESCE(m.content, ''), {_BLANKS}) != '' WHEN NOT json_valid({_PARTS}) THEN 1 "
-    f"WHEN json_type({_PARTS}) != 'array' THEN 1 ELSE EXISTS (SELECT 1 FROM json_each({_PARTS}) j WHERE TRIM(CASE "
-    f"WHEN j.type = 'object' THEN CASE WHEN json_type(j.value, '$.text') = 'text' THEN json_extract(j.value, '$.text') "
-    f"END END, {_BLANKS}) != '') END)"
-)
+def _has_text(plain: str) -> str:
+    """The SQL condition that a row's content has text as :func:`shown_texts` reads it (:func:`_message_text`,
+    then ``strip()``): ``plain`` (the test of plain content), or multimodal content with a text part not blank
+    (or not a JSON list: read as it is). Nested CASEs keep SQLite from parsing JSON that is not valid."""
+    return (
+        f"(CASE WHEN NOT COALESCE(substr(CAST(m.content AS BLOB), 1, 6) = X'{_CONTENT_JSON_PREFIX.encode().hex()}', 0) "
+        f"THEN {plain} WHEN NOT json_valid({_PARTS}) THEN 1 "
+        f"WHEN json_type({_PARTS}) != 'array' THEN 1 ELSE EXISTS (SELECT 1 FROM json_each({_PARTS}) j WHERE TRIM(CASE "
+        f"WHEN j.type = 'object' THEN CASE WHEN json_type(j.value, '$.text') = 'text' THEN json_extract(j.value, '$.text') "
+        f"END END, {_BLANKS}) != '') END)"
+    )
+
+
+#: Whether a row has text as it is embedded: plain content not all blank.
+HAS_TEXT = _has_text(f"TRIM(COALESCE(m.content, ''), {_BLANKS}) != ''")
+#: :data:`HAS_TEXT` for a walk that may pass many rows (previews): plain content with a non-blank among its first
+#: 1,024 characters, so a long run of blanks costs no more than a short one (text after 1,024 blanks is passed).
+SHOWS_TEXT = _has_text(f"TRIM(substr(COALESCE(m.content, ''), 1, 1024), {_BLANKS}) != ''")
 
 
 def indexable_row(conn: sqlite3.Connection) -> str:
