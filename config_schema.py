@@ -128,7 +128,8 @@ class ProviderSpec:
 
     ``endpoint`` is as it may be shown (credentials redacted by
     :func:`redact.redact_url`); ``endpoint_sha256`` is the digest of the endpoint as
-    configured, credentials included (:func:`redact.endpoint_digest`).
+    configured, credentials included (:func:`redact.endpoint_digest`): consent given for one key or
+    account never covers another.
     """
 
     provider: str

@@ -146,8 +146,9 @@ def agree(conn: sqlite3.Connection, vectors: vector_index.VectorIndex) -> state_
 def lacking(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, key: Key) -> Lack:
     """What the scope's index lacks (see :class:`Lack`), ``key`` the process's key for the scope (:func:`key_of`).
 
-    Below a watermark nothing is checked again (:func:`_above_watermark`); otherwise the process's record
-    answers (:func:`record`), the ids too long for a search left out. Only ids are read here: texts are read as
+    While the process keeps a record of the scope (it was found partial), the record answers (:func:`record`),
+    the ids too long for a search left out; otherwise nothing below a watermark is checked again
+    (:func:`_above_watermark`, which never waits for a load in progress). Only ids are read here: texts are read as
     the embedding takes them. Raises ``sqlite3`` errors.
     """
     top = store.max_message_id(conn)
@@ -338,9 +339,12 @@ def complete(vectors: vector_index.VectorIndex, scope: Scope, key: Key, top: int
              marks: vector_index.CompleteMarks | None = None, history: state_history.History | None = None) -> None:
     """The scope is complete up to message id ``top``: remember it in this process and, with ``marks`` (read
     before the check) and ``history`` (a search that indexed; keyword mode writes nothing), when the shared
-    marks lack a session of the scope or lag ``MARKS_LAG`` ids behind, for every process."""
+    marks lack a session of the scope or lag ``MARKS_LAG`` ids behind, for every process. Nothing is remembered
+    when a repair gave ``vectors`` a new generation since ``key`` was taken."""
+    if vectors.generation != key[0]:  # a repair since the check began: what it found complete is out of date
+        return
     with _complete_cache.lock:
-        _keep(_complete, (vectors.generation, *key[1:]), top, WATERMARKS_KEPT)
+        _keep(_complete, key, top, WATERMARKS_KEPT)
     with _lacking_cache.lock:
         _lacking.pop(key, None)
     if history is None or marks is None or (not marks.behind and len(marks.upto) == len(scope.session_ids)

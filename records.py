@@ -32,7 +32,7 @@ class SessionInfo:
     """One session with its effective workspace (inherited when its row has none: see ``basis``)."""
 
     id: str
-    cwd: str | None
+    cwd: str | None  # effective: inherited when the row has none
     git_repo_root: str | None  # stored, effective like cwd
     is_delegate: bool
     archived: bool

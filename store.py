@@ -112,7 +112,8 @@ def load_projects(home: Path) -> ProjectList:
     """Every project (archived included, flagged) with its folders.
 
     A missing or unreadable ``projects.db`` (normal for profiles that never used the desktop) gives
-    ``available=False``: auto attribution only (docs/attribution.md). The file is never created.
+    ``available=False``: auto attribution only (docs/attribution.md). The file is never created. Raises
+    ``OSError`` only when its folder cannot be examined (a permission refused on the way).
     """
     path = paths.projects_db_path(home)
     try:

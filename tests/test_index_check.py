@@ -150,3 +150,30 @@ def test_the_full_check_agrees_on_every_kind_of_partial_index(world: World, fake
     world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(world)
     agrees_on_random_partial_indexes(world, seed=11, rounds=6)
+
+
+def test_a_repair_during_a_check_voids_what_the_check_found_complete(world: World, fake):
+    """A search's check began (its key), then a repair in this process dropped a message's vector while the file
+    was busy (so no other process's stamp changed), then the search found its scope complete: that finding is out
+    of date and must not stand for the next search. It was kept under the repair's new generation, and the next
+    check answered "nothing lacking" from it: the repaired message waited for the full check."""
+    varied_project(world)
+    server = fake()
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(world)
+    assert world.search("cur", "websocket retry")["semantic_status"] == "ready"
+    index_check, settings, store = plugin("index_check"), plugin("settings"), plugin("store")
+    vectors = plugin("gate").open_vectors(world.home, settings.load_settings(world.home))
+    conn, scope = scope_of(world)
+    try:
+        repaired = by_every_row(conn, scope)[0]
+        key, top = index_check.key_of(vectors, scope), store.max_message_id(conn)
+        with closing(sqlite3.connect(data_dir(world) / "embeddings.db", timeout=0)) as busy:
+            busy.execute("BEGIN IMMEDIATE")  # another process writing: the repair cannot delete the stored vector
+            vectors.requeue([repaired], "that no longer match state.db")
+            busy.rollback()
+        index_check.complete(vectors, scope, key, top)
+        found = index_check.lacking(conn, vectors, scope, index_check.key_of(vectors, scope))
+        assert [m[0] for m in found.pending] == [repaired]
+    finally:
+        conn.close()
