@@ -305,17 +305,27 @@ def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     return {int(r[0]) for r in rows}
 
 
+#: Parts of the recall tools' names, one in each (``RECALL_TOOLS``): tool calls holding none of them call no
+#: recall tool, told inside SQLite so that other calls' JSON never reaches Python (which tells the rest exactly).
+_RECALL_NAME_PARTS = ("project_", "session_search")
+
+
+def _may_call_recall(column: str) -> str:
+    """The SQL condition that ``column`` (tool calls JSON) holds one of ``_RECALL_NAME_PARTS``."""
+    return "(" + " OR ".join(f"instr({column}, '{part}') > 0" for part in _RECALL_NAME_PARTS) + ")"
+
+
 def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """Which of ``ids`` are user turns answered by a recall: the session's next message calls a recall tool.
 
     Such a turn is an earlier question, not history (verbatim, it would outrank its own answer). "Next" is in
     (timestamp, id) order, the one Hermes' index seeks to; it differs from id order only where the clock
-    stepped back.
+    stepped back. One statement. Raises ``sqlite3`` errors.
     """
     if not ids:
         return set()
-    sql = """
-        SELECT m.id, (SELECT n.tool_calls FROM messages n
+    sql = f"""
+        SELECT m.id, (SELECT CASE WHEN {_may_call_recall("n.tool_calls")} THEN n.tool_calls END FROM messages n
                       WHERE n.session_id = m.session_id AND n.timestamp >= m.timestamp
                         AND (n.timestamp > m.timestamp OR n.id > m.id)
                       ORDER BY n.timestamp, n.id LIMIT 1)
@@ -332,78 +342,101 @@ def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """Which of ``ids`` are assistant replies echoing an earlier recall (:func:`echo.shows_recall` or :func:`echo.quotes`).
 
     A reply showing a recall's marks is an echo wherever it is; otherwise when it quotes a recall answer among
-    the ``ECHO_REACH`` messages before it (:func:`recall_answers`).
+    the ``ECHO_REACH`` messages before it (:func:`recall_answers`). Raises ``sqlite3`` errors.
     """
     if not ids:
         return set()
     replies = conn.execute(
-        "SELECT m.id, m.session_id, m.timestamp, m.content FROM messages m "
-        "WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'assistant'",
+        "SELECT m.id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'assistant'",
         (json.dumps([int(i) for i in ids]),),
-    ).fetchall()
+    )
     out = set()
-    unmarked: dict[str, list[tuple[float, int, str]]] = {}
-    for mid, sid, timestamp, content in replies:
+    unmarked: dict[int, str] = {}
+    for mid, content in replies:
         text = _message_text(content, None, None)
         if echo.shows_recall(text):
             out.add(int(mid))
         else:
-            unmarked.setdefault(sid, []).append((timestamp or 0.0, int(mid), text))
-    for sid, group in unmarked.items():
-        found = recall_answers(conn, sid, [(t, m) for t, m, _ in group])
-        for _, mid, text in group:
-            if echo.quotes(text, [runs for _, runs in found[mid]]):
-                out.add(mid)
+            unmarked[int(mid)] = text
+    for mid, found in recall_answers(conn, list(unmarked)).items():
+        if echo.quotes(unmarked[mid], [runs for _, runs in found]):
+            out.add(mid)
     return out
 
 
 ECHO_REACH = 32  # messages before a reply where the recall it may quote is looked for
 
+#: The ``ECHO_REACH`` (first parameter) message ids of the session of message ``r`` before it in (timestamp, id)
+#: order, from Hermes' (session_id, timestamp) index alone. Rewound and hidden rows count: the window only weighs
+#: visible hits down.
+_WINDOW_SQL = """SELECT b.id FROM messages b WHERE b.session_id = r.session_id
+                 AND b.timestamp <= r.timestamp AND (b.timestamp < r.timestamp OR b.id < r.id)
+                 ORDER BY b.timestamp DESC, b.id DESC LIMIT ?1"""
 
-def recall_answers(conn: sqlite3.Connection, session_id: str, replies: Sequence[tuple[float, int]]
-                   ) -> dict[int, list[tuple[int, frozenset[tuple[str, ...]]]]]:
-    """``{reply id: [(message id, runs)]}``: for each reply ``(timestamp, id)`` of ``session_id``, the recall
-    tools' answers among the ``ECHO_REACH`` messages before it, oldest first, with their :func:`echo.runs`.
+#: ``(reply, row, tool calls)`` of each assistant row in the window of each of the replies ``?2`` whose calls may
+#: name a recall tool; no content read.
+_WINDOW_CALLS_SQL = f"""
+    SELECT r.id, m.id, m.tool_calls FROM messages r JOIN messages m ON m.id IN ({_WINDOW_SQL})
+    WHERE r.id IN (SELECT value FROM json_each(?2)) AND m.role = 'assistant' AND {_may_call_recall("m.tool_calls")}"""
 
-    ``ECHO_REACH`` rows a reply, from Hermes' (session_id, timestamp) index. Answers are found through the
-    turns that called them (one row per call right after the turn): a tool row's name lies after its content,
-    so telling answers by name would read every log. Raises ``sqlite3`` errors.
+#: ``(id, tool name, content)`` of the tool rows among the ``n`` messages right after row ``c`` and before reply
+#: ``r``, for each ``[c, n, r]`` of ``?`` (``c`` in ``r``'s window: fewer than ``ECHO_REACH`` rows apart). The
+#: rows between are ordered on the index alone: their content is read only for the tool rows kept.
+_ANSWERS_SQL = """
+    SELECT t.id, t.tool_name, t.content FROM messages t WHERE t.role = 'tool' AND t.id IN (
+        SELECT id FROM (
+            SELECT a.id, json_extract(j.value, '$[1]') AS n,
+                   row_number() OVER (PARTITION BY j.key ORDER BY a.timestamp, a.id) AS at
+            FROM json_each(?) j
+            JOIN messages c ON c.id = json_extract(j.value, '$[0]')
+            JOIN messages r ON r.id = json_extract(j.value, '$[2]')
+            JOIN messages a ON a.session_id = c.session_id
+                 AND a.timestamp >= c.timestamp AND (a.timestamp > c.timestamp OR a.id > c.id)
+                 AND a.timestamp <= r.timestamp AND (a.timestamp < r.timestamp OR a.id < r.id))
+        WHERE at <= n)"""
+
+#: ``(reply, answer)`` for each of the answers ``?3`` in the window of each of the replies ``?2``, by reply and
+#: answer; only the windows of the answers' sessions are read.
+_WINDOW_HOLDS_SQL = f"""
+    SELECT r.id, m.id FROM messages r JOIN messages m ON m.id IN ({_WINDOW_SQL})
+    WHERE r.id IN (SELECT value FROM json_each(?2)) AND m.id IN (SELECT value FROM json_each(?3))
+      AND r.session_id IN (SELECT s.session_id FROM messages s WHERE s.id IN (SELECT value FROM json_each(?3)))
+    ORDER BY r.id, m.id"""
+
+
+def recall_answers(conn: sqlite3.Connection, replies: Sequence[int]) -> dict[int, list[tuple[int, frozenset[tuple[str, ...]]]]]:
+    """``{reply id: [(message id, runs)]}``: for each of the message ids ``replies``, the recall tools' answers
+    among the ``ECHO_REACH`` messages of its session before it in (timestamp, id) order, by id, with their
+    :func:`echo.runs` (``[]`` when none; a reply that does not exist has none).
+
+    Answers are found through the turns that called them: the tool rows among the rows right after a turn whose
+    calls name a recall tool (one a call), within a reply's window; a tool row's name lies after its content, so
+    telling answers by name would read every log. An answer found through one reply's window counts for every
+    reply whose window holds it. At most three statements for all ``replies``, the windows read from Hermes'
+    (session_id, timestamp) index. Raises ``sqlite3`` errors.
     """
-    windows = {reply[1]: _rows_before(conn, session_id, reply, ECHO_REACH) for reply in replies}
-    wanted: set[int] = set()
-    calls: dict[int, int] = {}  # an assistant row -> its recall calls, parsed once however many windows hold it
-    for rows in windows.values():
-        for at, (mid, _, _, tool_calls) in enumerate(rows):  # tool_calls: NULL unless an assistant row names a recall tool
-            if tool_calls and mid not in calls:
-                calls[mid] = len(_recall_calls(tool_calls))
-            if tool_calls and calls[mid]:
-                wanted.update(int(r[0]) for r in rows[at + 1 : at + 1 + calls[mid]] if r[2] == "tool")
+    out: dict[int, list[tuple[int, frozenset[tuple[str, ...]]]]] = {int(r): [] for r in replies}
+    if not out:
+        return out
+    replies_json = json.dumps(sorted(out))
+    calls: dict[int, int] = {}  # a calling row -> its recall calls, parsed once however many windows hold it
+    follow = []  # [calling row, its calls, reply]: the rows after it in the reply's window that may answer it
+    for reply, mid, tool_calls in conn.execute(_WINDOW_CALLS_SQL, (ECHO_REACH, replies_json)):
+        if mid not in calls:
+            calls[mid] = len(_recall_calls(tool_calls))
+        if calls[mid]:
+            follow.append([int(mid), calls[mid], int(reply)])
+    if not follow:
+        return out
     answers: dict[int, frozenset[tuple[str, ...]]] = {}
-    if wanted:
-        sql = "SELECT t.id, t.tool_name, t.content FROM messages t WHERE t.id IN (SELECT value FROM json_each(?))"
-        for tid, tool_name, content in conn.execute(sql, (json.dumps(sorted(wanted)),)):
-            if tool_name in RECALL_TOOLS and isinstance(content, str) and (snippets := echo.recall_snippets(content)):
-                answers[int(tid)] = echo.runs(snippets)
-    return {mid: [(r[0], answers[r[0]]) for r in rows if r[0] in answers] for mid, rows in windows.items()}
-
-
-#: An assistant row's tool calls when they name a recall tool, else NULL: told apart inside SQLite, so that
-#: other turns' call JSON never reaches Python.
-_RECALL_CALLS_SQL = ("CASE WHEN m.role = 'assistant' AND ("
-                     + " OR ".join(f"instr(m.tool_calls, '{name}') > 0" for name in RECALL_TOOLS) + ") THEN m.tool_calls END")
-
-
-def _rows_before(conn: sqlite3.Connection, session_id: str, before: tuple[float, int], count: int) -> list[tuple[Any, ...]]:
-    """The ``count`` messages of ``session_id`` before ``before`` (timestamp, id), oldest first:
-    ``(id, timestamp, role, tool calls of an assistant row that names a recall tool)``; no content read.
-    Rewound and hidden rows count: the window only weighs visible hits down."""
-    rows = conn.execute(
-        f"SELECT m.id, m.timestamp, m.role, {_RECALL_CALLS_SQL} FROM messages m "
-        "WHERE m.session_id = ? AND m.timestamp <= ? AND (m.timestamp < ? OR m.id < ?) "
-        "ORDER BY m.timestamp DESC, m.id DESC LIMIT ?",
-        (session_id, before[0], before[0], before[1], count),
-    ).fetchall()
-    return rows[::-1]
+    for tid, tool_name, content in conn.execute(_ANSWERS_SQL, (json.dumps(follow),)):
+        if tool_name in RECALL_TOOLS and isinstance(content, str) and (snippets := echo.recall_snippets(content)):
+            answers[int(tid)] = echo.runs(snippets)
+    if answers:
+        held = conn.execute(_WINDOW_HOLDS_SQL, (ECHO_REACH, replies_json, json.dumps(sorted(answers))))
+        for reply, tid in held:
+            out[int(reply)].append((int(tid), answers[int(tid)]))
+    return out
 
 
 def earlier_recalls(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:

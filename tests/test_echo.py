@@ -205,10 +205,10 @@ def test_the_agent_loop_really_stored_searchable_echoes(history: World) -> None:
         assert [r["id"] for r in mine if r["id"] > calls[0]["id"]][0] == answers[0]["id"], [dict(r) for r in mine]
         conn = sqlite3.connect(f"file:{w.home / 'state.db'}?mode=ro", uri=True)
         try:
-            found = phr.store.recall_answers(conn, sid, [(1e12, mine[-1]["id"] + 1)])
+            found = phr.store.recall_answers(conn, [mine[-1]["id"]])
         finally:
             conn.close()
-        assert [tid for tid, _ in found[mine[-1]["id"] + 1]] == [answers[0]["id"]], (sid, found)
+        assert [tid for tid, _ in found[mine[-1]["id"]]] == [answers[0]["id"]], (sid, found)
     # The very first recall, before any echo existed, found the decision.
     first = json.loads(next(r["content"] for r in rows if r["session_id"] == "recall0" and r["role"] == "tool"))
     assert first["results"][0]["session_id"] == "decision"

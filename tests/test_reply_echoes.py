@@ -11,6 +11,8 @@ snippet of such a reply is marked once, never ``>>>>>>websocket<<<<<<``.
 from __future__ import annotations
 
 import json
+import sqlite3
+from typing import Any
 
 import pytest
 from conftest import World, phr, result_sessions, seed_local_model
@@ -172,5 +174,101 @@ def test_rows_sharing_a_replys_timestamp_after_it_do_not_shorten_its_reach(world
     conn = phr.store.open_state_db(world.home)
     try:
         assert phr.store.recall_echoes(conn, [reply]) == {reply}
+    finally:
+        conn.close()
+
+
+def test_the_check_for_earlier_recalls_runs_a_few_statements_for_a_page_of_replies(world: World):
+    """The check reads the windows before all replies in one statement, then the recall answers and which windows
+    hold them: five statements for 36 replies in 12 sessions, whatever their number (one a reply's window and one a
+    session's answers before: 50)."""
+    repo = world.repo("app")
+    ids, expected = [], set()
+    for s in range(12):
+        sid = world.session(f"s{s}", repo)
+        question = world.say(sid, "user", "remind me of the reconnect rule")
+        world.say(sid, "assistant", "", tool_calls=[{"id": "r", "type": "function", "function": {
+            "name": "project_history_search", "arguments": json.dumps({"query": "websocket reconnect"})}}])
+        world.say(sid, "tool", json.dumps({"success": True, "results": [{"session_id": "decision", "snippet": SNIPPET}]}),
+                  tool_name="project_history_search", tool_call_id="r")
+        quoting = world.say(sid, "assistant", "As found: the websocket client reconnects with exponential backoff and full jitter.")
+        plain = [world.say(sid, "assistant", f"step {i}: the queue drains") for i in range(2)]
+        ids += [question, quoting, *plain]
+        expected |= {question, quoting}
+    conn = phr.store.open_state_db(world.home)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        found = phr.store.earlier_recalls(conn, ids)
+    finally:
+        conn.close()
+    assert found == expected
+    assert len(statements) <= 5, len(statements)
+
+
+def test_every_recall_tool_is_told_apart_inside_sqlite():
+    """Tool calls holding no part of a recall tool's name never reach Python: a recall tool named without one
+    would never be found calling."""
+    assert all(any(part in name for part in phr.store._RECALL_NAME_PARTS) for name in phr.store.RECALL_TOOLS)
+
+
+def _sessions(world: World, layout: str, sids: tuple[str, ...]) -> Any:
+    """Sessions ``sids`` of a 0.19 state.db or a schema-30 one (``layout``), and ``say(sid, role, content, at,
+    **columns) -> id`` writing a row of one at timestamp ``at`` as Hermes' SQL does."""
+    if layout == "0.19":
+        for sid in sids:
+            world.session(sid, world.repo(f"app-{sid}"))
+    else:
+        from schema30 import Schema30
+
+        db = Schema30(world.home / "state.db", layout)
+        for sid in sids:
+            db.session(sid)
+
+    def say(sid: str, role: str, content: str, at: float, **columns: Any) -> int:
+        row = {"session_id": sid, "role": role, "content": content, "timestamp": at, **columns}
+        with sqlite3.connect(world.home / "state.db") as conn:
+            cursor = conn.execute(f"INSERT INTO messages ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                                  tuple(row.values()))
+        conn.close()
+        return int(cursor.lastrowid or 0)
+
+    return say
+
+
+@pytest.mark.parametrize("layout", ["0.19", "fresh"])
+def test_a_replys_window_counts_rewound_and_hidden_rows_in_timestamp_order(world: World, monkeypatch, layout: str):
+    """A reply's ``ECHO_REACH`` messages (4 here) are the rows of its session before it in (timestamp, id) order:
+    rewound and hidden ones count, a row written after a clock step back sits where its timestamp puts it, rows
+    sharing a timestamp are in id order. Those windows decide which replies echo a recall, on either layout."""
+    monkeypatch.setattr(phr.store, "ECHO_REACH", 4)
+    say, tick = _sessions(world, layout, ("hidden", "stepped", "tick", "early")), 1_800_000_000.0
+    quote = "As found: the websocket client reconnects with exponential backoff and full jitter."
+    call = json.dumps([{"id": "r", "type": "function", "function": {"name": "project_history_search", "arguments": "{}"}}])
+    answer = json.dumps({"success": True, "results": [{"snippet": SNIPPET}]})
+
+    def recall(sid: str) -> int:
+        question = say(sid, "user", "remind me of the reconnect rule", tick)
+        say(sid, "assistant", "", tick + 1, tool_calls=call)
+        say(sid, "tool", answer, tick + 2, tool_name="project_history_search")
+        return question
+
+    questions = [recall(sid) for sid in ("hidden", "stepped", "tick", "early")]
+    say("hidden", "assistant", "a rewound turn", tick + 3, active=0)
+    say("hidden", "assistant", "a hidden turn", tick + 4, **({"active": 0} if layout == "0.19" else {"display_kind": "hidden_scaffold"}))
+    within = say("hidden", "assistant", quote, tick + 5)  # the call, the answer, the two turns
+    say("hidden", "user", "go on", tick + 6)
+    beyond = say("hidden", "assistant", quote, tick + 7)  # the answer is five rows back
+    for i in range(5):
+        say("stepped", "user" if i % 2 else "assistant", f"step {i}", tick + 3 + i)
+    stepped_back = say("stepped", "assistant", quote, tick + 2.5)  # written last, right after the answer in time
+    same_tick = say("tick", "assistant", quote, tick + 2)  # the answer's timestamp, a higher id: after it
+    say("early", "user", "go on", tick + 3)
+    before_answer = say("early", "assistant", quote, tick + 1)  # the call's timestamp: the answer is after it
+    replies = [within, beyond, stepped_back, same_tick, before_answer]
+    conn = phr.store.open_state_db(world.home)
+    try:
+        assert phr.store.recall_echoes(conn, replies) == {within, stepped_back, same_tick}
+        assert phr.store.recall_questions(conn, [*questions, *replies]) == set(questions)
     finally:
         conn.close()
