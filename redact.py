@@ -13,12 +13,15 @@ Invariants: every function here is pure and never raises, except
 :func:`guard_logs`, which installs one logging filter on the HTTP client's
 loggers. The secrets that filter knows are process-wide and only ever grow
 (forgetting one would let a client built earlier log it), so they are not
-kept in :mod:`state` and no reset clears them. Imports only :mod:`secret_patterns`.
+kept in :mod:`state` and no reset clears them. The one file read is the
+BIP-39 word list beside this module, once, when a seed phrase's label is
+first seen. Imports only :mod:`secret_patterns`.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import logging
 import math
@@ -27,6 +30,7 @@ import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from . import secret_patterns as patterns
@@ -259,26 +263,52 @@ def _looks_random(token: str) -> bool:
             and _class_runs(token) < 3.2 and max(len(piece) for piece in re.split(r"[/+=_-]+", token)) >= 16)
 
 
-def _random_after_label(token: str) -> bool:
-    """Whether a value right after a key or token label reads as a key: :func:`_looks_random`, or one unbroken run of
-    24+ letters of one case and digits, not hex, with the digits and entropy :func:`_looks_random` asks of one case.
-    The label stands in for the class runs: a run without ``_`` or ``-`` is not an identifier made of words."""
+def _random_after_label(token: str, one_case: bool) -> bool:
+    """Whether a value right after a key or token label reads as a key: :func:`_looks_random`, or, when ``one_case``,
+    one run of 24+ letters of one case and digits (also in groups of one length, 6 or more, joined by ``-``:
+    ``abcdefghij-0123456789-klmnopqrst``), not hex, with the digits and entropy :func:`_looks_random` asks of one case.
+    The label stands in for the class runs: a run without ``_`` is not an identifier made of words, and words joined
+    by ``-`` have lengths of their own (``20240311-rotation-policy-annual``)."""
     if _looks_random(token):
         return True
-    lower, upper, digits = _class_counts(token)
-    return (len(token) >= 24 and token.isalnum() and (lower == 0) != (upper == 0) and digits >= 0.15 * len(token)
-            and not patterns.HEX.match(token) and _entropy(token) > 3.6)
+    lengths = {len(piece) for piece in token.split("-")}
+    run = token.replace("-", "") if len(lengths) == 1 and min(lengths) >= 6 else token
+    lower, upper, digits = _class_counts(run)
+    return (one_case and len(run) >= 24 and run.isalnum() and (lower == 0) != (upper == 0) and digits >= 0.15 * len(run)
+            and not patterns.HEX.match(run) and _entropy(run) > 3.6)
+
+
+def _labelled_key(m: re.Match[str]) -> str:
+    """A :data:`secret_patterns.LABELLED_KEY` match with its value redacted when it reads as random. After a bare
+    ``key`` and a space, only a mixed-case value can be: a one-case one is a cache, object or primary key's name
+    (``cache key userprofile20240311v2region7x``)."""
+    one_case = m.group("label").lower() != "key" or re.search("[:=：是为為は]", m.group("join")) is not None
+    return m.group("head") + REDACTED if _random_after_label(m.group("value"), one_case) else m.group()
+
+
+_VOWELS = frozenset("aeiouy")
+
+
+def _camel_words(token: str) -> bool:
+    """Whether :data:`secret_patterns.CAMEL_HUMP` words, each holding a vowel and a consonant, cover half of ``token``
+    or more: a CamelCase name (``S3BucketPolicyForCDNv2Origin``), not a key."""
+    covered = 0
+    for word in patterns.CAMEL_HUMP.findall(token):
+        letters = set(word.lower())
+        covered += len(word) if letters & _VOWELS and letters - _VOWELS else 0
+    return 2 * covered >= len(token)
 
 
 def _long_token(m: re.Match[str]) -> str:
     """A :data:`secret_patterns.LONG_TOKEN` match with what reads as random redacted.
 
-    A token of 28 to 31 characters is judged only when letters of both cases and digits alone. A token holding a
+    A token of 28 to 31 characters is judged only when letters of both cases and digits alone, and kept when it is a
+    CamelCase name (:func:`_camel_words`). A token holding a
     ``/``-segment that is a word (``src``, ``blob``) is a path or a URL: only its mixed-case segments of 32+ can go
     (a document's id, a key); one-case segments are digests and names (nix store hashes, S3 object names, git ids).
     """
     token = m.group(0)
-    if len(token) < 32 and not (token.isalnum() and all(_class_counts(token))):
+    if len(token) < 32 and (not (token.isalnum() and all(_class_counts(token))) or _camel_words(token)):
         return token
     segments = token.split("/")
     if len(segments) == 1 or not any(patterns.PATH_WORD.match(s) for s in segments):
@@ -319,8 +349,8 @@ def _redact_folded(text: str) -> str:
     text = patterns.CLI_SECRET.sub(_cli_secret, text)
     text = patterns.LABELLED.sub(_labelled, text)
     text = patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text)
-    text = patterns.LABELLED_KEY.sub(lambda m: m.group(1) + REDACTED if _random_after_label(m.group(2)) else m.group(), text)
-    text = patterns.SEED_PHRASE.sub(_seed_phrase, text)
+    text = patterns.LABELLED_KEY.sub(_labelled_key, text)
+    text = _seed_phrases(text)
     text = patterns.ASSIGNMENT.sub(_assignment, text)
     return patterns.LONG_TOKEN.sub(_long_token, text)
 
@@ -383,7 +413,7 @@ def _assignment(m: re.Match[str]) -> str:
         return m.group(0)
     if group == 9:
         if m.group(4) == ":" and m.group(5) and re.fullmatch(r"[A-Za-z_]+", value) and not (
-                name.lower().endswith(patterns.PASSWORD_ENDINGS) and _passphrase(value, m.string[end:])):
+                name.lower().endswith(patterns.PASSWORD_ENDINGS) and _passphrase(value, m.string, end)):
             return m.group(0)  # prose ("token: the one from the vault") or an annotation, not a literal
         if re.fullmatch(r"[A-Za-z_]\w*", value) and _credential_kind(value) and len(_name_segments(value)) > 1:
             return m.group(0)  # a variable (password=hashed_password), not a literal (password=secret)
@@ -406,24 +436,63 @@ def _names_something(value: str) -> bool:
     return len(pieces) > 1 and any(c.isalpha() for c in value) and all(patterns.NAME_PIECE.fullmatch(p) for p in pieces)
 
 
-def _passphrase(value: str, after: str) -> bool:
-    """Whether ``value`` (letters alone after a password's name or label) is a :data:`secret_patterns.PASSPHRASE` not
-    ending as an adjective does, and ``after`` (the text after it) starts with a :data:`secret_patterns.CLAUSE_END`."""
-    return (patterns.PASSPHRASE.fullmatch(value) is not None and not value.endswith(patterns.WORD_ENDINGS)
-            and patterns.CLAUSE_END.match(after) is not None)
+def _passphrase(value: str, text: str, end: int) -> bool:
+    """Whether ``value`` (letters alone after a password's name or label, ending at ``end`` in ``text``) is a passphrase:
+    a clause ends right after it (:data:`secret_patterns.CLAUSE_END`, read in place: no copy of the rest of the text),
+    and it is a :data:`secret_patterns.PASSPHRASE` not a word with an adjective's ending, or three or more Capitalised
+    words not ending as a type's name does."""
+    if patterns.CLAUSE_END.match(text, end) is None:
+        return False
+    if patterns.PASSPHRASE.fullmatch(value):
+        return len(value) > patterns.WORD_LENGTH or not value.endswith(patterns.WORD_ENDINGS)
+    words = patterns.CAMEL_WORD.findall(value)
+    return (len(value) >= 12 and len(words) >= 3 and "".join(words) == value
+            and not value.endswith(patterns.TYPE_ENDINGS))
 
 
-def _seed_phrase(m: re.Match[str]) -> str:
-    """A :data:`secret_patterns.SEED_PHRASE` match with its first 12 to 24 words redacted when they are all of 3 to 8
-    letters; left as it is otherwise."""
-    words: list[re.Match[str]] = []
-    for word in re.finditer(r"\S+", m.group(2)):
-        if not 3 <= len(word.group()) <= 8 or len(words) == 24:
+@functools.cache
+def _bip39_words() -> frozenset[str]:
+    """The 2,048 words of the BIP-39 English list, read once from ``bip39_english.txt`` beside this module (copied from
+    Trezor's python-mnemonic 0.21, MIT licence); empty when the file cannot be read."""
+    try:
+        return frozenset(Path(__file__).with_name(patterns.BIP39_WORDS_FILE).read_text(encoding="ascii").split())
+    except (OSError, ValueError):
+        return frozenset()
+
+
+def _seed_phrases(text: str) -> str:
+    """``text`` with the seed phrase after each :data:`secret_patterns.SEED_LABEL` redacted (:func:`_seed_words`)."""
+    pieces: list[str] = []
+    last = 0
+    for label in patterns.SEED_LABEL.finditer(text):
+        if label.start() < last:
+            continue
+        span = _seed_words(text, label.end())
+        if span is not None:
+            pieces += [text[last : span[0]], REDACTED]
+            last = span[1]
+    return "".join(pieces) + text[last:] if pieces else text
+
+
+def _seed_words(text: str, pos: int) -> tuple[int, int] | None:
+    """The span of the seed phrase starting at ``pos``, or None: the longest run of 12 to 24 words
+    (:data:`secret_patterns.SEED_WORD`: any case, between spaces, commas, quotes, brackets, list numbers) ending with a
+    BIP-39 word, with at most one word in 12 not on the list (a typo). Without the list (its file unreadable), any
+    word of 3 to 8 letters counts. Prose fails: its small words (``the``, ``for``, ``that``) are not on the list."""
+    known = _bip39_words()
+    first = best = None
+    misses = count = 0
+    while count < 24 and (word := patterns.SEED_WORD.match(text, pos)) is not None:
+        pos, count = word.end(), count + 1
+        first = word.start(1) if first is None else first
+        letters = word.group(1).lower()
+        on_list = letters in known if known else 3 <= len(letters) <= 8
+        if on_list:
+            if count >= 12 and misses <= count // 12:
+                best = word.end(1)
+        elif (misses := misses + 1) > 2:
             break
-        words.append(word)
-    if len(words) < 12:
-        return m.group(0)
-    return _replace(m, m.start(2), m.start(2) + words[-1].end())
+    return (first, best) if first is not None and best is not None else None
 
 
 def _labelled(m: re.Match[str]) -> str:
@@ -446,7 +515,7 @@ def _labelled(m: re.Match[str]) -> str:
         assigned = not label.isascii() and words[:1] in (":", "=")
         if not assigned and (not words or words[0] in ":=-" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
-        passphrase = label.lower().endswith(patterns.PASSWORD_ENDINGS) and _passphrase(value, m.string[start + len(value):])
+        passphrase = label.lower().endswith(patterns.PASSWORD_ENDINGS) and _passphrase(value, m.string, start + len(value))
         if not (passphrase or re.search(r"[0-9!-/:-@\[-`{-~]", value)) or _names_something(value):
             return m.group(0)  # prose, or a name (the private key is id_ed25519)
     elif patterns.CJK_NAME_VALUE.fullmatch(value):

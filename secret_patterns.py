@@ -28,8 +28,8 @@ FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in "！
 #: Cyrillic and Greek letters drawn like Latin ones (``pаssword`` with a Cyrillic ``а``), read as Latin only inside a
 #: credential word (:data:`CREDENTIAL_PART`) of a :data:`HOMOGLYPH_WORD`: read so in Russian text glued to a key or a
 #: label (``…8Aа``, ``пожалуPassword``), they would lengthen the key past its format or the label into another word.
-_LOOK_ALIKES = "аеорсухіјѕԁһӏԛԝАВЕКМНОРСТХУІЈЅαορινΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
-HOMOGLYPHS = str.maketrans(_LOOK_ALIKES, "aeopcyxijsdhlqwABEKMHOPCTXYIJSaopivABEZHIKMNOPTYX")
+_LOOK_ALIKES = "аеорксухіјѕԁһӏԛԝАВЕКМНОРСТХУІЈЅαοκρινΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
+HOMOGLYPHS = str.maketrans(_LOOK_ALIKES, "aeopkcyxijsdhlqwABEKMHOPCTXYIJSaokpivABEZHIKMNOPTYX")
 #: A run of ASCII letters and look-alikes holding at least one of each (one lookahead for each).
 HOMOGLYPH_WORD = re.compile(f"(?<![A-Za-z{_LOOK_ALIKES}])(?=[A-Za-z]*+[{_LOOK_ALIKES}])(?=[{_LOOK_ALIKES}]*+[A-Za-z])"
                             f"[A-Za-z{_LOOK_ALIKES}]++")
@@ -46,8 +46,8 @@ JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 TOKEN_START = r"(?<![A-Za-z0-9_-])"
 
 #: A line break inside a key: a terminal's or log viewer's wrap, a shell's escaped one (``\`` then a line break), or one
-#: written as ``\n`` inside a JSON or Python string.
-LINE_BREAK = r"(?:\\?\r?\n|\\n)"
+#: written as ``\n`` or ``\r\n`` inside a JSON or Python string.
+LINE_BREAK = r"(?:\\?\r?\n|(?:\\r)?\\n)"
 #: Provider key formats (each a whole token); a key that ends at a :data:`LINE_BREAK` takes the next line's leading run
 #: of key characters with it.
 KEY_FORMATS = re.compile(
@@ -170,9 +170,9 @@ LABELLED = re.compile(
 )
 #: The verbs a Latin label needs before its value (``password is``, ``Passwort ist``, ``mot de passe est``).
 LATIN_VERBS = re.compile(r"\b(?:is|was|ist|war|est|es|era)\b")
-#: What joins a label to the value right after it (``token: x``, ``"key": "x"``, ``key是x``): quotes, a sign or CJK
-#: joiner, spaces.
-_LABEL_JOIN = r"[\"']?[ \t]*+[:=：是为為は]?[ \t]*+[\"']?"
+#: What joins a label to the value right after it (``token: x``, ``"key": "x"``, ``key是x``, ``key是：x``): quotes,
+#: up to two signs or CJK joiners, spaces.
+_LABEL_JOIN = r"[\"']?[ \t]*+(?:(?:就是|[:=：是为為は])[ \t]*+){0,2}[\"']?"
 #: A git-id-shaped value (40 or 64 hex digits, a UUID) right after a credential label (``GITHUB_TOKEN 3f78…``,
 #: ``heroku api key 0c4f8e2a-…``, a service account's ``private_key_id``): old GitHub tokens and Heroku keys have those
 #: shapes. Bare ones are git ids and are kept. Group 1 is the label and what joins it, group 2 the value.
@@ -182,21 +182,28 @@ LABELLED_DIGEST = re.compile(
     + _LABEL_JOIN + r")([0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![A-Za-z0-9_-])"
 )
 #: A key-shaped value (16+ letters, digits, ``_`` and ``-``) right after a key, token or secret label, or a name ending
-#: in token or secret, without a verb (``vercel token AbCdEf…12``, ``GITHUB_TOKEN AbCdEf…12``, ``key是Zx9qLm2N…``):
-#: redacted when it reads as random (:func:`redact._random_after_label`), so ``primary key idx_users_email`` stays.
-#: ``sort_key``, ``partition_key``... are columns, not labels. Group 1 is the label and what joins it, group 2 the value.
+#: in token, secret or a credential's ``<qualifier> key``, without a verb (``vercel token AbCdEf…12``, ``GITHUB_TOKEN
+#: AbCdEf…12``, ``ACCESS_KEY AbCd…``, ``key是Zx9qLm2N…``): redacted when it reads as random
+#: (:func:`redact._random_after_label`), so ``primary key idx_users_email`` stays. ``sort_key``, ``partition_key``...
+#: are columns, not labels. Groups: ``head`` (the label and what joins it), ``label``, ``join``, ``value``.
 LABELLED_KEY = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])((?:(?:[A-Za-z0-9]++[_-])?(?:token|secret)|key)" + _LABEL_JOIN + r")([A-Za-z0-9_-]{16,200}+)"
-    r"(?![A-Za-z0-9_-])"
+    r"(?i)(?<![A-Za-z0-9_])(?P<head>(?P<label>(?:[A-Za-z0-9]++[_-])?(?:token|secret|(?:api|access|secret|private|signing"
+    r"|encryption|master)[ _-]?key)|key)(?P<join>" + _LABEL_JOIN + r"))(?P<value>[A-Za-z0-9_-]{16,200}+)(?![A-Za-z0-9_-])"
 )
-#: A wallet's seed (recovery) phrase after its label and a joiner (``seed phrase: abandon ability able …``,
-#: ``助记词：…``): the run of lower-case letters and spaces after it, which :func:`redact._seed_phrase` redacts when its
-#: first 12 to 24 words have 3 to 8 letters (BIP-39 words do; 12 such in a row are rare in prose).
-SEED_PHRASE = re.compile(
-    r"(?i)(?<![A-Za-z0-9])((?:(?:secret[ _-]?)?(?:seed|recovery|backup|mnemonic)[ _-]?(?:phrase|words)|mnemonic|seed"
-    r"|助记词|助記詞|恢复短语|恢復短語|种子短语|シードフレーズ|ニーモニック|시드 ?(?:구문|문구)|복구 ?(?:구문|문구))"
-    r"[\"']?[ \t]*+(?:[:=：]|是|为|為|は|는|is(?![a-z]))\s*+[\"'“「]?\s*+)((?-i:[a-z][a-z\s]{46,300}+))"
+#: The label of a wallet's seed (recovery) phrase and what joins it to the words (``seed phrase: ``, ``Secret Recovery
+#: Phrase - ``, ``my seed phrase was: ``, ``wallet words``, ``MNEMONIC=``, ``助记词：``): :func:`redact._seed_phrases`
+#: reads the words after it with :data:`SEED_WORD`.
+SEED_LABEL = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(?:(?:secret[ _-]?)?(?:seed|recovery|backup|mnemonic|wallet)[ _-]?(?:phrase|words)|mnemonic|seed"
+    r"|助记词|助記詞|恢复短语|恢復短語|种子短语|シードフレーズ|ニーモニック|시드 ?(?:구문|문구)|복구 ?(?:구문|문구))(?![A-Za-z])"
+    r"[\"']?[ \t]*+(?:(?:(?:is|was|are|were)(?![A-Za-z])|[:=：是为為は는—-])[ \t]*+){0,2}"
 )
+#: One word of a seed phrase and what comes before it: spaces and line breaks, commas, quotes, brackets, a list's
+#: number (``1.`` ``1)`` ``01``) or bullet (``-``). Bounded, so reading 24 words after a label costs a few hundred
+#: characters whatever follows. Group 1 is the word (a BIP-39 word has 3 to 8 letters; 9 leave room for a typo).
+SEED_WORD = re.compile(r"[\s,;\"'\[\]()|-]{0,16}+(?:\d{1,2}[.):]?[\s,;\"'\[\]()|-]{0,16}+)?([A-Za-z]{1,9}+)(?![A-Za-z0-9])")
+#: The BIP-39 English word list the words must come from, beside this module (:func:`redact._bip39_words` reads it).
+BIP39_WORDS_FILE = "bip39_english.txt"
 #: A value that names something instead of being a secret, for the names and labels that are credentials only when
 #: their value looks like one (``auth``, ``*_KEY``, ``the private key is``): a path (``~/.ssh/deploy_key``),
 #: ``name:number`` (``session:123``), an algorithm (``RSA-4096``, ``UUIDv4``) or an auth scheme (``oauth2``). Joined
@@ -216,18 +223,25 @@ VALUE_END = ".,;:!?)]}>'\""
 #: Endings of a name's last word that make it a credential whatever the value (``client_secret``, ``PGPASSWORD``,
 #: ``csrftoken``); not "credentials": fetch's ``credentials: 'include'`` is code.
 CREDENTIAL_ENDINGS = ("password", "passwd", "passphrase", "secret", "token")
-#: Endings of a name or label after which letters alone can be a password (:data:`PASSPHRASE`).
+#: Endings of a name or label after which letters alone can be a password (:func:`redact._passphrase`).
 PASSWORD_ENDINGS = ("password", "passwd", "passphrase")
-#: A password of letters alone after such a name or label: 12+ lower-case letters (``correcthorsebatterystaple``), which
-#: :func:`redact._passphrase` takes only where they end a line or a clause (``the password is stored in vault`` is prose)
-#: and do not end as an English adjective does (``password: autogenerated``). Shorter words are prose or settings
-#: (``password: required``).
+#: A password of letters alone after such a name or label: 12+ lower-case letters (``correcthorsebatterystaple``), or
+#: three or more Capitalised words (``CorrectHorseBatteryStaple``, :data:`CAMEL_WORD`), taken only where they end a
+#: line or a clause (``the password is stored in vault`` is prose). Shorter words are prose or settings (``password:
+#: required``).
 PASSPHRASE = re.compile(r"[a-z]{12,}+")
-#: Endings of English adjectives and participles: a letters-only value ending so is a word, not a passphrase.
+CAMEL_WORD = re.compile(r"[A-Z][a-z]++")
+#: Up to this many letters, a lower-case value ending as English adjectives and participles do (:data:`WORD_ENDINGS`)
+#: is a word (``password: autogenerated``); longer, it is more often words run together (``purpleelephantdancing``).
+WORD_LENGTH = 13
 WORD_ENDINGS = ("able", "ible", "ed", "ing", "ion", "ment", "ness", "ent", "ant", "ous", "ful", "less", "ive", "al", "ic",
                 "ly", "ary", "ory")
-#: What may follow a passphrase: the end of its line or text, or a clause's punctuation.
-CLAUSE_END = re.compile(r"[ \t]*+(?:[.,;!?)]|\r?\n|\Z)")
+#: Last words of a CamelCase value that make it a type in an annotation (``password: PasswordInputField``), not a
+#: passphrase.
+TYPE_ENDINGS = ("Field", "Str", "String", "Bytes", "Input", "Type", "Form", "Widget", "Model", "Schema", "Column",
+                "Hash", "Hasher", "Validator", "Config", "Settings", "Policy", "Manager", "Provider", "Error")
+#: What may follow a passphrase: the end of its line or text, or a clause's punctuation or dash.
+CLAUSE_END = re.compile(r"[ \t]*+(?:[.,;:!?)—–]|\r?\n|\Z)")
 #: Last words that make a name a credential which those endings do not cover.
 CREDENTIAL_WORDS = {"passcode", "apikey", "accesskey", "secretkey", "privatekey"}
 #: Last words of names that are credentials only when the value looks like one (a digit or a symbol in it):
@@ -252,9 +266,14 @@ CODE_VALUE = re.compile(
 
 #: A run of 28+ base64 characters, judged by :func:`redact._long_token`. One of 28 to 31 is judged only when letters and
 #: digits alone: ids that long have a prefix joined by ``_`` or ``-`` (``msg_01XFDUDYJgAACzvnptvVoYEL``) or are
-#: shorter (a KSUID is 27, a nanoid 21).
+#: shorter (a KSUID is 27, a nanoid 21); and kept when :data:`CAMEL_HUMP` words cover half of it
+#: (``GetUserProfileByAccountIdV2Ok``).
 LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{28,}+")
 #: A path segment that is a word (``src``, ``blob``, ``service-role``): a token holding one is a path or a URL.
 PATH_WORD = re.compile(r"^[a-z]{3}[a-z_-]*+$")
+#: A word of a CamelCase or camelCase name: a capital and 3+ lower-case letters, or 4+ lower-case letters opening it.
+#: :func:`redact._camel_words` counts one only when its lower-case letters hold a vowel and a consonant: random keys
+#: have few such runs (``Zx9qLm2N``), names are made of them.
+CAMEL_HUMP = re.compile(r"^[a-z]{4,}+|[A-Z][a-z]{3,}+")
 HEX = re.compile(r"^[0-9a-fA-F]+$")
 UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")

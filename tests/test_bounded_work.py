@@ -325,29 +325,41 @@ def test_a_long_run_of_letters_and_dots_is_read_once():
     out = redact.redact_secrets(text)
     assert out.endswith("密码是[redacted]") and out.startswith("ab.ab.")
 
+def _redaction_cost(unit: str, n: int, reps: int = 3) -> float:
+    """The CPU time :func:`redact.redact_secrets` takes on ``n`` characters of ``unit`` repeated, best of ``reps``."""
+    import time
+
+    from project_history_recall import redact
+
+    text = (unit * (n // len(unit) + 1))[:n]
+    best = float("inf")
+    for _ in range(reps):
+        start = time.process_time()
+        redact.redact_secrets(text)
+        best = min(best, time.process_time() - start)
+    return best
+
+
 @pytest.mark.parametrize("unit", [".sk-", ".AKIA", "~ghp_", ".eyJa", "1Q~_", "hf_/", ".xoxb-", "~glpat-", ".sk-proj-", "sk-\\n",
-                                  "seed: ", "_mnemonic=", "x_token ", "key是", "\u0430a", "p\u0430ss ", "password: abcdefghijklmn "])
+                                  "seed: ", "_mnemonic=", "x_token ", "key是", "\u0430a", "p\u0430ss ", "password: abcdefghijklmn ",
+                                  "seed: 1. abandon ", "wallet words: ", "key是：是：", "\\r\\n", "token abcdef-"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
     100 KB took 97 -> 1,546 ms). The
     regex engine's steps cannot be counted from Python, so the cost is compared at n and 4n (best of three,
     CPU time): about 4 when linear, 16 when quadratic."""
-    import time
-
-    from project_history_recall import redact
-
-    def cost(n: int) -> float:
-        text = (unit * (n // len(unit) + 1))[:n]
-        best = float("inf")
-        for _ in range(3):
-            start = time.process_time()
-            redact.redact_secrets(text)
-            best = min(best, time.process_time() - start)
-        return best
-
-    small, large = cost(25_000), cost(100_000)
+    small, large = _redaction_cost(unit, 25_000), _redaction_cost(unit, 100_000)
     assert large <= 8 * max(small, 0.002), (unit, small, large)
+
+
+def test_a_password_check_reads_what_follows_the_value_in_place():
+    """Whether a letters-only value after a password label ends its clause was read from a copy of the rest of the
+    text: lines of ``password: abc`` cost n² in copying (100 K / 400 K / 1.6 M characters: 110 / 553 / 3,867 ms).
+    The copies cost little next to the patterns below a few hundred thousand characters, so the cost is compared at
+    300 K and 1.2 M characters: about 4 in place, 6.8 with the copies."""
+    small, large = _redaction_cost("password: abc\n", 300_000), _redaction_cost("password: abc\n", 1_200_000)
+    assert large <= 5.5 * small, (small, large)
 
 
 # -- secrets the hostile review found sent: shapes, wrapping, escapes, invisible characters --------------------
@@ -419,7 +431,35 @@ LEAKED_SHAPES = [
     (f'{{"type": "service_account", "private_key_id": "{GIT_ID}"}}', GIT_ID),
     ("p\u0430ssword=Sup3rS3cretPw", PASSWORD), ("\u03a1ASSW\u041eRD: Sup3rS3cretPw", PASSWORD),
     ("  password: correcthorsebatterystaple", "correcthorsebatterystaple"), ("my password is correcthorse, lol", "correcthorse"),
+    # seed phrases in the shapes wallets and people write them: any case, listed, numbered, after other joiners
+    (f"Seed phrase: {SEED_WORDS.capitalize()}", SEED_WORDS[8:]), (f"SEED PHRASE: {SEED_WORDS.upper()}", SEED_WORDS.upper()),
+    ("seed phrase: " + ", ".join(SEED_WORDS.split()), "absorb, abstract"),
+    ("recovery phrase:\n" + "\n".join(f"{i}. {w}" for i, w in enumerate(SEED_WORDS.split(), 1)), "abstract"),
+    ("recovery phrase: " + " ".join(f"{i}) {w}" for i, w in enumerate(SEED_WORDS.split(), 1)), "abstract"),
+    ("mnemonic = " + str(SEED_WORDS.split()).replace("'", '"'), '"abstract"'), (f"my seed phrase was: {SEED_WORDS}", SEED_WORDS),
+    (f"my recovery phrase {SEED_WORDS}", SEED_WORDS), (f"Secret Recovery Phrase - {SEED_WORDS}", SEED_WORDS),
+    (f"wallet words: {SEED_WORDS}", SEED_WORDS), (f"seed phrase: {SEED_WORDS.replace('absorb', 'absorv')}", "abstract absurd"),
+    # passphrases of words run together, long or Capitalised, however their clause ends
+    ("password: CorrectHorseBatteryStaple", "CorrectHorseBatteryStaple"), ("password: purpleelephantdancing", "purpleelephantdancing"),
+    ("my password is horsebatterystaplefriendly.", "horsebatterystaplefriendly"),
+    ("password: correcthorsebatterystaple — keep it", "correcthorsebatterystaple"),
+    ("password: correcthorsebatterystaple: done", "correcthorsebatterystaple"),
+    # two joiners after a label, a JSON-escaped CRLF inside a key, groups of one case joined by -, look-alike letters
+    ("我的key是：AbCdEfGhIjKlMnOpQr12别外传", "AbCdEfGhIjKlMnOpQr12"), (f"GITHUB_TOKEN是：{GIT_ID}", GIT_ID),
+    ("token就是AbCdEfGhIjKlMnOpQr12", "AbCdEfGhIjKlMnOpQr12"), ("ACCESS_KEY AbCdEfGhIjKlMnOpQr12", "AbCdEfGhIjKlMnOpQr12"),
+    ('{"k": "sk-proj-T3BlbkFJ4x9Q\\r\\nm2Lw7Vn5Rk8Pz1Yc6Hd0aB"}', "m2Lw7Vn5Rk8Pz1Yc6Hd0aB"),
+    ("token abcdefghij-0123456789-klmnopqrst", "abcdefghij-0123456789-klmnopqrst"),
+    ("api_\u03baey: Zx9qLm2Nw8Pv3Rt5", "Zx9qLm2Nw8Pv3Rt5"),
 ]
+
+
+def test_the_seed_phrase_word_list_is_read_from_beside_the_module():
+    """The BIP-39 list seed phrases are checked against is a data file of the package: without it, every word of 3 to
+    8 letters counts, and prose after a seed label is taken for a phrase."""
+    from project_history_recall import redact
+
+    words = redact._bip39_words()
+    assert len(words) == 2048 and {"abandon", "zoo"} <= words
 
 
 def leaked(secret: str, out: str, n: int = 8) -> list[str]:
@@ -468,6 +508,14 @@ def test_no_piece_of_a_secret_is_sent(text, secret):
     "password: required, password: autogenerated, password: alphanumeric, password: SecretStr",
     "Your password is incorrect. The password is unrecoverable. The password is stored in vault",
     "Пароль от Dockerа лежит в сейфе",
+    "seed is used when the random module builds each test case for the suite that runs",
+    "recovery phrase is shown once when you create the wallet and never again after that point",
+    "seed: the tests fix the seed so that every run gets the same data set back; mnemonic: mov copies a register",
+    "password: PasswordInputField, def login(password: ConfirmPasswordField), password: unrecoverable",
+    # near misses of a CamelCase name of 28 to 31 characters and of a one-case value after key or token
+    "调用GetUserProfileByAccountIdV2Ok接口, 在 Base64EncodeUTF8StringToBytes 里, S3BucketPolicyForCDNv2Origin",
+    "cache key userprofile20240311v2region7x, primary key pk20231104orderitems01abc, S3 object key 2024q3reports4region7summary9",
+    "signing key 20240311-rotation-policy-annual, token release-20240311-abcdef-candidate",
 ])
 def test_ordinary_developer_text_is_sent_unchanged(text):
     """Git ids, UUIDs, paths, wheel names, URLs without credentials, settings and prose keep every character:

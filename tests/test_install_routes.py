@@ -205,6 +205,7 @@ def test_pip_route(tmp_path: Path):
     assert install.returncode == 0, install.stderr + install.stdout
     installed = child_site / "project_history_recall"
     assert (installed / "plugin.yaml").exists() and (installed / "search.py").exists()
+    assert (installed / "bip39_english.txt").exists(), "redaction's seed-phrase word list must ship in the wheel"
     assert not (installed / "tests").exists(), "tests must not ship in the wheel"
     # The child venv's own `hermes` entry point, running on the child interpreter.
     hermes = venv / "bin" / "hermes"
