@@ -223,12 +223,8 @@ def effective_workspaces(
             via = session
     return out
 
+#: Drive-letter and UNC paths, which compare case-insensitively.
 _WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:(?:[\\/]|$)|\\\\|//[^/])")
-
-
-def is_windows_path(path: str) -> bool:
-    """True for drive-letter and UNC paths, which compare case-insensitively."""
-    return bool(_WINDOWS_PATH.match(path))
 
 
 def path_segments(path: str | None) -> tuple[str, ...]:
@@ -240,7 +236,7 @@ def path_segments(path: str | None) -> tuple[str, ...]:
     if not path or not path.strip():
         return ()
     raw = path.strip()
-    windows = is_windows_path(raw)
+    windows = bool(_WINDOWS_PATH.match(raw))
     if windows:
         raw = raw.replace("\\", "/").casefold()
     if raw.startswith("//"):
