@@ -25,9 +25,7 @@ import bisect
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeVar
-
-_P = TypeVar("_P")
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True)
@@ -225,12 +223,8 @@ def effective_workspaces(
             via = session
     return out
 
+#: Drive-letter and UNC paths, which compare case-insensitively.
 _WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:(?:[\\/]|$)|\\\\|//[^/])")
-
-
-def is_windows_path(path: str) -> bool:
-    """True for drive-letter and UNC paths, which compare case-insensitively."""
-    return bool(_WINDOWS_PATH.match(path))
 
 
 def path_segments(path: str | None) -> tuple[str, ...]:
@@ -242,7 +236,7 @@ def path_segments(path: str | None) -> tuple[str, ...]:
     if not path or not path.strip():
         return ()
     raw = path.strip()
-    windows = is_windows_path(raw)
+    windows = bool(_WINDOWS_PATH.match(raw))
     if windows:
         raw = raw.replace("\\", "/").casefold()
     if raw.startswith("//"):
@@ -287,54 +281,41 @@ def is_within(path: str | None, folder: str | None) -> bool:
     return bool(outer) and inner[: len(outer)] == outer
 
 
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def project_folders(project: Any) -> list[str]:
+def project_folders(project: ProjectRecord) -> list[str]:
     """Every folder path of a project: its ``folders`` plus ``primary_path``."""
     paths: list[str] = []
-    for folder in _get(project, "folders", None) or ():
-        path = folder if isinstance(folder, str) else _get(folder, "path")
-        if path and path not in paths:
-            paths.append(path)
-    primary = _get(project, "primary_path")
-    if primary and primary not in paths:
-        paths.append(primary)
+    for folder in project.folders:
+        if folder.path and folder.path not in paths:
+            paths.append(folder.path)
+    if project.primary_path and project.primary_path not in paths:
+        paths.append(project.primary_path)
     return paths
 
 
-def primary_folder(project: Any) -> str | None:
+def primary_folder(project: ProjectRecord) -> str | None:
     """The folder a session moved into ``project`` gets as its ``cwd``.
 
     Mirrors Hermes' ``project_tools._primary_path``: ``primary_path``, else
     the folder flagged primary, else the first folder, else ``None``.
     """
-    primary = _get(project, "primary_path")
-    if primary:
-        return primary
-    folders = list(_get(project, "folders", None) or ())
-    for folder in folders:
-        if not isinstance(folder, str) and _get(folder, "is_primary"):
-            return _get(folder, "path")
-    if folders:
-        first = folders[0]
-        return first if isinstance(first, str) else _get(first, "path")
-    return None
+    if project.primary_path:
+        return project.primary_path
+    for folder in project.folders:
+        if folder.is_primary:
+            return folder.path
+    return project.folders[0].path if project.folders else None
 
 
-def match_explicit(candidates: Iterable[str | None], projects: Sequence[Any]) -> Any | None:
+def match_explicit(candidates: Iterable[str | None], projects: Sequence[ProjectRecord]) -> ProjectRecord | None:
     """The project owning the longest folder that contains any candidate path.
 
     Archived projects never match. Ties (the same folder in two projects) go to
-    the earlier project in ``projects``. Returns the project object or ``None``.
+    the earlier project in ``projects``. Returns the project or ``None``.
     """
     targets = [path_segments(c) for c in candidates if c]
     best, best_len = None, 0
     for project in projects:
-        if _get(project, "archived", False):
+        if project.archived:
             continue
         for folder in project_folders(project):
             segments = path_segments(folder)
@@ -347,7 +328,7 @@ def match_explicit(candidates: Iterable[str | None], projects: Sequence[Any]) ->
 
 def resolve_project(
     session_row: Mapping[str, Any],
-    projects: Sequence[Any],
+    projects: Sequence[ProjectRecord],
     *,
     junk_roots: Iterable[str] = (),
     junk_trees: Iterable[str] = (),
@@ -357,8 +338,7 @@ def resolve_project(
     ``session_row`` needs ``cwd`` and ``git_repo_root`` (either may be empty,
     already inherited and with worktrees folded by the caller) and may give
     ``also``: the same folders with symlinks resolved, which an explicit
-    project's folder may contain. ``projects``: :class:`ProjectRecord`, Hermes'
-    ``projects_db.Project`` objects or equivalent dicts. As on the desktop
+    project's folder may contain. As on the desktop
     tree, a git root equal to one of ``junk_roots`` (the user's home) or inside
     one of ``junk_trees`` (HERMES_HOME) is never an auto project; explicit
     projects there are still honoured.
@@ -367,7 +347,7 @@ def resolve_project(
     root = (session_row.get("git_repo_root") or "").strip()
     project = match_explicit([cwd, root, *(session_row.get("also") or ())], projects)
     if project is not None:
-        return Project("explicit", id=str(_get(project, "id")), name=str(_get(project, "name") or ""))
+        return Project("explicit", id=project.id, name=project.name)
     if root and not is_junk_root(root, junk_roots, junk_trees):
         return Project("auto", key=path_key(root), root=root, name=_basename(root))
     return HOME
@@ -389,7 +369,7 @@ def _basename(path: str) -> str:
 
 
 
-def find_project(projects: Sequence[_P], token: str) -> _P | None:
+def find_project(projects: Sequence[ProjectRecord], token: str) -> ProjectRecord | None:
     """A project by id, slug or name as Hermes' ``project_switch`` finds it; ``None`` for no match.
 
     Exact id / slug / name first, then case-insensitive slug / name, each
@@ -400,10 +380,10 @@ def find_project(projects: Sequence[_P], token: str) -> _P | None:
     if not token:
         return None
     for project in projects:
-        if token in (_get(project, "id"), _get(project, "slug"), _get(project, "name")):
+        if token in (project.id, project.slug, project.name):
             return project
     low = token.lower()
     for project in projects:
-        if low in (str(_get(project, "slug") or "").lower(), str(_get(project, "name") or "").lower()):
+        if low in (project.slug.lower(), project.name.lower()):
             return project
     return None

@@ -36,10 +36,6 @@ PROG = "project-history-recall"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-#: Arguments argparse accepted but the command cannot use (exit code 2), refused in the slash commands' words.
-UsageError = command_args.ArgumentError
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (``--hermes-home`` is accepted before or after the subcommand)."""
     common = argparse.ArgumentParser(add_help=False)
@@ -124,7 +120,7 @@ def _folder(args: argparse.Namespace) -> str:
     except OSError:  # a name too long for the file system, for one
         is_dir = False
     if not is_dir:
-        raise UsageError(f"--cwd is not a folder: {errors.echo(folder)}")
+        raise command_args.ArgumentError(f"--cwd is not a folder: {errors.echo(folder)}")
     return status.folder_of(folder)
 
 
@@ -136,7 +132,7 @@ def _flag(flag: command_args.Flag, raw: str | None, default: Any) -> Any:
 def _search(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     query = " ".join(args.query)
     if not query.strip():
-        raise UsageError("the query is empty: pass the words or question to search for")
+        raise command_args.ArgumentError("the query is empty: pass the words or question to search for")
     mode = _flag(command_args.MODE, args.mode, "hybrid")
     limit = _flag(command_args.SEARCH_LIMIT, args.limit, search.DEFAULT_LIMIT)
     role = _flag(command_args.ROLE, args.role, None)
@@ -194,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with _profile(getattr(args, "hermes_home", None)) as home:
         try:
             answer, text = COMMANDS[args.command](args, home)
-        except UsageError as exc:
+        except command_args.ArgumentError as exc:  # what argparse accepted but the command cannot use
             parser.subcommands[args.command].print_usage(sys.stderr)  # type: ignore[attr-defined]
             _emit(f"{PROG} {args.command}: error: {exc}", sys.stderr)
             return EXIT_USAGE

@@ -249,22 +249,20 @@ def on_turn(session_id: str = "", **_: Any) -> None:
     warm_up.warm_up(paths.hermes_home(), first_only=True, session_id=session_id or "")
 
 
-#: (name, factory taking ``ctx.dispatch_tool`` or a plain handler, description, argument hint)
-COMMANDS: tuple[tuple[str, Any, str, str | None], ...] = (
+#: (name, factory of the handler given ``ctx.dispatch_tool``, description, argument hint)
+COMMANDS: tuple[tuple[str, Callable[[Dispatch], Callable[[str], str]], str, str | None], ...] = (
     ("history-search", make_search_command, "Search the past sessions of this project", "<query> [--mode M] [--limit N]"),
     ("history-recent", make_recent_command, "This project's latest sessions, newest first", "[N]"),
     ("history-read", make_read_command, "Read the messages around a search hit", "<session> [message] [--before N]"),
-    ("history-index", command_index,
+    ("history-index", lambda _dispatch: command_index,
      "Embed the past messages of projects you consented to, and show this project's index status", None),
     ("history-move", make_move_command, "Move this conversation to a project or a git repo's folder",
      "<project | folder>"),
-    ("history-help", command_help, "project-history-recall: commands, tools, command line and limits", None),
+    ("history-help", lambda _dispatch: command_help, "project-history-recall: commands, tools, command line and limits",
+     None),
 )
-
-#: The factories among COMMANDS: they are given Hermes' ``ctx.dispatch_tool``.
-FACTORIES = (make_search_command, make_recent_command, make_read_command, make_move_command)
 
 
 def handlers_for(dispatch: Dispatch) -> Mapping[str, Callable[[str], str]]:
-    """Every command's handler, the factories bound to ``dispatch``."""
-    return {name: (make(dispatch) if make in FACTORIES else make) for name, make, _, _ in COMMANDS}
+    """Every command's handler, bound to ``dispatch``."""
+    return {name: make(dispatch) for name, make, _, _ in COMMANDS}

@@ -213,8 +213,17 @@ def _asker(kwargs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _current_session(kwargs: Mapping[str, Any]) -> str:
-    """The asking conversation: the agent loop's ``session_id``, or the live CLI's for a slash command."""
-    session_id = _session_id(kwargs) or _command_session_id(kwargs)
+    """The asking conversation: the agent loop's ``session_id``, or the live CLI's for a slash command.
+
+    ``PluginContext.dispatch_tool`` (Hermes 0.19) passes ``parent_agent``, the
+    interactive CLI's ``AIAgent``, only in a CLI (``HermesCLI.run`` sets the
+    reference) after its first message; its ``session_id`` follows ``/new``,
+    ``/resume`` and compression. Raises :class:`errors.NoSession` when neither names one.
+    """
+    session_id = _session_id(kwargs)
+    if not session_id and kwargs.get(FROM_COMMAND):
+        value = getattr(kwargs.get("parent_agent"), "session_id", None)
+        session_id = value.strip() if isinstance(value, str) else ""
     if not session_id:
         raise errors.NoSession(_NO_SESSION_COMMAND if kwargs.get(FROM_COMMAND) else _NO_SESSION)
     return session_id
@@ -231,20 +240,6 @@ _NO_SESSION_COMMAND = (
     "only the text after the command, and names the live conversation only in the interactive "
     "terminal CLI after its first message"
 )
-
-
-def _command_session_id(kwargs: Mapping[str, Any]) -> str:
-    """The live conversation's id for a slash command, or ``""`` when Hermes does not say.
-
-    ``PluginContext.dispatch_tool`` (Hermes 0.19) passes ``parent_agent``, the
-    interactive CLI's ``AIAgent``, only in a CLI (``HermesCLI.run`` sets the
-    reference) after its first message; its ``session_id`` follows ``/new``,
-    ``/resume`` and compression.
-    """
-    if not kwargs.get(FROM_COMMAND):
-        return ""
-    value = getattr(kwargs.get("parent_agent"), "session_id", None)
-    return value.strip() if isinstance(value, str) else ""
 
 
 def guarded(tool: str, body: Callable[[], dict[str, Any]]) -> str:

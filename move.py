@@ -73,11 +73,6 @@ class MoveOutcome:
     warnings: tuple[str, ...] = ()
 
 
-def looks_like_folder(token: str) -> bool:
-    """A target written as a path (``/src/app``, ``~/src/app``) rather than a project's id, slug or name."""
-    return token.startswith(("/", "~")) or os.path.isabs(token)
-
-
 def resolve_move_target(home: Path, token: str) -> MoveTarget:
     """Where a move to ``token`` goes; an empty ``token`` means Home (the user's home folder).
 
@@ -94,7 +89,7 @@ def resolve_move_target(home: Path, token: str) -> MoveTarget:
         return MoveTarget(os.path.expanduser("~"), attribution.HOME)
     listing = store.load_projects(home)
     record = attribution.find_project(listing.projects, token)
-    if record is None and looks_like_folder(token):
+    if record is None and (token.startswith(("/", "~")) or os.path.isabs(token)):  # a path: /src/app, ~/src/app
         return _folder_target(home, listing.projects, token)
     if record is None:
         raise errors.ProjectNotFound(_not_found(home, listing, token))

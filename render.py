@@ -258,8 +258,7 @@ def render_projects(listing: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_help(version: str, *, command_line: str = "project-history-recall", semantic: str | None = None,
-                install: str = "") -> str:
+def render_help(version: str, *, command_line: str, semantic: str | None, install: str) -> str:
     """Usage of the slash commands, the tools and the command line, and the main limits.
 
     ``command_line``: how to start the command line here (``status.command_line_hint``).

@@ -20,21 +20,17 @@ from .records import RecentSession, SessionDetails, SessionInfo
 # Delegate children, tool runs and kanban workers' transcripts (0.21) are never project history, as Hermes'
 # session_search hides them. The LIKE lets json_valid() parse only the rare candidate rows.
 _DELEGATE = (
-    "(COALESCE({a}source, '') IN ('subagent', 'tool', 'kanban') OR "
-    "({a}model_config LIKE '%\\_delegate\\_from%' ESCAPE '\\' AND json_valid({a}model_config) "
-    "AND json_extract({a}model_config, '$._delegate_from') IS NOT NULL))"
+    "(COALESCE(s.source, '') IN ('subagent', 'tool', 'kanban') OR "
+    "(s.model_config LIKE '%\\_delegate\\_from%' ESCAPE '\\' AND json_valid(s.model_config) "
+    "AND json_extract(s.model_config, '$._delegate_from') IS NOT NULL))"
 )
-
-
-def _cols(template: str, alias: str) -> str:
-    return template.format(a=f"{alias}." if alias else "")
 
 
 # What attribution reads of a row, then the searchable flags and size.
 _ROW_COLUMNS = f"""
     s.id, COALESCE(s.parent_session_id, ''), TRIM(COALESCE(s.cwd, '')), TRIM(COALESCE(s.git_repo_root, '')),
     COALESCE(s.source, ''), s.started_at, s.ended_at, COALESCE(s.end_reason, ''),
-    s.archived, {_cols(_DELEGATE, 's')}, s.message_count, s.title
+    s.archived, {_DELEGATE}, s.message_count, s.title
 """
 
 

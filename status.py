@@ -17,13 +17,10 @@ import sqlite3
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import config_schema, consent, errors, gate, paths, redact, store, workspace
 from .settings import load_settings
-
-if TYPE_CHECKING:  # numpy comes with it: imported only where semantic search may run
-    from . import index_file
 
 logger = logging.getLogger(__name__)
 
@@ -141,15 +138,6 @@ def folder_of(cwd: str | Path) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _embeddings_module(settings: config_schema.Settings) -> Any:
-    """The embeddings module, or ``None``: numpy and the local model are optional in a keyword-only install."""
-    if gate.missing_requirements(settings):
-        return None
-    from . import embeddings
-
-    return embeddings
-
-
 def semantic_config(home: Path) -> dict[str, Any]:
     """What semantic search would use in profile ``home`` and what the user agreed to, as :func:`gate.closed` decides
     it for any project; never raises.
@@ -198,9 +186,10 @@ def _model(home: Path) -> tuple[str | None, int]:
     """The configured model's ``(fingerprint, vector size)`` (the index key; size 0 when not known before a
     reply), or ``(None, 0)`` when there is no usable provider."""
     settings = load_settings(home)
-    embeddings = _embeddings_module(settings)
-    if embeddings is None:
+    if gate.missing_requirements(settings):  # numpy and the local model are optional in a keyword-only install
         return None, 0
+    from . import embeddings
+
     try:
         provider = gate.make_provider(settings, home)
     except embeddings.EmbeddingUnavailable:
@@ -219,9 +208,8 @@ def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[
     ``code`` and ``temporary`` come with it, as the index command answers.
     """
     path = paths.plugin_data_dir(home) / "embeddings.db"
-    embeddings = _embeddings_module(load_settings(home))
     problem = None
-    if embeddings is not None:
+    if not gate.missing_requirements(load_settings(home)):  # index_file needs numpy
         from . import index_file
 
         problem = index_file.index_problem(path)
@@ -232,8 +220,10 @@ def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[
         return {**out, "bytes": 0, "chunks": 0, "messages_indexed": 0, "damaged_vectors": 0}
     out["bytes"] = sum(p.stat().st_size for p in (path, Path(f"{path}-wal")) if p.is_file())
     fingerprint, dims = _model(home)
-    if problem is None and fingerprint:
-        problem = _vector_file_problem(path, fingerprint)
+    if problem is None and fingerprint:  # what stops searches from writing the model's shared vector files
+        from . import index_file, vector_file
+
+        problem = index_file.first_blocker(vector_file.VectorFileReader(path, fingerprint).files())
         if problem is not None:
             out.update(error=str(problem), code=problem.code, temporary=problem.temporary)
     try:
@@ -260,13 +250,6 @@ def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[
     finally:
         conn.close()
     return out
-
-
-def _vector_file_problem(path: Path, fingerprint: str) -> index_file.IndexBlocked | None:
-    """What stops searches from writing the model's shared vector files beside ``path`` until the user acts, else ``None``."""
-    from . import index_file, vector_file
-
-    return index_file.first_blocker(vector_file.VectorFileReader(path, fingerprint).files())
 
 
 # ---------------------------------------------------------------------------

@@ -170,18 +170,13 @@ def _census(home: Path, session_id: str) -> frozenset[str] | None:
     try:
         conn = store.open_state_db(home)
         try:
-            listing = store.load_projects(home)
-            attributor = workspace.attributor_for(home, listing.projects)
-            workspace.membership.members(conn, paths.state_db_key(home), attributor)
-            if not session_id:
-                return None
-            try:
-                scope = workspace.compute_scope(conn, attributor, session_id, db_key=paths.state_db_key(home))
-            except errors.SessionNotFound:
-                return None
-            return frozenset(scope.session_ids)
+            # compute_scope reads the census first, then raises SessionNotFound for "" or a session not there yet
+            scope = workspace.scope_for(conn, home, session_id, None)[0]
+        except errors.SessionNotFound:
+            return None
         finally:
             conn.close()
+        return frozenset(scope.session_ids)
     except (errors.StoreError, sqlite3.Error) as exc:
         logger.info("project-history-recall: warm-up: no census of the sessions (%s)", exc)
         return None

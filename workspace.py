@@ -492,27 +492,24 @@ class ProjectCount:
     workspaces: tuple[str, ...]  # distinct recorded working folders, sorted
 
 
-_SEARCHABLE_COUNT_SQL = f"SELECT count(*), COALESCE(sum(message_count), 0) FROM sessions WHERE archived = 0 AND NOT {session_rows._cols(session_rows._DELEGATE, '')}"
-
-
 def project_census(conn: sqlite3.Connection, attributor: Attributor) -> list[ProjectCount]:
     """Every project that holds searchable sessions, and Home, with counts; sorted by kind (explicit, auto,
     home), then name. Read fresh (not from the membership cache) with the search's attribution; Home counts the
     searchable sessions in no project, those with no folder included. Raises ``sqlite3.DatabaseError``.
     """
     counts: dict[tuple[str, str], list[Any]] = {}
-    for (cwd, root), sessions in session_rows.scan_sessions(conn).groups().items():
+    scan = session_rows.scan_sessions(conn)
+    for (cwd, root), sessions in scan.groups().items():
         project = attributor.project_for_workspace(cwd, root)
         slot = counts.setdefault(project.identity, [project, 0, 0, set()])
         slot[1] += len(sessions)
         slot[2] += sum(messages for _, messages in sessions)
         if cwd:
             slot[3].add(cwd)
-    total_sessions, total_messages = conn.execute(_SEARCHABLE_COUNT_SQL).fetchone()
     placed = sum(slot[1] for key, slot in counts.items() if key[0] != "home")
     placed_messages = sum(slot[2] for key, slot in counts.items() if key[0] != "home")
     home = counts.pop(("home", ""), [attribution.HOME, 0, 0, set()])
-    home[1], home[2] = int(total_sessions) - placed, int(total_messages) - placed_messages
+    home[1], home[2] = len(scan.searchable) - placed, sum(scan.searchable.values()) - placed_messages
     order = {"explicit": 0, "auto": 1}
     rows = sorted(counts.values(), key=lambda s: (order.get(s[0].kind, 2), s[0].name.casefold()))
     return [ProjectCount(p, n, m, tuple(sorted(w))) for p, n, m, w in [*rows, home]]

@@ -8,17 +8,23 @@ from hypothesis import strategies as st
 
 from project_history_recall import attribution as A
 
-P_ALPHA = {"id": "p_alpha", "name": "Alpha", "slug": "alpha", "folders": [{"path": "/w/alpha"}, {"path": "/w/docs/alpha-notes"}]}
-P_SRC = {"id": "p_src", "name": "Alpha src", "slug": "alpha-src", "folders": [{"path": "/w/alpha/src/"}]}
-P_WIN = {"id": "p_win", "name": "Win", "slug": "win", "folders": [{"path": "C:\\Users\\Dev\\Repo"}]}
-P_UNC = {"id": "p_unc", "name": "Share", "slug": "share", "folders": [{"path": "\\\\server\\share\\proj"}]}
-P_OLD = {"id": "p_old", "name": "Old", "slug": "old", "folders": [{"path": "/w/old"}], "archived": True}
-P_PRIMARY_ONLY = {"id": "p_prim", "name": "Prim", "slug": "prim", "folders": [], "primary_path": "/w/prim"}
+
+def record(pid, name, *folders, slug="", primary_path=None, archived=False):
+    """A project as ``store.load_projects`` hands it to attribution."""
+    return A.ProjectRecord(pid, name, slug, primary_path, archived, tuple(A.ProjectFolder(f) for f in folders))
+
+
+P_ALPHA = record("p_alpha", "Alpha", "/w/alpha", "/w/docs/alpha-notes", slug="alpha")
+P_SRC = record("p_src", "Alpha src", "/w/alpha/src/", slug="alpha-src")
+P_WIN = record("p_win", "Win", "C:\\Users\\Dev\\Repo", slug="win")
+P_UNC = record("p_unc", "Share", "\\\\server\\share\\proj", slug="share")
+P_OLD = record("p_old", "Old", "/w/old", slug="old", archived=True)
+P_PRIMARY_ONLY = record("p_prim", "Prim", slug="prim", primary_path="/w/prim")
 PROJECTS = [P_ALPHA, P_SRC, P_WIN, P_UNC, P_OLD, P_PRIMARY_ONLY]
 
 
 def explicit(p):
-    return A.Project("explicit", id=p["id"], name=p["name"])
+    return A.Project("explicit", id=p.id, name=p.name)
 
 
 def auto(root, name):
@@ -71,22 +77,15 @@ def test_junk_roots_are_not_auto_projects():
 
 
 def test_explicit_project_under_junk_is_honoured():
-    proj = {"id": "p_h", "name": "Notes", "folders": [{"path": "/home/u"}]}
+    proj = record("p_h", "Notes", "/home/u")
     row = {"cwd": "/home/u", "git_repo_root": "/home/u"}
     assert A.resolve_project(row, [proj], junk_roots=["/home/u"]) == explicit(proj)
 
 
 def test_same_folder_in_two_projects_goes_to_the_first():
-    first = {"id": "p1", "name": "one", "folders": [{"path": "/x"}]}
-    second = {"id": "p2", "name": "two", "folders": [{"path": "/x"}]}
+    first = record("p1", "one", "/x")
+    second = record("p2", "two", "/x")
     assert A.resolve_project({"cwd": "/x/y"}, [first, second]).id == "p1"
-
-
-def test_accepts_hermes_project_objects():
-    from hermes_cli.projects_db import Project, ProjectFolder
-
-    proj = Project(id="p_obj", slug="obj", name="Obj", created_at=0, folders=[ProjectFolder(path="/o")])
-    assert A.resolve_project({"cwd": "/o/a"}, [proj]) == A.Project("explicit", id="p_obj", name="Obj")
 
 
 @pytest.mark.parametrize(
@@ -95,14 +94,15 @@ def test_accepts_hermes_project_objects():
 )
 def test_find_project_by_id_slug_or_name(token, expected):
     found = A.find_project(PROJECTS, token)
-    assert (found["id"] if found else None) == expected
+    assert (found.id if found else None) == expected
 
 
 def test_primary_folder_order():
-    assert A.primary_folder({"primary_path": "/p", "folders": [{"path": "/a"}]}) == "/p"
-    assert A.primary_folder({"folders": [{"path": "/a"}, {"path": "/b", "is_primary": True}]}) == "/b"
-    assert A.primary_folder({"folders": [{"path": "/a"}]}) == "/a"
-    assert A.primary_folder({"folders": []}) is None
+    assert A.primary_folder(record("p", "n", "/a", primary_path="/p")) == "/p"
+    flagged = A.ProjectRecord("p", "n", folders=(A.ProjectFolder("/a"), A.ProjectFolder("/b", is_primary=True)))
+    assert A.primary_folder(flagged) == "/b"
+    assert A.primary_folder(record("p", "n", "/a")) == "/a"
+    assert A.primary_folder(record("p", "n")) is None
 
 
 # -- properties ---------------------------------------------------------------
@@ -114,26 +114,26 @@ posix_path = st.lists(segment, min_size=1, max_size=5).map(lambda parts: "/" + "
 @given(folder=posix_path, rest=st.lists(segment, max_size=3), trailing=st.booleans())
 def test_property_descendants_of_a_folder_belong_to_it(folder, rest, trailing):
     cwd = folder + "".join("/" + r for r in rest) + ("/" if trailing else "")
-    proj = {"id": "p", "name": "n", "folders": [{"path": folder}]}
+    proj = record("p", "n", folder)
     assert A.resolve_project({"cwd": cwd}, [proj]).kind == "explicit"
 
 
 @given(folder=posix_path, suffix=st.text(alphabet="abcxyz-_", min_size=1, max_size=4))
 def test_property_sibling_with_shared_prefix_never_matches(folder, suffix):
-    proj = {"id": "p", "name": "n", "folders": [{"path": folder}]}
+    proj = record("p", "n", folder)
     assert A.resolve_project({"cwd": folder + suffix}, [proj]) == A.HOME
 
 
 @given(folders=st.lists(posix_path, min_size=1, max_size=6, unique=True), cwd=posix_path)
 def test_property_winner_is_the_longest_containing_folder(folders, cwd):
-    projects = [{"id": f"p{i}", "name": f"n{i}", "folders": [{"path": f}]} for i, f in enumerate(folders)]
+    projects = [record(f"p{i}", f"n{i}", f) for i, f in enumerate(folders)]
     got = A.resolve_project({"cwd": cwd}, projects)
     containing = [f for f in folders if A.is_within(cwd, f)]
     if not containing:
         assert got == A.HOME
     else:
         best = max(len(A.path_segments(f)) for f in containing)
-        winner = projects[int(got.id[1:])]["folders"][0]["path"]
+        winner = projects[int(got.id[1:])].folders[0].path
         assert A.is_within(cwd, winner) and len(A.path_segments(winner)) == best
 
 
