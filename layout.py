@@ -26,10 +26,11 @@ from dataclasses import dataclass
 #: compaction). Every layout.
 _LIVE = "(m.active = 1 OR m.compacted = 1)"
 #: Rows a person never saw (0.21): scaffolding, and turns kept for the model only. The LIKE lets JSON be parsed
-#: only for the rare rows that mention the key.
+#: only for the rare rows that mention the key; the CASE keeps json_extract() off text that is not JSON (SQLite
+#: may evaluate both sides of an AND).
 _SHOWN = ("COALESCE(m.display_kind, '') <> 'hidden' AND NOT (m.display_metadata LIKE '%model\\_only%' ESCAPE '\\'"
-          " AND json_valid(m.display_metadata)"
-          " AND COALESCE(json_extract(m.display_metadata, '$.model_only'), 0) NOT IN (0, '', '0', 'false'))")
+          " AND CASE WHEN json_valid(m.display_metadata)"
+          " THEN COALESCE(json_extract(m.display_metadata, '$.model_only'), 0) NOT IN (0, '', '0', 'false') ELSE 0 END)")
 
 
 @dataclass(frozen=True)

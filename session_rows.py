@@ -18,11 +18,12 @@ from . import attribution, session_walk, store
 from .records import RecentSession, SessionDetails, SessionInfo
 
 # Delegate children, tool runs and kanban workers' transcripts (0.21) are never project history, as Hermes'
-# session_search hides them. The LIKE lets json_valid() parse only the rare candidate rows.
+# session_search hides them. The LIKE lets json_valid() parse only the rare candidate rows; the CASE keeps
+# json_extract() off text that is not JSON (in a select list SQLite evaluates both sides of an AND).
 _DELEGATE = (
     "(COALESCE(s.source, '') IN ('subagent', 'tool', 'kanban') OR "
-    "(s.model_config LIKE '%\\_delegate\\_from%' ESCAPE '\\' AND json_valid(s.model_config) "
-    "AND json_extract(s.model_config, '$._delegate_from') IS NOT NULL))"
+    "(s.model_config LIKE '%\\_delegate\\_from%' ESCAPE '\\' AND CASE WHEN json_valid(s.model_config) "
+    "THEN json_extract(s.model_config, '$._delegate_from') IS NOT NULL ELSE 0 END))"
 )
 
 

@@ -409,3 +409,19 @@ def test_deleted_sessions_force_a_full_reload(world: World):
     assert result_sessions(world.search("cur", "pelican")) == ["gone"]
     world.db.delete_session("gone")
     assert world.search("cur", "pelican")["results"] == []
+
+
+def test_a_session_whose_model_config_is_not_json_breaks_no_search(world: World):
+    """A session's ``model_config`` holding text that is not JSON but names ``_delegate_from`` (written by hand, a
+    damaged row, another tool): it is no delegate, and every other search still answers. SQLite evaluated
+    ``json_extract`` beside ``json_valid`` in the census's select list, and every search of the profile failed with
+    "malformed JSON"."""
+    repo = world.repo("odd")
+    world.session("cur_odd", repo)
+    world.session("older", repo, messages=[("user", "the websocket retry decision")])
+    world.session("odd", repo, messages=[("user", "websocket notes in an odd session")])
+    with sqlite3.connect(world.home / "state.db") as db:
+        db.execute("UPDATE sessions SET model_config = ? WHERE id = 'odd'", ("_delegate_from: not json {",))
+    answer = world.search("cur_odd", "websocket")
+    assert answer["success"] is True, answer
+    assert sorted(result_sessions(answer)) == ["odd", "older"]

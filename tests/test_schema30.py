@@ -166,3 +166,20 @@ def test_cjk_words_and_everything_else_work_beside_a_cjk_index_this_process_cann
     assert result_sessions(s30.search("cur", "回填", mode="keyword")) == ["zh"]
     read = s30.call("project_history_read", {"session_id": "zh"}, "cur")
     assert read["success"] and len(read["messages"]) == 2
+
+
+def test_display_metadata_that_is_not_json_breaks_nothing(s30: World):
+    """A row whose ``display_metadata`` is text that is not JSON but names ``model_only`` (a damaged row, another
+    writer): it is shown as any row, and search, read and recent all answer. ``json_extract`` of it would fail
+    each of them with "malformed JSON" wherever SQLite evaluated it beside ``json_valid``."""
+    s30.s30_session("odd", messages=[("user", "the walrus plan")])
+    mid = s30.s30.say("odd", "assistant", "walrus answer kept", display_metadata={"model_only": True})
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    with sqlite3.connect(s30.home / "state.db") as db:
+        db.execute("UPDATE messages SET display_metadata = ? WHERE id = ?", ("model_only: {not json", mid))
+    assert result_sessions(s30.search("cur", "walrus", mode="keyword")) == ["odd"]
+    read = s30.call("project_history_read", {"session_id": "odd"}, "cur")
+    assert [m["text"] for m in read["messages"]] == ["the walrus plan", "walrus answer kept"], read
+    recent = s30.call("project_history_recent", {}, "cur")
+    assert {s["session_id"]: s for s in recent["sessions"]}["odd"]["last_assistant"] == "walrus answer kept", recent
