@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,13 +30,6 @@ LIKE_BATCH = 2_000  # message ids of consecutive sessions one LIKE query reads
 # Rows a search never ranks: the answers of the recall tools themselves (``store.RECALL_TOOLS``); their
 # calls are left out of the scored text by ``store``.
 _NOT_ECHO = "NOT (m.role = 'tool' AND COALESCE(m.tool_name, '') IN (SELECT value FROM json_each(?)))"
-
-
-def _table(space: str) -> str:
-    try:
-        return TABLES[space]
-    except KeyError:
-        raise ValueError(f"unknown FTS space: {space!r}") from None
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -60,41 +52,41 @@ def _varints(blob: bytes) -> list[int]:
 
 def stats(conn: sqlite3.Connection, space: str) -> Stats:
     """Rows and mean row length of one index, from FTS5's averages record. Raises ``sqlite3.DatabaseError``."""
-    row = conn.execute(f"SELECT block FROM {_table(space)}_data WHERE id = 1").fetchone()
+    row = conn.execute(f"SELECT block FROM {TABLES[space]}_data WHERE id = 1").fetchone()
     values = _varints(bytes(row[0])) if row and row[0] else []
     rows = values[0] if values else 0
     tokens = values[1] if len(values) > 1 else 0
     return Stats(rows, tokens / rows if rows else 1.0)
 
 
-class _FrequencyCache:
-    """Per database and index: term -> rows holding it, for ten minutes.
-
-    A count a little out of date only weighs a term a little wrong; a term in no row is never kept (it would
-    keep the term from picking candidates after the next message holds it).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[tuple[str, str, str], tuple[int, float]] = state.cache("term_counts").data
-
-    def get(self, key: tuple[str, str, str], now: float) -> int | None:
-        with self._lock:
-            hit = self._entries.get(key)
-        return hit[0] if hit is not None and hit[1] > now else None
-
-    def put(self, key: tuple[str, str, str], value: int, now: float) -> None:
-        with self._lock:
-            if len(self._entries) > 50_000:
-                self._entries.clear()
-            self._entries[key] = (value, now + _DF_TTL_S)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+def _kept(key: tuple[str, str, str], now: float) -> int | None:
+    """The count kept under ``key`` (database, index, term) if it is under ten minutes old, else ``None``."""
+    counts = state.cache("term_counts")
+    with counts.lock:
+        held = counts.data.get(key)
+    return held[0] if held is not None and held[1] > now else None
 
 
-frequencies = _FrequencyCache()
+def _keep(key: tuple[str, str, str], value: int, now: float) -> None:
+    """Keep ``value`` under ``key`` for ten minutes (all dropped past 50,000 kept). A count a little out of date
+    only weighs a term a little wrong; callers never keep "no row" (it would keep the term from picking
+    candidates after the next message holds it)."""
+    counts = state.cache("term_counts")
+    with counts.lock:
+        if len(counts.data) > 50_000:
+            counts.data.clear()
+        counts.data[key] = (value, now + _DF_TTL_S)
+
+
+def _counted(conn: sqlite3.Connection, space: str, name: str, count: Callable[[], int]) -> int:
+    """``count()``, kept under ``name`` in ``space`` of this database (:func:`_keep`; 0 is counted again)."""
+    key, now = (_db_name(conn), space, name), time.monotonic()
+    value = _kept(key, now)
+    if value is None:
+        value = count()
+        if value:
+            _keep(key, value, now)
+    return value
 
 
 def _db_name(conn: sqlite3.Connection) -> str:
@@ -103,7 +95,7 @@ def _db_name(conn: sqlite3.Connection) -> str:
 
 def _vocab(conn: sqlite3.Connection, space: str) -> str:
     name = f"phr_vocab_{space}"
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, '{_table(space)}', 'row')")
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{name} USING fts5vocab(main, '{TABLES[space]}', 'row')")
     return f"temp.{name}"
 
 
@@ -113,7 +105,7 @@ def doc_frequencies(conn: sqlite3.Connection, space: str, terms: Iterable[str]) 
     out: dict[str, int] = {}
     missing = []
     for term in dict.fromkeys(terms):
-        hit = frequencies.get((db, space, term), now)
+        hit = _kept((db, space, term), now)
         if hit is None:
             missing.append(term)
         else:
@@ -124,7 +116,7 @@ def doc_frequencies(conn: sqlite3.Connection, space: str, terms: Iterable[str]) 
             row = conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (term,)).fetchone()
             out[term] = int(row[0]) if row else 0
             if out[term]:  # "absent" is read again next time: a new message may hold it
-                frequencies.put((db, space, term), out[term], now)
+                _keep((db, space, term), out[term], now)
     return out
 
 
@@ -136,67 +128,51 @@ def rows_up_to(conn: sqlite3.Connection, space: str, term: str, cap: int) -> int
     ``sqlite3.DatabaseError``.
     """
     db, now = _db_name(conn), time.monotonic()
-    exact = frequencies.get((db, space, term), now)
+    exact = _kept((db, space, term), now)
     if exact is not None:
         return min(exact, cap)
-    at_least = frequencies.get((db, space, "at least:" + term), now)
+    at_least = _kept((db, space, "at least:" + term), now)
     if at_least is not None and at_least >= cap:
         return cap
     value = count_matches(conn, space, fts_quote(term), cap)
     if value >= cap:
-        frequencies.put((db, space, "at least:" + term), value, now)
+        _keep((db, space, "at least:" + term), value, now)
     elif value:  # "absent" is read again next time, as doc_frequencies does
-        frequencies.put((db, space, term), value, now)
+        _keep((db, space, term), value, now)
     return value
 
 
 def prefix_frequency(conn: sqlite3.Connection, space: str, prefix: str) -> int:
     """Rows holding a token that starts with ``prefix``, summed over tokens (an upper bound; cached): how
     common a 2-character CJK word is, from the trigram index."""
-    db, now = _db_name(conn), time.monotonic()
-    key = (db, space, "prefix:" + prefix)
-    hit = frequencies.get(key, now)
-    if hit is not None:
-        return hit
-    vocab = _vocab(conn, space)
-    row = conn.execute(f"SELECT COALESCE(sum(doc), 0) FROM {vocab} WHERE term >= ? AND term < ?", (prefix, prefix + "\U0010ffff")).fetchone()
-    value = int(row[0] or 0)
-    if value:
-        frequencies.put(key, value, now)
-    return value
+
+    def count() -> int:
+        sql = f"SELECT COALESCE(sum(doc), 0) FROM {_vocab(conn, space)} WHERE term >= ? AND term < ?"
+        return int(conn.execute(sql, (prefix, prefix + "\U0010ffff")).fetchone()[0] or 0)
+
+    return _counted(conn, space, "prefix:" + prefix, count)
 
 
 def holds_cjk(conn: sqlite3.Connection) -> bool:
-    """Whether the trigram index holds any CJK text at all (one vocabulary seek; a yes is cached)."""
-    db, now = _db_name(conn), time.monotonic()
-    key = (db, "trigram", "holds:cjk")
-    if frequencies.get(key, now):
-        return True
-    vocab = _vocab(conn, "trigram")
-    found = conn.execute(f"SELECT 1 FROM {vocab} WHERE term >= ? AND term < ? LIMIT 1", ("\u3040", "\ud7b0")).fetchone()
-    if found:
-        frequencies.put(key, 1, now)
-    return found is not None
+    """Whether the trigram index holds any CJK text at all (one vocabulary seek; a yes is kept)."""
+
+    def count() -> int:
+        sql = f"SELECT 1 FROM {_vocab(conn, 'trigram')} WHERE term >= ? AND term < ? LIMIT 1"
+        return 1 if conn.execute(sql, ("\u3040", "\ud7b0")).fetchone() else 0
+
+    return bool(_counted(conn, "trigram", "holds:cjk", count))
 
 
 def count_matches(conn: sqlite3.Connection, space: str, match: str, cap: int) -> int:
     """Rows matching ``match`` in the whole index, counted up to ``cap``."""
-    table = _table(space)
+    table = TABLES[space]
     sql = f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)"
     return int(conn.execute(sql, (match, cap)).fetchone()[0])
 
 
 def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int) -> int:
-    """Rows matching a phrase expression, up to ``cap`` (cached like token counts: "no row" is never kept)."""
-    db, now = _db_name(conn), time.monotonic()
-    key = (db, space, "match:" + match)
-    hit = frequencies.get(key, now)
-    if hit is not None:
-        return hit
-    value = count_matches(conn, space, match, cap)
-    if value:
-        frequencies.put(key, value, now)
-    return value
+    """Rows matching a phrase expression, up to ``cap`` (kept like token counts: "no row" is never kept)."""
+    return _counted(conn, space, "match:" + match, lambda: count_matches(conn, space, match, cap))
 
 
 def _filters(conn: sqlite3.Connection, scope: Scope) -> tuple[str, list[Any]]:
@@ -248,7 +224,7 @@ def session_candidates(
     matches no session of the scope can hold before the join to ``messages``, most of a common term's cost.
     Raises ``sqlite3.OperationalError`` on an FTS syntax error, ``sqlite3.DatabaseError`` on a damaged index.
     """
-    table = _table(space)
+    table = TABLES[space]
     where, params = _filters(conn, scope)
     early, early_params = _early(table, near)
     sql = f"""
@@ -276,7 +252,7 @@ def range_matches(
     ``scope`` supplies the filters. FTS5 seeks each term's list to the range, so the cost grows with the
     matches inside it. No ``bm25()``: it would count a common term's rows in the whole index on every call.
     """
-    table = _table(space)
+    table = TABLES[space]
     where, params = _filters(conn, scope)
     sql = f"""
         SELECT m.id, m.session_id FROM {table} JOIN messages m ON m.id = {table}.rowid
@@ -291,7 +267,7 @@ def doc_lengths(conn: sqlite3.Connection, space: str, ids: Sequence[int]) -> dic
     """Each row's length in tokens as FTS5 counted it (``<table>_docsize``); rows not indexed are left out."""
     if not ids:
         return {}
-    sql = f"SELECT id, sz FROM {_table(space)}_docsize WHERE id IN (SELECT value FROM json_each(?))"
+    sql = f"SELECT id, sz FROM {TABLES[space]}_docsize WHERE id IN (SELECT value FROM json_each(?))"
     out = {}
     for rowid, blob in conn.execute(sql, (json.dumps([int(i) for i in ids]),)):
         sizes = _varints(bytes(blob)) if blob else []

@@ -90,7 +90,7 @@ class KeywordAnswer:
     ``sessions``: one per session, best first (BM25 of its best messages). ``rows``: the candidates' messages.
     ``strategy``: the paths taken, for diagnostics. ``notes``: why the answer is degraded, if it is.
     ``weight``: the sum of the query's terms' idf (what a message matching every term once would score).
-    ``hits`` and ``scorer``: every scored message and its scorer (``None`` when nothing was scored), for
+    ``hits`` and ``scorer``: every scored message and its scorer (set in every answer of :func:`search`), for
     ``recency.current_first``.
     """
 
@@ -406,13 +406,12 @@ def _scan(
 
 
 def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_sessions: int, db_key: str) -> KeywordAnswer:
-    """The keyword leg for ``parsed`` within ``scope``, looking for ``want_sessions`` matching sessions.
+    """The keyword leg for ``parsed`` (some units) within ``scope`` (some sessions: ``search.search_history``
+    answers without the legs otherwise), looking for ``want_sessions`` matching sessions.
 
     Raises ``sqlite3.DatabaseError`` only when state.db itself cannot be read (a damaged FTS index degrades,
     see the module docstring).
     """
-    if not scope.session_ids or not parsed.units:
-        return KeywordAnswer(())
     shape = store.layout_of(conn)
     if shape.stale:
         return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[STALE_NOTE], strategy="like-stale")

@@ -143,8 +143,6 @@ def clean_query(text: str) -> tuple[str, bool]:
     out = []
     for ch in text:
         cat = unicodedata.category(ch)
-        if cat == "Cs":
-            continue
         out.append(" " if cat in ("Cc", "Cf", "Zl", "Zp") else ch)
     return "".join(out), truncated
 
@@ -326,6 +324,4 @@ def stem_variants(word: str) -> list[str]:
     forms = [word, stem, stem + "s", stem + "es"]
     if stem.endswith("y"):
         forms.append(stem[:-1] + "ies")
-    if stem.endswith("e"):
-        forms.append(stem + "s")
     return [f for f in dict.fromkeys(forms) if s_stem(f) == stem]

@@ -62,12 +62,6 @@ class Scorer:
     terms: tuple[Term, ...]
     words: Stats  # unicode61 space: words and phrases
     grams: Stats  # trigram space: CJK
-    k1: float = K1
-    b: float = B
-
-    @functools.cached_property
-    def _has_grams(self) -> bool:
-        return any(term.kind == "gram" for term in self.terms)
 
     @functools.cached_property
     def _word_pattern(self) -> tuple[WordMatcher | None, dict[str, int]]:
@@ -120,14 +114,14 @@ class Scorer:
             found = sum(1 for _ in phrase.spans(folded))
             if found:
                 counts[index] = found
-        saturated = self.k1 + 1
+        saturated = K1 + 1
         if counts:
             length = lengths[0] if lengths[0] is not None else len(unicode61.tokens(text))
             norm = self._norm(length, self.words)
             idfs = self._word_idfs
             for i, tf in counts.items():
                 out[i] = idfs[i] * tf * saturated / (tf + norm)
-        if self._has_grams:
+        if self._gram_terms:
             lowered = text.lower()  # the trigram tokenizer folds case only
             counted = count_grouped(lowered, self._gram_groups)
             grams = [(i, idf, tf) for i, gram, idf in self._gram_terms if (tf := counted[gram])]
@@ -139,7 +133,7 @@ class Scorer:
         return out
 
     def _norm(self, length: int, stats: Stats) -> float:
-        return self.k1 * (1 - self.b + self.b * length / max(stats.avg_length, 1.0))
+        return K1 * (1 - B + B * length / max(stats.avg_length, 1.0))
 
 
 def session_score(message_scores: Iterable[float]) -> float:

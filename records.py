@@ -43,11 +43,6 @@ class SessionInfo:
     via: str | None = None  # the session the workspace was taken from
     source: str = ""
 
-    @property
-    def searchable(self) -> bool:
-        """Whether the session is project history (not archived, not a delegate or tool run)."""
-        return not self.archived and not self.is_delegate
-
 
 @dataclass(frozen=True)
 class SessionDetails:

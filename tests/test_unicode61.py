@@ -14,7 +14,7 @@ from conftest import result_sessions, shared_world
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from project_history_recall import fts, store, unicode61
+from project_history_recall import fts, state, store, unicode61
 from project_history_recall import query as Q
 from project_history_recall import snippet as N
 
@@ -176,7 +176,7 @@ def test_rows_of_a_trigram_are_counted_only_up_to_what_decides(world):
         assert fts.rows_up_to(conn, "trigram", "ome", 10) == 5
         assert fts.rows_up_to(conn, "trigram", "zzz", 10) == 0
         assert fts.doc_frequencies(conn, "trigram", ["alp", "ome"]) == {"alp": 30, "ome": 5}
-        fts.frequencies.clear()
+        state.cache("term_counts").clear()
         assert fts.doc_frequencies(conn, "trigram", ["ome"]) == {"ome": 5}
         assert fts.rows_up_to(conn, "trigram", "ome", 3) == 3, "an exact count answers a lower cap"
     finally:
@@ -224,9 +224,10 @@ def test_capped_trigram_counts_decide_the_look_up_as_full_counts_did(world, monk
                 rarest = min(fts.doc_frequencies(conn, "trigram", grams).values(), default=0)
                 for df in sorted({0, 1, 30, max(rarest - 1, 0), rarest, rarest + 1, budget - 1, budget}):  # the edges too
                     for cached in (False, True):  # from a cold cache, then from what it kept
-                        fts.frequencies.clear() if not cached else None
+                        if not cached:
+                            state.cache("term_counts").clear()
                         new = lexical.glued_rows(conn, forms, df)
-                        fts.frequencies.clear()
+                        state.cache("term_counts").clear()
                         assert new == _glued_by_full_counts(conn, forms, df), (bound, word, df, cached)
     finally:
         conn.close()
