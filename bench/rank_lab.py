@@ -52,7 +52,7 @@ def capture(ds: recall.DataSet, root: Path, phr: Any, semantic: bool) -> list[Le
     if semantic:
         recall.index_with_local_model(phr, home, ds.name)
     seen: dict[str, Any] = {}
-    real = (phr.lexical.search, phr.search._semantic_leg_apart, phr.lexical.score_texts, phr.lexical.demote)
+    real = (phr.lexical.search, phr.search._semantic_leg_apart, phr.lexical.score_texts, phr.lexical.demote_earlier)
 
     def kw(*args: Any, **kwargs: Any) -> Any:
         seen["kw"] = answer = real[0](*args, **kwargs)
@@ -62,16 +62,20 @@ def capture(ds: recall.DataSet, root: Path, phr: Any, semantic: bool) -> list[Le
         seen["sem"] = leg = real[1](*args, **kwargs)
         return leg
 
-    def score_texts(scorer: Any, texts: Any, lengths: Any = None) -> Any:
+    def score_texts(scorer: Any, texts: Any, lengths: Any = None, calls: Any = None) -> Any:
         seen["scorer"] = scorer
         seen["parts"] = {m: (sid, scorer.parts(text, (lengths or {}).get(m, (None, None)))) for m, (sid, text) in texts.items()}
-        return real[2](scorer, texts, lengths)
+        return real[2](scorer, texts, lengths, calls)
 
-    def demote(hits: Any, questions: Any) -> Any:
-        seen["questions"] = set(questions)
-        return real[3](hits, questions)
+    def demote(hits: Any, earlier: Any, reach: int) -> Any:
+        def noted(ids: Any) -> Any:  # the earlier recalls among the hits the demotion checks (those within reach)
+            found = earlier(ids)
+            seen.setdefault("questions", set()).update(found)
+            return found
 
-    phr.lexical.search, phr.search._semantic_leg_apart, phr.lexical.score_texts, phr.lexical.demote = kw, sem, score_texts, demote
+        return real[3](hits, noted, reach)
+
+    phr.lexical.search, phr.search._semantic_leg_apart, phr.lexical.score_texts, phr.lexical.demote_earlier = kw, sem, score_texts, demote
     conn = sqlite3.connect((home / "state.db").as_uri() + "?mode=ro", uri=True)
     started = {sid: ts for sid, ts in conn.execute("SELECT id, started_at FROM sessions")}
     out: list[Legs] = []
@@ -97,7 +101,7 @@ def capture(ds: recall.DataSet, root: Path, phr: Any, semantic: bool) -> list[Le
                 "sem_status": leg.status if leg is not None else "",
             })
     finally:
-        phr.lexical.search, phr.search._semantic_leg_apart, phr.lexical.score_texts, phr.lexical.demote = real
+        phr.lexical.search, phr.search._semantic_leg_apart, phr.lexical.score_texts, phr.lexical.demote_earlier = real
     mids = sorted({int(m) for q in out for m in q["msgs"]} | {h[0] for q in out for h in q["sem"]})
     stamp: dict[int, tuple[float, str]] = {}
     for start in range(0, len(mids), 5000):
