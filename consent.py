@@ -94,6 +94,8 @@ def load_consent(path: Path) -> ConsentFile:
         data = json.loads(raw)
     except ValueError as exc:
         return ConsentFile(None, f"not valid JSON ({exc})")
+    except RecursionError:
+        return ConsentFile(None, "not valid JSON (nested too deep)")
     problem = consent_shape_problem(data)
     return ConsentFile(None, problem) if problem else ConsentFile(data)
 

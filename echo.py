@@ -41,7 +41,7 @@ def recall_snippets(answer: str) -> list[str]:
     """
     try:
         data = json.loads(answer)
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     if not isinstance(data, dict):
         return []

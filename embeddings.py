@@ -367,6 +367,9 @@ class OpenAIProvider:
             return np.zeros((0, self.dims or 1), dtype=np.float32)
         texts = [self.outbound_text(t) for t in texts]
         parts = [self._sized(self._one_batch(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
+        if len({p.shape[1] for p in parts}) > 1:  # a probe confirmed another size after earlier batches of this call
+            raise EmbeddingUnavailable(f"the endpoint changed its vector size to {self.dims} during a request; semantic "
+                                       "search retries on a later search")
         return normalise(np.vstack(parts))
 
     def expect(self, dims: int) -> bool:

@@ -52,7 +52,7 @@ def read_cursor(cursor: str, key: str) -> Page:
         raw = json.loads(base64.urlsafe_b64decode(cursor.strip() + "=" * (-len(cursor.strip()) % 4)).decode())
         page = Page(int(raw["o"]), *(None if raw[b] is None else float(raw[b]) for b in ("s", "u")))
         cursor_key = str(raw["k"])
-    except (ValueError, UnicodeDecodeError, TypeError, KeyError, OverflowError):
+    except (ValueError, UnicodeDecodeError, TypeError, KeyError, OverflowError, RecursionError):
         raise BadCursor("'cursor' is not one this tool returned: drop it to start from the first page") from None
     if cursor_key != key:
         raise BadCursor("'cursor' belongs to another search: repeat the same query, mode and filters, or drop it")

@@ -26,7 +26,8 @@ class FakeEmbeddings:
     """``POST /v1/embeddings`` on 127.0.0.1: deterministic vectors, counts requests.
 
     ``fail``: answer 503 to that many requests first. ``odd``: answer that many
-    requests next with vectors of another size (``dims + 4``). ``delay``: seconds before
+    requests next with vectors of another size (``dims + 4``). ``resize``: ``(n, size)``,
+    every answer after the first ``n`` requests of that size (a model changed). ``delay``: seconds before
     each answer. ``refuse``: answer every request 401 and, like some proxies,
     echo the ``Authorization`` header it got in the error text. ``words``:
     a bag of hashed words instead of a random vector per text, so texts that
@@ -38,6 +39,7 @@ class FakeEmbeddings:
     ) -> None:
         self.dims, self.b64, self.fail, self.delay, self.refuse, self.words = dims, b64, fail, delay, refuse, words
         self.odd = 0
+        self.resize: tuple[int, int] | None = None
         self.closed = False
         self.requests: list[dict] = []
         fake = self
@@ -61,6 +63,8 @@ class FakeEmbeddings:
                     self.end_headers()
                     return
                 data = []
+                if fake.resize is not None and len(fake.requests) > fake.resize[0]:
+                    fake.dims = fake.resize[1]
                 width = fake.dims + 4 if fake.odd > 0 else fake.dims
                 fake.odd -= fake.odd > 0
                 for i, text in enumerate(body["input"]):

@@ -31,3 +31,12 @@ def test_two_answers_written_at_once_neither_fails_and_the_last_one_stands(tmp_p
     consent.write_consent(path, first)
     assert json.loads(path.read_text(encoding="utf-8")) == first
     assert sorted(p.name for p in path.parent.iterdir()) == ["consent.json"], "no temporary file left behind"
+
+
+def test_a_consent_file_nested_too_deep_reads_as_damaged(tmp_path):
+    """consent.json of brackets nested past the parser's depth: a damaged file (no consent, and why), never an
+    error out of the read (it raised RecursionError into every search and status)."""
+    path = tmp_path / "consent.json"
+    path.write_text("[" * 5000, encoding="utf-8")
+    found = consent.load_consent(path)
+    assert found.record is None and "nested too deep" in found.problem

@@ -302,3 +302,10 @@ def test_a_recall_call_before_a_question_in_its_clock_tick_is_not_its_answer(wor
         assert phr.store.recall_questions(conn, [question]) == set()
     finally:
         conn.close()
+
+
+def test_an_answer_nested_past_the_parsers_depth_quotes_nothing():
+    """A tool row named like a recall tool whose content is brackets nested past the JSON parser's depth (damage,
+    or another writer): no quoted text, never an error out of the check (RecursionError failed the search)."""
+    assert phr.echo.recall_snippets("[" * 5000) == []
+    assert phr.echo.recall_snippets('{"results": [{"snippet": "the jitter decision"}]}') == ["the jitter decision"]

@@ -124,6 +124,20 @@ def test_a_reply_of_another_size_counts_only_when_a_second_one_agrees(fake):
     assert len(server.requests) == 6, "no probe: a configured size never changes"
 
 
+def test_a_size_changed_within_one_call_is_refused_once(fake):
+    """The endpoint's model changes between two batches of one call: the first batch came back at 8, the second
+    and the probe at 12. The call is refused with a note (mixing the sizes raised numpy's ValueError, which a
+    search answered as "semantic search failed"); the next call is of the new size."""
+    server = fake()
+    provider = E.OpenAIProvider(model="m", base_url=server.base_url, batch_size=1)
+    assert provider.embed(["a"]).shape == (1, 8)
+    server.resize = (len(server.requests) + 1, 12)
+    with pytest.raises(E.EmbeddingUnavailable, match="changed its vector size"):
+        provider.embed(["b", "c"])
+    assert [r["body"]["input"] for r in server.requests[1:]] == [["b"], ["c"], ["vector size check"]]
+    assert provider.embed(["d"]).shape == (1, 12) and provider.dims == 12
+
+
 def test_a_search_during_the_model_load_waits_for_it(monkeypatch):
     """The warm-up and a search embedding at once: the weights are read once, not twice
     side by side, and the process's BLAS thread limit is left as it was."""

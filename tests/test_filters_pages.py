@@ -3,6 +3,7 @@ end to end through Hermes' loader and dispatch with real SessionDB files."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import sys
 import time
@@ -217,8 +218,9 @@ def test_a_cursor_belongs_to_its_search(many, change):
     assert "another search" in answer["error"]
 
 
-@pytest.mark.parametrize("cursor", ["garbage!", "MTAw", 12, "", "   "])
+@pytest.mark.parametrize("cursor", ["garbage!", "MTAw", 12, "", "   ", base64.urlsafe_b64encode(b"[" * 3000).decode()])
 def test_malformed_cursors(many, cursor):
+    """Garbage, a number, JSON nested past the parser's depth (it answered internal_error): bad_argument."""
     answer = many.search("cur", "reconnect loop", mode="keyword", cursor=cursor)
     if isinstance(cursor, str) and not cursor.strip():
         assert answer["success"] is True and len(answer["results"]) == 3, "an empty cursor is the first page"
