@@ -520,7 +520,7 @@ def _call_name(call: Any) -> str:
 def _flatten_multimodal(raw: str) -> str:
     try:
         parts = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser (SQLite's json_valid() says 0 too)
         return raw
     if isinstance(parts, list):
         texts = [p.get("text", "") for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]

@@ -425,3 +425,14 @@ def test_a_session_whose_model_config_is_not_json_breaks_no_search(world: World)
     answer = world.search("cur_odd", "websocket")
     assert answer["success"] is True, answer
     assert sorted(result_sessions(answer)) == ["odd", "older"]
+
+
+def test_a_message_nested_past_the_json_parser_breaks_no_search(world: World):
+    """A message stored as Hermes' multimodal parts whose JSON is nested past the parser's depth (damage, another
+    writer): it is read as the text it is, as SQLite reads it, and the search answers. RecursionError failed it."""
+    repo = world.repo("deep")
+    world.session("cur_deep", repo)
+    world.session("deep", repo, messages=[("user", "\x00json:" + "[" * 3000 + " websocket retry notes")])
+    world.session("plain", repo, messages=[("user", "the websocket retry decision")])
+    answer = world.search("cur_deep", "websocket retry", mode="keyword")
+    assert answer["success"] is True and sorted(result_sessions(answer)) == ["deep", "plain"], answer
