@@ -14,8 +14,8 @@ Invariants: every function here is pure and never raises, except
 loggers. The secrets that filter knows are process-wide and only ever grow
 (forgetting one would let a client built earlier log it), so they are not
 kept in :mod:`state` and no reset clears them. The one file read is the
-BIP-39 word list beside this module, once, when a seed phrase's label is
-first seen. Imports only :mod:`secret_patterns`.
+BIP-39 word list beside this module, once, by the first text searched for
+seed phrases. Imports only :mod:`secret_patterns`.
 """
 
 from __future__ import annotations
@@ -165,15 +165,27 @@ def _unescape(m: re.Match[str]) -> str:
 
 
 def _fold(text: str) -> str:
-    """``text`` as secrets are looked for in it: JSON ``\\uXXXX`` escapes read, NFC, invisible characters and marks
-    stranded on ASCII dropped, full-width ASCII and look-alikes in a credential's name read as ASCII."""
+    """``text`` as secrets are looked for in it: JSON ``\\uXXXX`` escapes read, Markdown and HTML marks around a
+    credential's label dropped, NFC, invisible characters and marks stranded on ASCII dropped, full-width ASCII and
+    look-alikes in a credential's name read as ASCII."""
     if "\\u" in text:
         text = patterns.JSON_ESCAPE.sub(_unescape, text)
+    text = patterns.MARKED_LABEL.sub(_unmarked_label, text)
     if text.isascii():
         return text
     text = patterns.INVISIBLE.sub("", unicodedata.normalize("NFC", text))
     text = patterns.STRAY_MARKS.sub("", text).translate(patterns.FULL_WIDTH)
     return patterns.HOMOGLYPH_WORD.sub(_latin_name, text)
+
+
+def _unmarked_label(m: re.Match[str]) -> str:
+    """A :data:`secret_patterns.MARKED_LABEL` match without its marks (a cell's label with a colon after it), when the
+    label holds a credential word; else as it is."""
+    label = m.group(2) or m.group(4) or m.group(6)
+    if not patterns.MARKED_CREDENTIAL.search(label):
+        return m.group()
+    colon = m.group(3) or m.group(5) or ("" if m.group(6) is None or label.endswith((":", "：")) else ":")
+    return label + colon
 
 
 def _latin_name(m: re.Match[str]) -> str:
@@ -204,6 +216,8 @@ def _credential_kind(name: str) -> str | None:
     if not words:
         return None
     last = words[-1]
+    if len(words) >= 2 and words[-2] == "pass":
+        last = "pass" + last  # PassPhrase, PassWord
     if last in patterns.CREDENTIAL_WORDS or last.endswith(patterns.CREDENTIAL_ENDINGS):
         return "strong"
     if last == "key" and len(words) >= 2:
@@ -323,8 +337,8 @@ def redact_secrets(text: str) -> str:
     Replaced: private key blocks; provider key formats and JWTs (also cut by a line break); ``Authorization:``
     values and bearer tokens; a URL's ``user:password@``, webhook paths, credential query parameters and session
     cookies; the literal value of an assignment to a credential name (not code or a placeholder); passwords on
-    command lines; a value after a credential label in prose, in eight languages; wallet seed phrases after their
-    label; and long random-looking tokens (:func:`_looks_random`). docs/guarantees.md lists the shapes;
+    command lines; a value after a credential label in prose, in eight languages, also set off by Markdown or HTML;
+    wallet seed phrases (runs of 12+ BIP-39 words, label or not); and long random-looking tokens (:func:`_looks_random`). docs/guarantees.md lists the shapes;
     :mod:`secret_patterns` says why each is written so. Bare git object ids, UUIDs, identifiers and paths are kept.
 
     Secrets are looked for in the text as :func:`_fold` reads it; when one is found, that folded text is returned
@@ -401,8 +415,9 @@ def _assignment(m: re.Match[str]) -> str:
     """
     name = m.group(1)
     kind = _credential_kind(name)
+    password = _password_name(name)
     group = next((g for g in (6, 7, 8, 9) if m.group(g) is not None), 0)
-    if kind is None or not group:
+    if (kind is None and not password) or not group:
         return m.group(0)
     start, end = m.span(group)
     value = m.group(group)
@@ -411,9 +426,12 @@ def _assignment(m: re.Match[str]) -> str:
         end = start + len(value)
     if not value or _is_placeholder(value, name):
         return m.group(0)
+    if password and value.isascii() and value.isalpha() and _passphrase(value, m.string, end):
+        return _replace(m, start, end)  # a pass's or pwd's too, which letters alone otherwise leave a setting
+    if kind is None:
+        return m.group(0)
     if group == 9:
-        if m.group(4) == ":" and m.group(5) and re.fullmatch(r"[A-Za-z_]+", value) and not (
-                name.lower().endswith(patterns.PASSWORD_ENDINGS) and _passphrase(value, m.string, end)):
+        if m.group(4) == ":" and m.group(5) and re.fullmatch(r"[A-Za-z_]+", value):
             return m.group(0)  # prose ("token: the one from the vault") or an annotation, not a literal
         if re.fullmatch(r"[A-Za-z_]\w*", value) and _credential_kind(value) and len(_name_segments(value)) > 1:
             return m.group(0)  # a variable (password=hashed_password), not a literal (password=secret)
@@ -424,6 +442,12 @@ def _assignment(m: re.Match[str]) -> str:
     if kind == "weak" and _name_segments(name)[-1] not in ("pass", "pwd") and _names_something(value):
         return m.group(0)  # a name (S3_KEY=uploads/a.png, auth: oauth2); a pass's value is a password whatever it reads as
     return _replace(m, start, end)
+
+
+def _password_name(name: str) -> bool:
+    """Whether ``name`` (an assignment's name or a label) is a password's, after which letters alone can be one
+    (:func:`_passphrase`): ending in :data:`secret_patterns.PASSWORD_ENDINGS`, or ``pass`` as its last word."""
+    return name.lower().endswith(patterns.PASSWORD_ENDINGS) or _name_segments(name)[-1:] == ["pass"]
 
 
 def _names_something(value: str) -> bool:
@@ -439,10 +463,12 @@ def _names_something(value: str) -> bool:
 def _passphrase(value: str, text: str, end: int) -> bool:
     """Whether ``value`` (letters alone after a password's name or label, ending at ``end`` in ``text``) is a passphrase:
     a clause ends right after it (:data:`secret_patterns.CLAUSE_END`, read in place: no copy of the rest of the text),
-    and it is a :data:`secret_patterns.PASSPHRASE` not a word with an adjective's ending, or three or more Capitalised
-    words not ending as a type's name does."""
+    and it is, in lower case if written all in capitals or Capitalised, a :data:`secret_patterns.PASSPHRASE` not a word
+    with an adjective's ending, or three or more Capitalised words not ending as a type's name does."""
     if patterns.CLAUSE_END.match(text, end) is None:
         return False
+    if value.isupper() or value.istitle():
+        value = value.lower()  # PASSWORD: CORRECTHORSE…, password: Correcthorse…; not CamelCase, told below
     if patterns.PASSPHRASE.fullmatch(value):
         return len(value) > patterns.WORD_LENGTH or not value.endswith(patterns.WORD_ENDINGS)
     words = patterns.CAMEL_WORD.findall(value)
@@ -451,48 +477,86 @@ def _passphrase(value: str, text: str, end: int) -> bool:
 
 
 @functools.cache
-def _bip39_words() -> frozenset[str]:
+def _bip39_words() -> tuple[frozenset[str], frozenset[tuple[int, str]]]:
     """The 2,048 words of the BIP-39 English list, read once from ``bip39_english.txt`` beside this module (copied from
-    Trezor's python-mnemonic 0.21, MIT licence); empty when the file cannot be read."""
+    Trezor's python-mnemonic 0.21, MIT licence), and each word with one letter left out, as ``(position, what is
+    left)`` (:func:`_typo`); both empty when the file cannot be read."""
     try:
-        return frozenset(Path(__file__).with_name(patterns.BIP39_WORDS_FILE).read_text(encoding="ascii").split())
+        words = frozenset(Path(__file__).with_name(patterns.BIP39_WORDS_FILE).read_text(encoding="ascii").split())
     except (OSError, ValueError):
-        return frozenset()
+        return frozenset(), frozenset()
+    return words, frozenset((i, w[:i] + w[i + 1 :]) for w in words for i in range(len(w)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _typo(word: str) -> bool:
+    """Whether ``word`` (lower case, not on the list) is one edit from a BIP-39 word: a letter left out, added, changed,
+    or two neighbours swapped (``abandn``, ``abandonn``, ``abendon``, ``abadnon``). A changed letter leaves the same
+    remainder at the same place as one left out of the list word. Cached: prose repeats its words."""
+    known, dropped = _bip39_words()
+    n = len(word)
+    return (any((i, word) in dropped for i in range(n + 1))
+            or any(word[:i] + word[i + 1 :] in known or (i, word[:i] + word[i + 1 :]) in dropped for i in range(n))
+            or any(word[:i] + word[i + 1] + word[i] + word[i + 2 :] in known for i in range(n - 1)))
 
 
 def _seed_phrases(text: str) -> str:
-    """``text`` with the seed phrase after each :data:`secret_patterns.SEED_LABEL` redacted (:func:`_seed_words`)."""
-    pieces: list[str] = []
+    """``text`` with every seed phrase redacted, label or not: a run of 12 or more words
+    (:data:`secret_patterns.SEED_TOKEN`: any case, a few non-letters apart, markup tags read through) each a BIP-39
+    word, a typo of one (:func:`_typo`, 4+ letters; a list word with an ``s`` is a plural, not a typo) or a list
+    word again, with few typos and repeats (:func:`_seed_span`). Prose fails: its small words (``a``, ``of``,
+    ``to``, ``the``, ``and``) are none of these; code fails on the names it repeats. Without the list (its file
+    unreadable), any word of 3 to 8 letters counts, so prose is taken too: a secret is never sent for want of the
+    file."""
+    known, _ = _bip39_words()
+    spans: list[tuple[int, int]] = []
+    run: list[tuple[int, int, int]] = []  # (start, end, doubt) of each word of the current run
+    seen: set[str] = set()  # the words of the current run
     last = 0
-    for label in patterns.SEED_LABEL.finditer(text):
-        if label.start() < last:
+    for token in patterns.SEED_TOKEN.finditer(text):
+        if token.start() - last > patterns.SEED_GAP:
+            spans += _seed_span(run)
+            run, seen = [], set()
+        last = token.end()
+        if token.group(1) is not None:  # a tag
             continue
-        span = _seed_words(text, label.end())
-        if span is not None:
-            pieces += [text[last : span[0]], REDACTED]
-            last = span[1]
-    return "".join(pieces) + text[last:] if pieces else text
+        word = (token.group(2) or "").lower()
+        if 3 <= len(word) <= 9 and (word in known if known else len(word) <= 8):
+            run.append((token.start(), token.end(), 2 if word in seen else 0))
+            seen.add(word)
+        elif known and 4 <= len(word) <= 9 and not (word[-1] == "s" and word[:-1] in known) and _typo(word):
+            run.append((token.start(), token.end(), 1))
+        else:
+            spans += _seed_span(run)
+            run, seen = [], set()
+    spans += _seed_span(run)
+    if not spans:
+        return text
+    pieces, last = [], 0
+    for start, end in spans:
+        pieces += [text[last:start], REDACTED]
+        last = end
+    return "".join(pieces) + text[last:]
 
 
-def _seed_words(text: str, pos: int) -> tuple[int, int] | None:
-    """The span of the seed phrase starting at ``pos``, or None: the longest run of 12 to 24 words
-    (:data:`secret_patterns.SEED_WORD`: any case, between spaces, commas, quotes, brackets, list numbers) ending with a
-    BIP-39 word, with at most one word in 12 not on the list (a typo). Without the list (its file unreadable), any
-    word of 3 to 8 letters counts. Prose fails: its small words (``the``, ``for``, ``that``) are not on the list."""
-    known = _bip39_words()
-    first = best = None
-    misses = count = 0
-    while count < 24 and (word := patterns.SEED_WORD.match(text, pos)) is not None:
-        pos, count = word.end(), count + 1
-        first = word.start(1) if first is None else first
-        letters = word.group(1).lower()
-        on_list = letters in known if known else 3 <= len(letters) <= 8
-        if on_list:
-            if count >= 12 and misses <= count // 12:
-                best = word.end(1)
-        elif (misses := misses + 1) > 2:
-            break
-    return (first, best) if first is not None and best is not None else None
+def _seed_span(run: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """The span of the seed phrase in ``run`` (``(start, end, doubt)`` of consecutive words: 0 a list word, 1 a typo,
+    2 a word met before in the run, as code repeats its names and a phrase rarely does), as a list of none or one: the
+    whole run when it holds 12+ words and its doubts are at most one in six; else, read left to right, the first 12
+    words that stay so (a piece is cut before the word that would break that share), with all the run after them."""
+    if len(run) < 12:
+        return []
+    if 6 * sum(doubt for _, _, doubt in run) <= len(run):
+        return [(run[0][0], run[-1][1])]
+    begin = doubts = 0
+    for i, (_, _, doubt) in enumerate(run):
+        if i - begin >= 12:
+            return [(run[begin][0], run[-1][1])]
+        if doubt and 6 * (doubts + doubt) > i - begin + 1:
+            begin, doubts = i + 1, 0
+        else:
+            doubts += doubt
+    return [(run[begin][0], run[-1][1])] if len(run) - begin >= 12 else []
 
 
 def _labelled(m: re.Match[str]) -> str:
@@ -515,7 +579,7 @@ def _labelled(m: re.Match[str]) -> str:
         assigned = not label.isascii() and words[:1] in (":", "=")
         if not assigned and (not words or words[0] in ":=-" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
-        passphrase = label.lower().endswith(patterns.PASSWORD_ENDINGS) and _passphrase(value, m.string, start + len(value))
+        passphrase = _password_name(label) and _passphrase(value, m.string, start + len(value))
         if not (passphrase or re.search(r"[0-9!-/:-@\[-`{-~]", value)) or _names_something(value):
             return m.group(0)  # prose, or a name (the private key is id_ed25519)
     elif patterns.CJK_NAME_VALUE.fullmatch(value):

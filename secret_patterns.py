@@ -35,6 +35,15 @@ HOMOGLYPH_WORD = re.compile(f"(?<![A-Za-z{_LOOK_ALIKES}])(?=[A-Za-z]*+[{_LOOK_AL
                             f"[A-Za-z{_LOOK_ALIKES}]++")
 #: The credential words such a word, read as Latin, is searched for.
 CREDENTIAL_PART = re.compile(r"(?i)passw(?:or)?d|passphrase|passcode|pass|pwd|secret|token|key|auth|credentials?")
+#: A label set off by Markdown or HTML: emphasis or code (``**Password:**``, ``__Token__:``, `` `DB_PASSWORD` ``),
+#: a tag (``<b>Password:</b>``), a table's cell (``| Password | x |``). Read without its marks when it holds a
+#: credential word (:data:`MARKED_CREDENTIAL`): the patterns below know a label joined to its value by ``:``, not by
+#: ``**``. Groups: the label and the colon inside the marks, in emphasis (2, 3) and in a tag (4, 5); a cell's label (6).
+MARKED_LABEL = re.compile(
+    r"(?<![\w*`])(\*{1,2}+|_{1,2}+|`)([^*`<>|\n]{1,40}?)([:：]?)\1(?![\w*`])"
+    r"|<(?:b|strong|em|i|u|code)>([^<>|\n]{1,40}?)([:：]?)</(?:b|strong|em|i|u|code)>"
+    r"|(?<=\|)[ \t]*+([^|\n]{1,40}?)[ \t]*+\|(?=[ \t]*+[^\s|-])"
+)
 #: ``\\uXXXX`` escapes of JSON (``json.dumps`` writes ``密码是`` as ``\\u5bc6\\u7801\\u662f``), read as their characters.
 JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
@@ -155,14 +164,18 @@ CLI_SECRET = re.compile(
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key)[ \t]++(?!-)"
     r")(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
 )
+#: Credential labels in other scripts than Latin (longer ones first).
+_SCRIPT_LABELS = "密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密|令牌|パスワード|暗証番号|비밀번호|암호|пароль|паролем|пароля"
+#: A credential word in a label set off by marks (:data:`MARKED_LABEL`).
+MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT_LABELS + "|キー|키")
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``,
 #: ``设置成``, ``は``, ``is``...), and a quoted string or a run of printable ASCII (which ends where the text goes back
 #: to its own script). Longer labels come first (``secret key`` before ``secret``). What a Latin label needs is
 #: :func:`redact._labelled`'s.
 LABELLED = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密|令牌|パスワード|暗証番号|APIキー|API ?키|비밀번호|암호"
-    r"|пароль|паролем|пароля|password|passwd|passphrase|passcode|pwd|passwort|mot de passe|contraseña"
+    r"(?i)(?<![A-Za-z0-9_])(" + _SCRIPT_LABELS + r"|APIキー|API ?키"
+    r"|password|passwd|passphrase|passcode|pwd|passwort|mot de passe|contraseña"
     r"|(?:api|access|secret|private)[ _-]?key|secret|token)"
     r"(\s*+(?:(?:是|为|為|は|が|는|은|가|이|:|：|=|设置成|设置为|設置成|設置為|改为|改成|改為|设为|設為"
     r"|is|was|ist|war|est|es|era|—|-)\s*+){0,2})"
@@ -170,9 +183,11 @@ LABELLED = re.compile(
 )
 #: The verbs a Latin label needs before its value (``password is``, ``Passwort ist``, ``mot de passe est``).
 LATIN_VERBS = re.compile(r"\b(?:is|was|ist|war|est|es|era)\b")
-#: What joins a label to the value right after it (``token: x``, ``"key": "x"``, ``key是x``, ``key是：x``): quotes,
-#: up to two signs or CJK joiners, spaces.
-_LABEL_JOIN = r"[\"']?[ \t]*+(?:(?:就是|[:=：是为為は])[ \t]*+){0,2}[\"']?"
+#: What joins a label to the value right after it (``token: x``, ``"key": "x"``, ``key是x``, ``key是：x``,
+#: ``key的值是x``, ``token => x``, ``token `x` ``): what it is for (``API key for prod:``, ``token（新）：``), quotes
+#: and backticks, up to two signs, arrows or CJK joiners, spaces and one line break.
+_LABEL_JOIN = (r"(?:[ \t]++(?:for|of|in|on)[ \t]++[A-Za-z0-9_.-]{1,30}+|[ \t]*+[(（][^()（）\n]{1,20}+[)）])?"
+               r"[\"'`]?[ \t]*+(?:\r?\n[ \t]*+)?(?:(?:就是|的?值[是为為]|=>|->|[:=：是为為は—-])[ \t]*+(?:\r?\n[ \t]*+)?){0,2}[\"'`]?")
 #: A git-id-shaped value (40 or 64 hex digits, a UUID) right after a credential label (``GITHUB_TOKEN 3f78…``,
 #: ``heroku api key 0c4f8e2a-…``, a service account's ``private_key_id``): old GitHub tokens and Heroku keys have those
 #: shapes. Bare ones are git ids and are kept. Group 1 is the label and what joins it, group 2 the value.
@@ -188,20 +203,15 @@ LABELLED_DIGEST = re.compile(
 #: are columns, not labels. Groups: ``head`` (the label and what joins it), ``label``, ``join``, ``value``.
 LABELLED_KEY = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?P<head>(?P<label>(?:[A-Za-z0-9]++[_-])?(?:token|secret|(?:api|access|secret|private|signing"
-    r"|encryption|master)[ _-]?key)|key)(?P<join>" + _LABEL_JOIN + r"))(?P<value>[A-Za-z0-9_-]{16,200}+)(?![A-Za-z0-9_-])"
+    r"|encryption|master)[ _-]?key(?:[ _-]?id)?)|key|キー)(?P<join>" + _LABEL_JOIN + r"))(?P<value>[A-Za-z0-9_-]{16,200}+)(?![A-Za-z0-9_-])"
 )
-#: The label of a wallet's seed (recovery) phrase and what joins it to the words (``seed phrase: ``, ``Secret Recovery
-#: Phrase - ``, ``my seed phrase was: ``, ``wallet words``, ``MNEMONIC=``, ``助记词：``): :func:`redact._seed_phrases`
-#: reads the words after it with :data:`SEED_WORD`.
-SEED_LABEL = re.compile(
-    r"(?i)(?<![A-Za-z0-9])(?:(?:secret[ _-]?)?(?:seed|recovery|backup|mnemonic|wallet)[ _-]?(?:phrase|words)|mnemonic|seed"
-    r"|助记词|助記詞|恢复短语|恢復短語|种子短语|シードフレーズ|ニーモニック|시드 ?(?:구문|문구)|복구 ?(?:구문|문구))(?![A-Za-z])"
-    r"[\"']?[ \t]*+(?:(?:(?:is|was|are|were)(?![A-Za-z])|[:=：是为為は는—-])[ \t]*+){0,2}"
-)
-#: One word of a seed phrase and what comes before it: spaces and line breaks, commas, quotes, brackets, a list's
-#: number (``1.`` ``1)`` ``01``) or bullet (``-``). Bounded, so reading 24 words after a label costs a few hundred
-#: characters whatever follows. Group 1 is the word (a BIP-39 word has 3 to 8 letters; 9 leave room for a typo).
-SEED_WORD = re.compile(r"[\s,;\"'\[\]()|-]{0,16}+(?:\d{1,2}[.):]?[\s,;\"'\[\]()|-]{0,16}+)?([A-Za-z]{1,9}+)(?![A-Za-z0-9])")
+#: A word of a seed phrase (group 2: a run of ASCII letters), a run of other letters (neither group: ``别外传``, glued
+#: to a phrase's last word, ends it), or a markup tag between its words (group 1: ``<p>``, ``</td>``, ``<br/>``), which
+#: :func:`redact._seed_phrases` reads through. A tag is bounded, so it is read once.
+SEED_TOKEN = re.compile(r"(</?[A-Za-z][A-Za-z0-9]{0,9}+(?:[ /][^<>\n]{0,60}+)?>)|([A-Za-z]++)|[^\W\d_A-Za-z]++")
+#: The most characters between two words of a seed phrase (tags aside): a list's number and bullet, a table's ``|``
+#: cells, quotes and commas, a line break and its indent.
+SEED_GAP = 24
 #: The BIP-39 English word list the words must come from, beside this module (:func:`redact._bip39_words` reads it).
 BIP39_WORDS_FILE = "bip39_english.txt"
 #: A value that names something instead of being a secret, for the names and labels that are credentials only when
@@ -223,12 +233,13 @@ VALUE_END = ".,;:!?)]}>'\""
 #: Endings of a name's last word that make it a credential whatever the value (``client_secret``, ``PGPASSWORD``,
 #: ``csrftoken``); not "credentials": fetch's ``credentials: 'include'`` is code.
 CREDENTIAL_ENDINGS = ("password", "passwd", "passphrase", "secret", "token")
-#: Endings of a name or label after which letters alone can be a password (:func:`redact._passphrase`).
-PASSWORD_ENDINGS = ("password", "passwd", "passphrase")
+#: Endings of a name or label after which letters alone can be a password (:func:`redact._passphrase`); so can
+#: ``pass`` as its last word (:func:`redact._password_name`).
+PASSWORD_ENDINGS = ("password", "passwd", "passphrase", "passcode", "pwd")
 #: A password of letters alone after such a name or label: 12+ lower-case letters (``correcthorsebatterystaple``), or
-#: three or more Capitalised words (``CorrectHorseBatteryStaple``, :data:`CAMEL_WORD`), taken only where they end a
-#: line or a clause (``the password is stored in vault`` is prose). Shorter words are prose or settings (``password:
-#: required``).
+#: three or more Capitalised words (``CorrectHorseBatteryStaple``, :data:`CAMEL_WORD`), taken only where no word
+#: follows (:data:`CLAUSE_END`; ``the password is stored in vault`` is prose). Shorter words are prose or settings
+#: (``password: required``).
 PASSPHRASE = re.compile(r"[a-z]{12,}+")
 CAMEL_WORD = re.compile(r"[A-Z][a-z]++")
 #: Up to this many letters, a lower-case value ending as English adjectives and participles do (:data:`WORD_ENDINGS`)
@@ -240,8 +251,9 @@ WORD_ENDINGS = ("able", "ible", "ed", "ing", "ion", "ment", "ness", "ent", "ant"
 #: passphrase.
 TYPE_ENDINGS = ("Field", "Str", "String", "Bytes", "Input", "Type", "Form", "Widget", "Model", "Schema", "Column",
                 "Hash", "Hasher", "Validator", "Config", "Settings", "Policy", "Manager", "Provider", "Error")
-#: What may follow a passphrase: the end of its line or text, or a clause's punctuation or dash.
-CLAUSE_END = re.compile(r"[ \t]*+(?:[.,;:!?)—–]|\r?\n|\Z)")
+#: What may follow a passphrase: the end of its text, or anything but a letter of the Latin alphabet after spaces (a
+#: clause's punctuation, a line break, a closing quote, an emoji): ``password: x and …`` goes on in prose.
+CLAUSE_END = re.compile(r"[ \t]*+(?:[^A-Za-z \t]|\Z)")
 #: Last words that make a name a credential which those endings do not cover.
 CREDENTIAL_WORDS = {"passcode", "apikey", "accesskey", "secretkey", "privatekey"}
 #: Last words of names that are credentials only when the value looks like one (a digit or a symbol in it):
@@ -257,7 +269,7 @@ CODE_VALUE = re.compile(
     r"^(?:None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean|Any"
     r"|[A-Za-z_]\w*[.(\[].*"  # an attribute, call or index: code, not a literal
     r"|[A-Z]\w*\[.*"  # a type such as Optional[str]
-    r"|\$\{?\w+\}?|%\(?\w*\)?s|\{.*|\[.*|<.*|\*+|x{3,}|X{3,}|\.{3}|…)$"  # a placeholder, a list or dict
+    r"|\$\{?\w+\}?|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\.{3}|…)$"  # a placeholder, a list or dict
 )
 
 # ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN_FILES = ("plugin.yaml", *sorted(p.name for p in ROOT.glob("*.py")))
+PLUGIN_FILES = ("plugin.yaml", "bip39_english.txt", *sorted(p.name for p in ROOT.glob("*.py")))
 
 
 def git(cwd: Path, *args: str) -> None:

@@ -342,7 +342,10 @@ def _redaction_cost(unit: str, n: int, reps: int = 3) -> float:
 
 @pytest.mark.parametrize("unit", [".sk-", ".AKIA", "~ghp_", ".eyJa", "1Q~_", "hf_/", ".xoxb-", "~glpat-", ".sk-proj-", "sk-\\n",
                                   "seed: ", "_mnemonic=", "x_token ", "key是", "\u0430a", "p\u0430ss ", "password: abcdefghijklmn ",
-                                  "seed: 1. abandon ", "wallet words: ", "key是：是：", "\\r\\n", "token abcdef-"])
+                                  "seed: 1. abandon ", "wallet words: ", "key是：是：", "\\r\\n", "token abcdef-",
+                                  "abandon ", "abandon ability ", "abandonx ", "<b>abandon</b> ", "| 1 | abandon ",
+                                  "**Password:** ", "<b>", "| Password ", "token for prod ", "token（新）", "key的值是",
+                                  "token =>\n", "password: Abcdefghijklmn '"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
@@ -450,15 +453,47 @@ LEAKED_SHAPES = [
     ('{"k": "sk-proj-T3BlbkFJ4x9Q\\r\\nm2Lw7Vn5Rk8Pz1Yc6Hd0aB"}', "m2Lw7Vn5Rk8Pz1Yc6Hd0aB"),
     ("token abcdefghij-0123456789-klmnopqrst", "abcdefghij-0123456789-klmnopqrst"),
     ("api_\u03baey: Zx9qLm2Nw8Pv3Rt5", "Zx9qLm2Nw8Pv3Rt5"),
+    # seed phrases in any format, with a label the old rule did not know or none
+    (f"**Seed phrase:** {SEED_WORDS}", SEED_WORDS), (f"Seed phrase: `{SEED_WORDS}`", SEED_WORDS),
+    (f"Seed phrase (12 words): {SEED_WORDS}", SEED_WORDS), (f'MNEMONIC: str = "{SEED_WORDS}"', SEED_WORDS),
+    (f'walletMnemonic: "{SEED_WORDS}"', SEED_WORDS), (f'const mySeedPhrase = "{SEED_WORDS}";', SEED_WORDS),
+    ("seed phrase:\n" + "\n".join("• " + w for w in SEED_WORDS.split()), "abstract"),
+    ("seed phrase:\n" + "\n".join("* " + w for w in SEED_WORDS.split()), "abstract"),
+    ("seed phrase: " + " ".join(f"#{i} {w}" for i, w in enumerate(SEED_WORDS.split(), 1)), "abstract"),
+    ("| # | word |\n" + "\n".join(f"| {i} | {w} |" for i, w in enumerate(SEED_WORDS.split(), 1)), "abstract"),
+    (f"<p>Seed phrase:</p><p>{SEED_WORDS}</p>", SEED_WORDS), ("<ol><li>" + "</li><li>".join(SEED_WORDS.split()) + "</li></ol>", "abstract"),
+    *[(f"seed phrase: {SEED_WORDS.replace(' ', sep)}", SEED_WORDS.replace(" ", sep)) for sep in ("/", "·", "_", "、")],
+    (f"my recovery phrase for metamask is: {SEED_WORDS}", SEED_WORDS), (f"my seed phrase is the following: {SEED_WORDS}", SEED_WORDS),
+    (f"secret phrase: {SEED_WORDS}", SEED_WORDS), (f"mnemonics: {SEED_WORDS}", SEED_WORDS), (f"The 12 words: {SEED_WORDS}", SEED_WORDS),
+    (f"{SEED_WORDS} <- that's my seed phrase", SEED_WORDS), (SEED_WORDS, SEED_WORDS),
+    (f"{SEED_WORDS} abandonx abilityy ablee account accuse achieve acid acoustic acquire across act action",
+     "acquire across act action"), (f"{SEED_WORDS} abandonx abilityy ablee {SEED_WORDS[:60]}", SEED_WORDS[:60]),
+    ("abandonn abilityy " + SEED_WORDS.split(" ", 2)[2], SEED_WORDS.split(" ", 2)[2]),
+    (SEED_WORDS.replace("accident", "accidentt"), "accidentt"),
+    # a label set off by Markdown or HTML, and more ways to join a key to its label
+    *[(f"{label} Sup3r$ecret!9", "Sup3r$ecret!9") for label in (
+        "**Password:**", "- **Password**:", "*Password:*", "__Password:__", "**DB_PASSWORD:**", "`DB_PASSWORD`:",
+        "**密码**：", "<b>Password:</b>")],
+    ("| Password | Sup3r$ecret!9 |", "Sup3r$ecret!9"), ("**Token:** Zx9qLm2NpR4tVb7Kc3Wd", "Zx9qLm2NpR4tVb7Kc3Wd"),
+    ("**Secret:** Zx9qLm2NpR4tVb7Kc3Wd", "Zx9qLm2NpR4tVb7Kc3Wd"),
+    *[(f"{label}Zx9qLm2NpR4tVb7Kc3Wd", "Zx9qLm2NpR4tVb7Kc3Wd") for label in (
+        "token `", "token => ", "token -> ", "access key id: ", "key的值是", "key值为", "キー：", "API key for prod: ",
+        "token（新）：", "token\n", "Key - ")],
+    # a passphrase in capitals or Capitalised, after pwd, pass, passcode, PassPhrase, before a quote or an emoji
+    ("password: Correcthorsebatterystaple", "orrecthorsebatterystaple"),
+    ("PASSWORD: CORRECTHORSEBATTERYSTAPLE", "CORRECTHORSEBATTERYSTAPLE"),
+    *[(f"{label}: correcthorsebatterystaple", "correcthorsebatterystaple") for label in ("pwd", "pass", "passcode", "PassPhrase")],
+    ("'password: correcthorsebatterystaple'", "correcthorsebatterystaple"),
+    ("password: correcthorsebatterystaple 🙂", "correcthorsebatterystaple"),
 ]
 
 
 def test_the_seed_phrase_word_list_is_read_from_beside_the_module():
     """The BIP-39 list seed phrases are checked against is a data file of the package: without it, every word of 3 to
-    8 letters counts, and prose after a seed label is taken for a phrase."""
+    8 letters counts, and prose is taken for a phrase."""
     from project_history_recall import redact
 
-    words = redact._bip39_words()
+    words, _ = redact._bip39_words()
     assert len(words) == 2048 and {"abandon", "zoo"} <= words
 
 
@@ -516,6 +551,21 @@ def test_no_piece_of_a_secret_is_sent(text, secret):
     "调用GetUserProfileByAccountIdV2Ok接口, 在 Base64EncodeUTF8StringToBytes 里, S3BucketPolicyForCDNv2Origin",
     "cache key userprofile20240311v2region7x, primary key pk20231104orderitems01abc, S3 object key 2024q3reports4region7summary9",
     "signing key 20240311-rotation-policy-annual, token release-20240311-abcdef-candidate",
+    # near misses of a seed phrase without a label: English prose of common words, plurals, lists, code repeating names
+    "Just make sure you have enough space, then you can install it again and it will work the same way as before",
+    "Patch 7.4.1121 Problem: test_expand leaves files behind. Solution: Edit another file before the next test runs",
+    "Use the arrow keys to move around and place the text where you want; enter the same key again to confirm it",
+    "return year, month, day, hour, minute, second, year, month, day, hour, minute, second",
+    "apple banana cherry grape lemon mango orange peach pear plum berry melon",
+    "north south east west, left right up down, inside outside above below",
+    "seed:\n- account\n- action\n- address\n- admin\n- alert\n- alias\n- audit\n- badge\n- banner\n- batch\n- brand\n- bridge",
+    # near misses of a marked label, a joined key and a passphrase
+    "**Note:** the password is in the vault. **Password:** see the vault. **Token:** expires after one hour",
+    "| Password | Description |\n|---|---|\n| `DB_PASSWORD`: set in .env | <b>Password:</b> required |",
+    "token -> lexer -> parser -> evaluator; key => value pairs in the hash map keep their insertion order",
+    "API key for prod: see 1Password; the access key id: AKIA-style ids are public",
+    "PassPhrase: PassphraseInputField, pass: required, PASSWORD: REQUIRED, 'password: required', bypass: enabledforadmins.",
+    "password: Autogenerated, password: correcthorsebatterystaple and the user is admin",
 ])
 def test_ordinary_developer_text_is_sent_unchanged(text):
     """Git ids, UUIDs, paths, wheel names, URLs without credentials, settings and prose keep every character:
