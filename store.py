@@ -326,11 +326,9 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
         return set()
     sql = f"""
         SELECT m.id, (SELECT CASE WHEN {_may_call_recall("n.tool_calls")} THEN n.tool_calls END FROM messages n
-                      WHERE n.session_id = m.session_id AND n.timestamp >= m.timestamp
-                        AND (n.timestamp > m.timestamp OR n.id > m.id)
-                      ORDER BY n.timestamp, n.id LIMIT 1)
+                      WHERE n.id = ({_NEXT_SQL}))
         FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'user'
-    """  # in timestamp order: Hermes' (session_id, timestamp) index answers it with one seek
+    """
     out = set()
     for mid, next_calls in conn.execute(sql, (json.dumps([int(i) for i in ids]),)):
         if next_calls and _recall_calls(next_calls):
@@ -368,10 +366,21 @@ ECHO_REACH = 32  # messages before a reply where the recall it may quote is look
 
 #: The ``ECHO_REACH`` (first parameter) message ids of the session of message ``r`` before it in (timestamp, id)
 #: order, from Hermes' (session_id, timestamp) index alone. Rewound and hidden rows count: the window only weighs
-#: visible hits down.
-_WINDOW_SQL = """SELECT b.id FROM messages b WHERE b.session_id = r.session_id
-                 AND b.timestamp <= r.timestamp AND (b.timestamp < r.timestamp OR b.id < r.id)
-                 ORDER BY b.timestamp DESC, b.id DESC LIMIT ?1"""
+#: visible hits down. Two seeks merged in order, into ``r``'s clock tick below ``r`` (the index ends each entry
+#: with the row id) and before the tick, so that the rows read are the window's whatever shares a timestamp: one
+#: condition ``timestamp <= r.timestamp AND (timestamp < r.timestamp OR id < r.id)`` bounds no seek by id, and
+#: steps through every row written after ``r`` in its tick.
+_WINDOW_SQL = """SELECT id FROM (
+    SELECT b.id, b.timestamp FROM messages b WHERE b.session_id = r.session_id AND b.timestamp = r.timestamp AND b.id < r.id
+    UNION ALL SELECT b.id, b.timestamp FROM messages b WHERE b.session_id = r.session_id AND b.timestamp < r.timestamp
+    ORDER BY 2 DESC, 1 DESC LIMIT ?1)"""
+
+#: The id of the message of the session of message ``m`` right after it in (timestamp, id) order: two seeks, as
+#: in :data:`_WINDOW_SQL`.
+_NEXT_SQL = """SELECT id FROM (
+    SELECT b.id, b.timestamp FROM messages b WHERE b.session_id = m.session_id AND b.timestamp = m.timestamp AND b.id > m.id
+    UNION ALL SELECT b.id, b.timestamp FROM messages b WHERE b.session_id = m.session_id AND b.timestamp > m.timestamp
+    ORDER BY 2, 1 LIMIT 1)"""
 
 #: ``(reply, row, tool calls)`` of each assistant row in the window of each of the replies ``?2`` whose calls may
 #: name a recall tool; no content read.
@@ -381,18 +390,23 @@ _WINDOW_CALLS_SQL = f"""
 
 #: ``(id, tool name, content)`` of the tool rows among the ``n`` messages right after row ``c`` and before reply
 #: ``r``, for each ``[c, n, r]`` of ``?`` (``c`` in ``r``'s window: fewer than ``ECHO_REACH`` rows apart). The
-#: rows between are ordered on the index alone: their content is read only for the tool rows kept.
+#: rows between are read from the index alone, in three seeks that each reach only rows between ``c`` and ``r``
+#: (a clock tick shared with ``c`` or ``r`` bounded by row id, the ticks between them), whatever shares a
+#: timestamp; their content is read only for the tool rows kept.
 _ANSWERS_SQL = """
+    WITH p AS (SELECT j.key AS k, json_extract(j.value, '$[1]') AS n, c.session_id AS s, c.timestamp AS ct, c.id AS ci,
+                      r.timestamp AS rt, r.id AS ri
+               FROM json_each(?) j JOIN messages c ON c.id = json_extract(j.value, '$[0]')
+               JOIN messages r ON r.id = json_extract(j.value, '$[2]'))
     SELECT t.id, t.tool_name, t.content FROM messages t WHERE t.role = 'tool' AND t.id IN (
         SELECT id FROM (
-            SELECT a.id, json_extract(j.value, '$[1]') AS n,
-                   row_number() OVER (PARTITION BY j.key ORDER BY a.timestamp, a.id) AS at
-            FROM json_each(?) j
-            JOIN messages c ON c.id = json_extract(j.value, '$[0]')
-            JOIN messages r ON r.id = json_extract(j.value, '$[2]')
-            JOIN messages a ON a.session_id = c.session_id
-                 AND a.timestamp >= c.timestamp AND (a.timestamp > c.timestamp OR a.id > c.id)
-                 AND a.timestamp <= r.timestamp AND (a.timestamp < r.timestamp OR a.id < r.id))
+            SELECT id, n, row_number() OVER (PARTITION BY k ORDER BY timestamp, id) AS at FROM (
+                SELECT p.k, p.n, a.id, a.timestamp FROM p JOIN messages a ON a.session_id = p.s AND a.timestamp = p.ct
+                    AND a.id > p.ci AND a.id < CASE WHEN p.rt = p.ct THEN p.ri ELSE 9223372036854775807 END
+                UNION ALL SELECT p.k, p.n, a.id, a.timestamp FROM p JOIN messages a ON a.session_id = p.s
+                    AND a.timestamp > p.ct AND a.timestamp < p.rt
+                UNION ALL SELECT p.k, p.n, a.id, a.timestamp FROM p JOIN messages a ON a.session_id = p.s
+                    AND a.timestamp = p.rt AND a.id < p.ri WHERE p.rt > p.ct))
         WHERE at <= n)"""
 
 #: ``(reply, answer)`` for each of the answers ``?3`` in the window of each of the replies ``?2``, by reply and

@@ -152,6 +152,45 @@ def test_the_echo_check_of_a_reply_costs_the_same_in_a_long_session(world: World
     assert steps[1] <= 1.5 * max(steps[0], 1), steps
 
 
+def test_the_check_for_earlier_recalls_costs_the_same_in_a_session_sharing_one_timestamp(world: World):
+    """Every row of a session may carry one timestamp (a clock that does not tick, an import). The check of its
+    first and last turns reads their windows and next messages only: SQLite's steps in a session of 600 rows are
+    those of one of 150. Seeking with one condition on the tick stepped through every row of it written after a
+    reply (or before a question), and the answers were looked for among all rows between a call and the reply."""
+    repo = world.repo("tick")
+    tick = 1_800_000_000.0
+
+    def session(sid: str, rows: int) -> tuple[list[int], set[int]]:
+        world.session(sid, repo)
+        ids: list[int] = []
+        for i in range(rows // 4):
+            ids.append(int(world.db.append_message(sid, "user", f"what was rule {i}", timestamp=tick)))
+            world.db.append_message(sid, "assistant", "", timestamp=tick, tool_calls=[{"id": f"r{i}", "type": "function",
+                                    "function": {"name": "project_history_search", "arguments": "{}"}}])
+            world.db.append_message(sid, "tool", json.dumps({"success": True, "results": [{"snippet": SNIPPET}]}),
+                                    timestamp=tick, tool_name="project_history_search", tool_call_id=f"r{i}")
+            ids.append(int(world.db.append_message(sid, "assistant", "As found: the websocket client reconnects with "
+                                                   "exponential backoff and full jitter.", timestamp=tick)))
+        return ids[:8] + ids[-4:], set(ids[:8] + ids[-4:])
+
+    steps = []
+    for sid, rows in (("short", 150), ("long", 600)):
+        first, expected = session(sid, rows)
+        conn = phr.store.open_state_db(world.home)
+        steps.append(0)
+
+        def step() -> int:
+            steps[-1] += 1
+            return 0
+
+        conn.set_progress_handler(step, 100)
+        try:
+            assert phr.store.earlier_recalls(conn, first) == expected
+        finally:
+            conn.close()
+    assert steps[1] <= 1.5 * max(steps[0], 1), steps
+
+
 def test_rows_sharing_a_replys_timestamp_after_it_do_not_shorten_its_reach(world: World):
     """The ``ECHO_REACH`` messages before a reply are counted in (timestamp, id) order: rows written after it in the
     same clock tick are not among them, and did not take the place of the oldest ones (the recall it quotes)."""
