@@ -473,7 +473,7 @@ def _parsed_calls(tool_calls: Any) -> list[Any] | None:
         return None
     try:
         calls = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser
         return None
     return calls if isinstance(calls, list) else None
 

@@ -436,3 +436,17 @@ def test_a_message_nested_past_the_json_parser_breaks_no_search(world: World):
     world.session("plain", repo, messages=[("user", "the websocket retry decision")])
     answer = world.search("cur_deep", "websocket retry", mode="keyword")
     assert answer["success"] is True and sorted(result_sessions(answer)) == ["deep", "plain"], answer
+
+
+def test_tool_calls_nested_past_the_json_parser_break_no_search(world: World):
+    """An assistant turn whose tool-call JSON names a recall tool but is nested past the parser's depth (damage,
+    another writer): it calls nothing, and the search answers. RecursionError out of the check failed it."""
+    repo = world.repo("deepcalls")
+    world.session("cur_dc", repo)
+    world.session("dc", repo, messages=[("user", "the websocket retry decision")])
+    mid = world.say("dc", "assistant", "websocket retry answered")
+    world.say("dc", "user", "thanks")
+    with sqlite3.connect(world.home / "state.db") as db:
+        db.execute("UPDATE messages SET tool_calls = ? WHERE id = ?", ("[" * 3000 + '"project_history_search"', mid))
+    answer = world.search("cur_dc", "websocket retry", mode="keyword")
+    assert answer["success"] is True and result_sessions(answer) == ["dc"], answer
