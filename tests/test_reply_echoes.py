@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,6 +22,23 @@ E = phr.echo
 
 DECISION = "Decision: the websocket client reconnects with exponential backoff and full jitter, capped at 30 seconds."
 SNIPPET = "Decision: the >>>websocket<<< client reconnects with exponential backoff and full jitter, capped at 30 seconds."
+
+
+def steps_of(world: World, check: Callable[[sqlite3.Connection], bool]) -> int:
+    """SQLite's steps, in hundreds, that ``check`` takes on a new state.db connection; ``check`` must hold."""
+    conn = phr.store.open_state_db(world.home)
+    steps = [0]
+
+    def step() -> int:
+        steps[0] += 1
+        return 0
+
+    conn.set_progress_handler(step, 100)
+    try:
+        assert check(conn)
+    finally:
+        conn.close()
+    return steps[0]
 
 
 def test_shows_recall():
@@ -137,18 +155,7 @@ def test_the_echo_check_of_a_reply_costs_the_same_in_a_long_session(world: World
     steps = []
     for sid, turns in (("short", 150), ("long", 600)):
         reply = session(sid, turns)
-        conn = phr.store.open_state_db(world.home)
-        steps.append(0)
-
-        def step() -> int:
-            steps[-1] += 1
-            return 0
-
-        conn.set_progress_handler(step, 100)
-        try:
-            assert phr.store.recall_echoes(conn, [reply]) == set()
-        finally:
-            conn.close()
+        steps.append(steps_of(world, lambda conn, reply=reply: phr.store.recall_echoes(conn, [reply]) == set()))
     assert steps[1] <= 1.5 * max(steps[0], 1), steps
 
 
@@ -176,18 +183,8 @@ def test_the_check_for_earlier_recalls_costs_the_same_in_a_session_sharing_one_t
     steps = []
     for sid, rows in (("short", 150), ("long", 600)):
         first, expected = session(sid, rows)
-        conn = phr.store.open_state_db(world.home)
-        steps.append(0)
-
-        def step() -> int:
-            steps[-1] += 1
-            return 0
-
-        conn.set_progress_handler(step, 100)
-        try:
-            assert phr.store.earlier_recalls(conn, first) == expected
-        finally:
-            conn.close()
+        steps.append(steps_of(world, lambda conn, first=first, expected=expected:
+                              phr.store.earlier_recalls(conn, first) == expected))
     assert steps[1] <= 1.5 * max(steps[0], 1), steps
 
 
