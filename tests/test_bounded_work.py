@@ -491,9 +491,9 @@ LEAKED_SHAPES = [
 def test_the_seed_phrase_word_list_is_read_from_beside_the_module():
     """The BIP-39 list seed phrases are checked against is a data file of the package: without it, every word of 3 to
     8 letters counts, and prose is taken for a phrase."""
-    from project_history_recall import redact
+    from project_history_recall import seed_phrases
 
-    words, _ = redact._bip39_words()
+    words, _ = seed_phrases.words()
     assert len(words) == 2048 and {"abandon", "zoo"} <= words
 
 

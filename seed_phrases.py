@@ -1,0 +1,96 @@
+"""Seed phrases (a wallet's 12 to 24 recovery words) in a text, label or not, for :mod:`redact`.
+
+A run of words is a seed phrase when nearly every word is on the BIP-39 English list. The list is the one
+file this module reads: ``bip39_english.txt`` beside it (copied from Trezor's python-mnemonic 0.21, MIT
+licence), once, when the first text is searched. Pure otherwise; never raises.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from . import secret_patterns as patterns
+
+
+@functools.cache
+def words() -> tuple[frozenset[str], frozenset[tuple[int, str]]]:
+    """The 2,048 words of the BIP-39 English list, read once from ``bip39_english.txt`` beside this module (copied from
+    Trezor's python-mnemonic 0.21, MIT licence), and each word with one letter left out, as ``(position, what is
+    left)`` (:func:`_typo`); both empty when the file cannot be read."""
+    try:
+        listed = frozenset(Path(__file__).with_name(patterns.BIP39_WORDS_FILE).read_text(encoding="ascii").split())
+    except (OSError, ValueError):
+        return frozenset(), frozenset()
+    return listed, frozenset((i, w[:i] + w[i + 1 :]) for w in listed for i in range(len(w)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _typo(word: str) -> bool:
+    """Whether ``word`` (lower case, not on the list) is one edit from a BIP-39 word: a letter left out, added, changed,
+    or two neighbours swapped (``abandn``, ``abandonn``, ``abendon``, ``abadnon``). A changed letter leaves the same
+    remainder at the same place as one left out of the list word. Cached: prose repeats its words."""
+    known, dropped = words()
+    n = len(word)
+    return (any((i, word) in dropped for i in range(n + 1))
+            or any(word[:i] + word[i + 1 :] in known or (i, word[:i] + word[i + 1 :]) in dropped for i in range(n))
+            or any(word[:i] + word[i + 1] + word[i] + word[i + 2 :] in known for i in range(n - 1)))
+
+
+def redact(text: str, mask: str) -> str:
+    """``text`` with every seed phrase replaced by ``mask``, label or not: a run of 12 or more words
+    (:data:`secret_patterns.SEED_TOKEN`: any case, a few non-letters apart, markup tags read through) each a BIP-39
+    word, a typo of one (:func:`_typo`, 4+ letters; a list word with an ``s`` is a plural, not a typo) or a list
+    word again, with few typos and repeats (:func:`_seed_span`). Prose fails: its small words (``a``, ``of``,
+    ``to``, ``the``, ``and``) are none of these; code fails on the names it repeats. Without the list (its file
+    unreadable), any word of 3 to 8 letters counts, so prose is taken too: a secret is never sent for want of the
+    file."""
+    known, _ = words()
+    spans: list[tuple[int, int]] = []
+    run: list[tuple[int, int, int]] = []  # (start, end, doubt) of each word of the current run
+    seen: set[str] = set()  # the words of the current run
+    last = 0
+    for token in patterns.SEED_TOKEN.finditer(text):
+        if token.start() - last > patterns.SEED_GAP:
+            spans += _seed_span(run)
+            run, seen = [], set()
+        last = token.end()
+        if token.group(1) is not None:  # a tag
+            continue
+        word = (token.group(2) or "").lower()
+        if 3 <= len(word) <= 9 and (word in known if known else len(word) <= 8):
+            run.append((token.start(), token.end(), 2 if word in seen else 0))
+            seen.add(word)
+        elif known and 4 <= len(word) <= 9 and not (word[-1] == "s" and word[:-1] in known) and _typo(word):
+            run.append((token.start(), token.end(), 1))
+        else:
+            spans += _seed_span(run)
+            run, seen = [], set()
+    spans += _seed_span(run)
+    if not spans:
+        return text
+    pieces, last = [], 0
+    for start, end in spans:
+        pieces += [text[last:start], mask]
+        last = end
+    return "".join(pieces) + text[last:]
+
+
+def _seed_span(run: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+    """The span of the seed phrase in ``run`` (``(start, end, doubt)`` of consecutive words: 0 a list word, 1 a typo,
+    2 a word met before in the run, as code repeats its names and a phrase rarely does), as a list of none or one: the
+    whole run when it holds 12+ words and its doubts are at most one in six; else, read left to right, the first 12
+    words that stay so (a piece is cut before the word that would break that share), with all the run after them."""
+    if len(run) < 12:
+        return []
+    if 6 * sum(doubt for _, _, doubt in run) <= len(run):
+        return [(run[0][0], run[-1][1])]
+    begin = doubts = 0
+    for i, (_, _, doubt) in enumerate(run):
+        if i - begin >= 12:
+            return [(run[begin][0], run[-1][1])]
+        if doubt and 6 * (doubts + doubt) > i - begin + 1:
+            begin, doubts = i + 1, 0
+        else:
+            doubts += doubt
+    return [(run[begin][0], run[-1][1])] if len(run) - begin >= 12 else []
