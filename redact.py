@@ -336,8 +336,9 @@ def redact_secrets(text: str) -> str:
     values and bearer tokens; a URL's ``user:password@``, webhook paths, credential query parameters and session
     cookies; the literal value of an assignment to a credential name (not code or a placeholder); passwords on
     command lines; a value after a credential label in prose, in eight languages, also set off by Markdown or HTML;
-    wallet seed phrases (runs of 12+ BIP-39 words, label or not); and long random-looking tokens (:func:`_looks_random`). docs/guarantees.md lists the shapes;
-    :mod:`secret_patterns` says why each is written so. Bare git object ids, UUIDs, identifiers and paths are kept.
+    wallet seed phrases (runs of 12+ BIP-39 words, label or not: :mod:`seed_phrases`); and long random-looking
+    tokens (:func:`_looks_random`). docs/guarantees.md lists the shapes; :mod:`secret_patterns` says why each is
+    written so. Bare git object ids, UUIDs, identifiers and paths are kept.
 
     Secrets are looked for in the text as :func:`_fold` reads it; when one is found, that folded text is returned
     with it replaced, else ``text`` exactly as given. Linear in the length of ``text``. Never raises.

@@ -364,23 +364,25 @@ def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
 
 ECHO_REACH = 32  # messages before a reply where the recall it may quote is looked for
 
-#: The ``ECHO_REACH`` (first parameter) message ids of the session of message ``r`` before it in (timestamp, id)
-#: order, from Hermes' (session_id, timestamp) index alone. Rewound and hidden rows count: the window only weighs
-#: visible hits down. Two seeks merged in order, into ``r``'s clock tick below ``r`` (the index ends each entry
-#: with the row id) and before the tick, so that the rows read are the window's whatever shares a timestamp: one
-#: condition ``timestamp <= r.timestamp AND (timestamp < r.timestamp OR id < r.id)`` bounds no seek by id, and
-#: steps through every row written after ``r`` in its tick.
-_WINDOW_SQL = """SELECT id FROM (
-    SELECT b.id, b.timestamp FROM messages b WHERE b.session_id = r.session_id AND b.timestamp = r.timestamp AND b.id < r.id
-    UNION ALL SELECT b.id, b.timestamp FROM messages b WHERE b.session_id = r.session_id AND b.timestamp < r.timestamp
-    ORDER BY 2 DESC, 1 DESC LIMIT ?1)"""
+def _in_order_sql(anchor: str, *, back: bool, limit: str) -> str:
+    """SQL for the ids of up to ``limit`` messages of the session of message ``anchor`` (a table alias) next to it
+    in (timestamp, id) order, before it with ``back``, from Hermes' (session_id, timestamp) index alone. Two seeks
+    merged in order, into ``anchor``'s clock tick (the index ends each entry with the row id) and past the tick,
+    so that the rows read are the ones asked for whatever shares a timestamp: one condition
+    ``timestamp <= t AND (timestamp < t OR id < i)`` bounds no seek by id, and steps through the whole tick."""
+    way, order = ("<", " DESC") if back else (">", "")
+    return f"""SELECT id FROM (
+    SELECT b.id, b.timestamp FROM messages b WHERE b.session_id = {anchor}.session_id AND b.timestamp = {anchor}.timestamp AND b.id {way} {anchor}.id
+    UNION ALL SELECT b.id, b.timestamp FROM messages b WHERE b.session_id = {anchor}.session_id AND b.timestamp {way} {anchor}.timestamp
+    ORDER BY 2{order}, 1{order} LIMIT {limit})"""
 
-#: The id of the message of the session of message ``m`` right after it in (timestamp, id) order: two seeks, as
-#: in :data:`_WINDOW_SQL`.
-_NEXT_SQL = """SELECT id FROM (
-    SELECT b.id, b.timestamp FROM messages b WHERE b.session_id = m.session_id AND b.timestamp = m.timestamp AND b.id > m.id
-    UNION ALL SELECT b.id, b.timestamp FROM messages b WHERE b.session_id = m.session_id AND b.timestamp > m.timestamp
-    ORDER BY 2, 1 LIMIT 1)"""
+
+#: The ``ECHO_REACH`` (first parameter) message ids of the session of message ``r`` before it in (timestamp, id)
+#: order. Rewound and hidden rows count: the window only weighs visible hits down.
+_WINDOW_SQL = _in_order_sql("r", back=True, limit="?1")
+
+#: The id of the message of the session of message ``m`` right after it in (timestamp, id) order.
+_NEXT_SQL = _in_order_sql("m", back=False, limit="1")
 
 #: ``(reply, row, tool calls)`` of each assistant row in the window of each of the replies ``?2`` whose calls may
 #: name a recall tool; no content read.
