@@ -87,22 +87,20 @@ def two_pass(
     first = inside[:projected]
     count = int(np.count_nonzero(first))
     # The first pass reads, in place (no copy), every span of ROUGH_SPAN rows that holds a row of the
-    # scope: a project's rows mostly come in long runs (they are indexed project by project).
-    rough = np.full(projected, -np.inf, dtype=np.float32)
+    # scope: a project's rows mostly come in long runs (they are indexed project by project). Runs of
+    # consecutive spans are scored by one product each; ``rows`` are the file rows ``rough`` scores.
     spans = np.zeros(-(-projected // ROUGH_SPAN) + 2, dtype=bool)
     spans[np.flatnonzero(first) // ROUGH_SPAN + 1] = True
-    # Runs of consecutive spans are scored by one product each (each row's score is the same either way).
     edges = np.flatnonzero(spans[1:] != spans[:-1]).tolist()
-    for begin, end in zip(edges[::2], edges[1::2], strict=True):
-        start, stop = begin * ROUGH_SPAN, min(end * ROUGH_SPAN, projected)
-        rough[start:stop] = dot(low[start:stop], rough_query)
-    rough[~first] = -np.inf
-    rough[np.isnan(rough)] = -np.inf  # a vector that is not finite ranks last, as in an exact pass
+    runs = [(begin * ROUGH_SPAN, min(end * ROUGH_SPAN, projected)) for begin, end in zip(edges[::2], edges[1::2], strict=True)]
+    rows = np.concatenate([np.arange(start, stop) for start, stop in runs]) if runs else np.empty(0, dtype=np.int64)
+    rough = np.concatenate([dot(low[start:stop], rough_query) for start, stop in runs]) if runs else np.empty(0, np.float32)
+    rough[~first[rows] | np.isnan(rough)] = -np.inf  # another scope's row, or a vector not finite: last
     keep = vector_basis.kept(count)
     while True:
         cut = len(rough) - keep  # the best keep rows, without a negated copy of the scores
         best = np.argpartition(rough, cut)[cut:] if 0 < keep < count else np.flatnonzero(rough > -np.inf)
-        chosen = np.sort(best)  # in file order: the gather reads forward
+        chosen = np.sort(rows[best])  # in file order: the gather reads forward
         if keep >= count or len(np.unique(view.rows[chosen, 2])) >= wanted:
             break
         keep = min(count, keep * 4)

@@ -371,3 +371,35 @@ def test_the_exact_pass_is_widened_until_it_holds_the_sessions_a_page_needs(tmp_
     assert len(set(wide[1].tolist())) >= 51
     best = vector_scores.best_of_sessions(view.names, everyone, *wide, 51, 1)
     assert len(best) == 51
+
+
+def test_a_scope_in_runs_among_other_projects_rows_is_scored_only_on_its_own_rows(tmp_path, small_thresholds, monkeypatch):
+    """Rows laid out as projects are indexed: runs of the scope's sessions between runs of others', spans
+    holding both and, in the second half, spans holding none (the first pass skips them). Only the scope's
+    rows are kept, and its best rows are found as an exact search finds them."""
+    monkeypatch.setattr(vector_scores, "ROUGH_SPAN", 256)
+    vectors = low_rank(6_000, 21)
+    owners = [f"in{i % 7}" if (i // 700) % 3 == 0 or (i < 3_000 and i % 11 == 0) else f"out{i % 5}" for i in range(6_000)]
+
+    def read_after(upto):
+        for start in range(0, 6_000, 500):
+            ids = list(range(start + 1, start + 501))
+            yield ids, ids, owners[start : start + 500], vectors[start : start + 500]
+
+    files = vector_file.VectorFile(tmp_path / "embeddings.db", "fp")
+    files.append((1, 1), DIMS, read_after)
+    assert files.organise((1, 1))
+    view = files.view((1, 1))
+    codes = {name: i for i, name in enumerate(view.names)}
+    scope = {f"in{i}" for i in range(7)}
+    member = vector_scores.member_mask(view, codes, scope)
+    mine = np.array([o in scope for o in owners])
+    for query in low_rank(10, 22):
+        ids, sessions, scores = vector_scores.scope_scores(view, member, query)
+        assert len(ids) == vector_basis.kept(int(mine.sum())) and all(view.names[c] in scope for c in sessions)
+        assert np.allclose(scores, vectors[ids - 1] @ query, atol=1e-6)
+        exact = np.flatnonzero(mine)[np.argsort(-(vectors[mine] @ query), kind="stable")[:10]] + 1
+        assert ids[np.argsort(-scores, kind="stable")[:10]].tolist() == exact.tolist()
+    monkeypatch.setattr(vector_basis, "KEEP_AT_LEAST", 6_000)  # every row of the scope kept: the exact pass is all of it
+    ids, _, _ = vector_scores.scope_scores(view, member, low_rank(1, 23)[0])
+    assert sorted(ids.tolist()) == (np.flatnonzero(mine) + 1).tolist()
