@@ -188,6 +188,34 @@ def test_the_check_for_earlier_recalls_costs_the_same_in_a_session_sharing_one_t
     assert steps[1] <= 1.5 * max(steps[0], 1), steps
 
 
+def test_rows_sharing_a_replys_later_tick_after_it_are_not_read_for_its_answers(world: World):
+    """A call in one clock tick, its answer and the reply quoting it in the next, and many rows written after the
+    reply in that same tick (an import, a clock that stopped): the answers are looked for among the rows between
+    the call and the reply only, so SQLite's steps with 600 rows after the reply are those with 150."""
+    repo = world.repo("later-tick")
+    tick = 1_800_000_000.0
+
+    def session(sid: str, after: int) -> int:
+        world.session(sid, repo)
+        world.db.append_message(sid, "user", "remind me of the reconnect rule", timestamp=tick)
+        world.db.append_message(sid, "assistant", "", timestamp=tick, tool_calls=[{"id": "r", "type": "function",
+                                "function": {"name": "project_history_search", "arguments": "{}"}}])
+        world.db.append_message(sid, "tool", json.dumps({"success": True, "results": [{"snippet": SNIPPET}]}),
+                                timestamp=tick + 1, tool_name="project_history_search", tool_call_id="r")
+        reply = int(world.db.append_message(sid, "assistant", "As found: the websocket client reconnects with "
+                                            "exponential backoff and full jitter.", timestamp=tick + 1))
+        for i in range(after):
+            world.db.append_message(sid, "tool" if i % 2 else "user", f"later row {i}", timestamp=tick + 1,
+                                    tool_name="terminal" if i % 2 else None)
+        return reply
+
+    steps = []
+    for sid, after in (("short", 150), ("long", 600)):
+        reply = session(sid, after)
+        steps.append(steps_of(world, lambda conn, reply=reply: phr.store.recall_echoes(conn, [reply]) == {reply}))
+    assert steps[1] <= 1.5 * max(steps[0], 1), steps
+
+
 def test_rows_sharing_a_replys_timestamp_after_it_do_not_shorten_its_reach(world: World):
     """The ``ECHO_REACH`` messages before a reply are counted in (timestamp, id) order: rows written after it in the
     same clock tick are not among them, and did not take the place of the oldest ones (the recall it quotes)."""
