@@ -390,34 +390,28 @@ _WINDOW_CALLS_SQL = f"""
     SELECT r.id, m.id, m.tool_calls FROM messages r JOIN messages m ON m.id IN ({_WINDOW_SQL})
     WHERE r.id IN (SELECT value FROM json_each(?2)) AND m.role = 'assistant' AND {_may_call_recall("m.tool_calls")}"""
 
-#: ``(id, tool name, content)`` of the tool rows among the ``n`` messages right after row ``c`` and before reply
-#: ``r``, for each ``[c, n, r]`` of ``?`` (``c`` in ``r``'s window: fewer than ``ECHO_REACH`` rows apart). The
-#: rows between are read from the index alone, in three seeks that each reach only rows between ``c`` and ``r``
-#: (a clock tick shared with ``c`` or ``r`` bounded by row id, the ticks between them), whatever shares a
-#: timestamp; their content is read only for the tool rows kept.
+#: ``(id, tool name, content, keys)`` of the tool rows among the ``n`` messages right after row ``c`` and before
+#: reply ``r``, for each ``[c, n, r]`` of ``?`` (``c`` in ``r``'s window: fewer than ``ECHO_REACH`` rows apart);
+#: ``keys``: a JSON array of the positions in ``?`` of the triples that reached the row. The rows between are read
+#: from the index alone, in three seeks that each reach only rows between ``c`` and ``r`` (a clock tick shared with
+#: ``c`` or ``r`` bounded by row id, the ticks between them), whatever shares a timestamp; their content is read
+#: only for the tool rows kept, once each.
 _ANSWERS_SQL = """
     WITH p AS (SELECT j.key AS k, json_extract(j.value, '$[1]') AS n, c.session_id AS s, c.timestamp AS ct, c.id AS ci,
                       r.timestamp AS rt, r.id AS ri
                FROM json_each(?) j JOIN messages c ON c.id = json_extract(j.value, '$[0]')
                JOIN messages r ON r.id = json_extract(j.value, '$[2]'))
-    SELECT t.id, t.tool_name, t.content FROM messages t WHERE t.role = 'tool' AND t.id IN (
-        SELECT id FROM (
-            SELECT id, n, row_number() OVER (PARTITION BY k ORDER BY timestamp, id) AS at FROM (
+    SELECT t.id, t.tool_name, t.content, f.keys FROM (
+        SELECT id, json_group_array(k) AS keys FROM (
+            SELECT k, id, n, row_number() OVER (PARTITION BY k ORDER BY timestamp, id) AS at FROM (
                 SELECT p.k, p.n, a.id, a.timestamp FROM p JOIN messages a ON a.session_id = p.s AND a.timestamp = p.ct
                     AND a.id > p.ci AND a.id < CASE WHEN p.rt = p.ct THEN p.ri ELSE 9223372036854775807 END
                 UNION ALL SELECT p.k, p.n, a.id, a.timestamp FROM p JOIN messages a ON a.session_id = p.s
                     AND a.timestamp > p.ct AND a.timestamp < p.rt
                 UNION ALL SELECT p.k, p.n, a.id, a.timestamp FROM p JOIN messages a ON a.session_id = p.s
                     AND a.timestamp = p.rt AND a.id < p.ri WHERE p.rt > p.ct))
-        WHERE at <= n)"""
-
-#: ``(reply, answer)`` for each of the answers ``?3`` in the window of each of the replies ``?2``, by reply and
-#: answer; only the windows of the answers' sessions are read.
-_WINDOW_HOLDS_SQL = f"""
-    SELECT r.id, m.id FROM messages r JOIN messages m ON m.id IN ({_WINDOW_SQL})
-    WHERE r.id IN (SELECT value FROM json_each(?2)) AND m.id IN (SELECT value FROM json_each(?3))
-      AND r.session_id IN (SELECT s.session_id FROM messages s WHERE s.id IN (SELECT value FROM json_each(?3)))
-    ORDER BY r.id, m.id"""
+        WHERE at <= n GROUP BY id) f
+    JOIN messages t ON t.id = f.id WHERE t.role = 'tool'"""
 
 
 def recall_answers(conn: sqlite3.Connection, replies: Sequence[int]) -> dict[int, list[tuple[int, frozenset[tuple[str, ...]]]]]:
@@ -427,31 +421,30 @@ def recall_answers(conn: sqlite3.Connection, replies: Sequence[int]) -> dict[int
 
     Answers are found through the turns that called them: the tool rows among the rows right after a turn whose
     calls name a recall tool (one a call), within a reply's window; a tool row's name lies after its content, so
-    telling answers by name would read every log. An answer found through one reply's window counts for every
-    reply whose window holds it. At most three statements for all ``replies``, the windows read from Hermes'
-    (session_id, timestamp) index. Raises ``sqlite3`` errors.
+    telling answers by name would read every log. An answer counts for a reply when the turn that called it lies
+    in the reply's window too, whatever other replies are asked with it. At most two statements for all
+    ``replies``, the windows read from Hermes' (session_id, timestamp) index. Raises ``sqlite3`` errors.
     """
     out: dict[int, list[tuple[int, frozenset[tuple[str, ...]]]]] = {int(r): [] for r in replies}
     if not out:
         return out
-    replies_json = json.dumps(sorted(out))
     calls: dict[int, int] = {}  # a calling row -> its recall calls, parsed once however many windows hold it
     follow = []  # [calling row, its calls, reply]: the rows after it in the reply's window that may answer it
-    for reply, mid, tool_calls in conn.execute(_WINDOW_CALLS_SQL, (ECHO_REACH, replies_json)):
+    for reply, mid, tool_calls in conn.execute(_WINDOW_CALLS_SQL, (ECHO_REACH, json.dumps(sorted(out)))):
         if mid not in calls:
             calls[mid] = len(_recall_calls(tool_calls))
         if calls[mid]:
             follow.append([int(mid), calls[mid], int(reply)])
     if not follow:
         return out
-    answers: dict[int, frozenset[tuple[str, ...]]] = {}
-    for tid, tool_name, content in conn.execute(_ANSWERS_SQL, (json.dumps(follow),)):
+    held: dict[int, dict[int, frozenset[tuple[str, ...]]]] = {}
+    for tid, tool_name, content, keys in conn.execute(_ANSWERS_SQL, (json.dumps(follow),)):
         if tool_name in RECALL_TOOLS and isinstance(content, str) and (snippets := echo.recall_snippets(content)):
-            answers[int(tid)] = echo.runs(snippets)
-    if answers:
-        held = conn.execute(_WINDOW_HOLDS_SQL, (ECHO_REACH, replies_json, json.dumps(sorted(answers))))
-        for reply, tid in held:
-            out[int(reply)].append((int(tid), answers[int(tid)]))
+            runs = echo.runs(snippets)
+            for key in json.loads(keys):
+                held.setdefault(follow[key][2], {})[int(tid)] = runs
+    for reply, found in held.items():
+        out[reply] = sorted(found.items())
     return out
 
 

@@ -243,8 +243,8 @@ def test_rows_sharing_a_replys_timestamp_after_it_do_not_shorten_its_reach(world
 
 
 def test_the_check_for_earlier_recalls_runs_a_few_statements_for_a_page_of_replies(world: World):
-    """The check reads the windows before all replies in one statement, then the recall answers and which windows
-    hold them: five statements for 36 replies in 12 sessions, whatever their number (one a reply's window and one a
+    """The check reads the windows before all replies in one statement, then the recall answers found through
+    them: four statements for 36 replies in 12 sessions, whatever their number (one a reply's window and one a
     session's answers before: 50)."""
     repo = world.repo("app")
     ids, expected = [], set()
@@ -267,7 +267,7 @@ def test_the_check_for_earlier_recalls_runs_a_few_statements_for_a_page_of_repli
     finally:
         conn.close()
     assert found == expected
-    assert len(statements) <= 5, len(statements)
+    assert len(statements) <= 4, len(statements)
 
 
 def test_every_recall_tool_is_told_apart_inside_sqlite():
@@ -336,3 +336,26 @@ def test_a_replys_window_counts_rewound_and_hidden_rows_in_timestamp_order(world
         assert phr.store.recall_questions(conn, [*questions, *replies]) == set(questions)
     finally:
         conn.close()
+
+
+def test_a_replys_verdict_does_not_depend_on_the_replies_asked_with_it(world: World, monkeypatch):
+    """A recall answer counts for a reply when the turn that called it lies in the reply's window: a later reply
+    whose window holds the answer but not its call is no echo, asked alone or beside one whose window holds both."""
+    monkeypatch.setattr(phr.store, "ECHO_REACH", 4)
+    sid = world.session("s", world.repo("app"), messages=[("user", "remind me of the reconnect rule")])
+    quote = "As found: the websocket client reconnects with exponential backoff and full jitter."
+    world.say(sid, "assistant", "", tool_calls=[{"id": "r", "type": "function", "function": {
+        "name": "project_history_search", "arguments": "{}"}}])
+    world.say(sid, "tool", json.dumps({"success": True, "results": [{"snippet": SNIPPET}]}),
+              tool_name="project_history_search", tool_call_id="r")
+    near = world.say(sid, "assistant", quote)
+    world.say(sid, "user", "and then?")
+    world.say(sid, "assistant", "the queue drains")
+    far = world.say(sid, "assistant", quote)  # its 4 rows before: the answer, not the call
+    conn = phr.store.open_state_db(world.home)
+    try:
+        alone = {reply: phr.store.recall_echoes(conn, [reply]) for reply in (near, far)}
+        together = phr.store.recall_echoes(conn, [near, far])
+    finally:
+        conn.close()
+    assert alone == {near: {near}, far: set()} and together == {near}
