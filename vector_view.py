@@ -117,8 +117,7 @@ class MappedVectors:
         expects ``mine``: that process's provider confirmed ``newer`` after this one learnt its own, so this one takes
         it (its next reply checks it). Raises :class:`EmbeddingUnavailable` when the provider's size is fixed: the
         files and their vectors are never dropped for an older view (two processes would embed everything by turns)."""
-        expect = getattr(self._provider, "expect", None)
-        if expect is None or not expect(newer):
+        if not self._provider.expect(newer):
             raise EmbeddingUnavailable(f"another process started the vector files over for {newer}-d vectors; this "
                                        f"process's model gives {mine}-d: semantic search is unavailable here until Hermes restarts")
         return newer
@@ -162,9 +161,7 @@ class MappedVectors:
             if not size:
                 return 1
             self._stored_dims = size // 4
-            expect = getattr(self._provider, "expect", None)
-            if expect is not None:  # a reply of another size must now be confirmed before the files start over
-                expect(self._stored_dims)
+            self._provider.expect(self._stored_dims)  # a reply of another size must now be confirmed before the files start over
         return self._stored_dims
 
     def scores(self, query: np.ndarray, sessions: set[str], top_sessions: int, per_session: int) -> list[Hit]:
