@@ -82,8 +82,8 @@ class MappedVectors:
         damaged: list[int] = []
         dims = self.expected_dims(conn, store) if top else 0
         mapped = self.view.head.epoch
-        if top and head.dims != dims and head.db == self._db and mapped and head.epoch and head.epoch != mapped:
-            dims = self._newer_size(head.dims, dims)  # started over by another process since this one mapped them
+        if top and head.restarted_since(mapped, self._db, dims):
+            dims = self._newer_size(head.dims, dims)
         stale = head.db != self._db or head.upto < top or not head.rows or head.dims != dims
         if top and (stale or view.n != head.rows):  # behind, of other dims (edited), or files that do not map
 
@@ -97,7 +97,7 @@ class MappedVectors:
 
             try:
                 with conn:  # one snapshot of the chunks
-                    copied = self.files.append(self._db, dims, read_after, seen=head.epoch)
+                    copied = self.files.append(self._db, dims, read_after, seen=mapped)
             except OSError as exc:
                 raise self._copy_failed(exc) from exc
             if copied.dims != dims:  # started over for another size by another process meanwhile: decide again

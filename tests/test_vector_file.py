@@ -328,6 +328,20 @@ def test_a_process_of_a_fixed_size_never_drops_files_a_newer_one_started_over(tm
     assert scoped(newer, "s")[0] == (2, "s")
 
 
+@pytest.mark.parametrize(("seen", "head", "since"), [
+    ("e1", vector_file.Head(dims=30, db=(1, 1), epoch="e2"), True),  # started over for another size since
+    ("e1", vector_file.Head(dims=26, db=(1, 1), epoch="e2"), False),  # for this size: nothing to decide
+    ("e2", vector_file.Head(dims=30, db=(1, 1), epoch="e2"), False),  # the files it mapped: its own size is newer
+    ("", vector_file.Head(dims=30, db=(1, 1), epoch="e2"), False),  # it mapped none: its size is as new as theirs
+    ("e1", vector_file.Head(dims=30, db=(2, 2), epoch="e2"), False),  # another embeddings.db's files
+    ("e1", vector_file.Head(), False),  # no files, or a head that does not read
+])
+def test_files_restarted_since_a_process_mapped_them(seen, head, since):
+    """The one rule a refresh (against the epoch it mapped) and a writer under the lock share."""
+    assert head.restarted_since(seen, (1, 1), 26) is since
+    assert vector_file.Head().restarted_since("e1", None, 26) is False
+
+
 def test_files_started_over_for_another_size_since_the_writer_looked_are_left_alone(built):
     """A process that read the head, then found under the lock that another one started the files over for another
     size meanwhile, leaves them as they are (the refresh decides again) instead of starting them over for its own."""
