@@ -146,9 +146,7 @@ class Provider(Protocol):
     ``dims`` is 0 until known (an endpoint's first reply); ``fingerprint``
     names the model and its configuration, and keys every stored vector, so
     vectors of different models never mix. A provider may also offer
-    ``outbound_text(text)``: the text as it may be sent (what gets embedded);
-    and ``expect(dims) -> bool``: one that learns its size from replies checks
-    them against ``dims`` (the stored vectors') from then on.
+    ``outbound_text(text)``: the text as it may be sent (what gets embedded).
     """
 
     model_id: str
@@ -162,6 +160,10 @@ class Provider(Protocol):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """An ``(len(texts), dims)`` float32 matrix of unit rows; raises :class:`EmbeddingUnavailable`."""
+
+    def expect(self, dims: int) -> bool:
+        """Whether this provider's vectors may be ``dims`` long (the stored vectors' size); one that learns its size
+        from replies takes it (``dims`` becomes it) and checks later replies against it. Never raises."""
 
 
 def _fingerprint(**parts: Any) -> str:
@@ -225,6 +227,10 @@ class LocalProvider:
             return model.encode(texts)
         with threadpool_limits(limits=self.threads):
             return model.encode(texts)
+
+    def expect(self, dims: int) -> bool:
+        """Whether ``dims`` is this model's fixed size."""
+        return dims == self.dims
 
     def load(self) -> None:
         """Read the weights and tokenizer now; raises :class:`EmbeddingUnavailable` when not installed.

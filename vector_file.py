@@ -75,6 +75,12 @@ class Head:
     projected: int = 0  # rows [0, projected) have their coordinates along the basis
     basis_from: int = 0  # rows the basis was learned from
 
+    def restarted_since(self, seen: str, db: tuple[Any, ...] | None, dims: int) -> bool:
+        """Whether another process started these files (of the embeddings.db ``db``) over for another size than
+        ``dims`` since a process mapped the epoch ``seen``; never when it had mapped none (``""``: its size, just
+        learnt, is as new as theirs) or these are no files (an empty head)."""
+        return bool(seen and self.epoch) and self.epoch != seen and self.db == db and self.dims != dims
+
 
 @dataclass(frozen=True)
 class View:
@@ -228,14 +234,14 @@ class VectorFile(VectorFileReader):
                     fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
     def append(self, db: tuple[Any, ...] | None, dims: int, read_after: Callable[[int], Iterable[Batch]],
-               seen: str | None = None) -> Head:
+               seen: str = "") -> Head:
         """Copy the chunks past the committed ones in: ``read_after(upto)`` yields them from embeddings.db.
 
         Under the lock: the head is read again (another process may have
         copied them meanwhile), files not matching it, another embeddings.db
-        or other ``dims`` start over (but files of other ``dims`` another
-        process started over since the caller read the epoch ``seen`` are
-        returned as they are: the caller's size is the older one); anything
+        or other ``dims`` start over (but files another process started over
+        since the caller mapped the epoch ``seen`` are returned as they are:
+        :meth:`Head.restarted_since`; the caller's size is the older one); anything
         past the committed end (a writer that died mid-way) is cut first. Rows get their coordinates
         along the files' basis as they are appended (unless earlier rows lack
         theirs: then :meth:`organise` learns a basis again). Returns the head
@@ -245,7 +251,7 @@ class VectorFile(VectorFileReader):
             head = self.head()
             view = self.view(db)  # mapped only when the files hold what the head commits, names and codes sound
             known = list(view.names) if view.n and view.head == head and head.dims == dims else None
-            if known is None and seen is not None and head.epoch != seen and head.dims != dims and head.db == db:
+            if head.restarted_since(seen, db, dims):
                 return head
             if known is None:
                 self._remove_bases(keep="")

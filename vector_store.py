@@ -166,6 +166,12 @@ class ChunkStore:
                 sizes[int(size)] = sizes.get(int(size), 0) + 1
         return max(sizes.items(), key=lambda item: (item[1], item[0]))[0] if sizes else 0
 
+    def newest_size(self, conn: sqlite3.Connection, upto: int) -> int:
+        """The vector size in bytes of the newest chunk with an id up to ``upto`` (0 when none)."""
+        row = conn.execute("SELECT length(vector) FROM chunks INDEXED BY chunks_by_model WHERE model_fingerprint = ? AND id <= ?"
+                           " ORDER BY id DESC LIMIT 1", (self.fingerprint, int(upto))).fetchone()
+        return int(row[0] or 0) if row else 0
+
     def of_other_size(self, conn: sqlite3.Connection, size: int) -> list[int]:
         """The messages with a vector of another size than ``size`` bytes (one pass over the sizes, not the vectors)."""
         return [int(r[0]) for r in conn.execute(

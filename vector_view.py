@@ -52,7 +52,6 @@ class MappedVectors:
         self._member: tuple[tuple[str, int], frozenset[str], np.ndarray] | None = None  # the last scope's mask of codes
         # Last check for gone chunks still marked live: none at opening, so a new process's first search does not pay.
         self._checked_at = time.monotonic()
-        self._stored_dims: int | None = None  # the size of embeddings.db's vectors, once read (see expected_dims)
 
     def cut(self, message_ids: Sequence[int], *, keep: Sequence[int] = ()) -> None:
         """Mark ``message_ids``' rows gone in the files, except the chunks ``keep`` (every process sees it at once);
@@ -82,8 +81,8 @@ class MappedVectors:
         damaged: list[int] = []
         dims = self.expected_dims(conn, store) if top else 0
         mapped = self.view.head.epoch
-        if top and head.dims != dims and head.db == self._db and mapped and head.epoch and head.epoch != mapped:
-            dims = self._newer_size(head.dims, dims)  # started over by another process since this one mapped them
+        if top and head.restarted_since(mapped, self._db, dims):
+            dims = self._newer_size(head.dims, dims)
         stale = head.db != self._db or head.upto < top or not head.rows or head.dims != dims
         if top and (stale or view.n != head.rows):  # behind, of other dims (edited), or files that do not map
 
@@ -97,7 +96,7 @@ class MappedVectors:
 
             try:
                 with conn:  # one snapshot of the chunks
-                    copied = self.files.append(self._db, dims, read_after, seen=head.epoch)
+                    copied = self.files.append(self._db, dims, read_after, seen=mapped)
             except OSError as exc:
                 raise self._copy_failed(exc) from exc
             if copied.dims != dims:  # started over for another size by another process meanwhile: decide again
@@ -117,8 +116,7 @@ class MappedVectors:
         expects ``mine``: that process's provider confirmed ``newer`` after this one learnt its own, so this one takes
         it (its next reply checks it). Raises :class:`EmbeddingUnavailable` when the provider's size is fixed: the
         files and their vectors are never dropped for an older view (two processes would embed everything by turns)."""
-        expect = getattr(self._provider, "expect", None)
-        if expect is None or not expect(newer):
+        if not self._provider.expect(newer):
             raise EmbeddingUnavailable(f"another process started the vector files over for {newer}-d vectors; this "
                                        f"process's model gives {mine}-d: semantic search is unavailable here until Hermes restarts")
         return newer
@@ -152,20 +150,22 @@ class MappedVectors:
             logger.warning("embeddings index %s: could not mark vectors gone (%s)", self.path, exc)
 
     def expected_dims(self, conn: sqlite3.Connection, store: ChunkStore) -> int:
-        """The vector size of this model: the provider's when it knows it, else the commonest among embeddings.db's
-        first chunks (read once; a provider that learns its size is told it). Never the files' head: files that say
-        otherwise are copied again from embeddings.db, their vectors kept."""
+        """The vector size of this model: the provider's when it knows it; else the size the files were started over
+        at (their head) when the newest chunk they copied has it (a head edited to another size is copied again, its
+        vectors kept), else the commonest among embeddings.db's first chunks (1 when none reads). The provider is
+        told it (:meth:`embeddings.Provider.expect`): a reply of another size must then be confirmed before the files
+        start over. Raises ``sqlite3`` errors."""
         if self._provider.dims > 0:
             return int(self._provider.dims)
-        if self._stored_dims is None:
+        head = self.files.head()
+        if head.db == self._db and head.dims and store.newest_size(conn, head.upto) == head.dims * 4:
+            size = head.dims * 4  # chunks of an older size a repair could not delete are older than these
+        else:
             size = store.commonest_size(conn)
-            if not size:
-                return 1
-            self._stored_dims = size // 4
-            expect = getattr(self._provider, "expect", None)
-            if expect is not None:  # a reply of another size must now be confirmed before the files start over
-                expect(self._stored_dims)
-        return self._stored_dims
+        if not size:
+            return 1
+        self._provider.expect(size // 4)
+        return size // 4
 
     def scores(self, query: np.ndarray, sessions: set[str], top_sessions: int, per_session: int) -> list[Hit]:
         """The best messages of the ``top_sessions`` sessions of ``sessions`` most similar to ``query`` (a unit

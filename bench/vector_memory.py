@@ -66,6 +66,7 @@ class Provider:
     dims = {dims}
     fingerprint = {fingerprint!r}
     def load(self): pass
+    def expect(self, dims): return dims == self.dims
     def embed(self, texts): raise RuntimeError("the benchmark embeds nothing")
 """
 

@@ -19,10 +19,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN_FILES = ("plugin.yaml", "bip39_english.txt", *sorted(p.name for p in ROOT.glob("*.py")))
+# What a drop-in install copies (the tests' too): what the wheel ships, as pyproject.toml says: every module at the
+# root (the root is the package) and the package's data (the manifest, the seed-phrase word list redaction reads).
+_SHIPPED = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["project_history_recall"]
+PLUGIN_FILES = (*_SHIPPED, *sorted(p.name for p in ROOT.glob("*.py")))
 
 
 def git(cwd: Path, *args: str) -> None:

@@ -39,9 +39,8 @@ settings.register_profile("thorough", max_examples=1000, deadline=None)
 settings.load_profile(os.environ.get("PHR_HYPOTHESIS", "quick"))
 
 PLUGIN_NAME = "project-history-recall"
-# What a drop-in install copies: the manifest, the seed-phrase word list redaction reads and every module at the root
-# (the root is the package).
-PLUGIN_FILES = ("plugin.yaml", "bip39_english.txt", *sorted(p.name for p in ROOT.glob("*.py")))
+sys.path.insert(0, str(ROOT / "scripts"))
+from demo import PLUGIN_FILES  # what a drop-in install copies (one list: the demo installs so too)
 
 # Hermes must never see the developer's real ~/.hermes while modules import.
 _BOOT_HOME = Path(os.environ.get("PHR_TEST_BOOT_HOME", "/tmp/phr-test-boot-home"))

@@ -124,6 +124,12 @@ def test_a_reply_of_another_size_counts_only_when_a_second_one_agrees(fake):
     assert len(server.requests) == 6, "no probe: a configured size never changes"
 
 
+def test_the_local_model_expects_only_its_fixed_size():
+    """Every provider answers ``expect`` (no caller probes for it): the local model's size is 512, always."""
+    local = E.LocalProvider()
+    assert local.expect(512) and not local.expect(384) and local.dims == 512
+
+
 def test_a_size_changed_within_one_call_is_refused_once(fake):
     """The endpoint's model changes between two batches of one call: the first batch came back at 8, the second
     and the probe at 12. The call is refused with a note (mixing the sizes raised numpy's ValueError, which a

@@ -22,6 +22,9 @@ class CountingProvider:
         self.model_id, self.dims, self.calls, self.texts = name, 26, 0, 0
         self.fingerprint = f"fp-{name}"
 
+    def expect(self, dims):
+        return dims == self.dims
+
     def embed(self, texts):
         self.calls += 1
         self.texts += len(texts)
@@ -455,6 +458,7 @@ class WideProvider:
     """256 dimensions (1 KB a vector), a fixed pseudo-random vector per text: rows a quarter of a page."""
 
     model_id, dims, fingerprint = "wide", 256, "fp-wide"
+    expect = CountingProvider.expect
 
     def embed(self, texts):
         out = np.stack([np.random.default_rng(abs(hash(t)) % 2**32).standard_normal(256).astype(np.float32) for t in texts])

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_index import CountingProvider
+from test_index import CountingProvider, short_busy_waits
 
 from project_history_recall import index_file, vector_file, vector_index, vector_view
 from project_history_recall.embeddings import EmbeddingUnavailable
@@ -326,6 +326,47 @@ def test_a_process_of_a_fixed_size_never_drops_files_a_newer_one_started_over(tm
         older.search(older.provider.embed(["zebra"]), {"s"}, 5)
     assert newer.indexed() == kept and older.pop_news() == ""
     assert scoped(newer, "s")[0] == (2, "s")
+
+
+def test_a_new_process_takes_the_size_the_files_were_started_over_at_not_that_of_old_chunks_left_behind(tmp_path, monkeypatch):
+    """Was: a new process learnt the stored size from a vote of embeddings.db's first chunks. A newer process had
+    started the files over for a new size but could not delete the old-size chunks (another process was writing),
+    so the vote named the old size: the new process started the files over for it, dropping the new-size vectors,
+    and its first reply (the probe agreeing) started them over again. Now it takes the size the files were started
+    over at, which the newest chunk they copied confirms: nothing starts over, nothing is dropped."""
+    short_busy_waits(monkeypatch)
+    path, endpoint = tmp_path / "e.db", Endpoint(26)
+    older = vector_index.VectorIndex(path, Learning(endpoint))
+    older.add([P(1, "s", "alpha"), P(2, "s", "apple"), P(3, "s", "amber")])
+    assert scoped(older, "s")  # the files hold 26-d vectors
+    endpoint.width = 30  # a model swapped behind the name
+    newer = vector_index.VectorIndex(path, Learning(endpoint))
+    newer.add([P(4, "s", "zebra")])  # its first reply: 30-d
+    with closing(sqlite3.connect(path)) as other:
+        other.execute("BEGIN IMMEDIATE")  # another process writing: the 26-d chunks cannot be deleted
+        assert scoped(newer, "s") == [(4, "s")]  # the files started over for 30-d vectors
+        other.rollback()
+    started = vector_file.VectorFile(path, newer.provider.fingerprint).head()
+    assert started.dims == 30
+    later = vector_index.VectorIndex(path, Learning(endpoint))  # a new process
+    later.catch_up()  # as its warm-up does, before any reply
+    assert vector_file.VectorFile(path, later.provider.fingerprint).head().epoch == started.epoch, "not started over"
+    assert scoped(later, "s") == [(4, "s")] and 4 in later.indexed()
+    assert vector_file.VectorFile(path, later.provider.fingerprint).head().epoch == started.epoch
+
+
+@pytest.mark.parametrize(("seen", "head", "since"), [
+    ("e1", vector_file.Head(dims=30, db=(1, 1), epoch="e2"), True),  # started over for another size since
+    ("e1", vector_file.Head(dims=26, db=(1, 1), epoch="e2"), False),  # for this size: nothing to decide
+    ("e2", vector_file.Head(dims=30, db=(1, 1), epoch="e2"), False),  # the files it mapped: its own size is newer
+    ("", vector_file.Head(dims=30, db=(1, 1), epoch="e2"), False),  # it mapped none: its size is as new as theirs
+    ("e1", vector_file.Head(dims=30, db=(2, 2), epoch="e2"), False),  # another embeddings.db's files
+    ("e1", vector_file.Head(), False),  # no files, or a head that does not read
+])
+def test_files_restarted_since_a_process_mapped_them(seen, head, since):
+    """The one rule a refresh (against the epoch it mapped) and a writer under the lock share."""
+    assert head.restarted_since(seen, (1, 1), 26) is since
+    assert vector_file.Head().restarted_since("e1", None, 26) is False
 
 
 def test_files_started_over_for_another_size_since_the_writer_looked_are_left_alone(built):
