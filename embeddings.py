@@ -145,8 +145,7 @@ class Provider(Protocol):
 
     ``dims`` is 0 until known (an endpoint's first reply); ``fingerprint``
     names the model and its configuration, and keys every stored vector, so
-    vectors of different models never mix. A provider may also offer
-    ``outbound_text(text)``: the text as it may be sent (what gets embedded).
+    vectors of different models never mix.
     """
 
     model_id: str
@@ -160,6 +159,10 @@ class Provider(Protocol):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """An ``(len(texts), dims)`` float32 matrix of unit rows; raises :class:`EmbeddingUnavailable`."""
+
+    def outbound_text(self, text: str) -> str:
+        """``text`` as this provider may be given it: what is embedded and what its content hash is of (a remote
+        provider's is redacted: :func:`redact.redact_secrets`)."""
 
     def expect(self, dims: int) -> bool:
         """Whether this provider's vectors may be ``dims`` long (the stored vectors' size); one that learns its size
@@ -231,6 +234,11 @@ class LocalProvider:
     def expect(self, dims: int) -> bool:
         """Whether ``dims`` is this model's fixed size."""
         return dims == self.dims
+
+    @staticmethod
+    def outbound_text(text: str) -> str:
+        """``text`` as it is: nothing leaves the machine."""
+        return text
 
     def load(self) -> None:
         """Read the weights and tokenizer now; raises :class:`EmbeddingUnavailable` when not installed.

@@ -185,13 +185,11 @@ class VectorIndex:
         Returns how many messages were stored. Raises :class:`EmbeddingUnavailable` when the provider fails
         (what was stored stays), ``sqlite3`` errors when the file refuses the write (see :meth:`trouble`).
         """
-        outbound = getattr(self.provider, "outbound_text", None)
-
         def before_deadline() -> bool:
             return deadline is None or time.monotonic() < deadline
 
         def chunked(text: str) -> list[str]:
-            return chunk_text(outbound(text) if outbound else text, self.chunk_size, self.chunk_overlap)
+            return chunk_text(self.provider.outbound_text(text), self.chunk_size, self.chunk_overlap)
 
         done = 0
         for group in _groups(messages, chunked, before_deadline, longest, passed):

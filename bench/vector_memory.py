@@ -67,6 +67,7 @@ class Provider:
     fingerprint = {fingerprint!r}
     def load(self): pass
     def expect(self, dims): return dims == self.dims
+    def outbound_text(self, text): return text
     def embed(self, texts): raise RuntimeError("the benchmark embeds nothing")
 """
 

@@ -25,6 +25,10 @@ class CountingProvider:
     def expect(self, dims):
         return dims == self.dims
 
+    @staticmethod
+    def outbound_text(text):
+        return text
+
     def embed(self, texts):
         self.calls += 1
         self.texts += len(texts)
@@ -458,7 +462,7 @@ class WideProvider:
     """256 dimensions (1 KB a vector), a fixed pseudo-random vector per text: rows a quarter of a page."""
 
     model_id, dims, fingerprint = "wide", 256, "fp-wide"
-    expect = CountingProvider.expect
+    expect, outbound_text = CountingProvider.expect, staticmethod(CountingProvider.outbound_text)
 
     def embed(self, texts):
         out = np.stack([np.random.default_rng(abs(hash(t)) % 2**32).standard_normal(256).astype(np.float32) for t in texts])

@@ -753,7 +753,9 @@ def test_the_local_model_needs_no_redaction():
     """Nothing leaves the machine with the local provider: it is given the text as it is."""
     from project_history_recall import embeddings
 
-    assert getattr(embeddings.LocalProvider, "outbound_text", None) is None
+    text = "password: Sup3r$ecret!9 and sk-proj-T3BlbkFJ4x9Qm2Lw7Vn5Rk8Pz1Yc6Hd0aB"
+    assert embeddings.LocalProvider.outbound_text(text) == text
+    assert embeddings.OpenAIProvider.outbound_text(text) != text
 
 
 def test_the_index_command_leaves_the_shared_vector_files_current(faults, fake, capsys):
