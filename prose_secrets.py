@@ -1,11 +1,11 @@
 """Secrets written the way people write them rather than in a format, for :mod:`redact`.
 
-A login's password in ``user:password@host`` without a URL's ``//``, in a pair after a label (``creds: admin /
-…``) or in a command's user and password flags; PINs and one-time or recovery codes after their label; and
-passphrases of words and spaces after a password label. Each is found by a pattern of :mod:`secret_patterns` and
-judged here: these shapes are also what ordinary text is made of (``email:alice2024@example.com``, ``GPIO pin 18``,
-``password: see the vault entry``, ``docker run -u 1000:1000 -p 8080:80``), so a value goes only when it reads as
-a secret. Pure; linear in the length of the text; never raises.
+A login's password in ``user:password@host`` without a URL's ``//`` or with a ``/`` in it, in a pair after a label
+(``creds: admin / …``) or in a command's user and password flags; PINs and one-time or recovery codes after their
+label; and passphrases of words and spaces after a password label. Each is found by a pattern of
+:mod:`secret_patterns` and judged here: these shapes are also what ordinary text is made of
+(``email:alice2024@example.com``, ``GPIO pin 18``, ``password: see the vault entry``, ``docker run -u 1000:1000 -p
+8080:80``), so a value goes only when it reads as a secret. Pure; linear in the length of the text; never raises.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from . import secret_patterns as patterns
 def redact(text: str, redacted: str) -> str:
     """``text`` with those secrets replaced by ``redacted``, the rest as it was."""
     text = patterns.BARE_USERINFO.sub(lambda m: _bare_userinfo(m, redacted), text)
+    text = patterns.SLASHED_USERINFO.sub(lambda m: _slashed_userinfo(m, redacted), text)
     text = patterns.CREDENTIAL_PAIR.sub(lambda m: _password_in(m, redacted), text)
     text = patterns.USER_PASS_FLAGS.sub(lambda m: _password_in(m, redacted), text)
     text = _codes(text, redacted)
@@ -40,6 +41,15 @@ def _bare_userinfo(m: re.Match[str], redacted: str) -> str:
     if m.group("user").lower() in patterns.ADDRESS_LABELS or not _reads_as_password(m.group("password"), redacted):
         return m.group()
     return f"{m.group('user')}:{redacted}@"
+
+
+def _slashed_userinfo(m: re.Match[str], redacted: str) -> str:
+    """A :data:`secret_patterns.SLASHED_USERINFO` match with its password redacted when, its ``/`` aside, it reads as
+    one and does not start with a port (``https://host:8443/api/Items2Get@x`` is a host, a port and a path)."""
+    password = m.group("password")
+    if password.partition("/")[0].isdigit() or not _reads_as_password(password.replace("/", ""), redacted):
+        return m.group()
+    return m.string[m.start() : m.start("password")] + redacted + "@"
 
 
 def _password_in(m: re.Match[str], redacted: str) -> str:

@@ -125,6 +125,12 @@ URL_USERINFO = re.compile(
 BARE_USERINFO = re.compile(
     r"(?<![A-Za-z0-9_.+/:%-])(?P<user>[A-Za-z0-9_.+-]{1,64}+):(?P<password>[^\s/\\@]++(?:@[^\s/\\@]++)?)@"
     r"(?=[A-Za-z0-9])(?!sha\d|\d++x(?![A-Za-z0-9]))")
+#: A URL's password holding an unencoded ``/`` (``postgres://u:ab/cd12345XYZ@h/db``), which :data:`URL_USERINFO` stops
+#: at: after ``//``, a user and ``:``, a run to the next ``@`` holding a ``/``. Kept unless the password reads as one
+#: (:func:`prose_secrets._slashed_userinfo`: ``https://host:8080/path@v2`` is a port and a path).
+SLASHED_USERINFO = re.compile(
+    r"(?<!/)//(?P<user>[^\s/@:]{1,64}+):(?=[^\s@/]*+/)"
+    r"(?P<password>[^\s@]{1,200}+)@(?=[A-Za-z0-9])")
 #: Users that are a label before an address (``email:alice2024@example.com``, ``mailto:…``), not a login.
 ADDRESS_LABELS = {"email", "e-mail", "mail", "mailto", "contact", "from", "to", "cc", "bcc", "reply-to", "sender", "author",
                   "by", "user", "username", "login", "owner", "maintainer", "committer", "reviewer", "assignee"}
@@ -237,7 +243,7 @@ PIN_JOIN = re.compile(r"[:=：#是为為は는은—]|\b(?:is|was)\b")
 #: letters, digits, spaces, ``'`` and ``-``, which :func:`prose_secrets._passphrase_words` judges. Groups: ``label``,
 #: ``value``.
 PASSPHRASE_WORDS = re.compile(
-    r"(?i)(?P<label>(?<![A-Za-z0-9])(?=[pmcskwhş])(?:password|passwd|passphrase|passcode|"
+    r"(?i)(?=[pmcskwhş密口パ비암п])(?P<label>(?<![A-Za-z0-9])(?:password|passwd|passphrase|passcode|"
     + "|".join(sorted(FOREIGN_PASSWORD_LABELS, key=len, reverse=True)) +
     r")|密码|密碼|口令|パスワード|비밀번호|암호|пароль)"
     r"(?:[ \t]*+(?:[:=：是为為は는은]|(?:is|was|ist|war|est|es|era|é|è|là)(?![A-Za-z]))){1,2}[ \t]*+"
@@ -247,7 +253,8 @@ PASSPHRASE_WORDS = re.compile(
 #: ``账号：admin/Sup3r$ecret9``; not a path: ``user: alice/projects/x``): the password goes when it reads as one
 #: (:func:`prose_secrets._reads_as_password`).
 CREDENTIAL_PAIR = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(?:creds|credentials|login|logins|account|user|username|用户名|账号|帳號|账户|帳戶|アカウント|계정)"
+    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계])(?:creds|credentials|login|logins|account|user|username|用户名|账号|帳號|账户|帳戶"
+    r"|アカウント|계정)"
     r"[ \t]*+[:：][ \t]*+[A-Za-z0-9_.@-]{1,64}+[ \t]*+/[ \t]*+(?P<value>[^\s/]{1,200}+)(?!/)"
 )
 #: A user and password given as flags of a command (``mongo -u admin -p 'Sup3r$ecret9'``, ``smbclient -U

@@ -29,6 +29,7 @@ SENT_BEFORE = [
     ('"connection": "admin:Sup3r$ecret9@db:5432"', 'Sup3r$ecret9'),
     ('rsync -e ssh backup:Hx8!kq2Lm@nas.local::share /mnt', 'Hx8!kq2Lm'),
     ('连接 admin:Sup3r$ecret9@db.internal 就行', 'Sup3r$ecret9'), ('redis-cli -u default:Hx8!kq2Lm@cache:6379', 'Hx8!kq2Lm'),
+    ('postgres://u:ab/cd12345XYZ@h/db', 'ab/cd12345XYZ'), ('mongodb://admin:Pa/ss!w0rd@db:27017', 'Pa/ss!w0rd'),
     # PINs, one-time and recovery codes after a label, in prose, .env, YAML and JSON
     ('PIN: 4821', '4821'), ('pin is 482193', '482193'), ('PIN码：4821', '4821'), ('passcode 9921', '9921'),
     ('OTP: 482913', '482913'), ('recovery code: 4f8a-99c2-1b3e-77d0', '4f8a-99c2'), ('PIN=84736251', '84736251'),
@@ -74,9 +75,10 @@ SENT_BEFORE = [
     ('lftp -u bob,Sup3rS3cretPw ftp.example.com', 'Sup3rS3cretPw'),
 ]
 
-#: Ordinary text near those shapes: addresses, image digests and scales, board pins, status and error codes, prose
+#: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    'https://host:8080/path@v2', 'https://a.b:8443/api/Items2Get@x', 'https://registry.npmjs.org:443/@types/node',
     'email:alice2024@example.com', 'user:alice@example.com', 'contact: bob.smith@example.org',
     'mailto:Bob.Smith99@Example.com',
     'docker pull nginx:1.25@sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
