@@ -14,7 +14,9 @@ Invariants: every function here is pure and never raises, except
 loggers. The secrets that filter knows are process-wide and only ever grow
 (forgetting one would let a client built earlier log it), so they are not
 kept in :mod:`state` and no reset clears them. Seed phrases are found by
-:mod:`seed_phrases`. Imports only it and :mod:`secret_patterns`.
+:mod:`seed_phrases`; secrets written as prose (a login in
+``user:password@host``, a PIN, a passphrase of words) by
+:mod:`prose_secrets`. Imports only those and :mod:`secret_patterns`.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
+from . import prose_secrets, seed_phrases
 from . import secret_patterns as patterns
-from . import seed_phrases
 
 #: What :func:`redact_secrets` puts in place of a secret-looking string.
 REDACTED = "[redacted]"
@@ -226,6 +228,8 @@ def _credential_kind(name: str) -> str | None:
             return "weak"
     if last in patterns.WEAK_CREDENTIAL_WORDS and (last != "pwd" or len(words) >= 2):
         return "weak"
+    if last == "pw" and patterns.PW_NAME.search(name.lstrip("-")):
+        return "weak"
     return None
 
 
@@ -335,8 +339,9 @@ def redact_secrets(text: str) -> str:
     Replaced: private key blocks; provider key formats and JWTs (also cut by a line break); ``Authorization:``
     values and bearer tokens; a URL's ``user:password@``, webhook paths, credential query parameters and session
     cookies; the literal value of an assignment to a credential name (not code or a placeholder); passwords on
-    command lines; a value after a credential label in prose, in eight languages, also set off by Markdown or HTML;
-    wallet seed phrases (runs of 12+ BIP-39 words, label or not: :mod:`seed_phrases`); and long random-looking
+    command lines; ``user:password@host`` without ``//``, PINs and codes after a label and passphrases of words
+    (:mod:`prose_secrets`); a value after a credential label in prose, in fourteen languages, also set off by Markdown
+    or HTML; wallet seed phrases (runs of 12+ BIP-39 words, label or not: :mod:`seed_phrases`); and long random-looking
     tokens (:func:`_looks_random`). docs/guarantees.md lists the shapes; :mod:`secret_patterns` says why each is
     written so. Bare git object ids, UUIDs, identifiers and paths are kept.
 
@@ -359,6 +364,7 @@ def _redact_folded(text: str) -> str:
     text = patterns.AUTH_HEADER.sub(lambda m: (m.group(1) or m.group(3)) + REDACTED, text)
     text = patterns.WRAPPED_KEY.sub(_wrapped_key, text)
     text = patterns.KEY_FORMATS.sub(REDACTED, text)
+    text = prose_secrets.redact(text, REDACTED)
     text = patterns.CLI_SECRET.sub(_cli_secret, text)
     text = patterns.LABELLED.sub(_labelled, text)
     text = patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text)
@@ -438,7 +444,7 @@ def _assignment(m: re.Match[str]) -> str:
             return m.group(0)
     if kind == "weak" and not re.search(r"[^A-Za-z_.-]", value):
         return m.group(0)  # a setting (auth=basic, credentials: 'same-origin'), not a credential
-    if kind == "weak" and _name_segments(name)[-1] not in ("pass", "pwd") and _names_something(value):
+    if kind == "weak" and _name_segments(name)[-1] not in ("pass", "pwd", "pw") and _names_something(value):
         return m.group(0)  # a name (S3_KEY=uploads/a.png, auth: oauth2); a pass's value is a password whatever it reads as
     return _replace(m, start, end)
 
@@ -490,12 +496,14 @@ def _labelled(m: re.Match[str]) -> str:
         value = value.rstrip(patterns.VALUE_END)
     if len(value) < _MIN_SECRET or _is_placeholder(value, label):
         return m.group(0)
-    if max(label) < "\u0250":  # Latin script
+    foreign = patterns.FOREIGN_LABEL.fullmatch(label) is not None
+    if max(label) < "\u0250" or foreign:  # Latin script, or a word for key or token of another
         words = joiner.strip().lower()
-        assigned = not label.isascii() and words[:1] in (":", "=")
+        assigned = (foreign or not label.isascii()) and words[:1] in (":", "=", "：")
         if not assigned and (not words or words[0] in ":=-" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
-        passphrase = _password_name(label) and _passphrase(value, m.string, start + len(value))
+        password = _password_name(label) or label.lower() in patterns.FOREIGN_PASSWORD_LABELS
+        passphrase = password and _passphrase(value, m.string, start + len(value))
         if not (passphrase or re.search(r"[0-9!-/:-@\[-`{-~]", value)) or _names_something(value):
             return m.group(0)  # prose, or a name (the private key is id_ed25519)
     elif patterns.CJK_NAME_VALUE.fullmatch(value):

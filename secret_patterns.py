@@ -55,8 +55,13 @@ JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 TOKEN_START = r"(?<![A-Za-z0-9_-])"
 
 #: A line break inside a key: a terminal's or log viewer's wrap, a shell's escaped one (``\`` then a line break), or one
-#: written as ``\n`` or ``\r\n`` inside a JSON or Python string.
-LINE_BREAK = r"(?:\\?\r?\n|(?:\\r)?\\n)"
+#: written as ``\n`` or ``\r\n`` inside a JSON or Python string; then the next line's log prefix, if it has one: up to
+#: two bracketed fields, timestamps or a container's name (``[12:00:01]``, ``2024-03-11 12:00:01,124``, ``app-1  |``)
+#: and a level (``INFO``), which a logger writes before the rest of a key it wrapped.
+LINE_BREAK = (r"(?:\\?\r?\n|(?:\\r)?\\n)"
+              r"(?:(?:\[[^\]\n]{1,40}+\]|(?:\d{4}-\d\d-\d\d[T ])?\d\d:\d\d:\d\d(?:[.,]\d++)?Z?|[A-Za-z0-9_.-]{1,40}+[ \t]*+\|)"
+              r"[ \t]*+){0,2}"
+              r"(?:(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)[ \t:]++)?")
 #: Provider key formats (each a whole token); a key that ends at a :data:`LINE_BREAK` takes the next line's leading run
 #: of key characters with it.
 KEY_FORMATS = re.compile(
@@ -112,6 +117,25 @@ AUTH_HEADER = re.compile(
 #: first ``/`` or space: passwords hold ``@`` and ``:`` unencoded (``mysql://root:p@ss:w0rd!@localhost/db``).
 URL_USERINFO = re.compile(
     r"(?<![A-Za-z0-9+.-])((?:[A-Za-z][A-Za-z0-9+.-]*+[:：])?//)([^\s/@:]*+:[^\s/]*|[^\s/@:]{16,}+)@")
+#: ``user:password@host`` without a scheme's ``//``, as command lines and connection strings write it (``psql …
+#: admin:Sup3r$ecret9@db.internal``, ``redis-cli -u default:Hx8!kq2Lm@cache:6379``). The password may hold one ``@``;
+#: the user starts a run of its characters (not after ``/`` or ``:``: ``img:tag@sha256``, ``a:b:c@d``), the host
+#: starts with a letter or digit (not ``@2x``, an image's scale). Kept unless the password reads as one
+#: (:func:`prose_secrets._bare_userinfo`): ``email:alice2024@example.com`` is a label and an address.
+BARE_USERINFO = re.compile(
+    r"(?<![A-Za-z0-9_.+/:%-])(?P<user>[A-Za-z0-9_.+-]{1,64}+):(?P<password>[^\s/\\@]++(?:@[^\s/\\@]++)?)@"
+    r"(?=[A-Za-z0-9])(?!sha\d|\d++x(?![A-Za-z0-9]))")
+#: A URL's password holding an unencoded ``/`` (``postgres://u:ab/cd12345XYZ@h/db``), which :data:`URL_USERINFO` stops
+#: at: after ``//``, a user and ``:``, a run to the next ``@`` holding a ``/``. Kept unless the password reads as one
+#: (:func:`prose_secrets._slashed_userinfo`: ``https://host:8080/path@v2`` is a port and a path).
+SLASHED_USERINFO = re.compile(
+    r"(?<!/)//(?P<user>[^\s/@:]{1,64}+):(?=[^\s@/]*+/)"
+    r"(?P<password>[^\s@]{1,200}+)@(?=[A-Za-z0-9])")
+#: Users that are a label before an address (``email:alice2024@example.com``, ``mailto:…``), not a login.
+ADDRESS_LABELS = {"email", "e-mail", "mail", "mailto", "contact", "from", "to", "cc", "bcc", "reply-to", "sender", "author",
+                  "by", "user", "username", "login", "owner", "maintainer", "committer", "reviewer", "assignee"}
+#: A character of a password that is not a letter, digit or a joiner an address or a name also holds.
+PASSWORD_SYMBOL = re.compile(r"[^\w.+:-]")
 #: Webhook URLs whose path is the credential (Slack, Discord, Microsoft Teams): the path goes, the host stays.
 WEBHOOK = re.compile(
     r"(?<![A-Za-z0-9.-])((?:hooks\.slack\.com/(?:services|workflows|triggers)|(?:discord(?:app)?\.com|ptb\.discord\.com)"
@@ -148,7 +172,7 @@ VALUE_CHAR = r"[^\s\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
 #: 6-8 a quoted value (escaped, double, single), 9 a bare one.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
-    r"(?i:password|passwd|passphrase|passcode|pass|pwd|secret|token|credentials?|auth|key))"
+    r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|secret|token|credentials?|auth|key))"
     r"(\\*+[\"']?)(\s*+)([:=：])(\s*+)"
     r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?![\"'\\])(" + VALUE_CHAR + r"{1,200}+))"
 )
@@ -166,6 +190,16 @@ CLI_SECRET = re.compile(
 )
 #: Credential labels in other scripts than Latin (longer ones first).
 _SCRIPT_LABELS = "密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密|令牌|パスワード|暗証番号|비밀번호|암호|пароль|паролем|пароля"
+#: Credential labels of other languages written in Latin letters or Cyrillic (French, Spanish, Portuguese, German,
+#: Dutch, Italian, Polish, Turkish, Vietnamese, Russian, Japanese and Korean katakana/hangul words for password, key
+#: and token), after which ``:`` joins a value as a verb does: no assignment names them.
+_FOREIGN_LABELS = (r"mot de passe|contraseña|contrasena|senha|palavra-passe|passwort|kennwort|wachtwoord|hasło|haslo|şifre"
+                   r"|sifre|parola d'ordine|mật khẩu|mat khau|clé(?: d'api| api)?|cle api|jeton|clave(?: de api| api)?"
+                   r"|chave(?: de api| api)?|schlüssel|api-schlüssel|sleutel|токен|ключ(?: api)?|api[ -]ключ|トークン|토큰")
+FOREIGN_LABEL = re.compile("(?i)" + _FOREIGN_LABELS)
+#: The labels of :data:`_FOREIGN_LABELS` for a password (after which a value of letters and spaces can be a passphrase).
+FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha", "palavra-passe", "passwort", "kennwort",
+                           "wachtwoord", "hasło", "haslo", "şifre", "sifre", "parola d'ordine", "mật khẩu", "mat khau"}
 #: A credential word in a label set off by marks (:data:`MARKED_LABEL`).
 MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT_LABELS + "|キー|키")
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
@@ -175,14 +209,78 @@ MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT
 #: :func:`redact._labelled`'s.
 LABELLED = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(" + _SCRIPT_LABELS + r"|APIキー|API ?키"
-    r"|password|passwd|passphrase|passcode|pwd|passwort|mot de passe|contraseña"
+    r"|password|passwd|passphrase|passcode|pwd|" + _FOREIGN_LABELS +
     r"|(?:api|access|secret|private)[ _-]?key|secret|token)"
     r"(\s*+(?:(?:是|为|為|は|が|는|은|가|이|:|：|=|设置成|设置为|設置成|設置為|改为|改成|改為|设为|設為"
-    r"|is|was|ist|war|est|es|era|—|-)\s*+){0,2})"
+    r"|is|was|ist|war|est|es|era|é|è|là|—|-)\s*+){0,2})"
     r"(?:([\"'“「『])([^\"'”」』\n]{1,200})[\"'”」』]|([!-~]{4,200}+))"
 )
+#: A PIN, one-time code or recovery code after its label (``PIN: 4821``, ``pin is 482193``, ``PIN码：4821``,
+#: ``passcode 9921``, ``OTP: 482913``, ``ADMIN_PIN=4821``, ``{"pin": "4821"}``, ``recovery codes: 4f8a-99c2, …``,
+#: ``验证码：553201``, ``BitLocker recovery key: 123456-…``): the label, what joins it (what it is for, a quote, up to
+#: two of ``:`` ``=`` ``#`` ``is`` ``是``..., a line break and a list's bullet, an opening bracket; a bare ``pin``
+#: needs a sign or a verb: ``GPIO pin 18``), and, looked ahead at (a value without a code is not consumed: ``mfa:
+#: backup_codes: …``), a run of letters, digits, spaces, ``,`` ``;`` ``-`` and brackets, whose leading codes
+#: :func:`prose_secrets._codes` takes. Groups: ``label``, ``join``, ``value``.
+LABELLED_CODE = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(?=[potvsa2mbrlcdgeh验驗校动取暗認確인пк])(?P<label>pin(?:[ _-]?code)?|passcode|otp|totp|2fa|mfa"
+    r"|one[ _-]time[ _-](?:code|password|passcode)|(?:backup|recovery)[ _-](?:codes?|keys?)"
+    r"|(?:verification|security|auth|authentication|2fa|mfa|login|sms|access|confirmation|door|gate|alarm|lock|safe"
+    r"|entry|garage|building)[ _-]codes?"
+    r"|PIN码|PIN碼|验证码|驗證碼|校验码|动态码|动态密码|取件码|暗証番号|認証コード|確認コード|인증번호|인증 ?코드|пин-код|pin-код"
+    r"|код подтверждения|code de vérification|código de verificación)(?![A-Za-z])"
+    r"(?P<join>\\*+[\"']?(?:[ \t]++(?:for|of|on)[ \t]++(?:(?:the|my|our|your)[ \t]++)?[A-Za-z0-9_.-]{1,30}+)?"
+    r"(?:[ \t]*+(?:[:=：#]|is|was|是|为|為|は|는|은|—)(?![A-Za-z])){0,2}[ \t]*+(?:\r?\n[ \t]*+(?:-[ \t]++)?)?"
+    r"\\*+[\"'\[(（「]?)"
+    r"(?=(?P<value>[A-Za-z0-9][A-Za-z0-9,; \t\r\n\[\]-]{0,200}+))"
+)
+#: What separates two codes of a :data:`LABELLED_CODE` value: commas, spaces, line breaks, brackets, a list's bullet.
+CODE_SEPARATOR = re.compile(r"((?:[,;\s\[\]]|(?<!\S)-(?!\S))++)")
+#: The signs and verbs a bare ``pin`` needs before its code.
+PIN_JOIN = re.compile(r"[:=：#是为為は는은—]|\b(?:is|was)\b")
+#: A passphrase of words and spaces after a password label and ``:``, ``=``, a verb or a CJK joiner (``password: correct
+#: horse battery staple``, ``密码是 correct horse battery staple``, ``Passwort: grüne katze tanzt``): a run of Latin
+#: letters, digits, spaces, ``'`` and ``-``, which :func:`prose_secrets._passphrase_words` judges. Groups: ``label``,
+#: ``value``.
+PASSPHRASE_WORDS = re.compile(
+    r"(?i)(?=[pmcskwhş密口パ비암п])(?P<label>(?<![A-Za-z0-9])(?:password|passwd|passphrase|passcode|"
+    + "|".join(sorted(FOREIGN_PASSWORD_LABELS, key=len, reverse=True)) +
+    r")|密码|密碼|口令|パスワード|비밀번호|암호|пароль)"
+    r"(?:[ \t]*+(?:[:=：是为為は는은]|(?:is|was|ist|war|est|es|era|é|è|là)(?![A-Za-z]))){1,2}[ \t]*+"
+    r"(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
+)
+#: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``,
+#: ``账号：admin/Sup3r$ecret9``; not a path: ``user: alice/projects/x``): the password goes when it reads as one
+#: (:func:`prose_secrets._reads_as_password`).
+CREDENTIAL_PAIR = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계])(?:creds|credentials|login|logins|account|user|username|用户名|账号|帳號|账户|帳戶"
+    r"|アカウント|계정)"
+    r"[ \t]*+[:：][ \t]*+[A-Za-z0-9_.@-]{1,64}+[ \t]*+/[ \t]*+(?P<value>[^\s/]{1,200}+)(?!/)"
+)
+#: A user and password given as flags of a command (``mongo -u admin -p 'Sup3r$ecret9'``, ``smbclient -U
+#: bob%Sup3rS3cretPw``, ``lftp -u bob,Sup3rS3cretPw``); the password goes when it reads as one (``docker run -u
+#: 1000:1000 -p 8080:80`` and ``mysql -u root -p shop`` keep theirs). Groups: ``q`` the quote, ``value``.
+USER_PASS_FLAGS = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:-u|-U|--user|--username)(?:[ \t]++|=)[\"']?(?:[A-Za-z0-9_.@-]{1,64}+[\"']?[ \t]++"
+    r"(?:-p|--pass|--password)(?:[ \t]++|=)?|[A-Za-z0-9_.@-]{1,64}+[%,])(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
+)
+#: Words of prose and documentation that a passphrase is not made of (``password: see the vault entry``, ``reset
+#: password: click the link``, ``password: hashed with bcrypt``): function words, and what a text says of a password.
+PROSE_WORDS = frozenset("""
+a an the and or but nor not no yes is are was were be been being am do does did done have has had will would shall
+should can could may might must to of in on at by for from with without within into onto over under via per as than
+then that this these those there here it its they them their you your yours we our us he she his her i me my mine who
+which what when where why how all any each every some none same other such only just also too very more most less
+see ask check use using used set get got click enter type press open go find look refer read stored saved kept sent
+hashed encrypted required optional changed reset expired expires unchanged empty blank hidden masked redacted unknown
+default below above following later now yet still again once never always same new old current value field string
+password passwords passphrase token key secret user users account login characters chars length min max least
+le la les de du des un une et ou voir dans est sur pour avec pas ne el los las del en y o ver es con para por no se
+der die das den dem ein eine und oder im mit siehe ist nicht kein keine os as do da dos em na e com het een zie met
+il lo gli di che per non nel sul
+""".split())
 #: The verbs a Latin label needs before its value (``password is``, ``Passwort ist``, ``mot de passe est``).
-LATIN_VERBS = re.compile(r"\b(?:is|was|ist|war|est|es|era)\b")
+LATIN_VERBS = re.compile(r"\b(?:is|was|ist|war|est|es|era|é|è|là)(?!\w)")
 #: What joins a label to the value right after it (``token: x``, ``"key": "x"``, ``key是x``, ``key是：x``,
 #: ``key的值是x``, ``token => x``, ``token `x` ``): what it is for (``API key for prod:``, ``token（新）：``), quotes
 #: and backticks, up to two signs, arrows or CJK joiners, spaces and one line break.
@@ -259,6 +357,9 @@ CREDENTIAL_WORDS = {"passcode", "apikey", "accesskey", "secretkey", "privatekey"
 #: Last words of names that are credentials only when the value looks like one (a digit or a symbol in it):
 #: ``auth=true`` and ``credentials: 'same-origin'`` are settings, ``auth=dXNlcjpw…`` is not.
 WEAK_CREDENTIAL_WORDS = {"pass", "pwd", "auth", "credential", "credentials"}
+#: ``pw`` as a name or its last word after ``_``, ``-`` or ``.`` (``pw: …``, ``DB_PW=…``): a weak credential name;
+#: not the last hump of a CamelCase value (``Sup3rS3cretPw``).
+PW_NAME = re.compile(r"(?i)(?:^|[_.-])pw$")
 #: ``<qualifier>_key`` names that are credentials (``api_key``, ``SECRET_KEY``, ``signingKey``).
 KEY_QUALIFIERS = {"api", "access", "secret", "private", "signing", "encryption", "master"}
 #: ``<qualifier>_KEY`` names that are not credentials (an UPPER_SNAKE ``*_KEY`` otherwise is one: ``STRIPE_KEY``).

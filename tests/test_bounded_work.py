@@ -345,7 +345,9 @@ def _redaction_cost(unit: str, n: int, reps: int = 3) -> float:
                                   "seed: 1. abandon ", "wallet words: ", "key是：是：", "\\r\\n", "token abcdef-",
                                   "abandon ", "abandon ability ", "abandonx ", "<b>abandon</b> ", "| 1 | abandon ",
                                   "**Password:** ", "<b>", "| Password ", "token for prod ", "token（新）", "key的值是",
-                                  "token =>\n", "password: Abcdefghijklmn '"])
+                                  "token =>\n", "password: Abcdefghijklmn '", "a:", "a:b@", "x:Sup3r$x@", "PIN: ", "pin is 1234 ",
+                                  "PIN: 1234, ", "recovery codes:\n  - ", "mfa: ", "password: word ", "密码是 ab ", "\n[12:00:01] ",
+                                  "sk-proj-abcdefgh\n[1] ", "\napp-1 | ", "creds: a/", "-u a -p ", "-u a%", "//a:b/", "//a:/"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

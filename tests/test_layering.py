@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("config_schema",),  # pure: the settings' schema and what consent is about
     ("recency",),  # pure: the current decision first
     ("redact", "pages", "ranking", "snippet", "state_history"),  # pure: redaction, cursors, BM25 and fusion, snippets, state.db histories
-    ("seed_phrases",),  # pure but for its word list: seed phrases, for redaction
+    ("seed_phrases", "prose_secrets"),  # pure but for its word list: seed phrases; pure: secrets written as prose, for redaction
     ("secret_patterns",),  # pure: the shapes of secrets redaction looks for
     ("answers", "render"),  # pure: what every answer shares, text for people
     ("records",),  # pure: the records every layer passes on (a message, a session, a scope)

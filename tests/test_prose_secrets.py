@@ -1,0 +1,127 @@
+"""Secrets people write as prose rather than in a format: ``user:password@host`` without ``//``, PINs and codes
+after a label, passphrases of words, labels in other languages, keys wrapped by a logger (:mod:`prose_secrets` and the
+patterns beside it). Every shape of :data:`SENT_BEFORE` reached a remote embedder before; :data:`NEAR_MISSES` is the
+ordinary text those shapes resemble, which must be sent unchanged."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+
+#: (text as written, the secret in it): no piece of the secret as long as 8 characters, or as the secret if shorter,
+#: may be sent.
+SENT_BEFORE = [
+    # a key wrapped by a logger: the next line starts with a timestamp, a bracketed field, a container's name
+    ('[12:00:01] using key sk-proj-T3BlbkFJ4x9Qm2Lw7\n[12:00:01] Vn5Rk8Pz1Yc6Hd0aB', 'Vn5Rk8Pz1Yc6Hd0aB'),
+    ('2024-03-11 12:00:01,123 INFO token ghp_Z8x7C6v5B4n3M2a1S9\n2024-03-11 12:00:01,124 INFO d8F7g6H5j4K3l2P1o0',
+     'd8F7g6H5j4K3l2P1o0'),
+    ('12:00:01 key sk-proj-T3BlbkFJ4x9Qm2Lw7\n12:00:01 Vn5Rk8Pz1Yc6Hd0aB', 'Vn5Rk8Pz1Yc6Hd0aB'),
+    ('2024-03-11T12:00:01.123Z key sk-proj-T3BlbkFJ4x9Qm2Lw7\n2024-03-11T12:00:01.124Z Vn5Rk8Pz1Yc6Hd0aB', 'Vn5Rk8Pz1Yc6Hd0aB'),
+    ('[2024-03-11 12:00:01] [INFO] key sk-proj-T3BlbkFJ4x9Qm2Lw7\n[2024-03-11 12:00:01] [INFO] Vn5Rk8Pz1Yc6Hd0aB',
+     'Vn5Rk8Pz1Yc6Hd0aB'),
+    ('app-1  | using key sk-proj-T3BlbkFJ4x9Qm2Lw7\napp-1  | Vn5Rk8Pz1Yc6Hd0aB', 'Vn5Rk8Pz1Yc6Hd0aB'),
+    ('[12:00:01] token ghp_Z8x7C6v5B4n3\n[12:00:01] M2a1S9d8F7g6H5j4K3l2P1o0', 'M2a1S9d8F7g6H5j4K3l2P1o0'),
+    # user:password@host without //
+    ('psql -h db admin:Sup3r$ecret9@db.internal', 'Sup3r$ecret9'), ('bob:Sup3rS3cretPw@github.com', 'Sup3rS3cretPw'),
+    ('connect with app:p@ss:W0rd!@10.0.0.5', 'ss:W0rd!'), ('me: can you ssh in? root:Tr0ub4dor&3@10.0.0.12', 'Tr0ub4dor&3'),
+    ('DB_URL=admin:Sup3r$ecret9@db.internal:5432/app', 'Sup3r$ecret9'),
+    ('"connection": "admin:Sup3r$ecret9@db:5432"', 'Sup3r$ecret9'),
+    ('rsync -e ssh backup:Hx8!kq2Lm@nas.local::share /mnt', 'Hx8!kq2Lm'),
+    ('连接 admin:Sup3r$ecret9@db.internal 就行', 'Sup3r$ecret9'), ('redis-cli -u default:Hx8!kq2Lm@cache:6379', 'Hx8!kq2Lm'),
+    ('postgres://u:ab/cd12345XYZ@h/db', 'ab/cd12345XYZ'), ('mongodb://admin:Pa/ss!w0rd@db:27017', 'Pa/ss!w0rd'),
+    # PINs, one-time and recovery codes after a label, in prose, .env, YAML and JSON
+    ('PIN: 4821', '4821'), ('pin is 482193', '482193'), ('PIN码：4821', '4821'), ('passcode 9921', '9921'),
+    ('OTP: 482913', '482913'), ('recovery code: 4f8a-99c2-1b3e-77d0', '4f8a-99c2'), ('PIN=84736251', '84736251'),
+    ("my pin is 4821, don't tell", '4821'), ('verification code 553201', '553201'), ('验证码：553201', '553201'),
+    ('2FA backup codes: 8f3k-2m9x, 7q1w-4e6r', '8f3k-2m9x'), ('alice> pin for the door is 7391', '7391'),
+    ('alice> the door pin is 7391', '7391'), ('OTP 482913 (valid 5 min)', '482913'),
+    ('Your verification code is 553201.', '553201'), ('您的验证码为553201，5分钟内有效', '553201'), ('認証コード: 553201', '553201'),
+    ('인증번호 [553201]을 입력하세요', '553201'), ('код подтверждения: 553201', '553201'), ('2FA: 482913', '482913'),
+    ('The door code is 4821#', '4821'), ('ADMIN_PIN=4821', '4821'), ('SIM_PIN: 0000', '0000'),
+    ('BACKUP_CODES=4f8a-99c2,1b3e-77d0', '1b3e-77d0'), ("  pin: '4821'", '4821'),
+    ('recovery_codes:\n  - 4f8a-99c2\n  - 1b3e-77d0', '1b3e-77d0'),
+    ('mfa:\n  backup_codes: [12345678, 23456789]', '23456789'), ('{"pin": "4821"}', '4821'), ('{"otp": 482913}', '482913'),
+    ('{"body": "{\\"pin\\": \\"4821\\"}"}', '4821'), ('我的银行卡PIN码是482193，别告诉别人', '482193'), ('取件码：8841，记得去拿', '8841'),
+    ('Recovery key: 1234-5678-9012-3456', '5678-9012'),
+    ('BitLocker recovery key: 123456-234567-345678-456789-567890-678901-789012-890123', '345678-456789'),
+    # passphrases of words and spaces after a password label
+    ('password: correct horse battery staple', 'horse battery'), ('密码是 correct horse battery staple', 'horse battery'),
+    ('my password is correct horse battery staple.', 'horse battery'),
+    ('SMTP_PASSWORD=correct horse battery staple', 'horse battery'),
+    ('  passphrase: correct horse battery staple', 'horse battery'),
+    ('wifi密码：correct horse battery staple', 'horse battery'), ('密码是correct horse battery staple，别外传', 'horse battery'),
+    ('비밀번호는 correct horse battery staple입니다', 'horse battery'), ('パスワードは correct horse battery staple です', 'horse battery'),
+    (unicodedata.normalize("NFD", 'mật khẩu: correct horse battery staple'), 'horse battery'),
+    ('ｐａｓｓｗｏｒｄ： correct horse battery staple', 'horse battery'), ('app password: abcd efgh ijkl mnop', 'efgh ijkl'),
+    ('the passphrase is purple monkey dishwasher', 'monkey dishwasher'),
+    ('Passwort: grüne katze tanzt leise', 'katze tanzt'),
+    ('la contraseña es caballo correcto bateria grapa', 'correcto bateria'),
+    # labels of other languages, with a colon or a verb
+    ('mot de passe : Sup3rS3cretPw', 'Sup3rS3cretPw'), ('Passwort: Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('senha: Sup3rS3cretPw', 'Sup3rS3cretPw'), ('wachtwoord: Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('mật khẩu: Sup3rS3cretPw', 'Sup3rS3cretPw'), ('mật khẩu là Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('a senha é Sup3rS3cretPw', 'Sup3rS3cretPw'), ('het wachtwoord is Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('la password è Sup3rS3cretPw', 'Sup3rS3cretPw'), ('hasło: Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('şifre: Sup3rS3cretPw', 'Sup3rS3cretPw'), ('clave: Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('la clé API est Zx9qLm2Nw8Pv3Rt5', 'Zx9qLm2Nw8Pv3Rt5'), ('jeton : Zx9qLm2Nw8Pv3Rt5', 'Zx9qLm2Nw8Pv3Rt5'),
+    ('токен: Zx9qLm2Nw8Pv3Rt5', 'Zx9qLm2Nw8Pv3Rt5'), ('ключ API: Zx9qLm2Nw8Pv3Rt5', 'Zx9qLm2Nw8Pv3Rt5'),
+    ('トークン：Zx9qLm2Nw8Pv3Rt5', 'Zx9qLm2Nw8Pv3Rt5'), ('토큰: Zx9qLm2Nw8Pv3Rt5', 'Zx9qLm2Nw8Pv3Rt5'),
+    ('chave de API: Zx9qLm2Nw8Pv3Rt5', 'Zx9qLm2Nw8Pv3Rt5'), ('Schlüssel: Zx9qLm2Nw8Pv3Rt5', 'Zx9qLm2Nw8Pv3Rt5'),
+    # a login as a pair, as command flags, after pw
+    ('ssh root@10.0.0.5 (pw: Tr0ub4dor&3)', 'Tr0ub4dor&3'), ('creds: admin / Sup3r$ecret9', 'Sup3r$ecret9'),
+    ('DB_PW=Sup3r$ecret9', 'Sup3r$ecret9'), ("mongo --host db -u admin -p 'Sup3r$ecret9'", 'Sup3r$ecret9'),
+    ('smbclient //nas/share -U bob%Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('lftp -u bob,Sup3rS3cretPw ftp.example.com', 'Sup3rS3cretPw'),
+]
+
+#: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
+#: after a password label, log lines, command flags that are not a login.
+NEAR_MISSES = [
+    'https://host:8080/path@v2', 'https://a.b:8443/api/Items2Get@x', 'https://registry.npmjs.org:443/@types/node',
+    'email:alice2024@example.com', 'user:alice@example.com', 'contact: bob.smith@example.org',
+    'mailto:Bob.Smith99@Example.com',
+    'docker pull nginx:1.25@sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+    '12:00:00@node1 started', 'C:\\Users\\Bob@Work', 'git@github.com:org/repo.git', 'scp file alice@host:/tmp',
+    '$USER:$PASS@host', '{user}:{password}@{host}', 'npm i lodash@4.17.21', 'see @alice:matrix.org', 'PIN 13 is the LED',
+    'GPIO pin 18', 'pinned 1234 packages', 'the PIN field takes 4 digits', 'OTP is enabled', 'error code 1234', 'code: 200',
+    'passcode screen', 'status code 404', 'verification code expired', 'password: see the vault entry',
+    'the password field is required', 'reset password: click the link', 'password: must be at least eight characters long',
+    'password: hashed with bcrypt', 'password: not set yet', 'Passwort: siehe Tresor', 'mot de passe : voir le coffre',
+    'contraseña: la de siempre', 'пароль: в сейфе', 'パスワード：忘れた', '비밀번호: 금고에 있음', 'password: never expires',
+    'the key is in the drawer', 'PIN码是多少？', '验证码已发送', '[12:00:01] starting server\n[12:00:02] ready', 'Passwort ist geheim',
+    'Die Passwortlänge: 12', 'senha: obrigatória', 'clave primaria: id', 'GPIO_PIN=18', 'LED_PIN: 13', 'pin: 3',
+    'the PIN is required', 'PIN码是多少', '验证码发送失败，请重试', 'verification code: expired', '2FA: enabled',
+    'OTP: see the authenticator app', 'recovery codes: download them from settings', 'backup codes: ten of them',
+    'password: Keyring backend name', 'password: Plain text password', 'pwd: current working directory',
+    'password: min eight chars', 'password: same as staging', 'password: ask Ann on Slack', 'password: check the wiki page',
+    'contact:alice.smith2024@example.com', 'from:Bob.Smith99@Example.com', 'ref:Plot3D@2x', 'time 10:30@home',
+    'scp backup.tar admin@10.0.0.5:/srv', 'cd C:\\Users\\Bob@Work', 'the code is 4821 lines long', 'status code 4040',
+    'error code: 10054', 'order #48213 shipped', 'pin 13 to the board', '[12:00:01] starting\n[12:00:02] ready',
+    'app-1  | started\napp-1  | ready', '密码：见保险箱', 'password field: string, required, eight characters min',
+    'def check(password: str, pin: int = 1234):', 'PASSWORD_MIN_LENGTH=12', 'the passphrase is long and random',
+    'password: use a strong one',
+]
+
+
+def pieces(secret: str) -> list[str]:
+    """Every piece of ``secret`` of 8 characters, or ``secret`` itself when shorter."""
+    n = min(8, len(secret))
+    return [secret[i : i + n] for i in range(len(secret) - n + 1)]
+
+
+@pytest.mark.parametrize("text,secret", SENT_BEFORE)
+def test_no_piece_of_a_secret_written_as_prose_is_sent(text, secret):
+    """Each shape sent a secret whole before: found now, in the message path's form of the text."""
+    from project_history_recall import embeddings
+
+    out = embeddings.OpenAIProvider.outbound_text(text)
+    assert "[redacted]" in out and not [p for p in pieces(secret) if p in out], out
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_text_near_a_secret_written_as_prose_is_sent_unchanged(text):
+    """An address, a digest, a board's pin, a status code, prose after a password label keep every character."""
+    from project_history_recall import embeddings
+
+    assert embeddings.OpenAIProvider.outbound_text(text) == text
