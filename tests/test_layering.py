@@ -1,4 +1,4 @@
-"""The layering holds: every plugin module imports only modules below it.
+"""The layering holds: every plugin module imports only modules below it, and each is short enough to read.
 
 Read from the code itself (``ast``), lazy imports inside functions included.
 Imports under ``if TYPE_CHECKING:`` are for annotations only and never run,
@@ -87,3 +87,16 @@ def test_the_pure_core_imports_nothing_with_side_effects():
     assert "redact" in pure and "config_schema" in pure
     for module in sorted(pure):
         assert plugin_imports(ROOT / f"{module}.py") <= pure, module
+
+
+def test_every_module_reads_in_one_sitting():
+    """No module over 600 lines and no class over about 300: a module does one job, and a reader can hold it."""
+    too_long = []
+    for path in sorted(ROOT.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > 600:
+            too_long.append(f"{path.name}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and (node.end_lineno or 0) - node.lineno >= 300:
+                too_long.append(f"{path.name}: class {node.name}, {(node.end_lineno or 0) - node.lineno + 1} lines")
+    assert not too_long, too_long
