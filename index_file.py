@@ -308,14 +308,16 @@ def prepare(conn: sqlite3.Connection) -> sqlite3.Connection:
 def _schema_missing(conn: sqlite3.Connection) -> list[str]:
     """The names of the current schema's tables and indexes missing from ``conn``'s file, sorted (``[]`` when none).
 
-    When none is missing, every column of ``chunks`` is selected and the
-    table touched, so a damaged file fails here, fast: raises ``sqlite3`` errors.
+    When none is missing, every column of ``chunks`` is selected and the table's first and last rows are
+    read, so a file damaged at its root or ends fails here, fast (in a few page reads, whatever its size):
+    raises ``sqlite3`` errors. Damage deeper in fails the read that meets it.
     """
     present = set(conn.execute("SELECT type, name FROM sqlite_master"))
     missing = sorted(name for _, name in _SCHEMA - present)
     if not missing:
         conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks LIMIT 0").fetchall()  # every column is there
-        conn.execute("SELECT count(*) FROM chunks").fetchone()  # touches the table: fails fast if damaged
+        conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY id LIMIT 1").fetchall()
+        conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY id DESC LIMIT 1").fetchall()
     return missing
 
 
