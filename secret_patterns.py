@@ -123,7 +123,7 @@ URL_USERINFO = re.compile(
 #: starts with a letter or digit (not ``@2x``, an image's scale). Kept unless the password reads as one
 #: (:func:`prose_secrets._bare_userinfo`): ``email:alice2024@example.com`` is a label and an address.
 BARE_USERINFO = re.compile(
-    r"(?<![A-Za-z0-9_.+/:%-])(?P<user>[A-Za-z0-9_.+-]{1,64}+):(?P<password>[^\s/\\@]++(?:@[^\s/\\@]++)?)@"
+    r"(?<![A-Za-z0-9_.+/:%-])(?P<user>[A-Za-z0-9_.+-]{1,64}+):(?P<password>[^\s/\\@]{1,128}+(?:@[^\s/\\@]{1,128}+)?)@"
     r"(?=[A-Za-z0-9])(?!sha\d|\d++x(?![A-Za-z0-9]))")
 #: A URL's password holding an unencoded ``/`` (``postgres://u:ab/cd12345XYZ@h/db``), which :data:`URL_USERINFO` stops
 #: at: after ``//``, a user and ``:``, a run to the next ``@`` holding a ``/``. Kept unless the password reads as one
