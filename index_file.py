@@ -308,17 +308,30 @@ def prepare(conn: sqlite3.Connection) -> sqlite3.Connection:
 def _schema_missing(conn: sqlite3.Connection) -> list[str]:
     """The names of the current schema's tables and indexes missing from ``conn``'s file, sorted (``[]`` when none).
 
-    When none is missing, every column of ``chunks`` is selected and the table's first and last rows are
-    read, so a file damaged at its root or ends fails here, fast (in a few page reads, whatever its size):
-    raises ``sqlite3`` errors. Damage deeper in fails the read that meets it.
+    When none is missing, every column of ``chunks`` is selected and the first and last entries of the table
+    and of each of its indexes are read, so a file damaged at a root or an end fails here, fast (a few page
+    reads each, whatever the file's size): raises ``sqlite3`` errors. Damage in the middle of a b-tree fails
+    the read that meets it (that search's vector leg is ``unavailable``; keyword results stand).
     """
     present = set(conn.execute("SELECT type, name FROM sqlite_master"))
     missing = sorted(name for _, name in _SCHEMA - present)
     if not missing:
         conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks LIMIT 0").fetchall()  # every column is there
-        conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY id LIMIT 1").fetchall()
-        conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY id DESC LIMIT 1").fetchall()
+        for index, columns in _EDGES:
+            for way in ("", " DESC"):
+                order = ", ".join(column + way for column in columns.split(", "))
+                source = f"chunks INDEXED BY {index}" if index else "chunks"
+                conn.execute(f"SELECT {columns if index else _CHUNK_COLUMNS} FROM {source} ORDER BY {order} LIMIT 1").fetchall()
     return missing
+
+
+#: The b-trees of ``chunks`` (``""``: the table itself, every column read) with the columns each is ordered by:
+#: :func:`_schema_missing` reads the first and last entry of each.
+_EDGES = (("", "id"),
+          ("sqlite_autoindex_chunks_1", "session_id, message_id, chunk_index, model_fingerprint, id"),
+          ("chunks_by_model_message", "model_fingerprint, message_id, id"),
+          ("chunks_indexed", "model_fingerprint, chunk_index, message_id, session_id, content_hash, id"),
+          ("chunks_by_model", "model_fingerprint, id"))
 
 
 def healthy(conn: sqlite3.Connection) -> bool:

@@ -109,6 +109,28 @@ def test_corrupt_or_foreign_file_is_moved_aside_and_rebuilt(tmp_path, content):
     assert index.add(msgs(("s", "aaaa"))) == 1
 
 
+@pytest.mark.parametrize("tree", ["chunks", "sqlite_autoindex_chunks_1", "chunks_by_model_message", "chunks_indexed",
+                                  "chunks_by_model", "last page"])
+def test_a_file_damaged_at_a_root_or_an_end_is_moved_aside_when_opened(tmp_path, tree):
+    """Garbage over the root page of the table or of one of its indexes, or over the file's last page: the open
+    reads the first and last entries of each (a few pages, whatever the file's size), finds it, and rebuilds."""
+    path = tmp_path / "embeddings.db"
+    index = vector_index.VectorIndex(path, CountingProvider())
+    index.add([vector_index.PendingMessage(i + 1, f"s{i % 30}", "abcdefgh"[: 1 + i % 8] * 40) for i in range(3_000)])
+    index.close()
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        page = (conn.execute("PRAGMA page_count").fetchone()[0] if tree == "last page" else
+                conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (tree,)).fetchone()[0])
+    with open(path, "r+b") as f:
+        f.seek((page - 1) * size)
+        f.write(bytes(range(256)) * (size // 256))
+    reopened = vector_index.VectorIndex(path, CountingProvider())
+    assert "rebuilt" in reopened.note and list(tmp_path.glob("embeddings.db.broken-*"))
+    assert reopened.add(msgs(("s", "aaaa"))) == 1
+
+
 def test_a_new_file_has_the_schema_and_its_version(tmp_path):
     vector_index.VectorIndex(tmp_path / "e.db", CountingProvider()).close()
     conn = sqlite3.connect(tmp_path / "e.db")
