@@ -100,6 +100,7 @@ def two_pass(
     while True:
         cut = len(rough) - keep  # the best keep rows, without a negated copy of the scores
         best = np.argpartition(rough, cut)[cut:] if 0 < keep < count else np.flatnonzero(rough > -np.inf)
+        best = best[rough[best] > -np.inf]  # never a row of another scope, a gone one or one not finite
         chosen = np.sort(rows[best])  # in file order: the gather reads forward
         if keep >= count or len(np.unique(view.rows[chosen, 2])) >= wanted:
             break

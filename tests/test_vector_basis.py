@@ -403,3 +403,24 @@ def test_a_scope_in_runs_among_other_projects_rows_is_scored_only_on_its_own_row
     monkeypatch.setattr(vector_basis, "KEEP_AT_LEAST", 6_000)  # every row of the scope kept: the exact pass is all of it
     ids, _, _ = vector_scores.scope_scores(view, member, low_rank(1, 23)[0])
     assert sorted(ids.tolist()) == (np.flatnonzero(mine) + 1).tolist()
+
+
+def test_a_scope_of_mostly_vectors_not_finite_keeps_no_row_of_another_scope(small_thresholds):
+    """When fewer of a scope's rows have a finite first-pass score than the pass keeps, the rest of what it keeps is
+    not filled with rows scored minus infinity: other sessions' rows and gone rows (id -1) are never scored."""
+    import types
+
+    rng = np.random.default_rng(5)
+    n = 3_000
+    vectors = rng.standard_normal((n, DIMS)).astype(np.float32)
+    basis = vector_basis.learn(vectors)
+    low = vector_basis.project(vectors, basis)
+    owners = np.arange(n) % 3
+    ids = np.arange(n, dtype=np.int64) + 1
+    ids[owners == 1] = -1  # gone rows of the scope's session
+    scope_rows = np.flatnonzero(owners == 0)
+    low[scope_rows[10:]] = np.nan  # all but ten of the scope's rows not finite
+    view = types.SimpleNamespace(rows=np.stack([np.zeros(n, np.int64), ids, owners], axis=1), vectors=vectors, n=n)
+    inside = (owners == 0) & (ids != -1)
+    got, sessions, _ = vector_scores.two_pass(view, basis, low, rng.standard_normal(DIMS).astype(np.float32), inside)
+    assert set(got.tolist()) <= set(ids[scope_rows].tolist()) and set(sessions.tolist()) == {0}
