@@ -335,12 +335,13 @@ _EDGES = (("", "id"),
 
 
 def healthy(conn: sqlite3.Connection) -> bool:
-    """Whether ``conn``'s file still reads as an index: the schema's tables and indexes, every column, the table's rows.
+    """Whether ``conn``'s file still reads as an index: the schema's tables and indexes, every column, and every
+    page (SQLite's ``quick_check``, which reads the whole file: for an error that said "damaged" only).
 
     Never raises (an SQLite error is ``False``); the caller serialises use of ``conn``.
     """
     try:
-        return not _schema_missing(conn)
+        return not _schema_missing(conn) and conn.execute("PRAGMA quick_check(1)").fetchone()[0] == "ok"
     except sqlite3.Error:
         return False
 
@@ -461,8 +462,8 @@ def unusable(path: Path, exc: sqlite3.Error) -> EmbeddingUnavailable:
 
     Busy, a full disk or an unknown error is temporary; a read-only file
     or folder is permanent. Damage found while in use is temporary too: the
-    index in use retires, and the next search's open moves the file aside and
-    rebuilds it. Never raises.
+    index in use moves the file aside and retires, and the next search's open
+    builds a new one (:meth:`vector_index.VectorIndex.trouble`). Never raises.
     """
     kind = sqlite_kind(exc)
     if kind == "busy":

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -32,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -88,6 +90,7 @@ class VectorIndex:
         self._db = (*opened.identity, opened.token) if opened.identity is not None else None
         self.note = opened.note
         self.retired = False  # replaced, or found damaged or unwritable: no more writes; index_for opens the file again
+        self._sound: tuple[Any, ...] | None = None  # the file's and journal's stat when last found healthy (_healthy)
         self._mapped = vector_view.MappedVectors(self.path, provider, self._db)  # this process's map of the shared files
         self._damaged: set[int] = set()  # messages whose stored vectors were unusable: not indexed until embedded again
         self._damage_kept = False  # a repair could not delete damaged vectors from the file: no marks are trusted or written
@@ -98,13 +101,20 @@ class VectorIndex:
     # -- the file ------------------------------------------------------------------
     def trouble(self, exc: sqlite3.Error) -> EmbeddingUnavailable:
         """What an SQLite error met during a search means (from this index or from state.db, read beside it): a
-        damaged or unwritable index file retires this index (the next :func:`index_for` opens it again); damage
-        the index does not show (its schema reads) is state.db's, and busy is temporary. Never raises.
+        damaged index file (the whole file checked: :meth:`_healthy`) is moved aside and this index retires (the
+        next :func:`index_for` builds a new one), an unwritable one retires it; damage the index does not show is
+        state.db's, and busy is temporary. Never raises.
         """
         problem = index_file.unusable(self.path, exc)
         if problem.code in ("index_busy", "index_error") or problem.code == "index_damaged" and self._healthy():
             return IndexNotNow(f"semantic search could not finish just now ({exc}); it retries on a later search",
                                code="db_error" if problem.code == "index_damaged" else problem.code)
+        if problem.code == "index_damaged" and self.same_file():
+            # Damage deep inside, which the next open's check (a b-tree's ends) would not see: moved aside now.
+            try:
+                index_file.move_aside(self.path, exc)
+            except IndexBlocked as blocked:
+                problem = blocked
         if problem.code in ("index_damaged", "index_read_only", "index_not_a_file"):
             self.retired = True
             if isinstance(problem, IndexBlocked):
@@ -113,8 +123,13 @@ class VectorIndex:
         return problem
 
     def _healthy(self) -> bool:
+        """:func:`index_file.healthy`, read again only when the file or its journal changed since it last said so
+        (a damaged state.db read beside the index would otherwise check the whole index at every search)."""
+        stamp = tuple(_stat(Path(str(self.path) + suffix)) for suffix in ("", "-wal"))
         with self._lock:
-            return index_file.healthy(self._conn)
+            if self._sound != stamp:
+                self._sound = stamp if index_file.healthy(self._conn) else None
+            return self._sound is not None
 
     def close(self) -> None:
         with self._lock:
@@ -380,6 +395,15 @@ def _embed(provider: Provider, chunks: Sequence[str], deadline: float | None) ->
             return None
         parts.append(provider.embed(list(chunks[start : start + EMBED_CHUNKS])))
     return np.vstack(parts) if parts else np.zeros((0, 1), np.float32)
+
+
+def _stat(path: Path) -> tuple[int, int, int] | None:
+    """``(inode, size, mtime in ns)`` of ``path``, ``None`` when it cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _close_all(indexes: dict[tuple[str, str], VectorIndex]) -> None:

@@ -131,6 +131,54 @@ def test_a_file_damaged_at_a_root_or_an_end_is_moved_aside_when_opened(tmp_path,
     assert reopened.add(msgs(("s", "aaaa"))) == 1
 
 
+def _damaged_in_the_middle(path: Path, tree: str) -> None:
+    """``path`` (embeddings.db of 3,000 chunks) with garbage over a leaf page in the middle of b-tree ``tree``."""
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+        leaves = [p for (p,) in conn.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY pageno", (tree,))]
+    assert len(leaves) >= 3, leaves
+    with open(path, "r+b") as f:
+        f.seek((leaves[len(leaves) // 2] - 1) * size)
+        f.write(bytes(range(256)) * (size // 256))
+
+
+@pytest.mark.parametrize("tree", ["chunks", "chunks_indexed"])
+def test_a_file_damaged_deep_inside_is_moved_aside_when_a_read_meets_the_damage(tmp_path, tree):
+    """Damage in the middle of a b-tree passes the open's check (its ends) and fails the first read that meets it:
+    the whole file is then checked, found damaged and moved aside, and the next open builds a new one, where it
+    looped as a temporary error before, every search failing alike."""
+    path = tmp_path / "embeddings.db"
+    index = vector_index.VectorIndex(path, CountingProvider())
+    index.add([vector_index.PendingMessage(i + 1, f"s{i % 30}", "abcdefgh"[: 1 + i % 8] * 40) for i in range(3_000)])
+    index.close()
+    _damaged_in_the_middle(path, tree)
+    index = vector_index.VectorIndex(path, CountingProvider())
+    assert "rebuilt" not in index.note, "its ends read: the open does not see it"
+    with pytest.raises(sqlite3.DatabaseError) as met:
+        with closing(index_file.connect_read_only(path)) as conn:
+            conn.execute("SELECT max(session_id || content_hash) FROM chunks INDEXED BY chunks_indexed" if tree != "chunks"
+                         else "SELECT sum(length(vector)) FROM chunks").fetchone()
+    problem = index.trouble(met.value)
+    assert problem.code == "index_damaged" and index.retired and list(tmp_path.glob("embeddings.db.broken-*"))
+    fresh = vector_index.VectorIndex(path, CountingProvider())
+    assert fresh.indexed() == {} and fresh.add(msgs(("s", "aaaa"))) == 1
+
+
+def test_a_damaged_read_with_a_sound_index_is_temporary_and_checks_the_index_once(tmp_path, monkeypatch):
+    """An error saying "damaged" while the index reads whole (state.db's, read beside it) is temporary, and the whole
+    file is checked once, not at every search that meets the damaged state.db."""
+    index = vector_index.VectorIndex(tmp_path / "embeddings.db", CountingProvider())
+    index.add(msgs(("s", "aaaa"), ("t", "bbbb")))
+    checks = []
+    real = index_file.healthy
+    monkeypatch.setattr(index_file, "healthy", lambda conn: checks.append(1) or real(conn))
+    for _ in range(3):
+        problem = index.trouble(sqlite3.DatabaseError("database disk image is malformed"))
+        assert problem.code == "db_error" and not index.retired
+    assert len(checks) == 1 and not list(tmp_path.glob("embeddings.db.broken-*"))
+
+
 def test_a_new_file_has_the_schema_and_its_version(tmp_path):
     vector_index.VectorIndex(tmp_path / "e.db", CountingProvider()).close()
     conn = sqlite3.connect(tmp_path / "e.db")
