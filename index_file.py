@@ -335,15 +335,24 @@ _EDGES = (("", "id"),
 
 
 def healthy(conn: sqlite3.Connection) -> bool:
-    """Whether ``conn``'s file still reads as an index: the schema's tables and indexes, every column, and every
-    page (SQLite's ``quick_check``, which reads the whole file: for an error that said "damaged" only).
-
-    Never raises (an SQLite error is ``False``); the caller serialises use of ``conn``.
+    """Whether ``conn``'s file still reads as an index: the schema's tables and indexes, every column, the ends
+    of every b-tree (:func:`_schema_missing`). Never raises (an SQLite error is ``False``); the caller serialises
+    use of ``conn``.
     """
     try:
-        return not _schema_missing(conn) and conn.execute("PRAGMA quick_check(1)").fetchone()[0] == "ok"
+        return not _schema_missing(conn)
     except sqlite3.Error:
         return False
+
+
+def damaged_inside(path: Path) -> bool:
+    """Whether SQLite's ``quick_check`` finds a page of the file at ``path`` damaged, on a read-only connection of
+    its own (it reads the whole file). ``False`` when the file cannot be read now (busy, gone). Never raises."""
+    try:
+        with closing(connect_read_only(path)) as conn:
+            return conn.execute("PRAGMA quick_check(1)").fetchone()[0] != "ok"
+    except sqlite3.Error as exc:
+        return sqlite_kind(exc) == "damaged"
 
 
 def move_aside(path: Path, damage: Exception) -> Path:

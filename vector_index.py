@@ -90,7 +90,7 @@ class VectorIndex:
         self._db = (*opened.identity, opened.token) if opened.identity is not None else None
         self.note = opened.note
         self.retired = False  # replaced, or found damaged or unwritable: no more writes; index_for opens the file again
-        self._sound: tuple[Any, ...] | None = None  # the file's and journal's stat when last found healthy (_healthy)
+        self._checked: tuple[Any, ...] | None = None  # the file's and journal's stat when last checked whole
         self._mapped = vector_view.MappedVectors(self.path, provider, self._db)  # this process's map of the shared files
         self._damaged: set[int] = set()  # messages whose stored vectors were unusable: not indexed until embedded again
         self._damage_kept = False  # a repair could not delete damaged vectors from the file: no marks are trusted or written
@@ -101,20 +101,17 @@ class VectorIndex:
     # -- the file ------------------------------------------------------------------
     def trouble(self, exc: sqlite3.Error) -> EmbeddingUnavailable:
         """What an SQLite error met during a search means (from this index or from state.db, read beside it): a
-        damaged index file (the whole file checked: :meth:`_healthy`) is moved aside and this index retires (the
-        next :func:`index_for` builds a new one), an unwritable one retires it; damage the index does not show is
-        state.db's, and busy is temporary. Never raises.
+        damaged or unwritable index file retires this index (the next :func:`index_for` opens it again, and moves a
+        damaged file aside); busy is temporary, and so is damage the index's schema and b-trees' ends do not show:
+        the whole file is then checked in the background (:meth:`_check_inside`). Never raises.
         """
         problem = index_file.unusable(self.path, exc)
-        if problem.code in ("index_busy", "index_error") or problem.code == "index_damaged" and self._healthy():
+        sound = problem.code == "index_damaged" and self._healthy()
+        if sound:
+            self._check_inside()
+        if problem.code in ("index_busy", "index_error") or sound:
             return IndexNotNow(f"semantic search could not finish just now ({exc}); it retries on a later search",
-                               code="db_error" if problem.code == "index_damaged" else problem.code)
-        if problem.code == "index_damaged" and self.same_file():
-            # Damage deep inside, which the next open's check (a b-tree's ends) would not see: moved aside now.
-            try:
-                index_file.move_aside(self.path, exc)
-            except IndexBlocked as blocked:
-                problem = blocked
+                               code="db_error" if sound else problem.code)
         if problem.code in ("index_damaged", "index_read_only", "index_not_a_file"):
             self.retired = True
             if isinstance(problem, IndexBlocked):
@@ -123,13 +120,29 @@ class VectorIndex:
         return problem
 
     def _healthy(self) -> bool:
-        """:func:`index_file.healthy`, read again only when the file or its journal changed since it last said so
-        (a damaged state.db read beside the index would otherwise check the whole index at every search)."""
+        with self._lock:
+            return index_file.healthy(self._conn)
+
+    def _check_inside(self) -> None:
+        """Check every page of the file (SQLite's ``quick_check``: it reads the whole file, seconds for a large one)
+        in a thread of its own, once for each state of the file and its journal: found damaged, the file is moved
+        aside and this index retires, so the next search builds a new one. Damage deep inside is met by a search's
+        read and not by the open's check; an error saying "damaged" may also be state.db's, read beside."""
         stamp = tuple(_stat(Path(str(self.path) + suffix)) for suffix in ("", "-wal"))
         with self._lock:
-            if self._sound != stamp:
-                self._sound = stamp if index_file.healthy(self._conn) else None
-            return self._sound is not None
+            if self._checked == stamp:
+                return
+            self._checked = stamp
+
+        def run() -> None:
+            try:
+                if index_file.damaged_inside(self.path) and self.same_file():
+                    self.retired = True
+                    index_file.move_aside(self.path, sqlite3.DatabaseError("pages damaged inside the file"))
+            except (IndexBlocked, OSError) as exc:  # cannot move it: the next open says so
+                logger.warning("embeddings index %s: %s", self.path, exc)
+
+        threading.Thread(target=run, name="phr-index-inside", daemon=True).start()
 
     def close(self) -> None:
         with self._lock:

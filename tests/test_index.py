@@ -160,7 +160,11 @@ def test_a_file_damaged_deep_inside_is_moved_aside_when_a_read_meets_the_damage(
             conn.execute("SELECT max(session_id || content_hash) FROM chunks INDEXED BY chunks_indexed" if tree != "chunks"
                          else "SELECT sum(length(vector)) FROM chunks").fetchone()
     problem = index.trouble(met.value)
-    assert problem.code == "index_damaged" and index.retired and list(tmp_path.glob("embeddings.db.broken-*"))
+    assert problem.code == "db_error", "that search answers unavailable at once; the whole file is checked beside"
+    deadline = time.monotonic() + 20
+    while not list(tmp_path.glob("embeddings.db.broken-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert index.retired and list(tmp_path.glob("embeddings.db.broken-*"))
     fresh = vector_index.VectorIndex(path, CountingProvider())
     assert fresh.indexed() == {} and fresh.add(msgs(("s", "aaaa"))) == 1
 
@@ -171,12 +175,13 @@ def test_a_damaged_read_with_a_sound_index_is_temporary_and_checks_the_index_onc
     index = vector_index.VectorIndex(tmp_path / "embeddings.db", CountingProvider())
     index.add(msgs(("s", "aaaa"), ("t", "bbbb")))
     checks = []
-    real = index_file.healthy
-    monkeypatch.setattr(index_file, "healthy", lambda conn: checks.append(1) or real(conn))
+    real = index_file.damaged_inside
+    monkeypatch.setattr(index_file, "damaged_inside", lambda path: checks.append(1) or real(path))
     for _ in range(3):
         problem = index.trouble(sqlite3.DatabaseError("database disk image is malformed"))
         assert problem.code == "db_error" and not index.retired
-    assert len(checks) == 1 and not list(tmp_path.glob("embeddings.db.broken-*"))
+    time.sleep(0.5)
+    assert len(checks) == 1 and not index.retired and not list(tmp_path.glob("embeddings.db.broken-*"))
 
 
 def test_a_new_file_has_the_schema_and_its_version(tmp_path):
