@@ -124,10 +124,9 @@ class VectorIndex:
             return index_file.healthy(self._conn)
 
     def _check_inside(self) -> None:
-        """Check every page of the file (SQLite's ``quick_check``: it reads the whole file, seconds for a large one)
-        in a thread of its own, once for each state of the file and its journal: found damaged, the file is moved
-        aside and this index retires, so the next search builds a new one. Damage deep inside is met by a search's
-        read and not by the open's check; an error saying "damaged" may also be state.db's, read beside."""
+        """Have every page of the file checked in a thread of its own (:func:`index_file.damaged_inside`: seconds for
+        a large file), once for each state of the file and its journal; found damaged, the file is moved aside and
+        this index retires (an error saying "damaged" may also be state.db's, read beside)."""
         stamp = tuple(_stat(Path(str(self.path) + suffix)) for suffix in ("", "-wal"))
         with self._lock:
             if self._checked == stamp:
