@@ -499,7 +499,7 @@ def unusable(path: Path, exc: sqlite3.Error) -> EmbeddingUnavailable:
 # Permanent problems, remembered per process
 # ---------------------------------------------------------------------------
 
-#: resolved path (str) -> (its :func:`_stamp` when the problem was found, the problem)
+#: resolved path (str) -> (its :func:`stamp` when the problem was found, the problem)
 _problems = state.cache("index_problems")
 
 
@@ -507,7 +507,7 @@ def remember(path: Path, problem: IndexBlocked) -> None:
     """Remember ``problem`` for ``path`` until the file or its folders change (see :func:`remembered_problem`); never raises."""
     resolved = Path(path).resolve()
     with _problems.lock:
-        _problems.data[str(resolved)] = (_stamp(resolved), problem.again())
+        _problems.data[str(resolved)] = (stamp(resolved), problem.again())
 
 
 def remembered_problem(path: Path) -> IndexBlocked | None:
@@ -521,13 +521,13 @@ def remembered_problem(path: Path) -> IndexBlocked | None:
         known = _problems.data.get(str(resolved))
         if known is None:
             return None
-        if known[0] == _stamp(resolved):
+        if known[0] == stamp(resolved):
             return known[1].again()
         del _problems.data[str(resolved)]
     return None
 
 
-def _stamp(path: Path) -> tuple[Any, ...]:
+def stamp(path: Path) -> tuple[Any, ...]:
     """What changes when ``path``, its journal files or its folder change (mode, owner, flags via ctime, contents via mtime, the mount going read-write).
 
     ``stat`` of the file, its ``-wal`` and ``-shm``, and each folder up to the

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -90,7 +89,7 @@ class VectorIndex:
         self._db = (*opened.identity, opened.token) if opened.identity is not None else None
         self.note = opened.note
         self.retired = False  # replaced, or found damaged or unwritable: no more writes; index_for opens the file again
-        self._checked: tuple[Any, ...] | None = None  # the file's and journal's stat when last checked whole
+        self._checked: tuple[Any, ...] | None = None  # index_file.stamp of the file when last checked whole
         self._mapped = vector_view.MappedVectors(self.path, provider, self._db)  # this process's map of the shared files
         self._damaged: set[int] = set()  # messages whose stored vectors were unusable: not indexed until embedded again
         self._damage_kept = False  # a repair could not delete damaged vectors from the file: no marks are trusted or written
@@ -127,7 +126,7 @@ class VectorIndex:
         """Have every page of the file checked in a thread of its own (:func:`index_file.damaged_inside`: seconds for
         a large file), once for each state of the file and its journal; found damaged, the file is moved aside and
         this index retires (an error saying "damaged" may also be state.db's, read beside)."""
-        stamp = tuple(_stat(Path(str(self.path) + suffix)) for suffix in ("", "-wal"))
+        stamp = index_file.stamp(self.path)
         with self._lock:
             if self._checked == stamp:
                 return
@@ -407,15 +406,6 @@ def _embed(provider: Provider, chunks: Sequence[str], deadline: float | None) ->
             return None
         parts.append(provider.embed(list(chunks[start : start + EMBED_CHUNKS])))
     return np.vstack(parts) if parts else np.zeros((0, 1), np.float32)
-
-
-def _stat(path: Path) -> tuple[int, int, int] | None:
-    """``(inode, size, mtime in ns)`` of ``path``, ``None`` when it cannot be read."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _close_all(indexes: dict[tuple[str, str], VectorIndex]) -> None:
