@@ -25,7 +25,7 @@ def redact(text: str, redacted: str) -> str:
     return patterns.PASSPHRASE_WORDS.sub(lambda m: _passphrase_words(m, redacted), text)
 
 
-def _reads_as_password(value: str, redacted: str) -> bool:
+def reads_as_password(value: str, redacted: str) -> bool:
     """Whether ``value`` is written out (not already redacted, a variable or a placeholder such as ``$PASS``) and reads
     as a password: 6+ characters with a letter and a symbol (``Sup3r$ecret9``) or letters of both cases and a digit
     (``Sup3rS3cretPw``). ``alice2024``, ``8080:80`` and ``shop`` do not."""
@@ -38,7 +38,7 @@ def _reads_as_password(value: str, redacted: str) -> bool:
 def _bare_userinfo(m: re.Match[str], redacted: str) -> str:
     """A :data:`secret_patterns.BARE_USERINFO` match with its password redacted when it reads as one, after a user
     that is not an address's label (``email:``, ``mailto:``)."""
-    if m.group("user").lower() in patterns.ADDRESS_LABELS or not _reads_as_password(m.group("password"), redacted):
+    if m.group("user").lower() in patterns.ADDRESS_LABELS or not reads_as_password(m.group("password"), redacted):
         return m.group()
     return f"{m.group('user')}:{redacted}@"
 
@@ -47,7 +47,7 @@ def _slashed_userinfo(m: re.Match[str], redacted: str) -> str:
     """A :data:`secret_patterns.SLASHED_USERINFO` match with its password redacted when, its ``/`` aside, it reads as
     one and does not start with a port (``https://host:8443/api/Items2Get@x`` is a host, a port and a path)."""
     password = m.group("password")
-    if password.partition("/")[0].isdigit() or not _reads_as_password(password.replace("/", ""), redacted):
+    if password.partition("/")[0].isdigit() or not reads_as_password(password.replace("/", ""), redacted):
         return m.group()
     return m.string[m.start() : m.start("password")] + redacted + "@"
 
@@ -56,19 +56,21 @@ def _password_in(m: re.Match[str], redacted: str) -> str:
     """A :data:`secret_patterns.CREDENTIAL_PAIR` or :data:`secret_patterns.USER_PASS_FLAGS` match with its ``value``
     redacted when it reads as a password (trailing punctuation of a sentence stays)."""
     value = m.group("value").rstrip(patterns.VALUE_END)
-    if not _reads_as_password(value, redacted):
+    if not reads_as_password(value, redacted):
         return m.group()
     start = m.start("value")
     return m.string[m.start() : start] + redacted + m.string[start + len(value) : m.end()]
 
 
 def _is_code(token: str) -> bool:
-    """4 to 12 digits, or 2 to 8 groups of 3 to 10 ASCII letters and digits joined by ``-`` with a digit among them."""
+    """4 to 12 digits, or 2 to 8 groups of 3 to 10 ASCII letters and digits joined by ``-``, each with a digit, or of
+    one length and most with a digit (``4f8a-99c2``, ``ABCD-EF12-GH34``; not ``totp-sha1``, ``ERR-404-timeout``)."""
     if token.isdigit():
         return 4 <= len(token) <= 12
     groups = token.split("-")
-    return (2 <= len(groups) <= 8 and any(c.isdigit() for c in token)
-            and all(g.isascii() and g.isalnum() and 3 <= len(g) <= 10 for g in groups))
+    with_digit = sum(any(c.isdigit() for c in g) for g in groups)
+    return (2 <= len(groups) <= 8 and all(g.isascii() and g.isalnum() and 3 <= len(g) <= 10 for g in groups)
+            and (with_digit == len(groups) or (len(set(map(len, groups))) == 1 and 2 * with_digit > len(groups))))
 
 
 def _codes(text: str, redacted: str) -> str:
@@ -92,15 +94,17 @@ def _codes(text: str, redacted: str) -> str:
 
 def _passphrase_words(m: re.Match[str], redacted: str) -> str:
     """A :data:`secret_patterns.PASSPHRASE_WORDS` match with its words redacted when they read as a passphrase: 3 to 8
-    words of letters (one may be a number), all lower case or all Capitalised, none of
-    :data:`secret_patterns.PROSE_WORDS`, and no Latin letter right after them (the clause ends; CJK text may follow).
-    A sentence-case run is a description (``password: Keyring backend name``)."""
+    words of letters (4 to 8 after a verb, but for a passphrase's: ``the password was rotated last week``), one may be a number, all lower
+    case or all Capitalised, none of :data:`secret_patterns.PROSE_WORDS`, and no Latin letter right after them (the
+    clause ends; CJK text may follow). A sentence-case run is a description (``password: Keyring backend name``)."""
     value = m.group("value").rstrip(" \t'-")
     end = m.start("value") + len(value)
     after = m.string[end : end + 1]
     words = value.split()
     letters = [w for w in words if not w.isdigit()]
-    if (not 3 <= len(words) <= 8 or len(words) - len(letters) > 1 or (after.isalpha() and after < "\u0250")
+    verb = patterns.LATIN_VERBS.search(m.string, m.end("label"), m.start("value")) is not None
+    fewest = 4 if verb and m.group("label").lower() != "passphrase" else 3
+    if (not fewest <= len(words) <= 8 or len(words) - len(letters) > 1 or (after.isalpha() and after < "\u0250")
             or not all(w.isalpha() for w in letters)
             or not (all(w.islower() for w in letters) or all(w.istitle() for w in letters))
             or any(w.lower() in patterns.PROSE_WORDS for w in words)):

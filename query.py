@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from . import unicode61
 
 MAX_QUERY_CHARS = 2000
+#: What of a question longer than the redaction window (:func:`embedding_text`) is never embedded: longer than the
+#: piece of a secret redaction may miss when the window cuts it (a passphrase, 11 words of a seed phrase).
+OUTBOUND_TAIL = 1000
 MAX_UNITS = 24
 ONE_PASS = 128  # needles of one length counted in a text one by one (beyond: one pass over the text)
 
@@ -147,13 +150,27 @@ def clean_query(text: str) -> tuple[str, bool]:
     return "".join(out), truncated
 
 
-def embedding_text(text: str) -> str:
-    """``text`` as the vector leg embeds it: capped, lone surrogates and Cf characters (zero-width spaces, soft
-    hyphens) dropped, NFC, control characters but line breaks and tabs read as spaces. Not
-    :func:`clean_query`'s form: messages are embedded as written, and a key in the question must reach
-    redaction whole before a remote embedder (the keyword form may split it in two). Pure."""
-    text = unicodedata.normalize("NFC", "".join(
-        ch for ch in text[:MAX_QUERY_CHARS] if unicodedata.category(ch) not in ("Cs", "Cf")))
+def embedding_text(text: str, outbound: Callable[[str], str] | None = None) -> str:
+    """``text`` as the vector leg embeds it, at most ``MAX_QUERY_CHARS`` long: lone surrogates and Cf characters
+    (zero-width spaces, soft hyphens) dropped, NFC, control characters but line breaks and tabs read as spaces. Not
+    :func:`clean_query`'s form: messages are embedded as written, and a key in the question must reach redaction
+    whole before a remote embedder (the keyword form may split it in two). Pure but for ``outbound``.
+
+    ``outbound`` (a remote embedder's redaction) is applied before the cut, to twice the cap: a secret across the
+    cut is redacted whole, and what is kept is a prefix of redacted text. When the question is longer than that
+    window (a secret may cross its end), the last :data:`OUTBOUND_TAIL` characters of what redaction leaves of
+    it are never kept, so a piece of that secret cannot reach the kept part even when redaction shortened the
+    text before it."""
+    if outbound is None:
+        return _embedding_form(text[:MAX_QUERY_CHARS])
+    window = text[: 2 * MAX_QUERY_CHARS]
+    sent = outbound(_embedding_form(window))
+    keep = MAX_QUERY_CHARS if len(text) <= len(window) else min(MAX_QUERY_CHARS, len(sent) - OUTBOUND_TAIL)
+    return sent[: max(keep, 0)]
+
+
+def _embedding_form(text: str) -> str:
+    text = unicodedata.normalize("NFC", "".join(ch for ch in text if unicodedata.category(ch) not in ("Cs", "Cf")))
     return "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") and ch not in "\n\t" else ch for ch in text)
 
 

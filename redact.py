@@ -210,7 +210,7 @@ def _credential_kind(name: str) -> str | None:
     """``"strong"`` for a name whose value is a credential (``DB_PASSWORD``, ``PGPASSWORD``, ``apiKey``), ``"weak"``
     for one whose value is a credential only if it looks like one (``auth``, ``DB_PASS``, ``STRIPE_KEY``), else None.
 
-    ``PWD`` alone is the shell's working directory, not a password.
+    ``PWD`` alone is weak: the shell's working directory (a path, :func:`_names_something`) or ODBC's password.
     """
     words = _name_segments(name)
     if not words:
@@ -226,7 +226,7 @@ def _credential_kind(name: str) -> str | None:
         bare = name.lstrip("-")
         if bare.isupper() and "_" in bare and words[-2] not in patterns.PLAIN_KEY_QUALIFIERS:
             return "weak"
-    if last in patterns.WEAK_CREDENTIAL_WORDS and (last != "pwd" or len(words) >= 2):
+    if last in patterns.WEAK_CREDENTIAL_WORDS:
         return "weak"
     if last == "pw" and patterns.PW_NAME.search(name.lstrip("-")):
         return "weak"
@@ -366,6 +366,9 @@ def _redact_folded(text: str) -> str:
     text = patterns.KEY_FORMATS.sub(REDACTED, text)
     text = prose_secrets.redact(text, REDACTED)
     text = patterns.CLI_SECRET.sub(_cli_secret, text)
+    text = patterns.SQL_PASSWORD.sub(_cli_secret, text)
+    text = patterns.ORACLE_LOGIN.sub(_cli_secret, text)
+    text = patterns.NAMED_VALUE.sub(_named_value, text)
     text = patterns.LABELLED.sub(_labelled, text)
     text = patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text)
     text = patterns.LABELLED_KEY.sub(_labelled_key, text)
@@ -374,9 +377,11 @@ def _redact_folded(text: str) -> str:
     return patterns.LONG_TOKEN.sub(_long_token, text)
 
 
-def _is_placeholder(value: str, name: str) -> bool:
-    """Whether an assigned or labelled value is not a literal secret: already redacted, code, or the name again."""
-    return value.startswith(REDACTED[:-1]) or bool(patterns.CODE_VALUE.match(value.strip())) or value.strip() == name
+def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:
+    """Whether an assigned or labelled value is not a literal secret: already redacted, code (unless ``quoted``: a
+    string is not code, ``"Winter.Is.Coming7"``) or a placeholder, or the name again."""
+    pattern = patterns.PLACEHOLDER_VALUE if quoted else patterns.CODE_VALUE
+    return value.startswith(REDACTED[:-1]) or bool(pattern.match(value.strip())) or value.strip() == name
 
 
 def _replace(m: re.Match[str], start: int, end: int) -> str:
@@ -408,7 +413,7 @@ def _cookie_pair(m: re.Match[str]) -> str:
 def _cli_secret(m: re.Match[str]) -> str:
     """A :data:`secret_patterns.CLI_SECRET` match with the password redacted (kept when a variable or placeholder)."""
     value = m.group("value")
-    if len(value) < _MIN_SECRET or _is_placeholder(value, ""):
+    if len(value) < _MIN_SECRET or _is_placeholder(value, "", quoted=bool(m.group("q"))):
         return m.group(0)
     return _replace(m, *m.span("value"))
 
@@ -418,35 +423,57 @@ def _assignment(m: re.Match[str]) -> str:
 
     A bare value runs to the next space; the sentence or call punctuation that ends it (``,`` ``)`` ``.``) stays.
     """
-    name = m.group(1)
-    kind = _credential_kind(name)
-    password = _password_name(name)
     group = next((g for g in (6, 7, 8, 9) if m.group(g) is not None), 0)
-    if (kind is None and not password) or not group:
+    if not group:
         return m.group(0)
     start, end = m.span(group)
     value = m.group(group)
     if group == 9:
         value = value.rstrip(patterns.VALUE_END + "\\")
         end = start + len(value)
-    if not value or _is_placeholder(value, name):
+    prose_colon = m.group(4) == ":" and bool(m.group(5))
+    return _replace(m, start, end) if _assigned_secret(m.group(1), value, m.string, end, group == 9, prose_colon) else m.group(0)
+
+
+def _named_value(m: re.Match[str]) -> str:
+    """A :data:`secret_patterns.NAMED_VALUE` match with its value redacted when an assignment of it to its name would
+    be (:func:`_assigned_secret`)."""
+    name = m.group("tag") or m.group("attr") or m.group("env")
+    group = next(g for g in ("element", "quoted", "dq", "sq", "bare") if m.group(g) is not None)
+    start, value = m.start(group), m.group(group)
+    if group == "bare":
+        value = value.rstrip(patterns.VALUE_END + "\\")
+    if not _assigned_secret(name, value, m.string, start + len(value), group == "bare", group == "bare"):
         return m.group(0)
-    if password and value.isascii() and value.isalpha() and _passphrase(value, m.string, end):
-        return _replace(m, start, end)  # a pass's or pwd's too, which letters alone otherwise leave a setting
+    return _replace(m, start, start + len(value))
+
+
+def _assigned_secret(name: str, value: str, text: str, end: int, bare: bool, prose_colon: bool) -> bool:
+    """Whether ``value`` (ending at ``end`` in ``text``; ``bare``: not quoted; ``prose_colon``: after ``: ``) assigned
+    to ``name`` is a literal credential: the name is a credential's (:func:`_credential_kind`) or a password's, and
+    the value is not code, a placeholder, prose, a variable, a setting or a name."""
+    kind = _credential_kind(name)
+    password = _password_name(name)
+    if (kind is None and not password) or not value or _is_placeholder(value, name, quoted=not bare):
+        return False
+    if password and value.isascii() and value.isalpha() and _passphrase(value, text, end):
+        return True  # a pass's or pwd's too, which letters alone otherwise leave a setting
     if kind is None:
-        return m.group(0)
-    if group == 9:
-        if m.group(4) == ":" and m.group(5) and re.fullmatch(r"[A-Za-z_]+", value):
-            return m.group(0)  # prose ("token: the one from the vault") or an annotation, not a literal
-        if re.fullmatch(r"[A-Za-z_]\w*", value) and _credential_kind(value) and len(_name_segments(value)) > 1:
-            return m.group(0)  # a variable (password=hashed_password), not a literal (password=secret)
+        return False
+    if bare:
+        if prose_colon and re.fullmatch(r"[A-Za-z_]+", value):
+            return False  # prose ("token: the one from the vault") or an annotation, not a literal
+        segments = _name_segments(value)
+        if re.fullmatch(r"[A-Za-z_]\w*", value) and len(segments) > 1 and patterns.CREDENTIAL_PART.fullmatch(segments[-1]):
+            return False  # a variable (password=hashed_password, api_key = refreshed_key), not a literal (password=secret)
         if len(value) < _MIN_SECRET:
-            return m.group(0)
+            return False
     if kind == "weak" and not re.search(r"[^A-Za-z_.-]", value):
-        return m.group(0)  # a setting (auth=basic, credentials: 'same-origin'), not a credential
-    if kind == "weak" and _name_segments(name)[-1] not in ("pass", "pwd", "pw") and _names_something(value):
-        return m.group(0)  # a name (S3_KEY=uploads/a.png, auth: oauth2); a pass's value is a password whatever it reads as
-    return _replace(m, start, end)
+        return False  # a setting (auth=basic, credentials: 'same-origin'), not a credential
+    segments = _name_segments(name)
+    if kind == "weak" and (segments[-1] not in ("pass", "pwd", "pw") or segments == ["pwd"]) and _names_something(value):
+        return False  # a name (S3_KEY=uploads/a.png, auth: oauth2, PWD=/home/bob); a pass's value is a password whatever it reads as
+    return True
 
 
 def _password_name(name: str) -> bool:
@@ -485,21 +512,27 @@ def _labelled(m: re.Match[str]) -> str:
     """A :data:`secret_patterns.LABELLED` match with the value after the label redacted, when it reads as one.
 
     A Latin label needs a verb (``is``, ``ist``...) or a CJK joiner (``password=`` is an assignment), or ``:`` or
-    ``=`` after a label that is not ASCII (``contraseña=``, which assignments, named in ASCII, miss); and a value with
-    a digit or a symbol, or a passphrase, that names nothing (:func:`_names_something`). Trailing punctuation stays.
+    ``=`` after a label that is not ASCII (``contraseña=``, which assignments, named in ASCII, miss) or after what
+    the value is for (``password for the db:``), or ``=>`` ``->`` `` - `` (``:`` after two words: ``api key:``) before a
+    value that reads as a password (:func:`prose_secrets.reads_as_password`) and holds no brackets or quotes, as code
+    does; and a value with a digit or a symbol, or a passphrase, that names nothing (:func:`_names_something`).
+    Trailing punctuation stays.
     """
     label, joiner = m.group(1), m.group(2)
-    quoted = m.group(4)
-    value = quoted if quoted is not None else m.group(5)
-    start = m.start(4) if quoted is not None else m.start(5)
+    quoted = m.group(5)
+    value = quoted if quoted is not None else m.group(6)
+    start = m.start(5) if quoted is not None else m.start(6)
     if quoted is None:
         value = value.rstrip(patterns.VALUE_END)
-    if len(value) < _MIN_SECRET or _is_placeholder(value, label):
+    if len(value) < _MIN_SECRET or _is_placeholder(value, label, quoted=quoted is not None):
         return m.group(0)
     foreign = patterns.FOREIGN_LABEL.fullmatch(label) is not None
     if max(label) < "\u0250" or foreign:  # Latin script, or a word for key or token of another
-        words = joiner.strip().lower()
-        assigned = (foreign or not label.isascii()) and words[:1] in (":", "=", "：")
+        words = joiner[len(m.group("purpose") or "") :].strip().lower()
+        assigned = (foreign or not label.isascii() or m.group("purpose") is not None) and words[:1] in (":", "=", "：")
+        arrow = words[:2] in ("=>", "->") or (words[:1] == "-" and joiner[:1].isspace())  # not password-login
+        arrow |= " " in label and words[:1] == ":"  # a label no assignment names: api key: …
+        assigned |= arrow and prose_secrets.reads_as_password(value, REDACTED) and not re.search("[\"'()\\[\\]{}<>|`]", value)
         if not assigned and (not words or words[0] in ":=-" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
         password = _password_name(label) or label.lower() in patterns.FOREIGN_PASSWORD_LABELS

@@ -32,6 +32,7 @@ from .filters import Filters, describe_filters
 from .query import embedding_text, folder_names, parse_query, vector_queries
 from .ranking import Hit, fuse_scores, rank_sessions
 from .records import Scope, SessionDetails
+from .redact import redact_secrets
 from .settings import load_settings
 from .snippet import make_snippet
 
@@ -101,15 +102,18 @@ def beside(work: Callable[[], T]) -> Future[T]:
     return future
 
 
-def _vector_queries(query: str, project: Project, records: Sequence[ProjectRecord]) -> tuple[str, ...]:
+def _vector_queries(query: str, project: Project, records: Sequence[ProjectRecord], remote: bool) -> tuple[str, ...]:
     """What the vector leg embeds for ``query``: :func:`query.vector_queries` over the folders of ``project``
-    (an explicit project's folders and primary path, an auto project's git root)."""
+    (an explicit project's folders and primary path, an auto project's git root). For a ``remote`` embedder the
+    question is redacted before it is cut (:func:`query.embedding_text`), and the text without the folder names
+    is made from the redacted one: a label whose name is left out (``token for billing-api: …``) still holds
+    its value when redaction reads it."""
     paths: list[str] = []
     if project.kind == "auto":
         paths = [project.root]
     elif project.kind == "explicit":
         paths = next((project_folders(r) for r in records if r.id == project.id), [])
-    return vector_queries(embedding_text(query), folder_names(paths))
+    return vector_queries(embedding_text(query, redact_secrets if remote else None), folder_names(paths))
 
 
 def _semantic_leg_apart(home: Path, scope: Scope, queries: tuple[str, ...], settings: Settings) -> gate.SemanticLeg:
@@ -193,7 +197,8 @@ def search_history(
             return base
         # The legs run side by side: each spends most of its time outside the interpreter (matrix products, SQLite)
         semantic_on = blocked is None and mode != "keyword"
-        asked = _vector_queries(query, scope.project, listing.projects) if semantic_on else ()
+        remote = settings.embedding.provider != "local"
+        asked = _vector_queries(query, scope.project, listing.projects, remote) if semantic_on else ()
         vectors = beside(lambda: _semantic_leg_apart(home, scope, asked, settings)) if semantic_on else None
         try:
             # Every page ranks the same candidates (enough for all pages): pages neither repeat nor skip.

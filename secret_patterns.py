@@ -17,11 +17,13 @@ import re
 # Folding: what text is read as before it is searched
 # ---------------------------------------------------------------------------
 
-#: Invisible characters (zero-width spaces and joiners, direction marks, the BOM, tag characters, the soft hyphen):
-#: one inside a key would split it in two for every pattern below.
-INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\U000e0001\U000e0020-\U000e007f]")
-#: Combining marks left on an ASCII letter or digit after NFC (no precomposed letter has them): ``F\u0301`` in a key.
-STRAY_MARKS = re.compile("(?<=[A-Za-z0-9])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+#: Invisible characters (zero-width spaces and joiners, direction marks, the BOM, tag characters, the soft hyphen,
+#: Hangul fillers): one inside a key would split it in two for every pattern below.
+INVISIBLE = re.compile("[\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164"
+                       "\ufeff\uffa0\U000e0001\U000e0020-\U000e007f]")
+#: Combining marks and variation selectors left on an ASCII letter or digit after NFC (no precomposed letter has
+#: them): ``F\u0301`` or ``k\ufe0f`` in a key. An emoji keeps its selector.
+STRAY_MARKS = re.compile("(?<=[A-Za-z0-9])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe00-\ufe0f\ufe20-\ufe2f]+")
 #: Full-width ASCII (``ｓｋ－ｐｒｏｊ``, ``ＰＡＳＳＷＯＲＤ＝``) read as ASCII, except the punctuation CJK prose is written
 #: with (``，`` ``：`` ``（）``...), which the patterns below know as it is.
 FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in "！（），：；？～"}
@@ -83,6 +85,8 @@ KEY_FORMATS = re.compile(
     r"|(?:npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{50,}+|gsk_[A-Za-z0-9]{40,}+)"  # npm, PyPI, Groq
     r"|(?:do[por]_v1_[a-f0-9]{64}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|AGE-SECRET-KEY-1[0-9A-Z]{50,}+)"  # DigitalOcean, Shopify, age
     r"|(?:SK[0-9a-fA-F]{32}|key-[0-9a-f]{32}|pplx-[A-Za-z0-9]{40,}+)"  # Twilio, Mailgun, Perplexity
+    r"|hv[sbr]\.[A-Za-z0-9_-]{24,}+"  # HashiCorp Vault: service, batch and recovery tokens
+    r"|[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}+"  # Discord bot: a user id in base64, a time, an HMAC
     r")"
     # AWS access key ids, also run into a word or a name (``ID_AKIA…``, ``idAKIA…``): 20 upper-case characters
     r"|(?<![A-Z0-9])(?:AKIA|ASIA|A3T[A-Z0-9])[0-9A-Z]{16}(?![A-Za-z0-9])"
@@ -133,7 +137,8 @@ SLASHED_USERINFO = re.compile(
     r"(?P<password>[^\s@]{1,200}+)@(?=[A-Za-z0-9])")
 #: Users that are a label before an address (``email:alice2024@example.com``, ``mailto:…``), not a login.
 ADDRESS_LABELS = {"email", "e-mail", "mail", "mailto", "contact", "from", "to", "cc", "bcc", "reply-to", "sender", "author",
-                  "by", "user", "username", "login", "owner", "maintainer", "committer", "reviewer", "assignee"}
+                  "by", "user", "username", "login", "owner", "maintainer", "committer", "reviewer", "assignee",
+                  "sip", "sips", "xmpp", "im", "urn", "tel", "fix", "feat", "task", "ref"}  # URI schemes, commit tags
 #: A character of a password that is not a letter, digit or a joiner an address or a name also holds.
 PASSWORD_SYMBOL = re.compile(r"[^\w.+:-]")
 #: Webhook URLs whose path is the credential (Slack, Discord, Microsoft Teams): the path goes, the host stays.
@@ -168,17 +173,19 @@ VALUE_CHAR = r"[^\s\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
 #: ``name = value`` / ``name: value`` / ``--name=value`` where the name ends in a credential word (``DB_PASSWORD``,
 #: ``apiKey``, ``STRIPE_KEY``...; :func:`redact._credential_kind` decides), so ``database:`` does not swallow
 #: ``password=...``. A name starts a run of name characters (dots included): each run is tried once. Quotes may be
-#: backslash-escaped (JSON in JSON: ``{\\"token\\": \\"x\\"}``). Groups: 1 name, 4 the sign, 5 the space after it,
-#: 6-8 a quoted value (escaped, double, single), 9 a bare one.
+#: backslash-escaped (JSON in JSON: ``{\\"token\\": \\"x\\"}``). The value may be on the next line, unless that line
+#: is another ``name:`` (a YAML parent ``auth:`` would otherwise take its child ``password:`` for its value and hide
+#: it). Groups: 1 name, 4 the sign, 5 the space after it, 6-8 a quoted value (escaped, double, single), 9 a bare one.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
     r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|secret|token|credentials?|auth|key))"
-    r"(\\*+[\"']?)(\s*+)([:=：])(\s*+)"
+    r"(\\*+[\"']?)(\s*+)([:=：])([^\S\r\n]*+(?:\r?\n\s*+(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)"
     r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?![\"'\\])(" + VALUE_CHAR + r"{1,200}+))"
 )
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a
-#: SECRET``, ``curl -u user:SECRET``, and ``--password SECRET`` / ``--with-token SECRET`` (the ``=`` form is an
-#: :data:`ASSIGNMENT`). Group ``value`` is the password, ``q`` its quote.
+#: SECRET``, ``curl -u user:SECRET``, ``--password SECRET`` / ``--with-token SECRET`` (the ``=`` form is an
+#: :data:`ASSIGNMENT`), ``keytool -storepass SECRET``, ``ssh-keygen -N SECRET``. Group ``value`` is the password, ``q``
+#: its quote.
 CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
     r"(?:mysql|mysqldump|mysqladmin|mariadb)(?:[ \t][^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
@@ -186,10 +193,32 @@ CLI_SECRET = re.compile(
     r"|redis-cli(?:[ \t][^\n]{0,200}?)?[ \t]-a[ \t]++"
     r"|curl(?:[ \t][^\n]{0,200}?)?[ \t](?:-u|--user)(?:[ \t]++|=)[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key)[ \t]++(?!-)"
+    r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
     r")(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
 )
+#: A password in SQL (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``). Groups: ``q`` the
+#: quote, ``value`` the password.
+SQL_PASSWORD = re.compile(
+    r"(?i)(?<![A-Za-z0-9_'\"])(?:IDENTIFIED[ \t]++BY|PASSWORD)[ \t]*+=?[ \t]*+(?P<q>')(?P<value>[^'\s,][^'\n]{0,199}+)'")
+#: An Oracle login on a command line (``sqlplus scott/…@db``, ``CONNECT system/…@XE``). Groups: ``q`` (empty),
+#: ``value`` the password.
+ORACLE_LOGIN = re.compile(
+    r"(?i)(?<![A-Za-z0-9_-])(?:sqlplus|sqlldr|expdp|impdp|exp|imp|rman|dgmgrl|conn|connect)(?:[ \t]++-[A-Za-z]{1,10}+){0,2}"
+    r"[ \t]++\w{1,30}+/(?P<q>)(?P<value>[^\s/@]{1,128}+)@")
+#: A value named in markup or a manifest rather than assigned: an element (``<password>…</password>``, Maven's
+#: settings.xml), a ``key``/``name`` and ``value`` attribute pair (``<add key="DbPassword" value="…"/>``, Ant's
+#: ``<property name="db.password" value="…"/>``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``).
+#: Judged as an assignment to that name (:func:`redact._named_value`). Groups: ``name``, ``value`` (``bare``: unquoted).
+NAMED_VALUE = re.compile(
+    r"<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)>(?P<element>[^<\n]{1,200}+)</(?P=tag)>"
+    r"|(?i:(?<![\w-])(?:key|name))[ \t]*+=[ \t]*+(?P<q1>[\"'])(?P<attr>[^\"'\n]{1,100}+)(?P=q1)[ \t]++(?i:value)[ \t]*+=[ \t]*+"
+    r"(?P<q2>[\"'])(?P<quoted>[^\"'\n]{1,200}+)(?P=q2)"
+    r"|(?<![\w-])name[ \t]*+:[ \t]*+[\"']?(?P<env>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+\r?\n[ \t]*+value[ \t]*+:[ \t]*+"
+    r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))"
+)
 #: Credential labels in other scripts than Latin (longer ones first).
-_SCRIPT_LABELS = "密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密|令牌|パスワード|暗証番号|비밀번호|암호|пароль|паролем|пароля"
+_SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|パスワード|暗証番号|비밀번호|비번|암호"
+                  "|пароль|паролем|пароля")
 #: Credential labels of other languages written in Latin letters or Cyrillic (French, Spanish, Portuguese, German,
 #: Dutch, Italian, Polish, Turkish, Vietnamese, Russian, Japanese and Korean katakana/hangul words for password, key
 #: and token), after which ``:`` joins a value as a verb does: no assignment names them.
@@ -205,13 +234,16 @@ MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``,
 #: ``设置成``, ``は``, ``is``...), and a quoted string or a run of printable ASCII (which ends where the text goes back
-#: to its own script). Longer labels come first (``secret key`` before ``secret``). What a Latin label needs is
+#: to its own script), after what the value is for, if said (``password for the db:``, ``Passwort für die DB:``,
+#: ``пароль от базы:``). Longer labels come first (``secret key`` before ``secret``). What a Latin label needs is
 #: :func:`redact._labelled`'s.
 LABELLED = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(" + _SCRIPT_LABELS + r"|APIキー|API ?키"
-    r"|password|passwd|passphrase|passcode|pwd|" + _FOREIGN_LABELS +
+    r"|password|passwd|passphrase|passcode|pwd|pw|" + _FOREIGN_LABELS +
     r"|(?:api|access|secret|private)[ _-]?key|secret|token)"
-    r"(\s*+(?:(?:是|为|為|は|が|는|은|가|이|:|：|=|设置成|设置为|設置成|設置為|改为|改成|改為|设为|設為"
+    r"((?P<purpose>[ \t]++(?:for|of|on|to|für|von|zur|zum|pour|de|du|para|per|voor|dla|от|для|к)[ \t]++"
+    r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+)?"
+    r"\s*+(?:(?:是|为|為|は|が|を|는|은|가|이|我|:|：|=>|->|=|设置成|设置为|設置成|設置為|改成了|改为了|改为|改成|改為|设为|設為"
     r"|is|was|ist|war|est|es|era|é|è|là|—|-)\s*+){0,2})"
     r"(?:([\"'“「『])([^\"'”」』\n]{1,200})[\"'”」』]|([!-~]{4,200}+))"
 )
@@ -251,7 +283,7 @@ PASSPHRASE_WORDS = re.compile(
 )
 #: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``,
 #: ``账号：admin/Sup3r$ecret9``; not a path: ``user: alice/projects/x``): the password goes when it reads as one
-#: (:func:`prose_secrets._reads_as_password`).
+#: (:func:`prose_secrets.reads_as_password`).
 CREDENTIAL_PAIR = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계])(?:creds|credentials|login|logins|account|user|username|用户名|账号|帳號|账户|帳戶"
     r"|アカウント|계정)"
@@ -262,7 +294,8 @@ CREDENTIAL_PAIR = re.compile(
 #: 1000:1000 -p 8080:80`` and ``mysql -u root -p shop`` keep theirs). Groups: ``q`` the quote, ``value``.
 USER_PASS_FLAGS = re.compile(
     r"(?<![A-Za-z0-9_-])(?:-u|-U|--user|--username)(?:[ \t]++|=)[\"']?(?:[A-Za-z0-9_.@-]{1,64}+[\"']?[ \t]++"
-    r"(?:-p|--pass|--password)(?:[ \t]++|=)?|[A-Za-z0-9_.@-]{1,64}+[%,])(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
+    r"(?:-p(?:[ \t]++)?|--pass(?:word)?(?:[ \t]++|=))(?![/~.$])|[A-Za-z0-9_.@-]{1,64}+[%,])"
+    r"(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
 )
 #: Words of prose and documentation that a passphrase is not made of (``password: see the vault entry``, ``reset
 #: password: click the link``, ``password: hashed with bcrypt``): function words, and what a text says of a password.
@@ -365,12 +398,17 @@ KEY_QUALIFIERS = {"api", "access", "secret", "private", "signing", "encryption",
 #: ``<qualifier>_KEY`` names that are not credentials (an UPPER_SNAKE ``*_KEY`` otherwise is one: ``STRIPE_KEY``).
 PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "lookup", "hash", "shard", "row", "range",
                         "unique", "index", "map", "group", "order", "public", "routing", "idempotency", "storage", "dedup"}
-#: Values that are code or placeholders, not literals.
+#: Values that are placeholders, not literals, quoted or not: a constant or a type's name, a variable, a list or dict.
+_PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
+                r"|Any|\$\{?\w+\}?|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\.{3}|…")
+PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
+#: Values written bare that are code or placeholders: also an attribute, a call or an index (``settings.db.password``,
+#: ``os.environ["X"]``). An attribute is names joined by dots: ``Summer.2024!`` is not one. A quoted value is never
+#: code (:data:`PLACEHOLDER_VALUE`): ``"Winter.Is.Coming7"``.
 CODE_VALUE = re.compile(
-    r"^(?:None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean|Any"
-    r"|[A-Za-z_]\w*[.(\[].*"  # an attribute, call or index: code, not a literal
-    r"|[A-Z]\w*\[.*"  # a type such as Optional[str]
-    r"|\$\{?\w+\}?|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\.{3}|…)$"  # a placeholder, a list or dict
+    f"^(?:{_PLACEHOLDER}"
+    r"|(?=[A-Za-z_]\w*[.(\[])(?![\w.]*\.(?![A-Za-z_]))[A-Za-z_][\w.]*+(?:[(\[].*)?"  # an attribute, call or index
+    r"|[A-Z]\w*\[.*)$"  # a type such as Optional[str]
 )
 
 # ---------------------------------------------------------------------------

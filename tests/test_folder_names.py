@@ -66,14 +66,18 @@ def test_leaving_a_name_out_never_uncovers_a_secret(world: World, fake):
     world.session("cur", api, style="cli", messages=[("user", "let's continue")])
     server = remote_embedder(world, fake)
     questions = ["which database does ecommerce-api use? postgres://ecommerce-api:S3cr3tPassw0rd@db/orders",
-                 "ecommerce-api auth with token=abc123XYZ+ecommerce-api+Q9zW8xV7uT6 ?"]
+                 "ecommerce-api auth with token=abc123XYZ+ecommerce-api+Q9zW8xV7uT6 ?",
+                 # the folder's name is what the label is for: left out, ``token for : …`` is no label
+                 "token for ecommerce-api: Zx9qLm2NpR7tY4vB8kW3 rejected, why?",
+                 "PIN for ecommerce-api: 482193 rejected by the orders database"]
     for question in questions:
         server.requests.clear()
         answer = world.search("cur", question, mode="hybrid")
         assert answer["semantic_status"] == "ready", answer
         asked = server.requests[-1]["body"]["input"]
         assert len(asked) == 2 and "ecommerce-api" not in asked[1], asked  # the rule applied, in one request
-        assert not any(secret in text for text in asked for secret in ("S3cr3tPassw0rd", "Q9zW8xV7uT6")), asked
+        secrets = ("S3cr3tPassw0rd", "Q9zW8xV7uT6", "Zx9qLm2NpR7tY4vB8kW3", "482193")
+        assert not any(secret in text for text in asked for secret in secrets), asked
 
 
 def test_a_project_of_one_folder_embeds_the_question_whole(world: World, fake):
@@ -102,3 +106,27 @@ def test_a_key_cut_in_the_question_is_never_sent(world: World, fake):
         asked = server.requests[-1]["body"]["input"]
         pieces = {key[i : i + 8] for i in range(len(key) - 7)}
         assert not any(piece in text for text in asked for piece in pieces), (repr(cut), asked)
+
+
+def test_a_key_across_the_question_cap_is_never_sent_in_part(world: World, fake):
+    """A question is embedded up to ``query.MAX_QUERY_CHARS`` characters; for a remote embedder it is redacted
+    before it is cut, so a key that crosses the cap is redacted whole rather than sent as the piece before the cut
+    (``ghp_Z8x7C6v5B4n3M2a1S``, which no format knows). A question longer than the window redaction reads is cut
+    short of the window's end."""
+    from project_history_recall import query
+
+    repo = world.repo("hermes-agent")
+    world.session("old", repo, messages=[("assistant", "The OpenAI key lives in the vault, not in .env.")])
+    world.session("cur", repo, style="cli", messages=[("user", "let's continue")])
+    server = remote_embedder(world, fake)
+    cap = query.MAX_QUERY_CHARS
+    for key in ("ghp_Z8x7C6v5B4n3M2a1S9d8F7g6H5j4K3l2P1o0", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Hs2Lk9d"):
+        for lead, tail in ((cap - 17, " please"), (2 * cap - 20, " " + "why " * 300)):
+            head = ("why does this fail " * cap)[:lead - 1] + " "
+            server.requests.clear()
+            answer = world.search("cur", head + key + tail, mode="hybrid")
+            assert answer["semantic_status"] == "ready", answer
+            asked = server.requests[-1]["body"]["input"]
+            pieces = {key[i : i + 8] for i in range(len(key) - 7)}
+            assert asked and all(len(text) <= cap for text in asked), asked
+            assert not any(piece in text for text in asked for piece in pieces), (key, lead, asked[0][-60:])

@@ -73,6 +73,36 @@ SENT_BEFORE = [
     ('DB_PW=Sup3r$ecret9', 'Sup3r$ecret9'), ("mongo --host db -u admin -p 'Sup3r$ecret9'", 'Sup3r$ecret9'),
     ('smbclient //nas/share -U bob%Sup3rS3cretPw', 'Sup3rS3cretPw'),
     ('lftp -u bob,Sup3rS3cretPw ftp.example.com', 'Sup3rS3cretPw'),
+    # a YAML parent key above its child, values with a dot, Vault and Discord tokens
+    ('auth:\n  password: Vx7#qLm2!pRt', 'Vx7#qLm2!pRt'), ('token:\n  secret: Kq83mZpwLx72Tn', 'Kq83mZpwLx72Tn'),
+    ('postgresql:\n  auth:\n    postgresPassword: Kq83mZpwLx72Tn', 'Kq83mZpwLx72Tn'),
+    ('DB_PASSWORD="Summer.2024!"', 'Summer.2024'), ('DB_PASSWORD=Summer.2024!', 'Summer.2024'),
+    ("password = 'Tr0ub4dor.&3'", 'Tr0ub4dor.&3'), ('{"password": "Winter.Is.Coming7"}', 'Winter.Is.Coming7'),
+    ('export VAULT_TOKEN=hvs.CAESIJx9qLm2NpR7tY4vB8kW3', 'CAESIJx9qLm2NpR7tY4vB8kW3'),
+    ('X-Vault-Token: hvs.CAESIJx9qLm2NpR7tY4vB8kW3', 'CAESIJx9qLm2NpR7tY4vB8kW3'),
+    ('DISCORD_TOKEN=MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs', 'ZnCjm1XVW7vRze4b7Cq4se7kKWs'),
+    ('client.login("MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs")', 'MTk4NjIyNDgzNDcxOTI1MjQ4'),
+    # SQL, a label and what it is for, arrows, markup and manifests, connection strings, command lines
+    ("CREATE USER 'app'@'%' IDENTIFIED BY 'Vx7#qLm2!pRt';", 'Vx7#qLm2!pRt'),
+    ("ALTER USER postgres WITH PASSWORD 'Kq83mZpwLx72Tn';", 'Kq83mZpwLx72Tn'),
+    ("CREATE ROLE app LOGIN PASSWORD 'Vx7#qLm2!pRt';", 'Vx7#qLm2!pRt'),
+    *[(f'{label} Vx7#qLm2!pRt', 'Vx7#qLm2!pRt') for label in (
+        'password for the db:', 'Password for staging:', 'Passwort für die DB:', 'пароль от базы:', 'password =>',
+        'password ->', 'password -', 'pw is')],
+    ('<server><id>nexus</id><username>deploy</username><password>Vx7#qLm2!pRt</password></server>', 'Vx7#qLm2!pRt'),
+    ('<add key="DbPassword" value="Kq83mZpwLx72Tn" />', 'Kq83mZpwLx72Tn'),
+    ('<property name="db.password" value="Kq83mZpwLx72Tn"/>', 'Kq83mZpwLx72Tn'),
+    ('env:\n- name: DATABASE_PASSWORD\n  value: Vx7#qLm2!pRt', 'Vx7#qLm2!pRt'),
+    ('Server=db;Database=app;Uid=sa;Pwd=Vx7#qLm2!pRt;', 'Vx7#qLm2!pRt'), ('{"pwd": "Vx7#qLm2!pRt"}', 'Vx7#qLm2!pRt'),
+    ('sqlplus scott/Kq83mZpwLx72Tn@//db:1521/ORCL', 'Kq83mZpwLx72Tn'), ('CONNECT system/Vx7#qLm2!pRt@XE', 'Vx7#qLm2!pRt'),
+    ('keytool -list -keystore ks.jks -storepass Kq83mZpwLx72Tn', 'Kq83mZpwLx72Tn'),
+    ('keytool -genkeypair -alias a -keypass Kq83mZpwLx72Tn', 'Kq83mZpwLx72Tn'),
+    ('ssh-keygen -t ed25519 -N "Vx7#qLm2!pRt" -f key', 'Vx7#qLm2!pRt'),
+    # CJK joiners and labels, invisible characters
+    ('数据库密码我改成了Kq83mZpwLx72Tn', 'Kq83mZpwLx72Tn'), ('パスワードをKq83mZpwLx72Tnに変更しました', 'Kq83mZpwLx72Tn'),
+    ('秘密鍵: Zx9qLm2NpR7tY4vB8kW3', 'Zx9qLm2NpR7tY4vB8kW3'), ('비번: Vx7#qLm2!pRt', 'Vx7#qLm2!pRt'),
+    ('비번은 Kq83mZpwLx72Tn 이야', 'Kq83mZpwLx72Tn'), ('sk-proj-T3Blbk\ufe0fFJ4x9Qm2Lw7Vn5Rk8Pz1', 'FJ4x9Qm2Lw7Vn5Rk8Pz1'),
+    *[(f'pass{filler}word=Kq83mZpwLx72Tn', 'Kq83mZpwLx72Tn') for filler in '\u115f\u1160\u3164\uffa0\ufe0e'],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -101,6 +131,19 @@ NEAR_MISSES = [
     'app-1  | started\napp-1  | ready', '密码：见保险箱', 'password field: string, required, eight characters min',
     'def check(password: str, pin: int = 1234):', 'PASSWORD_MIN_LENGTH=12', 'the passphrase is long and random',
     'password: use a strong one',
+    # shell variables and paths after a password flag, URIs and commit tags, prose and settings after labels
+    'gcloud sql connect db --user=postgres --password=$DB_PASSWORD', 'mysqladmin --user=root --password=${MYSQL_ROOT_PASSWORD} ping',
+    'rabbitmqctl add_user -u admin -p /vhost', 'java -jar app.jar -u admin -p ./config.yml', 'tar -czf a.tgz -u root -p ~/backup',
+    'xmpp:Romeo42@montague.net', 'sip:Alice99!@atlanta.com', 'urn:Xcode15@apple', 'fix:Bug#1234@hotfix',
+    'feat:AddLogin2FA@main', 'task:Deploy#42@prod', 'The password was rotated last week.',
+    'my password is definitely wrong somehow', '2fa: totp-sha1', 'mfa: totp-sha256-30s', 'verification code: ERR-404-timeout',
+    'door code: 1st-floor-left', 'access code: ABC-123 ticket',
+    # near misses of the patterns above: code and placeholders, names that are no credential, empty or variable values
+    'password = settings.db.password', 'password = os.environ["DB_PASSWORD"]', '{"password": "string"}',
+    'auth:\n  type: basic', '<username>deploy</username><id>nexus2024!</id>', '<add key="Theme" value="Dark2024!" />',
+    '- name: LOG_LEVEL\n  value: Debug2024!', 'ssh-keygen -t ed25519 -N "" -f key', 'keytool -list -storepass:env KS_PASS',
+    'uses: actions/checkout@v4 and myorg/DeployAction2@v1', 'password for the db: see the vault', 'password for staging: required',
+    'the password for root is in 1Password', 'password -> hash -> compare', 'パスワードを入力してください', '비번 까먹었어',
 ]
 
 
