@@ -535,10 +535,10 @@ def stamp(path: Path) -> tuple[Any, ...]:
     """
     parts: list[Any] = []
     for item in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        parts.append(_stat_key(item))
+        parts.append(stat_key(item))
     folder = path.parent
     while True:
-        key = _stat_key(folder)
+        key = stat_key(folder)
         parts.append(key)
         if key is not None or folder.parent == folder:
             break
@@ -550,7 +550,8 @@ def stamp(path: Path) -> tuple[Any, ...]:
     return tuple(parts)
 
 
-def _stat_key(path: Path) -> tuple[int, ...] | None:
+def stat_key(path: Path) -> tuple[int, ...] | None:
+    """What ``stat`` says of ``path`` that changes with its contents, owner or mode; ``None`` when there is none."""
     try:
         info = os.stat(path)
     except OSError:

@@ -89,7 +89,7 @@ class VectorIndex:
         self._db = (*opened.identity, opened.token) if opened.identity is not None else None
         self.note = opened.note
         self.retired = False  # replaced, or found damaged or unwritable: no more writes; index_for opens the file again
-        self._checked: tuple[Any, ...] | None = None  # index_file.stamp of the file when last checked whole
+        self._checked: tuple[Any, ...] | None = None  # the file's and its journal's stat_key when last checked whole
         self._mapped = vector_view.MappedVectors(self.path, provider, self._db)  # this process's map of the shared files
         self._damaged: set[int] = set()  # messages whose stored vectors were unusable: not indexed until embedded again
         self._damage_kept = False  # a repair could not delete damaged vectors from the file: no marks are trusted or written
@@ -105,7 +105,8 @@ class VectorIndex:
         the whole file is then checked in the background (:meth:`_check_inside`). Never raises.
         """
         problem = index_file.unusable(self.path, exc)
-        sound = problem.code == "index_damaged" and self._healthy()
+        with self._lock:
+            sound = problem.code == "index_damaged" and index_file.healthy(self._conn)
         if sound:
             self._check_inside()
         if problem.code in ("index_busy", "index_error") or sound:
@@ -118,15 +119,12 @@ class VectorIndex:
         logger.warning("embeddings index %s: %s", self.path, exc)
         return problem
 
-    def _healthy(self) -> bool:
-        with self._lock:
-            return index_file.healthy(self._conn)
-
     def _check_inside(self) -> None:
         """Have every page of the file checked in a thread of its own (:func:`index_file.damaged_inside`: seconds for
         a large file), once for each state of the file and its journal; found damaged, the file is moved aside and
         this index retires (an error saying "damaged" may also be state.db's, read beside)."""
-        stamp = index_file.stamp(self.path)
+        # Size and modification time, not ctime: opening the journal (the check's own connection) changes it.
+        stamp = tuple((index_file.stat_key(Path(f"{self.path}{journal}")) or ())[:7] for journal in ("", "-wal"))
         with self._lock:
             if self._checked == stamp:
                 return
