@@ -200,11 +200,12 @@ CLI_SECRET = re.compile(
 #: quote, ``value`` the password.
 SQL_PASSWORD = re.compile(
     r"(?i)(?<![A-Za-z0-9_'\"])(?:IDENTIFIED[ \t]++BY|PASSWORD)[ \t]*+=?[ \t]*+(?P<q>')(?P<value>[^'\s,][^'\n]{0,199}+)'")
-#: An Oracle login on a command line (``sqlplus scott/…@db``, ``CONNECT system/…@XE``). Groups: ``q`` (empty),
-#: ``value`` the password.
+#: An Oracle login on a command line (``sqlplus scott/…@db``, ``CONNECT system/…@XE``; Oracle's own tools without a
+#: database too: ``sqlplus scott/… as sysdba``). Groups: ``q`` (empty), ``value`` the password.
 ORACLE_LOGIN = re.compile(
-    r"(?i)(?<![A-Za-z0-9_-])(?:sqlplus|sqlldr|expdp|impdp|exp|imp|rman|dgmgrl|conn|connect)(?:[ \t]++-[A-Za-z]{1,10}+){0,2}"
-    r"[ \t]++\w{1,30}+/(?P<q>)(?P<value>[^\s/@]{1,128}+)@")
+    r"(?i)(?<![A-Za-z0-9_-])(?:(?P<tool>sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)|exp|imp|conn|connect)"
+    r"(?:[ \t]++-[A-Za-z]{1,10}+){0,2}[ \t]++\w{1,30}+/(?P<q>)(?P<value>[^\s/@'\"]{1,128}+)"
+    r"(?:@|(?(tool)(?=\s|$)|(?!)))")
 #: A value named in markup or a manifest rather than assigned: an element (``<password>…</password>``, Maven's
 #: settings.xml), a ``key``/``name`` and ``value`` attribute pair (``<add key="DbPassword" value="…"/>``, Ant's
 #: ``<property name="db.password" value="…"/>``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``).
@@ -278,8 +279,8 @@ PASSPHRASE_WORDS = re.compile(
     r"(?i)(?=[pmcskwhş密口パ비암п])(?P<label>(?<![A-Za-z0-9])(?:password|passwd|passphrase|passcode|"
     + "|".join(sorted(FOREIGN_PASSWORD_LABELS, key=len, reverse=True)) +
     r")|密码|密碼|口令|パスワード|비밀번호|암호|пароль)"
-    r"(?:[ \t]*+(?:[:=：是为為は는은]|(?:is|was|ist|war|est|es|era|é|è|là)(?![A-Za-z]))){1,2}[ \t]*+"
-    r"(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
+    r"(?:[ \t]*+(?:=>|->|改成了|改为了|改成|改为|设置成|设为|[:=：是为為は는은を]|(?:is|was|ist|war|est|es|era|é|è|là)(?![A-Za-z]))){1,2}"
+    r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
 )
 #: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``,
 #: ``账号：admin/Sup3r$ecret9``; not a path: ``user: alice/projects/x``): the password goes when it reads as one

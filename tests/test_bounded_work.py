@@ -349,7 +349,8 @@ def _redaction_cost(unit: str, n: int, reps: int = 3) -> float:
                                   "PIN: 1234, ", "recovery codes:\n  - ", "mfa: ", "password: word ", "密码是 ab ", "\n[12:00:01] ",
                                   "sk-proj-abcdefgh\n[1] ", "\napp-1 | ", "creds: a/", "-u a -p ", "-u a%", "//a:b/", "//a:/",
                                   "参数timeout:30，重试retry:3。", "設定はport:8080です、", "a{color:red;margin:0}.b{padding:1px}",
-                                  "!a:", "ts:1712345,lvl:info,", "auth:\n  ", "<password>", "<a>b</a", 'key="a" value="',
+                                  "!a:", "ts:1712345,lvl:info,", "密码改成了 ab ", "password => ab ", "sqlplus a/b ",
+                                  "sqlplus a/bc@", "auth:\n  ", "<password>", "<a>b</a", 'key="a" value="',
                                   "- name: A\n  value: ", "IDENTIFIED BY '", "PASSWORD 'a", "sqlplus a/", "sqlplus -s a/b",
                                   "password for the db: ", "password => ", "pw is ", "-storepass ", "ssh-keygen -N ",
                                   "hvs.", "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.", "密码我改成了", "パスワードを", "x.y.", "a\ufe0f"])

@@ -103,11 +103,17 @@ SENT_BEFORE = [
     ('秘密鍵: Zx9qLm2NpR7tY4vB8kW3', 'Zx9qLm2NpR7tY4vB8kW3'), ('비번: Vx7#qLm2!pRt', 'Vx7#qLm2!pRt'),
     ('비번은 Kq83mZpwLx72Tn 이야', 'Kq83mZpwLx72Tn'), ('sk-proj-T3Blbk\ufe0fFJ4x9Qm2Lw7Vn5Rk8Pz1', 'FJ4x9Qm2Lw7Vn5Rk8Pz1'),
     *[(f'pass{filler}word=Kq83mZpwLx72Tn', 'Kq83mZpwLx72Tn') for filler in '\u115f\u1160\u3164\uffa0\ufe0e'],
+    # a passphrase after the joiners a labelled value takes; Oracle's tools logging in without a database
+    ('密码改成了 correct horse battery staple', 'horse battery'), ('パスワードを correct horse battery staple に変更', 'horse battery'),
+    ('password => correct horse battery staple', 'horse battery'), ('sqlplus scott/Xk9mQ2vLp7', 'Xk9mQ2vLp7'),
+    ('sqlplus -s scott/Xk9mQ2vLp7 as sysdba', 'Xk9mQ2vLp7'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    'password => see the docs', '密码改成了 see the vault entry', 'sqlplus / as sysdba', 'connect github/copilot now',
+    'exp user/file.dmp',
     'https://host:8080/path@v2', 'https://a.b:8443/api/Items2Get@x', 'https://registry.npmjs.org:443/@types/node',
     'email:alice2024@example.com', 'user:alice@example.com', 'contact: bob.smith@example.org',
     'mailto:Bob.Smith99@Example.com',
