@@ -411,7 +411,9 @@ def _cookie_pair(m: re.Match[str]) -> str:
 
 
 def _cli_secret(m: re.Match[str]) -> str:
-    """A :data:`secret_patterns.CLI_SECRET` match with the password redacted (kept when a variable or placeholder)."""
+    """A :data:`secret_patterns.CLI_SECRET`, :data:`secret_patterns.SQL_PASSWORD` or
+    :data:`secret_patterns.ORACLE_LOGIN` match (groups ``q`` and ``value``) with the password redacted (kept when a
+    variable or placeholder)."""
     value = m.group("value")
     if len(value) < _MIN_SECRET or _is_placeholder(value, "", quoted=bool(m.group("q"))):
         return m.group(0)

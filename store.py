@@ -364,6 +364,7 @@ def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
 
 ECHO_REACH = 32  # messages before a reply where the recall it may quote is looked for
 
+
 def _in_order_sql(anchor: str, *, back: bool, limit: str) -> str:
     """SQL for the ids of up to ``limit`` messages of the session of message ``anchor`` (a table alias) next to it
     in (timestamp, id) order, before it with ``back``, from Hermes' (session_id, timestamp) index alone. Two seeks
