@@ -195,16 +195,23 @@ def glued_rows(conn: sqlite3.Connection, forms: Sequence[str], df: int) -> tuple
     shortest = [f for f in shortest if not any(g != f and g in f for g in shortest)]
     if not shortest:
         return 0, ""
-    # The rarest trigram bounds the rows holding a form as a substring; each is counted only as far as it can
-    # still lower the bound. A long word (a hash) is bounded by GLUED_GRAMS evenly spaced trigrams, not all.
+    # The rarest trigram bounds the rows holding a form as a substring. Two things are decided: is some trigram
+    # under GLUED_BOUND (else too common to check cheaply), and is some trigram in no more rows than the word
+    # (then nothing lies beyond it)? So trigrams are counted up to GLUED_BOUND until one is under it, then only
+    # up to df + 1. Middle trigrams first: a word's first and last ones are the prefixes and suffixes many words
+    # share. A long word (a hash) is bounded by GLUED_GRAMS evenly spaced trigrams, not all.
     grams = list(dict.fromkeys(f[i : i + 3] for f in shortest for i in range(len(f) - 2)))
     step = max(len(grams) / GLUED_GRAMS, 1.0)
-    bound = GLUED_BOUND + 1
-    for gram in (grams[int(i * step)] for i in range(min(len(grams), GLUED_GRAMS))):
-        bound = fts.rows_up_to(conn, "trigram", gram, bound)
-        if bound <= df:  # nothing beyond the word itself
+    chosen = [grams[int(i * step)] for i in range(min(len(grams), GLUED_GRAMS))]
+    middle = (len(chosen) - 1) / 2
+    cap, common = GLUED_BOUND + 1, True
+    for gram in (chosen[i] for i in sorted(range(len(chosen)), key=lambda i: abs(i - middle))):
+        rows = fts.rows_up_to(conn, "trigram", gram, cap)
+        if rows <= df:  # nothing beyond the word itself
             return 0, ""
-    if bound > GLUED_BOUND:  # too common to check cheaply
+        if rows <= GLUED_BOUND:
+            common, cap = False, df + 1
+    if common:  # too common to check cheaply
         return 0, ""
     expr = " OR ".join(fts_quote(f) for f in shortest)
     rows = fts.phrase_frequency(conn, "trigram", expr, RANK_BUDGET + 1)

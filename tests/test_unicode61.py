@@ -231,3 +231,37 @@ def test_capped_trigram_counts_decide_the_look_up_as_full_counts_did(world, monk
                         assert new == _glued_by_full_counts(conn, forms, df), (bound, word, df, cached)
     finally:
         conn.close()
+
+
+def test_once_a_trigram_bounds_the_look_up_the_others_are_counted_only_past_the_words_rows(world, monkeypatch):
+    """The look-up reads a trigram's rows up to ``GLUED_BOUND`` only until one trigram is under it; from then on
+    each trigram is read only far enough to show that it holds more rows than the word (``df + 1``), whatever
+    the order the trigrams are counted in."""
+    from project_history_recall import lexical
+
+    repo = world.repo("app")
+    # "quartz" in 6 rows; of its trigrams only "uar" is under the bound of 30 (6 + 4 rows), the others in 40 more.
+    world.session("zh", repo, messages=[("assistant", "用quartz调度") for _ in range(6)] + [("user", f"guard {i}") for i in range(4)]
+                  + [("user", f"quack party artz {i}") for i in range(40)])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    read: list[tuple[int, int]] = []
+    counted = fts.count_matches
+
+    def count(conn, space, match, cap):
+        read.append((cap, counted(conn, space, match, cap)))
+        return read[-1][1]
+
+    monkeypatch.setattr(fts, "count_matches", count)
+    monkeypatch.setattr(lexical, "GLUED_BOUND", 30)
+    conn = store.open_state_db(world.home)
+    try:
+        state.cache("term_counts").clear()
+        df = 3  # fewer rows than the substring's 6: the word is looked for inside CJK runs
+        assert lexical.glued_rows(conn, ["quartz"], df) == (6, '"quartz"')
+        *trigrams, phrase = read
+        assert phrase[0] == lexical.RANK_BUDGET + 1 and len(trigrams) == 4
+        first_under = next(i for i, (_, rows) in enumerate(trigrams) if rows <= lexical.GLUED_BOUND)
+        assert all(cap == lexical.GLUED_BOUND + 1 for cap, _ in trigrams[: first_under + 1]), trigrams
+        assert all(cap == df + 1 for cap, _ in trigrams[first_under + 1 :]) and first_under < 3, trigrams
+    finally:
+        conn.close()
