@@ -339,9 +339,9 @@ def redact_secrets(text: str) -> str:
     Replaced: private key blocks; provider key formats and JWTs (also cut by a line break); ``Authorization:``
     values and bearer tokens; a URL's ``user:password@``, webhook paths, credential query parameters and session
     cookies; the literal value of an assignment to a credential name (not code or a placeholder); passwords on
-    command lines; ``user:password@host`` without ``//``, PINs and codes after a label and passphrases of words
-    (:mod:`prose_secrets`); a value after a credential label in prose, in fourteen languages, also set off by Markdown
-    or HTML; wallet seed phrases (runs of 12+ BIP-39 words, label or not: :mod:`seed_phrases`); and long random-looking
+    command lines and in ``.netrc`` and ``.pgpass`` lines; ``user:password@host`` without ``//``, PINs and codes
+    after a label and passphrases of words (:mod:`prose_secrets`); a value after a credential label in prose, in
+    fourteen languages, also set off by Markdown or HTML; wallet seed phrases (runs of 12+ BIP-39 words, label or not: :mod:`seed_phrases`); and long random-looking
     tokens (:func:`_looks_random`). docs/guarantees.md lists the shapes; :mod:`secret_patterns` says why each is
     written so. Bare git object ids, UUIDs, identifiers and paths are kept.
 
@@ -368,6 +368,7 @@ def _redact_folded(text: str) -> str:
     text = patterns.CLI_SECRET.sub(_cli_secret, text)
     text = patterns.SQL_PASSWORD.sub(_cli_secret, text)
     text = patterns.ORACLE_LOGIN.sub(_cli_secret, text)
+    text = patterns.CREDENTIAL_FILE.sub(_cli_secret, text)
     text = patterns.NAMED_VALUE.sub(_named_value, text)
     text = patterns.LABELLED.sub(_labelled, text)
     text = patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text)
@@ -440,8 +441,8 @@ def _assignment(m: re.Match[str]) -> str:
 def _named_value(m: re.Match[str]) -> str:
     """A :data:`secret_patterns.NAMED_VALUE` match with its value redacted when an assignment of it to its name would
     be (:func:`_assigned_secret`)."""
-    name = m.group("tag") or m.group("attr") or m.group("env")
-    group = next(g for g in ("element", "quoted", "dq", "sq", "bare") if m.group(g) is not None)
+    name = m.group("tag") or m.group("attr") or m.group("env") or m.group("default")
+    group = next(g for g in ("element", "quoted", "dq", "sq", "bare", "ddq", "dsq") if m.group(g) is not None)
     start, value = m.start(group), m.group(group)
     if group == "bare":
         value = value.rstrip(patterns.VALUE_END + "\\")

@@ -178,14 +178,17 @@ VALUE_CHAR = r"[^\s\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
 #: it). Groups: 1 name, 4 the sign, 5 the space after it, 6-8 a quoted value (escaped, double, single), 9 a bare one.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
-    r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|secret|token|credentials?|auth|key))"
+    r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|secret|token|credentials?|auth|key))"
     r"(\\*+[\"']?)(\s*+)([:=：])([^\S\r\n]*+(?:\r?\n\s*+(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)"
     r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?![\"'\\])(" + VALUE_CHAR + r"{1,200}+))"
 )
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a
 #: SECRET``, ``curl -u user:SECRET``, ``--password SECRET`` / ``--with-token SECRET`` (the ``=`` form is an
-#: :data:`ASSIGNMENT`), ``keytool -storepass SECRET``, ``ssh-keygen -N SECRET``. Group ``value`` is the password, ``q``
-#: its quote.
+#: :data:`ASSIGNMENT`), ``keytool -storepass SECRET``, ``ssh-keygen -N SECRET``, ``nmcli … password SECRET`` (or
+#: ``wifi-sec.psk``), ``wpa_passphrase SSID SECRET``; a basic-auth call's second argument (``HTTPBasicAuth('bob',
+#: 'SECRET')``, ``auth=("bob", "SECRET")``). Two take the password as the command's last word (group ``last``):
+#: ``htpasswd -b[…] [file] user SECRET`` and redis's ``AUTH [user] SECRET`` at a line's start or after its prompt
+#: (an upper-case ``AUTH``: "auth" at a line's start is prose). Group ``value`` is the password, ``q`` its quote.
 CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
     r"(?:mysql|mysqldump|mysqladmin|mariadb)(?:[ \t][^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
@@ -194,7 +197,23 @@ CLI_SECRET = re.compile(
     r"|curl(?:[ \t][^\n]{0,200}?)?[ \t](?:-u|--user)(?:[ \t]++|=)[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
-    r")(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
+    r"|nmcli(?:[ \t][^\n]{0,200}?)?[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk)[ \t]++"
+    r"|wpa_passphrase[ \t]++(?:\"[^\"\n]{1,64}+\"|'[^'\n]{1,64}+'|[^\s\"']{1,64}+)[ \t]++"
+    r"|(?:HTTP(?:Basic|Digest|Proxy)Auth|BasicAuth|DigestAuth|auth[ \t]*+=[ \t]*+)\([ \t]*+(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)"
+    r"[ \t]*+,[ \t]*+"
+    r"|(?P<last>htpasswd(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,8}b)(?:[ \t]++-[A-Za-z]{1,8}+){0,2}(?:[ \t]++[^\s-][^\s]{0,200}+){1,2}?"
+    r"[ \t]++|(?:(?m:^)|(?<=>))[ \t]*+AUTH[ \t]++(?:[\w.@-]{1,64}+[ \t]++)?)"
+    r")(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)(?(last)(?=[ \t]*+(?:[\r\n;&|]|$)))"
+)
+#: Lines of the files clients read passwords from: ``.netrc`` (``machine api.example.com login bob password SECRET``,
+#: on one line or several; the host holds a ``.`` or is ``localhost``: "machine learning login page password reset"
+#: is prose) and ``.pgpass`` (``host:port:database:user:SECRET``, the whole line, group ``pgpass``). Groups: ``q``
+#: (empty), ``value`` the password.
+CREDENTIAL_FILE = re.compile(
+    r"(?:(?<![\w-])machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+)(?:\s++(?:login|account|port)\s++\S{1,200}+){0,2}+"
+    r"\s++password\s++"
+    r"|(?P<pgpass>(?m:^)[ \t]*+[^\s:#][^\s:]{0,254}+:(?:\d{1,5}+|\*):[^\s:]{1,255}+:[^\s:]{1,255}+:))"
+    r"(?P<q>)(?P<value>\S{1,200}+)(?(pgpass)(?=[ \t]*+(?:[\r\n]|$)))"
 )
 #: A password in SQL (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``). Groups: ``q`` the
 #: quote, ``value`` the password.
@@ -208,7 +227,8 @@ ORACLE_LOGIN = re.compile(
     r"(?:@|(?(tool)(?=\s|$)|(?!)))")
 #: A value named in markup or a manifest rather than assigned: an element (``<password>…</password>``, Maven's
 #: settings.xml), a ``key``/``name`` and ``value`` attribute pair (``<add key="DbPassword" value="…"/>``, Ant's
-#: ``<property name="db.password" value="…"/>``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``).
+#: ``<property name="db.password" value="…"/>``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``),
+#: an environment variable's default in code (``os.getenv("DB_PASSWORD", "…")``, ``ENV.fetch(…)``).
 #: Judged as an assignment to that name (:func:`redact._named_value`). Groups: ``name``, ``value`` (``bare``: unquoted).
 NAMED_VALUE = re.compile(
     r"<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)>(?P<element>[^<\n]{1,200}+)</(?P=tag)>"
@@ -216,6 +236,8 @@ NAMED_VALUE = re.compile(
     r"(?P<q2>[\"'])(?P<quoted>[^\"'\n]{1,200}+)(?P=q2)"
     r"|(?<![\w-])name[ \t]*+:[ \t]*+[\"']?(?P<env>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+\r?\n[ \t]*+value[ \t]*+:[ \t]*+"
     r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))"
+    r"|(?<!\w)(?:getenv|environ\.get|ENV\.fetch)\([ \t]*+(?P<q3>[\"'])(?P<default>[A-Za-z_][\w.-]{0,100}+)(?P=q3)[ \t]*+,[ \t]*+"
+    r"(?:\"(?P<ddq>[^\"\n]{1,200}+)\"|'(?P<dsq>[^'\n]{1,200}+)')"
 )
 #: Credential labels in other scripts than Latin (longer ones first).
 _SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|パスワード|暗証番号|비밀번호|비번|암호"
@@ -367,7 +389,7 @@ VALUE_END = ".,;:!?)]}>'\""
 CREDENTIAL_ENDINGS = ("password", "passwd", "passphrase", "secret", "token")
 #: Endings of a name or label after which letters alone can be a password (:func:`redact._passphrase`); so can
 #: ``pass`` as its last word (:func:`redact._password_name`).
-PASSWORD_ENDINGS = ("password", "passwd", "passphrase", "passcode", "pwd")
+PASSWORD_ENDINGS = ("password", "passwd", "passphrase", "passcode", "pwd", "psk")
 #: A password of letters alone after such a name or label: 12+ lower-case letters (``correcthorsebatterystaple``), or
 #: three or more Capitalised words (``CorrectHorseBatteryStaple``, :data:`CAMEL_WORD`), taken only where no word
 #: follows (:data:`CLAUSE_END`; ``the password is stored in vault`` is prose). Shorter words are prose or settings
@@ -387,7 +409,7 @@ TYPE_ENDINGS = ("Field", "Str", "String", "Bytes", "Input", "Type", "Form", "Wid
 #: clause's punctuation, a line break, a closing quote, an emoji): ``password: x and …`` goes on in prose.
 CLAUSE_END = re.compile(r"[ \t]*+(?:[^A-Za-z \t]|\Z)")
 #: Last words that make a name a credential which those endings do not cover.
-CREDENTIAL_WORDS = {"passcode", "apikey", "accesskey", "secretkey", "privatekey"}
+CREDENTIAL_WORDS = {"passcode", "psk", "apikey", "accesskey", "secretkey", "privatekey"}
 #: Last words of names that are credentials only when the value looks like one (a digit or a symbol in it):
 #: ``auth=true`` and ``credentials: 'same-origin'`` are settings, ``auth=dXNlcjpw…`` is not.
 WEAK_CREDENTIAL_WORDS = {"pass", "pwd", "auth", "credential", "credentials"}

@@ -107,6 +107,20 @@ SENT_BEFORE = [
     ('密码改成了 correct horse battery staple', 'horse battery'), ('パスワードを correct horse battery staple に変更', 'horse battery'),
     ('password => correct horse battery staple', 'horse battery'), ('sqlplus scott/Xk9mQ2vLp7', 'Xk9mQ2vLp7'),
     ('sqlplus -s scott/Xk9mQ2vLp7 as sysdba', 'Xk9mQ2vLp7'),
+    # the files clients read passwords from, call arguments, and commands that take one as their last word
+    ('machine api.github.com login bob password Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('machine api.github.com\n  login bob\n  password Sup3rS3cretPw\n', 'Sup3rS3cretPw'),
+    ('db.example.com:5432:shop:bob:Sup3rS3cretPw', 'Sup3rS3cretPw'), ('cat ~/.pgpass\nlocalhost:*:*:postgres:Sup3rS3cretPw\n', 'Sup3rS3cretPw'),
+    ('network={\n  ssid="HomeNet"\n  psk="Sup3rS3cretPw"\n}', 'Sup3rS3cretPw'), ('wpa_passphrase "Home Net" Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('nmcli dev wifi connect HomeNet password Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('nmcli con modify home wifi-sec.psk Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('htpasswd -b /etc/nginx/.htpasswd bob Sup3rS3cretPw', 'Sup3rS3cretPw'), ("htpasswd -nbB bob 'Sup3rS3cretPw'", 'Sup3rS3cretPw'),
+    ('127.0.0.1:6379> AUTH Sup3rS3cretPw\nOK', 'Sup3rS3cretPw'), ('AUTH default Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ("requests.get(url, auth=HTTPBasicAuth('bob', 'Sup3rS3cretPw'))", 'Sup3rS3cretPw'),
+    ('requests.get(url, auth=("bob", "Sup3rS3cretPw"))', 'Sup3rS3cretPw'),
+    ('DB_PASSWORD = os.getenv("DB_PASSWORD", "Sup3rS3cretPw")', 'Sup3rS3cretPw'),
+    ("token = os.environ.get('API_TOKEN', 'Zx9qLm2Nw8Pv3Rt5')", 'Zx9qLm2Nw8Pv3Rt5'),
+    ('ENV.fetch("API_SECRET", "Sup3rS3cretPw")', 'Sup3rS3cretPw'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -130,6 +144,9 @@ NEAR_MISSES = [
     'the PIN is required', 'PIN码是多少', '验证码发送失败，请重试', 'verification code: expired', '2FA: enabled',
     'OTP: see the authenticator app', 'recovery codes: download them from settings', 'backup codes: ten of them',
     'password: Keyring backend name', 'password: Plain text password', 'pwd: current working directory',
+    'machine learning login page password reset', 'the machine localhost login fails', 'AUTH failed for user bob',
+    'nmcli connection show', 'htpasswd -c .htpasswd bob', 'HTTPBasicAuth(user, pw)', 'os.getenv("DB_HOST", "localhost")',
+    'os.getenv("DB_PASSWORD", "")', 'the psk is rotated monthly', 'psk: PSK_FROM_ENV', '12:30:45:67:89', 'a:1:b:c',
     'password: min eight chars', 'password: same as staging', 'password: ask Ann on Slack', 'password: check the wiki page',
     'contact:alice.smith2024@example.com', 'from:Bob.Smith99@Example.com', 'ref:Plot3D@2x', 'time 10:30@home',
     'scp backup.tar admin@10.0.0.5:/srv', 'cd C:\\Users\\Bob@Work', 'the code is 4821 lines long', 'status code 4040',
