@@ -186,9 +186,11 @@ ASSIGNMENT = re.compile(
 #: SECRET``, ``curl -u user:SECRET``, ``--password SECRET`` / ``--with-token SECRET`` (the ``=`` form is an
 #: :data:`ASSIGNMENT`), ``keytool -storepass SECRET``, ``ssh-keygen -N SECRET``, ``nmcli … password SECRET`` (or
 #: ``wifi-sec.psk``), ``wpa_passphrase SSID SECRET``; a basic-auth call's second argument (``HTTPBasicAuth('bob',
-#: 'SECRET')``, ``auth=("bob", "SECRET")``). Two take the password as the command's last word (group ``last``):
-#: ``htpasswd -b[…] [file] user SECRET`` and redis's ``AUTH [user] SECRET`` at a line's start or after its prompt
-#: (an upper-case ``AUTH``: "auth" at a line's start is prose). Group ``value`` is the password, ``q`` its quote.
+#: 'SECRET')``, ``basic_auth=("bob", "SECRET")``). Four take the password as the command's last word (group
+#: ``last``): ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase``, and
+#: redis's ``AUTH [user] SECRET`` after its prompt or, upper-case and not lower-case letters alone nor a SASL
+#: mechanism (``AUTH LOGIN``, ``AUTH required``), at a line's start. Group ``value`` is the password (a quoted one
+#: may hold spaces), ``q`` its quote. ``nmcli`` counts only in a command that sets the password, not ``-g``/``-f``.
 CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
     r"(?:mysql|mysqldump|mysqladmin|mariadb)(?:[ \t][^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
@@ -197,23 +199,34 @@ CLI_SECRET = re.compile(
     r"|curl(?:[ \t][^\n]{0,200}?)?[ \t](?:-u|--user)(?:[ \t]++|=)[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
-    r"|nmcli(?:[ \t][^\n]{0,200}?)?[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk)[ \t]++"
+    r"|nmcli(?=[^\n]{0,200}?[ \t](?:connect|add|modify|mod|hotspot)[ \t])(?![^\n]{0,200}?[ \t]-(?:g|f|-fields|-get-values)[ \t])"
+    r"(?:[ \t][^\n]{0,200}?)?[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk)[ \t]++"
+    r"|(?:HTTP(?:Basic|Digest|Proxy)Auth|BasicAuth|DigestAuth|(?:[A-Za-z]{1,20}+_)?auth[ \t]*+=[ \t]*+)[(\[]\s*+"
+    r"(?:(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)|[\w.\[\]\"']{1,100}+)"
+    r"\s*+,\s*+"
+    r"|(?P<last>htpasswd(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,8}b)(?P<nofile>(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,7}n))?"
+    r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
+    r"(?(nofile)[ \t]++[^\s-]\S{0,200}+|(?:[ \t]++[^\s-]\S{0,200}+){2})[ \t]++"
     r"|wpa_passphrase[ \t]++(?:\"[^\"\n]{1,64}+\"|'[^'\n]{1,64}+'|[^\s\"']{1,64}+)[ \t]++"
-    r"|(?:HTTP(?:Basic|Digest|Proxy)Auth|BasicAuth|DigestAuth|auth[ \t]*+=[ \t]*+)\([ \t]*+(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)"
-    r"[ \t]*+,[ \t]*+"
-    r"|(?P<last>htpasswd(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,8}b)(?:[ \t]++-[A-Za-z]{1,8}+){0,2}(?:[ \t]++[^\s-][^\s]{0,200}+){1,2}?"
-    r"[ \t]++|(?:(?m:^)|(?<=>))[ \t]*+AUTH[ \t]++(?:[\w.@-]{1,64}+[ \t]++)?)"
-    r")(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)(?(last)(?=[ \t]*+(?:[\r\n;&|]|$)))"
+    r"|(?<=[\d\]]>)[ \t]*+(?:HELLO[ \t]++\d[ \t]++)?AUTH[ \t]++(?:[^\s\"']{1,64}+[ \t]++)?"
+    r"|(?m:^)[ \t]*+AUTH[ \t]++(?!(?:LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"
+    r"(?:[^\s\"']{1,64}+[ \t]++)?(?=[a-z]{0,200}+[^a-z\s]))"
+    r")(?P<q>[\"'])?(?P<value>(?(q)[^\"'\n]{1,200}+|[^\s\"']{1,200}+))(?(q)(?P=q))"
+    r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\]|\d>|$)))"
 )
-#: Lines of the files clients read passwords from: ``.netrc`` (``machine api.example.com login bob password SECRET``,
-#: on one line or several; the host holds a ``.`` or is ``localhost``: "machine learning login page password reset"
-#: is prose) and ``.pgpass`` (``host:port:database:user:SECRET``, the whole line, group ``pgpass``). Groups: ``q``
-#: (empty), ``value`` the password.
+#: Lines of the files clients read passwords from: ``.netrc`` (``machine api.example.com login bob password SECRET``
+#: or ``default …``, on one line or several, at a line's start or after a quote; the host holds a ``.`` or is
+#: ``localhost``: "machine learning login page password reset" is prose) and ``.pgpass`` (``host:port:db:user:SECRET``,
+#: the whole line, group ``pgpass``; a port of 4–5 digits or ``*`` and no unescaped ``:`` in a field, which MAC and
+#: IPv6 addresses, hex dumps and /etc/passwd lines have). Groups: ``q`` (empty), ``value`` the password.
 CREDENTIAL_FILE = re.compile(
-    r"(?:(?<![\w-])machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+)(?:\s++(?:login|account|port)\s++\S{1,200}+){0,2}+"
+    r"(?:(?:(?m:^)[ \t]*+|(?<=[\"']))(?:machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+)|default)"
+    r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
+    r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"\s++password\s++"
-    r"|(?P<pgpass>(?m:^)[ \t]*+[^\s:#][^\s:]{0,254}+:(?:\d{1,5}+|\*):[^\s:]{1,255}+:[^\s:]{1,255}+:))"
-    r"(?P<q>)(?P<value>\S{1,200}+)(?(pgpass)(?=[ \t]*+(?:[\r\n]|$)))"
+    r"|(?P<pgpass>(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?<=[\"']))(?:[^\s:#\\]|\\.)(?:[^\s:\\]|\\.){0,254}+:(?:\d{4,5}+|\*):"
+    r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:))"
+    r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
 )
 #: A password in SQL (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``). Groups: ``q`` the
 #: quote, ``value`` the password.
@@ -236,7 +249,8 @@ NAMED_VALUE = re.compile(
     r"(?P<q2>[\"'])(?P<quoted>[^\"'\n]{1,200}+)(?P=q2)"
     r"|(?<![\w-])name[ \t]*+:[ \t]*+[\"']?(?P<env>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+\r?\n[ \t]*+value[ \t]*+:[ \t]*+"
     r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))"
-    r"|(?<!\w)(?:getenv|environ\.get|ENV\.fetch)\([ \t]*+(?P<q3>[\"'])(?P<default>[A-Za-z_][\w.-]{0,100}+)(?P=q3)[ \t]*+,[ \t]*+"
+    r"|(?<![\w.])(?:(?:os\.)?getenv|(?:os\.)?environ\.get|environ\.setdefault|ENV\.fetch|config|env)\(\s*+(?P<q3>[\"'])"
+    r"(?P<default>[A-Za-z_][\w.-]{0,100}+)(?P=q3)\s*+,\s*+(?:default[ \t]*+=[ \t]*+)?"
     r"(?:\"(?P<ddq>[^\"\n]{1,200}+)\"|'(?P<dsq>[^'\n]{1,200}+)')"
 )
 #: Credential labels in other scripts than Latin (longer ones first).

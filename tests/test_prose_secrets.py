@@ -121,6 +121,12 @@ SENT_BEFORE = [
     ('DB_PASSWORD = os.getenv("DB_PASSWORD", "Sup3rS3cretPw")', 'Sup3rS3cretPw'),
     ("token = os.environ.get('API_TOKEN', 'Zx9qLm2Nw8Pv3Rt5')", 'Zx9qLm2Nw8Pv3Rt5'),
     ('ENV.fetch("API_SECRET", "Sup3rS3cretPw")', 'Sup3rS3cretPw'),
+    ("es = Elasticsearch(hosts, basic_auth=('elastic', 'Sup3rS3cretPw'))", 'Sup3rS3cretPw'),
+    ("auth = HTTPBasicAuth(\n    USER,\n    'Sup3rS3cretPw',\n)", 'Sup3rS3cretPw'),
+    ('os.getenv("DB_PASSWORD", default="Sup3rS3cretPw")', 'Sup3rS3cretPw'), ('config("DB_PASSWORD", default="Sup3rS3cretPw")', 'Sup3rS3cretPw'),
+    ('htpasswd -nbB admin Sup3rS3cretPw > .htpasswd', 'Sup3rS3cretPw'), ('htpasswd -bBC 10 .htpasswd bob Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ("echo 'localhost:5432:db:bob:Sup3rS3cretPw' >> ~/.pgpass", 'Sup3rS3cretPw'), ('default login anonymous password Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('AUTH Sup3rS3cretPw   # from vault', 'Sup3rS3cretPw'), ('nmcli con modify home wifi-sec.psk "my wifi Sup3rS3cretPw"', 'Sup3rS3cretPw'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -147,6 +153,11 @@ NEAR_MISSES = [
     'machine learning login page password reset', 'the machine localhost login fails', 'AUTH failed for user bob',
     'nmcli connection show', 'htpasswd -c .htpasswd bob', 'HTTPBasicAuth(user, pw)', 'os.getenv("DB_HOST", "localhost")',
     'os.getenv("DB_PASSWORD", "")', 'the psk is rotated monthly', 'psk: PSK_FROM_ENV', '12:30:45:67:89', 'a:1:b:c',
+    '                    ec:61:f1:71:33:8b:86:83:2f:ee:78:d5:04:06:5a:', '00:11:22:33:44:55', 'daemon:*:20228:0:99999:7:::',
+    '2001:4860:4860:0000:0000:0000:0000:8888', 'id:1:name:alice:active', 'bob:1000:1000:Bob:/home/bob',
+    'On machine build.example.com password authentication is disabled', 'nmcli -g wifi-sec.psk connection show HomeNet',
+    'Use nmcli to set the password interactively', 'htpasswd -b is insecure', "don't use htpasswd -b in scripts",
+    'AUTH LOGIN', 'AUTH required', '<td>AUTH method</td>', 'client -> AUTH service',
     'password: min eight chars', 'password: same as staging', 'password: ask Ann on Slack', 'password: check the wiki page',
     'contact:alice.smith2024@example.com', 'from:Bob.Smith99@Example.com', 'ref:Plot3D@2x', 'time 10:30@home',
     'scp backup.tar admin@10.0.0.5:/srv', 'cd C:\\Users\\Bob@Work', 'the code is 4821 lines long', 'status code 4040',
