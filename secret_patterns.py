@@ -189,7 +189,8 @@ ASSIGNMENT = re.compile(
 #: 'SECRET')``, ``basic_auth=("bob", "SECRET")``). Four take the password as the command's last word (group
 #: ``last``): ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase``, and
 #: redis's ``AUTH [user] SECRET`` after its prompt or, upper-case and not lower-case letters alone nor a SASL
-#: mechanism (``AUTH LOGIN``, ``AUTH required``), at a line's start. Group ``value`` is the password (a quoted one
+#: mechanism (``AUTH LOGIN``, ``AUTH required``), at a line's start; its ``requirepass``/``masterauth`` (redis.conf,
+#: ``CONFIG SET``) too, and ``ACL SETUSER … >SECRET``. Group ``value`` is the password (a quoted one
 #: may hold spaces), ``q`` its quote. ``nmcli`` counts only in a command that sets the password, not ``-g``/``-f``.
 CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
@@ -199,6 +200,7 @@ CLI_SECRET = re.compile(
     r"|curl(?:[ \t][^\n]{0,200}?)?[ \t](?:-u|--user)(?:[ \t]++|=)[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
+    r"|(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]>(?=[^\s\"'])"
     r"|nmcli(?=[^\n]{0,200}?[ \t](?:connect|add|modify|mod|hotspot)[ \t])(?![^\n]{0,200}?[ \t]-(?:g|f|-fields|-get-values)[ \t])"
     r"(?:[ \t][^\n]{0,200}?)?[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk)[ \t]++"
     r"|(?:HTTP(?:Basic|Digest|Proxy)Auth|BasicAuth|DigestAuth|(?:[A-Za-z]{1,20}+_)?auth[ \t]*+=[ \t]*+)[(\[]\s*+"
@@ -209,6 +211,7 @@ CLI_SECRET = re.compile(
     r"(?(nofile)[ \t]++[^\s-]\S{0,200}+|(?:[ \t]++[^\s-]\S{0,200}+){2})[ \t]++"
     r"|wpa_passphrase[ \t]++(?:\"[^\"\n]{1,64}+\"|'[^'\n]{1,64}+'|[^\s\"']{1,64}+)[ \t]++"
     r"|(?<=[\d\]]>)[ \t]*+(?:HELLO[ \t]++\d[ \t]++)?AUTH[ \t]++(?:[^\s\"']{1,64}+[ \t]++)?"
+    r"|(?:(?m:^)[ \t]*+|(?i:CONFIG[ \t]++SET)[ \t]++)(?i:requirepass|masterauth)[ \t]++"
     r"|(?m:^)[ \t]*+AUTH[ \t]++(?!(?:LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"
     r"(?:[^\s\"']{1,64}+[ \t]++)?(?=[a-z]{0,200}+[^a-z\s]))"
     r")(?P<q>[\"'])?(?P<value>(?(q)[^\"'\n]{1,200}+|[^\s\"']{1,200}+))(?(q)(?P=q))"

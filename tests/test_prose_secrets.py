@@ -127,6 +127,9 @@ SENT_BEFORE = [
     ('htpasswd -nbB admin Sup3rS3cretPw > .htpasswd', 'Sup3rS3cretPw'), ('htpasswd -bBC 10 .htpasswd bob Sup3rS3cretPw', 'Sup3rS3cretPw'),
     ("echo 'localhost:5432:db:bob:Sup3rS3cretPw' >> ~/.pgpass", 'Sup3rS3cretPw'), ('default login anonymous password Sup3rS3cretPw', 'Sup3rS3cretPw'),
     ('AUTH Sup3rS3cretPw   # from vault', 'Sup3rS3cretPw'), ('nmcli con modify home wifi-sec.psk "my wifi Sup3rS3cretPw"', 'Sup3rS3cretPw'),
+    ('# redis.conf\nrequirepass Sup3rS3cretPw\nmasterauth Sup3rS3cretPw\n', 'Sup3rS3cretPw'),
+    ("127.0.0.1:6379> CONFIG SET requirepass 'Sup3rS3cretPw'", 'Sup3rS3cretPw'),
+    ('ACL SETUSER alice on resetpass >Sup3rS3cretPw ~cached:* +get', 'Sup3rS3cretPw'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -158,6 +161,7 @@ NEAR_MISSES = [
     'On machine build.example.com password authentication is disabled', 'nmcli -g wifi-sec.psk connection show HomeNet',
     'Use nmcli to set the password interactively', 'htpasswd -b is insecure', "don't use htpasswd -b in scripts",
     'AUTH LOGIN', 'AUTH required', '<td>AUTH method</td>', 'client -> AUTH service',
+    'requirepass is commented out by default', 'set requirepass in redis.conf', 'ACL SETUSER bob on >$PW',
     'password: min eight chars', 'password: same as staging', 'password: ask Ann on Slack', 'password: check the wiki page',
     'contact:alice.smith2024@example.com', 'from:Bob.Smith99@Example.com', 'ref:Plot3D@2x', 'time 10:30@home',
     'scp backup.tar admin@10.0.0.5:/srv', 'cd C:\\Users\\Bob@Work', 'the code is 4821 lines long', 'status code 4040',
