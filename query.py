@@ -150,19 +150,17 @@ def clean_query(text: str) -> tuple[str, bool]:
     return "".join(out), truncated
 
 
-def embedding_text(text: str, outbound: Callable[[str], str] | None = None) -> str:
+def embedding_text(text: str, outbound: Callable[[str], str]) -> str:
     """``text`` as the vector leg embeds it, at most ``MAX_QUERY_CHARS`` long: lone surrogates and Cf characters
     (zero-width spaces, soft hyphens) dropped, NFC, control characters but line breaks and tabs read as spaces. Not
     :func:`clean_query`'s form: messages are embedded as written, and a key in the question must reach redaction
     whole before a remote embedder (the keyword form may split it in two). Pure but for ``outbound``.
 
-    ``outbound`` (a remote embedder's redaction) is applied before the cut, to twice the cap: a secret across the
-    cut is redacted whole, and what is kept is a prefix of redacted text. When the question is longer than that
-    window (a secret may cross its end), the last :data:`OUTBOUND_TAIL` characters of what redaction leaves of
-    it are never kept, so a piece of that secret cannot reach the kept part even when redaction shortened the
-    text before it."""
-    if outbound is None:
-        return _embedding_form(text[:MAX_QUERY_CHARS])
+    ``outbound`` (the provider's :meth:`~embeddings.Provider.outbound_text`: a remote embedder's redaction, the
+    local model's text as it is) is applied before the cut, to twice the cap: a secret across the cut is redacted
+    whole, and what is kept is a prefix of redacted text. When the question is longer than that window (a secret
+    may cross its end), the last :data:`OUTBOUND_TAIL` characters of what redaction leaves of it are never kept,
+    so a piece of that secret cannot reach the kept part even when redaction shortened the text before it."""
     window = text[: 2 * MAX_QUERY_CHARS]
     sent = outbound(_embedding_form(window))
     keep = MAX_QUERY_CHARS if len(text) <= len(window) else min(MAX_QUERY_CHARS, len(sent) - OUTBOUND_TAIL)

@@ -29,10 +29,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import answers, errors, gate, lexical, pages, paths, ranking, recency, session_rows, store, vector_leg, warm_up, workspace
 from .attribution import Project, ProjectRecord, project_folders
 from .filters import Filters, describe_filters
-from .query import embedding_text, folder_names, parse_query, vector_queries
+from .query import folder_names, parse_query
 from .ranking import Hit, fuse_scores, rank_sessions
 from .records import Scope, SessionDetails
-from .redact import redact_secrets
 from .settings import load_settings
 from .snippet import make_snippet
 
@@ -102,21 +101,18 @@ def beside(work: Callable[[], T]) -> Future[T]:
     return future
 
 
-def _vector_queries(query: str, project: Project, records: Sequence[ProjectRecord], remote: bool) -> tuple[str, ...]:
-    """What the vector leg embeds for ``query``: :func:`query.vector_queries` over the folders of ``project``
-    (an explicit project's folders and primary path, an auto project's git root). For a ``remote`` embedder the
-    question is redacted before it is cut (:func:`query.embedding_text`), and the text without the folder names
-    is made from the redacted one: a label whose name is left out (``token for billing-api: …``) still holds
-    its value when redaction reads it."""
+def _folder_names(project: Project, records: Sequence[ProjectRecord]) -> frozenset[str]:
+    """The names of ``project``'s folders (an explicit project's folders and primary path, an auto project's git
+    root), which the vector leg leaves out of its question's second text (:func:`query.vector_queries`)."""
     paths: list[str] = []
     if project.kind == "auto":
         paths = [project.root]
     elif project.kind == "explicit":
         paths = next((project_folders(r) for r in records if r.id == project.id), [])
-    return vector_queries(embedding_text(query, redact_secrets if remote else None), folder_names(paths))
+    return folder_names(paths)
 
 
-def _semantic_leg_apart(home: Path, scope: Scope, queries: tuple[str, ...], settings: Settings) -> gate.SemanticLeg:
+def _semantic_leg_apart(home: Path, scope: Scope, question: vector_leg.Question, settings: Settings) -> gate.SemanticLeg:
     """:func:`vector_leg.semantic_leg` (indexing, then searching) on a state.db connection of its own; one that
     cannot be opened makes an ``unavailable`` leg (keyword results stand)."""
     try:
@@ -125,7 +121,7 @@ def _semantic_leg_apart(home: Path, scope: Scope, queries: tuple[str, ...], sett
         return gate.SemanticLeg("unavailable", f"semantic search could not open the session database just now "
                                 f"({exc}); it retries on a later search")
     try:
-        return vector_leg.semantic_leg(conn, home, scope, queries, settings, index=True)
+        return vector_leg.semantic_leg(conn, home, scope, question, settings, index=True)
     finally:
         conn.close()
 
@@ -197,8 +193,7 @@ def search_history(
             return base
         # The legs run side by side: each spends most of its time outside the interpreter (matrix products, SQLite)
         semantic_on = blocked is None and mode != "keyword"
-        remote = settings.embedding.provider != "local"
-        asked = _vector_queries(query, scope.project, listing.projects, remote) if semantic_on else ()
+        asked = vector_leg.Question(query, _folder_names(scope.project, listing.projects))
         vectors = beside(lambda: _semantic_leg_apart(home, scope, asked, settings)) if semantic_on else None
         try:
             # Every page ranks the same candidates (enough for all pages): pages neither repeat nor skip.
@@ -212,7 +207,7 @@ def search_history(
             base["keyword_note"] = found.note
         rows = dict(found.rows)
         leg = blocked or (vectors.result() if vectors is not None else
-                          vector_leg.semantic_leg(conn, home, scope, (), settings, index=False))
+                          vector_leg.semantic_leg(conn, home, scope, None, settings, index=False))
         rows.update(leg.rows)
         base["semantic_status"] = leg.status
         if leg.note:

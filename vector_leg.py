@@ -13,12 +13,13 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import config_schema, gate, index_check, pages, store, warm_up
 from .gate import SemanticLeg
+from .query import embedding_text, vector_queries
 from .ranking import Hit, demote_earlier
 from .records import MessageRow, Scope
 
@@ -31,12 +32,29 @@ INDEX_BUDGET_S = 1.5  # indexing time one search may spend
 SEMANTIC_PER_SESSION = 3  # messages of a session the vector leg returns
 
 
-def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Sequence[str],
-                 settings: config_schema.Settings, *, index: bool) -> SemanticLeg:
-    """Vector hits in the scope for the normalised mean of ``queries``' vectors (:func:`query.vector_queries`),
-    after indexing for at most ``INDEX_BUDGET_S``.
+class Question(NamedTuple):
+    """What a search asks the vector leg: the question as the user wrote it, and the names of the project's
+    folders (left out of its second text: :func:`query.vector_queries`)."""
 
-    With ``index`` false (keyword mode) only the status is worked out: nothing is embedded or searched, and a
+    text: str
+    folders: frozenset[str]
+
+
+def embedded_texts(question: Question, outbound: Callable[[str], str]) -> tuple[str, ...]:
+    """The texts embedded for ``question``: :func:`query.vector_queries` of the question as ``outbound`` (the
+    provider's :meth:`embeddings.Provider.outbound_text`) gives it, read before the question is cut
+    (:func:`query.embedding_text`); the text without the folder names is made from that one, so a label whose
+    name is left out (``token for billing-api: …``) still holds its value when redaction reads it."""
+    return vector_queries(embedding_text(question.text, outbound), question.folders)
+
+
+def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Question | None,
+                 settings: config_schema.Settings, *, index: bool) -> SemanticLeg:
+    """Vector hits in the scope for the normalised mean of the vectors of ``question``'s texts
+    (:func:`embedded_texts`), after indexing for at most ``INDEX_BUDGET_S``.
+
+    With ``index`` false (keyword mode; ``question`` None) only the status is worked out: nothing is embedded or
+    searched, and a
     warm-up in progress is not waited for. Call only when :func:`gate.closed` allowed it. Never raises (state.db
     and embeddings.db errors included): the status says ``unavailable``, keyword results stand alone, and the note says
     whether a later search retries or what the user must do. Damaged vectors found on the way are dropped and
@@ -53,7 +71,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
             vectors.catch_up()  # damaged vectors met copying them are repaired first: this search embeds them again
         history = index_check.agree(conn, vectors)
         key = index_check.key_of(vectors, scope)
-        if not index:  # keyword mode: the status only
+        if not index or question is None:  # keyword mode: the status only
             counts = index_check.status_counts(conn, vectors, scope, key)
             return _progress(vectors, *counts)
         found = index_check.lacking(conn, vectors, scope, key)
@@ -66,7 +84,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, queries: Se
             index_check.complete(vectors, scope, key, found.top, found.marks, history)
         # Filters are applied after the vector search: look further when they are on.
         per_session = SEMANTIC_PER_SESSION * (4 if scope.filters.active else 1)
-        asked = provider.embed(list(queries))  # unit rows, embedded in one batch
+        asked = provider.embed(list(embedded_texts(question, provider.outbound_text)))  # unit rows, one batch
         mean = embeddings.normalise(asked.sum(axis=0, keepdims=True)) if len(asked) > 1 else asked
         raw = vectors.search(mean, set(scope.session_ids), pages.MAX_REACH + 1, per_session=per_session)
         hits = confirmed(conn, vectors, raw)

@@ -38,13 +38,13 @@ def test_the_answer_leads_when_the_question_names_a_folder(apps: World):
     assert answer["semantic_status"] == "ready", answer
     assert result_sessions(answer)[:1] == ["api_db"], answer["results"]
     # Embedded whole, the question's nearest session is the one that writes the folder's name.
-    search = importlib.import_module("hermes_plugins.project_history_recall.search")
-    original = search.vector_queries
-    search.vector_queries = lambda text, folders: (text,)
+    leg = importlib.import_module("hermes_plugins.project_history_recall.vector_leg")
+    original = leg.vector_queries
+    leg.vector_queries = lambda text, folders: (text,)
     try:
         assert result_sessions(apps.search("cur", QUESTION, mode="semantic"))[:1] == ["dash_calls"]
     finally:
-        search.vector_queries = original
+        leg.vector_queries = original
 
 
 def remote_embedder(world: World, fake):
