@@ -441,8 +441,8 @@ def _assignment(m: re.Match[str]) -> str:
 def _named_value(m: re.Match[str]) -> str:
     """A :data:`secret_patterns.NAMED_VALUE` match with its value redacted when an assignment of it to its name would
     be (:func:`_assigned_secret`)."""
-    name = m.group("tag") or m.group("attr") or m.group("env") or m.group("default")
-    group = next(g for g in ("element", "quoted", "dq", "sq", "bare", "ddq", "dsq") if m.group(g) is not None)
+    name = next(m.group(g) for g in ("tag", "attr", "env", "default", "js", "indexed", "called") if m.group(g))
+    group = next(g for g in ("element", "quoted", "dq", "sq", "bare", "ddq", "dsq", "fdq", "fsq") if m.group(g) is not None)
     start, value = m.start(group), m.group(group)
     if group == "bare":
         value = value.rstrip(patterns.VALUE_END + "\\")

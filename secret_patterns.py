@@ -201,8 +201,9 @@ CLI_SECRET = re.compile(
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
     r"|(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]>(?=[^\s\"'])"
+    r"|:[ \t]*+(?:PSK|EAP|XAUTH)[ \t]++(?=[\"'])"  # strongSwan's ipsec.secrets
     r"|nmcli(?=[^\n]{0,200}?[ \t](?:connect|add|modify|mod|hotspot)[ \t])(?![^\n]{0,200}?[ \t]-(?:g|f|-fields|-get-values)[ \t])"
-    r"(?:[ \t][^\n]{0,200}?)?[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk)[ \t]++"
+    r"(?:[ \t][^\n]{0,200}?)?[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk|802-1x\.(?:password|private-key-password))[ \t]++"
     r"|(?:HTTP(?:Basic|Digest|Proxy)Auth|BasicAuth|DigestAuth|(?:[A-Za-z]{1,20}+_)?auth[ \t]*+=[ \t]*+)[(\[]\s*+"
     r"(?:(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)|[\w.\[\]\"']{1,100}+)"
     r"\s*+,\s*+"
@@ -210,7 +211,7 @@ CLI_SECRET = re.compile(
     r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
     r"(?(nofile)[ \t]++[^\s-]\S{0,200}+|(?:[ \t]++[^\s-]\S{0,200}+){2})[ \t]++"
     r"|wpa_passphrase[ \t]++(?:\"[^\"\n]{1,64}+\"|'[^'\n]{1,64}+'|[^\s\"']{1,64}+)[ \t]++"
-    r"|(?<=[\d\]]>)[ \t]*+(?:HELLO[ \t]++\d[ \t]++)?AUTH[ \t]++(?:[^\s\"']{1,64}+[ \t]++)?"
+    r"|(?<=[\d\])]>)[ \t]*+(?i:(?:HELLO[ \t]++\d[ \t]++)?AUTH)[ \t]++(?:[^\s\"']{1,64}+[ \t]++)?"
     r"|(?:(?m:^)[ \t]*+|(?i:CONFIG[ \t]++SET)[ \t]++)(?i:requirepass|masterauth)[ \t]++"
     r"|(?m:^)[ \t]*+AUTH[ \t]++(?!(?:LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"
     r"(?:[^\s\"']{1,64}+[ \t]++)?(?=[a-z]{0,200}+[^a-z\s]))"
@@ -244,7 +245,8 @@ ORACLE_LOGIN = re.compile(
 #: A value named in markup or a manifest rather than assigned: an element (``<password>…</password>``, Maven's
 #: settings.xml), a ``key``/``name`` and ``value`` attribute pair (``<add key="DbPassword" value="…"/>``, Ant's
 #: ``<property name="db.password" value="…"/>``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``),
-#: an environment variable's default in code (``os.getenv("DB_PASSWORD", "…")``, ``ENV.fetch(…)``).
+#: an environment variable's default in code (``os.getenv("DB_PASSWORD", "…")``, ``ENV.fetch(…)``, and after a
+#: fallback operator: ``process.env.DB_PASSWORD || '…'``, ``?? "…"``, ``os.environ.get("…") or "…"``, ``ENV.fetch("…") { "…" }``).
 #: Judged as an assignment to that name (:func:`redact._named_value`). Groups: ``name``, ``value`` (``bare``: unquoted).
 NAMED_VALUE = re.compile(
     r"<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)>(?P<element>[^<\n]{1,200}+)</(?P=tag)>"
@@ -252,9 +254,13 @@ NAMED_VALUE = re.compile(
     r"(?P<q2>[\"'])(?P<quoted>[^\"'\n]{1,200}+)(?P=q2)"
     r"|(?<![\w-])name[ \t]*+:[ \t]*+[\"']?(?P<env>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+\r?\n[ \t]*+value[ \t]*+:[ \t]*+"
     r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))"
-    r"|(?<![\w.])(?:(?:os\.)?getenv|(?:os\.)?environ\.get|environ\.setdefault|ENV\.fetch|config|env)\(\s*+(?P<q3>[\"'])"
+    r"|(?<![\w.])(?:(?:os\.)?(?:getenv|environ\.get|environ\.setdefault)|getEnv|ENV\.fetch|config|env)\(\s*+(?P<q3>[\"'])"
     r"(?P<default>[A-Za-z_][\w.-]{0,100}+)(?P=q3)\s*+,\s*+(?:default[ \t]*+=[ \t]*+)?"
     r"(?:\"(?P<ddq>[^\"\n]{1,200}+)\"|'(?P<dsq>[^'\n]{1,200}+)')"
+    r"|(?<![\w.])(?:process\.env\.(?P<js>[A-Za-z_]\w{0,100}+)"
+    r"|(?:(?:os\.)?environ|ENV|\$_ENV|\$_SERVER)\[\s*+(?P<q4>[\"'])(?P<indexed>[A-Za-z_][\w.-]{0,100}+)(?P=q4)\s*+\]"
+    r"|(?:(?:os\.)?(?:getenv|environ\.get)|getEnv|ENV\.fetch)\(\s*+(?P<q5>[\"'])(?P<called>[A-Za-z_][\w.-]{0,100}+)(?P=q5)\s*+\))"
+    r"\s*+(?:\|\||\?\?|\?:|or\b|\{)\s*+(?:\"(?P<fdq>[^\"\n]{1,200}+)\"|'(?P<fsq>[^'\n]{1,200}+)')"
 )
 #: Credential labels in other scripts than Latin (longer ones first).
 _SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|パスワード|暗証番号|비밀번호|비번|암호"

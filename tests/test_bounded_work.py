@@ -350,7 +350,7 @@ def _redaction_cost(unit: str, n: int, reps: int = 3, enough: float = 0.0) -> fl
                                   "**Password:** ", "<b>", "| Password ", "token for prod ", "token（新）", "key的值是",
                                   "token =>\n", "password: Abcdefghijklmn '", "a:", "a:b@", "x:Sup3r$x@", "PIN: ", "pin is 1234 ", "htpasswd -b ", "AUTH ", "AUTH a ",
                                   "machine a.b login ", "a:1:b:c:", "auth=('a', ", "nmcli password ", 'getenv("A_KEY", ', "ACL SETUSER a >",
-                                  "CONFIG SET requirepass ",
+                                  "CONFIG SET requirepass ", "process.env.A_KEY || ", "ENV['A_KEY'] ", ": PSK ",
                                   "PIN: 1234, ", "recovery codes:\n  - ", "mfa: ", "password: word ", "密码是 ab ", "\n[12:00:01] ",
                                   "sk-proj-abcdefgh\n[1] ", "\napp-1 | ", "creds: a/", "-u a -p ", "-u a%", "//a:b/", "//a:/",
                                   "参数timeout:30，重试retry:3。", "設定はport:8080です、", "a{color:red;margin:0}.b{padding:1px}",

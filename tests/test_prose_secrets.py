@@ -130,6 +130,12 @@ SENT_BEFORE = [
     ('# redis.conf\nrequirepass Sup3rS3cretPw\nmasterauth Sup3rS3cretPw\n', 'Sup3rS3cretPw'),
     ("127.0.0.1:6379> CONFIG SET requirepass 'Sup3rS3cretPw'", 'Sup3rS3cretPw'),
     ('ACL SETUSER alice on resetpass >Sup3rS3cretPw ~cached:* +get', 'Sup3rS3cretPw'),
+    ("const pw = process.env.DB_PASSWORD || 'Sup3rS3cretPw';", 'Sup3rS3cretPw'),
+    ('const pw = process.env.DB_PASSWORD ?? "Sup3rS3cretPw";', 'Sup3rS3cretPw'), ("ENV['DB_PASSWORD'] || 'Sup3rS3cretPw'", 'Sup3rS3cretPw'),
+    ('os.environ.get("DB_PASSWORD") or "Sup3rS3cretPw"', 'Sup3rS3cretPw'), ("getenv('DB_PASSWORD') ?: 'Sup3rS3cretPw'", 'Sup3rS3cretPw'),
+    ("ENV.fetch('DB_PASSWORD') { 'Sup3rS3cretPw' }", 'Sup3rS3cretPw'), ('os.environ.setdefault("DB_PASSWORD", "Sup3rS3cretPw")', 'Sup3rS3cretPw'),
+    ('nmcli con mod eap 802-1x.password Sup3rS3cretPw', 'Sup3rS3cretPw'), ('127.0.0.1:6379> auth Sup3rS3cretPw\nOK', 'Sup3rS3cretPw'),
+    ('redis-cluster:7000(master)> AUTH Sup3rS3cretPw', 'Sup3rS3cretPw'), ('%any : PSK "Sup3rS3cretPw"', 'Sup3rS3cretPw'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -162,6 +168,8 @@ NEAR_MISSES = [
     'Use nmcli to set the password interactively', 'htpasswd -b is insecure', "don't use htpasswd -b in scripts",
     'AUTH LOGIN', 'AUTH required', '<td>AUTH method</td>', 'client -> AUTH service',
     'requirepass is commented out by default', 'set requirepass in redis.conf', 'ACL SETUSER bob on >$PW',
+    "const port = process.env.PORT || '3000';", "process.env.NODE_ENV ?? 'development'", "os.environ.get('HOME') or '/tmp'",
+    "ENV['RAILS_ENV'] || 'development'", "os.environ.get('DB_PASSWORD') or ''", 'key: PSK is a pre-shared key',
     'password: min eight chars', 'password: same as staging', 'password: ask Ann on Slack', 'password: check the wiki page',
     'contact:alice.smith2024@example.com', 'from:Bob.Smith99@Example.com', 'ref:Plot3D@2x', 'time 10:30@home',
     'scp backup.tar admin@10.0.0.5:/srv', 'cd C:\\Users\\Bob@Work', 'the code is 4821 lines long', 'status code 4040',
