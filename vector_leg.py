@@ -54,11 +54,10 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
     (:func:`embedded_texts`), after indexing for at most ``INDEX_BUDGET_S``.
 
     With ``index`` false (keyword mode; ``question`` None) only the status is worked out: nothing is embedded or
-    searched, and a
-    warm-up in progress is not waited for. Call only when :func:`gate.closed` allowed it. Never raises (state.db
-    and embeddings.db errors included): the status says ``unavailable``, keyword results stand alone, and the note says
-    whether a later search retries or what the user must do. Damaged vectors found on the way are dropped and
-    embedded again, and the note says so once.
+    searched, and a warm-up in progress is not waited for. Call only when :func:`gate.closed` allowed it. Never
+    raises (state.db and embeddings.db errors included): the status says ``unavailable``, keyword results stand
+    alone, and the note says whether a later search retries or what the user must do. Damaged vectors found on
+    the way are dropped and embedded again, and the note says so once.
     """
     from . import embeddings, vector_index
 
