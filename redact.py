@@ -416,7 +416,7 @@ def _cli_secret(m: re.Match[str]) -> str:
     :data:`secret_patterns.ORACLE_LOGIN` match (groups ``q`` and ``value``) with the password redacted (kept when a
     variable or placeholder)."""
     value = m.group("value")
-    if len(value) < _MIN_SECRET or _is_placeholder(value, "", quoted=bool(m.group("q"))):
+    if len(value) < _MIN_SECRET or value.startswith("$") or _is_placeholder(value, "", quoted=bool(m.group("q"))):
         return m.group(0)
     return _replace(m, *m.span("value"))
 
@@ -446,6 +446,8 @@ def _named_value(m: re.Match[str]) -> str:
     start, value = m.start(group), m.group(group)
     if group == "bare":
         value = value.rstrip(patterns.VALUE_END + "\\")
+    if group in ("ddq", "dsq", "fdq", "fsq") and not patterns.DEFAULT_SECRET.fullmatch(value):
+        return m.group(0)
     if not _assigned_secret(name, value, m.string, start + len(value), group == "bare", group == "bare"):
         return m.group(0)
     return _replace(m, start, start + len(value))

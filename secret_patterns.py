@@ -183,53 +183,59 @@ ASSIGNMENT = re.compile(
     r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?![\"'\\])(" + VALUE_CHAR + r"{1,200}+))"
 )
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a
-#: SECRET``, ``curl -u user:SECRET``, ``--password SECRET`` / ``--with-token SECRET`` (the ``=`` form is an
-#: :data:`ASSIGNMENT`), ``keytool -storepass SECRET``, ``ssh-keygen -N SECRET``, ``nmcli … password SECRET`` (or
-#: ``wifi-sec.psk``), ``wpa_passphrase SSID SECRET``; a basic-auth call's second argument (``HTTPBasicAuth('bob',
-#: 'SECRET')``, ``basic_auth=("bob", "SECRET")``). Four take the password as the command's last word (group
-#: ``last``): ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase``, and
-#: redis's ``AUTH [user] SECRET`` after its prompt or, upper-case and not lower-case letters alone nor a SASL
-#: mechanism (``AUTH LOGIN``, ``AUTH required``), at a line's start; its ``requirepass``/``masterauth`` (redis.conf,
-#: ``CONFIG SET``) too, and ``ACL SETUSER … >SECRET``. Group ``value`` is the password (a quoted one
-#: may hold spaces), ``q`` its quote. ``nmcli`` counts only in a command that sets the password, not ``-g``/``-f``.
+#: SECRET``, ``curl -u user:SECRET``, ``--password SECRET`` / ``--with-token SECRET`` / ``--requirepass SECRET`` (the
+#: ``=`` form is an :data:`ASSIGNMENT`), ``keytool -storepass SECRET``, ``ssh-keygen -N SECRET``, ``nmcli … password
+#: SECRET`` (or ``wifi-sec.psk``; only in a command that sets it, not ``-g``/``-f``), redis's ``ACL SETUSER …
+#: >SECRET``, strongSwan's ``… : PSK "SECRET"`` (a space before the colon); a basic-auth call's quoted second argument
+#: (``HTTPBasicAuth('bob', 'SECRET')``, ``basic_auth=("bob", "SECRET")``). Some take the password as the command's
+#: last word (group ``last``), which is then not lower-case letters alone nor all capitals (prose, a placeholder):
+#: ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID SECRET``, redis's
+#: ``AUTH [user] SECRET`` after redis-cli's prompt (``host:port>``, ``…[db]>``, a cluster's ``(master)>``) or, upper-case
+#: and not a SASL mechanism (``AUTH LOGIN``), at a line's start, and ``requirepass``/``masterauth`` (redis.conf,
+#: ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start. Group ``value`` is the password (a quoted one may hold
+#: spaces), ``q`` its quote.
 CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
     r"(?:mysql|mysqldump|mysqladmin|mariadb)(?:[ \t][^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
     r"|sshpass[ \t]++-p[ \t]*+"
     r"|redis-cli(?:[ \t][^\n]{0,200}?)?[ \t]-a[ \t]++"
     r"|curl(?:[ \t][^\n]{0,200}?)?[ \t](?:-u|--user)(?:[ \t]++|=)[\"']?[^\s:\"']{1,100}+:"
-    r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key)[ \t]++(?!-)"
+    r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key|requirepass|masterauth)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
     r"|(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]>(?=[^\s\"'])"
-    r"|:[ \t]*+(?:PSK|EAP|XAUTH)[ \t]++(?=[\"'])"  # strongSwan's ipsec.secrets
+    r"|(?m:^)(?:[^\n:#|]{1,200}+(?<=[ \t]))?:[ \t]*+(?:PSK|EAP|XAUTH)[ \t]++(?=[\"'][^\"'\s]{1,200}+[\"']|0[sx])"  # ipsec.secrets
     r"|nmcli(?=[^\n]{0,200}?[ \t](?:connect|add|modify|mod|hotspot)[ \t])(?![^\n]{0,200}?[ \t]-(?:g|f|-fields|-get-values)[ \t])"
     r"(?:[ \t][^\n]{0,200}?)?[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk|802-1x\.(?:password|private-key-password))[ \t]++"
-    r"|(?:HTTP(?:Basic|Digest|Proxy)Auth|BasicAuth|DigestAuth|(?:[A-Za-z]{1,20}+_)?auth[ \t]*+=[ \t]*+)[(\[]\s*+"
+    r"|(?:HTTP(?:Basic|Digest|Proxy)Auth|BasicAuth|DigestAuth|(?:(?:basic|http|proxy|digest)_)?auth[ \t]*+=[ \t]*+)\(\s*+"
     r"(?:(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)|[\w.\[\]\"']{1,100}+)"
-    r"\s*+,\s*+"
+    r"\s*+,\s*+(?=[\"'])"
     r"|(?P<last>htpasswd(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,8}b)(?P<nofile>(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,7}n))?"
     r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
     r"(?(nofile)[ \t]++[^\s-]\S{0,200}+|(?:[ \t]++[^\s-]\S{0,200}+){2})[ \t]++"
     r"|wpa_passphrase[ \t]++(?:\"[^\"\n]{1,64}+\"|'[^'\n]{1,64}+'|[^\s\"']{1,64}+)[ \t]++"
-    r"|(?<=[\d\])]>)[ \t]*+(?i:(?:HELLO[ \t]++\d[ \t]++)?AUTH)[ \t]++(?:[^\s\"']{1,64}+[ \t]++)?"
-    r"|(?:(?m:^)[ \t]*+|(?i:CONFIG[ \t]++SET)[ \t]++)(?i:requirepass|masterauth)[ \t]++"
+    r"|(?:(?<=:\d\d>)|(?<=\d\d\d>)|(?<=\d\]>)|(?<=\(master\)>)|(?<=\(replica\)>))[ \t]*+(?i:(?:HELLO[ \t]++\d[ \t]++)?AUTH)[ \t]++"
+    r"(?:[^\s\"']{1,64}+[ \t]++)?"
+    r"|(?:(?m:^)[ \t]*+|(?i:CONFIG[ \t]++SET)[ \t]++)(?i:requirepass|masterauth|wpa-psk)[ \t]++"
     r"|(?m:^)[ \t]*+AUTH[ \t]++(?!(?:LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"
-    r"(?:[^\s\"']{1,64}+[ \t]++)?(?=[a-z]{0,200}+[^a-z\s]))"
-    r")(?P<q>[\"'])?(?P<value>(?(q)[^\"'\n]{1,200}+|[^\s\"']{1,200}+))(?(q)(?P=q))"
+    r"(?:(?![A-Z]{2,64}+[ \t])[^\s\"']{1,64}+[ \t]++)?(?=[a-z]{0,200}+[^a-z\s]))"
+    r")(?P<q>[\"'])?(?(last)(?![a-z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)|[A-Z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)))"
+    r"(?P<value>(?(q)[^\"'\n]{1,200}+|[^\s\"']{1,200}+))(?(q)(?P=q))"
     r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\]|\d>|$)))"
 )
 #: Lines of the files clients read passwords from: ``.netrc`` (``machine api.example.com login bob password SECRET``
-#: or ``default …``, on one line or several, at a line's start or after a quote; the host holds a ``.`` or is
-#: ``localhost``: "machine learning login page password reset" is prose) and ``.pgpass`` (``host:port:db:user:SECRET``,
-#: the whole line, group ``pgpass``; a port of 4–5 digits or ``*`` and no unescaped ``:`` in a field, which MAC and
-#: IPv6 addresses, hex dumps and /etc/passwd lines have). Groups: ``q`` (empty), ``value`` the password.
+#: or ``default login …``, on one line or several, at a line's start or after a quote; the host holds a ``.`` or is
+#: ``localhost``, and the password is not lower-case letters alone: "machine db.internal password reset" is prose)
+#: and ``.pgpass`` (``host:port:db:user:SECRET`` at a line's start or after ``echo '``, group ``pgpass``; the host
+#: ``localhost``, ``*`` or dotted and the port 4–5 digits or ``*``, which Redis keys, MAC and IPv6 addresses, hex dumps
+#: and /etc/passwd lines are not). Groups: ``q`` (empty), ``value`` the password.
 CREDENTIAL_FILE = re.compile(
-    r"(?:(?:(?m:^)[ \t]*+|(?<=[\"']))(?:machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+)|default)"
+    r"(?:(?:(?m:^)[ \t]*+|(?<=[\"']))(?:machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+)|default(?=\s++login\s))"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
-    r"\s++password\s++"
-    r"|(?P<pgpass>(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?<=[\"']))(?:[^\s:#\\]|\\.)(?:[^\s:\\]|\\.){0,254}+:(?:\d{4,5}+|\*):"
-    r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:))"
+    r"\s++password\s++(?![a-z]{1,200}+(?:[\"')\s]|$))"
+    r"|(?P<pgpass>(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?<=echo ')|(?<=echo \"))"
+    r"(?:localhost|\*|[^\s:#\\\"'.]{1,100}+\.[^\s:\\\"']{1,150}+):(?:\d{4,5}+|\*):"
+    r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:(?![a-z-]{1,200}+(?:[\s\"']|$))))"
     r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
 )
 #: A password in SQL (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``). Groups: ``q`` the
@@ -262,6 +268,10 @@ NAMED_VALUE = re.compile(
     r"|(?:(?:os\.)?(?:getenv|environ\.get)|getEnv|ENV\.fetch)\(\s*+(?P<q5>[\"'])(?P<called>[A-Za-z_][\w.-]{0,100}+)(?P=q5)\s*+\))"
     r"\s*+(?:\|\||\?\?|\?:|or\b|\{)\s*+(?:\"(?P<fdq>[^\"\n]{1,200}+)\"|'(?P<fsq>[^'\n]{1,200}+)')"
 )
+#: What a default or fallback in code (:data:`NAMED_VALUE`'s ``ddq``, ``dsq``, ``fdq``, ``fsq``) must look like to be
+#: taken for a password: 8+ characters without a space or a ``/`` (paths, URLs), not ``host:port``, and both cases
+#: or a symbol (``aes-256-gcm``, ``HS256``, ``us-east-1``, ``NOT_CONFIGURED``, ``./keys/dev.pem`` are settings).
+DEFAULT_SECRET = re.compile(r"(?![./~])(?![^/\s]*/)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
 #: Credential labels in other scripts than Latin (longer ones first).
 _SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|パスワード|暗証番号|비밀번호|비번|암호"
                   "|пароль|паролем|пароля")

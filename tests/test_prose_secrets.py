@@ -136,6 +136,8 @@ SENT_BEFORE = [
     ("ENV.fetch('DB_PASSWORD') { 'Sup3rS3cretPw' }", 'Sup3rS3cretPw'), ('os.environ.setdefault("DB_PASSWORD", "Sup3rS3cretPw")', 'Sup3rS3cretPw'),
     ('nmcli con mod eap 802-1x.password Sup3rS3cretPw', 'Sup3rS3cretPw'), ('127.0.0.1:6379> auth Sup3rS3cretPw\nOK', 'Sup3rS3cretPw'),
     ('redis-cluster:7000(master)> AUTH Sup3rS3cretPw', 'Sup3rS3cretPw'), ('%any : PSK "Sup3rS3cretPw"', 'Sup3rS3cretPw'),
+    ('command: redis-server --requirepass Sup3rS3cretPw', 'Sup3rS3cretPw'), ('    wpa-psk Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('%any %any : PSK 0sUzNjcjN0IXg5aGVsbG8=', 'UzNjcjN0IXg5aGVsbG8'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -170,6 +172,14 @@ NEAR_MISSES = [
     'requirepass is commented out by default', 'set requirepass in redis.conf', 'ACL SETUSER bob on >$PW',
     "const port = process.env.PORT || '3000';", "process.env.NODE_ENV ?? 'development'", "os.environ.get('HOME') or '/tmp'",
     "ENV['RAILS_ENV'] || 'development'", "os.environ.get('DB_PASSWORD') or ''", 'key: PSK is a pre-shared key',
+    "process.env.PRIVATE_KEY || './keys/dev.pem'", "process.env.NEXTAUTH_SECRET || 'http://localhost:3000'",
+    "process.env.ENCRYPTION_KEY || 'aes-256-gcm'", 'process.env.JWT_SECRET || "HS256"', "process.env.PW || 'localhost:5432'",
+    'config("AUTH_TOKEN", default="NOT_CONFIGURED")', "process.env.AWS_SECRET || 'prod/app/db'", 'skip_auth=["health", "metrics"]',
+    'r.get("user:1234:cart:items:count")', 'user:1234:session:web:active', 'app/models.py:1042:12:W0612:unused-variable',
+    'AUTH FAILED', 'AUTH SUCCESS alice@example.com', 'irb(main):002:0> auth status', 'iex(3)> auth check',
+    'machine db.internal password reset', '"hint": "default password reset"', 'Run htpasswd -b users.txt alice instead',
+    'wpa_passphrase YourSSID yourpassphrase', 'Authentication method: PSK "pre-shared key"', 'Supported: XAUTH "hybrid" and PSK',
+    'nmcli dev wifi connect X password "$(cat /run/wifi-pass)"', 'ACL SETUSER worker on >$(cat /run/secrets/redis) ~*',
     'password: min eight chars', 'password: same as staging', 'password: ask Ann on Slack', 'password: check the wiki page',
     'contact:alice.smith2024@example.com', 'from:Bob.Smith99@Example.com', 'ref:Plot3D@2x', 'time 10:30@home',
     'scp backup.tar admin@10.0.0.5:/srv', 'cd C:\\Users\\Bob@Work', 'the code is 4821 lines long', 'status code 4040',
