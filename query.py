@@ -157,13 +157,17 @@ def embedding_text(text: str, outbound: Callable[[str], str]) -> str:
     whole before a remote embedder (the keyword form may split it in two). Pure but for ``outbound``.
 
     ``outbound`` (the provider's :meth:`~embeddings.Provider.outbound_text`: a remote embedder's redaction, the
-    local model's text as it is) is applied before the cut, to twice the cap: a secret across the cut is redacted
-    whole, and what is kept is a prefix of redacted text. When the question is longer than that window (a secret
-    may cross its end), the last :data:`OUTBOUND_TAIL` characters of what redaction leaves of it are never kept,
-    so a piece of that secret cannot reach the kept part even when redaction shortened the text before it."""
-    window = text[: 2 * MAX_QUERY_CHARS]
-    sent = outbound(_embedding_form(window))
-    keep = MAX_QUERY_CHARS if len(text) <= len(window) else min(MAX_QUERY_CHARS, len(sent) - OUTBOUND_TAIL)
+    local model's text as it is) is applied before the cut, to twice the cap of the text in that form (read from at
+    most ``8 * MAX_QUERY_CHARS`` characters as written): a secret across the cut is redacted whole, and what is kept
+    is a prefix of redacted text. When the question is longer than that window (a secret may cross its end), the
+    last :data:`OUTBOUND_TAIL` characters of what redaction leaves of it are never kept, so a piece of that secret
+    cannot reach the kept part even when redaction shortened the text before it. Invisible characters are dropped
+    before the window is taken, so they never push the question out of it."""
+    formed = _embedding_form(text[: 8 * MAX_QUERY_CHARS])
+    window = formed[: 2 * MAX_QUERY_CHARS]
+    sent = outbound(window)
+    whole = len(text) <= 8 * MAX_QUERY_CHARS and len(formed) <= len(window)
+    keep = MAX_QUERY_CHARS if whole else min(MAX_QUERY_CHARS, len(sent) - OUTBOUND_TAIL)
     return sent[: max(keep, 0)]
 
 

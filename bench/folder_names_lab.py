@@ -34,9 +34,9 @@ FIRED: Counter[str] = Counter()  # the text left out of half of the vector -> qu
 
 
 def install(phr: Any, variant: str) -> None:
-    """Replace the search service's ``vector_queries`` by the variant's, counting what it leaves out."""
-    search = importlib.import_module(f"{phr.__name__}.search")
-    shipped = search.vector_queries
+    """Replace the vector leg's ``vector_queries`` by the variant's, counting what it leaves out."""
+    leg = importlib.import_module(f"{phr.__name__}.vector_leg")
+    shipped = leg.vector_queries
 
     def vector_queries(text: str, folders: frozenset[str]) -> tuple[str, ...]:
         if variant == "whole":
@@ -47,7 +47,7 @@ def install(phr: Any, variant: str) -> None:
             FIRED[" ".join(sorted(set(text.split()) - set(made[1].split())))] += 1
         return made
 
-    search.vector_queries = vector_queries
+    leg.vector_queries = vector_queries
 
 
 def main() -> int:

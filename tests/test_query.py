@@ -299,6 +299,8 @@ def test_vector_queries_never_raise_and_keep_the_question_first(text):
     ("nai\u0308ve\x00bell\x07", "na\u00efve bell "),  # composed; other control characters read as spaces
     ("\ud800lone surrogate", "lone surrogate"),
     ("x" * (Q.MAX_QUERY_CHARS + 5), "x" * Q.MAX_QUERY_CHARS),
+    # invisible characters do not count towards the window: the question is not cut away behind them
+    ("a" * 600 + "\u200b" * 3000 + "b" * 1000, "a" * 600 + "b" * 1000),
 ])
 def test_the_question_is_embedded_as_written(asked: str, embedded: str):
     assert Q.embedding_text(asked, lambda text: text) == embedded  # the local model's: nothing leaves the machine
