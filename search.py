@@ -193,8 +193,10 @@ def search_history(
             return base
         # The legs run side by side: each spends most of its time outside the interpreter (matrix products, SQLite)
         semantic_on = blocked is None and mode != "keyword"
-        asked = vector_leg.Question(query, _folder_names(scope.project, listing.projects))
-        vectors = beside(lambda: _semantic_leg_apart(home, scope, asked, settings)) if semantic_on else None
+        vectors = None
+        if semantic_on:
+            asked = vector_leg.Question(query, _folder_names(scope.project, listing.projects))
+            vectors = beside(lambda: _semantic_leg_apart(home, scope, asked, settings))
         try:
             # Every page ranks the same candidates (enough for all pages): pages neither repeat nor skip.
             found = lexical.search(conn, parsed, scope, want_sessions=pages.MAX_REACH + 1, db_key=paths.state_db_key(home))
