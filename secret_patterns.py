@@ -194,6 +194,9 @@ ASSIGNMENT = re.compile(
 #: and not a SASL mechanism (``AUTH LOGIN``), at a line's start, and ``requirepass``/``masterauth`` (redis.conf,
 #: ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start. Group ``value`` is the password (a quoted one may hold
 #: spaces), ``q`` its quote.
+#: Up to two of a command's flags (``-b``, ``-C 10``); :data:`CLI_SECRET` takes it twice for up to four, since no group
+#: holding a quantifier may repeat more than twice (the shape of catastrophic backtracking, which a test forbids).
+_TWO_FLAGS = r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
 CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
     r"(?:mysql|mysqldump|mysqladmin|mariadb)(?:[ \t][^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
@@ -210,7 +213,7 @@ CLI_SECRET = re.compile(
     r"(?:(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)|[\w.\[\]\"']{1,100}+)"
     r"\s*+,\s*+(?=[\"'])"
     r"|(?P<last>htpasswd(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,8}b)(?P<nofile>(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,7}n))?"
-    r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
+    + _TWO_FLAGS * 2 +
     r"(?(nofile)[ \t]++[^\s-]\S{0,200}+|(?:[ \t]++[^\s-]\S{0,200}+){2})[ \t]++"
     r"|wpa_passphrase[ \t]++(?:\"[^\"\n]{1,64}+\"|'[^'\n]{1,64}+'|[^\s\"']{1,64}+)[ \t]++"
     r"|(?:(?<=:\d\d>)|(?<=\d\d\d>)|(?<=\d\]>)|(?<=\(master\)>)|(?<=\(replica\)>))[ \t]*+(?i:(?:HELLO[ \t]++\d[ \t]++)?AUTH)[ \t]++"
