@@ -175,25 +175,32 @@ VALUE_CHAR = r"[^\s\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
 #: ``password=...``. A name starts a run of name characters (dots included): each run is tried once. Quotes may be
 #: backslash-escaped (JSON in JSON: ``{\\"token\\": \\"x\\"}``). The value may be on the next line, unless that line
 #: is another ``name:`` (a YAML parent ``auth:`` would otherwise take its child ``password:`` for its value and hide
-#: it). Groups: 1 name, 4 the sign, 5 the space after it, 6-8 a quoted value (escaped, double, single), 9 a bare one.
+#: it). A bare value is not a tuple or call's arguments (``auth=(user, password)``: :data:`CLI_SECRET` reads those).
+#: Groups: 1 name, 4 the sign, 5 the space after it, 6-8 a quoted value (escaped, double, single), 9 a bare one.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
     r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|secret|token|credentials?|auth|key))"
     r"(\\*+[\"']?)(\s*+)([:=：])([^\S\r\n]*+(?:\r?\n\s*+(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)"
-    r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?![\"'\\])(" + VALUE_CHAR + r"{1,200}+))"
+    r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?![\"'\\]|\([^),\n]{0,100}+,)(" + VALUE_CHAR + r"{1,200}+))"
 )
-#: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a
-#: SECRET``, ``curl -u user:SECRET``, ``--password SECRET`` / ``--with-token SECRET`` / ``--requirepass SECRET`` (the
-#: ``=`` form is an :data:`ASSIGNMENT`), ``keytool -storepass SECRET``, ``ssh-keygen -N SECRET``, ``nmcli … password
-#: SECRET`` (or ``wifi-sec.psk``; only in a command that sets it, not ``-g``/``-f``), redis's ``ACL SETUSER …
-#: >SECRET``, strongSwan's ``… : PSK "SECRET"`` (a space before the colon); a basic-auth call's quoted second argument
-#: (``HTTPBasicAuth('bob', 'SECRET')``, ``basic_auth=("bob", "SECRET")``). Some take the password as the command's
-#: last word (group ``last``), which is then not lower-case letters alone nor all capitals (prose, a placeholder):
-#: ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID SECRET``, redis's
-#: ``AUTH [user] SECRET`` after redis-cli's prompt (``host:port>``, ``…[db]>``, a cluster's ``(master)>``) or, upper-case
-#: and not a SASL mechanism (``AUTH LOGIN``), at a line's start, and ``requirepass``/``masterauth`` (redis.conf,
-#: ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start. Group ``value`` is the password (a quoted one may hold
-#: spaces), ``q`` its quote.
+#: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a SECRET``
+#: or ``--pass SECRET``, ``curl -u user:SECRET``, ``--password SECRET`` / ``--with-token SECRET`` / ``--requirepass
+#: SECRET`` (the ``=`` form is an :data:`ASSIGNMENT`), ``keytool -storepass SECRET``, ``ssh-keygen -N SECRET``, ``nmcli
+#: … password SECRET`` (or ``wifi-sec.psk``; only in a command that sets it, ``c m``/``d wifi c`` too, not
+#: ``-g``/``-f``), redis's ``ACL SETUSER … >SECRET`` (or ``'>SECRET'``, an ACL file's ``user bob on >SECRET``),
+#: ``sentinel auth-pass NAME SECRET``, ``MIGRATE … AUTH[2 user] SECRET`` and ``execute_command("AUTH", "SECRET")``
+#: (those two not lower-case letters alone: docs write ``AUTH password``), strongSwan's ``… : PSK "SECRET"`` (a space
+#: before the colon; ``RSA file "SECRET"`` too); a basic-auth call's quoted second argument (``HTTPBasicAuth('bob',
+#: 'SECRET')``, ``SetBasicAuth``, ``.basic_auth("bob", Some("SECRET"))``, Ruby's ``basic_auth 'bob', 'SECRET'``,
+#: ``basic_auth=(get_user(), b"SECRET")``; after ``.auth(``, ``auth:`` or ``auth =>`` (group ``kv``) not lower-case
+#: letters and ``_`` alone: ``"auth": ("cli.auth", "build_auth_parser")`` is a table). Some take the password as the
+#: command's last word (group ``last``), which is then not lower-case letters alone nor all capitals (prose, a
+#: placeholder): ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID
+#: SECRET``, redis's ``AUTH [user] SECRET`` after redis-cli's prompt (``host:port>``, ``…[db]>``, a cluster's
+#: ``(master)>``) or, upper-case and not a SASL mechanism (``AUTH LOGIN``), at a line's start, and
+#: ``requirepass``/``masterauth`` (redis.conf, ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start or in an
+#: ``iface`` line, and redis-cli's inline ``AUTH``. Group ``value`` is the password (a quoted one may hold spaces),
+#: ``q`` its quote.
 #: Up to two of a command's flags (``-b``, ``-C 10``); :data:`CLI_SECRET` takes it twice for up to four, since no group
 #: holding a quantifier may repeat more than twice (the shape of catastrophic backtracking, which a test forbids).
 _TWO_FLAGS = r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
@@ -201,45 +208,53 @@ CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
     r"(?:mysql|mysqldump|mysqladmin|mariadb)(?:[ \t][^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
     r"|sshpass[ \t]++-p[ \t]*+"
-    r"|redis-cli(?:[ \t][^\n]{0,200}?)?[ \t]-a[ \t]++"
+    r"|redis-cli(?:[ \t][^\n]{0,200}?)?[ \t](?:-a|--pass)[ \t]++|sentinel[ \t]++auth-pass[ \t]++[^\s\"']{1,64}+[ \t]++(?![a-z]{1,64}+(?:\s|$))"
+    r"|MIGRATE[ \t][^\n]{0,200}?[ \t](?:AUTH|AUTH2[ \t]++[^\s\"']{1,64}+)[ \t]++(?![a-z]{1,64}+(?:\s|$))"
+    r"|execute_command\(\s*+[\"'](?i:AUTH)[\"']\s*+,\s*+(?:[\"'][^\"'\n]{1,64}+[\"']\s*+,\s*+)?(?=[\"'])"
     r"|curl(?:[ \t][^\n]{0,200}?)?[ \t](?:-u|--user)(?:[ \t]++|=)[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key|requirepass|masterauth)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
-    r"|(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]>(?=[^\s\"'])"
-    r"|(?m:^)(?:[^\n:#|]{1,200}+(?<=[ \t]))?:[ \t]*+(?:PSK|EAP|XAUTH)[ \t]++(?=[\"'][^\"'\s]{1,200}+[\"']|0[sx])"  # ipsec.secrets
-    r"|nmcli(?=[^\n]{0,200}?[ \t](?:connect|add|modify|mod|hotspot)[ \t])(?![^\n]{0,200}?[ \t]-(?:g|f|-fields|-get-values)[ \t])"
+    r"|(?:(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]|(?m:^)[ \t]*+user[ \t]++[^\s>]{1,64}+[ \t]++(?:on|off)[ \t]++"
+    r"(?:(?:[~&+%-]|reset|all)[^\s>]{0,64}+[ \t]++){0,2})[\"']?>(?=[^\s\"'])"
+    r"|(?m:^)(?:[^\n:#|]{1,200}+(?<=[ \t]))?:[ \t]*+(?:PSK|EAP|XAUTH|RSA[ \t]++[^\s\"']{1,200}+)[ \t]++(?=[\"'][^\"'\s]{1,200}+[\"']|0[sx])"  # ipsec.secrets
+    r"|nmcli(?=[^\n]{0,200}?[ \t](?:connect|add|modify|mod|hotspot)[ \t]|[ \t]++(?:c\w{0,9}+[ \t]++[am]|d\w{0,5}+[ \t]++wifi[ \t]++c\w{0,6}+)[ \t])"
+    r"(?![^\n]{0,200}?[ \t]-(?:g|f|-fields|-get-values)[ \t])"
     r"(?:[ \t][^\n]{0,200}?)?[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk|802-1x\.(?:password|private-key-password))[ \t]++"
-    r"|(?:HTTP(?:Basic|Digest|Proxy)Auth|BasicAuth|DigestAuth|(?:(?:basic|http|proxy|digest)_)?auth[ \t]*+=[ \t]*+)\(\s*+"
-    r"(?:(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)|[\w.\[\]\"']{1,100}+)"
-    r"\s*+,\s*+(?=[\"'])"
+    r"|(?:(?:HTTP(?:Basic|Digest|Proxy)Auth|(?:Set)?BasicAuth|DigestAuth|basic_auth|(?:(?:basic|http|proxy|digest)_)?auth"
+    r"[ \t]*+=[ \t]*+)\(|(?P<kv>(?<=\.)auth\(|(?:(?:basic|http|proxy|digest)_)?auth[\"']?[ \t]*+(?::|=>)[ \t]*+[(\[])"
+    r"|basic_auth[ \t]++(?=[\"']))\s*+(?:[bfr]?(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)|[\w.\[\]\"'()]{1,100}+)"
+    r"\s*+,\s*+(?:Some\(|[bfr])?(?=[\"'])(?(kv)(?=.(?![a-z_.-]{1,200}+[\"'])))"
     r"|(?P<last>htpasswd(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,8}b)(?P<nofile>(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,7}n))?"
     + _TWO_FLAGS * 2 +
-    r"(?(nofile)[ \t]++[^\s-]\S{0,200}+|(?:[ \t]++[^\s-]\S{0,200}+){2})[ \t]++"
+    r"(?(nofile)[ \t]++[^\s-]\S{0,200}+|[ \t]++(?:\"[^\"\n]{1,200}+\"|[^\s-]\S{0,200}+)[ \t]++[^\s-]\S{0,200}+)[ \t]++"
     r"|wpa_passphrase[ \t]++(?:\"[^\"\n]{1,64}+\"|'[^'\n]{1,64}+'|[^\s\"']{1,64}+)[ \t]++"
     r"|(?:(?<=:\d\d>)|(?<=\d\d\d>)|(?<=\d\]>)|(?<=\(master\)>)|(?<=\(replica\)>))[ \t]*+(?i:(?:HELLO[ \t]++\d[ \t]++)?AUTH)[ \t]++"
     r"(?:[^\s\"']{1,64}+[ \t]++)?"
     r"|(?:(?m:^)[ \t]*+|(?i:CONFIG[ \t]++SET)[ \t]++)(?i:requirepass|masterauth|wpa-psk)[ \t]++"
-    r"|(?m:^)[ \t]*+AUTH[ \t]++(?!(?:LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"
+    r"|(?:redis-cli(?:[ \t][^\n]{0,200}?)?[ \t](?i:AUTH)|(?m:^)[ \t]*+iface[ \t][^\n]{0,200}?[ \t]wpa-psk)[ \t]++(?:[^\s\"']{1,64}+[ \t]++)?"
+    r"|(?m:^)[ \t]*+(?:HELLO[ \t]++\d[ \t]++)?AUTH[ \t]++(?!(?:LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"
     r"(?:(?![A-Z]{2,64}+[ \t])[^\s\"']{1,64}+[ \t]++)?(?=[a-z]{0,200}+[^a-z\s]))"
     r")(?P<q>[\"'])?(?(last)(?![a-z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)|[A-Z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)))"
     r"(?P<value>(?(q)[^\"'\n]{1,200}+|[^\s\"']{1,200}+))(?(q)(?P=q))"
     r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\]|\d>|$)))"
 )
-#: Lines of the files clients read passwords from: ``.netrc`` (``machine api.example.com login bob password SECRET``
-#: or ``default login …``, on one line or several, at a line's start or after a quote; the host holds a ``.`` or is
-#: ``localhost``, and the password is not lower-case letters alone: "machine db.internal password reset" is prose)
-#: and ``.pgpass`` (``host:port:db:user:SECRET`` at a line's start or after ``echo '``, group ``pgpass``; the host
-#: ``localhost``, ``*`` or dotted and the port 4–5 digits or ``*``, which Redis keys, MAC and IPv6 addresses, hex dumps
-#: and /etc/passwd lines are not). Groups: ``q`` (empty), ``value`` the password.
+#: Lines of the files clients read passwords from: ``.netrc`` (``machine api.example.com login bob password SECRET`` or
+#: ``default login …``, on one line or several, at a line's start or after a quote or ``echo``; the host holds a ``.``
+#: or is ``localhost`` (or is followed by ``login`` and ``password``), and the password is not lower-case letters alone:
+#: "machine db.internal password reset" is prose) and ``.pgpass`` (``host:port:db:user:SECRET`` at a line's start or
+#: after ``echo``, group ``pgpass``; the host ``localhost``, ``*`` or dotted and the port 4–5 digits or ``*``, which
+#: Redis keys, MAC and IPv6 addresses, hex dumps and /etc/passwd lines are not). Groups: ``q`` (empty), ``value`` the
+#: password.
 CREDENTIAL_FILE = re.compile(
-    r"(?:(?:(?m:^)[ \t]*+|(?<=[\"']))(?:machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+)|default(?=\s++login\s))"
+    r"(?:(?:(?m:^)[ \t]*+|(?<=[\"'])|(?<=echo ))(?:machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+"
+    r"|[\w-]{1,63}+(?=\s++login\s++\S{1,200}+\s++password\s))|default(?=\s++login\s))"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"\s++password\s++(?![a-z]{1,200}+(?:[\"')\s]|$))"
-    r"|(?P<pgpass>(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?<=echo ')|(?<=echo \"))"
+    r"|(?P<pgpass>(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?<=echo ')|(?<=echo \")|(?<=echo ))"
     r"(?:localhost|\*|[^\s:#\\\"'.]{1,100}+\.[^\s:\\\"']{1,150}+):(?:\d{4,5}+|\*):"
     r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:(?![a-z-]{1,200}+(?:[\s\"']|$))))"
-    r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
+    r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)>]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
 )
 #: A password in SQL (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``). Groups: ``q`` the
 #: quote, ``value`` the password.
@@ -254,8 +269,10 @@ ORACLE_LOGIN = re.compile(
 #: A value named in markup or a manifest rather than assigned: an element (``<password>…</password>``, Maven's
 #: settings.xml), a ``key``/``name`` and ``value`` attribute pair (``<add key="DbPassword" value="…"/>``, Ant's
 #: ``<property name="db.password" value="…"/>``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``),
-#: an environment variable's default in code (``os.getenv("DB_PASSWORD", "…")``, ``ENV.fetch(…)``, and after a
-#: fallback operator: ``process.env.DB_PASSWORD || '…'``, ``?? "…"``, ``os.environ.get("…") or "…"``, ``ENV.fetch("…") { "…" }``).
+#: an environment variable's or a setting's default in code (``os.getenv("DB_PASSWORD", "…")``, ``ENV.fetch(…)``,
+#: ``settings.get(…)``, ``getOrDefault(…)``, ``viper.SetDefault(…)``, and after a fallback: ``process.env.DB_PASSWORD
+#: || '…'``, ``?? "…"``, ``os.environ.get("…") or f"…"``, ``ENV.fetch("…") { "…" }``, ``.unwrap_or("…")``, ``cmp.Or(…,
+#: "…")``, a ternary's ``else``; Deno, Bun, Vite, Java, C#, Rust, Go and PHP spell the variable their way).
 #: Judged as an assignment to that name (:func:`redact._named_value`). Groups: ``name``, ``value`` (``bare``: unquoted).
 NAMED_VALUE = re.compile(
     r"<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)>(?P<element>[^<\n]{1,200}+)</(?P=tag)>"
@@ -263,18 +280,23 @@ NAMED_VALUE = re.compile(
     r"(?P<q2>[\"'])(?P<quoted>[^\"'\n]{1,200}+)(?P=q2)"
     r"|(?<![\w-])name[ \t]*+:[ \t]*+[\"']?(?P<env>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+\r?\n[ \t]*+value[ \t]*+:[ \t]*+"
     r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))"
-    r"|(?<![\w.])(?:(?:os\.)?(?:getenv|environ\.get|environ\.setdefault)|getEnv|ENV\.fetch|config|env)\(\s*+(?P<q3>[\"'])"
-    r"(?P<default>[A-Za-z_][\w.-]{0,100}+)(?P=q3)\s*+,\s*+(?:default[ \t]*+=[ \t]*+)?"
+    r"|(?<![\w.])(?:(?:os\.)?(?:getenv|environ\.get|environ\.setdefault)|getEnv(?:OrDefault)?|ENV\.fetch|config|env"
+    r"|(?:System\.getenv\(\)|\w{1,40}+)\.(?:getOrDefault|get|SetDefault))\(\s*+(?:key[ \t]*+=[ \t]*+)?(?P<q3>[\"'])"
+    r"(?P<default>[A-Za-z_][\w.-]{0,100}+)(?P=q3)\s*+,\s*+(?:default[ \t]*+=[ \t]*+)?[bfr]?"
     r"(?:\"(?P<ddq>[^\"\n]{1,200}+)\"|'(?P<dsq>[^'\n]{1,200}+)')"
-    r"|(?<![\w.])(?:process\.env\.(?P<js>[A-Za-z_]\w{0,100}+)"
-    r"|(?:(?:os\.)?environ|ENV|\$_ENV|\$_SERVER)\[\s*+(?P<q4>[\"'])(?P<indexed>[A-Za-z_][\w.-]{0,100}+)(?P=q4)\s*+\]"
-    r"|(?:(?:os\.)?(?:getenv|environ\.get)|getEnv|ENV\.fetch)\(\s*+(?P<q5>[\"'])(?P<called>[A-Za-z_][\w.-]{0,100}+)(?P=q5)\s*+\))"
-    r"\s*+(?:\|\||\?\?|\?:|or\b|\{)\s*+(?:\"(?P<fdq>[^\"\n]{1,200}+)\"|'(?P<fsq>[^'\n]{1,200}+)')"
+    r"|(?<![\w.])(?P<cmp>cmp\.Or\(\s*+)?(?:(?:process\.|import\.meta\.|Bun\.)?env\.(?P<js>[A-Za-z_]\w{0,100}+)"
+    r"|(?:(?:os\.)?environ|ENV|\$_ENV|\$_SERVER|process\.env)\[\s*+(?P<q4>[\"'])(?P<indexed>[A-Za-z_][\w.-]{0,100}+)(?P=q4)\s*+\]"
+    r"|(?:(?:os\.|System\.)?(?:[gG]etenv|environ\.get)|getEnv|ENV\.fetch|Deno\.env\.get|Environment\.GetEnvironmentVariable"
+    r"|env::var|env)\(\s*+(?P<q5>[\"'])(?P<called>[A-Za-z_][\w.-]{0,100}+)(?P=q5)\s*+\))(?:\??\.[A-Za-z]{1,20}+\(\))?"
+    r"\s*+(?(cmp),|(?:\|\||\?\?|\?:|or\b|\{(?:\s*+\|[^|\n]{0,30}+\|)?|do\b|\.unwrap_or(?:_else)?\((?:\s*+\|\|)?"
+    r"|if\s[^\n]{1,200}?\selse\b))\s*+[bfr]?"
+    r"(?:\"(?P<fdq>[^\"\n]{1,200}+)\"|(?P<fq>['`])(?P<fsq>(?:(?!(?P=fq))[^\n]){1,200}+)(?P=fq))"
 )
 #: What a default or fallback in code (:data:`NAMED_VALUE`'s ``ddq``, ``dsq``, ``fdq``, ``fsq``) must look like to be
 #: taken for a password: 8+ characters without a space or a ``/`` (paths, URLs), not ``host:port``, and both cases
-#: or a symbol (``aes-256-gcm``, ``HS256``, ``us-east-1``, ``NOT_CONFIGURED``, ``./keys/dev.pem`` are settings).
-DEFAULT_SECRET = re.compile(r"(?![./~])(?![^/\s]*/)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
+#: or a symbol (``aes-256-gcm``, ``HS256``, ``us-east-1``, ``NOT_CONFIGURED``, ``./keys/dev.pem`` are settings), not a
+#: template (``${prefix}-key``, ``{env}-Key1``).
+DEFAULT_SECRET = re.compile(r"(?![./~])(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
 #: Credential labels in other scripts than Latin (longer ones first).
 _SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|パスワード|暗証番号|비밀번호|비번|암호"
                   "|пароль|паролем|пароля")

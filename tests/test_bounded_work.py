@@ -358,7 +358,16 @@ def _redaction_cost(unit: str, n: int, reps: int = 3, enough: float = 0.0) -> fl
                                   "sqlplus a/bc@", "auth:\n  ", "<password>", "<a>b</a", 'key="a" value="',
                                   "- name: A\n  value: ", "IDENTIFIED BY '", "PASSWORD 'a", "sqlplus a/", "sqlplus -s a/b",
                                   "password for the db: ", "password => ", "pw is ", "-storepass ", "ssh-keygen -N ",
-                                  "hvs.", "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.", "密码我改成了", "パスワードを", "x.y.", "a\ufe0f"])
+                                  "hvs.", "MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.", "密码我改成了", "パスワードを", "x.y.", "a\ufe0f",
+                                  'Deno.env.get("A") ?? ', "import.meta.env.A || ", "env.A || `", "process.env['A'] || ",
+                                  "process.env.A?.trim() || ", 'os.getenv(key="A", ', 'a.get("A_KEY", ', 'System.getenv().getOrDefault("A", ',
+                                  'viper.SetDefault("a.password", ', 'cmp.Or(os.Getenv("A"), ', 'env::var("A").unwrap_or_else(|| ',
+                                  "os.environ['A'] if x else ", "ENV.fetch('A') { |", "ENV.fetch('A') do ", "auth=(f(), ", "(b'a', b",
+                                  'SetBasicAuth("a", ', ".basic_auth(a, Some(", "basic_auth 'a', ", ".auth('a', ", "auth => ['a', ",
+                                  "redis-cli --pass ", "redis-cli a AUTH a ", "sentinel auth-pass a ", "MIGRATE AUTH2 a ", "HELLO 3 AUTH a ",
+                                  "execute_command('AUTH', 'a', ", "\nuser a on >", "ACL SETUSER a '>", "\niface wpa-psk a ", "nmcli c m password ",
+                                  '\n: RSA a "', "echo machine a login b password ", "\nmachine a login ", "echo a.b:1234:c:d:",
+                                  'htpasswd -b "a b" ', "${", "auth=(a,"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

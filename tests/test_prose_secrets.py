@@ -138,6 +138,24 @@ SENT_BEFORE = [
     ('redis-cluster:7000(master)> AUTH Sup3rS3cretPw', 'Sup3rS3cretPw'), ('%any : PSK "Sup3rS3cretPw"', 'Sup3rS3cretPw'),
     ('command: redis-server --requirepass Sup3rS3cretPw', 'Sup3rS3cretPw'), ('    wpa-psk Sup3rS3cretPw', 'Sup3rS3cretPw'),
     ('%any %any : PSK 0sUzNjcjN0IXg5aGVsbG8=', 'UzNjcjN0IXg5aGVsbG8'),
+    # defaults of environment variables in other languages, basic auth written otherwise, redis and files' other shapes
+    *[(text.replace('PW', 'Sup3rS3cretPw'), 'Sup3rS3cretPw') for text in (
+        "process.env.DB_PASSWORD || `PW`", "process.env['DB_PASSWORD'] || 'PW'", "import.meta.env.VITE_API_KEY || 'PW'",
+        'Deno.env.get("DB_PASSWORD") ?? "PW"', "Bun.env.DB_PASSWORD || 'PW'", "process.env.DB_PASSWORD?.trim() || 'PW'",
+        'os.environ.get("DB_PASSWORD") or f"PW"', 'os.getenv(key="DB_PASSWORD", default="PW")', 'settings.get("DB_PASSWORD", "PW")',
+        'os.environ["DB_PASSWORD"] if "DB_PASSWORD" in os.environ else "PW"', "env('DB_PASSWORD') ?: 'PW'",
+        'ENV.fetch("DB_PASSWORD") { |_k| "PW" }', 'ENV.fetch("DB_PASSWORD") do "PW" end', 'cmp.Or(os.Getenv("DB_PASSWORD"), "PW")',
+        'viper.SetDefault("db.password", "PW")', 'getEnvOrDefault("DB_PASSWORD", "PW")', 'System.getenv("DB_PASSWORD") ?: "PW"',
+        'System.getenv().getOrDefault("DB_PASSWORD", "PW")', 'Environment.GetEnvironmentVariable("DB_PASSWORD") ?? "PW"',
+        'let db = env::var("DB_PASSWORD").unwrap_or("PW".to_string());', 'req.SetBasicAuth("bob", "PW")',
+        'req.basic_auth("bob", Some("PW"))', "basic_auth 'bob', 'PW'", "request.auth('bob', 'PW')", 'auth: ["bob", "PW"]',
+        "'auth' => ['bob', 'PW']", 'auth=(get_user(), "PW")', 'auth=(f"{user}", "PW")', "auth = (b'bob', b'PW')",
+        'redis-cli --pass PW ping', 'redis-cli -h db1 AUTH PW', 'HELLO 3 AUTH default PW', "ACL SETUSER bob on '>PW' ~* +@all",
+        'user bob on >PW ~* +@all', 'sentinel auth-pass mymaster PW', 'MIGRATE db2 6379 "" 0 5000 AUTH2 bob PW KEYS a b',
+        'r.execute_command("AUTH", "PW")', 'machine myserver login bob password PW', 'nmcli c m home wifi-sec.psk PW',
+        'echo machine api.example.com login bob password PW >> ~/.netrc', 'echo localhost:5432:mydb:bob:PW >> ~/.pgpass',
+        'nmcli d wifi c MySSID password PW', 'iface wlan0 inet dhcp wpa-psk PW', 'htpasswd -b -c "/etc/my sites/.htpasswd" bob PW',
+        ': RSA server.key "PW"')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -200,6 +218,17 @@ NEAR_MISSES = [
     '- name: LOG_LEVEL\n  value: Debug2024!', 'ssh-keygen -t ed25519 -N "" -f key', 'keytool -list -storepass:env KS_PASS',
     'uses: actions/checkout@v4 and myorg/DeployAction2@v1', 'password for the db: see the vault', 'password for staging: required',
     'the password for root is in 1Password', 'password -> hash -> compare', 'パスワードを入力してください', '비번 까먹었어',
+    # near misses of the shapes above: settings as defaults, template strings, no literal password, placeholders
+    'os.getenv("DEBUG", "false")', 'viper.SetDefault("port", 8080)', 'viper.SetDefault("log.level", "InfoLevel")',
+    'settings.get("DB_HOST", "localhost")', 'config.get("db", "password")', 'Deno.env.get("HOME") ?? "/tmp"',
+    'import.meta.env.VITE_API_URL || "http://localhost:3000"', 'cmp.Or(os.Getenv("PORT"), "8080")',
+    'Environment.GetEnvironmentVariable("ASPNETCORE_ENVIRONMENT") ?? "Development"', 'env::var("RUST_LOG").unwrap_or("info".into())',
+    "process.env.JWT_SECRET || `${prefix}-secret`", 'os.environ.get("API_TOKEN") or f"{prefix}-Token1"',
+    'auth=(user, password)', 'session.auth = (username, getpass())', 'req.SetBasicAuth(user, pass)', 'auth = [authenticate, "requireAdmin"]',
+    '"auth": (\n    "cli.subcommands.auth",\n    "build_auth_parser",\n)', 'exempt_auth = ("GET", "HEAD", "OPTIONS")',
+    'redis-cli AUTH $REDIS_PASSWORD', 'redis-cli -h host auth mypassword', 'sentinel auth-pass mymaster <password>',
+    'MIGRATE host 6379 "" 0 5000 AUTH2 username password KEYS a b', 'user default on nopass ~* +@all', 'user alice on >$PW ~* +@all',
+    'iface wlan0 inet dhcp wpa-psk $PSK', 'nmcli -s c s home | grep wifi-sec.psk',
 ]
 
 
