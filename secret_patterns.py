@@ -197,10 +197,10 @@ ASSIGNMENT = re.compile(
 #: command's last word (group ``last``), which is then not lower-case letters alone nor all capitals (prose, a
 #: placeholder): ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID
 #: SECRET``, redis's ``AUTH [user] SECRET`` after redis-cli's prompt (``host:port>``, ``…[db]>``, a cluster's
-#: ``(master)>``) or, upper-case and not a SASL mechanism (``AUTH LOGIN``), at a line's start, and
-#: ``requirepass``/``masterauth`` (redis.conf, ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start or in an
-#: ``iface`` line, and redis-cli's inline ``AUTH``. Group ``value`` is the password (a quoted one may hold spaces),
-#: ``q`` its quote.
+#: ``(master)>``) or, upper-case and not a SASL mechanism or scheme (``AUTH LOGIN``, ``AUTH Bearer``), at a line's
+#: start, and ``requirepass``/``masterauth`` (redis.conf, ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start or
+#: in an ``iface`` line, and redis-cli's inline ``AUTH``. Group ``value`` is the password (a quoted one may hold
+#: spaces), ``q`` its quote.
 #: Up to two of a command's flags (``-b``, ``-C 10``); :data:`CLI_SECRET` takes it twice for up to four, since no group
 #: holding a quantifier may repeat more than twice (the shape of catastrophic backtracking, which a test forbids).
 _TWO_FLAGS = r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
@@ -232,7 +232,7 @@ CLI_SECRET = re.compile(
     r"(?:[^\s\"']{1,64}+[ \t]++)?"
     r"|(?:(?m:^)[ \t]*+|(?i:CONFIG[ \t]++SET)[ \t]++)(?i:requirepass|masterauth|wpa-psk)[ \t]++"
     r"|(?:redis-cli(?:[ \t][^\n]{0,200}?)?[ \t](?i:AUTH)|(?m:^)[ \t]*+iface[ \t][^\n]{0,200}?[ \t]wpa-psk)[ \t]++(?:[^\s\"']{1,64}+[ \t]++)?"
-    r"|(?m:^)[ \t]*+(?:HELLO[ \t]++\d[ \t]++)?AUTH[ \t]++(?!(?:LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"
+    r"|(?m:^)[ \t]*+(?:HELLO[ \t]++\d[ \t]++)?AUTH[ \t]++(?!(?:Bearer|Basic|LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"
     r"(?:(?![A-Z]{2,64}+[ \t])[^\s\"']{1,64}+[ \t]++)?(?=[a-z]{0,200}+[^a-z\s]))"
     r")(?P<q>[\"'])?(?(last)(?![a-z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)|[A-Z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)))"
     r"(?P<value>(?(q)[^\"'\n]{1,200}+|[^\s\"']{1,200}+))(?(q)(?P=q))"
@@ -271,7 +271,7 @@ ORACLE_LOGIN = re.compile(
 #: ``<property name="db.password" value="…"/>``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``),
 #: an environment variable's or a setting's default in code (``os.getenv("DB_PASSWORD", "…")``, ``ENV.fetch(…)``,
 #: ``settings.get(…)``, ``getOrDefault(…)``, ``viper.SetDefault(…)``, and after a fallback: ``process.env.DB_PASSWORD
-#: || '…'``, ``?? "…"``, ``os.environ.get("…") or f"…"``, ``ENV.fetch("…") { "…" }``, ``.unwrap_or("…")``, ``cmp.Or(…,
+#: || '…'``, ``?? "…"``, ``os.environ.get("…") or f"…"``, ``ENV.fetch("…") { "…" }``, ``.unwrap_or("…")``, ``.orElse("…")``, ``cmp.Or(…,
 #: "…")``, a ternary's ``else``; Deno, Bun, Vite, Java, C#, Rust, Go and PHP spell the variable their way).
 #: Judged as an assignment to that name (:func:`redact._named_value`). Groups: ``name``, ``value`` (``bare``: unquoted).
 NAMED_VALUE = re.compile(
@@ -281,22 +281,22 @@ NAMED_VALUE = re.compile(
     r"|(?<![\w-])name[ \t]*+:[ \t]*+[\"']?(?P<env>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+\r?\n[ \t]*+value[ \t]*+:[ \t]*+"
     r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))"
     r"|(?<![\w.])(?:(?:os\.)?(?:getenv|environ\.get|environ\.setdefault)|getEnv(?:OrDefault)?|ENV\.fetch|config|env"
-    r"|(?:System\.getenv\(\)|\w{1,40}+)\.(?:getOrDefault|get|SetDefault))\(\s*+(?:key[ \t]*+=[ \t]*+)?(?P<q3>[\"'])"
+    r"|(?:System\.getenv\(\)|\w{1,40}+)\.(?:getOrDefault|get|SetDefault|str))\(\s*+(?:key[ \t]*+=[ \t]*+)?(?P<q3>[\"'])"
     r"(?P<default>[A-Za-z_][\w.-]{0,100}+)(?P=q3)\s*+,\s*+(?:default[ \t]*+=[ \t]*+)?[bfr]?"
     r"(?:\"(?P<ddq>[^\"\n]{1,200}+)\"|'(?P<dsq>[^'\n]{1,200}+)')"
     r"|(?<![\w.])(?P<cmp>cmp\.Or\(\s*+)?(?:(?:process\.|import\.meta\.|Bun\.)?env\.(?P<js>[A-Za-z_]\w{0,100}+)"
-    r"|(?:(?:os\.)?environ|ENV|\$_ENV|\$_SERVER|process\.env)\[\s*+(?P<q4>[\"'])(?P<indexed>[A-Za-z_][\w.-]{0,100}+)(?P=q4)\s*+\]"
+    r"|(?:(?:os\.)?environ|ENV|\$_ENV|\$_SERVER|(?:process|import\.meta|Bun)\.env)\[\s*+(?P<q4>[\"'])(?P<indexed>[A-Za-z_][\w.-]{0,100}+)(?P=q4)\s*+\]"
     r"|(?:(?:os\.|System\.)?(?:[gG]etenv|environ\.get)|getEnv|ENV\.fetch|Deno\.env\.get|Environment\.GetEnvironmentVariable"
     r"|env::var|env)\(\s*+(?P<q5>[\"'])(?P<called>[A-Za-z_][\w.-]{0,100}+)(?P=q5)\s*+\))(?:\??\.[A-Za-z]{1,20}+\(\))?"
-    r"\s*+(?(cmp),|(?:\|\||\?\?|\?:|or\b|\{(?:\s*+\|[^|\n]{0,30}+\|)?|do\b|\.unwrap_or(?:_else)?\((?:\s*+\|\|)?"
-    r"|if\s[^\n]{1,200}?\selse\b))\s*+[bfr]?"
+    r"\s*+(?(cmp),|(?:\|\||\?\?|\?:|or\b|\{(?:\s*+\|[^|\n]{0,30}+\|)?|do\b|\)?\.orElse\(|\.unwrap_or(?:_else)?\((?:\s*+\|[^|\n]{0,20}+\|)?"
+    r"|if\s[^\n]{1,200}?\selse\b))\s*+(?:[bfr@]|String::from\()?"
     r"(?:\"(?P<fdq>[^\"\n]{1,200}+)\"|(?P<fq>['`])(?P<fsq>(?:(?!(?P=fq))[^\n]){1,200}+)(?P=fq))"
 )
 #: What a default or fallback in code (:data:`NAMED_VALUE`'s ``ddq``, ``dsq``, ``fdq``, ``fsq``) must look like to be
-#: taken for a password: 8+ characters without a space or a ``/`` (paths, URLs), not ``host:port``, and both cases
-#: or a symbol (``aes-256-gcm``, ``HS256``, ``us-east-1``, ``NOT_CONFIGURED``, ``./keys/dev.pem`` are settings), not a
-#: template (``${prefix}-key``, ``{env}-Key1``).
-DEFAULT_SECRET = re.compile(r"(?![./~])(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
+#: taken for a password: 8+ characters without a space or a ``/`` (paths, URLs), not ``host:port``, and both cases or a
+#: symbol (``aes-256-gcm``, ``HS256``, ``us-east-1``, ``NOT_CONFIGURED``, ``./keys/dev.pem`` are settings), not a
+#: template (``${prefix}-key``, ``{env}-Key1``) nor one Capitalised word (``'Authorization'``, a header's name).
+DEFAULT_SECRET = re.compile(r"(?![./~])(?![A-Z][a-z]++$)(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
 #: Credential labels in other scripts than Latin (longer ones first).
 _SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|パスワード|暗証番号|비밀번호|비번|암호"
                   "|пароль|паролем|пароля")
@@ -484,11 +484,11 @@ _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bo
                 r"|Any|\$\{?\w+\}?|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\.{3}|…")
 PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: Values written bare that are code or placeholders: also an attribute, a call or an index (``settings.db.password``,
-#: ``os.environ["X"]``). An attribute is names joined by dots: ``Summer.2024!`` is not one. A quoted value is never
-#: code (:data:`PLACEHOLDER_VALUE`): ``"Winter.Is.Coming7"``.
+#: ``os.environ["X"]``, PHP's ``$_ENV['X']``). An attribute is names joined by dots: ``Summer.2024!`` is not one. A
+#: quoted value is never code (:data:`PLACEHOLDER_VALUE`): ``"Winter.Is.Coming7"``.
 CODE_VALUE = re.compile(
     f"^(?:{_PLACEHOLDER}"
-    r"|(?=[A-Za-z_]\w*[.(\[])(?![\w.]*\.(?![A-Za-z_]))[A-Za-z_][\w.]*+(?:[(\[].*)?"  # an attribute, call or index
+    r"|(?=\$?[A-Za-z_]\w*[.(\[])(?!\$?[\w.]*\.(?![A-Za-z_]))\$?[A-Za-z_][\w.]*+(?:[(\[].*)?"  # an attribute, call or index
     r"|[A-Z]\w*\[.*)$"  # a type such as Optional[str]
 )
 

@@ -155,7 +155,9 @@ SENT_BEFORE = [
         'r.execute_command("AUTH", "PW")', 'machine myserver login bob password PW', 'nmcli c m home wifi-sec.psk PW',
         'echo machine api.example.com login bob password PW >> ~/.netrc', 'echo localhost:5432:mydb:bob:PW >> ~/.pgpass',
         'nmcli d wifi c MySSID password PW', 'iface wlan0 inet dhcp wpa-psk PW', 'htpasswd -b -c "/etc/my sites/.htpasswd" bob PW',
-        ': RSA server.key "PW"')],
+        ': RSA server.key "PW"', 'Bun.env["API_TOKEN"] || "PW"', 'Optional.ofNullable(System.getenv("DB_PASSWORD")).orElse("PW")',
+        'env::var("DB_PASSWORD").unwrap_or_else(|_| String::from("PW"))', 'Environment.GetEnvironmentVariable("DB_PASSWORD") ?? @"PW"',
+        'DB_PASSWORD = env.str("DB_PASSWORD", default="PW")')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -229,6 +231,8 @@ NEAR_MISSES = [
     'redis-cli AUTH $REDIS_PASSWORD', 'redis-cli -h host auth mypassword', 'sentinel auth-pass mymaster <password>',
     'MIGRATE host 6379 "" 0 5000 AUTH2 username password KEYS a b', 'user default on nopass ~* +@all', 'user alice on >$PW ~* +@all',
     'iface wlan0 inet dhcp wpa-psk $PSK', 'nmcli -s c s home | grep wifi-sec.psk',
+    "const tokenHeader = process.env.TOKEN || 'Authorization';", "$pass = $_ENV['DB_PASSWORD'] ?? 'root';", 'AUTH Bearer',
+    'Use nmcli to set a password interactively', 'user bob on the server >Works',
 ]
 
 
