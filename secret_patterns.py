@@ -202,7 +202,8 @@ ASSIGNMENT = re.compile(
 #: in an ``iface`` line, and redis-cli's inline ``AUTH``. Group ``value`` is the password (a quoted one may hold
 #: spaces), ``q`` its quote.
 #: Up to two of a command's flags (``-b``, ``-C 10``); :data:`CLI_SECRET` takes it twice for up to four, since no group
-#: holding a quantifier may repeat more than twice (the shape of catastrophic backtracking, which a test forbids).
+#: holding a quantifier may repeat more than twice (the shape of catastrophic backtracking, which a test forbids). The
+#: basic-auth branch looks ahead at its names' first letters (``[HSBDbhpda]``): a position starting none goes at once.
 _TWO_FLAGS = r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
 CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
@@ -220,10 +221,9 @@ CLI_SECRET = re.compile(
     r"|nmcli(?=[^\n]{0,200}?[ \t](?:connect|add|modify|mod|hotspot)[ \t]|[ \t]++(?:c\w{0,9}+[ \t]++[am]|d\w{0,5}+[ \t]++wifi[ \t]++c\w{0,6}+)[ \t])"
     r"(?![^\n]{0,200}?[ \t]-(?:g|f|-fields|-get-values)[ \t])"
     r"(?:[ \t][^\n]{0,200}?)?[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk|802-1x\.(?:password|private-key-password))[ \t]++"
-    r"|(?:(?:HTTP(?:Basic|Digest|Proxy)Auth|(?:Set)?BasicAuth|DigestAuth|basic_auth|(?:(?:basic|http|proxy|digest)_)?auth"
-    r"[ \t]*+=[ \t]*+)\(|(?P<kv>(?<=\.)auth\(|(?:(?:basic|http|proxy|digest)_)?auth[\"']?[ \t]*+(?::|=>)[ \t]*+[(\[])"
-    r"|basic_auth[ \t]++(?=[\"']))\s*+(?:[bfr]?(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)|[\w.\[\]\"'()]{1,100}+)"
-    r"\s*+,\s*+(?:Some\(|[bfr])?(?=[\"'])(?(kv)(?=.(?![a-z_.-]{1,200}+[\"'])))"
+    r"|(?=[HSBDbhpda])(?:(?:HTTP(?:Basic|Digest|Proxy)|(?:Set)?Basic|Digest)Auth\(|(?:(?:basic|http|proxy|digest)_)?auth"
+    r"(?:[ \t]*+=[ \t]*+\(|(?<=basic_auth)(?:\(|[ \t]++(?=[\"']))|(?P<kv>[\"']?[ \t]*+(?::|=>)[ \t]*+[(\[]|(?<=\.auth)\()))"
+    r"\s*+(?:[bfr]?(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)|[\w.\[\]\"'()]{1,100}+)\s*+,\s*+(?:Some\(|[bfr])?(?=[\"'])(?(kv)(?=.(?![a-z_.-]{1,200}+[\"'])))"
     r"|(?P<last>htpasswd(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,8}b)(?P<nofile>(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,7}n))?"
     + _TWO_FLAGS * 2 +
     r"(?(nofile)[ \t]++[^\s-]\S{0,200}+|[ \t]++(?:\"[^\"\n]{1,200}+\"|[^\s-]\S{0,200}+)[ \t]++[^\s-]\S{0,200}+)[ \t]++"
@@ -251,7 +251,7 @@ CREDENTIAL_FILE = re.compile(
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"\s++password\s++(?![a-z]{1,200}+(?:[\"')\s]|$))"
-    r"|(?P<pgpass>(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?<=echo ')|(?<=echo \")|(?<=echo ))"
+    r"|(?P<pgpass>(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?<=echo )[\"']?)"
     r"(?:localhost|\*|[^\s:#\\\"'.]{1,100}+\.[^\s:\\\"']{1,150}+):(?:\d{4,5}+|\*):"
     r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:(?![a-z-]{1,200}+(?:[\s\"']|$))))"
     r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)>]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
@@ -274,17 +274,18 @@ ORACLE_LOGIN = re.compile(
 #: || '…'``, ``?? "…"``, ``os.environ.get("…") or f"…"``, ``ENV.fetch("…") { "…" }``, ``.unwrap_or("…")``, ``.orElse("…")``, ``cmp.Or(…,
 #: "…")``, a ternary's ``else``; Deno, Bun, Vite, Java, C#, Rust, Go and PHP spell the variable their way).
 #: Judged as an assignment to that name (:func:`redact._named_value`). Groups: ``name``, ``value`` (``bare``: unquoted).
+#: The lookaheads of the names' first letters (``[cpiBeE$oSgGD]``) leave a position that starts none at once.
 NAMED_VALUE = re.compile(
     r"<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)>(?P<element>[^<\n]{1,200}+)</(?P=tag)>"
     r"|(?i:(?<![\w-])(?:key|name))[ \t]*+=[ \t]*+(?P<q1>[\"'])(?P<attr>[^\"'\n]{1,100}+)(?P=q1)[ \t]++(?i:value)[ \t]*+=[ \t]*+"
     r"(?P<q2>[\"'])(?P<quoted>[^\"'\n]{1,200}+)(?P=q2)"
     r"|(?<![\w-])name[ \t]*+:[ \t]*+[\"']?(?P<env>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+\r?\n[ \t]*+value[ \t]*+:[ \t]*+"
     r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))"
-    r"|(?<![\w.])(?:(?:os\.)?(?:getenv|environ\.get|environ\.setdefault)|getEnv(?:OrDefault)?|ENV\.fetch|config|env"
+    r"|(?<![\w.])(?=[A-Za-z_])(?:(?:os\.)?(?:getenv|environ\.get|environ\.setdefault)|getEnv(?:OrDefault)?|ENV\.fetch|config|env"
     r"|(?:System\.getenv\(\)|\w{1,40}+)\.(?:getOrDefault|get|SetDefault|str))\(\s*+(?:key[ \t]*+=[ \t]*+)?(?P<q3>[\"'])"
     r"(?P<default>[A-Za-z_][\w.-]{0,100}+)(?P=q3)\s*+,\s*+(?:default[ \t]*+=[ \t]*+)?[bfr]?"
     r"(?:\"(?P<ddq>[^\"\n]{1,200}+)\"|'(?P<dsq>[^'\n]{1,200}+)')"
-    r"|(?<![\w.])(?P<cmp>cmp\.Or\(\s*+)?(?:(?:process\.|import\.meta\.|Bun\.)?env\.(?P<js>[A-Za-z_]\w{0,100}+)"
+    r"|(?<![\w.])(?=[cpiBeE$oSgGD])(?P<cmp>cmp\.Or\(\s*+)?(?:(?:process\.|import\.meta\.|Bun\.)?env\.(?P<js>[A-Za-z_]\w{0,100}+)"
     r"|(?:(?:os\.)?environ|ENV|\$_ENV|\$_SERVER|(?:process|import\.meta|Bun)\.env)\[\s*+(?P<q4>[\"'])(?P<indexed>[A-Za-z_][\w.-]{0,100}+)(?P=q4)\s*+\]"
     r"|(?:(?:os\.|System\.)?(?:[gG]etenv|environ\.get)|getEnv|ENV\.fetch|Deno\.env\.get|Environment\.GetEnvironmentVariable"
     r"|env::var|env)\(\s*+(?P<q5>[\"'])(?P<called>[A-Za-z_][\w.-]{0,100}+)(?P=q5)\s*+\))(?:\??\.[A-Za-z]{1,20}+\(\))?"
