@@ -173,10 +173,16 @@ def rank_sessions(hits: Iterable[Hit]) -> list[SessionRank]:
     by_session: dict[str, list[Hit]] = {}
     for hit in hits:
         by_session.setdefault(hit.session_id, []).append(hit)
-    ranked = []
-    for session_hits in by_session.values():
-        best = max(session_hits, key=lambda h: (h.score, h.message_id))
-        ranked.append(SessionRank(best, session_score(h.score for h in session_hits)))
+    return _in_order([_session_rank(session_hits) for session_hits in by_session.values()])
+
+
+def _session_rank(session_hits: Sequence[Hit]) -> SessionRank:
+    """One session's entry of :func:`rank_sessions` (``session_hits``: its hits, at least one)."""
+    best = max(session_hits, key=lambda h: (h.score, h.message_id))
+    return SessionRank(best, session_score(h.score for h in session_hits))
+
+
+def _in_order(ranked: list[SessionRank]) -> list[SessionRank]:
     ranked.sort(key=lambda r: (-r.score, -r.hit.message_id))
     return ranked
 
@@ -247,21 +253,26 @@ def demote_earlier(hits: Sequence[Hit], earlier: Callable[[list[int]], set[int]]
     so they and their order are what checking every hit gives. Sessions further down keep their scores; each
     hit is checked at most once.
     """
-    by_session: dict[str, list[int]] = {}
+    by_session: dict[str, list[Hit]] = {}
     for hit in hits:
-        by_session.setdefault(hit.session_id, []).append(hit.message_id)
+        by_session.setdefault(hit.session_id, []).append(hit)
+    # A session's entry changes only when a check finds an earlier recall among its own hits: kept, not ranked again.
+    entries = {sid: _session_rank(session_hits) for sid, session_hits in by_session.items()}
     checked: set[str] = set()
     found: set[int] = set()
     more = 1  # unchecked sessions a round checks at least
     while True:
-        current = demote(hits, found)
-        ranked = [r.session_id for r in rank_sessions(current)]
+        ranked = [r.session_id for r in _in_order(list(entries.values()))]
         within = sum(1 for sid in ranked[:reach] if sid not in checked)
         if not within:
-            return current
+            return demote(hits, found)
         todo = [sid for sid in ranked if sid not in checked][: max(within, more)]
         checked.update(todo)
-        found |= earlier([mid for sid in todo for mid in by_session[sid]])
+        news = earlier([h.message_id for sid in todo for h in by_session[sid]])
+        found |= news
+        for sid in todo:
+            if any(h.message_id in news for h in by_session[sid]):
+                entries[sid] = _session_rank(demote(by_session[sid], news))
         more *= 2
 
 
