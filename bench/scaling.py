@@ -37,7 +37,11 @@ so its "first" and "later" rows time the same call; a call of it slower than
    repo's rows are spread over state.db), the asking session today;
 9. ``echoes``: a decision, and one session of n rounds of a recall of it (the
    tool call, its answer, a 20 KB log, a reply repeating the decision): a
-   keyword search must put the decision above that session (the check for earlier recalls).
+   keyword search must put the decision above that session (the check for earlier recalls);
+10. ``glued``: n messages of another repo with ``用Redis缓存`` (an English word
+   written straight into Chinese) and ``redistribute``; keyword search
+   ``redis`` finds the repo's decision written the same way (the look-up of
+   words inside CJK text, bounded by fixed budgets).
 
 Our search is ``search.search_history(mode="keyword", limit=3)``: the tool's
 path minus JSON. Every answer is checked (the expected sessions, nothing of
@@ -416,6 +420,28 @@ def echoes(b: Bench, size: int) -> list[Call]:
             Call("search, later", b.search(h, "cur", query), b.builtin(h, "cur", query), ok)]
 
 
+def glued(b: Bench, size: int) -> list[Call]:
+    """An English word written straight into Chinese (``用Redis缓存``) in n messages of another project, beside words
+    that hold it (``redistribute``): the look-up of ``redis`` inside CJK text counts its trigrams' rows and the rows
+    holding it (bounded by ``lexical.GLUED_BOUND`` and ``RANK_BUDGET``), then reads the project's messages holding it.
+    Keyword search ``redis``: the repo's decision written the same way is found (and nothing else of the repo)."""
+    h = b.new_home(f"glued{size}")
+    repo, other = h.repo("app"), h.repo("other")
+    for i in range(12):
+        h.session(f"a{i}", repo, messages=chat(i))
+    h.session("zh", repo, messages=[("user", "会话用什么缓存？"), ("assistant", "决定用Redis缓存会话")])
+    for k in range(0, size, 50):
+        h.session(f"o{k}", other, messages=[("assistant", f"第{i}次用Redis缓存，redistribute the load")
+                                            for i in range(k, min(k + 50, size))])
+    h.session("cur", repo, messages=[("user", "hi")])
+
+    def ok(answer: dict[str, Any]) -> str | None:
+        wrong = found_in(lambda s: s == "zh")(answer)
+        return wrong or (None if "glued" in answer["strategy"] else f"strategy: {answer['strategy']}")
+    return [Call("search 'redis', first", b.search(h, "cur", "redis"), b.builtin(h, "cur", "redis"), ok, cold=True),
+            Call("search 'redis', later", b.search(h, "cur", "redis"), b.builtin(h, "cur", "redis"), ok)]
+
+
 DIMENSIONS = {d.key: d for d in (
     Dimension("chain", "chain depth (a Telegram chat compressed n times)", 200, "sessions", chain),
     Dimension("width", "lineage width (n /branch children of one conversation)", 50, "branches", width),
@@ -428,6 +454,7 @@ DIMENSIONS = {d.key: d for d in (
     Dimension("age", "history age (24 sessions over n days, other projects interleaved)", 30, "days", age),
     Dimension("echoes", "echoes of earlier recalls (a session of n rounds of recall, 20 KB log, quoting reply)", 50,
               "rounds", echoes),
+    Dimension("glued", "a word run into CJK text (n messages of another project holding it)", 2000, "messages", glued),
 )}
 
 
