@@ -189,21 +189,25 @@ ASSIGNMENT = re.compile(
 #: … password SECRET`` (or ``wifi-sec.psk``; only in a command that sets it, ``c m``/``d wifi c`` too, not
 #: ``-g``/``-f``), redis's ``ACL SETUSER … >SECRET`` (or ``'>SECRET'``, an ACL file's ``user bob on >SECRET``),
 #: ``sentinel auth-pass NAME SECRET``, ``MIGRATE … AUTH[2 user] SECRET`` and ``execute_command("AUTH", "SECRET")``
-#: (those two not lower-case letters alone: docs write ``AUTH password``), strongSwan's ``… : PSK "SECRET"`` (a space
-#: before the colon; ``RSA file "SECRET"`` too); a basic-auth call's quoted second argument (``HTTPBasicAuth('bob',
+#: (those two not lower-case letters alone: docs write ``AUTH password``; the call's last argument, group ``call``),
+#: strongSwan's ``… : PSK "SECRET"`` (a space before the colon; ``RSA file "SECRET"`` too, the file holding a ``.``
+#: or ``/``: ``RSA 2048 "server-cert"`` is a key's type, and the secret not a path); a basic-auth call's quoted second argument (``HTTPBasicAuth('bob',
 #: 'SECRET')``, ``SetBasicAuth``, ``.basic_auth("bob", Some("SECRET"))``, Ruby's ``basic_auth 'bob', 'SECRET'``,
-#: ``basic_auth=(get_user(), b"SECRET")``; after ``.auth(``, ``auth:`` or ``auth =>`` (group ``kv``) not lower-case
-#: letters and ``_`` alone: ``"auth": ("cli.auth", "build_auth_parser")`` is a table). Some take the password as the
+#: ``basic_auth=(get_user(), b"SECRET")``; after ``.auth(``, ``auth:`` or ``auth =>`` (group ``kv``) one holding a
+#: digit or a symbol, not capitals and digits alone, and a list (group ``list``) closing after it: ``"auth":
+#: ("cli.auth", "build_auth_parser")``, ``auth: ['Login', 'Logout']``, ``"auth": ["HS256", "RS256"]`` are tables). Some take the password as the
 #: command's last word (group ``last``), which is then not lower-case letters alone nor all capitals (prose, a
 #: placeholder): ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID
 #: SECRET``, redis's ``AUTH [user] SECRET`` after redis-cli's prompt (``host:port>``, ``…[db]>``, a cluster's
 #: ``(master)>``) or, upper-case and not a SASL mechanism or scheme (``AUTH LOGIN``, ``AUTH Bearer``), at a line's
 #: start, and ``requirepass``/``masterauth`` (redis.conf, ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start or
-#: in an ``iface`` line, and redis-cli's inline ``AUTH``. Group ``value`` is the password (a quoted one may hold
+#: in an ``iface`` line, and redis-cli's inline ``AUTH`` after its flags alone (prose around redis-cli is not). Group ``value`` is the password (a quoted one may hold
 #: spaces), ``q`` its quote.
 #: Up to two of a command's flags (``-b``, ``-C 10``); :data:`CLI_SECRET` takes it twice for up to four, since no group
 #: holding a quantifier may repeat more than twice (the shape of catastrophic backtracking, which a test forbids). The
 #: basic-auth branch looks ahead at its names' first letters (``[HSBDbhpda]``): a position starting none goes at once.
+#: Up to two of redis-cli's flags (``-h db1``, ``--tls``), taken twice by :data:`CLI_SECRET` before an inline ``AUTH``.
+_REDIS_FLAGS = r"(?:[ \t]++--?[A-Za-z][\w-]{0,30}+(?:[ \t]++[^\s-]\S{0,200}+)?){0,2}"
 _TWO_FLAGS = r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
 CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
@@ -211,19 +215,19 @@ CLI_SECRET = re.compile(
     r"|sshpass[ \t]++-p[ \t]*+"
     r"|redis-cli(?:[ \t][^\n]{0,200}?)?[ \t](?:-a|--pass)[ \t]++|sentinel[ \t]++auth-pass[ \t]++[^\s\"']{1,64}+[ \t]++(?![a-z]{1,64}+(?:\s|$))"
     r"|MIGRATE[ \t][^\n]{0,200}?[ \t](?:AUTH|AUTH2[ \t]++[^\s\"']{1,64}+)[ \t]++(?![a-z]{1,64}+(?:\s|$))"
-    r"|execute_command\(\s*+[\"'](?i:AUTH)[\"']\s*+,\s*+(?:[\"'][^\"'\n]{1,64}+[\"']\s*+,\s*+)?(?=[\"'])"
+    r"|execute_command\(\s*+[\"'](?i:AUTH)[\"']\s*+,\s*+(?:[\"'][^\"'\n]{1,64}+[\"']\s*+,\s*+)?(?=[\"'])(?P<call>)"
     r"|curl(?:[ \t][^\n]{0,200}?)?[ \t](?:-u|--user)(?:[ \t]++|=)[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key|requirepass|masterauth)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
     r"|(?:(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]|(?m:^)[ \t]*+user[ \t]++[^\s>]{1,64}+[ \t]++(?:on|off)[ \t]++"
     r"(?:(?:[~&+%-]|reset|all)[^\s>]{0,64}+[ \t]++){0,2})[\"']?>(?=[^\s\"'])"
-    r"|(?m:^)(?:[^\n:#|]{1,200}+(?<=[ \t]))?:[ \t]*+(?:PSK|EAP|XAUTH|RSA[ \t]++[^\s\"']{1,200}+)[ \t]++(?=[\"'][^\"'\s]{1,200}+[\"']|0[sx])"  # ipsec.secrets
+    r"|(?m:^)(?:[^\n:#|]{1,200}+(?<=[ \t]))?:[ \t]*+(?:PSK|EAP|XAUTH|RSA[ \t]++(?=[^\s\"']{0,200}?[./])[^\s\"']{1,200}+(?![ \t]++[\"']/))[ \t]++(?=[\"'][^\"'\s]{1,200}+[\"']|0[sx])"  # ipsec.secrets
     r"|nmcli(?=[^\n]{0,200}?[ \t](?:connect|add|modify|mod|hotspot)[ \t]|[ \t]++(?:c\w{0,9}+[ \t]++[am]|d\w{0,5}+[ \t]++wifi[ \t]++c\w{0,6}+)[ \t])"
     r"(?![^\n]{0,200}?[ \t]-(?:g|f|-fields|-get-values)[ \t])"
     r"(?:[ \t][^\n]{0,200}?)?[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk|802-1x\.(?:password|private-key-password))[ \t]++"
     r"|(?=[HSBDbhpda])(?:(?:HTTP(?:Basic|Digest|Proxy)|(?:Set)?Basic|Digest)Auth\(|(?:(?:basic|http|proxy|digest)_)?auth"
-    r"(?:[ \t]*+=[ \t]*+\(|(?<=basic_auth)(?:\(|[ \t]++(?=[\"']))|(?P<kv>[\"']?[ \t]*+(?::|=>)[ \t]*+[(\[]|(?<=\.auth)\()))"
-    r"\s*+(?:[bfr]?(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)|[\w.\[\]\"'()]{1,100}+)\s*+,\s*+(?:Some\(|[bfr])?(?=[\"'])(?(kv)(?=.(?![a-z_.-]{1,200}+[\"'])))"
+    r"(?:[ \t]*+=[ \t]*+\(|(?<=basic_auth)(?:\(|[ \t]++(?=[\"']))|(?P<kv>[\"']?[ \t]*+(?::|=>)[ \t]*+(?P<list>[(\[])|(?<=\.auth)\()))"
+    r"\s*+(?:[bfr]?(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)|[\w.\[\]\"'()]{1,100}+)\s*+,\s*+(?:Some\(|[bfr])?(?=[\"'])(?(kv)(?=.(?![A-Z\d_]{1,200}+[\"'])[^\"'\n]{0,200}?[^\w\s\"'.:+/-]|.(?![A-Z\d_]{1,200}+[\"'])[^\"'\n\d]{0,200}+\d))"
     r"|(?P<last>htpasswd(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,8}b)(?P<nofile>(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,7}n))?"
     + _TWO_FLAGS * 2 +
     r"(?(nofile)[ \t]++[^\s-]\S{0,200}+|[ \t]++(?:\"[^\"\n]{1,200}+\"|[^\s-]\S{0,200}+)[ \t]++[^\s-]\S{0,200}+)[ \t]++"
@@ -231,29 +235,30 @@ CLI_SECRET = re.compile(
     r"|(?:(?<=:\d\d>)|(?<=\d\d\d>)|(?<=\d\]>)|(?<=\(master\)>)|(?<=\(replica\)>))[ \t]*+(?i:(?:HELLO[ \t]++\d[ \t]++)?AUTH)[ \t]++"
     r"(?:[^\s\"']{1,64}+[ \t]++)?"
     r"|(?:(?m:^)[ \t]*+|(?i:CONFIG[ \t]++SET)[ \t]++)(?i:requirepass|masterauth|wpa-psk)[ \t]++"
-    r"|(?:redis-cli(?:[ \t][^\n]{0,200}?)?[ \t](?i:AUTH)|(?m:^)[ \t]*+iface[ \t][^\n]{0,200}?[ \t]wpa-psk)[ \t]++(?:[^\s\"']{1,64}+[ \t]++)?"
+    r"|(?:redis-cli" + _REDIS_FLAGS * 2 + r"[ \t]++(?i:AUTH)|(?m:^)[ \t]*+iface[ \t][^\n]{0,200}?[ \t]wpa-psk)[ \t]++(?:[^\s\"']{1,64}+[ \t]++)?"
     r"|(?m:^)[ \t]*+(?:HELLO[ \t]++\d[ \t]++)?AUTH[ \t]++(?!(?:Bearer|Basic|LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"
     r"(?:(?![A-Z]{2,64}+[ \t])[^\s\"']{1,64}+[ \t]++)?(?=[a-z]{0,200}+[^a-z\s]))"
     r")(?P<q>[\"'])?(?(last)(?![a-z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)|[A-Z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)))"
     r"(?P<value>(?(q)[^\"'\n]{1,200}+|[^\s\"']{1,200}+))(?(q)(?P=q))"
-    r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\]|\d>|$)))"
+    r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\]|\d>|$)))(?(list)(?=[ \t]*+[\])]))(?(call)(?=\s*+\)))"
 )
 #: Lines of the files clients read passwords from: ``.netrc`` (``machine api.example.com login bob password SECRET`` or
 #: ``default login …``, on one line or several, at a line's start or after a quote or ``echo``; the host holds a ``.``
 #: or is ``localhost`` (or is followed by ``login`` and ``password``), and the password is not lower-case letters alone:
-#: "machine db.internal password reset" is prose) and ``.pgpass`` (``host:port:db:user:SECRET`` at a line's start or
+#: "machine db.internal password reset" is prose, nor all capitals: ``password TOKEN`` is a placeholder) and ``.pgpass`` (``host:port:db:user:SECRET`` at a line's start or
 #: after ``echo``, group ``pgpass``; the host ``localhost``, ``*`` or dotted and the port 4–5 digits or ``*``, which
-#: Redis keys, MAC and IPv6 addresses, hex dumps and /etc/passwd lines are not). Groups: ``q`` (empty), ``value`` the
+#: Redis keys, MAC and IPv6 addresses, hex dumps and /etc/passwd lines are not; the password not one Capitalised
+#: word: ``echo v1.2.3:8080:api:Build:Passed`` is a log line). Groups: ``q`` (empty), ``value`` the
 #: password.
 CREDENTIAL_FILE = re.compile(
     r"(?:(?:(?m:^)[ \t]*+|(?<=[\"'])|(?<=echo ))(?:machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+"
     r"|[\w-]{1,63}+(?=\s++login\s++\S{1,200}+\s++password\s))|default(?=\s++login\s))"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
-    r"\s++password\s++(?![a-z]{1,200}+(?:[\"')\s]|$))"
+    r"\s++password\s++(?![a-z]{1,200}+(?:[\"')\s]|$)|[A-Z_]{1,200}+(?:[\"')\s]|$))"
     r"|(?P<pgpass>(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?<=echo )[\"']?)"
     r"(?:localhost|\*|[^\s:#\\\"'.]{1,100}+\.[^\s:\\\"']{1,150}+):(?:\d{4,5}+|\*):"
-    r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:(?![a-z-]{1,200}+(?:[\s\"']|$))))"
+    r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:(?![a-z-]{1,200}+(?:[\s\"']|$)|[A-Z][a-z]{1,200}+(?:[\s\"']|$))))"
     r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)>]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
 )
 #: A password in SQL (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``). Groups: ``q`` the
@@ -272,7 +277,8 @@ ORACLE_LOGIN = re.compile(
 #: an environment variable's or a setting's default in code (``os.getenv("DB_PASSWORD", "…")``, ``ENV.fetch(…)``,
 #: ``settings.get(…)``, ``getOrDefault(…)``, ``viper.SetDefault(…)``, and after a fallback: ``process.env.DB_PASSWORD
 #: || '…'``, ``?? "…"``, ``os.environ.get("…") or f"…"``, ``ENV.fetch("…") { "…" }``, ``.unwrap_or("…")``, ``.orElse("…")``, ``cmp.Or(…,
-#: "…")``, a ternary's ``else``; Deno, Bun, Vite, Java, C#, Rust, Go and PHP spell the variable their way).
+#: "…")``, a ternary's ``else``; Deno, Bun, Vite, Java, C#, Rust, Go and PHP spell the variable their way; a default
+#: may be prefixed (``u"…"``, ``rb"…"``) or in backticks, Go's raw string).
 #: Judged as an assignment to that name (:func:`redact._named_value`). Groups: ``name``, ``value`` (``bare``: unquoted).
 #: The lookaheads of the names' first letters (``[cpiBeE$oSgGD]``) leave a position that starts none at once.
 NAMED_VALUE = re.compile(
@@ -283,8 +289,8 @@ NAMED_VALUE = re.compile(
     r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))"
     r"|(?<![\w.])(?=[A-Za-z_])(?:(?:os\.)?(?:getenv|environ\.get|environ\.setdefault)|getEnv(?:OrDefault)?|ENV\.fetch|config|env"
     r"|(?:System\.getenv\(\)|\w{1,40}+)\.(?:getOrDefault|get|SetDefault|str))\(\s*+(?:key[ \t]*+=[ \t]*+)?(?P<q3>[\"'])"
-    r"(?P<default>[A-Za-z_][\w.-]{0,100}+)(?P=q3)\s*+,\s*+(?:default[ \t]*+=[ \t]*+)?[bfr]?"
-    r"(?:\"(?P<ddq>[^\"\n]{1,200}+)\"|'(?P<dsq>[^'\n]{1,200}+)')"
+    r"(?P<default>[A-Za-z_][\w.-]{0,100}+)(?P=q3)\s*+,\s*+(?:default[ \t]*+=[ \t]*+)?[bfru]{0,2}+"
+    r"(?:\"(?P<ddq>[^\"\n]{1,200}+)\"|(?P<dq6>['`])(?P<dsq>(?:(?!(?P=dq6))[^\n]){1,200}+)(?P=dq6))"
     r"|(?<![\w.])(?=[cpiBeE$oSgGD])(?P<cmp>cmp\.Or\(\s*+)?(?:(?:process\.|import\.meta\.|Bun\.)?env\.(?P<js>[A-Za-z_]\w{0,100}+)"
     r"|(?:(?:os\.)?environ|ENV|\$_ENV|\$_SERVER|(?:process|import\.meta|Bun)\.env)\[\s*+(?P<q4>[\"'])(?P<indexed>[A-Za-z_][\w.-]{0,100}+)(?P=q4)\s*+\]"
     r"|(?:(?:os\.|System\.)?(?:[gG]etenv|environ\.get)|getEnv|ENV\.fetch|Deno\.env\.get|Environment\.GetEnvironmentVariable"
@@ -296,8 +302,13 @@ NAMED_VALUE = re.compile(
 #: What a default or fallback in code (:data:`NAMED_VALUE`'s ``ddq``, ``dsq``, ``fdq``, ``fsq``) must look like to be
 #: taken for a password: 8+ characters without a space or a ``/`` (paths, URLs), not ``host:port``, and both cases or a
 #: symbol (``aes-256-gcm``, ``HS256``, ``us-east-1``, ``NOT_CONFIGURED``, ``./keys/dev.pem`` are settings), not a
-#: template (``${prefix}-key``, ``{env}-Key1``) nor one Capitalised word (``'Authorization'``, a header's name).
-DEFAULT_SECRET = re.compile(r"(?![./~])(?![A-Z][a-z]++$)(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
+#: template (``${prefix}-key``, ``{env}-Key1``), one word of letters in any script, optionally ending in ``:`` or ``*``
+#: (``'Authorization'``, ``"Password:"``, ``"Contraseña"``: labels), words joined by ``-`` (``X-Auth-Token``,
+#: ``__Secure-next-auth.session-token``: a header's or cookie's name), a reference (``env:DB_PASSWORD``,
+#: ``keyring:myapp``, ``%AUTH_TOKEN%``, ``@AUTH_TOKEN``) nor a placeholder (``(anonymous)``, ``API_KEY=***``, ``****``).
+DEFAULT_SECRET = re.compile(r"(?![./~])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\d]|\.)*+-(?:[^\W\d]|[.-])*+[:*]?$)"
+                            r"(?![a-z][a-z\d]*+:[A-Za-z_]++$|%\w++%$|@\w++$|\([^()]*+\)$|[A-Z][A-Z\d_]*+=|\*++(?:[A-Z_]++\*++)?$)"
+                            r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
 #: Credential labels in other scripts than Latin (longer ones first).
 _SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|パスワード|暗証番号|비밀번호|비번|암호"
                   "|пароль|паролем|пароля")

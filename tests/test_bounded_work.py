@@ -368,7 +368,9 @@ def _redaction_cost(unit: str, n: int, reps: int = 3, enough: float = 0.0) -> fl
                                   "execute_command('AUTH', 'a', ", "\nuser a on >", "ACL SETUSER a '>", "\niface wpa-psk a ", "nmcli c m password ",
                                   '\n: RSA a "', "echo machine a login b password ", "\nmachine a login ", "echo a.b:1234:c:d:",
                                   'htpasswd -b "a b" ', "${", "auth=(a,",
-                                  'getenv("A")).orElse(', 'env::var("A").unwrap_or_else(|_| String::from(', "?? @", "$_ENV['A'] ?? "])
+                                  'getenv("A")).orElse(', 'env::var("A").unwrap_or_else(|_| String::from(', "?? @", "$_ENV['A'] ?? ",
+                                  "auth: ['a', 'b", "redis-cli -a b ", "redis-cli -a AUTH ", 'a.get("A_KEY", "a-', 'a.get("A_KEY", "a.', 'a.get("A_KEY", `', 'a.get("A_KEY", rb`',
+                                  ': RSA a.b "'])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

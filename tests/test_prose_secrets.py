@@ -157,7 +157,8 @@ SENT_BEFORE = [
         'nmcli d wifi c MySSID password PW', 'iface wlan0 inet dhcp wpa-psk PW', 'htpasswd -b -c "/etc/my sites/.htpasswd" bob PW',
         ': RSA server.key "PW"', 'Bun.env["API_TOKEN"] || "PW"', 'Optional.ofNullable(System.getenv("DB_PASSWORD")).orElse("PW")',
         'env::var("DB_PASSWORD").unwrap_or_else(|_| String::from("PW"))', 'Environment.GetEnvironmentVariable("DB_PASSWORD") ?? @"PW"',
-        'DB_PASSWORD = env.str("DB_PASSWORD", default="PW")')],
+        'DB_PASSWORD = env.str("DB_PASSWORD", default="PW")', 'os.getenv("DB_PASSWORD", u"PW")', 'os.getenv("DB_PASSWORD", rb"PW")',
+        'viper.SetDefault("db.password", `PW`)', 'getEnv("DB_PASSWORD", `PW`)')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -233,6 +234,19 @@ NEAR_MISSES = [
     'iface wlan0 inet dhcp wpa-psk $PSK', 'nmcli -s c s home | grep wifi-sec.psk',
     "const tokenHeader = process.env.TOKEN || 'Authorization';", "$pass = $_ENV['DB_PASSWORD'] ?? 'root';", 'AUTH Bearer',
     'Use nmcli to set a password interactively', 'user bob on the server >Works',
+    # near misses of the newest shapes: lists of labels, roles and schemes, labels and header names as defaults,
+    # references and placeholders, prose around redis-cli, ipsec key types, placeholders after echo
+    "const menu = { auth: ['Login', 'Logout'] };", "'auth' => ['ROLE_USER', 'ROLE_ADMIN'],", 'auth: ["Bearer", "ApiKey"]',
+    '"auth": ["HS256", "RS256"],', "http_auth: ['Realm', 'Protected-Area']", 'labels.get("password", "Password:")',
+    'labels.get("password", "Passwort:")', 'strings.get("password", "Contraseña")', 'props.getOrDefault("password", "Password:")',
+    'settings.get("csrf_token", "X-CSRFToken")', 'viper.SetDefault("auth.token", "X-Auth-Token")',
+    'settings.get("session_token", "__Secure-next-auth.session-token")', '在 redis-cli 里先执行 AUTH 再说，密码见 Vault。',
+    'Once connected with redis-cli you may need to AUTH with Redis6.', 'execute_command("AUTH", "default", os.environ["REDIS_PW"])',
+    'config.get("password", "env:DB_PASSWORD")', 'config.get("db_password", "keyring:myapp")', 'settings.get("auth_token", "%AUTH_TOKEN%")',
+    'settings.get("auth_token", "@AUTH_TOKEN")', 'Key type : RSA 2048 "server-cert"', 'Signature : RSA SHA256 "CN=Example-CA"',
+    'echo machine github login USERNAME password TOKEN >> ~/.netrc', 'os.environ.get("GITHUB_TOKEN") if in_ci else "(anonymous)"',
+    'os.environ.get("API_KEY") if debug else "API_KEY=***"', 'echo v1.2.3:8080:api:Build:Passed',
+    ': RSA server.key "/etc/ipsec.d/private/key.pem"',
 ]
 
 
