@@ -188,16 +188,17 @@ ASSIGNMENT = re.compile(
 #: SECRET`` (the ``=`` form is an :data:`ASSIGNMENT`), ``keytool -storepass SECRET``, ``ssh-keygen -N SECRET``, ``nmcli
 #: … password SECRET`` (or ``wifi-sec.psk``; only in a command that sets it, ``c m``/``d wifi c`` too, not
 #: ``-g``/``-f``), redis's ``ACL SETUSER … >SECRET`` (or ``'>SECRET'``, an ACL file's ``user bob on >SECRET``),
-#: ``sentinel auth-pass NAME SECRET``, ``MIGRATE … AUTH[2 user] SECRET`` and ``execute_command("AUTH", "SECRET")``
+#: ``sentinel auth-pass NAME SECRET`` (``SENTINEL SET NAME auth-pass SECRET``), ``MIGRATE … AUTH[2 user] SECRET`` and ``execute_command("AUTH", "SECRET")``
 #: (those two not lower-case letters alone: docs write ``AUTH password``; the call's last argument, group ``call``),
 #: strongSwan's ``… : PSK "SECRET"`` (a space before the colon; ``RSA file "SECRET"`` too, the file holding a ``.``
 #: or ``/``: ``RSA 2048 "server-cert"`` is a key's type, and the secret not a path); a basic-auth call's quoted second argument (``HTTPBasicAuth('bob',
 #: 'SECRET')``, ``SetBasicAuth``, ``.basic_auth("bob", Some("SECRET"))``, Ruby's ``basic_auth 'bob', 'SECRET'``,
 #: ``basic_auth=(get_user(), b"SECRET")``; after ``.auth(``, ``auth:`` or ``auth =>`` (group ``kv``) one holding a
-#: digit or a symbol, not capitals and digits alone, and a list (group ``list``) closing after it: ``"auth":
+#: digit or a symbol, not capitals and digits alone, and a list (group ``list``; also after ``=``: ``auth = [``, ``AUTH =
+#: (``, ``BASIC_AUTH = (``) closing after it: ``"auth":
 #: ("cli.auth", "build_auth_parser")``, ``auth: ['Login', 'Logout']``, ``"auth": ["HS256", "RS256"]`` are tables). Some take the password as the
 #: command's last word (group ``last``), which is then not lower-case letters alone nor all capitals (prose, a
-#: placeholder): ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID
+#: placeholder; redis's ``HELLO`` may go on with ``SETNAME``): ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID
 #: SECRET``, redis's ``AUTH [user] SECRET`` after redis-cli's prompt (``host:port>``, ``…[db]>``, a cluster's
 #: ``(master)>``) or, upper-case and not a SASL mechanism or scheme (``AUTH LOGIN``, ``AUTH Bearer``), at a line's
 #: start, and ``requirepass``/``masterauth`` (redis.conf, ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start or
@@ -213,7 +214,7 @@ CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
     r"(?:mysql|mysqldump|mysqladmin|mariadb)(?:[ \t][^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
     r"|sshpass[ \t]++-p[ \t]*+"
-    r"|redis-cli(?:[ \t][^\n]{0,200}?)?[ \t](?:-a|--pass)[ \t]++|sentinel[ \t]++auth-pass[ \t]++[^\s\"']{1,64}+[ \t]++(?![a-z]{1,64}+(?:\s|$))"
+    r"|redis-cli(?:[ \t][^\n]{0,200}?)?[ \t](?:-a|--pass)[ \t]++|(?i:sentinel[ \t]++(?:auth-pass[ \t]++[^\s\"']{1,64}+|SET[ \t]++[^\s\"']{1,64}+[ \t]++auth-pass))[ \t]++(?![a-z]{1,64}+(?:\s|$))"
     r"|MIGRATE[ \t][^\n]{0,200}?[ \t](?:AUTH|AUTH2[ \t]++[^\s\"']{1,64}+)[ \t]++(?![a-z]{1,64}+(?:\s|$))"
     r"|execute_command\(\s*+[\"'](?i:AUTH)[\"']\s*+,\s*+(?:[\"'][^\"'\n]{1,64}+[\"']\s*+,\s*+)?(?=[\"'])(?P<call>)"
     r"|curl(?:[ \t][^\n]{0,200}?)?[ \t](?:-u|--user)(?:[ \t]++|=)[\"']?[^\s:\"']{1,100}+:"
@@ -225,8 +226,8 @@ CLI_SECRET = re.compile(
     r"|nmcli(?=[^\n]{0,200}?[ \t](?:connect|add|modify|mod|hotspot)[ \t]|[ \t]++(?:c\w{0,9}+[ \t]++[am]|d\w{0,5}+[ \t]++wifi[ \t]++c\w{0,6}+)[ \t])"
     r"(?![^\n]{0,200}?[ \t]-(?:g|f|-fields|-get-values)[ \t])"
     r"(?:[ \t][^\n]{0,200}?)?[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk|802-1x\.(?:password|private-key-password))[ \t]++"
-    r"|(?=[HSBDbhpda])(?:(?:HTTP(?:Basic|Digest|Proxy)|(?:Set)?Basic|Digest)Auth\(|(?:(?:basic|http|proxy|digest)_)?auth"
-    r"(?:[ \t]*+=[ \t]*+\(|(?<=basic_auth)(?:\(|[ \t]++(?=[\"']))|(?P<kv>[\"']?[ \t]*+(?::|=>)[ \t]*+(?P<list>[(\[])|(?<=\.auth)\()))"
+    r"|(?=[HSBDPbhpdaA])(?:(?:HTTP(?:Basic|Digest|Proxy)|(?:Set)?Basic|Digest)Auth\(|(?:(?:basic|http|proxy|digest)_|(?:BASIC|HTTP|PROXY|DIGEST)_)?(?:auth|AUTH|Auth)"
+    r"(?:(?<=auth)[ \t]*+=[ \t]*+\(|(?<=basic_auth)(?:\(|[ \t]++(?=[\"']))|(?P<kv>[\"']?[ \t]*+(?::|=>|=)[ \t]*+(?P<list>[(\[])|(?<=\.auth)\()))"
     r"\s*+(?:[bfr]?(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)|[\w.\[\]\"'()]{1,100}+)\s*+,\s*+(?:Some\(|[bfr])?(?=[\"'])(?(kv)(?=.(?![A-Z\d_]{1,200}+[\"'])[^\"'\n]{0,200}?[^\w\s\"'.:+/-]|.(?![A-Z\d_]{1,200}+[\"'])[^\"'\n\d]{0,200}+\d))"
     r"|(?P<last>htpasswd(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,8}b)(?P<nofile>(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,7}n))?"
     + _TWO_FLAGS * 2 +
@@ -240,7 +241,7 @@ CLI_SECRET = re.compile(
     r"(?:(?![A-Z]{2,64}+[ \t])[^\s\"']{1,64}+[ \t]++)?(?=[a-z]{0,200}+[^a-z\s]))"
     r")(?P<q>[\"'])?(?(last)(?![a-z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)|[A-Z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)))"
     r"(?P<value>(?(q)[^\"'\n]{1,200}+|[^\s\"']{1,200}+))(?(q)(?P=q))"
-    r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\]|\d>|$)))(?(list)(?=[ \t]*+[\])]))(?(call)(?=\s*+\)))"
+    r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\]|\d>|$)|[ \t]++SETNAME[ \t]))(?(list)(?=[ \t]*+[\])]))(?(call)(?=\s*+\)))"
 )
 #: Lines of the files clients read passwords from: ``.netrc`` (``machine api.example.com login bob password SECRET`` or
 #: ``default login …``, on one line or several, at a line's start or after a quote or ``echo``; the host holds a ``.``
@@ -275,9 +276,10 @@ ORACLE_LOGIN = re.compile(
 #: settings.xml), a ``key``/``name`` and ``value`` attribute pair (``<add key="DbPassword" value="…"/>``, Ant's
 #: ``<property name="db.password" value="…"/>``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``),
 #: an environment variable's or a setting's default in code (``os.getenv("DB_PASSWORD", "…")``, ``ENV.fetch(…)``,
-#: ``settings.get(…)``, ``getOrDefault(…)``, ``viper.SetDefault(…)``, and after a fallback: ``process.env.DB_PASSWORD
-#: || '…'``, ``?? "…"``, ``os.environ.get("…") or f"…"``, ``ENV.fetch("…") { "…" }``, ``.unwrap_or("…")``, ``.orElse("…")``, ``cmp.Or(…,
-#: "…")``, a ternary's ``else``; Deno, Bun, Vite, Java, C#, Rust, Go and PHP spell the variable their way; a default
+#: ``settings.get(…)`` (on up to two receivers: ``app.config.get(…)``, ``config["db"].get(…)``, ``get_config().get(…)``),
+#: ``getOrDefault(…)``, ``viper.SetDefault(…)``, and after a fallback: ``process.env.DB_PASSWORD || '…'``,
+#: ``process?.env?.…``, ``?? "…"``, ``os.environ.get("…") or f"…"`` (a second argument too: ``os.getenv("…", "")``),
+#: ``ENV.fetch("…") { "…" }``, ``.unwrap_or("…")``, ``.orElse("…")``, ``cmp.Or(…, "…")``, a ternary's ``else``; Deno, Bun, Vite, Java, C#, Rust, Go and PHP spell the variable their way; a default
 #: may be prefixed (``u"…"``, ``rb"…"``) or in backticks, Go's raw string).
 #: Judged as an assignment to that name (:func:`redact._named_value`). Groups: ``name``, ``value`` (``bare``: unquoted).
 #: The lookaheads of the names' first letters (``[cpiBeE$oSgGD]``) leave a position that starts none at once.
@@ -288,13 +290,13 @@ NAMED_VALUE = re.compile(
     r"|(?<![\w-])name[ \t]*+:[ \t]*+[\"']?(?P<env>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+\r?\n[ \t]*+value[ \t]*+:[ \t]*+"
     r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))"
     r"|(?<![\w.])(?=[A-Za-z_])(?:(?:os\.)?(?:getenv|environ\.get|environ\.setdefault)|getEnv(?:OrDefault)?|ENV\.fetch|config|env"
-    r"|(?:System\.getenv\(\)|\w{1,40}+)\.(?:getOrDefault|get|SetDefault|str))\(\s*+(?:key[ \t]*+=[ \t]*+)?(?P<q3>[\"'])"
+    r"|(?:System\.getenv\(\)\.|(?:\w{1,40}+(?:\(\)|\[\s*+[\"'][\w.-]{1,40}+[\"']\s*+\])?\.){1,2})(?:getOrDefault|get|SetDefault|str))\(\s*+(?:key[ \t]*+=[ \t]*+)?(?P<q3>[\"'])"
     r"(?P<default>[A-Za-z_][\w.-]{0,100}+)(?P=q3)\s*+,\s*+(?:default[ \t]*+=[ \t]*+)?[bfru]{0,2}+"
     r"(?:\"(?P<ddq>[^\"\n]{1,200}+)\"|(?P<dq6>['`])(?P<dsq>(?:(?!(?P=dq6))[^\n]){1,200}+)(?P=dq6))"
-    r"|(?<![\w.])(?=[cpiBeE$oSgGD])(?P<cmp>cmp\.Or\(\s*+)?(?:(?:process\.|import\.meta\.|Bun\.)?env\.(?P<js>[A-Za-z_]\w{0,100}+)"
+    r"|(?<![\w.])(?=[cpiBeE$oSgGD])(?P<cmp>cmp\.Or\(\s*+)?(?:(?:process\??\.|import\.meta\.|Bun\.)?env\??\.(?P<js>[A-Za-z_]\w{0,100}+)"
     r"|(?:(?:os\.)?environ|ENV|\$_ENV|\$_SERVER|(?:process|import\.meta|Bun)\.env)\[\s*+(?P<q4>[\"'])(?P<indexed>[A-Za-z_][\w.-]{0,100}+)(?P=q4)\s*+\]"
     r"|(?:(?:os\.|System\.)?(?:[gG]etenv|environ\.get)|getEnv|ENV\.fetch|Deno\.env\.get|Environment\.GetEnvironmentVariable"
-    r"|env::var|env)\(\s*+(?P<q5>[\"'])(?P<called>[A-Za-z_][\w.-]{0,100}+)(?P=q5)\s*+\))(?:\??\.[A-Za-z]{1,20}+\(\))?"
+    r"|env::var|env)\(\s*+(?P<q5>[\"'])(?P<called>[A-Za-z_][\w.-]{0,100}+)(?P=q5)\s*+(?:,\s*+[^()\n]{0,40}+)?\))(?:\??\.[A-Za-z]{1,20}+\(\))?"
     r"\s*+(?(cmp),|(?:\|\||\?\?|\?:|or\b|\{(?:\s*+\|[^|\n]{0,30}+\|)?|do\b|\)?\.orElse\(|\.unwrap_or(?:_else)?\((?:\s*+\|[^|\n]{0,20}+\|)?"
     r"|if\s[^\n]{1,200}?\selse\b))\s*+(?:[bfr@]|String::from\()?"
     r"(?:\"(?P<fdq>[^\"\n]{1,200}+)\"|(?P<fq>['`])(?P<fsq>(?:(?!(?P=fq))[^\n]){1,200}+)(?P=fq))"

@@ -158,7 +158,15 @@ SENT_BEFORE = [
         ': RSA server.key "PW"', 'Bun.env["API_TOKEN"] || "PW"', 'Optional.ofNullable(System.getenv("DB_PASSWORD")).orElse("PW")',
         'env::var("DB_PASSWORD").unwrap_or_else(|_| String::from("PW"))', 'Environment.GetEnvironmentVariable("DB_PASSWORD") ?? @"PW"',
         'DB_PASSWORD = env.str("DB_PASSWORD", default="PW")', 'os.getenv("DB_PASSWORD", u"PW")', 'os.getenv("DB_PASSWORD", rb"PW")',
-        'viper.SetDefault("db.password", `PW`)', 'getEnv("DB_PASSWORD", `PW`)')],
+        'viper.SetDefault("db.password", `PW`)', 'getEnv("DB_PASSWORD", `PW`)',
+        # a setting read through a dotted, indexed or called receiver; a second argument before a fallback; optional
+        # chaining; a login as a list or a tuple; redis's HELLO with a name after it and SENTINEL in capitals
+        'app.config.get("DB_PASSWORD", "PW")', 'self.settings.get("db_password", "PW")', 'config["db"].get("password", "PW")',
+        'get_config().get("password", "PW")', 'os.environ.get("DB_PASSWORD", None) or "PW"',
+        'os.getenv("DB_PASSWORD", "").strip() or "PW"', 'process?.env?.DB_PASSWORD ?? "PW"',
+        'Environment.GetEnvironmentVariable("DB_PASSWORD", EnvironmentVariableTarget.User) ?? "PW"',
+        'auth = ["bob", "PW!"]', 'AUTH = ("bob", "PW!")', 'BASIC_AUTH = ("bob", "PW!")',
+        'HELLO 3 AUTH default PW SETNAME myclient', 'SENTINEL auth-pass mymaster PW', 'SENTINEL SET mymaster auth-pass PW')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -247,6 +255,11 @@ NEAR_MISSES = [
     'echo machine github login USERNAME password TOKEN >> ~/.netrc', 'os.environ.get("GITHUB_TOKEN") if in_ci else "(anonymous)"',
     'os.environ.get("API_KEY") if debug else "API_KEY=***"', 'echo v1.2.3:8080:api:Build:Passed',
     ': RSA server.key "/etc/ipsec.d/private/key.pem"',
+    # near misses of those: settings, lists of scopes and roles, a list left open, HELLO without AUTH, a placeholder
+    'app.config.get("DEBUG", "False")', 'app.config.get("SECRET_KEY", "dev")', 'current_app.config.get("AUTH_TYPE", "basic")',
+    'os.environ.get("DB_PASSWORD", None) or "changeme"', 'process?.env?.API_URL ?? "http://localhost:3000"',
+    'auth = ["read", "write"]', 'AUTH = ("GET", "HEAD")', 'auth = ["api:read", "api:write"]',
+    'HELLO 3 SETNAME myclient', 'SENTINEL SET mymaster auth-pass <password>',
 ]
 
 
