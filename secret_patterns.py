@@ -200,7 +200,7 @@ ASSIGNMENT = re.compile(
 #: command's last word (group ``last``), which is then not lower-case letters alone nor all capitals (prose, a
 #: placeholder; redis's ``HELLO`` may go on with ``SETNAME``): ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID
 #: SECRET``, redis's ``AUTH [user] SECRET`` after redis-cli's prompt (``host:port>``, ``…[db]>``, a cluster's
-#: ``(master)>``) or, upper-case and not a SASL mechanism or scheme (``AUTH LOGIN``, ``AUTH Bearer``), at a line's
+#: ``(master)>``) or, upper-case (or ``hello 3 auth``) and not a SASL mechanism or scheme (``AUTH LOGIN``, ``AUTH Bearer``), at a line's
 #: start, and ``requirepass``/``masterauth`` (redis.conf, ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start or
 #: in an ``iface`` line, and redis-cli's inline ``AUTH`` after its flags alone (prose around redis-cli is not). Group ``value`` is the password (a quoted one may hold
 #: spaces), ``q`` its quote.
@@ -237,27 +237,27 @@ CLI_SECRET = re.compile(
     r"(?:[^\s\"']{1,64}+[ \t]++)?"
     r"|(?:(?m:^)[ \t]*+|(?i:CONFIG[ \t]++SET)[ \t]++)(?i:requirepass|masterauth|wpa-psk)[ \t]++"
     r"|(?:redis-cli" + _REDIS_FLAGS * 2 + r"[ \t]++(?i:AUTH)|(?m:^)[ \t]*+iface[ \t][^\n]{0,200}?[ \t]wpa-psk)[ \t]++(?:[^\s\"']{1,64}+[ \t]++)?"
-    r"|(?m:^)[ \t]*+(?:HELLO[ \t]++\d[ \t]++)?AUTH[ \t]++(?!(?:Bearer|Basic|LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"
+    r"|(?m:^)[ \t]*+(?:(?:HELLO[ \t]++\d[ \t]++)?AUTH|hello[ \t]++\d[ \t]++auth)[ \t]++(?!(?:Bearer|Basic|LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"
     r"(?:(?![A-Z]{2,64}+[ \t])[^\s\"']{1,64}+[ \t]++)?(?=[a-z]{0,200}+[^a-z\s]))"
     r")(?P<q>[\"'])?(?(last)(?![a-z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)|[A-Z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)))"
     r"(?P<value>(?(q)[^\"'\n]{1,200}+|[^\s\"']{1,200}+))(?(q)(?P=q))"
-    r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\]|\d>|$)|[ \t]++SETNAME[ \t]))(?(list)(?=[ \t]*+[\])]))(?(call)(?=\s*+\)))"
+    r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\]|\d>|$)|[ \t]++(?i:SETNAME)[ \t]))(?(list)(?=[ \t]*+[\])]))(?(call)(?=\s*+\)))"
 )
 #: Lines of the files clients read passwords from: ``.netrc`` (``machine api.example.com login bob password SECRET`` or
-#: ``default login …``, on one line or several, at a line's start or after a quote or ``echo``; the host holds a ``.``
+#: ``default login …``, on one line or several, at a line's start or after a quote or ``echo`` (``-n``, ``-e`` too); the host holds a ``.``
 #: or is ``localhost`` (or is followed by ``login`` and ``password``), and the password is not lower-case letters alone:
 #: "machine db.internal password reset" is prose, nor all capitals: ``password TOKEN`` is a placeholder) and ``.pgpass`` (``host:port:db:user:SECRET`` at a line's start or
-#: after ``echo``, group ``pgpass``; the host ``localhost``, ``*`` or dotted and the port 4–5 digits or ``*``, which
+#: after ``echo`` (``-n``, ``-e`` too), group ``pgpass``; the host ``localhost``, ``*`` or dotted and the port 4–5 digits or ``*``, which
 #: Redis keys, MAC and IPv6 addresses, hex dumps and /etc/passwd lines are not; the password not one Capitalised
 #: word: ``echo v1.2.3:8080:api:Build:Passed`` is a log line). Groups: ``q`` (empty), ``value`` the
 #: password.
 CREDENTIAL_FILE = re.compile(
-    r"(?:(?:(?m:^)[ \t]*+|(?<=[\"'])|(?<=echo ))(?:machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+"
+    r"(?:(?:(?m:^)[ \t]*+|(?<=[\"'])|(?<=echo )|(?<=echo -[neE] ))(?:machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+"
     r"|[\w-]{1,63}+(?=\s++login\s++\S{1,200}+\s++password\s))|default(?=\s++login\s))"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"\s++password\s++(?![a-z]{1,200}+(?:[\"')\s]|$)|[A-Z_]{1,200}+(?:[\"')\s]|$))"
-    r"|(?P<pgpass>(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?<=echo )[\"']?)"
+    r"|(?P<pgpass>(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?:(?<=echo )|(?<=echo -[neE] ))[\"']?)"
     r"(?:localhost|\*|[^\s:#\\\"'.]{1,100}+\.[^\s:\\\"']{1,150}+):(?:\d{4,5}+|\*):"
     r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:(?![a-z-]{1,200}+(?:[\s\"']|$)|[A-Z][a-z]{1,200}+(?:[\s\"']|$))))"
     r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)>]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
@@ -276,7 +276,7 @@ ORACLE_LOGIN = re.compile(
 #: settings.xml), a ``key``/``name`` and ``value`` attribute pair (``<add key="DbPassword" value="…"/>``, Ant's
 #: ``<property name="db.password" value="…"/>``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``),
 #: an environment variable's or a setting's default in code (``os.getenv("DB_PASSWORD", "…")``, ``ENV.fetch(…)``,
-#: ``settings.get(…)`` (on up to two receivers: ``app.config.get(…)``, ``config["db"].get(…)``, ``get_config().get(…)``),
+#: ``getattr(settings, …)``, ``System.getProperty(…)``, Ruby's ``ENV.fetch "…", "…"``, ``settings.get(…)`` (on up to two receivers: ``app.config.get(…)``, ``config["db"].get(…)``, ``get_config().get(…)``),
 #: ``getOrDefault(…)``, ``viper.SetDefault(…)``, and after a fallback: ``process.env.DB_PASSWORD || '…'``,
 #: ``process?.env?.…``, ``?? "…"``, ``os.environ.get("…") or f"…"`` (a second argument too: ``os.getenv("…", "")``),
 #: ``ENV.fetch("…") { "…" }``, ``.unwrap_or("…")``, ``.orElse("…")``, ``cmp.Or(…, "…")``, a ternary's ``else``; Deno, Bun, Vite, Java, C#, Rust, Go and PHP spell the variable their way; a default
@@ -289,8 +289,9 @@ NAMED_VALUE = re.compile(
     r"(?P<q2>[\"'])(?P<quoted>[^\"'\n]{1,200}+)(?P=q2)"
     r"|(?<![\w-])name[ \t]*+:[ \t]*+[\"']?(?P<env>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+\r?\n[ \t]*+value[ \t]*+:[ \t]*+"
     r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))"
-    r"|(?<![\w.])(?=[A-Za-z_])(?:(?:os\.)?(?:getenv|environ\.get|environ\.setdefault)|getEnv(?:OrDefault)?|ENV\.fetch|config|env"
-    r"|(?:System\.getenv\(\)\.|(?:\w{1,40}+(?:\(\)|\[\s*+[\"'][\w.-]{1,40}+[\"']\s*+\])?\.){1,2})(?:getOrDefault|get|SetDefault|str))\(\s*+(?:key[ \t]*+=[ \t]*+)?(?P<q3>[\"'])"
+    r"|(?<![\w.])(?=[A-Za-z_])(?:(?:(?:os\.)?(?:getenv|environ\.get|environ\.setdefault)|getEnv(?:OrDefault)?|ENV\.fetch|config|env"
+    r"|(?:System\.getenv\(\)\.|(?:\w{1,40}+(?:\(\)|\[\s*+[\"'][\w.-]{1,40}+[\"']\s*+\])?\.){1,2})(?:getOrDefault|get|getProperty|SetDefault|str))\("
+    r"|getattr\(\s*+\w{1,40}+\s*+,|ENV\.fetch[ \t])\s*+(?:key[ \t]*+=[ \t]*+)?(?P<q3>[\"'])"
     r"(?P<default>[A-Za-z_][\w.-]{0,100}+)(?P=q3)\s*+,\s*+(?:default[ \t]*+=[ \t]*+)?[bfru]{0,2}+"
     r"(?:\"(?P<ddq>[^\"\n]{1,200}+)\"|(?P<dq6>['`])(?P<dsq>(?:(?!(?P=dq6))[^\n]){1,200}+)(?P=dq6))"
     r"|(?<![\w.])(?=[cpiBeE$oSgGD])(?P<cmp>cmp\.Or\(\s*+)?(?:(?:process\??\.|import\.meta\.|Bun\.)?env\??\.(?P<js>[A-Za-z_]\w{0,100}+)"

@@ -372,7 +372,9 @@ def _redaction_cost(unit: str, n: int, reps: int = 3, enough: float = 0.0) -> fl
                                   "auth: ['a', 'b", "redis-cli -a b ", "redis-cli -a AUTH ", 'a.get("A_KEY", "a-', 'a.get("A_KEY", "a.', 'a.get("A_KEY", `', 'a.get("A_KEY", rb`',
                                   ': RSA a.b "', 'a.b.get("A_KEY", ', 'a["b"].get("A_KEY", ', 'a().get("A_KEY", ',
                                   'os.getenv("A_KEY", b) or ', "process?.env?.A ?? ", "auth = ['a', ", "AUTH = ('a', ",
-                                  "BASIC_AUTH = ('a', ", "SENTINEL SET a auth-pass ", "HELLO 3 AUTH a b SETNAME "])
+                                  "BASIC_AUTH = ('a', ", "SENTINEL SET a auth-pass ", "HELLO 3 AUTH a b SETNAME ",
+                                  'getattr(a, "A_KEY", ', 'System.getProperty("a.password", ', 'ENV.fetch "A_KEY", ', "hello 3 auth a ",
+                                  "hello 3 auth a b setname ", "echo -n a.b:1234:c:d:", "echo -e machine a login "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -166,7 +166,11 @@ SENT_BEFORE = [
         'os.getenv("DB_PASSWORD", "").strip() or "PW"', 'process?.env?.DB_PASSWORD ?? "PW"',
         'Environment.GetEnvironmentVariable("DB_PASSWORD", EnvironmentVariableTarget.User) ?? "PW"',
         'auth = ["bob", "PW!"]', 'AUTH = ("bob", "PW!")', 'BASIC_AUTH = ("bob", "PW!")',
-        'HELLO 3 AUTH default PW SETNAME myclient', 'SENTINEL auth-pass mymaster PW', 'SENTINEL SET mymaster auth-pass PW')],
+        'HELLO 3 AUTH default PW SETNAME myclient', 'SENTINEL auth-pass mymaster PW', 'SENTINEL SET mymaster auth-pass PW',
+        # a default through getattr, a Java property or Ruby without parentheses; redis's HELLO in lower case; echo's flags
+        'getattr(settings, "DB_PASSWORD", "PW")', 'System.getProperty("db.password", "PW")', 'ENV.fetch "DB_PASSWORD", "PW"',
+        'hello 3 auth default PW', 'hello 3 auth default PW setname myclient', 'echo -n "db.example.com:5432:app:bob:PW" > ~/.pgpass',
+        'echo -e machine api.example.com login bob password PW >> ~/.netrc')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -260,6 +264,10 @@ NEAR_MISSES = [
     'os.environ.get("DB_PASSWORD", None) or "changeme"', 'process?.env?.API_URL ?? "http://localhost:3000"',
     'auth = ["read", "write"]', 'AUTH = ("GET", "HEAD")', 'auth = ["api:read", "api:write"]',
     'HELLO 3 SETNAME myclient', 'SENTINEL SET mymaster auth-pass <password>',
+    # near misses of those: settings and paths as defaults, HELLO without AUTH, prose before it, echo of a log line
+    'getattr(settings, "DEBUG", "False")', 'getattr(settings, "AUTH_USER_MODEL", "auth.User")', 'System.getProperty("user.home", "/tmp")',
+    'ENV.fetch "DB_PASSWORD", nil', 'hello 3 setname myclient', 'hello 3 auth default mypassword', 'say hello 3 auth default Sup3r!Pw9',
+    'echo -n "v1.2.3:8080:api:Build:Passed"',
 ]
 
 
