@@ -243,6 +243,8 @@ CLI_SECRET = re.compile(
     r"(?P<value>(?(q)[^\"'\n]{1,200}+|[^\s\"']{1,200}+))(?(q)(?P=q))"
     r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\]|\d>|$)|[ \t]++(?i:SETNAME)[ \t]))(?(list)(?=[ \t]*+[\])]))(?(call)(?=\s*+\)))"
 )
+#: Right after ``echo`` or ``echo -n``/``-e``/``-E`` (the line it writes into a file).
+_AFTER_ECHO = r"(?<=echo )|(?<=echo -[neE] )"
 #: Lines of the files clients read passwords from: ``.netrc`` (``machine api.example.com login bob password SECRET`` or
 #: ``default login …``, on one line or several, at a line's start or after a quote or ``echo`` (``-n``, ``-e`` too); the host holds a ``.``
 #: or is ``localhost`` (or is followed by ``login`` and ``password``), and the password is not lower-case letters alone:
@@ -252,12 +254,12 @@ CLI_SECRET = re.compile(
 #: word: ``echo v1.2.3:8080:api:Build:Passed`` is a log line). Groups: ``q`` (empty), ``value`` the
 #: password.
 CREDENTIAL_FILE = re.compile(
-    r"(?:(?:(?m:^)[ \t]*+|(?<=[\"'])|(?<=echo )|(?<=echo -[neE] ))(?:machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+"
+    r"(?:(?:(?m:^)[ \t]*+|(?<=[\"'])|" + _AFTER_ECHO + r")(?:machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+"
     r"|[\w-]{1,63}+(?=\s++login\s++\S{1,200}+\s++password\s))|default(?=\s++login\s))"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"\s++password\s++(?![a-z]{1,200}+(?:[\"')\s]|$)|[A-Z_]{1,200}+(?:[\"')\s]|$))"
-    r"|(?P<pgpass>(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?:(?<=echo )|(?<=echo -[neE] ))[\"']?)"
+    r"|(?P<pgpass>(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?:" + _AFTER_ECHO + r")[\"']?)"
     r"(?:localhost|\*|[^\s:#\\\"'.]{1,100}+\.[^\s:\\\"']{1,150}+):(?:\d{4,5}+|\*):"
     r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:(?![a-z-]{1,200}+(?:[\s\"']|$)|[A-Z][a-z]{1,200}+(?:[\s\"']|$))))"
     r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)>]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
