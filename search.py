@@ -121,7 +121,7 @@ def _semantic_leg_apart(home: Path, scope: Scope, question: vector_leg.Question,
         return gate.SemanticLeg("unavailable", f"semantic search could not open the session database just now "
                                 f"({exc}); it retries on a later search")
     try:
-        return vector_leg.semantic_leg(conn, home, scope, question, settings, index=True)
+        return vector_leg.semantic_leg(conn, home, scope, question, settings)
     finally:
         conn.close()
 
@@ -209,7 +209,7 @@ def search_history(
             base["keyword_note"] = found.note
         rows = dict(found.rows)
         leg = blocked or (vectors.result() if vectors is not None else
-                          vector_leg.semantic_leg(conn, home, scope, None, settings, index=False))
+                          vector_leg.semantic_leg(conn, home, scope, None, settings))
         rows.update(leg.rows)
         base["semantic_status"] = leg.status
         if leg.note:

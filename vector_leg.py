@@ -49,11 +49,11 @@ def embedded_texts(question: Question, outbound: Callable[[str], str]) -> tuple[
 
 
 def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Question | None,
-                 settings: config_schema.Settings, *, index: bool) -> SemanticLeg:
+                 settings: config_schema.Settings) -> SemanticLeg:
     """Vector hits in the scope for the normalised mean of the vectors of ``question``'s texts
     (:func:`embedded_texts`), after indexing for at most ``INDEX_BUDGET_S``.
 
-    With ``index`` false (keyword mode; ``question`` None) only the status is worked out: nothing is embedded or
+    With no ``question`` (keyword mode) only the status is worked out: nothing is embedded or
     searched, and a warm-up in progress is not waited for. Call only when :func:`gate.closed` allowed it. Never
     raises (state.db and embeddings.db errors included): the status says ``unavailable``, keyword results stand
     alone, and the note says whether a later search retries or what the user must do. Damaged vectors found on
@@ -65,12 +65,12 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
     try:
         vectors = gate.open_vectors(home, settings)
         provider = vectors.provider  # one provider (and one loaded model) per index
-        if index:
+        if question is not None:
             warm_up.load_meanwhile(provider)
             vectors.catch_up()  # damaged vectors met copying them are repaired first: this search embeds them again
         history = index_check.agree(conn, vectors)
         key = index_check.key_of(vectors, scope)
-        if not index or question is None:  # keyword mode: the status only
+        if question is None:  # keyword mode: the status only
             counts = index_check.status_counts(conn, vectors, scope, key)
             return _progress(vectors, *counts)
         found = index_check.lacking(conn, vectors, scope, key)
