@@ -7,6 +7,8 @@ index until ``hermes sessions optimize-storage`` rebuilds it):
 * ``messages.display_kind`` / ``display_metadata`` (0.21): rows a person never saw (compaction scaffolding,
   turns marked ``model_only``) are left out of everything shown;
 * ``sessions.hidden`` (0.21): sessions hidden from Hermes' own listing;
+* ``sessions.auto_archived`` (schema 31): a session Hermes' idle sweep archived, not a person (Hermes itself
+  un-archives it when the chat is resumed): still the project's history, unlike one archived on purpose;
 * the full-text index: 0.19's one inline column (tool output whole) or 0.21's three columns over a view that
   indexes only the first 8,192 characters of a tool row (:attr:`Layout.tool_prefix`);
 * ``state_meta``: a chunked rebuild in progress, or an index Hermes found damaged (``fts_stale``);
@@ -39,6 +41,7 @@ class Layout:
 
     display: bool = False  # messages has display_kind and display_metadata (0.21, which has optimize-storage)
     hidden_sessions: bool = False  # sessions has hidden
+    auto_archived: bool = False  # sessions has auto_archived (schema 31)
     tool_prefix: bool = False  # the words index holds only the first characters of a tool row
     trigram: bool = True  # state.db has the trigram index (messages_fts_trigram)
     trigram_tools: bool = True  # whether the trigram index holds tool rows (and cron, delegate sessions)
@@ -49,6 +52,11 @@ class Layout:
     def visible_sql(self) -> str:
         """The SQL condition (on ``messages`` as ``m``) that keeps what Hermes shows a person."""
         return f"{_LIVE} AND {_SHOWN}" if self.display else _LIVE
+
+    def archived_sql(self) -> str:
+        """The SQL value (on ``sessions`` as ``s``) that is true for a session archived on purpose, which is left
+        out of every scope; one Hermes' idle sweep archived is not."""
+        return "(s.archived AND NOT s.auto_archived)" if self.auto_archived else "s.archived"
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -82,10 +90,11 @@ def read(conn: sqlite3.Connection) -> Layout:
         high, done = 0, 0
     if high > 0 and done < high:
         rebuild = (done, high)
-    messages = _columns(conn, "messages")
+    messages, sessions = _columns(conn, "messages"), _columns(conn, "sessions")
     return Layout(
         display={"display_kind", "display_metadata"} <= messages,
-        hidden_sessions="hidden" in _columns(conn, "sessions"),
+        hidden_sessions="hidden" in sessions,
+        auto_archived="auto_archived" in sessions,
         tool_prefix=external and "substr(" in schema.get("messages_fts_src", "").lower(),
         trigram="messages_fts_trigram" in schema,
         trigram_tools="messages_fts_trigram_src" not in schema.get("messages_fts_trigram", ""),

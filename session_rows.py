@@ -27,12 +27,18 @@ _DELEGATE = (
 )
 
 
-# What attribution reads of a row, then the searchable flags and size.
+# What attribution reads of a row, then the searchable flags and size. ``{archived}``: the layout's
+# (:meth:`layout.Layout.archived_sql`), filled in by :func:`_sql`.
 _ROW_COLUMNS = f"""
     s.id, COALESCE(s.parent_session_id, ''), TRIM(COALESCE(s.cwd, '')), TRIM(COALESCE(s.git_repo_root, '')),
     COALESCE(s.source, ''), s.started_at, s.ended_at, COALESCE(s.end_reason, ''),
-    s.archived, {_DELEGATE}, s.message_count, s.title
+    {{archived}}, {_DELEGATE}, s.message_count, s.title
 """
+
+
+def _sql(conn: sqlite3.Connection, template: str) -> str:
+    """``template`` (a query over :data:`_ROW_COLUMNS`) for the state.db ``conn`` reads."""
+    return template.format(archived=store.layout_of(conn).archived_sql())
 
 
 def _session_row(r: Sequence[Any]) -> attribution.SessionRow:
@@ -67,7 +73,7 @@ WHERE s.source = ? AND s.started_at >= ? AND s.started_at <= ? AND COALESCE(s.pa
 
 def _chain_rows(conn: sqlite3.Connection, session_id: str, rows: dict[str, attribution.SessionRow]) -> list[Any]:
     """Rows of ``session_id`` and its ancestors up to the first with a folder (one recursive query)."""
-    found = conn.execute(_CHAIN_SQL, {"sid": session_id}).fetchall()
+    found = conn.execute(_sql(conn, _CHAIN_SQL), {"sid": session_id}).fetchall()
     for r in found:
         rows.setdefault(str(r[0]), _session_row(r))
     return found
@@ -97,7 +103,8 @@ def resolve_workspace(
         # windows back: a taker's own choice looks one window further).
         window = 2 * attribution.NEW_SESSION_WINDOW_S
         low, high = top.started_at - window, top.started_at
-        for r in [*conn.execute(_ENDED_BY_NEW_SQL, (top.source, low, high)), *conn.execute(_FRESH_CLI_SQL, (top.source, low, high))]:
+        for r in [*conn.execute(_sql(conn, _ENDED_BY_NEW_SQL), (top.source, low, high)),
+                  *conn.execute(_sql(conn, _FRESH_CLI_SQL), (top.source, low, high))]:
             rows.setdefault(str(r[0]), _session_row(r))
         previous = attribution.new_session_predecessors(rows.values()).get(top.id)
         if previous is None or previous in {str(r[0]) for r in chain}:
@@ -125,13 +132,20 @@ def session_info(
     """One session with its effective workspace (from ``known`` when it holds it, else
     :func:`resolve_workspace`); ``None`` when unknown."""
     if known is not None and session_id in known:
-        row = conn.execute(_ONE_ROW_SQL, (session_id,)).fetchone()
+        row = conn.execute(_sql(conn, _ONE_ROW_SQL), (session_id,)).fetchone()
         return None if row is None else _info(row, known[session_id])
     row, ws = resolve_workspace(conn, session_id, known)
     return None if row is None else _info(row, ws)
 
 
 _ALL_ROWS_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s"
+_ROWS_AFTER_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s WHERE s.rowid > ? ORDER BY s.rowid"
+
+
+def rows_after(conn: sqlite3.Connection, rowid: int) -> list[Any]:
+    """Rows of the sessions after ``rowid``, in rowid order (parents before children), as :func:`scan_sessions`
+    reads them: what :func:`_session_row` takes, then archived on purpose, delegate, message count, title."""
+    return conn.execute(_sql(conn, _ROWS_AFTER_SQL), (rowid,)).fetchall()
 
 
 def db_fingerprint(conn: sqlite3.Connection, path: str) -> tuple[Any, ...]:
@@ -187,7 +201,7 @@ def scan_sessions(conn: sqlite3.Connection) -> SessionScan:
     """Read every session row once and resolve every workspace (``/new`` sessions included)."""
     rows: dict[str, attribution.SessionRow] = {}
     searchable: dict[str, int] = {}
-    for r in conn.execute(_ALL_ROWS_SQL):
+    for r in conn.execute(_sql(conn, _ALL_ROWS_SQL)):
         row = _session_row(r)
         rows[row.id] = row
         if not r[8] and not r[9]:

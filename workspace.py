@@ -292,8 +292,7 @@ class MembershipCache:
         new_rows = top - entry.max_rowid
         if new_rows < 0 or count != entry.count + new_rows:
             return False  # rows deleted (or rowids reused): start over
-        sql = f"SELECT {session_rows._ROW_COLUMNS} FROM sessions s WHERE s.rowid > ? ORDER BY s.rowid"
-        for r in conn.execute(sql, (min(entry.max_rowid, top) - self.recent,)).fetchall():  # parents before children
+        for r in session_rows.rows_after(conn, min(entry.max_rowid, top) - self.recent):  # parents before children
             row = session_rows._session_row(r)
             held = entry.workspaces.get(row.id)
             ws: attribution.Workspace | None

@@ -265,18 +265,36 @@ END;
 """
 
 
+#: Schema 31 (upstream main after 0.21.5; the SCHEMA_SQL extracted from NousResearch/hermes-agent@46d7718a, and
+#: the uid trigger and index as its DEFERRED_INDEX_SQL describes them): a session's ``auto_archived`` (set by the
+#: idle sweep on the rows it archives, cleared by a deliberate archive) and a stable ``message_uid`` for each message.
+#: Added to a schema-30 file the way Hermes' migration adds columns.
+SCHEMA31_SQL = """
+ALTER TABLE sessions ADD COLUMN auto_archived INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN message_uid TEXT;
+ALTER TABLE messages ADD COLUMN absorbed_message_uids TEXT;
+ALTER TABLE messages ADD COLUMN tool_call_uids TEXT;
+ALTER TABLE messages ADD COLUMN tool_call_uid TEXT;
+CREATE TRIGGER IF NOT EXISTS messages_message_uid_insert AFTER INSERT ON messages WHEN new.message_uid IS NULL
+BEGIN
+    UPDATE messages SET message_uid = lower(hex(randomblob(16))) WHERE id = new.id;
+END;
+CREATE INDEX IF NOT EXISTS idx_messages_session_uid ON messages(session_id, message_uid) WHERE active = 1;
+"""
+
 VARIANTS = ("fresh", "migrated", "backfill")
 
 
 class Schema30:
     """A schema-30 state.db at ``path`` in one of :data:`VARIANTS`, written like Hermes 0.21 writes it."""
 
-    def __init__(self, path: Path, variant: str, *, cjk: bool = False) -> None:
+    def __init__(self, path: Path, variant: str, *, cjk: bool = False, schema: int = 30) -> None:
         self.path, self.variant = Path(path), variant
         self._clock = 1_700_000_000.0
         conn = self.connect()
-        conn.executescript(SCHEMA_SQL + DEFERRED_INDEX_SQL)
-        conn.execute("INSERT INTO schema_version (version) VALUES (30)")
+        conn.executescript(SCHEMA_SQL + DEFERRED_INDEX_SQL + (SCHEMA31_SQL if schema == 31 else ""))
+        conn.execute("INSERT INTO schema_version (version) VALUES (?)", (schema,))
+        self._schema31 = schema == 31
         if variant == "migrated":
             conn.executescript(LEGACY_FTS_SQL_019)
             conn.execute("INSERT INTO state_meta (key, value) VALUES ('fts_optimize_available', '1')")
@@ -331,6 +349,13 @@ class Schema30:
                  display_kind, json.dumps(display_metadata) if display_metadata is not None else None))
             conn.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?", (sid,))
             return int(cursor.lastrowid or 0)
+
+    def archive(self, sid: str, *, by_sweep: bool = False) -> None:
+        """Archive ``sid`` as a person does (``set_session_archived``: ``auto_archived`` cleared) or, with
+        ``by_sweep``, as the idle sweep does (``_auto_archive_lineage``: ``auto_archived`` set; schema 31)."""
+        with self.connect() as conn:
+            conn.execute("UPDATE sessions SET archived = 1" + (", auto_archived = ?" if self._schema31 else "")
+                         + " WHERE id = ?", (int(by_sweep), sid) if self._schema31 else (sid,))
 
     def start_rebuild(self) -> None:
         """What ``optimize-storage`` does first on a ``backfill`` file: the index emptied, every row there is now

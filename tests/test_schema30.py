@@ -183,3 +183,26 @@ def test_display_metadata_that_is_not_json_breaks_nothing(s30: World):
     assert [m["text"] for m in read["messages"]] == ["the walrus plan", "walrus answer kept"], read
     recent = s30.call("project_history_recent", {}, "cur")
     assert {s["session_id"]: s for s in recent["sessions"]}["odd"]["last_assistant"] == "walrus answer kept", recent
+
+
+@pytest.mark.parametrize("schema", [30, 31])
+def test_a_session_the_idle_sweep_archived_is_still_history_one_archived_on_purpose_is_not(world: World, schema: int):
+    """Schema 31's idle sweep archives every chat idle for 3 days and marks it ``auto_archived``; a person's
+    archive clears the mark. Schema 30 cannot tell the two apart: both stay out, as before."""
+    db = Schema30(world.home / "state.db", "fresh", schema=schema)
+    alpha = world.repo("alpha")
+    for sid, text in (("idle", "we chose the heron queue for retries"), ("dropped", "heron idea, scrapped"),
+                      ("cur", "hi")):
+        db.session(sid, cwd=alpha, git_repo_root=alpha, messages=[("user", text)])
+    db.archive("idle", by_sweep=True)
+    db.archive("dropped")
+    if schema == 31:  # every message got its stable id from Hermes' trigger
+        with sqlite3.connect(world.home / "state.db") as conn:
+            assert conn.execute("SELECT count(*) FROM messages WHERE message_uid IS NULL").fetchone() == (0,)
+    kept = ["idle"] if schema == 31 else []
+    assert result_sessions(world.search("cur", "heron", mode="keyword")) == kept
+    recent = world.call("project_history_recent", {}, "cur")
+    assert [s["session_id"] for s in recent["sessions"]] == kept
+    if kept:
+        read = world.call("project_history_read", {"session_id": "idle"}, "cur")
+        assert [m["text"] for m in read["messages"]] == ["we chose the heron queue for retries"]
