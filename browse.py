@@ -60,6 +60,7 @@ def _readable(scope: Scope, attributor: workspace.Attributor, conn: Any, target:
     return info is not None and attributor.project_of(info).identity == scope.project.identity
 
 
+@store.read_again
 def read_around(
     *, home: Path, session_id: str = "", cwd: str | None = None, target_session: str, message_id: int | None,
     before: int = DEFAULT_AROUND,
@@ -125,6 +126,7 @@ def read_around(
     }
 
 
+@store.read_again
 def recent_sessions(
     *, home: Path, session_id: str = "", cwd: str | None = None, limit: int = RECENT_DEFAULT,
     filters: Filters = Filters(), cursor: str | None = None,

@@ -126,6 +126,7 @@ def _semantic_leg_apart(home: Path, scope: Scope, question: vector_leg.Question,
         conn.close()
 
 
+@store.read_again
 def search_history(
     *,
     home: Path,

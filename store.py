@@ -14,15 +14,17 @@ in order is ``session_walk.py``.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import operator
 import sqlite3
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from . import attribution, echo, errors, filters, layout, paths
 from .records import MessageRow, Scope
@@ -44,6 +46,39 @@ RECALL_TOOLS: tuple[str, ...] = (
 
 #: ``busy_timeout`` for read connections: a writer checkpointing must not surface as "database is locked".
 BUSY_TIMEOUT_MS = 5000
+
+
+#: Attempts of one read that meets a :func:`transient` error, and the pause after the first (doubled after each).
+READ_ATTEMPTS, READ_PAUSE_S = 3, 0.05
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "disk I/O error" (``SQLITE_IOERR`` and its extended codes). A read-only
+    connection meets it while another process checkpoints or resets the WAL (seen on macOS and WSL2); it is
+    gone milliseconds later, and Hermes retries its own read-only reads for it (hermes-agent #100436, #100882)."""
+    return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_IOERR
+
+
+def read_again(read: Callable[_P, _T]) -> Callable[_P, _T]:
+    """``read`` (a whole read of state.db on connections of its own) run again while it raises a :func:`transient`
+    error, ``READ_ATTEMPTS`` times in all; the last attempt's error is raised."""
+
+    @functools.wraps(read)
+    def attempts(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        for attempt in range(READ_ATTEMPTS - 1):
+            try:
+                return read(*args, **kwargs)
+            except sqlite3.OperationalError as exc:
+                if not transient(exc):
+                    raise
+                logger.info("state.db read met %s; reading again", exc)
+                time.sleep(READ_PAUSE_S * 2**attempt)
+        return read(*args, **kwargs)
+
+    return attempts
 
 
 class StateConnection(sqlite3.Connection):
@@ -97,6 +132,8 @@ def open_state_db(home: Path) -> sqlite3.Connection:
     except FileNotFoundError:
         raise errors.NoStateDB("session database not found", path=str(path)) from None
     except sqlite3.DatabaseError as exc:
+        if transient(exc):
+            raise  # for read_again
         raise errors.StateDBUnreadable(f"session database unreadable: {exc}", path=str(path)) from None
     return conn
 

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
+import sys
+from pathlib import Path
 
 import pytest
 from conftest import World, result_sessions, shared_world
@@ -385,3 +388,44 @@ def test_settings_are_re_read_only_when_config_yaml_changes(tmp_path):
     assert settings.load_settings(tmp_path).embedding.provider == "local", "unreadable: defaults"
     config.unlink()
     assert settings.load_settings(tmp_path).embedding.provider == "local"
+
+
+# A read of /proc/self/mem fails with EIO: SQLite's real "disk I/O error", the error a read-only reader of
+# state.db meets while another process checkpoints or resets the WAL (on macOS and WSL2; it cannot be timed
+# here, so the failing reads are pointed at that file instead).
+_EIO = Path("/proc/self/mem")
+
+
+def _reads_fail(world: World, monkeypatch, times: int) -> list[int]:
+    """The next ``times`` opens of state.db by the plugin read ``_EIO``; returns the list the opens are counted in."""
+    paths = sys.modules["hermes_plugins.project_history_recall.paths"]
+    real, opened = paths.state_db_path, []
+
+    def flaky(home):
+        opened.append(1)
+        return _EIO if len(opened) <= times else real(home)
+
+    monkeypatch.setattr(paths, "state_db_path", flaky)
+    return opened
+
+
+@pytest.mark.skipif(not _EIO.is_file(), reason="needs Linux's /proc/self/mem")
+@pytest.mark.parametrize("tool,args", [
+    ("project_history_search", {"query": "websocket", "mode": "keyword"}),
+    ("project_history_read", {"session_id": "old"}),
+    ("project_history_recent", {}),
+])
+def test_a_disk_io_error_for_a_moment_is_read_again(shared_two, monkeypatch, tool, args):
+    opened = _reads_fail(shared_two, monkeypatch, 2)
+    answer = shared_two.call(tool, args, "cur")
+    assert answer["success"] is True and "backoff plan" in json.dumps(answer), answer
+    assert len(opened) >= 3  # two attempts met the error, the third read
+
+
+@pytest.mark.skipif(not _EIO.is_file(), reason="needs Linux's /proc/self/mem")
+def test_a_disk_io_error_that_lasts_is_a_temporary_database_error(shared_two, monkeypatch):
+    opened = _reads_fail(shared_two, monkeypatch, 10**6)
+    answer = shared_two.search("cur", "websocket", mode="keyword")
+    assert answer == {"success": False, "error": "session database error: disk I/O error", "code": "db_error",
+                      "temporary": True}, answer
+    assert len(opened) == 3
