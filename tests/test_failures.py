@@ -429,3 +429,24 @@ def test_a_disk_io_error_that_lasts_is_a_temporary_database_error(shared_two, mo
     assert answer == {"success": False, "error": "session database error: disk I/O error", "code": "db_error",
                       "temporary": True}, answer
     assert len(opened) == 3
+
+
+@pytest.mark.skipif(not _EIO.is_file(), reason="needs Linux's /proc/self/mem")
+def test_a_disk_io_error_inside_the_keyword_leg_is_read_again_not_taken_for_a_damaged_index(shared_two, monkeypatch):
+    try:
+        sqlite3.connect(f"file:{_EIO}?mode=ro", uri=True).execute("SELECT 1 FROM sqlite_master")
+    except sqlite3.OperationalError as exc:
+        eio = exc
+    fts = sys.modules["hermes_plugins.project_history_recall.fts"]
+    real, calls = fts.session_candidates, []
+
+    def once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise eio
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fts, "session_candidates", once)
+    answer = shared_two.search("cur", "websocket", mode="keyword")
+    assert answer["success"] and answer["strategy"] == "words" and "keyword_note" not in answer, answer
+    assert result_sessions(answer) == ["old"] and len(calls) == 2
