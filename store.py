@@ -56,9 +56,12 @@ _T = TypeVar("_T")
 
 
 def transient(exc: BaseException) -> bool:
-    """Whether ``exc`` is SQLite's "disk I/O error" (``SQLITE_IOERR`` and its extended codes). A read-only
-    connection meets it while another process checkpoints or resets the WAL (seen on macOS and WSL2); it is
-    gone milliseconds later, and Hermes retries its own read-only reads for it (hermes-agent #100436, #100882)."""
+    """Whether ``exc`` is SQLite's "disk I/O error" (``SQLITE_IOERR`` and its extended codes), raised as is or met
+    opening state.db (:func:`open_state_db`). A read-only connection meets it while another process checkpoints
+    or resets the WAL (seen on macOS and WSL2); it is gone milliseconds later, and Hermes retries its own
+    read-only reads for it (hermes-agent #100436, #100882)."""
+    if isinstance(exc, errors.StateDBUnreadable):
+        return bool(exc.details.get("temporary"))
     return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_IOERR
 
 
@@ -71,7 +74,7 @@ def read_again(read: Callable[_P, _T]) -> Callable[_P, _T]:
         for attempt in range(READ_ATTEMPTS - 1):
             try:
                 return read(*args, **kwargs)
-            except sqlite3.OperationalError as exc:
+            except (sqlite3.OperationalError, errors.StateDBUnreadable) as exc:
                 if not transient(exc):
                     raise
                 logger.info("state.db read met %s; reading again", exc)
@@ -124,7 +127,8 @@ _TEXT = operator.methodcaller("decode", "utf-8", "replace")  # bytes -> str, as 
 
 def open_state_db(home: Path) -> sqlite3.Connection:
     """Read-only connection to ``<home>/state.db``; raises ``errors.NoStateDB`` if absent,
-    ``errors.StateDBUnreadable`` if SQLite cannot read it."""
+    ``errors.StateDBUnreadable`` if SQLite cannot read it (with ``temporary=True`` in its details for a
+    :func:`transient` error)."""
     path = paths.state_db_path(home)
     try:
         conn = connect_ro(path)
@@ -132,9 +136,8 @@ def open_state_db(home: Path) -> sqlite3.Connection:
     except FileNotFoundError:
         raise errors.NoStateDB("session database not found", path=str(path)) from None
     except sqlite3.DatabaseError as exc:
-        if transient(exc):
-            raise  # for read_again
-        raise errors.StateDBUnreadable(f"session database unreadable: {exc}", path=str(path)) from None
+        moment = {"temporary": True} if transient(exc) else {}  # for read_again, and said in the answer
+        raise errors.StateDBUnreadable(f"session database unreadable: {exc}", path=str(path), **moment) from None
     return conn
 
 

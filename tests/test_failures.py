@@ -426,7 +426,7 @@ def test_a_disk_io_error_for_a_moment_is_read_again(shared_two, monkeypatch, too
 def test_a_disk_io_error_that_lasts_is_a_temporary_database_error(shared_two, monkeypatch):
     opened = _reads_fail(shared_two, monkeypatch, 10**6)
     answer = shared_two.search("cur", "websocket", mode="keyword")
-    assert answer == {"success": False, "error": "session database error: disk I/O error", "code": "db_error",
+    assert answer == {"success": False, "error": "session database unreadable: disk I/O error", "code": "db_unreadable",
                       "temporary": True}, answer
     assert len(opened) == 3
 
