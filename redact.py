@@ -446,7 +446,7 @@ def _named_value(m: re.Match[str]) -> str:
     start, value = m.start(group), m.group(group)
     if group == "bare":
         value = value.rstrip(patterns.VALUE_END + "\\")
-    if group in patterns.NAMED_VALUES[5:] and not patterns.DEFAULT_SECRET.fullmatch(value):
+    if group in patterns.DEFAULT_VALUES and not patterns.DEFAULT_SECRET.fullmatch(value):
         return m.group(0)
     if not _assigned_secret(name, value, m.string, start + len(value), group == "bare", group == "bare"):
         return m.group(0)

@@ -346,11 +346,14 @@ NAMED_VALUE = re.compile(
     r"|(?<![\w.])default[ \t]*+=[ \t]*+[bfru]{0,2}+(?:\"(?P<rdq>[^\"\n]{1,200}+)\"|'(?P<rsq>[^'\n]{1,200}+)')[ \t]*+,\s*+"
     r"key[ \t]*+=[ \t]*+(?P<kq3>[\"'])(?P<rkey>[A-Za-z_][\w.-]{0,100}+)(?P=kq3)"
 )
-#: :data:`NAMED_VALUE`'s groups holding the name, and the value (the first five are markup's; the rest a default or a
-#: fallback in code, which must also read as one: :data:`DEFAULT_SECRET`).
+#: :data:`NAMED_VALUE`'s groups holding the name, and the value (the first five are markup's and assignments'; the rest,
+#: :data:`DEFAULT_VALUES`, a default or a fallback in code).
 NAMED_NAMES = ("tag", "attr", "env", "default", "js", "indexed", "called", "keyed", "rkey")
-NAMED_VALUES = ("element", "quoted", "dq", "sq", "bare", "ddq", "dsq", "fdq", "fsq", "ktq", "kdq", "ksq", "rdq", "rsq")
-#: What a default or fallback in code (:data:`NAMED_VALUE`'s ``ddq``, ``dsq``, ``fdq``, ``fsq``) must look like to be
+#: The value groups of a default or fallback (a literal after the name, not assigned to it): it must also read as a
+#: password by itself (:data:`DEFAULT_SECRET`).
+DEFAULT_VALUES = ("ddq", "dsq", "fdq", "fsq", "ktq", "kdq", "ksq", "rdq", "rsq")
+NAMED_VALUES = ("element", "quoted", "dq", "sq", "bare", *DEFAULT_VALUES)
+#: What a default or fallback in code (:data:`DEFAULT_VALUES`) must look like to be
 #: taken for a password: 8+ characters without a space or a ``/`` (paths, URLs), not ``host:port``, and both cases or a
 #: symbol (``aes-256-gcm``, ``HS256``, ``us-east-1``, ``NOT_CONFIGURED``, ``./keys/dev.pem`` are settings), not a
 #: template (``${prefix}-key``, ``{env}-Key1``), one word of letters in any script, optionally ending in ``:`` or ``*``
@@ -420,7 +423,7 @@ PIN_JOIN = re.compile(r"[:=：#是为為は는은—]|\b(?:is|was)\b")
 #: ``value``.
 PASSPHRASE_WORDS = re.compile(
     r"(?i)(?=[pmcskwhş密口パ비암п])(?P<label>(?<![A-Za-z0-9])(?:password|passwd|passphrase|passcode|"
-    + "|".join(sorted(FOREIGN_PASSWORD_LABELS, key=len, reverse=True)) +
+    + "|".join(sorted(FOREIGN_PASSWORD_LABELS, key=lambda label: (-len(label), label))) +
     r")|密码|密碼|口令|パスワード|비밀번호|암호|пароль)"
     r"(?:[ \t]*+(?:=>|->|改成了|改为了|改成|改为|设置成|设为|[:=：是为為は는은を]|(?:is|was|ist|war|est|es|era|é|è|là)(?![A-Za-z]))){1,2}"
     r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
