@@ -441,12 +441,12 @@ def _assignment(m: re.Match[str]) -> str:
 def _named_value(m: re.Match[str]) -> str:
     """A :data:`secret_patterns.NAMED_VALUE` match with its value redacted when an assignment of it to its name would
     be (:func:`_assigned_secret`)."""
-    name = next(m.group(g) for g in ("tag", "attr", "env", "default", "js", "indexed", "called") if m.group(g))
-    group = next(g for g in ("element", "quoted", "dq", "sq", "bare", "ddq", "dsq", "fdq", "fsq") if m.group(g) is not None)
+    name = next(m.group(g) for g in patterns.NAMED_NAMES if m.group(g))
+    group = next(g for g in patterns.NAMED_VALUES if m.group(g) is not None)
     start, value = m.start(group), m.group(group)
     if group == "bare":
         value = value.rstrip(patterns.VALUE_END + "\\")
-    if group in ("ddq", "dsq", "fdq", "fsq") and not patterns.DEFAULT_SECRET.fullmatch(value):
+    if group in patterns.DEFAULT_VALUES and not patterns.DEFAULT_SECRET.fullmatch(value):
         return m.group(0)
     if not _assigned_secret(name, value, m.string, start + len(value), group == "bare", group == "bare"):
         return m.group(0)

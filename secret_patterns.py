@@ -184,64 +184,85 @@ ASSIGNMENT = re.compile(
     r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?![\"'\\]|\([^),\n]{0,100}+,)(" + VALUE_CHAR + r"{1,200}+))"
 )
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a SECRET``
-#: or ``--pass SECRET``, ``curl -u user:SECRET``, ``--password SECRET`` / ``--with-token SECRET`` / ``--requirepass
-#: SECRET`` (the ``=`` form is an :data:`ASSIGNMENT`), ``keytool -storepass SECRET``, ``ssh-keygen -N SECRET``, ``nmcli
-#: … password SECRET`` (or ``wifi-sec.psk``; only in a command that sets it, ``c m``/``d wifi c`` too, not
-#: ``-g``/``-f``), redis's ``ACL SETUSER … >SECRET`` (or ``'>SECRET'``, an ACL file's ``user bob on >SECRET``),
-#: ``sentinel auth-pass NAME SECRET`` (``SENTINEL SET NAME auth-pass SECRET``), ``MIGRATE … AUTH[2 user] SECRET`` and ``execute_command("AUTH", "SECRET")``
-#: (those two not lower-case letters alone: docs write ``AUTH password``; the call's last argument, group ``call``),
+#: (``REDIS-CLI`` too) or ``--pass SECRET``, ``curl -u user:SECRET``, httpie's ``http -a user:SECRET`` (``--auth``,
+#: ``https``), ``--password SECRET`` / ``--with-token SECRET`` / ``--requirepass SECRET`` (the ``=`` form is an
+#: :data:`ASSIGNMENT`), ``keytool -storepass SECRET``, ``ssh-keygen -N SECRET``, ``nmcli … password SECRET`` (or
+#: ``wifi-sec.psk``; only in a command that sets it, ``c m``/``d wifi c`` too, after up to two flags: ``--ask``; not
+#: ``-g``/``-f``), redis's ``ACL SETUSER … >SECRET`` (or ``'>SECRET'``, an ACL file's ``user bob on [up to six rules]
+#: >SECRET``), ``sentinel auth-pass NAME SECRET`` (``SENTINEL SET NAME auth-pass SECRET``), ``MIGRATE … AUTH[2 user]
+#: SECRET`` and a client's ``execute_command("AUTH", "SECRET")`` (``redis.call(``, ``sendCommand(["AUTH", …])``) (those
+#: two not lower-case letters alone: docs write ``AUTH password``; the call's last argument, group ``call``),
 #: strongSwan's ``… : PSK "SECRET"`` (a space before the colon; ``RSA file "SECRET"`` too, the file holding a ``.``
-#: or ``/``: ``RSA 2048 "server-cert"`` is a key's type, and the secret not a path); a basic-auth call's quoted second argument (``HTTPBasicAuth('bob',
-#: 'SECRET')``, ``SetBasicAuth``, ``.basic_auth("bob", Some("SECRET"))``, Ruby's ``basic_auth 'bob', 'SECRET'``,
-#: ``basic_auth=(get_user(), b"SECRET")``; after ``.auth(``, ``auth:`` or ``auth =>`` (group ``kv``) one holding a
-#: digit or a symbol, not capitals and digits alone, and a list (group ``list``; also after ``=``: ``auth = [``, ``AUTH =
-#: (``, ``BASIC_AUTH = (``) closing after it: ``"auth":
-#: ("cli.auth", "build_auth_parser")``, ``auth: ['Login', 'Logout']``, ``"auth": ["HS256", "RS256"]`` are tables). Some take the password as the
-#: command's last word (group ``last``), which is then not lower-case letters alone nor all capitals (prose, a
-#: placeholder; redis's ``HELLO`` may go on with ``SETNAME``): ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID
-#: SECRET``, redis's ``AUTH [user] SECRET`` after redis-cli's prompt (``host:port>``, ``…[db]>``, a cluster's
-#: ``(master)>``) or, upper-case (or ``hello 3 auth``) and not a SASL mechanism or scheme (``AUTH LOGIN``, ``AUTH Bearer``), at a line's
-#: start, and ``requirepass``/``masterauth`` (redis.conf, ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start or
-#: in an ``iface`` line, and redis-cli's inline ``AUTH`` after its flags alone (prose around redis-cli is not). Group ``value`` is the password (a quoted one may hold
-#: spaces), ``q`` its quote.
-#: Up to two of a command's flags (``-b``, ``-C 10``); :data:`CLI_SECRET` takes it twice for up to four, since no group
-#: holding a quantifier may repeat more than twice (the shape of catastrophic backtracking, which a test forbids). The
-#: basic-auth branch looks ahead at its names' first letters (``[HSBDbhpda]``): a position starting none goes at once.
+#: or ``/``: ``RSA 2048 "server-cert"`` is a key's type, and the secret not a path); a basic-auth call's quoted second
+#: argument (``HTTPBasicAuth('bob', 'SECRET')``, ``SetBasicAuth`` (a Go raw string too), C#'s ``NetworkCredential(``,
+#: OkHttp's ``Credentials.basic(``, ``.basic_auth("bob", Some("SECRET"))`` (``Some(&…``, ``Some(String::from(…``),
+#: Ruby's ``basic_auth 'bob', 'SECRET'``, Faraday's ``request :basic_auth, 'bob', 'SECRET'`` and ``request
+#: :authorization, :basic, …``, ``basic_auth=(get_user(), b"SECRET")``; after ``.auth(``, ``auth:`` or ``auth =>``
+#: (group ``kv``) one holding a digit or a symbol, not capitals and digits alone, and a list (group ``list``; also after
+#: ``=``: ``auth = [``, ``AUTH = (``, ``auth = {``) closing after it: ``"auth": ("cli.auth", "build_auth_parser")``,
+#: ``auth: ['Login', 'Logout']``, ``"auth": ["HS256", "RS256"]`` are tables). A backtick quotes a call's argument
+#: only. Some take the password as the command's last word (group ``last``; CJK prose may follow), which is then not
+#: lower-case letters alone nor all capitals (prose, a placeholder; redis's ``HELLO`` may go on with ``SETNAME``):
+#: ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID SECRET``, redis's
+#: ``AUTH [user] SECRET`` after redis-cli's prompt (``host:port>``, ``…[db]>``, a cluster's ``(master)>``, ``redis>``)
+#: or, upper-case (or ``hello 3 auth``) and not a SASL mechanism or scheme (``AUTH LOGIN``, ``AUTH Bearer``), at a
+#: line's start or after a bare ``>`` prompt, and ``requirepass``/``masterauth`` (redis.conf, ``CONFIG SET``) or
+#: Debian's ``wpa-psk`` at a line's start or in an ``iface`` line, and redis-cli's inline ``AUTH`` after its flags alone
+#: (prose around redis-cli is not). Group ``value`` is the password (a quoted one may hold spaces), ``q`` its quote.
+#: The basic-auth branch looks ahead at its names' first letters (``[HSBDPbhpdaACN]``): a position starting none goes at
+#: once.
 #: Up to two of redis-cli's flags (``-h db1``, ``--tls``), taken twice by :data:`CLI_SECRET` before an inline ``AUTH``.
 _REDIS_FLAGS = r"(?:[ \t]++--?[A-Za-z][\w-]{0,30}+(?:[ \t]++[^\s-]\S{0,200}+)?){0,2}"
+#: Up to two rules of an ACL file's ``user`` line before its ``>password`` (``~*``, ``&*``, ``+@all``, ``allkeys``),
+#: taken three times.
+_ACL_RULES = r"(?:(?:[~&+%-]|reset|all)[^\s>]{0,64}+[ \t]++){0,2}"
+#: Up to two of a command's flags (``-b``, ``-C 10``); :data:`CLI_SECRET` takes it twice for up to four, since no group
+#: holding a quantifier may repeat more than twice (the shape of catastrophic backtracking, which a test forbids).
 _TWO_FLAGS = r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
 CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
     r"(?:mysql|mysqldump|mysqladmin|mariadb)(?:[ \t][^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
     r"|sshpass[ \t]++-p[ \t]*+"
-    r"|redis-cli(?:[ \t][^\n]{0,200}?)?[ \t](?:-a|--pass)[ \t]++|(?i:sentinel[ \t]++(?:auth-pass[ \t]++[^\s\"']{1,64}+|SET[ \t]++[^\s\"']{1,64}+[ \t]++auth-pass))[ \t]++(?![a-z]{1,64}+(?:\s|$))"
+    r"|(?i:redis-cli)(?:[ \t][^\n]{0,200}?)?[ \t](?:-a|--pass)[ \t]++"
+    r"|(?i:sentinel[ \t]++(?:auth-pass[ \t]++[^\s\"']{1,64}+|SET[ \t]++[^\s\"']{1,64}+[ \t]++auth-pass))[ \t]++(?![a-z]{1,64}+(?:\s|$))"
     r"|MIGRATE[ \t][^\n]{0,200}?[ \t](?:AUTH|AUTH2[ \t]++[^\s\"']{1,64}+)[ \t]++(?![a-z]{1,64}+(?:\s|$))"
-    r"|execute_command\(\s*+[\"'](?i:AUTH)[\"']\s*+,\s*+(?:[\"'][^\"'\n]{1,64}+[\"']\s*+,\s*+)?(?=[\"'])(?P<call>)"
-    r"|curl(?:[ \t][^\n]{0,200}?)?[ \t](?:-u|--user)(?:[ \t]++|=)[\"']?[^\s:\"']{1,100}+:"
+    r"|(?:execute_command|send_command|sendCommand|(?<=\.)call)\(\s*+\[?\s*+[\"'](?i:AUTH)[\"']\s*+,\s*+"
+    r"(?:[\"'][^\"'\n]{1,64}+[\"']\s*+,\s*+)?(?=[\"'])(?P<call>)"
+    r"|(?:curl(?:[ \t][^\n]{0,200}?)?[ \t](?:-u|--user)|https?(?:[ \t][^\n]{0,200}?)?[ \t](?:-a|--auth))"
+    r"(?:[ \t]++|=)[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key|requirepass|masterauth)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
     r"|(?:(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]|(?m:^)[ \t]*+user[ \t]++[^\s>]{1,64}+[ \t]++(?:on|off)[ \t]++"
-    r"(?:(?:[~&+%-]|reset|all)[^\s>]{0,64}+[ \t]++){0,2})[\"']?>(?=[^\s\"'])"
+    + _ACL_RULES * 3 + r")[\"']?>(?=[^\s\"'])"
     r"|(?m:^)(?:[^\n:#|]{1,200}+(?<=[ \t]))?:[ \t]*+(?:PSK|EAP|XAUTH|RSA[ \t]++(?=[^\s\"']{0,200}?[./])[^\s\"']{1,200}+(?![ \t]++[\"']/))[ \t]++(?=[\"'][^\"'\s]{1,200}+[\"']|0[sx])"  # ipsec.secrets
-    r"|nmcli(?=[^\n]{0,200}?[ \t](?:connect|add|modify|mod|hotspot)[ \t]|[ \t]++(?:c\w{0,9}+[ \t]++[am]|d\w{0,5}+[ \t]++wifi[ \t]++c\w{0,6}+)[ \t])"
+    r"|nmcli(?=[^\n]{0,200}?[ \t](?:connect|add|modify|mod|hotspot)[ \t]"
+    r"|[ \t]++(?:-{1,2}[a-z]{1,10}+[ \t]++){0,2}(?:c\w{0,9}+[ \t]++[am]|d\w{0,5}+[ \t]++wifi[ \t]++c\w{0,6}+)[ \t])"
     r"(?![^\n]{0,200}?[ \t]-(?:g|f|-fields|-get-values)[ \t])"
     r"(?:[ \t][^\n]{0,200}?)?[ \t](?:password|wifi-sec\.psk|802-11-wireless-security\.psk|802-1x\.(?:password|private-key-password))[ \t]++"
-    r"|(?=[HSBDPbhpdaA])(?:(?:HTTP(?:Basic|Digest|Proxy)|(?:Set)?Basic|Digest)Auth\(|(?:(?:basic|http|proxy|digest)_|(?:BASIC|HTTP|PROXY|DIGEST)_)?(?:auth|AUTH|Auth)"
-    r"(?:(?<=auth)[ \t]*+=[ \t]*+\(|(?<=basic_auth)(?:\(|[ \t]++(?=[\"']))|(?P<kv>[\"']?[ \t]*+(?::|=>|=)[ \t]*+(?P<list>[(\[])|(?<=\.auth)\()))"
-    r"\s*+(?:[bfr]?(?P<u>[\"'])[^\"'\n]{0,100}+(?P=u)|[\w.\[\]\"'()]{1,100}+)\s*+,\s*+(?:Some\(|[bfr])?(?=[\"'])(?(kv)(?=.(?![A-Z\d_]{1,200}+[\"'])[^\"'\n]{0,200}?[^\w\s\"'.:+/-]|.(?![A-Z\d_]{1,200}+[\"'])[^\"'\n\d]{0,200}+\d))"
+    r"|(?=[HSBDPbhpdaACN])(?:(?:HTTP(?:Basic|Digest|Proxy)|(?:Set)?Basic|Digest)Auth\(|NetworkCredential\(|Credentials\.basic\("
+    r"|(?<=:)authorization,[ \t]*+:basic,|(?:(?:basic|http|proxy|digest)_|(?:BASIC|HTTP|PROXY|DIGEST)_)?(?:auth|AUTH|Auth)"
+    r"(?:(?<=auth)[ \t]*+=[ \t]*+\(|(?<=basic_auth)(?:\(|[ \t]++(?=[\"'])|(?<=:basic_auth),[ \t]*+(?=[\"']))"
+    r"|(?P<kv>[\"']?[ \t]*+(?::|=>|=)[ \t]*+(?P<list>[(\[{])|(?<=\.auth)\()))"
+    r"\s*+(?:[bfr]?(?P<u>[\"'`])[^\"'`\n]{0,100}+(?P=u)|[\w.\[\]\"'()]{1,100}+)\s*+,\s*+"
+    r"(?:Some\((?:&|String::from\()?|[bfr])?(?=[\"'`])"
+    r"(?(kv)(?=.(?![A-Z\d_]{1,200}+[\"'])[^\"'`\n]{0,200}?[^\w\s\"'`.:+/-]|.(?![A-Z\d_]{1,200}+[\"'])[^\"'\n\d]{0,200}+\d))"
     r"|(?P<last>htpasswd(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,8}b)(?P<nofile>(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,7}n))?"
     + _TWO_FLAGS * 2 +
     r"(?(nofile)[ \t]++[^\s-]\S{0,200}+|[ \t]++(?:\"[^\"\n]{1,200}+\"|[^\s-]\S{0,200}+)[ \t]++[^\s-]\S{0,200}+)[ \t]++"
     r"|wpa_passphrase[ \t]++(?:\"[^\"\n]{1,64}+\"|'[^'\n]{1,64}+'|[^\s\"']{1,64}+)[ \t]++"
-    r"|(?:(?<=:\d\d>)|(?<=\d\d\d>)|(?<=\d\]>)|(?<=\(master\)>)|(?<=\(replica\)>))[ \t]*+(?i:(?:HELLO[ \t]++\d[ \t]++)?AUTH)[ \t]++"
+    r"|(?:(?<=:\d\d>)|(?<=\d\d\d>)|(?<=\d\]>)|(?<=\(master\)>)|(?<=\(replica\)>)|(?<=redis>))"
+    r"[ \t]*+(?i:(?:HELLO[ \t]++\d[ \t]++)?AUTH)[ \t]++"
     r"(?:[^\s\"']{1,64}+[ \t]++)?"
     r"|(?:(?m:^)[ \t]*+|(?i:CONFIG[ \t]++SET)[ \t]++)(?i:requirepass|masterauth|wpa-psk)[ \t]++"
     r"|(?:redis-cli" + _REDIS_FLAGS * 2 + r"[ \t]++(?i:AUTH)|(?m:^)[ \t]*+iface[ \t][^\n]{0,200}?[ \t]wpa-psk)[ \t]++(?:[^\s\"']{1,64}+[ \t]++)?"
-    r"|(?m:^)[ \t]*+(?:(?:HELLO[ \t]++\d[ \t]++)?AUTH|hello[ \t]++\d[ \t]++auth)[ \t]++(?!(?:Bearer|Basic|LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"
+    r"|(?m:^)[ \t]*+(?:>[ \t]*+)?(?:(?:HELLO[ \t]++\d[ \t]++)?AUTH|hello[ \t]++\d[ \t]++auth)[ \t]++"
+    r"(?!(?:Bearer|Basic|LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"
     r"(?:(?![A-Z]{2,64}+[ \t])[^\s\"']{1,64}+[ \t]++)?(?=[a-z]{0,200}+[^a-z\s]))"
-    r")(?P<q>[\"'])?(?(last)(?![a-z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)|[A-Z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)))"
-    r"(?P<value>(?(q)[^\"'\n]{1,200}+|[^\s\"']{1,200}+))(?(q)(?P=q))"
-    r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\]|\d>|$)|[ \t]++(?i:SETNAME)[ \t]))(?(list)(?=[ \t]*+[\])]))(?(call)(?=\s*+\)))"
+    r")(?P<q>[\"']|(?:(?<=[(,])|(?<=,[ \t]))`)?"
+    r"(?(last)(?![a-z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)|[A-Z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)))"
+    r"(?P<value>(?(q)(?:(?<=`)[^`\n]{1,200}+|[^\"'\n]{1,200}+)|[^\s\"']{1,200}+))(?(q)(?P=q))"
+    r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]|\d>|$)|[ \t]++(?i:SETNAME)[ \t]))"
+    r"(?(list)(?=[ \t]*+[\])}]))(?(call)(?=\s*+[)\]]))"
 )
 #: Right after ``echo`` or ``echo -n``/``-e``/``-E`` (the line it writes into a file).
 _AFTER_ECHO = r"(?<=echo )|(?<=echo -[neE] )"
@@ -250,18 +271,22 @@ _AFTER_ECHO = r"(?<=echo )|(?<=echo -[neE] )"
 #: or is ``localhost`` (or is followed by ``login`` and ``password``), and the password is not lower-case letters alone:
 #: "machine db.internal password reset" is prose, nor all capitals: ``password TOKEN`` is a placeholder) and ``.pgpass`` (``host:port:db:user:SECRET`` at a line's start or
 #: after ``echo`` (``-n``, ``-e`` too), group ``pgpass``; the host ``localhost``, ``*`` or dotted and the port 4–5 digits or ``*``, which
-#: Redis keys, MAC and IPv6 addresses, hex dumps and /etc/passwd lines are not; the password not one Capitalised
-#: word: ``echo v1.2.3:8080:api:Build:Passed`` is a log line). Groups: ``q`` (empty), ``value`` the
-#: password.
+#: Redis keys, MAC and IPv6 addresses, hex dumps and /etc/passwd lines are not; any host and port in a line ``echo`` or
+#: ``printf`` writes into a ``.pgpass`` (``echo db:543:app:bob:SECRET >> ~/.pgpass``); the password not one Capitalised
+#: word: ``echo v1.2.3:8080:api:Build:Passed`` is a log line). Groups: ``q`` (empty), ``value`` the password.
 CREDENTIAL_FILE = re.compile(
     r"(?:(?:(?m:^)[ \t]*+|(?<=[\"'])|" + _AFTER_ECHO + r")(?:machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+"
     r"|[\w-]{1,63}+(?=\s++login\s++\S{1,200}+\s++password\s))|default(?=\s++login\s))"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"\s++password\s++(?![a-z]{1,200}+(?:[\"')\s]|$)|[A-Z_]{1,200}+(?:[\"')\s]|$))"
-    r"|(?P<pgpass>(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?:" + _AFTER_ECHO + r")[\"']?)"
+    r"|(?P<pgpass>(?:(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?:" + _AFTER_ECHO + r")[\"']?)"
     r"(?:localhost|\*|[^\s:#\\\"'.]{1,100}+\.[^\s:\\\"']{1,150}+):(?:\d{4,5}+|\*):"
-    r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:(?![a-z-]{1,200}+(?:[\s\"']|$)|[A-Z][a-z]{1,200}+(?:[\s\"']|$))))"
+    r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:"
+    r"|(?<![\w-])(?:echo(?:[ \t]++-[neE])?|printf(?:[ \t]++'[^'\n]{0,20}+')?)[ \t]++[\"']?(?:[^\s:#\\\"']{1,100}+:){2}"
+    r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:"
+    r"(?=(?:[^\s:\\\"']|\\.){1,200}+[\"']?[ \t]*+>>?[ \t]*+\S{0,100}?\.pgpass(?![\w.])))"
+    r"(?![a-z-]{1,200}+(?:[\s\"']|$)|[A-Z][a-z]{1,200}+(?:[\s\"']|$))))"
     r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)>]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
 )
 #: A password in SQL (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``). Groups: ``q`` the
@@ -283,8 +308,15 @@ ORACLE_LOGIN = re.compile(
 #: ``process?.env?.…``, ``?? "…"``, ``os.environ.get("…") or f"…"`` (a second argument too: ``os.getenv("…", "")``),
 #: ``ENV.fetch("…") { "…" }``, ``.unwrap_or("…")``, ``.orElse("…")``, ``cmp.Or(…, "…")``, a ternary's ``else``; Deno, Bun, Vite, Java, C#, Rust, Go and PHP spell the variable their way; a default
 #: may be prefixed (``u"…"``, ``rb"…"``) or in backticks, Go's raw string).
-#: Judged as an assignment to that name (:func:`redact._named_value`). Groups: ``name``, ``value`` (``bare``: unquoted).
-#: The lookaheads of the names' first letters (``[cpiBeE$oSgGD]``) leave a position that starts none at once.
+#: Any other lookup whose key is a string literal (group ``keyed``: ``System.get_env("DB_PASSWORD", "…")``,
+#: ``configuration["DbPassword"] ?? "…"``, ``Config::get('database.password', '…')``, ``nconf.get("db:password") ??
+#: "…"``) when the next literal on its line follows a fallback (``,`` ``??`` ``||`` ``?:`` ``or`` ``.orElseGet(() ->``...)
+#: after no ``(`` ``;`` ``=`` ``:`` (not a nested call, a statement, a comparison or a dict's next key) and holds a digit
+#: or a symbol not last (``"passwordHash"`` is a field's name, ``"Required!"`` a message); a Python ``default="…"``
+#: before ``key="…"`` (group ``rkey``); ``Deno.env.toObject().X``.
+#: Judged as an assignment to that name (:func:`redact._named_value`): names in :data:`NAMED_NAMES`, values in
+#: :data:`NAMED_VALUES`. The lookaheads of the names' first letters (``[cpiBeE$oSgGD]``) leave a position that starts
+#: none at once.
 NAMED_VALUE = re.compile(
     r"<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)>(?P<element>[^<\n]{1,200}+)</(?P=tag)>"
     r"|(?i:(?<![\w-])(?:key|name))[ \t]*+=[ \t]*+(?P<q1>[\"'])(?P<attr>[^\"'\n]{1,100}+)(?P=q1)[ \t]++(?i:value)[ \t]*+=[ \t]*+"
@@ -296,15 +328,32 @@ NAMED_VALUE = re.compile(
     r"|getattr\(\s*+\w{1,40}+\s*+,|ENV\.fetch[ \t])\s*+(?:key[ \t]*+=[ \t]*+)?(?P<q3>[\"'])"
     r"(?P<default>[A-Za-z_][\w.-]{0,100}+)(?P=q3)\s*+,\s*+(?:default[ \t]*+=[ \t]*+)?[bfru]{0,2}+"
     r"(?:\"(?P<ddq>[^\"\n]{1,200}+)\"|(?P<dq6>['`])(?P<dsq>(?:(?!(?P=dq6))[^\n]){1,200}+)(?P=dq6))"
-    r"|(?<![\w.])(?=[cpiBeE$oSgGD])(?P<cmp>cmp\.Or\(\s*+)?(?:(?:process\??\.|import\.meta\.|Bun\.)?env\??\.(?P<js>[A-Za-z_]\w{0,100}+)"
+    r"|(?<![\w.])(?=[cpiBeE$oSgGD])(?P<cmp>cmp\.Or\(\s*+)?(?:(?:(?:process\??\.|import\.meta\.|Bun\.)?env\??\."
+    r"|Deno\.env\.toObject\(\)\.)(?P<js>[A-Za-z_]\w{0,100}+)"
     r"|(?:(?:os\.)?environ|ENV|\$_ENV|\$_SERVER|(?:process|import\.meta|Bun)\.env)\[\s*+(?P<q4>[\"'])(?P<indexed>[A-Za-z_][\w.-]{0,100}+)(?P=q4)\s*+\]"
     r"|(?:(?:os\.|System\.)?(?:[gG]etenv|environ\.get)|getEnv|ENV\.fetch|Deno\.env\.get|Environment\.GetEnvironmentVariable"
     r"|env::var|env)\(\s*+(?P<q5>[\"'])(?P<called>[A-Za-z_][\w.-]{0,100}+)(?P=q5)\s*+(?:,\s*+[^()\n]{0,40}+)?\))(?:\??\.[A-Za-z]{1,20}+\(\))?"
     r"\s*+(?(cmp),|(?:\|\||\?\?|\?:|or\b|\{(?:\s*+\|[^|\n]{0,30}+\|)?|do\b|\)?\.orElse\(|\.unwrap_or(?:_else)?\((?:\s*+\|[^|\n]{0,20}+\|)?"
     r"|if\s[^\n]{1,200}?\selse\b))\s*+(?:[bfr@]|String::from\()?"
     r"(?:\"(?P<fdq>[^\"\n]{1,200}+)\"|(?P<fq>['`])(?P<fsq>(?:(?!(?P=fq))[^\n]){1,200}+)(?P=fq))"
+    r"|(?<![\w\"'`])(?P<kq>[\"'])(?P<keyed>[A-Za-z_][\w.:-]{0,100}+)(?P=kq)"
+    r"(?:[^\"'`\n;=(:]|\(\)){0,40}?"
+    r"(?:,|\?\?|\|\||\?:|(?<![\w.])or\b|\.(?:orElse(?:Get)?|unwrap_or(?:_else)?|getOrElse)\()"
+    r"[ \t]*+(?:\(\)[ \t]*+->|\|\w{0,10}+\|)?[ \t]*+\{?[ \t]*+(?:[bfruBFRU]{1,2}+|[$@])?"
+    r"(?=(?:\"\"\"|[\"'`])[^\"'`\n]{0,200}?(?:\d|[^\w\s\"'`.+:-](?![\"'`])))"
+    r"(?:\"\"\"(?P<ktq>[^\"\n]{1,200}+)\"\"\"|\"(?P<kdq>[^\"\n]{1,200}+)\""
+    r"|(?P<kq2>['`])(?P<ksq>(?:(?!(?P=kq2))[^\n]){1,200}+)(?P=kq2))"
+    r"|(?<![\w.])default[ \t]*+=[ \t]*+[bfru]{0,2}+(?:\"(?P<rdq>[^\"\n]{1,200}+)\"|'(?P<rsq>[^'\n]{1,200}+)')[ \t]*+,\s*+"
+    r"key[ \t]*+=[ \t]*+(?P<kq3>[\"'])(?P<rkey>[A-Za-z_][\w.-]{0,100}+)(?P=kq3)"
 )
-#: What a default or fallback in code (:data:`NAMED_VALUE`'s ``ddq``, ``dsq``, ``fdq``, ``fsq``) must look like to be
+#: :data:`NAMED_VALUE`'s groups holding the name, and the value (the first five are markup's and assignments'; the rest,
+#: :data:`DEFAULT_VALUES`, a default or a fallback in code).
+NAMED_NAMES = ("tag", "attr", "env", "default", "js", "indexed", "called", "keyed", "rkey")
+#: The value groups of a default or fallback (a literal after the name, not assigned to it): it must also read as a
+#: password by itself (:data:`DEFAULT_SECRET`).
+DEFAULT_VALUES = ("ddq", "dsq", "fdq", "fsq", "ktq", "kdq", "ksq", "rdq", "rsq")
+NAMED_VALUES = ("element", "quoted", "dq", "sq", "bare", *DEFAULT_VALUES)
+#: What a default or fallback in code (:data:`DEFAULT_VALUES`) must look like to be
 #: taken for a password: 8+ characters without a space or a ``/`` (paths, URLs), not ``host:port``, and both cases or a
 #: symbol (``aes-256-gcm``, ``HS256``, ``us-east-1``, ``NOT_CONFIGURED``, ``./keys/dev.pem`` are settings), not a
 #: template (``${prefix}-key``, ``{env}-Key1``), one word of letters in any script, optionally ending in ``:`` or ``*``
@@ -374,7 +423,7 @@ PIN_JOIN = re.compile(r"[:=：#是为為は는은—]|\b(?:is|was)\b")
 #: ``value``.
 PASSPHRASE_WORDS = re.compile(
     r"(?i)(?=[pmcskwhş密口パ비암п])(?P<label>(?<![A-Za-z0-9])(?:password|passwd|passphrase|passcode|"
-    + "|".join(sorted(FOREIGN_PASSWORD_LABELS, key=len, reverse=True)) +
+    + "|".join(sorted(FOREIGN_PASSWORD_LABELS, key=lambda label: (-len(label), label))) +
     r")|密码|密碼|口令|パスワード|비밀번호|암호|пароль)"
     r"(?:[ \t]*+(?:=>|->|改成了|改为了|改成|改为|设置成|设为|[:=：是为為は는은を]|(?:is|was|ist|war|est|es|era|é|è|là)(?![A-Za-z]))){1,2}"
     r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"

@@ -374,7 +374,13 @@ def _redaction_cost(unit: str, n: int, reps: int = 3, enough: float = 0.0) -> fl
                                   'os.getenv("A_KEY", b) or ', "process?.env?.A ?? ", "auth = ['a', ", "AUTH = ('a', ",
                                   "BASIC_AUTH = ('a', ", "SENTINEL SET a auth-pass ", "HELLO 3 AUTH a b SETNAME ",
                                   'getattr(a, "A_KEY", ', 'System.getProperty("a.password", ', 'ENV.fetch "A_KEY", ', "hello 3 auth a ",
-                                  "hello 3 auth a b setname ", "echo -n a.b:1234:c:d:", "echo -e machine a login "])
+                                  "hello 3 auth a b setname ", "echo -n a.b:1234:c:d:", "echo -e machine a login ",
+                                  '"A_KEY", ', '"A_KEY") || "', '"A_KEY", """', '"A_KEY")).orElseGet(() -> ', '"A_KEY" abc ',
+                                  "'db:password') ?? $'", 'default="a", key=', "Deno.env.toObject().A ?? ", "http -a ", "http a ",
+                                  "https --auth a:", "echo a:1:b:c:d ", "printf '%s' a:1:b:c:", "echo a:1:b:c:d:e >",
+                                  "\nuser a on ~* &* +@all ", "> AUTH a ", "redis> AUTH ", '.call("AUTH", ', 'sendCommand(["AUTH", ',
+                                  'Credentials.basic("a", ', 'NetworkCredential("a", ', ":basic_auth, 'a', ",
+                                  ":authorization, :basic, 'a', ", "nmcli --a d wifi c ", "auth = { 'a', ", ".auth(`a`, `", "AUTH a 然"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

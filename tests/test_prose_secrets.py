@@ -170,7 +170,31 @@ SENT_BEFORE = [
         # a default through getattr, a Java property or Ruby without parentheses; redis's HELLO in lower case; echo's flags
         'getattr(settings, "DB_PASSWORD", "PW")', 'System.getProperty("db.password", "PW")', 'ENV.fetch "DB_PASSWORD", "PW"',
         'hello 3 auth default PW', 'hello 3 auth default PW setname myclient', 'echo -n "db.example.com:5432:app:bob:PW" > ~/.pgpass',
-        'echo -e machine api.example.com login bob password PW >> ~/.netrc')],
+        'echo -e machine api.example.com login bob password PW >> ~/.netrc',
+        # basic auth in httpie, C#, OkHttp, Faraday, a Go raw string, JS backticks, Rust's owned strings, a Lua table
+        'http -a bob:PW https://api.example.com', 'https --auth bob:PW api.example.com', 'new NetworkCredential("bob", "PW")',
+        'Credentials.basic("bob", "PW")', "f.request :basic_auth, 'bob', 'PW'", "conn.request :authorization, :basic, 'bob', 'PW'",
+        'req.SetBasicAuth("bob", `PW`)', '.auth(`bob`, `PW`)', 'c.basic_auth("bob", Some(String::from("PW")))',
+        'c.basic_auth("bob", Some(&"PW".to_string()))', 'auth = { "bob", "PW" }',
+        # a credential-named key's default or fallback in any language, Python's literals and keyword order
+        'System.get_env("DB_PASSWORD", "PW")', 'System.get_env("DB_PASSWORD") || "PW"',
+        'ProcessInfo.processInfo.environment["DB_PASSWORD"] ?? "PW"', "Platform.environment['DB_PASSWORD'] ?? 'PW'",
+        'configuration["DbPassword"] ?? "PW"', 'config.GetValue<string>("DbPassword", "PW")', "Env::get('DB_PASSWORD', 'PW')",
+        "Config::get('database.password', 'PW')", 'GetEnv("DB_PASSWORD", "PW")', 'envOr("DB_PASSWORD", "PW")',
+        'utils.GetEnvOrDefault("DB_PASSWORD", "PW")', 'sys.env.getOrElse("DB_PASSWORD", "PW")',
+        'Objects.requireNonNullElse(System.getenv("DB_PASSWORD"), "PW")',
+        'Optional.ofNullable(System.getenv("DB_PASSWORD")).orElseGet(() -> "PW")',
+        'System.getenv("DB_PASSWORD")?.ifBlank { null } ?: "PW"', 'ENV["DB_PASSWORD"].presence || "PW"',
+        'config.get("db.password") || "PW"', 'nconf.get("db:password") ?? "PW"', 'os.getenv("DB_PASSWORD", F"PW")',
+        'os.getenv("DB_PASSWORD", """PW""")', 'os.getenv(default="PW", key="DB_PASSWORD")', 'Deno.env.toObject().DB_PASSWORD ?? "PW"',
+        'env::var("DB_PASSWORD").unwrap_or_else(|_| { "PW".into() })', 'Environment.GetEnvironmentVariable("DB_PASSWORD") ?? $"PW"',
+        'System.getenv("DB_PASSWORD") ?: """PW"""',
+        # redis's prompts, a client's call, an ACL file's rules, redis-cli in capitals or before CJK prose; .pgpass lines
+        # written by echo or printf with any host and port; nmcli's flags
+        'redis> AUTH PW', '> HELLO 3 AUTH default PW', 'redis.call("AUTH", "PW")', 'client.sendCommand(["AUTH", "PW"])',
+        'user alice on ~* &* +@all >PW', 'REDIS-CLI -a PW', '先 redis-cli -h cache AUTH PW 然后 ping',
+        'echo localhost:543:app:bob:PW >> ~/.pgpass', 'echo db:5432:app:bob:PW >> ~/.pgpass',
+        "printf '%s\\n' 'db.example.com:5432:app:bob:PW' >> ~/.pgpass", 'nmcli --ask d wifi c MyNet password PW')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -268,6 +292,16 @@ NEAR_MISSES = [
     'getattr(settings, "DEBUG", "False")', 'getattr(settings, "AUTH_USER_MODEL", "auth.User")', 'System.getProperty("user.home", "/tmp")',
     'ENV.fetch "DB_PASSWORD", nil', 'hello 3 setname myclient', 'hello 3 auth default mypassword', 'say hello 3 auth default Sup3r!Pw9',
     'echo -n "v1.2.3:8080:api:Build:Passed"',
+    # near misses of the newest shapes: names and messages after a credential key, placeholders and variables as its
+    # fallback, a comparison, prose about httpie, redis replies and other commands, echo of a lint line or a variable
+    'fields = ["password", "passwordHash"]', '[Compare("Password", "ConfirmPassword")]', "__('Password', 'my-plugin')",
+    'raise ValidationError("password", "Required!")', 'i18n.t("auth.password", "Mot de passe")', 't("password", "Passwort:")',
+    "Config::get('database.password', 'changeme')", 'Env::get("DB_PASSWORD", "${DB_PASSWORD}")',
+    "Env::get('DB_PASSWORD', 'CHANGE_ME')", 'Env::get("DB_PASSWORD", "<password>")', 'configuration["DbPassword"] ?? defaultPassword',
+    "SELECT * FROM t WHERE k = 'password' or v = 'Abc!defg9'", 'auth = { "Login", "Logout" }',
+    'use http -a to pass credentials', 'http -a $USER:$PASS example.org', '> AUTH failed', '> AUTH is required before any command',
+    'redis.call("AUTH", password)', 'redis.call("GET", "key:1")', 'user alice on ~* &* +@all >$REDIS_PW',
+    'echo app/models.py:123:4:E501:line-too-long', 'echo db:5432:app:bob:$PGPASSWORD >> ~/.pgpass',
 ]
 
 
