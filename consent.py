@@ -132,14 +132,12 @@ def write_consent(path: Path, record: dict[str, Any]) -> None:
         raise ConsentUnwritable(f"cannot record the answer in consent.json: {why}", file=str(path)) from None
 
 
-def consent_matches(consent: dict[str, Any] | None, spec: ProviderSpec) -> bool:
+def consent_matches(consent: dict[str, Any], spec: ProviderSpec) -> bool:
     """True when ``consent`` was given for this provider, endpoint and model (whatever its projects).
 
     The endpoint matches by its digest as configured (``endpoint_sha256``, see
     the module docstring); a record without one never matches.
     """
-    if consent is None:
-        return False
     fields = ("provider", "model", "endpoint", "endpoint_sha256")
     return tuple(consent.get(f) for f in fields) == (spec.provider, spec.model, spec.endpoint, spec.endpoint_sha256)
 
