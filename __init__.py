@@ -27,9 +27,8 @@ def register(ctx: Any) -> None:
             description=schema["description"],
             emoji=emoji,
         )
-    bound = commands.handlers_for(ctx.dispatch_tool)
-    for name, _, description, hint in commands.COMMANDS:
+    for name, make, description, hint in commands.COMMANDS:
         extra = {"args_hint": hint} if hint else {}
-        ctx.register_command(name, bound[name], description=description, **extra)
+        ctx.register_command(name, make(ctx.dispatch_tool), description=description, **extra)
     ctx.register_hook("on_session_start", commands.on_session_start)
     ctx.register_hook("pre_llm_call", commands.on_turn)

@@ -119,18 +119,16 @@ def dates(since: str | None, until: str | None, role: str | None = None) -> Filt
         raise ArgumentError(str(exc)) from None
 
 
-def add_flags(parser: argparse.ArgumentParser, flags: tuple[Flag, ...], defaults: dict[str, Any] | None = None) -> None:
+def add_flags(parser: argparse.ArgumentParser, flags: tuple[Flag, ...], defaults: dict[str, Any]) -> None:
     """Give argparse ``flags`` as text (their values are checked by :func:`check_value`, in the grammar's words).
 
+    Every flag given takes a value (the grammars the command line shares, search's and recent's, have no switch).
     ``defaults``: what the caller uses when a flag is not given, by name, for the help text only.
     """
     for flag in flags:
-        default = (defaults or {}).get(flag.name)
+        default = defaults.get(flag.name)
         text = flag.help + (f" (default {default})" if default is not None else "")
-        if flag.metavar:
-            parser.add_argument(flag.name, metavar=flag.metavar, help=text, default=None)
-        else:
-            parser.add_argument(flag.name, action="store_true", help=flag.help)
+        parser.add_argument(flag.name, metavar=flag.metavar, help=text, default=None)
 
 
 # -- the slash text ----------------------------------------------------------
@@ -143,16 +141,9 @@ def _unquoted(word: str) -> str:
     return word.replace('"', "")
 
 
-@dataclass(frozen=True)
-class Parsed:
-    """The words (as typed, quotes kept) and the flags' checked values by key (a switch: ``True``)."""
-
-    words: tuple[str, ...]
-    values: dict[str, Any]
-
-
-def parse(grammar: Grammar, text: str) -> Parsed:
-    """Split a slash command's ``text`` into words and checked flag values; raises :class:`ArgumentError`."""
+def parse(grammar: Grammar, text: str) -> tuple[list[str], dict[str, Any]]:
+    """Split a slash command's ``text`` into ``(words, values)``: the words as typed (quotes kept) and the flags'
+    checked values by key (a switch: ``True``); raises :class:`ArgumentError`."""
     by_name = {f.name: f for f in grammar.flags}
     tokens = _WORD.findall(text or "")
     words: list[str] = []
@@ -187,7 +178,7 @@ def parse(grammar: Grammar, text: str) -> Parsed:
         else:
             raise ArgumentError(f"{flag.name} needs a value ({flag.metavar})")
         values[flag.key] = check_value(flag, _unquoted(raw))
-    return Parsed(tuple(words), values)
+    return words, values
 
 
 def _takes(grammar: Grammar) -> str:
@@ -200,29 +191,27 @@ def _takes(grammar: Grammar) -> str:
 
 def search_args(text: str, *, default_limit: int) -> dict[str, Any]:
     """``/history-search``: the search tool's arguments, the query every word (quotes kept); raises :class:`ArgumentError`."""
-    parsed = parse(SEARCH, text)
-    query = " ".join(parsed.words).strip()
+    words, v = parse(SEARCH, text)
+    query = " ".join(words).strip()
     if not query:
         raise ArgumentError("the query is empty: give the words or question to search for")
-    v = parsed.values
     dates(v.get("since"), v.get("until"), v.get("role"))  # refused here, with the usage
     return {"query": query, "limit": default_limit, **v}
 
 
 def recent_args(text: str) -> dict[str, Any]:
     """``/history-recent [N]``: the recent tool's arguments, N ``--limit`` written short; raises :class:`ArgumentError`."""
-    parsed = parse(RECENT, text)
-    v = dict(parsed.values)
-    if len(parsed.words) > 1:
-        raise ArgumentError(f"unexpected word {errors.echo(repr(parsed.words[1]))}: {RECENT.command} takes at most one "
+    words, v = parse(RECENT, text)
+    if len(words) > 1:
+        raise ArgumentError(f"unexpected word {errors.echo(repr(words[1]))}: {RECENT.command} takes at most one "
                             "word, N (the number of sessions)")
-    if parsed.words:
+    if words:
         if "limit" in v:
-            raise ArgumentError(f"the number of sessions is given twice ({errors.echo(parsed.words[0])} and --limit)")
+            raise ArgumentError(f"the number of sessions is given twice ({errors.echo(words[0])} and --limit)")
         try:
-            v["limit"] = check_value(RECENT_LIMIT, _unquoted(parsed.words[0]))
+            v["limit"] = check_value(RECENT_LIMIT, _unquoted(words[0]))
         except ArgumentError:
-            raise ArgumentError(f"unexpected word {errors.echo(repr(parsed.words[0]))}: N, the number of sessions, "
+            raise ArgumentError(f"unexpected word {errors.echo(repr(words[0]))}: N, the number of sessions, "
                                 f"must be a whole number from 1 to {browse.RECENT_MAX}") from None
     dates(v.get("since"), v.get("until"))
     return v
@@ -230,14 +219,14 @@ def recent_args(text: str) -> dict[str, Any]:
 
 def read_args(text: str) -> dict[str, Any]:
     """``/history-read``: ``{session_id, message_id?, before?, after?, max_chars?}``; raises :class:`ArgumentError`."""
-    parsed = parse(READ, text)
-    words = [_unquoted(w) for w in parsed.words]
+    typed, values = parse(READ, text)
+    words = [_unquoted(w) for w in typed]
     if not words or not words[0].strip():
         raise ArgumentError("the session id is missing: give a search result's session id (or its @session: link)")
     if len(words) > 2:
         raise ArgumentError(f"unexpected word {errors.echo(repr(words[2]))}: {READ.command} takes a session id and "
                             "at most one message id")
-    args: dict[str, Any] = {"session_id": words[0].removeprefix("@session:"), **parsed.values}
+    args: dict[str, Any] = {"session_id": words[0].removeprefix("@session:"), **values}
     if len(words) == 2:
         if not re.fullmatch(r"[0-9]{1,18}", words[1]) or int(words[1]) < 1:
             raise ArgumentError(f"the message id must be a whole number of 1 or more (a search result's message id), "
@@ -251,9 +240,9 @@ def move_args(text: str) -> str | None:
 
     Raises :class:`ArgumentError` for ``--home`` with a target.
     """
-    parsed = parse(MOVE, text)
-    target = " ".join(_unquoted(w) for w in parsed.words).strip()
-    if parsed.values.get("home"):
+    words, values = parse(MOVE, text)
+    target = " ".join(_unquoted(w) for w in words).strip()
+    if values.get("home"):
         if target:
             raise ArgumentError(f"--home takes no target, got {errors.echo(repr(target))}: {MOVE.command} --home moves "
                                 f"out of any project, {MOVE.command} {errors.echo(target)} moves to that target")
@@ -263,6 +252,6 @@ def move_args(text: str) -> str | None:
 
 def no_args(grammar: Grammar, text: str) -> None:
     """A command that takes nothing: raises :class:`ArgumentError` naming the first word or flag given."""
-    parsed = parse(grammar, text)
-    if parsed.words:
-        raise ArgumentError(f"unexpected word {errors.echo(repr(parsed.words[0]))}: {grammar.command} takes no arguments")
+    words, _ = parse(grammar, text)
+    if words:
+        raise ArgumentError(f"unexpected word {errors.echo(repr(words[0]))}: {grammar.command} takes no arguments")

@@ -261,8 +261,3 @@ COMMANDS: tuple[tuple[str, Callable[[Dispatch], Callable[[str], str]], str, str 
     ("history-help", lambda _dispatch: command_help, "project-history-recall: commands, tools, command line and limits",
      None),
 )
-
-
-def handlers_for(dispatch: Dispatch) -> Mapping[str, Callable[[str], str]]:
-    """Every command's handler, bound to ``dispatch``."""
-    return {name: make(dispatch) for name, make, _, _ in COMMANDS}

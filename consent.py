@@ -81,7 +81,7 @@ def load_consent(path: Path) -> ConsentFile:
     is not JSON, or has the wrong shape is no consent, with ``problem`` set.
     """
     try:
-        raw = Path(path).read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return ConsentFile(None)
     except IsADirectoryError:
@@ -106,7 +106,6 @@ def write_consent(path: Path, record: dict[str, Any]) -> None:
     Raises :class:`ConsentUnwritable` (the file's path in ``details["file"]``)
     when the file or its folder cannot be written, with what to fix in the message.
     """
-    path = Path(path)
     # One temporary file per writer: two answers written at once (two tool calls, two
     # Hermes processes) must not replace or delete each other's half-written file.
     tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
@@ -133,14 +132,12 @@ def write_consent(path: Path, record: dict[str, Any]) -> None:
         raise ConsentUnwritable(f"cannot record the answer in consent.json: {why}", file=str(path)) from None
 
 
-def consent_matches(consent: dict[str, Any] | None, spec: ProviderSpec) -> bool:
+def consent_matches(consent: dict[str, Any], spec: ProviderSpec) -> bool:
     """True when ``consent`` was given for this provider, endpoint and model (whatever its projects).
 
     The endpoint matches by its digest as configured (``endpoint_sha256``, see
     the module docstring); a record without one never matches.
     """
-    if consent is None:
-        return False
     fields = ("provider", "model", "endpoint", "endpoint_sha256")
     return tuple(consent.get(f) for f in fields) == (spec.provider, spec.model, spec.endpoint, spec.endpoint_sha256)
 

@@ -275,15 +275,11 @@ def handle_read(args: Any, **kwargs: Any) -> str:
         target = (_text_arg(given, "session_id", required=True) or "").strip().removeprefix("@session:")
         if not target:
             raise BadArgument("'session_id' is empty: pass the session_id of a search result")
-        message = given.get("message_id")
-        if message is not None and message != "":
-            message = _int_arg(given, "message_id", 0, -(2**63), 2**63 - 1)
-            if message < 1:
-                raise BadArgument(f"'message_id' must be a message_id from a search result (1 or more), got {errors.echo(repr(given['message_id']))}")
-        else:
-            message = None
+        message = _int_arg(given, "message_id", 0, -(2**63), 2**63 - 1)  # 0 when none is given
+        if message < 1 and given.get("message_id") not in (None, ""):
+            raise BadArgument(f"'message_id' must be a message_id from a search result (1 or more), got {errors.echo(repr(given['message_id']))}")
         return browse.read_around(
-            home=paths.hermes_home(), **_asker(kwargs), target_session=target, message_id=message,
+            home=paths.hermes_home(), **_asker(kwargs), target_session=target, message_id=message or None,
             before=_int_arg(given, "before", browse.DEFAULT_AROUND, 0, browse.MAX_AROUND),
             after=_int_arg(given, "after", browse.DEFAULT_AROUND, 0, browse.MAX_AROUND),
             max_chars=_int_arg(given, "max_chars", browse.DEFAULT_CHARS, browse.MIN_CHARS, browse.MAX_CHARS),

@@ -11,7 +11,6 @@ must report are raised as :class:`errors.StoreError` (no state.db).
 
 from __future__ import annotations
 
-import logging
 import shlex
 import sqlite3
 import sys
@@ -21,8 +20,6 @@ from typing import Any
 
 from . import config_schema, consent, errors, gate, paths, redact, store, workspace
 from .settings import load_settings
-
-logger = logging.getLogger(__name__)
 
 DIST_NAME = "project-history-recall"
 
@@ -316,7 +313,6 @@ def profile_status(*, home: Path) -> dict[str, Any]:
     ``install``: see :func:`install_copies`.
     ``success`` is False only when the profile folder itself does not exist.
     """
-    home = Path(home)
     answer: dict[str, Any] = {"success": home.is_dir(), "version": plugin_version(), "hermes_home": str(home),
                               "home_exists": home.is_dir()}
     if not home.is_dir():

@@ -183,11 +183,8 @@ def test_read_unknown_session_or_a_message_of_another_session(shared_proj: World
 
 @pytest.mark.parametrize("message_id", [0, -5, "-5"], ids=["zero", "negative", "negative-string"])
 def test_read_a_message_id_below_one_is_refused(shared_proj: World, message_id: Any):
-    """No message has an id below 1: the answer must not be some other message of the session.
-
-    Today the handler clamps message_id to 1 (handlers.handle_read: ``_int_arg(given, "message_id", 0, 1, ...)``),
-    so 0 or -5 silently reads message 1 (here a_long's first message, as the anchor).
-    """
+    """No message has an id below 1: the answer must not be some other message of the session (a clamp to 1 once
+    read a_long's first message as the anchor)."""
     answer = read(shared_proj, {"session_id": "a_long", "message_id": message_id, "before": 0, "after": 0})
     assert answer["success"] is False and answer["code"] in ("bad_argument", "session_not_found"), answer
 

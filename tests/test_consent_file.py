@@ -15,20 +15,20 @@ def test_two_answers_written_at_once_neither_fails_and_the_last_one_stands(tmp_p
     the file holds A's answer, the one that landed last."""
     path = tmp_path / "data" / "consent.json"
     first, second = {"declined": True, "profile": "a"}, {"declined": True, "profile": "b"}
-    real_write = Path.write_text
+    real_replace = Path.replace
     nested = []
 
-    def write_then_interleave(self, *args, **kwargs):
-        written = real_write(self, *args, **kwargs)
-        if not nested:
+    def interleave_then_replace(self, target):
+        if not nested:  # A's text is written to its temporary file, not yet in place
             nested.append(self)
             other = threading.Thread(target=consent.write_consent, args=(path, second))  # the other answer, whole
             other.start()
             other.join()
-        return written
+        return real_replace(self, target)
 
-    monkeypatch.setattr(Path, "write_text", write_then_interleave)
+    monkeypatch.setattr(Path, "replace", interleave_then_replace)
     consent.write_consent(path, first)
+    assert nested, "the other answer was written while the first was half-way"
     assert json.loads(path.read_text(encoding="utf-8")) == first
     assert sorted(p.name for p in path.parent.iterdir()) == ["consent.json"], "no temporary file left behind"
 
