@@ -192,6 +192,7 @@ SENT_BEFORE = [
         # redis's prompts, a client's call, an ACL file's rules, redis-cli in capitals or before CJK prose; .pgpass lines
         # written by echo or printf with any host and port; nmcli's flags
         'redis> AUTH PW', '> HELLO 3 AUTH default PW', 'redis.call("AUTH", "PW")', 'client.sendCommand(["AUTH", "PW"])',
+        'redis.pcall("AUTH", "PW")', 'conn.Do("AUTH", "PW")', 'rdb.Do(ctx, "AUTH", "PW")', 'redis> AUTH PW，然后 PING',
         'user alice on ~* &* +@all >PW', 'REDIS-CLI -a PW', '先 redis-cli -h cache AUTH PW 然后 ping',
         'echo localhost:543:app:bob:PW >> ~/.pgpass', 'echo db:5432:app:bob:PW >> ~/.pgpass',
         "printf '%s\\n' 'db.example.com:5432:app:bob:PW' >> ~/.pgpass", 'nmcli --ask d wifi c MyNet password PW')],
@@ -302,6 +303,15 @@ NEAR_MISSES = [
     'use http -a to pass credentials', 'http -a $USER:$PASS example.org', '> AUTH failed', '> AUTH is required before any command',
     'redis.call("AUTH", password)', 'redis.call("GET", "key:1")', 'user alice on ~* &* +@all >$REDIS_PW',
     'echo app/models.py:123:4:E501:line-too-long', 'echo db:5432:app:bob:$PGPASSWORD >> ~/.pgpass',
+    # near misses of a credential key's fallback (a hostile review's): a literal after a key that is no lookup's
+    # (a test, a validation rule, a message key, a log call, a tuple, a list), other clients' .call, prose about
+    # httpie and Redis-CLI, a redis reply in Chinese
+    'new SecretKeySpec("secret".getBytes(), "HmacSHA256");', 'ModelState.AddModelError("Password", "Error.Password.Min8");',
+    'add_rule("password", r"^(?=.*[A-Z])(?=.*\\d).{8,}$")', 'log.info("secret", "rotated=%s", rotated)',
+    'AUTH_TYPES = [("token", "OAuth2Token"), ("basic", "BasicAuth")]', 'METHODS = ["password", "OAuth2.0", "WebAuthn"]',
+    '("password", "required|min:8|confirmed")', '("token", "user:42:profile")', 'masked = mask("api_key", "sk-****1234")',
+    'api.call("auth", "logout");', 'socket.call("AUTH", "signIn");', 'cd /srv/http && rsync -a deploy@web1:/srv/app/ ./app/',
+    'Redis-CLI with -a flag is insecure', '> AUTH 命令用于验证密码',
 ]
 
 
