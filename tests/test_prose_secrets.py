@@ -189,6 +189,9 @@ SENT_BEFORE = [
         'os.getenv("DB_PASSWORD", """PW""")', 'os.getenv(default="PW", key="DB_PASSWORD")', 'Deno.env.toObject().DB_PASSWORD ?? "PW"',
         'env::var("DB_PASSWORD").unwrap_or_else(|_| { "PW".into() })', 'Environment.GetEnvironmentVariable("DB_PASSWORD") ?? $"PW"',
         'System.getenv("DB_PASSWORD") ?: """PW"""',
+        # split by a formatter (one line break before or after the fallback), a keyword fallback, a JS closure
+        "Config::get(\n    'database.password',\n    'PW'\n)", 'configuration["DbPassword"]\n    ?? "PW"',
+        'config.get("db.password", fallback="PW")', 'Optional.ofNullable(System.getenv("DB_PASSWORD")).orElseGet(() => "PW")',
         # redis's prompts, a client's call, an ACL file's rules, redis-cli in capitals or before CJK prose; .pgpass lines
         # written by echo or printf with any host and port; nmcli's flags
         'redis> AUTH PW', '> HELLO 3 AUTH default PW', 'redis.call("AUTH", "PW")', 'client.sendCommand(["AUTH", "PW"])',
