@@ -196,6 +196,8 @@ SENT_BEFORE = [
         # written by echo or printf with any host and port; nmcli's flags
         'redis> AUTH PW', '> HELLO 3 AUTH default PW', 'redis.call("AUTH", "PW")', 'client.sendCommand(["AUTH", "PW"])',
         'redis.pcall("AUTH", "PW")', 'conn.Do("AUTH", "PW")', 'rdb.Do(ctx, "AUTH", "PW")', 'redis> AUTH PW，然后 PING',
+        'valkey-cli -a PW ping', 'keydb-cli -a PW ping', 'valkey> AUTH PW', '127.0.0.1:6379(TX)> AUTH PW',
+        'xh -a bob:PW example.org', 'python -m httpie -a bob:PW example.org',
         'user alice on ~* &* +@all >PW', 'REDIS-CLI -a PW', '先 redis-cli -h cache AUTH PW 然后 ping',
         'echo localhost:543:app:bob:PW >> ~/.pgpass', 'echo db:5432:app:bob:PW >> ~/.pgpass',
         "printf '%s\\n' 'db.example.com:5432:app:bob:PW' >> ~/.pgpass", 'nmcli --ask d wifi c MyNet password PW')],
