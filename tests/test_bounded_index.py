@@ -89,7 +89,7 @@ def chunks_of(world: World, message_ids: list[int]) -> dict[int, int]:
 
 
 def test_a_search_embeds_a_few_chunks_per_call_and_stores_only_whole_messages(remote: World, monkeypatch):
-    """12 unindexed messages of 25 KB, then of 100 KB (14 and 56 chunks each): one search gave the embedder up to
+    """Unindexed messages of 25 KB, then of 100 KB (14 and 56 chunks each; 6 of each here): one search gave the embedder up to
     32 messages' chunks in one call (at 32 messages 448, then 1,792 chunks: 63 s of the local model against a
     1.5 s budget) and checked the budget only after it. Now each call carries at most 32 chunks, the budget is
     checked between calls, a message is stored only with all its chunks, and one longer than a call is left to
@@ -99,7 +99,7 @@ def test_a_search_embeds_a_few_chunks_per_call_and_stores_only_whole_messages(re
     cap = plugin("vector_index").EMBED_CHUNKS
     for size in (25_000, 100_000):
         world.session(f"big{size}", world.paths["app"])  # type: ignore[attr-defined]
-        bulk(world, f"big{size}", 12, lambda i, size=size: words(i, size))
+        bulk(world, f"big{size}", 6, lambda i, size=size: words(i, size))
         calls.clear()
         answer = world.search("cur", "lighthouse keeper")
         indexing = calls[:-1]  # the last call embeds the question
@@ -111,7 +111,7 @@ def test_a_search_embeds_a_few_chunks_per_call_and_stores_only_whole_messages(re
     monkeypatch.undo()
     assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
     stored = stored_chunks(world)
-    assert len(stored) == 25 and stored == chunks_of(world, list(stored))
+    assert len(stored) == 13 and stored == chunks_of(world, list(stored))
 
 
 def counts(note: str) -> tuple[int, int]:
