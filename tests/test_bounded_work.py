@@ -383,7 +383,8 @@ def _redaction_cost(unit: str, n: int, reps: int = 3, enough: float = 0.0) -> fl
                                   ":authorization, :basic, 'a', ", "nmcli --a d wifi c ", "auth = { 'a', ", ".auth(`a`, `", "AUTH a 然",
                                   'a.b.getX("A_KEY",\n', 'a.getX<T, U>(', '"A_KEY"\n    ?? ', '"A_KEY", fallback=', '"A_KEY").orElseGet(() => ',
                                   'redis.pcall("AUTH", ', 'c.Do(ctx, "AUTH", ', "; http -a a:", "> AUTH 命令",
-                                  "valkey-cli -a ", "valkey> AUTH ", "(TX)> AUTH ", "; xh -a a:"])
+                                  "valkey-cli -a ", "valkey> AUTH ", "(TX)> AUTH ", "; xh -a a:",
+                                  "echo a:1:b:c:d | tee ", 'printf "%s" a:1:b:c:'])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -198,6 +198,9 @@ SENT_BEFORE = [
         'redis.pcall("AUTH", "PW")', 'conn.Do("AUTH", "PW")', 'rdb.Do(ctx, "AUTH", "PW")', 'redis> AUTH PW，然后 PING',
         'valkey-cli -a PW ping', 'keydb-cli -a PW ping', 'valkey> AUTH PW', '127.0.0.1:6379(TX)> AUTH PW',
         'xh -a bob:PW example.org', 'python -m httpie -a bob:PW example.org',
+        'echo "db:5432:app:bob:PW" | tee -a ~/.pgpass', 'echo db:5432:app:bob:PW | sudo tee -a /root/.pgpass',
+        'printf "%s\\n" "db:5432:app:bob:PW" >> ~/.pgpass', 'echo "db:5432:app:bob:PW" > "${PGPASSFILE}"',
+        'echo db:5432:app:bob:PW > %APPDATA%\\postgresql\\pgpass.conf', 'ECHO db:5432:app:bob:PW >> ~/.pgpass',
         'user alice on ~* &* +@all >PW', 'REDIS-CLI -a PW', '先 redis-cli -h cache AUTH PW 然后 ping',
         'echo localhost:543:app:bob:PW >> ~/.pgpass', 'echo db:5432:app:bob:PW >> ~/.pgpass',
         "printf '%s\\n' 'db.example.com:5432:app:bob:PW' >> ~/.pgpass", 'nmcli --ask d wifi c MyNet password PW')],
@@ -317,6 +320,7 @@ NEAR_MISSES = [
     '("password", "required|min:8|confirmed")', '("token", "user:42:profile")', 'masked = mask("api_key", "sk-****1234")',
     'api.call("auth", "logout");', 'socket.call("AUTH", "signIn");', 'cd /srv/http && rsync -a deploy@web1:/srv/app/ ./app/',
     'Redis-CLI with -a flag is insecure', '> AUTH 命令用于验证密码',
+    'echo a:b:c:d:e | tee log.txt', 'echo $PGHOST:5432:app:bob:$PGPASSWORD | tee -a ~/.pgpass',
 ]
 
 
