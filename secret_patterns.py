@@ -317,7 +317,9 @@ ORACLE_LOGIN = re.compile(
 #: "…"``) when the next literal on its line follows a fallback (``,`` ``??`` ``||`` ``?:`` ``or`` ``.orElseGet(() ->``...)
 #: after no ``(`` ``;`` ``=`` ``:`` (not a nested call, a statement, a comparison or a dict's next key) and holds a digit
 #: or a symbol not last (``"passwordHash"`` is a field's name, ``"Required!"`` a message); a Python ``default="…"``
-#: before ``key="…"`` (group ``rkey``); ``Deno.env.toObject().X``.
+#: before ``key="…"`` (group ``rkey``); ``Deno.env.toObject().X``; an attribute or variable named as a credential
+#: before a fallback (group ``dotted``: ``config.dbPassword ?? "…"``, ``settings.DB_PASSWORD or "…"``, Helm's and
+#: Jinja's ``.Values.db.password | default "…"``).
 #: Judged as an assignment to that name (:func:`redact._named_value`): names in :data:`NAMED_NAMES`, values in
 #: :data:`NAMED_VALUES`. The lookaheads of the names' first letters (``[cpiBeE$oSgGD]``) leave a position that starts
 #: none at once.
@@ -349,15 +351,17 @@ NAMED_VALUE = re.compile(
     r"(?=(?:\"\"\"|[\"'`])[^\"'`\n]{0,200}?(?:\d|[^\w\s\"'`.+:-](?![\"'`])))"
     r"(?:\"\"\"(?P<ktq>[^\"\n]{1,200}+)\"\"\"|\"(?P<kdq>[^\"\n]{1,200}+)\""
     r"|(?P<kq2>['`])(?P<ksq>(?:(?!(?P=kq2))[^\n]){1,200}+)(?P=kq2))"
+    r"|(?<![\w$])\.?(?:[A-Za-z_$][\w$]{0,40}+\.){0,2}+(?P<dotted>[A-Za-z_]\w{0,60}+)[ \t]*+(?:\?\?|\|\||\?:|or\b"
+    r"|\|[ \t]*+default\b[ \t]*+\(?)[ \t]*+(?:\"(?P<odq>[^\"\n]{1,200}+)\"|'(?P<osq>[^'\n]{1,200}+)')"
     r"|(?<![\w.])default[ \t]*+=[ \t]*+[bfru]{0,2}+(?:\"(?P<rdq>[^\"\n]{1,200}+)\"|'(?P<rsq>[^'\n]{1,200}+)')[ \t]*+,\s*+"
     r"key[ \t]*+=[ \t]*+(?P<kq3>[\"'])(?P<rkey>[A-Za-z_][\w.-]{0,100}+)(?P=kq3)"
 )
 #: :data:`NAMED_VALUE`'s groups holding the name, and the value (the first five are markup's and assignments'; the rest,
 #: :data:`DEFAULT_VALUES`, a default or a fallback in code).
-NAMED_NAMES = ("tag", "attr", "env", "default", "js", "indexed", "called", "keyed", "rkey")
+NAMED_NAMES = ("tag", "attr", "env", "default", "js", "indexed", "called", "keyed", "dotted", "rkey")
 #: The value groups of a default or fallback (a literal after the name, not assigned to it): it must also read as a
 #: password by itself (:data:`DEFAULT_SECRET`).
-DEFAULT_VALUES = ("ddq", "dsq", "fdq", "fsq", "ktq", "kdq", "ksq", "rdq", "rsq")
+DEFAULT_VALUES = ("ddq", "dsq", "fdq", "fsq", "ktq", "kdq", "ksq", "odq", "osq", "rdq", "rsq")
 NAMED_VALUES = ("element", "quoted", "dq", "sq", "bare", *DEFAULT_VALUES)
 #: What a default or fallback in code (:data:`DEFAULT_VALUES`) must look like to be
 #: taken for a password: 8+ characters without a space or a ``/`` (paths, URLs), not ``host:port``, and both cases or a
@@ -365,9 +369,11 @@ NAMED_VALUES = ("element", "quoted", "dq", "sq", "bare", *DEFAULT_VALUES)
 #: template (``${prefix}-key``, ``{env}-Key1``), one word of letters in any script, optionally ending in ``:`` or ``*``
 #: (``'Authorization'``, ``"Password:"``, ``"Contraseña"``: labels), words joined by ``-`` (``X-Auth-Token``,
 #: ``__Secure-next-auth.session-token``: a header's or cookie's name), a reference (``env:DB_PASSWORD``,
-#: ``keyring:myapp``, ``%AUTH_TOKEN%``, ``@AUTH_TOKEN``) nor a placeholder (``(anonymous)``, ``API_KEY=***``, ``****``).
-DEFAULT_SECRET = re.compile(r"(?![./~])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\d]|\.)*+-(?:[^\W\d]|[.-])*+[:*]?$)"
-                            r"(?![a-z][a-z\d]*+:[A-Za-z_]++$|%\w++%$|@\w++$|\([^()]*+\)$|[A-Z][A-Z\d_]*+=|\*++(?:[A-Z_]++\*++)?$)"
+#: ``keyring:myapp``, ``ENV:API_KEY``, ``%AUTH_TOKEN%``, ``@AUTH_TOKEN``) nor a placeholder (``(anonymous)``,
+#: ``API_KEY=***``, ``****``), not a regular expression (``^…``, ``(?=``, ``{8,}``), no CJK text (a message).
+DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\d]|\.)*+-(?:[^\W\d]|[.-])*+[:*]?$)"
+                            r"(?!\S*(?:\(\?[=!:<]|\{\d{1,3},\d{0,3}\}|[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]))"
+                            r"(?![A-Za-z][A-Za-z\d]*+:[A-Za-z_]++$|%\w++%$|@\w++$|\([^()]*+\)$|[A-Z][A-Z\d_]*+=|\*++(?:[A-Z_]++\*++)?$)"
                             r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
 #: Credential labels in other scripts than Latin (longer ones first).
 _SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|パスワード|暗証番号|비밀번호|비번|암호"

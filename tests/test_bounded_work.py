@@ -384,7 +384,8 @@ def _redaction_cost(unit: str, n: int, reps: int = 3, enough: float = 0.0) -> fl
                                   'a.b.getX("A_KEY",\n', 'a.getX<T, U>(', '"A_KEY"\n    ?? ', '"A_KEY", fallback=', '"A_KEY").orElseGet(() => ',
                                   'redis.pcall("AUTH", ', 'c.Do(ctx, "AUTH", ', "; http -a a:", "> AUTH 命令",
                                   "valkey-cli -a ", "valkey> AUTH ", "(TX)> AUTH ", "; xh -a a:",
-                                  "echo a:1:b:c:d | tee ", 'printf "%s" a:1:b:c:'])
+                                  "echo a:1:b:c:d | tee ", 'printf "%s" a:1:b:c:', "a.b.c_password ?? ",
+                                  "a.password | default ", "a.b.", 'x.token or "a1'])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

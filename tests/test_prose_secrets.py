@@ -201,6 +201,8 @@ SENT_BEFORE = [
         'echo "db:5432:app:bob:PW" | tee -a ~/.pgpass', 'echo db:5432:app:bob:PW | sudo tee -a /root/.pgpass',
         'printf "%s\\n" "db:5432:app:bob:PW" >> ~/.pgpass', 'echo "db:5432:app:bob:PW" > "${PGPASSFILE}"',
         'echo db:5432:app:bob:PW > %APPDATA%\\postgresql\\pgpass.conf', 'ECHO db:5432:app:bob:PW >> ~/.pgpass',
+        'const pw = config.dbPassword ?? "PW";', 'settings.DB_PASSWORD or "PW"', '{{ .Values.db.password | default "PW" }}',
+        "{{ db_password | default('PW') }}",
         'user alice on ~* &* +@all >PW', 'REDIS-CLI -a PW', '先 redis-cli -h cache AUTH PW 然后 ping',
         'echo localhost:543:app:bob:PW >> ~/.pgpass', 'echo db:5432:app:bob:PW >> ~/.pgpass',
         "printf '%s\\n' 'db.example.com:5432:app:bob:PW' >> ~/.pgpass", 'nmcli --ask d wifi c MyNet password PW')],
@@ -321,6 +323,9 @@ NEAR_MISSES = [
     'api.call("auth", "logout");', 'socket.call("AUTH", "signIn");', 'cd /srv/http && rsync -a deploy@web1:/srv/app/ ./app/',
     'Redis-CLI with -a flag is insecure', '> AUTH 命令用于验证密码',
     'echo a:b:c:d:e | tee log.txt', 'echo $PGHOST:5432:app:bob:$PGPASSWORD | tee -a ~/.pgpass',
+    'const pw = form.password || "********";', 'const re = rules.password || "^(?=.*\\d).{8,}$";',
+    'self.api_key = kwargs.api_key or "ENV:OPENAI_API_KEY"', 'const field = t.password ?? "密码（至少8位）";',
+    '{{ .Values.db.passwordKey | default "db-password" }}', 'const secret = env.JWT_SECRET ?? "dev-secret-change-me";',
 ]
 
 
