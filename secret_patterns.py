@@ -211,6 +211,9 @@ ASSIGNMENT = re.compile(
 #: (prose around redis-cli is not). Group ``value`` is the password (a quoted one may hold spaces), ``q`` its quote.
 #: The basic-auth branch looks ahead at its names' first letters (``[HSBDPbhpdaACN]``): a position starting none goes at
 #: once.
+#: CJK text (ideographs, kana, hangul, full-width forms), where an unquoted command-line value or a default in code
+#: ends: prose written straight after it ("AUTH PW，然后 ping"), or a message ("密码（至少8位）").
+_CJK = r"\u3000-\u9fff\uac00-\ud7af\uff00-\uffef"
 #: Up to two of redis-cli's flags (``-h db1``, ``--tls``), taken twice by :data:`CLI_SECRET` before an inline ``AUTH``.
 _REDIS_FLAGS = r"(?:[ \t]++--?[A-Za-z][\w-]{0,30}+(?:[ \t]++[^\s-]\S{0,200}+)?){0,2}"
 #: Up to two rules of an ACL file's ``user`` line before its ``>password`` (``~*``, ``&*``, ``+@all``, ``allkeys``),
@@ -262,8 +265,8 @@ CLI_SECRET = re.compile(
     r"(?:(?![A-Z]{2,64}+[ \t])[^\s\"']{1,64}+[ \t]++)?(?=[a-z]{0,200}+[^a-z\s]))"
     r")(?P<q>[\"']|(?:(?<=[(,])|(?<=,[ \t]))`)?"
     r"(?(last)(?![a-z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)|[A-Z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)))"
-    r"(?P<value>(?(q)(?:(?<=`)[^`\n]{1,200}+|[^\"'\n]{1,200}+)|[^\s\"'\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]{1,200}+))(?(q)(?P=q))"
-    r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]|\d>|$)|[ \t]++(?i:SETNAME)[ \t]))"
+    r"(?P<value>(?(q)(?:(?<=`)[^`\n]{1,200}+|[^\"'\n]{1,200}+)|[^\s\"'" + _CJK + r"]{1,200}+))(?(q)(?P=q))"
+    r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\" + _CJK + r"]|\d>|$)|[ \t]++(?i:SETNAME)[ \t]))"
     r"(?(list)(?=[ \t]*+[\])}]))(?(call)(?=\s*+[)\]]))"
 )
 #: Right after ``echo`` or ``echo -n``/``-e``/``-E`` (the line it writes into a file).
@@ -372,7 +375,7 @@ NAMED_VALUES = ("element", "quoted", "dq", "sq", "bare", *DEFAULT_VALUES)
 #: ``keyring:myapp``, ``ENV:API_KEY``, ``%AUTH_TOKEN%``, ``@AUTH_TOKEN``) nor a placeholder (``(anonymous)``,
 #: ``API_KEY=***``, ``****``), not a regular expression (``^…``, ``(?=``, ``{8,}``), no CJK text (a message).
 DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\d]|\.)*+-(?:[^\W\d]|[.-])*+[:*]?$)"
-                            r"(?!\S*(?:\(\?[=!:<]|\{\d{1,3},\d{0,3}\}|[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]))"
+                            r"(?!\S*(?:\(\?[=!:<]|\{\d{1,3},\d{0,3}\}|[" + _CJK + r"]))"
                             r"(?![A-Za-z][A-Za-z\d]*+:[A-Za-z_]++$|%\w++%$|@\w++$|\([^()]*+\)$|[A-Z][A-Z\d_]*+=|\*++(?:[A-Z_]++\*++)?$)"
                             r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
 #: Credential labels in other scripts than Latin (longer ones first).
