@@ -169,12 +169,16 @@ def test_a_search_of_a_half_built_index_does_not_read_the_project_again(remote: 
     assert work[8000].sql <= 2 * work[2000].sql, work
 
 
-def test_long_messages_above_a_watermark_do_not_stall_indexing(remote: World):
+def test_long_messages_above_a_watermark_do_not_stall_indexing(remote: World, monkeypatch):
     """Index complete, then one short message and 33 of 100 KB: every search took the watermark path, read the 33
     again and passed over the same 32 (it stopped after 32 passed over), so the short message was never embedded
     by a search and the note said 32 of them were too long. Now a search reads past long messages (up to a bound
-    in characters), the record remembers them on either path and leaves them out, and the note counts them all."""
-    world = remote
+    in characters), the record remembers them on either path and leaves them out, and the note counts them all.
+    A message passed over is not redacted: redacting each first (~0.2 s) let a search pass only 8 of them."""
+    world, redact = remote, plugin("redact")
+    redacted: list[int] = []
+    real = redact.redact_secrets
+    monkeypatch.setattr(redact, "redact_secrets", lambda text: redacted.append(len(text)) or real(text))
     world.session("s1", world.paths["app"])  # type: ignore[attr-defined]
     bulk(world, "s1", 4, lambda i: words(i, 60))
     assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
@@ -186,6 +190,7 @@ def test_long_messages_above_a_watermark_do_not_stall_indexing(remote: World):
     assert short in stored_chunks(world), "the short message was never embedded by a search"
     assert counts(answer["semantic_note"]) == (5, 38), answer["semantic_note"]
     assert "33 of them are too long" in answer["semantic_note"], answer["semantic_note"]
+    assert redacted and max(redacted) < 100_000, sorted(redacted)[-3:]
 
 
 def test_keyword_status_reads_no_text_above_a_watermark(remote: World, monkeypatch):
