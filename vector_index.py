@@ -213,13 +213,7 @@ class VectorIndex:
             return deadline is None or time.monotonic() < deadline
 
         def chunked(text: str) -> list[str]:
-            # Too long is decided on the text as stored: a message passed over is never sent, so it is not
-            # redacted (redaction costs ~0.2 s a 100 KB message, chunking ~1 ms).
-            raw = chunk_text(text, self.chunk_size, self.chunk_overlap)
-            if longest is not None and len(raw) > longest:
-                return raw
-            sent = self.provider.outbound_text(text)
-            return raw if sent == text else chunk_text(sent, self.chunk_size, self.chunk_overlap)
+            return _chunks(self.provider, text, self.chunk_size, self.chunk_overlap, longest)
 
         done = 0
         for group in _groups(messages, chunked, before_deadline, longest, passed):
@@ -369,6 +363,17 @@ class VectorIndex:
 
 
 Group = list[tuple[PendingMessage, list[str]]]
+
+
+def _chunks(provider: Provider, text: str, size: int, overlap: int, longest: int | None) -> list[str]:
+    """The chunks of ``text`` as ``provider`` may be given it; those of ``text`` as stored when they are more than
+    ``longest``. A message too long for a search is passed over and never sent, so it is not redacted (redaction
+    costs ~0.2 s a 100 KB message, chunking ~1 ms)."""
+    raw = chunk_text(text, size, overlap)
+    if longest is not None and len(raw) > longest:
+        return raw
+    sent = provider.outbound_text(text)
+    return raw if sent == text else chunk_text(sent, size, overlap)
 
 
 def _groups(messages: Iterable[PendingMessage], chunked: Callable[[str], list[str]], before_deadline: Callable[[], bool],
