@@ -4,6 +4,8 @@ Two Hermes lines write state.db: 0.19 (PyPI, schema 22) and 0.21 (Hermes' instal
 by what the database holds, never by a version string (a 0.19 file opened by 0.21 says 30 and keeps 0.19's
 index until ``hermes sessions optimize-storage`` rebuilds it):
 
+* copies of one message (every layout): in-place compaction before hermes-agent #99545 archived the tail it
+  carried forward beside its live copy; Hermes' transcript shows each message once (:data:`_ONE_COPY`);
 * ``messages.display_kind`` / ``display_metadata`` (0.21): rows a person never saw (compaction scaffolding,
   turns marked ``model_only``) are left out of everything shown;
 * ``sessions.hidden`` (0.21): sessions hidden from Hermes' own listing;
@@ -21,6 +23,7 @@ as SQL here (:meth:`Layout.visible_sql`). Read-only; raises only ``sqlite3`` err
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import dataclass
 
@@ -33,6 +36,26 @@ _LIVE = "(m.active = 1 OR m.compacted = 1)"
 _SHOWN = ("COALESCE(m.display_kind, '') <> 'hidden' AND NOT (m.display_metadata LIKE '%model\\_only%' ESCAPE '\\'"
           " AND CASE WHEN json_valid(m.display_metadata)"
           " THEN COALESCE(json_extract(m.display_metadata, '$.model_only'), 0) NOT IN (0, '', '0', 'false') ELSE 0 END)")
+
+
+#: One message Hermes' transcript shows once, whatever copies of it state.db holds: rows of a session alike in role,
+#: content, timestamp and tool columns are one message, shown as its live row, else its newest (hermes-agent
+#: ``hermes_state_messages``: ``_display_dedupe_key``, ``_dedupe_display_generations``, ``_display_rows_from_conn``,
+#: at 01e8a2d0). Compaction before hermes-agent #99545 (#86366) archived the tail it carried forward
+#: (``compacted = 1``) beside the live copy it inserted, one more copy a compaction. A copy keeps its timestamp, so
+#: the rows alike are found by one seek of Hermes' (session_id, timestamp) index (every layout has it) and compared
+#: there; ``{other}`` is the rest of what Hermes shows, said of ``d``. Only archived rows are asked: a live row is
+#: always shown: two live rows alike (a rarer fault, hermes-agent #96929) Hermes would fold too, but asking would
+#: read every live row's timestamp, which lies past a long tool log's content, in its overflow pages.
+_ONE_COPY = ("(m.active IS 1 OR NOT EXISTS (SELECT 1 FROM messages d WHERE d.session_id = m.session_id"
+             " AND d.timestamp = m.timestamp AND d.id <> m.id AND (d.active IS 1 OR d.id > m.id) AND d.role IS m.role"
+             " AND d.tool_call_id IS m.tool_call_id AND d.tool_name IS m.tool_name AND d.tool_calls IS m.tool_calls"
+             " AND d.content IS m.content AND {other}))")
+
+
+def _of(condition: str, alias: str) -> str:
+    """``condition`` (on ``messages`` as ``m``) said of the alias ``alias``."""
+    return re.sub(r"\bm\.", f"{alias}.", condition)
 
 
 @dataclass(frozen=True)
@@ -50,8 +73,9 @@ class Layout:
     ids_by_session: bool = False  # messages has an index on (session_id, id)
 
     def visible_sql(self) -> str:
-        """The SQL condition (on ``messages`` as ``m``) that keeps what Hermes shows a person."""
-        return f"{_LIVE} AND {_SHOWN}" if self.display else _LIVE
+        """The SQL condition (on ``messages`` as ``m``) that keeps what Hermes shows a person: each message once."""
+        kept = f"{_LIVE} AND {_SHOWN}" if self.display else _LIVE
+        return f"{kept} AND {_ONE_COPY.format(other=_of(kept, 'd'))}"
 
     def archived_sql(self) -> str:
         """The SQL value (on ``sessions`` as ``s``) that is true for a session archived on purpose, which is left
