@@ -505,3 +505,22 @@ def test_a_disk_io_error_reading_projects_db_that_lasts_is_a_temporary_error(sha
     answer = shared_billing.call(tool, args, "cur")
     assert answer == {"success": False, "error": "projects database unreadable for a moment: disk I/O error",
                       "code": "projects_db_unreadable", "temporary": True}, answer
+
+
+@pytest.mark.skipif(not _EIO.is_file(), reason="needs Linux's /proc/self/mem")
+def test_a_move_written_before_projects_db_fails_says_so(billing_world, monkeypatch):
+    """projects.db is read to find the target, then fails: the move is done, and the answer says where it was
+    going and that where the session now belongs was not checked."""
+    paths = sys.modules["hermes_plugins.project_history_recall.paths"]
+    real, reads = paths.projects_db_path, []
+    monkeypatch.setattr(paths, "projects_db_path", lambda home: reads.append(1) or (real(home) if len(reads) == 1 else _EIO))
+    answer = billing_world.move("cur", "Billing")
+    assert answer["success"] is True and answer["project"]["name"] == "Billing", answer
+    assert any("where the session now belongs was not checked" in w for w in answer["warnings"]), answer
+    assert billing_world.session_row("cur")["cwd"] == billing_world.session_row("old")["cwd"]
+
+
+@pytest.fixture
+def billing_world(world: World) -> World:
+    """:func:`_billing` of a world of its own, for a test that changes it."""
+    return _billing(world)
