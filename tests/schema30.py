@@ -350,19 +350,24 @@ class Schema30:
             conn.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?", (sid,))
             return int(cursor.lastrowid or 0)
 
-    def compact(self, sid: str, summary: str, keep: int) -> list[int]:
+    def compact(self, sid: str, summary: str, keep: int, head: int = 0) -> list[int]:
         """An in-place compaction as Hermes wrote it before hermes-agent #99545 (``archive_and_compact``): every live
-        row archived (``active = 0, compacted = 1``), then the summary and copies of the last ``keep`` live rows
-        inserted as live rows, each copy with its original's columns and timestamp. Returns the copies' ids."""
-        with self.connect() as conn:
-            tail = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ? AND active = 1 ORDER BY id DESC"
-                                               " LIMIT ?", (sid, keep))][::-1]
-            conn.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1", (sid,))
-        self.say(sid, "user", summary)
+        row archived (``active = 0, compacted = 1``), then copies of the first ``head`` live rows, the summary and
+        copies of the last ``keep`` inserted as live rows, each copy with its original's columns and timestamp.
+        Returns the tail copies' ids."""
         columns = "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, display_kind, display_metadata"
-        with self.connect() as conn:
+
+        def copy(conn: sqlite3.Connection, mids: list[int]) -> list[int]:
             return [int(conn.execute(f"INSERT INTO messages ({columns}) SELECT {columns} FROM messages WHERE id = ?",
-                                     (mid,)).lastrowid or 0) for mid in tail]
+                                     (mid,)).lastrowid or 0) for mid in mids]
+
+        with self.connect() as conn:
+            live = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ? AND active = 1 ORDER BY id", (sid,))]
+            conn.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1", (sid,))
+            copy(conn, live[:head])
+        self.say(sid, "user", summary)
+        with self.connect() as conn:
+            return copy(conn, live[-keep:])
 
     def archive(self, sid: str, *, by_sweep: bool = False) -> None:
         """Archive ``sid`` as a person does (``set_session_archived``: ``auto_archived`` cleared) or, with

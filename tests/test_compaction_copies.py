@@ -26,40 +26,43 @@ LATER = [("user", "what about dead letters?"), ("assistant", "dead letters go to
 
 
 def hermes_shows(path: Any, sid: str) -> list[int]:
-    """The ids Hermes' transcript shows of ``sid``, by id: its display rule (``_dedupe_display_generations``) on the
-    rows it reads (``active = 1 OR compacted = 1``)."""
+    """The ids Hermes' transcript shows of ``sid``, in its order: its display rule (``_dedupe_display_generations``)
+    on the rows it reads (``active = 1 OR compacted = 1``): of the rows alike, the live one, else the newest, where
+    the first of them lies."""
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT id, active, role, content, timestamp, tool_call_id, tool_calls, tool_name FROM messages"
                             " WHERE session_id = ? AND (active = 1 OR compacted = 1) ORDER BY id", (sid,)).fetchall()
     chosen: dict[tuple[Any, ...], tuple[int, int]] = {}
+    first: dict[tuple[Any, ...], int] = {}
     for mid, active, *key in rows:
         chosen[tuple(key)] = max(chosen.get(tuple(key), (0, 0)), (int(active == 1), mid))
-    return sorted(mid for _, mid in chosen.values())
+        first.setdefault(tuple(key), mid)
+    return [chosen[key][1] for key in sorted(chosen, key=first.__getitem__)]
 
 
 @pytest.fixture(params=["0.19", "30", "31"])
 def compacted(request: pytest.FixtureRequest, world: World) -> World:
-    """Session ``long`` (asked from ``cur``): :data:`TURNS`, compacted keeping its last two messages, :data:`LATER`,
-    compacted again keeping two. ``world.copies``: the live copies' ids, the last two."""
+    """Session ``long`` (asked from ``cur``): :data:`TURNS`, compacted keeping its first message and last two,
+    :data:`LATER`, compacted again keeping the same. ``world.copies``: the live copies' ids, the last two."""
     alpha = world.repo("alpha")
     if request.param == "0.19":
         world.session("long", alpha, messages=TURNS)
         for extra, summary in (([], "[CONTEXT COMPACTION] heron queue and backoff"), (LATER, "[CONTEXT COMPACTION] dead letters")):
             for role, text in extra:
                 world.say("long", role, text)
-            tail = world.db.get_messages_as_conversation("long")[-2:]
-            world.db.archive_and_compact("long", [{"role": "user", "content": summary}, *tail])
+            live = world.db.get_messages_as_conversation("long")
+            world.db.archive_and_compact("long", [live[0], {"role": "user", "content": summary}, *live[-2:]])
         world.session("cur", alpha, messages=[("user", "hi")])
         with sqlite3.connect(world.home / "state.db") as conn:
             world.copies = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = 'long' AND active = 1"
-                                                       " AND content NOT LIKE '[CONTEXT%' ORDER BY id")]
+                                                       " AND content NOT LIKE '[CONTEXT%' ORDER BY id")][-2:]
     else:
         db = Schema30(world.home / "state.db", "fresh", schema=int(request.param))
         db.session("long", cwd=alpha, git_repo_root=alpha, messages=TURNS)
-        db.compact("long", "[CONTEXT COMPACTION] heron queue and backoff", keep=2)
+        db.compact("long", "[CONTEXT COMPACTION] heron queue and backoff", keep=2, head=1)
         for role, text in LATER:
             db.say("long", role, text)
-        world.copies = db.compact("long", "[CONTEXT COMPACTION] dead letters", keep=2)
+        world.copies = db.compact("long", "[CONTEXT COMPACTION] dead letters", keep=2, head=1)
         db.session("cur", cwd=alpha, git_repo_root=alpha, messages=[("user", "hi")])
     return world
 
@@ -69,9 +72,11 @@ def read(world: World, **args: Any) -> dict[str, Any]:
 
 
 def test_the_window_shows_what_hermes_shows_each_message_once(compacted: World):
-    """Read from the start: the messages Hermes' transcript shows, each once (the carried tail was there two or three
-    times: the second "ok" and "noted" twice, the dead letters twice); messages summarized away with no live copy
-    stay, and the first "ok", said at another time, is a message of its own."""
+    """Read from the start: the messages Hermes' transcript shows, each once and where it was first said (the carried
+    head was there three times, the first question ahead of all; the tail two or three times: the second "ok" and
+    "noted", the dead letters); messages summarized away with no live copy stay, and the first "ok", said at another
+    time, is a message of its own. Before, the copies were all shown; shown once as the live copy where it lies, the
+    first question came after the rest of the first compaction's messages."""
     shown = hermes_shows(compacted.home / "state.db", "long")
     answer = read(compacted, after=30)
     assert [m["message_id"] for m in answer["messages"]] == shown, answer
