@@ -38,6 +38,13 @@ class StateDBUnreadable(StoreError):
     code = "db_unreadable"
 
 
+class ProjectsDBUnreadable(StoreError):
+    """projects.db met SQLite's "disk I/O error" (``temporary`` in its details): the projects are not known just now,
+    and a scope made without them would be another project's."""
+
+    code = "projects_db_unreadable"
+
+
 class NoSession(StoreError):
     code = "no_session"
 

@@ -4,6 +4,9 @@ Two Hermes lines write state.db: 0.19 (PyPI, schema 22) and 0.21 (Hermes' instal
 by what the database holds, never by a version string (a 0.19 file opened by 0.21 says 30 and keeps 0.19's
 index until ``hermes sessions optimize-storage`` rebuilds it):
 
+* copies of one message (every layout): in-place compaction before hermes-agent #99545 archived the head and tail it
+  carried forward beside their live copies; Hermes' transcript shows each message once, where it was first said
+  (:data:`_ALIKE`);
 * ``messages.display_kind`` / ``display_metadata`` (0.21): rows a person never saw (compaction scaffolding,
   turns marked ``model_only``) are left out of everything shown;
 * ``sessions.hidden`` (0.21): sessions hidden from Hermes' own listing;
@@ -21,6 +24,7 @@ as SQL here (:meth:`Layout.visible_sql`). Read-only; raises only ``sqlite3`` err
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from dataclasses import dataclass
 
@@ -33,6 +37,33 @@ _LIVE = "(m.active = 1 OR m.compacted = 1)"
 _SHOWN = ("COALESCE(m.display_kind, '') <> 'hidden' AND NOT (m.display_metadata LIKE '%model\\_only%' ESCAPE '\\'"
           " AND CASE WHEN json_valid(m.display_metadata)"
           " THEN COALESCE(json_extract(m.display_metadata, '$.model_only'), 0) NOT IN (0, '', '0', 'false') ELSE 0 END)")
+
+
+#: Rows of one message: rows of a session alike in role, content, timestamp and tool columns are one message to
+#: Hermes' transcript, which shows it once, as its live row, else its newest, where its first row lies
+#: (hermes-agent ``hermes_state_messages``: ``_display_dedupe_key``, ``_dedupe_display_generations``,
+#: ``_display_rows_from_conn``, at 01e8a2d0). Compaction before hermes-agent #99545 (#86366) archived every live row
+#: (``compacted = 1``) and inserted copies of the head and tail it carried forward, one more copy a compaction. A
+#: copy keeps its timestamp, so the rows alike are found by one seek of Hermes' (session_id, timestamp) index (every
+#: layout has it) and compared there; ``{other}`` is the rest of what Hermes shows, said of ``d``.
+_ALIKE = ("d.session_id = m.session_id AND d.timestamp = m.timestamp AND d.role IS m.role"
+          " AND d.tool_call_id IS m.tool_call_id AND d.tool_name IS m.tool_name AND d.tool_calls IS m.tool_calls"
+          " AND d.content IS m.content AND {other}")
+#: The row of its message Hermes shows (the live one, else the newest). Only archived rows are asked: a live row
+#: passes, as two live rows alike (a rarer fault, hermes-agent #96929) are not told apart here: asking would read
+#: every live row's timestamp, which lies past a long tool log's content, in its overflow pages, for every search.
+_ONE_COPY = "(m.active IS 1 OR NOT EXISTS (SELECT 1 FROM messages d WHERE {alike} AND d.id <> m.id AND (d.active IS 1 OR d.id > m.id)))"
+#: Of row ``m`` (by id, the parameter): the row of its message Hermes shows when ``m`` is the first row of it (where
+#: Hermes shows the message), else NULL: what a walk of a session, which reads only the rows it passes, keeps.
+_SHOWN_HERE = ("SELECT CASE WHEN (SELECT min(d.id) FROM messages d WHERE {alike}) = m.id THEN (SELECT d.id FROM messages d"
+               " WHERE {alike} ORDER BY d.active IS 1 DESC, d.id DESC LIMIT 1) END FROM messages m WHERE m.id = ?")
+#: Of row ``m`` (by id): the ``(timestamp, id)`` of the first row of its message.
+_FIRST_ROW = "SELECT m.timestamp, (SELECT min(d.id) FROM messages d WHERE {alike}) FROM messages m WHERE m.id = ?"
+
+
+def _of(condition: str, alias: str) -> str:
+    """``condition`` (on ``messages`` as ``m``) said of the alias ``alias``."""
+    return re.sub(r"\bm\.", f"{alias}.", condition)
 
 
 @dataclass(frozen=True)
@@ -49,9 +80,27 @@ class Layout:
     stale: bool = False  # Hermes found the index damaged and searches by substring until it rebuilds it
     ids_by_session: bool = False  # messages has an index on (session_id, id)
 
-    def visible_sql(self) -> str:
-        """The SQL condition (on ``messages`` as ``m``) that keeps what Hermes shows a person."""
+    def rows_sql(self) -> str:
+        """The SQL condition (on ``messages`` as ``m``) that keeps the rows of the messages Hermes shows a person,
+        copies of one message included (:meth:`shown_here_sql` tells them apart); reads no row's content."""
         return f"{_LIVE} AND {_SHOWN}" if self.display else _LIVE
+
+    def visible_sql(self) -> str:
+        """The SQL condition (on ``messages`` as ``m``) that keeps what Hermes shows a person: each message once,
+        as the row Hermes shows of it."""
+        return f"{self.rows_sql()} AND {_ONE_COPY.format(alike=self._alike())}"
+
+    def shown_here_sql(self) -> str:
+        """SQL of one parameter, the id of a row :meth:`rows_sql` keeps: one value, the id of the row of its message
+        Hermes shows when the row is where Hermes shows the message (its first), else NULL."""
+        return _SHOWN_HERE.format(alike=self._alike())
+
+    def first_row_sql(self) -> str:
+        """SQL of one parameter, a row's id: ``(timestamp, id of the first row of its message)``."""
+        return _FIRST_ROW.format(alike=self._alike())
+
+    def _alike(self) -> str:
+        return _ALIKE.format(other=_of(self.rows_sql(), "d"))
 
     def archived_sql(self) -> str:
         """The SQL value (on ``sessions`` as ``s``) that is true for a session archived on purpose, which is left

@@ -139,7 +139,7 @@ def known_repos(home: Path) -> list[attribution.Project]:
     try:
         listing = store.load_projects(home)
         census = workspace.project_census(conn, workspace.attributor_for(home, listing.projects))
-    except sqlite3.DatabaseError:
+    except (sqlite3.DatabaseError, errors.ProjectsDBUnreadable):
         return []
     finally:
         conn.close()
@@ -180,7 +180,11 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
     finally:
         workspace.membership.invalidate()
         db.close()
-    listing = store.load_projects(home)
+    try:
+        listing = store.read_again(store.load_projects)(home)
+    except errors.ProjectsDBUnreadable as exc:  # the move is done: said, not failed
+        warnings.append(f"{exc}: where the session now belongs was not checked")
+        return MoveOutcome(target.project, folder, branch, root, tuple(lineage), tuple(warnings))
     conn = store.open_state_db(home)
     try:
         moved = session_rows.session_info(conn, session_id)

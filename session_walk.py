@@ -31,8 +31,9 @@ def walk_session(
     conn: sqlite3.Connection, session_id: str, start: tuple[float, int] | None, *, back: bool, count: int,
     reach: int | None = None, role: str | None = None,
 ) -> tuple[list[int], bool]:
-    """The ids of the next ``count`` messages Hermes shows of ``session_id``, by id (backwards with ``back``), and
-    whether the walk stopped at its reach: ``(ids, stopped)``.
+    """The ids of the next ``count`` messages Hermes shows of ``session_id``, in its order (by id; a message stored
+    more than once where its first row lies), backwards with ``back``, and whether the walk stopped at its reach:
+    ``(ids, stopped)``.
 
     It starts after ``start`` (a message's ``(timestamp, id)``; ``None``: the session's first message, or last
     with ``back``) and reads at most ``count + reach`` rows (``reach``: :data:`HIDDEN_REACH` unless given). With
@@ -42,7 +43,8 @@ def walk_session(
     if count <= 0:
         return [], False
     reach = HIDDEN_REACH if reach is None else reach
-    kept_sql, kept_params = store.visible(conn), []
+    shape = store.layout_of(conn)
+    kept_sql, kept_params = shape.rows_sql(), []
     if role is not None:  # role first: no tool log's content read
         kept_sql, kept_params = f"m.role = ? AND {store.SHOWS_TEXT} AND {kept_sql}", [role]
     ids: list[int] = []
@@ -51,8 +53,11 @@ def walk_session(
     for read, (mid, kept) in enumerate(rows, 1):
         if read > count + reach:
             return ids, True
-        if kept:
-            ids.append(mid)
+        # A message stored more than once (copies a compaction left) is shown where its first row lies, as the row
+        # Hermes shows of it; asked only of the rows kept, one at a time, as the walk reaches them.
+        shown = conn.execute(shape.shown_here_sql(), (mid,)).fetchone()[0] if kept else None
+        if shown is not None:
+            ids.append(int(shown))
             if len(ids) == count:
                 return ids, False
     return ids, False
@@ -163,8 +168,9 @@ def messages_around(
         anchor = conn.execute(sql, (message_id, session_id)).fetchone()
         if anchor is None or not anchor[2]:
             return [], False
-        earlier, cut_before = walk_session(conn, session_id, anchor[:2], back=True, count=before)
-        later, cut_after = walk_session(conn, session_id, anchor[:2], back=False, count=after)
+        at = tuple(conn.execute(store.layout_of(conn).first_row_sql(), (message_id,)).fetchone())  # where it is shown
+        earlier, cut_before = walk_session(conn, session_id, at, back=True, count=before)
+        later, cut_after = walk_session(conn, session_id, at, back=False, count=after)
         ids, stopped = [*reversed(earlier), message_id, *later], cut_before or cut_after
     rows = store.fetch_messages(conn, ids)
     return [rows[i] for i in ids if i in rows], stopped

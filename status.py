@@ -332,7 +332,10 @@ def profile_status(*, home: Path) -> dict[str, Any]:
             finally:
                 conn.close()
     answer["state_db"] = state
-    listing = store.load_projects(home)
+    try:
+        listing = store.load_projects(home)
+    except errors.ProjectsDBUnreadable as exc:  # a report: said, not failed
+        listing = store.ProjectList((), False, str(exc))
     pdb_path = paths.projects_db_path(home)
     projects: dict[str, Any] = {"path": str(pdb_path), "found": pdb_path.is_file()}
     if listing.available:

@@ -57,27 +57,28 @@ _T = TypeVar("_T")
 
 def transient(exc: BaseException) -> bool:
     """Whether ``exc`` is SQLite's "disk I/O error" (``SQLITE_IOERR`` and its extended codes), raised as is or met
-    opening state.db (:func:`open_state_db`). A read-only connection meets it while another process checkpoints
-    or resets the WAL (seen on macOS and WSL2); it is gone milliseconds later, and Hermes retries its own
-    read-only reads for it (hermes-agent #100436, #100882)."""
-    if isinstance(exc, errors.StateDBUnreadable):
+    opening state.db (:func:`open_state_db`) or reading projects.db (:func:`load_projects`): a
+    :class:`errors.StoreError` says ``temporary``. A read-only connection meets it while another process
+    checkpoints or resets the WAL (seen on macOS and WSL2); it is gone milliseconds later, and Hermes retries its
+    own read-only reads for it (hermes-agent #100436, #100882)."""
+    if isinstance(exc, errors.StoreError):
         return bool(exc.details.get("temporary"))
     return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_IOERR
 
 
 def read_again(read: Callable[_P, _T]) -> Callable[_P, _T]:
-    """``read`` (a whole read of state.db on connections of its own) run again while it raises a :func:`transient`
-    error, ``READ_ATTEMPTS`` times in all; the last attempt's error is raised."""
+    """``read`` (a whole read of state.db and projects.db on connections of its own) run again while it raises a
+    :func:`transient` error, ``READ_ATTEMPTS`` times in all; the last attempt's error is raised."""
 
     @functools.wraps(read)
     def attempts(*args: _P.args, **kwargs: _P.kwargs) -> _T:
         for attempt in range(READ_ATTEMPTS - 1):
             try:
                 return read(*args, **kwargs)
-            except (sqlite3.OperationalError, errors.StateDBUnreadable) as exc:
+            except (sqlite3.OperationalError, errors.StoreError) as exc:
                 if not transient(exc):
                     raise
-                logger.info("state.db read met %s; reading again", exc)
+                logger.info("a read met %s; reading again", exc)
                 time.sleep(READ_PAUSE_S * 2**attempt)
         return read(*args, **kwargs)
 
@@ -153,7 +154,8 @@ def load_projects(home: Path) -> ProjectList:
 
     A missing or unreadable ``projects.db`` (normal for profiles that never used the desktop) gives
     ``available=False``: auto attribution only (docs/attribution.md). The file is never created. Raises
-    ``OSError`` only when its folder cannot be examined (a permission refused on the way).
+    :class:`errors.ProjectsDBUnreadable` for a :func:`transient` error (the projects exist but cannot be read just
+    now: for :func:`read_again`, else said), ``OSError`` when its folder cannot be examined (a permission refused).
     """
     path = paths.projects_db_path(home)
     try:
@@ -161,6 +163,7 @@ def load_projects(home: Path) -> ProjectList:
     except FileNotFoundError:
         return ProjectList((), False)
     except sqlite3.DatabaseError as exc:
+        _raise_if_transient(path, exc)
         logger.warning("projects.db unreadable (%s): %s", path, exc)
         return ProjectList((), False, f"projects.db unreadable: {exc}")
     try:
@@ -172,6 +175,7 @@ def load_projects(home: Path) -> ProjectList:
             "SELECT project_id, path, is_primary FROM project_folders ORDER BY is_primary DESC, added_at ASC, path ASC"
         ).fetchall()
     except sqlite3.DatabaseError as exc:
+        _raise_if_transient(path, exc)
         logger.warning("projects.db query failed (%s): %s", path, exc)
         return ProjectList((), False, f"projects.db unreadable: {exc}")
     finally:
@@ -192,6 +196,14 @@ def load_projects(home: Path) -> ProjectList:
         for pid, slug, name, primary, archived in rows
     )
     return ProjectList(projects, True)
+
+
+def _raise_if_transient(path: Path, exc: sqlite3.DatabaseError) -> None:
+    """Raise :class:`errors.ProjectsDBUnreadable` when ``exc``, met reading projects.db at ``path``, is
+    :func:`transient`."""
+    if transient(exc):
+        raise errors.ProjectsDBUnreadable(f"projects database unreadable for a moment: {exc}", path=str(path),
+                                          temporary=True) from None
 
 
 def state_counts(conn: sqlite3.Connection) -> tuple[int, int]:

@@ -350,6 +350,25 @@ class Schema30:
             conn.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?", (sid,))
             return int(cursor.lastrowid or 0)
 
+    def compact(self, sid: str, summary: str, keep: int, head: int = 0) -> list[int]:
+        """An in-place compaction as Hermes wrote it before hermes-agent #99545 (``archive_and_compact``): every live
+        row archived (``active = 0, compacted = 1``), then copies of the first ``head`` live rows, the summary and
+        copies of the last ``keep`` inserted as live rows, each copy with its original's columns and timestamp.
+        Returns the tail copies' ids."""
+        columns = "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, display_kind, display_metadata"
+
+        def copy(conn: sqlite3.Connection, mids: list[int]) -> list[int]:
+            return [int(conn.execute(f"INSERT INTO messages ({columns}) SELECT {columns} FROM messages WHERE id = ?",
+                                     (mid,)).lastrowid or 0) for mid in mids]
+
+        with self.connect() as conn:
+            live = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ? AND active = 1 ORDER BY id", (sid,))]
+            conn.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = ? AND active = 1", (sid,))
+            copy(conn, live[:head])
+        self.say(sid, "user", summary)
+        with self.connect() as conn:
+            return copy(conn, live[-keep:])
+
     def archive(self, sid: str, *, by_sweep: bool = False) -> None:
         """Archive ``sid`` as a person does (``set_session_archived``: ``auto_archived`` cleared) or, with
         ``by_sweep``, as the idle sweep does (``_auto_archive_lineage``: ``auto_archived`` set; schema 31)."""

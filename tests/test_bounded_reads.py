@@ -126,6 +126,36 @@ def test_reading_a_long_session_costs_what_the_window_costs(hermes: World, monke
     assert all(b <= 1.25 * a + 5 for a, b in zip(small, large, strict=True)), costs
 
 
+def test_reading_past_compaction_copies_costs_what_the_window_costs(hermes: World, monkeypatch: pytest.MonkeyPatch):
+    """A session compacted every 10 messages before hermes-agent #99545, each compaction leaving archived copies of
+    the two messages it carried (1,500 and 6,000 messages, the last two live): reading around the first answer and
+    the last one, from the start, and the recent list cost the same SQLite steps, and the windows show each message
+    once. A copy is told by one seek of Hermes' (session_id, timestamp) index."""
+    costs = []
+    for n in (1500, 6000):
+        repo = hermes.repo(f"c{n}")
+        sid = hermes.open(f"comp{n}", repo)
+        hermes.open(f"cur{n}", repo)
+        archived = {"active": 0, "compacted": 1}
+        rows: list[dict[str, Any]] = []
+        for i, (role, text) in enumerate([("user", "what do herons eat?"), ("assistant", "the heron answer"),
+                                          *((("user" if k % 2 else "assistant"), f"step {k} " + "y" * 200) for k in range(n))]):
+            hermes.clock += 1
+            rows.append({"role": role, "content": text, "timestamp": hermes.clock, **archived})
+            if i % 10 == 3:
+                rows += [dict(row) for row in rows[-2:]]  # the copies a compaction carried
+        rows += [{**row, "active": 1, "compacted": 0} for row in rows[-2:]]  # the last compaction's, live
+        ids = write(hermes, sid, rows)
+        calls = session_calls(hermes, n, sid, [ids[1], ids[-1]])
+        for call in calls:
+            call()
+        first = [m["text"] for m in calls[2]()["messages"]]
+        assert first == [str(row["content"]) for row in rows[:2] + rows[4:6] + rows[6:8]], first
+        costs.append([cost(hermes, monkeypatch, [call])[0] for call in calls])
+    small, large = costs
+    assert all(b <= 1.25 * a + 5 for a, b in zip(small, large, strict=True)), costs
+
+
 def test_tool_logs_past_a_window_are_not_read(hermes: World, monkeypatch: pytest.MonkeyPatch):
     """A session of 100 KB tool logs, 24 or 96 of them, the second half rewound, then a question asked again and
     answered: reading around its answers and listing it read the same bytes and steps. On Hermes 0.19 every log

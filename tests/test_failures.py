@@ -450,3 +450,77 @@ def test_a_disk_io_error_inside_the_keyword_leg_is_read_again_not_taken_for_a_da
     answer = shared_two.search("cur", "websocket", mode="keyword")
     assert answer["success"] and answer["strategy"] == "words" and "keyword_note" not in answer, answer
     assert result_sessions(answer) == ["old"] and len(calls) == 2
+
+
+def _billing(world: World) -> World:
+    """:func:`_two` with repo app made project Billing in projects.db: 'old' is Billing's, never auto's."""
+    _two(world)
+    world.project("Billing", [Path(world.session_row("old")["cwd"])])
+    return world
+
+
+_billing_module, shared_billing = shared_world(_billing, "shared_billing")
+
+
+def _projects_fail(monkeypatch, times: int) -> list[int]:
+    """The next ``times`` reads of projects.db by the plugin read ``_EIO``; returns the list the reads are counted in."""
+    paths = sys.modules["hermes_plugins.project_history_recall.paths"]
+    real, opened = paths.projects_db_path, []
+
+    def flaky(home):
+        opened.append(1)
+        return _EIO if len(opened) <= times else real(home)
+
+    monkeypatch.setattr(paths, "projects_db_path", flaky)
+    return opened
+
+
+@pytest.mark.skipif(not _EIO.is_file(), reason="needs Linux's /proc/self/mem")
+@pytest.mark.parametrize("tool,args", [
+    ("project_history_search", {"query": "websocket", "mode": "keyword"}),
+    ("project_history_read", {"session_id": "old"}),
+    ("project_history_recent", {}),
+])
+def test_a_disk_io_error_reading_projects_db_for_a_moment_is_read_again(shared_billing, monkeypatch, tool, args):
+    """projects.db meets SQLite's "disk I/O error" twice: the whole read is run again and answers in project Billing.
+    It answered at once in the auto project of repo app, another project, saying only that projects.db was
+    unreadable."""
+    opened = _projects_fail(monkeypatch, 2)
+    answer = shared_billing.call(tool, args, "cur")
+    assert answer["success"] is True and "backoff plan" in json.dumps(answer), answer
+    assert answer["project"]["kind"] == "explicit" and answer["project"]["name"] == "Billing", answer
+    assert "projects_note" not in answer and len(opened) >= 3
+
+
+@pytest.mark.skipif(not _EIO.is_file(), reason="needs Linux's /proc/self/mem")
+@pytest.mark.parametrize("tool,args", [
+    ("project_history_search", {"query": "websocket", "mode": "keyword"}),
+    ("project_history_read", {"session_id": "old"}),
+    ("project_history_recent", {}),
+    ("project_session_move", {"project_id": "Billing"}),
+])
+def test_a_disk_io_error_reading_projects_db_that_lasts_is_a_temporary_error(shared_billing, monkeypatch, tool, args):
+    """It lasts: a temporary failure, not an answer from another project (nor, for a move, 'project not found')."""
+    _projects_fail(monkeypatch, 10**6)
+    answer = shared_billing.call(tool, args, "cur")
+    assert answer == {"success": False, "error": "projects database unreadable for a moment: disk I/O error",
+                      "code": "projects_db_unreadable", "temporary": True}, answer
+
+
+@pytest.mark.skipif(not _EIO.is_file(), reason="needs Linux's /proc/self/mem")
+def test_a_move_written_before_projects_db_fails_says_so(billing_world, monkeypatch):
+    """projects.db is read to find the target, then fails: the move is done, and the answer says where it was
+    going and that where the session now belongs was not checked."""
+    paths = sys.modules["hermes_plugins.project_history_recall.paths"]
+    real, reads = paths.projects_db_path, []
+    monkeypatch.setattr(paths, "projects_db_path", lambda home: reads.append(1) or (real(home) if len(reads) == 1 else _EIO))
+    answer = billing_world.move("cur", "Billing")
+    assert answer["success"] is True and answer["project"]["name"] == "Billing", answer
+    assert any("where the session now belongs was not checked" in w for w in answer["warnings"]), answer
+    assert billing_world.session_row("cur")["cwd"] == billing_world.session_row("old")["cwd"]
+
+
+@pytest.fixture
+def billing_world(world: World) -> World:
+    """:func:`_billing` of a world of its own, for a test that changes it."""
+    return _billing(world)

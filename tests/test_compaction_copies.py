@@ -1,0 +1,106 @@
+"""Copies left by Hermes' in-place compaction before hermes-agent #99545 (#86366): each message is shown once.
+
+``archive_and_compact`` archived every live row (``active = 0, compacted = 1``) and inserted the summary and the
+tail it carried forward as new live rows, each copy with its original's timestamp: after n compactions a message
+of the tail is stored n + 1 times. Hermes' transcript (``get_messages(include_compacted=True)``, the resume
+history) shows each message once: rows of a session alike in role, content, timestamp and tool columns are one
+message, shown as its live row, else its newest (``hermes_state_messages._dedupe_display_generations`` and
+``_display_rows_from_conn``, NousResearch/hermes-agent 01e8a2d0; :func:`hermes_shows` below is that rule).
+
+The files are written by the 0.19 host's own ``SessionDB.archive_and_compact`` (the code before #99545) and, for
+schema 30 and 31, as that code writes them (``Schema30.compact``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import pytest
+from conftest import World
+from schema30 import Schema30
+
+TURNS = [("user", "plan the heron queue"), ("assistant", "heron queue uses retries"), ("user", "ok"),
+         ("assistant", "the heron backoff is exponential with jitter"), ("user", "ok"), ("assistant", "noted, jitter it is")]
+LATER = [("user", "what about dead letters?"), ("assistant", "dead letters go to the heron-dlq topic")]
+
+
+def hermes_shows(path: Any, sid: str) -> list[int]:
+    """The ids Hermes' transcript shows of ``sid``, in its order: its display rule (``_dedupe_display_generations``)
+    on the rows it reads (``active = 1 OR compacted = 1``): of the rows alike, the live one, else the newest, where
+    the first of them lies."""
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT id, active, role, content, timestamp, tool_call_id, tool_calls, tool_name FROM messages"
+                            " WHERE session_id = ? AND (active = 1 OR compacted = 1) ORDER BY id", (sid,)).fetchall()
+    chosen: dict[tuple[Any, ...], tuple[int, int]] = {}
+    first: dict[tuple[Any, ...], int] = {}
+    for mid, active, *key in rows:
+        chosen[tuple(key)] = max(chosen.get(tuple(key), (0, 0)), (int(active == 1), mid))
+        first.setdefault(tuple(key), mid)
+    return [chosen[key][1] for key in sorted(chosen, key=first.__getitem__)]
+
+
+@pytest.fixture(params=["0.19", "30", "31"])
+def compacted(request: pytest.FixtureRequest, world: World) -> World:
+    """Session ``long`` (asked from ``cur``): :data:`TURNS`, compacted keeping its first message and last two,
+    :data:`LATER`, compacted again keeping the same. ``world.copies``: the live copies' ids, the last two."""
+    alpha = world.repo("alpha")
+    if request.param == "0.19":
+        world.session("long", alpha, messages=TURNS)
+        for extra, summary in (([], "[CONTEXT COMPACTION] heron queue and backoff"), (LATER, "[CONTEXT COMPACTION] dead letters")):
+            for role, text in extra:
+                world.say("long", role, text)
+            live = world.db.get_messages_as_conversation("long")
+            world.db.archive_and_compact("long", [live[0], {"role": "user", "content": summary}, *live[-2:]])
+        world.session("cur", alpha, messages=[("user", "hi")])
+        with sqlite3.connect(world.home / "state.db") as conn:
+            world.copies = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = 'long' AND active = 1"
+                                                       " AND content NOT LIKE '[CONTEXT%' ORDER BY id")][-2:]
+    else:
+        db = Schema30(world.home / "state.db", "fresh", schema=int(request.param))
+        db.session("long", cwd=alpha, git_repo_root=alpha, messages=TURNS)
+        db.compact("long", "[CONTEXT COMPACTION] heron queue and backoff", keep=2, head=1)
+        for role, text in LATER:
+            db.say("long", role, text)
+        world.copies = db.compact("long", "[CONTEXT COMPACTION] dead letters", keep=2, head=1)
+        db.session("cur", cwd=alpha, git_repo_root=alpha, messages=[("user", "hi")])
+    return world
+
+
+def read(world: World, **args: Any) -> dict[str, Any]:
+    return world.call("project_history_read", {"session_id": "long", "max_chars": 20_000, **args}, "cur")
+
+
+def test_the_window_shows_what_hermes_shows_each_message_once(compacted: World):
+    """Read from the start: the messages Hermes' transcript shows, each once and where it was first said (the carried
+    head was there three times, the first question ahead of all; the tail two or three times: the second "ok" and
+    "noted", the dead letters); messages summarized away with no live copy stay, and the first "ok", said at another
+    time, is a message of its own. Before, the copies were all shown; shown once as the live copy where it lies, the
+    first question came after the rest of the first compaction's messages."""
+    shown = hermes_shows(compacted.home / "state.db", "long")
+    answer = read(compacted, after=30)
+    assert [m["message_id"] for m in answer["messages"]] == shown, answer
+    texts = [m["text"] for m in answer["messages"] if not m["text"].startswith("[CONTEXT")]
+    assert texts == [text for _, text in TURNS + LATER], texts
+
+
+def test_an_archived_copy_is_no_anchor_and_its_live_copy_reads_once(compacted: World):
+    """Around the live copy of the last answer: the question before it once. Around an archived copy of it Hermes
+    does not show: no window, as for any row it does not show."""
+    last = compacted.copies[-1]
+    answer = read(compacted, message_id=last, before=3, after=0)
+    assert [m["text"] for m in answer["messages"][-2:]] == [text for _, text in LATER], answer
+    assert len({m["text"] for m in answer["messages"]}) == len(answer["messages"]), answer
+    with sqlite3.connect(compacted.home / "state.db") as conn:
+        archived = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = 'long' AND compacted = 1 AND"
+                                               " content = ?", (LATER[-1][1],))]
+    assert archived and all(read(compacted, message_id=mid)["code"] == "session_not_found" for mid in archived)
+
+
+def test_search_and_recent_name_the_copy_hermes_shows(compacted: World):
+    """A search for the dead letters finds the live copy (the archived ones are not shown); the recent list's
+    previews are the first question and the last answer."""
+    answer = compacted.search("cur", "heron-dlq dead letters", mode="keyword")
+    assert [(r["session_id"], r["message_id"]) for r in answer["results"]] == [("long", compacted.copies[-1])], answer
+    listed = compacted.call("project_history_recent", {}, "cur")["sessions"]
+    assert [(s["first_user"], s["last_assistant"]) for s in listed] == [(TURNS[0][1], LATER[-1][1])], listed
