@@ -73,7 +73,7 @@ _TYPE = r"[\w.\[\]<>?]{1,60}+(?:[ \t]*+[,|][ \t]*+[\w.\[\]<>?]{1,60}+){0,2}[ \t]
 #: env="DB_PASSWORD")``, ``Field(default="…", alias="db_password")``, ``field(default="…")``,
 #: ``default_factory=lambda: "…"``), whose ``env``/``alias`` (group ``rest``) names it too. Groups ``attr``, ``field``.
 TYPED_DEFAULT = re.compile(
-    r"(?:(?<![\w.$])(?P<attr>[A-Za-z_]\w{0,100}+)[ \t]*+\??:[ \t]*+" + _TYPE + r"=(?![=>])[ \t]*+)?"
+    r"(?=[A-Za-z_])(?:(?<![\w.$])(?P<attr>[A-Za-z_]\w{0,100}+)[ \t]*+\??:[ \t]*+" + _TYPE + r"=(?![=>])[ \t]*+)?"
     r"(?:(?P<field>(?<![\w.])(?:pydantic\.)?(?:Field|field|attr\.ib|attrs\.field)\([ \t]*+"
     r"(?:default[ \t]*+=[ \t]*+|default_factory[ \t]*+=[ \t]*+lambda[ \t]*+:[ \t]*+)?)|(?(attr)|(?!)))"
     r"[bfru]{0,2}+" + _VALUE + r"(?(field)(?P<rest>[^()\n]{0,200}+))"
