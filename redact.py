@@ -16,7 +16,7 @@ loggers. The secrets that filter knows are process-wide and only ever grow
 kept in :mod:`state` and no reset clears them. Seed phrases are found by
 :mod:`seed_phrases`; secrets written as prose (a login in
 ``user:password@host``, a PIN, a passphrase of words) by
-:mod:`prose_secrets`. Imports only those and :mod:`secret_patterns`.
+:mod:`prose_secrets`; in code, by :mod:`code_secrets`. Imports those and :mod:`secret_patterns`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from . import prose_secrets, seed_phrases
+from . import code_secrets, prose_secrets, seed_phrases
 from . import secret_patterns as patterns
 
 #: What :func:`redact_secrets` puts in place of a secret-looking string.
@@ -369,6 +369,7 @@ def _redact_folded(text: str) -> str:
     text = patterns.SQL_PASSWORD.sub(_cli_secret, text)
     text = patterns.ORACLE_LOGIN.sub(_cli_secret, text)
     text = patterns.CREDENTIAL_FILE.sub(_cli_secret, text)
+    text = code_secrets.redact(text, REDACTED, lambda name, value, bare: _assigned_secret(name, value, value, len(value), bare, False))
     text = patterns.NAMED_VALUE.sub(_named_value, text)
     text = patterns.LABELLED.sub(_labelled, text)
     text = patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text)

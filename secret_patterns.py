@@ -232,9 +232,9 @@ CLI_SECRET = re.compile(
     r"|(?:execute_command|send_command|sendCommand|(?<=redis\.)p?call|(?<=server\.)p?call|(?<=\.)Do)\((?:\s*+ctx\s*+,)?\s*+\[?\s*+"
     r"[\"'](?i:AUTH)[\"']\s*+,\s*+"
     r"(?:[\"'][^\"'\n]{1,64}+[\"']\s*+,\s*+)?(?=[\"'])(?P<call>)"
-    r"|(?:curl(?:[ \t][^\n]{0,200}?)?[ \t](?:-u|--user)|(?:(?m:^)|(?<=[;&|(`])|(?<=[;&|(`$>] )|(?<=sudo ))[ \t]*+(?:https?|xhs?|python3? -m httpie)"
-    r"(?:[ \t][^\n;&|]{0,200}?)?[ \t](?:-a|--auth))"
-    r"(?:[ \t]++|=)[\"']?[^\s:\"']{1,100}+:"
+    r"|(?:curl(?:[ \t](?:[^\n]|\\\r?\n){0,200}?)?[ \t](?:-u|--user)|(?:(?m:^)|(?<=[;&|(`" + _CJK + r"])|(?<=[;&|(`$>] )|(?<=sudo ))"
+    r"[ \t]*+(?:https?|xhs?|python3? -m httpie)(?:[ \t](?:[^\n;&|]|\\\r?\n){0,200}?)?[ \t](?:-a|--auth))"
+    r"(?:[ \t]++|=)?[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key|requirepass|masterauth)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
     r"|(?:(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]|(?m:^)[ \t]*+user[ \t]++[^\s>]{1,64}+[ \t]++(?:on|off)[ \t]++"
@@ -285,7 +285,7 @@ CREDENTIAL_FILE = re.compile(
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"(?:\s++(?:login|account|port)\s++\S{1,200}+)?"
     r"\s++password\s++(?![a-z]{1,200}+(?:[\"')\s]|$)|[A-Z_]{1,200}+(?:[\"')\s]|$))"
-    r"|(?P<pgpass>(?:(?:(?m:^)[ \t]*+(?:[-*>][ \t]++)?|(?:" + _AFTER_ECHO + r")[\"']?)"
+    r"|(?P<pgpass>(?:(?:(?m:^)[ \t]*+(?:[-*>][ \t]++[\"']?)?|(?:" + _AFTER_ECHO + r")[\"']?)"
     r"(?:localhost|\*|[^\s:#\\\"'.]{1,100}+\.[^\s:\\\"']{1,150}+):(?:\d{4,5}+|\*):"
     r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:"
     r"|(?<![\w-])(?:(?i:echo)(?:[ \t]++-[neE])?|printf(?:[ \t]++(?:'[^'\n]{0,20}+'|\"[^\"\n]{0,20}+\"))?)[ \t]++[\"']?"
@@ -562,7 +562,7 @@ PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "loo
                         "unique", "index", "map", "group", "order", "public", "routing", "idempotency", "storage", "dedup"}
 #: Values that are placeholders, not literals, quoted or not: a constant or a type's name, a variable, a list or dict.
 _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
-                r"|Any|\$\{?\w+\}?|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\.{3}|…")
+                r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\.{3}|…")
 PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: Values written bare that are code or placeholders: also an attribute, a call or an index (``settings.db.password``,
 #: ``os.environ["X"]``, PHP's ``$_ENV['X']``). An attribute is names joined by dots: ``Summer.2024!`` is not one. A

@@ -385,7 +385,17 @@ def _redaction_cost(unit: str, n: int, reps: int = 3, enough: float = 0.0) -> fl
                                   'redis.pcall("AUTH", ', 'c.Do(ctx, "AUTH", ', "; http -a a:", "> AUTH 命令",
                                   "valkey-cli -a ", "valkey> AUTH ", "(TX)> AUTH ", "; xh -a a:",
                                   "echo a:1:b:c:d | tee ", 'printf "%s" a:1:b:c:', "a.b.c_password ?? ",
-                                  "a.password | default ", "a.b.", 'x.token or "a1'])
+                                  "a.password | default ", "a.b.", 'x.token or "a1',
+                                  # code_secrets: each alternative's prefix, separators, CJK after a bare value
+                                  'default "a" ', 'default "a" .', "coalesce(a.b, ", "coalesce .a ", 'lookup(a, "b", ',
+                                  ".a.b // ", '.["a"] // ', "$ENV{A} // ", "$ENV{A} ||= ", "a.b ??= ", '$Env:A ??= "', 'a//"',
+                                  "A ?= ", 'a := "', "\nA ?= b", "\nA ?= 密", "a-a", "a: str = ", "a: ", "a: b = Field(",
+                                  'Field("a"', "Field(default=", "a: b, c | d = ", "(or (env :a) ", "(env :a ", "(get-in a [",
+                                  "if ($env:A) { ", "if (-not $env:A) { ", '(or (System/getenv "A") \n', "fetch(:a, ", "x[:a] || ",
+                                  "get(a, b, :", "dig(:a, :b, :c", 'a.auth("', 'cmd("AUTH").arg("a")', "\nauth:\n  - a\n  - ",
+                                  "\nauth: [a, ", "\nbasic_auth:\n", "ACL SETUSER a ", "\nuser a on ", "ACL SETUSER a >abcd ",
+                                  "cat > .pgpass <<EOF\n", "a:1:b:c:d\n", "cat > ~/.pgpass <<EOF\na:1:b:c:Abc1!\n", "http \\\n",
+                                  "curl \\\n", "先http -a", "http -ab", "curl -ua"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
@@ -665,7 +675,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
     backtracking), in any pattern redaction uses; each is tried once per run of its characters (see the module)."""
     import re._parser as sre  # the standard library's own parse tree of a pattern
 
-    from project_history_recall import secret_patterns
+    from project_history_recall import code_secrets, secret_patterns
 
     repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 
@@ -686,8 +696,9 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
                 found += nested(arg[1], inside_many)
         return found
 
-    compiled = {name: value for name, value in vars(secret_patterns).items() if isinstance(value, re.Pattern)}
-    assert len(compiled) >= 15
+    compiled = {f"{module.__name__}.{name}": value for module in (secret_patterns, code_secrets)
+                for name, value in vars(module).items() if isinstance(value, re.Pattern)}
+    assert len(compiled) >= 25
     for name, pattern in compiled.items():
         assert nested(sre.parse(pattern.pattern, pattern.flags), False) == [], name
 

@@ -1,0 +1,264 @@
+"""Credentials written as defaults, fallbacks and logins in code and configuration, for :mod:`redact`.
+
+The shapes :data:`secret_patterns.NAMED_VALUE` and the command-line patterns do not read: a Helm default given before
+its value (``default "…" .Values.db.password``), a jq or Perl fallback (``.db.password // "…"``, ``$ENV{DB_PASSWORD}
+// '…'``), Terraform's ``coalesce(var.db_password, "…")``, Make's ``DB_PASSWORD ?= …``, Go's ``dbPassword := "…"``, a
+typed attribute's default (``db_password: str = Field("…", env="DB_PASSWORD")``), Clojure's ``(or (System/getenv
+"DB_PASSWORD") "…")``, PowerShell's ``if (-not $env:DB_PASSWORD) { $p = "…" }``, Ruby's and Elixir's symbols
+(``config.fetch(:db_password, "…")``), a redis client's ``auth("…")``, redis ACL rules in any order and number,
+``.pgpass`` lines written by a heredoc, and a login given as a YAML list under ``auth:``.
+
+Each is found by a pattern here and judged by what the name and the value read as: a name is a credential's when an
+assignment to it would be (the ``judge`` :mod:`redact` passes, its ``_assigned_secret``); a default or fallback must
+also read as a password by itself (:data:`secret_patterns.DEFAULT_SECRET`: not ``changeme``, ``us-east-1``, ``${X}``,
+``<password>``, a regular expression or CJK text); a login's password as
+:func:`prose_secrets.reads_as_password` says. Pure; linear in the length of the text (each pattern starts at the start
+of a run of its characters and repeats no group holding a quantifier more than twice); never raises.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from . import prose_secrets
+from . import secret_patterns as patterns
+
+#: ``judge(name, value, bare)``: whether ``value`` (``bare``: unquoted) assigned to ``name`` is a literal credential.
+Judge = Callable[[str, str, bool], bool]
+
+
+
+def _quoted(n: str = "") -> str:
+    """A quoted literal (``"…"``, ``'…'`` or a backtick string) on one line: group ``q<n>`` its quote, ``value<n>`` what
+    it holds (a pattern with two of them numbers the second)."""
+    return rf"(?P<q{n}>[\"'`])(?P<value{n}>(?:(?!(?P=q{n}))[^\n]){{1,200}}+)(?P=q{n})"
+
+
+_VALUE = _quoted()
+#: A name, a dotted path (``.Values.db.password``, ``var.db_password``) or a PHP/Perl variable: its last part names it.
+_REF = r"\$?\.?[A-Za-z_][\w.]{0,200}+"
+
+#: A default given before or after what it is the default of, in templates and Terraform: Helm's ``default "…"
+#: .Values.db.password``, ``coalesce .Values.db.password "…"``, Terraform's ``coalesce(var.db_password, "…")``,
+#: ``try(var.db_password, "…")`` and ``lookup(var.secrets, "db_password", "…")`` (group ``key``). Group ``ref`` names it.
+TEMPLATE_DEFAULT = re.compile(
+    r"(?<![\w.-])(?:default[ \t]++" + _VALUE + r"[ \t]++\(?[ \t]*+(?P<ref>" + _REF + r")"
+    r"|(?:coalesce|try|lookup)(?:[ \t]++|[ \t]*+\([ \t]*+)(?P<ref2>" + _REF + r")[ \t]*+,?[ \t]*+"
+    r"(?:(?P<kq>[\"'])(?P<key>[A-Za-z_][\w.:-]{0,100}+)(?P=kq)[ \t]*+,[ \t]*+)?"
+    + _quoted("2") + ")"
+)
+#: A fallback after a path or a variable: jq's ``.db.password // "…"`` (``.["db_password"]`` too; the path starts a
+#: run, so ``a.password // "…"``, JavaScript and a comment, is not one), Perl's ``$ENV{DB_PASSWORD} // '…'`` (``||``,
+#: ``//=``, ``||=``), and an assignment only when unset anywhere (``$Env:DB_PASSWORD ??= "…"``, ``this.password ||=
+#: "…"``). Groups ``path``, ``bkey``, ``pkey``, ``aname`` name it.
+FALLBACK = re.compile(
+    r"(?:(?<![\w\])$.])(?:(?P<path>\.[A-Za-z_][\w.]{0,200}+)|\.\[[ \t]*+\"(?P<bkey>[\w.-]{1,100}+)\"[ \t]*+\])[ \t]*+//"
+    r"|(?<![\w$])\$ENV\{[ \t]*+(?P<pq>[\"']?)(?P<pkey>[A-Za-z_]\w{0,100}+)(?P=pq)[ \t]*+\}[ \t]*+(?://|\|\|)=?"
+    r"|(?<![\w$.:])[$@]?(?:[\w$]{1,40}+[.:]){0,2}+(?P<aname>[A-Za-z_]\w{0,60}+)[ \t]*+(?:\?\?|\|\||//)=)[ \t]*+" + _VALUE
+)
+#: Make's conditional and immediate assignments at a line's start (``DB_PASSWORD ?= …``, ``:=``, ``::=``, ``:::=``,
+#: after ``export`` or ``override``; a bare value to the end of its line or a comment), and Go's ``dbPassword := "…"``
+#: anywhere (quoted only: ``password := input`` is code). Groups ``name``, ``value`` or ``bare``.
+ASSIGN_OP = re.compile(
+    r"(?:(?P<line>(?m:^)) *+(?:(?:export|override)[ \t]++)?|(?<![\w.$-]))(?P<name>[A-Za-z_][\w.-]{0,100}+)[ \t]*+"
+    r"[?:]=[ \t]*+(?:" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]{0,199}+)"
+    r"(?=[ \t]*+(?:#|\r?\n|[" + patterns._CJK + r"]|$))|(?!)))"
+)
+#: A type in an annotation: a name (``str``, ``Optional[str]``, ``Map<String,``), up to two more after ``,`` or ``|``
+#: (``str | None``, ``dict[str, str]``); not words and spaces (``Password: <input type="password">`` is HTML).
+_TYPE = r"[\w.\[\]<>?]{1,60}+(?:[ \t]*+[,|][ \t]*+[\w.\[\]<>?]{1,60}+){0,2}[ \t]*+"
+#: A typed attribute's or parameter's default (``db_password: str = "…"``, TypeScript's ``password: string = "…"``,
+#: Kotlin's ``val dbPassword: String = "…"``), also through pydantic's or a dataclass's field (``Field("…",
+#: env="DB_PASSWORD")``, ``Field(default="…", alias="db_password")``, ``field(default="…")``,
+#: ``default_factory=lambda: "…"``), whose ``env``/``alias`` (group ``rest``) names it too. Groups ``attr``, ``field``.
+TYPED_DEFAULT = re.compile(
+    r"(?=[A-Za-z_])(?:(?<![\w.$])(?P<attr>[A-Za-z_]\w{0,100}+)[ \t]*+\??:[ \t]*+" + _TYPE + r"=(?![=>])[ \t]*+)?"
+    r"(?:(?P<field>(?<![\w.])(?:pydantic\.)?(?:Field|field|attr\.ib|attrs\.field)\([ \t]*+"
+    r"(?:default[ \t]*+=[ \t]*+|default_factory[ \t]*+=[ \t]*+lambda[ \t]*+:[ \t]*+)?)|(?(attr)|(?!)))"
+    r"[bfru]{0,2}+" + _VALUE + r"(?(field)(?P<rest>[^()\n]{0,200}+))"
+)
+#: The names a field's ``env``/``alias`` gives it.
+FIELD_NAME = re.compile(r"(?<![\w.])(?:env|alias|validation_alias|serialization_alias)[ \t]*+=[ \t]*+[\"']([\w.-]{1,100}+)[\"']")
+#: Lisp's and the shell's of Clojure and PowerShell: ``(or (System/getenv "DB_PASSWORD") "…")``, ``(or (env
+#: :db-password) "…")``, ``(env :db-password "…")``, ``(get env :db-password "…")``, ``(:db-password env "…")``,
+#: ``(get-in config [:db :password] "…")``; ``if (-not $env:DB_PASSWORD) { $p = "…" }`` (``!``) and ``if
+#: ($env:DB_PASSWORD) { … } else { "…" }``. Groups ``c1``-``c5``, ``path``, ``ps`` name it.
+LISP_AND_SHELL = re.compile(
+    r"\((?:or[ \t]++\((?:System/getenv|env)[ \t]++(?:\"(?P<c1>[A-Za-z_][\w.-]{0,100}+)\"|:(?P<c2>[A-Za-z_][\w.-]{0,100}+))"
+    r"[ \t]*+\)|env[ \t]++:(?P<c3>[A-Za-z_][\w.-]{0,100}+)|get[ \t]++[\w.-]{1,60}+[ \t]++:(?P<c4>[A-Za-z_][\w.-]{0,100}+)"
+    r"|:(?P<c5>[A-Za-z_][\w.-]{0,100}+)[ \t]++[\w.-]{1,60}+|get-in[ \t]++[\w.-]{1,60}+[ \t]++(?P<path>\[[^\]\n]{1,100}+\]))"
+    r"\s*+\"(?P<value>[^\"\n]{1,200}+)\""
+    r"|(?i:if)[ \t]*+\([ \t]*+(?P<neg>-not[ \t]++|![ \t]*+)?\$(?i:env):(?P<ps>[A-Za-z_]\w{0,100}+)[ \t]*+\)\s*+\{\s*+"
+    r"(?(neg)(?:\$[\w:]{1,100}+[ \t]*+=[ \t]*+)?|[^{}\n]{0,200}+\}\s*+(?i:else)\s*+\{\s*+)"
+    + _quoted("3")
+)
+#: A symbol as a setting's key, in Ruby and Elixir: ``config.fetch(:db_password, "…")``, ``ENV.fetch(:api_key) {
+#: "…" }``, ``settings[:password] || "…"`` (``||=``, ``or``), ``credentials.dig(:db, :password) || "…"``,
+#: ``Application.get_env(:app, :db_password, "…")``, ``Keyword.get(opts, :password, "…")``. Group ``name``.
+SYMBOL_KEY = re.compile(
+    r"(?:(?<=[\w\])])\[|(?<![\w:])(?i:fetch|dig|get|get_env|fetch_env|config|setting|settings|option|options)\()"
+    r"[ \t]*+(?:(?::\w{1,60}+|\w{1,60}+)[ \t]*+,[ \t]*+){0,2}:(?P<name>[A-Za-z_]\w{0,100}+)[ \t]*+"
+    r"(?:,[ \t]*+|\)[ \t]*+(?:\{|do)[ \t]*+(?:\|\w{0,10}+\|[ \t]*+)?|[\])][ \t]*+(?:\|\||or|\?\?)=?[ \t]*+)" + _VALUE
+)
+#: A redis client's password: ``jedis.auth("…")``, ``client.auth("…", callback)`` (the only string argument; two are a
+#: basic-auth call, :data:`secret_patterns.CLI_SECRET`'s), Rust's ``redis::cmd("AUTH").arg("…")`` (the last ``.arg``;
+#: a user's before it).
+CLIENT_AUTH = re.compile(
+    r"(?:(?<=[\w)])\.auth\([ \t]*+" + _VALUE + r"[ \t]*+(?:\)|,(?![ \t]*+[\"'`]))"
+    r"|(?<![\w.])(?:redis::)?cmd\([ \t]*+\"(?i:AUTH)\"[ \t]*+\)(?:\.arg\([ \t]*+&?\"[^\"\n]{1,64}+\"[ \t]*+\))?"
+    r"\.arg\([ \t]*+&?\"(?P<value2>[^\"\n]{1,200}+)\"[ \t]*+\)(?!\.arg\())"
+)
+#: A line of redis ACL rules: ``ACL SETUSER bob …`` anywhere, an ACL file's ``user bob …`` at a line's start. Its
+#: ``>password`` and ``<password>`` rules (adding or removing one) are judged by :func:`_acl_rules`. Group ``acl``.
+ACL_LINE = re.compile(
+    r"(?:(?P<acl>(?<![\w-])(?i:ACL)[ \t]++(?i:SETUSER))|(?m:^)[ \t]*+user)[ \t]++[^\s>]{1,64}+(?P<rules>[ \t][^\n]{0,2000}+)")
+#: A rule of an ACL line: a flag word, or a rule starting with its sign (``~*``, ``+@all``, ``&*``, ``%R~*``, ``>…``).
+ACL_RULE = re.compile(r"(?i)on|off|nopass|resetpass|reset|resetkeys|resetchannels|allkeys|allcommands|allchannels|nocommands"
+                      r"|sanitize-payload|skip-sanitize-payload|clearselectors|[~%&+\-@#<>(]\S*+")
+#: A heredoc written into a ``.pgpass`` (``cat > ~/.pgpass <<EOF``, ``cat <<'EOF' >> ~/.pgpass``, ``tee ~/.pgpass
+#: <<EOF``, ``pgpass.conf``, ``$PGPASSFILE``): its lines up to the tag are ``host:port:db:user:password``. Group ``tag``.
+PGPASS_HEREDOC = re.compile(
+    r"(?<![\w-])(?:cat|tee)(?=[^\n]{0,200}?(?:\.pgpass|pgpass\.conf|PGPASSFILE)(?![\w.]))[^\n<]{0,200}+<<-?[ \t]*+"
+    r"([\"']?)(?P<tag>\w{1,20}+)\1[^\n]{0,200}+\n")
+#: A login given as a list of two under an ``auth`` key (``basic_auth``, ``http-auth``): in YAML's block style
+#: (``auth:`` then ``- bob`` and ``- …``, no third item) or flow style unquoted (``auth: [bob, …]``; quoted ones are
+#: :data:`secret_patterns.CLI_SECRET`'s). Groups ``q4``/``value4`` or ``value5``.
+AUTH_LIST = re.compile(
+    r"(?m:^)[ \t]*+(?:-[ \t]++)?[\w-]{0,40}+(?<=[aA][uU][tT][hH])[\"']?[ \t]*+:[ \t]*+"
+    r"(?:\r?\n[ \t]*+-[ \t]++[^\s#][^\n]{0,100}+\r?\n[ \t]*+-[ \t]++(?P<q4>[\"']?)(?P<value4>[^\s\"'#][^\s\"']{0,199}+)(?P=q4)"
+    r"[ \t]*+(?=\r?\n|$)(?!\r?\n[ \t]*+-[ \t])"
+    r"|\[[ \t]*+[^\s,\[\]\"']{1,100}+[ \t]*+,[ \t]*+(?P<value5>[^\s,\[\]\"']{1,200}+)[ \t]*+\])"
+)
+#: The most lines of a heredoc read for ``.pgpass`` lines.
+_HEREDOC_LINES = 50
+
+
+def redact(text: str, redacted: str, judge: Judge) -> str:
+    """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
+    text = TEMPLATE_DEFAULT.sub(lambda m: _default(m, judge, redacted), text)
+    text = FALLBACK.sub(lambda m: _default(m, judge, redacted), text)
+    text = ASSIGN_OP.sub(lambda m: _assign_op(m, judge, redacted), text)
+    text = TYPED_DEFAULT.sub(lambda m: _typed_default(m, judge, redacted), text)
+    text = LISP_AND_SHELL.sub(lambda m: _default(m, judge, redacted), text)
+    text = SYMBOL_KEY.sub(lambda m: _default(m, judge, redacted), text)
+    text = CLIENT_AUTH.sub(lambda m: _login(m, redacted, default=True), text)
+    text = AUTH_LIST.sub(lambda m: _login(m, redacted, default=False), text)
+    text = ACL_LINE.sub(lambda m: _acl_rules(m, redacted), text)
+    return _pgpass_heredocs(text, redacted)
+
+
+def _value_group(m: re.Match[str]) -> str:
+    """The name of ``m``'s value group that matched (``value``, ``value2``...)."""
+    return next(g for g in ("value", "value2", "value3", "value4", "value5") if g in m.re.groupindex and m.group(g) is not None)
+
+
+def _name(m: re.Match[str]) -> str:
+    """The name a default is of: a key, or a path's or a Clojure keyword path's last part."""
+    for group in ("key", "bkey", "pkey", "aname", "c1", "c2", "c3", "c4", "c5", "ps", "name", "ref", "ref2", "path"):
+        if group in m.re.groupindex and m.group(group):
+            name = m.group(group)
+            return re.split(r"[.:\[\]\s]+", name.strip("[]. "))[-1] if group in ("ref", "ref2", "path") else name
+    return ""
+
+
+def _replace(m: re.Match[str], group: str, redacted: str) -> str:
+    """``m``'s text with ``group`` replaced by ``redacted``."""
+    start, end = m.span(group)
+    return m.string[m.start() : start] + redacted + m.string[end : m.end()]
+
+
+def _default(m: re.Match[str], judge: Judge, redacted: str) -> str:
+    """A default's or fallback's match with its value redacted when its name is a credential's and it reads as a
+    password by itself (:data:`secret_patterns.DEFAULT_SECRET`)."""
+    group = _value_group(m)
+    value = m.group(group)
+    if not patterns.DEFAULT_SECRET.fullmatch(value) or not judge(_name(m), value, False):
+        return m.group()
+    return _replace(m, group, redacted)
+
+
+def _assign_op(m: re.Match[str], judge: Judge, redacted: str) -> str:
+    """An :data:`ASSIGN_OP` match with its value redacted as an assignment's would be (``DB_PASSWORD=…``)."""
+    group = "bare" if m.group("bare") is not None else "value"
+    value = m.group(group)
+    if group == "bare":
+        value = value.rstrip(patterns.VALUE_END + "\\")
+    if not value or not judge(m.group("name"), value, group == "bare"):
+        return m.group()
+    start = m.start(group)
+    return m.string[m.start() : start] + redacted + m.string[start + len(value) : m.end()]
+
+
+def _typed_default(m: re.Match[str], judge: Judge, redacted: str) -> str:
+    """A :data:`TYPED_DEFAULT` match with its value redacted: a typed attribute's as its assignment's would be; a
+    field's default when it also reads as a password and the attribute or its ``env``/``alias`` names a credential."""
+    value = m.group("value")
+    if m.group("field") is None:
+        return _replace(m, "value", redacted) if judge(m.group("attr"), value, False) else m.group()
+    names = ([m.group("attr")] if m.group("attr") else []) + FIELD_NAME.findall(m.group("rest") or "")
+    if not patterns.DEFAULT_SECRET.fullmatch(value) or not any(judge(name, value, False) for name in names):
+        return m.group()
+    return _replace(m, "value", redacted)
+
+
+def _login(m: re.Match[str], redacted: str, default: bool) -> str:
+    """A client's ``auth`` or an ``auth`` list's match with its password redacted when it reads as one
+    (:func:`prose_secrets.reads_as_password`); a client's (``default``) also as a default must
+    (:data:`secret_patterns.DEFAULT_SECRET`): ``auth("user:42:profile")``, ``auth("google")`` stay."""
+    group = _value_group(m)
+    value = m.group(group)
+    if not prose_secrets.reads_as_password(value, redacted) or (default and not patterns.DEFAULT_SECRET.fullmatch(value)):
+        return m.group()
+    return _replace(m, group, redacted)
+
+
+def _acl_rules(m: re.Match[str], redacted: str) -> str:
+    """An :data:`ACL_LINE` with the passwords of its ``>…`` and ``<…`` rules redacted. An ACL file's line must be rules
+    alone (``user bob on the server >Works`` is prose); ``ACL SETUSER``'s rules run to the first word that is not one.
+    A variable (``>$PW``) stays."""
+    rules = m.group("rules")
+    out, at = [], 0
+    for token in re.finditer(r"\S++", rules):
+        word = token.group().strip("\"'")
+        if not ACL_RULE.fullmatch(word):
+            if m.group("acl"):
+                break
+            return m.group()
+        password = word[1:]
+        if word[:1] in "<>" and len(password) >= 4 and not password.startswith(("$", redacted[:-1])) \
+                and not patterns.PLACEHOLDER_VALUE.match(password) and not password.endswith(">"):
+            start = token.start() + token.group().index(word) + 1
+            out += [rules[at:start], redacted]
+            at = start + len(password)
+    if not out:
+        return m.group()
+    return m.string[m.start() : m.start("rules")] + "".join(out) + rules[at:]
+
+
+def _pgpass_heredocs(text: str, redacted: str) -> str:
+    """``text`` with the passwords of the ``.pgpass`` lines a :data:`PGPASS_HEREDOC` writes redacted (up to its tag or
+    :data:`_HEREDOC_LINES` lines); not a variable (``$PGPASSWORD``), lower-case letters alone (``password``, the
+    format's own words) or one Capitalised word."""
+    out, done = [], 0
+    for m in PGPASS_HEREDOC.finditer(text):
+        if m.start() < done:
+            continue
+        at = m.end()
+        for _ in range(_HEREDOC_LINES):
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+            line = text[at:end].rstrip("\r")
+            if line.strip() == m.group("tag"):
+                break
+            fields = re.split(r"(?<!\\):", line.strip())
+            value = fields[-1]
+            if (len(fields) == 5 and all(fields) and not re.search(r"\s", line.strip()) and len(value) >= 4
+                    and not value.startswith(("$", redacted[:-1])) and not re.fullmatch(r"[a-z-]++|[A-Z][a-z]++", value)):
+                start = at + line.index(line.strip()) + len(line.strip()) - len(value)
+                out += [text[done:start], redacted]
+                done = start + len(value)
+            at = end + 1
+            if at > len(text):
+                break
+    return "".join(out) + text[done:] if out else text
