@@ -396,16 +396,17 @@ def test_settings_are_re_read_only_when_config_yaml_changes(tmp_path):
 _EIO = Path("/proc/self/mem")
 
 
-def _reads_fail(world: World, monkeypatch, times: int) -> list[int]:
-    """The next ``times`` opens of state.db by the plugin read ``_EIO``; returns the list the opens are counted in."""
+def _opens_fail(monkeypatch, times: int, where: str = "state_db_path") -> list[int]:
+    """The next ``times`` opens of the file ``paths.<where>`` names (state.db, or projects.db) read ``_EIO``; returns
+    the list the opens are counted in."""
     paths = sys.modules["hermes_plugins.project_history_recall.paths"]
-    real, opened = paths.state_db_path, []
+    real, opened = getattr(paths, where), []
 
     def flaky(home):
         opened.append(1)
         return _EIO if len(opened) <= times else real(home)
 
-    monkeypatch.setattr(paths, "state_db_path", flaky)
+    monkeypatch.setattr(paths, where, flaky)
     return opened
 
 
@@ -416,7 +417,7 @@ def _reads_fail(world: World, monkeypatch, times: int) -> list[int]:
     ("project_history_recent", {}),
 ])
 def test_a_disk_io_error_for_a_moment_is_read_again(shared_two, monkeypatch, tool, args):
-    opened = _reads_fail(shared_two, monkeypatch, 2)
+    opened = _opens_fail(monkeypatch, 2)
     answer = shared_two.call(tool, args, "cur")
     assert answer["success"] is True and "backoff plan" in json.dumps(answer), answer
     assert len(opened) >= 3  # two attempts met the error, the third read
@@ -424,7 +425,7 @@ def test_a_disk_io_error_for_a_moment_is_read_again(shared_two, monkeypatch, too
 
 @pytest.mark.skipif(not _EIO.is_file(), reason="needs Linux's /proc/self/mem")
 def test_a_disk_io_error_that_lasts_is_a_temporary_database_error(shared_two, monkeypatch):
-    opened = _reads_fail(shared_two, monkeypatch, 10**6)
+    opened = _opens_fail(monkeypatch, 10**6)
     answer = shared_two.search("cur", "websocket", mode="keyword")
     assert answer == {"success": False, "error": "session database unreadable: disk I/O error", "code": "db_unreadable",
                       "temporary": True}, answer
@@ -462,19 +463,6 @@ def _billing(world: World) -> World:
 _billing_module, shared_billing = shared_world(_billing, "shared_billing")
 
 
-def _projects_fail(monkeypatch, times: int) -> list[int]:
-    """The next ``times`` reads of projects.db by the plugin read ``_EIO``; returns the list the reads are counted in."""
-    paths = sys.modules["hermes_plugins.project_history_recall.paths"]
-    real, opened = paths.projects_db_path, []
-
-    def flaky(home):
-        opened.append(1)
-        return _EIO if len(opened) <= times else real(home)
-
-    monkeypatch.setattr(paths, "projects_db_path", flaky)
-    return opened
-
-
 @pytest.mark.skipif(not _EIO.is_file(), reason="needs Linux's /proc/self/mem")
 @pytest.mark.parametrize("tool,args", [
     ("project_history_search", {"query": "websocket", "mode": "keyword"}),
@@ -485,7 +473,7 @@ def test_a_disk_io_error_reading_projects_db_for_a_moment_is_read_again(shared_b
     """projects.db meets SQLite's "disk I/O error" twice: the whole read is run again and answers in project Billing.
     It answered at once in the auto project of repo app, another project, saying only that projects.db was
     unreadable."""
-    opened = _projects_fail(monkeypatch, 2)
+    opened = _opens_fail(monkeypatch, 2, "projects_db_path")
     answer = shared_billing.call(tool, args, "cur")
     assert answer["success"] is True and "backoff plan" in json.dumps(answer), answer
     assert answer["project"]["kind"] == "explicit" and answer["project"]["name"] == "Billing", answer
@@ -501,7 +489,7 @@ def test_a_disk_io_error_reading_projects_db_for_a_moment_is_read_again(shared_b
 ])
 def test_a_disk_io_error_reading_projects_db_that_lasts_is_a_temporary_error(shared_billing, monkeypatch, tool, args):
     """It lasts: a temporary failure, not an answer from another project (nor, for a move, 'project not found')."""
-    _projects_fail(monkeypatch, 10**6)
+    _opens_fail(monkeypatch, 10**6, "projects_db_path")
     answer = shared_billing.call(tool, args, "cur")
     assert answer == {"success": False, "error": "projects database unreadable for a moment: disk I/O error",
                       "code": "projects_db_unreadable", "temporary": True}, answer
