@@ -59,10 +59,12 @@ FALLBACK = re.compile(
 )
 #: Make's conditional and immediate assignments at a line's start (``DB_PASSWORD ?= …``, ``:=``, ``::=``, ``:::=``,
 #: after ``export`` or ``override``; a bare value to the end of its line or a comment), and Go's ``dbPassword := "…"``
-#: anywhere (quoted only: ``password := input`` is code). Groups ``name``, ``value`` or ``bare``.
+#: anywhere (quoted only). A bare value after ``:=`` is Make's only when the name has no lower-case letter, as Make's
+#: variables are written: Go's ``password := input`` and Delphi's ``FPassword := AValue;`` are code (:func:`_assign_op`).
+#: Groups ``name``, ``op``, ``value`` or ``bare``.
 ASSIGN_OP = re.compile(
     r"(?:(?P<line>(?m:^)) *+(?:(?:export|override)[ \t]++)?|(?<![\w.$-]))(?P<name>[A-Za-z_][\w.-]{0,100}+)[ \t]*+"
-    r"[?:]=[ \t]*+(?:" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]{0,199}+)"
+    r"(?P<op>\?|:{1,3}+)=[ \t]*+(?:" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]{0,199}+)"
     r"(?=[ \t]*+(?:#|\r?\n|[" + patterns._CJK + r"]|$))|(?!)))"
 )
 #: A type in an annotation: a name (``str``, ``Optional[str]``, ``Map<String,``), up to two more after ``,`` or ``|``
@@ -182,6 +184,8 @@ def _assign_op(m: re.Match[str], judge: Judge, redacted: str) -> str:
     """An :data:`ASSIGN_OP` match with its value redacted as an assignment's would be (``DB_PASSWORD=…``)."""
     group = "bare" if m.group("bare") is not None else "value"
     value = m.group(group)
+    if group == "bare" and m.group("op") != "?" and re.search("[a-z]", m.group("name")):
+        return m.group()  # Go's or Pascal's code: a Make variable is named in capitals
     if group == "bare":
         value = value.rstrip(patterns.VALUE_END + "\\")
     if not value or not judge(m.group("name"), value, group == "bare"):

@@ -248,7 +248,7 @@ SENT_BEFORE = [
         'http --verbose \\\n  --auth bob:PW example.org', '先跑 http -abob:PW GET api.example.com 看看', 'curl \\\n  -u bob:PW https://x',
         'curl -ubob:PW https://x',
         'auth:\n  - bob\n  - PW', '  auth:\n    - "bob"\n    - "PW"', 'basic_auth:\n  - admin\n  - PW', 'auth: [bob, PW]',
-        '# 认证信息\nauth:\n  - bob\n  - PW')],
+        '# 认证信息\nauth:\n  - bob\n  - PW', 'DB_PASSWORD ::= PW', 'override API_TOKEN := PW')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -415,6 +415,9 @@ NEAR_MISSES = [
     'auth:\n  - user:read\n  - user:write', 'auth:\n  - api-key\n  - X-Auth-Token', 'auth:\n  - bob\n  - Sup3r!Pw\n  - admin',
     '数据库密码是多少？请看 Vault', '密码默认为空', 'Redis 的 AUTH 命令用于验证密码', '用 jq 的 // 运算符给默认值',
     '<password> ::= <letter> <digit>+',
+    # Go's and Delphi's := with a variable (a bare value after := is Make's only under a name in capitals)
+    '    token := signedString', '  FPassword := AValue;', 'password := pwHash', 'apiSecret := hmacSecretBytes',
+    'token := base64url', '\tclientSecret := clientSecretFromEnv',
 ]
 
 
