@@ -125,13 +125,22 @@ PGPASS_HEREDOC = re.compile(
     r"([\"']?)(?P<tag>\w{1,20}+)\1[^\n]{0,200}+\n")
 #: A login given as a list of two under an ``auth`` key (``basic_auth``, ``http-auth``): in YAML's block style
 #: (``auth:`` then ``- bob`` and ``- …``, no third item) or flow style unquoted (``auth: [bob, …]``; quoted ones are
-#: :data:`secret_patterns.CLI_SECRET`'s). Groups ``q4``/``value4`` or ``value5``.
+#: :data:`secret_patterns.CLI_SECRET`'s). Groups ``user4``/``user5``, ``q4``/``value4`` or ``value5``.
 AUTH_LIST = re.compile(
     r"(?m:^)[ \t]*+(?:-[ \t]++)?[\w-]{0,40}+(?<=[aA][uU][tT][hH])[\"']?[ \t]*+:[ \t]*+"
-    r"(?:\r?\n[ \t]*+-[ \t]++[^\s#][^\n]{0,100}+\r?\n[ \t]*+-[ \t]++(?P<q4>[\"']?)(?P<value4>[^\s\"'#][^\s\"']{0,199}+)(?P=q4)"
+    r"(?:\r?\n[ \t]*+-[ \t]++(?P<user4>[^\s#][^\n]{0,100}+)\r?\n[ \t]*+-[ \t]++(?P<q4>[\"']?)(?P<value4>[^\s\"'#][^\s\"']{0,199}+)(?P=q4)"
     r"[ \t]*+(?=\r?\n|$)(?!\r?\n[ \t]*+-[ \t])"
-    r"|\[[ \t]*+[^\s,\[\]\"']{1,100}+[ \t]*+,[ \t]*+(?P<value5>[^\s,\[\]\"']{1,200}+)[ \t]*+\])"
+    r"|\[[ \t]*+(?P<user5>[^\s,\[\]\"']{1,100}+)[ \t]*+,[ \t]*+(?P<value5>[^\s,\[\]\"']{1,200}+)[ \t]*+\])"
 )
+#: Ways to log in and providers of identities: a list naming one (``auth: [session, OAuth2]``, ``- Kerberos`` then ``-
+#: NTLMv2``) is of methods, not a login. :data:`AUTH_METHOD` is looked for in the password (distinctive parts alone,
+#: ``hotpotato`` holds ``otp``), :data:`METHOD_NAME` is the whole of the user (``google``, ``v1``).
+AUTH_METHOD = re.compile(r"(?i)oauth|oidc|openid|saml|ldap|kerberos|ntlm|hmac|jwt|okta|webauthn|2fa|mfa|totp|^v\d")
+METHOD_NAME = re.compile(r"(?i)(?:oauth|oidc|openid|saml|ldap|kerberos|ntlm|hmac|jwt|bearer|basic|digest|session|cookie|api[-_]?key"
+                         r"|token|sso|mfa|2fa|totp|otp|google|github|gitlab|okta|azure|microsoft|facebook|apple|auth0|keycloak"
+                         r"|none|anonymous|guest|public|v)[\w.-]{0,20}+")
+#: A user's name or an e-mail address: ``cy.auth("admin@example.com")`` logs a test user in, it gives no password.
+EMAIL = re.compile(r"[\w.+-]{1,64}+@[A-Za-z0-9-]{1,63}+(?:\.[A-Za-z0-9-]{1,63}+){0,4}\.[A-Za-z]{2,24}+")
 #: The most lines of a heredoc read for ``.pgpass`` lines.
 _HEREDOC_LINES = 50
 
@@ -209,18 +218,25 @@ def _typed_default(m: re.Match[str], judge: Judge, redacted: str) -> str:
 def _login(m: re.Match[str], redacted: str, default: bool) -> str:
     """A client's ``auth`` or an ``auth`` list's match with its password redacted when it reads as one
     (:func:`prose_secrets.reads_as_password`); a client's (``default``) also as a default must
-    (:data:`secret_patterns.DEFAULT_SECRET`): ``auth("user:42:profile")``, ``auth("google")`` stay."""
+    (:data:`secret_patterns.DEFAULT_SECRET`) and not as an e-mail address: ``auth("user:42:profile")``,
+    ``auth("google")``, ``cy.auth("admin@example.com")`` stay. A list's first item must read as a user's name and
+    neither item as a way to log in (:data:`METHOD_NAME`, :data:`AUTH_METHOD`)."""
     group = _value_group(m)
     value = m.group(group)
     if not prose_secrets.reads_as_password(value, redacted) or (default and not patterns.DEFAULT_SECRET.fullmatch(value)):
         return m.group()
+    if default and EMAIL.fullmatch(value):
+        return m.group()  # a test user's address (Cypress' cy.auth), not a password
+    user = (m.group("user4") or m.group("user5") or "").strip("\"' \t") if not default else ""
+    if not default and (AUTH_METHOD.search(value) or METHOD_NAME.fullmatch(user) or re.search("[A-Z]", user[1:])):
+        return m.group()  # a list of ways to log in (auth: [session, OAuth2]); a user's name has no inner capital
     return _replace(m, group, redacted)
 
 
 def _acl_rules(m: re.Match[str], redacted: str) -> str:
     """An :data:`ACL_LINE` with the passwords of its ``>…`` and ``<…`` rules redacted. An ACL file's line must be rules
     alone (``user bob on the server >Works`` is prose); ``ACL SETUSER``'s rules run to the first word that is not one.
-    A variable (``>$PW``) stays."""
+    A variable (``>$PW``) and a rule without a letter or a digit (``<-----``, an arrow) stay."""
     rules = m.group("rules")
     out, at = [], 0
     for token in re.finditer(r"\S++", rules):
@@ -231,6 +247,7 @@ def _acl_rules(m: re.Match[str], redacted: str) -> str:
             return m.group()
         password = word[1:]
         if word[:1] in "<>" and len(password) >= 4 and not password.startswith(("$", redacted[:-1])) \
+                and re.search(r"[^\W_]", password) \
                 and not patterns.PLACEHOLDER_VALUE.match(password) and not password.endswith(">"):
             start = token.start() + token.group().index(word) + 1
             out += [rules[at:start], redacted]
@@ -243,7 +260,7 @@ def _acl_rules(m: re.Match[str], redacted: str) -> str:
 def _pgpass_heredocs(text: str, redacted: str) -> str:
     """``text`` with the passwords of the ``.pgpass`` lines a :data:`PGPASS_HEREDOC` writes redacted (up to its tag or
     :data:`_HEREDOC_LINES` lines); not a variable (``$PGPASSWORD``), lower-case letters alone (``password``, the
-    format's own words) or one Capitalised word."""
+    format's own words), one Capitalised word or a placeholder (``<password>``, ``{{pg_password}}``, ``%(password)s``)."""
     out, done = [], 0
     for m in PGPASS_HEREDOC.finditer(text):
         if m.start() < done:
@@ -258,7 +275,8 @@ def _pgpass_heredocs(text: str, redacted: str) -> str:
             fields = re.split(r"(?<!\\):", line.strip())
             value = fields[-1]
             if (len(fields) == 5 and all(fields) and not re.search(r"\s", line.strip()) and len(value) >= 4
-                    and not value.startswith(("$", redacted[:-1])) and not re.fullmatch(r"[a-z-]++|[A-Z][a-z]++", value)):
+                    and not value.startswith(("$", redacted[:-1])) and not re.fullmatch(r"[a-z-]++|[A-Z][a-z]++", value)
+                    and not patterns.PLACEHOLDER_VALUE.match(value)):
                 start = at + line.index(line.strip()) + len(line.strip()) - len(value)
                 out += [text[done:start], redacted]
                 done = start + len(value)

@@ -248,7 +248,8 @@ SENT_BEFORE = [
         'http --verbose \\\n  --auth bob:PW example.org', '先跑 http -abob:PW GET api.example.com 看看', 'curl \\\n  -u bob:PW https://x',
         'curl -ubob:PW https://x',
         'auth:\n  - bob\n  - PW', '  auth:\n    - "bob"\n    - "PW"', 'basic_auth:\n  - admin\n  - PW', 'auth: [bob, PW]',
-        '# 认证信息\nauth:\n  - bob\n  - PW', 'DB_PASSWORD ::= PW', 'override API_TOKEN := PW')],
+        '# 认证信息\nauth:\n  - bob\n  - PW', 'DB_PASSWORD ::= PW', 'override API_TOKEN := PW',
+        'auth: [alice, PW]', 'client.auth("PW", done)')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -418,6 +419,12 @@ NEAR_MISSES = [
     # Go's and Delphi's := with a variable (a bare value after := is Make's only under a name in capitals)
     '    token := signedString', '  FPassword := AValue;', 'password := pwHash', 'apiSecret := hmacSecretBytes',
     'token := base64url', '\tclientSecret := clientSecretFromEnv',
+    # a test user's address logged in with (Cypress), lists of ways to log in, .pgpass placeholders, an arrow
+    'cy.auth("admin@example.com")', 'client.auth("Bob.Smith@acme.io", done)', 't.auth("e2e-Runner@ci.local")',
+    'auth: [session, OAuth2]', 'auth:\n  - Kerberos\n  - NTLMv2', 'auth:\n  - basic\n  - HmacSHA256', 'auth: [jwt, OIDC-v2]',
+    'auth:\n  - ApiKeyAuth\n  - OAuth2', 'auth: [google, Okta2FA]', 'security_auth:\n  - GitHub\n  - GoogleOAuth2',
+    'auth:\n  - v1\n  - v2Beta', *(f'cat > ~/.pgpass <<EOF\nlocalhost:5432:*:postgres:{pw}\nEOF' for pw in (
+        '<password>', '<your-password>', '{{pg_password}}', '%(password)s', '[password]')), 'user alice on <-----',
 ]
 
 
