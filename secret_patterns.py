@@ -232,9 +232,9 @@ CLI_SECRET = re.compile(
     r"|(?:execute_command|send_command|sendCommand|(?<=redis\.)p?call|(?<=server\.)p?call|(?<=\.)Do)\((?:\s*+ctx\s*+,)?\s*+\[?\s*+"
     r"[\"'](?i:AUTH)[\"']\s*+,\s*+"
     r"(?:[\"'][^\"'\n]{1,64}+[\"']\s*+,\s*+)?(?=[\"'])(?P<call>)"
-    r"|(?:curl(?:[ \t](?:[^\n]|\\\r?\n){0,200}?)?[ \t](?:-u|--user)|(?:(?m:^)|(?<=[;&|(`" + _CJK + r"])|(?<=[;&|(`$>] )|(?<=sudo ))"
-    r"[ \t]*+(?:https?|xhs?|python3? -m httpie)(?:[ \t](?:[^\n;&|]|\\\r?\n){0,200}?)?[ \t](?:-a|--auth))"
-    r"(?:[ \t]++|=)?[\"']?[^\s:\"']{1,100}+:"
+    r"|(?:curl(?:[ \t](?:[^\r\n]{0,200}+(?<=\\)\r?\n)?[^\n]{0,200}?)?[ \t](?:-u|--user)|(?:(?m:^)|(?<=[;&|(`" + _CJK + r"])"
+    r"|(?<=[;&|(`$>] )|(?<=sudo ))[ \t]*+(?:https?|xhs?|python3? -m httpie)"
+    r"(?:[ \t](?:[^\r\n;&|" + _CJK + r"]{0,200}+(?<=\\)\r?\n)?[^\n;&|" + _CJK + r"]{0,200}?)?[ \t](?:-a|--auth))(?:[ \t]++|=|(?<=[ \t]-[ua])(?=[^\s:\"']{1,100}+:[a-z.]{0,200}+[^a-z.\s]))[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key|requirepass|masterauth)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
     r"|(?:(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]|(?m:^)[ \t]*+user[ \t]++[^\s>]{1,64}+[ \t]++(?:on|off)[ \t]++"

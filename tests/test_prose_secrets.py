@@ -249,7 +249,7 @@ SENT_BEFORE = [
         'curl -ubob:PW https://x',
         'auth:\n  - bob\n  - PW', '  auth:\n    - "bob"\n    - "PW"', 'basic_auth:\n  - admin\n  - PW', 'auth: [bob, PW]',
         '# 认证信息\nauth:\n  - bob\n  - PW', 'DB_PASSWORD ::= PW', 'override API_TOKEN := PW',
-        'auth: [alice, PW]', 'client.auth("PW", done)')],
+        'auth: [alice, PW]', 'client.auth("PW", done)', 'curl -H "Accept: */*" \\\n  -H x -u bob:PW https://x')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -425,6 +425,7 @@ NEAR_MISSES = [
     'auth:\n  - ApiKeyAuth\n  - OAuth2', 'auth: [google, Okta2FA]', 'security_auth:\n  - GitHub\n  - GoogleOAuth2',
     'auth:\n  - v1\n  - v2Beta', *(f'cat > ~/.pgpass <<EOF\nlocalhost:5432:*:postgres:{pw}\nEOF' for pw in (
         '<password>', '<your-password>', '{{pg_password}}', '%(password)s', '[password]')), 'user alice on <-----',
+    'curl -uploaded:file', 'curl -uploaded:file.txt https://x',
 ]
 
 
