@@ -250,6 +250,10 @@ SENT_BEFORE = [
         'auth:\n  - bob\n  - PW', '  auth:\n    - "bob"\n    - "PW"', 'basic_auth:\n  - admin\n  - PW', 'auth: [bob, PW]',
         '# 认证信息\nauth:\n  - bob\n  - PW', 'DB_PASSWORD ::= PW', 'override API_TOKEN := PW',
         'auth: [alice, PW]', 'client.auth("PW", done)', 'curl -H "Accept: */*" \\\n  -H x -u bob:PW https://x')],
+    # passwords of CamelCase words with a digit or a symbol, as defaults and assignments (a placeholder phrase is not)
+    *[(text.replace('PW', secret), secret) for secret in ('Welcome1!', 'Summer2024!', 'hunter2024!', 'S3cr3t-Pa55') for text in (
+        "jq -r '.password // \"PW\"'", 'coalesce(var.db_password, "PW")', 'config.fetch(:api_key, "PW")',
+        'token: str = Field("PW", env="GITHUB_TOKEN")', 'apiKey := "PW"', 'secret: str = "PW"')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -426,6 +430,14 @@ NEAR_MISSES = [
     'auth:\n  - v1\n  - v2Beta', *(f'cat > ~/.pgpass <<EOF\nlocalhost:5432:*:postgres:{pw}\nEOF' for pw in (
         '<password>', '<your-password>', '{{pg_password}}', '%(password)s', '[password]')), 'user alice on <-----',
     'curl -uploaded:file', 'curl -uploaded:file.txt https://x',
+    # an environment variable's or a key's name, a scheme joined to a token, a CJK prompt, TODO, placeholder phrases
+    'apiKey := "OPENAI_API_KEY"', 'secret: str = "SECRET_KEY"', 'secretKey := "AWS_SECRET_ACCESS_KEY"',
+    'token := "Bearer " + accessToken', 'password: str = "请输入密码"', 'api_key: str = "sk-你的密钥"', 'token := "TODO"',
+    "jq -r '.api_key // \"NotConfigured\"'", "jq -r '.token // \"PleaseLogin!\"'", "jq -r '.secret // \"Unknown!\"'",
+    'config.fetch(:api_key, "YourApiKeyHere")', 'coalesce(var.api_token, "TokenNotSet")', 'params[:token] or "GuestToken"',
+    'if (-not $env:API_KEY) { $key = "KeyNotSet" }', 'token: str = Field("YourTokenHere", env="GITHUB_TOKEN")',
+    'lookup(var.secret_keys, "password", "DbPassword")', '{{ default "MyAppSecrets" .Values.existingSecret }}',
+    'ACL SETUSER alice on >YOUR_PASSWORD ~* +@all', 'cat > ~/.pgpass <<EOF\nlocalhost:5432:*:postgres:PASSWORD\nEOF',
 ]
 
 
