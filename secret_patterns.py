@@ -569,7 +569,7 @@ PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "loo
 #: environment variable's name (``"OPENAI_API_KEY"``), a scheme joined to a token (``"Bearer " + t``), ``TODO``, CJK text.
 _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
                 r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\.{3}|…|TODO|TBD|FIXME"
-                r"|(?:[A-Z\d]++_){0,6}+(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)|[Bb]earer|[Bb]asic|[Dd]igest"
+                r"|(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)|[Bb]earer|[Bb]asic|[Dd]igest"
                 r"|(?=[^\n]{0,200}?[\u3040-\u9fff\uac00-\ud7af]{2})[^\n]*+")
 PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: Values written bare that are code or placeholders: also an attribute, a call or an index (``settings.db.password``,
