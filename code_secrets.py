@@ -41,11 +41,12 @@ _REF = r"\$?\.?[A-Za-z_][\w.]{0,200}+"
 
 #: A default given before or after what it is the default of, in templates and Terraform: Helm's ``default "…"
 #: .Values.db.password``, ``coalesce .Values.db.password "…"``, Terraform's ``coalesce(var.db_password, "…")``,
-#: ``try(var.db_password, "…")`` and ``lookup(var.secrets, "db_password", "…")`` (group ``key``). Group ``ref`` names it.
+#: ``try(var.db_password, "…")`` and ``lookup(var.secrets, "db_password", "…")`` (group ``key``), a call's arguments on
+#: lines of their own as formatters write them. Group ``ref`` names it.
 TEMPLATE_DEFAULT = re.compile(
-    r"(?<![\w.-])(?:default[ \t]++" + _VALUE + r"[ \t]++\(?[ \t]*+(?P<ref>" + _REF + r")"
-    r"|(?:coalesce|try|lookup)(?:[ \t]++|[ \t]*+\([ \t]*+)(?P<ref2>" + _REF + r")[ \t]*+,?[ \t]*+"
-    r"(?:(?P<kq>[\"'])(?P<key>[A-Za-z_][\w.:-]{0,100}+)(?P=kq)[ \t]*+,[ \t]*+)?"
+    r"(?<![\w.-])(?:default[ \t]++" + _VALUE + r"\s++\(?[ \t]*+(?P<ref>" + _REF + r")"
+    r"|(?:coalesce|try|lookup)(?:[ \t]++|[ \t]*+\(\s*+)(?P<ref2>" + _REF + r")[ \t]*+,?\s*+"
+    r"(?:(?P<kq>[\"'])(?P<key>[A-Za-z_][\w.:-]{0,100}+)(?P=kq)[ \t]*+,\s*+)?"
     + _quoted("2") + ")"
 )
 #: A fallback after a path or a variable: jq's ``.db.password // "…"`` (``.["db_password"]`` too; the path starts a
@@ -76,7 +77,7 @@ _TYPE = r"[\w.\[\]<>?]{1,60}+(?:[ \t]*+[,|][ \t]*+[\w.\[\]<>?]{1,60}+){0,2}[ \t]
 #: ``default_factory=lambda: "…"``), whose ``env``/``alias`` (group ``rest``) names it too. Groups ``attr``, ``field``.
 TYPED_DEFAULT = re.compile(
     r"(?=[A-Za-z_])(?:(?<![\w.$])(?P<attr>[A-Za-z_]\w{0,100}+)[ \t]*+\??:[ \t]*+" + _TYPE + r"=(?![=>])[ \t]*+)?"
-    r"(?:(?P<field>(?<![\w.])(?:pydantic\.)?(?:Field|field|attr\.ib|attrs\.field)\([ \t]*+"
+    r"(?:(?P<field>(?<![\w.])(?:pydantic\.)?(?:Field|field|attr\.ib|attrs\.field)\(\s*+"
     r"(?:default[ \t]*+=[ \t]*+|default_factory[ \t]*+=[ \t]*+lambda[ \t]*+:[ \t]*+)?)|(?(attr)|(?!)))"
     r"[bfru]{0,2}+" + _VALUE + r"(?(field)(?P<rest>[^()\n]{0,200}+))"
 )
@@ -91,7 +92,7 @@ LISP_AND_SHELL = re.compile(
     r"[ \t]*+\)|env[ \t]++:(?P<c3>[A-Za-z_][\w.-]{0,100}+)|get[ \t]++[\w.-]{1,60}+[ \t]++:(?P<c4>[A-Za-z_][\w.-]{0,100}+)"
     r"|:(?P<c5>[A-Za-z_][\w.-]{0,100}+)[ \t]++[\w.-]{1,60}+|get-in[ \t]++[\w.-]{1,60}+[ \t]++(?P<path>\[[^\]\n]{1,100}+\]))"
     r"\s*+\"(?P<value>[^\"\n]{1,200}+)\""
-    r"|(?i:if)[ \t]*+\([ \t]*+(?P<neg>-not[ \t]++|![ \t]*+)?\$(?i:env):(?P<ps>[A-Za-z_]\w{0,100}+)[ \t]*+\)\s*+\{\s*+"
+    r"|(?i:if)[ \t]*+\([ \t]*+(?P<neg>-(?i:not)[ \t]++|![ \t]*+)?\$(?i:env):(?P<ps>[A-Za-z_]\w{0,100}+)[ \t]*+\)\s*+\{\s*+"
     r"(?(neg)(?:\$[\w:]{1,100}+[ \t]*+=[ \t]*+)?|[^{}\n]{0,200}+\}\s*+(?i:else)\s*+\{\s*+)"
     + _quoted("3")
 )
@@ -103,11 +104,11 @@ SYMBOL_KEY = re.compile(
     r"[ \t]*+(?:(?::\w{1,60}+|\w{1,60}+)[ \t]*+,[ \t]*+){0,2}:(?P<name>[A-Za-z_]\w{0,100}+)[ \t]*+"
     r"(?:,[ \t]*+|\)[ \t]*+(?:\{|do)[ \t]*+(?:\|\w{0,10}+\|[ \t]*+)?|[\])][ \t]*+(?:\|\||or|\?\?)=?[ \t]*+)" + _VALUE
 )
-#: A redis client's password: ``jedis.auth("…")``, ``client.auth("…", callback)`` (the only string argument; two are a
+#: A redis client's password: ``jedis.auth("…")``, ``client.auth("…", callback)``, Go's and C#'s ``.Auth("…")`` (the only string argument; two are a
 #: basic-auth call, :data:`secret_patterns.CLI_SECRET`'s), Rust's ``redis::cmd("AUTH").arg("…")`` (the last ``.arg``;
 #: a user's before it).
 CLIENT_AUTH = re.compile(
-    r"(?:(?<=[\w)])\.auth\([ \t]*+" + _VALUE + r"[ \t]*+(?:\)|,(?![ \t]*+[\"'`]))"
+    r"(?:(?<=[\w)])\.[aA]uth\([ \t]*+" + _VALUE + r"[ \t]*+(?:\)|,(?![ \t]*+[\"'`]))"
     r"|(?<![\w.])(?:redis::)?cmd\([ \t]*+\"(?i:AUTH)\"[ \t]*+\)(?:\.arg\([ \t]*+&?\"[^\"\n]{1,64}+\"[ \t]*+\))?"
     r"\.arg\([ \t]*+&?\"(?P<value2>[^\"\n]{1,200}+)\"[ \t]*+\)(?!\.arg\())"
 )
@@ -140,7 +141,7 @@ METHOD_NAME = re.compile(r"(?i)(?:oauth|oidc|openid|saml|ldap|kerberos|ntlm|hmac
                          r"|token|sso|mfa|2fa|totp|otp|google|github|gitlab|okta|azure|microsoft|facebook|apple|auth0|keycloak"
                          r"|none|anonymous|guest|public|v)[\w.-]{0,20}+")
 #: A user's name or an e-mail address: ``cy.auth("admin@example.com")`` logs a test user in, it gives no password.
-EMAIL = re.compile(r"[\w.+-]{1,64}+@[A-Za-z0-9-]{1,63}+(?:\.[A-Za-z0-9-]{1,63}+){0,4}\.[A-Za-z]{2,24}+")
+EMAIL = re.compile(r"[\w.+-]{1,64}+@[A-Za-z0-9-][A-Za-z0-9.-]{0,253}\.[A-Za-z]{2,24}+")
 #: The most lines of a heredoc read for ``.pgpass`` lines.
 _HEREDOC_LINES = 50
 

@@ -254,6 +254,11 @@ SENT_BEFORE = [
     *[(text.replace('PW', secret), secret) for secret in ('Welcome1!', 'Summer2024!', 'hunter2024!', 'S3cr3t-Pa55') for text in (
         "jq -r '.password // \"PW\"'", 'coalesce(var.db_password, "PW")', 'config.fetch(:api_key, "PW")',
         'token: str = Field("PW", env="GITHUB_TOKEN")', 'apiKey := "PW"', 'secret: str = "PW"')],
+    # a call's arguments on lines of their own, Go's .Auth(, PowerShell's -Not
+    *[(text.replace('PW', 'S3cr3t-Pa55'), 'S3cr3t-Pa55') for text in (
+        'coalesce(\n  var.db_password,\n  "PW"\n)', 'lookup(var.secrets, "db_password",\n  "PW")',
+        '{{ default "PW"\n  .Values.db.password }}', 'db_password: str = Field(\n    "PW", env="DB_PASSWORD"\n)',
+        'redisClient.Auth("PW")', 'If (-Not $Env:DB_PASSWORD) { $p = "PW" }')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -437,6 +442,7 @@ NEAR_MISSES = [
     'config.fetch(:api_key, "YourApiKeyHere")', 'coalesce(var.api_token, "TokenNotSet")', 'params[:token] or "GuestToken"',
     'if (-not $env:API_KEY) { $key = "KeyNotSet" }', 'token: str = Field("YourTokenHere", env="GITHUB_TOKEN")',
     'lookup(var.secret_keys, "password", "DbPassword")', '{{ default "MyAppSecrets" .Values.existingSecret }}',
+    'coalesce(\n  var.region,\n  "us-east-1"\n)', 'client.Auth(ctx)', 'app.Auth("google")',
     'ACL SETUSER alice on >YOUR_PASSWORD ~* +@all', 'cat > ~/.pgpass <<EOF\nlocalhost:5432:*:postgres:PASSWORD\nEOF',
 ]
 
