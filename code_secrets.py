@@ -64,7 +64,7 @@ FALLBACK = re.compile(
 #: variables are written: Go's ``password := input`` and Delphi's ``FPassword := AValue;`` are code (:func:`_assign_op`).
 #: Groups ``name``, ``op``, ``value`` or ``bare``.
 ASSIGN_OP = re.compile(
-    r"(?:(?P<line>(?m:^)) *+(?:(?:export|override)[ \t]++)?|(?<![\w.$-]))(?P<name>[A-Za-z_][\w.-]{0,100}+)[ \t]*+"
+    r"(?:(?P<line>(?m:^))[ \t]*+(?:(?:export|override)[ \t]++)?|(?<![\w.$-]))(?P<name>[A-Za-z_][\w.-]{0,100}+)[ \t]*+"
     r"(?P<op>\?|:{1,3}+)=[ \t]*+(?:" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]{0,199}+)"
     r"(?=[ \t]*+(?:#|\r?\n|[" + patterns._CJK + r"]|$))|(?!)))"
 )
@@ -77,7 +77,7 @@ _TYPE = r"[\w.\[\]<>?]{1,60}+(?:[ \t]*+[,|][ \t]*+[\w.\[\]<>?]{1,60}+){0,2}[ \t]
 #: ``default_factory=lambda: "…"``), whose ``env``/``alias`` (group ``rest``) names it too. Groups ``attr``, ``field``.
 TYPED_DEFAULT = re.compile(
     r"(?=[A-Za-z_])(?:(?<![\w.$])(?P<attr>[A-Za-z_]\w{0,100}+)[ \t]*+\??:[ \t]*+" + _TYPE + r"=(?![=>])[ \t]*+)?"
-    r"(?:(?P<field>(?<![\w.])(?:pydantic\.)?(?:Field|field|attr\.ib|attrs\.field)\(\s*+"
+    r"(?:(?P<field>(?<![\w.])(?:pydantic\.|dataclasses\.)?(?:Field|field|attr\.ib|attrs\.field)\(\s*+"
     r"(?:default[ \t]*+=[ \t]*+|default_factory[ \t]*+=[ \t]*+lambda[ \t]*+:[ \t]*+)?)|(?(attr)|(?!)))"
     r"[bfru]{0,2}+" + _VALUE + r"(?(field)(?P<rest>[^()\n]{0,200}+))"
 )
@@ -98,9 +98,10 @@ LISP_AND_SHELL = re.compile(
 )
 #: A symbol as a setting's key, in Ruby and Elixir: ``config.fetch(:db_password, "…")``, ``ENV.fetch(:api_key) {
 #: "…" }``, ``settings[:password] || "…"`` (``||=``, ``or``), ``credentials.dig(:db, :password) || "…"``,
-#: ``Application.get_env(:app, :db_password, "…")``, ``Keyword.get(opts, :password, "…")``. Group ``name``.
+#: ``Application.get_env(:app, :db_password, "…")``, ``Keyword.get(opts, :password, "…")``, without parentheses too
+#: (``config.fetch :db_password, "…"``). Group ``name``.
 SYMBOL_KEY = re.compile(
-    r"(?:(?<=[\w\])])\[|(?<![\w:])(?i:fetch|dig|get|get_env|fetch_env|config|setting|settings|option|options)\()"
+    r"(?:(?<=[\w\])])\[|(?<![\w:])(?i:fetch|dig|get|get_env|fetch_env|config|setting|settings|option|options)(?:\(|[ \t]++(?=:)))"
     r"[ \t]*+(?:(?::\w{1,60}+|\w{1,60}+)[ \t]*+,[ \t]*+){0,2}:(?P<name>[A-Za-z_]\w{0,100}+)[ \t]*+"
     r"(?:,[ \t]*+|\)[ \t]*+(?:\{|do)[ \t]*+(?:\|\w{0,10}+\|[ \t]*+)?|[\])][ \t]*+(?:\|\||or|\?\?)=?[ \t]*+)" + _VALUE
 )
@@ -124,13 +125,14 @@ ACL_RULE = re.compile(r"(?i)on|off|nopass|resetpass|reset|resetkeys|resetchannel
 PGPASS_HEREDOC = re.compile(
     r"(?<![\w-])(?:cat|tee)(?=[^\n]{0,200}?(?:\.pgpass|pgpass\.conf|PGPASSFILE)(?![\w.]))[^\n<]{0,200}+<<-?[ \t]*+"
     r"([\"']?)(?P<tag>\w{1,20}+)\1[^\n]{0,200}+\n")
-#: A login given as a list of two under an ``auth`` key (``basic_auth``, ``http-auth``): in YAML's block style
+#: A login given as a list of two under an ``auth`` key (``basic_auth``, ``http-auth``, ``"auth"``, comments after
+#: either line): in YAML's block style
 #: (``auth:`` then ``- bob`` and ``- …``, no third item) or flow style unquoted (``auth: [bob, …]``; quoted ones are
 #: :data:`secret_patterns.CLI_SECRET`'s). Groups ``user4``/``user5``, ``q4``/``value4`` or ``value5``.
 AUTH_LIST = re.compile(
-    r"(?m:^)[ \t]*+(?:-[ \t]++)?[\w-]{0,40}+(?<=[aA][uU][tT][hH])[\"']?[ \t]*+:[ \t]*+"
-    r"(?:\r?\n[ \t]*+-[ \t]++(?P<user4>[^\s#][^\n]{0,100}+)\r?\n[ \t]*+-[ \t]++(?P<q4>[\"']?)(?P<value4>[^\s\"'#][^\s\"']{0,199}+)(?P=q4)"
-    r"[ \t]*+(?=\r?\n|$)(?!\r?\n[ \t]*+-[ \t])"
+    r"(?m:^)[ \t]*+(?:-[ \t]++)?[\"']?[\w-]{0,40}+(?<=[aA][uU][tT][hH])[\"']?[ \t]*+[:：][ \t]*+"
+    r"(?:(?:#[^\n]{0,200}+)?\r?\n[ \t]*+-[ \t]++(?P<user4>[^\s#][^\n]{0,100}+)\r?\n[ \t]*+-[ \t]++(?P<q4>[\"']?)(?P<value4>[^\s\"'#][^\s\"']{0,199}+)(?P=q4)"
+    r"[ \t]*+(?:#[^\n]{0,200}+)?(?=\r?\n|$)(?!\r?\n[ \t]*+-[ \t])"
     r"|\[[ \t]*+(?P<user5>[^\s,\[\]\"']{1,100}+)[ \t]*+,[ \t]*+(?P<value5>[^\s,\[\]\"']{1,200}+)[ \t]*+\])"
 )
 #: Ways to log in and providers of identities: a list naming one (``auth: [session, OAuth2]``, ``- Kerberos`` then ``-

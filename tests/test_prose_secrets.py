@@ -258,7 +258,10 @@ SENT_BEFORE = [
     *[(text.replace('PW', 'S3cr3t-Pa55'), 'S3cr3t-Pa55') for text in (
         'coalesce(\n  var.db_password,\n  "PW"\n)', 'lookup(var.secrets, "db_password",\n  "PW")',
         '{{ default "PW"\n  .Values.db.password }}', 'db_password: str = Field(\n    "PW", env="DB_PASSWORD"\n)',
-        'redisClient.Auth("PW")', 'If (-Not $Env:DB_PASSWORD) { $p = "PW" }')],
+        'redisClient.Auth("PW")', 'If (-Not $Env:DB_PASSWORD) { $p = "PW" }', '\tDB_PASSWORD ?= PW',
+        'db_password: str = dataclasses.field(default="PW")', 'auth:\n  - bob\n  - PW # 密码', 'auth:   # basic\n  - bob\n  - PW',
+        '"auth":\n  - bob\n  - PW', 'auth：\n  - bob\n  - PW', 'config.fetch :db_password, "PW"',
+        'Application.get_env :app, :db_password, "PW"')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -442,7 +445,7 @@ NEAR_MISSES = [
     'config.fetch(:api_key, "YourApiKeyHere")', 'coalesce(var.api_token, "TokenNotSet")', 'params[:token] or "GuestToken"',
     'if (-not $env:API_KEY) { $key = "KeyNotSet" }', 'token: str = Field("YourTokenHere", env="GITHUB_TOKEN")',
     'lookup(var.secret_keys, "password", "DbPassword")', '{{ default "MyAppSecrets" .Values.existingSecret }}',
-    'coalesce(\n  var.region,\n  "us-east-1"\n)', 'client.Auth(ctx)', 'app.Auth("google")',
+    'coalesce(\n  var.region,\n  "us-east-1"\n)', 'config.fetch :region, "us-east-1"', 'get :show, "Index"', 'auth:  # methods\n  - jwt\n  - session', 'client.Auth(ctx)', 'app.Auth("google")',
     'ACL SETUSER alice on >YOUR_PASSWORD ~* +@all', 'cat > ~/.pgpass <<EOF\nlocalhost:5432:*:postgres:PASSWORD\nEOF',
 ]
 
