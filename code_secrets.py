@@ -41,11 +41,12 @@ _REF = r"\$?\.?[A-Za-z_][\w.]{0,200}+"
 
 #: A default given before or after what it is the default of, in templates and Terraform: Helm's ``default "…"
 #: .Values.db.password``, ``coalesce .Values.db.password "…"``, Terraform's ``coalesce(var.db_password, "…")``,
-#: ``try(var.db_password, "…")`` and ``lookup(var.secrets, "db_password", "…")`` (group ``key``). Group ``ref`` names it.
+#: ``try(var.db_password, "…")`` and ``lookup(var.secrets, "db_password", "…")`` (group ``key``), a call's arguments on
+#: lines of their own as formatters write them. Group ``ref`` names it.
 TEMPLATE_DEFAULT = re.compile(
-    r"(?<![\w.-])(?:default[ \t]++" + _VALUE + r"[ \t]++\(?[ \t]*+(?P<ref>" + _REF + r")"
-    r"|(?:coalesce|try|lookup)(?:[ \t]++|[ \t]*+\([ \t]*+)(?P<ref2>" + _REF + r")[ \t]*+,?[ \t]*+"
-    r"(?:(?P<kq>[\"'])(?P<key>[A-Za-z_][\w.:-]{0,100}+)(?P=kq)[ \t]*+,[ \t]*+)?"
+    r"(?<![\w.-])(?:default[ \t]++" + _VALUE + r"\s++\(?[ \t]*+(?P<ref>" + _REF + r")"
+    r"|(?:coalesce|try|lookup)(?:[ \t]++|[ \t]*+\(\s*+)(?P<ref2>" + _REF + r")[ \t]*+,?\s*+"
+    r"(?:(?P<kq>[\"'])(?P<key>[A-Za-z_][\w.:-]{0,100}+)(?P=kq)[ \t]*+,\s*+)?"
     + _quoted("2") + ")"
 )
 #: A fallback after a path or a variable: jq's ``.db.password // "…"`` (``.["db_password"]`` too; the path starts a
@@ -59,10 +60,12 @@ FALLBACK = re.compile(
 )
 #: Make's conditional and immediate assignments at a line's start (``DB_PASSWORD ?= …``, ``:=``, ``::=``, ``:::=``,
 #: after ``export`` or ``override``; a bare value to the end of its line or a comment), and Go's ``dbPassword := "…"``
-#: anywhere (quoted only: ``password := input`` is code). Groups ``name``, ``value`` or ``bare``.
+#: anywhere (quoted only). A bare value after ``:=`` is Make's only when the name has no lower-case letter, as Make's
+#: variables are written: Go's ``password := input`` and Delphi's ``FPassword := AValue;`` are code (:func:`_assign_op`).
+#: Groups ``name``, ``op``, ``value`` or ``bare``.
 ASSIGN_OP = re.compile(
-    r"(?:(?P<line>(?m:^)) *+(?:(?:export|override)[ \t]++)?|(?<![\w.$-]))(?P<name>[A-Za-z_][\w.-]{0,100}+)[ \t]*+"
-    r"[?:]=[ \t]*+(?:" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]{0,199}+)"
+    r"(?:(?P<line>(?m:^))[ \t]*+(?:(?:export|override)[ \t]++)?|(?<![\w.$-]))(?P<name>[A-Za-z_][\w.-]{0,100}+)[ \t]*+"
+    r"(?P<op>\?|:{1,3}+)=[ \t]*+(?:" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]{0,199}+)"
     r"(?=[ \t]*+(?:#|\r?\n|[" + patterns._CJK + r"]|$))|(?!)))"
 )
 #: A type in an annotation: a name (``str``, ``Optional[str]``, ``Map<String,``), up to two more after ``,`` or ``|``
@@ -74,7 +77,7 @@ _TYPE = r"[\w.\[\]<>?]{1,60}+(?:[ \t]*+[,|][ \t]*+[\w.\[\]<>?]{1,60}+){0,2}[ \t]
 #: ``default_factory=lambda: "…"``), whose ``env``/``alias`` (group ``rest``) names it too. Groups ``attr``, ``field``.
 TYPED_DEFAULT = re.compile(
     r"(?=[A-Za-z_])(?:(?<![\w.$])(?P<attr>[A-Za-z_]\w{0,100}+)[ \t]*+\??:[ \t]*+" + _TYPE + r"=(?![=>])[ \t]*+)?"
-    r"(?:(?P<field>(?<![\w.])(?:pydantic\.)?(?:Field|field|attr\.ib|attrs\.field)\([ \t]*+"
+    r"(?:(?P<field>(?<![\w.])(?:pydantic\.|dataclasses\.)?(?:Field|field|attr\.ib|attrs\.field)\(\s*+"
     r"(?:default[ \t]*+=[ \t]*+|default_factory[ \t]*+=[ \t]*+lambda[ \t]*+:[ \t]*+)?)|(?(attr)|(?!)))"
     r"[bfru]{0,2}+" + _VALUE + r"(?(field)(?P<rest>[^()\n]{0,200}+))"
 )
@@ -89,23 +92,24 @@ LISP_AND_SHELL = re.compile(
     r"[ \t]*+\)|env[ \t]++:(?P<c3>[A-Za-z_][\w.-]{0,100}+)|get[ \t]++[\w.-]{1,60}+[ \t]++:(?P<c4>[A-Za-z_][\w.-]{0,100}+)"
     r"|:(?P<c5>[A-Za-z_][\w.-]{0,100}+)[ \t]++[\w.-]{1,60}+|get-in[ \t]++[\w.-]{1,60}+[ \t]++(?P<path>\[[^\]\n]{1,100}+\]))"
     r"\s*+\"(?P<value>[^\"\n]{1,200}+)\""
-    r"|(?i:if)[ \t]*+\([ \t]*+(?P<neg>-not[ \t]++|![ \t]*+)?\$(?i:env):(?P<ps>[A-Za-z_]\w{0,100}+)[ \t]*+\)\s*+\{\s*+"
+    r"|(?i:if)[ \t]*+\([ \t]*+(?P<neg>-(?i:not)[ \t]++|![ \t]*+)?\$(?i:env):(?P<ps>[A-Za-z_]\w{0,100}+)[ \t]*+\)\s*+\{\s*+"
     r"(?(neg)(?:\$[\w:]{1,100}+[ \t]*+=[ \t]*+)?|[^{}\n]{0,200}+\}\s*+(?i:else)\s*+\{\s*+)"
     + _quoted("3")
 )
 #: A symbol as a setting's key, in Ruby and Elixir: ``config.fetch(:db_password, "…")``, ``ENV.fetch(:api_key) {
 #: "…" }``, ``settings[:password] || "…"`` (``||=``, ``or``), ``credentials.dig(:db, :password) || "…"``,
-#: ``Application.get_env(:app, :db_password, "…")``, ``Keyword.get(opts, :password, "…")``. Group ``name``.
+#: ``Application.get_env(:app, :db_password, "…")``, ``Keyword.get(opts, :password, "…")``, without parentheses too
+#: (``config.fetch :db_password, "…"``). Group ``name``.
 SYMBOL_KEY = re.compile(
-    r"(?:(?<=[\w\])])\[|(?<![\w:])(?i:fetch|dig|get|get_env|fetch_env|config|setting|settings|option|options)\()"
+    r"(?:(?<=[\w\])])\[|(?<![\w:])(?i:fetch|dig|get|get_env|fetch_env|config|setting|settings|option|options)(?:\(|[ \t]++(?=:)))"
     r"[ \t]*+(?:(?::\w{1,60}+|\w{1,60}+)[ \t]*+,[ \t]*+){0,2}:(?P<name>[A-Za-z_]\w{0,100}+)[ \t]*+"
     r"(?:,[ \t]*+|\)[ \t]*+(?:\{|do)[ \t]*+(?:\|\w{0,10}+\|[ \t]*+)?|[\])][ \t]*+(?:\|\||or|\?\?)=?[ \t]*+)" + _VALUE
 )
-#: A redis client's password: ``jedis.auth("…")``, ``client.auth("…", callback)`` (the only string argument; two are a
+#: A redis client's password: ``jedis.auth("…")``, ``client.auth("…", callback)``, Go's and C#'s ``.Auth("…")`` (the only string argument; two are a
 #: basic-auth call, :data:`secret_patterns.CLI_SECRET`'s), Rust's ``redis::cmd("AUTH").arg("…")`` (the last ``.arg``;
 #: a user's before it).
 CLIENT_AUTH = re.compile(
-    r"(?:(?<=[\w)])\.auth\([ \t]*+" + _VALUE + r"[ \t]*+(?:\)|,(?![ \t]*+[\"'`]))"
+    r"(?:(?<=[\w)])\.[aA]uth\([ \t]*+" + _VALUE + r"[ \t]*+(?:\)|,(?![ \t]*+[\"'`]))"
     r"|(?<![\w.])(?:redis::)?cmd\([ \t]*+\"(?i:AUTH)\"[ \t]*+\)(?:\.arg\([ \t]*+&?\"[^\"\n]{1,64}+\"[ \t]*+\))?"
     r"\.arg\([ \t]*+&?\"(?P<value2>[^\"\n]{1,200}+)\"[ \t]*+\)(?!\.arg\())"
 )
@@ -121,15 +125,25 @@ ACL_RULE = re.compile(r"(?i)on|off|nopass|resetpass|reset|resetkeys|resetchannel
 PGPASS_HEREDOC = re.compile(
     r"(?<![\w-])(?:cat|tee)(?=[^\n]{0,200}?(?:\.pgpass|pgpass\.conf|PGPASSFILE)(?![\w.]))[^\n<]{0,200}+<<-?[ \t]*+"
     r"([\"']?)(?P<tag>\w{1,20}+)\1[^\n]{0,200}+\n")
-#: A login given as a list of two under an ``auth`` key (``basic_auth``, ``http-auth``): in YAML's block style
+#: A login given as a list of two under an ``auth`` key (``basic_auth``, ``http-auth``, ``"auth"``, comments after
+#: either line): in YAML's block style
 #: (``auth:`` then ``- bob`` and ``- …``, no third item) or flow style unquoted (``auth: [bob, …]``; quoted ones are
-#: :data:`secret_patterns.CLI_SECRET`'s). Groups ``q4``/``value4`` or ``value5``.
+#: :data:`secret_patterns.CLI_SECRET`'s). Groups ``user4``/``user5``, ``q4``/``value4`` or ``value5``.
 AUTH_LIST = re.compile(
-    r"(?m:^)[ \t]*+(?:-[ \t]++)?[\w-]{0,40}+(?<=[aA][uU][tT][hH])[\"']?[ \t]*+:[ \t]*+"
-    r"(?:\r?\n[ \t]*+-[ \t]++[^\s#][^\n]{0,100}+\r?\n[ \t]*+-[ \t]++(?P<q4>[\"']?)(?P<value4>[^\s\"'#][^\s\"']{0,199}+)(?P=q4)"
-    r"[ \t]*+(?=\r?\n|$)(?!\r?\n[ \t]*+-[ \t])"
-    r"|\[[ \t]*+[^\s,\[\]\"']{1,100}+[ \t]*+,[ \t]*+(?P<value5>[^\s,\[\]\"']{1,200}+)[ \t]*+\])"
+    r"(?m:^)[ \t]*+(?:-[ \t]++)?[\"']?[\w-]{0,40}+(?<=[aA][uU][tT][hH])[\"']?[ \t]*+[:：][ \t]*+"
+    r"(?:(?:#[^\n]{0,200}+)?\r?\n[ \t]*+-[ \t]++(?P<user4>[^\s#][^\n]{0,100}+)\r?\n[ \t]*+-[ \t]++(?P<q4>[\"']?)(?P<value4>[^\s\"'#][^\s\"']{0,199}+)(?P=q4)"
+    r"[ \t]*+(?:#[^\n]{0,200}+)?(?=\r?\n|$)(?!\r?\n[ \t]*+-[ \t])"
+    r"|\[[ \t]*+(?P<user5>[^\s,\[\]\"']{1,100}+)[ \t]*+,[ \t]*+(?P<value5>[^\s,\[\]\"']{1,200}+)[ \t]*+\])"
 )
+#: Ways to log in and providers of identities: a list naming one (``auth: [session, OAuth2]``, ``- Kerberos`` then ``-
+#: NTLMv2``) is of methods, not a login. :data:`AUTH_METHOD` is looked for in the password (distinctive parts alone,
+#: ``hotpotato`` holds ``otp``), :data:`METHOD_NAME` is the whole of the user (``google``, ``v1``).
+AUTH_METHOD = re.compile(r"(?i)oauth|oidc|openid|saml|ldap|kerberos|ntlm|hmac|jwt|okta|webauthn|2fa|mfa|totp|^v\d")
+METHOD_NAME = re.compile(r"(?i)(?:oauth|oidc|openid|saml|ldap|kerberos|ntlm|hmac|jwt|bearer|basic|digest|session|cookie|api[-_]?key"
+                         r"|token|sso|mfa|2fa|totp|otp|google|github|gitlab|okta|azure|microsoft|facebook|apple|auth0|keycloak"
+                         r"|none|anonymous|guest|public|v)[\w.-]{0,20}+")
+#: A user's name or an e-mail address: ``cy.auth("admin@example.com")`` logs a test user in, it gives no password.
+EMAIL = re.compile(r"[\w.+-]{1,64}+@[A-Za-z0-9-][A-Za-z0-9.-]{0,253}\.[A-Za-z]{2,24}+")
 #: The most lines of a heredoc read for ``.pgpass`` lines.
 _HEREDOC_LINES = 50
 
@@ -182,6 +196,8 @@ def _assign_op(m: re.Match[str], judge: Judge, redacted: str) -> str:
     """An :data:`ASSIGN_OP` match with its value redacted as an assignment's would be (``DB_PASSWORD=…``)."""
     group = "bare" if m.group("bare") is not None else "value"
     value = m.group(group)
+    if group == "bare" and m.group("op") != "?" and re.search("[a-z]", m.group("name")):
+        return m.group()  # Go's or Pascal's code: a Make variable is named in capitals
     if group == "bare":
         value = value.rstrip(patterns.VALUE_END + "\\")
     if not value or not judge(m.group("name"), value, group == "bare"):
@@ -205,18 +221,25 @@ def _typed_default(m: re.Match[str], judge: Judge, redacted: str) -> str:
 def _login(m: re.Match[str], redacted: str, default: bool) -> str:
     """A client's ``auth`` or an ``auth`` list's match with its password redacted when it reads as one
     (:func:`prose_secrets.reads_as_password`); a client's (``default``) also as a default must
-    (:data:`secret_patterns.DEFAULT_SECRET`): ``auth("user:42:profile")``, ``auth("google")`` stay."""
+    (:data:`secret_patterns.DEFAULT_SECRET`) and not as an e-mail address: ``auth("user:42:profile")``,
+    ``auth("google")``, ``cy.auth("admin@example.com")`` stay. A list's first item must read as a user's name and
+    neither item as a way to log in (:data:`METHOD_NAME`, :data:`AUTH_METHOD`)."""
     group = _value_group(m)
     value = m.group(group)
     if not prose_secrets.reads_as_password(value, redacted) or (default and not patterns.DEFAULT_SECRET.fullmatch(value)):
         return m.group()
+    if default and EMAIL.fullmatch(value):
+        return m.group()  # a test user's address (Cypress' cy.auth), not a password
+    user = (m.group("user4") or m.group("user5") or "").strip("\"' \t") if not default else ""
+    if not default and (AUTH_METHOD.search(value) or METHOD_NAME.fullmatch(user) or re.search("[A-Z]", user[1:])):
+        return m.group()  # a list of ways to log in (auth: [session, OAuth2]); a user's name has no inner capital
     return _replace(m, group, redacted)
 
 
 def _acl_rules(m: re.Match[str], redacted: str) -> str:
     """An :data:`ACL_LINE` with the passwords of its ``>…`` and ``<…`` rules redacted. An ACL file's line must be rules
     alone (``user bob on the server >Works`` is prose); ``ACL SETUSER``'s rules run to the first word that is not one.
-    A variable (``>$PW``) stays."""
+    A variable (``>$PW``) and a rule without a letter or a digit (``<-----``, an arrow) stay."""
     rules = m.group("rules")
     out, at = [], 0
     for token in re.finditer(r"\S++", rules):
@@ -227,6 +250,7 @@ def _acl_rules(m: re.Match[str], redacted: str) -> str:
             return m.group()
         password = word[1:]
         if word[:1] in "<>" and len(password) >= 4 and not password.startswith(("$", redacted[:-1])) \
+                and re.search(r"[^\W_]", password) \
                 and not patterns.PLACEHOLDER_VALUE.match(password) and not password.endswith(">"):
             start = token.start() + token.group().index(word) + 1
             out += [rules[at:start], redacted]
@@ -239,7 +263,7 @@ def _acl_rules(m: re.Match[str], redacted: str) -> str:
 def _pgpass_heredocs(text: str, redacted: str) -> str:
     """``text`` with the passwords of the ``.pgpass`` lines a :data:`PGPASS_HEREDOC` writes redacted (up to its tag or
     :data:`_HEREDOC_LINES` lines); not a variable (``$PGPASSWORD``), lower-case letters alone (``password``, the
-    format's own words) or one Capitalised word."""
+    format's own words), one Capitalised word or a placeholder (``<password>``, ``{{pg_password}}``, ``%(password)s``)."""
     out, done = [], 0
     for m in PGPASS_HEREDOC.finditer(text):
         if m.start() < done:
@@ -254,7 +278,8 @@ def _pgpass_heredocs(text: str, redacted: str) -> str:
             fields = re.split(r"(?<!\\):", line.strip())
             value = fields[-1]
             if (len(fields) == 5 and all(fields) and not re.search(r"\s", line.strip()) and len(value) >= 4
-                    and not value.startswith(("$", redacted[:-1])) and not re.fullmatch(r"[a-z-]++|[A-Z][a-z]++", value)):
+                    and not value.startswith(("$", redacted[:-1])) and not re.fullmatch(r"[a-z-]++|[A-Z][a-z]++", value)
+                    and not patterns.PLACEHOLDER_VALUE.match(value)):
                 start = at + line.index(line.strip()) + len(line.strip()) - len(value)
                 out += [text[done:start], redacted]
                 done = start + len(value)

@@ -232,9 +232,9 @@ CLI_SECRET = re.compile(
     r"|(?:execute_command|send_command|sendCommand|(?<=redis\.)p?call|(?<=server\.)p?call|(?<=\.)Do)\((?:\s*+ctx\s*+,)?\s*+\[?\s*+"
     r"[\"'](?i:AUTH)[\"']\s*+,\s*+"
     r"(?:[\"'][^\"'\n]{1,64}+[\"']\s*+,\s*+)?(?=[\"'])(?P<call>)"
-    r"|(?:curl(?:[ \t](?:[^\n]|\\\r?\n){0,200}?)?[ \t](?:-u|--user)|(?:(?m:^)|(?<=[;&|(`" + _CJK + r"])|(?<=[;&|(`$>] )|(?<=sudo ))"
-    r"[ \t]*+(?:https?|xhs?|python3? -m httpie)(?:[ \t](?:[^\n;&|]|\\\r?\n){0,200}?)?[ \t](?:-a|--auth))"
-    r"(?:[ \t]++|=)?[\"']?[^\s:\"']{1,100}+:"
+    r"|(?:curl(?:[ \t](?:[^\r\n]{0,200}+(?<=\\)\r?\n)?[^\n]{0,200}?)?[ \t](?:-u|--user)|(?:(?m:^)|(?<=[;&|(`" + _CJK + r"])"
+    r"|(?<=[;&|(`$>] )|(?<=sudo ))[ \t]*+(?:https?|xhs?|python3? -m httpie)"
+    r"(?:[ \t](?:[^\r\n;&|" + _CJK + r"]{0,200}+(?<=\\)\r?\n)?[^\n;&|" + _CJK + r"]{0,200}?)?[ \t](?:-a|--auth))(?:[ \t]++|=|(?<=[ \t]-[ua])(?=[^\s:\"']{1,100}+:[a-z.]{0,200}+[^a-z.\s]))[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key|requirepass|masterauth)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
     r"|(?:(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]|(?m:^)[ \t]*+user[ \t]++[^\s>]{1,64}+[ \t]++(?:on|off)[ \t]++"
@@ -373,8 +373,13 @@ NAMED_VALUES = ("element", "quoted", "dq", "sq", "bare", *DEFAULT_VALUES)
 #: (``'Authorization'``, ``"Password:"``, ``"Contraseña"``: labels), words joined by ``-`` (``X-Auth-Token``,
 #: ``__Secure-next-auth.session-token``: a header's or cookie's name), a reference (``env:DB_PASSWORD``,
 #: ``keyring:myapp``, ``ENV:API_KEY``, ``%AUTH_TOKEN%``, ``@AUTH_TOKEN``) nor a placeholder (``(anonymous)``,
-#: ``API_KEY=***``, ``****``), not a regular expression (``^…``, ``(?=``, ``{8,}``), no CJK text (a message).
-DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\d]|\.)*+-(?:[^\W\d]|[.-])*+[:*]?$)"
+#: ``API_KEY=***``, ``****``), not a regular expression (``^…``, ``(?=``, ``{8,}``), no CJK text (a message), no letters
+#: alone that are 3+ CamelCase words or hold a credential's or a status's word (``YourApiKeyHere``, ``TokenNotSet``,
+#: ``DbPassword``) or end in one symbol (``Unknown!``, ``PleaseLogin!``, ``Welcome!``).
+DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?![A-Za-z]++(?:[_-][A-Za-z]++)?+[!?.]$)"
+                            r"(?![A-Z]?[a-z]++[A-Z][a-z]++[A-Z][A-Za-z]*+!?$)(?!(?:[^\W\d]|\.)*+-(?:[^\W\d]|[.-])*+[:*]?$)"
+                            r"(?!(?=[A-Za-z]++$)[A-Za-z]*?(?:Pass(?:wo?r)?d|Secrets?|Token|Key|Not?|None|Missing|Expired|Required"
+                            r"|Configured|Available|Unknown|Unset|Placeholder|Here)(?![a-z]))"
                             r"(?!\S*(?:\(\?[=!:<]|\{\d{1,3},\d{0,3}\}|[" + _CJK + r"]))"
                             r"(?![A-Za-z][A-Za-z\d]*+:[A-Za-z_]++$|%\w++%$|@\w++$|\([^()]*+\)$|[A-Z][A-Z\d_]*+=|\*++(?:[A-Z_]++\*++)?$)"
                             r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
@@ -560,9 +565,12 @@ KEY_QUALIFIERS = {"api", "access", "secret", "private", "signing", "encryption",
 #: ``<qualifier>_KEY`` names that are not credentials (an UPPER_SNAKE ``*_KEY`` otherwise is one: ``STRIPE_KEY``).
 PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "lookup", "hash", "shard", "row", "range",
                         "unique", "index", "map", "group", "order", "public", "routing", "idempotency", "storage", "dedup"}
-#: Values that are placeholders, not literals, quoted or not: a constant or a type's name, a variable, a list or dict.
+#: Values that are placeholders, not literals, quoted or not: a constant or a type's name, a variable, a list or dict, an
+#: environment variable's name (``"OPENAI_API_KEY"``), a scheme joined to a token (``"Bearer " + t``), ``TODO``, CJK text.
 _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
-                r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\.{3}|…")
+                r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\.{3}|…|TODO|TBD|FIXME"
+                r"|(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)|[Bb]earer|[Bb]asic|[Dd]igest"
+                r"|(?=[^\n]{0,200}?[\u3040-\u9fff\uac00-\ud7af]{2})[^\n]*+")
 PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: Values written bare that are code or placeholders: also an attribute, a call or an index (``settings.db.password``,
 #: ``os.environ["X"]``, PHP's ``$_ENV['X']``). An attribute is names joined by dots: ``Summer.2024!`` is not one. A

@@ -395,7 +395,11 @@ def _redaction_cost(unit: str, n: int, reps: int = 3, enough: float = 0.0) -> fl
                                   "get(a, b, :", "dig(:a, :b, :c", 'a.auth("', 'cmd("AUTH").arg("a")', "\nauth:\n  - a\n  - ",
                                   "\nauth: [a, ", "\nbasic_auth:\n", "ACL SETUSER a ", "\nuser a on ", "ACL SETUSER a >abcd ",
                                   "cat > .pgpass <<EOF\n", "a:1:b:c:d\n", "cat > ~/.pgpass <<EOF\na:1:b:c:Abc1!\n", "http \\\n",
-                                  "curl \\\n", "先http -a", "http -ab", "curl -ua"])
+                                  "curl \\\n", "先http -a", "http -ab", "curl -ua",
+                                  # the review's fixes: Make's :=, glued and continued logins, calls over lines, .Auth(
+                                  "\nA := b", "\na := b", "\nA ::= ", "curl -ua:b", "curl -H a \\\n -H b ", "http -v \\\n -v ",
+                                  "coalesce(\n", 'lookup(a, "b",\n', 'default "a"\n', "Field(\n", 'a.Auth("', 'a.auth("a@b.',
+                                  "If (-Not $env:A) { ", "\nauth: [session, ", "\nauth:\n  - Kerberos\n  - "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -248,7 +248,20 @@ SENT_BEFORE = [
         'http --verbose \\\n  --auth bob:PW example.org', '先跑 http -abob:PW GET api.example.com 看看', 'curl \\\n  -u bob:PW https://x',
         'curl -ubob:PW https://x',
         'auth:\n  - bob\n  - PW', '  auth:\n    - "bob"\n    - "PW"', 'basic_auth:\n  - admin\n  - PW', 'auth: [bob, PW]',
-        '# 认证信息\nauth:\n  - bob\n  - PW')],
+        '# 认证信息\nauth:\n  - bob\n  - PW', 'DB_PASSWORD ::= PW', 'override API_TOKEN := PW',
+        'auth: [alice, PW]', 'client.auth("PW", done)', 'curl -H "Accept: */*" \\\n  -H x -u bob:PW https://x')],
+    # passwords of CamelCase words with a digit or a symbol, as defaults and assignments (a placeholder phrase is not)
+    *[(text.replace('PW', secret), secret) for secret in ('Welcome1!', 'Summer2024!', 'hunter2024!', 'S3cr3t-Pa55') for text in (
+        "jq -r '.password // \"PW\"'", 'coalesce(var.db_password, "PW")', 'config.fetch(:api_key, "PW")',
+        'token: str = Field("PW", env="GITHUB_TOKEN")', 'apiKey := "PW"', 'secret: str = "PW"')],
+    # a call's arguments on lines of their own, Go's .Auth(, PowerShell's -Not
+    *[(text.replace('PW', 'S3cr3t-Pa55'), 'S3cr3t-Pa55') for text in (
+        'coalesce(\n  var.db_password,\n  "PW"\n)', 'lookup(var.secrets, "db_password",\n  "PW")',
+        '{{ default "PW"\n  .Values.db.password }}', 'db_password: str = Field(\n    "PW", env="DB_PASSWORD"\n)',
+        'redisClient.Auth("PW")', 'If (-Not $Env:DB_PASSWORD) { $p = "PW" }', '\tDB_PASSWORD ?= PW',
+        'db_password: str = dataclasses.field(default="PW")', 'auth:\n  - bob\n  - PW # 密码', 'auth:   # basic\n  - bob\n  - PW',
+        '"auth":\n  - bob\n  - PW', 'auth：\n  - bob\n  - PW', 'config.fetch :db_password, "PW"',
+        'Application.get_env :app, :db_password, "PW"')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -415,6 +428,25 @@ NEAR_MISSES = [
     'auth:\n  - user:read\n  - user:write', 'auth:\n  - api-key\n  - X-Auth-Token', 'auth:\n  - bob\n  - Sup3r!Pw\n  - admin',
     '数据库密码是多少？请看 Vault', '密码默认为空', 'Redis 的 AUTH 命令用于验证密码', '用 jq 的 // 运算符给默认值',
     '<password> ::= <letter> <digit>+',
+    # Go's and Delphi's := with a variable (a bare value after := is Make's only under a name in capitals)
+    '    token := signedString', '  FPassword := AValue;', 'password := pwHash', 'apiSecret := hmacSecretBytes',
+    'token := base64url', '\tclientSecret := clientSecretFromEnv',
+    # a test user's address logged in with (Cypress), lists of ways to log in, .pgpass placeholders, an arrow
+    'cy.auth("admin@example.com")', 'client.auth("Bob.Smith@acme.io", done)', 't.auth("e2e-Runner@ci.local")',
+    'auth: [session, OAuth2]', 'auth:\n  - Kerberos\n  - NTLMv2', 'auth:\n  - basic\n  - HmacSHA256', 'auth: [jwt, OIDC-v2]',
+    'auth:\n  - ApiKeyAuth\n  - OAuth2', 'auth: [google, Okta2FA]', 'security_auth:\n  - GitHub\n  - GoogleOAuth2',
+    'auth:\n  - v1\n  - v2Beta', *(f'cat > ~/.pgpass <<EOF\nlocalhost:5432:*:postgres:{pw}\nEOF' for pw in (
+        '<password>', '<your-password>', '{{pg_password}}', '%(password)s', '[password]')), 'user alice on <-----',
+    'curl -uploaded:file', 'curl -uploaded:file.txt https://x',
+    # an environment variable's or a key's name, a scheme joined to a token, a CJK prompt, TODO, placeholder phrases
+    'apiKey := "OPENAI_API_KEY"', 'secret: str = "SECRET_KEY"', 'secretKey := "AWS_SECRET_ACCESS_KEY"',
+    'token := "Bearer " + accessToken', 'password: str = "请输入密码"', 'api_key: str = "sk-你的密钥"', 'token := "TODO"',
+    "jq -r '.api_key // \"NotConfigured\"'", "jq -r '.token // \"PleaseLogin!\"'", "jq -r '.secret // \"Unknown!\"'",
+    'config.fetch(:api_key, "YourApiKeyHere")', 'coalesce(var.api_token, "TokenNotSet")', 'params[:token] or "GuestToken"',
+    'if (-not $env:API_KEY) { $key = "KeyNotSet" }', 'token: str = Field("YourTokenHere", env="GITHUB_TOKEN")',
+    'lookup(var.secret_keys, "password", "DbPassword")', '{{ default "MyAppSecrets" .Values.existingSecret }}',
+    'coalesce(\n  var.region,\n  "us-east-1"\n)', 'config.fetch :region, "us-east-1"', 'get :show, "Index"', 'auth:  # methods\n  - jwt\n  - session', 'client.Auth(ctx)', 'app.Auth("google")',
+    'ACL SETUSER alice on >YOUR_PASSWORD ~* +@all', 'cat > ~/.pgpass <<EOF\nlocalhost:5432:*:postgres:PASSWORD\nEOF',
 ]
 
 
