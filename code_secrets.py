@@ -136,14 +136,15 @@ AUTH_LIST = re.compile(
     r"|\[[ \t]*+(?P<user5>[^\s,\[\]\"']{1,100}+)[ \t]*+,[ \t]*+(?P<value5>[^\s,\[\]\"']{1,200}+)[ \t]*+\])"
 )
 #: Ways to log in and providers of identities: a list naming one (``auth: [session, OAuth2]``, ``- Kerberos`` then ``-
-#: NTLMv2``) is of methods, not a login. :data:`AUTH_METHOD` is looked for in the password (distinctive parts alone,
-#: ``hotpotato`` holds ``otp``), :data:`METHOD_NAME` is the whole of the user (``google``, ``v1``).
-AUTH_METHOD = re.compile(r"(?i)oauth|oidc|openid|saml|ldap|kerberos|ntlm|hmac|jwt|okta|webauthn|2fa|mfa|totp|^v\d")
-METHOD_NAME = re.compile(r"(?i)(?:oauth|oidc|openid|saml|ldap|kerberos|ntlm|hmac|jwt|bearer|basic|digest|session|cookie|api[-_]?key"
-                         r"|token|sso|mfa|2fa|totp|otp|google|github|gitlab|okta|azure|microsoft|facebook|apple|auth0|keycloak"
-                         r"|none|anonymous|guest|public|v)[\w.-]{0,20}+")
-#: A user's name or an e-mail address: ``cy.auth("admin@example.com")`` logs a test user in, it gives no password.
-EMAIL = re.compile(r"[\w.+-]{1,64}+@[A-Za-z0-9-][A-Za-z0-9.-]{0,253}\.[A-Za-z]{2,24}+")
+#: NTLMv2``) is of methods, not a login, when its second item is one: up to three of their names and versions run
+#: together (``NTLMv2``, ``HmacSHA256``, ``GoogleOAuth2``, ``Okta2FA``); ``Okta2024!`` is a password.
+_METHODS = ("oauth|oidc|openid|saml|ldap|kerberos|ntlm|hmac|sha|jwt|bearer|basic|digest|session|cookie|apikey|api-key"
+            "|api_key|token|sso|mfa|2fa|totp|otp|google|github|gitlab|okta|azure|microsoft|facebook|apple|auth0|keycloak"
+            "|webauthn|none|anonymous")
+METHOD = re.compile(rf"(?i)(?:{_METHODS})(?:[-_.]?(?:{_METHODS}|v?\d{{1,3}}+(?:\.\d{{1,3}}+)?)){{0,2}}+|v\d{{1,3}}+(?:[-_.]?(?:alpha|beta|rc)\d{{0,2}})?")
+#: A user's name or an e-mail address: ``cy.auth("admin@example.com")`` logs a test user in, it gives no password. A
+#: local part with a digit is taken for a password (``auth("pa55w0rd@redis.io")``: Jedis' one argument is one).
+EMAIL = re.compile(r"[A-Za-z_.+-]{1,64}+@[A-Za-z0-9-][A-Za-z0-9.-]{0,253}\.[A-Za-z]{2,24}+")
 #: The most lines of a heredoc read for ``.pgpass`` lines.
 _HEREDOC_LINES = 50
 
@@ -196,8 +197,9 @@ def _assign_op(m: re.Match[str], judge: Judge, redacted: str) -> str:
     """An :data:`ASSIGN_OP` match with its value redacted as an assignment's would be (``DB_PASSWORD=…``)."""
     group = "bare" if m.group("bare") is not None else "value"
     value = m.group(group)
-    if group == "bare" and m.group("op") != "?" and re.search("[a-z]", m.group("name")):
-        return m.group()  # Go's or Pascal's code: a Make variable is named in capitals
+    if (group == "bare" and m.group("op") != "?" and re.search("[a-z]", m.group("name"))
+            and re.fullmatch(r"[A-Za-z_][\w.]*+;?", value)):
+        return m.group()  # Go's or Pascal's code (a Make variable is named in capitals): a name, not a literal
     if group == "bare":
         value = value.rstrip(patterns.VALUE_END + "\\")
     if not value or not judge(m.group("name"), value, group == "bare"):
@@ -222,17 +224,16 @@ def _login(m: re.Match[str], redacted: str, default: bool) -> str:
     """A client's ``auth`` or an ``auth`` list's match with its password redacted when it reads as one
     (:func:`prose_secrets.reads_as_password`); a client's (``default``) also as a default must
     (:data:`secret_patterns.DEFAULT_SECRET`) and not as an e-mail address: ``auth("user:42:profile")``,
-    ``auth("google")``, ``cy.auth("admin@example.com")`` stay. A list's first item must read as a user's name and
-    neither item as a way to log in (:data:`METHOD_NAME`, :data:`AUTH_METHOD`)."""
+    ``auth("google")``, ``cy.auth("admin@example.com")`` stay. A list whose second item is a way to log in
+    (:data:`METHOD`) is of methods."""
     group = _value_group(m)
     value = m.group(group)
     if not prose_secrets.reads_as_password(value, redacted) or (default and not patterns.DEFAULT_SECRET.fullmatch(value)):
         return m.group()
     if default and EMAIL.fullmatch(value):
         return m.group()  # a test user's address (Cypress' cy.auth), not a password
-    user = (m.group("user4") or m.group("user5") or "").strip("\"' \t") if not default else ""
-    if not default and (AUTH_METHOD.search(value) or METHOD_NAME.fullmatch(user) or re.search("[A-Z]", user[1:])):
-        return m.group()  # a list of ways to log in (auth: [session, OAuth2]); a user's name has no inner capital
+    if not default and METHOD.fullmatch(value):
+        return m.group()  # a list of ways to log in (auth: [session, OAuth2], - Kerberos - NTLMv2)
     return _replace(m, group, redacted)
 
 

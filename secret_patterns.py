@@ -234,7 +234,7 @@ CLI_SECRET = re.compile(
     r"(?:[\"'][^\"'\n]{1,64}+[\"']\s*+,\s*+)?(?=[\"'])(?P<call>)"
     r"|(?:curl(?:[ \t](?:[^\r\n]{0,200}+(?<=\\)\r?\n)?[^\n]{0,200}?)?[ \t](?:-u|--user)|(?:(?m:^)|(?<=[;&|(`" + _CJK + r"])"
     r"|(?<=[;&|(`$>] )|(?<=sudo ))[ \t]*+(?:https?|xhs?|python3? -m httpie)"
-    r"(?:[ \t](?:[^\r\n;&|" + _CJK + r"]{0,200}+(?<=\\)\r?\n)?[^\n;&|" + _CJK + r"]{0,200}?)?[ \t](?:-a|--auth))(?:[ \t]++|=|(?<=[ \t]-[ua])(?=[^\s:\"']{1,100}+:[a-z.]{0,200}+[^a-z.\s]))[\"']?[^\s:\"']{1,100}+:"
+    r"(?:[ \t](?:[^\r\n;&|" + _CJK + r"]{0,200}+(?<=\\)\r?\n)?[^\n;&|" + _CJK + r"]{0,200}?)?[ \t](?:-a|--auth))(?:[ \t]++|=|(?<=[ \t]-[ua]))[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key|requirepass|masterauth)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
     r"|(?:(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]|(?m:^)[ \t]*+user[ \t]++[^\s>]{1,64}+[ \t]++(?:on|off)[ \t]++"
@@ -374,12 +374,10 @@ NAMED_VALUES = ("element", "quoted", "dq", "sq", "bare", *DEFAULT_VALUES)
 #: ``__Secure-next-auth.session-token``: a header's or cookie's name), a reference (``env:DB_PASSWORD``,
 #: ``keyring:myapp``, ``ENV:API_KEY``, ``%AUTH_TOKEN%``, ``@AUTH_TOKEN``) nor a placeholder (``(anonymous)``,
 #: ``API_KEY=***``, ``****``), not a regular expression (``^…``, ``(?=``, ``{8,}``), no CJK text (a message), no letters
-#: alone that are 3+ CamelCase words or hold a credential's or a status's word (``YourApiKeyHere``, ``TokenNotSet``,
-#: ``DbPassword``) or end in one symbol (``Unknown!``, ``PleaseLogin!``, ``Welcome!``).
-DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?![A-Za-z]++(?:[_-][A-Za-z]++)?+[!?.]$)"
-                            r"(?![A-Z]?[a-z]++[A-Z][a-z]++[A-Z][A-Za-z]*+!?$)(?!(?:[^\W\d]|\.)*+-(?:[^\W\d]|[.-])*+[:*]?$)"
-                            r"(?!(?=[A-Za-z]++$)[A-Za-z]*?(?:Pass(?:wo?r)?d|Secrets?|Token|Key|Not?|None|Missing|Expired|Required"
-                            r"|Configured|Available|Unknown|Unset|Placeholder|Here)(?![a-z]))"
+#: (one final symbol at most) with a placeholder's word (``YourApiKeyHere``, ``TokenNotSet``, ``Unknown!``).
+DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\d]|\.)*+-(?:[^\W\d]|[.-])*+[:*]?$)"
+                            r"(?!(?=[A-Za-z]++[!?.]?$)[A-Za-z]*?(?:Your|Please|Not?|None|Missing|Expired|Required|Unknown|Unset"
+                            r"|Placeholder|Here)(?![a-z]))"
                             r"(?!\S*(?:\(\?[=!:<]|\{\d{1,3},\d{0,3}\}|[" + _CJK + r"]))"
                             r"(?![A-Za-z][A-Za-z\d]*+:[A-Za-z_]++$|%\w++%$|@\w++$|\([^()]*+\)$|[A-Z][A-Z\d_]*+=|\*++(?:[A-Z_]++\*++)?$)"
                             r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
@@ -566,11 +564,12 @@ KEY_QUALIFIERS = {"api", "access", "secret", "private", "signing", "encryption",
 PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "lookup", "hash", "shard", "row", "range",
                         "unique", "index", "map", "group", "order", "public", "routing", "idempotency", "storage", "dedup"}
 #: Values that are placeholders, not literals, quoted or not: a constant or a type's name, a variable, a list or dict, an
-#: environment variable's name (``"OPENAI_API_KEY"``), a scheme joined to a token (``"Bearer " + t``), ``TODO``, CJK text.
+#: environment variable's name (``"OPENAI_API_KEY"``, not ``"S3CR3T_KEY"``), a scheme joined to a token (``"Bearer " +
+#: t``), ``TODO``, CJK text alone (``"请输入密码"``, not ``"张三Abc123!"``).
 _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
                 r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\.{3}|…|TODO|TBD|FIXME"
-                r"|(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)|[Bb]earer|[Bb]asic|[Dd]igest"
-                r"|(?=[^\n]{0,200}?[\u3040-\u9fff\uac00-\ud7af]{2})[^\n]*+")
+                r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"
+                r"|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+")
 PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: Values written bare that are code or placeholders: also an attribute, a call or an index (``settings.db.password``,
 #: ``os.environ["X"]``, PHP's ``$_ENV['X']``). An attribute is names joined by dots: ``Summer.2024!`` is not one. A

@@ -12,6 +12,13 @@ import pytest
 #: (text as written, the secret in it): no piece of the secret as long as 8 characters, or as the secret if shorter,
 #: may be sent.
 SENT_BEFORE = [
+    # a hostile review of the relaxed judges (rev17): each was caught before them and must still be
+    ('client.auth("pa55w0rd@redis.io")', 'pa55w0rd@redis.io'), ('password = "张三Abc123!"', '张三Abc123!'),
+    ('api_key = "S3CR3T_K3Y_2024_SECRET"', 'S3CR3T_K3Y_2024_SECRET'), ('password := S3cr3tP@ss', 'S3cr3tP@ss'),
+    ('curl -uadmin:letmein https://api.example.com', 'letmein'), ('auth: [JSmith, Passw0rd!]', 'Passw0rd!'),
+    ('auth:\n  - victor\n  - Winter2024!', 'Winter2024!'), ('auth: [bob, Okta2024!]', 'Okta2024!'),
+    ('os.getenv("DB_PASSWORD", "CorrectHorseBatteryStaple")', 'CorrectHorseBatteryStaple'),
+    ('os.getenv("DB_PASSWORD", "SuperSecretKey")', 'SuperSecretKey'), ('os.getenv("DB_PASSWORD", "Password!")', 'Password!'),
     # a key wrapped by a logger: the next line starts with a timestamp, a bracketed field, a container's name
     ('[12:00:01] using key sk-proj-T3BlbkFJ4x9Qm2Lw7\n[12:00:01] Vn5Rk8Pz1Yc6Hd0aB', 'Vn5Rk8Pz1Yc6Hd0aB'),
     ('2024-03-11 12:00:01,123 INFO token ghp_Z8x7C6v5B4n3M2a1S9\n2024-03-11 12:00:01,124 INFO d8F7g6H5j4K3l2P1o0',
@@ -432,19 +439,17 @@ NEAR_MISSES = [
     '    token := signedString', '  FPassword := AValue;', 'password := pwHash', 'apiSecret := hmacSecretBytes',
     'token := base64url', '\tclientSecret := clientSecretFromEnv',
     # a test user's address logged in with (Cypress), lists of ways to log in, .pgpass placeholders, an arrow
-    'cy.auth("admin@example.com")', 'client.auth("Bob.Smith@acme.io", done)', 't.auth("e2e-Runner@ci.local")',
+    'cy.auth("admin@example.com")', 'client.auth("Bob.Smith@acme.io", done)',
     'auth: [session, OAuth2]', 'auth:\n  - Kerberos\n  - NTLMv2', 'auth:\n  - basic\n  - HmacSHA256', 'auth: [jwt, OIDC-v2]',
     'auth:\n  - ApiKeyAuth\n  - OAuth2', 'auth: [google, Okta2FA]', 'security_auth:\n  - GitHub\n  - GoogleOAuth2',
     'auth:\n  - v1\n  - v2Beta', *(f'cat > ~/.pgpass <<EOF\nlocalhost:5432:*:postgres:{pw}\nEOF' for pw in (
         '<password>', '<your-password>', '{{pg_password}}', '%(password)s', '[password]')), 'user alice on <-----',
-    'curl -uploaded:file', 'curl -uploaded:file.txt https://x',
+    'curl -uploaded:file.txt https://x',
     # an environment variable's or a key's name, a scheme joined to a token, a CJK prompt, TODO, placeholder phrases
     'apiKey := "OPENAI_API_KEY"', 'secret: str = "SECRET_KEY"', 'secretKey := "AWS_SECRET_ACCESS_KEY"',
-    'token := "Bearer " + accessToken', 'password: str = "请输入密码"', 'api_key: str = "sk-你的密钥"', 'token := "TODO"',
+    'token := "Bearer " + accessToken', 'password: str = "请输入密码"', 'token := "TODO"',
     "jq -r '.api_key // \"NotConfigured\"'", "jq -r '.token // \"PleaseLogin!\"'", "jq -r '.secret // \"Unknown!\"'",
-    'config.fetch(:api_key, "YourApiKeyHere")', 'coalesce(var.api_token, "TokenNotSet")', 'params[:token] or "GuestToken"',
-    'if (-not $env:API_KEY) { $key = "KeyNotSet" }', 'token: str = Field("YourTokenHere", env="GITHUB_TOKEN")',
-    'lookup(var.secret_keys, "password", "DbPassword")', '{{ default "MyAppSecrets" .Values.existingSecret }}',
+    'config.fetch(:api_key, "YourApiKeyHere")', 'coalesce(var.api_token, "TokenNotSet")', 'if (-not $env:API_KEY) { $key = "KeyNotSet" }', 'token: str = Field("YourTokenHere", env="GITHUB_TOKEN")',
     'coalesce(\n  var.region,\n  "us-east-1"\n)', 'config.fetch :region, "us-east-1"', 'get :show, "Index"', 'auth:  # methods\n  - jwt\n  - session', 'client.Auth(ctx)', 'app.Auth("google")',
     'ACL SETUSER alice on >YOUR_PASSWORD ~* +@all', 'cat > ~/.pgpass <<EOF\nlocalhost:5432:*:postgres:PASSWORD\nEOF',
 ]
