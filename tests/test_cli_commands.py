@@ -253,11 +253,11 @@ def test_history_move_home_and_back_into_the_repo_by_folder(hermes_cli, two: Wor
 def test_history_move_lists_targets_while_projects_db_cannot_be_read(two: World, monkeypatch: pytest.MonkeyPatch):
     """projects.db meets SQLite's "disk I/O error" on every read: the choices say so and still name the repos, and
     a move to a project answers that it is temporary; neither is a traceback."""
-    from test_failures import _EIO, _projects_fail
+    from test_failures import _EIO, _opens_fail
 
     if not _EIO.is_file():
         pytest.skip("needs Linux's /proc/self/mem")
-    _projects_fail(monkeypatch, 10**6)
+    _opens_fail(monkeypatch, 10**6, "projects_db_path")
     out = slash("history-move", "")
     assert out.startswith("usage: /history-move") and "projects database unreadable for a moment" in out, out
     assert "Git repos with sessions (move by folder)" not in out  # which repos are projects is not known either
