@@ -44,7 +44,7 @@ def walk_session(
         return [], False
     reach = HIDDEN_REACH if reach is None else reach
     shape = store.layout_of(conn)
-    kept_sql, kept_params = shape.rows_sql(), []
+    kept_sql, kept_params, shown_here = shape.rows_sql(), [], shape.shown_here_sql()
     if role is not None:  # role first: no tool log's content read
         kept_sql, kept_params = f"m.role = ? AND {store.SHOWS_TEXT} AND {kept_sql}", [role]
     ids: list[int] = []
@@ -55,7 +55,7 @@ def walk_session(
             return ids, True
         # A message stored more than once (copies a compaction left) is shown where its first row lies, as the row
         # Hermes shows of it; asked only of the rows kept, one at a time, as the walk reaches them.
-        shown = conn.execute(shape.shown_here_sql(), (mid,)).fetchone()[0] if kept else None
+        shown = conn.execute(shown_here, (mid,)).fetchone()[0] if kept else None
         if shown is not None:
             ids.append(int(shown))
             if len(ids) == count:
