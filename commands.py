@@ -208,10 +208,7 @@ def _check_target(token: str) -> dict[str, Any]:
 def _move_choices(*, say_missing_db: bool = True) -> str:
     """The targets this profile offers: its active projects, the git repos that hold sessions, and Home."""
     home = paths.hermes_home()
-    try:
-        listing = store.load_projects(home)
-    except errors.ProjectsDBUnreadable as exc:  # choices: said, not failed
-        listing = store.ProjectList((), False, str(exc))
+    listing = store.projects_as_known(home)  # choices: a transient error said, not failed
     lines = []
     names = [f"{p.name} ({p.slug or p.id})" for p in listing.projects if not p.archived]
     if names:

@@ -332,10 +332,7 @@ def profile_status(*, home: Path) -> dict[str, Any]:
             finally:
                 conn.close()
     answer["state_db"] = state
-    try:
-        listing = store.load_projects(home)
-    except errors.ProjectsDBUnreadable as exc:  # a report: said, not failed
-        listing = store.ProjectList((), False, str(exc))
+    listing = store.projects_as_known(home)  # a report: a transient error said, not failed
     pdb_path = paths.projects_db_path(home)
     projects: dict[str, Any] = {"path": str(pdb_path), "found": pdb_path.is_file()}
     if listing.available:

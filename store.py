@@ -206,6 +206,15 @@ def _raise_if_transient(path: Path, exc: sqlite3.DatabaseError) -> None:
                                           temporary=True) from None
 
 
+def projects_as_known(home: Path) -> ProjectList:
+    """:func:`load_projects`, with a transient error said in the list's note (``available=False``) instead of raised:
+    for reports and choices, which show what they can. Raises ``OSError`` as :func:`load_projects` does."""
+    try:
+        return load_projects(home)
+    except errors.ProjectsDBUnreadable as exc:
+        return ProjectList((), False, str(exc))
+
+
 def state_counts(conn: sqlite3.Connection) -> tuple[int, int]:
     """``(sessions, messages)`` rows in state.db, whatever their kind."""
     sessions = int(conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
