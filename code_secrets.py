@@ -177,9 +177,10 @@ def _name(m: re.Match[str]) -> str:
     return ""
 
 
-def _replace(m: re.Match[str], group: str, redacted: str) -> str:
-    """``m``'s text with ``group`` replaced by ``redacted``."""
+def _replace(m: re.Match[str], group: str, redacted: str, length: int | None = None) -> str:
+    """``m``'s text with ``group`` (its first ``length`` characters) replaced by ``redacted``."""
     start, end = m.span(group)
+    end = end if length is None else start + length
     return m.string[m.start() : start] + redacted + m.string[end : m.end()]
 
 
@@ -204,8 +205,7 @@ def _assign_op(m: re.Match[str], judge: Judge, redacted: str) -> str:
         value = value.rstrip(patterns.VALUE_END + "\\")
     if not value or not judge(m.group("name"), value, group == "bare"):
         return m.group()
-    start = m.start(group)
-    return m.string[m.start() : start] + redacted + m.string[start + len(value) : m.end()]
+    return _replace(m, group, redacted, len(value))
 
 
 def _typed_default(m: re.Match[str], judge: Judge, redacted: str) -> str:
