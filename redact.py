@@ -28,8 +28,8 @@ import math
 import re
 import threading
 import unicodedata
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Sequence
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from . import code_secrets, prose_secrets, seed_phrases
@@ -350,33 +350,39 @@ def redact_secrets(text: str) -> str:
     """
     if not text:
         return text
-    folded = _fold(text)
-    redacted = _redact_folded(folded)
+    steps = redaction_steps(text)
+    folded = next(steps)
+    redacted = deque(steps, maxlen=1)[0]  # the last step's text
     return text if redacted == folded else redacted
 
 
-def _redact_folded(text: str) -> str:
-    text = patterns.PEM.sub(REDACTED, text)
-    text = patterns.URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
-    text = patterns.WEBHOOK.sub(lambda m: m.group(1) + REDACTED, text)
-    text = patterns.QUERY_PAIR.sub(_query_pair, text)
-    text = patterns.COOKIE_HEADER.sub(lambda m: m.group(1) + patterns.COOKIE_PAIR.sub(_cookie_pair, m.group(2)), text)
-    text = patterns.AUTH_HEADER.sub(lambda m: (m.group(1) or m.group(3)) + REDACTED, text)
-    text = patterns.WRAPPED_KEY.sub(_wrapped_key, text)
-    text = patterns.KEY_FORMATS.sub(REDACTED, text)
-    text = prose_secrets.redact(text, REDACTED)
-    text = patterns.CLI_SECRET.sub(_cli_secret, text)
-    text = patterns.SQL_PASSWORD.sub(_cli_secret, text)
-    text = patterns.ORACLE_LOGIN.sub(_cli_secret, text)
-    text = patterns.CREDENTIAL_FILE.sub(_cli_secret, text)
-    text = code_secrets.redact(text, REDACTED, lambda name, value, bare: _assigned_secret(name, value, value, len(value), bare, False))
-    text = patterns.NAMED_VALUE.sub(_named_value, text)
-    text = patterns.LABELLED.sub(_labelled, text)
-    text = patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text)
-    text = patterns.LABELLED_KEY.sub(_labelled_key, text)
-    text = seed_phrases.redact(text, REDACTED)
-    text = patterns.ASSIGNMENT.sub(_assignment, text)
-    return patterns.LONG_TOKEN.sub(_long_token, text)
+def redaction_steps(text: str) -> Iterator[str]:
+    """``text`` after each step of :func:`redact_secrets`: folded by :func:`_fold`, then after each pass over it, in
+    order (a pass reads what the one before it gave). The last is the redacted text. Each step is linear in the
+    length of ``text``, which tests check step by step: a step's cost is not hidden by the others'."""
+    text = _fold(text)
+    yield text
+    yield (text := patterns.PEM.sub(REDACTED, text))
+    yield (text := patterns.URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text))
+    yield (text := patterns.WEBHOOK.sub(lambda m: m.group(1) + REDACTED, text))
+    yield (text := patterns.QUERY_PAIR.sub(_query_pair, text))
+    yield (text := patterns.COOKIE_HEADER.sub(lambda m: m.group(1) + patterns.COOKIE_PAIR.sub(_cookie_pair, m.group(2)), text))
+    yield (text := patterns.AUTH_HEADER.sub(lambda m: (m.group(1) or m.group(3)) + REDACTED, text))
+    yield (text := patterns.WRAPPED_KEY.sub(_wrapped_key, text))
+    yield (text := patterns.KEY_FORMATS.sub(REDACTED, text))
+    yield (text := prose_secrets.redact(text, REDACTED))
+    yield (text := patterns.CLI_SECRET.sub(_cli_secret, text))
+    yield (text := patterns.SQL_PASSWORD.sub(_cli_secret, text))
+    yield (text := patterns.ORACLE_LOGIN.sub(_cli_secret, text))
+    yield (text := patterns.CREDENTIAL_FILE.sub(_cli_secret, text))
+    yield (text := code_secrets.redact(text, REDACTED, lambda name, value, bare: _assigned_secret(name, value, value, len(value), bare, False)))
+    yield (text := patterns.NAMED_VALUE.sub(_named_value, text))
+    yield (text := patterns.LABELLED.sub(_labelled, text))
+    yield (text := patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text))
+    yield (text := patterns.LABELLED_KEY.sub(_labelled_key, text))
+    yield (text := seed_phrases.redact(text, REDACTED))
+    yield (text := patterns.ASSIGNMENT.sub(_assignment, text))
+    yield patterns.LONG_TOKEN.sub(_long_token, text)
 
 
 def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:
