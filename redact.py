@@ -336,17 +336,11 @@ def _long_token(m: re.Match[str]) -> str:
 def redact_secrets(text: str) -> str:
     """``text`` with secret-looking strings replaced by ``[redacted]``, the rest left as it was.
 
-    Replaced: private key blocks; provider key formats and JWTs (also cut by a line break); ``Authorization:``
-    values and bearer tokens; a URL's ``user:password@``, webhook paths, credential query parameters and session
-    cookies; the literal value of an assignment to a credential name (not code or a placeholder); passwords on
-    command lines and in ``.netrc`` and ``.pgpass`` lines; ``user:password@host`` without ``//``, PINs and codes
-    after a label and passphrases of words (:mod:`prose_secrets`); a value after a credential label in prose, in
-    fourteen languages, also set off by Markdown or HTML; wallet seed phrases (runs of 12+ BIP-39 words, label or not: :mod:`seed_phrases`); and long random-looking
-    tokens (:func:`_looks_random`). docs/guarantees.md lists the shapes; :mod:`secret_patterns` says why each is
-    written so. Bare git object ids, UUIDs, identifiers and paths are kept.
-
-    Secrets are looked for in the text as :func:`_fold` reads it; when one is found, that folded text is returned
-    with it replaced, else ``text`` exactly as given. Linear in the length of ``text``. Never raises.
+    docs/guarantees.md lists the shapes replaced (keys, tokens, passwords and PINs in code, command lines, URLs,
+    headers and prose in fourteen languages, seed phrases, random-looking tokens) and those kept (git object ids,
+    UUIDs, identifiers, paths); :mod:`secret_patterns` says why each pattern is written so. Secrets are looked for
+    in the text as :func:`_fold` reads it; when one is found, that folded text is returned with it replaced, else
+    ``text`` exactly as given. Linear in the length of ``text``. Never raises.
     """
     if not text:
         return text
