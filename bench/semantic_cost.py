@@ -132,8 +132,9 @@ def synthesize_chunks(phr, home: Path, conn: sqlite3.Connection, sessions: list[
                       provider=None) -> int:
     """Write chunks for every indexable message of ``sessions`` (some get 2 chunks) until ``target``, as
     indexing stores them but with random unit vectors: under ``provider``'s fingerprint (the local model's by
-    default), each with its message's content hash (what a search checks every hit against: a made-up hash
-    would have every hit dropped and embedded again); a message without text gets none, as in indexing."""
+    default), each with the content hash of its text as indexing reads it (what a search checks every hit against:
+    another hash, such as one of the text with its tool calls, has each such hit dropped and embedded again);
+    a message without text gets none, as in indexing."""
     import numpy as np
 
     from project_history_recall import embeddings, vector_index
@@ -141,16 +142,16 @@ def synthesize_chunks(phr, home: Path, conn: sqlite3.Connection, sessions: list[
     provider = provider or embeddings.LocalProvider()
     dims = provider.dims or 512
     index = vector_index.VectorIndex(phr.paths.plugin_data_dir(home) / "embeddings.db", provider)
-    listed = conn.execute(
-        "SELECT m.id, m.session_id FROM messages m WHERE m.session_id IN (SELECT value FROM json_each(?)) "
-        "AND (m.active = 1 OR m.compacted = 1) AND m.role IN ('user', 'assistant')",
-        (json.dumps(sessions),),
-    ).fetchall()
-    hashes: dict[int, str] = {}
+    # What the plugin's indexing would embed, read through its own functions: the rows it holds
+    # (store.indexable_row) and each one's text and session as a search checks them (store.shown_texts).
+    listed = [mid for (mid,) in conn.execute(
+        f"SELECT m.id FROM messages m WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {phr.store.indexable_row(conn)}",
+        (json.dumps(sessions),))]
+    shown: dict[int, tuple[str, str]] = {}
     for start in range(0, len(listed), 5000):
-        rows = phr.store.fetch_messages(conn, [mid for mid, _ in listed[start:start + 5000]])
-        hashes.update((mid, embeddings.content_hash(row.text)) for mid, row in rows.items() if row.text.strip())
-    ids = [(mid, sid) for mid, sid in listed if mid in hashes]
+        shown.update(phr.store.shown_texts(conn, listed[start:start + 5000]))
+    hashes = {mid: embeddings.content_hash(text) for mid, (_, text) in shown.items()}
+    ids = [(mid, shown[mid][0]) for mid in listed if mid in shown]
     extra = max(0, target - len(ids))
     rng = np.random.default_rng(5)
     rows = []
