@@ -348,15 +348,18 @@ class OpenAIProvider:
         return redact.redact_secrets(redact.mask_secrets(text, self._secrets()))
 
     def _one_batch(self, batch: Sequence[str]) -> np.ndarray:
+        import httpx  # the openai package's HTTP client
         import openai
 
         client = self._client_or_new()
         last: Exception | None = None
         for attempt in range(self.retries + 1):
             try:
-                reply = client.embeddings.create(model=self.model_id, input=list(batch), encoding_format="float")
-                rows = sorted(reply.data, key=lambda d: d.index)
-                vectors = [_as_floats(d.embedding) for d in rows]
+                # The client's plain POST, its reply read here: `client.embeddings` would import every resource
+                # module of the package first (half a second in a new process).
+                reply = client.post("/embeddings", cast_to=httpx.Response,
+                                    body={"model": self.model_id, "input": list(batch), "encoding_format": "float"})
+                vectors = _reply_vectors(reply)
                 if len(vectors) != len(batch):
                     raise EmbeddingUnavailable(f"endpoint returned {len(vectors)} vectors for {len(batch)} texts")
                 return np.asarray(vectors, dtype=np.float32)
@@ -407,8 +410,12 @@ class OpenAIProvider:
         return vectors
 
 
-def _as_floats(embedding: Any) -> list[float]:
-    """A reply's embedding as floats; base64 strings (some servers send them) are decoded."""
-    if isinstance(embedding, str):
-        return np.frombuffer(base64.b64decode(embedding), dtype="<f4").tolist()
-    return list(embedding)
+def _reply_vectors(reply: Any) -> list[list[float]]:
+    """The vectors of an embeddings reply (an ``httpx.Response``), in the order of its items' ``index``; base64
+    strings (some servers send them) decoded. Raises :class:`EmbeddingUnavailable` when the body is not that."""
+    try:
+        items = sorted(reply.json()["data"], key=lambda d: d["index"])
+        return [np.frombuffer(base64.b64decode(e), dtype="<f4").tolist() if isinstance(e, str) else [float(x) for x in e]
+                for e in (d["embedding"] for d in items)]
+    except (ValueError, KeyError, TypeError) as exc:  # not JSON, or not a list of embeddings
+        raise EmbeddingUnavailable(f"the embedding endpoint's reply is not a list of embeddings ({type(exc).__name__})") from None

@@ -32,6 +32,7 @@ class FakeEmbeddings:
     echo the ``Authorization`` header it got in the error text. ``words``:
     a bag of hashed words instead of a random vector per text, so texts that
     share words are similar (a stand-in for a real model's neighbourhoods).
+    ``body``: when set, every answer is 200 with these bytes as its JSON body (a proxy's page, a broken server).
     """
 
     def __init__(
@@ -39,6 +40,7 @@ class FakeEmbeddings:
     ) -> None:
         self.dims, self.b64, self.fail, self.delay, self.refuse, self.words = dims, b64, fail, delay, refuse, words
         self.odd = 0
+        self.body: bytes | None = None
         self.resize: tuple[int, int] | None = None
         self.closed = False
         self.requests: list[dict] = []
@@ -56,6 +58,13 @@ class FakeEmbeddings:
                 if fake.refuse:
                     self.reply(401, {"error": {"message": f"Incorrect API key provided: {self.headers.get('Authorization')}",
                                                "type": "invalid_request_error", "code": "invalid_api_key"}})
+                    return
+                if fake.body is not None:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(fake.body)))
+                    self.end_headers()
+                    self.wfile.write(fake.body)
                     return
                 if fake.fail > 0:
                     fake.fail -= 1

@@ -25,6 +25,19 @@ def test_openai_provider_float_and_base64(fake, b64):
     assert server.requests[0]["auth"] == "Bearer sk-test"
 
 
+@pytest.mark.parametrize("body", [b"<html>502 Bad Gateway</html>", b'{"object": "list"}', b'{"data": "AAAA"}',
+                                  b'{"data": [{"embedding": [0.5]}]}', b'{"data": [{"index": 0, "embedding": null}]}',
+                                  b'{"data": [{"index": 0, "embedding": [0.5, "x"]}]}', b'{"data": [{"index": 0, "embedding": "A"}]}'])
+def test_a_reply_that_is_not_a_list_of_embeddings_is_unavailable(fake, body):
+    """A 200 whose body is not embeddings (a proxy's page, a server's own shape) is a clear condition, never a
+    ``TypeError`` out of the provider or a vector made of junk."""
+    server = fake()
+    server.body = body
+    provider = E.OpenAIProvider(model="m", base_url=server.base_url, retries=0)
+    with pytest.raises(E.EmbeddingUnavailable, match="not a list of embeddings"):
+        provider.embed(["x"])
+
+
 def test_openai_provider_retries_then_succeeds(fake):
     server = fake(fail=2)
     provider = E.OpenAIProvider(model="m", base_url=server.base_url, retries=2, backoff=0.01)
