@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import socket
@@ -67,6 +68,18 @@ def loadavg() -> str:
 
 
 # -- the child: one Hermes window --------------------------------------------------------------------------
+class _DroppedHits(logging.Handler):
+    """Counts the plugin's warnings that stored vectors failed the check against state.db and were dropped."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "dropped and are embedded again" in record.getMessage():
+            self.count += 1
+
+
 def child(spec: dict) -> dict:
     """One new process: load Hermes' tools (and so the plugin), then ask ``spec["questions"]`` in turn."""
     started = time.perf_counter()
@@ -75,6 +88,8 @@ def child(spec: dict) -> dict:
 
     db = SessionDB()  # the agent's own connection, open before any question (as in a window)
     loaded = time.perf_counter() - started
+    dropped = _DroppedHits()
+    logging.getLogger().addHandler(dropped)
     if spec.get("start_hook"):
         from hermes_cli.plugins import invoke_hook
 
@@ -97,6 +112,9 @@ def child(spec: dict) -> dict:
             raise SystemExit(f"{kind} {query!r}: {raw[:500]}")
         if kind == "hybrid" and answer.get("semantic_status") != "ready":  # no vector leg: not what is measured
             raise SystemExit(f"hybrid {query!r}: semantic_status {answer.get('semantic_status')!r}")
+        if dropped.count:  # the figures would time embedding again, and the profile changes under every run
+            raise SystemExit(f"{kind} {query!r}: the profile's vectors disagree with state.db (the plugin dropped "
+                             f"some to embed them again); build it again: remove {Path(os.environ['HERMES_HOME']).parent}")
         return elapsed, str(answer.get("semantic_status", ""))
 
     out: dict = {"load_ms": round(loaded * 1000, 1), "ms": [], "status": []}
