@@ -60,12 +60,13 @@ FALLBACK = re.compile(
 )
 #: Make's conditional and immediate assignments at a line's start (``DB_PASSWORD ?= …``, ``:=``, ``::=``, ``:::=``,
 #: after ``export`` or ``override``; a bare value to the end of its line or a comment), and Go's ``dbPassword := "…"``
-#: anywhere (quoted only). A bare value after ``:=`` is Make's only when the name has no lower-case letter, as Make's
-#: variables are written: Go's ``password := input`` and Delphi's ``FPassword := AValue;`` are code (:func:`_assign_op`).
+#: anywhere (quoted only, ``[]byte("…")`` too). A bare value after ``:=`` is Make's only when the name has no lower-case
+#: letter, as Make's variables are written: Go's ``password := input`` and Delphi's ``FPassword := AValue;`` are code
+#: (:func:`_assign_op`).
 #: Groups ``name``, ``op``, ``value`` or ``bare``.
 ASSIGN_OP = re.compile(
     r"(?:(?P<line>(?m:^))[ \t]*+(?:(?:export|override)[ \t]++)?|(?<![\w.$-]))(?P<name>[A-Za-z_][\w.-]{0,100}+)[ \t]*+"
-    r"(?P<op>\?|:{1,3}+)=[ \t]*+(?:" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]{0,199}+)"
+    r"(?P<op>\?|:{1,3}+)=[ \t]*+(?:(?:\[\]byte\()?+" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]{0,199}+)"
     r"(?=[ \t]*+(?:#|\r?\n|[" + patterns._CJK + r"]|$))|(?!)))"
 )
 #: A type in an annotation: a name (``str``, ``Optional[str]``, ``Map<String,``), up to two more after ``,`` or ``|``
@@ -74,12 +75,13 @@ _TYPE = r"[\w.\[\]<>?]{1,60}+(?:[ \t]*+[,|][ \t]*+[\w.\[\]<>?]{1,60}+){0,2}[ \t]
 #: A typed attribute's or parameter's default (``db_password: str = "…"``, TypeScript's ``password: string = "…"``,
 #: Kotlin's ``val dbPassword: String = "…"``), also through pydantic's or a dataclass's field (``Field("…",
 #: env="DB_PASSWORD")``, ``Field(default="…", alias="db_password")``, ``field(default="…")``,
-#: ``default_factory=lambda: "…"``), whose ``env``/``alias`` (group ``rest``) names it too. Groups ``attr``, ``field``.
+#: ``default_factory=lambda: "…"``), whose ``env``/``alias`` (group ``rest``) names it too; the literal may be wrapped
+#: (``api_key: SecretStr = SecretStr("…")``). Groups ``attr``, ``field``.
 TYPED_DEFAULT = re.compile(
     r"(?=[A-Za-z_])(?:(?<![\w.$])(?P<attr>[A-Za-z_]\w{0,100}+)[ \t]*+\??:[ \t]*+" + _TYPE + r"=(?![=>])[ \t]*+)?"
     r"(?:(?P<field>(?<![\w.])(?:pydantic\.|dataclasses\.)?(?:Field|field|attr\.ib|attrs\.field)\(\s*+"
     r"(?:default[ \t]*+=[ \t]*+|default_factory[ \t]*+=[ \t]*+lambda[ \t]*+:[ \t]*+)?)|(?(attr)|(?!)))"
-    r"[bfru]{0,2}+" + _VALUE + r"(?(field)(?P<rest>[^()\n]{0,200}+))"
+    r"(?:(?:pydantic\.)?Secret(?:Str|Bytes)\(\s*+)?+[bfru]{0,2}+" + _VALUE + r"(?(field)(?P<rest>[^()\n]{0,200}+))"
 )
 #: The names a field's ``env``/``alias`` gives it.
 FIELD_NAME = re.compile(r"(?<![\w.])(?:env|alias|validation_alias|serialization_alias)[ \t]*+=[ \t]*+[\"']([\w.-]{1,100}+)[\"']")

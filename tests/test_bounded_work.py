@@ -410,7 +410,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # the review's fixes: Make's :=, glued and continued logins, calls over lines, .Auth(
                                   "\nA := b", "\na := b", "\nA ::= ", "curl -ua:b", "curl -H a \\\n -H b ", "http -v \\\n -v ",
                                   "coalesce(\n", 'lookup(a, "b",\n', 'default "a"\n', "Field(\n", 'a.Auth("', 'a.auth("a@b.',
-                                  "If (-Not $env:A) { ", "\nauth: [session, ", "\nauth:\n  - Kerberos\n  - "])
+                                  "If (-Not $env:A) { ", "\nauth: [session, ", "\nauth:\n  - Kerberos\n  - ",
+                                  # literals in wrappers
+                                  "a_key = []byte(", "a_key := []byte(", "a: SecretStr = SecretStr(", "key=SecretStr(b"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -269,6 +269,11 @@ SENT_BEFORE = [
         'db_password: str = dataclasses.field(default="PW")', 'auth:\n  - bob\n  - PW # 密码', 'auth:   # basic\n  - bob\n  - PW',
         '"auth":\n  - bob\n  - PW', 'auth：\n  - bob\n  - PW', 'config.fetch :db_password, "PW"',
         'Application.get_env :app, :db_password, "PW"')],
+    # a literal in its wrapper: Go's []byte, pydantic's SecretStr, Node's Buffer.from, Rust's String::from
+    *[(text.replace('PW', 'S3cr3t-Pa55'), 'S3cr3t-Pa55') for text in (
+        'var jwtSecret = []byte("PW")', 'jwtSecret := []byte("PW")', 'password=SecretStr("PW")',
+        'api_key: SecretStr = SecretStr("PW")', 'db_password: pydantic.SecretStr = pydantic.SecretStr("PW")',
+        'const secretKey = Buffer.from("PW", "utf8")', 'let api_token = String::from("PW");', "token = SecretBytes(b'PW')")],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -452,6 +457,9 @@ NEAR_MISSES = [
     'config.fetch(:api_key, "YourApiKeyHere")', 'coalesce(var.api_token, "TokenNotSet")', 'if (-not $env:API_KEY) { $key = "KeyNotSet" }', 'token: str = Field("YourTokenHere", env="GITHUB_TOKEN")',
     'coalesce(\n  var.region,\n  "us-east-1"\n)', 'config.fetch :region, "us-east-1"', 'get :show, "Index"', 'auth:  # methods\n  - jwt\n  - session', 'client.Auth(ctx)', 'app.Auth("google")',
     'ACL SETUSER alice on >YOUR_PASSWORD ~* +@all', 'cat > ~/.pgpass <<EOF\nlocalhost:5432:*:postgres:PASSWORD\nEOF',
+    # a wrapper around code, not a literal
+    'token = SecretStr(os.environ["TOKEN"])', 'hmacSecret := []byte(cfg.Secret)', 'var jwtKey = []byte(os.Getenv("JWT_KEY"))',
+    'api_key: SecretStr = SecretStr(settings.api_key)', 'secret := []byte("secret")', 'key = []byte("")',
 ]
 
 
