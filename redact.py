@@ -32,7 +32,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from . import code_secrets, prose_secrets, seed_phrases
+from . import code_secrets, command_secrets, prose_secrets, seed_phrases
 from . import secret_patterns as patterns
 
 #: What :func:`redact_secrets` puts in place of a secret-looking string.
@@ -370,6 +370,7 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield (text := patterns.ORACLE_LOGIN.sub(_cli_secret, text))
     yield (text := patterns.CREDENTIAL_FILE.sub(_cli_secret, text))
     yield (text := code_secrets.redact(text, REDACTED, lambda name, value, bare: _assigned_secret(name, value, value, len(value), bare, False)))
+    yield (text := command_secrets.redact(text, REDACTED, lambda name, value, bare: _assigned_secret(name, value, value, len(value), bare, False)))
     yield (text := patterns.NAMED_VALUE.sub(_named_value, text))
     yield (text := patterns.LABELLED.sub(_labelled, text))
     yield (text := patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text))

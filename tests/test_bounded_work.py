@@ -412,7 +412,11 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "coalesce(\n", 'lookup(a, "b",\n', 'default "a"\n', "Field(\n", 'a.Auth("', 'a.auth("a@b.',
                                   "If (-Not $env:A) { ", "\nauth: [session, ", "\nauth:\n  - Kerberos\n  - ",
                                   # literals in wrappers
-                                  "a_key = []byte(", "a_key := []byte(", "a: SecretStr = SecretStr(", "key=SecretStr(b"])
+                                  "a_key = []byte(", "a_key := []byte(", "a: SecretStr = SecretStr(", "key=SecretStr(b",
+                                  # command_secrets: each command's name and the runs after it
+                                  "echo a", "echo -n ", "printf '%s' ", "echo a | b", "| docker ", "secret create a - <<< ",
+                                  "zip ", "zip -P ", "7z ", "7z -p", "sqlcmd -P a", "gh secret set A ", "gh secret set A -b ",
+                                  "\nENV A ", "ENV A ", "aws configure set ", "aws configure set a.b.", "aws configure set a "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
@@ -689,7 +693,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
     backtracking), in any pattern redaction uses; each is tried once per run of its characters (see the module)."""
     import re._parser as sre  # the standard library's own parse tree of a pattern
 
-    from project_history_recall import code_secrets, secret_patterns
+    from project_history_recall import code_secrets, command_secrets, secret_patterns
 
     repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 
@@ -710,7 +714,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
                 found += nested(arg[1], inside_many)
         return found
 
-    compiled = {f"{module.__name__}.{name}": value for module in (secret_patterns, code_secrets)
+    compiled = {f"{module.__name__}.{name}": value for module in (secret_patterns, code_secrets, command_secrets)
                 for name, value in vars(module).items() if isinstance(value, re.Pattern)}
     assert len(compiled) >= 25
     for name, pattern in compiled.items():

@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("config_schema",),  # pure: the settings' schema and what consent is about
     ("recency",),  # pure: the current decision first
     ("redact", "pages", "ranking", "snippet", "state_history"),  # pure: redaction, cursors, BM25 and fusion, snippets, state.db histories
+    ("command_secrets",),  # pure: passwords given to commands (piped in, -P, gh secret set, ENV NAME value), for redaction
     ("code_secrets",),  # pure: credentials given as defaults, fallbacks and logins in code, for redaction
     ("seed_phrases", "prose_secrets"),  # pure but for its word list: seed phrases; pure: secrets written as prose, for redaction
     ("secret_patterns",),  # pure: the shapes of secrets redaction looks for
@@ -49,7 +50,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("state",),  # the data of every process cache (imports nothing)
 )
 #: The layers that read no file, open no database file and start no thread.
-PURE = LAYERS[-12:]
+PURE = LAYERS[-13:]
 RANK = {name: depth for depth, layer in enumerate(LAYERS) for name in layer}
 MODULES = sorted(p.stem for p in ROOT.glob("*.py"))
 

@@ -274,6 +274,15 @@ SENT_BEFORE = [
         'var jwtSecret = []byte("PW")', 'jwtSecret := []byte("PW")', 'password=SecretStr("PW")',
         'api_key: SecretStr = SecretStr("PW")', 'db_password: pydantic.SecretStr = pydantic.SecretStr("PW")',
         'const secretKey = Buffer.from("PW", "utf8")', 'let api_token = String::from("PW");', "token = SecretBytes(b'PW')")],
+    # passwords given to commands: piped into --password-stdin or `secret create NAME -`, -P, gh secret set, ENV NAME value
+    *[(text.replace('PW', 'S3cr3t-Pa55'), 'S3cr3t-Pa55') for text in (
+        'echo "PW" | docker login -u bob --password-stdin', 'echo -n PW | docker login ghcr.io -u bob --password-stdin',
+        "printf '%s' 'PW' | helm registry login r.io -u bob --password-stdin", 'echo "PW" | docker secret create db_password -',
+        'docker secret create db_password - <<< "PW"', 'unzip -P PW backup.zip', 'zip -er -P "PW" out.zip dir',
+        '7z a -pPW -mhe=on archive.7z dir', 'sqlcmd -S db -U sa -P PW -Q "SELECT 1"', 'bcp db.dbo.t out f.dat -S srv -U sa -P PW',
+        'gh secret set API_TOKEN --body "PW"', 'gh secret set API_TOKEN -b PW', 'gh secret set API_TOKEN --repo o/r --body=PW',
+        'ENV DB_PASSWORD PW', 'aws configure set aws_secret_access_key PW',
+        'aws configure set --profile dev profile.dev.aws_secret_access_key PW')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -460,6 +469,12 @@ NEAR_MISSES = [
     # a wrapper around code, not a literal
     'token = SecretStr(os.environ["TOKEN"])', 'hmacSecret := []byte(cfg.Secret)', 'var jwtKey = []byte(os.Getenv("JWT_KEY"))',
     'api_key: SecretStr = SecretStr(settings.api_key)', 'secret := []byte("secret")', 'key = []byte("")',
+    # a command given a variable, a file or a word, or a setting that is not a credential
+    'echo $CR_PAT | docker login ghcr.io -u bob --password-stdin', 'echo "$CR_PAT" | docker login -u bob --password-stdin',
+    'echo hello | grep --password-stdin', 'echo "build done" | tee build.log', 'zip -P mypassword out.zip a.txt',
+    'sqlcmd -S db -U sa -P $SA_PASSWORD', 'unzip -P "$PW" f.zip', '7z x -o/tmp/out a.7z', 'gh secret set API_TOKEN --body "$TOKEN"',
+    'gh secret set API_TOKEN < token.txt', 'ENV NODE_ENV production', 'ENV PATH /usr/local/bin:$PATH', 'ENV API_TOKEN ${API_TOKEN}',
+    'aws configure set region us-east-1', 'aws configure set default.region eu-west-1', 'aws configure set aws_access_key_id $KEY',
 ]
 
 

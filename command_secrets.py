@@ -1,0 +1,84 @@
+"""Passwords given to commands in ways :data:`secret_patterns.CLI_SECRET` does not read, for :mod:`redact`.
+
+A password piped into a command that reads it from standard input (``echo "…" | docker login -u bob
+--password-stdin``, ``printf '%s' "…" | helm registry login …``, ``echo "…" | docker secret create db -``, and
+``docker secret create db - <<< "…"``); the ``-P …`` of archivers and SQL Server's tools (``zip``, ``unzip``,
+``sqlcmd``, ``bcp``) and 7-Zip's glued ``-p…``; GitHub CLI's ``gh secret set NAME --body …``; and, under a credential's
+name, a Dockerfile's ``ENV NAME value`` (the form without ``=``) and ``aws configure set NAME value``.
+
+A value given where a password goes must read as one (:func:`prose_secrets.reads_as_password`: not a variable such
+as ``$CR_PAT``, a placeholder or a word); a named value is judged as an assignment to its name would be (the
+``judge`` :mod:`redact` passes). Pure; linear in the length of the text (each pattern starts at a command's or
+keyword's name and reads a bounded stretch after it); never raises.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import prose_secrets
+from .code_secrets import Judge
+
+
+def _value(n: str = "") -> str:
+    """A value on one line: quoted (group ``<n>q`` its quote, ``<n>value`` what it holds) or bare (``<n>bare``)."""
+    return (rf"(?:(?P<{n}q>[\"'])(?P<{n}value>[^\"'\n]{{1,200}}+)(?P={n}q)"
+            rf"|(?P<{n}bare>[^\s\"'|;&<>()$`][^\s|;&<>()`]{{0,199}}+))")
+
+
+_VALUE = _value()
+
+#: ``echo``/``printf`` (up to two flags or a ``'%s'`` format) of a value piped into a command that reads a password
+#: from its input: ``--password-stdin`` (docker, podman, helm, skopeo, cosign…) or ``secret create NAME -``; and
+#: ``secret create NAME - <<< value``.
+STDIN_SECRET = re.compile(
+    r"(?<![\w-])(?:echo|printf)(?:[ \t]++(?:-[neE]{1,3}+|([\"'])%s(?:\\n)?\1)){0,2}[ \t]++" + _VALUE
+    + r"[ \t]*+\|[^\n|;&]{1,300}?(?:--password-stdin|[ \t]secret[ \t]++create[ \t]++[\w.-]{1,100}+[ \t]++-)(?![\w-])"
+    r"|(?<![\w-])secret[ \t]++create[ \t]++[\w.-]{1,100}+[ \t]++-[ \t]*+<<<[ \t]*+" + _value("h")
+)
+#: ``-P password`` of ``zip``, ``unzip``, ``zipcloak``, ``sqlcmd`` and ``bcp``, and 7-Zip's ``-ppassword``, in the same
+#: command (up to 300 characters of it before the flag).
+ARCHIVE_OR_SQL = re.compile(
+    r"(?<![\w./-])(?:(?:zip|unzip|zipcloak|sqlcmd|bcp)(?=[ \t])[^\n|;&]{0,300}?[ \t]-P[ \t]++|7z[ar]?(?=[ \t])[^\n|;&]{0,300}?[ \t]-p)"
+    + _VALUE
+)
+#: GitHub CLI's ``gh secret set NAME -b value`` / ``--body value`` (``--body=value``), up to two other flags before it.
+GH_SECRET = re.compile(
+    r"(?<![\w-])gh[ \t]++secret[ \t]++set[ \t]++[A-Za-z_]\w{0,100}+(?:[ \t]++--?[a-z][\w-]{0,30}+(?:[ \t]++[^\s-]\S{0,100}+)?){0,2}"
+    r"[ \t]++(?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE
+)
+#: A Dockerfile's ``ENV NAME value`` at a line's start (the old form: the rest of the line is the value) and ``aws
+#: configure set [section.]NAME value``. Group ``name``.
+NAMED_SETTING = re.compile(
+    r"(?:(?m:^)[ \t]*+ENV[ \t]++|(?<![\w-])aws[ \t]++configure[ \t]++set(?:[ \t]++--profile[ \t]++\S{1,100}+)?[ \t]++"
+    r"(?:[\w-]{1,60}+\.){0,2})(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++" + _VALUE
+)
+
+
+def redact(text: str, redacted: str, judge: Judge) -> str:
+    """``text`` with those passwords replaced by ``redacted``, the rest as it was."""
+    for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, GH_SECRET):
+        text = pattern.sub(lambda m: _password(m, redacted), text)
+    return NAMED_SETTING.sub(lambda m: _named(m, redacted, judge), text)
+
+
+def _value_group(m: re.Match[str]) -> str:
+    """The name of ``m``'s value group that matched."""
+    return next(g for g in ("value", "bare", "hvalue", "hbare") if g in m.re.groupindex and m.group(g) is not None)
+
+
+def _replace(m: re.Match[str], group: str, redacted: str) -> str:
+    start, end = m.span(group)
+    return m.string[m.start() : start] + redacted + m.string[end : m.end()]
+
+
+def _password(m: re.Match[str], redacted: str) -> str:
+    """A match given where a password goes, its value redacted when it reads as one."""
+    group = _value_group(m)
+    return _replace(m, group, redacted) if prose_secrets.reads_as_password(m.group(group), redacted) else m.group()
+
+
+def _named(m: re.Match[str], redacted: str, judge: Judge) -> str:
+    """A :data:`NAMED_SETTING` match, its value redacted when an assignment of it to its name would be."""
+    group = _value_group(m)
+    return _replace(m, group, redacted) if judge(m.group("name"), m.group(group), group == "bare") else m.group()
