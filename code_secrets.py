@@ -66,7 +66,7 @@ FALLBACK = re.compile(
 #: Groups ``name``, ``op``, ``value`` or ``bare``.
 ASSIGN_OP = re.compile(
     r"(?:(?P<line>(?m:^))[ \t]*+(?:(?:export|override)[ \t]++)?|(?<![\w.$-]))(?P<name>[A-Za-z_][\w.-]{0,100}+)[ \t]*+"
-    r"(?P<op>\?|:{1,3}+)=[ \t]*+(?:(?:\[\]byte\()?+" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]{0,199}+)"
+    r"(?P<op>\?|:{1,3}+)=[ \t]*+(?:(?:\[\]byte\([ \t]*+)?+" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]{0,199}+)"
     r"(?=[ \t]*+(?:#|\r?\n|[" + patterns._CJK + r"]|$))|(?!)))"
 )
 #: A type in an annotation: a name (``str``, ``Optional[str]``, ``Map<String,``), up to two more after ``,`` or ``|``

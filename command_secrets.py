@@ -27,32 +27,41 @@ def _value(n: str = "") -> str:
 
 
 _VALUE = _value()
+#: Up to 300 characters of one command, a line continued with ``\`` included.
+_SAME_COMMAND = r"(?:[^\n|;&\\]|\\\r?\n|\\(?!\r?\n)){0,300}?"
+#: Commands that read a password from their input: ``--password-stdin`` (docker, podman, helm, skopeo, cosign…),
+#: ``secret create [flags] NAME -``, ``gh secret set NAME`` (without ``--body``), ``sudo -S``, ``passwd --stdin``,
+#: ``chpasswd`` and gpg's ``--passphrase-fd 0``.
+_READS_INPUT = (r"(?:--password-stdin|[ \t]secret[ \t]++create[ \t][^\n|;&<]{0,200}?[ \t]-(?=[ \t]*+(?:<<<|\r?\n|$))"
+                r"|(?<![\w-])gh[ \t]++secret[ \t]++set[ \t]++[A-Za-z_]\w{0,100}+(?=[ \t]*+(?:<<<|\r?\n|$))"
+                r"|(?<![\w-])sudo[ \t]++-[A-Za-z]{0,4}S|(?<![\w-])passwd[ \t]++--stdin|(?<![\w-])chpasswd|--passphrase-fd[ \t=]++0)(?![\w-])")
 
-#: ``echo``/``printf`` (up to two flags or a ``'%s'`` format) of a value piped into a command that reads a password
-#: from its input: ``--password-stdin`` (docker, podman, helm, skopeo, cosign…) or ``secret create NAME -``; and
-#: ``secret create NAME - <<< value``.
+#: ``echo``/``printf`` (up to two flags or a ``'%s'`` format) of a value piped (through up to 300 characters of other
+#: commands) into one that reads a password from its input, and such a command given a ``<<<`` string.
 STDIN_SECRET = re.compile(
     r"(?<![\w-])(?:echo|printf)(?:[ \t]++(?:-[neE]{1,3}+|([\"'])%s(?:\\n)?\1)){0,2}[ \t]++" + _VALUE
-    + r"[ \t]*+\|[^\n|;&]{1,300}?(?:--password-stdin|[ \t]secret[ \t]++create[ \t]++[\w.-]{1,100}+[ \t]++-)(?![\w-])"
-    r"|(?<![\w-])secret[ \t]++create[ \t]++[\w.-]{1,100}+[ \t]++-[ \t]*+<<<[ \t]*+" + _value("h")
+    + r"[ \t]*+\|[^\n;&]{1,300}?" + _READS_INPUT
+    + r"|" + _READS_INPUT + r"[^\n|;&<]{0,200}?<<<[ \t]*+" + _value("h")
 )
-#: ``-P password`` of ``zip``, ``unzip``, ``zipcloak``, ``sqlcmd`` and ``bcp``, and 7-Zip's ``-ppassword``, in the same
-#: command (up to 300 characters of it before the flag).
+#: ``-P password`` of ``zip``, ``unzip``, ``zipcloak``, ``sqlcmd`` and ``bcp`` (a path or ``.exe`` before, any case, ``-P``
+#: glued to its value or after other flags: ``zip -rP``), and 7-Zip's ``-ppassword`` (``7z``, ``7za``, ``7zr``,
+#: ``7zz``), in the same command.
 ARCHIVE_OR_SQL = re.compile(
-    r"(?<![\w./-])(?:(?:zip|unzip|zipcloak|sqlcmd|bcp)(?=[ \t])[^\n|;&]{0,300}?[ \t]-P[ \t]++|7z[ar]?(?=[ \t])[^\n|;&]{0,300}?[ \t]-p)"
-    + _VALUE
+    r"(?<![\w.-])(?:(?i:zip|unzip|zipcloak|sqlcmd|bcp)(?i:\.exe)?+(?=[ \t])" + _SAME_COMMAND + r"[ \t]-[a-zA-Z]{0,4}P[ \t]*+"
+    r"|7z[arz]?(?i:\.exe)?+(?=[ \t])" + _SAME_COMMAND + r"[ \t]-p)" + _VALUE
 )
-#: GitHub CLI's ``gh secret set NAME -b value`` / ``--body value`` (``--body=value``), up to two other flags before it.
-GH_SECRET = re.compile(
-    r"(?<![\w-])gh[ \t]++secret[ \t]++set[ \t]++[A-Za-z_]\w{0,100}+(?:[ \t]++--?[a-z][\w-]{0,30}+(?:[ \t]++[^\s-]\S{0,100}+)?){0,2}"
-    r"[ \t]++(?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE
-)
-#: A Dockerfile's ``ENV NAME value`` at a line's start (the old form: the rest of the line is the value) and ``aws
-#: configure set [section.]NAME value``. Group ``name``.
+#: GitHub CLI's ``gh secret set … -b value`` / ``--body value`` (``--body=value``), in any order.
+GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE)
+#: A Dockerfile's ``ENV NAME value`` at a line's start (the old form, a value alone to the line's end: ``ENV PASSWORD
+#: must be set`` is prose) and ``aws configure set [section.]NAME value``. Group ``name``.
 NAMED_SETTING = re.compile(
-    r"(?:(?m:^)[ \t]*+ENV[ \t]++|(?<![\w-])aws[ \t]++configure[ \t]++set(?:[ \t]++--profile[ \t]++\S{1,100}+)?[ \t]++"
-    r"(?:[\w-]{1,60}+\.){0,2})(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++" + _VALUE
+    r"(?:(?m:^)[ \t]*+(?P<env>ENV)[ \t]++|(?<![\w-])aws[ \t]++configure[ \t]++set(?:[ \t]++--profile[ \t]++\S{1,100}+)?[ \t]++"
+    r"(?:[\w-]{1,60}+\.){0,2})(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++" + _VALUE + r"(?(env)(?=[ \t]*+(?:\r?\n|$)))"
 )
+#: A value a shell, a CI system or a template fills in when the command runs, not a written one: ``$(…)``, ``${…}``,
+#: ``$VAR``, ``${{ … }}``, ``%VAR%``, ``$env:VAR``, ``#{VAR}#``, ``@VAR@``. In single quotes only the templates' forms.
+_FILLED_IN = re.compile(r"\$[({\w]|%\w+%|#\{|@\w+@|\{\{")
+_TEMPLATED = re.compile(r"%\w+%|#\{|@\w+@|\{\{|\$\{\{")
 
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
@@ -72,13 +81,24 @@ def _replace(m: re.Match[str], group: str, redacted: str) -> str:
     return m.string[m.start() : start] + redacted + m.string[end : m.end()]
 
 
+def _written(m: re.Match[str], group: str) -> bool:
+    """Whether ``m``'s value is written out, not filled in when the command runs (:data:`_FILLED_IN`)."""
+    quote = m.group(group.replace("value", "q")) if group.endswith("value") else ""
+    return (_TEMPLATED if quote == "'" else _FILLED_IN).search(m.group(group)) is None
+
+
 def _password(m: re.Match[str], redacted: str) -> str:
-    """A match given where a password goes, its value redacted when it reads as one."""
+    """A match given where a password goes, its value redacted when it is written out and reads as one."""
     group = _value_group(m)
-    return _replace(m, group, redacted) if prose_secrets.reads_as_password(m.group(group), redacted) else m.group()
+    if _written(m, group) and prose_secrets.reads_as_password(m.group(group), redacted):
+        return _replace(m, group, redacted)
+    return m.group()
 
 
 def _named(m: re.Match[str], redacted: str, judge: Judge) -> str:
-    """A :data:`NAMED_SETTING` match, its value redacted when an assignment of it to its name would be."""
+    """A :data:`NAMED_SETTING` match, its value redacted when it is written out and an assignment of it to its name
+    would be."""
     group = _value_group(m)
-    return _replace(m, group, redacted) if judge(m.group("name"), m.group(group), group == "bare") else m.group()
+    if _written(m, group) and judge(m.group("name"), m.group(group), group == "bare"):
+        return _replace(m, group, redacted)
+    return m.group()

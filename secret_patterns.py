@@ -181,7 +181,7 @@ ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
     r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|secret|token|credentials?|auth|key))"
     r"(\\*+[\"']?)(\s*+)([:=：])([^\S\r\n]*+(?:\r?\n\s*+(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)"
-    r"(?:(?:\[\]byte\(|(?:pydantic\.)?Secret(?:Str|Bytes)\(b?|Buffer\.from\(|String::from\()?+"
+    r"(?:(?:(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|String::from)\([ \t]*+b?)?+"
     r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)')|(?![\"'\\]|\([^),\n]{0,100}+,)(" + VALUE_CHAR + r"{1,200}+))"
 )
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a SECRET``

@@ -282,7 +282,17 @@ SENT_BEFORE = [
         '7z a -pPW -mhe=on archive.7z dir', 'sqlcmd -S db -U sa -P PW -Q "SELECT 1"', 'bcp db.dbo.t out f.dat -S srv -U sa -P PW',
         'gh secret set API_TOKEN --body "PW"', 'gh secret set API_TOKEN -b PW', 'gh secret set API_TOKEN --repo o/r --body=PW',
         'ENV DB_PASSWORD PW', 'aws configure set aws_secret_access_key PW',
-        'aws configure set --profile dev profile.dev.aws_secret_access_key PW')],
+        'aws configure set --profile dev profile.dev.aws_secret_access_key PW',
+        # the review's: a path, .exe, any case, glued or combined flags, a continued line, another pipe, <<<, flags first
+        '/opt/mssql-tools18/bin/sqlcmd -S localhost -U sa -P "PW" -C', "sqlcmd -S db -U sa -P'PW'", 'SQLCMD.exe -S . -P PW',
+        'RUN /opt/mssql-tools/bin/sqlcmd -S localhost -U sa \\\n  -P PW -i /tmp/init.sql', '/usr/bin/zip -rP PW out.zip dir',
+        'unzip -oP PW data.zip', 'unzip -P"PW" data.zip', '7zz a -pPW backup.7z dir', '7z.exe a -pPW b.7z d',
+        'echo "PW" | tr -d "\\n" | docker login -u bob --password-stdin', 'docker login -u bob --password-stdin <<< "PW"',
+        'echo "PW" | docker secret create --label env=prod db_password -', 'gh secret set --repo o/r API_KEY --body "PW"',
+        'gh secret set X --org o --visibility selected --repos "a,b" --body PW', 'echo "PW" | gh secret set API_KEY',
+        'gh secret set API_KEY <<< "PW"', 'echo "PW" | sudo -S apt-get update', 'echo "PW" | passwd --stdin deploy',
+        'echo "deploy:PW" | chpasswd', 'echo "PW" | gpg --batch --passphrase-fd 0 -c notes.txt', "echo 'PW' | docker login --password-stdin",
+        'jwtSecret := []byte( "PW" )', 'password = SecretStr( "PW" )')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -475,6 +485,18 @@ NEAR_MISSES = [
     'sqlcmd -S db -U sa -P $SA_PASSWORD', 'unzip -P "$PW" f.zip', '7z x -o/tmp/out a.7z', 'gh secret set API_TOKEN --body "$TOKEN"',
     'gh secret set API_TOKEN < token.txt', 'ENV NODE_ENV production', 'ENV PATH /usr/local/bin:$PATH', 'ENV API_TOKEN ${API_TOKEN}',
     'aws configure set region us-east-1', 'aws configure set default.region eu-west-1', 'aws configure set aws_access_key_id $KEY',
+    # values a shell, a CI system or a template fills in (the review's), prose after ENV, sudo without -S
+    'echo "${{ secrets.GHCR_TOKEN }}" | docker login ghcr.io -u ${{ github.actor }} --password-stdin',
+    'echo "$(ACR_PASSWORD)" | docker login r.azurecr.io -u $(ACR_USER) --password-stdin',
+    'echo "$(aws ecr get-login-password --region us-east-1)" | docker login --username AWS --password-stdin',
+    'echo "$env:GITHUB_TOKEN" | docker login ghcr.io -u USERNAME --password-stdin', 'echo %DOCKER_PASSWORD% | docker login --password-stdin',
+    'echo "${DOCKER_PASSWORD:-}" | docker login --password-stdin', 'printf "%s" "$(openssl rand -base64 32)" | docker secret create jwt -',
+    'docker secret create db_password - <<< "$(openssl rand -hex 16)"', 'gh secret set SSH_KEY --body "$(cat ~/.ssh/id_rsa)"',
+    'sqlcmd -S localhost -U sa -P %SA_PASSWORD% -Q "SELECT 1"', 'sqlcmd -P "$(SA_PASSWORD)"', 'sqlcmd -P "#{SqlPassword}#"',
+    '7z x -p%ZIP_PASSWORD% archive.7z', '7z a -p"${{ secrets.ARCHIVE_PASSWORD }}" a.7z d',
+    'aws configure set aws_session_token "$(jq -r .Credentials.SessionToken creds.json)"',
+    'ENV PASSWORD must be set before running', 'ENV SECRET_KEY required for production', 'use zip -P to set a password',
+    'echo "deb http://x stable main" | sudo tee /etc/apt/sources.list.d/x.list', 'key = []byte( cfg.Key )',
 ]
 
 
