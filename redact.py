@@ -27,12 +27,11 @@ import logging
 import math
 import re
 import threading
-import unicodedata
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from . import code_secrets, command_secrets, prose_secrets, seed_phrases
+from . import code_secrets, command_secrets, folding, prose_secrets, seed_phrases
 from . import secret_patterns as patterns
 
 #: What :func:`redact_secrets` puts in place of a secret-looking string.
@@ -156,48 +155,6 @@ def mask_secrets(text: str, secrets: Iterable[str]) -> str:
 # ---------------------------------------------------------------------------
 # Text that leaves the machine
 # ---------------------------------------------------------------------------
-
-
-def _unescape(m: re.Match[str]) -> str:
-    """A JSON ``\\uXXXX`` escape as its character; a surrogate (half an emoji) is left escaped."""
-    char = chr(int(m.group(1), 16))
-    return m.group(0) if "\ud800" <= char <= "\udfff" else char
-
-
-def _fold(text: str) -> str:
-    """``text`` as secrets are looked for in it: JSON ``\\uXXXX`` escapes read, Markdown and HTML marks around a
-    credential's label dropped, NFC, invisible characters and marks stranded on ASCII dropped, full-width ASCII and
-    look-alikes in a credential's name read as ASCII."""
-    if "\\u" in text:
-        text = patterns.JSON_ESCAPE.sub(_unescape, text)
-    text = patterns.MARKED_LABEL.sub(_unmarked_label, text)
-    if text.isascii():
-        return text
-    text = patterns.INVISIBLE.sub("", unicodedata.normalize("NFC", text))
-    text = patterns.STRAY_MARKS.sub("", text).translate(patterns.FULL_WIDTH)
-    return patterns.HOMOGLYPH_WORD.sub(_latin_name, text)
-
-
-def _unmarked_label(m: re.Match[str]) -> str:
-    """A :data:`secret_patterns.MARKED_LABEL` match without its marks (a cell's label with a colon after it), when the
-    label holds a credential word; else as it is."""
-    label = m.group(2) or m.group(4) or m.group(6)
-    if not patterns.MARKED_CREDENTIAL.search(label):
-        return m.group()
-    colon = m.group(3) or m.group(5) or ("" if m.group(6) is None or label.endswith((":", "：")) else ":")
-    return label + colon
-
-
-def _latin_name(m: re.Match[str]) -> str:
-    """A :data:`secret_patterns.HOMOGLYPH_WORD` with the credential words it holds once read as Latin read so, the
-    rest as written (one character for one, so offsets in the two readings agree)."""
-    word = m.group()
-    latin = word.translate(patterns.HOMOGLYPHS)
-    parts, last = [], 0
-    for part in patterns.CREDENTIAL_PART.finditer(latin):
-        parts += [word[last : part.start()], part.group()]
-        last = part.end()
-    return "".join(parts) + word[last:]
 
 
 def _name_segments(name: str) -> list[str]:
@@ -339,7 +296,7 @@ def redact_secrets(text: str) -> str:
     docs/guarantees.md lists the shapes replaced (keys, tokens, passwords and PINs in code, command lines, URLs,
     headers and prose in fourteen languages, seed phrases, random-looking tokens) and those kept (git object ids,
     UUIDs, identifiers, paths); :mod:`secret_patterns` says why each pattern is written so. Secrets are looked for
-    in the text as :func:`_fold` reads it; when one is found, that folded text is returned with it replaced, else
+    in the text as :func:`folding.fold` reads it; when one is found, that folded text is returned with it replaced, else
     ``text`` exactly as given. Linear in the length of ``text``. Never raises.
     """
     if not text:
@@ -351,10 +308,10 @@ def redact_secrets(text: str) -> str:
 
 
 def redaction_steps(text: str) -> Iterator[str]:
-    """``text`` after each step of :func:`redact_secrets`: folded by :func:`_fold`, then after each pass over it, in
+    """``text`` after each step of :func:`redact_secrets`: folded by :func:`folding.fold`, then after each pass over it, in
     order (a pass reads what the one before it gave). The last is the redacted text. Each step is linear in the
     length of ``text``, which tests check step by step: a step's cost is not hidden by the others'."""
-    text = _fold(text)
+    text = folding.fold(text)
     yield text
     yield (text := patterns.PEM.sub(REDACTED, text))
     yield (text := patterns.URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text))

@@ -14,42 +14,6 @@ from __future__ import annotations
 import re
 
 # ---------------------------------------------------------------------------
-# Folding: what text is read as before it is searched
-# ---------------------------------------------------------------------------
-
-#: Invisible characters (zero-width spaces and joiners, direction marks, the BOM, tag characters, the soft hyphen,
-#: Hangul fillers): one inside a key would split it in two for every pattern below.
-INVISIBLE = re.compile("[\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164"
-                       "\ufeff\uffa0\U000e0001\U000e0020-\U000e007f]")
-#: Combining marks and variation selectors left on an ASCII letter or digit after NFC (no precomposed letter has
-#: them): ``F\u0301`` or ``k\ufe0f`` in a key. An emoji keeps its selector.
-STRAY_MARKS = re.compile("(?<=[A-Za-z0-9])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe00-\ufe0f\ufe20-\ufe2f]+")
-#: Full-width ASCII (``ｓｋ－ｐｒｏｊ``, ``ＰＡＳＳＷＯＲＤ＝``) read as ASCII, except the punctuation CJK prose is written
-#: with (``，`` ``：`` ``（）``...), which the patterns below know as it is.
-FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in "！（），：；？～"}
-#: Cyrillic and Greek letters drawn like Latin ones (``pаssword`` with a Cyrillic ``а``), read as Latin only inside a
-#: credential word (:data:`CREDENTIAL_PART`) of a :data:`HOMOGLYPH_WORD`: read so in Russian text glued to a key or a
-#: label (``…8Aа``, ``пожалуPassword``), they would lengthen the key past its format or the label into another word.
-_LOOK_ALIKES = "аеорксухіјѕԁһӏԛԝАВЕКМНОРСТХУІЈЅαοκρινΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
-HOMOGLYPHS = str.maketrans(_LOOK_ALIKES, "aeopkcyxijsdhlqwABEKMHOPCTXYIJSaokpivABEZHIKMNOPTYX")
-#: A run of ASCII letters and look-alikes holding at least one of each (one lookahead for each).
-HOMOGLYPH_WORD = re.compile(f"(?<![A-Za-z{_LOOK_ALIKES}])(?=[A-Za-z]*+[{_LOOK_ALIKES}])(?=[{_LOOK_ALIKES}]*+[A-Za-z])"
-                            f"[A-Za-z{_LOOK_ALIKES}]++")
-#: The credential words such a word, read as Latin, is searched for.
-CREDENTIAL_PART = re.compile(r"(?i)passw(?:or)?d|passphrase|passcode|pass|pwd|secret|token|key|auth|credentials?")
-#: A label set off by Markdown or HTML: emphasis or code (``**Password:**``, ``__Token__:``, `` `DB_PASSWORD` ``),
-#: a tag (``<b>Password:</b>``), a table's cell (``| Password | x |``). Read without its marks when it holds a
-#: credential word (:data:`MARKED_CREDENTIAL`): the patterns below know a label joined to its value by ``:``, not by
-#: ``**``. Groups: the label and the colon inside the marks, in emphasis (2, 3) and in a tag (4, 5); a cell's label (6).
-MARKED_LABEL = re.compile(
-    r"(?<![\w*`])(\*{1,2}+|_{1,2}+|`)([^*`<>|\n]{1,40}?)([:：]?)\1(?![\w*`])"
-    r"|<(?:b|strong|em|i|u|code)>([^<>|\n]{1,40}?)([:：]?)</(?:b|strong|em|i|u|code)>"
-    r"|(?<=\|)[ \t]*+([^|\n]{1,40}?)[ \t]*+\|(?=[ \t]*+[^\s|-])"
-)
-#: ``\\uXXXX`` escapes of JSON (``json.dumps`` writes ``密码是`` as ``\\u5bc6\\u7801\\u662f``), read as their characters.
-JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
-
-# ---------------------------------------------------------------------------
 # Key formats and blocks
 # ---------------------------------------------------------------------------
 
@@ -167,6 +131,8 @@ COOKIE_SECRET_NAMES = re.compile(r"(?i)sess|^sid$|token|auth|jwt|secret|key|reme
 # Credentials after a name or a label
 # ---------------------------------------------------------------------------
 
+#: The credential words (a name holding one is a credential's; a look-alike word is read as Latin for them).
+CREDENTIAL_PART = re.compile(r"(?i)passw(?:or)?d|passphrase|passcode|pass|pwd|secret|token|key|auth|credentials?")
 #: What an unquoted value is made of: anything but spaces and CJK text (the value of ``密码=x9Kp请保管`` ends at
 #: ``请``). Symbols are in it: a value is not cut at ``,`` ``;`` ``)`` ``'`` ``€``... (``PASSWORD=Sup3r,S3cret``).
 VALUE_CHAR = r"[^\s\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"

@@ -1,0 +1,86 @@
+"""What a text is read as before secrets are looked for in it, for :mod:`redact`: JSON ``\\uXXXX`` escapes read,
+Markdown and HTML marks around a credential's label dropped, NFC, invisible characters and marks stranded on ASCII
+dropped, full-width ASCII and look-alike letters in a credential's name read as ASCII (:func:`fold`).
+
+Each change keeps a secret in one piece for the patterns of :mod:`secret_patterns`, which read the folded text. Pure
+data and functions; linear in the length of the text; never raises.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from . import secret_patterns as patterns
+
+#: Invisible characters (zero-width spaces and joiners, direction marks, the BOM, tag characters, the soft hyphen,
+#: Hangul fillers): one inside a key would split it in two for every pattern.
+INVISIBLE = re.compile("[\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164"
+                       "\ufeff\uffa0\U000e0001\U000e0020-\U000e007f]")
+#: Combining marks and variation selectors left on an ASCII letter or digit after NFC (no precomposed letter has
+#: them): ``F\u0301`` or ``k\ufe0f`` in a key. An emoji keeps its selector.
+STRAY_MARKS = re.compile("(?<=[A-Za-z0-9])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe00-\ufe0f\ufe20-\ufe2f]+")
+#: Full-width ASCII (``ｓｋ－ｐｒｏｊ``, ``ＰＡＳＳＷＯＲＤ＝``) read as ASCII, except the punctuation CJK prose is written
+#: with (``，`` ``：`` ``（）``...), which the patterns know as it is.
+FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in "！（），：；？～"}
+#: Cyrillic and Greek letters drawn like Latin ones (``pаssword`` with a Cyrillic ``а``), read as Latin only inside a
+#: credential word (:data:`secret_patterns.CREDENTIAL_PART`) of a :data:`HOMOGLYPH_WORD`: read so in Russian text glued to a key or a
+#: label (``…8Aа``, ``пожалуPassword``), they would lengthen the key past its format or the label into another word.
+_LOOK_ALIKES = "аеорксухіјѕԁһӏԛԝАВЕКМНОРСТХУІЈЅαοκρινΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
+HOMOGLYPHS = str.maketrans(_LOOK_ALIKES, "aeopkcyxijsdhlqwABEKMHOPCTXYIJSaokpivABEZHIKMNOPTYX")
+#: A run of ASCII letters and look-alikes holding at least one of each (one lookahead for each).
+HOMOGLYPH_WORD = re.compile(f"(?<![A-Za-z{_LOOK_ALIKES}])(?=[A-Za-z]*+[{_LOOK_ALIKES}])(?=[{_LOOK_ALIKES}]*+[A-Za-z])"
+                            f"[A-Za-z{_LOOK_ALIKES}]++")
+#: A label set off by Markdown or HTML: emphasis or code (``**Password:**``, ``__Token__:``, `` `DB_PASSWORD` ``),
+#: a tag (``<b>Password:</b>``), a table's cell (``| Password | x |``). Read without its marks when it holds a
+#: credential word (:data:`secret_patterns.MARKED_CREDENTIAL`): the patterns know a label joined to its value by ``:``, not by
+#: ``**``. Groups: the label and the colon inside the marks, in emphasis (2, 3) and in a tag (4, 5); a cell's label (6).
+MARKED_LABEL = re.compile(
+    r"(?<![\w*`])(\*{1,2}+|_{1,2}+|`)([^*`<>|\n]{1,40}?)([:：]?)\1(?![\w*`])"
+    r"|<(?:b|strong|em|i|u|code)>([^<>|\n]{1,40}?)([:：]?)</(?:b|strong|em|i|u|code)>"
+    r"|(?<=\|)[ \t]*+([^|\n]{1,40}?)[ \t]*+\|(?=[ \t]*+[^\s|-])"
+)
+#: ``\\uXXXX`` escapes of JSON (``json.dumps`` writes ``密码是`` as ``\\u5bc6\\u7801\\u662f``), read as their characters.
+JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def _unescape(m: re.Match[str]) -> str:
+    """A JSON ``\\uXXXX`` escape as its character; a surrogate (half an emoji) is left escaped."""
+    char = chr(int(m.group(1), 16))
+    return m.group(0) if "\ud800" <= char <= "\udfff" else char
+
+
+def fold(text: str) -> str:
+    """``text`` as secrets are looked for in it: JSON ``\\uXXXX`` escapes read, Markdown and HTML marks around a
+    credential's label dropped, NFC, invisible characters and marks stranded on ASCII dropped, full-width ASCII and
+    look-alikes in a credential's name read as ASCII."""
+    if "\\u" in text:
+        text = JSON_ESCAPE.sub(_unescape, text)
+    text = MARKED_LABEL.sub(_unmarked_label, text)
+    if text.isascii():
+        return text
+    text = INVISIBLE.sub("", unicodedata.normalize("NFC", text))
+    text = STRAY_MARKS.sub("", text).translate(FULL_WIDTH)
+    return HOMOGLYPH_WORD.sub(_latin_name, text)
+
+
+def _unmarked_label(m: re.Match[str]) -> str:
+    """A :data:`secret_MARKED_LABEL` match without its marks (a cell's label with a colon after it), when the
+    label holds a credential word; else as it is."""
+    label = m.group(2) or m.group(4) or m.group(6)
+    if not patterns.MARKED_CREDENTIAL.search(label):
+        return m.group()
+    colon = m.group(3) or m.group(5) or ("" if m.group(6) is None or label.endswith((":", "：")) else ":")
+    return label + colon
+
+
+def _latin_name(m: re.Match[str]) -> str:
+    """A :data:`secret_HOMOGLYPH_WORD` with the credential words it holds once read as Latin read so, the
+    rest as written (one character for one, so offsets in the two readings agree)."""
+    word = m.group()
+    latin = word.translate(HOMOGLYPHS)
+    parts, last = [], 0
+    for part in patterns.CREDENTIAL_PART.finditer(latin):
+        parts += [word[last : part.start()], part.group()]
+        last = part.end()
+    return "".join(parts) + word[last:]
