@@ -293,6 +293,9 @@ SENT_BEFORE = [
         'gh secret set API_KEY <<< "PW"', 'echo "PW" | sudo -S apt-get update', 'echo "PW" | passwd --stdin deploy',
         'echo "deploy:PW" | chpasswd', 'echo "PW" | gpg --batch --passphrase-fd 0 -c notes.txt', "echo 'PW' | docker login --password-stdin",
         'jwtSecret := []byte( "PW" )', 'password = SecretStr( "PW" )')],
+    # near what a CI system fills in, but written out
+    ('password = "%S3cr3t-Pa55"', 'S3cr3t-Pa55'), ('password="@S3cr3t-Pa55!"', 'S3cr3t-Pa55'), ('password = "#{S3cr3t-Pa55"', 'S3cr3t-Pa55'),
+    ('password: "$S3cr3t(Pa55)"', 'S3cr3t(Pa55'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -497,6 +500,10 @@ NEAR_MISSES = [
     'aws configure set aws_session_token "$(jq -r .Credentials.SessionToken creds.json)"',
     'ENV PASSWORD must be set before running', 'ENV SECRET_KEY required for production', 'use zip -P to set a password',
     'echo "deb http://x stable main" | sudo tee /etc/apt/sources.list.d/x.list', 'key = []byte( cfg.Key )',
+    # the same filled-in values after a credential's name (the review found these redacted)
+    'password: "${{ secrets.DB_PASSWORD }}"', 'password: ${{ secrets.DB_PASSWORD }}', 'DB_PASSWORD="$(cat pw.txt)"',
+    'set PASSWORD=%SA_PASSWORD%', 'api_key = "#{ApiKey}#"', 'token: "@TOKEN@"', 'password=$(vault read -field=pw secret/db)',
+    'PHOTON_SIDECAR_TOKEN=$(openssl rand -hex 16)', 'export TOKEN="$(gh auth token)"',
 ]
 
 
