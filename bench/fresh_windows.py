@@ -68,7 +68,7 @@ def loadavg() -> str:
 
 
 # -- the child: one Hermes window --------------------------------------------------------------------------
-class _DroppedHits(logging.Handler):
+class DroppedHits(logging.Handler):
     """Counts the plugin's warnings that stored vectors failed the check against state.db and were dropped."""
 
     def __init__(self) -> None:
@@ -88,7 +88,7 @@ def child(spec: dict) -> dict:
 
     db = SessionDB()  # the agent's own connection, open before any question (as in a window)
     loaded = time.perf_counter() - started
-    dropped = _DroppedHits()
+    dropped = DroppedHits()
     logging.getLogger().addHandler(dropped)
     if spec.get("start_hook"):
         from hermes_cli.plugins import invoke_hook

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import os
 import statistics
 import sys
@@ -66,7 +67,10 @@ def main() -> int:
     os.environ["HERMES_HOME"] = str(args.home)
     import model_tools  # Hermes' plugin discovery loads the plugin from the profile
     import semantic_cost
-    from fresh_windows import WARM_QUESTIONS
+    from fresh_windows import WARM_QUESTIONS, DroppedHits
+
+    dropped = DroppedHits()
+    logging.getLogger().addHandler(dropped)
 
     current = json.loads((args.home.parent / "ready.json").read_text())["current"]
     package = next(n for n in sys.modules if n.startswith("hermes_plugins") and n.endswith("project_history_recall"))
@@ -117,6 +121,8 @@ def main() -> int:
                                                tool_call_id="c1", session_id=current)
         if "results" not in json.loads(raw):
             raise SystemExit(f"{query!r}: {raw[:500]}")
+        if dropped.count:  # the phases would time embedding again (see fresh_windows)
+            raise SystemExit(f"{query!r}: the profile's vectors disagree with state.db; build it again: remove {args.home.parent}")
         return (time.perf_counter() - started) * 1000
 
     for query in warm_up:
