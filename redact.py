@@ -180,6 +180,8 @@ def _credential_kind(name: str) -> str | None:
     if last == "key" and len(words) >= 2:
         if words[-2] in patterns.KEY_QUALIFIERS:
             return "strong"
+        if words[-2] in patterns.WEAK_KEY_QUALIFIERS:
+            return "weak"
         bare = name.lstrip("-")
         if bare.isupper() and "_" in bare and words[-2] not in patterns.PLAIN_KEY_QUALIFIERS:
             return "weak"

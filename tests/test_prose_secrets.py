@@ -296,6 +296,8 @@ SENT_BEFORE = [
     # near what a CI system fills in, but written out
     ('password = "%S3cr3t-Pa55"', 'S3cr3t-Pa55'), ('password="@S3cr3t-Pa55!"', 'S3cr3t-Pa55'), ('password = "#{S3cr3t-Pa55"', 'S3cr3t-Pa55'),
     ('password: "$S3cr3t(Pa55)"', 'S3cr3t(Pa55'),
+    # a JWT's or an HMAC's key under a camelCase name (the review's)
+    ('var jwtKey = []byte("S3cr3t-Pa55")', 'S3cr3t-Pa55'), ('jwtKey = "S3cr3t-Pa55"', 'S3cr3t-Pa55'), ('hmacKey := "S3cr3t-Pa55"', 'S3cr3t-Pa55'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -504,6 +506,8 @@ NEAR_MISSES = [
     'password: "${{ secrets.DB_PASSWORD }}"', 'password: ${{ secrets.DB_PASSWORD }}', 'DB_PASSWORD="$(cat pw.txt)"',
     'set PASSWORD=%SA_PASSWORD%', 'api_key = "#{ApiKey}#"', 'token: "@TOKEN@"', 'password=$(vault read -field=pw secret/db)',
     'PHOTON_SIDECAR_TOKEN=$(openssl rand -hex 16)', 'export TOKEN="$(gh auth token)"',
+    # the name a key is stored under
+    'const jwtKey = "jwt_token"', 'cookieKey = "session_id"', 'webhookKey = "stripe"', 'const jwtKey = process.env.JWT_KEY',
 ]
 
 
