@@ -179,8 +179,8 @@ def _name(m: re.Match[str]) -> str:
     return ""
 
 
-def _replace(m: re.Match[str], group: str, redacted: str, length: int | None = None) -> str:
-    """``m``'s text with ``group`` (its first ``length`` characters) replaced by ``redacted``."""
+def replace_group(m: re.Match[str], group: str, redacted: str, length: int | None = None) -> str:
+    """``m``'s text with ``group`` (its first ``length`` characters) replaced by ``redacted`` (:mod:`command_secrets` too)."""
     start, end = m.span(group)
     end = end if length is None else start + length
     return m.string[m.start() : start] + redacted + m.string[end : m.end()]
@@ -193,7 +193,7 @@ def _default(m: re.Match[str], judge: Judge, redacted: str) -> str:
     value = m.group(group)
     if not patterns.DEFAULT_SECRET.fullmatch(value) or not judge(_name(m), value, False):
         return m.group()
-    return _replace(m, group, redacted)
+    return replace_group(m, group, redacted)
 
 
 def _assign_op(m: re.Match[str], judge: Judge, redacted: str) -> str:
@@ -207,7 +207,7 @@ def _assign_op(m: re.Match[str], judge: Judge, redacted: str) -> str:
         value = value.rstrip(patterns.VALUE_END + "\\")
     if not value or not judge(m.group("name"), value, group == "bare"):
         return m.group()
-    return _replace(m, group, redacted, len(value))
+    return replace_group(m, group, redacted, len(value))
 
 
 def _typed_default(m: re.Match[str], judge: Judge, redacted: str) -> str:
@@ -215,11 +215,11 @@ def _typed_default(m: re.Match[str], judge: Judge, redacted: str) -> str:
     field's default when it also reads as a password and the attribute or its ``env``/``alias`` names a credential."""
     value = m.group("value")
     if m.group("field") is None:
-        return _replace(m, "value", redacted) if judge(m.group("attr"), value, False) else m.group()
+        return replace_group(m, "value", redacted) if judge(m.group("attr"), value, False) else m.group()
     names = ([m.group("attr")] if m.group("attr") else []) + FIELD_NAME.findall(m.group("rest") or "")
     if not patterns.DEFAULT_SECRET.fullmatch(value) or not any(judge(name, value, False) for name in names):
         return m.group()
-    return _replace(m, "value", redacted)
+    return replace_group(m, "value", redacted)
 
 
 def _login(m: re.Match[str], redacted: str, default: bool) -> str:
@@ -236,7 +236,7 @@ def _login(m: re.Match[str], redacted: str, default: bool) -> str:
         return m.group()  # a test user's address (Cypress' cy.auth), not a password
     if not default and METHOD.fullmatch(value):
         return m.group()  # a list of ways to log in (auth: [session, OAuth2], - Kerberos - NTLMv2)
-    return _replace(m, group, redacted)
+    return replace_group(m, group, redacted)
 
 
 def _acl_rules(m: re.Match[str], redacted: str) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from . import prose_secrets
-from .code_secrets import Judge
+from .code_secrets import Judge, replace_group
 
 
 def _value(n: str = "") -> str:
@@ -76,11 +76,6 @@ def _value_group(m: re.Match[str]) -> str:
     return next(g for g in ("value", "bare", "hvalue", "hbare") if g in m.re.groupindex and m.group(g) is not None)
 
 
-def _replace(m: re.Match[str], group: str, redacted: str) -> str:
-    start, end = m.span(group)
-    return m.string[m.start() : start] + redacted + m.string[end : m.end()]
-
-
 def _written(m: re.Match[str], group: str) -> bool:
     """Whether ``m``'s value is written out, not filled in when the command runs (:data:`_FILLED_IN`)."""
     quote = m.group(group.replace("value", "q")) if group.endswith("value") else ""
@@ -91,7 +86,7 @@ def _password(m: re.Match[str], redacted: str) -> str:
     """A match given where a password goes, its value redacted when it is written out and reads as one."""
     group = _value_group(m)
     if _written(m, group) and prose_secrets.reads_as_password(m.group(group), redacted):
-        return _replace(m, group, redacted)
+        return replace_group(m, group, redacted)
     return m.group()
 
 
@@ -100,5 +95,5 @@ def _named(m: re.Match[str], redacted: str, judge: Judge) -> str:
     would be."""
     group = _value_group(m)
     if _written(m, group) and judge(m.group("name"), m.group(group), group == "bare"):
-        return _replace(m, group, redacted)
+        return replace_group(m, group, redacted)
     return m.group()

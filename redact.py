@@ -328,8 +328,8 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield (text := patterns.SQL_PASSWORD.sub(_cli_secret, text))
     yield (text := patterns.ORACLE_LOGIN.sub(_cli_secret, text))
     yield (text := patterns.CREDENTIAL_FILE.sub(_cli_secret, text))
-    yield (text := code_secrets.redact(text, REDACTED, lambda name, value, bare: _assigned_secret(name, value, value, len(value), bare, False)))
-    yield (text := command_secrets.redact(text, REDACTED, lambda name, value, bare: _assigned_secret(name, value, value, len(value), bare, False)))
+    yield (text := code_secrets.redact(text, REDACTED, _judged_secret))
+    yield (text := command_secrets.redact(text, REDACTED, _judged_secret))
     yield (text := patterns.NAMED_VALUE.sub(_named_value, text))
     yield (text := patterns.LABELLED.sub(_labelled, text))
     yield (text := patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text))
@@ -440,6 +440,12 @@ def _assigned_secret(name: str, value: str, text: str, end: int, bare: bool, pro
     if kind == "weak" and (segments[-1] not in ("pass", "pwd", "pw") or segments == ["pwd"]) and _names_something(value):
         return False  # a name (S3_KEY=uploads/a.png, auth: oauth2, PWD=/home/bob); a pass's value is a password whatever it reads as
     return True
+
+
+def _judged_secret(name: str, value: str, bare: bool) -> bool:
+    """:func:`_assigned_secret` of ``value`` alone (no text after it read), the judge :mod:`code_secrets` and
+    :mod:`command_secrets` are given."""
+    return _assigned_secret(name, value, value, len(value), bare, False)
 
 
 def _password_name(name: str) -> bool:
