@@ -79,6 +79,13 @@ class DroppedHits(logging.Handler):
         if "dropped and are embedded again" in record.getMessage():
             self.count += 1
 
+    def check(self, what: str, home: Path) -> None:
+        """Stop the run (``SystemExit``) once a search dropped stored vectors: the figures would time embedding
+        again, and the profile at ``home`` changes under every later run."""
+        if self.count:
+            raise SystemExit(f"{what}: the profile's vectors disagree with state.db (the plugin dropped some to embed "
+                             f"them again); build it again: remove {home.parent}")
+
 
 def child(spec: dict) -> dict:
     """One new process: load Hermes' tools (and so the plugin), then ask ``spec["questions"]`` in turn."""
@@ -112,9 +119,7 @@ def child(spec: dict) -> dict:
             raise SystemExit(f"{kind} {query!r}: {raw[:500]}")
         if kind == "hybrid" and answer.get("semantic_status") != "ready":  # no vector leg: not what is measured
             raise SystemExit(f"hybrid {query!r}: semantic_status {answer.get('semantic_status')!r}")
-        if dropped.count:  # the figures would time embedding again, and the profile changes under every run
-            raise SystemExit(f"{kind} {query!r}: the profile's vectors disagree with state.db (the plugin dropped "
-                             f"some to embed them again); build it again: remove {Path(os.environ['HERMES_HOME']).parent}")
+        dropped.check(f"{kind} {query!r}", Path(os.environ["HERMES_HOME"]))
         return elapsed, str(answer.get("semantic_status", ""))
 
     out: dict = {"load_ms": round(loaded * 1000, 1), "ms": [], "status": []}

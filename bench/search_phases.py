@@ -121,8 +121,7 @@ def main() -> int:
                                                tool_call_id="c1", session_id=current)
         if "results" not in json.loads(raw):
             raise SystemExit(f"{query!r}: {raw[:500]}")
-        if dropped.count:  # the phases would time embedding again (see fresh_windows)
-            raise SystemExit(f"{query!r}: the profile's vectors disagree with state.db; build it again: remove {args.home.parent}")
+        dropped.check(repr(query), args.home)
         return (time.perf_counter() - started) * 1000
 
     for query in warm_up:
