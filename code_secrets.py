@@ -70,18 +70,20 @@ ASSIGN_OP = re.compile(
     r"(?=[ \t]*+(?:#|\r?\n|[" + patterns._CJK + r"]|$))|(?!)))"
 )
 #: A type in an annotation: a name (``str``, ``Optional[str]``, ``Map<String,``), up to two more after ``,`` or ``|``
-#: (``str | None``, ``dict[str, str]``); not words and spaces (``Password: <input type="password">`` is HTML).
-_TYPE = r"[\w.\[\]<>?]{1,60}+(?:[ \t]*+[,|][ \t]*+[\w.\[\]<>?]{1,60}+){0,2}[ \t]*+"
+#: (``str | None``, ``dict[str, str]``), a Rust reference's (``&str``, ``&'static str``); not words and spaces
+#: (``Password: <input type="password">`` is HTML).
+_TYPE = r"(?:&(?:'\w{1,20}+[ \t]++)?(?:mut[ \t]++)?)?[\w.\[\]<>?]{1,60}+(?:[ \t]*+[,|][ \t]*+[\w.\[\]<>?]{1,60}+){0,2}[ \t]*+"
 #: A typed attribute's or parameter's default (``db_password: str = "…"``, TypeScript's ``password: string = "…"``,
 #: Kotlin's ``val dbPassword: String = "…"``), also through pydantic's or a dataclass's field (``Field("…",
 #: env="DB_PASSWORD")``, ``Field(default="…", alias="db_password")``, ``field(default="…")``,
 #: ``default_factory=lambda: "…"``), whose ``env``/``alias`` (group ``rest``) names it too; the literal may be wrapped
-#: (``api_key: SecretStr = SecretStr("…")``). Groups ``attr``, ``field``.
+#: (``api_key: SecretStr = SecretStr("…")``, :data:`secret_patterns.LITERAL_WRAPPER`). Rust's ``const API_TOKEN: &str =
+#: "…"``. Groups ``attr``, ``field``.
 TYPED_DEFAULT = re.compile(
     r"(?=[A-Za-z_])(?:(?<![\w.$])(?P<attr>[A-Za-z_]\w{0,100}+)[ \t]*+\??:[ \t]*+" + _TYPE + r"=(?![=>])[ \t]*+)?"
     r"(?:(?P<field>(?<![\w.])(?:pydantic\.|dataclasses\.)?(?:Field|field|attr\.ib|attrs\.field)\(\s*+"
     r"(?:default[ \t]*+=[ \t]*+|default_factory[ \t]*+=[ \t]*+lambda[ \t]*+:[ \t]*+)?)|(?(attr)|(?!)))"
-    r"(?:(?:pydantic\.)?Secret(?:Str|Bytes)\(\s*+)?+[bfru]{0,2}+" + _VALUE + r"(?(field)(?P<rest>[^()\n]{0,200}+))"
+    r"(?:" + patterns.LITERAL_WRAPPER + r"\s*+)?+[bfru]{0,2}+" + _VALUE + r"(?(field)(?P<rest>[^()\n]{0,200}+))"
 )
 #: The names a field's ``env``/``alias`` gives it.
 FIELD_NAME = re.compile(r"(?<![\w.])(?:env|alias|validation_alias|serialization_alias)[ \t]*+=[ \t]*+[\"']([\w.-]{1,100}+)[\"']")

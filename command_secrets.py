@@ -45,18 +45,20 @@ STDIN_SECRET = re.compile(
 )
 #: ``-P password`` of ``zip``, ``unzip``, ``zipcloak``, ``sqlcmd`` and ``bcp`` (a path or ``.exe`` before, any case, ``-P``
 #: glued to its value or after other flags: ``zip -rP``), and 7-Zip's ``-ppassword`` (``7z``, ``7za``, ``7zr``,
-#: ``7zz``), in the same command.
+#: ``7zz``; the flag quoted too, ``"-p…"``), in the same command.
 ARCHIVE_OR_SQL = re.compile(
     r"(?<![\w.-])(?:(?i:zip|unzip|zipcloak|sqlcmd|bcp)(?i:\.exe)?+(?=[ \t])" + _SAME_COMMAND + r"[ \t]-[a-zA-Z]{0,4}P[ \t]*+"
-    r"|7z[arz]?(?i:\.exe)?+(?=[ \t])" + _SAME_COMMAND + r"[ \t]-p)" + _VALUE
+    r"|7z[arz]?(?i:\.exe)?+(?=[ \t])" + _SAME_COMMAND + r"[ \t](?P<fq>[\"']?)-p)" + _VALUE
 )
 #: GitHub CLI's ``gh secret set … -b value`` / ``--body value`` (``--body=value``), in any order.
 GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE)
-#: A Dockerfile's ``ENV NAME value`` at a line's start (the old form, a value alone to the line's end: ``ENV PASSWORD
-#: must be set`` is prose) and ``aws configure set [section.]NAME value``. Group ``name``.
+#: A Dockerfile's ``ENV NAME value`` at a line's start (any case; the old form, whose value runs to the line's end) and
+#: ``aws configure set [section.]NAME value``. Group ``name``; an ``ENV`` value of several unquoted words is group
+#: ``words`` (``ENV DB_PASSWORD Sup3r S3cret``; ``ENV PASSWORD must be set`` is prose, :func:`_named` tells them apart).
 NAMED_SETTING = re.compile(
-    r"(?:(?m:^)[ \t]*+(?P<env>ENV)[ \t]++|(?<![\w-])aws[ \t]++configure[ \t]++set(?:[ \t]++--profile[ \t]++\S{1,100}+)?[ \t]++"
-    r"(?:[\w-]{1,60}+\.){0,2})(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++" + _VALUE + r"(?(env)(?=[ \t]*+(?:\r?\n|$)))"
+    r"(?:(?m:^)[ \t]*+(?P<env>(?i:ENV))[ \t]++|(?<![\w-])aws[ \t]++configure[ \t]++set(?:[ \t]++--profile[ \t]++\S{1,100}+)?[ \t]++"
+    r"(?:[\w-]{1,60}+\.){0,2})(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++"
+    r"(?:" + _VALUE + r"(?(env)(?=[ \t]*+(?:\r?\n|$)))|(?(env)(?P<words>[^\s\"'][^\n]{0,199}?)(?=[ \t]*+(?:\r?\n|$))|(?!)))"
 )
 #: A value a shell, a CI system or a template fills in when the command runs, not a written one: ``$(…)``, ``${…}``,
 #: ``$VAR``, ``${{ … }}``, ``%VAR%``, ``$env:VAR``, ``#{VAR}#``, ``@VAR@``. In single quotes only the templates' forms.
@@ -73,7 +75,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
 
 def _value_group(m: re.Match[str]) -> str:
     """The name of ``m``'s value group that matched."""
-    return next(g for g in ("value", "bare", "hvalue", "hbare") if g in m.re.groupindex and m.group(g) is not None)
+    return next(g for g in ("value", "bare", "hvalue", "hbare", "words") if g in m.re.groupindex and m.group(g) is not None)
 
 
 def _written(m: re.Match[str], group: str) -> bool:
@@ -85,15 +87,22 @@ def _written(m: re.Match[str], group: str) -> bool:
 def _password(m: re.Match[str], redacted: str) -> str:
     """A match given where a password goes, its value redacted when it is written out and reads as one."""
     group = _value_group(m)
-    if _written(m, group) and prose_secrets.reads_as_password(m.group(group), redacted):
-        return replace_group(m, group, redacted)
+    value = m.group(group)
+    if "fq" in m.re.groupindex and m.group("fq") and value.endswith(m.group("fq")):
+        value = value[:-1]  # "-p…": the flag's closing quote
+    if _written(m, group) and prose_secrets.reads_as_password(value, redacted):
+        return replace_group(m, group, redacted, len(value))
     return m.group()
 
 
 def _named(m: re.Match[str], redacted: str, judge: Judge) -> str:
     """A :data:`NAMED_SETTING` match, its value redacted when it is written out and an assignment of it to its name
-    would be."""
-    group = _value_group(m)
-    if _written(m, group) and judge(m.group("name"), m.group(group), group == "bare"):
-        return replace_group(m, group, redacted)
-    return m.group()
+    would be; a value of several words (group ``words``) whole, when one of them reads as a password."""
+    group, name = _value_group(m), m.group("name")
+    if not _written(m, group):
+        return m.group()
+    if group == "words":
+        secret = any(prose_secrets.reads_as_password(w, redacted) and judge(name, w, True) for w in m.group(group).split())
+    else:
+        secret = judge(name, m.group(group), group == "bare")
+    return replace_group(m, group, redacted) if secret else m.group()

@@ -387,16 +387,16 @@ def _assignment(m: re.Match[str]) -> str:
 
     A bare value runs to the next space; the sentence or call punctuation that ends it (``,`` ``)`` ``.``) stays.
     """
-    group = next((g for g in (6, 7, 8, 9) if m.group(g) is not None), 0)
+    group = next((g for g in (6, 7, 8, 9, 10) if m.group(g) is not None), 0)
     if not group:
         return m.group(0)
     start, end = m.span(group)
     value = m.group(group)
-    if group == 9:
+    if group == 10:
         value = value.rstrip(patterns.VALUE_END + "\\")
         end = start + len(value)
     prose_colon = m.group(4) == ":" and bool(m.group(5))
-    return _replace(m, start, end) if _assigned_secret(m.group(1), value, m.string, end, group == 9, prose_colon) else m.group(0)
+    return _replace(m, start, end) if _assigned_secret(m.group(1), value, m.string, end, group == 10, prose_colon) else m.group(0)
 
 
 def _named_value(m: re.Match[str]) -> str:

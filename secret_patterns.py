@@ -136,19 +136,24 @@ CREDENTIAL_PART = re.compile(r"(?i)passw(?:or)?d|passphrase|passcode|pass|pwd|se
 #: What an unquoted value is made of: anything but spaces and CJK text (the value of ``密码=x9Kp请保管`` ends at
 #: ``请``). Symbols are in it: a value is not cut at ``,`` ``;`` ``)`` ``'`` ``€``... (``PASSWORD=Sup3r,S3cret``).
 VALUE_CHAR = r"[^\s\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
+#: A call that only wraps a credential's literal: Go's ``[]byte(…)``, pydantic's ``SecretStr(…)``/``SecretBytes(…)``,
+#: ``Buffer.from(…)``, Rust's ``String::from(…)``.
+LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|String::from)\("
 #: ``name = value`` / ``name: value`` / ``--name=value`` where the name ends in a credential word (``DB_PASSWORD``,
 #: ``apiKey``, ``STRIPE_KEY``...; :func:`redact._credential_kind` decides), so ``database:`` does not swallow
 #: ``password=...``. A name starts a run of name characters (dots included): each run is tried once. Quotes may be
 #: backslash-escaped (JSON in JSON: ``{\\"token\\": \\"x\\"}``). The value may be on the next line, unless that line
 #: is another ``name:`` (a YAML parent ``auth:`` would otherwise take its child ``password:`` for its value and hide
 #: it). A bare value is not a tuple or call's arguments (``auth=(user, password)``: :data:`CLI_SECRET` reads those).
-#: Groups: 1 name, 4 the sign, 5 the space after it, 6-8 a quoted value (escaped, double, single; in ``[]byte(…)`` too), 9 bare.
+#: Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value (escaped, double, single, a backtick string in
+#: ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` too), 10 bare.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
     r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|secret|token|credentials?|auth|key))"
     r"(\\*+[\"']?)(\s*+)([:=：])([^\S\r\n]*+(?:\r?\n\s*+(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)"
-    r"(?:(?:(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|String::from)\([ \t]*+b?)?+"
-    r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)')|(?![\"'\\]|\([^),\n]{0,100}+,)(" + VALUE_CHAR + r"{1,200}+))"
+    r"(?:(?:" + LITERAL_WRAPPER + r"[ \t]*+b?)?+"
+    r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?<=\[\]byte\()`([^`\n]{1,200}+)`)"
+    r"|(?![\"'\\]|\([^),\n]{0,100}+,)(" + VALUE_CHAR + r"{1,200}+))"
 )
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a SECRET``
 #: (``REDIS-CLI`` too) or ``--pass SECRET``, ``curl -u user:SECRET``, httpie's ``http -a user:SECRET`` (``--auth``,
@@ -545,10 +550,12 @@ _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bo
 PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: Values written bare that are code or placeholders: also an attribute, a call or an index (``settings.db.password``,
 #: ``os.environ["X"]``, PHP's ``$_ENV['X']``). An attribute is names joined by dots: ``Summer.2024!`` is not one. A
-#: quoted value is never code (:data:`PLACEHOLDER_VALUE`): ``"Winter.Is.Coming7"``.
+#: quoted value is never code (:data:`PLACEHOLDER_VALUE`): ``"Winter.Is.Coming7"``. Nor is Rust's reference (``password:
+#: &str``, ``&'static``, ``&mut``, ``&args[1]``, ``&[u8]``).
 CODE_VALUE = re.compile(
     f"^(?:{_PLACEHOLDER}"
     r"|(?=\$?[A-Za-z_]\w*[.(\[])(?!\$?[\w.]*\.(?![A-Za-z_]))\$?[A-Za-z_][\w.]*+(?:[(\[].*)?"  # an attribute, call or index
+    r"|&(?:'?[A-Za-z_][\w:]*+(?:[<\[].*)?|\[.*)"  # a Rust reference
     r"|[A-Z]\w*\[.*)$"  # a type such as Optional[str]
 )
 

@@ -418,7 +418,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "zip ", "zip -P ", "7z ", "7z -p", "sqlcmd -P a", "gh secret set A ", "gh secret set A -b ",
                                   "\nENV A ", "ENV A ", "aws configure set ", "aws configure set a.b.", "aws configure set a ",
                                   "sqlcmd \\\n", "zip -", "| sudo -S", "| chpasswd", "--password-stdin <<< ", "echo a | a", "secret create a -",
-                                  "gh secret set A <<< ", "[]byte( ", "SecretStr( "])
+                                  "gh secret set A <<< ", "[]byte( ", "SecretStr( ",
+                                  # ENV's words, a quoted 7z flag, Rust's references, a Go raw string
+                                  "\nENV A_PASSWORD a ", "\nenv A a1! ", "7z '-p", '7z "-pa', "a: &'a ", "a: &str = ", "a = []byte(`"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -292,7 +292,11 @@ SENT_BEFORE = [
         'gh secret set X --org o --visibility selected --repos "a,b" --body PW', 'echo "PW" | gh secret set API_KEY',
         'gh secret set API_KEY <<< "PW"', 'echo "PW" | sudo -S apt-get update', 'echo "PW" | passwd --stdin deploy',
         'echo "deploy:PW" | chpasswd', 'echo "PW" | gpg --batch --passphrase-fd 0 -c notes.txt', "echo 'PW' | docker login --password-stdin",
-        'jwtSecret := []byte( "PW" )', 'password = SecretStr( "PW" )')],
+        'jwtSecret := []byte( "PW" )', 'password = SecretStr( "PW" )',
+        # the review's left ones: ENV's value of words, any case; Go's raw string; Rust's typed and reference; 7z's quoted flag
+        'ENV DB_PASSWORD PW and more', 'env DB_PASSWORD PW', 'var jwtSecret = []byte(`PW`)',
+        'let api_token: String = String::from("PW");', 'const API_TOKEN: &str = "PW";',
+        "static DB_PASSWORD: &'static str = \"PW\";", '7z x archive.7z "-pPW"', "7z x archive.7z '-pPW' -o/tmp")],
     # near what a CI system fills in, but written out
     ('password = "%S3cr3t-Pa55"', 'S3cr3t-Pa55'), ('password="@S3cr3t-Pa55!"', 'S3cr3t-Pa55'), ('password = "#{S3cr3t-Pa55"', 'S3cr3t-Pa55'),
     ('password: "$S3cr3t(Pa55)"', 'S3cr3t(Pa55'),
@@ -501,6 +505,8 @@ NEAR_MISSES = [
     '7z x -p%ZIP_PASSWORD% archive.7z', '7z a -p"${{ secrets.ARCHIVE_PASSWORD }}" a.7z d',
     'aws configure set aws_session_token "$(jq -r .Credentials.SessionToken creds.json)"',
     'ENV PASSWORD must be set before running', 'ENV SECRET_KEY required for production', 'use zip -P to set a password',
+    'ENV API_KEY see the docs for v2', 'env PATH /usr/bin:$PATH', 'ENV DB_PASSWORD please change me 2024',
+    'fn login(user: &str, password: &str) -> bool {', "let token: &'static str = &args[1];", 'fn f(key: &[u8], secret: &mut Vec<u8>)',
     'echo "deb http://x stable main" | sudo tee /etc/apt/sources.list.d/x.list', 'key = []byte( cfg.Key )',
     # the same filled-in values after a credential's name (the review found these redacted)
     'password: "${{ secrets.DB_PASSWORD }}"', 'password: ${{ secrets.DB_PASSWORD }}', 'DB_PASSWORD="$(cat pw.txt)"',
