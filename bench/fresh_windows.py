@@ -263,6 +263,10 @@ def run_child(home: str, spec: dict) -> dict:
 
 
 def summarize(values: list[float]) -> dict:
+    """n, p50, p95 and max of ``values`` (NaN for each figure when there are none: one question a process has no later
+    searches)."""
+    if not values:
+        return {"n": 0, "p50": float("nan"), "p95": float("nan"), "max": float("nan")}
     return {"n": len(values), "p50": round(_common.percentile(values, 50), 1),
             "p95": round(_common.percentile(values, 95), 1), "max": round(max(values), 1)}
 
