@@ -31,12 +31,13 @@ from dataclasses import dataclass
 #: Rows Hermes never shows as a conversation's content: rewound ones (``active = 0`` and not archived by a
 #: compaction). Every layout.
 _LIVE = "(m.active = 1 OR m.compacted = 1)"
-#: Rows a person never saw (0.21): scaffolding, and turns kept for the model only. The LIKE lets JSON be parsed
+#: Rows a person never saw (0.21): scaffolding, and turns kept for the model only: a ``model_only`` that is not
+#: absent, null, false or 0, as Hermes' display SQL reads it (the text ``"false"`` too). The LIKE lets JSON be parsed
 #: only for the rare rows that mention the key; the CASE keeps json_extract() off text that is not JSON (SQLite
 #: may evaluate both sides of an AND).
 _SHOWN = ("COALESCE(m.display_kind, '') <> 'hidden' AND NOT (m.display_metadata LIKE '%model\\_only%' ESCAPE '\\'"
           " AND CASE WHEN json_valid(m.display_metadata)"
-          " THEN COALESCE(json_extract(m.display_metadata, '$.model_only'), 0) NOT IN (0, '', '0', 'false') ELSE 0 END)")
+          " THEN COALESCE(json_extract(m.display_metadata, '$.model_only'), 0) <> 0 ELSE 0 END)")
 
 
 #: Rows of one message: rows of a session alike in role, content, timestamp and tool columns are one message to

@@ -46,11 +46,15 @@ def finish(world: World) -> None:
 
 
 def test_hidden_scaffolding_and_model_only_rows_are_never_shown(s30: World, fake):
+    """As Hermes' display SQL reads them: ``COALESCE(json_extract(display_metadata, '$.model_only'), 0) = 0`` is
+    shown."""
     s30.s30_session("plain", messages=[("user", "the zebra migration plan is in the doc")])
     s30.s30_session("scaffold", messages=[("user", "what now?")])
     s30.s30.say("scaffold", "assistant", "[CONTEXT COMPACTION] earlier: quokka rollout and pelican notes", display_kind="hidden")
     s30.s30.say("scaffold", "user", "merged quokka question", display_metadata={"model_only": True, "channel_state": "x"})
-    s30.s30.say("scaffold", "assistant", "the pelican answer shown to the person")
+    # Hermes hides a row whose model_only is anything but absent, null, false or 0: the text "false" too
+    s30.s30.say("scaffold", "user", "a quokka turn for the model", display_metadata={"model_only": "false"})
+    s30.s30.say("scaffold", "assistant", "the pelican answer shown to the person", display_metadata={"model_only": False})
     s30.s30_session("cur", messages=[("user", "hi")])
     finish(s30)
     assert result_sessions(s30.search("cur", "quokka", mode="keyword")) == []
