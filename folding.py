@@ -1,6 +1,6 @@
 """What a text is read as before secrets are looked for in it, for :mod:`redact`: JSON ``\\uXXXX`` escapes read,
 Markdown and HTML marks around a credential's label dropped, NFC, invisible characters and marks stranded on ASCII
-dropped, full-width ASCII and look-alike letters in a credential's name read as ASCII (:func:`fold`).
+dropped, full-width ASCII, curly quotes and look-alike letters in a credential's name read as ASCII (:func:`fold`).
 
 Each change keeps a secret in one piece for the patterns of :mod:`secret_patterns`, which read the folded text. Pure
 data and functions; linear in the length of the text; never raises.
@@ -23,6 +23,9 @@ STRAY_MARKS = re.compile("(?<=[A-Za-z0-9])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1d
 #: Full-width ASCII (``ｓｋ－ｐｒｏｊ``, ``ＰＡＳＳＷＯＲＤ＝``) read as ASCII, except the punctuation CJK prose is written
 #: with (``，`` ``：`` ``（）``...), which the patterns know as it is.
 FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in "！（），：；？～"}
+#: Curly quotes read as straight ones (``‘password’: ‘…’``, as a word processor or a chat app writes code).
+CURLY_QUOTES = {0x2018: 0x27, 0x2019: 0x27, 0x201C: 0x22, 0x201D: 0x22}
+_AS_ASCII = {**FULL_WIDTH, **CURLY_QUOTES}
 #: Cyrillic and Greek letters drawn like Latin ones (``pаssword`` with a Cyrillic ``а``), read as Latin only inside a
 #: credential word (:data:`secret_patterns.CREDENTIAL_PART`) of a :data:`HOMOGLYPH_WORD`: read so in Russian text glued to a key or a
 #: label (``…8Aа``, ``пожалуPassword``), they would lengthen the key past its format or the label into another word.
@@ -52,15 +55,15 @@ def _unescape(m: re.Match[str]) -> str:
 
 def fold(text: str) -> str:
     """``text`` as secrets are looked for in it: JSON ``\\uXXXX`` escapes read, Markdown and HTML marks around a
-    credential's label dropped, NFC, invisible characters and marks stranded on ASCII dropped, full-width ASCII and
-    look-alikes in a credential's name read as ASCII."""
+    credential's label dropped, NFC, invisible characters and marks stranded on ASCII dropped, full-width ASCII, curly
+    quotes and look-alikes in a credential's name read as ASCII."""
     if "\\u" in text:
         text = JSON_ESCAPE.sub(_unescape, text)
     text = MARKED_LABEL.sub(_unmarked_label, text)
     if text.isascii():
         return text
     text = INVISIBLE.sub("", unicodedata.normalize("NFC", text))
-    text = STRAY_MARKS.sub("", text).translate(FULL_WIDTH)
+    text = STRAY_MARKS.sub("", text).translate(_AS_ASCII)
     return HOMOGLYPH_WORD.sub(_latin_name, text)
 
 

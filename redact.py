@@ -485,7 +485,7 @@ def _labelled(m: re.Match[str]) -> str:
 
     A Latin label needs a verb (``is``, ``ist``...) or a CJK joiner (``password=`` is an assignment), or ``:`` or
     ``=`` after a label that is not ASCII (``contraseña=``, which assignments, named in ASCII, miss) or after what
-    the value is for (``password for the db:``), or ``=>`` ``->`` `` - `` (``:`` after two words: ``api key:``) before a
+    the value is for (``password for the db:``), or ``=>`` ``->`` ``→`` `` - `` (``:`` after two words: ``api key:``) before a
     value that reads as a password (:func:`prose_secrets.reads_as_password`) and holds no brackets or quotes, as code
     does; and a value with a digit or a symbol, or a passphrase, that names nothing (:func:`_names_something`).
     Trailing punctuation stays.
@@ -502,10 +502,10 @@ def _labelled(m: re.Match[str]) -> str:
     if max(label) < "\u0250" or foreign:  # Latin script, or a word for key or token of another
         words = joiner[len(m.group("purpose") or "") :].strip().lower()
         assigned = (foreign or not label.isascii() or m.group("purpose") is not None) and words[:1] in (":", "=", "：")
-        arrow = words[:2] in ("=>", "->") or (words[:1] == "-" and joiner[:1].isspace())  # not password-login
+        arrow = words[:2] in ("=>", "->") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace())  # not password-login
         arrow |= " " in label and words[:1] == ":"  # a label no assignment names: api key: …
         assigned |= arrow and prose_secrets.reads_as_password(value, REDACTED) and not re.search("[\"'()\\[\\]{}<>|`]", value)
-        if not assigned and (not words or words[0] in ":=-" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
+        if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
         password = _password_name(label) or label.lower() in patterns.FOREIGN_PASSWORD_LABELS
         passphrase = password and _passphrase(value, m.string, start + len(value))
@@ -513,6 +513,9 @@ def _labelled(m: re.Match[str]) -> str:
             return m.group(0)  # prose, or a name (the private key is id_ed25519)
     elif patterns.CJK_NAME_VALUE.fullmatch(value):
         return m.group(0)
+    elif (label in patterns.NAMING_LABELS or joiner.strip()[:1] == "用") and (_names_something(value) or (
+            not re.search(r"[0-9!-/:-@\[-`{-~]", value) and (label not in patterns.NAMING_LABELS or len(value) < 12))):
+        return m.group(0)  # what it uses or is (密码用 bcrypt 加密, 授权码是 authorization_code 模式), not a value
     return _replace(m, start, start + len(value))
 
 

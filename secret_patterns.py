@@ -354,7 +354,8 @@ DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\
                             r"(?![A-Za-z][A-Za-z\d]*+:[A-Za-z_]++$|%\w++%$|@\w++$|\([^()]*+\)$|[A-Z][A-Z\d_]*+=|\*++(?:[A-Z_]++\*++)?$)"
                             r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
 #: Credential labels in other scripts than Latin (longer ones first).
-_SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|パスワード|暗証番号|비밀번호|비번|암호"
+_SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|授权码|授權碼|安全码|安全碼|凭证|憑證|账密|帳密"
+                  "|パスワード|暗証番号|비밀번호|비번|암호"
                   "|пароль|паролем|пароля")
 #: Credential labels of other languages written in Latin letters or Cyrillic (French, Spanish, Portuguese, German,
 #: Dutch, Italian, Polish, Turkish, Vietnamese, Russian, Japanese and Korean katakana/hangul words for password, key
@@ -368,6 +369,10 @@ FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha",
                            "wachtwoord", "hasło", "haslo", "şifre", "sifre", "parola d'ordine", "mật khẩu", "mat khau"}
 #: A credential word in a label set off by marks (:data:`MARKED_LABEL`).
 MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT_LABELS + "|キー|키")
+#: What joins a CJK or Japanese label to its value: a verb (``是``, ``为``, ``设置成``, ``は``...), after an adverb too
+#: (``也是``, ``默认是``, ``应该是``, ``都是``), ``改成``/``重置为``/``换成`` (``已``, ``了``), ``用``, ``如下``, ``分别是``.
+_CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律|统一|統一|现在|現在|当前|當前|初始|依然|仍然|分别|分別)?(?:是|为|為)"
+              r"|(?:已经?|已經)?(?:设置|設置|改|修改|重置|更新|换|換)(?:成|为|為)了?|设为|設為|は|が|を|는|은|가|이|我|用|如下")
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``,
 #: ``设置成``, ``は``, ``is``...), and a quoted string or a run of printable ASCII (which ends where the text goes back
@@ -375,14 +380,14 @@ MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT
 #: ``пароль от базы:``). Longer labels come first (``secret key`` before ``secret``). What a Latin label needs is
 #: :func:`redact._labelled`'s.
 LABELLED = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(" + _SCRIPT_LABELS + r"|APIキー|API ?키"
+    r"(?i)((?:" + _SCRIPT_LABELS + r")|(?<![A-Za-z0-9_])(?:APIキー|API ?키"
     r"|password|passwd|passphrase|passcode|pwd|pw|" + _FOREIGN_LABELS +
-    r"|(?:api|access|secret|private)[ _-]?key|secret|token)"
+    r"|(?:api|access|secret|private)[ _-]?key|secret|token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|to|für|von|zur|zum|pour|de|du|para|per|voor|dla|от|для|к)[ \t]++"
-    r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+)?"
-    r"\s*+(?:(?:是|为|為|は|が|を|는|은|가|이|我|:|：|=>|->|=|设置成|设置为|設置成|設置為|改成了|改为了|改为|改成|改為|设为|設為"
+    r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+(?=[\s:：=\"”(（]))?"
+    r"[\"”]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can) be|now|(?:changed|set|reset|updated) to|to"
     r"|is|was|ist|war|est|es|era|é|è|là|—|-)\s*+){0,2})"
-    r"(?:([\"'“「『])([^\"'”」』\n]{1,200})[\"'”」』]|([!-~]{4,200}+))"
+    r"(?:([\"'“「『【])([^\"'”」』】\n]{1,200})[\"'”」』】]|([!-~]{4,200}+))"
 )
 #: A PIN, one-time code or recovery code after its label (``PIN: 4821``, ``pin is 482193``, ``PIN码：4821``,
 #: ``passcode 9921``, ``OTP: 482913``, ``ADMIN_PIN=4821``, ``{"pin": "4821"}``, ``recovery codes: 4f8a-99c2, …``,
@@ -450,7 +455,7 @@ der die das den dem ein eine und oder im mit siehe ist nicht kein keine os as do
 il lo gli di che per non nel sul
 """.split())
 #: The verbs a Latin label needs before its value (``password is``, ``Passwort ist``, ``mot de passe est``).
-LATIN_VERBS = re.compile(r"\b(?:is|was|ist|war|est|es|era|é|è|là)(?!\w)")
+LATIN_VERBS = re.compile(r"\b(?:is|was|be|now|to|ist|war|est|es|era|é|è|là)(?!\w)")
 #: What joins a label to the value right after it (``token: x``, ``"key": "x"``, ``key是x``, ``key是：x``,
 #: ``key的值是x``, ``token => x``, ``token `x` ``): what it is for (``API key for prod:``, ``token（新）：``), quotes
 #: and backticks, up to two signs, arrows or CJK joiners, spaces and one line break.
@@ -496,6 +501,10 @@ NAME_PIECE = re.compile(r"(?:[A-Z]?[a-z]++|[A-Z]++)?\d*+")
 #: The narrower form after a CJK label (``私钥是RSA-4096的``), where a password joined by ``-`` is as likely as a
 #: name: an algorithm's name only.
 CJK_NAME_VALUE = re.compile(_ALGORITHM)
+#: CJK labels as often followed by what a credential is as by its value (``授权码是 authorization_code 模式``, ``凭证用
+#: ~/.aws/credentials``): their value, as one after ``用`` (uses), must name nothing and hold a digit or a symbol (or,
+#: after these labels, be 12+ letters: a mail server's 授权码 is 16 lower-case letters).
+NAMING_LABELS = {"授权码", "授權碼", "凭证", "憑證"}
 #: Trailing punctuation that ends a sentence or a call, not a password.
 VALUE_END = ".,;:!?)]}>'\""
 #: Endings of a name's last word that make it a credential whatever the value (``client_secret``, ``PGPASSWORD``,

@@ -297,6 +297,15 @@ SENT_BEFORE = [
         'ENV DB_PASSWORD PW and more', 'env DB_PASSWORD PW', 'var jwtSecret = []byte(`PW`)',
         'let api_token: String = String::from("PW");', 'const API_TOKEN: &str = "PW";',
         "static DB_PASSWORD: &'static str = \"PW\";", '7z x archive.7z "-pPW"', "7z x archive.7z '-pPW' -o/tmp")],
+    # Chinese joiners after an adverb or a verb of change, more labels, brackets, JSON keys; English verbs; curly quotes
+    *[(text.replace('PW', 'Hz@2024abc'), 'Hz@2024abc') for text in (
+        '测试库的密码也是 PW', '密码就是PW', '几台机器密码都是 PW', '密码默认是 PW', '密码应该是 PW', '密码已重置为 PW',
+        '密码更新为 PW', '密码换成 PW 了', '密码用 PW', '密码如下：\nPW', '密码分别是 PW 和 Abc@12345', '密码→PW',
+        '令牌默认是 PW', 'API Key 如下：PW', 'token 就是 PW', '安全码：PW', 'API 凭证：PW', '账密 admin/PW 登录即可',
+        'VPN 密码【PW】', '账号admin密码PW', '{"用户名":"admin","密码":"PW"}', 'the password should be PW',
+        'the password is now PW', 'root password was changed to PW', 'I set the password to PW', '‘password’: ‘PW’',
+        '“password”: “PW”')],
+    ('QQ邮箱的SMTP授权码：xkqmzvbnrtwplhsd', 'xkqmzvbnrtwplhsd'), ('授权码是abcdwxyzqrstmnop，用于发信', 'abcdwxyzqrstmnop'),
     # near what a CI system fills in, but written out
     ('password = "%S3cr3t-Pa55"', 'S3cr3t-Pa55'), ('password="@S3cr3t-Pa55!"', 'S3cr3t-Pa55'), ('password = "#{S3cr3t-Pa55"', 'S3cr3t-Pa55'),
     ('password: "$S3cr3t(Pa55)"', 'S3cr3t(Pa55'),
@@ -512,6 +521,11 @@ NEAR_MISSES = [
     'password: "${{ secrets.DB_PASSWORD }}"', 'password: ${{ secrets.DB_PASSWORD }}', 'DB_PASSWORD="$(cat pw.txt)"',
     'set PASSWORD=%SA_PASSWORD%', 'api_key = "#{ApiKey}#"', 'token: "@TOKEN@"', 'password=$(vault read -field=pw secret/db)',
     'PHOTON_SIDECAR_TOKEN=$(openssl rand -hex 16)', 'export TOKEN="$(gh auth token)"',
+    # what a credential uses or is, after a CJK label; English prose after a label
+    '密码用 bcrypt 加密', '密码用 PBKDF2-SHA256 存', '授权码是 authorization_code 模式', '授权码用 code 换 access_token',
+    '凭证用 ~/.aws/credentials 里的', '凭证是 AWS 的 IAM role', '密码都是随机生成的', '密码如下：见 1Password',
+    'use the password to log in', 'the token should be rotated every 90 days', 'password now required for v2-api',
+    'OAuth2 授权码模式：先拿 code 再换 token',
     # the name a key is stored under
     'const jwtKey = "jwt_token"', 'cookieKey = "session_id"', 'webhookKey = "stripe"', 'const jwtKey = process.env.JWT_KEY',
 ]
