@@ -137,21 +137,31 @@ def new_session_predecessors(rows: Iterable[SessionRow]) -> dict[str, str]:
     guessing could file it under the wrong project.
     """
     rows = list(rows)
-    ended = sorted(
-        (r.ended_at, r.id, r.source) for r in rows if r.end_reason == "new_session" and r.ended_at is not None
-    )
+    ended = sorted((r.ended_at, r.id) for r in rows if r.end_reason == "new_session" and r.ended_at is not None
+                   and r.source == "cli")
     times = [e[0] for e in ended]
-    taken: set[str] = set()
+    # untaken[i]: an index at or after i towards the first ended session not yet taken (pointers halved as they are
+    # followed): a burst of /new reads each taken one about once, not once for every session after it
+    untaken = list(range(len(ended) + 1))
+
+    def first_free(i: int) -> int:
+        while untaken[i] != i:
+            untaken[i] = i = untaken[untaken[i]]
+        return i
+
     out: dict[str, str] = {}
     fresh = [r for r in rows if not (r.cwd or r.root or r.parent) and r.source == "cli" and r.started_at is not None]
     for row in sorted(fresh, key=lambda r: (r.started_at, r.id)):
         start = float(row.started_at or 0.0)
-        lo = bisect.bisect_left(times, start - NEW_SESSION_WINDOW_S)
-        hi = bisect.bisect_right(times, start)
-        free = [sid for _, sid, source in ended[lo:hi] if source == row.source and sid != row.id and sid not in taken]
+        i, hi = first_free(bisect.bisect_left(times, start - NEW_SESSION_WINDOW_S)), bisect.bisect_right(times, start)
+        free: list[int] = []
+        while i < hi and len(free) < 2:  # two free are enough to leave the session out
+            if ended[i][1] != row.id:
+                free.append(i)
+            i = first_free(i + 1)
         if len(free) == 1:
-            out[row.id] = free[0]
-            taken.add(free[0])
+            out[row.id] = ended[free[0]][1]
+            untaken[free[0]] = free[0] + 1
     return out
 
 
@@ -306,29 +316,50 @@ def primary_folder(project: ProjectRecord) -> str | None:
     return project.folders[0].path if project.folders else None
 
 
-def match_explicit(candidates: Iterable[str | None], projects: Sequence[ProjectRecord]) -> ProjectRecord | None:
-    """The project owning the longest folder that contains any candidate path.
+#: The folders of projects, as :func:`path_segments`: each with its rank (projects in order, then their folders) and
+#: the first project that has it (:func:`folder_index`).
+FolderIndex = dict[tuple[str, ...], tuple[int, ProjectRecord]]
 
-    Archived projects never match. Ties (the same folder in two projects) go to
-    the earlier project in ``projects``. Returns the project or ``None``.
-    """
-    targets = [path_segments(c) for c in candidates if c]
-    best, best_len = None, 0
+
+def folder_index(projects: Sequence[ProjectRecord]) -> FolderIndex:
+    """Every folder of the projects not archived, for :func:`match_explicit`: built once for many matches, so that
+    each costs the depth of its paths, not the number of projects."""
+    index: FolderIndex = {}
+    rank = 0
     for project in projects:
         if project.archived:
             continue
         for folder in project_folders(project):
             segments = path_segments(folder)
-            if not segments or len(segments) <= best_len:
-                continue
-            if any(t[: len(segments)] == segments for t in targets):
-                best, best_len = project, len(segments)
-    return best
+            if segments:
+                index.setdefault(segments, (rank, project))
+            rank += 1
+    return index
+
+
+def match_explicit(candidates: Iterable[str | None], projects: Sequence[ProjectRecord] | FolderIndex) -> ProjectRecord | None:
+    """The project owning the longest folder that contains any candidate path (``projects``, or their
+    :func:`folder_index`).
+
+    Archived projects never match. Ties (the same folder in two projects, or folders of one length holding two
+    candidates) go to the earlier project in ``projects``, then its earlier folder. Returns the project or ``None``.
+    """
+    index = projects if isinstance(projects, dict) else folder_index(projects)
+    best: tuple[tuple[int, int], ProjectRecord] | None = None
+    for candidate in candidates:
+        target = path_segments(candidate)
+        for length in range(len(target), 0, -1):  # the candidate's longest owned ancestor
+            hit = index.get(target[:length])
+            if hit is not None:
+                if best is None or (length, -hit[0]) > best[0]:
+                    best = ((length, -hit[0]), hit[1])
+                break
+    return None if best is None else best[1]
 
 
 def resolve_project(
     session_row: Mapping[str, Any],
-    projects: Sequence[ProjectRecord],
+    projects: Sequence[ProjectRecord] | FolderIndex,
     *,
     junk_roots: Iterable[str] = (),
     junk_trees: Iterable[str] = (),

@@ -158,25 +158,22 @@ def physical(path: str | None) -> str | None:
     return os.path.realpath(path)
 
 
-def worktree_main_root(path: str, roots: Iterable[str]) -> str:
-    """The main repo among ``roots`` whose git metadata still names ``path`` as one of its worktrees ("" if none):
-    a worktree deleted without ``git worktree remove`` leaves ``<root>/.git/worktrees/<name>/gitdir``.
-    """
-    wanted = os.path.normpath(os.path.join(path, ".git"))
-    for root in roots:
-        base = os.path.join(root, ".git", "worktrees")
+def worktree_gitdirs(root: str) -> list[str]:
+    """The ``.git`` files of the worktrees repo ``root``'s git metadata still names, normalised: a worktree deleted
+    without ``git worktree remove`` leaves ``<root>/.git/worktrees/<name>/gitdir``. ``[]`` when none can be read."""
+    base = os.path.join(root, ".git", "worktrees")
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return []
+    found = []
+    for name in names:
         try:
-            names = os.listdir(base)
+            with open(os.path.join(base, name, "gitdir"), encoding="utf-8", errors="replace") as f:
+                found.append(os.path.normpath(f.read().strip()))
         except OSError:
             continue
-        for name in names:
-            try:
-                with open(os.path.join(base, name, "gitdir"), encoding="utf-8", errors="replace") as f:
-                    if os.path.normpath(f.read().strip()) == wanted:
-                        return root
-            except OSError:
-                continue
-    return ""
+    return found
 
 
 @dataclass
@@ -338,11 +335,17 @@ class Attributor:
 
     def __init__(self, projects: Sequence[attribution.ProjectRecord], junk_roots: Iterable[str] = (), junk_trees: Iterable[str] = (), ttl: float = 60.0) -> None:
         self.projects = tuple(_with_physical_folders(p) for p in projects)
+        self._folders = attribution.folder_index(self.projects)
         self.junk_roots = tuple(junk_roots)
         self.junk_trees = tuple(junk_trees)
         self.ttl = ttl
         self._cache: dict[tuple[str | None, str | None], tuple[attribution.Project, float]] = {}
         self._roots_seen: set[str] = set()
+        # the worktrees the repos seen name (gitdir -> repo), each repo listed once a ttl: a census of many folders
+        # gone costs the repos once, not once a folder
+        self._worktrees: dict[str, str] = {}
+        self._listed: set[str] = set()
+        self._worktrees_until = 0.0
 
     def project_of(self, info: SessionInfo) -> attribution.Project:
         """The project of a session, from its effective workspace."""
@@ -350,14 +353,14 @@ class Attributor:
 
     def knows(self, cwd: str | None, stored_root: str | None) -> bool:
         """Whether :meth:`project_for_workspace` answers this workspace from its cache (no git probe)."""
-        return self._cached((cwd, stored_root), time.monotonic()) is not None
+        return self._cached((cwd or None, stored_root or None), time.monotonic()) is not None
 
     def _cached(self, key: tuple[str | None, str | None], now: float) -> attribution.Project | None:
         hit = self._cache.get(key)
         return hit[0] if hit is not None and hit[1] > now else None
 
     def project_for_workspace(self, cwd: str | None, stored_root: str | None) -> attribution.Project:
-        key = (cwd, stored_root)
+        key = (cwd or None, stored_root or None)  # the census's groups and a refresh's workspaces say "none" apart
         now = time.monotonic()
         cached = self._cached(key, now)
         if cached is not None:
@@ -368,15 +371,25 @@ class Attributor:
         if exists:
             root = git.common_root(cwd) or (stored_root or "")
         else:
-            root = stored_root or git.common_root(cwd) or (worktree_main_root(cwd, sorted(self._roots_seen)) if cwd else "")
+            root = stored_root or git.common_root(cwd) or (self._worktree_main_root(cwd, now) if cwd else "")
         # An existing folder counts as the filesystem resolves it (symlinks, then ".."), never as text.
         where = physical(cwd) or cwd
         candidates = {"cwd": where, "git_repo_root": root, "also": [p for p in (physical(root),) if p and p != root]}
-        project = attribution.resolve_project(candidates, self.projects, junk_roots=self.junk_roots, junk_trees=self.junk_trees)
+        project = attribution.resolve_project(candidates, self._folders, junk_roots=self.junk_roots, junk_trees=self.junk_trees)
         if project.kind == "auto" and root:
             self._roots_seen.add(root)
         self._cache[key] = (project, now + self.ttl)
         return project
+
+    def _worktree_main_root(self, path: str, now: float) -> str:
+        """The repo seen before whose git metadata still names ``path`` as one of its worktrees ("" if none)."""
+        if now >= self._worktrees_until:
+            self._worktrees, self._listed, self._worktrees_until = {}, set(), now + self.ttl
+        for root in sorted(self._roots_seen - self._listed):
+            self._listed.add(root)
+            for gitdir in worktree_gitdirs(root):
+                self._worktrees.setdefault(gitdir, root)
+        return self._worktrees.get(os.path.normpath(os.path.join(path, ".git")), "")
 
 
 def _with_physical_folders(project: attribution.ProjectRecord) -> attribution.ProjectRecord:

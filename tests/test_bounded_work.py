@@ -107,6 +107,54 @@ def test_a_long_compression_chain_elsewhere_costs_no_search_anything(world: Worl
     assert linear(later_small, later_large, bound=1.5), (later_small, later_large)
 
 
+def test_a_first_search_costs_each_project_and_each_folder_once(world: World, monkeypatch):
+    """The census of a process's first search attributes every folder: with n explicit projects (a session in each)
+    and n repos, each beside a session whose scratch folder was deleted since (no stored root: it is looked for in
+    the repos' worktrees), the first search costs about 4 times as much at 4n. It cost 16 times: each folder was
+    matched against every project's folders, and each deleted one listed every repo's worktrees."""
+    shutil = importlib.import_module("shutil")
+    folders, store, state = [plugin_dir()], plugin("store"), plugin("state")
+    home = world.repo("home")
+    world.session("a1", home, messages=[("user", "the websocket reconnect uses backoff")])
+    world.session("cur", home, style="cli", messages=[("user", "hi")])
+
+    def grow(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            world.project(f"p{i}", [world.folder(f"p{i}/src")])
+            world.session(f"p{i}", world.work / f"p{i}/src", style="cli", messages=[("user", "a")])
+            world.session(f"r{i}", world.repo(f"r{i}"), messages=[("user", "b")])
+            world.session(f"g{i}", world.folder(f"scratch/{i}"), style="cli", messages=[("user", "c")])
+        shutil.rmtree(world.work / "scratch")
+
+    def first_search() -> int:
+        state.reset()  # a new process: the first search reads every session
+        answer, census = measure(folders, monkeypatch, lambda: world.search("cur", "websocket", mode="keyword"), store)
+        assert result_sessions(answer) == ["a1"], answer
+        return census.total
+
+    grow(0, 12)
+    small = first_search()
+    grow(12, 48)
+    large = first_search()
+    assert linear(small, large), (small, large)
+
+
+def test_a_later_search_attributes_no_folder_the_census_attributed(world: World, monkeypatch):
+    """The census and the re-read of the newest sessions on every later search ask the attributor for the same
+    folders: they are its cache's, whatever says "no stored root" (``None`` in the census, ``""`` in the re-read).
+    A miss attributed each of the newest sessions again on every search."""
+    repo = world.repo("app")
+    for i in range(6):
+        world.session(f"s{i}", world.folder(f"app/w{i}"), style="cli", messages=[("user", "the websocket plan")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    world.search("cur", "websocket", mode="keyword")
+    attribution, asked = plugin("attribution"), []
+    real = attribution.resolve_project
+    monkeypatch.setattr(attribution, "resolve_project", lambda *a, **k: asked.append(a[0]) or real(*a, **k))
+    assert set(result_sessions(world.search("cur", "websocket", mode="keyword", limit=10))) == {f"s{i}" for i in range(6)}
+    assert asked == []
+
+
 def test_a_search_from_the_end_of_a_long_chain_reads_the_chain_once(world: World, monkeypatch):
     """Asking from the newest session of a chain (the chat itself) reads its lineage, which is what the search
     excludes: linear in the chain, never its square."""
