@@ -85,6 +85,29 @@ TYPED_DEFAULT = re.compile(
     r"(?:default[ \t]*+=[ \t]*+|default_factory[ \t]*+=[ \t]*+lambda[ \t]*+:[ \t]*+)?)|(?(attr)|(?!)))"
     r"(?:" + patterns.LITERAL_WRAPPER + r"\s*+)?+[bfru]{0,2}+" + _VALUE + r"(?(field)(?P<rest>[^()\n]{0,200}+))"
 )
+#: A call that sets what it is given, given a credential's name and then a literal (``os.Setenv("DB_PASSWORD", "…")``,
+#: ``define('DB_PASSWORD', '…')``, ``props.setProperty("mail.smtp.password", "…")``, ``headers.set('X-Api-Key', '…')``,
+#: ``[Environment]::SetEnvironmentVariable("DB_PASSWORD", "…", "User")``, ``map.put``; not ``log.info("secret", …)``,
+#: ``mask("api_key", …)``, ``Compare("Password", …)``), or a setter the literal
+#: alone (``dataSource.setPassword("…")``, ``withApiKey("…")``): redacted when the literal reads as a password by itself
+#: (:data:`secret_patterns.DEFAULT_SECRET`, or 40+ characters with few spaces: WordPress' salts), as a call's
+#: literal is as often a label or a message (``t("password", "Password:")``, ``form.set("password", "Enter your
+#: password")``). Groups ``cname``/``sname``.
+KEYED_CALL = re.compile(
+    r"(?<![\w$])(?:[Ss]et(?:env|_var|Property|RequestProperty|Header|EnvironmentVariable|Item|[Dd]efault|Value|Option)?"
+    r"|putenv|put|define|add|append|header|store)\([ \t]*+(?P<cq>[\"'])(?P<cname>[A-Za-z_][\w.:/-]{0,100}+)(?P=cq)[ \t]*+,\s*+"
+    + _quoted("6") + r"(?![ \t]*+[.+\[])"
+    r"|(?<![\w$])(?:set|with)(?P<sname>(?:Api|Access|Secret|Private|Auth|Client|Db|Database|Admin|Root)?(?:Password|Passwd"
+    r"|Passphrase|Secret|Token|Credentials?)|(?:Api|Access|Secret|Private|Auth|Signing|Encryption)Key)\([ \t]*+" + _quoted("7") + r"[ \t]*+\)"
+)
+#: A variable given as a name and a value in JSON (an ECS task's or ``kubectl -o json``'s environment: ``{"name":
+#: "DB_PASSWORD", "value": "…"}``) or a setting's value under its name (Spring's actuator: ``"spring.datasource.password":
+#: {"value": "…"``). Group ``ename``.
+NAME_VALUE_JSON = re.compile(
+    r"(?<![\w-])\"(?i:name)\"[ \t]*+:[ \t]*+\"(?P<ename>[A-Za-z_][\w./-]{0,100}+)\"[ \t]*+,\s*+\"(?i:value)\"[ \t]*+:[ \t]*+"
+    r"\"(?P<value8>[^\"\n]{1,200}+)\"|\"(?P<sprop>[A-Za-z_][\w.-]{0,100}+)\"[ \t]*+:[ \t]*+\{[ \t]*+\"value\"[ \t]*+:[ \t]*+"
+    r"\"(?P<value9>[^\"\n]{1,200}+)\""
+)
 #: The names a field's ``env``/``alias`` gives it.
 FIELD_NAME = re.compile(r"(?<![\w.])(?:env|alias|validation_alias|serialization_alias)[ \t]*+=[ \t]*+[\"']([\w.-]{1,100}+)[\"']")
 #: Lisp's and the shell's of Clojure and PowerShell: ``(or (System/getenv "DB_PASSWORD") "…")``, ``(or (env
@@ -159,6 +182,8 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = FALLBACK.sub(lambda m: _default(m, judge, redacted), text)
     text = ASSIGN_OP.sub(lambda m: _assign_op(m, judge, redacted), text)
     text = TYPED_DEFAULT.sub(lambda m: _typed_default(m, judge, redacted), text)
+    text = KEYED_CALL.sub(lambda m: _keyed_call(m, judge, redacted), text)
+    text = NAME_VALUE_JSON.sub(lambda m: _named_literal(m, judge, redacted), text)
     text = LISP_AND_SHELL.sub(lambda m: _default(m, judge, redacted), text)
     text = SYMBOL_KEY.sub(lambda m: _default(m, judge, redacted), text)
     text = CLIENT_AUTH.sub(lambda m: _login(m, redacted, default=True), text)
@@ -169,12 +194,14 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
 
 def _value_group(m: re.Match[str]) -> str:
     """The name of ``m``'s value group that matched (``value``, ``value2``...)."""
-    return next(g for g in ("value", "value2", "value3", "value4", "value5") if g in m.re.groupindex and m.group(g) is not None)
+    return next(g for g in ("value", "value2", "value3", "value4", "value5", "value6", "value7", "value8", "value9")
+                if g in m.re.groupindex and m.group(g) is not None)
 
 
 def _name(m: re.Match[str]) -> str:
     """The name a default is of: a key, or a path's or a Clojure keyword path's last part."""
-    for group in ("key", "bkey", "pkey", "aname", "c1", "c2", "c3", "c4", "c5", "ps", "name", "ref", "ref2", "path"):
+    for group in ("key", "bkey", "pkey", "aname", "c1", "c2", "c3", "c4", "c5", "ps", "name", "cname", "sname", "ename",
+                  "sprop", "ref", "ref2", "path"):
         if group in m.re.groupindex and m.group(group):
             name = m.group(group)
             return re.split(r"[.:\[\]\s]+", name.strip("[]. "))[-1] if group in ("ref", "ref2", "path") else name
@@ -210,6 +237,21 @@ def _assign_op(m: re.Match[str], judge: Judge, redacted: str) -> str:
     if not value or not judge(m.group("name"), value, group == "bare"):
         return m.group()
     return replace_group(m, group, redacted, len(value))
+
+
+def _keyed_call(m: re.Match[str], judge: Judge, redacted: str) -> str:
+    """A :data:`KEYED_CALL` match with its literal redacted when it reads as a password by itself and an assignment of
+    it to the name would be."""
+    value = m.group(_value_group(m))
+    if patterns.DEFAULT_SECRET.fullmatch(value) or (len(value) >= 40 and value.count(" ") <= 3):
+        return _named_literal(m, judge, redacted)
+    return m.group()
+
+
+def _named_literal(m: re.Match[str], judge: Judge, redacted: str) -> str:
+    """``m`` with its literal redacted when an assignment of it to its name (:func:`_name`) would be."""
+    group = _value_group(m)
+    return replace_group(m, group, redacted) if judge(_name(m), m.group(group), False) else m.group()
 
 
 def _typed_default(m: re.Match[str], judge: Judge, redacted: str) -> str:

@@ -31,8 +31,8 @@ _VALUE = _value()
 _SAME_COMMAND = r"(?:[^\n|;&\\]|\\\r?\n|\\(?!\r?\n)){0,300}?"
 #: Commands that read a password from their input: ``--password-stdin`` (docker, podman, helm, skopeo, cosign…),
 #: ``secret create [flags] NAME -``, ``gh secret set NAME`` (without ``--body``), ``sudo -S``, ``passwd --stdin``,
-#: ``chpasswd`` and gpg's ``--passphrase-fd 0``.
-_READS_INPUT = (r"(?:--password-stdin|[ \t]secret[ \t]++create[ \t][^\n|;&<]{0,200}?[ \t]-(?=[ \t]*+(?:<<<|\r?\n|$))"
+#: ``chpasswd``, gpg's ``--passphrase-fd 0`` and ``gh auth login --with-token``.
+_READS_INPUT = (r"(?:--password-stdin|--with-token|[ \t]secret[ \t]++create[ \t][^\n|;&<]{0,200}?[ \t]-(?=[ \t]*+(?:<<<|\r?\n|$))"
                 r"|(?<![\w-])gh[ \t]++secret[ \t]++set[ \t]++[A-Za-z_]\w{0,100}+(?=[ \t]*+(?:<<<|\r?\n|$))"
                 r"|(?<![\w-])sudo[ \t]++-[A-Za-z]{0,4}S|(?<![\w-])passwd[ \t]++--stdin|(?<![\w-])chpasswd|--passphrase-fd[ \t=]++0)(?![\w-])")
 
@@ -50,14 +50,33 @@ ARCHIVE_OR_SQL = re.compile(
     r"(?<![\w.-])(?:(?i:zip|unzip|zipcloak|sqlcmd|bcp)(?i:\.exe)?+(?=[ \t])" + _SAME_COMMAND + r"[ \t]-[a-zA-Z]{0,4}P[ \t]*+"
     r"|7z[arz]?(?i:\.exe)?+(?=[ \t])" + _SAME_COMMAND + r"[ \t](?P<fq>[\"']?)-p)" + _VALUE
 )
+#: A password given to a command by the flag or the place that command takes it at, in the same command: gpg's
+#: ``--passphrase``, openssl's ``-k``, ``-pass pass:`` and ``passwd [-1|-5|-6|-apr1]``, the LDAP tools' ``-w``,
+#: FreeRDP's ``/p:``, influx's ``-password``, x11vnc's ``-passwd``, openGauss' ``gsql -W``, ``mysqladmin … password``,
+#: ``rabbitmqctl add_user|change_password USER``, ``mc alias set ALIAS URL USER``, ``poetry config http-basic.NAME
+#: USER``, ``net use … /user:USER``, ``etcdctl --user USER:``, PowerShell's ``ConvertTo-SecureString``.
+PASSWORD_FLAG = re.compile(
+    r"(?<![\w.-])(?:gpg2?(?=[ \t])" + _SAME_COMMAND + r"[ \t]--passphrase(?:[ \t]++|=)"
+    r"|openssl(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-k[ \t]++|-pass(?:in|out)?[ \t]++pass:|passwd(?:[ \t]++-(?:1|5|6|apr1))?[ \t]++)"
+    r"|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)(?=[ \t])" + _SAME_COMMAND + r"[ \t]-w[ \t]++"
+    r"|(?:xfreerdp|wlfreerdp|sdl-freerdp)(?=[ \t])" + _SAME_COMMAND + r"[ \t]/p:"
+    r"|(?:influx|x11vnc|gsql|mysqladmin)(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-password|-passwd|-W|password)[ \t]++"
+    r"|rabbitmqctl[ \t]++(?:add_user|change_password)[ \t]++\S{1,100}+[ \t]++"
+    r"|mc[ \t]++alias[ \t]++set[ \t]++\S{1,100}+[ \t]++\S{1,300}+[ \t]++\S{1,100}+[ \t]++"
+    r"|poetry[ \t]++config[ \t]++http-basic\.\S{1,100}+[ \t]++\S{1,100}+[ \t]++"
+    r"|net[ \t]++use(?=[ \t])" + _SAME_COMMAND + r"[ \t]/user:\S{1,100}+[ \t]++"
+    r"|etcdctl(?=[ \t])" + _SAME_COMMAND + r"[ \t]--user(?:[ \t]++|=)[^\s:]{1,100}+:"
+    r"|(?i:ConvertTo-SecureString)(?:[ \t]++-String)?[ \t]++)" + _VALUE
+)
 #: GitHub CLI's ``gh secret set … -b value`` / ``--body value`` (``--body=value``), in any order.
 GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE)
-#: A Dockerfile's ``ENV NAME value`` at a line's start (any case; the old form, whose value runs to the line's end) and
-#: ``aws configure set [section.]NAME value``. Group ``name``; an ``ENV`` value of several unquoted words is group
+#: A Dockerfile's ``ENV NAME value`` at a line's start (any case; the old form, whose value runs to the line's end),
+#: ``aws configure set [section.]NAME value`` and the shells' ``set -gx NAME value`` (fish), ``setenv`` (csh),
+#: ``setx [/M]`` (Windows), ``launchctl setenv``. Group ``name``; an ``ENV`` value of several unquoted words is group
 #: ``words`` (``ENV DB_PASSWORD Sup3r S3cret``; ``ENV PASSWORD must be set`` is prose, :func:`_named` tells them apart).
 NAMED_SETTING = re.compile(
     r"(?:(?m:^)[ \t]*+(?P<env>(?i:ENV))[ \t]++|(?<![\w-])aws[ \t]++configure[ \t]++set(?:[ \t]++--profile[ \t]++\S{1,100}+)?[ \t]++"
-    r"(?:[\w-]{1,60}+\.){0,2})(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++"
+    r"(?:[\w-]{1,60}+\.){0,2}|(?<![\w-])(?:set[ \t]++-[gUxl]{1,3}+|setenv|setx(?:[ \t]++/[Mm])?|launchctl[ \t]++setenv)[ \t]++)(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++"
     r"(?:" + _VALUE + r"(?(env)(?=[ \t]*+(?:\r?\n|$)))|(?(env)(?P<words>[^\s\"'][^\n]{0,199}?)(?=[ \t]*+(?:\r?\n|$))|(?!)))"
 )
 #: A value a shell, a CI system or a template fills in when the command runs, not a written one: ``$(…)``, ``${…}``,
@@ -68,7 +87,7 @@ _TEMPLATED = re.compile(r"%\w+%|#\{|@\w+@|\{\{|\$\{\{")
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those passwords replaced by ``redacted``, the rest as it was."""
-    for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, GH_SECRET):
+    for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET):
         text = pattern.sub(lambda m: _password(m, redacted), text)
     return NAMED_SETTING.sub(lambda m: _named(m, redacted, judge), text)
 

@@ -471,7 +471,12 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "\nENV A_PASSWORD a ", "\nenv A a1! ", "7z '-p", '7z "-pa', "a: &'a ", "a: &str = ", "a = []byte(`",
                                   # joiners, labels and quotes of LABELLED
                                   "密码也是 ", "密码已经重置为了 ", "a密码用 ", "授权码是", "密码【", "password should be ",
-                                  "password was changed to ", "password to a", "password for a-b ", '"密码":"', "‘password’: ‘"])
+                                  "password was changed to ", "password to a", "password for a-b ", '"密码":"', "‘password’: ‘",
+                                  # calls, setters, JSON pairs, subscripts, =>, commands' password flags, shells' set
+                                  'set("a_key", ', 'setPassword("', 'put("a", "', '"name": "A_KEY", "value": "', '"a.password": {"value": "',
+                                  'a_key"] = ', "'password' => '", "gpg --passphrase ", "openssl -k ", "openssl passwd -1 ",
+                                  "ldapsearch -w ", "net use /user:a ", "mc alias set a b c ", "etcdctl --user a:", "set -gx A_KEY ",
+                                  "setx /M A_KEY ", "ConvertTo-SecureString "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -305,6 +305,23 @@ SENT_BEFORE = [
         'VPN 密码【PW】', '账号admin密码PW', '{"用户名":"admin","密码":"PW"}', 'the password should be PW',
         'the password is now PW', 'root password was changed to PW', 'I set the password to PW', '‘password’: ‘PW’',
         '“password”: “PW”')],
+    # a credential set through a subscript, PHP's =>, a call given its name, a setter, JSON's name/value; shells' set
+    *[(text.replace('PW', 'Hz@2024abc'), 'Hz@2024abc') for text in (
+        'os.environ["DB_PASSWORD"] = "PW"', "app.config['SECRET_KEY'] = 'PW'", "$config['db_password'] = 'PW';",
+        "ENV['DB_PASSWORD'] = 'PW'", "'password' => 'PW',", '"token" => "PW"', 'os.Setenv("DB_PASSWORD", "PW")',
+        'std::env::set_var("DB_PASSWORD", "PW");', "monkeypatch.setenv('DB_PASSWORD', 'PW')", 'map.put("password", "PW");',
+        'props.setProperty("mail.smtp.password", "PW");', "headers.set('X-Api-Key', 'PW')", "define( 'DB_PASSWORD', 'PW' );",
+        '[Environment]::SetEnvironmentVariable("DB_PASSWORD", "PW", "User")', 'dataSource.setPassword("PW");',
+        'builder.withApiKey("PW")', '{"name": "DB_PASSWORD", "value": "PW"}',
+        '"spring.datasource.password": {"value": "PW", "origin": "application.yml"}', 'set -gx DB_PASSWORD PW',
+        'setenv DB_PASSWORD PW', 'setx DB_PASSWORD "PW"', 'setx /M DB_PASSWORD PW', 'launchctl setenv DB_PASSWORD PW',
+        '$pw = ConvertTo-SecureString "PW" -AsPlainText -Force', 'gpg --batch --passphrase "PW" -c secret.txt',
+        'openssl enc -aes-256-cbc -in a.txt -out a.enc -k PW', 'openssl enc -d -pass pass:PW -in a', 'useradd -p $(openssl passwd -1 PW) bob',
+        'ldapsearch -x -D "cn=admin,dc=x" -w PW -b dc=x', 'xfreerdp /v:10.0.0.5 /u:Administrator /p:PW', 'influx -username admin -password PW',
+        'x11vnc -passwd PW', 'gsql -d postgres -U omm -W PW', 'mysqladmin -u root password PW', 'rabbitmqctl add_user admin PW',
+        'mc alias set myminio http://10.0.0.5:9000 minioadmin PW', 'poetry config http-basic.private deploy PW',
+        'net use Z: \\\\10.0.0.5\\share /user:admin PW', 'etcdctl --user root:PW get /', 'echo PW | gh auth login --with-token')],
+    ("define('AUTH_KEY', 'p=Xk9|Pq2 Lm7Nv4Rt6Yb8<Zc3Vw5Js1Qe0Hd9Fg2Aa1');", 'Lm7Nv4Rt6Yb8'),
     ('QQ邮箱的SMTP授权码：xkqmzvbnrtwplhsd', 'xkqmzvbnrtwplhsd'), ('授权码是abcdwxyzqrstmnop，用于发信', 'abcdwxyzqrstmnop'),
     # near what a CI system fills in, but written out
     ('password = "%S3cr3t-Pa55"', 'S3cr3t-Pa55'), ('password="@S3cr3t-Pa55!"', 'S3cr3t-Pa55'), ('password = "#{S3cr3t-Pa55"', 'S3cr3t-Pa55'),
@@ -521,6 +538,14 @@ NEAR_MISSES = [
     'password: "${{ secrets.DB_PASSWORD }}"', 'password: ${{ secrets.DB_PASSWORD }}', 'DB_PASSWORD="$(cat pw.txt)"',
     'set PASSWORD=%SA_PASSWORD%', 'api_key = "#{ApiKey}#"', 'token: "@TOKEN@"', 'password=$(vault read -field=pw secret/db)',
     'PHOTON_SIDECAR_TOKEN=$(openssl rand -hex 16)', 'export TOKEN="$(gh auth token)"',
+    # a call's label or message, a setting that is not a credential, a value filled in or prompted for
+    't("password", "Password:")', 'form.set("password", "Enter your password")', 'logger.info("token", "refreshed OK")',
+    'setTokenType("Bearer")', '{"name": "LOG_LEVEL", "value": "debug"}', '{"name": "DB_PASSWORD", "value": "${DB_PASSWORD}"}',
+    'os.Setenv("GITHUB_TOKEN", token)', 'map.put("password", user.getPassword());', 'password => see the docs',
+    'set -x', 'set -gx PATH $PATH /usr/local/bin', 'setx PATH "%PATH%;C:\\bin"', 'gpg --passphrase-file pw.txt -c f',
+    'ldapsearch -x -W -D cn=admin', 'mysqladmin -u root password', 'rabbitmqctl add_user admin $PW', 'openssl enc -k $KEY -in a',
+    'ConvertTo-SecureString $plain -AsPlainText -Force', 'openssl passwd -6 -stdin', 'gh auth login --with-token < token.txt',
+    'net use Z: \\\\srv\\share /user:admin *',
     # what a credential uses or is, after a CJK label; English prose after a label
     '密码用 bcrypt 加密', '密码用 PBKDF2-SHA256 存', '授权码是 authorization_code 模式', '授权码用 code 换 access_token',
     '凭证用 ~/.aws/credentials 里的', '凭证是 AWS 的 IAM role', '密码都是随机生成的', '密码如下：见 1Password',
