@@ -100,6 +100,17 @@ KEYED_CALL = re.compile(
     r"|(?<![\w$])(?:set|with)(?P<sname>(?:Api|Access|Secret|Private|Auth|Client|Db|Database|Admin|Root)?(?:Password|Passwd"
     r"|Passphrase|Secret|Token|Credentials?)|(?:Api|Access|Secret|Private|Auth|Signing|Encryption)Key)\([ \t]*+" + _quoted("7") + r"[ \t]*+\)"
 )
+#: A password given by its place in a call: a database connection's (``new PDO(dsn, 'root', '…')``,
+#: ``mysqli_connect('host', 'root', '…')``, ``mysql.connector.connect(…)``, ``pymysql.connect(…)``,
+#: ``DriverManager.getConnection(url, "root", "…")``), a login's (smtplib's, ftplib's ``server.login('bob@qq.com',
+#: '…')``) and a JWT library's secret (``jwt.sign(payload, '…')``, ``jwt.encode(…)``, ``verify``, ``decode``). Judged as
+#: an assignment to a password or a secret.
+POSITIONAL = re.compile(
+    r"(?:(?<![\w$])(?:new[ \t]++PDO\(|(?:DriverManager\.)?getConnection\()[^,()\n]{1,300}+,[ \t]*+[\"'][^\"'\n]{1,100}+[\"'][ \t]*+,"
+    r"|(?<![\w$.])(?:mysqli_connect|new[ \t]++mysqli|(?:mysql\.connector|pymysql|MySQLdb)\.connect)\([ \t]*+(?:[\"'][^\"'\n]{1,300}+[\"']"
+    r"[ \t]*+,[ \t]*+){2}|(?<=[\w)])\.login\([ \t]*+[\"'][^\"'\n]{1,300}+[\"'][ \t]*+,"
+    r"|(?P<jwt>(?<![\w$.])jwt\.(?:sign|encode|verify|decode)\()[^,()\n]{1,200}+,)[ \t]*+[bf]?" + _quoted("10")
+)
 #: A variable given as a name and a value in JSON (an ECS task's or ``kubectl -o json``'s environment: ``{"name":
 #: "DB_PASSWORD", "value": "…"}``) or a setting's value under its name (Spring's actuator: ``"spring.datasource.password":
 #: {"value": "…"``). Group ``ename``.
@@ -184,6 +195,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = TYPED_DEFAULT.sub(lambda m: _typed_default(m, judge, redacted), text)
     text = KEYED_CALL.sub(lambda m: _keyed_call(m, judge, redacted), text)
     text = NAME_VALUE_JSON.sub(lambda m: _named_literal(m, judge, redacted), text)
+    text = POSITIONAL.sub(lambda m: _positional(m, judge, redacted), text)
     text = LISP_AND_SHELL.sub(lambda m: _default(m, judge, redacted), text)
     text = SYMBOL_KEY.sub(lambda m: _default(m, judge, redacted), text)
     text = CLIENT_AUTH.sub(lambda m: _login(m, redacted, default=True), text)
@@ -194,7 +206,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
 
 def _value_group(m: re.Match[str]) -> str:
     """The name of ``m``'s value group that matched (``value``, ``value2``...)."""
-    return next(g for g in ("value", "value2", "value3", "value4", "value5", "value6", "value7", "value8", "value9")
+    return next(g for g in ("value", "value2", "value3", "value4", "value5", "value6", "value7", "value8", "value9", "value10")
                 if g in m.re.groupindex and m.group(g) is not None)
 
 
@@ -252,6 +264,13 @@ def _named_literal(m: re.Match[str], judge: Judge, redacted: str) -> str:
     """``m`` with its literal redacted when an assignment of it to its name (:func:`_name`) would be."""
     group = _value_group(m)
     return replace_group(m, group, redacted) if judge(_name(m), m.group(group), False) else m.group()
+
+
+def _positional(m: re.Match[str], judge: Judge, redacted: str) -> str:
+    """A :data:`POSITIONAL` match with its literal redacted as an assignment to a secret (a JWT library's) or a
+    password would be."""
+    secret = judge("secret" if m.group("jwt") else "password", m.group("value10"), False)
+    return replace_group(m, "value10", redacted) if secret else m.group()
 
 
 def _typed_default(m: re.Match[str], judge: Judge, redacted: str) -> str:

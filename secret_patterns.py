@@ -36,10 +36,11 @@ KEY_FORMATS = re.compile(
     # lower-case letters (``sk-ant-design``)
     r"sk-(?:ant|proj|svcacct|admin|or-v1)-(?=[A-Za-z0-9_-]*[A-Z0-9])[A-Za-z0-9_-]{8,}+"
     r"|sk-(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}+"  # OpenAI's older keys, DeepSeek and others
-    r"|sk-(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{32,}+"  # the same without a digit: 32+ letters, both cases
-    r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}+|whsec_[A-Za-z0-9]{24,}+"  # Stripe
+    r"|sk-(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{32,}+|sk-[a-z]{40,64}+(?![A-Za-z0-9_-])"  # no digit: 32+, both
+    # cases; SiliconFlow's 48 lower-case letters (40 to 64)
+    r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{12,}+|whsec_[A-Za-z0-9]{24,}+"  # Stripe
     r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+"  # GitHub
-    r"|gl(?:pat|rt|ptt|dt|cbt|ft|soat|agent)-[A-Za-z0-9_-]{20,}+"  # GitLab: personal, runner, trigger, deploy... tokens
+    r"|gl(?:pat|rt|ptt|dt|cbt|ft|soat|agent)-[A-Za-z0-9_-]{20,}+(?:\.\w{2}\.\w{7,}+)?"  # GitLab: personal, runner... tokens
     r"|xox[a-z](?:\.xox[a-z])?-[A-Za-z0-9-]{10,}+|xapp-\d-[A-Za-z0-9-]{10,}+"  # Slack: bot, user, refresh, app tokens
     r"|AIza[0-9A-Za-z_-]{35}"  # Google
     r"|hf_[A-Za-z0-9]{30,}+"  # Hugging Face
@@ -49,6 +50,7 @@ KEY_FORMATS = re.compile(
     r"|(?:npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{50,}+|gsk_[A-Za-z0-9]{40,}+)"  # npm, PyPI, Groq
     r"|(?:do[por]_v1_[a-f0-9]{64}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|AGE-SECRET-KEY-1[0-9A-Z]{50,}+)"  # DigitalOcean, Shopify, age
     r"|(?:SK[0-9a-fA-F]{32}|key-[0-9a-f]{32}|pplx-[A-Za-z0-9]{40,}+)"  # Twilio, Mailgun, Perplexity
+    r"|[0-9a-f]{32}(?:-us\d{1,2}+|\.[A-Za-z0-9]{16})(?![A-Za-z0-9_-])"  # Mailchimp, Zhipu (an id and its secret)
     r"|hv[sbr]\.[A-Za-z0-9_-]{24,}+"  # HashiCorp Vault: service, batch and recovery tokens
     r"|[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}+"  # Discord bot: a user id in base64, a time, an HMAC
     r")"
@@ -105,10 +107,11 @@ ADDRESS_LABELS = {"email", "e-mail", "mail", "mailto", "contact", "from", "to", 
                   "sip", "sips", "xmpp", "im", "urn", "tel", "fix", "feat", "task", "ref"}  # URI schemes, commit tags
 #: A character of a password that is not a letter, digit or a joiner an address or a name also holds.
 PASSWORD_SYMBOL = re.compile(r"[^\w.+:-]")
-#: Webhook URLs whose path is the credential (Slack, Discord, Microsoft Teams): the path goes, the host stays.
+#: Webhook URLs whose path is the credential (Slack, Discord, Microsoft Teams, Feishu, Lark): the path goes, the host stays.
 WEBHOOK = re.compile(
     r"(?<![A-Za-z0-9.-])((?:hooks\.slack\.com/(?:services|workflows|triggers)|(?:discord(?:app)?\.com|ptb\.discord\.com)"
-    r"/api/webhooks|(?:[a-z0-9-]++\.)?(?:outlook\.office(?:365)?\.com|webhook\.office\.com)/webhook(?:b2)?)/)"
+    r"/api/webhooks|(?:[a-z0-9-]++\.)?(?:outlook\.office(?:365)?\.com|webhook\.office\.com)/webhook(?:b2)?"
+    r"|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook)/)"
     r"([A-Za-z0-9_/@.-]{8,}+)"
 )
 #: Query parameter names whose values are credentials (``key``, ``X-Amz-Signature``, Azure SAS's ``sig``...), as
@@ -146,13 +149,15 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: is another ``name:`` (a YAML parent ``auth:`` would otherwise take its child ``password:`` for its value and hide
 #: it). A bare value is not a tuple or call's arguments (``auth=(user, password)``: :data:`CLI_SECRET` reads those).
 #: The name may be a quoted subscript (``os.environ["DB_PASSWORD"] = "…"``, ``$config['db_password'] = '…'``) and the
-#: sign PHP's and Ruby's ``=>`` before a quoted value (``'password' => '…'``).
+#: sign PHP's and Ruby's ``=>`` before a quoted value (``'password' => '…'``). YAML's anchor or tag before a value
+#: (``password: &pw …``, ``!!str``) and block scalar (``password: |`` then the value) are passed.
 #: Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value (escaped, double, single, a backtick string in
 #: ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` too), 10 bare.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
     r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|secret|token|credentials?|auth|key))"
-    r"(\\*+[\"']?\]?)(\s*+)(=>(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:\r?\n\s*+(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)"
+    r"(\\*+[\"']?\]?)(\s*+)(=>(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
+    r"(?:\r?\n\s*+(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?!&(?:mut|dyn|impl)\b)[&!]!?[\w-]{1,40}+[ \t]++)?"
     r"(?:(?:" + LITERAL_WRAPPER + r"[ \t]*+b?)?+"
     r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?<=\[\]byte\()`([^`\n]{1,200}+)`)"
     r"|(?![\"'\\]|\([^),\n]{0,100}+,)(" + VALUE_CHAR + r"{1,200}+))"
@@ -273,12 +278,13 @@ CREDENTIAL_FILE = re.compile(
 #: A password in SQL (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``). Groups: ``q`` the
 #: quote, ``value`` the password.
 SQL_PASSWORD = re.compile(
-    r"(?i)(?<![A-Za-z0-9_'\"])(?:IDENTIFIED[ \t]++BY|PASSWORD)[ \t]*+=?[ \t]*+(?P<q>')(?P<value>[^'\s,][^'\n]{0,199}+)'")
+    r"(?i)(?<![A-Za-z0-9_'\"])(?:IDENTIFIED[ \t]++(?:WITH[ \t]++\w{1,40}+[ \t]++)?BY|PASSWORD)[ \t]*+=?[ \t]*+(?P<q>')(?P<value>[^'\s,][^'\n]{0,199}+)'")
 #: An Oracle login on a command line (``sqlplus scott/…@db``, ``CONNECT system/…@XE``; Oracle's own tools without a
-#: database too: ``sqlplus scott/… as sysdba``). Groups: ``q`` (empty), ``value`` the password.
+#: database too: ``sqlplus scott/… as sysdba``; Dameng's ``disql``) or in a JDBC URL (``jdbc:oracle:thin:scott/…@//h``).
+#: Groups: ``q`` (empty), ``value`` the password.
 ORACLE_LOGIN = re.compile(
-    r"(?i)(?<![A-Za-z0-9_-])(?:(?P<tool>sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)|exp|imp|conn|connect)"
-    r"(?:[ \t]++-[A-Za-z]{1,10}+){0,2}[ \t]++\w{1,30}+/(?P<q>)(?P<value>[^\s/@'\"]{1,128}+)"
+    r"(?i)(?<![A-Za-z0-9_-])(?:(?:(?P<tool>sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|disql)|exp|imp|conn|connect)"
+    r"(?:[ \t]++-[A-Za-z]{1,10}+){0,2}[ \t]++|jdbc:oracle:thin:)\w{1,30}+/(?P<q>)(?P<value>[^\s/@'\"]{1,128}+)"
     r"(?:@|(?(tool)(?=\s|$)|(?!)))")
 #: A value named in markup or a manifest rather than assigned: an element (``<password>…</password>``, Maven's
 #: settings.xml), a ``key``/``name`` and ``value`` attribute pair (``<add key="DbPassword" value="…"/>``, Ant's

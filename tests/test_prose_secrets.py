@@ -322,6 +322,22 @@ SENT_BEFORE = [
         'mc alias set myminio http://10.0.0.5:9000 minioadmin PW', 'poetry config http-basic.private deploy PW',
         'net use Z: \\\\10.0.0.5\\share /user:admin PW', 'etcdctl --user root:PW get /', 'echo PW | gh auth login --with-token')],
     ("define('AUTH_KEY', 'p=Xk9|Pq2 Lm7Nv4Rt6Yb8<Zc3Vw5Js1Qe0Hd9Fg2Aa1');", 'Lm7Nv4Rt6Yb8'),
+    # a password by its place in a call, SQL's IDENTIFIED WITH … BY, JDBC's and Dameng's logins, YAML's anchors and blocks
+    *[(text.replace('PW', 'Hz@2024abc'), 'Hz@2024abc') for text in (
+        "$pdo = new PDO('mysql:host=db;dbname=app', 'root', 'PW');", "$conn = mysqli_connect('localhost', 'root', 'PW', 'app');",
+        "mysql.connector.connect('10.0.0.5', 'root', 'PW', 'app')", 'DriverManager.getConnection("jdbc:mysql://db/app", "root", "PW");',
+        "server.login('zhangsan@163.com', 'PW')", "jwt.sign(payload, 'PW', { expiresIn: '1h' })",
+        "jwt.encode(payload, 'PW', algorithm='HS256')", "ALTER USER 'root'@'localhost' IDENTIFIED WITH mysql_native_password BY 'PW';",
+        'password: |\n  PW', 'password: &pw PW', 'password: !!str PW')],
+    ("server.login('zhangsan@qq.com', 'xkqmzvbnrtwplhsd')", 'xkqmzvbnrtwplhsd'),
+    *[(text, 'Tiger2024x') for text in ('jdbc:oracle:thin:scott/Tiger2024x@//10.0.0.5:1521/orcl',
+                                        'jdbc:oracle:thin:scott/Tiger2024x@10.0.0.5:1521:orcl', 'disql SYSDBA/Tiger2024x@10.0.0.5:5236')],
+    # key formats: SiliconFlow, Zhipu, Mailchimp, a short Stripe key, GitLab's dotted tokens, Feishu's and Lark's webhooks
+    *[(text, text.split()[-1][-16:]) for text in (
+        'key sk-qwmzxnvbrtplkjhgfdsaeyuiocvbnmqwertyuiopasdfghjk', '智谱 4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c.Xk9Pq2Lm7Nv4Rt6Y',
+        'mailchimp 0123456789abcdef0123456789abcdef-us21', 'stripe: sk_live_Xk9Pq2Lm7Nv4Rt6', 'glpat-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw.01.0w1x2y3z4',
+        'https://open.feishu.cn/open-apis/bot/v2/hook/4a8f2c1e-9b3d-4e7a-8c6f-1d2e3f4a5b6c',
+        'https://open.larksuite.com/open-apis/bot/v2/hook/4a8f2c1e-9b3d-4e7a-8c6f-1d2e3f4a5b6c')],
     ('QQ邮箱的SMTP授权码：xkqmzvbnrtwplhsd', 'xkqmzvbnrtwplhsd'), ('授权码是abcdwxyzqrstmnop，用于发信', 'abcdwxyzqrstmnop'),
     # near what a CI system fills in, but written out
     ('password = "%S3cr3t-Pa55"', 'S3cr3t-Pa55'), ('password="@S3cr3t-Pa55!"', 'S3cr3t-Pa55'), ('password = "#{S3cr3t-Pa55"', 'S3cr3t-Pa55'),
@@ -545,7 +561,9 @@ NEAR_MISSES = [
     'set -x', 'set -gx PATH $PATH /usr/local/bin', 'setx PATH "%PATH%;C:\\bin"', 'gpg --passphrase-file pw.txt -c f',
     'ldapsearch -x -W -D cn=admin', 'mysqladmin -u root password', 'rabbitmqctl add_user admin $PW', 'openssl enc -k $KEY -in a',
     'ConvertTo-SecureString $plain -AsPlainText -Force', 'openssl passwd -6 -stdin', 'gh auth login --with-token < token.txt',
-    'net use Z: \\\\srv\\share /user:admin *',
+    'net use Z: \\\\srv\\share /user:admin *', 'server.login(user, password)', 'jwt.sign(payload, process.env.JWT_SECRET)',
+    "new PDO($dsn, $user, $pass)", 'password: !vault |', 'db:\n  password: *pw', 'key: >\n  long text here',
+    'jdbc:oracle:thin:@//10.0.0.5:1521/orcl',
     # what a credential uses or is, after a CJK label; English prose after a label
     '密码用 bcrypt 加密', '密码用 PBKDF2-SHA256 存', '授权码是 authorization_code 模式', '授权码用 code 换 access_token',
     '凭证用 ~/.aws/credentials 里的', '凭证是 AWS 的 IAM role', '密码都是随机生成的', '密码如下：见 1Password',
