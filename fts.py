@@ -325,14 +325,15 @@ def like_newest(
         read = int(conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)).fetchone()[0])
     likes, like_params = _likes(needles)
     where, params = _filters(conn, scope)
-    newer = "" if edge is None else "AND m.timestamp >= ? AND (m.timestamp > ? OR m.id > ?)"
-    sql = f"""
-        SELECT m.id, m.session_id FROM messages m
-        WHERE m.session_id = ? {newer} AND {where} AND ({likes})
-        ORDER BY m.id DESC LIMIT ?
-    """
-    after = [] if edge is None else [edge[0], edge[0], edge[1]]
-    rows = conn.execute(sql, [session_id, *after, *params, *like_params, limit])
+    select = f"SELECT m.id, m.session_id FROM messages m WHERE m.session_id = ? {{newer}} AND {where} AND ({likes})"
+    if edge is None:
+        sql, args = select.format(newer="") + " ORDER BY m.id DESC LIMIT ?", [session_id, *params, *like_params, limit]
+    else:  # past the edge: its clock tick by id, and the ticks after it, two seeks (one condition on the timestamp
+        # seeks the tick's start and steps through the whole tick, which an imported session's rows may share)
+        sql = (select.format(newer="AND m.timestamp = ? AND m.id > ?") + " UNION ALL "
+               + select.format(newer="AND m.timestamp > ?") + " ORDER BY 1 DESC LIMIT ?")
+        args = [session_id, edge[0], edge[1], *params, *like_params, session_id, edge[0], *params, *like_params, limit]
+    rows = conn.execute(sql, args)
     return [(int(r[0]), r[1]) for r in rows], read, edge is not None
 
 

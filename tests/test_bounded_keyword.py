@@ -24,14 +24,16 @@ def plugin(name: str) -> Any:
     return importlib.import_module(f"hermes_plugins.project_history_recall.{name}")
 
 
-def insert(world: World, rows: list[tuple[str, str, str]]) -> None:
-    """Append ``(session id, role, content)`` rows to state.db in one transaction (thousands at once)."""
+def insert(world: World, rows: list[tuple[str, str, str]], *, one_tick: bool = False) -> None:
+    """Append ``(session id, role, content)`` rows to state.db in one transaction (thousands at once), a second
+    apart, or all at one time (``one_tick``: an imported session's rows may share one)."""
     world.close()
     conn = sqlite3.connect(world.home / "state.db")
     with conn:
         base = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
         conn.executemany("INSERT INTO messages(session_id, role, content, timestamp) VALUES (?, ?, ?, ?)",
-                         [(sid, role, text, 1_800_000_000 + base + i) for i, (sid, role, text) in enumerate(rows)])
+                         [(sid, role, text, 1_800_000_000 + base + (0 if one_tick else i))
+                          for i, (sid, role, text) in enumerate(rows)])
     conn.close()
 
 
@@ -115,11 +117,13 @@ def test_a_long_hex_word_is_looked_for_inside_cjk_text_with_a_bounded_number_of_
 # -- the newest-first scan of a common word ------------------------------------------------
 
 
-def test_a_long_session_is_read_by_the_scan_only_as_far_as_its_budget(world: World, monkeypatch):
+@pytest.mark.parametrize("one_tick", [False, True])
+def test_a_long_session_is_read_by_the_scan_only_as_far_as_its_budget(world: World, monkeypatch, one_tick: bool):
     """A common word is looked for newest first within ``SCAN_MESSAGES``; a session spread over more ids than a
     range read is read through its own messages, and was read whole whatever its size while counting as one
     range (n=16,000 tool rows: 5,659 hundred steps, 64,000: 22,604). Now it is read as far as the budget goes,
-    and the answer says that older messages may hold more matches."""
+    and the answer says that older messages may hold more matches. Rows sharing one timestamp (an import) were
+    read to the tick's start past the budget's edge (4,000 → 16,000 rows: 1,052 → 2,039 hundred steps)."""
     lexical, folders, store = plugin("lexical"), [plugin_dir()], plugin("store")
     monkeypatch.setattr(lexical, "RANK_BUDGET", 3)  # "pelican" is common: it picks no candidates
     monkeypatch.setattr(lexical, "SCAN_BATCH", 100)
@@ -131,7 +135,8 @@ def test_a_long_session_is_read_by_the_scan_only_as_far_as_its_budget(world: Wor
     def run(n: int) -> tuple[dict[str, Any], Any]:
         repo = world.repo(f"r{n}")
         world.session(f"big{n}", repo, messages=[("user", "a pelican at the start")])
-        insert(world, [(f"big{n}", "tool", f"line {i} " + "z" * 300) for i in range(n)] + [(f"big{n}", "user", "a pelican at the end")])
+        insert(world, [(f"big{n}", "tool", f"line {i} " + "z" * 300) for i in range(n)] + [(f"big{n}", "user", "a pelican at the end")],
+               one_tick=one_tick)
         world.session(f"cur{n}", repo, style="cli", messages=[("user", "hi")])
         world.search(f"cur{n}", "pelican", mode="keyword")  # the session ranges are read once per process
         return measure(folders, monkeypatch, lambda: world.search(f"cur{n}", "pelican", mode="keyword"), store)
