@@ -98,7 +98,8 @@ KEYED_CALL = re.compile(
     r"|putenv|put|define|add|append|header|store)\([ \t]*+(?P<cq>[\"'])(?P<cname>[A-Za-z_][\w.:/-]{0,100}+)(?P=cq)[ \t]*+,\s*+"
     + _quoted("6") + r"(?![ \t]*+[.+\[])"
     r"|(?<![\w$])(?:set|with)(?P<sname>(?:Api|Access|Secret|Private|Auth|Client|Db|Database|Admin|Root)?(?:Password|Passwd"
-    r"|Passphrase|Secret|Token|Credentials?)|(?:Api|Access|Secret|Private|Auth|Signing|Encryption)Key)\([ \t]*+" + _quoted("7") + r"[ \t]*+\)"
+    r"|Passphrase)|(?:Auth|Access|Api|Bearer)Token|ClientSecret|(?:Api|Access|Secret|Private|Auth|Signing|Encryption)Key)"
+    r"\([ \t]*+" + _quoted("7") + r"[ \t]*+\)"
 )
 #: A password given by its place in a call: a database connection's (``new PDO(dsn, 'root', '…')``,
 #: ``mysqli_connect('host', 'root', '…')``, ``mysql.connector.connect(…)``, ``pymysql.connect(…)``,
@@ -106,7 +107,7 @@ KEYED_CALL = re.compile(
 #: '…')``) and a JWT library's secret (``jwt.sign(payload, '…')``, ``jwt.encode(…)``, ``verify``, ``decode``). Judged as
 #: an assignment to a password or a secret.
 POSITIONAL = re.compile(
-    r"(?:(?<![\w$])(?:new[ \t]++PDO\(|(?:DriverManager\.)?getConnection\()[^,()\n]{1,300}+,[ \t]*+[\"'][^\"'\n]{1,100}+[\"'][ \t]*+,"
+    r"(?:(?<![\w$])(?:new[ \t]++PDO\(|DriverManager\.getConnection\()[^,()\n]{1,300}+,[ \t]*+[\"'][^\"'\n]{1,100}+[\"'][ \t]*+,"
     r"|(?<![\w$.])(?:mysqli_connect|new[ \t]++mysqli|(?:mysql\.connector|pymysql|MySQLdb)\.connect)\([ \t]*+(?:[\"'][^\"'\n]{1,300}+[\"']"
     r"[ \t]*+,[ \t]*+){2}|(?<=[\w)])\.login\([ \t]*+[\"'][^\"'\n]{1,300}+[\"'][ \t]*+,"
     r"|(?P<jwt>(?<![\w$.])jwt\.(?:sign|encode|verify|decode)\()[^,()\n]{1,200}+,)[ \t]*+[bf]?" + _quoted("10")
@@ -194,7 +195,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = ASSIGN_OP.sub(lambda m: _assign_op(m, judge, redacted), text)
     text = TYPED_DEFAULT.sub(lambda m: _typed_default(m, judge, redacted), text)
     text = KEYED_CALL.sub(lambda m: _keyed_call(m, judge, redacted), text)
-    text = NAME_VALUE_JSON.sub(lambda m: _named_literal(m, judge, redacted), text)
+    text = NAME_VALUE_JSON.sub(lambda m: _json_value(m, judge, redacted), text)
     text = POSITIONAL.sub(lambda m: _positional(m, judge, redacted), text)
     text = LISP_AND_SHELL.sub(lambda m: _default(m, judge, redacted), text)
     text = SYMBOL_KEY.sub(lambda m: _default(m, judge, redacted), text)
@@ -255,7 +256,8 @@ def _keyed_call(m: re.Match[str], judge: Judge, redacted: str) -> str:
     """A :data:`KEYED_CALL` match with its literal redacted when it reads as a password by itself and an assignment of
     it to the name would be."""
     value = m.group(_value_group(m))
-    if patterns.DEFAULT_SECRET.fullmatch(value) or (len(value) >= 40 and value.count(" ") <= 3):
+    salt = len(value) >= 40 and value.count(" ") <= 3 and "/" not in value
+    if (patterns.DEFAULT_SECRET.fullmatch(value) or salt) and not METHOD.fullmatch(value):
         return _named_literal(m, judge, redacted)
     return m.group()
 
@@ -266,10 +268,24 @@ def _named_literal(m: re.Match[str], judge: Judge, redacted: str) -> str:
     return replace_group(m, group, redacted) if judge(_name(m), m.group(group), False) else m.group()
 
 
+def _json_value(m: re.Match[str], judge: Judge, redacted: str) -> str:
+    """A :data:`NAME_VALUE_JSON` match with its value redacted when an assignment of it to its name would be and it is
+    not a word or a mask: a header's ``{"name": "X-CSRF-Token", "value": "Fetch"}`` and ``"******"`` stay."""
+    if re.fullmatch(r"[A-Za-z]++|\*++", m.group(_value_group(m))):
+        return m.group()
+    return _named_literal(m, judge, redacted)
+
+
 def _positional(m: re.Match[str], judge: Judge, redacted: str) -> str:
-    """A :data:`POSITIONAL` match with its literal redacted as an assignment to a secret (a JWT library's) or a
-    password would be."""
-    secret = judge("secret" if m.group("jwt") else "password", m.group("value10"), False)
+    """A :data:`POSITIONAL` match with its literal redacted as an assignment to a secret (a JWT library's, which must
+    also read as a password by itself: not ``'RS256'``, ``'utf-8'``, a public key or a URL) or a password would be (not
+    a selector, ``'#password'``, nor a word or a short one: ``'N/A'``, ``'sa'``, ``'Password'``)."""
+    value = m.group("value10")
+    if m.group("jwt"):
+        plain = patterns.DEFAULT_SECRET.fullmatch(value) is not None and not value.startswith("-----")
+    else:
+        plain = len(value) >= 6 and not value.startswith("#") and not re.fullmatch("[A-Za-z]{1,8}", value)
+    secret = plain and judge("secret" if m.group("jwt") else "password", value, False)
     return replace_group(m, "value10", redacted) if secret else m.group()
 
 

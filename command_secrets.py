@@ -54,7 +54,8 @@ ARCHIVE_OR_SQL = re.compile(
 #: ``--passphrase``, openssl's ``-k``, ``-pass pass:`` and ``passwd [-1|-5|-6|-apr1]``, the LDAP tools' ``-w``,
 #: FreeRDP's ``/p:``, influx's ``-password``, x11vnc's ``-passwd``, openGauss' ``gsql -W``, ``mysqladmin … password``,
 #: ``rabbitmqctl add_user|change_password USER``, ``mc alias set ALIAS URL USER``, ``poetry config http-basic.NAME
-#: USER``, ``net use … /user:USER``, ``etcdctl --user USER:``, PowerShell's ``ConvertTo-SecureString``.
+#: USER``, ``net use [Z:] SHARE … /user:USER`` (or before ``/user:``), ``etcdctl --user USER:``, PowerShell's
+#: ``ConvertTo-SecureString``; not a flag in its place (``/persistent:no``, ``--api=s3v4``).
 PASSWORD_FLAG = re.compile(
     r"(?<![\w.-])(?:gpg2?(?=[ \t])" + _SAME_COMMAND + r"[ \t]--passphrase(?:[ \t]++|=)"
     r"|openssl(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-k[ \t]++|-pass(?:in|out)?[ \t]++pass:|passwd(?:[ \t]++-(?:1|5|6|apr1))?[ \t]++)"
@@ -64,9 +65,10 @@ PASSWORD_FLAG = re.compile(
     r"|rabbitmqctl[ \t]++(?:add_user|change_password)[ \t]++\S{1,100}+[ \t]++"
     r"|mc[ \t]++alias[ \t]++set[ \t]++\S{1,100}+[ \t]++\S{1,300}+[ \t]++\S{1,100}+[ \t]++"
     r"|poetry[ \t]++config[ \t]++http-basic\.\S{1,100}+[ \t]++\S{1,100}+[ \t]++"
+    r"|net[ \t]++use(?:[ \t]++(?:[A-Za-z]:|\*))?[ \t]++\\\\\S{1,300}+[ \t]++(?=[^\s/]\S{0,199}+[ \t]++/user:)"
     r"|net[ \t]++use(?=[ \t])" + _SAME_COMMAND + r"[ \t]/user:\S{1,100}+[ \t]++"
-    r"|etcdctl(?=[ \t])" + _SAME_COMMAND + r"[ \t]--user(?:[ \t]++|=)[^\s:]{1,100}+:"
-    r"|(?i:ConvertTo-SecureString)(?:[ \t]++-String)?[ \t]++)" + _VALUE
+    r"|etcdctl(?=[ \t])" + _SAME_COMMAND + r"[ \t]--user(?:[ \t]++|=)(?P<fq>[\"']?)[^\s:\"']{1,100}+:"
+    r"|(?i:ConvertTo-SecureString)(?:[ \t]++-String)?[ \t]++)(?![-/])" + _VALUE
 )
 #: GitHub CLI's ``gh secret set … -b value`` / ``--body value`` (``--body=value``), in any order.
 GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE)
@@ -120,8 +122,10 @@ def _named(m: re.Match[str], redacted: str, judge: Judge) -> str:
     group, name = _value_group(m), m.group("name")
     if not _written(m, group):
         return m.group()
-    if group == "words":
-        secret = any(prose_secrets.reads_as_password(w, redacted) and judge(name, w, True) for w in m.group(group).split())
+    if group == "words":  # prose after ENV (``ENV PASSWORD is required, e.g. in CI!``) unless a word is plainly one
+        words = (w.strip(".,;:!?()[]{}'\"") for w in m.group(group).split())
+        secret = any(prose_secrets.reads_as_password(w, redacted) and re.search(r"\d", w) and not re.search(r"[/~]", w)
+                     and judge(name, w, True) for w in words)
     else:
         secret = judge(name, m.group(group), group == "bare")
     return replace_group(m, group, redacted) if secret else m.group()

@@ -2,8 +2,8 @@
 
 A login's password in ``user:password@host`` without a URL's ``//`` or with a ``/`` in it, in a pair after a label
 (``creds: admin / …``) or in a command's user and password flags; PINs and one-time or recovery codes after their
-label; and passphrases of words and spaces after a password label. Each is found by a pattern of
-:mod:`secret_patterns` and judged here: these shapes are also what ordinary text is made of
+label; and passphrases of words and spaces after a password label. Each is found by a pattern here (the shared
+ones, labels and words, are :mod:`secret_patterns`') and judged: these shapes are also what ordinary text is made of
 (``email:alice2024@example.com``, ``GPIO pin 18``, ``password: see the vault entry``, ``docker run -u 1000:1000 -p
 8080:80``), so a value goes only when it reads as a secret. Pure; linear in the length of the text; never raises.
 """
@@ -14,15 +14,81 @@ import re
 
 from . import secret_patterns as patterns
 
+#: A PIN, one-time code or recovery code after its label (``PIN: 4821``, ``pin is 482193``, ``PIN码：4821``,
+#: ``passcode 9921``, ``OTP: 482913``, ``ADMIN_PIN=4821``, ``{"pin": "4821"}``, ``recovery codes: 4f8a-99c2, …``,
+#: ``验证码：553201``, ``BitLocker recovery key: 123456-…``): the label, what joins it (what it is for, a quote, up to
+#: two of ``:`` ``=`` ``#`` ``is`` ``是``..., a line break and a list's bullet, an opening bracket; a bare ``pin``
+#: needs a sign or a verb: ``GPIO pin 18``), and, looked ahead at (a value without a code is not consumed: ``mfa:
+#: backup_codes: …``), a run of letters, digits, spaces, ``,`` ``;`` ``-`` and brackets, whose leading codes
+#: :func:`_codes` takes. Groups: ``label``, ``join``, ``value``.
+LABELLED_CODE = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(?=[potvsa2mbrlcdgeh验驗校动取暗認確인пк])(?P<label>pin(?:[ _-]?code)?|passcode|otp|totp|2fa|mfa"
+    r"|one[ _-]time[ _-](?:code|password|passcode)|(?:backup|recovery)[ _-](?:codes?|keys?)"
+    r"|(?:verification|security|auth|authentication|2fa|mfa|login|sms|access|confirmation|door|gate|alarm|lock|safe"
+    r"|entry|garage|building)[ _-]codes?"
+    r"|PIN码|PIN碼|验证码|驗證碼|校验码|动态码|动态密码|取件码|暗証番号|認証コード|確認コード|인증번호|인증 ?코드|пин-код|pin-код"
+    r"|код подтверждения|code de vérification|código de verificación)(?![A-Za-z])"
+    r"(?P<join>\\*+[\"']?(?:[ \t]++(?:for|of|on)[ \t]++(?:(?:the|my|our|your)[ \t]++)?[A-Za-z0-9_.-]{1,30}+)?"
+    r"(?:[ \t]*+(?:[:=：#]|is|was|是|为|為|は|는|은|—)(?![A-Za-z])){0,2}[ \t]*+(?:\r?\n[ \t]*+(?:-[ \t]++)?)?"
+    r"\\*+[\"'\[(（「]?)"
+    r"(?=(?P<value>[A-Za-z0-9][A-Za-z0-9,; \t\r\n\[\]-]{0,200}+))"
+)
+#: What separates two codes of a :data:`LABELLED_CODE` value: commas, spaces, line breaks, brackets, a list's bullet.
+CODE_SEPARATOR = re.compile(r"((?:[,;\s\[\]]|(?<!\S)-(?!\S))++)")
+#: The signs and verbs a bare ``pin`` needs before its code.
+PIN_JOIN = re.compile(r"[:=：#是为為は는은—]|\b(?:is|was)\b")
+#: A passphrase of words and spaces after a password label and ``:``, ``=``, a verb or a CJK joiner (``password: correct
+#: horse battery staple``, ``密码是 correct horse battery staple``, ``Passwort: grüne katze tanzt``): a run of Latin
+#: letters, digits, spaces, ``'`` and ``-``, which :func:`_passphrase_words` judges. Groups: ``label``,
+#: ``value``.
+PASSPHRASE_WORDS = re.compile(
+    r"(?i)(?=[pmcskwhş密口パ비암п])(?P<label>(?<![A-Za-z0-9])(?:password|passwd|passphrase|passcode|"
+    + "|".join(sorted(patterns.FOREIGN_PASSWORD_LABELS, key=lambda label: (-len(label), label))) +
+    r")|密码|密碼|口令|パスワード|비밀번호|암호|пароль)"
+    r"(?:[ \t]*+(?:=>|->|改成了|改为了|改成|改为|设置成|设为|[:=：是为為は는은を]|(?:is|was|ist|war|est|es|era|é|è|là)(?![A-Za-z]))){1,2}"
+    r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
+)
+#: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``,
+#: ``账号：admin/Sup3r$ecret9``, ``账密 admin/…`` without a colon; not a path: ``user: alice/projects/x``): the password
+#: goes when it reads as one (:func:`reads_as_password`).
+CREDENTIAL_PAIR = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계])(?:(?:creds|credentials|login|logins|account|user|username|用户名|账号|帳號"
+    r"|账户|帳戶|アカウント|계정)[ \t]*+[:：]|(?:账密|帳密)[ \t]*+[:：]?)"
+    r"[ \t]*+[A-Za-z0-9_.@-]{1,64}+[ \t]*+/[ \t]*+(?P<value>[^\s/]{1,200}+)(?!/)"
+)
+#: A user and password given as flags of a command (``mongo -u admin -p 'Sup3r$ecret9'``, ``smbclient -U
+#: bob%Sup3rS3cretPw``, ``lftp -u bob,Sup3rS3cretPw``); the password goes when it reads as one (``docker run -u
+#: 1000:1000 -p 8080:80`` and ``mysql -u root -p shop`` keep theirs). Groups: ``q`` the quote, ``value``.
+USER_PASS_FLAGS = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:-u|-U|--user|--username)(?:[ \t]++|=)[\"']?(?:[A-Za-z0-9_.@-]{1,64}+[\"']?[ \t]++"
+    r"(?:-p(?:[ \t]++)?|--pass(?:word)?(?:[ \t]++|=))(?![/~.$])|[A-Za-z0-9_.@-]{1,64}+[%,])"
+    r"(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
+)
+#: Words of prose and documentation that a passphrase is not made of (``password: see the vault entry``, ``reset
+#: password: click the link``, ``password: hashed with bcrypt``): function words, and what a text says of a password.
+PROSE_WORDS = frozenset("""
+a an the and or but nor not no yes is are was were be been being am do does did done have has had will would shall
+should can could may might must to of in on at by for from with without within into onto over under via per as than
+then that this these those there here it its they them their you your yours we our us he she his her i me my mine who
+which what when where why how all any each every some none same other such only just also too very more most less
+see ask check use using used set get got click enter type press open go find look refer read stored saved kept sent
+hashed encrypted required optional changed reset expired expires unchanged empty blank hidden masked redacted unknown
+default below above following later now yet still again once never always same new old current value field string
+password passwords passphrase token key secret user users account login characters chars length min max least
+le la les de du des un une et ou voir dans est sur pour avec pas ne el los las del en y o ver es con para por no se
+der die das den dem ein eine und oder im mit siehe ist nicht kein keine os as do da dos em na e com het een zie met
+il lo gli di che per non nel sul
+""".split())
+
 
 def redact(text: str, redacted: str) -> str:
     """``text`` with those secrets replaced by ``redacted``, the rest as it was."""
     text = patterns.BARE_USERINFO.sub(lambda m: _bare_userinfo(m, redacted), text)
     text = patterns.SLASHED_USERINFO.sub(lambda m: _slashed_userinfo(m, redacted), text)
-    text = patterns.CREDENTIAL_PAIR.sub(lambda m: _password_in(m, redacted), text)
-    text = patterns.USER_PASS_FLAGS.sub(lambda m: _password_in(m, redacted), text)
+    text = CREDENTIAL_PAIR.sub(lambda m: _password_in(m, redacted), text)
+    text = USER_PASS_FLAGS.sub(lambda m: _password_in(m, redacted), text)
     text = _codes(text, redacted)
-    return patterns.PASSPHRASE_WORDS.sub(lambda m: _passphrase_words(m, redacted), text)
+    return PASSPHRASE_WORDS.sub(lambda m: _passphrase_words(m, redacted), text)
 
 
 def reads_as_password(value: str, redacted: str) -> bool:
@@ -79,10 +145,10 @@ def _codes(text: str, redacted: str) -> str:
     (:data:`secret_patterns.PIN_JOIN`): ``pin 18`` is a board's. A match ends before its value, so a value without
     a code is searched again for a label (``mfa: backup_codes: …``); one with codes is skipped past."""
     out, done = [], 0
-    for m in patterns.LABELLED_CODE.finditer(text):
-        if m.start() < done or (m.group("label").lower() == "pin" and not patterns.PIN_JOIN.search(m.group("join"))):
+    for m in LABELLED_CODE.finditer(text):
+        if m.start() < done or (m.group("label").lower() == "pin" and not PIN_JOIN.search(m.group("join"))):
             continue
-        pieces = patterns.CODE_SEPARATOR.split(m.group("value"))  # codes at even places, what separates them at odd ones
+        pieces = CODE_SEPARATOR.split(m.group("value"))  # codes at even places, what separates them at odd ones
         taken = 0
         while taken < len(pieces) and (taken % 2 or _is_code(pieces[taken])):
             taken += 1
@@ -107,6 +173,6 @@ def _passphrase_words(m: re.Match[str], redacted: str) -> str:
     if (not fewest <= len(words) <= 8 or len(words) - len(letters) > 1 or (after.isalpha() and after < "\u0250")
             or not all(w.isalpha() for w in letters)
             or not (all(w.islower() for w in letters) or all(w.istitle() for w in letters))
-            or any(w.lower() in patterns.PROSE_WORDS for w in words)):
+            or any(w.lower() in PROSE_WORDS for w in words)):
         return m.group()
     return m.string[m.start() : m.start("value")] + redacted + m.string[end : m.end()]

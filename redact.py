@@ -395,6 +395,8 @@ def _assignment(m: re.Match[str]) -> str:
     if group == 10:
         value = value.rstrip(patterns.VALUE_END + "\\")
         end = start + len(value)
+    if (m.group(4) == "=>" or "]" in m.group(2)) and not patterns.DEFAULT_SECRET.fullmatch(value):
+        return m.group(0)  # a rule or a message in an array ('password' => 'required|min:8', errors['token'] = '…')
     prose_colon = m.group(4) == ":" and bool(m.group(5))
     return _replace(m, start, end) if _assigned_secret(m.group(1), value, m.string, end, group == 10, prose_colon) else m.group(0)
 
@@ -513,10 +515,31 @@ def _labelled(m: re.Match[str]) -> str:
             return m.group(0)  # prose, or a name (the private key is id_ed25519)
     elif patterns.CJK_NAME_VALUE.fullmatch(value):
         return m.group(0)
-    elif (label in patterns.NAMING_LABELS or joiner.strip()[:1] == "用") and (_names_something(value) or (
-            not re.search(r"[0-9!-/:-@\[-`{-~]", value) and (label not in patterns.NAMING_LABELS or len(value) < 12))):
-        return m.group(0)  # what it uses or is (密码用 bcrypt 加密, 授权码是 authorization_code 模式), not a value
+    if _weakly_labelled(m) and not _plainly_a_password(value, label):
+        return m.group(0)  # what it uses or is (密码也是 bcrypt 哈希的, Set max token to 4096), not a value
     return _replace(m, start, start + len(value))
+
+
+def _weakly_labelled(m: re.Match[str]) -> bool:
+    """Whether a :data:`secret_patterns.LABELLED` match is of a form as often followed by what the credential is as
+    by its value: a joiner not :data:`secret_patterns.PLAIN_JOIN`'s, a label of
+    :data:`secret_patterns.NAMING_LABELS`, one glued after a word (``Redis密码是 requirepass 配置的``) or in JSON quotes
+    (``"密码": "Password"``)."""
+    joiner = m.group(2)[len(m.group("purpose") or "") :].strip()
+    before = m.string[m.start(1) - 1] if m.start(1) else " "
+    return (m.group(1) in patterns.NAMING_LABELS or (before.isascii() and before.isalnum())
+            or patterns.PLAIN_JOIN.sub("", joiner).strip() != "")
+
+
+def _plainly_a_password(value: str, label: str) -> bool:
+    """Whether ``value`` reads as a password (:func:`prose_secrets.reads_as_password`) and as nothing else: not a
+    name, a path, an address (``root@localhost``), an algorithm, an assignment, code in backticks or words; or is a
+    mail server's 授权码 (16 lower-case letters)."""
+    if label in ("授权码", "授權碼") and re.fullmatch("[a-z]{16}", value):
+        return True
+    return (prose_secrets.reads_as_password(value, REDACTED) and not _names_something(value)
+            and not patterns.CJK_NAME_VALUE.fullmatch(value) and code_secrets.EMAIL.fullmatch(value) is None
+            and re.search(r"[\s`=]", value) is None and not re.fullmatch(r"[A-Za-z_.-]++@[A-Za-z_.-]++", value))
 
 
 # ---------------------------------------------------------------------------

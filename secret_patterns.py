@@ -149,15 +149,17 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: is another ``name:`` (a YAML parent ``auth:`` would otherwise take its child ``password:`` for its value and hide
 #: it). A bare value is not a tuple or call's arguments (``auth=(user, password)``: :data:`CLI_SECRET` reads those).
 #: The name may be a quoted subscript (``os.environ["DB_PASSWORD"] = "…"``, ``$config['db_password'] = '…'``) and the
-#: sign PHP's and Ruby's ``=>`` before a quoted value (``'password' => '…'``). YAML's anchor or tag before a value
-#: (``password: &pw …``, ``!!str``) and block scalar (``password: |`` then the value) are passed.
+#: sign PHP's and Ruby's ``=>`` before a quoted value (``'password' => '…'``): those two must read as a password by
+#: themselves (:func:`redact._assignment`), as arrays of rules and messages are written so (``'password' =>
+#: 'required|min:8'``, ``errors['token'] = 'Invalid token.'``). YAML's anchor or standard tag after ``: `` (``password:
+#: &pw …``, ``!!str``) and block scalar (``password: |`` then the value) are passed; CloudFormation's ``!Ref``... are code.
 #: Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value (escaped, double, single, a backtick string in
 #: ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` too), 10 bare.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
     r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|secret|token|credentials?|auth|key))"
-    r"(\\*+[\"']?\]?)(\s*+)(=>(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
-    r"(?:\r?\n\s*+(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?!&(?:mut|dyn|impl)\b)[&!]!?[\w-]{1,40}+[ \t]++)?"
+    r"(\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
+    r"(?:\r?\n\s*+(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
     r"(?:(?:" + LITERAL_WRAPPER + r"[ \t]*+b?)?+"
     r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?<=\[\]byte\()`([^`\n]{1,200}+)`)"
     r"|(?![\"'\\]|\([^),\n]{0,100}+,)(" + VALUE_CHAR + r"{1,200}+))"
@@ -354,13 +356,14 @@ NAMED_VALUES = ("element", "quoted", "dq", "sq", "bare", *DEFAULT_VALUES)
 #: ``__Secure-next-auth.session-token``: a header's or cookie's name), a reference (``env:DB_PASSWORD``,
 #: ``keyring:myapp``, ``ENV:API_KEY``, ``%AUTH_TOKEN%``, ``@AUTH_TOKEN``) nor a placeholder (``(anonymous)``,
 #: ``API_KEY=***``, ``****``), not a regular expression (``^…``, ``(?=``, ``{8,}``), no CJK text (a message), no letters
-#: (one final symbol at most) with a placeholder's word (``YourApiKeyHere``, ``TokenNotSet``, ``Unknown!``).
+#: (one final symbol at most) with a placeholder's word (``YourApiKeyHere``, ``TokenNotSet``, ``Unknown!``), not
+#: validation rules (``required|string|min:8``).
 DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\d]|\.)*+-(?:[^\W\d]|[.-])*+[:*]?$)"
                             r"(?!(?=[A-Za-z]++[!?.]?$)[A-Za-z]*?(?:Your|Please|Not?|None|Missing|Expired|Required|Unknown|Unset"
                             r"|Placeholder|Here)(?![a-z]))"
                             r"(?!\S*(?:\(\?[=!:<]|\{\d{1,3},\d{0,3}\}|[" + _CJK + r"]))"
                             r"(?![A-Za-z][A-Za-z\d]*+:[A-Za-z_]++$|%\w++%$|@\w++$|\([^()]*+\)$|[A-Z][A-Z\d_]*+=|\*++(?:[A-Z_]++\*++)?$)"
-                            r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
+                            r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![a-z\d_:,.-]*+\|[a-z\d_:,.|-]*+$)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
 #: Credential labels in other scripts than Latin (longer ones first).
 _SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|授权码|授權碼|安全码|安全碼|凭证|憑證|账密|帳密"
                   "|パスワード|暗証番号|비밀번호|비번|암호"
@@ -397,71 +400,6 @@ LABELLED = re.compile(
     r"|is|was|ist|war|est|es|era|é|è|là|—|-)\s*+){0,2})"
     r"(?:([\"'“「『【])([^\"'”」』】\n]{1,200})[\"'”」』】]|([!-~]{4,200}+))"
 )
-#: A PIN, one-time code or recovery code after its label (``PIN: 4821``, ``pin is 482193``, ``PIN码：4821``,
-#: ``passcode 9921``, ``OTP: 482913``, ``ADMIN_PIN=4821``, ``{"pin": "4821"}``, ``recovery codes: 4f8a-99c2, …``,
-#: ``验证码：553201``, ``BitLocker recovery key: 123456-…``): the label, what joins it (what it is for, a quote, up to
-#: two of ``:`` ``=`` ``#`` ``is`` ``是``..., a line break and a list's bullet, an opening bracket; a bare ``pin``
-#: needs a sign or a verb: ``GPIO pin 18``), and, looked ahead at (a value without a code is not consumed: ``mfa:
-#: backup_codes: …``), a run of letters, digits, spaces, ``,`` ``;`` ``-`` and brackets, whose leading codes
-#: :func:`prose_secrets._codes` takes. Groups: ``label``, ``join``, ``value``.
-LABELLED_CODE = re.compile(
-    r"(?i)(?<![A-Za-z0-9])(?=[potvsa2mbrlcdgeh验驗校动取暗認確인пк])(?P<label>pin(?:[ _-]?code)?|passcode|otp|totp|2fa|mfa"
-    r"|one[ _-]time[ _-](?:code|password|passcode)|(?:backup|recovery)[ _-](?:codes?|keys?)"
-    r"|(?:verification|security|auth|authentication|2fa|mfa|login|sms|access|confirmation|door|gate|alarm|lock|safe"
-    r"|entry|garage|building)[ _-]codes?"
-    r"|PIN码|PIN碼|验证码|驗證碼|校验码|动态码|动态密码|取件码|暗証番号|認証コード|確認コード|인증번호|인증 ?코드|пин-код|pin-код"
-    r"|код подтверждения|code de vérification|código de verificación)(?![A-Za-z])"
-    r"(?P<join>\\*+[\"']?(?:[ \t]++(?:for|of|on)[ \t]++(?:(?:the|my|our|your)[ \t]++)?[A-Za-z0-9_.-]{1,30}+)?"
-    r"(?:[ \t]*+(?:[:=：#]|is|was|是|为|為|は|는|은|—)(?![A-Za-z])){0,2}[ \t]*+(?:\r?\n[ \t]*+(?:-[ \t]++)?)?"
-    r"\\*+[\"'\[(（「]?)"
-    r"(?=(?P<value>[A-Za-z0-9][A-Za-z0-9,; \t\r\n\[\]-]{0,200}+))"
-)
-#: What separates two codes of a :data:`LABELLED_CODE` value: commas, spaces, line breaks, brackets, a list's bullet.
-CODE_SEPARATOR = re.compile(r"((?:[,;\s\[\]]|(?<!\S)-(?!\S))++)")
-#: The signs and verbs a bare ``pin`` needs before its code.
-PIN_JOIN = re.compile(r"[:=：#是为為は는은—]|\b(?:is|was)\b")
-#: A passphrase of words and spaces after a password label and ``:``, ``=``, a verb or a CJK joiner (``password: correct
-#: horse battery staple``, ``密码是 correct horse battery staple``, ``Passwort: grüne katze tanzt``): a run of Latin
-#: letters, digits, spaces, ``'`` and ``-``, which :func:`prose_secrets._passphrase_words` judges. Groups: ``label``,
-#: ``value``.
-PASSPHRASE_WORDS = re.compile(
-    r"(?i)(?=[pmcskwhş密口パ비암п])(?P<label>(?<![A-Za-z0-9])(?:password|passwd|passphrase|passcode|"
-    + "|".join(sorted(FOREIGN_PASSWORD_LABELS, key=lambda label: (-len(label), label))) +
-    r")|密码|密碼|口令|パスワード|비밀번호|암호|пароль)"
-    r"(?:[ \t]*+(?:=>|->|改成了|改为了|改成|改为|设置成|设为|[:=：是为為は는은を]|(?:is|was|ist|war|est|es|era|é|è|là)(?![A-Za-z]))){1,2}"
-    r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
-)
-#: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``,
-#: ``账号：admin/Sup3r$ecret9``; not a path: ``user: alice/projects/x``): the password goes when it reads as one
-#: (:func:`prose_secrets.reads_as_password`).
-CREDENTIAL_PAIR = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계])(?:creds|credentials|login|logins|account|user|username|用户名|账号|帳號|账户|帳戶"
-    r"|アカウント|계정)"
-    r"[ \t]*+[:：][ \t]*+[A-Za-z0-9_.@-]{1,64}+[ \t]*+/[ \t]*+(?P<value>[^\s/]{1,200}+)(?!/)"
-)
-#: A user and password given as flags of a command (``mongo -u admin -p 'Sup3r$ecret9'``, ``smbclient -U
-#: bob%Sup3rS3cretPw``, ``lftp -u bob,Sup3rS3cretPw``); the password goes when it reads as one (``docker run -u
-#: 1000:1000 -p 8080:80`` and ``mysql -u root -p shop`` keep theirs). Groups: ``q`` the quote, ``value``.
-USER_PASS_FLAGS = re.compile(
-    r"(?<![A-Za-z0-9_-])(?:-u|-U|--user|--username)(?:[ \t]++|=)[\"']?(?:[A-Za-z0-9_.@-]{1,64}+[\"']?[ \t]++"
-    r"(?:-p(?:[ \t]++)?|--pass(?:word)?(?:[ \t]++|=))(?![/~.$])|[A-Za-z0-9_.@-]{1,64}+[%,])"
-    r"(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
-)
-#: Words of prose and documentation that a passphrase is not made of (``password: see the vault entry``, ``reset
-#: password: click the link``, ``password: hashed with bcrypt``): function words, and what a text says of a password.
-PROSE_WORDS = frozenset("""
-a an the and or but nor not no yes is are was were be been being am do does did done have has had will would shall
-should can could may might must to of in on at by for from with without within into onto over under via per as than
-then that this these those there here it its they them their you your yours we our us he she his her i me my mine who
-which what when where why how all any each every some none same other such only just also too very more most less
-see ask check use using used set get got click enter type press open go find look refer read stored saved kept sent
-hashed encrypted required optional changed reset expired expires unchanged empty blank hidden masked redacted unknown
-default below above following later now yet still again once never always same new old current value field string
-password passwords passphrase token key secret user users account login characters chars length min max least
-le la les de du des un une et ou voir dans est sur pour avec pas ne el los las del en y o ver es con para por no se
-der die das den dem ein eine und oder im mit siehe ist nicht kein keine os as do da dos em na e com het een zie met
-il lo gli di che per non nel sul
-""".split())
 #: The verbs a Latin label needs before its value (``password is``, ``Passwort ist``, ``mot de passe est``).
 LATIN_VERBS = re.compile(r"\b(?:is|was|be|now|to|ist|war|est|es|era|é|è|là)(?!\w)")
 #: What joins a label to the value right after it (``token: x``, ``"key": "x"``, ``key是x``, ``key是：x``,
@@ -497,22 +435,30 @@ SEED_GAP = 24
 BIP39_WORDS_FILE = "bip39_english.txt"
 #: A value that names something instead of being a secret, for the names and labels that are credentials only when
 #: their value looks like one (``auth``, ``*_KEY``, ``the private key is``): a path (``~/.ssh/deploy_key``),
-#: ``name:number`` (``session:123``), an algorithm (``RSA-4096``, ``UUIDv4``) or an auth scheme (``oauth2``). Joined
-#: names (``bearer-token-v2``, ``id_ed25519``) are told piece by piece (:func:`redact._names_something`).
+#: ``name:number`` (``session:123``), an algorithm or encoding (``RSA-4096``, ``UUIDv4``, ``Argon2id``, ``PKCS#8``,
+#: ``base64url``) or an auth scheme (``oauth2``). Joined names (``bearer-token-v2``, ``id_ed25519``) are told piece by
+#: piece (:func:`redact._names_something`).
 _ALGORITHM = r"[A-Z]{2,}+-?v?\d++"  # RSA-4096, SHA256, UUIDv4
 NAME_VALUE = re.compile(
     r"[~./]\S*+|[^/\s]*+/\S*+|[A-Za-z_][\w.-]*+:\d++|" + _ALGORITHM +
     r"|(?i:oauth2?|basic|bearer|digest|ntlm|kerberos|negotiate|saml|oidc|jwt|hmac|token|none|required|optional)"
+    r"|(?i:argon2(?:id|i|d)?|b?crypt|scrypt|pbkdf2|sha-?\d{1,3}|md5|aes|rsa|ed25519|pkcs#?\d{1,2}|base64|utf-?8)\S*+"
 )
 #: One piece of a joined name: a word (lower case, Capitalised or upper case), then digits, or digits alone.
 NAME_PIECE = re.compile(r"(?:[A-Z]?[a-z]++|[A-Z]++)?\d*+")
 #: The narrower form after a CJK label (``私钥是RSA-4096的``), where a password joined by ``-`` is as likely as a
 #: name: an algorithm's name only.
 CJK_NAME_VALUE = re.compile(_ALGORITHM)
-#: CJK labels as often followed by what a credential is as by its value (``授权码是 authorization_code 模式``, ``凭证用
-#: ~/.aws/credentials``): their value, as one after ``用`` (uses), must name nothing and hold a digit or a symbol (or,
-#: after these labels, be 12+ letters: a mail server's 授权码 is 16 lower-case letters).
-NAMING_LABELS = {"授权码", "授權碼", "凭证", "憑證"}
+#: Labels as often followed by what a credential is as by its value (``授权码是 authorization_code 模式``, ``安全码是 TOTP
+#: 生成的``, ``凭证用 ~/.aws/credentials``): :func:`redact._labelled` takes only a value that plainly reads as a
+#: password after them (or a mail server's 授权码, 16 lower-case letters).
+NAMING_LABELS = {"授权码", "授權碼", "安全码", "安全碼", "凭证", "憑證", "账密", "帳密"}
+#: A joiner after which a label's value is taken as :func:`redact._labelled` always took it (``是``, ``:``, ``is``,
+#: ``设置成``...); after the others (``也是``, ``默认是``, ``换成``, ``用``, ``如下``, ``→``, ``should be``, ``is now``, ``to``)
+#: the value must plainly read as a password: they as often precede what the credential is (``密码也是 bcrypt 哈希的``,
+#: ``Set max token to 4096``).
+PLAIN_JOIN = re.compile(r"(?i)是|为|為|は|が|を|는|은|가|이|我|:|：|=>|->|=|设置成|设置为|設置成|設置為|改成了|改为了|改为|改成|改為"
+                        r"|设为|設為|—|-|\b(?:is|was|ist|war|est|es|era|é|è|là)\b")
 #: Trailing punctuation that ends a sentence or a call, not a password.
 VALUE_END = ".,;:!?)]}>'\""
 #: Endings of a name's last word that make it a credential whatever the value (``client_secret``, ``PGPASSWORD``,
@@ -568,11 +514,12 @@ PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: Values written bare that are code or placeholders: also an attribute, a call or an index (``settings.db.password``,
 #: ``os.environ["X"]``, PHP's ``$_ENV['X']``). An attribute is names joined by dots: ``Summer.2024!`` is not one. A
 #: quoted value is never code (:data:`PLACEHOLDER_VALUE`): ``"Winter.Is.Coming7"``. Nor is Rust's reference (``password:
-#: &str``, ``&'static``, ``&mut``, ``&args[1]``, ``&[u8]``).
+#: &str``, ``&'static``, ``&mut``, ``&args[1]``, ``&[u8]``), nor CloudFormation's ``!Ref`` and Ansible's ``!vault``.
 CODE_VALUE = re.compile(
     f"^(?:{_PLACEHOLDER}"
     r"|(?=\$?[A-Za-z_]\w*[.(\[])(?!\$?[\w.]*\.(?![A-Za-z_]))\$?[A-Za-z_][\w.]*+(?:[(\[].*)?"  # an attribute, call or index
     r"|&(?:'?[A-Za-z_][\w:]*+(?:[<\[].*)?|\[.*)"  # a Rust reference
+    r"|!(?:Ref|Sub|GetAtt|ImportValue|FindInMap|Join|Select|If|Base64|Split|Equals|Condition|vault)"  # a YAML tag of code
     r"|[A-Z]\w*\[.*)$"  # a type such as Optional[str]
 )
 

@@ -755,7 +755,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
     backtracking), in any pattern redaction uses; each is tried once per run of its characters (see the module)."""
     import re._parser as sre  # the standard library's own parse tree of a pattern
 
-    from project_history_recall import code_secrets, command_secrets, folding, secret_patterns
+    from project_history_recall import code_secrets, command_secrets, folding, prose_secrets, secret_patterns
 
     repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 
@@ -776,7 +776,8 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
                 found += nested(arg[1], inside_many)
         return found
 
-    compiled = {f"{module.__name__}.{name}": value for module in (secret_patterns, code_secrets, command_secrets, folding)
+    compiled = {f"{module.__name__}.{name}": value
+                for module in (secret_patterns, code_secrets, command_secrets, folding, prose_secrets)
                 for name, value in vars(module).items() if isinstance(value, re.Pattern)}
     assert len(compiled) >= 25
     for name, pattern in compiled.items():

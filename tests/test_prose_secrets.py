@@ -303,7 +303,7 @@ SENT_BEFORE = [
         '密码更新为 PW', '密码换成 PW 了', '密码用 PW', '密码如下：\nPW', '密码分别是 PW 和 Abc@12345', '密码→PW',
         '令牌默认是 PW', 'API Key 如下：PW', 'token 就是 PW', '安全码：PW', 'API 凭证：PW', '账密 admin/PW 登录即可',
         'VPN 密码【PW】', '账号admin密码PW', '{"用户名":"admin","密码":"PW"}', 'the password should be PW',
-        'the password is now PW', 'root password was changed to PW', 'I set the password to PW', '‘password’: ‘PW’',
+        'the password is now PW', 'root password was changed to PW', 'I set the password to PW',
         '“password”: “PW”')],
     # a credential set through a subscript, PHP's =>, a call given its name, a setter, JSON's name/value; shells' set
     *[(text.replace('PW', 'Hz@2024abc'), 'Hz@2024abc') for text in (
@@ -330,6 +330,8 @@ SENT_BEFORE = [
         "jwt.encode(payload, 'PW', algorithm='HS256')", "ALTER USER 'root'@'localhost' IDENTIFIED WITH mysql_native_password BY 'PW';",
         'password: |\n  PW', 'password: &pw PW', 'password: !!str PW')],
     ("server.login('zhangsan@qq.com', 'xkqmzvbnrtwplhsd')", 'xkqmzvbnrtwplhsd'),
+    ('net use Z: \\\\10.0.0.5\\share Hz@2024abc /user:admin', 'Hz@2024abc'), ('etcdctl --user="root:Hz@2024abc" get /', 'Hz@2024abc'),
+    ('{"name": "DB_PASSWORD", "value": "root123456"}', 'root123456'),
     *[(text, 'Tiger2024x') for text in ('jdbc:oracle:thin:scott/Tiger2024x@//10.0.0.5:1521/orcl',
                                         'jdbc:oracle:thin:scott/Tiger2024x@10.0.0.5:1521:orcl', 'disql SYSDBA/Tiger2024x@10.0.0.5:5236')],
     # key formats: SiliconFlow, Zhipu, Mailchimp, a short Stripe key, GitLab's dotted tokens, Feishu's and Lark's webhooks
@@ -569,6 +571,29 @@ NEAR_MISSES = [
     '凭证用 ~/.aws/credentials 里的', '凭证是 AWS 的 IAM role', '密码都是随机生成的', '密码如下：见 1Password',
     'use the password to log in', 'the token should be rotated every 90 days', 'password now required for v2-api',
     'OAuth2 授权码模式：先拿 code 再换 token',
+    # the review of this session's rules: arrays of rules and messages, YAML's tags of code, what a credential is after
+    # a joiner or a glued label, lengths and targets after 'to'/'be', a call's method or reference, flags in a
+    # password's place, prose after ENV, apostrophes
+    "'password' => 'required|string|min:8|confirmed'", "'api_key' => 'nullable|string|max:255'",
+    "'token' => 'This password reset token is invalid.'",
+    "protected $casts = ['password' => 'hashed'];", "errors['password'] = 'Too short (min 8)!'", 'state[token] = "pending!"',
+    'token = !gh auth token', 'MasterUserPassword: !Ref DbMasterPassword', 'Password: !Ref "AWS::NoValue"',
+    '密码也是 bcrypt 哈希的', '令牌当前是 Redis 存储', '密钥换成 Vault 管理了', '密码已重置为 default 值', '密钥已更新为 v2.1 版本',
+    '密码用 base64 编码后传输', '密码用 Argon2id 哈希', '密钥用 PKCS#8 格式保存', 'token 默认是 base64 编码',
+    '密码如下：\n```bash\nmysql -u root -p', '登录流程：用户名+密码 → /api/login → 返回 token', '安全码 Google 验证器生成',
+    '凭证是 AWS_PROFILE=prod', '账密 admin 登录即可', 'Redis密码是 requirepass 配置的', 'SSH密钥是 ed25519',
+    '{"密码": "Password", "令牌": "Token"}', 'password must be >=12 chars', 'Set max token to 4096',
+    'Send the token to user@example.com', 'Map the token to user_id=42', 'pipe the password to `sudo -S`',
+    'The access token is now Base64url-encoded', 'the password to root@localhost is in 1Password',
+    'Your password’s too short, isn’t it?', 'Enter your password ‘twice’ to confirm', 'config.set("auth", "OAuth2.0")',
+    'withSecret("ProdDbSecret")', 'set("api_key", "https://docs.example.com/getting-started/api-keys")',
+    'os.Setenv("DB_PASSWORD_SECRET", "projects/my-proj/secrets/db-password/versions/latest")', 'jwt.verify(token, "RS256")',
+    'jwt.decode(token, "utf-8")', 'jwt.encode(payload, "your-256-bit-secret")', 'cy.login("#username", "#password")',
+    'auth.login("admin", "Password")', 'new PDO("sqlite::memory:", "user", "N/A")', 'pool.getConnection("db", "readonly", "Primary-Replica")',
+    '{"name": "X-CSRF-Token", "value": "Fetch"}', '"spring.datasource.password": {"value": "******"}',
+    'net use Z: \\\\server\\share /user:CORP\\bob /persistent:no', 'mc alias set local http://localhost:9000 minioadmin --api=s3v4',
+    'env PASSWORD is required, e.g. in CI!', 'ENV SECRET_KEY is read by settings.py (Django)',
+    'env API_KEY not set; falling back to ~/.config/app.toml', 'ENV GITHUB_TOKEN unset -> using anonymous API (60 req/h)',
     # the name a key is stored under
     'const jwtKey = "jwt_token"', 'cookieKey = "session_id"', 'webhookKey = "stripe"', 'const jwtKey = process.env.JWT_KEY',
 ]
