@@ -95,11 +95,11 @@ TYPED_DEFAULT = re.compile(
 #: password")``). Groups ``cname``/``sname``.
 KEYED_CALL = re.compile(
     r"(?<![\w$])(?:[Ss]et(?:env|_var|Property|RequestProperty|Header|EnvironmentVariable|Item|[Dd]efault|Value|Option)?"
-    r"|putenv|put|define|add|append|header|store)\([ \t]*+(?P<cq>[\"'])(?P<cname>[A-Za-z_][\w.:/-]{0,100}+)(?P=cq)[ \t]*+,\s*+"
+    r"|putenv|put|define|add|append|header|store)\(\s*+(?P<cq>[\"'])(?P<cname>[A-Za-z_][\w.:/-]{0,100}+)(?P=cq)[ \t]*+,\s*+"
     + _quoted("6") + r"(?![ \t]*+[.+\[])"
     r"|(?<![\w$])(?:set|with)(?P<sname>(?:Api|Access|Secret|Private|Auth|Client|Db|Database|Admin|Root)?(?:Password|Passwd"
     r"|Passphrase)|(?:Auth|Access|Api|Bearer)Token|ClientSecret|(?:Api|Access|Secret|Private|Auth|Signing|Encryption)Key)"
-    r"\([ \t]*+" + _quoted("7") + r"[ \t]*+\)"
+    r"\(\s*+" + _quoted("7") + r"\s*+\)"
 )
 #: A password given by its place in a call: a database connection's (``new PDO(dsn, 'root', '…')``,
 #: ``mysqli_connect('host', 'root', '…')``, ``mysql.connector.connect(…)``, ``pymysql.connect(…)``,
@@ -107,10 +107,10 @@ KEYED_CALL = re.compile(
 #: '…')``) and a JWT library's secret (``jwt.sign(payload, '…')``, ``jwt.encode(…)``, ``verify``, ``decode``). Judged as
 #: an assignment to a password or a secret.
 POSITIONAL = re.compile(
-    r"(?:(?<![\w$])(?:new[ \t]++PDO\(|DriverManager\.getConnection\()[^,()\n]{1,300}+,[ \t]*+[\"'][^\"'\n]{1,100}+[\"'][ \t]*+,"
-    r"|(?<![\w$.])(?:mysqli_connect|new[ \t]++mysqli|(?:mysql\.connector|pymysql|MySQLdb)\.connect)\([ \t]*+(?:[\"'][^\"'\n]{1,300}+[\"']"
-    r"[ \t]*+,[ \t]*+){2}|(?<=[\w)])\.login\([ \t]*+[\"'][^\"'\n]{1,300}+[\"'][ \t]*+,"
-    r"|(?P<jwt>(?<![\w$.])jwt\.(?:sign|encode|verify|decode)\()[^,()\n]{1,200}+,)[ \t]*+[bf]?" + _quoted("10")
+    r"(?:(?<![\w$])(?:new[ \t]++PDO\(|DriverManager\.getConnection\()\s*+[^,()\n]{1,300}+,\s*+[\"'][^\"'\n]{1,100}+[\"'][ \t]*+,"
+    r"|(?<![\w$.])(?:mysqli_connect|new[ \t]++mysqli|(?:mysql\.connector|pymysql|MySQLdb)\.connect)\(\s*+(?:[\"'][^\"'\n]{1,300}+[\"']"
+    r"[ \t]*+,\s*+){2}|(?<=[\w)])\.login\(\s*+[^,()\n]{1,300}+,"
+    r"|(?P<jwt>(?<![\w$.])jwt\.(?:sign|encode|verify|decode)\()\s*+(?:\{[^{}\n]{0,200}+\}|[^,()\n]{1,200}+),)\s*+[bf]?" + _quoted("10")
 )
 #: A variable given as a name and a value in JSON (an ECS task's or ``kubectl -o json``'s environment: ``{"name":
 #: "DB_PASSWORD", "value": "…"}``) or a setting's value under its name (Spring's actuator: ``"spring.datasource.password":

@@ -383,7 +383,7 @@ MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT
 #: What joins a CJK or Japanese label to its value: a verb (``是``, ``为``, ``设置成``, ``は``...), after an adverb too
 #: (``也是``, ``默认是``, ``应该是``, ``都是``), ``改成``/``重置为``/``换成`` (``已``, ``了``), ``用``, ``如下``, ``分别是``.
 _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律|统一|統一|现在|現在|当前|當前|初始|依然|仍然|分别|分別)?(?:是|为|為)"
-              r"|(?:已经?|已經)?(?:设置|設置|改|修改|重置|更新|换|換)(?:成|为|為)了?|设为|設為|は|が|を|는|은|가|이|我|用|如下")
+              r"|(?:已经?|已經)?[被又]?(?:重新)?(?:设置|設置|设|設|改|修改|重置|更新|换|換)(?:成|为|為)了?|は|が|を|는|은|가|이|我|用|如下")
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``,
 #: ``设置成``, ``は``, ``is``...), and a quoted string or a run of printable ASCII (which ends where the text goes back
@@ -396,7 +396,7 @@ LABELLED = re.compile(
     r"|(?:api|access|secret|private)[ _-]?key|secret|token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|to|für|von|zur|zum|pour|de|du|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+(?=[\s:：=\"”(（]))?"
-    r"[\"”]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can) be|now|(?:changed|set|reset|updated) to|to"
+    r"[\"”]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
     r"|is|was|ist|war|est|es|era|é|è|là|—|-)\s*+){0,2})"
     r"(?:([\"'“「『【])([^\"'”」』】\n]{1,200})[\"'”」』】]|([!-~]{4,200}+))"
 )

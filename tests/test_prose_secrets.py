@@ -332,6 +332,11 @@ SENT_BEFORE = [
     ("server.login('zhangsan@qq.com', 'xkqmzvbnrtwplhsd')", 'xkqmzvbnrtwplhsd'),
     ('net use Z: \\\\10.0.0.5\\share Hz@2024abc /user:admin', 'Hz@2024abc'), ('etcdctl --user="root:Hz@2024abc" get /', 'Hz@2024abc'),
     ('{"name": "DB_PASSWORD", "value": "root123456"}', 'root123456'),
+    # the review's variants: more verbs of change, calls over lines, an unquoted user, a JWT's payload in braces
+    *[(text.replace('PW', 'Hz@2024abc'), 'Hz@2024abc') for text in (
+        '密码被重置为 PW', '密码重新设置为 PW', '密码设成 PW', 'password has been changed to PW', 'the password is now set to PW',
+        'password should now be PW', 'set(\n  "DB_PASSWORD", "PW")', 'ds.setPassword(\n  "PW")', 'new PDO($dsn,\n  "root", "PW")',
+        'server.login(user, "PW")', 'smtp.login(os.environ["U"], "PW")', 'jwt.sign({ id, role }, "PW")')],
     *[(text, 'Tiger2024x') for text in ('jdbc:oracle:thin:scott/Tiger2024x@//10.0.0.5:1521/orcl',
                                         'jdbc:oracle:thin:scott/Tiger2024x@10.0.0.5:1521:orcl', 'disql SYSDBA/Tiger2024x@10.0.0.5:5236')],
     # key formats: SiliconFlow, Zhipu, Mailchimp, a short Stripe key, GitLab's dotted tokens, Feishu's and Lark's webhooks
