@@ -112,6 +112,13 @@ POSITIONAL = re.compile(
     r"[ \t]*+,\s*+){2}|(?<=[\w)])\.login\(\s*+[^,()\n]{1,300}+,"
     r"|(?P<jwt>(?<![\w$.])jwt\.(?:sign|encode|verify|decode)\()\s*+(?:\{[^{}\n]{0,200}+\}|[^,()\n]{1,200}+),)\s*+[bf]?" + _quoted("10")
 )
+#: Terraform's variable declared with a default (``variable "db_password" {`` then ``default = "…"`` within its block),
+#: and a setting written as a name, a space and a quoted literal alone on its line, as Gradle's and Ruby's DSLs write
+#: them (``storePassword 'PW'``, ``keyPassword "PW"``). Groups ``hname`` (a default), ``dname``.
+DSL_SETTING = re.compile(
+    r"(?<![\w-])variable[ \t]++\"(?P<hname>[A-Za-z_][\w-]{0,100}+)\"[ \t]*+\{[^{}]{0,300}?(?<![\w-])default[ \t]*+=[ \t]*+"
+    + _quoted("11") + r"|(?m:^)[ \t]*+(?P<dname>[A-Za-z_]\w{0,60}+)[ \t]++" + _quoted("12") + r"[ \t]*+(?=\r?\n|$)"
+)
 #: A variable given as a name and a value in JSON (an ECS task's or ``kubectl -o json``'s environment: ``{"name":
 #: "DB_PASSWORD", "value": "…"}``) or a setting's value under its name (Spring's actuator: ``"spring.datasource.password":
 #: {"value": "…"``). Group ``ename``.
@@ -197,6 +204,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = KEYED_CALL.sub(lambda m: _keyed_call(m, judge, redacted), text)
     text = NAME_VALUE_JSON.sub(lambda m: _json_value(m, judge, redacted), text)
     text = POSITIONAL.sub(lambda m: _positional(m, judge, redacted), text)
+    text = DSL_SETTING.sub(lambda m: _default(m, judge, redacted) if m.group("hname") else _named_literal(m, judge, redacted), text)
     text = LISP_AND_SHELL.sub(lambda m: _default(m, judge, redacted), text)
     text = SYMBOL_KEY.sub(lambda m: _default(m, judge, redacted), text)
     text = CLIENT_AUTH.sub(lambda m: _login(m, redacted, default=True), text)
@@ -207,14 +215,15 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
 
 def _value_group(m: re.Match[str]) -> str:
     """The name of ``m``'s value group that matched (``value``, ``value2``...)."""
-    return next(g for g in ("value", "value2", "value3", "value4", "value5", "value6", "value7", "value8", "value9", "value10")
+    return next(g for g in ("value", "value2", "value3", "value4", "value5", "value6", "value7", "value8", "value9", "value10",
+                            "value11", "value12")
                 if g in m.re.groupindex and m.group(g) is not None)
 
 
 def _name(m: re.Match[str]) -> str:
     """The name a default is of: a key, or a path's or a Clojure keyword path's last part."""
     for group in ("key", "bkey", "pkey", "aname", "c1", "c2", "c3", "c4", "c5", "ps", "name", "cname", "sname", "ename",
-                  "sprop", "ref", "ref2", "path"):
+                  "sprop", "hname", "dname", "ref", "ref2", "path"):
         if group in m.re.groupindex and m.group(group):
             name = m.group(group)
             return re.split(r"[.:\[\]\s]+", name.strip("[]. "))[-1] if group in ("ref", "ref2", "path") else name

@@ -336,7 +336,9 @@ SENT_BEFORE = [
     *[(text.replace('PW', 'Hz@2024abc'), 'Hz@2024abc') for text in (
         '密码被重置为 PW', '密码重新设置为 PW', '密码设成 PW', 'password has been changed to PW', 'the password is now set to PW',
         'password should now be PW', 'set(\n  "DB_PASSWORD", "PW")', 'ds.setPassword(\n  "PW")', 'new PDO($dsn,\n  "root", "PW")',
-        'server.login(user, "PW")', 'smtp.login(os.environ["U"], "PW")', 'jwt.sign({ id, role }, "PW")')],
+        'server.login(user, "PW")', 'smtp.login(os.environ["U"], "PW")', 'jwt.sign({ id, role }, "PW")',
+        'variable "db_password" {\n  type    = string\n  default = "PW"\n}', "signingConfigs {\n  release {\n    storePassword 'PW'\n  }\n}",
+        '  keyPassword "PW"')],
     *[(text, 'Tiger2024x') for text in ('jdbc:oracle:thin:scott/Tiger2024x@//10.0.0.5:1521/orcl',
                                         'jdbc:oracle:thin:scott/Tiger2024x@10.0.0.5:1521:orcl', 'disql SYSDBA/Tiger2024x@10.0.0.5:5236')],
     # key formats: SiliconFlow, Zhipu, Mailchimp, a short Stripe key, GitLab's dotted tokens, Feishu's and Lark's webhooks
@@ -599,6 +601,8 @@ NEAR_MISSES = [
     'net use Z: \\\\server\\share /user:CORP\\bob /persistent:no', 'mc alias set local http://localhost:9000 minioadmin --api=s3v4',
     'env PASSWORD is required, e.g. in CI!', 'ENV SECRET_KEY is read by settings.py (Django)',
     'env API_KEY not set; falling back to ~/.config/app.toml', 'ENV GITHUB_TOKEN unset -> using anonymous API (60 req/h)',
+    'variable "region" {\n  default = "us-east-1"\n}', 'variable "db_password" {\n  sensitive = true\n}\nresource "x" { default = "Hz@2024abc" }',
+    "    title 'My App'", "gem 'rails'",
     # the name a key is stored under
     'const jwtKey = "jwt_token"', 'cookieKey = "session_id"', 'webhookKey = "stripe"', 'const jwtKey = process.env.JWT_KEY',
 ]
