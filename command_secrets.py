@@ -73,12 +73,14 @@ PASSWORD_FLAG = re.compile(
 #: GitHub CLI's ``gh secret set … -b value`` / ``--body value`` (``--body=value``), in any order.
 GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE)
 #: A Dockerfile's ``ENV NAME value`` at a line's start (any case; the old form, whose value runs to the line's end),
-#: ``aws configure set [section.]NAME value`` and the shells' ``set -gx NAME value`` (fish), ``setenv`` (csh),
-#: ``setx [/M]`` (Windows), ``launchctl setenv``. Group ``name``; an ``ENV`` value of several unquoted words is group
-#: ``words`` (``ENV DB_PASSWORD Sup3r S3cret``; ``ENV PASSWORD must be set`` is prose, :func:`_named` tells them apart).
+#: ``aws configure set [section.]NAME value``, the shells' ``set -gx NAME value`` (fish), ``setenv`` (csh), ``setx [/M]``
+#: (Windows), ``launchctl setenv``, and ``npm config set [//registry/:]NAME value``. Group ``name``; an ``ENV`` value of
+#: several unquoted words is group ``words`` (``ENV DB_PASSWORD Sup3r S3cret``; ``ENV PASSWORD must be set`` is prose,
+#: :func:`_named` tells them apart).
 NAMED_SETTING = re.compile(
     r"(?:(?m:^)[ \t]*+(?P<env>(?i:ENV))[ \t]++|(?<![\w-])aws[ \t]++configure[ \t]++set(?:[ \t]++--profile[ \t]++\S{1,100}+)?[ \t]++"
-    r"(?:[\w-]{1,60}+\.){0,2}|(?<![\w-])(?:set[ \t]++-[gUxl]{1,3}+|setenv|setx(?:[ \t]++/[Mm])?|launchctl[ \t]++setenv)[ \t]++)(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++"
+    r"(?:[\w-]{1,60}+\.){0,2}|(?<![\w-])(?:set[ \t]++-[gUxl]{1,3}+|setenv|setx(?:[ \t]++/[Mm])?|launchctl[ \t]++setenv)[ \t]++"
+    r"|(?<![\w-])(?:npm|pnpm|yarn)[ \t]++config[ \t]++set[ \t]++(?://[^\s:]{1,200}+:)?)(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++"
     r"(?:" + _VALUE + r"(?(env)(?=[ \t]*+(?:\r?\n|$)))|(?(env)(?P<words>[^\s\"'][^\n]{0,199}?)(?=[ \t]*+(?:\r?\n|$))|(?!)))"
 )
 #: A value a shell, a CI system or a template fills in when the command runs, not a written one: ``$(…)``, ``${…}``,

@@ -103,10 +103,14 @@ def reads_as_password(value: str, redacted: str) -> bool:
 
 def _bare_userinfo(m: re.Match[str], redacted: str) -> str:
     """A :data:`secret_patterns.BARE_USERINFO` match with its password redacted when it reads as one, after a user
-    that is not an address's label (``email:``, ``mailto:``)."""
-    if m.group("user").lower() in patterns.ADDRESS_LABELS or not reads_as_password(m.group("password"), redacted):
-        return m.group()
-    return f"{m.group('user')}:{redacted}@"
+    that is not an address's label (``email:``, ``mailto:``); in a Go MySQL DSN (``root:…@tcp(host)``, ``@unix(``),
+    whatever it reads as."""
+    password = m.group("password")
+    if m.string.startswith(("tcp(", "unix("), m.end()):
+        secret = len(password) >= 4 and not password.startswith(("$", redacted[:-1]))
+    else:
+        secret = m.group("user").lower() not in patterns.ADDRESS_LABELS and reads_as_password(password, redacted)
+    return f"{m.group('user')}:{redacted}@" if secret else m.group()
 
 
 def _slashed_userinfo(m: re.Match[str], redacted: str) -> str:

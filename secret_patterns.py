@@ -154,13 +154,13 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: 'required|min:8'``, ``errors['token'] = 'Invalid token.'``). YAML's anchor or standard tag after ``: `` (``password:
 #: &pw …``, ``!!str``) and block scalar (``password: |`` then the value) are passed; CloudFormation's ``!Ref``... are code.
 #: Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value (escaped, double, single, a backtick string in
-#: ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` too), 10 bare.
+#: ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` or after a string prefix too: ``b'…'``, ``r"…"``), 10 bare.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
     r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|secret|token|credentials?|auth|key))"
     r"(\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
     r"(?:\r?\n\s*+(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
-    r"(?:(?:" + LITERAL_WRAPPER + r"[ \t]*+b?)?+"
+    r"(?:(?:" + LITERAL_WRAPPER + r"[ \t]*+b?|[bBrRuUfF]{1,2}+(?=[\"']))?+"
     r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?<=\[\]byte\()`([^`\n]{1,200}+)`)"
     r"|(?![\"'\\]|\([^),\n]{0,100}+,)(" + VALUE_CHAR + r"{1,200}+))"
 )
@@ -205,7 +205,7 @@ _ACL_RULES = r"(?:(?:[~&+%-]|reset|all)[^\s>]{0,64}+[ \t]++){0,2}"
 _TWO_FLAGS = r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
 CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
-    r"(?:mysql|mysqldump|mysqladmin|mariadb)(?:[ \t][^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
+    r"(?:mysql|mysqldump|mysqladmin|mariadb|obclient)(?:[ \t][^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
     r"|sshpass[ \t]++-p[ \t]*+"
     r"|(?:(?:redis|valkey|keydb|memurai)-cli|REDIS-CLI)(?:[ \t][^\n]{0,200}?)?[ \t](?:-a|--pass)[ \t]++"
     r"|(?i:sentinel[ \t]++(?:auth-pass[ \t]++[^\s\"']{1,64}+|SET[ \t]++[^\s\"']{1,64}+[ \t]++auth-pass))[ \t]++(?![a-z]{1,64}+(?:\s|$))"

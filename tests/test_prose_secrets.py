@@ -338,7 +338,9 @@ SENT_BEFORE = [
         'password should now be PW', 'set(\n  "DB_PASSWORD", "PW")', 'ds.setPassword(\n  "PW")', 'new PDO($dsn,\n  "root", "PW")',
         'server.login(user, "PW")', 'smtp.login(os.environ["U"], "PW")', 'jwt.sign({ id, role }, "PW")',
         'variable "db_password" {\n  type    = string\n  default = "PW"\n}', "signingConfigs {\n  release {\n    storePassword 'PW'\n  }\n}",
-        '  keyPassword "PW"')],
+        '  keyPassword "PW"', "SECRET_KEY = b'PW'", "password = r'PW'", 'sql.Open("mysql", "user:PW@tcp(localhost:3306)/dbname")',
+        "obclient -h10.0.0.5 -P2881 -uroot@sys -p'PW' -A", 'npm config set //registry.npmmirror.com/:_authToken PW')],
+    ('dsn := "root:root123456@tcp(127.0.0.1:3306)/app"', 'root123456'),
     *[(text, 'Tiger2024x') for text in ('jdbc:oracle:thin:scott/Tiger2024x@//10.0.0.5:1521/orcl',
                                         'jdbc:oracle:thin:scott/Tiger2024x@10.0.0.5:1521:orcl', 'disql SYSDBA/Tiger2024x@10.0.0.5:5236')],
     # key formats: SiliconFlow, Zhipu, Mailchimp, a short Stripe key, GitLab's dotted tokens, Feishu's and Lark's webhooks
@@ -602,7 +604,8 @@ NEAR_MISSES = [
     'env PASSWORD is required, e.g. in CI!', 'ENV SECRET_KEY is read by settings.py (Django)',
     'env API_KEY not set; falling back to ~/.config/app.toml', 'ENV GITHUB_TOKEN unset -> using anonymous API (60 req/h)',
     'variable "region" {\n  default = "us-east-1"\n}', 'variable "db_password" {\n  sensitive = true\n}\nresource "x" { default = "Hz@2024abc" }',
-    "    title 'My App'", "gem 'rails'",
+    "    title 'My App'", "gem 'rails'", 'npm config set registry https://registry.npmmirror.com', "sort_key = u'name'",
+    '"root:$DB_PASS@tcp(db)/x"', "fmt = f'{name}: {value}'",
     # the name a key is stored under
     'const jwtKey = "jwt_token"', 'cookieKey = "session_id"', 'webhookKey = "stripe"', 'const jwtKey = process.env.JWT_KEY',
 ]
