@@ -109,7 +109,7 @@ KEYED_CALL = re.compile(
 POSITIONAL = re.compile(
     r"(?:(?<![\w$])(?:new[ \t]++PDO\(|DriverManager\.getConnection\()\s*+[^,()\n]{1,300}+,\s*+[\"'][^\"'\n]{1,100}+[\"'][ \t]*+,"
     r"|(?<![\w$.])(?:mysqli_connect|new[ \t]++mysqli|(?:mysql\.connector|pymysql|MySQLdb)\.connect)\(\s*+(?:[\"'][^\"'\n]{1,300}+[\"']"
-    r"[ \t]*+,\s*+){2}|(?<=[\w)])\.login\(\s*+[^,()\n]{1,300}+,"
+    r"[ \t]*+,\s*+){2}|(?<=[\w)])\.login\(\s*+(?P<login>[^,()\n]{1,300}+),"
     r"|(?P<jwt>(?<![\w$.])jwt\.(?:sign|encode|verify|decode)\()\s*+(?:\{[^{}\n]{0,200}+\}|[^,()\n]{1,200}+),)\s*+[bf]?" + _quoted("10")
 )
 #: Terraform's variable declared with a default (``variable "db_password" {`` then ``default = "…"`` within its block),
@@ -204,7 +204,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = KEYED_CALL.sub(lambda m: _keyed_call(m, judge, redacted), text)
     text = NAME_VALUE_JSON.sub(lambda m: _json_value(m, judge, redacted), text)
     text = POSITIONAL.sub(lambda m: _positional(m, judge, redacted), text)
-    text = DSL_SETTING.sub(lambda m: _default(m, judge, redacted) if m.group("hname") else _named_literal(m, judge, redacted), text)
+    text = DSL_SETTING.sub(lambda m: _dsl_setting(m, judge, redacted), text)
     text = LISP_AND_SHELL.sub(lambda m: _default(m, judge, redacted), text)
     text = SYMBOL_KEY.sub(lambda m: _default(m, judge, redacted), text)
     text = CLIENT_AUTH.sub(lambda m: _login(m, redacted, default=True), text)
@@ -277,6 +277,16 @@ def _named_literal(m: re.Match[str], judge: Judge, redacted: str) -> str:
     return replace_group(m, group, redacted) if judge(_name(m), m.group(group), False) else m.group()
 
 
+def _dsl_setting(m: re.Match[str], judge: Judge, redacted: str) -> str:
+    """A :data:`DSL_SETTING` match with its literal redacted as a default is (:func:`_default`), when it is not a
+    template (``"${System.getenv('TOKEN')}"``, ``"#{ENV['PW']}"``) nor a path (``'C:\\keys\\id_rsa'``): a line of a name
+    and a literal is as often a command and its argument (``pass "work/github"``, Chef's ``encrypted_data_bag_secret
+    '/etc/chef/…'``)."""
+    if re.search(r"[$\\]|[#%]\{|\{\{", m.group(_value_group(m))):
+        return m.group()
+    return _default(m, judge, redacted)
+
+
 def _json_value(m: re.Match[str], judge: Judge, redacted: str) -> str:
     """A :data:`NAME_VALUE_JSON` match with its value redacted when an assignment of it to its name would be and it is
     not a word or a mask: a header's ``{"name": "X-CSRF-Token", "value": "Fetch"}`` and ``"******"`` stay."""
@@ -288,10 +298,14 @@ def _json_value(m: re.Match[str], judge: Judge, redacted: str) -> str:
 def _positional(m: re.Match[str], judge: Judge, redacted: str) -> str:
     """A :data:`POSITIONAL` match with its literal redacted as an assignment to a secret (a JWT library's, which must
     also read as a password by itself: not ``'RS256'``, ``'utf-8'``, a public key or a URL) or a password would be (not
-    a selector, ``'#password'``, nor a word or a short one: ``'N/A'``, ``'sa'``, ``'Password'``)."""
+    a selector, ``'#password'``, nor a word or a short one: ``'N/A'``, ``'sa'``, ``'Password'``; after a login's user
+    held in a variable, only one that reads as a password: ``driver.login(page, "Sign in")``, ``app.login(user,
+    "/dashboard")`` stay)."""
     value = m.group("value10")
     if m.group("jwt"):
         plain = patterns.DEFAULT_SECRET.fullmatch(value) is not None and not value.startswith("-----")
+    elif m.group("login") and m.group("login")[0] not in "\"'":  # a variable's user: the literal may be anything
+        plain = prose_secrets.reads_as_password(value, redacted) and re.search(r"[\s/]|^anonymous|\w#\w", value) is None
     else:
         plain = len(value) >= 6 and not value.startswith("#") and not re.fullmatch("[A-Za-z]{1,8}", value)
     secret = plain and judge("secret" if m.group("jwt") else "password", value, False)

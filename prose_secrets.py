@@ -104,10 +104,13 @@ def reads_as_password(value: str, redacted: str) -> bool:
 def _bare_userinfo(m: re.Match[str], redacted: str) -> str:
     """A :data:`secret_patterns.BARE_USERINFO` match with its password redacted when it reads as one, after a user
     that is not an address's label (``email:``, ``mailto:``); in a Go MySQL DSN (``root:…@tcp(host)``, ``@unix(``),
-    whatever it reads as."""
+    whatever it reads as but a placeholder (``user:password@tcp(…)``, ``{{.Password}}``, ``%[2]s``, ``host:3306``)."""
     password = m.group("password")
-    if m.string.startswith(("tcp(", "unix("), m.end()):
-        secret = len(password) >= 4 and not password.startswith(("$", redacted[:-1]))
+    if m.string.startswith(("tcp(", "unix("), m.end()):  # not a placeholder, a template, a mask or a port
+        secret = (len(password) >= 4 and not password.startswith(("$", "%", redacted[:-1])) and not password.isdigit()
+                  and not patterns.PLACEHOLDER_VALUE.match(password)
+                  and not re.fullmatch(r"(?i)(?:your[_-]?)?(?:password|passwd|pass|pwd|secret|port)|\**+redacted\**+|\*++|x++",
+                                       password) and re.search("[\"'+]", password) is None)
     else:
         secret = m.group("user").lower() not in patterns.ADDRESS_LABELS and reads_as_password(password, redacted)
     return f"{m.group('user')}:{redacted}@" if secret else m.group()

@@ -503,11 +503,13 @@ PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "loo
                         "unique", "index", "map", "group", "order", "public", "routing", "idempotency", "storage", "dedup"}
 #: Values that are placeholders, not literals, quoted or not: a constant or a type's name, a variable, a list or dict, an
 #: environment variable's name (``"OPENAI_API_KEY"``, not ``"S3CR3T_KEY"``), a scheme joined to a token (``"Bearer " +
-#: t``), ``TODO``, CJK text alone (``"请输入密码"``, not ``"张三Abc123!"``), what a shell, a CI system or a template fills
-#: in when it runs (``"${{ secrets.DB_PASSWORD }}"``, ``"$(cat pw.txt)"``, ``%SA_PASSWORD%``, ``#{Pw}#``, ``@PW@``).
+#: t``), ``TODO``, a mask (``********``, ``(none)``), CJK text alone (``"请输入密码"``, not ``"张三Abc123!"``), what a
+#: shell, a CI system or a template fills in when it runs (``"${{ secrets.DB_PASSWORD }}"``, ``"$(cat pw.txt)"``,
+#: ``%SA_PASSWORD%``, ``#{Pw}#``, ``@PW@``).
 _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
                 r"|\$\{\{.*|\$\(.*|%\w+%|#\{\w+\}#|@\w+@"
-                r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\.{3}|…|TODO|TBD|FIXME"
+                r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\*{3,}|\(\w*\)|\.{3}|…"
+                r"|TODO|TBD|FIXME"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"
                 r"|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+")
 PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")

@@ -606,6 +606,16 @@ NEAR_MISSES = [
     'variable "region" {\n  default = "us-east-1"\n}', 'variable "db_password" {\n  sensitive = true\n}\nresource "x" { default = "Hz@2024abc" }',
     "    title 'My App'", "gem 'rails'", 'npm config set registry https://registry.npmmirror.com', "sort_key = u'name'",
     '"root:$DB_PASS@tcp(db)/x"', "fmt = f'{name}: {value}'",
+    # the last review's: a DSL's template, path or name; a DSN's placeholder, template, format verb or port; a login's
+    # redirect, button or action after a variable user; masks
+    '    password "${System.getenv(\'GITHUB_TOKEN\')}"', '  password "#{ENV[\'DB_PASS\']}"',
+    "encrypted_data_bag_secret '/etc/chef/encrypted_data_bag_secret'", 'private_key "id_ed25519"',
+    'csrf_token "authenticity_token"', 'pass "work/github"', 'password "********"',
+    'dsn := "user:password@tcp(localhost:3306)/dbname"', '"root:{{.Values.mysql.password}}@tcp(mysql:3306)/app"',
+    'fmt.Sprintf("%[1]s:%[2]s@tcp(%[3]s)/%[4]s", a)', 'host:3306@tcp(x)', 'root:your_password@tcp(x)',
+    'driver.login(page, "Sign in")', 'app.login(user, "/dashboard")', 'session.login(user, "sessions#create")',
+    'client.login(username, "anonymous@")', 'password: ********', '密码：******',
+    'npm config set //registry.npmjs.org/:_authToken ********',
     # the name a key is stored under
     'const jwtKey = "jwt_token"', 'cookieKey = "session_id"', 'webhookKey = "stripe"', 'const jwtKey = process.env.JWT_KEY',
 ]
