@@ -120,11 +120,14 @@ DSL_SETTING = re.compile(
     + _quoted("11") + r"|(?m:^)[ \t]*+(?P<dname>[A-Za-z_]\w{0,60}+)[ \t]++" + _quoted("12") + r"[ \t]*+(?=\r?\n|$)"
 )
 #: A variable given as a name and a value in JSON (an ECS task's or ``kubectl -o json``'s environment: ``{"name":
-#: "DB_PASSWORD", "value": "…"}``) or a setting's value under its name (Spring's actuator: ``"spring.datasource.password":
-#: {"value": "…"``). Group ``ename``.
+#: "DB_PASSWORD", "value": "…"}``, the value first too; SSM's ``"Name": "/prod/db/password", "Type": "SecureString",
+#: "Value": "…"``) or a setting's value under its name (Spring's actuator: ``"spring.datasource.password": {"value":
+#: "…"``). Groups ``ename``/``vname``/``sprop``.
 NAME_VALUE_JSON = re.compile(
-    r"(?<![\w-])\"(?i:name)\"[ \t]*+:[ \t]*+\"(?P<ename>[A-Za-z_][\w./-]{0,100}+)\"[ \t]*+,\s*+\"(?i:value)\"[ \t]*+:[ \t]*+"
-    r"\"(?P<value8>[^\"\n]{1,200}+)\"|\"(?P<sprop>[A-Za-z_][\w.-]{0,100}+)\"[ \t]*+:[ \t]*+\{[ \t]*+\"value\"[ \t]*+:[ \t]*+"
+    r"(?<![\w-])\"(?i:name)\"[ \t]*+:[ \t]*+\"(?P<ename>[A-Za-z_/][\w./-]{0,100}+)\"[ \t]*+,\s*+"
+    r"(?:\"(?i:type)\"[ \t]*+:[ \t]*+\"\w{1,40}+\"[ \t]*+,\s*+)?\"(?i:value)\"[ \t]*+:[ \t]*+\"(?P<value8>[^\"\n]{1,200}+)\""
+    r"|(?<![\w-])\"(?i:value)\"[ \t]*+:[ \t]*+\"(?P<value13>[^\"\n]{1,200}+)\"[ \t]*+,\s*+\"(?i:name)\"[ \t]*+:[ \t]*+"
+    r"\"(?P<vname>[A-Za-z_/][\w./-]{0,100}+)\"|\"(?P<sprop>[A-Za-z_][\w.-]{0,100}+)\"[ \t]*+:[ \t]*+\{[ \t]*+\"value\"[ \t]*+:[ \t]*+"
     r"\"(?P<value9>[^\"\n]{1,200}+)\""
 )
 #: The names a field's ``env``/``alias`` gives it.
@@ -216,16 +219,18 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
 def _value_group(m: re.Match[str]) -> str:
     """The name of ``m``'s value group that matched (``value``, ``value2``...)."""
     return next(g for g in ("value", "value2", "value3", "value4", "value5", "value6", "value7", "value8", "value9", "value10",
-                            "value11", "value12")
+                            "value11", "value12", "value13")
                 if g in m.re.groupindex and m.group(g) is not None)
 
 
 def _name(m: re.Match[str]) -> str:
     """The name a default is of: a key, or a path's or a Clojure keyword path's last part."""
     for group in ("key", "bkey", "pkey", "aname", "c1", "c2", "c3", "c4", "c5", "ps", "name", "cname", "sname", "ename",
-                  "sprop", "hname", "dname", "ref", "ref2", "path"):
+                  "vname", "sprop", "hname", "dname", "ref", "ref2", "path"):
         if group in m.re.groupindex and m.group(group):
             name = m.group(group)
+            if group in ("ename", "vname"):
+                return name.rstrip("/").rsplit("/", 1)[-1]  # a parameter's path: its last part
             return re.split(r"[.:\[\]\s]+", name.strip("[]. "))[-1] if group in ("ref", "ref2", "path") else name
     return ""
 

@@ -481,7 +481,7 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "password: &a ", "sk-aaaa", "0123456789abcdef0123456789abcdef-us", "open.feishu.cn/open-apis/bot/v2/hook/",
                                   "密码被重新设置为 ", "password has been changed to ", ".login(a, ", "jwt.sign({ a, ", "set(\n ",
                                   'variable "a" {', 'variable "a" { default = ', "\na_password 'a' ", "a_key = b'", "a:b@tcp(",
-                                  "npm config set //a:"])
+                                  "npm config set //a:", '"value": "a", "name": "', '"Name": "/a", "Type": "a", "Value": "'])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -341,6 +341,8 @@ SENT_BEFORE = [
         '  keyPassword "PW"', "SECRET_KEY = b'PW'", "password = r'PW'", 'sql.Open("mysql", "user:PW@tcp(localhost:3306)/dbname")',
         "obclient -h10.0.0.5 -P2881 -uroot@sys -p'PW' -A", 'npm config set //registry.npmmirror.com/:_authToken PW')],
     ('dsn := "root:root123456@tcp(127.0.0.1:3306)/app"', 'root123456'),
+    ('"Parameter": {"Name": "/prod/db/password", "Type": "SecureString", "Value": "Hz@2024abc"}', 'Hz@2024abc'),
+    ('{"value": "Hz@2024abc", "name": "DB_PASSWORD"}', 'Hz@2024abc'),
     *[(text, 'Tiger2024x') for text in ('jdbc:oracle:thin:scott/Tiger2024x@//10.0.0.5:1521/orcl',
                                         'jdbc:oracle:thin:scott/Tiger2024x@10.0.0.5:1521:orcl', 'disql SYSDBA/Tiger2024x@10.0.0.5:5236')],
     # key formats: SiliconFlow, Zhipu, Mailchimp, a short Stripe key, GitLab's dotted tokens, Feishu's and Lark's webhooks
@@ -615,7 +617,8 @@ NEAR_MISSES = [
     'fmt.Sprintf("%[1]s:%[2]s@tcp(%[3]s)/%[4]s", a)', 'host:3306@tcp(x)', 'root:your_password@tcp(x)',
     'driver.login(page, "Sign in")', 'app.login(user, "/dashboard")', 'session.login(user, "sessions#create")',
     'client.login(username, "anonymous@")', 'password: ********', '密码：******',
-    'npm config set //registry.npmjs.org/:_authToken ********',
+    'npm config set //registry.npmjs.org/:_authToken ********', '{"Name": "/prod/app/region", "Type": "String", "Value": "us-east-1"}',
+    '{"value": "debug", "name": "LOG_LEVEL"}',
     # the name a key is stored under
     'const jwtKey = "jwt_token"', 'cookieKey = "session_id"', 'webhookKey = "stripe"', 'const jwtKey = process.env.JWT_KEY',
 ]
