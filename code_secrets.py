@@ -217,10 +217,9 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
 
 
 def _value_group(m: re.Match[str]) -> str:
-    """The name of ``m``'s value group that matched (``value``, ``value2``...)."""
-    return next(g for g in ("value", "value2", "value3", "value4", "value5", "value6", "value7", "value8", "value9", "value10",
-                            "value11", "value12", "value13")
-                if g in m.re.groupindex and m.group(g) is not None)
+    """The name of ``m``'s value group that matched (``value``, ``value2``...: one per match, as each pattern's are in
+    alternatives of one another)."""
+    return next(g for g in m.re.groupindex if g.startswith("value") and m.group(g) is not None)
 
 
 def _name(m: re.Match[str]) -> str:

@@ -501,8 +501,9 @@ def _labelled(m: re.Match[str]) -> str:
     if len(value) < _MIN_SECRET or _is_placeholder(value, label, quoted=quoted is not None):
         return m.group(0)
     foreign = patterns.FOREIGN_LABEL.fullmatch(label) is not None
+    after = joiner[len(m.group("purpose") or "") :].strip()  # what joins the value, what it is for left out
     if max(label) < "\u0250" or foreign:  # Latin script, or a word for key or token of another
-        words = joiner[len(m.group("purpose") or "") :].strip().lower()
+        words = after.lower()
         assigned = (foreign or not label.isascii() or m.group("purpose") is not None) and words[:1] in (":", "=", "：")
         arrow = words[:2] in ("=>", "->") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace())  # not password-login
         arrow |= " " in label and words[:1] == ":"  # a label no assignment names: api key: …
@@ -515,17 +516,16 @@ def _labelled(m: re.Match[str]) -> str:
             return m.group(0)  # prose, or a name (the private key is id_ed25519)
     elif patterns.CJK_NAME_VALUE.fullmatch(value):
         return m.group(0)
-    if _weakly_labelled(m) and not _plainly_a_password(value, label):
+    if _weakly_labelled(m, after) and not _plainly_a_password(value, label):
         return m.group(0)  # what it uses or is (密码也是 bcrypt 哈希的, Set max token to 4096), not a value
     return _replace(m, start, start + len(value))
 
 
-def _weakly_labelled(m: re.Match[str]) -> bool:
-    """Whether a :data:`secret_patterns.LABELLED` match is of a form as often followed by what the credential is as
-    by its value: a joiner not :data:`secret_patterns.PLAIN_JOIN`'s, a label of
+def _weakly_labelled(m: re.Match[str], joiner: str) -> bool:
+    """Whether a :data:`secret_patterns.LABELLED` match, joined to its value by ``joiner``, is of a form as often
+    followed by what the credential is as by its value: a joiner not :data:`secret_patterns.PLAIN_JOIN`'s, a label of
     :data:`secret_patterns.NAMING_LABELS`, one glued after a word (``Redis密码是 requirepass 配置的``) or in JSON quotes
     (``"密码": "Password"``)."""
-    joiner = m.group(2)[len(m.group("purpose") or "") :].strip()
     before = m.string[m.start(1) - 1] if m.start(1) else " "
     return (m.group(1) in patterns.NAMING_LABELS or (before.isascii() and before.isalnum())
             or patterns.PLAIN_JOIN.sub("", joiner).strip() != "")
