@@ -353,14 +353,14 @@ class Attributor:
 
     def knows(self, cwd: str | None, stored_root: str | None) -> bool:
         """Whether :meth:`project_for_workspace` answers this workspace from its cache (no git probe)."""
-        return self._cached((cwd or None, stored_root or None), time.monotonic()) is not None
+        return self._cached(_workspace_key(cwd, stored_root), time.monotonic()) is not None
 
     def _cached(self, key: tuple[str | None, str | None], now: float) -> attribution.Project | None:
         hit = self._cache.get(key)
         return hit[0] if hit is not None and hit[1] > now else None
 
     def project_for_workspace(self, cwd: str | None, stored_root: str | None) -> attribution.Project:
-        key = (cwd or None, stored_root or None)  # the census's groups and a refresh's workspaces say "none" apart
+        key = _workspace_key(cwd, stored_root)
         now = time.monotonic()
         cached = self._cached(key, now)
         if cached is not None:
@@ -390,6 +390,12 @@ class Attributor:
             for gitdir in worktree_gitdirs(root):
                 self._worktrees.setdefault(gitdir, root)
         return self._worktrees.get(os.path.normpath(os.path.join(path, ".git")), "")
+
+
+def _workspace_key(cwd: str | None, stored_root: str | None) -> tuple[str | None, str | None]:
+    """The attributor's cache key of a workspace: the census's groups say "no stored root" as ``None``, a refresh's
+    workspaces as ``""``."""
+    return cwd or None, stored_root or None
 
 
 def _with_physical_folders(project: attribution.ProjectRecord) -> attribution.ProjectRecord:
