@@ -359,6 +359,30 @@ def projects(b: Bench, size: int) -> list[Call]:
             Call("search, later", b.search(h, "p000s2"), b.builtin(h, "p000s2"), ok)]
 
 
+def explicit(b: Bench, size: int) -> list[Call]:
+    """n explicit projects in projects.db, a session in each one's folder, and n plain CLI sessions in scratch folders
+    deleted since (no stored root): what the first search's census attributes, each folder once."""
+    import shutil
+
+    from hermes_cli import projects_db
+
+    h = b.new_home(f"explicit{size}")
+    with projects_db.connect_closing(h.home / "projects.db") as conn:
+        for k in range(size):
+            folder = h.work / f"proj{k:03d}"
+            folder.mkdir()
+            projects_db.create_project(conn, name=f"proj{k:03d}", folders=[str(folder)], primary_path=str(folder))
+            h.session(f"e{k:03d}s0", folder, messages=chat(k, 3))
+            h.session(f"e{k:03d}s1", folder, messages=chat(k + 1, 3))
+            scratch = h.work / "scratch" / f"t{k:03d}"
+            scratch.mkdir(parents=True)
+            h.session(f"g{k:03d}", scratch, messages=chat(k + 2, 3))
+    shutil.rmtree(h.work / "scratch")
+    ok = found_in(lambda s: s == "e000s0", kind="explicit")
+    return [Call("search, first", b.search(h, "e000s1"), b.builtin(h, "e000s1"), ok, cold=True),
+            Call("search, later", b.search(h, "e000s1"), b.builtin(h, "e000s1"), ok)]
+
+
 def age(b: Bench, days: int, kept: int = 24) -> list[Call]:
     h = b.new_home(f"age{days}")
     repo, others = h.repo("app"), [h.repo(f"other{k}") for k in range(3)]
@@ -451,6 +475,8 @@ DIMENSIONS = {d.key: d for d in (
     Dimension("matches", "matches per message (a tool output of n matching lines)", 500, "lines", matches),
     Dimension("length", "message length (one message of n KB)", 25, "KB", length),
     Dimension("projects", "number of projects (n repos of 3 sessions)", 15, "repos", projects),
+    Dimension("explicit", "explicit projects (n in projects.db, and n sessions in folders deleted since)", 100,
+              "projects", explicit),
     Dimension("age", "history age (24 sessions over n days, other projects interleaved)", 30, "days", age),
     Dimension("echoes", "echoes of earlier recalls (a session of n rounds of recall, 20 KB log, quoting reply)", 50,
               "rounds", echoes),
