@@ -31,7 +31,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from . import code_secrets, command_secrets, folding, prose_secrets, seed_phrases
+from . import code_secrets, command_secrets, folding, prose_secrets, seed_phrases, table_secrets
 from . import secret_patterns as patterns
 
 #: What :func:`redact_secrets` puts in place of a secret-looking string.
@@ -324,6 +324,7 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield (text := patterns.WRAPPED_KEY.sub(_wrapped_key, text))
     yield (text := patterns.KEY_FORMATS.sub(REDACTED, text))
     yield (text := prose_secrets.redact(text, REDACTED))
+    yield (text := table_secrets.redact(text, REDACTED))
     yield (text := patterns.CLI_SECRET.sub(_cli_secret, text))
     yield (text := patterns.SQL_PASSWORD.sub(_cli_secret, text))
     yield (text := patterns.ORACLE_LOGIN.sub(_cli_secret, text))

@@ -481,7 +481,10 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "password: &a ", "sk-aaaa", "0123456789abcdef0123456789abcdef-us", "open.feishu.cn/open-apis/bot/v2/hook/",
                                   "密码被重新设置为 ", "password has been changed to ", ".login(a, ", "jwt.sign({ a, ", "set(\n ",
                                   'variable "a" {', 'variable "a" { default = ', "\na_password 'a' ", "a_key = b'", "a:b@tcp(",
-                                  "npm config set //a:", '"value": "a", "name": "', '"Name": "/a", "Type": "a", "Value": "'])
+                                  "npm config set //a:", '"value": "a", "name": "', '"Name": "/a", "Type": "a", "Value": "',
+                                  # tables: a header's cells, its delimiter row, rows of its width, a row's first cell
+                                  "| a | password ", "| password |\n|-|\n", "| a | password |\n|---|---|\n| b | Abc1! |\n",
+                                  "a,password\n", "a,password\nb,Abc1!x\n", "a\tpassword\n", "\n| password | a ", "| password | a |\n"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
@@ -758,7 +761,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
     backtracking), in any pattern redaction uses; each is tried once per run of its characters (see the module)."""
     import re._parser as sre  # the standard library's own parse tree of a pattern
 
-    from project_history_recall import code_secrets, command_secrets, folding, prose_secrets, secret_patterns
+    from project_history_recall import code_secrets, command_secrets, folding, prose_secrets, secret_patterns, table_secrets
 
     repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 
@@ -780,7 +783,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
         return found
 
     compiled = {f"{module.__name__}.{name}": value
-                for module in (secret_patterns, code_secrets, command_secrets, folding, prose_secrets)
+                for module in (secret_patterns, code_secrets, command_secrets, folding, prose_secrets, table_secrets)
                 for name, value in vars(module).items() if isinstance(value, re.Pattern)}
     assert len(compiled) >= 25
     for name, pattern in compiled.items():

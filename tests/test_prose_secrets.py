@@ -357,11 +357,26 @@ SENT_BEFORE = [
     ('password: "$S3cr3t(Pa55)"', 'S3cr3t(Pa55'),
     # a JWT's or an HMAC's key under a camelCase name (the review's)
     ('var jwtKey = []byte("S3cr3t-Pa55")', 'S3cr3t-Pa55'), ('jwtKey = "S3cr3t-Pa55"', 'S3cr3t-Pa55'), ('hmacKey := "S3cr3t-Pa55"', 'S3cr3t-Pa55'),
+    # a table's credential column: Markdown (short delimiters too), CSV (quoted), TSV; a header's label after what
+    # it is for, in Chinese; the rows up to the first line that is not one
+    ('| 环境 | 账号 | 密码 | 备注 |\n|:--|:-:|--|--|\n| 测试 | admin | Hz@2024abc | 默认 |', 'Hz@2024abc'),
+    ('| Name | Password | Note |\n| ---- | -------- | ---- |\n| alice | x | y |\n| bob | hunter2024 | z |', 'hunter2024'),
+    ('| Password | Host |\n|---|---|\n| Qw3rty!9xx | db1 |', 'Qw3rty!9xx'), ('服务 | 数据库密码\n--- | ---\nmysql | S3cretPass', 'S3cretPass'),
+    ('host,port,user,password\ndb1,5432,admin,Pg@2024!x', 'Pg@2024!x'), ('id,api_key\n1,"ak_9f8e7d6c5b4a3210"', 'ak_9f8e7d6c5b4a3210'),
+    ('name\tDB Password\nalice\tS3cretPass', 'S3cretPass'), ('| 应用 | AppSecret |\n|---|---|\n| 小程序 | 9f8e7d6c5b4a3210fe |', '9f8e7d6c5b4a3210fe'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # tables: no value (a dash, a mask, a word of prose, a pointer elsewhere), counts of tokens, a field table's
+    # types, a key that is no credential, a table ended before its next line, a CSV header of prose
+    '| 服务 | 密码 |\n|---|---|\n| redis | 见 vault |\n| mysql | - |\n| pg | *** |\n| es | required |\n| mq | N/A |',
+    '| Model | Tokens | Max Token | Input tokens |\n|---|---|---|---|\n| gpt-4o | 3200 | 4096 | 1200 |',
+    '| Field | Type | Description |\n|---|---|---|\n| password | string | User password |',
+    '| Key | Default | Description |\n|---|---|---|\n| api_key | None | The API key |', '| Primary Key | Column |\n|---|---|\n| id2024abc | user_id |',
+    '| a | password |\n|---|---|\n| b | c |\nHz@2024abc | x', 'I set the user, password\nand host, then restarted',
+    'user,password\nalice,${DB_PASS}', 'name\ttoken\nbuild\t1234',
     'password => see the docs', '密码改成了 see the vault entry', 'sqlplus / as sysdba', 'connect github/copilot now',
     'exp user/file.dmp',
     'https://host:8080/path@v2', 'https://a.b:8443/api/Items2Get@x', 'https://registry.npmjs.org:443/@types/node',
