@@ -160,17 +160,33 @@ def db_fingerprint(conn: sqlite3.Connection, path: str) -> tuple[Any, ...]:
     return (*identity, *(first or ("", 0.0)))
 
 
-_LINEAGE_SQL = """
+# A reset's child (Hermes 0.21: /new in the desktop and TUI, a gateway chat's /reset, idle or daily expiry) keeps
+# ``parent_session_id`` for Hermes' own bookkeeping but starts a new conversation: none of its predecessor's
+# transcript is carried into it. Hermes marks it ``_reset_from`` in ``model_config``; a row written before the
+# marker is told as Hermes tells it (hermes_state_common ``_RESET_CHILD_SQL``): its parent ended at a reset and
+# both carry the same gateway routing key. ``{c}``: the child's alias.
+_RESET_CHILD = (
+    "(({c}.model_config LIKE '%\\_reset\\_from%' ESCAPE '\\' AND CASE WHEN json_valid({c}.model_config) "
+    "THEN json_extract({c}.model_config, '$._reset_from') IS NOT NULL ELSE 0 END) "
+    "OR (COALESCE({c}.session_key, '') != '' AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = {c}.parent_session_id "
+    "AND p.end_reason IN ('session_reset', 'session_switch', 'idle', 'daily', 'suspended', 'resume_pending_expired') "
+    "AND p.session_key = {c}.session_key)))"
+)
+
+# The asking conversation: its ancestors and every descendant of those, across parent links but not a reset's.
+_LINEAGE_SQL = f"""
 WITH RECURSIVE
 up(id, parent) AS (
-    SELECT id, parent_session_id FROM sessions WHERE id = :current
+    SELECT s.id, CASE WHEN {_RESET_CHILD.format(c="s")} THEN NULL ELSE s.parent_session_id END
+    FROM sessions s WHERE s.id = :current
     UNION
-    SELECT s.id, s.parent_session_id FROM sessions s JOIN up ON s.id = up.parent
+    SELECT s.id, CASE WHEN {_RESET_CHILD.format(c="s")} THEN NULL ELSE s.parent_session_id END
+    FROM sessions s JOIN up ON s.id = up.parent
 ),
 lineage(id) AS (
     SELECT id FROM up
     UNION
-    SELECT c.id FROM sessions c JOIN lineage l ON c.parent_session_id = l.id
+    SELECT c.id FROM sessions c JOIN lineage l ON c.parent_session_id = l.id WHERE NOT {_RESET_CHILD.format(c="c")}
 )
 SELECT id FROM lineage
 """
@@ -212,7 +228,8 @@ def scan_sessions(conn: sqlite3.Connection) -> SessionScan:
 
 
 def lineage_ids(conn: sqlite3.Connection, session_id: str) -> set[str]:
-    """The session, its ancestors and every descendant of those (its conversation)."""
+    """The session, its ancestors and every descendant of those (its conversation: compression continuations,
+    branches, delegates), a reset's predecessor and successors left out (each its own conversation)."""
     return {r[0] for r in conn.execute(_LINEAGE_SQL, {"current": session_id})}
 
 

@@ -90,6 +90,34 @@ def test_current_lineage_is_excluded_from_either_end(shared_pq):
         assert got == P_WEBSOCKET
 
 
+def test_a_reset_starts_a_conversation_of_its_own(pq):
+    """Hermes 0.21 keeps a reset's predecessor as the parent of the session that /new (desktop, TUI), a gateway
+    chat's /reset or its idle or daily expiry starts, though none of its transcript is carried over: marked
+    ``_reset_from`` in model_config, or, before the marker, a parent ended at a reset that shares the child's
+    routing key. Each side finds the other; a compression continuation and a plain child stay the conversation's."""
+    w, pay = pq, str(pq.paths["pay"])
+    w.session("r_old", pay, messages=[("user", "zeppelin cache: we chose redis streams")])
+    w.db.end_session("r_old", "session_reset")
+    w.session("r_new", pay, parent="r_old", model_config={"_reset_from": "r_old"},
+              messages=[("user", "what did we pick for the zeppelin cache?")])
+    w.continuation("r_new", "r_new2", messages=[("assistant", "zeppelin cache, continued")])
+    w.db.create_session("g_old", "telegram", session_key="tg:1", cwd=pay)
+    w.say("g_old", "user", "zeppelin retries: three, then give up")
+    w.db.end_session("g_old", "idle")
+    w.db.create_session("g_new", "telegram", session_key="tg:1", cwd=pay, parent_session_id="g_old")
+    w.say("g_new", "user", "zeppelin again")
+    w.db.create_session("g_sub", "telegram", session_key="tg:2", cwd=pay, parent_session_id="g_old")
+    w.say("g_sub", "assistant", "zeppelin from a child of another route")
+
+    def found(current: str) -> set[str]:
+        return set(result_sessions(w.search(current, "zeppelin", mode="keyword", limit=20)))
+
+    assert found("r_new2") == found("r_new") == {"r_old", "g_old", "g_new", "g_sub"}
+    assert found("r_old") == {"r_new", "r_new2", "g_old", "g_new", "g_sub"}
+    assert found("g_new") == {"r_old", "r_new", "r_new2", "g_old", "g_sub"}
+    assert found("g_old") == {"r_old", "r_new", "r_new2", "g_new"}  # g_sub: its own child, not a reset's
+
+
 def test_search_from_q_stays_in_q_including_worktrees(shared_pq):
     got = set(result_sessions(shared_pq.search("q_main", "websocket", limit=10)))
     assert got == {"q_wt", "q_cli_wt"}
