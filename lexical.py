@@ -470,7 +470,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     grams = fts.doc_lengths(conn, "trigram", list(rows)) if trigram and any(t.kind == "gram" for t in plan.terms) else {}
     weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
     return _answer(conn, rows, scorer, want_sessions, "+".join(paths) or "none", notes,
-                   {m: (words.get(m), grams.get(m)) for m in rows}, weight)
+                   {m: (words.get(m), grams.get(m)) for m, r in rows.items() if r.whole}, weight)
 
 
 def _substrings(conn: sqlite3.Connection, db_key: str, needles: Sequence[str], scope: Scope, want_sessions: int,

@@ -17,7 +17,8 @@ from .filters import Filters
 @dataclass(frozen=True)
 class MessageRow:
     """One message as read: ``text`` is its searchable text (``store.fetch_messages``), ``calls`` the end of it
-    that is the tool name and tool-call JSON."""
+    that is the tool name and tool-call JSON; ``whole``: false when ``text`` is less than what Hermes' full-text
+    index holds of the row (a ``/skill`` turn read as asked), whose lengths there do not count ``text``."""
 
     id: int
     session_id: str
@@ -25,6 +26,7 @@ class MessageRow:
     text: str
     timestamp: float | None
     calls: str = ""
+    whole: bool = True
 
 
 @dataclass(frozen=True)

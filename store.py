@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from . import attribution, echo, errors, filters, layout, paths
+from . import attribution, echo, errors, filters, layout, paths, stored_text
 from .records import MessageRow, Scope
 
 logger = logging.getLogger(__name__)
@@ -230,7 +230,6 @@ def max_message_id(conn: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
-_CONTENT_JSON_PREFIX = "\x00json:"  # how Hermes stores a multimodal message: the prefix, then its JSON parts
 #: What ``str.strip()`` removes (every character ``str.isspace()`` accepts), as SQLite's TRIM is told it.
 _BLANKS = "char(" + ", ".join(str(c) for c in range(0x3001) if chr(c).isspace()) + ")"
 _PARTS = "CAST(substr(CAST(m.content AS BLOB), 7) AS TEXT)"  # a multimodal row's JSON, after its prefix
@@ -239,7 +238,7 @@ def _has_text(plain: str) -> str:
     then ``strip()``): ``plain`` (the test of plain content), or multimodal content with a text part not blank
     (or not a JSON list: read as it is). Nested CASEs keep SQLite from parsing JSON that is not valid."""
     return (
-        f"(CASE WHEN NOT COALESCE(substr(CAST(m.content AS BLOB), 1, 6) = X'{_CONTENT_JSON_PREFIX.encode().hex()}', 0) "
+        f"(CASE WHEN NOT COALESCE(substr(CAST(m.content AS BLOB), 1, 6) = X'{stored_text.JSON_PREFIX.encode().hex()}', 0) "
         f"THEN {plain} WHEN NOT json_valid({_PARTS}) THEN 1 "
         f"WHEN json_type({_PARTS}) != 'array' THEN 1 ELSE EXISTS (SELECT 1 FROM json_each({_PARTS}) j WHERE TRIM(CASE "
         f"WHEN j.type = 'object' THEN CASE WHEN json_type(j.value, '$.text') = 'text' THEN json_extract(j.value, '$.text') "
@@ -547,18 +546,18 @@ def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Me
     for mid, sid, role, content, tool_name, tool_calls, ts in conn.execute(sql, (json.dumps(list(ids)),)):
         text = _message_text(content, tool_name, tool_calls)
         calls = _calls_text(tool_name, tool_calls) if tool_name or tool_calls else ""
-        out[int(mid)] = MessageRow(int(mid), sid, role or "", text, ts, calls if text.endswith(calls) else "")
+        whole = not (isinstance(content, str) and content.startswith(stored_text.SKILL_PREFIX))
+        out[int(mid)] = MessageRow(int(mid), sid, role or "", text, ts, calls if text.endswith(calls) else "", whole)
     return out
 
 
-def _message_text(content: Any, tool_name: Any, tool_calls: Any) -> str:
-    """The searchable text of a message row: content, tool name and tool calls, as Hermes indexes it, less the
-    recall tools' calls and answers (:data:`RECALL_TOOLS`)."""
+def _message_text(raw: Any, tool_name: Any, tool_calls: Any) -> str:
+    """The searchable text of a message row: content (:func:`stored_text.text_of`: a ``/skill`` turn as the person asked
+    it, the skill's body Hermes stored with it being the model's), tool name and tool calls, as Hermes indexes
+    them, less the recall tools' calls and answers (:data:`RECALL_TOOLS`)."""
     if tool_name in RECALL_TOOLS:
         return ""
-    text = content if isinstance(content, str) else ("" if content is None else str(content))
-    if text.startswith(_CONTENT_JSON_PREFIX):
-        text = _flatten_multimodal(text[len(_CONTENT_JSON_PREFIX):])
+    text = stored_text.text_of(raw)
     extra = _calls_text(tool_name, tool_calls)
     return f"{text} {extra}".strip() if extra else text
 
@@ -587,13 +586,3 @@ def _call_name(call: Any) -> str:
     name = function.get("name") if isinstance(function, dict) else call.get("name")
     return name if isinstance(name, str) else ""
 
-
-def _flatten_multimodal(raw: str) -> str:
-    try:
-        parts = json.loads(raw)
-    except (ValueError, RecursionError):  # not JSON, or nested past the parser (SQLite's json_valid() says 0 too)
-        return raw
-    if isinstance(parts, list):
-        texts = [p.get("text", "") for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
-        return " ".join(t for t in texts if t)
-    return raw

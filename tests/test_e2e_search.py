@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import World, result_sessions, shared_world
@@ -478,3 +479,54 @@ def test_tool_calls_nested_past_the_json_parser_break_no_search(world: World):
         db.execute("UPDATE messages SET tool_calls = ? WHERE id = ?", ("[" * 3000 + '"project_history_search"', mid))
     answer = world.search("cur_dc", "websocket retry", mode="keyword")
     assert answer["success"] is True and result_sessions(answer) == ["dc"], answer
+
+
+def _skill_turns() -> dict[str, str]:
+    """Hermes' own ``/skill`` turns (agent/skill_commands.py) for a skill written into its skills folder: a skill with
+    an instruction, without one, and two skills stacked, each as Hermes builds the message it stores."""
+    from agent import skill_commands
+    from tools import skills_tool
+
+    for name in ("zeppelin-check", "zeppelin-lint"):
+        folder = Path(skills_tool.SKILLS_DIR) / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: checks the zeppelin rollout\n---\n\n# {name}\n\nCalibrate the quokka "
+            "flux first, then read the marmoset gauge. The user has provided the following instruction alongside "
+            "the skill invocation: (quoted in the body)\n", encoding="utf-8")
+    skill_commands.scan_skill_commands()
+    stacked = skill_commands.build_stacked_skill_invocation_message(["/zeppelin-check", "/zeppelin-lint"], "both on canary")
+    assert stacked is not None
+    turns = {"with": skill_commands.build_skill_invocation_message("/zeppelin-check", "run it on staging"),
+             "bare": skill_commands.build_skill_invocation_message("/zeppelin-lint"), "stacked": stacked[0]}
+    assert all(turns.values()) and all("quokka" in t for t in turns.values())
+    return {k: str(v) for k, v in turns.items()}
+
+
+def test_a_skill_turn_is_searched_and_read_as_the_person_asked_it(world: World):
+    """Hermes stores a /skill turn with the skill's whole body in the user's message, for the model. Searched as
+    stored, every session that ran the skill would match its body's words and show them as what the person said.
+    It is read as Hermes reads it back (``/name instruction``): its body's words find nothing, the request is found
+    and shown, and a read shows it so. The form agrees with Hermes' own reading of the person's instruction."""
+    from agent.skill_commands import extract_user_instruction_from_skill_message
+
+    from project_history_recall import stored_text
+
+    turns = _skill_turns()
+    for turn in turns.values():
+        asked = stored_text.as_asked(turn)
+        instruction = extract_user_instruction_from_skill_message(turn) or ""
+        assert asked.endswith(instruction) and asked.startswith("/zeppelin-") and "quokka" not in asked
+    assert stored_text.as_asked(turns["stacked"]) == "/zeppelin-check /zeppelin-lint both on canary"
+    pay = world.repo("pay")
+    world.project("Payments", [pay])
+    world.session("s_skill", pay, messages=[("user", turns["with"]), ("assistant", "staging checked")])
+    world.session("s_bare", pay, messages=[("user", turns["bare"])])
+    world.session("s_plain", pay, messages=[("user", "the quokka flux drifted on staging")])
+    world.session("cur", pay, messages=[("user", "what did we check?")])
+    assert set(result_sessions(world.search("cur", "quokka marmoset", mode="keyword"))) == {"s_plain"}
+    answer = world.search("cur", "zeppelin-check staging", mode="keyword")
+    hit = next(r for r in answer["results"] if r["session_id"] == "s_skill")
+    assert "quokka" not in hit["snippet"] and "staging" in hit["snippet"]
+    read = world.call("project_history_read", {"session_id": "s_skill", "message_id": hit["message_id"]}, "cur")
+    assert read["messages"][0]["text"] == "/zeppelin-check run it on staging"

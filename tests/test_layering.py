@@ -44,7 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("secret_patterns",),  # pure: the shapes of secrets redaction looks for
     ("answers", "render"),  # pure: what every answer shares, text for people
     ("records",),  # pure: the records every layer passes on (a message, a session, a scope)
-    ("query", "attribution", "filters", "paths", "echo"),  # pure core; echoes of recalls
+    ("query", "attribution", "filters", "paths", "echo", "stored_text"),  # pure core; echoes of recalls; a row's content as written or asked
     ("errors",),  # pure: the failures, and how much of a value a message repeats
     ("unicode61",),  # pure: FTS5's tokenizer, asked of SQLite in memory
     ("state",),  # the data of every process cache (imports nothing)

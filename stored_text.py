@@ -1,0 +1,73 @@
+"""A message's content as the person wrote or asked it, from the forms Hermes stores it in (:func:`text_of`). Pure.
+
+A multimodal message is stored as :data:`JSON_PREFIX` and its JSON parts: its text parts are what was written. A
+``/skill`` turn (``/deploy-check run it on staging``) is stored with the skill's whole body in it: Hermes'
+``agent/skill_commands.py`` sends the model an activation note, the skill's text and the person's instruction, and
+state.db keeps that message. Searched as it is, every session that ran a skill matches the words of its body, and
+shows them as what the person said. Hermes itself reads such a turn back as ``/name instruction`` (its memory
+providers by ``extract_user_instruction_from_skill_message``, whose markers it keeps byte-identical to the builders;
+0.21's transcripts as ``/skill args``): so does every reader here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+#: How Hermes stores a multimodal message: this prefix, then its JSON parts.
+JSON_PREFIX = "\x00json:"
+#: How every skill turn starts: ``[IMPORTANT: The user has invoked the "name" skill, …`` (a bundle's: ``"name"
+#: skill bundle, …``; stacked skills': ``"a b" stacked skill bundle, …``).
+SKILL_PREFIX = '[IMPORTANT: The user has invoked the "'
+_SINGLE_MARKER = "The full skill content is loaded below.]"
+_SINGLE_INSTRUCTION = "The user has provided the following instruction alongside the skill invocation: "
+_RUNTIME_NOTE = "\n\n[Runtime note:"
+_BUNDLE_MARKER = " skill bundle,"
+_BUNDLE_INSTRUCTION = "\nUser instruction: "
+_BUNDLE_FIRST_SKILL = "\n\n[Loaded as part of the "
+
+
+def as_asked(text: str) -> str:
+    """``text`` as the person typed it: a skill turn as ``/name instruction`` (``/name`` alone when it carries no
+    instruction), any other text as it is. Linear in the length of ``text``."""
+    if not text.startswith(SKILL_PREFIX):
+        return text
+    end = text.find('"', len(SKILL_PREFIX))
+    if end < 0:
+        return text
+    name = text[len(SKILL_PREFIX) : end]
+    if text.startswith(_BUNDLE_MARKER, end + 1) or text.startswith(" stacked" + _BUNDLE_MARKER, end + 1):
+        # A bundle's instruction comes before the skills it loads: the first is the person's.
+        start = text.find(_BUNDLE_INSTRUCTION)
+        stop = text.find(_BUNDLE_FIRST_SKILL, start) if start >= 0 else -1
+        marker = _BUNDLE_INSTRUCTION
+    elif _SINGLE_MARKER in text:
+        # A single skill's comes after its body, which may quote the marker: the last is the person's.
+        start = text.rfind(_SINGLE_INSTRUCTION)
+        stop = text.find(_RUNTIME_NOTE, start) if start >= 0 else -1
+        marker = _SINGLE_INSTRUCTION
+    else:
+        return text
+    instruction = text[start + len(marker) : stop if stop >= 0 else len(text)].strip() if start >= 0 else ""
+    names = " ".join("/" + part.lstrip("/") for part in name.split())
+    return f"{names} {instruction}".strip()
+
+
+def text_of(content: Any) -> str:
+    """A row's ``content`` as text: a multimodal row's text parts joined by spaces (its JSON as it is when it does
+    not read as JSON or is not a list), a skill turn :func:`as_asked`, other text as it is; ``None`` as ``""``."""
+    text = content if isinstance(content, str) else ("" if content is None else str(content))
+    if text.startswith(JSON_PREFIX):
+        text = _flatten_parts(text[len(JSON_PREFIX) :])
+    return as_asked(text)
+
+
+def _flatten_parts(raw: str) -> str:
+    try:
+        parts = json.loads(raw)
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser (SQLite's json_valid() says 0 too)
+        return raw
+    if isinstance(parts, list):
+        texts = [p.get("text", "") for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return " ".join(t for t in texts if t)
+    return raw
