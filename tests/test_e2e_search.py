@@ -481,14 +481,16 @@ def test_tool_calls_nested_past_the_json_parser_break_no_search(world: World):
     assert answer["success"] is True and result_sessions(answer) == ["dc"], answer
 
 
-def _skill_turns() -> dict[str, str]:
-    """Hermes' own ``/skill`` turns (agent/skill_commands.py) for a skill written into its skills folder: a skill with
-    an instruction, without one, and two skills stacked, each as Hermes builds the message it stores."""
+def _skill_turns(skills: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Hermes' own ``/skill`` turns (agent/skill_commands.py) for skills written into the folder ``skills``, made
+    Hermes' skills folder: a skill with an instruction, one without, and two stacked, each as Hermes builds the
+    message it stores."""
     from agent import skill_commands
     from tools import skills_tool
 
+    monkeypatch.setattr(skills_tool, "SKILLS_DIR", skills)
     for name in ("zeppelin-check", "zeppelin-lint"):
-        folder = Path(skills_tool.SKILLS_DIR) / name
+        folder = skills / name
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "SKILL.md").write_text(
             f"---\nname: {name}\ndescription: checks the zeppelin rollout\n---\n\n# {name}\n\nCalibrate the quokka "
@@ -503,7 +505,7 @@ def _skill_turns() -> dict[str, str]:
     return {k: str(v) for k, v in turns.items()}
 
 
-def test_a_skill_turn_is_searched_and_read_as_the_person_asked_it(world: World):
+def test_a_skill_turn_is_searched_and_read_as_the_person_asked_it(world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Hermes stores a /skill turn with the skill's whole body in the user's message, for the model. Searched as
     stored, every session that ran the skill would match its body's words and show them as what the person said.
     It is read as Hermes reads it back (``/name instruction``): its body's words find nothing, the request is found
@@ -512,7 +514,7 @@ def test_a_skill_turn_is_searched_and_read_as_the_person_asked_it(world: World):
 
     from project_history_recall import stored_text
 
-    turns = _skill_turns()
+    turns = _skill_turns(tmp_path / "skills", monkeypatch)
     for turn in turns.values():
         asked = stored_text.as_asked(turn)
         instruction = extract_user_instruction_from_skill_message(turn) or ""
