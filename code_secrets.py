@@ -105,12 +105,17 @@ KEYED_CALL = re.compile(
 #: ``mysqli_connect('host', 'root', '…')``, ``mysql.connector.connect(…)``, ``pymysql.connect(…)``,
 #: ``DriverManager.getConnection(url, "root", "…")``), a login's (smtplib's, ftplib's ``server.login('bob@qq.com',
 #: '…')``) and a JWT library's secret (``jwt.sign(payload, '…')``, ``jwt.encode(…)``, ``verify``, ``decode``). Judged as
-#: an assignment to a password or a secret.
+#: an assignment to a password or a secret; and a form's password field filled in a browser test (group ``form``:
+#: Selenium's ``find_element(By.ID, "password").send_keys("…")``, Playwright's ``page.fill("#password", "…")`` and
+#: ``getByLabel('Password').fill('…')``, Cypress' ``cy.get('#pwd').type('…')``, jQuery's ``.val('…')``, ``.value = '…'``), when the literal reads as a password.
 POSITIONAL = re.compile(
     r"(?:(?<![\w$])(?:new[ \t]++PDO\(|DriverManager\.getConnection\()\s*+[^,()\n]{1,300}+,\s*+[\"'][^\"'\n]{1,100}+[\"'][ \t]*+,"
     r"|(?<![\w$.])(?:mysqli_connect|new[ \t]++mysqli|(?:mysql\.connector|pymysql|MySQLdb)\.connect)\(\s*+(?:[\"'][^\"'\n]{1,300}+[\"']"
     r"[ \t]*+,\s*+){2}|(?<=[\w)])\.login\(\s*+(?P<login>[^,()\n]{1,300}+),"
-    r"|(?P<jwt>(?<![\w$.])jwt\.(?:sign|encode|verify|decode)\()\s*+(?:\{[^{}\n]{0,200}+\}|[^,()\n]{1,200}+),)\s*+[bf]?" + _quoted("10")
+    r"|(?P<jwt>(?<![\w$.])jwt\.(?:sign|encode|verify|decode)\()\s*+(?:\{[^{}\n]{0,200}+\}|[^,()\n]{1,200}+),"
+    r"|(?P<form>[\"'][#.]?[\w\[\]=@-]{0,40}?(?i:passw(?:or)?d|pwd|pass)[\w\]-]{0,40}+[\"'][ \t]*+\)\s*+\.(?:(?:send_?[kK]eys|fill|type"
+    r"|setValue|input|val|pressSequentially|press_sequentially)\(|value[ \t]*+=[ \t]*+)|(?<=\.)(?:fill|type)\(\s*+[\"'][#.]?[\w\[\]=@-]{0,40}?"
+    r"(?i:passw(?:or)?d|pwd|pass)[\w\]-]{0,40}+[\"'][ \t]*+,))\s*+[bf]?" + _quoted("10")
 )
 #: Terraform's variable declared with a default (``variable "db_password" {`` then ``default = "…"`` within its block),
 #: and a setting written as a name, a space and a quoted literal alone on its line, as Gradle's and Ruby's DSLs write
@@ -308,6 +313,8 @@ def _positional(m: re.Match[str], judge: Judge, redacted: str) -> str:
     value = m.group("value10")
     if m.group("jwt"):
         plain = patterns.DEFAULT_SECRET.fullmatch(value) is not None and not value.startswith("-----")
+    elif m.group("form"):
+        plain = prose_secrets.reads_as_password(value, redacted)
     elif m.group("login") and m.group("login")[0] not in "\"'":  # a variable's user: the literal may be anything
         plain = prose_secrets.reads_as_password(value, redacted) and re.search(r"[\s/]|^anonymous|\w#\w", value) is None
     else:

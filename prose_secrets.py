@@ -56,6 +56,13 @@ CREDENTIAL_PAIR = re.compile(
     r"|账户|帳戶|アカウント|계정)[ \t]*+[:：]|(?:账密|帳密)[ \t]*+[:：]?)"
     r"[ \t]*+[A-Za-z0-9_.@-]{1,64}+[ \t]*+/[ \t]*+(?P<value>[^\s/]{1,200}+)(?!/)"
 )
+#: A login after a label naming both its fields (``账号密码：admin …``, ``用户名密码 root …``, ``账号密码分别是 admin 和 …``):
+#: the user, what separates the two, then the password, which goes when it reads as one
+#: (:func:`reads_as_password`).
+BOTH_FIELDS = re.compile(
+    r"(?:账号|帐号|帳號|账户|帳戶|用户名|用戶名|用户|用戶)(?:和|与|與|/|、)?(?:密码|密碼)(?:分别|分別)?(?:是|为|為)?[ \t]*+[:：]?[ \t]*+"
+    r"[A-Za-z0-9_.@-]{1,64}+(?:[ \t]*+(?:/|和|与|與|、|，|,)[ \t]*+|[ \t]++)(?P<value>[^\s/，,、]{1,200}+)"
+)
 #: A user and password given as flags of a command (``mongo -u admin -p 'Sup3r$ecret9'``, ``smbclient -U
 #: bob%Sup3rS3cretPw``, ``lftp -u bob,Sup3rS3cretPw``); the password goes when it reads as one (``docker run -u
 #: 1000:1000 -p 8080:80`` and ``mysql -u root -p shop`` keep theirs). Groups: ``q`` the quote, ``value``.
@@ -86,6 +93,7 @@ def redact(text: str, redacted: str) -> str:
     text = patterns.BARE_USERINFO.sub(lambda m: _bare_userinfo(m, redacted), text)
     text = patterns.SLASHED_USERINFO.sub(lambda m: _slashed_userinfo(m, redacted), text)
     text = CREDENTIAL_PAIR.sub(lambda m: _password_in(m, redacted), text)
+    text = BOTH_FIELDS.sub(lambda m: _password_in(m, redacted), text)
     text = USER_PASS_FLAGS.sub(lambda m: _password_in(m, redacted), text)
     text = _codes(text, redacted)
     return PASSPHRASE_WORDS.sub(lambda m: _passphrase_words(m, redacted), text)
@@ -99,6 +107,15 @@ def reads_as_password(value: str, redacted: str) -> bool:
         return False
     lower, upper, digit = (any(map(test, value)) for test in (str.islower, str.isupper, str.isdigit))
     return (lower or upper) and (patterns.PASSWORD_SYMBOL.search(value) is not None or (lower and upper and digit))
+
+
+def reads_as_sentence(value: str) -> bool:
+    """Whether a quoted ``value`` is a sentence, as a UI string or a message is: three or more words, the first
+    Capitalised, most of them :data:`PROSE_WORDS` (``Enter your password``, ``Your session has expired. Please sign in
+    again.``)."""
+    words = value.split()
+    prose = sum(w.strip(".,!?:;()…").lower() in PROSE_WORDS for w in words)
+    return len(words) >= 3 and value[:1].isupper() and 2 * prose > len(words)
 
 
 def _bare_userinfo(m: re.Match[str], redacted: str) -> str:
@@ -126,7 +143,7 @@ def _slashed_userinfo(m: re.Match[str], redacted: str) -> str:
 
 
 def _password_in(m: re.Match[str], redacted: str) -> str:
-    """A :data:`secret_patterns.CREDENTIAL_PAIR` or :data:`secret_patterns.USER_PASS_FLAGS` match with its ``value``
+    """A :data:`CREDENTIAL_PAIR`, :data:`BOTH_FIELDS` or :data:`USER_PASS_FLAGS` match with its ``value``
     redacted when it reads as a password (trailing punctuation of a sentence stays)."""
     value = m.group("value").rstrip(patterns.VALUE_END)
     if not reads_as_password(value, redacted):

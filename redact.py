@@ -380,6 +380,8 @@ def _cli_secret(m: re.Match[str]) -> str:
     value = m.group("value")
     if len(value) < _MIN_SECRET or value.startswith("$") or _is_placeholder(value, "", quoted=bool(m.group("q"))):
         return m.group(0)
+    if not m.group("q") and value.lower().rstrip(patterns.VALUE_END) in patterns.FLAG_PROSE:
+        return m.group(0)  # the flag named in prose: "use the --password option", "--token flag"
     return _replace(m, *m.span("value"))
 
 
@@ -425,6 +427,8 @@ def _assigned_secret(name: str, value: str, text: str, end: int, bare: bool, pro
     password = _password_name(name)
     if (kind is None and not password) or not value or _is_placeholder(value, name, quoted=not bare):
         return False
+    if not bare and prose_secrets.reads_as_sentence(value):
+        return False  # a UI string or a message under a credential's key ("Enter your password")
     if password and value.isascii() and value.isalpha() and _passphrase(value, text, end):
         return True  # a pass's or pwd's too, which letters alone otherwise leave a setting
     if kind is None:
@@ -501,6 +505,8 @@ def _labelled(m: re.Match[str]) -> str:
         value = value.rstrip(patterns.VALUE_END)
     if len(value) < _MIN_SECRET or _is_placeholder(value, label, quoted=quoted is not None):
         return m.group(0)
+    if re.fullmatch(r"\d{1,5}+(?:[-~～到至]\d{1,5}+)?", value) and m.string.startswith(patterns.SIZE_UNITS, start + len(value)):
+        return m.group(0)  # a length or a size (密码是8-16位, 密钥是2048位), not a value
     foreign = patterns.FOREIGN_LABEL.fullmatch(label) is not None
     after = joiner[len(m.group("purpose") or "") :].strip()  # what joins the value, what it is for left out
     if max(label) < "\u0250" or foreign:  # Latin script, or a word for key or token of another

@@ -123,10 +123,11 @@ URL_SECRET_NAMES = re.compile(
 #: A query string's ``name=value`` anywhere in text (a URL in prose, a log line); the value runs to the next ``&``,
 #: ``#``, quote or space.
 QUERY_PAIR = re.compile(r"(?<=[?&])([A-Za-z0-9_.~%-]{1,60}+)=([^&#\s\"'<>]{1,1000}+)")
-#: A ``Cookie:`` or ``Set-Cookie:`` header, to the end of its line: its session-like pairs are redacted.
-COOKIE_HEADER = re.compile(r"(?i)(?<![A-Za-z0-9_])((?:set-)?cookie\s*+[:=]\s*+)([^\n]{1,2000}+)")
+#: A ``Cookie:`` or ``Set-Cookie:`` header, to the end of its line, also as a quoted key (``{'Cookie': 'SESSDATA=…'}``,
+#: fetch's ``"cookie": "sid=…"``): its session-like pairs are redacted.
+COOKIE_HEADER = re.compile(r"(?i)(?<![A-Za-z0-9_])((?:set-)?cookie[\"']?\s*+[:=]\s*+[\"']?)([^\n]{1,2000}+)")
 #: One ``name=value`` of a cookie header.
-COOKIE_PAIR = re.compile(r"([^=;,\s]{1,100}+)=([^;,\s]{1,1000}+)")
+COOKIE_PAIR = re.compile(r"([^=;,\s]{1,100}+)=([^;,\s\"']{1,1000}+)")
 #: Cookie names that hold a session or a credential (``sessionid``, ``PHPSESSID``, ``sid``, ``csrftoken``, ``auth``...).
 COOKIE_SECRET_NAMES = re.compile(r"(?i)sess|^sid$|token|auth|jwt|secret|key|remember")
 
@@ -277,10 +278,10 @@ CREDENTIAL_FILE = re.compile(
     r"(?![a-z-]{1,200}+(?:[\s\"']|$)|[A-Z][a-z]{1,200}+(?:[\s\"']|$))))"
     r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)>|]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
 )
-#: A password in SQL (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``). Groups: ``q`` the
-#: quote, ``value`` the password.
+#: A password in SQL (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``; not a selector's
+#: ``'#password'``). Groups: ``q`` the quote, ``value`` the password.
 SQL_PASSWORD = re.compile(
-    r"(?i)(?<![A-Za-z0-9_'\"])(?:IDENTIFIED[ \t]++(?:WITH[ \t]++\w{1,40}+[ \t]++)?BY|PASSWORD)[ \t]*+=?[ \t]*+(?P<q>')(?P<value>[^'\s,][^'\n]{0,199}+)'")
+    r"(?i)(?<![A-Za-z0-9_'\"#.])(?:IDENTIFIED[ \t]++(?:WITH[ \t]++\w{1,40}+[ \t]++)?BY|PASSWORD)[ \t]*+=?[ \t]*+(?P<q>')(?P<value>[^'\s,][^'\n]{0,199}+)'")
 #: An Oracle login on a command line (``sqlplus scott/…@db``, ``CONNECT system/…@XE``; Oracle's own tools without a
 #: database too: ``sqlplus scott/… as sysdba``; Dameng's ``disql``) or in a JDBC URL (``jdbc:oracle:thin:scott/…@//h``).
 #: Groups: ``q`` (empty), ``value`` the password.
@@ -501,13 +502,20 @@ WEAK_KEY_QUALIFIERS = {"jwt", "hmac", "cookie", "webhook", "license", "licence"}
 #: ``<qualifier>_KEY`` names that are not credentials (an UPPER_SNAKE ``*_KEY`` otherwise is one: ``STRIPE_KEY``).
 PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "lookup", "hash", "shard", "row", "range",
                         "unique", "index", "map", "group", "order", "public", "routing", "idempotency", "storage", "dedup"}
+#: Words that follow a flag's name in prose about it rather than its value (``use the --password option``).
+FLAG_PROSE = frozenset("option options flag flags argument arguments parameter parameters switch instead and or is to".split())
+#: What follows a number that is a length or a size rather than a value (``8-16位``, ``2048 bit``, ``12个字符``).
+SIZE_UNITS = ("位", "个", "個", "字", "bit", " bit", "-bit", " chars", " characters")
 #: Values that are placeholders, not literals, quoted or not: a constant or a type's name, a variable, a list or dict, an
 #: environment variable's name (``"OPENAI_API_KEY"``, not ``"S3CR3T_KEY"``), a scheme joined to a token (``"Bearer " +
 #: t``), ``TODO``, a mask (``********``, ``(none)``), CJK text alone (``"请输入密码"``, not ``"张三Abc123!"``), what a
 #: shell, a CI system or a template fills in when it runs (``"${{ secrets.DB_PASSWORD }}"``, ``"$(cat pw.txt)"``,
-#: ``%SA_PASSWORD%``, ``#{Pw}#``, ``@PW@``).
+#: ``%SA_PASSWORD%``, ``#{Pw}#``, ``@PW@``, MyBatis' and Octopus' ``#{password}``, hiera's ``%{…}``, ``${VAR:-}``
+#: without a default, ``${VAR:?message}``, Serverless' ``${ssm:…}``), a bind parameter (``:password``, T-SQL's ``@Password``), a YAML tag (``!ENV``).
 _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
-                r"|\$\{\{.*|\$\(.*|%\w+%|#\{\w+\}#|@\w+@"
+                r"|\$\{\{.*|\$\(.*|%\w+%|#\{\w+\}#|@\w+@|#\{[\w.]{1,100}+\}|%\{[^{}\n]{1,200}+\}"
+                r"|\$\{\w{1,100}+(?::?[-=])?\}?|\$\{\w{1,100}+:?\?[^{}\n]{0,200}+\}?|\$\{(?:ssm|env|file|self|opt|cf|s3|sls)[:(][^{}\s]{0,200}+\}?"
+                r"|:[A-Za-z_]\w{0,60}+|@[A-Z][A-Za-z]{0,60}+|![A-Za-z][A-Za-z_]{0,30}+"
                 r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\*{3,}|\(\w*\)|\.{3}|…"
                 r"|TODO|TBD|FIXME"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"

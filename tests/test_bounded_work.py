@@ -484,7 +484,10 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "npm config set //a:", '"value": "a", "name": "', '"Name": "/a", "Type": "a", "Value": "',
                                   # tables: a header's cells, its delimiter row, rows of its width, a row's first cell
                                   "| a | password ", "| password |\n|-|\n", "| a | password |\n|---|---|\n| b | Abc1! |\n",
-                                  "a,password\n", "a,password\nb,Abc1!x\n", "a\tpassword\n", "\n| password | a ", "| password | a |\n"])
+                                  "a,password\n", "a,password\nb,Abc1!x\n", "a\tpassword\n", "\n| password | a ", "| password | a |\n",
+                                  # labels naming both fields, browser tests' password fields, quoted cookie headers, templates
+                                  "账号密码 a ", "账号密码：a 和 ", "('#password').", "('#password').val('", ".fill('#password', '",
+                                  "('password').send_keys(\"", "'Cookie': '", '"cookie": "a=b; ', "#{a}", "${a:?", "${ssm:"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

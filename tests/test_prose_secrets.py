@@ -364,11 +364,31 @@ SENT_BEFORE = [
     ('| Password | Host |\n|---|---|\n| Qw3rty!9xx | db1 |', 'Qw3rty!9xx'), ('服务 | 数据库密码\n--- | ---\nmysql | S3cretPass', 'S3cretPass'),
     ('host,port,user,password\ndb1,5432,admin,Pg@2024!x', 'Pg@2024!x'), ('id,api_key\n1,"ak_9f8e7d6c5b4a3210"', 'ak_9f8e7d6c5b4a3210'),
     ('name\tDB Password\nalice\tS3cretPass', 'S3cretPass'), ('| 应用 | AppSecret |\n|---|---|\n| 小程序 | 9f8e7d6c5b4a3210fe |', '9f8e7d6c5b4a3210fe'),
+    # the fourth review's: a label naming both fields (the user went, the password stayed), a browser test's
+    # password field, cookies in a dict of headers or fetch's options
+    ('账号密码：admin Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('测试服 用户名密码 root Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('账号密码分别是 admin 和 Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('driver.find_element(By.ID, "password").send_keys("Kq7#vLp2Wx")', 'Kq7#vLp2Wx'),
+    ("driver.find_element_by_name('pwd').send_keys('Kq7#vLp2Wx')", 'Kq7#vLp2Wx'), ('await page.fill("#password", "Kq7#vLp2Wx")', 'Kq7#vLp2Wx'),
+    ("await page.getByLabel('Password').fill('Kq7#vLp2Wx');", 'Kq7#vLp2Wx'), ("cy.get('#password').type('Kq7#vLp2Wx')", 'Kq7#vLp2Wx'),
+    ("$('#password').val('Kq7#vLp2Wx')", 'Kq7#vLp2Wx'), ("document.querySelector('#password').value = 'Kq7#vLp2Wx'", 'Kq7#vLp2Wx'),
+    ("headers = {'Cookie': 'SESSDATA=3f2a9c8b%2C1717000000%2Cab12c; theme=dark'}", '3f2a9c8b%2C1717000000'),
+    ('fetch(url, { "headers": { "cookie": "sid=k2j3h4g5f6d7s8a9p0o1i2u3; theme=dark" } })', 'k2j3h4g5f6d7s8a9p0o1i2u3'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # the fourth review's: templates and binds, a length or a size after a label, a flag named in prose, a selector
+    # that is no SQL, UI strings under a credential's key, a cookie's closing quote kept
+    'password: "#{DbPassword}"', "password: \"%{hiera('db_password')}\"", 'password: !ENV ${DB_PASSWORD}',
+    'UPDATE users SET password = :password WHERE id = :id', 'SELECT * FROM Users WHERE Name = @Name AND Password = @Password',
+    '{"password": "${env:DB_PASSWORD}"}', 'POSTGRES_PASSWORD: ${POSTGRES_PASSWORD:?err}', 'POSTGRES_PASSWORD: ${POSTGRES_PASSWORD:-}',
+    'DB_PASSWORD: ${ssm:/prod/db/password}', '密码是8-16位字母数字组合', '新密码为6-20位，必须包含字母和数字', '密钥是2048位的RSA',
+    '- Removed `--password` flag from `app login`; use `--password-stdin` instead.', 'Use the --password option only in CI.',
+    'The --api-key option is deprecated since v3.', "$('#password').attr('type', 'text')",
+    "cy.get('#password').should('have.attr', 'type', 'password')", "cy.get('#password').type('{enter}')",
+    '{"login": {"username": "Username", "password": "Enter your password", "forgot": "Forgot password?"}}',
+    '"token": "Your session has expired. Please sign in again."', "password: 'Please enter a password',",
     # tables: no value (a dash, a mask, a word of prose, a pointer elsewhere), counts of tokens, a field table's
     # types, a key that is no credential, a table ended before its next line, a CSV header of prose
     '| 服务 | 密码 |\n|---|---|\n| redis | 见 vault |\n| mysql | - |\n| pg | *** |\n| es | required |\n| mq | N/A |',
