@@ -47,6 +47,8 @@ class EmbeddingSettings:
 @dataclass(frozen=True)
 class Settings:
     embedding: EmbeddingSettings = EmbeddingSettings()
+    #: Where Hermes keeps this profile's sessions (its own ``database.backend``, lower-cased): ``sqlite`` is state.db.
+    sessions_backend: str = "sqlite"
 
 
 def plugin_section(config: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -108,7 +110,10 @@ def parse_settings(config: Mapping[str, Any] | None) -> Settings:
     d = EmbeddingSettings()
     provider = str(emb.get("provider") or d.provider).strip().lower() or d.provider
     model = str(emb.get("model") or d.model)
+    database = config.get("database") if isinstance(config, Mapping) else None
+    backend = database.get("backend") if isinstance(database, Mapping) else None
     return Settings(
+        sessions_backend=str(backend or "sqlite").strip().lower() or "sqlite",
         embedding=EmbeddingSettings(
             enabled=None if emb.get("enabled") is None else _bool(emb.get("enabled"), True),
             provider=provider,

@@ -38,6 +38,12 @@ class StateDBUnreadable(StoreError):
     code = "db_unreadable"
 
 
+class StateElsewhere(StoreError):
+    """The profile's config.yaml keeps Hermes' sessions in another store than state.db (``database.backend``)."""
+
+    code = "sessions_not_in_state_db"
+
+
 class ProjectsDBUnreadable(StoreError):
     """projects.db met SQLite's "disk I/O error" (``temporary`` in its details): the projects are not known just now,
     and a scope made without them would be another project's."""

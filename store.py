@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from . import attribution, echo, errors, filters, layout, paths, stored_text
+from . import attribution, echo, errors, filters, layout, paths, settings, stored_text
 from .records import MessageRow, Scope
 
 logger = logging.getLogger(__name__)
@@ -127,9 +127,15 @@ _TEXT = operator.methodcaller("decode", "utf-8", "replace")  # bytes -> str, as 
 
 
 def open_state_db(home: Path) -> sqlite3.Connection:
-    """Read-only connection to ``<home>/state.db``; raises ``errors.NoStateDB`` if absent,
-    ``errors.StateDBUnreadable`` if SQLite cannot read it (with ``temporary=True`` in its details for a
-    :func:`transient` error)."""
+    """Read-only connection to ``<home>/state.db``; raises ``errors.StateElsewhere`` when the profile's config.yaml
+    keeps Hermes' sessions in another store (``database.backend: postgres``: state.db would be absent or stale),
+    ``errors.NoStateDB`` if absent, ``errors.StateDBUnreadable`` if SQLite cannot read it (with ``temporary=True``
+    in its details for a :func:`transient` error)."""
+    backend = settings.load_settings(home).sessions_backend
+    if backend != "sqlite":
+        raise errors.StateElsewhere(f"this profile keeps Hermes' sessions in {errors.echo(backend)} (config.yaml "
+                                    "database.backend), not in state.db: project history reads state.db only",
+                                    backend=errors.echo(backend))
     path = paths.state_db_path(home)
     try:
         conn = connect_ro(path)

@@ -155,6 +155,29 @@ def test_no_state_db(world: World):
     assert not (world.home / "state.db").exists(), "a search must never create state.db"
 
 
+def test_sessions_kept_in_postgres_are_said_so(two, capsys):
+    """Hermes can keep a profile's sessions in PostgreSQL (config.yaml ``database: {backend: postgres}``); state.db is
+    then absent or stale. Every tool and the command line say so (no stale answer, no false "no matches") and the move
+    writes nothing; ``sqlite`` spelled out reads state.db as before."""
+    from project_history_recall import command_line
+
+    config = two.home / "config.yaml"
+    original = config.read_text()
+    config.write_text(original + "database:\n  backend: postgres\n")
+    before = (two.home / "state.db").read_bytes()
+    answers = [two.search("cur", "websocket"), two.move("cur", ""),
+               two.call("project_history_read", {"session_id": "old"}, "cur"), two.call("project_history_recent", {}, "cur")]
+    for answer in answers:
+        assert answer["success"] is False and answer["code"] == "sessions_not_in_state_db", answer
+        assert "postgres" in answer["error"] and "state.db" in answer["error"]
+    assert (two.home / "state.db").read_bytes() == before
+    code = command_line.main(["--hermes-home", str(two.home), "search", "websocket", "--cwd", str(two.work / "app")])
+    printed = capsys.readouterr()
+    assert code != 0 and "postgres" in printed.err and "Traceback" not in printed.err, printed
+    config.write_text(original + "database:\n  backend: SQLite\n")
+    assert two.search("cur", "websocket")["success"] is True
+
+
 def test_corrupt_state_db(world: World):
     (world.home / "state.db").write_bytes(b"this is not a database" * 100)
     answer = world.search("cur", "websocket")
