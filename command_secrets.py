@@ -70,6 +70,21 @@ PASSWORD_FLAG = re.compile(
     r"|etcdctl(?=[ \t])" + _SAME_COMMAND + r"[ \t]--user(?:[ \t]++|=)(?P<fq>[\"']?)[^\s:\"']{1,100}+:"
     r"|(?i:ConvertTo-SecureString)(?:[ \t]++-String)?[ \t]++)(?![-/])" + _VALUE
 )
+#: A command written as a list of its words (a compose or Kubernetes ``command:``/``args:``, ``subprocess.run([…])``,
+#: a Dockerfile's ``CMD [...]``): a password flag's value as the next element (``"--requirepass", "…"``, ``"--password",
+#: "…"``), or MySQL's ``"-p…"`` glued, after ``"mysql"``, ``"mysqladmin"`` or ``"mysqldump"`` in the same list.
+ARGV_SECRET = re.compile(
+    r"[\"']--?[A-Za-z-]{0,30}?(?:password|passwd|requirepass|masterauth|passphrase|token|secret|api-key)[\"'][ \t]*+,[ \t]*+"
+    r"(?P<q>[\"'])(?P<value>[^\"'\n]{1,200}+)(?P=q)"
+    r"|[\"'](?:mysql|mysqladmin|mysqldump|mariadb)[\"'][^\]\n]{0,200}?,[ \t]*+(?P<fq>[\"'])-p(?P<bare>[^\"'\s]{1,200}+)(?P=fq)"
+)
+#: A password a tool prints when it makes one: MySQL's ``A temporary password is generated for root@localhost: …``,
+#: Elasticsearch's ``Password for the elastic user (…):`` with the password on the next line, and its reset tool's
+#: ``New value: …`` (after ``Password for the [elastic] user successfully reset.``).
+GENERATED_SECRET = re.compile(
+    r"(?:temporary password is generated for [^\s:]{1,100}+:[ \t]++|Password for the \[?\w{1,30}+\]? user"
+    r"(?: \([^\n]{0,200}?\))?:[ \t]*+\r?\n[ \t]*+|user successfully reset\.[ \t]*+\r?\nNew value:[ \t]*+)(?P<bare>\S{1,200}+)"
+)
 #: GitHub CLI's ``gh secret set … -b value`` / ``--body value`` (``--body=value``), in any order.
 GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE)
 #: A Dockerfile's ``ENV NAME value`` at a line's start (any case; the old form, whose value runs to the line's end),
@@ -91,7 +106,7 @@ _TEMPLATED = re.compile(r"%\w+%|#\{|@\w+@|\{\{|\$\{\{")
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those passwords replaced by ``redacted``, the rest as it was."""
-    for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET):
+    for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET, GENERATED_SECRET):
         text = pattern.sub(lambda m: _password(m, redacted), text)
     return NAMED_SETTING.sub(lambda m: _named(m, redacted, judge), text)
 

@@ -283,6 +283,9 @@ def _long_token(m: re.Match[str]) -> str:
     (a document's id, a key); one-case segments are digests and names (nix store hashes, S3 object names, git ids).
     """
     token = m.group(0)
+    if (token.startswith(patterns.PUBLIC_ID_PREFIXES) or token[:7].lower().startswith(patterns.DIGEST_TAGS)
+            or m.string[max(0, m.start() - 7) : m.start()].lower().endswith(patterns.DIGEST_TAGS)):
+        return token  # an API's id of a reply or a request, a digest (SSH's SHA256: fingerprint, SRI's sha384-)
     if len(token) < 32 and (not (token.isalnum() and all(_class_counts(token))) or _camel_words(token)):
         return token
     segments = token.split("/")

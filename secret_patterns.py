@@ -366,8 +366,8 @@ DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\
                             r"(?![A-Za-z][A-Za-z\d]*+:[A-Za-z_]++$|%\w++%$|@\w++$|\([^()]*+\)$|[A-Z][A-Z\d_]*+=|\*++(?:[A-Z_]++\*++)?$)"
                             r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![a-z\d_:,.-]*+\|[a-z\d_:,.|-]*+$)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
 #: Credential labels in other scripts than Latin (longer ones first).
-_SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|授权码|授權碼|安全码|安全碼|凭证|憑證|账密|帳密"
-                  "|パスワード|暗証番号|비밀번호|비번|암호"
+_SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|授权码|授權碼|安全码|安全碼|凭证|憑證|凭据|憑據"
+                  "|账密|帳密|金鑰|金钥|權杖|权杖|パスワード|暗証番号|暗号鍵|認証キー|비밀번호|패스워드|비번|암호|인증키"
                   "|пароль|паролем|пароля")
 #: Credential labels of other languages written in Latin letters or Cyrillic (French, Spanish, Portuguese, German,
 #: Dutch, Italian, Polish, Turkish, Vietnamese, Russian, Japanese and Korean katakana/hangul words for password, key
@@ -384,7 +384,8 @@ MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT
 #: What joins a CJK or Japanese label to its value: a verb (``是``, ``为``, ``设置成``, ``は``...), after an adverb too
 #: (``也是``, ``默认是``, ``应该是``, ``都是``), ``改成``/``重置为``/``换成`` (``已``, ``了``), ``用``, ``如下``, ``分别是``.
 _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律|统一|統一|现在|現在|当前|當前|初始|依然|仍然|分别|分別)?(?:是|为|為)"
-              r"|(?:已经?|已經)?[被又]?(?:重新)?(?:设置|設置|设|設|改|修改|重置|更新|换|換)(?:成|为|為)了?|は|が|を|는|은|가|이|我|用|如下")
+              r"|(?:已经?|已經)?[被又]?(?:重新)?(?:设置|設置|设|設|改|修改|重置|更新|换|換)(?:成|为|為)了?|は|が|を|는|은|가|이|我|用|如下"
+              r"|的?值(?:是|为|為)|(?:发|發)(?:给|給)?你了?|给你|給你")
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``,
 #: ``设置成``, ``は``, ``is``...), and a quoted string or a run of printable ASCII (which ends where the text goes back
@@ -453,7 +454,7 @@ CJK_NAME_VALUE = re.compile(_ALGORITHM)
 #: Labels as often followed by what a credential is as by its value (``授权码是 authorization_code 模式``, ``安全码是 TOTP
 #: 生成的``, ``凭证用 ~/.aws/credentials``): :func:`redact._labelled` takes only a value that plainly reads as a
 #: password after them (or a mail server's 授权码, 16 lower-case letters).
-NAMING_LABELS = {"授权码", "授權碼", "安全码", "安全碼", "凭证", "憑證", "账密", "帳密"}
+NAMING_LABELS = {"授权码", "授權碼", "安全码", "安全碼", "凭证", "憑證", "凭据", "憑據", "账密", "帳密"}
 #: A joiner after which a label's value is taken as :func:`redact._labelled` always took it (``是``, ``:``, ``is``,
 #: ``设置成``...); after the others (``也是``, ``默认是``, ``换成``, ``用``, ``如下``, ``→``, ``should be``, ``is now``, ``to``)
 #: the value must plainly read as a password: they as often precede what the credential is (``密码也是 bcrypt 哈希的``,
@@ -542,6 +543,11 @@ CODE_VALUE = re.compile(
 #: shorter (a KSUID is 27, a nanoid 21); and kept when :data:`CAMEL_HUMP` words cover half of it
 #: (``GetUserProfileByAccountIdV2Ok``).
 LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{28,}+")
+#: Ids an API gives its replies, requests and calls (OpenAI's ``chatcmpl-``, ``resp_``, ``call_``; Anthropic's
+#: ``msg_``, ``toolu_``; Stripe's ``req_``): long and random, and public.
+PUBLIC_ID_PREFIXES = ("chatcmpl-", "resp_", "req_", "msg_", "call_", "toolu_", "run_", "thread_", "asst_", "batch_", "evt_")
+#: What names a digest written after it (``SHA256:`` of an SSH fingerprint, SRI's ``sha384-``, ``sha256=``).
+DIGEST_TAGS = tuple(f"{name}{sep}" for name in ("sha1", "sha256", "sha384", "sha512", "md5") for sep in ":-=")
 #: A path segment that is a word (``src``, ``blob``, ``service-role``): a token holding one is a path or a URL.
 PATH_WORD = re.compile(r"^[a-z]{3}[a-z_-]*+$")
 #: A word of a CamelCase or camelCase name: a capital and 3+ lower-case letters, or 4+ lower-case letters opening it.

@@ -487,7 +487,10 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "a,password\n", "a,password\nb,Abc1!x\n", "a\tpassword\n", "\n| password | a ", "| password | a |\n",
                                   # labels naming both fields, browser tests' password fields, quoted cookie headers, templates
                                   "账号密码 a ", "账号密码：a 和 ", "('#password').", "('#password').val('", ".fill('#password', '",
-                                  "('password').send_keys(\"", "'Cookie': '", '"cookie": "a=b; ', "#{a}", "${a:?", "${ssm:"])
+                                  "('password').send_keys(\"", "'Cookie': '", '"cookie": "a=b; ', "#{a}", "${a:?", "${ssm:",
+                                  # argv lists, generated passwords, joiners, digests and ids before a long token
+                                  '"--password", "', '["mysql", "a", ', '"mysql", "-p', "temporary password is generated for a: ",
+                                  "Password for the [a] user (", "密码给你 ", "token值是", "SHA256:", "chatcmpl-"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -373,11 +373,27 @@ SENT_BEFORE = [
     ("$('#password').val('Kq7#vLp2Wx')", 'Kq7#vLp2Wx'), ("document.querySelector('#password').value = 'Kq7#vLp2Wx'", 'Kq7#vLp2Wx'),
     ("headers = {'Cookie': 'SESSDATA=3f2a9c8b%2C1717000000%2Cab12c; theme=dark'}", '3f2a9c8b%2C1717000000'),
     ('fetch(url, { "headers": { "cookie": "sid=k2j3h4g5f6d7s8a9p0o1i2u3; theme=dark" } })', 'k2j3h4g5f6d7s8a9p0o1i2u3'),
+    # a command as a list of its words, a password a tool prints when it makes one, labels and joiners of the review
+    ('command: ["redis-server", "--requirepass", "Kq7#vLp2Wx"]', 'Kq7#vLp2Wx'), ('args: ["--user=admin", "--password", "Kq7#vLp2Wx"]', 'Kq7#vLp2Wx'),
+    ('subprocess.run(["mysql", "-uroot", "-pKq7#vLp2Wx", "-e", "show databases"])', 'Kq7#vLp2Wx'),
+    ('[Server] A temporary password is generated for root@localhost: e;Wq3Ko?5xX!', 'e;Wq3Ko?5xX!'),
+    ('-> Password for the elastic user (reset with `bin/elasticsearch-reset-password -u elastic`):\n  Xk9*Pq2Lm7Nv4=Rt6Yb8', 'Xk9*Pq2Lm7Nv4=Rt6Yb8'),
+    ('Password for the [elastic] user successfully reset.\nNew value: Xk9*Pq2Lm7Nv4=Rt6Yb8', 'Xk9*Pq2Lm7Nv4=Rt6Yb8'),
+    ('访问凭据：Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('API 金鑰：Xk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'), ('存取權杖是 Xk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
+    ('패스워드: Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('密码给你 Kq7#vLp2Wx 用完记得改', 'Kq7#vLp2Wx'), ('测试库密码发你了：Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('token值是 Xk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # digests and ids an API gives: an SSH fingerprint, SRI, a chat completion's, a tool call's; a list of flags without
+    # a value, a generated password's phrase without one
+    'ED25519 key fingerprint is SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8.',
+    '256 SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8 bob@laptop (ED25519)',
+    '<script src="app.js" integrity="sha384-oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K/uxy9rx7HNQlGYl1kPzQho1wx4JwY8wC"></script>',
+    '"id": "chatcmpl-9Zx8Qm2Lw7Vn5Rk8Pz1Yc6Hd0aBcDeFgHi"', '{"id": "call_Zx8Qm2Lw7Vn5Rk8Pz1Yc6Hd0aB"}',
+    'args: ["--password", "$(DB_PASSWORD)"]', 'command: ["--requirepass", "changeme"]', 'New value: 42',
     # the fourth review's: templates and binds, a length or a size after a label, a flag named in prose, a selector
     # that is no SQL, UI strings under a credential's key, a cookie's closing quote kept
     'password: "#{DbPassword}"', "password: \"%{hiera('db_password')}\"", 'password: !ENV ${DB_PASSWORD}',
