@@ -44,7 +44,7 @@ def _clip(text: str, budget: int) -> tuple[str, bool]:
     return flat[: max(budget - len(CUT), 0)].rstrip() + CUT, True
 
 
-LEFT_OUT = "an earlier history search or its results, not project history"
+LEFT_OUT = "not project history: an earlier history search or its results, or Hermes' own note to the model"
 STOPPED = (f"a side of the window ends after passing {session_walk.HIDDEN_REACH} rewound or hidden messages; the session "
            "may go on past them, beyond what this tool reads")
 
@@ -108,7 +108,7 @@ def read_around(
         entry: dict[str, Any] = {"message_id": row.id, "role": row.role, "when": answers.format_when(row.timestamp), "text": text}
         if cut:
             entry["cut"] = True
-        if not row.text.strip():  # what a recall tool asked or answered: its text is left out (see store.fetch_messages)
+        if not row.text.strip():  # a recall's question or answer, a note of Hermes': its text is left out (store.fetch_messages)
             entry["left_out"] = LEFT_OUT
         kept[i] = entry
     messages = [kept[i] for i in sorted(kept)]

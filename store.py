@@ -261,8 +261,10 @@ SHOWS_TEXT = _has_text(f"TRIM(substr(COALESCE(m.content, ''), 1, 1024), {_BLANKS
 
 def indexable_row(conn: sqlite3.Connection) -> str:
     """The SQL condition for a row the vector index should hold: a visible user or assistant message with text
-    as it is embedded (:data:`HAS_TEXT`; a row of blanks or images only would count as missing for ever)."""
-    return f"{visible(conn)} AND m.role IN ('user', 'assistant') AND {HAS_TEXT}"
+    as it is embedded (:data:`HAS_TEXT`, not Hermes' note to the model: a row of blanks or images only, or a note,
+    would count as missing for ever)."""
+    return (f"{visible(conn)} AND m.role IN ('user', 'assistant') AND {HAS_TEXT}"
+            f" AND NOT (m.role = 'user' AND substr(m.content, 1, {len(stored_text.NOTE_PREFIX)}) = '{stored_text.NOTE_PREFIX}')")
 
 
 def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
@@ -342,11 +344,11 @@ def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple
     :func:`indexable_row`, told once the text is read), the text as it is embedded. An id left out (deleted,
     rewound, emptied) is never sent to a provider. Raises ``sqlite3`` errors."""
     rows = conn.execute(
-        f"SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
+        f"SELECT m.id, m.session_id, m.content, m.role FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
         f" AND {visible(conn)} AND m.role IN ('user', 'assistant')", (json.dumps([int(i) for i in ids]),))
     out = {}
-    for mid, sid, content in rows:
-        text = _message_text(content, None, None)
+    for mid, sid, content, role in rows:
+        text = _message_text(content, None, None, role)
         if text.strip():
             out[int(mid)] = (str(sid), text)
     return out
@@ -550,20 +552,20 @@ def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Me
     """
     out: dict[int, MessageRow] = {}
     for mid, sid, role, content, tool_name, tool_calls, ts in conn.execute(sql, (json.dumps(list(ids)),)):
-        text = _message_text(content, tool_name, tool_calls)
+        text = _message_text(content, tool_name, tool_calls, role or "")
         calls = _calls_text(tool_name, tool_calls) if tool_name or tool_calls else ""
         whole = not (isinstance(content, str) and content.startswith(stored_text.SKILL_PREFIX))
         out[int(mid)] = MessageRow(int(mid), sid, role or "", text, ts, calls if text.endswith(calls) else "", whole)
     return out
 
 
-def _message_text(raw: Any, tool_name: Any, tool_calls: Any) -> str:
+def _message_text(raw: Any, tool_name: Any, tool_calls: Any, role: str = "") -> str:
     """The searchable text of a message row: content (:func:`stored_text.text_of`: a ``/skill`` turn as the person asked
-    it, the skill's body Hermes stored with it being the model's), tool name and tool calls, as Hermes indexes
-    them, less the recall tools' calls and answers (:data:`RECALL_TOOLS`)."""
+    it, the skill's body Hermes stored with it being the model's; none for Hermes' note to the model), tool name and
+    tool calls, as Hermes indexes them, less the recall tools' calls and answers (:data:`RECALL_TOOLS`)."""
     if tool_name in RECALL_TOOLS:
         return ""
-    text = stored_text.text_of(raw)
+    text = stored_text.text_of(raw, role)
     extra = _calls_text(tool_name, tool_calls)
     return f"{text} {extra}".strip() if extra else text
 

@@ -1,6 +1,9 @@
 """A message's content as the person wrote or asked it, from the forms Hermes stores it in (:func:`text_of`). Pure.
 
-A multimodal message is stored as :data:`JSON_PREFIX` and its JSON parts: its text parts are what was written. A
+A multimodal message is stored as :data:`JSON_PREFIX` and its JSON parts: its text parts are what was written. A user
+row starting with :data:`NOTE_PREFIX` is Hermes' own note to the model (``[System: Your previous response was truncated
+by the output length limit. Continue exactly where you left off…]``, the network-error and tool-call ones, 0.21's
+model switch), which Hermes 0.21 never shows as the person's words in any transcript: it is no history here. A
 ``/skill`` turn (``/deploy-check run it on staging``) is stored with the skill's whole body in it: Hermes'
 ``agent/skill_commands.py`` sends the model an activation note, the skill's text and the person's instruction, and
 state.db keeps that message. Searched as it is, every session that ran a skill matches the words of its body, and
@@ -16,6 +19,8 @@ from typing import Any
 
 #: How Hermes stores a multimodal message: this prefix, then its JSON parts.
 JSON_PREFIX = "\x00json:"
+#: How Hermes' notes to the model that it stores as user rows start (its transcripts leave out a user row so starting).
+NOTE_PREFIX = "[System:"
 #: How every skill turn starts: ``[IMPORTANT: The user has invoked the "name" skill, …`` (a bundle's: ``"name"
 #: skill bundle, …``; stacked skills': ``"a b" stacked skill bundle, …``).
 SKILL_PREFIX = '[IMPORTANT: The user has invoked the "'
@@ -53,10 +58,13 @@ def as_asked(text: str) -> str:
     return f"{names} {instruction}".strip()
 
 
-def text_of(content: Any) -> str:
-    """A row's ``content`` as text: a multimodal row's text parts joined by spaces (its JSON as it is when it does
-    not read as JSON or is not a list), a skill turn :func:`as_asked`, other text as it is; ``None`` as ``""``."""
+def text_of(content: Any, role: str = "") -> str:
+    """A row's ``content`` as text: ``""`` for Hermes' note to the model (a ``user`` row starting with
+    :data:`NOTE_PREFIX`), a multimodal row's text parts joined by spaces (its JSON as it is when it does not read as
+    JSON or is not a list), a skill turn :func:`as_asked`, other text as it is; ``None`` as ``""``."""
     text = content if isinstance(content, str) else ("" if content is None else str(content))
+    if role == "user" and text.startswith(NOTE_PREFIX):
+        return ""
     if text.startswith(JSON_PREFIX):
         text = _flatten_parts(text[len(JSON_PREFIX) :])
     return as_asked(text)

@@ -241,7 +241,37 @@ def test_read_leaves_the_recall_tools_calls_and_results_out(proj: World):
     assert all(not m.get("left_out") for m in answer["messages"] if m not in left_out)
     from project_history_recall import render
 
-    assert "(left out: an earlier history search or its results, not project history)" in render.render_read(answer)
+    assert "(left out: not project history: an earlier history search or its results" in render.render_read(answer)
+
+
+def test_hermes_notes_to_the_model_are_not_history(proj):
+    """Hermes stores its notes to the model as user rows (the continuation after a reply cut by the output limit or a
+    network error, written by Hermes' own ``_get_continuation_prompt``); its transcripts never show them as the person's
+    words. They are not searched, a read shows them left out, and the vector index does not count them as missing."""
+    from agent.conversation_loop import _get_continuation_prompt
+
+    from project_history_recall import store
+
+    sid = proj.session("a_cut", proj.paths["alpha"])
+    proj.say(sid, "user", "explain the quokka ledger")
+    proj.say(sid, "assistant", "The quokka ledger keeps one row per")
+    notes = [proj.say(sid, "user", _get_continuation_prompt(partial)) for partial in (False, True)]
+    proj.say(sid, "assistant", "transfer, and balances are summed nightly.")
+    assert all(_get_continuation_prompt(p).startswith("[System:") for p in (False, True))
+    found = proj.search("cur", "output length limit continue exactly network error", mode="keyword", limit=10)
+    assert found["success"] is True and not any(r["session_id"] == sid for r in found["results"]), found
+    assert any(r["session_id"] == sid for r in proj.search("cur", "quokka ledger", mode="keyword")["results"])
+    answer = read(proj, {"session_id": sid, "message_id": notes[0], "before": 2, "after": 3})
+    shown = {m["message_id"]: m for m in answer["messages"]}
+    assert all(shown[n]["text"] == "" and shown[n]["left_out"] for n in notes), answer
+    assert "quokka ledger keeps one row" in "\n".join(texts_of(answer))
+    conn = store.open_state_db(proj.home)
+    try:
+        indexable = {r[0] for r in conn.execute(f"SELECT m.id FROM messages m WHERE m.session_id = ? AND {store.indexable_row(conn)}", (sid,))}
+        assert not indexable & set(notes) and len(indexable) == 3
+        assert set(store.shown_texts(conn, notes)) == set()
+    finally:
+        conn.close()
 
 
 # ---------------------------------------------------------------------------
