@@ -36,15 +36,12 @@ HOMOGLYPHS = str.maketrans(_LOOK_ALIKES, "aeopkcyxijsdhlqwABEKMHOPCTXYIJSaokpivA
 HOMOGLYPH_WORD = re.compile(f"(?<![A-Za-z{_LOOK_ALIKES}])(?=[A-Za-z]*+[{_LOOK_ALIKES}])(?=[{_LOOK_ALIKES}]*+[A-Za-z])"
                             f"[A-Za-z{_LOOK_ALIKES}]++")
 #: A label set off by Markdown or HTML: emphasis or code (``**Password:**``, ``__Token__:``, `` `DB_PASSWORD` ``),
-#: a tag (``<b>Password:</b>``), a table row's first cell (``| Password | x |``; not a header's, whose next cell is
-#: another header: :mod:`table_secrets` reads those columns). Read without its marks when it holds a credential word
-#: (:data:`secret_patterns.MARKED_CREDENTIAL`): the patterns know a label joined to its value by ``:``, not by ``**``.
-#: Groups: the label and the colon inside the marks, in emphasis (2, 3) and in a tag (4, 5); a row's start and its
-#: first cell's label (6, 7).
+#: a tag (``<b>Password:</b>``); a table's cells are :mod:`table_secrets`'. Read without its marks when it holds a
+#: credential word (:data:`secret_patterns.MARKED_CREDENTIAL`): the patterns know a label joined to its value by
+#: ``:``, not by ``**``. Groups: the label and the colon inside the marks, in emphasis (2, 3) and in a tag (4, 5).
 MARKED_LABEL = re.compile(
     r"(?<![\w*`])(\*{1,2}+|_{1,2}+|`)([^*`<>|\n]{1,40}?)([:：]?)\1(?![\w*`])"
     r"|<(?:b|strong|em|i|u|code)>([^<>|\n]{1,40}?)([:：]?)</(?:b|strong|em|i|u|code)>"
-    r"|((?:^|(?<=\n))[ \t]*+\|)[ \t]*+([^|\n]{1,40}?)[ \t]*+\|(?=[ \t]*+[^\s|-])(?![^\n]*+\n[ \t]*+\|?[ \t]*+:?-++:?[ \t]*+\|)"
 )
 #: ``\\uXXXX`` escapes of JSON (``json.dumps`` writes ``密码是`` as ``\\u5bc6\\u7801\\u662f``), read as their characters.
 JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
@@ -71,13 +68,12 @@ def fold(text: str) -> str:
 
 
 def _unmarked_label(m: re.Match[str]) -> str:
-    """A :data:`secret_MARKED_LABEL` match without its marks (a cell's label with a colon after it), when the
+    """A :data:`MARKED_LABEL` match without its marks, when the
     label holds a credential word; else as it is."""
-    label = m.group(2) or m.group(4) or m.group(7)
+    label = m.group(2) or m.group(4)
     if not patterns.MARKED_CREDENTIAL.search(label):
         return m.group()
-    colon = m.group(3) or m.group(5) or ("" if m.group(7) is None or label.endswith((":", "：")) else ":")
-    return (m.group(6) or "") + label + colon
+    return label + (m.group(3) or m.group(5) or "")
 
 
 def _latin_name(m: re.Match[str]) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import state, store
+from . import state, store, stored_text
 from .query import fts_quote
 from .ranking import Stats
 from .records import Scope
@@ -30,6 +30,12 @@ LIKE_BATCH = 2_000  # message ids of consecutive sessions one LIKE query reads
 # Rows a search never ranks: the answers of the recall tools themselves (``store.RECALL_TOOLS``); their
 # calls are left out of the scored text by ``store``.
 _NOT_ECHO = "NOT (m.role = 'tool' AND COALESCE(m.tool_name, '') IN (SELECT value FROM json_each(?)))"
+# Nor Hermes' own user rows for the model (``stored_text``): a note to it, and a /skill turn, whose body Hermes' index
+# holds but whose text here is ``/name instruction``. As candidates they would take a session's places (its best few
+# rows by the index's rank) from the messages that match, then score nothing. The role is tested first: only a user
+# row's content is read.
+_NOT_SCAFFOLD = (f"NOT (m.role = 'user' AND (substr(m.content, 1, {len(stored_text.SKILL_PREFIX)}) = ?"
+                 f" OR substr(m.content, 1, {len(stored_text.NOTE_PREFIX)}) = ?))")
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -176,10 +182,11 @@ def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int)
 
 
 def _filters(conn: sqlite3.Connection, scope: Scope) -> tuple[str, list[Any]]:
-    """The conditions every candidate row meets: shown by Hermes, admitted by the search's filters, not a recall."""
+    """The conditions every candidate row meets: shown by Hermes, admitted by the search's filters, not a recall, not
+    Hermes' own user rows for the model."""
     filter_sql, filter_params = scope.filters.sql()
-    clause = f"{store.visible(conn)} AND {filter_sql} AND {_NOT_ECHO}"
-    return clause, [*filter_params, json.dumps(list(store.RECALL_TOOLS))]
+    clause = f"{store.visible(conn)} AND {filter_sql} AND {_NOT_ECHO} AND {_NOT_SCAFFOLD}"
+    return clause, [*filter_params, json.dumps(list(store.RECALL_TOOLS)), stored_text.SKILL_PREFIX, stored_text.NOTE_PREFIX]
 
 
 @dataclass(frozen=True)

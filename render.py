@@ -203,10 +203,10 @@ def render_status(report: Mapping[str, Any]) -> str:
     lines = [f"project-history-recall {report.get('version')}", f"Hermes profile: {report.get('hermes_home')}"
              + ("" if report.get("home_exists") else "  (NOT FOUND)")]
     state = report.get("state_db") or {}
-    if not state.get("found"):
-        lines.append(f"state.db: not found at {state.get('path')} (Hermes has not recorded a session in this profile)")
-    elif state.get("error"):
+    if state.get("error"):
         lines.append(f"state.db: {state.get('path')}: {state['error']}")
+    elif not state.get("found"):
+        lines.append(f"state.db: not found at {state.get('path')} (Hermes has not recorded a session in this profile)")
     else:
         lines.append(f"state.db: {state.get('path')}: {state.get('sessions')} session(s), {state.get('messages')} message(s)")
     projects = report.get("projects_db") or {}

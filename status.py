@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import config_schema, consent, errors, gate, paths, redact, store, workspace
+from . import config_schema, consent, errors, gate, paths, redact, settings, store, workspace
 from .settings import load_settings
 
 DIST_NAME = "project-history-recall"
@@ -319,7 +319,10 @@ def profile_status(*, home: Path) -> dict[str, Any]:
         answer["error"] = f"Hermes profile folder not found: {home}"
     db_path = paths.state_db_path(home)
     state: dict[str, Any] = {"path": str(db_path), "found": db_path.is_file()}
-    if state["found"]:
+    backend = settings.load_settings(home).sessions_backend
+    if backend != "sqlite":  # Hermes keeps the sessions elsewhere: whether state.db is there says nothing
+        state["error"] = f"Hermes keeps this profile's sessions in {errors.echo(backend)} (config.yaml database.backend), not here"
+    elif state["found"]:
         try:
             conn = store.open_state_db(home)
         except errors.StoreError as exc:

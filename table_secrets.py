@@ -1,11 +1,15 @@
-"""Secrets in a table's credential column, for :mod:`redact`: a Markdown table, or CSV or TSV lines, whose header
-names a password or a key (``| 环境 | 账号 | 密码 |``, ``host,port,user,password``, ``name<TAB>api_key``).
+"""Secrets in tables, for :mod:`redact`: a credential's column under a header that names it (``| 环境 | 账号 | 密码 |``,
+``host,port,user,password``, ``name<TAB>api_key``), and a Markdown row's cell after a cell that names it (``| Password
+| … |``, ``| Host | db1 | 密码 | … |``, ``| 1 | password | … |``).
 
-Each row under such a header, up to the first line that is not a row of the table's width, has the value in that
-column judged: a password column's value goes when it is one written-out word that is not a placeholder, a mask or
-prose (``admin123``, ``Hz@2024abc``; not ``-``, ``***``, ``required``, ``见 vault``); a key's or token's when it also
-has letters and digits and 12+ characters (a column of token counts keeps them). A table read row by row in the text
-as :func:`folding.fold` gives it, each line once: linear in the length of the text. Pure; never raises.
+A column is read in each row under its header: in a Markdown table, every line holding a ``|`` up to a blank line (a
+short or split row is passed, not taken for the table's end); in CSV or TSV, up to a line without the separator. A
+password's value goes when it is one written-out word with a digit or a symbol that is not a placeholder, a mask, a
+name or prose (``admin123``, ``Hz@2024abc``; not ``-``, ``***``, ``FAIL``, ``bcrypt``, ``见 vault``); a key's or
+token's when it also has letters and digits and 12+ characters (a column of token counts keeps them). A cell after a
+label in a header row (followed by its delimiter row) goes only when it plainly reads as a password: it is more often
+the next header (``| Password | Note |``). Each line is read once and rebuilt once: linear in the length of the text.
+Pure; never raises.
 """
 
 from __future__ import annotations
@@ -15,75 +19,105 @@ import re
 from . import prose_secrets
 from . import secret_patterns as patterns
 
-#: A header cell that names a password: the label alone, after at most two words of what it is for (``DB Password``,
-#: ``root_pwd``, ``数据库密码``, ``登录口令``).
+#: What a label may have before it: words of what it is for (``DB Password``, ``root_pwd``, ``Login/Password``,
+#: ``Prod DB Root Password``, ``数据库密码``), and after it: what it is for in brackets (``Password (prod)``).
+_BEFORE = r"(?i)(?:[A-Za-z0-9. _/-]{0,40}?[ _/-]|[\u4e00-\u9fff]{0,8})?"
+_AFTER = r"(?:[ \t]*+[(（][^()（）\n]{0,20}+[)）])?"
+#: A cell that names a password (``pass`` and ``pw`` only after what they are for: ``Pass`` and ``First pass`` are a
+#: test's, ``PW`` a pulse's width).
 PASSWORD_HEADER = re.compile(
-    r"(?i)(?:(?:[A-Za-z0-9.]{1,20}+[ _-]){0,2}|[\u4e00-\u9fff]{0,8})(?:password|passwd|pwd|passphrase|pass|pw|密码|密碼|口令|パスワード|비밀번호|비번|암호"
-    r"|пароль|" + "|".join(sorted(patterns.FOREIGN_PASSWORD_LABELS, key=lambda label: (-len(label), label))) + ")"
+    _BEFORE + r"(?:passwords?|passwd|pwd|passphrase|密码|密碼|口令|パスワード|비밀번호|패스워드|비번|암호|пароль|"
+    + "|".join(sorted(patterns.FOREIGN_PASSWORD_LABELS, key=lambda label: (-len(label), label))) + ")" + _AFTER
+    + r"|(?i:(?:[A-Za-z0-9]{1,20}+_){1,2}pass|(?:[A-Za-z0-9]{1,20}+[ _-]){1,2}pw)"
 )
-#: A header cell that names a key or a token (``API Key``, ``secret_access_key``, ``Access Token``, ``SK``, ``密钥``,
-#: ``令牌``); not a count of tokens or a key of another kind (``Tokens``, ``Max Token``, ``Key``, ``Primary Key``).
+#: A cell that names a key or a token (``API Key``, ``secret_access_key``, ``Access Token``, ``SK``, ``密钥``, ``令牌``);
+#: not a count of tokens or a key of another kind (``Tokens``, ``Max Token``, ``Key``, ``Primary Key``).
 KEY_HEADER = re.compile(
-    r"(?i)(?:(?:(?!max|min|input|output|total|used|limit|count|num|primary|foreign|sort|partition)[A-Za-z0-9.]{1,20}+[ _-]){0,2}"
+    r"(?i)(?:(?:(?!max|min|input|output|total|used|limit|count|num|primary|foreign|sort|partition)[A-Za-z0-9.]{1,20}+[ _/-]){0,2}"
     r"|[\u4e00-\u9fff]{0,8})"
     r"(?:api[ _-]?key|(?:secret|private|access)[ _-]?(?:access[ _-]?)?key|key[ _-]?secret|(?:app|client|api)[ _-]?secret"
     r"|secret|(?:access|auth|api|bearer|refresh|bot)[ _-]?token|token|sk|私钥|私鑰|密钥|密鑰|秘钥|令牌|授权码|授權碼|凭证|憑證)"
+    + _AFTER
 )
+#: A text that may hold a table's credential label (a cheap first look: most texts hold none).
+_HINT = re.compile(r"(?i)pass|pw|sk|secret|token|key|密|口令|令牌|授权|授權|凭|憑|パス|비밀|패스|비번|암호|пароль")
 #: A Markdown table's delimiter row (``|---|:--:|``), which follows its header: pipes, dashes, colons and spaces, with
-#: a pipe after its first dash.
-DELIMITER_ROW = re.compile(r"[ \t]*+\|?[ \t:]*+-[ \t:-]*+\|[ \t|:-]*+")
-#: One cell of a row, by separator: a Markdown cell, a CSV field (quoted with ``""`` inside, or bare), a TSV field.
-CELL = {"|": re.compile(r"[^|\r\n]*+"), ",": re.compile(r"[ \t]*+\"(?:[^\"\r\n]|\"\")*+\"[ \t]*+|[^,\r\n]*+"),
+#: a pipe after its first dash (in a quote, after ``>``).
+DELIMITER_ROW = re.compile(r"[ \t>]*+\|?[ \t:]*+-[ \t:-]*+\|[ \t|:-]*+")
+#: One cell of a row, by separator: a Markdown cell (``\|`` inside it), a CSV field (quoted with ``""`` inside, or
+#: bare), a TSV field.
+CELL = {"|": re.compile(r"(?:[^|\r\n\\]|\\.)*+"), ",": re.compile(r"[ \t]*+\"(?:[^\"\r\n]|\"\")*+\"[ \t]*+|[^,\r\n]*+"),
         "\t": re.compile(r"[^\t\r\n]*+")}
 #: A value a table shows where there is none, or points elsewhere (what the word lists and placeholders miss).
 NO_VALUE = re.compile(r"(?i)[-—–/?]+|n/?a|\(?(?:none|empty|unset|not set|same|ditto)\)?|\**+redacted\**+")
 
 
 def redact(text: str, redacted: str) -> str:
-    """``text`` with the values of every table's credential column that read as secrets replaced by ``redacted``."""
-    if ("|" not in text and "," not in text and "\t" not in text) or not patterns.MARKED_CREDENTIAL.search(text):
+    """``text`` with the values of tables' credential columns and cells that read as secrets replaced by ``redacted``."""
+    if ("|" not in text and "," not in text and "\t" not in text) or not _HINT.search(text):
         return text
     lines = text.splitlines(keepends=True)
     out: list[str] = []
-    separator, width, columns = "", 0, dict[int, bool]()
+    separator, columns = "", dict[int, bool]()
     for i, line in enumerate(lines):
-        if columns:
-            spans = _cells(line, separator)
-            if len(spans) == width:
-                if separator != "|" or not DELIMITER_ROW.fullmatch(line.rstrip("\r\n")):
-                    line = _row(line, spans, columns, redacted)
-                out.append(line)
-                continue
-            columns = {}
         following = lines[i + 1] if i + 1 < len(lines) else ""
-        separator, width, columns = _header(line, following)
-        out.append(line)
+        header = False
+        if columns and separator in line:  # a row of the table (a short one too: its cells that exist are read)
+            spans = _cells(line, separator)
+            taken = {c: kind for c, kind in columns.items() if c < len(spans)}
+            if separator == "|" and DELIMITER_ROW.fullmatch(line.rstrip("\r\n")):
+                taken = {}
+        else:
+            separator, columns = _header(line, following)
+            spans, taken, header = [], {}, bool(columns)
+        pairs = _pairs(line, following, header) if "|" in line else {}
+        out.append(_rebuilt(line, spans, taken, pairs, redacted))
     return "".join(out)
 
 
-def _header(line: str, following: str) -> tuple[str, int, dict[int, bool]]:
-    """``(separator, width, {column: whether it is a password's})`` when ``line`` is the header of a table holding a
+def _header(line: str, following: str) -> tuple[str, dict[int, bool]]:
+    """``(separator, {column: whether it is a password's})`` when ``line`` is the header of a table holding a
     credential column (a Markdown header is followed by its delimiter row; a CSV or TSV one by a row of its width, and
-    all its cells are short labels); else ``("", 0, {})``."""
+    all its cells are short labels); else ``("", {})``."""
     if "|" in line and DELIMITER_ROW.fullmatch(following.rstrip("\r\n")):
         separator = "|"
     elif "\t" in line or "," in line:
         separator = "\t" if "\t" in line else ","
     else:
-        return "", 0, {}
+        return "", {}
     cells = [_bare(line[start:end]) for start, end in _cells(line, separator)]
     if separator != "|" and (len(_cells(following, separator)) != len(cells)
-                             or not all(re.fullmatch(r"[\w .()/#-]{1,40}", cell) for cell in cells)):
-        return "", 0, {}
-    columns: dict[int, bool] = {}
-    for column, cell in enumerate(cells):
-        if len(cell) > 40:
+                             or not all(re.fullmatch(r"[\w .()/#:+-]{0,40}", cell) for cell in cells)):
+        return "", {}
+    columns = {column: kind for column, cell in enumerate(cells) if (kind := _label(cell)) is not None}
+    return (separator, columns) if columns else ("", {})
+
+
+def _label(cell: str) -> bool | None:
+    """Whether ``cell`` names a password (True) or a key or token (False); ``None`` when it names neither."""
+    cell = re.sub(r"^[^\w(（]++", "", cell)  # an emoji or a bullet before it (``🔑 Password``)
+    if len(cell) > 40:
+        return None
+    if PASSWORD_HEADER.fullmatch(cell):
+        return True
+    return False if KEY_HEADER.fullmatch(cell) else None
+
+
+def _pairs(line: str, following: str, header: bool) -> dict[tuple[int, int], bool]:
+    """The cells of a Markdown row that come right after a cell naming a credential, ``{span: whether a password's}``;
+    in a header row (``header``, or followed by a delimiter row) only those that plainly read as a password."""
+    spans = _cells(line, "|")
+    header = header or bool(DELIMITER_ROW.fullmatch(following.rstrip("\r\n")))
+    out = {}
+    for (start, end), value_span in zip(spans, spans[1:], strict=False):
+        kind = _label(_bare(line[start:end]))
+        if kind is None:
             continue
-        if PASSWORD_HEADER.fullmatch(cell):
-            columns[column] = True
-        elif KEY_HEADER.fullmatch(cell):
-            columns[column] = False
-    return (separator, len(cells), columns) if columns else ("", 0, {})
+        value = _bare(line[value_span[0] : value_span[1]])
+        if header and not prose_secrets.reads_as_password(value, "[redacted]"):
+            continue
+        out[value_span] = kind
+    return out
 
 
 def _cells(line: str, separator: str) -> list[tuple[int, int]]:
@@ -109,28 +143,42 @@ def _cells(line: str, separator: str) -> list[tuple[int, int]]:
         at = stop + 1
 
 
-def _row(line: str, spans: list[tuple[int, int]], columns: dict[int, bool], redacted: str) -> str:
-    """``line`` with the cells of ``columns`` redacted where they read as secrets (:func:`_secret`)."""
-    for column in sorted(columns, reverse=True):  # right to left: the offsets of the cells left of it stand
-        start, end = spans[column]
+def _rebuilt(line: str, spans: list[tuple[int, int]], columns: dict[int, bool], pairs: dict[tuple[int, int], bool],
+             redacted: str) -> str:
+    """``line`` with the cells of ``columns`` and ``pairs`` redacted where they read as secrets (:func:`_secret`),
+    built once, left to right."""
+    cells = {spans[c]: kind for c, kind in columns.items()} | pairs
+    if not cells:
+        return line
+    out, done = [], 0
+    for (start, end), password in sorted(cells.items()):
         cell = line[start:end]
         value = _bare(cell)
-        if value and _secret(value, columns[column], redacted):
+        if value and _secret(value, password, redacted):
             at = start + cell.index(value)
-            line = line[:at] + redacted + line[at + len(value) :]
-    return line
+            out += [line[done:at], redacted]
+            done = at + len(value)
+    return "".join(out) + line[done:] if out else line
 
 
 def _bare(cell: str) -> str:
-    """A cell's text without the spaces, quotes and Markdown code or emphasis marks around it."""
-    return cell.strip().strip("\"'`*").strip()
+    """A cell's text without the spaces, quotes, Markdown code or emphasis marks and a label's colon around it."""
+    return cell.strip().strip("\"'`*").strip().rstrip(":：").strip()
 
 
 def _secret(value: str, password: bool, redacted: str) -> bool:
-    """Whether a credential column's ``value`` is a secret: one written-out word of 4+ printable ASCII characters, not
-    already redacted, a placeholder, a mask or prose; a key's or token's also 12+ characters with letters and digits."""
-    if (len(value) < 4 or not value.isascii() or not value.isprintable() or " " in value or value.startswith(redacted[:-1])
-            or patterns.PLACEHOLDER_VALUE.match(value) or NO_VALUE.fullmatch(value)
-            or value.lower() in prose_secrets.PROSE_WORDS or re.fullmatch(r"(.)\1*+", value)):
+    """Whether a credential's ``value`` is a secret: one written-out word of 4+ printable characters without CJK, with a
+    digit or a symbol, not already redacted, a placeholder, a mask, a name or prose; a key's or token's also 12+
+    characters with digits and letters of both cases, or a piece of 12+ lower-case letters and digits (a hex key,
+    ``ak_9f8e…``), not a product's code or a resource's name (``SKU-12345-XL``, ``db-credentials-v2``)."""
+    if (len(value) < 4 or re.search(r"[\u2e80-\u9fff\uac00-\ud7af\uff00-\uffef]", value) or not value.isprintable()
+            or " " in value or value.startswith(redacted[:-1])
+            or value.isalpha() or patterns.PLACEHOLDER_VALUE.match(value) or NO_VALUE.fullmatch(value)
+            or patterns.NAME_VALUE.fullmatch(value) or value.lower() in prose_secrets.PROSE_WORDS
+            or re.fullmatch(r"(.)\1*+", value)):
         return False
-    return password or (len(value) >= 12 and re.search("[A-Za-z]", value) is not None and re.search("[0-9]", value) is not None)
+    if password:
+        return True
+    mixed = re.search("[a-z]", value) is not None and re.search("[A-Z]", value) is not None
+    random = any(len(part) >= 12 and re.search("[a-z]", part) and re.search("[0-9]", part) for part in re.split("[-_.]", value))
+    return len(value) >= 12 and re.search("[0-9]", value) is not None and (mixed or random)

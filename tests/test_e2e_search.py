@@ -493,9 +493,10 @@ def _skill_turns(skills: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str
         folder = skills / name
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "SKILL.md").write_text(
-            f"---\nname: {name}\ndescription: checks the zeppelin rollout\n---\n\n# {name}\n\nCalibrate the quokka "
-            "flux first, then read the marmoset gauge. The user has provided the following instruction alongside "
-            "the skill invocation: (quoted in the body)\n", encoding="utf-8")
+            f"---\nname: {name}\ndescription: checks the zeppelin rollout\n---\n\n# {name}\n\n"
+            + "Calibrate the quokka flux first, then read the marmoset gauge. " * 6
+            + "The user has provided the following instruction alongside the skill invocation: (quoted in the body)\n",
+            encoding="utf-8")
     skill_commands.scan_skill_commands()
     stacked = skill_commands.build_stacked_skill_invocation_message(["/zeppelin-check", "/zeppelin-lint"], "both on canary")
     assert stacked is not None
@@ -532,3 +533,8 @@ def test_a_skill_turn_is_searched_and_read_as_the_person_asked_it(world: World, 
     assert "quokka" not in hit["snippet"] and "staging" in hit["snippet"]
     read = world.call("project_history_read", {"session_id": "s_skill", "message_id": hit["message_id"]}, "cur")
     assert read["messages"][0]["text"] == "/zeppelin-check run it on staging"
+    # Hermes' index holds the body: skill turns ranked first by it must not take the places of a session's real match
+    world.session("s_many", pay, messages=[*[("user", turns["with"])] * 4, ("user", "we set the marmoset gauge to 42")])
+    answer = world.search("cur", "marmoset gauge", mode="keyword")
+    hit = next(r for r in answer["results"] if r["session_id"] == "s_many")
+    assert "42" in hit["snippet"], hit

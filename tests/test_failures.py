@@ -174,6 +174,8 @@ def test_sessions_kept_in_postgres_are_said_so(two, capsys):
     code = command_line.main(["--hermes-home", str(two.home), "search", "websocket", "--cwd", str(two.work / "app")])
     printed = capsys.readouterr()
     assert code != 0 and "postgres" in printed.err and "Traceback" not in printed.err, printed
+    command_line.main(["--hermes-home", str(two.home), "status"])
+    assert "sessions in postgres" in capsys.readouterr().out
     config.write_text(original + "database:\n  backend: SQLite\n")
     assert two.search("cur", "websocket")["success"] is True
 

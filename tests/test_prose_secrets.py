@@ -382,11 +382,35 @@ SENT_BEFORE = [
     ('访问凭据：Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('API 金鑰：Xk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'), ('存取權杖是 Xk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
     ('패스워드: Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('密码给你 Kq7#vLp2Wx 用完记得改', 'Kq7#vLp2Wx'), ('测试库密码发你了：Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ('token值是 Xk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
+    # a table row's label and value anywhere in it (two pairs, a numbered row, a quote, the header a pair itself),
+    # header spellings (three words, an emoji, plural, a bracket, a colon), a value with a letter that is not ASCII
+    ('| Host | db1 | Password | Hz@2024abc |', 'Hz@2024abc'), ('| 环境 | 生产 | 密码 | Hz@2024abc |', 'Hz@2024abc'),
+    ('| 1 | password | Hz@2024abc |', 'Hz@2024abc'), ('> | Password | Hz@2024abc |', 'Hz@2024abc'),
+    ('| Password | Hz@2024abc |\n|---|---|\n| Host | db1 |', 'Hz@2024abc'),
+    ('> | user | password |\n> |---|---|\n> | bob | Hz@2024abc |', 'Hz@2024abc'),
+    ('| User | Prod DB Root Password |\n|---|---|\n| bob | Hz@2024abc |', 'Hz@2024abc'),
+    ('| 👤 User | 🔑 Password |\n|---|---|\n| bob | Hz@2024abc |', 'Hz@2024abc'), ('| User | Passwords |\n|---|---|\n| bob | Hz@2024abc |', 'Hz@2024abc'),
+    ('| User | Password (prod) |\n|---|---|\n| bob | Hz@2024abc |', 'Hz@2024abc'), ('user\tpassword:\nalice\tHz@2024abc', 'Hz@2024abc'),
+    ('| user | password |\n|---|---|\n| bob | Pässwort2024 |', 'Pässwort2024'), ('| host | db_pw |\n|---|---|\n| a | Hz@2024abc |', 'Hz@2024abc'),
+    ('| user | password | note |\n|---|---|---|\n| ops |\n| bob | Hz@2024abc | x |', 'Hz@2024abc'),
+    # a literal that reads as a password wherever code gives it
+    ("ssh.connect('10.0.0.5', 22, 'root', 'Kq7#vLp2Wx')", 'Kq7#vLp2Wx'), ('sig = hmac.new(b"Kq7#vLp2WxQz", msg, hashlib.sha256)', 'Kq7#vLp2WxQz'),
+    ('WiFi.begin("MyHomeWiFi", "Kq7#vLp2Wx");', 'Kq7#vLp2Wx'), ("User.objects.create_user('bob', 'bob@example.com', 'Kq7#vLp2Wx')", 'Kq7#vLp2Wx'),
+    ('{"yhm": "admin", "mm": "Kq7#vLp2Wx"}', 'Kq7#vLp2Wx'), ('private static final String aesKey = "Kq7#vLp2WxQz";', 'Kq7#vLp2WxQz'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # tables whose pass, pw or sk is another word's, a secret's name, an algorithm, a pass or fail; strong-looking
+    # literals that are a style, a role, a connection's settings
+    '| Test | Pass | Fail |\n|---|---|---|\n| login_flow | true | false |\n| checkout | 12/12 | none |',
+    '| Model | First pass | Second pass |\n|---|---|---|\n| gpt-4o | 92.5% | 95.1% |', 'name,pass\nalice,PASS\nbob,FAIL',
+    '| Channel | PW |\n|---|---|\n| ch1 | 1500us |', '| Item | SK |\n|---|---|\n| shirt | SKU-12345-XL |',
+    '| Deployment | Secret |\n|---|---|\n| api | api-credentials-v2 |',
+    '| Algorithm | Password |\n|---|---|\n| bcrypt | recommended |\n| md5 | insecure |\n| argon2id | best |',
+    '| Password | Note |\n|---|---|\n| see vault | rotated monthly |', 'Error: "border:#FF0000"',
+    'Raises :class:`~urllib3.exceptions.MaxRetryError` when retries run out', 'conn = open_db("server=db;uid=app;database=Main2024!")',
     # digests and ids an API gives: an SSH fingerprint, SRI, a chat completion's, a tool call's; a list of flags without
     # a value, a generated password's phrase without one
     'ED25519 key fingerprint is SHA256:nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8.',
@@ -511,7 +535,7 @@ NEAR_MISSES = [
     'raise ValidationError("password", "Required!")', 'i18n.t("auth.password", "Mot de passe")', 't("password", "Passwort:")',
     "Config::get('database.password', 'changeme')", 'Env::get("DB_PASSWORD", "${DB_PASSWORD}")',
     "Env::get('DB_PASSWORD', 'CHANGE_ME')", 'Env::get("DB_PASSWORD", "<password>")', 'configuration["DbPassword"] ?? defaultPassword',
-    "SELECT * FROM t WHERE k = 'password' or v = 'Abc!defg9'", 'auth = { "Login", "Logout" }',
+    "SELECT * FROM t WHERE k = 'password' or v = 'abc.defg9'", 'auth = { "Login", "Logout" }',
     'use http -a to pass credentials', 'http -a $USER:$PASS example.org', '> AUTH failed', '> AUTH is required before any command',
     'redis.call("AUTH", password)', 'redis.call("GET", "key:1")', 'user alice on ~* &* +@all >$REDIS_PW',
     'echo app/models.py:123:4:E501:line-too-long', 'echo db:5432:app:bob:$PGPASSWORD >> ~/.pgpass',
@@ -656,7 +680,7 @@ NEAR_MISSES = [
     'net use Z: \\\\server\\share /user:CORP\\bob /persistent:no', 'mc alias set local http://localhost:9000 minioadmin --api=s3v4',
     'env PASSWORD is required, e.g. in CI!', 'ENV SECRET_KEY is read by settings.py (Django)',
     'env API_KEY not set; falling back to ~/.config/app.toml', 'ENV GITHUB_TOKEN unset -> using anonymous API (60 req/h)',
-    'variable "region" {\n  default = "us-east-1"\n}', 'variable "db_password" {\n  sensitive = true\n}\nresource "x" { default = "Hz@2024abc" }',
+    'variable "region" {\n  default = "us-east-1"\n}', 'variable "db_password" {\n  sensitive = true\n}\nresource "x" { default = "Hz.2024abc" }',
     "    title 'My App'", "gem 'rails'", 'npm config set registry https://registry.npmmirror.com', "sort_key = u'name'",
     '"root:$DB_PASS@tcp(db)/x"', "fmt = f'{name}: {value}'",
     # the last review's: a DSL's template, path or name; a DSN's placeholder, template, format verb or port; a login's
