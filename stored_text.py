@@ -30,6 +30,8 @@ _RUNTIME_NOTE = "\n\n[Runtime note:"
 _BUNDLE_MARKER = " skill bundle,"
 _BUNDLE_INSTRUCTION = "\nUser instruction: "
 _BUNDLE_FIRST_SKILL = "\n\n[Loaded as part of the "
+#: Where a single skill's body ends when Hermes knows its folder: the instruction comes after it.
+_SKILL_DIRECTORY = "\n[Skill directory: "
 
 
 def as_asked(text: str) -> str:
@@ -41,20 +43,23 @@ def as_asked(text: str) -> str:
     if end < 0:
         return text
     name = text[len(SKILL_PREFIX) : end]
-    if text.startswith(_BUNDLE_MARKER, end + 1) or text.startswith(" stacked" + _BUNDLE_MARKER, end + 1):
-        # A bundle's instruction comes before the skills it loads: the first is the person's.
-        start = text.find(_BUNDLE_INSTRUCTION)
-        stop = text.find(_BUNDLE_FIRST_SKILL, start) if start >= 0 else -1
+    stacked = text.startswith(" stacked" + _BUNDLE_MARKER, end + 1)
+    if stacked or text.startswith(_BUNDLE_MARKER, end + 1):
+        # A bundle's instruction comes in its header, before the skills it loads (whose bodies may hold the marker).
+        first = text.find(_BUNDLE_FIRST_SKILL)
+        start = text.find(_BUNDLE_INSTRUCTION, 0, first if first >= 0 else len(text))
+        stop = first if start >= 0 else -1
         marker = _BUNDLE_INSTRUCTION
     elif _SINGLE_MARKER in text:
-        # A single skill's comes after its body, which may quote the marker: the last is the person's.
-        start = text.rfind(_SINGLE_INSTRUCTION)
+        # A single skill's comes after its body and its folder's note (the body may quote the marker): the last one,
+        # after the folder's note when there is one.
+        start = text.rfind(_SINGLE_INSTRUCTION, max(text.rfind(_SKILL_DIRECTORY), 0))
         stop = text.find(_RUNTIME_NOTE, start) if start >= 0 else -1
         marker = _SINGLE_INSTRUCTION
     else:
         return text
     instruction = text[start + len(marker) : stop if stop >= 0 else len(text)].strip() if start >= 0 else ""
-    names = " ".join("/" + part.lstrip("/") for part in name.split())
+    names = " ".join("/" + part.lstrip("/") for part in name.split()) if stacked else "/" + name.lstrip("/")
     return f"{names} {instruction}".strip()
 
 

@@ -349,5 +349,5 @@ def test_the_index_command_reads_texts_a_batch_at_a_time(remote: World, monkeypa
     bulk(world, "s1", 200, lambda i: words(i, 60))
     statements = traced(monkeypatch, plugin("store"), "connect_ro")
     assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
-    reads = [s for s in statements if s.startswith("SELECT m.id, m.session_id, m.content FROM messages m WHERE m.id IN")]
+    reads = [s for s in statements if s.startswith("SELECT m.id, m.session_id, m.content, m.role FROM messages m WHERE m.id IN")]
     assert len(reads) == 4, len(reads)

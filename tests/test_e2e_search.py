@@ -516,11 +516,12 @@ def test_a_skill_turn_is_searched_and_read_as_the_person_asked_it(world: World, 
     from project_history_recall import stored_text
 
     turns = _skill_turns(tmp_path / "skills", monkeypatch)
-    for turn in turns.values():
-        asked = stored_text.as_asked(turn)
-        instruction = extract_user_instruction_from_skill_message(turn) or ""
-        assert asked.endswith(instruction) and asked.startswith("/zeppelin-") and "quokka" not in asked
+    for kind in ("with", "stacked"):
+        asked = stored_text.as_asked(turns[kind])
+        assert asked.endswith(extract_user_instruction_from_skill_message(turns[kind]) or "") and "quokka" not in asked
     assert stored_text.as_asked(turns["stacked"]) == "/zeppelin-check /zeppelin-lint both on canary"
+    # the body quotes Hermes' instruction marker: Hermes' own reading takes the body's rest for the instruction
+    assert stored_text.as_asked(turns["bare"]) == "/zeppelin-lint"
     pay = world.repo("pay")
     world.project("Payments", [pay])
     world.session("s_skill", pay, messages=[("user", turns["with"]), ("assistant", "staging checked")])
