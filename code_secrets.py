@@ -208,20 +208,16 @@ _HEREDOC_LINES = 50
 #: "…"``): quoted after ``(`` ``,`` ``:`` ``[`` or `` =`` (not an attribute's ``value="…"``), 8 to 64 characters without spaces, brackets, quotes or
 #: backticks (reStructuredText's ``:class:`~a.B1``` is a role), which :func:`_strong` judges.
 STRONG_LITERAL = re.compile(r"(?:(?<=[(,:\[])|(?<=\s=))[ \t]*+(?:[bfru]|&)?(?P<q>[\"'])(?P<value>[^\"'`\s()\[\]{}<>\\]{8,64}+)(?P=q)")
-#: The symbols a password mixes in (not those of paths, versions, base64, names, globs or formats: ``/ . - _ + = : ~ * %``).
-_PASSWORD_SYMBOLS = frozenset("!@#$^&?")
 
 
 def _strong(value: str) -> bool:
-    """Whether a literal reads as a password whatever it is given to: lower- and upper-case letters, a digit and one of
-    :data:`_PASSWORD_SYMBOLS`, not a URL, an address, a format, a variable, a selector, a flag or settings
+    """Whether a literal reads as a password whatever it is given to (:func:`prose_secrets.reads_strongly`), not a URL,
+    an address, a format, a variable, a selector, a flag or settings
     (``%Y-%m-%dT%H``, ``$Home1!``, ``#Main2!``, ``--Opt1!``, ``server=db;pwd=…``: its password is judged by its name),
     a style with a colour (``border:#FF0000``)."""
     return (not value.startswith(("%", "$", "#", "-", "@")) and "://" not in value and re.search(r"[A-Za-z_]=", value) is None
             and re.search(r"#[0-9A-Fa-f]{3,8}+(?![0-9A-Za-z])", value) is None
-            and re.fullmatch(r"[^@]+@[^@]+\.[A-Za-z]{2,}", value) is None
-            and any(c.islower() for c in value) and any(c.isupper() for c in value) and any(c.isdigit() for c in value)
-            and not _PASSWORD_SYMBOLS.isdisjoint(value))
+            and re.fullmatch(r"[^@]+@[^@]+\.[A-Za-z]{2,}", value) is None and prose_secrets.reads_strongly(value))
 
 
 def redact(text: str, redacted: str, judge: Judge) -> str:

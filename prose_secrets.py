@@ -63,6 +63,13 @@ BOTH_FIELDS = re.compile(
     r"(?:账号|帐号|帳號|账户|帳戶|用户名|用戶名|用户|用戶)(?:和|与|與|/|、)?(?:密码|密碼)(?:分别|分別)?(?:是|为|為)?[ \t]*+[:：]?[ \t]*+"
     r"[A-Za-z0-9_.@-]{1,64}+(?:[ \t]*+(?:/|和|与|與|、|，|,)[ \t]*+|[ \t]++)(?P<value>[^\s/，,、]{1,200}+)"
 )
+#: A login written after a host without a label, as a chat writes it (``服务器：1.2.3.4 root …``, ``1.2.3.4:22 root/…``,
+#: ``ssh root@1.2.3.4 …``): an IPv4 address (and port) and a user, or ``ssh`` to a user at a host, then a value that
+#: reads as a password whatever surrounds it (:func:`reads_strongly`: not a command, a version, a status or a path).
+HOST_LOGIN = re.compile(
+    r"(?:(?<![\w.])\d{1,3}+\.\d{1,3}+\.\d{1,3}+\.\d{1,3}+(?::\d{1,5}+)?[ \t]++[A-Za-z_][\w.-]{0,31}+(?:[ \t]*+/[ \t]*+|[ \t]++)"
+    r"|(?<![\w-])ssh[ \t]++(?:-p[ \t]*+\d{1,5}+[ \t]++)?[\w.-]{1,32}+@[\w.-]{1,253}+[ \t]++)(?P<value>[^\s/，,。]{6,64}+)"
+)
 #: A user and password given as flags of a command (``mongo -u admin -p 'Sup3r$ecret9'``, ``smbclient -U
 #: bob%Sup3rS3cretPw``, ``lftp -u bob,Sup3rS3cretPw``); the password goes when it reads as one (``docker run -u
 #: 1000:1000 -p 8080:80`` and ``mysql -u root -p shop`` keep theirs). Groups: ``q`` the quote, ``value``.
@@ -94,6 +101,7 @@ def redact(text: str, redacted: str) -> str:
     text = patterns.SLASHED_USERINFO.sub(lambda m: _slashed_userinfo(m, redacted), text)
     text = CREDENTIAL_PAIR.sub(lambda m: _password_in(m, redacted), text)
     text = BOTH_FIELDS.sub(lambda m: _password_in(m, redacted), text)
+    text = HOST_LOGIN.sub(lambda m: m.string[m.start() : m.start("value")] + redacted if reads_strongly(m.group("value")) else m.group(), text)
     text = USER_PASS_FLAGS.sub(lambda m: _password_in(m, redacted), text)
     text = _codes(text, redacted)
     return PASSPHRASE_WORDS.sub(lambda m: _passphrase_words(m, redacted), text)
@@ -107,6 +115,17 @@ def reads_as_password(value: str, redacted: str) -> bool:
         return False
     lower, upper, digit = (any(map(test, value)) for test in (str.islower, str.isupper, str.isdigit))
     return (lower or upper) and (patterns.PASSWORD_SYMBOL.search(value) is not None or (lower and upper and digit))
+
+
+#: The symbols a password mixes in (not those of paths, versions, base64, names, globs or formats: ``/ . - _ + = : ~ * %``).
+STRONG_SYMBOLS = frozenset("!@#$^&?")
+
+
+def reads_strongly(value: str) -> bool:
+    """Whether ``value`` reads as a password whatever surrounds it: lower- and upper-case letters, a digit and one of
+    :data:`STRONG_SYMBOLS` (``Kq7#vLp2Wx``; not ``v1.2.3-Beta``, ``Running``, ``/api``)."""
+    return (any(c.islower() for c in value) and any(c.isupper() for c in value) and any(c.isdigit() for c in value)
+            and not STRONG_SYMBOLS.isdisjoint(value))
 
 
 def reads_as_sentence(value: str) -> bool:

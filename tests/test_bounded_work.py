@@ -493,7 +493,7 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "Password for the [a] user (", "密码给你 ", "token值是", "SHA256:", "chatcmpl-",
                                   # strong literals in code; tables' pairs, quotes and emoji
                                   "('Ab1!cdef', ", " = 'Ab1!cdef'", "('", "| a | password | Ab1!x ", "> |-|-|\n", "| 🔑 password ",
-                                  "| Password (a) | Ab1!x |\n|-|-|\n"])
+                                  "| Password (a) | Ab1!x |\n|-|-|\n", "1.2.3.4 a ", "1.2.3.4:22 a/", "ssh a@b ", "1.1.1.1.1."])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -397,11 +397,14 @@ SENT_BEFORE = [
     ("ssh.connect('10.0.0.5', 22, 'root', 'Kq7#vLp2Wx')", 'Kq7#vLp2Wx'), ('sig = hmac.new(b"Kq7#vLp2WxQz", msg, hashlib.sha256)', 'Kq7#vLp2WxQz'),
     ('WiFi.begin("MyHomeWiFi", "Kq7#vLp2Wx");', 'Kq7#vLp2Wx'), ("User.objects.create_user('bob', 'bob@example.com', 'Kq7#vLp2Wx')", 'Kq7#vLp2Wx'),
     ('{"yhm": "admin", "mm": "Kq7#vLp2Wx"}', 'Kq7#vLp2Wx'), ('private static final String aesKey = "Kq7#vLp2WxQz";', 'Kq7#vLp2WxQz'),
+    # a login after a host, without a label
+    ('服务器：1.2.3.4 root Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('1.2.3.4:22 root/Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('ssh root@1.2.3.4 Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    '192.168.1.10 nginx v1.2.3-Beta', '10.0.0.5 web01 Running', 'ssh root@host uptime', '1.2.3.4:8080 GET /api/v1',
     # tables whose pass, pw or sk is another word's, a secret's name, an algorithm, a pass or fail; strong-looking
     # literals that are a style, a role, a connection's settings
     '| Test | Pass | Fail |\n|---|---|---|\n| login_flow | true | false |\n| checkout | 12/12 | none |',
