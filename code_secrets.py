@@ -211,11 +211,13 @@ STRONG_LITERAL = re.compile(r"(?:(?<=[(,:\[])|(?<=\s=))[ \t]*+(?:[bfru]|&)?(?P<q
 
 
 def _strong(value: str) -> bool:
-    """Whether a literal reads as a password whatever it is given to (:func:`prose_secrets.reads_strongly`), not a URL,
-    an address, a format, a variable, a selector, a flag or settings
+    """Whether a literal reads as a password whatever it is given to (:func:`prose_secrets.reads_strongly`), not a path
+    or a URL (``Microsoft.Web/sites@2022-03-01``, ``src/main.py#L42``), an object's or a version's reference
+    (``User@5e9f23b4``, ``Main$1``, ``login@v1``), an address, a format, a variable, a selector, a flag or settings
     (``%Y-%m-%dT%H``, ``$Home1!``, ``#Main2!``, ``--Opt1!``, ``server=db;pwd=…``: its password is judged by its name),
     a style with a colour (``border:#FF0000``)."""
-    return (not value.startswith(("%", "$", "#", "-", "@")) and "://" not in value and re.search(r"[A-Za-z_]=", value) is None
+    return (not value.startswith(("%", "$", "#", "-", "@")) and "/" not in value and re.search(r"[A-Za-z_]=", value) is None
+            and re.search(r"\.\w++@[0-9a-f]{6,8}+$|\$\d++$|@v\d", value) is None
             and re.search(r"#[0-9A-Fa-f]{3,8}+(?![0-9A-Za-z])", value) is None
             and re.fullmatch(r"[^@]+@[^@]+\.[A-Za-z]{2,}", value) is None and prose_secrets.reads_strongly(value))
 

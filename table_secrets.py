@@ -48,8 +48,12 @@ DELIMITER_ROW = re.compile(r"[ \t>]*+\|?[ \t:]*+-[ \t:-]*+\|[ \t|:-]*+")
 #: bare), a TSV field.
 CELL = {"|": re.compile(r"(?:[^|\r\n\\]|\\.)*+"), ",": re.compile(r"[ \t]*+\"(?:[^\"\r\n]|\"\")*+\"[ \t]*+|[^,\r\n]*+"),
         "\t": re.compile(r"[^\t\r\n]*+")}
-#: A value a table shows where there is none, or points elsewhere (what the word lists and placeholders miss).
-NO_VALUE = re.compile(r"(?i)[-—–/?]+|n/?a|\(?(?:none|empty|unset|not set|same|ditto)\)?|\**+redacted\**+")
+#: A value a table shows where there is none, or points elsewhere (what the word lists and placeholders miss), or that
+#: is a column's type, a measure or a name: ``varchar(255)``, ``1,000``, ``12.3s``, ``$1.20``, ``2.1.0``, ``8-64``,
+#: ``365d``, ``colorNeutralForeground1``, ``ORDER#5f3e…``.
+NO_VALUE = re.compile(r"(?i)[-—–/?]+|n/?a|\(?(?:none|empty|unset|not set|same|ditto)\)?|\**+redacted\**+"
+                      r"|\w{1,30}+\([\d, ]{1,20}+\)|[$€£¥]?\d++[,.][\d,.]*+(?:%|[a-z]{1,3}+)?|[$€£¥]?\d++(?:%|[a-z]{1,3}+)"
+                      r"|[$€£¥]\d++|\d++[-~–]\d++|(?-i:[a-z]++[A-Z][A-Za-z]*+\d{0,3}+|[A-Z]{2,}+#\S++)")
 
 
 def redact(text: str, redacted: str) -> str:
@@ -58,17 +62,19 @@ def redact(text: str, redacted: str) -> str:
         return text
     lines = text.splitlines(keepends=True)
     out: list[str] = []
-    separator, columns = "", dict[int, bool]()
+    separator, columns, width = "", dict[int, bool](), 0
     for i, line in enumerate(lines):
         following = lines[i + 1] if i + 1 < len(lines) else ""
         header = False
-        if columns and separator in line:  # a row of the table (a short one too: its cells that exist are read)
+        if columns and separator in line and (separator == "|" or len(_cells(line, separator)) == width):
+            # a row of the table: a Markdown one short too (its cells that exist are read), a CSV or TSV one whole
             spans = _cells(line, separator)
             taken = {c: kind for c, kind in columns.items() if c < len(spans)}
             if separator == "|" and DELIMITER_ROW.fullmatch(line.rstrip("\r\n")):
                 taken = {}
         else:
             separator, columns = _header(line, following)
+            width = len(_cells(line, separator)) if columns else 0
             spans, taken, header = [], {}, bool(columns)
         pairs = _pairs(line, following, header) if "|" in line else {}
         out.append(_rebuilt(line, spans, taken, pairs, redacted))
@@ -86,9 +92,10 @@ def _header(line: str, following: str) -> tuple[str, dict[int, bool]]:
     else:
         return "", {}
     cells = [_bare(line[start:end]) for start, end in _cells(line, separator)]
-    if separator != "|" and (len(_cells(following, separator)) != len(cells)
-                             or not all(re.fullmatch(r"[\w .()/#:+-]{0,40}", cell) for cell in cells)):
-        return "", {}
+    if separator != "|" and (len(cells) < 2 or len(_cells(following, separator)) != len(cells)
+                             or not all(re.fullmatch(r"[\w .()/#:+-]{1,40}", cell) for cell in cells[1:] or cells)
+                             or not re.fullmatch(r"[\w .()/#:+-]{0,40}", cells[0])):
+        return "", {}  # not a header: a list's item (``"password",``), an argument, prose; pandas leaves the first empty
     columns = {column: kind for column, cell in enumerate(cells) if (kind := _label(cell)) is not None}
     return (separator, columns) if columns else ("", {})
 

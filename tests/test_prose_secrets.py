@@ -399,11 +399,23 @@ SENT_BEFORE = [
     ('{"yhm": "admin", "mm": "Kq7#vLp2Wx"}', 'Kq7#vLp2Wx'), ('private static final String aesKey = "Kq7#vLp2WxQz";', 'Kq7#vLp2WxQz'),
     # a login after a host, without a label
     ('服务器：1.2.3.4 root Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('1.2.3.4:22 root/Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('ssh root@1.2.3.4 Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    (',user,password\n0,alice,Hz@2024abc', 'Hz@2024abc'), ("INSERT INTO users (username, password) VALUES ('admin', 'Hz@2024abc');", 'Hz@2024abc'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # the sixth review's: code one item a line after a password's name (not a CSV table), a column's type, measures,
+    # names and references in credential columns or literals
+    'FIELDS = [\n    "username",\n    "password",\n    "created_at",\n    "last_login",\n]',
+    'def connect(\n    host,\n    password,\n    port=5432,\n    timeout=10.0,\n):', 'conn = connect(\n    password,\n    dbname="app_v2",\n)',
+    '| password | varchar(255) | NO   |     | NULL    |       |', '| 字段 | 类型 | 说明 |\n|---|---|---|\n| password | varchar(64) | 密码 |',
+    '| Plan | Passwords | Storage |\n|---|---|---|\n| Free | 1,000 | 1GB |',
+    '| Metric | Password | Passkey |\n|---|---|---|\n| Login time | 12.3s | 4.1s |\n| Cost/user | $1.20 | $0.40 |',
+    '| Policy | Password | PIN |\n|---|---|---|\n| Max age | 365d | never |', '| Setting | Value |\n|---|---|\n| Password | 8-64 |',
+    '| Token | Value |\n|---|---|\n| colorNeutralForeground1 | #242424 |', '| PK | SK |\n|---|---|\n| USER#alice | ORDER#5f3e2a1b9c8d |',
+    '  type = "Microsoft.Web/sites@2022-03-01"', "      - uses: 'Azure/login@v1'", '  "Path": "github.com/BurntSushi/toml@v1.3.2",',
+    '  "value": "com.example.User@5e9f23b4",', 'Class.forName("com.example.MainActivity$1")', '  "see": "src/main.py#L42",',
     '192.168.1.10 nginx v1.2.3-Beta', '10.0.0.5 web01 Running', 'ssh root@host uptime', '1.2.3.4:8080 GET /api/v1',
     # tables whose pass, pw or sk is another word's, a secret's name, an algorithm, a pass or fail; strong-looking
     # literals that are a style, a role, a connection's settings
