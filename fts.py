@@ -34,8 +34,7 @@ _NOT_ECHO = "NOT (m.role = 'tool' AND COALESCE(m.tool_name, '') IN (SELECT value
 # holds but whose text here is ``/name instruction``. As candidates they would take a session's places (its best few
 # rows by the index's rank) from the messages that match, then score nothing. The role is tested first: only a user
 # row's content is read.
-_NOT_SCAFFOLD = (f"NOT (m.role = 'user' AND (substr(m.content, 1, {len(stored_text.SKILL_PREFIX)}) = ?"
-                 f" OR substr(m.content, 1, {len(stored_text.NOTE_PREFIX)}) = ?))")
+_NOT_SCAFFOLD = f"NOT {stored_text.SKILL_ROW_SQL} AND NOT {stored_text.NOTE_ROW_SQL}"
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -186,7 +185,7 @@ def _filters(conn: sqlite3.Connection, scope: Scope) -> tuple[str, list[Any]]:
     Hermes' own user rows for the model."""
     filter_sql, filter_params = scope.filters.sql()
     clause = f"{store.visible(conn)} AND {filter_sql} AND {_NOT_ECHO} AND {_NOT_SCAFFOLD}"
-    return clause, [*filter_params, json.dumps(list(store.RECALL_TOOLS)), stored_text.SKILL_PREFIX, stored_text.NOTE_PREFIX]
+    return clause, [*filter_params, json.dumps(list(store.RECALL_TOOLS))]
 
 
 @dataclass(frozen=True)

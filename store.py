@@ -263,8 +263,7 @@ def indexable_row(conn: sqlite3.Connection) -> str:
     """The SQL condition for a row the vector index should hold: a visible user or assistant message with text
     as it is embedded (:data:`HAS_TEXT`, not Hermes' note to the model: a row of blanks or images only, or a note,
     would count as missing for ever)."""
-    return (f"{visible(conn)} AND m.role IN ('user', 'assistant') AND {HAS_TEXT}"
-            f" AND NOT (m.role = 'user' AND substr(m.content, 1, {len(stored_text.NOTE_PREFIX)}) = '{stored_text.NOTE_PREFIX}')")
+    return f"{visible(conn)} AND m.role IN ('user', 'assistant') AND {HAS_TEXT} AND NOT {stored_text.NOTE_ROW_SQL}"
 
 
 def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:

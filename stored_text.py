@@ -24,6 +24,10 @@ NOTE_PREFIX = "[System:"
 #: How every skill turn starts: ``[IMPORTANT: The user has invoked the "name" skill, …`` (a bundle's: ``"name"
 #: skill bundle, …``; stacked skills': ``"a b" stacked skill bundle, …``).
 SKILL_PREFIX = '[IMPORTANT: The user has invoked the "'
+#: The SQL conditions (``messages`` as ``m``) that a row is such a note or such a turn, the role tested first so that
+#: only a user row's content is read.
+NOTE_ROW_SQL = f"(m.role = 'user' AND substr(m.content, 1, {len(NOTE_PREFIX)}) = '{NOTE_PREFIX}')"
+SKILL_ROW_SQL = f"(m.role = 'user' AND substr(m.content, 1, {len(SKILL_PREFIX)}) = '{SKILL_PREFIX}')"
 _SINGLE_MARKER = "The full skill content is loaded below.]"
 _SINGLE_INSTRUCTION = "The user has provided the following instruction alongside the skill invocation: "
 _RUNTIME_NOTE = "\n\n[Runtime note:"

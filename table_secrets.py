@@ -66,9 +66,9 @@ def redact(text: str, redacted: str) -> str:
     for i, line in enumerate(lines):
         following = lines[i + 1] if i + 1 < len(lines) else ""
         header = False
-        if columns and separator in line and (separator == "|" or len(_cells(line, separator)) == width):
+        spans = _cells(line, separator) if columns else []
+        if spans and (separator == "|" or len(spans) == width):
             # a row of the table: a Markdown one short too (its cells that exist are read), a CSV or TSV one whole
-            spans = _cells(line, separator)
             taken = {c: kind for c, kind in columns.items() if c < len(spans)}
             if separator == "|" and DELIMITER_ROW.fullmatch(line.rstrip("\r\n")):
                 taken = {}
@@ -76,7 +76,7 @@ def redact(text: str, redacted: str) -> str:
             separator, columns = _header(line, following)
             width = len(_cells(line, separator)) if columns else 0
             spans, taken, header = [], {}, bool(columns)
-        pairs = _pairs(line, following, header) if "|" in line else {}
+        pairs = _pairs(line, spans if separator == "|" and spans else _cells(line, "|"), following, header) if "|" in line else {}
         out.append(_rebuilt(line, spans, taken, pairs, redacted))
     return "".join(out)
 
@@ -110,10 +110,10 @@ def _label(cell: str) -> bool | None:
     return False if KEY_HEADER.fullmatch(cell) else None
 
 
-def _pairs(line: str, following: str, header: bool) -> dict[tuple[int, int], bool]:
-    """The cells of a Markdown row that come right after a cell naming a credential, ``{span: whether a password's}``;
-    in a header row (``header``, or followed by a delimiter row) only those that plainly read as a password."""
-    spans = _cells(line, "|")
+def _pairs(line: str, spans: list[tuple[int, int]], following: str, header: bool) -> dict[tuple[int, int], bool]:
+    """The cells of a Markdown row (``spans``, :func:`_cells`) that come right after a cell naming a credential,
+    ``{span: whether a password's}``; in a header row (``header``, or followed by a delimiter row) only those that
+    plainly read as a password."""
     header = header or bool(DELIMITER_ROW.fullmatch(following.rstrip("\r\n")))
     out = {}
     for (start, end), value_span in zip(spans, spans[1:], strict=False):
