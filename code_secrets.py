@@ -135,6 +135,39 @@ NAME_VALUE_JSON = re.compile(
     r"\"(?P<vname>[A-Za-z_/][\w./-]{0,100}+)\"|\"(?P<sprop>[A-Za-z_][\w.-]{0,100}+)\"[ \t]*+:[ \t]*+\{[ \t]*+\"value\"[ \t]*+:[ \t]*+"
     r"\"(?P<value9>[^\"\n]{1,200}+)\""
 )
+#: A mail client's login given by place: Go's ``smtp.PlainAuth("", user, "…", host)``, gomail's ``NewDialer(host,
+#: port, user, "…")``, yagmail's ``SMTP(user, "…")``, Ruby's ``Net::SMTP.start(host, port, helo, user, "…")``. The
+#: password goes when it reads as one or is a provider's app password (16 lower-case letters: Gmail's, QQ Mail's
+#: 授权码): :func:`_mail_login`. Group ``value14``.
+MAIL_LOGIN = re.compile(
+    r"(?:(?<![\w$])(?:smtp\.PlainAuth\(\s*+\"[^\"\n]{0,100}+\"|NewDialer\(\s*+\"[^\"\n]{1,200}+\"[ \t]*+,[ \t]*+\d{1,5}+"
+    r"|Net::SMTP\.start\(\s*+[\"'][^\"'\n]{1,200}+[\"'][ \t]*+,[ \t]*+\d{1,5}+[ \t]*+,[ \t]*+[\"'][^\"'\n]{0,200}+[\"'])"
+    r"[ \t]*+,\s*+[\"'][^\"'\n]{1,200}+[\"'][ \t]*+,\s*+(?=[\"'])|(?<![\w$])yagmail\.SMTP\(\s*+(?:user[ \t]*+=[ \t]*+)?"
+    r"[\"'][^\"'\n]{1,200}+[\"'][ \t]*+,\s*+(?:password[ \t]*+=[ \t]*+)?(?=[\"']))"
+    + _quoted("14")
+)
+#: A command-line option's default under a credential's name: argparse's ``add_argument("--password",
+#: default="…")``, click's ``@click.option("--api-key", default="…")``, optparse's ``add_option``, typer's
+#: ``Option``; and configparser's ``get("db", "password", fallback="…")``. Judged as a default is
+#: (:func:`_default`). Groups ``oname``, ``value15``.
+OPTION_DEFAULT = re.compile(
+    r"(?<![\w$])(?:(?:add_argument|add_option|option|Option)\(\s*+(?:[\"']-\w[\"'][ \t]*+,\s*+)?[\"']-{1,2}+"
+    r"|get(?:int)?\(\s*+[\"'][\w.-]{1,100}+[\"'][ \t]*+,\s*+[\"'])(?P<oname>[A-Za-z][\w-]{0,60}+)[\"']"
+    r"[^()\n]{0,200}?(?<![\w])(?:default|fallback)[ \t]*+=[ \t]*+" + _quoted("15")
+)
+#: A C or C++ macro defined as a literal (``#define WIFI_PASSWORD "…"``, ``#define API_KEY "…"``): judged as an
+#: assignment to its name. Groups ``mname``, ``value16``.
+C_DEFINE = re.compile(r"(?m:^)[ \t]*+#[ \t]*+define[ \t]++(?P<mname>[A-Za-z_]\w{0,100}+)[ \t]++" + _quoted("16"))
+#: A value named by the markup around it: a property list's ``<key>password</key>`` then ``<string>…</string>``, an
+#: element with attributes (``<wsse:Password Type="PasswordText">…</wsse:Password>``, named by its local name) or named
+#: by its ``name`` attribute (``<property name="hibernate.connection.password">…</property>``), a ``CDATA`` section in
+#: an element (``<password><![CDATA[…]]></password>``). Judged as an assignment to that name. Groups ``kname``,
+#: ``tag``, ``attrs``, ``value17``/``value18``.
+MARKUP_VALUE = re.compile(
+    r"<key>(?P<kname>[A-Za-z_][\w.:-]{0,100}+)</key>\s*+<string>(?P<value17>[^<\n]{1,200}+)</string>"
+    r"|<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)(?P<attrs>[ \t][^<>\n]{0,300}+)?>(?(attrs)|<!\[CDATA\[)"
+    r"(?P<value18>[^<\]\n]{1,200}+)(?(attrs)|\]\]>)</(?P=tag)>"
+)
 #: The names a field's ``env``/``alias`` gives it.
 FIELD_NAME = re.compile(r"(?<![\w.])(?:env|alias|validation_alias|serialization_alias)[ \t]*+=[ \t]*+[\"']([\w.-]{1,100}+)[\"']")
 #: Lisp's and the shell's of Clojure and PowerShell: ``(or (System/getenv "DB_PASSWORD") "…")``, ``(or (env
@@ -232,6 +265,10 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = NAME_VALUE_JSON.sub(lambda m: _json_value(m, judge, redacted), text)
     text = POSITIONAL.sub(lambda m: _positional(m, judge, redacted), text)
     text = DSL_SETTING.sub(lambda m: _dsl_setting(m, judge, redacted), text)
+    text = MAIL_LOGIN.sub(lambda m: _mail_login(m, redacted), text)
+    text = OPTION_DEFAULT.sub(lambda m: _default(m, judge, redacted), text)
+    text = C_DEFINE.sub(lambda m: _named_literal(m, judge, redacted), text)
+    text = MARKUP_VALUE.sub(lambda m: _markup(m, judge, redacted), text)
     text = LISP_AND_SHELL.sub(lambda m: _default(m, judge, redacted), text)
     text = SYMBOL_KEY.sub(lambda m: _default(m, judge, redacted), text)
     text = CLIENT_AUTH.sub(lambda m: _login(m, redacted, default=True), text)
@@ -250,7 +287,7 @@ def _value_group(m: re.Match[str]) -> str:
 def _name(m: re.Match[str]) -> str:
     """The name a default is of: a key, or a path's or a Clojure keyword path's last part."""
     for group in ("key", "bkey", "pkey", "aname", "c1", "c2", "c3", "c4", "c5", "ps", "name", "cname", "sname", "ename",
-                  "vname", "sprop", "hname", "dname", "ref", "ref2", "path"):
+                  "vname", "sprop", "hname", "dname", "oname", "mname", "kname", "ref", "ref2", "path"):
         if group in m.re.groupindex and m.group(group):
             name = m.group(group)
             if group in ("ename", "vname"):
@@ -341,6 +378,24 @@ def _positional(m: re.Match[str], judge: Judge, redacted: str) -> str:
         plain = len(value) >= 6 and not value.startswith("#") and not re.fullmatch("[A-Za-z]{1,8}", value)
     secret = plain and judge("secret" if m.group("jwt") else "password", value, False)
     return replace_group(m, "value10", redacted) if secret else m.group()
+
+
+def _mail_login(m: re.Match[str], redacted: str) -> str:
+    """A :data:`MAIL_LOGIN` match with its password redacted when it reads as one or as an app password."""
+    value = m.group("value14")
+    if prose_secrets.reads_as_password(value, redacted) or re.fullmatch(r"[a-z]{16}|(?:[a-z]{4} ){3}[a-z]{4}", value):
+        return replace_group(m, "value14", redacted)
+    return m.group()
+
+
+def _markup(m: re.Match[str], judge: Judge, redacted: str) -> str:
+    """A :data:`MARKUP_VALUE` match with its value redacted when an assignment of it to the name the markup gives would
+    be: a ``<key>``'s, the ``name`` attribute's, else the tag's local name (``wsse:Password`` is ``Password``)."""
+    group = _value_group(m)
+    attr = re.search(r"(?<![\w-])name[ \t]*+=[ \t]*+[\"']([^\"'\n]{1,100}+)[\"']", m.group("attrs") or "")
+    name = m.group("kname") or (attr.group(1) if attr else m.group("tag").rpartition(":")[2])
+    value = m.group(group).strip()
+    return replace_group(m, group, redacted) if value and judge(name, value, False) else m.group()
 
 
 def _typed_default(m: re.Match[str], judge: Judge, redacted: str) -> str:

@@ -55,7 +55,11 @@ ARCHIVE_OR_SQL = re.compile(
 #: FreeRDP's ``/p:``, influx's ``-password``, x11vnc's ``-passwd``, openGauss' ``gsql -W``, ``mysqladmin … password``,
 #: ``rabbitmqctl add_user|change_password USER``, ``mc alias set ALIAS URL USER``, ``poetry config http-basic.NAME
 #: USER``, ``net use [Z:] SHARE … /user:USER`` (or before ``/user:``), ``etcdctl --user USER:``, PowerShell's
-#: ``ConvertTo-SecureString``; not a flag in its place (``/persistent:no``, ``--api=s3v4``).
+#: ``ConvertTo-SecureString`` and ``-Password``/``-SecretKey`` (``-AccountPassword`` too), PuTTY's ``-pw``,
+#: ipmitool's and mosquitto's ``-P``, unrar's ``-p``, curl's ``--proxy-user USER:`` (``-U``), skopeo's ``--creds
+#: USER:``, a secret store's value (``az keyvault secret set … --value``, ``aws ssm put-parameter … --value``,
+#: ``aws secretsmanager … --secret-string``), ``net user USER … /add``, ``schtasks … /rp``, neo4j's and Grafana's
+#: initial and reset passwords; not a flag in its place (``/persistent:no``, ``--api=s3v4``).
 PASSWORD_FLAG = re.compile(
     r"(?<![\w.-])(?:gpg2?(?=[ \t])" + _SAME_COMMAND + r"[ \t]--passphrase(?:[ \t]++|=)"
     r"|openssl(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-k[ \t]++|-pass(?:in|out)?[ \t]++pass:|passwd(?:[ \t]++-(?:1|5|6|apr1))?[ \t]++)"
@@ -68,7 +72,16 @@ PASSWORD_FLAG = re.compile(
     r"|net[ \t]++use(?:[ \t]++(?:[A-Za-z]:|\*))?[ \t]++\\\\\S{1,300}+[ \t]++(?=[^\s/]\S{0,199}+[ \t]++/user:)"
     r"|net[ \t]++use(?=[ \t])" + _SAME_COMMAND + r"[ \t]/user:\S{1,100}+[ \t]++"
     r"|etcdctl(?=[ \t])" + _SAME_COMMAND + r"[ \t]--user(?:[ \t]++|=)(?P<fq>[\"']?)[^\s:\"']{1,100}+:"
-    r"|(?i:ConvertTo-SecureString)(?:[ \t]++-String)?[ \t]++)(?![-/])" + _VALUE
+    r"|(?i:ConvertTo-SecureString)(?:[ \t]++-String)?[ \t]++"
+    r"|(?:plink|pscp|psftp)(?i:\.exe)?+(?=[ \t])" + _SAME_COMMAND + r"[ \t]-pw[ \t]++"
+    r"|(?:ipmitool|mosquitto_(?:pub|sub|rr))(?=[ \t])" + _SAME_COMMAND + r"[ \t]-P[ \t]++|unrar(?=[ \t])" + _SAME_COMMAND + r"[ \t]-p"
+    r"|(?:curl(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:--proxy-user|-U)|skopeo(?=[ \t])" + _SAME_COMMAND + r"[ \t]--(?:src-|dest-)?creds)"
+    r"(?:[ \t]++|=)(?P<uq>[\"']?)[^\s:\"']{1,100}+:"
+    r"|(?:az[ \t]++keyvault[ \t]++secret[ \t]++set|aws[ \t]++ssm[ \t]++put-parameter)(?=[ \t])" + _SAME_COMMAND
+    + r"[ \t]--value(?:[ \t]++|=)|aws[ \t]++secretsmanager(?=[ \t])" + _SAME_COMMAND + r"[ \t]--secret-string(?:[ \t]++|=)"
+    r"|net[ \t]++user[ \t]++[^\s/]{1,100}+[ \t]++(?=[^\s/]\S{0,199}+[ \t]++/add)|schtasks(?=[ \t])" + _SAME_COMMAND + r"[ \t]/rp[ \t]++"
+    r"|(?:neo4j-admin[ \t]++(?:dbms[ \t]++)?set-initial-password|grafana-cli[ \t]++admin[ \t]++reset-admin-password)[ \t]++"
+    r"|(?<=[ \t])-[A-Za-z]{0,30}?(?:Password|SecretKey)[ \t]++)(?![-/])" + _VALUE
 )
 #: A command written as a list of its words (a compose or Kubernetes ``command:``/``args:``, ``subprocess.run([…])``,
 #: a Dockerfile's ``CMD [...]``): a password flag's value as the next element (``"--requirepass", "…"``, ``"--password",
@@ -126,8 +139,9 @@ def _password(m: re.Match[str], redacted: str) -> str:
     """A match given where a password goes, its value redacted when it is written out and reads as one."""
     group = _value_group(m)
     value = m.group(group)
-    if "fq" in m.re.groupindex and m.group("fq") and value.endswith(m.group("fq")):
-        value = value[:-1]  # "-p…": the flag's closing quote
+    quote = next((m.group(g) for g in ("fq", "uq") if g in m.re.groupindex and m.group(g)), "")
+    if quote and value.endswith(quote):
+        value = value[:-1]  # "-p…", "user:…": the flag's or the login's closing quote
     if _written(m, group) and prose_secrets.reads_as_password(value, redacted):
         return replace_group(m, group, redacted, len(value))
     return m.group()

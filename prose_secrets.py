@@ -128,12 +128,20 @@ def reads_strongly(value: str) -> bool:
             and not STRONG_SYMBOLS.isdisjoint(value))
 
 
+#: Words of a form's labels, hints and errors (``Incorrect password. Try again.``, ``Password (8+ chars, 1 symbol)``),
+#: which :func:`reads_as_sentence` counts with :data:`PROSE_WORDS` (a passphrase may hold them: that judge does not).
+MESSAGE_WORDS = frozenset("""
+incorrect invalid wrong try please forgot forgotten confirm symbol symbols digit digits letter letters number numbers
+sign log match mismatch must contain least required enter
+""".split())
+
+
 def reads_as_sentence(value: str) -> bool:
     """Whether a quoted ``value`` is a sentence, as a UI string or a message is: three or more words, the first
-    Capitalised, most of them :data:`PROSE_WORDS` (``Enter your password``, ``Your session has expired. Please sign in
-    again.``)."""
+    Capitalised, most of them :data:`PROSE_WORDS` or :data:`MESSAGE_WORDS` (``Enter your password``, ``Your session has
+    expired. Please sign in again.``)."""
     words = value.split()
-    prose = sum(w.strip(".,!?:;()…").lower() in PROSE_WORDS for w in words)
+    prose = sum(w.strip(".,!?:;()…").lower() in PROSE_WORDS | MESSAGE_WORDS for w in words)
     return len(words) >= 3 and value[:1].isupper() and 2 * prose > len(words)
 
 

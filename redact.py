@@ -9,14 +9,12 @@
 * Logs: :func:`guard_logs` keeps an endpoint's credentials out of the records
   of the HTTP client's loggers.
 
-Invariants: every function here is pure and never raises, except
-:func:`guard_logs`, which installs one logging filter on the HTTP client's
-loggers. The secrets that filter knows are process-wide and only ever grow
-(forgetting one would let a client built earlier log it), so they are not
-kept in :mod:`state` and no reset clears them. Seed phrases are found by
-:mod:`seed_phrases`; secrets written as prose (a login in
-``user:password@host``, a PIN, a passphrase of words) by
-:mod:`prose_secrets`; in code, by :mod:`code_secrets`. Imports those and :mod:`secret_patterns`.
+Invariants: every function here is pure and never raises, except :func:`guard_logs`, which installs one logging
+filter on the HTTP client's loggers. The secrets that filter knows are process-wide and only ever grow (forgetting
+one would let a client built earlier log it), so they are not kept in :mod:`state` and no reset clears them. Seed
+phrases are found by :mod:`seed_phrases`; secrets written as prose (a login in ``user:password@host``, a PIN, a
+passphrase of words) by :mod:`prose_secrets`; in code, by :mod:`code_secrets`; cookies outside a header, by
+:mod:`cookie_secrets`. Imports those and :mod:`secret_patterns`.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from . import code_secrets, command_secrets, folding, prose_secrets, seed_phrases, table_secrets
+from . import code_secrets, command_secrets, cookie_secrets, folding, prose_secrets, seed_phrases, table_secrets
 from . import secret_patterns as patterns
 
 #: What :func:`redact_secrets` puts in place of a secret-looking string.
@@ -170,8 +168,8 @@ def _credential_kind(name: str) -> str | None:
     ``PWD`` alone is weak: the shell's working directory (a path, :func:`_names_something`) or ODBC's password.
     """
     words = _name_segments(name)
-    if not words:
-        return None
+    if not words or (words[-1] in ("token", "tokens") and words[-2:-1] in (["max"], ["min"], ["num"])):
+        return None  # a count of a model's tokens (max_token=4096), not a token
     last = words[-1]
     if len(words) >= 2 and words[-2] == "pass":
         last = "pass" + last  # PassPhrase, PassWord
@@ -284,8 +282,9 @@ def _long_token(m: re.Match[str]) -> str:
     """
     token = m.group(0)
     if (token.startswith(patterns.PUBLIC_ID_PREFIXES) or token[:7].lower().startswith(patterns.DIGEST_TAGS)
-            or m.string[max(0, m.start() - 7) : m.start()].lower().endswith(patterns.DIGEST_TAGS)):
-        return token  # an API's id of a reply or a request, a digest (SSH's SHA256: fingerprint, SRI's sha384-)
+            or m.string[max(0, m.start() - 7) : m.start()].lower().endswith(patterns.DIGEST_TAGS)
+            or patterns.PUBLIC_LABEL.search(m.string, max(0, m.start() - 40), m.start())):
+        return token  # an API's id of a reply or a request, a digest (SSH's SHA256: fingerprint), a public key or address
     if len(token) < 32 and (not (token.isalnum() and all(_class_counts(token))) or _camel_words(token)):
         return token
     segments = token.split("/")
@@ -323,6 +322,7 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield (text := patterns.WEBHOOK.sub(lambda m: m.group(1) + REDACTED, text))
     yield (text := patterns.QUERY_PAIR.sub(_query_pair, text))
     yield (text := patterns.COOKIE_HEADER.sub(lambda m: m.group(1) + patterns.COOKIE_PAIR.sub(_cookie_pair, m.group(2)), text))
+    yield (text := cookie_secrets.redact(text, REDACTED))
     yield (text := patterns.AUTH_HEADER.sub(lambda m: (m.group(1) or m.group(3)) + REDACTED, text))
     yield (text := patterns.WRAPPED_KEY.sub(_wrapped_key, text))
     yield (text := patterns.KEY_FORMATS.sub(REDACTED, text))
@@ -346,8 +346,8 @@ def redaction_steps(text: str) -> Iterator[str]:
 def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:
     """Whether an assigned or labelled value is not a literal secret: already redacted, code (unless ``quoted``: a
     string is not code, ``"Winter.Is.Coming7"``) or a placeholder, or the name again."""
-    pattern = patterns.PLACEHOLDER_VALUE if quoted else patterns.CODE_VALUE
-    return value.startswith(REDACTED[:-1]) or bool(pattern.match(value.strip())) or value.strip() == name
+    pattern = patterns.PLACEHOLDER_VALUE if quoted else patterns.CODE_VALUE  # in backticks too (`null`)
+    return value.startswith(REDACTED[:-1]) or bool(pattern.match(value.strip().strip("`"))) or value.strip() == name
 
 
 def _replace(m: re.Match[str], start: int, end: int) -> str:
@@ -377,9 +377,8 @@ def _cookie_pair(m: re.Match[str]) -> str:
 
 
 def _cli_secret(m: re.Match[str]) -> str:
-    """A :data:`secret_patterns.CLI_SECRET`, :data:`secret_patterns.SQL_PASSWORD` or
-    :data:`secret_patterns.ORACLE_LOGIN` match (groups ``q`` and ``value``) with the password redacted (kept when a
-    variable or placeholder)."""
+    """A :data:`secret_patterns.CLI_SECRET`, :data:`secret_patterns.SQL_PASSWORD` or :data:`secret_patterns.ORACLE_LOGIN`
+    match (groups ``q`` and ``value``) with the password redacted (kept when a variable or placeholder)."""
     value = m.group("value")
     if len(value) < _MIN_SECRET or value.startswith("$") or _is_placeholder(value, "", quoted=bool(m.group("q"))):
         return m.group(0)
@@ -453,8 +452,7 @@ def _assigned_secret(name: str, value: str, text: str, end: int, bare: bool, pro
 
 
 def _judged_secret(name: str, value: str, bare: bool) -> bool:
-    """:func:`_assigned_secret` of ``value`` alone (no text after it read), the judge :mod:`code_secrets` and
-    :mod:`command_secrets` are given."""
+    """:func:`_assigned_secret` of ``value`` alone, the judge :mod:`code_secrets` and :mod:`command_secrets` are given."""
     return _assigned_secret(name, value, value, len(value), bare, False)
 
 

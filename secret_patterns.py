@@ -74,11 +74,16 @@ PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----EN
 # ---------------------------------------------------------------------------
 
 #: ``Authorization:`` values. After a scheme (``Bearer``, ``Basic``...) any credential of 8+ characters goes; without
-#: one, a lower-case word is prose ("authorization: required"). A bare ``bearer`` token needs a digit: "bearer
-#: authentication" is prose.
+#: one, a lower-case word is prose ("authorization: required"). Without ``:`` or ``=``, as web servers set the header
+#: (``proxy_set_header Authorization "Basic …"``, Apache's ``RequestHeader set Authorization …``) or Kotlin's ``to``
+#: pairs it, a scheme and a credential with a digit or a base64 sign. A placeholder stays: ``YOUR_API_KEY``,
+#: ``your-token-here`` (capitals and ``_`` alone, or ``your`` and letters). A bare ``bearer`` token needs a digit:
+#: "bearer authentication" is prose.
 AUTH_HEADER = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])((?:proxy-)?authorization[\"']?\s*+[:=：]\s*+[\"']?"
-    r"(?:(?:bearer|basic|token|bot)\s++|(?!(?-i:[a-z]+)(?![A-Za-z0-9_]))))"
+    r"(?i)(?<![A-Za-z0-9_])((?:proxy-)?authorization[\"']?(?:\s*+[:=：]\s*+[\"']?"
+    r"(?:(?:bearer|basic|token|bot)\s++|(?!(?-i:[a-z]+)(?![A-Za-z0-9_])))"
+    r"|[ \t]++(?:to[ \t]++)?[\"']?(?:bearer|basic|token)[ \t]++(?=[A-Za-z0-9._~+/=-]*[\d=+/])))"
+    r"(?!(?-i:your|YOUR|Your)[A-Za-z_-]*+(?![A-Za-z0-9._~+/=-])|(?-i:[A-Z_]++)(?![A-Za-z0-9._~+/=-]))"
     r"([A-Za-z0-9._~+/=-]{8,}+)"
     r"|(?<![A-Za-z0-9_])(bearer\s++)(?=[A-Za-z0-9._~+/=-]*\d)([A-Za-z0-9._~+/=-]{12,}+)"
 )
@@ -124,12 +129,15 @@ URL_SECRET_NAMES = re.compile(
 #: ``#``, quote or space.
 QUERY_PAIR = re.compile(r"(?<=[?&])([A-Za-z0-9_.~%-]{1,60}+)=([^&#\s\"'<>]{1,1000}+)")
 #: A ``Cookie:`` or ``Set-Cookie:`` header, to the end of its line, also as a quoted key (``{'Cookie': 'SESSDATA=…'}``,
-#: fetch's ``"cookie": "sid=…"``): its session-like pairs are redacted.
-COOKIE_HEADER = re.compile(r"(?i)(?<![A-Za-z0-9_])((?:set-)?cookie[\"']?\s*+[:=]\s*+[\"']?)([^\n]{1,2000}+)")
+#: fetch's ``"cookie": "sid=…"``) or curl's ``-b``/``--cookie`` (``curl … -b 'SESSDATA=…'``; a file's name has no
+#: pairs): its session-like pairs are redacted.
+COOKIE_HEADER = re.compile(r"(?i)(?<![A-Za-z0-9_])((?:set-)?cookie[\"']?\s*+[:=]\s*+[\"']?"
+                           r"|curl(?=[ \t])[^\n]{0,300}?[ \t](?:-b|--cookie)[ \t]++[\"']?)([^\n]{1,2000}+)")
 #: One ``name=value`` of a cookie header.
 COOKIE_PAIR = re.compile(r"([^=;,\s]{1,100}+)=([^;,\s\"']{1,1000}+)")
-#: Cookie names that hold a session or a credential (``sessionid``, ``PHPSESSID``, ``sid``, ``csrftoken``, ``auth``...).
-COOKIE_SECRET_NAMES = re.compile(r"(?i)sess|^sid$|token|auth|jwt|secret|key|remember")
+#: Cookie names that hold a session or a credential (``sessionid``, ``PHPSESSID``, ``sid``, ``connect.sid``,
+#: ``csrftoken``, ``auth``...).
+COOKIE_SECRET_NAMES = re.compile(r"(?i)sess|(?:^|[._])sid$|token|auth|jwt|secret|key|remember")
 
 # ---------------------------------------------------------------------------
 # Credentials after a name or a label
@@ -148,7 +156,7 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: ``password=...``. A name starts a run of name characters (dots included): each run is tried once. Quotes may be
 #: backslash-escaped (JSON in JSON: ``{\\"token\\": \\"x\\"}``). The value may be on the next line, unless that line
 #: is another ``name:`` (a YAML parent ``auth:`` would otherwise take its child ``password:`` for its value and hide
-#: it). A bare value is not a tuple or call's arguments (``auth=(user, password)``: :data:`CLI_SECRET` reads those).
+#: it). A bare value is not a tuple or call's arguments (``auth=(user, password)``: :data:`CLI_SECRET` reads those) nor a code fence.
 #: The name may be a quoted subscript (``os.environ["DB_PASSWORD"] = "…"``, ``$config['db_password'] = '…'``) and the
 #: sign PHP's and Ruby's ``=>`` before a quoted value (``'password' => '…'``): those two must read as a password by
 #: themselves (:func:`redact._assignment`), as arrays of rules and messages are written so (``'password' =>
@@ -163,12 +171,12 @@ ASSIGNMENT = re.compile(
     r"(?:\r?\n\s*+(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
     r"(?:(?:" + LITERAL_WRAPPER + r"[ \t]*+b?|[bBrRuUfF]{1,2}+(?=[\"']))?+"
     r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?<=\[\]byte\()`([^`\n]{1,200}+)`)"
-    r"|(?![\"'\\]|\([^),\n]{0,100}+,)(" + VALUE_CHAR + r"{1,200}+))"
+    r"|(?![\"'\\]|```|\([^),\n]{0,100}+,)(" + VALUE_CHAR + r"{1,200}+))"
 )
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a SECRET``
 #: (``REDIS-CLI`` too) or ``--pass SECRET``, ``curl -u user:SECRET``, httpie's ``http -a user:SECRET`` (``--auth``,
 #: ``https``), ``--password SECRET`` / ``--with-token SECRET`` / ``--requirepass SECRET`` (the ``=`` form is an
-#: :data:`ASSIGNMENT`), ``keytool -storepass SECRET``, ``ssh-keygen -N SECRET``, ``nmcli … password SECRET`` (or
+#: :data:`ASSIGNMENT`), ``keytool -storepass SECRET`` (not ``changeit``, the JDK keystores' documented default), ``ssh-keygen -N SECRET``, ``nmcli … password SECRET`` (or
 #: ``wifi-sec.psk``; only in a command that sets it, ``c m``/``d wifi c`` too, after up to two flags: ``--ask``; not
 #: ``-g``/``-f``), redis's ``ACL SETUSER … >SECRET`` (or ``'>SECRET'``, an ACL file's ``user bob on [up to six rules]
 #: >SECRET``), ``sentinel auth-pass NAME SECRET`` (``SENTINEL SET NAME auth-pass SECRET``), ``MIGRATE … AUTH[2 user]
@@ -218,7 +226,7 @@ CLI_SECRET = re.compile(
     r"|(?<=[;&|(`$>] )|(?<=sudo ))[ \t]*+(?:https?|xhs?|python3? -m httpie)"
     r"(?:[ \t](?:[^\r\n;&|" + _CJK + r"]{0,200}+(?<=\\)\r?\n)?[^\n;&|" + _CJK + r"]{0,200}?)?[ \t](?:-a|--auth))(?:[ \t]++|=|(?<=[ \t]-[ua]))[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key|requirepass|masterauth)[ \t]++(?!-)"
-    r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
+    r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++(?!changeit(?!\S))|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
     r"|(?:(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]|(?m:^)[ \t]*+user[ \t]++[^\s>]{1,64}+[ \t]++(?:on|off)[ \t]++"
     + _ACL_RULES * 3 + r")[\"']?>(?=[^\s\"'])"
     r"|(?m:^)(?:[^\n:#|]{1,200}+(?<=[ \t]))?:[ \t]*+(?:PSK|EAP|XAUTH|RSA[ \t]++(?=[^\s\"']{0,200}?[./])[^\s\"']{1,200}+(?![ \t]++[\"']/))[ \t]++(?=[\"'][^\"'\s]{1,200}+[\"']|0[sx])"  # ipsec.secrets
@@ -389,17 +397,18 @@ _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``,
 #: ``设置成``, ``は``, ``is``...), and a quoted string or a run of printable ASCII (which ends where the text goes back
-#: to its own script), after what the value is for, if said (``password for the db:``, ``Passwort für die DB:``,
-#: ``пароль от базы:``). Longer labels come first (``secret key`` before ``secret``). What a Latin label needs is
-#: :func:`redact._labelled`'s.
+#: to its own script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), after
+#: what the value is for, if said (``password for the db:``, ``Passwort für die DB:``,
+#: ``пароль от базы:``). Longer labels come first (``secret key`` before ``secret``); a ``max token`` is a count. What a
+#: Latin label needs is :func:`redact._labelled`'s.
 LABELLED = re.compile(
     r"(?i)((?:" + _SCRIPT_LABELS + r")|(?<![A-Za-z0-9_])(?:APIキー|API ?키"
     r"|password|passwd|passphrase|passcode|pwd|pw|" + _FOREIGN_LABELS +
-    r"|(?:api|access|secret|private)[ _-]?key|secret|token))"
+    r"|(?:api|access|secret|private)[ _-]?key|secret|(?<!max )(?<!min )token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|to|für|von|zur|zum|pour|de|du|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+(?=[\s:：=\"”(（]))?"
     r"[\"”]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
-    r"|is|was|ist|war|est|es|era|é|è|là|—|-)\s*+){0,2})"
+    r"|is|was|ist|war|est|es|era|é|è|là|—|-)\s*+){0,2}(?:```[\w+-]{0,20}+[ \t]*+\r?\n[ \t]*+)?)"
     r"(?:([\"'“「『【])([^\"'”」』】\n]{1,200})[\"'”」』】]|([!-~]{4,200}+))"
 )
 #: The verbs a Latin label needs before its value (``password is``, ``Passwort ist``, ``mot de passe est``).
@@ -506,32 +515,35 @@ PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "loo
 #: Words that follow a flag's name in prose about it rather than its value (``use the --password option``).
 FLAG_PROSE = frozenset("option options flag flags argument arguments parameter parameters switch instead and or is to".split())
 #: What follows a number that is a length or a size rather than a value (``8-16位``, ``2048 bit``, ``12个字符``).
-SIZE_UNITS = ("位", "个", "個", "字", "bit", " bit", "-bit", " chars", " characters")
+SIZE_UNITS = ("位", "个", "個", "字", " 位", " 个", " 個", " 字", "bit", " bit", "-bit", " chars", " characters")
 #: Values that are placeholders, not literals, quoted or not: a constant or a type's name, a variable, a list or dict, an
 #: environment variable's name (``"OPENAI_API_KEY"``, not ``"S3CR3T_KEY"``), a scheme joined to a token (``"Bearer " +
-#: t``), ``TODO``, a mask (``********``, ``(none)``), CJK text alone (``"请输入密码"``, not ``"张三Abc123!"``), what a
+#: t``), ``TODO``, ``none``, ``default``, a mask (``********``, ``(none)``), CJK text alone (``"请输入密码"``, not ``"张三Abc123!"``), what a
 #: shell, a CI system or a template fills in when it runs (``"${{ secrets.DB_PASSWORD }}"``, ``"$(cat pw.txt)"``,
-#: ``%SA_PASSWORD%``, ``#{Pw}#``, ``@PW@``, MyBatis' and Octopus' ``#{password}``, hiera's ``%{…}``, ``${VAR:-}``
+#: ``%SA_PASSWORD%``, ``#{Pw}#``, ``@PW@``, MyBatis' and Octopus' ``#{password}`` (``#{password,jdbcType=VARCHAR}``), hiera's ``%{…}``, ``${VAR:-}``
 #: without a default, ``${VAR:?message}``, Serverless' ``${ssm:…}``), a bind parameter (``:password``, T-SQL's ``@Password``), a YAML tag (``!ENV``).
 _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
-                r"|\$\{\{.*|\$\(.*|%\w+%|#\{\w+\}#|@\w+@|#\{[\w.]{1,100}+\}|%\{[^{}\n]{1,200}+\}"
+                r"|\$\{\{.*|\$\(.*|%\w+%|#\{\w+\}#|@\w+@|#\{[\w.,= ]{1,100}+(?:\}.*)?|%\{[^{}\n]{1,200}+\}"
                 r"|\$\{\w{1,100}+(?::?[-=])?\}?|\$\{\w{1,100}+:?\?[^{}\n]{0,200}+\}?|\$\{(?:ssm|env|file|self|opt|cf|s3|sls)[:(][^{}\s]{0,200}+\}?"
                 r"|:[A-Za-z_]\w{0,60}+|@[A-Z][A-Za-z]{0,60}+|![A-Za-z][A-Za-z_]{0,30}+"
                 r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\*{3,}|\(\w*\)|\.{3}|…"
-                r"|TODO|TBD|FIXME"
+                r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"
                 r"|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+")
 PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: Values written bare that are code or placeholders: also an attribute, a call or an index (``settings.db.password``,
 #: ``os.environ["X"]``, PHP's ``$_ENV['X']``). An attribute is names joined by dots: ``Summer.2024!`` is not one. A
 #: quoted value is never code (:data:`PLACEHOLDER_VALUE`): ``"Winter.Is.Coming7"``. Nor is Rust's reference (``password:
-#: &str``, ``&'static``, ``&mut``, ``&args[1]``, ``&[u8]``), nor CloudFormation's ``!Ref`` and Ansible's ``!vault``.
+#: &str``, ``&'static``, ``&mut``, ``&args[1]``, ``&[u8]``), nor CloudFormation's ``!Ref`` and Ansible's ``!vault``, a
+#: generic type in an annotation (``token: Option<String>``, ``apiKey: Record<string, string>``) nor a CSS colour.
 CODE_VALUE = re.compile(
     f"^(?:{_PLACEHOLDER}"
     r"|(?=\$?[A-Za-z_]\w*[.(\[])(?!\$?[\w.]*\.(?![A-Za-z_]))\$?[A-Za-z_][\w.]*+(?:[(\[].*)?"  # an attribute, call or index
     r"|&(?:'?[A-Za-z_][\w:]*+(?:[<\[].*)?|\[.*)"  # a Rust reference
     r"|!(?:Ref|Sub|GetAtt|ImportValue|FindInMap|Join|Select|If|Base64|Split|Equals|Condition|vault)"  # a YAML tag of code
-    r"|[A-Z]\w*\[.*)$"  # a type such as Optional[str]
+    r"|[A-Z]\w*\[.*"  # a type such as Optional[str]
+    r"|[A-Z][A-Za-z]{1,40}+<[A-Za-z_&'(\[][\w:&'\[\](), <>?]{0,200}+"  # a generic type: Option<String>, Record<string,
+    r"|#[0-9A-Fa-f]{3,8}+)$"  # a colour (a design token's: --primary-token: #1677ff)
 )
 
 # ---------------------------------------------------------------------------
@@ -544,8 +556,16 @@ CODE_VALUE = re.compile(
 #: (``GetUserProfileByAccountIdV2Ok``).
 LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{28,}+")
 #: Ids an API gives its replies, requests and calls (OpenAI's ``chatcmpl-``, ``resp_``, ``call_``; Anthropic's
-#: ``msg_``, ``toolu_``; Stripe's ``req_``): long and random, and public.
-PUBLIC_ID_PREFIXES = ("chatcmpl-", "resp_", "req_", "msg_", "call_", "toolu_", "run_", "thread_", "asst_", "batch_", "evt_")
+#: ``msg_``, ``toolu_``; Stripe's ``req_``): long and random, and public; so are Bitcoin's addresses, age's public keys
+#: and a certificate or a public key in base64 (a kubeconfig's ``certificate-authority-data``).
+PUBLIC_ID_PREFIXES = ("chatcmpl-", "resp_", "req_", "msg_", "call_", "toolu_", "run_", "thread_", "asst_", "batch_", "evt_",
+                      "bc1q", "bc1p", "age1", "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t", "LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0")
+#: What names a public value written right before it: a public or host key, a request's, trace's or event's id, a
+#: checksum, a wallet's address (``PublicKey = …``, ``x-amz-id-2: …``, ``traceparent: 00-…``, ``收款地址 …``, ``ipfs://…``), an
+#: image, a font or a source map in a data URI.
+PUBLIC_LABEL = re.compile(r"(?i)(?:(?:public|host)[ _-]?key|(?:request|trace|event|span)[ _-]?id|x-amz-id-2|traceparent"
+                          r"|content[ _-]?hash|checksum|fingerprint|address|地址)[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?$|ipfs:$"
+                          r"|data:(?:(?:image|font|audio|video)/[\w.+-]{1,40}+|application/json);base64,$")
 #: What names a digest written after it (``SHA256:`` of an SSH fingerprint, SRI's ``sha384-``, ``sha256=``).
 DIGEST_TAGS = tuple(f"{name}{sep}" for name in ("sha1", "sha256", "sha384", "sha512", "md5") for sep in ":-=")
 #: A path segment that is a word (``src``, ``blob``, ``service-role``): a token holding one is a path or a URL.

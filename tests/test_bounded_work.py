@@ -493,7 +493,15 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "Password for the [a] user (", "密码给你 ", "token值是", "SHA256:", "chatcmpl-",
                                   # strong literals in code; tables' pairs, quotes and emoji
                                   "('Ab1!cdef', ", " = 'Ab1!cdef'", "('", "| a | password | Ab1!x ", "> |-|-|\n", "| 🔑 password ",
-                                  "| Password (a) | Ab1!x |\n|-|-|\n", "1.2.3.4 a ", "1.2.3.4:22 a/", "ssh a@b ", "1.1.1.1.1."])
+                                  "| Password (a) | Ab1!x |\n|-|-|\n", "1.2.3.4 a ", "1.2.3.4:22 a/", "ssh a@b ", "1.1.1.1.1.",
+                                  # cookies outside a header, mail logins, options' defaults, macros, markup, tools' flags,
+                                  # a fenced value, Authorization without a colon, public labels
+                                  '"sessionid": "', "'a', 'b1", 'Cookie{Name: "a", Value: "', "\na\tTRUE\t/\tTRUE\t1\t",
+                                  "\na\tb1\t.c.d\t", "curl -b ", "curl a -b 'a=", '<key>a</key><string>', "<a b>", "<a><![CDATA[",
+                                  'smtp.PlainAuth("", "a", ', 'NewDialer("a", 1, "b", ', 'yagmail.SMTP("a", ', 'add_argument("--a" ',
+                                  "get('a', 'b' ", "\n#define A ", "plink -pw ", "curl -U a:", "skopeo --creds a:", "net user a ",
+                                  "schtasks /rp ", " -Password ", "password is:\n```\n", "Authorization Basic a1",
+                                  "authorization to bearer ", "PublicKey = ", "request_id: ", "data:image/a;base64,"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
@@ -792,7 +800,15 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
     backtracking), in any pattern redaction uses; each is tried once per run of its characters (see the module)."""
     import re._parser as sre  # the standard library's own parse tree of a pattern
 
-    from project_history_recall import code_secrets, command_secrets, folding, prose_secrets, secret_patterns, table_secrets
+    from project_history_recall import (
+        code_secrets,
+        command_secrets,
+        cookie_secrets,
+        folding,
+        prose_secrets,
+        secret_patterns,
+        table_secrets,
+    )
 
     repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT)
 
@@ -814,7 +830,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
         return found
 
     compiled = {f"{module.__name__}.{name}": value
-                for module in (secret_patterns, code_secrets, command_secrets, folding, prose_secrets, table_secrets)
+                for module in (secret_patterns, code_secrets, command_secrets, cookie_secrets, folding, prose_secrets, table_secrets)
                 for name, value in vars(module).items() if isinstance(value, re.Pattern)}
     assert len(compiled) >= 25
     for name, pattern in compiled.items():

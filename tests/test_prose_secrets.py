@@ -400,6 +400,37 @@ SENT_BEFORE = [
     # a login after a host, without a label
     ('服务器：1.2.3.4 root Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('1.2.3.4:22 root/Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('ssh root@1.2.3.4 Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     (',user,password\n0,alice,Hz@2024abc', 'Hz@2024abc'), ("INSERT INTO users (username, password) VALUES ('admin', 'Hz@2024abc');", 'Hz@2024abc'),
+    # a value in a fenced block after its label; Authorization without a colon (web servers' header settings)
+    ('The root password is:\n```\nXk9#mPq2vL\n```', 'Xk9#mPq2vL'), ('密码如下：\n```\nKq7#vLp2Wx\n```', 'Kq7#vLp2Wx'),
+    ('数据库密码\n```\nKq7#vLp2Wx\n```', 'Kq7#vLp2Wx'), ('proxy_set_header Authorization "Basic Ym9iOkhxN3ZMcDJXeA==";', 'Ym9iOkhxN3ZMcDJXeA=='),
+    ('RequestHeader set Authorization "Basic Ym9iOkhxN3ZMcDJXeA=="', 'Ym9iOkhxN3ZMcDJXeA=='),
+    # session cookies outside a Cookie: header
+    ('cookies = {"sessionid": "k2j3h4g5f6d7s8a9p0o1i2u3"}', 'k2j3h4g5f6d7s8a9p0o1i2u3'),
+    ("s.cookies.set('sessionid', 'k2j3h4g5f6d7s8a9p0o1i2u3', domain='x.com')", 'k2j3h4g5f6d7s8a9p0o1i2u3'),
+    ('req.AddCookie(&http.Cookie{Name: "session", Value: "k2j3h4g5f6d7s8a9p0o1i2u3"})', 'k2j3h4g5f6d7s8a9p0o1i2u3'),
+    ('.x.com\tTRUE\t/\tTRUE\t1735689600\tsessionid\tk2j3h4g5f6d7s8a9p0o1i2u3', 'k2j3h4g5f6d7s8a9p0o1i2u3'),
+    ('sessionid\tk2j3h4g5f6d7s8a9p0o1i2u3\t.x.com\t/\t2025-01-01T00:00:00.000Z\t41', 'k2j3h4g5f6d7s8a9p0o1i2u3'),
+    ("curl 'https://x.com/api' -b 'connect.sid=s%3Ak2j3h4g5f6d7s8a9.Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw'", 'k2j3h4g5f6d7s8a9'),
+    ('set-cookie: connect.sid=s%3Ak2j3h4g5f6d7s8a9.Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw; Path=/; HttpOnly', 'k2j3h4g5f6d7s8a9'),
+    # mail logins by place, options' defaults, C macros, markup naming the value
+    ('auth := smtp.PlainAuth("", "bob@qq.com", "xkqmzvbnrtwplhsd", "smtp.qq.com")', 'xkqmzvbnrtwplhsd'),
+    ('d := gomail.NewDialer("smtp.qq.com", 465, "bob@qq.com", "xkqmzvbnrtwplhsd")', 'xkqmzvbnrtwplhsd'),
+    ("yag = yagmail.SMTP('bob@qq.com', 'Kq7#vLp2Wx', host='smtp.qq.com')", 'Kq7#vLp2Wx'),
+    ('parser.add_argument("--password", default="Kq7#vLp2Wx")', 'Kq7#vLp2Wx'),
+    ('@click.option("--api-key", default="Xk9Pq2Lm7Nv4Rt6Y", help="key")', 'Xk9Pq2Lm7Nv4Rt6Y'),
+    ("pw = cfg.get('db', 'password', fallback='Kq7#vLp2Wx')", 'Kq7#vLp2Wx'), ('#define WIFI_PASSWORD "Kq7#vLp2Wx"', 'Kq7#vLp2Wx'),
+    ('<key>password</key>\n<string>Kq7#vLp2Wx</string>', 'Kq7#vLp2Wx'), ('<password><![CDATA[Kq7#vLp2Wx]]></password>', 'Kq7#vLp2Wx'),
+    ('<wsse:Password Type="PasswordText">Kq7#vLp2Wx</wsse:Password>', 'Kq7#vLp2Wx'),
+    ('<property name="hibernate.connection.password">Kq7#vLp2Wx</property>', 'Kq7#vLp2Wx'),
+    # tools' password flags
+    ('curl --proxy-user bob:Kq7#vLp2Wx -x http://proxy:3128 https://x.com', 'Kq7#vLp2Wx'),
+    ('skopeo copy docker://a/b docker://c/d --dest-creds=bob:Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('az keyvault secret set --vault-name kv1 --name db-pw --value Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('aws secretsmanager create-secret --name prod/db --secret-string Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('ipmitool -I lanplus -H 10.0.0.5 -U ADMIN -P Kq7#vLp2Wx chassis power status', 'Kq7#vLp2Wx'),
+    ('plink -ssh root@10.0.0.5 -pw Kq7#vLp2Wx uptime', 'Kq7#vLp2Wx'), ('unrar x -pKq7#vLp2Wx backup.rar', 'Kq7#vLp2Wx'),
+    ('net user bob Kq7#vLp2Wx /add', 'Kq7#vLp2Wx'), ('schtasks /create /tn b /tr b.bat /ru CORP\\bob /rp Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('Set-AWSCredential -AccessKey AKIAQX4RTY7UIOPLKJ5H -SecretKey Kq7#vLp2WxQz9 -StoreAs default', 'Kq7#vLp2WxQz9'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -711,6 +742,25 @@ NEAR_MISSES = [
     '{"value": "debug", "name": "LOG_LEVEL"}',
     # the name a key is stored under
     'const jwtKey = "jwt_token"', 'cookieKey = "session_id"', 'webhookKey = "stripe"', 'const jwtKey = process.env.JWT_KEY',
+    # generic types, colours and counts under a credential's name; form messages; placeholders and documented defaults
+    'pub struct Creds { pub password: SecretString, pub token: Option<String> }', 'password: Secret<String>,',
+    'async function getToken(): Promise<string> { const token: Promise<string> = fetchToken(); }',
+    'const apiKey: Record<string, string> = {};', ':root { --primary-token: #1677ff; --radius-token: 6px; }',
+    'max_token: 4096', 'llm = ChatGLM(endpoint_url=url, max_token=80000, top_p=0.9)', '这个模型的 max token 是 4096',
+    '"password": "Incorrect password. Try again."', '"password": "Password (8+ chars, 1 symbol)"',
+    'WHERE user_name = #{username} AND password = #{password}', 'AND password = #{password,jdbcType=VARCHAR}',
+    '<if test="password != null">password = #{password},</if>', 'When the token is `null` the middleware returns 401.',
+    '密码：none', '密码：default（首次登录后修改）', '密码：6-20 位，区分大小写', 'keytool -list -keystore cacerts -storepass changeit',
+    "curl -H 'Authorization: Bearer YOUR_TOKEN' https://api.example.com", 'Authorization: Bearer your-token-here',
+    'Set the password:\n```bash\nexport DB_PASSWORD=$PW\n```', 'Use the -Password parameter', 'pscp -pw $PW f root@h:/tmp',
+    # public values: a public key, a request's or trace's id, an address, a certificate, a data URI's image
+    '[Peer]\nPublicKey = xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=\nAllowedIPs = 0.0.0.0/0',
+    'traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', '合约地址：0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed',
+    'bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq', 'ipfs://QmXoypizjW3WknFiJnKLwHCnL72vedxjQkDDP1mXWo6uco',
+    '    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUMvakNDQWVhZ0F3SUJBZ0lCQURBTkJna3Foa2lHOXcwQkFRc0ZB',
+    'background-image: url("data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAxNiAxNiI+");',
+    # cookies and markup that are not a session's or a credential's
+    '{"session": "default", "theme": "dark"}', '<key>CFBundleName</key>\n<string>MyApp2024!</string>', '<title>Kq7#vLp2Wx</title>',
 ]
 
 

@@ -1,0 +1,68 @@
+"""Session cookies written outside a ``Cookie:`` header, for :mod:`redact`.
+
+A cookie's value given in code or a file rather than a header line (which
+:data:`secret_patterns.COOKIE_HEADER` reads): a dict or a call under a session cookie's name (``cookies =
+{"sessionid": "…"}``, ``s.cookies.set('sessionid', '…')``, PowerShell's ``Cookie("sessionid", "…")``), Go's
+``http.Cookie{Name: "session", Value: "…"}``, a Netscape ``cookies.txt`` line (curl's, yt-dlp's: domain, flags, path,
+expiry, name, value between tabs) and a row copied from a browser's cookie table (name, value, domain, path).
+
+A value goes when its cookie's name is a session's or a credential's (:data:`secret_patterns.COOKIE_SECRET_NAMES`);
+in a dict or a call, where the name may be a setting's (``{"session": "default"}``), only under a session cookie's
+own name (:data:`SESSION_COOKIE`) and when it reads as a token: 16+ letters and digits with both. Pure; linear in the
+length of the text (each pattern starts at a quote, ``Cookie{`` or a line's start and reads a bounded stretch after
+it); never raises.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import secret_patterns as patterns
+
+#: The names frameworks give their session cookie (Django's ``sessionid``, PHP's, Java's and ASP.NET's, Express'
+#: ``connect.sid``, Bilibili's ``SESSDATA``, Rails' and Laravel's ``_app_session``).
+SESSION_COOKIE = re.compile(r"(?i)sessionid|phpsessid|jsessionid|asp\.net_sessionid|connect\.sid|sessdata|[a-z_]{0,40}+_session")
+#: A session cookie's name quoted, then ``:`` (a dict) or ``,`` (a call: ``set('sessionid', …)``, ``Cookie("sessionid",
+#: …)``), then its quoted value. Groups ``name``, ``value``.
+QUOTED_COOKIE = re.compile(
+    r"(?<![\w\"'])[\"'](?P<name>[\w.-]{1,60}+)[\"'][ \t]*+[:,][ \t]*+[\"'](?P<value>[A-Za-z0-9%._:-]{16,400}+)[\"']")
+#: Go's ``http.Cookie{Name: "…", Value: "…"}``. Groups ``name``, ``value``.
+GO_COOKIE = re.compile(
+    r"Cookie\{\s*+Name:[ \t]*+\"(?P<name>[^\"\n]{1,100}+)\"[ \t]*+,\s*+Value:[ \t]*+\"(?P<value>[^\"\n]{4,400}+)\"")
+#: A Netscape ``cookies.txt`` line (``#HttpOnly_`` marks one), or a row of a browser's cookie table: name, value,
+#: domain, path. Groups ``name``, ``value``.
+COOKIE_LINE = re.compile(
+    r"(?m:^)(?:(?:#HttpOnly_)?[\w.-]{1,253}+\t(?i:TRUE|FALSE)\t[^\t\n]{1,200}+\t(?i:TRUE|FALSE)\t\d{1,20}+\t"
+    r"(?P<name>[^\t\n]{1,100}+)\t(?P<value>[^\t\n]{4,400}+)$"
+    r"|(?P<name2>[^\t\n]{1,100}+)\t(?P<value2>[^\t\n]{4,400}+)\t\.?[\w-]{1,63}+\.[\w.-]{1,190}+\t/)")
+
+
+def redact(text: str, redacted: str) -> str:
+    """``text`` with those cookies' values replaced by ``redacted``, the rest as it was."""
+    text = QUOTED_COOKIE.sub(lambda m: _quoted(m, redacted), text)
+    text = GO_COOKIE.sub(lambda m: _named(m, redacted), text)
+    return COOKIE_LINE.sub(lambda m: _named(m, redacted), text)
+
+
+def _replace(m: re.Match[str], group: str, redacted: str) -> str:
+    """``m``'s text with ``group`` replaced by ``redacted``."""
+    return m.string[m.start() : m.start(group)] + redacted + m.string[m.end(group) : m.end()]
+
+
+def _quoted(m: re.Match[str], redacted: str) -> str:
+    """A :data:`QUOTED_COOKIE` match with its value redacted under a session cookie's name, when it reads as a token."""
+    value = m.group("value")
+    token = re.search("[A-Za-z]", value) is not None and re.search("[0-9]", value) is not None
+    if not SESSION_COOKIE.fullmatch(m.group("name")) or not token or value.startswith(redacted[:-1]):
+        return m.group()
+    return _replace(m, "value", redacted)
+
+
+def _named(m: re.Match[str], redacted: str) -> str:
+    """A :data:`GO_COOKIE` or :data:`COOKIE_LINE` match with its value redacted when the cookie's name is a session's or
+    a credential's."""
+    group = "value" if m.group("name") is not None else "value2"
+    name = m.group("name") or m.group("name2")
+    if patterns.COOKIE_SECRET_NAMES.search(name) is None or m.group(group).startswith(redacted[:-1]):
+        return m.group()
+    return _replace(m, group, redacted)
