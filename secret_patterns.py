@@ -112,7 +112,8 @@ ADDRESS_LABELS = {"email", "e-mail", "mail", "mailto", "contact", "from", "to", 
                   "sip", "sips", "xmpp", "im", "urn", "tel", "fix", "feat", "task", "ref"}  # URI schemes, commit tags
 #: A character of a password that is not a letter, digit or a joiner an address or a name also holds.
 PASSWORD_SYMBOL = re.compile(r"[^\w.+:-]")
-#: Webhook URLs whose path is the credential (Slack, Discord, Microsoft Teams, Feishu, Lark): the path goes, the host stays.
+#: Webhook URLs whose path is the credential (Slack, Discord, Microsoft Teams, Feishu, Lark): the path goes, the host
+#: stays.
 WEBHOOK = re.compile(
     r"(?<![A-Za-z0-9.-])((?:hooks\.slack\.com/(?:services|workflows|triggers)|(?:discord(?:app)?\.com|ptb\.discord\.com)"
     r"/api/webhooks|(?:[a-z0-9-]++\.)?(?:outlook\.office(?:365)?\.com|webhook\.office\.com)/webhook(?:b2)?"
@@ -154,16 +155,16 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: ``name = value`` / ``name: value`` / ``--name=value`` where the name ends in a credential word (``DB_PASSWORD``,
 #: ``apiKey``, ``STRIPE_KEY``...; :func:`redact._credential_kind` decides), so ``database:`` does not swallow
 #: ``password=...``. A name starts a run of name characters (dots included): each run is tried once. Quotes may be
-#: backslash-escaped (JSON in JSON: ``{\\"token\\": \\"x\\"}``). The value may be on the next line, unless that line
-#: is another ``name:`` (a YAML parent ``auth:`` would otherwise take its child ``password:`` for its value and hide
-#: it). A bare value is not a tuple or call's arguments (``auth=(user, password)``: :data:`CLI_SECRET` reads those) nor a code fence.
-#: The name may be a quoted subscript (``os.environ["DB_PASSWORD"] = "…"``, ``$config['db_password'] = '…'``) and the
-#: sign PHP's and Ruby's ``=>`` before a quoted value (``'password' => '…'``): those two must read as a password by
+#: backslash-escaped (JSON in JSON: ``{\\"token\\": \\"x\\"}``). The value may be on the next line, unless that line is
+#: another ``name:`` (a YAML parent ``auth:`` would otherwise take its child ``password:`` for its value and hide it). A
+#: bare value is not a tuple or call's arguments (``auth=(user, password)``: :data:`CLI_SECRET` reads those) nor a code
+#: fence. The name may be a quoted subscript (``os.environ["DB_PASSWORD"] = "…"``, ``$config['db_password'] = '…'``) and
+#: the sign PHP's and Ruby's ``=>`` before a quoted value (``'password' => '…'``): those two must read as a password by
 #: themselves (:func:`redact._assignment`), as arrays of rules and messages are written so (``'password' =>
 #: 'required|min:8'``, ``errors['token'] = 'Invalid token.'``). YAML's anchor or standard tag after ``: `` (``password:
-#: &pw …``, ``!!str``) and block scalar (``password: |`` then the value) are passed; CloudFormation's ``!Ref``... are code.
-#: Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value (escaped, double, single, a backtick string in
-#: ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` or after a string prefix too: ``b'…'``, ``r"…"``), 10 bare.
+#: &pw …``, ``!!str``) and block scalar (``password: |`` then the value) are passed; CloudFormation's ``!Ref``... are
+#: code. Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value (escaped, double, single, a backtick
+#: string in ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` or after a string prefix too: ``b'…'``, ``r"…"``), 10 bare.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
     r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|secret|token|credentials?|auth|key))"
@@ -176,33 +177,33 @@ ASSIGNMENT = re.compile(
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a SECRET``
 #: (``REDIS-CLI`` too) or ``--pass SECRET``, ``curl -u user:SECRET``, httpie's ``http -a user:SECRET`` (``--auth``,
 #: ``https``), ``--password SECRET`` / ``--with-token SECRET`` / ``--requirepass SECRET`` (the ``=`` form is an
-#: :data:`ASSIGNMENT`), ``keytool -storepass SECRET`` (not ``changeit``, the JDK keystores' documented default), ``ssh-keygen -N SECRET``, ``nmcli … password SECRET`` (or
-#: ``wifi-sec.psk``; only in a command that sets it, ``c m``/``d wifi c`` too, after up to two flags: ``--ask``; not
-#: ``-g``/``-f``), redis's ``ACL SETUSER … >SECRET`` (or ``'>SECRET'``, an ACL file's ``user bob on [up to six rules]
-#: >SECRET``), ``sentinel auth-pass NAME SECRET`` (``SENTINEL SET NAME auth-pass SECRET``), ``MIGRATE … AUTH[2 user]
-#: SECRET`` and a client's ``execute_command("AUTH", "SECRET")`` (``redis.call(``, ``sendCommand(["AUTH", …])``) (those
-#: two not lower-case letters alone: docs write ``AUTH password``; the call's last argument, group ``call``),
-#: strongSwan's ``… : PSK "SECRET"`` (a space before the colon; ``RSA file "SECRET"`` too, the file holding a ``.``
-#: or ``/``: ``RSA 2048 "server-cert"`` is a key's type, and the secret not a path); a basic-auth call's quoted second
-#: argument (``HTTPBasicAuth('bob', 'SECRET')``, ``SetBasicAuth`` (a Go raw string too), C#'s ``NetworkCredential(``,
-#: OkHttp's ``Credentials.basic(``, ``.basic_auth("bob", Some("SECRET"))`` (``Some(&…``, ``Some(String::from(…``),
-#: Ruby's ``basic_auth 'bob', 'SECRET'``, Faraday's ``request :basic_auth, 'bob', 'SECRET'`` and ``request
-#: :authorization, :basic, …``, ``basic_auth=(get_user(), b"SECRET")``; after ``.auth(``, ``auth:`` or ``auth =>``
-#: (group ``kv``) one holding a digit or a symbol, not capitals and digits alone, and a list (group ``list``; also after
-#: ``=``: ``auth = [``, ``AUTH = (``, ``auth = {``) closing after it: ``"auth": ("cli.auth", "build_auth_parser")``,
-#: ``auth: ['Login', 'Logout']``, ``"auth": ["HS256", "RS256"]`` are tables). A backtick quotes a call's argument
-#: only. Some take the password as the command's last word (group ``last``; CJK prose may follow), which is then not
-#: lower-case letters alone nor all capitals (prose, a placeholder; redis's ``HELLO`` may go on with ``SETNAME``):
-#: ``htpasswd -b[…] [file] user SECRET`` (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID SECRET``, redis's
-#: ``AUTH [user] SECRET`` after redis-cli's prompt (``host:port>``, ``…[db]>``, a cluster's ``(master)>``, ``redis>``)
-#: or, upper-case (or ``hello 3 auth``) and not a SASL mechanism or scheme (``AUTH LOGIN``, ``AUTH Bearer``), at a
-#: line's start or after a bare ``>`` prompt, and ``requirepass``/``masterauth`` (redis.conf, ``CONFIG SET``) or
-#: Debian's ``wpa-psk`` at a line's start or in an ``iface`` line, and redis-cli's inline ``AUTH`` after its flags alone
-#: (prose around redis-cli is not). Group ``value`` is the password (a quoted one may hold spaces), ``q`` its quote.
-#: The basic-auth branch looks ahead at its names' first letters (``[HSBDPbhpdaACN]``): a position starting none goes at
-#: once.
-#: CJK text (ideographs, kana, hangul, full-width forms), where an unquoted command-line value or a default in code
-#: ends: prose written straight after it ("AUTH PW，然后 ping"), or a message ("密码（至少8位）").
+#: :data:`ASSIGNMENT`), ``keytool -storepass SECRET`` (not ``changeit``, the JDK keystores' documented default),
+#: ``ssh-keygen -N SECRET``, ``nmcli … password SECRET`` (or ``wifi-sec.psk``; only in a command that sets it, ``c
+#: m``/``d wifi c`` too, after up to two flags: ``--ask``; not ``-g``/``-f``), redis's ``ACL SETUSER … >SECRET`` (or
+#: ``'>SECRET'``, an ACL file's ``user bob on [up to six rules] >SECRET``), ``sentinel auth-pass NAME SECRET``
+#: (``SENTINEL SET NAME auth-pass SECRET``), ``MIGRATE … AUTH[2 user] SECRET`` and a client's ``execute_command("AUTH",
+#: "SECRET")`` (``redis.call(``, ``sendCommand(["AUTH", …])``) (those two not lower-case letters alone: docs write
+#: ``AUTH password``; the call's last argument, group ``call``), strongSwan's ``… : PSK "SECRET"`` (a space before the
+#: colon; ``RSA file "SECRET"`` too, the file holding a ``.`` or ``/``: ``RSA 2048 "server-cert"`` is a key's type, and
+#: the secret not a path); a basic-auth call's quoted second argument (``HTTPBasicAuth('bob', 'SECRET')``,
+#: ``SetBasicAuth`` (a Go raw string too), C#'s ``NetworkCredential(``, OkHttp's ``Credentials.basic(``,
+#: ``.basic_auth("bob", Some("SECRET"))`` (``Some(&…``, ``Some(String::from(…``), Ruby's ``basic_auth 'bob', 'SECRET'``,
+#: Faraday's ``request :basic_auth, 'bob', 'SECRET'`` and ``request :authorization, :basic, …``,
+#: ``basic_auth=(get_user(), b"SECRET")``; after ``.auth(``, ``auth:`` or ``auth =>`` (group ``kv``) one holding a digit
+#: or a symbol, not capitals and digits alone, and a list (group ``list``; also after ``=``: ``auth = [``, ``AUTH = (``,
+#: ``auth = {``) closing after it: ``"auth": ("cli.auth", "build_auth_parser")``, ``auth: ['Login', 'Logout']``,
+#: ``"auth": ["HS256", "RS256"]`` are tables). A backtick quotes a call's argument only. Some take the password as the
+#: command's last word (group ``last``; CJK prose may follow), which is then not lower-case letters alone nor all
+#: capitals (prose, a placeholder; redis's ``HELLO`` may go on with ``SETNAME``): ``htpasswd -b[…] [file] user SECRET``
+#: (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID SECRET``, redis's ``AUTH [user] SECRET`` after redis-cli's
+#: prompt (``host:port>``, ``…[db]>``, a cluster's ``(master)>``, ``redis>``) or, upper-case (or ``hello 3 auth``) and
+#: not a SASL mechanism or scheme (``AUTH LOGIN``, ``AUTH Bearer``), at a line's start or after a bare ``>`` prompt, and
+#: ``requirepass``/``masterauth`` (redis.conf, ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start or in an
+#: ``iface`` line, and redis-cli's inline ``AUTH`` after its flags alone (prose around redis-cli is not). Group
+#: ``value`` is the password (a quoted one may hold spaces), ``q`` its quote. The basic-auth branch looks ahead at its
+#: names' first letters (``[HSBDPbhpdaACN]``): a position starting none goes at once. CJK text (ideographs, kana,
+#: hangul, full-width forms), where an unquoted command-line value or a default in code ends: prose written straight
+#: after it ("AUTH PW，然后 ping"), or a message ("密码（至少8位）").
 _CJK = r"\u3000-\u9fff\uac00-\ud7af\uff00-\uffef"
 #: Up to two of redis-cli's flags (``-h db1``, ``--tls``), taken twice by :data:`CLI_SECRET` before an inline ``AUTH``.
 _REDIS_FLAGS = r"(?:[ \t]++--?[A-Za-z][\w-]{0,30}+(?:[ \t]++[^\s-]\S{0,200}+)?){0,2}"
@@ -262,13 +263,14 @@ CLI_SECRET = re.compile(
 #: Right after ``echo`` or ``echo -n``/``-e``/``-E`` (the line it writes into a file).
 _AFTER_ECHO = r"(?<=echo )|(?<=echo -[neE] )"
 #: Lines of the files clients read passwords from: ``.netrc`` (``machine api.example.com login bob password SECRET`` or
-#: ``default login …``, on one line or several, at a line's start or after a quote or ``echo`` (``-n``, ``-e`` too); the host holds a ``.``
-#: or is ``localhost`` (or is followed by ``login`` and ``password``), and the password is not lower-case letters alone:
-#: "machine db.internal password reset" is prose, nor all capitals: ``password TOKEN`` is a placeholder) and ``.pgpass`` (``host:port:db:user:SECRET`` at a line's start or
-#: after ``echo`` (``-n``, ``-e`` too), group ``pgpass``; the host ``localhost``, ``*`` or dotted and the port 4–5 digits or ``*``, which
-#: Redis keys, MAC and IPv6 addresses, hex dumps and /etc/passwd lines are not; any host and port in a line ``echo`` or
-#: ``printf`` writes into a ``.pgpass`` (``echo db:543:app:bob:SECRET >> ~/.pgpass``); the password not one Capitalised
-#: word: ``echo v1.2.3:8080:api:Build:Passed`` is a log line). Groups: ``q`` (empty), ``value`` the password.
+#: ``default login …``, on one line or several, at a line's start or after a quote or ``echo`` (``-n``, ``-e`` too); the
+#: host holds a ``.`` or is ``localhost`` (or is followed by ``login`` and ``password``), and the password is not
+#: lower-case letters alone: "machine db.internal password reset" is prose, nor all capitals: ``password TOKEN`` is a
+#: placeholder) and ``.pgpass`` (``host:port:db:user:SECRET`` at a line's start or after ``echo`` (``-n``, ``-e`` too),
+#: group ``pgpass``; the host ``localhost``, ``*`` or dotted and the port 4–5 digits or ``*``, which Redis keys, MAC and
+#: IPv6 addresses, hex dumps and /etc/passwd lines are not; any host and port in a line ``echo`` or ``printf`` writes
+#: into a ``.pgpass`` (``echo db:543:app:bob:SECRET >> ~/.pgpass``); the password not one Capitalised word: ``echo
+#: v1.2.3:8080:api:Build:Passed`` is a log line). Groups: ``q`` (empty), ``value`` the password.
 CREDENTIAL_FILE = re.compile(
     r"(?:(?:(?m:^)[ \t]*+|(?<=[\"'])|" + _AFTER_ECHO + r")(?:machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+"
     r"|[\w-]{1,63}+(?=\s++login\s++\S{1,200}+\s++password\s))|default(?=\s++login\s))"
@@ -299,24 +301,24 @@ ORACLE_LOGIN = re.compile(
     r"(?:@|(?(tool)(?=\s|$)|(?!)))")
 #: A value named in markup or a manifest rather than assigned: an element (``<password>…</password>``, Maven's
 #: settings.xml), a ``key``/``name`` and ``value`` attribute pair (``<add key="DbPassword" value="…"/>``, Ant's
-#: ``<property name="db.password" value="…"/>``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``),
-#: an environment variable's or a setting's default in code (``os.getenv("DB_PASSWORD", "…")``, ``ENV.fetch(…)``,
-#: ``getattr(settings, …)``, ``System.getProperty(…)``, Ruby's ``ENV.fetch "…", "…"``, ``settings.get(…)`` (on up to two receivers: ``app.config.get(…)``, ``config["db"].get(…)``, ``get_config().get(…)``),
-#: ``getOrDefault(…)``, ``viper.SetDefault(…)``, and after a fallback: ``process.env.DB_PASSWORD || '…'``,
-#: ``process?.env?.…``, ``?? "…"``, ``os.environ.get("…") or f"…"`` (a second argument too: ``os.getenv("…", "")``),
-#: ``ENV.fetch("…") { "…" }``, ``.unwrap_or("…")``, ``.orElse("…")``, ``cmp.Or(…, "…")``, a ternary's ``else``; Deno, Bun, Vite, Java, C#, Rust, Go and PHP spell the variable their way; a default
-#: may be prefixed (``u"…"``, ``rb"…"``) or in backticks, Go's raw string).
-#: Any other lookup whose key is a string literal (group ``keyed``: ``System.get_env("DB_PASSWORD", "…")``,
+#: ``<property name="db.password" value="…"/>``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``), an
+#: environment variable's or a setting's default in code (``os.getenv("DB_PASSWORD", "…")``, ``ENV.fetch(…)``,
+#: ``getattr(settings, …)``, ``System.getProperty(…)``, Ruby's ``ENV.fetch "…", "…"``, ``settings.get(…)`` (on up to two
+#: receivers: ``app.config.get(…)``, ``config["db"].get(…)``, ``get_config().get(…)``), ``getOrDefault(…)``,
+#: ``viper.SetDefault(…)``, and after a fallback: ``process.env.DB_PASSWORD || '…'``, ``process?.env?.…``, ``?? "…"``,
+#: ``os.environ.get("…") or f"…"`` (a second argument too: ``os.getenv("…", "")``), ``ENV.fetch("…") { "…" }``,
+#: ``.unwrap_or("…")``, ``.orElse("…")``, ``cmp.Or(…, "…")``, a ternary's ``else``; Deno, Bun, Vite, Java, C#, Rust, Go
+#: and PHP spell the variable their way; a default may be prefixed (``u"…"``, ``rb"…"``) or in backticks, Go's raw
+#: string). Any other lookup whose key is a string literal (group ``keyed``: ``System.get_env("DB_PASSWORD", "…")``,
 #: ``configuration["DbPassword"] ?? "…"``, ``Config::get('database.password', '…')``, ``nconf.get("db:password") ??
-#: "…"``) when the next literal on its line follows a fallback (``,`` ``??`` ``||`` ``?:`` ``or`` ``.orElseGet(() ->``...)
-#: after no ``(`` ``;`` ``=`` ``:`` (not a nested call, a statement, a comparison or a dict's next key) and holds a digit
-#: or a symbol not last (``"passwordHash"`` is a field's name, ``"Required!"`` a message); a Python ``default="…"``
-#: before ``key="…"`` (group ``rkey``); ``Deno.env.toObject().X``; an attribute or variable named as a credential
-#: before a fallback (group ``dotted``: ``config.dbPassword ?? "…"``, ``settings.DB_PASSWORD or "…"``, Helm's and
-#: Jinja's ``.Values.db.password | default "…"``).
-#: Judged as an assignment to that name (:func:`redact._named_value`): names in :data:`NAMED_NAMES`, values in
-#: :data:`NAMED_VALUES`. The lookaheads of the names' first letters (``[cpiBeE$oSgGD]``) leave a position that starts
-#: none at once.
+#: "…"``) when the next literal on its line follows a fallback (``,`` ``??`` ``||`` ``?:`` ``or`` ``.orElseGet(()
+#: ->``...) after no ``(`` ``;`` ``=`` ``:`` (not a nested call, a statement, a comparison or a dict's next key) and
+#: holds a digit or a symbol not last (``"passwordHash"`` is a field's name, ``"Required!"`` a message); a Python
+#: ``default="…"`` before ``key="…"`` (group ``rkey``); ``Deno.env.toObject().X``; an attribute or variable named as a
+#: credential before a fallback (group ``dotted``: ``config.dbPassword ?? "…"``, ``settings.DB_PASSWORD or "…"``, Helm's
+#: and Jinja's ``.Values.db.password | default "…"``). Judged as an assignment to that name
+#: (:func:`redact._named_value`): names in :data:`NAMED_NAMES`, values in :data:`NAMED_VALUES`. The lookaheads of the
+#: names' first letters (``[cpiBeE$oSgGD]``) leave a position that starts none at once.
 NAMED_VALUE = re.compile(
     r"<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)>(?P<element>[^<\n]{1,200}+)</(?P=tag)>"
     r"|(?i:(?<![\w-])(?:key|name))[ \t]*+=[ \t]*+(?P<q1>[\"'])(?P<attr>[^\"'\n]{1,100}+)(?P=q1)[ \t]++(?i:value)[ \t]*+=[ \t]*+"
@@ -395,12 +397,12 @@ _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律
               r"|(?:已经?|已經)?[被又]?(?:重新)?(?:设置|設置|设|設|改|修改|重置|更新|换|換)(?:成|为|為)了?|は|が|を|는|은|가|이|我|用|如下"
               r"|的?值(?:是|为|為)|(?:发|發)(?:给|給)?你了?|给你|給你")
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
-#: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``,
-#: ``设置成``, ``は``, ``is``...), and a quoted string or a run of printable ASCII (which ends where the text goes back
-#: to its own script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), after
-#: what the value is for, if said (``password for the db:``, ``Passwort für die DB:``,
-#: ``пароль от базы:``). Longer labels come first (``secret key`` before ``secret``); a ``max token`` is a count. What a
-#: Latin label needs is :func:`redact._labelled`'s.
+#: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``, ``设置成``,
+#: ``は``, ``is``...), and a quoted string or a run of printable ASCII (which ends where the text goes back to its own
+#: script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), after what the
+#: value is for, if said (``password for the db:``, ``Passwort für die DB:``, ``пароль от базы:``). Longer labels come
+#: first (``secret key`` before ``secret``); a ``max token`` is a count. What a Latin label needs is
+#: :func:`redact._labelled`'s.
 LABELLED = re.compile(
     r"(?i)((?:" + _SCRIPT_LABELS + r")|(?<![A-Za-z0-9_])(?:APIキー|API ?키"
     r"|password|passwd|passphrase|passcode|pwd|pw|" + _FOREIGN_LABELS +
@@ -516,12 +518,13 @@ PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "loo
 FLAG_PROSE = frozenset("option options flag flags argument arguments parameter parameters switch instead and or is to".split())
 #: What follows a number that is a length or a size rather than a value (``8-16位``, ``2048 bit``, ``12个字符``).
 SIZE_UNITS = ("位", "个", "個", "字", " 位", " 个", " 個", " 字", "bit", " bit", "-bit", " chars", " characters")
-#: Values that are placeholders, not literals, quoted or not: a constant or a type's name, a variable, a list or dict, an
-#: environment variable's name (``"OPENAI_API_KEY"``, not ``"S3CR3T_KEY"``), a scheme joined to a token (``"Bearer " +
-#: t``), ``TODO``, ``none``, ``default``, a mask (``********``, ``(none)``), CJK text alone (``"请输入密码"``, not ``"张三Abc123!"``), what a
-#: shell, a CI system or a template fills in when it runs (``"${{ secrets.DB_PASSWORD }}"``, ``"$(cat pw.txt)"``,
-#: ``%SA_PASSWORD%``, ``#{Pw}#``, ``@PW@``, MyBatis' and Octopus' ``#{password}`` (``#{password,jdbcType=VARCHAR}``), hiera's ``%{…}``, ``${VAR:-}``
-#: without a default, ``${VAR:?message}``, Serverless' ``${ssm:…}``), a bind parameter (``:password``, T-SQL's ``@Password``), a YAML tag (``!ENV``).
+#: Values that are placeholders, not literals, quoted or not: a constant or a type's name, a variable, a list or dict,
+#: an environment variable's name (``"OPENAI_API_KEY"``, not ``"S3CR3T_KEY"``), a scheme joined to a token (``"Bearer "
+#: + t``), ``TODO``, ``none``, ``default``, a mask (``********``, ``(none)``), CJK text alone (``"请输入密码"``, not
+#: ``"张三Abc123!"``), what a shell, a CI system or a template fills in when it runs (``"${{ secrets.DB_PASSWORD }}"``,
+#: ``"$(cat pw.txt)"``, ``%SA_PASSWORD%``, ``#{Pw}#``, ``@PW@``, MyBatis' and Octopus' ``#{password}``
+#: (``#{password,jdbcType=VARCHAR}``), hiera's ``%{…}``, ``${VAR:-}`` without a default, ``${VAR:?message}``,
+#: Serverless' ``${ssm:…}``), a bind parameter (``:password``, T-SQL's ``@Password``), a YAML tag (``!ENV``).
 _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
                 r"|\$\{\{.*|\$\(.*|%\w+%|#\{\w+\}#|@\w+@|#\{[\w.,= ]{1,100}+(?:\}.*)?|%\{[^{}\n]{1,200}+\}"
                 r"|\$\{\w{1,100}+(?::?[-=])?\}?|\$\{\w{1,100}+:?\?[^{}\n]{0,200}+\}?|\$\{(?:ssm|env|file|self|opt|cf|s3|sls)[:(][^{}\s]{0,200}+\}?"
@@ -561,8 +564,8 @@ LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{28,}+")
 PUBLIC_ID_PREFIXES = ("chatcmpl-", "resp_", "req_", "msg_", "call_", "toolu_", "run_", "thread_", "asst_", "batch_", "evt_",
                       "bc1q", "bc1p", "age1", "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t", "LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0")
 #: What names a public value written right before it: a public or host key, a request's, trace's or event's id, a
-#: checksum, a wallet's address (``PublicKey = …``, ``x-amz-id-2: …``, ``traceparent: 00-…``, ``收款地址 …``, ``ipfs://…``), an
-#: image, a font or a source map in a data URI.
+#: checksum, a wallet's address (``PublicKey = …``, ``x-amz-id-2: …``, ``traceparent: 00-…``, ``收款地址 …``, ``ipfs://…``),
+#: an image, a font or a source map in a data URI.
 PUBLIC_LABEL = re.compile(r"(?i)(?:(?:public|host)[ _-]?key|(?:request|trace|event|span)[ _-]?id|x-amz-id-2|traceparent"
                           r"|content[ _-]?hash|checksum|fingerprint|address|地址)[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?$|ipfs:$"
                           r"|data:(?:(?:image|font|audio|video)/[\w.+-]{1,40}+|application/json);base64,$")

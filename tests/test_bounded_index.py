@@ -7,6 +7,7 @@ calls), texts read from state.db, SQLite steps at n and 4n.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import re
@@ -82,10 +83,16 @@ def stored_chunks(world: World) -> dict[int, int]:
 
 def chunks_of(world: World, message_ids: list[int]) -> dict[int, int]:
     """``{message id: chunks its text makes}``, as the remote provider is given it."""
-    embeddings = plugin("embeddings")
     with closing(sqlite3.connect(world.home / "state.db")) as conn:
         rows = conn.execute(f"SELECT id, content FROM messages WHERE id IN ({','.join('?' * len(message_ids))})", message_ids)
-        return {mid: len(embeddings.chunk_text(embeddings.OpenAIProvider.outbound_text(text), 512, 64)) for mid, text in rows}
+        return {mid: _chunk_count(text) for mid, text in rows}
+
+
+@functools.cache
+def _chunk_count(text: str) -> int:
+    """How many chunks ``text`` makes as the remote provider is given it (redacted: 0.4 s per 100 KB, so once)."""
+    embeddings = plugin("embeddings")
+    return len(embeddings.chunk_text(embeddings.OpenAIProvider.outbound_text(text), 512, 64))
 
 
 def test_a_search_embeds_a_few_chunks_per_call_and_stores_only_whole_messages(remote: World, monkeypatch):
