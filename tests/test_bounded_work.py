@@ -169,6 +169,41 @@ def test_a_search_from_the_end_of_a_long_chain_reads_the_chain_once(world: World
     assert linear(small.total, large.total), (small.total, large.total)
 
 
+def reset_chain(world: World, app: Path, start: int, stop: int) -> None:
+    """Sessions ``r<start>`` .. ``r<stop - 1>`` of one Telegram chat reset again and again (its idle and daily expiry,
+    /reset): each the parent of the next, marked ``_reset_from`` (every other one) or, as before the marker, ended at
+    a reset under the same routing key. Only the first has a folder: ``app``."""
+    for i in range(start, stop):
+        parent = f"r{i - 1}" if i else None
+        kwargs: dict[str, Any] = {"cwd": str(app)} if not i else {"parent_session_id": parent}
+        if parent:
+            world.db.end_session(parent, "idle")
+            if i % 2:
+                kwargs["model_config"] = {"_reset_from": parent}
+        world.db.create_session(f"r{i}", "telegram", session_key="tg:1", **kwargs)
+        world.say(f"r{i}", "user", f"reset {i}: lunch at noon")
+
+
+def test_a_search_from_the_end_of_a_long_reset_chain_reads_the_chain_once(world: World, monkeypatch):
+    """A chat reset n times is n conversations: asking from the newest leaves out only itself, and finds the others.
+    The walk of what it leaves out stops at the first reset link, and the census reads each session once: a search
+    (the process's first, then a later one) costs about as much at 4n as at n, times 4 at most."""
+    folders, store, state = [plugin_dir()], plugin("store"), plugin("state")
+    app, costs = world.repo("app"), []
+    for start, stop in ((0, 30), (30, 120)):
+        reset_chain(world, app, start, stop)
+        state.reset()  # a new process
+        newest = f"r{stop - 1}"
+        first, census = measure(folders, monkeypatch, lambda newest=newest: world.search(newest, "lunch", mode="keyword"), store)
+        later, again = measure(folders, monkeypatch, lambda newest=newest: world.search(newest, "lunch", mode="keyword"), store)
+        assert first["project"]["root"] == str(app), first
+        assert f"r{stop - 2}" in result_sessions(later) and newest not in result_sessions(later), later
+        costs.append((census.total, again.total))
+    (first_small, later_small), (first_large, later_large) = costs
+    assert linear(first_small, first_large), costs
+    assert linear(later_small, later_large), costs
+
+
 # -- snippets of messages with thousands of matches -------------------------------------
 
 
@@ -394,7 +429,10 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
     def text(size: int) -> str:
         return (unit * (size // len(unit) + 1))[:size]
 
-    small, large = _step_costs(text(n)), _step_costs(text(4 * n))
+    large = _step_costs(text(4 * n))
+    if all(big <= ratio * floor for big in large):
+        return []  # under the floor at 4n: above at neither size, whatever n costs
+    small = _step_costs(text(n))
     for _ in range(2):
         if all(big <= ratio * max(little, floor) for little, big in zip(small, large, strict=True)):
             break
