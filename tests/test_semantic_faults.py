@@ -579,7 +579,23 @@ def every_log():
         target.setLevel(level)
 
 
-@pytest.mark.parametrize("name", ["api_key", "key", "token", "sig"])
+@pytest.mark.parametrize("name", ["api_key", "key", "token", "sig", "access_token", "apikey", "X-Api-Key", "code"])
+def test_an_endpoints_credentials_are_masked_and_known_by_every_query_name(name):
+    """What the end-to-end case below shows for two names, for each name a query's credential goes by: the endpoint
+    shown or stored holds ``***`` for the userinfo and the value, and the list of secrets kept out of errors and logs
+    holds both (raw and as Basic auth carries them)."""
+    import base64
+
+    from project_history_recall import redact
+
+    url = f"http://phr:{URL_USER_KEY}@127.0.0.1:8080/v1?{name}={URL_QUERY_KEY}&model=m"
+    assert redact.redact_url(url) == f"http://***@127.0.0.1:8080/v1?{name}=***&model=m"
+    secrets = redact.endpoint_secrets(url, "")
+    assert {URL_USER_KEY, URL_QUERY_KEY, base64.b64encode(f"phr:{URL_USER_KEY}".encode()).decode()} <= set(secrets)
+    assert redact.mask_secrets(f"GET {url} failed", secrets) == "GET http://phr:***@127.0.0.1:8080/v1?" + f"{name}=***&model=m failed"
+
+
+@pytest.mark.parametrize("name", ["api_key", "sig"])
 def test_credentials_in_the_endpoint_never_reach_answers_or_files(faults, fake, capsys, every_log, name):
     server = fake()
     port = server.base_url.split(":")[2].split("/")[0]
