@@ -18,7 +18,8 @@ from .filters import Filters
 class MessageRow:
     """One message as read: ``text`` is its searchable text (``store.fetch_messages``), ``calls`` the end of it
     that is the tool name and tool-call JSON; ``whole``: false when ``text`` is less than what Hermes' full-text
-    index holds of the row (a ``/skill`` turn read as asked), whose lengths there do not count ``text``."""
+    index holds of the row (its content read otherwise than stored: a ``/skill`` turn as asked, a multimodal row's text
+    parts), whose lengths there do not count ``text``."""
 
     id: int
     session_id: str

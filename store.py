@@ -553,7 +553,7 @@ def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Me
     for mid, sid, role, content, tool_name, tool_calls, ts in conn.execute(sql, (json.dumps(list(ids)),)):
         text = _message_text(content, tool_name, tool_calls, role or "")
         calls = _calls_text(tool_name, tool_calls) if tool_name or tool_calls else ""
-        whole = not (isinstance(content, str) and content.startswith(stored_text.SKILL_PREFIX))
+        whole = content is None or stored_text.text_of(content, role or "") == content  # read as stored
         out[int(mid)] = MessageRow(int(mid), sid, role or "", text, ts, calls if text.endswith(calls) else "", whole)
     return out
 

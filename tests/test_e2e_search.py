@@ -539,3 +539,25 @@ def test_a_skill_turn_is_searched_and_read_as_the_person_asked_it(world: World, 
     answer = world.search("cur", "marmoset gauge", mode="keyword")
     hit = next(r for r in answer["results"] if r["session_id"] == "s_many")
     assert "42" in hit["snippet"], hit
+
+
+def test_a_row_read_otherwise_than_stored_is_scored_by_its_length_as_read(world: World, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    """Hermes' index counts a row's words as stored. A /skill turn read as asked and a multimodal row's text parts
+    (a skill turn among them too) are shorter than that: the keyword score counts their length as read, and a plain
+    row's as the index holds it."""
+    from project_history_recall import store
+
+    turn = _skill_turns(tmp_path / "skills", monkeypatch)["with"]
+    parts = [{"type": "text", "text": "look at this screenshot"}, {"type": "image_url", "image_url": {"url": "data:,"}}]
+    world.session("s", world.repo("pay"), messages=[
+        ("user", "plain words"), ("user", turn), ("user", "\x00json:" + json.dumps(parts)),
+        ("user", "\x00json:" + json.dumps([{"type": "text", "text": turn}]))])
+    conn = store.open_state_db(world.home)
+    try:
+        ids = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = 's' ORDER BY id")]
+        rows = store.fetch_messages(conn, ids)
+    finally:
+        conn.close()
+    assert [rows[i].whole for i in ids] == [True, False, False, False]
+    assert rows[ids[3]].text == rows[ids[1]].text == "/zeppelin-check run it on staging"
