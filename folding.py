@@ -23,10 +23,13 @@ STRAY_MARKS = re.compile("(?<=[A-Za-z0-9])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1d
 #: Full-width ASCII (``ｓｋ－ｐｒｏｊ``, ``ＰＡＳＳＷＯＲＤ＝``) read as ASCII, except the punctuation CJK prose is written
 #: with (``，`` ``：`` ``（）``...), which the patterns know as it is.
 FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in "！（），：；？～"}
+#: Colons drawn apart from ``：`` (the ratio ``∶``, the vertical ``︰`` of Hong Kong and Taiwan, the small ``﹕``), read
+#: as ``：``: ``密码∶…`` is a label and its value.
+OTHER_COLONS = dict.fromkeys((0x2236, 0xFE13, 0xFE30, 0xFE55), 0xFF1A)
 #: Curly double quotes read as straight ones (``“password”: “…”``, as a word processor or a chat app writes code);
 #: not single ones, which prose writes as apostrophes (``password’s``).
 CURLY_QUOTES = {0x201C: 0x22, 0x201D: 0x22}
-_AS_ASCII = {**FULL_WIDTH, **CURLY_QUOTES}
+_AS_ASCII = {**FULL_WIDTH, **CURLY_QUOTES, **OTHER_COLONS}
 #: Cyrillic and Greek letters drawn like Latin ones (``pаssword`` with a Cyrillic ``а``), read as Latin only inside a
 #: credential word (:data:`secret_patterns.CREDENTIAL_PART`) of a :data:`HOMOGLYPH_WORD`: read so in Russian text glued to a key or a
 #: label (``…8Aа``, ``пожалуPassword``), they would lengthen the key past its format or the label into another word.

@@ -29,7 +29,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from . import code_secrets, command_secrets, cookie_secrets, folding, prose_secrets, seed_phrases, table_secrets
+from . import code_secrets, command_secrets, cookie_secrets, folding, prose_secrets, seed_phrases, sql_secrets, table_secrets
 from . import secret_patterns as patterns
 
 #: What :func:`redact_secrets` puts in place of a secret-looking string.
@@ -329,8 +329,7 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield (text := prose_secrets.redact(text, REDACTED))
     yield (text := table_secrets.redact(text, REDACTED))
     yield (text := patterns.CLI_SECRET.sub(_cli_secret, text))
-    yield (text := patterns.SQL_PASSWORD.sub(_cli_secret, text))
-    yield (text := patterns.ORACLE_LOGIN.sub(_cli_secret, text))
+    yield (text := sql_secrets.redact(text, REDACTED, _cli_secret))
     yield (text := patterns.CREDENTIAL_FILE.sub(_cli_secret, text))
     yield (text := code_secrets.redact(text, REDACTED, _judged_secret))
     yield (text := command_secrets.redact(text, REDACTED, _judged_secret))
@@ -377,7 +376,7 @@ def _cookie_pair(m: re.Match[str]) -> str:
 
 
 def _cli_secret(m: re.Match[str]) -> str:
-    """A :data:`secret_patterns.CLI_SECRET`, :data:`secret_patterns.SQL_PASSWORD` or :data:`secret_patterns.ORACLE_LOGIN`
+    """A :data:`secret_patterns.CLI_SECRET`, :data:`sql_secrets.SQL_PASSWORD` or :data:`sql_secrets.ORACLE_LOGIN`
     match (groups ``q`` and ``value``) with the password redacted (kept when a variable or placeholder)."""
     value = m.group("value")
     if len(value) < _MIN_SECRET or value.startswith("$") or _is_placeholder(value, "", quoted=bool(m.group("q"))):
@@ -499,9 +498,9 @@ def _labelled(m: re.Match[str]) -> str:
     Trailing punctuation stays.
     """
     label, joiner = m.group(1), m.group(2)
-    quoted = m.group(5)
-    value = quoted if quoted is not None else m.group(6)
-    start = m.start(5) if quoted is not None else m.start(6)
+    group = next(g for g in (5, "coded", 6) if m.group(g) is not None)  # quoted, in HTML's <code>, bare
+    quoted = m.group(group) if group != 6 else None
+    value, start = m.group(group), m.start(group)
     if quoted is None:
         value = value.rstrip(patterns.VALUE_END)
     if len(value) < _MIN_SECRET or _is_placeholder(value, label, quoted=quoted is not None):
@@ -514,7 +513,7 @@ def _labelled(m: re.Match[str]) -> str:
         words = after.lower()
         assigned = (foreign or not label.isascii() or m.group("purpose") is not None) and words[:1] in (":", "=", "：")
         arrow = words[:2] in ("=>", "->") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace())  # not password-login
-        arrow |= " " in label and words[:1] == ":"  # a label no assignment names: api key: …
+        arrow |= (" " in label or group == "coded") and words[:1] == ":"  # a label no assignment names: api key: …
         assigned |= arrow and prose_secrets.reads_as_password(value, REDACTED) and not re.search("[\"'()\\[\\]{}<>|`]", value)
         if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
@@ -541,13 +540,13 @@ def _weakly_labelled(m: re.Match[str], joiner: str) -> bool:
 
 def _plainly_a_password(value: str, label: str) -> bool:
     """Whether ``value`` reads as a password (:func:`prose_secrets.reads_as_password`) and as nothing else: not a
-    name, a path, an address (``root@localhost``), an algorithm, an assignment, code in backticks or words; or is a
-    mail server's 授权码 (16 lower-case letters)."""
+    name, a path, an address (``root@localhost``), an algorithm, an assignment, code in backticks, words or an aside
+    (``(stored in vault)``); or is a mail server's 授权码 (16 lower-case letters)."""
     if label in ("授权码", "授權碼") and re.fullmatch("[a-z]{16}", value):
         return True
     return (prose_secrets.reads_as_password(value, REDACTED) and not _names_something(value)
             and not patterns.CJK_NAME_VALUE.fullmatch(value) and code_secrets.EMAIL.fullmatch(value) is None
-            and re.search(r"[\s`=]", value) is None and not re.fullmatch(r"[A-Za-z_.-]++@[A-Za-z_.-]++", value))
+            and re.search(r"[\s`=]|^[(\[{<]", value) is None and not re.fullmatch(r"[A-Za-z_.-]++@[A-Za-z_.-]++", value))
 
 
 # ---------------------------------------------------------------------------

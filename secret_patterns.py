@@ -113,12 +113,15 @@ ADDRESS_LABELS = {"email", "e-mail", "mail", "mailto", "contact", "from", "to", 
 #: A character of a password that is not a letter, digit or a joiner an address or a name also holds.
 PASSWORD_SYMBOL = re.compile(r"[^\w.+:-]")
 #: Webhook URLs whose path is the credential (Slack, Discord, Microsoft Teams, Feishu, Lark): the path goes, the host
-#: stays.
+#: stays; and notification services whose key is one segment of the path (group ``seg``: Bark's ``api.day.app/<key>/…``,
+#: IFTTT's ``maker.ifttt.com/trigger/<event>/with/key/<key>``, ServerChan's ``sctapi.ftqq.com/<key>.send``): the key
+#: goes, the message after it stays.
 WEBHOOK = re.compile(
     r"(?<![A-Za-z0-9.-])((?:hooks\.slack\.com/(?:services|workflows|triggers)|(?:discord(?:app)?\.com|ptb\.discord\.com)"
     r"/api/webhooks|(?:[a-z0-9-]++\.)?(?:outlook\.office(?:365)?\.com|webhook\.office\.com)/webhook(?:b2)?"
-    r"|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook)/)"
-    r"([A-Za-z0-9_/@.-]{8,}+)"
+    r"|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook"
+    r"|(?P<seg>api\.day\.app|maker\.ifttt\.com/trigger/[\w-]{1,60}+(?:/json)?/with/key|(?:sctapi|sc)\.ftqq\.com))/)"
+    r"(?(seg)[A-Za-z0-9_-]{8,}+|[A-Za-z0-9_/@.-]{8,}+)"
 )
 #: Query parameter names whose values are credentials (``key``, ``X-Amz-Signature``, Azure SAS's ``sig``...), as
 #: :func:`redact._param_key` writes them.
@@ -288,17 +291,6 @@ CREDENTIAL_FILE = re.compile(
     r"(?![a-z-]{1,200}+(?:[\s\"']|$)|[A-Z][a-z]{1,200}+(?:[\s\"']|$))))"
     r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)>|]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
 )
-#: A password in SQL (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``; not a selector's
-#: ``'#password'``). Groups: ``q`` the quote, ``value`` the password.
-SQL_PASSWORD = re.compile(
-    r"(?i)(?<![A-Za-z0-9_'\"#.])(?:IDENTIFIED[ \t]++(?:WITH[ \t]++\w{1,40}+[ \t]++)?BY|PASSWORD)[ \t]*+=?[ \t]*+(?P<q>')(?P<value>[^'\s,][^'\n]{0,199}+)'")
-#: An Oracle login on a command line (``sqlplus scott/…@db``, ``CONNECT system/…@XE``; Oracle's own tools without a
-#: database too: ``sqlplus scott/… as sysdba``; Dameng's ``disql``) or in a JDBC URL (``jdbc:oracle:thin:scott/…@//h``).
-#: Groups: ``q`` (empty), ``value`` the password.
-ORACLE_LOGIN = re.compile(
-    r"(?i)(?<![A-Za-z0-9_-])(?:(?:(?P<tool>sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|disql)|exp|imp|conn|connect)"
-    r"(?:[ \t]++-[A-Za-z]{1,10}+){0,2}[ \t]++|jdbc:oracle:thin:)\w{1,30}+/(?P<q>)(?P<value>[^\s/@'\"]{1,128}+)"
-    r"(?:@|(?(tool)(?=\s|$)|(?!)))")
 #: A value named in markup or a manifest rather than assigned: an element (``<password>…</password>``, Maven's
 #: settings.xml), a ``key``/``name`` and ``value`` attribute pair (``<add key="DbPassword" value="…"/>``, Ant's
 #: ``<property name="db.password" value="…"/>``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``), an
@@ -375,20 +367,22 @@ DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\
                             r"(?!\S*(?:\(\?[=!:<]|\{\d{1,3},\d{0,3}\}|[" + _CJK + r"]))"
                             r"(?![A-Za-z][A-Za-z\d]*+:[A-Za-z_]++$|%\w++%$|@\w++$|\([^()]*+\)$|[A-Z][A-Z\d_]*+=|\*++(?:[A-Z_]++\*++)?$)"
                             r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![a-z\d_:,.-]*+\|[a-z\d_:,.|-]*+$)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
-#: Credential labels in other scripts than Latin (longer ones first).
+#: Credential labels in other scripts than Latin (longer ones first; Thai's and Arabic's words for password last).
 _SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|授权码|授權碼|安全码|安全碼|凭证|憑證|凭据|憑據"
                   "|账密|帳密|金鑰|金钥|權杖|权杖|パスワード|暗証番号|暗号鍵|認証キー|비밀번호|패스워드|비번|암호|인증키"
-                  "|пароль|паролем|пароля")
+                  "|пароль|паролем|пароля|รหัสผ่าน|كلمة المرور|كلمة السر|كلمة مرور")
 #: Credential labels of other languages written in Latin letters or Cyrillic (French, Spanish, Portuguese, German,
-#: Dutch, Italian, Polish, Turkish, Vietnamese, Russian, Japanese and Korean katakana/hangul words for password, key
-#: and token), after which ``:`` joins a value as a verb does: no assignment names them.
+#: Dutch, Italian, Polish, Turkish, Vietnamese, Indonesian, Malay, Russian, Japanese and Korean katakana/hangul words for
+#: password, key and token), after which ``:`` joins a value as a verb does: no assignment names them.
 _FOREIGN_LABELS = (r"mot de passe|contraseña|contrasena|senha|palavra-passe|passwort|kennwort|wachtwoord|hasło|haslo|şifre"
-                   r"|sifre|parola d'ordine|mật khẩu|mat khau|clé(?: d'api| api)?|cle api|jeton|clave(?: de api| api)?"
-                   r"|chave(?: de api| api)?|schlüssel|api-schlüssel|sleutel|токен|ключ(?: api)?|api[ -]ключ|トークン|토큰")
+                   r"|sifre|parola d'ordine|mật khẩu|mat khau|kata sandi|kata laluan|clé(?: d'api| api)?|cle api|jeton"
+                   r"|clave(?: de api| api)?|chave(?: de api| api)?|schlüssel|api-schlüssel|sleutel|токен|ключ(?: api)?|api[ -]ключ"
+                   r"|トークン|토큰")
 FOREIGN_LABEL = re.compile("(?i)" + _FOREIGN_LABELS)
 #: The labels of :data:`_FOREIGN_LABELS` for a password (after which a value of letters and spaces can be a passphrase).
 FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha", "palavra-passe", "passwort", "kennwort",
-                           "wachtwoord", "hasło", "haslo", "şifre", "sifre", "parola d'ordine", "mật khẩu", "mat khau"}
+                           "wachtwoord", "hasło", "haslo", "şifre", "sifre", "parola d'ordine", "mật khẩu", "mat khau",
+                           "kata sandi", "kata laluan"}
 #: A credential word in a label set off by marks (:data:`MARKED_LABEL`).
 MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT_LABELS + "|キー|키")
 #: What joins a CJK or Japanese label to its value: a verb (``是``, ``为``, ``设置成``, ``は``...), after an adverb too
@@ -398,8 +392,9 @@ _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律
               r"|的?值(?:是|为|為)|(?:发|發)(?:给|給)?你了?|给你|給你")
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``, ``设置成``,
-#: ``は``, ``is``...), and a quoted string or a run of printable ASCII (which ends where the text goes back to its own
-#: script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), after what the
+#: ``は``, ``is``..., a pointing, key or lock emoji: ``密码 👉 …``, ``密码🔑：…``, ``密码……``), and a quoted string (``《…》``
+#: too), HTML's ``<code>…</code>`` (group ``coded``) or a run of printable ASCII (which ends where the text goes back to
+#: its own script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), after what the
 #: value is for, if said (``password for the db:``, ``Passwort für die DB:``, ``пароль от базы:``). Longer labels come
 #: first (``secret key`` before ``secret``); a ``max token`` is a count. What a Latin label needs is
 #: :func:`redact._labelled`'s.
@@ -410,8 +405,10 @@ LABELLED = re.compile(
     r"((?P<purpose>[ \t]++(?:for|of|on|to|für|von|zur|zum|pour|de|du|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+(?=[\s:：=\"”(（]))?"
     r"[\"”]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
-    r"|is|was|ist|war|est|es|era|é|è|là|—|-)\s*+){0,2}(?:```[\w+-]{0,20}+[ \t]*+\r?\n[ \t]*+)?)"
-    r"(?:([\"'“「『【])([^\"'”」』】\n]{1,200})[\"'”」』】]|([!-~]{4,200}+))"
+    r"|is|was|ist|war|est|es|era|é|è|là|—|-|…{1,2}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
+    r"(?:```[\w+-]{0,20}+[ \t]*+\r?\n[ \t]*+)?)"
+    r"(?:([\"'“「『【《])([^\"'”」』】》\n]{1,200})[\"'”」』】》]|(?!<(?:code|kbd)>)([!-~]{4,200}+)"
+    r"|<(?:code|kbd)>(?P<coded>[^<>\n]{1,200}+)</(?:code|kbd)>)"
 )
 #: The verbs a Latin label needs before its value (``password is``, ``Passwort ist``, ``mot de passe est``).
 LATIN_VERBS = re.compile(r"\b(?:is|was|be|now|to|ist|war|est|es|era|é|è|là)(?!\w)")

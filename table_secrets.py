@@ -1,6 +1,7 @@
 """Secrets in tables, for :mod:`redact`: a credential's column under a header that names it (``| 环境 | 账号 | 密码 |``,
 ``host,port,user,password``, ``name<TAB>api_key``), and a Markdown row's cell after a cell that names it (``| Password
-| … |``, ``| Host | db1 | 密码 | … |``, ``| 1 | password | … |``).
+| … |``, ``| Host | db1 | 密码 | … |``, ``| 1 | password | … |``), as an HTML row's or definition list's does
+(``<th>Password</th><td>…</td>``, ``<dt>API Key</dt><dd>…</dd>``).
 
 A column is read in each row under its header: in a Markdown table, every line holding a ``|`` up to a blank line (a
 short or split row is passed, not taken for the table's end); in CSV or TSV, up to a line without the separator. A
@@ -56,9 +57,23 @@ NO_VALUE = re.compile(r"(?i)[-—–/?]+|n/?a|\(?(?:none|empty|unset|not set|sam
                       r"|[$€£¥]\d++|\d++[-~–]\d++|(?-i:[a-z]++[A-Z][A-Za-z]*+\d{0,3}+|[A-Z]{2,}+#\S++)")
 
 
+#: An HTML row's or definition list's cell that names a credential and the cell after it (``<th>Password</th><td>…</td>``,
+#: ``<td>密码</td><td>…</td>``, ``<dt>API Key</dt><dd>…</dd>``), its value inside a ``<code>`` or emphasis too; attributes
+#: and up to 40 spaces between the cells. Each attempt starts at a ``<`` and reads one pair of cells at most. Groups:
+#: ``label``, ``value``.
+HTML_PAIR = re.compile(
+    r"(?i)<(?:td|th|dt)(?:\s[^<>]{0,200}+)?+>[ \t]*+(?P<label>[^<>\n]{1,60}+)</(?:td|th|dt)>\s{0,40}+<(?:td|dd)(?:\s[^<>]{0,200}+)?+>"
+    r"[ \t]*+(?:<(?:code|kbd|b|strong|span)(?:\s[^<>]{0,100}+)?+>)?(?P<value>[^<>\n]{1,200}+)<"
+)
+
+
 def redact(text: str, redacted: str) -> str:
     """``text`` with the values of tables' credential columns and cells that read as secrets replaced by ``redacted``."""
-    if ("|" not in text and "," not in text and "\t" not in text) or not _HINT.search(text):
+    if not _HINT.search(text):
+        return text
+    if "<" in text:
+        text = HTML_PAIR.sub(lambda m: _html_pair(m, redacted), text)
+    if "|" not in text and "," not in text and "\t" not in text:
         return text
     lines = text.splitlines(keepends=True)
     out: list[str] = []
@@ -79,6 +94,17 @@ def redact(text: str, redacted: str) -> str:
         pairs = _pairs(line, spans if separator == "|" and spans else _cells(line, "|"), following, header) if "|" in line else {}
         out.append(_rebuilt(line, spans, taken, pairs, redacted))
     return "".join(out)
+
+
+def _html_pair(m: re.Match[str], redacted: str) -> str:
+    """An :data:`HTML_PAIR` match with its value redacted when the first cell names a credential and the value reads as
+    its secret (:func:`_secret`)."""
+    kind = _label(_bare(m.group("label")))
+    value = _bare(m.group("value"))
+    if kind is None or not value or not _secret(value, kind, redacted):
+        return m.group()
+    start = m.start("value") + m.group("value").index(value)
+    return m.string[m.start() : start] + redacted + m.string[start + len(value) : m.end()]
 
 
 def _header(line: str, following: str) -> tuple[str, dict[int, bool]]:

@@ -539,7 +539,11 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   'smtp.PlainAuth("", "a", ', 'NewDialer("a", 1, "b", ', 'yagmail.SMTP("a", ', 'add_argument("--a" ',
                                   "get('a', 'b' ", "\n#define A ", "plink -pw ", "curl -U a:", "skopeo --creds a:", "net user a ",
                                   "schtasks /rp ", " -Password ", "password is:\n```\n", "Authorization Basic a1",
-                                  "authorization to bearer ", "PublicKey = ", "request_id: ", "data:image/a;base64,"])
+                                  "authorization to bearer ", "PublicKey = ", "request_id: ", "data:image/a;base64,",
+                                  # emoji and ellipsis joiners, <code> values, HTML cells, SQL's bare values, path keys
+                                  "密码👉", "密码……", "password: <code>a", "<td>password</td><td>", "<dt>a</dt> <dd><code>",
+                                  "IDENTIFIED BY ", 'IDENTIFIED BY "a', "SET PASSWORD FROM 'a' TO ",
+                                  "maker.ifttt.com/trigger/a/with/key/", "api.day.app/"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -431,6 +431,21 @@ SENT_BEFORE = [
     ('plink -ssh root@10.0.0.5 -pw Kq7#vLp2Wx uptime', 'Kq7#vLp2Wx'), ('unrar x -pKq7#vLp2Wx backup.rar', 'Kq7#vLp2Wx'),
     ('net user bob Kq7#vLp2Wx /add', 'Kq7#vLp2Wx'), ('schtasks /create /tn b /tr b.bat /ru CORP\\bob /rp Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ('Set-AWSCredential -AccessKey AKIAQX4RTY7UIOPLKJ5H -SecretKey Kq7#vLp2WxQz9 -StoreAs default', 'Kq7#vLp2WxQz9'),
+    # the seventeenth review's: other colons and emoji or an ellipsis between a label and its value, Thai, Indonesian and
+    # Arabic labels, HTML's <code> value and label/value cells, SQL's bare and double-quoted passwords, Neo4j's SET
+    # PASSWORD, notification services' keys in a URL's path
+    ('密码∶Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('密碼︰Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('密码﹕Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('密码🔑：Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('密码 👉 Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('密码……Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('密码《Kq7#vLp2Wx》', 'Kq7#vLp2Wx'), ('รหัสผ่าน: Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('kata sandi: Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('كلمة المرور: Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('<p>密码：<code>Kq7#vLp2Wx</code></p>', 'Kq7#vLp2Wx'),
+    ('<b>Password:</b> <code>Kq7#vLp2Wx</code>', 'Kq7#vLp2Wx'), ('<tr><th>Password</th><td>Kq7#vLp2Wx</td></tr>', 'Kq7#vLp2Wx'),
+    ('<tr><td>密码</td><td>Kq7#vLp2Wx</td></tr>', 'Kq7#vLp2Wx'),
+    ('<dt>API Key</dt><dd>Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5</dd>', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
+    ('ALTER USER scott IDENTIFIED BY Kq7#vLp2Wx;', 'Kq7#vLp2Wx'), ('CREATE USER app IDENTIFIED BY "Kq7#vLp2Wx";', 'Kq7#vLp2Wx'),
+    ("ALTER CURRENT USER SET PASSWORD FROM 'neo4j' TO 'Kq7#vLp2Wx'", 'Kq7#vLp2Wx'),
+    ('curl https://api.day.app/Xk9Pq2Lm7Nv4Rt6Yb8Zc3V/部署完成', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3V'),
+    ('https://maker.ifttt.com/trigger/deploy/with/key/dXk9Pq2Lm7Nv4Rt6Yb8Zc3', 'dXk9Pq2Lm7Nv4Rt6Yb8Zc3'),
+    ('Not Found for url: https://sctapi.ftqq.com/SCT123456TAbCdEfGh12345678.send', 'SCT123456TAbCdEfGh12345678'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -761,6 +776,12 @@ NEAR_MISSES = [
     'background-image: url("data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCAxNiAxNiI+");',
     # cookies and markup that are not a session's or a credential's
     '{"session": "default", "theme": "dark"}', '<key>CFBundleName</key>\n<string>MyApp2024!</string>', '<title>Kq7#vLp2Wx</title>',
+    # the seventeenth review's: a check mark or a lock before an aside, a label's cell over words, SQL's bind variables and
+    # placeholders, quoted words after "from" and "to", a Bark endpoint, a DSL's interpolation
+    'OAuth token           ✓  (default via copilot login)', 'password 🔒 (stored in vault)', '密码 👉 请联系管理员',
+    '<tr><td>Password</td><td>Required</td></tr>', '<dt>Token</dt><dd>********</dd>', '<td>password</td><td>string</td>',
+    'CREATE USER sidney IDENTIFIED BY password;', 'ALTER USER x IDENTIFIED BY :pw', 'ALTER USER x IDENTIFIED BY &&pw',
+    "they came from 'London' to 'Paris'", 'https://api.day.app/push', '  password "#{ENV[\'DB_PASS\']}"',
 ]
 
 
