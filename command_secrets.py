@@ -4,7 +4,9 @@ A password piped into a command that reads it from standard input (``echo "…" 
 --password-stdin``, ``printf '%s' "…" | helm registry login …``, ``echo "…" | docker secret create db -``, and
 ``docker secret create db - <<< "…"``); the ``-P …`` of archivers and SQL Server's tools (``zip``, ``unzip``,
 ``sqlcmd``, ``bcp``) and 7-Zip's glued ``-p…``; GitHub CLI's ``gh secret set NAME --body …``; and, under a credential's
-name, a Dockerfile's ``ENV NAME value`` (the form without ``=``) and ``aws configure set NAME value``.
+name, a Dockerfile's ``ENV NAME value`` (the form without ``=``) and ``aws configure set NAME value``; and a config
+file's or a listing's line of a credential's name and its value alone (``password Hz@2024abc`` in msmtp's or nslcd's
+file, ``bindpw = …``, PowerShell's ``DB_PASSWORD      …``).
 
 A value given where a password goes must read as one (:func:`prose_secrets.reads_as_password`: not a variable such
 as ``$CR_PAT``, a placeholder or a word); a named value is judged as an assignment to its name would be (the
@@ -83,13 +85,19 @@ PASSWORD_FLAG = re.compile(
     r"|(?:neo4j-admin[ \t]++(?:dbms[ \t]++)?set-initial-password|grafana-cli[ \t]++admin[ \t]++reset-admin-password)[ \t]++"
     r"|(?<=[ \t])-[A-Za-z]{0,30}?(?:Password|SecretKey)[ \t]++)(?![-/])" + _VALUE
 )
+_ARGV_FLAG = r"--?[A-Za-z-]{0,30}?(?:password|passwd|requirepass|masterauth|passphrase|token|secret|api-key)"
 #: A command written as a list of its words (a compose or Kubernetes ``command:``/``args:``, ``subprocess.run([…])``,
 #: a Dockerfile's ``CMD [...]``): a password flag's value as the next element (``"--requirepass", "…"``, ``"--password",
-#: "…"``), or MySQL's ``"-p…"`` glued, after ``"mysql"``, ``"mysqladmin"`` or ``"mysqldump"`` in the same list.
+#: "…"``, the next element on the next line too), or MySQL's ``"-p…"`` glued, after ``"mysql"``, ``"mysqladmin"`` or
+#: ``"mysqldump"`` in the same list; and as a YAML list, one word a line (``- --password`` then ``- …``, or ``- -a``
+#: then ``- …`` within 600 characters after ``- redis-cli``), the value the whole next item. Not a path (``"--token",
+#: "/var/run/secrets/token"``) nor a flag.
 ARGV_SECRET = re.compile(
-    r"[\"']--?[A-Za-z-]{0,30}?(?:password|passwd|requirepass|masterauth|passphrase|token|secret|api-key)[\"'][ \t]*+,[ \t]*+"
-    r"(?P<q>[\"'])(?P<value>[^\"'\n]{1,200}+)(?P=q)"
+    r"[\"']" + _ARGV_FLAG + r"[\"'][ \t]*+,\s{0,40}+(?P<q>[\"'])(?![~.]?/)(?P<value>[^\"'\n]{1,200}+)(?P=q)"
     r"|[\"'](?:mysql|mysqladmin|mysqldump|mariadb)[\"'][^\]\n]{0,200}?,[ \t]*+(?P<fq>[\"'])-p(?P<bare>[^\"'\s]{1,200}+)(?P=fq)"
+    r"|(?m:^)[ \t]*+-[ \t]++(?:(?P<yq>[\"']?)" + _ARGV_FLAG + r"(?P=yq)|[\"']?redis-cli[\"']?"
+    r"[\s\S]{0,600}?\n[ \t]*+-[ \t]++(?P<aq>[\"']?)-a(?P=aq))"
+    r"[ \t]*+\r?\n[ \t]*+-[ \t]++(?![\"']?(?:[~.]?/|-))" + _value("h") + r"[ \t]*+(?=\r?\n|$)"
 )
 #: A password a tool prints when it makes one: MySQL's ``A temporary password is generated for root@localhost: …``,
 #: Elasticsearch's ``Password for the elastic user (…):`` with the password on the next line, and its reset tool's
@@ -111,6 +119,15 @@ NAMED_SETTING = re.compile(
     r"|(?<![\w-])(?:npm|pnpm|yarn)[ \t]++config[ \t]++set[ \t]++(?://[^\s:]{1,200}+:)?)(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++"
     r"(?:" + _VALUE + r"(?(env)(?=[ \t]*+(?:\r?\n|$)))|(?(env)(?P<words>[^\s\"'][^\n]{0,199}?)(?=[ \t]*+(?:\r?\n|$))|(?!)))"
 )
+#: A line of a name and a value alone, ``=`` or spaces between (a config file's ``password …``, ``bindpw = …``, a listing's
+#: ``DB_PASSWORD      …``): no brackets or quotes in the value (a column's type: ``password VARCHAR(255)``), no ``?``
+#: after it (``token Int64?``), not a path; ``pass`` and ``passwd`` are commands given a user's name (:func:`_line`).
+CONFIG_LINE = re.compile(
+    r"(?m:^)[ \t]*+(?P<name>[A-Za-z_][\w.-]{0,60}+)(?:[ \t]++|[ \t]*+=[ \t]*+)(?![~/$%]|\./)"
+    r"(?P<bare>[^\s()\[\]{}<>\"'`]{6,200}+)(?<!\?)[ \t]*+\r?$"
+)
+#: Names of LDAP clients' and servers' bind passwords (nslcd's ``bindpw``, slapd's ``rootpw``, sssd's ``…_authtok``).
+_BIND_NAMES = ("bindpw", "rootpw", "authtok")
 #: A value a shell, a CI system or a template fills in when the command runs, not a written one: ``$(…)``, ``${…}``,
 #: ``$VAR``, ``${{ … }}``, ``%VAR%``, ``$env:VAR``, ``#{VAR}#``, ``@VAR@``. In single quotes only the templates' forms.
 _FILLED_IN = re.compile(r"\$[({\w]|%\w+%|#\{|@\w+@|\{\{")
@@ -121,7 +138,8 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those passwords replaced by ``redacted``, the rest as it was."""
     for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET, GENERATED_SECRET):
         text = pattern.sub(lambda m: _password(m, redacted), text)
-    return NAMED_SETTING.sub(lambda m: _named(m, redacted, judge), text)
+    text = NAMED_SETTING.sub(lambda m: _named(m, redacted, judge), text)
+    return CONFIG_LINE.sub(lambda m: _line(m, redacted, judge), text)
 
 
 def _value_group(m: re.Match[str]) -> str:
@@ -160,3 +178,16 @@ def _named(m: re.Match[str], redacted: str, judge: Judge) -> str:
     else:
         secret = judge(name, m.group(group), group == "bare")
     return replace_group(m, group, redacted) if secret else m.group()
+
+
+def _line(m: re.Match[str], redacted: str, judge: Judge) -> str:
+    """A :data:`CONFIG_LINE` match, its value redacted when written out and, after a credential's name, it reads as a
+    password with a digit in it, or, after a password's, is 16 lower-case letters (a mail service's app password)."""
+    name, value = m.group("name"), m.group("bare")
+    if name.lower() in ("pass", "passwd") or not _written(m, "bare"):
+        return m.group()
+    if name.lower() in ("password", "smtp_password") and re.fullmatch("[a-z]{16}", value):
+        return replace_group(m, "bare", redacted)
+    bind = name.lower().endswith(_BIND_NAMES)
+    secret = prose_secrets.reads_as_password(value, redacted) and re.search(r"\d", value) and (bind or judge(name, value, True))
+    return replace_group(m, "bare", redacted) if secret else m.group()

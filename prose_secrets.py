@@ -37,6 +37,13 @@ LABELLED_CODE = re.compile(
 CODE_SEPARATOR = re.compile(r"((?:[,;\s\[\]]|(?<!\S)-(?!\S))++)")
 #: The signs and verbs a bare ``pin`` needs before its code.
 PIN_JOIN = re.compile(r"[:=：#是为為は는은—]|\b(?:is|was)\b")
+#: A credential's label alone on its line (a Markdown heading's, a bold one's, ``:`` after it) and the value alone on the
+#: next, in a code fence (group ``fence``) or not: ``Password:`` then ```` ``` ```` and ``…``, ``**API Key**`` then ``…``.
+LABEL_ABOVE = re.compile(
+    r"(?im)^[ \t]*+(?:[#>*_-]{1,4}+[ \t]*+)?(?:[a-z0-9 _-]{0,30}?[ _-])?(?:password|passwd|passphrase|pwd|api[ _-]?key"
+    r"|secret(?:[ _-]key)?|(?:access[ _-])?token)[ \t]*+[:：]?[ \t]*+\r?\n(?P<fence>[ \t]*+(?:```|~~~)[\w-]{0,20}+[ \t]*+\r?\n)?"
+    r"[ \t]*+(?P<value>[^\s`]{6,200}+)[ \t]*+(?(fence)\r?\n[ \t]*+(?:```|~~~)|(?=\r?\n|$))"
+)
 #: A passphrase of words and spaces after a password label and ``:``, ``=``, a verb or a CJK joiner (``password: correct
 #: horse battery staple``, ``密码是 correct horse battery staple``, ``Passwort: grüne katze tanzt``): a run of Latin
 #: letters, digits, spaces, ``'`` and ``-``, which :func:`_passphrase_words` judges. Groups: ``label``,
@@ -104,6 +111,7 @@ def redact(text: str, redacted: str) -> str:
     text = HOST_LOGIN.sub(lambda m: m.string[m.start() : m.start("value")] + redacted if reads_strongly(m.group("value")) else m.group(), text)
     text = USER_PASS_FLAGS.sub(lambda m: _password_in(m, redacted), text)
     text = _codes(text, redacted)
+    text = LABEL_ABOVE.sub(lambda m: _label_above(m, redacted), text)
     return PASSPHRASE_WORDS.sub(lambda m: _passphrase_words(m, redacted), text)
 
 
@@ -119,6 +127,17 @@ def reads_as_password(value: str, redacted: str) -> bool:
 
 #: The symbols a password mixes in (not those of paths, versions, base64, names, globs or formats: ``/ . - _ + = : ~ * %``).
 STRONG_SYMBOLS = frozenset("!@#$^&?")
+
+
+def _label_above(m: re.Match[str], redacted: str) -> str:
+    """A :data:`LABEL_ABOVE` match with its value redacted: in a fence when it reads as a password with a digit and is
+    not a path or a command's (``./reset.sh``), else only when it reads strongly (:func:`reads_strongly`)."""
+    value = m.group("value")
+    if m.group("fence"):
+        secret = reads_as_password(value, redacted) and re.search(r"\d", value) and not re.match(r"[~./$%]", value)
+    else:
+        secret = reads_strongly(value) and not value.startswith(redacted[:-1])
+    return m.string[m.start() : m.start("value")] + redacted + m.string[m.end("value") : m.end()] if secret else m.group()
 
 
 def reads_strongly(value: str) -> bool:

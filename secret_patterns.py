@@ -115,13 +115,17 @@ PASSWORD_SYMBOL = re.compile(r"[^\w.+:-]")
 #: Webhook URLs whose path is the credential (Slack, Discord, Microsoft Teams, Feishu, Lark): the path goes, the host
 #: stays; and notification services whose key is one segment of the path (group ``seg``: Bark's ``api.day.app/<key>/…``,
 #: IFTTT's ``maker.ifttt.com/trigger/<event>/with/key/<key>``, ServerChan's ``sctapi.ftqq.com/<key>.send``): the key
-#: goes, the message after it stays.
+#: goes, the message after it stays; and self-hosted chats' incoming webhooks (Mattermost's, Rocket.Chat's
+#: ``https://<host>/hooks/<id>[/<token>]``), where the id is 20 to 64 letters and digits with a digit and a lower-case
+#: letter (``/hooks/12`` and ``/hooks/pre-commit`` stay).
 WEBHOOK = re.compile(
     r"(?<![A-Za-z0-9.-])((?:hooks\.slack\.com/(?:services|workflows|triggers)|(?:discord(?:app)?\.com|ptb\.discord\.com)"
     r"/api/webhooks|(?:[a-z0-9-]++\.)?(?:outlook\.office(?:365)?\.com|webhook\.office\.com)/webhook(?:b2)?"
     r"|open\.(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook"
-    r"|(?P<seg>api\.day\.app|maker\.ifttt\.com/trigger/[\w-]{1,60}+(?:/json)?/with/key|(?:sctapi|sc)\.ftqq\.com))/)"
-    r"(?(seg)[A-Za-z0-9_-]{8,}+|[A-Za-z0-9_/@.-]{8,}+)"
+    r"|(?P<seg>api\.day\.app|maker\.ifttt\.com/trigger/[\w-]{1,60}+(?:/json)?/with/key|(?:sctapi|sc)\.ftqq\.com)"
+    r"|(?<=//)[A-Za-z0-9.-]{1,253}+(?::\d{1,5}+)?/(?P<hook>hooks))/)"
+    r"(?(seg)[A-Za-z0-9_-]{8,}+|(?(hook)(?=[A-Za-z0-9]{0,63}?[0-9])(?=[A-Za-z0-9]{0,63}?[a-z])[A-Za-z0-9]{20,64}+"
+    r"(?:/[A-Za-z0-9]{20,64}+)?(?![\w-])|[A-Za-z0-9_/@.-]{8,}+))"
 )
 #: Query parameter names whose values are credentials (``key``, ``X-Amz-Signature``, Azure SAS's ``sig``...), as
 #: :func:`redact._param_key` writes them.
@@ -171,11 +175,12 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
     r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|secret|token|credentials?|auth|key))"
-    r"(\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
-    r"(?:\r?\n\s*+(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
+    r"((?:_(?:\d{1,2}+|(?i:old|new|prod|production|staging|stage|dev|test|uat|qa|local|backup))(?![A-Za-z0-9]))?+"
+    r"\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
+    r"(?:\r?\n\s*+(?:-{3,}+[ \t]*+\r?\n[ \t]*+)?(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
     r"(?:(?:" + LITERAL_WRAPPER + r"[ \t]*+b?|[bBrRuUfF]{1,2}+(?=[\"']))?+"
-    r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"([^\"\n]{1,200}+)\"|'([^'\n]{1,200}+)'|(?<=\[\]byte\()`([^`\n]{1,200}+)`)"
-    r"|(?![\"'\\]|```|\([^),\n]{0,100}+,)(" + VALUE_CHAR + r"{1,200}+))"
+    r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"(?:\"\"(?!\"))?+((?:[^\"\\\n]|\\[^\n]){1,200}+)\"|'(?:''(?!'))?+([^'\n]{1,200}+)'"
+    r"|(?<=\[\]byte\()`([^`\n]{1,200}+)`)|(?![\"'\\]|```|-{3,}+(?:\s|$)|\((?:[^),\n]{0,100}+,|[^)\n]{0,40}+\)))(" + VALUE_CHAR + r"{1,200}+))"
 )
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a SECRET``
 #: (``REDIS-CLI`` too) or ``--pass SECRET``, ``curl -u user:SECRET``, httpie's ``http -a user:SECRET`` (``--auth``,

@@ -543,7 +543,11 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # emoji and ellipsis joiners, <code> values, HTML cells, SQL's bare values, path keys
                                   "密码👉", "密码……", "password: <code>a", "<td>password</td><td>", "<dt>a</dt> <dd><code>",
                                   "IDENTIFIED BY ", 'IDENTIFIED BY "a', "SET PASSWORD FROM 'a' TO ",
-                                  "maker.ifttt.com/trigger/a/with/key/", "api.day.app/"])
+                                  "maker.ifttt.com/trigger/a/with/key/", "api.day.app/",
+                                  # YAML argv, a name's stage, escaped and triple quotes, config lines, labels above, hooks
+                                  "- redis-cli\n", "- redis-cli\n- a\n", "- --password\n", "- -a\n", "password_2", "a_key_old",
+                                  'password="a\\"', 'password = """', "password:\n----\n", "password a\n", "a = a1!x\n",
+                                  "password\n", "password:\n```\n", "//a/hooks/", "//a.a.a", "//a/hooks/a1"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -446,6 +446,17 @@ SENT_BEFORE = [
     ('curl https://api.day.app/Xk9Pq2Lm7Nv4Rt6Yb8Zc3V/部署完成', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3V'),
     ('https://maker.ifttt.com/trigger/deploy/with/key/dXk9Pq2Lm7Nv4Rt6Yb8Zc3', 'dXk9Pq2Lm7Nv4Rt6Yb8Zc3'),
     ('Not Found for url: https://sctapi.ftqq.com/SCT123456TAbCdEfGh12345678.send', 'SCT123456TAbCdEfGh12345678'),
+    # YAML and multi-line argv, escaped and triple-quoted values, names with a stage or a number after them
+    ('exec:\n  command:\n  - redis-cli\n  - -a\n  - Kq7#vLp2Wx\n  - ping', 'Kq7#vLp2Wx'),
+    ('args:\n  - --password\n  - "Kq7#vLp2Wx"', 'Kq7#vLp2Wx'), ('args: ["--password",\n       "Kq7#vLp2Wx"]', 'Kq7#vLp2Wx'),
+    ('DB_PASSWORD="Kq7\\"vLp2Wx9mZ"', 'vLp2Wx9mZ'), ('password = """Kq7#vLp2Wx"""', 'Kq7#vLp2Wx'),
+    ("DB_PASSWORD = '''Kq7#vLp2Wx'''", 'Kq7#vLp2Wx'), ('DB_PASSWORD_STAGING=Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('REDIS_PASSWORD_2=Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('Data\n====\nDB_PASSWORD:\n----\nHz@2024abc\n', 'Hz@2024abc'),
+    # a config file's or a listing's name and value, a label above its value, a self-hosted chat's webhook
+    ('account gmail\nuser bob@gmail.com\npassword xkqmzvbnrtwplhsd', 'xkqmzvbnrtwplhsd'), ('bindpw Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('ldap_default_authtok = Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('Name          Value\n----          -----\nDB_PASSWORD   Hz@2024abc', 'Hz@2024abc'),
+    ('password:\n```\nKq7#vLp2Wx\n```', 'Kq7#vLp2Wx'), ('**Password**\nKq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('https://chat.example.com/hooks/Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -782,6 +793,12 @@ NEAR_MISSES = [
     '<tr><td>Password</td><td>Required</td></tr>', '<dt>Token</dt><dd>********</dd>', '<td>password</td><td>string</td>',
     'CREATE USER sidney IDENTIFIED BY password;', 'ALTER USER x IDENTIFIED BY :pw', 'ALTER USER x IDENTIFIED BY &&pw',
     "they came from 'London' to 'Paris'", 'https://api.day.app/push', '  password "#{ENV[\'DB_PASS\']}"',
+    # list items that are a path, a variable or a flag, a column's type, commands, asides, webhooks that are not a key
+    'args:\n  - --token\n  - /var/run/secrets/token', 'args:\n  - --password\n  - $(DB_PASSWORD)', '- --password\n- --user',
+    '  password VARCHAR(255),\n  token Int64?', 'passwd Bob2024x', 'Password authentication', 'password: (none)',
+    'Data\n====\npassword:\n----\n', 'Reset password:\n```\n./reset.sh --user bob\n```', 'Password:\n```bash\n./reset2.sh\n```',
+    'Token\nExpired', 'Password\nhunter2', 'https://gitlab.com/api/v4/hooks/12', 'https://usehooks.com/hooks/useLocalStorageStateHook',
+    'token_new = generate_token()', 'PASSWORD_2FA=true', ':param auth: (optional) Auth tuple to enable Basic/Digest/Custom HTTP Auth.',
 ]
 
 
