@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from . import prose_secrets
 from . import secret_patterns as patterns
+from .secret_patterns import replace_group
 
 #: ``judge(name, value, bare)``: whether ``value`` (``bare``: unquoted) assigned to ``name`` is a literal credential.
 Judge = Callable[[str, str, bool], bool]
@@ -294,13 +295,6 @@ def _name(m: re.Match[str]) -> str:
                 return name.rstrip("/").rsplit("/", 1)[-1]  # a parameter's path: its last part
             return re.split(r"[.:\[\]\s]+", name.strip("[]. "))[-1] if group in ("ref", "ref2", "path") else name
     return ""
-
-
-def replace_group(m: re.Match[str], group: str, redacted: str, length: int | None = None) -> str:
-    """``m``'s text with ``group`` (its first ``length`` characters) replaced by ``redacted`` (:mod:`command_secrets` too)."""
-    start, end = m.span(group)
-    end = end if length is None else start + length
-    return m.string[m.start() : start] + redacted + m.string[end : m.end()]
 
 
 def _default(m: re.Match[str], judge: Judge, redacted: str) -> str:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 
 from . import prose_secrets
-from .code_secrets import Judge, replace_group
+from .code_secrets import Judge
+from .secret_patterns import replace_group
 
 
 def _value(n: str = "") -> str:

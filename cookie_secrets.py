@@ -44,18 +44,13 @@ def redact(text: str, redacted: str) -> str:
     return COOKIE_LINE.sub(lambda m: _named(m, redacted), text)
 
 
-def _replace(m: re.Match[str], group: str, redacted: str) -> str:
-    """``m``'s text with ``group`` replaced by ``redacted``."""
-    return m.string[m.start() : m.start(group)] + redacted + m.string[m.end(group) : m.end()]
-
-
 def _quoted(m: re.Match[str], redacted: str) -> str:
     """A :data:`QUOTED_COOKIE` match with its value redacted under a session cookie's name, when it reads as a token."""
     value = m.group("value")
     token = re.search("[A-Za-z]", value) is not None and re.search("[0-9]", value) is not None
     if not SESSION_COOKIE.fullmatch(m.group("name")) or not token or value.startswith(redacted[:-1]):
         return m.group()
-    return _replace(m, "value", redacted)
+    return patterns.replace_group(m, "value", redacted)
 
 
 def _named(m: re.Match[str], redacted: str) -> str:
@@ -65,4 +60,4 @@ def _named(m: re.Match[str], redacted: str) -> str:
     name = m.group("name") or m.group("name2")
     if patterns.COOKIE_SECRET_NAMES.search(name) is None or m.group(group).startswith(redacted[:-1]):
         return m.group()
-    return _replace(m, group, redacted)
+    return patterns.replace_group(m, group, redacted)

@@ -137,7 +137,7 @@ def _label_above(m: re.Match[str], redacted: str) -> str:
         secret = reads_as_password(value, redacted) and re.search(r"\d", value) and not re.match(r"[~./$%]", value)
     else:
         secret = reads_strongly(value) and not value.startswith(redacted[:-1])
-    return m.string[m.start() : m.start("value")] + redacted + m.string[m.end("value") : m.end()] if secret else m.group()
+    return patterns.replace_group(m, "value", redacted) if secret else m.group()
 
 
 def reads_strongly(value: str) -> bool:

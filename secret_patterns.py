@@ -1,6 +1,7 @@
 """The shapes of secrets in text: the patterns and word lists :mod:`redact` finds them with.
 
-Pure data, compiled once at import: each pattern is named for what it catches and says why it is
+Pure data, compiled once at import, and :func:`replace_group`, the one way the modules that use the patterns put
+``[redacted]`` in place of a match's group: each pattern is named for what it catches and says why it is
 written so. Every pattern starts with a lookbehind that lets it start only at the start of a run of its
 characters (a run of 100,000 letters is tried once, not 100,000 times), and no quantifier is nested in
 another over the same characters; quantifiers followed by a character their class excludes are
@@ -581,3 +582,10 @@ PATH_WORD = re.compile(r"^[a-z]{3}[a-z_-]*+$")
 CAMEL_HUMP = re.compile(r"^[a-z]{4,}+|[A-Z][a-z]{3,}+")
 HEX = re.compile(r"^[0-9a-fA-F]+$")
 UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def replace_group(m: re.Match[str], group: str, redacted: str, length: int | None = None) -> str:
+    """``m``'s text with ``group`` (its first ``length`` characters) replaced by ``redacted``."""
+    start, end = m.span(group)
+    end = end if length is None else start + length
+    return m.string[m.start() : start] + redacted + m.string[end : m.end()]
