@@ -551,9 +551,10 @@ def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Me
     """
     out: dict[int, MessageRow] = {}
     for mid, sid, role, content, tool_name, tool_calls, ts in conn.execute(sql, (json.dumps(list(ids)),)):
-        text = _message_text(content, tool_name, tool_calls, role or "")
+        body = stored_text.text_of(content, role or "")
         calls = _calls_text(tool_name, tool_calls) if tool_name or tool_calls else ""
-        whole = content is None or stored_text.text_of(content, role or "") == content  # read as stored
+        text = "" if tool_name in RECALL_TOOLS else _joined(body, calls)
+        whole = content is None or body == content  # read as stored
         out[int(mid)] = MessageRow(int(mid), sid, role or "", text, ts, calls if text.endswith(calls) else "", whole)
     return out
 
@@ -564,9 +565,12 @@ def _message_text(raw: Any, tool_name: Any, tool_calls: Any, role: str = "") -> 
     tool calls, as Hermes indexes them, less the recall tools' calls and answers (:data:`RECALL_TOOLS`)."""
     if tool_name in RECALL_TOOLS:
         return ""
-    text = stored_text.text_of(raw, role)
-    extra = _calls_text(tool_name, tool_calls)
-    return f"{text} {extra}".strip() if extra else text
+    return _joined(stored_text.text_of(raw, role), _calls_text(tool_name, tool_calls))
+
+
+def _joined(text: str, calls: str) -> str:
+    """A row's text and its calls' text as one searchable text."""
+    return f"{text} {calls}".strip() if calls else text
 
 
 def _calls_text(tool_name: Any, tool_calls: Any) -> str:
