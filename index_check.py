@@ -34,7 +34,6 @@ answer: every hit is checked against state.db before it is shown
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import sqlite3
 import time
@@ -42,7 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from . import state, state_history, store
+from . import index_reads, state, state_history, store
 from .records import Scope
 
 if TYPE_CHECKING:  # imported where used: keyword search runs without numpy
@@ -221,9 +220,8 @@ def record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: S
     found = _lacking.get(key)
     if found is None or vectors.generation != key[0] or time.monotonic() - found.made > RECHECK_S:
         chunks = vectors.store.stored_upto()  # before the check: a chunk written meanwhile is seen again
-        with store.one_snapshot(conn):
-            top = store.max_message_id(conn)
-            missing, total = full_check(conn, vectors, scope)
+        top = store.max_message_id(conn)
+        missing, total = full_check(conn, vectors, scope, upto=top)  # what is newer, the next search reads
         made = Lacking(top, chunks, np.array(missing, dtype=np.int64), total, set(), time.monotonic())
         return _keep(_lacking, key, made, RECORDS_KEPT)
     embedded, found.chunks = vectors.store.messages_since(found.chunks)
@@ -242,10 +240,10 @@ def record(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: S
 def _new_above(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, above: int
                ) -> tuple[list[int], int]:
     """``(ids, should)``: of the scope's messages above message id ``above`` that the index should hold
-    (:func:`store.indexable_ids_above`, newest first, ``should`` of them), those it does not hold yet. An indexed
+    (:func:`index_reads.indexable_ids_above`, newest first, ``should`` of them), those it does not hold yet. An indexed
     id of a row no longer shown is not counted. Raises ``sqlite3`` errors of either file."""
     indexed = vectors.store.ids_in(scope.ids_json, above)
-    should = store.indexable_ids_above(conn, scope, above)
+    should = index_reads.indexable_ids_above(conn, scope, above)
     return [i for i in should if i not in indexed], len(should)
 
 
@@ -290,28 +288,31 @@ def read_texts(conn: sqlite3.Connection, ids: list[int], gone: list[int], *, pag
         yield from ((i, *found[i]) for i in taken if i in found)
 
 
-def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope) -> tuple[list[int], int]:
+def full_check(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, scope: Scope, *, upto: int | None = None
+               ) -> tuple[list[int], int]:
     """``(ids of the scope's messages the index should hold and lacks, newest first; how many it should hold)``,
-    every message id of the scope checked against every indexed one of its sessions.
+    every message id of the scope (up to message id ``upto`` when given) checked against every indexed one of its
+    sessions.
 
     Checked id by id, not by subtracting counts: vectors of deleted or rewound messages stay in the
     index until a search or the index command drops them, and would otherwise hide as many new ones.
     Rows are read only of the messages not indexed and of the inactive indexed ones, to tell which of them
-    the index should hold. Raises ``sqlite3`` errors of state.db, and :class:`embeddings.EmbeddingUnavailable`
-    for embeddings.db's (:meth:`VectorIndex.trouble`).
+    the index should hold, a page at a time (:mod:`index_reads`: no read holds Hermes' writes back for long).
+    Raises ``sqlite3`` errors of state.db, and :class:`embeddings.EmbeddingUnavailable` for embeddings.db's
+    (:meth:`VectorIndex.trouble`).
     """
     import numpy as np
 
-    with store.one_snapshot(conn):  # the ids and the rows read from one state of state.db
-        signed = np.fromstring(store.scope_message_ids_text(conn, scope), dtype=np.int64, sep=",")
-        scope_ids = np.abs(signed)
-        try:  # the index command tells embeddings.db's errors from state.db's (its caller's)
-            indexed = vectors.indexed_array(scope.ids_json)
-        except sqlite3.Error as exc:
-            raise vectors.trouble(exc) from exc
-        held = np.isin(scope_ids, indexed)
-        read = scope_ids[~held | (signed < 0)]
-        sorted_out = np.fromstring(store.sort_out_text(conn, json.dumps(read.tolist())), dtype=np.int64, sep=",") if len(read) else read
+    signed = np.fromstring(index_reads.scope_message_ids(conn, scope), dtype=np.int64, sep=",")
+    if upto is not None:
+        signed = signed[np.abs(signed) <= upto]
+    scope_ids = np.abs(signed)
+    try:  # the index command tells embeddings.db's errors from state.db's (its caller's)
+        indexed = vectors.indexed_array(scope.ids_json)
+    except sqlite3.Error as exc:
+        raise vectors.trouble(exc) from exc
+    held = np.isin(scope_ids, indexed)
+    sorted_out = np.array(index_reads.sort_out(conn, scope_ids[~held | (signed < 0)].tolist()), dtype=np.int64)
     should = sorted_out[sorted_out > 0]
     lacking_ids = should[~np.isin(should, scope_ids[held])]
     total = int(np.count_nonzero(held & (signed > 0))) + len(should)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import attribution, gate, index_check, paths, store, workspace
+from . import attribution, gate, index_check, index_reads, paths, store, workspace
 from .records import Scope
 from .settings import load_settings
 
@@ -86,7 +86,7 @@ def index_projects(
             return failed(vectors.trouble(exc) if vectors is not None else exc, 0, 0)
         # Vectors of messages deleted or rewound since they were embedded (whole
         # sessions deleted too) are dropped; searches would never show them.
-        live = store.live_message_ids(conn, known) if known else set()
+        live = index_reads.live_message_ids(conn, known) if known else set()
         stale = [m for m in known if m not in live]
         try:
             vectors.drop(stale)

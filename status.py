@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import config_schema, consent, errors, gate, paths, redact, settings, store, workspace
+from . import config_schema, consent, errors, gate, index_reads, paths, redact, settings, store, workspace
 from .settings import load_settings
 
 DIST_NAME = "project-history-recall"
@@ -270,7 +270,7 @@ def index_status(*, home: Path, cwd: str) -> dict[str, Any]:
     conn = store.open_state_db(home)
     try:
         scope = workspace.scope_for(conn, home, "", folder)[0]
-        indexable = store.count_indexable(conn, scope) if scope.session_ids else 0
+        indexable = index_reads.count_indexable(conn, scope) if scope.session_ids else 0
     finally:
         conn.close()
     answer: dict[str, Any] = {

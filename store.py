@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from . import attribution, echo, errors, filters, layout, paths, settings, stored_text
-from .records import MessageRow, Scope
+from . import attribution, echo, errors, layout, paths, settings, stored_text
+from .records import MessageRow
 
 logger = logging.getLogger(__name__)
 
@@ -259,42 +259,6 @@ HAS_TEXT = _has_text(f"TRIM(COALESCE(m.content, ''), {_BLANKS}) != ''")
 SHOWS_TEXT = _has_text(f"TRIM(substr(COALESCE(m.content, ''), 1, 1024), {_BLANKS}) != ''")
 
 
-def indexable_row(conn: sqlite3.Connection) -> str:
-    """The SQL condition for a row the vector index should hold: a visible user or assistant message with text
-    as it is embedded (:data:`HAS_TEXT`, not Hermes' note to the model: a row of blanks or images only, or a note,
-    would count as missing for ever)."""
-    return f"{visible(conn)} AND m.role IN ('user', 'assistant') AND {HAS_TEXT} AND NOT {stored_text.NOTE_ROW_SQL}"
-
-
-def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
-    """Visible user/assistant messages of the scope (what the vector index should hold)."""
-    return int(conn.execute(f"SELECT count(*) FROM messages m WHERE {SCOPE_SQL} AND {indexable_row(conn)}",
-                            (scope.ids_json,)).fetchone()[0])
-
-
-def scope_message_ids_text(conn: sqlite3.Connection, scope: Scope) -> str:
-    """Every message id of the scope's sessions, comma-separated, in no particular order ("" when none), negated
-    when the message is not active (rewound, or archived by a compaction). Read from Hermes' (session, active)
-    index alone: no message row is read."""
-    row = conn.execute(f"SELECT group_concat(CASE WHEN m.active = 1 THEN m.id ELSE -m.id END) FROM messages m"
-                       f" WHERE {SCOPE_SQL}", (scope.ids_json,)).fetchone()
-    return str(row[0] or "")
-
-
-_OTHER_ROLE_SQL = "m.role NOT IN ('user', 'assistant')"
-
-
-def sort_out_text(conn: sqlite3.Connection, ids_json: str) -> str:
-    """The message ids ``ids_json`` (a JSON array) sorted out, comma-separated, in no particular order ("" when
-    none): a row :func:`indexable_row` keeps as its id, one of another role (never indexed: a role never
-    changes) negated; the others (no text, rewound, deleted) left out. Ascending ids are the file's row order:
-    one pass over their pages."""
-    row = conn.execute(f"SELECT group_concat(CASE WHEN {_OTHER_ROLE_SQL} THEN -m.id ELSE m.id END) FROM messages m"
-                       f" WHERE m.id IN (SELECT value FROM json_each(?)) AND ({_OTHER_ROLE_SQL} OR {indexable_row(conn)})",
-                       (ids_json,)).fetchone()
-    return str(row[0] or "")
-
-
 def message_id_counter(conn: sqlite3.Connection) -> int:
     """The highest message id Hermes has handed out: the AUTOINCREMENT counter (``sqlite_sequence``), at least the
     highest id there is. It only grows, unless state.db is restored from an older copy (which hands out the lost
@@ -340,7 +304,7 @@ def message_timestamps(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int
 
 def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
     """``{id: (session id, text)}`` of those of the messages ``ids`` the vector index may hold (as
-    :func:`indexable_row`, told once the text is read), the text as it is embedded. An id left out (deleted,
+    :func:`index_reads.indexable_row`, told once the text is read), the text as it is embedded. An id left out (deleted,
     rewound, emptied) is never sent to a provider. Raises ``sqlite3`` errors."""
     rows = conn.execute(
         f"SELECT m.id, m.session_id, m.content, m.role FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
@@ -351,25 +315,6 @@ def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple
         if text.strip():
             out[int(mid)] = (str(sid), text)
     return out
-
-
-def indexable_ids_above(conn: sqlite3.Connection, scope: Scope, above: int) -> list[int]:
-    """Ids of the scope's messages above message id ``above`` that the vector index should hold
-    (:func:`indexable_row`), newest first; no text leaves SQLite. SQLite is kept on the id range (new messages
-    sit above a watermark), not the per-session index. Raises ``sqlite3`` errors."""
-    where = f"+{SCOPE_SQL} AND {indexable_row(conn)}"
-    rows = conn.execute(f"SELECT m.id FROM messages m WHERE {where} AND m.id > ?", (scope.ids_json, int(above)))
-    return sorted((int(r[0]) for r in rows), reverse=True)
-
-
-def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
-    """Which of ``ids`` are still live, searchable messages (not deleted or rewound)."""
-    roles_sql, roles = filters.Filters().sql()  # the searchable roles, as every search reads them
-    rows = conn.execute(
-        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {visible(conn)} AND {roles_sql}",
-        (json.dumps([int(i) for i in ids]), *roles),
-    )
-    return {int(r[0]) for r in rows}
 
 
 #: Parts of the recall tools' names, one in each (``RECALL_TOOLS``): tool calls holding none of them call no

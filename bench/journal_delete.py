@@ -15,8 +15,14 @@ reports how long each write took from ``BEGIN`` to ``COMMIT`` (p50 / p95 / p99 /
 over 1 s (the busy timeout: Hermes would have retried), and how many failed "locked". The messages it wrote are
 deleted at the end.
 
+With ``--index-of PROFILE`` it runs only the index command, of a copy of that profile (``fresh_windows.py``'s
+``local-400k/home``; its plugin data copied, the plugin code of this checkout) on the DELETE-mode copy, for
+``--index-seconds``, after dropping the page cache (``--cold``, as root): the check's reads of a large project
+cold, beside the writer.
+
 Run: .venv/bin/python bench/journal_delete.py [--db /tmp/phr-bench/home/state.db] [--work /tmp/phr-bench/delete]
      [--index] [fresh_windows.py's options, e.g. --provider local --processes 4 --questions 5]
+     .venv/bin/python bench/journal_delete.py --index-of /tmp/phr-bench/windows/local-400k/home --cold
 """
 
 from __future__ import annotations
@@ -83,12 +89,27 @@ sqlite3.connect = connect
 """
 
 
+def _profile_copy(profile: Path, home: Path, state_db: Path) -> Path:
+    """A fresh copy of ``profile`` at ``home`` (its plugin data included, the plugin code this checkout's), its
+    state.db a link to ``state_db``; returns ``home``."""
+    shutil.rmtree(home, ignore_errors=True)
+    shutil.copytree(profile, home, symlinks=True, ignore=shutil.ignore_patterns("state.db*"))
+    (home / "state.db").symlink_to(state_db)
+    code = home / "plugins" / "project-history-recall"
+    for path in HERE.parent.glob("*.py"):
+        shutil.copyfile(path, code / path.name)
+    shutil.copyfile(HERE.parent / "plugin.yaml", code / "plugin.yaml")
+    return home
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", type=Path, default=Path("/tmp/phr-bench/home/state.db"))
     ap.add_argument("--work", type=Path, default=Path("/tmp/phr-bench/delete"))
     ap.add_argument("--index", action="store_true", help="then run the index command of the local profile")
     ap.add_argument("--index-seconds", type=float, default=120.0)
+    ap.add_argument("--index-of", type=Path, help="only the index command, of a copy of this profile")
+    ap.add_argument("--cold", action="store_true", help="drop the page cache first (root)")
     args, windows_args = ap.parse_known_args()
     args.work.mkdir(parents=True, exist_ok=True)
     copy = args.work / "state.db"
@@ -105,12 +126,17 @@ def main() -> int:
     keep.mkdir(exist_ok=True)
     (keep / "sitecustomize.py").write_text(KEEP_JOURNAL)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(keep), os.environ.get("PYTHONPATH")]))}
+    home = _profile_copy(args.index_of, args.work / "index-of", copy) if args.index_of else None
+    if args.cold:
+        subprocess.run(["sync"], check=True)
+        Path("/proc/sys/vm/drop_caches").write_text("1\n")
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(copy), str(report), str(stop)])
     try:
-        subprocess.run([sys.executable, str(HERE / "fresh_windows.py"), "--db", str(copy), "--work", str(args.work),
-                        *windows_args], check=True, env=env)
-        if args.index:
-            home = next(args.work.glob("local-*/home"))
+        if home is None:
+            subprocess.run([sys.executable, str(HERE / "fresh_windows.py"), "--db", str(copy), "--work", str(args.work),
+                            *windows_args], check=True, env=env)
+        if args.index or home is not None:
+            home = home or next(args.work.glob("local-*/home"))
             plugin = home / "plugins" / "project-history-recall"
             started = time.monotonic()
             try:

@@ -143,9 +143,9 @@ def synthesize_chunks(phr, home: Path, conn: sqlite3.Connection, sessions: list[
     dims = provider.dims or 512
     index = vector_index.VectorIndex(phr.paths.plugin_data_dir(home) / "embeddings.db", provider)
     # What the plugin's indexing would embed, read through its own functions: the rows it holds
-    # (store.indexable_row) and each one's text and session as a search checks them (store.shown_texts).
+    # (index_reads.indexable_row) and each one's text and session as a search checks them (store.shown_texts).
     listed = [mid for (mid,) in conn.execute(
-        f"SELECT m.id FROM messages m WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {phr.store.indexable_row(conn)}",
+        f"SELECT m.id FROM messages m WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {phr.index_reads.indexable_row(conn)}",
         (json.dumps(sessions),))]
     shown: dict[int, tuple[str, str]] = {}
     for start in range(0, len(listed), 5000):

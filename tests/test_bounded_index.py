@@ -247,7 +247,7 @@ def test_two_asking_chats_of_one_project_keep_a_record_each(remote: World, monke
     index_check = plugin("index_check")
     checks: list[int] = []
     real = index_check.full_check
-    monkeypatch.setattr(index_check, "full_check", lambda *a: checks.append(1) or real(*a))
+    monkeypatch.setattr(index_check, "full_check", lambda *a, **k: checks.append(1) or real(*a, **k))
     for asker in ["cur", "cur2"] * 3:
         world.search(asker, "lighthouse keeper", mode="keyword")
     assert len(checks) == 2, checks
@@ -278,7 +278,7 @@ def test_keyword_mode_forgets_its_record_once_the_scope_is_complete(remote: Worl
     assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
     checks: list[int] = []
     real = index_check.full_check
-    monkeypatch.setattr(index_check, "full_check", lambda *a: checks.append(1) or real(*a))
+    monkeypatch.setattr(index_check, "full_check", lambda *a, **k: checks.append(1) or real(*a, **k))
     monkeypatch.setattr(index_check, "RECHECK_S", -1.0)  # every record is due for its full check again
     assert world.search("cur", "lighthouse keeper", mode="keyword")["semantic_status"] == "ready"
     checks.clear()
@@ -300,7 +300,7 @@ def test_the_record_in_use_is_dropped_last(remote: World, monkeypatch: pytest.Mo
         world.session(chat, world.paths["app"], style="cli", messages=[("user", "hi")])
     checks: list[str] = []
     real = index_check.full_check
-    monkeypatch.setattr(index_check, "full_check", lambda *a: checks.append("full") or real(*a))
+    monkeypatch.setattr(index_check, "full_check", lambda *a, **k: checks.append("full") or real(*a, **k))
 
     def ask(chat: str) -> None:
         assert world.search(chat, "lighthouse keeper", mode="keyword")["semantic_status"] != "ready"

@@ -267,7 +267,7 @@ def test_hermes_notes_to_the_model_are_not_history(proj):
     assert "quokka ledger keeps one row" in "\n".join(texts_of(answer))
     conn = store.open_state_db(proj.home)
     try:
-        indexable = {r[0] for r in conn.execute(f"SELECT m.id FROM messages m WHERE m.session_id = ? AND {store.indexable_row(conn)}", (sid,))}
+        indexable = {r[0] for r in conn.execute(f"SELECT m.id FROM messages m WHERE m.session_id = ? AND {plugin('index_reads').indexable_row(conn)}", (sid,))}
         assert not indexable & set(notes) and len(indexable) == 3
         assert set(store.shown_texts(conn, notes)) == set()
     finally:

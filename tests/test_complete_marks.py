@@ -37,9 +37,9 @@ def counted(monkeypatch):
     calls: list[str] = []
     real_count = index_check.full_check
 
-    def count(conn, vectors, scope):
+    def count(conn, vectors, scope, **kw):
         calls.append("count " + ",".join(sorted(scope.session_ids)))
-        return real_count(conn, vectors, scope)
+        return real_count(conn, vectors, scope, **kw)
 
     monkeypatch.setattr(index_check, "full_check", count)
     return calls
@@ -48,15 +48,15 @@ def counted(monkeypatch):
 @pytest.fixture
 def scans(monkeypatch):
     """Each scan for unindexed messages: ``(its sessions, the id it starts above)``."""
-    store = plugin("store")
+    reads = plugin("index_reads")
     seen: list[tuple[tuple[str, ...], int]] = []
-    real = store.indexable_ids_above
+    real = reads.indexable_ids_above
 
     def scan(conn, scope, above):
         seen.append((tuple(sorted(scope.session_ids)), above))
         return real(conn, scope, above)
 
-    monkeypatch.setattr(store, "indexable_ids_above", scan)
+    monkeypatch.setattr(reads, "indexable_ids_above", scan)
     return seen
 
 

@@ -49,7 +49,7 @@ def scope_of(world: World, session_id: str = "cur"):
 def by_every_row(conn: sqlite3.Connection, scope) -> list[int]:
     """The definition, reading every row of the scope: live user/assistant messages with text."""
     store = plugin("store")
-    where = f"{store.SCOPE_SQL} AND {store.indexable_row(conn)}"
+    where = f"{store.SCOPE_SQL} AND {plugin('index_reads').indexable_row(conn)}"
     return sorted(int(r[0]) for r in conn.execute(f"SELECT m.id FROM messages m WHERE {where}", (scope.ids_json,)))
 
 
@@ -175,5 +175,61 @@ def test_a_repair_during_a_check_voids_what_the_check_found_complete(world: Worl
         index_check.complete(vectors, scope, key, top)
         found = index_check.lacking(conn, vectors, scope, index_check.key_of(vectors, scope))
         assert [m[0] for m in found.pending] == [repaired]
+    finally:
+        conn.close()
+
+
+def test_the_full_check_lets_hermes_commit_between_its_reads(world: World, fake, monkeypatch):
+    """In rollback-journal mode (Hermes 0.21 on an SQLite with the WAL-reset bug) a reader holds Hermes' commits back.
+    The check holds no read from one statement to the next (its rows read a page at a time): a writer that does not
+    wait at all commits before each of them, and the record made by the check neither misses nor counts twice what
+    was written meanwhile. The index command's check of which vectors are still live reads the same way."""
+    varied_project(world)
+    for n in range(6):
+        world.say("a1", "tool", f"build log {n}", tool_name="terminal")
+        world.say("a2", "user", f"another question {n}")
+    server = fake()
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(world)
+    world.close()
+    state_db = world.home / "state.db"
+    with closing(sqlite3.connect(state_db)) as db:
+        assert db.execute("PRAGMA journal_mode=DELETE").fetchone()[0] == "delete"
+    index_check, index_reads, settings = plugin("index_check"), plugin("index_reads"), plugin("settings")
+    written: list[int] = []
+
+    def commit_now(sql: str) -> None:  # a Hermes append that never waits: "database is locked" if a read is open
+        if "json_each" not in sql:  # a statement of the check's (not the fixture's own reads)
+            return
+        with closing(sqlite3.connect(state_db, timeout=0, isolation_level=None)) as db:
+            db.execute("BEGIN IMMEDIATE")
+            written.append(db.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES"
+                                      " ('a1', 'user', ?, 2e9)", (f"written meanwhile {len(written)}",)).lastrowid)
+            db.execute("COMMIT")
+
+    monkeypatch.setattr(index_reads, "PAGE_IDS", 3)
+    vectors = plugin("gate").open_vectors(world.home, settings.load_settings(world.home))
+    conn, scope = scope_of(world)
+    try:
+        should = by_every_row(conn, scope)[::-1]
+        conn.set_trace_callback(commit_now)
+        found = index_check.full_check(conn, vectors, scope)
+        assert found == (sorted([*should, written[0]], reverse=True), len(should) + 1)
+        assert len(written) >= 4  # before the scope's ids (so in it), then before each page of rows
+        first = len(written)
+        key = index_check.key_of(vectors, scope)
+        made = index_check.record(conn, vectors, scope, key)
+        before = sorted(written[:first], reverse=True) + should  # the first check's writes, not the record's own
+        assert made.missing.tolist() == before and made.total == len(before) and made.below == written[first - 1]
+        conn.set_trace_callback(None)
+        now = index_check.record(conn, vectors, scope, key)  # brought up to now: what was written during the check
+        assert now.missing.tolist() == sorted(written[first:], reverse=True) + before
+        assert now.total == len(now.missing) and now.below == written[-1] and len(written) > first
+        every, first = [int(r[0]) for r in conn.execute("SELECT id FROM messages")], len(written)
+        conn.set_trace_callback(commit_now)
+        live = index_reads.live_message_ids(conn, every)
+        conn.set_trace_callback(None)
+        assert len(written) - first == -(-len(every) // 3) and live == index_reads.live_message_ids(conn, every)
+        assert set(should) <= live and len(live) < len(every)
     finally:
         conn.close()

@@ -244,7 +244,7 @@ def test_rewrites_and_deletions_of_the_newest_messages_drop_no_vector(world: Wor
     assert vectors.repaired == 0
     conn = plugin("store").open_state_db(world.home)
     try:
-        live = set(plugin("store").live_message_ids(conn, sorted(kept)))
+        live = set(plugin("index_reads").live_message_ids(conn, sorted(kept)))
     finally:
         conn.close()
     assert live <= set(embedded(world)), "every vector of a message still there was kept"
