@@ -27,10 +27,22 @@ _DELEGATE = (
 )
 
 
+# A session's own folder: ``cwd``, else, for an editor's (ACP) session, its ``model_config``'s ``cwd``: Hermes records
+# ``sessions.cwd`` for the CLI alone, and its ACP adapter keeps the editor's folder there (acp_adapter/session.py).
+# The LIKE lets json_valid() parse only the rare candidate rows; the nested CASEs keep json_type() off text that is
+# not JSON.
+_FOLDER = (
+    "TRIM(CASE WHEN TRIM(COALESCE(s.cwd, '')) != '' THEN s.cwd "
+    "WHEN s.source = 'acp' AND s.model_config LIKE '%\"cwd\"%' THEN CASE WHEN json_valid(s.model_config) "
+    "THEN CASE WHEN json_type(s.model_config, '$.cwd') = 'text' THEN json_extract(s.model_config, '$.cwd') END END "
+    "END)"
+)
+
+
 # What attribution reads of a row, then the searchable flags and size. ``{archived}``: the layout's
 # (:meth:`layout.Layout.archived_sql`), filled in by :func:`_sql`.
 _ROW_COLUMNS = f"""
-    s.id, COALESCE(s.parent_session_id, ''), TRIM(COALESCE(s.cwd, '')), TRIM(COALESCE(s.git_repo_root, '')),
+    s.id, COALESCE(s.parent_session_id, ''), COALESCE({_FOLDER}, ''), TRIM(COALESCE(s.git_repo_root, '')),
     COALESCE(s.source, ''), s.started_at, s.ended_at, COALESCE(s.end_reason, ''),
     {{archived}}, {_DELEGATE}, s.message_count, s.title
 """
@@ -50,7 +62,7 @@ WITH RECURSIVE up(id, depth) AS (
     SELECT :sid, 0
     UNION ALL
     SELECT s.parent_session_id, up.depth + 1 FROM up JOIN sessions s ON s.id = up.id
-    WHERE TRIM(COALESCE(s.cwd, '')) = '' AND TRIM(COALESCE(s.git_repo_root, '')) = ''
+    WHERE COALESCE({_FOLDER}, '') = '' AND TRIM(COALESCE(s.git_repo_root, '')) = ''
       AND COALESCE(s.parent_session_id, '') != '' AND up.depth < 100000
 )
 SELECT {_ROW_COLUMNS} FROM up JOIN sessions s ON s.id = up.id ORDER BY up.depth

@@ -3,7 +3,12 @@
 A multimodal message is stored as :data:`JSON_PREFIX` and its JSON parts: its text parts are what was written. A user
 row starting with :data:`NOTE_PREFIX` is Hermes' own note to the model (``[System: Your previous response was truncated
 by the output length limit. Continue exactly where you left off…]``, the network-error and tool-call ones, 0.21's
-model switch), which Hermes 0.21 never shows as the person's words in any transcript: it is no history here. A
+model switch), which Hermes 0.21 never shows as the person's words in any transcript: it is no history here; so are
+its other user-role scaffolding (:data:`NOTE_PREFIXES`: the task list it carries over a compression, its request for
+a final answer at the iteration limit), as Hermes' ``_is_real_user_message`` tells them. A compaction summary (a row
+of either role starting with one of :data:`SUMMARY_PREFIXES`, or the first message after it with the summary merged
+in) is Hermes' handoff to the next context window: an LLM digest of a conversation whose messages are searched where
+they were written, so it would match every question about it, and Hermes' own search leaves it out. A
 ``/skill`` turn (``/deploy-check run it on staging``) is stored with the skill's whole body in it: Hermes'
 ``agent/skill_commands.py`` sends the model an activation note, the skill's text and the person's instruction, and
 state.db keeps that message. Searched as it is, every session that ran a skill matches the words of its body, and
@@ -21,12 +26,31 @@ from typing import Any
 JSON_PREFIX = "\x00json:"
 #: How Hermes' notes to the model that it stores as user rows start (its transcripts leave out a user row so starting).
 NOTE_PREFIX = "[System:"
+NOTE_PREFIXES = (
+    NOTE_PREFIX,
+    "[Your active task list was preserved across context compression]",  # tools/todo_tool.py
+    "You've reached the maximum number of tool-calling iterations allowed. ",  # agent/chat_completion_helpers.py
+)
+#: How a compaction summary starts (agent/context_compressor.py: ``SUMMARY_PREFIX``, the legacy one, and the header of
+#: the message it is merged into when a row of its own would break the roles' alternation).
+SUMMARY_PREFIXES = (
+    "[CONTEXT COMPACTION",
+    "[CONTEXT SUMMARY]:",
+    "[PRIOR CONTEXT \u2014 for reference only; not a new message]",
+)
 #: How every skill turn starts: ``[IMPORTANT: The user has invoked the "name" skill, …`` (a bundle's: ``"name"
 #: skill bundle, …``; stacked skills': ``"a b" stacked skill bundle, …``).
 SKILL_PREFIX = '[IMPORTANT: The user has invoked the "'
-#: The SQL conditions (``messages`` as ``m``) that a row is such a note or such a turn, the role tested first so that
-#: only a user row's content is read.
-NOTE_ROW_SQL = f"(m.role = 'user' AND substr(m.content, 1, {len(NOTE_PREFIX)}) = '{NOTE_PREFIX}')"
+
+
+def _starts(prefixes: tuple[str, ...]) -> str:
+    return " OR ".join(f"substr(m.content, 1, {len(p)}) = '{p.replace(chr(39), chr(39) * 2)}'" for p in prefixes)
+
+
+#: The SQL conditions (``messages`` as ``m``) that a row is such a note or summary, or such a turn, the role tested
+#: first so that only a user or assistant row's content is read.
+NOTE_ROW_SQL = (f"((m.role = 'user' AND ({_starts(NOTE_PREFIXES)}))"
+                f" OR (m.role IN ('user', 'assistant') AND ({_starts(SUMMARY_PREFIXES)})))")
 SKILL_ROW_SQL = f"(m.role = 'user' AND substr(m.content, 1, {len(SKILL_PREFIX)}) = '{SKILL_PREFIX}')"
 _SINGLE_MARKER = "The full skill content is loaded below.]"
 _SINGLE_INSTRUCTION = "The user has provided the following instruction alongside the skill invocation: "
@@ -68,14 +92,18 @@ def as_asked(text: str) -> str:
 
 
 def text_of(content: Any, role: str = "") -> str:
-    """A row's ``content`` as text: ``""`` for Hermes' note to the model (a ``user`` row starting with
-    :data:`NOTE_PREFIX`), a multimodal row's text parts joined by spaces (its JSON as it is when it does not read as
-    JSON or is not a list), a skill turn :func:`as_asked`, other text as it is; ``None`` as ``""``."""
+    """A row's ``content`` as text: ``""`` for Hermes' note to the model (a ``user`` row starting with one of
+    :data:`NOTE_PREFIXES`) and a compaction summary (a ``user`` or ``assistant`` row starting with one of
+    :data:`SUMMARY_PREFIXES`, its text parts too when multimodal), a multimodal row's text parts joined by spaces (its
+    JSON as it is when it does not read as JSON or is not a list), a skill turn :func:`as_asked`, other text as it
+    is; ``None`` as ``""``."""
     text = content if isinstance(content, str) else ("" if content is None else str(content))
-    if role == "user" and text.startswith(NOTE_PREFIX):
+    if role == "user" and text.startswith(NOTE_PREFIXES):
         return ""
     if text.startswith(JSON_PREFIX):
         text = _flatten_parts(text[len(JSON_PREFIX) :])
+    if role in ("user", "assistant") and text.startswith(SUMMARY_PREFIXES):
+        return ""
     return as_asked(text)
 
 

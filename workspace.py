@@ -365,13 +365,15 @@ class Attributor:
         cached = self._cached(key, now)
         if cached is not None:
             return cached
-        exists = bool(cwd) and os.path.isdir(cwd or "")
+        # A relative folder (an editor's "." when it sent none) names no folder here: probed, it would be this
+        # process's own.
+        probe = cwd if cwd and os.path.isabs(cwd) else ""
         # As the desktop tree: a live probe of cwd first (folds worktrees; CLI sessions store no root), then the
         # stored root. A folder gone since: the stored root first, then the probe of what is left.
-        if exists:
-            root = git.common_root(cwd) or (stored_root or "")
+        if probe and os.path.isdir(probe):
+            root = git.common_root(probe) or (stored_root or "")
         else:
-            root = stored_root or git.common_root(cwd) or (self._worktree_main_root(cwd, now) if cwd else "")
+            root = stored_root or git.common_root(probe) or (self._worktree_main_root(probe, now) if probe else "")
         # An existing folder counts as the filesystem resolves it (symlinks, then ".."), never as text.
         where = physical(cwd) or cwd
         candidates = {"cwd": where, "git_repo_root": root, "also": [p for p in (physical(root),) if p and p != root]}

@@ -274,6 +274,75 @@ def test_hermes_notes_to_the_model_are_not_history(proj):
         conn.close()
 
 
+def _compressed(messages: list[dict[str, str]], summary: str) -> list[dict[str, Any]]:
+    """``messages`` compressed by Hermes' own ``ContextCompressor`` (its summary asked of a model: given here)."""
+    from unittest import mock
+
+    from agent.context_compressor import SUMMARY_PREFIX, ContextCompressor
+
+    compressor = ContextCompressor(model="gpt-4o", config_context_length=200_000, quiet_mode=True, protect_first_n=3,
+                                   protect_last_n=4)
+    compressor.tail_token_budget = 60
+    with mock.patch.object(ContextCompressor, "_generate_summary", return_value=f"{SUMMARY_PREFIX}\n{summary}"):
+        return compressor.compress(list(messages), current_tokens=150_000, force=True)
+
+
+def test_compaction_summaries_and_hermes_scaffolding_are_not_history(proj):
+    """A compression rotation stores Hermes' summary of the conversation in the continuation: a row of its own, or
+    merged into the first message after it when a row of its own would break the roles' alternation. It is Hermes'
+    handoff to the model (an LLM digest that matches every question about the conversation, whose messages are
+    searched where they were written), as is the task list carried over a compression and the request for a final
+    answer at the iteration limit. None is searched, embedded or shown; the messages copied into the continuation
+    are."""
+    from tools.todo_tool import TodoStore
+
+    from project_history_recall import store
+
+    alpha = proj.paths["alpha"]
+    summaries, scaffolding = [], []
+    for chain, odd in (("own_row", False), ("merged", True)):
+        turns = [{"role": "user", "content": f"{chain}: hello"}, {"role": "assistant", "content": "hi"}]
+        for i in range(10):
+            turns += [{"role": "user", "content": f"{chain} step {i} " + "x " * 40},
+                      {"role": "assistant", "content": f"{chain} answer {i} " + "y " * 40}]
+        turns += [{"role": "user", "content": f"{chain}: the last question"}] if odd else []
+        proj.session(chain, alpha, style="cli")
+        for turn in turns:
+            proj.say(chain, turn["role"], turn["content"])
+        proj.continuation(chain, f"{chain}_2")
+        compressed = _compressed(turns, "## Active Task\nThe user wants the quokka migration finished.")
+        todos = TodoStore()
+        todos.write([{"id": "1", "content": "finish the narwhal rollout", "status": "in_progress"}])
+        compressed.append({"role": "user", "content": todos.format_for_injection()})
+        proj.db.replace_messages(f"{chain}_2", compressed)
+        rows = proj.db.get_messages(f"{chain}_2")
+        summaries += [r["id"] for r in rows if "quokka migration" in (r["content"] or "")]
+        scaffolding += [r["id"] for r in rows if "narwhal rollout" in (r["content"] or "")]
+    scaffolding.append(proj.say("own_row_2", "user", "You've reached the maximum number of tool-calling iterations allowed. "
+                                "Please provide a final response summarizing what you've found and accomplished so far, "
+                                "without calling any more tools."))
+    contents = {r[0]: r[1] for r in proj.db._conn.execute("SELECT id, content FROM messages")}
+    assert contents[summaries[0]].startswith("[CONTEXT COMPACTION") and contents[summaries[1]].startswith("[PRIOR CONTEXT")
+    for query in ("quokka migration", "narwhal rollout", "maximum number of tool-calling iterations"):
+        found = proj.search("cur", query, mode="keyword", limit=10)
+        assert found["success"] is True and not found["results"], (query, found)
+    copied = proj.search("cur", "merged step 9", mode="keyword", limit=10)  # the copies in the continuation stay
+    assert {"merged", "merged_2"} <= {r["session_id"] for r in copied["results"]}, copied
+    answer = read(proj, {"session_id": "own_row_2", "message_id": summaries[0], "before": 1, "after": 1})
+    shown = {m["message_id"]: m for m in answer["messages"]}
+    assert shown[summaries[0]]["text"] == "" and shown[summaries[0]]["left_out"], answer
+    assert "own_row step 0" in "\n".join(texts_of(answer))
+    conn = store.open_state_db(proj.home)
+    try:
+        hidden = summaries + scaffolding
+        indexable = {r[0] for r in conn.execute(f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
+                                                 f" AND {plugin('index_reads').indexable_row(conn)}", (json.dumps(hidden),))}
+        assert indexable == set() and store.shown_texts(conn, hidden) == {}
+        assert all(store.fetch_messages(conn, hidden)[i].text == "" for i in hidden)
+    finally:
+        conn.close()
+
+
 # ---------------------------------------------------------------------------
 # project_history_recent
 # ---------------------------------------------------------------------------

@@ -80,8 +80,11 @@ def test_the_window_shows_what_hermes_shows_each_message_once(compacted: World):
     shown = hermes_shows(compacted.home / "state.db", "long")
     answer = read(compacted, after=30)
     assert [m["message_id"] for m in answer["messages"]] == shown, answer
-    texts = [m["text"] for m in answer["messages"] if not m["text"].startswith("[CONTEXT")]
+    texts = [m["text"] for m in answer["messages"] if not m.get("left_out")]
     assert texts == [text for _, text in TURNS + LATER], texts
+    with sqlite3.connect(compacted.home / "state.db") as conn:  # the summaries: Hermes' handoff to the model, no history
+        summaries = {r[0] for r in conn.execute("SELECT id FROM messages WHERE content LIKE '[CONTEXT COMPACTION]%'")}
+    assert summaries and {m["message_id"] for m in answer["messages"] if m.get("left_out")} == summaries & set(shown)
 
 
 def test_an_archived_copy_is_no_anchor_and_its_live_copy_reads_once(compacted: World):

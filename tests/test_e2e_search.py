@@ -238,6 +238,41 @@ def test_in_place_compaction_keeps_archived_originals_searchable(world: World):
     assert result_sessions(world.search("cur", "frobnicator")) == ["c1"]
 
 
+def test_an_editor_session_belongs_to_the_editor_s_folder(world: World):
+    """Zed, VS Code and JetBrains run Hermes through its ACP adapter, which keeps the editor's folder in the session's
+    ``model_config`` (Hermes records ``sessions.cwd`` for the CLI alone). Written by Hermes' own adapter: the session
+    is in the folder's project, its compression continuation with it, and it searches that project; a row whose
+    ``model_config`` is damaged or names no folder is in Home, and breaks no search."""
+    from types import SimpleNamespace
+
+    from acp_adapter.session import SessionManager
+
+    repo, other = world.repo("editor"), world.repo("elsewhere")
+    world.session("cli_old", repo, style="cli", messages=[("user", "the wombat service keeps its queue in redis")])
+    manager = SessionManager(agent_factory=lambda: SimpleNamespace(model="m"), db=world.db)
+    state = manager.create_session(cwd=str(repo / "src"))
+    state.history = [{"role": "user", "content": "in zed: rename the wombat service"},
+                     {"role": "assistant", "content": "renamed the wombat service to billing-core"}]
+    manager.save_session(state.session_id)
+    world.continuation(state.session_id, "acp_next", messages=[("user", "wombat service: the continuation")])
+    elsewhere = manager.create_session(cwd=str(other))
+    elsewhere.history = [{"role": "user", "content": "wombat service elsewhere"}]
+    manager.save_session(elsewhere.session_id)
+    world.session("acp_damaged", None, source="acp", messages=[("user", "wombat service, damaged row")])
+    world.session("acp_relative", None, source="acp", model_config={"cwd": "."},
+                  messages=[("user", "wombat service, no folder")])
+    with sqlite3.connect(world.home / "state.db") as db:
+        db.execute("UPDATE sessions SET model_config = ? WHERE id = 'acp_damaged'", ('{"cwd": ',))
+    world.session("cur_editor", repo, style="cli", messages=[("user", "hi")])
+    answer = world.search("cur_editor", "wombat service", limit=10)
+    assert answer["success"] is True and answer["project"]["kind"] == "auto", answer
+    assert sorted(result_sessions(answer)) == sorted(["cli_old", state.session_id, "acp_next"]), answer
+    from_editor = world.search(state.session_id, "wombat redis queue", limit=10)
+    assert from_editor["project"] == answer["project"] and result_sessions(from_editor) == ["cli_old"], from_editor
+    relative = world.search("acp_relative", "wombat", limit=10)
+    assert relative["project"]["kind"] == "home", relative
+
+
 def test_projects_db_missing_degrades_to_auto(world: World):
     repo = world.repo("nodesk")
     world.session("a", repo, messages=[("user", "quokka plans")])
