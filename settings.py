@@ -47,24 +47,25 @@ _settings = state.cache("settings")  # path -> (file stamp, settings)
 
 
 def embedding_api_key(home: Path) -> str:
-    """``PROJECT_HISTORY_EMBEDDING_API_KEY`` the way Hermes reads its env: process env, then ``$HERMES_HOME/.env``."""
+    """``PROJECT_HISTORY_EMBEDDING_API_KEY`` for the profile at ``home`` (``""`` when none is found): its ``.env``
+    first, as Hermes reads the credentials it manages (``get_env_value_prefer_dotenv``: an edit there wins over a
+    stale shell export), then the process env through Hermes' secret scope. A gateway serving several profiles from
+    one process (``gateway.multiplex_profiles``) keeps each profile's keys out of the process env, which holds the
+    launching profile's: there an unscoped read finds nothing rather than another profile's key."""
     name = "PROJECT_HISTORY_EMBEDDING_API_KEY"
-    if os.environ.get(name):
-        return os.environ[name]
-    try:
-        from hermes_cli.config import get_env_value
-    except ImportError:
-        get_env_value = None
-    if get_env_value is not None:
-        value = get_env_value(name)
-        if value:
-            return str(value)
     env_file = Path(home) / ".env"
     try:
         for line in env_file.read_text(encoding="utf-8").splitlines():
             key, sep, value = line.strip().partition("=")
-            if sep and key.strip().removeprefix("export ").strip() == name:
+            if sep and key.strip().removeprefix("export ").strip() == name and value.strip().strip("'\""):
                 return value.strip().strip("'\"")
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         pass
-    return ""
+    try:
+        from agent.secret_scope import UnscopedSecretError, get_secret
+    except ImportError:  # a Hermes without profile scopes
+        return os.environ.get(name, "")
+    try:
+        return get_secret(name) or ""
+    except UnscopedSecretError:  # several profiles in this process, and none scoped to this thread
+        return ""

@@ -506,6 +506,31 @@ def assert_no_secret(texts: list[str]) -> None:
             assert secret not in text, f"secret leaked: {text[:500]}"
 
 
+def test_the_key_is_the_profile_s_own(project: World, fake, monkeypatch):
+    """A gateway serving several profiles from one process holds the launching profile's keys in the process env:
+    each profile's searches send the key of its own ``.env`` (also where the shell exports another, as Hermes reads
+    the credentials it manages), and with profiles multiplexed a profile without a key of its own sends none, never
+    the launching profile's."""
+    from agent import secret_scope
+
+    launching = "sk-launching-profile-0c5e8d2b9a7f"
+    monkeypatch.setenv("PROJECT_HISTORY_EMBEDDING_API_KEY", launching)
+    (project.home / ".env").write_text(DOTENV)
+    server = fake()
+    project.configure_embedding(provider="openai", base_url=server.base_url, model="text-embedding-3-small")
+    check_answer(dispatch("project_history_semantic_consent", {"decision": "allow"}))
+    answer = check_answer(dispatch("project_history_search", {"query": "websocket backoff", "mode": "hybrid"}))
+    assert answer["semantic_status"] == "ready" and {r["auth"] for r in server.requests} == {f"Bearer {SECRET}"}, answer
+    plugin("vector_index").reset_indexes()
+    (project.home / ".env").write_text("OPENROUTER_API_KEY=sk-or-dotenv-OTHER-77e1\n")
+    monkeypatch.setattr(secret_scope, "_MULTIPLEX_ACTIVE", True)
+    sent = len(server.requests)
+    answer = check_answer(dispatch("project_history_search", {"query": "websocket backoff jitter", "mode": "hybrid"}))
+    assert answer["success"] is True and "old1" in result_sessions(answer), answer
+    assert server.requests[sent:] and {r["auth"] for r in server.requests[sent:]} == {"Bearer not-needed"}  # no key
+    plugin("vector_index").reset_indexes()
+
+
 def test_api_key_never_in_logs_or_answers(project: World, fake, all_logs, monkeypatch):
     """The embedding key from ``$HERMES_HOME/.env`` is sent to the endpoint, and to
     nowhere else: not in an answer nor a log record (DEBUG included), also when the
