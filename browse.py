@@ -131,7 +131,7 @@ def recent_sessions(
     *, home: Path, session_id: str = "", cwd: str | None = None, limit: int = RECENT_DEFAULT,
     filters: Filters = Filters(), cursor: str | None = None,
 ) -> dict[str, Any]:
-    """The project's sessions, most recently active first (the asking conversation left out).
+    """The project's sessions, most recently active first (the asking conversation left out, its compressed past too).
 
     ``filters``' dates keep sessions active in that window; roles are not used. With ``cwd`` the project is
     that folder's and every session is listed. Returns ``{success, project, sessions: [{session_id, link,
@@ -150,7 +150,12 @@ def recent_sessions(
             base["message"] = answers.no_project_message(scope.current, cwd)
             return base
         limit = max(0, min(limit, pages.MAX_REACH - page.offset))
-        listed = session_rows.recent_sessions(conn, scope.session_ids, since=page.since, until=page.until, offset=page.offset,
+        others = scope.session_ids
+        if scope.current is not None:  # "where did we leave off?" asks of other conversations: not this one's past
+            own = session_rows.lineage_ids(conn, scope.current.id)
+            others = tuple(sid for sid in others if sid not in own)
+            base["sessions_in_scope"] = len(others) + 1
+        listed = session_rows.recent_sessions(conn, others, since=page.since, until=page.until, offset=page.offset,
                                        limit=limit + 1) if limit else []
         previews = session_rows.session_previews(conn, [s.id for s in listed[:limit]])
     finally:

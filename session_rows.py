@@ -200,7 +200,7 @@ lineage(id) AS (
     UNION
     SELECT c.id FROM sessions c JOIN lineage l ON c.parent_session_id = l.id WHERE NOT {_RESET_CHILD.format(c="c")}
 )
-SELECT id FROM lineage
+SELECT l.id, COALESCE(s.end_reason, '') FROM lineage l LEFT JOIN sessions s ON s.id = l.id
 """
 
 
@@ -239,10 +239,14 @@ def scan_sessions(conn: sqlite3.Connection) -> SessionScan:
 
 
 
-def lineage_ids(conn: sqlite3.Connection, session_id: str) -> set[str]:
+def lineage_ids(conn: sqlite3.Connection, session_id: str, *, in_context: bool = False) -> set[str]:
     """The session, its ancestors and every descendant of those (its conversation: compression continuations,
-    branches, delegates), a reset's predecessor and successors left out (each its own conversation)."""
-    return {r[0] for r in conn.execute(_LINEAGE_SQL, {"current": session_id})}
+    branches, delegates), a reset's predecessor and successors left out (each its own conversation). With
+    ``in_context``, only those whose transcript is still the conversation's live context, as Hermes' own search
+    tells them: not a session that ended at a compression (summarised into its continuation, its messages left
+    the context), unless it is ``session_id`` itself."""
+    return {sid for sid, ended in conn.execute(_LINEAGE_SQL, {"current": session_id})
+            if not (in_context and ended == "compression" and sid != session_id)}
 
 
 def session_details(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, SessionDetails]:

@@ -453,7 +453,8 @@ def live_cli_folder(session: SessionInfo) -> str | None:
 
 
 def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: str, *, db_key: str) -> Scope:
-    """The searchable sessions sharing ``current_id``'s project, its lineage left out.
+    """The searchable sessions sharing ``current_id``'s project, the part of its lineage still in its live context
+    left out (a compression's summarised-away past is searched, as in Hermes' own search).
 
     The current session's workspace is its own, inherited (``session_rows.resolve_workspace``), or its live
     CLI's folder (:func:`live_cli_folder`; ``current.basis`` is then ``live_cli``). Home has no scope. Raises
@@ -470,7 +471,7 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
     identity = project.identity
     if project.is_home:
         return Scope(current, project, (), 0)
-    excluded = frozenset(session_rows.lineage_ids(conn, current_id))
+    excluded = frozenset(session_rows.lineage_ids(conn, current_id, in_context=True))
     with membership.lock:
         others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
         messages = sum(entry.messages.get(sid, 0) for sid in others)
