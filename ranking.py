@@ -220,6 +220,20 @@ def fuse_scores(keyword: Sequence[SessionRank], semantic: Sequence[SessionRank],
 LOCAL_FLOOR = 0.14
 
 
+def one_per_conversation(ranked: Sequence[Hit], roots: Mapping[str, str]) -> list[Hit]:
+    """``ranked`` (one hit per session, best first) with one hit per conversation (``roots``: each session's first
+    session; sessions linked by a compression or a branch, whose continuation and branch carry copies of what came
+    before): the conversation where its best hit ranked, that hit the earliest message of those scored alike (a copy
+    scores as its original). A session without a root is its own conversation."""
+    best: dict[str, Hit] = {}
+    for hit in ranked:
+        root = roots.get(hit.session_id, hit.session_id)
+        kept = best.get(root)
+        if kept is None or (hit.score == kept.score and hit.message_id < kept.message_id):
+            best[root] = hit
+    return list(best.values())
+
+
 def close_enough(hits: Sequence[Hit], *, provider: str, one_word: bool, keyword_found: bool) -> tuple[Hit, ...]:
     """The vector leg's hits when they are evidence for the query, else ``()``: all of them or none.
 

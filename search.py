@@ -12,7 +12,8 @@ Called by the tool handlers, the slash commands and the command line. How a quer
    the legs' standardised scores (:func:`fuse`).
 5. When the query asks how things stand now and its words are strong evidence (``CURRENT_FIRST_STRENGTH``),
    the newest of the leading sessions on its subject leads (``recency.py``).
-6. One message per session; cron sessions after interactive ones; ``limit`` sessions a page, later pages
+6. One message per conversation (a compression's continuation and a branch carry copies of what came before:
+   ``ranking.one_per_conversation``); cron sessions after interactive ones; ``limit`` sessions a page, later pages
    through ``next_cursor``, up to ``pages.MAX_REACH`` sessions.
 """
 
@@ -228,6 +229,7 @@ def search_history(
                                                   {m: r.timestamp for m, r in found.rows.items()}, found.scorer)
             if peers > 1:
                 base["order_note"] = recency.ORDER_NOTE.format(count=peers)
+        ranked = ranking.one_per_conversation(ranked, session_rows.conversation_roots(conn, [h.session_id for h in ranked]))
         details = session_rows.session_details(conn, [h.session_id for h in ranked])
         ranked = cron_last(ranked, details)[:pages.MAX_REACH]
         chosen = ranked[offset : offset + limit]

@@ -239,6 +239,39 @@ def scan_sessions(conn: sqlite3.Connection) -> SessionScan:
 
 
 
+# Of the sessions ``:ids`` (a JSON array), each and every ancestor up the parent links a reset does not cut: ``(id,
+# parent or "")``, each session once.
+_UP_SQL = f"""
+WITH RECURSIVE up(id) AS (
+    SELECT value FROM json_each(:ids)
+    UNION
+    SELECT s.parent_session_id FROM sessions s JOIN up ON s.id = up.id
+    WHERE COALESCE(s.parent_session_id, '') != '' AND NOT {_RESET_CHILD.format(c="s")}
+)
+SELECT s.id, CASE WHEN {_RESET_CHILD.format(c="s")} THEN '' ELSE COALESCE(s.parent_session_id, '') END
+FROM up JOIN sessions s ON s.id = up.id
+"""
+
+
+def conversation_roots(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
+    """``{id: the first session of its conversation}`` for the sessions ``ids``: up the parent links (compression
+    continuations, branches, delegates), not across a reset. One recursive query; linear in the sessions it passes
+    (a chain's sessions are read once, however many of them are asked)."""
+    parents = {str(r[0]): str(r[1]) for r in conn.execute(_UP_SQL, {"ids": json.dumps(list(ids))})}
+    roots: dict[str, str] = {}
+    for sid in ids:
+        path = []
+        node = sid
+        while node not in roots and parents.get(node) and node not in path:
+            path.append(node)
+            node = parents[node]
+        root = roots.get(node, node)
+        for passed in path:
+            roots[passed] = root
+        roots.setdefault(sid, root)
+    return {sid: roots[sid] for sid in ids}
+
+
 def lineage_ids(conn: sqlite3.Connection, session_id: str, *, in_context: bool = False) -> set[str]:
     """The session, its ancestors and every descendant of those (its conversation: compression continuations,
     branches, delegates), a reset's predecessor and successors left out (each its own conversation). With

@@ -757,8 +757,9 @@ def test_a_300_deep_compression_chain_stays_in_its_project(world: World, capsys)
     assert answer["project"] == auto(app) and result_sessions(answer) == ["deep150"]
     answer = world.search(deepest, "websocket quokka", mode="keyword", limit=10)
     assert answer["project"] == auto(app)
-    # The chain's compressed past is searched (it left the live context); the other repo is out.
-    assert sorted(result_sessions(answer)) == ["deep150", "deep299", "sibling"], answer
+    # The chain's compressed past is searched (it left the live context), one result for the conversation; the
+    # other repo is out.
+    assert sorted(result_sessions(answer)) == ["deep150", "sibling"], answer
     assert answer["sessions_in_scope"] == 302 and "project_basis" not in answer
     assert census(world, capsys)[("auto", str(app))] == 302
 
@@ -766,7 +767,8 @@ def test_a_300_deep_compression_chain_stays_in_its_project(world: World, capsys)
     deepest = _chain(world, deepest, 301, 400, {350: "newer note: wombat retry"})
     assert result_sessions(world.search("sibling", "wombat", mode="keyword", limit=10)) == ["deep350"]
     answer = world.search(deepest, "websocket wombat quokka", mode="keyword", limit=10)
-    assert answer["project"] == auto(app) and sorted(result_sessions(answer)) == ["deep150", "deep299", "deep350", "sibling"]
+    found = result_sessions(answer)  # one result for the chain, where its best message is
+    assert answer["project"] == auto(app) and len(found) == 2 and "sibling" in found and set(found) - {"sibling"} <= {"deep150", "deep350"}
     assert census(world, capsys)[("auto", str(app))] == 402
 
 

@@ -112,14 +112,52 @@ def test_a_reset_starts_a_conversation_of_its_own(pq):
     w.db.create_session("g_sub", "telegram", session_key="tg:2", cwd=pay, parent_session_id="g_old")
     w.say("g_sub", "assistant", "zeppelin from a child of another route")
 
-    def found(current: str) -> set[str]:
-        return set(result_sessions(w.search(current, "zeppelin", mode="keyword", limit=20)))
+    def found(current: str) -> set[str]:  # a conversation is one result: g_old with its child g_sub, r_new with r_new2
+        answer = w.search(current, "zeppelin", mode="keyword", limit=20)
+        conversation = {"g_sub": "g_old", "r_new2": "r_new"}
+        named = [conversation.get(sid, sid) for sid in result_sessions(answer)]
+        assert len(named) == len(set(named)), answer
+        return set(named)
 
-    assert found("r_new") == {"r_old", "g_old", "g_new", "g_sub"}
-    assert found("r_new2") == {"r_new", "r_old", "g_old", "g_new", "g_sub"}  # r_new: compressed into r_new2
-    assert found("r_old") == {"r_new", "r_new2", "g_old", "g_new", "g_sub"}
-    assert found("g_new") == {"r_old", "r_new", "r_new2", "g_old", "g_sub"}
-    assert found("g_old") == {"r_old", "r_new", "r_new2", "g_new"}  # g_sub: its own child, not a reset's
+    assert found("r_new") == {"r_old", "g_old", "g_new"}
+    assert found("r_new2") == {"r_new", "r_old", "g_old", "g_new"}  # r_new: compressed into r_new2
+    assert found("r_old") == {"r_new", "g_old", "g_new"}
+    assert found("g_new") == {"r_old", "r_new", "g_old"}
+    assert found("g_old") == {"r_old", "r_new", "g_new"}  # g_sub: its own child, not a reset's
+
+
+def test_a_conversation_is_one_result_however_often_it_was_compressed_or_branched(world: World):
+    """Hermes' compression copies a conversation's first messages and its tail into every continuation, and /branch
+    copies the whole history into the branch. Each copy matches as its original does: the conversation is one
+    result, its original message (where it was said first), and the other conversations keep their places."""
+    from test_browse import _compressed
+
+    repo = world.repo("pay")
+    turns = [{"role": "user", "content": "How do we stop the zeppelin reconnect storm in the gateway?"},
+             {"role": "assistant", "content": "Use exponential backoff with jitter for zeppelin reconnects."}]
+    for i in range(10):
+        turns += [{"role": "user", "content": f"step {i} unrelated ledger detail " + "x " * 40},
+                  {"role": "assistant", "content": f"answer {i} unrelated ledger detail " + "y " * 40}]
+    world.session("a1", repo, style="cli")
+    original = [world.say("a1", t["role"], t["content"]) for t in turns][1]
+    world.continuation("a1", "a2")
+    world.db.replace_messages("a2", _compressed(turns, "zeppelin: backoff with jitter"))
+    world.continuation("a2", "a3")
+    world.db.replace_messages("a3", _compressed(turns, "zeppelin: backoff with jitter, again"))
+    world.session("a_branch", None, parent="a3")  # /branch: the history appended again (cli_commands_mixin)
+    for row in world.db.get_messages("a3"):
+        world.say("a_branch", row["role"], row["content"] or "")
+    world.session("other1", repo, messages=[("user", "zeppelin reconnect storm: we also added a circuit breaker")])
+    world.session("other2", repo, messages=[("assistant", "the zeppelin gateway backoff caps at 30s")])
+    world.session("cur_z", repo, style="cli", messages=[("user", "hi")])
+    copies = [r[0] for r in world.db._conn.execute("SELECT id FROM messages WHERE content = ?", (turns[1]["content"],))]
+    assert len(copies) == 4  # a1, a2, a3 and the branch
+    answer = world.search("cur_z", "zeppelin reconnect backoff jitter", mode="keyword", limit=3)
+    hits = {r["session_id"]: r["message_id"] for r in answer["results"]}
+    assert set(hits) == {"a1", "other1", "other2"} and hits["a1"] == original, answer
+    # From the branch: its parent a3 is its context; a1 and a2 were compressed away, and are one result.
+    from_branch = world.search("a_branch", "zeppelin reconnect backoff jitter", mode="keyword", limit=3)
+    assert {r["session_id"]: r["message_id"] for r in from_branch["results"]} == hits, from_branch
 
 
 def test_search_from_q_stays_in_q_including_worktrees(shared_pq):
@@ -269,7 +307,8 @@ def test_an_editor_session_belongs_to_the_editor_s_folder(world: World):
     world.session("cur_editor", repo, style="cli", messages=[("user", "hi")])
     answer = world.search("cur_editor", "wombat service", limit=10)
     assert answer["success"] is True and answer["project"]["kind"] == "auto", answer
-    assert sorted(result_sessions(answer)) == sorted(["cli_old", state.session_id, "acp_next"]), answer
+    found = result_sessions(answer)  # the editor's conversation is one result, its continuation a part of it
+    assert len(found) == 2 and "cli_old" in found and set(found) & {state.session_id, "acp_next"}, answer
     from_editor = world.search(state.session_id, "wombat redis queue", limit=10)
     assert from_editor["project"] == answer["project"] and result_sessions(from_editor) == ["cli_old"], from_editor
     relative = world.search("acp_relative", "wombat", limit=10)
