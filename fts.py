@@ -185,7 +185,10 @@ def _filters(conn: sqlite3.Connection, scope: Scope) -> tuple[str, list[Any]]:
     Hermes' own user rows for the model."""
     filter_sql, filter_params = scope.filters.sql()
     clause = f"{store.visible(conn)} AND {filter_sql} AND {_NOT_ECHO} AND {_NOT_SCAFFOLD}"
-    return clause, [*filter_params, json.dumps(list(store.RECALL_TOOLS))]
+    params = [*filter_params, json.dumps(list(store.RECALL_TOOLS))]
+    if scope.live:  # the asking session: only what a compaction archived (its live rows are its context)
+        return f"{clause} AND NOT (m.session_id = ? AND m.active IS 1)", [*params, scope.live]
+    return clause, params
 
 
 @dataclass(frozen=True)

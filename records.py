@@ -78,6 +78,9 @@ class Scope:
     in_project: int  # searchable sessions attributed to the project, the current one counted once
     messages: int = 0  # messages of ``session_ids`` (as last read; sizes the scan strategy)
     filters: Filters = Filters()  # message-level filters of this search
+    #: The asking session when a compaction archived some of its messages in place: it is one of ``session_ids``,
+    #: and of its rows only those archived are searched (the live ones are the conversation's context).
+    live: str = ""
 
     @functools.cached_property
     def ids_json(self) -> str:

@@ -231,6 +231,19 @@ def state_counts(conn: sqlite3.Connection) -> tuple[int, int]:
 SCOPE_SQL = "m.session_id IN (SELECT value FROM json_each(?))"
 
 
+def compacted_in_place(conn: sqlite3.Connection, session_id: str) -> bool:
+    """Whether a compaction archived messages of the session in place (``compression.in_place``, on in Hermes' own
+    config): rows that left its live context, kept for its transcript. One seek of Hermes' (session, active) index."""
+    return conn.execute("SELECT 1 FROM messages m WHERE m.session_id = ? AND m.active = 0 AND m.compacted = 1 LIMIT 1",
+                        (session_id,)).fetchone() is not None
+
+
+def archived_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
+    """Which of the messages ``ids`` a compaction archived (no longer live)."""
+    return {int(r[0]) for r in conn.execute("SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
+                                            " AND m.active IS NOT 1", (json.dumps([int(i) for i in ids]),))}
+
+
 def max_message_id(conn: sqlite3.Connection) -> int:
     row = conn.execute("SELECT max(id) FROM messages").fetchone()
     return int(row[0] or 0)

@@ -87,6 +87,9 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
         mean = embeddings.normalise(asked.sum(axis=0, keepdims=True)) if len(asked) > 1 else asked
         raw = vectors.search(mean, set(scope.session_ids), pages.MAX_REACH + 1, per_session=per_session)
         hits = confirmed(conn, vectors, raw)
+        if scope.live and any(h.session_id == scope.live for h in hits):  # the asking session: its archive alone
+            archived = store.archived_ids(conn, [h.message_id for h in hits if h.session_id == scope.live])
+            hits = [h for h in hits if h.session_id != scope.live or h.message_id in archived]
         rows: dict[int, MessageRow] = {}
         if scope.filters.active and hits:
             rows = store.fetch_messages(conn, sorted(h.message_id for h in hits))

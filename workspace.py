@@ -454,7 +454,8 @@ def live_cli_folder(session: SessionInfo) -> str | None:
 
 def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: str, *, db_key: str) -> Scope:
     """The searchable sessions sharing ``current_id``'s project, the part of its lineage still in its live context
-    left out (a compression's summarised-away past is searched, as in Hermes' own search).
+    left out (a compression's summarised-away past is searched, as in Hermes' own search: the sessions of its lineage
+    a compression ended, and what a compaction in place archived of the asking session itself, ``Scope.live``).
 
     The current session's workspace is its own, inherited (``session_rows.resolve_workspace``), or its live
     CLI's folder (:func:`live_cli_folder`; ``current.basis`` is then ``live_cli``). Home has no scope. Raises
@@ -475,7 +476,12 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
     with membership.lock:
         others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
         messages = sum(entry.messages.get(sid, 0) for sid in others)
-    return Scope(current, project, others, len(others) + 1, messages)
+    if not store.compacted_in_place(conn, current_id):
+        return Scope(current, project, others, len(others) + 1, messages)
+    # A compaction in place archived part of the asking session: that part left its context, and is searched.
+    with membership.lock:
+        own = entry.messages.get(current_id, 0)
+    return Scope(current, project, tuple(sorted((*others, current_id))), len(others) + 1, messages + own, live=current_id)
 
 
 def compute_scope_for_cwd(conn: sqlite3.Connection, attributor: Attributor, cwd: str, *, db_key: str) -> Scope:

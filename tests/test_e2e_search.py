@@ -126,6 +126,39 @@ def test_a_reset_starts_a_conversation_of_its_own(pq):
     assert found("g_old") == {"r_old", "r_new", "g_new"}  # g_sub: its own child, not a reset's
 
 
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic"])
+def test_what_a_compaction_in_place_archived_of_the_asking_session_is_searched(world: World, fake, mode):
+    """Hermes' own config compacts in place (``compression.in_place``): the conversation keeps its session, and its
+    summarised-away turns stay archived in it (``archive_and_compact``). Those left the live context and are
+    searched from the session itself, as Hermes' own search does; its live rows (the summary Hermes wrote, what was
+    said since) never are, in either leg."""
+    repo = world.repo("inplace")
+    world.session("other_ip", repo, messages=[("user", "the narwhal cache evicts least recently used entries")])
+    world.session("cur_ip", repo, style="cli", messages=[
+        ("user", "how should the narwhal queue retry failed jobs?"),
+        ("assistant", "narwhal queue: retry three times with exponential backoff, then park the job")])
+    asked, decided = (m["id"] for m in world.db.get_messages("cur_ip"))
+    world.db.archive_and_compact("cur_ip", [
+        {"role": "user", "content": "[CONTEXT COMPACTION — REFERENCE ONLY] narwhal queue retries were settled"},
+        {"role": "assistant", "content": "narwhal queue retries: noted, as agreed before"}])
+    live = world.say("cur_ip", "user", "narwhal queue: what did we decide about retrying failed jobs?")
+    if mode != "keyword":
+        server = fake()
+        world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+        assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur_ip")["success"] is True
+    answer = world.search("cur_ip", "narwhal queue retry failed jobs backoff", mode=mode, limit=10)
+    hits = {r["session_id"]: r["message_id"] for r in answer["results"]}
+    assert hits.get("cur_ip") == decided and set(hits) == {"cur_ip", "other_ip"}, answer
+    assert answer["sessions_in_scope"] == 2, answer
+    for query in ("what did we decide about retrying", "noted, as agreed before", "settled",  # words of live rows
+                  "narwhal queue: what did we decide about retrying failed jobs?"):  # a live row's very text
+        found = world.search("cur_ip", query, mode=mode, limit=10)["results"]
+        assert all(r["message_id"] in (asked, decided) for r in found if r["session_id"] == "cur_ip"), (query, found)
+    assert world.call("project_history_read", {"session_id": "cur_ip", "message_id": decided, "before": 0, "after": 0},
+                      "cur_ip")["messages"][0]["message_id"] == decided
+    assert live not in hits.values()
+
+
 def test_a_conversation_is_one_result_however_often_it_was_compressed_or_branched(world: World):
     """Hermes' compression copies a conversation's first messages and its tail into every continuation, and /branch
     copies the whole history into the branch. Each copy matches as its original does: the conversation is one

@@ -112,16 +112,26 @@ def test_property_scope_isolation(world: World, specs, pick):
     specs_by_sid = {f"s{i:02d}": spec for i, spec in enumerate(specs)}
     live_token = {sid for sid, spec in specs_by_sid.items() if spec.token_msgs > 0}
     project = truth[current]
+    own = lineage(parents, current)
+    compressed = {sid for sid in own if sid != current and world.session_row(sid).get("end_reason") == "compression"}
     eligible = set()
-    if project != "home":
+    if project != "home":  # the conversation's live context is out; what a compression summarised away is in
         eligible = {
             sid for sid in truth
-            if truth[sid] == project and sid not in archived and sid in live_token and sid not in lineage(parents, current)
+            if truth[sid] == project and sid not in archived and sid in live_token and (sid not in own or sid in compressed)
         }
-    if len(eligible) <= 10:
-        assert set(got) == eligible, (current, project, truth)
+
+    def root(sid: str) -> str:
+        while parents.get(sid):
+            sid = parents[sid]  # type: ignore[assignment]
+        return sid
+
+    conversations = {root(sid) for sid in eligible}  # one result a conversation
+    assert set(got) <= eligible and len({root(sid) for sid in got}) == len(got), (current, project, truth, got)
+    if len(conversations) <= 10:
+        assert {root(sid) for sid in got} == conversations, (current, project, truth, got)
     else:
-        assert set(got) <= eligible and len(got) == 10
+        assert len(got) == 10
 
 
 def test_a_scope_follows_every_change_between_searches(world: World):
