@@ -204,6 +204,30 @@ def test_a_search_from_the_end_of_a_long_reset_chain_reads_the_chain_once(world:
     assert linear(later_small, later_large), costs
 
 
+def test_a_search_from_the_end_of_a_long_compression_chain_reads_the_chain_once(world: World, monkeypatch):
+    """A conversation compressed n times, every session of it holding the query's word: from its newest session the
+    search reads what the compressions summarised away (every earlier session) and answers with one result for the
+    conversation. A search (the process's first, then a later one) costs about as much at 4n as at n, times 4 at
+    most."""
+    folders, store, state = [plugin_dir()], plugin("store"), plugin("state")
+    app, costs = world.repo("app"), []
+    world.session("c0", app, style="cli", messages=[("user", "chain 0: lunch at noon")])
+    world.session("other", app, style="cli", messages=[("user", "lunch at one, elsewhere")])
+    for start, stop in ((1, 30), (30, 120)):
+        for i in range(start, stop):
+            world.continuation(f"c{i - 1}", f"c{i}", messages=[("user", f"chain {i}: lunch at noon")])
+        state.reset()  # a new process
+        newest = f"c{stop - 1}"
+        first, census = measure(folders, monkeypatch, lambda newest=newest: world.search(newest, "lunch", mode="keyword"), store)
+        later, again = measure(folders, monkeypatch, lambda newest=newest: world.search(newest, "lunch", mode="keyword"), store)
+        found = result_sessions(later)
+        assert len(found) == 2 and "other" in found and newest not in found, later
+        costs.append((census.total, again.total))
+    (first_small, later_small), (first_large, later_large) = costs
+    assert linear(first_small, first_large), costs
+    assert linear(later_small, later_large), costs
+
+
 # -- snippets of messages with thousands of matches -------------------------------------
 
 
