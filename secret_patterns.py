@@ -175,7 +175,7 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: string in ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` or after a string prefix too: ``b'…'``, ``r"…"``), 10 bare.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
-    r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|secret|token|credentials?|auth|key))"
+    r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|sk|secret|token|credentials?|auth|key))"
     r"((?:_(?:\d{1,2}+|(?i:old|new|prod|production|staging|stage|dev|test|uat|qa|local|backup))(?![A-Za-z0-9]))?+"
     r"\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
     r"(?:\r?\n\s*+(?:-{3,}+[ \t]*+\r?\n[ \t]*+)?(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
@@ -406,7 +406,7 @@ _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律
 #: :func:`redact._labelled`'s.
 LABELLED = re.compile(
     r"(?i)((?:" + _SCRIPT_LABELS + r")|(?<![A-Za-z0-9_])(?:APIキー|API ?키"
-    r"|password|passwd|passphrase|passcode|pwd|pw|" + _FOREIGN_LABELS +
+    r"|password|passwd|passphrase|passcode|pwd|pw|sk|" + _FOREIGN_LABELS +
     r"|(?:api|access|secret|private)[ _-]?key|secret|(?<!max )(?<!min )token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|to|für|von|zur|zum|pour|de|du|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+(?=[\s:：=\"”(（]))?"
@@ -504,8 +504,9 @@ CLAUSE_END = re.compile(r"[ \t]*+(?:[^A-Za-z \t]|\Z)")
 #: Last words that make a name a credential which those endings do not cover.
 CREDENTIAL_WORDS = {"passcode", "psk", "apikey", "accesskey", "secretkey", "privatekey"}
 #: Last words of names that are credentials only when the value looks like one (a digit or a symbol in it):
-#: ``auth=true`` and ``credentials: 'same-origin'`` are settings, ``auth=dXNlcjpw…`` is not.
-WEAK_CREDENTIAL_WORDS = {"pass", "pwd", "auth", "credential", "credentials"}
+#: ``auth=true`` and ``credentials: 'same-origin'`` are settings, ``auth=dXNlcjpw…`` is not; ``sk`` is a cloud's
+#: secret key beside its ``ak`` (``ALIYUN_SK=…``, ``sk：…``).
+WEAK_CREDENTIAL_WORDS = {"pass", "pwd", "auth", "credential", "credentials", "sk"}
 #: ``pw`` as a name or its last word after ``_``, ``-`` or ``.`` (``pw: …``, ``DB_PW=…``): a weak credential name;
 #: not the last hump of a CamelCase value (``Sup3rS3cretPw``).
 PW_NAME = re.compile(r"(?i)(?:^|[_.-])pw$")

@@ -457,6 +457,9 @@ SENT_BEFORE = [
     ('ldap_default_authtok = Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('Name          Value\n----          -----\nDB_PASSWORD   Hz@2024abc', 'Hz@2024abc'),
     ('password:\n```\nKq7#vLp2Wx\n```', 'Kq7#vLp2Wx'), ('**Password**\nKq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ('https://chat.example.com/hooks/Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
+    # a cloud's secret key named sk beside its ak
+    ('sk：Hv8mQz3Ln7Bx', 'Hv8mQz3Ln7Bx'), ('ALIYUN_AK=LTAI5tQm4Zr8Wt2Y\nALIYUN_SK=Hv8mQz3Ln7Bx', 'Hv8mQz3Ln7Bx'),
+    ('export SK=Hv8mQz3Ln7Bx', 'Hv8mQz3Ln7Bx'), ('阿里云的 sk 是 Hv8mQz3Ln7Bx，用完删掉', 'Hv8mQz3Ln7Bx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -799,6 +802,8 @@ NEAR_MISSES = [
     'Data\n====\npassword:\n----\n', 'Reset password:\n```\n./reset.sh --user bob\n```', 'Password:\n```bash\n./reset2.sh\n```',
     'Token\nExpired', 'Password\nhunter2', 'https://gitlab.com/api/v4/hooks/12', 'https://usehooks.com/hooks/useLocalStorageStateHook',
     'token_new = generate_token()', 'PASSWORD_2FA=true', ':param auth: (optional) Auth tuple to enable Basic/Digest/Custom HTTP Auth.',
+    # sk as code's or prose's name, not a value
+    'sk=None', 'pk, sk = keygen()', 'sk = SigningKey.generate()', 'SK=${ALIYUN_SK}', 'sk 和 ak 分别是什么意思？', 'task: build2',
 ]
 
 
