@@ -518,8 +518,10 @@ WEAK_KEY_QUALIFIERS = {"jwt", "hmac", "cookie", "webhook", "license", "licence"}
 #: ``<qualifier>_KEY`` names that are not credentials (an UPPER_SNAKE ``*_KEY`` otherwise is one: ``STRIPE_KEY``).
 PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "lookup", "hash", "shard", "row", "range",
                         "unique", "index", "map", "group", "order", "public", "routing", "idempotency", "storage", "dedup"}
-#: Words that follow a flag's name in prose about it rather than its value (``use the --password option``).
-FLAG_PROSE = frozenset("option options flag flags argument arguments parameter parameters switch instead and or is to".split())
+#: Words that follow a flag's name in prose about it rather than its value (``use the --password option``), and the
+#: credential's own name where docs write its value (``curl -u user:password``).
+FLAG_PROSE = frozenset("option options flag flags argument arguments parameter parameters switch instead and or is to"
+                       " password passwd pass pwd secret token".split())
 #: What follows a number that is a length or a size rather than a value (``8-16位``, ``2048 bit``, ``12个字符``).
 SIZE_UNITS = ("位", "个", "個", "字", " 位", " 个", " 個", " 字", "bit", " bit", "-bit", " chars", " characters")
 #: Values that are placeholders, not literals, quoted or not: a constant or a type's name, a variable, a list or dict,
@@ -528,12 +530,13 @@ SIZE_UNITS = ("位", "个", "個", "字", " 位", " 个", " 個", " 字", "bit",
 #: ``"张三Abc123!"``), what a shell, a CI system or a template fills in when it runs (``"${{ secrets.DB_PASSWORD }}"``,
 #: ``"$(cat pw.txt)"``, ``%SA_PASSWORD%``, ``#{Pw}#``, ``@PW@``, MyBatis' and Octopus' ``#{password}``
 #: (``#{password,jdbcType=VARCHAR}``), hiera's ``%{…}``, ``${VAR:-}`` without a default, ``${VAR:?message}``,
-#: Serverless' ``${ssm:…}``), a bind parameter (``:password``, T-SQL's ``@Password``), a YAML tag (``!ENV``).
+#: Serverless' ``${ssm:…}``), a key's prefix before its docs' ``xxx…`` (``sk-proj-xxx…``), a bind parameter
+#: (``:password``, T-SQL's ``@Password``), a YAML tag (``!ENV``).
 _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
                 r"|\$\{\{.*|\$\(.*|%\w+%|#\{\w+\}#|@\w+@|#\{[\w.,= ]{1,100}+(?:\}.*)?|%\{[^{}\n]{1,200}+\}"
                 r"|\$\{\w{1,100}+(?::?[-=])?\}?|\$\{\w{1,100}+:?\?[^{}\n]{0,200}+\}?|\$\{(?:ssm|env|file|self|opt|cf|s3|sls)[:(][^{}\s]{0,200}+\}?"
                 r"|:[A-Za-z_]\w{0,60}+|@[A-Z][A-Za-z]{0,60}+|![A-Za-z][A-Za-z_]{0,30}+"
-                r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|x{3,}|X{3,}|\*{3,}|\(\w*\)|\.{3}|…"
+                r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|\.{3}|…"
                 r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"
                 r"|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+")

@@ -804,6 +804,9 @@ NEAR_MISSES = [
     'token_new = generate_token()', 'PASSWORD_2FA=true', ':param auth: (optional) Auth tuple to enable Basic/Digest/Custom HTTP Auth.',
     # sk as code's or prose's name, not a value
     'sk=None', 'pk, sk = keygen()', 'sk = SigningKey.generate()', 'SK=${ALIYUN_SK}', 'sk 和 ak 分别是什么意思？', 'task: build2',
+    # docs' keys and logins: a key format's prefix before x's, a credential's name where its value goes
+    'OPENAI_API_KEY=sk-xxxxxxxxxxxxxxxxxxxxxxxx', 'GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx',
+    'export KEY=sk-proj-xxxxxxxxxxxxxxxxxxxxxxxxxxxx', '用 curl -u user:password 做 Basic 认证就行',
 ]
 
 
