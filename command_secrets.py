@@ -100,13 +100,6 @@ ARGV_SECRET = re.compile(
     r"[\s\S]{0,600}?\n[ \t]*+-[ \t]++(?P<aq>[\"']?)-a(?P=aq))"
     r"[ \t]*+\r?\n[ \t]*+-[ \t]++(?![\"']?(?:[~.]?/|-))" + _value("h") + r"[ \t]*+(?=\r?\n|$)"
 )
-#: A password a tool prints when it makes one: MySQL's ``A temporary password is generated for root@localhost: …``,
-#: Elasticsearch's ``Password for the elastic user (…):`` with the password on the next line, and its reset tool's
-#: ``New value: …`` (after ``Password for the [elastic] user successfully reset.``).
-GENERATED_SECRET = re.compile(
-    r"(?:temporary password is generated for [^\s:]{1,100}+:[ \t]++|Password for the \[?\w{1,30}+\]? user"
-    r"(?: \([^\n]{0,200}?\))?:[ \t]*+\r?\n[ \t]*+|user successfully reset\.[ \t]*+\r?\nNew value:[ \t]*+)(?P<bare>\S{1,200}+)"
-)
 #: GitHub CLI's ``gh secret set … -b value`` / ``--body value`` (``--body=value``), in any order.
 GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE)
 #: A Dockerfile's ``ENV NAME value`` at a line's start (any case; the old form, whose value runs to the line's end),
@@ -137,7 +130,7 @@ _TEMPLATED = re.compile(r"%\w+%|#\{|@\w+@|\{\{|\$\{\{")
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those passwords replaced by ``redacted``, the rest as it was."""
-    for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET, GENERATED_SECRET):
+    for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET):
         text = pattern.sub(lambda m: _password(m, redacted), text)
     text = NAMED_SETTING.sub(lambda m: _named(m, redacted, judge), text)
     return CONFIG_LINE.sub(lambda m: _line(m, redacted, judge), text)
@@ -192,3 +185,4 @@ def _line(m: re.Match[str], redacted: str, judge: Judge) -> str:
     bind = name.lower().endswith(_BIND_NAMES)
     secret = prose_secrets.reads_as_password(value, redacted) and re.search(r"\d", value) and (bind or judge(name, value, True))
     return replace_group(m, "bare", redacted) if secret else m.group()
+

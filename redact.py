@@ -31,6 +31,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from . import code_secrets, command_secrets, cookie_secrets, folding, prose_secrets, seed_phrases, sql_secrets, table_secrets
 from . import secret_patterns as patterns
+from .output_secrets import redact as redact_output
 
 #: What :func:`redact_secrets` puts in place of a secret-looking string.
 REDACTED = "[redacted]"
@@ -333,6 +334,7 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield (text := patterns.CREDENTIAL_FILE.sub(_cli_secret, text))
     yield (text := code_secrets.redact(text, REDACTED, _judged_secret))
     yield (text := command_secrets.redact(text, REDACTED, _judged_secret))
+    yield (text := redact_output(text, REDACTED, _judged_secret))
     yield (text := patterns.NAMED_VALUE.sub(_named_value, text))
     yield (text := patterns.LABELLED.sub(_labelled, text))
     yield (text := patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text))

@@ -875,6 +875,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
         command_secrets,
         cookie_secrets,
         folding,
+        output_secrets,
         prose_secrets,
         secret_patterns,
         table_secrets,
@@ -900,7 +901,8 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
         return found
 
     compiled = {f"{module.__name__}.{name}": value
-                for module in (secret_patterns, code_secrets, command_secrets, cookie_secrets, folding, prose_secrets, table_secrets)
+                for module in (secret_patterns, code_secrets, command_secrets, cookie_secrets, folding, output_secrets, prose_secrets,
+                               table_secrets)
                 for name, value in vars(module).items() if isinstance(value, re.Pattern)}
     assert len(compiled) >= 25
     for name, pattern in compiled.items():

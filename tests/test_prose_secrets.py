@@ -460,6 +460,20 @@ SENT_BEFORE = [
     # a cloud's secret key named sk beside its ak
     ('sk：Hv8mQz3Ln7Bx', 'Hv8mQz3Ln7Bx'), ('ALIYUN_AK=LTAI5tQm4Zr8Wt2Y\nALIYUN_SK=Hv8mQz3Ln7Bx', 'Hv8mQz3Ln7Bx'),
     ('export SK=Hv8mQz3Ln7Bx', 'Hv8mQz3Ln7Bx'), ('阿里云的 sk 是 Hv8mQz3Ln7Bx，用完删掉', 'Hv8mQz3Ln7Bx'),
+    # what tools print: a value under the command that printed it, generated passwords, Redis MONITOR, a bare Authorization
+    ('$ printenv DB_PASSWORD\nHv8$mQz3Ln', 'Hv8$mQz3Ln'), ('$ echo $API_TOKEN\nQm4Zr8Wt2Yk6Hn3V', 'Qm4Zr8Wt2Yk6Hn3V'),
+    ('C:\\> echo %DB_PASS%\nHv8$mQz3Ln', 'Hv8$mQz3Ln'),
+    ("$ kubectl get secret db -o jsonpath='{.data.password}' | base64 -d\nHv8$mQz3Ln", 'Hv8$mQz3Ln'),
+    ('$ cat /var/jenkins_home/secrets/initialAdminPassword\n3f2a9c8b7d6e5f4a3b2c1d0e9f8a7b6c', '3f2a9c8b7d6e5f4a3b2c1d0e9f8a7b6c'),
+    ('1714550401.000001 [0 172.17.0.1:40122] "AUTH" "Hv8$mQz3Ln"', 'Hv8$mQz3Ln'),
+    ('1714550401.000001 [0 172.17.0.1:40122] "AUTH" "default" "Hv8mQz3Ln7Bx"', 'Hv8mQz3Ln7Bx'),
+    ('1714550402.1 [0 127.0.0.1:6379] "CONFIG" "SET" "requirepass" "Hv8$mQz3Ln"', 'Hv8$mQz3Ln'),
+    ('[Server] A temporary password is generated for root@localhost: Hv8$mQz3Ln', 'Hv8$mQz3Ln'),
+    ('The generated password for the elastic built-in superuser is:\nHv8mQz3Ln7Bx', 'Hv8mQz3Ln7Bx'),
+    ('PASSWORD elastic = Qm4Zr8Wt2Yk6Hn3V', 'Qm4Zr8Wt2Yk6Hn3V'),
+    ('Using generated security password: 78fa095d-3f4c-48b1-ad50-e24c31d5cf35', '78fa095d-3f4c-48b1-ad50-e24c31d5cf35'),
+    ('Please use the following password to proceed to installation:\n\n3f2a9c8b7d6e5f4a3b2c1d0e9f8a7b6c', '3f2a9c8b7d6e5f4a3b2c1d0e9f8a7b6c'),
+    ('Authorization Bearer Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('header 里加 authorization bearer Qm4Zr8Wt2Yk6Hn3V', 'Qm4Zr8Wt2Yk6Hn3V'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -807,6 +821,11 @@ NEAR_MISSES = [
     # docs' keys and logins: a key format's prefix before x's, a credential's name where its value goes
     'OPENAI_API_KEY=sk-xxxxxxxxxxxxxxxxxxxxxxxx', 'GITHUB_TOKEN=ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx',
     'export KEY=sk-proj-xxxxxxxxxxxxxxxxxxxxxxxxxxxx', '用 curl -u user:password 做 Basic 认证就行',
+    # output without a credential: a path, a locale, a mask under printenv; MONITOR's other commands; auth schemes named
+    '$ printenv PATH\n/usr/local/bin:/usr/bin', '$ echo $HOME\n/home/bob', '$ printenv LANG\nen_US.UTF-8', '$ printenv DB_PASSWORD\n********',
+    '$ printenv DB_HOST\n10.0.0.5', '$ cat /etc/passwd\nroot:x:0:0:root:/root:/bin/bash',
+    '1714550400.123456 [0 10.0.0.7:53412] "GET" "user:1001"', 'Authorization: Bearer <token>',
+    '后端用的是 Authorization Bearer 认证，不是 cookie', 'Authorization Bearer token 放在头里',
 ]
 
 

@@ -1,0 +1,81 @@
+"""Credentials as tools print them, for :mod:`redact`: output has no name beside its value, or one no assignment reads.
+
+A value on the line under the command that printed it: ``printenv NAME``, ``echo $NAME`` (``${NAME}``, ``%NAME%``,
+``$env:NAME``) and ``cat`` of a file named for a password or token (Jenkins' ``initialAdminPassword``) after a shell's
+prompt or none, and Kubernetes' ``… {.data.NAME} | base64 -d``; the NAME is judged as an assignment of the value to
+it would be (``printenv PATH`` then a path stays). Passwords a server makes and prints (MySQL's temporary one,
+Elasticsearch's, Jenkins' and Spring Security's generated ones). Redis ``MONITOR`` lines, which quote each word of a
+command (``"AUTH" "…"``, ``"AUTH" "user" "…"``, ``"CONFIG" "SET" "requirepass" "…"``). And ``Authorization`` written
+without its colon, as logs and chat retype a header (``Authorization Bearer …``): a value of 8+ printable ASCII
+characters with a digit, not a placeholder in angle brackets.
+
+Pure; linear in the length of the text (each pattern starts at a command's, a notice's or a header's words and reads
+one bounded line after them); never raises.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import prose_secrets
+from .code_secrets import Judge
+from .secret_patterns import replace_group
+
+_NAME = r"[A-Za-z_][\w-]{0,100}+"
+#: A shell's prompt before a command (``$``, ``#``, ``>``, ``%``, ``C:\…>``, ``PS …>``, ``user@host:~$``), or none.
+_PROMPT = r"(?:(?:[\w.@-]{1,64}+:[^\s$#>]{0,200}+)?[$#>%][ \t]*+|[A-Za-z]:\\[^\n>]{0,200}+>[ \t]*+|PS[ \t][^\n>]{0,200}+>[ \t]*+)?"
+#: A command that prints one variable or one credential's file, then the value alone on the next line.
+PRINTED_VALUE = re.compile(
+    r"(?m:^)[ \t]*+" + _PROMPT + r"(?:printenv[ \t]++(?P<pname>" + _NAME + r")|echo[ \t]++(?:\"?\$\{?(?P<ename>" + _NAME
+    + r")\}?\"?|%(?P<wname>" + _NAME + r")%|\$env:(?P<sname>" + _NAME + r"))"
+    r"|cat[ \t]++(?:\S{0,300}?/)?(?P<fname>initialAdminPassword|initial_root_password|[\w.-]{0,40}?(?:password|token|secret))"
+    r"(?:\.txt)?|[^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D))"
+    r"[ \t]*+\r?\n[ \t]*+(?P<value>[^\s$][^\s]{0,199}+)[ \t]*+(?=\r?\n|$)"
+)
+#: A password a server makes and prints: MySQL's ``A temporary password is generated for root@localhost: …``,
+#: Elasticsearch's ``Password for the elastic user (…):`` with the password on the next line, ``The generated password
+#: for the elastic built-in superuser is: …``, ``PASSWORD elastic = …`` (elasticsearch-setup-passwords) and its reset
+#: tool's ``New value: …``, Jenkins' ``use the following password to proceed to installation:`` (the password after a
+#: blank line), Spring Security's ``Using generated security password: …``.
+GENERATED_SECRET = re.compile(
+    r"(?:temporary password is generated for [^\s:]{1,100}+:[ \t]++|Password for the \[?\w{1,30}+\]? user"
+    r"(?: \([^\n]{0,200}?\))?:[ \t]*+\r?\n[ \t]*+|user successfully reset\.[ \t]*+\r?\nNew value:[ \t]*+"
+    r"|generated password for the [\w-]{1,30}+ built-in superuser is[ \t]*+:[ \t]*+(?:\r?\n[ \t]*+)?"
+    r"|(?m:^)PASSWORD[ \t]++[\w-]{1,30}+[ \t]++=[ \t]++|Using generated security password:[ \t]++"
+    r"|following password to proceed to installation:[ \t]*+(?:\r?\n[ \t]*+){1,2})(?P<value>\S{1,200}+)"
+)
+#: A Redis ``MONITOR`` line (``1714550400.123456 [0 10.0.0.7:53412] "AUTH" …``): the password, the command's last word.
+MONITOR_AUTH = re.compile(
+    r"\d{9,11}+\.\d{1,6}+[ \t]++\[\d{1,5}+[ \t]++[^\]\n]{1,200}+\][ \t]++"
+    r"(?:\"(?i:auth)\"(?:[ \t]++\"(?:[^\"\\\n]|\\.){1,200}+\")?|\"(?i:config)\"[ \t]++\"(?i:set)\"[ \t]++\"(?i:requirepass|masterauth)\")"
+    r"[ \t]++\"(?P<value>(?:[^\"\\\n]|\\.){1,200}+)\"[ \t]*+(?=\r?\n|$)"
+)
+#: ``Authorization`` (``Proxy-Authorization``) and its scheme with no colon between, then the credential.
+BARE_AUTHORIZATION = re.compile(
+    r"(?i)(?<![\w-])(?:proxy-)?authorization[ \t]++(?:bearer|token|basic)[ \t]++(?P<value>(?=[^\s<]{0,199}\d)[!-;=?-~]{8,200}+)"
+)
+
+
+def redact(text: str, redacted: str, judge: Judge) -> str:
+    """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
+    text = PRINTED_VALUE.sub(lambda m: _printed(m, redacted, judge), text)
+    text = GENERATED_SECRET.sub(lambda m: replace_group(m, "value", redacted), text)
+    text = MONITOR_AUTH.sub(lambda m: replace_group(m, "value", redacted), text)
+    return BARE_AUTHORIZATION.sub(lambda m: _bare_authorization(m, redacted), text)
+
+
+def _printed(m: re.Match[str], redacted: str, judge: Judge) -> str:
+    """A :data:`PRINTED_VALUE` match, its value redacted when an assignment of it to the printed name would be."""
+    name = next(m.group(g) for g in ("pname", "ename", "wname", "sname", "fname", "kname") if m.group(g))
+    value = m.group("value")
+    if value.startswith(redacted[:-1]) or not judge(name, value, True):
+        return m.group()
+    return replace_group(m, "value", redacted)
+
+
+def _bare_authorization(m: re.Match[str], redacted: str) -> str:
+    """A :data:`BARE_AUTHORIZATION` match, its value redacted when it reads as a credential, trailing punctuation kept."""
+    value = m.group("value").rstrip(".,;:!?)]}>'\"")
+    if not prose_secrets.reads_as_password(value, redacted):
+        return m.group()
+    return replace_group(m, "value", redacted, len(value))
