@@ -3,8 +3,8 @@
 A password piped into a command that reads it from standard input (``echo "…" | docker login -u bob
 --password-stdin``, ``printf '%s' "…" | helm registry login …``, ``echo "…" | docker secret create db -``, and
 ``docker secret create db - <<< "…"``); the ``-P …`` of archivers and SQL Server's tools (``zip``, ``unzip``,
-``sqlcmd``, ``bcp``) and 7-Zip's glued ``-p…``; GitHub CLI's ``gh secret set NAME --body …``; and, under a credential's
-name, a Dockerfile's ``ENV NAME value`` (the form without ``=``) and ``aws configure set NAME value``; and a config
+``sqlcmd``, ``bcp``) and 7-Zip's glued ``-p…``; GitHub CLI's ``gh secret set NAME --body …``; HAProxy's ``stats auth
+USER:…`` and ``insecure-password …``; and, under a credential's name, a Dockerfile's ``ENV NAME value`` (the form without ``=``) and ``aws configure set NAME value``; and a config
 file's or a listing's line of a credential's name and its value alone (``password Hz@2024abc`` in msmtp's or nslcd's
 file, ``bindpw = …``, PowerShell's ``DB_PASSWORD      …``).
 
@@ -100,6 +100,12 @@ ARGV_SECRET = re.compile(
     r"[\s\S]{0,600}?\n[ \t]*+-[ \t]++(?P<aq>[\"']?)-a(?P=aq))"
     r"[ \t]*+\r?\n[ \t]*+-[ \t]++(?![\"']?(?:[~.]?/|-))" + _value("h") + r"[ \t]*+(?=\r?\n|$)"
 )
+#: HAProxy's ``stats auth USER:…`` and a userlist's ``user NAME insecure-password …``, at a line's start. HAProxy reads
+#: variables only in double quotes (``"${STATS_PASS}"``), so a ``$`` inside a bare value is the password's own.
+HAPROXY_LOGIN = re.compile(
+    r"(?m:^)[ \t]*+(?:stats[ \t]++auth[ \t]++[^\s:\"]{1,100}+:|user[ \t]++\S{1,100}+[ \t]++insecure-password[ \t]++)"
+    r"(?P<bare>[^\s\"'$#]\S{0,199}+)"
+)
 #: GitHub CLI's ``gh secret set … -b value`` / ``--body value`` (``--body=value``), in any order.
 GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE)
 #: A Dockerfile's ``ENV NAME value`` at a line's start (any case; the old form, whose value runs to the line's end),
@@ -132,6 +138,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those passwords replaced by ``redacted``, the rest as it was."""
     for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET):
         text = pattern.sub(lambda m: _password(m, redacted), text)
+    text = HAPROXY_LOGIN.sub(lambda m: _haproxy(m, redacted), text)
     text = NAMED_SETTING.sub(lambda m: _named(m, redacted, judge), text)
     return CONFIG_LINE.sub(lambda m: _line(m, redacted, judge), text)
 
@@ -186,3 +193,8 @@ def _line(m: re.Match[str], redacted: str, judge: Judge) -> str:
     secret = prose_secrets.reads_as_password(value, redacted) and re.search(r"\d", value) and (bind or judge(name, value, True))
     return replace_group(m, "bare", redacted) if secret else m.group()
 
+
+def _haproxy(m: re.Match[str], redacted: str) -> str:
+    """A :data:`HAPROXY_LOGIN` match, its password redacted when it reads as one."""
+    secret = prose_secrets.reads_as_password(m.group("bare"), redacted)
+    return replace_group(m, "bare", redacted) if secret else m.group()

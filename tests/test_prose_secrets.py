@@ -474,6 +474,9 @@ SENT_BEFORE = [
     ('Using generated security password: 78fa095d-3f4c-48b1-ad50-e24c31d5cf35', '78fa095d-3f4c-48b1-ad50-e24c31d5cf35'),
     ('Please use the following password to proceed to installation:\n\n3f2a9c8b7d6e5f4a3b2c1d0e9f8a7b6c', '3f2a9c8b7d6e5f4a3b2c1d0e9f8a7b6c'),
     ('Authorization Bearer Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('header 里加 authorization bearer Qm4Zr8Wt2Yk6Hn3V', 'Qm4Zr8Wt2Yk6Hn3V'),
+    # HAProxy's logins
+    ('listen stats\n  bind :8404\n  stats auth admin:Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('stats auth haproxy:Hv8$mQz3Ln', 'Hv8$mQz3Ln'),
+    ('userlist admins\n  user admin insecure-password Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -826,6 +829,7 @@ NEAR_MISSES = [
     '$ printenv DB_HOST\n10.0.0.5', '$ cat /etc/passwd\nroot:x:0:0:root:/root:/bin/bash',
     '1714550400.123456 [0 10.0.0.7:53412] "GET" "user:1001"', 'Authorization: Bearer <token>',
     '后端用的是 Authorization Bearer 认证，不是 cookie', 'Authorization Bearer token 放在头里',
+    'stats auth ${STATS_USER}:${STATS_PASS}', 'stats auth "${STATS_USER}":"${STATS_PASS}"', 'stats auth admin:admin',
 ]
 
 
