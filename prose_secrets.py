@@ -2,7 +2,8 @@
 
 A login's password in ``user:password@host`` without a URL's ``//`` or with a ``/`` in it, in a pair after a label
 (``creds: admin / …``) or in a command's user and password flags; PINs and one-time or recovery codes after their
-label; and passphrases of words and spaces after a password label. Each is found by a pattern here (the shared
+label; passphrases of words and spaces after a password label; and the items of a list going on after a redacted
+password (:func:`listed`, a late step of its own: the steps before it redact the first). Each is found by a pattern here (the shared
 ones, labels and words, are :mod:`secret_patterns`') and judged: these shapes are also what ordinary text is made of
 (``email:alice2024@example.com``, ``GPIO pin 18``, ``password: see the vault entry``, ``docker run -u 1000:1000 -p
 8080:80``), so a value goes only when it reads as a secret. Pure; linear in the length of the text; never raises.
@@ -113,6 +114,38 @@ def redact(text: str, redacted: str) -> str:
     text = _codes(text, redacted)
     text = LABEL_ABOVE.sub(lambda m: _label_above(m, redacted), text)
     return PASSPHRASE_WORDS.sub(lambda m: _passphrase_words(m, redacted), text)
+
+
+#: One item of a list in prose after what joins it (and the quote closing the item before): ``、`` ``，`` ``,`` ``；``
+#: ``;``, ``和`` ``及`` ``与`` ``或`` (spaces around or none), ``and`` ``or`` (spaces around); then the item, quoted or
+#: bare printable ASCII without ``,`` ``;``.
+LIST_ITEM = re.compile(r"[\"'`”」]?(?:[ \t]*+[、，,；;和及与與或][ \t]*+|[ \t]++(?:and|or)[ \t]++)[\"'`“「]?(?P<value>[!-+\--:<-~]{4,64}+)")
+#: What ends a list's item: the text's or a line's end, punctuation, CJK text or the next item (not a Latin word: a
+#: clause goes on, ``…, Alice2024 is the user``).
+LIST_ITEM_END = re.compile(r"[ \t]*+(?:$|[^ \tA-Za-z0-9]|(?:and|or)[ \t])")
+
+
+def listed(text: str, redacted: str) -> str:
+    """``text`` with the items of a list that goes on after a redacted value (``密码分别是 […]、…、…``, ``passwords:
+    […], …``, ``密码是 […] 和 …``) redacted in turn, up to eight, while each reads as a password with a digit and is
+    not a path, an assignment or a port (:func:`reads_as_password`): lists of passwords are written so, of ports and
+    names not. Each item is read once, right after the one before it."""
+    pieces: list[str] = []
+    done = start = 0
+    while (start := text.find(redacted, start)) >= 0:
+        start += len(redacted)
+        for _ in range(8):
+            m = LIST_ITEM.match(text, start)
+            if m is None:
+                break
+            value = m.group("value").rstrip(patterns.VALUE_END + "”」")
+            if not (reads_as_password(value, redacted) and re.search(r"\d", value)) or re.search(r"[/=:]|^[~.$%]", value):
+                break
+            if LIST_ITEM_END.match(text, m.end()) is None:
+                break
+            pieces += [text[done : m.start("value")], redacted]
+            done = start = m.start("value") + len(value)
+    return "".join(pieces) + text[done:] if pieces else text
 
 
 def reads_as_password(value: str, redacted: str) -> bool:

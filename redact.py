@@ -341,6 +341,7 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield (text := patterns.LABELLED_KEY.sub(_labelled_key, text))
     yield (text := seed_phrases.redact(text, REDACTED))
     yield (text := patterns.ASSIGNMENT.sub(_assignment, text))
+    yield (text := prose_secrets.listed(text, REDACTED))
     yield patterns.LONG_TOKEN.sub(_long_token, text)
 
 

@@ -477,6 +477,9 @@ SENT_BEFORE = [
     # HAProxy's logins
     ('listen stats\n  bind :8404\n  stats auth admin:Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('stats auth haproxy:Hv8$mQz3Ln', 'Hv8$mQz3Ln'),
     ('userlist admins\n  user admin insecure-password Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    # a list of passwords after the first
+    ('三台机器的密码分别是 Hv8$mQz3Ln、Rb5!kTw9Pe、Zp2@xWc7Jd', 'Zp2@xWc7Jd'), ('测试和生产的密码分别为 Hv8$mQz3Ln，Rb5!kTw9Pe', 'Rb5!kTw9Pe'),
+    ('密码是 Kq7#vLp2Wx 和 Tr0ub4dor&3x，哪个能登就用哪个', 'Tr0ub4dor&3x'), ("密码分别是 'Hv8$mQz3Ln'、'Rb5!kTw9Pe'", 'Rb5!kTw9Pe'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -830,6 +833,9 @@ NEAR_MISSES = [
     '1714550400.123456 [0 10.0.0.7:53412] "GET" "user:1001"', 'Authorization: Bearer <token>',
     '后端用的是 Authorization Bearer 认证，不是 cookie', 'Authorization Bearer token 放在头里',
     'stats auth ${STATS_USER}:${STATS_PASS}', 'stats auth "${STATS_USER}":"${STATS_PASS}"', 'stats auth admin:admin',
+    # lists after a value that are ports, names, fields or a clause going on
+    '端口分别是 8080、8081、8082', '用户名分别是 alice、bob、carol', '密码分别放在 vault、1Password、KeePass 里',
+    'IP 分别是 10.0.0.5、10.0.0.6', '密码：见 1Password，Alice2024 是用户名',
 ]
 
 
