@@ -44,15 +44,21 @@ GENERATED_SECRET = re.compile(
     r"|(?m:^)PASSWORD[ \t]++[\w-]{1,30}+[ \t]++=[ \t]++|Using generated security password:[ \t]++"
     r"|following password to proceed to installation:[ \t]*+(?:\r?\n[ \t]*+){1,2})(?P<value>\S{1,200}+)"
 )
-#: A Redis ``MONITOR`` line (``1714550400.123456 [0 10.0.0.7:53412] "AUTH" …``): the password, the command's last word.
+#: The command of a Redis ``MONITOR`` line (``1714550400.123456 [0 10.0.0.7:53412] "AUTH" …``) that holds a password,
+#: its last word; read from the ``]`` before it (a literal a search skips to), the line's head checked after
+#: (:data:`MONITOR_HEAD`).
 MONITOR_AUTH = re.compile(
-    r"\d{9,11}+\.\d{1,6}+[ \t]++\[\d{1,5}+[ \t]++[^\]\n]{1,200}+\][ \t]++"
-    r"(?:\"(?i:auth)\"(?:[ \t]++\"(?:[^\"\\\n]|\\.){1,200}+\")?|\"(?i:config)\"[ \t]++\"(?i:set)\"[ \t]++\"(?i:requirepass|masterauth)\")"
+    r"\][ \t]++(?:\"(?i:auth)\"(?:[ \t]++\"(?:[^\"\\\n]|\\.){1,200}+\")?"
+    r"|\"(?i:config)\"[ \t]++\"(?i:set)\"[ \t]++\"(?i:requirepass|masterauth)\")"
     r"[ \t]++\"(?P<value>(?:[^\"\\\n]|\\.){1,200}+)\"[ \t]*+(?=\r?\n|$)"
 )
-#: ``Authorization`` (``Proxy-Authorization``) and its scheme with no colon between, then the credential.
+#: A ``MONITOR`` line's time, database and client, up to the ``]`` that :data:`MONITOR_AUTH` starts at.
+MONITOR_HEAD = re.compile(r"(?<!\d)\d{9,11}+\.\d{1,6}+[ \t]++\[\d{1,5}+[ \t]++[^\]\n]{1,200}+\Z")
+#: ``Authorization`` (``Proxy-Authorization``) and its scheme with no colon between, then the credential. The word
+#: comes first, so a search skips to it.
 BARE_AUTHORIZATION = re.compile(
-    r"(?i)(?<![\w-])(?:proxy-)?authorization[ \t]++(?:bearer|token|basic)[ \t]++(?P<value>(?=[^\s<]{0,199}\d)[!-;=?-~]{8,200}+)"
+    r"(?i:authorization)(?<!\w(?i:authorization))[ \t]++(?i:bearer|token|basic)[ \t]++"
+    r"(?P<value>(?=[^\s<]{0,199}\d)[!-;=?-~]{8,200}+)"
 )
 
 
@@ -60,7 +66,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
     text = PRINTED_VALUE.sub(lambda m: _printed(m, redacted, judge), text)
     text = GENERATED_SECRET.sub(lambda m: replace_group(m, "value", redacted), text)
-    text = MONITOR_AUTH.sub(lambda m: replace_group(m, "value", redacted), text)
+    text = MONITOR_AUTH.sub(lambda m: _monitored(m, redacted), text)
     return BARE_AUTHORIZATION.sub(lambda m: _bare_authorization(m, redacted), text)
 
 
@@ -79,3 +85,10 @@ def _bare_authorization(m: re.Match[str], redacted: str) -> str:
     if not prose_secrets.reads_as_password(value, redacted):
         return m.group()
     return replace_group(m, "value", redacted, len(value))
+
+
+def _monitored(m: re.Match[str], redacted: str) -> str:
+    """A :data:`MONITOR_AUTH` match, its password redacted when a ``MONITOR`` line's head comes right before it."""
+    if MONITOR_HEAD.search(m.string, max(0, m.start() - 240), m.start()) is None:
+        return m.group()
+    return replace_group(m, "value", redacted)

@@ -571,7 +571,12 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # YAML argv, a name's stage, escaped and triple quotes, config lines, labels above, hooks
                                   "- redis-cli\n", "- redis-cli\n- a\n", "- --password\n", "- -a\n", "password_2", "a_key_old",
                                   'password="a\\"', 'password = """', "password:\n----\n", "password a\n", "a = a1!x\n",
-                                  "password\n", "password:\n```\n", "//a/hooks/", "//a.a.a", "//a/hooks/a1"])
+                                  "password\n", "password:\n```\n", "//a/hooks/", "//a.a.a", "//a/hooks/a1",
+                                  # printed values, MONITOR lines, a bare Authorization, HAProxy logins, lists after a value
+                                  "printenv A_KEY\n", "$ echo $A_PASSWORD\n", "cat a/password\n", "cat a/", "{.data.a} | base64 -d\n",
+                                  ".data.a", '] "AUTH" ', '1714550400.1 [0 a] "AUTH" "a', "1714550400.1 [0 ", "Authorization Bearer a1",
+                                  "authorizationauthorization ", "stats auth a:", "PASSWORD a = ", "[redacted]、", "[redacted]、Ab1!cdef",
+                                  "密码是 Ab1!cdef、Ab1!cdef"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
