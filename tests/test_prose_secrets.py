@@ -836,6 +836,10 @@ NEAR_MISSES = [
     # lists after a value that are ports, names, fields or a clause going on
     '端口分别是 8080、8081、8082', '用户名分别是 alice、bob、carol', '密码分别放在 vault、1Password、KeePass 里',
     'IP 分别是 10.0.0.5、10.0.0.6', '密码：见 1Password，Alice2024 是用户名',
+    # SSH public keys as authorized_keys and ssh-keygen print them
+    'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl bob@laptop',
+    'ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5Js1Qe0Hd9Fg2Aa1Bb3Cc4Dd5Ee6Ff7Gg8 zhangsan@laptop',
+    'ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBEk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5Js1Qe0H= ops@ci',
 ]
 
 
