@@ -480,6 +480,8 @@ SENT_BEFORE = [
     # a list of passwords after the first
     ('三台机器的密码分别是 Hv8$mQz3Ln、Rb5!kTw9Pe、Zp2@xWc7Jd', 'Zp2@xWc7Jd'), ('测试和生产的密码分别为 Hv8$mQz3Ln，Rb5!kTw9Pe', 'Rb5!kTw9Pe'),
     ('密码是 Kq7#vLp2Wx 和 Tr0ub4dor&3x，哪个能登就用哪个', 'Tr0ub4dor&3x'), ("密码分别是 'Hv8$mQz3Ln'、'Rb5!kTw9Pe'", 'Rb5!kTw9Pe'),
+    # 用的 and 依次是 as joiners
+    ('测试库密码用的 Hv8$mQz3Ln', 'Hv8$mQz3Ln'), ('三台机器密码依次是 Kq7#vLp2Wx、Tr0ub4dor&3x、Zx9!Qw2e', 'Zx9!Qw2e'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -840,6 +842,8 @@ NEAR_MISSES = [
     'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl bob@laptop',
     'ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5Js1Qe0Hd9Fg2Aa1Bb3Cc4Dd5Ee6Ff7Gg8 zhangsan@laptop',
     'ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBEk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5Js1Qe0H= ops@ci',
+    # 用的 and 依次 before what a password is made or hashed with
+    '密码用的是 bcrypt', '密码用的 bcrypt 加密', '密码依次是什么', 'token 用的 JWT', '密钥用的 RSA-2048',
 ]
 
 
