@@ -2,12 +2,13 @@
 
 A value on the line under the command that printed it: ``printenv NAME``, ``echo $NAME`` (``${NAME}``, ``%NAME%``,
 ``$env:NAME``) and ``cat`` of a file named for a password or token (Jenkins' ``initialAdminPassword``) after a shell's
-prompt or none, and Kubernetes' ``… {.data.NAME} | base64 -d``; the NAME is judged as an assignment of the value to
-it would be (``printenv PATH`` then a path stays). Passwords a server makes and prints (MySQL's temporary one,
-Elasticsearch's, Jenkins' and Spring Security's generated ones). Redis ``MONITOR`` lines, which quote each word of a
-command (``"AUTH" "…"``, ``"AUTH" "user" "…"``, ``"CONFIG" "SET" "requirepass" "…"``). And ``Authorization`` written
-without its colon, as logs and chat retype a header (``Authorization Bearer …``): a value of 8+ printable ASCII
-characters with a digit, not a placeholder in angle brackets.
+prompt or none, Kubernetes' ``… {.data.NAME} | base64 -d`` and PowerShell's ``Name : NAME`` above ``Value : …``; the
+NAME is judged as an assignment of the value to it would be (``printenv PATH`` then a path stays). Passwords a server
+makes and prints (MySQL's temporary one, Elasticsearch's, Jenkins' and Spring Security's generated ones). Redis
+``MONITOR`` lines, which quote each word of a command (``"AUTH" "…"``, ``"AUTH" "user" "…"``, ``"CONFIG" "SET"
+"requirepass" "…"``), and redis-cli's reply to ``CONFIG GET requirepass``. And ``Authorization`` written without its
+colon, as logs and chat retype a header (``Authorization Bearer …``): a value of 8+ printable ASCII characters with a
+digit, not a placeholder in angle brackets.
 
 Pure; linear in the length of the text (each pattern starts at a command's, a notice's or a header's words and reads
 one bounded line after them); never raises.
@@ -31,6 +32,16 @@ PRINTED_VALUE = re.compile(
     r"|cat[ \t]++(?:\S{0,300}?/)?(?P<fname>initialAdminPassword|initial_root_password|[\w.-]{0,40}?(?:password|token|secret))"
     r"(?:\.txt)?|[^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D))"
     r"[ \t]*+\r?\n[ \t]*+(?P<value>[^\s$][^\s]{0,199}+)[ \t]*+(?=\r?\n|$)"
+)
+#: PowerShell's ``Format-List`` of a variable (``Get-ChildItem Env:DB_PASSWORD | Format-List``): ``Name  : NAME`` then
+#: ``Value : …``.
+FORMAT_LIST = re.compile(
+    r"(?m:^)Name[ \t]*+:[ \t]*+(?P<lname>" + _NAME + r")[ \t]*+\r?\nValue[ \t]*+:[ \t]*+(?P<value>\S{1,200}+)[ \t]*+(?=\r?\n|$)"
+)
+#: redis-cli's answer to ``CONFIG GET requirepass`` (``masterauth``): ``1) "requirepass"`` then ``2) "…"``.
+CONFIG_REPLY = re.compile(
+    r"(?<=\) )\"(?:requirepass|masterauth)\"[ \t]*+\r?\n[ \t]*+\d{1,3}+\)[ \t]++"
+    r"\"(?P<value>(?:[^\"\\\n]|\\.){1,200}+)\""
 )
 #: A password a server makes and prints: MySQL's ``A temporary password is generated for root@localhost: …``,
 #: Elasticsearch's ``Password for the elastic user (…):`` with the password on the next line, ``The generated password
@@ -65,6 +76,8 @@ BARE_AUTHORIZATION = re.compile(
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
     text = PRINTED_VALUE.sub(lambda m: _printed(m, redacted, judge), text)
+    text = FORMAT_LIST.sub(lambda m: _printed(m, redacted, judge), text)
+    text = CONFIG_REPLY.sub(lambda m: replace_group(m, "value", redacted), text)
     text = GENERATED_SECRET.sub(lambda m: replace_group(m, "value", redacted), text)
     text = MONITOR_AUTH.sub(lambda m: _monitored(m, redacted), text)
     return BARE_AUTHORIZATION.sub(lambda m: _bare_authorization(m, redacted), text)
@@ -72,7 +85,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
 
 def _printed(m: re.Match[str], redacted: str, judge: Judge) -> str:
     """A :data:`PRINTED_VALUE` match, its value redacted when an assignment of it to the printed name would be."""
-    name = next(m.group(g) for g in ("pname", "ename", "wname", "sname", "fname", "kname") if m.group(g))
+    name = next(m.group(g) for g in ("pname", "ename", "wname", "sname", "fname", "kname", "lname") if g in m.re.groupindex and m.group(g))
     value = m.group("value")
     if value.startswith(redacted[:-1]) or not judge(name, value, True):
         return m.group()

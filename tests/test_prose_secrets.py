@@ -482,6 +482,9 @@ SENT_BEFORE = [
     ('密码是 Kq7#vLp2Wx 和 Tr0ub4dor&3x，哪个能登就用哪个', 'Tr0ub4dor&3x'), ("密码分别是 'Hv8$mQz3Ln'、'Rb5!kTw9Pe'", 'Rb5!kTw9Pe'),
     # 用的 and 依次是 as joiners
     ('测试库密码用的 Hv8$mQz3Ln', 'Hv8$mQz3Ln'), ('三台机器密码依次是 Kq7#vLp2Wx、Tr0ub4dor&3x、Zx9!Qw2e', 'Zx9!Qw2e'),
+    # PowerShell's Format-List of a variable, redis-cli's CONFIG GET requirepass
+    ('Name  : DB_PASSWORD\nValue : Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('127.0.0.1:6379> CONFIG GET requirepass\n1) "requirepass"\n2) "Kq7#vLp2Wx"', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -844,6 +847,8 @@ NEAR_MISSES = [
     'ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBEk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5Js1Qe0H= ops@ci',
     # 用的 and 依次 before what a password is made or hashed with
     '密码用的是 bcrypt', '密码用的 bcrypt 加密', '密码依次是什么', 'token 用的 JWT', '密钥用的 RSA-2048',
+    # PowerShell's listing of a variable that is no credential, redis-cli's empty requirepass
+    'Name  : PATH\nValue : C:\\Windows\\system32;C:\\Windows', 'Name  : API_TOKEN\nValue : ********', '1) "requirepass"\n2) ""',
 ]
 
 
