@@ -485,6 +485,9 @@ SENT_BEFORE = [
     # PowerShell's Format-List of a variable, redis-cli's CONFIG GET requirepass
     ('Name  : DB_PASSWORD\nValue : Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ('127.0.0.1:6379> CONFIG GET requirepass\n1) "requirepass"\n2) "Kq7#vLp2Wx"', 'Kq7#vLp2Wx'),
+    # an aside between a label and its colon
+    ('password（测试环境）：Hv8$mQz3Ln', 'Hv8$mQz3Ln'), ('API key (prod): Qm4Zr8Wt2Yk6Hn3V', 'Qm4Zr8Wt2Yk6Hn3V'),
+    ('token (staging): Hv8$mQz3Ln', 'Hv8$mQz3Ln'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -849,6 +852,9 @@ NEAR_MISSES = [
     '密码用的是 bcrypt', '密码用的 bcrypt 加密', '密码依次是什么', 'token 用的 JWT', '密钥用的 RSA-2048',
     # PowerShell's listing of a variable that is no credential, redis-cli's empty requirepass
     'Name  : PATH\nValue : C:\\Windows\\system32;C:\\Windows', 'Name  : API_TOKEN\nValue : ********', '1) "requirepass"\n2) ""',
+    # an aside before a label's colon, then a type, a rule or prose
+    ':param token (str): the token', 'password (required): min 8 chars', 'Token (JWT): see docs', '密码（必填）：8-16位',
+    'token (str): Your API token, e.g. abc123',
 ]
 
 
