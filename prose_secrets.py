@@ -15,22 +15,25 @@ import re
 
 from . import secret_patterns as patterns
 
+#: A cloud drive's share code (百度网盘's 提取码): four letters and digits.
+SHARE_CODE = re.compile(r"[A-Za-z0-9]{4}")
 #: A PIN, one-time code or recovery code after its label (``PIN: 4821``, ``pin is 482193``, ``PIN码：4821``,
 #: ``passcode 9921``, ``OTP: 482913``, ``ADMIN_PIN=4821``, ``{"pin": "4821"}``, ``recovery codes: 4f8a-99c2, …``,
-#: ``验证码：553201``, ``BitLocker recovery key: 123456-…``): the label, what joins it (what it is for, a quote, up to
-#: two of ``:`` ``=`` ``#`` ``is`` ``是``..., a line break and a list's bullet, an opening bracket; a bare ``pin``
+#: ``验证码：553201``, a share's ``提取码：x7k2``, ``BitLocker recovery key: 123456-…``): the label, what joins it (what
+#: it is for, a quote, up to two of ``:`` ``=`` ``#`` ``is`` ``是``... (a Latin one not glued to a letter after it, a
+#: CJK one glued too), a line break and a list's bullet, an opening bracket; a bare ``pin``
 #: needs a sign or a verb: ``GPIO pin 18``), and, looked ahead at (a value without a code is not consumed: ``mfa:
 #: backup_codes: …``), a run of letters, digits, spaces, ``,`` ``;`` ``-`` and brackets, whose leading codes
 #: :func:`_codes` takes. Groups: ``label``, ``join``, ``value``.
 LABELLED_CODE = re.compile(
-    r"(?i)(?<![A-Za-z0-9])(?=[potvsa2mbrlcdgeh验驗校动取暗認確인пк])(?P<label>pin(?:[ _-]?code)?|passcode|otp|totp|2fa|mfa"
+    r"(?i)(?<![A-Za-z0-9])(?=[potvsa2mbrlcdgeh验驗校动取提暗認確인пк])(?P<label>pin(?:[ _-]?code)?|passcode|otp|totp|2fa|mfa"
     r"|one[ _-]time[ _-](?:code|password|passcode)|(?:backup|recovery)[ _-](?:codes?|keys?)"
     r"|(?:verification|security|auth|authentication|2fa|mfa|login|sms|access|confirmation|door|gate|alarm|lock|safe"
     r"|entry|garage|building)[ _-]codes?"
-    r"|PIN码|PIN碼|验证码|驗證碼|校验码|动态码|动态密码|取件码|暗証番号|認証コード|確認コード|인증번호|인증 ?코드|пин-код|pin-код"
+    r"|PIN码|PIN碼|验证码|驗證碼|校验码|动态码|动态密码|取件码|提取码|提取碼|暗証番号|認証コード|確認コード|인증번호|인증 ?코드|пин-код|pin-код"
     r"|код подтверждения|code de vérification|código de verificación)(?![A-Za-z])"
     r"(?P<join>\\*+[\"']?(?:[ \t]++(?:for|of|on)[ \t]++(?:(?:the|my|our|your)[ \t]++)?[A-Za-z0-9_.-]{1,30}+)?"
-    r"(?:[ \t]*+(?:[:=：#]|is|was|是|为|為|は|는|은|—)(?![A-Za-z])){0,2}[ \t]*+(?:\r?\n[ \t]*+(?:-[ \t]++)?)?"
+    r"(?:[ \t]*+(?:(?:[:=#]|is|was)(?![A-Za-z])|[：是为為は는은—])){0,2}[ \t]*+(?:\r?\n[ \t]*+(?:-[ \t]++)?)?"
     r"\\*+[\"'\[(（「]?)"
     r"(?=(?P<value>[A-Za-z0-9][A-Za-z0-9,; \t\r\n\[\]-]{0,200}+))"
 )
@@ -252,8 +255,9 @@ def _codes(text: str, redacted: str) -> str:
         if m.start() < done or (m.group("label").lower() == "pin" and not PIN_JOIN.search(m.group("join"))):
             continue
         pieces = CODE_SEPARATOR.split(m.group("value"))  # codes at even places, what separates them at odd ones
+        share = m.group("label") in ("提取码", "提取碼")  # a cloud drive's share code: 4 letters and digits (x7k2)
         taken = 0
-        while taken < len(pieces) and (taken % 2 or _is_code(pieces[taken])):
+        while taken < len(pieces) and (taken % 2 or _is_code(pieces[taken]) or (share and SHARE_CODE.fullmatch(pieces[taken]))):
             taken += 1
         if taken:
             out += [text[done : m.end()], *(redacted if i % 2 == 0 else piece for i, piece in enumerate(pieces[:taken]))]

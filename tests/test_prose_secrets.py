@@ -488,6 +488,10 @@ SENT_BEFORE = [
     # an aside between a label and its colon
     ('password（测试环境）：Hv8$mQz3Ln', 'Hv8$mQz3Ln'), ('API key (prod): Qm4Zr8Wt2Yk6Hn3V', 'Qm4Zr8Wt2Yk6Hn3V'),
     ('token (staging): Hv8$mQz3Ln', 'Hv8$mQz3Ln'),
+    # a cloud drive's share code, Baidu's ak and a Chinese API's appkey in a query
+    ('链接: https://pan.baidu.com/s/1AbCdEfGhIjKlMn 提取码: x7k2', 'x7k2'), ('提取码：ab12 --来自百度网盘超级会员V3的分享', 'ab12'),
+    ('https://api.map.baidu.com/geocoding/v3/?address=北京&output=json&ak=E4805d16520de693a3fe707cdc962045', 'E4805d16520de693a3fe707cdc962045'),
+    ('https://x.com/api?appkey=Kq7vLp2WxQz1&sign=abc', 'Kq7vLp2WxQz1'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -855,6 +859,8 @@ NEAR_MISSES = [
     # an aside before a label's colon, then a type, a rule or prose
     ':param token (str): the token', 'password (required): min 8 chars', 'Token (JWT): see docs', '密码（必填）：8-16位',
     'token (str): Your API token, e.g. abc123',
+    # a share code's label asked about or pointing elsewhere, a verification code of letters, ak in a search
+    '提取码：见群公告', '百度网盘提取码是什么意思', '验证码：abc123', 'https://example.com/search?q=ak47&ak=1',
 ]
 
 
