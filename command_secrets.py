@@ -4,7 +4,7 @@ A password piped into a command that reads it from standard input (``echo "…" 
 --password-stdin``, ``printf '%s' "…" | helm registry login …``, ``echo "…" | docker secret create db -``, and
 ``docker secret create db - <<< "…"``); the ``-P …`` of archivers and SQL Server's tools (``zip``, ``unzip``,
 ``sqlcmd``, ``bcp``) and 7-Zip's glued ``-p…``; GitHub CLI's ``gh secret set NAME --body …``; HAProxy's ``stats auth
-USER:…`` and ``insecure-password …``; and, under a credential's name, a Dockerfile's ``ENV NAME value`` (the form without ``=``) and ``aws configure set NAME value``; and a config
+USER:…`` and ``insecure-password …``; and, under a credential's name, nginx's ``proxy_set_header NAME …;``, a Dockerfile's ``ENV NAME value`` (the form without ``=``) and ``aws configure set NAME value``; and a config
 file's or a listing's line of a credential's name and its value alone (``password Hz@2024abc`` in msmtp's or nslcd's
 file, ``bindpw = …``, PowerShell's ``DB_PASSWORD      …``).
 
@@ -106,6 +106,14 @@ HAPROXY_LOGIN = re.compile(
     r"(?m:^)[ \t]*+(?:stats[ \t]++auth[ \t]++[^\s:\"]{1,100}+:|user[ \t]++\S{1,100}+[ \t]++insecure-password[ \t]++)"
     r"(?P<bare>[^\s\"'$#]\S{0,199}+)"
 )
+#: nginx's header and parameter directives (``proxy_set_header X-Api-Key "…";``, ``add_header``, ``grpc_set_header``,
+#: ``fastcgi_param DB_PASSWORD …;``, ``uwsgi_param``, ``scgi_param``): the name, and the value (after ``Bearer``,
+#: ``Token`` or ``Basic`` too), quoted or bare, before the ``;``. A ``$`` starts one of nginx's variables.
+NGINX_HEADER = re.compile(
+    r"(?m:^)[ \t]*+(?:proxy_set_header|add_header|grpc_set_header|fastcgi_param|uwsgi_param|scgi_param)[ \t]++"
+    r"(?P<name>[\w-]{1,60}+)[ \t]++(?:(?P<q>[\"'])(?:(?i:bearer|token|basic)[ \t]++)?(?P<value>[^\"'\n$]{1,200}+)(?P=q)"
+    r"|(?P<bare>[^\s\"';$][^\s;]{0,199}+))[ \t]*+;"
+)
 #: GitHub CLI's ``gh secret set … -b value`` / ``--body value`` (``--body=value``), in any order.
 GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE)
 #: A Dockerfile's ``ENV NAME value`` at a line's start (any case; the old form, whose value runs to the line's end),
@@ -139,6 +147,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET):
         text = pattern.sub(lambda m: _password(m, redacted), text)
     text = HAPROXY_LOGIN.sub(lambda m: _haproxy(m, redacted), text)
+    text = NGINX_HEADER.sub(lambda m: _nginx(m, redacted, judge), text)
     text = NAMED_SETTING.sub(lambda m: _named(m, redacted, judge), text)
     return CONFIG_LINE.sub(lambda m: _line(m, redacted, judge), text)
 
@@ -198,3 +207,15 @@ def _haproxy(m: re.Match[str], redacted: str) -> str:
     """A :data:`HAPROXY_LOGIN` match, its password redacted when it reads as one."""
     secret = prose_secrets.reads_as_password(m.group("bare"), redacted)
     return replace_group(m, "bare", redacted) if secret else m.group()
+
+
+def _nginx(m: re.Match[str], redacted: str, judge: Judge) -> str:
+    """A :data:`NGINX_HEADER` match, its value redacted when an assignment of it to the header's or parameter's name
+    would be, or, after ``Authorization``, when it reads as a password."""
+    group = "value" if m.group("value") is not None else "bare"
+    name, value = m.group("name"), m.group(group)
+    if name.lower().endswith("authorization"):
+        secret = prose_secrets.reads_as_password(value, redacted)
+    else:
+        secret = judge(name, value, group == "bare")
+    return replace_group(m, group, redacted) if secret else m.group()

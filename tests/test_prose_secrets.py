@@ -492,6 +492,9 @@ SENT_BEFORE = [
     ('链接: https://pan.baidu.com/s/1AbCdEfGhIjKlMn 提取码: x7k2', 'x7k2'), ('提取码：ab12 --来自百度网盘超级会员V3的分享', 'ab12'),
     ('https://api.map.baidu.com/geocoding/v3/?address=北京&output=json&ak=E4805d16520de693a3fe707cdc962045', 'E4805d16520de693a3fe707cdc962045'),
     ('https://x.com/api?appkey=Kq7vLp2WxQz1&sign=abc', 'Kq7vLp2WxQz1'),
+    # nginx's header and parameter directives
+    ('proxy_set_header X-Api-Key "Kq7#vLp2Wx";', 'Kq7#vLp2Wx'), ('proxy_set_header Authorization "Bearer Kq7#vLp2WxQz9";', 'Kq7#vLp2WxQz9'),
+    ('fastcgi_param DB_PASSWORD Kq7#vLp2Wx;', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -861,6 +864,9 @@ NEAR_MISSES = [
     'token (str): Your API token, e.g. abc123',
     # a share code's label asked about or pointing elsewhere, a verification code of letters, ak in a search
     '提取码：见群公告', '百度网盘提取码是什么意思', '验证码：abc123', 'https://example.com/search?q=ak47&ak=1',
+    # nginx's headers from variables, empty or not a credential's
+    'proxy_set_header Host $host;', 'proxy_set_header Authorization $http_authorization;', 'proxy_set_header Authorization "";',
+    'add_header X-Frame-Options SAMEORIGIN;', 'proxy_set_header X-Api-Key "$api_key";',
 ]
 
 
