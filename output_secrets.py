@@ -45,14 +45,15 @@ CONFIG_REPLY = re.compile(
 )
 #: A password a server makes and prints: MySQL's ``A temporary password is generated for root@localhost: …``,
 #: Elasticsearch's ``Password for the elastic user (…):`` with the password on the next line, ``The generated password
-#: for the elastic built-in superuser is: …``, ``PASSWORD elastic = …`` (elasticsearch-setup-passwords) and its reset
+#: for the elastic built-in superuser is: …``, ``PASSWORD elastic = …`` (elasticsearch-setup-passwords; random, so with a
+#: digit: ``PASSWORD RESET = done`` is a log's) and its reset
 #: tool's ``New value: …``, Jenkins' ``use the following password to proceed to installation:`` (the password after a
 #: blank line), Spring Security's ``Using generated security password: …``.
 GENERATED_SECRET = re.compile(
     r"(?:temporary password is generated for [^\s:]{1,100}+:[ \t]++|Password for the \[?\w{1,30}+\]? user"
     r"(?: \([^\n]{0,200}?\))?:[ \t]*+\r?\n[ \t]*+|user successfully reset\.[ \t]*+\r?\nNew value:[ \t]*+"
     r"|generated password for the [\w-]{1,30}+ built-in superuser is[ \t]*+:[ \t]*+(?:\r?\n[ \t]*+)?"
-    r"|(?m:^)PASSWORD[ \t]++[\w-]{1,30}+[ \t]++=[ \t]++|Using generated security password:[ \t]++"
+    r"|(?m:^)PASSWORD[ \t]++[\w-]{1,30}+[ \t]++=[ \t]++(?=\S{0,199}\d)|Using generated security password:[ \t]++"
     r"|following password to proceed to installation:[ \t]*+(?:\r?\n[ \t]*+){1,2})(?P<value>\S{1,200}+)"
 )
 #: The command of a Redis ``MONITOR`` line (``1714550400.123456 [0 10.0.0.7:53412] "AUTH" …``) that holds a password,

@@ -130,9 +130,9 @@ LIST_ITEM_END = re.compile(r"[ \t]*+(?:$|[^ \tA-Za-z0-9]|(?:and|or)[ \t])")
 
 def listed(text: str, redacted: str) -> str:
     """``text`` with the items of a list that goes on after a redacted value (``密码分别是 […]、…、…``, ``passwords:
-    […], …``, ``密码是 […] 和 …``) redacted in turn, up to eight, while each reads as a password with a digit and is
-    not a path, an assignment or a port (:func:`reads_as_password`): lists of passwords are written so, of ports and
-    names not. Each item is read once, right after the one before it."""
+    […], …``, ``密码是 […] 和 …``) redacted in turn, up to eight, while each reads as a password of 8+ characters with a
+    digit and is not a path, an assignment or a port (:func:`reads_as_password`): lists of passwords are written so, of
+    ports, versions and names (``Redis6``) not. Each item is read once, right after the one before it."""
     pieces: list[str] = []
     done = start = 0
     while (start := text.find(redacted, start)) >= 0:
@@ -142,7 +142,9 @@ def listed(text: str, redacted: str) -> str:
             if m is None:
                 break
             value = m.group("value").rstrip(patterns.VALUE_END + "”」")
-            if not (reads_as_password(value, redacted) and re.search(r"\d", value)) or re.search(r"[/=:]|^[~.$%]", value):
+            if len(value) < 8 or not reads_as_password(value, redacted) or not re.search(r"\d", value):
+                break
+            if re.search(r"[/=:]|^[~.$%]", value):
                 break
             if LIST_ITEM_END.match(text, m.end()) is None:
                 break
