@@ -391,11 +391,11 @@ FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha",
                            "kata sandi", "kata laluan"}
 #: A credential word in a label set off by marks (:data:`MARKED_LABEL`).
 MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT_LABELS + "|キー|키")
-#: What joins a CJK or Japanese label to its value: a verb (``是``, ``为``, ``设置成``, ``は``...), after an adverb too
-#: (``也是``, ``默认是``, ``应该是``, ``都是``), ``改成``/``重置为``/``换成`` (``已``, ``了``), ``用(的)``, ``如下``, ``分别是``, ``依次是``.
+#: What joins a CJK or Japanese label to its value: a verb (``是``, ``为``, ``设置成``, ``は``...), after an adverb too (``也是``,
+#: ``默认是``, ``都是``), ``改成``/``重置为``/``换成`` (``已``, ``了``), ``用(的)``, ``如下``, ``分别是``, ``依次是``, ``发你``, ``我贴一下``.
 _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律|统一|統一|现在|現在|当前|當前|初始|依然|仍然|分别|分別|依次)?(?:是|为|為)"
               r"|(?:已经?|已經)?[被又]?(?:重新)?(?:设置|設置|设|設|改|修改|重置|更新|换|換)(?:成|为|為)了?|は|が|を|는|은|가|이|我|用的?|如下"
-              r"|的?值(?:是|为|為)|(?:发|發)(?:给|給)?你了?|给你|給你")
+              r"|的?值(?:是|为|為)|我?(?:发|發|贴|貼)(?:给|給)?(?:你|一下|下|这|這)?了?|给你|給你")
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``, ``设置成``,
 #: ``は``, ``is``..., a pointing, key or lock emoji: ``密码 👉 …``, ``密码🔑：…``, ``密码……``), and a quoted string (``《…》``

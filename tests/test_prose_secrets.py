@@ -495,6 +495,8 @@ SENT_BEFORE = [
     # nginx's header and parameter directives
     ('proxy_set_header X-Api-Key "Kq7#vLp2Wx";', 'Kq7#vLp2Wx'), ('proxy_set_header Authorization "Bearer Kq7#vLp2WxQz9";', 'Kq7#vLp2WxQz9'),
     ('fastcgi_param DB_PASSWORD Kq7#vLp2Wx;', 'Kq7#vLp2Wx'),
+    # 我发一下, 贴这了 as joiners
+    ('数据库密码我发一下：Hv8$mQz3Ln 记得改', 'Hv8$mQz3Ln'), ('token 贴这了: Qm4Zr8Wt2Yk6Hn3V', 'Qm4Zr8Wt2Yk6Hn3V'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -869,6 +871,8 @@ NEAR_MISSES = [
     'add_header X-Frame-Options SAMEORIGIN;', 'proxy_set_header X-Api-Key "$api_key";',
     # a log's PASSWORD line without a generated password
     'PASSWORD RESET = done', 'PASSWORD POLICY = strict',
+    # 发 and 贴 before where a password went or what it is
+    '密码发到群里了', '密码我贴一下 bcrypt', '密钥贴这: RSA-2048',
 ]
 
 
