@@ -171,7 +171,7 @@ def _credential_kind(name: str) -> str | None:
     words = _name_segments(name)
     if not words or (words[-1] in ("token", "tokens") and words[-2:-1] in (["max"], ["min"], ["num"])):
         return None  # a count of a model's tokens (max_token=4096), not a token
-    last = words[-1]
+    last = "password" if words[-1] == "passwords" else words[-1]  # a list of them: passwords: a, b
     if len(words) >= 2 and words[-2] == "pass":
         last = "pass" + last  # PassPhrase, PassWord
     if last in patterns.CREDENTIAL_WORDS or last.endswith(patterns.CREDENTIAL_ENDINGS):

@@ -175,7 +175,7 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: string in ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` or after a string prefix too: ``b'…'``, ``r"…"``), 10 bare.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
-    r"(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|sk|secret|token|credentials?|auth|key))"
+    r"(?i:passwords?|passwd|passphrase|passcode|pass|pwd|pw|psk|sk|secret|token|credentials?|auth|key))"
     r"((?:_(?:\d{1,2}+|(?i:old|new|prod|production|staging|stage|dev|test|uat|qa|local|backup))(?![A-Za-z0-9]))?+"
     r"\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
     r"(?:\r?\n\s*+(?:-{3,}+[ \t]*+\r?\n[ \t]*+)?(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
@@ -390,7 +390,7 @@ FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha",
                            "wachtwoord", "hasło", "haslo", "şifre", "sifre", "parola d'ordine", "mật khẩu", "mat khau",
                            "kata sandi", "kata laluan"}
 #: A credential word in a label set off by marks (:data:`MARKED_LABEL`).
-MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT_LABELS + "|キー|키")
+MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT_LABELS + "|キー|키|(?<![A-Za-z])sk(?![A-Za-z])")
 #: What joins a CJK or Japanese label to its value: a verb (``是``, ``为``, ``设置成``, ``は``...), after an adverb too (``也是``,
 #: ``默认是``, ``都是``), ``改成``/``重置为``/``换成`` (``已``, ``了``), ``用(的)``, ``如下``, ``分别是``, ``依次是``, ``发你``, ``我贴一下``.
 _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律|统一|統一|现在|現在|当前|當前|初始|依然|仍然|分别|分別|依次)?(?:是|为|為)"

@@ -497,6 +497,9 @@ SENT_BEFORE = [
     ('fastcgi_param DB_PASSWORD Kq7#vLp2Wx;', 'Kq7#vLp2Wx'),
     # 我发一下, 贴这了 as joiners
     ('数据库密码我发一下：Hv8$mQz3Ln 记得改', 'Hv8$mQz3Ln'), ('token 贴这了: Qm4Zr8Wt2Yk6Hn3V', 'Qm4Zr8Wt2Yk6Hn3V'),
+    # passwords: a, b; `SK`: in backticks; a plan's change of a secret
+    ('passwords: Hv8$mQz3Ln, Rb5!kTw9Pe', 'Rb5!kTw9Pe'), ('`SK`: Hv8mQz3Ln7Bx', 'Hv8mQz3Ln7Bx'),
+    ('      ~ secret_string = "Old#Pass1x" -> "Hv8$mQz3Ln"', 'Hv8$mQz3Ln'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -873,6 +876,8 @@ NEAR_MISSES = [
     'PASSWORD RESET = done', 'PASSWORD POLICY = strict',
     # 发 and 贴 before where a password went or what it is
     '密码发到群里了', '密码我贴一下 bcrypt', '密钥贴这: RSA-2048',
+    # a list's name without values, sklearn in backticks
+    'passwords: none of them work', 'passwords = []', 'max_passwords: 5', '`sklearn`: 1.3',
 ]
 
 
