@@ -128,8 +128,8 @@ WEBHOOK = re.compile(
     r"(?(seg)[A-Za-z0-9_-]{8,}+|(?(hook)(?=[A-Za-z0-9]{0,63}?[0-9])(?=[A-Za-z0-9]{0,63}?[a-z])[A-Za-z0-9]{20,64}+"
     r"(?:/[A-Za-z0-9]{20,64}+)?(?![\w-])|[A-Za-z0-9_/@.-]{8,}+))"
 )
-#: Query parameter names whose values are credentials (``key``, ``X-Amz-Signature``, Azure SAS's ``sig``, Baidu's ``ak``...), as
-#: :func:`redact._param_key` writes them.
+#: Query parameter names whose values are credentials (``key``, ``X-Amz-Signature``, Azure SAS's ``sig``, Baidu's
+#: ``ak``...), as :func:`redact._param_key` writes them.
 URL_SECRET_NAMES = re.compile(
     r"^(?:.*_)?(?:key|apikey|api_key|token|access_token|auth|authorization|secret|client_secret|password|passwd|pwd"
     r"|sig|signature|code|credential|credentials|session|sas|ak|sk|appkey|appsecret|authkey|accesskey|secretkey)$"
@@ -161,21 +161,22 @@ VALUE_CHAR = r"[^\s\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
 #: ``Buffer.from(…)``, Rust's ``String::from(…)``.
 LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|String::from)\("
 #: ``name = value`` / ``name: value`` / ``--name=value`` where the name ends in a credential word (``DB_PASSWORD``,
-#: ``apiKey``, ``STRIPE_KEY``...; :func:`redact._credential_kind` decides), so ``database:`` does not swallow
-#: ``password=...``. A name starts a run of name characters (dots included): each run is tried once. Quotes may be
-#: backslash-escaped (JSON in JSON: ``{\\"token\\": \\"x\\"}``). The value may be on the next line, unless that line is
-#: another ``name:`` (a YAML parent ``auth:`` would otherwise take its child ``password:`` for its value and hide it). A
-#: bare value is not a tuple or call's arguments (``auth=(user, password)``: :data:`CLI_SECRET` reads those) nor a code
-#: fence. The name may be a quoted subscript (``os.environ["DB_PASSWORD"] = "…"``, ``$config['db_password'] = '…'``) and
-#: the sign PHP's and Ruby's ``=>`` before a quoted value (``'password' => '…'``): those two must read as a password by
-#: themselves (:func:`redact._assignment`), as arrays of rules and messages are written so (``'password' =>
-#: 'required|min:8'``, ``errors['token'] = 'Invalid token.'``). YAML's anchor or standard tag after ``: `` (``password:
-#: &pw …``, ``!!str``) and block scalar (``password: |`` then the value) are passed; CloudFormation's ``!Ref``... are
-#: code. Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value (escaped, double, single, a backtick
-#: string in ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` or after a string prefix too: ``b'…'``, ``r"…"``), 10 bare.
+#: ``apiKey``, ``STRIPE_KEY``, ``passwords`` (not ``Passwords:``, a heading)...; :func:`redact._credential_kind`
+#: decides), so ``database:`` does not swallow ``password=...``. A name starts a run of name characters (dots included):
+#: each run is tried once. Quotes may be backslash-escaped (JSON in JSON: ``{\\"token\\": \\"x\\"}``). The value may be
+#: on the next line, unless that line is another ``name:`` (a YAML parent ``auth:`` would otherwise take its child
+#: ``password:`` for its value and hide it). A bare value is not a tuple or call's arguments (``auth=(user, password)``:
+#: :data:`CLI_SECRET` reads those) nor a code fence. The name may be a quoted subscript (``os.environ["DB_PASSWORD"] =
+#: "…"``, ``$config['db_password'] = '…'``) and the sign PHP's and Ruby's ``=>`` before a quoted value (``'password' =>
+#: '…'``): those two must read as a password by themselves (:func:`redact._assignment`), as arrays of rules and messages
+#: are written so (``'password' => 'required|min:8'``, ``errors['token'] = 'Invalid token.'``). YAML's anchor or
+#: standard tag after ``: `` (``password: &pw …``, ``!!str``) and block scalar (``password: |`` then the value) are
+#: passed; CloudFormation's ``!Ref``... are code. Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value
+#: (escaped, double, single, a backtick string in ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` or after a string prefix
+#: too: ``b'…'``, ``r"…"``), 10 bare.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
-    r"(?i:passwords?|passwd|passphrase|passcode|pass|pwd|pw|psk|sk|secret|token|credentials?|auth|key))"
+    r"(?:passwords|(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|sk|secret|token|credentials?|auth|key)))"
     r"((?:_(?:\d{1,2}+|(?i:old|new|prod|production|staging|stage|dev|test|uat|qa|local|backup))(?![A-Za-z0-9]))?+"
     r"\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
     r"(?:\r?\n\s*+(?:-{3,}+[ \t]*+\r?\n[ \t]*+)?(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
@@ -505,9 +506,8 @@ TYPE_ENDINGS = ("Field", "Str", "String", "Bytes", "Input", "Type", "Form", "Wid
 CLAUSE_END = re.compile(r"[ \t]*+(?:[^A-Za-z \t]|\Z)")
 #: Last words that make a name a credential which those endings do not cover.
 CREDENTIAL_WORDS = {"passcode", "psk", "apikey", "accesskey", "secretkey", "privatekey"}
-#: Last words of names that are credentials only when the value looks like one (a digit or a symbol in it):
-#: ``auth=true`` and ``credentials: 'same-origin'`` are settings, ``auth=dXNlcjpw…`` is not; ``sk`` is a cloud's
-#: secret key beside its ``ak`` (``ALIYUN_SK=…``, ``sk：…``).
+#: Last words of names that are credentials only when the value looks like one (a digit or a symbol in it): ``auth=true``
+#: and ``credentials: 'same-origin'`` are settings, ``auth=dXNlcjpw…`` is not; ``sk``: a cloud's secret key (``SK=…``).
 WEAK_CREDENTIAL_WORDS = {"pass", "pwd", "auth", "credential", "credentials", "sk"}
 #: ``pw`` as a name or its last word after ``_``, ``-`` or ``.`` (``pw: …``, ``DB_PW=…``): a weak credential name;
 #: not the last hump of a CamelCase value (``Sup3rS3cretPw``).

@@ -878,6 +878,7 @@ NEAR_MISSES = [
     '密码发到群里了', '密码我贴一下 bcrypt', '密钥贴这: RSA-2048',
     # a list's name without values, sklearn in backticks
     'passwords: none of them work', 'passwords = []', 'max_passwords: 5', '`sklearn`: 1.3',
+    '### 2. **Strong Password Generation**\n   - **Unique Passwords**: 1Password can generate strong, unique passwords',
 ]
 
 
