@@ -1,14 +1,14 @@
 """Credentials as tools print them, for :mod:`redact`: output has no name beside its value, or one no assignment reads.
 
 A value on the line under the command that printed it: ``printenv NAME``, ``echo $NAME`` (``${NAME}``, ``%NAME%``,
-``$env:NAME``) and ``cat`` of a file named for a password or token (Jenkins' ``initialAdminPassword``) after a shell's
-prompt or none, Kubernetes' ``… {.data.NAME} | base64 -d`` and PowerShell's ``Name : NAME`` above ``Value : …``; the
-NAME is judged as an assignment of the value to it would be (``printenv PATH`` then a path stays). Passwords a server
-makes and prints (MySQL's temporary one, Elasticsearch's, Jenkins' and Spring Security's generated ones). Redis
-``MONITOR`` lines, which quote each word of a command (``"AUTH" "…"``, ``"AUTH" "user" "…"``, ``"CONFIG" "SET"
-"requirepass" "…"``), and redis-cli's reply to ``CONFIG GET requirepass``. And ``Authorization`` written without its
-colon, as logs and chat retype a header (``Authorization Bearer …``): a value of 8+ printable ASCII characters with a
-digit, not a placeholder in angle brackets.
+``$env:NAME``) and ``cat`` of a file named for a password or token (Jenkins' ``initialAdminPassword``) after a
+shell's prompt or none, ``kubectl … {.data.NAME} | base64 -d`` (``oc`` too) and PowerShell's ``Name : NAME`` above
+``Value : …``; the NAME is judged as an assignment of the value to it would be (``printenv PATH`` then a path stays).
+Passwords a server makes and prints (MySQL's temporary one, Elasticsearch's, Jenkins' and Spring Security's generated
+ones). Redis ``MONITOR`` lines, which quote each word of a command (``"AUTH" "…"``, ``"AUTH" "user" "…"``, ``"CONFIG"
+"SET" "requirepass" "…"``), and redis-cli's reply to ``CONFIG GET requirepass``. And ``Authorization`` written
+without its colon, as logs and chat retype a header (``Authorization Bearer …``): a value of 8+ printable ASCII
+characters with a digit, not a placeholder in angle brackets.
 
 Pure; linear in the length of the text (each pattern starts at a command's, a notice's or a header's words and reads
 one bounded line after them); never raises.
@@ -30,7 +30,7 @@ PRINTED_VALUE = re.compile(
     r"(?m:^)[ \t]*+" + _PROMPT + r"(?:printenv[ \t]++(?P<pname>" + _NAME + r")|echo[ \t]++(?:\"?\$\{?(?P<ename>" + _NAME
     + r")\}?\"?|%(?P<wname>" + _NAME + r")%|\$env:(?P<sname>" + _NAME + r"))"
     r"|cat[ \t]++(?:\S{0,300}?/)?(?P<fname>initialAdminPassword|initial_root_password|[\w.-]{0,40}?(?:password|token|secret))"
-    r"(?:\.txt)?|[^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D))"
+    r"(?:\.txt)?|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D))"
     r"[ \t]*+\r?\n[ \t]*+(?P<value>[^\s$][^\s]{0,199}+)[ \t]*+(?=\r?\n|$)"
 )
 #: PowerShell's ``Format-List`` of a variable (``Get-ChildItem Env:DB_PASSWORD | Format-List``): ``Name  : NAME`` then
