@@ -89,6 +89,15 @@ USER_PASS_FLAGS = re.compile(
     r"(?:-p(?:[ \t]++)?|--pass(?:word)?(?:[ \t]++|=))(?![/~.$])|[A-Za-z0-9_.@-]{1,64}+[%,])"
     r"(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
 )
+#: A credential's environment name in prose, then a verb and the value (``POSTGRES_PASSWORD is …``, ``DB_PASSWORD 是
+#: …``, ``REDIS_PASSWORD 改成了 …``): the name in capitals ending in a credential's word (``_KEY`` after ``API``,
+#: ``SECRET``... only: a ``CACHE_KEY`` is a name), which the labels of :data:`secret_patterns.LABELLED`, words of their
+#: own, do not read, and assignments want a sign. Group ``value``; it must read as a password with a digit.
+NAMED_IN_PROSE = re.compile(
+    r"(?<![\w-])[A-Z][A-Z0-9_]{0,60}?(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|(?:API|ACCESS|SECRET|PRIVATE|MASTER)_KEY)"
+    r"(?![\w-])[ \t]*+(?:(?<=[ \t])(?:is|was|is now|should be)[ \t]++|(?:是|为|為|设置成|设置为|改成了?|改为|换成了?)[ \t]*+)"
+    r"[`'\"“「]?(?P<value>[!-~]{6,200}+)"
+)
 #: Words of prose and documentation that a passphrase is not made of (``password: see the vault entry``, ``reset
 #: password: click the link``, ``password: hashed with bcrypt``): function words, and what a text says of a password.
 PROSE_WORDS = frozenset("""
@@ -114,6 +123,7 @@ def redact(text: str, redacted: str) -> str:
     text = BOTH_FIELDS.sub(lambda m: _password_in(m, redacted), text)
     text = HOST_LOGIN.sub(lambda m: m.string[m.start() : m.start("value")] + redacted if reads_strongly(m.group("value")) else m.group(), text)
     text = USER_PASS_FLAGS.sub(lambda m: _password_in(m, redacted), text)
+    text = NAMED_IN_PROSE.sub(lambda m: _named_in_prose(m, redacted), text)
     text = _codes(text, redacted)
     text = LABEL_ABOVE.sub(lambda m: _label_above(m, redacted), text)
     return PASSPHRASE_WORDS.sub(lambda m: _passphrase_words(m, redacted), text)
@@ -285,3 +295,12 @@ def _passphrase_words(m: re.Match[str], redacted: str) -> str:
             or any(w.lower() in PROSE_WORDS for w in words)):
         return m.group()
     return m.string[m.start() : m.start("value")] + redacted + m.string[end : m.end()]
+
+
+def _named_in_prose(m: re.Match[str], redacted: str) -> str:
+    """A :data:`NAMED_IN_PROSE` match, its value redacted (closing punctuation kept) when it reads as a password with a
+    digit (``POSTGRES_PASSWORD is required`` stays)."""
+    value = m.group("value").rstrip(patterns.VALUE_END + "`”」")
+    if not (reads_as_password(value, redacted) and re.search(r"\d", value)):
+        return m.group()
+    return patterns.replace_group(m, "value", redacted, len(value))

@@ -500,6 +500,9 @@ SENT_BEFORE = [
     # passwords: a, b; `SK`: in backticks; a plan's change of a secret
     ('passwords: Hv8$mQz3Ln, Rb5!kTw9Pe', 'Rb5!kTw9Pe'), ('`SK`: Hv8mQz3Ln7Bx', 'Hv8mQz3Ln7Bx'),
     ('      ~ secret_string = "Old#Pass1x" -> "Hv8$mQz3Ln"', 'Hv8$mQz3Ln'),
+    # an environment name in prose, a verb, the value
+    ('DB_PASSWORD 是 Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('POSTGRES_PASSWORD is Kq7#vLp2Wx.', 'Kq7#vLp2Wx'),
+    ('REDIS_PASSWORD 改成了 Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('GITHUB_TOKEN 是 Qm4Zr8Wt2Yk6Hn3V', 'Qm4Zr8Wt2Yk6Hn3V'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -879,6 +882,9 @@ NEAR_MISSES = [
     # a list's name without values, sklearn in backticks
     'passwords: none of them work', 'passwords = []', 'max_passwords: 5', '`sklearn`: 1.3',
     '### 2. **Strong Password Generation**\n   - **Unique Passwords**: 1Password can generate strong, unique passwords',
+    # an environment name in prose before what it needs or is
+    'POSTGRES_PASSWORD is required', 'DB_PASSWORD is ${DB_PASSWORD}', 'CACHE_KEY is UserProfile_2024', 'JWT_SECRET 是 32 位随机串',
+    'API_KEY 是在控制台生成的', 'NODE_AUTH_TOKEN is set by setup-node v4',
 ]
 
 
