@@ -498,7 +498,7 @@ def _labelled(m: re.Match[str]) -> str:
     the value is for (``password for the db:``), or ``=>`` ``->`` ``→`` `` - `` (``:`` after two words: ``api key:``) before a
     value that reads as a password (:func:`prose_secrets.reads_as_password`) and holds no brackets or quotes, as code
     does; and a value with a digit or a symbol, or a passphrase, that names nothing (:func:`_names_something`).
-    Trailing punctuation stays.
+    Trailing punctuation stays; so does a value already redacted in part (``admin/[redacted]``).
     """
     label, joiner = m.group(1), m.group(2)
     group = next(g for g in (5, "coded", 6) if m.group(g) is not None)  # quoted, in HTML's <code>, bare
@@ -506,7 +506,7 @@ def _labelled(m: re.Match[str]) -> str:
     value, start = m.group(group), m.start(group)
     if quoted is None:
         value = value.rstrip(patterns.VALUE_END)
-    if len(value) < _MIN_SECRET or _is_placeholder(value, label, quoted=quoted is not None):
+    if len(value) < _MIN_SECRET or _is_placeholder(value, label, quoted=quoted is not None) or REDACTED[:-1] in value:
         return m.group(0)
     if re.fullmatch(r"\d{1,5}+(?:[-~～到至]\d{1,5}+)?", value) and m.string.startswith(patterns.SIZE_UNITS, start + len(value)):
         return m.group(0)  # a length or a size (密码是8-16位, 密钥是2048位), not a value

@@ -503,6 +503,7 @@ SENT_BEFORE = [
     # an environment name in prose, a verb, the value
     ('DB_PASSWORD 是 Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('POSTGRES_PASSWORD is Kq7#vLp2Wx.', 'Kq7#vLp2Wx'),
     ('REDIS_PASSWORD 改成了 Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('GITHUB_TOKEN 是 Qm4Zr8Wt2Yk6Hn3V', 'Qm4Zr8Wt2Yk6Hn3V'),
+    ('账号/密码 admin/Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
