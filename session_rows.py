@@ -260,10 +260,12 @@ def conversation_roots(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str
     parents = {str(r[0]): str(r[1]) for r in conn.execute(_UP_SQL, {"ids": json.dumps(list(ids))})}
     roots: dict[str, str] = {}
     for sid in ids:
-        path = []
+        path: list[str] = []
+        passed_set: set[str] = set()  # the path as a set: a deep chain is walked in linear time
         node = sid
-        while node not in roots and parents.get(node) and node not in path:
+        while node not in roots and parents.get(node) and node not in passed_set:
             path.append(node)
+            passed_set.add(node)
             node = parents[node]
         root = roots.get(node, node)
         for passed in path:

@@ -1,0 +1,95 @@
+"""Hostile review rev18: defects found in the commits after f6295b5 (each test failed before its fix)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from contextlib import closing
+
+import pytest
+from conftest import World
+from test_bounded_index import bulk, plugin, words
+from test_bounded_index import remote  # noqa: F401  (fixture)
+
+
+def result_sessions(answer):
+    return [r["session_id"] for r in answer["results"]]
+
+
+def test_the_asking_session_s_archive_is_found_by_vectors_however_many_live_rows_are_nearer(world: World, fake):
+    """A compaction in place archived what was decided; since then the conversation kept talking about the subject
+    (live rows, its context). The vector leg takes a few messages per session and then drops the asking session's
+    live ones: its archived message must still be found, not crowded out by the live rows it drops."""
+    repo = world.repo("inplace")
+    world.session("other_ip", repo, messages=[("user", "an unrelated note about the ledger export")])
+    world.session("cur_ip", repo, style="cli", messages=[
+        ("user", "narwhal queue retry policy for failed jobs"),
+        ("assistant", "narwhal queue retry policy: three tries with exponential backoff then park")])
+    asked, decided = (m["id"] for m in world.db.get_messages("cur_ip"))
+    world.db.archive_and_compact("cur_ip", [{"role": "user", "content": "[CONTEXT COMPACTION — REFERENCE ONLY] done"}])
+    for i in range(6):  # the live conversation keeps to the subject, in the query's very words
+        world.say("cur_ip", "user" if i % 2 == 0 else "assistant", "narwhal queue retry policy failed jobs")
+    server = fake(dims=64, words=True)
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur_ip")["success"] is True
+    answer = world.search("cur_ip", "narwhal queue retry policy failed jobs", mode="semantic", limit=10)
+    assert answer["semantic_status"] == "ready", answer
+    hits = {r["session_id"]: r["message_id"] for r in answer["results"]}
+    assert hits.get("cur_ip") in (asked, decided), answer
+
+
+def _chain(db, n: int) -> str:
+    """``n`` sessions, each a compression continuation of the one before, written straight into state.db."""
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("DELETE FROM sessions WHERE id LIKE 'c%'")
+        conn.executemany("INSERT INTO sessions (id, source, started_at, parent_session_id, end_reason) VALUES (?, 'cli', 1, ?, ?)",
+                         [(f"c{i}", f"c{i - 1}" if i else None, "compression" if i < n - 1 else None) for i in range(n)])
+    return f"c{n - 1}"
+
+
+def test_conversation_roots_is_linear_in_a_deep_chain(world: World):
+    """A long-lived gateway chat compressed thousands of times: one search's grouping walks the chain of each ranked
+    session once. At 4x the chain it must cost about 4x, not 16x (a list searched at every step)."""
+    session_rows = plugin("session_rows")
+    world.db  # noqa: B018
+    path = world.home / "state.db"
+    took = {}
+    for n in (4_000, 16_000):
+        deepest = _chain(path, n)
+        with closing(sqlite3.connect(path)) as conn:
+            start = time.perf_counter()
+            assert session_rows.conversation_roots(conn, [deepest, "c1"]) == {deepest: "c0", "c1": "c0"}
+            took[n] = time.perf_counter() - start
+    assert took[16_000] < 8 * took[4_000], took
+
+
+def test_the_key_hermes_would_read_from_env(tmp_path, monkeypatch):
+    """Hermes reads a profile's .env as a dict: a key written twice is its last value (``hermes config set`` or an
+    appended line wins), and a .env saved with a byte-order mark (Notepad) still names its first key."""
+    settings = plugin("settings")
+    monkeypatch.delenv("PROJECT_HISTORY_EMBEDDING_API_KEY", raising=False)
+    (tmp_path / ".env").write_text("PROJECT_HISTORY_EMBEDDING_API_KEY=sk-old-revoked\nPROJECT_HISTORY_EMBEDDING_API_KEY=sk-new\n")
+    assert settings.embedding_api_key(tmp_path) == "sk-new"
+    (tmp_path / ".env").write_text("\ufeffPROJECT_HISTORY_EMBEDDING_API_KEY=sk-bom\n", encoding="utf-8")
+    assert settings.embedding_api_key(tmp_path) == "sk-bom"
+
+
+def test_a_key_rotated_in_env_is_sent_by_the_next_search(world: World, fake, monkeypatch):
+    """The key is read from the profile's .env "as Hermes reads the credentials it manages: an edit there wins".
+    A user whose key was revoked writes the new one into .env while the gateway runs: the next search sends it,
+    not the revoked one for the rest of the process's life."""
+    monkeypatch.delenv("PROJECT_HISTORY_EMBEDDING_API_KEY", raising=False)
+    repo = world.repo("app")
+    world.session("old1", repo, messages=[("user", "the websocket backoff plan"), ("assistant", "use jitter")])
+    world.session("cur", repo, style="cli", messages=[("user", "what did we decide?")])
+    (world.home / ".env").write_text("PROJECT_HISTORY_EMBEDDING_API_KEY=sk-revoked-1111\n")
+    server = fake()
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur")["success"] is True
+    assert world.search("cur", "websocket backoff", mode="hybrid")["semantic_status"] == "ready"
+    (world.home / ".env").write_text("PROJECT_HISTORY_EMBEDDING_API_KEY=sk-rotated-2222\n")
+    sent = len(server.requests)
+    world.search("cur", "websocket jitter plan", mode="hybrid")
+    assert server.requests[sent:] and {r["auth"] for r in server.requests[sent:]} == {"Bearer sk-rotated-2222"}
+    plugin("vector_index").reset_indexes()
