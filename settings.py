@@ -54,13 +54,16 @@ def embedding_api_key(home: Path) -> str:
     launching profile's: there an unscoped read finds nothing rather than another profile's key."""
     name = "PROJECT_HISTORY_EMBEDDING_API_KEY"
     env_file = Path(home) / ".env"
-    try:
-        for line in env_file.read_text(encoding="utf-8").splitlines():
+    found = ""
+    try:  # as Hermes' load_env reads it: a byte-order mark ignored, the last line naming the key wins
+        for line in env_file.read_text(encoding="utf-8-sig", errors="replace").splitlines():
             key, sep, value = line.strip().partition("=")
-            if sep and key.strip().removeprefix("export ").strip() == name and value.strip().strip("'\""):
-                return value.strip().strip("'\"")
-    except (OSError, UnicodeDecodeError):
+            if sep and key.strip().removeprefix("export ").strip() == name:
+                found = value.strip().strip("'\"")
+    except OSError:
         pass
+    if found:
+        return found
     try:
         from agent.secret_scope import UnscopedSecretError, get_secret
     except ImportError:  # a Hermes without profile scopes

@@ -67,7 +67,7 @@ def test_conversation_roots_is_linear_in_a_deep_chain(world: World):
 def test_the_key_hermes_would_read_from_env(tmp_path, monkeypatch):
     """Hermes reads a profile's .env as a dict: a key written twice is its last value (``hermes config set`` or an
     appended line wins), and a .env saved with a byte-order mark (Notepad) still names its first key."""
-    settings = plugin("settings")
+    from project_history_recall import settings
     monkeypatch.delenv("PROJECT_HISTORY_EMBEDDING_API_KEY", raising=False)
     (tmp_path / ".env").write_text("PROJECT_HISTORY_EMBEDDING_API_KEY=sk-old-revoked\nPROJECT_HISTORY_EMBEDDING_API_KEY=sk-new\n")
     assert settings.embedding_api_key(tmp_path) == "sk-new"
