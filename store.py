@@ -238,6 +238,12 @@ def compacted_in_place(conn: sqlite3.Connection, session_id: str) -> bool:
                         (session_id,)).fetchone() is not None
 
 
+def live_count(conn: sqlite3.Connection, session_id: str) -> int:
+    """How many live rows the session has (one range of Hermes' (session, active) index)."""
+    return int(conn.execute("SELECT count(*) FROM messages m WHERE m.session_id = ? AND m.active = 1",
+                            (session_id,)).fetchone()[0])
+
+
 def archived_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """Which of the messages ``ids`` a compaction archived (no longer live)."""
     return {int(r[0]) for r in conn.execute("SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
