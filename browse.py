@@ -154,7 +154,6 @@ def recent_sessions(
         if scope.current is not None:  # "where did we leave off?" asks of other conversations: not this one's past
             own = session_rows.lineage_ids(conn, scope.current.id)
             others = tuple(sid for sid in others if sid not in own)
-            base["sessions_in_scope"] = len(others) + 1
         listed = session_rows.recent_sessions(conn, others, since=page.since, until=page.until, offset=page.offset,
                                        limit=limit + 1) if limit else []
         previews = session_rows.session_previews(conn, [s.id for s in listed[:limit]])

@@ -93,3 +93,15 @@ def test_a_key_rotated_in_env_is_sent_by_the_next_search(world: World, fake, mon
     world.search("cur", "websocket jitter plan", mode="hybrid")
     assert server.requests[sent:] and {r["auth"] for r in server.requests[sent:]} == {"Bearer sk-rotated-2222"}
     plugin("vector_index").reset_indexes()
+
+
+def test_sessions_in_scope_is_one_number_for_one_conversation(world: World):
+    """``sessions_in_scope``: "the project's searchable sessions, this one included" (docs/tools.md). The search and
+    the recent listing asked from the same conversation count the same project."""
+    repo = world.repo("app")
+    world.session("other", repo, messages=[("user", "quokka plans")])
+    world.session("cur_a", repo, style="cli", messages=[("user", "quokka earlier in this conversation")])
+    world.continuation("cur_a", "cur_b", messages=[("user", "hi")])
+    searched = world.search("cur_b", "quokka", mode="keyword")
+    recent = world.call("project_history_recent", {}, "cur_b")
+    assert searched["sessions_in_scope"] == recent["sessions_in_scope"], (searched, recent)
