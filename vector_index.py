@@ -447,8 +447,7 @@ def index_for(path: Path, provider: Provider, *, chunk_size: int = 512, chunk_ov
             index.retired = True  # its writes would land in a file nobody reads, or break the new one's journal
             index = None
         if index is not None and getattr(index.provider, "api_key", None) != getattr(provider, "api_key", None):
-            # The key was changed in the profile's .env (the fingerprint holds no key): the next request sends it.
-            index.provider.api_key, index.provider._client = provider.api_key, None
+            index.provider = provider  # the key changed in the profile's .env (the fingerprint holds none): sent now
         if index is None:
             known = index_file.remembered_problem(Path(key[0]))
             if known is not None:

@@ -85,15 +85,12 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
         per_session = SEMANTIC_PER_SESSION * (4 if scope.filters.active else 1)
         asked = provider.embed(list(embedded_texts(question, provider.outbound_text)))  # unit rows, one batch
         mean = embeddings.normalise(asked.sum(axis=0, keepdims=True)) if len(asked) > 1 else asked
-        others = set(scope.session_ids) - {scope.live}
-        raw = vectors.search(mean, others, pages.MAX_REACH + 1, per_session=per_session)
-        if scope.live:  # the asking session: its live rows are dropped below, so look past as many of them
-            own = vectors.search(mean, {scope.live}, 1, per_session=per_session + store.live_count(conn, scope.live))
-            raw = sorted([*raw, *own], key=lambda h: -h.score)
+        raw = vectors.search(mean, set(scope.session_ids) - {scope.live}, pages.MAX_REACH + 1, per_session=per_session)
+        if scope.live:  # the asking session: only its archive, looked for past its live rows (its context)
+            live = store.live_ids(conn, scope.live)
+            own = vectors.search(mean, {scope.live}, 1, per_session=per_session + len(live))
+            raw = sorted([*raw, *[h for h in own if h.message_id not in live][:per_session]], key=lambda h: -h.score)
         hits = confirmed(conn, vectors, raw)
-        if scope.live and any(h.session_id == scope.live for h in hits):  # the asking session: its archive alone
-            archived = store.archived_ids(conn, [h.message_id for h in hits if h.session_id == scope.live])
-            hits = [h for h in hits if h.session_id != scope.live or h.message_id in archived]
         rows: dict[int, MessageRow] = {}
         if scope.filters.active and hits:
             rows = store.fetch_messages(conn, sorted(h.message_id for h in hits))

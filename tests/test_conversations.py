@@ -1,16 +1,15 @@
-"""Hostile review rev18: defects found in the commits after f6295b5 (each test failed before its fix)."""
+"""A conversation across its sessions and its profile: the asking session's archive found past its live rows, the
+chain of a conversation walked in linear time, its key read as Hermes reads it and changed while the process runs,
+and one count of the project's sessions from one conversation."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from contextlib import closing
 
-import pytest
 from conftest import World
-from test_bounded_index import bulk, plugin, words
-from test_bounded_index import remote  # noqa: F401  (fixture)
+from test_bounded_index import plugin
 
 
 def result_sessions(answer):
