@@ -1,6 +1,5 @@
-"""A conversation across its sessions and its profile: the asking session's archive found past its live rows, the
-chain of a conversation walked in linear time, its key read as Hermes reads it and changed while the process runs,
-and one count of the project's sessions from one conversation."""
+"""A conversation across its sessions and its profile: its chain walked in linear time, its key read as Hermes reads it
+and changed while the process runs, and one count of the project's sessions from one conversation."""
 
 from __future__ import annotations
 
@@ -14,28 +13,6 @@ from test_bounded_index import plugin
 
 def result_sessions(answer):
     return [r["session_id"] for r in answer["results"]]
-
-
-def test_the_asking_session_s_archive_is_found_by_vectors_however_many_live_rows_are_nearer(world: World, fake):
-    """A compaction in place archived what was decided; since then the conversation kept talking about the subject
-    (live rows, its context). The vector leg takes a few messages per session and then drops the asking session's
-    live ones: its archived message must still be found, not crowded out by the live rows it drops."""
-    repo = world.repo("inplace")
-    world.session("other_ip", repo, messages=[("user", "an unrelated note about the ledger export")])
-    world.session("cur_ip", repo, style="cli", messages=[
-        ("user", "narwhal queue retry policy for failed jobs"),
-        ("assistant", "narwhal queue retry policy: three tries with exponential backoff then park")])
-    asked, decided = (m["id"] for m in world.db.get_messages("cur_ip"))
-    world.db.archive_and_compact("cur_ip", [{"role": "user", "content": "[CONTEXT COMPACTION — REFERENCE ONLY] done"}])
-    for i in range(6):  # the live conversation keeps to the subject, in the query's very words
-        world.say("cur_ip", "user" if i % 2 == 0 else "assistant", "narwhal queue retry policy failed jobs")
-    server = fake(dims=64, words=True)
-    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
-    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur_ip")["success"] is True
-    answer = world.search("cur_ip", "narwhal queue retry policy failed jobs", mode="semantic", limit=10)
-    assert answer["semantic_status"] == "ready", answer
-    hits = {r["session_id"]: r["message_id"] for r in answer["results"]}
-    assert hits.get("cur_ip") in (asked, decided), answer
 
 
 def _chain(db, n: int) -> str:

@@ -126,19 +126,26 @@ def test_a_reset_starts_a_conversation_of_its_own(pq):
     assert found("g_old") == {"r_old", "r_new", "g_new"}  # g_sub: its own child, not a reset's
 
 
+def in_place(world: World, elsewhere: str, said: list[tuple[str, str]], compacted: list[dict[str, str]]) -> tuple[int, int]:
+    """Session ``other_ip`` saying ``elsewhere`` and the asking ``cur_ip`` saying ``said`` (two messages), then compacted
+    in place by Hermes (``archive_and_compact`` with ``compacted``, its new live rows); returns the two ids."""
+    repo = world.repo("inplace")
+    world.session("other_ip", repo, messages=[("user", elsewhere)])
+    world.session("cur_ip", repo, style="cli", messages=said)
+    first, second = (m["id"] for m in world.db.get_messages("cur_ip"))
+    world.db.archive_and_compact("cur_ip", compacted)
+    return first, second
+
+
 @pytest.mark.parametrize("mode", ["keyword", "hybrid", "semantic"])
 def test_what_a_compaction_in_place_archived_of_the_asking_session_is_searched(world: World, fake, mode):
     """Hermes' own config compacts in place (``compression.in_place``): the conversation keeps its session, and its
     summarised-away turns stay archived in it (``archive_and_compact``). Those left the live context and are
     searched from the session itself, as Hermes' own search does; its live rows (the summary Hermes wrote, what was
     said since) never are, in either leg."""
-    repo = world.repo("inplace")
-    world.session("other_ip", repo, messages=[("user", "the narwhal cache evicts least recently used entries")])
-    world.session("cur_ip", repo, style="cli", messages=[
+    asked, decided = in_place(world, "the narwhal cache evicts least recently used entries", [
         ("user", "how should the narwhal queue retry failed jobs?"),
-        ("assistant", "narwhal queue: retry three times with exponential backoff, then park the job")])
-    asked, decided = (m["id"] for m in world.db.get_messages("cur_ip"))
-    world.db.archive_and_compact("cur_ip", [
+        ("assistant", "narwhal queue: retry three times with exponential backoff, then park the job")], [
         {"role": "user", "content": "[CONTEXT COMPACTION — REFERENCE ONLY] narwhal queue retries were settled"},
         {"role": "assistant", "content": "narwhal queue retries: noted, as agreed before"}])
     live = world.say("cur_ip", "user", "narwhal queue: what did we decide about retrying failed jobs?")
@@ -157,6 +164,25 @@ def test_what_a_compaction_in_place_archived_of_the_asking_session_is_searched(w
     assert world.call("project_history_read", {"session_id": "cur_ip", "message_id": decided, "before": 0, "after": 0},
                       "cur_ip")["messages"][0]["message_id"] == decided
     assert live not in hits.values()
+
+
+def test_the_asking_session_s_archive_is_found_by_vectors_however_many_live_rows_are_nearer(world: World, fake):
+    """A compaction in place archived what was decided; since then the conversation kept talking about the subject
+    (live rows, its context). The vector leg takes a few messages per session and then drops the asking session's
+    live ones: its archived message must still be found, not crowded out by the live rows it drops."""
+    asked, decided = in_place(world, "an unrelated note about the ledger export", [
+        ("user", "narwhal queue retry policy for failed jobs"),
+        ("assistant", "narwhal queue retry policy: three tries with exponential backoff then park")],
+        [{"role": "user", "content": "[CONTEXT COMPACTION — REFERENCE ONLY] done"}])
+    for i in range(6):  # the live conversation keeps to the subject, in the query's very words
+        world.say("cur_ip", "user" if i % 2 == 0 else "assistant", "narwhal queue retry policy failed jobs")
+    server = fake(dims=64, words=True)
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur_ip")["success"] is True
+    answer = world.search("cur_ip", "narwhal queue retry policy failed jobs", mode="semantic", limit=10)
+    assert answer["semantic_status"] == "ready", answer
+    hits = {r["session_id"]: r["message_id"] for r in answer["results"]}
+    assert hits.get("cur_ip") in (asked, decided), answer
 
 
 def test_a_conversation_is_one_result_however_often_it_was_compressed_or_branched(world: World):
