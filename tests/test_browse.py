@@ -328,6 +328,14 @@ def test_compaction_summaries_and_hermes_scaffolding_are_not_history(proj):
         assert found["success"] is True and not found["results"], (query, found)
     copied = proj.search("cur", "merged step 9", mode="keyword", limit=10)  # one conversation: the original
     assert "merged" in {r["session_id"] for r in copied["results"]}, copied
+    # A compaction in place whose summary is the last assistant row: the preview is the last answer read as said.
+    proj.session("sum_last", alpha, messages=[("user", "which port for the quokka api?"), ("assistant", "port 8443, TLS only")])
+    from agent.context_compressor import SUMMARY_PREFIX
+
+    proj.db.archive_and_compact("sum_last", [{"role": "user", "content": "which port again?"},
+                                             {"role": "assistant", "content": f"{SUMMARY_PREFIX}\nport 8443 was chosen"}])
+    listed = {s["session_id"]: s for s in proj.call("project_history_recent", {"limit": 20}, "cur")["sessions"]}
+    assert listed["sum_last"]["last_assistant"] == "port 8443, TLS only", listed["sum_last"]
     answer = read(proj, {"session_id": "own_row_2", "message_id": summaries[0], "before": 1, "after": 1})
     shown = {m["message_id"]: m for m in answer["messages"]}
     assert shown[summaries[0]]["text"] == "" and shown[summaries[0]]["left_out"], answer
