@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from . import filters, store, stored_text
+from . import filters, store
 from .records import Scope
 
 PAGE_IDS = 4096  # ids whose rows one statement reads (a page; see the module's docstring)
@@ -33,10 +33,9 @@ def _paged(conn: sqlite3.Connection, sql: str, ids: Sequence[int], *params: Any)
 
 def indexable_row(conn: sqlite3.Connection) -> str:
     """The SQL condition for a row the vector index should hold: a visible user or assistant message with text
-    as it is embedded (:data:`store.HAS_TEXT`, not Hermes' note to the model: a row of blanks or images only, or
-    a note, would count as missing for ever)."""
-    return (f"{store.visible(conn)} AND m.role IN ('user', 'assistant') AND {store.HAS_TEXT}"
-            f" AND NOT {stored_text.NOTE_ROW_SQL}")
+    as it is embedded (:data:`store.HAS_TEXT`: a row of blanks or images only, or Hermes' note to the model, would
+    count as missing for ever)."""
+    return f"{store.visible(conn)} AND m.role IN ('user', 'assistant') AND {store.HAS_TEXT}"
 
 
 def scope_message_ids(conn: sqlite3.Connection, scope: Scope) -> str:

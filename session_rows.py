@@ -260,12 +260,10 @@ def conversation_roots(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str
     parents = {str(r[0]): str(r[1]) for r in conn.execute(_UP_SQL, {"ids": json.dumps(list(ids))})}
     roots: dict[str, str] = {}
     for sid in ids:
-        path: list[str] = []
-        passed_set: set[str] = set()  # the path as a set: a deep chain is walked in linear time
+        path: dict[str, None] = {}  # the sessions walked, in order (a dict: a deep chain is walked in linear time)
         node = sid
-        while node not in roots and parents.get(node) and node not in passed_set:
-            path.append(node)
-            passed_set.add(node)
+        while node not in roots and parents.get(node) and node not in path:
+            path[node] = None
             node = parents[node]
         root = roots.get(node, node)
         for passed in path:

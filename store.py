@@ -255,13 +255,15 @@ _PARTS = "CAST(substr(CAST(m.content AS BLOB), 7) AS TEXT)"  # a multimodal row'
 def _has_text(plain: str) -> str:
     """The SQL condition that a row's content has text as :func:`shown_texts` reads it (:func:`_message_text`,
     then ``strip()``): ``plain`` (the test of plain content), or multimodal content with a text part not blank
-    (or not a JSON list: read as it is). Nested CASEs keep SQLite from parsing JSON that is not valid."""
+    (or not a JSON list: read as it is); and the row is not Hermes' note to the model or its compaction summary,
+    which read as no text (:data:`stored_text.NOTE_ROW_SQL`). Nested CASEs keep SQLite from parsing JSON that is
+    not valid."""
     return (
         f"(CASE WHEN NOT COALESCE(substr(CAST(m.content AS BLOB), 1, 6) = X'{stored_text.JSON_PREFIX.encode().hex()}', 0) "
         f"THEN {plain} WHEN NOT json_valid({_PARTS}) THEN 1 "
         f"WHEN json_type({_PARTS}) != 'array' THEN 1 ELSE EXISTS (SELECT 1 FROM json_each({_PARTS}) j WHERE TRIM(CASE "
         f"WHEN j.type = 'object' THEN CASE WHEN json_type(j.value, '$.text') = 'text' THEN json_extract(j.value, '$.text') "
-        f"END END, {_BLANKS}) != '') END)"
+        f"END END, {_BLANKS}) != '') END) AND NOT {stored_text.NOTE_ROW_SQL}"
     )
 
 

@@ -473,15 +473,13 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
     if project.is_home:
         return Scope(current, project, (), 0)
     excluded = frozenset(session_rows.lineage_ids(conn, current_id, in_context=True))
+    # A compaction in place archived part of the asking session: that part left its context, and is searched.
+    live = current_id if store.compacted_in_place(conn, current_id) else ""
     with membership.lock:
         others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
-        messages = sum(entry.messages.get(sid, 0) for sid in others)
-    if not store.compacted_in_place(conn, current_id):
-        return Scope(current, project, others, len(others) + 1, messages)
-    # A compaction in place archived part of the asking session: that part left its context, and is searched.
-    with membership.lock:
-        own = entry.messages.get(current_id, 0)
-    return Scope(current, project, tuple(sorted((*others, current_id))), len(others) + 1, messages + own, live=current_id)
+        messages = sum(entry.messages.get(sid, 0) for sid in (*others, live) if sid)
+    searched = tuple(sorted((*others, live))) if live else others
+    return Scope(current, project, searched, len(others) + 1, messages, live=live)
 
 
 def compute_scope_for_cwd(conn: sqlite3.Connection, attributor: Attributor, cwd: str, *, db_key: str) -> Scope:
