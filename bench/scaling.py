@@ -246,6 +246,27 @@ def chain(b: Bench, size: int) -> list[Call]:
                  is_home)]
 
 
+def compressed(b: Bench, size: int) -> list[Call]:
+    """A conversation in the repo compressed n times, every session of it matching: from its newest session the search
+    reads the compressed past (every earlier session) and groups it into one result of the conversation."""
+    h = b.new_home(f"compressed{size}")
+    repo = h.repo("app")
+    for i in range(12):
+        h.session(f"a{i}", repo, messages=chat(i))
+    h.session("c0", repo, messages=[("user", "turn 0 about lunch"), ("assistant", "the usual place at noon")])
+    for i in range(1, size):
+        h.db.end_session(f"c{i - 1}", "compression")
+        h.session(f"c{i}", None, parent=f"c{i - 1}",
+                  messages=[("user", f"turn {i} about lunch"), ("assistant", "the usual place at noon")])
+    tail = f"c{size - 1}"
+
+    def one_of_the_conversation(answer: dict[str, Any]) -> str | None:
+        found = found_in(lambda s: s.startswith("c") and s != tail)(answer)
+        return found or (None if len(answer["results"]) == 1 else f"not one result: {answer['results']}")
+    return [Call("search from the conversation's newest session", b.search(h, tail, "lunch"), b.builtin(h, tail, "lunch"),
+                 one_of_the_conversation)]
+
+
 def width(b: Bench, size: int) -> list[Call]:
     h = b.new_home(f"width{size}")
     repo = h.repo("app")
@@ -468,6 +489,8 @@ def glued(b: Bench, size: int) -> list[Call]:
 
 DIMENSIONS = {d.key: d for d in (
     Dimension("chain", "chain depth (a Telegram chat compressed n times)", 200, "sessions", chain),
+    Dimension("compressed", "a conversation's compressed past (a repo's chat compressed n times, all matching)", 200,
+              "sessions", compressed),
     Dimension("width", "lineage width (n /branch children of one conversation)", 50, "branches", width),
     Dimension("project", "sessions per project", 100, "sessions", project_sessions),
     Dimension("profile", "sessions per profile (20 of the project among n of other projects)", 200, "sessions",
