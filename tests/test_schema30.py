@@ -77,6 +77,30 @@ def test_hidden_scaffolding_and_model_only_rows_are_never_shown(s30: World, fake
         plugin("vector_index").reset_indexes()
 
 
+def test_hermes_compressed_past_summaries_and_editor_sessions_on_schema_30(s30: World):
+    """On every schema-30 state: what a compaction in place archived of the asking session is searched from it, its
+    live rows never; a compaction summary is no history, shown or not; an editor's (ACP) session, its folder in
+    ``model_config``, is the project's; a compression continuation and its parent are one result."""
+    s30.s30_session("cur", messages=[("user", "which port does the quokka api use?")])
+    decided = s30.s30.say("cur", "assistant", "quokka api: port 8443, TLS only")
+    s30.s30.say("cur", "user", "thanks")
+    s30.s30.compact("cur", "[CONTEXT COMPACTION \u2014 REFERENCE ONLY] quokka port settled", keep=1)  # "thanks" carried
+    s30.s30.say("cur", "user", "quokka api port again, what did we say?")
+    s30.s30.session("acp1", None, source="acp", model_config={"cwd": str(s30.alpha)},
+                    messages=[("user", "in zed: the quokka api gets a health check")])
+    s30.s30_session("p1", messages=[("user", "quokka api port planning")])
+    with sqlite3.connect(s30.home / "state.db") as conn:
+        conn.execute("UPDATE sessions SET end_reason = 'compression' WHERE id = 'p1'")
+    s30.s30.session("p2", None, parent="p1", messages=[("assistant", "quokka api port: continued after compression")])
+    finish(s30)
+    answer = s30.search("cur", "quokka api port", mode="keyword", limit=10)
+    hits = {r["session_id"]: r["message_id"] for r in answer["results"]}
+    assert hits.get("cur") == decided and "acp1" in hits, answer
+    assert len({"p1", "p2"} & set(hits)) == 1, answer  # one conversation, one result
+    assert result_sessions(s30.search("cur", "settled", mode="keyword", limit=10)) == []  # the summary
+    assert "cur" not in result_sessions(s30.search("cur", "what did we say", mode="keyword", limit=10))  # live
+
+
 def test_kanban_workers_are_not_history_and_hidden_sessions_are_not_listed(s30: World):
     s30.s30_session("worker", source="kanban", messages=[("user", "walrus ticket 7 done")])
     s30.s30_session("botchat", hidden=True, messages=[("user", "walrus chat in the bot")])
