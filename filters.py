@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import echo
+from .stored_text import roles_sql
 
 #: Roles whose messages are searchable; tool output counts (a match in a command's output finds the session).
 SEARCH_ROLES: tuple[str, ...] = ("user", "assistant", "tool")
@@ -21,7 +22,8 @@ class Filters:
     """Message-level filters of one search; the default admits every searchable message.
 
     ``since`` inclusive, ``until`` exclusive (Unix seconds against ``messages.timestamp``; a message without
-    one never passes a date bound). ``roles``: a subset of :data:`SEARCH_ROLES`.
+    one never passes a date bound). ``roles``: a subset of :data:`SEARCH_ROLES`, as rows are read
+    (:func:`stored_text.role_of`: Hermes' notices of background work are tool output).
     """
 
     since: float | None = None
@@ -36,8 +38,8 @@ class Filters:
 
     def sql(self) -> tuple[str, list[Any]]:
         """``(clause, params)`` for the ``m`` alias of ``messages``."""
-        clause = "m.role IN ({})".format(", ".join("?" * len(self.roles)))
-        params: list[Any] = list(self.roles)
+        clause, roles = roles_sql(self.roles)
+        params: list[Any] = list(roles)
         if self.since is not None:
             clause += " AND m.timestamp >= ?"
             params.append(self.since)
@@ -47,7 +49,8 @@ class Filters:
         return clause, params
 
     def admits(self, role: str, timestamp: float | None) -> bool:
-        """The same test as :meth:`sql`, for a message already fetched (its role and timestamp)."""
+        """The same test as :meth:`sql`, for a message already fetched (its role as read, ``MessageRow.role``, and
+        its timestamp)."""
         if role not in self.roles:
             return False
         if self.since is not None and (timestamp is None or timestamp < self.since):

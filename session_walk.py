@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from . import store
+from . import store, stored_text
 from .records import MessageRow
 
 #: Rows a walk reads past the ones it keeps (a rewind takes back whole turns) before it stops and says so. A row
@@ -37,7 +37,7 @@ def walk_session(
 
     It starts after ``start`` (a message's ``(timestamp, id)``; ``None``: the session's first message, or last
     with ``back``) and reads at most ``count + reach`` rows (``reach``: :data:`HIDDEN_REACH` unless given). With
-    ``role``, only messages of that role with text as read are kept (:data:`store.SHOWS_TEXT`: not Hermes' notes to
+    ``role``, only messages read as that role (:func:`stored_text.role_of`) with text as read are kept (:data:`store.SHOWS_TEXT`: not Hermes' notes to
     the model or its compaction summaries). ``stopped``: fewer than ``count`` kept and the
     session has more rows past them.
     """
@@ -47,7 +47,8 @@ def walk_session(
     shape = store.layout_of(conn)
     kept_sql, kept_params, shown_here = shape.rows_sql(), [], shape.shown_here_sql()
     if role is not None:  # role first: no tool log's content read
-        kept_sql, kept_params = f"m.role = ? AND {store.SHOWS_TEXT} AND {kept_sql}", [role]
+        role_sql, kept_params = stored_text.roles_sql((role,))
+        kept_sql = f"{role_sql} AND {store.SHOWS_TEXT} AND {kept_sql}"
     ids: list[int] = []
     rows = _session_rows(conn, session_id, start, back=back, cap=count + reach + 1, span=SPREAD * (count + 1),
                          kept=(kept_sql, kept_params))

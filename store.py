@@ -502,7 +502,8 @@ def _parsed_calls(tool_calls: Any) -> list[Any] | None:
 
 
 def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, MessageRow]:
-    """Message rows by id; ``text`` is the searchable text (content, tool name, tool call JSON)."""
+    """Message rows by id; ``text`` is the searchable text (content, tool name, tool call JSON), ``role`` the role
+    it is read as (:func:`stored_text.role_of`)."""
     if not ids:
         return {}
     sql = """
@@ -515,7 +516,8 @@ def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Me
         calls = _calls_text(tool_name, tool_calls) if tool_name or tool_calls else ""
         text = "" if tool_name in RECALL_TOOLS else _joined(body, calls)
         whole = content is None or body == content  # read as stored
-        out[int(mid)] = MessageRow(int(mid), sid, role or "", text, ts, calls if text.endswith(calls) else "", whole)
+        out[int(mid)] = MessageRow(int(mid), sid, stored_text.role_of(role or "", content), text, ts,
+                                   calls if text.endswith(calls) else "", whole)
     return out
 
 

@@ -52,6 +52,29 @@ def _starts(prefixes: tuple[str, ...]) -> str:
 NOTE_ROW_SQL = (f"((m.role = 'user' AND ({_starts(NOTE_PREFIXES)}))"
                 f" OR (m.role IN ('user', 'assistant') AND ({_starts(SUMMARY_PREFIXES)})))")
 SKILL_ROW_SQL = f"(m.role = 'user' AND substr(m.content, 1, {len(SKILL_PREFIX)}) = '{SKILL_PREFIX}')"
+#: How Hermes' notices of background work start: a background process's exit or watch match, with its output
+#: (tools/process_registry.py ``format_process_notification``), and an async delegation's result, with the
+#: subagent's summary. Hermes stores them as user rows, since they wake the agent; the person wrote none of them
+#: (``_is_real_user_message``). They are the work's output, so every reader here takes them for tool output
+#: (:func:`role_of`): shown as ``tool``, found by ``role: tool``, not by ``role: user``.
+NOTICE_PREFIXES = ("[IMPORTANT: Background process ", "[ASYNC DELEGATION COMPLETE", "[ASYNC DELEGATION BATCH COMPLETE")
+NOTICE_ROW_SQL = f"(m.role = 'user' AND ({_starts(NOTICE_PREFIXES)}))"
+
+
+def role_of(role: str, content: Any) -> str:
+    """The role a row is read as: ``tool`` for Hermes' notice of background work (:data:`NOTICE_PREFIXES`), else
+    its own."""
+    return "tool" if role == "user" and isinstance(content, str) and content.startswith(NOTICE_PREFIXES) else role
+
+
+def roles_sql(roles: tuple[str, ...]) -> tuple[str, list[str]]:
+    """``(clause, params)``: the row (``messages`` as ``m``) is read as one of ``roles`` (:func:`role_of`)."""
+    clause, params = "m.role IN ({})".format(", ".join("?" * len(roles))), list(roles)
+    if "user" in roles and "tool" not in roles:
+        clause = f"({clause} AND NOT {NOTICE_ROW_SQL})"
+    elif "tool" in roles and "user" not in roles:
+        clause = f"({clause} OR {NOTICE_ROW_SQL})"
+    return clause, params
 _SINGLE_MARKER = "The full skill content is loaded below.]"
 _SINGLE_INSTRUCTION = "The user has provided the following instruction alongside the skill invocation: "
 _RUNTIME_NOTE = "\n\n[Runtime note:"

@@ -354,6 +354,37 @@ def test_compaction_summaries_and_hermes_scaffolding_are_not_history(proj):
         conn.close()
 
 
+def test_notices_of_background_work_are_tool_output(proj):
+    """Hermes wakes the agent with a notice of background work stored as a user row: a background process's exit,
+    with its output, and an async delegation's result, with the subagent's summary (both made by Hermes' own
+    ``format_process_notification``). The person wrote neither: they are searched as tool output (found by
+    ``role: tool``, not by ``role: user``), shown as ``tool`` when read, and never a session's first question."""
+    from tools.process_registry import format_process_notification
+
+    sid = proj.session("bg", proj.paths["alpha"])
+    exit_notice = format_process_notification({"type": "completion", "session_id": "proc_1", "exit_code": 1,
+                                               "command": "pytest -q", "output": "FAILED test_wombat_ledger"})
+    delegation = format_process_notification({"type": "async_delegation", "delegation_id": "deleg_7",
+                                              "goal": "audit the ledger", "status": "completed",
+                                              "summary": "the wombat ledger double-counts refunds"})
+    assert exit_notice and delegation and delegation.startswith("[ASYNC DELEGATION COMPLETE")
+    notices = [proj.say(sid, "user", text) for text in (exit_notice, delegation)]
+    said = proj.say(sid, "user", "why does the wombat ledger fail?")
+    proj.say(sid, "assistant", "refunds are counted twice in the wombat ledger")
+    found = {role: {r["message_id"] for r in proj.search("cur", "wombat ledger", mode="keyword", limit=10,
+                                                         **({"role": role} if role else {}))["results"]}
+             for role in ("user", "tool", None)}
+    # one result per conversation: the best of the session's messages that the filter admits
+    assert found["user"] == {said} and found["tool"] <= set(notices) and found["tool"] and found[None], found
+    only_notices = proj.search("cur", "double-counts FAILED", mode="keyword", role="user")
+    assert only_notices["success"] is True and not only_notices["results"], only_notices
+    answer = read(proj, {"session_id": sid, "message_id": notices[0], "before": 0, "after": 3})
+    roles = {m["message_id"]: m["role"] for m in answer["messages"]}
+    assert [roles[i] for i in (*notices, said)] == ["tool", "tool", "user"], answer
+    listed = {s["session_id"]: s for s in proj.call("project_history_recent", {"limit": 20}, "cur")["sessions"]}
+    assert "wombat ledger fail" in str(listed[sid]), listed[sid]
+
+
 # ---------------------------------------------------------------------------
 # project_history_recent
 # ---------------------------------------------------------------------------

@@ -44,13 +44,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("secret_patterns",),  # pure: the shapes of secrets redaction looks for
     ("answers", "render"),  # pure: what every answer shares, text for people
     ("records",),  # pure: the records every layer passes on (a message, a session, a scope)
-    ("query", "attribution", "filters", "paths", "echo", "stored_text"),  # pure core; echoes of recalls; a row's content as written or asked
+    ("query", "attribution", "filters", "paths", "echo"),  # pure core; echoes of recalls
+    ("stored_text",),  # pure: a row's content and role as written or asked
     ("errors",),  # pure: the failures, and how much of a value a message repeats
     ("unicode61",),  # pure: FTS5's tokenizer, asked of SQLite in memory
     ("state",),  # the data of every process cache (imports nothing)
 )
 #: The layers that read no file, open no database file and start no thread.
-PURE = LAYERS[-13:]
+PURE = LAYERS[-14:]
 RANK = {name: depth for depth, layer in enumerate(LAYERS) for name in layer}
 MODULES = sorted(p.stem for p in ROOT.glob("*.py"))
 
