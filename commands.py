@@ -4,24 +4,28 @@ The commands are :data:`COMMANDS` (``/history`` itself is a Hermes built-in,
 so plugins cannot register it).
 
 Hermes calls a plugin command with the text after it and nothing else. Where
-Hermes names the live conversation (the interactive terminal CLI after its
-first message: ``ctx.dispatch_tool`` passes the CLI's agent), the commands
-run the agent's tools for it, so its project is the conversation's and the
-conversation itself is left out of what is searched. Elsewhere (the gateway,
-the desktop, a CLI before its first message) they are scoped by Hermes'
-working directory and say so. Every command answers readable text and never
-raises. Their arguments follow ``command_args.py``'s grammar.
+the live conversation can be told (the interactive terminal CLI after its
+first message: ``ctx.dispatch_tool`` passes the CLI's agent; the terminal UI's
+and desktop's command worker, started for one conversation), the commands run
+the agent's tools for it, so its project is the conversation's and the
+conversation itself is left out of what is searched. In a CLI before its first
+message they are scoped by Hermes' working directory and say so; in the
+messaging gateway, whose folder is no chat's project, they answer nothing of
+it. Every command answers readable text and never raises. Their arguments
+follow ``command_args.py``'s grammar.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
+import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import command_args, errors, handlers, indexing, move, paths, render, status, store, warm_up
+from . import command_args, errors, handlers, indexing, move, paths, render, session_rows, status, store, warm_up
 from .command_args import ArgumentError, Grammar
 
 INDEX_COMMAND_SECONDS = 60.0
@@ -52,24 +56,67 @@ def _answer(name: str, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     return json.loads(handlers.guarded(name, body))
 
 
+def _in_gateway() -> bool:
+    """Whether this is Hermes' messaging gateway (``gateway/run.py`` marks its process so): a chat's commands come
+    with no conversation, and the process's working folder is wherever the gateway was started, not the chat's."""
+    return os.environ.get("_HERMES_GATEWAY") == "1"
+
+
+#: What a folder-scoped command answers in the messaging gateway.
+IN_A_CHAT = ("in a chat, Hermes does not tell plugin commands which conversation they come from, and the gateway's "
+             "folder is not the chat's project, so this command answers nothing here. Ask the agent instead (\"search "
+             "our history for ...\"): it searches this conversation's project, when the conversation has one.")
+
+
+def _served_conversation() -> str:
+    """The conversation a TUI or desktop slash worker serves, ``""`` elsewhere or when state.db does not hold it.
+
+    Hermes' terminal UI and desktop run slash commands in a worker process of their own per conversation
+    (``python -m tui_gateway.slash_worker --session-key ID``), which exports the conversation's session id as
+    ``HERMES_SESSION_KEY``, in the backend's working folder, with no CLI reference for ``dispatch_tool`` to pass.
+    """
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    key = os.environ.get("HERMES_SESSION_KEY", "").strip()
+    if getattr(spec, "name", "") != "tui_gateway.slash_worker" or not key:
+        return ""
+    try:
+        conn = store.open_state_db(paths.hermes_home())
+    except errors.StoreError:
+        return ""
+    try:
+        return key if session_rows.session_info(conn, key) is not None else ""
+    except sqlite3.DatabaseError:
+        return ""
+    finally:
+        conn.close()
+
+
 def _for_conversation(dispatch: Dispatch, tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
-    """The tool's answer for the live conversation, or ``None`` when Hermes does not name one here."""
+    """The tool's answer for the live conversation (the CLI's agent, or the conversation a slash worker serves), or
+    ``None`` when Hermes does not name one here."""
     try:
         raw = dispatch(tool, args, **{handlers.FROM_COMMAND: True})
         answer = json.loads(raw) if isinstance(raw, str) else dict(raw)
     except (TypeError, ValueError):
         return None
     if not answer.get("success") and answer.get("code") == "no_session":
-        return None
+        served = _served_conversation()
+        if not served:
+            return None
+        handler = next(h for t, _, h, _ in handlers.TOOLS if t == tool)
+        answer = json.loads(handler(args, **{handlers.FROM_COMMAND: True, "session_id": served}))
     return answer
 
 
 def _scoped(dispatch: Dispatch, name: str, tool: str, args: dict[str, Any],
             render_answer: Callable[[Mapping[str, Any], str | None], str]) -> str:
-    """The tool's answer for the live conversation, else for Hermes' working directory (said in its first line)."""
+    """The tool's answer for the live conversation, else for Hermes' working directory (said in its first line);
+    in the messaging gateway, :data:`IN_A_CHAT`."""
     answer = _for_conversation(dispatch, tool, args)
     cwd = None
     if answer is None:
+        if _in_gateway():
+            return f"{name}: {IN_A_CHAT}"
         cwd = _command_cwd()
         if not cwd:
             return f"{name}: Hermes' working directory no longer exists; cd somewhere and retry"
@@ -126,7 +173,7 @@ def command_index(raw_args: str = "") -> str:
     answer = _answer("/history-index", lambda: indexing.index_projects(
         home=paths.hermes_home(), deadline=time.monotonic() + INDEX_COMMAND_SECONDS))
     first = render.render_index_run(answer)
-    cwd = _command_cwd()
+    cwd = "" if _in_gateway() else _command_cwd()  # the gateway's folder is not a chat's project
     if not cwd or answer.get("code") in ("no_db", "db_unreadable"):
         return first
     report = _answer("/history-index", lambda: status.index_status(home=paths.hermes_home(), cwd=cwd))
@@ -163,11 +210,9 @@ def make_move_command(dispatch: Dispatch) -> Callable[[str], str]:
         if not checked.get("success"):  # the error says what a target is: only the targets follow
             return f"history move: {checked.get('error')}\n{_move_choices(say_missing_db=False)}"
         label = checked["label"]
-        try:
-            raw = dispatch(handlers.MOVE_TOOL, {"project_id": token}, **{handlers.FROM_COMMAND: True})
-            answer = json.loads(raw) if isinstance(raw, str) else dict(raw)
-        except (TypeError, ValueError) as exc:
-            return f"history move: unexpected answer from Hermes' tool dispatch: {exc}"
+        answer = _for_conversation(dispatch, handlers.MOVE_TOOL, {"project_id": token})
+        if answer is None:
+            answer = {"success": False, "code": "no_session", "error": handlers.NO_SESSION_COMMAND}
         if answer.get("success"):
             here, project = _command_cwd(), answer.get("project") or {}
             after = ("it is in no project now, so its searches find nothing" if project.get("kind") == "home"

@@ -225,7 +225,7 @@ def _current_session(kwargs: Mapping[str, Any]) -> str:
         value = getattr(kwargs.get("parent_agent"), "session_id", None)
         session_id = value.strip() if isinstance(value, str) else ""
     if not session_id:
-        raise errors.NoSession(_NO_SESSION_COMMAND if kwargs.get(FROM_COMMAND) else _NO_SESSION)
+        raise errors.NoSession(NO_SESSION_COMMAND if kwargs.get(FROM_COMMAND) else _NO_SESSION)
     return session_id
 
 
@@ -235,10 +235,10 @@ FROM_COMMAND = "phr_slash_command"
 #: With :data:`FROM_COMMAND`, where Hermes names no conversation: the folder the command is scoped by.
 IN_FOLDER = "phr_in_folder"
 
-_NO_SESSION_COMMAND = (
+NO_SESSION_COMMAND = (
     "this slash command cannot tell which conversation is yours here: Hermes passes plugin commands "
     "only the text after the command, and names the live conversation only in the interactive "
-    "terminal CLI after its first message"
+    "terminal CLI after its first message, and in the terminal UI's and desktop's command workers"
 )
 
 

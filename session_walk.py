@@ -37,18 +37,19 @@ def walk_session(
 
     It starts after ``start`` (a message's ``(timestamp, id)``; ``None``: the session's first message, or last
     with ``back``) and reads at most ``count + reach`` rows (``reach``: :data:`HIDDEN_REACH` unless given). With
-    ``role``, only messages read as that role (:func:`stored_text.role_of`) with text as read are kept (:data:`store.SHOWS_TEXT`: not Hermes' notes to
-    the model or its compaction summaries). ``stopped``: fewer than ``count`` kept and the
-    session has more rows past them.
+    ``role``, only messages read as that role (:func:`stored_text.role_of`) with text as read are kept
+    (:data:`store.SHOWS_TEXT`: not Hermes' notes to the model or its compaction summaries). ``stopped``: fewer
+    than ``count`` kept and the session has more rows past them.
     """
     if count <= 0:
         return [], False
     reach = HIDDEN_REACH if reach is None else reach
     shape = store.layout_of(conn)
-    kept_sql, kept_params, shown_here = shape.rows_sql(), [], shape.shown_here_sql()
+    kept_sql, shown_here = shape.rows_sql(), shape.shown_here_sql()
+    kept_params: list[Any] = []
     if role is not None:  # role first: no tool log's content read
-        role_sql, kept_params = stored_text.roles_sql((role,))
-        kept_sql = f"{role_sql} AND {store.SHOWS_TEXT} AND {kept_sql}"
+        role_sql, roles = stored_text.roles_sql((role,))
+        kept_sql, kept_params = f"{role_sql} AND {store.SHOWS_TEXT} AND {kept_sql}", list(roles)
     ids: list[int] = []
     rows = _session_rows(conn, session_id, start, back=back, cap=count + reach + 1, span=SPREAD * (count + 1),
                          kept=(kept_sql, kept_params))

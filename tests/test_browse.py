@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shlex
 import sqlite3
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -682,12 +684,12 @@ def test_recent_and_read_after_the_first_message(shell: Any, chat: FakeChat):
         shell._phr_db.close()
 
 
-@pytest.mark.parametrize("where", ["cli_before_first_message", "gateway"])
+@pytest.mark.parametrize("where", ["cli_before_first_message", "no_cli_reference"])
 def test_commands_fall_back_to_the_working_folder_and_say_so(shell: Any, where: str):
     alpha = shell.world.paths["alpha"]
 
     def run(name: str, args: str = "") -> str:
-        if where == "gateway":
+        if where == "no_cli_reference":
             return slash(name, args)
         assert shell.agent is None
         return shell.run_line(f"/{name} {args}".rstrip())
@@ -707,6 +709,41 @@ def test_commands_fall_back_to_the_working_folder_and_say_so(shell: Any, where: 
     for bad, named in (("a_past 1 2", "'2'"), ("a_past notanumber", "'notanumber'"), ("a_past --max-chars many", "'many'")):
         out = run("history-read", bad)
         assert out.startswith("/history-read: ") and named in out and "\nusage: /history-read" in out, bad
+
+
+def test_in_the_messaging_gateway_commands_answer_nothing_of_its_folder(shell: Any, monkeypatch: pytest.MonkeyPatch):
+    """The gateway calls a plugin command with its text alone, and its working folder is wherever it was started (here
+    the repo alpha): a chat's /history-search must not answer with that folder's CLI history."""
+    monkeypatch.setenv("_HERMES_GATEWAY", "1")  # as gateway/run.py marks its process
+    for name, args in (("history-search", QUESTION), ("history-recent", ""),
+                       ("history-read", f"a_past {shell.world.past_ids[1]}")):
+        out = slash(name, args)
+        assert "in a chat" in out and "Ask the agent" in out, out
+        assert "websocket" not in out.replace(QUESTION, "") and "a_past" not in out and "alpha" not in out, out
+    assert "alpha" not in slash("history-index")
+
+
+def test_a_terminal_ui_command_worker_answers_for_the_conversation_it_serves(world: World):
+    """Hermes' terminal UI and desktop run slash commands in a worker process per conversation (``python -m
+    tui_gateway.slash_worker --session-key ID``), in the backend's folder, with no CLI reference: the real worker,
+    started in beta for a conversation of alpha, answers for alpha, the conversation itself left out."""
+    alpha, beta = world.repo("alpha"), world.repo("beta")
+    world.session("a_past", alpha, messages=[("assistant", PAST_DECISION)])
+    world.session("b_ws", beta, messages=[("assistant", "beta decided websocket reconnects differently")])
+    world.session("ui_live", alpha, source="tui", messages=[("user", QUESTION)])
+    world.close()
+    commands = ["/history-search websocket reconnects", "/history-recent", "/history-move --home"]
+    worker = subprocess.run(
+        [sys.executable, "-m", "tui_gateway.slash_worker", "--session-key", "ui_live"], cwd=beta, capture_output=True,
+        text=True, timeout=120, input="".join(json.dumps({"id": i, "command": c}) + "\n" for i, c in enumerate(commands)),
+        env={**os.environ, "HERMES_HOME": str(world.home)})
+    answers = {a["id"]: a for a in map(json.loads, worker.stdout.splitlines())}
+    found, recent, moved = (answers[i]["output"] for i in range(3))
+    for out in (found, recent):
+        assert out.startswith("Scoped to this conversation's project: alpha"), out
+        assert "@session:a_past" in out and "b_ws" not in out and "@session:ui_live" not in out, out
+    assert moved.startswith("Moved this conversation to Home") and "ui_live" in moved, moved
+    assert world.session_row("ui_live")["cwd"] == os.path.expanduser("~")
 
 
 def test_history_help_lists_every_command_tool_and_the_command_line(shell: Any):
