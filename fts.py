@@ -191,6 +191,73 @@ def _filters(conn: sqlite3.Connection, scope: Scope) -> tuple[str, list[Any]]:
     return clause, params
 
 
+
+#: Rows a candidate pick checks at first (:func:`_first_passing`); each later batch is twice the last.
+CHECK_BATCH = 64
+
+
+def _early_filters(scope: Scope) -> tuple[str, list[Any]]:
+    """The conditions of :func:`_filters` a row's first columns answer (its role), and the asking session's live rows
+    left out through Hermes' (session_id, active) index: none reads past a row's content. A row's visibility, time
+    and tool name lie past it, in a long log's overflow pages, and are checked by :func:`_first_passing`."""
+    clause = "m.role IN ({})".format(", ".join("?" * len(scope.filters.roles)))
+    params: list[Any] = list(scope.filters.roles)
+    if scope.live:
+        clause += (" AND NOT (m.session_id = ? AND m.id IN (SELECT l.id FROM messages l WHERE l.session_id = ?"
+                   " AND l.active = 1))")
+        params += [scope.live, scope.live]
+    return clause, params
+
+
+def _passing(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[int]:
+    """Those of the message ids ``ids`` that meet every condition of :func:`_filters`."""
+    where, params = _filters(conn, scope)
+    sql = f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {where}"
+    return {int(r[0]) for r in conn.execute(sql, [json.dumps([int(i) for i in ids]), *params])}
+
+
+def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tuple[int, str]], *, per_session: int,
+                   limit: int) -> list[tuple[int, str]]:
+    """Of ``ordered`` (``(message id, session id)``, best first, each meeting :func:`_early_filters`), the rows meeting
+    every condition of :func:`_filters`, at most ``per_session`` of a session and ``limit`` in all, in order: what
+    checking every row, keeping each session's best ``per_session`` and the best ``limit`` of those gives.
+
+    Rows are checked a batch at a time (``CHECK_BATCH``, then twice as many), in order, only those a session may
+    still keep: a session's rows past its best are never read (a 100 KB log's overflow pages, for its visibility)."""
+    out: list[tuple[int, str]] = []
+    taken: dict[str, int] = {}
+    verdict: dict[int, bool] = {}
+    i, batch = 0, CHECK_BATCH
+    while i < len(ordered) and len(out) < limit:
+        # The rows to check: those the sessions may keep if every row not checked yet passes, as far as they fill
+        # what is left of the limit (or a batch).
+        need: list[int] = []
+        planned, room, k = dict(taken), limit - len(out), i
+        while k < len(ordered) and room > 0 and len(need) < batch:
+            mid, sid = ordered[k]
+            if planned.get(sid, 0) < per_session and verdict.get(mid, True):
+                planned[sid] = planned.get(sid, 0) + 1
+                room -= 1
+                if mid not in verdict:
+                    need.append(mid)
+            k += 1
+        if need:
+            passed = _passing(conn, scope, need)
+            verdict.update((mid, mid in passed) for mid in need)
+        # Keep rows in order up to the first one a session may keep that is not checked yet.
+        while i < len(ordered) and len(out) < limit:
+            mid, sid = ordered[i]
+            if taken.get(sid, 0) < per_session:
+                if mid not in verdict:
+                    break
+                if verdict[mid]:
+                    out.append((mid, sid))
+                    taken[sid] = taken.get(sid, 0) + 1
+            i += 1
+        batch *= 2
+    return out
+
+
 @dataclass(frozen=True)
 class Near:
     """Which message ids may belong to a scope, tested inside SQLite before a match is joined to ``messages``.
@@ -234,42 +301,40 @@ def session_candidates(
     Raises ``sqlite3.OperationalError`` on an FTS syntax error, ``sqlite3.DatabaseError`` on a damaged index.
     """
     table = TABLES[space]
-    where, params = _filters(conn, scope)
+    cheap, cheap_params = _early_filters(scope)
     early, early_params = _early(table, near)
+    score = "-m.id" if newest else f"bm25({table})"
     sql = f"""
-        WITH hits AS MATERIALIZED (
-            SELECT m.id AS id, m.session_id AS session_id, {"-m.id" if newest else f"bm25({table})"} AS score
-            FROM {table} JOIN messages m ON m.id = {table}.rowid
-            WHERE {table} MATCH ? AND {early}{store.SCOPE_SQL} AND {where}
-        )
-        SELECT id, session_id FROM (
-            SELECT id, session_id, score,
-                   row_number() OVER (PARTITION BY session_id ORDER BY score, id DESC) AS n
-            FROM hits
-        ) WHERE n <= ? ORDER BY score, id DESC LIMIT ?
+        SELECT m.id, m.session_id FROM {table} JOIN messages m ON m.id = {table}.rowid
+        WHERE {table} MATCH ? AND {early}{store.SCOPE_SQL} AND {cheap}
+        ORDER BY {score}, m.id DESC
     """
-    rows = conn.execute(sql, [match, *early_params, scope.ids_json, *params, per_session, limit])
-    return [(int(r[0]), r[1]) for r in rows]
+    rows = conn.execute(sql, [match, *early_params, scope.ids_json, *cheap_params])
+    return _first_passing(conn, scope, [(int(r[0]), r[1]) for r in rows], per_session=per_session, limit=limit)
 
 
 def range_matches(
     conn: sqlite3.Connection, space: str, match: str, scope: Scope, sessions: Sequence[str], low: int, high: int,
-    limit: int,
+    limit: int, *, per_session: int,
 ) -> list[tuple[int, str]]:
-    """Live messages of ``sessions`` matching ``match`` with ids in ``[low, high]``: ``[(message id, session id)]``.
+    """Live messages of ``sessions`` matching ``match`` with ids in ``[low, high]``, each session's ``per_session``
+    shortest (in the index's tokens; the newer of two alike), at most ``limit``: ``[(message id, session id)]``.
 
     ``scope`` supplies the filters. FTS5 seeks each term's list to the range, so the cost grows with the
-    matches inside it. No ``bm25()``: it would count a common term's rows in the whole index on every call.
+    matches inside it. No ``bm25()``: it would count a common term's rows in the whole index on every call. Only
+    the rows a session may keep are read past their first columns (:func:`_first_passing`).
     """
     table = TABLES[space]
-    where, params = _filters(conn, scope)
+    cheap, cheap_params = _early_filters(scope)
     sql = f"""
         SELECT m.id, m.session_id FROM {table} JOIN messages m ON m.id = {table}.rowid
         WHERE {table} MATCH ? AND {table}.rowid >= ? AND {table}.rowid <= ?
-          AND {where} AND +m.session_id IN (SELECT value FROM json_each(?))
-        LIMIT ?
+          AND {cheap} AND +m.session_id IN (SELECT value FROM json_each(?))
     """
-    return [(int(r[0]), r[1]) for r in conn.execute(sql, [match, low, high, *params, json.dumps(list(sessions)), limit])]
+    rows = [(int(r[0]), r[1]) for r in conn.execute(sql, [match, low, high, *cheap_params, json.dumps(list(sessions))])]
+    lengths = doc_lengths(conn, space, [mid for mid, _ in rows])
+    rows.sort(key=lambda r: (lengths.get(r[0], 1 << 30), -r[0]))
+    return _first_passing(conn, scope, rows, per_session=per_session, limit=limit)
 
 
 def doc_lengths(conn: sqlite3.Connection, space: str, ids: Sequence[int]) -> dict[int, int]:

@@ -395,7 +395,9 @@ def _scan(
             rows, read, cut = fts.like_newest(conn, needles, scope, order[i][0], limit=SCAN_ROWS,
                                                  read=SCAN_MESSAGES - covered)
         else:
-            rows, read = fts.range_matches(conn, space, match, scope, [o[0] for o in order[i:j]], low, high, SCAN_ROWS), high - low + 1
+            rows = fts.range_matches(conn, space, match, scope, [o[0] for o in order[i:j]], low, high, SCAN_ROWS,
+                                      per_session=PER_SESSION)
+            read = high - low + 1
         for mid, sid in rows:
             matched[mid] = sid
             sessions.add(sid)

@@ -11,6 +11,7 @@ import importlib
 import random
 import sqlite3
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -287,3 +288,63 @@ def test_each_note_of_the_keyword_leg_is_said_once(world: World, monkeypatch):
     db.start_rebuild()
     note = world.search("cur", "问题", role="tool", mode="keyword")["keyword_note"]
     assert note.count(lexical.LIKE_NOTE) == 1 and "rebuilding" in note, note
+
+
+# -- candidates' late columns ----------------------------------------------------------------
+
+
+def bytes_read() -> int:
+    """Bytes this process has read from files so far (``rchar``: SQLite reads its pages with ``pread``)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
+
+
+def logs_session(world: World, sid: str, repo: Path, n: int, *, live: bool = False) -> None:
+    """Session ``sid`` in ``repo``: ``n`` tool logs of 100 KB, each holding 'pelican'; with ``live``, an asking
+    session compacted in place (one archived row, the logs its live context)."""
+    world.session(sid, repo, style="cli")
+    world.close()
+    conn = sqlite3.connect(world.home / "state.db")
+    with conn:
+        base = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        rows = [("user", "archived: the pelican plan", 0, 1)] if live else []
+        rows += [("tool", f"log {i}: pelican seen " + "z" * 100_000, 1, 0) for i in range(n)]
+        conn.executemany("INSERT INTO messages (session_id, role, content, tool_name, active, compacted, timestamp) "
+                         "VALUES (?, ?, ?, 'terminal', ?, ?, ?)",
+                         [(sid, role, text, active, compacted, 1_800_000_000 + base + i)
+                          for i, (role, text, active, compacted) in enumerate(rows)])
+    conn.close()
+
+
+@pytest.mark.parametrize("path", ["selective", "common", "live"])
+def test_a_session_of_many_matching_logs_is_read_for_the_candidates_it_keeps(world: World, monkeypatch, path: str):
+    """A session of n tool logs of 100 KB, every one holding the query's word (a rare word, or a common one read
+    newest first), or the asking session compacted in place with those logs as its live context: a search read every
+    log whole (2.5 MB at n=24, 9.8 MB at n=96) to keep a session's best three, as a row's visibility, tool name and
+    time lie past its content, in its overflow pages. Now only the rows a session may keep are checked (0.42 MB,
+    0.62 MB; the asking session's live rows are left out through Hermes' (session_id, active) index)."""
+    if path == "common":
+        monkeypatch.setattr(plugin("lexical"), "RANK_BUDGET", 20)  # 'pelican' picks no candidates: the scan reads it
+    # CJK text in the profile: whether words may be run into it is asked once (fts.holds_cjk keeps a yes)
+    world.session("cjk", world.repo("cjk"), messages=[("user", "用缓存")])
+    costs = []
+    for n in (24, 96):
+        repo = world.repo(f"r{n}")
+        for i in range(5):
+            world.session(f"o{n}_{i}", repo, style="cli", messages=[("user", f"a pelican {i}")])
+        asker = f"cur{n}"
+        if path == "live":
+            logs_session(world, asker, repo, n, live=True)
+        else:
+            logs_session(world, f"logs{n}", repo, n)
+            world.session(asker, repo, style="cli", messages=[("user", "hi")])
+        world.search(asker, "pelican", mode="keyword")  # the census and the session ranges, once per process
+        start = bytes_read()
+        answer = world.search(asker, "pelican", mode="keyword", limit=10)
+        costs.append(bytes_read() - start)
+        expected = {f"o{n}_{i}" for i in range(5)} | {asker if path == "live" else f"logs{n}"}
+        assert set(result_sessions(answer)) == expected, answer
+    small, large = costs
+    assert large - small <= 0.1 * 72 * 100_000, costs  # 72 more logs of 100 KB: a page or so each, not the log
