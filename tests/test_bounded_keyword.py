@@ -348,3 +348,30 @@ def test_a_session_of_many_matching_logs_is_read_for_the_candidates_it_keeps(wor
         assert set(result_sessions(answer)) == expected, answer
     small, large = costs
     assert large - small <= 0.1 * 72 * 100_000, costs  # 72 more logs of 100 KB: a page or so each, not the log
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.integers(0, 5), st.booleans()), max_size=60), st.integers(1, 4), st.integers(0, 30))
+def test_candidates_checked_as_sessions_fill_are_those_every_row_checked_gives(rows, per_session: int, limit: int):
+    """``fts._first_passing`` keeps what checking every row, then each session's best ``per_session``, then the best
+    ``limit`` of those keeps; a batch of one row at a time or of many."""
+    from project_history_recall import fts
+
+    ordered = [(mid, f"s{session}") for mid, (session, _) in enumerate(rows)]
+    passes = {mid for mid, (_, ok) in enumerate(rows) if ok}
+    taken: dict[str, int] = {}
+    expected = []
+    for mid, sid in ordered:
+        if mid in passes and taken.get(sid, 0) < per_session:
+            taken[sid] = taken.get(sid, 0) + 1
+            expected.append((mid, sid))
+    for batch in (1, 3, 64):
+        checked: list[int] = []
+        real = (fts._passing, fts.CHECK_BATCH)
+        fts._passing = lambda conn, scope, ids, checked=checked: checked.extend(ids) or {i for i in ids if i in passes}
+        fts.CHECK_BATCH = batch
+        try:
+            assert fts._first_passing(None, None, ordered, per_session=per_session, limit=limit) == expected[:limit]
+        finally:
+            fts._passing, fts.CHECK_BATCH = real
+        assert len(checked) == len(set(checked))  # each row checked once
