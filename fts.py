@@ -199,9 +199,14 @@ CHECK_BATCH = 64
 def _early_filters(scope: Scope) -> tuple[str, list[Any]]:
     """The conditions of :func:`_filters` a row's first columns answer (its role), and the asking session's live rows
     left out through Hermes' (session_id, active) index: none reads past a row's content. A row's visibility, time
-    and tool name lie past it, in a long log's overflow pages, and are checked by :func:`_first_passing`."""
-    clause = "m.role IN ({})".format(", ".join("?" * len(scope.filters.roles)))
-    params: list[Any] = list(scope.filters.roles)
+    and tool name lie past it, in a long log's overflow pages, and are checked by :func:`_first_passing`; so is
+    whether a user row is Hermes' notice of background work (read as ``tool``: its content's start), so ``tool``
+    admits user rows here."""
+    roles = scope.filters.roles
+    if "tool" in roles and "user" not in roles:
+        roles = (*roles, "user")
+    clause = "m.role IN ({})".format(", ".join("?" * len(roles)))
+    params: list[Any] = list(roles)
     if scope.live:
         clause += (" AND NOT (m.session_id = ? AND m.id IN (SELECT l.id FROM messages l WHERE l.session_id = ?"
                    " AND l.active = 1))")
