@@ -158,14 +158,33 @@ def prefix_frequency(conn: sqlite3.Connection, space: str, prefix: str) -> int:
     return _counted(conn, space, "prefix:" + prefix, count)
 
 
+#: CJK text: kana, the unified ideographs and Hangul (the trigrams between these bounds, as FTS5 sorts them).
+_CJK = ("\u3040", "\ud7b0")
+
+
 def holds_cjk(conn: sqlite3.Connection) -> bool:
-    """Whether the trigram index holds any CJK text at all (one vocabulary seek; a yes is kept)."""
+    """Whether the trigram index may hold CJK text (a yes or a no kept for ten minutes).
 
-    def count() -> int:
+    A vocabulary seek first: it reads the whole list of the trigram sorted just before CJK (a progress bar's
+    ``━━━`` in every tool log of the state.db). A no is kept with the highest message id it covers, and later
+    searches look for CJK only in the text of newer messages (Hermes adds messages, it does not edit them): what
+    they cost grows with what was written since, not with the state.db. A state.db whose newest id went down (put
+    back from an older copy) is asked in full again.
+    """
+    db, now = _db_name(conn), time.monotonic()
+    if _kept((db, "trigram", "holds:cjk"), now):
+        return True
+    top, upto = store.max_message_id(conn), _kept((db, "trigram", "no cjk up to"), now)
+    if upto is not None and upto == top:
+        return False
+    if upto is not None and upto < top:
+        found = conn.execute("SELECT 1 FROM messages WHERE id > ? AND id <= ? AND content GLOB ? LIMIT 1",
+                             (upto, top, f"*[{_CJK[0]}-{chr(ord(_CJK[1]) - 1)}]*")).fetchone() is not None
+    else:
         sql = f"SELECT 1 FROM {_vocab(conn, 'trigram')} WHERE term >= ? AND term < ? LIMIT 1"
-        return 1 if conn.execute(sql, ("\u3040", "\ud7b0")).fetchone() else 0
-
-    return bool(_counted(conn, "trigram", "holds:cjk", count))
+        found = conn.execute(sql, _CJK).fetchone() is not None
+    _keep((db, "trigram", "holds:cjk" if found else "no cjk up to"), 1 if found else top, now)
+    return found
 
 
 def count_matches(conn: sqlite3.Connection, space: str, match: str, cap: int) -> int:

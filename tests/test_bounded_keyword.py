@@ -301,16 +301,17 @@ def bytes_read() -> int:
     raise AssertionError("no rchar in /proc/self/io")
 
 
-def logs_session(world: World, sid: str, repo: Path, n: int, *, live: bool = False) -> None:
-    """Session ``sid`` in ``repo``: ``n`` tool logs of 100 KB, each holding 'pelican'; with ``live``, an asking
-    session compacted in place (one archived row, the logs its live context)."""
+def logs_session(world: World, sid: str, repo: Path, n: int, *, live: bool = False, bar: bool = False) -> None:
+    """Session ``sid`` in ``repo``: ``n`` tool logs of 100 KB, each holding 'pelican' (with ``bar``: a progress bar
+    of '━' instead of the filler); with ``live``, an asking session compacted in place (one archived row, the logs
+    its live context)."""
     world.session(sid, repo, style="cli")
     world.close()
     conn = sqlite3.connect(world.home / "state.db")
     with conn:
         base = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
         rows = [("user", "archived: the pelican plan", 0, 1)] if live else []
-        rows += [("tool", f"log {i}: pelican seen " + "z" * 100_000, 1, 0) for i in range(n)]
+        rows += [("tool", f"log {i}: pelican seen " + ("━" if bar else "z") * 100_000, 1, 0) for i in range(n)]
         conn.executemany("INSERT INTO messages (session_id, role, content, tool_name, active, compacted, timestamp) "
                          "VALUES (?, ?, ?, 'terminal', ?, ?, ?)",
                          [(sid, role, text, active, compacted, 1_800_000_000 + base + i)
@@ -375,3 +376,25 @@ def test_candidates_checked_as_sessions_fill_are_those_every_row_checked_gives(r
         finally:
             fts._passing, fts.CHECK_BATCH = real
         assert len(checked) == len(set(checked))  # each row checked once
+
+
+def test_a_profile_without_cjk_asks_again_only_of_new_messages(world: World):
+    """Whether words may be run into CJK text is asked of the trigram index by a vocabulary seek, which reads the list
+    of the trigram sorted just before CJK: a progress bar's ``━━━`` in every tool log, the whole state.db's. A no was
+    never kept, so every search of a profile without CJK read it again (3.5 MB at 24 logs, 14.3 MB at 96). Now a
+    no is kept up to the newest message, and later searches read only newer messages for CJK; CJK written later is
+    still found."""
+    repo = world.repo("alpha")
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    costs = []
+    for n in (24, 96):
+        logs_session(world, f"bars{n}", repo, n, bar=True)
+        world.search("cur", "pelican", mode="keyword")  # asks the index once
+        world.say("cur", "user", "and the pelican again?")  # a new message: only it is read for CJK
+        start = bytes_read()
+        world.search("cur", "pelican", mode="keyword")
+        costs.append(bytes_read() - start)
+    # 72 more logs of 300 KB ('━' is 3 bytes): a few pages of each match, not their trigram's list (10.8 MB before)
+    assert costs[1] - costs[0] <= 0.1 * 72 * 300_000, costs
+    world.session("zh", repo, style="cli", messages=[("user", "部署用redis缓存会话")])
+    assert "zh" in result_sessions(world.search("cur", "redis", mode="keyword")), "a word run into CJK written later"
