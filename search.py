@@ -19,6 +19,7 @@ Called by the tool handlers, the slash commands and the command line. How a quer
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import logging
 import threading
@@ -95,8 +96,9 @@ def beside(work: Callable[[], T]) -> Future[T]:
         except BaseException as exc:  # relayed unchanged by result()
             future.set_exception(exc)
 
-    try:
-        threading.Thread(target=run, name="project-history-recall-vectors", daemon=True).start()
+    try:  # in the caller's context: Hermes scopes a turn's profile (its secrets, its home) by context variables
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(run,), name="project-history-recall-vectors", daemon=True).start()
     except RuntimeError:
         run()
     return future

@@ -17,6 +17,7 @@ per provider.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import sqlite3
 import threading
@@ -62,8 +63,9 @@ def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> th
         last = threads.get(home)
         if last is not None and (first_only or last.is_alive()):
             return None
-        thread = threading.Thread(target=_warm, args=(home, settings, session_id), name="project-history-recall-warm-up",
-                                  daemon=True)
+        # in the caller's context: Hermes scopes a turn's profile (its secrets, its home) by context variables
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(_warm, home, settings, session_id),
+                                  name="project-history-recall-warm-up", daemon=True)
         try:
             thread.start()
         except RuntimeError as exc:  # no more threads (or the interpreter is shutting down)
@@ -94,8 +96,8 @@ def prepare(home: Path, settings: config_schema.Settings) -> threading.Thread | 
         except OSError:
             return None
         prepared.add(home)
-        thread = threading.Thread(target=_prepare, args=(home, settings), name="project-history-recall-prepare",
-                                  daemon=True)
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(_prepare, home, settings),
+                                  name="project-history-recall-prepare", daemon=True)
         try:
             thread.start()
         except RuntimeError:  # no more threads: the search does it all itself

@@ -529,6 +529,15 @@ def test_the_key_is_the_profile_s_own(project: World, fake, monkeypatch):
     assert answer["success"] is True and "old1" in result_sessions(answer), answer
     assert server.requests[sent:] and {r["auth"] for r in server.requests[sent:]} == {"Bearer not-needed"}  # no key
     plugin("vector_index").reset_indexes()
+    # Hermes scopes a multiplexed turn to its profile's secrets (a context variable): the vector leg's thread sees it
+    scoped, sent = "sk-scoped-profile-5e1f0a9c3b7d", len(server.requests)
+    token = secret_scope.set_secret_scope({"PROJECT_HISTORY_EMBEDDING_API_KEY": scoped})
+    try:
+        answer = check_answer(dispatch("project_history_search", {"query": "websocket backoff retry", "mode": "hybrid"}))
+    finally:
+        secret_scope.reset_secret_scope(token)
+    assert answer["semantic_status"] == "ready" and {r["auth"] for r in server.requests[sent:]} == {f"Bearer {scoped}"}
+    plugin("vector_index").reset_indexes()
 
 
 def test_api_key_never_in_logs_or_answers(project: World, fake, all_logs, monkeypatch):
