@@ -46,7 +46,14 @@ def no_project_message(current: SessionInfo | None, cwd: str | None) -> str:
     if current is not None and current.cwd:
         return (f"No project context: this conversation's folder ({current.cwd}) belongs to no project "
                 "(no git repo or project folder)")
-    return "No project context (no working directory recorded)"
+    return NO_FOLDER_MESSAGE
+
+
+#: Why a conversation without a recorded folder has no project, and what files it in one.
+NO_FOLDER_MESSAGE = (
+    "No project context (no working directory recorded: Hermes records none for a gateway chat, a cron job or a "
+    "session on a remote terminal backend such as docker or ssh); the project_session_move tool (or /history-move) "
+    "files this conversation in a project")
 
 
 def format_when(timestamp: float | None) -> str | None:
