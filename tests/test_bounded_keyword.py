@@ -398,3 +398,27 @@ def test_a_profile_without_cjk_asks_again_only_of_new_messages(world: World):
     assert costs[1] - costs[0] <= 0.1 * 72 * 300_000, costs
     world.session("zh", repo, style="cli", messages=[("user", "部署用redis缓存会话")])
     assert "zh" in result_sessions(world.search("cur", "redis", mode="keyword")), "a word run into CJK written later"
+
+
+def test_words_run_into_cjk_are_found_after_a_snapshot_restore(world: World):
+    """A no kept up to message T, then Hermes' ``/snapshot restore`` puts back a copy whose newest id is below T; the
+    chat goes on (no search between) past T. The ids up to T are handed out again to new messages, one of them CJK:
+    reading only the messages above T for CJK missed it, and a word run into it was never found again."""
+    from hermes_cli.backup import create_quick_snapshot, restore_quick_snapshot
+
+    repo = world.repo("alpha")
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    world.session("old", repo, style="cli", messages=[("user", "the cache is redis")])
+    world.close()
+    snapshot = create_quick_snapshot(label="before", hermes_home=world.home)
+    assert snapshot
+    for i in range(4):
+        world.say("cur", "user", f"plain message {i}")
+    world.close()
+    assert result_sessions(world.search("cur", "redis", mode="keyword")) == ["old"]  # no CJK: kept up to the newest id
+    assert restore_quick_snapshot(snapshot, hermes_home=world.home)
+    world.session("zh", repo, style="cli", messages=[("user", "部署用redis缓存会话")])
+    for i in range(6):
+        world.say("zh", "assistant", f"noted {i}")
+    world.close()
+    assert "zh" in result_sessions(world.search("cur", "redis", mode="keyword")), "a word run into CJK after a restore"

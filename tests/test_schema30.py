@@ -234,3 +234,22 @@ def test_a_session_the_idle_sweep_archived_is_still_history_one_archived_on_purp
     if kept:
         read = world.call("project_history_read", {"session_id": "idle"}, "cur")
         assert [m["text"] for m in read["messages"]] == ["we chose the heron queue for retries"]
+
+
+def test_words_run_into_cjk_are_found_once_a_rebuild_has_indexed_them(world: World):
+    """0.21's ``optimize-storage`` empties the index and fills it again in chunks: a search while the CJK rows wait
+    found no CJK in the trigram index, and that no, kept up to the newest message, hid the words run into CJK text
+    from every later search once the rebuild had indexed it (the substring top-up of the rows in between stops)."""
+    db = Schema30(world.home / "state.db", "backfill")
+    alpha = world.repo("alpha")
+    db.session("zh", alpha, git_repo_root=alpha, messages=[("user", "部署用redis缓存会话")])
+    db.session("cur", alpha, git_repo_root=alpha, messages=[("user", "hi")])
+    db.start_rebuild()
+    assert "zh" in result_sessions(world.search("cur", "redis", mode="keyword"))  # read by substring meanwhile
+    with sqlite3.connect(world.home / "state.db") as conn:
+        (top,) = conn.execute("SELECT max(id) FROM messages").fetchone()
+    db.backfill(top)
+    with sqlite3.connect(world.home / "state.db") as conn:
+        conn.execute("DELETE FROM state_meta WHERE key IN ('fts_rebuild_high_water', 'fts_rebuild_progress')")
+    db.say("cur", "user", "and redis?")
+    assert "zh" in result_sessions(world.search("cur", "redis", mode="keyword")), "a word run into CJK after a rebuild"
