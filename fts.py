@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import state, store, stored_text
+from . import session_rows, state, store, stored_text
 from .query import fts_quote
 from .ranking import Stats
 from .records import Scope
@@ -168,23 +168,38 @@ def holds_cjk(conn: sqlite3.Connection) -> bool:
     A vocabulary seek first: it reads the whole list of the trigram sorted just before CJK (a progress bar's
     ``━━━`` in every tool log of the state.db). A no is kept with the highest message id it covers, and later
     searches look for CJK only in the text of newer messages (Hermes adds messages, it does not edit them): what
-    they cost grows with what was written since, not with the state.db. A state.db whose newest id went down (put
-    back from an older copy) is asked in full again.
+    they cost grows with what was written since, not with the state.db. The no holds only for the file and history
+    it was read of (:func:`_no_cjk_witness`: another file, or one put back from an older copy whose ids were handed
+    out again, is asked in full), and is never kept during a chunked rebuild (rows not indexed yet are indexed
+    later, below the id it would be kept up to).
     """
     db, now = _db_name(conn), time.monotonic()
     if _kept((db, "trigram", "holds:cjk"), now):
         return True
     top, upto = store.max_message_id(conn), _kept((db, "trigram", "no cjk up to"), now)
+    if upto is not None and (upto > top or _kept((db, "trigram", "no cjk witness"), now) != _no_cjk_witness(conn, db, upto)):
+        upto = None  # another file or history at the same path: asked in full
     if upto is not None and upto == top:
         return False
-    if upto is not None and upto < top:
+    if upto is not None:
         found = conn.execute("SELECT 1 FROM messages WHERE id > ? AND id <= ? AND content GLOB ? LIMIT 1",
                              (upto, top, f"*[{_CJK[0]}-{chr(ord(_CJK[1]) - 1)}]*")).fetchone() is not None
     else:
         sql = f"SELECT 1 FROM {_vocab(conn, 'trigram')} WHERE term >= ? AND term < ? LIMIT 1"
         found = conn.execute(sql, _CJK).fetchone() is not None
-    _keep((db, "trigram", "holds:cjk" if found else "no cjk up to"), 1 if found else top, now)
+    if found:
+        _keep((db, "trigram", "holds:cjk"), 1, now)
+    elif store.layout_of(conn).rebuild is None:
+        _keep((db, "trigram", "no cjk witness"), _no_cjk_witness(conn, db, top), now)
+        _keep((db, "trigram", "no cjk up to"), top, now)
     return found
+
+
+def _no_cjk_witness(conn: sqlite3.Connection, db: str, upto: int) -> int:
+    """What tells the state.db a no of :func:`holds_cjk` was read of: the file (``session_rows.db_fingerprint``) and
+    message ``upto``'s session and time (a copy put back in place hands its ids out again to other messages)."""
+    row = conn.execute("SELECT session_id, timestamp FROM messages WHERE id = ?", (upto,)).fetchone()
+    return hash((session_rows.db_fingerprint(conn, db), tuple(row) if row else None))
 
 
 def count_matches(conn: sqlite3.Connection, space: str, match: str, cap: int) -> int:
