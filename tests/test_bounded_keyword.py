@@ -422,3 +422,21 @@ def test_words_run_into_cjk_are_found_after_a_snapshot_restore(world: World):
         world.say("zh", "assistant", f"noted {i}")
     world.close()
     assert "zh" in result_sessions(world.search("cur", "redis", mode="keyword")), "a word run into CJK after a restore"
+
+
+@pytest.mark.parametrize("failing", [1_250, 5_000])
+def test_candidates_checked_near_the_limit_take_few_queries(failing: int):
+    """A pick one row short of its limit (599 of 600 kept) with n rows after it that fail the late columns (a
+    ``role: tool`` search past user rows, recall answers, rewound turns): each check planned only as many rows as the
+    limit had room for, one, so the n rows took n queries (5,003 at n=5,000). Checks still double: a few queries."""
+    from project_history_recall import fts
+
+    ordered = [(i, f"s{i}") for i in range(599 + failing)]
+    queries: list[int] = []
+    real = fts._passing
+    fts._passing = lambda conn, scope, ids: queries.append(len(ids)) or {i for i in ids if i < 599}
+    try:
+        assert len(fts._first_passing(None, None, ordered, per_session=3, limit=600)) == 599
+    finally:
+        fts._passing = real
+    assert len(queries) <= 20 and sum(queries) == len(ordered), (len(queries), sum(queries))  # log2(n) or so
