@@ -262,17 +262,19 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
     checking every row, keeping each session's best ``per_session`` and the best ``limit`` of those gives.
 
     Rows are checked a batch at a time (``CHECK_BATCH``, then twice as many), in order, only those a session may
-    still keep: a session's rows past its best are never read (a 100 KB log's overflow pages, for its visibility)."""
+    still keep: a session's rows past its best are never read (a 100 KB log's overflow pages, for its visibility).
+    Near the limit a check reaches past what is left of it by ``spare`` rows, doubled at each such check: rows that
+    fail after the limit is all but reached take a few queries, not one each."""
     out: list[tuple[int, str]] = []
     taken: dict[str, int] = {}
     verdict: dict[int, bool] = {}
-    i, batch = 0, CHECK_BATCH
+    i, batch, spare = 0, CHECK_BATCH, 0
     while i < len(ordered) and len(out) < limit:
         # The rows to check: those the sessions may keep if every row not checked yet passes, as far as they fill
-        # what is left of the limit (or a batch).
+        # what is left of the limit and ``spare`` more (or a batch).
         need: list[int] = []
         planned, room, k = dict(taken), limit - len(out), i
-        while k < len(ordered) and room > 0 and len(need) < batch:
+        while k < len(ordered) and room > -spare and len(need) < batch:
             mid, sid = ordered[k]
             if planned.get(sid, 0) < per_session and verdict.get(mid, True):
                 planned[sid] = planned.get(sid, 0) + 1
@@ -280,6 +282,8 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
                 if mid not in verdict:
                     need.append(mid)
             k += 1
+        if room <= -spare:  # stopped by the limit: the next check near it reaches further
+            spare = max(1, 2 * spare)
         if need:
             passed = _passing(conn, scope, need)
             verdict.update((mid, mid in passed) for mid in need)
