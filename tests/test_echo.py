@@ -309,3 +309,25 @@ def test_an_answer_nested_past_the_parsers_depth_quotes_nothing():
     or another writer): no quoted text, never an error out of the check (RecursionError failed the search)."""
     assert phr.echo.recall_snippets("[" * 5000) == []
     assert phr.echo.recall_snippets('{"results": [{"snippet": "the jitter decision"}]}') == ["the jitter decision"]
+
+
+def test_a_notice_of_background_work_answered_by_a_recall_is_no_earlier_question(world: World) -> None:
+    """Hermes wakes the agent with a notice of background work (a user row, read as tool output: the person wrote
+    none); when the agent's next turn calls a recall tool, the notice is its work's output, not a question a recall
+    answered: it keeps its weight (it was weighed down as an earlier question)."""
+    from tools.process_registry import format_process_notification
+
+    world.session("s", world.repo("app"), style="cli")
+    notice = world.say("s", "user", format_process_notification({
+        "type": "async_delegation", "delegation_id": "d1", "goal": "audit", "status": "completed",
+        "summary": "the wombat ledger double-counts refunds"}))
+    world.say("s", "assistant", "", tool_calls=[{"id": "c1", "type": "function", "function": {
+        "name": "project_history_search", "arguments": json.dumps({"query": "wombat ledger"})}}])
+    question = world.say("s", "user", "why does the wombat ledger fail?")
+    world.say("s", "assistant", "", tool_calls=[{"id": "c2", "type": "function", "function": {
+        "name": "project_history_search", "arguments": json.dumps({"query": "wombat ledger"})}}])
+    conn = phr.store.open_state_db(world.home)
+    try:
+        assert phr.store.recall_questions(conn, [notice, question]) == {question}
+    finally:
+        conn.close()
