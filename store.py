@@ -343,7 +343,8 @@ def _may_call_recall(column: str) -> str:
 
 
 def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
-    """Which of ``ids`` are user turns answered by a recall: the session's next message calls a recall tool.
+    """Which of ``ids`` are user turns answered by a recall: the session's next message calls a recall tool (not
+    Hermes' notices of background work: tool output, :func:`stored_text.role_of`).
 
     Such a turn is an earlier question, not history (verbatim, it would outrank its own answer). "Next" is in
     (timestamp, id) order, the one Hermes' index seeks to; it differs from id order only where the clock
@@ -355,6 +356,7 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
         SELECT m.id, (SELECT CASE WHEN {_may_call_recall("n.tool_calls")} THEN n.tool_calls END FROM messages n
                       WHERE n.id = ({_NEXT_SQL}))
         FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'user'
+          AND NOT {stored_text.NOTICE_ROW_SQL}
     """
     out = set()
     for mid, next_calls in conn.execute(sql, (json.dumps([int(i) for i in ids]),)):
