@@ -52,12 +52,13 @@ def _starts(prefixes: tuple[str, ...]) -> str:
 NOTE_ROW_SQL = (f"((m.role = 'user' AND ({_starts(NOTE_PREFIXES)}))"
                 f" OR (m.role IN ('user', 'assistant') AND ({_starts(SUMMARY_PREFIXES)})))")
 SKILL_ROW_SQL = f"(m.role = 'user' AND substr(m.content, 1, {len(SKILL_PREFIX)}) = '{SKILL_PREFIX}')"
-#: How Hermes' notices of background work start: a background process's exit or watch match, with its output
-#: (tools/process_registry.py ``format_process_notification``), and an async delegation's result, with the
+#: How Hermes' notices of background work start: a background process's exit or watch match, with its output, or
+#: its watch given up (tools/process_registry.py ``format_process_notification``), and an async delegation's result, with the
 #: subagent's summary. Hermes stores them as user rows, since they wake the agent; the person wrote none of them
 #: (``_is_real_user_message``). They are the work's output, so every reader here takes them for tool output
 #: (:func:`role_of`): shown as ``tool``, found by ``role: tool``, not by ``role: user``.
-NOTICE_PREFIXES = ("[IMPORTANT: Background process ", "[ASYNC DELEGATION COMPLETE", "[ASYNC DELEGATION BATCH COMPLETE")
+NOTICE_PREFIXES = ("[IMPORTANT: Background process ", "[IMPORTANT: Watch patterns disabled for process ",
+                   "[ASYNC DELEGATION COMPLETE", "[ASYNC DELEGATION BATCH COMPLETE")
 NOTICE_ROW_SQL = f"(m.role = 'user' AND ({_starts(NOTICE_PREFIXES)}))"
 
 

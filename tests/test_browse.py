@@ -369,8 +369,10 @@ def test_notices_of_background_work_are_tool_output(proj):
     delegation = format_process_notification({"type": "async_delegation", "delegation_id": "deleg_7",
                                               "goal": "audit the ledger", "status": "completed",
                                               "summary": "the wombat ledger double-counts refunds"})
-    assert exit_notice and delegation and delegation.startswith("[ASYNC DELEGATION COMPLETE")
-    notices = [proj.say(sid, "user", text) for text in (exit_notice, delegation)]
+    watch_off = format_process_notification({"type": "watch_disabled", "message": "Watch patterns disabled for process "
+                                             "proc_1 — 3 consecutive rate-limit windows triggered (wombat ledger)"})
+    assert exit_notice and delegation and delegation.startswith("[ASYNC DELEGATION COMPLETE") and watch_off
+    notices = [proj.say(sid, "user", text) for text in (exit_notice, delegation, watch_off)]
     said = proj.say(sid, "user", "why does the wombat ledger fail?")
     proj.say(sid, "assistant", "refunds are counted twice in the wombat ledger")
     found = {role: {r["message_id"] for r in proj.search("cur", "wombat ledger", mode="keyword", limit=10,
@@ -382,7 +384,7 @@ def test_notices_of_background_work_are_tool_output(proj):
     assert only_notices["success"] is True and not only_notices["results"], only_notices
     answer = read(proj, {"session_id": sid, "message_id": notices[0], "before": 0, "after": 3})
     roles = {m["message_id"]: m["role"] for m in answer["messages"]}
-    assert [roles[i] for i in (*notices, said)] == ["tool", "tool", "user"], answer
+    assert [roles[i] for i in (*notices, said)] == ["tool", "tool", "tool", "user"], answer
     listed = {s["session_id"]: s for s in proj.call("project_history_recent", {"limit": 20}, "cur")["sessions"]}
     assert "wombat ledger fail" in str(listed[sid]), listed[sid]
 
