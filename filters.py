@@ -36,9 +36,9 @@ class Filters:
     def active(self) -> bool:
         return self != Filters()
 
-    def sql(self) -> tuple[str, list[Any]]:
-        """``(clause, params)`` for the ``m`` alias of ``messages``."""
-        clause, roles = roles_sql(self.roles)
+    def sql(self, *, display: bool = False) -> tuple[str, list[Any]]:
+        """``(clause, params)`` for the ``m`` alias of ``messages`` (``display``: it has ``display_kind``)."""
+        clause, roles = roles_sql(self.roles, display=display)
         params: list[Any] = list(roles)
         if self.since is not None:
             clause += " AND m.timestamp >= ?"

@@ -217,7 +217,7 @@ def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int)
 def _filters(conn: sqlite3.Connection, scope: Scope) -> tuple[str, list[Any]]:
     """The conditions every candidate row meets: shown by Hermes, admitted by the search's filters, not a recall, not
     Hermes' own user rows for the model."""
-    filter_sql, filter_params = scope.filters.sql()
+    filter_sql, filter_params = scope.filters.sql(display=store.layout_of(conn).display)
     clause = f"{store.visible(conn)} AND {filter_sql} AND {_NOT_ECHO} AND {_NOT_SCAFFOLD}"
     params = [*filter_params, json.dumps(list(store.RECALL_TOOLS))]
     if scope.live:  # the asking session: only what a compaction archived (its live rows are its context)

@@ -48,7 +48,7 @@ def walk_session(
     kept_sql, shown_here = shape.rows_sql(), shape.shown_here_sql()
     kept_params: list[Any] = []
     if role is not None:  # role first: no tool log's content read
-        role_sql, roles = stored_text.roles_sql((role,))
+        role_sql, roles = stored_text.roles_sql((role,), display=shape.display)
         kept_sql, kept_params = f"{role_sql} AND {store.SHOWS_TEXT} AND {kept_sql}", list(roles)
     ids: list[int] = []
     rows = _session_rows(conn, session_id, start, back=back, cap=count + reach + 1, span=SPREAD * (count + 1),

@@ -356,7 +356,7 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
         SELECT m.id, (SELECT CASE WHEN {_may_call_recall("n.tool_calls")} THEN n.tool_calls END FROM messages n
                       WHERE n.id = ({_NEXT_SQL}))
         FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'user'
-          AND NOT {stored_text.NOTICE_ROW_SQL}
+          AND NOT {stored_text.KIND_NOTICE_ROW_SQL if layout_of(conn).display else stored_text.NOTICE_ROW_SQL}
     """
     out = set()
     for mid, next_calls in conn.execute(sql, (json.dumps([int(i) for i in ids]),)):
@@ -508,17 +508,18 @@ def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Me
     it is read as (:func:`stored_text.role_of`)."""
     if not ids:
         return {}
-    sql = """
-        SELECT m.id, m.session_id, m.role, m.content, m.tool_name, m.tool_calls, m.timestamp
+    kind = "m.display_kind" if layout_of(conn).display else "NULL"
+    sql = f"""
+        SELECT m.id, m.session_id, m.role, m.content, m.tool_name, m.tool_calls, m.timestamp, {kind}
         FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))
     """
     out: dict[int, MessageRow] = {}
-    for mid, sid, role, content, tool_name, tool_calls, ts in conn.execute(sql, (json.dumps(list(ids)),)):
+    for mid, sid, role, content, tool_name, tool_calls, ts, display_kind in conn.execute(sql, (json.dumps(list(ids)),)):
         body = stored_text.text_of(content, role or "")
         calls = _calls_text(tool_name, tool_calls) if tool_name or tool_calls else ""
         text = "" if tool_name in RECALL_TOOLS else _joined(body, calls)
         whole = content is None or body == content  # read as stored
-        out[int(mid)] = MessageRow(int(mid), sid, stored_text.role_of(role or "", content), text, ts,
+        out[int(mid)] = MessageRow(int(mid), sid, stored_text.role_of(role or "", content, display_kind), text, ts,
                                    calls if text.endswith(calls) else "", whole)
     return out
 

@@ -53,29 +53,45 @@ NOTE_ROW_SQL = (f"((m.role = 'user' AND ({_starts(NOTE_PREFIXES)}))"
                 f" OR (m.role IN ('user', 'assistant') AND ({_starts(SUMMARY_PREFIXES)})))")
 SKILL_ROW_SQL = f"(m.role = 'user' AND substr(m.content, 1, {len(SKILL_PREFIX)}) = '{SKILL_PREFIX}')"
 #: How Hermes' notices of background work start: a background process's exit or watch match, with its output, or
-#: its watch given up (tools/process_registry.py ``format_process_notification``), and an async delegation's result, with the
-#: subagent's summary. Hermes stores them as user rows, since they wake the agent; the person wrote none of them
-#: (``_is_real_user_message``). They are the work's output, so every reader here takes them for tool output
-#: (:func:`role_of`): shown as ``tool``, found by ``role: tool``, not by ``role: user``.
+#: its watch given up (tools/process_registry.py ``format_process_notification``), and an async delegation's result,
+#: with the subagent's summary (``[ASYNC DELEGATION COMPLETE``, ``BATCH COMPLETE``, ``TASK FAILED``). Hermes stores
+#: them as user rows, since they wake the agent; the person wrote none of them (``_is_real_user_message``). Hermes
+#: 0.21 also types every user row it writes itself by ``display_kind`` (``process_complete``,
+#: ``async_delegation_complete``, ``model_switch``, ``auto_continue``, ``internal_notification``...: any kind but
+#: ``steer``, the person's own words sent mid-turn, and ``hidden``, never shown). Such rows are the work's output or
+#: Hermes' own, so every reader here takes them for tool output (:func:`role_of`): shown as ``tool``, found by
+#: ``role: tool``, not by ``role: user``.
 NOTICE_PREFIXES = ("[IMPORTANT: Background process ", "[IMPORTANT: Watch patterns disabled for process ",
-                   "[ASYNC DELEGATION COMPLETE", "[ASYNC DELEGATION BATCH COMPLETE")
+                   "[ASYNC DELEGATION ")
+PERSON_KINDS = ("", "steer")
 NOTICE_ROW_SQL = f"(m.role = 'user' AND ({_starts(NOTICE_PREFIXES)}))"
+#: The same on a state.db with ``display_kind`` (0.21).
+KIND_NOTICE_ROW_SQL = (f"(m.role = 'user' AND (COALESCE(m.display_kind, '') NOT IN ({', '.join(repr(k) for k in PERSON_KINDS)})"
+                       f" OR {_starts(NOTICE_PREFIXES)}))")
 
 
-def role_of(role: str, content: Any) -> str:
-    """The role a row is read as: ``tool`` for Hermes' notice of background work (:data:`NOTICE_PREFIXES`), else
-    its own."""
-    return "tool" if role == "user" and isinstance(content, str) and content.startswith(NOTICE_PREFIXES) else role
+def role_of(role: str, content: Any, display_kind: Any = None) -> str:
+    """The role a row is read as: ``tool`` for Hermes' notice of background work or other user row of its own
+    (:data:`NOTICE_PREFIXES`, a ``display_kind`` not :data:`PERSON_KINDS`), else its own."""
+    if role != "user":
+        return role
+    if (display_kind or "") not in PERSON_KINDS or (isinstance(content, str) and content.startswith(NOTICE_PREFIXES)):
+        return "tool"
+    return role
 
 
-def roles_sql(roles: tuple[str, ...]) -> tuple[str, list[str]]:
-    """``(clause, params)``: the row (``messages`` as ``m``) is read as one of ``roles`` (:func:`role_of`)."""
+def roles_sql(roles: tuple[str, ...], *, display: bool = False) -> tuple[str, list[str]]:
+    """``(clause, params)``: the row (``messages`` as ``m``) is read as one of ``roles`` (:func:`role_of`);
+    ``display``: the state.db has ``display_kind``."""
     clause, params = "m.role IN ({})".format(", ".join("?" * len(roles))), list(roles)
+    notice = KIND_NOTICE_ROW_SQL if display else NOTICE_ROW_SQL
     if "user" in roles and "tool" not in roles:
-        clause = f"({clause} AND NOT {NOTICE_ROW_SQL})"
+        clause = f"({clause} AND NOT {notice})"
     elif "tool" in roles and "user" not in roles:
-        clause = f"({clause} OR {NOTICE_ROW_SQL})"
+        clause = f"({clause} OR {notice})"
     return clause, params
+
+
 _SINGLE_MARKER = "The full skill content is loaded below.]"
 _SINGLE_INSTRUCTION = "The user has provided the following instruction alongside the skill invocation: "
 _RUNTIME_NOTE = "\n\n[Runtime note:"

@@ -253,3 +253,22 @@ def test_words_run_into_cjk_are_found_once_a_rebuild_has_indexed_them(world: Wor
         conn.execute("DELETE FROM state_meta WHERE key IN ('fts_rebuild_high_water', 'fts_rebuild_progress')")
     db.say("cur", "user", "and redis?")
     assert "zh" in result_sessions(world.search("cur", "redis", mode="keyword")), "a word run into CJK after a rebuild"
+
+
+def test_user_rows_hermes_writes_itself_are_tool_output(s30: World):
+    """Hermes 0.21 types every user row it writes itself by ``display_kind`` (a background process's completion, an
+    async delegation's result, a model switch...), whatever its text; ``steer`` is the person's own words sent
+    mid-turn. ``role: user`` finds the person's, ``role: tool`` Hermes' own, and a read shows them so."""
+    s30.s30_session("work", messages=[("user", "run the wombat suite")])
+    done = s30.s30.say("work", "user", "pytest finished: 42 wombat tests passed", display_kind="process_complete")
+    steer = s30.s30.say("work", "user", "also check the wombat cache", display_kind="steer")
+    result = s30.s30.say("work", "user", "child result: the wombat cache is cold", display_kind="async_delegation_complete")
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    found = {role: {r["message_id"] for r in s30.search("cur", "wombat", mode="keyword", role=role, limit=10)["results"]}
+             for role in ("user", "tool")}
+    assert done not in found["user"] and result not in found["user"] and found["user"], found
+    assert found["tool"] and found["tool"] <= {done, result}, found
+    read = s30.call("project_history_read", {"session_id": "work"}, "cur")
+    roles = {m["message_id"]: m["role"] for m in read["messages"]}
+    assert (roles[done], roles[steer], roles[result]) == ("tool", "user", "tool"), read
