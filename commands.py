@@ -6,12 +6,12 @@ so plugins cannot register it).
 Hermes calls a plugin command with the text after it and nothing else. Where
 the live conversation can be told (the interactive terminal CLI after its
 first message: ``ctx.dispatch_tool`` passes the CLI's agent; the terminal UI's
-and desktop's command worker, started for one conversation), the commands run
-the agent's tools for it, so its project is the conversation's and the
-conversation itself is left out of what is searched. In a CLI before its first
-message they are scoped by Hermes' working directory and say so; in the
-messaging gateway, whose folder is no chat's project, they answer nothing of
-it. Every command answers readable text and never raises. Their arguments
+backend serving one conversation, :func:`_served_conversation`), the commands
+run the agent's tools for it, so its project is the conversation's and the
+conversation itself is left out of what is searched. Elsewhere (a CLI before
+its first message, a desktop serving several) they are scoped by Hermes'
+working directory and say so; in the messaging gateway, whose folder is no
+chat's project, they answer nothing of it. Every command answers readable text and never raises. Their arguments
 follow ``command_args.py``'s grammar.
 """
 
@@ -69,15 +69,24 @@ IN_A_CHAT = ("in a chat, Hermes does not tell plugin commands which conversation
 
 
 def _served_conversation() -> str:
-    """The conversation a TUI or desktop slash worker serves, ``""`` elsewhere or when state.db does not hold it.
+    """The conversation Hermes' terminal UI or desktop runs this command for, ``""`` when it cannot be told or state.db
+    does not hold it.
 
-    Hermes' terminal UI and desktop run slash commands in a worker process of their own per conversation
-    (``python -m tui_gateway.slash_worker --session-key ID``), which exports the conversation's session id as
-    ``HERMES_SESSION_KEY``, in the backend's working folder, with no CLI reference for ``dispatch_tool`` to pass.
+    Their backend (``tui_gateway.server``) runs a plugin command in its own process, in its own working folder, with
+    no CLI reference for ``dispatch_tool`` to pass: the conversation is told only when the backend serves one
+    (the terminal UI); a desktop with several open is not. A profile whose plugins the backend did not load runs
+    commands in a worker of the conversation's own (``python -m tui_gateway.slash_worker --session-key ID``),
+    which exports its session id as ``HERMES_SESSION_KEY``.
     """
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    key = os.environ.get("HERMES_SESSION_KEY", "").strip()
-    if getattr(spec, "name", "") != "tui_gateway.slash_worker" or not key:
+    if getattr(spec, "name", "") == "tui_gateway.slash_worker":
+        keys = {os.environ.get("HERMES_SESSION_KEY", "").strip()}
+    else:
+        served = getattr(sys.modules.get("tui_gateway.server"), "_sessions", None)
+        keys = {str(s.get("session_key") or "") for s in list(served.values()) if isinstance(s, dict)} \
+            if isinstance(served, dict) else set()
+    key = keys.pop() if len(keys) == 1 else ""
+    if not key:
         return ""
     try:
         conn = store.open_state_db(paths.hermes_home())

@@ -238,7 +238,7 @@ IN_FOLDER = "phr_in_folder"
 NO_SESSION_COMMAND = (
     "this slash command cannot tell which conversation is yours here: Hermes passes plugin commands "
     "only the text after the command, and names the live conversation only in the interactive "
-    "terminal CLI after its first message, and in the terminal UI's and desktop's command workers"
+    "terminal CLI after its first message and in the terminal UI"
 )
 
 

@@ -725,6 +725,32 @@ def test_in_the_messaging_gateway_commands_answer_nothing_of_its_folder(shell: A
     assert "alpha" not in slash("history-index")
 
 
+def test_the_terminal_ui_backend_answers_for_the_conversation_it_serves(world: World, monkeypatch: pytest.MonkeyPatch):
+    """Hermes' terminal UI runs a plugin command in its backend's process (``tui_gateway.server``'s ``slash.exec``), in
+    the backend's folder, with no CLI reference: the real method, the backend started in beta for a conversation of
+    alpha, answers for alpha, the conversation left out. A backend serving two conversations (a desktop) cannot
+    tell which asks: the folder's project, said so."""
+    from tui_gateway import server
+
+    alpha, beta = world.repo("alpha"), world.repo("beta")
+    world.session("a_past", alpha, messages=[("assistant", PAST_DECISION)])
+    world.session("b_ws", beta, messages=[("assistant", "beta decided websocket reconnects differently")])
+    world.session("ui_live", alpha, source="tui", messages=[("user", QUESTION)])
+    monkeypatch.chdir(beta)
+    monkeypatch.setitem(server._sessions, "ui-1", {"session_key": "ui_live", "history": []})
+
+    def run(command: str) -> str:
+        answer = server._methods["slash.exec"]("r1", {"session_id": "ui-1", "command": command})
+        return str(answer["result"]["output"])
+
+    out = run("/history-search websocket reconnects")
+    assert out.startswith("Scoped to this conversation's project: alpha"), out
+    assert "@session:a_past" in out and "b_ws" not in out and "@session:ui_live" not in out, out
+    monkeypatch.setitem(server._sessions, "ui-2", {"session_key": "a_past", "history": []})
+    out = run("/history-search websocket reconnects")
+    assert out.startswith(f"Scoped to the project of {beta}") and "@session:b_ws" in out, out
+
+
 def test_a_terminal_ui_command_worker_answers_for_the_conversation_it_serves(world: World):
     """Hermes' terminal UI and desktop run slash commands in a worker process per conversation (``python -m
     tui_gateway.slash_worker --session-key ID``), in the backend's folder, with no CLI reference: the real worker,
