@@ -14,7 +14,7 @@ filter on the HTTP client's loggers. The secrets that filter knows are process-w
 one would let a client built earlier log it), so they are not kept in :mod:`state` and no reset clears them. Seed
 phrases are found by :mod:`seed_phrases`; secrets written as prose (a login in ``user:password@host``, a PIN, a
 passphrase of words) by :mod:`prose_secrets`; in code, by :mod:`code_secrets`; cookies outside a header, by
-:mod:`cookie_secrets`. Imports those and :mod:`secret_patterns`.
+:mod:`cookie_secrets`; whether a token reads as random, by :mod:`random_tokens`. Imports those and :mod:`secret_patterns`.
 """
 
 from __future__ import annotations
@@ -22,14 +22,23 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
-import math
 import re
 import threading
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from . import code_secrets, command_secrets, cookie_secrets, folding, prose_secrets, seed_phrases, sql_secrets, table_secrets
+from . import (
+    code_secrets,
+    command_secrets,
+    cookie_secrets,
+    folding,
+    prose_secrets,
+    random_tokens,
+    seed_phrases,
+    sql_secrets,
+    table_secrets,
+)
 from . import secret_patterns as patterns
 from .output_secrets import redact as redact_output
 
@@ -191,110 +200,6 @@ def _credential_kind(name: str) -> str | None:
     return None
 
 
-def _entropy(token: str) -> float:
-    counts = Counter(token)
-    return -sum(c / len(token) * math.log2(c / len(token)) for c in counts.values())
-
-
-def _class_runs(token: str) -> float:
-    """The mean length of runs of one character class (lower, upper, digit) in ``token``'s pieces between separators.
-
-    Short in random base64; long in identifiers and paths, which are made of words (``AbstractSingletonProxy``).
-    """
-    runs = letters = 0
-    for piece in re.split(r"[/+=_-]+", token):
-        if piece:
-            runs += len(re.findall(r"[a-z]+|[A-Z]+|[0-9]+", piece))
-            letters += len(piece)
-    return letters / max(runs, 1)
-
-
-def _class_counts(token: str) -> tuple[int, int, int]:
-    """How many lower-case letters, upper-case letters and digits ``token`` holds."""
-    lower, upper, digits = (len(re.findall(pattern, token)) for pattern in ("[a-z]", "[A-Z]", "[0-9]"))
-    return lower, upper, digits
-
-
-def _looks_random(token: str) -> bool:
-    """Whether a long token (28+ characters) reads as a key rather than a word, a path or a digest.
-
-    Hex of 40 or 64 digits (git object ids, SHA-256 digests) and UUIDs are kept; other hex is taken for a key
-    (many services issue 32-hex keys; an MD5 checksum goes with them). Otherwise a token needs high Shannon
-    entropy and short class runs (:func:`_class_runs`), with either all three classes or one case of letters
-    with a good share of digits and a piece of 16+ characters between ``-`` and ``_`` (a migration's
-    ``20240311_0942_add_currency`` and a wheel's ``4-cp311-cp311-manylinux_2_17_x86_64`` are short words).
-    A heuristic: a few random keys read as words and are kept, one-case ones more often.
-    """
-    stripped = token.strip("=")
-    if patterns.HEX.match(stripped):
-        return len(stripped) not in (40, 64)
-    if patterns.UUID.match(token):
-        return False
-    lower, upper, digits = _class_counts(token)
-    if lower and upper and digits:
-        return _entropy(token) > 4.0 and _class_runs(token) < 2.4
-    return (bool(digits) and (lower == 0) != (upper == 0) and digits >= 0.15 * len(token) and _entropy(token) > 3.6
-            and _class_runs(token) < 3.2 and max(len(piece) for piece in re.split(r"[/+=_-]+", token)) >= 16)
-
-
-def _random_after_label(token: str, one_case: bool) -> bool:
-    """Whether a value right after a key or token label reads as a key: :func:`_looks_random`, or, when ``one_case``,
-    one run of 24+ letters of one case and digits (also in groups of one length, 6 or more, joined by ``-``:
-    ``abcdefghij-0123456789-klmnopqrst``), not hex, with the digits and entropy :func:`_looks_random` asks of one case.
-    The label stands in for the class runs: a run without ``_`` is not an identifier made of words, and words joined
-    by ``-`` have lengths of their own (``20240311-rotation-policy-annual``)."""
-    if _looks_random(token):
-        return True
-    lengths = {len(piece) for piece in token.split("-")}
-    run = token.replace("-", "") if len(lengths) == 1 and min(lengths) >= 6 else token
-    lower, upper, digits = _class_counts(run)
-    return (one_case and len(run) >= 24 and run.isalnum() and (lower == 0) != (upper == 0) and digits >= 0.15 * len(run)
-            and not patterns.HEX.match(run) and _entropy(run) > 3.6)
-
-
-def _labelled_key(m: re.Match[str]) -> str:
-    """A :data:`secret_patterns.LABELLED_KEY` match with its value redacted when it reads as random. After a bare
-    ``key`` and a space, only a mixed-case value can be: a one-case one is a cache, object or primary key's name
-    (``cache key userprofile20240311v2region7x``)."""
-    one_case = m.group("label").lower() != "key" or re.search("[:=：是为為は]", m.group("join")) is not None
-    return m.group("head") + REDACTED if _random_after_label(m.group("value"), one_case) else m.group()
-
-
-_VOWELS = frozenset("aeiouy")
-
-
-def _camel_words(token: str) -> bool:
-    """Whether :data:`secret_patterns.CAMEL_HUMP` words, each holding a vowel and a consonant, cover half of ``token``
-    or more: a CamelCase name (``S3BucketPolicyForCDNv2Origin``), not a key."""
-    covered = 0
-    for word in patterns.CAMEL_HUMP.findall(token):
-        letters = set(word.lower())
-        covered += len(word) if letters & _VOWELS and letters - _VOWELS else 0
-    return 2 * covered >= len(token)
-
-
-def _long_token(m: re.Match[str]) -> str:
-    """A :data:`secret_patterns.LONG_TOKEN` match with what reads as random redacted.
-
-    A token of 28 to 31 characters is judged only when letters of both cases and digits alone, and kept when it is a
-    CamelCase name (:func:`_camel_words`). A token holding a
-    ``/``-segment that is a word (``src``, ``blob``) is a path or a URL: only its mixed-case segments of 32+ can go
-    (a document's id, a key); one-case segments are digests and names (nix store hashes, S3 object names, git ids).
-    """
-    token = m.group(0)
-    if (token.startswith(patterns.PUBLIC_ID_PREFIXES) or token[:7].lower().startswith(patterns.DIGEST_TAGS)
-            or m.string[max(0, m.start() - 7) : m.start()].lower().endswith(patterns.DIGEST_TAGS)
-            or patterns.PUBLIC_LABEL.search(m.string, max(0, m.start() - 40), m.start())):
-        return token  # an API's id of a reply or a request, a digest (SSH's SHA256: fingerprint), a public key or address
-    if len(token) < 32 and (not (token.isalnum() and all(_class_counts(token))) or _camel_words(token)):
-        return token
-    segments = token.split("/")
-    if len(segments) == 1 or not any(patterns.PATH_WORD.match(s) for s in segments):
-        return REDACTED if _looks_random(token) else token
-    return "/".join(REDACTED if len(s) >= 32 and re.search("[a-z]", s) and re.search("[A-Z]", s) and _looks_random(s) else s
-                    for s in segments)
-
-
 def redact_secrets(text: str) -> str:
     """``text`` with secret-looking strings replaced by ``[redacted]``, the rest left as it was.
 
@@ -338,11 +243,11 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield (text := patterns.NAMED_VALUE.sub(_named_value, text))
     yield (text := patterns.LABELLED.sub(_labelled, text))
     yield (text := patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text))
-    yield (text := patterns.LABELLED_KEY.sub(_labelled_key, text))
+    yield (text := patterns.LABELLED_KEY.sub(lambda m: random_tokens.labelled_key(m, REDACTED), text))
     yield (text := seed_phrases.redact(text, REDACTED))
     yield (text := patterns.ASSIGNMENT.sub(_assignment, text))
     yield (text := prose_secrets.listed(text, REDACTED))
-    yield patterns.LONG_TOKEN.sub(_long_token, text)
+    yield random_tokens.LONG_TOKEN.sub(lambda m: random_tokens.long_token(m, REDACTED), text)
 
 
 def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:

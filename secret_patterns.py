@@ -437,7 +437,7 @@ LABELLED_DIGEST = re.compile(
 #: A key-shaped value (16+ letters, digits, ``_`` and ``-``) right after a key, token or secret label, or a name ending
 #: in token, secret or a credential's ``<qualifier> key``, without a verb (``vercel token AbCdEf…12``, ``GITHUB_TOKEN
 #: AbCdEf…12``, ``ACCESS_KEY AbCd…``, ``key是Zx9qLm2N…``): redacted when it reads as random
-#: (:func:`redact._random_after_label`), so ``primary key idx_users_email`` stays. ``sort_key``, ``partition_key``...
+#: (:func:`random_tokens.random_after_label`), so ``primary key idx_users_email`` stays. ``sort_key``, ``partition_key``...
 #: are columns, not labels. Groups: ``head`` (the label and what joins it), ``label``, ``join``, ``value``.
 LABELLED_KEY = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?P<head>(?P<label>(?:[A-Za-z0-9]++[_-])?(?:token|secret|(?:api|access|secret|private|signing"
@@ -557,40 +557,6 @@ CODE_VALUE = re.compile(
     r"|[A-Z][A-Za-z]{1,40}+<[A-Za-z_&'(\[][\w:&'\[\](), <>?]{0,200}+"  # a generic type: Option<String>, Record<string,
     r"|#[0-9A-Fa-f]{3,8}+)$"  # a colour (a design token's: --primary-token: #1677ff)
 )
-
-# ---------------------------------------------------------------------------
-# Long random tokens
-# ---------------------------------------------------------------------------
-
-#: A run of 28+ base64 characters, judged by :func:`redact._long_token`. One of 28 to 31 is judged only when letters and
-#: digits alone: ids that long have a prefix joined by ``_`` or ``-`` (``msg_01XFDUDYJgAACzvnptvVoYEL``) or are
-#: shorter (a KSUID is 27, a nanoid 21); and kept when :data:`CAMEL_HUMP` words cover half of it
-#: (``GetUserProfileByAccountIdV2Ok``).
-LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{28,}+")
-#: Ids an API gives its replies, requests and calls (OpenAI's ``chatcmpl-``, ``resp_``, ``call_``; Anthropic's
-#: ``msg_``, ``toolu_``; Stripe's ``req_``): long and random, and public; so are Bitcoin's addresses, age's public keys
-#: and a certificate or a public key in base64 (a kubeconfig's ``certificate-authority-data``), an SSH public key's
-#: blob (its type's name encoded first: ``AAAAC3NzaC1lZDI1NTE5…`` in ``authorized_keys``; a private key's starts otherwise).
-PUBLIC_ID_PREFIXES = ("chatcmpl-", "resp_", "req_", "msg_", "call_", "toolu_", "run_", "thread_", "asst_", "batch_", "evt_",
-                      "bc1q", "bc1p", "age1", "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t", "LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0",
-                      "AAAAB3NzaC1yc2E", "AAAAC3NzaC1lZDI1NTE5", "AAAAE2VjZHNhLXNoYTItbmlzdHA", "AAAAB3NzaC1kc3M",
-                      "AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29t", "AAAAInNrLWVjZHNhLXNoYTItbmlzdHAyNTZAb3BlbnNzaC5jb20")
-#: What names a public value written right before it: a public or host key, a request's, trace's or event's id, a
-#: checksum, a wallet's address (``PublicKey = …``, ``x-amz-id-2: …``, ``traceparent: 00-…``, ``收款地址 …``, ``ipfs://…``),
-#: an image, a font or a source map in a data URI.
-PUBLIC_LABEL = re.compile(r"(?i)(?:(?:public|host)[ _-]?key|(?:request|trace|event|span)[ _-]?id|x-amz-id-2|traceparent"
-                          r"|content[ _-]?hash|checksum|fingerprint|address|地址)[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?$|ipfs:$"
-                          r"|data:(?:(?:image|font|audio|video)/[\w.+-]{1,40}+|application/json);base64,$")
-#: What names a digest written after it (``SHA256:`` of an SSH fingerprint, SRI's ``sha384-``, ``sha256=``).
-DIGEST_TAGS = tuple(f"{name}{sep}" for name in ("sha1", "sha256", "sha384", "sha512", "md5") for sep in ":-=")
-#: A path segment that is a word (``src``, ``blob``, ``service-role``): a token holding one is a path or a URL.
-PATH_WORD = re.compile(r"^[a-z]{3}[a-z_-]*+$")
-#: A word of a CamelCase or camelCase name: a capital and 3+ lower-case letters, or 4+ lower-case letters opening it.
-#: :func:`redact._camel_words` counts one only when its lower-case letters hold a vowel and a consonant: random keys
-#: have few such runs (``Zx9qLm2N``), names are made of them.
-CAMEL_HUMP = re.compile(r"^[a-z]{4,}+|[A-Z][a-z]{3,}+")
-HEX = re.compile(r"^[0-9a-fA-F]+$")
-UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
 def replace_group(m: re.Match[str], group: str, redacted: str, length: int | None = None) -> str:

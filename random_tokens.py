@@ -1,0 +1,148 @@
+"""Whether a token reads as random, a key, rather than a word, a name, a path, an id or a digest, for :mod:`redact`.
+
+:func:`long_token` judges a run of 28+ base64 characters found anywhere (:data:`LONG_TOKEN`), :func:`labelled_key` a
+value right after a key or token label (:data:`secret_patterns.LABELLED_KEY`); both by :func:`looks_random`: Shannon
+entropy, the runs of one character class, hex and UUID shapes, and what is written right before the token (a public
+key's or a request id's label, a digest's tag). Pure; linear in the length of the text; never raises. Imports
+:mod:`secret_patterns` only.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+#: A run of 28+ base64 characters, judged by :func:`long_token`. One of 28 to 31 is judged only when letters and
+#: digits alone: ids that long have a prefix joined by ``_`` or ``-`` (``msg_01XFDUDYJgAACzvnptvVoYEL``) or are
+#: shorter (a KSUID is 27, a nanoid 21); and kept when :data:`CAMEL_HUMP` words cover half of it
+#: (``GetUserProfileByAccountIdV2Ok``).
+LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{28,}+")
+#: Ids an API gives its replies, requests and calls (OpenAI's ``chatcmpl-``, ``resp_``, ``call_``; Anthropic's
+#: ``msg_``, ``toolu_``; Stripe's ``req_``): long and random, and public; so are Bitcoin's addresses, age's public keys
+#: and a certificate or a public key in base64 (a kubeconfig's ``certificate-authority-data``), an SSH public key's
+#: blob (its type's name encoded first: ``AAAAC3NzaC1lZDI1NTE5…`` in ``authorized_keys``; a private key's starts otherwise).
+PUBLIC_ID_PREFIXES = ("chatcmpl-", "resp_", "req_", "msg_", "call_", "toolu_", "run_", "thread_", "asst_", "batch_", "evt_",
+                      "bc1q", "bc1p", "age1", "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t", "LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0",
+                      "AAAAB3NzaC1yc2E", "AAAAC3NzaC1lZDI1NTE5", "AAAAE2VjZHNhLXNoYTItbmlzdHA", "AAAAB3NzaC1kc3M",
+                      "AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29t", "AAAAInNrLWVjZHNhLXNoYTItbmlzdHAyNTZAb3BlbnNzaC5jb20")
+#: What names a public value written right before it: a public or host key, a request's, trace's or event's id, a
+#: checksum, a wallet's address (``PublicKey = …``, ``x-amz-id-2: …``, ``traceparent: 00-…``, ``收款地址 …``, ``ipfs://…``),
+#: an image, a font or a source map in a data URI.
+PUBLIC_LABEL = re.compile(r"(?i)(?:(?:public|host)[ _-]?key|(?:request|trace|event|span)[ _-]?id|x-amz-id-2|traceparent"
+                          r"|content[ _-]?hash|checksum|fingerprint|address|地址)[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?$|ipfs:$"
+                          r"|data:(?:(?:image|font|audio|video)/[\w.+-]{1,40}+|application/json);base64,$")
+#: What names a digest written after it (``SHA256:`` of an SSH fingerprint, SRI's ``sha384-``, ``sha256=``).
+DIGEST_TAGS = tuple(f"{name}{sep}" for name in ("sha1", "sha256", "sha384", "sha512", "md5") for sep in ":-=")
+#: A path segment that is a word (``src``, ``blob``, ``service-role``): a token holding one is a path or a URL.
+PATH_WORD = re.compile(r"^[a-z]{3}[a-z_-]*+$")
+#: A word of a CamelCase or camelCase name: a capital and 3+ lower-case letters, or 4+ lower-case letters opening it.
+#: :func:`_camel_words` counts one only when its lower-case letters hold a vowel and a consonant: random keys
+#: have few such runs (``Zx9qLm2N``), names are made of them.
+CAMEL_HUMP = re.compile(r"^[a-z]{4,}+|[A-Z][a-z]{3,}+")
+HEX = re.compile(r"^[0-9a-fA-F]+$")
+UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def _entropy(token: str) -> float:
+    counts = Counter(token)
+    return -sum(c / len(token) * math.log2(c / len(token)) for c in counts.values())
+
+
+def _class_runs(token: str) -> float:
+    """The mean length of runs of one character class (lower, upper, digit) in ``token``'s pieces between separators.
+
+    Short in random base64; long in identifiers and paths, which are made of words (``AbstractSingletonProxy``).
+    """
+    runs = letters = 0
+    for piece in re.split(r"[/+=_-]+", token):
+        if piece:
+            runs += len(re.findall(r"[a-z]+|[A-Z]+|[0-9]+", piece))
+            letters += len(piece)
+    return letters / max(runs, 1)
+
+
+def _class_counts(token: str) -> tuple[int, int, int]:
+    """How many lower-case letters, upper-case letters and digits ``token`` holds."""
+    lower, upper, digits = (len(re.findall(pattern, token)) for pattern in ("[a-z]", "[A-Z]", "[0-9]"))
+    return lower, upper, digits
+
+
+def looks_random(token: str) -> bool:
+    """Whether a long token (28+ characters) reads as a key rather than a word, a path or a digest.
+
+    Hex of 40 or 64 digits (git object ids, SHA-256 digests) and UUIDs are kept; other hex is taken for a key
+    (many services issue 32-hex keys; an MD5 checksum goes with them). Otherwise a token needs high Shannon
+    entropy and short class runs (:func:`_class_runs`), with either all three classes or one case of letters
+    with a good share of digits and a piece of 16+ characters between ``-`` and ``_`` (a migration's
+    ``20240311_0942_add_currency`` and a wheel's ``4-cp311-cp311-manylinux_2_17_x86_64`` are short words).
+    A heuristic: a few random keys read as words and are kept, one-case ones more often.
+    """
+    stripped = token.strip("=")
+    if HEX.match(stripped):
+        return len(stripped) not in (40, 64)
+    if UUID.match(token):
+        return False
+    lower, upper, digits = _class_counts(token)
+    if lower and upper and digits:
+        return _entropy(token) > 4.0 and _class_runs(token) < 2.4
+    return (bool(digits) and (lower == 0) != (upper == 0) and digits >= 0.15 * len(token) and _entropy(token) > 3.6
+            and _class_runs(token) < 3.2 and max(len(piece) for piece in re.split(r"[/+=_-]+", token)) >= 16)
+
+
+def random_after_label(token: str, one_case: bool) -> bool:
+    """Whether a value right after a key or token label reads as a key: :func:`looks_random`, or, when ``one_case``,
+    one run of 24+ letters of one case and digits (also in groups of one length, 6 or more, joined by ``-``:
+    ``abcdefghij-0123456789-klmnopqrst``), not hex, with the digits and entropy :func:`looks_random` asks of one case.
+    The label stands in for the class runs: a run without ``_`` is not an identifier made of words, and words joined
+    by ``-`` have lengths of their own (``20240311-rotation-policy-annual``)."""
+    if looks_random(token):
+        return True
+    lengths = {len(piece) for piece in token.split("-")}
+    run = token.replace("-", "") if len(lengths) == 1 and min(lengths) >= 6 else token
+    lower, upper, digits = _class_counts(run)
+    return (one_case and len(run) >= 24 and run.isalnum() and (lower == 0) != (upper == 0) and digits >= 0.15 * len(run)
+            and not HEX.match(run) and _entropy(run) > 3.6)
+
+
+def labelled_key(m: re.Match[str], redacted: str) -> str:
+    """A :data:`secret_patterns.LABELLED_KEY` match with its value redacted when it reads as random. After a bare
+    ``key`` and a space, only a mixed-case value can be: a one-case one is a cache, object or primary key's name
+    (``cache key userprofile20240311v2region7x``)."""
+    one_case = m.group("label").lower() != "key" or re.search("[:=：是为為は]", m.group("join")) is not None
+    return m.group("head") + redacted if random_after_label(m.group("value"), one_case) else m.group()
+
+
+_VOWELS = frozenset("aeiouy")
+
+
+def _camel_words(token: str) -> bool:
+    """Whether :data:`secret_CAMEL_HUMP` words, each holding a vowel and a consonant, cover half of ``token``
+    or more: a CamelCase name (``S3BucketPolicyForCDNv2Origin``), not a key."""
+    covered = 0
+    for word in CAMEL_HUMP.findall(token):
+        letters = set(word.lower())
+        covered += len(word) if letters & _VOWELS and letters - _VOWELS else 0
+    return 2 * covered >= len(token)
+
+
+def long_token(m: re.Match[str], redacted: str) -> str:
+    """A :data:`LONG_TOKEN` match with what reads as random redacted.
+
+    A token of 28 to 31 characters is judged only when letters of both cases and digits alone, and kept when it is a
+    CamelCase name (:func:`_camel_words`). A token holding a
+    ``/``-segment that is a word (``src``, ``blob``) is a path or a URL: only its mixed-case segments of 32+ can go
+    (a document's id, a key); one-case segments are digests and names (nix store hashes, S3 object names, git ids).
+    """
+    token = m.group(0)
+    if (token.startswith(PUBLIC_ID_PREFIXES) or token[:7].lower().startswith(DIGEST_TAGS)
+            or m.string[max(0, m.start() - 7) : m.start()].lower().endswith(DIGEST_TAGS)
+            or PUBLIC_LABEL.search(m.string, max(0, m.start() - 40), m.start())):
+        return token  # an API's id of a reply or a request, a digest (SSH's SHA256: fingerprint), a public key or address
+    if len(token) < 32 and (not (token.isalnum() and all(_class_counts(token))) or _camel_words(token)):
+        return token
+    segments = token.split("/")
+    if len(segments) == 1 or not any(PATH_WORD.match(s) for s in segments):
+        return redacted if looks_random(token) else token
+    return "/".join(redacted if len(s) >= 32 and re.search("[a-z]", s) and re.search("[A-Z]", s) and looks_random(s) else s
+                    for s in segments)
