@@ -224,8 +224,8 @@ def redaction_steps(text: str) -> Iterator[str]:
     text = folding.fold(text)
     yield text
     yield (text := patterns.PEM.sub(REDACTED, text))
-    yield (text := patterns.URL_USERINFO.sub(lambda m: f"{m.group(1)}{REDACTED}@", text))
-    yield (text := patterns.WEBHOOK.sub(lambda m: m.group(1) + REDACTED, text))
+    yield (text := patterns.URL_USERINFO.sub(_userinfo, text))
+    yield (text := patterns.WEBHOOK.sub(_webhook, text))
     yield (text := patterns.QUERY_PAIR.sub(_query_pair, text))
     yield (text := patterns.COOKIE_HEADER.sub(lambda m: m.group(1) + patterns.COOKIE_PAIR.sub(_cookie_pair, m.group(2)), text))
     yield (text := cookie_secrets.redact(text, REDACTED))
@@ -260,6 +260,22 @@ def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:
 def _replace(m: re.Match[str], start: int, end: int) -> str:
     """``m``'s text with ``[start, end)`` (offsets in the whole string) replaced by ``[redacted]``."""
     return m.string[m.start() : start] + REDACTED + m.string[end : m.end()]
+
+
+def _userinfo(m: re.Match[str]) -> str:
+    """A URL's ``user:password@`` redacted, unless its password is a placeholder (``:<password>@``, ``:${DB_PASS}@``)."""
+    password = m.group(2).partition(":")[2]
+    return m.group(0) if password and _is_placeholder(password, "", quoted=True) else f"{m.group(1)}{REDACTED}@"
+
+
+def _webhook(m: re.Match[str]) -> str:
+    """A webhook URL's secret path redacted, unless each segment of it is a placeholder, as documentation writes them
+    (``T00000000/B00000000/XXXXXXXX``, ``hook/xxxxxxxx``, ``YOUR/WEBHOOK/URL``): two distinct characters at most, or
+    capitals and ``_`` alone."""
+    segments = [s for s in m.group(0)[len(m.group(1)) :].split("/") if s]
+    if all(len(set(s)) <= 2 or re.fullmatch("[A-Z_]++", s) or _is_placeholder(s, "", quoted=True) for s in segments):
+        return m.group(0)
+    return m.group(1) + REDACTED
 
 
 def _wrapped_key(m: re.Match[str]) -> str:

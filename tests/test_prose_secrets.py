@@ -886,6 +886,10 @@ NEAR_MISSES = [
     # an environment name in prose before what it needs or is
     'POSTGRES_PASSWORD is required', 'DB_PASSWORD is ${DB_PASSWORD}', 'CACHE_KEY is UserProfile_2024', 'JWT_SECRET 是 32 位随机串',
     'API_KEY 是在控制台生成的', 'NODE_AUTH_TOKEN is set by setup-node v4',
+    # rev26: placeholders in a webhook's path and a URL's password, as documentation writes them
+    'https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX',
+    'https://open.feishu.cn/open-apis/bot/v2/hook/xxxxxxxxxxxxxxxxx', 'https://hooks.slack.com/services/YOUR/WEBHOOK/URL',
+    'mongodb://${MONGO_USER}:${MONGO_PASS}@mongo:27017', 'mongodb://user:<password>@host', 'redis://:%s@cache:6379',
 ]
 
 
