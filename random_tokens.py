@@ -32,8 +32,10 @@ PUBLIC_ID_PREFIXES = ("chatcmpl-", "resp_", "req_", "msg_", "call_", "toolu_", "
 PUBLIC_LABEL = re.compile(r"(?i)(?:(?:public|host)[ _-]?key|(?:request|trace|event|span)[ _-]?id|x-amz-id-2|traceparent"
                           r"|content[ _-]?hash|checksum|fingerprint|address|地址)[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?$|ipfs:$"
                           r"|data:(?:(?:image|font|audio|video)/[\w.+-]{1,40}+|application/json);base64,$")
-#: What names a digest written after it (``SHA256:`` of an SSH fingerprint, SRI's ``sha384-``, ``sha256=``).
-DIGEST_TAGS = tuple(f"{name}{sep}" for name in ("sha1", "sha256", "sha384", "sha512", "md5") for sep in ":-=")
+#: What names a digest written after it (``SHA256:`` of an SSH fingerprint, SRI's ``sha384-``, ``sha256=``, go.sum's `` h1:``).
+DIGEST_TAGS = (*(f"{name}{sep}" for name in ("sha1", "sha256", "sha384", "sha512", "md5") for sep in ":-="), " h1:")
+#: A name whose value is a revision's or an object's id (``GITHUB_SHA``, ``GIT_COMMIT``, ``build_uuid``), not a key's.
+ID_NAME = re.compile(r"(?i)(?:^|[_-])(?:sha|commit|rev|revision|ref|hash|digest|id|uuid|checksum|etag)$")
 #: A path segment that is a word (``src``, ``blob``, ``service-role``): a token holding one is a path or a URL.
 PATH_WORD = re.compile(r"^[a-z]{3}[a-z_-]*+$")
 #: A word of a CamelCase or camelCase name: a capital and 3+ lower-case letters, or 4+ lower-case letters opening it.
@@ -108,9 +110,11 @@ def random_after_label(token: str, one_case: bool) -> bool:
 def labelled_key(m: re.Match[str], redacted: str) -> str:
     """A :data:`secret_patterns.LABELLED_KEY` match with its value redacted when it reads as random. After a bare
     ``key`` and a space, only a mixed-case value can be: a one-case one is a cache, object or primary key's name
-    (``cache key userprofile20240311v2region7x``)."""
+    (``cache key userprofile20240311v2region7x``), or a key's id in hex (``gpg: key 3AA5C34371567BD2: public key``)."""
     one_case = m.group("label").lower() != "key" or re.search("[:=：是为為は]", m.group("join")) is not None
-    return m.group("head") + redacted if random_after_label(m.group("value"), one_case) else m.group()
+    value = m.group("value")
+    mixed = one_case or (re.search("[a-z]", value) is not None and re.search("[A-Z]", value) is not None)
+    return m.group("head") + redacted if mixed and random_after_label(value, one_case) else m.group()
 
 
 _VOWELS = frozenset("aeiouy")
@@ -133,8 +137,14 @@ def long_token(m: re.Match[str], redacted: str) -> str:
     CamelCase name (:func:`_camel_words`). A token holding a
     ``/``-segment that is a word (``src``, ``blob``) is a path or a URL: only its mixed-case segments of 32+ can go
     (a document's id, a key); one-case segments are digests and names (nix store hashes, S3 object names, git ids).
+    ``NAME=value`` run together is kept when ``NAME`` is a public value's label (``trace_id=…``) or an id's (:data:`ID_NAME`)
+    and the value is a git id, a digest or a UUID (``GITHUB_SHA=9fceb02…``).
     """
     token = m.group(0)
+    name, _, value = token.partition("=")
+    if value.strip("=") and re.fullmatch(r"[A-Za-z_][\w-]{0,60}+", name) and (PUBLIC_LABEL.match(name + "=") or (
+            ID_NAME.search(name) and not looks_random(value) and (HEX.match(value) or UUID.match(value)))):
+        return token
     if (token.startswith(PUBLIC_ID_PREFIXES) or token[:7].lower().startswith(DIGEST_TAGS)
             or m.string[max(0, m.start() - 7) : m.start()].lower().endswith(DIGEST_TAGS)
             or PUBLIC_LABEL.search(m.string, max(0, m.start() - 40), m.start())):

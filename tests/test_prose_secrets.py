@@ -504,6 +504,10 @@ SENT_BEFORE = [
     ('DB_PASSWORD 是 Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('POSTGRES_PASSWORD is Kq7#vLp2Wx.', 'Kq7#vLp2Wx'),
     ('REDIS_PASSWORD 改成了 Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('GITHUB_TOKEN 是 Qm4Zr8Wt2Yk6Hn3V', 'Qm4Zr8Wt2Yk6Hn3V'),
     ('账号/密码 admin/Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    # rev26: a key run into a name that is not an id's, a 40-hex PAT, a 32-hex key after a bare key label
+    ('GH_PAT=8d7e6f5a4b3c2d1e0f9a3f2a9c8b7d6e5f4a3b2c', '8d7e6f5a4b3c2d1e0f9a3f2a9c8b7d6e5f4a3b2c'),
+    ('BUILD=Nx5Bq8Lr3Vz7Kw2MhT6cY1pF9dG4sJ0a', 'Nx5Bq8Lr3Vz7Kw2MhT6cY1pF9dG4sJ0a'),
+    ('the key 4e1d8a7c3b9f2e6d5a0c1b8e7f3d9a2c works', '4e1d8a7c3b9f2e6d5a0c1b8e7f3d9a2c'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -890,6 +894,9 @@ NEAR_MISSES = [
     'https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX',
     'https://open.feishu.cn/open-apis/bot/v2/hook/xxxxxxxxxxxxxxxxx', 'https://hooks.slack.com/services/YOUR/WEBHOOK/URL',
     'mongodb://${MONGO_USER}:${MONGO_PASS}@mongo:27017', 'mongodb://user:<password>@host', 'redis://:%s@cache:6379',
+    # rev26: ids and digests run into their name, go.sum's h1: digest, gpg's key id
+    'GITHUB_SHA=9fceb02d0ae598e95dc970b74767f19372d61af8', 'trace_id=4bf92f3577b34da6a3ce929d0e0e4736 span_id=00f067aa0ba902b7',
+    'golang.org/x/text v0.14.0 h1:ScX5w1eTa3QqT8oi6+ziP7dTV1S2+ALU0bI+0zXKWiQ=', 'gpg: key 3AA5C34371567BD2: public key imported',
 ]
 
 
