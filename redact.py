@@ -252,9 +252,10 @@ def redaction_steps(text: str) -> Iterator[str]:
 
 def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:
     """Whether an assigned or labelled value is not a literal secret: already redacted, code (unless ``quoted``: a
-    string is not code, ``"Winter.Is.Coming7"``) or a placeholder, or the name again."""
+    string is not code, ``"Winter.Is.Coming7"``) or a placeholder, or the name again (``this.password = password``)."""
     pattern = patterns.PLACEHOLDER_VALUE if quoted else patterns.CODE_VALUE  # in backticks too (`null`)
-    return value.startswith(REDACTED[:-1]) or bool(pattern.match(value.strip().strip("`"))) or value.strip() == name
+    value = value.strip()
+    return value.startswith(REDACTED[:-1]) or bool(pattern.match(value.strip("`"))) or value in (name, name.rpartition(".")[2])
 
 
 def _replace(m: re.Match[str], start: int, end: int) -> str:
@@ -362,8 +363,10 @@ def _assigned_secret(name: str, value: str, text: str, end: int, bare: bool, pro
         if prose_colon and re.fullmatch(r"[A-Za-z_]+", value):
             return False  # prose ("token: the one from the vault") or an annotation, not a literal
         segments = _name_segments(value)
-        if re.fullmatch(r"[A-Za-z_]\w*", value) and len(segments) > 1 and patterns.CREDENTIAL_PART.fullmatch(segments[-1]):
-            return False  # a variable (password=hashed_password, api_key = refreshed_key), not a literal (password=secret)
+        named = re.fullmatch(r"[A-Za-z_]\w*", value) or (not password and re.fullmatch(r"[a-z][a-z0-9]*+(?:-[a-z0-9]++)++", value))
+        if named and len(segments) > 1 and patterns.CREDENTIAL_PART.fullmatch(segments[-1]):
+            return False  # a variable (password=hashed_password, api_key = refreshed_key) or a Secret's name (existingSecret:
+            # db-credentials), not a literal (password=secret, password: super-secret)
         if len(value) < _MIN_SECRET:
             return False
     if kind == "weak" and not re.search(r"[^A-Za-z_.-]", value):

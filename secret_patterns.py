@@ -538,7 +538,7 @@ _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bo
                 r"|\$\{\{.*|\$\(.*|%\w+%|#\{\w+\}#|@\w+@|#\{[\w.,= ]{1,100}+(?:\}.*)?|%\{[^{}\n]{1,200}+\}"
                 r"|\$\{\w{1,100}+(?::?[-=])?\}?|\$\{\w{1,100}+:?\?[^{}\n]{0,200}+\}?|\$\{(?:ssm|env|file|self|opt|cf|s3|sls)[:(][^{}\s]{0,200}+\}?"
                 r"|:[A-Za-z_]\w{0,60}+|@[A-Z][A-Za-z]{0,60}+|![A-Za-z][A-Za-z_]{0,30}+"
-                r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|\.{3}|…"
+                r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|[\w-]{0,12}+(?:\.{3}|…)"
                 r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"
                 r"|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+")
@@ -552,6 +552,7 @@ CODE_VALUE = re.compile(
     f"^(?:{_PLACEHOLDER}"
     r"|(?=\$?[A-Za-z_]\w*[.(\[])(?!\$?[\w.]*\.(?![A-Za-z_]))\$?[A-Za-z_][\w.]*+(?:[(\[].*)?"  # an attribute, call or index
     r"|&(?:'?[A-Za-z_][\w:]*+(?:[<\[].*)?|\[.*)"  # a Rust reference
+    r"|\.{1,2}+/.*|~/.*"  # a relative path (--from-file=password=./pw.txt)
     r"|!(?:Ref|Sub|GetAtt|ImportValue|FindInMap|Join|Select|If|Base64|Split|Equals|Condition|vault)"  # a YAML tag of code
     r"|[A-Z]\w*\[.*"  # a type such as Optional[str]
     r"|[A-Z][A-Za-z]{1,40}+<[A-Za-z_&'(\[][\w:&'\[\](), <>?]{0,200}+"  # a generic type: Option<String>, Record<string,

@@ -508,6 +508,8 @@ SENT_BEFORE = [
     ('GH_PAT=8d7e6f5a4b3c2d1e0f9a3f2a9c8b7d6e5f4a3b2c', '8d7e6f5a4b3c2d1e0f9a3f2a9c8b7d6e5f4a3b2c'),
     ('BUILD=Nx5Bq8Lr3Vz7Kw2MhT6cY1pF9dG4sJ0a', 'Nx5Bq8Lr3Vz7Kw2MhT6cY1pF9dG4sJ0a'),
     ('the key 4e1d8a7c3b9f2e6d5a0c1b8e7f3d9a2c works', '4e1d8a7c3b9f2e6d5a0c1b8e7f3d9a2c'),
+    # rev26: words joined by - are a password's value still, a literal set on an attribute
+    ('password: super-secret', 'super-secret'), ('this.password = "Tq7!vRm2Xs"', 'Tq7!vRm2Xs'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -897,6 +899,10 @@ NEAR_MISSES = [
     # rev26: ids and digests run into their name, go.sum's h1: digest, gpg's key id
     'GITHUB_SHA=9fceb02d0ae598e95dc970b74767f19372d61af8', 'trace_id=4bf92f3577b34da6a3ce929d0e0e4736 span_id=00f067aa0ba902b7',
     'golang.org/x/text v0.14.0 h1:ScX5w1eTa3QqT8oi6+ziP7dTV1S2+ALU0bI+0zXKWiQ=', 'gpg: key 3AA5C34371567BD2: public key imported',
+    # rev26: a key cut short by an ellipsis, the name again as an attribute, a relative path, a Secret's name
+    'api_key: "sk-..."', 'API_KEY=sk-your-key', 'this.password = password;',
+    'kubectl create secret generic db --from-file=password=./pw.txt', '密钥是 ~/.ssh/id_rsa，公钥是 ~/.ssh/id_rsa.pub',
+    'auth:\n  existingSecret: db-credentials\n  secretKeys:\n    adminPasswordKey: admin-password',
 ]
 
 
