@@ -3,7 +3,8 @@
 A value on the line under the command that printed it: ``printenv NAME``, ``echo $NAME`` (``${NAME}``, ``%NAME%``,
 ``$env:NAME``) and ``cat`` of a file named for a password or token (Jenkins' ``initialAdminPassword``) after a
 shell's prompt or none, ``kubectl … {.data.NAME} | base64 -d`` (``oc`` too) and PowerShell's ``Name : NAME`` above
-``Value : …``; the NAME is judged as an assignment of the value to it would be (``printenv PATH`` then a path stays).
+``Value : …``, ``terraform output -raw NAME``, ``vault kv get -field=NAME …`` and ``gcloud secrets versions access …
+--secret=NAME``; the NAME is judged as an assignment of the value to it would be (``printenv PATH`` then a path stays).
 Passwords a server makes and prints (MySQL's temporary one, Elasticsearch's, Jenkins' and Spring Security's generated
 ones). Redis ``MONITOR`` lines, which quote each word of a command (``"AUTH" "…"``, ``"AUTH" "user" "…"``, ``"CONFIG"
 "SET" "requirepass" "…"``), and redis-cli's reply to ``CONFIG GET requirepass``. And ``Authorization`` written
@@ -29,6 +30,9 @@ _PROMPT = r"(?:(?:[\w.@-]{1,64}+:[^\s$#>]{0,200}+)?[$#>%][ \t]*+|[A-Za-z]:\\[^\n
 PRINTED_VALUE = re.compile(
     r"(?m:^)[ \t]*+" + _PROMPT + r"(?:printenv[ \t]++(?P<pname>" + _NAME + r")|echo[ \t]++(?:\"?\$\{?(?P<ename>" + _NAME
     + r")\}?\"?|%(?P<wname>" + _NAME + r")%|\$env:(?P<sname>" + _NAME + r"))"
+    r"|(?:terraform|tofu)[ \t]++output[ \t]++-raw[ \t]++(?P<tname>" + _NAME + r")|vault[ \t]++(?:kv[ \t]++get|read)[ \t]"
+    r"[^\n]{0,200}?-field=(?P<vname>" + _NAME + r")[^\n]{0,300}+|gcloud[ \t][^\n]{0,200}?secrets[ \t]++versions[ \t]++access"
+    r"[^\n]{0,200}?--secret[= ](?P<gname>" + _NAME + r")[^\n]{0,300}+"
     r"|cat[ \t]++(?:\S{0,300}?/)?(?P<fname>initialAdminPassword|initial_root_password|[\w.-]{0,40}?(?:password|token|secret))"
     r"(?:\.txt)?|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D))"
     r"[ \t]*+\r?\n[ \t]*+(?P<value>[^\s$][^\s]{0,199}+)[ \t]*+(?=\r?\n|$)"
@@ -86,7 +90,8 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
 
 def _printed(m: re.Match[str], redacted: str, judge: Judge) -> str:
     """A :data:`PRINTED_VALUE` match, its value redacted when an assignment of it to the printed name would be."""
-    name = next(m.group(g) for g in ("pname", "ename", "wname", "sname", "fname", "kname", "lname") if g in m.re.groupindex and m.group(g))
+    names = ("pname", "ename", "wname", "sname", "fname", "kname", "lname", "tname", "vname", "gname")
+    name = next(m.group(g) for g in names if g in m.re.groupindex and m.group(g))
     value = m.group("value")
     if value.startswith(redacted[:-1]) or not judge(name, value, True):
         return m.group()

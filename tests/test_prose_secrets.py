@@ -510,6 +510,9 @@ SENT_BEFORE = [
     ('the key 4e1d8a7c3b9f2e6d5a0c1b8e7f3d9a2c works', '4e1d8a7c3b9f2e6d5a0c1b8e7f3d9a2c'),
     # rev26: words joined by - are a password's value still, a literal set on an attribute
     ('password: super-secret', 'super-secret'), ('this.password = "Tq7!vRm2Xs"', 'Tq7!vRm2Xs'),
+    # rev26: a secret printed by the tool that keeps it, on the line under its command
+    ('$ terraform output -raw db_password\nTq7!vRm2Xs', 'Tq7!vRm2Xs'), ('vault kv get -field=password secret/app\nTq7!vRm2Xs', 'Tq7!vRm2Xs'),
+    ('gcloud secrets versions access latest --secret=db-password\nWd4kYp8Rm2Qs', 'Wd4kYp8Rm2Qs'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -903,6 +906,8 @@ NEAR_MISSES = [
     'api_key: "sk-..."', 'API_KEY=sk-your-key', 'this.password = password;',
     'kubectl create secret generic db --from-file=password=./pw.txt', '密钥是 ~/.ssh/id_rsa，公钥是 ~/.ssh/id_rsa.pub',
     'auth:\n  existingSecret: db-credentials\n  secretKeys:\n    adminPasswordKey: admin-password',
+    # rev26: what terraform prints that is not a secret's
+    'terraform output -raw vpc_id\nvpc-0a1b2c3d4e5f', 'terraform output -raw bucket_name\nmy-bucket-2024',
 ]
 
 
