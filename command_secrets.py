@@ -34,16 +34,20 @@ _VALUE = _value()
 _SAME_COMMAND = r"(?:[^\n|;&\\]|\\\r?\n|\\(?!\r?\n)){0,300}?"
 #: Commands that read a password from their input: ``--password-stdin`` (docker, podman, helm, skopeo, cosign…),
 #: ``secret create [flags] NAME -``, ``gh secret set NAME`` (without ``--body``), ``sudo -S``, ``passwd --stdin``,
-#: ``chpasswd``, gpg's ``--passphrase-fd 0`` and ``gh auth login --with-token``.
+#: ``chpasswd``, gpg's ``--passphrase-fd 0``, ``gh auth login --with-token``, ``vncpasswd -f``, ``smbpasswd -s`` and
+#: ``htpasswd -i``.
 _READS_INPUT = (r"(?:--password-stdin|--with-token|[ \t]secret[ \t]++create[ \t][^\n|;&<]{0,200}?[ \t]-(?=[ \t]*+(?:<<<|\r?\n|$))"
                 r"|(?<![\w-])gh[ \t]++secret[ \t]++set[ \t]++[A-Za-z_]\w{0,100}+(?=[ \t]*+(?:<<<|\r?\n|$))"
-                r"|(?<![\w-])sudo[ \t]++-[A-Za-z]{0,4}S|(?<![\w-])passwd[ \t]++--stdin|(?<![\w-])chpasswd|--passphrase-fd[ \t=]++0)(?![\w-])")
+                r"|(?<![\w-])sudo[ \t]++-[A-Za-z]{0,4}S|(?<![\w-])passwd[ \t]++--stdin|(?<![\w-])chpasswd|--passphrase-fd[ \t=]++0"
+                r"|(?<![\w-])(?:vncpasswd[ \t]++-f|smbpasswd[ \t]++-[A-Za-z]{0,4}s|htpasswd[ \t]++-[A-Za-z]{0,4}i))(?![\w-])")
 
 #: ``echo``/``printf`` (up to two flags or a ``'%s'`` format) of a value piped (through up to 300 characters of other
-#: commands) into one that reads a password from its input, and such a command given a ``<<<`` string.
+#: commands) into one that reads a password from its input, or written to a file named for one (``> ~/.vault_pass.txt``,
+#: ``> .secrets/api_token``), and such a command given a ``<<<`` string.
 STDIN_SECRET = re.compile(
     r"(?<![\w-])(?:echo|printf)(?:[ \t]++(?:-[neE]{1,3}+|([\"'])%s(?:\\n)?\1)){0,2}[ \t]++" + _VALUE
-    + r"[ \t]*+\|[^\n;&]{1,300}?" + _READS_INPUT
+    + r"(?:[ \t]*+>>?[ \t]*+(?:[^\s;&|<>]{0,200}?/)?[\w.-]{0,40}?(?i:pass|token|secret)[\w.-]{0,40}+(?=[ \t]*+(?:[\n;&|]|$))"
+    + r"|[ \t]*+\|[^\n;&]{1,300}?" + _READS_INPUT + ")"
     + r"|" + _READS_INPUT + r"[^\n|;&<]{0,200}?<<<[ \t]*+" + _value("h")
 )
 #: ``-P password`` of ``zip``, ``unzip``, ``zipcloak``, ``sqlcmd`` and ``bcp`` (a path or ``.exe`` before, any case, ``-P``

@@ -513,6 +513,9 @@ SENT_BEFORE = [
     # rev26: a secret printed by the tool that keeps it, on the line under its command
     ('$ terraform output -raw db_password\nTq7!vRm2Xs', 'Tq7!vRm2Xs'), ('vault kv get -field=password secret/app\nTq7!vRm2Xs', 'Tq7!vRm2Xs'),
     ('gcloud secrets versions access latest --secret=db-password\nWd4kYp8Rm2Qs', 'Wd4kYp8Rm2Qs'),
+    # rev26: a password echoed into vncpasswd -f, smbpasswd -s, htpasswd -i, or into a file named for it
+    ('echo Wd4kYp8Rm2Qs | vncpasswd -f > ~/.vnc/passwd', 'Wd4kYp8Rm2Qs'), ('echo Tq7!vRm2Xs | htpasswd -i .htpasswd bob', 'Tq7!vRm2Xs'),
+    ('echo "Wd4kYp8Rm2Qs" > ~/.vault_pass.txt', 'Wd4kYp8Rm2Qs'), ("echo 'Kq7#vLp2Wx' > /etc/rsync.pass && chmod 600 /etc/rsync.pass", 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -908,6 +911,7 @@ NEAR_MISSES = [
     'auth:\n  existingSecret: db-credentials\n  secretKeys:\n    adminPasswordKey: admin-password',
     # rev26: what terraform prints that is not a secret's
     'terraform output -raw vpc_id\nvpc-0a1b2c3d4e5f', 'terraform output -raw bucket_name\nmy-bucket-2024',
+    'echo $VAULT_PASS > ~/.vault_pass', 'echo hello > password_notes.md', 'echo done > /tmp/passenger/log.txt',
 ]
 
 
