@@ -516,6 +516,8 @@ SENT_BEFORE = [
     # rev26: a password echoed into vncpasswd -f, smbpasswd -s, htpasswd -i, or into a file named for it
     ('echo Wd4kYp8Rm2Qs | vncpasswd -f > ~/.vnc/passwd', 'Wd4kYp8Rm2Qs'), ('echo Tq7!vRm2Xs | htpasswd -i .htpasswd bob', 'Tq7!vRm2Xs'),
     ('echo "Wd4kYp8Rm2Qs" > ~/.vault_pass.txt', 'Wd4kYp8Rm2Qs'), ("echo 'Kq7#vLp2Wx' > /etc/rsync.pass && chmod 600 /etc/rsync.pass", 'Kq7#vLp2Wx'),
+    # rev26: a label in brackets, a value in backticks after a verb
+    ('【密码】Tq7!vRm2Xs', 'Tq7!vRm2Xs'), ('[密码]Tq7!vRm2Xs', 'Tq7!vRm2Xs'), ('set the password to `Tq7!vRm2Xs` and restart', 'Tq7!vRm2Xs'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -912,6 +914,7 @@ NEAR_MISSES = [
     # rev26: what terraform prints that is not a secret's
     'terraform output -raw vpc_id\nvpc-0a1b2c3d4e5f', 'terraform output -raw bucket_name\nmy-bucket-2024',
     'echo $VAULT_PASS > ~/.vault_pass', 'echo hello > password_notes.md', 'echo done > /tmp/passenger/log.txt',
+    '【密码】见附件', 'set the password to `$DB_PASSWORD`', 'the password is `config.yaml`', 'the token is `None`',
 ]
 
 
