@@ -6,11 +6,11 @@ so plugins cannot register it).
 Hermes calls a plugin command with the text after it and nothing else. Where
 the live conversation can be told (the interactive terminal CLI after its
 first message: ``ctx.dispatch_tool`` passes the CLI's agent; the terminal UI's
-backend serving one conversation, :func:`_served_conversation`), the commands
-run the agent's tools for it, so its project is the conversation's and the
-conversation itself is left out of what is searched. Elsewhere (a CLI before
-its first message, a desktop serving several) they are scoped by Hermes'
-working directory and say so; in the messaging gateway, whose folder is no
+or desktop's backend, for the conversation that sent the command,
+:func:`_served_conversation`), the commands run the agent's tools for it, so
+its project is the conversation's and the conversation itself is left out of
+what is searched. Elsewhere (a CLI before its first message) they are scoped
+by Hermes' working directory and say so; in the messaging gateway, whose folder is no
 chat's project, they answer nothing of it. Every command answers readable text and never raises. Their arguments
 follow ``command_args.py``'s grammar.
 """
@@ -68,23 +68,43 @@ IN_A_CHAT = ("in a chat, Hermes does not tell plugin commands which conversation
              "our history for ...\"): it searches this conversation's project, when the conversation has one.")
 
 
+def _backend_session() -> tuple[bool, str]:
+    """Whether Hermes' terminal UI backend runs this command (a frame of ``tui_gateway``'s on the stack: its
+    ``slash.exec`` or ``command.dispatch`` calls a plugin command in the RPC's own thread), and the conversation it
+    runs it for when that frame holds it (its ``session``, the asking one's record; ``""`` when it holds none)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if str(frame.f_globals.get("__name__") or "").startswith("tui_gateway."):
+            session = frame.f_locals.get("session")
+            return True, str(session.get("session_key") or "").strip() if isinstance(session, dict) else ""
+        frame = frame.f_back
+    return False, ""
+
+
 def _served_conversation() -> str:
     """The conversation Hermes' terminal UI or desktop runs this command for, ``""`` when it cannot be told or state.db
     does not hold it.
 
     Their backend (``tui_gateway.server``) runs a plugin command in its own process, in its own working folder, with
-    no CLI reference for ``dispatch_tool`` to pass: the conversation is told only when the backend serves one
-    (the terminal UI); a desktop with several open is not. A profile whose plugins the backend did not load runs
+    no CLI reference for ``dispatch_tool`` to pass: the conversation is the one whose request runs it (the backend's
+    frame on the stack, :func:`_backend_session`), else the one the backend serves when it serves one. A command the
+    backend does not run finds none, though the process hosts a backend: the messaging gateway, which hosts the
+    dashboard's chat, runs a chat's commands itself. A profile whose plugins the backend did not load runs
     commands in a worker of the conversation's own (``python -m tui_gateway.slash_worker --session-key ID``),
     which exports its session id as ``HERMES_SESSION_KEY``.
     """
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    backend, asking = _backend_session()
     if getattr(spec, "name", "") == "tui_gateway.slash_worker":
         keys = {os.environ.get("HERMES_SESSION_KEY", "").strip()}
-    else:
+    elif asking:
+        keys = {asking}
+    elif backend:
         served = getattr(sys.modules.get("tui_gateway.server"), "_sessions", None)
         keys = {str(s.get("session_key") or "") for s in list(served.values()) if isinstance(s, dict)} \
             if isinstance(served, dict) else set()
+    else:
+        keys = set()
     key = keys.pop() if len(keys) == 1 else ""
     if not key:
         return ""

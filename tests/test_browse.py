@@ -728,27 +728,51 @@ def test_in_the_messaging_gateway_commands_answer_nothing_of_its_folder(shell: A
 def test_the_terminal_ui_backend_answers_for_the_conversation_it_serves(world: World, monkeypatch: pytest.MonkeyPatch):
     """Hermes' terminal UI runs a plugin command in its backend's process (``tui_gateway.server``'s ``slash.exec``), in
     the backend's folder, with no CLI reference: the real method, the backend started in beta for a conversation of
-    alpha, answers for alpha, the conversation left out. A backend serving two conversations (a desktop) cannot
-    tell which asks: the folder's project, said so."""
+    alpha, answers for alpha, the conversation left out. A backend serving two conversations (a desktop) answers
+    each command for the conversation that sent it."""
     from tui_gateway import server
 
     alpha, beta = world.repo("alpha"), world.repo("beta")
     world.session("a_past", alpha, messages=[("assistant", PAST_DECISION)])
     world.session("b_ws", beta, messages=[("assistant", "beta decided websocket reconnects differently")])
+    world.session("b_live", beta, source="tui", messages=[("user", QUESTION)])
     world.session("ui_live", alpha, source="tui", messages=[("user", QUESTION)])
     monkeypatch.chdir(beta)
     monkeypatch.setitem(server._sessions, "ui-1", {"session_key": "ui_live", "history": []})
 
-    def run(command: str) -> str:
-        answer = server._methods["slash.exec"]("r1", {"session_id": "ui-1", "command": command})
+    def run(command: str, sid: str = "ui-1") -> str:
+        answer = server._methods["slash.exec"]("r1", {"session_id": sid, "command": command})
         return str(answer["result"]["output"])
 
     out = run("/history-search websocket reconnects")
     assert out.startswith("Scoped to this conversation's project: alpha"), out
     assert "@session:a_past" in out and "b_ws" not in out and "@session:ui_live" not in out, out
-    monkeypatch.setitem(server._sessions, "ui-2", {"session_key": "a_past", "history": []})
+    # A desktop serving two conversations: each command is its asking conversation's (slash.exec's session).
+    monkeypatch.setitem(server._sessions, "ui-2", {"session_key": "b_live", "history": []})
     out = run("/history-search websocket reconnects")
-    assert out.startswith(f"Scoped to the project of {beta}") and "@session:b_ws" in out, out
+    assert out.startswith("Scoped to this conversation's project: alpha") and "@session:a_past" in out, out
+    out = run("/history-search websocket reconnects", "ui-2")
+    assert out.startswith("Scoped to this conversation's project: beta") and "@session:b_ws" in out, out
+    assert "a_past" not in out and "@session:b_live" not in out, out
+
+
+def test_a_chat_command_in_a_gateway_hosting_the_dashboard_chat_answers_nothing_of_it(
+        world: World, monkeypatch: pytest.MonkeyPatch):
+    """The dashboard runs inside the messaging gateway's process (hermes_cli/web_server.py), and its chat tab is a
+    terminal UI backend there (``tui_gateway.server``, one conversation open: alpha's). A chat's /history-search
+    comes through gateway/run.py, not the backend: it must not answer with the dashboard conversation's project."""
+    from tui_gateway import server
+
+    alpha, beta = world.repo("alpha"), world.repo("beta")
+    world.session("a_past", alpha, messages=[("assistant", PAST_DECISION)])
+    world.session("ui_live", alpha, source="tui", messages=[("user", QUESTION)])
+    monkeypatch.chdir(beta)
+    monkeypatch.setenv("_HERMES_GATEWAY", "1")  # as gateway/run.py marks its process
+    monkeypatch.setitem(server._sessions, "ui-1", {"session_key": "ui_live", "history": []})
+    for name, args in (("history-search", "websocket reconnects"), ("history-recent", ""),
+                       ("history-read", "a_past")):
+        out = slash(name, args)
+        assert "in a chat" in out and "a_past" not in out and "alpha" not in out, out
 
 
 def test_a_terminal_ui_command_worker_answers_for_the_conversation_it_serves(world: World):
