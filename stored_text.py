@@ -58,12 +58,14 @@ SKILL_ROW_SQL = f"(m.role = 'user' AND substr(m.content, 1, {len(SKILL_PREFIX)})
 #: them as user rows, since they wake the agent; the person wrote none of them (``_is_real_user_message``). Hermes
 #: 0.21 also types every user row it writes itself by ``display_kind`` (``process_complete``,
 #: ``async_delegation_complete``, ``model_switch``, ``auto_continue``, ``internal_notification``...: any kind but
-#: ``steer``, the person's own words sent mid-turn, and ``hidden``, never shown). Such rows are the work's output or
+#: :data:`PERSON_KINDS`, and ``hidden``, never shown). Such rows are the work's output or
 #: Hermes' own, so every reader here takes them for tool output (:func:`role_of`): shown as ``tool``, found by
 #: ``role: tool``, not by ``role: user``.
 NOTICE_PREFIXES = ("[IMPORTANT: Background process ", "[IMPORTANT: Watch patterns disabled for process ",
                    "[ASYNC DELEGATION ")
-PERSON_KINDS = ("", "steer")
+#: The kinds of user rows the person wrote: none, ``steer`` (words sent mid-turn) and ``participant_directed`` (a message
+#: to another agent of the session, ``append_participant_user_message``: "the human really typed it").
+PERSON_KINDS = ("", "steer", "participant_directed")
 NOTICE_ROW_SQL = f"(m.role = 'user' AND ({_starts(NOTICE_PREFIXES)}))"
 #: The same on a state.db with ``display_kind`` (0.21).
 KIND_NOTICE_ROW_SQL = (f"(m.role = 'user' AND (COALESCE(m.display_kind, '') NOT IN ({', '.join(repr(k) for k in PERSON_KINDS)})"

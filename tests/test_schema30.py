@@ -272,3 +272,17 @@ def test_user_rows_hermes_writes_itself_are_tool_output(s30: World):
     read = s30.call("project_history_read", {"session_id": "work"}, "cur")
     roles = {m["message_id"]: m["role"] for m in read["messages"]}
     assert (roles[done], roles[steer], roles[result]) == ("tool", "user", "tool"), read
+
+
+def test_a_persons_message_to_a_participant_is_the_users(s30: World):
+    """Hermes' participant seam (``append_participant_user_message``) stores a message the person typed to another
+    agent in the session as a user row typed ``participant_directed``: "the row stays a genuine role=user message (the
+    human really typed it)". ``role: user`` finds it, and a read shows it as the user's."""
+    s30.s30_session("work", messages=[("user", "run the wombat suite")])
+    typed = s30.s30.say("work", "user", "@reviewer check the wombat cache please", display_kind="participant_directed")
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    found = {r["message_id"] for r in s30.search("cur", "wombat cache", mode="keyword", role="user", limit=10)["results"]}
+    assert typed in found, found
+    read = s30.call("project_history_read", {"session_id": "work"}, "cur")
+    assert {m["message_id"]: m["role"] for m in read["messages"]}[typed] == "user", read
