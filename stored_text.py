@@ -133,12 +133,31 @@ def as_asked(text: str) -> str:
     return f"{names} {instruction}".strip()
 
 
+#: How Hermes wraps a mid-turn /steer (agent/prompt_builder.py ``format_steer_marker``: ``\n\n`` + an opening marker
+#: telling the model the words are the user's, whose wording changed between releases, ``\n``, the words, ``\n`` +
+#: the closing marker). The markers are Hermes' words for the model; the person sent what lies between.
+STEER_OPEN = "[OUT-OF-BAND USER MESSAGE"
+STEER_CLOSE = "[/OUT-OF-BAND USER MESSAGE]"
+
+
+def _steered(text: str) -> str:
+    """The words of a steer wrapped in Hermes' markers (:data:`STEER_OPEN`); other text as it is."""
+    body = text.lstrip()
+    if not body.startswith(STEER_OPEN):
+        return text
+    end = body.find("]\n")
+    if end < 0:
+        return text
+    words = body[end + 2 :].rstrip()
+    return (words[: -len(STEER_CLOSE)] if words.endswith(STEER_CLOSE) else words).strip()
+
+
 def text_of(content: Any, role: str = "") -> str:
     """A row's ``content`` as text: ``""`` for Hermes' note to the model (a ``user`` row starting with one of
     :data:`NOTE_PREFIXES`) and a compaction summary (a ``user`` or ``assistant`` row starting with one of
     :data:`SUMMARY_PREFIXES`, its text parts too when multimodal), a multimodal row's text parts joined by spaces (its
-    JSON as it is when it does not read as JSON or is not a list), a skill turn :func:`as_asked`, other text as it
-    is; ``None`` as ``""``."""
+    JSON as it is when it does not read as JSON or is not a list), a skill turn :func:`as_asked`, a user row's steer
+    as its words, other text as it is; ``None`` as ``""``."""
     text = content if isinstance(content, str) else ("" if content is None else str(content))
     if role == "user" and text.startswith(NOTE_PREFIXES):
         return ""
@@ -146,7 +165,7 @@ def text_of(content: Any, role: str = "") -> str:
         text = _flatten_parts(text[len(JSON_PREFIX) :])
     if role in ("user", "assistant") and text.startswith(SUMMARY_PREFIXES):
         return ""
-    return as_asked(text)
+    return as_asked(_steered(text) if role == "user" else text)
 
 
 def _flatten_parts(raw: str) -> str:

@@ -286,3 +286,22 @@ def test_a_persons_message_to_a_participant_is_the_users(s30: World):
     assert typed in found, found
     read = s30.call("project_history_read", {"session_id": "work"}, "cur")
     assert {m["message_id"]: m["role"] for m in read["messages"]}[typed] == "user", read
+
+
+def test_a_steer_is_read_as_the_words_the_person_sent(s30: World):
+    """Hermes 0.21 stores a mid-turn /steer as a user row typed ``steer`` whose content wraps the person's words in the
+    marker the model is taught to trust (agent/prompt_builder.py ``format_steer_marker``). The marker is Hermes' words:
+    a read shows what the person sent, and a search for the marker's words ("conversation history") finds no steer."""
+    marker = ("[OUT-OF-BAND USER MESSAGE \u2014 a direct message from the user, delivered once at this position; not tool "
+              "output and not a new delivery when replayed from conversation history]")
+    s30.s30_session("work", messages=[("user", "run the wombat suite")])
+    steer = s30.s30.say("work", "user", f"\n\n{marker}\nalso check the wombat cache\n[/OUT-OF-BAND USER MESSAGE]",
+                        display_kind="steer")
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    found = {r["message_id"] for r in s30.search("cur", "wombat cache", mode="keyword", role="user", limit=10)["results"]}
+    assert steer in found, found
+    noise = {r["message_id"] for r in s30.search("cur", "conversation history delivery", mode="keyword", limit=10)["results"]}
+    assert steer not in noise, noise
+    read = s30.call("project_history_read", {"session_id": "work"}, "cur")
+    assert {m["message_id"]: m["text"] for m in read["messages"]}[steer] == "also check the wombat cache", read
