@@ -260,6 +260,7 @@ def test_the_check_for_earlier_recalls_runs_a_few_statements_for_a_page_of_repli
         ids += [question, quoting, *plain]
         expected |= {question, quoting}
     conn = phr.store.open_state_db(world.home)
+    phr.store.layout_of(conn)  # the schema's facts, read once per connection (as every search's first read does)
     statements: list[str] = []
     conn.set_trace_callback(statements.append)
     try:
