@@ -773,6 +773,8 @@ def test_a_chat_command_in_a_gateway_hosting_the_dashboard_chat_answers_nothing_
                        ("history-read", "a_past")):
         out = slash(name, args)
         assert "in a chat" in out and "a_past" not in out and "alpha" not in out, out
+    out = slash("history-move", "--home")  # a chat's move must not move the dashboard's conversation
+    assert not out.startswith("Moved") and world.session_row("ui_live")["cwd"] == str(alpha), out
 
 
 def test_a_terminal_ui_command_worker_answers_for_the_conversation_it_serves(world: World):
