@@ -22,6 +22,7 @@ import os
 import sqlite3
 import sys
 import time
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -72,7 +73,7 @@ def _backend_session() -> tuple[bool, str]:
     """Whether Hermes' terminal UI backend runs this command (a frame of ``tui_gateway``'s on the stack: its
     ``slash.exec`` or ``command.dispatch`` calls a plugin command in the RPC's own thread), and the conversation it
     runs it for when that frame holds it (its ``session``, the asking one's record; ``""`` when it holds none)."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         if str(frame.f_globals.get("__name__") or "").startswith("tui_gateway."):
             session = frame.f_locals.get("session")
