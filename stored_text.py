@@ -56,28 +56,29 @@ SKILL_ROW_SQL = f"(m.role = 'user' AND substr(m.content, 1, {len(SKILL_PREFIX)})
 #: its watch given up (tools/process_registry.py ``format_process_notification``), and an async delegation's result,
 #: with the subagent's summary (``[ASYNC DELEGATION COMPLETE``, ``BATCH COMPLETE``, ``TASK FAILED``). Hermes stores
 #: them as user rows, since they wake the agent; the person wrote none of them (``_is_real_user_message``). Hermes
-#: 0.21 also types every user row it writes itself by ``display_kind`` (``process_complete``,
-#: ``async_delegation_complete``, ``model_switch``, ``auto_continue``, ``internal_notification``...: any kind but
-#: :data:`PERSON_KINDS`, and ``hidden``, never shown). Such rows are the work's output or
-#: Hermes' own, so every reader here takes them for tool output (:func:`role_of`): shown as ``tool``, found by
-#: ``role: tool``, not by ``role: user``.
+#: 0.21 also types the user rows it writes itself by ``display_kind`` (:data:`HOST_KINDS`). Such rows are the work's
+#: output or Hermes' own, so every reader here takes them for tool output (:func:`role_of`): shown as ``tool``,
+#: found by ``role: tool``, not by ``role: user``.
 NOTICE_PREFIXES = ("[IMPORTANT: Background process ", "[IMPORTANT: Watch patterns disabled for process ",
                    "[ASYNC DELEGATION ")
-#: The kinds of user rows the person wrote: none, ``steer`` (words sent mid-turn) and ``participant_directed`` (a message
-#: to another agent of the session, ``append_participant_user_message``: "the human really typed it").
-PERSON_KINDS = ("", "steer", "participant_directed")
+#: The ``display_kind`` of the user rows Hermes writes itself, each named (the kinds its own previews leave out,
+#: and its notices): a kind not named here is taken for the person's (``steer``, the words sent mid-turn;
+#: ``participant_directed``, a message to another agent of the session; a new kind), so that no word the person
+#: wrote is ever shown as tool output.
+HOST_KINDS = ("process_complete", "async_delegation_complete", "model_switch", "personality_switch", "auto_continue",
+              "internal_notification")
 NOTICE_ROW_SQL = f"(m.role = 'user' AND ({_starts(NOTICE_PREFIXES)}))"
 #: The same on a state.db with ``display_kind`` (0.21).
-KIND_NOTICE_ROW_SQL = (f"(m.role = 'user' AND (COALESCE(m.display_kind, '') NOT IN ({', '.join(repr(k) for k in PERSON_KINDS)})"
+KIND_NOTICE_ROW_SQL = (f"(m.role = 'user' AND (m.display_kind IN ({', '.join(repr(k) for k in HOST_KINDS)})"
                        f" OR {_starts(NOTICE_PREFIXES)}))")
 
 
 def role_of(role: str, content: Any, display_kind: Any = None) -> str:
     """The role a row is read as: ``tool`` for Hermes' notice of background work or other user row of its own
-    (:data:`NOTICE_PREFIXES`, a ``display_kind`` not :data:`PERSON_KINDS`), else its own."""
+    (:data:`NOTICE_PREFIXES`, a ``display_kind`` of :data:`HOST_KINDS`), else its own."""
     if role != "user":
         return role
-    if (display_kind or "") not in PERSON_KINDS or (isinstance(content, str) and content.startswith(NOTICE_PREFIXES)):
+    if display_kind in HOST_KINDS or (isinstance(content, str) and content.startswith(NOTICE_PREFIXES)):
         return "tool"
     return role
 

@@ -256,13 +256,14 @@ def test_words_run_into_cjk_are_found_once_a_rebuild_has_indexed_them(world: Wor
 
 
 def test_user_rows_hermes_writes_itself_are_tool_output(s30: World):
-    """Hermes 0.21 types every user row it writes itself by ``display_kind`` (a background process's completion, an
+    """Hermes 0.21 types the user rows it writes itself by ``display_kind`` (a background process's completion, an
     async delegation's result, a model switch...), whatever its text; ``steer`` is the person's own words sent
-    mid-turn. ``role: user`` finds the person's, ``role: tool`` Hermes' own, and a read shows them so."""
+    mid-turn, and a kind not known is taken for the person's. ``role: user`` finds the person's, ``role: tool`` Hermes' own, and a read shows them so."""
     s30.s30_session("work", messages=[("user", "run the wombat suite")])
     done = s30.s30.say("work", "user", "pytest finished: 42 wombat tests passed", display_kind="process_complete")
     steer = s30.s30.say("work", "user", "also check the wombat cache", display_kind="steer")
     result = s30.s30.say("work", "user", "child result: the wombat cache is cold", display_kind="async_delegation_complete")
+    spoken = s30.s30.say("work", "user", "and the wombat logs?", display_kind="voice")  # a kind not known: the person's
     s30.s30_session("cur", messages=[("user", "hi")])
     finish(s30)
     found = {role: {r["message_id"] for r in s30.search("cur", "wombat", mode="keyword", role=role, limit=10)["results"]}
@@ -271,7 +272,7 @@ def test_user_rows_hermes_writes_itself_are_tool_output(s30: World):
     assert found["tool"] and found["tool"] <= {done, result}, found
     read = s30.call("project_history_read", {"session_id": "work"}, "cur")
     roles = {m["message_id"]: m["role"] for m in read["messages"]}
-    assert (roles[done], roles[steer], roles[result]) == ("tool", "user", "tool"), read
+    assert (roles[done], roles[steer], roles[result], roles[spoken]) == ("tool", "user", "tool", "user"), read
 
 
 def test_a_persons_message_to_a_participant_is_the_users(s30: World):
