@@ -225,7 +225,7 @@ _ACL_RULES = r"(?:(?:[~&+%-]|reset|all)[^\s>]{0,64}+[ \t]++){0,2}"
 _TWO_FLAGS = r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
 CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
-    r"(?:mysql|mysqldump|mysqladmin|mariadb|obclient)(?:[ \t][^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
+    r"(?:mysql|mysqldump|mysqladmin|mariadb|obclient)(?:[ \t](?:[^\r\n]{0,200}+(?<=\\)\r?\n){0,4}[^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
     r"|sshpass[ \t]++-p[ \t]*+"
     r"|(?:(?:redis|valkey|keydb|memurai)-cli|REDIS-CLI)(?:[ \t][^\n]{0,200}?)?[ \t](?:-a|--pass)[ \t]++"
     r"|(?i:sentinel[ \t]++(?:auth-pass[ \t]++[^\s\"']{1,64}+|SET[ \t]++[^\s\"']{1,64}+[ \t]++auth-pass))[ \t]++(?![a-z]{1,64}+(?:\s|$))"

@@ -518,6 +518,8 @@ SENT_BEFORE = [
     ('echo "Wd4kYp8Rm2Qs" > ~/.vault_pass.txt', 'Wd4kYp8Rm2Qs'), ("echo 'Kq7#vLp2Wx' > /etc/rsync.pass && chmod 600 /etc/rsync.pass", 'Kq7#vLp2Wx'),
     # rev26: a label in brackets, a value in backticks after a verb
     ('【密码】Tq7!vRm2Xs', 'Tq7!vRm2Xs'), ('[密码]Tq7!vRm2Xs', 'Tq7!vRm2Xs'), ('set the password to `Tq7!vRm2Xs` and restart', 'Tq7!vRm2Xs'),
+    # rev27: MySQL's -p on a line continued by \
+    ('mysql -u root \\\n  -pWd4kYp8Rm2Qs \\\n  -h db', 'Wd4kYp8Rm2Qs'), ('mysqldump \\\n  -u root \\\n  -pKq7vLp2Wx8 app', 'Kq7vLp2Wx8'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -915,6 +917,7 @@ NEAR_MISSES = [
     'terraform output -raw vpc_id\nvpc-0a1b2c3d4e5f', 'terraform output -raw bucket_name\nmy-bucket-2024',
     'echo $VAULT_PASS > ~/.vault_pass', 'echo hello > password_notes.md', 'echo done > /tmp/passenger/log.txt',
     '【密码】见附件', 'set the password to `$DB_PASSWORD`', 'the password is `config.yaml`', 'the token is `None`',
+    'mysql -u root \\\n  -p \\\n  -h db',
 ]
 
 
