@@ -520,6 +520,8 @@ SENT_BEFORE = [
     ('【密码】Tq7!vRm2Xs', 'Tq7!vRm2Xs'), ('[密码]Tq7!vRm2Xs', 'Tq7!vRm2Xs'), ('set the password to `Tq7!vRm2Xs` and restart', 'Tq7!vRm2Xs'),
     # rev27: MySQL's -p on a line continued by \
     ('mysql -u root \\\n  -pWd4kYp8Rm2Qs \\\n  -h db', 'Wd4kYp8Rm2Qs'), ('mysqldump \\\n  -u root \\\n  -pKq7vLp2Wx8 app', 'Kq7vLp2Wx8'),
+    # rev27: a container's env var in YAML's flow style
+    ('- {name: API_TOKEN, value: Nx5Bq8Lr3Vz7Kw2M}', 'Nx5Bq8Lr3Vz7Kw2M'), ('env: [{name: DB_PASSWORD, value: "Wd4kYp8Rm2Qs"}]', 'Wd4kYp8Rm2Qs'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -918,6 +920,7 @@ NEAR_MISSES = [
     'echo $VAULT_PASS > ~/.vault_pass', 'echo hello > password_notes.md', 'echo done > /tmp/passenger/log.txt',
     '【密码】见附件', 'set the password to `$DB_PASSWORD`', 'the password is `config.yaml`', 'the token is `None`',
     'mysql -u root \\\n  -p \\\n  -h db',
+    '- {name: LOG_LEVEL, value: debug}', '- {name: API_TOKEN, valueFrom: {secretKeyRef: {name: api, key: token}}}',
 ]
 
 
