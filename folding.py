@@ -30,10 +30,14 @@ OTHER_COLONS = dict.fromkeys((0x2236, 0xFE13, 0xFE30, 0xFE55), 0xFF1A)
 #: not single ones, which prose writes as apostrophes (``password’s``).
 CURLY_QUOTES = {0x201C: 0x22, 0x201D: 0x22}
 _AS_ASCII = {**FULL_WIDTH, **CURLY_QUOTES, **OTHER_COLONS}
+#: The full-width punctuation :data:`FULL_WIDTH` keeps, between two full-width letters or digits: inside a value typed
+#: with a full-width keyboard (``Ｔｑ７！ｖＲｍ２Ｘｓ``), not CJK prose, which writes it after CJK or ASCII text. Read as ASCII.
+WIDE_INNER = re.compile("(?<=[０-９Ａ-Ｚａ-ｚ])[！（），：；？～]++(?=[０-９Ａ-Ｚａ-ｚ])")
 #: Cyrillic and Greek letters drawn like Latin ones (``pаssword`` with a Cyrillic ``а``), read as Latin only inside a
 #: credential word (:data:`secret_patterns.CREDENTIAL_PART`) of a :data:`HOMOGLYPH_WORD`: read so in Russian text glued to a key or a
 #: label (``…8Aа``, ``пожалуPassword``), they would lengthen the key past its format or the label into another word.
 _LOOK_ALIKES = "аеорксухіјѕԁһӏԛԝАВЕКМНОРСТХУІЈЅαοκρινΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
+_WIDE_PUNCTUATION = {ord(c): ord(c) - 0xFEE0 for c in "！（），：；？～"}
 HOMOGLYPHS = str.maketrans(_LOOK_ALIKES, "aeopkcyxijsdhlqwABEKMHOPCTXYIJSaokpivABEZHIKMNOPTYX")
 #: A run of ASCII letters and look-alikes holding at least one of each (one lookahead for each).
 HOMOGLYPH_WORD = re.compile(f"(?<![A-Za-z{_LOOK_ALIKES}])(?=[A-Za-z]*+[{_LOOK_ALIKES}])(?=[{_LOOK_ALIKES}]*+[A-Za-z])"
@@ -66,7 +70,8 @@ def fold(text: str) -> str:
     if text.isascii():
         return text
     text = INVISIBLE.sub("", unicodedata.normalize("NFC", text))
-    text = STRAY_MARKS.sub("", text).translate(_AS_ASCII)
+    text = STRAY_MARKS.sub("", text)
+    text = WIDE_INNER.sub(lambda m: m.group().translate(_WIDE_PUNCTUATION), text).translate(_AS_ASCII)
     return HOMOGLYPH_WORD.sub(_latin_name, text)
 
 

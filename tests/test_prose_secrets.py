@@ -522,6 +522,8 @@ SENT_BEFORE = [
     ('mysql -u root \\\n  -pWd4kYp8Rm2Qs \\\n  -h db', 'Wd4kYp8Rm2Qs'), ('mysqldump \\\n  -u root \\\n  -pKq7vLp2Wx8 app', 'Kq7vLp2Wx8'),
     # rev27: a container's env var in YAML's flow style
     ('- {name: API_TOKEN, value: Nx5Bq8Lr3Vz7Kw2M}', 'Nx5Bq8Lr3Vz7Kw2M'), ('env: [{name: DB_PASSWORD, value: "Wd4kYp8Rm2Qs"}]', 'Wd4kYp8Rm2Qs'),
+    # rev27: a value typed full-width, ! inside it
+    ('password: Ｔｑ７！ｖＲｍ２Ｘｓ', 'vRm2Xs'), ('密码：Ｔｑ７！ｖＲｍ２Ｘｓ', 'vRm2Xs'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -921,6 +923,7 @@ NEAR_MISSES = [
     '【密码】见附件', 'set the password to `$DB_PASSWORD`', 'the password is `config.yaml`', 'the token is `None`',
     'mysql -u root \\\n  -p \\\n  -h db',
     '- {name: LOG_LEVEL, value: debug}', '- {name: API_TOKEN, valueFrom: {secretKeyRef: {name: api, key: token}}}',
+    '好！ＯＫ！谢谢', 'ＡＢＣ！ＤＥＦ', '密码：Ａ！',
 ]
 
 
