@@ -9,7 +9,7 @@ Passwords a server makes and prints (MySQL's temporary one, Elasticsearch's, Jen
 ones). Redis ``MONITOR`` lines, which quote each word of a command (``"AUTH" "…"``, ``"AUTH" "user" "…"``, ``"CONFIG"
 "SET" "requirepass" "…"``), and redis-cli's reply to ``CONFIG GET requirepass``. And ``Authorization`` written
 without its colon, as logs and chat retype a header (``Authorization Bearer …``): a value of 8+ printable ASCII
-characters with a digit, not a placeholder in angle brackets.
+characters with a digit, not a placeholder in angle brackets. And a crypt hash on an htpasswd or shadow line.
 
 Pure; linear in the length of the text (each pattern starts at a command's, a notice's or a header's words and reads
 one bounded line after them); never raises.
@@ -77,6 +77,15 @@ BARE_AUTHORIZATION = re.compile(
     r"(?P<value>(?=[^\s<]{0,199}\d)[!-;=?-~]{8,200}+)"
 )
 
+#: A line of htpasswd's or shadow's file, as ``htpasswd -nb`` and ``getent shadow`` print it: at a line's start a user's
+#: name, ``:``, then a crypt hash (``$apr1$``, ``$2y$``, ``$1$`` ``$5$`` ``$6$``, yescrypt's ``$y$``, ``{SHA}``), which
+#: is the password once cracked; the line ends after it or shadow's fields (``:19000:0:99999:7:::``) follow. A hash in a
+#: quoted field (``"password_hash": "$2b$…"``, a fixture's) is code's, not a credential file's line, and stays.
+HASH_LINE = re.compile(
+    r"(?m:^)[ \t]*+[A-Za-z_][\w.@-]{0,63}+:(?P<value>\$(?:apr1|2[abxy]|[156]|y|gy|7|sha1|md5)\$[./\w$=,+-]{16,300}+"
+    r"|\{SHA\}[A-Za-z0-9+/]{27}=)(?=:[\w:]{0,100}+[ \t]*+(?:\r?\n|$)|[ \t]*+(?:\r?\n|$))"
+)
+
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
@@ -85,6 +94,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = CONFIG_REPLY.sub(lambda m: replace_group(m, "value", redacted), text)
     text = GENERATED_SECRET.sub(lambda m: replace_group(m, "value", redacted), text)
     text = MONITOR_AUTH.sub(lambda m: _monitored(m, redacted), text)
+    text = HASH_LINE.sub(lambda m: replace_group(m, "value", redacted), text)
     return BARE_AUTHORIZATION.sub(lambda m: _bare_authorization(m, redacted), text)
 
 

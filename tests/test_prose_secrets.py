@@ -524,6 +524,11 @@ SENT_BEFORE = [
     ('- {name: API_TOKEN, value: Nx5Bq8Lr3Vz7Kw2M}', 'Nx5Bq8Lr3Vz7Kw2M'), ('env: [{name: DB_PASSWORD, value: "Wd4kYp8Rm2Qs"}]', 'Wd4kYp8Rm2Qs'),
     # rev27: a value typed full-width, ! inside it
     ('password: Ｔｑ７！ｖＲｍ２Ｘｓ', 'vRm2Xs'), ('密码：Ｔｑ７！ｖＲｍ２Ｘｓ', 'vRm2Xs'),
+    # rev27: a crypt hash on an htpasswd or shadow line, a literal given to a password hashing function
+    ('admin:$apr1$Xk3vRm2Q$q7Xk2Lm9Nv4Rt6Yb8Zc3V.', 'q7Xk2Lm9Nv4Rt6Yb8Zc3V.'), ('user:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=', 'W6ph5Mm5Pz8GgiULbPgzG37mj9g='),
+    ('bob:$6$abcdEFGH$Xk3vRm2Qq7Xk2Lm9Nv4Rt6Yb8Zc3V.q7Xk2Lm9Nv4Rt6Yb8Zc3V:19000:0:99999:7:::', 'Xk3vRm2Qq7Xk2Lm9Nv4Rt6Yb8Zc3V'),
+    ('    password: "{{ \'Tq7!vRm2Xs\' | password_hash(\'sha512\') }}"', 'Tq7!vRm2Xs'), ('pw = generate_password_hash("Wd4kYp8Rm2Qs")', 'Wd4kYp8Rm2Qs'),
+    ('bcrypt.hashpw(b"Kq7#vLp2Wx", bcrypt.gensalt())', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -924,6 +929,8 @@ NEAR_MISSES = [
     'mysql -u root \\\n  -p \\\n  -h db',
     '- {name: LOG_LEVEL, value: debug}', '- {name: API_TOKEN, valueFrom: {secretKeyRef: {name: api, key: token}}}',
     '好！ＯＫ！谢谢', 'ＡＢＣ！ＤＥＦ', '密码：Ａ！',
+    'root:x:0:0:root:/root:/bin/bash', 'bob:!:19000:0:99999:7:::', 'password: "{{ user_password | password_hash(\'sha512\') }}"',
+    'generate_password_hash(form.password.data)', "{{ 'abc' | hash('md5') }}",
 ]
 
 
