@@ -6,7 +6,8 @@ its value (``default "…" .Values.db.password``), a jq or Perl fallback (``.db.
 typed attribute's default (``db_password: str = Field("…", env="DB_PASSWORD")``), Clojure's ``(or (System/getenv
 "DB_PASSWORD") "…")``, PowerShell's ``if (-not $env:DB_PASSWORD) { $p = "…" }``, Ruby's and Elixir's symbols
 (``config.fetch(:db_password, "…")``), a redis client's ``auth("…")``, redis ACL rules in any order and number,
-``.pgpass`` lines written by a heredoc, and a login given as a YAML list under ``auth:``.
+``.pgpass`` lines written by a heredoc, a login given as a YAML list under ``auth:``, and a literal a password
+hashing function is given (``'…' | password_hash('sha512')``).
 
 Each is found by a pattern here and judged by what the name and the value read as: a name is a credential's when an
 assignment to it would be (the ``judge`` :mod:`redact` passes, its ``_assigned_secret``); a default or fallback must
@@ -243,6 +244,16 @@ _HEREDOC_LINES = 50
 #: backticks (reStructuredText's ``:class:`~a.B1``` is a role), which :func:`_strong` judges.
 STRONG_LITERAL = re.compile(r"(?:(?<=[(,:\[])|(?<=\s=))[ \t]*+(?:[bfru]|&)?(?P<q>[\"'])(?P<value>[^\"'`\s()\[\]{}<>\\]{8,64}+)(?P=q)")
 
+#: A literal given to what hashes a password: Ansible's and Jinja's ``'…' | password_hash('sha512')``, Python's
+#: ``generate_password_hash("…")``, ``make_password("…")``, ``bcrypt.hashpw(b"…", …)``, ``crypt.crypt("…", …)``,
+#: ``PasswordHasher().hash("…")``, ``bcrypt.hash("…")``: it is the password in clear, judged as one assigned to
+#: ``password`` (a variable or a placeholder stays).
+HASHED_LITERAL = re.compile(
+    r"(?P<q>[\"'])(?P<value>[^\"'\n{}]{4,200}+)(?P=q)[ \t]*+\|[ \t]*+password_hash\b"
+    r"|(?<![\w.])(?:generate_password_hash|make_password|hashpw|(?:bcrypt|argon2|PasswordHasher\(\)|ph|crypt)\.(?:hash|crypt|hashpw))"
+    r"\(\s*+[bru]?(?P<q2>[\"'])(?P<value2>[^\"'\n]{4,200}+)(?P=q2)"
+)
+
 
 def _strong(value: str) -> bool:
     """Whether a literal reads as a password whatever it is given to (:func:`prose_secrets.reads_strongly`), not a path
@@ -275,8 +286,15 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = CLIENT_AUTH.sub(lambda m: _login(m, redacted, default=True), text)
     text = AUTH_LIST.sub(lambda m: _login(m, redacted, default=False), text)
     text = ACL_LINE.sub(lambda m: _acl_rules(m, redacted), text)
+    text = HASHED_LITERAL.sub(lambda m: _hashed(m, judge, redacted), text)
     text = STRONG_LITERAL.sub(lambda m: replace_group(m, "value", redacted) if _strong(m.group("value")) else m.group(), text)
     return _pgpass_heredocs(text, redacted)
+
+
+def _hashed(m: re.Match[str], judge: Judge, redacted: str) -> str:
+    """A :data:`HASHED_LITERAL` match, the literal redacted when it reads as a password assigned to ``password``."""
+    group = _value_group(m)
+    return replace_group(m, group, redacted) if judge("password", m.group(group), False) else m.group()
 
 
 def _value_group(m: re.Match[str]) -> str:
