@@ -532,14 +532,17 @@ SIZE_UNITS = ("位", "个", "個", "字", " 位", " 个", " 個", " 字", "bit",
 #: ``"张三Abc123!"``), what a shell, a CI system or a template fills in when it runs (``"${{ secrets.DB_PASSWORD }}"``,
 #: ``"$(cat pw.txt)"``, ``%SA_PASSWORD%``, ``#{Pw}#``, ``@PW@``, MyBatis' and Octopus' ``#{password}``
 #: (``#{password,jdbcType=VARCHAR}``), hiera's ``%{…}``, ``${VAR:-}`` without a default, ``${VAR:?message}``,
-#: Serverless' ``${ssm:…}``), a key's prefix before its docs' ``xxx…`` (``sk-proj-xxx…``), a bind parameter
-#: (``:password``, T-SQL's ``@Password``), a YAML tag (``!ENV``).
+#: Serverless' ``${ssm:…}``), a key's prefix before its docs' ``xxx…`` (``sk-proj-xxx…``) or an ellipsis and a word
+#: (``sk-...your key here``), a bind parameter (``:password``, T-SQL's ``@Password``), a YAML tag (``!ENV``), a package's
+#: version range (``"jsonwebtoken": "^9.0.2"``), a secret store's reference (``vault:secret/data/db#password``,
+#: ``op://vault/item/password``).
 _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
                 r"|\$\{\{.*|\$\(.*|%\w+%|#\{\w+\}#|@\w+@|#\{[\w.,= ]{1,100}+(?:\}.*)?|%\{[^{}\n]{1,200}+\}"
                 r"|\$\{\w{1,100}+(?::?[-=])?\}?|\$\{\w{1,100}+:?\?[^{}\n]{0,200}+\}?|\$\{(?:ssm|env|file|self|opt|cf|s3|sls)[:(][^{}\s]{0,200}+\}?"
                 r"|:[A-Za-z_]\w{0,60}+|@[A-Z][A-Za-z]{0,60}+|![A-Za-z][A-Za-z_]{0,30}+"
-                r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|[\w-]{0,12}+(?:\.{3}|…)"
-                r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT"
+                r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|[\w-]{0,12}+(?:\.{3}|…)(?:[a-z]{1,20}+)?"
+                r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT|[\^~]v?\d{1,4}+(?:\.(?:\d{1,4}+|[x*])){1,3}+(?:-[\w.]{1,40}+)?"
+                r"|(?:vault|op|ref\+[a-z]{2,12}+|keyring|ssm|secretsmanager|awssm|gcpsm|azkv):/{0,2}+[\w-]{1,100}+/[\w/#.:@+-]{1,200}+"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"
                 r"|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+")
 PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")

@@ -931,6 +931,9 @@ NEAR_MISSES = [
     '好！ＯＫ！谢谢', 'ＡＢＣ！ＤＥＦ', '密码：Ａ！',
     'root:x:0:0:root:/root:/bin/bash', 'bob:!:19000:0:99999:7:::', 'password: "{{ user_password | password_hash(\'sha512\') }}"',
     'generate_password_hash(form.password.data)', "{{ 'abc' | hash('md5') }}",
+    # rev27: a version range under a token's package name, an ellipsis and a word after a key's prefix, a secret store's reference
+    '"dependencies": {"jsonwebtoken": "^9.0.2", "bcrypt": "^5.1.1"}', 'export OPENAI_API_KEY=sk-...your key here...',
+    'password: vault:secret/data/db#password', 'password: op://Private/db/password',
 ]
 
 
