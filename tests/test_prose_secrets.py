@@ -529,6 +529,8 @@ SENT_BEFORE = [
     ('bob:$6$abcdEFGH$Xk3vRm2Qq7Xk2Lm9Nv4Rt6Yb8Zc3V.q7Xk2Lm9Nv4Rt6Yb8Zc3V:19000:0:99999:7:::', 'Xk3vRm2Qq7Xk2Lm9Nv4Rt6Yb8Zc3V'),
     ('    password: "{{ \'Tq7!vRm2Xs\' | password_hash(\'sha512\') }}"', 'Tq7!vRm2Xs'), ('pw = generate_password_hash("Wd4kYp8Rm2Qs")', 'Wd4kYp8Rm2Qs'),
     ('bcrypt.hashpw(b"Kq7#vLp2Wx", bcrypt.gensalt())', 'Kq7#vLp2Wx'),
+    # rev27: the second of two alternatives (是 A 还是 B)
+    ('密码是 Tq7!vRm2Xs 还是 Ka9#wLp4Zn 来着？', 'Ka9#wLp4Zn'), ('token 是 Vx9Lq2Wm7Rk4Tz8N 还是 Rq8Xw3Lp9Kz2Vm5N 来着', 'Rq8Xw3Lp9Kz2Vm5N'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -934,6 +936,7 @@ NEAR_MISSES = [
     # rev27: a version range under a token's package name, an ellipsis and a word after a key's prefix, a secret store's reference
     '"dependencies": {"jsonwebtoken": "^9.0.2", "bcrypt": "^5.1.1"}', 'export OPENAI_API_KEY=sk-...your key here...',
     'password: vault:secret/data/db#password', 'password: op://Private/db/password',
+    '密码是 Tq7!vRm2Xs 还是 v2 版本的？'.replace('Tq7!vRm2Xs', '<密码>'),
 ]
 
 
