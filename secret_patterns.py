@@ -225,7 +225,7 @@ _ACL_RULES = r"(?:(?:[~&+%-]|reset|all)[^\s>]{0,64}+[ \t]++){0,2}"
 _TWO_FLAGS = r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
 CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
-    r"(?:mysql|mysqldump|mysqladmin|mariadb|obclient)(?:[ \t](?:[^\r\n]{0,200}+(?<=\\)\r?\n){0,4}[^\n]{0,200}?)?[ \t]-p(?=[^\s-])"
+    r"(?:mysql|mysqldump|mysqladmin|mariadb|obclient)(?:[ \t](?:[^\n\\]|\\\r?\n|\\(?!\r?\n)){0,300}?)?[ \t]-p(?=[^\s-])"
     r"|sshpass[ \t]++-p[ \t]*+"
     r"|(?:(?:redis|valkey|keydb|memurai)-cli|REDIS-CLI)(?:[ \t][^\n]{0,200}?)?[ \t](?:-a|--pass)[ \t]++"
     r"|(?i:sentinel[ \t]++(?:auth-pass[ \t]++[^\s\"']{1,64}+|SET[ \t]++[^\s\"']{1,64}+[ \t]++auth-pass))[ \t]++(?![a-z]{1,64}+(?:\s|$))"
@@ -541,7 +541,7 @@ _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bo
                 r"|\$\{\w{1,100}+(?::?[-=])?\}?|\$\{\w{1,100}+:?\?[^{}\n]{0,200}+\}?|\$\{(?:ssm|env|file|self|opt|cf|s3|sls)[:(][^{}\s]{0,200}+\}?"
                 r"|:[A-Za-z_]\w{0,60}+|@[A-Z][A-Za-z]{0,60}+|![A-Za-z][A-Za-z_]{0,30}+"
                 r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|[\w-]{0,12}+(?:\.{3}|…)(?:[a-z]{1,20}+)?"
-                r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT|[\^~]v?\d{1,4}+(?:\.(?:\d{1,4}+|[x*])){1,3}+(?:-[\w.]{1,40}+)?"
+                r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT|[\^~]v?\d{1,4}+\.(?:\d{1,4}+|[x*])(?:\.(?:\d{1,4}+|[x*])){0,2}+(?:-[\w.]{1,40}+)?"
                 r"|(?:vault|op|ref\+[a-z]{2,12}+|keyring|ssm|secretsmanager|awssm|gcpsm|azkv):/{0,2}+[\w-]{1,100}+/[\w/#.:@+-]{1,200}+"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"
                 r"|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+")
