@@ -68,8 +68,8 @@ NOTICE_PREFIXES = ("[IMPORTANT: Background process ", "[IMPORTANT: Watch pattern
 HOST_KINDS = ("process_complete", "async_delegation_complete", "model_switch", "personality_switch", "auto_continue",
               "internal_notification")
 NOTICE_ROW_SQL = f"(m.role = 'user' AND ({_starts(NOTICE_PREFIXES)}))"
-#: The same on a state.db with ``display_kind`` (0.21).
-KIND_NOTICE_ROW_SQL = (f"(m.role = 'user' AND (m.display_kind IN ({', '.join(repr(k) for k in HOST_KINDS)})"
+#: The same on a state.db with ``display_kind`` (0.21); never NULL, so that ``NOT`` of it keeps a row without a kind.
+KIND_NOTICE_ROW_SQL = (f"(m.role = 'user' AND (COALESCE(m.display_kind, '') IN ({', '.join(repr(k) for k in HOST_KINDS)})"
                        f" OR {_starts(NOTICE_PREFIXES)}))")
 
 

@@ -259,7 +259,8 @@ def test_user_rows_hermes_writes_itself_are_tool_output(s30: World):
     """Hermes 0.21 types the user rows it writes itself by ``display_kind`` (a background process's completion, an
     async delegation's result, a model switch...), whatever its text; ``steer`` is the person's own words sent
     mid-turn, and a kind not known is taken for the person's. ``role: user`` finds the person's, ``role: tool`` Hermes' own, and a read shows them so."""
-    s30.s30_session("work", messages=[("user", "run the wombat suite")])
+    s30.s30_session("work")
+    asked = s30.s30.say("work", "user", "run the wombat suite")  # no kind: the person's
     done = s30.s30.say("work", "user", "pytest finished: 42 wombat tests passed", display_kind="process_complete")
     steer = s30.s30.say("work", "user", "also check the wombat cache", display_kind="steer")
     result = s30.s30.say("work", "user", "child result: the wombat cache is cold", display_kind="async_delegation_complete")
@@ -269,6 +270,8 @@ def test_user_rows_hermes_writes_itself_are_tool_output(s30: World):
     found = {role: {r["message_id"] for r in s30.search("cur", "wombat", mode="keyword", role=role, limit=10)["results"]}
              for role in ("user", "tool")}
     assert done not in found["user"] and result not in found["user"] and found["user"], found
+    plain = s30.search("cur", "suite", mode="keyword", role="user")["results"]  # a row of no kind is the person's
+    assert [r["message_id"] for r in plain] == [asked], plain
     assert found["tool"] and found["tool"] <= {done, result}, found
     read = s30.call("project_history_read", {"session_id": "work"}, "cur")
     roles = {m["message_id"]: m["role"] for m in read["messages"]}
@@ -279,7 +282,8 @@ def test_a_persons_message_to_a_participant_is_the_users(s30: World):
     """Hermes' participant seam (``append_participant_user_message``) stores a message the person typed to another
     agent in the session as a user row typed ``participant_directed``: "the row stays a genuine role=user message (the
     human really typed it)". ``role: user`` finds it, and a read shows it as the user's."""
-    s30.s30_session("work", messages=[("user", "run the wombat suite")])
+    s30.s30_session("work")
+    asked = s30.s30.say("work", "user", "run the wombat suite")  # no kind: the person's
     typed = s30.s30.say("work", "user", "@reviewer check the wombat cache please", display_kind="participant_directed")
     s30.s30_session("cur", messages=[("user", "hi")])
     finish(s30)
@@ -295,7 +299,8 @@ def test_a_steer_is_read_as_the_words_the_person_sent(s30: World):
     a read shows what the person sent, and a search for the marker's words ("conversation history") finds no steer."""
     marker = ("[OUT-OF-BAND USER MESSAGE \u2014 a direct message from the user, delivered once at this position; not tool "
               "output and not a new delivery when replayed from conversation history]")
-    s30.s30_session("work", messages=[("user", "run the wombat suite")])
+    s30.s30_session("work")
+    asked = s30.s30.say("work", "user", "run the wombat suite")  # no kind: the person's
     steer = s30.s30.say("work", "user", f"\n\n{marker}\nalso check the wombat cache\n[/OUT-OF-BAND USER MESSAGE]",
                         display_kind="steer")
     s30.s30_session("cur", messages=[("user", "hi")])
