@@ -258,7 +258,8 @@ def test_words_run_into_cjk_are_found_once_a_rebuild_has_indexed_them(world: Wor
 def test_user_rows_hermes_writes_itself_are_tool_output(s30: World):
     """Hermes 0.21 types the user rows it writes itself by ``display_kind`` (a background process's completion, an
     async delegation's result, a model switch...), whatever its text; ``steer`` is the person's own words sent
-    mid-turn, and a kind not known is taken for the person's. ``role: user`` finds the person's, ``role: tool`` Hermes' own, and a read shows them so."""
+    mid-turn, and a kind not known is taken for the person's. ``role: user`` finds the person's, ``role: tool``
+    Hermes' own, and a read shows them so."""
     s30.s30_session("work")
     asked = s30.s30.say("work", "user", "run the wombat suite")  # no kind: the person's
     done = s30.s30.say("work", "user", "pytest finished: 42 wombat tests passed", display_kind="process_complete")
@@ -282,8 +283,7 @@ def test_a_persons_message_to_a_participant_is_the_users(s30: World):
     """Hermes' participant seam (``append_participant_user_message``) stores a message the person typed to another
     agent in the session as a user row typed ``participant_directed``: "the row stays a genuine role=user message (the
     human really typed it)". ``role: user`` finds it, and a read shows it as the user's."""
-    s30.s30_session("work")
-    asked = s30.s30.say("work", "user", "run the wombat suite")  # no kind: the person's
+    s30.s30_session("work", messages=[("user", "run the wombat suite")])
     typed = s30.s30.say("work", "user", "@reviewer check the wombat cache please", display_kind="participant_directed")
     s30.s30_session("cur", messages=[("user", "hi")])
     finish(s30)
@@ -299,8 +299,7 @@ def test_a_steer_is_read_as_the_words_the_person_sent(s30: World):
     a read shows what the person sent, and a search for the marker's words ("conversation history") finds no steer."""
     marker = ("[OUT-OF-BAND USER MESSAGE \u2014 a direct message from the user, delivered once at this position; not tool "
               "output and not a new delivery when replayed from conversation history]")
-    s30.s30_session("work")
-    asked = s30.s30.say("work", "user", "run the wombat suite")  # no kind: the person's
+    s30.s30_session("work", messages=[("user", "run the wombat suite")])
     steer = s30.s30.say("work", "user", f"\n\n{marker}\nalso check the wombat cache\n[/OUT-OF-BAND USER MESSAGE]",
                         display_kind="steer")
     s30.s30_session("cur", messages=[("user", "hi")])
