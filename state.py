@@ -32,7 +32,8 @@ DECLARED: dict[str, tuple[str, str]] = {
         "after 60 s it is read again in the background (new and the 64 newest sessions are re-read on every search)",
     ),
     "membership_reloads": ("per state.db: the thread reading every session again in the background", "it ends"),
-    "term_counts": ("per state.db and FTS index: term -> rows holding it", "10 minutes; a term in no row is never kept"),
+    "term_counts": ("per state.db and FTS index: term -> rows holding it; whether the trigram index holds CJK",
+                    "10 minutes; a term in no row is never kept; a no-CJK answer holds for its file and history only"),
     "session_ranges": (
         "per state.db: session -> lowest and highest message id, of the sessions searched (every one after the warm-up)",
         "the file replaced or restored in place (newer messages are read past a watermark)",
