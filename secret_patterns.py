@@ -380,11 +380,12 @@ _SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私�
                   "|пароль|паролем|пароля|รหัสผ่าน|كلمة المرور|كلمة السر|كلمة مرور")
 #: Credential labels of other languages written in Latin letters or Cyrillic (French, Spanish, Portuguese, German,
 #: Dutch, Italian, Polish, Turkish, Vietnamese, Indonesian, Malay, Russian, Japanese and Korean katakana/hangul words for
-#: password, key and token), after which ``:`` joins a value as a verb does: no assignment names them.
+#: password, key and token: ``APIトークン``, ``シークレットキー``), after which ``:`` joins a value as a verb does: no
+#: assignment names them.
 _FOREIGN_LABELS = (r"mot de passe|contraseña|contrasena|senha|palavra-passe|passwort|kennwort|wachtwoord|hasło|haslo|şifre"
                    r"|sifre|parola d'ordine|mật khẩu|mat khau|kata sandi|kata laluan|clé(?: d'api| api)?|cle api|jeton"
                    r"|clave(?: de api| api)?|chave(?: de api| api)?|schlüssel|api-schlüssel|sleutel|токен|ключ(?: api)?|api[ -]ключ"
-                   r"|トークン|토큰")
+                   r"|(?:api ?|アクセス|シークレット)?トークン|(?:アクセス|シークレット)キー|토큰")
 FOREIGN_LABEL = re.compile("(?i)" + _FOREIGN_LABELS)
 #: The labels of :data:`_FOREIGN_LABELS` for a password (after which a value of letters and spaces can be a passphrase).
 FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha", "palavra-passe", "passwort", "kennwort",

@@ -531,6 +531,8 @@ SENT_BEFORE = [
     ('bcrypt.hashpw(b"Kq7#vLp2Wx", bcrypt.gensalt())', 'Kq7#vLp2Wx'),
     # rev27: the second of two alternatives (是 A 还是 B)
     ('密码是 Tq7!vRm2Xs 还是 Ka9#wLp4Zn 来着？', 'Ka9#wLp4Zn'), ('token 是 Vx9Lq2Wm7Rk4Tz8N 还是 Rq8Xw3Lp9Kz2Vm5N 来着', 'Rq8Xw3Lp9Kz2Vm5N'),
+    # rev28: Japanese labels with API, access or secret before token or key
+    ('APIトークンは Vx9Lq2Wm7Rk4Tz8N です。', 'Vx9Lq2Wm7Rk4Tz8N'), ('シークレットキー：Vx9Lq2Wm7Rk4Tz8N', 'Vx9Lq2Wm7Rk4Tz8N'), ('アクセストークン: Vx9Lq2Wm7Rk4Tz8N', 'Vx9Lq2Wm7Rk4Tz8N'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -937,6 +939,8 @@ NEAR_MISSES = [
     '"dependencies": {"jsonwebtoken": "^9.0.2", "bcrypt": "^5.1.1"}', 'export OPENAI_API_KEY=sk-...your key here...',
     'password: vault:secret/data/db#password', 'password: op://Private/db/password',
     '密码是 Tq7!vRm2Xs 还是 v2 版本的？'.replace('Tq7!vRm2Xs', '<密码>'),
+    # rev28: Japanese labels with API, access or secret before token or key
+    'APIトークンは有効期限が切れています。', 'トークンは環境変数から読み込みます。', 'シークレットキーは Vault に保存しています。', 'アクセストークンは JWT 形式です。', 'APIトークンは `GITHUB_TOKEN` に入れます', 'APIトークンは 90 日で失効します',
 ]
 
 
