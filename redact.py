@@ -372,6 +372,9 @@ def _assigned_secret(name: str, value: str, text: str, end: int, bare: bool, pro
     if kind == "weak" and not re.search(r"[^A-Za-z_.-]", value):
         return False  # a setting (auth=basic, credentials: 'same-origin'), not a credential
     segments = _name_segments(name)
+    login = re.fullmatch(r"[\w.@-]{1,64}+/(?P<pw>[^/\s]{6,200}+)", value) if segments[-1] == "auth" else None
+    if login and prose_secrets.reads_as_password(login["pw"], REDACTED) and patterns.PASSWORD_SYMBOL.search(login["pw"]):
+        return True  # a login and its password (NEO4J_AUTH=neo4j/Hq4!zWm8Rt), not a path
     if kind == "weak" and (segments[-1] not in ("pass", "pwd", "pw") or segments == ["pwd"]) and _names_something(value):
         return False  # a name (S3_KEY=uploads/a.png, auth: oauth2, PWD=/home/bob); a pass's value is a password whatever it reads as
     return True

@@ -533,6 +533,8 @@ SENT_BEFORE = [
     ('密码是 Tq7!vRm2Xs 还是 Ka9#wLp4Zn 来着？', 'Ka9#wLp4Zn'), ('token 是 Vx9Lq2Wm7Rk4Tz8N 还是 Rq8Xw3Lp9Kz2Vm5N 来着', 'Rq8Xw3Lp9Kz2Vm5N'),
     # rev28: Japanese labels with API, access or secret before token or key
     ('APIトークンは Vx9Lq2Wm7Rk4Tz8N です。', 'Vx9Lq2Wm7Rk4Tz8N'), ('シークレットキー：Vx9Lq2Wm7Rk4Tz8N', 'Vx9Lq2Wm7Rk4Tz8N'), ('アクセストークン: Vx9Lq2Wm7Rk4Tz8N', 'Vx9Lq2Wm7Rk4Tz8N'),
+    # rev28: a login and its password after an AUTH variable
+    ('NEO4J_AUTH=neo4j/Hq4!zWm8Rt', 'Hq4!zWm8Rt'), ('docker run -e NEO4J_AUTH=neo4j/Hq4!zWm8Rt neo4j', 'Hq4!zWm8Rt'), ('environment:\n  - NEO4J_AUTH: neo4j/Tq7#vRm2Xs', 'Tq7#vRm2Xs'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -941,6 +943,8 @@ NEAR_MISSES = [
     '密码是 Tq7!vRm2Xs 还是 v2 版本的？'.replace('Tq7!vRm2Xs', '<密码>'),
     # rev28: Japanese labels with API, access or secret before token or key
     'APIトークンは有効期限が切れています。', 'トークンは環境変数から読み込みます。', 'シークレットキーは Vault に保存しています。', 'アクセストークンは JWT 形式です。', 'APIトークンは `GITHUB_TOKEN` に入れます', 'APIトークンは 90 日で失効します',
+    # rev28: a login and its password after an AUTH variable
+    'NEO4J_AUTH=none', 'AUTH=oauth/v2', 'auth: providers/github.yaml', 'auth=basic/digest', 'auth: ./config/auth-v2.json', 'NEO4J_AUTH=neo4j/password',
 ]
 
 
