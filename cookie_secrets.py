@@ -3,7 +3,7 @@
 A cookie's value given in code or a file rather than a header line (which
 :data:`secret_patterns.COOKIE_HEADER` reads): a dict or a call under a session cookie's name (``cookies =
 {"sessionid": "…"}``, ``s.cookies.set('sessionid', '…')``, PowerShell's ``Cookie("sessionid", "…")``), Go's
-``http.Cookie{Name: "session", Value: "…"}``, a Netscape ``cookies.txt`` line (curl's, yt-dlp's: domain, flags, path,
+``http.Cookie{Name: "session", Value: "…"}``, a HAR file's ``{"name": …, "value": …}``, a Netscape ``cookies.txt`` line (curl's, yt-dlp's: domain, flags, path,
 expiry, name, value between tabs) and a row copied from a browser's cookie table (name, value, domain, path).
 
 A value goes when its cookie's name is a session's or a credential's (:data:`secret_patterns.COOKIE_SECRET_NAMES`);
@@ -29,6 +29,10 @@ QUOTED_COOKIE = re.compile(
 #: Go's ``http.Cookie{Name: "…", Value: "…"}``. Groups ``name``, ``value``.
 GO_COOKIE = re.compile(
     r"Cookie\{\s*+Name:[ \t]*+\"(?P<name>[^\"\n]{1,100}+)\"[ \t]*+,\s*+Value:[ \t]*+\"(?P<value>[^\"\n]{4,400}+)\"")
+#: A cookie of a HAR file or a browser's export, an object of ``"name"`` then ``"value"`` (``{"name": "sessionid",
+#: "value": "…"}``), on one line or several. Groups ``name``, ``value``.
+NAME_VALUE_COOKIE = re.compile(
+    r"\"name\"\s*+:\s*+\"(?P<name>[^\"\n]{1,100}+)\"\s*+,\s*+\"value\"\s*+:\s*+\"(?P<value>[A-Za-z0-9%._:+/=-]{16,4000}+)\"")
 #: A Netscape ``cookies.txt`` line (``#HttpOnly_`` marks one), or a row of a browser's cookie table: name, value,
 #: domain, path. Groups ``name``, ``value``.
 COOKIE_LINE = re.compile(
@@ -41,6 +45,7 @@ def redact(text: str, redacted: str) -> str:
     """``text`` with those cookies' values replaced by ``redacted``, the rest as it was."""
     text = QUOTED_COOKIE.sub(lambda m: _quoted(m, redacted), text)
     text = GO_COOKIE.sub(lambda m: _named(m, redacted), text)
+    text = NAME_VALUE_COOKIE.sub(lambda m: _named(m, redacted, token=True), text)
     return COOKIE_LINE.sub(lambda m: _named(m, redacted), text)
 
 
@@ -53,11 +58,13 @@ def _quoted(m: re.Match[str], redacted: str) -> str:
     return patterns.replace_group(m, "value", redacted)
 
 
-def _named(m: re.Match[str], redacted: str) -> str:
-    """A :data:`GO_COOKIE` or :data:`COOKIE_LINE` match with its value redacted when the cookie's name is a session's or
-    a credential's."""
+def _named(m: re.Match[str], redacted: str, token: bool = False) -> str:
+    """A :data:`GO_COOKIE`, :data:`NAME_VALUE_COOKIE` or :data:`COOKIE_LINE` match with its value redacted when the
+    cookie's name is a session's or a credential's (and, with ``token``, the value has letters and digits)."""
     group = "value" if m.group("name") is not None else "value2"
     name = m.group("name") or m.group("name2")
     if patterns.COOKIE_SECRET_NAMES.search(name) is None or m.group(group).startswith(redacted[:-1]):
+        return m.group()
+    if token and not (re.search("[A-Za-z]", m.group(group)) and re.search("[0-9]", m.group(group))):
         return m.group()
     return patterns.replace_group(m, group, redacted)

@@ -535,6 +535,8 @@ SENT_BEFORE = [
     ('APIトークンは Vx9Lq2Wm7Rk4Tz8N です。', 'Vx9Lq2Wm7Rk4Tz8N'), ('シークレットキー：Vx9Lq2Wm7Rk4Tz8N', 'Vx9Lq2Wm7Rk4Tz8N'), ('アクセストークン: Vx9Lq2Wm7Rk4Tz8N', 'Vx9Lq2Wm7Rk4Tz8N'),
     # rev28: a login and its password after an AUTH variable
     ('NEO4J_AUTH=neo4j/Hq4!zWm8Rt', 'Hq4!zWm8Rt'), ('docker run -e NEO4J_AUTH=neo4j/Hq4!zWm8Rt neo4j', 'Hq4!zWm8Rt'), ('environment:\n  - NEO4J_AUTH: neo4j/Tq7#vRm2Xs', 'Tq7#vRm2Xs'),
+    # rev28: a cookie of a HAR file, a name then a value
+    ('{"name": "sessionid", "value": "Vx9Lq2Wm7Rk4Tz8N"}', 'Vx9Lq2Wm7Rk4Tz8N'), ('"cookies": [\n  {\n    "name": "PHPSESSID",\n    "value": "k3vRm2Qq7Xk2Lm9Nv4Rt6Yb8",\n    "domain": ".example.com"\n  }\n]', 'k3vRm2Qq7Xk2Lm9Nv4Rt6Yb8'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -945,6 +947,8 @@ NEAR_MISSES = [
     'APIトークンは有効期限が切れています。', 'トークンは環境変数から読み込みます。', 'シークレットキーは Vault に保存しています。', 'アクセストークンは JWT 形式です。', 'APIトークンは `GITHUB_TOKEN` に入れます', 'APIトークンは 90 日で失効します',
     # rev28: a login and its password after an AUTH variable
     'NEO4J_AUTH=none', 'AUTH=oauth/v2', 'auth: providers/github.yaml', 'auth=basic/digest', 'auth: ./config/auth-v2.json', 'NEO4J_AUTH=neo4j/password',
+    # rev28: a cookie of a HAR file, a name then a value
+    '{"name": "theme", "value": "dark"}', '{"name": "session_timeout", "value": "30"}', '{"name": "auth_provider", "value": "github-enterprise"}', '{"name": "api_key_header", "value": "X-Api-Key"}',
 ]
 
 
