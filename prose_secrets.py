@@ -60,11 +60,11 @@ PASSPHRASE_WORDS = re.compile(
     r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
 )
 #: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``,
-#: ``账号：admin/Sup3r$ecret9``, ``账密 admin/…`` without a colon; not a path: ``user: alice/projects/x``): the password
+#: ``账号：admin/Sup3r$ecret9``, ``账密 admin/…`` without a colon, ``creds for staging: bob / …``; not a path: ``user: alice/projects/x``): the password
 #: goes when it reads as one (:func:`reads_as_password`).
 CREDENTIAL_PAIR = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계])(?:(?:creds|credentials|login|logins|account|user|username|用户名|账号|帳號"
-    r"|账户|帳戶|アカウント|계정)[ \t]*+[:：]|(?:账密|帳密)[ \t]*+[:：]?)"
+    r"|账户|帳戶|アカウント|계정)(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]|(?:账密|帳密)[ \t]*+[:：]?)"
     r"[ \t]*+[A-Za-z0-9_.@-]{1,64}+[ \t]*+/[ \t]*+(?P<value>[^\s/]{1,200}+)(?!/)"
 )
 #: A login after a label naming both its fields (``账号密码：admin …``, ``用户名密码 root …``, ``账号密码分别是 admin 和 …``):
@@ -98,6 +98,11 @@ NAMED_IN_PROSE = re.compile(
     r"(?![\w-])[ \t]*+(?:(?<=[ \t])(?:is|was|is now|should be)[ \t]++|(?:是|为|為|设置成|设置为|改成了?|改为|换成了?)[ \t]*+)"
     r"[`'\"“「]?(?P<value>[!-~]{6,200}+)"
 )
+#: A password given with a login in prose, after ``with``, ``using`` or ``and`` and its label without a verb (``log in
+#: as bob with password …``, ``ssh as root using password …``). Group ``value``; it must read as a password with a digit
+#: (``with password authentication`` stays).
+PASSWORD_WITH = re.compile(
+    r"(?i)(?<![\w-])(?:with|using|and)[ \t]++(?:the[ \t]++)?(?:password|passwd|pw)[ \t]++[`'\"“「]?(?P<value>[!-~]{6,200}+)")
 #: Words of prose and documentation that a passphrase is not made of (``password: see the vault entry``, ``reset
 #: password: click the link``, ``password: hashed with bcrypt``): function words, and what a text says of a password.
 PROSE_WORDS = frozenset("""
@@ -124,6 +129,7 @@ def redact(text: str, redacted: str) -> str:
     text = HOST_LOGIN.sub(lambda m: m.string[m.start() : m.start("value")] + redacted if reads_strongly(m.group("value")) else m.group(), text)
     text = USER_PASS_FLAGS.sub(lambda m: _password_in(m, redacted), text)
     text = NAMED_IN_PROSE.sub(lambda m: _named_in_prose(m, redacted), text)
+    text = PASSWORD_WITH.sub(lambda m: _named_in_prose(m, redacted), text)
     text = _codes(text, redacted)
     text = LABEL_ABOVE.sub(lambda m: _label_above(m, redacted), text)
     return PASSPHRASE_WORDS.sub(lambda m: _passphrase_words(m, redacted), text)
@@ -298,7 +304,7 @@ def _passphrase_words(m: re.Match[str], redacted: str) -> str:
 
 
 def _named_in_prose(m: re.Match[str], redacted: str) -> str:
-    """A :data:`NAMED_IN_PROSE` match, its value redacted (closing punctuation kept) when it reads as a password with a
+    """A :data:`NAMED_IN_PROSE` or :data:`PASSWORD_WITH` match, its value redacted (closing punctuation kept) when it reads as a password with a
     digit (``POSTGRES_PASSWORD is required`` stays)."""
     value = m.group("value").rstrip(patterns.VALUE_END + "`”」")
     if not (reads_as_password(value, redacted) and re.search(r"\d", value)):

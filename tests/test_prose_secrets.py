@@ -537,6 +537,8 @@ SENT_BEFORE = [
     ('NEO4J_AUTH=neo4j/Hq4!zWm8Rt', 'Hq4!zWm8Rt'), ('docker run -e NEO4J_AUTH=neo4j/Hq4!zWm8Rt neo4j', 'Hq4!zWm8Rt'), ('environment:\n  - NEO4J_AUTH: neo4j/Tq7#vRm2Xs', 'Tq7#vRm2Xs'),
     # rev28: a cookie of a HAR file, a name then a value
     ('{"name": "sessionid", "value": "Vx9Lq2Wm7Rk4Tz8N"}', 'Vx9Lq2Wm7Rk4Tz8N'), ('"cookies": [\n  {\n    "name": "PHPSESSID",\n    "value": "k3vRm2Qq7Xk2Lm9Nv4Rt6Yb8",\n    "domain": ".example.com"\n  }\n]', 'k3vRm2Qq7Xk2Lm9Nv4Rt6Yb8'),
+    # rev28: a login in prose: a password after with or using, a pair's label with what it is for
+    ('you can log in as bob with password Hq4!zWm8Rt', 'Hq4!zWm8Rt'), ('ssh as root using password "Tq7!vRm2Xs"', 'Tq7!vRm2Xs'), ('creds for staging: bob / Tq7!vRm2Xs', 'Tq7!vRm2Xs'), ('creds on prod: admin/Sup3r$ecret9', 'Sup3r$ecret9'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -949,6 +951,8 @@ NEAR_MISSES = [
     'NEO4J_AUTH=none', 'AUTH=oauth/v2', 'auth: providers/github.yaml', 'auth=basic/digest', 'auth: ./config/auth-v2.json', 'NEO4J_AUTH=neo4j/password',
     # rev28: a cookie of a HAR file, a name then a value
     '{"name": "theme", "value": "dark"}', '{"name": "session_timeout", "value": "30"}', '{"name": "auth_provider", "value": "github-enterprise"}', '{"name": "api_key_header", "value": "X-Api-Key"}',
+    # rev28: a login in prose: a password after with or using, a pair's label with what it is for
+    'bob / alice', 'read / write', 'creds for staging: bob / alice', 'login for the db: see vault/secrets', 'log in with password authentication disabled', 'connect with password $DB_PASSWORD', 'sign in with password AES-256-GCM encryption', 'authenticate using password hashing (bcrypt)', 'with the password in ~/.pgpass',
 ]
 
 
