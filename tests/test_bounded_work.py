@@ -576,7 +576,10 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "printenv A_KEY\n", "$ echo $A_PASSWORD\n", "cat a/password\n", "cat a/", "{.data.a} | base64 -d\n",
                                   ".data.a", '] "AUTH" ', '1714550400.1 [0 a] "AUTH" "a', "1714550400.1 [0 ", "Authorization Bearer a1",
                                   "authorizationauthorization ", "stats auth a:", "PASSWORD a = ", "[redacted]、", "[redacted]、Ab1!cdef",
-                                  "密码是 Ab1!cdef、Ab1!cdef", "Name : A_KEY\nValue : ", "Name : ", ') "requirepass"\n1) "', '"requirepass"', "\nproxy_set_header a ", "\nproxy_set_header a \"Bearer ", "A_PASSWORD is ", "AAAAAAAAAA_", "A_TOKEN 是 Ab1!"])
+                                  "密码是 Ab1!cdef、Ab1!cdef", "Name : A_KEY\nValue : ", "Name : ", ') "requirepass"\n1) "', '"requirepass"', "\nproxy_set_header a ", "\nproxy_set_header a \"Bearer ", "A_PASSWORD is ", "AAAAAAAAAA_", "A_TOKEN 是 Ab1!",
+                                  # Japanese token labels, AUTH's login, HAR cookies, logins in prose
+                                  "APIトークンは ", "シークレットキー：", "A_AUTH=a/", '"name": "sess", "value": "a1',
+                                  "with password ", "with password Ab1!", "creds for a: b / ", "creds for creds for "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
