@@ -162,6 +162,9 @@ def prefix_frequency(conn: sqlite3.Connection, space: str, prefix: str) -> int:
 _CJK = ("\u3040", "\ud7b0")
 
 
+_CJK_GLOB = f"*[{_CJK[0]}-{chr(ord(_CJK[1]) - 1)}]*"  # a text holding CJK, as GLOB tests it
+
+
 def holds_cjk(conn: sqlite3.Connection) -> bool:
     """Whether the trigram index may hold CJK text (a yes or a no kept for ten minutes).
 
@@ -183,7 +186,7 @@ def holds_cjk(conn: sqlite3.Connection) -> bool:
         return False
     if upto is not None:
         found = conn.execute("SELECT 1 FROM messages WHERE id > ? AND id <= ? AND content GLOB ? LIMIT 1",
-                             (upto, top, f"*[{_CJK[0]}-{chr(ord(_CJK[1]) - 1)}]*")).fetchone() is not None
+                             (upto, top, _CJK_GLOB)).fetchone() is not None
     else:
         sql = f"SELECT 1 FROM {_vocab(conn, 'trigram')} WHERE term >= ? AND term < ? LIMIT 1"
         found = conn.execute(sql, _CJK).fetchone() is not None
@@ -216,14 +219,21 @@ def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int)
 
 def _filters(conn: sqlite3.Connection, scope: Scope) -> tuple[str, list[Any]]:
     """The conditions every candidate row meets: shown by Hermes, admitted by the search's filters, not a recall, not
-    Hermes' own user rows for the model."""
+    Hermes' own user rows for the model, not a live row of the asking session (:func:`_live_left_out`)."""
     filter_sql, filter_params = scope.filters.sql(display=store.layout_of(conn).display)
-    clause = f"{store.visible(conn)} AND {filter_sql} AND {_NOT_ECHO} AND {_NOT_SCAFFOLD}"
-    params = [*filter_params, json.dumps(list(store.RECALL_TOOLS))]
-    if scope.live:  # the asking session: only what a compaction archived (its live rows are its context)
-        return f"{clause} AND NOT (m.session_id = ? AND m.active IS 1)", [*params, scope.live]
-    return clause, params
+    live_sql, live_params = _live_left_out(scope)
+    clause = f"{store.visible(conn)} AND {filter_sql} AND {_NOT_ECHO} AND {_NOT_SCAFFOLD}{live_sql}"
+    return clause, [*filter_params, json.dumps(list(store.RECALL_TOOLS)), *live_params]
 
+
+def _live_left_out(scope: Scope) -> tuple[str, list[Any]]:
+    """``(" AND …", params)`` leaving out the asking session's live rows when a compaction archived some of it in
+    place (only the archive is searched: the live rows are its context), through Hermes' (session_id, active)
+    index, which reads no row; ``("", [])`` otherwise."""
+    if not scope.live:
+        return "", []
+    return (" AND NOT (m.session_id = ? AND m.id IN (SELECT l.id FROM messages l WHERE l.session_id = ?"
+            " AND l.active = 1))", [scope.live, scope.live])
 
 
 #: Rows a candidate pick checks at first (:func:`_first_passing`); each later batch is twice the last.
@@ -231,21 +241,13 @@ CHECK_BATCH = 64
 
 
 def _early_filters(scope: Scope) -> tuple[str, list[Any]]:
-    """The conditions of :func:`_filters` a row's first columns answer (its role), and the asking session's live rows
-    left out through Hermes' (session_id, active) index: none reads past a row's content. A row's visibility, time
-    and tool name lie past it, in a long log's overflow pages, and are checked by :func:`_first_passing`; so is
-    whether a user row is Hermes' notice of background work (read as ``tool``: its content's start), so ``tool``
-    admits user rows here."""
-    roles = scope.filters.roles
-    if "tool" in roles and "user" not in roles:
-        roles = (*roles, "user")
-    clause = "m.role IN ({})".format(", ".join("?" * len(roles)))
-    params: list[Any] = list(roles)
-    if scope.live:
-        clause += (" AND NOT (m.session_id = ? AND m.id IN (SELECT l.id FROM messages l WHERE l.session_id = ?"
-                   " AND l.active = 1))")
-        params += [scope.live, scope.live]
-    return clause, params
+    """The conditions of :func:`_filters` a row's first columns answer (the roles it may be stored with,
+    :func:`stored_text.stored_roles`), and the asking session's live rows left out (:func:`_live_left_out`): none
+    reads past a row's content. A row's visibility, time and tool name lie past it, in a long log's overflow pages,
+    and are checked by :func:`_first_passing`; so is whether a user row reads as ``tool``."""
+    roles = stored_text.stored_roles(scope.filters.roles)
+    live_sql, live_params = _live_left_out(scope)
+    return "m.role IN ({}){}".format(", ".join("?" * len(roles)), live_sql), [*roles, *live_params]
 
 
 def _passing(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[int]:

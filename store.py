@@ -352,14 +352,14 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     """
     if not ids:
         return set()
+    user_sql, user = stored_text.roles_sql(("user",), display=layout_of(conn).display)
     sql = f"""
         SELECT m.id, (SELECT CASE WHEN {_may_call_recall("n.tool_calls")} THEN n.tool_calls END FROM messages n
                       WHERE n.id = ({_NEXT_SQL}))
-        FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'user'
-          AND NOT {stored_text.KIND_NOTICE_ROW_SQL if layout_of(conn).display else stored_text.NOTICE_ROW_SQL}
+        FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {user_sql}
     """
     out = set()
-    for mid, next_calls in conn.execute(sql, (json.dumps([int(i) for i in ids]),)):
+    for mid, next_calls in conn.execute(sql, (json.dumps([int(i) for i in ids]), *user)):
         if next_calls and _recall_calls(next_calls):
             out.add(int(mid))
     return out

@@ -83,6 +83,12 @@ def role_of(role: str, content: Any, display_kind: Any = None) -> str:
     return role
 
 
+def stored_roles(roles: tuple[str, ...]) -> tuple[str, ...]:
+    """The roles rows read as one of ``roles`` (:func:`role_of`) are stored with: a row read as ``tool`` may be a user
+    row of Hermes' own."""
+    return (*roles, "user") if "tool" in roles and "user" not in roles else roles
+
+
 def roles_sql(roles: tuple[str, ...], *, display: bool = False) -> tuple[str, list[str]]:
     """``(clause, params)``: the row (``messages`` as ``m``) is read as one of ``roles`` (:func:`role_of`);
     ``display``: the state.db has ``display_kind``."""
