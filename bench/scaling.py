@@ -329,6 +329,28 @@ def matches(b: Bench, size: int) -> list[Call]:
                  b.builtin(h, "cur", "timeout error"), ok)]
 
 
+def logs(b: Bench, size: int) -> list[Call]:
+    """A session of ``size`` tool logs of 100 KB, each a progress bar with the query's word in it, in a profile without
+    CJK text: a search keeps the session's best three logs, and reads the others past their first columns not at all
+    (``fts._first_passing``), nor the whole list of the bar's trigram (``fts.holds_cjk``, asked again only of newer
+    messages). Keyword search ``pelican`` from another session of the repo: three of the sessions holding it."""
+    h = b.new_home(f"logs{size}")
+    repo = h.repo("ci")
+    for i in range(5):
+        h.session(f"a{i}", repo, messages=[("user", f"the pelican plan, part {i}")])
+    h.session("bars", repo, messages=[("user", "run the pelican build")])
+    for i in range(size):
+        h.say("bars", "tool", f"log {i}: pelican seen " + "\u2501" * 100_000, tool_name="terminal")
+    h.session("cur", repo, messages=[("user", "hi")])
+    expected = {"bars", *(f"a{i}" for i in range(5))}
+
+    def ok(answer: dict[str, Any]) -> str | None:
+        got = {r["session_id"] for r in answer["results"]}
+        return None if len(got) == 3 and got <= expected else f"sessions: {sorted(got)}"
+    return [Call("keyword search 'pelican'", b.search(h, "cur", "pelican"),
+                 b.builtin(h, "cur", "pelican"), ok)]
+
+
 def words_text(kb: int, rng: random.Random) -> str:
     out, size = [], 0
     while size < kb * 1024:
@@ -504,6 +526,8 @@ DIMENSIONS = {d.key: d for d in (
     Dimension("echoes", "echoes of earlier recalls (a session of n rounds of recall, 20 KB log, quoting reply)", 50,
               "rounds", echoes),
     Dimension("glued", "a word run into CJK text (n messages of another project holding it)", 2000, "messages", glued),
+    Dimension("logs", "matching tool logs of one session (n logs of 100 KB, progress bars, no CJK text)", 24, "logs",
+              logs),
 )}
 
 
