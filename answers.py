@@ -51,9 +51,9 @@ def no_project_message(current: SessionInfo | None, cwd: str | None) -> str:
 
 #: Why a conversation without a recorded folder has no project, and what files it in one.
 NO_FOLDER_MESSAGE = (
-    "No project context (no working directory recorded: Hermes records none for a gateway chat, a cron job or a "
-    "session on a remote terminal backend such as docker or ssh); the project_session_move tool (or /history-move) "
-    "files this conversation in a project")
+    "No project context (no working directory recorded: Hermes records none for a gateway chat, a cron job made "
+    "without --workdir or a session on a remote terminal backend such as docker or ssh); the project_session_move "
+    "tool (or /history-move) files this conversation in a project")
 
 
 def format_when(timestamp: float | None) -> str | None:

@@ -27,15 +27,16 @@ _DELEGATE = (
 )
 
 
-# A session's own folder: ``cwd``, else, for an editor's (ACP) session, its ``model_config``'s ``cwd``: Hermes records
-# ``sessions.cwd`` for the CLI alone, and its ACP adapter keeps the editor's folder there (acp_adapter/session.py).
-# The LIKE lets json_valid() parse only the rare candidate rows; the nested CASEs keep json_type() off text that is
-# not JSON.
+# A session's own folder: ``cwd``, else, for an editor's (ACP) session, its ``model_config``'s ``cwd``, and for a cron
+# run its job's ``workdir`` (``store.connect_ro``'s ``phr_cron_folder``): Hermes records ``sessions.cwd`` for the CLI
+# alone, its ACP adapter keeps the editor's folder in ``model_config`` (acp_adapter/session.py), and its cron
+# scheduler runs a job in the folder ``cron/jobs.json`` names. The LIKE lets json_valid() parse only the rare
+# candidate rows; the nested CASEs keep json_type() off text that is not JSON.
 _FOLDER = (
     "TRIM(CASE WHEN TRIM(COALESCE(s.cwd, '')) != '' THEN s.cwd "
     "WHEN s.source = 'acp' AND s.model_config LIKE '%\"cwd\"%' THEN CASE WHEN json_valid(s.model_config) "
     "THEN CASE WHEN json_type(s.model_config, '$.cwd') = 'text' THEN json_extract(s.model_config, '$.cwd') END END "
-    "END)"
+    "WHEN s.source = 'cron' THEN phr_cron_folder(s.id) END)"
 )
 
 

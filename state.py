@@ -20,7 +20,8 @@ from typing import Any
 
 #: name -> (what it holds, what makes it stale)
 DECLARED: dict[str, tuple[str, str]] = {
-    "settings": ("config.yaml parsed into settings, per file", "the file's size, mtime, ctime or inode changes"),
+    "settings": ("config.yaml parsed into settings, cron/jobs.json into the jobs' folders, per file",
+                 "the file's size, mtime, ctime or inode changes"),
     "git_roots": ("folder -> main repo root, as git answered", "never for a root found; an empty answer after 30 s"),
     "attributors": (
         "per profile and list of projects: workspace -> project",
@@ -28,7 +29,8 @@ DECLARED: dict[str, tuple[str, str]] = {
     ),
     "membership": (
         "per state.db: every session's workspace and project, the searchable ones by project",
-        "sessions deleted, the projects changed, a move by this process, the file replaced, or 5 minutes; "
+        "sessions deleted, the projects or the cron jobs' folders changed, a move by this process, the file replaced, "
+        "or 5 minutes; "
         "after 60 s it is read again in the background (new and the 64 newest sessions are re-read on every search)",
     ),
     "membership_reloads": ("per state.db: the thread reading every session again in the background", "it ends"),

@@ -18,9 +18,10 @@ import functools
 import json
 import logging
 import operator
+import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,9 +87,21 @@ def read_again(read: Callable[_P, _T]) -> Callable[_P, _T]:
 
 
 class StateConnection(sqlite3.Connection):
-    """A read-only connection that knows the :class:`layout.Layout` of the file it reads (asked once, on first use)."""
+    """A read-only connection that knows the :class:`layout.Layout` of the file it reads (asked once, on first use)
+    and, as SQL's ``phr_cron_folder(session id)``, the folders of the profile's cron jobs when it was opened."""
 
     layout: layout.Layout | None = None
+    cron_folders: Mapping[str, str] = {}
+
+
+# A cron run's session id: ``cron_<job id>_<YYYYmmdd_HHMMSS>`` (Hermes' cron scheduler).
+_CRON_RUN = re.compile(r"cron_(.+)_\d{8}_\d{6}")
+
+
+def _cron_folder(folders: Mapping[str, str], session_id: object) -> str | None:
+    """The folder of the job that ran the cron session ``session_id``; ``None`` when it names none."""
+    found = _CRON_RUN.fullmatch(session_id) if isinstance(session_id, str) else None
+    return folders.get(found.group(1)) if found else None
 
 
 def layout_of(conn: sqlite3.Connection) -> layout.Layout:
@@ -118,6 +131,8 @@ def connect_ro(path: Path) -> sqlite3.Connection:
     uri = path.resolve().as_uri() + "?mode=ro"
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False, factory=StateConnection)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    folders = conn.cron_folders = settings.cron_folders(path.parent)
+    conn.create_function("phr_cron_folder", 1, functools.partial(_cron_folder, folders), deterministic=True)
     # One value that is not valid UTF-8 (a folder name, a pasted binary) must not fail every search.
     conn.text_factory = _TEXT
     return conn

@@ -317,9 +317,10 @@ class MembershipCache:
 
 
 def _census_state(conn: sqlite3.Connection, db_key: str) -> tuple[int, int, tuple[Any, ...]]:
-    """``(sessions, their highest rowid, the file's fingerprint)``: what a census is checked against. Raises ``sqlite3`` errors."""
+    """``(sessions, their highest rowid, the file's fingerprint and the cron jobs' folders)``: what a census is
+    checked against. Raises ``sqlite3`` errors."""
     count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
-    return int(count), int(top), session_rows.db_fingerprint(conn, db_key)
+    return int(count), int(top), (*session_rows.db_fingerprint(conn, db_key), getattr(conn, "cron_folders", None))
 
 
 membership = MembershipCache()

@@ -374,6 +374,41 @@ def test_an_editor_session_belongs_to_the_editor_s_folder(world: World):
     assert relative["project"]["kind"] == "home", relative
 
 
+def test_a_cron_run_belongs_to_its_job_s_folder(world: World):
+    """Hermes records no folder for a cron run's session (``cron_<job id>_<time>``); a job made with a ``workdir``
+    runs there. Made by Hermes' own ``cron.jobs``: the run is in the folder's project, searched from it and searching
+    it; a job without a folder, a deleted job and a damaged jobs.json leave their runs in Home, and break no search.
+    The folder is read again when jobs.json changes."""
+    from cron.jobs import create_job, remove_job, update_job, use_cron_store
+
+    repo, other = world.repo("nightly"), world.repo("elsewhere")
+    with use_cron_store(world.home):
+        in_repo = create_job("review the open PRs", "every 1d", workdir=str(repo))
+        homeless = create_job("summarise the news", "every 1d")
+        gone = create_job("check the backups", "every 1d", workdir=str(repo))
+        remove_job(gone["id"])
+    run = world.session(f"cron_{in_repo['id']}_20261206_083000", None, source="cron",
+                        messages=[("user", "review the open PRs"), ("assistant", "the quokka migration PR needs a rebase")])
+    world.session(f"cron_{homeless['id']}_20261206_083000", None, source="cron",
+                  messages=[("assistant", "quokka news of the day")])
+    world.session(f"cron_{gone['id']}_20261206_083000", None, source="cron", messages=[("assistant", "quokka backups")])
+    world.session("cli_old", repo, style="cli", messages=[("user", "the quokka migration renames the orders table")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    answer = world.search("cur", "quokka migration", limit=10)
+    assert answer["success"] is True and answer["project"]["kind"] == "auto", answer
+    assert sorted(result_sessions(answer)) == sorted(["cli_old", run]), answer
+    from_cron = world.search(run, "quokka orders table", limit=10)
+    assert from_cron["project"] == answer["project"] and result_sessions(from_cron) == ["cli_old"], from_cron
+
+    with use_cron_store(world.home):
+        update_job(in_repo["id"], {"workdir": str(other)})
+    assert result_sessions(world.search("cur", "quokka migration", limit=10)) == ["cli_old"]
+    (world.home / "cron" / "jobs.json").write_text('{"jobs": [', encoding="utf-8")
+    damaged = world.search("cur", "quokka migration", limit=10)
+    assert damaged["success"] is True and result_sessions(damaged) == ["cli_old"], damaged
+    assert world.search(run, "quokka", limit=10)["project"]["kind"] == "home"
+
+
 def test_projects_db_missing_degrades_to_auto(world: World):
     repo = world.repo("nodesk")
     world.session("a", repo, messages=[("user", "quokka plans")])
