@@ -80,6 +80,7 @@ class Layout:
     rebuild: tuple[int, int] | None = None  # (progress, high water) of a chunked rebuild: ids in between not indexed
     stale: bool = False  # Hermes found the index damaged and searches by substring until it rebuilds it
     ids_by_session: bool = False  # messages has an index on (session_id, id)
+    prompt_store: bool = False  # sessions may keep their system prompt in system_prompts, by hash (0.21)
 
     def rows_sql(self) -> str:
         """The SQL condition (on ``messages`` as ``m``) that keeps the rows of the messages Hermes shows a person,
@@ -109,6 +110,14 @@ class Layout:
         return "(s.archived AND NOT s.auto_archived)" if self.auto_archived else "s.archived"
 
 
+    def prompt_sql(self) -> str:
+        """The SQL value (on ``sessions`` as ``s``) of the session's system prompt as Hermes stored it (NULL: none)."""
+        if self.prompt_store:
+            return ("COALESCE(s.system_prompt, (SELECT p.prompt FROM system_prompts p "
+                    "WHERE p.hash = s.system_prompt_hash))")
+        return "s.system_prompt"
+
+
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {str(r[1]) for r in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))}
 
@@ -126,7 +135,7 @@ def read(conn: sqlite3.Connection) -> Layout:
     """The :class:`Layout` of the state.db ``conn`` reads. Raises ``sqlite3`` errors."""
     schema = {str(name): str(sql or "") for name, sql in conn.execute(
         "SELECT name, sql FROM sqlite_master WHERE name IN ('messages_fts', 'messages_fts_src', 'messages_fts_trigram',"
-        " 'state_meta')")}
+        " 'state_meta', 'system_prompts')")}
     meta: dict[str, str] = {}
     if "state_meta" in schema:
         meta = {str(k): str(v) for k, v in conn.execute(
@@ -151,4 +160,5 @@ def read(conn: sqlite3.Connection) -> Layout:
         rebuild=rebuild,
         stale="fts_stale" in meta,
         ids_by_session=_ids_by_session(conn),
+        prompt_store="system_prompts" in schema and "system_prompt_hash" in sessions,
     )

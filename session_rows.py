@@ -27,16 +27,21 @@ _DELEGATE = (
 )
 
 
-# A session's own folder: ``cwd``, else, for an editor's (ACP) session, its ``model_config``'s ``cwd``, and for a cron
-# run its job's ``workdir`` (``store.connect_ro``'s ``phr_cron_folder``): Hermes records ``sessions.cwd`` for the CLI
-# alone, its ACP adapter keeps the editor's folder in ``model_config`` (acp_adapter/session.py), and its cron
-# scheduler runs a job in the folder ``cron/jobs.json`` names. The LIKE lets json_valid() parse only the rare
+# A session's own folder: ``cwd``; else, for an editor's (ACP) session, its ``model_config``'s ``cwd``; for a cron
+# run, its job's ``workdir`` (``store.connect_ro``'s ``phr_cron_folder``); for a CLI session of no parent, the working
+# directory its system prompt names (``phr_prompt_folder``). Hermes records ``sessions.cwd`` for a CLI session's
+# first row alone: its ACP adapter keeps the editor's folder in ``model_config`` (acp_adapter/session.py), its cron
+# scheduler runs a job in the folder ``cron/jobs.json`` names, and a CLI's ``/new`` session, or a compression
+# continuation whose first session was deleted (``delete_session`` and ``prune_sessions`` unlink the children), has
+# only the prompt Hermes wrote for it (``prompt_builder.build_environment_hints``). ``{prompt}``: the layout's
+# (:meth:`layout.Layout.prompt_sql`), read for those rare rows alone. The LIKE lets json_valid() parse only the rare
 # candidate rows; the nested CASEs keep json_type() off text that is not JSON.
 _FOLDER = (
     "TRIM(CASE WHEN TRIM(COALESCE(s.cwd, '')) != '' THEN s.cwd "
     "WHEN s.source = 'acp' AND s.model_config LIKE '%\"cwd\"%' THEN CASE WHEN json_valid(s.model_config) "
     "THEN CASE WHEN json_type(s.model_config, '$.cwd') = 'text' THEN json_extract(s.model_config, '$.cwd') END END "
-    "WHEN s.source = 'cron' THEN phr_cron_folder(s.id) END)"
+    "WHEN s.source = 'cron' THEN phr_cron_folder(s.id) "
+    "WHEN s.source = 'cli' AND COALESCE(s.parent_session_id, '') = '' THEN phr_prompt_folder({prompt}) END)"
 )
 
 
@@ -51,7 +56,8 @@ _ROW_COLUMNS = f"""
 
 def _sql(conn: sqlite3.Connection, template: str) -> str:
     """``template`` (a query over :data:`_ROW_COLUMNS`) for the state.db ``conn`` reads."""
-    return template.format(archived=store.layout_of(conn).archived_sql())
+    found = store.layout_of(conn)
+    return template.format(archived=found.archived_sql(), prompt=found.prompt_sql())
 
 
 def _session_row(r: Sequence[Any]) -> attribution.SessionRow:

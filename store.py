@@ -88,7 +88,8 @@ def read_again(read: Callable[_P, _T]) -> Callable[_P, _T]:
 
 class StateConnection(sqlite3.Connection):
     """A read-only connection that knows the :class:`layout.Layout` of the file it reads (asked once, on first use)
-    and, as SQL's ``phr_cron_folder(session id)``, the folders of the profile's cron jobs when it was opened."""
+    and, as SQL's ``phr_cron_folder(session id)``, the folders of the profile's cron jobs when it was opened; SQL's
+    ``phr_prompt_folder(system prompt)`` is the working directory a session's system prompt names."""
 
     layout: layout.Layout | None = None
     cron_folders: Mapping[str, str] = {}
@@ -102,6 +103,17 @@ def _cron_folder(folders: Mapping[str, str], session_id: object) -> str | None:
     """The folder of the job that ran the cron session ``session_id``; ``None`` when it names none."""
     found = _CRON_RUN.fullmatch(session_id) if isinstance(session_id, str) else None
     return folders.get(found.group(1)) if found else None
+
+
+# The working directory in the environment block of the system prompt Hermes writes for a session on a local terminal
+# (``prompt_builder.build_environment_hints``): two lines of their own.
+_PROMPT_FOLDER = re.compile(r"^User home directory: [^\n]*\nCurrent working directory: ([^\n]+)$", re.MULTILINE)
+
+
+def _prompt_folder(prompt: object) -> str | None:
+    """The working directory the system prompt ``prompt`` names (its last environment block); ``None`` when none."""
+    found = [m.group(1).strip() for m in _PROMPT_FOLDER.finditer(prompt)] if isinstance(prompt, str) else []
+    return found[-1] if found and found[-1] else None
 
 
 def layout_of(conn: sqlite3.Connection) -> layout.Layout:
@@ -133,6 +145,7 @@ def connect_ro(path: Path) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     folders = conn.cron_folders = settings.cron_folders(path.parent)
     conn.create_function("phr_cron_folder", 1, functools.partial(_cron_folder, folders), deterministic=True)
+    conn.create_function("phr_prompt_folder", 1, _prompt_folder, deterministic=True)
     # One value that is not valid UTF-8 (a folder name, a pasted binary) must not fail every search.
     conn.text_factory = _TEXT
     return conn

@@ -63,12 +63,13 @@ class LiveCLI:
     this CLI's around each of its actions (:meth:`enter`).
     """
 
-    def __init__(self, world: World, chat: FakeChat, folder: Path) -> None:
+    def __init__(self, world: World, chat: FakeChat, folder: Path, *, prompt_folder: bool = True) -> None:
         import cli as hermes_cli_module
         from run_agent import AIAgent
 
-        self.world, self.folder = world, folder
+        self.world, self.folder, self.prompt_folder = world, folder, prompt_folder
         os.chdir(folder)
+        os.environ["TERMINAL_CWD"] = str(folder)
         self.shell = hermes_cli_module.HermesCLI()
         assert Path(self.shell._session_db.db_path) == world.home / "state.db"
         # What HermesCLI._init_agent builds, with the loopback model.
@@ -84,10 +85,12 @@ class LiveCLI:
         return self.shell.session_id
 
     def enter(self) -> LiveCLI:
-        """Be inside this CLI's process: its folder, its live session id."""
+        """Be inside this CLI's process: its folder (and ``TERMINAL_CWD``, which Hermes' CLI sets to it at launch),
+        its live session id."""
         from gateway.session_context import set_current_session_id
 
         os.chdir(self.folder)
+        os.environ["TERMINAL_CWD"] = str(self.folder)
         set_current_session_id(self.sid)
         return self
 
@@ -97,6 +100,10 @@ class LiveCLI:
         result = self.shell.agent.run_conversation(user_message=text, conversation_history=self.shell.conversation_history)
         assert result.get("final_response") == ANSWER, result
         self.shell.conversation_history = result["messages"]
+        if not self.prompt_folder:  # a Hermes whose prompt names no folder: what the /new rule is for
+            with closing(sqlite3.connect(self.world.home / "state.db")) as conn:
+                conn.execute("UPDATE sessions SET system_prompt = NULL WHERE id = ?", (self.sid,))
+                conn.commit()
         return self.sid
 
     def new(self) -> str:
@@ -115,17 +122,20 @@ class LiveCLI:
 
 @pytest.fixture
 def clis(world: World, chat: FakeChat, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """``clis(folder) -> LiveCLI``; the process folder and session variables are restored afterwards."""
+    """``clis(folder, prompt_folder=True) -> LiveCLI``; the process folder and session variables are restored
+    afterwards. ``prompt_folder=False``: each session's stored system prompt is dropped after each turn, so its
+    folder is not read from it (:class:`LiveCLI`)."""
     import cli as hermes_cli_module
 
     monkeypatch.chdir(world.tmp)
     monkeypatch.setenv("HERMES_SESSION_ID", "")
     monkeypatch.setenv("TERMINAL_ENV", "local")  # what load_cli_config exports for the local backend
+    monkeypatch.setenv("TERMINAL_CWD", str(world.tmp))  # and the launch folder, set by each CLI (LiveCLI.enter)
     monkeypatch.setattr(hermes_cli_module, "_cprint", lambda *a, **k: None)  # the terminal renderer only
     opened: list[LiveCLI] = []
 
-    def open_cli(folder: Path) -> LiveCLI:
-        opened.append(LiveCLI(world, chat, folder))
+    def open_cli(folder: Path, *, prompt_folder: bool = True) -> LiveCLI:
+        opened.append(LiveCLI(world, chat, folder, prompt_folder=prompt_folder))
         return opened[-1]
 
     yield open_cli
@@ -279,7 +289,7 @@ REDIS = "we decided to pin redis to 7.2 because 7.4 broke the lua scripts"
 def test_new_session_in_the_cli_searches_its_repo_and_joins_its_history(world: World, new_processes: NewProcesses, clis, capsys):
     app, other = world.repo("app"), world.repo("other")
     world.session("o1", other, style="cli", messages=[("user", "in other we also pin redis to 7.2")])
-    cli = clis(app)
+    cli = clis(app, prompt_folder=False)
     first = cli.turn("the websocket client retries with exponential backoff and jitter")
     new = cli.new()
     # What Hermes recorded: the old session ended by /new, the new one without folder or parent.
@@ -304,7 +314,7 @@ def test_new_session_in_the_cli_searches_its_repo_and_joins_its_history(world: W
     assert answer["project_basis"] == "previous_session"
 
     # Later, another CLI in the repo finds what was said in the /new session; the other repo stays out.
-    later = clis(app)
+    later = clis(app, prompt_folder=False)
     later.turn("what did we settle about the cache server?")
     later.enter()
     answer = world.search(later.sid, "pin redis 7.2", mode="keyword", limit=10)
@@ -317,11 +327,29 @@ def test_new_session_in_the_cli_searches_its_repo_and_joins_its_history(world: W
     assert counts.get(("home", ""), 0) == 0
 
 
+def test_a_new_session_s_folder_is_the_one_its_prompt_names(world: World, clis, capsys):
+    """Hermes 0.19 writes the CLI's working directory into each session's system prompt: a ``/new`` session has it as
+    its own folder from its first turn, with nothing inferred, even after the session ``/new`` ended is deleted."""
+    app = world.repo("app")
+    cli = clis(app)
+    first = cli.turn("the websocket client retries with exponential backoff and jitter")
+    new = cli.new()
+    cli.turn(REDIS)
+    assert world.session_row(new)["cwd"] is None and str(app) in world.session_row(new)["system_prompt"]
+    elsewhere(world)
+    answer = world.search(new, "websocket backoff jitter", mode="keyword", limit=10)
+    assert answer["project"] == auto(app) and result_sessions(answer) == [first] and "project_basis" not in answer
+    assert world.db.delete_session(first)
+    answer = world.search(new, "pin redis", mode="keyword", limit=10)
+    assert answer["project"] == auto(app), answer
+    assert census(world, capsys)[("auto", str(app))] == 1
+
+
 def test_new_twice_in_a_row_chains_back_to_the_first_folder(world: World, clis, capsys):
     """A -> /new -> B -> (a minute later) /new -> C: C takes A's folder through B."""
     app = world.repo("app")
     world.session("r", app, style="cli", messages=[("user", "deploy notes for the app")])
-    cli = clis(app)
+    cli = clis(app, prompt_folder=False)
     a = cli.turn("the websocket client retries with exponential backoff and jitter")
     b = cli.new()
     cli.turn("the cache layer uses lru eviction")
@@ -346,7 +374,7 @@ def test_new_chain_is_found_by_a_process_whose_cache_is_already_warm(world: Worl
     """
     app = world.repo("app")
     world.session("r", app, style="cli", messages=[("user", "deploy notes for the app")])
-    cli = clis(app)
+    cli = clis(app, prompt_folder=False)
     a = cli.turn("the websocket client retries with exponential backoff and jitter")
     elsewhere(world, "r")
     assert result_sessions(world.search("r", "websocket", mode="keyword", limit=10)) == [a]
@@ -396,7 +424,7 @@ def test_two_clis_new_at_once_in_different_repos_are_not_misattributed(world: Wo
     one, two = world.repo("one"), world.repo("two")
     world.session("r1", one, style="cli", messages=[("user", "notes for one")])
     world.session("r2", two, style="cli", messages=[("user", "notes for two")])
-    cli1, cli2 = clis(one), clis(two)
+    cli1, cli2 = clis(one, prompt_folder=False), clis(two, prompt_folder=False)
     cli1.turn("one: the websocket client uses jitter")
     cli2.turn("two: the websocket client uses a ring buffer")
     n1 = cli1.new()
@@ -430,7 +458,7 @@ def test_new_after_an_empty_discarded_session_uses_the_live_cli_folder_only(worl
     """
     app = world.repo("app")
     world.session("r", app, style="cli", messages=[("user", "deploy notes for the app")])
-    cli = clis(app)
+    cli = clis(app, prompt_folder=False)
     a = cli.turn("the websocket client retries with exponential backoff and jitter")
     b = cli.new()
     elapse(world, 60, a, b)

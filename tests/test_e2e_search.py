@@ -409,6 +409,41 @@ def test_a_cron_run_belongs_to_its_job_s_folder(world: World):
     assert world.search(run, "quokka", limit=10)["project"]["kind"] == "home"
 
 
+def test_a_conversation_whose_first_session_was_deleted_keeps_its_project(world: World, monkeypatch):
+    """Hermes records a CLI conversation's folder on its first session alone; deleting or pruning that session
+    unlinks its compression continuations (``parent_session_id`` set to NULL). The working directory Hermes wrote
+    into each continuation's system prompt (its own ``build_environment_hints``) keeps the conversation in its
+    project; a prompt that names none (a remote terminal) leaves it in Home, and a gateway chat never takes the
+    gateway's folder from its prompt."""
+    from agent.prompt_builder import build_environment_hints
+
+    repo, other = world.repo("pruned"), world.repo("gateway-folder")
+    monkeypatch.setenv("TERMINAL_CWD", str(repo))
+    monkeypatch.delenv("TERMINAL_ENV", raising=False)
+    prompt = "You are Hermes.\n\n" + build_environment_hints()
+    world.session("first", repo, style="cli", messages=[("user", "the pelican cache lives in redis")])
+    world.continuation("first", "second", messages=[("user", "pelican cache: eviction is LRU")])
+    world.db.update_system_prompt("second", prompt)
+    world.continuation("second", "third", messages=[("user", "hi")])
+    world.db.update_system_prompt("third", prompt)
+    world.session("cli_other", repo, style="cli", messages=[("user", "pelican cache sizing")])
+    before = world.search("third", "pelican cache", limit=10)
+    assert sorted(result_sessions(before)) == ["cli_other", "second"], before
+    assert world.db.delete_session("first")
+    after = world.search("third", "pelican cache", limit=10)
+    assert after["success"] is True and after["project"] == before["project"], after
+    assert sorted(result_sessions(after)) == ["cli_other", "second"], after
+
+    monkeypatch.setenv("TERMINAL_CWD", str(other))
+    world.session("chat", None, source="telegram", messages=[("user", "pelican cache from telegram")])
+    world.db.update_system_prompt("chat", build_environment_hints())
+    world.session("remote", None, messages=[("user", "pelican cache on docker")])
+    world.db.update_system_prompt("remote", "You are Hermes.\nWorking directory: /workspace")
+    assert world.search("chat", "pelican", limit=10)["project"]["kind"] == "home"
+    assert world.search("remote", "pelican", limit=10)["project"]["kind"] == "home"
+    assert "chat" not in result_sessions(world.search("third", "pelican cache", limit=10))
+
+
 def test_projects_db_missing_degrades_to_auto(world: World):
     repo = world.repo("nodesk")
     world.session("a", repo, messages=[("user", "quokka plans")])

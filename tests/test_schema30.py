@@ -80,7 +80,8 @@ def test_hidden_scaffolding_and_model_only_rows_are_never_shown(s30: World, fake
 def test_hermes_compressed_past_summaries_and_editor_sessions_on_schema_30(s30: World):
     """On every schema-30 state: what a compaction in place archived of the asking session is searched from it, its
     live rows never; a compaction summary is no history, shown or not; an editor's (ACP) session, its folder in
-    ``model_config``, is the project's; a compression continuation and its parent are one result."""
+    ``model_config``, is the project's, and so is a CLI session of no parent whose prompt, kept by hash, names its
+    folder; a compression continuation and its parent are one result."""
     s30.s30_session("cur", messages=[("user", "which port does the quokka api use?")])
     decided = s30.s30.say("cur", "assistant", "quokka api: port 8443, TLS only")
     s30.s30.say("cur", "user", "thanks")
@@ -92,10 +93,15 @@ def test_hermes_compressed_past_summaries_and_editor_sessions_on_schema_30(s30: 
     with sqlite3.connect(s30.home / "state.db") as conn:
         conn.execute("UPDATE sessions SET end_reason = 'compression' WHERE id = 'p1'")
     s30.s30.session("p2", None, parent="p1", messages=[("assistant", "quokka api port: continued after compression")])
+    s30.s30.session("orphan", None, messages=[("user", "quokka api port, the first session deleted")])
+    with sqlite3.connect(s30.home / "state.db") as conn:  # 0.21 keeps a prompt once, by hash
+        conn.execute("INSERT INTO system_prompts (hash, prompt) VALUES ('h1', ?)",
+                     (f"You are Hermes.\nUser home directory: /home/u\nCurrent working directory: {s30.alpha}\n",))
+        conn.execute("UPDATE sessions SET system_prompt_hash = 'h1' WHERE id = 'orphan'")
     finish(s30)
     answer = s30.search("cur", "quokka api port", mode="keyword", limit=10)
     hits = {r["session_id"]: r["message_id"] for r in answer["results"]}
-    assert hits.get("cur") == decided and "acp1" in hits, answer
+    assert hits.get("cur") == decided and "acp1" in hits and "orphan" in hits, answer
     assert len({"p1", "p2"} & set(hits)) == 1, answer  # one conversation, one result
     assert result_sessions(s30.search("cur", "settled", mode="keyword", limit=10)) == []  # the summary
     assert "cur" not in result_sessions(s30.search("cur", "what did we say", mode="keyword", limit=10))  # live
