@@ -13,8 +13,10 @@ FTS5 string, so operators, quotes and punctuation are inert.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -84,6 +86,7 @@ class WordMatcher:
         plain = bool(parts) and all(_PLAIN_TOKEN.fullmatch(p) for p in parts)
         self._body = re.compile(body) if plain else None
         self._full = None if plain else re.compile(f"{WORD_START}(?:{body}){WORD_END}")
+        self._source = body
 
     @classmethod
     def any_of(cls, forms: Sequence[str]) -> WordMatcher:
@@ -95,6 +98,17 @@ class WordMatcher:
     def phrase(cls, tokens: Sequence[str]) -> WordMatcher:
         """``tokens`` in order, across any run of the characters FTS5 skips (``[\\W_]+``)."""
         return cls(r"[\W_]+".join(re.escape(t) for t in tokens), tokens)
+
+    def counts(self, text: str) -> Counter[str]:
+        """How many times each matched string is found (:meth:`spans`'s matches), counted in C when the text holds no
+        CJK: there the neighbours' class is a plain word character's, which compiles fast."""
+        if self._body is not None and not _CJK_RUN.search(text):
+            return Counter(self._outside_cjk.findall(text))
+        return Counter(text[start:end] for start, end in self.spans(text))
+
+    @functools.cached_property
+    def _outside_cjk(self) -> re.Pattern[str]:
+        return re.compile(rf"(?<![^\W_])(?:{self._source})(?![^\W_])")
 
     def spans(self, text: str) -> Iterator[tuple[int, int]]:
         """``(start, end)`` of each match, left to right, not overlapping."""

@@ -28,6 +28,7 @@ SESSION_DECAY = 0.5  # weight of a session's 2nd best message (3rd: its square)
 SESSION_MESSAGES = 3  # messages counted per session
 EARLIER_QUESTION = 0.1  # weight of a user turn that a recall answered (an earlier question, not history)
 CALLS_WEIGHT = 0.1  # weight of a message that matches only in its tool name or tool-call JSON
+SAMPLED_OVER = 8_192  # characters: a longer text is counted in its ends (Scorer.parts)
 
 
 @dataclass(frozen=True)
@@ -101,39 +102,81 @@ class Scorer:
         return math.fsum(self.parts(text, lengths).values())
 
     def parts(self, text: str, lengths: tuple[int | None, int | None] = (None, None)) -> dict[int, float]:
-        """Each matching term's share of :meth:`score`: term index (in ``terms``) -> its BM25 (only terms that match)."""
+        """Each matching term's share of :meth:`score`: term index (in ``terms``) -> its BM25 (only terms that match).
+
+        A text longer than :data:`SAMPLED_OVER` characters (a tool log) is counted in its first and last
+        ``SAMPLED_OVER // 2``, its counts scaled to its length: a long text's BM25 is the density of its matches,
+        which its ends tell, and counting every match of a few hundred whole logs takes seconds. A text whose ends
+        match no term is counted whole."""
+        if len(text) > SAMPLED_OVER:
+            ends = _ends(text, SAMPLED_OVER // 2)
+            counted = [self._counts(part) for part in ends]
+            words, grams = (_added(c[k] for c in counted) for k in (0, 1))
+            if words or grams:
+                scale = len(text) / sum(len(part) for part in ends)
+                if lengths[0] is None:
+                    lengths = (round(sum(len(unicode61.tokens(part)) for part in ends) * scale), lengths[1])
+                return self._bm25(words, grams, lengths, text, scale)
+        words, grams = self._counts(text)
+        return self._bm25(words, grams, lengths, text, 1.0)
+
+    def _counts(self, text: str) -> tuple[dict[int, int], dict[int, int]]:
+        """``(word and phrase counts, gram counts)`` in ``text``, by term index (only terms that match)."""
         folded = unicode61.comparable(text)
-        out: dict[int, float] = {}
-        counts: dict[int, int] = {}
+        words: dict[int, int] = {}
         pattern, term_of = self._word_pattern
         if pattern is not None:
-            for start, end in pattern.spans(folded):
-                index = term_of[folded[start:end]]
-                counts[index] = counts.get(index, 0) + 1
+            for form, found in pattern.counts(folded).items():
+                index = term_of[form]
+                words[index] = words.get(index, 0) + found
         for index, phrase in self._phrase_patterns:
-            found = sum(1 for _ in phrase.spans(folded))
+            found = sum(phrase.counts(folded).values())
             if found:
-                counts[index] = found
+                words[index] = found
+        grams: dict[int, int] = {}
+        if self._gram_terms:
+            counted = count_grouped(text.lower(), self._gram_groups)  # the trigram tokenizer folds case only
+            grams = {i: tf for i, gram, _ in self._gram_terms if (tf := counted[gram])}
+        return words, grams
+
+    def _bm25(self, words: Mapping[int, int], grams: Mapping[int, int], lengths: tuple[int | None, int | None],
+              text: str, scale: float) -> dict[int, float]:
+        """BM25 shares of the counts (each times ``scale``) in a text of ``lengths`` (counted in ``text`` where
+        missing)."""
+        out: dict[int, float] = {}
         saturated = K1 + 1
-        if counts:
+        if words:
             length = lengths[0] if lengths[0] is not None else len(unicode61.tokens(text))
             norm = self._norm(length, self.words)
             idfs = self._word_idfs
-            for i, tf in counts.items():
-                out[i] = idfs[i] * tf * saturated / (tf + norm)
-        if self._gram_terms:
-            lowered = text.lower()  # the trigram tokenizer folds case only
-            counted = count_grouped(lowered, self._gram_groups)
-            grams = [(i, idf, tf) for i, gram, idf in self._gram_terms if (tf := counted[gram])]
-            if grams:
-                length = lengths[1] if lengths[1] is not None else max(len(lowered) - 2, 1)
-                norm = self._norm(length, self.grams)
-                for i, idf, tf in grams:
-                    out[i] = out.get(i, 0.0) + idf * tf * saturated / (tf + norm)
+            for i, tf in words.items():
+                out[i] = idfs[i] * tf * scale * saturated / (tf * scale + norm)
+        if grams:
+            length = lengths[1] if lengths[1] is not None else max(len(text) - 2, 1)
+            norm = self._norm(length, self.grams)
+            gram_idfs = {i: idf for i, _, idf in self._gram_terms}
+            for i, tf in grams.items():
+                out[i] = out.get(i, 0.0) + gram_idfs[i] * tf * scale * saturated / (tf * scale + norm)
         return out
 
     def _norm(self, length: int, stats: Stats) -> float:
         return K1 * (1 - B + B * length / max(stats.avg_length, 1.0))
+
+
+def _ends(text: str, half: int) -> tuple[str, str]:
+    """The first and last ``half`` characters of ``text`` or a little fewer, each cut at a space where one is near
+    (so that no word is cut in two)."""
+    cut = text.rfind(" ", half // 2, half)
+    start = text.find(" ", len(text) - half, len(text) - half // 2)
+    return text[: cut if cut >= 0 else half], text[start if start >= 0 else len(text) - half:]
+
+
+def _added(counts: Iterable[Mapping[int, int]]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for part in counts:
+        for key, value in part.items():
+            out[key] = out.get(key, 0) + value
+    return out
 
 
 def session_score(message_scores: Iterable[float]) -> float:

@@ -193,6 +193,50 @@ def test_a_long_cjk_query_reads_each_candidate_once(world: World, monkeypatch):
     assert linear(small, large), (small, large)
 
 
+def test_candidates_that_are_long_logs_are_scored_by_their_ends(world: World, monkeypatch):
+    """Scoring read every candidate whole: 200 sessions of three matching 50 KB build logs took seconds a search
+    (each match of each log counted). A text over ``ranking.SAMPLED_OVER`` characters is counted in its ends: the
+    characters scored a candidate stay the same from 64 KB logs to 256 KB ones, and the sessions found are the same."""
+    ranking = plugin("ranking")
+    scored: list[int] = []
+    real = ranking.Scorer._counts
+    monkeypatch.setattr(ranking.Scorer, "_counts", lambda self, text: scored.append(len(text)) or real(self, text))
+    line = "src/module_{i}.c:42: warning: unused variable 'tmp' [-Wunused-variable]\n"
+    costs = []
+    for size in (64_000, 256_000):
+        repo = world.repo(f"logs{size}")
+        log = "".join(line.format(i=i) for i in range(size // len(line)))
+        world.session(f"build{size}", repo, style="cli", messages=[("user", "build it"), ("tool", log), ("tool", log + "x")])
+        world.session(f"plain{size}", repo, style="cli", messages=[("user", "that unused variable warning again")])
+        world.session(f"cur{size}", repo, style="cli", messages=[("user", "hi")])
+        scored.clear()
+        answer = world.search(f"cur{size}", "unused variable", mode="keyword", limit=10)
+        assert set(result_sessions(answer)) == {f"build{size}", f"plain{size}"}, answer
+        costs.append(sum(scored))
+    assert costs[1] <= costs[0] * 1.1 and costs[0] <= 3 * 2 * ranking.SAMPLED_OVER, costs
+
+
+def test_a_long_text_is_scored_by_the_density_of_its_matches_and_never_missed():
+    """A long log's sampled score is within 2 % of its whole count when its matches are spread through it; one whose
+    only match lies in its middle is counted whole, so a candidate the index found is never scored as no match."""
+    ranking = plugin("ranking")
+    terms = (ranking.Term("word", ("unused",), 50), ranking.Term("word", ("variable",), 80))
+    scorer = ranking.Scorer(terms, ranking.Stats(1000, 40.0), ranking.Stats(1000, 120.0))
+    rng = random.Random(3)
+    words = ["warning", "unused", "variable", "module", "tmp", "error", "line", "build"]
+    log = " ".join(rng.choice(words) for _ in range(40_000))
+    sampled = scorer.score(log)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ranking, "SAMPLED_OVER", 10**9)
+        whole = scorer.score(log)
+    assert abs(sampled - whole) <= 0.02 * whole, (sampled, whole)
+    middle = "filler " * 10_000 + "one unused variable here " + "filler " * 10_000
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ranking, "SAMPLED_OVER", 10**9)
+        exact = scorer.parts(middle)
+    assert exact and scorer.parts(middle) == exact
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet="aab中中文", max_size=60), st.lists(st.text(alphabet="aab中文", min_size=1, max_size=4), max_size=12))
 def test_one_pass_counts_what_str_count_counts(text: str, needles: list[str]):

@@ -205,6 +205,19 @@ def test_phrase_matcher_finds_what_the_full_pattern_finds(tokens: list[str], tex
 
 
 @given(forms=st.lists(st.text(_CHARS, min_size=1, max_size=3), min_size=1, max_size=3),
+       tokens=st.lists(st.text(_PLAIN, min_size=1, max_size=3), min_size=1, max_size=3),
+       text=st.text(_CHARS, max_size=24) | st.text(_CHARS.replace("用缓\U00020001ーか가", ""), max_size=24))
+def test_matchers_count_what_the_full_pattern_finds(forms: list[str], tokens: list[str], text: str) -> None:
+    """``counts`` (read in C where the text holds no CJK) counts the strings the full pattern matches."""
+    import re
+    from collections import Counter
+
+    for matcher, body in ((Q.WordMatcher.any_of(forms), "|".join(re.escape(f) for f in sorted(dict.fromkeys(forms), key=len, reverse=True))),
+                          (Q.WordMatcher.phrase(tokens), r"[\W_]+".join(re.escape(t) for t in tokens))):
+        assert matcher.counts(text) == Counter(text[a:b] for a, b in _old_spans(body, text))
+
+
+@given(forms=st.lists(st.text(_CHARS, min_size=1, max_size=3), min_size=1, max_size=3),
        text=st.text(_CHARS, max_size=24))
 def test_word_matcher_with_any_characters_in_its_forms(forms: list[str], text: str) -> None:
     """Forms holding CJK, ``_`` or separators (unicode61 tokens of a CJK run, say) go through the full pattern."""
