@@ -84,6 +84,11 @@ def _emit(text: str, stream: TextIO) -> None:
         stream.write(text.encode(encoding, "backslashreplace").decode(encoding) + "\n")
 
 
+def _say(text: str, stream: TextIO) -> None:
+    """Write text meant for people: control characters escaped (``render.for_terminal``), as the slash commands do."""
+    _emit(render.for_terminal(text), stream)
+
+
 def _as_json(payload: Any) -> str:
     return json.dumps(payload, indent=2, ensure_ascii=False, default=str)
 
@@ -192,14 +197,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             answer, text = COMMANDS[args.command](args, home)
         except command_args.ArgumentError as exc:  # what argparse accepted but the command cannot use
             parser.subcommands[args.command].print_usage(sys.stderr)  # type: ignore[attr-defined]
-            _emit(f"{PROG} {args.command}: error: {exc}", sys.stderr)
+            _say(f"{PROG} {args.command}: error: {exc}", sys.stderr)
             return EXIT_USAGE
         except errors.StoreError as exc:
             if exc.code == "bad_argument":  # a cursor that is not this search's: a usage error, as README says
                 parser.subcommands[args.command].print_usage(sys.stderr)  # type: ignore[attr-defined]
                 if as_json:
                     _emit(_as_json(_failure(str(exc), exc.code)), sys.stdout)
-                _emit(f"{PROG} {args.command}: error: {exc}", sys.stderr)
+                _say(f"{PROG} {args.command}: error: {exc}", sys.stderr)
                 return EXIT_USAGE
             where = exc.details.get("path")
             answer, text = _failure(str(exc), exc.code, **({"path": where} if where else {})), ""
@@ -213,9 +218,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if as_json:
         _emit(_as_json(answer), sys.stdout)
     elif text and (ok or args.command == "status"):  # a failed status still shows what was found
-        _emit(text, sys.stdout)
+        _say(text, sys.stdout)
     if not ok:
-        _emit(error_line or f"{PROG} {args.command}: {answer.get('error') or 'failed'}", sys.stderr)
+        _say(error_line or f"{PROG} {args.command}: {answer.get('error') or 'failed'}", sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 

@@ -17,6 +17,7 @@ follow ``command_args.py``'s grammar.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -324,15 +325,34 @@ def on_turn(session_id: str = "", **_: Any) -> None:
     warm_up.warm_up(paths.hermes_home(), first_only=True, session_id=session_id or "")
 
 
+def _for_terminal(make: Callable[[Dispatch], Callable[[str], str]]) -> Callable[[Dispatch], Callable[[str], str]]:
+    """The factory ``make`` whose command answers with its control characters escaped (``render.for_terminal``): an
+    answer shows stored history and echoes what was typed, and Hermes prints it to the terminal as it is."""
+
+    def made(dispatch: Dispatch) -> Callable[[str], str]:
+        command = make(dispatch)
+
+        @functools.wraps(command)
+        def shown(raw_args: str = "") -> str:
+            return render.for_terminal(command(raw_args))
+
+        return shown
+
+    return made
+
+
 #: (name, factory of the handler given ``ctx.dispatch_tool``, description, argument hint)
-COMMANDS: tuple[tuple[str, Callable[[Dispatch], Callable[[str], str]], str, str | None], ...] = (
-    ("history-search", make_search_command, "Search the past sessions of this project", "<query> [--mode M] [--limit N]"),
-    ("history-recent", make_recent_command, "This project's latest sessions, newest first", "[N]"),
-    ("history-read", make_read_command, "Read the messages around a search hit", "<session> [message] [--before N]"),
-    ("history-index", lambda _dispatch: command_index,
-     "Embed the past messages of projects you consented to, and show this project's index status", None),
-    ("history-move", make_move_command, "Move this conversation to a project or a git repo's folder",
-     "<project | folder>"),
-    ("history-help", lambda _dispatch: command_help, "project-history-recall: commands, tools, command line and limits",
-     None),
+COMMANDS: tuple[tuple[str, Callable[[Dispatch], Callable[[str], str]], str, str | None], ...] = tuple(
+    (name, _for_terminal(make), description, hint) for name, make, description, hint in (
+        ("history-search", make_search_command, "Search the past sessions of this project",
+         "<query> [--mode M] [--limit N]"),
+        ("history-recent", make_recent_command, "This project's latest sessions, newest first", "[N]"),
+        ("history-read", make_read_command, "Read the messages around a search hit", "<session> [message] [--before N]"),
+        ("history-index", lambda _dispatch: command_index,
+         "Embed the past messages of projects you consented to, and show this project's index status", None),
+        ("history-move", make_move_command, "Move this conversation to a project or a git repo's folder",
+         "<project | folder>"),
+        ("history-help", lambda _dispatch: command_help,
+         "project-history-recall: commands, tools, command line and limits", None),
+    )
 )

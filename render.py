@@ -6,6 +6,7 @@ out; no IO, no imports from the rest of the plugin.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,6 +38,19 @@ CLI_HELP = (
     ("index [--json]", "embed every consented project, with a progress bar"),
     ("status [--json]", "state.db, projects.db, semantic settings, consent, index size and the installed copies"),
 )
+
+
+#: The control characters a terminal acts on (C0 but newline and tab, DEL, C1): ESC opens a title, clipboard (OSC 52)
+#: or screen-clearing sequence, BEL ends one, CR writes over the line, C1's CSI opens one without ESC.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def for_terminal(text: str) -> str:
+    """``text`` as a terminal may print it: every control character but newline and tab shown as ``\\x1b`` and the
+    like (a CR of a CRLF line end dropped), so stored history (a coloured log, a fetched page) cannot set the title,
+    write the clipboard or clear the screen. For every text meant for people (the slash commands' answers, the
+    command line's text and error lines); JSON escapes them itself."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
 
 
 CONSENT_FOR_HUMANS = (

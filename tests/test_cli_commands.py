@@ -457,3 +457,36 @@ def test_the_module_runs_as_a_real_process(two: World, tmp_path: Path):
     usage = subprocess.run([sys.executable, "-m", "project_history_recall", "search", "x", "--limit", "99"],
                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert usage.returncode == 2 and "--limit must be a whole number from 1 to 10, got '99'" in usage.stderr
+
+
+# ---------------------------------------------------------------------------
+# Text for a terminal
+# ---------------------------------------------------------------------------
+
+#: A coloured test log whose output also sets the window title (OSC 0), writes the clipboard (OSC 52), clears the
+#: screen and writes over the line (CR): Hermes keeps escape sequences in web, browser and MCP outputs.
+HOSTILE_LOG = ("pytest run: \x1b[31mFAILED\x1b[0m test_refund \x1b]0;pwned-title\x07\x1b]52;c;ZWNobyBoaQ==\x07"
+               "\x1b[2J\x1b[H\x9b2J refund rounding fixed\rover\nnext\tline")
+HOSTILE_SHOWN = ("pytest run: \\x1b[31mFAILED\\x1b[0m test_>>>refund<<< \\x1b]0;pwned-title\\x07"
+                 "\\x1b]52;c;ZWNobyBoaQ==\\x07\\x1b[2J\\x1b[H\\x9b2J >>>refund<<< >>>rounding<<< fixed")
+
+
+def test_control_characters_in_history_reach_the_terminal_escaped(two: World, capsys):
+    """A stored message's escape sequences were printed raw by the command line's search and in /history-search
+    and /history-read: a search could retitle the terminal, write the clipboard or clear the screen. Newlines and
+    tabs stay; --json is unchanged (JSON escapes them)."""
+    two.session("a_log", two.paths["alpha"], messages=[("user", "run the tests"), ("tool", HOSTILE_LOG)])
+    alpha = str(two.paths["alpha"])
+    code, out, err = run_cli(capsys, "search", "refund rounding", "--mode", "keyword", "--cwd", alpha)
+    assert code == 0, err
+    assert HOSTILE_SHOWN in out and "\x1b" not in out and "\x07" not in out and "\x9b" not in out and "\r" not in out
+    code, out, _ = run_cli(capsys, "search", "refund rounding", "--mode", "keyword", "--cwd", alpha, "--json")
+    assert code == 0 and json.loads(out)["results"][0]["snippet"].startswith("pytest run: \x1b[31mFAILED")
+    found = slash("history-search", "refund rounding --mode keyword")
+    assert HOSTILE_SHOWN in found and "\x1b" not in found
+    read = slash("history-read", "a_log")
+    assert "\x1b" not in read and "\x07" not in read and "\\x1b]52;c;ZWNobyBoaQ==\\x07" in read
+    assert "fixed\\x0dover" in read, "a CR that would write over the line is shown"
+    assert "over\nnext\tline" in read, "newlines and tabs are kept"
+    code, _, err = run_cli(capsys, "search", "x", "--cwd", alpha + "/\x1b]0;t\x07")
+    assert code == 2 and "\\x1b]0;t\\x07" in err and "\x1b" not in err, "an echoed argument is escaped too"
