@@ -119,8 +119,19 @@ def dates(since: str | None, until: str | None, role: str | None = None) -> Filt
         raise ArgumentError(str(exc)) from None
 
 
+class Once(argparse.Action):
+    """An argparse flag that takes one value once: given twice, refused as the slash commands refuse it."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            raise argparse.ArgumentError(None, f"{self.option_strings[0]} is given twice")
+        setattr(namespace, self.dest, values)
+
+
 def add_flags(parser: argparse.ArgumentParser, flags: tuple[Flag, ...], defaults: dict[str, Any]) -> None:
-    """Give argparse ``flags`` as text (their values are checked by :func:`check_value`, in the grammar's words).
+    """Give argparse ``flags`` as text (their values are checked by :func:`check_value`, in the grammar's words),
+    each taken once (:class:`Once`).
 
     Every flag given takes a value (the grammars the command line shares, search's and recent's, have no switch).
     ``defaults``: what the caller uses when a flag is not given, by name, for the help text only.
@@ -128,7 +139,7 @@ def add_flags(parser: argparse.ArgumentParser, flags: tuple[Flag, ...], defaults
     for flag in flags:
         default = defaults.get(flag.name)
         text = flag.help + (f" (default {default})" if default is not None else "")
-        parser.add_argument(flag.name, metavar=flag.metavar, help=text, default=None)
+        parser.add_argument(flag.name, metavar=flag.metavar, help=text, default=None, action=Once)
 
 
 # -- the slash text ----------------------------------------------------------

@@ -7,9 +7,9 @@ session of it included. Text output uses the same renderer as the slash commands
 ``--json`` prints the raw answer.
 
 Exit codes: 0 success, 1 a failure answer (no state.db, an unreadable database, the provider failing...),
-2 a usage error (a flag or value not understood, checked by ``command_args.py`` in the slash commands'
-words; a cursor of another search). Failures print one line on stderr (with ``--json``, the failure
-answer on stdout too), never a traceback. Hermes' data is only read; the plugin's data folder is written
+2 a usage error (a flag or value not understood, a flag given twice, checked by ``command_args.py`` in the slash
+commands' words; a cursor of another search). Failures print one line on stderr (with ``--json``, the failure
+answer on stdout too, a usage error's included), never a traceback. Hermes' data is only read; the plugin's data folder is written
 by ``index`` and, after consent, by a hybrid or semantic ``search``, which first embeds what is new for a
 moment (with the ``openai`` provider, sending those messages to the configured endpoint).
 """
@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from . import browse, command_args, errors, indexing, paths, render, search, status
 
@@ -36,12 +36,28 @@ PROG = "project-history-recall"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
+class _Refused(Exception):
+    """argparse refusing the arguments (its ``error``): raised rather than exiting, so that with ``--json`` the
+    failure answer is printed too. ``parser``: the (sub)command's parser, for its usage line."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose refusals are :class:`_Refused` (its subcommands' parsers are of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _Refused(self, message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (``--hermes-home`` is accepted before or after the subcommand)."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--hermes-home", type=Path, default=argparse.SUPPRESS,
                         help="the Hermes profile folder (default: $HERMES_HOME, else ~/.hermes)")
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG, parents=[common],
         description="Search a Hermes profile's past conversations by project, outside a chat. "
         "Exit codes: 0 success, 1 failure, 2 usage error.",
@@ -51,16 +67,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     find = sub.add_parser("search", parents=[common], help="search the past sessions of a folder's project")
     find.add_argument("query", nargs="+", help="keywords, \"quoted phrases\", identifiers or a question")
-    find.add_argument("--cwd", type=Path, default=None, help="the folder whose project is searched (default: the current directory)")
+    find.add_argument("--cwd", type=Path, default=None, action=command_args.Once, help="the folder whose project is searched (default: the current directory)")
     # the flags of /history-search, checked the same way
     command_args.add_flags(find, command_args.SEARCH.flags, {"--limit": search.DEFAULT_LIMIT})
-    find.add_argument("--cursor", help="next_cursor of a previous --json answer: the next page")
+    find.add_argument("--cursor", action=command_args.Once, help="next_cursor of a previous --json answer: the next page")
     find.add_argument("--json", action="store_true", help="print the raw JSON answer")
 
     latest = sub.add_parser("recent", parents=[common], help="a folder's project's latest sessions, newest first")
-    latest.add_argument("--cwd", type=Path, default=None, help="the folder whose project is listed (default: the current directory)")
+    latest.add_argument("--cwd", type=Path, default=None, action=command_args.Once, help="the folder whose project is listed (default: the current directory)")
     command_args.add_flags(latest, command_args.RECENT.flags, {"--limit": browse.RECENT_DEFAULT})
-    latest.add_argument("--cursor", help="next_cursor of a previous --json answer: the next page")
+    latest.add_argument("--cursor", action=command_args.Once, help="next_cursor of a previous --json answer: the next page")
     latest.add_argument("--json", action="store_true", help="print the raw JSON answer")
 
     listing = sub.add_parser("projects", parents=[common], help="projects and how many sessions each holds")
@@ -183,29 +199,43 @@ def _failure(error: str, code: str, **extra: Any) -> dict[str, Any]:
     return {"success": False, "error": error, "code": code, **extra}
 
 
+def _wants_json(argv: Sequence[str]) -> bool:
+    """Whether ``--json`` (or a prefix argparse takes for it) is among the flags of arguments argparse refused."""
+    flags = list(argv)[:list(argv).index("--")] if "--" in argv else list(argv)
+    return any(a.startswith("--j") and "--json".startswith(a) for a in flags)
+
+
+def _refuse(parser: argparse.ArgumentParser, message: str, *, as_json: bool) -> int:
+    """A usage error: the usage line and ``<prog>: error: message`` on stderr, and with ``--json`` the failure answer
+    (``bad_argument``) on stdout. Returns :data:`EXIT_USAGE`."""
+    parser.print_usage(sys.stderr)
+    if as_json:
+        _emit(_as_json(_failure(message, "bad_argument")), sys.stdout)
+    _say(f"{parser.prog}: error: {message}", sys.stderr)
+    return EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (0 ok, 1 failure, 2 usage). Never raises."""
     parser = build_parser()
+    given = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: usage errors exit 2, --help / --version exit 0
+        args = parser.parse_args(given)
+    except _Refused as exc:  # an unknown command or flag, a flag twice or without its value, no query
+        return _refuse(exc.parser, str(exc), as_json=_wants_json(given))
+    except SystemExit as exc:  # argparse: --help / --version exit 0
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     as_json = bool(getattr(args, "json", False))
+    command_parser = parser.subcommands[args.command]  # type: ignore[attr-defined]
     error_line = ""
     with _profile(getattr(args, "hermes_home", None)) as home:
         try:
             answer, text = COMMANDS[args.command](args, home)
         except command_args.ArgumentError as exc:  # what argparse accepted but the command cannot use
-            parser.subcommands[args.command].print_usage(sys.stderr)  # type: ignore[attr-defined]
-            _say(f"{PROG} {args.command}: error: {exc}", sys.stderr)
-            return EXIT_USAGE
+            return _refuse(command_parser, str(exc), as_json=as_json)
         except errors.StoreError as exc:
             if exc.code == "bad_argument":  # a cursor that is not this search's: a usage error, as README says
-                parser.subcommands[args.command].print_usage(sys.stderr)  # type: ignore[attr-defined]
-                if as_json:
-                    _emit(_as_json(_failure(str(exc), exc.code)), sys.stdout)
-                _say(f"{PROG} {args.command}: error: {exc}", sys.stderr)
-                return EXIT_USAGE
+                return _refuse(command_parser, str(exc), as_json=as_json)
             where = exc.details.get("path")
             answer, text = _failure(str(exc), exc.code, **({"path": where} if where else {})), ""
             hint = " (set --hermes-home or $HERMES_HOME to the Hermes profile folder)" if isinstance(exc, errors.NoStateDB) else ""

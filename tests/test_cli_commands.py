@@ -441,6 +441,32 @@ def test_bad_arguments_exit_2(shared_two: World, capsys, argv):
     assert "usage:" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["search", "x", "--mode", "keyword", "--mode", "semantic"], "--mode is given twice"),
+        (["search", "x", "--limit", "2", "--limit", "5"], "--limit is given twice"),
+        (["search", "x", "--cwd", ".", "--cwd", "."], "--cwd is given twice"),
+        (["recent", "--since", "1d", "--since=2d"], "--since is given twice"),
+        (["recent", "--cursor", "a", "--cursor", "b"], "--cursor is given twice"),
+        (["search", "x", "--limit", "0"], "--limit must be a whole number from 1 to 10, got '0'"),
+        (["search", "x", "--mode", "fuzzy"], "--mode must be one of hybrid, keyword, semantic, got 'fuzzy'"),
+        (["search", "x", "--bogus"], "unrecognized arguments: --bogus"),
+        (["search"], "the following arguments are required: query"),
+        (["search", "x", "--cursor", "junk"], "'cursor' is not one this tool returned"),
+    ],
+)
+def test_usage_errors_are_refused_alike_and_answered_in_json(shared_two: World, capsys, argv, named):
+    """`--mode keyword --mode semantic` ran semantic (the last one won) where /history-search refuses a flag given
+    twice; with --json, a bad --limit or --mode printed nothing on stdout (only a bad --cursor printed the failure)."""
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == "" and "usage:" in err and named in err, (argv, out, err)
+    code, out, err = run_cli(capsys, *argv, "--json")
+    assert code == 2 and "usage:" in err and named in err, (argv, out, err)
+    answer = json.loads(out)
+    assert answer["success"] is False and answer["code"] == "bad_argument" and named in answer["error"], answer
+
+
 def test_the_module_runs_as_a_real_process(two: World, tmp_path: Path):
     """``python -m project_history_recall``: the package found under its fixed name, a real child process."""
     shim = tmp_path / "shim"
