@@ -24,6 +24,9 @@ class StoreError(Exception):
     """A failure the tools report as ``{"success": false, "code": code}``."""
 
     code = "store_error"
+    #: A lock another process held past the read's busy timeout: ``temporary`` in the details, but not read again
+    #: at once (the wait is spent); a later call tries again.
+    locked = False
 
     def __init__(self, message: str, **details: Any) -> None:
         super().__init__(message)
@@ -45,8 +48,8 @@ class StateElsewhere(StoreError):
 
 
 class ProjectsDBUnreadable(StoreError):
-    """projects.db met SQLite's "disk I/O error" (``temporary`` in its details): the projects are not known just now,
-    and a scope made without them would be another project's."""
+    """projects.db met SQLite's "disk I/O error", or stayed locked (``temporary`` in its details): the projects are not
+    known just now, and a scope made without them would be another project's."""
 
     code = "projects_db_unreadable"
 

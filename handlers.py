@@ -252,7 +252,7 @@ def guarded(tool: str, body: Callable[[], dict[str, Any]]) -> str:
         return _error(str(exc), exc.code, **{k: v for k, v in exc.details.items() if k != "path"})
     except sqlite3.DatabaseError as exc:
         logger.warning("%s: database error: %s", tool, exc)
-        return _error(f"session database error: {exc}", "db_error", temporary=store.transient(exc))
+        return _error(f"session database error: {exc}", "db_error", temporary=store.temporary(exc))
     except Exception as exc:  # the tool boundary: never a traceback to the model
         logger.exception("%s failed", tool)
         return _error(f"internal error in {tool}: {type(exc).__name__}", "internal_error")

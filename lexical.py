@@ -427,8 +427,8 @@ def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_
     try:
         return _search_fts(conn, parsed, scope, want_sessions, db_key)
     except sqlite3.DatabaseError as exc:
-        if store.transient(exc):
-            raise  # a moment's I/O error, not the index's: the whole read is run again (store.read_again)
+        if store.temporary(exc):
+            raise  # a moment's I/O error or a lock, not the index's: read again (store.read_again) or answered
         if isinstance(exc, sqlite3.OperationalError) and "malformed" not in str(exc):
             logger.info("FTS query failed (%s); searching by substring", exc)
             return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[], strategy="like-fallback")

@@ -59,12 +59,39 @@ _T = TypeVar("_T")
 def transient(exc: BaseException) -> bool:
     """Whether ``exc`` is SQLite's "disk I/O error" (``SQLITE_IOERR`` and its extended codes), raised as is or met
     opening state.db (:func:`open_state_db`) or reading projects.db (:func:`load_projects`): a
-    :class:`errors.StoreError` says ``temporary``. A read-only connection meets it while another process
-    checkpoints or resets the WAL (seen on macOS and WSL2); it is gone milliseconds later, and Hermes retries its
-    own read-only reads for it (hermes-agent #100436, #100882)."""
+    :class:`errors.StoreError` says ``temporary`` and is not ``locked``. A read-only connection meets it while
+    another process checkpoints or resets the WAL (seen on macOS and WSL2); it is gone milliseconds later, and
+    Hermes retries its own read-only reads for it (hermes-agent #100436, #100882): :func:`read_again`."""
     if isinstance(exc, errors.StoreError):
-        return bool(exc.details.get("temporary"))
+        return bool(exc.details.get("temporary")) and not exc.locked
     return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_IOERR
+
+
+def locked(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "database is locked" (``SQLITE_BUSY``, ``SQLITE_LOCKED``): another process (a
+    rollback-journal writer, a backup) held a lock past :data:`BUSY_TIMEOUT_MS`. It passes by itself, but the wait
+    is spent: answered at once as temporary, never read again here."""
+    if isinstance(exc, errors.StoreError):
+        return exc.locked
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    if code is None:
+        return "database is locked" in str(exc) or "database table is locked" in str(exc)
+    return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def temporary(exc: BaseException) -> bool:
+    """Whether an answer says ``temporary: true`` for ``exc``: a :func:`transient` or a :func:`locked` error."""
+    return transient(exc) or locked(exc)
+
+
+def _unreadable(kind: type[errors.StoreError], message: str, path: Path, exc: BaseException) -> errors.StoreError:
+    """A ``kind`` failure for the SQLite error ``exc`` at ``path``: ``temporary`` when :func:`temporary`, and
+    ``locked`` when :func:`locked`."""
+    failure = kind(message, path=str(path), **({"temporary": True} if temporary(exc) else {}))
+    failure.locked = locked(exc)
+    return failure
 
 
 def read_again(read: Callable[_P, _T]) -> Callable[_P, _T]:
@@ -170,9 +197,9 @@ def open_state_db(home: Path) -> sqlite3.Connection:
         conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchall()
     except FileNotFoundError:
         raise errors.NoStateDB("session database not found", path=str(path)) from None
-    except sqlite3.DatabaseError as exc:
-        moment = {"temporary": True} if transient(exc) else {}  # for read_again, and said in the answer
-        raise errors.StateDBUnreadable(f"session database unreadable: {exc}", path=str(path), **moment) from None
+    except sqlite3.DatabaseError as exc:  # temporary, locked: for read_again, and said in the answer
+        what = "busy (locked by another process)" if locked(exc) else "unreadable"
+        raise _unreadable(errors.StateDBUnreadable, f"session database {what}: {exc}", path, exc) from None
     return conn
 
 
@@ -189,7 +216,7 @@ def load_projects(home: Path) -> ProjectList:
     A missing or unreadable ``projects.db`` (normal for profiles that never used the desktop) gives
     ``available=False``: auto attribution only (docs/attribution.md). The file is never created. Raises
     :class:`errors.ProjectsDBUnreadable` for a :func:`transient` error (the projects exist but cannot be read just
-    now: for :func:`read_again`, else said), ``OSError`` when its folder cannot be examined (a permission refused).
+    now: for :func:`read_again`, else said; a lock is said at once), ``OSError`` when its folder cannot be examined (a permission refused).
     """
     path = paths.projects_db_path(home)
     try:
@@ -234,10 +261,10 @@ def load_projects(home: Path) -> ProjectList:
 
 def _raise_if_transient(path: Path, exc: sqlite3.DatabaseError) -> None:
     """Raise :class:`errors.ProjectsDBUnreadable` when ``exc``, met reading projects.db at ``path``, is
-    :func:`transient`."""
-    if transient(exc):
-        raise errors.ProjectsDBUnreadable(f"projects database unreadable for a moment: {exc}", path=str(path),
-                                          temporary=True) from None
+    :func:`temporary` (a disk I/O error, or a lock held past the busy timeout)."""
+    if temporary(exc):
+        what = "busy (locked by another process)" if locked(exc) else "unreadable for a moment"
+        raise _unreadable(errors.ProjectsDBUnreadable, f"projects database {what}: {exc}", path, exc) from None
 
 
 def projects_as_known(home: Path) -> ProjectList:

@@ -7,6 +7,9 @@ import json
 import os
 import sqlite3
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -537,3 +540,61 @@ def test_a_move_written_before_projects_db_fails_says_so(billing_world, monkeypa
 def billing_world(world: World) -> World:
     """:func:`_billing` of a world of its own, for a test that changes it."""
     return _billing(world)
+
+
+@contextmanager
+def _locked(db: Path) -> Iterator[None]:
+    """``db`` in rollback-journal mode, locked EXCLUSIVE by another connection (a writer, a backup) meanwhile."""
+    holder = sqlite3.connect(db, isolation_level=None, timeout=0)
+    holder.execute("PRAGMA journal_mode=DELETE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        yield
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+
+
+@pytest.mark.parametrize("tool,args", [
+    ("project_history_search", {"query": "websocket", "mode": "keyword"}),
+    ("project_history_read", {"session_id": "old"}),
+    ("project_history_recent", {}),
+])
+@pytest.mark.parametrize("db", ["state.db", "projects.db"])
+def test_a_database_locked_past_the_busy_timeout_is_a_temporary_failure(billing_world, monkeypatch, tool, args, db):
+    """Locked EXCLUSIVE elsewhere, state.db answered "session database unreadable: database is locked" with no
+    `temporary`, as if damaged. It is temporary, answered once the busy timeout is spent (not waited for again), and
+    a locked projects.db never gives the answer of the project the folder would have without it."""
+    store = sys.modules["hermes_plugins.project_history_recall.store"]
+    monkeypatch.setattr(store, "BUSY_TIMEOUT_MS", 300)
+    billing_world.call("project_history_recent", {}, "cur")  # Hermes' own first reads, before the lock
+    billing_world.close()
+    with _locked(billing_world.home / db):
+        started = time.monotonic()
+        answer = billing_world.call(tool, args, "cur")
+        took = time.monotonic() - started
+    assert answer["success"] is False and answer["temporary"] is True, answer
+    assert "database is locked" in answer["error"] and "busy (locked by another process)" in answer["error"], answer
+    wanted = "db_unreadable" if db == "state.db" else "projects_db_unreadable"
+    assert answer["code"] == wanted and took < 2.5, (answer, took)
+    assert billing_world.call(tool, args, "cur")["success"] is True, "the lock gone, the same call answers"
+
+
+def test_a_lock_met_inside_the_keyword_leg_is_not_taken_for_a_damaged_index(two, monkeypatch):
+    """A lock met by the FTS query itself (state.db opened before the lock) fell back to a substring search, which
+    waited on the same lock: it is the same temporary failure."""
+    two.close()
+    with _locked(two.home / "state.db"):
+        try:
+            sqlite3.connect(two.home / "state.db", timeout=0).execute("SELECT 1 FROM sessions").fetchall()
+        except sqlite3.OperationalError as exc:
+            busy = exc
+    fts = sys.modules["hermes_plugins.project_history_recall.fts"]
+
+    def locked(*args, **kwargs):
+        raise busy
+
+    monkeypatch.setattr(fts, "session_candidates", locked)
+    answer = two.search("cur", "websocket", mode="keyword")
+    assert answer == {"success": False, "error": "session database error: database is locked", "code": "db_error",
+                      "temporary": True}, answer
