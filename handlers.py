@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import browse, errors, gate, move, paths, render, search, store
+from . import browse, errors, gate, move, paths, render, search
 from .filters import SEARCH_ROLES, Filters, make_filters
 
 logger = logging.getLogger(__name__)
@@ -252,7 +252,7 @@ def guarded(tool: str, body: Callable[[], dict[str, Any]]) -> str:
         return _error(str(exc), exc.code, **{k: v for k, v in exc.details.items() if k != "path"})
     except sqlite3.DatabaseError as exc:
         logger.warning("%s: database error: %s", tool, exc)
-        return _error(f"session database error: {exc}", "db_error", temporary=store.temporary(exc))
+        return _error(f"session database error: {exc}", "db_error", temporary=errors.temporary(exc))
     except Exception as exc:  # the tool boundary: never a traceback to the model
         logger.exception("%s failed", tool)
         return _error(f"internal error in {tool}: {type(exc).__name__}", "internal_error")

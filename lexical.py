@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import fts, session_rows, state, store, unicode61
+from . import errors, fts, session_rows, state, store, unicode61
 from .query import ParsedQuery, Unit, cjk_trigrams, fts_quote, stem_variants
 from .ranking import Hit, Scorer, SessionRank, Stats, Term, demote_earlier, rank_sessions, score_texts
 from .records import MessageRow, Scope
@@ -427,7 +427,7 @@ def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_
     try:
         return _search_fts(conn, parsed, scope, want_sessions, db_key)
     except sqlite3.DatabaseError as exc:
-        if store.temporary(exc):
+        if errors.temporary(exc):
             raise  # a moment's I/O error or a lock, not the index's: read again (store.read_again) or answered
         if isinstance(exc, sqlite3.OperationalError) and "malformed" not in str(exc):
             logger.info("FTS query failed (%s); searching by substring", exc)

@@ -49,54 +49,16 @@ RECALL_TOOLS: tuple[str, ...] = (
 BUSY_TIMEOUT_MS = 5000
 
 
-#: Attempts of one read that meets a :func:`transient` error, and the pause after the first (doubled after each).
+#: Attempts of one read that meets a :func:`errors.transient` error, and the pause after the first (doubled after each).
 READ_ATTEMPTS, READ_PAUSE_S = 3, 0.05
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
 
-def transient(exc: BaseException) -> bool:
-    """Whether ``exc`` is SQLite's "disk I/O error" (``SQLITE_IOERR`` and its extended codes), raised as is or met
-    opening state.db (:func:`open_state_db`) or reading projects.db (:func:`load_projects`): a
-    :class:`errors.StoreError` says ``temporary`` and is not ``locked``. A read-only connection meets it while
-    another process checkpoints or resets the WAL (seen on macOS and WSL2); it is gone milliseconds later, and
-    Hermes retries its own read-only reads for it (hermes-agent #100436, #100882): :func:`read_again`."""
-    if isinstance(exc, errors.StoreError):
-        return bool(exc.details.get("temporary")) and not exc.locked
-    return isinstance(exc, sqlite3.OperationalError) and getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_IOERR
-
-
-def locked(exc: BaseException) -> bool:
-    """Whether ``exc`` is SQLite's "database is locked" (``SQLITE_BUSY``, ``SQLITE_LOCKED``): another process (a
-    rollback-journal writer, a backup) held a lock past :data:`BUSY_TIMEOUT_MS`. It passes by itself, but the wait
-    is spent: answered at once as temporary, never read again here."""
-    if isinstance(exc, errors.StoreError):
-        return exc.locked
-    code = getattr(exc, "sqlite_errorcode", None)
-    if not isinstance(exc, sqlite3.OperationalError):
-        return False
-    if code is None:
-        return "database is locked" in str(exc) or "database table is locked" in str(exc)
-    return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-
-
-def temporary(exc: BaseException) -> bool:
-    """Whether an answer says ``temporary: true`` for ``exc``: a :func:`transient` or a :func:`locked` error."""
-    return transient(exc) or locked(exc)
-
-
-def _unreadable(kind: type[errors.StoreError], message: str, path: Path, exc: BaseException) -> errors.StoreError:
-    """A ``kind`` failure for the SQLite error ``exc`` at ``path``: ``temporary`` when :func:`temporary`, and
-    ``locked`` when :func:`locked`."""
-    failure = kind(message, path=str(path), **({"temporary": True} if temporary(exc) else {}))
-    failure.locked = locked(exc)
-    return failure
-
-
 def read_again(read: Callable[_P, _T]) -> Callable[_P, _T]:
     """``read`` (a whole read of state.db and projects.db on connections of its own) run again while it raises a
-    :func:`transient` error, ``READ_ATTEMPTS`` times in all; the last attempt's error is raised."""
+    :func:`errors.transient` error, ``READ_ATTEMPTS`` times in all; the last attempt's error is raised."""
 
     @functools.wraps(read)
     def attempts(*args: _P.args, **kwargs: _P.kwargs) -> _T:
@@ -104,7 +66,7 @@ def read_again(read: Callable[_P, _T]) -> Callable[_P, _T]:
             try:
                 return read(*args, **kwargs)
             except (sqlite3.OperationalError, errors.StoreError) as exc:
-                if not transient(exc):
+                if not errors.transient(exc):
                     raise
                 logger.info("a read met %s; reading again", exc)
                 time.sleep(READ_PAUSE_S * 2**attempt)
@@ -185,7 +147,7 @@ def open_state_db(home: Path) -> sqlite3.Connection:
     """Read-only connection to ``<home>/state.db``; raises ``errors.StateElsewhere`` when the profile's config.yaml
     keeps Hermes' sessions in another store (``database.backend: postgres``: state.db would be absent or stale),
     ``errors.NoStateDB`` if absent, ``errors.StateDBUnreadable`` if SQLite cannot read it (with ``temporary=True``
-    in its details for a :func:`transient` error)."""
+    in its details for a :func:`errors.temporary` error)."""
     backend = settings.load_settings(home).sessions_backend
     if backend != "sqlite":
         raise errors.StateElsewhere(f"this profile keeps Hermes' sessions in {errors.echo(backend)} (config.yaml "
@@ -198,8 +160,8 @@ def open_state_db(home: Path) -> sqlite3.Connection:
     except FileNotFoundError:
         raise errors.NoStateDB("session database not found", path=str(path)) from None
     except sqlite3.DatabaseError as exc:  # temporary, locked: for read_again, and said in the answer
-        what = "busy (locked by another process)" if locked(exc) else "unreadable"
-        raise _unreadable(errors.StateDBUnreadable, f"session database {what}: {exc}", path, exc) from None
+        what = "busy (locked by another process)" if errors.locked(exc) else "unreadable"
+        raise errors.unreadable(errors.StateDBUnreadable, f"session database {what}: {exc}", path, exc) from None
     return conn
 
 
@@ -215,7 +177,7 @@ def load_projects(home: Path) -> ProjectList:
 
     A missing or unreadable ``projects.db`` (normal for profiles that never used the desktop) gives
     ``available=False``: auto attribution only (docs/attribution.md). The file is never created. Raises
-    :class:`errors.ProjectsDBUnreadable` for a :func:`transient` error (the projects exist but cannot be read just
+    :class:`errors.ProjectsDBUnreadable` for a :func:`errors.transient` error (the projects exist but cannot be read just
     now: for :func:`read_again`, else said; a lock is said at once), ``OSError`` when its folder cannot be examined (a permission refused).
     """
     path = paths.projects_db_path(home)
@@ -261,10 +223,10 @@ def load_projects(home: Path) -> ProjectList:
 
 def _raise_if_transient(path: Path, exc: sqlite3.DatabaseError) -> None:
     """Raise :class:`errors.ProjectsDBUnreadable` when ``exc``, met reading projects.db at ``path``, is
-    :func:`temporary` (a disk I/O error, or a lock held past the busy timeout)."""
-    if temporary(exc):
-        what = "busy (locked by another process)" if locked(exc) else "unreadable for a moment"
-        raise _unreadable(errors.ProjectsDBUnreadable, f"projects database {what}: {exc}", path, exc) from None
+    :func:`errors.temporary` (a disk I/O error, or a lock held past the busy timeout)."""
+    if errors.temporary(exc):
+        what = "busy (locked by another process)" if errors.locked(exc) else "unreadable for a moment"
+        raise errors.unreadable(errors.ProjectsDBUnreadable, f"projects database {what}: {exc}", path, exc) from None
 
 
 def projects_as_known(home: Path) -> ProjectList:
