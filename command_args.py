@@ -9,8 +9,10 @@ A slash command's text (Hermes passes a command only what follows it):
 
 * words are separated by spaces; a part in double quotes is one word
   (``"Team Notes"``), and a search query keeps its quotes (they mark a phrase);
+  a quote not closed is refused (it would take the flags after it into the query);
 * ``--flag VALUE`` or ``--flag=VALUE`` anywhere among the words; a switch
-  (``--home``) takes no value;
+  (``--home``) takes no value; an em or en dash before a flag's name is read as
+  ``--`` (``—mode``, as smart punctuation writes ``--mode``);
 * ``--`` ends the flags: what follows is words, even when it starts with ``--``;
 * anything else that starts with ``--``, a flag given twice, a value a flag
   does not take, a word too many: refused with :class:`ArgumentError`, whose
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,19 +147,39 @@ def add_flags(parser: argparse.ArgumentParser, flags: tuple[Flag, ...], defaults
 
 # -- the slash text ----------------------------------------------------------
 
-#: A word: a run of double-quoted parts and other non-space characters (an unclosed quote runs to the end).
-_WORD = re.compile(r'(?:"[^"]*(?:"|$)|[^\s"]+)+')
+#: A word: a run of double-quoted parts and other non-space characters (an unclosed quote is refused first).
+_WORD = re.compile(r'(?:"[^"]*"|[^\s"]+)+')
+#: A flag written with an em or en dash (or two) for ``--``, as smart punctuation turns ``--mode`` into ``—mode``.
+_SMART_FLAG = re.compile(r"[\u2013\u2014]{1,2}([a-z][a-z-]*)(=.*)?", re.DOTALL)
 
 
 def _unquoted(word: str) -> str:
     return word.replace('"', "")
 
 
+def plain_dashes(token: str, names: Iterable[str]) -> str:
+    """``token`` with the em or en dash before a flag name read as ``--`` (``—mode`` is ``--mode``) when ``--name``
+    is one of ``names``; any other token as it is."""
+    found = _SMART_FLAG.fullmatch(token)
+    if found is None or f"--{found.group(1)}" not in names:
+        return token
+    return f"--{found.group(1)}{found.group(2) or ''}"
+
+
+def _words(text: str) -> list[str]:
+    """The words of a slash command's ``text``; raises :class:`ArgumentError` for an unclosed double quote, which
+    would take every word and flag after it into one word."""
+    if text.count('"') % 2:
+        rest = text[text.rindex('"'):]
+        raise ArgumentError(f"a quote is not closed: {errors.echo(rest)} (a \"quoted phrase\" needs both quotes)")
+    return _WORD.findall(text)
+
+
 def parse(grammar: Grammar, text: str) -> tuple[list[str], dict[str, Any]]:
     """Split a slash command's ``text`` into ``(words, values)``: the words as typed (quotes kept) and the flags'
     checked values by key (a switch: ``True``); raises :class:`ArgumentError`."""
     by_name = {f.name: f for f in grammar.flags}
-    tokens = _WORD.findall(text or "")
+    tokens = _words(text or "")
     words: list[str] = []
     values: dict[str, Any] = {}
     i = 0
@@ -164,6 +187,8 @@ def parse(grammar: Grammar, text: str) -> tuple[list[str], dict[str, Any]]:
     while i < len(tokens):
         token = tokens[i]
         i += 1
+        if not flags_over:
+            token = plain_dashes(token, by_name)
         if flags_over or not token.startswith("--"):
             words.append(token)
             continue

@@ -199,6 +199,17 @@ def _failure(error: str, code: str, **extra: Any) -> dict[str, Any]:
     return {"success": False, "error": error, "code": code, **extra}
 
 
+#: The flags an em or en dash may stand for (``—mode``, as smart punctuation writes ``--mode``): the slash commands'.
+_FLAG_NAMES = frozenset({f.name for g in (command_args.SEARCH, command_args.RECENT) for f in g.flags}
+                        | {"--cwd", "--cursor", "--json", "--hermes-home", "--help", "--version"})
+
+
+def _plain(argv: Sequence[str]) -> list[str]:
+    """``argv`` with a flag written with an em or en dash read as ``--`` (``command_args.plain_dashes``), up to ``--``."""
+    cut = list(argv).index("--") if "--" in argv else len(argv)
+    return [command_args.plain_dashes(a, _FLAG_NAMES) for a in argv[:cut]] + list(argv[cut:])
+
+
 def _wants_json(argv: Sequence[str]) -> bool:
     """Whether ``--json`` (or a prefix argparse takes for it) is among the flags of arguments argparse refused."""
     flags = list(argv)[:list(argv).index("--")] if "--" in argv else list(argv)
@@ -218,7 +229,7 @@ def _refuse(parser: argparse.ArgumentParser, message: str, *, as_json: bool) -> 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (0 ok, 1 failure, 2 usage). Never raises."""
     parser = build_parser()
-    given = list(sys.argv[1:] if argv is None else argv)
+    given = _plain(sys.argv[1:] if argv is None else argv)
     try:
         args = parser.parse_args(given)
     except _Refused as exc:  # an unknown command or flag, a flag twice or without its value, no query

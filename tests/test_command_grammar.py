@@ -83,10 +83,31 @@ def test_search_flags_anywhere_change_the_search_not_the_query(shared_repo: Worl
         ("websocket --role system", "--role must be one of user, assistant, tool"),
         ("websocket --max-chars 500", "unknown flag --max-chars: /history-search takes --mode, --limit"),
         ("--mode keyword", "the query is empty"),
+        ('"unterminated --mode keyword', 'a quote is not closed: "unterminated --mode keyword'),
+        ('"flux capacitor" "x --limit 2', 'a quote is not closed: "x --limit 2'),
     ],
 )
 def test_search_refuses_what_it_does_not_understand(shared_repo: World, text: str, named: str):
     assert_refused("history-search", text, named)
+
+
+def test_a_flag_written_with_an_em_or_en_dash_is_a_flag(shared_repo: World, capsys):
+    """Smart punctuation writes `--mode` as `—mode`: it was searched for as the words "mode" and "keyword" in
+    hybrid mode. An em or en dash (or two) before a known flag's name is `--`; before any other word, a word."""
+    out = slash("history-search", "—mode keyword websocket")
+    assert "mode keyword;" in out and "@session:a_ws" in out and "a_db" not in out
+    out = slash("history-search", "websocket –limit=1 ——mode keyword")
+    assert "mode keyword;" in out and out.count("@session:") == 1
+    assert_refused("history-search", "websocket —limit 1 —limit 2", "--limit is given twice")
+    out = slash("history-search", "—keyword —mode keyword")
+    assert "mode keyword;" in out and "@session:a_db" in out, "—keyword is no flag: a query word"
+    assert slash("history-recent", "–limit 1").count("@session:") == 1
+    from project_history_recall import command_line
+
+    code = command_line.main(["search", "websocket", "—mode", "keyword", "–limit", "1", "--json",
+                              "--cwd", str(shared_repo.paths["alpha"])])
+    answer = json.loads(capsys.readouterr().out)
+    assert code == 0 and answer["mode"] == "keyword" and len(answer["results"]) == 1, answer
 
 
 def test_recent_takes_n_or_limit_and_dates(shared_repo: World):
