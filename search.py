@@ -171,7 +171,7 @@ def search_history(
             "project": scope.project.to_json(),
             "results": [],
             "sessions_in_scope": scope.in_project,
-            "semantic_status": "disabled",
+            "semantic_status": gate.NO_PROJECT,
         }
         if filters.active:
             base["filters"] = describe_filters(filters)

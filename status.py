@@ -263,7 +263,7 @@ def index_status(*, home: Path, cwd: str) -> dict[str, Any]:
     project's live user/assistant messages with text, ``indexed`` those
     embedded with the configured model, ``semantic_status`` is what a search
     there would report before indexing. Home has no project: nothing pending,
-    ``semantic_status`` ``disabled``. Raises :class:`errors.StoreError` when
+    ``semantic_status`` ``no_project``. Raises :class:`errors.StoreError` when
     state.db is missing or unreadable.
     """
     folder = folder_of(cwd)
@@ -284,7 +284,7 @@ def index_status(*, home: Path, cwd: str) -> dict[str, Any]:
         "semantic": semantic_config(home),
     }
     if scope.project.is_home:
-        return {**answer, "pending": 0, "semantic_status": "disabled",
+        return {**answer, "pending": 0, "semantic_status": gate.NO_PROJECT,
                 "semantic_note": "this folder is in no project: nothing to index"}
     blocked = gate.closed(home, load_settings(home), scope.project)
     index = index_file_report(home, list(scope.session_ids))

@@ -424,7 +424,8 @@ def test_fuzz_search(arena: World, args, session_id, via, grant):
     answer = call(arena, "project_history_search", args, session_id, via)
     if answer["success"]:
         assert isinstance(answer["results"], list) and len(answer["results"]) <= 10
-        assert answer["semantic_status"] in ("disabled", "consent_required", "indexing", "partial", "ready", "unavailable")
+        assert answer["semantic_status"] in ("disabled", "consent_required", "indexing", "partial", "ready", "unavailable",
+                                             "no_project")
 
 
 @fuzz

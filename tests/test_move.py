@@ -69,6 +69,25 @@ def test_move_to_home(mv):
     assert after["results"] == [] and "No project context" in after["message"]
 
 
+def test_a_search_in_home_says_no_project_not_disabled(mv):
+    """A search from Home answered semantic_status "disabled", which the docs keep for semantic search switched off
+    or declined: Home has no project, so nothing is searched or embedded whatever the settings."""
+    answer = mv.search("h_old", "websocket")
+    assert answer["results"] == [] and answer["semantic_status"] == "no_project", answer
+    assert answer["message"].startswith("No project context") and "semantic_note" not in answer
+
+
+@pytest.mark.parametrize("blank", ["  ", "\t", " \n "])
+def test_a_blank_target_is_refused_not_taken_for_home(mv, blank):
+    """`project_id: "  "` moved the conversation to Home, as `""` does: a target lost on the way (a name
+    that came out empty) must not send the conversation out of its project."""
+    before = mv.session_row("cur2")["cwd"]
+    answer = mv.move("cur2", blank)
+    assert answer["success"] is False and answer["code"] == "bad_argument", answer
+    assert "blank" in answer["error"] and "'' (empty) moves to Home" in answer["error"]
+    assert mv.session_row("cur2")["cwd"] == before
+
+
 def test_move_back_into_a_project_by_id(mv):
     mv.move("cur", "")
     answer = mv.move("cur", mv.P)
