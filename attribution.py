@@ -233,6 +233,28 @@ def effective_workspaces(
             via = session
     return out
 
+# A cron run's session id: ``cron_<job id>_<YYYYmmdd_HHMMSS>`` (Hermes' cron scheduler).
+_CRON_RUN = re.compile(r"cron_(.+)_\d{8}_\d{6}")
+
+
+def cron_folder(folders: Mapping[str, str], session_id: object) -> str | None:
+    """The folder of the job (``folders``: job id -> its folder) that ran the cron session ``session_id``; ``None``
+    when it names none."""
+    found = _CRON_RUN.fullmatch(session_id) if isinstance(session_id, str) else None
+    return folders.get(found.group(1)) if found else None
+
+
+# The working directory in the environment block of the system prompt Hermes writes for a session on a local terminal
+# (``prompt_builder.build_environment_hints``): two lines of their own.
+_PROMPT_FOLDER = re.compile(r"^User home directory: [^\n]*\nCurrent working directory: ([^\n]+)$", re.MULTILINE)
+
+
+def prompt_folder(prompt: object) -> str | None:
+    """The working directory the system prompt ``prompt`` names (its last environment block); ``None`` when none."""
+    found = [m.group(1).strip() for m in _PROMPT_FOLDER.finditer(prompt)] if isinstance(prompt, str) else []
+    return found[-1] if found and found[-1] else None
+
+
 #: Drive-letter and UNC paths, which compare case-insensitively.
 _WINDOWS_PATH = re.compile(r"^(?:[A-Za-z]:(?:[\\/]|$)|\\\\|//[^/])")
 

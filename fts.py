@@ -251,10 +251,12 @@ def _early_filters(scope: Scope) -> tuple[str, list[Any]]:
 
 
 def _passing(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[int]:
-    """Those of the message ids ``ids`` that meet every condition of :func:`_filters`."""
+    """Those of the message ids ``ids`` that meet every condition of :func:`_filters` and are no copy of the asking
+    session's context (``store.context_copies_sql``: asked of these rows alone, never of a scan's)."""
     where, params = _filters(conn, scope)
-    sql = f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {where}"
-    return {int(r[0]) for r in conn.execute(sql, [json.dumps([int(i) for i in ids]), *params])}
+    copies, copies_params = store.context_copies_sql(scope)
+    sql = f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {where} AND NOT {copies}"
+    return {int(r[0]) for r in conn.execute(sql, [json.dumps([int(i) for i in ids]), *params, *copies_params])}
 
 
 def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tuple[int, str]], *, per_session: int,

@@ -22,7 +22,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -464,7 +464,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
                 notes.append(SCAN_NOTE)
             paths.append(space + "-newest")
     notes.extend(_beyond_the_index(conn, parsed, scope, want_sessions, db_key, found, paths))
-    rows = store.fetch_messages(conn, list(found))
+    rows = store.fetch_messages(conn, _outside_context(conn, scope, found))
     scorer = Scorer(
         tuple(plan.terms), fts.stats(conn, "words"), fts.stats(conn, "trigram") if trigram else Stats(1, 1.0)
     )
@@ -483,6 +483,14 @@ def _substrings(conn: sqlite3.Connection, db_key: str, needles: Sequence[str], s
                                      per_session=LIKE_PER_SESSION, limit=limit, max_scanned=reach, want_sessions=want_sessions)
     found.update(liked)
     return cut
+
+
+def _outside_context(conn: sqlite3.Connection, scope: Scope, found: Mapping[int, str]) -> list[int]:
+    """The candidates ``found`` less the rows of the asking conversation's past that its live context repeats
+    (``store.context_copies``: one query over the candidates, whatever the past's size; the index's candidates were
+    picked without them, a substring scan's are dropped here)."""
+    copies = store.context_copies(conn, scope, list(found))
+    return [m for m in found if m not in copies]
 
 
 def _answer(conn: sqlite3.Connection, rows: dict[int, MessageRow], scorer: Scorer, want_sessions: int, strategy: str,
@@ -531,7 +539,7 @@ def _search_like(
     found: dict[int, str] = {}
     cut = _substrings(conn, db_key, [u.text for u in parsed.units], scope, want_sessions, found, SUBSTRING_MESSAGES,
                       2 * CANDIDATE_ROWS)
-    rows = store.fetch_messages(conn, list(found))
+    rows = store.fetch_messages(conn, _outside_context(conn, scope, found))
     # No index statistics to read: every term weighs the same, length still normalises.
     terms: list[Term] = []
     for unit in parsed.units:

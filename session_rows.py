@@ -282,11 +282,20 @@ def conversation_roots(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str
 def lineage_ids(conn: sqlite3.Connection, session_id: str, *, in_context: bool = False) -> set[str]:
     """The session, its ancestors and every descendant of those (its conversation: compression continuations,
     branches, delegates), a reset's predecessor and successors left out (each its own conversation). With
-    ``in_context``, only those whose transcript is still the conversation's live context, as Hermes' own search
-    tells them: not a session that ended at a compression (summarised into its continuation, its messages left
-    the context), unless it is ``session_id`` itself."""
-    return {sid for sid, ended in conn.execute(_LINEAGE_SQL, {"current": session_id})
-            if not (in_context and ended == "compression" and sid != session_id)}
+    ``in_context``, only those whose transcript is still the conversation's live context (:func:`lineage`)."""
+    context, past = lineage(conn, session_id)
+    return context if in_context else context | past
+
+
+def lineage(conn: sqlite3.Connection, session_id: str) -> tuple[set[str], set[str]]:
+    """The conversation of :func:`lineage_ids` as ``(in its live context, past)``, as Hermes' own search tells them:
+    a session that ended at a compression was summarised into its continuation, its messages left the context
+    (unless it is ``session_id`` itself)."""
+    context: set[str] = set()
+    past: set[str] = set()
+    for sid, ended in conn.execute(_LINEAGE_SQL, {"current": session_id}):
+        (past if ended == "compression" and sid != session_id else context).add(sid)
+    return context, past
 
 
 def session_details(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, SessionDetails]:

@@ -18,7 +18,6 @@ import functools
 import json
 import logging
 import operator
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from . import attribution, echo, errors, layout, paths, settings, stored_text
-from .records import MessageRow
+from .records import MessageRow, Scope
 
 logger = logging.getLogger(__name__)
 
@@ -84,27 +83,6 @@ class StateConnection(sqlite3.Connection):
     cron_folders: Mapping[str, str] = {}
 
 
-# A cron run's session id: ``cron_<job id>_<YYYYmmdd_HHMMSS>`` (Hermes' cron scheduler).
-_CRON_RUN = re.compile(r"cron_(.+)_\d{8}_\d{6}")
-
-
-def _cron_folder(folders: Mapping[str, str], session_id: object) -> str | None:
-    """The folder of the job that ran the cron session ``session_id``; ``None`` when it names none."""
-    found = _CRON_RUN.fullmatch(session_id) if isinstance(session_id, str) else None
-    return folders.get(found.group(1)) if found else None
-
-
-# The working directory in the environment block of the system prompt Hermes writes for a session on a local terminal
-# (``prompt_builder.build_environment_hints``): two lines of their own.
-_PROMPT_FOLDER = re.compile(r"^User home directory: [^\n]*\nCurrent working directory: ([^\n]+)$", re.MULTILINE)
-
-
-def _prompt_folder(prompt: object) -> str | None:
-    """The working directory the system prompt ``prompt`` names (its last environment block); ``None`` when none."""
-    found = [m.group(1).strip() for m in _PROMPT_FOLDER.finditer(prompt)] if isinstance(prompt, str) else []
-    return found[-1] if found and found[-1] else None
-
-
 def layout_of(conn: sqlite3.Connection) -> layout.Layout:
     """The schema facts of the state.db ``conn`` reads (:mod:`layout`), read once per connection of
     :func:`connect_ro` (every time for another connection). Raises ``sqlite3`` errors."""
@@ -133,8 +111,8 @@ def connect_ro(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False, factory=StateConnection)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     folders = conn.cron_folders = settings.cron_folders(path.parent)
-    conn.create_function("phr_cron_folder", 1, functools.partial(_cron_folder, folders), deterministic=True)
-    conn.create_function("phr_prompt_folder", 1, _prompt_folder, deterministic=True)
+    conn.create_function("phr_cron_folder", 1, functools.partial(attribution.cron_folder, folders), deterministic=True)
+    conn.create_function("phr_prompt_folder", 1, attribution.prompt_folder, deterministic=True)
     # One value that is not valid UTF-8 (a folder name, a pasted binary) must not fail every search.
     conn.text_factory = _TEXT
     return conn
@@ -253,6 +231,28 @@ def compacted_in_place(conn: sqlite3.Connection, session_id: str) -> bool:
     config): rows that left its live context, kept for its transcript. One seek of Hermes' (session, active) index."""
     return conn.execute("SELECT 1 FROM messages m WHERE m.session_id = ? AND m.active = 0 AND m.compacted = 1 LIMIT 1",
                         (session_id,)).fetchone() is not None
+
+
+def context_copies_sql(scope: Scope) -> tuple[str, list[Any]]:
+    """``(condition, params)`` true of a row (``messages`` as ``m``) of the asking conversation's past
+    (``scope.past``) that a live row of the asking session repeats, role and text (the question asked now, or a turn a
+    compaction carried forward with a new time): still the conversation's context, not history to find. User and
+    assistant rows only, the live ones read through Hermes' (session, active) index; ``("0", [])`` when the scope
+    searches none of its past."""
+    if not scope.past or scope.current is None:
+        return "0", []
+    return ("(m.session_id IN (SELECT value FROM json_each(?)) AND m.role IN ('user', 'assistant')"
+            " AND EXISTS (SELECT 1 FROM messages l WHERE l.session_id = ? AND l.active = 1 AND l.role = m.role"
+            " AND l.content = m.content))", [json.dumps(list(scope.past)), scope.current.id])
+
+
+def context_copies(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[int]:
+    """Of the messages ``ids``, those :func:`context_copies_sql` is true of. Raises ``sqlite3`` errors."""
+    sql, params = context_copies_sql(scope)
+    if sql == "0" or not ids:
+        return set()
+    return {int(r[0]) for r in conn.execute(f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
+                                            f" AND {sql}", [json.dumps(list(ids)), *params])}
 
 
 def live_ids(conn: sqlite3.Connection, session_id: str) -> set[int]:

@@ -91,6 +91,8 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
             own = vectors.search(mean, {scope.live}, 1, per_session=per_session + len(live))
             raw = sorted([*raw, *[h for h in own if h.message_id not in live][:per_session]], key=lambda h: -h.score)
         hits = confirmed(conn, vectors, raw)
+        copies = store.context_copies(conn, scope, [h.message_id for h in hits])  # still the conversation's context
+        hits = [h for h in hits if h.message_id not in copies]
         rows: dict[int, MessageRow] = {}
         if scope.filters.active and hits:
             rows = store.fetch_messages(conn, sorted(h.message_id for h in hits))

@@ -473,14 +473,15 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
     identity = project.identity
     if project.is_home:
         return Scope(current, project, (), 0)
-    excluded = frozenset(session_rows.lineage_ids(conn, current_id, in_context=True))
+    excluded, compressed = session_rows.lineage(conn, current_id)
     # A compaction in place archived part of the asking session: that part left its context, and is searched.
     live = current_id if store.compacted_in_place(conn, current_id) else ""
     with membership.lock:
         others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
         messages = sum(entry.messages.get(sid, 0) for sid in (*others, live) if sid)
     searched = tuple(sorted((*others, live))) if live else others
-    return Scope(current, project, searched, len(others) + 1, messages, live=live)
+    past = tuple(sorted({sid for sid in others if sid in compressed} | ({live} if live else set())))
+    return Scope(current, project, searched, len(others) + 1, messages, live=live, past=past)
 
 
 def compute_scope_for_cwd(conn: sqlite3.Connection, attributor: Attributor, cwd: str, *, db_key: str) -> Scope:

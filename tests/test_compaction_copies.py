@@ -17,7 +17,7 @@ import sqlite3
 from typing import Any
 
 import pytest
-from conftest import World
+from conftest import World, result_sessions
 from schema30 import Schema30
 
 TURNS = [("user", "plan the heron queue"), ("assistant", "heron queue uses retries"), ("user", "ok"),
@@ -107,3 +107,37 @@ def test_search_and_recent_name_the_copy_hermes_shows(compacted: World):
     assert [(r["session_id"], r["message_id"]) for r in answer["results"]] == [("long", compacted.copies[-1])], answer
     listed = compacted.call("project_history_recent", {}, "cur")["sessions"]
     assert [(s["first_user"], s["last_assistant"]) for s in listed] == [(TURNS[0][1], LATER[-1][1])], listed
+
+
+def test_the_question_asked_is_not_found_in_the_conversation_s_own_past(world: World):
+    """Hermes' compaction copies the turns it carries forward into the live context: in place (0.19's default), as new
+    live rows with a new time in the CLI, beside the archived originals; by rotation, into the continuation, the
+    parent keeping the turn flushed before it ended. Those rows of the conversation's past are its context still:
+    the question being asked is not its own top hit (the hostile review's t_selfq.py), while the past it summarised
+    away stays searched."""
+    question = "How many kafka partitions did we settle on for the orders topic?"
+    repo = world.repo("copies")
+    world.session("O", repo, messages=[("user", "kafka sizing"),
+                                       ("assistant", "We settled on 12 partitions for the orders topic in kafka.")])
+    world.session("cur", repo, style="cli", messages=[("user", "the CI cache keeps wheels for a week"),
+                                                     ("assistant", "ok")])
+    world.say("cur", "user", question)
+    world.say("cur", "assistant", "I don't remember; I can look it up in our history.")
+    world.db.archive_and_compact("cur", [  # Hermes' own in-place compaction: the tail carried forward, a new time
+        {"role": "user", "content": "[CONTEXT COMPACTION \u2014 REFERENCE ONLY] the CI cache was discussed."},
+        {"role": "user", "content": question},
+        {"role": "assistant", "content": "I don't remember; I can look it up in our history."},
+    ])
+    world.say("cur", "user", "yes please look it up")
+    answer = world.search("cur", question, mode="keyword", limit=5)
+    assert result_sessions(answer)[:1] == ["O"], answer
+    assert result_sessions(world.search("cur", "CI cache wheels", mode="keyword")) == ["cur"]
+
+    question = "Which retention did we pick for the kafka audit topic?"  # another conversation's question
+    world.session("R", repo, messages=[("assistant", "We picked 30 days of retention for the kafka audit topic.")])
+    world.session("P", repo, style="cli", messages=[("user", "the brokers run on three hosts"), ("user", question)])
+    world.continuation("P", "C", messages=[("user", "[CONTEXT COMPACTION \u2014 REFERENCE ONLY] brokers"),
+                                           ("user", question)])
+    answer = world.search("C", question, mode="keyword", limit=5)
+    assert result_sessions(answer)[:1] == ["R"], answer
+    assert result_sessions(world.search("C", "brokers three hosts", mode="keyword")) == ["P"]
