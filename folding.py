@@ -1,6 +1,7 @@
 """What a text is read as before secrets are looked for in it, for :mod:`redact`: JSON ``\\uXXXX`` escapes read,
 Markdown and HTML marks around a credential's label dropped, NFC, invisible characters and marks stranded on ASCII
-dropped, full-width ASCII, curly quotes and look-alike letters in a credential's name read as ASCII (:func:`fold`).
+dropped, full-width ASCII, circled digits in a value, curly quotes and look-alike letters in a credential's name read as
+ASCII (:func:`fold`).
 
 Each change keeps a secret in one piece for the patterns of :mod:`secret_patterns`, which read the folded text. Pure
 data and functions; linear in the length of the text; never raises.
@@ -50,6 +51,12 @@ MARKED_LABEL = re.compile(
     r"(?<![\w*`])(\*{1,2}+|_{1,2}+|`)([^*`<>|\n]{1,40}?)([:：]?)\1(?![\w*`])"
     r"|<(?:b|strong|em|i|u|code)>([^<>|\n]{1,40}?)([:：]?)</(?:b|strong|em|i|u|code)>"
 )
+#: Circled, negative-circled and dingbat digits (``①``, ``⓪``, ``❼``, ``➁``) and superscript ones glued to printable ASCII,
+#: read as ASCII digits: typed into a password (``Kq⑦#vLp②Wx``), they would end it for every pattern. A list's ``① 安装``
+#: keeps its marks.
+_COMPAT_DIGITS = "①②③④⑤⑥⑦⑧⑨⓪❶❷❸❹❺❻❼❽❾➀➁➂➃➄➅➆➇➈➊➋➌➍➎➏➐➑➒⁰¹²³⁴⁵⁶⁷⁸⁹"
+COMPAT_DIGIT = re.compile(f"(?<=[!-~])[{_COMPAT_DIGITS}]|[{_COMPAT_DIGITS}](?=[!-~])")
+COMPAT_DIGITS = str.maketrans(_COMPAT_DIGITS, "1234567890" + "123456789" * 3 + "0123456789")
 #: ``\\uXXXX`` escapes of JSON (``json.dumps`` writes ``密码是`` as ``\\u5bc6\\u7801\\u662f``), read as their characters.
 JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
@@ -71,6 +78,7 @@ def fold(text: str) -> str:
         return text
     text = INVISIBLE.sub("", unicodedata.normalize("NFC", text))
     text = STRAY_MARKS.sub("", text)
+    text = COMPAT_DIGIT.sub(lambda m: m.group().translate(COMPAT_DIGITS), text)
     text = WIDE_INNER.sub(lambda m: m.group().translate(_WIDE_PUNCTUATION), text).translate(_AS_ASCII)
     return HOMOGLYPH_WORD.sub(_latin_name, text)
 

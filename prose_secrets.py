@@ -19,17 +19,18 @@ from . import secret_patterns as patterns
 SHARE_CODE = re.compile(r"[A-Za-z0-9]{4}")
 #: A PIN, one-time code or recovery code after its label (``PIN: 4821``, ``pin is 482193``, ``PIN码：4821``,
 #: ``passcode 9921``, ``OTP: 482913``, ``ADMIN_PIN=4821``, ``{"pin": "4821"}``, ``recovery codes: 4f8a-99c2, …``,
-#: ``验证码：553201``, a share's ``提取码：x7k2``, ``BitLocker recovery key: 123456-…``): the label, what joins it (what
+#: ``验证码：553201``, a share's ``提取码：x7k2``, ``BitLocker recovery key: 123456-…``, a licence's ``激活码：KX7P2-…``): the label, what joins it (what
 #: it is for, a quote, up to two of ``:`` ``=`` ``#`` ``is`` ``是``... (a Latin one not glued to a letter after it, a
 #: CJK one glued too), a line break and a list's bullet, an opening bracket; a bare ``pin``
 #: needs a sign or a verb: ``GPIO pin 18``), and, looked ahead at (a value without a code is not consumed: ``mfa:
 #: backup_codes: …``), a run of letters, digits, spaces, ``,`` ``;`` ``-`` and brackets, whose leading codes
 #: :func:`_codes` takes. Groups: ``label``, ``join``, ``value``.
 LABELLED_CODE = re.compile(
-    r"(?i)(?<![A-Za-z0-9])(?=[potvsa2mbrlcdgeh验驗校动取提暗認確인пк])(?P<label>pin(?:[ _-]?code)?|passcode|otp|totp|2fa|mfa"
+    r"(?i)(?<![A-Za-z0-9])(?=[potvsa2mbrlcdgeh验驗校动取提暗認確인пк激序注产產ラプ])(?P<label>pin(?:[ _-]?code)?|passcode|otp|totp|2fa|mfa"
     r"|one[ _-]time[ _-](?:code|password|passcode)|(?:backup|recovery)[ _-](?:codes?|keys?)"
     r"|(?:verification|security|auth|authentication|2fa|mfa|login|sms|access|confirmation|door|gate|alarm|lock|safe"
     r"|entry|garage|building)[ _-]codes?"
+    r"|激活码|激活碼|序列号|序列號|注册码|註冊碼|产品密钥|產品金鑰|ライセンスキー|プロダクトキー|(?:license|licence|product|activation)[ _-]key"
     r"|PIN码|PIN碼|验证码|驗證碼|校验码|动态码|动态密码|取件码|提取码|提取碼|暗証番号|認証コード|確認コード|인증번호|인증 ?코드|пин-код|pin-код"
     r"|код подтверждения|code de vérification|código de verificación)(?![A-Za-z])"
     r"(?P<join>\\*+[\"']?(?:[ \t]++(?:for|of|on)[ \t]++(?:(?:the|my|our|your)[ \t]++)?[A-Za-z0-9_.-]{1,30}+)?"
@@ -66,6 +67,15 @@ CREDENTIAL_PAIR = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계])(?:(?:creds|credentials|login|logins|account|user|username|用户名|账号|帳號"
     r"|账户|帳戶|アカウント|계정)(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]|(?:账密|帳密)[ \t]*+[:：]?)"
     r"[ \t]*+[A-Za-z0-9_.@-]{1,64}+[ \t]*+/[ \t]*+(?P<value>[^\s/]{1,200}+)(?!/)"
+)
+#: A login under a label, one field a line (``登录信息：`` then ``admin`` then the password), or a Japanese password
+#: (``パス``, which alone is also a path) after a login's id on the same line (``ログインID：admin　パス：…``): the
+#: password goes when it reads as one (:func:`reads_as_password`).
+LOGIN_LINES = re.compile(
+    r"(?:登录信息|登錄信息|登录账号|登錄帳號|登录方式|账号信息|帳號資訊|ログイン情報)[ \t]*+[:：]?[ \t]*+\r?\n[ \t]*+[\w.@-]{1,64}+[ \t]*+\r?\n"
+    r"[ \t]*+(?P<value>\S{1,200}+)"
+    r"|(?:ログインID|ログイン名|ユーザーID|ユーザー名|ユーザ名|ID)[ \t]*+[:：][ \t]*+[\w.@-]{1,64}+[ \t\u3000,，、/]{1,8}+"
+    r"パス(?:ワード)?[ \t]*+[:：][ \t]*+(?![~.])(?P<jvalue>[^\s，、/\\]{1,200}+)(?![/\\])"
 )
 #: A login after a label naming both its fields (``账号密码：admin …``, ``用户名密码 root …``, ``账号密码分别是 admin 和 …``):
 #: the user, what separates the two, then the password, which goes when it reads as one
@@ -126,6 +136,7 @@ def redact(text: str, redacted: str) -> str:
     text = patterns.SLASHED_USERINFO.sub(lambda m: _slashed_userinfo(m, redacted), text)
     text = CREDENTIAL_PAIR.sub(lambda m: _password_in(m, redacted), text)
     text = BOTH_FIELDS.sub(lambda m: _password_in(m, redacted), text)
+    text = LOGIN_LINES.sub(lambda m: _password_in(m, redacted), text)
     text = HOST_LOGIN.sub(lambda m: m.string[m.start() : m.start("value")] + redacted if reads_strongly(m.group("value")) else m.group(), text)
     text = USER_PASS_FLAGS.sub(lambda m: _password_in(m, redacted), text)
     text = NAMED_IN_PROSE.sub(lambda m: _named_in_prose(m, redacted), text)
@@ -243,12 +254,13 @@ def _slashed_userinfo(m: re.Match[str], redacted: str) -> str:
 
 
 def _password_in(m: re.Match[str], redacted: str) -> str:
-    """A :data:`CREDENTIAL_PAIR`, :data:`BOTH_FIELDS` or :data:`USER_PASS_FLAGS` match with its ``value``
+    """A :data:`CREDENTIAL_PAIR`, :data:`BOTH_FIELDS`, :data:`LOGIN_LINES` or :data:`USER_PASS_FLAGS` match with its ``value``
     redacted when it reads as a password (trailing punctuation of a sentence stays)."""
-    value = m.group("value").rstrip(patterns.VALUE_END)
+    group = "value" if m.group("value") is not None else "jvalue"
+    value = m.group(group).rstrip(patterns.VALUE_END)
     if not reads_as_password(value, redacted):
         return m.group()
-    start = m.start("value")
+    start = m.start(group)
     return m.string[m.start() : start] + redacted + m.string[start + len(value) : m.end()]
 
 

@@ -226,7 +226,7 @@ _TWO_FLAGS = r"(?:[ \t]++-[A-Za-z]{1,8}+(?:[ \t]++\d{1,3}+)?){0,2}"
 CLI_SECRET = re.compile(
     r"(?<![A-Za-z0-9_-])(?:"
     r"(?:mysql|mysqldump|mysqladmin|mariadb|obclient)(?:[ \t](?:[^\n\\]|\\\r?\n|\\(?!\r?\n)){0,300}?)?[ \t]-p(?=[^\s-])"
-    r"|sshpass[ \t]++-p[ \t]*+"
+    r"|sshpass(?i:\.exe)?+[ \t]++-p[ \t]*+"
     r"|(?:(?:redis|valkey|keydb|memurai)-cli|REDIS-CLI)(?:[ \t][^\n]{0,200}?)?[ \t](?:-a|--pass)[ \t]++"
     r"|(?i:sentinel[ \t]++(?:auth-pass[ \t]++[^\s\"']{1,64}+|SET[ \t]++[^\s\"']{1,64}+[ \t]++auth-pass))[ \t]++(?![a-z]{1,64}+(?:\s|$))"
     r"|MIGRATE[ \t][^\n]{0,200}?[ \t](?:AUTH|AUTH2[ \t]++[^\s\"']{1,64}+)[ \t]++(?![a-z]{1,64}+(?:\s|$))"
@@ -376,7 +376,7 @@ DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\
                             r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![a-z\d_:,.-]*+\|[a-z\d_:,.|-]*+$)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
 #: Credential labels in other scripts than Latin (longer ones first; Thai's and Arabic's words for password last).
 _SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|授权码|授權碼|安全码|安全碼|凭证|憑證|凭据|憑據"
-                  "|账密|帳密|金鑰|金钥|權杖|权杖|パスワード|暗証番号|暗号鍵|認証キー|비밀번호|패스워드|비번|암호|인증키"
+                  "|账密|帳密|金鑰|金钥|權杖|权杖|パスワード|暗証番号|暗号鍵|認証キー|비밀 ?번호|패스워드|비번|암호|인증키|시크릿 ?키|비밀 ?키"
                   "|пароль|паролем|пароля|รหัสผ่าน|كلمة المرور|كلمة السر|كلمة مرور")
 #: Credential labels of other languages written in Latin letters or Cyrillic (French, Spanish, Portuguese, German,
 #: Dutch, Italian, Polish, Turkish, Vietnamese, Indonesian, Malay, Russian, Japanese and Korean katakana/hangul words for
@@ -385,7 +385,7 @@ _SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私�
 _FOREIGN_LABELS = (r"mot de passe|contraseña|contrasena|senha|palavra-passe|passwort|kennwort|wachtwoord|hasło|haslo|şifre"
                    r"|sifre|parola d'ordine|mật khẩu|mat khau|kata sandi|kata laluan|clé(?: d'api| api)?|cle api|jeton"
                    r"|clave(?: de api| api)?|chave(?: de api| api)?|schlüssel|api-schlüssel|sleutel|токен|ключ(?: api)?|api[ -]ключ"
-                   r"|(?:api ?|アクセス|シークレット)?トークン|(?:アクセス|シークレット)キー|토큰")
+                   r"|(?:api ?|アクセス|シークレット)?トークン|(?:アクセス|シークレット)キー|(?:クライアント|アプリ)?シークレット|토큰")
 FOREIGN_LABEL = re.compile("(?i)" + _FOREIGN_LABELS)
 #: The labels of :data:`_FOREIGN_LABELS` for a password (after which a value of letters and spaces can be a passphrase).
 FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha", "palavra-passe", "passwort", "kennwort",
@@ -397,7 +397,8 @@ MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT
 #: ``默认是``, ``都是``), ``改成``/``重置为``/``换成`` (``已``, ``了``), ``用(的)``, ``如下``, ``分别是``, ``依次是``, ``发你``, ``我贴一下``.
 _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律|统一|統一|现在|現在|当前|當前|初始|依然|仍然|分别|分別|依次)?(?:是|为|為)"
               r"|(?:已经?|已經)?[被又]?(?:重新)?(?:设置|設置|设|設|改|修改|重置|更新|换|換)(?:成|为|為)了?|は|が|を|는|은|가|이|我|用的?|如下"
-              r"|的?值(?:是|为|為)|我?(?:发|發|贴|貼)(?:给|給)?(?:你|一下|下|这|這)?了?|给你|給你")
+              r"|的?值(?:是|为|為)|我?(?:发|發|贴|貼)(?:给|給)?(?:你|一下|下|这|這)?了?|给你|給你|我?(?:记得|記得)"
+              r"|(?:已经?|已經)?(?:改|换|換|更新|重置)了?[，,][ \t]*+(?:新的?|现在的?|現在的?)(?:是|为|為)")
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``, ``设置成``,
 #: ``は``, ``is``..., a pointing, key or lock emoji: ``密码 👉 …``, ``密码🔑：…``, ``密码……``), and a quoted string (``《…》``
@@ -506,7 +507,7 @@ TYPE_ENDINGS = ("Field", "Str", "String", "Bytes", "Input", "Type", "Form", "Wid
 #: clause's punctuation, a line break, a closing quote, an emoji): ``password: x and …`` goes on in prose.
 CLAUSE_END = re.compile(r"[ \t]*+(?:[^A-Za-z \t]|\Z)")
 #: Last words that make a name a credential which those endings do not cover.
-CREDENTIAL_WORDS = {"passcode", "psk", "apikey", "accesskey", "secretkey", "privatekey"}
+CREDENTIAL_WORDS = {"passcode", "psk", "apikey", "accesskey", "secretkey", "privatekey", "mima"}
 #: Last words of names that are credentials only when the value looks like one (a digit or a symbol in it): ``auth=true``
 #: and ``credentials: 'same-origin'`` are settings, ``auth=dXNlcjpw…`` is not; ``sk``: a cloud's secret key (``SK=…``).
 WEAK_CREDENTIAL_WORDS = {"pass", "pwd", "auth", "credential", "credentials", "sk"}
