@@ -4,7 +4,8 @@ A password piped into a command that reads it from standard input (``echo "…" 
 --password-stdin``, ``printf '%s' "…" | helm registry login …``, ``echo "…" | docker secret create db -``, and
 ``docker secret create db - <<< "…"``); the ``-P …`` of archivers and SQL Server's tools (``zip``, ``unzip``,
 ``sqlcmd``, ``bcp``) and 7-Zip's glued ``-p…``; GitHub CLI's ``gh secret set NAME --body …``; HAProxy's ``stats auth
-USER:…`` and ``insecure-password …``; and, under a credential's name, nginx's ``proxy_set_header NAME …;``, a Dockerfile's ``ENV NAME value`` (the form without ``=``) and ``aws configure set NAME value``; and a config
+USER:…`` and ``insecure-password …``; and, under a credential's name, nginx's ``proxy_set_header NAME …;``, a Dockerfile's ``ENV NAME value`` (the form without ``=``), ``aws configure set NAME value``, rclone's and
+tccli's pairs and expect's ``set NAME "value"``; chpasswd's here-document and sed's replacement of a password; and a config
 file's or a listing's line of a credential's name and its value alone (``password Hz@2024abc`` in msmtp's or nslcd's
 file, ``bindpw = …``, PowerShell's ``DB_PASSWORD      …``).
 
@@ -35,11 +36,12 @@ _SAME_COMMAND = r"(?:[^\n|;&\\]|\\\r?\n|\\(?!\r?\n)){0,300}?"
 #: Commands that read a password from their input: ``--password-stdin`` (docker, podman, helm, skopeo, cosign…),
 #: ``secret create [flags] NAME -``, ``gh secret set NAME`` (without ``--body``), ``sudo -S``, ``passwd --stdin``,
 #: ``chpasswd``, gpg's ``--passphrase-fd 0``, ``gh auth login --with-token``, ``vncpasswd -f``, ``smbpasswd -s`` and
-#: ``htpasswd -i``.
+#: ``htpasswd -i``, gcloud's ``--data-file=-`` (``gcloud secrets versions add``) and ``redis-cli --askpass``.
 _READS_INPUT = (r"(?:--password-stdin|--with-token|[ \t]secret[ \t]++create[ \t][^\n|;&<]{0,200}?[ \t]-(?=[ \t]*+(?:<<<|\r?\n|$))"
                 r"|(?<![\w-])gh[ \t]++secret[ \t]++set[ \t]++[A-Za-z_]\w{0,100}+(?=[ \t]*+(?:<<<|\r?\n|$))"
                 r"|(?<![\w-])sudo[ \t]++-[A-Za-z]{0,4}S|(?<![\w-])passwd[ \t]++--stdin|(?<![\w-])chpasswd|--passphrase-fd[ \t=]++0"
-                r"|(?<![\w-])(?:vncpasswd[ \t]++-f|smbpasswd[ \t]++-[A-Za-z]{0,4}s|htpasswd[ \t]++-[A-Za-z]{0,4}i))(?![\w-])")
+                r"|(?<![\w-])(?:vncpasswd[ \t]++-f|smbpasswd(?:[ \t]++-[A-Za-z]{1,4}+){0,2}[ \t]++-[A-Za-z]{0,4}s|htpasswd[ \t]++-[A-Za-z]{0,4}i)"
+                r"|--data-file[ \t=]++-|--askpass)(?![\w-])")
 
 #: ``echo``/``printf`` (up to two flags or a ``'%s'`` format) of a value piped (through up to 300 characters of other
 #: commands) into one that reads a password from its input, or written to a file named for one (``> ~/.vault_pass.txt``,
@@ -66,7 +68,7 @@ ARCHIVE_OR_SQL = re.compile(
 #: ipmitool's and mosquitto's ``-P``, unrar's ``-p``, curl's ``--proxy-user USER:`` (``-U``), skopeo's ``--creds
 #: USER:``, a secret store's value (``az keyvault secret set … --value``, ``aws ssm put-parameter … --value``,
 #: ``aws secretsmanager … --secret-string``), ``net user USER … /add``, ``schtasks … /rp``, neo4j's and Grafana's
-#: initial and reset passwords; not a flag in its place (``/persistent:no``, ``--api=s3v4``).
+#: initial and reset passwords, ``pulumi config set --secret NAME …`` and ``dotnet user-secrets set NAME …``; not a flag in its place (``/persistent:no``, ``--api=s3v4``).
 PASSWORD_FLAG = re.compile(
     r"(?<![\w.-])(?:gpg2?(?=[ \t])" + _SAME_COMMAND + r"[ \t]--passphrase(?:[ \t]++|=)"
     r"|openssl(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-k[ \t]++|-pass(?:in|out)?[ \t]++pass:|passwd(?:[ \t]++-(?:1|5|6|apr1))?[ \t]++)"
@@ -88,6 +90,8 @@ PASSWORD_FLAG = re.compile(
     + r"[ \t]--value(?:[ \t]++|=)|aws[ \t]++secretsmanager(?=[ \t])" + _SAME_COMMAND + r"[ \t]--secret-string(?:[ \t]++|=)"
     r"|net[ \t]++user[ \t]++[^\s/]{1,100}+[ \t]++(?=[^\s/]\S{0,199}+[ \t]++/add)|schtasks(?=[ \t])" + _SAME_COMMAND + r"[ \t]/rp[ \t]++"
     r"|(?:neo4j-admin[ \t]++(?:dbms[ \t]++)?set-initial-password|grafana-cli[ \t]++admin[ \t]++reset-admin-password)[ \t]++"
+    r"|pulumi[ \t]++config[ \t]++set[ \t]++(?:--(?:secret|path)[ \t]++){1,2}+[^\s-]\S{0,200}+[ \t]++"
+    r"|dotnet[ \t]++user-secrets[ \t]++set[ \t]++(?:\"[^\"\n]{1,200}+\"|[^\s\"]{1,200}+)[ \t]++"
     r"|(?<=[ \t])-[A-Za-z]{0,30}?(?:Password|SecretKey)[ \t]++)(?![-/])" + _VALUE
 )
 _ARGV_FLAG = r"--?[A-Za-z-]{0,30}?(?:password|passwd|requirepass|masterauth|passphrase|token|secret|api-key)"
@@ -122,15 +126,38 @@ NGINX_HEADER = re.compile(
 GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE)
 #: A Dockerfile's ``ENV NAME value`` at a line's start (any case; the old form, whose value runs to the line's end),
 #: ``aws configure set [section.]NAME value``, the shells' ``set -gx NAME value`` (fish), ``setenv`` (csh), ``setx [/M]``
-#: (Windows), ``launchctl setenv``, and ``npm config set [//registry/:]NAME value``. Group ``name``; an ``ENV`` value of
+#: (Windows), ``launchctl setenv``, ``npm config set [//registry/:]NAME value`` and Tcl's (expect's) ``set NAME "value"``
+#: at a line's start, quoted. Group ``name``; an ``ENV`` value of
 #: several unquoted words is group ``words`` (``ENV DB_PASSWORD Sup3r S3cret``; ``ENV PASSWORD must be set`` is prose,
 #: :func:`_named` tells them apart).
 NAMED_SETTING = re.compile(
     r"(?:(?m:^)[ \t]*+(?P<env>(?i:ENV))[ \t]++|(?<![\w-])aws[ \t]++configure[ \t]++set(?:[ \t]++--profile[ \t]++\S{1,100}+)?[ \t]++"
     r"(?:[\w-]{1,60}+\.){0,2}|(?<![\w-])(?:set[ \t]++-[gUxl]{1,3}+|setenv|setx(?:[ \t]++/[Mm])?|launchctl[ \t]++setenv)[ \t]++"
-    r"|(?<![\w-])(?:npm|pnpm|yarn)[ \t]++config[ \t]++set[ \t]++(?://[^\s:]{1,200}+:)?)(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++"
+    r"|(?<![\w-])(?:npm|pnpm|yarn)[ \t]++config[ \t]++set[ \t]++(?://[^\s:]{1,200}+:)?"
+    r"|(?m:^)[ \t]*+set[ \t]++(?=[A-Za-z_][\w-]{0,100}+[ \t]++[\"']))(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++"
     r"(?:" + _VALUE + r"(?(env)(?=[ \t]*+(?:\r?\n|$)))|(?(env)(?P<words>[^\s\"'][^\n]{0,199}?)(?=[ \t]*+(?:\r?\n|$))|(?!)))"
 )
+#: A cloud tool's configuration given as pairs on its command line (``rclone config create NAME TYPE … secret_access_key
+#: …``, ``tccli configure set secretId … secretKey …``): the first pair whose name ends in a credential's word, judged
+#: as an assignment to its name.
+CONFIG_PAIRS = re.compile(
+    r"(?<![\w-])(?:rclone[ \t]++config[ \t]++(?:create|update)|tccli[ \t]++configure[ \t]++set)(?=[ \t])" + _SAME_COMMAND
+    + r"[ \t](?P<name>[A-Za-z_][\w-]{0,60}?(?i:secret|password|pass|token|key))(?:[ \t]++|=)" + _VALUE
+)
+#: chpasswd's lines in a here-document (``chpasswd <<EOF`` then ``bob:…``): the first line's password.
+CHPASSWD_HEREDOC = re.compile(
+    r"(?<![\w-])chpasswd[^\n]{0,100}?<<-?[ \t]*+[\"']?\w{1,20}+[\"']?[ \t]*+\r?\n[ \t]*+[\w.-]{1,64}+:(?P<bare>[^\s:]{1,200}+)"
+)
+#: sed's replacement that writes a password into a file: a credential's directive and its value (``s/^requirepass
+#: .*/requirepass …/``, ``s/password=.*/password=…/``) or a placeholder replaced by a value (``s/CHANGE_ME/…/g``). The
+#: value runs to the next delimiter; it goes when it reads as a password.
+SED_SECRET = re.compile(
+    r"(?<![\w-])sed[ \t][^\n]{0,200}?(?<![\w-])s(?P<d>[/|#,@:!])(?:[^\n]{0,300}?(?P=d)(?P<name>[A-Za-z_][\w.-]{0,60}+)"
+    r"(?:[ \t]*+[=:][ \t]*+|[ \t]++)|[A-Z_]{0,30}?(?:CHANGE_?ME|PASSWORD|SECRET|TOKEN|PLACEHOLDER)[A-Z_]{0,30}+(?P=d))"
+    r"(?P<bare>(?:(?!(?P=d))[^\s\"'\\]){1,200}+)(?P=d)"
+)
+#: Names whose value a sed replacement writes is a password (:data:`SED_SECRET`).
+_SED_NAMES = re.compile(r"(?i).{0,60}(?:pass|password|passwd|pwd|secret|token|key|requirepass|masterauth|auth)")
 #: A line of a name and a value alone, ``=`` or spaces between (a config file's ``password …``, ``bindpw = …``, a listing's
 #: ``DB_PASSWORD      …``): no brackets or quotes in the value (a column's type: ``password VARCHAR(255)``), no ``?``
 #: after it (``token Int64?``), not a path; ``pass`` and ``passwd`` are commands given a user's name (:func:`_line`).
@@ -153,6 +180,9 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = HAPROXY_LOGIN.sub(lambda m: _haproxy(m, redacted), text)
     text = NGINX_HEADER.sub(lambda m: _nginx(m, redacted, judge), text)
     text = NAMED_SETTING.sub(lambda m: _named(m, redacted, judge), text)
+    text = CONFIG_PAIRS.sub(lambda m: _named(m, redacted, judge), text)
+    text = CHPASSWD_HEREDOC.sub(lambda m: _password(m, redacted), text)
+    text = SED_SECRET.sub(lambda m: _sed(m, redacted), text)
     return CONFIG_LINE.sub(lambda m: _line(m, redacted, judge), text)
 
 
@@ -205,6 +235,15 @@ def _line(m: re.Match[str], redacted: str, judge: Judge) -> str:
     bind = name.lower().endswith(_BIND_NAMES)
     secret = prose_secrets.reads_as_password(value, redacted) and re.search(r"\d", value) and (bind or judge(name, value, True))
     return replace_group(m, "bare", redacted) if secret else m.group()
+
+
+def _sed(m: re.Match[str], redacted: str) -> str:
+    """A :data:`SED_SECRET` match, its value redacted when it reads as a password after a credential's directive or a
+    placeholder."""
+    name = m.group("name")
+    if name is not None and not _SED_NAMES.fullmatch(name):
+        return m.group()
+    return _password(m, redacted)
 
 
 def _haproxy(m: re.Match[str], redacted: str) -> str:

@@ -26,11 +26,11 @@ SQL_PASSWORD = re.compile(
     r"(?:(?P<q>(?(by)['\"]|'))(?P<value>(?!(?P=q))[^\s,](?:(?!(?P=q))[^\n]){0,199}+)(?P=q)"
     r"|(?(by)(?P<bare>[^\s'\";,()]{1,200}+)(?=[\s;,)]|$)|(?!)))")
 #: An Oracle login on a command line (``sqlplus scott/…@db``, ``CONNECT system/…@XE``; Oracle's own tools without a
-#: database too: ``sqlplus scott/… as sysdba``; Dameng's ``disql``) or in a JDBC URL (``jdbc:oracle:thin:scott/…@//h``).
+#: database too: ``sqlplus scott/… as sysdba``; Dameng's ``disql``; quoted: ``sqlplus "scott/…@//h/sid"``) or in a JDBC URL (``jdbc:oracle:thin:scott/…@//h``).
 #: Groups: ``q`` (empty), ``value`` the password.
 ORACLE_LOGIN = re.compile(
     r"(?i)(?<![A-Za-z0-9_-])(?:(?:(?P<tool>sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|disql)|exp|imp|conn|connect)"
-    r"(?:[ \t]++-[A-Za-z]{1,10}+){0,2}[ \t]++|jdbc:oracle:thin:)\w{1,30}+/(?P<q>)(?P<value>[^\s/@'\"]{1,128}+)"
+    r"(?:[ \t]++-[A-Za-z]{1,10}+){0,2}[ \t]++[\"']?|jdbc:oracle:thin:)\w{1,30}+/(?P<q>)(?P<value>[^\s/@'\"]{1,128}+)"
     r"(?:@|(?(tool)(?=\s|$)|(?!)))")
 
 
