@@ -579,7 +579,15 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "密码是 Ab1!cdef、Ab1!cdef", "Name : A_KEY\nValue : ", "Name : ", ') "requirepass"\n1) "', '"requirepass"', "\nproxy_set_header a ", "\nproxy_set_header a \"Bearer ", "A_PASSWORD is ", "AAAAAAAAAA_", "A_TOKEN 是 Ab1!",
                                   # Japanese token labels, AUTH's login, HAR cookies, logins in prose
                                   "APIトークンは ", "シークレットキー：", "A_AUTH=a/", '"name": "sess", "value": "a1',
-                                  "with password ", "with password Ab1!", "creds for a: b / ", "creds for creds for "])
+                                  "with password ", "with password Ab1!", "creds for a: b / ", "creds for creds for ",
+                                  # CJK, Japanese and Korean labels, circled digits, login lines, licence codes
+                                  "mima=", "密码改了，新的是 ", "password 我记得 is ", "シークレット：", "ID：a パス：", "ID：a\u3000",
+                                  "시크릿 키: ", "비밀 번호: ", "登录信息：\na\n", "激活码：", "激活码：A1B2C-", "a⑦", "⑦a",
+                                  # commands: stdin readers, setters, sed, heredocs, quoted logins
+                                  "pulumi config set --secret ", "pulumi config set --secret a ", "| a --data-file=- ", "| redis-cli --askpass ",
+                                  "| smbpasswd -a ", "dotnet user-secrets set a ", "rclone config create a ", "rclone config create a_key ",
+                                  "tccli configure set a ", "chpasswd <<EOF\na:", "chpasswd ", 'sqlplus "a/', "sed -i 's/a/", "sed s/a/b/c/",
+                                  "sed s/CHANGE_ME/", "sed s/a/requirepass ", '\nset password "', "sshpass.exe -p "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

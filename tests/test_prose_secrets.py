@@ -539,6 +539,10 @@ SENT_BEFORE = [
     ('{"name": "sessionid", "value": "Vx9Lq2Wm7Rk4Tz8N"}', 'Vx9Lq2Wm7Rk4Tz8N'), ('"cookies": [\n  {\n    "name": "PHPSESSID",\n    "value": "k3vRm2Qq7Xk2Lm9Nv4Rt6Yb8",\n    "domain": ".example.com"\n  }\n]', 'k3vRm2Qq7Xk2Lm9Nv4Rt6Yb8'),
     # rev28: a login in prose: a password after with or using, a pair's label with what it is for
     ('you can log in as bob with password Hq4!zWm8Rt', 'Hq4!zWm8Rt'), ('ssh as root using password "Tq7!vRm2Xs"', 'Tq7!vRm2Xs'), ('creds for staging: bob / Tq7!vRm2Xs', 'Tq7!vRm2Xs'), ('creds on prod: admin/Sup3r$ecret9', 'Sup3r$ecret9'),
+    # rev29: CJK, Japanese and Korean labels: pinyin mima, 新的是 after 改了, 我记得, シークレット, パス after a login id, 시크릿 키, 비밀 번호, 登录信息 a field a line, 激活码, circled digits
+    ('mima=Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('密码改了，新的是 Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('数据库 password 我记得 is Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('クライアントシークレット：Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('シークレット: Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('ログインID：admin\u3000パス：Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('시크릿 키: Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('비밀 번호: Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('登录信息：\nadmin\nKq7#vLp2Wx', 'Kq7#vLp2Wx'), ('激活码：KX7P2-LM9NV-4RT6Y-B8ZC3-VW5JS', 'KX7P2-LM9NV'), ('密码：Kq⑦#vLp②Wx', 'vLp'),
+    # rev29: commands: pulumi --secret, gcloud --data-file=-, redis-cli --askpass, smbpasswd -a -s, dotnet user-secrets, rclone and tccli pairs, chpasswd here-document, quoted sqlplus login, sed replacing a password, expect set, sshpass.exe
+    ('pulumi config set --secret dbPassword Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('echo -n "Kq7#vLp2Wx" | gcloud secrets versions add db-pw --data-file=-', 'Kq7#vLp2Wx'), ('echo "Kq7#vLp2Wx" | redis-cli --askpass -h 10.0.0.5', 'Kq7#vLp2Wx'), ('echo -e "Kq7#vLp2Wx\\\\nKq7#vLp2Wx" | smbpasswd -a -s bob', 'Kq7#vLp2Wx'), ('dotnet user-secrets set "Jwt:Key" "Kq7#vLp2WxQz123"', 'Kq7#vLp2WxQz123'), ('rclone config create oss s3 provider Alibaba access_key_id LTAI5tQz8Xk3Vn7R secret_access_key Kq7#vLp2WxQz9', 'Kq7#vLp2WxQz9'), ('tccli configure set secretId AKIDz8krbsJ5yKBZ secretKey Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('chpasswd <<EOF\nbob:Kq7#vLp2Wx\nEOF', 'Kq7#vLp2Wx'), ('sqlplus "scott/Kq7#vLp2Wx@//10.0.0.5:1521/orcl"', 'Kq7#vLp2Wx'), ("sed -i 's/^requirepass .*/requirepass Kq7#vLp2Wx/' /etc/redis/redis.conf", 'Kq7#vLp2Wx'), ("sed -i 's/CHANGE_ME/Kq7#vLp2Wx/g' config.yaml", 'Kq7#vLp2Wx'), ('set password "Kq7#vLp2Wx"\nspawn ssh root@10.0.0.5', 'Kq7#vLp2Wx'), ('C:\\tools\\sshpass.exe -p Kq7#vLp2Wx ssh root@10.0.0.5', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -953,6 +957,10 @@ NEAR_MISSES = [
     '{"name": "theme", "value": "dark"}', '{"name": "session_timeout", "value": "30"}', '{"name": "auth_provider", "value": "github-enterprise"}', '{"name": "api_key_header", "value": "X-Api-Key"}',
     # rev28: a login in prose: a password after with or using, a pair's label with what it is for
     'bob / alice', 'read / write', 'creds for staging: bob / alice', 'login for the db: see vault/secrets', 'log in with password authentication disabled', 'connect with password $DB_PASSWORD', 'sign in with password AES-256-GCM encryption', 'authenticate using password hashing (bcrypt)', 'with the password in ~/.pgpass',
+    # rev29: CJK, Japanese and Korean labels: pinyin mima, 新的是 after 改了, 我记得, シークレット, パス after a login id, 시크릿 키, 비밀 번호, 登录信息 a field a line, 激活码, circled digits
+    '密码改了，新的是什么', 'シークレット情報を管理する', '비밀 번호를 입력하세요', 'mima = "mima"', 'password 我记得 is required', 'ID: 42 パス: /usr/local/bin', '登录信息：\nadmin\n登录后修改', 'license key: ABCDE-FGHIJ', '① 安装 ② 配置 x²', 'E=mc² area m²',
+    # rev29: commands: pulumi --secret, gcloud --data-file=-, redis-cli --askpass, smbpasswd -a -s, dotnet user-secrets, rclone and tccli pairs, chpasswd here-document, quoted sqlplus login, sed replacing a password, expect set, sshpass.exe
+    'echo "hello" | gcloud secrets versions add x --data-file=-', 'dotnet user-secrets set "Logging:Level" "Debug"', "sed -i 's/foo/bar/g' x", "sed -i 's/^bind .*/bind 0.0.0.0/' r.conf", "sed -i 's/version: .*/version: V1.2.3-Beta/' x", 'set timeout "30"', 'set token expiry to 30', 'rclone config create gd drive token $TOK',
 ]
 
 
