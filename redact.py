@@ -13,7 +13,7 @@ Invariants: every function here is pure and never raises, except :func:`guard_lo
 filter on the HTTP client's loggers. The secrets that filter knows are process-wide and only ever grow (forgetting
 one would let a client built earlier log it), so they are not kept in :mod:`state` and no reset clears them. Seed
 phrases are found by :mod:`seed_phrases`; secrets written as prose (a login in ``user:password@host``, a PIN, a
-passphrase of words) by :mod:`prose_secrets`; in code, by :mod:`code_secrets`; cookies outside a header, by
+passphrase of words) by :mod:`prose_secrets`; in code, by :mod:`code_secrets`; in configuration and encoded bodies, by :mod:`config_secrets`; cookies outside a header, by
 :mod:`cookie_secrets`; whether a token reads as random, by :mod:`random_tokens`. Imports those and :mod:`secret_patterns`.
 """
 
@@ -31,6 +31,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 from . import (
     code_secrets,
     command_secrets,
+    config_secrets,
     cookie_secrets,
     folding,
     prose_secrets,
@@ -239,6 +240,7 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield (text := patterns.CREDENTIAL_FILE.sub(_cli_secret, text))
     yield (text := code_secrets.redact(text, REDACTED, _judged_secret))
     yield (text := command_secrets.redact(text, REDACTED, _judged_secret))
+    yield (text := config_secrets.redact(text, REDACTED, _judged_secret))
     yield (text := redact_output(text, REDACTED, _judged_secret))
     yield (text := patterns.NAMED_VALUE.sub(_named_value, text))
     yield (text := patterns.LABELLED.sub(_labelled, text))

@@ -46,6 +46,7 @@ KEY_FORMATS = re.compile(
     r"|AIza[0-9A-Za-z_-]{35}"  # Google
     r"|hf_[A-Za-z0-9]{30,}+"  # Hugging Face
     r"|eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.(?:[A-Za-z0-9_-]{8,}+)?"  # a JWT (unsigned: alg none)
+    r"|sk\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"  # Mapbox's secret token
     r"|[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,}+"  # Azure AD client secret: 40 characters, the 4th to 6th "<digit>Q~"
     r"|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}"  # SendGrid
     r"|(?:npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_-]{50,}+|gsk_[A-Za-z0-9]{40,}+)"  # npm, PyPI, Groq
@@ -181,8 +182,8 @@ ASSIGNMENT = re.compile(
     r"\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
     r"(?:\r?\n\s*+(?:-{3,}+[ \t]*+\r?\n[ \t]*+)?(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
     r"(?:(?:" + LITERAL_WRAPPER + r"[ \t]*+b?|[bBrRuUfF]{1,2}+(?=[\"']))?+"
-    r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"(?:\"\"(?!\"))?+((?:[^\"\\\n]|\\[^\n]){1,200}+)\"|'(?:''(?!'))?+([^'\n]{1,200}+)'"
-    r"|(?<=\[\]byte\()`([^`\n]{1,200}+)`)|(?![\"'\\]|```|-{3,}+(?:\s|$)|\((?:[^),\n]{0,100}+,|[^)\n]{0,40}+\)))(" + VALUE_CHAR + r"{1,200}+))"
+    r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"(?:\"\"(?!\"))?+((?:[^\"\\\n]|\\[^\n]){1,200}+)\"|'(?:''(?!'))?+((?:[^'\n]|''){1,200}+)'"
+    r"|(?<=\[\]byte\()`([^`\n]{1,200}+)`)|(?![\"'\\]|```|\{[ \t]*+\"|-{3,}+(?:\s|$)|\((?:[^),\n]{0,100}+,|[^)\n]{0,40}+\)))(" + VALUE_CHAR + r"{1,200}+))"
 )
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a SECRET``
 #: (``REDIS-CLI`` too) or ``--pass SECRET``, ``curl -u user:SECRET``, httpie's ``http -a user:SECRET`` (``--auth``,
@@ -518,7 +519,7 @@ PW_NAME = re.compile(r"(?i)(?:^|[_.-])pw$")
 KEY_QUALIFIERS = {"api", "access", "secret", "private", "signing", "encryption", "master"}
 #: ``<qualifier>Key`` names whose value is a credential when it looks like one (``jwtKey``, ``hmac_key``), not a name a
 #: key is stored under (``const jwtKey = "jwt_token"``).
-WEAK_KEY_QUALIFIERS = {"jwt", "hmac", "cookie", "webhook", "license", "licence"}
+WEAK_KEY_QUALIFIERS = {"jwt", "hmac", "cookie", "webhook", "license", "licence", "session"}
 #: ``<qualifier>_KEY`` names that are not credentials (an UPPER_SNAKE ``*_KEY`` otherwise is one: ``STRIPE_KEY``).
 PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "lookup", "hash", "shard", "row", "range",
                         "unique", "index", "map", "group", "order", "public", "routing", "idempotency", "storage", "dedup"}
@@ -542,7 +543,8 @@ _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bo
                 r"|\$\{\{.*|\$\(.*|%\w+%|#\{\w+\}#|@\w+@|#\{[\w.,= ]{1,100}+(?:\}.*)?|%\{[^{}\n]{1,200}+\}"
                 r"|\$\{\w{1,100}+(?::?[-=])?\}?|\$\{\w{1,100}+:?\?[^{}\n]{0,200}+\}?|\$\{(?:ssm|env|file|self|opt|cf|s3|sls)[:(][^{}\s]{0,200}+\}?"
                 r"|:[A-Za-z_]\w{0,60}+|@[A-Z][A-Za-z]{0,60}+|![A-Za-z][A-Za-z_]{0,30}+"
-                r"|Any|\$\{?\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<.*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|[\w-]{0,12}+(?:\.{3}|…)(?:[a-z]{1,20}+)?"
+                r"|Any|\$\{?(?!(?=[A-Za-z\d]*?[a-z])(?=[A-Za-z\d]*?[A-Z])[A-Za-z\d]*?\d[A-Za-z][A-Za-z\d]*+$)\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?"
+                r"|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<(?!(?=[^>]*?[a-z])(?=[^>]*?[A-Z])(?=[^>]*?\d)(?=[^>]*?[!#$%&*?@^])[^<>\s]{4,100}+>?$).*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|[\w-]{0,12}+(?:\.{3}|…)(?:[a-z]{1,20}+)?"
                 r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT|[\^~]v?\d{1,4}+\.(?:\d{1,4}+|[x*])(?:\.(?:\d{1,4}+|[x*])){0,2}+(?:-[\w.]{1,40}+)?"
                 r"|(?:vault|op|ref\+[a-z]{2,12}+|keyring|ssm|secretsmanager|awssm|gcpsm|azkv):/{0,2}+[\w-]{1,100}+/[\w/#.:@+-]{1,200}+"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"

@@ -1,0 +1,166 @@
+"""Credentials in configuration and encoded bodies that the assignment patterns do not read, for :mod:`redact`.
+
+A builder's or a fluent setter's call (``.apiKey("…")``), Kotlin's ``"Authorization" to "Bearer …"``, a JDBC URL whose
+password is concatenated (``"…&password=" + "…"``), Spring's ``<property name="password"><value>…</value>``, JSON
+escaped for HTML (``&quot;password&quot;:&quot;…&quot;``) or for a URL (``%22password%22%3A%22…%22``), a form body
+encoded in a URL (``password%3D…``), OpenVPN's inline ``<auth-user-pass>``, a line of postfix's ``sasl_passwd``
+(``[smtp.host]:587 user@host:…``), the base64 values under a Kubernetes Secret's ``data:`` and a Basic credential's
+base64 ``user:password`` pasted without its header. A named value is judged
+as an assignment of it to its name would be (the ``judge`` :mod:`redact` passes); an unnamed one must read as a
+password (:func:`prose_secrets.reads_as_password`). Pure; linear in the length of the text (each pattern starts at a
+literal and reads a bounded stretch after it); never raises.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import html
+import re
+from collections.abc import Callable
+from urllib.parse import unquote
+
+from . import prose_secrets
+from .code_secrets import Judge
+from .secret_patterns import replace_group
+
+#: A credential's word at the end of a name, looked ahead at before a name is read.
+_CREDENTIAL_END = r"(?i:pass|password|passwd|pwd|secret|token|key|auth)"
+#: A fluent setter or a builder's method named for a credential and given one string (``.apiKey("…")``,
+#: ``.clientSecret('…')``). Groups ``name``, ``value``.
+SETTER_CALL = re.compile(
+    r"\.(?P<name>[A-Za-z_]\w{0,60}?" + _CREDENTIAL_END + r")\([ \t]*+(?P<q>[\"'])(?P<value>[^\"'\\\n]{1,200}+)(?P=q)[ \t]*+\)"
+)
+#: Kotlin's pair of a header and its value (``"Authorization" to "Bearer …"``, ``"X-Api-Key" to "…"``). Groups ``name``,
+#: ``value`` (after the scheme).
+KOTLIN_PAIR = re.compile(
+    r"\"(?P<name>[\w.-]{1,60}+)\"[ \t]++to[ \t]++\"(?:(?P<scheme>(?i:bearer|basic|token))[ \t]++)?(?P<value>[^\"\\\n]{1,200}+)\""
+)
+#: A URL's credential parameter whose value is concatenated after it (``"jdbc:mysql://…?password=" + "…"``). Groups
+#: ``name``, ``value``.
+CONCATENATED = re.compile(
+    r"[?&;](?P<name>[\w.-]{0,60}?(?i:password|passwd|pwd|secret|token))=[\"'][ \t]*+\+[ \t]*+[\"'](?P<value>[^\"'\\\n]{1,200}+)[\"']"
+)
+#: Spring's bean property with its value as an element (``<property name="password"><value>…</value></property>``).
+SPRING_VALUE = re.compile(
+    r"<property[ \t]++name=\"(?P<name>[^\"<>\n]{1,100}+)\"[ \t]*+>\s{0,40}+<value>(?P<value>[^<>\n]{1,200}+)</value>"
+)
+#: A JSON pair escaped for HTML: ``&quot;name&quot;:&quot;value&quot;``.
+HTML_JSON = re.compile(
+    r"&quot;(?P<name>[\w.-]{1,60}+)&quot;[ \t]*+:[ \t]*+&quot;(?P<value>(?:(?!&quot;)[^\n<>]){1,200}+)&quot;"
+)
+#: A JSON pair escaped for a URL: ``%22name%22%3A%22value%22`` (spaces as ``+`` or ``%20`` around the colon).
+URL_JSON = re.compile(
+    r"(?i)%22(?P<name>[\w.-]{1,60}+)%22(?:%20|\+){0,4}+%3A(?:%20|\+){0,4}+%22(?P<value>(?:(?!%22)[^\s&\"'<>]){1,300}+)%22"
+)
+#: A form's pair escaped inside a URL or a log's field: ``name%3Dvalue``, up to the next ``%26`` (``&``).
+URL_FORM = re.compile(r"(?i)(?:(?<=%26)|(?<![\w%.-]))(?P<name>[A-Za-z_][\w.-]{0,60}+)%3D(?P<value>(?:(?!%26)[^\s&\"'<>]){1,300}+)")
+#: OpenVPN's inline login: ``<auth-user-pass>``, the user, then the password, each on its line.
+OPENVPN_LOGIN = re.compile(
+    r"<auth-user-pass>[ \t]*+\r?\n[ \t]*+[^\s<]{1,100}+[ \t]*+\r?\n[ \t]*+(?P<value>[^\s<]{1,200}+)[ \t]*+\r?\n[ \t]*+</auth-user-pass>"
+)
+#: A line of postfix's ``sasl_passwd``: a relay (``[smtp.qq.com]:587``), then ``user:password``.
+SASL_PASSWD = re.compile(
+    r"(?m:^)[ \t]*+\[[\w.-]{1,253}+\](?::\d{1,5}+)?[ \t]++[^\s:]{1,100}+:(?P<value>\S{1,200}+)[ \t]*+\r?$"
+)
+#: A base64 token without a label (``Ym9iOlRxNyF2Um0yWHM=``), which :func:`_base64_login` decodes: a ``user:password`` whose
+#: password reads as one whatever surrounds it.
+BASE64_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/]{12,200}+={0,2}(?![A-Za-z0-9+/=_-])")
+#: A login as Basic auth encodes it.
+LOGIN = re.compile(r"[\w.@-]{1,64}+:(?P<pw>\S{6,100}+)")
+#: A Kubernetes Secret's ``data:`` (or an indented one) and the lines under it: ``name: <base64>``.
+DATA_BLOCK = re.compile(r"(?m:^)(?P<indent>[ \t]*+)data:[ \t]*+\r?\n")
+DATA_LINE = re.compile(r"(?P<indent>[ \t]++)[\w.-]{1,253}+:[ \t]*+(?P<value>[A-Za-z0-9+/]{8,}+={0,2})[ \t]*+(?:\r?\n|$)")
+
+
+def redact(text: str, redacted: str, judge: Judge) -> str:
+    """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
+    if "(" in text:
+        text = SETTER_CALL.sub(lambda m: _named(m, redacted, judge), text)
+    if " to " in text:
+        text = KOTLIN_PAIR.sub(lambda m: _kotlin(m, redacted, judge), text)
+    if "+" in text:
+        text = CONCATENATED.sub(lambda m: _named(m, redacted, judge), text)
+    if "<" in text:
+        text = SPRING_VALUE.sub(lambda m: _named(m, redacted, judge), text)
+        text = OPENVPN_LOGIN.sub(lambda m: replace_group(m, "value", redacted), text)
+    if "&quot;" in text:
+        text = HTML_JSON.sub(lambda m: _named(m, redacted, judge, html.unescape), text)
+    if "%" in text:
+        text = URL_JSON.sub(lambda m: _named(m, redacted, judge, unquote), text)
+        text = URL_FORM.sub(lambda m: _named(m, redacted, judge, unquote, bare=True), text)
+    if "[" in text:
+        text = SASL_PASSWD.sub(lambda m: _sasl(m, redacted), text)
+    if "data:" in text:
+        text = _secret_data(text, redacted)
+    return BASE64_TOKEN.sub(lambda m: redacted if _base64_login(m.group()) else m.group(), text)
+
+
+def _named(m: re.Match[str], redacted: str, judge: Judge, decode: Callable[[str], str] | None = None,
+           bare: bool = False) -> str:
+    """A match of a name and a value, its value redacted when an assignment of it (decoded) to the name would be."""
+    value = m.group("value")
+    plain = decode(value) if decode else value
+    if plain.startswith(redacted[:-1]) or not judge(m.group("name"), plain, bare):
+        return m.group()
+    return replace_group(m, "value", redacted)
+
+
+def _kotlin(m: re.Match[str], redacted: str, judge: Judge) -> str:
+    """A :data:`KOTLIN_PAIR`, its value redacted: after ``Authorization``'s scheme when it reads as a credential (a digit,
+    8+ characters), else as an assignment to the header's name would be."""
+    value = m.group("value")
+    if m.group("name").lower().endswith("authorization"):
+        secret = m.group("scheme") is not None and len(value) >= 8 and re.search(r"\d", value) is not None
+    else:
+        secret = judge(m.group("name"), value, False)
+    return replace_group(m, "value", redacted) if secret and not value.startswith(redacted[:-1]) else m.group()
+
+
+def _sasl(m: re.Match[str], redacted: str) -> str:
+    """A :data:`SASL_PASSWD` line, its password redacted when it reads as one or is a mail service's app password (16
+    lower-case letters)."""
+    value = m.group("value")
+    if prose_secrets.reads_as_password(value, redacted) or re.fullmatch("[a-z]{16}", value):
+        return replace_group(m, "value", redacted)
+    return m.group()
+
+
+def _secret_data(text: str, redacted: str) -> str:
+    """``text`` with the base64 values under each ``data:`` (a Kubernetes Secret's) redacted when they decode to text (a
+    password, a login, a PEM key): ordinary YAML's words under a ``data:`` do not decode so. Each line is read once."""
+    out, done = [], 0
+    for block in DATA_BLOCK.finditer(text):
+        if block.start() < done:
+            continue
+        pos = block.end()
+        while (line := DATA_LINE.match(text, pos)) is not None and len(line.group("indent")) > len(block.group("indent")):
+            if _decodes_to_text(line.group("value")):
+                out += [text[done : line.start("value")], redacted]
+                done = line.end("value")
+            pos = line.end()
+    return "".join(out) + text[done:] if out else text
+
+
+def _base64_login(token: str) -> bool:
+    """Whether ``token`` is base64 of ``user:password`` whose password reads as one whatever surrounds it
+    (:func:`prose_secrets.reads_strongly`): a Basic credential pasted without its header."""
+    if len(token) % 4:
+        return False
+    try:
+        plain = base64.b64decode(token, validate=True).decode("ascii")
+    except (binascii.Error, ValueError):
+        return False
+    login = LOGIN.fullmatch(plain)
+    return login is not None and prose_secrets.reads_strongly(login["pw"])
+
+
+def _decodes_to_text(value: str) -> bool:
+    """Whether ``value`` is base64 of 4+ characters of printable text."""
+    if len(value) % 4:
+        return False
+    try:
+        plain = base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    return len(plain) >= 4 and all(c.isprintable() or c in "\r\n\t" for c in plain)
