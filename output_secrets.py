@@ -9,7 +9,9 @@ Passwords a server makes and prints (MySQL's temporary one, Elasticsearch's, Jen
 ones). Redis ``MONITOR`` lines, which quote each word of a command (``"AUTH" "…"``, ``"AUTH" "user" "…"``, ``"CONFIG"
 "SET" "requirepass" "…"``), and redis-cli's reply to ``CONFIG GET requirepass``. And ``Authorization`` written
 without its colon, as logs and chat retype a header (``Authorization Bearer …``): a value of 8+ printable ASCII
-characters with a digit, not a placeholder in angle brackets. And a crypt hash on an htpasswd or shadow line.
+characters with a digit, not a placeholder in angle brackets; and the signature of an ``Authorization`` signed with a
+key (AWS's SigV2 and SigV4, other HMAC schemes). A crypt hash on an htpasswd or shadow line. A log's password in
+brackets after its word (``(password …)``, ``pwd[…]``).
 
 Pure; linear in the length of the text (each pattern starts at a command's, a notice's or a header's words and reads
 one bounded line after them); never raises.
@@ -86,6 +88,19 @@ HASH_LINE = re.compile(
     r"|\{SHA\}[A-Za-z0-9+/]{27}=)(?=:[\w:]{0,100}+[ \t]*+(?:\r?\n|$)|[ \t]*+(?:\r?\n|$))"
 )
 
+#: A log's password in brackets after its word (``(password Kq7#vLp2Wx)``, ``pwd[Kq7#vLp2Wx]``, ``password=(…)``):
+#: the value goes when it reads as a password and holds a symbol (``password[i+1]``, ``token[idx2]`` are indexes).
+BRACKETED = re.compile(
+    r"(?i)(?:\((?:password|passwd|pwd|pass)[ \t:=]++(?P<pvalue>[^\s()]{1,200}+)\)"
+    r"|(?<![\w-])(?:password|passwd|pwd|passphrase)\[(?P<value>[^\[\]\s\"']{1,200}+)\])"
+)
+#: An ``Authorization`` header signed with a key (AWS's ``AWS ACCESSKEY:signature`` (SigV2), ``AWS4-HMAC-SHA256 …,
+#: Signature=…`` and other schemes' ``Signature=``): the signature.
+SIGNED_AUTHORIZATION = re.compile(
+    r"(?i:authorization)[\"']?[ \t]*+[:=][ \t]*+[\"']?(?:AWS[ \t]++[A-Z0-9]{16,128}+:(?P<value>[A-Za-z0-9+/=]{20,100}+)"
+    r"|[^\n]{0,300}?[ ,](?i:signature)=(?P<svalue>[^\s,\"']{8,200}+))"
+)
+
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
@@ -95,6 +110,8 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = GENERATED_SECRET.sub(lambda m: replace_group(m, "value", redacted), text)
     text = MONITOR_AUTH.sub(lambda m: _monitored(m, redacted), text)
     text = HASH_LINE.sub(lambda m: replace_group(m, "value", redacted), text)
+    text = BRACKETED.sub(lambda m: _bracketed(m, redacted), text)
+    text = SIGNED_AUTHORIZATION.sub(lambda m: replace_group(m, "value" if m.group("value") else "svalue", redacted), text)
     return BARE_AUTHORIZATION.sub(lambda m: _bare_authorization(m, redacted), text)
 
 
@@ -106,6 +123,15 @@ def _printed(m: re.Match[str], redacted: str, judge: Judge) -> str:
     if value.startswith(redacted[:-1]) or not judge(name, value, True):
         return m.group()
     return replace_group(m, "value", redacted)
+
+
+def _bracketed(m: re.Match[str], redacted: str) -> str:
+    """A :data:`BRACKETED` match, its value redacted when it reads as a password with a symbol in it."""
+    group = "value" if m.group("value") is not None else "pvalue"
+    value = m.group(group)
+    if prose_secrets.reads_as_password(value, redacted) and re.search(r"[!@#$%^&*?~]", value):
+        return replace_group(m, group, redacted)
+    return m.group()
 
 
 def _bare_authorization(m: re.Match[str], redacted: str) -> str:

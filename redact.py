@@ -296,8 +296,11 @@ def _query_pair(m: re.Match[str]) -> str:
 
 
 def _cookie_pair(m: re.Match[str]) -> str:
-    """A cookie's ``name=value`` with the value redacted when the name is a session's or a credential's."""
-    if patterns.COOKIE_SECRET_NAMES.search(m.group(1)) is None or len(m.group(2)) < _MIN_SECRET:
+    """A cookie's ``name=value`` with the value redacted when the name is a session's or a credential's, or the value
+    reads as a password whatever surrounds it (``user_info=Kq7#vLp2Wx``; ``_ga=GA1.1.123``, ``lang=zh`` stay)."""
+    if len(m.group(2)) < _MIN_SECRET:
+        return m.group(0)
+    if patterns.COOKIE_SECRET_NAMES.search(m.group(1)) is None and not prose_secrets.reads_strongly(m.group(2)):
         return m.group(0)
     return _replace(m, *m.span(2))
 
