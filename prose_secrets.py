@@ -61,11 +61,12 @@ PASSPHRASE_WORDS = re.compile(
     r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
 )
 #: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``,
-#: ``账号：admin/Sup3r$ecret9``, ``账密 admin/…`` without a colon, ``creds for staging: bob / …``; not a path: ``user: alice/projects/x``): the password
+#: ``账号：admin/Sup3r$ecret9``, ``账密 admin/…`` without a colon, ``creds for staging: bob / …``, a role's ``Jenkins 管理员：admin/…``;
+#: not a path: ``user: alice/projects/x``): the password
 #: goes when it reads as one (:func:`reads_as_password`).
 CREDENTIAL_PAIR = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계])(?:(?:creds|credentials|login|logins|account|user|username|用户名|账号|帳號"
-    r"|账户|帳戶|アカウント|계정)(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]|(?:账密|帳密)[ \t]*+[:：]?)"
+    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계管超관])(?:(?:creds|credentials|login|logins|account|user|username|用户名|账号|帳號"
+    r"|账户|帳戶|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자)(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]|(?:账密|帳密)[ \t]*+[:：]?)"
     r"[ \t]*+[A-Za-z0-9_.@-]{1,64}+[ \t]*+/[ \t]*+(?P<value>[^\s/]{1,200}+)(?!/)"
 )
 #: A login under a label, one field a line (``登录信息：`` then ``admin`` then the password), or a Japanese password
@@ -108,6 +109,12 @@ NAMED_IN_PROSE = re.compile(
     r"(?![\w-])[ \t]*+(?:(?<=[ \t])(?:is|was|is now|should be)[ \t]++|(?:是|为|為|设置成|设置为|改成了?|改为|换成了?)[ \t]*+)"
     r"[`'\"“「]?(?P<value>[!-~]{6,200}+)"
 )
+#: A login and its password in prose (``log in with bob and …``, ``login with admin / …``, ``creds are admin / …``, ``log
+#: in as admin (…)``). Group ``value``; it must read as a password with a digit.
+LOGIN_IN_PROSE = re.compile(
+    r"(?i)(?<![\w-])(?:(?:log[ \t]?in|sign[ \t]?in|ssh|connect)[ \t]++(?:as|with)|(?:creds|credentials|login)[ \t]++(?:are|is|with))"
+    r"[ \t]++[\w.@-]{1,64}+(?:[ \t]*+/[ \t]*+|[ \t]++and[ \t]++|[ \t]++\()[`'\"“「]?(?P<value>[!-~]{6,200}+)"
+)
 #: A password given with a login in prose, after ``with``, ``using`` or ``and`` and its label without a verb (``log in
 #: as bob with password …``, ``ssh as root using password …``). Group ``value``; it must read as a password with a digit
 #: (``with password authentication`` stays).
@@ -141,6 +148,7 @@ def redact(text: str, redacted: str) -> str:
     text = USER_PASS_FLAGS.sub(lambda m: _password_in(m, redacted), text)
     text = NAMED_IN_PROSE.sub(lambda m: _named_in_prose(m, redacted), text)
     text = PASSWORD_WITH.sub(lambda m: _named_in_prose(m, redacted), text)
+    text = LOGIN_IN_PROSE.sub(lambda m: _named_in_prose(m, redacted), text)
     text = _codes(text, redacted)
     text = LABEL_ABOVE.sub(lambda m: _label_above(m, redacted), text)
     return PASSPHRASE_WORDS.sub(lambda m: _passphrase_words(m, redacted), text)
@@ -316,9 +324,12 @@ def _passphrase_words(m: re.Match[str], redacted: str) -> str:
 
 
 def _named_in_prose(m: re.Match[str], redacted: str) -> str:
-    """A :data:`NAMED_IN_PROSE` or :data:`PASSWORD_WITH` match, its value redacted (closing punctuation kept) when it reads as a password with a
-    digit (``POSTGRES_PASSWORD is required`` stays)."""
+    """A :data:`NAMED_IN_PROSE`, :data:`PASSWORD_WITH` or :data:`LOGIN_IN_PROSE` match, its value redacted (closing
+    punctuation kept) when it reads as a password with a digit (``POSTGRES_PASSWORD is required`` stays), or, after
+    ``with password``, with both cases and a symbol (``with password Tq!vRmXs``; ``with password authentication`` stays)."""
     value = m.group("value").rstrip(patterns.VALUE_END + "`”」")
-    if not (reads_as_password(value, redacted) and re.search(r"\d", value)):
+    strong = (m.re is PASSWORD_WITH and any(map(str.islower, value)) and any(map(str.isupper, value))
+              and not STRONG_SYMBOLS.isdisjoint(value))
+    if not (reads_as_password(value, redacted) and (re.search(r"\d", value) or strong)):
         return m.group()
     return patterns.replace_group(m, "value", redacted, len(value))

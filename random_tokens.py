@@ -27,9 +27,9 @@ PUBLIC_ID_PREFIXES = ("chatcmpl-", "resp_", "req_", "msg_", "call_", "toolu_", "
                       "AAAAB3NzaC1yc2E", "AAAAC3NzaC1lZDI1NTE5", "AAAAE2VjZHNhLXNoYTItbmlzdHA", "AAAAB3NzaC1kc3M",
                       "AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29t", "AAAAInNrLWVjZHNhLXNoYTItbmlzdHAyNTZAb3BlbnNzaC5jb20")
 #: What names a public value written right before it: a public or host key, a request's, trace's or event's id, a
-#: checksum, a wallet's address (``PublicKey = …``, ``x-amz-id-2: …``, ``traceparent: 00-…``, ``收款地址 …``, ``ipfs://…``),
-#: an image, a font or a source map in a data URI.
-PUBLIC_LABEL = re.compile(r"(?i)(?:(?:public|host)[ _-]?key|(?:request|trace|event|span)[ _-]?id|x-amz-id-2|traceparent"
+#: checksum, a wallet's address, an S3 object's version (``PublicKey = …``, ``x-amz-id-2: …``, ``VersionId: …``,
+#: ``traceparent: 00-…``, ``收款地址 …``, ``ipfs://…``), an image, a font or a source map in a data URI.
+PUBLIC_LABEL = re.compile(r"(?i)(?:(?:public|host)[ _-]?key|(?:request|trace|event|span|version)[ _-]?id|x-amz-id-2|traceparent"
                           r"|content[ _-]?hash|checksum|fingerprint|address|地址)[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?$|ipfs:$"
                           r"|data:(?:(?:image|font|audio|video)/[\w.+-]{1,40}+|application/json);base64,$")
 #: What names a digest written after it (``SHA256:`` of an SSH fingerprint, SRI's ``sha384-``, ``sha256=``, go.sum's `` h1:``).

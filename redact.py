@@ -329,6 +329,8 @@ def _assignment(m: re.Match[str]) -> str:
     if group == 10:
         value = value.rstrip(patterns.VALUE_END + "\\")
         end = start + len(value)
+    if group == 8 and m.group(3) and m.group(4) == ":" and not m.group(5) and re.fullmatch(r"[A-Za-z_]\w{0,62}+", value):
+        return m.group(0)  # psql's variable interpolated as a literal (ALTER USER app WITH PASSWORD :'pw')
     if (m.group(4) == "=>" or "]" in m.group(2)) and not patterns.DEFAULT_SECRET.fullmatch(value):
         return m.group(0)  # a rule or a message in an array ('password' => 'required|min:8', errors['token'] = '…')
     prose_colon = m.group(4) == ":" and bool(m.group(5))
@@ -378,8 +380,8 @@ def _assigned_secret(name: str, value: str, text: str, end: int, bare: bool, pro
         return False  # a setting (auth=basic, credentials: 'same-origin'), not a credential
     segments = _name_segments(name)
     login = re.fullmatch(r"[\w.@-]{1,64}+/(?P<pw>[^/\s]{6,200}+)", value) if segments[-1] == "auth" else None
-    if login and prose_secrets.reads_as_password(login["pw"], REDACTED) and patterns.PASSWORD_SYMBOL.search(login["pw"]):
-        return True  # a login and its password (NEO4J_AUTH=neo4j/Hq4!zWm8Rt), not a path
+    if login and prose_secrets.reads_as_password(login["pw"], REDACTED):
+        return True  # a login and its password (NEO4J_AUTH=neo4j/Hq4!zWm8Rt, neo4j/Password123), not a path
     if kind == "weak" and (segments[-1] not in ("pass", "pwd", "pw") or segments == ["pwd"]) and _names_something(value):
         return False  # a name (S3_KEY=uploads/a.png, auth: oauth2, PWD=/home/bob); a pass's value is a password whatever it reads as
     return True
