@@ -5,7 +5,8 @@ A password piped into a command that reads it from standard input (``echo "…" 
 ``docker secret create db - <<< "…"``); the ``-P …`` of archivers and SQL Server's tools (``zip``, ``unzip``,
 ``sqlcmd``, ``bcp``) and 7-Zip's glued ``-p…``; GitHub CLI's ``gh secret set NAME --body …``; HAProxy's ``stats auth
 USER:…`` and ``insecure-password …``; and, under a credential's name, nginx's ``proxy_set_header NAME …;``, a Dockerfile's ``ENV NAME value`` (the form without ``=``), ``aws configure set NAME value``, rclone's and
-tccli's pairs and expect's ``set NAME "value"``; chpasswd's here-document and sed's replacement of a password; and a config
+tccli's pairs, expect's ``set NAME "value"`` and a
+Secret's ``--from-literal=NAME=…``; chpasswd's here-document and sed's replacement of a password; and a config
 file's or a listing's line of a credential's name and its value alone (``password Hz@2024abc`` in msmtp's or nslcd's
 file, ``bindpw = …``, PowerShell's ``DB_PASSWORD      …``).
 
@@ -144,6 +145,14 @@ CONFIG_PAIRS = re.compile(
     r"(?<![\w-])(?:rclone[ \t]++config[ \t]++(?:create|update)|tccli[ \t]++configure[ \t]++set)(?=[ \t])" + _SAME_COMMAND
     + r"[ \t](?P<name>[A-Za-z_][\w-]{0,60}?(?i:secret|password|pass|token|key))(?:[ \t]++|=)" + _VALUE
 )
+#: ``kubectl create secret`` (``oc`` too), to the command's end (a line continued with ``\`` included), whose
+#: ``--from-literal=NAME=VALUE`` :data:`FROM_LITERAL` reads.
+SECRET_COMMAND = re.compile(r"(?<![\w-])(?:kubectl|oc)[ \t]++create[ \t]++secret(?=[ \t])(?:[^\n|;&\\]|\\\r?\n|\\(?!\r?\n)){0,2000}+")
+#: One ``--from-literal=NAME=VALUE`` of a Secret (any NAME: ``DSN=…``), the whole pair quoted or the value alone.
+FROM_LITERAL = re.compile(
+    r"--from-literal(?:=|[ \t]++)(?P<lq>[\"'])?(?P<name>[\w.-]{1,100}+)=(?:(?(lq)(?P<lvalue>[^\"'\n]{1,200}+)(?P=lq)|(?!))"
+    r"|(?P<q>[\"'])(?P<value>[^\"'\n]{1,200}+)(?P=q)|(?P<bare>[^\s\"'][^\s]{0,199}+))"
+)
 #: chpasswd's lines in a here-document (``chpasswd <<EOF`` then ``bob:…``): the first line's password.
 CHPASSWD_HEREDOC = re.compile(
     r"(?<![\w-])chpasswd[^\n]{0,100}?<<-?[ \t]*+[\"']?\w{1,20}+[\"']?[ \t]*+\r?\n[ \t]*+[\w.-]{1,64}+:(?P<bare>[^\s:]{1,200}+)"
@@ -182,6 +191,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = NAMED_SETTING.sub(lambda m: _named(m, redacted, judge), text)
     text = CONFIG_PAIRS.sub(lambda m: _named(m, redacted, judge), text)
     text = CHPASSWD_HEREDOC.sub(lambda m: _password(m, redacted), text)
+    text = SECRET_COMMAND.sub(lambda c: FROM_LITERAL.sub(lambda m: _literal(m, redacted, judge), c.group()), text)
     text = SED_SECRET.sub(lambda m: _sed(m, redacted), text)
     return CONFIG_LINE.sub(lambda m: _line(m, redacted, judge), text)
 
@@ -235,6 +245,18 @@ def _line(m: re.Match[str], redacted: str, judge: Judge) -> str:
     bind = name.lower().endswith(_BIND_NAMES)
     secret = prose_secrets.reads_as_password(value, redacted) and re.search(r"\d", value) and (bind or judge(name, value, True))
     return replace_group(m, "bare", redacted) if secret else m.group()
+
+
+def _literal(m: re.Match[str], redacted: str, judge: Judge) -> str:
+    """A :data:`FROM_LITERAL` pair, its value redacted when an assignment of it to its name would be or, whatever the
+    name (``DSN``), when it reads as a password."""
+    group = next(g for g in ("lvalue", "value", "bare") if m.group(g) is not None)
+    value = m.group(group)
+    if not _written(m, group) or value.startswith(redacted[:-1]):
+        return m.group()
+    if judge(m.group("name"), value, group == "bare") or prose_secrets.reads_as_password(value, redacted):
+        return replace_group(m, group, redacted)
+    return m.group()
 
 
 def _sed(m: re.Match[str], redacted: str) -> str:
