@@ -587,7 +587,17 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "pulumi config set --secret ", "pulumi config set --secret a ", "| a --data-file=- ", "| redis-cli --askpass ",
                                   "| smbpasswd -a ", "dotnet user-secrets set a ", "rclone config create a ", "rclone config create a_key ",
                                   "tccli configure set a ", "chpasswd <<EOF\na:", "chpasswd ", 'sqlplus "a/', "sed -i 's/a/", "sed s/a/b/c/",
-                                  "sed s/CHANGE_ME/", "sed s/a/requirepass ", '\nset password "', "sshpass.exe -p "])
+                                  "sed s/CHANGE_ME/", "sed s/a/requirepass ", '\nset password "', "sshpass.exe -p ",
+                                  # code and config: setters, Kotlin pairs, concatenated and escaped pairs, inline logins, data:
+                                  '.apiKey("', '.apiKey("a', '"a" to "', '"a" to "Bearer ', '?password=" + "', '<property name="a"><value>',
+                                  "&quot;a&quot;:&quot;", "&quot;a&quot;:&quot;b", "%22a%22%3A%22", "%22a%22%3A%22b", "a%3D", "%26a%3Db",
+                                  "<auth-user-pass>\na\n", "[a]:1 a:", "data:\n  a: ", "data:\n", "  a: YWJjZA==\n", "sk.eyJaaaaaaaaa.",
+                                  "password: 'a''", "password: $aB1c", "password: <aB1!", 'token = {"',
+                                  # logs, cookies, signed headers, Secrets' literals, logins in prose, base64 logins
+                                  "(password ", "(password a", "pwd[", "pwd[a", "&ak=a#", "Cookie: a=b; ", "Cookie: a=Ab1!cd; ",
+                                  "Authorization: AWS AAAAAAAAAAAAAAAA:", "Authorization: a, Signature=", "Authorization: ",
+                                  "kubectl create secret a ", "kubectl create secret a --from-literal=a=", "--from-literal=\"a=",
+                                  "log in with a and ", "log in as a (", "creds are a / ", "管理员：a/", "YWJjZGVmZ2hpamts", "YWJj", "VersionId: "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
