@@ -26,8 +26,8 @@ from .secret_patterns import replace_group
 
 #: A credential's word at the end of a name, looked ahead at before a name is read.
 _CREDENTIAL_END = r"(?i:pass|password|passwd|pwd|secret|token|key|auth)"
-#: A fluent setter or a builder's method named for a credential and given one string (``.apiKey("…")``,
-#: ``.clientSecret('…')``). Groups ``name``, ``value``.
+#: A fluent setter or a builder's method named for a credential and given one string that reads as a password
+#: (``.apiKey("…")``, ``.clientSecret('…')``). Groups ``name``, ``value``.
 SETTER_CALL = re.compile(
     r"\.(?P<name>[A-Za-z_]\w{0,60}?" + _CREDENTIAL_END + r")\([ \t]*+(?P<q>[\"'])(?P<value>[^\"'\\\n]{1,200}+)(?P=q)[ \t]*+\)"
 )
@@ -76,7 +76,7 @@ DATA_LINE = re.compile(r"(?P<indent>[ \t]++)[\w.-]{1,253}+:[ \t]*+(?P<value>[A-Z
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
     if "(" in text:
-        text = SETTER_CALL.sub(lambda m: _named(m, redacted, judge), text)
+        text = SETTER_CALL.sub(lambda m: _named(m, redacted, judge) if _reads_as_password(m, redacted) else m.group(), text)
     if " to " in text:
         text = KOTLIN_PAIR.sub(lambda m: _kotlin(m, redacted, judge), text)
     if "+" in text:
@@ -104,6 +104,12 @@ def _named(m: re.Match[str], redacted: str, judge: Judge, decode: Callable[[str]
     if plain.startswith(redacted[:-1]) or not judge(m.group("name"), plain, bare):
         return m.group()
     return replace_group(m, "value", redacted)
+
+
+def _reads_as_password(m: re.Match[str], redacted: str) -> bool:
+    """Whether ``m``'s value reads as a password (:func:`prose_secrets.reads_as_password`): a setter's argument must, as
+    a call's does in :mod:`code_secrets` (``user.set_password('testpassword')`` is a test's fixture)."""
+    return prose_secrets.reads_as_password(m.group("value"), redacted)
 
 
 def _kotlin(m: re.Match[str], redacted: str, judge: Judge) -> str:

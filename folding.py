@@ -51,12 +51,12 @@ MARKED_LABEL = re.compile(
     r"(?<![\w*`])(\*{1,2}+|_{1,2}+|`)([^*`<>|\n]{1,40}?)([:：]?)\1(?![\w*`])"
     r"|<(?:b|strong|em|i|u|code)>([^<>|\n]{1,40}?)([:：]?)</(?:b|strong|em|i|u|code)>"
 )
-#: Circled, negative-circled and dingbat digits (``①``, ``⓪``, ``❼``, ``➁``) and superscript ones glued to printable ASCII,
-#: read as ASCII digits: typed into a password (``Kq⑦#vLp②Wx``), they would end it for every pattern. A list's ``① 安装``
-#: keeps its marks.
-_COMPAT_DIGITS = "①②③④⑤⑥⑦⑧⑨⓪❶❷❸❹❺❻❼❽❾➀➁➂➃➄➅➆➇➈➊➋➌➍➎➏➐➑➒⁰¹²³⁴⁵⁶⁷⁸⁹"
-COMPAT_DIGIT = re.compile(f"(?<=[!-~])[{_COMPAT_DIGITS}]|[{_COMPAT_DIGITS}](?=[!-~])")
-COMPAT_DIGITS = str.maketrans(_COMPAT_DIGITS, "1234567890" + "123456789" * 3 + "0123456789")
+#: Circled, negative-circled and dingbat digits (``①``, ``⓪``, ``❼``, ``➁``) between two printable ASCII characters, read
+#: as ASCII digits: typed into a password (``Kq⑦#vLp②Wx``), they would end it for every pattern. A list's ``① 安装``
+#: keeps its marks, and superscripts (``x²``, ``m³``) are not read.
+_COMPAT_DIGITS = "①②③④⑤⑥⑦⑧⑨⓪❶❷❸❹❺❻❼❽❾➀➁➂➃➄➅➆➇➈➊➋➌➍➎➏➐➑➒"
+COMPAT_DIGIT = re.compile(f"(?<=[!-~])[{_COMPAT_DIGITS}]++(?=[!-~])")
+COMPAT_DIGITS = str.maketrans(_COMPAT_DIGITS, "1234567890" + "123456789" * 3)
 #: ``\\uXXXX`` escapes of JSON (``json.dumps`` writes ``密码是`` as ``\\u5bc6\\u7801\\u662f``), read as their characters.
 JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 

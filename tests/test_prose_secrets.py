@@ -549,6 +549,8 @@ SENT_BEFORE = [
     ('INFO login attempt user=bob (password Kq7#vLp2Wx) failed', 'Kq7#vLp2Wx'), ('[auth] user=bob pwd[Kq7#vLp2Wx] ok', 'Kq7#vLp2Wx'), ('https://api.map.baidu.com/geocoding/v3/?address=北京&output=json&ak=Kq7#vLp2WxQz', 'vLp2WxQz'), ('https://x.com/dl?authkey=Kq7#vLp2WxQz', 'vLp2WxQz'), ('Cookie: _ga=GA1.1.123; user_info=Kq7#vLp2Wx; lang=zh', 'Kq7#vLp2Wx'), ('Authorization: AWS AKIAIOSFODNN7FAKE12:frJIUN8DYpKDtOLCwo//yllqDzg=', 'frJIUN8DYpKDtOLCwo'), ('Authorization: HMAC-SHA256 Credential=app1, Signature=Kq7#vLp2WxQz', 'Kq7#vLp2WxQz'), ('Authorization: AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7FAKE123/20240101/us-east-1/s3/aws4_request, SignedHeaders=host;x-amz-date, Signature=fe5f80f77d5fa3beca038a248ff027d0445342fe2855ddc963176630326f1024', 'fe5f80f77d5fa3beca038a248ff027d0'), ('kubectl create secret generic app --from-literal=DSN=Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('kubectl create secret generic app --from-literal=password=Hq4!zWm8Rt --from-literal=DSN=Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     # rev29: leftovers: a login after an AUTH name without a symbol, a password after with password without a digit, logins in prose and under a role's label, base64 of user:password; kept: an S3 VersionId, psql's :'pw'
     ('NEO4J_AUTH=neo4j/Password123', 'Password123'), ('with password Tq!vRmXs', 'Tq!vRmXs'), ('log in with bob and Tq7!vRm2Xs', 'Tq7!vRm2Xs'), ('login with admin / Hz@2024abc', 'Hz@2024abc'), ('creds are admin / Hv8$mQz3Ln', 'Hv8$mQz3Ln'), ('log in as admin (Kq7#vLp2Wx)', 'Kq7#vLp2Wx'), ('Jenkins 管理员：admin/Tq7!vRm2Xs', 'Tq7!vRm2Xs'), ('basic auth string: Ym9iOlRxNyF2Um0yWHM=', 'Ym9iOlRxNyF2Um0yWHM='),
+    # rev29: a setter's test fixture (the corpus check's find) and a digit list kept
+    ('Client.builder().clientSecret("Kq7#vLp2Wx")', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -973,6 +975,8 @@ NEAR_MISSES = [
     'password[i+1]', 'pwd[idx]', 'https://x.com/page?id=3#section', '(password required)', 'Cookie: _ga=GA1.1.123; lang=zh-CN; theme=dark', 'the Authorization header carries a Signature=<computed> value', 'kubectl create secret generic app --from-literal=username=admin', 'kubectl create secret generic app --from-literal=DSN=$DSN',
     # rev29: leftovers: a login after an AUTH name without a symbol, a password after with password without a digit, logins in prose and under a role's label, base64 of user:password; kept: an S3 VersionId, psql's :'pw'
     'NEO4J_AUTH=none', 'with password authentication', 'log in as admin (the default)', 'log in with bob and then run ls', '管理员：张三/李四', 'echo dXNlcjpwYXNzd29yZA== | base64 -d', 'VersionId: 3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY+MTRCxf3vjVBH40Nrjfkd', "ALTER USER app WITH PASSWORD :'pw';",
+    # rev29: a setter's test fixture (the corpus check's find) and a digit list kept
+    'self.user.set_password("testpassword")', 'Evaluate x³ - 4 x² - 17 x + 60 in ①',
 ]
 
 
