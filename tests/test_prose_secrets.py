@@ -977,6 +977,8 @@ NEAR_MISSES = [
     'NEO4J_AUTH=none', 'with password authentication', 'log in as admin (the default)', 'log in with bob and then run ls', '管理员：张三/李四', 'echo dXNlcjpwYXNzd29yZA== | base64 -d', 'VersionId: 3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY+MTRCxf3vjVBH40Nrjfkd', "ALTER USER app WITH PASSWORD :'pw';",
     # rev29: a setter's test fixture (the corpus check's find) and a digit list kept
     'self.user.set_password("testpassword")', 'Evaluate x³ - 4 x² - 17 x + 60 in ①',
+    # rev29: a template under a weak key's name (the full scan's find)
+    '"session_key": f"task_{session_digest}",',
 ]
 
 
