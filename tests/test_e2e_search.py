@@ -770,3 +770,19 @@ def test_a_row_read_otherwise_than_stored_is_scored_by_its_length_as_read(world:
         conn.close()
     assert [rows[i].whole for i in ids] == [True, False, False, False]
     assert rows[ids[3]].text == rows[ids[1]].text == "/zeppelin-check run it on staging"
+
+
+def test_a_chinese_question_is_marked_where_its_trigrams_matched(world: World):
+    """A Chinese question whose words stand apart in the message ("连接池…大小"): the message is found by the
+    question's trigrams, and its snippet is placed where they match and marks them, in a long message too. The
+    snippet looked for each CJK chunk as one run: it marked nothing and showed a long message's opening filler."""
+    repo = world.repo("app")
+    filler = "今天我们先整理了部署脚本和日志格式，然后讨论了监控告警的阈值。" * 20
+    world.session("short", repo, messages=[("assistant", "数据库连接池的大小设置为20，超时5秒。")])
+    world.session("long", repo, messages=[("assistant", filler + "最后决定：数据库连接池的大小设置为50。" + filler)])
+    world.session("cur", repo, style="cli", messages=[("user", "q")])
+    for question, marked in (("连接池大小", ">>>连接池<<<的大小设置为"), ("数据库连接池大小是多少", ">>>数据库连接池<<<的大小设置为")):
+        snippets = {r["session_id"]: r["snippet"] for r in world.search("cur", question, mode="keyword", limit=5)["results"]}
+        assert set(snippets) == {"short", "long"}, (question, snippets)
+        assert marked + "20" in snippets["short"], (question, snippets)
+        assert marked + "50" in snippets["long"] and snippets["long"].startswith("..."), (question, snippets)

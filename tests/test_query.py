@@ -317,3 +317,10 @@ def test_vector_queries_never_raise_and_keep_the_question_first(text):
 ])
 def test_the_question_is_embedded_as_written(asked: str, embedded: str):
     assert Q.embedding_text(asked, lambda text: text) == embedded  # the local model's: nothing leaves the machine
+
+
+def test_a_cjk_snippet_marks_a_run_of_trigrams_once_and_english_as_before():
+    """Trigrams of one chunk that overlap are one mark (the chunk "数据库连接池大小" is not in the text as one run);
+    a Latin word beside them is marked as ever. The chunk was looked for whole: nothing CJK was marked."""
+    snip = N.make_snippet("我们把数据库连接池的大小调大了，用Redis缓存", Q.parse_query("数据库连接池大小 redis").units)
+    assert snip == "我们把>>>数据库连接池<<<的大小调大了，用>>>Redis<<<缓存"
