@@ -14,7 +14,7 @@ HISTORY_NOTICE = (
 
 READ_MORE = (
     "To read around a hit, call project_history_read with session_id=<result session_id> "
-    "and message_id=<result message_id>."
+    "and message_id=<result message_id>; add query=<this search's query> to see the part of a long message that matched."
 )
 
 

@@ -17,7 +17,9 @@ from typing import Any
 
 from . import answers, errors, pages, session_rows, session_walk, store, workspace
 from .filters import Filters
+from .query import parse_query
 from .records import Scope
+from .snippet import focus
 
 MAX_AROUND = 20
 DEFAULT_AROUND = 5
@@ -29,6 +31,7 @@ RECENT_DEFAULT = 5
 RECENT_MAX = 10
 
 CUT = " [...cut]"
+CUT_BEFORE = "[cut...] "
 
 
 class NotInProject(errors.StoreError):
@@ -42,6 +45,33 @@ def _clip(text: str, budget: int) -> tuple[str, bool]:
     if len(flat) <= budget:
         return flat, False
     return flat[: max(budget - len(CUT), 0)].rstrip() + CUT, True
+
+
+def _part(flat: str, budget: int, start: int) -> tuple[str, dict[str, int]]:
+    """``budget`` characters of ``flat`` (markers included) from about ``start``: the part, and which it is
+    (``{start, end, length}``, characters of ``flat``). A part that does not start the text begins with
+    :data:`CUT_BEFORE`, one that does not end it ends with :data:`CUT`."""
+    width = max(budget - len(CUT) - len(CUT_BEFORE), 1)
+    start = max(0, min(start, len(flat) - width))
+    end = min(len(flat), start + width)
+    if start == 0:  # the part starts the text: its budget goes to the text, as a cut from the start
+        end = min(len(flat), max(budget - len(CUT), 0))
+    elif end == len(flat):
+        start = max(0, len(flat) - max(budget - len(CUT_BEFORE), 0))
+    text = (CUT_BEFORE if start else "") + flat[start:end] + (CUT if end < len(flat) else "")
+    return text, {"start": start, "end": end, "length": len(flat)}
+
+
+def _anchor_start(flat: str, budget: int, query: str, offset: int | None) -> int:
+    """Where the hit's part starts: ``offset`` when given; else where ``query``'s terms match (placed as the search's
+    snippet is); else the start."""
+    if offset is not None:
+        return offset
+    if query.strip():
+        found = focus(flat, parse_query(query).units, max(budget - len(CUT) - len(CUT_BEFORE), 1))
+        if found is not None:
+            return found
+    return 0
 
 
 LEFT_OUT = "not project history: an earlier history search or its results, or Hermes' own note to the model"
@@ -64,14 +94,18 @@ def _readable(scope: Scope, attributor: workspace.Attributor, conn: Any, target:
 def read_around(
     *, home: Path, session_id: str = "", cwd: str | None = None, target_session: str, message_id: int | None,
     before: int = DEFAULT_AROUND,
-    after: int = DEFAULT_AROUND, max_chars: int = DEFAULT_CHARS,
+    after: int = DEFAULT_AROUND, max_chars: int = DEFAULT_CHARS, query: str = "", offset: int | None = None,
 ) -> dict[str, Any]:
     """Messages of ``target_session`` around ``message_id`` (its start when ``None``), for ``session_id``'s
     conversation, or with ``cwd`` that folder's project.
 
-    Returns ``{success, session_id, link, title, project, messages: [{message_id, role, when, text, cut?,
+    The hit (``message_id``) longer than the budget is shown in part: from ``offset`` when given, else around the
+    best match of ``query``'s terms (a search's question: a long tool log's failing line), else from its start.
+
+    Returns ``{success, session_id, link, title, project, messages: [{message_id, role, when, text, cut?, part?,
     left_out?}], anchor, truncated, stopped?, notice}``: ``truncated`` when the budget cut a message or the
-    window, ``stopped`` as :data:`STOPPED`. Raises :class:`NotInProject` for a session of another project,
+    window, ``part`` (``{start, end, length}``) which characters of a cut message are shown, ``stopped`` as
+    :data:`STOPPED`. Raises :class:`NotInProject` for a session of another project,
     :class:`errors.SessionNotFound` for an unknown session or a message not in it.
     """
     before = max(0, min(MAX_AROUND, before))
@@ -103,11 +137,20 @@ def read_around(
         if budget <= 0:
             truncated = True
             break
-        text, cut = _clip(row.text, budget if row.id != anchor else max(budget, MIN_CHARS))
+        room = budget if row.id != anchor else max(budget, MIN_CHARS)
+        flat = row.text.strip()
+        part: dict[str, int] | None = None
+        if len(flat) <= room:
+            text = flat
+        elif row.id == anchor:
+            text, part = _part(flat, room, _anchor_start(flat, room, query, offset))
+        else:
+            text = _clip(flat, room)[0]
+            part = {"start": 0, "end": len(text) - len(CUT), "length": len(flat)}
         budget -= len(text)
         entry: dict[str, Any] = {"message_id": row.id, "role": row.role, "when": answers.format_when(row.timestamp), "text": text}
-        if cut:
-            entry["cut"] = True
+        if part is not None:
+            entry["cut"], entry["part"] = True, part
         if not row.text.strip():  # a recall's question or answer, a note of Hermes': its text is left out (store.fetch_messages)
             entry["left_out"] = LEFT_OUT
         kept[i] = entry

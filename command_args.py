@@ -70,6 +70,8 @@ BEFORE = Flag("--before", "N", f"messages before the hit, 0 to {browse.MAX_AROUN
 AFTER = Flag("--after", "N", f"messages after the hit, 0 to {browse.MAX_AROUND}", 0, browse.MAX_AROUND)
 MAX_CHARS = Flag("--max-chars", "N", f"a character budget, {browse.MIN_CHARS} to {browse.MAX_CHARS}",
                  browse.MIN_CHARS, browse.MAX_CHARS)
+OFFSET = Flag("--offset", "N", "show a long hit from this character on (a part's start or end)", 0, 10**9)
+READ_QUERY = Flag("--query", "WORDS", "the search's words: show the part of a long hit that matched (quote several)")
 HOME = Flag("--home", "", "out of any project (Home)")
 
 
@@ -88,7 +90,7 @@ class Grammar:
 
 SEARCH = Grammar("/history-search", "<query>", (MODE, SEARCH_LIMIT, SINCE, UNTIL, ROLE))
 RECENT = Grammar("/history-recent", "[N]", (RECENT_LIMIT, RECENT_SINCE, RECENT_UNTIL))
-READ = Grammar("/history-read", "<session id> [message id]", (BEFORE, AFTER, MAX_CHARS))
+READ = Grammar("/history-read", "<session id> [message id]", (BEFORE, AFTER, MAX_CHARS, READ_QUERY, OFFSET))
 MOVE = Grammar("/history-move", "<project name, id or slug | folder>", (HOME,))
 INDEX = Grammar("/history-index", "", ())
 
@@ -254,7 +256,7 @@ def recent_args(text: str) -> dict[str, Any]:
 
 
 def read_args(text: str) -> dict[str, Any]:
-    """``/history-read``: ``{session_id, message_id?, before?, after?, max_chars?}``; raises :class:`ArgumentError`."""
+    """``/history-read``: ``{session_id, message_id?, before?, after?, max_chars?, query?, offset?}``; raises :class:`ArgumentError`."""
     typed, values = parse(READ, text)
     words = [_unquoted(w) for w in typed]
     if not words or not words[0].strip():

@@ -57,10 +57,12 @@ SEARCH_SCHEMA: dict[str, Any] = {
 
 READ_SCHEMA: dict[str, Any] = {
     "name": READ_TOOL,
-    "description": f"Messages around a hit (this project only; before/after up to {browse.MAX_AROUND}).",
+    "description": (f"Messages around a hit (this project only; before/after up to {browse.MAX_AROUND}). query: the "
+                    "search's, to show the part of a long hit that matched; offset: a long hit's part from that character"),
     "parameters": {
         "type": "object",
-        "properties": {"session_id": _TEXT, "message_id": _INT, "before": _INT, "after": _INT},
+        "properties": {"session_id": _TEXT, "message_id": _INT, "before": _INT, "after": _INT, "query": _TEXT,
+                       "offset": _INT},
         "required": ["session_id"],
     },
 }
@@ -283,6 +285,8 @@ def handle_read(args: Any, **kwargs: Any) -> str:
             before=_int_arg(given, "before", browse.DEFAULT_AROUND, 0, browse.MAX_AROUND),
             after=_int_arg(given, "after", browse.DEFAULT_AROUND, 0, browse.MAX_AROUND),
             max_chars=_int_arg(given, "max_chars", browse.DEFAULT_CHARS, browse.MIN_CHARS, browse.MAX_CHARS),
+            query=_text_arg(given, "query", required=False) or "",
+            offset=_int_arg(given, "offset", 0, 0, 2**63 - 1) if given.get("offset") not in (None, "") else None,
         )
 
     return guarded(READ_TOOL, body)

@@ -14,7 +14,8 @@ COMMANDS_HELP = (
     ("/history-search <query> [--mode M] [--limit N] [--since WHEN] [--until WHEN] [--role R]",
      "search this project's past sessions (keywords, \"phrases\" or a question; hybrid, 5 sessions by default)"),
     ("/history-recent [N] [--limit N] [--since WHEN] [--until WHEN]", "this project's latest sessions, newest first"),
-    ("/history-read <session> [message] [--before N] [--after N] [--max-chars N]", "read the messages around a hit"),
+    ("/history-read <session> [message] [--before N] [--after N] [--max-chars N] [--query WORDS] [--offset N]",
+     "read the messages around a hit"),
     ("/history-index", "embed consented projects' messages for up to a minute, then show this project's index status"),
     ("/history-move <project | folder>", "move this conversation to a project, or a git repo's folder (--home: out of any project)"),
     ("/history-help", "this help"),
@@ -144,7 +145,10 @@ def render_read(answer: Mapping[str, Any]) -> str:
     lines = [f"{title}  {answer.get('link')}  [{project_label(answer.get('project') or {})}]", ""]
     for message in answer.get("messages") or []:
         mark = " <== the hit" if message.get("message_id") == answer.get("anchor") else ""
-        lines.append(f"--- {message.get('role')} (message {message.get('message_id')}, {message.get('when') or 'unknown time'}){mark}")
+        part = message.get("part") or {}
+        shown = f", characters {part['start']}-{part['end']} of {part['length']}" if part else ""
+        lines.append(f"--- {message.get('role')} (message {message.get('message_id')}, {message.get('when') or 'unknown time'}"
+                     f"{shown}){mark}")
         lines.append(f"(left out: {message['left_out']})" if message.get("left_out") else str(message.get("text") or ""))
     if answer.get("truncated"):
         lines.extend(["", "(cut to the character budget; ask for fewer messages or a larger --max-chars)"])

@@ -131,3 +131,13 @@ def make_snippet(text: str, units: Sequence[Unit], width: int = SNIPPET_CHARS) -
         pos = end
     parts.append(flat[pos:right])
     return ("..." if left > 0 else "") + "".join(parts) + ("..." if right < len(flat) else "")
+
+
+def focus(text: str, units: Sequence[Unit], width: int) -> int | None:
+    """Where a part of ``width`` characters of ``text`` (as given: positions are ``text``'s) best starts to show its
+    matches of ``units``, placed as a snippet is (a quarter of the width before the best window's first match);
+    ``None`` when nothing matches. Linear in the text and its matches."""
+    matches = _matches(text, units)
+    if not matches:
+        return None
+    return max(0, min(best_window(matches, width) - width // 4, len(text) - width))

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from conftest import World
 from schema30 import Schema30
-from work import measure
+from work import linear, measure, plugin_dir
 
 LAYOUTS = ("0.19", "30")
 
@@ -397,3 +397,29 @@ def test_a_session_written_beside_five_others_is_read_for_what_its_window_takes(
         costs.append([cost(hermes, monkeypatch, [call])[0] for call in (read, recent)])
     small, large = costs
     assert all(b <= 1.25 * a + 5 for a, b in zip(small, large, strict=True)), costs
+
+
+def test_reading_a_long_log_around_its_match_costs_what_the_log_costs(hermes: World, monkeypatch: pytest.MonkeyPatch):
+    """A tool log of n and 4n lines whose failing line is its last but one, read around the hit with the search's
+    query: the part shown holds the failure, and the work (the plugin's Python lines, SQLite's steps) grows with
+    the log at most linearly, never with its square (finding the match is one pass over the message)."""
+    costs = []
+    for n in (2000, 8000):
+        repo = hermes.repo(f"log{n}")
+        sid = hermes.open(f"log{n}", repo)
+        hermes.open(f"cur{n}", repo)
+        log = "".join(f"test_case_{i:05d} PASSED\n" for i in range(n)) + "FAILED test_refund_rounding\nteardown ok\n"
+        ids = write(hermes, sid, [{"role": "user", "content": "run the suite"},
+                                  {"role": "tool", "tool_name": "terminal", "content": log}])
+
+        def read(sid: str = sid, anchor: int = ids[1], asker: str = f"cur{n}") -> dict[str, Any]:
+            return hermes.call("project_history_read", {"session_id": sid, "message_id": anchor,
+                                                        "query": "test_refund_rounding"}, asker)
+
+        shown = next(m for m in read()["messages"] if m["message_id"] == ids[1])
+        assert "FAILED test_refund_rounding" in shown["text"] and shown["part"]["start"] > 0, shown["part"]
+        answer, work = measure([plugin_dir()], monkeypatch, read, plugin("store"))
+        assert answer["success"] is True, answer
+        costs.append((work.lines, work.sql))
+    (small_lines, small_sql), (large_lines, large_sql) = costs
+    assert linear(small_lines, large_lines) and linear(small_sql, large_sql), costs

@@ -218,6 +218,46 @@ def test_read_budget_cuts_and_marks(proj: World):
     assert ids_of(whole) == ids and whole["truncated"] is False
 
 
+
+def test_a_hit_deep_in_a_long_tool_log_is_read_where_it_matched(world: World):
+    """An 88 KB pytest log whose failure lies at character 86,730: the search's snippet shows it, and the read
+    asked around the hit with the search's query (as ``read_more`` says) shows the part of the log that matched,
+    saying which characters it is; ``offset`` shows a part from a character on, and the default read the log's
+    start. The read showed the first 6,000 characters (20,000 with ``max_chars``) and never the failure."""
+    repo = world.repo("app")
+    log = "".join(f"test_case_{i:05d} PASSED [{i % 100}%]\n" for i in range(3000))
+    log += "FAILED tests/test_payment.py::test_refund_rounding - AssertionError: 10.005 != 10.01\n"
+    log += "".join(f"teardown step {i} ok\n" for i in range(50))
+    world.session("s1", repo, messages=[("user", "run the test suite"), ("assistant", "running pytest"), ("tool", log),
+                                        ("assistant", "one failure in refunds")])
+    world.session("cur", repo, style="cli", messages=[("user", "q")])
+    found = world.search("cur", "test_refund_rounding", mode="keyword")
+    hit = found["results"][0]
+    assert ">>>test_refund_rounding<<<" in hit["snippet"] and "query=" in found["read_more"], found
+    flat, at = log.strip(), log.index("FAILED tests/test_payment.py")
+
+    def part(args: dict[str, Any]) -> dict[str, Any]:
+        answer = world.call(READ, {"session_id": "s1", "message_id": hit["message_id"], "before": 1, "after": 1, **args},
+                            "cur")
+        assert answer["success"] is True and answer["truncated"] is True, answer
+        return next(m for m in answer["messages"] if m["message_id"] == hit["message_id"])
+
+    matched = part({"query": "test_refund_rounding"})
+    shown = matched["part"]
+    assert shown["start"] < at and shown["end"] == shown["length"] == len(flat), shown
+    assert matched["text"] == "[cut...] " + flat[shown["start"]:] and len(matched["text"]) <= 6_000, matched["part"]
+    wide = part({"query": "refund rounding", "max_chars": 20_000})
+    assert "test_refund_rounding - AssertionError" in wide["text"] and len(wide["text"]) <= 20_000, wide["part"]
+    start = part({})
+    assert start["part"] == {"start": 0, "end": len(start["text"]) - len(" [...cut]"), "length": len(flat)}
+    assert "test_refund_rounding" not in start["text"]
+    paged = part({"offset": 30_000})
+    assert paged["part"]["start"] == 30_000 and paged["text"] == (
+        "[cut...] " + flat[30_000:paged["part"]["end"]] + " [...cut]"), paged["part"]
+    assert part({"offset": 30_000, "query": "test_refund_rounding"})["part"] == paged["part"]  # an offset is the caller's word
+    assert part({"query": "kumquat"})["part"] == start["part"]  # nothing matched: from the start
+
+
 def test_read_leaves_the_recall_tools_calls_and_results_out(proj: World):
     sid = proj.session("a_recall", proj.paths["alpha"])
     recall_call = [{"id": "call_1", "type": "function",

@@ -139,10 +139,23 @@ def test_read_flags_anywhere_and_its_words_checked(shared_repo: World):
         (f"a_ws {ws_id} extra", "unexpected word 'extra'"),
         ("a_ws --before 21", "--before must be a whole number from 0 to 20, got '21'"),
         ("a_ws --max-chars 10", "--max-chars must be a whole number from 500 to 20000"),
-        ("a_ws --mode keyword", "unknown flag --mode: /history-read takes --before, --after and --max-chars"),
+        ("a_ws --mode keyword", "unknown flag --mode: /history-read takes --before, --after, --max-chars, --query and --offset"),
+        ("a_ws --offset -1", "--offset must be a whole number from 0"),
         ("--before 2", "the session id is missing"),
     ]:
         assert_refused("history-read", text, named)
+
+
+def test_read_shows_a_long_hit_where_the_words_match_and_says_which_part(repo: World):
+    """`/history-read s m --query WORDS` shows a long message where the search's words match, `--offset N` from a
+    character on, and the heading says which characters of how many; the command read only the message's start."""
+    log = "".join(f"step {i:05d} ok\n" for i in range(4000)) + "FAILED test_refund_rounding\n"
+    repo.session("a_log", repo.paths["alpha"], messages=[("tool", log)])
+    log_id = repo.db.get_messages("a_log")[0]["id"]
+    out = slash("history-read", f'a_log {log_id} --query "refund rounding"')
+    assert "FAILED test_refund_rounding" in out and f"of {len(log.strip())})" in out, out[:300]
+    out = slash("history-read", f"a_log {log_id} --offset 1000")
+    assert "characters 1000-" in out and "FAILED" not in out, out[:300]
 
 
 def test_move_home_flag_and_refusals(shared_repo: World):
