@@ -174,12 +174,16 @@ def recent_sessions(
     *, home: Path, session_id: str = "", cwd: str | None = None, limit: int = RECENT_DEFAULT,
     filters: Filters = Filters(), cursor: str | None = None,
 ) -> dict[str, Any]:
-    """The project's sessions, most recently active first (the asking conversation left out, its compressed past too).
+    """The project's conversations, most recently active first (the asking conversation left out, its compressed
+    past too), each once at its newest session (``session_rows.recent_conversations``): a conversation compressed
+    six times is one entry, not six pushing the others off the page.
 
-    ``filters``' dates keep sessions active in that window; roles are not used. With ``cwd`` the project is
-    that folder's and every session is listed. Returns ``{success, project, sessions: [{session_id, link,
-    title, started, last_active, messages, first_user, last_assistant, source}], sessions_in_scope, message?,
-    next_cursor?, notice}``. Raises :class:`errors.StoreError` (no state.db, unknown session, a bad cursor).
+    ``filters``' dates keep conversations active in that window; roles are not used. With ``cwd`` the project is
+    that folder's and every conversation is listed. Returns ``{success, project, sessions: [{session_id, link,
+    title, started, last_active, messages, sessions, first_user, last_assistant, source}], sessions_in_scope,
+    conversations_in_scope, message?, next_cursor?, notice}``: ``session_id`` the conversation's newest session,
+    ``started``, ``messages`` and ``sessions`` the conversation's, the previews its newest session's. Raises
+    :class:`errors.StoreError` (no state.db, unknown session, a bad cursor).
     """
     limit = max(1, min(RECENT_MAX, limit))
     conn = store.open_state_db(home)
@@ -188,7 +192,8 @@ def recent_sessions(
         key = pages.search_key(query="\x00recent", mode="recent", scope=dataclasses.replace(scope, filters=filters),
                                 anchor=session_id if cwd is None else f"cwd:{cwd}")
         page = pages.read_cursor(cursor, key) if cursor else pages.Page(0, filters.since, filters.until)
-        base: dict[str, Any] = {"success": True, "project": scope.project.to_json(), "sessions": [], "sessions_in_scope": scope.in_project}
+        base: dict[str, Any] = {"success": True, "project": scope.project.to_json(), "sessions": [],
+                                "sessions_in_scope": scope.in_project, "conversations_in_scope": 0}
         if scope.project.is_home:
             base["message"] = answers.no_project_message(scope.current, cwd)
             return base
@@ -197,8 +202,9 @@ def recent_sessions(
         if scope.current is not None:  # "where did we leave off?" asks of other conversations: not this one's past
             own = session_rows.lineage_ids(conn, scope.current.id)
             others = tuple(sid for sid in others if sid not in own)
-        listed = session_rows.recent_sessions(conn, others, since=page.since, until=page.until, offset=page.offset,
-                                       limit=limit + 1) if limit else []
+        listed, base["conversations_in_scope"] = session_rows.recent_conversations(
+            conn, others, since=page.since, until=page.until, offset=page.offset, limit=limit + 1)
+        listed = listed if limit else []
         previews = session_rows.session_previews(conn, [s.id for s in listed[:limit]])
     finally:
         conn.close()
@@ -212,6 +218,7 @@ def recent_sessions(
             "started": answers.format_when(entry.started_at),
             "last_active": answers.format_when(entry.last_active),
             "messages": entry.message_count,
+            "sessions": entry.segments,
             "first_user": _clip(first, PREVIEW_CHARS)[0] or None,
             "last_assistant": _clip(last, PREVIEW_CHARS)[0] or None,
             "source": entry.source,

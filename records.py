@@ -58,7 +58,8 @@ class SessionDetails:
 
 @dataclass(frozen=True)
 class RecentSession:
-    """One session of a listing, most recently active first."""
+    """One entry of a listing, most recently active first: a session, or a conversation at its newest session with
+    the conversation's start and messages (``segments`` sessions)."""
 
     id: str
     title: str | None
@@ -66,6 +67,7 @@ class RecentSession:
     last_active: float | None  # the newest message's time (the start when it has none)
     message_count: int
     source: str
+    segments: int = 1  # the sessions of its conversation (a compression's continuations) listed as this one
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,7 @@ def render_search(answer: Mapping[str, Any], *, cwd: str | None) -> str:
 
 
 def render_recent(answer: Mapping[str, Any], *, cwd: str | None) -> str:
-    """The project's latest sessions (``browse.recent_sessions``), numbered, newest first."""
+    """The project's latest conversations (``browse.recent_sessions``), numbered, newest first."""
     if not answer.get("success"):
         return error_text("history recent", answer)
     lines = [scope_line(cwd, answer.get("project") or {}), ""]
@@ -125,8 +125,9 @@ def render_recent(answer: Mapping[str, Any], *, cwd: str | None) -> str:
         lines.append(str(answer.get("message") or "No sessions."))
     for number, row in enumerate(sessions, start=1):
         title = row.get("title") or "(untitled session)"
+        parts = f" in {row['sessions']} sessions (compressed)" if (row.get("sessions") or 1) > 1 else ""
         lines.append(f"{number}. {title}  [{row.get('last_active') or row.get('started') or 'unknown time'}, "
-                     f"{row.get('messages')} message(s), {row.get('source')}]")
+                     f"{row.get('messages')} message(s){parts}, {row.get('source')}]")
         if row.get("first_user"):
             lines.append(f"   asked: {row['first_user']}")
         if row.get("last_assistant"):

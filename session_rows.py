@@ -7,6 +7,7 @@ query up its chain, whose cost never grows with other sessions'. Every value is 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
@@ -302,6 +303,75 @@ def session_details(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, S
     """``{id: SessionDetails}`` for the sessions of ``ids`` that exist."""
     sql = "SELECT id, title, started_at, source FROM sessions WHERE id IN (SELECT value FROM json_each(?))"
     return {r[0]: SessionDetails(r[1], r[2], r[3] or "") for r in conn.execute(sql, (json.dumps(list(ids)),))}
+
+
+# A branch (``/branch``): a conversation of its own, though its parent may have ended at a compression since.
+_BRANCH_CHILD = (
+    "(s.model_config LIKE '%\\_branched\\_from%' ESCAPE '\\' AND CASE WHEN json_valid(s.model_config) "
+    "THEN json_extract(s.model_config, '$._branched_from') IS NOT NULL ELSE 0 END)"
+)
+
+# Of the sessions ``:ids``, each one's compression predecessor ('' for none: its parent did not end at a compression,
+# or it is a branch), start, message count and title. A reset's parent ends otherwise ('session_reset', ...).
+_SEGMENTS_SQL = f"""
+SELECT s.id, CASE WHEN p.end_reason = 'compression' AND NOT {_BRANCH_CHILD} THEN p.id ELSE '' END,
+       s.started_at, COALESCE(s.message_count, 0), s.title
+FROM sessions s LEFT JOIN sessions p ON p.id = s.parent_session_id
+WHERE s.id IN (SELECT value FROM json_each(:ids)){{hidden}}
+"""
+
+
+def recent_conversations(
+    conn: sqlite3.Connection, session_ids: Sequence[str], *, since: float | None, until: float | None, offset: int, limit: int
+) -> tuple[list[RecentSession], int]:
+    """Of the conversations of ``session_ids``, the ``limit`` most recently active from ``offset`` on, newest first,
+    and how many there are in the window.
+
+    A conversation is a session and its compression continuations among ``session_ids`` (as Hermes' own listing
+    follows one to its live tip; a branch and a reset's child are conversations of their own). It is listed at its
+    most recently active newest session (one no continuation in ``session_ids`` follows), with the conversation's
+    start, messages, and the title of its newest titled session. It is active in ``[since, until)`` when it
+    started before ``until`` and its last activity is at or after ``since``. Only the newest sessions' activity is
+    read (a compressed session's messages all precede its continuation's): the cost grows with the conversations,
+    not with how often they were compressed.
+    """
+    ids = list(dict.fromkeys(session_ids))
+    hidden = " AND s.hidden = 0" if store.layout_of(conn).hidden_sessions else ""  # hidden from Hermes' listing (0.21)
+    rows = {str(r[0]): r for r in conn.execute(_SEGMENTS_SQL.format(hidden=hidden), {"ids": json.dumps(ids)})}
+    parent = {sid: str(r[1]) for sid, r in rows.items() if r[1] and str(r[1]) in rows}
+    root_of: dict[str, str] = {}
+    for sid in rows:
+        path: dict[str, None] = {}  # a dict: a long chain is walked once, in order
+        node = sid
+        while node not in root_of and node in parent and node not in path:
+            path[node] = None
+            node = parent[node]
+        root = root_of.get(node, node)
+        for passed in path:
+            root_of[passed] = root
+        root_of.setdefault(sid, root)
+    members: dict[str, list[str]] = {}
+    for sid in rows:
+        members.setdefault(root_of[sid], []).append(sid)
+    followed = set(parent.values())
+    out: list[RecentSession] = []
+    for tip in recent_sessions(conn, [sid for sid in rows if sid not in followed], since=None, until=None, offset=0,
+                               limit=len(rows)):
+        root = root_of[tip.id]
+        group = members.pop(root, None)
+        if group is None:  # a newer tip of the conversation came first
+            continue
+        started = min((rows[sid][2] for sid in group if rows[sid][2] is not None), default=tip.started_at)
+        if (until is not None and (started is None or started >= until)) or (
+                since is not None and (tip.last_active is None or tip.last_active < since)):
+            continue
+        title, node = tip.title, tip.id
+        while not title and node in parent:
+            node = parent[node]
+            title = rows[node][4]
+        out.append(dataclasses.replace(tip, title=title, started_at=started, segments=len(group),
+                                       message_count=sum(int(rows[sid][3] or 0) for sid in group)))
+    return out[offset: offset + limit], len(out)
 
 
 def recent_sessions(

@@ -423,3 +423,42 @@ def test_reading_a_long_log_around_its_match_costs_what_the_log_costs(hermes: Wo
         costs.append((work.lines, work.sql))
     (small_lines, small_sql), (large_lines, large_sql) = costs
     assert linear(small_lines, large_lines) and linear(small_sql, large_sql), costs
+
+
+def test_the_recent_list_of_a_long_compressed_conversation_reads_its_sessions_rows_only(hermes: World,
+                                                                                        monkeypatch: pytest.MonkeyPatch):
+    """One conversation compressed 80 or 320 times, beside four other sessions: the list shows it once, at its
+    newest session, with that session's previews. Only the newest sessions' activity and messages are read (a
+    compressed session's messages all precede its continuation's); of the others, their rows once (which session
+    follows which): under 75 SQLite steps a session, the census's reads included. Listing each session read the
+    activity of all of them, about 200 steps a session, and showed five of the conversation's sessions."""
+    costs = []
+    for n in (80, 320):
+        repo = hermes.repo(f"chain{n}")
+        for i in range(4):
+            write(hermes, hermes.open(f"side{n}_{i}", repo), [{"role": "user", "content": f"side task {i}"}])
+        first = hermes.open(f"c{n}_0", repo)
+        write(hermes, first, [{"role": "user", "content": "migrate billing"}, {"role": "assistant", "content": "plan"}])
+        conn = sqlite3.connect(hermes.home / "state.db")
+        with conn:  # each compression: the session ends, its continuation starts and is written in
+            for k in range(1, n + 1):
+                hermes.clock += 1
+                conn.execute("UPDATE sessions SET end_reason = 'compression', ended_at = ? WHERE id = ?",
+                             (hermes.clock, f"c{n}_{k - 1}"))
+                conn.execute("INSERT INTO sessions (id, source, started_at, parent_session_id, message_count) "
+                             "VALUES (?, 'cli', ?, ?, 2)", (f"c{n}_{k}", hermes.clock, f"c{n}_{k - 1}"))
+                for role, text in (("user", f"step {k}"), ("assistant", f"done {k}")):
+                    hermes.clock += 1
+                    conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)",
+                                 (f"c{n}_{k}", role, text, hermes.clock))
+        conn.close()
+        hermes.open(f"cur{n}", repo)
+
+        def recent(asker: str = f"cur{n}") -> dict[str, Any]:
+            return hermes.call("project_history_recent", {}, asker)
+
+        listed = recent()["sessions"]
+        assert [s["session_id"] for s in listed] == [f"c{n}_{n}", *(f"side{n}_{i}" for i in (3, 2, 1, 0))], listed
+        assert listed[0]["sessions"] == n + 1 and listed[0]["last_assistant"] == f"done {n}", listed[0]
+        costs.append(cost(hermes, monkeypatch, [recent])[0])
+    assert costs[1] - costs[0] <= 0.75 * (320 - 80), costs  # hundreds of steps: under 75 a session

@@ -545,6 +545,49 @@ def test_recent_bad_arguments(shared_recent: World, args: dict[str, Any], code: 
     assert answer["success"] is False and answer["code"] == code, answer
 
 
+def test_recent_lists_a_compressed_conversation_once_at_its_newest_session(world: World):
+    """A conversation compressed six times is one entry, at its newest session, with the conversation's start, last
+    activity and messages (``sessions``: 7) and its newest session's previews, as Hermes' own listing shows it;
+    ``conversations_in_scope`` counts conversations. A branch of it is a conversation of its own. The list showed
+    each of the seven sessions ('x7', 'x6', ...), which filled the page and pushed the other sessions off it."""
+    now, alpha, db = time.time(), world.repo("alpha"), world.db
+
+    def at(k: int) -> float:  # when the conversation's k-th session started: a day apart, the last an hour ago
+        return now - (7 - k) * DAY - 3600
+
+    world.session("x1", alpha, style="cli")
+    db.append_message("x1", "user", "Let's migrate the billing service to Postgres 16", timestamp=at(1))
+    db.append_message("x1", "assistant", "Plan: dump, restore, switch reads", timestamp=at(1) + 60)
+    for k in range(2, 8):
+        world.continuation(f"x{k - 1}", f"x{k}")
+        db.append_message(f"x{k}", "user", f"[CONTEXT COMPACTION — REFERENCE ONLY] Summary of part {k - 1}.",
+                          timestamp=at(k))
+        db.append_message(f"x{k}", "user", f"billing migration step {k}", timestamp=at(k) + 10)
+        db.append_message(f"x{k}", "assistant", f"step {k} done", timestamp=at(k) + 20)
+    world.session("br", None, parent="x3", model_config={"_branched_from": "x3"})
+    db.append_message("br", "user", "what if we used logical replication instead?", timestamp=at(4) + 100)
+    for i in range(4):  # older than all of it
+        world.session(f"o{i}", alpha, style="cli")
+        db.append_message(f"o{i}", "user", f"side task {i}", timestamp=at(1) - (1 + i) * 3600)
+    world.session("cur", alpha, style="cli", messages=[("user", "where did we leave off?")])
+    for k in range(1, 8):
+        started(world, f"x{k}", at(k) - 1)
+    answer = world.call(RECENT, {}, "cur")
+    assert [r["session_id"] for r in answer["sessions"]] == ["x7", "br", "o0", "o1", "o2"], answer
+    assert answer["conversations_in_scope"] == 6 and answer["next_cursor"], answer
+    x = answer["sessions"][0]
+    assert (x["sessions"], x["messages"], x["started"]) == (7, 2 + 6 * 3, fmt(at(1) - 1)), x
+    assert x["last_active"] == fmt(at(7) + 20), x
+    assert (x["first_user"], x["last_assistant"]) == ("billing migration step 7", "step 7 done"), x
+    assert answer["sessions"][1]["sessions"] == 1
+    assert [sid for page in pages(world, {"limit": 2}) for sid in page] == ["x7", "br", "o0", "o1", "o2", "o3"]
+    week = world.call(RECENT, {"since": "2d"}, "cur")  # its first session is 6 days old: still active
+    assert [r["session_id"] for r in week["sessions"]] == ["x7"] and week["conversations_in_scope"] == 1, week
+    day = dt.date.fromtimestamp(at(1)).isoformat()
+    old = world.call(RECENT, {"until": day}, "cur")  # started by then (its newest session later): listed at it
+    assert [r["session_id"] for r in old["sessions"]] == ["x7"] and old["conversations_in_scope"] == 1, old
+
+
 def _many(world: World) -> World:
     """56 past sessions in alpha, each active at its own minute, and the asker."""
     alpha = world.repo("alpha")
