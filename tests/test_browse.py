@@ -545,7 +545,7 @@ def test_recent_bad_arguments(shared_recent: World, args: dict[str, Any], code: 
     assert answer["success"] is False and answer["code"] == code, answer
 
 
-def test_recent_lists_a_compressed_conversation_once_at_its_newest_session(world: World):
+def test_recent_lists_a_compressed_conversation_once_at_its_newest_session(world: World, monkeypatch: pytest.MonkeyPatch):
     """A conversation compressed six times is one entry, at its newest session, with the conversation's start, last
     activity and messages (``sessions``: 7) and its newest session's previews, as Hermes' own listing shows it;
     ``conversations_in_scope`` counts conversations. A branch of it is a conversation of its own. The list showed
@@ -586,6 +586,11 @@ def test_recent_lists_a_compressed_conversation_once_at_its_newest_session(world
     day = dt.date.fromtimestamp(at(1)).isoformat()
     old = world.call(RECENT, {"until": day}, "cur")  # started by then (its newest session later): listed at it
     assert [r["session_id"] for r in old["sessions"]] == ["x7"] and old["conversations_in_scope"] == 1, old
+    monkeypatch.chdir(alpha)  # /history-recent where Hermes names no conversation: the folder's project
+    from test_cli_commands import slash
+
+    listed = slash("history-recent")
+    assert listed.count("@session:x") == 1 and "20 message(s) in 7 sessions (compressed)" in listed, listed
 
 
 def _many(world: World) -> World:
