@@ -42,6 +42,9 @@ so its "first" and "later" rows time the same call; a call of it slower than
    written straight into Chinese) and ``redistribute``; keyword search
    ``redis`` finds the repo's decision written the same way (the look-up of
    words inside CJK text, bounded by fixed budgets).
+11. ``logs``: one session of n matching 100 KB progress-bar logs (``logs``'s docstring).
+12. ``builds``: n sessions of three 50 KB build logs full of ``unused variable``;
+   keyword search ``unused variable`` (long candidates scored in their ends).
 
 Our search is ``search.search_history(mode="keyword", limit=3)``: the tool's
 path minus JSON. Every answer is checked (the expected sessions, nothing of
@@ -351,6 +354,23 @@ def logs(b: Bench, size: int) -> list[Call]:
                  b.builtin(h, "cur", "pelican"), ok)]
 
 
+def builds(b: Bench, size: int) -> list[Call]:
+    """``size`` sessions, each with three 50 KB build logs (Hermes' default cap on a terminal's output) full of the
+    query's words: the candidates are the logs of 200 sessions at most, each scored in its ends
+    (``ranking.SAMPLED_OVER``). Keyword search ``unused variable`` from another session of the repo."""
+    h = b.new_home(f"builds{size}")
+    repo = h.repo("ci")
+    line = "src/module_{i}.c:42: warning: unused variable 'tmp' [-Wunused-variable]\n"
+    log = "".join(line.format(i=i) for i in range(50 * 1024 // len(line)))
+    for i in range(size):
+        h.session(f"b{i}", repo, messages=[("user", "build it")])
+        for k in range(3):
+            h.say(f"b{i}", "tool", log + f" run {k}", tool_name="terminal")
+    h.session("cur", repo, messages=[("user", "hi")])
+    return [Call("keyword search 'unused variable'", b.search(h, "cur", "unused variable"),
+                 b.builtin(h, "cur", "unused variable"), found_in(lambda s: s.startswith("b"), at_least=3))]
+
+
 def words_text(kb: int, rng: random.Random) -> str:
     out, size = [], 0
     while size < kb * 1024:
@@ -528,6 +548,7 @@ DIMENSIONS = {d.key: d for d in (
     Dimension("glued", "a word run into CJK text (n messages of another project holding it)", 2000, "messages", glued),
     Dimension("logs", "matching tool logs of one session (n logs of 100 KB, progress bars, no CJK text)", 24, "logs",
               logs),
+    Dimension("builds", "sessions of matching build logs (n sessions of three 50 KB logs)", 50, "sessions", builds),
 )}
 
 
