@@ -151,22 +151,21 @@ def _secret_data(text: str, redacted: str) -> str:
 def _base64_login(token: str) -> bool:
     """Whether ``token`` is base64 of ``user:password`` whose password reads as one whatever surrounds it
     (:func:`prose_secrets.reads_strongly`): a Basic credential pasted without its header."""
-    if len(token) % 4:
-        return False
-    try:
-        plain = base64.b64decode(token, validate=True).decode("ascii")
-    except (binascii.Error, ValueError):
-        return False
-    login = LOGIN.fullmatch(plain)
+    login = LOGIN.fullmatch(_decoded(token, "ascii") or "")
     return login is not None and prose_secrets.reads_strongly(login["pw"])
 
 
 def _decodes_to_text(value: str) -> bool:
     """Whether ``value`` is base64 of 4+ characters of printable text."""
-    if len(value) % 4:
-        return False
-    try:
-        plain = base64.b64decode(value, validate=True).decode("utf-8")
-    except (binascii.Error, ValueError):
-        return False
+    plain = _decoded(value, "utf-8") or ""
     return len(plain) >= 4 and all(c.isprintable() or c in "\r\n\t" for c in plain)
+
+
+def _decoded(value: str, encoding: str) -> str | None:
+    """``value`` decoded from strict base64 as text in ``encoding``; ``None`` when it is not that."""
+    if len(value) % 4:
+        return None
+    try:
+        return base64.b64decode(value, validate=True).decode(encoding)
+    except (binascii.Error, ValueError):
+        return None

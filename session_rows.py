@@ -11,7 +11,7 @@ import dataclasses
 import json
 import os
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -266,18 +266,25 @@ def conversation_roots(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str
     continuations, branches, delegates), not across a reset. One recursive query; linear in the sessions it passes
     (a chain's sessions are read once, however many of them are asked)."""
     parents = {str(r[0]): str(r[1]) for r in conn.execute(_UP_SQL, {"ids": json.dumps(list(ids))})}
+    roots = _roots({sid: parent for sid, parent in parents.items() if parent}, ids)
+    return {sid: roots[sid] for sid in ids}
+
+
+def _roots(parent: Mapping[str, str], ids: Iterable[str]) -> dict[str, str]:
+    """``{id: the last session up its parent links}`` for ``ids`` and every session passed (``parent``: session ->
+    its parent); a cycle ends a walk. Linear: a chain's sessions are walked once, however many of them are asked."""
     roots: dict[str, str] = {}
     for sid in ids:
         path: dict[str, None] = {}  # the sessions walked, in order (a dict: a deep chain is walked in linear time)
         node = sid
-        while node not in roots and parents.get(node) and node not in path:
+        while node not in roots and node in parent and node not in path:
             path[node] = None
-            node = parents[node]
+            node = parent[node]
         root = roots.get(node, node)
         for passed in path:
             roots[passed] = root
         roots.setdefault(sid, root)
-    return {sid: roots[sid] for sid in ids}
+    return roots
 
 
 def lineage_ids(conn: sqlite3.Connection, session_id: str, *, in_context: bool = False) -> set[str]:
@@ -339,17 +346,7 @@ def recent_conversations(
     hidden = " AND s.hidden = 0" if store.layout_of(conn).hidden_sessions else ""  # hidden from Hermes' listing (0.21)
     rows = {str(r[0]): r for r in conn.execute(_SEGMENTS_SQL.format(hidden=hidden), {"ids": json.dumps(ids)})}
     parent = {sid: str(r[1]) for sid, r in rows.items() if r[1] and str(r[1]) in rows}
-    root_of: dict[str, str] = {}
-    for sid in rows:
-        path: dict[str, None] = {}  # a dict: a long chain is walked once, in order
-        node = sid
-        while node not in root_of and node in parent and node not in path:
-            path[node] = None
-            node = parent[node]
-        root = root_of.get(node, node)
-        for passed in path:
-            root_of[passed] = root
-        root_of.setdefault(sid, root)
+    root_of = _roots(parent, rows)
     members: dict[str, list[str]] = {}
     for sid in rows:
         members.setdefault(root_of[sid], []).append(sid)
