@@ -250,9 +250,11 @@ _PROMPT_FOLDER = re.compile(r"^User home directory: [^\n]*\nCurrent working dire
 
 
 def prompt_folder(prompt: object) -> str | None:
-    """The working directory the system prompt ``prompt`` names (its last environment block); ``None`` when none."""
-    found = [m.group(1).strip() for m in _PROMPT_FOLDER.finditer(prompt)] if isinstance(prompt, str) else []
-    return found[-1] if found and found[-1] else None
+    """The working directory the system prompt ``prompt`` names: its first environment block, which Hermes writes
+    before the project's context files (AGENTS.md, a repository's to write) and memory (``agent/system_prompt.py``);
+    ``None`` when none."""
+    found = _PROMPT_FOLDER.search(prompt) if isinstance(prompt, str) else None
+    return (found.group(1).strip() or None) if found else None
 
 
 #: Drive-letter and UNC paths, which compare case-insensitively.

@@ -237,13 +237,15 @@ def context_copies_sql(scope: Scope) -> tuple[str, list[Any]]:
     """``(condition, params)`` true of a row (``messages`` as ``m``) of the asking conversation's past
     (``scope.past``) that a live row of the asking session repeats, role and text (the question asked now, or a turn a
     compaction carried forward with a new time): still the conversation's context, not history to find. User and
-    assistant rows only, the live ones read through Hermes' (session, active) index; ``("0", [])`` when the scope
-    searches none of its past."""
+    assistant rows with text only (a turn that only called tools has none), the live ones read through Hermes'
+    (session, active) index; ``("0", [])`` when the scope searches none of its past. The same text pasted again
+    after a compaction repeats its earlier copy too, which is then left out."""
     if not scope.past or scope.current is None:
         return "0", []
     return ("(m.session_id IN (SELECT value FROM json_each(?)) AND m.role IN ('user', 'assistant')"
-            " AND EXISTS (SELECT 1 FROM messages l WHERE l.session_id = ? AND l.active = 1 AND l.role = m.role"
-            " AND l.content = m.content))", [json.dumps(list(scope.past)), scope.current.id])
+            " AND COALESCE(m.content, '') != '' AND EXISTS (SELECT 1 FROM messages l WHERE l.session_id = ?"
+            " AND l.active = 1 AND l.role = m.role AND l.content = m.content AND l.tool_calls IS m.tool_calls))",
+            [json.dumps(list(scope.past)), scope.current.id])
 
 
 def context_copies(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[int]:

@@ -141,3 +141,17 @@ def test_the_question_asked_is_not_found_in_the_conversation_s_own_past(world: W
     answer = world.search("C", question, mode="keyword", limit=5)
     assert result_sessions(answer)[:1] == ["R"], answer
     assert result_sessions(world.search("C", "brokers three hosts", mode="keyword")) == ["P"]
+
+
+def test_a_turn_that_only_called_tools_is_no_copy_of_another(world: World):
+    """Hermes stores an assistant turn that only calls tools with no text: the past's calls are history still,
+    whatever live turn only calls a tool too (the hostile review's t_empty_toolcall.py)."""
+    call = [{"name": "terminal", "arguments": "{\"command\": \"kubectl rollout restart deploy/quokka-api -n prod\"}"}]
+    world.session("C", world.repo("calls"), style="cli", messages=[("user", "the api pods are stuck, please fix")])
+    world.say("C", "assistant", "", tool_calls=call)
+    world.say("C", "tool", "deployment.apps restarted", tool_call_id="t1")
+    world.db.archive_and_compact("C", [{"role": "user", "content": "[CONTEXT COMPACTION \u2014 REFERENCE ONLY] api pods fixed."}])
+    world.say("C", "user", "what did you run to fix the api pods?")
+    world.say("C", "assistant", "", tool_calls=[{"name": "read_file", "arguments": "{\"path\": \"README.md\"}"}])
+    answer = world.search("C", "kubectl rollout restart quokka-api", mode="keyword", limit=5)
+    assert result_sessions(answer) == ["C"], answer
