@@ -106,19 +106,31 @@ class Scorer:
 
         A text longer than :data:`SAMPLED_OVER` characters (a tool log) is counted in its first and last
         ``SAMPLED_OVER // 2``, its counts scaled to its length: a long text's BM25 is the density of its matches,
-        which its ends tell, and counting every match of a few hundred whole logs takes seconds. A text whose ends
-        match no term is counted whole."""
+        which its ends tell, and counting every match of a few hundred whole logs takes seconds. A text is counted
+        whole when its ends match no term, or when a term they miss lies in its middle (a look for the term's
+        characters, in C: the rare word of a question in one line of a long log counts as it should)."""
         if len(text) > SAMPLED_OVER:
             ends = _ends(text, SAMPLED_OVER // 2)
             counted = [self._counts(part) for part in ends]
             words, grams = (_added(c[k] for c in counted) for k in (0, 1))
-            if words or grams:
+            if (words or grams) and not self._in_middle(text, {*words, *grams}):
                 scale = len(text) / sum(len(part) for part in ends)
                 if lengths[0] is None:
                     lengths = (round(sum(len(unicode61.tokens(part)) for part in ends) * scale), lengths[1])
                 return self._bm25(words, grams, lengths, text, scale)
         words, grams = self._counts(text)
         return self._bm25(words, grams, lengths, text, 1.0)
+
+    def _in_middle(self, text: str, counted: set[int]) -> bool:
+        """Whether a term not in ``counted`` (term indices) may be in ``text``: its characters are there (a word's
+        form, every token of a phrase, a gram), boundaries not looked at."""
+        missing = [term for i, term in enumerate(self.terms) if i not in counted]
+        if not missing:
+            return False
+        folded, lowered = unicode61.comparable(text), text.lower()
+        return any((term.forms[0] in lowered) if term.kind == "gram" else
+                   all(form in folded for form in term.forms) if term.kind == "phrase" else
+                   any(form in folded for form in term.forms) for term in missing)
 
     def _counts(self, text: str) -> tuple[dict[int, int], dict[int, int]]:
         """``(word and phrase counts, gram counts)`` in ``text``, by term index (only terms that match)."""

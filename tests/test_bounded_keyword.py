@@ -218,7 +218,8 @@ def test_candidates_that_are_long_logs_are_scored_by_their_ends(world: World, mo
 
 def test_a_long_text_is_scored_by_the_density_of_its_matches_and_never_missed():
     """A long log's sampled score is within 2 % of its whole count when its matches are spread through it; one whose
-    only match lies in its middle is counted whole, so a candidate the index found is never scored as no match."""
+    only match lies in its middle is counted whole, so a candidate the index found is never scored as no match, and so
+    is one whose ends miss a term its middle holds (the hostile review's t_scorer_unit.py)."""
     ranking = plugin("ranking")
     terms = (ranking.Term("word", ("unused",), 50), ranking.Term("word", ("variable",), 80))
     scorer = ranking.Scorer(terms, ranking.Stats(1000, 40.0), ranking.Stats(1000, 120.0))
@@ -235,6 +236,12 @@ def test_a_long_text_is_scored_by_the_density_of_its_matches_and_never_missed():
         patch.setattr(ranking, "SAMPLED_OVER", 10**9)
         exact = scorer.parts(middle)
     assert exact and scorer.parts(middle) == exact
+    # One term at the ends, the question's other only in the middle (the rare word of one failing line): counted whole.
+    split = "unused " + "filler " * 10_000 + "one variable here " + "filler " * 10_000 + "unused"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ranking, "SAMPLED_OVER", 10**9)
+        exact = scorer.parts(split)
+    assert set(exact) == {0, 1} and scorer.parts(split) == exact
 
 
 @settings(max_examples=200, deadline=None)
