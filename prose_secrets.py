@@ -38,6 +38,9 @@ LABELLED_CODE = re.compile(
     r"\\*+[\"'\[(（「]?)"
     r"(?=(?P<value>[A-Za-z0-9][A-Za-z0-9,; \t\r\n\[\]-]{0,200}+))"
 )
+#: The labels of :data:`LABELLED_CODE` that name a licence or product key, whose codes hold letters.
+LICENCE_LABEL = re.compile(r"(?i)激活码|激活碼|序列号|序列號|注册码|註冊碼|产品密钥|產品金鑰|ライセンスキー|プロダクトキー"
+                           r"|(?:license|licence|product|activation)[ _-]key")
 #: What separates two codes of a :data:`LABELLED_CODE` value: commas, spaces, line breaks, brackets, a list's bullet.
 CODE_SEPARATOR = re.compile(r"((?:[,;\s\[\]]|(?<!\S)-(?!\S))++)")
 #: The signs and verbs a bare ``pin`` needs before its code.
@@ -294,8 +297,11 @@ def _codes(text: str, redacted: str) -> str:
             continue
         pieces = CODE_SEPARATOR.split(m.group("value"))  # codes at even places, what separates them at odd ones
         share = m.group("label") in ("提取码", "提取碼")  # a cloud drive's share code: 4 letters and digits (x7k2)
+        # A licence key has letters: digits alone after 序列号 or "product key" are a sequence number, a table's key.
+        licence = LICENCE_LABEL.fullmatch(m.group("label")) is not None
         taken = 0
-        while taken < len(pieces) and (taken % 2 or _is_code(pieces[taken]) or (share and SHARE_CODE.fullmatch(pieces[taken]))):
+        while taken < len(pieces) and (taken % 2 or (_is_code(pieces[taken]) and not (licence and pieces[taken].isdigit()))
+                                       or (share and SHARE_CODE.fullmatch(pieces[taken]))):
             taken += 1
         if taken:
             out += [text[done : m.end()], *(redacted if i % 2 == 0 else piece for i, piece in enumerate(pieces[:taken]))]
@@ -331,5 +337,9 @@ def _named_in_prose(m: re.Match[str], redacted: str) -> str:
     strong = (m.re is PASSWORD_WITH and any(map(str.islower, value)) and any(map(str.isupper, value))
               and not STRONG_SYMBOLS.isdisjoint(value))
     if not (reads_as_password(value, redacted) and (re.search(r"\d", value) or strong)):
+        return m.group()
+    # ``log in with Keycloak and OAuth2.1``, ``connect with grpc and HTTP/2``: after "and", a name reads as a
+    # product's or protocol's unless it reads as a password whatever surrounds it.
+    if m.re is LOGIN_IN_PROSE and re.search(r"[ \t]and[ \t]", m.string[m.start() : m.start("value")]) and not reads_strongly(value):
         return m.group()
     return patterns.replace_group(m, "value", redacted, len(value))

@@ -376,8 +376,11 @@ def _assigned_secret(name: str, value: str, text: str, end: int, bare: bool, pro
             # db-credentials), not a literal (password=secret, password: super-secret)
         if len(value) < _MIN_SECRET:
             return False
-    if kind == "weak" and (not re.search(r"[^A-Za-z_.-]", value) or re.search(r"\{\w{1,40}+\}", value)):
-        return False  # a setting (auth=basic, credentials: 'same-origin') or a template (f"task_{digest}"), not a credential
+    if kind == "weak" and (not re.search(r"[^A-Za-z_.-]", value) or re.search(r"\{\w{0,40}+\}|%[sd]", value)
+                           or re.fullmatch(r"[a-z]{2,12}+(?::[\w.-]{1,40}+){1,4}+", value)):
+        # a setting (auth=basic, credentials: 'same-origin'), a template (f"task_{digest}", "sess:{}", "sess:%s") or a
+        # namespaced cache key ('cart:v2:items'), not a credential
+        return False
     segments = _name_segments(name)
     login = re.fullmatch(r"[\w.@-]{1,64}+/(?P<pw>[^/\s]{6,200}+)", value) if segments[-1] == "auth" else None
     if login and prose_secrets.reads_as_password(login["pw"], REDACTED):

@@ -551,6 +551,8 @@ SENT_BEFORE = [
     ('NEO4J_AUTH=neo4j/Password123', 'Password123'), ('with password Tq!vRmXs', 'Tq!vRmXs'), ('log in with bob and Tq7!vRm2Xs', 'Tq7!vRm2Xs'), ('login with admin / Hz@2024abc', 'Hz@2024abc'), ('creds are admin / Hv8$mQz3Ln', 'Hv8$mQz3Ln'), ('log in as admin (Kq7#vLp2Wx)', 'Kq7#vLp2Wx'), ('Jenkins 管理员：admin/Tq7!vRm2Xs', 'Tq7!vRm2Xs'), ('basic auth string: Ym9iOlRxNyF2Um0yWHM=', 'Ym9iOlRxNyF2Um0yWHM='),
     # rev29: a setter's test fixture (the corpus check's find) and a digit list kept
     ('Client.builder().clientSecret("Kq7#vLp2Wx")', 'Kq7#vLp2Wx'),
+    # review 29b: still caught
+    ('log in with bob and Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('product key: XK7P2-LM9NV-4RT6Y', 'XK7P2-LM9NV-4RT6Y'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -979,6 +981,8 @@ NEAR_MISSES = [
     'self.user.set_password("testpassword")', 'Evaluate x³ - 4 x² - 17 x + 60 in ①',
     # rev29: a template under a weak key's name (the full scan's find)
     '"session_key": f"task_{session_digest}",',
+    # review 29b: a product's or protocol's name after "and", digits after 序列号 or product key, key templates
+    'sign in with Google and Microsoft365', 'connect with grpc and HTTP/2 streams', 'connect with TLS and mTLS-v1.3', 'log in with Keycloak and OAuth2.1', 'product key 48213 not found', 'Kafka 消息的序列号：1024，偏移量：2048', 'TCP 序列号：3951238401，确认号：1029384756', 'WHERE f.product_key = 48213 AND d.date_key = 20240101', 'session_key = "sess:{}".format(uid)', 'session_key = "sess:%s" % uid', "session_key='cart:v2:items'", 'jwt_key = "jwt:%s:v1" % kid', 'cookie_key = "ck:{}".format(n)',
 ]
 
 
