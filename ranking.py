@@ -108,8 +108,9 @@ class Scorer:
         ``SAMPLED_OVER // 2``, its counts scaled to its length: a long text's BM25 is the density of its matches,
         which its ends tell, and counting every match of a few hundred whole logs takes seconds. A text is counted
         whole when its ends match no term, or when a term they miss lies in its middle (a look for the term's
-        characters, in C: the rare word of a question in one line of a long log counts as it should)."""
-        if len(text) > SAMPLED_OVER:
+        characters, in C: the rare word of a question in one line of a long log counts as it should), and for a
+        question with CJK, whose trigrams are counted in one pass (``query.count_grouped``) and are many."""
+        if len(text) > SAMPLED_OVER and not self._gram_terms:
             ends = _ends(text, SAMPLED_OVER // 2)
             counted = [self._counts(part) for part in ends]
             words, grams = (_added(c[k] for c in counted) for k in (0, 1))
@@ -122,14 +123,13 @@ class Scorer:
         return self._bm25(words, grams, lengths, text, 1.0)
 
     def _in_middle(self, text: str, counted: set[int]) -> bool:
-        """Whether a term not in ``counted`` (term indices) may be in ``text``: its characters are there (a word's
-        form, every token of a phrase, a gram), boundaries not looked at."""
+        """Whether a word or phrase term not in ``counted`` (term indices) may be in ``text``: its characters are
+        there (a word's form, every token of a phrase), boundaries not looked at."""
         missing = [term for i, term in enumerate(self.terms) if i not in counted]
         if not missing:
             return False
-        folded, lowered = unicode61.comparable(text), text.lower()
-        return any((term.forms[0] in lowered) if term.kind == "gram" else
-                   all(form in folded for form in term.forms) if term.kind == "phrase" else
+        folded = unicode61.comparable(text)
+        return any(all(form in folded for form in term.forms) if term.kind == "phrase" else
                    any(form in folded for form in term.forms) for term in missing)
 
     def _counts(self, text: str) -> tuple[dict[int, int], dict[int, int]]:
