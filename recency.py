@@ -52,6 +52,11 @@ META_WORDS = frozenset(
 PRESENT_WORDS = frozenset("current latest today days moment".split())
 
 
+#: Words saying when that may stand inside a statement of the subject ("the API now listens on 9090"), passed over
+#: when telling which query words stand side by side.
+WHEN_WORDS = frozenset("now currently still nowadays anymore today".split())
+
+
 def asks_current(query: str) -> bool:
     """Whether ``query`` asks for the present state of something ("what is our convention for X now?")."""
     return bool(_CURRENT.search(query))
@@ -74,8 +79,8 @@ def subject(scorer: Scorer, text: str, *, phrases: bool = False) -> frozenset[ob
         if term.kind == "word" and i not in meta:
             for form in term.forms:
                 word_of.setdefault(form, i)
-    if word_of:
-        tokens = [word_of.get(t) for t in unicode61.tokens(text)]
+    if word_of:  # words saying when ("the API now listens") stand between no two words of a pair
+        tokens = [word_of.get(t) for t in unicode61.tokens(text) if t not in WHEN_WORDS]
         for a, b in zip(tokens, tokens[1:], strict=False):
             if a is not None and b is not None and a != b:
                 found.add((min(a, b), max(a, b)))

@@ -43,6 +43,13 @@ def test_subject_pairs_and_meta_words():
     assert R.subject(with_phrase, "the ecommerce-api caches sessions in redis") == frozenset({0})
 
 
+def test_a_word_saying_when_does_not_split_a_pair():
+    """"the API now listens on port 9090" states what "the API listens on port 8080" states: "now" between two query
+    words kept the newer decision from the older's subject, and the older one led (hostile review 29, t_now2.py)."""
+    s = scorer("port", "api", "listens")
+    assert R.subject(s, "Done: the API now listens on port 9090.") == R.subject(s, "the API listens on port 8080")
+
+
 def test_words_asking_for_the_present_are_no_subject():
     """Issue 30: "the current status of the Stripe webhook integration" made "current status" part of the subject,
     so an older status summary ("Current status: ...") outranked the newer session on the integration itself."""
