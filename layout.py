@@ -109,7 +109,6 @@ class Layout:
         out of every scope; one Hermes' idle sweep archived is not."""
         return "(s.archived AND NOT s.auto_archived)" if self.auto_archived else "s.archived"
 
-
     def prompt_sql(self) -> str:
         """The SQL value (on ``sessions`` as ``s``) of the session's system prompt as Hermes stored it (NULL: none)."""
         if self.prompt_store:

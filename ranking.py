@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -110,15 +111,16 @@ class Scorer:
         whole when its ends match no term, or when a term they miss lies in its middle (a look for the term's
         characters, in C: the rare word of a question in one line of a long log counts as it should), and for a
         question with CJK, whose trigrams are counted in one pass (``query.count_grouped``) and are many."""
-        if len(text) > SAMPLED_OVER and not self._gram_terms:
+        if len(text) > SAMPLED_OVER and not self._gram_terms:  # words and phrases only: no gram is counted here
             ends = _ends(text, SAMPLED_OVER // 2)
-            counted = [self._counts(part) for part in ends]
-            words, grams = (_added(c[k] for c in counted) for k in (0, 1))
-            if (words or grams) and not self._in_middle(text, {*words, *grams}):
+            sampled: Counter[int] = Counter()
+            for part in ends:
+                sampled.update(self._counts(part)[0])
+            if sampled and not self._in_middle(text, set(sampled)):
                 scale = len(text) / sum(len(part) for part in ends)
                 if lengths[0] is None:
                     lengths = (round(sum(len(unicode61.tokens(part)) for part in ends) * scale), lengths[1])
-                return self._bm25(words, grams, lengths, text, scale)
+                return self._bm25(sampled, {}, lengths, text, scale)
         words, grams = self._counts(text)
         return self._bm25(words, grams, lengths, text, 1.0)
 
@@ -181,14 +183,6 @@ def _ends(text: str, half: int) -> tuple[str, str]:
     cut = text.rfind(" ", half // 2, half)
     start = text.find(" ", len(text) - half, len(text) - half // 2)
     return text[: cut if cut >= 0 else half], text[start if start >= 0 else len(text) - half:]
-
-
-def _added(counts: Iterable[Mapping[int, int]]) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for part in counts:
-        for key, value in part.items():
-            out[key] = out.get(key, 0) + value
-    return out
 
 
 def session_score(message_scores: Iterable[float]) -> float:
