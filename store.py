@@ -233,18 +233,25 @@ def compacted_in_place(conn: sqlite3.Connection, session_id: str) -> bool:
                         (session_id,)).fetchone() is not None
 
 
+#: A user or assistant row's role, text and tool calls as one value (the length makes it unambiguous): SQLite looks
+#: a single value up in a list subquery's index, where a row value ``(role, content, ...) IN (SELECT ...)`` scans the
+#: list for each row.
+_TURN = "{t}.role || length({t}.content) || ':' || {t}.content || COALESCE({t}.tool_calls, '')"
+
+
 def context_copies_sql(scope: Scope) -> tuple[str, list[Any]]:
     """``(condition, params)`` true of a row (``messages`` as ``m``) of the asking conversation's past
-    (``scope.past``) that a live row of the asking session repeats, role and text (the question asked now, or a turn a
-    compaction carried forward with a new time): still the conversation's context, not history to find. User and
-    assistant rows with text only (a turn that only called tools has none), the live ones read through Hermes'
-    (session, active) index; ``("0", [])`` when the scope searches none of its past. The same text pasted again
-    after a compaction repeats its earlier copy too, which is then left out."""
+    (``scope.past``) that a live row of the asking session repeats, role, text and tool calls (the question asked
+    now, or a turn a compaction carried forward with a new time): still the conversation's context, not history to
+    find. User and assistant rows with text only (a turn that only called tools has none). The live rows are read
+    once a statement, through Hermes' (session, active) index, into the list each candidate is looked up in: the cost
+    is the live context's rows plus the candidates, never their product. ``("0", [])`` when the scope searches none
+    of its past. The same text pasted again after a compaction repeats its earlier copy too, which is then left out."""
     if not scope.past or scope.current is None:
         return "0", []
     return ("(m.session_id IN (SELECT value FROM json_each(?)) AND m.role IN ('user', 'assistant')"
-            " AND COALESCE(m.content, '') != '' AND EXISTS (SELECT 1 FROM messages l WHERE l.session_id = ?"
-            " AND l.active = 1 AND l.role = m.role AND l.content = m.content AND l.tool_calls IS m.tool_calls))",
+            f" AND COALESCE(m.content, '') != '' AND {_TURN.format(t='m')} IN (SELECT {_TURN.format(t='l')}"
+            " FROM messages l WHERE l.session_id = ? AND l.active = 1 AND l.role IN ('user', 'assistant')))",
             [json.dumps(list(scope.past)), scope.current.id])
 
 

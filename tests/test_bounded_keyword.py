@@ -491,3 +491,35 @@ def test_candidates_checked_near_the_limit_take_few_queries(failing: int):
     finally:
         fts._passing = real
     assert len(queries) <= 20 and sum(queries) == len(ordered), (len(queries), sum(queries))  # log2(n) or so
+
+
+def _chain_with_a_long_context(world: World, past: int, live: int) -> None:
+    """A CLI conversation compressed ``past`` times, each session of its past with five matching answers, asked from
+    a continuation whose live context is ``live`` turns that match nothing."""
+    repo = world.repo("chain")
+    world.session("p0", repo, style="cli", messages=[("user", "start the kafka plan")])
+    for i in range(1, past):
+        world.continuation(f"p{i - 1}", f"p{i}", messages=[("user", "[CONTEXT COMPACTION] kafka so far")])
+    world.continuation(f"p{past - 1}", "cur", messages=[("user", "[CONTEXT COMPACTION] kafka so far")])
+    insert(world, [(f"p{i}", "assistant", f"kafka topic orders: partitions note {i}.{j}") for i in range(past)
+                   for j in range(5)]
+           + [("cur", ("user", "assistant")[j % 2], f"live turn {j} on something else entirely " * 3) for j in range(live)])
+
+
+def test_the_live_context_is_compared_with_the_past_once_not_for_each_candidate(tmp_path, monkeypatch):
+    """A past candidate is left out when a live turn of the asking session repeats it (``store.context_copies_sql``,
+    the vector leg's hits too). Each candidate was compared with every live turn, so the check cost candidates x live
+    turns: a chain of 25 past sessions with 250 live turns took 3,184 hundred steps, one of 100 with 1,000 took 46,151
+    (14 times; now 514 and 1,904). The live turns are now read once a statement, each candidate looked up in them."""
+    work = []
+    for n in (1, 4):
+        world = World(tmp_path / f"n{n}", monkeypatch)
+        try:
+            _chain_with_a_long_context(world, 25 * n, 250 * n)
+            answer, cost = measure([plugin_dir()], monkeypatch,
+                                   lambda w=world: w.search("cur", "kafka topic orders", mode="keyword"), plugin("store"))
+        finally:
+            world.close()
+        assert [s[0] for s in result_sessions(answer)] == ["p"], answer  # one conversation, found in its past
+        work.append(cost.sql)
+    assert linear(*work), work
