@@ -91,6 +91,16 @@ def test_search_refuses_what_it_does_not_understand(shared_repo: World, text: st
     assert_refused("history-search", text, named)
 
 
+def test_curly_quotes_mark_a_phrase_as_straight_ones_do(shared_repo: World):
+    """Smart punctuation and Chinese input methods write "..." as \u201c...\u201d: the phrase was searched as loose words
+    (the older session's "websocket notes" matched too). A pair of curly quotes is now a pair of quotes; a lone one is
+    a character of its word."""
+    straight = slash("history-search", '"websocket reconnects" --mode keyword')
+    curly = slash("history-search", "\u201cwebsocket reconnects\u201d --mode keyword")
+    assert "@session:a_ws" in curly and "a_old" not in curly and curly == straight, curly
+    assert_refused("history-search", '\u201cwebsocket "reconnects --mode keyword', "a quote is not closed")
+
+
 def test_a_flag_written_with_an_em_or_en_dash_is_a_flag(shared_repo: World, capsys):
     """Smart punctuation writes `--mode` as `—mode`: it was searched for as the words "mode" and "keyword" in
     hybrid mode. An em or en dash (or two) before a known flag's name is `--`; before any other word, a word."""
