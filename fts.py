@@ -266,31 +266,36 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
     checking every row, keeping each session's best ``per_session`` and the best ``limit`` of those gives.
 
     Rows are checked a batch at a time (``CHECK_BATCH``, then twice as many), in order, only those a session may
-    still keep: a session's rows past its best are never read (a 100 KB log's overflow pages, for its visibility).
-    Near the limit a check reaches past what is left of it by ``spare`` rows, doubled at each such check: rows that
-    fail after the limit is all but reached take a few queries, not one each."""
+    still keep: a session's rows past its best are never read (a 100 KB log's overflow pages, for its visibility),
+    but for as many more as of its rows failed, so a session whose rows keep failing (a ``since`` after them all)
+    has twice as many checked each time, not ``per_session``, and the rows are walked a few times, not once for
+    every ``per_session`` of them. Near the limit a check reaches past what is left of it by ``spare`` rows, doubled
+    at each such check: rows that fail after the limit is all but reached take a few queries, not one each."""
     out: list[tuple[int, str]] = []
     taken: dict[str, int] = {}
+    failed: dict[str, int] = {}
     verdict: dict[int, bool] = {}
     i, batch, spare = 0, CHECK_BATCH, 0
     while i < len(ordered) and len(out) < limit:
-        # The rows to check: those the sessions may keep if every row not checked yet passes, as far as they fill
-        # what is left of the limit and ``spare`` more (or a batch).
-        need: list[int] = []
+        # The rows to check: those the sessions may keep if every row not checked yet passes (and as many more as
+        # failed), as far as they fill what is left of the limit and ``spare`` more (or a batch).
+        need: list[tuple[int, str]] = []
         planned, room, k = dict(taken), limit - len(out), i
         while k < len(ordered) and room > -spare and len(need) < batch:
             mid, sid = ordered[k]
-            if planned.get(sid, 0) < per_session and verdict.get(mid, True):
+            if planned.get(sid, 0) < per_session + failed.get(sid, 0) and verdict.get(mid, True):
                 planned[sid] = planned.get(sid, 0) + 1
                 room -= 1
                 if mid not in verdict:
-                    need.append(mid)
+                    need.append((mid, sid))
             k += 1
         if room <= -spare:  # stopped by the limit: the next check near it reaches further
             spare = max(1, 2 * spare)
         if need:
-            passed = _passing(conn, scope, need)
-            verdict.update((mid, mid in passed) for mid in need)
+            passed = _passing(conn, scope, [mid for mid, _ in need])
+            for mid, sid in need:
+                verdict[mid] = mid in passed
+                failed[sid] = failed.get(sid, 0) + (mid not in passed)
         # Keep rows in order up to the first one a session may keep that is not checked yet.
         while i < len(ordered) and len(out) < limit:
             mid, sid = ordered[i]

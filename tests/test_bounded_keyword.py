@@ -523,3 +523,24 @@ def test_the_live_context_is_compared_with_the_past_once_not_for_each_candidate(
         assert [s[0] for s in result_sessions(answer)] == ["p"], answer  # one conversation, found in its past
         work.append(cost.sql)
     assert linear(*work), work
+
+
+@pytest.mark.parametrize("sessions", [1, 20])
+def test_rows_that_keep_failing_a_late_filter_are_walked_a_few_times(monkeypatch, sessions: int):
+    """Every candidate fails a condition checked late (a ``since`` after them all, ``role: tool`` past user rows,
+    archived copies): each check planned ``per_session`` rows of a session and walked every row after them, so a
+    session's n failing rows cost n / 3 walks of n (one session of 8,000 messages: 6.1 s). A session's rows that
+    failed now let as many more be checked: each row checked once, the rows walked a few times (the hostile
+    review's t_since_quadratic.py: 0.1 s)."""
+    from project_history_recall import fts
+
+    work, queries = [], []
+    monkeypatch.setattr(fts, "_passing", lambda conn, scope, ids: queries.append(len(ids)) or set())
+    for n in (2_000, 8_000):
+        ordered = [(i, f"s{i % sessions}") for i in range(n)]
+        queries.clear()
+        out, cost = measure([Path(fts.__file__).parent], monkeypatch,
+                            lambda o=ordered: fts._first_passing(None, None, o, per_session=3, limit=600))
+        assert out == [] and sum(queries) == n, (len(queries), sum(queries))  # each row checked once
+        work.append(cost.lines)
+    assert linear(*work), work
