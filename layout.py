@@ -53,7 +53,10 @@ _ALIKE = ("d.session_id = m.session_id AND d.timestamp = m.timestamp AND d.role 
 #: The row of its message Hermes shows (the live one, else the newest). Only archived rows are asked: a live row
 #: passes, as two live rows alike (a rarer fault, hermes-agent #96929) are not told apart here: asking would read
 #: every live row's timestamp, which lies past a long tool log's content, in its overflow pages, for every search.
-_ONE_COPY = "(m.active IS 1 OR NOT EXISTS (SELECT 1 FROM messages d WHERE {alike} AND d.id <> m.id AND (d.active IS 1 OR d.id > m.id)))"
+#: A newer row alike is sought from ``m`` on (the seek's rowid range: the next copy, at once); an older live one
+#: only for the newest archived row, so n copies of one message cost n seeks, not n x n rows.
+_ONE_COPY = ("(m.active IS 1 OR (NOT EXISTS (SELECT 1 FROM messages d WHERE {alike} AND d.id > m.id)"
+             " AND NOT EXISTS (SELECT 1 FROM messages d WHERE {alike} AND d.active IS 1 AND d.id < m.id)))")
 #: Of row ``m`` (by id, the parameter): the row of its message Hermes shows when ``m`` is the first row of it (where
 #: Hermes shows the message), else NULL: what a walk of a session, which reads only the rows it passes, keeps.
 _SHOWN_HERE = ("SELECT CASE WHEN (SELECT min(d.id) FROM messages d WHERE {alike}) = m.id THEN (SELECT d.id FROM messages d"

@@ -544,3 +544,30 @@ def test_rows_that_keep_failing_a_late_filter_are_walked_a_few_times(monkeypatch
         assert out == [] and sum(queries) == n, (len(queries), sum(queries))  # each row checked once
         work.append(cost.lines)
     assert linear(*work), work
+
+
+def test_copies_of_one_message_left_by_many_compactions_cost_a_seek_each(tmp_path, monkeypatch):
+    """Hermes' in-place compaction before #99545 stores the head it carries forward once more each time, with its
+    timestamp: a session compacted k times holds k + 1 rows of its first message, and a search shows the newest.
+    Each row looked for a newer or live row alike among all of them, k x k rows (k = 25 -> 100: 151 -> 1,659
+    hundred steps; the hostile review's t_inplace.py, 100 -> 400: 212 -> 2,647 thousand). A newer row is now sought
+    from the row on, an older live one only for the newest: a seek a row."""
+    work = []
+    for k in (25, 100):
+        world = World(tmp_path / f"k{k}", monkeypatch)
+        try:
+            alpha = world.repo("alpha")
+            world.session("long", alpha, style="cli", messages=[("user", "plan the heron queue with retries")])
+            for i in range(k):
+                world.say("long", "assistant", f"round {i}: noted")
+                live = world.db.get_messages_as_conversation("long")
+                world.db.archive_and_compact("long", [live[0], {"role": "user", "content": f"[CONTEXT COMPACTION] {i}"},
+                                                      *live[-1:]])
+            world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+            answer, cost = measure([plugin_dir()], monkeypatch, lambda w=world: w.search(
+                "cur", "plan the heron queue", mode="keyword"), plugin("store"))
+        finally:
+            world.close()
+        assert [r["session_id"] for r in answer["results"]] == ["long"], answer
+        work.append(cost.sql)
+    assert linear(*work), work
