@@ -200,7 +200,7 @@ def recent_sessions(
         limit = max(0, min(limit, pages.MAX_REACH - page.offset))
         others = scope.session_ids
         if scope.current is not None:  # "where did we leave off?" asks of other conversations: not this one's past
-            own = session_rows.lineage_ids(conn, scope.current.id)
+            own = session_rows.conversation_ids(conn, scope.current.id)
             others = tuple(sid for sid in others if sid not in own)
         listed, base["conversations_in_scope"] = session_rows.recent_conversations(
             conn, others, since=page.since, until=page.until, offset=page.offset, limit=limit + 1)

@@ -193,7 +193,14 @@ _RESET_CHILD = (
     "AND p.session_key = {c}.session_key)))"
 )
 
-# The asking conversation: its ancestors and every descendant of those, across parent links but not a reset's.
+# A branch (``/branch``): a conversation of its own, though its parent may have ended at a compression since.
+_BRANCH_CHILD = (
+    "(s.model_config LIKE '%\\_branched\\_from%' ESCAPE '\\' AND CASE WHEN json_valid(s.model_config) "
+    "THEN json_extract(s.model_config, '$._branched_from') IS NOT NULL ELSE 0 END)"
+)
+
+# The asking session's lineage: its ancestors and every descendant of those, across parent links but not a reset's;
+# of each, how it ended, its parent and whether it is a branch.
 _LINEAGE_SQL = f"""
 WITH RECURSIVE
 up(id, parent) AS (
@@ -208,7 +215,8 @@ lineage(id) AS (
     UNION
     SELECT c.id FROM sessions c JOIN lineage l ON c.parent_session_id = l.id WHERE NOT {_RESET_CHILD.format(c="c")}
 )
-SELECT l.id, COALESCE(s.end_reason, '') FROM lineage l LEFT JOIN sessions s ON s.id = l.id
+SELECT l.id, COALESCE(s.end_reason, ''), COALESCE(s.parent_session_id, ''), {_BRANCH_CHILD}
+FROM lineage l LEFT JOIN sessions s ON s.id = l.id
 """
 
 
@@ -287,23 +295,58 @@ def _roots(parent: Mapping[str, str], ids: Iterable[str]) -> dict[str, str]:
     return roots
 
 
-def lineage_ids(conn: sqlite3.Connection, session_id: str, *, in_context: bool = False) -> set[str]:
-    """The session, its ancestors and every descendant of those (its conversation: compression continuations,
-    branches, delegates), a reset's predecessor and successors left out (each its own conversation). With
-    ``in_context``, only those whose transcript is still the conversation's live context (:func:`lineage`)."""
+def lineage_ids(conn: sqlite3.Connection, session_id: str) -> set[str]:
+    """The session, its ancestors and every descendant of those (compression continuations, branches, delegates), a
+    reset's predecessor and successors left out (each its own conversation)."""
     context, past = lineage(conn, session_id)
-    return context if in_context else context | past
+    return context | past
 
 
 def lineage(conn: sqlite3.Connection, session_id: str) -> tuple[set[str], set[str]]:
-    """The conversation of :func:`lineage_ids` as ``(in its live context, past)``, as Hermes' own search tells them:
-    a session that ended at a compression was summarised into its continuation, its messages left the context
-    (unless it is ``session_id`` itself)."""
-    context: set[str] = set()
-    past: set[str] = set()
-    for sid, ended in conn.execute(_LINEAGE_SQL, {"current": session_id}):
-        (past if ended == "compression" and sid != session_id else context).add(sid)
-    return context, past
+    """The sessions of :func:`lineage_ids` as ``(in the asking session's live context, past)``, as Hermes' own search
+    tells them. In its context: the sessions of its conversation (:func:`conversation_ids`) but those a compression
+    ended; past: those (summarised into their continuation, their messages left the context) and the lineage's
+    other conversations: a branch, its parent, its siblings (a branch copied its parent's history at the fork, then
+    went its own way). What of the past the live context still repeats is left out of a search
+    (``store.context_copies_sql``)."""
+    rows = _lineage_rows(conn, session_id)
+    own = _conversation(rows, session_id)
+    context = {sid for sid in own if sid == session_id or rows[sid][0] != "compression"}
+    return context, set(rows) - context
+
+
+def conversation_ids(conn: sqlite3.Connection, session_id: str) -> set[str]:
+    """``session_id``'s conversation: the sessions of its lineage it is joined to by parent links other than a
+    branch's (compressions, delegates), its past and its live context."""
+    return _conversation(_lineage_rows(conn, session_id), session_id)
+
+
+def _lineage_rows(conn: sqlite3.Connection, session_id: str) -> dict[str, tuple[str, str, bool]]:
+    """``{id: (end reason, parent, is a branch)}`` of the sessions of :func:`lineage_ids`."""
+    return {sid: (ended, parent, bool(branch)) for sid, ended, parent, branch in conn.execute(_LINEAGE_SQL, {"current": session_id})}
+
+
+def _conversation(rows: Mapping[str, tuple[str, str, bool]], session_id: str) -> set[str]:
+    """Of the lineage ``rows`` (:func:`_lineage_rows`), the sessions joined to ``session_id`` by links of a child
+    that is no branch to its parent."""
+    def joined(child: str) -> bool:
+        return rows[child][1] in rows and not rows[child][2]
+
+    children: dict[str, list[str]] = {}
+    for sid in rows:
+        if joined(sid):
+            children.setdefault(rows[sid][1], []).append(sid)
+    found: set[str] = set()
+    todo = [session_id] if session_id in rows else []
+    while todo:
+        sid = todo.pop()
+        if sid in found:
+            continue
+        found.add(sid)
+        todo.extend(children.get(sid, ()))
+        if joined(sid):
+            todo.append(rows[sid][1])
+    return found
 
 
 def session_details(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, SessionDetails]:
@@ -311,12 +354,6 @@ def session_details(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, S
     sql = "SELECT id, title, started_at, source FROM sessions WHERE id IN (SELECT value FROM json_each(?))"
     return {r[0]: SessionDetails(r[1], r[2], r[3] or "") for r in conn.execute(sql, (json.dumps(list(ids)),))}
 
-
-# A branch (``/branch``): a conversation of its own, though its parent may have ended at a compression since.
-_BRANCH_CHILD = (
-    "(s.model_config LIKE '%\\_branched\\_from%' ESCAPE '\\' AND CASE WHEN json_valid(s.model_config) "
-    "THEN json_extract(s.model_config, '$._branched_from') IS NOT NULL ELSE 0 END)"
-)
 
 # Of the sessions ``:ids``, each one's compression predecessor ('' for none: its parent did not end at a compression,
 # or it is a branch), start, message count and title. A reset's parent ends otherwise ('session_reset', ...).
