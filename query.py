@@ -147,16 +147,22 @@ class ParsedQuery:
     truncated: bool = False
 
 
+#: Full-width letters, digits and the marks inside identifiers (``_-.``) as ASCII: a Chinese input method's
+#: full-width mode writes ``ｒｅｄｉｓ`` for ``redis``, which FTS5 does not fold (NFKC would also change CJK text).
+_FULL_WIDTH = {c: c - 0xFEE0 for c in (*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B),
+                                       0xFF3F, 0xFF0D, 0xFF0E)}
+
+
 def clean_query(text: str) -> tuple[str, bool]:
     """Drop control characters and lone surrogates, cap the length, and put the text in the form FTS5 sees:
     composed (NFC, as macOS may send ``naïve`` decomposed) without the combining marks unicode61 drops inside
-    a word. Not NFKC: FTS5 does not fold full-width letters. Returns ``(clean text, truncated)``.
+    a word, full-width letters and digits as ASCII (:data:`_FULL_WIDTH`). Returns ``(clean text, truncated)``.
     """
     truncated = len(text) > MAX_QUERY_CHARS
     text = text[:MAX_QUERY_CHARS]
     if not text.isascii():
         text = unicode61.without_dropped(unicodedata.normalize("NFC", "".join(
-            ch for ch in text if unicodedata.category(ch) != "Cs")))
+            ch for ch in text if unicodedata.category(ch) != "Cs")).translate(_FULL_WIDTH))
     out = []
     for ch in text:
         cat = unicodedata.category(ch)
@@ -215,7 +221,11 @@ def parse_query(text: str) -> ParsedQuery:
             scan_latin(fragment[pos : cjk.start()], quoted)
             for chunk in split_cjk(cjk.group()) if not quoted else [cjk.group()]:
                 # A lone CJK character is nearly a stop word (and a costly scan): kept only when nothing else is.
-                add(Unit(chunk, "cjk"), units if len(chunk) > 1 or quoted else fallback)
+                bucket = units if len(chunk) > 1 or quoted else fallback
+                add(Unit(chunk, "cjk"), bucket)
+                # Kana with (han)dakuten and Hangul are stored decomposed where macOS wrote them (file names): the
+                # decomposed form is looked for too, as no index folds one into the other.
+                add(Unit(unicodedata.normalize("NFD", chunk), "cjk"), bucket)
             pos = cjk.end()
         scan_latin(fragment[pos:], quoted)
 

@@ -9,6 +9,7 @@ machine. bench/scaling.py times the same dimensions beside Hermes' built-in.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import random
 import re
@@ -978,6 +979,32 @@ def test_a_query_typed_in_decomposed_unicode_finds_what_the_composed_one_finds(w
         decomposed = result_sessions(world.search("cur", unicodedata.normalize("NFD", query), mode="keyword"))
         assert composed == decomposed == expected, (query, composed, decomposed)
 
+
+
+def test_kana_and_hangul_stored_decomposed_are_found_as_typed(world: World):
+    """macOS keeps file names decomposed (NFD): ``ls`` output and paths from Finder hold データ and 회의록 as kana plus a
+    combining dakuten and as Hangul jamo, which no index folds into the composed form a query is typed in: they were
+    "no matching messages", even pasted exactly (the hostile review's t_nfd_cjk.py). Both forms are looked for."""
+    nfd = functools.partial(unicodedata.normalize, "NFD")
+    repo = world.repo("docs")
+    world.session("ls", repo, messages=[("user", "list my desktop"),
+                                        ("tool", nfd("$ ls ~/Desktop\n請求書_データベース設計.pdf\n회의록_최종.hwp\n"))])
+    world.session("typed", repo, messages=[("user", "データベース設計はまだ"), ("assistant", "회의록 정리 완료")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    for query in ("データベース", "회의록", nfd("회의록_최종.hwp")):
+        for mode in ("keyword", "hybrid"):
+            answer = world.search("cur", query, mode=mode)
+            assert sorted(result_sessions(answer)) == ["ls", "typed"], (query, mode, answer)
+
+
+def test_a_question_typed_in_full_width_finds_what_ascii_finds(world: World):
+    """A Chinese input method in full-width mode writes ``ｒｅｄｉｓ ８０８０`` for ``redis 8080``: FTS5 does not fold it,
+    and it matched nothing (first review of session 20). Full-width letters and digits are read as ASCII."""
+    repo = world.repo("cache")
+    world.session("port", repo, messages=[("assistant", "redis 缓存端口改成 8080 了, key prefix sess_v2")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    for query in ("ｒｅｄｉｓ 端口", "８０８０", "ＳＥＳＳ＿Ｖ２"):
+        assert result_sessions(world.search("cur", query, mode="keyword")) == ["port"], query
 
 # -- earlier recalls among many hits ------------------------------------------------------
 
