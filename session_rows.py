@@ -193,10 +193,14 @@ _RESET_CHILD = (
     "AND p.session_key = {c}.session_key)))"
 )
 
-# A branch (``/branch``): a conversation of its own, though its parent may have ended at a compression since.
+# A branch (``/branch``): a conversation of its own, though its parent may have ended at a compression since. As
+# Hermes tells one (hermes_state ``_BRANCH_CHILD_SQL``): marked ``_branched_from``, or, before the marker, started
+# after its parent ended ``branched``.
 _BRANCH_CHILD = (
-    "(s.model_config LIKE '%\\_branched\\_from%' ESCAPE '\\' AND CASE WHEN json_valid(s.model_config) "
-    "THEN json_extract(s.model_config, '$._branched_from') IS NOT NULL ELSE 0 END)"
+    "((s.model_config LIKE '%\\_branched\\_from%' ESCAPE '\\' AND CASE WHEN json_valid(s.model_config) "
+    "THEN json_extract(s.model_config, '$._branched_from') IS NOT NULL ELSE 0 END) "
+    "OR EXISTS (SELECT 1 FROM sessions bp WHERE bp.id = s.parent_session_id AND bp.end_reason = 'branched' "
+    "AND s.started_at >= bp.ended_at))"
 )
 
 # The asking session's lineage: its ancestors and every descendant of those, across parent links but not a reset's;

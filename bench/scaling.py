@@ -20,8 +20,9 @@ so its "first" and "later" rows time the same call; a call of it slower than
    chat's newest session (Home: no project, after reading its lineage);
 2. ``width``: a conversation X of a repo with n ``/branch`` children
    (``parent_session_id`` = X, no folder, X ended ``branched``): a search from
-   X (X and its branches are its lineage: left out) and
-   ``project_history_read`` of a branch from X (the built-in: its read shape);
+   X (its branches are conversations of their own, searched but for what they
+   copied of X) and ``project_history_read`` of a branch from X (the built-in:
+   its read shape);
 3. ``project``: n sessions of one repo; a search from one of them;
 4. ``profile``: a repo of 20 sessions among n sessions of four other repos
    (written after it, all speaking of the same things);
@@ -45,6 +46,11 @@ so its "first" and "later" rows time the same call; a call of it slower than
 11. ``logs``: one session of n matching 100 KB progress-bar logs (``logs``'s docstring).
 12. ``builds``: n sessions of three 50 KB build logs full of ``unused variable``;
    keyword search ``unused variable`` (long candidates scored in their ends).
+13. ``context``: a conversation compressed n times (five matching answers a
+   session), asked from its continuation with 10n live turns: the past's
+   candidates are looked up among the live turns (the copies check).
+14. ``filtered``: one long-lived session of n matches, all before the search's
+   ``since``, and one match after it: every candidate fails the date check.
 
 Our search is ``search.search_history(mode="keyword", limit=3)``: the tool's
 path minus JSON. Every answer is checked (the expected sessions, nothing of
@@ -60,6 +66,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import random
@@ -72,6 +79,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -280,7 +288,7 @@ def width(b: Bench, size: int) -> list[Call]:
     for i in range(size):
         h.session(f"br{i}", None, parent="X",
                   messages=[("user", f"option {i}: websocket reconnect with a queue"), ("assistant", "drafted")])
-    target, others = f"br{size - 1}", found_in(lambda s: s.startswith("o"))
+    target, others = f"br{size - 1}", found_in(lambda s: s.startswith(("o", "br")))
 
     def read_ok(answer: dict[str, Any]) -> str | None:
         good = answer.get("success") and answer["messages"] and "option" in answer["messages"][0]["text"]
@@ -529,6 +537,44 @@ def glued(b: Bench, size: int) -> list[Call]:
             Call("search 'redis', later", b.search(h, "cur", "redis"), b.builtin(h, "cur", "redis"), ok)]
 
 
+def context(b: Bench, size: int) -> list[Call]:
+    """A conversation compressed n times, five matching answers in each session, asked from its continuation whose
+    live context is 10n turns that match nothing: each candidate of the past is looked up among the live turns."""
+    h = b.new_home(f"context{size}")
+    repo = h.repo("app")
+    for i in range(12):
+        h.session(f"a{i}", repo, messages=chat(i))
+    for i in range(size):
+        if i:
+            h.db.end_session(f"p{i - 1}", "compression")
+        h.session(f"p{i}", None if i else repo, parent=f"p{i - 1}" if i else None,
+                  messages=[("assistant", f"the usual place for lunch, note {i}.{j}") for j in range(5)])
+    h.db.end_session(f"p{size - 1}", "compression")
+    h.session("cur", None, parent=f"p{size - 1}",
+              messages=[("user" if j % 2 == 0 else "assistant", f"live turn {j} on the deploy pipeline") for j in range(10 * size)])
+    return [Call("search from a long live context", b.search(h, "cur", "lunch"), b.builtin(h, "cur", "lunch"),
+                 found_in(lambda s: s.startswith("p")))]
+
+
+def filtered(b: Bench, size: int) -> list[Call]:
+    """One long-lived CLI session of n matching messages, all before the search's ``since``, and one later match: each
+    of the n fails the date check, which is read after the index's candidates are picked. (Hermes' built-in has no
+    date filter.)"""
+    h = b.new_home(f"filtered{size}")
+    repo = h.repo("app")
+    for i in range(12):
+        h.session(f"a{i}", repo, messages=chat(i))
+    h.session("long", repo, messages=[("assistant", f"lunch: rolled the canary to shard {i % 97}") for i in range(size)])
+    since = datetime.fromtimestamp(h.ts + 100, timezone.utc).isoformat()
+    h.ts += 200
+    h.session("late", repo, messages=[("assistant", "lunch moved to the canteen")])
+    h.session("cur", repo, messages=[("user", "hi")])
+    window = importlib.import_module(f"{b.phr.__name__}.filters").make_filters(since=since)
+    ours = lambda: b.phr.search.search_history(home=h.home, session_id="cur", query="lunch canary", mode="keyword",  # noqa: E731
+                                               limit=3, filters=window)
+    return [Call("search with since after n matches", ours, None, found_in(lambda s: s == "late"))]
+
+
 DIMENSIONS = {d.key: d for d in (
     Dimension("chain", "chain depth (a Telegram chat compressed n times)", 200, "sessions", chain),
     Dimension("compressed", "a conversation's compressed past (a repo's chat compressed n times, all matching)", 200,
@@ -549,6 +595,10 @@ DIMENSIONS = {d.key: d for d in (
     Dimension("logs", "matching tool logs of one session (n logs of 100 KB, progress bars, no CJK text)", 24, "logs",
               logs),
     Dimension("builds", "sessions of matching build logs (n sessions of three 50 KB logs)", 50, "sessions", builds),
+    Dimension("context", "the asking session's live context (n compressed sessions, 10n live turns)", 50, "sessions",
+              context),
+    Dimension("filtered", "matches a date filter leaves out (one session of n matches before since)", 2000, "messages",
+              filtered),
 )}
 
 

@@ -222,18 +222,20 @@ def test_a_conversation_is_one_result_however_often_it_was_compressed_or_branche
     assert result_sessions(world.search("a_branch", "unrelated ledger detail", mode="keyword", limit=3)) == ["a1"]
 
 
-def test_a_branch_is_searched_and_listed_from_its_parent_and_its_siblings(world: World):
+@pytest.mark.parametrize("marked", [True, False])
+def test_a_branch_is_searched_and_listed_from_its_parent_and_its_siblings(world: World, marked: bool):
     """/branch as Hermes' CLI makes it: the parent ended ``branched``, each branch its child marked ``_branched_from``,
     the history copied. What a branch decided after the fork was found from no session of the family, with a false
     "no matches", and the recent list left the branches out (the hostile review's t_branch_scope.py). A branch is a
     conversation of its own: its turns after the fork are searched and listed from its parent and siblings, and what
-    it copied stays out while the asking session's live context repeats it."""
+    it copied stays out while the asking session's live context repeats it. A branch made before Hermes marked them
+    is told as Hermes tells it: it started after its parent ended ``branched``."""
     alpha = world.repo("alpha")
     history = [("user", "we need a cache for the pricing service"), ("assistant", "options: redis or memcached")]
     world.session("P", alpha, style="cli", messages=history)
     for branch in ("B1", "B2"):
         world.db.end_session("P", "branched")
-        world.session(branch, None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+        world.session(branch, None, parent="P", model_config={"_branched_from": "P"} if marked else None, messages=history)
     world.say("B1", "assistant", "benchmarked memcached: p99 latency 4ms, eviction storms above 2GB")
     world.say("B2", "assistant", "redis cluster works")
     world.say("P", "user", "which cache did we pick?")
