@@ -79,7 +79,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -565,7 +565,7 @@ def filtered(b: Bench, size: int) -> list[Call]:
     for i in range(12):
         h.session(f"a{i}", repo, messages=chat(i))
     h.session("long", repo, messages=[("assistant", f"lunch: rolled the canary to shard {i % 97}") for i in range(size)])
-    since = datetime.fromtimestamp(h.ts + 100, timezone.utc).isoformat()
+    since = datetime.fromtimestamp(h.ts + 100, UTC).isoformat()
     h.ts += 200
     h.session("late", repo, messages=[("assistant", "lunch moved to the canteen")])
     h.session("cur", repo, messages=[("user", "hi")])
