@@ -46,7 +46,12 @@ class _Refused(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """An argument parser whose refusals are :class:`_Refused` (its subcommands' parsers are of this class too)."""
+    """An argument parser whose refusals are :class:`_Refused` (its subcommands' parsers are of this class too), and
+    which reads no flag from its first letters (``--mo``), as a slash command does not."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise _Refused(self, message)

@@ -452,6 +452,7 @@ def test_bad_arguments_exit_2(shared_two: World, capsys, argv):
         (["search", "x", "--limit", "0"], "--limit must be a whole number from 1 to 10, got '0'"),
         (["search", "x", "--mode", "fuzzy"], "--mode must be one of hybrid, keyword, semantic, got 'fuzzy'"),
         (["search", "x", "--bogus"], "unrecognized arguments: --bogus"),
+        (["search", "x", "--mo", "keyword"], "unrecognized arguments: --mo keyword"),  # no flag from its first letters
         (["search"], "the following arguments are required: query"),
         (["search", "x", "--cursor", "junk"], "'cursor' is not one this tool returned"),
     ],
