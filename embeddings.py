@@ -160,10 +160,6 @@ class Provider(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """An ``(len(texts), dims)`` float32 matrix of unit rows; raises :class:`EmbeddingUnavailable`."""
 
-    def embed_outbound(self, texts: Sequence[str]) -> np.ndarray:
-        """As :meth:`embed`, of texts already as this provider may be given them: pieces of what :meth:`outbound_text`
-        returned (the index's chunks, cut from a message's outbound text), not redacted a second time."""
-
     def outbound_text(self, text: str) -> str:
         """``text`` as this provider may be given it: what is embedded and what its content hash is of (a remote
         provider's is redacted: :func:`redact.redact_secrets`)."""
@@ -259,9 +255,6 @@ class LocalProvider:
         clipped = [t[: self.max_chars] for t in texts]
         with self._busy:
             return normalise(self._encode(self._ready_model(), clipped))
-
-    def embed_outbound(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embed(texts)  # nothing leaves the machine: nothing is redacted
 
 
 class OpenAIProvider:
@@ -387,13 +380,9 @@ class OpenAIProvider:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors of ``texts`` (secret-looking strings redacted before they are sent); raises :class:`EmbeddingUnavailable`."""
-        return self.embed_outbound([self.outbound_text(t) for t in texts])
-
-    def embed_outbound(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors of ``texts``, pieces of :meth:`outbound_text`'s (redacted once: 0.6 s a 100 KB message);
-        raises :class:`EmbeddingUnavailable`."""
         if not texts:
             return np.zeros((0, self.dims or 1), dtype=np.float32)
+        texts = [self.outbound_text(t) for t in texts]
         parts = [self._sized(self._one_batch(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
         if len({p.shape[1] for p in parts}) > 1:  # a probe confirmed another size after earlier batches of this call
             raise EmbeddingUnavailable(f"the endpoint changed its vector size to {self.dims} during a request; semantic "

@@ -366,9 +366,9 @@ Group = list[tuple[PendingMessage, list[str]]]
 
 
 def _chunks(provider: Provider, text: str, size: int, overlap: int, longest: int | None) -> list[str]:
-    """The chunks of ``text`` as ``provider`` may be given it (cut from its :meth:`~embeddings.Provider.outbound_text`,
-    given to it as they are: :func:`_embed`); those of ``text`` as stored when they are more than ``longest``, which
-    :func:`_groups` passes over, never sent, so not redacted (redaction costs ~0.6 s a 100 KB message, chunking ~1 ms)."""
+    """The chunks of ``text`` as ``provider`` may be given it; those of ``text`` as stored when they are more than
+    ``longest``. A message too long for a search is passed over and never sent, so it is not redacted (redaction
+    costs ~0.2 s a 100 KB message, chunking ~1 ms)."""
     raw = chunk_text(text, size, overlap)
     if longest is not None and len(raw) > longest:
         return raw
@@ -407,14 +407,13 @@ def _groups(messages: Iterable[PendingMessage], chunked: Callable[[str], list[st
 
 
 def _embed(provider: Provider, chunks: Sequence[str], deadline: float | None) -> np.ndarray | None:
-    """The vectors of ``chunks`` (:func:`_chunks`' pieces of outbound text, not redacted again), ``EMBED_CHUNKS`` per
-    call to the provider; ``None`` when the deadline passed between two calls (what was embedded is dropped). Raises
-    what ``provider.embed`` raises."""
+    """The vectors of ``chunks``, ``EMBED_CHUNKS`` per call to the provider; ``None`` when the deadline passed
+    between two calls (what was embedded is dropped). Raises what ``provider.embed`` raises."""
     parts = []
     for start in range(0, len(chunks), EMBED_CHUNKS):
         if start and deadline is not None and time.monotonic() >= deadline:
             return None
-        parts.append(provider.embed_outbound(list(chunks[start : start + EMBED_CHUNKS])))
+        parts.append(provider.embed(list(chunks[start : start + EMBED_CHUNKS])))
     return np.vstack(parts) if parts else np.zeros((0, 1), np.float32)
 
 

@@ -62,13 +62,13 @@ def embedding_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     embeddings = plugin("embeddings")
     calls: list[int] = []
     clock = types.SimpleNamespace(monotonic=lambda: float(len(calls)), time=time.time)
-    real = embeddings.OpenAIProvider.embed_outbound
+    real = embeddings.OpenAIProvider.embed
 
     def embed(self: Any, texts: Any) -> Any:
         calls.append(len(texts))
         return real(self, texts)
 
-    monkeypatch.setattr(embeddings.OpenAIProvider, "embed_outbound", embed)
+    monkeypatch.setattr(embeddings.OpenAIProvider, "embed", embed)
     for name in ("vector_leg", "vector_index"):
         monkeypatch.setattr(plugin(name), "time", clock)
     return calls
@@ -358,22 +358,3 @@ def test_the_index_command_reads_texts_a_batch_at_a_time(remote: World, monkeypa
     assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
     reads = [s for s in statements if s.startswith("SELECT m.id, m.session_id, m.content, m.role FROM messages m WHERE m.id IN")]
     assert len(reads) == 4, len(reads)
-
-
-def test_the_index_redacts_each_message_once(remote: World, monkeypatch: pytest.MonkeyPatch):
-    """A remote embedder's text is redacted (0.6 s a 100 KB message): the index redacted each message to cut it into
-    chunks, then each chunk again as it was sent: 2.1 times the text (101,542 characters for 47,704). The chunks are
-    now sent as cut."""
-    world, redact = remote, plugin("redact")
-    world.session("logs", world.paths["app"])  # type: ignore[attr-defined]
-    bulk(world, "logs", 8, lambda i: words(i, 6_000))
-    read: list[int] = []
-    real = redact.redact_secrets
-    monkeypatch.setattr(redact, "redact_secrets", lambda text: read.append(len(text)) or real(text))
-    assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
-    monkeypatch.undo()
-    stored = stored_chunks(world)
-    with closing(sqlite3.connect(world.home / "state.db")) as conn:
-        texts = sum(len(t) for (t,) in conn.execute("SELECT content FROM messages WHERE session_id = 'logs'"))
-    assert len(stored) == 9 and stored == chunks_of(world, list(stored))  # and cur's "hi"
-    assert texts <= sum(read) <= texts + 100, (sum(read), texts)

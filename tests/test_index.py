@@ -39,9 +39,6 @@ class CountingProvider:
                     out[i, ord(ch) - 97] += 1
         return E.normalise(out)
 
-    def embed_outbound(self, texts):
-        return self.embed(texts)
-
 
 def msgs(*pairs):
     return [vector_index.PendingMessage(i + 1, sid, text) for i, (sid, text) in enumerate(pairs)]
@@ -545,9 +542,6 @@ class WideProvider:
     def embed(self, texts):
         out = np.stack([np.random.default_rng(abs(hash(t)) % 2**32).standard_normal(256).astype(np.float32) for t in texts])
         return E.normalise(out)
-
-    def embed_outbound(self, texts):
-        return self.embed(texts)
 
 
 def mapped_kb(suffix: str) -> int:

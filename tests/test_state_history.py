@@ -425,7 +425,7 @@ def test_a_thread_writing_what_it_read_before_a_restore_is_not_stored_under_anot
     lost = [world.say("a1", "user", LOST_Q), world.say("a1", "assistant", LOST_A)]
     world.close()
     vectors = vectors_of(world)
-    real_embed = vectors.provider.embed_outbound  # what the index gives its chunks to
+    real_embed = vectors.provider.embed
     notes = []
 
     def embed(texts):
@@ -436,9 +436,9 @@ def test_a_thread_writing_what_it_read_before_a_restore_is_not_stored_under_anot
             notes.append(answer.get("semantic_note", ""))
         return real_embed(texts)
 
-    monkeypatch.setattr(vectors.provider, "embed_outbound", embed)
+    monkeypatch.setattr(vectors.provider, "embed", embed)
     world.search("cur", "docs site CDN")  # T2
-    monkeypatch.setattr(vectors.provider, "embed_outbound", real_embed)
+    monkeypatch.setattr(vectors.provider, "embed", real_embed)
     assert notes and notes[0] == "restoring", notes
     chat_on_over_the_lost_ids(world, lost, server)
 
