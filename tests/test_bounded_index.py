@@ -358,3 +358,23 @@ def test_the_index_command_reads_texts_a_batch_at_a_time(remote: World, monkeypa
     assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
     reads = [s for s in statements if s.startswith("SELECT m.id, m.session_id, m.content, m.role FROM messages m WHERE m.id IN")]
     assert len(reads) == 4, len(reads)
+
+
+def test_a_secret_written_across_lines_is_redacted_in_the_chunks_the_index_sends(world: World, fake):
+    """The index redacts a message whole (what spans lines and chunks), then each chunk as it is sent: the chunks'
+    lines are joined by spaces, and a password written on the line after its label reads as one only then. Sending
+    the chunks without that second pass sent these three in clear (the hostile review's t_leak_e2e.py)."""
+    secrets = ["q8Zr2Lx9Vb7Nm4Kp", "Zx81Qw73Er65Ty49", "Mn27Bv38Cx49Lk50"]
+    app = world.repo("app")
+    world.session("old", app, style="cli", messages=[
+        ("user", f"my maven settings.xml:\n<server>\n  <id>corp</id>\n  <password>\n    {secrets[0]}\n  </password>\n</server>"),
+        ("assistant", f"ok, sshpass -p\n{secrets[1]} ssh deploy@host will work"),
+        ("user", f'settings.py has DB_PASSWORD = """\n{secrets[2]}\n"""')])
+    world.session("cur", app, style="cli", messages=[("user", "hi")])
+    server = fake(dims=16, words=True)
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, "cur")["success"]
+    assert plugin("indexing").index_projects(home=world.home)["remaining"] == 0
+    sent = [t for r in server.requests for t in r["body"]["input"]]
+    assert any("sshpass" in t for t in sent), sent
+    assert not [t for t in sent if any(s in t for s in secrets)], sent
