@@ -233,20 +233,22 @@ def compacted_in_place(conn: sqlite3.Connection, session_id: str) -> bool:
                         (session_id,)).fetchone() is not None
 
 
-#: A user or assistant row's role, text and tool calls as one value (the length makes it unambiguous): SQLite looks
-#: a single value up in a list subquery's index, where a row value ``(role, content, ...) IN (SELECT ...)`` scans the
-#: list for each row.
-_TURN = "{t}.role || length({t}.content) || ':' || {t}.content || COALESCE({t}.tool_calls, '')"
+#: A row's role and text as one value (the length makes it unambiguous): SQLite looks a single value up in a list
+#: subquery's index, where a row value ``(role, content) IN (SELECT ...)`` scans the list for each row.
+_TURN = "{t}.role || length({t}.content) || ':' || {t}.content"
 
 
 def context_copies_sql(scope: Scope) -> tuple[str, list[Any]]:
     """``(condition, params)`` true of a row (``messages`` as ``m``) of the asking conversation's past
-    (``scope.past``) that a live row of the asking session repeats, role, text and tool calls (the question asked
-    now, or a turn a compaction carried forward with a new time): still the conversation's context, not history to
-    find. User and assistant rows with text only (a turn that only called tools has none). The live rows are read
-    once a statement, through Hermes' (session, active) index, into the list each candidate is looked up in: the cost
-    is the live context's rows plus the candidates, never their product. ``("0", [])`` when the scope searches none
-    of its past. The same text pasted again after a compaction repeats its earlier copy too, which is then left out."""
+    (``scope.past``) whose role and text a live row of the asking session repeats (the question asked now, a turn a
+    compaction carried forward with a new time, the history a branch copied at the fork): still the conversation's
+    context, not history to find. User and assistant rows with text (a turn that only called tools has none); tool
+    calls are not compared, as the desktop's branch copies a turn's text without them. Tool output is not compared:
+    the live context's logs would be read whole for every search (a log a branch copied can be a hit, the output
+    the asker holds). The live rows are read once a statement, through Hermes' (session, active) index, into the
+    list each candidate is looked up in: the cost is the live context's rows plus the candidates, never their
+    product. ``("0", [])`` when the scope searches none of its past. The same text said again after a compaction
+    repeats its earlier copy too, which is then left out."""
     if not scope.past or scope.current is None:
         return "0", []
     return ("(m.session_id IN (SELECT value FROM json_each(?)) AND m.role IN ('user', 'assistant')"

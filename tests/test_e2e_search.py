@@ -248,6 +248,34 @@ def test_a_branch_is_searched_and_listed_from_its_parent_and_its_siblings(world:
     assert result_sessions(world.search("B1", "which cache did we pick", mode="keyword")) == ["P"]
 
 
+@pytest.mark.parametrize("desktop", [False, True])
+def test_what_a_branch_copied_is_no_hit_from_the_branch_or_its_parent(world: World, desktop: bool):
+    """The history a branch copied at the fork is the branch's live context, turns that called tools too, which the
+    desktop's branch copies without their calls: those were hits from the branch (its parent's originals) and from the
+    parent (the branch's copies), as the copies check compared tool calls (the second review's
+    t_branch_own_copies.py). Tool output is not compared (reading the live context's logs would cost every search):
+    the copied log is a hit, the output the asker holds. What the branch said after the fork stays found."""
+    calls = [{"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": "{\"command\": \"kubectl get pods\"}"}}]
+    before = [("user", "check the quasar pods", {}), ("assistant", "checking the quasar pods with kubectl", {"tool_calls": calls}),
+              ("tool", "NAME READY STATUS\nquasar-api-7f9 1/1 CrashLoopBackOff", {"tool_name": "terminal", "tool_call_id": "c1"}),
+              ("assistant", "the quasar api pod is crashlooping", {})]
+    alpha = world.repo("alpha")
+    world.session("P", alpha, style="cli")
+    for role, text, extra in before:
+        world.say("P", role, text, **extra)
+    if not desktop:
+        world.db.end_session("P", "branched")
+    world.session("B", alpha if desktop else None, style="cli", parent="P", model_config={"_branched_from": "P"})
+    for role, text, extra in before:
+        world.say("B", role, text, **({} if desktop else extra))
+    world.say("B", "assistant", "the quasar logs show an OOM kill at 512Mi")
+    for asker in ("B", "P"):
+        for query in ("checking pods with kubectl", "crashlooping"):
+            found = world.search(asker, query, mode="keyword")["results"]
+            assert found == [], (asker, query, [(r["session_id"], r["message_id"], r["snippet"]) for r in found])
+    assert result_sessions(world.search("P", "quasar OOM kill", mode="keyword")) == ["B"]
+
+
 def test_search_from_q_stays_in_q_including_worktrees(shared_pq):
     got = set(result_sessions(shared_pq.search("q_main", "websocket", limit=10)))
     assert got == {"q_wt", "q_cli_wt"}
