@@ -151,8 +151,9 @@ def add_flags(parser: argparse.ArgumentParser, flags: tuple[Flag, ...], defaults
 
 #: A word: a run of double-quoted parts and other non-space characters (an unclosed quote is refused first).
 _WORD = re.compile(r'(?:"[^"]*"|[^\s"]+)+')
-#: A pair of curly double quotes (smart punctuation's, or a Chinese input method's), read as straight ones.
-_CURLY = re.compile("\u201c([^\u201c\u201d\"]*)\u201d")
+#: A straight-quoted part (kept as it is, curly quotes inside it too), or a pair of curly double quotes (smart
+#: punctuation's, or a Chinese input method's), read as straight ones.
+_CURLY = re.compile("\"[^\"]*\"|\u201c([^\u201c\u201d\"]*)\u201d")
 #: A flag written with an em or en dash (or two) for ``--``, as smart punctuation turns ``--mode`` into ``—mode``.
 _SMART_FLAG = re.compile(r"[\u2013\u2014]{1,2}([a-z][a-z-]*)(=.*)?", re.DOTALL)
 
@@ -174,7 +175,7 @@ def _words(text: str) -> list[str]:
     """The words of a slash command's ``text``; raises :class:`ArgumentError` for an unclosed double quote, which
     would take every word and flag after it into one word. A pair of curly quotes is a pair of quotes (a lone curly
     quote is a character of the word it is in)."""
-    text = _CURLY.sub(r'"\1"', text)
+    text = _CURLY.sub(lambda m: m.group() if m.group(1) is None else f'"{m.group(1)}"', text)
     if text.count('"') % 2:
         rest = text[text.rindex('"'):]
         raise ArgumentError(f"a quote is not closed: {errors.echo(rest)} (a \"quoted phrase\" needs both quotes)")

@@ -19,6 +19,8 @@ import pytest
 from conftest import ROOT, World, shared_world
 from test_cli_commands import slash
 
+from project_history_recall import command_args
+
 WS = "Decision: websocket reconnects use exponential backoff with full jitter"
 
 
@@ -99,6 +101,11 @@ def test_curly_quotes_mark_a_phrase_as_straight_ones_do(shared_repo: World):
     curly = slash("history-search", "\u201cwebsocket reconnects\u201d --mode keyword")
     assert "@session:a_ws" in curly and "a_old" not in curly and curly == straight, curly
     assert_refused("history-search", '\u201cwebsocket "reconnects --mode keyword', "a quote is not closed")
+    # Curly quotes inside a straight-quoted phrase are its characters: the phrase stays one (the second review's
+    # t_curly_nested.py: it was cut into two phrases and loose words).
+    assert command_args.search_args('"use \u201cexponential\u201d backoff" --mode keyword', default_limit=5)["query"] == \
+        '"use \u201cexponential\u201d backoff"'
+    assert command_args.search_args('\u201cTeam Notes\u201d "x"', default_limit=5)["query"] == '"Team Notes" "x"'
 
 
 def test_a_flag_written_with_an_em_or_en_dash_is_a_flag(shared_repo: World, capsys):
