@@ -149,6 +149,7 @@ class ParsedQuery:
 
 #: Full-width letters, digits and the marks inside identifiers (``_-.``) as ASCII: a Chinese input method's
 #: full-width mode writes ``ｒｅｄｉｓ`` for ``redis``, which FTS5 does not fold (NFKC would also change CJK text).
+#: A question is looked for in both forms.
 _FULL_WIDTH = {c: c - 0xFEE0 for c in (*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B),
                                        0xFF3F, 0xFF0D, 0xFF0E)}
 
@@ -156,13 +157,14 @@ _FULL_WIDTH = {c: c - 0xFEE0 for c in (*range(0xFF10, 0xFF1A), *range(0xFF21, 0x
 def clean_query(text: str) -> tuple[str, bool]:
     """Drop control characters and lone surrogates, cap the length, and put the text in the form FTS5 sees:
     composed (NFC, as macOS may send ``naïve`` decomposed) without the combining marks unicode61 drops inside
-    a word, full-width letters and digits as ASCII (:data:`_FULL_WIDTH`). Returns ``(clean text, truncated)``.
+    a word. Not NFKC: FTS5 does not fold full-width letters (:func:`parse_query` looks for both forms). Returns
+    ``(clean text, truncated)``.
     """
     truncated = len(text) > MAX_QUERY_CHARS
     text = text[:MAX_QUERY_CHARS]
     if not text.isascii():
         text = unicode61.without_dropped(unicodedata.normalize("NFC", "".join(
-            ch for ch in text if unicodedata.category(ch) != "Cs")).translate(_FULL_WIDTH))
+            ch for ch in text if unicodedata.category(ch) != "Cs")))
     out = []
     for ch in text:
         cat = unicodedata.category(ch)
@@ -206,8 +208,22 @@ def split_cjk(run: str) -> list[str]:
 
 def parse_query(text: str) -> ParsedQuery:
     """Free text as search units (see the module docstring): de-duplicated, Latin text lower-cased, at most
-    ``MAX_UNITS``. Pure; never raises."""
+    ``MAX_UNITS``. The question's other forms come after its own units, within the cap: its full-width letters and
+    digits as ASCII, and its kana with (han)dakuten and Hangul decomposed, as macOS writes file names (no index folds
+    one form into the other). Pure; never raises."""
     clean, truncated = clean_query(text)
+    units, fallback = _units(clean)
+    chosen = units or fallback
+    truncated = truncated or len(chosen) > MAX_UNITS
+    forms = _units(clean.translate(_FULL_WIDTH))[0 if units else 1] if clean.translate(_FULL_WIDTH) != clean else []
+    forms += [Unit(unicodedata.normalize("NFD", u.text), "cjk") for u in chosen + forms if u.kind == "cjk"]
+    others = [u for u in dict.fromkeys(forms) if u not in chosen]
+    return ParsedQuery(tuple((chosen[:MAX_UNITS] + others)[:MAX_UNITS]), truncated)
+
+
+def _units(clean: str) -> tuple[list[Unit], list[Unit]]:
+    """``(units, fallback)`` of a clean question: the fallback (stop words, lone letters and CJK characters) is
+    searched when there is nothing else."""
     units: list[Unit] = []
     fallback: list[Unit] = []
 
@@ -221,11 +237,7 @@ def parse_query(text: str) -> ParsedQuery:
             scan_latin(fragment[pos : cjk.start()], quoted)
             for chunk in split_cjk(cjk.group()) if not quoted else [cjk.group()]:
                 # A lone CJK character is nearly a stop word (and a costly scan): kept only when nothing else is.
-                bucket = units if len(chunk) > 1 or quoted else fallback
-                add(Unit(chunk, "cjk"), bucket)
-                # Kana with (han)dakuten and Hangul are stored decomposed where macOS wrote them (file names): the
-                # decomposed form is looked for too, as no index folds one into the other.
-                add(Unit(unicodedata.normalize("NFD", chunk), "cjk"), bucket)
+                add(Unit(chunk, "cjk"), units if len(chunk) > 1 or quoted else fallback)
             pos = cjk.end()
         scan_latin(fragment[pos:], quoted)
 
@@ -251,8 +263,7 @@ def parse_query(text: str) -> ParsedQuery:
         pos = match.end()
     # An apostrophe ends a word ("app's" is "app", "don't" is "don"), as FTS5 splits it.
     scan(clean[pos:].replace('"', " ").replace("'", " ").replace("\u2019", " "), False)
-    chosen = units or fallback
-    return ParsedQuery(tuple(chosen[:MAX_UNITS]), truncated or len(chosen) > MAX_UNITS)
+    return units, fallback
 
 
 # A folder's name standing alone in a question (Latin words joined by . _ -, between spaces, marks or CJK text),

@@ -997,14 +997,17 @@ def test_kana_and_hangul_stored_decomposed_are_found_as_typed(world: World):
             assert sorted(result_sessions(answer)) == ["ls", "typed"], (query, mode, answer)
 
 
-def test_a_question_typed_in_full_width_finds_what_ascii_finds(world: World):
+def test_a_question_typed_in_full_width_finds_both_forms(world: World):
     """A Chinese input method in full-width mode writes ``ｒｅｄｉｓ ８０８０`` for ``redis 8080``: FTS5 does not fold it,
-    and it matched nothing (first review of session 20). Full-width letters and digits are read as ASCII."""
+    and it matched only text written so (first review of session 20). Both forms are looked for: reading it as ASCII
+    alone lost text stored in full width, pasted exactly (the second review's t_fullwidth2.py)."""
     repo = world.repo("cache")
     world.session("port", repo, messages=[("assistant", "redis 缓存端口改成 8080 了, key prefix sess_v2")])
+    world.session("wide", repo, messages=[("user", "restart ｒｅｄｉｓ on port ８０８０, file ｒｅｐｏｒｔ＿２０２４．ｃｓｖ")])
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
-    for query in ("ｒｅｄｉｓ 端口", "８０８０", "ＳＥＳＳ＿Ｖ２"):
-        assert result_sessions(world.search("cur", query, mode="keyword")) == ["port"], query
+    for query, expected in (("ｒｅｄｉｓ 端口", ["port", "wide"]), ("８０８０", ["port", "wide"]), ("ＳＥＳＳ＿Ｖ２", ["port"]),
+                            ("ｒｅｐｏｒｔ＿２０２４．ｃｓｖ", ["wide"]), ("redis", ["port"])):
+        assert sorted(result_sessions(world.search("cur", query, mode="keyword"))) == expected, query
 
 # -- earlier recalls among many hits ------------------------------------------------------
 

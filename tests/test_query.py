@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import unicodedata
 from collections import Counter
 
 import pytest
@@ -324,3 +325,16 @@ def test_a_cjk_snippet_marks_a_run_of_trigrams_once_and_english_as_before():
     a Latin word beside them is marked as ever. The chunk was looked for whole: nothing CJK was marked."""
     snip = N.make_snippet("我们把数据库连接池的大小调大了，用Redis缓存", Q.parse_query("数据库连接池大小 redis").units)
     assert snip == "我们把>>>数据库连接池<<<的大小调大了，用>>>Redis<<<缓存"
+
+
+def test_a_question_s_other_forms_never_push_its_own_units_out():
+    """Each Hangul or kana chunk's decomposed form took a unit of its own before the question's later words, so a
+    long Korean question lost the identifier at its end (the second review's t_nfd_units.py). The other forms come
+    after the question's own units, within the cap; a full-width word is looked for in both forms."""
+    text = ("지난주 회의에서 결정한 배포 일정과 롤백 절차, 데이터베이스 마이그레이션 순서, 캐시 무효화 전략, "
+            "모니터링 알림 기준, 그리고 장애 대응 담당자를 다시 정리해 주세요 update_session_cwd")
+    parsed = Q.parse_query(text)
+    own = [u for u in parsed.units if unicodedata.is_normalized("NFC", u.text)]
+    assert Q.Unit("update_session_cwd", "phrase") in own and not parsed.truncated, parsed
+    assert own == [u for u in parsed.units[: len(own)]], "a decomposed form before one of the question's own units"
+    assert [u.text for u in Q.parse_query("ｒｅｄｉｓ 缓存").units][:3] == ["ｒｅｄｉｓ", "缓存", "redis"]
