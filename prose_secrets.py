@@ -3,7 +3,8 @@
 A login's password in ``user:password@host`` without a URL's ``//`` or with a ``/`` in it, in a pair after a label
 (``creds: admin / …``) or in a command's user and password flags; PINs and one-time or recovery codes after their
 label; passphrases of words and spaces after a password label; and the items of a list going on after a redacted
-password (:func:`listed`, a late step of its own: the steps before it redact the first). Each is found by a pattern here (the shared
+password (:func:`listed`, a late step of its own: the steps before it redact the first), and a key's rest after a space
+or its halves (``前半段 … 后半段 …``). Each is found by a pattern here (the shared
 ones, labels and words, are :mod:`secret_patterns`') and judged: these shapes are also what ordinary text is made of
 (``email:alice2024@example.com``, ``GPIO pin 18``, ``password: see the vault entry``, ``docker run -u 1000:1000 -p
 8080:80``), so a value goes only when it reads as a secret. Pure; linear in the length of the text; never raises.
@@ -64,13 +65,13 @@ PASSPHRASE_WORDS = re.compile(
     r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
 )
 #: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``,
-#: ``账号：admin/Sup3r$ecret9``, ``账密 admin/…`` without a colon, ``creds for staging: bob / …``, a role's ``Jenkins 管理员：admin/…``;
+#: ``账号：admin/Sup3r$ecret9``, ``账密 admin/…`` and ``creds root:…`` without a colon, a pair joined by ``:`` (``creds: root:…``), ``creds for staging: bob / …``, a role's ``Jenkins 管理员：admin/…``;
 #: not a path: ``user: alice/projects/x``): the password
 #: goes when it reads as one (:func:`reads_as_password`).
 CREDENTIAL_PAIR = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계管超관])(?:(?:creds|credentials|login|logins|account|user|username|用户名|账号|帳號"
-    r"|账户|帳戶|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자)(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]|(?:账密|帳密)[ \t]*+[:：]?)"
-    r"[ \t]*+[A-Za-z0-9_.@-]{1,64}+[ \t]*+/[ \t]*+(?P<value>[^\s/]{1,200}+)(?!/)"
+    r"|账户|帳戶|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자)(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]|(?:账密|帳密)[ \t]*+[:：]?|creds(?=[ \t]))"
+    r"[ \t]*+[A-Za-z0-9_.@-]{1,64}+(?:[ \t]*+/[ \t]*+|:)(?P<value>[^\s/]{1,200}+)(?!/)"
 )
 #: A login under a label, one field a line (``登录信息：`` then ``admin`` then the password), or a Japanese password
 #: (``パス``, which alone is also a path) after a login's id on the same line (``ログインID：admin　パス：…``): the
@@ -104,12 +105,15 @@ USER_PASS_FLAGS = re.compile(
     r"(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
 )
 #: A credential's environment name in prose, then a verb and the value (``POSTGRES_PASSWORD is …``, ``DB_PASSWORD 是
-#: …``, ``REDIS_PASSWORD 改成了 …``): the name in capitals ending in a credential's word (``_KEY`` after ``API``,
-#: ``SECRET``... only: a ``CACHE_KEY`` is a name), which the labels of :data:`secret_patterns.LABELLED`, words of their
+#: …``, ``REDIS_PASSWORD 改成了 …``, ``requirepass 设置的是 …``): the name in capitals ending in a credential's word (``_KEY`` after ``API``,
+#: ``SECRET``... only: a ``CACHE_KEY`` is a name) or a configuration's in lower case (``requirepass``, ``masterauth``,
+#: ``tenant_access_token``), which the labels of :data:`secret_patterns.LABELLED`, words of their
 #: own, do not read, and assignments want a sign. Group ``value``; it must read as a password with a digit.
 NAMED_IN_PROSE = re.compile(
-    r"(?<![\w-])[A-Z][A-Z0-9_]{0,60}?(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|(?:API|ACCESS|SECRET|PRIVATE|MASTER)_KEY)"
-    r"(?![\w-])[ \t]*+(?:(?<=[ \t])(?:is|was|is now|should be)[ \t]++|(?:是|为|為|设置成|设置为|改成了?|改为|换成了?)[ \t]*+)"
+    r"(?<![\w-])(?:[A-Z][A-Z0-9_]{0,60}?(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|(?:API|ACCESS|SECRET|PRIVATE|MASTER)_KEY)"
+    r"|[a-z][a-z0-9_]{0,40}?(?:pass|password|passwd|pwd|secret|token|auth))"
+    r"(?![\w-])[ \t]*+(?:(?<=[ \t])(?:is|was|is now|should be)[ \t]++|(?:是|为|為|设置成|设置为|改成了?|改为|换成了?"
+    r"|(?:设置|設置|配置|设|設|填|写|寫)的(?:是|为|為))[ \t]*+)"
     r"[`'\"“「]?(?P<value>[!-~]{6,200}+)"
 )
 #: A login and its password in prose (``log in with bob and …``, ``login with admin / …``, ``creds are admin / …``, ``log
@@ -123,6 +127,12 @@ LOGIN_IN_PROSE = re.compile(
 #: (``with password authentication`` stays).
 PASSWORD_WITH = re.compile(
     r"(?i)(?<![\w-])(?:with|using|and)[ \t]++(?:the[ \t]++)?(?:password|passwd|pw)[ \t]++[`'\"“「]?(?P<value>[!-~]{6,200}+)")
+#: A key given in two pieces (``密钥前半段 … 后半段 …``, ``first half: …``): each piece, which goes when it reads as a
+#: piece of a key (:func:`key_piece`). Group ``value``.
+KEY_HALF = re.compile(r"(?i)(?:前半段|前半部分|前一半|后半段|後半段|后半部分|後半部分|后一半|後一半|(?:first|second|other)[ \t]half(?:[ \t]is)?)"
+                      r"[ \t]*+[:：是为為]?[ \t]*+(?P<value>[A-Za-z0-9_+/=-]{8,100}+)")
+#: The rest of a key cut by a space after its redacted start (``sk-proj-… Rt6Yb8Zc3Vw5…``). Group ``value``.
+KEY_REST = re.compile(r"[ \t](?P<value>[A-Za-z0-9_-]{12,100}+)(?![^\s,.;:!?，。；：)）\"'`])")
 #: Words of prose and documentation that a passphrase is not made of (``password: see the vault entry``, ``reset
 #: password: click the link``, ``password: hashed with bcrypt``): function words, and what a text says of a password.
 PROSE_WORDS = frozenset("""
@@ -153,14 +163,16 @@ def redact(text: str, redacted: str) -> str:
     text = PASSWORD_WITH.sub(lambda m: _named_in_prose(m, redacted), text)
     text = LOGIN_IN_PROSE.sub(lambda m: _named_in_prose(m, redacted), text)
     text = _codes(text, redacted)
+    text = KEY_HALF.sub(lambda m: patterns.replace_group(m, "value", redacted) if key_piece(m.group("value")) else m.group(), text)
     text = LABEL_ABOVE.sub(lambda m: _label_above(m, redacted), text)
     return PASSPHRASE_WORDS.sub(lambda m: _passphrase_words(m, redacted), text)
 
 
 #: One item of a list in prose after what joins it (and the quote closing the item before): ``、`` ``，`` ``,`` ``；``
-#: ``;``, ``和`` ``及`` ``与`` ``或`` ``还是`` (an alternative: ``是 A 还是 B 来着``) ``→`` (spaces around or none), ``and`` ``or`` ``->`` ``=>`` (spaces around: a change,
+#: ``;``, ``和`` ``及`` ``与`` ``或`` ``还是`` (then a spare's or a new one's word: ``，备用 …``, ``，新的是 …``) (an alternative: ``是 A 还是 B 来着``) ``→`` (spaces around or none), ``and`` ``or`` ``->`` ``=>`` (spaces around: a change,
 #: ``"old" -> "new"`` in a plan); then the item, quoted or bare printable ASCII without ``,`` ``;``.
-LIST_ITEM = re.compile(r"[\"'`”」]?(?:[ \t]*+(?:[、，,；;和及与與或→]|还是|還是)[ \t]*+|[ \t]++(?:and|or|->|=>)[ \t]++)[\"'`“「]?(?P<value>[!-+\--:<-~]{4,64}+)")
+LIST_ITEM = re.compile(r"[\"'`”」]?(?:[ \t]*+(?:[、，,；;和及与與或→]|还是|還是)[ \t]*+"
+                       r"(?:(?:备用|備用|备份|備份|另一个|另一個|第二个|第二個|新的?|旧的?|舊的?)[ \t]*+[:：是为為]?[ \t]*+)?|[ \t]++(?:and|or|->|=>)[ \t]++)[\"'`“「]?(?P<value>[!-+\--:<-~]{4,64}+)")
 #: What ends a list's item: the text's or a line's end, punctuation, CJK text or the next item (not a Latin word: a
 #: clause goes on, ``…, Alice2024 is the user``).
 LIST_ITEM_END = re.compile(r"[ \t]*+(?:$|[^ \tA-Za-z0-9]|(?:and|or)[ \t])")
@@ -175,6 +187,10 @@ def listed(text: str, redacted: str) -> str:
     done = start = 0
     while (start := text.find(redacted, start)) >= 0:
         start += len(redacted)
+        if (rest := KEY_REST.match(text, start)) is not None and key_piece(rest.group("value")):
+            pieces += [text[done : rest.start("value")], redacted]
+            done = start = rest.end("value")
+            continue
         for _ in range(8):
             m = LIST_ITEM.match(text, start)
             if m is None:
@@ -189,6 +205,13 @@ def listed(text: str, redacted: str) -> str:
             pieces += [text[done : m.start("value")], redacted]
             done = start = m.start("value") + len(value)
     return "".join(pieces) + text[done:] if pieces else text
+
+
+def key_piece(value: str) -> bool:
+    """Whether ``value`` reads as a piece of a key: letters of both cases and a digit, and no word of a name in it (a
+    capital and three lower-case letters, or four: ``Qm4Zr8Wt``, not ``GetUser2``)."""
+    return (re.search("[a-z]", value) is not None and re.search("[A-Z]", value) is not None and re.search(r"\d", value) is not None
+            and re.search("[a-z]{4}|[A-Z][a-z]{3}", value) is None)
 
 
 def reads_as_password(value: str, redacted: str) -> bool:

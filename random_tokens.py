@@ -97,8 +97,14 @@ def random_after_label(token: str, one_case: bool) -> bool:
     one run of 24+ letters of one case and digits (also in groups of one length, 6 or more, joined by ``-``:
     ``abcdefghij-0123456789-klmnopqrst``), not hex, with the digits and entropy :func:`looks_random` asks of one case.
     The label stands in for the class runs: a run without ``_`` is not an identifier made of words, and words joined
-    by ``-`` have lengths of their own (``20240311-rotation-policy-annual``)."""
+    by ``-`` have lengths of their own (``20240311-rotation-policy-annual``). One of 12 to 27 letters and digits, too
+    short for entropy to tell, is a key when it mixes both cases and 2+ digits, changes class at most every other
+    character and holds no word (:data:`CAMEL_HUMP`): ``Xk9Pq2Lm7Nv4Rt``, not ``ProdApiKey2024``."""
     if looks_random(token):
+        return True
+    lower, upper, digits = _class_counts(token)
+    if (12 <= len(token) < 28 and token.isalnum() and lower and upper and digits >= 2 and _class_runs(token) < 2.0
+            and not CAMEL_HUMP.search(token)):
         return True
     lengths = {len(piece) for piece in token.split("-")}
     run = token.replace("-", "") if len(lengths) == 1 and min(lengths) >= 6 else token

@@ -396,15 +396,15 @@ FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha",
 #: A credential word in a label set off by marks (:data:`MARKED_LABEL`).
 MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT_LABELS + "|キー|키|(?<![A-Za-z])sk(?![A-Za-z])")
 #: What joins a CJK or Japanese label to its value: a verb (``是``, ``为``, ``设置成``, ``は``...), after an adverb too (``也是``,
-#: ``默认是``, ``都是``), ``改成``/``重置为``/``换成`` (``已``, ``了``), ``用(的)``, ``如下``, ``分别是``, ``依次是``, ``发你``, ``我贴一下``.
+#: ``默认是``, ``都是``), ``改成``/``重置为``/``换成`` (``已``, ``了``), ``设置的是``, ``用(的)``, ``用这个``, ``如下``, ``分别是``, ``依次是``, ``发你``, ``我贴一下``.
 _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律|统一|統一|现在|現在|当前|當前|初始|依然|仍然|分别|分別|依次)?(?:是|为|為)"
-              r"|(?:已经?|已經)?[被又]?(?:重新)?(?:设置|設置|设|設|改|修改|重置|更新|换|換)(?:成|为|為)了?|は|が|を|는|은|가|이|我|用的?|如下"
+              r"|(?:已经?|已經)?[被又]?(?:重新)?(?:设置|設置|设|設|改|修改|重置|更新|换|換)(?:成|为|為)了?|(?:设置|設置|配置|设|設)的(?:是|为|為)|は|が|を|는|은|가|이|我|用(?:的|这个|這個)?|如下"
               r"|的?值(?:是|为|為)|我?(?:发|發|贴|貼)(?:给|給)?(?:你|一下|下|这|這)?了?|给你|給你|我?(?:记得|記得)"
               r"|(?:已经?|已經)?(?:改|换|換|更新|重置)了?[，,][ \t]*+(?:新的?|现在的?|現在的?)(?:是|为|為)")
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``, ``设置成``,
 #: ``は``, ``is``..., a pointing, key or lock emoji: ``密码 👉 …``, ``密码🔑：…``, ``密码……``), and a quoted string (``《…》``
-#: too), HTML's ``<code>…</code>`` (group ``coded``) or a run of printable ASCII (which ends where the text goes back to
+#: too), HTML's ``<code>…</code>`` (group ``coded``) or a run of printable ASCII and Latin, Greek or Cyrillic letters (``Café2024!``; it ends where the text goes back to
 #: its own script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), after what the
 #: value is for, if said (``password for the db:``, ``Passwort für die DB:``, ``пароль от базы:``, an aside before a colon:
 #: ``token (staging):``, ``密码（测试环境）：``). Longer labels come
@@ -420,7 +420,7 @@ LABELLED = re.compile(
     r"[\"”】\]]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
     r"|is|was|ist|war|est|es|era|é|è|là|—|-|…{1,2}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
     r"(?:```[\w+-]{0,20}+[ \t]*+\r?\n[ \t]*+)?)"
-    r"(?:([\"'“「『【《`])([^\"'”」』】》`\n]{1,200})[\"'”」』】》`]|(?!<(?:code|kbd)>)([!-~]{4,200}+)"
+    r"(?:([\"'“「『【《`])([^\"'”」』】》`\n]{1,200})[\"'”」』】》`]|(?!<(?:code|kbd)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,200}+)"
     r"|<(?:code|kbd)>(?P<coded>[^<>\n]{1,200}+)</(?:code|kbd)>)"
 )
 #: The verbs a Latin label needs before its value (``password is``, ``Passwort ist``, ``mot de passe est``).
@@ -438,14 +438,14 @@ LABELLED_DIGEST = re.compile(
     r"(?:token|secret|passw(?:or)?d|(?:api|access|secret|private|auth)[ _-]?key|private[ _-]?key[ _-]?id)"
     + _LABEL_JOIN + r")([0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![A-Za-z0-9_-])"
 )
-#: A key-shaped value (16+ letters, digits, ``_`` and ``-``) right after a key, token or secret label, or a name ending
+#: A key-shaped value (12+ letters, digits, ``_`` and ``-``) right after a key, token or secret label, or a name ending
 #: in token, secret or a credential's ``<qualifier> key``, without a verb (``vercel token AbCdEf…12``, ``GITHUB_TOKEN
 #: AbCdEf…12``, ``ACCESS_KEY AbCd…``, ``key是Zx9qLm2N…``): redacted when it reads as random
 #: (:func:`random_tokens.random_after_label`), so ``primary key idx_users_email`` stays. ``sort_key``, ``partition_key``...
 #: are columns, not labels. Groups: ``head`` (the label and what joins it), ``label``, ``join``, ``value``.
 LABELLED_KEY = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?P<head>(?P<label>(?:[A-Za-z0-9]++[_-])?(?:token|secret|(?:api|access|secret|private|signing"
-    r"|encryption|master)[ _-]?key(?:[ _-]?id)?)|key|キー)(?P<join>" + _LABEL_JOIN + r"))(?P<value>[A-Za-z0-9_-]{16,200}+)(?![A-Za-z0-9_-])"
+    r"|encryption|master)[ _-]?key(?:[ _-]?id)?)|key|キー)(?P<join>" + _LABEL_JOIN + r"))(?P<value>[A-Za-z0-9_-]{12,200}+)(?![A-Za-z0-9_-])"
 )
 #: A word of a seed phrase (group 2: a run of ASCII letters), a run of other letters (neither group: ``别外传``, glued
 #: to a phrase's last word, ends it), or a markup tag between its words (group 1: ``<p>``, ``</td>``, ``<br/>``), which
@@ -545,7 +545,7 @@ _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bo
                 r"|\$\{\w{1,100}+(?::?[-=])?\}?|\$\{\w{1,100}+:?\?[^{}\n]{0,200}+\}?|\$\{(?:ssm|env|file|self|opt|cf|s3|sls)[:(][^{}\s]{0,200}+\}?"
                 r"|:[A-Za-z_]\w{0,60}+|@[A-Z][A-Za-z]{0,60}+|![A-Za-z][A-Za-z_]{0,30}+"
                 r"|Any|\$\{?(?!(?=[A-Za-z\d]*?[a-z])(?=[A-Za-z\d]*?[A-Z])[A-Za-z\d]*?\d[A-Za-z][A-Za-z\d]*+$)\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?"
-                r"|,\s.*|%\(?\w*\)?s|\{.*|\[.*|<(?!(?=[^>]*?[a-z])(?=[^>]*?[A-Z])(?=[^>]*?\d)(?=[^>]*?[!#$%&*?@^])[^<>\s]{4,100}+>?$).*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|[\w-]{0,12}+(?:\.{3}|…)(?:[a-z]{1,20}+)?"
+                r"|,\s.*|%\(?\w*\)?s|\{(?![A-Za-z0-9+/]{16,}+={0,2}\}$).*|\[.*|<(?!(?=[^>]*?[a-z])(?=[^>]*?[A-Z])(?=[^>]*?\d)(?=[^>]*?[!#$%&*?@^])[^<>\s]{4,100}+>?$).*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|[\w-]{0,12}+(?:\.{3}|…)(?:[a-z]{1,20}+)?"
                 r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT|[\^~]v?\d{1,4}+\.(?:\d{1,4}+|[x*])(?:\.(?:\d{1,4}+|[x*])){0,2}+(?:-[\w.]{1,40}+)?"
                 r"|(?:vault|op|ref\+[a-z]{2,12}+|keyring|ssm|secretsmanager|awssm|gcpsm|azkv):/{0,2}+[\w-]{1,100}+/[\w/#.:@+-]{1,200}+"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"
