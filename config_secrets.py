@@ -5,7 +5,9 @@ password is concatenated (``"…&password=" + "…"``), Spring's ``<property nam
 escaped for HTML (``&quot;password&quot;:&quot;…&quot;``) or for a URL (``%22password%22%3A%22…%22``), a form body
 encoded in a URL (``password%3D…``), OpenVPN's inline ``<auth-user-pass>``, a line of postfix's ``sasl_passwd``
 (``[smtp.host]:587 user@host:…``), the base64 values under a Kubernetes Secret's ``data:`` and a Basic credential's
-base64 ``user:password`` pasted without its header. A named value is judged
+base64 ``user:password`` pasted without its header; key material written as JSON: a private JWK's members
+(``"k"``, ``"d"``, ``"p"``...), a Solana keypair's 64 bytes (``id.json``), Composer's ``github-oauth`` and
+``gitlab-token`` tokens by host. A named value is judged
 as an assignment of it to its name would be (the ``judge`` :mod:`redact` passes); an unnamed one must read as a
 password (:func:`prose_secrets.reads_as_password`). Pure; linear in the length of the text (each pattern starts at a
 literal and reads a bounded stretch after it); never raises.
@@ -71,6 +73,20 @@ LOGIN = re.compile(r"[\w.@-]{1,64}+:(?P<pw>\S{6,100}+)")
 #: A Kubernetes Secret's ``data:`` (or an indented one) and the lines under it: ``name: <base64>``.
 DATA_BLOCK = re.compile(r"(?m:^)(?P<indent>[ \t]*+)data:[ \t]*+\r?\n")
 DATA_LINE = re.compile(r"(?P<indent>[ \t]++)[\w.-]{1,253}+:[ \t]*+(?P<value>[A-Za-z0-9+/]{8,}+={0,2})[ \t]*+(?:\r?\n|$)")
+#: An object without objects inside (a JWK, Composer's tokens by host): from a ``{`` to the next ``}``, read once.
+FLAT_OBJECT = re.compile(r"\{[^{}]{0,8000}+\}")
+#: A JWK's private members (``"k"`` of a symmetric key; ``"d"``, ``"p"``, ``"q"``, ``"dp"``, ``"dq"``, ``"qi"`` of an RSA or EC
+#: one), redacted in an object that names its ``"kty"``: bare, those names are any JSON's. Group ``value``.
+JWK_PRIVATE = re.compile(r"[\"'](?:k|d|p|q|dp|dq|qi)[\"'][ \t\r\n]*+:[ \t\r\n]*+[\"'](?P<value>[A-Za-z0-9_-]{8,}+={0,2})[\"']")
+#: Composer's tokens by host (``auth.json``, ``COMPOSER_AUTH``): ``"github-oauth": {"github.com": "…"}``; a GitHub
+#: token of 40 hex digits would read as a git id anywhere else. Group ``body``, whose quoted values after ``:`` go.
+COMPOSER_TOKENS = re.compile(r"[\"'](?:github-oauth|gitlab-oauth|gitlab-token|bearer)[\"'][ \t\r\n]*+:[ \t\r\n]*+(?P<body>\{[^{}]{0,4000}+\})")
+HOST_TOKEN = re.compile(r":[ \t\r\n]*+[\"'](?P<value>[^\"'\s]{8,}+)[\"']")
+#: A change in a Terraform plan (``~ secret_string = "old" -> "new"``): both values are judged as assigned to the name.
+PLAN_CHANGE = re.compile(r"(?m:^)[ \t]*+[~+-][ \t]++(?P<name>[\w.-]{1,100}+)[ \t]++=[ \t]++\"(?P<old>[^\"\n]{0,200}+)\"[ \t]++->"
+                         r"[ \t]++\"(?P<value>[^\"\n]{1,200}+)\"")
+#: A JSON array of numbers (a Solana keypair's ``id.json`` is 64 of 0 to 255): :func:`_key_bytes` counts them.
+BYTE_ARRAY = re.compile(r"\[[\d,\s]{127,4000}+\]")
 
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
@@ -91,6 +107,13 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
         text = URL_FORM.sub(lambda m: _named(m, redacted, judge, unquote, bare=True), text)
     if "[" in text:
         text = SASL_PASSWD.sub(lambda m: _sasl(m, redacted), text)
+        text = BYTE_ARRAY.sub(lambda m: redacted if _key_bytes(m.group()) else m.group(), text)
+    if "->" in text:
+        text = PLAN_CHANGE.sub(lambda m: _plan_change(m, redacted, judge), text)
+    if "{" in text:
+        text = FLAT_OBJECT.sub(lambda m: _jwk(m.group(), redacted), text)
+        text = COMPOSER_TOKENS.sub(lambda m: m.group()[: m.start("body") - m.start()]
+                                   + HOST_TOKEN.sub(lambda t: replace_group(t, "value", redacted), m.group("body")), text)
     if "data:" in text:
         text = _secret_data(text, redacted)
     return BASE64_TOKEN.sub(lambda m: redacted if _base64_login(m.group()) else m.group(), text)
@@ -146,6 +169,33 @@ def _secret_data(text: str, redacted: str) -> str:
                 done = line.end("value")
             pos = line.end()
     return "".join(out) + text[done:] if out else text
+
+
+def _plan_change(m: re.Match[str], redacted: str, judge: Judge) -> str:
+    """A :data:`PLAN_CHANGE`, each of its two values redacted when an assignment of it to the name would be, or, the name
+    holding a credential's word (``secret_string``), when it reads as a password."""
+    pieces, done = [], m.start()
+    named = re.search(_CREDENTIAL_END, m.group("name")) is not None
+    for group in ("old", "value"):
+        value = m.group(group)
+        if value and not value.startswith(redacted[:-1]) and (
+                judge(m.group("name"), value, False) or (named and prose_secrets.reads_as_password(value, redacted))):
+            pieces += [m.string[done : m.start(group)], redacted]
+            done = m.end(group)
+    return "".join(pieces) + m.string[done : m.end()]
+
+
+def _key_bytes(array: str) -> bool:
+    """Whether a :data:`BYTE_ARRAY` holds 64 numbers of 0 to 255: a Solana keypair (the secret key and the public one)."""
+    numbers = array.strip("[]").split(",")
+    return len(numbers) == 64 and all(n.strip().isdigit() and int(n) <= 255 for n in numbers)
+
+
+def _jwk(obj: str, redacted: str) -> str:
+    """A :data:`FLAT_OBJECT`, its :data:`JWK_PRIVATE` members redacted when it names a ``"kty"`` (a JWK)."""
+    if re.search(r"[\"']kty[\"']", obj) is None:
+        return obj
+    return JWK_PRIVATE.sub(lambda m: replace_group(m, "value", redacted), obj)
 
 
 def _base64_login(token: str) -> bool:
