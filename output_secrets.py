@@ -11,7 +11,8 @@ ones). Redis ``MONITOR`` lines, which quote each word of a command (``"AUTH" "�
 without its colon, as logs and chat retype a header (``Authorization Bearer …``): a value of 8+ printable ASCII
 characters with a digit, not a placeholder in angle brackets; and the signature of an ``Authorization`` signed with a
 key (AWS's SigV2 and SigV4, other HMAC schemes). A crypt hash on an htpasswd or shadow line. A log's password in
-brackets after its word (``(password …)``, ``pwd[…]``).
+brackets after its word (``(password …)``, ``pwd[…]``). A private key's DER dumped as hex (``xxd -p``, ``openssl
+asn1parse`` or a debugger: ``30 82 04 a4 02 01 00 …``, ``308204a4020100…``).
 
 Pure; linear in the length of the text (each pattern starts at a command's, a notice's or a header's words and reads
 one bounded line after them); never raises.
@@ -101,10 +102,19 @@ SIGNED_AUTHORIZATION = re.compile(
     r"|[^\n]{0,300}?[ ,](?i:signature)=(?P<svalue>[^\s,\"']{8,200}+))"
 )
 
+#: A private key's DER in hex, bytes spaced, joined by ``:`` or not: a SEQUENCE (its length in one, two or three
+#: bytes), then version 0 or 1 (``02 01 00``: PKCS#1 and PKCS#8; ``02 01 01``: an EC key) and what follows a private
+#: key's version (an INTEGER, an algorithm's SEQUENCE, an OCTET STRING), and at least 8 more bytes. A certificate or a
+#: public key starts with a SEQUENCE in a SEQUENCE. The whole run of hex goes (to the end of a dump wrapped on lines).
+DER_PRIVATE_KEY = re.compile(
+    r"(?i)(?<![0-9a-f])30(?P<sep>[ :]?)(?:8[12](?P=sep)[0-9a-f][0-9a-f](?P=sep)|8[12](?P=sep))?[0-9a-f][0-9a-f]"
+    r"(?P=sep)02(?P=sep)01(?P=sep)0[01](?P=sep)(?:02|30|04)(?:(?:(?P=sep)|\r?\n)[0-9a-f][0-9a-f]){8,}+")
+
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
     text = PRINTED_VALUE.sub(lambda m: _printed(m, redacted, judge), text)
+    text = DER_PRIVATE_KEY.sub(redacted, text)
     text = FORMAT_LIST.sub(lambda m: _printed(m, redacted, judge), text)
     text = CONFIG_REPLY.sub(lambda m: replace_group(m, "value", redacted), text)
     text = GENERATED_SECRET.sub(lambda m: replace_group(m, "value", redacted), text)
