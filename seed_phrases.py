@@ -2,15 +2,29 @@
 
 A run of words is a seed phrase when nearly every word is on the BIP-39 English list. The list is the one
 file this module reads: ``bip39_english.txt`` beside it (copied from Trezor's python-mnemonic 0.21, MIT
-licence), once, when the first text is searched. Pure otherwise; never raises.
+licence), once, when the first text is searched. A phrase of the Chinese lists is told by its shape
+(:data:`HAN_PHRASE`), without a list. Pure otherwise; never raises.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 from . import secret_patterns as patterns
+
+#: A seed phrase of BIP-39's Chinese lists (each word one character): 12 to 24 Han characters, each apart from the next
+#: by a space (``的 一 是 在 …``), the run no longer; :func:`_han_phrase` counts them. Prose does not space its characters.
+HAN_PHRASE = re.compile("(?<![\u3400-\u9fff])(?<![\u3400-\u9fff][ \u3000])[\u3400-\u9fff](?:[ \u3000][\u3400-\u9fff]){11,23}+"
+                        "(?![ \u3000]?[\u3400-\u9fff])")
+
+
+def _han_phrase(m: re.Match[str], mask: str) -> str:
+    """A :data:`HAN_PHRASE` replaced by ``mask`` when it has a phrase's length (12, 15, 18, 21 or 24 words) and few
+    characters twice (a phrase's words are drawn at random from 2,048: a spaced-out slogan repeats its own)."""
+    chars = m.group()[::2]
+    return mask if len(chars) in (12, 15, 18, 21, 24) and len(set(chars)) >= len(chars) - 2 else m.group()
 
 
 @functools.cache
@@ -45,6 +59,7 @@ def redact(text: str, mask: str) -> str:
     ``to``, ``the``, ``and``) are none of these; code fails on the names it repeats. Without the list (its file
     unreadable), any word of 3 to 8 letters counts, so prose is taken too: a secret is never sent for want of the
     file."""
+    text = HAN_PHRASE.sub(lambda m: _han_phrase(m, mask), text)
     known, _ = words()
     spans: list[tuple[int, int]] = []
     run: list[tuple[int, int, int]] = []  # (start, end, doubt) of each word of the current run
