@@ -598,7 +598,13 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "(password ", "(password a", "pwd[", "pwd[a", "&ak=a#", "Cookie: a=b; ", "Cookie: a=Ab1!cd; ",
                                   "Authorization: AWS AAAAAAAAAAAAAAAA:", "Authorization: a, Signature=", "Authorization: ",
                                   "kubectl create secret a ", "kubectl create secret a --from-literal=a=", "--from-literal=\"a=",
-                                  "log in with a and ", "log in as a (", "creds are a / ", "管理员：a/", "YWJjZGVmZ2hpamts", "YWJj", "VersionId: "])
+                                  "log in with a and ", "log in as a (", "creds are a / ", "管理员：a/", "YWJjZGVmZ2hpamts", "YWJj", "VersionId: ",
+                                  # red30: halves, a key's rest, creds a:b, config names, seed phrases in Han, JWK, byte
+                                  # arrays, Composer, plan changes, Maven, DER hex, non-ASCII values
+                                  "前半段 ", "后半段 aB1", "[redacted] ", "[redacted] aB1", "creds a:", "requirepass 设置的是 ", "a_token 是 ",
+                                  "的 ", "的　", '{"kty":"a","k":"', '{"kty":', "[1,", "1,", '"github-oauth":{', '"gitlab-token": {"a": "',
+                                  '~ a = "b" -> "', "<password>{", "30 82 01 02 02 01 00 02 ", "02 01 00 ", "3082", "密码：é", "密码：Пa1 ",
+                                  "，备用 ", "token 用这个 "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -553,6 +553,41 @@ SENT_BEFORE = [
     ('Client.builder().clientSecret("Kq7#vLp2Wx")', 'Kq7#vLp2Wx'),
     # review 29b: still caught
     ('log in with bob and Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('product key: XK7P2-LM9NV-4RT6Y', 'XK7P2-LM9NV-4RT6Y'),
+    # red30: values in other letters after 密码, 设置的是/用这个, 备用 …, short keys, a key in halves or cut by a space,
+    # creds root:pw, a Chinese seed phrase, JWK, Solana keypairs, Composer, a Terraform plan, Maven's {…}, DER hex
+    ('数据库密码：Café2024！记得改', 'Café2024'), ('密码是 Straße2024，别外传', 'Straße2024'),
+    ('密钥前半段：Qm4Zr8Wt，后半段：2Yk6Hn3V', '2Yk6Hn3V'), ('token 前半段 Xk9Pq2Lm 后半段 7Nv4Rt6Y', '7Nv4Rt6Y'),
+    ('API key 分两段发你：sk-proj-Xk9Pq2Lm7Nv4 Rt6Yb8Zc3Vw5Js1Qe0Hd9Fg2', 'Rt6Yb8Zc3Vw5Js1Qe0Hd9Fg2'),
+    ('redis 的 masterauth 配置的是 Hv8$mQz3Ln', 'Hv8$mQz3Ln'), ('密码：Hv8$mQz3Ln；备用：Rb5!kTw9Pe', 'Rb5!kTw9Pe'),
+    ('creds：root:Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('先用这个 token Qm4Zr8Wt2Yk6Hn3V 顶一下', 'Qm4Zr8Wt2Yk6Hn3V'),
+    ('口令：Müller2024', 'ller2024'), ('助记词：的 一 是 在 不 了 有 和 人 这 中 大 为 上 个', '的 一 是 在 不 了 有 和 人 这 中 大 为 上 个'),
+    ('助记词是：的\u3000一\u3000是\u3000在\u3000不\u3000了\u3000有\u3000和\u3000人\u3000这\u3000中\u3000大', '的\u3000一\u3000是\u3000在\u3000不'),
+    ('[\n  100,\n  101,\n  102,\n  103,\n  104,\n  105,\n  106,\n  107,\n  108,\n  109,\n  110,\n  111,\n  112,\n  113,\n  114,\n  115,\n  116,\n  117,\n  118,\n  119,\n  120,\n  121,\n  122,\n  123,\n  124,\n  125,\n  126,\n  127,\n  128,\n  129,\n  130,\n  131,\n  132,\n  133,\n  134,\n  135,\n  136,\n  137,\n  138,\n  139,\n  140,\n  141,\n  142,\n  143,\n  144,\n  145,\n  146,\n  147,\n  148,\n  149,\n  150,\n  151,\n  152,\n  153,\n  154,\n  155,\n  156,\n  157,\n  158,\n  159,\n  160,\n  161,\n  162,\n  163\n]', '101,\n  102'),
+    ('{"kty":"RSA","n":"0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4","e":"AQAB","d":"X4cTteJY_gn4FYPsXB8rdXix5vwsg1FLN5E3EaG6RJoVH","p":"83i-7IvMGXoMXCskv73TKr8637FiO7Z27zv8oj6pbWUQ"}', 'X4cTteJY_gn4FYPsXB8rdXix5vwsg1FLN5E3EaG6RJoVH'),
+    ('308204a40201000282010100bb91c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8', '0282010100bb91c3d4e5f6a7b8'),
+    ('<password>{jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u+9EF1iFQyJQ=}</password>', 'jSMOWnoPFgsHVpMvz5VrIt5kRbzGpI8u'),
+    ('  ~ master_password = "Old#Pass2023" -> "Hv8$mQz3Ln"', 'Hv8$mQz3Ln'),
+    ('用户 bob 的密码：Пароль2024，别发群里', 'Пароль2024'), ('Redis 密码设置的是 Hv8$mQz3Ln', 'Hv8$mQz3Ln'),
+    ('{"gitlab-token": {"gitlab.example.com": "glpat-Xk9Pq2Lm7Nv4Rt6Yb8Zc"}}', 'glpat-Xk9Pq2Lm7Nv4Rt6Yb8Zc'),
+    ('COMPOSER_AUTH=\'{"github-oauth":{"github.com":"9d1c4e7a2b8f3c6d5e0a1b2c3d4e5f6a7b8c9d0e"}}\'', '9d1c4e7a2b8f3c6d5e0a1b2c3d4e5f6a7b8c9d0e'),
+    ('ssh 密码 Çok2024güçlü!', 'Çok2024güçlü'),
+    ('30:82:04:a4:02:01:00:02:82:01:01:00:bb:91:c3:d4:e5:f6:a7:b8', '02:82:01:01:00:bb:91:c3'),
+    ('creds admin/Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    # red30: the leaks of reviews 25, 24 and 20 caught this round
+    ('redis 的 requirepass 设置的是 Hv8$mQz3Ln', 'Hv8$mQz3Ln'), ('密钥前半段 Qm4Zr8Wt 后半段 2Yk6Hn3V', 'Qm4Zr8Wt'),
+    ('密码：Hv8$mQz3Ln，备用 Rb5!kTw9Pe', 'Rb5!kTw9Pe'),
+    ("use token Qm4Zr8Wt2Yk6Hn3V for now, I'll rotate it later", 'Qm4Zr8Wt2Yk6Hn3V'),
+    ('{"github-oauth": {"github.com": "9d1c4e7a2b8f3c6d5e0a1b2c3d4e5f6a7b8c9d0e"}}', '9d1c4e7a2b8f3c6d'),
+    ('      ~ secret_string = "old-value" -> "Hv8$mQz3Ln"', 'Hv8$mQz3Ln'),
+    ('钱包助记词：的 一 是 在 不 了 有 和 人 这 中 大', '的 一 是 在 不 了'),
+    ('<password>{COQLCE6DU6GtcS5P=}</password>', 'COQLCE6DU6GtcS5P'),
+    ('OPENAI_API_KEY=sk-proj-Xk9Pq2Lm7Nv4 Rt6Yb8Zc3Vw5Js1Qe0Hd9Fg2', 'Rt6Yb8Zc3Vw5Js1Qe0Hd9Fg2'),
+    ('{"kty":"oct","k":"GawgguFyGrWKav7AX4VKUg","alg":"HS256"}', 'GawgguFyGrWKav7AX4VKUg'),
+    ('30 82 04 bd 02 01 00 30 0d 06 09 2a 86 48 86 f7 0d 01 01 01 05 00 04 82 04 a7 30 82 04 a3 02 01 00 02 82 01 01 00 bb 91', '02 82 01 01 00 bb 91'),
+    ('creds root:Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('key 是 Xk9Pq2Lm7Nv4Rt，你试试', 'Xk9Pq2Lm7Nv4Rt'),
+    ('api key 用这个 Xk9Pq2Lm7Nv4Rt6Y 就行', 'Xk9Pq2Lm7Nv4Rt6Y'),
+    ('拿到的 tenant_access_token 是 t-g1044ghJRUIJJ5ELPPVVQYDFAKEDATA', 'g1044ghJRUIJJ5ELPPVVQYDFAKEDATA'),
+    ('密码：Café2024!', 'Café2024'), ('密码：Passwört2024', 'Passwört2024'), ('密码：Пароль2024!', 'Пароль2024'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -983,6 +1018,18 @@ NEAR_MISSES = [
     '"session_key": f"task_{session_digest}",',
     # review 29b: a product's or protocol's name after "and", digits after 序列号 or product key, key templates
     'sign in with Google and Microsoft365', 'connect with grpc and HTTP/2 streams', 'connect with TLS and mTLS-v1.3', 'log in with Keycloak and OAuth2.1', 'product key 48213 not found', 'Kafka 消息的序列号：1024，偏移量：2048', 'TCP 序列号：3951238401，确认号：1029384756', 'WHERE f.product_key = 48213 AND d.date_key = 20240101', 'session_key = "sess:{}".format(uid)', 'session_key = "sess:%s" % uid', "session_key='cart:v2:items'", 'jwt_key = "jwt:%s:v1" % kid', 'cookie_key = "ck:{}".format(n)',
+    # red30: values in other letters after 密码, 设置的是/用这个, 备用 …, short keys, a key in halves or cut by a space,
+    # creds root:pw, a Chinese seed phrase, JWK, Solana keypairs, Composer, a Terraform plan, Maven's {…}, DER hex
+    'key 是 primary，你试试', 'use token authentication for now', 'creds root:root', 'creds: localhost:8080',
+    '[200,201,202,203,204,205,206,207,208,209,210,211,212,213,214,215,216,217,218,219,220,221,222,223,224,225,226,227,228,229,230,231,232,233,234,235,236,237,238,239,240,241,242,243,244,245,246,247,248,249,250,251,252,253,254,255,256,257,258,259,260,261,262,263]',
+    '[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62]',
+    '{"k": "some_key_name_here", "d": "2024-01-01T00:00"}', '  ~ instance_type = "t2.micro" -> "t3.micro"',
+    '30 82 01 22 30 0d 06 09 2a 86 48 86 f7 0d 01 01 01 05 00 03 82 01 0f 00', '前半段 for 循环，后半段 while',
+    '后半段 H264Decoder 解码', '的 一 是 在', '中 华 人 民 共 和 国 万 岁 万 岁 万 岁', 'redis 的 requirepass 设置的是 空的', '我用这个 token 就行',
+    'API key 用这个 就行', 'max token 设置的是 4096', 'x_token 是 abc', '前半段的 data 是 OK 的',
+    'hex: 30 0d 06 09 2a 86 48 86 f7 0d 01 01 01 05 00', '请把 key 是 CamelCaseName2 的那行删掉',
+    'backup codes are stored in VaultItemName', '<password>{env.DB_PASSWORD}</password>', 'password: {password}',
+    '{"github-oauth": {}}', '备用方案，另一个办法', '主 机 名 称',
 ]
 
 
