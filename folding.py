@@ -1,6 +1,6 @@
 """What a text is read as before secrets are looked for in it, for :mod:`redact`: JSON ``\\uXXXX`` escapes read,
 Markdown and HTML marks around a credential's label dropped, NFC, invisible characters and marks stranded on ASCII
-dropped, full-width ASCII, circled digits in a value, curly quotes and look-alike letters in a credential's name read as
+dropped, full-width ASCII, circled digits in a value, curly quotes (single ones around a word), other hyphens and look-alike letters in a credential's name read as
 ASCII (:func:`fold`).
 
 Each change keeps a secret in one piece for the patterns of :mod:`secret_patterns`, which read the folded text. Pure
@@ -30,7 +30,12 @@ OTHER_COLONS = dict.fromkeys((0x2236, 0xFE13, 0xFE30, 0xFE55), 0xFF1A)
 #: Curly double quotes read as straight ones (``“password”: “…”``, as a word processor or a chat app writes code);
 #: not single ones, which prose writes as apostrophes (``password’s``).
 CURLY_QUOTES = {0x201C: 0x22, 0x201D: 0x22}
-_AS_ASCII = {**FULL_WIDTH, **CURLY_QUOTES, **OTHER_COLONS}
+#: Hyphens drawn apart from ``-`` (``‐``, the non-breaking ``‑`` a word processor puts in ``sk‑proj‑…``), read as ``-``.
+HYPHENS = dict.fromkeys((0x2010, 0x2011), 0x2D)
+_AS_ASCII = {**FULL_WIDTH, **CURLY_QUOTES, **OTHER_COLONS, **HYPHENS}
+#: One word (no space) in curly single quotes before ``:`` or ``=`` or right after one (``‘password’: ‘…’``, as a chat app
+#: retypes code), read in straight ones; prose's apostrophes (``don’t``) and quoted words (``enter ‘twice’``) keep theirs.
+SINGLE_QUOTED = re.compile("(?:(?<=[:=])|(?<=[:=] ))‘([^‘’\\s]{1,200}+)’|‘([^‘’\\s]{1,200}+)’(?=[ \t]{0,4}[:=])")
 #: The full-width punctuation :data:`FULL_WIDTH` keeps, between two full-width letters or digits: inside a value typed
 #: with a full-width keyboard (``Ｔｑ７！ｖＲｍ２Ｘｓ``), not CJK prose, which writes it after CJK or ASCII text. Read as ASCII.
 WIDE_INNER = re.compile("(?<=[０-９Ａ-Ｚａ-ｚ])[！（），：；？～]++(?=[０-９Ａ-Ｚａ-ｚ])")
@@ -80,6 +85,7 @@ def fold(text: str) -> str:
     text = STRAY_MARKS.sub("", text)
     text = COMPAT_DIGIT.sub(lambda m: m.group().translate(COMPAT_DIGITS), text)
     text = WIDE_INNER.sub(lambda m: m.group().translate(_WIDE_PUNCTUATION), text).translate(_AS_ASCII)
+    text = SINGLE_QUOTED.sub(lambda m: f"'{m.group(1) or m.group(2)}'", text)
     return HOMOGLYPH_WORD.sub(_latin_name, text)
 
 
