@@ -5,7 +5,7 @@ A password piped into a command that reads it from standard input (``echo "…" 
 ``docker secret create db - <<< "…"``); the ``-P …`` of archivers and SQL Server's tools (``zip``, ``unzip``,
 ``sqlcmd``, ``bcp``) and 7-Zip's glued ``-p…``; GitHub CLI's ``gh secret set NAME --body …``; HAProxy's ``stats auth
 USER:…`` and ``insecure-password …``; and, under a credential's name, nginx's ``proxy_set_header NAME …;``, a Dockerfile's ``ENV NAME value`` (the form without ``=``), ``aws configure set NAME value``, rclone's and
-tccli's pairs, expect's ``set NAME "value"`` and a
+tccli's pairs, expect's ``set NAME "value"`` and its ``send "…"`` after a password prompt, and a
 Secret's ``--from-literal=NAME=…``; chpasswd's here-document and sed's replacement of a password; and a config
 file's or a listing's line of a credential's name and its value alone (``password Hz@2024abc`` in msmtp's or nslcd's
 file, ``bindpw = …``, PowerShell's ``DB_PASSWORD      …``).
@@ -36,11 +36,11 @@ _VALUE = _value()
 _SAME_COMMAND = r"(?:[^\n|;&\\]|\\\r?\n|\\(?!\r?\n)){0,300}?"
 #: Commands that read a password from their input: ``--password-stdin`` (docker, podman, helm, skopeo, cosign…),
 #: ``secret create [flags] NAME -``, ``gh secret set NAME`` (without ``--body``), ``sudo -S``, ``passwd --stdin``,
-#: ``chpasswd``, gpg's ``--passphrase-fd 0``, ``gh auth login --with-token``, ``vncpasswd -f``, ``smbpasswd -s`` and
+#: ``passwd [user]`` at a command's end (``printf '…\\n…\\n' | passwd bob``), ``chpasswd``, gpg's ``--passphrase-fd 0``, ``gh auth login --with-token``, ``vncpasswd -f``, ``smbpasswd -s`` and
 #: ``htpasswd -i``, gcloud's ``--data-file=-`` (``gcloud secrets versions add``) and ``redis-cli --askpass``.
 _READS_INPUT = (r"(?:--password-stdin|--with-token|[ \t]secret[ \t]++create[ \t][^\n|;&<]{0,200}?[ \t]-(?=[ \t]*+(?:<<<|\r?\n|$))"
                 r"|(?<![\w-])gh[ \t]++secret[ \t]++set[ \t]++[A-Za-z_]\w{0,100}+(?=[ \t]*+(?:<<<|\r?\n|$))"
-                r"|(?<![\w-])sudo[ \t]++-[A-Za-z]{0,4}S|(?<![\w-])passwd[ \t]++--stdin|(?<![\w-])chpasswd|--passphrase-fd[ \t=]++0"
+                r"|(?<![\w-])sudo[ \t]++-[A-Za-z]{0,4}S|(?<![\w-])passwd(?:[ \t]++--stdin|(?:[ \t]++[a-z_][\w.-]{0,31}+)?(?=[ \t]*+(?:$|[\r\n;&])))|(?<![\w-])chpasswd|--passphrase-fd[ \t=]++0"
                 r"|(?<![\w-])(?:vncpasswd[ \t]++-f|smbpasswd(?:[ \t]++-[A-Za-z]{1,4}+){0,2}[ \t]++-[A-Za-z]{0,4}s|htpasswd[ \t]++-[A-Za-z]{0,4}i)"
                 r"|--data-file[ \t=]++-|--askpass)(?![\w-])")
 
@@ -180,6 +180,10 @@ _BIND_NAMES = ("bindpw", "rootpw", "authtok")
 #: ``$VAR``, ``${{ … }}``, ``%VAR%``, ``$env:VAR``, ``#{VAR}#``, ``@VAR@``. In single quotes only the templates' forms.
 _FILLED_IN = re.compile(r"\$[({\w]|%\w+%|#\{|@\w+@|\{\{")
 _TEMPLATED = re.compile(r"%\w+%|#\{|@\w+@|\{\{|\$\{\{")
+#: expect's ``send "…"`` answering a password prompt (``expect "password:"; send "…\\r"``, on the next line or in braces).
+EXPECT_SEND = re.compile(
+    r"(?<![\w-])expect[ \t]++(?:-[a-z]{1,5}+[ \t]++)?[\"{]?[^\"{}\n]{0,60}?(?i:assword|assphrase|passcode)[^\"{}\n]{0,20}+[\"}]?"
+    r"[ \t]*+[;{]?[ \t\r\n]{0,40}+\{?[ \t\r\n]{0,40}+send[ \t]++(?:--[ \t]++)?(?P<q>\")(?P<value>[^\"\\\n]{1,200}+)")
 
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
@@ -191,6 +195,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = NAMED_SETTING.sub(lambda m: _named(m, redacted, judge), text)
     text = CONFIG_PAIRS.sub(lambda m: _named(m, redacted, judge), text)
     text = CHPASSWD_HEREDOC.sub(lambda m: _password(m, redacted), text)
+    text = EXPECT_SEND.sub(lambda m: _password(m, redacted), text)
     text = SECRET_COMMAND.sub(lambda c: FROM_LITERAL.sub(lambda m: _literal(m, redacted, judge), c.group()), text)
     text = SED_SECRET.sub(lambda m: _sed(m, redacted), text)
     return CONFIG_LINE.sub(lambda m: _line(m, redacted, judge), text)

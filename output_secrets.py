@@ -1,9 +1,10 @@
 """Credentials as tools print them, for :mod:`redact`: output has no name beside its value, or one no assignment reads.
 
-A value on the line under the command that printed it: ``printenv NAME``, ``echo $NAME`` (``${NAME}``, ``%NAME%``,
+A value on the line under the command that printed it: ``printenv NAME`` (in a container too: ``docker exec app printenv
+NAME``), ``echo $NAME`` (``${NAME}``, ``%NAME%``,
 ``$env:NAME``) and ``cat`` of a file named for a password or token (Jenkins' ``initialAdminPassword``) after a
 shell's prompt or none, ``kubectl … {.data.NAME} | base64 -d`` (``oc`` too) and PowerShell's ``Name : NAME`` above
-``Value : …``, ``terraform output -raw NAME``, ``vault kv get -field=NAME …`` and ``gcloud secrets versions access …
+``Value : …``, ``terraform output -raw NAME``, ``argocd admin initial-password``, ``vault kv get -field=NAME …`` and ``gcloud secrets versions access …
 --secret=NAME``; the NAME is judged as an assignment of the value to it would be (``printenv PATH`` then a path stays).
 Passwords a server makes and prints (MySQL's temporary one, Elasticsearch's, Jenkins' and Spring Security's generated
 ones). Redis ``MONITOR`` lines, which quote each word of a command (``"AUTH" "…"``, ``"AUTH" "user" "…"``, ``"CONFIG"
@@ -31,11 +32,12 @@ _NAME = r"[A-Za-z_][\w-]{0,100}+"
 _PROMPT = r"(?:(?:[\w.@-]{1,64}+:[^\s$#>]{0,200}+)?[$#>%][ \t]*+|[A-Za-z]:\\[^\n>]{0,200}+>[ \t]*+|PS[ \t][^\n>]{0,200}+>[ \t]*+)?"
 #: A command that prints one variable or one credential's file, then the value alone on the next line.
 PRINTED_VALUE = re.compile(
-    r"(?m:^)[ \t]*+" + _PROMPT + r"(?:printenv[ \t]++(?P<pname>" + _NAME + r")|echo[ \t]++(?:\"?\$\{?(?P<ename>" + _NAME
+    r"(?m:^)[ \t]*+" + _PROMPT + r"(?:(?:(?:docker|podman)[ \t]++exec|kubectl[ \t]++exec[ \t][^\n]{0,200}?--)[ \t][^\n]{0,200}?)?"
+    r"(?:printenv[ \t]++(?P<pname>" + _NAME + r")|echo[ \t]++(?:\"?\$\{?(?P<ename>" + _NAME
     + r")\}?\"?|%(?P<wname>" + _NAME + r")%|\$env:(?P<sname>" + _NAME + r"))"
     r"|(?:terraform|tofu)[ \t]++output[ \t]++-raw[ \t]++(?P<tname>" + _NAME + r")|vault[ \t]++(?:kv[ \t]++get|read)[ \t]"
     r"[^\n]{0,200}?-field=(?P<vname>" + _NAME + r")[^\n]{0,300}+|gcloud[ \t][^\n]{0,200}?secrets[ \t]++versions[ \t]++access"
-    r"[^\n]{0,200}?--secret[= ](?P<gname>" + _NAME + r")[^\n]{0,300}+"
+    r"[^\n]{0,200}?--secret[= ](?P<gname>" + _NAME + r")[^\n]{0,300}+|argocd[ \t]++admin[ \t]++(?P<aname>initial-password)[^\n]{0,300}+"
     r"|cat[ \t]++(?:\S{0,300}?/)?(?P<fname>initialAdminPassword|initial_root_password|[\w.-]{0,40}?(?:password|token|secret))"
     r"(?:\.txt)?|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D))"
     r"[ \t]*+\r?\n[ \t]*+(?P<value>[^\s$][^\s]{0,199}+)[ \t]*+(?=\r?\n|$)"
@@ -127,7 +129,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
 
 def _printed(m: re.Match[str], redacted: str, judge: Judge) -> str:
     """A :data:`PRINTED_VALUE` match, its value redacted when an assignment of it to the printed name would be."""
-    names = ("pname", "ename", "wname", "sname", "fname", "kname", "lname", "tname", "vname", "gname")
+    names = ("pname", "ename", "wname", "sname", "fname", "kname", "lname", "tname", "vname", "gname", "aname")
     name = next(m.group(g) for g in names if g in m.re.groupindex and m.group(g))
     value = m.group("value")
     if value.startswith(redacted[:-1]) or not judge(name, value, True):
