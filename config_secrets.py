@@ -7,7 +7,8 @@ encoded in a URL (``password%3D…``), OpenVPN's inline ``<auth-user-pass>``, a 
 (``[smtp.host]:587 user@host:…``), the base64 values under a Kubernetes Secret's ``data:`` and a Basic credential's
 base64 ``user:password`` pasted without its header; key material written as JSON: a private JWK's members
 (``"k"``, ``"d"``, ``"p"``...), a Solana keypair's 64 bytes (``id.json``), Composer's ``github-oauth`` and
-``gitlab-token`` tokens by host. A named value is judged
+``gitlab-token`` tokens by host; a Java XML properties ``<entry>``, CloudFormation's ``ParameterKey``/``ParameterValue``,
+a proxy's share link (``trojan://…@``) and a line of PgBouncer's ``userlist.txt``. A named value is judged
 as an assignment of it to its name would be (the ``judge`` :mod:`redact` passes); an unnamed one must read as a
 password (:func:`prose_secrets.reads_as_password`). Pure; linear in the length of the text (each pattern starts at a
 literal and reads a bounded stretch after it); never raises.
@@ -85,6 +86,16 @@ HOST_TOKEN = re.compile(r":[ \t\r\n]*+[\"'](?P<value>[^\"'\s]{8,}+)[\"']")
 #: A change in a Terraform plan (``~ secret_string = "old" -> "new"``): both values are judged as assigned to the name.
 PLAN_CHANGE = re.compile(r"(?m:^)[ \t]*+[~+-][ \t]++(?P<name>[\w.-]{1,100}+)[ \t]++=[ \t]++\"(?P<old>[^\"\n]{0,200}+)\"[ \t]++->"
                          r"[ \t]++\"(?P<value>[^\"\n]{1,200}+)\"")
+#: A Java properties file in XML (``<entry key="jdbc.password">…</entry>``) and CloudFormation's parameters
+#: (``ParameterKey=DBPassword,ParameterValue=…``, in JSON too): the value is judged as assigned to the key.
+ENTRY_VALUE = re.compile(r"<entry[ \t]++key=\"(?P<name>[^\"<>\n]{1,100}+)\"[ \t]*+>(?P<value>[^<>\n]{1,200}+)</entry>"
+                         r"|ParameterKey(?:=|\"[ \t]*+:[ \t]*+\")(?P<pname>[\w.-]{1,100}+)\"?[ \t]*+,[ \t]*+\"?ParameterValue"
+                         r"(?:=|\"[ \t]*+:[ \t]*+\")(?P<pvalue>[^\s,\"]{1,200}+)")
+#: A proxy's share link, whose user is its password (``trojan://…@host:443``, ``hysteria2://…@``, ``tuic://uuid:…@``).
+PROXY_LINK = re.compile(r"(?i)(?<![\w+.-])(?:trojan|hysteria2|hy2|tuic|anytls)://(?P<value>[^@/\s]{6,200}+)@")
+#: A line of PgBouncer's ``userlist.txt``: a quoted user, then a quoted password without ``/`` (``"GET" "/api"`` is a
+#: log's) or its md5/SCRAM hash.
+USERLIST_LINE = re.compile(r"(?m:^)[ \t]*+\"[\w.@-]{1,64}+\"[ \t]++\"(?P<value>[^\"\n]{6,300}+)\"[ \t]*+\r?$")
 #: A JSON array of numbers (a Solana keypair's ``id.json`` is 64 of 0 to 255): :func:`_key_bytes` counts them.
 BYTE_ARRAY = re.compile(r"\[[\d,\s]{127,4000}+\]")
 
@@ -97,6 +108,13 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
         text = KOTLIN_PAIR.sub(lambda m: _kotlin(m, redacted, judge), text)
     if "+" in text:
         text = CONCATENATED.sub(lambda m: _named(m, redacted, judge), text)
+    if "<entry" in text or "ParameterKey" in text:
+        text = ENTRY_VALUE.sub(lambda m: _entry(m, redacted, judge), text)
+    if "://" in text:
+        text = PROXY_LINK.sub(lambda m: replace_group(m, "value", redacted), text)
+    if '" "' in text:
+        text = USERLIST_LINE.sub(lambda m: replace_group(m, "value", redacted) if (_reads_as_password(m, redacted) and "/" not in m["value"])
+                                 or m.group("value").startswith(("md5", "SCRAM-SHA-256$")) else m.group(), text)
     if "<" in text:
         text = SPRING_VALUE.sub(lambda m: _named(m, redacted, judge), text)
         text = OPENVPN_LOGIN.sub(lambda m: replace_group(m, "value", redacted), text)
@@ -183,6 +201,15 @@ def _plan_change(m: re.Match[str], redacted: str, judge: Judge) -> str:
             pieces += [m.string[done : m.start(group)], redacted]
             done = m.end(group)
     return "".join(pieces) + m.string[done : m.end()]
+
+
+def _entry(m: re.Match[str], redacted: str, judge: Judge) -> str:
+    """An :data:`ENTRY_VALUE` match, its value redacted when an assignment of it to the key would be."""
+    name, group = ("name", "value") if m.group("name") else ("pname", "pvalue")
+    value = m.group(group)
+    if value.startswith(redacted[:-1]) or not judge(m.group(name), value, False):
+        return m.group()
+    return replace_group(m, group, redacted)
 
 
 def _key_bytes(array: str) -> bool:
