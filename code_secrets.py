@@ -60,16 +60,17 @@ FALLBACK = re.compile(
     r"|(?<![\w$])\$ENV\{[ \t]*+(?P<pq>[\"']?)(?P<pkey>[A-Za-z_]\w{0,100}+)(?P=pq)[ \t]*+\}[ \t]*+(?://|\|\|)=?"
     r"|(?<![\w$.:])[$@]?(?:[\w$]{1,40}+[.:]){0,2}+(?P<aname>[A-Za-z_]\w{0,60}+)[ \t]*+(?:\?\?|\|\||//)=)[ \t]*+" + _VALUE
 )
-#: Make's conditional and immediate assignments at a line's start (``DB_PASSWORD ?= …``, ``:=``, ``::=``, ``:::=``,
-#: after ``export`` or ``override``; a bare value to the end of its line or a comment), and Go's ``dbPassword := "…"``
+#: Make's conditional, appending and immediate assignments at a line's start (``DB_PASSWORD ?= …``, ``+=``, ``:=``,
+#: ``::=``, ``:::=``, after ``export`` or ``override`` or a target's ``run:``; in backticks or after CJK prose too); a bare value to the end of its line or a comment), and Go's ``dbPassword := "…"``
 #: anywhere (quoted only, ``[]byte("…")`` too). A bare value after ``:=`` is Make's only when the name has no lower-case
 #: letter, as Make's variables are written: Go's ``password := input`` and Delphi's ``FPassword := AValue;`` are code
 #: (:func:`_assign_op`).
 #: Groups ``name``, ``op``, ``value`` or ``bare``.
 ASSIGN_OP = re.compile(
-    r"(?:(?P<line>(?m:^))[ \t]*+(?:(?:export|override)[ \t]++)?|(?<![\w.$-]))(?P<name>[A-Za-z_][\w.-]{0,100}+)[ \t]*+"
-    r"(?P<op>\?|:{1,3}+)=[ \t]*+(?:(?:\[\]byte\([ \t]*+)?+" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]{0,199}+)"
-    r"(?=[ \t]*+(?:#|\r?\n|[" + patterns._CJK + r"]|$))|(?!)))"
+    r"(?:(?P<line>(?m:^)[ \t]*+(?:[\w.%/-]{1,100}+:[ \t]++)?|(?<=`)|(?<=[" + patterns._CJK + r"][ \t]))(?:(?:export|override)[ \t]++)?"
+    r"|(?<![\w.$-]))(?P<name>[A-Za-z_][\w.-]{0,100}+)[ \t]*+"
+    r"(?P<op>\?|:{1,3}+|\+)=[ \t]*+(?:(?:\[\]byte\([ \t]*+)?+" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]{0,199}+)"
+    r"(?=[ \t]*+(?:#|`|\r?\n|[" + patterns._CJK + r"]|$))|(?!)))"
 )
 #: A type in an annotation: a name (``str``, ``Optional[str]``, ``Map<String,``), up to two more after ``,`` or ``|``
 #: (``str | None``, ``dict[str, str]``), a Rust reference's (``&str``, ``&'static str``); not words and spaces

@@ -127,6 +127,10 @@ LOGIN_IN_PROSE = re.compile(
 #: (``with password authentication`` stays).
 PASSWORD_WITH = re.compile(
     r"(?i)(?<![\w-])(?:with|using|and)[ \t]++(?:the[ \t]++)?(?:password|passwd|pw)[ \t]++[`'\"“「]?(?P<value>[!-~]{6,200}+)")
+#: A password written before its label (``用 … 这个密码登录``, ``… 是新密码``): group ``value``, which must read as a password
+#: with a digit (:func:`_named_in_prose`).
+VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,64}+)[ \t]*+(?:这个|這個|作为|作為|当作|當作|就是|是)"
+                                r"(?:新的?|我的|管理员的?|管理員的?|登录|登錄)?(?:密码|密碼|口令)")
 #: A key given in two pieces (``密钥前半段 … 后半段 …``, ``first half: …``): each piece, which goes when it reads as a
 #: piece of a key (:func:`key_piece`). Group ``value``.
 KEY_HALF = re.compile(r"(?i)(?:前半段|前半部分|前一半|后半段|後半段|后半部分|後半部分|后一半|後一半|(?:first|second|other)[ \t]half(?:[ \t]is)?)"
@@ -161,6 +165,7 @@ def redact(text: str, redacted: str) -> str:
     text = USER_PASS_FLAGS.sub(lambda m: _password_in(m, redacted), text)
     text = NAMED_IN_PROSE.sub(lambda m: _named_in_prose(m, redacted), text)
     text = PASSWORD_WITH.sub(lambda m: _named_in_prose(m, redacted), text)
+    text = VALUE_BEFORE_LABEL.sub(lambda m: _named_in_prose(m, redacted), text)
     text = LOGIN_IN_PROSE.sub(lambda m: _named_in_prose(m, redacted), text)
     text = _codes(text, redacted)
     text = KEY_HALF.sub(lambda m: patterns.replace_group(m, "value", redacted) if key_piece(m.group("value")) else m.group(), text)
@@ -353,7 +358,7 @@ def _passphrase_words(m: re.Match[str], redacted: str) -> str:
 
 
 def _named_in_prose(m: re.Match[str], redacted: str) -> str:
-    """A :data:`NAMED_IN_PROSE`, :data:`PASSWORD_WITH` or :data:`LOGIN_IN_PROSE` match, its value redacted (closing
+    """A :data:`NAMED_IN_PROSE`, :data:`PASSWORD_WITH`, :data:`VALUE_BEFORE_LABEL` or :data:`LOGIN_IN_PROSE` match, its value redacted (closing
     punctuation kept) when it reads as a password with a digit (``POSTGRES_PASSWORD is required`` stays), or, after
     ``with password``, with both cases and a symbol (``with password Tq!vRmXs``; ``with password authentication`` stays)."""
     value = m.group("value").rstrip(patterns.VALUE_END + "`”」")

@@ -40,7 +40,7 @@ KEY_FORMATS = re.compile(
     r"|sk-(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])[A-Za-z0-9]{32,}+|sk-[a-z]{40,64}+(?![A-Za-z0-9_-])"  # no digit: 32+, both
     # cases; SiliconFlow's 48 lower-case letters (40 to 64)
     r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{12,}+|whsec_[A-Za-z0-9]{24,}+"  # Stripe
-    r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+"  # GitHub
+    r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{40,}+"  # GitHub, Terraform
     r"|gl(?:pat|rt|ptt|dt|cbt|ft|soat|agent)-[A-Za-z0-9_-]{20,}+(?:\.\w{2}\.\w{7,}+)?"  # GitLab: personal, runner... tokens
     r"|xox[a-z](?:\.xox[a-z])?-[A-Za-z0-9-]{10,}+|xapp-\d-[A-Za-z0-9-]{10,}+"  # Slack: bot, user, refresh, app tokens
     r"|AIza[0-9A-Za-z_-]{35}"  # Google
