@@ -604,7 +604,11 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "前半段 ", "后半段 aB1", "[redacted] ", "[redacted] aB1", "creds a:", "requirepass 设置的是 ", "a_token 是 ",
                                   "的 ", "的　", '{"kty":"a","k":"', '{"kty":', "[1,", "1,", '"github-oauth":{', '"gitlab-token": {"a": "',
                                   '~ a = "b" -> "', "<password>{", "30 82 01 02 02 01 00 02 ", "02 01 00 ", "3082", "密码：é", "密码：Пa1 ",
-                                  "，备用 ", "token 用这个 "])
+                                  "，备用 ", "token 用这个 ",
+                                  "‘a’", "‘a’:", ": ‘a", "‑", "docker exec a ", "$ docker exec a printenv ", "kubectl exec a -- ",
+                                  "argocd admin initial-password ", "| passwd a", "| passwd ", 'expect "password:"; ', 'send "',
+                                  '<entry key="a">', "ParameterKey=a,ParameterValue=", "trojan://a", '"a" "', "a1!a1!a 是", "用 a1!a1!a ",
+                                  "a.atlasv1.", "A += ", "a: A := ", "里 A ?= ", "`A ?= "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -588,6 +588,27 @@ SENT_BEFORE = [
     ('api key 用这个 Xk9Pq2Lm7Nv4Rt6Y 就行', 'Xk9Pq2Lm7Nv4Rt6Y'),
     ('拿到的 tenant_access_token 是 t-g1044ghJRUIJJ5ELPPVVQYDFAKEDATA', 'g1044ghJRUIJJ5ELPPVVQYDFAKEDATA'),
     ('密码：Café2024!', 'Café2024'), ('密码：Passwört2024', 'Passwört2024'), ('密码：Пароль2024!', 'Пароль2024'),
+    # red30: smart single quotes, other hyphens, printed values in a container, argocd, passwd, expect, XML entries, CloudFormation, proxy links, userlist.txt, a value before 密码, atlasv1, Make's += and target assignments
+    ('‘password’: ‘Hz@2024abc’', 'Hz@2024abc'), ('‘api_key’: ‘Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5’', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
+    ('sk‑proj‑Xk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
+    ('$ docker exec app printenv DB_PASSWORD\nHz@2024abc', 'Hz@2024abc'),
+    ('$ kubectl exec -it app -- printenv DB_PASSWORD\nHz@2024abc', 'Hz@2024abc'),
+    ('$ argocd admin initial-password -n argocd\nXk9Pq2Lm7Nv4Rt6Y\n\n This password must be only used for first time login.', 'Xk9Pq2Lm7Nv4Rt6Y'),
+    ("printf 'Hz@2024abc\\nHz@2024abc\\n' | passwd bob", 'Hz@2024abc'),
+    ('expect -c \'spawn ssh root@10.0.0.5; expect "password:"; send "Hz@2024abc\\r"; interact\'', 'Hz@2024abc'),
+    ('expect "Password:"\nsend "Kq7#vLp2Wx\\r"', 'Kq7#vLp2Wx'),
+    ('<entry key="jdbc.password">Hz@2024abc</entry>', 'Hz@2024abc'),
+    ('<entry key="mail.smtp.password">Kq7#vLp2Wx</entry>', 'Kq7#vLp2Wx'),
+    ('ParameterKey=DBPassword,ParameterValue=Hz@2024abc', 'Hz@2024abc'),
+    ('[{"ParameterKey": "DbPassword", "ParameterValue": "Kq7#vLp2Wx"}]', 'Kq7#vLp2Wx'),
+    ('trojan://Hz2024abcXk9@1.2.3.4:443?security=tls#jp', 'Hz2024abcXk9'),
+    ('hysteria2://Hz2024abcXk9@1.2.3.4:443', 'Hz2024abcXk9'), ('"app" "Hz@2024abc"', 'Hz@2024abc'),
+    ('用 Hz@2024abc 这个密码登录', 'Hz@2024abc'), ('Kq7#vLp2Wx 是管理员密码', 'Kq7#vLp2Wx'),
+    ('token = "Xk9Pq2Lm7Nv4Rt.atlasv1.Yb8Zc3Vw5Js1Qe0Hd9Fg2Aa1Bb3Cc4Dd5Ee6Ff7Gg8Hh9Ii0Jj1Kk2Ll3Mm4Nn"', 'Xk9Pq2Lm7Nv4Rt.atlasv1'),
+    ('DB_PASSWORD += S3cr3t-Pa55', 'S3cr3t-Pa55'), ('run: DB_PASSWORD := S3cr3t-Pa55', 'S3cr3t-Pa55'),
+    ('Makefile 里 DB_PASSWORD ?= S3cr3t-Pa55', 'S3cr3t-Pa55'),
+    ('把 `DB_PASSWORD ?= S3cr3t-Pa55` 写进 Makefile', 'S3cr3t-Pa55'),
+    ('Makefile 里加一行 API_TOKEN += Xk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1030,6 +1051,12 @@ NEAR_MISSES = [
     'hex: 30 0d 06 09 2a 86 48 86 f7 0d 01 01 01 05 00', '请把 key 是 CamelCaseName2 的那行删掉',
     'backup codes are stored in VaultItemName', '<password>{env.DB_PASSWORD}</password>', 'password: {password}',
     '{"github-oauth": {}}', '备用方案，另一个办法', '主 机 名 称',
+    # red30: smart single quotes, other hyphens, printed values in a container, argocd, passwd, expect, XML entries, CloudFormation, proxy links, userlist.txt, a value before 密码, atlasv1, Make's += and target assignments
+    'I don’t know the user’s ‘name’ field', '‘hello’ she said, ‘it’s fine’', '"GET" "/api/v1/users"',
+    '<entry key="jdbc.url">jdbc:mysql://db:3306/app</entry>', 'ParameterKey=InstanceType,ParameterValue=t3.micro',
+    'echo hi | passwd', 'redis6 是密码管理工具', '用 v1.2.3 这个密码版本', 'password += char', 'token += 1', 'CFLAGS += -O2',
+    'all: TOKEN := $(shell cat t)', 'x: PASSWORD_FILE := secrets/pw.txt', 'trojan://server.example.com:443',
+    'non‑breaking hyphen in prose', 'expect "Password:"\nsend "$pw\\r"',
 ]
 
 
