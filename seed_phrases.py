@@ -15,16 +15,21 @@ from pathlib import Path
 from . import secret_patterns as patterns
 
 #: A seed phrase of BIP-39's Chinese lists (each word one character): 12 to 24 Han characters, each apart from the next
-#: by a space (``的 一 是 在 …``), the run no longer; :func:`_han_phrase` counts them. Prose does not space its characters.
-HAN_PHRASE = re.compile("(?<![\u3400-\u9fff])(?<![\u3400-\u9fff][ \u3000])[\u3400-\u9fff](?:[ \u3000][\u3400-\u9fff]){11,23}+"
-                        "(?![ \u3000]?[\u3400-\u9fff])")
+#: by a space (``的 一 是 在 …``, after ``是`` too), the run no longer, or run together right after ``助记词：``; :func:`_han_phrase` counts
+#: them. Prose does not space its characters.
+HAN_PHRASE = re.compile("(?<![\u3400-\u9fff])(?:(?<=[是为為] )|(?<![\u3400-\u9fff][ \u3000]))[\u3400-\u9fff](?:[ \u3000][\u3400-\u9fff]){11,23}+"
+                        "(?![ \u3000]?[\u3400-\u9fff])"
+                        "|(?<=助记词：|助記詞：|助记词:|助記詞:|助记词是|助記詞是|助记词 |助記詞 )[\u3400-\u9fff]{12,24}+(?![\u3400-\u9fff])")
 
 
 def _han_phrase(m: re.Match[str], mask: str) -> str:
-    """A :data:`HAN_PHRASE` replaced by ``mask`` when it has a phrase's length (12, 15, 18, 21 or 24 words) and few
+    """A :data:`HAN_PHRASE` replaced by ``mask`` when it has a phrase's length (12, 15, 18, 21 or 24 words; 12 or 24 run
+    together after its label) and few
     characters twice (a phrase's words are drawn at random from 2,048: a spaced-out slogan repeats its own)."""
-    chars = m.group()[::2]
-    return mask if len(chars) in (12, 15, 18, 21, 24) and len(set(chars)) >= len(chars) - 2 else m.group()
+    spaced = m.group()[1:2] in (" ", "\u3000")
+    chars = m.group()[::2] if spaced else m.group()
+    lengths = (12, 15, 18, 21, 24) if spaced else (12, 24)  # run together, the usual lengths only: prose is written so
+    return mask if len(chars) in lengths and len(set(chars)) >= len(chars) - 2 else m.group()
 
 
 @functools.cache

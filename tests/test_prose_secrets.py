@@ -609,6 +609,9 @@ SENT_BEFORE = [
     ('Makefile 里 DB_PASSWORD ?= S3cr3t-Pa55', 'S3cr3t-Pa55'),
     ('把 `DB_PASSWORD ?= S3cr3t-Pa55` 写进 Makefile', 'S3cr3t-Pa55'),
     ('Makefile 里加一行 API_TOKEN += Xk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
+    # red30: a Chinese seed phrase run together after 助记词 (12 or 24 characters)
+    ('助记词：的一是在不了有和人这中大', '的一是在不了有和人'), ('助记词：的 一 是 在 不 了 有 和 人 这 中 大 为 上 个 国 我 以 要 他 时 来 用 们', '为 上 个 国 我 以'),
+    ('钱包助记词是 的 一 是 在 不 了 有 和 人 这 中 大，别发给别人', '的 一 是 在 不 了 有'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1057,6 +1060,8 @@ NEAR_MISSES = [
     'echo hi | passwd', 'redis6 是密码管理工具', '用 v1.2.3 这个密码版本', 'password += char', 'token += 1', 'CFLAGS += -O2',
     'all: TOKEN := $(shell cat t)', 'x: PASSWORD_FILE := secrets/pw.txt', 'trojan://server.example.com:443',
     'non‑breaking hyphen in prose', 'expect "Password:"\nsend "$pw\\r"',
+    # red30: a Chinese seed phrase run together after 助记词 (12 or 24 characters)
+    '助记词是什么意思', '助记词：请务必离线备份，不要截图或发给任何人', '助记词：十二个汉字',
 ]
 
 
