@@ -445,6 +445,8 @@ def _labelled(m: re.Match[str]) -> str:
         value = value.rstrip(patterns.VALUE_END)
     if len(value) < _MIN_SECRET or _is_placeholder(value, label, quoted=quoted is not None) or REDACTED[:-1] in value:
         return m.group(0)
+    if quoted is None and not value.isascii() and not re.search(r"[0-9!-/:-@\[-`{-~]", value):
+        return m.group(0)  # a word of another script, not a password (пароль от почты лежит в сейфе; Café2024! goes)
     if re.fullmatch(r"\d{1,5}+(?:[-~～到至]\d{1,5}+)?", value) and m.string.startswith(patterns.SIZE_UNITS, start + len(value)):
         return m.group(0)  # a length or a size (密码是8-16位, 密钥是2048位), not a value
     foreign = patterns.FOREIGN_LABEL.fullmatch(label) is not None

@@ -612,6 +612,8 @@ SENT_BEFORE = [
     # red30: a Chinese seed phrase run together after 助记词 (12 or 24 characters)
     ('助记词：的一是在不了有和人这中大', '的一是在不了有和人'), ('助记词：的 一 是 在 不 了 有 和 人 这 中 大 为 上 个 国 我 以 要 他 时 来 用 们', '为 上 个 国 我 以'),
     ('钱包助记词是 的 一 是 在 不 了 有 和 人 这 中 大，别发给别人', '的 一 是 在 不 了 有'),
+    # red30: a value in other letters goes only with a digit or a symbol
+    ('пароль: Пароль2024!', 'Пароль2024'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1062,6 +1064,8 @@ NEAR_MISSES = [
     'non‑breaking hyphen in prose', 'expect "Password:"\nsend "$pw\\r"',
     # red30: a Chinese seed phrase run together after 助记词 (12 or 24 characters)
     '助记词是什么意思', '助记词：请务必离线备份，不要截图或发给任何人', '助记词：十二个汉字',
+    # red30: a value in other letters goes only with a digit or a symbol
+    '密码：Пароль', '密码：Überprüfung erforderlich', 'пароль от почты лежит в сейфе',
 ]
 
 
