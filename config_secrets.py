@@ -8,7 +8,7 @@ encoded in a URL (``password%3D…``), OpenVPN's inline ``<auth-user-pass>``, a 
 base64 ``user:password`` pasted without its header; key material written as JSON: a private JWK's members
 (``"k"``, ``"d"``, ``"p"``...), a Solana keypair's 64 bytes (``id.json``), Composer's ``github-oauth`` and
 ``gitlab-token`` tokens by host; a Java XML properties ``<entry>``, CloudFormation's ``ParameterKey``/``ParameterValue``,
-a proxy's share link (``trojan://…@``) and a line of PgBouncer's ``userlist.txt``. A named value is judged
+a connection string's password or key after ``;`` (spaces or ODBC's braces in it), a proxy's share link (``trojan://…@``) and a line of PgBouncer's ``userlist.txt``. A named value is judged
 as an assignment of it to its name would be (the ``judge`` :mod:`redact` passes); an unnamed one must read as a
 password (:func:`prose_secrets.reads_as_password`). Pure; linear in the length of the text (each pattern starts at a
 literal and reads a bounded stretch after it); never raises.
@@ -91,6 +91,10 @@ PLAN_CHANGE = re.compile(r"(?m:^)[ \t]*+[~+-][ \t]++(?P<name>[\w.-]{1,100}+)[ \t
 ENTRY_VALUE = re.compile(r"<entry[ \t]++key=\"(?P<name>[^\"<>\n]{1,100}+)\"[ \t]*+>(?P<value>[^<>\n]{1,200}+)</entry>"
                          r"|ParameterKey(?:=|\"[ \t]*+:[ \t]*+\")(?P<pname>[\w.-]{1,100}+)\"?[ \t]*+,[ \t]*+\"?ParameterValue"
                          r"(?:=|\"[ \t]*+:[ \t]*+\")(?P<pvalue>[^\s,\"]{1,200}+)")
+#: A connection string's password or key after a ``;`` (SQL Server's, ODBC's, Azure Storage's and Cosmos DB's): to the next
+#: ``;`` (spaces in it too: ``Password=Hz 2024 abc!;``) or in ODBC's braces (``Pwd={…;…}``). Group ``value``.
+CONNECTION_SECRET = re.compile(r"(?i)(?<=;)[ \t]*+(?:password|pwd|accountkey|sharedaccesskey)[ \t]*+=[ \t]*+"
+                               r"(?P<value>\{[^}\n]{1,200}+\}|[^;{\s\"'][^;\n\"']{0,199}+)(?=;|$|[\"'])")
 #: A proxy's share link, whose user is its password (``trojan://…@host:443``, ``hysteria2://…@``, ``tuic://uuid:…@``).
 PROXY_LINK = re.compile(r"(?i)(?<![\w+.-])(?:trojan|hysteria2|hy2|tuic|anytls)://(?P<value>[^@/\s]{6,200}+)@")
 #: A line of PgBouncer's ``userlist.txt``: a quoted user, then a quoted password without ``/`` (``"GET" "/api"`` is a
@@ -110,6 +114,9 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
         text = CONCATENATED.sub(lambda m: _named(m, redacted, judge), text)
     if "<entry" in text or "ParameterKey" in text:
         text = ENTRY_VALUE.sub(lambda m: _entry(m, redacted, judge), text)
+    if ";" in text:
+        text = CONNECTION_SECRET.sub(lambda m: replace_group(m, "value", redacted) if _connection_secret(m.group("value"), redacted)
+                                     else m.group(), text)
     if "://" in text:
         text = PROXY_LINK.sub(lambda m: replace_group(m, "value", redacted), text)
     if '" "' in text:
@@ -201,6 +208,13 @@ def _plan_change(m: re.Match[str], redacted: str, judge: Judge) -> str:
             pieces += [m.string[done : m.start(group)], redacted]
             done = m.end(group)
     return "".join(pieces) + m.string[done : m.end()]
+
+
+def _connection_secret(value: str, redacted: str) -> bool:
+    """Whether a :data:`CONNECTION_SECRET` value is written out: 4+ characters with a digit or a symbol, not a placeholder
+    (``{0}``, ``{password}``, ``$PW``, ``%PW%``, ``***``) nor already redacted."""
+    return (len(value) >= 4 and re.search(r"[\d!-/:-@\[-`{-~]", value.strip("{}")) is not None and not value.startswith(redacted[:-1])
+            and re.fullmatch(r"\{\w{0,40}+\}|\$\{?\w{1,60}+\}?|%\w{1,60}+%|\*++|<[^<>]{1,60}+>", value) is None)
 
 
 def _entry(m: re.Match[str], redacted: str, judge: Judge) -> str:

@@ -614,6 +614,12 @@ SENT_BEFORE = [
     ('钱包助记词是 的 一 是 在 不 了 有 和 人 这 中 大，别发给别人', '的 一 是 在 不 了 有'),
     # red30: a value in other letters goes only with a digit or a symbol
     ('пароль: Пароль2024!', 'Пароль2024'),
+    # red30: a connection string's password or key to its ';' (spaces, ODBC's braces)
+    ('Server=tcp:x.database.windows.net,1433;Initial Catalog=db;User ID=sa;Password=Hz 2024 abc!;', 'Hz 2024 abc!'),
+    ('Driver={ODBC Driver 17 for SQL Server};Server=x;Uid=sa;Pwd={Hz@2024;abc};', 'Hz@2024;abc'),
+    ('AccountEndpoint=https://x.documents.azure.com:443/;AccountKey=Xk9Pq2Lm7Nv4Rt6Yb8==;', 'Xk9Pq2Lm7Nv4Rt6Yb8'),
+    ('conn = "Server=db;User Id=sa;Password=Kq7#vLp2Wx"', 'Kq7#vLp2Wx'),
+    ('Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=Xk9Pq2Lm7Nv4Rt6Yb8=', 'Xk9Pq2Lm7Nv4Rt6Yb8'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1066,6 +1072,10 @@ NEAR_MISSES = [
     '助记词是什么意思', '助记词：请务必离线备份，不要截图或发给任何人', '助记词：十二个汉字',
     # red30: a value in other letters goes only with a digit or a symbol
     '密码：Пароль', '密码：Überprüfung erforderlich', 'пароль от почты лежит в сейфе',
+    # red30: a connection string's password or key to its ';' (spaces, ODBC's braces)
+    'Server=x;Database=y;User Id=sa;Password={0};', 'Server=x;User Id=sa;Password=$DB_PASSWORD;',
+    'Server=x;User Id=sa;Password=<your-password>;', 'Server=x;Password=***;', 'Server=x;User Id=sa;Password=;',
+    'Driver={ODBC Driver 17 for SQL Server};Server=x;Trusted_Connection=yes;',
 ]
 
 
