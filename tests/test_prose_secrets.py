@@ -620,6 +620,9 @@ SENT_BEFORE = [
     ('AccountEndpoint=https://x.documents.azure.com:443/;AccountKey=Xk9Pq2Lm7Nv4Rt6Yb8==;', 'Xk9Pq2Lm7Nv4Rt6Yb8'),
     ('conn = "Server=db;User Id=sa;Password=Kq7#vLp2Wx"', 'Kq7#vLp2Wx'),
     ('Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=Xk9Pq2Lm7Nv4Rt6Yb8=', 'Xk9Pq2Lm7Nv4Rt6Yb8'),
+    # red30: a spare after a space (密码是 … 备用 …)
+    ('账号 admin 密码是 Kq7#vLp2Wx 备用 Rb5!kTw9Pe', 'Rb5!kTw9Pe'), ('密码是 Kq7#vLp2Wx 新的 Rb5!kTw9Pe', 'Rb5!kTw9Pe'),
+    ('新密码 Kq7#vLp2Wx，旧密码 Rb5!kTw9Pe', 'Rb5!kTw9Pe'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1076,6 +1079,8 @@ NEAR_MISSES = [
     'Server=x;Database=y;User Id=sa;Password={0};', 'Server=x;User Id=sa;Password=$DB_PASSWORD;',
     'Server=x;User Id=sa;Password=<your-password>;', 'Server=x;Password=***;', 'Server=x;User Id=sa;Password=;',
     'Driver={ODBC Driver 17 for SQL Server};Server=x;Trusted_Connection=yes;',
+    # red30: a spare after a space (密码是 … 备用 …)
+    '密码：见 1Password 备用机器', '备用 token 在 vault 里',
 ]
 
 
