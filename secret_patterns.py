@@ -210,7 +210,7 @@ ASSIGNMENT = re.compile(
 #: (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID SECRET``, redis's ``AUTH [user] SECRET`` after redis-cli's
 #: prompt (``host:port>``, ``…[db]>``, a cluster's ``(master)>``, ``redis>``) or, upper-case (or ``hello 3 auth``) and
 #: not a SASL mechanism or scheme (``AUTH LOGIN``, ``AUTH Bearer``), at a line's start or after a bare ``>`` prompt, and
-#: ``requirepass``/``masterauth`` (redis.conf, ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start or in an
+#: ``requirepass``/``masterauth`` (redis.conf, ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start (or after CJK prose) or in an
 #: ``iface`` line, and redis-cli's inline ``AUTH`` after its flags alone (prose around redis-cli is not). Group
 #: ``value`` is the password (a quoted one may hold spaces), ``q`` its quote. The basic-auth branch looks ahead at its
 #: names' first letters (``[HSBDPbhpdaACN]``): a position starting none goes at once. CJK text (ideographs, kana,
@@ -261,7 +261,7 @@ CLI_SECRET = re.compile(
     r"|(?:(?<=:\d\d>)|(?<=\d\d\d>)|(?<=\d\]>)|(?<=\(master\)>)|(?<=\(replica\)>)|(?<=redis>)|(?<=valkey>)|(?<=\(TX\)>))"
     r"[ \t]*+(?i:(?:HELLO[ \t]++\d[ \t]++)?AUTH)[ \t]++"
     r"(?:[^\s\"']{1,64}+[ \t]++)?"
-    r"|(?:(?m:^)[ \t]*+|(?i:CONFIG[ \t]++SET)[ \t]++)(?i:requirepass|masterauth|wpa-psk)[ \t]++"
+    r"|(?:(?m:^)[ \t]*+|(?<=[\u3040-\u9fff][ \t])|(?i:CONFIG[ \t]++SET)[ \t]++)(?i:requirepass|masterauth|wpa-psk)[ \t]++"
     r"|(?:(?:redis|valkey|keydb)-cli" + _REDIS_FLAGS * 2 + r"[ \t]++(?i:AUTH)|(?m:^)[ \t]*+iface[ \t][^\n]{0,200}?[ \t]wpa-psk)[ \t]++(?:[^\s\"']{1,64}+[ \t]++)?"
     r"|(?m:^)[ \t]*+(?:>[ \t]*+)?(?:(?:HELLO[ \t]++\d[ \t]++)?AUTH|hello[ \t]++\d[ \t]++auth)[ \t]++"
     r"(?!(?:Bearer|Basic|LOGIN|PLAIN|CRAM-MD5|DIGEST-MD5|XOAUTH2|OAUTHBEARER|GSSAPI|NTLM|SCRAM-[\w-]{1,20}+)\b)"

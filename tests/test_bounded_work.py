@@ -610,7 +610,7 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   '<entry key="a">', "ParameterKey=a,ParameterValue=", "trojan://a", '"a" "', "a1!a1!a 是", "用 a1!a1!a ",
                                   "a.atlasv1.", "A += ", "a: A := ", "里 A ?= ", "`A ?= ", "助记词：的",
                                   "助记词：的的的的的的的的的的的的的的的的的的的的的的的的的 ",
-                                  ";password=", ";Pwd={", ";AccountKey=a ", ";password=a", " 备用 ", "[redacted] 备用：aB1!aB1!a"])
+                                  ";password=", ";Pwd={", ";AccountKey=a ", ";password=a", " 备用 ", "[redacted] 备用：aB1!aB1!a", "里 requirepass "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

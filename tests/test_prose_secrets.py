@@ -623,6 +623,8 @@ SENT_BEFORE = [
     # red30: a spare after a space (密码是 … 备用 …)
     ('账号 admin 密码是 Kq7#vLp2Wx 备用 Rb5!kTw9Pe', 'Rb5!kTw9Pe'), ('密码是 Kq7#vLp2Wx 新的 Rb5!kTw9Pe', 'Rb5!kTw9Pe'),
     ('新密码 Kq7#vLp2Wx，旧密码 Rb5!kTw9Pe', 'Rb5!kTw9Pe'),
+    # red30: requirepass/masterauth after CJK prose
+    ('redis.conf 里 requirepass Hv8$mQz3Ln', 'Hv8$mQz3Ln'), ('记得 masterauth Kq7#vLp2Wx 也要改', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1081,6 +1083,8 @@ NEAR_MISSES = [
     'Driver={ODBC Driver 17 for SQL Server};Server=x;Trusted_Connection=yes;',
     # red30: a spare after a space (密码是 … 备用 …)
     '密码：见 1Password 备用机器', '备用 token 在 vault 里',
+    # red30: requirepass/masterauth after CJK prose
+    '在 redis.conf 里 requirepass 要打开', '配置 requirepass yes',
 ]
 
 
