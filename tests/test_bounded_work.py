@@ -914,11 +914,15 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
     from project_history_recall import (
         code_secrets,
         command_secrets,
+        config_secrets,
         cookie_secrets,
         folding,
         output_secrets,
         prose_secrets,
+        random_tokens,
         secret_patterns,
+        seed_phrases,
+        sql_secrets,
         table_secrets,
     )
 
@@ -942,8 +946,8 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
         return found
 
     compiled = {f"{module.__name__}.{name}": value
-                for module in (secret_patterns, code_secrets, command_secrets, cookie_secrets, folding, output_secrets, prose_secrets,
-                               table_secrets)
+                for module in (secret_patterns, code_secrets, command_secrets, config_secrets, cookie_secrets, folding,
+                               output_secrets, prose_secrets, random_tokens, seed_phrases, sql_secrets, table_secrets)
                 for name, value in vars(module).items() if isinstance(value, re.Pattern)}
     assert len(compiled) >= 25
     for name, pattern in compiled.items():
