@@ -215,7 +215,8 @@ def parse_query(text: str) -> ParsedQuery:
     units, fallback = _units(clean)
     chosen = units or fallback
     truncated = truncated or len(chosen) > MAX_UNITS
-    forms = _units(clean.translate(_FULL_WIDTH))[0 if units else 1] if clean.translate(_FULL_WIDTH) != clean else []
+    folded = clean.translate(_FULL_WIDTH)
+    forms = _units(folded)[0 if units else 1] if folded != clean else []
     forms += [Unit(unicodedata.normalize("NFD", u.text), "cjk") for u in chosen + forms if u.kind == "cjk"]
     others = [u for u in dict.fromkeys(forms) if u not in chosen]
     return ParsedQuery(tuple((chosen[:MAX_UNITS] + others)[:MAX_UNITS]), truncated)
