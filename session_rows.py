@@ -302,8 +302,7 @@ def _roots(parent: Mapping[str, str], ids: Iterable[str]) -> dict[str, str]:
 def lineage_ids(conn: sqlite3.Connection, session_id: str) -> set[str]:
     """The session, its ancestors and every descendant of those (compression continuations, branches, delegates), a
     reset's predecessor and successors left out (each its own conversation)."""
-    context, past = lineage(conn, session_id)
-    return context | past
+    return set(_lineage_rows(conn, session_id))
 
 
 def lineage(conn: sqlite3.Connection, session_id: str) -> tuple[set[str], set[str]]:

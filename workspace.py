@@ -456,7 +456,8 @@ def live_cli_folder(session: SessionInfo) -> str | None:
 def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: str, *, db_key: str) -> Scope:
     """The searchable sessions sharing ``current_id``'s project, the part of its lineage still in its live context
     left out (a compression's summarised-away past is searched, as in Hermes' own search: the sessions of its lineage
-    a compression ended, and what a compaction in place archived of the asking session itself, ``Scope.live``).
+    a compression ended, its branches' family, and what a compaction in place archived of the asking session
+    itself, ``Scope.live``; ``Scope.past``).
 
     The current session's workspace is its own, inherited (``session_rows.resolve_workspace``), or its live
     CLI's folder (:func:`live_cli_folder`; ``current.basis`` is then ``live_cli``). Home has no scope. Raises
@@ -473,14 +474,14 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
     identity = project.identity
     if project.is_home:
         return Scope(current, project, (), 0)
-    excluded, compressed = session_rows.lineage(conn, current_id)
+    excluded, lineage_past = session_rows.lineage(conn, current_id)
     # A compaction in place archived part of the asking session: that part left its context, and is searched.
     live = current_id if store.compacted_in_place(conn, current_id) else ""
     with membership.lock:
         others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
         messages = sum(entry.messages.get(sid, 0) for sid in (*others, live) if sid)
     searched = tuple(sorted((*others, live))) if live else others
-    past = tuple(sorted({sid for sid in others if sid in compressed} | ({live} if live else set())))
+    past = tuple(sorted({sid for sid in others if sid in lineage_past} | ({live} if live else set())))
     return Scope(current, project, searched, len(others) + 1, messages, live=live, past=past)
 
 
