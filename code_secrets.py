@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from . import prose_secrets
+from . import prefilter, prose_secrets
 from . import secret_patterns as patterns
 from .secret_patterns import replace_group
 
@@ -270,25 +270,25 @@ def _strong(value: str) -> bool:
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
-    text = TEMPLATE_DEFAULT.sub(lambda m: _default(m, judge, redacted), text)
-    text = FALLBACK.sub(lambda m: _default(m, judge, redacted), text)
-    text = ASSIGN_OP.sub(lambda m: _assign_op(m, judge, redacted), text)
-    text = TYPED_DEFAULT.sub(lambda m: _typed_default(m, judge, redacted), text)
-    text = KEYED_CALL.sub(lambda m: _keyed_call(m, judge, redacted), text)
-    text = NAME_VALUE_JSON.sub(lambda m: _json_value(m, judge, redacted), text)
-    text = POSITIONAL.sub(lambda m: _positional(m, judge, redacted), text)
-    text = DSL_SETTING.sub(lambda m: _dsl_setting(m, judge, redacted), text)
-    text = MAIL_LOGIN.sub(lambda m: _mail_login(m, redacted), text)
-    text = OPTION_DEFAULT.sub(lambda m: _default(m, judge, redacted), text)
-    text = C_DEFINE.sub(lambda m: _named_literal(m, judge, redacted), text)
-    text = MARKUP_VALUE.sub(lambda m: _markup(m, judge, redacted), text)
-    text = LISP_AND_SHELL.sub(lambda m: _default(m, judge, redacted), text)
-    text = SYMBOL_KEY.sub(lambda m: _default(m, judge, redacted), text)
-    text = CLIENT_AUTH.sub(lambda m: _login(m, redacted, default=True), text)
-    text = AUTH_LIST.sub(lambda m: _login(m, redacted, default=False), text)
-    text = ACL_LINE.sub(lambda m: _acl_rules(m, redacted), text)
-    text = HASHED_LITERAL.sub(lambda m: _hashed(m, judge, redacted), text)
-    text = STRONG_LITERAL.sub(lambda m: replace_group(m, "value", redacted) if _strong(m.group("value")) else m.group(), text)
+    text = prefilter.sub(TEMPLATE_DEFAULT, lambda m: _default(m, judge, redacted), text)
+    text = prefilter.sub(FALLBACK, lambda m: _default(m, judge, redacted), text)
+    text = prefilter.sub(ASSIGN_OP, lambda m: _assign_op(m, judge, redacted), text)
+    text = prefilter.sub(TYPED_DEFAULT, lambda m: _typed_default(m, judge, redacted), text)
+    text = prefilter.sub(KEYED_CALL, lambda m: _keyed_call(m, judge, redacted), text)
+    text = prefilter.sub(NAME_VALUE_JSON, lambda m: _json_value(m, judge, redacted), text)
+    text = prefilter.sub(POSITIONAL, lambda m: _positional(m, judge, redacted), text)
+    text = prefilter.sub(DSL_SETTING, lambda m: _dsl_setting(m, judge, redacted), text)
+    text = prefilter.sub(MAIL_LOGIN, lambda m: _mail_login(m, redacted), text)
+    text = prefilter.sub(OPTION_DEFAULT, lambda m: _default(m, judge, redacted), text)
+    text = prefilter.sub(C_DEFINE, lambda m: _named_literal(m, judge, redacted), text)
+    text = prefilter.sub(MARKUP_VALUE, lambda m: _markup(m, judge, redacted), text)
+    text = prefilter.sub(LISP_AND_SHELL, lambda m: _default(m, judge, redacted), text)
+    text = prefilter.sub(SYMBOL_KEY, lambda m: _default(m, judge, redacted), text)
+    text = prefilter.sub(CLIENT_AUTH, lambda m: _login(m, redacted, default=True), text)
+    text = prefilter.sub(AUTH_LIST, lambda m: _login(m, redacted, default=False), text)
+    text = prefilter.sub(ACL_LINE, lambda m: _acl_rules(m, redacted), text)
+    text = prefilter.sub(HASHED_LITERAL, lambda m: _hashed(m, judge, redacted), text)
+    text = prefilter.sub(STRONG_LITERAL, lambda m: replace_group(m, "value", redacted) if _strong(m.group("value")) else m.group(), text)
     return _pgpass_heredocs(text, redacted)
 
 

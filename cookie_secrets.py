@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from . import prefilter
 from . import secret_patterns as patterns
 
 #: The names frameworks give their session cookie (Django's ``sessionid``, PHP's, Java's and ASP.NET's, Express'
@@ -43,10 +44,10 @@ COOKIE_LINE = re.compile(
 
 def redact(text: str, redacted: str) -> str:
     """``text`` with those cookies' values replaced by ``redacted``, the rest as it was."""
-    text = QUOTED_COOKIE.sub(lambda m: _quoted(m, redacted), text)
-    text = GO_COOKIE.sub(lambda m: _named(m, redacted), text)
-    text = NAME_VALUE_COOKIE.sub(lambda m: _named(m, redacted, token=True), text)
-    return COOKIE_LINE.sub(lambda m: _named(m, redacted), text)
+    text = prefilter.sub(QUOTED_COOKIE, lambda m: _quoted(m, redacted), text)
+    text = prefilter.sub(GO_COOKIE, lambda m: _named(m, redacted), text)
+    text = prefilter.sub(NAME_VALUE_COOKIE, lambda m: _named(m, redacted, token=True), text)
+    return prefilter.sub(COOKIE_LINE, lambda m: _named(m, redacted), text)
 
 
 def _quoted(m: re.Match[str], redacted: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from . import prefilter
 from . import secret_patterns as patterns
 
 #: Invisible characters (zero-width spaces and joiners, direction marks, the BOM, tag characters, the soft hyphen,
@@ -78,7 +79,7 @@ def fold(text: str) -> str:
     quotes and look-alikes in a credential's name read as ASCII."""
     if "\\u" in text:
         text = JSON_ESCAPE.sub(_unescape, text)
-    text = MARKED_LABEL.sub(_unmarked_label, text)
+    text = prefilter.sub(MARKED_LABEL, _unmarked_label, text)
     if text.isascii():
         return text
     text = INVISIBLE.sub("", unicodedata.normalize("NFC", text))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from . import prose_secrets
+from . import prefilter, prose_secrets
 
 #: A password in SQL: after ``IDENTIFIED BY`` (``IDENTIFIED WITH mysql_native_password BY``), ``PASSWORD`` (``WITH
 #: PASSWORD``, ``LOGIN PASSWORD``, ``PASSWORD =``) or Neo4j's ``SET PASSWORD FROM '…' TO`` (the new one), in single
@@ -38,8 +38,8 @@ def redact(text: str, redacted: str, quoted_secret: Callable[[re.Match[str]], st
     """``text`` with SQL's passwords and Oracle's logins replaced by ``redacted``: a quoted one or a login as
     ``quoted_secret`` (:mod:`redact`'s judge of a command's password, groups ``q`` and ``value``) returns it, a bare
     one when it reads as a password."""
-    text = SQL_PASSWORD.sub(lambda m: _sql_password(m, redacted, quoted_secret), text)
-    return ORACLE_LOGIN.sub(quoted_secret, text)
+    text = prefilter.sub(SQL_PASSWORD, lambda m: _sql_password(m, redacted, quoted_secret), text)
+    return prefilter.sub(ORACLE_LOGIN, quoted_secret, text)
 
 
 def _sql_password(m: re.Match[str], redacted: str, quoted_secret: Callable[[re.Match[str]], str]) -> str:

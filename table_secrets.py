@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from . import prose_secrets
+from . import prefilter, prose_secrets
 from . import secret_patterns as patterns
 
 #: What a label may have before it: words of what it is for (``DB Password``, ``root_pwd``, ``Login/Password``,
@@ -69,7 +69,7 @@ HTML_PAIR = re.compile(
 
 def redact(text: str, redacted: str) -> str:
     """``text`` with the values of tables' credential columns and cells that read as secrets replaced by ``redacted``."""
-    if not _HINT.search(text):
+    if not prefilter.may_match(_HINT, text):
         return text
     if "<" in text:
         text = HTML_PAIR.sub(lambda m: _html_pair(m, redacted), text)

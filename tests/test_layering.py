@@ -42,6 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("code_secrets", "table_secrets", "sql_secrets"),  # pure: credentials given as defaults, fallbacks and logins in code; a table's credential column; SQL passwords and Oracle logins
     ("seed_phrases", "prose_secrets", "folding", "cookie_secrets", "random_tokens"),  # pure but for its word list: seed phrases; pure: secrets written as prose, what text is read as, session cookies outside a header, whether a token reads as random, for redaction
     ("secret_patterns",),  # pure: the shapes of secrets redaction looks for
+    ("prefilter",),  # pure: whether a redaction pattern can match a text, by the strings each match contains
     ("answers", "render"),  # pure: what every answer shares, text for people
     ("records",),  # pure: the records every layer passes on (a message, a session, a scope)
     ("query", "attribution", "filters", "paths", "echo"),  # pure core; echoes of recalls
@@ -51,7 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("state",),  # the data of every process cache (imports nothing)
 )
 #: The layers that read no file, open no database file and start no thread.
-PURE = LAYERS[-14:]
+PURE = LAYERS[-15:]
 RANK = {name: depth for depth, layer in enumerate(LAYERS) for name in layer}
 MODULES = sorted(p.stem for p in ROOT.glob("*.py"))
 
