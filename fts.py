@@ -259,8 +259,13 @@ def _passing(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[
     return {int(r[0]) for r in conn.execute(sql, [json.dumps([int(i) for i in ids]), *params, *copies_params])}
 
 
+#: Candidates one conversation may keep across its sessions (:func:`session_candidates`): a compression's continuations
+#: and a branch carry copies of its first turns, which match alike; hundreds of them would fill a pick's limit.
+PER_CONVERSATION_SESSIONS = 4
+
+
 def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tuple[int, str]], *, per_session: int,
-                   limit: int) -> list[tuple[int, str]]:
+                   limit: int, group: dict[str, str] | None = None) -> list[tuple[int, str]]:
     """Of ``ordered`` (``(message id, session id)``, best first, each meeting :func:`_early_filters`), the rows meeting
     every condition of :func:`_filters`, at most ``per_session`` of a session and ``limit`` in all, in order: what
     checking every row, keeping each session's best ``per_session`` and the best ``limit`` of those gives.
@@ -272,8 +277,9 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
     every ``per_session`` of them. Near the limit a check reaches past what is left of it by ``spare`` rows, doubled
     at each such check: rows that fail after the limit is all but reached take a few queries, not one each."""
     out: list[tuple[int, str]] = []
-    taken: dict[str, int] = {}
-    failed: dict[str, int] = {}
+    taken: dict[Any, int] = {}  # by session, and by ("\x00", conversation) with ``group``
+    failed: dict[Any, int] = {}
+    per_conv = per_session * PER_CONVERSATION_SESSIONS
     verdict: dict[int, bool] = {}
     i, batch, spare = 0, CHECK_BATCH, 0
     while i < len(ordered) and len(out) < limit:
@@ -283,8 +289,12 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
         planned, room, k = dict(taken), limit - len(out), i
         while k < len(ordered) and room > -spare and len(need) < batch:
             mid, sid = ordered[k]
-            if planned.get(sid, 0) < per_session + failed.get(sid, 0) and verdict.get(mid, True):
+            conv = ("\x00", group.get(sid, sid)) if group else None
+            if (planned.get(sid, 0) < per_session + failed.get(sid, 0) and verdict.get(mid, True)
+                    and (conv is None or planned.get(conv, 0) < per_conv + failed.get(conv, 0))):
                 planned[sid] = planned.get(sid, 0) + 1
+                if conv is not None:
+                    planned[conv] = planned.get(conv, 0) + 1
                 room -= 1
                 if mid not in verdict:
                     need.append((mid, sid))
@@ -296,15 +306,21 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
             for mid, sid in need:
                 verdict[mid] = mid in passed
                 failed[sid] = failed.get(sid, 0) + (mid not in passed)
+                if group:
+                    conv = ("\x00", group.get(sid, sid))
+                    failed[conv] = failed.get(conv, 0) + (mid not in passed)
         # Keep rows in order up to the first one a session may keep that is not checked yet.
         while i < len(ordered) and len(out) < limit:
             mid, sid = ordered[i]
-            if taken.get(sid, 0) < per_session:
+            conv = ("\x00", group.get(sid, sid)) if group else None
+            if taken.get(sid, 0) < per_session and (conv is None or taken.get(conv, 0) < per_conv):
                 if mid not in verdict:
                     break
                 if verdict[mid]:
                     out.append((mid, sid))
                     taken[sid] = taken.get(sid, 0) + 1
+                    if conv is not None:
+                        taken[conv] = taken.get(conv, 0) + 1
             i += 1
         batch *= 2
     return out
@@ -359,10 +375,14 @@ def session_candidates(
     sql = f"""
         SELECT m.id, m.session_id FROM {table} JOIN messages m ON m.id = {table}.rowid
         WHERE {table} MATCH ? AND {early}{store.SCOPE_SQL} AND {cheap}
-        ORDER BY {score}, m.id DESC
+        ORDER BY {score}, m.id {"DESC" if newest else "ASC"}
     """
-    rows = conn.execute(sql, [match, *early_params, scope.ids_json, *cheap_params])
-    return _first_passing(conn, scope, [(int(r[0]), r[1]) for r in rows], per_session=per_session, limit=limit)
+    rows = [(int(r[0]), r[1]) for r in conn.execute(sql, [match, *early_params, scope.ids_json, *cheap_params])]
+    # A conversation keeps at most PER_CONVERSATION_SESSIONS sessions' worth (its compressions' and branches' copies of
+    # its first turns score alike: hundreds would fill ``limit``, every other conversation left out); of copies scored
+    # alike the first said (ties in id order: the original before its copies).
+    group = session_rows.conversation_roots(conn, list(dict.fromkeys(sid for _, sid in rows))) if rows else {}
+    return _first_passing(conn, scope, rows, per_session=per_session, limit=limit, group=group)
 
 
 def range_matches(

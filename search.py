@@ -220,18 +220,22 @@ def search_history(
             base["semantic_note"] = leg.note
         near = ranking.close_enough(leg.hits, provider=settings.embedding.provider, keyword_found=bool(found.sessions),
                                     one_word=len(parsed.units) == 1 and parsed.units[0].kind != "cjk")
+        # Every session the legs ranked, collapsed to conversations before the pages' reach is cut: a conversation
+        # compressed or branched more than MAX_REACH times carries that many copies of its first turns, which would
+        # otherwise fill the reach and leave one result (a copy, not the original) and no other conversation.
         if mode == "keyword" or not near:
-            ranked = [ranking.found(r.hit, "keyword") for r in found.sessions[: pages.MAX_REACH + 1]]
+            ranked = [ranking.found(r.hit, "keyword") for r in found.sessions]
         elif mode == "semantic":
-            ranked = [ranking.found(r.hit, "semantic") for r in rank_sessions(near)[: pages.MAX_REACH + 1]]
+            ranked = [ranking.found(r.hit, "semantic") for r in rank_sessions(near)]
         else:
-            ranked = fuse(found, near, pages.MAX_REACH + 1)
+            ranked = fuse(found, near, len(found.sessions) + len(near))
         if found.scorer is not None and found.strength >= CURRENT_FIRST_STRENGTH and recency.asks_current(query):
             ranked, peers = recency.current_first(ranked, found.hits, {m: r.text for m, r in found.rows.items()},
                                                   {m: r.timestamp for m, r in found.rows.items()}, found.scorer)
             if peers > 1:
                 base["order_note"] = recency.ORDER_NOTE.format(count=peers)
         ranked = ranking.one_per_conversation(ranked, session_rows.conversation_roots(conn, [h.session_id for h in ranked]))
+        ranked = ranked[: pages.MAX_REACH + 1]
         details = session_rows.session_details(conn, [h.session_id for h in ranked])
         ranked = cron_last(ranked, details)[:pages.MAX_REACH]
         chosen = ranked[offset : offset + limit]
