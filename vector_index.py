@@ -28,7 +28,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
@@ -330,7 +330,8 @@ class VectorIndex:
             self._refresh()
         self._mapped.learn_basis()
 
-    def search(self, query: np.ndarray, sessions: set[str], top_sessions: int, *, per_session: int = 1) -> list[Hit]:
+    def search(self, query: np.ndarray, sessions: set[str], top_sessions: int, *, per_session: int = 1,
+               group: Mapping[str, str] | None = None) -> list[Hit]:
         """The best messages of the ``top_sessions`` sessions most similar to ``query``: hits scored by cosine, best
         first, at most ``per_session`` of each session, so one session with many similar messages cannot crowd out
         the others (:meth:`vector_view.MappedVectors.scores`). Scope is applied here, at query time."""
@@ -341,7 +342,7 @@ class VectorIndex:
                 # Files of another size than this model's (started over by a process whose endpoint
                 # answers another size, since the refresh): nothing here to compare the query with.
                 return []
-            return self._mapped.scores(query, sessions, top_sessions, per_session)
+            return self._mapped.scores(query, sessions, top_sessions, per_session, group)
 
     @property
     def vectors_in_memory(self) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from . import config_schema, gate, index_check, pages, store, warm_up
+from . import config_schema, gate, index_check, pages, session_rows, store, warm_up
 from .gate import SemanticLeg
 from .query import embedding_text, vector_queries
 from .ranking import Hit, demote_earlier
@@ -85,7 +85,11 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
         per_session = SEMANTIC_PER_SESSION * (4 if scope.filters.active else 1)
         asked = provider.embed(list(embedded_texts(question, provider.outbound_text)))  # unit rows, one batch
         mean = embeddings.normalise(asked.sum(axis=0, keepdims=True)) if len(asked) > 1 else asked
-        raw = vectors.search(mean, set(scope.session_ids) - {scope.live}, pages.MAX_REACH + 1, per_session=per_session)
+        # The best conversations, not sessions: a compression chain's or a branch family's copies of its first turns
+        # would fill the sessions (search.py collapses each conversation to one result afterwards).
+        group = session_rows.conversation_roots(conn, list(scope.session_ids))
+        raw = vectors.search(mean, set(scope.session_ids) - {scope.live}, pages.MAX_REACH + 1, per_session=per_session,
+                             group=group)
         if scope.live:  # the asking session: only its archive, looked for past its live rows (its context)
             live = store.live_ids(conn, scope.live)
             own = vectors.search(mean, {scope.live}, 1, per_session=per_session + len(live))

@@ -18,6 +18,8 @@ BLOCK = 32_768  # rows scored per step when a scope is gathered (bounds the tran
 #: A scope holding more than this share of the rows is scored in place (one product over
 #: every row, the rest masked) rather than gathered block by block.
 IN_PLACE_SHARE = 0.5
+#: Messages of one conversation a search keeps, in sessions' worth (:func:`best_of_sessions` with ``group``).
+PER_CONVERSATION_SESSIONS = 4
 EXACT_BLOCK = 8_192  # rows the two-pass scoring gathers per step for its exact pass
 ROUGH_SPAN = 8_192  # rows of the first pass read in place at a time (spans without a row of the scope are skipped)
 
@@ -115,20 +117,23 @@ def two_pass(
 
 def best_of_sessions(
     names: Sequence[str], sessions: AbstractSet[str], ids: np.ndarray, owners: np.ndarray, scores: np.ndarray,
-    top_sessions: int, per_session: int,
+    top_sessions: int, per_session: int, group: Mapping[str, str] | None = None,
 ) -> list[Hit]:
     """The best messages of the ``top_sessions`` best sessions among scored rows, best first.
 
     At most ``per_session`` messages of a session; a message's score is its
     best chunk's. Rows of a session not in ``sessions`` are never returned,
     whatever the codes say. Looks at a head of the best rows, widened until
-    it holds enough sessions.
+    it holds enough sessions. With ``group`` (session -> its conversation's first session), ``top_sessions``
+    counts conversations, and a conversation keeps at most ``PER_CONVERSATION_SESSIONS`` sessions' worth of
+    messages, the first said of those scored alike: a compression's continuations and a branch carry copies of
+    its first turns (one vector each, alike), which would otherwise fill the sessions and leave one conversation.
     """
     if not len(scores):
         return []
     head = min(len(scores), max(top_sessions * per_session * 4, 64))
     while True:
-        best, taken = _head(names, sessions, ids, owners, scores, head, top_sessions, per_session)
+        best, taken = _head(names, sessions, ids, owners, scores, head, top_sessions, per_session, group)
         if len(taken) >= top_sessions or head >= len(scores):
             break
         head = min(len(scores), head * 4)
@@ -137,12 +142,15 @@ def best_of_sessions(
 
 def _head(
     names: Sequence[str], sessions: AbstractSet[str], ids: np.ndarray, owners: np.ndarray, scores: np.ndarray,
-    head: int, top_sessions: int, per_session: int,
+    head: int, top_sessions: int, per_session: int, group: Mapping[str, str] | None = None,
 ) -> tuple[dict[int, tuple[str, float]], dict[str, int]]:
+    """The best rows of the head; returns them and how many each session (or, with ``group``, each conversation)
+    took."""
     part = np.argpartition(-scores, head - 1)[:head] if head < len(scores) else np.arange(len(scores))
     best: dict[int, tuple[str, float]] = {}
-    taken: dict[str, int] = {}
-    order = part[np.argsort(-scores[part], kind="stable")]
+    taken: dict[str, int] = {}  # by session, or by conversation with ``group``
+    own: dict[str, int] = {}  # by session, with ``group``
+    order = part[np.lexsort((ids[part], -scores[part]))]  # ties: the message said first (an original before its copies)
     # As Python numbers: indexing numpy arrays one element at a time would cost more than the loop.
     for mid, code, score in zip(ids[order].tolist(), owners[order].tolist(), scores[order].tolist(), strict=True):
         if score == -np.inf:  # the rest is out of scope
@@ -151,6 +159,16 @@ def _head(
             continue
         sid = names[code]
         if sid not in sessions:  # never another session's message, whatever the codes say
+            continue
+        if group is not None:
+            conv = group.get(sid, sid)
+            count = taken.get(conv, 0)
+            if (own.get(sid, 0) >= per_session or count >= per_session * PER_CONVERSATION_SESSIONS
+                    or (not count and len(taken) >= top_sessions)):
+                continue
+            own[sid] = own.get(sid, 0) + 1
+            taken[conv] = count + 1
+            best[mid] = (sid, score)
             continue
         count = taken.get(sid, 0)
         if count >= per_session or (not count and len(taken) >= top_sessions):

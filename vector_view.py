@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
@@ -167,7 +167,8 @@ class MappedVectors:
         self._provider.expect(size // 4)
         return size // 4
 
-    def scores(self, query: np.ndarray, sessions: set[str], top_sessions: int, per_session: int) -> list[Hit]:
+    def scores(self, query: np.ndarray, sessions: set[str], top_sessions: int, per_session: int,
+               group: Mapping[str, str] | None = None) -> list[Hit]:
         """The best messages of the ``top_sessions`` sessions of ``sessions`` most similar to ``query`` (a unit
         vector of the mapped rows' size), at most ``per_session`` of each, a message scored by its best chunk."""
         view = self.view
@@ -175,7 +176,7 @@ class MappedVectors:
             return []
         names = view.names  # as they belong to this view (another thread may map newer files)
         ids, owners, scores = vector_scores.scope_scores(view, self._member_mask(view, sessions), query, wanted=top_sessions)
-        return vector_scores.best_of_sessions(names, sessions, ids, owners, scores, top_sessions, per_session)
+        return vector_scores.best_of_sessions(names, sessions, ids, owners, scores, top_sessions, per_session, group)
 
     def _member_mask(self, view: vector_file.View, sessions: AbstractSet[str]) -> np.ndarray:
         """:func:`vector_scores.member_mask` of ``sessions`` in ``view``, kept for the last scope searched: a
