@@ -331,7 +331,7 @@ class VectorIndex:
         self._mapped.learn_basis()
 
     def search(self, query: np.ndarray, sessions: set[str], top_sessions: int, *, per_session: int = 1,
-               group: Mapping[str, str] | None = None) -> list[Hit]:
+               group: Callable[[list[str]], Mapping[str, str]] | None = None) -> list[Hit]:
         """The best messages of the ``top_sessions`` sessions most similar to ``query``: hits scored by cosine, best
         first, at most ``per_session`` of each session, so one session with many similar messages cannot crowd out
         the others (:meth:`vector_view.MappedVectors.scores`). Scope is applied here, at query time."""

@@ -87,9 +87,8 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
         mean = embeddings.normalise(asked.sum(axis=0, keepdims=True)) if len(asked) > 1 else asked
         # The best conversations, not sessions: a compression chain's or a branch family's copies of its first turns
         # would fill the sessions (search.py collapses each conversation to one result afterwards).
-        group = session_rows.conversation_roots(conn, list(scope.session_ids))
         raw = vectors.search(mean, set(scope.session_ids) - {scope.live}, pages.MAX_REACH + 1, per_session=per_session,
-                             group=group)
+                             group=lambda ids: session_rows.conversation_roots(conn, ids))
         if scope.live:  # the asking session: only its archive, looked for past its live rows (its context)
             live = store.live_ids(conn, scope.live)
             own = vectors.search(mean, {scope.live}, 1, per_session=per_session + len(live))

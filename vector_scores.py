@@ -6,7 +6,7 @@ pages are the shared vector files', mapped by the caller).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 import numpy as np
@@ -117,14 +117,15 @@ def two_pass(
 
 def best_of_sessions(
     names: Sequence[str], sessions: AbstractSet[str], ids: np.ndarray, owners: np.ndarray, scores: np.ndarray,
-    top_sessions: int, per_session: int, group: Mapping[str, str] | None = None,
+    top_sessions: int, per_session: int, group: Callable[[list[str]], Mapping[str, str]] | None = None,
 ) -> list[Hit]:
     """The best messages of the ``top_sessions`` best sessions among scored rows, best first.
 
     At most ``per_session`` messages of a session; a message's score is its
     best chunk's. Rows of a session not in ``sessions`` are never returned,
     whatever the codes say. Looks at a head of the best rows, widened until
-    it holds enough sessions. With ``group`` (session -> its conversation's first session), ``top_sessions``
+    it holds enough sessions. With ``group`` (sessions -> each one's conversation's first session, asked only of
+    the sessions of the rows looked at), ``top_sessions``
     counts conversations, and a conversation keeps at most ``PER_CONVERSATION_SESSIONS`` sessions' worth of
     messages, the first said of those scored alike: a compression's continuations and a branch carry copies of
     its first turns (one vector each, alike), which would otherwise fill the sessions and leave one conversation.
@@ -142,7 +143,7 @@ def best_of_sessions(
 
 def _head(
     names: Sequence[str], sessions: AbstractSet[str], ids: np.ndarray, owners: np.ndarray, scores: np.ndarray,
-    head: int, top_sessions: int, per_session: int, group: Mapping[str, str] | None = None,
+    head: int, top_sessions: int, per_session: int, group: Callable[[list[str]], Mapping[str, str]] | None = None,
 ) -> tuple[dict[int, tuple[str, float]], dict[str, int]]:
     """The best rows of the head; returns them and how many each session (or, with ``group``, each conversation)
     took."""
@@ -151,6 +152,7 @@ def _head(
     taken: dict[str, int] = {}  # by session, or by conversation with ``group``
     own: dict[str, int] = {}  # by session, with ``group``
     order = part[np.lexsort((ids[part], -scores[part]))]  # ties: the message said first (an original before its copies)
+    roots = group([names[c] for c in dict.fromkeys(owners[order].tolist())]) if group is not None else None
     # As Python numbers: indexing numpy arrays one element at a time would cost more than the loop.
     for mid, code, score in zip(ids[order].tolist(), owners[order].tolist(), scores[order].tolist(), strict=True):
         if score == -np.inf:  # the rest is out of scope
@@ -160,8 +162,8 @@ def _head(
         sid = names[code]
         if sid not in sessions:  # never another session's message, whatever the codes say
             continue
-        if group is not None:
-            conv = group.get(sid, sid)
+        if roots is not None:
+            conv = roots.get(sid, sid)
             count = taken.get(conv, 0)
             if (own.get(sid, 0) >= per_session or count >= per_session * PER_CONVERSATION_SESSIONS
                     or (not count and len(taken) >= top_sessions)):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
@@ -168,7 +168,7 @@ class MappedVectors:
         return size // 4
 
     def scores(self, query: np.ndarray, sessions: set[str], top_sessions: int, per_session: int,
-               group: Mapping[str, str] | None = None) -> list[Hit]:
+               group: Callable[[list[str]], Mapping[str, str]] | None = None) -> list[Hit]:
         """The best messages of the ``top_sessions`` sessions of ``sessions`` most similar to ``query`` (a unit
         vector of the mapped rows' size), at most ``per_session`` of each, a message scored by its best chunk."""
         view = self.view
