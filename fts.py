@@ -264,8 +264,30 @@ def _passing(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[
 PER_CONVERSATION_SESSIONS = 4
 
 
+ROOTS_CHUNK = 1_024  # rows whose sessions' conversations are asked at a time (only as far as a pick walks)
+
+
+class _Conversations:
+    """Each row of ``ordered``'s conversation, asked of state.db a chunk of rows at a time as a pick reaches them
+    (``session_rows.conversation_roots``): a pick that stops after a few hundred rows of thousands asks no more."""
+
+    def __init__(self, conn: sqlite3.Connection, ordered: Sequence[tuple[int, str]]) -> None:
+        self._conn, self._ordered, self._upto = conn, ordered, 0
+        self._known: dict[str, str] = {}
+
+    def at(self, index: int) -> tuple[str, str]:
+        """The conversation key of row ``index``."""
+        while index >= self._upto:
+            chunk = {sid for _, sid in self._ordered[self._upto : self._upto + ROOTS_CHUNK] if sid not in self._known}
+            if chunk:
+                self._known.update(session_rows.conversation_roots(self._conn, sorted(chunk)))
+            self._upto += ROOTS_CHUNK
+        sid = self._ordered[index][1]
+        return ("\x00", self._known.get(sid, sid))
+
+
 def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tuple[int, str]], *, per_session: int,
-                   limit: int, group: dict[str, str] | None = None) -> list[tuple[int, str]]:
+                   limit: int, group: bool = False) -> list[tuple[int, str]]:
     """Of ``ordered`` (``(message id, session id)``, best first, each meeting :func:`_early_filters`), the rows meeting
     every condition of :func:`_filters`, at most ``per_session`` of a session and ``limit`` in all, in order: what
     checking every row, keeping each session's best ``per_session`` and the best ``limit`` of those gives.
@@ -280,16 +302,17 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
     taken: dict[Any, int] = {}  # by session, and by ("\x00", conversation) with ``group``
     failed: dict[Any, int] = {}
     per_conv = per_session * PER_CONVERSATION_SESSIONS
+    conversations = _Conversations(conn, ordered) if group else None
     verdict: dict[int, bool] = {}
     i, batch, spare = 0, CHECK_BATCH, 0
     while i < len(ordered) and len(out) < limit:
         # The rows to check: those the sessions may keep if every row not checked yet passes (and as many more as
         # failed), as far as they fill what is left of the limit and ``spare`` more (or a batch).
-        need: list[tuple[int, str]] = []
+        need: list[tuple[int, str, Any]] = []
         planned, room, k = dict(taken), limit - len(out), i
         while k < len(ordered) and room > -spare and len(need) < batch:
             mid, sid = ordered[k]
-            conv = ("\x00", group.get(sid, sid)) if group else None
+            conv = conversations.at(k) if conversations is not None else None
             if (planned.get(sid, 0) < per_session + failed.get(sid, 0) and verdict.get(mid, True)
                     and (conv is None or planned.get(conv, 0) < per_conv + failed.get(conv, 0))):
                 planned[sid] = planned.get(sid, 0) + 1
@@ -297,22 +320,21 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
                     planned[conv] = planned.get(conv, 0) + 1
                 room -= 1
                 if mid not in verdict:
-                    need.append((mid, sid))
+                    need.append((mid, sid, conv))
             k += 1
         if room <= -spare:  # stopped by the limit: the next check near it reaches further
             spare = max(1, 2 * spare)
         if need:
-            passed = _passing(conn, scope, [mid for mid, _ in need])
-            for mid, sid in need:
+            passed = _passing(conn, scope, [mid for mid, _, _ in need])
+            for mid, sid, conv in need:
                 verdict[mid] = mid in passed
                 failed[sid] = failed.get(sid, 0) + (mid not in passed)
-                if group:
-                    conv = ("\x00", group.get(sid, sid))
+                if conv is not None:
                     failed[conv] = failed.get(conv, 0) + (mid not in passed)
         # Keep rows in order up to the first one a session may keep that is not checked yet.
         while i < len(ordered) and len(out) < limit:
             mid, sid = ordered[i]
-            conv = ("\x00", group.get(sid, sid)) if group else None
+            conv = conversations.at(i) if conversations is not None else None
             if taken.get(sid, 0) < per_session and (conv is None or taken.get(conv, 0) < per_conv):
                 if mid not in verdict:
                     break
@@ -381,8 +403,7 @@ def session_candidates(
     # A conversation keeps at most PER_CONVERSATION_SESSIONS sessions' worth (its compressions' and branches' copies of
     # its first turns score alike: hundreds would fill ``limit``, every other conversation left out); of copies scored
     # alike the first said (ties in id order: the original before its copies).
-    group = session_rows.conversation_roots(conn, list(dict.fromkeys(sid for _, sid in rows))) if rows else {}
-    return _first_passing(conn, scope, rows, per_session=per_session, limit=limit, group=group)
+    return _first_passing(conn, scope, rows, per_session=per_session, limit=limit, group=True)
 
 
 def range_matches(

@@ -2,9 +2,11 @@
 behind the best hit of the family (the recent list shows branches as conversations of their own)."""
 from __future__ import annotations
 
+import pytest
 from conftest import World, result_sessions
 
 
+@pytest.mark.xfail(strict=True, reason="rev31 F2: reported, not fixed")
 def test_branches_own_decisions_are_reachable_from_another_session(world: World):
     alpha = world.repo("alpha")
     history = [("user", "we need a cache for the pricing service"), ("assistant", "options: redis or memcached")]
