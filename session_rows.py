@@ -470,3 +470,16 @@ def session_previews(conn: sqlite3.Connection, session_ids: Sequence[str]) -> di
         rows = store.fetch_messages(conn, first + last)
         out[sid] = (rows[first[0]].text if first and first[0] in rows else "", rows[last[0]].text if last and last[0] in rows else "")
     return out
+
+
+def active_between(conn: sqlite3.Connection, ids: Sequence[str], since: float | None, until: float | None) -> set[str]:
+    """Those of the sessions ``ids`` with a message in ``[since, until)`` as far as their first and last messages'
+    times tell (a superset: the messages are still checked): two seeks of Hermes' (session_id, timestamp) index a
+    session, no message read. For a search whose dates leave out most sessions, so that the vector leg's best sessions
+    are picked among those that can pass (rev31)."""
+    sql = """
+        SELECT s.value FROM json_each(:ids) s
+        WHERE (:since IS NULL OR (SELECT max(m.timestamp) FROM messages m WHERE m.session_id = s.value) >= :since)
+          AND (:until IS NULL OR (SELECT min(m.timestamp) FROM messages m WHERE m.session_id = s.value) < :until)
+    """
+    return {str(r[0]) for r in conn.execute(sql, {"ids": json.dumps(list(ids)), "since": since, "until": until})}

@@ -87,7 +87,12 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
         mean = embeddings.normalise(asked.sum(axis=0, keepdims=True)) if len(asked) > 1 else asked
         # The best conversations, not sessions: a compression chain's or a branch family's copies of its first turns
         # would fill the sessions (search.py collapses each conversation to one result afterwards).
-        raw = vectors.search(mean, set(scope.session_ids) - {scope.live}, pages.MAX_REACH + 1, per_session=per_session,
+        searched = set(scope.session_ids) - {scope.live}
+        if scope.filters.since is not None or scope.filters.until is not None:
+            # Dates are checked on the hits below; the best sessions are picked among those that can pass, or a
+            # window that fails the 51 most similar sessions would answer nothing (a false "no matching messages").
+            searched = session_rows.active_between(conn, sorted(searched), scope.filters.since, scope.filters.until)
+        raw = vectors.search(mean, searched, pages.MAX_REACH + 1, per_session=per_session,
                              group=lambda ids: session_rows.conversation_roots(conn, ids))
         if scope.live:  # the asking session: only its archive, looked for past its live rows (its context)
             live = store.live_ids(conn, scope.live)
