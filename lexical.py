@@ -457,7 +457,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
             notes.append(LIKE_NOTE)
         paths.append("like")
     if plan.common and len(set(found.values())) < want_sessions:
-        order = ranges.newest_first(conn, db_key, scope.session_ids)
+        order = _in_window(conn, scope, ranges.newest_first(conn, db_key, scope.session_ids))
         for space, exprs in plan.common.items():
             if _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order,
                      want_sessions, found):
@@ -475,11 +475,22 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
                    {m: (words.get(m), grams.get(m)) for m, r in rows.items() if r.whole}, weight)
 
 
+def _in_window(conn: sqlite3.Connection, scope: Scope, order: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """``order`` less the sessions with no message in the search's ``since``/``until`` (their first and last messages'
+    times: ``session_rows.active_between``): a newest-first read spends its budget on sessions whose rows could pass,
+    not on a year of sessions after ``until`` (rev31). ``order`` as it is without dates."""
+    f = scope.filters
+    if f.since is None and f.until is None:
+        return order
+    keep = session_rows.active_between(conn, [o[0] for o in order], f.since, f.until)
+    return [o for o in order if o[0] in keep]
+
+
 def _substrings(conn: sqlite3.Connection, db_key: str, needles: Sequence[str], scope: Scope, want_sessions: int,
                 found: dict[int, str], reach: int, limit: int = CANDIDATE_ROWS) -> bool:
     """Add to ``found`` the scope's messages holding a needle, its newest sessions first, up to ``reach`` message ids
     (:func:`fts.like_candidates`); returns whether a bound left older messages unread."""
-    liked, cut = fts.like_candidates(conn, needles, scope, ranges.newest_first(conn, db_key, scope.session_ids),
+    liked, cut = fts.like_candidates(conn, needles, scope, _in_window(conn, scope, ranges.newest_first(conn, db_key, scope.session_ids)),
                                      per_session=LIKE_PER_SESSION, limit=limit, max_scanned=reach, want_sessions=want_sessions)
     found.update(liked)
     return cut
