@@ -17,7 +17,7 @@ from typing import Any
 
 from . import session_rows, state, store, stored_text
 from .query import fts_quote
-from .ranking import Stats
+from .ranking import PER_CONVERSATION_SESSIONS, Stats
 from .records import Scope
 
 logger = logging.getLogger(__name__)
@@ -257,11 +257,6 @@ def _passing(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[
     copies, copies_params = store.context_copies_sql(scope)
     sql = f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {where} AND NOT {copies}"
     return {int(r[0]) for r in conn.execute(sql, [json.dumps([int(i) for i in ids]), *params, *copies_params])}
-
-
-#: Candidates one conversation may keep across its sessions (:func:`session_candidates`): a compression's continuations
-#: and a branch carry copies of its first turns, which match alike; hundreds of them would fill a pick's limit.
-PER_CONVERSATION_SESSIONS = 4
 
 
 ROOTS_CHUNK = 1_024  # rows whose sessions' conversations are asked at a time (only as far as a pick walks)

@@ -478,7 +478,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
 def _in_window(conn: sqlite3.Connection, scope: Scope, order: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
     """``order`` less the sessions with no message in the search's ``since``/``until`` (their first and last messages'
     times: ``session_rows.active_between``): a newest-first read spends its budget on sessions whose rows could pass,
-    not on a year of sessions after ``until`` (rev31). ``order`` as it is without dates."""
+    not on a year of sessions after ``until``. ``order`` as it is without dates."""
     f = scope.filters
     if f.since is None and f.until is None:
         return order

@@ -269,6 +269,12 @@ def fuse_scores(keyword: Sequence[SessionRank], semantic: Sequence[SessionRank],
 LOCAL_FLOOR = 0.14
 
 
+#: Candidates one conversation may keep across its sessions, in sessions' worth (``fts.session_candidates``, the vector
+#: leg's best sessions): a compression's continuations and a branch carry copies of its first turns, which match
+#: alike; hundreds of them would fill a search's candidates and leave every other conversation out.
+PER_CONVERSATION_SESSIONS = 4
+
+
 def one_per_conversation(ranked: Sequence[Hit], roots: Mapping[str, str]) -> list[Hit]:
     """``ranked`` (one hit per session, best first) with one hit per conversation (``roots``: each session's first
     session; sessions linked by a compression or a branch, whose continuation and branch carry copies of what came

@@ -392,15 +392,19 @@ def recent_conversations(
         members.setdefault(root_of[sid], []).append(sid)
     followed = set(parent.values())
     out: list[RecentSession] = []
+    count = 0  # conversations active in the window; an entry is made only for those of the page
     for tip in recent_sessions(conn, [sid for sid in rows if sid not in followed], since=None, until=None, offset=0,
                                limit=len(rows)):
-        root = root_of[tip.id]
-        group = members.pop(root, None)
+        group = members.pop(root_of[tip.id], None)
         if group is None:  # a newer tip of the conversation came first
             continue
-        started = min((rows[sid][2] for sid in group if rows[sid][2] is not None), default=tip.started_at)
+        started = min((rows[sid][2] for sid in group if rows[sid][2] is not None), default=tip.started_at) \
+            if until is not None or offset <= count < offset + limit else None
         if (until is not None and (started is None or started >= until)) or (
                 since is not None and (tip.last_active is None or tip.last_active < since)):
+            continue
+        count += 1
+        if count <= offset or count > offset + limit:
             continue
         title, node = tip.title, tip.id
         while not title and node in parent:
@@ -408,7 +412,7 @@ def recent_conversations(
             title = rows[node][4]
         out.append(dataclasses.replace(tip, title=title, started_at=started, segments=len(group),
                                        message_count=sum(int(rows[sid][3] or 0) for sid in group)))
-    return out[offset: offset + limit], len(out)
+    return out, count
 
 
 def recent_sessions(
@@ -476,7 +480,7 @@ def active_between(conn: sqlite3.Connection, ids: Sequence[str], since: float | 
     """Those of the sessions ``ids`` with a message in ``[since, until)`` as far as their first and last messages'
     times tell (a superset: the messages are still checked): two seeks of Hermes' (session_id, timestamp) index a
     session, no message read. For a search whose dates leave out most sessions, so that the vector leg's best sessions
-    are picked among those that can pass (rev31)."""
+    are picked among those that can pass."""
     sql = """
         SELECT s.value FROM json_each(:ids) s
         WHERE (:since IS NULL OR (SELECT max(m.timestamp) FROM messages m WHERE m.session_id = s.value) >= :since)

@@ -12,14 +12,12 @@ from collections.abc import Set as AbstractSet
 import numpy as np
 
 from . import vector_basis, vector_file
-from .ranking import Hit
+from .ranking import PER_CONVERSATION_SESSIONS, Hit
 
 BLOCK = 32_768  # rows scored per step when a scope is gathered (bounds the transient copy)
 #: A scope holding more than this share of the rows is scored in place (one product over
 #: every row, the rest masked) rather than gathered block by block.
 IN_PLACE_SHARE = 0.5
-#: Messages of one conversation a search keeps, in sessions' worth (:func:`best_of_sessions` with ``group``).
-PER_CONVERSATION_SESSIONS = 4
 EXACT_BLOCK = 8_192  # rows the two-pass scoring gathers per step for its exact pass
 ROUGH_SPAN = 8_192  # rows of the first pass read in place at a time (spans without a row of the scope are skipped)
 

@@ -1,4 +1,6 @@
-"""rev31: the vector leg picks its 51 best sessions before the date filter: a since that fails them answers nothing."""
+"""Searches with since/until: the sessions searched are those with a message in the window, so newer or older
+sessions that fail the dates never spend a search's budget or its best sessions (a false \"no matches\")."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -35,3 +37,22 @@ def test_a_date_filter_does_not_empty_the_vector_leg(sem_world: World, old: int)
     plain = world.search("cur", "websocket reconnect storm fix", mode="semantic", limit=60)
     print(old, "unfiltered rank of new:", [r["session_id"] for r in plain["results"]].index("new") if any(r["session_id"] == "new" for r in plain["results"]) else None)
     assert [r["session_id"] for r in answer["results"]] == ["new"], answer
+
+
+@pytest.mark.parametrize("newer", [5, 40])
+def test_until_reaches_the_window_past_newer_sessions(world: World, monkeypatch, newer: int):
+    lexical = importlib.import_module("hermes_plugins.project_history_recall.lexical")
+    monkeypatch.setattr(lexical, "RANK_BUDGET", 1)  # 'ledger' is common: read newest first
+    monkeypatch.setattr(lexical, "SCAN_MESSAGES", 200)  # the 60,000 ids of state.db, scaled down with the history
+    monkeypatch.setattr(lexical, "SCAN_BATCH", 20)  # and the 4,000 ids of one range query
+    repo = world.repo("pay")
+    world.session("old", repo, messages=[("assistant", "ledger decision: double-entry with a suspense account")])
+    cut = max(r[0] for r in world.db._conn.execute("SELECT timestamp FROM messages")) + 1
+    for i in range(newer):
+        world.session(f"n{i}", repo, messages=[("user", f"ledger question {i}")] + [("assistant", f"filler {k}") for k in range(10)]
+                      + [("assistant", f"ledger answer {i}")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    until = dt.datetime.fromtimestamp(cut).astimezone().isoformat()
+    answer = world.search("cur", "ledger", mode="keyword", until=until)
+    print(newer, [r["session_id"] for r in answer["results"]], answer.get("strategy"), answer.get("keyword_note"), answer.get("message"))
+    assert [r["session_id"] for r in answer["results"]] == ["old"], answer
