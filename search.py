@@ -234,7 +234,7 @@ def search_history(
                                                   {m: r.timestamp for m, r in found.rows.items()}, found.scorer)
             if peers > 1:
                 base["order_note"] = recency.ORDER_NOTE.format(count=peers)
-        ranked = ranking.one_per_conversation(ranked, session_rows.conversation_roots(conn, [h.session_id for h in ranked]))
+        ranked = ranking.one_per_conversation(ranked, session_rows.result_keys(conn, {h.session_id: h.message_id for h in ranked}))
         ranked = ranked[: pages.MAX_REACH + 1]
         details = session_rows.session_details(conn, [h.session_id for h in ranked])
         ranked = cron_last(ranked, details)[:pages.MAX_REACH]

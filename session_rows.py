@@ -260,7 +260,7 @@ def scan_sessions(conn: sqlite3.Connection) -> SessionScan:
 
 
 # Of the sessions ``:ids`` (a JSON array), each and every ancestor up the parent links a reset does not cut: ``(id,
-# parent or "")``, each session once.
+# parent or "", whether a branch, asked with {branch}: else 0)``, each session once.
 _UP_SQL = f"""
 WITH RECURSIVE up(id) AS (
     SELECT value FROM json_each(:ids)
@@ -268,7 +268,7 @@ WITH RECURSIVE up(id) AS (
     SELECT s.parent_session_id FROM sessions s JOIN up ON s.id = up.id
     WHERE COALESCE(s.parent_session_id, '') != '' AND NOT {_RESET_CHILD.format(c="s")}
 )
-SELECT s.id, CASE WHEN {_RESET_CHILD.format(c="s")} THEN '' ELSE COALESCE(s.parent_session_id, '') END
+SELECT s.id, CASE WHEN {_RESET_CHILD.format(c="s")} THEN '' ELSE COALESCE(s.parent_session_id, '') END, {{branch}}
 FROM up JOIN sessions s ON s.id = up.id
 """
 
@@ -277,9 +277,33 @@ def conversation_roots(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str
     """``{id: the first session of its conversation}`` for the sessions ``ids``: up the parent links (compression
     continuations, branches, delegates), not across a reset. One recursive query; linear in the sessions it passes
     (a chain's sessions are read once, however many of them are asked)."""
-    parents = {str(r[0]): str(r[1]) for r in conn.execute(_UP_SQL, {"ids": json.dumps(list(ids))})}
+    parents = {str(r[0]): str(r[1]) for r in conn.execute(_UP_SQL.format(branch="0"), {"ids": json.dumps(list(ids))})}
     roots = _roots({sid: parent for sid, parent in parents.items() if parent}, ids)
     return {sid: roots[sid] for sid in ids}
+
+
+def result_keys(conn: sqlite3.Connection, hits: Mapping[str, int]) -> dict[str, str]:
+    """``{session: the conversation its hit stands for}`` for ``hits`` (``{session: its best message}``), what a
+    search shows one result of: a session and its compression continuations are one conversation
+    (:func:`conversation_roots`); so is a branch family for what a branch copied from the session it left (the
+    history Hermes copies at the fork), while a branch's other messages, what it went on to decide, stand for the
+    branch's own conversation. One recursive query, and one statement for each session branched from among the hits
+    (its user and assistant rows read once); raises ``sqlite3`` errors."""
+    rows = conn.execute(_UP_SQL.format(branch=_BRANCH_CHILD), {"ids": json.dumps(list(hits))}).fetchall()
+    parent = {str(r[0]): str(r[1]) for r in rows if r[1]}
+    branches = {str(r[0]) for r in rows if r[2]}
+    family = _roots(parent, hits)
+    own = _roots({sid: p for sid, p in parent.items() if sid not in branches}, [*hits, *parent.values()])
+    forks: dict[str, list[str]] = {}  # the session a branch left -> the hits' sessions inside that branch
+    for sid in hits:
+        if own[sid] != family[sid]:
+            forks.setdefault(parent[own[sid]], []).append(sid)
+    keys = {sid: family[sid] for sid in hits}
+    for left, inside in forks.items():
+        copied = store.copies_of(conn, [hits[sid] for sid in inside], left)
+        for sid in inside:
+            keys[sid] = own.get(left, left) if hits[sid] in copied else own[sid]
+    return keys
 
 
 def _roots(parent: Mapping[str, str], ids: Iterable[str]) -> dict[str, str]:

@@ -266,6 +266,18 @@ def context_copies(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -
                                             f" AND {sql}", [json.dumps(list(ids)), *params])}
 
 
+def copies_of(conn: sqlite3.Connection, ids: Sequence[int], session_id: str) -> set[int]:
+    """Of the messages ``ids``, those whose role and text a user or assistant row of ``session_id`` has (what a branch
+    copied from the session it left; tool calls are not compared: the desktop's copies drop them). One statement:
+    the session's rows read once. Raises ``sqlite3`` errors."""
+    if not ids:
+        return set()
+    return {int(r[0]) for r in conn.execute(
+        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND COALESCE(m.content, '') != ''"
+        f" AND {_TURN.format(t='m')} IN (SELECT {_TURN.format(t='l')} FROM messages l WHERE l.session_id = ?"
+        " AND l.role IN ('user', 'assistant'))", [json.dumps(list(ids)), session_id])}
+
+
 def live_ids(conn: sqlite3.Connection, session_id: str) -> set[int]:
     """The ids of the session's live rows, from Hermes' (session, active) index alone (no row read)."""
     return {int(r[0]) for r in conn.execute("SELECT m.id FROM messages m WHERE m.session_id = ? AND m.active = 1",

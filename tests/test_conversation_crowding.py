@@ -106,8 +106,9 @@ def test_a_long_chain_does_not_crowd_the_vector_leg(world: World, fake, links: i
     importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
 
 
-@pytest.mark.xfail(strict=True, reason="a /branch family is one result from outside it (docs/attribution.md): not fixed yet")
 def test_branches_own_decisions_are_reachable_from_another_session(world: World):
+    """Two branches of one conversation decided apart after the fork: each decision is a result of its own from
+    another session (they were one result of the family), and the history they copied is one result."""
     alpha = world.repo("alpha")
     history = [("user", "we need a cache for the pricing service"), ("assistant", "options: redis or memcached")]
     world.session("P", alpha, style="cli", messages=history)
@@ -118,7 +119,22 @@ def test_branches_own_decisions_are_reachable_from_another_session(world: World)
     world.say("B2", "assistant", "decision: redis cluster for the pricing cache, persistence needed")
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
     found = world.search("cur", "pricing cache decision", mode="keyword", limit=5)
-    print("search:", [(r["session_id"], r["snippet"]) for r in found["results"]], found.get("next_cursor"))
-    listed = world.call("project_history_recent", {}, "cur")["sessions"]
-    print("recent:", sorted(s["session_id"] for s in listed))
     assert {"B1", "B2"} <= set(result_sessions(found)), found
+    assert set(result_sessions(world.search("cur", "options: redis or memcached", mode="keyword", limit=5))) == {"P"}
+
+
+def test_what_branches_copied_is_one_result_of_the_family(world: World):
+    """A question only the history before the fork answers: the family is one result (its first session's), not one
+    result a branch, each showing the same copied turn; a branch's own reply is a result of its own."""
+    alpha = world.repo("alpha")
+    history = [("user", "should the ledger export use parquet or csv"), ("assistant", "parquet: columnar, typed, smaller")]
+    world.session("P", alpha, style="cli", messages=history)
+    for branch in ("B1", "B2", "B3"):
+        world.db.end_session("P", "branched")
+        world.session(branch, None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+    world.say("B3", "assistant", "after all: ledger export as csv for the auditors' spreadsheet tools")
+    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+    found = result_sessions(world.search("cur", "ledger export parquet columnar", mode="keyword", limit=5))
+    assert found == ["P"], found
+    found = result_sessions(world.search("cur", "ledger export csv auditors", mode="keyword", limit=5))
+    assert "B3" in found, found
