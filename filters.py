@@ -102,9 +102,8 @@ def parse_when(text: str, *, end: bool, now: float) -> float:
     except OverflowError:  # a real date the clock cannot hold: before or after anything it can
         return _beyond(day.year if day is not None else 1)
     try:
-        if moment.tzinfo is None:
-            return time.mktime(moment.timetuple())
-        return float(calendar.timegm(moment.utctimetuple()))
+        whole = time.mktime(moment.timetuple()) if moment.tzinfo is None else float(calendar.timegm(moment.utctimetuple()))
+        return whole + moment.microsecond / 1e6  # timetuple() drops the fraction of a second
     except (OverflowError, ValueError):
         return _beyond(moment.year)
 

@@ -312,3 +312,11 @@ def test_any_date_only_form_includes_the_whole_day_as_until(text):
     end = filters.parse_when(text, end=True, now=0)
     assert end == local(2026, 3, 1, 0), "the next midnight"
     assert filters.parse_when(text, end=False, now=0) == local(2026, 2, 28, 0)
+
+
+@pytest.mark.parametrize("text,fraction", [("2026-02-28T10:00:21.5", 0.5), ("2026-02-28T10:00:21.250+00:00", 0.25)])
+def test_a_date_time_keeps_its_fraction_of_a_second(text, fraction):
+    """``until=…:21.5`` is half a second after ``:21``, not ``:21`` (a message at ``:21.2`` is before it)."""
+    filters = __import__("project_history_recall.filters", fromlist=["filters"])
+    whole = filters.parse_when(text.split(".")[0] + text.split(".")[1].lstrip("0123456789"), end=False, now=0)
+    assert filters.parse_when(text, end=False, now=0) == pytest.approx(whole + fraction, abs=1e-3)
