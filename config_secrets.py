@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable
 from urllib.parse import unquote
 
-from . import prose_secrets
+from . import prose_secrets, random_tokens
 from .code_secrets import Judge
 from .secret_patterns import replace_group
 
@@ -102,6 +102,25 @@ PROXY_LINK = re.compile(r"(?i)(?<![\w+.-])(?:trojan|hysteria2|hy2|tuic|anytls):/
 USERLIST_LINE = re.compile(r"(?m:^)[ \t]*+\"[\w.@-]{1,64}+\"[ \t]++\"(?P<value>[^\"\n]{6,300}+)\"[ \t]*+\r?$")
 #: A JSON array of numbers (a Solana keypair's ``id.json`` is 64 of 0 to 255): :func:`_key_bytes` counts them.
 BYTE_ARRAY = re.compile(r"\[[\d,\s]{127,4000}+\]")
+#: A quoted session id under its name (``"session_id": "…"``, ``sessionId: '…'``, ``session-id=…``): an API's or a
+#: framework's session, a secret when it reads as random (:func:`_session_secret`); a UUID or a dated id is a
+#: conversation's or a request's and stays. Group ``value``.
+SESSION_ID = re.compile(r"(?i)(?<![A-Za-z0-9])session[_-]?id[\"']?[ \t]*+[:=][ \t]*+[\"'](?P<value>[A-Za-z0-9%._:+/=-]{16,400}+)[\"']")
+#: An XML-RPC struct's member (``<member><name>password</name><value><string>…</string></value></member>``): the value
+#: is judged as assigned to the name. Group ``name``, ``value``.
+XMLRPC_MEMBER = re.compile(r"<name>[ \t]*+(?P<name>[\w.-]{1,100}+)[ \t]*+</name>\s{0,40}+<value>[ \t]*+(?:<(?:string|base64)>)?"
+                           r"(?P<value>[^<>\n]{1,200}+)(?:</(?:string|base64)>)?[ \t]*+</value>")
+#: nginx's ``map $http_x_api_key $client { "…" mobile; }`` over a credential's variable (a header, a query argument or
+#: a cookie named as one): each source value of the block is a key a client sends. Groups ``var``, ``body`` (to the
+#: block's ``}``, read once).
+NGINX_MAP = re.compile(r"(?<![\w-])map[ \t]++\$(?P<var>\w{1,100}+)[ \t]++\$\w{1,100}+[ \t]*+\{(?P<body>[^{}]{0,8000}+)\}")
+#: A line of a map's block: its source value, quoted or bare (``default``, ``hostnames``, a regex ``~…`` and ``''`` are
+#: nginx's own). Group ``value`` (after an ``Authorization`` scheme, if one).
+MAP_ENTRY = re.compile(r"(?m:^)[ \t]*+(?P<q>[\"']?)(?:(?i:bearer|basic|token)[ \t]++)?(?P<value>[^\s\"';{}~][^\s\"';{}]{7,200}+)(?P=q)[ \t]++[^\s;]")
+#: A credential's name in a map's variable (``$http_x_api_key``, ``$arg_token``, ``$cookie_admin_token``, ``$http_authorization``).
+MAP_CREDENTIAL = re.compile(r"(?i)(?:key|token|secret|auth|authorization|password|passwd|sign|signature|apikey)$")
+#: A WebSocket URL (``wss://host/ws/v1/…``), whose path segments :func:`_ws_path` judges: a stream's token in the path.
+WS_URL = re.compile(r"(?<![\w.+-])wss?://[^\s/\"'<>`]{1,253}+(?P<path>/[^\s\"'<>`?#]{0,2000}+)")
 
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
@@ -141,6 +160,14 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
                                    + HOST_TOKEN.sub(lambda t: replace_group(t, "value", redacted), m.group("body")), text)
     if "data:" in text:
         text = _secret_data(text, redacted)
+    if "ession" in text:
+        text = SESSION_ID.sub(lambda m: replace_group(m, "value", redacted) if _session_secret(m.group("value"), redacted) else m.group(), text)
+    if "<name>" in text:
+        text = XMLRPC_MEMBER.sub(lambda m: _named(m, redacted, judge), text)
+    if "map" in text:
+        text = NGINX_MAP.sub(lambda m: _nginx_map(m, redacted), text)
+    if "ws" in text:
+        text = WS_URL.sub(lambda m: _ws_path(m, redacted), text)
     return BASE64_TOKEN.sub(lambda m: redacted if _base64_login(m.group()) else m.group(), text)
 
 
@@ -260,3 +287,42 @@ def _decoded(value: str, encoding: str) -> str | None:
         return base64.b64decode(value, validate=True).decode(encoding)
     except (binascii.Error, ValueError):
         return None
+
+
+def _session_secret(value: str, redacted: str) -> bool:
+    """Whether a :data:`SESSION_ID` value is a session's secret: not a UUID (a conversation's id), and, past a signed
+    cookie's ``s:`` and a prefix joined by ``_``, random as a key is (:func:`random_tokens.random_after_label`) whole or
+    in a piece of 12+ between ``.`` ``:`` ``%`` ``_`` ``-`` (``s%3A<id>.<signature>``); a dated id's pieces are short
+    (``20250311_120001_a8f3k2``)."""
+    if value.startswith(redacted[:-1]) or random_tokens.UUID.match(value) or re.search(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", value):
+        return False
+    pieces = [p for p in re.split(r"%3A|%2E|[.:%_-]", value, flags=re.IGNORECASE) if len(p) >= 12]
+    return random_tokens.looks_random(value) or any(random_tokens.random_after_label(p, False) for p in pieces)
+
+
+def _nginx_map(m: re.Match[str], redacted: str) -> str:
+    """A :data:`NGINX_MAP` block, each source value redacted when the map reads a credential's variable and the value
+    holds a digit or both cases (``default``, ``hostnames``, ``"web"`` stay)."""
+    if MAP_CREDENTIAL.search(m.group("var")) is None:
+        return m.group()
+
+    def entry(e: re.Match[str]) -> str:
+        value = e.group("value")
+        if value.startswith(redacted[:-1]) or not (re.search(r"\d", value) or (value.lower() != value and value.upper() != value)):
+            return e.group()
+        return replace_group(e, "value", redacted)
+
+    body = MAP_ENTRY.sub(entry, m.group("body"))
+    return m.string[m.start() : m.start("body")] + body + m.string[m.end("body") : m.end()]
+
+
+def _ws_path(m: re.Match[str], redacted: str) -> str:
+    """A :data:`WS_URL`, each segment of its path redacted that reads as a key (:func:`random_tokens.random_after_label`:
+    ``/ws/v1/Xk9Pq2Lm7Nv4Rt6Yb8Zc``; ``/ws/btcusdt@trade``, ``/socket.io/`` stay)."""
+    path = m.group("path")
+    segments = path.split("/")
+    judged = [redacted if re.fullmatch(r"[A-Za-z0-9_-]{12,200}+", s) and random_tokens.random_after_label(s, False) else s
+              for s in segments]
+    if judged == segments:
+        return m.group()
+    return m.string[m.start() : m.start("path")] + "/".join(judged)

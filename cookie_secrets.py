@@ -4,11 +4,12 @@ A cookie's value given in code or a file rather than a header line (which
 :data:`secret_patterns.COOKIE_HEADER` reads): a dict or a call under a session cookie's name (``cookies =
 {"sessionid": "…"}``, ``s.cookies.set('sessionid', '…')``, PowerShell's ``Cookie("sessionid", "…")``), Go's
 ``http.Cookie{Name: "session", Value: "…"}``, a HAR file's ``{"name": …, "value": …}``, a Netscape ``cookies.txt`` line (curl's, yt-dlp's: domain, flags, path,
-expiry, name, value between tabs) and a row copied from a browser's cookie table (name, value, domain, path).
+expiry, name, value between tabs), a row copied from a browser's cookie table (name, value, domain, path) and
+Bilibili's ``SESSDATA`` by its shape.
 
 A value goes when its cookie's name is a session's or a credential's (:data:`secret_patterns.COOKIE_SECRET_NAMES`);
 in a dict or a call, where the name may be a setting's (``{"session": "default"}``), only under a session cookie's
-own name (:data:`SESSION_COOKIE`) and when it reads as a token: 16+ letters and digits with both. Pure; linear in the
+own name (:data:`SESSION_COOKIE`) and when it reads as a token: 16+ letters and digits with both, not a UUID. Pure; linear in the
 length of the text (each pattern starts at a quote, ``Cookie{`` or a line's start and reads a bounded stretch after
 it); never raises.
 """
@@ -27,6 +28,9 @@ SESSION_COOKIE = re.compile(r"(?i)sessionid|phpsessid|jsessionid|asp\.net_sessio
 #: …)``), then its quoted value. Groups ``name``, ``value``.
 QUOTED_COOKIE = re.compile(
     r"(?<![\w\"'])[\"'](?P<name>[\w.-]{1,60}+)[\"'][ \t]*+[:,][ \t]*+[\"'](?P<value>[A-Za-z0-9%._:-]{16,400}+)[\"']")
+#: Bilibili's ``SESSDATA`` by its shape, under any name or none (``SESSDATA=…``, ``"SESSDATA": "…"``, ``SESSDATA 是 …``): 8
+#: hex digits, a 10-digit expiry, 5 hex digits, ``*`` and the rest, joined by ``,`` (URL-encoded ``%2C`` and ``%2A`` too).
+SESSDATA = re.compile(r"(?<![A-Za-z0-9%])[0-9a-f]{8}(?:%2[Cc]|,)\d{10}(?:%2[Cc]|,)[0-9a-f]{5}(?:%2[Aa]|\*)[A-Za-z0-9_-]{2,}+")
 #: Go's ``http.Cookie{Name: "…", Value: "…"}``. Groups ``name``, ``value``.
 GO_COOKIE = re.compile(
     r"Cookie\{\s*+Name:[ \t]*+\"(?P<name>[^\"\n]{1,100}+)\"[ \t]*+,\s*+Value:[ \t]*+\"(?P<value>[^\"\n]{4,400}+)\"")
@@ -47,7 +51,8 @@ def redact(text: str, redacted: str) -> str:
     text = prefilter.sub(QUOTED_COOKIE, lambda m: _quoted(m, redacted), text)
     text = prefilter.sub(GO_COOKIE, lambda m: _named(m, redacted), text)
     text = prefilter.sub(NAME_VALUE_COOKIE, lambda m: _named(m, redacted, token=True), text)
-    return prefilter.sub(COOKIE_LINE, lambda m: _named(m, redacted), text)
+    text = prefilter.sub(COOKIE_LINE, lambda m: _named(m, redacted), text)
+    return SESSDATA.sub(redacted, text) if "," in text or "%2" in text else text
 
 
 def _quoted(m: re.Match[str], redacted: str) -> str:
@@ -56,6 +61,8 @@ def _quoted(m: re.Match[str], redacted: str) -> str:
     token = re.search("[A-Za-z]", value) is not None and re.search("[0-9]", value) is not None
     if not SESSION_COOKIE.fullmatch(m.group("name")) or not token or value.startswith(redacted[:-1]):
         return m.group()
+    if re.fullmatch(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", value):
+        return m.group()  # a UUID: a conversation's or a client's id ("sessionId": "9b2c6f1e-…"), not a session's secret
     return patterns.replace_group(m, "value", redacted)
 
 

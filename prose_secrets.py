@@ -106,14 +106,14 @@ USER_PASS_FLAGS = re.compile(
     r"(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
 )
 #: A credential's environment name in prose, then a verb and the value (``POSTGRES_PASSWORD is …``, ``DB_PASSWORD 是
-#: …``, ``REDIS_PASSWORD 改成了 …``, ``requirepass 设置的是 …``): the name in capitals ending in a credential's word (``_KEY`` after ``API``,
+#: …``, ``REDIS_PASSWORD 改成了 …``, ``requirepass 设置的是 …``, ``I set POSTGRES_PASSWORD to …``, ``把 DB_PASSWORD 设成 …``): the name in capitals ending in a credential's word (``_KEY`` after ``API``,
 #: ``SECRET``... only: a ``CACHE_KEY`` is a name) or a configuration's in lower case (``requirepass``, ``masterauth``,
 #: ``tenant_access_token``), which the labels of :data:`secret_patterns.LABELLED`, words of their
 #: own, do not read, and assignments want a sign. Group ``value``; it must read as a password with a digit.
 NAMED_IN_PROSE = re.compile(
     r"(?<![\w-])(?:[A-Z][A-Z0-9_]{0,60}?(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|(?:API|ACCESS|SECRET|PRIVATE|MASTER)_KEY)"
     r"|[a-z][a-z0-9_]{0,40}?(?:pass|password|passwd|pwd|secret|token|auth))"
-    r"(?![\w-])[ \t]*+(?:(?<=[ \t])(?:is|was|is now|should be)[ \t]++|(?:是|为|為|设置成|设置为|改成了?|改为|换成了?"
+    r"(?![\w-])[ \t]*+(?:(?<=[ \t])(?:is|was|is now|is still|should be|(?:is |was )?set to|to)[ \t]++|(?:是|为|為|设置成|设置为|设成了?|設成了?|改成了?|改为|换成了?"
     r"|(?:设置|設置|配置|设|設|填|写|寫)的(?:是|为|為))[ \t]*+)"
     r"[`'\"“「]?(?P<value>[!-~]{6,200}+)"
 )

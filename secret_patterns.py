@@ -403,10 +403,10 @@ _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律
               r"|(?:已经?|已經)?(?:改|换|換|更新|重置)了?[，,][ \t]*+(?:新的?|现在的?|現在的?)(?:是|为|為)")
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``, ``设置成``,
-#: ``は``, ``is``..., a pointing, key or lock emoji: ``密码 👉 …``, ``密码🔑：…``, ``密码……``), and a quoted string (``《…》``
+#: ``は``, ``is``, ``is still``..., a pointing, key or lock emoji: ``密码 👉 …``, ``密码🔑：…``, ``密码……``), and a quoted string (``《…》``
 #: too), HTML's ``<code>…</code>`` (group ``coded``) or a run of printable ASCII and Latin, Greek or Cyrillic letters (``Café2024!``; it ends where the text goes back to
 #: its own script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), after what the
-#: value is for, if said (``password for the db:``, ``Passwort für die DB:``, ``пароль от базы:``, an aside before a colon:
+#: value is for, if said, in up to three words (``password for the db:``, ``the password for the staging box is …``, ``Passwort für die DB:``, ``пароль от базы:``, an aside before a colon:
 #: ``token (staging):``, ``密码（测试环境）：``). Longer labels come
 #: first (``secret key`` before ``secret``); a ``max token`` is a count. What a Latin label needs is
 #: :func:`redact._labelled`'s.
@@ -415,10 +415,10 @@ LABELLED = re.compile(
     r"|password|passwd|passphrase|passcode|pwd|pw|sk|" + _FOREIGN_LABELS +
     r"|(?:api|access|secret|private)[ _-]?key|secret|(?<!max )(?<!min )token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|to|für|von|zur|zum|pour|de|du|para|per|voor|dla|от|для|к)[ \t]++"
-    r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+(?=[\s:：=\"”(（])"
+    r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now)(?![\w.-]))[\w.-]{1,30}+){0,2}(?=[\s:：=\"”(（])"
     r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：]))?"
     r"[\"”】\]]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
-    r"|is|was|ist|war|est|es|era|é|è|là|—|-|…{1,2}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
+    r"|is|was|ist|war|est|es|era|é|è|là|still|currently|—|-|…{1,2}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
     r"(?:```[\w+-]{0,20}+[ \t]*+\r?\n[ \t]*+)?)"
     r"(?:([\"'“「『【《`])([^\"'”」』】》`\n]{1,200})[\"'”」』】》`]|(?!<(?:code|kbd)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,200}+)"
     r"|<(?:code|kbd)>(?P<coded>[^<>\n]{1,200}+)</(?:code|kbd)>)"

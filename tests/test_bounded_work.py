@@ -610,7 +610,13 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   '<entry key="a">', "ParameterKey=a,ParameterValue=", "trojan://a", '"a" "', "a1!a1!a 是", "用 a1!a1!a ",
                                   "a.atlasv1.", "A += ", "a: A := ", "里 A ?= ", "`A ?= ", "助记词：的",
                                   "助记词：的的的的的的的的的的的的的的的的的的的的的的的的的 ",
-                                  ";password=", ";Pwd={", ";AccountKey=a ", ";password=a", " 备用 ", "[redacted] 备用：aB1!aB1!a", "里 requirepass "])
+                                  ";password=", ";Pwd={", ";AccountKey=a ", ";password=a", " 备用 ", "[redacted] 备用：aB1!aB1!a", "里 requirepass ",
+                                  # red31: purposes of three words, env names set to, session ids, SESSDATA, XML-RPC, nginx
+                                  # maps, WebSocket paths
+                                  "password for the a b ", "password for a b c ", "A_PASSWORD to ", "A_PASSWORD 设成 ",
+                                  '"session_id": "', '"session_id": "aB1cD2eF3gH4iJ5k', "a1b2c3d4,1234567890,", "a1b2c3d4%2C",
+                                  "<name>a</name><value>", "<name>password</name>\n", "map $a_token $b {", "map $a_token $b {\n a1B2c3D4e5 ",
+                                  "wss://a/", "wss://a/aB1cD2eF3gH4iJ5k", "ws://"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

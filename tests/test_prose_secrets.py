@@ -625,6 +625,31 @@ SENT_BEFORE = [
     ('新密码 Kq7#vLp2Wx，旧密码 Rb5!kTw9Pe', 'Rb5!kTw9Pe'),
     # red30: requirepass/masterauth after CJK prose
     ('redis.conf 里 requirepass Hv8$mQz3Ln', 'Hv8$mQz3Ln'), ('记得 masterauth Kq7#vLp2Wx 也要改', 'Kq7#vLp2Wx'),
+    # red31: what a password is for in up to three words, "is still", an environment name set "to" or 设成 a value
+    ('The password for the staging box is Tr0ub4dor&3, please rotate it after', 'Tr0ub4dor&3'),
+    ('the redis password is still Hz2024abcXk9 on prod', 'Hz2024abcXk9'),
+    ('I set POSTGRES_PASSWORD to Kq7vLp2Wx99 but psql still fails', 'Kq7vLp2Wx99'),
+    ('我把 POSTGRES_PASSWORD 设成 Kq7vLp2Wx99 了还是报错', 'Kq7vLp2Wx99'),
+    # red31: a JSON session id holding a session's secret (a signed cookie's too), Bilibili's SESSDATA by its shape
+    ('{"user": "bob", "session_id": "Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5"}', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
+    ('响应里有 {"code":0,"data":{"session_id":"aB3dE5fG7hJ9kL2mN4pQ6rS8"}}', 'aB3dE5fG7hJ9kL2mN4pQ6rS8'),
+    ('{"session_id": "sess_Kq7vLp2WxZ9mN4Rt6Yb8"}', 'Kq7vLp2WxZ9mN4Rt6Yb8'),
+    ('{"session_id": "s%3AXk9Pq2Lm7Nv4Rt6Y.b8Zc3Vw5Js1Qe0Hd9Fg2Aa1Bb3Cc4Dd5Ee6"}', 'Xk9Pq2Lm7Nv4Rt6Y'),
+    ('SESSDATA=4a8b2c3d%2C1735689600%2C1a2b3%2Ac1; bili_jct=3f9a2c7e1b8d4f6a9e0c5b7d2f1a8e3c', '4a8b2c3d%2C1735689600'),
+    ('B站的 SESSDATA 是 7f3e9a1b%2C1736000000%2Cab12c%2A31，爬虫用', '7f3e9a1b%2C1736000000'),
+    ('export BILI_SESSDATA="4a8b2c3d%2C1735689600%2C1a2b3*c1"', '4a8b2c3d%2C1735689600'),
+    ('SESSDATA: 4a8b2c3d,1735689600,1a2b3*c1', '4a8b2c3d,1735689600'),
+    # red31: an XML-RPC member's value, an nginx map's keys over a credential's variable, a WebSocket path's token
+    ('<member><name>password</name><value><string>Kq7#vLp2Wx</string></value></member>', 'Kq7#vLp2Wx'),
+    ('<member>\n  <name>api_key</name>\n  <value><string>Xk9Pq2Lm7Nv4Rt6Yb8Zc</string></value>\n</member>', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'),
+    ('<member><name>passwd</name><value>Hz2024abcXk9</value></member>', 'Hz2024abcXk9'),
+    ('map $http_x_api_key $api_client {\n    default "";\n    "Xk9Pq2Lm7Nv4Rt6Yb8Zc" "mobile";\n    "Hq4zWm8RtYb2Kc7N" "web";\n}',
+     'Hq4zWm8RtYb2Kc7N'),
+    ('map $arg_token $is_valid {\n    default 0;\n    a8F3kL9mQ2xZ7wP4 1;\n}', 'a8F3kL9mQ2xZ7wP4'),
+    ('map $cookie_admin_token $allowed {\n  default 0;\n  "Zq8Rt2Lm9Nv4Xk7P" 1;\n}', 'Zq8Rt2Lm9Nv4Xk7P'),
+    ('const ws = new WebSocket("wss://stream.example.com/ws/v1/Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw");', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw'),
+    ('websocat wss://push.myapp.io/socket/token/aB3dE5fG7hJ9kL2mN4pQ', 'aB3dE5fG7hJ9kL2mN4pQ'),
+    ('连不上 ws://10.0.0.5:8080/ws/Kq7vLp2WxZ9mN4Rt 一直 1006', 'Kq7vLp2WxZ9mN4Rt'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1085,6 +1110,24 @@ NEAR_MISSES = [
     '密码：见 1Password 备用机器', '备用 token 在 vault 里',
     # red30: requirepass/masterauth after CJK prose
     '在 redis.conf 里 requirepass 要打开', '配置 requirepass yes',
+    # red31: prose after what a password is for, environment names set to words; UUID and dated session ids; nginx
+    # maps of other variables or without keys; XML-RPC members of other names or placeholders; WebSocket paths of words
+    'the password for the admin user is required', 'the password for the staging box is in 1Password',
+    'password for the new user should be at least 12 characters', 'the redis password is still the default',
+    'I set DB_PASSWORD to the value from vault', 'I set POSTGRES_PASSWORD to POSTGRES_PASSWORD_FILE', '把 DB_PASSWORD 设成 环境变量',
+    '{"session_id": "123e4567-e89b-12d3-a456-426614174000", "role": "user"}', '"sessionId": "9b2c6f1e-4d3a-4e8b-9c7d-2f1a8e3c4b5d",',
+    '{"session_id": "20250311_120001_a8f3k2", "message_count": 42}', '{"session_id": "hermes_20250311_120001_a8f3k2b9c1"}',
+    '{"session_id": "session_20250311_120001"}', '{"session_id": "ChatSession20240311Main"}', "sessionId: 'Session_2024_Q1_review'",
+    'B站接口需要 SESSDATA 和 bili_jct 两个 cookie', 'price: 12,1735689600,3a5f1*20',
+    '<member><name>username</name><value><string>admin</string></value></member>',
+    '<member><name>password</name><value><string>${PASSWORD}</string></value></member>',
+    '<member><name>token_count</name><value><int>4096</int></value></member>',
+    'map $http_upgrade $connection_upgrade {\n    default upgrade;\n    \'\'      close;\n}',
+    'map $uri $new_uri {\n    /old-page2  /new-page;\n    /blog/2023  /archive/2023;\n}',
+    'map $http_x_api_key $api_client {\n    default "";\n    include /etc/nginx/api_keys.map;\n}',
+    'map $arg_token $backend { default backend_v1; v2 backend_v2; }',
+    'const ws = new WebSocket("wss://stream.binance.com:9443/ws/btcusdt@trade");', 'wss://ws.okx.com:8443/ws/v5/public',
+    'wss://example.com/ws/AbstractSingletonProxyFactory', 'new WebSocket(`wss://${location.host}/ws/${roomId}`)',
 ]
 
 
