@@ -12,7 +12,7 @@ ones). Redis ``MONITOR`` lines, which quote each word of a command (``"AUTH" "�
 without its colon, as logs and chat retype a header (``Authorization Bearer …``): a value of 8+ printable ASCII
 characters with a digit, not a placeholder in angle brackets; and the signature of an ``Authorization`` signed with a
 key (AWS's SigV2 and SigV4, other HMAC schemes). A crypt hash on an htpasswd or shadow line. A log's password in
-brackets after its word (``(password …)``, ``pwd[…]``). A private key's DER dumped as hex (``xxd -p``, ``openssl
+brackets after its word (``(password …)``, ``pwd[…]``) or after its field's ``=`` (``password=[…]``). A private key's DER dumped as hex (``xxd -p``, ``openssl
 asn1parse`` or a debugger: ``30 82 04 a4 02 01 00 …``, ``308204a4020100…``).
 
 Pure; linear in the length of the text (each pattern starts at a command's, a notice's or a header's words and reads
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from . import prefilter, prose_secrets
+from . import prose_secrets
 from .code_secrets import Judge
 from .secret_patterns import replace_group
 
@@ -57,13 +57,13 @@ CONFIG_REPLY = re.compile(
 #: for the elastic built-in superuser is: …``, ``PASSWORD elastic = …`` (elasticsearch-setup-passwords; random, so with a
 #: digit: ``PASSWORD RESET = done`` is a log's) and its reset
 #: tool's ``New value: …``, Jenkins' ``use the following password to proceed to installation:`` (the password after a
-#: blank line), Spring Security's ``Using generated security password: …``.
+#: blank line, with a digit: its 32 hex digits, not the notice's next sentence), Spring Security's ``Using generated security password: …``.
 GENERATED_SECRET = re.compile(
     r"(?:temporary password is generated for [^\s:]{1,100}+:[ \t]++|Password for the \[?\w{1,30}+\]? user"
     r"(?: \([^\n]{0,200}?\))?:[ \t]*+\r?\n[ \t]*+|user successfully reset\.[ \t]*+\r?\nNew value:[ \t]*+"
     r"|generated password for the [\w-]{1,30}+ built-in superuser is[ \t]*+:[ \t]*+(?:\r?\n[ \t]*+)?"
     r"|(?m:^)PASSWORD[ \t]++[\w-]{1,30}+[ \t]++=[ \t]++(?=\S{0,199}\d)|Using generated security password:[ \t]++"
-    r"|following password to proceed to installation:[ \t]*+(?:\r?\n[ \t]*+){1,2})(?P<value>\S{1,200}+)"
+    r"|following password to proceed to installation:[ \t]*+(?:\r?\n[ \t]*+){1,2}(?=\S{0,199}\d))(?P<value>\S{1,200}+)"
 )
 #: The command of a Redis ``MONITOR`` line (``1714550400.123456 [0 10.0.0.7:53412] "AUTH" …``) that holds a password,
 #: its last word; read from the ``]`` before it (a literal a search skips to), the line's head checked after
@@ -97,6 +97,13 @@ BRACKETED = re.compile(
     r"(?i)(?:\((?:password|passwd|pwd|pass)[ \t:=]++(?P<pvalue>[^\s()]{1,200}+)\)"
     r"|(?<![\w-])(?:password|passwd|pwd|passphrase)\[(?P<value>[^\[\]\s\"']{1,200}+)\])"
 )
+#: A log's field of a credential's name with its value in brackets (``password=[Kq7#vLp2Wx]``, ``token: [Zx9q…]``), as
+#: loggers wrap each field: judged as an assignment of it to the name would be, 8+ characters with a letter and a digit (``password=[]``,
+#: ``[REDACTED]``, ``[None]`` stay; a list of calls, ``password=[DataRequired()]``, has parentheses).
+ASSIGNED_BRACKETS = re.compile(
+    r"(?i)(?<![\w-])(?P<name>[\w.-]{0,60}?(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key))[ \t]*+[=:][ \t]*+"
+    r"\[(?P<value>[^\[\]\s\"',(){}]{4,200}+)\]"
+)
 #: An ``Authorization`` header signed with a key (AWS's ``AWS ACCESSKEY:signature`` (SigV2), ``AWS4-HMAC-SHA256 …,
 #: Signature=…`` and other schemes' ``Signature=``): the signature.
 SIGNED_AUTHORIZATION = re.compile(
@@ -115,16 +122,19 @@ DER_PRIVATE_KEY = re.compile(
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
-    text = prefilter.sub(PRINTED_VALUE, lambda m: _printed(m, redacted, judge), text)
-    text = prefilter.sub(DER_PRIVATE_KEY, redacted, text)
-    text = prefilter.sub(FORMAT_LIST, lambda m: _printed(m, redacted, judge), text)
-    text = prefilter.sub(CONFIG_REPLY, lambda m: replace_group(m, "value", redacted), text)
-    text = prefilter.sub(GENERATED_SECRET, lambda m: replace_group(m, "value", redacted), text)
-    text = prefilter.sub(MONITOR_AUTH, lambda m: _monitored(m, redacted), text)
-    text = prefilter.sub(HASH_LINE, lambda m: replace_group(m, "value", redacted), text)
-    text = prefilter.sub(BRACKETED, lambda m: _bracketed(m, redacted), text)
-    text = prefilter.sub(SIGNED_AUTHORIZATION, lambda m: replace_group(m, "value" if m.group("value") else "svalue", redacted), text)
-    return prefilter.sub(BARE_AUTHORIZATION, lambda m: _bare_authorization(m, redacted), text)
+    text = PRINTED_VALUE.sub(lambda m: _printed(m, redacted, judge), text)
+    text = DER_PRIVATE_KEY.sub(redacted, text)
+    text = FORMAT_LIST.sub(lambda m: _printed(m, redacted, judge), text)
+    text = CONFIG_REPLY.sub(lambda m: replace_group(m, "value", redacted), text)
+    text = GENERATED_SECRET.sub(lambda m: replace_group(m, "value", redacted), text)
+    text = MONITOR_AUTH.sub(lambda m: _monitored(m, redacted), text)
+    text = HASH_LINE.sub(lambda m: replace_group(m, "value", redacted), text)
+    text = BRACKETED.sub(lambda m: _bracketed(m, redacted), text)
+    if "[" in text:
+        text = ASSIGNED_BRACKETS.sub(lambda m: replace_group(m, "value", redacted) if _bracketed_field(m.group("value"))
+                                     and judge(m.group("name"), m.group("value"), True) else m.group(), text)
+    text = SIGNED_AUTHORIZATION.sub(lambda m: replace_group(m, "value" if m.group("value") else "svalue", redacted), text)
+    return BARE_AUTHORIZATION.sub(lambda m: _bare_authorization(m, redacted), text)
 
 
 def _printed(m: re.Match[str], redacted: str, judge: Judge) -> str:
@@ -144,6 +154,12 @@ def _bracketed(m: re.Match[str], redacted: str) -> str:
     if prose_secrets.reads_as_password(value, redacted) and re.search(r"[!@#$%^&*?~]", value):
         return replace_group(m, group, redacted)
     return m.group()
+
+
+def _bracketed_field(value: str) -> bool:
+    """Whether an :data:`ASSIGNED_BRACKETS` value is written out: 8+ characters with a letter and a digit (``[1234]`` is
+    an index or an id, ``[AKIA-style]`` a word)."""
+    return len(value) >= 8 and re.search(r"\d", value) is not None and re.search(r"[A-Za-z]", value) is not None
 
 
 def _bare_authorization(m: re.Match[str], redacted: str) -> str:

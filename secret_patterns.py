@@ -552,13 +552,14 @@ _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bo
                 r"|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+")
 PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: Values written bare that are code or placeholders: also an attribute, a call or an index (``settings.db.password``,
-#: ``os.environ["X"]``, PHP's ``$_ENV['X']``). An attribute is names joined by dots: ``Summer.2024!`` is not one. A
+#: ``os.environ["X"]``, PHP's ``$_ENV['X']``, JavaScript's optional chain ``req.headers.authorization?.split(…)``, Rust's
+#: path ``env::var(…)``). An attribute is names joined by dots: ``Summer.2024!`` is not one. A
 #: quoted value is never code (:data:`PLACEHOLDER_VALUE`): ``"Winter.Is.Coming7"``. Nor is Rust's reference (``password:
 #: &str``, ``&'static``, ``&mut``, ``&args[1]``, ``&[u8]``), nor CloudFormation's ``!Ref`` and Ansible's ``!vault``, a
 #: generic type in an annotation (``token: Option<String>``, ``apiKey: Record<string, string>``) nor a CSS colour.
 CODE_VALUE = re.compile(
     f"^(?:{_PLACEHOLDER}"
-    r"|(?=\$?[A-Za-z_]\w*[.(\[])(?!\$?[\w.]*\.(?![A-Za-z_]))\$?[A-Za-z_][\w.]*+(?:[(\[].*)?"  # an attribute, call or index
+    r"|(?=\$?[A-Za-z_]\w*(?:[.(\[]|\?\.|::))(?!\$?[\w.]*\.(?![A-Za-z_]))\$?[A-Za-z_](?:[\w.]|\?\.|::)*+(?:[(\[].*)?"  # an attribute, call or index
     r"|&(?:'?[A-Za-z_][\w:]*+(?:[<\[].*)?|\[.*)"  # a Rust reference
     r"|\.{1,2}+/.*|~/.*"  # a relative path (--from-file=password=./pw.txt)
     r"|!(?:Ref|Sub|GetAtt|ImportValue|FindInMap|Join|Select|If|Base64|Split|Equals|Condition|vault)"  # a YAML tag of code

@@ -616,7 +616,11 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "password for the a b ", "password for a b c ", "A_PASSWORD to ", "A_PASSWORD 设成 ",
                                   '"session_id": "', '"session_id": "aB1cD2eF3gH4iJ5k', "a1b2c3d4,1234567890,", "a1b2c3d4%2C",
                                   "<name>a</name><value>", "<name>password</name>\n", "map $a_token $b {", "map $a_token $b {\n a1B2c3D4e5 ",
-                                  "wss://a/", "wss://a/aB1cD2eF3gH4iJ5k", "ws://"])
+                                  "wss://a/", "wss://a/aB1cD2eF3gH4iJ5k", "ws://",
+                                  # red31: bracketed log fields, Clojure literals, Baidu clients, coalesce, jq brackets
+                                  "password=[", "password=[aB1cD2eF3 ", ':password "', '(def a-password "', ':a "a" ',
+                                  "AipOcr(", 'AipOcr("aB1cD2eF3gH4iJ5kL6", ', "coalesce .a ", 'coalesce .a .b "',
+                                  '.a["b"]', '."', ".'", '.["password"] // "', "a?.b", "a::b"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
@@ -923,6 +927,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
         config_secrets,
         cookie_secrets,
         folding,
+        literal_secrets,
         output_secrets,
         prose_secrets,
         random_tokens,
@@ -953,7 +958,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
 
     compiled = {f"{module.__name__}.{name}": value
                 for module in (secret_patterns, code_secrets, command_secrets, config_secrets, cookie_secrets, folding,
-                               output_secrets, prose_secrets, random_tokens, seed_phrases, sql_secrets, table_secrets)
+                               literal_secrets, output_secrets, prose_secrets, random_tokens, seed_phrases, sql_secrets, table_secrets)
                 for name, value in vars(module).items() if isinstance(value, re.Pattern)}
     assert len(compiled) >= 25
     for name, pattern in compiled.items():

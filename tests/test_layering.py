@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("recency",),  # pure: the current decision first
     ("redact", "pages", "ranking", "snippet", "state_history"),  # pure: redaction, cursors, BM25 and fusion, snippets, state.db histories
     ("command_secrets", "output_secrets", "config_secrets"),  # pure: passwords given to commands (piped in, -P, gh secret set, ENV NAME value); credentials as tools print them; in configuration and encoded bodies, for redaction
-    ("code_secrets", "table_secrets", "sql_secrets"),  # pure: credentials given as defaults, fallbacks and logins in code; a table's credential column; SQL passwords and Oracle logins
+    ("code_secrets", "literal_secrets", "table_secrets", "sql_secrets"),  # pure: credentials given as defaults, fallbacks and logins in code; literals in Clojure, SDK clients, Helm and jq; a table's credential column; SQL passwords and Oracle logins
     ("seed_phrases", "prose_secrets", "folding", "cookie_secrets", "random_tokens"),  # pure but for its word list: seed phrases; pure: secrets written as prose, what text is read as, session cookies outside a header, whether a token reads as random, for redaction
     ("secret_patterns",),  # pure: the shapes of secrets redaction looks for
     ("prefilter",),  # pure: whether a redaction pattern can match a text, by the strings each match contains

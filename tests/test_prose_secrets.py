@@ -650,6 +650,19 @@ SENT_BEFORE = [
     ('const ws = new WebSocket("wss://stream.example.com/ws/v1/Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw");', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw'),
     ('websocat wss://push.myapp.io/socket/token/aB3dE5fG7hJ9kL2mN4pQ', 'aB3dE5fG7hJ9kL2mN4pQ'),
     ('连不上 ws://10.0.0.5:8080/ws/Kq7vLp2WxZ9mN4Rt 一直 1006', 'Kq7vLp2WxZ9mN4Rt'),
+    # red31: a log's field in brackets (password=[…]); Clojure's maps, defs and properties; a Baidu AI client's keys by
+    # place; Helm's coalesce over several values; jq's bracketed path before //
+    ('2024-03-11 12:00:01 DEBUG login user=[admin] password=[Kq7#vLp2Wx] ok', 'Kq7#vLp2Wx'),
+    ('INFO connect host=[db.internal] user=[app] password=[Hz2024abcXk9]', 'Hz2024abcXk9'),
+    ('log.info("password=[{}]", pw) 打出来是 password=[S3cr3tP@ss!]', 'S3cr3tP@ss!'),
+    ('(def db-password "Kq7#vLp2Wx")', 'Kq7#vLp2Wx'), ('(def config {:db {:user "app" :password "Hz2024!abcXk9"}})', 'Hz2024!abcXk9'),
+    ('(System/setProperty "db.password" "Rb5!kTw9Pe")', 'Rb5!kTw9Pe'),
+    ('(jdbc/get-datasource {:dbtype "postgresql" :dbname "app" :user "app" :password "S3cr3tP@ss!"})', 'S3cr3tP@ss!'),
+    ("client = AipOcr('25123456', '8f3a9c2d7e6b1f0a4c5d8e9f', '3f9a2c7e1b8d4f6a9e0c5b7d2f1a8e3c')", '8f3a9c2d7e6b1f0a4c5d8e9f'),
+    ('client = AipSpeech(APP_ID, "9c2d7e6b1f0a4c5d8e9f2a3b", "b1f0a4c5d8e9f2a3b4c5d6e7f8091a2b")', '9c2d7e6b1f0a4c5d8e9f2a3b'),
+    ('password: {{ coalesce .Values.global.postgresql.auth.password .Values.auth.password "Kq7#vLp2Wx" | b64enc }}', 'Kq7#vLp2Wx'),
+    ("PW=$(jq -r '.secrets[\"db-password\"] // \"Kq7#vLp2Wx\"' s.json)", 'Kq7#vLp2Wx'),
+    ("jq -r '.[0].password // \"Hz2024!abc\"'", 'Hz2024!abc'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1128,6 +1141,21 @@ NEAR_MISSES = [
     'map $arg_token $backend { default backend_v1; v2 backend_v2; }',
     'const ws = new WebSocket("wss://stream.binance.com:9443/ws/btcusdt@trade");', 'wss://ws.okx.com:8443/ws/v5/public',
     'wss://example.com/ws/AbstractSingletonProxyFactory', 'new WebSocket(`wss://${location.host}/ws/${roomId}`)',
+    # red31: log fields in brackets that are empty, masked, lists or ids; Clojure's keywords of other names or code;
+    # Baidu clients given variables or placeholders; Helm's and jq's defaults that are words; JavaScript's optional
+    # chain and Rust's paths as a token's value; Jenkins' notice without its password
+    'password=[]', 'password=[REDACTED]', 'password=[***]', 'password=[None]', 'token=[1234]', 'access_key: [AKIA-style]',
+    'validators: password=[Required(), Length(min=8)]', 'password=[user_password]',
+    '(def config {:db {:user "app" :password (env :db-password)}})', '(s/def :password "Enter your password")',
+    '{:token-type "bearer" :api-key nil}', '(def password-label "Password:")', '(def max-token "4096")',
+    'client = AipOcr(APP_ID, API_KEY, SECRET_KEY)', 'AipOcr("你的 App ID", "你的 Api Key", "你的 Secret Key")',
+    'client = AipOcr("25123456", "YourApiKeyHereAbcdef", "your_secret_key")',
+    '{{ coalesce .Values.global.storageClass .Values.persistence.storageClass "standard" }}',
+    '{{ coalesce .Values.global.auth.password .Values.auth.password "" }}', "jq '.items[0].name // \"unknown\"'",
+    "jq -r '.auth[\"token\"] // \"none\"'", "jq '.[0].password // \"${DEFAULT_PW}\"'",
+    'const token = req.headers.authorization?.split(" ")[1];',
+    'let token = env::var("GITHUB_TOKEN").expect("GITHUB_TOKEN not set");',
+    'Jenkins initial setup is required. Please use the following password to proceed to installation:\n\nThis may also be found at: /var/lib/jenkins/secrets/initialAdminPassword',
 ]
 
 
