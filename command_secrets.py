@@ -2,7 +2,7 @@
 
 A password piped into a command that reads it from standard input (``echo "…" | docker login -u bob
 --password-stdin``, ``printf '%s' "…" | helm registry login …``, ``echo "…" | docker secret create db -``, and
-``docker secret create db - <<< "…"``); the ``-P …`` of archivers and SQL Server's tools (``zip``, ``unzip``,
+``docker secret create db - <<< "…"``); a value piped into ``base64``; the ``-P …`` of archivers and SQL Server's tools (``zip``, ``unzip``,
 ``sqlcmd``, ``bcp``) and 7-Zip's glued ``-p…``; GitHub CLI's ``gh secret set NAME --body …``; HAProxy's ``stats auth
 USER:…`` and ``insecure-password …``; and, under a credential's name, nginx's ``proxy_set_header NAME …;``, a Dockerfile's ``ENV NAME value`` (the form without ``=``), ``aws configure set NAME value``, rclone's and
 tccli's pairs, expect's ``set NAME "value"`` and its ``send "…"`` after a password prompt, and a
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from . import prefilter, prose_secrets
+from . import prose_secrets
 from .code_secrets import Judge
 from .secret_patterns import replace_group
 
@@ -53,6 +53,12 @@ STDIN_SECRET = re.compile(
     + r"|[ \t]*+\|[^\n;&]{1,300}?" + _READS_INPUT + ")"
     + r"|" + _READS_INPUT + r"[^\n|;&<]{0,200}?<<<[ \t]*+" + _value("h")
 )
+#: ``echo``/``printf`` of a value piped into ``base64`` to encode it (a Secret's value made by hand: ``echo -n "…" |
+#: base64``; ``base64 -d`` decodes): the value goes when it reads as a password (``"hello world"``, ``"admin"`` stay).
+BASE64_INPUT = re.compile(
+    r"(?<![\w-])(?:echo|printf)(?:[ \t]++-[neE]{1,3}+)?[ \t]++(?P<q>[\"']?)(?P<value>[^\s\"'|;&<>()`]{6,200}+)(?P=q)[ \t]*+\|[ \t]*+base64"
+    r"(?:[ \t]++-w[ \t]*+0)?(?=[ \t]*+(?:$|[\r\n;&|)]))"
+)
 #: ``-P password`` of ``zip``, ``unzip``, ``zipcloak``, ``sqlcmd`` and ``bcp`` (a path or ``.exe`` before, any case, ``-P``
 #: glued to its value or after other flags: ``zip -rP``), and 7-Zip's ``-ppassword`` (``7z``, ``7za``, ``7zr``,
 #: ``7zz``; the flag quoted too, ``"-p…"``), in the same command.
@@ -69,7 +75,8 @@ ARCHIVE_OR_SQL = re.compile(
 #: ipmitool's and mosquitto's ``-P``, unrar's ``-p``, curl's ``--proxy-user USER:`` (``-U``), skopeo's ``--creds
 #: USER:``, a secret store's value (``az keyvault secret set … --value``, ``aws ssm put-parameter … --value``,
 #: ``aws secretsmanager … --secret-string``), ``net user USER … /add``, ``schtasks … /rp``, neo4j's and Grafana's
-#: initial and reset passwords, ``pulumi config set --secret NAME …`` and ``dotnet user-secrets set NAME …``; not a flag in its place (``/persistent:no``, ``--api=s3v4``).
+#: initial and reset passwords, ``pulumi config set --secret NAME …`` and ``dotnet user-secrets set NAME …``, ngrok's
+#: ``config add-authtoken …`` (``authtoken …``, ``--authtoken …``) and influx's ``-t …``; not a flag in its place (``/persistent:no``, ``--api=s3v4``).
 PASSWORD_FLAG = re.compile(
     r"(?<![\w.-])(?:gpg2?(?=[ \t])" + _SAME_COMMAND + r"[ \t]--passphrase(?:[ \t]++|=)"
     r"|openssl(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-k[ \t]++|-pass(?:in|out)?[ \t]++pass:|passwd(?:[ \t]++-(?:1|5|6|apr1))?[ \t]++)"
@@ -77,6 +84,7 @@ PASSWORD_FLAG = re.compile(
     r"|(?:xfreerdp|wlfreerdp|sdl-freerdp)(?=[ \t])" + _SAME_COMMAND + r"[ \t]/p:"
     r"|(?:influx|x11vnc|gsql|mysqladmin)(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-password|-passwd|-W|password)[ \t]++"
     r"|rabbitmqctl[ \t]++(?:add_user|change_password)[ \t]++\S{1,100}+[ \t]++"
+    r"|ngrok[ \t]++(?:config[ \t]++add-authtoken|authtoken)[ \t]++|(?:ngrok|influx)(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:--authtoken|-t|--token)(?:[ \t]++|=)"
     r"|mc[ \t]++alias[ \t]++set[ \t]++\S{1,100}+[ \t]++\S{1,300}+[ \t]++\S{1,100}+[ \t]++"
     r"|poetry[ \t]++config[ \t]++http-basic\.\S{1,100}+[ \t]++\S{1,100}+[ \t]++"
     r"|net[ \t]++use(?:[ \t]++(?:[A-Za-z]:|\*))?[ \t]++\\\\\S{1,300}+[ \t]++(?=[^\s/]\S{0,199}+[ \t]++/user:)"
@@ -190,15 +198,18 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those passwords replaced by ``redacted``, the rest as it was."""
     for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET):
         text = pattern.sub(lambda m: _password(m, redacted), text)
-    text = prefilter.sub(HAPROXY_LOGIN, lambda m: _haproxy(m, redacted), text)
-    text = prefilter.sub(NGINX_HEADER, lambda m: _nginx(m, redacted, judge), text)
-    text = prefilter.sub(NAMED_SETTING, lambda m: _named(m, redacted, judge), text)
-    text = prefilter.sub(CONFIG_PAIRS, lambda m: _named(m, redacted, judge), text)
-    text = prefilter.sub(CHPASSWD_HEREDOC, lambda m: _password(m, redacted), text)
-    text = prefilter.sub(EXPECT_SEND, lambda m: _password(m, redacted), text)
-    text = prefilter.sub(SECRET_COMMAND, lambda c: prefilter.sub(FROM_LITERAL, lambda m: _literal(m, redacted, judge), c.group()), text)
-    text = prefilter.sub(SED_SECRET, lambda m: _sed(m, redacted), text)
-    return prefilter.sub(CONFIG_LINE, lambda m: _line(m, redacted, judge), text)
+    text = HAPROXY_LOGIN.sub(lambda m: _haproxy(m, redacted), text)
+    if "base64" in text:
+        text = BASE64_INPUT.sub(lambda m: replace_group(m, "value", redacted) if prose_secrets.reads_as_password(m.group("value"), redacted)
+                                and not m.group("value").startswith("$") else m.group(), text)
+    text = NGINX_HEADER.sub(lambda m: _nginx(m, redacted, judge), text)
+    text = NAMED_SETTING.sub(lambda m: _named(m, redacted, judge), text)
+    text = CONFIG_PAIRS.sub(lambda m: _named(m, redacted, judge), text)
+    text = CHPASSWD_HEREDOC.sub(lambda m: _password(m, redacted), text)
+    text = EXPECT_SEND.sub(lambda m: _password(m, redacted), text)
+    text = SECRET_COMMAND.sub(lambda c: FROM_LITERAL.sub(lambda m: _literal(m, redacted, judge), c.group()), text)
+    text = SED_SECRET.sub(lambda m: _sed(m, redacted), text)
+    return CONFIG_LINE.sub(lambda m: _line(m, redacted, judge), text)
 
 
 def _value_group(m: re.Match[str]) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 
-from . import prefilter
 from . import secret_patterns as patterns
 
 #: A cloud drive's share code (百度网盘's 提取码): four letters and digits.
@@ -66,11 +65,11 @@ PASSPHRASE_WORDS = re.compile(
     r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
 )
 #: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``,
-#: ``账号：admin/Sup3r$ecret9``, ``账密 admin/…`` and ``creds root:…`` without a colon, a pair joined by ``:`` (``creds: root:…``), ``creds for staging: bob / …``, a role's ``Jenkins 管理员：admin/…``;
+#: ``账号：admin/Sup3r$ecret9``, ``pw for grafana: admin / …``, ``账密 admin/…`` and ``creds root:…`` without a colon, a pair joined by ``:`` (``creds: root:…``), ``creds for staging: bob / …``, a role's ``Jenkins 管理员：admin/…``;
 #: not a path: ``user: alice/projects/x``): the password
 #: goes when it reads as one (:func:`reads_as_password`).
 CREDENTIAL_PAIR = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계管超관])(?:(?:creds|credentials|login|logins|account|user|username|用户名|账号|帳號"
+    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계管超관p])(?:(?:creds|credentials|login|logins|account|user|username|pw|用户名|账号|帳號"
     r"|账户|帳戶|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자)(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]|(?:账密|帳密)[ \t]*+[:：]?|creds(?=[ \t]))"
     r"[ \t]*+[A-Za-z0-9_.@-]{1,64}+(?:[ \t]*+/[ \t]*+|:)(?P<value>[^\s/]{1,200}+)(?!/)"
 )
@@ -123,11 +122,11 @@ LOGIN_IN_PROSE = re.compile(
     r"(?i)(?<![\w-])(?:(?:log[ \t]?in|sign[ \t]?in|ssh|connect)[ \t]++(?:as|with)|(?:creds|credentials|login)[ \t]++(?:are|is|with))"
     r"[ \t]++[\w.@-]{1,64}+(?:[ \t]*+/[ \t]*+|[ \t]++and[ \t]++|[ \t]++\()[`'\"“「]?(?P<value>[!-~]{6,200}+)"
 )
-#: A password given with a login in prose, after ``with``, ``using`` or ``and`` and its label without a verb (``log in
-#: as bob with password …``, ``ssh as root using password …``). Group ``value``; it must read as a password with a digit
+#: A password given with a login in prose, after ``with``, ``using``, ``use`` or ``and`` and its label without a verb (``log in
+#: as bob with password …``, ``ssh as root using password …``, ``use password "…" for the admin account``). Group ``value``; it must read as a password with a digit
 #: (``with password authentication`` stays).
 PASSWORD_WITH = re.compile(
-    r"(?i)(?<![\w-])(?:with|using|and)[ \t]++(?:the[ \t]++)?(?:password|passwd|pw)[ \t]++[`'\"“「]?(?P<value>[!-~]{6,200}+)")
+    r"(?i)(?<![\w-])(?:with|using|and|use)[ \t]++(?:the[ \t]++)?(?:password|passwd|pw)[ \t]++[`'\"“「]?(?P<value>[!-~]{6,200}+)")
 #: A password written before its label (``用 … 这个密码登录``, ``… 是新密码``): group ``value``, which must read as a password
 #: with a digit (:func:`_named_in_prose`).
 VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,64}+)[ \t]*+(?:这个|這個|作为|作為|当作|當作|就是|是)"
@@ -157,21 +156,21 @@ il lo gli di che per non nel sul
 
 def redact(text: str, redacted: str) -> str:
     """``text`` with those secrets replaced by ``redacted``, the rest as it was."""
-    text = prefilter.sub(patterns.BARE_USERINFO, lambda m: _bare_userinfo(m, redacted), text)
-    text = prefilter.sub(patterns.SLASHED_USERINFO, lambda m: _slashed_userinfo(m, redacted), text)
-    text = prefilter.sub(CREDENTIAL_PAIR, lambda m: _password_in(m, redacted), text)
-    text = prefilter.sub(BOTH_FIELDS, lambda m: _password_in(m, redacted), text)
-    text = prefilter.sub(LOGIN_LINES, lambda m: _password_in(m, redacted), text)
-    text = prefilter.sub(HOST_LOGIN, lambda m: m.string[m.start() : m.start("value")] + redacted if reads_strongly(m.group("value")) else m.group(), text)
-    text = prefilter.sub(USER_PASS_FLAGS, lambda m: _password_in(m, redacted), text)
-    text = prefilter.sub(NAMED_IN_PROSE, lambda m: _named_in_prose(m, redacted), text)
-    text = prefilter.sub(PASSWORD_WITH, lambda m: _named_in_prose(m, redacted), text)
-    text = prefilter.sub(VALUE_BEFORE_LABEL, lambda m: _named_in_prose(m, redacted), text)
-    text = prefilter.sub(LOGIN_IN_PROSE, lambda m: _named_in_prose(m, redacted), text)
+    text = patterns.BARE_USERINFO.sub(lambda m: _bare_userinfo(m, redacted), text)
+    text = patterns.SLASHED_USERINFO.sub(lambda m: _slashed_userinfo(m, redacted), text)
+    text = CREDENTIAL_PAIR.sub(lambda m: _password_in(m, redacted), text)
+    text = BOTH_FIELDS.sub(lambda m: _password_in(m, redacted), text)
+    text = LOGIN_LINES.sub(lambda m: _password_in(m, redacted), text)
+    text = HOST_LOGIN.sub(lambda m: m.string[m.start() : m.start("value")] + redacted if _host_login(m, redacted) else m.group(), text)
+    text = USER_PASS_FLAGS.sub(lambda m: _password_in(m, redacted), text)
+    text = NAMED_IN_PROSE.sub(lambda m: _named_in_prose(m, redacted), text)
+    text = PASSWORD_WITH.sub(lambda m: _named_in_prose(m, redacted), text)
+    text = VALUE_BEFORE_LABEL.sub(lambda m: _named_in_prose(m, redacted), text)
+    text = LOGIN_IN_PROSE.sub(lambda m: _named_in_prose(m, redacted), text)
     text = _codes(text, redacted)
-    text = prefilter.sub(KEY_HALF, lambda m: patterns.replace_group(m, "value", redacted) if key_piece(m.group("value")) else m.group(), text)
-    text = prefilter.sub(LABEL_ABOVE, lambda m: _label_above(m, redacted), text)
-    return prefilter.sub(PASSPHRASE_WORDS, lambda m: _passphrase_words(m, redacted), text)
+    text = KEY_HALF.sub(lambda m: patterns.replace_group(m, "value", redacted) if key_piece(m.group("value")) else m.group(), text)
+    text = LABEL_ABOVE.sub(lambda m: _label_above(m, redacted), text)
+    return PASSPHRASE_WORDS.sub(lambda m: _passphrase_words(m, redacted), text)
 
 
 #: One item of a list in prose after what joins it (and the quote closing the item before): ``、`` ``，`` ``,`` ``；``
@@ -322,7 +321,7 @@ def _codes(text: str, redacted: str) -> str:
     (:data:`secret_patterns.PIN_JOIN`): ``pin 18`` is a board's. A match ends before its value, so a value without
     a code is searched again for a label (``mfa: backup_codes: …``); one with codes is skipped past."""
     out, done = [], 0
-    for m in prefilter.finditer(LABELLED_CODE, text):
+    for m in LABELLED_CODE.finditer(text):
         if m.start() < done or (m.group("label").lower() == "pin" and not PIN_JOIN.search(m.group("join"))):
             continue
         pieces = CODE_SEPARATOR.split(m.group("value"))  # codes at even places, what separates them at odd ones
@@ -357,6 +356,16 @@ def _passphrase_words(m: re.Match[str], redacted: str) -> str:
             or any(w.lower() in PROSE_WORDS for w in words)):
         return m.group()
     return m.string[m.start() : m.start("value")] + redacted + m.string[end : m.end()]
+
+
+def _host_login(m: re.Match[str], redacted: str) -> bool:
+    """Whether a :data:`HOST_LOGIN` value is a password: reads strongly (:func:`reads_strongly`), or, joined to its user by
+    ``/`` after an address (``10.0.0.3:3306 root/Kq7vLp2Wx99``, a login's pair), reads as one with a digit."""
+    value = m.group("value")
+    if reads_strongly(value):
+        return True
+    slashed = m.string[m.start() : m.start("value")].rstrip(" \t").endswith("/")
+    return slashed and reads_as_password(value, redacted) and re.search(r"\d", value) is not None
 
 
 def _named_in_prose(m: re.Match[str], redacted: str) -> str:

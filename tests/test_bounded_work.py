@@ -620,7 +620,12 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # red31: bracketed log fields, Clojure literals, Baidu clients, coalesce, jq brackets
                                   "password=[", "password=[aB1cD2eF3 ", ':password "', '(def a-password "', ':a "a" ',
                                   "AipOcr(", 'AipOcr("aB1cD2eF3gH4iJ5kL6", ', "coalesce .a ", 'coalesce .a .b "',
-                                  '.a["b"]', '."', ".'", '.["password"] // "', "a?.b", "a::b"])
+                                  '.a["b"]', '."', ".'", '.["password"] // "', "a?.b", "a::b",
+                                  # red31: ngrok and influx, key 设成了, a login after an address, use password, pw for,
+                                  # R's <-, echo into base64
+                                  "ngrok authtoken ", "influx -t ", "ngrok --authtoken ", "key 设成了 ", "1.2.3.4 a/",
+                                  "1.2.3.4:1 a/aB1cD2 ", "use password ", "pw for a: b / ", 'password <- "', "password <- ",
+                                  "echo -n a1B2c3D4 | base64", "echo a | "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -663,6 +663,14 @@ SENT_BEFORE = [
     ('password: {{ coalesce .Values.global.postgresql.auth.password .Values.auth.password "Kq7#vLp2Wx" | b64enc }}', 'Kq7#vLp2Wx'),
     ("PW=$(jq -r '.secrets[\"db-password\"] // \"Kq7#vLp2Wx\"' s.json)", 'Kq7#vLp2Wx'),
     ("jq -r '.[0].password // \"Hz2024!abc\"'", 'Hz2024!abc'),
+    # red31: ngrok's and influx's tokens, a key 设成了 a value, a login after an address joined by /, "use password …",
+    # a pw's pair for a service, R's <-, a password piped into base64
+    ('ngrok authtoken 2aB3dE5fG7hJ9kL2mN4pQ', '2aB3dE5fG7hJ9kL2mN4pQ'),
+    ('influx setup -u admin -p Kq7vLp2Wx99 -t Xk9Pq2Lm7Nv4Rt6Yb8Zc -o org -b bucket -f', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'),
+    ('我把 key 设成了 Xk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'), ('数据库：10.0.0.3:3306 root/Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
+    ('use password "Kq7#vLp2Wx" for the admin account', 'Kq7#vLp2Wx'), ('pw for grafana: admin / Grafana2024!', 'Grafana2024!'),
+    ('password <- "Kq7#vLp2Wx"', 'Kq7#vLp2Wx'), ('api_key <- "Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5"', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
+    ('echo -n "Kq7#vLp2Wx" | base64', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1156,6 +1164,14 @@ NEAR_MISSES = [
     'const token = req.headers.authorization?.split(" ")[1];',
     'let token = env::var("GITHUB_TOKEN").expect("GITHUB_TOKEN not set");',
     'Jenkins initial setup is required. Please use the following password to proceed to installation:\n\nThis may also be found at: /var/lib/jenkins/secrets/initialAdminPassword',
+    # red31: ngrok's and influx's flags of another kind or a variable, a key set to a name, an address and a path, use
+    # password authentication, R's reads, words piped into base64
+    'ngrok http 8080 -t mytunnel', "influx query 'from(bucket:\"b\")' -t $INFLUX_TOKEN", 'ngrok config add-authtoken $NGROK_TOKEN',
+    'ngrok config add-authtoken <your-authtoken>', 'influx bucket list -t my-token', '我把 key 设成了 primary',
+    'cache key 设成了 user_profile_v2', '10.0.0.3:3306 api/v1', '10.0.0.5 root/home2', 'use password authentication',
+    'pw for grafana: see vault', 'token <- readline()', 'x <- "password"', 'password <- readline("Password: ")',
+    'echo -n "hello world" | base64', 'echo -n "admin" | base64', 'echo -n "$PASSWORD" | base64', 'echo -n "v1.2.3" | base64',
+    'echo -n "my-app-name" | base64', 'echo "aGVsbG8=" | base64 -d',
 ]
 
 
