@@ -116,11 +116,11 @@ NAMED_IN_PROSE = re.compile(
     r"|(?:设置|設置|配置|设|設|填|写|寫)的(?:是|为|為))[ \t]*+)"
     r"[`'\"“「]?(?P<value>[!-~]{6,200}+)"
 )
-#: A login and its password in prose (``log in with bob and …``, ``login with admin / …``, ``creds are admin / …``, ``log
+#: A login and its password in prose (``log in with bob and …``, ``login with admin / …``, ``creds are admin / …`` or ``admin:…``, ``log
 #: in as admin (…)``). Group ``value``; it must read as a password with a digit.
 LOGIN_IN_PROSE = re.compile(
     r"(?i)(?<![\w-])(?:(?:log[ \t]?in|sign[ \t]?in|ssh|connect)[ \t]++(?:as|with)|(?:creds|credentials|login)[ \t]++(?:are|is|with))"
-    r"[ \t]++[\w.@-]{1,64}+(?:[ \t]*+/[ \t]*+|[ \t]++and[ \t]++|[ \t]++\()[`'\"“「]?(?P<value>[!-~]{6,200}+)"
+    r"[ \t]++[\w.@-]{1,64}+(?:[ \t]*+/[ \t]*+|[ \t]++and[ \t]++|[ \t]++\(|:)[`'\"“「]?(?P<value>[!-~]{6,200}+)"
 )
 #: A password given with a login in prose, after ``with``, ``using``, ``use`` or ``and`` and its label without a verb (``log in
 #: as bob with password …``, ``ssh as root using password …``, ``use password "…" for the admin account``). Group ``value``; it must read as a password with a digit

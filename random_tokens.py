@@ -1,7 +1,7 @@
 """Whether a token reads as random, a key, rather than a word, a name, a path, an id or a digest, for :mod:`redact`.
 
 :func:`long_token` judges a run of 28+ base64 characters found anywhere (:data:`LONG_TOKEN`), :func:`labelled_key` a
-value right after a key or token label (:data:`secret_patterns.LABELLED_KEY`); both by :func:`looks_random`: Shannon
+value right after a key or token label (:data:`secret_patterns.LABELLED_KEY`), :func:`key_nearby` one later on the label's line; both by :func:`looks_random`: Shannon
 entropy, the runs of one character class, hex and UUID shapes, and what is written right before the token (a public
 key's or a request id's label, a digest's tag). Pure; linear in the length of the text; never raises. Imports
 :mod:`secret_patterns` only.
@@ -42,6 +42,13 @@ PATH_WORD = re.compile(r"^[a-z]{3}[a-z_-]*+$")
 #: :func:`_camel_words` counts one only when its lower-case letters hold a vowel and a consonant: random keys
 #: have few such runs (``Zx9qLm2N``), names are made of them.
 CAMEL_HUMP = re.compile(r"^[a-z]{4,}+|[A-Z][a-z]{3,}+")
+#: A key of 16 to 27 letters and digits later on a line that names a key, token or secret, within 60 characters of the
+#: word (``帮我测试下这个 key 能不能用 Xk9P…``, ``can you check if this key works: Xk9P…``, ``Token created: Xk9P…``), which
+#: :func:`key_nearby` redacts when it mixes both cases as a random key does. Group ``value``.
+KEY_NEARBY = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])(?:api[ _-]?key|key|token|secret|密钥|秘钥|令牌)(?![A-Za-z0-9_])[^\n]{1,60}?"
+    r"(?<![A-Za-z0-9_+/=.-])(?P<value>[A-Za-z0-9]{16,27}+)(?![A-Za-z0-9_+/=.@-])"
+)
 HEX = re.compile(r"^[0-9a-fA-F]+$")
 UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -121,6 +128,20 @@ def labelled_key(m: re.Match[str], redacted: str) -> str:
     value = m.group("value")
     mixed = one_case or (re.search("[a-z]", value) is not None and re.search("[A-Z]", value) is not None)
     return m.group("head") + redacted if mixed and random_after_label(value, one_case) else m.group()
+
+
+def key_nearby(m: re.Match[str], redacted: str) -> str:
+    """A :data:`KEY_NEARBY` match with its value redacted when it reads as a random key of both cases (as
+    :func:`random_after_label` reads one of 12 to 27: 2+ digits, the class changing at most every other character, no
+    word): a one-case run is an id, a hash or a name (``a8f3k2m9x7q1w4e6r5t0``, ``release20240311``), CamelCase a name
+    (``GetUserProfileByAccountIdV2``)."""
+    value = m.group("value")
+    lower, upper, digits = _class_counts(value)
+    if not (lower and upper and digits >= 2 and _class_runs(value) < 2.0) or CAMEL_HUMP.search(value) or _camel_words(value):
+        return m.group()
+    if len(value) == 27 and value[0] in "0123":
+        return m.group()  # a KSUID (27 base62 characters, a timestamp first): an id
+    return m.string[m.start() : m.start("value")] + redacted + m.string[m.end("value") : m.end()]
 
 
 _VOWELS = frozenset("aeiouy")

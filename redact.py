@@ -248,6 +248,7 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield (text := patterns.LABELLED.sub(_labelled, text))
     yield (text := patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text))
     yield (text := patterns.LABELLED_KEY.sub(lambda m: random_tokens.labelled_key(m, REDACTED), text))
+    yield (text := random_tokens.KEY_NEARBY.sub(lambda m: random_tokens.key_nearby(m, REDACTED), text))
     yield (text := seed_phrases.redact(text, REDACTED))
     yield (text := patterns.ASSIGNMENT.sub(_assignment, text))
     yield (text := prose_secrets.listed(text, REDACTED))

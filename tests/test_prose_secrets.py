@@ -671,6 +671,10 @@ SENT_BEFORE = [
     ('use password "Kq7#vLp2Wx" for the admin account', 'Kq7#vLp2Wx'), ('pw for grafana: admin / Grafana2024!', 'Grafana2024!'),
     ('password <- "Kq7#vLp2Wx"', 'Kq7#vLp2Wx'), ('api_key <- "Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5"', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
     ('echo -n "Kq7#vLp2Wx" | base64', 'Kq7#vLp2Wx'),
+    # red31: a random key later on a line naming a key or token; creds joined by ':'
+    ('帮我测试下这个 key 能不能用 Xk9Pq2Lm7Nv4Rt6Yb8Zc', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'), ('key 放这了 Xk9Pq2Lm7Nv4Rt6Yb8Zc', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'),
+    ('can you check if this key works: Xk9Pq2Lm7Nv4Rt6Yb8Zc', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'),
+    ('Token created: Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'), ('the db creds are app:Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1172,6 +1176,11 @@ NEAR_MISSES = [
     'pw for grafana: see vault', 'token <- readline()', 'x <- "password"', 'password <- readline("Password: ")',
     'echo -n "hello world" | base64', 'echo -n "admin" | base64', 'echo -n "$PASSWORD" | base64', 'echo -n "v1.2.3" | base64',
     'echo -n "my-app-name" | base64', 'echo "aGVsbG8=" | base64 -d',
+    # red31: ids, names and words later on a line naming a key or token
+    'token refresh for GetUserProfileByAccountIdV2', 'the key of the video dQw4w9WgXcQ is short',
+    'primary key on table OrderItems2024Q1Archive', 'token counts: gpt4o 128000, claude3opus 200000',
+    'token was rejected for request 7f3e9a1b2c4d4e5f8a9b0c1d', 'The key insight is that Base64EncodeUTF8 is slow',
+    'key=abc in bucket myBucket2024Logs', 'API key for the project ProjAlpha2024Beta', 'the creds are admin:admin',
 ]
 
 
