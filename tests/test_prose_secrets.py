@@ -1181,6 +1181,8 @@ NEAR_MISSES = [
     'primary key on table OrderItems2024Q1Archive', 'token counts: gpt4o 128000, claude3opus 200000',
     'token was rejected for request 7f3e9a1b2c4d4e5f8a9b0c1d', 'The key insight is that Base64EncodeUTF8 is slow',
     'key=abc in bucket myBucket2024Logs', 'API key for the project ProjAlpha2024Beta', 'the creds are admin:admin',
+    # red31: a purpose's words end at a sentence's end (the corpus check's find: a bullet's bold after it stays)
+    '   - **Master Password**: Ensure your master password is strong and unique. Consider using a passphrase for added security.\n   - **Biometric Access**: If available, use biometric authentication',
 ]
 
 
