@@ -241,6 +241,7 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield (text := patterns.CREDENTIAL_FILE.sub(_cli_secret, text))
     yield (text := code_secrets.redact(text, REDACTED, _judged_secret))
     yield (text := literal_secrets.redact(text, REDACTED, _judged_secret))
+    yield (text := sql_secrets.inserted(text, REDACTED, _judged_secret))
     yield (text := command_secrets.redact(text, REDACTED, _judged_secret))
     yield (text := config_secrets.redact(text, REDACTED, _judged_secret))
     yield (text := redact_output(text, REDACTED, _judged_secret))

@@ -1,8 +1,9 @@
 """Passwords in SQL and Oracle's logins, for :mod:`redact`.
 
 A password a statement sets (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``, Neo4j's ``SET
-PASSWORD FROM '…' TO '…'``), quoted or, after ``IDENTIFIED BY``, bare as Oracle takes it; and an Oracle login on a
-command line or in a JDBC URL (``sqlplus scott/…@db``). A quoted value goes unless a placeholder; a bare one only when
+PASSWORD FROM '…' TO '…'``), quoted or, after ``IDENTIFIED BY``, bare as Oracle takes it; an Oracle login on a
+command line or in a JDBC URL (``sqlplus scott/…@db``); and an ``INSERT``'s value in a credential's column
+(:func:`inserted`). A quoted value goes unless a placeholder; a bare one only when
 it reads as a password (:func:`prose_secrets.reads_as_password`), not a bind variable or a substitution (``:pw``,
 ``&pw``, ``?``). Pure; linear in the length of the text (each pattern starts at a keyword and reads a bounded stretch
 after it); never raises.
@@ -52,3 +53,73 @@ def _sql_password(m: re.Match[str], redacted: str, quoted_secret: Callable[[re.M
         return m.group()
     start = m.start("bare") - m.start()
     return m.group()[:start] + redacted + m.group()[start + len(bare) :]
+
+
+#: An ``INSERT``'s columns, up to its ``VALUES`` (``INSERT INTO users (name, password) VALUES (…)``): each row's values
+#: after it are read by :func:`inserted`, a credential column's quoted value judged as assigned to the column's name.
+#: Group ``cols``.
+INSERT_COLUMNS = re.compile(
+    r"(?i)(?<![\w$])INSERT[ \t]++(?:IGNORE[ \t]++)?INTO[ \t]++[\w.`\"\[\]]{1,200}+[ \t]*+\((?P<cols>[^()\n;]{1,1000}+)\)\s{0,40}+VALUES\s{0,40}+(?=\()")
+#: The most characters of rows :func:`inserted` reads after one ``VALUES``.
+_ROWS_READ = 20_000
+
+
+def inserted(text: str, redacted: str, judge: Callable[[str, str, bool], bool]) -> str:
+    """``text`` with the quoted values of an ``INSERT``'s credential columns replaced by ``redacted`` (``INSERT INTO
+    api_keys (name, key) VALUES ('prod', '…')``), each as ``judge`` (:mod:`redact`'s judge of an assignment) finds it
+    assigned to its column's name; rows of another number of values than the columns are left. Each row is read once."""
+    if "insert" not in text.lower():
+        return text
+    out, done, read = [], 0, 0
+    for m in INSERT_COLUMNS.finditer(text):
+        if m.start() < read:
+            continue
+        cols = [c.strip().strip("`\"[]") for c in m.group("cols").split(",")]
+        if not any(judge(c, "Kq7#vLp2Wx9!", False) for c in cols):
+            continue  # no credential column: a value of none is a credential's
+        rows, read = _rows(text, m.end(), min(len(text), m.end() + _ROWS_READ))
+        for row in rows:
+            if len(row) != len(cols):
+                continue
+            for col, (start, stop) in zip(cols, row, strict=True):
+                if start is not None and judge(col, text[start:stop], False) and start >= done:
+                    out += [text[done:start], redacted]
+                    done = stop
+    return "".join(out) + text[done:] if out else text
+
+
+def _rows(text: str, pos: int, limit: int) -> tuple[list[list[tuple[int | None, int]]], int]:
+    """The rows of values from ``pos`` (a ``(``) to ``limit``: for each value, the span of a quoted one's content or
+    ``(None, 0)`` for a bare one (a number, ``NULL``, ``NOW()``); and where the reading stopped."""
+    rows: list[list[tuple[int | None, int]]] = []
+    while pos < limit and text[pos] == "(":
+        row: list[tuple[int | None, int]] = []
+        pos += 1
+        while pos < limit:
+            while pos < limit and text[pos] in " \t\r\n":
+                pos += 1
+            if pos < limit and text[pos] in "'\"":
+                quote, start = text[pos], pos + 1
+                pos = start
+                while pos < limit and (text[pos] != quote or text[pos + 1 : pos + 2] == quote):
+                    pos += 2 if text[pos] == quote or text[pos] == "\\" else 1
+                row.append((start, pos))
+                pos += 1
+            else:
+                depth = 0
+                while pos < limit and (depth or text[pos] not in ",)"):
+                    depth += (text[pos] == "(") - (text[pos] == ")")
+                    pos += 1
+                row.append((None, 0))
+            while pos < limit and text[pos] in " \t\r\n":
+                pos += 1
+            if pos >= limit or text[pos] != ",":
+                break
+            pos += 1
+        if pos >= limit or text[pos] != ")":
+            return rows, pos
+        rows.append(row)
+        pos += 1
+        while pos < limit and text[pos] in " \t\r\n,":
+            pos += 1
+    return rows, pos

@@ -627,7 +627,10 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "1.2.3.4:1 a/aB1cD2 ", "use password ", "pw for a: b / ", 'password <- "', "password <- ",
                                   "echo -n a1B2c3D4 | base64", "echo a | ",
                                   # red31: a key later on its label's line, creds joined by ':'
-                                  "key ", "key aB1cD2eF3gH4iJ5kL6 ", "token a", "密钥 a1", "creds are a:"])
+                                  "key ", "key aB1cD2eF3gH4iJ5kL6 ", "token a", "密钥 a1", "creds are a:",
+                                  # red31: an INSERT's rows
+                                  "INSERT INTO a (token) VALUES (", "INSERT INTO a (b, token) VALUES ('a', 'aB1cD2eF3g'), ",
+                                  "('aB1cD2eF3g'), ", "INSERT INTO a (token) VALUES ((((("])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

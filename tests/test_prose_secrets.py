@@ -675,6 +675,10 @@ SENT_BEFORE = [
     ('帮我测试下这个 key 能不能用 Xk9Pq2Lm7Nv4Rt6Yb8Zc', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'), ('key 放这了 Xk9Pq2Lm7Nv4Rt6Yb8Zc', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'),
     ('can you check if this key works: Xk9Pq2Lm7Nv4Rt6Yb8Zc', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'),
     ('Token created: Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'), ('the db creds are app:Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
+    # red31: an INSERT's value in a credential's column, by its place (each row)
+    ("INSERT INTO api_keys (name, key) VALUES ('prod', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5');", 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
+    ("INSERT INTO users (username, api_token) VALUES ('admin', 'Kq7vLp2WxZ9mN4Rt'), ('bob', 'Hz2024abcXk9Zq8R');", 'Hz2024abcXk9Zq8R'),
+    ("insert into t (a, token) values ('x', 'it''s Kq7#vLp2Wx')", 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1183,6 +1187,10 @@ NEAR_MISSES = [
     'key=abc in bucket myBucket2024Logs', 'API key for the project ProjAlpha2024Beta', 'the creds are admin:admin',
     # red31: a purpose's words end at a sentence's end (the corpus check's find: a bullet's bold after it stays)
     '   - **Master Password**: Ensure your master password is strong and unique. Consider using a passphrase for added security.\n   - **Biometric Access**: If available, use biometric authentication',
+    # red31: INSERTs without a credential column, with placeholders or a row of another length
+    "INSERT INTO users (username, email) VALUES ('admin', 'admin@example.com');", 'INSERT INTO users (username, password) VALUES (?, ?);',
+    "INSERT INTO settings (key, value) VALUES ('theme', 'dark');", "INSERT INTO users (username, api_token) VALUES ('admin');",
+    "INSERT INTO users (username, api_token) VALUES ('admin', NULL), ('bob', '');",
 ]
 
 
