@@ -131,6 +131,14 @@ PASSWORD_WITH = re.compile(
 #: with a digit (:func:`_named_in_prose`).
 VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,64}+)[ \t]*+(?:这个|這個|作为|作為|当作|當作|就是|是)"
                                 r"(?:新的?|我的|管理员的?|管理員的?|登录|登錄)?(?:密码|密碼|口令)")
+#: A login written as its user and password before the verb that uses them (``admin/… 登录后台``, ``用 root 和 … 登不上``,
+#: ``bob / … login``): group ``value``, which must read as a password with a digit (:func:`_named_in_prose`; a path's
+#: ``src/main2.py 登录`` does not), the verb not naming a thing (``api/v1Login 登录接口``, ``login page``).
+LOGIN_BEFORE_VERB = re.compile(
+    r"(?<![!-~])(?:用[ \t]*+)?[\w.@-]{1,64}+[ \t]*+(?:/|和|、)[ \t]*+(?P<value>[!-.0-~]{6,64}+)[ \t]*+"
+    r"(?:登录|登陆|登入|登不上|登不进|登上|登进|能登|可以登|连不上|(?i:log[ \t]?in|sign[ \t]?in)(?![A-Za-z]))"
+    r"(?![ \t]*+(?:接口|页面|頁面|页|界面|模块|模塊|功能|按钮|按鈕|逻辑|邏輯|流程|(?i:api|page|flow|button|form|endpoint|route)))"
+)
 #: A key given in two pieces (``密钥前半段 … 后半段 …``, ``first half: …``): each piece, which goes when it reads as a
 #: piece of a key (:func:`key_piece`). Group ``value``.
 KEY_HALF = re.compile(r"(?i)(?:前半段|前半部分|前一半|后半段|後半段|后半部分|後半部分|后一半|後一半|(?:first|second|other)[ \t]half(?:[ \t]is)?)"
@@ -167,6 +175,7 @@ def redact(text: str, redacted: str) -> str:
     text = PASSWORD_WITH.sub(lambda m: _named_in_prose(m, redacted), text)
     text = VALUE_BEFORE_LABEL.sub(lambda m: _named_in_prose(m, redacted), text)
     text = LOGIN_IN_PROSE.sub(lambda m: _named_in_prose(m, redacted), text)
+    text = LOGIN_BEFORE_VERB.sub(lambda m: _named_in_prose(m, redacted), text)
     text = _codes(text, redacted)
     text = KEY_HALF.sub(lambda m: patterns.replace_group(m, "value", redacted) if key_piece(m.group("value")) else m.group(), text)
     text = LABEL_ABOVE.sub(lambda m: _label_above(m, redacted), text)
@@ -369,7 +378,7 @@ def _host_login(m: re.Match[str], redacted: str) -> bool:
 
 
 def _named_in_prose(m: re.Match[str], redacted: str) -> str:
-    """A :data:`NAMED_IN_PROSE`, :data:`PASSWORD_WITH`, :data:`VALUE_BEFORE_LABEL` or :data:`LOGIN_IN_PROSE` match, its value redacted (closing
+    """A :data:`NAMED_IN_PROSE`, :data:`PASSWORD_WITH`, :data:`VALUE_BEFORE_LABEL`, :data:`LOGIN_IN_PROSE` or :data:`LOGIN_BEFORE_VERB` match, its value redacted (closing
     punctuation kept) when it reads as a password with a digit (``POSTGRES_PASSWORD is required`` stays), or, after
     ``with password``, with both cases and a symbol (``with password Tq!vRmXs``; ``with password authentication`` stays)."""
     value = m.group("value").rstrip(patterns.VALUE_END + "`”」")

@@ -679,6 +679,9 @@ SENT_BEFORE = [
     ("INSERT INTO api_keys (name, key) VALUES ('prod', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5');", 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
     ("INSERT INTO users (username, api_token) VALUES ('admin', 'Kq7vLp2WxZ9mN4Rt'), ('bob', 'Hz2024abcXk9Zq8R');", 'Hz2024abcXk9Zq8R'),
     ("insert into t (a, token) values ('x', 'it''s Kq7#vLp2Wx')", 'Kq7#vLp2Wx'),
+    # red31: a login before the verb that uses it, a password "还是原来那个"
+    ('admin/Kq7vLp2Wx99 登录后台', 'Kq7vLp2Wx99'), ('用 root 和 Kq7vLp2Wx99 登不上', 'Kq7vLp2Wx99'),
+    ('密码还是原来那个 Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1191,6 +1194,9 @@ NEAR_MISSES = [
     "INSERT INTO users (username, email) VALUES ('admin', 'admin@example.com');", 'INSERT INTO users (username, password) VALUES (?, ?);',
     "INSERT INTO settings (key, value) VALUES ('theme', 'dark');", "INSERT INTO users (username, api_token) VALUES ('admin');",
     "INSERT INTO users (username, api_token) VALUES ('admin', NULL), ('bob', '');",
+    # red31: paths and routes before a login's verb, words after "还是"
+    'src/main2.py 登录', '用 root 和 admin 登不上', 'api/v1Login 登录接口', 'routes/AuthV2 login page', '用手机号和验证码登录',
+    '密码还是原来那个，没改', '密码还是 bcrypt 加密的', '密码还是原来的',
 ]
 
 
