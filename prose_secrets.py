@@ -145,6 +145,9 @@ KEY_HALF = re.compile(r"(?i)(?:前半段|前半部分|前一半|后半段|後半
                       r"[ \t]*+[:：是为為]?[ \t]*+(?P<value>[A-Za-z0-9_+/=-]{8,100}+)")
 #: The rest of a key cut by a space after its redacted start (``sk-proj-… Rt6Yb8Zc3Vw5…``). Group ``value``.
 KEY_REST = re.compile(r"[ \t](?P<value>[A-Za-z0-9_-]{12,100}+)(?![^\s,.;:!?，。；：)）\"'`])")
+#: The next string after a redacted one in a concatenation (``"[redacted]" + "…"``) or a Python implicit one on the next
+#: line (``"[redacted]" \`` then ``"…"``): the rest of a key or a password. Group ``value``.
+STRING_REST = re.compile(r"[\"'`][ \t]*+(?:\+|\.\.|\|\|)?[ \t]*+(?:\\?\r?\n[ \t]*+)?(?P<q>[\"'`])(?P<value>[^\"'`\s\\]{6,200}+)(?P=q)")
 #: Words of prose and documentation that a passphrase is not made of (``password: see the vault entry``, ``reset
 #: password: click the link``, ``password: hashed with bcrypt``): function words, and what a text says of a password.
 PROSE_WORDS = frozenset("""
@@ -194,8 +197,9 @@ LIST_ITEM_END = re.compile(r"[ \t]*+(?:$|[^ \tA-Za-z0-9]|(?:and|or)[ \t])")
 
 
 def listed(text: str, redacted: str) -> str:
-    """``text`` with the items of a list that goes on after a redacted value (``密码分别是 […]、…、…``, ``passwords:
-    […], …``, ``密码是 […] 和 …``) redacted in turn, up to eight, while each reads as a password of 8+ characters with a
+    """``text`` with a key's rest after a redacted start (after a space, or in the next string of a concatenation:
+    ``"[redacted]" + "…"``, Python's ``"[redacted]" \\`` then ``"…"``) and the items of a list that goes on after a
+    redacted value (``密码分别是 […]、…、…``, ``passwords: […], …``, ``密码是 […] 和 …``) redacted in turn, up to eight, while each reads as a password of 8+ characters with a
     digit and is not a path, an assignment or a port (:func:`reads_as_password`): lists of passwords are written so, of
     ports, versions and names (``Redis6``) not. Each item is read once, right after the one before it."""
     pieces: list[str] = []
@@ -203,6 +207,10 @@ def listed(text: str, redacted: str) -> str:
     while (start := text.find(redacted, start)) >= 0:
         start += len(redacted)
         if (rest := KEY_REST.match(text, start)) is not None and key_piece(rest.group("value")):
+            pieces += [text[done : rest.start("value")], redacted]
+            done = start = rest.end("value")
+            continue
+        if (rest := STRING_REST.match(text, start)) is not None and (key_piece(rest.group("value")) or reads_strongly(rest.group("value"))):
             pieces += [text[done : rest.start("value")], redacted]
             done = start = rest.end("value")
             continue

@@ -632,7 +632,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "INSERT INTO a (token) VALUES (", "INSERT INTO a (b, token) VALUES ('a', 'aB1cD2eF3g'), ",
                                   "('aB1cD2eF3g'), ", "INSERT INTO a (token) VALUES (((((",
                                   # red31: a login before its verb, 还是原来那个
-                                  "a/", "a/aB1cD2eF3 ", "用 a 和 ", "a/aB1cD2eF3 登录", "密码还是原来那个 "])
+                                  "a/", "a/aB1cD2eF3 ", "用 a 和 ", "a/aB1cD2eF3 登录", "密码还是原来那个 ",
+                                  # red31: a concatenation's next string
+                                  '[redacted]" + "', '[redacted]" + "aB1cD2eF3" + "', '"[redacted]" \\\n "'])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -682,6 +682,8 @@ SENT_BEFORE = [
     # red31: a login before the verb that uses it, a password "还是原来那个"
     ('admin/Kq7vLp2Wx99 登录后台', 'Kq7vLp2Wx99'), ('用 root 和 Kq7vLp2Wx99 登不上', 'Kq7vLp2Wx99'),
     ('密码还是原来那个 Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
+    # red31: the next string of a concatenation after a redacted one ("…" + "…", Python's "…" \ then "…")
+    ('password = "abc" + "Kq7#vLp2Wx"', 'Kq7#vLp2Wx'), ('api_key = "Xk9Pq2Lm7Nv4Rt6Yb8Zc" \\\n    "3Vw5Js1Qe0Hd9Fg2"', '3Vw5Js1Qe0Hd9Fg2'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1197,6 +1199,8 @@ NEAR_MISSES = [
     # red31: paths and routes before a login's verb, words after "还是"
     'src/main2.py 登录', '用 root 和 admin 登不上', 'api/v1Login 登录接口', 'routes/AuthV2 login page', '用手机号和验证码登录',
     '密码还是原来那个，没改', '密码还是 bcrypt 加密的', '密码还是原来的',
+    # red31: strings after a credential's that are not its rest
+    'password = "" + "_suffix"', 'x = "a" + "Kq7vLp2Wx99"',
 ]
 
 
