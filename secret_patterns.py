@@ -54,6 +54,8 @@ KEY_FORMATS = re.compile(
     r"|(?:SK[0-9a-fA-F]{32}|key-[0-9a-f]{32}|pplx-[A-Za-z0-9]{40,}+)"  # Twilio, Mailgun, Perplexity
     r"|[0-9a-f]{32}(?:-us\d{1,2}+|\.[A-Za-z0-9]{16})(?![A-Za-z0-9_-])"  # Mailchimp, Zhipu (an id and its secret)
     r"|hv[sbr]\.[A-Za-z0-9_-]{24,}+"  # HashiCorp Vault: service, batch and recovery tokens
+    r"|(?<!\.)s\.(?=[A-Za-z0-9]{0,23}[0-9])(?=[A-Za-z0-9]{0,23}[A-Z])(?=[A-Za-z0-9]{0,23}[a-z])[A-Za-z0-9]{24}(?![A-Za-z0-9_.-])"  # Vault's
+    # service tokens before 1.10 (s. and 24 letters and digits, read as an attribute otherwise)
     r"|[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}+"  # Discord bot: a user id in base64, a time, an HMAC
     r")"
     # AWS access key ids, also run into a word or a name (``ID_AKIA…``, ``idAKIA…``): 20 upper-case characters

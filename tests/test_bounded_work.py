@@ -634,7 +634,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # red31: a login before its verb, 还是原来那个
                                   "a/", "a/aB1cD2eF3 ", "用 a 和 ", "a/aB1cD2eF3 登录", "密码还是原来那个 ",
                                   # red31: a concatenation's next string
-                                  '[redacted]" + "', '[redacted]" + "aB1cD2eF3" + "', '"[redacted]" \\\n "'])
+                                  '[redacted]" + "', '[redacted]" + "aB1cD2eF3" + "', '"[redacted]" \\\n "',
+                                  # red31: Vault's s. tokens
+                                  "s.", " s.aB1", "s.aB1cD2eF3gH4iJ5kL6mN7o"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -684,6 +684,8 @@ SENT_BEFORE = [
     ('密码还是原来那个 Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
     # red31: the next string of a concatenation after a redacted one ("…" + "…", Python's "…" \ then "…")
     ('password = "abc" + "Kq7#vLp2Wx"', 'Kq7#vLp2Wx'), ('api_key = "Xk9Pq2Lm7Nv4Rt6Yb8Zc" \\\n    "3Vw5Js1Qe0Hd9Fg2"', '3Vw5Js1Qe0Hd9Fg2'),
+    # red31: Vault's service tokens before 1.10 (s. and 24 letters and digits)
+    ('export VAULT_TOKEN=s.Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'), ('vault login s.Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1201,6 +1203,8 @@ NEAR_MISSES = [
     '密码还是原来那个，没改', '密码还是 bcrypt 加密的', '密码还是原来的',
     # red31: strings after a credential's that are not its rest
     'password = "" + "_suffix"', 'x = "a" + "Kq7vLp2Wx99"',
+    # red31: an attribute of s, not a Vault token
+    'self.s.Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5', 's.ABCDEFGHIJKLMNOPQRSTUVW1', 'x = s.getAttributeNameForVersion2x',
 ]
 
 
