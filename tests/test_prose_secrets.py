@@ -686,6 +686,11 @@ SENT_BEFORE = [
     ('password = "abc" + "Kq7#vLp2Wx"', 'Kq7#vLp2Wx'), ('api_key = "Xk9Pq2Lm7Nv4Rt6Yb8Zc" \\\n    "3Vw5Js1Qe0Hd9Fg2"', '3Vw5Js1Qe0Hd9Fg2'),
     # red31: Vault's service tokens before 1.10 (s. and 24 letters and digits)
     ('export VAULT_TOKEN=s.Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'), ('vault login s.Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
+    # red31: a .env's next line after a provider key: its name was taken as the key's wrapped rest, its value left bare
+    ('OPENAI_API_KEY=sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nDB_PASSWORD=Hz2024abcXk9', 'Hz2024abcXk9'),
+    ('OPENAI_API_KEY=sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nMY_SERVICE_KEY=Kq7vLp2WxZ9mN4Rt6Yb8', 'Kq7vLp2WxZ9mN4Rt6Yb8'),
+    ('AWS_ACCESS_KEY_ID=AKIAXK9PQ2LM7NV4RT6Y\nAWS_SECRET_ACCESS_KEY=Hz2024abcXk9Zq8Rt2Lm', 'Hz2024abcXk9Zq8Rt2Lm'),
+    ('GITHUB_TOKEN=ghp_Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5Js1Qe0Hd9Fg2\nSECRET: Kq7vLp2WxZ9mN4Rt6Yb8', 'Kq7vLp2WxZ9mN4Rt6Yb8'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
