@@ -638,7 +638,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # red31: Vault's s. tokens
                                   "s.", " s.aB1", "s.aB1cD2eF3gH4iJ5kL6mN7o",
                                   # red31: a key's wrapped rest that is the next line's name
-                                  "sk-proj-aB1cD2eF3\nA=", "AKIAAAAAAAAAAAAAAAAA\nA:"])
+                                  "sk-proj-aB1cD2eF3\nA=", "AKIAAAAAAAAAAAAAAAAA\nA:",
+                                  # red31: an object's "value"
+                                  '"a_password": {', '"a": {"b": 1, ', '"value": "a"'])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -691,6 +691,9 @@ SENT_BEFORE = [
     ('OPENAI_API_KEY=sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nMY_SERVICE_KEY=Kq7vLp2WxZ9mN4Rt6Yb8', 'Kq7vLp2WxZ9mN4Rt6Yb8'),
     ('AWS_ACCESS_KEY_ID=AKIAXK9PQ2LM7NV4RT6Y\nAWS_SECRET_ACCESS_KEY=Hz2024abcXk9Zq8Rt2Lm', 'Hz2024abcXk9Zq8Rt2Lm'),
     ('GITHUB_TOKEN=ghp_Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5Js1Qe0Hd9Fg2\nSECRET: Kq7vLp2WxZ9mN4Rt6Yb8', 'Kq7vLp2WxZ9mN4Rt6Yb8'),
+    # red31: an object under a credential's name holding its "value" after other members (terraform output -json)
+    ('terraform output -json\n{"db_password": {"sensitive": true, "type": "string", "value": "Kq7vLp2Wx99"}}', 'Kq7vLp2Wx99'),
+    ('    "db_password": {\n      "sensitive": true,\n      "value": "Hz2024abcXk9"\n    }', 'Hz2024abcXk9'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1210,6 +1213,9 @@ NEAR_MISSES = [
     'password = "" + "_suffix"', 'x = "a" + "Kq7vLp2Wx99"',
     # red31: an attribute of s, not a Vault token
     'self.s.Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5', 's.ABCDEFGHIJKLMNOPQRSTUVW1', 'x = s.getAttributeNameForVersion2x',
+    # red31: outputs of other names or without a value
+    '{"instance_ip": {"sensitive": false, "type": "string", "value": "10.0.0.5"}}',
+    '{"token": {"type": "string", "value": null}, "x": {"value": "Kq7vLp2Wx99"}}',
 ]
 
 
