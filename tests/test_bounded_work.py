@@ -646,7 +646,7 @@ def test_a_run_of_key_prefixes_is_read_once(unit):
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
     100 KB took 97 -> 1,546 ms). The regex engine's steps cannot be counted from Python, so each step of redaction
     is timed on its own at n and 4n (2 K and 8 K characters): about 4 times as much when linear, 16 when quadratic.
-    A step's cost is not hidden beside the others' (the whole redaction is 28 steps), so 2 K characters show it; a
+    A step's cost is not hidden beside the others' (the whole redaction is 30 steps), so 2 K characters show it; a
     pattern as quadratic as that one costs 16 times as much at 4n. A step is above when it costs 8 times as much
     and over 4 ms at 8 K: for a quadratic step as sensitive as 16 ms at 16 K was (a quarter of the cost at half the
     length), at half the CPU a unit (a step as quadratic as that pattern: 2.7 -> 41 ms)."""
