@@ -1,7 +1,7 @@
 """Credentials written as literals in code that the assignment and default patterns do not read, for :mod:`redact`.
 
 Clojure's keyword maps and definitions (``{:db {:password "…"}}``, ``(def db-password "…")``, ``(System/setProperty
-"db.password" "…")``), the keys a Baidu AI client is built with by their place (``AipOcr("25123456", "<api key>",
+"db.password" "…")``), a string in parentheses assigned to a credential's name (``API_KEY = (`` then ``"…"``), the keys a Baidu AI client is built with by their place (``AipOcr("25123456", "<api key>",
 "<secret key>")``), Helm's ``coalesce`` over several values before its literal (``coalesce .Values.global.auth.password
 .Values.auth.password "…"``) and jq's fallback after a path with brackets (``.secrets["db-password"] // "…"``,
 ``.[0].password // "…"``). A named value is judged as an assignment of it to its name would be (the ``judge``
@@ -28,6 +28,13 @@ CLOJURE_LITERAL = re.compile(
     r"(?:(?<![\w:/.-]):(?P<kname>[A-Za-z_][\w.-]{0,100}+)|\(def[ \t]++(?:\^:?[\w-]{1,30}+[ \t]++)?(?P<dname>[A-Za-z_][\w.*+!?-]{0,100}+)"
     r"|\(System/setProperty[ \t]++\"(?P<pname>[A-Za-z_][\w.-]{0,100}+)\")[ \t]++\"(?P<value>[^\"\\\n]{1,200}+)\""
 )
+#: A credential's name assigned a string in parentheses, as formatters wrap a long one (``API_KEY = (`` then ``"…"`` and
+#: the rest on the next lines, ``api_key = ("…"``): the first string, judged as assigned to the name (the strings after it
+#: are a key's rest, which :func:`prose_secrets.listed` reads). Groups ``name``, ``value``.
+PAREN_STRING = re.compile(
+    r"(?<![\w.$])(?P<name>[A-Za-z_][\w.]{0,100}+)[ \t]*+(?::[ \t]*+[\w.\[\]|, ]{1,60}+)?=[ \t]*+\(\s{0,200}+[bfru]{0,2}+(?P<q>[\"'])"
+    r"(?P<value>[^\"'\\\n]{1,200}+)(?P=q)"
+)
 #: A Baidu AI client built with its keys by their place (``AipOcr(APP_ID, "…", "…")``, ``AipNlp``, ``AipSpeech``,
 #: ``AipFace``...): its quoted arguments. Group ``args``, the arguments to the call's ``)``.
 AIP_CLIENT = re.compile(r"(?<![\w.])Aip[A-Z][A-Za-z]{1,40}+\(\s*+(?P<args>[^()\n]{1,600}+)\)")
@@ -48,6 +55,8 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
     if "\"" in text:
         text = CLOJURE_LITERAL.sub(lambda m: _named(m, redacted, judge), text)
+    if "(" in text:
+        text = PAREN_STRING.sub(lambda m: _named(m, redacted, judge), text)
     if "Aip" in text:
         text = AIP_CLIENT.sub(lambda m: _aip_client(m, redacted, judge), text)
     if "coalesce" in text:
@@ -58,8 +67,8 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
 
 
 def _named(m: re.Match[str], redacted: str, judge: Judge) -> str:
-    """A :data:`CLOJURE_LITERAL` match, its value redacted when an assignment of it to its name would be."""
-    name = m.group("kname") or m.group("dname") or m.group("pname")
+    """A :data:`CLOJURE_LITERAL` or :data:`PAREN_STRING` match, its value redacted when an assignment of it to its name would be."""
+    name = next(m.group(g) for g in ("kname", "dname", "pname", "name") if g in m.re.groupindex and m.group(g))
     value = m.group("value")
     if value.startswith(redacted[:-1]) or not judge(name, value, False):
         return m.group()

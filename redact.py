@@ -261,7 +261,8 @@ def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:
     string is not code, ``"Winter.Is.Coming7"``) or a placeholder, or the name again (``this.password = password``)."""
     pattern = patterns.PLACEHOLDER_VALUE if quoted else patterns.CODE_VALUE  # in backticks too (`null`)
     value = value.strip()
-    return value.startswith(REDACTED[:-1]) or bool(pattern.match(value.strip("`"))) or value in (name, name.rpartition(".")[2])
+    return (value.lstrip("(\"'").startswith(REDACTED[:-1]) or bool(pattern.match(value.strip("`")))
+            or value in (name, name.rpartition(".")[2]))  # ("[redacted]": a parenthesised string redacted before
 
 
 def _replace(m: re.Match[str], start: int, end: int) -> str:

@@ -640,7 +640,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # red31: a key's wrapped rest that is the next line's name
                                   "sk-proj-aB1cD2eF3\nA=", "AKIAAAAAAAAAAAAAAAAA\nA:",
                                   # red31: an object's "value"
-                                  '"a_password": {', '"a": {"b": 1, ', '"value": "a"'])
+                                  '"a_password": {', '"a": {"b": 1, ', '"value": "a"',
+                                  # red31: a parenthesised string
+                                  "a = (", 'a_key = ( "', "password = (\n", '("[redacted]"', "a: b = ("])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -694,6 +694,9 @@ SENT_BEFORE = [
     # red31: an object under a credential's name holding its "value" after other members (terraform output -json)
     ('terraform output -json\n{"db_password": {"sensitive": true, "type": "string", "value": "Kq7vLp2Wx99"}}', 'Kq7vLp2Wx99'),
     ('    "db_password": {\n      "sensitive": true,\n      "value": "Hz2024abcXk9"\n    }', 'Hz2024abcXk9'),
+    # red31: a string in parentheses assigned to a credential's name, as formatters wrap a long one, and its rest
+    ('password = (\n    "Kq7#vLp2Wx"\n    "Hz2024abc!"\n)', 'Hz2024abc!'), ('api_key = ("Xk9Pq2Lm7Nv4Rt6Yb8Zc"\n           "3Vw5Js1Qe0Hd9Fg2")', '3Vw5Js1Qe0Hd9Fg2'),
+    ('api_key: str = (\n    "Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5"\n)', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1216,6 +1219,9 @@ NEAR_MISSES = [
     # red31: outputs of other names or without a value
     '{"instance_ip": {"sensitive": false, "type": "string", "value": "10.0.0.5"}}',
     '{"token": {"type": "string", "value": null}, "x": {"value": "Kq7vLp2Wx99"}}',
+    # red31: messages and calls in parentheses
+    'message = (\n    "Please enter your password"\n    " to continue"\n)', 'password = ("Enter your password")',
+    'token = (get_token() or "")',
 ]
 
 
