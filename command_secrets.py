@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from . import prose_secrets
+from . import prefilter, prose_secrets
 from .code_secrets import Judge
 from .secret_patterns import replace_group
 
@@ -198,18 +198,18 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those passwords replaced by ``redacted``, the rest as it was."""
     for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET):
         text = pattern.sub(lambda m: _password(m, redacted), text)
-    text = HAPROXY_LOGIN.sub(lambda m: _haproxy(m, redacted), text)
+    text = prefilter.sub(HAPROXY_LOGIN, lambda m: _haproxy(m, redacted), text)
     if "base64" in text:
-        text = BASE64_INPUT.sub(lambda m: replace_group(m, "value", redacted) if prose_secrets.reads_as_password(m.group("value"), redacted)
+        text = prefilter.sub(BASE64_INPUT, lambda m: replace_group(m, "value", redacted) if prose_secrets.reads_as_password(m.group("value"), redacted)
                                 and not m.group("value").startswith("$") else m.group(), text)
-    text = NGINX_HEADER.sub(lambda m: _nginx(m, redacted, judge), text)
-    text = NAMED_SETTING.sub(lambda m: _named(m, redacted, judge), text)
-    text = CONFIG_PAIRS.sub(lambda m: _named(m, redacted, judge), text)
-    text = CHPASSWD_HEREDOC.sub(lambda m: _password(m, redacted), text)
-    text = EXPECT_SEND.sub(lambda m: _password(m, redacted), text)
-    text = SECRET_COMMAND.sub(lambda c: FROM_LITERAL.sub(lambda m: _literal(m, redacted, judge), c.group()), text)
-    text = SED_SECRET.sub(lambda m: _sed(m, redacted), text)
-    return CONFIG_LINE.sub(lambda m: _line(m, redacted, judge), text)
+    text = prefilter.sub(NGINX_HEADER, lambda m: _nginx(m, redacted, judge), text)
+    text = prefilter.sub(NAMED_SETTING, lambda m: _named(m, redacted, judge), text)
+    text = prefilter.sub(CONFIG_PAIRS, lambda m: _named(m, redacted, judge), text)
+    text = prefilter.sub(CHPASSWD_HEREDOC, lambda m: _password(m, redacted), text)
+    text = prefilter.sub(EXPECT_SEND, lambda m: _password(m, redacted), text)
+    text = prefilter.sub(SECRET_COMMAND, lambda c: prefilter.sub(FROM_LITERAL, lambda m: _literal(m, redacted, judge), c.group()), text)
+    text = prefilter.sub(SED_SECRET, lambda m: _sed(m, redacted), text)
+    return prefilter.sub(CONFIG_LINE, lambda m: _line(m, redacted, judge), text)
 
 
 def _value_group(m: re.Match[str]) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from . import prefilter
 from . import secret_patterns as patterns
 from .secret_patterns import replace_group
 
@@ -54,15 +55,15 @@ JQ_BRACKETS = re.compile(
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
     if "\"" in text:
-        text = CLOJURE_LITERAL.sub(lambda m: _named(m, redacted, judge), text)
+        text = prefilter.sub(CLOJURE_LITERAL, lambda m: _named(m, redacted, judge), text)
     if "(" in text:
-        text = PAREN_STRING.sub(lambda m: _named(m, redacted, judge), text)
+        text = prefilter.sub(PAREN_STRING, lambda m: _named(m, redacted, judge), text)
     if "Aip" in text:
-        text = AIP_CLIENT.sub(lambda m: _aip_client(m, redacted, judge), text)
+        text = prefilter.sub(AIP_CLIENT, lambda m: _aip_client(m, redacted, judge), text)
     if "coalesce" in text:
-        text = COALESCE_MANY.sub(lambda m: _default(m, m.group("refs").split()[-1] if m.group("refs").split() else "", redacted, judge), text)
+        text = prefilter.sub(COALESCE_MANY, lambda m: _default(m, m.group("refs").split()[-1] if m.group("refs").split() else "", redacted, judge), text)
     if "//" in text:
-        text = JQ_BRACKETS.sub(lambda m: _default(m, m.group("jpath"), redacted, judge) if "[" in m.group("jpath") else m.group(), text)
+        text = prefilter.sub(JQ_BRACKETS, lambda m: _default(m, m.group("jpath"), redacted, judge) if "[" in m.group("jpath") else m.group(), text)
     return text
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from . import prose_secrets
+from . import prefilter, prose_secrets
 from .code_secrets import Judge
 from .secret_patterns import replace_group
 
@@ -122,19 +122,19 @@ DER_PRIVATE_KEY = re.compile(
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
-    text = PRINTED_VALUE.sub(lambda m: _printed(m, redacted, judge), text)
-    text = DER_PRIVATE_KEY.sub(redacted, text)
-    text = FORMAT_LIST.sub(lambda m: _printed(m, redacted, judge), text)
-    text = CONFIG_REPLY.sub(lambda m: replace_group(m, "value", redacted), text)
-    text = GENERATED_SECRET.sub(lambda m: replace_group(m, "value", redacted), text)
-    text = MONITOR_AUTH.sub(lambda m: _monitored(m, redacted), text)
-    text = HASH_LINE.sub(lambda m: replace_group(m, "value", redacted), text)
-    text = BRACKETED.sub(lambda m: _bracketed(m, redacted), text)
+    text = prefilter.sub(PRINTED_VALUE, lambda m: _printed(m, redacted, judge), text)
+    text = prefilter.sub(DER_PRIVATE_KEY, redacted, text)
+    text = prefilter.sub(FORMAT_LIST, lambda m: _printed(m, redacted, judge), text)
+    text = prefilter.sub(CONFIG_REPLY, lambda m: replace_group(m, "value", redacted), text)
+    text = prefilter.sub(GENERATED_SECRET, lambda m: replace_group(m, "value", redacted), text)
+    text = prefilter.sub(MONITOR_AUTH, lambda m: _monitored(m, redacted), text)
+    text = prefilter.sub(HASH_LINE, lambda m: replace_group(m, "value", redacted), text)
+    text = prefilter.sub(BRACKETED, lambda m: _bracketed(m, redacted), text)
     if "[" in text:
-        text = ASSIGNED_BRACKETS.sub(lambda m: replace_group(m, "value", redacted) if _bracketed_field(m.group("value"))
+        text = prefilter.sub(ASSIGNED_BRACKETS, lambda m: replace_group(m, "value", redacted) if _bracketed_field(m.group("value"))
                                      and judge(m.group("name"), m.group("value"), True) else m.group(), text)
-    text = SIGNED_AUTHORIZATION.sub(lambda m: replace_group(m, "value" if m.group("value") else "svalue", redacted), text)
-    return BARE_AUTHORIZATION.sub(lambda m: _bare_authorization(m, redacted), text)
+    text = prefilter.sub(SIGNED_AUTHORIZATION, lambda m: replace_group(m, "value" if m.group("value") else "svalue", redacted), text)
+    return prefilter.sub(BARE_AUTHORIZATION, lambda m: _bare_authorization(m, redacted), text)
 
 
 def _printed(m: re.Match[str], redacted: str, judge: Judge) -> str:

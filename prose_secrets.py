@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from . import prefilter
 from . import secret_patterns as patterns
 
 #: A cloud drive's share code (百度网盘's 提取码): four letters and digits.
@@ -167,22 +168,22 @@ il lo gli di che per non nel sul
 
 def redact(text: str, redacted: str) -> str:
     """``text`` with those secrets replaced by ``redacted``, the rest as it was."""
-    text = patterns.BARE_USERINFO.sub(lambda m: _bare_userinfo(m, redacted), text)
-    text = patterns.SLASHED_USERINFO.sub(lambda m: _slashed_userinfo(m, redacted), text)
-    text = CREDENTIAL_PAIR.sub(lambda m: _password_in(m, redacted), text)
-    text = BOTH_FIELDS.sub(lambda m: _password_in(m, redacted), text)
-    text = LOGIN_LINES.sub(lambda m: _password_in(m, redacted), text)
-    text = HOST_LOGIN.sub(lambda m: m.string[m.start() : m.start("value")] + redacted if _host_login(m, redacted) else m.group(), text)
-    text = USER_PASS_FLAGS.sub(lambda m: _password_in(m, redacted), text)
-    text = NAMED_IN_PROSE.sub(lambda m: _named_in_prose(m, redacted), text)
-    text = PASSWORD_WITH.sub(lambda m: _named_in_prose(m, redacted), text)
-    text = VALUE_BEFORE_LABEL.sub(lambda m: _named_in_prose(m, redacted), text)
-    text = LOGIN_IN_PROSE.sub(lambda m: _named_in_prose(m, redacted), text)
-    text = LOGIN_BEFORE_VERB.sub(lambda m: _named_in_prose(m, redacted), text)
+    text = prefilter.sub(patterns.BARE_USERINFO, lambda m: _bare_userinfo(m, redacted), text)
+    text = prefilter.sub(patterns.SLASHED_USERINFO, lambda m: _slashed_userinfo(m, redacted), text)
+    text = prefilter.sub(CREDENTIAL_PAIR, lambda m: _password_in(m, redacted), text)
+    text = prefilter.sub(BOTH_FIELDS, lambda m: _password_in(m, redacted), text)
+    text = prefilter.sub(LOGIN_LINES, lambda m: _password_in(m, redacted), text)
+    text = prefilter.sub(HOST_LOGIN, lambda m: m.string[m.start() : m.start("value")] + redacted if _host_login(m, redacted) else m.group(), text)
+    text = prefilter.sub(USER_PASS_FLAGS, lambda m: _password_in(m, redacted), text)
+    text = prefilter.sub(NAMED_IN_PROSE, lambda m: _named_in_prose(m, redacted), text)
+    text = prefilter.sub(PASSWORD_WITH, lambda m: _named_in_prose(m, redacted), text)
+    text = prefilter.sub(VALUE_BEFORE_LABEL, lambda m: _named_in_prose(m, redacted), text)
+    text = prefilter.sub(LOGIN_IN_PROSE, lambda m: _named_in_prose(m, redacted), text)
+    text = prefilter.sub(LOGIN_BEFORE_VERB, lambda m: _named_in_prose(m, redacted), text)
     text = _codes(text, redacted)
-    text = KEY_HALF.sub(lambda m: patterns.replace_group(m, "value", redacted) if key_piece(m.group("value")) else m.group(), text)
-    text = LABEL_ABOVE.sub(lambda m: _label_above(m, redacted), text)
-    return PASSPHRASE_WORDS.sub(lambda m: _passphrase_words(m, redacted), text)
+    text = prefilter.sub(KEY_HALF, lambda m: patterns.replace_group(m, "value", redacted) if key_piece(m.group("value")) else m.group(), text)
+    text = prefilter.sub(LABEL_ABOVE, lambda m: _label_above(m, redacted), text)
+    return prefilter.sub(PASSPHRASE_WORDS, lambda m: _passphrase_words(m, redacted), text)
 
 
 #: One item of a list in prose after what joins it (and the quote closing the item before): ``、`` ``，`` ``,`` ``；``
@@ -338,7 +339,7 @@ def _codes(text: str, redacted: str) -> str:
     (:data:`secret_patterns.PIN_JOIN`): ``pin 18`` is a board's. A match ends before its value, so a value without
     a code is searched again for a label (``mfa: backup_codes: …``); one with codes is skipped past."""
     out, done = [], 0
-    for m in LABELLED_CODE.finditer(text):
+    for m in prefilter.finditer(LABELLED_CODE, text):
         if m.start() < done or (m.group("label").lower() == "pin" and not PIN_JOIN.search(m.group("join"))):
             continue
         pieces = CODE_SEPARATOR.split(m.group("value"))  # codes at even places, what separates them at odd ones

@@ -35,6 +35,7 @@ from . import (
     cookie_secrets,
     folding,
     literal_secrets,
+    prefilter,
     prose_secrets,
     random_tokens,
     seed_phrases,
@@ -225,33 +226,33 @@ def redaction_steps(text: str) -> Iterator[str]:
     length of ``text``, which tests check step by step: a step's cost is not hidden by the others'."""
     text = folding.fold(text)
     yield text
-    yield (text := patterns.PEM.sub(REDACTED, text))
-    yield (text := patterns.URL_USERINFO.sub(_userinfo, text))
-    yield (text := patterns.WEBHOOK.sub(_webhook, text))
-    yield (text := patterns.QUERY_PAIR.sub(_query_pair, text))
-    yield (text := patterns.COOKIE_HEADER.sub(lambda m: m.group(1) + patterns.COOKIE_PAIR.sub(_cookie_pair, m.group(2)), text))
+    yield (text := prefilter.sub(patterns.PEM, REDACTED, text))
+    yield (text := prefilter.sub(patterns.URL_USERINFO, _userinfo, text))
+    yield (text := prefilter.sub(patterns.WEBHOOK, _webhook, text))
+    yield (text := prefilter.sub(patterns.QUERY_PAIR, _query_pair, text))
+    yield (text := prefilter.sub(patterns.COOKIE_HEADER, lambda m: m.group(1) + prefilter.sub(patterns.COOKIE_PAIR, _cookie_pair, m.group(2)), text))
     yield (text := cookie_secrets.redact(text, REDACTED))
-    yield (text := patterns.AUTH_HEADER.sub(lambda m: (m.group(1) or m.group(3)) + REDACTED, text))
-    yield (text := patterns.WRAPPED_KEY.sub(_wrapped_key, text))
-    yield (text := patterns.KEY_FORMATS.sub(lambda m: m.group() if len(set(m.group()[-12:])) == 1 else REDACTED, text))  # docs' sk-xxx…x stays
+    yield (text := prefilter.sub(patterns.AUTH_HEADER, lambda m: (m.group(1) or m.group(3)) + REDACTED, text))
+    yield (text := prefilter.sub(patterns.WRAPPED_KEY, _wrapped_key, text))
+    yield (text := prefilter.sub(patterns.KEY_FORMATS, lambda m: m.group() if len(set(m.group()[-12:])) == 1 else REDACTED, text))  # docs' sk-xxx…x stays
     yield (text := prose_secrets.redact(text, REDACTED))
     yield (text := table_secrets.redact(text, REDACTED))
-    yield (text := patterns.CLI_SECRET.sub(_cli_secret, text))
+    yield (text := prefilter.sub(patterns.CLI_SECRET, _cli_secret, text))
     yield (text := sql_secrets.redact(text, REDACTED, _cli_secret))
-    yield (text := patterns.CREDENTIAL_FILE.sub(_cli_secret, text))
+    yield (text := prefilter.sub(patterns.CREDENTIAL_FILE, _cli_secret, text))
     yield (text := code_secrets.redact(text, REDACTED, _judged_secret))
     yield (text := literal_secrets.redact(text, REDACTED, _judged_secret))
     yield (text := sql_secrets.inserted(text, REDACTED, _judged_secret))
     yield (text := command_secrets.redact(text, REDACTED, _judged_secret))
     yield (text := config_secrets.redact(text, REDACTED, _judged_secret))
     yield (text := redact_output(text, REDACTED, _judged_secret))
-    yield (text := patterns.NAMED_VALUE.sub(_named_value, text))
-    yield (text := patterns.LABELLED.sub(_labelled, text))
-    yield (text := patterns.LABELLED_DIGEST.sub(lambda m: m.group(1) + REDACTED, text))
-    yield (text := patterns.LABELLED_KEY.sub(lambda m: random_tokens.labelled_key(m, REDACTED), text))
-    yield (text := random_tokens.KEY_NEARBY.sub(lambda m: random_tokens.key_nearby(m, REDACTED), text))
+    yield (text := prefilter.sub(patterns.NAMED_VALUE, _named_value, text))
+    yield (text := prefilter.sub(patterns.LABELLED, _labelled, text))
+    yield (text := prefilter.sub(patterns.LABELLED_DIGEST, lambda m: m.group(1) + REDACTED, text))
+    yield (text := prefilter.sub(patterns.LABELLED_KEY, lambda m: random_tokens.labelled_key(m, REDACTED), text))
+    yield (text := prefilter.sub(random_tokens.KEY_NEARBY, lambda m: random_tokens.key_nearby(m, REDACTED), text))
     yield (text := seed_phrases.redact(text, REDACTED))
-    yield (text := patterns.ASSIGNMENT.sub(_assignment, text))
+    yield (text := prefilter.sub(patterns.ASSIGNMENT, _assignment, text))
     yield (text := prose_secrets.listed(text, REDACTED))
     yield random_tokens.LONG_TOKEN.sub(lambda m: random_tokens.long_token(m, REDACTED), text)
 

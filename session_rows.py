@@ -300,7 +300,7 @@ def result_keys(conn: sqlite3.Connection, hits: Mapping[str, int]) -> dict[str, 
             forks.setdefault(parent[own[sid]], []).append(sid)
     keys = {sid: family[sid] for sid in hits}
     for left, inside in forks.items():
-        copied = store.copies_of(conn, [hits[sid] for sid in inside], left)
+        copied = _copies_of(conn, [hits[sid] for sid in inside], left)
         for sid in inside:
             keys[sid] = own.get(left, left) if hits[sid] in copied else own[sid]
     return keys
@@ -321,6 +321,16 @@ def _roots(parent: Mapping[str, str], ids: Iterable[str]) -> dict[str, str]:
             roots[passed] = root
         roots.setdefault(sid, root)
     return roots
+
+
+def _copies_of(conn: sqlite3.Connection, ids: Sequence[int], session_id: str) -> set[int]:
+    """Of the messages ``ids``, those whose role and text a user or assistant row of ``session_id`` has (what a branch
+    copied from the session it left; tool calls are not compared: the desktop's copies drop them). One statement:
+    the session's rows read once."""
+    return {int(r[0]) for r in conn.execute(
+        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND COALESCE(m.content, '') != ''"
+        f" AND {store.TURN.format(t='m')} IN (SELECT {store.TURN.format(t='l')} FROM messages l WHERE l.session_id = ?"
+        " AND l.role IN ('user', 'assistant'))", [json.dumps(list(ids)), session_id])}
 
 
 def lineage_ids(conn: sqlite3.Connection, session_id: str) -> set[str]:

@@ -235,7 +235,7 @@ def compacted_in_place(conn: sqlite3.Connection, session_id: str) -> bool:
 
 #: A row's role and text as one value (the length makes it unambiguous): SQLite looks a single value up in a list
 #: subquery's index, where a row value ``(role, content) IN (SELECT ...)`` scans the list for each row.
-_TURN = "{t}.role || length({t}.content) || ':' || {t}.content"
+TURN = "{t}.role || length({t}.content) || ':' || {t}.content"
 
 
 def context_copies_sql(scope: Scope) -> tuple[str, list[Any]]:
@@ -252,7 +252,7 @@ def context_copies_sql(scope: Scope) -> tuple[str, list[Any]]:
     if not scope.past or scope.current is None:
         return "0", []
     return ("(m.session_id IN (SELECT value FROM json_each(?)) AND m.role IN ('user', 'assistant')"
-            f" AND COALESCE(m.content, '') != '' AND {_TURN.format(t='m')} IN (SELECT {_TURN.format(t='l')}"
+            f" AND COALESCE(m.content, '') != '' AND {TURN.format(t='m')} IN (SELECT {TURN.format(t='l')}"
             " FROM messages l WHERE l.session_id = ? AND l.active = 1 AND l.role IN ('user', 'assistant')))",
             [json.dumps(list(scope.past)), scope.current.id])
 
@@ -264,18 +264,6 @@ def context_copies(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -
         return set()
     return {int(r[0]) for r in conn.execute(f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
                                             f" AND {sql}", [json.dumps(list(ids)), *params])}
-
-
-def copies_of(conn: sqlite3.Connection, ids: Sequence[int], session_id: str) -> set[int]:
-    """Of the messages ``ids``, those whose role and text a user or assistant row of ``session_id`` has (what a branch
-    copied from the session it left; tool calls are not compared: the desktop's copies drop them). One statement:
-    the session's rows read once. Raises ``sqlite3`` errors."""
-    if not ids:
-        return set()
-    return {int(r[0]) for r in conn.execute(
-        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND COALESCE(m.content, '') != ''"
-        f" AND {_TURN.format(t='m')} IN (SELECT {_TURN.format(t='l')} FROM messages l WHERE l.session_id = ?"
-        " AND l.role IN ('user', 'assistant'))", [json.dumps(list(ids)), session_id])}
 
 
 def live_ids(conn: sqlite3.Connection, session_id: str) -> set[int]:
