@@ -9,11 +9,11 @@ import pytest
 from conftest import World, result_sessions
 
 
-@pytest.mark.parametrize("links", [10, 60, 320])
-def test_a_long_chain_does_not_crowd_other_conversations_out(world: World, links: int):
+def _chain(world: World, repo, links: int) -> None:
+    """A conversation ``a1`` of 21 turns compressed ``links - 1`` times (``a2`` … ``a<links>``), each continuation
+    holding Hermes' compressor's copy of its first turns, which answer the zeppelin question."""
     from test_browse import _compressed
 
-    repo = world.repo("pay")
     turns = [{"role": "user", "content": "How do we stop the zeppelin reconnect storm in the gateway?"},
              {"role": "assistant", "content": "Use exponential backoff with jitter for zeppelin reconnects."}]
     for i in range(10):
@@ -23,18 +23,20 @@ def test_a_long_chain_does_not_crowd_other_conversations_out(world: World, links
     for t in turns:
         world.say("a1", t["role"], t["content"])
     compressed = _compressed(turns, "zeppelin: backoff with jitter")
-    prev = "a1"
     for k in range(2, links + 1):
-        sid = f"a{k}"
-        world.continuation(prev, sid)
-        world.db.replace_messages(sid, compressed)
-        prev = sid
+        world.continuation(f"a{k - 1}", f"a{k}")
+        world.db.replace_messages(f"a{k}", compressed)
+
+
+@pytest.mark.parametrize("links", [10, 60, 320])
+def test_a_long_chain_does_not_crowd_other_conversations_out(world: World, links: int):
+    repo = world.repo("pay")
+    _chain(world, repo, links)
     world.session("other1", repo, messages=[("user", "zeppelin reconnect storm: we also added a circuit breaker")])
     world.session("other2", repo, messages=[("assistant", "the zeppelin gateway backoff caps at 30s")])
     world.session("cur_z", repo, style="cli", messages=[("user", "hi")])
     answer = world.search("cur_z", "zeppelin reconnect backoff jitter", mode="keyword", limit=3)
     got = [r["session_id"] for r in answer["results"]]
-    print(links, got, answer.get("next_cursor"), answer.get("message"))
     assert set(got) == {"a1", "other1", "other2"}, answer
 
 
@@ -45,52 +47,21 @@ def test_common_words_scan_is_not_filled_by_one_chain(world: World, monkeypatch,
 
     lexical = importlib.import_module("hermes_plugins.project_history_recall.lexical")
     monkeypatch.setattr(lexical, "RANK_BUDGET", 1)  # every word is 'common': the newest-first scan picks
-    from test_browse import _compressed
-
     repo = world.repo("pay")
     world.session("other1", repo, messages=[("user", "zeppelin reconnect storm: we also added a circuit breaker")])
     world.session("other2", repo, messages=[("assistant", "the zeppelin gateway backoff caps at 30s")])
-    turns = [{"role": "user", "content": "How do we stop the zeppelin reconnect storm in the gateway?"},
-             {"role": "assistant", "content": "Use exponential backoff with jitter for zeppelin reconnects."}]
-    for i in range(10):
-        turns += [{"role": "user", "content": f"step {i} unrelated ledger detail " + "x " * 40},
-                  {"role": "assistant", "content": f"answer {i} unrelated ledger detail " + "y " * 40}]
-    world.session("a1", repo, style="cli")
-    for t in turns:
-        world.say("a1", t["role"], t["content"])
-    compressed = _compressed(turns, "zeppelin: backoff with jitter")
-    prev = "a1"
-    for k in range(2, links + 1):
-        world.continuation(prev, f"a{k}")
-        world.db.replace_messages(f"a{k}", compressed)
-        prev = f"a{k}"
+    _chain(world, repo, links)
     world.session("cur_z", repo, style="cli", messages=[("user", "hi")])
     answer = world.search("cur_z", "zeppelin reconnect backoff jitter", mode="keyword", limit=3)
     got = [r["session_id"] for r in answer["results"]]
-    print(links, got, answer.get("strategy"), answer.get("keyword_note"), answer.get("message"))
     assert set(got) == {"a1", "other1", "other2"}, answer
 
 
 @pytest.mark.parametrize("links", [10, 60])
 def test_a_long_chain_does_not_crowd_the_vector_leg(world: World, fake, links: int):
-    from test_browse import _compressed
-
     server = fake(dims=64, words=True)
     repo = world.repo("pay")
-    turns = [{"role": "user", "content": "How do we stop the zeppelin reconnect storm in the gateway?"},
-             {"role": "assistant", "content": "Use exponential backoff with jitter for zeppelin reconnects."}]
-    for i in range(10):
-        turns += [{"role": "user", "content": f"step {i} unrelated ledger detail " + "x " * 40},
-                  {"role": "assistant", "content": f"answer {i} unrelated ledger detail " + "y " * 40}]
-    world.session("a1", repo, style="cli")
-    for t in turns:
-        world.say("a1", t["role"], t["content"])
-    compressed = _compressed(turns, "zeppelin: backoff with jitter")
-    prev = "a1"
-    for k in range(2, links + 1):
-        world.continuation(prev, f"a{k}")
-        world.db.replace_messages(f"a{k}", compressed)
-        prev = f"a{k}"
+    _chain(world, repo, links)
     world.session("other1", repo, messages=[("user", "zeppelin reconnect storm in the gateway: we also added a circuit breaker")])
     world.session("other2", repo, messages=[("assistant", "how do we stop the zeppelin gateway reconnect storm? backoff caps at 30s")])
     world.session("cur_z", repo, style="cli", messages=[("user", "hi")])
@@ -101,7 +72,6 @@ def test_a_long_chain_does_not_crowd_the_vector_leg(world: World, fake, links: i
     assert out["success"], out
     answer = world.search("cur_z", "how do we stop the zeppelin reconnect storm in the gateway", mode="semantic", limit=3)
     got = [(r["session_id"], r["score_source"]) for r in answer["results"]]
-    print(links, got, answer.get("semantic_status"), answer.get("message"))
     assert {s for s, _ in got} == {"a1", "other1", "other2"}, answer
     importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
 
