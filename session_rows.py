@@ -294,15 +294,24 @@ def result_keys(conn: sqlite3.Connection, hits: Mapping[str, int]) -> dict[str, 
     branches = {str(r[0]) for r in rows if r[2]}
     family = _roots(parent, hits)
     own = _roots({sid: p for sid, p in parent.items() if sid not in branches}, [*hits, *parent.values()])
-    forks: dict[str, list[str]] = {}  # the session a branch left -> the hits' sessions inside that branch
-    for sid in hits:
-        if own[sid] != family[sid]:
-            forks.setdefault(parent[own[sid]], []).append(sid)
-    keys = {sid: family[sid] for sid in hits}
-    for left, inside in forks.items():
-        copied = _copies_of(conn, [hits[sid] for sid in inside], left)
-        for sid in inside:
-            keys[sid] = own.get(left, left) if hits[sid] in copied else own[sid]
+    keys = {sid: own[sid] for sid in hits}
+    # A copy is followed up fork by fork: what a branch of a branch copied from its parent, that parent had copied
+    # from the session it left in turn (each level's left sessions' rows read once).
+    pending = [sid for sid in hits if own[sid] != family[sid]]
+    walked: dict[str, set[str]] = {}
+    while pending:
+        forks: dict[str, list[str]] = {}  # the session a branch left -> the hits' sessions keyed to that branch
+        for sid in pending:
+            forks.setdefault(parent[keys[sid]], []).append(sid)
+        pending = []
+        for left, inside in forks.items():
+            copied = _copies_of(conn, [hits[sid] for sid in inside], left)
+            for sid in inside:
+                if hits[sid] in copied and own.get(left, left) not in walked.setdefault(sid, {keys[sid]}):
+                    keys[sid] = own.get(left, left)
+                    walked[sid].add(keys[sid])  # a cycle of parent links ends the walk
+                    if keys[sid] != family[sid] and keys[sid] in parent:
+                        pending.append(sid)
     return keys
 
 
@@ -324,13 +333,14 @@ def _roots(parent: Mapping[str, str], ids: Iterable[str]) -> dict[str, str]:
 
 
 def _copies_of(conn: sqlite3.Connection, ids: Sequence[int], session_id: str) -> set[int]:
-    """Of the messages ``ids``, those whose role and text a user or assistant row of ``session_id`` has (what a branch
-    copied from the session it left; tool calls are not compared: the desktop's copies drop them). One statement:
-    the session's rows read once."""
+    """Of the messages ``ids``, those whose role and text a user or assistant row of ``session_id`` has, or a tool row
+    when one of ``ids`` is a tool's output (what a branch copied from the session it left; a log copied at the fork
+    is the left conversation's too). One statement: the session's rows read once."""
     return {int(r[0]) for r in conn.execute(
-        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND COALESCE(m.content, '') != ''"
-        f" AND {store.TURN.format(t='m')} IN (SELECT {store.TURN.format(t='l')} FROM messages l WHERE l.session_id = ?"
-        " AND l.role IN ('user', 'assistant'))", [json.dumps(list(ids)), session_id])}
+        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?1)) AND COALESCE(m.content, '') != ''"
+        f" AND {store.TURN.format(t='m')} IN (SELECT {store.TURN.format(t='l')} FROM messages l WHERE l.session_id = ?2"
+        " AND (l.role IN ('user', 'assistant') OR (l.role = 'tool' AND EXISTS (SELECT 1 FROM messages h"
+        " WHERE h.id IN (SELECT value FROM json_each(?1)) AND h.role = 'tool'))))", [json.dumps(list(ids)), session_id])}
 
 
 def lineage_ids(conn: sqlite3.Connection, session_id: str) -> set[str]:
