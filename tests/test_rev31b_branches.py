@@ -1,6 +1,7 @@
 """Review 31b: result_keys' groupings of a branch family."""
 from __future__ import annotations
 
+import pytest
 from conftest import World, result_sessions
 
 
@@ -40,3 +41,22 @@ def test_a_copied_tool_output_is_one_result(world: World):
     answer = world.search("cur", "zanzibar migration failed", mode="keyword", limit=5)
     print([(r["session_id"], r.get("snippet")) for r in answer["results"]])
     assert result_sessions(answer) == ["P"], answer
+
+
+@pytest.mark.xfail(strict=True, reason="review 31b: a branch is keyed by its best hit only; a copy outscoring its own decision hides it")
+def test_a_branchs_own_decision_is_found_when_its_copy_scores_higher(world: World):
+    """A branch copies its parent's turns about the pricing cache and decides on its own in a longer reply: the
+    copy is the branch's best hit (keyed to P), and the decision, a result of its own by result_keys, is lost."""
+    alpha = world.repo("alpha")
+    history = [("user", "pricing cache for the pricing service: redis or memcached for the pricing cache?"),
+               ("assistant", "pricing cache options: redis or memcached; the pricing cache needs eviction")]
+    world.session("P", alpha, style="cli", messages=history)
+    for k in (8,):
+        world.db.end_session("P", "branched")
+        world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+    world.say("B8", "assistant", "after the load test of both we went with memcached for the pricing cache, "
+              + "the eviction behaviour under the nightly batch and the ops team's runbooks tipped it " * 3)
+    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+    answer = world.search("cur", "pricing cache memcached", mode="keyword", limit=5)
+    print([(r["session_id"], r.get("snippet")) for r in answer["results"]])
+    assert "B8" in result_sessions(answer), answer
