@@ -60,3 +60,24 @@ def test_a_branchs_own_decision_is_found_when_its_copy_scores_higher(world: Worl
     answer = world.search("cur", "pricing cache memcached", mode="keyword", limit=5)
     print([(r["session_id"], r.get("snippet")) for r in answer["results"]])
     assert "B8" in result_sessions(answer), answer
+
+
+@pytest.mark.parametrize("branches", [3, pytest.param(14, marks=pytest.mark.xfail(
+    strict=True, reason="review 31b: fts.session_candidates caps a branch family by its first session (12 rows)"))])
+def test_every_branchs_own_decision_is_a_result(world: World, branches: int):
+    """Each branch decided on its own (short, the query's words): each decision is a result of its own, however many
+    branches the family has (the candidates cap the family, by its first session, at four sessions' worth)."""
+    alpha = world.repo("alpha")
+    history = [("user", "which queue for the invoice mailer?"), ("assistant", "candidates: sqs, rabbitmq, nats")]
+    world.session("P", alpha, style="cli", messages=history)
+    for k in range(branches):
+        world.db.end_session("P", "branched")
+        world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+        world.say(f"B{k}", "assistant", f"invoice mailer queue decided: option{k}")
+    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+    answer = world.search("cur", "invoice mailer queue decided", mode="keyword", limit=10)
+    got = set(result_sessions(answer))
+    while answer.get("next_cursor"):
+        answer = world.search("cur", "invoice mailer queue decided", mode="keyword", limit=10, cursor=answer["next_cursor"])
+        got |= set(result_sessions(answer))
+    assert {f"B{k}" for k in range(branches)} <= got, ({f"B{k}" for k in range(branches)} - got, answer.get("next_cursor"), len(got))
