@@ -8,10 +8,10 @@ Those strings are read from the pattern's parse tree (``re._parser``, CPython's 
 literals in sequence, alternatives joined, a group repeated at least once; anything else (a class of many
 characters, ``.``, a back reference, a lookaround's body) requires nothing. When the tree cannot be read, the pattern
 requires nothing and its pass always runs. Texts and strings are compared in lower case, which holds for a pattern
-matching case-insensitively too, except for the few characters a pattern's ``(?i)`` matches but ``str.lower`` does
-not turn into the same letter (:data:`UNLOWERED`): a text holding one is always scanned. Pure; never raises; the cost
-of a check is one lower-cased copy of a text per change of it (:func:`_lowered` keeps the last) and one ``in`` per
-string.
+matching case-insensitively too, once the few characters a pattern's ``(?i)`` matches but ``str.lower`` does not turn
+into the same letter (:data:`UNLOWERED`: ``ſ``, ``ı``, ``µ``, a final ``ς``...) are written as that letter (:func:`fold`).
+Pure; never raises; the cost of a check is one folded copy of a text per change of it (:func:`_lowered` keeps the last)
+and one ``in`` per string.
 """
 
 from __future__ import annotations
@@ -33,6 +33,22 @@ except ImportError:  # a Python whose re keeps its parser elsewhere: every pass 
 #: ``tests/test_redaction_gates.py`` checks every code point against every letter a pattern requires.
 UNLOWERED = re.compile("[\u0130\u0131\u017f\u00b5\u0345\u0390\u03b0\u03c2\u03d0\u03d1\u03d5\u03d6\u03f0\u03f1\u03f5"
                        "\u1c80-\u1c88\u1e9b\u1fbe\u1fd3\u1fe3\ufb05\ufb06]")
+#: Each :data:`UNLOWERED` character lower-cased, as the letter ``(?i)`` matches it with (``İ`` is written ``i`` before
+#: lowering: ``str.lower`` gives it a combining dot after); ``ﬅ`` and ``ﬆ``, ``ΐ`` and ``ΐ``, ``ΰ`` and ``ΰ`` as one.
+_FOLDED = {c: c.upper().lower() for c in "\u0131\u017f\u00b5\u0345\u03c2\u03d0\u03d1\u03d5\u03d6\u03f0\u03f1\u03f5"
+           "\u1c80\u1c81\u1c82\u1c83\u1c84\u1c85\u1c86\u1c87\u1c88\u1e9b\u1fbe"}
+_FOLDED.update({"\u0390": "\u0390", "\u1fd3": "\u0390", "\u03b0": "\u03b0", "\u1fe3": "\u03b0", "\ufb05": "\ufb06", "\ufb06": "\ufb06"})
+
+
+def fold(text: str) -> str:
+    """``text`` in lower case, each :data:`UNLOWERED` character as the letter ``(?i)`` matches it with: a text a
+    pattern matches holds, so folded, the folded strings it requires."""
+    if text.isascii():
+        return text.lower()
+    low = (text.replace("\u0130", "i") if "\u0130" in text else text).lower()
+    return UNLOWERED.sub(lambda m: _FOLDED[m.group()], low) if UNLOWERED.search(low) else low
+
+
 #: Most strings a set may hold: past it, checking them would cost what the pass does.
 _MOST = 128
 
@@ -137,17 +153,15 @@ def required(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
         return None
     if found is None:
         return None
-    lowered = {s.lower() for s in found}
-    if any(UNLOWERED.search(s) or "\u03c3" in s for s in lowered):
-        return None  # a letter that (?i) matches in forms lower case does not make one (σ: Σ ends a word as ς)
+    lowered = {fold(s) for s in found}
     return tuple(sorted(s for s in lowered if not any(o != s and o in s for o in lowered)))
 
 
 @functools.lru_cache(maxsize=1)
-def _lowered(text: str) -> str | None:
-    """``text`` in lower case, or None when it holds an :data:`UNLOWERED` character. The last text's is kept: every
-    pass of one redaction checks the same text until one changes it."""
-    return None if not text.isascii() and UNLOWERED.search(text) else text.lower()
+def _lowered(text: str) -> str:
+    """``text`` folded (:func:`fold`). The last text's is kept: every pass of one redaction checks the same text until
+    one changes it."""
+    return fold(text)
 
 
 def may_match(pattern: re.Pattern[str], text: str) -> bool:
@@ -156,7 +170,7 @@ def may_match(pattern: re.Pattern[str], text: str) -> bool:
     if strings is None:
         return True
     low = _lowered(text)
-    return low is None or any(s in low for s in strings)
+    return any(s in low for s in strings)
 
 
 def sub(pattern: re.Pattern[str], repl: Callable[[re.Match[str]], str] | str, text: str) -> str:

@@ -58,15 +58,47 @@ def test_a_letter_a_gate_needs_is_found_in_every_form_the_pattern_matches():
 
     needed = sorted({c for p in _patterns() for s in prefilter.required(p) or () for c in s})
     assert needed, "no pattern gated"
-    cased = re.compile("(?i)[" + re.escape("".join(needed)) + "]")
+    wrong = _unfolded(needed)
+    assert wrong == []
+
+
+def _unfolded(letters) -> list[tuple[str, str]]:
+    """The code points ``(?i)`` matches one of ``letters`` with that :func:`prefilter.fold` does not make it."""
+    from project_history_recall import prefilter
+
+    cased = re.compile("(?i)[" + re.escape("".join(letters)) + "]")
     wrong = []
     for cp in range(sys.maxunicode + 1):
         char = chr(cp)
-        if cased.fullmatch(char) is None or prefilter.UNLOWERED.fullmatch(char):
-            continue
-        wrong += [(hex(cp), c) for c in needed
-                  if re.fullmatch("(?i)" + re.escape(c), char) and char.lower() != c]
-    assert wrong == []
+        if cased.fullmatch(char) is not None:
+            wrong += [(hex(cp), c) for c in letters
+                      if re.fullmatch("(?i)" + re.escape(c), char) and prefilter.fold(char) != prefilter.fold(c)]
+    return wrong
+
+
+def test_every_letter_folds_as_ignorecase_matches_it():
+    """Every cased letter of the Basic Multilingual Plane's scripts a pattern may name (Latin, Greek, Cyrillic, the
+    ligatures): whatever it is written as, ``(?i)`` and :func:`prefilter.fold` agree."""
+    letters = [chr(cp) for cp in [*range(0x41, 0x5B), *range(0xC0, 0x250), *range(0x370, 0x530), *range(0x1E00, 0x2000),
+                                  *range(0xFB00, 0xFB07)] if chr(cp).isalpha() and len(chr(cp).lower()) == 1]
+    assert _unfolded(letters) == []
+
+
+def test_a_text_holding_a_letter_lower_case_does_not_make_is_still_gated():
+    """A µ (``µs``), a Turkish ı or a Greek word's final ς in a text no longer turns every gate off; a text whose ſ or
+    final Σ makes a required string is still scanned."""
+    from project_history_recall import prefilter
+
+    password = re.compile(r"(?i)password=\S+")
+    assert not prefilter.may_match(password, "latency 12µs, the ıı of ΚΩΔΙΚΟΣ")
+    assert prefilter.may_match(password, "paſſword=x") and password.search("paſſword=x")
+    assert prefilter.may_match(password, "PAſSWORD=x") and password.search("PAſSWORD=x")
+    sigma = re.compile(r"(?i)κωδικοσ")
+    assert prefilter.required(sigma) == ("κωδικοσ",)
+    assert prefilter.may_match(sigma, "ΚΩΔΙΚΟΣ") and sigma.search("ΚΩΔΙΚΟΣ")
+    assert prefilter.may_match(sigma, "κωδικος: x") and sigma.search("κωδικος: x")
+    dotted = re.compile(r"(?i)pin=\d+")
+    assert prefilter.may_match(dotted, "PİN=1234") and dotted.search("PİN=1234")
 
 
 def test_most_passes_are_gated():
