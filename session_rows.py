@@ -8,6 +8,7 @@ query up its chain, whose cost never grows with other sessions'. Every value is 
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import json
 import os
 import sqlite3
@@ -295,23 +296,37 @@ def result_keys(conn: sqlite3.Connection, hits: Mapping[str, int]) -> dict[str, 
     family = _roots(parent, hits)
     own = _roots({sid: p for sid, p in parent.items() if sid not in branches}, [*hits, *parent.values()])
     keys = {sid: own[sid] for sid in hits}
-    # A copy is followed up fork by fork: what a branch of a branch copied from its parent, that parent had copied
-    # from the session it left in turn (each level's left sessions' rows read once).
-    pending = [sid for sid in hits if own[sid] != family[sid]]
-    walked: dict[str, set[str]] = {}
-    while pending:
-        forks: dict[str, list[str]] = {}  # the session a branch left -> the hits' sessions keyed to that branch
-        for sid in pending:
-            forks.setdefault(parent[keys[sid]], []).append(sid)
-        pending = []
-        for left, inside in forks.items():
-            copied = _copies_of(conn, [hits[sid] for sid in inside], left)
-            for sid in inside:
-                if hits[sid] in copied and own.get(left, left) not in walked.setdefault(sid, {keys[sid]}):
-                    keys[sid] = own.get(left, left)
-                    walked[sid].add(keys[sid])  # a cycle of parent links ends the walk
-                    if keys[sid] != family[sid] and keys[sid] in parent:
-                        pending.append(sid)
+    # A copy is followed up fork by fork: what a branch of a branch copied from its parent, that parent had copied from
+    # the session it left in turn. The sessions left are asked deepest first, each once with every hit waiting on it
+    # (a hit climbs only to shallower ones): a chain of n nested branches costs n statements, not n per level.
+    depth: dict[str, int] = {}
+    for sid in parent:
+        path, node = [], sid
+        while node not in depth and node in parent and node not in path:
+            path.append(node)
+            node = parent[node]
+        base = depth.get(node, 0)
+        for k, passed in enumerate(reversed(path), 1):
+            depth[passed] = base + k
+    waiting: dict[str, list[str]] = {}  # a session some branch left -> the hits' sessions keyed to that branch
+    for sid in hits:
+        if own[sid] != family[sid]:
+            waiting.setdefault(parent[own[sid]], []).append(sid)
+    heap = [(-depth.get(left, 0), left) for left in waiting]
+    heapq.heapify(heap)
+    done: set[str] = set()
+    while heap:
+        left = heapq.heappop(heap)[1]
+        inside = waiting.pop(left, [])
+        done.add(left)
+        copied = _copies_of(conn, [hits[sid] for sid in inside], left) if inside else set()
+        for sid in inside:
+            if hits[sid] in copied:
+                keys[sid] = up = own.get(left, left)
+                if up != family[sid] and up in parent and parent[up] not in done:  # done: a cycle of links
+                    if parent[up] not in waiting:
+                        heapq.heappush(heap, (-depth.get(parent[up], 0), parent[up]))
+                    waiting.setdefault(parent[up], []).append(sid)
     return keys
 
 
