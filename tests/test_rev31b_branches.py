@@ -117,8 +117,12 @@ def test_a_chain_of_nested_branches_is_keyed_in_few_steps():
     steps = {}
     for n in (25, 100):
         conn, hits = _nested_branches(n)
-        count = [0]
-        conn.set_progress_handler(lambda: count.__setitem__(0, count[0] + 1) or 0, 100)
+        steps[n] = 0
+
+        def step(n: int = n) -> int:
+            steps[n] += 1
+            return 0
+
+        conn.set_progress_handler(step, 100)
         assert set(session_rows.result_keys(conn, hits).values()) == {"P"}
-        steps[n] = count[0]
     assert steps[100] < 5_000, steps  # in hundreds of steps
