@@ -63,17 +63,14 @@ def test_a_letter_a_gate_needs_is_found_in_every_form_the_pattern_matches():
 
 
 def _unfolded(letters) -> list[tuple[str, str]]:
-    """The code points ``(?i)`` matches one of ``letters`` with that :func:`prefilter.fold` does not make it."""
+    """The code points ``(?i)`` matches one of ``letters`` with that :func:`prefilter.fold` does not make it. Each
+    search runs in the regular expression engine over every code point at once."""
     from project_history_recall import prefilter
 
-    cased = re.compile("(?i)[" + re.escape("".join(letters)) + "]")
-    wrong = []
-    for cp in range(sys.maxunicode + 1):
-        char = chr(cp)
-        if cased.fullmatch(char) is not None:
-            wrong += [(hex(cp), c) for c in letters
-                      if re.fullmatch("(?i)" + re.escape(c), char) and prefilter.fold(char) != prefilter.fold(c)]
-    return wrong
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    matched = "".join(m.group() for m in re.finditer("(?i)[" + re.escape("".join(letters)) + "]", every))
+    return [(hex(ord(m.group())), c) for c in letters for m in re.finditer("(?i)" + re.escape(c), matched)
+            if prefilter.fold(m.group()) != prefilter.fold(c)]
 
 
 def test_every_letter_folds_as_ignorecase_matches_it():
