@@ -105,7 +105,10 @@ def resolve_move_target(home: Path, token: str) -> MoveTarget:
 
 
 def _folder_target(home: Path, projects: tuple[attribution.ProjectRecord, ...], token: str) -> MoveTarget:
-    folder = os.path.expanduser(token)
+    try:
+        folder = os.path.expanduser(token)
+    except ValueError:  # ~ and a user name no file name can hold (a lone surrogate, a NUL): no such folder
+        folder = token
     if not os.path.isdir(folder):
         raise errors.FolderNotFound(f"folder not found: {errors.echo(folder)} ({TARGETS})")
     folder = os.path.realpath(folder)  # as Hermes records a working folder

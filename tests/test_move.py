@@ -121,6 +121,15 @@ def test_unknown_project(mv):
     assert "a folder given as an absolute path (a git repo's, or a project's)" in answer["error"]
 
 
+@pytest.mark.parametrize("token", ["~\ud800", "~\ud800/src", "~a\x00b"])
+def test_a_home_folder_no_file_name_can_hold_is_not_found(mv, token):
+    """``~`` and a user name with a lone surrogate or a NUL (what a fuzzer or a broken client sends): a clear
+    "folder not found", not an internal error (expanding it raised)."""
+    answer = mv.move("cur", token)
+    assert answer["success"] is False and answer["code"] == "folder_not_found", answer
+    assert mv.session_row("cur")["cwd"] == str(mv.paths["pay"])
+
+
 def test_missing_project_folder(mv):
     gone = mv.folder("gone")
     mv.project("Gone", [gone])
