@@ -468,9 +468,9 @@ def _pgpass_heredocs(text: str, redacted: str) -> str:
     """``text`` with the passwords of the ``.pgpass`` lines a :data:`PGPASS_HEREDOC` writes redacted (up to its tag or
     :data:`_HEREDOC_LINES` lines); not a variable (``$PGPASSWORD``), lower-case letters alone (``password``, the
     format's own words), one Capitalised word or a placeholder (``<password>``, ``{{pg_password}}``, ``%(password)s``)."""
-    out, done = [], 0
+    out, done, read = [], 0, 0  # read: where the last heredoc's lines were read to (a command inside a body is text)
     for m in PGPASS_HEREDOC.finditer(text):
-        if m.start() < done:
+        if m.start() < max(done, read):
             continue
         at = m.end()
         for _ in range(_HEREDOC_LINES):
@@ -490,4 +490,5 @@ def _pgpass_heredocs(text: str, redacted: str) -> str:
             at = end + 1
             if at > len(text):
                 break
+        read = at
     return "".join(out) + text[done:] if out else text
