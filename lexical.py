@@ -18,11 +18,12 @@ Every candidate is then scored on every term of the query.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -452,18 +453,18 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
         found.update(fts.session_candidates(conn, "trigram", " OR ".join(plan.glued), scope, per_session=PER_SESSION,
                                             limit=CANDIDATE_ROWS, near=near, newest=True))
         paths.append("glued")
+    order = _newest_first(conn, scope, db_key)
     if plan.like:
-        if _substrings(conn, db_key, plan.like, scope, want_sessions, found, SUBSTRING_MESSAGES):
+        if _substrings(conn, order, plan.like, scope, want_sessions, found, SUBSTRING_MESSAGES):
             notes.append(LIKE_NOTE)
         paths.append("like")
     if plan.common and len(set(found.values())) < want_sessions:
-        order = _in_window(conn, scope, ranges.newest_first(conn, db_key, scope.session_ids))
         for space, exprs in plan.common.items():
-            if _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order,
+            if _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order(),
                      want_sessions, found):
                 notes.append(SCAN_NOTE)
             paths.append(space + "-newest")
-    notes.extend(_beyond_the_index(conn, parsed, scope, want_sessions, db_key, found, paths))
+    notes.extend(_beyond_the_index(conn, parsed, scope, want_sessions, order, found, paths))
     rows = store.fetch_messages(conn, _outside_context(conn, scope, found))
     scorer = Scorer(
         tuple(plan.terms), fts.stats(conn, "words"), fts.stats(conn, "trigram") if trigram else Stats(1, 1.0)
@@ -475,22 +476,31 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
                    {m: (words.get(m), grams.get(m)) for m, r in rows.items() if r.whole}, weight)
 
 
-def _in_window(conn: sqlite3.Connection, scope: Scope, order: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
-    """``order`` less the sessions with no message in the search's ``since``/``until`` (their first and last messages'
-    times: ``session_rows.active_between``): a newest-first read spends its budget on sessions whose rows could pass,
-    not on a year of sessions after ``until``. ``order`` as it is without dates."""
-    f = scope.filters
-    if f.since is None and f.until is None:
-        return order
-    keep = session_rows.active_between(conn, [o[0] for o in order], f.since, f.until)
-    return [o for o in order if o[0] in keep]
+#: The scope's sessions newest first, as ``(session, first id, last id)``, asked when a read needs them.
+Order = Callable[[], list[tuple[str, int, int]]]
 
 
-def _substrings(conn: sqlite3.Connection, db_key: str, needles: Sequence[str], scope: Scope, want_sessions: int,
+def _newest_first(conn: sqlite3.Connection, scope: Scope, db_key: str) -> Order:
+    """The scope's sessions newest first (``ranges.newest_first``) less those with no message in the search's
+    ``since``/``until`` (their first and last messages' times: ``session_rows.active_between``): a newest-first read
+    spends its budget on sessions whose rows could pass, not on a year of sessions after ``until``. Made once a
+    search, when a read first asks (the substring reads and the common words' scan share it)."""
+    @functools.cache
+    def order() -> list[tuple[str, int, int]]:
+        listed = ranges.newest_first(conn, db_key, scope.session_ids)
+        f = scope.filters
+        if f.since is None and f.until is None:
+            return listed
+        keep = session_rows.active_between(conn, [o[0] for o in listed], f.since, f.until)
+        return [o for o in listed if o[0] in keep]
+    return order
+
+
+def _substrings(conn: sqlite3.Connection, order: Order, needles: Sequence[str], scope: Scope, want_sessions: int,
                 found: dict[int, str], reach: int, limit: int = CANDIDATE_ROWS) -> bool:
-    """Add to ``found`` the scope's messages holding a needle, its newest sessions first, up to ``reach`` message ids
-    (:func:`fts.like_candidates`); returns whether a bound left older messages unread."""
-    liked, cut = fts.like_candidates(conn, needles, scope, _in_window(conn, scope, ranges.newest_first(conn, db_key, scope.session_ids)),
+    """Add to ``found`` the scope's messages holding a needle, its newest sessions first (``order``), up to ``reach``
+    message ids (:func:`fts.like_candidates`); returns whether a bound left older messages unread."""
+    liked, cut = fts.like_candidates(conn, needles, scope, order(),
                                      per_session=LIKE_PER_SESSION, limit=limit, max_scanned=reach, want_sessions=want_sessions)
     found.update(liked)
     return cut
@@ -515,7 +525,7 @@ def _answer(conn: sqlite3.Connection, rows: dict[int, MessageRow], scorer: Score
 
 
 def _beyond_the_index(
-    conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, want_sessions: int, db_key: str,
+    conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, want_sessions: int, order: Order,
     found: dict[int, str], paths: list[str],
 ) -> list[str]:
     """Add to ``found`` what Hermes' index does not hold, by substring, newest first; returns the answer's notes.
@@ -536,7 +546,7 @@ def _beyond_the_index(
         notes.append(REBUILD_NOTE.format(percent=min(99, int(100 * done / high)),
                                          cut="" if low == done else f" (the newest {GAP_SCAN_MESSAGES:,} of them)"))
     if scope.filters.roles == ("tool",) and (shape.tool_prefix or not shape.trigram_tools):
-        if _substrings(conn, db_key, needles, scope, want_sessions, found, TOOL_SCAN_MESSAGES):
+        if _substrings(conn, order, needles, scope, want_sessions, found, TOOL_SCAN_MESSAGES):
             notes.append(LIKE_NOTE)
         paths.append("like-tool")
     return notes
@@ -548,7 +558,7 @@ def _search_like(
 ) -> KeywordAnswer:
     """Substring search of the project's messages, newest first (no FTS index read)."""
     found: dict[int, str] = {}
-    cut = _substrings(conn, db_key, [u.text for u in parsed.units], scope, want_sessions, found, SUBSTRING_MESSAGES,
+    cut = _substrings(conn, _newest_first(conn, scope, db_key), [u.text for u in parsed.units], scope, want_sessions, found, SUBSTRING_MESSAGES,
                       2 * CANDIDATE_ROWS)
     rows = store.fetch_messages(conn, _outside_context(conn, scope, found))
     # No index statistics to read: every term weighs the same, length still normalises.
