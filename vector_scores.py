@@ -147,10 +147,11 @@ def _head(
     took."""
     part = np.argpartition(-scores, head - 1)[:head] if head < len(scores) else np.arange(len(scores))
     best: dict[int, tuple[str, float]] = {}
-    taken: dict[str, int] = {}  # by session, or by conversation with ``group``
-    own: dict[str, int] = {}  # by session, with ``group``
+    taken: dict[str, int] = {}  # by conversation (with ``group``; else each session is its own)
+    own: dict[str, int] = {}  # by session
     order = part[np.lexsort((ids[part], -scores[part]))]  # ties: the message said first (an original before its copies)
-    roots = group([names[c] for c in dict.fromkeys(owners[order].tolist())]) if group is not None else None
+    roots = group([names[c] for c in dict.fromkeys(owners[order].tolist())]) if group is not None else {}
+    cap = per_session * (PER_CONVERSATION_SESSIONS if group is not None else 1)  # a conversation's rows
     # As Python numbers: indexing numpy arrays one element at a time would cost more than the loop.
     for mid, code, score in zip(ids[order].tolist(), owners[order].tolist(), scores[order].tolist(), strict=True):
         if score == -np.inf:  # the rest is out of scope
@@ -160,19 +161,11 @@ def _head(
         sid = names[code]
         if sid not in sessions:  # never another session's message, whatever the codes say
             continue
-        if roots is not None:
-            conv = roots.get(sid, sid)
-            count = taken.get(conv, 0)
-            if (own.get(sid, 0) >= per_session or count >= per_session * PER_CONVERSATION_SESSIONS
-                    or (not count and len(taken) >= top_sessions)):
-                continue
-            own[sid] = own.get(sid, 0) + 1
-            taken[conv] = count + 1
-            best[mid] = (sid, score)
+        conv = roots.get(sid, sid)
+        count = taken.get(conv, 0)
+        if own.get(sid, 0) >= per_session or count >= cap or (not count and len(taken) >= top_sessions):
             continue
-        count = taken.get(sid, 0)
-        if count >= per_session or (not count and len(taken) >= top_sessions):
-            continue
-        taken[sid] = count + 1
+        own[sid] = own.get(sid, 0) + 1
+        taken[conv] = count + 1
         best[mid] = (sid, score)
     return best, taken
