@@ -4,7 +4,7 @@
 Usage::
 
     python bench/search_phases.py HOME [--mode hybrid|keyword] [--questions 40] [--new] [--start-hook SECONDS]
-                                       [--mmap BYTES]
+                                       [--mmap BYTES] [--per-question]
 
 ``HOME`` is a profile ``bench/fresh_windows.py`` built (e.g.
 ``/tmp/phr-bench/windows/local-1m/home``). The process loads Hermes' tools (and
@@ -63,6 +63,7 @@ def main() -> int:
     ap.add_argument("--start-hook", type=float, default=0.0, metavar="SECONDS",
                     help="fire on_session_start first and wait this long")
     ap.add_argument("--mmap", type=int, default=0)
+    ap.add_argument("--per-question", action="store_true", help="also print each question's time and its slowest phases")
     args = ap.parse_args()
     os.environ["HERMES_HOME"] = str(args.home)
     import model_tools  # Hermes' plugin discovery loads the plugin from the profile
@@ -132,6 +133,10 @@ def main() -> int:
         spent.clear()
         ms.append(ask(query))
         per_question.append(dict(spent))
+    if args.per_question:
+        for query, took, phases in zip(questions, ms, per_question, strict=True):
+            top = sorted(phases.items(), key=lambda kv: -kv[1])[:6]
+            print(f"{took:7.0f} {query[:60]!r:62s} " + ", ".join(f"{k}={v * 1000:.0f}" for k, v in top))
     ms.sort()
     print(f"{args.mode}, {len(questions)} {'new ' if args.new else ''}questions: p50 {statistics.median(ms):.0f} ms, "
           f"p95 {_common.percentile(ms, 95):.0f} ms; load {Path('/proc/loadavg').read_text().split()[:3]}")

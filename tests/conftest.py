@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import gc
 import importlib.util
 import json
 import os
@@ -112,13 +113,49 @@ def copy_plugin(dest: Path) -> Path:
     return dest
 
 
-class World:
-    """A throwaway Hermes profile with the plugin enabled and loaded.
+def _profile_config(disabled: tuple[str, ...]) -> str:
+    """A World's config.yaml: the plugin enabled (no tool override), the ``disabled`` bundled plugins off."""
+    return ("plugins:\n  enabled:\n    - project-history-recall\n  disabled:\n"
+            + "".join(f"    - {name}\n" for name in disabled)
+            + "  entries:\n    project-history-recall:\n      allow_tool_override: false\n")
 
-    Its config.yaml turns one bundled plugin off, as a user may: ``dashboard_auth/basic``, the web
-    dashboard's password login, whose import hashes a dummy password with scrypt (60 ms of CPU, half of
-    what Hermes' loader costs a World: it imports every bundled plugin again). Nothing of it meets this
-    plugin; the other bundled plugins load as in any profile.
+
+@functools.cache
+def loaded_plugin() -> tuple[Any, Any]:
+    """``(Hermes' plugin manager, the plugin's LoadedPlugin)``: Hermes' loader run once per test run, in a profile of
+    its own (a drop-in copy, enabled as in :class:`World`), and shared by every World.
+
+    Hermes imports a plugin's modules once per process (each discovery runs only the package's ``__init__`` and
+    ``register`` again, the modules stay in ``sys.modules``) but imports every bundled plugin again and reads
+    config.yaml five times: 40 ms of CPU a World, for a manager like the last. The plugin resolves ``HERMES_HOME``
+    at each call (as it must where Hermes 0.21 serves several profiles from one process), so every World shares
+    this one. Loading itself is tested by the install routes and the tests that start Hermes in a new process.
+    """
+    import hermes_cli.plugins as plugins
+
+    home = Path(tempfile.mkdtemp(prefix="phr-loaded-plugin-")) / "hermes_home"
+    atexit.register(shutil.rmtree, home.parent, True)
+    copy_plugin(home / "plugins" / PLUGIN_NAME)
+    (home / "config.yaml").write_text(_profile_config(World.DISABLED))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HERMES_HOME", str(home))
+        mp.setattr(plugins, "_plugin_manager", None)
+        plugins.discover_plugins(force=True)
+        manager = plugins.get_plugin_manager()
+    loaded = manager._plugins.get(PLUGIN_NAME)
+    assert loaded is not None, "plugin not discovered"
+    assert loaded.enabled and loaded.error is None, f"plugin failed to load: {loaded.error}"
+    assert set(loaded.tools_registered) >= {"project_history_search", "project_session_move"}
+    return manager, loaded
+
+
+class World:
+    """A throwaway Hermes profile with the plugin installed (a drop-in copy), enabled and loaded.
+
+    Hermes' plugin manager is the one :func:`loaded_plugin` made once for the run. Its config.yaml turns one
+    bundled plugin off, as a user may: ``dashboard_auth/basic``, the web dashboard's password login, whose
+    import hashes a dummy password with scrypt (60 ms of CPU). Nothing of it meets this plugin; the other
+    bundled plugins load as in any profile.
     """
 
     DISABLED = ("dashboard_auth/basic",)
@@ -132,11 +169,7 @@ class World:
         self.manager: Any = None
         self.enter(monkeypatch)
         copy_plugin(self.home / "plugins" / PLUGIN_NAME)
-        (self.home / "config.yaml").write_text(
-            "plugins:\n  enabled:\n    - project-history-recall\n  disabled:\n"
-            + "".join(f"    - {name}\n" for name in self.DISABLED)
-            + "  entries:\n    project-history-recall:\n      allow_tool_override: false\n"
-        )
+        (self.home / "config.yaml").write_text(_profile_config(self.DISABLED))
         self._db = None
         self._seq = 0
         self.load_plugin(monkeypatch)
@@ -170,17 +203,15 @@ class World:
             monkeypatch.setattr(plugins, "_plugin_manager", self.manager)
 
     def load_plugin(self, monkeypatch: pytest.MonkeyPatch) -> Any:
-        import hermes_cli.plugins as plugins
+        """Point Hermes at the plugin manager of the run (:func:`loaded_plugin`), the profile's folders and files laid
+        out as Hermes lays them out when it first reads its config (``SOUL.md``, ``logs/``, ...); returns the plugin's
+        LoadedPlugin."""
+        from hermes_cli.config import ensure_hermes_home
 
-        monkeypatch.setattr(plugins, "_plugin_manager", None)
-        plugins.discover_plugins(force=True)
-        loaded = plugins.get_plugin_manager()._plugins.get(PLUGIN_NAME)
-        assert loaded is not None, "plugin not discovered"
-        assert loaded.enabled and loaded.error is None, f"plugin failed to load: {loaded.error}"
-        assert set(loaded.tools_registered) >= {"project_history_search", "project_session_move"}
-        self.loaded = loaded
-        self.manager = plugins.get_plugin_manager()
-        return loaded
+        self.manager, self.loaded = loaded_plugin()
+        self.enter(monkeypatch)
+        ensure_hermes_home()
+        return self.loaded
 
     @property
     def db(self) -> Any:
@@ -481,3 +512,11 @@ class _RootIsADirectory:
 
 def pytest_configure(config):
     config.pluginmanager.register(_RootIsADirectory(), "phr-root-is-a-directory")
+
+
+def pytest_collection_finish(session):
+    """What is alive once the tests are collected (Hermes, numpy, the plugin, the test modules) lives to the end: the
+    collector's full passes leave it out (``gc.freeze``) instead of walking it again each time (about 45 full passes
+    a run over 400,000 objects)."""
+    gc.collect()
+    gc.freeze()
