@@ -197,7 +197,7 @@ EXPECT_SEND = re.compile(
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those passwords replaced by ``redacted``, the rest as it was."""
     for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET):
-        text = pattern.sub(lambda m: _password(m, redacted), text)
+        text = prefilter.sub(pattern, lambda m: _password(m, redacted), text)
     text = prefilter.sub(HAPROXY_LOGIN, lambda m: _haproxy(m, redacted), text)
     if "base64" in text:
         text = prefilter.sub(BASE64_INPUT, lambda m: replace_group(m, "value", redacted) if prose_secrets.reads_as_password(m.group("value"), redacted)
