@@ -275,17 +275,17 @@ LOCAL_FLOOR = 0.14
 PER_CONVERSATION_SESSIONS = 4
 
 
-def one_per_conversation(ranked: Sequence[Hit], roots: Mapping[str, str]) -> list[Hit]:
-    """``ranked`` (one hit per session, best first) with one hit per conversation (``roots``: each session's first
-    session; sessions linked by a compression or a branch, whose continuation and branch carry copies of what came
+def one_per_conversation(ranked: Sequence[Hit], keys: Mapping[int, str]) -> list[Hit]:
+    """``ranked`` (hits, best first) with one hit per conversation (``keys``: the conversation each message stands
+    for; sessions linked by a compression or a branch, whose continuation and branch carry copies of what came
     before): the conversation where its best hit ranked, that hit the earliest message of those scored alike (a copy
-    scores as its original). A session without a root is its own conversation."""
+    scores as its original). A message without a key stands for its session."""
     best: dict[str, Hit] = {}
     for hit in ranked:
-        root = roots.get(hit.session_id, hit.session_id)
-        kept = best.get(root)
+        key = keys.get(hit.message_id, hit.session_id)
+        kept = best.get(key)
         if kept is None or (hit.score == kept.score and hit.message_id < kept.message_id):
-            best[root] = hit
+            best[key] = hit
     return list(best.values())
 
 

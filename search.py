@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import logging
+import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -129,6 +130,30 @@ def _semantic_leg_apart(home: Path, scope: Scope, question: vector_leg.Question,
         conn.close()
 
 
+def _one_per_conversation(conn: sqlite3.Connection, ranked: Sequence[Hit], found: lexical.KeywordAnswer) -> list[Hit]:
+    """``ranked`` (a hit a session, best first) as one result a conversation (``ranking.one_per_conversation`` over
+    ``session_rows.result_keys``). A branch whose best keyword hit is a copy of what the session it left said stands
+    there for that conversation, and just after it for its own by its best hit of its own that matches every term the
+    copy does: what it went on to decide on the question is not hidden by the history it copied (a lesser mention of
+    a word is not a result)."""
+    keys, own = session_rows.result_keys(conn, {h.message_id: h.session_id for h in (*ranked, *found.hits)})
+    mine: dict[str, list[Hit]] = {}  # each session's keyword hits of its own conversation
+    for h in found.hits:
+        if keys[h.message_id] == own[h.session_id]:
+            mine.setdefault(h.session_id, []).append(h)
+
+    def terms(mid: int) -> set[int]:
+        return set(found.scorer.parts(found.rows[mid].text)) if found.scorer and mid in found.rows else set()
+
+    shown = []
+    for hit in ranked:
+        shown.append(hit)
+        if keys[hit.message_id] != own[hit.session_id] and hit.found_by != "semantic":
+            kept = [h for h in mine.get(hit.session_id, ()) if terms(h.message_id) >= terms(hit.message_id)]
+            shown += [ranking.found(max(kept, key=lambda h: (h.score, -h.message_id)), hit.found_by)] if kept else []
+    return ranking.one_per_conversation(shown, keys)
+
+
 @store.read_again
 def search_history(
     *,
@@ -234,7 +259,7 @@ def search_history(
                                                   {m: r.timestamp for m, r in found.rows.items()}, found.scorer)
             if peers > 1:
                 base["order_note"] = recency.ORDER_NOTE.format(count=peers)
-        ranked = ranking.one_per_conversation(ranked, session_rows.result_keys(conn, {h.session_id: h.message_id for h in ranked}))
+        ranked = _one_per_conversation(conn, ranked, found)
         ranked = ranked[: pages.MAX_REACH + 1]
         details = session_rows.session_details(conn, [h.session_id for h in ranked])
         ranked = cron_last(ranked, details)[:pages.MAX_REACH]

@@ -283,19 +283,20 @@ def conversation_roots(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str
     return {sid: roots[sid] for sid in ids}
 
 
-def result_keys(conn: sqlite3.Connection, hits: Mapping[str, int]) -> dict[str, str]:
-    """``{session: the conversation its hit stands for}`` for ``hits`` (``{session: its best message}``), what a
-    search shows one result of: a session and its compression continuations are one conversation
+def result_keys(conn: sqlite3.Connection, hits: Mapping[int, str]) -> tuple[dict[int, str], dict[str, str]]:
+    """``({message: the conversation it stands for}, {session: its own conversation})`` for ``hits`` (``{message: its
+    session}``), what a search shows one result of: a session and its compression continuations are one conversation
     (:func:`conversation_roots`); so is a branch family for what a branch copied from the session it left (the
     history Hermes copies at the fork), while a branch's other messages, what it went on to decide, stand for the
     branch's own conversation. One recursive query, and one statement for each session branched from among the hits
     (its user and assistant rows read once); raises ``sqlite3`` errors."""
-    rows = conn.execute(_UP_SQL.format(branch=_BRANCH_CHILD), {"ids": json.dumps(list(hits))}).fetchall()
+    sessions = list(dict.fromkeys(hits.values()))
+    rows = conn.execute(_UP_SQL.format(branch=_BRANCH_CHILD), {"ids": json.dumps(sessions)}).fetchall()
     parent = {str(r[0]): str(r[1]) for r in rows if r[1]}
     branches = {str(r[0]) for r in rows if r[2]}
-    family = _roots(parent, hits)
-    own = _roots({sid: p for sid, p in parent.items() if sid not in branches}, [*hits, *parent.values()])
-    keys = {sid: own[sid] for sid in hits}
+    family = _roots(parent, sessions)
+    own = _roots({sid: p for sid, p in parent.items() if sid not in branches}, [*sessions, *parent.values()])
+    keys = {mid: own[sid] for mid, sid in hits.items()}
     # A copy is followed up fork by fork: what a branch of a branch copied from its parent, that parent had copied from
     # the session it left in turn. The sessions left are asked deepest first, each once with every hit waiting on it
     # (a hit climbs only to shallower ones): a chain of n nested branches costs n statements, not n per level.
@@ -308,10 +309,10 @@ def result_keys(conn: sqlite3.Connection, hits: Mapping[str, int]) -> dict[str, 
         base = depth.get(node, 0)
         for k, passed in enumerate(reversed(path), 1):
             depth[passed] = base + k
-    waiting: dict[str, list[str]] = {}  # a session some branch left -> the hits' sessions keyed to that branch
-    for sid in hits:
+    waiting: dict[str, list[int]] = {}  # a session some branch left -> the hits keyed to that branch
+    for mid, sid in hits.items():
         if own[sid] != family[sid]:
-            waiting.setdefault(parent[own[sid]], []).append(sid)
+            waiting.setdefault(parent[own[sid]], []).append(mid)
     heap = [(-depth.get(left, 0), left) for left in waiting]
     heapq.heapify(heap)
     done: set[str] = set()
@@ -319,15 +320,14 @@ def result_keys(conn: sqlite3.Connection, hits: Mapping[str, int]) -> dict[str, 
         left = heapq.heappop(heap)[1]
         inside = waiting.pop(left, [])
         done.add(left)
-        copied = _copies_of(conn, [hits[sid] for sid in inside], left) if inside else set()
-        for sid in inside:
-            if hits[sid] in copied:
-                keys[sid] = up = own.get(left, left)
-                if up != family[sid] and up in parent and parent[up] not in done:  # done: a cycle of links
-                    if parent[up] not in waiting:
-                        heapq.heappush(heap, (-depth.get(parent[up], 0), parent[up]))
-                    waiting.setdefault(parent[up], []).append(sid)
-    return keys
+        copied = _copies_of(conn, inside, left) if inside else set()
+        for mid in copied:
+            keys[mid] = up = own.get(left, left)
+            if up != family[hits[mid]] and up in parent and parent[up] not in done:  # done: a cycle of links
+                if parent[up] not in waiting:
+                    heapq.heappush(heap, (-depth.get(parent[up], 0), parent[up]))
+                waiting.setdefault(parent[up], []).append(mid)
+    return keys, {sid: own[sid] for sid in sessions}
 
 
 def _roots(parent: Mapping[str, str], ids: Iterable[str]) -> dict[str, str]:
