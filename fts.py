@@ -259,26 +259,26 @@ def _passing(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[
     return {int(r[0]) for r in conn.execute(sql, [json.dumps([int(i) for i in ids]), *params, *copies_params])}
 
 
-ROOTS_CHUNK = 1_024  # rows whose sessions' conversations are asked at a time (only as far as a pick walks)
+ROOTS_CHUNK = 1_024  # rows whose conversations a pick asks first (the rest at once, if it walks past them)
 
 
 class _Conversations:
-    """Each row of ``ordered``'s conversation, asked of state.db a chunk of rows at a time as a pick reaches them
-    (``session_rows.conversation_roots``): a pick that stops after a few hundred rows of thousands asks no more."""
+    """The conversation each row of ``ordered`` stands for (``session_rows.result_keys``: a branch's own rows its own,
+    its copies of the session it left that one's), asked of state.db as a pick reaches the rows: its first
+    ``ROOTS_CHUNK``, then the rest at once. A pick that stops after a few hundred rows of thousands asks no more, and
+    one that walks on asks a session branched from twice (its rows read each time), not once per ``ROOTS_CHUNK``."""
 
     def __init__(self, conn: sqlite3.Connection, ordered: Sequence[tuple[int, str]]) -> None:
         self._conn, self._ordered, self._upto = conn, ordered, 0
-        self._known: dict[str, str] = {}
+        self._known: dict[int, str] = {}
 
     def at(self, index: int) -> tuple[str, str]:
         """The conversation key of row ``index``."""
-        while index >= self._upto:
-            chunk = {sid for _, sid in self._ordered[self._upto : self._upto + ROOTS_CHUNK] if sid not in self._known}
-            if chunk:
-                self._known.update(session_rows.conversation_roots(self._conn, sorted(chunk)))
-            self._upto += ROOTS_CHUNK
-        sid = self._ordered[index][1]
-        return ("\x00", self._known.get(sid, sid))
+        if index >= self._upto:
+            upto = ROOTS_CHUNK if not self._upto else len(self._ordered)
+            self._known.update(session_rows.result_keys(self._conn, dict(self._ordered[self._upto : upto]))[0])
+            self._upto = upto
+        return ("\x00", self._known[self._ordered[index][0]])
 
 
 def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tuple[int, str]], *, per_session: int,
@@ -396,8 +396,8 @@ def session_candidates(
     """
     rows = [(int(r[0]), r[1]) for r in conn.execute(sql, [match, *early_params, scope.ids_json, *cheap_params])]
     # A conversation keeps at most PER_CONVERSATION_SESSIONS sessions' worth (its compressions' and branches' copies of
-    # its first turns score alike: hundreds would fill ``limit``, every other conversation left out); of copies scored
-    # alike the first said (ties in id order: the original before its copies).
+    # its first turns score alike: hundreds would fill ``limit``, every other conversation left out; a branch's own rows
+    # are its own conversation's); of copies scored alike the first said (ties in id order: the original first).
     return _first_passing(conn, scope, rows, per_session=per_session, limit=limit, group=True)
 
 

@@ -571,3 +571,30 @@ def test_copies_of_one_message_left_by_many_compactions_cost_a_seek_each(tmp_pat
         assert [r["session_id"] for r in answer["results"]] == ["long"], answer
         work.append(cost.sql)
     assert linear(*work), work
+
+
+def test_a_branch_familys_copies_are_told_from_its_own_rows_reading_the_session_left_twice(tmp_path, monkeypatch):
+    """A session of n matching turns branched 3 times, each branch holding a copy of them all: the candidates' pick
+    walks every row (the family's cap is reached early), each asked whether it copies the session left
+    (``session_rows.result_keys``, which reads that session's rows). Asked 1,024 rows at a time, that session was read
+    once per 1,024 rows (700 and 2,800 turns: 2,030 and 10,633 hundred steps); now twice, the first 1,024 rows and
+    then the rest (1,915 and 7,031)."""
+    work = []
+    for n in (1, 4):
+        world = World(tmp_path / f"n{n}", monkeypatch)
+        try:
+            alpha = world.repo("alpha")
+            world.session("P", alpha, style="cli", messages=[("user", "start")])
+            for b in range(3):
+                world.db.end_session("P", "branched")
+                world.session(f"B{b}", None, parent="P", model_config={"_branched_from": "P"}, messages=[("user", "start")])
+            turns = [f"kestrel note {i} " + "filler " * 5 for i in range(700 * n)]
+            insert(world, [(sid, "assistant", text) for sid in ("P", "B0", "B1", "B2") for text in turns])
+            world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+            answer, cost = measure([plugin_dir()], monkeypatch,
+                                   lambda w=world: w.search("cur", "kestrel", mode="keyword"), plugin("store"))
+        finally:
+            world.close()
+        assert result_sessions(answer) == ["P"], answer
+        work.append(cost.sql)
+    assert linear(*work), work
