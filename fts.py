@@ -285,7 +285,8 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
                    limit: int, group: bool = False) -> list[tuple[int, str]]:
     """Of ``ordered`` (``(message id, session id)``, best first, each meeting :func:`_early_filters`), the rows meeting
     every condition of :func:`_filters`, at most ``per_session`` of a session and ``limit`` in all, in order: what
-    checking every row, keeping each session's best ``per_session`` and the best ``limit`` of those gives.
+    checking every row, keeping each session's best ``per_session`` and the best ``limit`` of those gives. With
+    ``group``, a conversation (:class:`_Conversations`) keeps at most ``PER_CONVERSATION_SESSIONS`` sessions' worth.
 
     Rows are checked a batch at a time (``CHECK_BATCH``, then twice as many), in order, only those a session may
     still keep: a session's rows past its best are never read (a 100 KB log's overflow pages, for its visibility),
@@ -294,10 +295,11 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
     every ``per_session`` of them. Near the limit a check reaches past what is left of it by ``spare`` rows, doubled
     at each such check: rows that fail after the limit is all but reached take a few queries, not one each."""
     out: list[tuple[int, str]] = []
-    taken: dict[Any, int] = {}  # by session, and by ("\x00", conversation) with ``group``
+    # Counts by session and by ("\x00", conversation); without ``group`` each session is its own conversation.
+    taken: dict[Any, int] = {}
     failed: dict[Any, int] = {}
-    per_conv = per_session * PER_CONVERSATION_SESSIONS
-    conversations = _Conversations(conn, ordered) if group else None
+    per_conv = per_session * (PER_CONVERSATION_SESSIONS if group else 1)
+    conversation = _Conversations(conn, ordered).at if group else lambda k: ("\x00", ordered[k][1])
     verdict: dict[int, bool] = {}
     i, batch, spare = 0, CHECK_BATCH, 0
     while i < len(ordered) and len(out) < limit:
@@ -307,12 +309,11 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
         planned, room, k = dict(taken), limit - len(out), i
         while k < len(ordered) and room > -spare and len(need) < batch:
             mid, sid = ordered[k]
-            conv = conversations.at(k) if conversations is not None else None
+            conv = conversation(k)
             if (planned.get(sid, 0) < per_session + failed.get(sid, 0) and verdict.get(mid, True)
-                    and (conv is None or planned.get(conv, 0) < per_conv + failed.get(conv, 0))):
+                    and planned.get(conv, 0) < per_conv + failed.get(conv, 0)):
                 planned[sid] = planned.get(sid, 0) + 1
-                if conv is not None:
-                    planned[conv] = planned.get(conv, 0) + 1
+                planned[conv] = planned.get(conv, 0) + 1
                 room -= 1
                 if mid not in verdict:
                     need.append((mid, sid, conv))
@@ -324,20 +325,18 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
             for mid, sid, conv in need:
                 verdict[mid] = mid in passed
                 failed[sid] = failed.get(sid, 0) + (mid not in passed)
-                if conv is not None:
-                    failed[conv] = failed.get(conv, 0) + (mid not in passed)
+                failed[conv] = failed.get(conv, 0) + (mid not in passed)
         # Keep rows in order up to the first one a session may keep that is not checked yet.
         while i < len(ordered) and len(out) < limit:
             mid, sid = ordered[i]
-            conv = conversations.at(i) if conversations is not None else None
-            if taken.get(sid, 0) < per_session and (conv is None or taken.get(conv, 0) < per_conv):
+            conv = conversation(i)
+            if taken.get(sid, 0) < per_session and taken.get(conv, 0) < per_conv:
                 if mid not in verdict:
                     break
                 if verdict[mid]:
                     out.append((mid, sid))
                     taken[sid] = taken.get(sid, 0) + 1
-                    if conv is not None:
-                        taken[conv] = taken.get(conv, 0) + 1
+                    taken[conv] = taken.get(conv, 0) + 1
             i += 1
         batch *= 2
     return out
