@@ -7,7 +7,7 @@ one term). The work per search is bounded however big state.db grows, and bounds
    candidates anywhere in the project, at most ``PER_SESSION`` per session (so one busy session cannot hide
    the others).
 2. **Common terms** score every candidate but pick none: when they are all the query has, or the selective
-   ones found fewer than ``want_sessions`` sessions, the project's sessions are read newest first through
+   ones found fewer than ``want_sessions`` conversations, the project's sessions are read newest first through
    FTS5 range seeks until enough matched (within ``SCAN_MESSAGES``; the answer says when that ran out).
 3. **Two-character CJK words** have no trigram: an escaped ``LIKE`` over the project's sessions, newest first.
 4. **A damaged FTS index** (``database disk image is malformed``) does not fail the search: the project's
@@ -373,7 +373,9 @@ def _scan(
     conn: sqlite3.Connection, space: str, match: str, needles: Sequence[str], scope: Scope,
     order: list[tuple[str, int, int]], want_sessions: int, found: dict[int, str],
 ) -> bool:
-    """Read the scope's sessions newest first into ``found`` until ``want_sessions`` sessions matched.
+    """Read the scope's sessions newest first into ``found`` until ``want_sessions`` conversations matched (a long
+    compression chain's continuations, each holding a copy of its first turns, are one: counted as sessions, they
+    filled the count and the older conversations were never read).
 
     Sessions with ids close together are read by one FTS5 range seek; a session spread wide (resumed months
     later) through its own messages (``LIKE`` on ``needles``), not by seeking over everyone else's rows. Both
@@ -381,11 +383,12 @@ def _scan(
     words, BM25's first). Returns whether the bounds left messages unread with too few sessions matched.
     """
     matched: dict[int, str] = {}
-    sessions = set(found.values())
+    roots: dict[str, str] = {}
+    conversations = set(session_rows.conversation_roots(conn, found.values(), roots).values())
     covered = queries = 0
     i = 0
     cut = False  # the budget ran out inside a wide session (its older messages unread; the scan ends there)
-    while i < len(order) and covered < SCAN_MESSAGES and queries < SCAN_QUERIES and len(sessions) < want_sessions:
+    while i < len(order) and covered < SCAN_MESSAGES and queries < SCAN_QUERIES and len(conversations) < want_sessions:
         low, high = order[i][1], order[i][2]
         j = i + 1
         while (j < len(order) and order[j][2] >= low - SCAN_GAP
@@ -399,9 +402,8 @@ def _scan(
             rows = fts.range_matches(conn, space, match, scope, [o[0] for o in order[i:j]], low, high, SCAN_ROWS,
                                       per_session=PER_SESSION)
             read = high - low + 1
-        for mid, sid in rows:
-            matched[mid] = sid
-            sessions.add(sid)
+        matched.update(rows)
+        conversations.update(session_rows.conversation_roots(conn, [sid for _, sid in rows], roots).values())
         covered += read
         queries += 1
         i = j
@@ -412,7 +414,7 @@ def _scan(
     for sid, mids in by_session.items():
         for mid in sorted(mids, key=lambda m: (lengths.get(m, 1 << 30), -m))[:PER_SESSION]:
             found.setdefault(mid, sid)
-    return (cut or i < len(order)) and len(sessions) < want_sessions
+    return (cut or i < len(order)) and len(conversations) < want_sessions
 
 
 def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_sessions: int, db_key: str) -> KeywordAnswer:
@@ -458,7 +460,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
         if _substrings(conn, order, plan.like, scope, want_sessions, found, SUBSTRING_MESSAGES):
             notes.append(LIKE_NOTE)
         paths.append("like")
-    if plan.common and len(set(found.values())) < want_sessions:
+    if plan.common and len(set(session_rows.conversation_roots(conn, found.values()).values())) < want_sessions:
         for space, exprs in plan.common.items():
             if _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order(),
                      want_sessions, found):

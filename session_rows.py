@@ -12,7 +12,7 @@ import heapq
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -274,13 +274,17 @@ FROM up JOIN sessions s ON s.id = up.id
 """
 
 
-def conversation_roots(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, str]:
+def conversation_roots(conn: sqlite3.Connection, ids: Collection[str], known: dict[str, str] | None = None) -> dict[str, str]:
     """``{id: the first session of its conversation}`` for the sessions ``ids``: up the parent links (compression
     continuations, branches, delegates), not across a reset. One recursive query; linear in the sessions it passes
-    (a chain's sessions are read once, however many of them are asked)."""
-    parents = {str(r[0]): str(r[1]) for r in conn.execute(_UP_SQL.format(branch="0"), {"ids": json.dumps(list(ids))})}
-    roots = _roots({sid: parent for sid, parent in parents.items() if parent}, ids)
-    return {sid: roots[sid] for sid in ids}
+    (a chain's sessions are read once, however many of them are asked). ``known``: the roots a caller asked before,
+    given every session a walk passes: a newest-first read asks a chain's older sessions of it, not of state.db."""
+    known = {} if known is None else known
+    asked = list(dict.fromkeys(sid for sid in ids if sid not in known))
+    if asked:
+        parents = {str(r[0]): str(r[1]) for r in conn.execute(_UP_SQL.format(branch="0"), {"ids": json.dumps(asked)})}
+        known.update(_roots({sid: parent for sid, parent in parents.items() if parent}, asked))
+    return {sid: known[sid] for sid in ids}
 
 
 def result_keys(conn: sqlite3.Connection, hits: Mapping[int, str]) -> tuple[dict[int, str], dict[str, str]]:

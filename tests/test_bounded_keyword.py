@@ -598,3 +598,25 @@ def test_a_branch_familys_copies_are_told_from_its_own_rows_reading_the_session_
         assert result_sessions(answer) == ["P"], answer
         work.append(cost.sql)
     assert linear(*work), work
+
+
+def test_the_common_words_scan_through_a_long_chain_walks_the_chain_once(world: World, monkeypatch):
+    """The newest-first scan counts conversations (a chain's continuations are one), asking each query's new sessions'
+    first session (``session_rows.conversation_roots``): the sessions a walk passed are kept, so the chain's older
+    sessions, read by later queries, are not walked up again (walked once a query, 30 and 120 links took 259 and 1,695
+    hundred steps; now 205 and 764)."""
+    lexical = plugin("lexical")
+    monkeypatch.setattr(lexical, "RANK_BUDGET", 1)  # every word is 'common': the newest-first scan picks
+    monkeypatch.setattr(lexical, "SCAN_BATCH", 8)  # a few sessions a query
+    folders, store = [plugin_dir()], plugin("store")
+    work = []
+    for n in (30, 120):
+        repo = world.repo(f"chain{n}")
+        world.session(f"c{n}_0", repo, style="cli", messages=[("user", "osprey nesting plan")])
+        for i in range(1, n):
+            world.continuation(f"c{n}_{i - 1}", f"c{n}_{i}", messages=[("user", "osprey nesting plan"), ("assistant", "ok")])
+        world.session(f"cur{n}", repo, style="cli", messages=[("user", "hi")])
+        answer, cost = measure(folders, monkeypatch, lambda n=n: world.search(f"cur{n}", "osprey nesting", mode="keyword"), store)
+        assert result_sessions(answer) == [f"c{n}_0"], answer
+        work.append(cost.sql)
+    assert linear(*work), work

@@ -42,11 +42,14 @@ def test_a_long_chain_does_not_crowd_other_conversations_out(world: World, links
 
 @pytest.mark.parametrize("links", [10, 60])
 def test_common_words_scan_is_not_filled_by_one_chain(world: World, monkeypatch, links: int):
-    """The newest-first scan (words too common to pick candidates) stops at want_sessions sessions: counted as sessions."""
+    """The newest-first scan (words too common to pick candidates) stops once want_sessions conversations matched: a
+    chain of 60 links read a few sessions a query (each query reads at most SCAN_BATCH ids), counted as sessions, stopped
+    it after 51 of the chain's, and the older conversations (and the chain's first session) were never read."""
     import importlib
 
     lexical = importlib.import_module("hermes_plugins.project_history_recall.lexical")
     monkeypatch.setattr(lexical, "RANK_BUDGET", 1)  # every word is 'common': the newest-first scan picks
+    monkeypatch.setattr(lexical, "SCAN_BATCH", 100)  # a few of the chain's sessions a query, not all 60 in one
     repo = world.repo("pay")
     world.session("other1", repo, messages=[("user", "zeppelin reconnect storm: we also added a circuit breaker")])
     world.session("other2", repo, messages=[("assistant", "the zeppelin gateway backoff caps at 30s")])
@@ -209,3 +212,4 @@ def test_a_chain_of_nested_branches_is_keyed_in_few_steps(world: World):
         steps[n] = count[0]
     # Each session left asked once (here 154 and 1,629 hundred steps); once a level would be about 30 times as many.
     assert steps[100] < 5_000, steps
+
