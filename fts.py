@@ -513,10 +513,11 @@ def like_candidates(
     index holds); needs no FTS index (the fallback when one is damaged).
 
     Sessions are read newest first (``ranges``, from ``lexical.ranges.newest_first``) until ``want_sessions``
-    matched, ``limit`` rows are found or the sessions' id spans reach ``max_scanned``; a session wider than
-    what is left is read newest first as far as that (:func:`like_newest`). Each session keeps its newest
-    ``per_session`` matches. Returns ``([(message id, session id)], cut)``: ``cut`` when a bound stopped it
-    with messages unread and fewer than ``want_sessions`` sessions matched.
+    conversations matched (a long compression chain's continuations are one: counted as sessions, they stopped the
+    read before the older conversations), ``limit`` rows are found or the sessions' id spans reach ``max_scanned``; a
+    session wider than what is left is read newest first as far as that (:func:`like_newest`). Each session keeps its
+    newest ``per_session`` matches. Returns ``([(message id, session id)], cut)``: ``cut`` when a bound stopped it
+    with messages unread and fewer than ``want_sessions`` conversations matched.
     """
     if not needles or not ranges:
         return [], False
@@ -531,15 +532,16 @@ def like_candidates(
         ) WHERE n <= ? ORDER BY id DESC LIMIT ?
     """
     out: list[tuple[int, str]] = []
-    sessions: set[str] = set()
+    roots: dict[str, str] = {}  # each session's conversation (``session_rows.conversation_roots``), walked once
+    conversations: set[str] = set()
     scanned = 0
     batch: list[str] = []
     batch_size = 0
 
     def found(rows: Iterable[tuple[int, str]]) -> None:
-        for mid, sid in rows:
-            out.append((mid, sid))
-            sessions.add(sid)
+        rows = list(rows)
+        out.extend(rows)
+        conversations.update(session_rows.conversation_roots(conn, [sid for _, sid in rows], roots).values())
 
     def run() -> None:
         """Read the batch of sessions gathered so far and start a new one."""
@@ -551,7 +553,7 @@ def like_candidates(
 
     def stop(unread: bool) -> tuple[list[tuple[int, str]], bool] | None:
         """The answer when a bound or enough sessions stop the read here (``unread``: sessions after it); else None."""
-        if len(sessions) >= want_sessions:
+        if len(conversations) >= want_sessions:
             return out, False
         if len(out) >= limit:  # the rows a query held past the limit were never read
             return out, True

@@ -9,13 +9,13 @@ import pytest
 from conftest import World, result_sessions
 
 
-def _chain(world: World, repo, links: int) -> None:
+def _chain(world: World, repo, links: int, question: str = "How do we stop the zeppelin reconnect storm in the gateway?",
+           answer: str = "Use exponential backoff with jitter for zeppelin reconnects.") -> None:
     """A conversation ``a1`` of 21 turns compressed ``links - 1`` times (``a2`` … ``a<links>``), each continuation
-    holding Hermes' compressor's copy of its first turns, which answer the zeppelin question."""
+    holding Hermes' compressor's copy of its first turns, which answer the zeppelin question (or ``question``)."""
     from test_browse import _compressed
 
-    turns = [{"role": "user", "content": "How do we stop the zeppelin reconnect storm in the gateway?"},
-             {"role": "assistant", "content": "Use exponential backoff with jitter for zeppelin reconnects."}]
+    turns = [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
     for i in range(10):
         turns += [{"role": "user", "content": f"step {i} unrelated ledger detail " + "x " * 40},
                   {"role": "assistant", "content": f"answer {i} unrelated ledger detail " + "y " * 40}]
@@ -58,6 +58,21 @@ def test_common_words_scan_is_not_filled_by_one_chain(world: World, monkeypatch,
     answer = world.search("cur_z", "zeppelin reconnect backoff jitter", mode="keyword", limit=3)
     got = [r["session_id"] for r in answer["results"]]
     assert set(got) == {"a1", "other1", "other2"}, answer
+
+
+@pytest.mark.parametrize("links", [10, 60])
+def test_a_long_chain_does_not_crowd_the_substring_read(world: World, monkeypatch, links: int):
+    """A two-character CJK word (no trigram: read by substring, newest sessions first) stops once want_sessions
+    conversations matched: the chain's 60 links, read a few sessions a query and counted as sessions, stopped it
+    after 51 of them, and the older conversations (and the chain's first session) were never read."""
+    monkeypatch.setattr(importlib.import_module("hermes_plugins.project_history_recall.fts"), "LIKE_BATCH", 50)
+    repo = world.repo("pay")
+    world.session("other1", repo, messages=[("user", "网关的问题: we also added a circuit breaker")])
+    world.session("other2", repo, messages=[("assistant", "重连问题: the gateway backoff caps at 30s")])
+    _chain(world, repo, links, "网关重连风暴的问题怎么解决?", "这个问题用指数退避加抖动解决。")
+    world.session("cur_z", repo, style="cli", messages=[("user", "hi")])
+    answer = world.search("cur_z", "问题", mode="keyword", limit=3)
+    assert set(result_sessions(answer)) == {"a1", "other1", "other2"}, answer
 
 
 @pytest.mark.parametrize("links", [10, 60])
