@@ -516,7 +516,8 @@ def like_candidates(
     conversations matched (a long compression chain's continuations are one: counted as sessions, they stopped the
     read before the older conversations), ``limit`` rows are found or the sessions' id spans reach ``max_scanned``; a
     session wider than what is left is read newest first as far as that (:func:`like_newest`). Each session keeps its
-    newest ``per_session`` matches. Returns ``([(message id, session id)], cut)``: ``cut`` when a bound stopped it
+    newest ``per_session`` matches, a conversation's later sessions ``PER_CONVERSATION_SESSIONS`` sessions' worth
+    (the newest; its first session's all). Returns ``([(message id, session id)], cut)``: ``cut`` when a bound stopped it
     with messages unread and fewer than ``want_sessions`` conversations matched.
     """
     if not needles or not ranges:
@@ -529,25 +530,33 @@ def like_candidates(
                    row_number() OVER (PARTITION BY m.session_id ORDER BY m.id DESC) AS n
             FROM messages m
             WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {where} AND ({likes})
-        ) WHERE n <= ? ORDER BY id DESC LIMIT ?
+        ) WHERE n <= ? ORDER BY id DESC
     """
     out: list[tuple[int, str]] = []
     roots: dict[str, str] = {}  # each session's conversation (``session_rows.conversation_roots``), walked once
     conversations: set[str] = set()
+    copies: dict[str, int] = {}  # rows kept of each conversation's later sessions
     scanned = 0
     batch: list[str] = []
     batch_size = 0
 
     def found(rows: Iterable[tuple[int, str]]) -> None:
+        """Keep ``rows`` (newest first) up to ``limit``: of a conversation's later sessions (a compression's
+        continuations, each holding a copy of its first turns) ``PER_CONVERSATION_SESSIONS`` sessions' worth, so that
+        hundreds of them do not fill ``limit``; its first session's (the originals) all."""
         rows = list(rows)
-        out.extend(rows)
-        conversations.update(session_rows.conversation_roots(conn, [sid for _, sid in rows], roots).values())
+        keys = session_rows.conversation_roots(conn, [sid for _, sid in rows], roots)
+        for mid, sid in rows:
+            conv = keys[sid]
+            if len(out) < limit and (conv == sid or copies.get(conv, 0) < per_session * PER_CONVERSATION_SESSIONS):
+                out.append((mid, sid))
+                conversations.add(conv)
+                copies[conv] = copies.get(conv, 0) + (conv != sid)
 
     def run() -> None:
         """Read the batch of sessions gathered so far and start a new one."""
         nonlocal batch, batch_size, scanned
-        found((int(r[0]), r[1]) for r in conn.execute(sql, [json.dumps(batch), *params, *like_params, per_session,
-                                                             limit - len(out)]))
+        found((int(r[0]), r[1]) for r in conn.execute(sql, [json.dumps(batch), *params, *like_params, per_session]))
         scanned += batch_size
         batch, batch_size = [], 0
 

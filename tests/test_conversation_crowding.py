@@ -60,12 +60,13 @@ def test_common_words_scan_is_not_filled_by_one_chain(world: World, monkeypatch,
     assert set(got) == {"a1", "other1", "other2"}, answer
 
 
-@pytest.mark.parametrize("links", [10, 60])
-def test_a_long_chain_does_not_crowd_the_substring_read(world: World, monkeypatch, links: int):
+@pytest.mark.parametrize("links,batch", [(10, 50), (60, 50), (320, 2_000)])
+def test_a_long_chain_does_not_crowd_the_substring_read(world: World, monkeypatch, links: int, batch: int):
     """A two-character CJK word (no trigram: read by substring, newest sessions first) stops once want_sessions
     conversations matched: the chain's 60 links, read a few sessions a query and counted as sessions, stopped it
-    after 51 of them, and the older conversations (and the chain's first session) were never read."""
-    monkeypatch.setattr(importlib.import_module("hermes_plugins.project_history_recall.fts"), "LIKE_BATCH", 50)
+    after 51 of them, and the older conversations (and the chain's first session) were never read. Nor do a chain's
+    copies fill the read's 600 rows: 320 links' did, and the read stopped there."""
+    monkeypatch.setattr(importlib.import_module("hermes_plugins.project_history_recall.fts"), "LIKE_BATCH", batch)
     repo = world.repo("pay")
     world.session("other1", repo, messages=[("user", "网关的问题: we also added a circuit breaker")])
     world.session("other2", repo, messages=[("assistant", "重连问题: the gateway backoff caps at 30s")])
