@@ -522,7 +522,8 @@ def _answer(conn: sqlite3.Connection, rows: dict[int, MessageRow], scorer: Score
     """The candidates' messages scored, earlier recalls weighed down (``ranking.demote_earlier``), by session."""
     hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()}, lengths,
                        calls={m: r.calls for m, r in rows.items() if r.calls})
-    hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions)
+    hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions,
+                          lambda ids: session_rows.conversation_roots(conn, ids))
     return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, tuple(notes), weight, tuple(hits), scorer)
 
 

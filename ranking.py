@@ -313,9 +313,13 @@ def demote(hits: Iterable[Hit], questions: set[int]) -> list[Hit]:
     return [dataclasses.replace(h, score=h.score * EARLIER_QUESTION) if h.message_id in questions else h for h in hits]
 
 
-def demote_earlier(hits: Sequence[Hit], earlier: Callable[[list[int]], set[int]], reach: int) -> list[Hit]:
+def demote_earlier(hits: Sequence[Hit], earlier: Callable[[list[int]], set[int]], reach: int,
+                   group: Callable[[list[str]], Mapping[str, str]] | None = None) -> list[Hit]:
     """``hits`` with the earlier recalls among them weighted down (:func:`demote`), checked where they can
-    change the first ``reach`` sessions of :func:`rank_sessions`; ``earlier(ids)`` says which of ``ids`` are.
+    change the first ``reach`` conversations of :func:`rank_sessions` (``group``: sessions -> each one's conversation;
+    without it each session is its own); ``earlier(ids)`` says which of ``ids`` are. Counted as sessions, a long
+    compression chain's continuations (alike: copies of its first turns) filled the reach, and an earlier question
+    ranked below them kept its score.
 
     Rounds check the unchecked sessions ranked within ``reach``, with at least twice as many as the round
     before (logarithmic rounds), until the first ``reach`` are all checked: a demotion only lowers a session,
@@ -325,6 +329,7 @@ def demote_earlier(hits: Sequence[Hit], earlier: Callable[[list[int]], set[int]]
     by_session: dict[str, list[Hit]] = {}
     for hit in hits:
         by_session.setdefault(hit.session_id, []).append(hit)
+    roots = group(list(by_session)) if group is not None else {}
     # A session's entry changes only when a check finds an earlier recall among its own hits: kept, not ranked again.
     entries = {sid: _session_rank(session_hits) for sid, session_hits in by_session.items()}
     checked: set[str] = set()
@@ -332,7 +337,13 @@ def demote_earlier(hits: Sequence[Hit], earlier: Callable[[list[int]], set[int]]
     more = 1  # unchecked sessions a round checks at least
     while True:
         ranked = [r.session_id for r in _in_order(list(entries.values()))]
-        within = sum(1 for sid in ranked[:reach] if sid not in checked)
+        seen: set[str] = set()  # the conversations of the sessions within reach, as far as ``reach`` of them
+        within = 0
+        for sid in ranked:
+            seen.add(roots.get(sid, sid))
+            if len(seen) > reach:
+                break
+            within += sid not in checked
         if not within:
             return demote(hits, found)
         todo = [sid for sid in ranked if sid not in checked][: max(within, more)]

@@ -106,7 +106,8 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
             rows = store.fetch_messages(conn, sorted(h.message_id for h in hits))
             hits = [h for h in hits if h.message_id in rows and scope.filters.admits(rows[h.message_id].role,
                                                                                    rows[h.message_id].timestamp)]
-        kept = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), pages.MAX_REACH + 1)
+        kept = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), pages.MAX_REACH + 1,
+                              lambda ids: session_rows.conversation_roots(conn, ids))
         progress = _progress(vectors, missing, total, long)
         return SemanticLeg(progress.status, progress.note, tuple(kept), rows)
     except embeddings.EmbeddingUnavailable as exc:

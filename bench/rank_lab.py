@@ -67,13 +67,13 @@ def capture(ds: recall.DataSet, root: Path, phr: Any, semantic: bool) -> list[Le
         seen["parts"] = {m: (sid, scorer.parts(text, (lengths or {}).get(m, (None, None)))) for m, (sid, text) in texts.items()}
         return real[2](scorer, texts, lengths, calls)
 
-    def demote(hits: Any, earlier: Any, reach: int) -> Any:
+    def demote(hits: Any, earlier: Any, reach: int, group: Any = None) -> Any:
         def noted(ids: Any) -> Any:  # the earlier recalls among the hits the demotion checks (those within reach)
             found = earlier(ids)
             seen.setdefault("questions", set()).update(found)
             return found
 
-        return real[3](hits, noted, reach)
+        return real[3](hits, noted, reach, group)
 
     phr.lexical.search, phr.search._semantic_leg_apart, phr.lexical.score_texts, phr.lexical.demote_earlier = kw, sem, score_texts, demote
     conn = sqlite3.connect((home / "state.db").as_uri() + "?mode=ro", uri=True)

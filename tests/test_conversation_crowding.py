@@ -76,6 +76,28 @@ def test_a_long_chain_does_not_crowd_the_substring_read(world: World, monkeypatc
     assert set(result_sessions(answer)) == {"a1", "other1", "other2"}, answer
 
 
+RECALL_CALL = [{"id": "c1", "type": "function", "function": {"name": "project_history_search", "arguments": "{}"}}]
+
+
+@pytest.mark.parametrize("links", [10, 60])
+def test_earlier_recalls_below_a_long_chain_are_weighed_down(world: World, monkeypatch, links: int):
+    """An earlier question (a recall answered it: not history) ranked below a long chain's sessions is weighed down
+    as far as the first want_sessions conversations reach: counted as sessions, the chain's 60 filled the reach, the
+    question kept its score, and one answer of another conversation fell off the page."""
+    lexical = importlib.import_module("hermes_plugins.project_history_recall.lexical")
+    monkeypatch.setattr(lexical, "RANK_BUDGET", 1)  # the newest-first scan picks: every session of the chain
+    repo = world.repo("pay")
+    world.session("other1", repo, messages=[("user", "zeppelin notes: we also added a circuit breaker")])
+    world.session("other2", repo, messages=[("assistant", "the zeppelin gateway caps at 30s")])
+    world.session("asked", repo, messages=[("user", "zeppelin reconnect jitter?")])
+    world.say("asked", "assistant", "", tool_calls=RECALL_CALL)
+    _chain(world, repo, links)
+    world.session("cur_z", repo, style="cli", messages=[("user", "hi")])
+    answer = world.search("cur_z", "zeppelin reconnect backoff jitter", mode="keyword", limit=3)
+    found = result_sessions(answer)
+    assert found[0] == "a1" and set(found) == {"a1", "other1", "other2"}, answer
+
+
 @pytest.mark.parametrize("links", [10, 60])
 def test_a_long_chain_does_not_crowd_the_vector_leg(world: World, fake, links: int):
     server = fake(dims=64, words=True)
