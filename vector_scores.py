@@ -6,6 +6,7 @@ pages are the shared vector files', mapped by the caller).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
@@ -43,7 +44,8 @@ def member_mask(view: vector_file.View, codes: Mapping[str, int], sessions: Iter
 
 
 def scope_scores(
-    view: vector_file.View, member: np.ndarray, query: np.ndarray, *, wanted: int = 0
+    view: vector_file.View, member: np.ndarray, query: np.ndarray, *, wanted: int = 0,
+    group: Callable[[list[str]], Mapping[str, str]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(message ids, session codes, cosines)`` of the live rows of the sessions ``member`` marks in ``view``.
 
@@ -58,7 +60,7 @@ def scope_scores(
     inside = member[owners] & (ids != -1)
     share = int(np.count_nonzero(inside))
     if view.basis is not None and view.low is not None and share >= vector_basis.TWO_PASS_FROM_ROWS:
-        return two_pass(view, view.basis, view.low, query, inside, wanted=wanted)
+        return two_pass(view, view.basis, view.low, query, inside, wanted=wanted, group=group)
     if share > IN_PLACE_SHARE * view.n:
         scores = dot(view.vectors, query)
         scores[~inside] = -np.inf
@@ -72,15 +74,18 @@ def scope_scores(
 
 
 def two_pass(
-    view: vector_file.View, basis: np.ndarray, low: np.ndarray, query: np.ndarray, inside: np.ndarray, *, wanted: int = 0
+    view: vector_file.View, basis: np.ndarray, low: np.ndarray, query: np.ndarray, inside: np.ndarray, *, wanted: int = 0,
+    group: Callable[[list[str]], Mapping[str, str]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Like :func:`scope_scores` for the rows ``inside``, scoring exactly only the best of them along ``basis``.
 
     The first pass scores each row's coordinates ``low`` against ``query @ basis``; the best
     ``vector_basis.kept()`` of the scope's rows, and every row of the scope past ``low`` (appended since the
-    basis), are then scored exactly. The rows kept are widened until they hold ``wanted`` sessions or the
-    whole scope, so that later pages do not end early where a few long sessions fill the best rows. Every
-    cosine returned is exact; a row the first pass ranks far down is missed.
+    basis), are then scored exactly. The rows kept are widened until they hold ``wanted`` sessions or the whole
+    scope, so that later pages do not end early where a few long sessions fill the best rows; with ``group``
+    (sessions -> each one's conversation), until they hold ``wanted`` conversations too, or every one of the scope: a
+    long chain's continuations (each a copy of its first turns) are sessions enough to fill the best rows alone.
+    Every cosine returned is exact; a row the first pass ranks far down is missed.
     """
     projected = len(low)
     rough_query = query @ basis
@@ -97,12 +102,21 @@ def two_pass(
     rough = np.concatenate([dot(low[start:stop], rough_query) for start, stop in runs]) if runs else np.empty(0, np.float32)
     rough[~first[rows] | np.isnan(rough)] = -np.inf  # another scope's row, or a vector not finite: last
     keep = vector_basis.kept(count)
+
+    def conversations(codes: list[int]) -> int:
+        return len(set(group([view.names[c] for c in codes]).values())) if group is not None else len(codes)
+
+    @functools.cache
+    def everyone() -> int:  # the scope's conversations: all of them held, widening further finds no other
+        return conversations(np.unique(view.rows[np.flatnonzero(inside), 2]).tolist())
+
     while True:
         cut = len(rough) - keep  # the best keep rows, without a negated copy of the scores
         best = np.argpartition(rough, cut)[cut:] if 0 < keep < count else np.flatnonzero(rough > -np.inf)
         best = best[rough[best] > -np.inf]  # never a row of another scope, a gone one or one not finite
         chosen = np.sort(rows[best])  # in file order: the gather reads forward
-        if keep >= count or len(np.unique(view.rows[chosen, 2])) >= wanted:
+        held = np.unique(view.rows[chosen, 2]).tolist()
+        if keep >= count or len(held) >= wanted and (group is None or conversations(held) >= min(wanted, everyone())):
             break
         keep = min(count, keep * 4)
     chosen = np.concatenate([chosen, projected + np.flatnonzero(inside[projected:])])

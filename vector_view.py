@@ -175,7 +175,8 @@ class MappedVectors:
         if not view.n or not sessions:
             return []
         names = view.names  # as they belong to this view (another thread may map newer files)
-        ids, owners, scores = vector_scores.scope_scores(view, self._member_mask(view, sessions), query, wanted=top_sessions)
+        ids, owners, scores = vector_scores.scope_scores(view, self._member_mask(view, sessions), query, wanted=top_sessions,
+                                                         group=group)
         return vector_scores.best_of_sessions(names, sessions, ids, owners, scores, top_sessions, per_session, group)
 
     def _member_mask(self, view: vector_file.View, sessions: AbstractSet[str]) -> np.ndarray:

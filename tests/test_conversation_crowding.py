@@ -117,6 +117,36 @@ def test_a_long_chain_does_not_crowd_the_vector_leg(world: World, fake, links: i
     importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
 
 
+@pytest.mark.parametrize("links", [60])
+def test_a_long_chain_does_not_crowd_the_vector_legs_first_pass(world: World, fake, monkeypatch, links: int):
+    """A scope large enough for the two-pass vector search (the thresholds lowered): the first pass keeps its best rows
+    (55 here), widened until they hold the sessions a search wants (51 conversations); a chain's 60 links, counted as
+    sessions, ended the widening with the other conversations' rows left out, and the chain was the one result."""
+    vector_basis = importlib.import_module("hermes_plugins.project_history_recall.vector_basis")
+    monkeypatch.setattr(vector_basis, "BASIS_FROM_ROWS", 300)
+    monkeypatch.setattr(vector_basis, "TWO_PASS_FROM_ROWS", 300)
+    monkeypatch.setattr(vector_basis, "KEEP_AT_LEAST", 55)
+    server = fake(dims=64, words=True)
+    repo = world.repo("pay")
+    world.session("other1", repo, messages=[("user", "zeppelin reconnect storm in the gateway: we also added a circuit breaker")])
+    world.session("other2", repo, messages=[("assistant", "how do we stop the zeppelin gateway reconnect storm? backoff caps at 30s")])
+    _chain(world, repo, links)
+    world.session("cur_z", repo, style="cli", messages=[("user", "hi")])
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur_z")["success"] is True
+    indexing = importlib.import_module("hermes_plugins.project_history_recall.indexing")
+    out = indexing.index_projects(home=world.home)
+    assert out["success"], out
+    vector_scores = importlib.import_module("hermes_plugins.project_history_recall.vector_scores")
+    passes = []
+    two_pass = vector_scores.two_pass
+    monkeypatch.setattr(vector_scores, "two_pass", lambda *a, **k: passes.append(1) or two_pass(*a, **k))
+    answer = world.search("cur_z", "how do we stop the zeppelin reconnect storm in the gateway", mode="semantic", limit=3)
+    assert passes, "the scope is scored in two passes"
+    assert set(result_sessions(answer)) == {"a1", "other1", "other2"}, answer
+    importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
+
+
 def test_branches_own_decisions_are_reachable_from_another_session(world: World):
     """Two branches of one conversation decided apart after the fork: each decision is a result of its own from
     another session (they were one result of the family), and the history they copied is one result."""
