@@ -331,7 +331,8 @@ class VectorIndex:
         self._mapped.learn_basis()
 
     def search(self, query: np.ndarray, sessions: set[str], top_sessions: int, *, per_session: int = 1,
-               group: Callable[[list[str]], Mapping[str, str]] | None = None) -> list[Hit]:
+               group: Callable[[list[str]], Mapping[str, str]] | None = None,
+               keys: Callable[[Mapping[int, str]], Mapping[int, str]] | None = None) -> list[Hit]:
         """The best messages of the ``top_sessions`` sessions most similar to ``query``: hits scored by cosine, best
         first, at most ``per_session`` of each session, so one session with many similar messages cannot crowd out
         the others (:meth:`vector_view.MappedVectors.scores`). Scope is applied here, at query time."""
@@ -342,7 +343,7 @@ class VectorIndex:
                 # Files of another size than this model's (started over by a process whose endpoint
                 # answers another size, since the refresh): nothing here to compare the query with.
                 return []
-            return self._mapped.scores(query, sessions, top_sessions, per_session, group)
+            return self._mapped.scores(query, sessions, top_sessions, per_session, group, keys)
 
     @property
     def vectors_in_memory(self) -> int:

@@ -93,7 +93,8 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
             # window that fails the 51 most similar sessions would answer nothing (a false "no matching messages").
             searched = session_rows.active_between(conn, sorted(searched), scope.filters.since, scope.filters.until)
         raw = vectors.search(mean, searched, pages.MAX_REACH + 1, per_session=per_session,
-                             group=lambda ids: session_rows.conversation_roots(conn, ids))
+                             group=lambda ids: session_rows.conversation_roots(conn, ids),
+                             keys=lambda hits: session_rows.result_keys(conn, hits)[0])
         if scope.live:  # the asking session: only its archive, looked for past its live rows (its context)
             live = store.live_ids(conn, scope.live)
             own = vectors.search(mean, {scope.live}, 1, per_session=per_session + len(live))

@@ -129,24 +129,25 @@ def two_pass(
 
 def best_of_sessions(
     names: Sequence[str], sessions: AbstractSet[str], ids: np.ndarray, owners: np.ndarray, scores: np.ndarray,
-    top_sessions: int, per_session: int, group: Callable[[list[str]], Mapping[str, str]] | None = None,
+    top_sessions: int, per_session: int, keys: Callable[[Mapping[int, str]], Mapping[int, str]] | None = None,
 ) -> list[Hit]:
     """The best messages of the ``top_sessions`` best sessions among scored rows, best first.
 
     At most ``per_session`` messages of a session; a message's score is its
     best chunk's. Rows of a session not in ``sessions`` are never returned,
     whatever the codes say. Looks at a head of the best rows, widened until
-    it holds enough sessions. With ``group`` (sessions -> each one's conversation's first session, asked only of
-    the sessions of the rows looked at), ``top_sessions``
+    it holds enough sessions. With ``keys`` (``{message: its session}`` -> the conversation each message stands for,
+    asked only of the rows looked at: ``session_rows.result_keys``), ``top_sessions``
     counts conversations, and a conversation keeps at most ``PER_CONVERSATION_SESSIONS`` sessions' worth of
     messages, the first said of those scored alike: a compression's continuations and a branch carry copies of
-    its first turns (one vector each, alike), which would otherwise fill the sessions and leave one conversation.
+    its first turns (one vector each, alike), which would otherwise fill the sessions and leave one conversation
+    (a branch's own messages are its own conversation's).
     """
     if not len(scores):
         return []
     head = min(len(scores), max(top_sessions * per_session * 4, 64))
     while True:
-        best, taken = _head(names, sessions, ids, owners, scores, head, top_sessions, per_session, group)
+        best, taken = _head(names, sessions, ids, owners, scores, head, top_sessions, per_session, keys)
         if len(taken) >= top_sessions or head >= len(scores):
             break
         head = min(len(scores), head * 4)
@@ -155,27 +156,26 @@ def best_of_sessions(
 
 def _head(
     names: Sequence[str], sessions: AbstractSet[str], ids: np.ndarray, owners: np.ndarray, scores: np.ndarray,
-    head: int, top_sessions: int, per_session: int, group: Callable[[list[str]], Mapping[str, str]] | None = None,
+    head: int, top_sessions: int, per_session: int, keys: Callable[[Mapping[int, str]], Mapping[int, str]] | None = None,
 ) -> tuple[dict[int, tuple[str, float]], dict[str, int]]:
-    """The best rows of the head; returns them and how many each session (or, with ``group``, each conversation)
+    """The best rows of the head; returns them and how many each session (or, with ``keys``, each conversation)
     took."""
     part = np.argpartition(-scores, head - 1)[:head] if head < len(scores) else np.arange(len(scores))
     best: dict[int, tuple[str, float]] = {}
-    taken: dict[str, int] = {}  # by conversation (with ``group``; else each session is its own)
+    taken: dict[str, int] = {}  # by conversation (with ``keys``; else each session is its own)
     own: dict[str, int] = {}  # by session
     order = part[np.lexsort((ids[part], -scores[part]))]  # ties: the message said first (an original before its copies)
-    roots = group([names[c] for c in dict.fromkeys(owners[order].tolist())]) if group is not None else {}
-    cap = per_session * (PER_CONVERSATION_SESSIONS if group is not None else 1)  # a conversation's rows
-    # As Python numbers: indexing numpy arrays one element at a time would cost more than the loop.
-    for mid, code, score in zip(ids[order].tolist(), owners[order].tolist(), scores[order].tolist(), strict=True):
-        if score == -np.inf:  # the rest is out of scope
-            break
+    # As Python numbers: indexing numpy arrays one element at a time would cost more than the loop. Out of scope: a
+    # score of -inf (the rest), or another session's message, whatever the codes say.
+    rows = [(mid, names[code], score) for mid, code, score in zip(ids[order].tolist(), owners[order].tolist(),
+                                                                    scores[order].tolist(), strict=True)
+            if score != -np.inf and names[code] in sessions]
+    conversation = keys({mid: sid for mid, sid, _ in rows}) if keys is not None else {}
+    cap = per_session * (PER_CONVERSATION_SESSIONS if keys is not None else 1)  # a conversation's rows
+    for mid, sid, score in rows:
         if mid in best:
             continue
-        sid = names[code]
-        if sid not in sessions:  # never another session's message, whatever the codes say
-            continue
-        conv = roots.get(sid, sid)
+        conv = conversation.get(mid, sid)
         count = taken.get(conv, 0)
         if own.get(sid, 0) >= per_session or count >= cap or (not count and len(taken) >= top_sessions):
             continue

@@ -168,16 +168,19 @@ class MappedVectors:
         return size // 4
 
     def scores(self, query: np.ndarray, sessions: set[str], top_sessions: int, per_session: int,
-               group: Callable[[list[str]], Mapping[str, str]] | None = None) -> list[Hit]:
+               group: Callable[[list[str]], Mapping[str, str]] | None = None,
+               keys: Callable[[Mapping[int, str]], Mapping[int, str]] | None = None) -> list[Hit]:
         """The best messages of the ``top_sessions`` sessions of ``sessions`` most similar to ``query`` (a unit
-        vector of the mapped rows' size), at most ``per_session`` of each, a message scored by its best chunk."""
+        vector of the mapped rows' size), at most ``per_session`` of each, a message scored by its best chunk; with
+        ``group`` (sessions -> conversations) and ``keys`` (messages -> the conversations they stand for),
+        ``top_sessions`` counts conversations (``vector_scores.two_pass``, ``vector_scores.best_of_sessions``)."""
         view = self.view
         if not view.n or not sessions:
             return []
         names = view.names  # as they belong to this view (another thread may map newer files)
         ids, owners, scores = vector_scores.scope_scores(view, self._member_mask(view, sessions), query, wanted=top_sessions,
                                                          group=group)
-        return vector_scores.best_of_sessions(names, sessions, ids, owners, scores, top_sessions, per_session, group)
+        return vector_scores.best_of_sessions(names, sessions, ids, owners, scores, top_sessions, per_session, keys)
 
     def _member_mask(self, view: vector_file.View, sessions: AbstractSet[str]) -> np.ndarray:
         """:func:`vector_scores.member_mask` of ``sessions`` in ``view``, kept for the last scope searched: a

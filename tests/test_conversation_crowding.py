@@ -281,3 +281,28 @@ def test_a_chain_of_nested_branches_is_keyed_in_few_steps(world: World):
     # Each session left asked once (here 154 and 1,629 hundred steps); once a level would be about 30 times as many.
     assert steps[100] < 5_000, steps
 
+
+
+def test_every_branchs_own_decision_is_a_semantic_result(world: World, fake):
+    """The vector leg's cap as the keyword candidates' (test_every_branchs_own_decision_is_a_result): a branch's own
+    messages are its own conversation's, its copies the family's (the family was capped by its first session at four
+    sessions' worth, and two of 14 branches' decisions fell out)."""
+    server = fake(dims=64, words=True)
+    alpha = world.repo("alpha")
+    history = [("user", "which queue for the invoice mailer?"), ("assistant", "candidates: sqs, rabbitmq, nats")]
+    world.session("P", alpha, style="cli", messages=history)
+    for k in range(14):
+        world.db.end_session("P", "branched")
+        world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+        world.say(f"B{k}", "assistant", f"invoice mailer queue decided: option{k}")
+    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur")["success"] is True
+    assert importlib.import_module("hermes_plugins.project_history_recall.indexing").index_projects(home=world.home)["success"]
+    answer = world.search("cur", "invoice mailer queue decided", mode="semantic", limit=10)
+    got = set(result_sessions(answer))
+    while answer.get("next_cursor"):
+        answer = world.search("cur", "invoice mailer queue decided", mode="semantic", limit=10, cursor=answer["next_cursor"])
+        got |= set(result_sessions(answer))
+    importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
+    assert {f"B{k}" for k in range(14)} <= got, ({f"B{k}" for k in range(14)} - got, len(got))
