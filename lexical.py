@@ -380,7 +380,7 @@ def _scan(
     Sessions with ids close together are read by one FTS5 range seek; a session spread wide (resumed months
     later) through its own messages (``LIKE`` on ``needles``), not by seeking over everyone else's rows. Both
     count against ``SCAN_MESSAGES``. Each session keeps its ``PER_SESSION`` shortest matches (for common
-    words, BM25's first). Returns whether the bounds left messages unread with too few sessions matched.
+    words, BM25's first). Returns whether the bounds left messages unread with too few conversations matched.
     """
     matched: dict[int, str] = {}
     roots: dict[str, str] = {}
