@@ -149,7 +149,8 @@ def _one_per_conversation(conn: sqlite3.Connection, ranked: Sequence[Hit], found
     for hit in ranked:
         shown.append(hit)
         if keys[hit.message_id] != own[hit.session_id] and hit.found_by != "semantic":
-            kept = [h for h in mine.get(hit.session_id, ()) if terms(h.message_id) >= terms(hit.message_id)]
+            copied = terms(hit.message_id)
+            kept = [h for h in mine.get(hit.session_id, ()) if terms(h.message_id) >= copied]
             shown += [ranking.found(max(kept, key=lambda h: (h.score, -h.message_id)), hit.found_by)] if kept else []
     return ranking.one_per_conversation(shown, keys)
 
