@@ -320,17 +320,32 @@ def result_keys(conn: sqlite3.Connection, hits: Mapping[int, str]) -> tuple[dict
     heap = [(-depth.get(left, 0), left) for left in waiting]
     heapq.heapify(heap)
     done: set[str] = set()
+    # Hits of one text found copied at one fork climb on as one (the first of them): above it they are keyed alike.
+    # Else the hits of a nested chain's copies of one turn, one a branch, each climbed every fork above its own
+    # (n²/2 ids asked of n statements).
+    same: dict[int, int] = {}  # a hit -> the hit of its text that climbs for it
     while heap:
         left = heapq.heappop(heap)[1]
         inside = waiting.pop(left, [])
         done.add(left)
-        copied = _copies_of(conn, inside, left) if inside else set()
-        for mid in copied:
+        copied = _copies_of(conn, inside, left) if inside else {}
+        for mid, first in copied.items():
+            if mid != first:
+                same[mid] = first
+                continue
             keys[mid] = up = own.get(left, left)
             if up != family[hits[mid]] and up in parent and parent[up] not in done:  # done: a cycle of links
                 if parent[up] not in waiting:
                     heapq.heappush(heap, (-depth.get(parent[up], 0), parent[up]))
                 waiting.setdefault(parent[up], []).append(mid)
+    for mid in same:  # a chain of hits each climbing for the one before: each walked once
+        path, first = [], mid
+        while first in same:
+            path.append(first)
+            first = same[first]
+        for passed in path:
+            same[passed] = first
+            keys[passed] = keys[first]
     return keys, {sid: own[sid] for sid in sessions}
 
 
@@ -351,12 +366,14 @@ def _roots(parent: Mapping[str, str], ids: Iterable[str]) -> dict[str, str]:
     return roots
 
 
-def _copies_of(conn: sqlite3.Connection, ids: Sequence[int], session_id: str) -> set[int]:
+def _copies_of(conn: sqlite3.Connection, ids: Sequence[int], session_id: str) -> dict[int, int]:
     """Of the messages ``ids``, those whose role and text a user or assistant row of ``session_id`` has, or a tool row
     when one of ``ids`` is a tool's output (what a branch copied from the session it left; a log copied at the fork
-    is the left conversation's too). One statement: the session's rows read once."""
-    return {int(r[0]) for r in conn.execute(
-        f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?1)) AND COALESCE(m.content, '') != ''"
+    is the left conversation's too), each with the first of them of its role and text. One statement: the session's
+    rows read once."""
+    return {int(r[0]): int(r[1]) for r in conn.execute(
+        f"SELECT m.id, min(m.id) OVER (PARTITION BY {store.TURN.format(t='m')}) FROM messages m"
+        " WHERE m.id IN (SELECT value FROM json_each(?1)) AND COALESCE(m.content, '') != ''"
         f" AND {store.TURN.format(t='m')} IN (SELECT {store.TURN.format(t='l')} FROM messages l WHERE l.session_id = ?2"
         " AND (l.role IN ('user', 'assistant') OR (l.role = 'tool' AND EXISTS (SELECT 1 FROM messages h"
         " WHERE h.id IN (SELECT value FROM json_each(?1)) AND h.role = 'tool'))))", [json.dumps(list(ids)), session_id])}
