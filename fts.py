@@ -546,8 +546,12 @@ def like_candidates(
         hundreds of them do not fill ``limit``; its first session's (the originals) all."""
         rows = list(rows)
         keys = session_rows.conversation_roots(conn, [sid for _, sid in rows], roots)
+        # A branch's own rows (not its copies of the session it left) are its own conversation's, as in the index's
+        # candidates: counted with the family, a family of 20 branches' copies and decisions filled the family's cap
+        # and six branches' decisions were never candidates.
+        mine = session_rows.branch_own(conn, {mid: sid for mid, sid in rows if keys[sid] != sid})
         for mid, sid in rows:
-            conv = keys[sid]
+            conv = sid if mid in mine else keys[sid]
             if len(out) < limit and (conv == sid or copies.get(conv, 0) < per_session * PER_CONVERSATION_SESSIONS):
                 out.append((mid, sid))
                 conversations.add(conv)

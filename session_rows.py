@@ -366,6 +366,26 @@ def _roots(parent: Mapping[str, str], ids: Iterable[str]) -> dict[str, str]:
     return roots
 
 
+def branch_own(conn: sqlite3.Connection, rows: Mapping[int, str]) -> set[int]:
+    """Of ``rows`` (``{message: its session}``), those of a branch that are not copies of the session it left: what
+    the branch went on to say, its own conversation's (:func:`result_keys`, for a read that keys sessions by
+    :func:`conversation_roots`). A branch's compression continuations are not asked. One statement, and one for each
+    session branched from among them (its rows read once)."""
+    if not rows:
+        return set()
+    left = {str(r[0]): str(r[1]) for r in conn.execute(
+        "SELECT s.id, s.parent_session_id FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))"
+        f" AND COALESCE(s.parent_session_id, '') != '' AND {_BRANCH_CHILD}", [json.dumps(sorted(set(rows.values())))])}
+    waiting: dict[str, list[int]] = {}
+    for mid, sid in rows.items():
+        if sid in left:
+            waiting.setdefault(left[sid], []).append(mid)
+    own: set[int] = set()
+    for parent, mids in waiting.items():
+        own.update(set(mids) - set(_copies_of(conn, mids, parent)))
+    return own
+
+
 def _copies_of(conn: sqlite3.Connection, ids: Sequence[int], session_id: str) -> dict[int, int]:
     """Of the messages ``ids``, those whose role and text a user or assistant row of ``session_id`` has, or a tool row
     when one of ``ids`` is a tool's output (what a branch copied from the session it left; a log copied at the fork

@@ -306,3 +306,23 @@ def test_every_branchs_own_decision_is_a_semantic_result(world: World, fake):
         got |= set(result_sessions(answer))
     importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
     assert {f"B{k}" for k in range(14)} <= got, ({f"B{k}" for k in range(14)} - got, len(got))
+
+
+def test_every_branchs_own_decision_is_a_substring_result(world: World):
+    """test_every_branchs_own_decision_is_a_result for a two-character CJK word (the substring read): a branch's own
+    rows are its own conversation's there too. Counted with the family (its first session's), 20 branches' copies
+    and decisions filled the family's 40 rows and six branches' decisions were never candidates."""
+    alpha = world.repo("alpha")
+    history = [("user", "发票邮件用哪个队列?"), ("assistant", "候选: sqs, rabbitmq, nats 队列")]
+    world.session("P", alpha, style="cli", messages=history)
+    for k in range(20):
+        world.db.end_session("P", "branched")
+        world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+        world.say(f"B{k}", "assistant", f"队列 决定: option{k}")
+    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+    answer = world.search("cur", "队列", mode="keyword", limit=10)
+    got = set(result_sessions(answer))
+    while answer.get("next_cursor"):
+        answer = world.search("cur", "队列", mode="keyword", limit=10, cursor=answer["next_cursor"])
+        got |= set(result_sessions(answer))
+    assert {f"B{k}" for k in range(20)} <= got, ({f"B{k}" for k in range(20)} - got, len(got))
