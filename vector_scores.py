@@ -116,7 +116,7 @@ def two_pass(
         best = best[rough[best] > -np.inf]  # never a row of another scope, a gone one or one not finite
         chosen = np.sort(rows[best])  # in file order: the gather reads forward
         held = np.unique(view.rows[chosen, 2]).tolist()
-        if keep >= count or len(held) >= wanted and (group is None or conversations(held) >= min(wanted, everyone())):
+        if keep >= count or len(held) >= wanted and (group is None or _enough(conversations(held), wanted, everyone)):
             break
         keep = min(count, keep * 4)
     chosen = np.concatenate([chosen, projected + np.flatnonzero(inside[projected:])])
@@ -125,6 +125,13 @@ def two_pass(
         part = chosen[start : start + EXACT_BLOCK]
         scores[start : start + len(part)] = dot(view.vectors[part], query)
     return view.rows[chosen, 1], view.rows[chosen, 2], scores
+
+
+def _enough(held: int, wanted: int, everyone: Callable[[], int]) -> bool:
+    """Whether ``held`` conversations are enough: ``wanted``, or every one of the scope. The scope's are asked only
+    when fewer than ``wanted`` are held (asked first, every two-pass search walked every session of the scope up its
+    parent links, whatever its best rows held)."""
+    return held >= wanted or held >= everyone()
 
 
 def best_of_sessions(

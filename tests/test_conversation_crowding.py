@@ -326,3 +326,39 @@ def test_every_branchs_own_decision_is_a_substring_result(world: World):
         answer = world.search("cur", "队列", mode="keyword", limit=10, cursor=answer["next_cursor"])
         got |= set(result_sessions(answer))
     assert {f"B{k}" for k in range(20)} <= got, ({f"B{k}" for k in range(20)} - got, len(got))
+
+
+def test_the_vector_legs_first_pass_asks_the_scopes_conversations_only_when_its_rows_hold_too_few(world: World, fake,
+                                                                                                  monkeypatch):
+    """vector_scores.two_pass stops widening at ``wanted`` conversations or every one of the scope; the scope's were
+    asked first, so every two-pass search walked every session of the scope up its parent links (240 here) even when
+    its best rows held enough (55 conversations of 51 wanted)."""
+    import inspect
+
+    vector_basis = importlib.import_module("hermes_plugins.project_history_recall.vector_basis")
+    monkeypatch.setattr(vector_basis, "BASIS_FROM_ROWS", 300)
+    monkeypatch.setattr(vector_basis, "TWO_PASS_FROM_ROWS", 300)
+    monkeypatch.setattr(vector_basis, "KEEP_AT_LEAST", 55)
+    server = fake(dims=64, words=True)
+    repo = world.repo("pay")
+    for i in range(240):
+        world.session(f"s{i}", repo, messages=[("user", f"zeppelin gateway note {i} about reconnect storms"),
+                                                ("assistant", f"reply {i}: backoff and jitter for the zeppelin gateway")])
+    world.session("cur_z", repo, style="cli", messages=[("user", "hi")])
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur_z")["success"] is True
+    assert importlib.import_module("hermes_plugins.project_history_recall.indexing").index_projects(home=world.home)["success"]
+    session_rows = importlib.import_module("hermes_plugins.project_history_recall.session_rows")
+    asked: list[int] = []
+    real = session_rows.conversation_roots
+
+    def roots(conn, ids, known=None):
+        if any(f.function == "two_pass" for f in inspect.stack()):
+            asked.append(len(list(ids)))
+        return real(conn, ids, known)
+
+    monkeypatch.setattr(session_rows, "conversation_roots", roots)
+    answer = world.search("cur_z", "zeppelin gateway reconnect storm", mode="semantic", limit=3)
+    importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
+    assert len(result_sessions(answer)) == 3, answer
+    assert asked and max(asked) < 240, asked
