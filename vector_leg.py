@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -92,9 +92,18 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
             # Dates are checked on the hits below; the best sessions are picked among those that can pass, or a
             # window that fails the 51 most similar sessions would answer nothing (a false "no matching messages").
             searched = session_rows.active_between(conn, sorted(searched), scope.filters.since, scope.filters.until)
+        keyed: dict[int, str] = {}  # a message's conversation does not depend on the others asked with it
+
+        def keys(hits: Mapping[int, str]) -> dict[int, str]:
+            """``session_rows.result_keys`` of ``hits``, each asked once: a widened head asks its first rows again
+            (each time reading every session a branch among them left, whole)."""
+            new = {m: s for m, s in hits.items() if m not in keyed}
+            if new:
+                keyed.update(session_rows.result_keys(conn, new)[0])
+            return {m: keyed[m] for m in hits}
+
         raw = vectors.search(mean, searched, pages.MAX_REACH + 1, per_session=per_session,
-                             group=lambda ids: session_rows.conversation_roots(conn, ids),
-                             keys=lambda hits: session_rows.result_keys(conn, hits)[0])
+                             group=lambda ids: session_rows.conversation_roots(conn, ids), keys=keys)
         if scope.live:  # the asking session: only its archive, looked for past its live rows (its context)
             live = store.live_ids(conn, scope.live)
             own = vectors.search(mean, {scope.live}, 1, per_session=per_session + len(live))

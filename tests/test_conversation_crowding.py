@@ -362,3 +362,44 @@ def test_the_vector_legs_first_pass_asks_the_scopes_conversations_only_when_its_
     importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
     assert len(result_sessions(answer)) == 3, answer
     assert asked and max(asked) < 240, asked
+
+
+def test_the_vector_legs_widened_head_asks_a_branchs_rows_once(world: World, fake, monkeypatch):
+    """vector_scores.best_of_sessions widens its head until it holds enough conversations, asking each time which
+    conversation each row stands for (``session_rows.result_keys``, which reads the session a branch left whole): the
+    rows asked before are not asked again (a session of 3,000 rows branched from was read at each of three widenings)."""
+    import inspect
+    import sqlite3
+
+    server = fake(dims=64, words=True)
+    alpha = world.repo("alpha")
+    history = [("user", "pricing cache for the pricing service: redis or memcached?"),
+               ("assistant", "pricing cache options: redis or memcached")]
+    world.session("P", alpha, style="cli", messages=history)
+    world.close()
+    with sqlite3.connect(world.home / "state.db") as conn:
+        base = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+        conn.executemany("INSERT INTO messages(session_id, role, content, timestamp) VALUES ('P', ?, ?, ?)",
+                         [("user" if i % 2 == 0 else "assistant", f"ledger detail {i} " + "filler " * 30,
+                           1_800_000_000 + base + i) for i in range(3000)])
+    world.db.end_session("P", "branched")
+    world.session("B", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+    world.say("B", "assistant", "decision: memcached for the pricing cache")
+    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur")["success"] is True
+    assert importlib.import_module("hermes_plugins.project_history_recall.indexing").index_projects(home=world.home)["success"]
+    session_rows = importlib.import_module("hermes_plugins.project_history_recall.session_rows")
+    heads: list[str] = []
+    real = session_rows._copies_of
+
+    def copies_of(conn, ids, left):
+        if any(f.function == "_head" for f in inspect.stack()):
+            heads.append(left)
+        return real(conn, ids, left)
+
+    monkeypatch.setattr(session_rows, "_copies_of", copies_of)
+    answer = world.search("cur", "pricing cache memcached", mode="hybrid")
+    importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
+    assert set(result_sessions(answer)) == {"B", "P"}, answer
+    assert heads == ["P"], heads
