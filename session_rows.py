@@ -339,13 +339,13 @@ def result_keys(conn: sqlite3.Connection, hits: Mapping[int, str]) -> tuple[dict
                     heapq.heappush(heap, (-depth.get(parent[up], 0), parent[up]))
                 waiting.setdefault(parent[up], []).append(mid)
     for mid in same:  # a chain of hits each climbing for the one before: each walked once
-        path, first = [], mid
+        climbed, first = [], mid
         while first in same:
-            path.append(first)
+            climbed.append(first)
             first = same[first]
-        for passed in path:
-            same[passed] = first
-            keys[passed] = keys[first]
+        for hit in climbed:
+            same[hit] = first
+            keys[hit] = keys[first]
     return keys, {sid: own[sid] for sid in sessions}
 
 
