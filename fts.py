@@ -268,21 +268,24 @@ class _Conversations:
     ``ROOTS_CHUNK``, then the rest at once. A pick that stops after a few hundred rows of thousands asks no more, and
     one that walks on asks a session branched from twice (its rows read each time), not once per ``ROOTS_CHUNK``."""
 
-    def __init__(self, conn: sqlite3.Connection, ordered: Sequence[tuple[int, str]]) -> None:
+    def __init__(self, conn: sqlite3.Connection, ordered: Sequence[tuple[int, str]],
+                 known: dict[int, str] | None = None) -> None:
         self._conn, self._ordered, self._upto = conn, ordered, 0
-        self._known: dict[int, str] = {}
+        self._known: dict[int, str] = {} if known is None else known  # shared with the caller: it learns them too
 
     def at(self, index: int) -> tuple[str, str]:
         """The conversation key of row ``index``."""
         if index >= self._upto:
             upto = ROOTS_CHUNK if not self._upto else len(self._ordered)
-            self._known.update(session_rows.result_keys(self._conn, dict(self._ordered[self._upto : upto]))[0])
+            asked = {m: s for m, s in self._ordered[self._upto : upto] if m not in self._known}
+            if asked:
+                self._known.update(session_rows.result_keys(self._conn, asked)[0])
             self._upto = upto
         return ("\x00", self._known[self._ordered[index][0]])
 
 
 def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tuple[int, str]], *, per_session: int,
-                   limit: int, group: bool = False) -> list[tuple[int, str]]:
+                   limit: int, group: bool = False, keyed: dict[int, str] | None = None) -> list[tuple[int, str]]:
     """Of ``ordered`` (``(message id, session id)``, best first, each meeting :func:`_early_filters`), the rows meeting
     every condition of :func:`_filters`, at most ``per_session`` of a session and ``limit`` in all, in order: what
     checking every row, keeping each session's best ``per_session`` and the best ``limit`` of those gives. With
@@ -299,7 +302,7 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
     taken: dict[Any, int] = {}
     failed: dict[Any, int] = {}
     per_conv = per_session * (PER_CONVERSATION_SESSIONS if group else 1)
-    conversation = _Conversations(conn, ordered).at if group else lambda k: ("\x00", ordered[k][1])
+    conversation = _Conversations(conn, ordered, keyed).at if group else lambda k: ("\x00", ordered[k][1])
     verdict: dict[int, bool] = {}
     i, batch, spare = 0, CHECK_BATCH, 0
     while i < len(ordered) and len(out) < limit:
@@ -375,6 +378,7 @@ def session_candidates(
     limit: int,
     near: Near | None = None,
     newest: bool = False,
+    keyed: dict[int, str] | None = None,
 ) -> list[tuple[int, str]]:
     """The scope's live messages matching ``match``, at most ``per_session`` per session and ``limit`` in all:
     ``[(message id, session id)]``, best first.
@@ -397,7 +401,9 @@ def session_candidates(
     # A conversation keeps at most PER_CONVERSATION_SESSIONS sessions' worth (its compressions' and branches' copies of
     # its first turns score alike: hundreds would fill ``limit``, every other conversation left out; a branch's own rows
     # are its own conversation's); of copies scored alike the first said (ties in id order: the original first).
-    return _first_passing(conn, scope, rows, per_session=per_session, limit=limit, group=True)
+    # ``keyed``: the conversation of each row a pick asked before (another index's pick, kept for the search's
+    # results): a session branched from is read by the first only.
+    return _first_passing(conn, scope, rows, per_session=per_session, limit=limit, group=True, keyed=keyed)
 
 
 def range_matches(

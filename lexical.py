@@ -18,6 +18,7 @@ Every candidate is then scored on every term of the query.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -102,6 +103,7 @@ class KeywordAnswer:
     weight: float = 0.0
     hits: tuple[Hit, ...] = ()
     scorer: Scorer | None = None
+    keys: Mapping[int, str] = field(default_factory=dict)  # conversations of candidates the pick asked (result_keys)
 
     @property
     def note(self) -> str:
@@ -444,16 +446,17 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     trigram = store.layout_of(conn).trigram
     plan = _plan(conn, parsed, trigram)
     found: dict[int, str] = {}
+    keyed: dict[int, str] = {}  # each candidate's conversation, as far as the picks asked (session_rows.result_keys)
     paths: list[str] = []
     notes: list[str] = []
     near = ranges.near(conn, db_key, scope.session_ids) if plan.selective or plan.glued else None
     for space, exprs in plan.selective.items():
         found.update(fts.session_candidates(conn, space, " OR ".join(exprs), scope, per_session=PER_SESSION,
-                                            limit=CANDIDATE_ROWS, near=near))
+                                            limit=CANDIDATE_ROWS, near=near, keyed=keyed))
         paths.append(space)
     if plan.glued:
         found.update(fts.session_candidates(conn, "trigram", " OR ".join(plan.glued), scope, per_session=PER_SESSION,
-                                            limit=CANDIDATE_ROWS, near=near, newest=True))
+                                            limit=CANDIDATE_ROWS, near=near, newest=True, keyed=keyed))
         paths.append("glued")
     order = _newest_first(conn, scope, db_key)
     if plan.like:
@@ -474,8 +477,9 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     words = fts.doc_lengths(conn, "words", list(rows)) if any(t.kind != "gram" for t in plan.terms) else {}
     grams = fts.doc_lengths(conn, "trigram", list(rows)) if trigram and any(t.kind == "gram" for t in plan.terms) else {}
     weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
-    return _answer(conn, rows, scorer, want_sessions, "+".join(paths) or "none", notes,
-                   {m: (words.get(m), grams.get(m)) for m, r in rows.items() if r.whole}, weight)
+    answer = _answer(conn, rows, scorer, want_sessions, "+".join(paths) or "none", notes,
+                     {m: (words.get(m), grams.get(m)) for m, r in rows.items() if r.whole}, weight)
+    return dataclasses.replace(answer, keys=keyed)
 
 
 #: The scope's sessions newest first, as ``(session, first id, last id)``, asked when a read needs them.

@@ -136,7 +136,7 @@ def _one_per_conversation(conn: sqlite3.Connection, ranked: Sequence[Hit], found
     there for that conversation, and just after it for its own by its best hit of its own that matches every term the
     copy does: what it went on to decide on the question is not hidden by the history it copied (a lesser mention of
     a word is not a result)."""
-    keys, own = session_rows.result_keys(conn, {h.message_id: h.session_id for h in (*ranked, *found.hits)})
+    keys, own = session_rows.result_keys(conn, {h.message_id: h.session_id for h in (*ranked, *found.hits)}, found.keys)
     mine: dict[str, list[Hit]] = {}  # each session's keyword hits of its own conversation
     for h in found.hits:
         if keys[h.message_id] == own[h.session_id]:

@@ -287,20 +287,23 @@ def conversation_roots(conn: sqlite3.Connection, ids: Collection[str], known: di
     return {sid: known[sid] for sid in ids}
 
 
-def result_keys(conn: sqlite3.Connection, hits: Mapping[int, str]) -> tuple[dict[int, str], dict[str, str]]:
+def result_keys(conn: sqlite3.Connection, hits: Mapping[int, str],
+                known: Mapping[int, str] | None = None) -> tuple[dict[int, str], dict[str, str]]:
     """``({message: the conversation it stands for}, {session: its own conversation})`` for ``hits`` (``{message: its
     session}``), what a search shows one result of: a session and its compression continuations are one conversation
     (:func:`conversation_roots`); so is a branch family for what a branch copied from the session it left (the
     history Hermes copies at the fork), while a branch's other messages, what it went on to decide, stand for the
     branch's own conversation. One recursive query, and one statement for each session branched from among the hits
-    (its user and assistant rows read once); raises ``sqlite3`` errors."""
+    (its user and assistant rows read once); raises ``sqlite3`` errors. ``known``: keys asked before (by the keyword
+    leg's pick), not asked again."""
+    known = known or {}
     sessions = list(dict.fromkeys(hits.values()))
     rows = conn.execute(_UP_SQL.format(branch=_BRANCH_CHILD), {"ids": json.dumps(sessions)}).fetchall()
     parent = {str(r[0]): str(r[1]) for r in rows if r[1]}
     branches = {str(r[0]) for r in rows if r[2]}
     family = _roots(parent, sessions)
     own = _roots({sid: p for sid, p in parent.items() if sid not in branches}, [*sessions, *parent.values()])
-    keys = {mid: own[sid] for mid, sid in hits.items()}
+    keys = {mid: known.get(mid, own[sid]) for mid, sid in hits.items()}
     # A copy is followed up fork by fork: what a branch of a branch copied from its parent, that parent had copied from
     # the session it left in turn. The sessions left are asked deepest first, each once with every hit waiting on it
     # (a hit climbs only to shallower ones): a chain of n nested branches costs n statements, not n per level.
@@ -315,7 +318,7 @@ def result_keys(conn: sqlite3.Connection, hits: Mapping[int, str]) -> tuple[dict
             depth[passed] = base + k
     waiting: dict[str, list[int]] = {}  # a session some branch left -> the hits keyed to that branch
     for mid, sid in hits.items():
-        if own[sid] != family[sid]:
+        if own[sid] != family[sid] and mid not in known:
             waiting.setdefault(parent[own[sid]], []).append(mid)
     heap = [(-depth.get(left, 0), left) for left in waiting]
     heapq.heapify(heap)
