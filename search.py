@@ -135,7 +135,8 @@ def _one_per_conversation(conn: sqlite3.Connection, ranked: Sequence[Hit], found
     ``session_rows.result_keys``). A branch whose best keyword hit is a copy of what the session it left said stands
     there for that conversation, and just after it for its own by its best hit of its own that matches every term the
     copy does: what it went on to decide on the question is not hidden by the history it copied (a lesser mention of
-    a word is not a result)."""
+    a word is not a result). A session is one result: where its copy stands for the family (no other session of it
+    is a result: the original filtered out, rewound or in another project), its own reply takes the copy's place."""
     keys, own = session_rows.result_keys(conn, {h.message_id: h.session_id for h in (*ranked, *found.hits)}, found.keys)
     mine: dict[str, list[Hit]] = {}  # each session's keyword hits of its own conversation
     for h in found.hits:
@@ -152,7 +153,15 @@ def _one_per_conversation(conn: sqlite3.Connection, ranked: Sequence[Hit], found
             copied = terms(hit.message_id)
             kept = [h for h in mine.get(hit.session_id, ()) if terms(h.message_id) >= copied]
             shown += [ranking.found(max(kept, key=lambda h: (h.score, -h.message_id)), hit.found_by)] if kept else []
-    return ranking.one_per_conversation(shown, keys)
+    place: dict[str, int] = {}  # each session's place among the results
+    results: list[Hit] = []
+    for hit in ranking.one_per_conversation(shown, keys):
+        if hit.session_id not in place:
+            place[hit.session_id] = len(results)
+            results.append(hit)
+        elif keys[hit.message_id] == own[hit.session_id]:
+            results[place[hit.session_id]] = hit
+    return results
 
 
 @store.read_again

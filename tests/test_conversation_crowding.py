@@ -230,6 +230,28 @@ def test_a_branchs_own_decision_is_found_when_its_copy_scores_higher(world: Worl
     assert "B8" in result_sessions(answer), answer
 
 
+@pytest.mark.parametrize("args", [{}, {"since": "2022-01-01"}, {"role": "assistant"}])
+def test_a_branch_whose_copy_stands_for_its_family_is_one_result(world: World, args: dict):
+    """The parent's turns were said in 2020 and the branch copied them in 2023: with ``since`` 2022 the branch's copy
+    stands for the family, and the branch is one result, by its own decision (it was shown twice: copy, then reply)."""
+    alpha = world.repo("alpha")
+    history = [("user", "pricing cache for the pricing service: redis or memcached?"),
+               ("assistant", "pricing cache options: redis or memcached")]
+    world.session("P", alpha, style="cli")
+    for role, content in history:
+        world.db.append_message("P", role, content, timestamp=1_600_000_000.0)
+    world.db.end_session("P", "branched")
+    world.session("B", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+    decision = world.say("B", "assistant", "after the load test we went with memcached for the pricing cache, "
+                         + "the eviction behaviour under the nightly batch tipped it " * 3)
+    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+    answer = world.search("cur", "pricing cache memcached", mode="keyword", limit=10, **args)
+    sessions = result_sessions(answer)
+    assert len(sessions) == len(set(sessions)) and "B" in sessions, answer
+    if args.get("since"):
+        assert [(r["session_id"], r["message_id"]) for r in answer["results"]] == [("B", decision)], answer
+
+
 @pytest.mark.parametrize("branches", [3, 14])
 def test_every_branchs_own_decision_is_a_result(world: World, branches: int):
     """Each branch decided on its own (short, the query's words): each decision is a result of its own, however many
