@@ -110,13 +110,30 @@ def two_pass(
     def everyone() -> int:  # the scope's conversations: all of them held, widening further finds no other
         return conversations(np.unique(view.rows[np.flatnonzero(inside), 2]).tolist())
 
+    def enough(best: np.ndarray) -> bool:
+        """Whether the rows ``best`` hold ``wanted`` conversations, or every one of the scope. Their sessions are
+        asked best first, twice ``wanted`` of them, then twice as many each time, until enough are found: most
+        searches ask about a hundred sessions, not the thousands the kept rows hold."""
+        if group is None:
+            return True
+        codes = view.rows[rows[best[np.argsort(-rough[best], kind="stable")]], 2]
+        _, first_at = np.unique(codes, return_index=True)
+        ordered = codes[np.sort(first_at)].tolist()  # each session once, by its best row
+        found: set[str] = set()
+        start, step = 0, 2 * wanted
+        while start < len(ordered):
+            found.update(group([view.names[c] for c in ordered[start : start + step]]).values())
+            if len(found) >= wanted:
+                return True
+            start, step = start + step, 2 * step
+        return len(found) >= everyone()
+
     while True:
         cut = len(rough) - keep  # the best keep rows, without a negated copy of the scores
         best = np.argpartition(rough, cut)[cut:] if 0 < keep < count else np.flatnonzero(rough > -np.inf)
         best = best[rough[best] > -np.inf]  # never a row of another scope, a gone one or one not finite
         chosen = np.sort(rows[best])  # in file order: the gather reads forward
-        held = np.unique(view.rows[chosen, 2]).tolist()
-        if keep >= count or len(held) >= wanted and (group is None or _enough(conversations(held), wanted, everyone)):
+        if keep >= count or len(np.unique(view.rows[chosen, 2])) >= wanted and enough(best):
             break
         keep = min(count, keep * 4)
     chosen = np.concatenate([chosen, projected + np.flatnonzero(inside[projected:])])
@@ -125,13 +142,6 @@ def two_pass(
         part = chosen[start : start + EXACT_BLOCK]
         scores[start : start + len(part)] = dot(view.vectors[part], query)
     return view.rows[chosen, 1], view.rows[chosen, 2], scores
-
-
-def _enough(held: int, wanted: int, everyone: Callable[[], int]) -> bool:
-    """Whether ``held`` conversations are enough: ``wanted``, or every one of the scope. The scope's are asked only
-    when fewer than ``wanted`` are held (asked first, every two-pass search walked every session of the scope up its
-    parent links, whatever its best rows held)."""
-    return held >= wanted or held >= everyone()
 
 
 def best_of_sessions(
