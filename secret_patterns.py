@@ -171,7 +171,7 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: each run is tried once. Quotes may be backslash-escaped (JSON in JSON: ``{\\"token\\": \\"x\\"}``). The value may be
 #: on the next line, unless that line is another ``name:`` (a YAML parent ``auth:`` would otherwise take its child
 #: ``password:`` for its value and hide it). A bare value is not a tuple or call's arguments (``auth=(user, password)``:
-#: :data:`CLI_SECRET` reads those) nor a code fence. The name may be a quoted subscript (``os.environ["DB_PASSWORD"] =
+#: :data:`CLI_SECRET` reads those) nor a code fence, nor a query string's next pair (``api_key=&sign=…``: an empty value). The name may be a quoted subscript (``os.environ["DB_PASSWORD"] =
 #: "…"``, ``$config['db_password'] = '…'``) and the sign PHP's and Ruby's ``=>`` before a quoted value (``'password' =>
 #: '…'``): those two must read as a password by themselves (:func:`redact._assignment`), as arrays of rules and messages
 #: are written so (``'password' => 'required|min:8'``, ``errors['token'] = 'Invalid token.'``). YAML's anchor or
@@ -187,7 +187,7 @@ ASSIGNMENT = re.compile(
     r"(?:\r?\n\s*+(?:-{3,}+[ \t]*+\r?\n[ \t]*+)?(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
     r"(?:(?:" + LITERAL_WRAPPER + r"[ \t]*+b?|[bBrRuUfF]{1,2}+(?=[\"']))?+"
     r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"(?:\"\"(?!\"))?+((?:[^\"\\\n]|\\[^\n]){1,200}+)\"|'(?:''(?!'))?+((?:[^'\n]|''){1,200}+)'"
-    r"|(?<=\[\]byte\()`([^`\n]{1,200}+)`)|(?![\"'\\]|```|\{[ \t]*+\"|-{3,}+(?:\s|$)|\((?:[^),\n]{0,100}+,|[^)\n]{0,40}+\)))(" + VALUE_CHAR + r"{1,200}+))"
+    r"|(?<=\[\]byte\()`([^`\n]{1,200}+)`)|(?![\"'\\]|```|\{[ \t]*+\"|-{3,}+(?:\s|$)|&[A-Za-z_][\w.-]{0,60}+=|\((?:[^),\n]{0,100}+,|[^)\n]{0,40}+\)))(" + VALUE_CHAR + r"{1,200}+))"
 )
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a SECRET``
 #: (``REDIS-CLI`` too) or ``--pass SECRET``, ``curl -u user:SECRET``, httpie's ``http -a user:SECRET`` (``--auth``,
@@ -515,16 +515,17 @@ CLAUSE_END = re.compile(r"[ \t]*+(?:[^A-Za-z \t]|\Z)")
 #: Last words that make a name a credential which those endings do not cover.
 CREDENTIAL_WORDS = {"passcode", "psk", "apikey", "accesskey", "secretkey", "privatekey", "mima"}
 #: Last words of names that are credentials only when the value looks like one (a digit or a symbol in it): ``auth=true``
-#: and ``credentials: 'same-origin'`` are settings, ``auth=dXNlcjpw…`` is not; ``sk``: a cloud's secret key (``SK=…``).
-WEAK_CREDENTIAL_WORDS = {"pass", "pwd", "auth", "credential", "credentials", "sk"}
+#: and ``credentials: 'same-origin'`` are settings, ``auth=dXNlcjpw…`` is not; ``sk``: a cloud's secret key (``SK=…``);
+#: ``appkey``: an SDK's app key, sent beside its secret (DingTalk's, Umeng's: ``appkey：…``).
+WEAK_CREDENTIAL_WORDS = {"pass", "pwd", "auth", "credential", "credentials", "sk", "appkey"}
 #: ``pw`` as a name or its last word after ``_``, ``-`` or ``.`` (``pw: …``, ``DB_PW=…``): a weak credential name;
 #: not the last hump of a CamelCase value (``Sup3rS3cretPw``).
 PW_NAME = re.compile(r"(?i)(?:^|[_.-])pw$")
 #: ``<qualifier>_key`` names that are credentials (``api_key``, ``SECRET_KEY``, ``signingKey``).
 KEY_QUALIFIERS = {"api", "access", "secret", "private", "signing", "encryption", "master"}
-#: ``<qualifier>Key`` names whose value is a credential when it looks like one (``jwtKey``, ``hmac_key``), not a name a
-#: key is stored under (``const jwtKey = "jwt_token"``).
-WEAK_KEY_QUALIFIERS = {"jwt", "hmac", "cookie", "webhook", "license", "licence", "session"}
+#: ``<qualifier>Key`` names whose value is a credential when it looks like one (``jwtKey``, ``hmac_key``, an SDK's
+#: ``appKey``), not a name a key is stored under (``const jwtKey = "jwt_token"``, ``appKey: 'main'``).
+WEAK_KEY_QUALIFIERS = {"jwt", "hmac", "cookie", "webhook", "license", "licence", "session", "app"}
 #: ``<qualifier>_KEY`` names that are not credentials (an UPPER_SNAKE ``*_KEY`` otherwise is one: ``STRIPE_KEY``).
 PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "lookup", "hash", "shard", "row", "range",
                         "unique", "index", "map", "group", "order", "public", "routing", "idempotency", "storage", "dedup"}
@@ -543,13 +544,13 @@ SIZE_UNITS = ("位", "个", "個", "字", " 位", " 个", " 個", " 字", "bit",
 #: Serverless' ``${ssm:…}``), a key's prefix before its docs' ``xxx…`` (``sk-proj-xxx…``) or an ellipsis and a word
 #: (``sk-...your key here``), a bind parameter (``:password``, T-SQL's ``@Password``), a YAML tag (``!ENV``), a package's
 #: version range (``"jsonwebtoken": "^9.0.2"``), a secret store's reference (``vault:secret/data/db#password``,
-#: ``op://vault/item/password``).
+#: ``op://vault/item/password``), a ``your-`` or ``your_`` name of letters (``'your-app-secret'``).
 _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
                 r"|\$\{\{.*|\$\(.*|%\w+%|#\{\w+\}#|@\w+@|#\{[\w.,= ]{1,100}+(?:\}.*)?|%\{[^{}\n]{1,200}+\}"
                 r"|\$\{\w{1,100}+(?::?[-=])?\}?|\$\{\w{1,100}+:?\?[^{}\n]{0,200}+\}?|\$\{(?:ssm|env|file|self|opt|cf|s3|sls)[:(][^{}\s]{0,200}+\}?"
                 r"|:[A-Za-z_]\w{0,60}+|@[A-Z][A-Za-z]{0,60}+|![A-Za-z][A-Za-z_]{0,30}+"
                 r"|Any|\$\{?(?!(?=[A-Za-z\d]*?[a-z])(?=[A-Za-z\d]*?[A-Z])[A-Za-z\d]*?\d[A-Za-z][A-Za-z\d]*+$)\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?"
-                r"|,\s.*|%\(?\w*\)?s|\{(?![A-Za-z0-9+/]{16,}+={0,2}\}$).*|\[.*|<(?!(?=[^>]*?[a-z])(?=[^>]*?[A-Z])(?=[^>]*?\d)(?=[^>]*?[!#$%&*?@^])[^<>\s]{4,100}+>?$).*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|[\w-]{0,12}+(?:\.{3}|…)(?:[a-z]{1,20}+)?"
+                r"|,\s.*|%\(?\w*\)?s|\{(?![A-Za-z0-9+/]{16,}+={0,2}\}$).*|\[.*|<(?!(?=[^>]*?[a-z])(?=[^>]*?[A-Z])(?=[^>]*?\d)(?=[^>]*?[!#$%&*?@^])[^<>\s]{4,100}+>?$).*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|[\w-]{0,12}+(?:\.{3}|…)(?:[a-z]{1,20}+)?|(?i:your)[-_][A-Za-z_-]{1,60}+"
                 r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT|[\^~]v?\d{1,4}+\.(?:\d{1,4}+|[x*])(?:\.(?:\d{1,4}+|[x*])){0,2}+(?:-[\w.]{1,40}+)?"
                 r"|(?:vault|op|ref\+[a-z]{2,12}+|keyring|ssm|secretsmanager|awssm|gcpsm|azkv):/{0,2}+[\w-]{1,100}+/[\w/#.:@+-]{1,200}+"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"

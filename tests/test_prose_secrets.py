@@ -697,6 +697,10 @@ SENT_BEFORE = [
     # red31: a string in parentheses assigned to a credential's name, as formatters wrap a long one, and its rest
     ('password = (\n    "Kq7#vLp2Wx"\n    "Hz2024abc!"\n)', 'Hz2024abc!'), ('api_key = ("Xk9Pq2Lm7Nv4Rt6Yb8Zc"\n           "3Vw5Js1Qe0Hd9Fg2")', '3Vw5Js1Qe0Hd9Fg2'),
     ('api_key: str = (\n    "Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5"\n)', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
+    # red32: an SDK's app key beside its secret (DingTalk, Umeng), in code, JSON, YAML and a full-width colon
+    ("appKey: 'Kq7vLp2WxZ9mN4Rt6Yb8', appSecret: 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'", 'Kq7vLp2WxZ9mN4Rt6Yb8'),
+    ('"appKey": "dingx9k2lmq7wz4pvn8r",', 'dingx9k2lmq7wz4pvn8r'), ('appkey：Kq7vLp2WxZ9mN4Rt6Yb8', 'Kq7vLp2WxZ9mN4Rt6Yb8'),
+    ('dingtalk:\n  app_key: dingx9k2lmq7wz4pvn8r', 'dingx9k2lmq7wz4pvn8r'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1222,6 +1226,9 @@ NEAR_MISSES = [
     # red31: messages and calls in parentheses
     'message = (\n    "Please enter your password"\n    " to continue"\n)', 'password = ("Enter your password")',
     'token = (get_token() or "")',
+    # red32: an app key that names something, a placeholder of words after your-, an empty query value before the next
+    "appKey: 'main'", "appKey: 'your-app-key', appSecret: 'your-app-secret'", 'const appKey = config.appKey;',
+    'AppRegistry.registerComponent(appKey, () => App)', 'appKey=&appSecret=', 'api_key=&sign=abc',
 ]
 
 
