@@ -479,11 +479,11 @@ def _labelled(m: re.Match[str]) -> str:
 def _weakly_labelled(m: re.Match[str], joiner: str) -> bool:
     """Whether a :data:`secret_patterns.LABELLED` match, joined to its value by ``joiner``, is of a form as often
     followed by what the credential is as by its value: a joiner not :data:`secret_patterns.PLAIN_JOIN`'s, a label of
-    :data:`secret_patterns.NAMING_LABELS`, one glued after a word (``Redis密码是 requirepass 配置的``) or in JSON quotes
-    (``"密码": "Password"``)."""
+    :data:`secret_patterns.NAMING_LABELS`, one glued after a word (``Redis密码是 requirepass 配置的``; not a network's:
+    ``wifi密码是 88888888a`` is its value) or in JSON quotes (``"密码": "Password"``)."""
     before = m.string[m.start(1) - 1] if m.start(1) else " "
-    return (m.group(1) in patterns.NAMING_LABELS or (before.isascii() and before.isalnum())
-            or patterns.PLAIN_JOIN.sub("", joiner).strip() != "")
+    glued = before.isascii() and before.isalnum() and not re.search(r"(?i)(?:wi-?fi|wlan)$", m.string[max(m.start(1) - 5, 0) : m.start(1)])
+    return m.group(1) in patterns.NAMING_LABELS or glued or patterns.PLAIN_JOIN.sub("", joiner).strip() != ""
 
 
 def _plainly_a_password(value: str, label: str) -> bool:

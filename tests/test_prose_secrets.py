@@ -701,6 +701,9 @@ SENT_BEFORE = [
     ("appKey: 'Kq7vLp2WxZ9mN4Rt6Yb8', appSecret: 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'", 'Kq7vLp2WxZ9mN4Rt6Yb8'),
     ('"appKey": "dingx9k2lmq7wz4pvn8r",', 'dingx9k2lmq7wz4pvn8r'), ('appkey：Kq7vLp2WxZ9mN4Rt6Yb8', 'Kq7vLp2WxZ9mN4Rt6Yb8'),
     ('dingtalk:\n  app_key: dingx9k2lmq7wz4pvn8r', 'dingx9k2lmq7wz4pvn8r'),
+    # red32: a network's password glued after wifi/WLAN, digits and lower-case letters as routers' are
+    ('wifi密码是 88888888a', '88888888a'), ('家里wifi密码是12345678abc，来了直接连', '12345678abc'),
+    ('WIFI密码：a1234567890', 'a1234567890'), ('WLAN密码是 zxc12345678', 'zxc12345678'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1229,6 +1232,8 @@ NEAR_MISSES = [
     # red32: an app key that names something, a placeholder of words after your-, an empty query value before the next
     "appKey: 'main'", "appKey: 'your-app-key', appSecret: 'your-app-secret'", 'const appKey = config.appKey;',
     'AppRegistry.registerComponent(appKey, () => App)', 'appKey=&appSecret=', 'api_key=&sign=abc',
+    # red32: a network's password asked for or measured
+    'wifi密码是多少？', 'wifi密码是8位以上', 'wifi密码忘了，怎么查看已连接的wifi密码', 'Redis密码是 requirepass 配置的',
 ]
 
 
