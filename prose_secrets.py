@@ -67,12 +67,16 @@ PASSPHRASE_WORDS = re.compile(
 )
 #: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``,
 #: ``账号：admin/Sup3r$ecret9``, ``pw for grafana: admin / …``, ``账密 admin/…`` and ``creds root:…`` without a colon, a pair joined by ``:`` (``creds: root:…``), ``creds for staging: bob / …``, a role's ``Jenkins 管理员：admin/…``;
-#: not a path: ``user: alice/projects/x``): the password
-#: goes when it reads as one (:func:`reads_as_password`).
+#: after a change or a login's verb (group ``verb``: ``我改成了 nacos / …``, ``登录用 admin / …``; a ``/`` without spaces then
+#: joins a path's pieces as often: ``改成了 src/MainApp2``, so the value must read strongly); a network and its password (group ``ssid``:
+#: ``WiFi：Office-5G / …``); not a path: ``user: alice/projects/x``): the password
+#: goes when it reads as one (:func:`reads_as_password`), a network's when :func:`_wifi_password`.
 CREDENTIAL_PAIR = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계管超관p])(?:(?:creds|credentials|login|logins|account|user|username|pw|用户名|账号|帳號"
-    r"|账户|帳戶|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자)(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]|(?:账密|帳密)[ \t]*+[:：]?|creds(?=[ \t]))"
-    r"[ \t]*+[A-Za-z0-9_.@-]{1,64}+(?:[ \t]*+/[ \t]*+|:)(?P<value>[^\s/]{1,200}+)(?!/)"
+    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계管超관pw改换換登无無])(?:(?:creds|credentials|login|logins|account|user|username|pw|用户名|账号|帳號"
+    r"|账户|帳戶|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자|(?P<wifi>wi-?fi|wlan|无线网?|無線網?))"
+    r"(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]"
+    r"|(?:账密|帳密|(?P<verb>(?:改|换|換)(?:成|为|為)了?|(?:登录|登陆|登入|登錄)用))[ \t]*+[:：]?|creds(?=[ \t]))"
+    r"[ \t]*+(?P<ssid>[A-Za-z0-9_.@-]{1,64}+)(?:[ \t]*+/[ \t]*+|(?(wifi)(?!)|:))(?P<value>[^\s/]{1,200}+)(?!/)"
 )
 #: A login under a label, one field a line (``登录信息：`` then ``admin`` then the password), or a Japanese password
 #: (``パス``, which alone is also a path) after a login's id on the same line (``ログインID：admin　パス：…``): the
@@ -316,10 +320,20 @@ def _password_in(m: re.Match[str], redacted: str) -> str:
     redacted when it reads as a password (trailing punctuation of a sentence stays)."""
     group = "value" if m.group("value") is not None else "jvalue"
     value = m.group(group).rstrip(patterns.VALUE_END)
-    if not reads_as_password(value, redacted):
+    if not (_wifi_password(m, value) if m.re is CREDENTIAL_PAIR and m.group("wifi") else reads_as_password(value, redacted)):
+        return m.group()
+    if m.re is CREDENTIAL_PAIR and m.group("verb") and m.string[m.end("ssid") : m.start("value")] == "/" and not reads_strongly(value):
         return m.group()
     start = m.start(group)
     return m.string[m.start() : start] + redacted + m.string[start + len(value) : m.end()]
+
+
+def _wifi_password(m: re.Match[str], value: str) -> bool:
+    """Whether ``value``, after a network's name in a :data:`CREDENTIAL_PAIR` (``WiFi：Office-5G / …``), is its password:
+    8 or more characters, as WPA's are (digits alone too: ``88888888``), not letters alone (``enabled / disabled``) nor
+    the network's other band (``Office-5G / Office-2.4G``: the same first four characters)."""
+    return (len(value) >= 8 and not value.isalpha()
+            and value[:4].lower() != m.group("ssid")[:4].lower())
 
 
 def _is_code(token: str) -> bool:

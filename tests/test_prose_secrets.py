@@ -704,6 +704,12 @@ SENT_BEFORE = [
     # red32: a network's password glued after wifi/WLAN, digits and lower-case letters as routers' are
     ('wifi密码是 88888888a', '88888888a'), ('家里wifi密码是12345678abc，来了直接连', '12345678abc'),
     ('WIFI密码：a1234567890', 'a1234567890'), ('WLAN密码是 zxc12345678', 'zxc12345678'),
+    # red32: a network's name and password as a pair; a login after a change's or a login's verb
+    ('WiFi：Office-5G / Kq7vLp2Wx99', 'Kq7vLp2Wx99'), ('wifi: Guest-2.4G / Welcome@2024', 'Welcome@2024'),
+    ('公司wifi：TP-LINK_8F2A / zxc123456', 'zxc123456'), ('无线网：CMCC-8F2A / 88888888', '88888888'),
+    ('nacos 默认账号 nacos，我改成了 nacos / Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('rabbitmq 的 guest 我改成了 admin / Rb5!kTw9Pe', 'Rb5!kTw9Pe'), ('我改成了 admin/Adm1n@2024', 'Adm1n@2024'),
+    ('登录用 admin / admin@123', 'admin@123'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1234,6 +1240,9 @@ NEAR_MISSES = [
     'AppRegistry.registerComponent(appKey, () => App)', 'appKey=&appSecret=', 'api_key=&sign=abc',
     # red32: a network's password asked for or measured
     'wifi密码是多少？', 'wifi密码是8位以上', 'wifi密码忘了，怎么查看已连接的wifi密码', 'Redis密码是 requirepass 配置的',
+    # red32: a network's bands or settings as a pair, versions and paths after a change's verb
+    'WiFi：Office-5G / Office-2.4G 都试了', 'wifi: enabled / disabled', 'wifi: 2.4G/5G', 'WiFi：Office-5G',
+    '我改成了 v2 / v3 两个版本', '我改成了 redis / memcached 都支持', '我把路径改成了 src/MainApp2', '登录用 admin 账号',
 ]
 
 
