@@ -399,10 +399,11 @@ FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha",
 #: A credential word in a label set off by marks (:data:`MARKED_LABEL`).
 MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT_LABELS + "|キー|키|(?<![A-Za-z])sk(?![A-Za-z])")
 #: What joins a CJK or Japanese label to its value: a verb (``是``, ``为``, ``设置成``, ``は``...), after an adverb too (``也是``,
-#: ``默认是``, ``都是``), ``还是原来那个``, ``改成``/``重置为``/``换成`` (``已``, ``了``), ``设置的是``, ``用(的)``, ``用这个``, ``如下``, ``分别是``, ``依次是``, ``发你``, ``我贴一下``.
+#: ``默认是``, ``都是``), ``还是原来那个``, ``改成``/``重置为``/``换成`` (``已``, ``了``), ``设置的是``, ``我设的``, ``用(的)``, ``用这个``, ``如下``, ``分别是``, ``依次是``, ``发你``, ``我贴一下``,
+#: Korean's object marker (``비밀번호를 … 로 바꿨어요``).
 _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律|统一|統一|现在|現在|当前|當前|初始|依然|仍然|分别|分別|依次)?(?:是|为|為)"
               r"|(?:还是|還是|仍是|还用|還用)(?:原来|原來|之前|以前|上次)?(?:的|那个|那個)?"
-              r"|(?:已经?|已經)?[被又]?(?:重新)?(?:设置|設置|设|設|改|修改|重置|更新|换|換)(?:成|为|為)了?|(?:设置|設置|配置|设|設)的(?:是|为|為)|は|が|を|는|은|가|이|我|用(?:的|这个|這個)?|如下"
+              r"|(?:已经?|已經)?[被又]?(?:重新)?(?:设置|設置|设|設|改|修改|重置|更新|换|換)(?:成|为|為)了?|(?:设置|設置|配置|设|設)的(?:是|为|為)?|は|が|を|는|은|를|을|가|이|我|用(?:的|这个|這個)?|如下"
               r"|的?值(?:是|为|為)|我?(?:发|發|贴|貼)(?:给|給)?(?:你|一下|下|这|這)?了?|给你|給你|我?(?:记得|記得)"
               r"|(?:已经?|已經)?(?:改|换|換|更新|重置)了?[，,][ \t]*+(?:新的?|现在的?|現在的?)(?:是|为|為)")
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
@@ -411,7 +412,8 @@ _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律
 #: too), HTML's ``<code>…</code>`` (group ``coded``) or a run of printable ASCII and Latin, Greek or Cyrillic letters (``Café2024!``; it ends where the text goes back to
 #: its own script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), after what the
 #: value is for, if said, in up to three words (``password for the db:``, ``the password for the staging box is …``, ``Passwort für die DB:``, ``пароль от базы:``, an aside before a colon:
-#: ``token (staging):``, ``密码（测试环境）：``). Longer labels come
+#: ``token (staging):``, ``密码（测试环境）：``) or an adjective written after the label (``contraseña nueva es``, ``mật khẩu mới là``,
+#: ``mật khẩu wifi:``), joined by the verbs of the languages (``das Passwort lautet``, ``le mot de passe c'est``). Longer labels come
 #: first (``secret key`` before ``secret``); a ``max token`` is a count. What a Latin label needs is
 #: :func:`redact._labelled`'s.
 LABELLED = re.compile(
@@ -419,16 +421,16 @@ LABELLED = re.compile(
     r"|password|passwd|passphrase|passcode|pwd|pw|sk|" + _FOREIGN_LABELS +
     r"|(?:api|access|secret|private)[ _-]?key|secret|(?<!max )(?<!min )token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|to|für|von|zur|zum|pour|de|du|para|per|voor|dla|от|для|к)[ \t]++"
-    r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now)(?![\w.-]))[\w-]{1,30}+){0,2}(?=[\s:：=\"”(（])"
-    r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：]))?"
+    r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now|ist|war|lautet|est|es|era)(?![\w.-]))[\w-]{1,30}+){0,2}(?=[\s:：=\"”(（])"
+    r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：])|[ \t]++(?:nueva|nuevo|nova|novo|nuova|nuovo|mới|actual|wifi)(?![\w-]))?"
     r"[\"”】\]]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
-    r"|is|was|ist|war|est|es|era|é|è|là|still|currently|—|-|…{1,2}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
+    r"|is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là|still|currently|—|-|…{1,2}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
     r"(?:```[\w+-]{0,20}+[ \t]*+\r?\n[ \t]*+)?)"
     r"(?:([\"'“「『【《`])([^\"'”」』】》`\n]{1,200})[\"'”」』】》`]|(?!<(?:code|kbd)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,200}+)"
     r"|<(?:code|kbd)>(?P<coded>[^<>\n]{1,200}+)</(?:code|kbd)>)"
 )
 #: The verbs a Latin label needs before its value (``password is``, ``Passwort ist``, ``mot de passe est``).
-LATIN_VERBS = re.compile(r"\b(?:is|was|be|now|to|ist|war|est|es|era|é|è|là)(?!\w)")
+LATIN_VERBS = re.compile(r"\b(?:is|was|be|now|to|ist|war|lautet|est|c'est|c’est|es|era|é|è|là)(?!\w)")
 #: What joins a label to the value right after it (``token: x``, ``"key": "x"``, ``key是x``, ``key是：x``,
 #: ``key的值是x``, ``key 设成了 x``, ``token => x``, ``token `x` ``): what it is for (``API key for prod:``, ``token（新）：``), quotes
 #: and backticks, up to two signs, arrows or CJK joiners, spaces and one line break.
@@ -485,7 +487,7 @@ NAMING_LABELS = {"授权码", "授權碼", "安全码", "安全碼", "凭证", "
 #: the value must plainly read as a password: they as often precede what the credential is (``密码也是 bcrypt 哈希的``,
 #: ``Set max token to 4096``).
 PLAIN_JOIN = re.compile(r"(?i)是|为|為|は|が|を|는|은|가|이|我|:|：|=>|->|=|设置成|设置为|設置成|設置為|改成了|改为了|改为|改成|改為"
-                        r"|设为|設為|—|-|\b(?:is|was|ist|war|est|es|era|é|è|là)\b")
+                        r"|设为|設為|—|-|를|을|\b(?:is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là)\b")
 #: Trailing punctuation that ends a sentence or a call, not a password.
 VALUE_END = ".,;:!?)]}>'\""
 #: Endings of a name's last word that make it a credential whatever the value (``client_secret``, ``PGPASSWORD``,

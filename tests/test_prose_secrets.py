@@ -710,6 +710,14 @@ SENT_BEFORE = [
     ('nacos 默认账号 nacos，我改成了 nacos / Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ('rabbitmq 的 guest 我改成了 admin / Rb5!kTw9Pe', 'Rb5!kTw9Pe'), ('我改成了 admin/Adm1n@2024', 'Adm1n@2024'),
     ('登录用 admin / admin@123', 'admin@123'),
+    # red32: verbs and adjectives after a label, in German, French, Spanish, Portuguese, Vietnamese and Korean; 我设的
+    ('das Passwort lautet Sup3rS3cretPw', 'Sup3rS3cretPw'), ('Das neue Passwort lautet: Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('Das Passwort für den Server ist Hz2024abcXk9', 'Hz2024abcXk9'),
+    ("le mot de passe c'est Sup3rS3cretPw", 'Sup3rS3cretPw'), ('la contraseña nueva es Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('a senha nova é Sup3rS3cretPw', 'Sup3rS3cretPw'), ('mật khẩu mới là Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    (unicodedata.normalize("NFD", 'mật khẩu mới là Kq7#vLp2Wx'), 'Kq7#vLp2Wx'),
+    ('mật khẩu wifi: Hz2024abcXk9', 'Hz2024abcXk9'), ('비밀번호를 Kq7#vLp2Wx 로 바꿨어요', 'Kq7#vLp2Wx'),
+    ('redis 密码我设的 Rd9kLm2Wx', 'Rd9kLm2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1243,6 +1251,9 @@ NEAR_MISSES = [
     # red32: a network's bands or settings as a pair, versions and paths after a change's verb
     'WiFi：Office-5G / Office-2.4G 都试了', 'wifi: enabled / disabled', 'wifi: 2.4G/5G', 'WiFi：Office-5G',
     '我改成了 v2 / v3 两个版本', '我改成了 redis / memcached 都支持', '我把路径改成了 src/MainApp2', '登录用 admin 账号',
+    # red32: those verbs and adjectives before prose
+    'das Passwort lautet wie folgt', "le mot de passe c'est quoi ?", 'la contraseña nueva es demasiado corta',
+    'mật khẩu mới là gì?', '비밀번호를 잊으셨나요?', '비밀번호를 변경하세요', 'redis 密码我还没设', '密码设置的太简单了',
 ]
 
 
