@@ -193,7 +193,7 @@ ASSIGNMENT = re.compile(
 #: (``REDIS-CLI`` too) or ``--pass SECRET``, ``curl -u user:SECRET``, httpie's ``http -a user:SECRET`` (``--auth``,
 #: ``https``), ``--password SECRET`` / ``--with-token SECRET`` / ``--requirepass SECRET`` (the ``=`` form is an
 #: :data:`ASSIGNMENT`), ``keytool -storepass SECRET`` (not ``changeit``, the JDK keystores' documented default),
-#: ``ssh-keygen -N SECRET``, ``nmcli … password SECRET`` (or ``wifi-sec.psk``; only in a command that sets it, ``c
+#: ``ssh-keygen -N SECRET``, ``consul acl set-agent-token TYPE SECRET``, ``nmcli … password SECRET`` (or ``wifi-sec.psk``; only in a command that sets it, ``c
 #: m``/``d wifi c`` too, after up to two flags: ``--ask``; not ``-g``/``-f``), redis's ``ACL SETUSER … >SECRET`` (or
 #: ``'>SECRET'``, an ACL file's ``user bob on [up to six rules] >SECRET``), ``sentinel auth-pass NAME SECRET``
 #: (``SENTINEL SET NAME auth-pass SECRET``), ``MIGRATE … AUTH[2 user] SECRET`` and a client's ``execute_command("AUTH",
@@ -243,6 +243,7 @@ CLI_SECRET = re.compile(
     r"(?:[ \t](?:[^\r\n;&|" + _CJK + r"]{0,200}+(?<=\\)\r?\n)?[^\n;&|" + _CJK + r"]{0,200}?)?[ \t](?:-a|--auth))(?:[ \t]++|=|(?<=[ \t]-[ua]))[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key|requirepass|masterauth)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++(?!changeit(?!\S))|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
+    r"|set-agent-token(?:[ \t]++-\S{1,200}+){0,2}[ \t]++[a-z_-]{1,40}+[ \t]++"  # consul acl set-agent-token [flags] agent <token>
     r"|(?:(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]|(?m:^)[ \t]*+user[ \t]++[^\s>]{1,64}+[ \t]++(?:on|off)[ \t]++"
     + _ACL_RULES * 3 + r")[\"']?>(?=[^\s\"'])"
     r"|(?m:^)(?:[^\n:#|]{1,200}+(?<=[ \t]))?:[ \t]*+(?:PSK|EAP|XAUTH|RSA[ \t]++(?=[^\s\"']{0,200}?[./])[^\s\"']{1,200}+(?![ \t]++[\"']/))[ \t]++(?=[\"'][^\"'\s]{1,200}+[\"']|0[sx])"  # ipsec.secrets
@@ -438,10 +439,11 @@ _LABEL_JOIN = (r"(?:[ \t]++(?:for|of|in|on)[ \t]++[A-Za-z0-9_.-]{1,30}+|[ \t]*+[
                r"[\"'`]?[ \t]*+(?:\r?\n[ \t]*+)?(?:(?:就是|的?值[是为為]|(?:设|設|改|换|換)成了?|=>|->|[:=：是为為は—-])[ \t]*+(?:\r?\n[ \t]*+)?){0,2}[\"'`]?")
 #: A git-id-shaped value (40 or 64 hex digits, a UUID) right after a credential label (``GITHUB_TOKEN 3f78…``,
 #: ``heroku api key 0c4f8e2a-…``, a service account's ``private_key_id``): old GitHub tokens and Heroku keys have those
-#: shapes. Bare ones are git ids and are kept. Group 1 is the label and what joins it, group 2 the value.
+#: shapes, Consul's and Nomad's ACL tokens a UUID (``SecretID:``, ``Secret ID =``; an ``AccessorID`` names one). Bare ones
+#: are git ids and are kept. Group 1 is the label and what joins it, group 2 the value.
 LABELLED_DIGEST = re.compile(
     r"(?i)(?<![A-Za-z0-9_])((?:[A-Za-z0-9]++[ _-])?"
-    r"(?:token|secret|passw(?:or)?d|(?:api|access|secret|private|auth)[ _-]?key|private[ _-]?key[ _-]?id)"
+    r"(?:token|secret(?:[ _-]?id)?|passw(?:or)?d|(?:api|access|secret|private|auth)[ _-]?key|private[ _-]?key[ _-]?id)"
     + _LABEL_JOIN + r")([0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![A-Za-z0-9_-])"
 )
 #: A key-shaped value (12+ letters, digits, ``_`` and ``-``) right after a key, token or secret label, or a name ending

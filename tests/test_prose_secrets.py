@@ -718,6 +718,11 @@ SENT_BEFORE = [
     (unicodedata.normalize("NFD", 'mật khẩu mới là Kq7#vLp2Wx'), 'Kq7#vLp2Wx'),
     ('mật khẩu wifi: Hz2024abcXk9', 'Hz2024abcXk9'), ('비밀번호를 Kq7#vLp2Wx 로 바꿨어요', 'Kq7#vLp2Wx'),
     ('redis 密码我设的 Rd9kLm2Wx', 'Rd9kLm2Wx'),
+    # red32: Consul's and Nomad's ACL tokens, a UUID under a secret id's label or set as the agent's
+    ('nomad acl bootstrap\nSecret ID    = 3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c', '3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c'),
+    ('consul acl bootstrap\nAccessorID:       c41e7d20-58ab-4f39-b6d1-0e9a7f3b2c64\nSecretID:         3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c', '3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c'),
+    ('consul acl set-agent-token agent 3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c', '3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c'),
+    ('consul acl set-agent-token -token=$MGMT default b1f0a4c5-d8e9-4f2a-a3b4-c5d6e7f8091a', 'b1f0a4c5-d8e9-4f2a-a3b4-c5d6e7f8091a'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1254,6 +1259,11 @@ NEAR_MISSES = [
     # red32: those verbs and adjectives before prose
     'das Passwort lautet wie folgt', "le mot de passe c'est quoi ?", 'la contraseña nueva es demasiado corta',
     'mật khẩu mới là gì?', '비밀번호를 잊으셨나요?', '비밀번호를 변경하세요', 'redis 密码我还没设', '密码设置的太简单了',
+    # red32: UUIDs that name an ACL token, a node, an allocation or a request
+    'AccessorID: 9b2c6f1e-4d3a-4e8b-9c7d-2f1a8e3c4b5d', 'Node ID = 3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c',
+    'consul acl token read -id 9b2c6f1e-4d3a-4e8b-9c7d-2f1a8e3c4b5d', 'token_id: 9b2c6f1e-4d3a-4e8b-9c7d-2f1a8e3c4b5d',
+    'nomad job status -verbose\nID            = 3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c',
+    'consul acl set-agent-token agent $CONSUL_AGENT_TOKEN',
 ]
 
 
