@@ -95,10 +95,11 @@ BOTH_FIELDS = re.compile(
     r"[A-Za-z0-9_.@-]{1,64}+(?:[ \t]*+(?:/|和|与|與|、|，|,)[ \t]*+|[ \t]++)(?P<value>[^\s/，,、]{1,200}+)"
 )
 #: A login written after a host without a label, as a chat writes it (``服务器：1.2.3.4 root …``, ``1.2.3.4:22 root/…``,
-#: ``ssh root@1.2.3.4 …``): an IPv4 address (and port) and a user, or ``ssh`` to a user at a host, then a value that
-#: reads as a password whatever surrounds it (:func:`reads_strongly`: not a command, a version, a status or a path).
+#: ``ssh root@1.2.3.4 …``, ``后台地址 http://10.0.0.5:8080 admin …``): an IPv4 address (and port) or a web address (group
+#: ``url``) and a user, or ``ssh`` to a user at a host, then a value that reads as a password (:func:`_host_login`).
 HOST_LOGIN = re.compile(
-    r"(?:(?<![\w.])\d{1,3}+\.\d{1,3}+\.\d{1,3}+\.\d{1,3}+(?::\d{1,5}+)?[ \t]++[A-Za-z_][\w.-]{0,31}+(?:[ \t]*+/[ \t]*+|[ \t]++)"
+    r"(?:(?:(?<![\w.])\d{1,3}+\.\d{1,3}+\.\d{1,3}+\.\d{1,3}+(?::\d{1,5}+)?|(?<![\w.])(?P<url>https?://[!-~]{1,300}+))"
+    r"[ \t]++[A-Za-z_][\w.-]{0,31}+(?:[ \t]*+/[ \t]*+|[ \t]++)"
     r"|(?<![\w-])ssh[ \t]++(?:-p[ \t]*+\d{1,5}+[ \t]++)?[\w.-]{1,32}+@[\w.-]{1,253}+[ \t]++)(?P<value>[^\s/，,。]{6,64}+)"
 )
 #: A user and password given as flags of a command (``mongo -u admin -p 'Sup3r$ecret9'``, ``smbclient -U
@@ -391,13 +392,16 @@ def _passphrase_words(m: re.Match[str], redacted: str) -> str:
 
 
 def _host_login(m: re.Match[str], redacted: str) -> bool:
-    """Whether a :data:`HOST_LOGIN` value is a password: reads strongly (:func:`reads_strongly`), or, joined to its user by
-    ``/`` after an address (``10.0.0.3:3306 root/Kq7vLp2Wx99``, a login's pair), reads as one with a digit."""
+    """Whether a :data:`HOST_LOGIN` value is a password: reads strongly (:func:`reads_strongly`: not a command, a version,
+    a status or a path), or reads as one with a digit when joined to its user by ``/`` (``10.0.0.3:3306 root/Kq7vLp2Wx99``,
+    a login's pair), or, last in its clause after a web address, reads as a piece of a key (:func:`key_piece`:
+    ``http://10.0.0.5:8080 admin Kq7vLp2Wx99``; not words and a number: ``see http://x.io and Python3``)."""
     value = m.group("value")
     if reads_strongly(value):
         return True
-    slashed = m.string[m.start() : m.start("value")].rstrip(" \t").endswith("/")
-    return slashed and reads_as_password(value, redacted) and re.search(r"\d", value) is not None
+    if m.string[m.start() : m.start("value")].rstrip(" \t").endswith("/"):
+        return reads_as_password(value, redacted) and re.search(r"\d", value) is not None
+    return m.group("url") is not None and key_piece(value) and LIST_ITEM_END.match(m.string, m.end("value")) is not None
 
 
 def _named_in_prose(m: re.Match[str], redacted: str) -> str:

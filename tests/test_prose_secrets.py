@@ -723,6 +723,10 @@ SENT_BEFORE = [
     ('consul acl bootstrap\nAccessorID:       c41e7d20-58ab-4f39-b6d1-0e9a7f3b2c64\nSecretID:         3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c', '3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c'),
     ('consul acl set-agent-token agent 3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c', '3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c'),
     ('consul acl set-agent-token -token=$MGMT default b1f0a4c5-d8e9-4f2a-a3b4-c5d6e7f8091a', 'b1f0a4c5-d8e9-4f2a-a3b4-c5d6e7f8091a'),
+    # red32: a login after an admin page's web address, without a label
+    ('后台地址 http://10.0.0.5:8080 admin Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
+    ('测试环境 http://test.myshop.com/admin  test01 Tst#2024x', 'Tst#2024x'),
+    ('管理后台 http://192.168.1.20:9000  admin / Zx9qLm2Np', 'Zx9qLm2Np'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1264,6 +1268,10 @@ NEAR_MISSES = [
     'consul acl token read -id 9b2c6f1e-4d3a-4e8b-9c7d-2f1a8e3c4b5d', 'token_id: 9b2c6f1e-4d3a-4e8b-9c7d-2f1a8e3c4b5d',
     'nomad job status -verbose\nID            = 3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c',
     'consul acl set-agent-token agent $CONSUL_AGENT_TOKEN',
+    # red32: words after a web address
+    '后台地址 http://localhost:8080 admin 登录页', 'see http://x.io and Python3',
+    'open http://localhost:8080 admin Dashboard2 later', 'http://x.com/a?b=1 returns 404NotFound',
+    'GET http://x.com/a HTTP/1.1', 'curl http://localhost:8080/api/v1 -H x',
 ]
 
 
