@@ -286,7 +286,10 @@ _AFTER_ECHO = r"(?<=echo )|(?<=echo -[neE] )"
 #: group ``pgpass``; the host ``localhost``, ``*`` or dotted and the port 4–5 digits or ``*``, which Redis keys, MAC and
 #: IPv6 addresses, hex dumps and /etc/passwd lines are not; any host and port in a line ``echo`` or ``printf`` writes
 #: into a ``.pgpass`` (``echo db:543:app:bob:SECRET >> ~/.pgpass``); the password not one Capitalised word: ``echo
-#: v1.2.3:8080:api:Build:Passed`` is a log line). Groups: ``q`` (empty), ``value`` the password.
+#: v1.2.3:8080:api:Build:Passed`` is a log line) and ``rsyncd.secrets`` (a line of a user in lower case, ``:`` and a
+#: password alone, of both cases and a digit, not a word and a number nor an address: ``backup:Kq7vLp2Wx99``;
+#: ``backup:daily``, ``python:3.11``, ``step:Build2``, ``xmpp:Romeo42@montague.net``, a commit's ``fix:Bug#1234`` stay). Groups:
+#: ``q`` (empty), ``value`` the password.
 CREDENTIAL_FILE = re.compile(
     r"(?:(?:(?m:^)[ \t]*+|(?<=[\"'])|" + _AFTER_ECHO + r")(?:machine\s++(?:localhost|[\w-]{1,63}+\.[\w.-]{1,190}+"
     r"|[\w-]{1,63}+(?=\s++login\s++\S{1,200}+\s++password\s))|default(?=\s++login\s))"
@@ -301,7 +304,10 @@ CREDENTIAL_FILE = re.compile(
     r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:"
     r"(?=(?:[^\s:\\\"']|\\.){1,200}+[\"']?[ \t]*+(?:1?>>?|\|[ \t]*+(?:sudo[ \t]++)?tee(?:[ \t]++-a)?)[ \t]*+\S{0,100}?"
     r"(?:\.pgpass|pgpass\.conf|PGPASSFILE)(?![\w.])))"
-    r"(?![a-z-]{1,200}+(?:[\s\"']|$)|[A-Z][a-z]{1,200}+(?:[\s\"']|$))))"
+    r"(?![a-z-]{1,200}+(?:[\s\"']|$)|[A-Z][a-z]{1,200}+(?:[\s\"']|$)))"
+    r"|(?m:^)[ \t]*+(?!(?:fix|feat|task|ref|chore|docs|test|perf|build|ci|mailto|sip|xmpp|urn|tel):)[a-z_][a-z0-9_.-]{0,31}+:"
+    r"(?=(?=[^\s:]{0,63}?[a-z])(?=[^\s:]{0,63}?[A-Z])(?=[^\s:]{0,63}?\d)"
+    r"(?![A-Z][a-z]++\d++[ \t]*+(?:\r?\n|$))[^\s:\"'/@]{6,64}+[ \t]*+(?:\r?\n|$)))"
     r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)>|]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
 )
 #: A value named in markup or a manifest rather than assigned: an element (``<password>…</password>``, Maven's

@@ -727,6 +727,9 @@ SENT_BEFORE = [
     ('后台地址 http://10.0.0.5:8080 admin Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
     ('测试环境 http://test.myshop.com/admin  test01 Tst#2024x', 'Tst#2024x'),
     ('管理后台 http://192.168.1.20:9000  admin / Zx9qLm2Np', 'Zx9qLm2Np'),
+    # red32: rsyncd.secrets' line, a user and a password alone
+    ('backup:Kq7vLp2Wx99', 'Kq7vLp2Wx99'), ('cat /etc/rsyncd.secrets\nbackup:Rs9!kTw2Pe7', 'Rs9!kTw2Pe7'),
+    ('sudo tee /etc/rsyncd.secrets <<EOF\nrsync_user:Hz2024abcXk9\nEOF', 'Hz2024abcXk9'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1272,6 +1275,10 @@ NEAR_MISSES = [
     '后台地址 http://localhost:8080 admin 登录页', 'see http://x.io and Python3',
     'open http://localhost:8080 admin Dashboard2 later', 'http://x.com/a?b=1 returns 404NotFound',
     'GET http://x.com/a HTTP/1.1', 'curl http://localhost:8080/api/v1 -H x',
+    # red32: a name, a colon and a value alone on a line that is no login
+    'backup:daily', 'backup:', 'python:3.11', '  step:Build2',
+    'https://api.bilibili.com/x/web-interface/view?bvid=BV1GJ411x7h7', 'rsync -avz backup:/data /mnt/backup',
+    'x::Int2Type', 'sha256:3f9a2c7e1b8d4f6a9e0c5b7d',
 ]
 
 
