@@ -193,10 +193,11 @@ def redact(text: str, redacted: str) -> str:
 
 #: One item of a list in prose after what joins it (and the quote closing the item before): ``、`` ``，`` ``,`` ``；``
 #: ``;``, ``和`` ``及`` ``与`` ``或`` ``还是`` (then a spare's or a new one's word: ``，备用 …``, ``，新的是 …``; after a space too: `` 备用 …``) (an alternative: ``是 A 还是 B 来着``) ``→`` (spaces around or none), ``and`` ``or`` ``->`` ``=>`` (spaces around: a change,
-#: ``"old" -> "new"`` in a plan); then the item, quoted or bare printable ASCII without ``,`` ``;``.
+#: ``"old" -> "new"`` in a plan), a YAML list's next item (a line break and ``- ``); then the item, quoted or bare
+#: printable ASCII without ``,`` ``;``.
 _SPARE = r"(?:备用|備用|备份|備份|另一个|另一個|第二个|第二個|新的?|旧的?|舊的?)[ \t]*+[:：是为為]?[ \t]*+"
 LIST_ITEM = re.compile(r"[\"'`”」]?(?:[ \t]*+(?:[、，,；;和及与與或→]|还是|還是)[ \t]*+(?:" + _SPARE + r")?|[ \t]++" + _SPARE
-                       + r"|[ \t]++(?:and|or|->|=>)[ \t]++)[\"'`“「]?(?P<value>[!-+\--:<-~]{4,64}+)")
+                       + r"|[ \t]++(?:and|or|->|=>)[ \t]++|[ \t]*+\r?\n[ \t]*+-[ \t]++)[\"'`“「]?(?P<value>[!-+\--:<-~]{4,64}+)")
 #: What ends a list's item: the text's or a line's end, punctuation, CJK text or the next item (not a Latin word: a
 #: clause goes on, ``…, Alice2024 is the user``).
 LIST_ITEM_END = re.compile(r"[ \t]*+(?:$|[^ \tA-Za-z0-9]|(?:and|or)[ \t])")

@@ -169,8 +169,8 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: ``apiKey``, ``STRIPE_KEY``, ``passwords`` (not ``Passwords:``, a heading)...; :func:`redact._credential_kind`
 #: decides), so ``database:`` does not swallow ``password=...``. A name starts a run of name characters (dots included):
 #: each run is tried once. Quotes may be backslash-escaped (JSON in JSON: ``{\\"token\\": \\"x\\"}``). The value may be
-#: on the next line, unless that line is another ``name:`` (a YAML parent ``auth:`` would otherwise take its child
-#: ``password:`` for its value and hide it). A bare value is not a tuple or call's arguments (``auth=(user, password)``:
+#: on the next line (a YAML list's first item too: ``password:`` then ``- …``), unless that line is another ``name:`` (a
+#: YAML parent ``auth:`` would otherwise take its child ``password:`` for its value and hide it). A bare value is not a tuple or call's arguments (``auth=(user, password)``:
 #: :data:`CLI_SECRET` reads those) nor a code fence, nor a query string's next pair (``api_key=&sign=…``: an empty value). The name may be a quoted subscript (``os.environ["DB_PASSWORD"] =
 #: "…"``, ``$config['db_password'] = '…'``) and the sign PHP's and Ruby's ``=>`` before a quoted value (``'password' =>
 #: '…'``): those two must read as a password by themselves (:func:`redact._assignment`), as arrays of rules and messages
@@ -184,7 +184,7 @@ ASSIGNMENT = re.compile(
     r"(?:passwords|(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|sk|secret|token|credentials?|auth|key)))"
     r"((?:_(?:\d{1,2}+|(?i:old|new|prod|production|staging|stage|dev|test|uat|qa|local|backup))(?![A-Za-z0-9]))?+"
     r"\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+[\"'])|<-(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
-    r"(?:\r?\n\s*+(?:-{3,}+[ \t]*+\r?\n[ \t]*+)?(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
+    r"(?:\r?\n\s*+(?:-{3,}+[ \t]*+\r?\n[ \t]*+|-[ \t]++)?(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
     r"(?:(?:" + LITERAL_WRAPPER + r"[ \t]*+b?|[bBrRuUfF]{1,2}+(?=[\"']))?+"
     r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"(?:\"\"(?!\"))?+((?:[^\"\\\n]|\\[^\n]){1,200}+)\"|'(?:''(?!'))?+((?:[^'\n]|''){1,200}+)'"
     r"|(?<=\[\]byte\()`([^`\n]{1,200}+)`)|(?![\"'\\]|```|\{[ \t]*+\"|-{3,}+(?:\s|$)|&[A-Za-z_][\w.-]{0,60}+=|\((?:[^),\n]{0,100}+,|[^)\n]{0,40}+\)))(" + VALUE_CHAR + r"{1,200}+))"

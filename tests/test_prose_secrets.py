@@ -730,6 +730,9 @@ SENT_BEFORE = [
     # red32: rsyncd.secrets' line, a user and a password alone
     ('backup:Kq7vLp2Wx99', 'Kq7vLp2Wx99'), ('cat /etc/rsyncd.secrets\nbackup:Rs9!kTw2Pe7', 'Rs9!kTw2Pe7'),
     ('sudo tee /etc/rsyncd.secrets <<EOF\nrsync_user:Hz2024abcXk9\nEOF', 'Hz2024abcXk9'),
+    # red32: a YAML list under a password's name (trojan's, clash's), its first item and the next
+    ('trojan:\n  password:\n    - Tj9kLm2Wx7Pq', 'Tj9kLm2Wx7Pq'),
+    ('password:\n  - Tj9kLm2Wx7Pq\n  - Hz2024abcXk9', 'Hz2024abcXk9'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1279,6 +1282,9 @@ NEAR_MISSES = [
     'backup:daily', 'backup:', 'python:3.11', '  step:Build2',
     'https://api.bilibili.com/x/web-interface/view?bvid=BV1GJ411x7h7', 'rsync -avz backup:/data /mnt/backup',
     'x::Int2Type', 'sha256:3f9a2c7e1b8d4f6a9e0c5b7d',
+    # red32: YAML lists of rules and schemes under a credential's name; a bullet after a password's line
+    'password:\n  - required\n  - min:8', 'auth:\n  - jwt\n  - oauth2', 'token:\n  - type: bearer',
+    'secrets:\n  - DB_PASSWORD\n  - API_KEY',
 ]
 
 
