@@ -123,9 +123,11 @@ NAMED_IN_PROSE = re.compile(
     r"[`'\"“「]?(?P<value>[!-~]{6,200}+)"
 )
 #: A login and its password in prose (``log in with bob and …``, ``login with admin / …``, ``creds are admin / …`` or ``admin:…``, ``log
-#: in as admin (…)``). Group ``value``; it must read as a password with a digit.
+#: in as admin (…)``, ``use admin/… to log in``: group ``use``, before a login's ``/``). Group ``value``; it must read as a password
+#: with a digit, after ``use`` strongly (``use src/Config2Dev`` is a path).
 LOGIN_IN_PROSE = re.compile(
-    r"(?i)(?<![\w-])(?:(?:log[ \t]?in|sign[ \t]?in|ssh|connect)[ \t]++(?:as|with)|(?:creds|credentials|login)[ \t]++(?:are|is|with))"
+    r"(?i)(?<![\w-])(?:(?:log[ \t]?in|sign[ \t]?in|ssh|connect)[ \t]++(?:as|with)|(?:creds|credentials|login)[ \t]++(?:are|is|with)"
+    r"|(?P<use>use)(?=[ \t]++[\w.@-]{1,64}+[ \t]*+/))"
     r"[ \t]++[\w.@-]{1,64}+(?:[ \t]*+/[ \t]*+|[ \t]++and[ \t]++|[ \t]++\(|:)[`'\"“「]?(?P<value>[!-~]{6,200}+)"
 )
 #: A password given with a login in prose, after ``with``, ``using``, ``use`` or ``and`` and its label without a verb (``log in
@@ -416,6 +418,6 @@ def _named_in_prose(m: re.Match[str], redacted: str) -> str:
         return m.group()
     # ``log in with Keycloak and OAuth2.1``, ``connect with grpc and HTTP/2``: after "and", a name reads as a
     # product's or protocol's unless it reads as a password whatever surrounds it.
-    if m.re is LOGIN_IN_PROSE and re.search(r"[ \t]and[ \t]", m.string[m.start() : m.start("value")]) and not reads_strongly(value):
+    if m.re is LOGIN_IN_PROSE and (m.group("use") or re.search(r"[ \t]and[ \t]", m.string[m.start() : m.start("value")])) and not reads_strongly(value):
         return m.group()
     return patterns.replace_group(m, "value", redacted, len(value))

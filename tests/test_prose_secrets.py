@@ -733,6 +733,9 @@ SENT_BEFORE = [
     # red32: a YAML list under a password's name (trojan's, clash's), its first item and the next
     ('trojan:\n  password:\n    - Tj9kLm2Wx7Pq', 'Tj9kLm2Wx7Pq'),
     ('password:\n  - Tj9kLm2Wx7Pq\n  - Hz2024abcXk9', 'Hz2024abcXk9'),
+    # red32: a login after use, before its verb; a pass's value after what it is for
+    ('use admin/Adm1n@2024 to log into grafana', 'Adm1n@2024'), ('Use root/P@ssw0rd! for ssh', 'P@ssw0rd'),
+    ('pass for the vpn is Vpn#2024zs', 'Vpn#2024zs'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1285,6 +1288,9 @@ NEAR_MISSES = [
     # red32: YAML lists of rules and schemes under a credential's name; a bullet after a password's line
     'password:\n  - required\n  - min:8', 'auth:\n  - jwt\n  - oauth2', 'token:\n  - type: bearer',
     'secrets:\n  - DB_PASSWORD\n  - API_KEY',
+    # red32: paths after use; a pass that is a test's or an event's
+    'use src/Config2Dev instead', 'use v1/Items2Get endpoint', 'pass for now, revisit later',
+    'pass for all builds is v2.1', 'the pass for the event is VIP2024', 'test pass for python3.12 is 98%',
 ]
 
 
