@@ -463,6 +463,9 @@ def _labelled(m: re.Match[str]) -> str:
         arrow = words[:2] in ("=>", "->") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace())  # not password-login
         arrow |= (" " in label or group == "coded") and words[:1] == ":"  # a label no assignment names: api key: …
         assigned |= arrow and prose_secrets.reads_as_password(value, REDACTED) and not re.search("[\"'()\\[\\]{}<>|`]", value)
+        # a password's label of another language right before its value, as Turkish writes it (şifrem …, yeni şifre …)
+        assigned |= (not words and label.lower() in patterns.FOREIGN_PASSWORD_LABELS and re.search(r"\d", value) is not None
+                     and prose_secrets.reads_as_password(value, REDACTED))
         if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
         password = _password_name(label) or label.lower() in patterns.FOREIGN_PASSWORD_LABELS

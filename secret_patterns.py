@@ -394,15 +394,15 @@ _SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私�
 #: Dutch, Italian, Polish, Turkish, Vietnamese, Indonesian, Malay, Russian, Japanese and Korean katakana/hangul words for
 #: password, key and token: ``APIトークン``, ``シークレットキー``), after which ``:`` joins a value as a verb does: no
 #: assignment names them.
-_FOREIGN_LABELS = (r"mot de passe|contraseña|contrasena|senha|palavra-passe|passwort|kennwort|wachtwoord|hasło|haslo|şifre"
-                   r"|sifre|parola d'ordine|mật khẩu|mat khau|kata sandi|kata laluan|clé(?: d'api| api)?|cle api|jeton"
+_FOREIGN_LABELS = (r"mot de passe|contraseña|contrasena|senha|palavra-passe|passwort|kennwort|wachtwoord|hasło|haslo|şifre(?:m|niz|si)?"
+                   r"|sifre(?:m|niz|si)?|parola d'ordine|mật khẩu|mat khau|kata sandi|kata laluan|clé(?: d'api| api)?|cle api|jeton"
                    r"|clave(?: de api| api)?|chave(?: de api| api)?|schlüssel|api-schlüssel|sleutel|токен|ключ(?: api)?|api[ -]ключ"
                    r"|(?:api ?|アクセス|シークレット)?トークン|(?:アクセス|シークレット)キー|(?:クライアント|アプリ)?シークレット|토큰")
 FOREIGN_LABEL = re.compile("(?i)" + _FOREIGN_LABELS)
 #: The labels of :data:`_FOREIGN_LABELS` for a password (after which a value of letters and spaces can be a passphrase).
 FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha", "palavra-passe", "passwort", "kennwort",
                            "wachtwoord", "hasło", "haslo", "şifre", "sifre", "parola d'ordine", "mật khẩu", "mat khau",
-                           "kata sandi", "kata laluan"}
+                           "kata sandi", "kata laluan", "şifrem", "sifrem", "şifreniz", "sifreniz", "şifresi", "sifresi"}
 #: A credential word in a label set off by marks (:data:`MARKED_LABEL`).
 MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT_LABELS + "|キー|키|(?<![A-Za-z])sk(?![A-Za-z])")
 #: What joins a CJK or Japanese label to its value: a verb (``是``, ``为``, ``设置成``, ``は``...), after an adverb too (``也是``,

@@ -736,6 +736,9 @@ SENT_BEFORE = [
     # red32: a login after use, before its verb; a pass's value after what it is for
     ('use admin/Adm1n@2024 to log into grafana', 'Adm1n@2024'), ('Use root/P@ssw0rd! for ssh', 'P@ssw0rd'),
     ('pass for the vpn is Vpn#2024zs', 'Vpn#2024zs'),
+    # red32: a password right after its label in another language, without a verb (Turkish writes it so)
+    ('yeni şifre Hz2024abcXk9', 'Hz2024abcXk9'), ('şifrem Sup3rS3cretPw', 'Sup3rS3cretPw'),
+    ('mật khẩu Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('Passwort Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1291,6 +1294,8 @@ NEAR_MISSES = [
     # red32: paths after use; a pass that is a test's or an event's
     'use src/Config2Dev instead', 'use v1/Items2Get endpoint', 'pass for now, revisit later',
     'pass for all builds is v2.1', 'the pass for the event is VIP2024', 'test pass for python3.12 is 98%',
+    # red32: those labels before an algorithm, a number or words
+    'şifre SHA256 ile', 'mật khẩu 123456 quá yếu', 'şifre sıfırlama', 'Passwort vergessen?', 'şifreniz yanlış',
 ]
 
 
