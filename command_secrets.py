@@ -68,7 +68,7 @@ ARCHIVE_OR_SQL = re.compile(
 )
 #: A password given to a command by the flag or the place that command takes it at, in the same command: gpg's
 #: ``--passphrase``, openssl's ``-k``, ``-pass pass:`` and ``passwd [-1|-5|-6|-apr1]``, the LDAP tools' ``-w``,
-#: FreeRDP's ``/p:``, influx's ``-password``, x11vnc's ``-passwd``, openGauss' ``gsql -W``, ``mysqladmin … password``,
+#: FreeRDP's ``/p:``, influx's ``-password``, x11vnc's ``-passwd`` and ``-storepasswd``, openGauss' ``gsql -W``, ``mysqladmin … password``,
 #: ``rabbitmqctl add_user|change_password USER``, ``mc alias set ALIAS URL USER``, ``poetry config http-basic.NAME
 #: USER``, ``net use [Z:] SHARE … /user:USER`` (or before ``/user:``), ``etcdctl --user USER:``, PowerShell's
 #: ``ConvertTo-SecureString`` and ``-Password``/``-SecretKey`` (``-AccountPassword`` too), PuTTY's ``-pw``,
@@ -82,7 +82,7 @@ PASSWORD_FLAG = re.compile(
     r"|openssl(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-k[ \t]++|-pass(?:in|out)?[ \t]++pass:|passwd(?:[ \t]++-(?:1|5|6|apr1))?[ \t]++)"
     r"|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)(?=[ \t])" + _SAME_COMMAND + r"[ \t]-w[ \t]++"
     r"|(?:xfreerdp|wlfreerdp|sdl-freerdp)(?=[ \t])" + _SAME_COMMAND + r"[ \t]/p:"
-    r"|(?:influx|x11vnc|gsql|mysqladmin)(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-password|-passwd|-W|password)[ \t]++"
+    r"|(?:influx|x11vnc|gsql|mysqladmin)(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-password|-passwd|-storepasswd|-W|password)[ \t]++"
     r"|rabbitmqctl[ \t]++(?:add_user|change_password)[ \t]++\S{1,100}+[ \t]++"
     r"|ngrok[ \t]++(?:config[ \t]++add-authtoken|authtoken)[ \t]++|(?:ngrok|influx)(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:--authtoken|-t|--token)(?:[ \t]++|=)"
     r"|mc[ \t]++alias[ \t]++set[ \t]++\S{1,100}+[ \t]++\S{1,300}+[ \t]++\S{1,100}+[ \t]++"

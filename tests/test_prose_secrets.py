@@ -739,6 +739,8 @@ SENT_BEFORE = [
     # red32: a password right after its label in another language, without a verb (Turkish writes it so)
     ('yeni şifre Hz2024abcXk9', 'Hz2024abcXk9'), ('şifrem Sup3rS3cretPw', 'Sup3rS3cretPw'),
     ('mật khẩu Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('Passwort Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    # red32: x11vnc's -storepasswd
+    ('x11vnc -storepasswd Vnc9kLm2 ~/.vnc/passwd', 'Vnc9kLm2'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1296,6 +1298,8 @@ NEAR_MISSES = [
     'pass for all builds is v2.1', 'the pass for the event is VIP2024', 'test pass for python3.12 is 98%',
     # red32: those labels before an algorithm, a number or words
     'şifre SHA256 ile', 'mật khẩu 123456 quá yếu', 'şifre sıfırlama', 'Passwort vergessen?', 'şifreniz yanlış',
+    # red32: x11vnc's flags without a password
+    'x11vnc -storepasswd', 'x11vnc -display :0 -forever',
 ]
 
 
