@@ -55,14 +55,16 @@ LABEL_ABOVE = re.compile(
     r"[ \t]*+(?P<value>[^\s`]{6,200}+)[ \t]*+(?(fence)\r?\n[ \t]*+(?:```|~~~)|(?=\r?\n|$))"
 )
 #: A passphrase of words and spaces after a password label and ``:``, ``=``, a verb or a CJK joiner (``password: correct
-#: horse battery staple``, ``密码是 correct horse battery staple``, ``Passwort: grüne katze tanzt``): a run of Latin
+#: horse battery staple``, ``密码是 correct horse battery staple``, ``Passwort: grüne katze tanzt``; a space alone after a
+#: label of another script: ``应用专用密码 abcd efgh ijkl mnop``): a run of Latin
 #: letters, digits, spaces, ``'`` and ``-``, which :func:`_passphrase_words` judges. Groups: ``label``,
 #: ``value``.
 PASSPHRASE_WORDS = re.compile(
     r"(?i)(?=[pmcskwhş密口パ비암п])(?P<label>(?<![A-Za-z0-9])(?:password|passwd|passphrase|passcode|"
     + "|".join(sorted(patterns.FOREIGN_PASSWORD_LABELS, key=lambda label: (-len(label), label))) +
     r")|密码|密碼|口令|パスワード|비밀번호|암호|пароль)"
-    r"(?:[ \t]*+(?:=>|->|改成了|改为了|改成|改为|设置成|设为|[:=：是为為は는은を]|(?:is|was|ist|war|est|es|era|é|è|là)(?![A-Za-z]))){1,2}"
+    r"(?:(?:[ \t]*+(?:=>|->|改成了|改为了|改成|改为|设置成|设为|[:=：是为為は는은を]|(?:is|was|ist|war|est|es|era|é|è|là)(?![A-Za-z]))){1,2}"
+    r"|(?<=[\u0400-\u04ff\u3040-\u9fff\uac00-\ud7af])(?=[ \t]))"
     r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
 )
 #: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``,
@@ -122,11 +124,11 @@ NAMED_IN_PROSE = re.compile(
     r"|(?:设置|設置|配置|设|設|填|写|寫)的(?:是|为|為))[ \t]*+)"
     r"[`'\"“「]?(?P<value>[!-~]{6,200}+)"
 )
-#: A login and its password in prose (``log in with bob and …``, ``login with admin / …``, ``creds are admin / …`` or ``admin:…``, ``log
+#: A login and its password in prose (``log in with bob and …``, ``login with admin / …``, ``try logging in with bob / …``, ``creds are admin / …`` or ``admin:…``, ``log
 #: in as admin (…)``, ``use admin/… to log in``: group ``use``, before a login's ``/``). Group ``value``; it must read as a password
 #: with a digit, after ``use`` strongly (``use src/Config2Dev`` is a path).
 LOGIN_IN_PROSE = re.compile(
-    r"(?i)(?<![\w-])(?:(?:log[ \t]?in|sign[ \t]?in|ssh|connect)[ \t]++(?:as|with)|(?:creds|credentials|login)[ \t]++(?:are|is|with)"
+    r"(?i)(?<![\w-])(?:(?:log(?:ging)?[ \t]?in|sign(?:ing)?[ \t]?in|ssh|connect)[ \t]++(?:as|with)|(?:creds|credentials|login)[ \t]++(?:are|is|with)"
     r"|(?P<use>use)(?=[ \t]++[\w.@-]{1,64}+[ \t]*+/))"
     r"[ \t]++[\w.@-]{1,64}+(?:[ \t]*+/[ \t]*+|[ \t]++and[ \t]++|[ \t]++\(|:)[`'\"“「]?(?P<value>[!-~]{6,200}+)"
 )

@@ -463,9 +463,11 @@ def _labelled(m: re.Match[str]) -> str:
         arrow = words[:2] in ("=>", "->") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace())  # not password-login
         arrow |= (" " in label or group == "coded") and words[:1] == ":"  # a label no assignment names: api key: …
         assigned |= arrow and prose_secrets.reads_as_password(value, REDACTED) and not re.search("[\"'()\\[\\]{}<>|`]", value)
-        # a password's label of another language right before its value, as Turkish writes it (şifrem …, yeni şifre …)
-        assigned |= (not words and label.lower() in patterns.FOREIGN_PASSWORD_LABELS and re.search(r"\d", value) is not None
-                     and prose_secrets.reads_as_password(value, REDACTED))
+        # a password's label right before its value, after a login's user (username admin password …, user root pwd …)
+        # or of another language, as Turkish writes it (şifrem …, yeni şifre …)
+        after_user = _password_name(label) and _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1)) is not None
+        assigned |= (not words and (after_user or label.lower() in patterns.FOREIGN_PASSWORD_LABELS)
+                     and re.search(r"\d", value) is not None and prose_secrets.reads_as_password(value, REDACTED))
         if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
         password = _password_name(label) or label.lower() in patterns.FOREIGN_PASSWORD_LABELS
@@ -477,6 +479,10 @@ def _labelled(m: re.Match[str]) -> str:
     if _weakly_labelled(m, after) and not _plainly_a_password(value, label):
         return m.group(0)  # what it uses or is (密码也是 bcrypt 哈希的, Set max token to 4096), not a value
     return _replace(m, start, start + len(value))
+
+
+#: A login's user right before a password's label (``username admin password …``, ``user: root pwd …``).
+_USER_BEFORE = re.compile(r"(?i)(?<![\w-])(?:user(?:name)?|login)[ \t]*+[:=：]?[ \t]*+[\w.@-]{1,64}+[ \t,，]++$")
 
 
 def _weakly_labelled(m: re.Match[str], joiner: str) -> bool:

@@ -741,6 +741,11 @@ SENT_BEFORE = [
     ('mật khẩu Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('Passwort Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     # red32: x11vnc's -storepasswd
     ('x11vnc -storepasswd Vnc9kLm2 ~/.vnc/passwd', 'Vnc9kLm2'),
+    # red32: a passphrase after a label of another script and a space (an app password's four groups); logging in with; a password's label after a login's user
+    ('Gmail 应用专用密码 abcd efgh ijkl mnop', 'efgh ijkl'),
+    ('try logging in with bob@example.com / Summer2024!', 'Summer2024'),
+    ('username admin password Adm1n@2024', 'Adm1n@2024'),
+    ('数据库连接信息：host 10.0.0.5 port 3306 user root pwd Root@2024', 'Root@2024'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1300,6 +1305,9 @@ NEAR_MISSES = [
     'şifre SHA256 ile', 'mật khẩu 123456 quá yếu', 'şifre sıfırlama', 'Passwort vergessen?', 'şifreniz yanlış',
     # red32: x11vnc's flags without a password
     'x11vnc -storepasswd', 'x11vnc -display :0 -forever',
+    # red32: prose after those labels
+    '密码 must be strong enough', 'logging in with SSO and OAuth2.1', 'user bob password reset2 page',
+    'user alice password hunter2', 'username admin password',
 ]
 
 
