@@ -27,11 +27,11 @@ TOKEN_START = r"(?<![A-Za-z0-9_-])"
 #: and a level (``INFO``), which a logger writes before the rest of a key it wrapped.
 LINE_BREAK = (r"(?:\\?\r?\n|(?:\\r)?\\n)"
               r"(?:(?:\[[^\]\n]{1,40}+\]|(?:\d{4}-\d\d-\d\d[T ])?\d\d:\d\d:\d\d(?:[.,]\d++)?Z?|[A-Za-z0-9_.-]{1,40}+[ \t]*+\|)"
-              r"[ \t]*+){0,2}"
-              r"(?:(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)[ \t:]++)?")
+              r"[ \t]*+){0,2}+"
+              r"(?:(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)[ \t:]++)?+")
 #: Provider key formats (each a whole token); a key that ends at a :data:`LINE_BREAK` takes the next line's leading run
 #: of key characters with it, unless that run is a name given a value (``=`` or ``:`` after it: the next line of a
-#: ``.env``, whose value would be left behind its name's redaction).
+#: ``.env``, whose value would be left behind its name's redaction) or a word of lower-case letters before a space (prose).
 KEY_FORMATS = re.compile(
     r"(?:" + TOKEN_START + r"(?:"
     # Anthropic, OpenAI, OpenRouter: after the prefix, 8 characters are enough (a log cuts a key short), unless all
@@ -61,7 +61,8 @@ KEY_FORMATS = re.compile(
     r")"
     # AWS access key ids, also run into a word or a name (``ID_AKIA…``, ``idAKIA…``): 20 upper-case characters
     r"|(?<![A-Z0-9])(?:AKIA|ASIA|A3T[A-Z0-9])[0-9A-Z]{16}(?![A-Za-z0-9])"
-    r")(?:" + LINE_BREAK + r"[A-Za-z0-9_-]++(?![=:]))?"  # not the next line's name (.env's OPENAI_API_KEY=sk-… then DB_PASSWORD=…)
+    r")(?:" + LINE_BREAK + r"(?![a-z]++[ \t])[A-Za-z0-9_-]++(?![=:]))?"  # not the next line's name (.env's OPENAI_API_KEY=sk-…
+    # then DB_PASSWORD=…) nor its first word of prose ([12:00:01] starting server …)
 )
 #: A key cut by a line break before its format is complete (``ghp_Z8x7C6\nv5B4n3...``): a key prefix, the rest of its
 #: line and the next line's leading key characters, redacted when they join into a :data:`KEY_FORMATS` key
@@ -69,7 +70,7 @@ KEY_FORMATS = re.compile(
 #: ``.sk-.sk-...`` is read once, not once per prefix.
 WRAPPED_KEY = re.compile(
     r"(?<![A-Za-z0-9_.~-])(?:sk-|(?:sk|rk|pk)_(?:live|test)_|gh[pousr]_|github_pat_|gl(?:pat|rt)-|xox[a-z]-|xapp-|AKIA|ASIA|AIza|hf_|eyJ|npm_|pypi-|gsk_)"
-    r"[A-Za-z0-9_.~-]*+" + LINE_BREAK + r"[A-Za-z0-9_.~-]++(?![=:])"
+    r"[A-Za-z0-9_.~-]*+" + LINE_BREAK + r"(?![a-z]++[ \t])[A-Za-z0-9_.~-]++(?![=:])"
 )
 #: A private key block, to its ``END`` line or, cut off, to the end of the text.
 PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)", re.DOTALL)

@@ -1308,6 +1308,10 @@ NEAR_MISSES = [
     # red32: prose after those labels
     '密码 must be strong enough', 'logging in with SSO and OAuth2.1', 'user bob password reset2 page',
     'user alice password hunter2', 'username admin password',
+    # red32: a docs' key placeholder before a logger's next line of prose (its first word is no key's rest)
+    'key sk-proj-xxxxxxxxxxxxxxxxxxxx\n[12:00:01] starting server on :8080',
+    'ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\napp-1  | listening on :3000',
+    'token ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n2024-03-11 12:00:01,124 INFO starting worker',
 ]
 
 
