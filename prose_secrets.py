@@ -89,20 +89,24 @@ LOGIN_LINES = re.compile(
     r"|(?:ログインID|ログイン名|ユーザーID|ユーザー名|ユーザ名|ID)[ \t]*+[:：][ \t]*+[\w.@-]{1,64}+[ \t\u3000,，、/]{1,8}+"
     r"パス(?:ワード)?[ \t]*+[:：][ \t]*+(?![~.])(?P<jvalue>[^\s，、/\\]{1,200}+)(?![/\\])"
 )
-#: A login after a label naming both its fields (``账号密码：admin …``, ``用户名密码 root …``, ``账号密码分别是 admin 和 …``):
+#: A login after a label naming both its fields (``账号密码：admin …``, ``用户名密码 root …``, ``账号密码分别是 admin 和 …``, ``都是``):
 #: the user, what separates the two, then the password, which goes when it reads as one
 #: (:func:`reads_as_password`).
 BOTH_FIELDS = re.compile(
-    r"(?:账号|帐号|帳號|账户|帳戶|用户名|用戶名|用户|用戶)(?:和|与|與|/|、)?(?:密码|密碼)(?:分别|分別)?(?:是|为|為)?[ \t]*+[:：]?[ \t]*+"
+    r"(?:账号|帐号|帳號|账户|帳戶|用户名|用戶名|用户|用戶)(?:和|与|與|/|、)?(?:密码|密碼)(?:分别|分別|都)?(?:是|为|為)?[ \t]*+[:：]?[ \t]*+"
     r"[A-Za-z0-9_.@-]{1,64}+(?:[ \t]*+(?:/|和|与|與|、|，|,)[ \t]*+|[ \t]++)(?P<value>[^\s/，,、]{1,200}+)"
 )
 #: A login written after a host without a label, as a chat writes it (``服务器：1.2.3.4 root …``, ``1.2.3.4:22 root/…``,
 #: ``ssh root@1.2.3.4 …``, ``后台地址 http://10.0.0.5:8080 admin …``): an IPv4 address (and port) or a web address (group
-#: ``url``) and a user, or ``ssh`` to a user at a host, then a value that reads as a password (:func:`_host_login`).
+#: ``url``) and a user, or ``ssh`` to a user at a host, or a lower-case user and ``/`` alone (group ``pair``: ``jenkins
+#: admin/…，gitlab root/…``, not a path's piece nor a git branch's ``feature/…``), then a value that reads as a password
+#: (:func:`_host_login`).
 HOST_LOGIN = re.compile(
     r"(?:(?:(?<![\w.])\d{1,3}+\.\d{1,3}+\.\d{1,3}+\.\d{1,3}+(?::\d{1,5}+)?|(?<![\w.])(?P<url>https?://[!-~]{1,300}+))"
     r"[ \t]++[A-Za-z_][\w.-]{0,31}+(?:[ \t]*+/[ \t]*+|[ \t]++)"
-    r"|(?<![\w-])ssh[ \t]++(?:-p[ \t]*+\d{1,5}+[ \t]++)?[\w.-]{1,32}+@[\w.-]{1,253}+[ \t]++)(?P<value>[^\s/，,。]{6,64}+)"
+    r"|(?<![\w-])ssh[ \t]++(?:-p[ \t]*+\d{1,5}+[ \t]++)?[\w.-]{1,32}+@[\w.-]{1,253}+[ \t]++"
+    r"|(?<![\w./:@-])(?!(?:feature|feat|fix|bugfix|hotfix|release|origin|upstream|refs|heads|tags|remotes)/)"
+    r"(?P<pair>[a-z][a-z0-9_.-]{0,31}+[ \t]*+/[ \t]*+))(?P<value>[^\s/，,。]{6,64}+)"
 )
 #: A user and password given as flags of a command (``mongo -u admin -p 'Sup3r$ecret9'``, ``smbclient -U
 #: bob%Sup3rS3cretPw``, ``lftp -u bob,Sup3rS3cretPw``); the password goes when it reads as one (``docker run -u
@@ -400,8 +404,11 @@ def _host_login(m: re.Match[str], redacted: str) -> bool:
     """Whether a :data:`HOST_LOGIN` value is a password: reads strongly (:func:`reads_strongly`: not a command, a version,
     a status or a path), or reads as one with a digit when joined to its user by ``/`` (``10.0.0.3:3306 root/Kq7vLp2Wx99``,
     a login's pair), or, last in its clause after a web address, reads as a piece of a key (:func:`key_piece`:
-    ``http://10.0.0.5:8080 admin Kq7vLp2Wx99``; not words and a number: ``see http://x.io and Python3``)."""
+    ``http://10.0.0.5:8080 admin Kq7vLp2Wx99``; not words and a number: ``see http://x.io and Python3``). A user and
+    ``/`` alone need a strong value naming no file or ref (``api/v1Login``, ``src/main.py#L42``, ``myorg/Action2@v1``)."""
     value = m.group("value")
+    if m.group("pair") is not None:
+        return reads_strongly(value) and re.search(r"\.|@v\d", value) is None
     if reads_strongly(value):
         return True
     if m.string[m.start() : m.start("value")].rstrip(" \t").endswith("/"):

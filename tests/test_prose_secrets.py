@@ -746,6 +746,9 @@ SENT_BEFORE = [
     ('try logging in with bob@example.com / Summer2024!', 'Summer2024'),
     ('username admin password Adm1n@2024', 'Adm1n@2024'),
     ('数据库连接信息：host 10.0.0.5 port 3306 user root pwd Root@2024', 'Root@2024'),
+    # red32: a user and a strong password joined by / alone (a handover's list), 账号密码都是
+    ('交接一下：jenkins admin/Jk9#kLm2Wx，gitlab root/Gl9#kLm2Wx', 'Gl9#kLm2Wx'),
+    ('VPN: vpn.corp.com  zhangsan / Vpn#2024zs', 'Vpn#2024zs'), ('mysql 账号密码都是 root/Root2024x', 'Root2024x'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1312,6 +1315,9 @@ NEAR_MISSES = [
     'key sk-proj-xxxxxxxxxxxxxxxxxxxx\n[12:00:01] starting server on :8080',
     'ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\napp-1  | listening on :3000',
     'token ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n2024-03-11 12:00:01,124 INFO starting worker',
+    # red32: paths, anchors, git branches and refs joined by /
+    'https://x.com/docs/Intro2#Setup', 'git checkout feature/Fix#123Bug', 'see src/Main2.py', 'and/or Ab1!cd',
+    'a/b/C2d#ef', 'api/v1Login',
 ]
 
 
