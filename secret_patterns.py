@@ -433,13 +433,13 @@ LABELLED = re.compile(
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now|ist|war|lautet|est|es|era)(?![\w.-]))[\w-]{1,30}+){0,2}(?=[\s:：=\"”(（])"
     r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：])|[ \t]++(?:nueva|nuevo|nova|novo|nuova|nuovo|mới|actual|wifi)(?![\w-]))?"
     r"[\"”】\]]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
-    r"|is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là|still|currently|—|-|…{1,2}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
+    r"|is|was|['’]s|ist|war|lautet|est|c'est|c’est|es|era|é|è|là|still|currently|—|-|…{1,2}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
     r"(?:```[\w+-]{0,20}+[ \t]*+\r?\n[ \t]*+)?)"
     r"(?:([\"'“「『【《`])([^\"'”」』】》`\n]{1,200})[\"'”」』】》`]|(?!<(?:code|kbd)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,200}+)"
     r"|<(?:code|kbd)>(?P<coded>[^<>\n]{1,200}+)</(?:code|kbd)>)"
 )
-#: The verbs a Latin label needs before its value (``password is``, ``Passwort ist``, ``mot de passe est``).
-LATIN_VERBS = re.compile(r"\b(?:is|was|be|now|to|ist|war|lautet|est|c'est|c’est|es|era|é|è|là)(?!\w)")
+#: The verbs a Latin label needs before its value (``password is``, ``password's``, ``Passwort ist``, ``mot de passe est``).
+LATIN_VERBS = re.compile(r"(?:\b(?:is|was|be|now|to|ist|war|lautet|est|c'est|c’est|es|era|é|è|là)|['’]s)(?!\w)")
 #: What joins a label to the value right after it (``token: x``, ``"key": "x"``, ``key是x``, ``key是：x``,
 #: ``key的值是x``, ``key 设成了 x``, ``token => x``, ``token `x` ``): what it is for (``API key for prod:``, ``token（新）：``), quotes
 #: and backticks, up to two signs, arrows or CJK joiners, spaces and one line break.
@@ -497,7 +497,7 @@ NAMING_LABELS = {"授权码", "授權碼", "安全码", "安全碼", "凭证", "
 #: the value must plainly read as a password: they as often precede what the credential is (``密码也是 bcrypt 哈希的``,
 #: ``Set max token to 4096``).
 PLAIN_JOIN = re.compile(r"(?i)是|为|為|は|が|を|는|은|가|이|我|:|：|=>|->|=|设置成|设置为|設置成|設置為|改成了|改为了|改为|改成|改為"
-                        r"|设为|設為|—|-|를|을|\b(?:is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là)\b")
+                        r"|设为|設為|—|-|를|을|['’]s\b|\b(?:is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là)\b")
 #: Trailing punctuation that ends a sentence or a call, not a password.
 VALUE_END = ".,;:!?)]}>'\""
 #: Endings of a name's last word that make it a credential whatever the value (``client_secret``, ``PGPASSWORD``,

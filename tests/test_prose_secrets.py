@@ -749,6 +749,8 @@ SENT_BEFORE = [
     # red32: a user and a strong password joined by / alone (a handover's list), 账号密码都是
     ('交接一下：jenkins admin/Jk9#kLm2Wx，gitlab root/Gl9#kLm2Wx', 'Gl9#kLm2Wx'),
     ('VPN: vpn.corp.com  zhangsan / Vpn#2024zs', 'Vpn#2024zs'), ('mysql 账号密码都是 root/Root2024x', 'Root2024x'),
+    # red32: a password after 's (is)
+    ("my password's Summer2024#x", 'Summer2024#x'), ('the wifi password’s Welcome@2024', 'Welcome@2024'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1318,6 +1320,8 @@ NEAR_MISSES = [
     # red32: paths, anchors, git branches and refs joined by /
     'https://x.com/docs/Intro2#Setup', 'git checkout feature/Fix#123Bug', 'see src/Main2.py', 'and/or Ab1!cd',
     'a/b/C2d#ef', 'api/v1Login',
+    # red32: a password's or token's attribute after 's
+    "the password's length must be 8", "token's TTL is 3600s", "the password's hash is $2b$12$abc",
 ]
 
 
