@@ -72,7 +72,7 @@ PASSPHRASE_WORDS = re.compile(
 #: after a change or a login's verb (group ``verb``: ``我改成了 nacos / …``, ``登录用 admin / …``; a ``/`` without spaces then
 #: joins a path's pieces as often: ``改成了 src/MainApp2``, so the value must read strongly); a network and its password (group ``ssid``:
 #: ``WiFi：Office-5G / …``); not a path: ``user: alice/projects/x``): the password
-#: goes when it reads as one (:func:`reads_as_password`), a network's when :func:`_wifi_password`.
+#: goes when it reads as one (:func:`reads_as_password`), a network's by its length (:func:`_password_in`).
 CREDENTIAL_PAIR = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계管超관pw改换換登无無])(?:(?:creds|credentials|login|logins|account|user|username|pw|用户名|账号|帳號"
     r"|账户|帳戶|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자|(?P<wifi>wi-?fi|wlan|无线网?|無線網?))"
@@ -327,23 +327,21 @@ def _slashed_userinfo(m: re.Match[str], redacted: str) -> str:
 
 def _password_in(m: re.Match[str], redacted: str) -> str:
     """A :data:`CREDENTIAL_PAIR`, :data:`BOTH_FIELDS`, :data:`LOGIN_LINES` or :data:`USER_PASS_FLAGS` match with its ``value``
-    redacted when it reads as a password (trailing punctuation of a sentence stays)."""
+    redacted when it reads as a password (trailing punctuation of a sentence stays): after a verb and a bare ``/``
+    (``改成了 src/MainApp2``) strongly; a network's when it has WPA's 8+ characters (``88888888`` too), not letters alone
+    nor the network's other band (``Office-5G / Office-2.4G``)."""
     group = "value" if m.group("value") is not None else "jvalue"
     value = m.group(group).rstrip(patterns.VALUE_END)
-    if not (_wifi_password(m, value) if m.re is CREDENTIAL_PAIR and m.group("wifi") else reads_as_password(value, redacted)):
-        return m.group()
-    if m.re is CREDENTIAL_PAIR and m.group("verb") and m.string[m.end("ssid") : m.start("value")] == "/" and not reads_strongly(value):
+    pair = m.re is CREDENTIAL_PAIR
+    if pair and m.group("wifi"):
+        secret = len(value) >= 8 and not value.isalpha() and value[:4].lower() != m.group("ssid")[:4].lower()
+    else:
+        bare = pair and m.group("verb") and m.string[m.end("ssid") : m.start("value")] == "/"
+        secret = reads_as_password(value, redacted) and (not bare or reads_strongly(value))
+    if not secret:
         return m.group()
     start = m.start(group)
     return m.string[m.start() : start] + redacted + m.string[start + len(value) : m.end()]
-
-
-def _wifi_password(m: re.Match[str], value: str) -> bool:
-    """Whether ``value``, after a network's name in a :data:`CREDENTIAL_PAIR` (``WiFi：Office-5G / …``), is its password:
-    8 or more characters, as WPA's are (digits alone too: ``88888888``), not letters alone (``enabled / disabled``) nor
-    the network's other band (``Office-5G / Office-2.4G``: the same first four characters)."""
-    return (len(value) >= 8 and not value.isalpha()
-            and value[:4].lower() != m.group("ssid")[:4].lower())
 
 
 def _is_code(token: str) -> bool:
