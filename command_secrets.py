@@ -69,7 +69,7 @@ ARCHIVE_OR_SQL = re.compile(
 #: A password given to a command by the flag or the place that command takes it at, in the same command: gpg's
 #: ``--passphrase``, openssl's ``-k``, ``-pass pass:`` and ``passwd [-1|-5|-6|-apr1]``, the LDAP tools' ``-w``,
 #: FreeRDP's ``/p:``, influx's ``-password``, x11vnc's ``-passwd`` and ``-storepasswd``, openGauss' ``gsql -W``, ``mysqladmin … password``,
-#: ``rabbitmqctl add_user|change_password USER``, ``mc alias set ALIAS URL USER``, ``poetry config http-basic.NAME
+#: ``rabbitmqctl add_user|change_password USER``, ``mc alias set ALIAS URL USER``, ``mc admin user add ALIAS USER``, ``poetry config http-basic.NAME
 #: USER``, ``net use [Z:] SHARE … /user:USER`` (or before ``/user:``), ``etcdctl --user USER:``, PowerShell's
 #: ``ConvertTo-SecureString`` and ``-Password``/``-SecretKey`` (``-AccountPassword`` too), PuTTY's ``-pw``,
 #: ipmitool's and mosquitto's ``-P``, unrar's ``-p``, curl's ``--proxy-user USER:`` (``-U``), skopeo's ``--creds
@@ -85,7 +85,7 @@ PASSWORD_FLAG = re.compile(
     r"|(?:influx|x11vnc|gsql|mysqladmin)(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-password|-passwd|-storepasswd|-W|password)[ \t]++"
     r"|rabbitmqctl[ \t]++(?:add_user|change_password)[ \t]++\S{1,100}+[ \t]++"
     r"|ngrok[ \t]++(?:config[ \t]++add-authtoken|authtoken)[ \t]++|(?:ngrok|influx)(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:--authtoken|-t|--token)(?:[ \t]++|=)"
-    r"|mc[ \t]++alias[ \t]++set[ \t]++\S{1,100}+[ \t]++\S{1,300}+[ \t]++\S{1,100}+[ \t]++"
+    r"|mc[ \t]++(?:alias[ \t]++set[ \t]++\S{1,100}+[ \t]++\S{1,300}+|admin[ \t]++user[ \t]++add[ \t]++\S{1,100}+)[ \t]++\S{1,100}+[ \t]++"
     r"|poetry[ \t]++config[ \t]++http-basic\.\S{1,100}+[ \t]++\S{1,100}+[ \t]++"
     r"|net[ \t]++use(?:[ \t]++(?:[A-Za-z]:|\*))?[ \t]++\\\\\S{1,300}+[ \t]++(?=[^\s/]\S{0,199}+[ \t]++/user:)"
     r"|net[ \t]++use(?=[ \t])" + _SAME_COMMAND + r"[ \t]/user:\S{1,100}+[ \t]++"

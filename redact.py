@@ -345,13 +345,15 @@ def _assignment(m: re.Match[str]) -> str:
 
 def _named_value(m: re.Match[str]) -> str:
     """A :data:`secret_patterns.NAMED_VALUE` match with its value redacted when an assignment of it to its name would
-    be (:func:`_assigned_secret`)."""
+    be (:func:`_assigned_secret`); a default, or a JSON pair's value (a header's in a HAR or Postman file: ``{"name":
+    "X-CSRF-Token", "value": "Fetch"}``), only when it also reads as a password by itself."""
     name = next(m.group(g) for g in patterns.NAMED_NAMES if m.group(g))
     group = next(g for g in patterns.NAMED_VALUES if m.group(g) is not None)
     start, value = m.start(group), m.group(group)
     if group == "bare":
         value = value.rstrip(patterns.VALUE_END + "\\")
-    if group in patterns.DEFAULT_VALUES and not patterns.DEFAULT_SECRET.fullmatch(value):
+    json_pair = group == "quoted" and ":" in m.string[m.start() : m.start("attr")]
+    if (group in patterns.DEFAULT_VALUES or json_pair) and not patterns.DEFAULT_SECRET.fullmatch(value):
         return m.group(0)
     if not _assigned_secret(name, value, m.string, start + len(value), group == "bare", group == "bare"):
         return m.group(0)

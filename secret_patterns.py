@@ -313,7 +313,7 @@ CREDENTIAL_FILE = re.compile(
 )
 #: A value named in markup or a manifest rather than assigned: an element (``<password>…</password>``, Maven's
 #: settings.xml), a ``key``/``name`` and ``value`` attribute pair (``<add key="DbPassword" value="…"/>``, Ant's
-#: ``<property name="db.password" value="…"/>``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``), an
+#: ``<property name="db.password" value="…"/>``) or JSON pair (a Postman variable's ``{"key": "password", "value": "…"}``), a Kubernetes env entry (``- name: DB_PASSWORD`` then ``value: …``), an
 #: environment variable's or a setting's default in code (``os.getenv("DB_PASSWORD", "…")``, ``ENV.fetch(…)``,
 #: ``getattr(settings, …)``, ``System.getProperty(…)``, Ruby's ``ENV.fetch "…", "…"``, ``settings.get(…)`` (on up to two
 #: receivers: ``app.config.get(…)``, ``config["db"].get(…)``, ``get_config().get(…)``), ``getOrDefault(…)``,
@@ -333,7 +333,8 @@ CREDENTIAL_FILE = re.compile(
 #: names' first letters (``[cpiBeE$oSgGD]``) leave a position that starts none at once.
 NAMED_VALUE = re.compile(
     r"<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)>(?P<element>[^<\n]{1,200}+)</(?P=tag)>"
-    r"|(?i:(?<![\w-])(?:key|name))[ \t]*+=[ \t]*+(?P<q1>[\"'])(?P<attr>[^\"'\n]{1,100}+)(?P=q1)[ \t]++(?i:value)[ \t]*+=[ \t]*+"
+    r"|(?i:(?<![\w-])[\"']?(?:key|name)[\"']?)[ \t]*+[=:][ \t]*+(?P<q1>[\"'])(?P<attr>[^\"'\n]{1,100}+)(?P=q1)[ \t]*+,?[ \t]*+"
+    r"[\"']?(?i:value)[\"']?[ \t]*+[=:][ \t]*+"
     r"(?P<q2>[\"'])(?P<quoted>[^\"'\n]{1,200}+)(?P=q2)"
     r"|(?<![\w-])name[ \t]*+:[ \t]*+[\"']?(?P<env>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+(?:\r?\n|,)[ \t]*+value[ \t]*+:[ \t]*+"
     r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))"

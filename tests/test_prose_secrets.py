@@ -751,6 +751,10 @@ SENT_BEFORE = [
     ('VPN: vpn.corp.com  zhangsan / Vpn#2024zs', 'Vpn#2024zs'), ('mysql 账号密码都是 root/Root2024x', 'Root2024x'),
     # red32: a password after 's (is)
     ("my password's Summer2024#x", 'Summer2024#x'), ('the wifi password’s Welcome@2024', 'Welcome@2024'),
+    # red32: a Postman variable's key and value in JSON; mc admin user add's password
+    ('{"key": "password", "value": "Hz2024abcXk9", "enabled": true}', 'Hz2024abcXk9'),
+    ('{"key": "api_key", "value": "Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5", "type": "secret"}', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
+    ('mc admin user add myminio appuser Mn9#kLm2Wx7', 'Mn9#kLm2Wx7'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1322,6 +1326,9 @@ NEAR_MISSES = [
     'a/b/C2d#ef', 'api/v1Login',
     # red32: a password's or token's attribute after 's
     "the password's length must be 8", "token's TTL is 3600s", "the password's hash is $2b$12$abc",
+    # red32: JSON key/value pairs of templates and plain settings; mc's other commands
+    '{"key": "password", "value": "{{password}}", "enabled": true}', '{"key": "page", "value": "2"}',
+    '{"name": "Authorization", "value": "Bearer {{token}}"}', 'mc admin user list myminio',
 ]
 
 
