@@ -649,7 +649,8 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "http://a a aB1cD2eF3 ", "a:aB1cD2eF3\n", "a:", "set-agent-token -a ", "password:\n  - ",
                                   "\n  - aB1cD2eF3", "use a/", "pass for a ", "şifre a1 ", "mật khẩu mới là ", "lautet ",
                                   "密码 abcd ", "logging in with a / ", "user a password aB1cD2eF3 ", "user a ", " a/",
-                                  " a / aB1#cD2eF3", "password's ", "账号密码都是 a/"])
+                                  " a / aB1#cD2eF3", "password's ", "账号密码都是 a/", '"key": "a", ', '"name": "a_password", "value": ',
+                                  "mc admin user add a "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
