@@ -494,11 +494,11 @@ CJK_NAME_VALUE = re.compile(_ALGORITHM)
 #: password after them (or a mail server's 授权码, 16 lower-case letters).
 NAMING_LABELS = {"授权码", "授權碼", "安全码", "安全碼", "凭证", "憑證", "凭据", "憑據", "账密", "帳密"}
 #: A joiner after which a label's value is taken as :func:`redact._labelled` always took it (``是``, ``:``, ``is``,
-#: ``设置成``...); after the others (``也是``, ``默认是``, ``换成``, ``用``, ``如下``, ``→``, ``should be``, ``is now``, ``to``)
-#: the value must plainly read as a password: they as often precede what the credential is (``密码也是 bcrypt 哈希的``,
-#: ``Set max token to 4096``).
+#: ``设置成``...); after the others (``也是``, ``默认是``, ``换成``, ``用``, ``如下``, ``→``, ``should be``, ``is now``, ``to``,
+#: ``'s``) the value must plainly read as a password: they as often precede what the credential is (``密码也是 bcrypt 哈希的``,
+#: ``Set max token to 4096``, ``a token's ``exp`` claim``).
 PLAIN_JOIN = re.compile(r"(?i)是|为|為|は|が|を|는|은|가|이|我|:|：|=>|->|=|设置成|设置为|設置成|設置為|改成了|改为了|改为|改成|改為"
-                        r"|设为|設為|—|-|를|을|['’]s\b|\b(?:is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là)\b")
+                        r"|设为|設為|—|-|를|을|\b(?:is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là)\b")
 #: Trailing punctuation that ends a sentence or a call, not a password.
 VALUE_END = ".,;:!?)]}>'\""
 #: Endings of a name's last word that make it a credential whatever the value (``client_secret``, ``PGPASSWORD``,

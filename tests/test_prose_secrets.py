@@ -1329,6 +1329,11 @@ NEAR_MISSES = [
     # red32: JSON key/value pairs of templates and plain settings; mc's other commands
     '{"key": "password", "value": "{{password}}", "enabled": true}', '{"key": "page", "value": "2"}',
     '{"name": "Authorization", "value": "Bearer {{token}}"}', 'mc admin user list myminio',
+    # red32: a token's claim or field after 's (the corpus check's find: docstrings of JWT libraries)
+    "Raised when a token's ``exp`` claim indicates that it has expired",
+    "changes made directly to a token's ``children`` list",
+    "Seconds until the access token's ``expires_in``, floored at 60.",
+    "falling back to a host derived from the token's ``iss``\n    field.",
 ]
 
 
