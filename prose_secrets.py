@@ -97,17 +97,24 @@ BOTH_FIELDS = re.compile(
     r"[A-Za-z0-9_.@-]{1,64}+(?:[ \t]*+(?:/|和|与|與|、|，|,)[ \t]*+|[ \t]++)(?P<value>[^\s/，,、]{1,200}+)"
 )
 #: A login written after a host without a label, as a chat writes it (``服务器：1.2.3.4 root …``, ``1.2.3.4:22 root/…``,
-#: ``ssh root@1.2.3.4 …``, ``后台地址 http://10.0.0.5:8080 admin …``): an IPv4 address (and port) or a web address (group
-#: ``url``) and a user, or ``ssh`` to a user at a host, or a lower-case user and ``/`` alone (group ``pair``: ``jenkins
-#: admin/…，gitlab root/…``, not a path's piece nor a git branch's ``feature/…``), then a value that reads as a password
-#: (:func:`_host_login`).
+#: ``ssh root@1.2.3.4 …``): an IPv4 address (and port) and a user, or ``ssh`` to a user at a host, then a value that
+#: reads as a password (:func:`_host_login`).
 HOST_LOGIN = re.compile(
-    r"(?:(?:(?<![\w.])\d{1,3}+\.\d{1,3}+\.\d{1,3}+\.\d{1,3}+(?::\d{1,5}+)?|(?<![\w.])(?P<url>https?://[!-~]{1,300}+))"
-    r"[ \t]++[A-Za-z_][\w.-]{0,31}+(?:[ \t]*+/[ \t]*+|[ \t]++)"
-    r"|(?<![\w-])ssh[ \t]++(?:-p[ \t]*+\d{1,5}+[ \t]++)?[\w.-]{1,32}+@[\w.-]{1,253}+[ \t]++"
-    r"|(?<![\w./:@-])(?!(?:feature|feat|fix|bugfix|hotfix|release|origin|upstream|refs|heads|tags|remotes)/)"
-    r"(?P<pair>[a-z][a-z0-9_.-]{0,31}+[ \t]*+/[ \t]*+))(?P<value>[^\s/，,。]{6,64}+)"
+    r"(?:(?<![\w.])\d{1,3}+\.\d{1,3}+\.\d{1,3}+\.\d{1,3}+(?::\d{1,5}+)?[ \t]++[A-Za-z_][\w.-]{0,31}+(?:[ \t]*+/[ \t]*+|[ \t]++)"
+    r"|(?<![\w-])ssh[ \t]++(?:-p[ \t]*+\d{1,5}+[ \t]++)?[\w.-]{1,32}+@[\w.-]{1,253}+[ \t]++)(?P<value>[^\s/，,。]{6,64}+)"
 )
+#: The same after a web address (``后台地址 http://10.0.0.5:8080 admin …``), apart: a pattern starting with a literal is
+#: searched for it, not tried at every character (in :data:`HOST_LOGIN` it doubled that pattern's cost).
+URL_LOGIN = re.compile(r"http(?<=(?<![\w.])http)s?://[!-~]{1,300}+[ \t]++[A-Za-z_][\w.-]{0,31}+(?:[ \t]*+/[ \t]*+|[ \t]++)"
+                       r"(?P<value>[^\s/，,。]{6,64}+)")
+#: A user and a strong password joined by ``/`` alone (``交接一下：jenkins admin/…，gitlab root/…``, ``zhangsan / …``),
+#: found from its ``/`` (searched for, as :data:`URL_LOGIN`'s literal is, not tried at every word) and a value
+#: with one of :data:`STRONG_SYMBOLS`; :func:`_user_slash` reads the user before it.
+USER_SLASH = re.compile(r"/[ \t]*+(?=[^\s/，,。]{0,63}?[!@#$^&?])(?P<value>[^\s/，,。]{6,64}+)")
+#: The user before a :data:`USER_SLASH`: a lower-case name, not a path's or an address's piece nor a git branch's prefix
+#: (``feature/Fix#123Bug``).
+SLASH_USER = re.compile(r"(?<![\w./:@-])(?!(?:feature|feat|fix|bugfix|hotfix|release|origin|upstream|refs|heads|tags|remotes)[ \t]*+$)"
+                        r"[a-z][a-z0-9_.-]{0,31}+[ \t]*+$")
 #: A user and password given as flags of a command (``mongo -u admin -p 'Sup3r$ecret9'``, ``smbclient -U
 #: bob%Sup3rS3cretPw``, ``lftp -u bob,Sup3rS3cretPw``); the password goes when it reads as one (``docker run -u
 #: 1000:1000 -p 8080:80`` and ``mysql -u root -p shop`` keep theirs). Groups: ``q`` the quote, ``value``.
@@ -186,7 +193,9 @@ def redact(text: str, redacted: str) -> str:
     text = prefilter.sub(CREDENTIAL_PAIR, lambda m: _password_in(m, redacted), text)
     text = prefilter.sub(BOTH_FIELDS, lambda m: _password_in(m, redacted), text)
     text = prefilter.sub(LOGIN_LINES, lambda m: _password_in(m, redacted), text)
-    text = prefilter.sub(HOST_LOGIN, lambda m: m.string[m.start() : m.start("value")] + redacted if _host_login(m, redacted) else m.group(), text)
+    for pattern in (HOST_LOGIN, URL_LOGIN):
+        text = prefilter.sub(pattern, lambda m: m.string[m.start() : m.start("value")] + redacted if _host_login(m, redacted) else m.group(), text)
+    text = prefilter.sub(USER_SLASH, lambda m: patterns.replace_group(m, "value", redacted) if _user_slash(m) else m.group(), text)
     text = prefilter.sub(USER_PASS_FLAGS, lambda m: _password_in(m, redacted), text)
     text = prefilter.sub(NAMED_IN_PROSE, lambda m: _named_in_prose(m, redacted), text)
     text = prefilter.sub(PASSWORD_WITH, lambda m: _named_in_prose(m, redacted), text)
@@ -399,19 +408,24 @@ def _passphrase_words(m: re.Match[str], redacted: str) -> str:
 
 
 def _host_login(m: re.Match[str], redacted: str) -> bool:
-    """Whether a :data:`HOST_LOGIN` value is a password: reads strongly (:func:`reads_strongly`: not a command, a version,
+    """Whether a :data:`HOST_LOGIN` or :data:`URL_LOGIN` value is a password: reads strongly (:func:`reads_strongly`: not a command, a version,
     a status or a path), or reads as one with a digit when joined to its user by ``/`` (``10.0.0.3:3306 root/Kq7vLp2Wx99``,
     a login's pair), or, last in its clause after a web address, reads as a piece of a key (:func:`key_piece`:
-    ``http://10.0.0.5:8080 admin Kq7vLp2Wx99``; not words and a number: ``see http://x.io and Python3``). A user and
-    ``/`` alone need a strong value naming no file or ref (``api/v1Login``, ``src/main.py#L42``, ``myorg/Action2@v1``)."""
+    ``http://10.0.0.5:8080 admin Kq7vLp2Wx99``; not words and a number: ``see http://x.io and Python3``)."""
     value = m.group("value")
-    if m.group("pair") is not None:
-        return reads_strongly(value) and re.search(r"\.|@v\d", value) is None
     if reads_strongly(value):
         return True
     if m.string[m.start() : m.start("value")].rstrip(" \t").endswith("/"):
         return reads_as_password(value, redacted) and re.search(r"\d", value) is not None
-    return m.group("url") is not None and key_piece(value) and LIST_ITEM_END.match(m.string, m.end("value")) is not None
+    return m.re is URL_LOGIN and key_piece(value) and LIST_ITEM_END.match(m.string, m.end("value")) is not None
+
+
+def _user_slash(m: re.Match[str]) -> bool:
+    """Whether a :data:`USER_SLASH` value is a password: a :data:`SLASH_USER` before it, and the value reads strongly and
+    names no file or ref (``api/v1Login``, ``src/main.py#L42``, ``myorg/Action2@v1``)."""
+    value = m.group("value")
+    return (reads_strongly(value) and re.search(r"\.|@v\d", value) is None
+            and SLASH_USER.search(m.string, max(m.start() - 40, 0), m.start()) is not None)
 
 
 def _named_in_prose(m: re.Match[str], redacted: str) -> str:
