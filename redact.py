@@ -467,9 +467,9 @@ def _labelled(m: re.Match[str]) -> str:
         assigned |= arrow and prose_secrets.reads_as_password(value, REDACTED) and not re.search("[\"'()\\[\\]{}<>|`]", value)
         # a password's label right before its value, after a login's user (username admin password …, user root pwd …)
         # or of another language, as Turkish writes it (şifrem …, yeni şifre …)
-        after_user = _password_name(label) and _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1)) is not None
-        assigned |= (not words and (after_user or label.lower() in patterns.FOREIGN_PASSWORD_LABELS)
-                     and re.search(r"\d", value) is not None and prose_secrets.reads_as_password(value, REDACTED))
+        if not words and not assigned and re.search(r"\d", value) and prose_secrets.reads_as_password(value, REDACTED):
+            assigned = label.lower() in patterns.FOREIGN_PASSWORD_LABELS or (
+                _password_name(label) and _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1)) is not None)
         if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
         password = _password_name(label) or label.lower() in patterns.FOREIGN_PASSWORD_LABELS

@@ -422,13 +422,12 @@ _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律
 #: its own script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), after what the
 #: value is for, if said, in up to three words (``password for the db:``, ``the password for the staging box is …``, ``Passwort für die DB:``, ``пароль от базы:``, an aside before a colon:
 #: ``token (staging):``, ``密码（测试环境）：``) or an adjective written after the label (``contraseña nueva es``, ``mật khẩu mới là``,
-#: ``mật khẩu wifi:``), joined by the verbs of the languages (``das Passwort lautet``, ``le mot de passe c'est``); ``pass`` only
-#: before what it is for (``pass for the vpn is …``; ``pass to`` hands a thing on). Longer labels come
+#: ``mật khẩu wifi:``), joined by the verbs of the languages (``das Passwort lautet``, ``le mot de passe c'est``). Longer labels come
 #: first (``secret key`` before ``secret``); a ``max token`` is a count. What a Latin label needs is
 #: :func:`redact._labelled`'s.
 LABELLED = re.compile(
     r"(?i)((?:" + _SCRIPT_LABELS + r")|(?<![A-Za-z0-9_])(?:APIキー|API ?키"
-    r"|password|passwd|passphrase|passcode|pwd|pw|pass(?=[ \t]++for[ \t])|sk|" + _FOREIGN_LABELS +
+    r"|password|passwd|passphrase|passcode|pwd|pw|sk|" + _FOREIGN_LABELS +
     r"|(?:api|access|secret|private)[ _-]?key|secret|(?<!max )(?<!min )token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|to|für|von|zur|zum|pour|de|du|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now|ist|war|lautet|est|es|era)(?![\w.-]))[\w-]{1,30}+){0,2}(?=[\s:：=\"”(（])"

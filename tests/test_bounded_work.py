@@ -644,10 +644,10 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # red31: a parenthesised string
                                   "a = (", 'a_key = ( "', "password = (\n", '("[redacted]"', "a: b = (",
                                   # red32: a network's pair, a verb's pair, a web address and a login, rsyncd's line,
-                                  # Consul's agent token, a YAML list's items, use a/, pass for, a label before its value
+                                  # Consul's agent token, a YAML list's items, use a/, a label before its value
                                   "WiFi：a / ", "wifi: a-5G / aB1cD2eF3 ", "改成了 a / ", "登录用 a/", "http://a a ",
                                   "http://a a aB1cD2eF3 ", "a:aB1cD2eF3\n", "a:", "set-agent-token -a ", "password:\n  - ",
-                                  "\n  - aB1cD2eF3", "use a/", "pass for a ", "şifre a1 ", "mật khẩu mới là ", "lautet ",
+                                  "\n  - aB1cD2eF3", "use a/", "şifre a1 ", "mật khẩu mới là ", "lautet ",
                                   "密码 abcd ", "logging in with a / ", "user a password aB1cD2eF3 ", "user a ", " a/",
                                   " a / aB1#cD2eF3", "password's ", "账号密码都是 a/", '"key": "a", ', '"name": "a_password", "value": ',
                                   "mc admin user add a "])

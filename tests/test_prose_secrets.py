@@ -733,9 +733,8 @@ SENT_BEFORE = [
     # red32: a YAML list under a password's name (trojan's, clash's), its first item and the next
     ('trojan:\n  password:\n    - Tj9kLm2Wx7Pq', 'Tj9kLm2Wx7Pq'),
     ('password:\n  - Tj9kLm2Wx7Pq\n  - Hz2024abcXk9', 'Hz2024abcXk9'),
-    # red32: a login after use, before its verb; a pass's value after what it is for
+    # red32: a login after use, before its verb
     ('use admin/Adm1n@2024 to log into grafana', 'Adm1n@2024'), ('Use root/P@ssw0rd! for ssh', 'P@ssw0rd'),
-    ('pass for the vpn is Vpn#2024zs', 'Vpn#2024zs'),
     # red32: a password right after its label in another language, without a verb (Turkish writes it so)
     ('yeni şifre Hz2024abcXk9', 'Hz2024abcXk9'), ('şifrem Sup3rS3cretPw', 'Sup3rS3cretPw'),
     ('mật khẩu Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('Passwort Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
