@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import errors, fts, session_rows, state, store, unicode61
+from . import errors, fts, session_rows, state, store, substring, unicode61
 from .query import ParsedQuery, Unit, cjk_trigrams, fts_quote, stem_variants
 from .ranking import Hit, Scorer, SessionRank, Stats, Term, demote_earlier, rank_sessions, score_texts
 from .records import MessageRow, Scope
@@ -398,7 +398,7 @@ def _scan(
             low, high = min(low, order[j][1]), max(high, order[j][2])
             j += 1
         if high - low > SCAN_BATCH:  # one session spread wide: its own newest messages, as many as the budget has left
-            rows, read, cut = fts.like_newest(conn, needles, scope, order[i][0], limit=SCAN_ROWS,
+            rows, read, cut = substring.like_newest(conn, needles, scope, order[i][0], limit=SCAN_ROWS,
                                                  read=SCAN_MESSAGES - covered)
         else:
             rows = fts.range_matches(conn, space, match, scope, [o[0] for o in order[i:j]], low, high, SCAN_ROWS,
@@ -505,8 +505,8 @@ def _newest_first(conn: sqlite3.Connection, scope: Scope, db_key: str) -> Order:
 def _substrings(conn: sqlite3.Connection, order: Order, needles: Sequence[str], scope: Scope, want_sessions: int,
                 found: dict[int, str], reach: int, limit: int = CANDIDATE_ROWS) -> bool:
     """Add to ``found`` the scope's messages holding a needle, its newest sessions first (``order``), up to ``reach``
-    message ids (:func:`fts.like_candidates`); returns whether a bound left older messages unread."""
-    liked, cut = fts.like_candidates(conn, needles, scope, order(),
+    message ids (:func:`substring.like_candidates`); returns whether a bound left older messages unread."""
+    liked, cut = substring.like_candidates(conn, needles, scope, order(),
                                      per_session=LIKE_PER_SESSION, limit=limit, max_scanned=reach, want_sessions=want_sessions)
     found.update(liked)
     return cut
@@ -548,7 +548,7 @@ def _beyond_the_index(
     if shape.rebuild is not None:
         done, high = shape.rebuild
         low = max(done, high - GAP_SCAN_MESSAGES)
-        found.update(fts.like_in_range(conn, needles, scope, low, high, limit=CANDIDATE_ROWS))
+        found.update(substring.like_in_range(conn, needles, scope, low, high, limit=CANDIDATE_ROWS))
         paths.append("like-unindexed")
         notes.append(REBUILD_NOTE.format(percent=min(99, int(100 * done / high)),
                                          cut="" if low == done else f" (the newest {GAP_SCAN_MESSAGES:,} of them)"))

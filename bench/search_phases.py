@@ -50,7 +50,7 @@ PHASES = [("search", "_semantic_leg_apart"), ("lexical", "search"), ("workspace"
           # the keyword leg's parts (names it calls through its module, or imported into it)
           ("lexical", "_plan"), ("lexical", "glued_rows"), ("lexical", "_scan"), ("lexical", "demote_earlier"),
           ("lexical", "score_texts"), ("fts", "doc_frequencies"), ("fts", "rows_up_to"), ("fts", "phrase_frequency"),
-          ("fts", "session_candidates"), ("fts", "like_candidates"),
+          ("fts", "session_candidates"), ("substring", "like_candidates"),
           ("fts", "doc_lengths"), ("embeddings", "LocalProvider.embed"), ("vector_scores", "two_pass"),
           # a conversation's sessions (compression chains, branch families), asked by both legs
           ("session_rows", "conversation_roots"), ("session_rows", "result_keys"), ("vector_scores", "best_of_sessions")]

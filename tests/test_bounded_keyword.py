@@ -325,7 +325,7 @@ def test_each_note_of_the_keyword_leg_is_said_once(world: World, monkeypatch):
     from schema30 import Schema30
 
     lexical = plugin("lexical")
-    monkeypatch.setattr(plugin("fts"), "LIKE_BATCH", 1)  # a session a query
+    monkeypatch.setattr(plugin("substring"), "LIKE_BATCH", 1)  # a session a query
     monkeypatch.setattr(lexical, "TOOL_SCAN_MESSAGES", 5)
     monkeypatch.setattr(lexical, "SUBSTRING_MESSAGES", 5)
     world.close()
@@ -626,7 +626,7 @@ def test_the_substring_read_through_a_long_chain_walks_the_chain_once(world: Wor
     """The substring read (a two-character CJK word) counts conversations as the scan does, a batch of sessions at a
     time: the sessions a walk passed are kept, so the chain's older sessions, read by later batches, are not walked
     up again (walked once a batch, 30 and 120 links took 235 and 1,623 hundred steps; now 181 and 692)."""
-    monkeypatch.setattr(plugin("fts"), "LIKE_BATCH", 8)  # a few sessions a batch
+    monkeypatch.setattr(plugin("substring"), "LIKE_BATCH", 8)  # a few sessions a batch
     folders, store = [plugin_dir()], plugin("store")
     work = []
     for n in (30, 120):

@@ -106,17 +106,17 @@ def test_short_cjk_words_are_read_newest_first_and_stop_once_enough_matched(worl
     for i in range(60):
         world.session(f"m{i:02d}", repo, messages=[("user", f"第{i + 10}个问题")])
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
-    fts = plugin("fts")
+    substring = plugin("substring")
     calls = []
-    real = fts.like_candidates
+    real = substring.like_candidates
 
     def counting(*args, **kwargs):
         out = real(*args, **kwargs)
         calls.append(len({sid for _, sid in out[0]}))
         return out
 
-    monkeypatch.setattr(fts, "LIKE_BATCH", 1)  # one session a query
-    monkeypatch.setattr(fts, "like_candidates", counting)
+    monkeypatch.setattr(substring, "LIKE_BATCH", 1)  # one session a query
+    monkeypatch.setattr(substring, "like_candidates", counting)
     answer = world.search("cur", "问题", limit=10)
     got = result_sessions(answer)
     assert got == [f"m{i:02d}" for i in range(59, 49, -1)], "the newest sessions, newest first"
@@ -134,7 +134,7 @@ def test_a_short_cjk_word_past_the_substring_budget_is_never_a_silent_no_match(w
         world.session(f"m{i:02d}", repo, messages=[("user", f"第{i + 10}个方案"), ("assistant", "好的")])
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
     lexical = plugin("lexical")
-    monkeypatch.setattr(plugin("fts"), "LIKE_BATCH", 1)
+    monkeypatch.setattr(plugin("substring"), "LIKE_BATCH", 1)
     monkeypatch.setattr(lexical, "SUBSTRING_MESSAGES", 20)  # the ten newest sessions
     answer = world.search("cur", "问题")
     assert answer["results"] == [] and answer["keyword_note"] == lexical.LIKE_NOTE, answer

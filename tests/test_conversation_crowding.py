@@ -66,7 +66,7 @@ def test_a_long_chain_does_not_crowd_the_substring_read(world: World, monkeypatc
     conversations matched: the chain's 60 links, read a few sessions a query and counted as sessions, stopped it
     after 51 of them, and the older conversations (and the chain's first session) were never read. Nor do a chain's
     copies fill the read's 600 rows: 320 links' did, and the read stopped there."""
-    monkeypatch.setattr(importlib.import_module("hermes_plugins.project_history_recall.fts"), "LIKE_BATCH", batch)
+    monkeypatch.setattr(importlib.import_module("hermes_plugins.project_history_recall.substring"), "LIKE_BATCH", batch)
     repo = world.repo("pay")
     world.session("other1", repo, messages=[("user", "网关的问题: we also added a circuit breaker")])
     world.session("other2", repo, messages=[("assistant", "重连问题: the gateway backoff caps at 30s")])

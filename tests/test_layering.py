@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("warm_up", "index_check"),  # loading ahead of a first search; what a scope's index lacks
     ("gate",),  # whether semantic search may run, and the user's answer to it
     ("lexical", "move"),  # the keyword leg; the move (the only write to Hermes data)
+    ("substring",),  # a scope's messages by substring, where Hermes' FTS indexes do not reach
     ("fts", "vector_index"),  # Hermes' FTS indexes; the private vector index
     ("vector_view",),  # this process's map of the shared vector files
     ("vector_scores", "vector_store"),  # scoring a scope over the mapped vectors; one model's rows in embeddings.db
