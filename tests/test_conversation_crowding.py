@@ -28,6 +28,31 @@ def _chain(world: World, repo, links: int, question: str = "How do we stop the z
         world.db.replace_messages(f"a{k}", compressed)
 
 
+QUEUE = [("user", "which queue for the invoice mailer?"), ("assistant", "candidates: sqs, rabbitmq, nats")]
+
+
+def _family(world: World, history: list[tuple[str, str]], branches: int, decision) -> None:
+    """Session P of repo alpha said ``history``; each of ``branches`` /branch sessions ``B<k>`` copies it and then
+    decides ``decision(k)``; ``cur`` asks from alpha."""
+    alpha = world.repo("alpha")
+    world.session("P", alpha, style="cli", messages=history)
+    for k in range(branches):
+        world.db.end_session("P", "branched")
+        world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+        world.say(f"B{k}", "assistant", decision(k))
+    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+
+
+def _every_page(world: World, query: str, **args) -> set[str]:
+    """The sessions of every page of ``cur``'s search for ``query``, 10 a page."""
+    answer = world.search("cur", query, limit=10, **args)
+    got = set(result_sessions(answer))
+    while answer.get("next_cursor"):
+        answer = world.search("cur", query, limit=10, cursor=answer["next_cursor"], **args)
+        got |= set(result_sessions(answer))
+    return got
+
+
 @pytest.mark.parametrize("links", [10, 60, 320])
 def test_a_long_chain_does_not_crowd_other_conversations_out(world: World, links: int):
     repo = world.repo("pay")
@@ -256,20 +281,9 @@ def test_a_branch_whose_copy_stands_for_its_family_is_one_result(world: World, a
 def test_every_branchs_own_decision_is_a_result(world: World, branches: int):
     """Each branch decided on its own (short, the query's words): each decision is a result of its own, however many
     branches the family has (the candidates cap what the family copied at four sessions' worth, not a branch's own)."""
-    alpha = world.repo("alpha")
-    history = [("user", "which queue for the invoice mailer?"), ("assistant", "candidates: sqs, rabbitmq, nats")]
-    world.session("P", alpha, style="cli", messages=history)
-    for k in range(branches):
-        world.db.end_session("P", "branched")
-        world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
-        world.say(f"B{k}", "assistant", f"invoice mailer queue decided: option{k}")
-    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
-    answer = world.search("cur", "invoice mailer queue decided", mode="keyword", limit=10)
-    got = set(result_sessions(answer))
-    while answer.get("next_cursor"):
-        answer = world.search("cur", "invoice mailer queue decided", mode="keyword", limit=10, cursor=answer["next_cursor"])
-        got |= set(result_sessions(answer))
-    assert {f"B{k}" for k in range(branches)} <= got, ({f"B{k}" for k in range(branches)} - got, answer.get("next_cursor"), len(got))
+    _family(world, QUEUE, branches, lambda k: f"invoice mailer queue decided: option{k}")
+    got = _every_page(world, "invoice mailer queue decided", mode="keyword")
+    assert {f"B{k}" for k in range(branches)} <= got, ({f"B{k}" for k in range(branches)} - got, len(got))
 
 
 def test_a_chain_of_nested_branches_is_keyed_in_few_steps(world: World):
@@ -310,22 +324,11 @@ def test_every_branchs_own_decision_is_a_semantic_result(world: World, fake):
     messages are its own conversation's, its copies the family's (the family was capped by its first session at four
     sessions' worth, and two of 14 branches' decisions fell out)."""
     server = fake(dims=64, words=True)
-    alpha = world.repo("alpha")
-    history = [("user", "which queue for the invoice mailer?"), ("assistant", "candidates: sqs, rabbitmq, nats")]
-    world.session("P", alpha, style="cli", messages=history)
-    for k in range(14):
-        world.db.end_session("P", "branched")
-        world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
-        world.say(f"B{k}", "assistant", f"invoice mailer queue decided: option{k}")
-    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+    _family(world, QUEUE, 14, lambda k: f"invoice mailer queue decided: option{k}")
     world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur")["success"] is True
     assert importlib.import_module("hermes_plugins.project_history_recall.indexing").index_projects(home=world.home)["success"]
-    answer = world.search("cur", "invoice mailer queue decided", mode="semantic", limit=10)
-    got = set(result_sessions(answer))
-    while answer.get("next_cursor"):
-        answer = world.search("cur", "invoice mailer queue decided", mode="semantic", limit=10, cursor=answer["next_cursor"])
-        got |= set(result_sessions(answer))
+    got = _every_page(world, "invoice mailer queue decided", mode="semantic")
     importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
     assert {f"B{k}" for k in range(14)} <= got, ({f"B{k}" for k in range(14)} - got, len(got))
 
@@ -334,19 +337,8 @@ def test_every_branchs_own_decision_is_a_substring_result(world: World):
     """test_every_branchs_own_decision_is_a_result for a two-character CJK word (the substring read): a branch's own
     rows are its own conversation's there too. Counted with the family (its first session's), 20 branches' copies
     and decisions filled the family's 40 rows and six branches' decisions were never candidates."""
-    alpha = world.repo("alpha")
-    history = [("user", "发票邮件用哪个队列?"), ("assistant", "候选: sqs, rabbitmq, nats 队列")]
-    world.session("P", alpha, style="cli", messages=history)
-    for k in range(20):
-        world.db.end_session("P", "branched")
-        world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
-        world.say(f"B{k}", "assistant", f"队列 决定: option{k}")
-    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
-    answer = world.search("cur", "队列", mode="keyword", limit=10)
-    got = set(result_sessions(answer))
-    while answer.get("next_cursor"):
-        answer = world.search("cur", "队列", mode="keyword", limit=10, cursor=answer["next_cursor"])
-        got |= set(result_sessions(answer))
+    _family(world, [("user", "发票邮件用哪个队列?"), ("assistant", "候选: sqs, rabbitmq, nats 队列")], 20, lambda k: f"队列 决定: option{k}")
+    got = _every_page(world, "队列", mode="keyword")
     assert {f"B{k}" for k in range(20)} <= got, ({f"B{k}" for k in range(20)} - got, len(got))
 
 
