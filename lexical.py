@@ -373,7 +373,7 @@ ranges = _Ranges()
 
 def _scan(
     conn: sqlite3.Connection, space: str, match: str, needles: Sequence[str], scope: Scope,
-    order: list[tuple[str, int, int]], want_sessions: int, found: dict[int, str],
+    order: list[tuple[str, int, int]], want_sessions: int, found: dict[int, str], roots: dict[str, str],
 ) -> bool:
     """Read the scope's sessions newest first into ``found`` until ``want_sessions`` conversations matched (a long
     compression chain's continuations, each holding a copy of its first turns, are one: counted as sessions, they
@@ -382,10 +382,11 @@ def _scan(
     Sessions with ids close together are read by one FTS5 range seek; a session spread wide (resumed months
     later) through its own messages (``LIKE`` on ``needles``), not by seeking over everyone else's rows. Both
     count against ``SCAN_MESSAGES``. Each session keeps its ``PER_SESSION`` shortest matches (for common
-    words, BM25's first). Returns whether the bounds left messages unread with too few conversations matched.
+    words, BM25's first). ``roots``: the sessions' conversations the search has asked (``session_rows.
+    conversation_roots``' ``known``), added to. Returns whether the bounds left messages unread with too few
+    conversations matched.
     """
     matched: dict[int, str] = {}
-    roots: dict[str, str] = {}
     conversations = set(session_rows.conversation_roots(conn, found.values(), roots).values())
     covered = queries = 0
     i = 0
@@ -447,6 +448,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     plan = _plan(conn, parsed, trigram)
     found: dict[int, str] = {}
     keyed: dict[int, str] = {}  # each candidate's conversation, as far as the picks asked (session_rows.result_keys)
+    roots: dict[str, str] = {}  # each session's conversation, as far as the reads asked (session_rows.conversation_roots)
     paths: list[str] = []
     notes: list[str] = []
     near = ranges.near(conn, db_key, scope.session_ids) if plan.selective or plan.glued else None
@@ -463,10 +465,10 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
         if _substrings(conn, order, plan.like, scope, want_sessions, found, SUBSTRING_MESSAGES):
             notes.append(LIKE_NOTE)
         paths.append("like")
-    if plan.common and len(set(session_rows.conversation_roots(conn, found.values()).values())) < want_sessions:
+    if plan.common and len(set(session_rows.conversation_roots(conn, found.values(), roots).values())) < want_sessions:
         for space, exprs in plan.common.items():
             if _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order(),
-                     want_sessions, found):
+                     want_sessions, found, roots):
                 notes.append(SCAN_NOTE)
             paths.append(space + "-newest")
     notes.extend(_beyond_the_index(conn, parsed, scope, want_sessions, order, found, paths))
@@ -478,7 +480,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     grams = fts.doc_lengths(conn, "trigram", list(rows)) if trigram and any(t.kind == "gram" for t in plan.terms) else {}
     weight = sum(t.idf(scorer.grams if t.kind == "gram" else scorer.words) for t in plan.terms)
     answer = _answer(conn, rows, scorer, want_sessions, "+".join(paths) or "none", notes,
-                     {m: (words.get(m), grams.get(m)) for m, r in rows.items() if r.whole}, weight)
+                     {m: (words.get(m), grams.get(m)) for m, r in rows.items() if r.whole}, weight, roots)
     return dataclasses.replace(answer, keys=keyed)
 
 
@@ -521,13 +523,15 @@ def _outside_context(conn: sqlite3.Connection, scope: Scope, found: Mapping[int,
 
 
 def _answer(conn: sqlite3.Connection, rows: dict[int, MessageRow], scorer: Scorer, want_sessions: int, strategy: str,
-            notes: Sequence[str], lengths: dict[int, tuple[int | None, int | None]] | None = None, weight: float = 0.0
-            ) -> KeywordAnswer:
-    """The candidates' messages scored, earlier recalls weighed down (``ranking.demote_earlier``), by session."""
+            notes: Sequence[str], lengths: dict[int, tuple[int | None, int | None]] | None = None, weight: float = 0.0,
+            roots: dict[str, str] | None = None) -> KeywordAnswer:
+    """The candidates' messages scored, earlier recalls weighed down (``ranking.demote_earlier``), by session.
+    ``roots``: the sessions' conversations the search asked already (not asked again)."""
+    roots = {} if roots is None else roots
     hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()}, lengths,
                        calls={m: r.calls for m, r in rows.items() if r.calls})
     hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions,
-                          lambda ids: session_rows.conversation_roots(conn, ids))
+                          lambda ids: session_rows.conversation_roots(conn, ids, roots))
     return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, tuple(notes), weight, tuple(hits), scorer)
 
 

@@ -93,6 +93,10 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
             # window that fails the 51 most similar sessions would answer nothing (a false "no matching messages").
             searched = session_rows.active_between(conn, sorted(searched), scope.filters.since, scope.filters.until)
         keyed: dict[int, str] = {}  # a message's conversation does not depend on the others asked with it
+        roots: dict[str, str] = {}  # a session's neither: the first pass's widenings and the demotion ask alike
+
+        def group(ids: list[str]) -> dict[str, str]:
+            return session_rows.conversation_roots(conn, ids, roots)
 
         def keys(hits: Mapping[int, str]) -> dict[int, str]:
             """``session_rows.result_keys`` of ``hits``, each asked once: a widened head asks its first rows again
@@ -103,7 +107,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
             return {m: keyed[m] for m in hits}
 
         raw = vectors.search(mean, searched, pages.MAX_REACH + 1, per_session=per_session,
-                             group=lambda ids: session_rows.conversation_roots(conn, ids), keys=keys)
+                             group=group, keys=keys)
         if scope.live:  # the asking session: only its archive, looked for past its live rows (its context)
             live = store.live_ids(conn, scope.live)
             own = vectors.search(mean, {scope.live}, 1, per_session=per_session + len(live))
@@ -116,8 +120,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
             rows = store.fetch_messages(conn, sorted(h.message_id for h in hits))
             hits = [h for h in hits if h.message_id in rows and scope.filters.admits(rows[h.message_id].role,
                                                                                    rows[h.message_id].timestamp)]
-        kept = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), pages.MAX_REACH + 1,
-                              lambda ids: session_rows.conversation_roots(conn, ids))
+        kept = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), pages.MAX_REACH + 1, group)
         progress = _progress(vectors, missing, total, long)
         return SemanticLeg(progress.status, progress.note, tuple(kept), rows)
     except embeddings.EmbeddingUnavailable as exc:
