@@ -608,18 +608,25 @@ def test_the_common_words_scan_through_a_long_chain_walks_the_chain_once(world: 
     lexical = plugin("lexical")
     monkeypatch.setattr(lexical, "RANK_BUDGET", 1)  # every word is 'common': the newest-first scan picks
     monkeypatch.setattr(lexical, "SCAN_BATCH", 8)  # a few sessions a query
+    work = _chain_search_work(world, monkeypatch, "osprey nesting plan", "osprey nesting")
+    assert linear(*work), work
+
+
+def _chain_search_work(world: World, monkeypatch, said: str, query: str) -> list[int]:
+    """SQLite steps (hundreds) of searching ``query`` from beside a compression chain of 30 and of 120 links whose
+    every session says ``said``: one result, the chain's first session."""
     folders, store = [plugin_dir()], plugin("store")
     work = []
     for n in (30, 120):
         repo = world.repo(f"chain{n}")
-        world.session(f"c{n}_0", repo, style="cli", messages=[("user", "osprey nesting plan")])
+        world.session(f"c{n}_0", repo, style="cli", messages=[("user", said)])
         for i in range(1, n):
-            world.continuation(f"c{n}_{i - 1}", f"c{n}_{i}", messages=[("user", "osprey nesting plan"), ("assistant", "ok")])
+            world.continuation(f"c{n}_{i - 1}", f"c{n}_{i}", messages=[("user", said), ("assistant", "ok")])
         world.session(f"cur{n}", repo, style="cli", messages=[("user", "hi")])
-        answer, cost = measure(folders, monkeypatch, lambda n=n: world.search(f"cur{n}", "osprey nesting", mode="keyword"), store)
+        answer, cost = measure(folders, monkeypatch, lambda n=n: world.search(f"cur{n}", query, mode="keyword"), store)
         assert result_sessions(answer) == [f"c{n}_0"], answer
         work.append(cost.sql)
-    assert linear(*work), work
+    return work
 
 
 def test_the_substring_read_through_a_long_chain_walks_the_chain_once(world: World, monkeypatch):
@@ -627,17 +634,7 @@ def test_the_substring_read_through_a_long_chain_walks_the_chain_once(world: Wor
     time: the sessions a walk passed are kept, so the chain's older sessions, read by later batches, are not walked
     up again (walked once a batch, 30 and 120 links took 235 and 1,623 hundred steps; now 181 and 692)."""
     monkeypatch.setattr(plugin("substring"), "LIKE_BATCH", 8)  # a few sessions a batch
-    folders, store = [plugin_dir()], plugin("store")
-    work = []
-    for n in (30, 120):
-        repo = world.repo(f"chain{n}")
-        world.session(f"c{n}_0", repo, style="cli", messages=[("user", "鱼鹰的问题")])
-        for i in range(1, n):
-            world.continuation(f"c{n}_{i - 1}", f"c{n}_{i}", messages=[("user", "鱼鹰的问题"), ("assistant", "ok")])
-        world.session(f"cur{n}", repo, style="cli", messages=[("user", "hi")])
-        answer, cost = measure(folders, monkeypatch, lambda n=n: world.search(f"cur{n}", "问题", mode="keyword"), store)
-        assert result_sessions(answer) == [f"c{n}_0"], answer
-        work.append(cost.sql)
+    work = _chain_search_work(world, monkeypatch, "鱼鹰的问题", "问题")
     assert linear(*work), work
 
 

@@ -43,6 +43,15 @@ def _family(world: World, history: list[tuple[str, str]], branches: int, decisio
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
 
 
+def _indexed(world: World, server, asker: str) -> None:
+    """The profile set to embed with ``server`` (a loopback OpenAI-compatible endpoint), consent given from ``asker``'s
+    session, every project indexed."""
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow"}, asker)["success"] is True
+    out = importlib.import_module("hermes_plugins.project_history_recall.indexing").index_projects(home=world.home)
+    assert out["success"], out
+
+
 def _every_page(world: World, query: str, **args) -> set[str]:
     """The sessions of every page of ``cur``'s search for ``query``, 10 a page."""
     answer = world.search("cur", query, limit=10, **args)
@@ -131,11 +140,7 @@ def test_a_long_chain_does_not_crowd_the_vector_leg(world: World, fake, links: i
     world.session("other1", repo, messages=[("user", "zeppelin reconnect storm in the gateway: we also added a circuit breaker")])
     world.session("other2", repo, messages=[("assistant", "how do we stop the zeppelin gateway reconnect storm? backoff caps at 30s")])
     world.session("cur_z", repo, style="cli", messages=[("user", "hi")])
-    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
-    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur_z")["success"] is True
-    indexing = importlib.import_module("hermes_plugins.project_history_recall.indexing")
-    out = indexing.index_projects(home=world.home)
-    assert out["success"], out
+    _indexed(world, server, "cur_z")
     answer = world.search("cur_z", "how do we stop the zeppelin reconnect storm in the gateway", mode="semantic", limit=3)
     got = [(r["session_id"], r["score_source"]) for r in answer["results"]]
     assert {s for s, _ in got} == {"a1", "other1", "other2"}, answer
@@ -157,11 +162,7 @@ def test_a_long_chain_does_not_crowd_the_vector_legs_first_pass(world: World, fa
     world.session("other2", repo, messages=[("assistant", "how do we stop the zeppelin gateway reconnect storm? backoff caps at 30s")])
     _chain(world, repo, links)
     world.session("cur_z", repo, style="cli", messages=[("user", "hi")])
-    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
-    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur_z")["success"] is True
-    indexing = importlib.import_module("hermes_plugins.project_history_recall.indexing")
-    out = indexing.index_projects(home=world.home)
-    assert out["success"], out
+    _indexed(world, server, "cur_z")
     vector_scores = importlib.import_module("hermes_plugins.project_history_recall.vector_scores")
     passes = []
     two_pass = vector_scores.two_pass
@@ -325,9 +326,7 @@ def test_every_branchs_own_decision_is_a_semantic_result(world: World, fake):
     sessions' worth, and two of 14 branches' decisions fell out)."""
     server = fake(dims=64, words=True)
     _family(world, QUEUE, 14, lambda k: f"invoice mailer queue decided: option{k}")
-    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
-    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur")["success"] is True
-    assert importlib.import_module("hermes_plugins.project_history_recall.indexing").index_projects(home=world.home)["success"]
+    _indexed(world, server, "cur")
     got = _every_page(world, "invoice mailer queue decided", mode="semantic")
     importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
     assert {f"B{k}" for k in range(14)} <= got, ({f"B{k}" for k in range(14)} - got, len(got))
@@ -360,9 +359,7 @@ def test_the_vector_legs_first_pass_asks_the_scopes_conversations_only_when_its_
         world.session(f"s{i}", repo, messages=[("user", f"zeppelin gateway note {i} about reconnect storms"),
                                                 ("assistant", f"reply {i}: backoff and jitter for the zeppelin gateway")])
     world.session("cur_z", repo, style="cli", messages=[("user", "hi")])
-    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
-    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur_z")["success"] is True
-    assert importlib.import_module("hermes_plugins.project_history_recall.indexing").index_projects(home=world.home)["success"]
+    _indexed(world, server, "cur_z")
     session_rows = importlib.import_module("hermes_plugins.project_history_recall.session_rows")
     asked: list[int] = []
     real = session_rows.conversation_roots
@@ -402,9 +399,7 @@ def test_the_vector_legs_widened_head_asks_a_branchs_rows_once(world: World, fak
     world.session("B", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
     world.say("B", "assistant", "decision: memcached for the pricing cache")
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
-    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
-    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur")["success"] is True
-    assert importlib.import_module("hermes_plugins.project_history_recall.indexing").index_projects(home=world.home)["success"]
+    _indexed(world, server, "cur")
     session_rows = importlib.import_module("hermes_plugins.project_history_recall.session_rows")
     heads: list[str] = []
     real = session_rows._copies_of
