@@ -316,3 +316,25 @@ def test_a_steer_is_read_as_the_words_the_person_sent(s30: World):
     assert steer not in noise, noise
     read = s30.call("project_history_read", {"session_id": "work"}, "cur")
     assert {m["message_id"]: m["text"] for m in read["messages"]}[steer] == "also check the wombat cache", read
+
+
+def test_branch_families_on_schema_30(s30: World):
+    """On every schema-30 state, Hermes 0.21's branches (``/branch``: the parent ended ``branched``, the child marked
+    ``_branched_from`` in ``model_config``, or, before the marker, only started after the parent ended): each branch's
+    own decision is a result of its own from another session, the history both copied at the fork one result (the
+    first session's), and a recent listing shows each branch."""
+    history = [("user", "we need a cache for the pricing service"), ("assistant", "options: redis or memcached")]
+    s30.s30_session("P", messages=history)
+    for branch, marker in (("B1", {"_branched_from": "P"}), ("B2", None)):
+        with sqlite3.connect(s30.home / "state.db") as conn:
+            conn.execute("UPDATE sessions SET end_reason = 'branched', ended_at = ? WHERE id = 'P'", (s30.s30._clock,))
+        s30.s30.session(branch, None, parent="P", model_config=marker, messages=history)
+    s30.s30.say("B1", "assistant", "decision: memcached for the pricing cache, p99 latency 4ms")
+    s30.s30.say("B2", "assistant", "decision: redis cluster for the pricing cache, persistence needed")
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    found = s30.search("cur", "pricing cache", mode="keyword", limit=5)
+    assert sorted(result_sessions(found)) == ["B1", "B2", "P"], found  # the history once, each decision
+    assert result_sessions(s30.search("cur", "options: redis or memcached", mode="keyword", limit=5)) == ["P"]
+    recent = [s["session_id"] for s in s30.call("project_history_recent", {}, "cur")["sessions"]]
+    assert {"B1", "B2"} <= set(recent), recent
