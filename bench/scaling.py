@@ -23,7 +23,11 @@ so its "first" and "later" rows time the same call; a call of it slower than
    X (its branches are conversations of their own, searched but for what they
    copied of X) and ``project_history_read`` of a branch from X (the built-in:
    its read shape);
-3. ``project``: n sessions of one repo; a search from one of them;
+3. ``nested``: a conversation branched n deep (each ``/branch`` from the one before, copying all it said, then
+   deciding on its own): a search from another session for the turn every branch copied (one result, the first
+   session's; what a branch copied climbs fork by fork). The question matches 2n rows; the branches' decisions,
+   copied n²/2 times in all, it does not (a search matching them reads a square of the data, not of n);
+   ``project``: n sessions of one repo; a search from one of them;
 4. ``profile``: a repo of 20 sessions among n sessions of four other repos
    (written after it, all speaking of the same things);
 5. ``matches``: a tool output of n lines ``FAILED test_i: timeout error``;
@@ -297,6 +301,31 @@ def width(b: Bench, size: int) -> list[Call]:
             Call("search from X, later", b.search(h, "X"), b.builtin(h, "X"), others),
             Call("project_history_read of a branch from X", b.read(h, "X", target), b.builtin_read(h, "X", target),
                  read_ok)]
+
+
+def nested(b: Bench, size: int) -> list[Call]:
+    """A conversation branched n times over, each ``/branch`` from the one before, each copying all that branch said
+    and deciding on its own: a search from another session keys every hit to its conversation (what a branch copied
+    climbs fork by fork to the conversation that said it) and shows the copied turn once, as the first session's."""
+    h = b.new_home(f"nested{size}")
+    repo = h.repo("app")
+    for i in range(12):
+        h.session(f"a{i}", repo, messages=chat(i))
+    said = [("user", "which lunch place for the offsite"), ("assistant", "the usual place at noon")]
+    h.session("B0", repo, messages=said)
+    for i in range(1, size):
+        h.db.end_session(f"B{i - 1}", "branched")
+        h.session(f"B{i}", None, parent=f"B{i - 1}", model_config={"_branched_from": f"B{i - 1}"}, messages=said)
+        h.say(f"B{i}", "assistant", f"lunch option {i}: the noodle bar on pier {i}")
+        said = [*said, ("assistant", f"lunch option {i}: the noodle bar on pier {i}")]
+    h.session("cur", repo, messages=[("user", "hi")])
+
+    def copied_once(answer: dict[str, Any]) -> str | None:
+        sessions = [r["session_id"] for r in answer.get("results", [])]
+        wrong = found_in(lambda s: s.startswith(("a", "B")))(answer)
+        return wrong or (None if sessions[:1] == ["B0"] else f"the copied turn not B0's: {sessions}")
+    return [Call("search for the turn every branch copied", b.search(h, "cur", "usual place offsite"),
+                 b.builtin(h, "cur", "usual place offsite"), copied_once)]
 
 
 def project_sessions(b: Bench, size: int) -> list[Call]:
@@ -580,6 +609,8 @@ DIMENSIONS = {d.key: d for d in (
     Dimension("compressed", "a conversation's compressed past (a repo's chat compressed n times, all matching)", 200,
               "sessions", compressed),
     Dimension("width", "lineage width (n /branch children of one conversation)", 50, "branches", width),
+    Dimension("nested", "nested branches (a /branch of a /branch... n deep, each copying all before it)", 25,
+              "branches", nested),
     Dimension("project", "sessions per project", 100, "sessions", project_sessions),
     Dimension("profile", "sessions per profile (20 of the project among n of other projects)", 200, "sessions",
               profile_sessions),
