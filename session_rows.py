@@ -261,16 +261,17 @@ def scan_sessions(conn: sqlite3.Connection) -> SessionScan:
 
 
 # Of the sessions ``:ids`` (a JSON array), each and every ancestor up the parent links a reset does not cut: ``(id,
-# parent or "", whether a branch, asked with {branch}: else 0)``, each session once.
+# parent, whether a branch, asked with {branch}: else 0)``, each session that has such a parent once. Each session's
+# row is read once: on Hermes 0.19 its parent link lies past the system prompt kept in it (an overflow chain of pages).
 _UP_SQL = f"""
-WITH RECURSIVE up(id) AS (
-    SELECT value FROM json_each(:ids)
+WITH RECURSIVE up(id, parent, branch) AS (
+    SELECT s.id, CASE WHEN {_RESET_CHILD.format(c="s")} THEN '' ELSE COALESCE(s.parent_session_id, '') END, {{branch}}
+    FROM sessions s WHERE s.id IN (SELECT value FROM json_each(:ids))
     UNION
-    SELECT s.parent_session_id FROM sessions s JOIN up ON s.id = up.id
-    WHERE COALESCE(s.parent_session_id, '') != '' AND NOT {_RESET_CHILD.format(c="s")}
+    SELECT s.id, CASE WHEN {_RESET_CHILD.format(c="s")} THEN '' ELSE COALESCE(s.parent_session_id, '') END, {{branch}}
+    FROM up JOIN sessions s ON s.id = up.parent WHERE up.parent != ''
 )
-SELECT s.id, CASE WHEN {_RESET_CHILD.format(c="s")} THEN '' ELSE COALESCE(s.parent_session_id, '') END, {{branch}}
-FROM up JOIN sessions s ON s.id = up.id
+SELECT id, parent, branch FROM up WHERE parent != ''
 """
 
 
