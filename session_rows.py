@@ -185,21 +185,24 @@ def db_fingerprint(conn: sqlite3.Connection, path: str) -> tuple[Any, ...]:
 # ``parent_session_id`` for Hermes' own bookkeeping but starts a new conversation: none of its predecessor's
 # transcript is carried into it. Hermes marks it ``_reset_from`` in ``model_config``; a row written before the
 # marker is told as Hermes tells it (hermes_state_common ``_RESET_CHILD_SQL``): its parent ended at a reset and
-# both carry the same gateway routing key. ``{c}``: the child's alias.
+# both carry the same gateway routing key. A marker counts where it names the parent: Hermes hands ``model_config``
+# on to a compression continuation as it is, so a reset's continuation carries the reset's marker (as its
+# compression tells, ``_non_continuation_child_sql``). ``{c}``: the child's alias.
 _RESET_CHILD = (
     "(({c}.model_config LIKE '%\\_reset\\_from%' ESCAPE '\\' AND CASE WHEN json_valid({c}.model_config) "
-    "THEN json_extract({c}.model_config, '$._reset_from') IS NOT NULL ELSE 0 END) "
+    "THEN json_extract({c}.model_config, '$._reset_from') = {c}.parent_session_id ELSE 0 END) "
     "OR (COALESCE({c}.session_key, '') != '' AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = {c}.parent_session_id "
     "AND p.end_reason IN ('session_reset', 'session_switch', 'idle', 'daily', 'suspended', 'resume_pending_expired') "
     "AND p.session_key = {c}.session_key)))"
 )
 
 # A branch (``/branch``): a conversation of its own, though its parent may have ended at a compression since. As
-# Hermes tells one (hermes_state ``_BRANCH_CHILD_SQL``): marked ``_branched_from``, or, before the marker, started
-# after its parent ended ``branched``.
+# Hermes tells one (hermes_state ``_BRANCH_CHILD_SQL``): marked ``_branched_from`` naming its parent (a branch's
+# compression continuation carries the branch's marker, as a reset's does), or, before the marker, started after its
+# parent ended ``branched``.
 _BRANCH_CHILD = (
     "((s.model_config LIKE '%\\_branched\\_from%' ESCAPE '\\' AND CASE WHEN json_valid(s.model_config) "
-    "THEN json_extract(s.model_config, '$._branched_from') IS NOT NULL ELSE 0 END) "
+    "THEN json_extract(s.model_config, '$._branched_from') = s.parent_session_id ELSE 0 END) "
     "OR EXISTS (SELECT 1 FROM sessions bp WHERE bp.id = s.parent_session_id AND bp.end_reason = 'branched' "
     "AND s.started_at >= bp.ended_at))"
 )

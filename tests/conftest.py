@@ -313,9 +313,13 @@ class World:
         return sid
 
     def continuation(self, parent: str, sid: str, messages: list[tuple[str, str]] | None = None) -> str:
-        """A compression rotation: the parent ends with 'compression', the child has no cwd."""
+        """A compression rotation: the parent ends with 'compression', the child has no cwd and the parent's
+        ``model_config`` (Hermes passes the agent's ``_session_init_model_config`` on verbatim, markers naming the
+        parent's own parent included: a branch's or a reset's continuation carries ``_branched_from`` or
+        ``_reset_from`` of a session that is not its parent)."""
         self.db.end_session(parent, "compression")
-        return self.session(sid, None, parent=parent, messages=messages)
+        inherited = json.loads(self.session_row(parent).get("model_config") or "null")
+        return self.session(sid, None, parent=parent, messages=messages, model_config=inherited or None)
 
     def delegate(self, parent: str, sid: str, messages: list[tuple[str, str]] | None = None) -> str:
         return self.session(sid, None, source="subagent", parent=parent, model_config={"_delegate_from": parent}, messages=messages)

@@ -4,6 +4,7 @@ copies of its first turns never crowd the other conversations out of a search's 
 from __future__ import annotations
 
 import importlib
+import json
 
 import pytest
 from conftest import World, result_sessions
@@ -188,6 +189,24 @@ def test_branches_own_decisions_are_reachable_from_another_session(world: World)
     found = world.search("cur", "pricing cache decision", mode="keyword", limit=5)
     assert {"B1", "B2"} <= set(result_sessions(found)), found
     assert set(result_sessions(world.search("cur", "options: redis or memcached", mode="keyword", limit=5))) == {"P"}
+
+
+def test_a_branchs_compression_continues_the_branchs_conversation(world: World):
+    """Hermes hands a session's ``model_config`` on to its compression continuation, so a branch's continuation
+    carries ``_branched_from`` naming the session the branch left, not its parent: it continues the branch (a
+    marker counts where it names the parent, as Hermes' own compression tells). The branch and its continuation are
+    one result, beside the history it copied."""
+    alpha = world.repo("alpha")
+    history = [("user", "we need a cache for the pricing service"), ("assistant", "options: redis or memcached")]
+    world.session("P", alpha, style="cli", messages=history)
+    world.db.end_session("P", "branched")
+    world.session("B", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+    world.say("B", "assistant", "pricing cache: memcached, decided")
+    world.continuation("B", "B2", messages=[("assistant", "pricing cache on memcached: the rollout plan")])
+    assert json.loads(world.session_row("B2")["model_config"]) == {"_branched_from": "P"}
+    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+    found = result_sessions(world.search("cur", "pricing cache memcached", mode="keyword", limit=5))
+    assert "P" in found and len(set(found) & {"B", "B2"}) == 1, found
 
 
 def test_what_branches_copied_is_one_result_of_the_family(world: World):
