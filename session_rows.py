@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -278,17 +279,39 @@ SELECT id, parent, branch FROM up WHERE parent != ''
 """
 
 
-def conversation_roots(conn: sqlite3.Connection, ids: Collection[str], known: dict[str, str] | None = None) -> dict[str, str]:
+def conversation_roots(conn: sqlite3.Connection, ids: Collection[str], known: dict[str, str] | None = None,
+                       forks: dict[str, str] | None = None) -> dict[str, str]:
     """``{id: the first session of its conversation}`` for the sessions ``ids``: up the parent links (compression
     continuations, branches, delegates), not across a reset. One recursive query; linear in the sessions it passes
     (a chain's sessions are read once, however many of them are asked). ``known``: the roots a caller asked before,
-    given every session a walk passes: a newest-first read asks a chain's older sessions of it, not of state.db."""
+    given every session a walk passes: a newest-first read asks a chain's older sessions of it, not of state.db.
+    ``forks``, kept beside ``known``: each session walked -> the last branch its walk up passed (the session itself
+    when it is one; "" for none): a branch's compression continuation continues the branch's conversation."""
     known = {} if known is None else known
     asked = list(dict.fromkeys(sid for sid in ids if sid not in known))
     if asked:
-        parents = {str(r[0]): str(r[1]) for r in conn.execute(_UP_SQL.format(branch="0"), {"ids": json.dumps(asked)})}
-        known.update(_roots({sid: parent for sid, parent in parents.items() if parent}, asked))
+        rows = conn.execute(_UP_SQL.format(branch="0" if forks is None else _BRANCH_CHILD), {"ids": json.dumps(asked)})
+        links = {str(r[0]): (str(r[1]), bool(r[2])) for r in rows}
+        parents = {sid: parent for sid, (parent, _) in links.items()}
+        known.update(_roots(parents, asked))
+        if forks is not None:
+            _forks(parents, {sid for sid, (_, branch) in links.items() if branch}, [*asked, *parents], forks)
     return {sid: known[sid] for sid in ids}
+
+
+def _forks(parents: Mapping[str, str], branches: AbstractSet[str], ids: Iterable[str], forks: dict[str, str]) -> None:
+    """Into ``forks``, for ``ids`` and every session their walks pass, the nearest branch up the parent links
+    (``branches``), itself included ("" for none). Linear: a walk stops at a session already in ``forks``."""
+    for sid in ids:
+        path: dict[str, None] = {}
+        node = sid
+        while node not in forks and node not in branches and node in parents and node not in path:
+            path[node] = None
+            node = parents[node]
+        fork = forks.get(node, node if node in branches else "")
+        forks.setdefault(node, fork)
+        for passed in path:
+            forks[passed] = fork
 
 
 def result_keys(conn: sqlite3.Connection, hits: Mapping[int, str],
@@ -373,20 +396,22 @@ def _roots(parent: Mapping[str, str], ids: Iterable[str]) -> dict[str, str]:
     return roots
 
 
-def branch_own(conn: sqlite3.Connection, rows: Mapping[int, str]) -> set[int]:
-    """Of ``rows`` (``{message: its session}``), those of a branch that are not copies of the session it left: what
-    the branch went on to say, its own conversation's (:func:`result_keys`, for a read that keys sessions by
-    :func:`conversation_roots`). A branch's compression continuations are not asked. One statement, and one for each
-    session branched from among them (its rows read once)."""
-    if not rows:
+def branch_own(conn: sqlite3.Connection, rows: Mapping[int, str], forks: Mapping[str, str]) -> set[int]:
+    """Of ``rows`` (``{message: its session}``), those that are not copies of the session their branch left (``forks``,
+    from :func:`conversation_roots`: a session's branch, itself or the one its compressions continue): what the branch
+    went on to say, its own conversation's (:func:`result_keys`, for a read that keys sessions by
+    :func:`conversation_roots`). One statement, and one for each session branched from among them (its rows read
+    once)."""
+    branch = {mid: forks[sid] for mid, sid in rows.items() if forks.get(sid)}
+    if not branch:
         return set()
     left = {str(r[0]): str(r[1]) for r in conn.execute(
-        "SELECT s.id, s.parent_session_id FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))"
-        f" AND COALESCE(s.parent_session_id, '') != '' AND {_BRANCH_CHILD}", [json.dumps(sorted(set(rows.values())))])}
+        "SELECT s.id, s.parent_session_id FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))",
+        [json.dumps(sorted(set(branch.values())))])}
     waiting: dict[str, list[int]] = {}
-    for mid, sid in rows.items():
-        if sid in left:
-            waiting.setdefault(left[sid], []).append(mid)
+    for mid, fork in branch.items():
+        if left.get(fork):
+            waiting.setdefault(left[fork], []).append(mid)
     own: set[int] = set()
     for parent, mids in waiting.items():
         own.update(set(mids) - set(_copies_of(conn, mids, parent)))

@@ -115,6 +115,7 @@ def like_candidates(
     """
     out: list[tuple[int, str]] = []
     roots: dict[str, str] = {}  # each session's conversation (``session_rows.conversation_roots``), walked once
+    forks: dict[str, str] = {}  # each session's branch, walked with it
     conversations: set[str] = set()
     copies: dict[str, int] = {}  # rows kept of each conversation's later sessions
     scanned = 0
@@ -126,13 +127,13 @@ def like_candidates(
         continuations, each holding a copy of its first turns) ``PER_CONVERSATION_SESSIONS`` sessions' worth, so that
         hundreds of them do not fill ``limit``; its first session's (the originals) all."""
         rows = list(rows)
-        keys = session_rows.conversation_roots(conn, [sid for _, sid in rows], roots)
-        # A branch's own rows (not its copies of the session it left) are its own conversation's, as in the index's
-        # candidates: counted with the family, a family of 20 branches' copies and decisions filled the family's cap
-        # and six branches' decisions were never candidates.
-        mine = session_rows.branch_own(conn, {mid: sid for mid, sid in rows if keys[sid] != sid})
+        keys = session_rows.conversation_roots(conn, [sid for _, sid in rows], roots, forks)
+        # A branch's own rows (not its copies of the session it left), and its continuations', are the branch's
+        # conversation's, as in the index's candidates: counted with the family, a family of 20 branches' copies and
+        # decisions filled the family's cap and six branches' decisions were never candidates.
+        mine = session_rows.branch_own(conn, {mid: sid for mid, sid in rows if keys[sid] != sid}, forks)
         for mid, sid in rows:
-            conv = sid if mid in mine else keys[sid]
+            conv = forks[sid] if mid in mine else keys[sid]
             if len(out) < limit and (conv == sid or copies.get(conv, 0) < per_session * PER_CONVERSATION_SESSIONS):
                 out.append((mid, sid))
                 conversations.add(conv)

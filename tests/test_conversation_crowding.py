@@ -360,9 +360,6 @@ def test_every_branchs_own_decision_is_a_substring_result(world: World):
     assert {f"B{k}" for k in range(20)} <= got, ({f"B{k}" for k in range(20)} - got, len(got))
 
 
-@pytest.mark.xfail(strict=True, reason="substring.like_candidates keys a branch's own rows (session_rows.branch_own) but "
-                   "not its compression continuation's: they count with the family it left. result_keys would key them, "
-                   "but asked a batch at a time it walks a long chain again for every batch (no memo of parent links)")
 def test_every_branchs_decision_after_its_compression_is_a_substring_result(world: World):
     """As above where each branch was compressed before it decided: the decision lies in the branch's continuation
     (which carries the branch's ``_branched_from``, naming P). It is the branch's conversation's, not a copy of P's:
