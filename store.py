@@ -281,7 +281,7 @@ def max_message_id(conn: sqlite3.Connection) -> int:
 _BLANKS = "char(" + ", ".join(str(c) for c in range(0x3001) if chr(c).isspace()) + ")"
 _PARTS = "CAST(substr(CAST(m.content AS BLOB), 7) AS TEXT)"  # a multimodal row's JSON, after its prefix
 def _has_text(plain: str) -> str:
-    """The SQL condition that a row's content has text as :func:`shown_texts` reads it (:func:`_message_text`,
+    """The SQL condition that a row's content has text as :func:`shown_texts` reads it (:func:`stored_text.text_of`,
     then ``strip()``): ``plain`` (the test of plain content), or multimodal content with a text part not blank
     (or not a JSON list: read as it is); and the row is not Hermes' note to the model or its compaction summary,
     which read as no text (:data:`stored_text.NOTE_ROW_SQL`). Nested CASEs keep SQLite from parsing JSON that is
@@ -354,7 +354,7 @@ def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple
         f" AND {visible(conn)} AND m.role IN ('user', 'assistant')", (json.dumps([int(i) for i in ids]),))
     out = {}
     for mid, sid, content, role in rows:
-        text = _message_text(content, None, None, role)
+        text = stored_text.text_of(content, role)
         if text.strip():
             out[int(mid)] = (str(sid), text)
     return out
@@ -408,7 +408,7 @@ def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     out = set()
     unmarked: dict[int, str] = {}
     for mid, content in replies:
-        text = _message_text(content, None, None)
+        text = stored_text.text_of(content)
         if echo.shows_recall(text):
             out.add(int(mid))
         else:
@@ -550,15 +550,6 @@ def fetch_messages(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, Me
         out[int(mid)] = MessageRow(int(mid), sid, stored_text.role_of(role or "", content, display_kind), text, ts,
                                    calls if text.endswith(calls) else "", whole)
     return out
-
-
-def _message_text(raw: Any, tool_name: Any, tool_calls: Any, role: str = "") -> str:
-    """The searchable text of a message row: content (:func:`stored_text.text_of`: a ``/skill`` turn as the person asked
-    it, the skill's body Hermes stored with it being the model's; none for Hermes' note to the model), tool name and
-    tool calls, as Hermes indexes them, less the recall tools' calls and answers (:data:`RECALL_TOOLS`)."""
-    if tool_name in RECALL_TOOLS:
-        return ""
-    return _joined(stored_text.text_of(raw, role), _calls_text(tool_name, tool_calls))
 
 
 def _joined(text: str, calls: str) -> str:

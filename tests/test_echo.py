@@ -5,7 +5,7 @@ message's content in state.db's FTS (hermes_state.FTS_SQL). So every recall
 conversation leaves searchable copies of its own query (the call to
 ``project_history_search``) and of its answer (the tool result, full of
 snippets). The plugin leaves both out of what it ranks (store.RECALL_TOOLS,
-store._message_text, fts._NOT_ECHO); real tool output still counts.
+store.fetch_messages, fts._NOT_ECHO); real tool output still counts.
 
 Nothing here is staged by hand: real ``run_agent.AIAgent`` conversations,
 constructed as the CLI constructs them (hermes_cli/cli_agent_setup_mixin.py)
