@@ -80,11 +80,9 @@ DECLARED: dict[str, tuple[str, str]] = {
 
 @dataclass
 class Cache:
-    """A process-wide mapping, its lock, and the rule that makes it stale."""
+    """A process-wide mapping and its lock (what it holds and what makes it stale: :data:`DECLARED`)."""
 
     name: str
-    holds: str
-    stale_when: str
     data: dict[Any, Any] = field(default_factory=dict)
     lock: threading.RLock = field(default_factory=threading.RLock)
     on_reset: Callable[[dict[Any, Any]], None] | None = None
@@ -102,15 +100,14 @@ _CACHES: dict[str, Cache] = {}
 def cache(name: str, *, on_reset: Callable[[dict[Any, Any]], None] | None = None) -> Cache:
     """The declared cache ``name`` (created on first use). Raises ``KeyError`` for a name not in :data:`DECLARED`.
 
-    ``on_reset`` is called with the data before :func:`reset` empties it
-    (to close what it holds).
+    ``on_reset``, given by the cache's one owner where it first asks for it, is called with the data
+    before :func:`reset` empties it (to close what it holds).
     """
-    holds, stale_when = DECLARED[name]
+    if name not in DECLARED:
+        raise KeyError(name)
     found = _CACHES.get(name)
     if found is None:
-        found = _CACHES[name] = Cache(name, holds, stale_when, on_reset=on_reset)
-    elif on_reset is not None:
-        found.on_reset = on_reset
+        found = _CACHES[name] = Cache(name, on_reset=on_reset)
     return found
 
 
