@@ -25,7 +25,7 @@ DIST_NAME = "project-history-recall"
 
 
 def plugin_version() -> str:
-    """The plugin's version: ``plugin.yaml`` beside this file, else the installed metadata, else ``"unknown"``."""
+    """The plugin's version: ``plugin.yaml`` beside this file (every install route ships it), else ``"unknown"``."""
     import yaml
 
     try:
@@ -34,10 +34,7 @@ def plugin_version() -> str:
         manifest = None
     if isinstance(manifest, dict) and manifest.get("version"):
         return str(manifest["version"])
-    try:
-        return metadata.version(DIST_NAME)
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return "unknown"
 
 
 def command_line_hint() -> str:
