@@ -148,7 +148,7 @@ def _warm(home: Path, settings: config_schema.Settings, session_id: str) -> None
 
 def _warm_vectors(home: Path, settings: config_schema.Settings, scope: frozenset[str] | None) -> None:
     """Load the model and map the vector files, reading ahead the vectors of ``scope``'s sessions (every
-    vector when ``None``: :meth:`vector_index.VectorIndex.warm`); trouble is logged."""
+    vector when ``None``: :meth:`vector_index.VectorIndex.warm`); trouble is logged (the unforeseen by :func:`_warm`)."""
     from . import embeddings
 
     vectors = None
@@ -160,8 +160,6 @@ def _warm_vectors(home: Path, settings: config_schema.Settings, scope: frozenset
     except sqlite3.Error as exc:  # classified (and a damaged or unwritable index retired) for the next search
         logger.warning("project-history-recall: warm-up stopped (%s); the next search reports it",
                        vectors.trouble(exc) if vectors is not None else exc)
-    except Exception:  # a thread's escape would print a traceback into the user's terminal
-        logger.exception("project-history-recall: warm-up failed")
 
 
 
