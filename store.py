@@ -378,8 +378,6 @@ def recall_questions(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     (timestamp, id) order, the one Hermes' index seeks to; it differs from id order only where the clock
     stepped back. One statement. Raises ``sqlite3`` errors.
     """
-    if not ids:
-        return set()
     user_sql, user = stored_text.roles_sql(("user",), display=layout_of(conn).display)
     sql = f"""
         SELECT m.id, (SELECT CASE WHEN {_may_call_recall("n.tool_calls")} THEN n.tool_calls END FROM messages n
@@ -399,8 +397,6 @@ def recall_echoes(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     A reply showing a recall's marks is an echo wherever it is; otherwise when it quotes a recall answer among
     the ``ECHO_REACH`` messages before it (:func:`recall_answers`). Raises ``sqlite3`` errors.
     """
-    if not ids:
-        return set()
     replies = conn.execute(
         "SELECT m.id, m.content FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND m.role = 'assistant'",
         (json.dumps([int(i) for i in ids]),),
