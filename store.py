@@ -315,11 +315,8 @@ def message_id_counter(conn: sqlite3.Connection) -> int:
 
 @contextmanager
 def one_snapshot(conn: sqlite3.Connection) -> Iterator[None]:
-    """Every read of ``conn`` inside sees one state of state.db (a read transaction, or the one already open).
-    Raises ``sqlite3`` errors."""
-    if conn.in_transaction:
-        yield
-        return
+    """Every read of ``conn`` inside sees one state of state.db (a read transaction; never nested: the reads of
+    state.db open no other). Raises ``sqlite3`` errors."""
     conn.execute("BEGIN")
     try:
         yield
