@@ -21,9 +21,7 @@ def _run_folder() -> int:
     spec = importlib.util.spec_from_file_location(
         "project_history_recall", folder / "__init__.py", submodule_search_locations=[str(folder)]
     )
-    if spec is None or spec.loader is None:
-        print(f"project-history-recall: cannot load the plugin from {folder}", file=sys.stderr)
-        return 1
+    assert spec is not None and spec.loader is not None  # a .py file's: always found, with a source file loader
     package = importlib.util.module_from_spec(spec)
     sys.modules["project_history_recall"] = package
     spec.loader.exec_module(package)
