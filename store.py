@@ -21,7 +21,7 @@ import operator
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -160,27 +160,20 @@ def load_projects(home: Path) -> ProjectList:
     """
     path = paths.projects_db_path(home)
     try:
-        conn = connect_ro(path)
+        with closing(connect_ro(path)) as conn:
+            rows = conn.execute(
+                # Hermes' own order (projects_db.list_projects): creation time, then insertion for a tie.
+                "SELECT id, slug, name, primary_path, archived FROM projects ORDER BY created_at ASC, rowid ASC"
+            ).fetchall()
+            folder_rows = conn.execute(
+                "SELECT project_id, path, is_primary FROM project_folders ORDER BY is_primary DESC, added_at ASC, path ASC"
+            ).fetchall()
     except FileNotFoundError:
         return ProjectList((), False)
-    except sqlite3.DatabaseError as exc:
+    except sqlite3.DatabaseError as exc:  # opening it or reading it
         _raise_if_transient(path, exc)
         logger.warning("projects.db unreadable (%s): %s", path, exc)
         return ProjectList((), False, f"projects.db unreadable: {exc}")
-    try:
-        rows = conn.execute(
-            # Hermes' own order (projects_db.list_projects): creation time, then insertion for a tie.
-            "SELECT id, slug, name, primary_path, archived FROM projects ORDER BY created_at ASC, rowid ASC"
-        ).fetchall()
-        folder_rows = conn.execute(
-            "SELECT project_id, path, is_primary FROM project_folders ORDER BY is_primary DESC, added_at ASC, path ASC"
-        ).fetchall()
-    except sqlite3.DatabaseError as exc:
-        _raise_if_transient(path, exc)
-        logger.warning("projects.db query failed (%s): %s", path, exc)
-        return ProjectList((), False, f"projects.db unreadable: {exc}")
-    finally:
-        conn.close()
     folders: dict[str, list[attribution.ProjectFolder]] = {}
     for project_id, fpath, is_primary in folder_rows:
         if isinstance(fpath, str) and fpath:
