@@ -188,10 +188,11 @@ def db_fingerprint(conn: sqlite3.Connection, path: str) -> tuple[Any, ...]:
 # marker is told as Hermes tells it (hermes_state_common ``_RESET_CHILD_SQL``): its parent ended at a reset and
 # both carry the same gateway routing key. A marker counts where it names the parent: Hermes hands ``model_config``
 # on to a compression continuation as it is, so a reset's continuation carries the reset's marker (as its
-# compression tells, ``_non_continuation_child_sql``). ``{c}``: the child's alias.
+# compression tells, ``_non_continuation_child_sql``). A marker that is ``null``, or a child with no parent, is no
+# reset: 0, never NULL (a NULL would make ``NOT`` of it NULL, dropping the row). ``{c}``: the child's alias.
 _RESET_CHILD = (
     "(({c}.model_config LIKE '%\\_reset\\_from%' ESCAPE '\\' AND CASE WHEN json_valid({c}.model_config) "
-    "THEN json_extract({c}.model_config, '$._reset_from') = {c}.parent_session_id ELSE 0 END) "
+    "THEN COALESCE(json_extract({c}.model_config, '$._reset_from') = {c}.parent_session_id, 0) ELSE 0 END) "
     "OR (COALESCE({c}.session_key, '') != '' AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = {c}.parent_session_id "
     "AND p.end_reason IN ('session_reset', 'session_switch', 'idle', 'daily', 'suspended', 'resume_pending_expired') "
     "AND p.session_key = {c}.session_key)))"
@@ -203,7 +204,7 @@ _RESET_CHILD = (
 # parent ended ``branched``.
 _BRANCH_CHILD = (
     "((s.model_config LIKE '%\\_branched\\_from%' ESCAPE '\\' AND CASE WHEN json_valid(s.model_config) "
-    "THEN json_extract(s.model_config, '$._branched_from') = s.parent_session_id ELSE 0 END) "
+    "THEN COALESCE(json_extract(s.model_config, '$._branched_from') = s.parent_session_id, 0) ELSE 0 END) "
     "OR EXISTS (SELECT 1 FROM sessions bp WHERE bp.id = s.parent_session_id AND bp.end_reason = 'branched' "
     "AND s.started_at >= bp.ended_at))"
 )
