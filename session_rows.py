@@ -492,9 +492,12 @@ def session_details(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, S
 
 
 # Of the sessions ``:ids``, each one's compression predecessor ('' for none: its parent did not end at a compression,
-# or it is a branch), start, message count and title. A reset's parent ends otherwise ('session_reset', ...).
+# or it is a branch or a reset), start, message count and title. A reset's parent mostly ends otherwise
+# ('session_reset', ...), but a stale reset can hang off a parent a compression ended (as Hermes' own
+# ``get_compression_family`` tells): its marker keeps it a conversation of its own, as a search reads it.
 _SEGMENTS_SQL = f"""
-SELECT s.id, CASE WHEN p.end_reason = 'compression' AND NOT {_BRANCH_CHILD} THEN p.id ELSE '' END,
+SELECT s.id, CASE WHEN p.end_reason = 'compression' AND NOT {_BRANCH_CHILD} AND NOT {_RESET_CHILD.format(c="s")}
+                  THEN p.id ELSE '' END,
        s.started_at, COALESCE(s.message_count, 0), s.title
 FROM sessions s LEFT JOIN sessions p ON p.id = s.parent_session_id
 WHERE s.id IN (SELECT value FROM json_each(:ids)){{hidden}}
