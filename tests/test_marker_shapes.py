@@ -79,3 +79,20 @@ def test_what_a_branch_decided_after_its_compression_is_the_branchs_own(world: W
     got = _every_page(world, query, mode="keyword")
     lost = [k for k in range(20) if not {f"B{k}", f"B{k}c"} & got]
     assert not lost, (lost, sorted(got))
+
+
+def test_what_a_branch_decided_after_its_compression_is_a_semantic_result(world: World, fake):
+    """The vector leg's cap as the keyword candidates': what 14 branches decided in their continuations is each a
+    result (the leg keys hits by ``session_rows.result_keys``, which follows a continuation to its branch)."""
+    import importlib
+
+    server = fake(dims=64, words=True)
+    _compressed_family(world, [("user", "which queue for the invoice mailer?"), ("assistant", "candidates: sqs, nats")],
+                       14, lambda k: f"invoice mailer queue decided: option{k}")
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur")["success"] is True
+    assert importlib.import_module("hermes_plugins.project_history_recall.indexing").index_projects(home=world.home)["success"]
+    got = _every_page(world, "invoice mailer queue decided", mode="semantic")
+    importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
+    lost = [k for k in range(14) if not {f"B{k}", f"B{k}c"} & got]
+    assert not lost, (lost, sorted(got))
