@@ -36,11 +36,12 @@ def test_a_reset_of_a_session_a_compression_ended_is_listed_beside_the_continuat
     world.continuation("R", "T", messages=[("assistant", "tapir deploys, continued after the compression")])
     world.session("C", repo, style="cli", parent="R", model_config={"_reset_from": "R"},
                   messages=[("user", "a fresh start: tapir rollback plan")])
+    world.continuation("C", "C2", messages=[("assistant", "tapir rollback, continued")])  # inherits _reset_from: R
     world.session("cur", repo, style="cli", messages=[("user", "hi")])
     found = {r["session_id"] for r in world.search("cur", "tapir", mode="keyword")["results"]}
-    assert "C" in found and len(found & {"R", "T"}) == 1, found
+    assert len(found & {"C", "C2"}) == 1 and len(found & {"R", "T"}) == 1, found
     shown = listed(world, "cur")
-    assert "C" in shown and len(set(shown) & {"R", "T"}) == 1, shown
+    assert len(set(shown) & {"C", "C2"}) == 1 and len(set(shown) & {"R", "T"}) == 1, shown
 
 
 def _compressed_family(world: World, history: list[tuple[str, str]], branches: int, decision) -> None:
