@@ -360,22 +360,6 @@ def test_every_branchs_own_decision_is_a_substring_result(world: World):
     assert {f"B{k}" for k in range(20)} <= got, ({f"B{k}" for k in range(20)} - got, len(got))
 
 
-def test_every_branchs_decision_after_its_compression_is_a_substring_result(world: World):
-    """As above where each branch was compressed before it decided: the decision lies in the branch's continuation
-    (which carries the branch's ``_branched_from``, naming P). It is the branch's conversation's, not a copy of P's:
-    counted with P's family, the copies filled the family's rows and branches' decisions were never candidates."""
-    history = [("user", "发票邮件用哪个队列?"), ("assistant", "候选: sqs, rabbitmq, nats 队列")]
-    alpha = world.repo("alpha")
-    world.session("P", alpha, style="cli", messages=history)
-    for k in range(20):
-        world.db.end_session("P", "branched")
-        world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
-        world.continuation(f"B{k}", f"C{k}", messages=[("assistant", f"队列 决定: option{k}")])
-    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
-    got = {sid.replace("C", "B") for sid in _every_page(world, "队列", mode="keyword")}
-    assert {f"B{k}" for k in range(20)} <= got, ({f"B{k}" for k in range(20)} - got, len(got))
-
-
 def test_the_vector_legs_first_pass_asks_the_scopes_conversations_only_when_its_rows_hold_too_few(world: World, fake,
                                                                                                   monkeypatch):
     """vector_scores.two_pass stops widening at ``wanted`` conversations or every one of the scope; the scope's were

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import World
+from test_conversation_crowding import _every_page
 
 
 def listed(world: World, asker: str) -> list[str]:
@@ -55,15 +56,6 @@ def _compressed_family(world: World, history: list[tuple[str, str]], branches: i
         world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
         world.continuation(f"B{k}", f"B{k}c", messages=[("assistant", decision(k))])
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
-
-
-def _every_page(world: World, query: str, **args) -> set[str]:
-    answer = world.search("cur", query, limit=10, **args)
-    got = {r["session_id"] for r in answer["results"]}
-    while answer.get("next_cursor"):
-        answer = world.search("cur", query, limit=10, cursor=answer["next_cursor"], **args)
-        got |= {r["session_id"] for r in answer["results"]}
-    return got
 
 
 @pytest.mark.parametrize(("history", "query", "decision"), [
