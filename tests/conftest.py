@@ -312,13 +312,15 @@ class World:
             self.say(sid, role, content)
         return sid
 
-    def continuation(self, parent: str, sid: str, messages: list[tuple[str, str]] | None = None) -> str:
-        """A compression rotation: the parent ends with 'compression', the child has no cwd and the parent's
-        ``model_config`` (Hermes passes the agent's ``_session_init_model_config`` on verbatim, markers naming the
-        parent's own parent included: a branch's or a reset's continuation carries ``_branched_from`` or
-        ``_reset_from`` of a session that is not its parent)."""
+    def continuation(self, parent: str, sid: str, messages: list[tuple[str, str]] | None = None, *,
+                     inherit: bool = True) -> str:
+        """A compression rotation: the parent ends with 'compression', the child has no cwd and, with ``inherit``,
+        the parent's ``model_config``: Hermes hands the agent's ``_session_init_model_config`` on, which holds the
+        row's markers where the agent was made from the row (0.21; a branch's or a reset's continuation then carries
+        ``_branched_from`` or ``_reset_from`` naming a session that is not its parent). 0.19's CLI ``/branch`` writes
+        its marker into the row alone: ``inherit=False``."""
         self.db.end_session(parent, "compression")
-        inherited = json.loads(self.session_row(parent).get("model_config") or "null")
+        inherited = json.loads(self.session_row(parent).get("model_config") or "null") if inherit else None
         return self.session(sid, None, parent=parent, messages=messages, model_config=inherited or None)
 
     def delegate(self, parent: str, sid: str, messages: list[tuple[str, str]] | None = None) -> str:

@@ -45,30 +45,33 @@ def test_a_reset_of_a_session_a_compression_ended_is_listed_beside_the_continuat
     assert len(set(shown) & {"C", "C2"}) == 1 and len(set(shown) & {"R", "T"}) == 1, shown
 
 
-def _compressed_family(world: World, history: list[tuple[str, str]], branches: int, decision) -> None:
+def _compressed_family(world: World, history: list[tuple[str, str]], branches: int, decision, *, inherit: bool = True
+                       ) -> None:
     """Session P of repo alpha said ``history``; each of ``branches`` /branch sessions ``B<k>`` copies it, is compressed
-    (its continuation ``B<k>c`` inherits its ``model_config``, as Hermes hands it on) and decides ``decision(k)`` in the
-    continuation; ``cur`` asks from alpha."""
+    (its continuation ``B<k>c`` inherits its ``model_config`` with ``inherit``, as 0.21 hands it on; not, as 0.19's
+    CLI) and decides ``decision(k)`` in the continuation; ``cur`` asks from alpha."""
     alpha = world.repo("alpha")
     world.session("P", alpha, style="cli", messages=history)
     for k in range(branches):
         world.db.end_session("P", "branched")
         world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
-        world.continuation(f"B{k}", f"B{k}c", messages=[("assistant", decision(k))])
+        world.continuation(f"B{k}", f"B{k}c", messages=[("assistant", decision(k))], inherit=inherit)
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
 
 
-@pytest.mark.parametrize(("history", "query", "decision"), [
+@pytest.mark.parametrize(("history", "query", "decision", "inherit"), [
     ([("user", "which queue for the invoice mailer?"), ("assistant", "candidates: sqs, rabbitmq, nats")],
-     "invoice mailer queue decided", "invoice mailer queue decided: option{k}"),
-    ([("user", "发票邮件用哪个队列?"), ("assistant", "候选: sqs, rabbitmq, nats 队列")], "队列", "队列 决定: option{k}"),
-], ids=["fts", "substring"])
-def test_what_a_branch_decided_after_its_compression_is_the_branchs_own(world: World, history, query, decision):
+     "invoice mailer queue decided", "invoice mailer queue decided: option{k}", True),
+    ([("user", "发票邮件用哪个队列?"), ("assistant", "候选: sqs, rabbitmq, nats 队列")], "队列", "队列 决定: option{k}", True),
+    ([("user", "发票邮件用哪个队列?"), ("assistant", "候选: sqs, rabbitmq, nats 队列")], "队列", "队列 决定: option{k}", False),
+], ids=["fts", "substring", "substring-0.19"])
+def test_what_a_branch_decided_after_its_compression_is_the_branchs_own(world: World, history, query, decision,
+                                                                        inherit):
     """test_every_branchs_own_decision_is_a_result (tests/test_conversation_crowding.py) where each branch went on to
     decide in its compression continuation: the continuation is the branch's conversation, so what it said is the
     branch's own, never the family's copies. Counted with the family (capped at four sessions' worth), most of 20
     branches' decisions were never candidates."""
-    _compressed_family(world, history, 20, lambda k: decision.format(k=k))
+    _compressed_family(world, history, 20, lambda k: decision.format(k=k), inherit=inherit)
     got = _every_page(world, query, mode="keyword")
     lost = [k for k in range(20) if not {f"B{k}", f"B{k}c"} & got]
     assert not lost, (lost, sorted(got))
