@@ -117,6 +117,23 @@ def test_declined_or_turned_off_is_disabled(sem, fake):
     assert server.requests == []
 
 
+def test_consent_that_cannot_be_given_is_a_clear_failure_and_records_nothing(sem, fake):
+    """Consent asked where there is nothing to consent to: the provider switched off in config.yaml, a conversation
+    of no project (Home), a session state.db does not hold. Each is a failure that says why; no consent is written."""
+    server = fake()
+    sem.session("home_chat", None, source="telegram", messages=[("user", "hi")])
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    home = sem.call("project_history_semantic_consent", {"decision": "allow"}, "home_chat")
+    assert home["success"] is False and "no project (Home)" in home["error"], home
+    unknown = sem.call("project_history_semantic_consent", {"decision": "allow"}, "no-such-session")
+    assert unknown["success"] is False and unknown["code"] == "session_not_found", unknown
+    sem.configure_embedding(provider="none")
+    off = sem.call("project_history_semantic_consent", {"decision": "allow"}, "cur")
+    assert off["success"] is False and "embedding.provider: none" in off["error"], off
+    assert not (sem.home / "plugins" / "project-history-recall" / "data" / "consent.json").exists()
+    assert server.requests == []
+
+
 @pytest.mark.parametrize("value", [False, "false", "off", "no"])
 def test_enabled_false_turns_semantic_off_even_after_consent(sem, fake, value):
     server = fake()
