@@ -15,7 +15,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from . import answers, errors, pages, session_rows, session_walk, store, workspace
+from . import answers, conversations, errors, pages, session_rows, session_walk, store, workspace
 from .filters import Filters
 from .query import parse_query
 from .records import Scope
@@ -84,7 +84,7 @@ def _readable(scope: Scope, attributor: workspace.Attributor, conn: Any, target:
     project (a branch moved to another project is that project's to read)."""
     if target in scope.session_ids:
         return True
-    if scope.current is None or scope.project.is_home or target not in session_rows.lineage_ids(conn, scope.current.id):
+    if scope.current is None or scope.project.is_home or target not in conversations.lineage_ids(conn, scope.current.id):
         return False
     info = session_rows.session_info(conn, target)
     return info is not None and attributor.project_of(info).identity == scope.project.identity
@@ -175,7 +175,7 @@ def recent_sessions(
     filters: Filters = Filters(), cursor: str | None = None,
 ) -> dict[str, Any]:
     """The project's conversations, most recently active first (the asking conversation left out, its compressed
-    past too), each once at its newest session (``session_rows.recent_conversations``): a conversation compressed
+    past too), each once at its newest session (``conversations.recent_conversations``): a conversation compressed
     six times is one entry, not six pushing the others off the page.
 
     ``filters``' dates keep conversations active in that window; roles are not used. With ``cwd`` the project is
@@ -200,12 +200,12 @@ def recent_sessions(
         limit = max(0, min(limit, pages.MAX_REACH - page.offset))
         others = scope.session_ids
         if scope.current is not None:  # "where did we leave off?" asks of other conversations: not this one's past
-            own = session_rows.conversation_ids(conn, scope.current.id)
+            own = conversations.conversation_ids(conn, scope.current.id)
             others = tuple(sid for sid in others if sid not in own)
-        listed, base["conversations_in_scope"] = session_rows.recent_conversations(
+        listed, base["conversations_in_scope"] = conversations.recent_conversations(
             conn, others, since=page.since, until=page.until, offset=page.offset, limit=limit + 1)
         listed = listed if limit else []
-        previews = session_rows.session_previews(conn, [s.id for s in listed[:limit]])
+        previews = conversations.session_previews(conn, [s.id for s in listed[:limit]])
     finally:
         conn.close()
     out = []

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import session_rows, state, store, stored_text
+from . import conversations, session_rows, state, store, stored_text
 from .query import fts_quote
 from .ranking import PER_CONVERSATION_SESSIONS, Stats
 from .records import Scope
@@ -262,7 +262,7 @@ ROOTS_CHUNK = 1_024  # rows whose conversations a pick asks first (the rest at o
 
 
 class _Conversations:
-    """The conversation each row of ``ordered`` stands for (``session_rows.result_keys``: a branch's own rows its own,
+    """The conversation each row of ``ordered`` stands for (``conversations.result_keys``: a branch's own rows its own,
     its copies of the session it left that one's), asked of state.db as a pick reaches the rows: its first
     ``ROOTS_CHUNK``, then the rest at once. A pick that stops after a few hundred rows of thousands asks no more, and
     one that walks on asks a session branched from twice (its rows read each time), not once per ``ROOTS_CHUNK``."""
@@ -278,7 +278,7 @@ class _Conversations:
             upto = ROOTS_CHUNK if not self._upto else len(self._ordered)
             asked = {m: s for m, s in self._ordered[self._upto : upto] if m not in self._known}
             if asked:
-                self._known.update(session_rows.result_keys(self._conn, asked)[0])
+                self._known.update(conversations.result_keys(self._conn, asked)[0])
             self._upto = upto
         return ("\x00", self._known[self._ordered[index][0]])
 

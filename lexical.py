@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import errors, fts, session_rows, state, store, substring, unicode61
+from . import conversations, errors, fts, session_rows, state, store, substring, unicode61
 from .query import ParsedQuery, Unit, cjk_trigrams, fts_quote, stem_variants
 from .ranking import Hit, Scorer, SessionRank, Stats, Term, demote_earlier, rank_sessions, score_texts
 from .records import MessageRow, Scope
@@ -382,16 +382,16 @@ def _scan(
     Sessions with ids close together are read by one FTS5 range seek; a session spread wide (resumed months
     later) through its own messages (``LIKE`` on ``needles``), not by seeking over everyone else's rows. Both
     count against ``SCAN_MESSAGES``. Each session keeps its ``PER_SESSION`` shortest matches (for common
-    words, BM25's first). ``roots``: the sessions' conversations the search has asked (``session_rows.
+    words, BM25's first). ``roots``: the sessions' conversations the search has asked (``conversations.
     conversation_roots``' ``known``), added to. Returns whether the bounds left messages unread with too few
     conversations matched.
     """
     matched: dict[int, str] = {}
-    conversations = set(session_rows.conversation_roots(conn, found.values(), roots).values())
+    matched_conversations = set(conversations.conversation_roots(conn, found.values(), roots).values())
     covered = queries = 0
     i = 0
     cut = False  # the budget ran out inside a wide session (its older messages unread; the scan ends there)
-    while i < len(order) and covered < SCAN_MESSAGES and queries < SCAN_QUERIES and len(conversations) < want_sessions:
+    while i < len(order) and covered < SCAN_MESSAGES and queries < SCAN_QUERIES and len(matched_conversations) < want_sessions:
         low, high = order[i][1], order[i][2]
         j = i + 1
         while (j < len(order) and order[j][2] >= low - SCAN_GAP
@@ -406,7 +406,7 @@ def _scan(
                                       per_session=PER_SESSION)
             read = high - low + 1
         matched.update(rows)
-        conversations.update(session_rows.conversation_roots(conn, [sid for _, sid in rows], roots).values())
+        matched_conversations.update(conversations.conversation_roots(conn, [sid for _, sid in rows], roots).values())
         covered += read
         queries += 1
         i = j
@@ -417,7 +417,7 @@ def _scan(
     for sid, mids in by_session.items():
         for mid in sorted(mids, key=lambda m: (lengths.get(m, 1 << 30), -m))[:PER_SESSION]:
             found.setdefault(mid, sid)
-    return (cut or i < len(order)) and len(conversations) < want_sessions
+    return (cut or i < len(order)) and len(matched_conversations) < want_sessions
 
 
 def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_sessions: int, db_key: str) -> KeywordAnswer:
@@ -447,8 +447,8 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
     trigram = store.layout_of(conn).trigram
     plan = _plan(conn, parsed, trigram)
     found: dict[int, str] = {}
-    keyed: dict[int, str] = {}  # each candidate's conversation, as far as the picks asked (session_rows.result_keys)
-    roots: dict[str, str] = {}  # each session's conversation, as far as the reads asked (session_rows.conversation_roots)
+    keyed: dict[int, str] = {}  # each candidate's conversation, as far as the picks asked (conversations.result_keys)
+    roots: dict[str, str] = {}  # each session's conversation, as far as the reads asked (conversations.conversation_roots)
     paths: list[str] = []
     notes: list[str] = []
     near = ranges.near(conn, db_key, scope.session_ids) if plan.selective or plan.glued else None
@@ -465,7 +465,7 @@ def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, wan
         if _substrings(conn, order, plan.like, scope, want_sessions, found, SUBSTRING_MESSAGES):
             notes.append(LIKE_NOTE)
         paths.append("like")
-    if plan.common and len(set(session_rows.conversation_roots(conn, found.values(), roots).values())) < want_sessions:
+    if plan.common and len(set(conversations.conversation_roots(conn, found.values(), roots).values())) < want_sessions:
         for space, exprs in plan.common.items():
             if _scan(conn, space, " OR ".join(exprs + plan.selective.get(space, [])), plan.needles[space], scope, order(),
                      want_sessions, found, roots):
@@ -531,7 +531,7 @@ def _answer(conn: sqlite3.Connection, rows: dict[int, MessageRow], scorer: Score
     hits = score_texts(scorer, {m: (r.session_id, r.text) for m, r in rows.items()}, lengths,
                        calls={m: r.calls for m, r in rows.items() if r.calls})
     hits = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), want_sessions,
-                          lambda ids: session_rows.conversation_roots(conn, ids, roots))
+                          lambda ids: conversations.conversation_roots(conn, ids, roots))
     return KeywordAnswer(tuple(rank_sessions(hits)), rows, strategy, tuple(notes), weight, tuple(hits), scorer)
 
 

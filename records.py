@@ -83,7 +83,7 @@ class Scope:
     #: The asking session when a compaction archived some of its messages in place: it is one of ``session_ids``,
     #: and of its rows only those archived are searched (the live ones are the conversation's context).
     live: str = ""
-    #: The sessions of the asking session's lineage searched (``session_rows.lineage``): its conversation's
+    #: The sessions of the asking session's lineage searched (``conversations.lineage``): its conversation's
     #: compressed past, its branches, parent and siblings, and itself when ``live``. A row of them that a live row
     #: of the asking session repeats (the question asked, the turns a compaction carried forward, the history a
     #: branch copied) is still in the context, and left out (``store.context_copies``).

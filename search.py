@@ -29,7 +29,22 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import answers, errors, gate, lexical, pages, paths, ranking, recency, session_rows, store, vector_leg, warm_up, workspace
+from . import (
+    answers,
+    conversations,
+    errors,
+    gate,
+    lexical,
+    pages,
+    paths,
+    ranking,
+    recency,
+    session_rows,
+    store,
+    vector_leg,
+    warm_up,
+    workspace,
+)
 from .attribution import Project, ProjectRecord, project_folders
 from .filters import Filters, describe_filters
 from .query import folder_names, parse_query
@@ -132,12 +147,12 @@ def _semantic_leg_apart(home: Path, scope: Scope, question: vector_leg.Question,
 
 def _one_per_conversation(conn: sqlite3.Connection, ranked: Sequence[Hit], found: lexical.KeywordAnswer) -> list[Hit]:
     """``ranked`` (a hit a session, best first) as one result a conversation (``ranking.one_per_conversation`` over
-    ``session_rows.result_keys``). A branch whose best keyword hit is a copy of what the session it left said stands
+    ``conversations.result_keys``). A branch whose best keyword hit is a copy of what the session it left said stands
     there for that conversation, and just after it for its own by its best hit of its own that matches every term the
     copy does: what it went on to decide on the question is not hidden by the history it copied (a lesser mention of
     a word is not a result). A session is one result: where its copy stands for the family (no other session of it
     is a result: the original filtered out, rewound or in another project), its own reply takes the copy's place."""
-    keys, own = session_rows.result_keys(conn, {h.message_id: h.session_id for h in (*ranked, *found.hits)}, found.keys)
+    keys, own = conversations.result_keys(conn, {h.message_id: h.session_id for h in (*ranked, *found.hits)}, found.keys)
     mine: dict[str, list[Hit]] = {}  # each session's keyword hits of its own conversation
     for h in found.hits:
         if keys[h.message_id] == own[h.session_id]:

@@ -10,7 +10,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from . import fts, session_rows, store
+from . import conversations, fts, store
 from .ranking import PER_CONVERSATION_SESSIONS
 from .records import Scope
 
@@ -114,9 +114,9 @@ def like_candidates(
         ) WHERE n <= ? ORDER BY id DESC
     """
     out: list[tuple[int, str]] = []
-    roots: dict[str, str] = {}  # each session's conversation (``session_rows.conversation_roots``), walked once
+    roots: dict[str, str] = {}  # each session's conversation (``conversations.conversation_roots``), walked once
     forks: dict[str, str] = {}  # each session's branch, walked with it
-    conversations: set[str] = set()
+    matched: set[str] = set()  # the conversations kept rows are of
     copies: dict[str, int] = {}  # rows kept of each conversation's later sessions
     scanned = 0
     batch: list[str] = []
@@ -127,16 +127,16 @@ def like_candidates(
         continuations, each holding a copy of its first turns) ``PER_CONVERSATION_SESSIONS`` sessions' worth, so that
         hundreds of them do not fill ``limit``; its first session's (the originals) all."""
         rows = list(rows)
-        keys = session_rows.conversation_roots(conn, [sid for _, sid in rows], roots, forks)
+        keys = conversations.conversation_roots(conn, [sid for _, sid in rows], roots, forks)
         # A branch's own rows (not its copies of the session it left), and its continuations', are the branch's
         # conversation's, as in the index's candidates: counted with the family, a family of 20 branches' copies and
         # decisions filled the family's cap and six branches' decisions were never candidates.
-        mine = session_rows.branch_own(conn, {mid: sid for mid, sid in rows if keys[sid] != sid}, forks)
+        mine = conversations.branch_own(conn, {mid: sid for mid, sid in rows if keys[sid] != sid}, forks)
         for mid, sid in rows:
             conv = forks[sid] if mid in mine else keys[sid]
             if len(out) < limit and (conv == sid or copies.get(conv, 0) < per_session * PER_CONVERSATION_SESSIONS):
                 out.append((mid, sid))
-                conversations.add(conv)
+                matched.add(conv)
                 copies[conv] = copies.get(conv, 0) + (conv != sid)
 
     def run() -> None:
@@ -148,7 +148,7 @@ def like_candidates(
 
     def stop(unread: bool) -> tuple[list[tuple[int, str]], bool] | None:
         """The answer when a bound or enough sessions stop the read here (``unread``: sessions after it); else None."""
-        if len(conversations) >= want_sessions:
+        if len(matched) >= want_sessions:
             return out, False
         if len(out) >= limit:  # the rows a query held past the limit were never read
             return out, True

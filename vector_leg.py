@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from . import config_schema, gate, index_check, pages, session_rows, store, warm_up
+from . import config_schema, conversations, gate, index_check, pages, session_rows, store, warm_up
 from .gate import SemanticLeg
 from .query import embedding_text, vector_queries
 from .ranking import Hit, demote_earlier
@@ -96,14 +96,14 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
         roots: dict[str, str] = {}  # a session's neither: the first pass's widenings and the demotion ask alike
 
         def group(ids: list[str]) -> dict[str, str]:
-            return session_rows.conversation_roots(conn, ids, roots)
+            return conversations.conversation_roots(conn, ids, roots)
 
         def keys(hits: Mapping[int, str]) -> dict[int, str]:
-            """``session_rows.result_keys`` of ``hits``, each asked once: a widened head asks its first rows again
+            """``conversations.result_keys`` of ``hits``, each asked once: a widened head asks its first rows again
             (each time reading every session a branch among them left, whole)."""
             new = {m: s for m, s in hits.items() if m not in keyed}
             if new:
-                keyed.update(session_rows.result_keys(conn, new)[0])
+                keyed.update(conversations.result_keys(conn, new)[0])
             return {m: keyed[m] for m in hits}
 
         raw = vectors.search(mean, searched, pages.MAX_REACH + 1, per_session=per_session,

@@ -154,7 +154,7 @@ def best_of_sessions(
     best chunk's. Rows of a session not in ``sessions`` are never returned,
     whatever the codes say. Looks at a head of the best rows, widened until
     it holds enough sessions. With ``keys`` (``{message: its session}`` -> the conversation each message stands for,
-    asked only of the rows looked at: ``session_rows.result_keys``), ``top_sessions``
+    asked only of the rows looked at: ``conversations.result_keys``), ``top_sessions``
     counts conversations, and a conversation keeps at most ``PER_CONVERSATION_SESSIONS`` sessions' worth of
     messages, the first said of those scored alike: a compression's continuations and a branch carry copies of
     its first turns (one vector each, alike), which would otherwise fill the sessions and leave one conversation

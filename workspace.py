@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import attribution, errors, paths, session_rows, state, store
+from . import attribution, conversations, errors, paths, session_rows, state, store
 from .records import Scope, SessionInfo
 
 logger = logging.getLogger(__name__)
@@ -474,7 +474,7 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
     identity = project.identity
     if project.is_home:
         return Scope(current, project, (), 0)
-    excluded, lineage_past = session_rows.lineage(conn, current_id)
+    excluded, lineage_past = conversations.lineage(conn, current_id)
     # A compaction in place archived part of the asking session: that part left its context, and is searched.
     live = current_id if store.compacted_in_place(conn, current_id) else ""
     with membership.lock:

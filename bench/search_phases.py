@@ -53,7 +53,7 @@ PHASES = [("search", "_semantic_leg_apart"), ("lexical", "search"), ("workspace"
           ("fts", "session_candidates"), ("substring", "like_candidates"),
           ("fts", "doc_lengths"), ("embeddings", "LocalProvider.embed"), ("vector_scores", "two_pass"),
           # a conversation's sessions (compression chains, branch families), asked by both legs
-          ("session_rows", "conversation_roots"), ("session_rows", "result_keys"), ("vector_scores", "best_of_sessions")]
+          ("conversations", "conversation_roots"), ("conversations", "result_keys"), ("vector_scores", "best_of_sessions")]
 
 
 def main() -> int:

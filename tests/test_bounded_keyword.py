@@ -576,7 +576,7 @@ def test_copies_of_one_message_left_by_many_compactions_cost_a_seek_each(tmp_pat
 def test_a_branch_familys_copies_are_told_from_its_own_rows_reading_the_session_left_twice(tmp_path, monkeypatch):
     """A session of n matching turns branched 3 times, each branch holding a copy of them all: the candidates' pick
     walks every row (the family's cap is reached early), each asked whether it copies the session left
-    (``session_rows.result_keys``, which reads that session's rows). Asked 1,024 rows at a time, that session was read
+    (``conversations.result_keys``, which reads that session's rows). Asked 1,024 rows at a time, that session was read
     once per 1,024 rows (700 and 2,800 turns: 2,030 and 10,633 hundred steps); now twice, the first 1,024 rows and
     then the rest (1,915 and 7,031)."""
     work = []
@@ -602,7 +602,7 @@ def test_a_branch_familys_copies_are_told_from_its_own_rows_reading_the_session_
 
 def test_the_common_words_scan_through_a_long_chain_walks_the_chain_once(world: World, monkeypatch):
     """The newest-first scan counts conversations (a chain's continuations are one), asking each query's new sessions'
-    first session (``session_rows.conversation_roots``): the sessions a walk passed are kept, so the chain's older
+    first session (``conversations.conversation_roots``): the sessions a walk passed are kept, so the chain's older
     sessions, read by later queries, are not walked up again (walked once a query, 30 and 120 links took 259 and 1,695
     hundred steps; now 205 and 764)."""
     lexical = plugin("lexical")
@@ -640,7 +640,7 @@ def test_the_substring_read_through_a_long_chain_walks_the_chain_once(world: Wor
 
 def test_a_chain_of_nested_branches_is_searched_in_linear_work(tmp_path, monkeypatch):
     """n branches each of the one before, each holding a copy of P's six turns: the candidates' pick keys every row
-    (``session_rows.result_keys``), and each branch's copy of a turn climbed every fork above it on its own (n²/2 ids
+    (``conversations.result_keys``), and each branch's copy of a turn climbed every fork above it on its own (n²/2 ids
     asked; 25 and 100 branches took 719 and 8,720 hundred steps, 22,121 and 208,946 lines): hits of one text found
     copied at a fork climb on as one."""
     history = [("user" if i % 2 == 0 else "assistant", f"turn {i} zebrafish lorem " + "ipsum " * 20) for i in range(6)]

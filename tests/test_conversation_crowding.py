@@ -309,7 +309,7 @@ def test_every_branchs_own_decision_is_a_result(world: World, branches: int):
 def test_a_chain_of_nested_branches_is_keyed_in_few_steps(world: World):
     """n branches each of the one before, each hit a copy of P's first turn: one result, each session left asked once
     (a level-by-level walk asked every one of them once a level: 1.03M SQLite steps at 25, 7.2M at 100)."""
-    from project_history_recall import session_rows, store
+    from project_history_recall import conversations, store
 
     alpha = world.repo("alpha")
     history = [("user" if i % 2 == 0 else "assistant", f"turn {i} " + "lorem ipsum " * 20) for i in range(10)]
@@ -331,7 +331,7 @@ def test_a_chain_of_nested_branches_is_keyed_in_few_steps(world: World):
             return 0
 
         conn.set_progress_handler(step, 100)
-        assert set(session_rows.result_keys(conn, {mid: sid for sid, mid in hits.items()})[0].values()) == {"P"}
+        assert set(conversations.result_keys(conn, {mid: sid for sid, mid in hits.items()})[0].values()) == {"P"}
         conn.close()
         steps[n] = count[0]
     # Each session left asked once (here 154 and 1,629 hundred steps); once a level would be about 30 times as many.
@@ -379,16 +379,16 @@ def test_the_vector_legs_first_pass_asks_the_scopes_conversations_only_when_its_
                                                 ("assistant", f"reply {i}: backoff and jitter for the zeppelin gateway")])
     world.session("cur_z", repo, style="cli", messages=[("user", "hi")])
     _indexed(world, server, "cur_z")
-    session_rows = importlib.import_module("hermes_plugins.project_history_recall.session_rows")
+    conversations = importlib.import_module("hermes_plugins.project_history_recall.conversations")
     asked: list[int] = []
-    real = session_rows.conversation_roots
+    real = conversations.conversation_roots
 
     def roots(conn, ids, known=None):
         if any(f.function == "two_pass" for f in inspect.stack()):
             asked.append(len(list(ids)))
         return real(conn, ids, known)
 
-    monkeypatch.setattr(session_rows, "conversation_roots", roots)
+    monkeypatch.setattr(conversations, "conversation_roots", roots)
     answer = world.search("cur_z", "zeppelin gateway reconnect storm", mode="semantic", limit=3)
     importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
     assert len(result_sessions(answer)) == 3, answer
@@ -398,7 +398,7 @@ def test_the_vector_legs_first_pass_asks_the_scopes_conversations_only_when_its_
 
 def test_the_vector_legs_widened_head_asks_a_branchs_rows_once(world: World, fake, monkeypatch):
     """vector_scores.best_of_sessions widens its head until it holds enough conversations, asking each time which
-    conversation each row stands for (``session_rows.result_keys``, which reads the session a branch left whole): the
+    conversation each row stands for (``conversations.result_keys``, which reads the session a branch left whole): the
     rows asked before are not asked again (a session of 3,000 rows branched from was read at each of three widenings)."""
     import inspect
     import sqlite3
@@ -419,16 +419,16 @@ def test_the_vector_legs_widened_head_asks_a_branchs_rows_once(world: World, fak
     world.say("B", "assistant", "decision: memcached for the pricing cache")
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
     _indexed(world, server, "cur")
-    session_rows = importlib.import_module("hermes_plugins.project_history_recall.session_rows")
+    conversations = importlib.import_module("hermes_plugins.project_history_recall.conversations")
     heads: list[str] = []
-    real = session_rows._copies_of
+    real = conversations._copies_of
 
     def copies_of(conn, ids, left):
         if any(f.function == "_head" for f in inspect.stack()):
             heads.append(left)
         return real(conn, ids, left)
 
-    monkeypatch.setattr(session_rows, "_copies_of", copies_of)
+    monkeypatch.setattr(conversations, "_copies_of", copies_of)
     answer = world.search("cur", "pricing cache memcached", mode="hybrid")
     importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
     assert set(result_sessions(answer)) == {"B", "P"}, answer
@@ -436,7 +436,7 @@ def test_the_vector_legs_widened_head_asks_a_branchs_rows_once(world: World, fak
 
 
 def test_a_keyword_search_reads_the_session_a_branch_left_once(world: World, monkeypatch):
-    """Which conversation a branch's row stands for reads the session it left whole (``session_rows._copies_of``): the
+    """Which conversation a branch's row stands for reads the session it left whole (``conversations._copies_of``): the
     keyword pick's answers are kept for the search's results, not asked again (read by the pick, then again by the
     search: twice the base's work; a session of 10,000 rows branched from cost 3,160 hundred steps, now 1,610)."""
     history = [("user", "pricing cache for the pricing service: redis or memcached?"),
@@ -447,10 +447,10 @@ def test_a_keyword_search_reads_the_session_a_branch_left_once(world: World, mon
     world.session("B", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
     world.say("B", "assistant", "decision: memcached for the pricing cache")
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
-    session_rows = importlib.import_module("hermes_plugins.project_history_recall.session_rows")
+    conversations = importlib.import_module("hermes_plugins.project_history_recall.conversations")
     left: list[str] = []
-    real = session_rows._copies_of
-    monkeypatch.setattr(session_rows, "_copies_of", lambda conn, ids, sid: left.append(sid) or real(conn, ids, sid))
+    real = conversations._copies_of
+    monkeypatch.setattr(conversations, "_copies_of", lambda conn, ids, sid: left.append(sid) or real(conn, ids, sid))
     answer = world.search("cur", "pricing cache memcached", mode="keyword")
     assert set(result_sessions(answer)) == {"B", "P"}, answer
     assert left == ["P"], left

@@ -27,7 +27,7 @@ def _chain(db, n: int) -> str:
 def test_conversation_roots_is_linear_in_a_deep_chain(world: World):
     """A long-lived gateway chat compressed thousands of times: one search's grouping walks the chain of each ranked
     session once. At 4x the chain it must cost about 4x, not 16x (a list searched at every step)."""
-    session_rows = plugin("session_rows")
+    conversations = plugin("conversations")
     world.db  # noqa: B018
     path = world.home / "state.db"
     took = {}
@@ -35,7 +35,7 @@ def test_conversation_roots_is_linear_in_a_deep_chain(world: World):
         deepest = _chain(path, n)
         with closing(sqlite3.connect(path)) as conn:
             start = time.perf_counter()
-            assert session_rows.conversation_roots(conn, [deepest, "c1"]) == {deepest: "c0", "c1": "c0"}
+            assert conversations.conversation_roots(conn, [deepest, "c1"]) == {deepest: "c0", "c1": "c0"}
             took[n] = time.perf_counter() - start
     assert took[16_000] < 8 * took[4_000], took
 

@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("vector_view",),  # this process's map of the shared vector files
     ("vector_scores", "vector_store"),  # scoring a scope over the mapped vectors; one model's rows in embeddings.db
     ("workspace",),  # projects of folders and sessions, the search scope
-    ("session_rows", "index_file", "vector_file", "consent"),  # sessions and their workspaces; embeddings.db's file; the shared vector files; consent.json
+    ("session_rows", "conversations", "index_file", "vector_file", "consent"),  # sessions and their workspaces; which make one conversation; embeddings.db's file; the shared vector files; consent.json
     ("session_walk", "index_reads"),  # a session's messages in Hermes' order from where a read starts; what the vector index should hold, by id
     ("store",),  # connections, projects.db, messages
     ("embeddings", "settings", "vector_basis", "layout"),  # providers and vector helpers; settings and the API key; the vectors' principal directions; a state.db's schema facts

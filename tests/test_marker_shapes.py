@@ -79,7 +79,7 @@ def test_what_a_branch_decided_after_its_compression_is_the_branchs_own(world: W
 
 def test_what_a_branch_decided_after_its_compression_is_a_semantic_result(world: World, fake):
     """The vector leg's cap as the keyword candidates': what 14 branches decided in their continuations is each a
-    result (the leg keys hits by ``session_rows.result_keys``, which follows a continuation to its branch)."""
+    result (the leg keys hits by ``conversations.result_keys``, which follows a continuation to its branch)."""
     import importlib
 
     server = fake(dims=64, words=True)
