@@ -107,7 +107,9 @@ KEYED_CALL = re.compile(
 #: A password given by its place in a call: a database connection's (``new PDO(dsn, 'root', '…')``,
 #: ``mysqli_connect('host', 'root', '…')``, ``mysql.connector.connect(…)``, ``pymysql.connect(…)``,
 #: ``DriverManager.getConnection(url, "root", "…")``), a login's (smtplib's, ftplib's ``server.login('bob@qq.com',
-#: '…')``) and a JWT library's secret (``jwt.sign(payload, '…')``, ``jwt.encode(…)``, ``verify``, ``decode``). Judged as
+#: '…')``), a JWT library's secret (``jwt.sign(payload, '…')``, ``jwt.encode(…)``, ``verify``, ``decode``) and a cipher's
+#: or an HMAC's key (``AES.new(b"…")``, ``aes.NewCipher([]byte("…"))``, ``hmac.new(b"…")``, ``createHmac('sha256', '…')``,
+#: ``new SecretKeySpec("…".getBytes(), …)``, Go's ``key := []byte("…")``; group ``jwt``). Judged as
 #: an assignment to a password or a secret; and a form's password field filled in a browser test (group ``form``:
 #: Selenium's ``find_element(By.ID, "password").send_keys("…")``, Playwright's ``page.fill("#password", "…")`` and
 #: ``getByLabel('Password').fill('…')``, Cypress' ``cy.get('#pwd').type('…')``, jQuery's ``.val('…')``, ``.value = '…'``), when the literal reads as a password.
@@ -115,10 +117,11 @@ POSITIONAL = re.compile(
     r"(?:(?<![\w$])(?:new[ \t]++PDO\(|DriverManager\.getConnection\()\s*+[^,()\n]{1,300}+,\s*+[\"'][^\"'\n]{1,100}+[\"'][ \t]*+,"
     r"|(?<![\w$.])(?:mysqli_connect|new[ \t]++mysqli|(?:mysql\.connector|pymysql|MySQLdb)\.connect)\(\s*+(?:[\"'][^\"'\n]{1,300}+[\"']"
     r"[ \t]*+,\s*+){2}|(?<=[\w)])\.login\(\s*+(?P<login>[^,()\n]{1,300}+),"
-    r"|(?P<jwt>(?<![\w$.])jwt\.(?:sign|encode|verify|decode)\()\s*+(?:\{[^{}\n]{0,200}+\}|[^,()\n]{1,200}+),"
+    r"|(?P<jwt>(?:(?<![\w$.])jwt\.(?:sign|encode|verify|decode)|(?<![\w$])(?:createHmac|hmac\.New))\(\s*+(?:\{[^{}\n]{0,200}+\}|[^,()\n]{1,200}+),"
+    r"|(?<![\w$])(?:(?:AES|DES3?|Blowfish)\.new|aes\.NewCipher|hmac\.new|SecretKeySpec)\(|(?<![\w.])key := \[\]byte\()"
     r"|(?P<form>[\"'][#.]?[\w\[\]=@-]{0,40}?(?i:passw(?:or)?d|pwd|pass)[\w\]-]{0,40}+[\"'][ \t]*+\)\s*+\.(?:(?:send_?[kK]eys|fill|type"
     r"|setValue|input|val|pressSequentially|press_sequentially)\(|value[ \t]*+=[ \t]*+)|(?<=\.)(?:fill|type)\(\s*+[\"'][#.]?[\w\[\]=@-]{0,40}?"
-    r"(?i:passw(?:or)?d|pwd|pass)[\w\]-]{0,40}+[\"'][ \t]*+,))\s*+[bf]?" + _quoted("10")
+    r"(?i:passw(?:or)?d|pwd|pass)[\w\]-]{0,40}+[\"'][ \t]*+,))\s*+(?:\[\]byte\()?[bf]?" + _quoted("10")
 )
 #: Terraform's variable declared with a default (``variable "db_password" {`` then ``default = "…"`` within its block),
 #: and a setting written as a name, a space and a quoted literal alone on its line, as Gradle's and Ruby's DSLs write

@@ -67,18 +67,18 @@ PASSPHRASE_WORDS = re.compile(
     r"|(?<=[\u0400-\u04ff\u3040-\u9fff\uac00-\ud7af])(?=[ \t]))"
     r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
 )
-#: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``,
+#: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``, ``u: admin p: …``,
 #: ``账号：admin/Sup3r$ecret9``, ``pw for grafana: admin / …``, ``账密 admin/…`` and ``creds root:…`` without a colon, a pair joined by ``:`` (``creds: root:…``), ``creds for staging: bob / …``, a role's ``Jenkins 管理员：admin/…``;
 #: after a change or a login's verb (group ``verb``: ``我改成了 nacos / …``, ``登录用 admin / …``; a ``/`` without spaces then
 #: joins a path's pieces as often: ``改成了 src/MainApp2``, so the value must read strongly); a network and its password (group ``ssid``:
 #: ``WiFi：Office-5G / …``); not a path: ``user: alice/projects/x``): the password
 #: goes when it reads as one (:func:`reads_as_password`), a network's by its length (:func:`_password_in`).
 CREDENTIAL_PAIR = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계管超관pw改换換登无無])(?:(?:creds|credentials|login|logins|account|user|username|pw|用户名|账号|帳號"
+    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계管超관pw改换換登无無])(?:(?:creds|credentials|login|logins|account|user|username|u|pw|用户名|账号|帳號"
     r"|账户|帳戶|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자|(?P<wifi>wifi|wi-fi|wlan|无线网?|無線網?))"
     r"(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]"
     r"|(?:账密|帳密|(?P<verb>(?:改|换|換)(?:成|为|為)了?|(?:登录|登陆|登入|登錄)用))[ \t]*+[:：]?|creds(?=[ \t]))"
-    r"[ \t]*+(?P<ssid>[A-Za-z0-9_.@-]{1,64}+)(?:[ \t]*+/[ \t]*+|(?(wifi)(?!)|:))(?P<value>[^\s/]{1,200}+)(?!/)"
+    r"[ \t]*+(?P<ssid>[A-Za-z0-9_.@-]{1,64}+)(?:[ \t]*+/[ \t]*+|(?(wifi)(?!)|(?::|\s++p[ \t]*+[:：][ \t]*+)))(?P<value>[^\s/]{1,200}+)(?!/)"
 )
 #: A login under a label, one field a line (``登录信息：`` then ``admin`` then the password), or a Japanese password
 #: (``パス``, which alone is also a path) after a login's id on the same line (``ログインID：admin　パス：…``): the
@@ -152,6 +152,15 @@ PASSWORD_WITH = re.compile(
 #: with a digit (:func:`_named_in_prose`).
 VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,64}+)[ \t]*+(?:这个|這個|作为|作為|当作|當作|就是|是)"
                                 r"(?:新的?|我的|管理员的?|管理員的?|登录|登錄)?(?:密码|密碼|口令)")
+#: A password changed from one value to another (``changed the password from … to …``, ``密码从 … 改成了 …``): group
+#: ``value``, the old one (unquoted: SQL's are :mod:`sql_secrets`'), which must read as a password with a digit
+#: (:func:`reads_as_password`); :func:`listed` takes the new one after it.
+CHANGED_FROM = re.compile(r"(?i)(?:password|passwd|pwd|密码|密碼|口令)[^\n]{0,40}?(?:from|从|從)[ \t]*+(?P<value>[!#-&(-_a-~]{6,64}+)"
+                          r"(?=[ \t]++(?:to|->|→|(?:改|换|換)(?:成|为|為)))")
+#: ``pass`` as a password's label (``the root pass is …``, ``pass for the vpn is …``, ``pass for wifi: …``), which
+#: :data:`secret_patterns.LABELLED` leaves to code (Python's ``pass``): the value must read strongly (:func:`reads_strongly`).
+PASS_LABEL = re.compile(r"(?i)(?<![\w-])pass(?:[ \t]++for[ \t]++(?:the[ \t]++)?[\w.-]{1,30}+(?:[ \t]++[\w-]{1,30}+)?)?"
+                        r"(?:[ \t]++(?:is|was)[ \t]++|[ \t]*+[:：][ \t]*+)(?P<value>[^\s，。]{6,64}+)")
 #: A login written as its user and password before the verb that uses them (``admin/… 登录后台``, ``用 root 和 … 登不上``,
 #: ``bob / … login``): group ``value``, which must read as a password with a digit (:func:`_named_in_prose`; a path's
 #: ``src/main2.py 登录`` does not), the verb not naming a thing (``api/v1Login 登录接口``, ``login page``).
@@ -202,6 +211,8 @@ def redact(text: str, redacted: str) -> str:
     text = prefilter.sub(VALUE_BEFORE_LABEL, lambda m: _named_in_prose(m, redacted), text)
     text = prefilter.sub(LOGIN_IN_PROSE, lambda m: _named_in_prose(m, redacted), text)
     text = prefilter.sub(LOGIN_BEFORE_VERB, lambda m: _named_in_prose(m, redacted), text)
+    for pattern, secret in ((CHANGED_FROM, lambda v: reads_as_password(v, redacted) and re.search(r"\d", v)), (PASS_LABEL, reads_strongly)):
+        text = prefilter.sub(pattern, lambda m: patterns.replace_group(m, "value", redacted) if secret(m.group("value")) else m.group(), text)
     text = _codes(text, redacted)
     text = prefilter.sub(KEY_HALF, lambda m: patterns.replace_group(m, "value", redacted) if key_piece(m.group("value")) else m.group(), text)
     text = prefilter.sub(LABEL_ABOVE, lambda m: _label_above(m, redacted), text)
@@ -209,12 +220,12 @@ def redact(text: str, redacted: str) -> str:
 
 
 #: One item of a list in prose after what joins it (and the quote closing the item before): ``、`` ``，`` ``,`` ``；``
-#: ``;``, ``和`` ``及`` ``与`` ``或`` ``还是`` (then a spare's or a new one's word: ``，备用 …``, ``，新的是 …``; after a space too: `` 备用 …``) (an alternative: ``是 A 还是 B 来着``) ``→`` (spaces around or none), ``and`` ``or`` ``->`` ``=>`` (spaces around: a change,
+#: ``;``, ``和`` ``及`` ``与`` ``或`` ``还是``, a change's ``改成`` ``to`` (then a spare's or a new one's word: ``，备用 …``, ``，新的是 …``; after a space too: `` 备用 …``) (an alternative: ``是 A 还是 B 来着``) ``→`` (spaces around or none), ``and`` ``or`` ``->`` ``=>`` (spaces around: a change,
 #: ``"old" -> "new"`` in a plan), a YAML list's next item (a line break and ``- ``); then the item, quoted or bare
 #: printable ASCII without ``,`` ``;``.
 _SPARE = r"(?:备用|備用|备份|備份|另一个|另一個|第二个|第二個|新的?|旧的?|舊的?)[ \t]*+[:：是为為]?[ \t]*+"
-LIST_ITEM = re.compile(r"[\"'`”」]?(?:[ \t]*+(?:[、，,；;和及与與或→]|还是|還是)[ \t]*+(?:" + _SPARE + r")?|[ \t]++" + _SPARE
-                       + r"|[ \t]++(?:and|or|->|=>)[ \t]++|[ \t]*+\r?\n[ \t]*+-[ \t]++)[\"'`“「]?(?P<value>[!-+\--:<-~]{4,64}+)")
+LIST_ITEM = re.compile(r"[\"'`”」]?(?:[ \t]*+(?:[、，,；;和及与與或→]|还是|還是|(?:改|换|換)(?:成|为|為)了?)[ \t]*+(?:" + _SPARE + r")?|[ \t]++" + _SPARE
+                       + r"|[ \t]++(?:and|or|to|->|=>)[ \t]++|[ \t]*+\r?\n[ \t]*+-[ \t]++)[\"'`“「]?(?P<value>[!-+\--:<-~]{4,64}+)")
 #: What ends a list's item: the text's or a line's end, punctuation, CJK text or the next item (not a Latin word: a
 #: clause goes on, ``…, Alice2024 is the user``).
 LIST_ITEM_END = re.compile(r"[ \t]*+(?:$|[^ \tA-Za-z0-9]|(?:and|or)[ \t])")

@@ -446,8 +446,8 @@ def _labelled(m: re.Match[str]) -> str:
     Trailing punctuation stays; so does a value already redacted in part (``admin/[redacted]``).
     """
     label, joiner = m.group(1), m.group(2)
-    group = next(g for g in (5, "coded", 6) if m.group(g) is not None)  # quoted, in HTML's <code>, bare
-    quoted = m.group(group) if group != 6 else None
+    group = next(g for g in (5, "coded", "paren", 7) if m.group(g) is not None)  # quoted, in <code>, in brackets, bare
+    quoted = m.group(group) if group != 7 else None
     value, start = m.group(group), m.start(group)
     if quoted is None:
         value = value.rstrip(patterns.VALUE_END)
@@ -462,14 +462,15 @@ def _labelled(m: re.Match[str]) -> str:
     if max(label) < "\u0250" or foreign:  # Latin script, or a word for key or token of another
         words = after.lower()
         assigned = (foreign or not label.isascii() or m.group("purpose") is not None) and words[:1] in (":", "=", "：")
-        arrow = words[:2] in ("=>", "->") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace())  # not password-login
+        arrow = words[:2] in ("=>", "->", "..") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace())  # not password-login
         arrow |= (" " in label or group == "coded") and words[:1] == ":"  # a label no assignment names: api key: …
         assigned |= arrow and prose_secrets.reads_as_password(value, REDACTED) and not re.search("[\"'()\\[\\]{}<>|`]", value)
-        # a password's label right before its value, after a login's user (username admin password …, user root pwd …)
-        # or of another language, as Turkish writes it (şifrem …, yeni şifre …)
+        # a password's label right before its value, after a login's user or a clause (username admin password …, user
+        # root pwd …, the wifi is X, password …), in brackets (the db password (…) expired) or of another language, as
+        # Turkish writes it (şifrem …, yeni şifre …)
         if not words and not assigned and re.search(r"\d", value) and prose_secrets.reads_as_password(value, REDACTED):
-            assigned = label.lower() in patterns.FOREIGN_PASSWORD_LABELS or (
-                _password_name(label) and _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1)) is not None)
+            assigned = label.lower() in patterns.FOREIGN_PASSWORD_LABELS or (_password_name(label) and (
+                group == "paren" or _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1)) is not None))
         if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
         password = _password_name(label) or label.lower() in patterns.FOREIGN_PASSWORD_LABELS
@@ -483,18 +484,21 @@ def _labelled(m: re.Match[str]) -> str:
     return _replace(m, start, start + len(value))
 
 
-#: A login's user right before a password's label (``username admin password …``, ``user: root pwd …``).
-_USER_BEFORE = re.compile(r"(?i)(?<![\w-])(?:user(?:name)?|login)[ \t]*+[:=：]?[ \t]*+[\w.@-]{1,64}+[ \t,，]++$")
+#: A login's user or a clause's comma right before a password's label (``username admin password …``, ``user: root pwd
+#: …``, ``account bob@corp.com pwd …``, ``ssh pi@raspberrypi.local, password …``).
+_USER_BEFORE = re.compile(r"(?i)(?:(?<![\w-])(?:user(?:name)?|login|account)[ \t]*+[:=：]?[ \t]*+[\w.@-]{1,64}+[ \t,，]++|[,，][ \t]*+)$")
 
 
 def _weakly_labelled(m: re.Match[str], joiner: str) -> bool:
     """Whether a :data:`secret_patterns.LABELLED` match, joined to its value by ``joiner``, is of a form as often
-    followed by what the credential is as by its value: a joiner not :data:`secret_patterns.PLAIN_JOIN`'s, a label of
-    :data:`secret_patterns.NAMING_LABELS`, one glued after a word (``Redis密码是 requirepass 配置的``; not a network's:
-    ``wifi密码是 88888888a`` is its value) or in JSON quotes (``"密码": "Password"``)."""
+    followed by what the credential is as by its value: a joiner not :data:`secret_patterns.PLAIN_JOIN`'s (a space
+    alone before a word: ``密码 reset link sent``), a label of :data:`secret_patterns.NAMING_LABELS`, one glued after a
+    word (``Redis密码是 requirepass 配置的``; not a network's: ``wifi密码是 88888888a`` is its value) or in JSON quotes
+    (``"密码": "Password"``), a value in brackets (``密码（至少8位）``) or a label two clauses back (``redis 没设密码，mongo 的是 …``)."""
     before = m.string[m.start(1) - 1] if m.start(1) else " "
     glued = before.isascii() and before.isalnum() and not re.search(r"(?i)(?:wi-?fi|wlan)$", m.string[max(m.start(1) - 5, 0) : m.start(1)])
-    return m.group(1) in patterns.NAMING_LABELS or glued or patterns.PLAIN_JOIN.sub("", joiner).strip() != ""
+    aside = m.group("paren") is not None or (m.group("purpose") or " ")[0] in "，," or (not joiner and (m.group(7) or "").isalpha())
+    return m.group(1) in patterns.NAMING_LABELS or glued or aside or patterns.PLAIN_JOIN.sub("", joiner).strip() != ""
 
 
 def _plainly_a_password(value: str, label: str) -> bool:

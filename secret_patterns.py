@@ -287,7 +287,8 @@ _AFTER_ECHO = r"(?<=echo )|(?<=echo -[neE] )"
 #: group ``pgpass``; the host ``localhost``, ``*`` or dotted and the port 4–5 digits or ``*``, which Redis keys, MAC and
 #: IPv6 addresses, hex dumps and /etc/passwd lines are not; any host and port in a line ``echo`` or ``printf`` writes
 #: into a ``.pgpass`` (``echo db:543:app:bob:SECRET >> ~/.pgpass``); the password not one Capitalised word: ``echo
-#: v1.2.3:8080:api:Build:Passed`` is a log line) and ``rsyncd.secrets`` (a line of a user in lower case, ``:`` and a
+#: v1.2.3:8080:api:Build:Passed`` is a log line) and ``rsyncd.secrets`` (a line, or a line's end after CJK text, ``：`` or
+#: ``line``, of a user in lower case, ``:`` and a
 #: password alone, of both cases and a digit, not a word and a number nor an address: ``backup:Kq7vLp2Wx99``;
 #: ``backup:daily``, ``python:3.11``, ``step:Build2``, ``xmpp:Romeo42@montague.net``, a commit's ``fix:Bug#1234`` stay). Groups:
 #: ``q`` (empty), ``value`` the password.
@@ -306,7 +307,7 @@ CREDENTIAL_FILE = re.compile(
     r"(?=(?:[^\s:\\\"']|\\.){1,200}+[\"']?[ \t]*+(?:1?>>?|\|[ \t]*+(?:sudo[ \t]++)?tee(?:[ \t]++-a)?)[ \t]*+\S{0,100}?"
     r"(?:\.pgpass|pgpass\.conf|PGPASSFILE)(?![\w.])))"
     r"(?![a-z-]{1,200}+(?:[\s\"']|$)|[A-Z][a-z]{1,200}+(?:[\s\"']|$)))"
-    r"|(?m:^)[ \t]*+(?!(?:fix|feat|task|ref|chore|docs|test|perf|build|ci|mailto|sip|xmpp|urn|tel):)[a-z_][a-z0-9_.-]{0,31}+:"
+    r"|(?:(?m:^)[ \t]*+|(?<=[：\u3400-\u9fff])[ \t]*+|(?<=line ))(?!(?:fix|feat|task|ref|chore|docs|test|perf|build|ci|mailto|sip|xmpp|urn|tel):)[a-z_][a-z0-9_.-]{0,31}+:"
     r"(?=(?=[^\s:]{0,63}?[a-z])(?=[^\s:]{0,63}?[A-Z])(?=[^\s:]{0,63}?\d)"
     r"(?![A-Z][a-z]++\d++[ \t]*+(?:\r?\n|$))[^\s:\"'/@]{6,64}+[ \t]*+(?:\r?\n|$)))"
     r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)>|]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
@@ -430,12 +431,14 @@ LABELLED = re.compile(
     r"|password|passwd|passphrase|passcode|pwd|pw|sk|" + _FOREIGN_LABELS +
     r"|(?:api|access|secret|private)[ _-]?key|secret|(?<!max )(?<!min )token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|to|für|von|zur|zum|pour|de|du|para|per|voor|dla|от|для|к)[ \t]++"
-    r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?[\w.-]{1,30}+(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now|ist|war|lautet|est|es|era)(?![\w.-]))[\w-]{1,30}+){0,2}(?=[\s:：=\"”(（])"
-    r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：])|[ \t]++(?:nueva|nuevo|nova|novo|nuova|nuovo|mới|actual|wifi)(?![\w-]))?"
+    r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?(?:[\w.-]{1,30}+|'[^'\n]{1,100}+')"
+    r"(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now|ist|war|lautet|est|es|era)(?![\w.-]))(?:[\w-]{1,30}+|'[^'\n]{1,100}+')){0,2}(?=[\s:：=\"”(（])"
+    r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：])|[ \t]++(?:nueva|nuevo|nova|novo|nuova|nuovo|mới|actual|wifi)(?![\w-])"
+    r"|[，,][ \t]*+[^\s，,。的]{1,20}+[ \t]*+的(?=[是为為]))?"
     r"[\"”】\]]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
-    r"|is|was|['’]s|ist|war|lautet|est|c'est|c’est|es|era|é|è|là|still|currently|—|-|…{1,2}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
+    r"|is|was|['’]s|ist|war|lautet|est|c'est|c’est|es|era|é|è|là|still|currently|—|-|…{1,2}+|\.{4,}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
     r"(?:```[\w+-]{0,20}+[ \t]*+\r?\n[ \t]*+)?)"
-    r"(?:([\"'“「『【《`])([^\"'”」』】》`\n]{1,200})[\"'”」』】》`]|(?!<(?:code|kbd)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,200}+)"
+    r"(?:([\"'“「『【《`])([^\"'”」』】》`\n]{1,200})[\"'”」』】》`]|[(（](?P<paren>[^()（）\s]{4,200}+)[)）]|(?!<(?:code|kbd)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,200}+)"
     r"|<(?:code|kbd)>(?P<coded>[^<>\n]{1,200}+)</(?:code|kbd)>)"
 )
 #: The verbs a Latin label needs before its value (``password is``, ``password's``, ``Passwort ist``, ``mot de passe est``).

@@ -754,6 +754,29 @@ SENT_BEFORE = [
     ('{"key": "password", "value": "Hz2024abcXk9", "enabled": true}', 'Hz2024abcXk9'),
     ('{"key": "api_key", "value": "Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5", "type": "secret"}', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5'),
     ('mc admin user add myminio appuser Mn9#kLm2Wx7', 'Mn9#kLm2Wx7'),
+    # red33: a password in brackets, after a prompt's quoted key or user, a dot leader, a clause's comma or a label two clauses back; changed from one to another; pass as a label; u: … p: …; a cipher's or an HMAC's key; Consul's tokens block; an rsyncd line in a sentence; ideographic spaces
+    ('he pasted his password (Summer2024!) in the channel', 'Summer2024!'), ('密码（Mm9#kLm2Wx）别发群里', 'Mm9#kLm2Wx'),
+    ("Enter passphrase for key '/root/.ssh/id_rsa': Ssh#2024key", 'Ssh#2024key'),
+    ("Enter host password for user 'admin': Adm1n@2024", 'Adm1n@2024'),
+    ('[main] DEBUG c.z.h.HikariConfig - password........................Hz2024abcXk9', 'Hz2024abcXk9'),
+    ('the wifi is GuestNet, password Welcome2024!', 'Welcome2024'),
+    ('account bob@corp.com pwd Bob#2024pw', 'Bob#2024pw'), ('redis 没设密码，mongo 的是 Mongo@2024x', 'Mongo@2024x'),
+    ('password was changed from Old2023! to New2024!x', 'Old2023!'),
+    ('password was changed from Old2023! to New2024!x', 'New2024!x'), ('密码从 Old@2023pw 改成了 New@2024pw', 'Old@2023pw'),
+    ('密码从 Old@2023pw 改成了 New@2024pw', 'New@2024pw'), ('pass for the vpn is Vpn#2024zs', 'Vpn#2024zs'),
+    ('the root pass is Tr0ub4dor&3', 'Tr0ub4dor&3'), ('pass for wifi: Welcome@2024x', 'Welcome@2024x'),
+    ('u: admin p: Adm1n@2024', 'Adm1n@2024'), ('U: admin\nP: Adm1n@2024', 'Adm1n@2024'),
+    ('key := []byte("Go9kLm2WxSecretKey")', 'Go9kLm2WxSecretKey'),
+    ('cipher = AES.new(b"Xk9Pq2Lm7Nv4Rt6Y", AES.MODE_CBC, iv)', 'Xk9Pq2Lm7Nv4Rt6Y'),
+    ('block, _ := aes.NewCipher([]byte("Ae9kLm2WxPq7Rt4Y"))', 'Ae9kLm2WxPq7Rt4Y'),
+    ('mac := hmac.New(sha256.New, []byte("Hm9kLm2WxSecret!"))', 'Hm9kLm2WxSecret!'),
+    ('sig = hmac.new(b"Hm9kLm2WxSecret", body, hashlib.sha256).hexdigest()', 'Hm9kLm2WxSecret'),
+    ("const sig = crypto.createHmac('sha256', 'Wh9kLm2WxSecret').update(body)", 'Wh9kLm2WxSecret'),
+    ('SecretKeySpec key = new SecretKeySpec("Jv9kLm2WxSecret1".getBytes(), "AES");', 'Jv9kLm2WxSecret1'),
+    ('acl {\n  tokens {\n    agent = "3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c"\n  }\n}', '3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c'),
+    ('/etc/rsync.pass 里面就一行 backupuser:Bk7vLp2Wq', 'Bk7vLp2Wq'),
+    ('the secrets file has one line backupuser:Bk7vLp2Wq', 'Bk7vLp2Wq'),
+    ('mysql\u3000-uroot\u3000-pRoot2024x', 'Root2024x'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1333,6 +1356,15 @@ NEAR_MISSES = [
     "changes made directly to a token's ``children`` list",
     "Seconds until the access token's ``expires_in``, floored at 60.",
     "falling back to a host derived from the token's ``iss``\n    field.",
+    # red33: a word after 密码 and a space, a bracket's aside, prompts without a value, a change of words, pass of a build or an event, a cipher's key in a variable, a tokens block of variables, a passwd line
+    '密码 reset link sent', '密码 hash 用 bcrypt', '密码 policy 是 8 位以上', '密码（至少8位）', 'password (required)',
+    'the db password (see vault) expired yesterday', "Enter passphrase for key '/home/bob/.ssh/id_ed25519':",
+    '[main] INFO c.z.h.HikariConfig - password........................<masked>', 'mysql 没密码，redis 的是 默认配置',
+    'I changed the password from the UI to the CLI', '密码从 明文 改成了 bcrypt', 'pass for the build is green',
+    'boarding pass is PDF2024.pdf', 'u: admin p: see vault', 'U: 12V P: 24W', 'cipher = AES.new(key, AES.MODE_CBC, iv)',
+    "crypto.createHmac('sha256', secret).update(body)", 'key := []byte(os.Getenv("KEY"))',
+    'new SecretKeySpec(keyBytes, "AES")', 'tokens {\n  default = "${var.default_token}"\n}',
+    'backupuser:x:1001:1001::/home/backupuser:/bin/bash', 'the wifi is GuestNet, password on the fridge',
 ]
 
 
