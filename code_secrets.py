@@ -107,9 +107,7 @@ KEYED_CALL = re.compile(
 #: A password given by its place in a call: a database connection's (``new PDO(dsn, 'root', '…')``,
 #: ``mysqli_connect('host', 'root', '…')``, ``mysql.connector.connect(…)``, ``pymysql.connect(…)``,
 #: ``DriverManager.getConnection(url, "root", "…")``), a login's (smtplib's, ftplib's ``server.login('bob@qq.com',
-#: '…')``), a JWT library's secret (``jwt.sign(payload, '…')``, ``jwt.encode(…)``, ``verify``, ``decode``) and a cipher's
-#: or an HMAC's key (``AES.new(b"…")``, ``aes.NewCipher([]byte("…"))``, ``hmac.new(b"…")``, ``createHmac('sha256', '…')``,
-#: ``new SecretKeySpec("…".getBytes(), …)``, Go's ``key := []byte("…")``; group ``jwt``). Judged as
+#: '…')``) and a JWT library's secret (``jwt.sign(payload, '…')``, ``jwt.encode(…)``, ``verify``, ``decode``). Judged as
 #: an assignment to a password or a secret; and a form's password field filled in a browser test (group ``form``:
 #: Selenium's ``find_element(By.ID, "password").send_keys("…")``, Playwright's ``page.fill("#password", "…")`` and
 #: ``getByLabel('Password').fill('…')``, Cypress' ``cy.get('#pwd').type('…')``, jQuery's ``.val('…')``, ``.value = '…'``), when the literal reads as a password.
@@ -117,11 +115,10 @@ POSITIONAL = re.compile(
     r"(?:(?<![\w$])(?:new[ \t]++PDO\(|DriverManager\.getConnection\()\s*+[^,()\n]{1,300}+,\s*+[\"'][^\"'\n]{1,100}+[\"'][ \t]*+,"
     r"|(?<![\w$.])(?:mysqli_connect|new[ \t]++mysqli|(?:mysql\.connector|pymysql|MySQLdb)\.connect)\(\s*+(?:[\"'][^\"'\n]{1,300}+[\"']"
     r"[ \t]*+,\s*+){2}|(?<=[\w)])\.login\(\s*+(?P<login>[^,()\n]{1,300}+),"
-    r"|(?P<jwt>(?:(?<![\w$.])jwt\.(?:sign|encode|verify|decode)|(?<![\w$])(?:createHmac|hmac\.New))\(\s*+(?:\{[^{}\n]{0,200}+\}|[^,()\n]{1,200}+),"
-    r"|(?<![\w$])(?:(?:AES|DES3?|Blowfish)\.new|aes\.NewCipher|hmac\.new|SecretKeySpec)\(|(?<![\w.])key := \[\]byte\()"
+    r"|(?P<jwt>(?<![\w$.])jwt\.(?:sign|encode|verify|decode)\()\s*+(?:\{[^{}\n]{0,200}+\}|[^,()\n]{1,200}+),"
     r"|(?P<form>[\"'][#.]?[\w\[\]=@-]{0,40}?(?i:passw(?:or)?d|pwd|pass)[\w\]-]{0,40}+[\"'][ \t]*+\)\s*+\.(?:(?:send_?[kK]eys|fill|type"
     r"|setValue|input|val|pressSequentially|press_sequentially)\(|value[ \t]*+=[ \t]*+)|(?<=\.)(?:fill|type)\(\s*+[\"'][#.]?[\w\[\]=@-]{0,40}?"
-    r"(?i:passw(?:or)?d|pwd|pass)[\w\]-]{0,40}+[\"'][ \t]*+,))\s*+(?:\[\]byte\()?[bf]?" + _quoted("10")
+    r"(?i:passw(?:or)?d|pwd|pass)[\w\]-]{0,40}+[\"'][ \t]*+,))\s*+[bf]?" + _quoted("10")
 )
 #: Terraform's variable declared with a default (``variable "db_password" {`` then ``default = "…"`` within its block),
 #: and a setting written as a name, a space and a quoted literal alone on its line, as Gradle's and Ruby's DSLs write
@@ -247,6 +244,11 @@ _HEREDOC_LINES = 50
 #: "…"``): quoted after ``(`` ``,`` ``:`` ``[`` or `` =`` (not an attribute's ``value="…"``), 8 to 64 characters without spaces, brackets, quotes or
 #: backticks (reStructuredText's ``:class:`~a.B1``` is a role), which :func:`_strong` judges.
 STRONG_LITERAL = re.compile(r"(?:(?<=[(,:\[])|(?<=\s=))[ \t]*+(?:[bfru]|&)?(?P<q>[\"'])(?P<value>[^\"'`\s()\[\]{}<>\\]{8,64}+)(?P=q)")
+#: A cipher's or an HMAC's key right before a :data:`STRONG_LITERAL` (``AES.new(b"…")``, ``aes.NewCipher([]byte("…"))``,
+#: ``hmac.new(b"…")``, ``hmac.New(sha256.New, []byte("…"))``, ``createHmac('sha256', '…')``, ``new SecretKeySpec("…".getBytes(),
+#: …)``, Go's ``key := []byte("…")``): the literal is its key when it reads as a secret (:data:`secret_patterns.DEFAULT_SECRET`).
+CIPHER_CALL = re.compile(r"(?:(?:AES|DES3?|Blowfish)\.new\(|NewCipher\(|hmac\.new\(|(?:hmac\.New|createHmac)\([^,()\n]{1,40}+,"
+                         r"|SecretKeySpec\(|(?<![\w.])key := )(?:\[\]byte\()?$")
 
 #: A literal given to what hashes a password: Ansible's and Jinja's ``'…' | password_hash('sha512')``, Python's
 #: ``generate_password_hash("…")``, ``make_password("…")``, ``bcrypt.hashpw(b"…", …)``, ``crypt.crypt("…", …)``,
@@ -259,12 +261,16 @@ HASHED_LITERAL = re.compile(
 )
 
 
-def _strong(value: str) -> bool:
-    """Whether a literal reads as a password whatever it is given to (:func:`prose_secrets.reads_strongly`), not a path
+def _strong(m: re.Match[str]) -> bool:
+    """Whether a :data:`STRONG_LITERAL` is a cipher's key that reads as a secret (:data:`CIPHER_CALL`) or reads as a
+    password whatever it is given to (:func:`prose_secrets.reads_strongly`), not a path
     or a URL (``Microsoft.Web/sites@2022-03-01``, ``src/main.py#L42``), an object's or a version's reference
     (``User@5e9f23b4``, ``Main$1``, ``login@v1``), an address, a format, a variable, a selector, a flag or settings
     (``%Y-%m-%dT%H``, ``$Home1!``, ``#Main2!``, ``--Opt1!``, ``server=db;pwd=…``: its password is judged by its name),
     a style with a colour (``border:#FF0000``)."""
+    value = m.group("value")
+    if CIPHER_CALL.search(m.string, max(m.start() - 60, 0), m.start()) and patterns.DEFAULT_SECRET.fullmatch(value):
+        return True
     return (not value.startswith(("%", "$", "#", "-", "@")) and "/" not in value and re.search(r"[A-Za-z_]=", value) is None
             and re.search(r"\.\w++@[0-9a-f]{6,8}+$|\$\d++$|@v\d", value) is None
             and re.search(r"#[0-9A-Fa-f]{3,8}+(?![0-9A-Za-z])", value) is None
@@ -291,7 +297,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = prefilter.sub(AUTH_LIST, lambda m: _login(m, redacted, default=False), text)
     text = prefilter.sub(ACL_LINE, lambda m: _acl_rules(m, redacted), text)
     text = prefilter.sub(HASHED_LITERAL, lambda m: _hashed(m, judge, redacted), text)
-    text = prefilter.sub(STRONG_LITERAL, lambda m: replace_group(m, "value", redacted) if _strong(m.group("value")) else m.group(), text)
+    text = prefilter.sub(STRONG_LITERAL, lambda m: replace_group(m, "value", redacted) if _strong(m) else m.group(), text)
     return _pgpass_heredocs(text, redacted)
 
 

@@ -468,7 +468,7 @@ def _labelled(m: re.Match[str]) -> str:
         # a password's label right before its value, after a login's user or a clause (username admin password …, user
         # root pwd …, the wifi is X, password …), in brackets (the db password (…) expired) or of another language, as
         # Turkish writes it (şifrem …, yeni şifre …)
-        if not words and not assigned and re.search(r"\d", value) and prose_secrets.reads_as_password(value, REDACTED):
+        if not words and joiner[:1].isspace() and re.search(r"\d", value) and prose_secrets.reads_as_password(value, REDACTED):
             assigned = label.lower() in patterns.FOREIGN_PASSWORD_LABELS or (_password_name(label) and (
                 group == "paren" or _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1)) is not None))
         if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
