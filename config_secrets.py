@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable
 from urllib.parse import unquote
 
-from . import prose_secrets, random_tokens
+from . import prefilter, prose_secrets, random_tokens
 from .code_secrets import Judge
 from .secret_patterns import replace_group
 
@@ -132,51 +132,37 @@ WS_URL = re.compile(r"(?<![\w.+-])wss?://[^\s/\"'<>`]{1,253}+(?P<path>/[^\s\"'<>
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
-    if "(" in text:
-        text = SETTER_CALL.sub(lambda m: _named(m, redacted, judge) if _reads_as_password(m, redacted) else m.group(), text)
+    text = prefilter.sub(SETTER_CALL, lambda m: _named(m, redacted, judge) if _reads_as_password(m, redacted) else m.group(),
+                         text)
     if " to " in text:
         text = KOTLIN_PAIR.sub(lambda m: _kotlin(m, redacted, judge), text)
-    if "+" in text:
-        text = CONCATENATED.sub(lambda m: _named(m, redacted, judge), text)
-    if "<entry" in text or "ParameterKey" in text:
-        text = ENTRY_VALUE.sub(lambda m: _entry(m, redacted, judge), text)
-    if ";" in text:
-        text = CONNECTION_SECRET.sub(lambda m: replace_group(m, "value", redacted) if _connection_secret(m.group("value"), redacted)
-                                     else m.group(), text)
-    if "://" in text:
-        text = PROXY_LINK.sub(lambda m: replace_group(m, "value", redacted), text)
+    text = prefilter.sub(CONCATENATED, lambda m: _named(m, redacted, judge), text)
+    text = prefilter.sub(ENTRY_VALUE, lambda m: _entry(m, redacted, judge), text)
+    text = prefilter.sub(CONNECTION_SECRET, lambda m: replace_group(m, "value", redacted)
+                         if _connection_secret(m.group("value"), redacted) else m.group(), text)
+    text = prefilter.sub(PROXY_LINK, lambda m: replace_group(m, "value", redacted), text)
     if '" "' in text:
         text = USERLIST_LINE.sub(lambda m: replace_group(m, "value", redacted) if (_reads_as_password(m, redacted) and "/" not in m["value"])
                                  or m.group("value").startswith(("md5", "SCRAM-SHA-256$")) else m.group(), text)
-    if "<" in text:
-        text = SPRING_VALUE.sub(lambda m: _named(m, redacted, judge), text)
-        text = OPENVPN_LOGIN.sub(lambda m: replace_group(m, "value", redacted), text)
-    if "&quot;" in text:
-        text = HTML_JSON.sub(lambda m: _named(m, redacted, judge, html.unescape), text)
-    if "%" in text:
-        text = URL_JSON.sub(lambda m: _named(m, redacted, judge, unquote), text)
-        text = URL_FORM.sub(lambda m: _named(m, redacted, judge, unquote, bare=True), text)
-    if "[" in text:
-        text = SASL_PASSWD.sub(lambda m: _sasl(m, redacted), text)
-        text = BYTE_ARRAY.sub(lambda m: redacted if _key_bytes(m.group()) else m.group(), text)
-    if "->" in text:
-        text = PLAN_CHANGE.sub(lambda m: _plan_change(m, redacted, judge), text)
-    if "{" in text:
-        text = FLAT_OBJECT.sub(lambda m: _jwk(m.group(), redacted), text)
-        text = COMPOSER_TOKENS.sub(lambda m: m.group()[: m.start("body") - m.start()]
-                                   + HOST_TOKEN.sub(lambda t: replace_group(t, "value", redacted), m.group("body")), text)
+    text = prefilter.sub(SPRING_VALUE, lambda m: _named(m, redacted, judge), text)
+    text = prefilter.sub(OPENVPN_LOGIN, lambda m: replace_group(m, "value", redacted), text)
+    text = prefilter.sub(HTML_JSON, lambda m: _named(m, redacted, judge, html.unescape), text)
+    text = prefilter.sub(URL_JSON, lambda m: _named(m, redacted, judge, unquote), text)
+    text = prefilter.sub(URL_FORM, lambda m: _named(m, redacted, judge, unquote, bare=True), text)
+    text = prefilter.sub(SASL_PASSWD, lambda m: _sasl(m, redacted), text)
+    text = prefilter.sub(BYTE_ARRAY, lambda m: redacted if _key_bytes(m.group()) else m.group(), text)
+    text = prefilter.sub(PLAN_CHANGE, lambda m: _plan_change(m, redacted, judge), text)
+    text = prefilter.sub(FLAT_OBJECT, lambda m: _jwk(m.group(), redacted), text)
+    text = prefilter.sub(COMPOSER_TOKENS, lambda m: m.group()[: m.start("body") - m.start()]
+                         + HOST_TOKEN.sub(lambda t: replace_group(t, "value", redacted), m.group("body")), text)
     if "data:" in text:
         text = _secret_data(text, redacted)
-    if "ession" in text:
-        text = SESSION_ID.sub(lambda m: replace_group(m, "value", redacted) if _session_secret(m.group("value"), redacted) else m.group(), text)
-    if '"value"' in text:
-        text = OBJECT_VALUE.sub(lambda m: _named(m, redacted, judge), text)
-    if "<name>" in text:
-        text = XMLRPC_MEMBER.sub(lambda m: _named(m, redacted, judge), text)
-    if "map" in text:
-        text = NGINX_MAP.sub(lambda m: _nginx_map(m, redacted), text)
-    if "ws" in text:
-        text = WS_URL.sub(lambda m: _ws_path(m, redacted), text)
+    text = prefilter.sub(SESSION_ID, lambda m: replace_group(m, "value", redacted) if _session_secret(m.group("value"), redacted)
+                         else m.group(), text)
+    text = prefilter.sub(OBJECT_VALUE, lambda m: _named(m, redacted, judge), text)
+    text = prefilter.sub(XMLRPC_MEMBER, lambda m: _named(m, redacted, judge), text)
+    text = prefilter.sub(NGINX_MAP, lambda m: _nginx_map(m, redacted), text)
+    text = prefilter.sub(WS_URL, lambda m: _ws_path(m, redacted), text)
     return BASE64_TOKEN.sub(lambda m: redacted if _base64_login(m.group()) else m.group(), text)
 
 
