@@ -199,9 +199,8 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET):
         text = prefilter.sub(pattern, lambda m: _password(m, redacted), text)
     text = prefilter.sub(HAPROXY_LOGIN, lambda m: _haproxy(m, redacted), text)
-    if "base64" in text:
-        text = prefilter.sub(BASE64_INPUT, lambda m: replace_group(m, "value", redacted) if prose_secrets.reads_as_password(m.group("value"), redacted)
-                                and not m.group("value").startswith("$") else m.group(), text)
+    text = prefilter.sub(BASE64_INPUT, lambda m: replace_group(m, "value", redacted) if prose_secrets.reads_as_password(m.group("value"), redacted)
+                            and not m.group("value").startswith("$") else m.group(), text)
     text = prefilter.sub(NGINX_HEADER, lambda m: _nginx(m, redacted, judge), text)
     text = prefilter.sub(NAMED_SETTING, lambda m: _named(m, redacted, judge), text)
     text = prefilter.sub(CONFIG_PAIRS, lambda m: _named(m, redacted, judge), text)

@@ -52,7 +52,7 @@ def redact(text: str, redacted: str) -> str:
     text = prefilter.sub(GO_COOKIE, lambda m: _named(m, redacted), text)
     text = prefilter.sub(NAME_VALUE_COOKIE, lambda m: _named(m, redacted, token=True), text)
     text = prefilter.sub(COOKIE_LINE, lambda m: _named(m, redacted), text)
-    return SESSDATA.sub(redacted, text) if "," in text or "%2" in text else text
+    return prefilter.sub(SESSDATA, redacted, text)
 
 
 def _quoted(m: re.Match[str], redacted: str) -> str:

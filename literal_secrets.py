@@ -54,17 +54,11 @@ JQ_BRACKETS = re.compile(
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
-    if "\"" in text:
-        text = prefilter.sub(CLOJURE_LITERAL, lambda m: _named(m, redacted, judge), text)
-    if "(" in text:
-        text = prefilter.sub(PAREN_STRING, lambda m: _named(m, redacted, judge), text)
-    if "Aip" in text:
-        text = prefilter.sub(AIP_CLIENT, lambda m: _aip_client(m, redacted, judge), text)
-    if "coalesce" in text:
-        text = prefilter.sub(COALESCE_MANY, lambda m: _default(m, m.group("refs").split()[-1] if m.group("refs").split() else "", redacted, judge), text)
-    if "//" in text:
-        text = prefilter.sub(JQ_BRACKETS, lambda m: _default(m, m.group("jpath"), redacted, judge) if "[" in m.group("jpath") else m.group(), text)
-    return text
+    text = prefilter.sub(CLOJURE_LITERAL, lambda m: _named(m, redacted, judge), text)
+    text = prefilter.sub(PAREN_STRING, lambda m: _named(m, redacted, judge), text)
+    text = prefilter.sub(AIP_CLIENT, lambda m: _aip_client(m, redacted, judge), text)
+    text = prefilter.sub(COALESCE_MANY, lambda m: _default(m, m.group("refs").split()[-1] if m.group("refs").split() else "", redacted, judge), text)
+    return prefilter.sub(JQ_BRACKETS, lambda m: _default(m, m.group("jpath"), redacted, judge) if "[" in m.group("jpath") else m.group(), text)
 
 
 def _named(m: re.Match[str], redacted: str, judge: Judge) -> str:

@@ -130,9 +130,8 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = prefilter.sub(MONITOR_AUTH, lambda m: _monitored(m, redacted), text)
     text = prefilter.sub(HASH_LINE, lambda m: replace_group(m, "value", redacted), text)
     text = prefilter.sub(BRACKETED, lambda m: _bracketed(m, redacted), text)
-    if "[" in text:
-        text = prefilter.sub(ASSIGNED_BRACKETS, lambda m: replace_group(m, "value", redacted) if _bracketed_field(m.group("value"))
-                                     and judge(m.group("name"), m.group("value"), True) else m.group(), text)
+    text = prefilter.sub(ASSIGNED_BRACKETS, lambda m: replace_group(m, "value", redacted) if _bracketed_field(m.group("value"))
+                                 and judge(m.group("name"), m.group("value"), True) else m.group(), text)
     text = prefilter.sub(SIGNED_AUTHORIZATION, lambda m: replace_group(m, "value" if m.group("value") else "svalue", redacted), text)
     return prefilter.sub(BARE_AUTHORIZATION, lambda m: _bare_authorization(m, redacted), text)
 

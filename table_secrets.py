@@ -71,8 +71,7 @@ def redact(text: str, redacted: str) -> str:
     """``text`` with the values of tables' credential columns and cells that read as secrets replaced by ``redacted``."""
     if not prefilter.may_match(_HINT, text):
         return text
-    if "<" in text:
-        text = HTML_PAIR.sub(lambda m: _html_pair(m, redacted), text)
+    text = prefilter.sub(HTML_PAIR, lambda m: _html_pair(m, redacted), text)
     if "|" not in text and "," not in text and "\t" not in text:
         return text
     lines = text.splitlines(keepends=True)
