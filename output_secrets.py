@@ -53,17 +53,15 @@ CONFIG_REPLY = re.compile(
     r"\"(?P<value>(?:[^\"\\\n]|\\.){1,200}+)\""
 )
 #: A password a server makes and prints: MySQL's ``A temporary password is generated for root@localhost: …``,
-#: Elasticsearch's ``Password for the elastic user (…):`` with the password on the next line, ``The generated password
-#: for the elastic built-in superuser is: …``, ``PASSWORD elastic = …`` (elasticsearch-setup-passwords; random, so with a
-#: digit: ``PASSWORD RESET = done`` is a log's) and its reset
-#: tool's ``New value: …``, Jenkins' ``use the following password to proceed to installation:`` (the password after a
-#: blank line, with a digit: its 32 hex digits, not the notice's next sentence), Spring Security's ``Using generated security password: …``.
+#: Elasticsearch's ``Password for the elastic user (…):`` with the password on the next line, ``PASSWORD elastic = …``
+#: (elasticsearch-setup-passwords; random, so with a digit: ``PASSWORD RESET = done`` is a log's) and its reset tool's
+#: ``New value: …``. (Elasticsearch's ``The generated password for the elastic built-in superuser is: …`` is a label's,
+#: Jenkins' 32 hex digits a random token's, Spring Security's ``Using generated security password: <uuid>`` a labelled
+#: digest's.)
 GENERATED_SECRET = re.compile(
     r"(?:temporary password is generated for [^\s:]{1,100}+:[ \t]++|Password for the \[?\w{1,30}+\]? user"
     r"(?: \([^\n]{0,200}?\))?:[ \t]*+\r?\n[ \t]*+|user successfully reset\.[ \t]*+\r?\nNew value:[ \t]*+"
-    r"|generated password for the [\w-]{1,30}+ built-in superuser is[ \t]*+:[ \t]*+(?:\r?\n[ \t]*+)?"
-    r"|(?m:^)PASSWORD[ \t]++[\w-]{1,30}+[ \t]++=[ \t]++(?=\S{0,199}\d)|Using generated security password:[ \t]++"
-    r"|following password to proceed to installation:[ \t]*+(?:\r?\n[ \t]*+){1,2}(?=\S{0,199}\d))(?P<value>\S{1,200}+)"
+    r"|(?m:^)PASSWORD[ \t]++[\w-]{1,30}+[ \t]++=[ \t]++(?=\S{0,199}\d))(?P<value>\S{1,200}+)"
 )
 #: The command of a Redis ``MONITOR`` line (``1714550400.123456 [0 10.0.0.7:53412] "AUTH" …``) that holds a password,
 #: its last word; read from the ``]`` before it (a literal a search skips to), the line's head checked after
