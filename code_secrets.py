@@ -279,8 +279,8 @@ def _strong(m: re.Match[str]) -> bool:
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
-    text = prefilter.sub(TEMPLATE_DEFAULT, lambda m: _default(m, judge, redacted), text)
-    text = prefilter.sub(FALLBACK, lambda m: _default(m, judge, redacted), text)
+    for pattern in (TEMPLATE_DEFAULT, FALLBACK, OPTION_DEFAULT, LISP_AND_SHELL, SYMBOL_KEY):
+        text = prefilter.sub(pattern, lambda m: _default(m, judge, redacted), text)
     text = prefilter.sub(ASSIGN_OP, lambda m: _assign_op(m, judge, redacted), text)
     text = prefilter.sub(TYPED_DEFAULT, lambda m: _typed_default(m, judge, redacted), text)
     text = prefilter.sub(KEYED_CALL, lambda m: _keyed_call(m, judge, redacted), text)
@@ -288,11 +288,8 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = prefilter.sub(POSITIONAL, lambda m: _positional(m, judge, redacted), text)
     text = prefilter.sub(DSL_SETTING, lambda m: _dsl_setting(m, judge, redacted), text)
     text = prefilter.sub(MAIL_LOGIN, lambda m: _mail_login(m, redacted), text)
-    text = prefilter.sub(OPTION_DEFAULT, lambda m: _default(m, judge, redacted), text)
     text = prefilter.sub(C_DEFINE, lambda m: _named_literal(m, judge, redacted), text)
     text = prefilter.sub(MARKUP_VALUE, lambda m: _markup(m, judge, redacted), text)
-    text = prefilter.sub(LISP_AND_SHELL, lambda m: _default(m, judge, redacted), text)
-    text = prefilter.sub(SYMBOL_KEY, lambda m: _default(m, judge, redacted), text)
     text = prefilter.sub(CLIENT_AUTH, lambda m: _login(m, redacted, default=True), text)
     text = prefilter.sub(AUTH_LIST, lambda m: _login(m, redacted, default=False), text)
     text = prefilter.sub(ACL_LINE, lambda m: _acl_rules(m, redacted), text)

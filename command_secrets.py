@@ -196,7 +196,7 @@ EXPECT_SEND = re.compile(
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those passwords replaced by ``redacted``, the rest as it was."""
-    for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET):
+    for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET, CHPASSWD_HEREDOC, EXPECT_SEND):
         text = prefilter.sub(pattern, lambda m: _password(m, redacted), text)
     text = prefilter.sub(HAPROXY_LOGIN, lambda m: _haproxy(m, redacted), text)
     text = prefilter.sub(BASE64_INPUT, lambda m: replace_group(m, "value", redacted) if prose_secrets.reads_as_password(m.group("value"), redacted)
@@ -204,8 +204,6 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = prefilter.sub(NGINX_HEADER, lambda m: _nginx(m, redacted, judge), text)
     text = prefilter.sub(NAMED_SETTING, lambda m: _named(m, redacted, judge), text)
     text = prefilter.sub(CONFIG_PAIRS, lambda m: _named(m, redacted, judge), text)
-    text = prefilter.sub(CHPASSWD_HEREDOC, lambda m: _password(m, redacted), text)
-    text = prefilter.sub(EXPECT_SEND, lambda m: _password(m, redacted), text)
     text = prefilter.sub(SECRET_COMMAND, lambda c: prefilter.sub(FROM_LITERAL, lambda m: _literal(m, redacted, judge), c.group()), text)
     text = prefilter.sub(SED_SECRET, lambda m: _sed(m, redacted), text)
     return prefilter.sub(CONFIG_LINE, lambda m: _line(m, redacted, judge), text)

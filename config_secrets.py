@@ -136,7 +136,8 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
                          text)
     if " to " in text:
         text = KOTLIN_PAIR.sub(lambda m: _kotlin(m, redacted, judge), text)
-    text = prefilter.sub(CONCATENATED, lambda m: _named(m, redacted, judge), text)
+    for pattern in (CONCATENATED, SPRING_VALUE, OBJECT_VALUE, XMLRPC_MEMBER):
+        text = prefilter.sub(pattern, lambda m: _named(m, redacted, judge), text)
     text = prefilter.sub(ENTRY_VALUE, lambda m: _entry(m, redacted, judge), text)
     text = prefilter.sub(CONNECTION_SECRET, lambda m: replace_group(m, "value", redacted)
                          if _connection_secret(m.group("value"), redacted) else m.group(), text)
@@ -144,7 +145,6 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     if '" "' in text:
         text = USERLIST_LINE.sub(lambda m: replace_group(m, "value", redacted) if (_reads_as_password(m, redacted) and "/" not in m["value"])
                                  or m.group("value").startswith(("md5", "SCRAM-SHA-256$")) else m.group(), text)
-    text = prefilter.sub(SPRING_VALUE, lambda m: _named(m, redacted, judge), text)
     text = prefilter.sub(OPENVPN_LOGIN, lambda m: replace_group(m, "value", redacted), text)
     text = prefilter.sub(HTML_JSON, lambda m: _named(m, redacted, judge, html.unescape), text)
     text = prefilter.sub(URL_JSON, lambda m: _named(m, redacted, judge, unquote), text)
@@ -159,8 +159,6 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
         text = _secret_data(text, redacted)
     text = prefilter.sub(SESSION_ID, lambda m: replace_group(m, "value", redacted) if _session_secret(m.group("value"), redacted)
                          else m.group(), text)
-    text = prefilter.sub(OBJECT_VALUE, lambda m: _named(m, redacted, judge), text)
-    text = prefilter.sub(XMLRPC_MEMBER, lambda m: _named(m, redacted, judge), text)
     text = prefilter.sub(NGINX_MAP, lambda m: _nginx_map(m, redacted), text)
     text = prefilter.sub(WS_URL, lambda m: _ws_path(m, redacted), text)
     return BASE64_TOKEN.sub(lambda m: redacted if _base64_login(m.group()) else m.group(), text)

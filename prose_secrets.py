@@ -199,18 +199,14 @@ def redact(text: str, redacted: str) -> str:
     """``text`` with those secrets replaced by ``redacted``, the rest as it was."""
     text = prefilter.sub(patterns.BARE_USERINFO, lambda m: _bare_userinfo(m, redacted), text)
     text = prefilter.sub(patterns.SLASHED_USERINFO, lambda m: _slashed_userinfo(m, redacted), text)
-    text = prefilter.sub(CREDENTIAL_PAIR, lambda m: _password_in(m, redacted), text)
-    text = prefilter.sub(BOTH_FIELDS, lambda m: _password_in(m, redacted), text)
-    text = prefilter.sub(LOGIN_LINES, lambda m: _password_in(m, redacted), text)
+    for pattern in (CREDENTIAL_PAIR, BOTH_FIELDS, LOGIN_LINES):
+        text = prefilter.sub(pattern, lambda m: _password_in(m, redacted), text)
     for pattern in (HOST_LOGIN, URL_LOGIN):
         text = prefilter.sub(pattern, lambda m: m.string[m.start() : m.start("value")] + redacted if _host_login(m, redacted) else m.group(), text)
     text = prefilter.sub(USER_SLASH, lambda m: patterns.replace_group(m, "value", redacted) if _user_slash(m) else m.group(), text)
     text = prefilter.sub(USER_PASS_FLAGS, lambda m: _password_in(m, redacted), text)
-    text = prefilter.sub(NAMED_IN_PROSE, lambda m: _named_in_prose(m, redacted), text)
-    text = prefilter.sub(PASSWORD_WITH, lambda m: _named_in_prose(m, redacted), text)
-    text = prefilter.sub(VALUE_BEFORE_LABEL, lambda m: _named_in_prose(m, redacted), text)
-    text = prefilter.sub(LOGIN_IN_PROSE, lambda m: _named_in_prose(m, redacted), text)
-    text = prefilter.sub(LOGIN_BEFORE_VERB, lambda m: _named_in_prose(m, redacted), text)
+    for pattern in (NAMED_IN_PROSE, PASSWORD_WITH, VALUE_BEFORE_LABEL, LOGIN_IN_PROSE, LOGIN_BEFORE_VERB):
+        text = prefilter.sub(pattern, lambda m: _named_in_prose(m, redacted), text)
     for pattern, secret in ((CHANGED_FROM, lambda v: reads_as_password(v, redacted) and re.search(r"\d", v)), (PASS_LABEL, reads_strongly)):
         text = prefilter.sub(pattern, lambda m: patterns.replace_group(m, "value", redacted) if secret(m.group("value")) else m.group(), text)
     text = _codes(text, redacted)
