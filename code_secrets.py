@@ -129,14 +129,12 @@ DSL_SETTING = re.compile(
 )
 #: A variable given as a name and a value in JSON (an ECS task's or ``kubectl -o json``'s environment: ``{"name":
 #: "DB_PASSWORD", "value": "…"}``, the value first too; SSM's ``"Name": "/prod/db/password", "Type": "SecureString",
-#: "Value": "…"``) or a setting's value under its name (Spring's actuator: ``"spring.datasource.password": {"value":
-#: "…"``). Groups ``ename``/``vname``/``sprop``.
+#: "Value": "…"``); a setting's value under its name is :data:`config_secrets.OBJECT_VALUE`'s. Groups ``ename``/``vname``.
 NAME_VALUE_JSON = re.compile(
     r"(?<![\w-])\"(?i:name)\"[ \t]*+:[ \t]*+\"(?P<ename>[A-Za-z_/][\w./-]{0,100}+)\"[ \t]*+,\s*+"
     r"(?:\"(?i:type)\"[ \t]*+:[ \t]*+\"\w{1,40}+\"[ \t]*+,\s*+)?\"(?i:value)\"[ \t]*+:[ \t]*+\"(?P<value8>[^\"\n]{1,200}+)\""
     r"|(?<![\w-])\"(?i:value)\"[ \t]*+:[ \t]*+\"(?P<value13>[^\"\n]{1,200}+)\"[ \t]*+,\s*+\"(?i:name)\"[ \t]*+:[ \t]*+"
-    r"\"(?P<vname>[A-Za-z_/][\w./-]{0,100}+)\"|\"(?P<sprop>[A-Za-z_][\w.-]{0,100}+)\"[ \t]*+:[ \t]*+\{[ \t]*+\"value\"[ \t]*+:[ \t]*+"
-    r"\"(?P<value9>[^\"\n]{1,200}+)\""
+    r"\"(?P<vname>[A-Za-z_/][\w./-]{0,100}+)\""
 )
 #: A mail client's login given by place: Go's ``smtp.PlainAuth("", user, "…", host)``, gomail's ``NewDialer(host,
 #: port, user, "…")``, yagmail's ``SMTP(user, "…")``, Ruby's ``Net::SMTP.start(host, port, helo, user, "…")``. The
@@ -313,7 +311,7 @@ def _value_group(m: re.Match[str]) -> str:
 def _name(m: re.Match[str]) -> str:
     """The name a default is of: a key, or a path's or a Clojure keyword path's last part."""
     for group in ("key", "bkey", "pkey", "aname", "c1", "c2", "c3", "c4", "c5", "ps", "name", "cname", "sname", "ename",
-                  "vname", "sprop", "hname", "dname", "oname", "mname", "kname", "ref", "ref2", "path"):
+                  "vname", "hname", "dname", "oname", "mname", "kname", "ref", "ref2", "path"):
         if group in m.re.groupindex and m.group(group):
             name = m.group(group)
             if group in ("ename", "vname"):

@@ -122,10 +122,10 @@ NGINX_MAP = re.compile(r"(?<![\w-])map[ \t]++\$(?P<var>\w{1,100}+)[ \t]++\$\w{1,
 MAP_ENTRY = re.compile(r"(?m:^)[ \t]*+(?P<q>[\"']?)(?:(?i:bearer|basic|token)[ \t]++)?(?P<value>[^\s\"';{}~][^\s\"';{}]{7,200}+)(?P=q)[ \t]++[^\s;]")
 #: A credential's name in a map's variable (``$http_x_api_key``, ``$arg_token``, ``$cookie_admin_token``, ``$http_authorization``).
 MAP_CREDENTIAL = re.compile(r"(?i)(?:key|token|secret|auth|authorization|password|passwd|sign|signature|apikey)$")
-#: An object under a credential's name holding its ``"value"`` after other members (``terraform output -json``'s
-#: ``"db_password": {"sensitive": true, "type": "string", "value": "…"}``): the value is judged as assigned to the
-#: name. Groups ``name``, ``value``.
-OBJECT_VALUE = re.compile(r"\"(?P<name>[\w.-]{1,100}+)\"\s*+:\s*+\{(?=[^{}]{0,400}?\"value\")[^{}]{1,400}?\"value\"\s*+:\s*+\"(?P<value>[^\"\\\n]{1,200}+)\"")
+#: An object under a credential's name holding its ``"value"``, after other members too (``terraform output -json``'s
+#: ``"db_password": {"sensitive": true, "type": "string", "value": "…"}``, Spring's actuator: ``"spring.datasource.password":
+#: {"value": "…"``): the value is judged as assigned to the name. Groups ``name``, ``value``.
+OBJECT_VALUE = re.compile(r"\"(?P<name>[\w.-]{1,100}+)\"\s*+:\s*+\{(?=[^{}]{0,400}?\"value\")[^{}]{0,400}?\"value\"\s*+:\s*+\"(?P<value>[^\"\\\n]{1,200}+)\"")
 #: A WebSocket URL (``wss://host/ws/v1/…``), whose path segments :func:`_ws_path` judges: a stream's token in the path.
 WS_URL = re.compile(r"(?<![\w.+-])wss?://[^\s/\"'<>`]{1,253}+(?P<path>/[^\s\"'<>`?#]{0,2000}+)")
 
