@@ -1364,6 +1364,7 @@ NEAR_MISSES = [
     'boarding pass is PDF2024.pdf', 'u: admin p: see vault', 'U: 12V P: 24W', 'cipher = AES.new(key, AES.MODE_CBC, iv)',
     "crypto.createHmac('sha256', secret).update(body)", 'key := []byte(os.Getenv("KEY"))',
     'new SecretKeySpec(keyBytes, "AES")', 'tokens {\n  default = "${var.default_token}"\n}',
+    'tokens = {"bos": "<|begin_of_text|>", "eos": "<|end_of_text|>"}', 'tokens = {\n  primary: "var(--blue-500)",\n}',
     'backupuser:x:1001:1001::/home/backupuser:/bin/bash', 'the wifi is GuestNet, password on the fridge',
 ]
 
