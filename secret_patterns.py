@@ -287,8 +287,8 @@ _AFTER_ECHO = r"(?<=echo )|(?<=echo -[neE] )"
 #: group ``pgpass``; the host ``localhost``, ``*`` or dotted and the port 4–5 digits or ``*``, which Redis keys, MAC and
 #: IPv6 addresses, hex dumps and /etc/passwd lines are not; any host and port in a line ``echo`` or ``printf`` writes
 #: into a ``.pgpass`` (``echo db:543:app:bob:SECRET >> ~/.pgpass``); the password not one Capitalised word: ``echo
-#: v1.2.3:8080:api:Build:Passed`` is a log line) and ``rsyncd.secrets`` (a line, or a line's end after CJK text, ``：`` or
-#: ``line``, of a user in lower case, ``:`` and a
+#: v1.2.3:8080:api:Build:Passed`` is a log line) and ``rsyncd.secrets`` (a line, or a line's end after ``一行`` or ``one
+#: line`` (not ``镜像：postgres:16-Bookworm``, ``pipeline deploy:ProdEast2``), of a user in lower case, ``:`` and a
 #: password alone, of both cases and a digit, not a word and a number nor an address: ``backup:Kq7vLp2Wx99``;
 #: ``backup:daily``, ``python:3.11``, ``step:Build2``, ``xmpp:Romeo42@montague.net``, a commit's ``fix:Bug#1234`` stay). Groups:
 #: ``q`` (empty), ``value`` the password.
@@ -307,7 +307,7 @@ CREDENTIAL_FILE = re.compile(
     r"(?=(?:[^\s:\\\"']|\\.){1,200}+[\"']?[ \t]*+(?:1?>>?|\|[ \t]*+(?:sudo[ \t]++)?tee(?:[ \t]++-a)?)[ \t]*+\S{0,100}?"
     r"(?:\.pgpass|pgpass\.conf|PGPASSFILE)(?![\w.])))"
     r"(?![a-z-]{1,200}+(?:[\s\"']|$)|[A-Z][a-z]{1,200}+(?:[\s\"']|$)))"
-    r"|(?:(?m:^)[ \t]*+|(?<=[：\u3400-\u9fff])[ \t]*+|(?<=line ))(?!(?:fix|feat|task|ref|chore|docs|test|perf|build|ci|mailto|sip|xmpp|urn|tel):)[a-z_][a-z0-9_.-]{0,31}+:"
+    r"|(?:(?m:^)[ \t]*+|(?<=行)[ \t]*+[:：]?[ \t]*+|(?<=\bline ))(?!(?:fix|feat|task|ref|chore|docs|test|perf|build|ci|mailto|sip|xmpp|urn|tel):)[a-z_][a-z0-9_.-]{0,31}+:"
     r"(?=(?=[^\s:]{0,63}?[a-z])(?=[^\s:]{0,63}?[A-Z])(?=[^\s:]{0,63}?\d)"
     r"(?![A-Z][a-z]++\d++[ \t]*+(?:\r?\n|$))[^\s:\"'/@]{6,64}+[ \t]*+(?:\r?\n|$)))"
     r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)>|]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"

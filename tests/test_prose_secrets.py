@@ -1365,6 +1365,8 @@ NEAR_MISSES = [
     "crypto.createHmac('sha256', secret).update(body)", 'key := []byte(os.Getenv("KEY"))',
     'new SecretKeySpec(keyBytes, "AES")', 'tokens {\n  default = "${var.default_token}"\n}',
     'tokens = {"bos": "<|begin_of_text|>", "eos": "<|end_of_text|>"}', 'tokens = {\n  primary: "var(--blue-500)",\n}',
+    '镜像：postgres:16-Bookworm', '报错：error:NoSuchKey404', '标签 app:MyService2', 'the pipeline deploy:ProdEast2',
+    'set an inline style:Color2x',
     'backupuser:x:1001:1001::/home/backupuser:/bin/bash', 'the wifi is GuestNet, password on the fridge',
 ]
 
