@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from . import prefilter, prose_secrets
+from . import prefilter, prose_secrets, random_tokens
 from . import secret_patterns as patterns
 from .secret_patterns import replace_group
 
@@ -244,7 +244,7 @@ _HEREDOC_LINES = 50
 STRONG_LITERAL = re.compile(r"(?:(?<=[(,:\[])|(?<=\s=))[ \t]*+(?:[bfru]|&)?(?P<q>[\"'])(?P<value>[^\"'`\s()\[\]{}<>\\]{8,64}+)(?P=q)")
 #: A cipher's or an HMAC's key right before a :data:`STRONG_LITERAL` (``AES.new(b"…")``, ``aes.NewCipher([]byte("…"))``,
 #: ``hmac.new(b"…")``, ``hmac.New(sha256.New, []byte("…"))``, ``createHmac('sha256', '…')``, ``new SecretKeySpec("…".getBytes(),
-#: …)``, Go's ``key := []byte("…")``): the literal is its key when it reads as a secret (:data:`secret_patterns.DEFAULT_SECRET`).
+#: …)``, Go's ``key := []byte("…")``): its key when it reads as a secret (:data:`secret_patterns.DEFAULT_SECRET`), not words.
 CIPHER_CALL = re.compile(r"(?:(?:AES|DES3?|Blowfish)\.new\(|NewCipher\(|hmac\.new\(|(?:hmac\.New|createHmac)\([^,()\n]{1,40}+,"
                          r"|SecretKeySpec\(|(?<![\w.])key := )(?:\[\]byte\()?$")
 
@@ -267,7 +267,7 @@ def _strong(m: re.Match[str]) -> bool:
     (``%Y-%m-%dT%H``, ``$Home1!``, ``#Main2!``, ``--Opt1!``, ``server=db;pwd=…``: its password is judged by its name),
     a style with a colour (``border:#FF0000``)."""
     value = m.group("value")
-    if CIPHER_CALL.search(m.string, max(m.start() - 60, 0), m.start()) and patterns.DEFAULT_SECRET.fullmatch(value):
+    if CIPHER_CALL.search(m.string, max(m.start() - 60, 0), m.start()) and patterns.DEFAULT_SECRET.fullmatch(value) and not random_tokens._camel_words(value):
         return True
     return (not value.startswith(("%", "$", "#", "-", "@")) and "/" not in value and re.search(r"[A-Za-z_]=", value) is None
             and re.search(r"\.\w++@[0-9a-f]{6,8}+$|\$\d++$|@v\d", value) is None

@@ -1367,6 +1367,7 @@ NEAR_MISSES = [
     'tokens = {"bos": "<|begin_of_text|>", "eos": "<|end_of_text|>"}', 'tokens = {\n  primary: "var(--blue-500)",\n}',
     '镜像：postgres:16-Bookworm', '报错：error:NoSuchKey404', '标签 app:MyService2', 'the pipeline deploy:ProdEast2',
     'set an inline style:Color2x',
+    'key := []byte("bucketName2024")', 'key := []byte("session:AbC123")', 'key := []byte("UserProfile-2024")',
     'backupuser:x:1001:1001::/home/backupuser:/bin/bash', 'the wifi is GuestNet, password on the fridge',
 ]
 
