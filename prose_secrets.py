@@ -153,10 +153,10 @@ PASSWORD_WITH = re.compile(
 VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,64}+)[ \t]*+(?:这个|這個|作为|作為|当作|當作|就是|是)"
                                 r"(?:新的?|我的|管理员的?|管理員的?|登录|登錄)?(?:密码|密碼|口令)")
 #: A password changed from one value to another (``changed the password from … to …``, ``密码从 … 改成了 …``): group
-#: ``value``, the old one (unquoted: SQL's are :mod:`sql_secrets`'), which must read as a password with a digit
-#: (:func:`reads_as_password`); :func:`listed` takes the new one after it.
-CHANGED_FROM = re.compile(r"(?i)(?:password|passwd|pwd|密码|密碼|口令)[^\n]{0,40}?(?:from|从|從)[ \t]*+(?P<value>[!#-&(-_a-~]{6,64}+)"
-                          r"(?=[ \t]++(?:to|->|→|(?:改|换|換)(?:成|为|為)))")
+#: ``value``, the old one, bare or quoted, which must read strongly (:func:`reads_strongly`; not ``from MySQL57 to
+#: Postgres16``, ``从 Rule2024a 换成 …``); :func:`listed` takes the new one after it.
+CHANGED_FROM = re.compile(r"(?i)(?:password|passwd|pwd|密码|密碼|口令)[^\n]{0,40}?(?:from|从|從|由)[ \t]*+[\"'`「]?(?P<value>[!#-&(-_a-~]{6,64}+)"
+                          r"(?=[\"'`」]?(?:[ \t]++(?:to|->|→)|[ \t]*+(?:改|换|換)(?:成|为|為)))")
 #: ``pass`` as a password's label (``the root pass is …``, ``pass for the vpn is …``, ``pass for wifi: …``), which
 #: :data:`secret_patterns.LABELLED` leaves to code (Python's ``pass``): the value must read strongly (:func:`reads_strongly`).
 PASS_LABEL = re.compile(r"(?i)(?<![\w-])pass(?:[ \t]++for[ \t]++(?:the[ \t]++)?[\w.-]{1,30}+(?:[ \t]++[\w-]{1,30}+)?)?"
@@ -207,8 +207,8 @@ def redact(text: str, redacted: str) -> str:
     text = prefilter.sub(USER_PASS_FLAGS, lambda m: _password_in(m, redacted), text)
     for pattern in (NAMED_IN_PROSE, PASSWORD_WITH, VALUE_BEFORE_LABEL, LOGIN_IN_PROSE, LOGIN_BEFORE_VERB):
         text = prefilter.sub(pattern, lambda m: _named_in_prose(m, redacted), text)
-    for pattern, secret in ((CHANGED_FROM, lambda v: reads_as_password(v, redacted) and re.search(r"\d", v)), (PASS_LABEL, reads_strongly)):
-        text = prefilter.sub(pattern, lambda m: patterns.replace_group(m, "value", redacted) if secret(m.group("value")) else m.group(), text)
+    for pattern in (CHANGED_FROM, PASS_LABEL):
+        text = prefilter.sub(pattern, lambda m: patterns.replace_group(m, "value", redacted) if reads_strongly(m.group("value")) else m.group(), text)
     text = _codes(text, redacted)
     text = prefilter.sub(KEY_HALF, lambda m: patterns.replace_group(m, "value", redacted) if key_piece(m.group("value")) else m.group(), text)
     text = prefilter.sub(LABEL_ABOVE, lambda m: _label_above(m, redacted), text)

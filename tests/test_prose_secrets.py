@@ -763,7 +763,8 @@ SENT_BEFORE = [
     ('account bob@corp.com pwd Bob#2024pw', 'Bob#2024pw'), ('redis 没设密码，mongo 的是 Mongo@2024x', 'Mongo@2024x'),
     ('password was changed from Old2023! to New2024!x', 'Old2023!'),
     ('password was changed from Old2023! to New2024!x', 'New2024!x'), ('密码从 Old@2023pw 改成了 New@2024pw', 'Old@2023pw'),
-    ('密码从 Old@2023pw 改成了 New@2024pw', 'New@2024pw'), ('pass for the vpn is Vpn#2024zs', 'Vpn#2024zs'),
+    ('密码从 Old@2023pw 改成了 New@2024pw', 'New@2024pw'), ('密码从Old@2023pw改成了New@2024pw', 'Old@2023pw'),
+    ('密码从Old@2023pw改成了New@2024pw', 'New@2024pw'), ('password changed from "Old2023!" to "New2024!x"', 'New2024!x'), ('pass for the vpn is Vpn#2024zs', 'Vpn#2024zs'),
     ('the root pass is Tr0ub4dor&3', 'Tr0ub4dor&3'), ('pass for wifi: Welcome@2024x', 'Welcome@2024x'),
     ('u: admin p: Adm1n@2024', 'Adm1n@2024'), ('U: admin\nP: Adm1n@2024', 'Adm1n@2024'),
     ('key := []byte("Go9kLm2WxSecretKey")', 'Go9kLm2WxSecretKey'),
@@ -1367,6 +1368,7 @@ NEAR_MISSES = [
     'tokens = {"bos": "<|begin_of_text|>", "eos": "<|end_of_text|>"}', 'tokens = {\n  primary: "var(--blue-500)",\n}',
     '镜像：postgres:16-Bookworm', '报错：error:NoSuchKey404', '标签 app:MyService2', 'the pipeline deploy:ProdEast2',
     'set an inline style:Color2x',
+    'password storage moved from MySQL57 to Postgres16', '密码校验从 Rule2024a 换成 Rule2025b',
     'key := []byte("bucketName2024")', 'key := []byte("session:AbC123")', 'key := []byte("UserProfile-2024")',
     'backupuser:x:1001:1001::/home/backupuser:/bin/bash', 'the wifi is GuestNet, password on the fridge',
 ]
