@@ -1368,6 +1368,7 @@ NEAR_MISSES = [
     'tokens = {"bos": "<|begin_of_text|>", "eos": "<|end_of_text|>"}', 'tokens = {\n  primary: "var(--blue-500)",\n}',
     '镜像：postgres:16-Bookworm', '报错：error:NoSuchKey404', '标签 app:MyService2', 'the pipeline deploy:ProdEast2',
     'set an inline style:Color2x',
+    'the first pass is O(n^2) but fine', 'the pass was O(2^n)',
     'password storage moved from MySQL57 to Postgres16', '密码校验从 Rule2024a 换成 Rule2025b',
     'key := []byte("bucketName2024")', 'key := []byte("session:AbC123")', 'key := []byte("UserProfile-2024")',
     'backupuser:x:1001:1001::/home/backupuser:/bin/bash', 'the wifi is GuestNet, password on the fridge',
