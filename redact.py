@@ -469,8 +469,8 @@ def _labelled(m: re.Match[str]) -> str:
         # root pwd …, the wifi is X, password …), in brackets (the db password (…) expired) or of another language, as
         # Turkish writes it (şifrem …, yeni şifre …)
         if not words and joiner[:1].isspace() and re.search(r"\d", value) and prose_secrets.reads_as_password(value, REDACTED):
-            assigned = label.lower() in patterns.FOREIGN_PASSWORD_LABELS or (_password_name(label) and (
-                group == "paren" or _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1)) is not None))
+            assigned = label.lower() in patterns.FOREIGN_PASSWORD_LABELS or (_password_name(label) and (group == "paren" or (
+                before := _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1))) is not None and (before[1] or prose_secrets.reads_strongly(m[group]))))
         if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
         password = _password_name(label) or label.lower() in patterns.FOREIGN_PASSWORD_LABELS
@@ -484,9 +484,9 @@ def _labelled(m: re.Match[str]) -> str:
     return _replace(m, start, start + len(value))
 
 
-#: A login's user or a clause's comma right before a password's label (``username admin password …``, ``user: root pwd
-#: …``, ``account bob@corp.com pwd …``, ``ssh pi@raspberrypi.local, password …``).
-_USER_BEFORE = re.compile(r"(?i)(?:(?<![\w-])(?:user(?:name)?|login|account)[ \t]*+[:=：]?[ \t]*+[\w.@-]{1,64}+[ \t,，]++|[,，][ \t]*+)$")
+#: A login's user (group 1) or a clause's comma right before a password's label (``username admin password …``, ``user: root
+#: pwd …``, ``account bob@corp.com pwd …``; ``ssh pi@raspberrypi.local, password …`` when it reads strongly: not ``, password Hashing2024 job``).
+_USER_BEFORE = re.compile(r"(?i)(?:(?<![\w-])((?:user(?:name)?|login|account)[ \t]*+[:=：]?[ \t]*+[\w.@-]{1,64}+[ \t,，]++)|[,，;；][ \t]*+)$")
 
 
 def _weakly_labelled(m: re.Match[str], joiner: str) -> bool:
