@@ -243,9 +243,9 @@ _HEREDOC_LINES = 50
 #: backticks (reStructuredText's ``:class:`~a.B1``` is a role), which :func:`_strong` judges.
 STRONG_LITERAL = re.compile(r"(?:(?<=[(,:\[])|(?<=\s=))[ \t]*+(?:[bfru]|&)?(?P<q>[\"'])(?P<value>[^\"'`\s()\[\]{}<>\\]{8,64}+)(?P=q)")
 #: A cipher's or an HMAC's key right before a :data:`STRONG_LITERAL` (``AES.new(b"…")``, ``aes.NewCipher([]byte("…"))``,
-#: ``hmac.new(b"…")``, ``hmac.New(sha256.New, []byte("…"))``, ``createHmac('sha256', '…')``, ``new SecretKeySpec("…".getBytes(),
+#: ``hmac.new(b"…")``, ``algorithms.AES(b"…")``, ``hmac.New(sha256.New, []byte("…"))``, ``createHmac('sha256', '…')``, ``createCipheriv(…, '…', iv)``, ``new SecretKeySpec("…".getBytes(),
 #: …)``, Go's ``key := []byte("…")``): its key when it reads as a secret (:data:`secret_patterns.DEFAULT_SECRET`), not words.
-CIPHER_CALL = re.compile(r"(?:(?:AES|DES3?|Blowfish)\.new\(|NewCipher\(|hmac\.new\(|(?:hmac\.New|createHmac)\([^,()\n]{1,40}+,"
+CIPHER_CALL = re.compile(r"(?:(?:AES|DES3?|Blowfish|HMAC|hmac)\.new\(|NewCipher\(|algorithms\.AES\(|(?:hmac\.New|create(?:Hmac|Cipheriv|Decipheriv))\([^,()\n]{1,40}+,"
                          r"|SecretKeySpec\(|(?<![\w.])key := )(?:\[\]byte\()?$")
 
 #: A literal given to what hashes a password: Ansible's and Jinja's ``'…' | password_hash('sha512')``, Python's
