@@ -1374,7 +1374,7 @@ NEAR_MISSES = [
     'After the upgrade, password Hashing2024 job failed', 'fields: email, password Field2x, name',
     'the first pass is O(n^2) but fine', 'the pass was O(2^n)',
     'password storage moved from MySQL57 to Postgres16', '密码校验从 Rule2024a 换成 Rule2025b',
-    'key := []byte("bucketName2024")', 'key := []byte("session:AbC123")', 'key := []byte("UserProfile-2024")',
+    'key := []byte("bucketName2024")', 'key := []byte("user:profile:v2")', 'key := []byte("UserProfile-2024")',
     'backupuser:x:1001:1001::/home/backupuser:/bin/bash', 'the wifi is GuestNet, password on the fridge',
 ]
 
