@@ -267,7 +267,7 @@ def _strong(m: re.Match[str]) -> bool:
     (``%Y-%m-%dT%H``, ``$Home1!``, ``#Main2!``, ``--Opt1!``, ``server=db;pwd=…``: its password is judged by its name),
     a style with a colour (``border:#FF0000``)."""
     value = m.group("value")
-    if CIPHER_CALL.search(m.string, max(m.start() - 60, 0), m.start()) and patterns.DEFAULT_SECRET.fullmatch(value) and ":" not in value and not random_tokens._camel_words(value):
+    if CIPHER_CALL.search(m.string, max(m.start() - 60, 0), m.start()) and patterns.DEFAULT_SECRET.fullmatch(value) and ":" not in value and not random_tokens.camel_words(value):
         return True
     return (not value.startswith(("%", "$", "#", "-", "@")) and "/" not in value and re.search(r"[A-Za-z_]=", value) is None
             and re.search(r"\.\w++@[0-9a-f]{6,8}+$|\$\d++$|@v\d", value) is None

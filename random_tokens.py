@@ -39,7 +39,7 @@ ID_NAME = re.compile(r"(?i)(?:^|[_-])(?:sha|commit|rev|revision|ref|hash|digest|
 #: A path segment that is a word (``src``, ``blob``, ``service-role``): a token holding one is a path or a URL.
 PATH_WORD = re.compile(r"^[a-z]{3}[a-z_-]*+$")
 #: A word of a CamelCase or camelCase name: a capital and 3+ lower-case letters, or 4+ lower-case letters opening it.
-#: :func:`_camel_words` counts one only when its lower-case letters hold a vowel and a consonant: random keys
+#: :func:`camel_words` counts one only when its lower-case letters hold a vowel and a consonant: random keys
 #: have few such runs (``Zx9qLm2N``), names are made of them.
 CAMEL_HUMP = re.compile(r"^[a-z]{4,}+|[A-Z][a-z]{3,}+")
 #: A key of 16 to 27 letters and digits later on a line that names a key, token or secret, within 60 characters of the
@@ -137,7 +137,7 @@ def key_nearby(m: re.Match[str], redacted: str) -> str:
     (``GetUserProfileByAccountIdV2``)."""
     value = m.group("value")
     lower, upper, digits = _class_counts(value)
-    if not (lower and upper and digits >= 2 and _class_runs(value) < 2.0) or CAMEL_HUMP.search(value) or _camel_words(value):
+    if not (lower and upper and digits >= 2 and _class_runs(value) < 2.0) or CAMEL_HUMP.search(value) or camel_words(value):
         return m.group()
     if len(value) == 27 and value[0] in "0123":
         return m.group()  # a KSUID (27 base62 characters, a timestamp first): an id
@@ -147,7 +147,7 @@ def key_nearby(m: re.Match[str], redacted: str) -> str:
 _VOWELS = frozenset("aeiouy")
 
 
-def _camel_words(token: str) -> bool:
+def camel_words(token: str) -> bool:
     """Whether :data:`secret_CAMEL_HUMP` words, each holding a vowel and a consonant, cover half of ``token``
     or more: a CamelCase name (``S3BucketPolicyForCDNv2Origin``), not a key."""
     covered = 0
@@ -161,7 +161,7 @@ def long_token(m: re.Match[str], redacted: str) -> str:
     """A :data:`LONG_TOKEN` match with what reads as random redacted.
 
     A token of 28 to 31 characters is judged only when letters of both cases and digits alone, and kept when it is a
-    CamelCase name (:func:`_camel_words`). A token holding a
+    CamelCase name (:func:`camel_words`). A token holding a
     ``/``-segment that is a word (``src``, ``blob``) is a path or a URL: only its mixed-case segments of 32+ can go
     (a document's id, a key); one-case segments are digests and names (nix store hashes, S3 object names, git ids).
     ``NAME=value`` run together is kept when ``NAME`` is a public value's label (``trace_id=…``) or an id's (:data:`ID_NAME`)
@@ -176,7 +176,7 @@ def long_token(m: re.Match[str], redacted: str) -> str:
             or m.string[max(0, m.start() - 7) : m.start()].lower().endswith(DIGEST_TAGS)
             or PUBLIC_LABEL.search(m.string, max(0, m.start() - 40), m.start())):
         return token  # an API's id of a reply or a request, a digest (SSH's SHA256: fingerprint), a public key or address
-    if len(token) < 32 and (not (token.isalnum() and all(_class_counts(token))) or _camel_words(token)):
+    if len(token) < 32 and (not (token.isalnum() and all(_class_counts(token))) or camel_words(token)):
         return token
     segments = token.split("/")
     if len(segments) == 1 or not any(PATH_WORD.match(s) for s in segments):

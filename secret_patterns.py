@@ -287,7 +287,7 @@ _AFTER_ECHO = r"(?<=echo )|(?<=echo -[neE] )"
 #: group ``pgpass``; the host ``localhost``, ``*`` or dotted and the port 4–5 digits or ``*``, which Redis keys, MAC and
 #: IPv6 addresses, hex dumps and /etc/passwd lines are not; any host and port in a line ``echo`` or ``printf`` writes
 #: into a ``.pgpass`` (``echo db:543:app:bob:SECRET >> ~/.pgpass``); the password not one Capitalised word: ``echo
-#: v1.2.3:8080:api:Build:Passed`` is a log line) and ``rsyncd.secrets`` (a line, or a line's end after ``一行`` or ``one
+#: v1.2.3:8080:api:Build:Passed`` is a log line) and ``rsyncd.secrets`` (a line, or a line's end after ``行`` (``就一行`` …) or ``one
 #: line`` (not ``镜像：postgres:16-Bookworm``, ``pipeline deploy:ProdEast2``), of a user in lower case, ``:`` and a
 #: password alone, of both cases and a digit, not a word and a number nor an address: ``backup:Kq7vLp2Wx99``;
 #: ``backup:daily``, ``python:3.11``, ``step:Build2``, ``xmpp:Romeo42@montague.net``, a commit's ``fix:Bug#1234`` stay). Groups:

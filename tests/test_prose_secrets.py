@@ -1400,3 +1400,17 @@ def test_text_near_a_secret_written_as_prose_is_sent_unchanged(text):
     from project_history_recall import embeddings
 
     assert embeddings.OpenAIProvider.outbound_text(text) == text
+
+
+@pytest.mark.parametrize(("text", "sent"), [
+    ("I copied the key sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5Ab to Server01Prod.", "I copied the key [redacted] to Server01Prod."),
+    ("把 token ghp_Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5AbCdEfGh12 换成 Release2024x 分支", "把 token [redacted] 换成 Release2024x 分支"),
+    ("changed password Old2023!x to New2024!x", "changed password [redacted] to [redacted]"),
+    ("把密码 Old@2023pw 改成了 New@2024pw", "把密码 [redacted] 改成了 [redacted]"),
+])
+def test_a_change_takes_the_new_password_and_a_key_moved_to_a_host_keeps_the_host(text, sent):
+    """``to`` and ``改成`` join a password's old value to its new one (both go), not a key to where it went (review 33:
+    a host after a key was taken as the key's list's next item)."""
+    from project_history_recall import embeddings
+
+    assert embeddings.OpenAIProvider.outbound_text(text) == sent
