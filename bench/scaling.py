@@ -26,7 +26,7 @@ so its "first" and "later" rows time the same call; a call of it slower than
 3. ``nested``: a conversation branched n deep (each ``/branch`` from the one before, copying all it said, then
    deciding on its own): a search from another session for the turn every branch copied (one result, the first
    session's; what a branch copied climbs fork by fork). The question matches 2n rows; the branches' decisions,
-   copied n²/2 times in all, it does not (a search matching them reads a square of the data, not of n);
+   copied n²/2 times in all, it does not; a second search matches them (it reads what state.db holds, a square of n);
    ``project``: n sessions of one repo; a search from one of them;
 4. ``profile``: a repo of 20 sessions among n sessions of four other repos
    (written after it, all speaking of the same things);
@@ -325,7 +325,9 @@ def nested(b: Bench, size: int) -> list[Call]:
         wrong = found_in(lambda s: s.startswith(("a", "B")))(answer)
         return wrong or (None if sessions[:1] == ["B0"] else f"the copied turn not B0's: {sessions}")
     return [Call("search for the turn every branch copied", b.search(h, "cur", "usual place offsite"),
-                 b.builtin(h, "cur", "usual place offsite"), copied_once)]
+                 b.builtin(h, "cur", "usual place offsite"), copied_once),
+            Call("search for the branches' decisions (n²/2 copies)", b.search(h, "cur", "noodle bar pier"),
+                 b.builtin(h, "cur", "noodle bar pier"), found_in(lambda s: s.startswith("B"), at_least=3))]
 
 
 def project_sessions(b: Bench, size: int) -> list[Call]:
