@@ -241,12 +241,12 @@ _HEREDOC_LINES = 50
 #: ``hmac.new(b"…", …)``, ``WiFi.begin("ssid", "…")``, ``{"mm": "…"}``, ``["sshpass", "-p", "…"]``, ``aesKey =
 #: "…"``): quoted after ``(`` ``,`` ``:`` ``[`` or `` =`` (not an attribute's ``value="…"``), 8 to 64 characters without spaces, brackets, quotes or
 #: backticks (reStructuredText's ``:class:`~a.B1``` is a role), which :func:`_strong` judges.
-STRONG_LITERAL = re.compile(r"(?:(?<=[(,:\[])|(?<=\s=))[ \t]*+(?:[bfru]|&)?(?P<q>[\"'])(?P<value>[^\"'`\s()\[\]{}<>\\]{8,64}+)(?P=q)")
+STRONG_LITERAL = re.compile(r"(?:(?<=[(,:\[])|(?<=\s=)|(?<=\(key=))[ \t]*+(?:[bfru]|&)?(?P<q>[\"'])(?P<value>[^\"'`\s()\[\]{}<>\\]{8,64}+)(?P=q)")
 #: A cipher's or an HMAC's key right before a :data:`STRONG_LITERAL` (``AES.new(b"…")``, ``aes.NewCipher([]byte("…"))``,
 #: ``hmac.new(b"…")``, ``algorithms.AES(b"…")``, ``hmac.New(sha256.New, []byte("…"))``, ``createHmac('sha256', '…')``, ``createCipheriv(…, '…', iv)``, ``new SecretKeySpec("…".getBytes(),
 #: …)``, Go's ``key := []byte("…")``): its key when it reads as a secret (:data:`secret_patterns.DEFAULT_SECRET`), not words.
-CIPHER_CALL = re.compile(r"(?:(?:AES|DES3?|Blowfish|HMAC|hmac)\.new\(|NewCipher\(|algorithms\.AES\(|(?:hmac\.New|create(?:Hmac|Cipheriv|Decipheriv))\([^,()\n]{1,40}+,"
-                         r"|SecretKeySpec\(|(?<![\w.])key := )(?:\[\]byte\()?$")
+CIPHER_CALL = re.compile(r"(?:(?:AES|DES3?|Blowfish|HMAC|hmac)\.new\((?:key=)?|NewCipher\(|algorithms\.AES\(|(?:hmac\.New|create(?:Hmac|Cipheriv|Decipheriv))\([^,()\n]{1,40}+,"
+                         r"|SecretKeySpec\(|(?<![\w.])key := |(?<![\w.])var key = (?=\[\]byte\())(?:\[\]byte\()?$")
 
 #: A literal given to what hashes a password: Ansible's and Jinja's ``'…' | password_hash('sha512')``, Python's
 #: ``generate_password_hash("…")``, ``make_password("…")``, ``bcrypt.hashpw(b"…", …)``, ``crypt.crypt("…", …)``,

@@ -781,6 +781,10 @@ SENT_BEFORE = [
     ('/etc/rsync.pass 里面就一行 backupuser:Bk7vLp2Wq', 'Bk7vLp2Wq'),
     ('the secrets file has one line backupuser:Bk7vLp2Wq', 'Bk7vLp2Wq'),
     ('mysql\u3000-uroot\u3000-pRoot2024x', 'Root2024x'),
+    ('Enter passphrase for key "/root/.ssh/id_rsa": Ssh#2024key', 'Ssh#2024key'),
+    ('var key = []byte("Go9kLm2WxSecretKey")', 'Go9kLm2WxSecretKey'),
+    ('sig = hmac.new(key=b"Hm9kLm2WxSecret", msg=body, digestmod=hashlib.sha256)', 'Hm9kLm2WxSecret'),
+    ('pass for my office vpn is Vpn#2024zs', 'Vpn#2024zs'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1376,6 +1380,8 @@ NEAR_MISSES = [
     'password storage moved from MySQL57 to Postgres16', '密码校验从 Rule2024a 换成 Rule2025b',
     'key := []byte("bucketName2024")', 'key := []byte("user:profile:v2")', 'key := []byte("UserProfile-2024")',
     'backupuser:x:1001:1001::/home/backupuser:/bin/bash', 'the wifi is GuestNet, password on the fridge',
+    'hmac.new(key=b"signing-key-name")', 'msg = hmac.new(key=secret_key, msg=body)', 'the password for "db" expired',
+    'pass for my office vpn is down2day',
 ]
 
 
