@@ -1,7 +1,7 @@
 """What a text is read as before secrets are looked for in it, for :mod:`redact`: JSON ``\\uXXXX`` escapes read,
 Markdown and HTML marks around a credential's label dropped, NFC, invisible characters and marks stranded on ASCII
 dropped, full-width ASCII, circled digits in a value, curly quotes (single ones around a word), other hyphens and look-alike letters in a credential's name read as
-ASCII, the ideographic space as a space (:func:`fold`).
+ASCII, spaces of other widths as a space (:func:`fold`).
 
 Each change keeps a secret in one piece for the patterns of :mod:`secret_patterns`, which read the folded text. Pure
 data and functions; linear in the length of the text; never raises.
@@ -33,7 +33,10 @@ OTHER_COLONS = dict.fromkeys((0x2236, 0xFE13, 0xFE30, 0xFE55), 0xFF1A)
 CURLY_QUOTES = {0x201C: 0x22, 0x201D: 0x22}
 #: Hyphens drawn apart from ``-`` (``‐``, the non-breaking ``‑`` a word processor puts in ``sk‑proj‑…``), read as ``-``.
 HYPHENS = dict.fromkeys((0x2010, 0x2011), 0x2D)
-_AS_ASCII = {**FULL_WIDTH, **CURLY_QUOTES, **OTHER_COLONS, **HYPHENS, 0x3000: 0x20}  # the ideographic space as a space
+#: Spaces of other widths (no-break, en to hair, narrow no-break, the ideographic space) that a web page or an editor
+#: puts between a command's words, read as a space.
+OTHER_SPACES = dict.fromkeys((0x00A0, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000), 0x20)
+_AS_ASCII = {**FULL_WIDTH, **CURLY_QUOTES, **OTHER_COLONS, **HYPHENS, **OTHER_SPACES}
 #: One word (no space) in curly single quotes before ``:`` or ``=`` or right after one (``‘password’: ‘…’``, as a chat app
 #: retypes code), read in straight ones; prose's apostrophes (``don’t``) and quoted words (``enter ‘twice’``) keep theirs.
 SINGLE_QUOTED = re.compile("(?:(?<=[:=])|(?<=[:=] ))‘([^‘’\\s]{1,200}+)’|‘([^‘’\\s]{1,200}+)’(?=[ \t]{0,4}[:=])")

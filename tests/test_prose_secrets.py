@@ -781,6 +781,8 @@ SENT_BEFORE = [
     ('/etc/rsync.pass 里面就一行 backupuser:Bk7vLp2Wq', 'Bk7vLp2Wq'),
     ('the secrets file has one line backupuser:Bk7vLp2Wq', 'Bk7vLp2Wq'),
     ('mysql\u3000-uroot\u3000-pRoot2024x', 'Root2024x'),
+    ('mysql\u00a0-uroot\u00a0-pRoot2024x', 'Root2024x'), ('mysql\u202f-uroot\u2002-pRoot2024x', 'Root2024x'),
+    ('mot de passe\u00a0: Hz2024abcXk9', 'Hz2024abcXk9'),
     ('Enter passphrase for key "/root/.ssh/id_rsa": Ssh#2024key', 'Ssh#2024key'),
     ('var key = []byte("Go9kLm2WxSecretKey")', 'Go9kLm2WxSecretKey'),
     ('sig = hmac.new(key=b"Hm9kLm2WxSecret", msg=body, digestmod=hashlib.sha256)', 'Hm9kLm2WxSecret'),
