@@ -81,9 +81,11 @@ FLAT_OBJECT = re.compile(r"\{[^{}]{0,8000}+\}")
 JWK_PRIVATE = re.compile(r"[\"'](?:k|d|p|q|dp|dq|qi)[\"'][ \t\r\n]*+:[ \t\r\n]*+[\"'](?P<value>[A-Za-z0-9_-]{8,}+={0,2})[\"']")
 #: Composer's tokens by host (``auth.json``, ``COMPOSER_AUTH``): ``"github-oauth": {"github.com": "…"}``; a GitHub
 #: token of 40 hex digits would read as a git id anywhere else; and Consul's ACL tokens by role, in HCL (``tokens {`` then
-#: ``agent = "<uuid>"``; a UUID anywhere else is an id; not a tokenizer's or a theme's ``tokens = {…}``). Group ``body``,
+#: ``agent = "<uuid>"``, on one line too: ``acl { tokens { … } }``; in JSON under ``"acl"``; a UUID anywhere else is an id;
+#: not a tokenizer's or a theme's ``tokens = {…}``). Group ``body``,
 #: whose quoted values after ``:`` or ``=`` go (not a variable's ``${…}``).
-COMPOSER_TOKENS = re.compile(r"(?:[\"'](?:github-oauth|gitlab-oauth|gitlab-token|bearer)[\"'][ \t\r\n]*+:|(?m:^)[ \t]*+tokens)"
+COMPOSER_TOKENS = re.compile(r"(?:[\"'](?:github-oauth|gitlab-oauth|gitlab-token|bearer)[\"'][ \t\r\n]*+:|(?:(?m:^)|(?<=\{))[ \t]*+tokens(?=[ \t]*+\{)"
+                             r"|\"acl\"[ \t\r\n]*+:[ \t\r\n]*+\{[^{}]{0,400}?\"tokens\"[ \t\r\n]*+:)"
                              r"[ \t\r\n]*+(?P<body>\{[^{}]{0,4000}+\})")
 HOST_TOKEN = re.compile(r"[:=][ \t\r\n]*+[\"'](?!\$\{)(?P<value>[^\"'\s]{8,}+)[\"']")
 #: A change in a Terraform plan (``~ secret_string = "old" -> "new"``): both values are judged as assigned to the name.

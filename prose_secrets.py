@@ -67,7 +67,7 @@ PASSPHRASE_WORDS = re.compile(
     r"|(?<=[\u0400-\u04ff\u3040-\u9fff\uac00-\ud7af])(?=[ \t]))"
     r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
 )
-#: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``, ``u: admin p: …``,
+#: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``, ``u: admin p: …`` (``, p:``, ``| p:``),
 #: ``账号：admin/Sup3r$ecret9``, ``pw for grafana: admin / …``, ``账密 admin/…`` and ``creds root:…`` without a colon, a pair joined by ``:`` (``creds: root:…``), ``creds for staging: bob / …``, a role's ``Jenkins 管理员：admin/…``;
 #: after a change or a login's verb (group ``verb``: ``我改成了 nacos / …``, ``登录用 admin / …``; a ``/`` without spaces then
 #: joins a path's pieces as often: ``改成了 src/MainApp2``, so the value must read strongly); a network and its password (group ``ssid``:
@@ -78,7 +78,7 @@ CREDENTIAL_PAIR = re.compile(
     r"|账户|帳戶|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자|(?P<wifi>wifi|wi-fi|wlan|无线网?|無線網?))"
     r"(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]"
     r"|(?:账密|帳密|(?P<verb>(?:改|换|換)(?:成|为|為)了?|(?:登录|登陆|登入|登錄)用))[ \t]*+[:：]?|creds(?=[ \t]))"
-    r"[ \t]*+(?P<ssid>[A-Za-z0-9_.@-]{1,64}+)(?:[ \t]*+/[ \t]*+|(?(wifi)(?!)|(?::|\s++p[ \t]*+[:：][ \t]*+)))(?P<value>[^\s/]{1,200}+)(?!/)"
+    r"[ \t]*+(?P<ssid>[A-Za-z0-9_.@-]{1,64}+)(?:[ \t]*+/[ \t]*+|(?(wifi)(?!)|(?::|(?:[ \t]*+[,，;|])?\s++p[ \t]*+[:：][ \t]*+)))(?P<value>[^\s/]{1,200}+)(?!/)"
 )
 #: A login under a label, one field a line (``登录信息：`` then ``admin`` then the password), or a Japanese password
 #: (``パス``, which alone is also a path) after a login's id on the same line (``ログインID：admin　パス：…``): the

@@ -466,11 +466,12 @@ def _labelled(m: re.Match[str]) -> str:
         arrow |= (" " in label or group == "coded") and words[:1] == ":"  # a label no assignment names: api key: …
         assigned |= arrow and prose_secrets.reads_as_password(value, REDACTED) and not re.search("[\"'()\\[\\]{}<>|`]", value)
         # a password's label right before its value, after a login's user or a clause (username admin password …, user
-        # root pwd …, the wifi is X, password …), in brackets (the db password (…) expired) or of another language, as
+        # root pwd …, the wifi is X, password …), in brackets (the db password (…) expired, password: […]) or of another language, as
         # Turkish writes it (şifrem …, yeni şifre …)
-        if not words and joiner[:1].isspace() and re.search(r"\d", value) and prose_secrets.reads_as_password(value, REDACTED):
+        paren = group == "paren" and words in ("", ":", "：", "=")  # password (…), password: (…), password(…)
+        if (paren or not words and joiner[:1].isspace()) and re.search(r"\d", value) and prose_secrets.reads_as_password(value, REDACTED):
             before = _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1))
-            assigned = label.lower() in patterns.FOREIGN_PASSWORD_LABELS or (_password_name(label) and (group == "paren" or (
+            assigned = label.lower() in patterns.FOREIGN_PASSWORD_LABELS or (_password_name(label) and (paren or (
                 before is not None and (before[1] is not None or prose_secrets.reads_strongly(m.group(group))))))
         if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)

@@ -436,9 +436,9 @@ LABELLED = re.compile(
     r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：])|[ \t]++(?:nueva|nuevo|nova|novo|nuova|nuovo|mới|actual|wifi)(?![\w-])"
     r"|[，,][ \t]*+[^\s，,。的]{1,20}+[ \t]*+的(?=[是为為]))?"
     r"[\"”】\]]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
-    r"|is|was|['’]s|ist|war|lautet|est|c'est|c’est|es|era|é|è|là|still|currently|—|-|…{1,2}+|\.{4,}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
+    r"|is|was|['’]s|ist|war|lautet|est|c'est|c’est|es|era|é|è|là|still|currently|—|-|…{1,2}+|\.{3,}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
     r"(?:```[\w+-]{0,20}+[ \t]*+\r?\n[ \t]*+)?)"
-    r"(?:([\"'“「『【《`])([^\"'”」』】》`\n]{1,200})[\"'”」』】》`]|[(（](?P<paren>[^()（）\s]{4,200}+)[)）]|(?!<(?:code|kbd)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,200}+)"
+    r"(?:([\"'“「『【《`])([^\"'”」』】》`\n]{1,200})[\"'”」』】》`]|[(（\[][ \t]?+(?P<paren>[^()（）\[\]\s]{4,200}+)[ \t]?+[)）\]]|(?!<(?:code|kbd)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,200}+)"
     r"|<(?:code|kbd)>(?P<coded>[^<>\n]{1,200}+)</(?:code|kbd)>)"
 )
 #: The verbs a Latin label needs before its value (``password is``, ``password's``, ``Passwort ist``, ``mot de passe est``).

@@ -787,6 +787,11 @@ SENT_BEFORE = [
     ('var key = []byte("Go9kLm2WxSecretKey")', 'Go9kLm2WxSecretKey'),
     ('sig = hmac.new(key=b"Hm9kLm2WxSecret", msg=body, digestmod=hashlib.sha256)', 'Hm9kLm2WxSecret'),
     ('pass for my office vpn is Vpn#2024zs', 'Vpn#2024zs'),
+    ('password: (Summer2024!)', 'Summer2024'), ('password [Summer2024!]', 'Summer2024'), ('the password(Summer2024!) expired', 'Summer2024'),
+    ('password ( Summer2024! )', 'Summer2024'),
+    ('u: admin, p: Adm1n@2024', 'Adm1n@2024'), ('u: admin | p: Adm1n@2024', 'Adm1n@2024'),
+    ('{"acl": {"enabled": true, "tokens": {"agent": "3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c"}}}', '3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c'),
+    ('acl { tokens { agent = "3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c" } }', '3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1384,6 +1389,10 @@ NEAR_MISSES = [
     'backupuser:x:1001:1001::/home/backupuser:/bin/bash', 'the wifi is GuestNet, password on the fridge',
     'hmac.new(key=b"signing-key-name")', 'msg = hmac.new(key=secret_key, msg=body)', 'the password for "db" expired',
     'pass for my office vpn is down2day',
+    'password [min 8]', 'password: (see vault)', 'password [REDACTED]', 'password[0]', 'passwords (v2)', 'password (8-64 chars)',
+    'password: [hidden]', 'password (Argon2id)', 'check_password(user1234)',
+    'u: admin, p: see vault', 'U: 12V, P: 24W',
+    '{"usage": {"tokens": {"prompt": "12345678", "completion": "40"}}}',
 ]
 
 
