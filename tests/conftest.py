@@ -323,6 +323,12 @@ class World:
         inherited = json.loads(self.session_row(parent).get("model_config") or "null") if inherit else None
         return self.session(sid, None, parent=parent, messages=messages, model_config=inherited or None)
 
+    def branch(self, parent: str, sid: str, messages: list[tuple[str, str]] | None = None) -> str:
+        """A ``/branch`` as Hermes 0.21 writes it: the parent ends 'branched', the child copies what it is given and is
+        marked ``_branched_from`` its parent."""
+        self.db.end_session(parent, "branched")
+        return self.session(sid, None, parent=parent, model_config={"_branched_from": parent}, messages=messages)
+
     def delegate(self, parent: str, sid: str, messages: list[tuple[str, str]] | None = None) -> str:
         return self.session(sid, None, source="subagent", parent=parent, model_config={"_delegate_from": parent}, messages=messages)
 

@@ -586,8 +586,7 @@ def test_a_branch_familys_copies_are_told_from_its_own_rows_reading_the_session_
             alpha = world.repo("alpha")
             world.session("P", alpha, style="cli", messages=[("user", "start")])
             for b in range(3):
-                world.db.end_session("P", "branched")
-                world.session(f"B{b}", None, parent="P", model_config={"_branched_from": "P"}, messages=[("user", "start")])
+                world.branch("P", f"B{b}", messages=[("user", "start")])
             turns = [f"kestrel note {i} " + "filler " * 5 for i in range(700 * n)]
             insert(world, [(sid, "assistant", text) for sid in ("P", "B0", "B1", "B2") for text in turns])
             world.session("cur", alpha, style="cli", messages=[("user", "hi")])
@@ -652,8 +651,7 @@ def test_a_chain_of_nested_branches_is_searched_in_linear_work(tmp_path, monkeyp
             world.session("P", alpha, style="cli", messages=history)
             prev = "P"
             for b in range(n):
-                world.db.end_session(prev, "branched")
-                world.session(f"B{b}", None, parent=prev, model_config={"_branched_from": prev}, messages=history)
+                world.branch(prev, f"B{b}", messages=history)
                 prev = f"B{b}"
             world.session("cur", alpha, style="cli", messages=[("user", "hi")])
             answer, cost = measure([plugin_dir()], monkeypatch,

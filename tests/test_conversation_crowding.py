@@ -38,8 +38,7 @@ def _family(world: World, history: list[tuple[str, str]], branches: int, decisio
     alpha = world.repo("alpha")
     world.session("P", alpha, style="cli", messages=history)
     for k in range(branches):
-        world.db.end_session("P", "branched")
-        world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+        world.branch("P", f"B{k}", messages=history)
         world.say(f"B{k}", "assistant", decision(k))
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
 
@@ -181,8 +180,7 @@ def test_branches_own_decisions_are_reachable_from_another_session(world: World)
     history = [("user", "we need a cache for the pricing service"), ("assistant", "options: redis or memcached")]
     world.session("P", alpha, style="cli", messages=history)
     for branch in ("B1", "B2"):
-        world.db.end_session("P", "branched")
-        world.session(branch, None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+        world.branch("P", branch, messages=history)
     world.say("B1", "assistant", "decision: memcached for the pricing cache, p99 latency 4ms")
     world.say("B2", "assistant", "decision: redis cluster for the pricing cache, persistence needed")
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
@@ -199,8 +197,7 @@ def test_a_branchs_compression_continues_the_branchs_conversation(world: World):
     alpha = world.repo("alpha")
     history = [("user", "we need a cache for the pricing service"), ("assistant", "options: redis or memcached")]
     world.session("P", alpha, style="cli", messages=history)
-    world.db.end_session("P", "branched")
-    world.session("B", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+    world.branch("P", "B", messages=history)
     world.say("B", "assistant", "pricing cache: memcached, decided")
     world.continuation("B", "B2", messages=[("assistant", "pricing cache on memcached: the rollout plan")])
     assert json.loads(world.session_row("B2")["model_config"]) == {"_branched_from": "P"}
@@ -216,8 +213,7 @@ def test_what_branches_copied_is_one_result_of_the_family(world: World):
     history = [("user", "should the ledger export use parquet or csv"), ("assistant", "parquet: columnar, typed, smaller")]
     world.session("P", alpha, style="cli", messages=history)
     for branch in ("B1", "B2", "B3"):
-        world.db.end_session("P", "branched")
-        world.session(branch, None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+        world.branch("P", branch, messages=history)
     world.say("B3", "assistant", "after all: ledger export as csv for the auditors' spreadsheet tools")
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
     found = result_sessions(world.search("cur", "ledger export parquet columnar", mode="keyword", limit=5))
@@ -231,12 +227,9 @@ def test_a_branch_of_a_branch_copies_the_first_conversations_turn_once(world: Wo
     alpha = world.repo("alpha")
     history = [("user", "should the ledger export use parquet or csv"), ("assistant", "parquet: columnar, typed, smaller")]
     world.session("P", alpha, style="cli", messages=history)
-    world.db.end_session("P", "branched")
-    world.session("B1", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+    world.branch("P", "B1", messages=history)
     world.say("B1", "user", "and the retention of ledger exports?")
-    world.db.end_session("B1", "branched")
-    world.session("B2", None, parent="B1", model_config={"_branched_from": "B1"},
-                  messages=history + [("user", "and the retention of ledger exports?")])
+    world.branch("B1", "B2", messages=history + [("user", "and the retention of ledger exports?")])
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
     found = result_sessions(world.search("cur", "ledger export parquet columnar", mode="keyword", limit=5))
     assert found == ["P"], found
@@ -250,8 +243,7 @@ def test_a_copied_tool_output_is_one_result(world: World):
     world.session("P", alpha, style="cli", messages=history)
     world.say("P", "tool", log, tool_call_id="c1")
     for branch in ("B1", "B2"):
-        world.db.end_session("P", "branched")
-        world.session(branch, None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+        world.branch("P", branch, messages=history)
         world.say(branch, "tool", log, tool_call_id="c1")
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
     answer = world.search("cur", "zanzibar migration failed", mode="keyword", limit=5)
@@ -266,8 +258,7 @@ def test_a_branchs_own_decision_is_found_when_its_copy_scores_higher(world: Worl
                ("assistant", "pricing cache options: redis or memcached; the pricing cache needs eviction")]
     world.session("P", alpha, style="cli", messages=history)
     for k in (8,):
-        world.db.end_session("P", "branched")
-        world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+        world.branch("P", f"B{k}", messages=history)
     world.say("B8", "assistant", "after the load test of both we went with memcached for the pricing cache, "
               + "the eviction behaviour under the nightly batch and the ops team's runbooks tipped it " * 3)
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
@@ -285,8 +276,7 @@ def test_a_branch_whose_copy_stands_for_its_family_is_one_result(world: World, a
     world.session("P", alpha, style="cli")
     for role, content in history:
         world.db.append_message("P", role, content, timestamp=1_600_000_000.0)
-    world.db.end_session("P", "branched")
-    world.session("B", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+    world.branch("P", "B", messages=history)
     decision = world.say("B", "assistant", "after the load test we went with memcached for the pricing cache, "
                          + "the eviction behaviour under the nightly batch tipped it " * 3)
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
@@ -317,8 +307,7 @@ def test_a_chain_of_nested_branches_is_keyed_in_few_steps(world: World):
     steps, made, prev = {}, 0, "P"
     for n in (25, 100):
         for b in range(made, n):
-            world.db.end_session(prev, "branched")
-            world.session(f"B{b}", None, parent=prev, model_config={"_branched_from": prev}, messages=history)
+            world.branch(prev, f"B{b}", messages=history)
             prev = f"B{b}"
         made = n
         conn = store.open_state_db(world.home)
@@ -414,8 +403,7 @@ def test_the_vector_legs_widened_head_asks_a_branchs_rows_once(world: World, fak
         conn.executemany("INSERT INTO messages(session_id, role, content, timestamp) VALUES ('P', ?, ?, ?)",
                          [("user" if i % 2 == 0 else "assistant", f"ledger detail {i} " + "filler " * 30,
                            1_800_000_000 + base + i) for i in range(3000)])
-    world.db.end_session("P", "branched")
-    world.session("B", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+    world.branch("P", "B", messages=history)
     world.say("B", "assistant", "decision: memcached for the pricing cache")
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
     _indexed(world, server, "cur")
@@ -443,8 +431,7 @@ def test_a_keyword_search_reads_the_session_a_branch_left_once(world: World, mon
                ("assistant", "pricing cache options: redis or memcached")]
     alpha = world.repo("alpha")
     world.session("P", alpha, style="cli", messages=history)
-    world.db.end_session("P", "branched")
-    world.session("B", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+    world.branch("P", "B", messages=history)
     world.say("B", "assistant", "decision: memcached for the pricing cache")
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
     conversations = importlib.import_module("hermes_plugins.project_history_recall.conversations")

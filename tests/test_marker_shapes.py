@@ -53,8 +53,7 @@ def _compressed_family(world: World, history: list[tuple[str, str]], branches: i
     alpha = world.repo("alpha")
     world.session("P", alpha, style="cli", messages=history)
     for k in range(branches):
-        world.db.end_session("P", "branched")
-        world.session(f"B{k}", None, parent="P", model_config={"_branched_from": "P"}, messages=history)
+        world.branch("P", f"B{k}", messages=history)
         world.continuation(f"B{k}", f"B{k}c", messages=[("assistant", decision(k))], inherit=inherit)
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
 
