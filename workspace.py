@@ -178,7 +178,7 @@ def worktree_gitdirs(root: str) -> list[str]:
 
 @dataclass
 class _Members:
-    attributor_id: int
+    attributor: Attributor  # the one it was made with, held: a dropped one's id() is handed out again
     read_at: float  # monotonic time of the full read
     max_rowid: int
     count: int
@@ -226,7 +226,7 @@ class MembershipCache:
         now = time.monotonic()
         with self.lock:
             entry = self._entries.get(db_key)
-            if (entry is not None and entry.attributor_id == id(attributor) and entry.fingerprint == mark
+            if (entry is not None and entry.attributor is attributor and entry.fingerprint == mark
                     and now < entry.read_at + self.stale_limit):
                 if self._refresh(conn, entry, attributor, count, top):
                     if now >= entry.read_at + self.ttl:
@@ -273,7 +273,7 @@ class MembershipCache:
 
     def _full(self, conn: sqlite3.Connection, attributor: Attributor, count: int, top: int, now: float) -> _Members:
         scan = session_rows.scan_sessions(conn)
-        entry = _Members(id(attributor), now, top, count, {}, {}, {}, dict(scan.workspaces))
+        entry = _Members(attributor, now, top, count, {}, {}, {}, dict(scan.workspaces))
         groups = scan.groups()
         # The folders the attributor will probe (an existing one, or one gone without a stored root), all at once.
         git.prefetch(cwd for cwd, root in groups

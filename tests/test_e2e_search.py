@@ -592,6 +592,24 @@ def test_a_census_past_its_stale_limit_is_read_again_in_the_search(world: World,
     assert len(reads) == 1 and reads[0] != "phr-census"
 
 
+def test_a_new_list_of_projects_never_reuses_a_census_made_for_an_old_one(world: World):
+    """Past 16 lists of projects the attributors are dropped, and the one made for the new list may get a dropped
+    one's address: the census made with the old list must not pass for the new one's. Project Y now claims the old
+    session's folder: X's search no longer finds it (it did, for 5 minutes, as X's)."""
+    shared = world.folder("shared")
+    world.project("X", [shared])
+    world.session("old", shared / "sub", style="cli", messages=[("user", "the pelican migration plan")])
+    for i in range(70):  # "old" out of the always-re-read recent window
+        world.session(f"filler{i}", None, source="telegram")
+    world.session("cur", shared, style="cli", messages=[("user", "hi")])
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    for i in range(16):  # 16 more lists of projects: the next one drops every attributor
+        world.project(f"P{i}", [world.folder(f"p{i}")])
+        assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    world.project("Y", [shared / "sub"])
+    assert world.search("cur", "pelican")["results"] == []
+
+
 def test_a_background_read_begun_before_a_move_is_not_used_after_it(world: World, monkeypatch):
     """The move makes the census void; a read that began before it (its rows from before the move) is dropped."""
     import threading
