@@ -5,11 +5,12 @@ The vector side's records (a message id's session and text) are hints; state.db 
 :func:`confirmed` checks every hit against it: the message exists, is shown by Hermes (not rewound, not
 hidden scaffolding), is a user or assistant message, belongs to the session its vector is filed under (in
 this scope), and its text is the text that was embedded (a content hash). A hit failing any of these is
-never shown, and its vector is dropped, so the next indexing embeds the message again where it still should be.
+never shown, and its vector is dropped; a message still shown is embedded again, by this search in its scope.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
 import time
@@ -75,9 +76,8 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
             return _progress(vectors, *counts)
         found = index_check.lacking(conn, vectors, scope, key)
         passed: list[int] = []  # too long for a search
-        pending = (vector_index.PendingMessage(*m) for m in found.pending)
-        stored = vectors.add(pending, deadline=time.monotonic() + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS,
-                             passed=passed, history=history)
+        stored = vectors.add((vector_index.PendingMessage(*m) for m in found.pending), deadline=time.monotonic()
+                             + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS, passed=passed, history=history)
         missing, total, long = index_check.left(conn, vectors, scope, key, found, stored, passed)
         if missing <= 0:
             index_check.complete(vectors, scope, key, found.top, found.marks, history)
@@ -102,27 +102,27 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
             """``conversations.result_keys`` of ``hits``, each asked once: a widened head asks its first rows again
             (each time reading every session a branch among them left, whole)."""
             new = {m: s for m, s in hits.items() if m not in keyed}
-            if new:
-                keyed.update(conversations.result_keys(conn, new)[0])
+            keyed.update(conversations.result_keys(conn, new)[0] if new else {})
             return {m: keyed[m] for m in hits}
 
-        raw = vectors.search(mean, searched, pages.MAX_REACH + 1, per_session=per_session,
-                             group=group, keys=keys)
-        if scope.live:  # the asking session: only its archive, looked for past its live rows (its context)
-            live = store.live_ids(conn, scope.live)
-            own = vectors.search(mean, {scope.live}, 1, per_session=per_session + len(live))
-            raw = sorted([*raw, *[h for h in own if h.message_id not in live][:per_session]], key=lambda h: -h.score)
-        hits = confirmed(conn, vectors, raw)
+        def nearest() -> list[Hit]:  # the asking session (``scope.live``): only its archive, past its live rows (context)
+            raw = vectors.search(mean, searched, pages.MAX_REACH + 1, per_session=per_session, group=group, keys=keys)
+            live = store.live_ids(conn, scope.live) if scope.live else set()
+            own = vectors.search(mean, {scope.live}, 1, per_session=per_session + len(live)) if scope.live else []
+            return sorted([*raw, *[h for h in own if h.message_id not in live][:per_session]], key=lambda h: -h.score)
+
+        hits, stale = confirmed(conn, vectors, nearest())  # a stale vector costs an embedding now, not the answer:
+        if vectors.add((vector_index.PendingMessage(*m) for m in stale if m[1] in scope.session_ids),
+                       deadline=time.monotonic() + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS, history=history):
+            hits = confirmed(conn, vectors, nearest())[0]
         copies = store.context_copies(conn, scope, [h.message_id for h in hits])  # still the conversation's context
         hits = [h for h in hits if h.message_id not in copies]
         rows: dict[int, MessageRow] = {}
         if scope.filters.active and hits:
             rows = store.fetch_messages(conn, sorted(h.message_id for h in hits))
-            hits = [h for h in hits if h.message_id in rows and scope.filters.admits(rows[h.message_id].role,
-                                                                                   rows[h.message_id].timestamp)]
+            hits = [h for h in hits if (r := rows.get(h.message_id)) and scope.filters.admits(r.role, r.timestamp)]
         kept = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), pages.MAX_REACH + 1, group)
-        progress = _progress(vectors, missing, total, long)
-        return SemanticLeg(progress.status, progress.note, tuple(kept), rows)
+        return dataclasses.replace(_progress(vectors, missing, total, long), hits=tuple(kept), rows=rows)
     except embeddings.EmbeddingUnavailable as exc:
         return SemanticLeg("unavailable", str(exc))
     except sqlite3.Error as exc:  # a database busy, read-only or damaged mid-search: keyword results stand
@@ -139,30 +139,30 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
         return SemanticLeg("unavailable", f"semantic search failed ({type(exc).__name__}: {exc}); keyword results stand")
 
 
-def confirmed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, raw: list[Hit]) -> list[Hit]:
+def confirmed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, raw: list[Hit]
+              ) -> tuple[list[Hit], list[tuple[int, str, str]]]:
     """Of ``raw`` (the vector search's hits, best first), those state.db confirms (see the module docstring), in
-    order. The others' vectors are dropped; those of messages still shown, whose text or session changed, are
-    embedded again by the next indexing (:meth:`vector_index.VectorIndex.requeue`). Raises
-    ``sqlite3`` errors."""
+    order, and ``(id, session, text)`` of the messages still shown whose text or session changed. The others' vectors
+    are dropped; those of messages still shown are embedded again (:meth:`vector_index.VectorIndex.requeue`), where
+    they are in a scope searched. Raises ``sqlite3`` errors."""
     if not raw:
-        return []
+        return [], []
     from .embeddings import content_hash
 
     ids = [h.message_id for h in raw]
-    shown = store.shown_texts(conn, ids)
-    stored = vectors.store.stored_hashes(ids)
+    shown, stored = store.shown_texts(conn, ids), vectors.store.stored_hashes(ids)
     kept, gone, wrong = [], [], []
     for hit in raw:
         found = shown.get(hit.message_id)
         if found is None:  # deleted, rewound, hidden, no text: nothing to embed again
             gone.append(hit.message_id)
         elif found[0] != hit.session_id or content_hash(found[1]) != stored.get(hit.message_id):
-            wrong.append(hit.message_id)
+            wrong.append((hit.message_id, *found))
         else:
             kept.append(hit)
     vectors.drop(gone)
-    vectors.requeue(wrong, "that no longer match state.db (the message changed, or its id was handed out again)")
-    return kept
+    vectors.requeue([m for m, _, _ in wrong], "that no longer match state.db (the message changed, or its id was handed out again)")
+    return kept, wrong
 
 
 def _progress(vectors: vector_index.VectorIndex, missing: int, total: int, long: int = 0) -> SemanticLeg:
