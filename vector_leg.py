@@ -10,7 +10,6 @@ never shown, and its vector is dropped; a message still shown is embedded again,
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import sqlite3
 import time
@@ -76,8 +75,9 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
             return _progress(vectors, *counts)
         found = index_check.lacking(conn, vectors, scope, key)
         passed: list[int] = []  # too long for a search
-        stored = vectors.add((vector_index.PendingMessage(*m) for m in found.pending), deadline=time.monotonic()
-                             + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS, passed=passed, history=history)
+        pending = (vector_index.PendingMessage(*m) for m in found.pending)
+        stored = vectors.add(pending, deadline=time.monotonic() + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS,
+                             passed=passed, history=history)
         missing, total, long = index_check.left(conn, vectors, scope, key, found, stored, passed)
         if missing <= 0:
             index_check.complete(vectors, scope, key, found.top, found.marks, history)
@@ -102,27 +102,36 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
             """``conversations.result_keys`` of ``hits``, each asked once: a widened head asks its first rows again
             (each time reading every session a branch among them left, whole)."""
             new = {m: s for m, s in hits.items() if m not in keyed}
-            keyed.update(conversations.result_keys(conn, new)[0] if new else {})
+            if new:
+                keyed.update(conversations.result_keys(conn, new)[0])
             return {m: keyed[m] for m in hits}
 
-        def nearest() -> list[Hit]:  # the asking session (``scope.live``): only its archive, past its live rows (context)
+        def nearest() -> list[Hit]:
+            """The vector search's hits, best first; of the asking session (``scope.live``), only its archive, looked
+            for past its live rows (its context)."""
             raw = vectors.search(mean, searched, pages.MAX_REACH + 1, per_session=per_session, group=group, keys=keys)
-            live = store.live_ids(conn, scope.live) if scope.live else set()
-            own = vectors.search(mean, {scope.live}, 1, per_session=per_session + len(live)) if scope.live else []
+            if not scope.live:
+                return raw
+            live = store.live_ids(conn, scope.live)
+            own = vectors.search(mean, {scope.live}, 1, per_session=per_session + len(live))
             return sorted([*raw, *[h for h in own if h.message_id not in live][:per_session]], key=lambda h: -h.score)
 
-        hits, stale = confirmed(conn, vectors, nearest())  # a stale vector costs an embedding now, not the answer:
-        if vectors.add((vector_index.PendingMessage(*m) for m in stale if m[1] in scope.session_ids),
-                       deadline=time.monotonic() + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS, history=history):
+        # A stale vector costs an embedding now, not the answer: a message of this scope whose text (or session)
+        # changed is embedded again and the search looked at again (another scope's waits for its own search).
+        hits, stale = confirmed(conn, vectors, nearest())
+        again = (vector_index.PendingMessage(*m) for m in stale if m[1] in scope.session_ids)
+        if vectors.add(again, deadline=time.monotonic() + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS, history=history):
             hits = confirmed(conn, vectors, nearest())[0]
         copies = store.context_copies(conn, scope, [h.message_id for h in hits])  # still the conversation's context
         hits = [h for h in hits if h.message_id not in copies]
         rows: dict[int, MessageRow] = {}
         if scope.filters.active and hits:
             rows = store.fetch_messages(conn, sorted(h.message_id for h in hits))
-            hits = [h for h in hits if (r := rows.get(h.message_id)) and scope.filters.admits(r.role, r.timestamp)]
+            hits = [h for h in hits if h.message_id in rows and scope.filters.admits(rows[h.message_id].role,
+                                                                                   rows[h.message_id].timestamp)]
         kept = demote_earlier(hits, lambda ids: store.earlier_recalls(conn, ids), pages.MAX_REACH + 1, group)
-        return dataclasses.replace(_progress(vectors, missing, total, long), hits=tuple(kept), rows=rows)
+        progress = _progress(vectors, missing, total, long)
+        return SemanticLeg(progress.status, progress.note, tuple(kept), rows)
     except embeddings.EmbeddingUnavailable as exc:
         return SemanticLeg("unavailable", str(exc))
     except sqlite3.Error as exc:  # a database busy, read-only or damaged mid-search: keyword results stand
@@ -150,7 +159,8 @@ def confirmed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, raw: 
     from .embeddings import content_hash
 
     ids = [h.message_id for h in raw]
-    shown, stored = store.shown_texts(conn, ids), vectors.store.stored_hashes(ids)
+    shown = store.shown_texts(conn, ids)
+    stored = vectors.store.stored_hashes(ids)
     kept, gone, wrong = [], [], []
     for hit in raw:
         found = shown.get(hit.message_id)
