@@ -792,11 +792,17 @@ SENT_BEFORE = [
     ('u: admin, p: Adm1n@2024', 'Adm1n@2024'), ('u: admin | p: Adm1n@2024', 'Adm1n@2024'),
     ('{"acl": {"enabled": true, "tokens": {"agent": "3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c"}}}', '3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c'),
     ('acl { tokens { agent = "3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c" } }', '3f9a2c7e-1b8d-4f6a-9e0c-5b7d2f1a8e3c'),
+    # review 34: where the password is used said with in or at
+    ('the wifi password at the office is CoffeeBean#77', 'CoffeeBean#77'), ('the admin password in prod is Prod#2024xyz', 'Prod#2024xyz'),
+    ('password at the office: Office#2024x', 'Office#2024x'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 34: a password in or at a place, said of, not given
+    'the password in the config is wrong', 'the password in plain text is bad', 'password in prod: see vault',
+    'the secret in .env is DB_PASSWORD', 'the api key in config.py is settings.OPENAI_KEY',
     # the sixth review's: code one item a line after a password's name (not a CSV table), a column's type, measures,
     # names and references in credential columns or literals
     'FIELDS = [\n    "username",\n    "password",\n    "created_at",\n    "last_login",\n]',
