@@ -158,10 +158,11 @@ VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,64}+)[ \t]*+(?:这
 CHANGE_LABEL = r"(?i)(?:password|passwd|pwd|密码|密碼|口令)"
 CHANGED_FROM = re.compile(CHANGE_LABEL + r"(?:[^\n]{0,40}?(?:from|从|從|由)[ \t]*+|[ \t]++)[\"'`「]?(?P<value>[!#-&(-_a-~]{6,64}+)"
                           r"(?=[\"'`」]?(?:[ \t]++(?:to|->|→)|[ \t]*+(?:改|换|換)(?:成|为|為)))")
-#: ``pass`` as a password's label (``the root pass is …``, ``pass for the vpn is …``, ``pass for wifi: …``), which
+#: ``pass`` as a password's label (``the root pass is …``, ``pass for the vpn is …``, ``pass for wifi: …``, after a login's user ``user bob, pass …``), which
 #: :data:`secret_patterns.LABELLED` leaves to code (Python's ``pass``): the value must read strongly (:func:`reads_strongly`), not a cost's ``O(n^2)``.
-PASS_LABEL = re.compile(r"(?i)(?<![\w-])pass(?:[ \t]++for[ \t]++(?:the[ \t]++|my[ \t]++|our[ \t]++)?[\w.-]{1,30}+(?:[ \t]++[\w-]{1,30}+){0,2})?"
-                        r"(?:[ \t]++(?:is|was)[ \t]++|[ \t]*+[:：][ \t]*+)(?P<value>[^\s，。()]{6,64}+)")
+PASS_LABEL = re.compile(r"(?i)(?:(?<![\w-])(?P<user>user(?:name)?|login)[ \t]*+[:：=]?[ \t]*+[`'\"]?[\w.@-]{1,64}+[`'\"]?[ \t]*+[,，/]?[ \t]*+)?"
+                        r"(?<![\w-])pass(?:[ \t]++for[ \t]++(?:the[ \t]++|my[ \t]++|our[ \t]++)?[\w.-]{1,30}+(?:[ \t]++[\w-]{1,30}+){0,2})?"
+                        r"(?:[ \t]++(?:is|was)[ \t]++|[ \t]*+[:：][ \t]*+|(?(user)[ \t]++|(?!)))(?P<value>[^\s，。()]{6,64}+)")
 #: A login written as its user and password before the verb that uses them (``admin/… 登录后台``, ``用 root 和 … 登不上``,
 #: ``bob / … login``): group ``value``, which must read as a password with a digit (:func:`_named_in_prose`; a path's
 #: ``src/main2.py 登录`` does not), the verb not naming a thing (``api/v1Login 登录接口``, ``login page``).

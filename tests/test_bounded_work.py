@@ -656,7 +656,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "pass for a is ", "password from a ", "u: a p: ", "密码，a 的", " for key 'a' ", "password (aB1cD2eF3 ",
                                   "password..", "AES.new(", "tokens {\n", ' for key "a" ', "var key = []byte(", "hmac.new(key=", "pass for my a b ", "password: (", "password [ ", "u: a, p: ", '"acl": {"tokens": ', "{ tokens ", "password ... ", "行：a:aB1cD2eF3",
                                   # red34: a password in or at a place
-                                  "password in the a b ", "password at a "])
+                                  "password in the a b ", "password at a ",
+                                  # red34: pass after a login's user
+                                  "user a, pass ", "user a pass aB1#", "username `a` / pass "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -795,6 +795,9 @@ SENT_BEFORE = [
     # review 34: where the password is used said with in or at
     ('the wifi password at the office is CoffeeBean#77', 'CoffeeBean#77'), ('the admin password in prod is Prod#2024xyz', 'Prod#2024xyz'),
     ('password at the office: Office#2024x', 'Office#2024x'),
+    # review 34: pass as a label after a login's user, with a space alone
+    ('ok so the creds are: user `deploy`, pass `Dpl#Key2024`', 'Dpl#Key2024'), ('creds: user deploy / pass Dpl#Key2024', 'Dpl#Key2024'),
+    ('username deploy pass Dpl#Key2024', 'Dpl#Key2024'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -803,6 +806,7 @@ NEAR_MISSES = [
     # review 34: a password in or at a place, said of, not given
     'the password in the config is wrong', 'the password in plain text is bad', 'password in prod: see vault',
     'the secret in .env is DB_PASSWORD', 'the api key in config.py is settings.OPENAI_KEY',
+    'user input, pass it to validate()', 'user bob, pass args[0] here', 'user admin pass --no-verify', 'user tests pass 12/12',
     # the sixth review's: code one item a line after a password's name (not a CSV table), a column's type, measures,
     # names and references in credential columns or literals
     'FIELDS = [\n    "username",\n    "password",\n    "created_at",\n    "last_login",\n]',
