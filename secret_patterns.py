@@ -449,12 +449,12 @@ LATIN_VERBS = re.compile(r"(?:\b(?:is|was|be|now|to|ist|war|lautet|est|c'est|c�
 _LABEL_JOIN = (r"(?:[ \t]++(?:for|of|in|on)[ \t]++[A-Za-z0-9_.-]{1,30}+|[ \t]*+[(（][^()（）\n]{1,20}+[)）])?"
                r"[\"'`]?[ \t]*+(?:\r?\n[ \t]*+)?(?:(?:就是|的?值[是为為]|(?:设|設|改|换|換)成了?|=>|->|[:=：是为為は—-])[ \t]*+(?:\r?\n[ \t]*+)?){0,2}[\"'`]?")
 #: A git-id-shaped value (40 or 64 hex digits, a UUID) right after a credential label (``GITHUB_TOKEN 3f78…``,
-#: ``heroku api key 0c4f8e2a-…``, a service account's ``private_key_id``): old GitHub tokens and Heroku keys have those
+#: ``heroku api key 0c4f8e2a-…``, a service account's ``private_key_id``, Rails' ``secret_key_base:``): old GitHub tokens and Heroku keys have those
 #: shapes, Consul's and Nomad's ACL tokens a UUID (``SecretID:``, ``Secret ID =``; an ``AccessorID`` names one). Bare ones
 #: are git ids and are kept. Group 1 is the label and what joins it, group 2 the value.
 LABELLED_DIGEST = re.compile(
     r"(?i)(?<![A-Za-z0-9_])((?:[A-Za-z0-9]++[ _-])?"
-    r"(?:token|secret(?:[ _-]?id)?|passw(?:or)?d|(?:api|access|secret|private|auth)[ _-]?key|private[ _-]?key[ _-]?id)"
+    r"(?:token|secret(?:[ _-]?id)?|passw(?:or)?d|(?:api|access|secret|private|auth)[ _-]?key(?:_base)?|private[ _-]?key[ _-]?id)"
     + _LABEL_JOIN + r")([0-9a-f]{64}|[0-9a-f]{40}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(?![A-Za-z0-9_-])"
 )
 #: A key-shaped value (12+ letters, digits, ``_`` and ``-``) right after a key, token or secret label, or a name ending

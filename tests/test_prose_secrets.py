@@ -798,6 +798,8 @@ SENT_BEFORE = [
     # review 34: pass as a label after a login's user, with a space alone
     ('ok so the creds are: user `deploy`, pass `Dpl#Key2024`', 'Dpl#Key2024'), ('creds: user deploy / pass Dpl#Key2024', 'Dpl#Key2024'),
     ('username deploy pass Dpl#Key2024', 'Dpl#Key2024'),
+    # review 34: smbclient's user after its domain
+    ("$ smbclient -U 'CORP\\jdoe%Smb!Pass2024' //fs01/share", 'Smb!Pass2024'), ('smbclient //fs01/share -U corp\\\\jdoe%Smb!Pass2024', 'Smb!Pass2024'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -806,6 +808,7 @@ NEAR_MISSES = [
     # review 34: a password in or at a place, said of, not given
     'the password in the config is wrong', 'the password in plain text is bad', 'password in prod: see vault',
     'the secret in .env is DB_PASSWORD', 'the api key in config.py is settings.OPENAI_KEY',
+    'smbclient -U CORP\\jdoe //fs01/share', "secret_key_base: <%= ENV['SECRET_KEY_BASE'] %>",
     'user input, pass it to validate()', 'user bob, pass args[0] here', 'user admin pass --no-verify', 'user tests pass 12/12',
     # the sixth review's: code one item a line after a password's name (not a CSV table), a column's type, measures,
     # names and references in credential columns or literals
