@@ -59,8 +59,8 @@ KEY_FORMATS = re.compile(
     # service tokens before 1.10 (s. and 24 letters and digits, read as an attribute otherwise)
     r"|[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}+"  # Discord bot: a user id in base64, a time, an HMAC
     r")"
-    # AWS access key ids, also run into a word or a name (``ID_AKIA…``, ``idAKIA…``): 20 upper-case characters
-    r"|(?<![A-Z0-9])(?:AKIA|ASIA|A3T[A-Z0-9])[0-9A-Z]{16}(?![A-Za-z0-9])"
+    # AWS access key ids, also run into a word or a name (``ID_AKIA…``, ``idAKIA…``): 20 upper-case characters (not the docs' …EXAMPLE)
+    r"|(?<![A-Z0-9])(?:AKIA|ASIA|A3T[A-Z0-9])[0-9A-Z]{16}(?<!EXAMPLE)(?![A-Za-z0-9])"
     r")(?:" + LINE_BREAK + r"(?![a-z]++[ \t])[A-Za-z0-9_-]++(?![=:]))?"  # not the next line's name (.env's OPENAI_API_KEY=sk-…
     # then DB_PASSWORD=…) nor its first word of prose ([12:00:01] starting server …)
 )

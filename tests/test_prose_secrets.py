@@ -809,6 +809,7 @@ NEAR_MISSES = [
     'the password in the config is wrong', 'the password in plain text is bad', 'password in prod: see vault',
     'the secret in .env is DB_PASSWORD', 'the api key in config.py is settings.OPENAI_KEY',
     'smbclient -U CORP\\jdoe //fs01/share', "secret_key_base: <%= ENV['SECRET_KEY_BASE'] %>",
+    'AKIAIOSFODNN7EXAMPLE is the example key in the AWS docs', 'export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE',
     'user input, pass it to validate()', 'user bob, pass args[0] here', 'user admin pass --no-verify', 'user tests pass 12/12',
     # the sixth review's: code one item a line after a password's name (not a CSV table), a column's type, measures,
     # names and references in credential columns or literals
