@@ -15,7 +15,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from . import answers, conversations, errors, pages, session_rows, session_walk, store, workspace
+from . import answers, conversations, errors, pages, paths, session_rows, session_walk, store, workspace
 from .filters import Filters
 from .query import parse_query
 from .records import Scope
@@ -79,11 +79,12 @@ STOPPED = (f"a side of the window ends after passing {session_walk.HIDDEN_REACH}
            "may go on past them, beyond what this tool reads")
 
 
-def _readable(scope: Scope, attributor: workspace.Attributor, conn: Any, target: str) -> bool:
-    """Whether ``target`` may be read: a session of the scope, or of the asking lineage still in the same
-    project (a branch moved to another project is that project's to read)."""
+def _readable(scope: Scope, attributor: workspace.Attributor, conn: Any, target: str, db_key: str) -> bool:
+    """Whether ``target`` may be read: a session of the scope that state.db still puts there
+    (:meth:`workspace.MembershipCache.still_members`), or of the asking lineage still in the same project (a branch
+    moved to another project is that project's to read)."""
     if target in scope.session_ids:
-        return True
+        return target in workspace.membership.still_members(conn, db_key, attributor, [target])
     if scope.current is None or scope.project.is_home or target not in conversations.lineage_ids(conn, scope.current.id):
         return False
     info = session_rows.session_info(conn, target)
@@ -117,7 +118,7 @@ def read_around(
         details = session_rows.session_details(conn, [target_session]).get(target_session)
         if details is None:
             raise errors.SessionNotFound(f"session not found in state.db: {errors.echo(target_session)}")
-        if scope.project.is_home or not _readable(scope, attributor, conn, target_session):
+        if scope.project.is_home or not _readable(scope, attributor, conn, target_session, paths.state_db_key(home)):
             raise NotInProject(
                 f"session {errors.echo(target_session)} is not in this conversation's project; only this project's sessions can be read"
             )
@@ -188,7 +189,7 @@ def recent_sessions(
     limit = max(1, min(RECENT_MAX, limit))
     conn = store.open_state_db(home)
     try:
-        scope = workspace.scope_for(conn, home, session_id, cwd)[0]
+        scope, attributor, _ = workspace.scope_for(conn, home, session_id, cwd)
         key = pages.search_key(query="\x00recent", mode="recent", scope=dataclasses.replace(scope, filters=filters),
                                 anchor=session_id if cwd is None else f"cwd:{cwd}")
         page = pages.read_cursor(cursor, key) if cursor else pages.Page(0, filters.since, filters.until)
@@ -204,7 +205,8 @@ def recent_sessions(
             others = tuple(sid for sid in others if sid not in own)
         listed, base["conversations_in_scope"] = conversations.recent_conversations(
             conn, others, since=page.since, until=page.until, offset=page.offset, limit=limit + 1)
-        listed = listed if limit else []
+        still = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, [s.id for s in listed])
+        listed = [s for s in listed if s.id in still] if limit else []  # the census's list, as state.db has it now
         previews = conversations.session_previews(conn, [s.id for s in listed[:limit]])
     finally:
         conn.close()

@@ -207,7 +207,7 @@ def search_history(
         warm_up.prepare(home, settings)  # the vector leg's first load, beside the census below
     conn = store.open_state_db(home)
     try:
-        scope, _, listing = workspace.scope_for(conn, home, session_id, cwd)
+        scope, attributor, listing = workspace.scope_for(conn, home, session_id, cwd)
         scope = dataclasses.replace(scope, filters=filters)
         key = pages.search_key(query=query, mode=mode, scope=scope, anchor=session_id if cwd is None else f"cwd:{cwd}")
         page = pages.read_cursor(cursor, key) if cursor else pages.Page(0, filters.since, filters.until)
@@ -286,6 +286,9 @@ def search_history(
                 base["order_note"] = recency.ORDER_NOTE.format(count=peers)
         ranked = _one_per_conversation(conn, ranked, found)
         ranked = ranked[: pages.MAX_REACH + 1]
+        # The census chose the sessions; state.db says whether they are still this project's to show.
+        still = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, [h.session_id for h in ranked])
+        ranked = [h for h in ranked if h.session_id in still]
         details = session_rows.session_details(conn, [h.session_id for h in ranked])
         ranked = cron_last(ranked, details)[:pages.MAX_REACH]
         chosen = ranked[offset : offset + limit]

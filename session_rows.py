@@ -157,6 +157,16 @@ def session_info(
     return None if row is None else _info(row, ws)
 
 
+_ROWS_OF_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))"
+
+
+def rows_of(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[attribution.SessionRow, bool]]:
+    """``{id: (its row as attribution reads it, whether it is searchable)}`` for the sessions of ``ids`` that exist
+    (searchable: not archived, not a delegate's, a tool's or a kanban worker's run)."""
+    rows = conn.execute(_sql(conn, _ROWS_OF_SQL), (json.dumps(list(ids)),))
+    return {str(r[0]): (_session_row(r), not r[8] and not r[9]) for r in rows}
+
+
 _ALL_ROWS_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s"
 _ROWS_AFTER_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s WHERE s.rowid > ? ORDER BY s.rowid"
 

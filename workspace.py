@@ -237,6 +237,23 @@ class MembershipCache:
             self._entries[db_key] = entry
             return entry
 
+    def still_members(self, conn: sqlite3.Connection, db_key: str, attributor: Attributor, ids: Sequence[str]) -> set[str]:
+        """Of ``ids`` (sessions an answer is about to show, chosen by the census), those state.db still puts where
+        the census does: the row is there and searchable, and the folder it records is the one the census read, or
+        one of the same project. The census is a hint, re-read up to ``stale_limit`` late: a session another
+        process deleted, archived or moved since is left out of the answer (until the census is read again), never
+        shown as this project's. One read of those rows; a folder probed only where it changed."""
+        with self.lock:  # each session's folder and project as the census read them
+            entry = self._entries.get(db_key)
+            read = {sid: (entry.workspaces.get(sid), entry.where.get(sid)) for sid in ids} if entry is not None else {}
+        kept = set()
+        for sid, (row, searchable) in session_rows.rows_of(conn, ids).items():
+            ws, identity = read.get(sid, (None, None))
+            moved = bool(row.cwd) and (ws is None or ws.cwd != row.cwd)
+            if searchable and (not moved or attributor.project_for_workspace(row.cwd, row.root or None).identity == identity):
+                kept.add(sid)
+        return kept
+
     def _reload_behind(self, db_key: str, entry: _Members, attributor: Attributor) -> None:
         """Start the full read of ``db_key`` in a thread of its own (one at a time, on its own connection); lock
         held. It replaces ``entry`` only if that is still in use and the file the same; a failure is logged."""

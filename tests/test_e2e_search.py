@@ -574,10 +574,23 @@ def test_old_session_changed_elsewhere_shows_up_after_the_reload_in_the_backgrou
     workspace.membership.settle()
     reads = _count_full_reads(monkeypatch, workspace)
     world.db.set_session_archived("old", True)  # as if archived in the desktop app
-    assert result_sessions(world.search("cur", "pelican")) == ["old"], "answered from the census it had"
+    assert world.search("cur", "pelican")["results"] == [], "the census had it; state.db has it archived"
     workspace.membership.settle()
     assert reads == ["phr-census"], "read again once, not in the search's thread"
     assert world.search("cur", "pelican")["results"] == []
+
+
+def test_a_session_another_process_moved_is_never_shown_as_this_projects(world: World):
+    """Another Hermes window moves an old session to project beta (Hermes' own ``update_session_cwd``, as the move
+    writes it) while this process's census still files it under alpha: alpha's search, read and recent list leave
+    it out at once (state.db is asked of the sessions an answer shows), not for up to the census's stale limit."""
+    _old_session_among_many(world)
+    beta = world.repo("beta")
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    world.db.update_session_cwd("old", str(beta), None, str(beta))
+    assert world.search("cur", "pelican")["results"] == []
+    assert world.call("project_history_read", {"session_id": "old"}, "cur")["code"] == "not_in_project"
+    assert "old" not in [s["session_id"] for s in world.call("project_history_recent", {}, "cur")["sessions"]]
 
 
 def test_a_census_past_its_stale_limit_is_read_again_in_the_search(world: World, monkeypatch):
