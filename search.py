@@ -299,7 +299,7 @@ def search_history(
     results = []
     for hit in chosen:
         info, msg = details.get(hit.session_id), rows.get(hit.message_id)
-        if msg is None:  # deleted since it matched
+        if msg is None or msg.session_id != hit.session_id:  # deleted since it matched, or its id handed to another session
             continue
         results.append(
             {
