@@ -157,14 +157,20 @@ def session_info(
     return None if row is None else _info(row, ws)
 
 
-_ROWS_OF_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))"
+# Of the sessions ``?`` (a JSON array), what another process may have changed since the census read them: the folder
+# the row records itself, its git root, and whether it is searchable (``{archived}``: the layout's).
+_RECORDED_SQL = f"""
+SELECT s.id, TRIM(COALESCE(s.cwd, '')), TRIM(COALESCE(s.git_repo_root, '')),
+       NOT COALESCE({{archived}}, 0) AND NOT COALESCE({_DELEGATE}, 0)
+FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))
+"""
 
 
-def rows_of(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[attribution.SessionRow, bool]]:
-    """``{id: (its row as attribution reads it, whether it is searchable)}`` for the sessions of ``ids`` that exist
-    (searchable: not archived, not a delegate's, a tool's or a kanban worker's run)."""
-    rows = conn.execute(_sql(conn, _ROWS_OF_SQL), (json.dumps(list(ids)),))
-    return {str(r[0]): (_session_row(r), not r[8] and not r[9]) for r in rows}
+def recorded(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, str, bool]]:
+    """``{id: (the folder its row records, its git root, whether it is searchable)}`` for the sessions of ``ids`` that
+    exist ("" for none; searchable: not archived, not a delegate's, a tool's or a kanban worker's run). No folder is
+    read from the system prompt here, as the census does for a row without one: a short read a session."""
+    return {str(r[0]): (r[1], r[2], bool(r[3])) for r in conn.execute(_sql(conn, _RECORDED_SQL), (json.dumps(list(ids)),))}
 
 
 _ALL_ROWS_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s"

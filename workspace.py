@@ -247,10 +247,10 @@ class MembershipCache:
             entry = self._entries.get(db_key)
             read = {sid: (entry.workspaces.get(sid), entry.where.get(sid)) for sid in ids} if entry is not None else {}
         kept = set()
-        for sid, (row, searchable) in session_rows.rows_of(conn, ids).items():
+        for sid, (cwd, root, searchable) in session_rows.recorded(conn, ids).items():
             ws, identity = read.get(sid, (None, None))
-            moved = bool(row.cwd) and (ws is None or ws.cwd != row.cwd)
-            if searchable and (not moved or attributor.project_for_workspace(row.cwd, row.root or None).identity == identity):
+            moved = bool(cwd) and (ws is None or ws.cwd != cwd)
+            if searchable and (not moved or attributor.project_for_workspace(cwd, root or None).identity == identity):
                 kept.add(sid)
         return kept
 
