@@ -84,7 +84,7 @@ def _readable(scope: Scope, attributor: workspace.Attributor, conn: Any, target:
     (:meth:`workspace.MembershipCache.still_members`), or of the asking lineage still in the same project (a branch
     moved to another project is that project's to read)."""
     if target in scope.session_ids:
-        return target in workspace.membership.still_members(conn, db_key, attributor, [target])
+        return target in workspace.membership.still_members(conn, db_key, attributor, scope.project.identity, [target])
     if scope.current is None or scope.project.is_home or target not in conversations.lineage_ids(conn, scope.current.id):
         return False
     info = session_rows.session_info(conn, target)
@@ -205,7 +205,8 @@ def recent_sessions(
             others = tuple(sid for sid in others if sid not in own)
         listed, base["conversations_in_scope"] = conversations.recent_conversations(
             conn, others, since=page.since, until=page.until, offset=page.offset, limit=limit + 1)
-        still = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, [s.id for s in listed])
+        still = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, scope.project.identity,
+                                                   [s.id for s in listed])
         listed = [s for s in listed if s.id in still] if limit else []  # the census's list, as state.db has it now
         previews = conversations.session_previews(conn, [s.id for s in listed[:limit]])
     finally:

@@ -287,7 +287,8 @@ def search_history(
         ranked = _one_per_conversation(conn, ranked, found)
         ranked = ranked[: pages.MAX_REACH + 1]
         # The census chose the sessions; state.db says whether they are still this project's to show.
-        still = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, [h.session_id for h in ranked])
+        still = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, scope.project.identity,
+                                                   [h.session_id for h in ranked])
         ranked = [h for h in ranked if h.session_id in still]
         details = session_rows.session_details(conn, [h.session_id for h in ranked])
         ranked = cron_last(ranked, details)[:pages.MAX_REACH]

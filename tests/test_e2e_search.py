@@ -593,6 +593,34 @@ def test_a_session_another_process_moved_is_never_shown_as_this_projects(world: 
     assert "old" not in [s["session_id"] for s in world.call("project_history_recent", {}, "cur")["sessions"]]
 
 
+def test_a_move_made_by_another_chat_during_a_search_leaves_its_results(world: World, monkeypatch):
+    """A gateway serves two chats in one process: one moves its session to beta while the other's search, read or
+    recent list is under way. The move voids the census (``membership.invalidate``); the other answer still shows
+    alpha's sessions as state.db has them (every session whose row records a folder was left out: no results, a
+    read refused as ``not_in_project``, an empty recent list)."""
+    _old_session_among_many(world)
+    beta = world.repo("beta")
+    world.session("mover", (world.work / "alpha").resolve(), messages=[("user", "hi")])
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    lexical = sys.modules["hermes_plugins.project_history_recall.lexical"]
+    conversations = sys.modules["hermes_plugins.project_history_recall.conversations"]
+    session_rows = sys.modules["hermes_plugins.project_history_recall.session_rows"]
+
+    def moving(real):
+        def during(*args, **kw):
+            world.db.update_session_cwd("mover", str(beta), None, str(beta))  # as the move writes it
+            _plugin_store().membership.invalidate()  # the other chat's move, at this moment
+            return real(*args, **kw)
+        return during
+
+    monkeypatch.setattr(lexical, "search", moving(lexical.search))
+    monkeypatch.setattr(conversations, "recent_conversations", moving(conversations.recent_conversations))
+    monkeypatch.setattr(session_rows, "session_details", moving(session_rows.session_details))
+    assert result_sessions(world.search("cur", "pelican")) == ["old"]
+    assert world.call("project_history_read", {"session_id": "old"}, "cur").get("code") is None
+    assert "old" in [s["session_id"] for s in world.call("project_history_recent", {}, "cur")["sessions"]]
+
+
 def test_a_census_past_its_stale_limit_is_read_again_in_the_search(world: World, monkeypatch):
     """However seldom a process searches, a change to an old session shows up within ``stale_limit``."""
     workspace = _plugin_store()
