@@ -76,8 +76,10 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
         found = index_check.lacking(conn, vectors, scope, key)
         passed: list[int] = []  # too long for a search
         pending = (vector_index.PendingMessage(*m) for m in found.pending)
-        stored = vectors.add(pending, deadline=time.monotonic() + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS,
+        started = time.monotonic()  # one budget for what is lacking and for stale hits below
+        stored = vectors.add(pending, deadline=started + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS,
                              passed=passed, history=history)
+        left = INDEX_BUDGET_S - (time.monotonic() - started)
         missing, total, long = index_check.left(conn, vectors, scope, key, found, stored, passed)
         if missing <= 0:
             index_check.complete(vectors, scope, key, found.top, found.marks, history)
@@ -117,10 +119,11 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
             return sorted([*raw, *[h for h in own if h.message_id not in live][:per_session]], key=lambda h: -h.score)
 
         # A stale vector costs an embedding now, not the answer: a message of this scope whose text (or session)
-        # changed is embedded again and the search looked at again (another scope's waits for its own search).
+        # changed is embedded again, in what is left of the budget, and the search looked at again (another scope's
+        # waits for its own search).
         hits, stale = confirmed(conn, vectors, nearest())
         again = (vector_index.PendingMessage(*m) for m in stale if m[1] in scope.session_ids)
-        if vectors.add(again, deadline=time.monotonic() + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS, history=history):
+        if vectors.add(again, deadline=time.monotonic() + left, longest=vector_index.EMBED_CHUNKS, history=history):
             hits = confirmed(conn, vectors, nearest())[0]
         copies = store.context_copies(conn, scope, [h.message_id for h in hits])  # still the conversation's context
         hits = [h for h in hits if h.message_id not in copies]

@@ -129,6 +129,27 @@ def test_a_message_edited_to_the_question_is_found_by_the_first_search_that_meet
     assert result_sessions(answer)[:1] == ["p2"] and "kestrel" in answer["results"][0]["snippet"], answer
 
 
+def test_embedding_a_stale_hit_again_stays_within_the_searchs_indexing_budget(p_and_q: World, monkeypatch):
+    """A search spends ``INDEX_BUDGET_S`` on what the index lacks; a stale hit met afterwards is embedded again only
+    within what is left of it: it had a budget of its own, so a search of a partial index with a remote provider
+    spent twice the indexing time (and sent the edited text on top)."""
+    world = p_and_q
+    world.session("p2", world.paths["p"], messages=[("user", "lunch plans for friday")])
+    assert world.search("cur", "lunch plans", mode="semantic")["semantic_status"] == "ready"
+    checkpointed(world)
+    with closing(sqlite3.connect(world.home / "state.db")) as conn:
+        conn.execute("UPDATE messages SET content = 'the kestrel deploy uses blue green switching' WHERE session_id = 'p2'")
+        conn.commit()
+    world.session("p9", world.paths["p"], messages=[("user", f"note {i} about the release train") for i in range(200)])
+    monkeypatch.setattr(plugin("vector_leg"), "INDEX_BUDGET_S", 0.3)
+    world.server.delay = 0.25
+    world.server.requests.clear()
+    answer = world.search("cur", "kestrel deploy blue green", mode="semantic", limit=10)
+    assert answer["semantic_status"] == "partial", answer
+    sent = [t for r in world.server.requests for t in r["body"]["input"]]
+    assert not any("switching" in t for t in sent), "embedded past the search's indexing budget"
+
+
 # -- files we write are never trusted ---------------------------------------------------------------------------
 
 
