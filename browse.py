@@ -205,14 +205,16 @@ def recent_sessions(
             others = tuple(sid for sid in others if sid not in own)
         listed, base["conversations_in_scope"] = conversations.recent_conversations(
             conn, others, since=page.since, until=page.until, offset=page.offset, limit=limit + 1)
+        # Pages count the census's list: one left out below leaves this page short, not the next page unreachable.
+        more, listed = len(listed) > limit and page.offset + limit < pages.MAX_REACH, listed[:limit]
         still = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, scope.project.identity,
                                                    [s.id for s in listed])
-        listed = [s for s in listed if s.id in still] if limit else []  # the census's list, as state.db has it now
-        previews = conversations.session_previews(conn, [s.id for s in listed[:limit]])
+        listed = [s for s in listed if s.id in still]  # the census's list, as state.db has it now
+        previews = conversations.session_previews(conn, [s.id for s in listed])
     finally:
         conn.close()
     out = []
-    for entry in listed[:limit]:
+    for entry in listed:
         first, last = previews.get(entry.id, ("", ""))
         out.append({
             "session_id": entry.id,
@@ -228,10 +230,10 @@ def recent_sessions(
         })
     base["sessions"] = out
     base["notice"] = answers.HISTORY_NOTICE
-    if not out:
+    if not out and not more:
         base["message"] = "No more sessions" if page.offset else "No other sessions in this project" + (
             " in that time window" if filters.since is not None or filters.until is not None else "")
-    if len(listed) > limit and page.offset + limit < pages.MAX_REACH:
+    if more:
         base["next_cursor"] = pages.make_cursor(key, dataclasses.replace(page, offset=page.offset + limit))
     return base
 

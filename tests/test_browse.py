@@ -635,6 +635,24 @@ def test_recent_pages_reach_50_sessions_without_repeats(many: World):
     assert other["success"] is False and other["code"] == "bad_argument", "a cursor belongs to its own filters"
 
 
+def test_recent_pages_go_on_past_a_session_archived_elsewhere(world: World):
+    """The desktop archives a conversation on the first page while this process's census still lists it: the pages
+    still reach every other conversation, once each (the page fetched one past its limit to tell whether more
+    follow; the archived one left out, that one filled its place and no next_cursor was given: the rest unreachable)."""
+    alpha = world.repo("alpha")
+    base = time.time() - 3600
+    for i in range(15):
+        world.session(f"s{i:02d}", alpha)
+        world.db.append_message(f"s{i:02d}", "user", f"question {i}", timestamp=base + 60 * i)
+    for i in range(70):  # out of the window of newest sessions the census reads again on every call
+        world.session(f"filler{i}", None, source="telegram")
+    world.session("cur", alpha, style="cli", messages=[("user", "what is new?")])
+    assert pages(world, {"limit": 5})[0] == ["s14", "s13", "s12", "s11", "s10"]
+    world.db.set_session_archived("s12", True)  # as the desktop app does
+    flat = [sid for page in pages(world, {"limit": 5}) for sid in page]
+    assert flat == [f"s{i:02d}" for i in reversed(range(15)) if i != 12], flat
+
+
 def test_recent_pages_of_another_size_stop_at_50_sessions(many: World):
     """With a page size that does not divide 50, the last page must stop at the 50th session.
 
