@@ -206,7 +206,8 @@ def recent_sessions(
         listed, base["conversations_in_scope"] = conversations.recent_conversations(
             conn, others, since=page.since, until=page.until, offset=page.offset, limit=limit + 1)
         # Pages count the census's list: one left out below leaves this page short, not the next page unreachable.
-        more, listed = len(listed) > limit and page.offset + limit < pages.MAX_REACH, listed[:limit]
+        more = len(listed) > limit and page.offset + limit < pages.MAX_REACH
+        listed = listed[:limit]
         still = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, scope.project.identity,
                                                    [s.id for s in listed])
         listed = [s for s in listed if s.id in still]  # the census's list, as state.db has it now
