@@ -156,7 +156,7 @@ VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,64}+)[ \t]*+(?:这
 #: password … to …``): group ``value``, the old one, bare or quoted, which must read strongly (:func:`reads_strongly`;
 #: not ``from MySQL57 to Postgres16``, ``从 Rule2024a 换成 …``); :func:`listed` takes the new one after it.
 CHANGE_LABEL = r"(?i)(?:password|passwd|pwd|密码|密碼|口令)"
-CHANGED_FROM = re.compile(CHANGE_LABEL + r"(?:[^\n]{0,40}?(?:from|从|從|由)[ \t]*+|[ \t]++)[\"'`「]?(?P<value>[!#-&(-_a-~]{6,64}+)"
+CHANGED_FROM = re.compile(CHANGE_LABEL + r"(?:[^\n]{0,40}?(?:from|从|從|由)[ \t]*+(?:\r?\n[ \t]*+)?|[ \t]++)[\"'`「]?(?P<value>[!#-&(-_a-~]{6,64}+)"
                           r"(?=[\"'`」]?(?:[ \t]++(?:to|->|→)|[ \t]*+(?:改|换|換)(?:成|为|為)))")
 #: ``pass`` as a password's label (``the root pass is …``, ``pass for the vpn is …``, ``pass for wifi: …``, after a login's user ``user bob, pass …``), which
 #: :data:`secret_patterns.LABELLED` leaves to code (Python's ``pass``): the value must read strongly (:func:`reads_strongly`), not a cost's ``O(n^2)``.
