@@ -409,13 +409,16 @@ def _password_name(name: str) -> bool:
     return name.lower().endswith(patterns.PASSWORD_ENDINGS) or _name_segments(name)[-1:] == ["pass"]
 
 
-def _names_something(value: str) -> bool:
+def _names_something(value: str, password: bool = False) -> bool:
     """Whether ``value`` names something (a path, a constant, an algorithm, ``bearer-token-v2``) rather than being a
     secret: :data:`secret_patterns.NAME_VALUE`, or words and numbers joined by ``-`` ``_`` ``.``, each piece a
-    :data:`secret_patterns.NAME_PIECE` (``hGzPp1nM`` is not: its case and digits change inside a piece)."""
+    :data:`secret_patterns.NAME_PIECE` (``hGzPp1nM`` is not: its case and digits change inside a piece); after a
+    password's label not a generator's passphrase, 3+ Capitalised words and a number joined by ``-`` (``Orange-Tractor-91-Lemon``)."""
     if patterns.NAME_VALUE.fullmatch(value):
         return True
     pieces = re.split(r"[-_.]", value)
+    if password and "_" not in value and "." not in value and sum(p.isalpha() and p.istitle() for p in pieces) >= 3 and any(p.isdigit() for p in pieces):
+        return not all(p.isdigit() or (p.isalpha() and p.istitle()) for p in pieces)
     return len(pieces) > 1 and any(c.isalpha() for c in value) and all(patterns.NAME_PIECE.fullmatch(p) for p in pieces)
 
 
@@ -462,7 +465,7 @@ def _labelled(m: re.Match[str]) -> str:
     if max(label) < "\u0250" or foreign:  # Latin script, or a word for key or token of another
         words = after.lower()
         assigned = (foreign or not label.isascii() or m.group("purpose") is not None) and words[:1] in (":", "=", "：")
-        arrow = words[:2] in ("=>", "->", "..") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace())  # not password-login
+        arrow = words[:2] in ("=>", "->", "..", ". ") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace())  # not password-login
         arrow |= (" " in label or group == "coded") and words[:1] == ":"  # a label no assignment names: api key: …
         assigned |= arrow and prose_secrets.reads_as_password(value, REDACTED) and not re.search("[\"'()\\[\\]{}<>|`]", value)
         # a password's label right before its value, after a login's user or a clause (username admin password …, user
@@ -472,12 +475,14 @@ def _labelled(m: re.Match[str]) -> str:
         if (paren or not words and joiner[:1].isspace()) and re.search(r"\d", value) and prose_secrets.reads_as_password(value, REDACTED):
             before = _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1))
             assigned = label.lower() in patterns.FOREIGN_PASSWORD_LABELS or (_password_name(label) and (paren or (
-                before is not None and (before[1] is not None or prose_secrets.reads_strongly(m.group(group))))))
+                before is not None and (before[1] is not None or prose_secrets.reads_strongly(m.group(group)))))) or label[:3].lower() == "wpa"
+        # a TOTP seed after its label and a space (TOTP secret JBSWY3DPEHPK3PXP, 2FA secret …): base32, 16+ characters
+        assigned |= not words and re.fullmatch("[A-Z2-7]{16,}+=*+", value) is not None and _OTP_BEFORE.search(m.string, max(m.start(1) - 20, 0), m.start(1)) is not None
         if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
         password = _password_name(label) or label.lower() in patterns.FOREIGN_PASSWORD_LABELS
         passphrase = password and _passphrase(value, m.string, start + len(value))
-        if not (passphrase or re.search(r"[0-9!-/:-@\[-`{-~]", value)) or _names_something(value):
+        if not (passphrase or re.search(r"[0-9!-/:-@\[-`{-~]", value)) or _names_something(value, password):
             return m.group(0)  # prose, or a name (the private key is id_ed25519)
     elif patterns.CJK_NAME_VALUE.fullmatch(value):
         return m.group(0)
@@ -486,6 +491,8 @@ def _labelled(m: re.Match[str]) -> str:
     return _replace(m, start, start + len(value))
 
 
+#: What names a one-time code's seed before its ``secret`` label (``TOTP secret``, ``2FA secret``, ``MFA secret``).
+_OTP_BEFORE = re.compile(r"(?i)(?<![\w-])(?:totp|2fa|mfa|otp)[ \t]++$")
 #: A login's user (group 1) or a clause's comma right before a password's label (``username admin password …``, ``user: root
 #: pwd …``, ``account bob@corp.com pwd …``; ``ssh pi@raspberrypi.local, password …`` when it reads strongly: not ``, password Hashing2024 job``).
 _USER_BEFORE = re.compile(r"(?i)(?:(?<![\w-])((?:user(?:name)?|login|account)[ \t]*+[:=：]?[ \t]*+[\w.@-]{1,64}+[ \t,，]++)|[,，;；][ \t]*+)$")
@@ -509,7 +516,7 @@ def _plainly_a_password(value: str, label: str) -> bool:
     (``(stored in vault)``); or is a mail server's 授权码 (16 lower-case letters)."""
     if label in ("授权码", "授權碼") and re.fullmatch("[a-z]{16}", value):
         return True
-    return (prose_secrets.reads_as_password(value, REDACTED) and not _names_something(value)
+    return (prose_secrets.reads_as_password(value, REDACTED) and not _names_something(value, _password_name(label))
             and not patterns.CJK_NAME_VALUE.fullmatch(value) and code_secrets.EMAIL.fullmatch(value) is None
             and re.search(r"[\s`=]|^[(\[{<]", value) is None and not re.fullmatch(r"[A-Za-z_.-]++@[A-Za-z_.-]++", value))
 

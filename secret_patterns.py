@@ -429,14 +429,14 @@ _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律
 LABELLED = re.compile(
     r"(?i)((?:" + _SCRIPT_LABELS + r")|(?<![A-Za-z0-9_])(?:APIキー|API ?키"
     r"|password|passwd|passphrase|passcode|pwd|pw|sk|" + _FOREIGN_LABELS +
-    r"|(?:api|access|secret|private)[ _-]?key|secret|(?<!max )(?<!min )token))"
+    r"|(?:api|access|secret|private|wpa[23]?)[ _-]?key|secret|(?<!max )(?<!min )token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|in|at|to|für|von|zur|zum|pour|de|du|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?(?:[\w.-]{1,30}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")"
     r"(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now|ist|war|lautet|est|es|era)(?![\w.-]))(?:[\w-]{1,30}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")){0,2}(?=[\s:：=\"”(（])"
     r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：])|[ \t]++(?:nueva|nuevo|nova|novo|nuova|nuovo|mới|actual|wifi)(?![\w-])"
     r"|[，,][ \t]*+[^\s，,。的]{1,20}+[ \t]*+的(?=[是为為]))?"
     r"[\"”】\]]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
-    r"|is|was|['’]s|ist|war|lautet|est|c'est|c’est|es|era|é|è|là|still|currently|—|-|…{1,2}+|\.{3,}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
+    r"|is|was|['’]s|ist|war|lautet|est|c'est|c’est|es|era|é|è|là|still|currently|—|-|…{1,2}+|\.{3,}+|(?:\.[ \t]){3,}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
     r"(?:```[\w+-]{0,20}+[ \t]*+\r?\n[ \t]*+)?)"
     r"(?:([\"'“「『【《`])([^\"'”」』】》`\n]{1,200})[\"'”」』】》`]|[(（\[][ \t]?+(?P<paren>[^()（）\[\]\s]{4,200}+)[ \t]?+[)）\]]|(?!<(?:code|kbd)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,200}+)"
     r"|<(?:code|kbd)>(?P<coded>[^<>\n]{1,200}+)</(?:code|kbd)>)"

@@ -800,11 +800,23 @@ SENT_BEFORE = [
     ('username deploy pass Dpl#Key2024', 'Dpl#Key2024'),
     # review 34: smbclient's user after its domain
     ("$ smbclient -U 'CORP\\jdoe%Smb!Pass2024' //fs01/share", 'Smb!Pass2024'), ('smbclient //fs01/share -U corp\\\\jdoe%Smb!Pass2024', 'Smb!Pass2024'),
+    # review 35: a TOTP seed or a Wi-Fi key after its label and a space, a generator's passphrase, a spaced dot leader,
+    # a change across a line break, vault's password=- read from a pipe
+    ('TOTP secret JBSWY3DPEHPK3PXP', 'JBSWY3DPEHPK3PXP'), ('2FA secret JBSWY3DPEHPK3PXQ for the admin account', 'JBSWY3DPEHPK3PXQ'),
+    ('Wi-Fi: SSID CorpNet, WPA2 key Corp#Net2024', 'Corp#Net2024'), ('WPA key: Home#Wifi2024', 'Home#Wifi2024'),
+    ('the password is Orange-Tractor-91-Lemon', 'Orange-Tractor-91-Lemon'),
+    ('my vpn password is now Green-Anchor-77-Stone', 'Green-Anchor-77-Stone'),
+    ('password . . . . Hz2024abcXk9', 'Hz2024abcXk9'), ('I changed the db password from\nOld!Pass2023 to New!Pass2024', 'Old!Pass2023'),
+    ("echo 'Vlt!Pw2025' | vault login -method=userpass username=bob password=-", 'Vlt!Pw2025'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 35: a TOTP secret or a WPA2 key spoken of, names joined by - after other labels or verbs, a spaced dot leader
+    "TOTP secret rotation is done quarterly", "WPA2 key management uses 802.1X", "the branch is feature-login-2",
+    "we use bearer-token-v2 now", "passwords are Argon2-hashed", "the password is Argon2-hashed", "the token is bearer-token-v2",
+    "the release is Silver-Falcon-2", "password . . . . . . . OK", "the password is Vault-Prod-2",
     # review 34: a password in or at a place, said of, not given
     'the password in the config is wrong', 'the password in plain text is bad', 'password in prod: see vault',
     'the secret in .env is DB_PASSWORD', 'the api key in config.py is settings.OPENAI_KEY',
