@@ -484,13 +484,15 @@ def _labelled(m: re.Match[str]) -> str:
         passphrase = password and _passphrase(value, m.string, start + len(value))
         if not (passphrase or re.search(r"[0-9!-/:-@\[-`{-~]", value)) or _names_something(value, password):
             return m.group(0)  # prose, or a name (the private key is id_ed25519)
-    elif patterns.CJK_NAME_VALUE.fullmatch(value):
-        return m.group(0)
+    elif patterns.CJK_NAME_VALUE.fullmatch(value) or (value.isalpha() and _PLACE_AFTER.match(m.string, start + len(value))):
+        return m.group(0)  # an algorithm, or where it is kept (パスワードは Vault に保存, 密码是 Vault 里的)
     if _weakly_labelled(m, after) and not _plainly_a_password(value, label):
         return m.group(0)  # what it uses or is (密码也是 bcrypt 哈希的, Set max token to 4096), not a value
     return _replace(m, start, start + len(value))
 
 
+#: A CJK particle or word of place after a word (``Vault に``, ``Bitwarden で``, ``Vault 里``; not ``に変更``, ``です``): where it is kept.
+_PLACE_AFTER = re.compile(r"[ \t]*+(?:に(?!変|な)|で(?!す|し)|へ|里|裡)")
 #: What names a one-time code's seed before its ``secret`` label (``TOTP secret``, ``2FA secret``, ``MFA secret``).
 _OTP_BEFORE = re.compile(r"(?i)(?<![\w-])(?:totp|2fa|mfa|otp)[ \t]++$")
 #: A login's user (group 1) or a clause's comma right before a password's label (``username admin password …``, ``user: root
