@@ -116,10 +116,10 @@ USER_SLASH = re.compile(r"/[ \t]*+(?=[^\s/，,。]{0,63}?[!@#$^&?])(?P<value>[^\
 SLASH_USER = re.compile(r"(?<![\w./:@-])(?!(?:feature|feat|fix|bugfix|hotfix|release|origin|upstream|refs|heads|tags|remotes)[ \t]*+$)"
                         r"[a-z][a-z0-9_.-]{0,31}+[ \t]*+$")
 #: A user and password given as flags of a command (``mongo -u admin -p 'Sup3r$ecret9'``, ``smbclient -U
-#: bob%Sup3rS3cretPw`` or ``'CORP\\bob%…'``, ``lftp -u bob,Sup3rS3cretPw``); the password goes when it reads as one (``docker run -u
+#: bob%Sup3rS3cretPw`` or ``'CORP\\bob%…'``, ``lftp -u bob,Sup3rS3cretPw``, ``az login -u http://app -p …``); the password goes when it reads as one (``docker run -u
 #: 1000:1000 -p 8080:80`` and ``mysql -u root -p shop`` keep theirs). Groups: ``q`` the quote, ``value``.
 USER_PASS_FLAGS = re.compile(
-    r"(?<![A-Za-z0-9_-])(?:-u|-U|--user|--username)(?:[ \t]++|=)[\"']?(?:[A-Za-z0-9_.@-]{1,64}+[\"']?[ \t]++"
+    r"(?<![A-Za-z0-9_-])(?:-u|-U|--user|--username)(?:[ \t]++|=)[\"']?(?:[A-Za-z0-9_.@:/-]{1,64}+[\"']?[ \t]++"
     r"(?:-p(?:[ \t]++)?|--pass(?:word)?(?:[ \t]++|=))(?![/~.$])|(?:[\w.-]{1,30}+\\{1,2}+)?[A-Za-z0-9_.@-]{1,64}+[%,])"
     r"(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
 )

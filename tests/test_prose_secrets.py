@@ -808,6 +808,10 @@ SENT_BEFORE = [
     ('my vpn password is now Green-Anchor-77-Stone', 'Green-Anchor-77-Stone'),
     ('password . . . . Hz2024abcXk9', 'Hz2024abcXk9'), ('I changed the db password from\nOld!Pass2023 to New!Pass2024', 'Old!Pass2023'),
     ("echo 'Vlt!Pw2025' | vault login -method=userpass username=bob password=-", 'Vlt!Pw2025'),
+    # review 35: a word after a CJK label and です or に変更 is the password, not where it is kept
+    ('パスワードは qwzkxmvbnl に変更しました', 'qwzkxmvbnl'), ('パスワードは qwzkxmvbnl です', 'qwzkxmvbnl'),
+    # review 35: a service principal's web address as az login's user
+    ('az login --service-principal -u http://app -p Az!Sp2024xyz --tenant t', 'Az!Sp2024xyz'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -817,6 +821,9 @@ NEAR_MISSES = [
     "TOTP secret rotation is done quarterly", "WPA2 key management uses 802.1X", "the branch is feature-login-2",
     "we use bearer-token-v2 now", "passwords are Argon2-hashed", "the password is Argon2-hashed", "the token is bearer-token-v2",
     "the release is Silver-Falcon-2", "password . . . . . . . OK", "the password is Vault-Prod-2",
+    # review 35: Terraform's interpolation, where a password is kept said in Japanese or Chinese
+    'db_password = "${var.db_password}"', 'db_password: "${local.db.pw}"', "本番DBのパスワードは Vault に保存しています",
+    "パスワードは Bitwarden で管理", "密码是 Vault 里的",
     # review 34: a password in or at a place, said of, not given
     'the password in the config is wrong', 'the password in plain text is bad', 'password in prod: see vault',
     'the secret in .env is DB_PASSWORD', 'the api key in config.py is settings.OPENAI_KEY',
