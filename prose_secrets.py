@@ -157,7 +157,7 @@ VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,64}+)[ \t]*+(?:这
 #: not ``from MySQL57 to Postgres16``, ``从 Rule2024a 换成 …``); :func:`listed` takes the new one after it.
 CHANGE_LABEL = r"(?i)(?:password|passwd|pwd|密码|密碼|口令)"
 CHANGED_FROM = re.compile(CHANGE_LABEL + r"(?:[^\n]{0,40}?(?:from|从|從|由)[ \t]*+(?:\r?\n[ \t]*+)?|[ \t]++)[\"'`「]?(?P<value>[!#-&(-_a-~]{6,64}+)"
-                          r"(?=[\"'`」]?(?:[ \t]++(?:to|->|→)|[ \t]*+(?:改|换|換)(?:成|为|為)))")
+                          r"(?=[\"'`」]?(?:(?:[ \t]++|[ \t]*+\r?\n[ \t]*+)(?:to|->|→)|[ \t]*+(?:改|换|換)(?:成|为|為)))")
 #: ``pass`` as a password's label (``the root pass is …``, ``pass for the vpn is …``, ``pass for wifi: …``, after a login's user ``user bob, pass …``), which
 #: :data:`secret_patterns.LABELLED` leaves to code (Python's ``pass``): the value must read strongly (:func:`reads_strongly`), not a cost's ``O(n^2)``.
 PASS_LABEL = re.compile(r"(?i)(?:(?<![\w-])(?P<user>user(?:name)?|login)[ \t]*+[:：=]?[ \t]*+[`'\"]?[\w.@-]{1,64}+[`'\"]?[ \t]*+[,，/]?[ \t]*+)?"
@@ -223,7 +223,7 @@ def redact(text: str, redacted: str) -> str:
 #: printable ASCII without ``,`` ``;``.
 _SPARE = r"(?:备用|備用|备份|備份|另一个|另一個|第二个|第二個|新的?|旧的?|舊的?)[ \t]*+[:：是为為]?[ \t]*+"
 LIST_ITEM = re.compile(r"[\"'`”」]?(?:[ \t]*+(?:[、，,；;和及与與或→]|还是|還是|(?P<to>(?:改|换|換)(?:成|为|為)了?))[ \t]*+(?:" + _SPARE + r")?|[ \t]++" + _SPARE
-                       + r"|[ \t]++(?:and|or|(?P<to2>to)|->|=>)[ \t]++|[ \t]*+\r?\n[ \t]*+-[ \t]++)[\"'`“「]?(?P<value>[!-+\--:<-~]{4,64}+)")
+                       + r"|(?:[ \t]++|[ \t]*+\r?\n[ \t]*+(?=to[ \t]))(?:and|or|(?P<to2>to)|->|=>)[ \t]++|[ \t]*+\r?\n[ \t]*+-[ \t]++)[\"'`“「]?(?P<value>[!-+\--:<-~]{4,64}+)")
 #: What ends a list's item: the text's or a line's end, punctuation, CJK text or the next item (not a Latin word: a
 #: clause goes on, ``…, Alice2024 is the user``).
 LIST_ITEM_END = re.compile(r"[ \t]*+(?:$|[^ \tA-Za-z0-9]|(?:and|or)[ \t])")

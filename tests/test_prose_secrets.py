@@ -807,6 +807,7 @@ SENT_BEFORE = [
     ('the password is Orange-Tractor-91-Lemon', 'Orange-Tractor-91-Lemon'),
     ('my vpn password is now Green-Anchor-77-Stone', 'Green-Anchor-77-Stone'),
     ('password . . . . Hz2024abcXk9', 'Hz2024abcXk9'), ('I changed the db password from\nOld!Pass2023 to New!Pass2024', 'Old!Pass2023'),
+    ('I changed the db password from Old!Pass2023\nto New!Pass2024', 'New!Pass2024'),
     ("echo 'Vlt!Pw2025' | vault login -method=userpass username=bob password=-", 'Vlt!Pw2025'),
     # review 35: a word after a CJK label and です or に変更 is the password, not where it is kept
     ('パスワードは qwzkxmvbnl に変更しました', 'qwzkxmvbnl'), ('パスワードは qwzkxmvbnl です', 'qwzkxmvbnl'),
@@ -824,6 +825,7 @@ NEAR_MISSES = [
     # review 35: Terraform's interpolation, where a password is kept said in Japanese or Chinese
     'db_password = "${var.db_password}"', 'db_password: "${local.db.pw}"', "本番DBのパスワードは Vault に保存しています",
     "パスワードは Bitwarden で管理", "密码是 Vault 里的",
+    "password storage moved from MySQL57\nto Postgres16",
     # review 34: a password in or at a place, said of, not given
     'the password in the config is wrong', 'the password in plain text is bad', 'password in prod: see vault',
     'the secret in .env is DB_PASSWORD', 'the api key in config.py is settings.OPENAI_KEY',
