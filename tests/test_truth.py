@@ -115,16 +115,21 @@ def test_a_hit_whose_text_changed_since_it_was_embedded_is_dropped_and_embedded_
     assert result_sessions(again)[:1] == ["p2"], "the new text was embedded and is found by meaning"
 
 
-def test_a_message_edited_to_the_question_is_found_by_the_first_search_that_meets_its_old_vector(p_and_q: World):
-    """A stale vector costs an embedding, not the answer: the search that drops it embeds the new text at once and
-    looks again, so the first semantic search after the edit finds the message by what it says now."""
-    world = p_and_q
+def _indexed_then_edited(world: World) -> World:
+    """p2's message indexed as lunch plans, then edited in place to the kestrel deploy (its old vector stays)."""
     world.session("p2", world.paths["p"], messages=[("user", "lunch plans for friday")])
     assert world.search("cur", "lunch plans", mode="semantic")["semantic_status"] == "ready"
     checkpointed(world)
     with closing(sqlite3.connect(world.home / "state.db")) as conn:
         conn.execute("UPDATE messages SET content = 'the kestrel deploy uses blue green switching' WHERE session_id = 'p2'")
         conn.commit()
+    return world
+
+
+def test_a_message_edited_to_the_question_is_found_by_the_first_search_that_meets_its_old_vector(p_and_q: World):
+    """A stale vector costs an embedding, not the answer: the search that drops it embeds the new text at once and
+    looks again, so the first semantic search after the edit finds the message by what it says now."""
+    world = _indexed_then_edited(p_and_q)
     answer = world.search("cur", "kestrel deploy blue green", mode="semantic", limit=10)
     assert result_sessions(answer)[:1] == ["p2"] and "kestrel" in answer["results"][0]["snippet"], answer
 
@@ -133,13 +138,7 @@ def test_embedding_a_stale_hit_again_stays_within_the_searchs_indexing_budget(p_
     """A search spends ``INDEX_BUDGET_S`` on what the index lacks; a stale hit met afterwards is embedded again only
     within what is left of it: it had a budget of its own, so a search of a partial index with a remote provider
     spent twice the indexing time (and sent the edited text on top)."""
-    world = p_and_q
-    world.session("p2", world.paths["p"], messages=[("user", "lunch plans for friday")])
-    assert world.search("cur", "lunch plans", mode="semantic")["semantic_status"] == "ready"
-    checkpointed(world)
-    with closing(sqlite3.connect(world.home / "state.db")) as conn:
-        conn.execute("UPDATE messages SET content = 'the kestrel deploy uses blue green switching' WHERE session_id = 'p2'")
-        conn.commit()
+    world = _indexed_then_edited(p_and_q)
     world.session("p9", world.paths["p"], messages=[("user", f"note {i} about the release train") for i in range(200)])
     monkeypatch.setattr(plugin("vector_leg"), "INDEX_BUDGET_S", 0.3)
     world.server.delay = 0.25
