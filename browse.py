@@ -83,8 +83,9 @@ def _readable(scope: Scope, attributor: workspace.Attributor, conn: Any, target:
     """Whether ``target`` may be read: a session of the scope that state.db still puts there
     (:meth:`workspace.MembershipCache.still_members`), or of the asking lineage still in the same project (a branch
     moved to another project is that project's to read)."""
-    if target in scope.session_ids:
-        return target in workspace.membership.still_members(conn, db_key, attributor, scope.project.identity, [target])
+    if target in scope.session_ids:  # the asking session's own archive (``scope.live``) whatever it is
+        return target == scope.live or target in workspace.membership.still_members(conn, db_key, attributor,
+                                                                                    scope.project.identity, [target])
     if scope.current is None or scope.project.is_home or target not in conversations.lineage_ids(conn, scope.current.id):
         return False
     info = session_rows.session_info(conn, target)

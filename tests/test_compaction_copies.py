@@ -155,3 +155,21 @@ def test_a_turn_that_only_called_tools_is_no_copy_of_another(world: World):
     world.say("C", "assistant", "", tool_calls=[{"name": "read_file", "arguments": "{\"path\": \"README.md\"}"}])
     answer = world.search("C", "kubectl rollout restart quokka-api", mode="keyword", limit=5)
     assert result_sessions(answer) == ["C"], answer
+
+
+def test_a_delegate_finds_what_a_compaction_in_place_archived_of_its_own_run(world: World):
+    """A delegate's run is never another session's history, but what a compaction in place archived of its own run
+    left its context and is searched, as for any asking session: the check of an answer's sessions against state.db
+    (which leaves delegates' runs out) does not apply to the asking session itself."""
+    repo = world.repo("alpha")
+    world.session("P", repo, style="cli", messages=[("user", "build the release")])
+    world.delegate("P", "D", messages=[("user", "find where the wheels are kept"),
+                                       ("assistant", "the CI cache holds the wheels of every build")])
+    world.db.archive_and_compact("D", [
+        {"role": "user", "content": "[CONTEXT COMPACTION \u2014 REFERENCE ONLY] the CI cache was discussed."},
+        {"role": "user", "content": "go on"}])
+    world.say("D", "user", "where were the wheels again?")
+    answer = world.search("D", "CI cache wheels", mode="keyword")
+    assert result_sessions(answer) == ["D"], answer
+    read = world.call("project_history_read", {"session_id": "D", "message_id": answer["results"][0]["message_id"]}, "D")
+    assert read.get("success"), read
