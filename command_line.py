@@ -110,8 +110,15 @@ def _say(text: str, stream: TextIO) -> None:
     _emit(render.for_terminal(text), stream)
 
 
+#: DEL and the C1 controls as JSON escapes (``\\u009b``): a terminal reads ``\\x9b`` as ESC ``[``.
+_C1_ESCAPES = {c: f"\\u{c:04x}" for c in range(0x7F, 0xA0)}
+
+
 def _as_json(payload: Any) -> str:
-    return json.dumps(payload, indent=2, ensure_ascii=False, default=str)
+    """``payload`` as JSON, its text as it is but for DEL and the C1 controls, escaped as JSON escapes C0's, so that
+    history cannot move the cursor or clear the screen through them either; a program reading the JSON gets the same
+    values."""
+    return json.dumps(payload, indent=2, ensure_ascii=False, default=str).translate(_C1_ESCAPES)
 
 
 @contextmanager

@@ -501,7 +501,7 @@ HOSTILE_SHOWN = ("pytest run: \\x1b[31mFAILED\\x1b[0m test_>>>refund<<< \\x1b]0;
 def test_control_characters_in_history_reach_the_terminal_escaped(two: World, capsys):
     """A stored message's escape sequences were printed raw by the command line's search and in /history-search
     and /history-read: a search could retitle the terminal, write the clipboard or clear the screen. Newlines and
-    tabs stay; --json is unchanged (JSON escapes them)."""
+    tabs stay; --json keeps the values (JSON escapes C0; DEL and C1 are escaped the same way)."""
     two.session("a_log", two.paths["alpha"], messages=[("user", "run the tests"), ("tool", HOSTILE_LOG)])
     alpha = str(two.paths["alpha"])
     code, out, err = run_cli(capsys, "search", "refund rounding", "--mode", "keyword", "--cwd", alpha)
@@ -509,6 +509,7 @@ def test_control_characters_in_history_reach_the_terminal_escaped(two: World, ca
     assert HOSTILE_SHOWN in out and "\x1b" not in out and "\x07" not in out and "\x9b" not in out and "\r" not in out
     code, out, _ = run_cli(capsys, "search", "refund rounding", "--mode", "keyword", "--cwd", alpha, "--json")
     assert code == 0 and json.loads(out)["results"][0]["snippet"].startswith("pytest run: \x1b[31mFAILED")
+    assert "\x9b" not in out and "\\u009b2J" in out and "\x9b2J" in json.loads(out)["results"][0]["snippet"], out
     found = slash("history-search", "refund rounding --mode keyword")
     assert HOSTILE_SHOWN in found and "\x1b" not in found
     read = slash("history-read", "a_log")
