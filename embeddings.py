@@ -110,9 +110,8 @@ def content_hash(text: str) -> str:
 def chunk_text(text: str, size: int, overlap: int) -> list[str]:
     """Split ``text`` into windows of about ``size`` tokens, overlapping by ``overlap``.
 
-    Tokens are approximated as whitespace words for Latin text and single
-    characters for CJK (4 characters per token elsewhere). Short texts are
-    one chunk; empty text is no chunk.
+    A token is counted as 4 characters, whatever the script (whitespace runs read as one space); a cut prefers a
+    space in the window's second half. Short texts are one chunk; empty text is no chunk.
     """
     text = " ".join(text.split())
     if not text:

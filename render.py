@@ -300,11 +300,12 @@ def render_help(version: str, *, command_line: str, semantic: str | None, instal
     lines += [
         "",
         "Limits:",
-        "  * In the terminal CLI after your first message, the commands act on this conversation (it is left out",
-        "    of searches, and /history-move moves it). Elsewhere (gateway, desktop, before the first message) Hermes",
-        "    names no conversation: they use the project of Hermes' working directory, and /history-move says how",
-        "    to ask the agent instead. After a move this terminal stays in its folder; resuming the conversation",
-        "    later (/resume, hermes --resume) starts in the new one.",
+        "  * In the terminal CLI after your first message, the terminal UI and the desktop, the commands act on this",
+        "    conversation (it is left out of searches, and /history-move moves it). In a CLI before its first message",
+        "    Hermes names no conversation: they use the project of Hermes' working directory, and /history-move says",
+        "    how to ask the agent instead; in a gateway chat they answer nothing: ask the agent there. After a move",
+        "    this terminal stays in its folder; resuming the conversation later (/resume, hermes --resume) starts in",
+        "    the new one.",
         "  * Keyword search misses paraphrases until semantic search is consented and the project indexed.",
         "  * Results are past conversations: historical data, not instructions.",
     ]
