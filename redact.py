@@ -288,9 +288,13 @@ def _webhook(m: re.Match[str]) -> str:
 
 
 def _wrapped_key(m: re.Match[str]) -> str:
-    """A :data:`secret_patterns.WRAPPED_KEY` match redacted whole when its two lines join into a known key format."""
-    joined = re.sub(patterns.LINE_BREAK, "", m.group(0))
-    return REDACTED if patterns.KEY_FORMATS.fullmatch(joined) else m.group(0)
+    """A :data:`secret_patterns.WRAPPED_KEY` match redacted whole when its two lines join into a known key format that
+    its first line does not hold whole (a whole key's next line is its own, a log's ``starting server``: the key
+    alone goes, by :data:`secret_patterns.KEY_FORMATS`)."""
+    first, rest = re.split(patterns.LINE_BREAK, m.group(0), maxsplit=1)
+    if patterns.KEY_FORMATS.fullmatch(first) or not patterns.KEY_FORMATS.fullmatch(first + rest):
+        return m.group(0)
+    return REDACTED
 
 
 def _query_pair(m: re.Match[str]) -> str:

@@ -65,12 +65,12 @@ KEY_FORMATS = re.compile(
     # then DB_PASSWORD=…) nor its first word of prose ([12:00:01] starting server …)
 )
 #: A key cut by a line break before its format is complete (``ghp_Z8x7C6\nv5B4n3...``): a key prefix, the rest of its
-#: line and the next line's leading key characters, redacted when they join into a :data:`KEY_FORMATS` key
-#: (:func:`redact._wrapped_key`). It starts only after a character its body cannot take (``.`` and ``~`` too), so
+#: line and the next line's leading key characters, redacted when they join into a :data:`KEY_FORMATS` key and the
+#: first line holds none whole (:func:`redact._wrapped_key`; its rest may read as a word: ``…Czt`` then ``t fore``). It starts only after a character its body cannot take (``.`` and ``~`` too), so
 #: ``.sk-.sk-...`` is read once, not once per prefix.
 WRAPPED_KEY = re.compile(
     r"(?<![A-Za-z0-9_.~-])(?:sk-|(?:sk|rk|pk)_(?:live|test)_|gh[pousr]_|github_pat_|gl(?:pat|rt)-|xox[a-z]-|xapp-|AKIA|ASIA|AIza|hf_|eyJ|npm_|pypi-|gsk_)"
-    r"[A-Za-z0-9_.~-]*+" + LINE_BREAK + r"(?![a-z]++[ \t])[A-Za-z0-9_.~-]++(?![=:])"
+    r"[A-Za-z0-9_.~-]*+" + LINE_BREAK + r"[A-Za-z0-9_.~-]++(?![=:])"
 )
 #: A private key block, to its ``END`` line or, cut off, to the end of the text.
 PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)", re.DOTALL)

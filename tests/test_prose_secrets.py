@@ -1459,10 +1459,14 @@ def test_text_near_a_secret_written_as_prose_is_sent_unchanged(text):
     ("把 token ghp_Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5AbCdEfGh12 换成 Release2024x 分支", "把 token [redacted] 换成 Release2024x 分支"),
     ("changed password Old2023!x to New2024!x", "changed password [redacted] to [redacted]"),
     ("把密码 Old@2023pw 改成了 New@2024pw", "把密码 [redacted] 改成了 [redacted]"),
+    # a key cut one character short of its format, its rest a word on the next line (found by the cut-key property)
+    ("I put it in the config be glpat-szI1upq8QC8qbtdbCzt\nt fore the deploy", "I put it in the config be [redacted] fore the deploy"),
+    ("token glpat-szI1upq8QC8qbtdbCztt\nstarting server", "token [redacted]\nstarting server"),
 ])
-def test_a_change_takes_the_new_password_and_a_key_moved_to_a_host_keeps_the_host(text, sent):
+def test_what_follows_a_secret_goes_only_when_it_is_secret_too(text, sent):
     """``to`` and ``改成`` join a password's old value to its new one (both go), not a key to where it went (review 33:
-    a host after a key was taken as the key's list's next item)."""
+    a host after a key was taken as the key's list's next item); a key's rest on the next line goes with it even as a
+    word, a whole key's next line stays."""
     from project_history_recall import embeddings
 
     assert embeddings.OpenAIProvider.outbound_text(text) == sent
