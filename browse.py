@@ -83,9 +83,8 @@ def _readable(scope: Scope, attributor: workspace.Attributor, conn: Any, target:
     """Whether ``target`` may be read: a session of the scope that state.db still puts there
     (:meth:`workspace.MembershipCache.still_members`), or of the asking lineage still in the same project (a branch
     moved to another project is that project's to read)."""
-    if target in scope.session_ids:  # the asking session's own archive (``scope.live``) whatever it is
-        return target == scope.live or target in workspace.membership.still_members(conn, db_key, attributor,
-                                                                                    scope.project.identity, [target])
+    if target in scope.session_ids:
+        return target in workspace.membership.still_members(conn, db_key, attributor, scope, [target])
     if scope.current is None or scope.project.is_home or target not in conversations.lineage_ids(conn, scope.current.id):
         return False
     info = session_rows.session_info(conn, target)
@@ -209,8 +208,7 @@ def recent_sessions(
         # Pages count the census's list: one left out below leaves this page short, not the next page unreachable.
         more = len(listed) > limit and page.offset + limit < pages.MAX_REACH
         listed = listed[:limit]
-        still = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, scope.project.identity,
-                                                   [s.id for s in listed])
+        still = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, scope, [s.id for s in listed])
         listed = [s for s in listed if s.id in still]  # the census's list, as state.db has it now
         previews = conversations.session_previews(conn, [s.id for s in listed])
     finally:

@@ -286,11 +286,10 @@ def search_history(
                 base["order_note"] = recency.ORDER_NOTE.format(count=peers)
         ranked = _one_per_conversation(conn, ranked, found)
         ranked = ranked[: pages.MAX_REACH + 1]
-        # The census chose the sessions; state.db says whether they are still this project's to show (the asking
-        # session's own archive, ``scope.live``, is searched whatever it is: a delegate's run too).
-        still = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, scope.project.identity,
-                                                   [h.session_id for h in ranked if h.session_id != scope.live])
-        ranked = [h for h in ranked if h.session_id in still or h.session_id == scope.live]
+        # The census chose the sessions; state.db says whether they are still this project's to show.
+        still = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, scope,
+                                                   [h.session_id for h in ranked])
+        ranked = [h for h in ranked if h.session_id in still]
         details = session_rows.session_details(conn, [h.session_id for h in ranked])
         ranked = cron_last(ranked, details)[:pages.MAX_REACH]
         chosen = ranked[offset : offset + limit]

@@ -237,19 +237,22 @@ class MembershipCache:
             self._entries[db_key] = entry
             return entry
 
-    def still_members(self, conn: sqlite3.Connection, db_key: str, attributor: Attributor, identity: tuple[str, str],
+    def still_members(self, conn: sqlite3.Connection, db_key: str, attributor: Attributor, scope: Scope,
                       ids: Sequence[str]) -> set[str]:
-        """Of ``ids`` (sessions an answer is about to show, chosen by the census as project ``identity``'s), those
-        state.db still puts there: the row is there and searchable, and the folder it records is the one the census
-        read, or one of the same project. The census is a hint, re-read up to ``stale_limit`` late: a session another
-        process deleted, archived or moved since is left out of the answer (until the census is read again), never
-        shown as this project's. The census may be voided meanwhile (a move in this process): each folder is then
-        asked of the attributor. One read of those rows; a folder probed only where it changed."""
+        """Of ``ids`` (sessions an answer is about to show, chosen by the census for ``scope``), those state.db still
+        puts there: the row is there and searchable, and the folder it records is the one the census read, or one of
+        the scope's project. The census is a hint, re-read up to ``stale_limit`` late: a session another process
+        deleted, archived or moved since is left out of the answer (until the census is read again), never shown as
+        this project's. The census may be voided meanwhile (a move in this process): each folder is then asked of
+        the attributor. The asking session's own archive (``scope.live``) is kept whatever it is (a delegate's run
+        too). One read of those rows; a folder probed only where it changed."""
+        identity = scope.project.identity
+        asked = [sid for sid in ids if sid != scope.live]
         with self.lock:  # each session's folder as the census read it
             entry = self._entries.get(db_key)
-            read = {sid: entry.workspaces.get(sid) for sid in ids} if entry is not None else {}
-        kept = set()
-        for sid, (cwd, root, searchable) in session_rows.recorded(conn, ids).items():
+            read = {sid: entry.workspaces.get(sid) for sid in asked} if entry is not None else {}
+        kept = {scope.live} if scope.live and scope.live in ids else set()
+        for sid, (cwd, root, searchable) in session_rows.recorded(conn, asked).items():
             ws = read.get(sid)
             moved = bool(cwd) and (ws is None or ws.cwd != cwd)
             if searchable and (not moved or attributor.project_for_workspace(cwd, root or None).identity == identity):
