@@ -12,8 +12,9 @@ switch semantic search off (``enabled: false`` or ``provider: none``).
 
 Values are validated when read: numbers are clamped to their range, a value
 that does not read as its type falls back to its default (a switch's text is
-true only for 1, true, yes or on). A provider that cannot be used (an unknown
-name, ``openai`` without a model) has no safe default:
+1, true, yes or on, or 0, false, no or off). ``enabled`` set to anything else
+(a list, a misspelt word) and a provider that cannot be used (an unknown
+name, ``openai`` without a model) have no safe default:
 :attr:`EmbeddingSettings.problem` says what is wrong, and semantic search
 reports it instead of asking for consent.
 """
@@ -41,7 +42,7 @@ class EmbeddingSettings:
     chunk_size: int = 512
     chunk_overlap: int = 64
     preload: bool = True  # only acts once consent exists: see warm_up.warm_up
-    problem: str = ""  # why the configured provider cannot be used ("" when it can): see provider_problem
+    problem: str = ""  # why semantic search cannot run as configured ("" when it can): switch_problem, provider_problem
 
 
 @dataclass(frozen=True)
@@ -70,14 +71,34 @@ def plugin_section(config: Mapping[str, Any] | None) -> dict[str, Any]:
     return merged
 
 
-def _bool(value: Any, default: bool) -> bool:
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _switch(value: Any) -> bool | None:
+    """A switch's value as YAML gives it: a bool, a number, or one of the words of :data:`_TRUE` / :data:`_FALSE`
+    (any case); ``None`` for anything else (a list, a mapping, a misspelt word)."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
     if isinstance(value, (int, float)):
         return bool(value)
-    return default
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    return None
+
+
+def _bool(value: Any, default: bool) -> bool:
+    switch = _switch(value)
+    return default if switch is None else switch
+
+
+def switch_problem(value: Any) -> str:
+    """Why ``embedding.enabled``'s value (``None``: not set) is not a switch; ``""`` when it is. Pure. A value that
+    reads as neither on nor off has no safe reading: consent may already cover embedding, so on is not safe, and off
+    would hide the mistake."""
+    if value is None or _switch(value) is not None:
+        return ""
+    return (f"config.yaml's embedding.enabled is {str(value)[:80]!r}, which is neither true nor false; semantic search "
+            "is off until it is fixed")
 
 
 def _int(value: Any, default: int, low: int, high: int) -> int:
@@ -115,14 +136,14 @@ def parse_settings(config: Mapping[str, Any] | None) -> Settings:
     return Settings(
         sessions_backend=str(backend or "sqlite").strip().lower() or "sqlite",
         embedding=EmbeddingSettings(
-            enabled=None if emb.get("enabled") is None else _bool(emb.get("enabled"), True),
+            enabled=_switch(emb.get("enabled")),
             provider=provider,
             model=model,
             base_url=str(emb.get("base_url") or d.base_url),
             chunk_size=_int(emb.get("chunk_size"), d.chunk_size, 16, 8192),
             chunk_overlap=_int(emb.get("chunk_overlap"), d.chunk_overlap, 0, 4096),
             preload=_bool(emb.get("preload"), d.preload),
-            problem=provider_problem(provider, model),
+            problem=switch_problem(emb.get("enabled")) or provider_problem(provider, model),
         )
     )
 

@@ -73,5 +73,11 @@ def test_parse_settings_validates_the_provider():
     assert "unknown embedding provider 'ollama'" in embedding(provider="ollama").problem
     assert "without embedding.model" in embedding(provider="openai", model="  ").problem
     bad_numbers = embedding(chunk_size="big", chunk_overlap=None, preload="maybe")
-    assert (bad_numbers.chunk_size, bad_numbers.chunk_overlap, bad_numbers.problem) == (512, 64, ""), \
-        "bad numbers fall back to their defaults"
+    assert (bad_numbers.chunk_size, bad_numbers.chunk_overlap, bad_numbers.preload, bad_numbers.problem) == \
+        (512, 64, True, ""), "bad numbers and switches other than enabled fall back to their defaults"
+    for on in (True, 1, "Yes", " on "):
+        assert (embedding(enabled=on).enabled, embedding(enabled=on).problem) == (True, "")
+    for off in (False, 0, "FALSE", "off", "no"):
+        assert (embedding(enabled=off).enabled, embedding(enabled=off).problem) == (False, "")
+    for unreadable in (["false"], {"x": 1}, "disabled", ""):
+        assert "neither true nor false" in embedding(enabled=unreadable).problem, unreadable

@@ -146,6 +146,20 @@ def test_enabled_false_turns_semantic_off_even_after_consent(sem, fake, value):
     assert server.requests == []
 
 
+@pytest.mark.parametrize("value", [["false"], {"value": False}, "flase"])
+def test_enabled_neither_true_nor_false_keeps_semantic_off_and_says_so(sem, fake, value):
+    """A list or mapping once read as the default (on): with consent given, ``enabled: [false]`` embedded and sent."""
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem)
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m", enabled=value)
+    answer = sem.search("cur", "websocket backoff")
+    assert answer["semantic_status"] == "unavailable", answer
+    assert "embedding.enabled is" in answer["semantic_note"] and "neither true nor false" in answer["semantic_note"]
+    assert result_sessions(answer) == ["a_ws"], "keyword results stand"
+    assert server.requests == []
+
+
 @pytest.mark.parametrize("value", [True, None])
 def test_enabled_true_or_unset_still_needs_consent(sem, fake, value):
     server = fake()
