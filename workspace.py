@@ -253,9 +253,16 @@ class MembershipCache:
             read = {sid: entry.workspaces.get(sid) for sid in asked} if entry is not None else {}
         kept = {scope.live} if scope.live and scope.live in ids else set()
         for sid, (cwd, root, searchable) in session_rows.recorded(conn, asked).items():
+            if not searchable:
+                continue
             ws = read.get(sid)
-            moved = bool(cwd) and (ws is None or ws.cwd != cwd)
-            if searchable and (not moved or attributor.project_for_workspace(cwd, root or None).identity == identity):
+            if not cwd and not root:  # its folder is an ancestor's or a predecessor's: that one may have moved
+                now = session_rows.resolve_workspace(conn, sid)[1]
+                cwd, root = (now.cwd or "", now.root or "") if now is not None else ("", "")
+                moved = ws is None or (ws.cwd or "", ws.root or "") != (cwd, root)
+            else:
+                moved = bool(cwd) and (ws is None or ws.cwd != cwd)
+            if not moved or (cwd and attributor.project_for_workspace(cwd, root or None).identity == identity):
                 kept.add(sid)
         return kept
 

@@ -593,6 +593,20 @@ def test_a_session_another_process_moved_is_never_shown_as_this_projects(world: 
     assert "old" not in [s["session_id"] for s in world.call("project_history_recent", {}, "cur")["sessions"]]
 
 
+def test_a_branch_goes_with_its_parent_another_process_moved(world: World):
+    """A ``/branch`` records no folder of its own: its project is its parent's. Another Hermes window moves the
+    parent to beta (``update_session_cwd``, as the move writes a conversation) while this process's census still
+    files the branch under alpha: the branch is left out of alpha's search, read and recent list at once too."""
+    _old_session_among_many(world)
+    world.branch("old", "kid", messages=[("user", "pelican plan"), ("assistant", "pelican roost decided")])
+    beta = world.repo("beta")
+    assert "kid" in result_sessions(world.search("cur", "pelican roost"))
+    world.db.update_session_cwd("old", str(beta), None, str(beta))
+    assert world.search("cur", "pelican roost")["results"] == []
+    assert world.call("project_history_read", {"session_id": "kid"}, "cur")["code"] == "not_in_project"
+    assert "kid" not in [s["session_id"] for s in world.call("project_history_recent", {}, "cur")["sessions"]]
+
+
 def test_a_move_made_by_another_chat_during_a_search_leaves_its_results(world: World, monkeypatch):
     """A gateway serves two chats in one process: one moves its session to beta while the other's search, read or
     recent list is under way. The move voids the census (``membership.invalidate``); the other answer still shows
