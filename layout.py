@@ -12,8 +12,10 @@ index until ``hermes sessions optimize-storage`` rebuilds it):
 * ``sessions.hidden`` (0.21): sessions hidden from Hermes' own listing;
 * ``sessions.auto_archived`` (schema 31): a session Hermes' idle sweep archived, not a person (Hermes itself
   un-archives it when the chat is resumed): still the project's history, unlike one archived on purpose;
-* the full-text index: 0.19's one inline column (tool output whole) or 0.21's three columns over a view that
-  indexes only the first 8,192 characters of a tool row (:attr:`Layout.tool_prefix`);
+* the full-text index: 0.19's one inline column or 0.21's three columns over a view. 0.21 indexes only the first
+  8,192 characters of a tool row, in its view and in the inline table's triggers when it writes them again (a 0.19
+  file upgraded by a later Hermes: rows past its high-water mark): :attr:`Layout.tool_prefix`, read from the view's
+  and the insert trigger's SQL;
 * ``state_meta``: a chunked rebuild in progress, or an index Hermes found damaged (``fts_stale``);
 * an index on ``messages(session_id, id)`` (0.21 creates it, also in a 0.19 file): a session's rows can be
   walked by id from any message (``session_walk``).
@@ -136,8 +138,8 @@ def _ids_by_session(conn: sqlite3.Connection) -> bool:
 def read(conn: sqlite3.Connection) -> Layout:
     """The :class:`Layout` of the state.db ``conn`` reads. Raises ``sqlite3`` errors."""
     schema = {str(name): str(sql or "") for name, sql in conn.execute(
-        "SELECT name, sql FROM sqlite_master WHERE name IN ('messages_fts', 'messages_fts_src', 'messages_fts_trigram',"
-        " 'state_meta', 'system_prompts')")}
+        "SELECT name, sql FROM sqlite_master WHERE name IN ('messages_fts', 'messages_fts_src', 'messages_fts_insert',"
+        " 'messages_fts_trigram', 'state_meta', 'system_prompts')")}
     meta: dict[str, str] = {}
     if "state_meta" in schema:
         meta = {str(k): str(v) for k, v in conn.execute(
@@ -156,7 +158,7 @@ def read(conn: sqlite3.Connection) -> Layout:
         display={"display_kind", "display_metadata"} <= messages,
         hidden_sessions="hidden" in sessions,
         auto_archived="auto_archived" in sessions,
-        tool_prefix=external and "substr(" in schema.get("messages_fts_src", "").lower(),
+        tool_prefix="substr(" in (schema.get("messages_fts_src", "") + schema.get("messages_fts_insert", "")).lower(),
         trigram="messages_fts_trigram" in schema,
         trigram_tools="messages_fts_trigram_src" not in schema.get("messages_fts_trigram", ""),
         rebuild=rebuild,

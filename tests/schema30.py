@@ -282,7 +282,14 @@ END;
 CREATE INDEX IF NOT EXISTS idx_messages_session_uid ON messages(session_id, message_uid) WHERE active = 1;
 """
 
-VARIANTS = ("fresh", "migrated", "backfill")
+#: The inline layout's triggers as later Hermes lines write them again (LEGACY_FTS_SQL; e.g. when its index is
+#: recovered): a tool row above ``fts_tool_full_content_high_water`` is indexed in its first 8,192 characters.
+_CUT_NEW = ("CASE WHEN new.role = 'tool' AND new.id > COALESCE((SELECT CAST(value AS INTEGER) FROM state_meta"
+            " WHERE key = 'fts_tool_full_content_high_water'), -1)"
+            f" THEN substr(COALESCE(new.content, ''), 1, {FTS_TOOL_CONTENT_PREFIX_CHARS}) ELSE new.content END")
+LEGACY_FTS_SQL_CUT = LEGACY_FTS_SQL_019.replace("COALESCE(new.content, '')", f"COALESCE({_CUT_NEW}, '')")
+
+VARIANTS = ("fresh", "migrated", "upgraded", "backfill")
 
 
 class Schema30:
@@ -295,8 +302,8 @@ class Schema30:
         conn.executescript(SCHEMA_SQL + DEFERRED_INDEX_SQL + (SCHEMA31_SQL if schema == 31 else ""))
         conn.execute("INSERT INTO schema_version (version) VALUES (?)", (schema,))
         self._schema31 = schema == 31
-        if variant == "migrated":
-            conn.executescript(LEGACY_FTS_SQL_019)
+        if variant in ("migrated", "upgraded"):
+            conn.executescript(LEGACY_FTS_SQL_019 if variant == "migrated" else LEGACY_FTS_SQL_CUT)
             conn.execute("INSERT INTO state_meta (key, value) VALUES ('fts_optimize_available', '1')")
         else:
             conn.executescript(FTS_SQL + FTS_TRIGRAM_SQL)
