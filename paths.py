@@ -14,8 +14,9 @@ def hermes_home() -> Path:
     """The active profile's HERMES_HOME (Hermes' resolver when importable)."""
     try:
         from hermes_constants import get_hermes_home
-    except ImportError:  # outside Hermes: same rule as Hermes itself
-        return Path(os.environ.get("HERMES_HOME") or Path.home() / ".hermes")
+    except ImportError:  # outside Hermes: Hermes' own rule (its later lines expand ~ and $VARS)
+        value = os.environ.get("HERMES_HOME", "").strip()
+        return Path(os.path.expandvars(os.path.expanduser(value))) if value else Path.home() / ".hermes"
     return Path(get_hermes_home())
 
 

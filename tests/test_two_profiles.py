@@ -96,3 +96,17 @@ def test_answers_caches_and_threads_stay_with_their_profile(two_profiles, monkey
         assert set(threads) == {mine}
     for module in (a, b):
         sub(module, "vector_index").reset_indexes()
+
+
+def test_home_outside_hermes_follows_hermes_rule(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """Where Hermes cannot be imported (the command line in another Python), HERMES_HOME is read as Hermes' later
+    lines read it: spaces around it ignored, ``~`` and ``$VARS`` expanded; unset or blank, ``~/.hermes``."""
+    from project_history_recall import paths
+
+    monkeypatch.setitem(sys.modules, "hermes_constants", None)  # import fails as outside Hermes
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PROFILE_DIR", "work")
+    monkeypatch.setenv("HERMES_HOME", " ~/profiles/$PROFILE_DIR ")
+    assert paths.hermes_home() == tmp_path / "profiles" / "work"
+    monkeypatch.setenv("HERMES_HOME", "  ")
+    assert paths.hermes_home() == tmp_path / ".hermes"
