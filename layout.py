@@ -138,14 +138,12 @@ def _ids_by_session(conn: sqlite3.Connection) -> bool:
 def read(conn: sqlite3.Connection) -> Layout:
     """The :class:`Layout` of the state.db ``conn`` reads. Raises ``sqlite3`` errors."""
     schema = {str(name): str(sql or "") for name, sql in conn.execute(
-        "SELECT name, sql FROM sqlite_master WHERE name IN ('messages_fts', 'messages_fts_src', 'messages_fts_insert',"
+        "SELECT name, sql FROM sqlite_master WHERE name IN ('messages_fts_src', 'messages_fts_insert',"
         " 'messages_fts_trigram', 'state_meta', 'system_prompts')")}
     meta: dict[str, str] = {}
     if "state_meta" in schema:
         meta = {str(k): str(v) for k, v in conn.execute(
             "SELECT key, value FROM state_meta WHERE key IN ('fts_rebuild_high_water', 'fts_rebuild_progress', 'fts_stale')")}
-    words = schema.get("messages_fts", "")
-    external = "tool_name" in words.lower()  # Hermes' own test: 0.19's inline table has one column
     rebuild = None
     try:
         high, done = int(meta.get("fts_rebuild_high_water", 0)), int(meta.get("fts_rebuild_progress", 0))
