@@ -8,7 +8,8 @@ session of it included. Text output uses the same renderer as the slash commands
 
 Exit codes: 0 success, 1 a failure answer (no state.db, an unreadable database, the provider failing...),
 2 a usage error (a flag or value not understood, a flag given twice, checked by ``command_args.py`` in the slash
-commands' words; a cursor of another search). Failures print one line on stderr (with ``--json``, the failure
+commands' words; a cursor of another search), 130 interrupted (Ctrl-C), 141 the output's reader gone (``| head``), as
+a shell reports a command those signals end. Failures print one line on stderr (with ``--json``, the failure
 answer on stdout too, a usage error's included), never a traceback. Hermes' data is only read; the plugin's data folder is written
 by ``index`` and, after consent, by a hybrid or semantic ``search``, which first embeds what is new for a
 moment (with the ``openai`` provider, sending those messages to the configured endpoint).
@@ -34,6 +35,8 @@ from . import browse, command_args, errors, indexing, paths, render, search, sta
 
 PROG = "project-history-recall"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports a command SIGINT ended
+EXIT_PIPE = 141  # the reader of the output went away (``| head``), as a shell reports a command SIGPIPE ended
 
 
 class _Refused(Exception):
@@ -65,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG, parents=[common],
         description="Search a Hermes profile's past conversations by project, outside a chat. "
-        "Exit codes: 0 success, 1 failure, 2 usage error.",
+        "Exit codes: 0 success, 1 failure, 2 usage error, 130 interrupted (Ctrl-C), 141 output closed (| head).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {status.plugin_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{search,recent,projects,index,status}")
@@ -194,6 +197,8 @@ def _index(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     started = time.monotonic()
     try:
         answer = indexing.index_projects(home=home, progress=lambda d, t: _bar(d, t, started, sys.stderr))
+    except KeyboardInterrupt:  # each batch is stored whole as it is embedded
+        raise KeyboardInterrupt("the messages embedded so far are kept; index again goes on from there") from None
     finally:
         sys.stderr.write("\n")
     return answer, render.render_index_run(answer)  # no deadline here: nothing remains to run again for
@@ -239,9 +244,43 @@ def _refuse(parser: argparse.ArgumentParser, message: str, *, as_json: bool) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the exit code (0 ok, 1 failure, 2 usage). Never raises."""
-    parser = build_parser()
+    """Run one command; returns the exit code (0 ok, 1 failure, 2 usage, 130 interrupted, 141 output pipe closed).
+    Never raises."""
     given = _plain(sys.argv[1:] if argv is None else argv)
+    try:
+        code = _run(given)
+        sys.stdout.flush()  # a reader gone (``| head``) shows here, not as a traceback at exit
+        return code
+    except BrokenPipeError:
+        _silence()
+        return EXIT_PIPE
+    except KeyboardInterrupt as exc:  # Ctrl-C: one line, no traceback, the shell's code for SIGINT
+        try:
+            if _wants_json(given):
+                _emit(_as_json(_failure("interrupted" + (f": {exc}" if str(exc) else ""), "interrupted")), sys.stdout)
+                sys.stdout.flush()
+            sys.stderr.write(f"{PROG}: interrupted{': ' + str(exc) if str(exc) else ''}\n")
+            sys.stderr.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+        return EXIT_INTERRUPTED
+
+
+def _silence() -> None:
+    """Point stdout and stderr at /dev/null after a reader of them went away, so that the flush at exit is quiet."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # not a real file (a test's capture): nothing is flushed at exit
+            pass
+
+
+def _run(given: list[str]) -> int:
+    """:func:`main` of the arguments ``given`` (dashes made plain), but for a closed output pipe and Ctrl-C, which
+    it lets through."""
+    parser = build_parser()
     try:
         args = parser.parse_args(given)
     except _Refused as exc:  # an unknown command or flag, a flag twice or without its value, no query
@@ -273,6 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif text and (ok or args.command == "status"):  # a failed status still shows what was found
         _say(text, sys.stdout)
     if not ok:
+        sys.stdout.flush()  # before the error line, where both go to one terminal or file
         _say(error_line or f"{PROG} {args.command}: {answer.get('error') or 'failed'}", sys.stderr)
         return EXIT_FAILED
     return EXIT_OK

@@ -518,3 +518,51 @@ def test_control_characters_in_history_reach_the_terminal_escaped(two: World, ca
     assert "over\nnext\tline" in read, "newlines and tabs are kept"
     code, _, err = run_cli(capsys, "search", "x", "--cwd", alpha + "/\x1b]0;t\x07")
     assert code == 2 and "\\x1b]0;t\\x07" in err and "\x1b" not in err, "an echoed argument is escaped too"
+
+
+# ---------------------------------------------------------------------------
+# A careful tool in a shell: pipes, Ctrl-C, a wrong --hermes-home
+# ---------------------------------------------------------------------------
+
+
+def _module_process(home: Path, tmp_path: Path, *argv: str) -> subprocess.Popen:
+    """``python -m project_history_recall ARGV`` whose stdout reader has gone away before it writes (``| head``)."""
+    shim = tmp_path / "shim"
+    if not shim.exists():
+        shim.mkdir()
+        (shim / "project_history_recall").symlink_to(ROOT, target_is_directory=True)
+    env = {**os.environ, "PYTHONPATH": str(shim), "HERMES_HOME": str(home)}
+    return subprocess.Popen([sys.executable, "-m", "project_history_recall", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+
+
+def test_a_reader_that_goes_away_is_no_traceback(two: World, tmp_path: Path):
+    """`project-history-recall search websocket | head -1` (and any reader that stops early) printed a
+    BrokenPipeError traceback and exited 1; now it stops quietly with 141, as a tool SIGPIPE ends."""
+    two.close()
+    for argv in (["search", "websocket", "--cwd", str(two.paths["alpha"])], ["status", "--json"]):
+        proc = _module_process(two.home, tmp_path, *argv)
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # the reader is gone before the first line
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == cli.EXIT_PIPE, (argv, err)
+        assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, (argv, err)
+
+
+def test_ctrl_c_exits_130_with_one_line(shared_two: World, capsys, monkeypatch: pytest.MonkeyPatch):
+    """Ctrl-C during a search or an index printed a KeyboardInterrupt traceback; now one line on stderr and 130
+    (with --json, a failure answer on stdout), and the index says that what it embedded is kept."""
+
+    def interrupted(**_: object) -> dict:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.search, "search_history", interrupted)
+    monkeypatch.setattr(cli.indexing, "index_projects", interrupted)
+    code, out, err = run_cli(capsys, "search", "websocket")
+    assert code == 130 and out == "" and err == "project-history-recall: interrupted\n", err
+    code, out, err = run_cli(capsys, "search", "websocket", "--json")
+    assert code == 130 and json.loads(out)["code"] == "interrupted" and "Traceback" not in err
+    code, out, err = run_cli(capsys, "index")
+    assert code == 130 and "Traceback" not in err, err
+    assert err.endswith("project-history-recall: interrupted: the messages embedded so far are kept; index again goes "
+                        "on from there\n"), err
