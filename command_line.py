@@ -63,7 +63,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (``--hermes-home`` is accepted before or after the subcommand)."""
     common = _Parser(add_help=False)
-    common.add_argument("--hermes-home", type=Path, default=argparse.SUPPRESS,
+    common.add_argument("--hermes-home", default=argparse.SUPPRESS,
                         help="the Hermes profile folder (default: $HERMES_HOME, else ~/.hermes)")
     parser = _Parser(
         prog=PROG, parents=[common],
@@ -124,6 +124,22 @@ def _as_json(payload: Any) -> str:
     return json.dumps(payload, indent=2, ensure_ascii=False, default=str).translate(_C1_ESCAPES)
 
 
+def _profile_folder(given: str) -> Path:
+    """The folder ``--hermes-home`` names; raises :class:`command_args.ArgumentError` for one that cannot be a profile:
+    empty (an unset shell variable: it read as the current folder), a ``~user`` of no user, a file (state.db itself)."""
+    if not given.strip():
+        raise command_args.ArgumentError("--hermes-home is empty: give the Hermes profile folder (the one that holds "
+                                         "state.db), or leave the flag out for $HERMES_HOME or ~/.hermes")
+    try:
+        home = Path(given).expanduser()
+    except RuntimeError:  # ~user of no user (pathlib: "Could not determine home directory")
+        raise command_args.ArgumentError(f"--hermes-home: {errors.echo(given)}: no such user's home folder") from None
+    if home.exists() and not home.is_dir():
+        raise command_args.ArgumentError(f"--hermes-home is a file, not a folder: {errors.echo(home)} (the profile "
+                                         f"folder is the one that holds state.db: {errors.echo(home.parent)}?)")
+    return home
+
+
 @contextmanager
 def _profile(home: Path | None) -> Iterator[Path]:
     """The profile folder, exported as ``HERMES_HOME`` for Hermes' own helpers while the command runs."""
@@ -131,9 +147,9 @@ def _profile(home: Path | None) -> Iterator[Path]:
         yield paths.hermes_home()
         return
     previous = os.environ.get("HERMES_HOME")
-    os.environ["HERMES_HOME"] = str(home.expanduser())
+    os.environ["HERMES_HOME"] = str(home)
     try:
-        yield home.expanduser()
+        yield home
     finally:
         if previous is None:
             os.environ.pop("HERMES_HOME", None)
@@ -289,8 +305,12 @@ def _run(given: list[str]) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     as_json = bool(getattr(args, "json", False))
     command_parser = parser.subcommands[args.command]  # type: ignore[attr-defined]
+    try:
+        folder = _profile_folder(args.hermes_home) if hasattr(args, "hermes_home") else None
+    except command_args.ArgumentError as exc:
+        return _refuse(command_parser, str(exc), as_json=as_json)
     error_line = ""
-    with _profile(getattr(args, "hermes_home", None)) as home:
+    with _profile(folder) as home:
         try:
             answer, text = COMMANDS[args.command](args, home)
         except command_args.ArgumentError as exc:  # what argparse accepted but the command cannot use

@@ -566,3 +566,20 @@ def test_ctrl_c_exits_130_with_one_line(shared_two: World, capsys, monkeypatch: 
     assert code == 130 and "Traceback" not in err, err
     assert err.endswith("project-history-recall: interrupted: the messages embedded so far are kept; index again goes "
                         "on from there\n"), err
+
+
+@pytest.mark.parametrize(("given", "named"), [
+    ("", "--hermes-home is empty"),
+    ("~no_such_user_phr/profile", "no such user's home folder"),
+    ("state.db", "--hermes-home is a file, not a folder"),
+])
+def test_a_hermes_home_that_cannot_be_a_profile_is_a_usage_error(shared_two: World, capsys, given, named):
+    """`--hermes-home "$UNSET"` read the current folder as the profile, `--hermes-home ~nosuchuser/x` was a
+    RuntimeError traceback, `--hermes-home ~/.hermes/state.db` answered "state.db/state.db not found"; each is
+    now a usage error that says what the flag wants."""
+    if given == "state.db":
+        given = str(shared_two.home / "state.db")
+    for argv in (["--hermes-home", given, "status"], ["search", "websocket", "--hermes-home", given, "--json"]):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 2 and named in err and "usage:" in err and "Traceback" not in err, (argv, err)
+        assert out == "" or json.loads(out)["code"] == "bad_argument", out
