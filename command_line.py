@@ -176,6 +176,10 @@ def _folder(args: argparse.Namespace) -> str:
     return status.folder_of(folder)
 
 
+#: How the text output names its next page: the same command with this cursor.
+NEXT_PAGE = "add --cursor {cursor} for the next page"
+
+
 def _flag(flag: command_args.Flag, raw: str | None, default: Any) -> Any:
     """A flag's value checked as the slash commands check it, ``default`` when not given."""
     return default if raw is None else command_args.check_value(flag, raw)
@@ -193,7 +197,7 @@ def _search(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     answer = search.search_history(
         home=home, query=query, mode=mode, limit=limit, cwd=cwd, filters=filters, cursor=args.cursor
     )
-    return answer, render.render_search(answer, cwd=cwd)
+    return answer, render.render_search(answer, cwd=cwd, next_page=NEXT_PAGE)
 
 
 def _recent(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
@@ -201,7 +205,7 @@ def _recent(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     filters = command_args.dates(args.since, args.until)
     cwd = _folder(args)
     answer = browse.recent_sessions(home=home, cwd=cwd, limit=limit, filters=filters, cursor=args.cursor)
-    return answer, render.render_recent(answer, cwd=cwd)
+    return answer, render.render_recent(answer, cwd=cwd, next_page=NEXT_PAGE)
 
 
 def _projects(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:

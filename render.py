@@ -60,6 +60,10 @@ CONSENT_FOR_HUMANS = (
 )
 
 
+#: How a slash command's page reaches the next one: it takes no cursor (the command line's ``--cursor`` does).
+NEXT_PAGE = "narrow it with --since / --until (--limit shows up to 10), or ask the agent, who can page on"
+
+
 def project_label(project: Mapping[str, Any]) -> str:
     """``Payments (project p_abc)``, ``myrepo (git repo /src/myrepo)`` or ``no project (Home)``."""
     kind = project.get("kind")
@@ -82,21 +86,44 @@ def error_text(prefix: str, answer: Mapping[str, Any]) -> str:
     return f"{prefix}: {answer.get('error') or 'failed'}"
 
 
-def render_search(answer: Mapping[str, Any], *, cwd: str | None) -> str:
+def _filters_text(filters: Mapping[str, Any]) -> str:
+    """``only messages since 2026-09-01T00:00:00+08:00, of role user`` for an answer's ``filters``."""
+    parts = [f"{name} {filters[name]}" for name in ("since", "until") if filters.get(name)]
+    if filters.get("role"):
+        parts.append(f"of role {filters['role']}")
+    return "only messages " + ", ".join(parts)
+
+
+def _more(answer: Mapping[str, Any], next_page: str, what: str) -> list[str]:
+    """The line that says a page has a next one (``next_cursor``), and how to reach it (``next_page``, its
+    ``{cursor}`` filled in); none on the last page."""
+    cursor = answer.get("next_cursor")
+    return [f"More {what} than these: {next_page.format(cursor=cursor)}"] if cursor else []
+
+
+def render_search(answer: Mapping[str, Any], *, cwd: str | None, next_page: str = NEXT_PAGE) -> str:
     """A search answer as numbered sessions (title, when, source, snippet, link) and the notices; a failure
-    answer as one ``history search: <error>`` line."""
+    answer as one ``history search: <error>`` line. Every fact of the answer a person acts on is said: the filters,
+    a degraded keyword leg (``keyword_note``), the order of a "now" question, and a next page (``next_page``: how to
+    reach it, ``{cursor}`` its cursor)."""
     if not answer.get("success"):
         return error_text("history search", answer)
     lines = [scope_line(cwd, answer.get("project") or {})]
     if answer.get("project_note"):
         lines.append(f"Note: {answer['project_note']}")
     status = answer.get("semantic_status")
-    lines.append(f"{answer.get('sessions_in_scope', 0)} session(s) in this project; mode {answer.get('mode')}; semantic search: {status}")
+    filters = f"; {_filters_text(answer['filters'])}" if answer.get("filters") else ""
+    lines.append(f"{answer.get('sessions_in_scope', 0)} session(s) in this project; mode {answer.get('mode')}; "
+                 f"semantic search: {status}{filters}")
     results = answer.get("results") or []
     if answer.get("query_truncated"):
         lines.append("(the query was cut to its first 2,000 characters)")
     if answer.get("projects_note"):
         lines.append(f"Note: {answer['projects_note']}")
+    if answer.get("keyword_note"):
+        lines.append(f"Keyword search: {answer['keyword_note']}")
+    if answer.get("order_note"):
+        lines.append(f"Order: {answer['order_note']}")
     lines.append("")
     if not results:
         lines.append(str(answer.get("message") or "No matching messages."))
@@ -106,6 +133,7 @@ def render_search(answer: Mapping[str, Any], *, cwd: str | None) -> str:
         lines.append(f"{number}. {title}  [{when}, {hit.get('score_source')}]")
         lines.append(f"   {hit.get('snippet')}")
         lines.append(f"   {hit.get('link')}  (message {hit.get('message_id')})")
+    lines += _more(answer, next_page, "sessions match")
     if answer.get("semantic_note") and status != "ready":
         lines.extend(["", f"Semantic search ({status}): {answer['semantic_note']}"])
         if status == "consent_required":
@@ -115,11 +143,15 @@ def render_search(answer: Mapping[str, Any], *, cwd: str | None) -> str:
     return "\n".join(lines)
 
 
-def render_recent(answer: Mapping[str, Any], *, cwd: str | None) -> str:
-    """The project's latest conversations (``browse.recent_sessions``), numbered, newest first."""
+def render_recent(answer: Mapping[str, Any], *, cwd: str | None, next_page: str = NEXT_PAGE) -> str:
+    """The project's latest conversations (``browse.recent_sessions``), numbered, newest first; how many there are,
+    and a next page (``next_page``, as :func:`render_search`'s)."""
     if not answer.get("success"):
         return error_text("history recent", answer)
-    lines = [scope_line(cwd, answer.get("project") or {}), ""]
+    lines = [scope_line(cwd, answer.get("project") or {})]
+    if "conversations_in_scope" in answer and (answer.get("project") or {}).get("kind") != "home":
+        lines.append(f"{answer['conversations_in_scope']} conversation(s) in this list, newest first")
+    lines.append("")
     sessions = answer.get("sessions") or []
     if not sessions:
         lines.append(str(answer.get("message") or "No sessions."))
@@ -133,6 +165,7 @@ def render_recent(answer: Mapping[str, Any], *, cwd: str | None) -> str:
         if row.get("last_assistant"):
             lines.append(f"   last answer: {row['last_assistant']}")
         lines.append(f"   {row.get('link')}")
+    lines += _more(answer, next_page, "conversations")
     if answer.get("notice"):
         lines.extend(["", str(answer["notice"])])
     return "\n".join(lines)

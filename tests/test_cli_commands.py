@@ -583,3 +583,33 @@ def test_a_hermes_home_that_cannot_be_a_profile_is_a_usage_error(shared_two: Wor
         code, out, err = run_cli(capsys, *argv)
         assert code == 2 and named in err and "usage:" in err and "Traceback" not in err, (argv, err)
         assert out == "" or json.loads(out)["code"] == "bad_argument", out
+
+
+def test_the_text_says_what_the_json_says(two: World, capsys):
+    """The text output left out facts the --json answer holds: a next page (the text had no cursor to go on with),
+    the --since/--role filters (an empty answer read as "nothing"), a damaged keyword index and its repair
+    (keyword_note), the order of a "now" question (order_note), how many conversations recent lists."""
+    from test_failures import damage_fts
+
+    from project_history_recall import render
+
+    alpha = str(two.paths["alpha"])
+    base = ["search", "websocket", "--mode", "keyword", "--cwd", alpha, "--limit", "1"]
+    code, out, _ = run_cli(capsys, *base, "--json")
+    cursor = json.loads(out)["next_cursor"]
+    code, text, _ = run_cli(capsys, *base)
+    assert code == 0 and f"More sessions match than these: add --cursor {cursor} for the next page" in text, text
+    code, text, _ = run_cli(capsys, *base, "--cursor", cursor)
+    assert code == 0 and "More sessions match" not in text and text.count("@session:") == 1
+    code, text, _ = run_cli(capsys, *base, "--since", "2d", "--role", "tool")
+    assert "; only messages since " in text and ", of role tool" in text, text
+    code, text, _ = run_cli(capsys, "recent", "--cwd", alpha, "--limit", "1")
+    assert "3 conversation(s) in this list, newest first" in text and "More conversations than these: add --cursor " in text
+    assert "More sessions match than these: narrow it with --since" in slash("history-search", "websocket --limit 1")
+    now = render.render_search({"success": True, "results": [], "order_note": "The query asks how things stand now"},
+                               cwd=alpha)
+    assert "Order: The query asks how things stand now" in now
+    two.session("filler", two.work / "elsewhere")
+    damage_fts(two, "messages_fts")
+    code, text, _ = run_cli(capsys, "search", "websocket", "--mode", "keyword", "--cwd", alpha)
+    assert code == 0 and "Keyword search: Hermes' full-text index of state.db is damaged" in text, text
