@@ -17,6 +17,7 @@ follow ``command_args.py``'s grammar.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import os
@@ -239,7 +240,8 @@ def make_move_command(dispatch: Dispatch) -> Callable[[str], str]:
         token = _move_target(given)
         checked = _answer("/history-move", lambda: _check_target(token))
         if not checked.get("success"):  # the error says what a target is: only the targets follow
-            return f"history move: {checked.get('error')}\n{_move_choices(say_missing_db=False)}"
+            close = _close_targets(token) if checked.get("code") == "project_not_found" else ""
+            return f"history move: {checked.get('error')}\n{close}{_move_choices(say_missing_db=False)}"
         label = checked["label"]
         answer = _for_conversation(dispatch, handlers.MOVE_TOOL, {"project_id": token})
         if answer is None:
@@ -279,6 +281,26 @@ def _target_label(project: Mapping[str, Any], folder: str) -> str:
 def _check_target(token: str) -> dict[str, Any]:
     target = move.resolve_move_target(paths.hermes_home(), token)
     return {"success": True, "label": _target_label(target.project.to_json(), target.folder)}
+
+
+def _close_targets(token: str) -> str:
+    """``Did you mean …?`` with the command for each target whose name is close to ``token`` (a typo, a different
+    case, a part of the name: ``Quaser``, ``team``, ``payment``), then a newline; ``""`` when none is."""
+    home = paths.hermes_home()
+    typed = token.casefold()
+    if not typed:
+        return ""
+    named: dict[str, str] = {}  # a name as it is compared -> the target it stands for and the command that moves there
+    for p in store.projects_as_known(home).projects:
+        if not p.archived:
+            how = f"project {p.name} (/history-move {p.slug or p.id})"
+            named.update({n.casefold(): how for n in (p.name, p.slug) if n})
+    for repo in move.known_repos(home):
+        named.setdefault(str(repo.name).casefold(), f"git repo {repo.name} (/history-move {repo.root})")
+    close = difflib.get_close_matches(typed, list(named), n=3, cutoff=0.6)
+    close += [n for n in named if n not in close and len(typed) >= 2 and (typed in n or n in typed)]
+    shown = list(dict.fromkeys(named[n] for n in close))[:3]
+    return f"Did you mean {' or '.join(shown)}?\n" if shown else ""
 
 
 def _move_choices(*, say_missing_db: bool = True) -> str:

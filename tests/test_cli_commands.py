@@ -205,6 +205,16 @@ def test_history_move_without_a_named_conversation_explains(shared_two: World):
     assert unknown.startswith("history move: project not found: nope") and "Projects: Team Notes" in unknown
 
 
+def test_history_move_suggests_the_targets_close_to_a_typo(shared_two: World):
+    """`/history-move Team Notez` answered "project not found" and the whole list of projects and repos, with none
+    picked out; now the close ones come first, each with the command that moves there."""
+    assert "Did you mean project Team Notes (/history-move team-notes)?" in slash("history-move", "Team Notez")
+    assert "Did you mean project Team Notes (/history-move team-notes)?" in slash("history-move", "team")
+    alpha = shared_two.paths["alpha"]
+    assert f"Did you mean git repo alpha (/history-move {alpha})?" in slash("history-move", "alpah")
+    assert "Did you mean" not in slash("history-move", "zzz")
+
+
 def test_history_move_in_the_interactive_cli_before_the_first_message_explains(hermes_cli):
     assert hermes_cli.agent is None
     out = hermes_cli.run_line("/history-move Team Notes")
