@@ -157,12 +157,52 @@ def _profile(home: Path | None) -> Iterator[Path]:
             os.environ["HERMES_HOME"] = previous
 
 
-def _bar(done: int, total: int, started: float, stream: TextIO) -> None:
-    width = 30
-    filled = int(width * done / total) if total else width
-    rate = done / max(time.monotonic() - started, 1e-6)
-    stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} messages  {rate:.0f}/s ")
-    stream.flush()
+class _Progress:
+    """``index``'s progress on ``stream``: on a terminal one line redrawn in place, cut to the terminal's width so that
+    it never wraps (a narrow window filled with copies of it); elsewhere (a log file, a pipe) a plain line every
+    :data:`PLAIN_EVERY_S` seconds and the last one, rather than thousands of ``\\r`` redraws."""
+
+    PLAIN_EVERY_S = 10.0
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.started = self.shown = time.monotonic()
+        self.drawn = False
+        try:
+            self.tty = bool(stream.isatty())
+        except (AttributeError, ValueError, OSError):
+            self.tty = False
+
+    def _columns(self) -> int:
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns
+        except (AttributeError, ValueError, OSError):  # not a real file: $COLUMNS, else 80
+            value = os.environ.get("COLUMNS", "")
+            return int(value) if value.isdigit() and int(value) > 0 else 80
+
+    def __call__(self, done: int, total: int) -> None:
+        rate = done / max(time.monotonic() - self.started, 1e-6)
+        text = f"{done}/{total} messages  {rate:.0f}/s"
+        if not self.tty:
+            if done >= total or time.monotonic() - self.shown >= self.PLAIN_EVERY_S:
+                self.stream.write(text + "\n")
+                self.stream.flush()
+                self.shown = time.monotonic()
+            return
+        room = self._columns() - 1  # the last column would wrap on some terminals
+        width = min(30, room - len(text) - 3)
+        if width >= 5:
+            filled = int(width * done / total) if total else width
+            text = f"[{'#' * filled}{'.' * (width - filled)}] {text}"
+        self.stream.write("\r" + text[:room].ljust(room))
+        self.stream.flush()
+        self.drawn = True
+
+    def close(self) -> None:
+        """End the line the bar was drawn on (nothing when none was)."""
+        if self.drawn:
+            self.stream.write("\n")
+            self.drawn = False
 
 
 def _folder(args: argparse.Namespace) -> str:
@@ -214,13 +254,13 @@ def _projects(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str
 
 
 def _index(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
-    started = time.monotonic()
+    progress = _Progress(sys.stderr)
     try:
-        answer = indexing.index_projects(home=home, progress=lambda d, t: _bar(d, t, started, sys.stderr))
+        answer = indexing.index_projects(home=home, progress=progress)
     except KeyboardInterrupt:  # each batch is stored whole as it is embedded
         raise KeyboardInterrupt("the messages embedded so far are kept; index again goes on from there") from None
     finally:
-        sys.stderr.write("\n")
+        progress.close()
     return answer, render.render_index_run(answer)  # no deadline here: nothing remains to run again for
 
 

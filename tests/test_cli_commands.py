@@ -623,3 +623,36 @@ def test_the_text_says_what_the_json_says(two: World, capsys):
     damage_fts(two, "messages_fts")
     code, text, _ = run_cli(capsys, "search", "websocket", "--mode", "keyword", "--cwd", alpha)
     assert code == 0 and "Keyword search: Hermes' full-text index of state.db is damaged" in text, text
+
+
+def test_the_index_progress_fits_the_terminal_and_a_log_gets_plain_lines(monkeypatch: pytest.MonkeyPatch,
+                                                                         tmp_path: Path, capsys):
+    """On a 40-column terminal the 60-column bar wrapped at every redraw, filling the window with copies; with stderr
+    in a log file every batch wrote a `\\r` redraw (thousands on a large profile); an index that failed before
+    embedding left a blank line above its error. Now the bar is cut to the terminal's width, a log gets a plain line
+    every 10 s and the last one, and no bar drawn is no newline."""
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setenv("COLUMNS", "40")
+    terminal = Terminal()
+    progress = cli._Progress(terminal)
+    for done in range(0, 123457, 4096):
+        progress(done, 123456)
+    progress.close()
+    redraws = terminal.getvalue().split("\r")[1:]
+    assert redraws and all(len(line.rstrip("\n")) <= 39 for line in redraws), redraws
+    assert "123456 messages" in redraws[-1] and redraws[-1].endswith("\n")
+    log = io.StringIO()
+    progress = cli._Progress(log)
+    for done in range(1, 1001):
+        progress(done, 1000)
+    progress.close()
+    assert "\r" not in log.getvalue() and log.getvalue().splitlines()[-1].startswith("1000/1000 messages")
+    assert len(log.getvalue().splitlines()) <= 2, log.getvalue()
+    (tmp_path / "empty").mkdir()
+    code, _, err = run_cli(capsys, "--hermes-home", str(tmp_path / "empty"), "index")
+    assert code == 1 and err.startswith("project-history-recall index: session database not found"), repr(err)
