@@ -113,8 +113,9 @@ def _say(text: str, stream: TextIO) -> None:
     _emit(render.for_terminal(text), stream)
 
 
-#: DEL and the C1 controls as JSON escapes (``\\u009b``): a terminal reads ``\\x9b`` as ESC ``[``.
-_C1_ESCAPES = {c: f"\\u{c:04x}" for c in range(0x7F, 0xA0)}
+#: DEL, the C1 controls and the bidi controls as JSON escapes (``\\u009b``, ``\\u202e``): a terminal reads ``\\x9b`` as
+#: ESC ``[``, and lays a line out in another order after a bidi override (``render.for_terminal``).
+_C1_ESCAPES = {c: f"\\u{c:04x}" for c in (*range(0x7F, 0xA0), *render.BIDI_CONTROLS)}
 
 
 def _as_json(payload: Any) -> str:

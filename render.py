@@ -42,16 +42,25 @@ CLI_HELP = (
 
 
 #: The control characters a terminal acts on (C0 but newline and tab, DEL, C1): ESC opens a title, clipboard (OSC 52)
-#: or screen-clearing sequence, BEL ends one, CR writes over the line, C1's CSI opens one without ESC.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: or screen-clearing sequence, BEL ends one, CR writes over the line, C1's CSI opens one without ESC. And the bidi
+#: embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), with which a line a terminal lays out right to
+#: left shows its text in another order than it is (a link, a command to copy: "Trojan Source", CVE-2021-42574).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: The bidi controls, as ``\\u202e``: not ``\\x`` escapes (more than two hex digits).
+BIDI_CONTROLS = frozenset({*range(0x202A, 0x202F), *range(0x2066, 0x206A)})
 
 
 def for_terminal(text: str) -> str:
     """``text`` as a terminal may print it: every control character but newline and tab shown as ``\\x1b`` and the
-    like (a CR of a CRLF line end dropped), so stored history (a coloured log, a fetched page) cannot set the title,
-    write the clipboard or clear the screen. For every text meant for people (the slash commands' answers, the
+    like (a CR of a CRLF line end dropped), and a bidi control as ``\\u202e``, so stored history (a coloured log, a
+    fetched page) cannot set the title, write the clipboard, clear the screen or show a line in another order. For every text meant for people (the slash commands' answers, the
     command line's text and error lines); JSON escapes them itself."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
+    return _CONTROL.sub(_escaped, text.replace("\r\n", "\n"))
+
+
+def _escaped(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\u{code:04x}" if code in BIDI_CONTROLS else f"\\x{code:02x}"
 
 
 CONSENT_FOR_HUMANS = (

@@ -656,3 +656,20 @@ def test_the_index_progress_fits_the_terminal_and_a_log_gets_plain_lines(monkeyp
     (tmp_path / "empty").mkdir()
     code, _, err = run_cli(capsys, "--hermes-home", str(tmp_path / "empty"), "index")
     assert code == 1 and err.startswith("project-history-recall index: session database not found"), repr(err)
+
+
+def test_bidi_overrides_in_history_reach_the_terminal_escaped(two: World, capsys):
+    """A stored U+202E (right-to-left override) or U+2066 (isolate) reached the terminal raw in /history-search,
+    /history-read and the command line's text and --json: on a terminal that lays out bidi text the rest of the
+    line showed in another order than it is (`--dry-run` read as `nur-yrd--`, a flag of a command to copy). Now each is shown as
+    `\\u202e`; Hebrew or Arabic text itself is kept."""
+    trojan = "deploy with ./ship.sh \u202e--dry-run\u202c then \u2066check\u2069 שלום"
+    two.session("a_bidi", two.paths["alpha"], messages=[("user", trojan)])
+    alpha = str(two.paths["alpha"])
+    for out in (run_cli(capsys, "search", "ship.sh", "--mode", "keyword", "--cwd", alpha)[1],
+                run_cli(capsys, "search", "ship.sh", "--mode", "keyword", "--cwd", alpha, "--json")[1],
+                slash("history-search", "ship.sh --mode keyword"), slash("history-read", "a_bidi")):
+        assert "\u202e" not in out and "\u2066" not in out and "\\u202e--dry-run\\u202c" in out, out
+        assert "שלום" in out
+    code, out, _ = run_cli(capsys, "search", "ship.sh", "--mode", "keyword", "--cwd", alpha, "--json")
+    assert "\u202e--dry-run" in json.loads(out)["results"][0]["snippet"], "a program reading the JSON gets the text"
