@@ -18,6 +18,7 @@ moment (with the ``openai`` provider, sending those messages to the configured e
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sqlite3
@@ -294,6 +295,31 @@ def _wants_json(argv: Sequence[str]) -> bool:
     return any(a.startswith("--j") and "--json".startswith(a) for a in flags)
 
 
+def _dashed_query(parser: argparse.ArgumentParser, given: Sequence[str], query: Sequence[str] = ()) -> str:
+    """For ``search``, what to do about words that start with ``-`` and are no flag of it: one close to a flag's name
+    (``--mo``, ``--limt``) is named with that flag; the others (``--force-with-lease``, ``-x``) are read as flags, so
+    the query (``query``, what argparse took of it) goes after ``--``."""
+    if not parser.prog.endswith(" search"):
+        return ""
+    known = _FLAG_NAMES | {"-h"}
+    cut = list(given).index("--") if "--" in given else len(given)
+    dashed = [a for a in given[:cut] if a.startswith("-") and len(a) > 1 and a.partition("=")[0] not in known]
+    notes, rest = [], []
+    for word in dashed:
+        name = word.partition("=")[0]
+        close = [f for f in sorted(known) if len(name) > 2 and f.startswith(name)] or \
+            difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+        if close:
+            notes.append(f"{errors.echo(name)}: did you mean {close[0]}?")
+        else:
+            rest.append(word)
+    words = [a for a in given[:cut] if a in rest or a in query]
+    if rest:
+        notes.append(f"{errors.echo(' '.join(rest))}: read as a flag; a query with words that start with - goes after "
+                     f"--, as in: {PROG} search -- {errors.echo(' '.join(words))}")
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
 def _refuse(parser: argparse.ArgumentParser, message: str, *, as_json: bool) -> int:
     """A usage error: the usage line and ``<prog>: error: message`` on stderr, and with ``--json`` the failure answer
     (``bad_argument``) on stdout. Returns :data:`EXIT_USAGE`."""
@@ -343,13 +369,17 @@ def _run(given: list[str]) -> int:
     it lets through."""
     parser = build_parser()
     try:
-        args = parser.parse_args(given)
-    except _Refused as exc:  # an unknown command or flag, a flag twice or without its value, no query
-        return _refuse(exc.parser, str(exc), as_json=_wants_json(given))
+        args, extras = parser.parse_known_args(given)
+    except _Refused as exc:  # an unknown command, a flag twice or without its value, no query
+        return _refuse(exc.parser, str(exc) + _dashed_query(exc.parser, given), as_json=_wants_json(given))
     except SystemExit as exc:  # argparse: --help / --version exit 0
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     as_json = bool(getattr(args, "json", False))
     command_parser = parser.subcommands[args.command]  # type: ignore[attr-defined]
+    if extras:  # refused with the command's usage, not the program's
+        return _refuse(command_parser, f"unrecognized arguments: {' '.join(extras)}"
+                       + _dashed_query(command_parser, given, [*getattr(args, "query", ()), *extras]),
+                       as_json=as_json or _wants_json(given))
     try:
         folder = _profile_folder(args.hermes_home) if hasattr(args, "hermes_home") else None
     except command_args.ArgumentError as exc:

@@ -673,3 +673,22 @@ def test_bidi_overrides_in_history_reach_the_terminal_escaped(two: World, capsys
         assert "שלום" in out
     code, out, _ = run_cli(capsys, "search", "ship.sh", "--mode", "keyword", "--cwd", alpha, "--json")
     assert "\u202e--dry-run" in json.loads(out)["results"][0]["snippet"], "a program reading the JSON gets the text"
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["search", "git", "--force-with-lease", "rebase"],
+     "(--force-with-lease: read as a flag; a query with words that start with - goes after --, as in: "
+     "project-history-recall search -- git --force-with-lease rebase)"),
+    (["search", "-x"], "required: query (-x: read as a flag; a query with words that start with - goes after --, "
+                       "as in: project-history-recall search -- -x)"),
+    (["search", "websocket", "--mo", "keyword"], "unrecognized arguments: --mo keyword (--mo: did you mean --mode?)"),
+    (["search", "websocket", "--limt=3"], "(--limt: did you mean --limit?)"),
+])
+def test_a_query_word_or_a_flag_misspelt_with_a_dash_says_what_to_type(shared_two: World, capsys, argv, said):
+    """`search git --force-with-lease` answered the program's usage (not search's) and "unrecognized arguments";
+    `search -x`, "the following arguments are required: query"; `--mo` for --mode, no more. Now search's usage, and
+    the flag meant, or the query after --."""
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and said in err and "usage: project-history-recall search" in err, err
+    code, _, err = run_cli(capsys, "projects", "--bogus")
+    assert code == 2 and "usage: project-history-recall projects" in err and "error: unrecognized arguments: --bogus\n" in err
