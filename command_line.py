@@ -239,7 +239,7 @@ def _search(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     answer = search.search_history(
         home=home, query=query, mode=mode, limit=limit, cwd=cwd, filters=filters, cursor=args.cursor
     )
-    return answer, render.render_search(answer, cwd=cwd, next_page=NEXT_PAGE)
+    return answer, _outside(answer, render.render_search(answer, cwd=cwd, next_page=NEXT_PAGE))
 
 
 def _recent(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
@@ -247,7 +247,18 @@ def _recent(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     filters = command_args.dates(args.since, args.until)
     cwd = _folder(args)
     answer = browse.recent_sessions(home=home, cwd=cwd, limit=limit, filters=filters, cursor=args.cursor)
-    return answer, render.render_recent(answer, cwd=cwd, next_page=NEXT_PAGE)
+    return answer, _outside(answer, render.render_recent(answer, cwd=cwd, next_page=NEXT_PAGE))
+
+
+#: What a folder in no project can do instead (the command line's: a slash command's folder is Hermes').
+OUTSIDE = (f"(--cwd DIR looks in the project of another folder; `{PROG} projects` lists the projects, their folders "
+           "and sessions)")
+
+
+def _outside(answer: dict[str, Any], text: str) -> str:
+    """``text``, and :data:`OUTSIDE` after it when the folder is in no project."""
+    home = answer.get("success") and (answer.get("project") or {}).get("kind") == "home"
+    return f"{text}\n{OUTSIDE}" if home else text
 
 
 def _projects(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:

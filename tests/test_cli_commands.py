@@ -692,3 +692,16 @@ def test_a_query_word_or_a_flag_misspelt_with_a_dash_says_what_to_type(shared_tw
     assert code == 2 and said in err and "usage: project-history-recall search" in err, err
     code, _, err = run_cli(capsys, "projects", "--bogus")
     assert code == 2 and "usage: project-history-recall projects" in err and "error: unrecognized arguments: --bogus\n" in err
+
+
+def test_a_folder_in_no_project_says_where_to_look_instead(shared_two: World, capsys, tmp_path: Path):
+    """`search` or `recent` run in a folder of no project answered "No project context: this folder is in no git
+    repo and no project folder" and nothing more; now it names --cwd and the `projects` command."""
+    loose = str(tmp_path)
+    for argv in (["search", "websocket", "--cwd", loose], ["recent", "--cwd", loose]):
+        code, out, _ = run_cli(capsys, *argv)
+        assert code == 0 and "No project context" in out, out
+        assert out.rstrip().endswith("(--cwd DIR looks in the project of another folder; `project-history-recall "
+                                     "projects` lists the projects, their folders and sessions)"), out
+    code, out, _ = run_cli(capsys, "search", "websocket", "--cwd", str(shared_two.paths["alpha"]))
+    assert "--cwd DIR looks" not in out
