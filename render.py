@@ -262,7 +262,8 @@ def _consent_text(semantic: Mapping[str, Any]) -> str:
 def render_status(report: Mapping[str, Any]) -> str:
     """A profile report (see ``status.profile_status``)."""
     lines = [f"project-history-recall {report.get('version')}", f"Hermes profile: {report.get('hermes_home')}"
-             + ("" if report.get("home_exists") else "  (NOT FOUND)")]
+             + ("" if report.get("home_exists") else "  (NOT A FOLDER)" if "not a folder" in str(report.get("error"))
+                else "  (NOT FOUND)")]
     state = report.get("state_db") or {}
     if state.get("error"):
         lines.append(f"state.db: {state.get('path')}: {state['error']}")

@@ -705,3 +705,17 @@ def test_a_folder_in_no_project_says_where_to_look_instead(shared_two: World, ca
                                      "projects` lists the projects, their folders and sessions)"), out
     code, out, _ = run_cli(capsys, "search", "websocket", "--cwd", str(shared_two.paths["alpha"]))
     assert "--cwd DIR looks" not in out
+
+
+def test_status_of_a_profile_that_is_missing_or_a_file_is_a_failure_answer(tmp_path: Path, capsys,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    """`status --json` of a missing profile answered success false with an error but no code (every other failure
+    answer has one); HERMES_HOME set to state.db itself read "Hermes profile folder not found" of a file that is
+    there. Now code no_profile, and a file is named as one."""
+    code, out, _ = run_cli(capsys, "--hermes-home", str(tmp_path / "nowhere"), "status", "--json")
+    assert code == 1 and json.loads(out)["code"] == "no_profile"
+    (tmp_path / "state.db").write_bytes(b"")
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "state.db"))
+    code, out, err = run_cli(capsys, "status")
+    assert code == 1 and f"Hermes profile: {tmp_path / 'state.db'}  (NOT A FOLDER)" in out, out
+    assert f"the Hermes profile is not a folder: {tmp_path / 'state.db'}" in err and "Traceback" not in err, err
