@@ -207,9 +207,10 @@ def render_index_run(answer: Mapping[str, Any]) -> str:
     if answer.get("message"):
         return f"history index: {answer['semantic_status']}: {answer['message']}"
     more = " Run /history-index again to continue." if answer.get("remaining") else ""
+    note = f"\nhistory index: note: {answer['note']}" if answer.get("note") else ""  # the index rebuilt, vectors dropped
     return (
         f"history index: {answer['indexed']} of {answer['total']} messages indexed in {answer['projects']} "
-        f"project(s) ({answer['seconds']} s); semantic search is {answer['semantic_status']}.{more}"
+        f"project(s) ({answer['seconds']} s); semantic search is {answer['semantic_status']}.{more}{note}"
     )
 
 

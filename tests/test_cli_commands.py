@@ -719,3 +719,16 @@ def test_status_of_a_profile_that_is_missing_or_a_file_is_a_failure_answer(tmp_p
     code, out, err = run_cli(capsys, "status")
     assert code == 1 and f"Hermes profile: {tmp_path / 'state.db'}  (NOT A FOLDER)" in out, out
     assert f"the Hermes profile is not a folder: {tmp_path / 'state.db'}" in err and "Traceback" not in err, err
+
+
+def test_index_says_when_it_rebuilt_the_index(two: World, fake, capsys):
+    """`index` (and /history-index) that found embeddings.db unusable moved it aside and rebuilt it, and said so only
+    in --json (note): the text answered "3 of 3 messages indexed" as if nothing had happened. Now the note follows."""
+    server = fake()
+    two.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert two.call("project_history_semantic_consent", {"decision": "allow"}, "a_cur")["success"]
+    data = two.home / "plugins" / "project-history-recall" / "data"
+    (data / "embeddings.db").write_bytes(b"not a database, " * 4096)
+    code, out, _ = run_cli(capsys, "index")
+    assert code == 0 and "3 of 3 messages indexed" in out, out
+    assert "\nhistory index: note: the embeddings index was unusable" in out and "moved to embeddings.db.broken-" in out
