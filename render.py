@@ -195,6 +195,12 @@ def render_read(answer: Mapping[str, Any]) -> str:
         lines.append(f"(left out: {message['left_out']})" if message.get("left_out") else str(message.get("text") or ""))
     if answer.get("truncated"):
         lines.extend(["", "(cut to the character budget; ask for fewer messages or a larger --max-chars)"])
+    hit: Mapping[str, Any] = next((m for m in answer.get("messages") or [] if m.get("message_id") == answer.get("anchor")), {})
+    part = hit.get("part") or {}
+    if part and part.get("end", 0) < part.get("length", 0):  # the part a long hit shows, and how to read on
+        lines.append(f"(the hit goes on: --offset {part['end']} shows it from character {part['end']} of {part['length']})")
+    if answer.get("stopped"):
+        lines.append(f"(stopped: {answer['stopped']})")
     if answer.get("notice"):
         lines.extend(["", str(answer["notice"])])
     return "\n".join(lines)

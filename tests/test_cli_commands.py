@@ -732,3 +732,19 @@ def test_index_says_when_it_rebuilt_the_index(two: World, fake, capsys):
     code, out, _ = run_cli(capsys, "index")
     assert code == 0 and "3 of 3 messages indexed" in out, out
     assert "\nhistory index: note: the embeddings index was unusable" in out and "moved to embeddings.db.broken-" in out
+
+
+def test_history_read_of_a_long_hit_says_how_to_read_on(two: World):
+    """/history-read of a hit longer than the budget showed "characters 0-491 of 2000" and no way to the rest (the
+    tool's `offset`, /history-read's --offset, was not named); a window that stopped at 1,000 rewound messages did
+    not say so (JSON's `stopped`). Now both are said."""
+    from project_history_recall import render
+
+    two.session("a_long", two.paths["alpha"], messages=[("user", "the long log")])
+    hit = two.say("a_long", "assistant", "LONGLOG " + "x" * 2000)
+    out = slash("history-read", f"a_long {hit} --max-chars 500 --before 0 --after 0")
+    assert "(the hit goes on: --offset 491 shows it from character 491 of 2008)" in out, out
+    out = slash("history-read", f"a_long {hit} --max-chars 500 --before 0 --after 0 --offset 1600")
+    assert "the hit goes on" not in out, out
+    stopped = render.render_read({"success": True, "messages": [], "stopped": "a side of the window ends"})
+    assert "(stopped: a side of the window ends)" in stopped
