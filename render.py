@@ -73,6 +73,12 @@ CONSENT_FOR_HUMANS = (
 NEXT_PAGE = "narrow it with --since / --until (--limit shows up to 10), or ask the agent, who can page on"
 
 
+def one_line(text: object) -> str:
+    """``text`` on one line, its runs of blank space (newlines too) one space: a listing's entry stays one entry (a
+    message's own "2. another" line read as the list's second)."""
+    return " ".join(str(text).split())
+
+
 def project_label(project: Mapping[str, Any]) -> str:
     """``Payments (project p_abc)``, ``myrepo (git repo /src/myrepo)`` or ``no project (Home)``."""
     kind = project.get("kind")
@@ -137,7 +143,7 @@ def render_search(answer: Mapping[str, Any], *, cwd: str | None, next_page: str 
     if not results:
         lines.append(str(answer.get("message") or "No matching messages."))
     for number, hit in enumerate(results, start=1):
-        title = hit.get("title") or "(untitled session)"
+        title = one_line(hit.get("title") or "(untitled session)")
         when = hit.get("when") or "unknown time"
         lines.append(f"{number}. {title}  [{when}, {hit.get('score_source')}]")
         lines.append(f"   {hit.get('snippet')}")
@@ -165,14 +171,14 @@ def render_recent(answer: Mapping[str, Any], *, cwd: str | None, next_page: str 
     if not sessions:
         lines.append(str(answer.get("message") or "No sessions."))
     for number, row in enumerate(sessions, start=1):
-        title = row.get("title") or "(untitled session)"
+        title = one_line(row.get("title") or "(untitled session)")
         parts = f" in {row['sessions']} sessions (compressed)" if (row.get("sessions") or 1) > 1 else ""
         lines.append(f"{number}. {title}  [{row.get('last_active') or row.get('started') or 'unknown time'}, "
                      f"{row.get('messages')} message(s){parts}, {row.get('source')}]")
         if row.get("first_user"):
-            lines.append(f"   asked: {row['first_user']}")
+            lines.append(f"   asked: {one_line(row['first_user'])}")
         if row.get("last_assistant"):
-            lines.append(f"   last answer: {row['last_assistant']}")
+            lines.append(f"   last answer: {one_line(row['last_assistant'])}")
         lines.append(f"   {row.get('link')}")
     lines += _more(answer, next_page, "conversations")
     if answer.get("notice"):

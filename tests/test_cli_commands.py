@@ -748,3 +748,14 @@ def test_history_read_of_a_long_hit_says_how_to_read_on(two: World):
     assert "the hit goes on" not in out, out
     stopped = render.render_read({"success": True, "messages": [], "stopped": "a side of the window ends"})
     assert "(stopped: a side of the window ends)" in stopped
+
+
+def test_recent_keeps_each_conversation_on_its_lines(two: World, capsys):
+    """A conversation whose first request or last answer had several lines printed them as they were, at the left
+    margin: an answer's "2. run the migration" line read as the list's second conversation. Now each is one line."""
+    two.session("a_multi", two.paths["alpha"], messages=[
+        ("user", "plan the release\nstep by step"), ("assistant", "Here is the plan:\n1. tag\n2. run the migration")])
+    code, out, _ = run_cli(capsys, "recent", "--cwd", str(two.paths["alpha"]), "--limit", "1")
+    assert code == 0 and "   asked: plan the release step by step\n" in out, out
+    assert "   last answer: Here is the plan: 1. tag 2. run the migration\n" in out, out
+    assert "\n2. " not in out
