@@ -216,8 +216,9 @@ def render_index_run(answer: Mapping[str, Any]) -> str:
     """What one indexing run did: the first line of ``/history-index``, and the command line's ``index``."""
     if not answer.get("success"):
         return f"history index: {answer.get('error')}"
-    if answer.get("message"):
-        return f"history index: {answer['semantic_status']}: {answer['message']}"
+    if answer.get("message"):  # nothing to run: the gate's note, which speaks to the agent; a person is told too
+        human = f"\n{CONSENT_FOR_HUMANS}" if answer.get("semantic_status") == "consent_required" else ""
+        return f"history index: {answer['semantic_status']}: {answer['message']}{human}"
     more = " Run /history-index again to continue." if answer.get("remaining") else ""
     note = f"\nhistory index: note: {answer['note']}" if answer.get("note") else ""  # the index rebuilt, vectors dropped
     return (

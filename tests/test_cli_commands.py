@@ -759,3 +759,13 @@ def test_recent_keeps_each_conversation_on_its_lines(two: World, capsys):
     assert code == 0 and "   asked: plan the release step by step\n" in out, out
     assert "   last answer: Here is the plan: 1. tag 2. run the migration\n" in out, out
     assert "\n2. " not in out
+
+
+def test_index_before_consent_tells_the_person_what_to_do(shared_two: World, capsys):
+    """`index` (and /history-index) before consent answered only the gate's note for the agent ("Ask the user; if
+    they agree, call project_history_semantic_consent"), which a person at a shell cannot act on; now the line that
+    says how a person gives consent follows, as a search's text has it."""
+    code, out, _ = run_cli(capsys, "index")
+    assert code == 0 and out.startswith("history index: consent_required: "), out
+    assert "(You are the user: to allow it, tell the agent in a conversation of this project" in out, out
+    assert "(You are the user: to allow it" in slash("history-index")
