@@ -239,6 +239,29 @@ def test_history_move_in_the_interactive_cli_moves_the_live_conversation(hermes_
     assert f"This terminal stays in {two.paths['alpha']}" in out and "resuming the conversation later" in out
 
 
+def test_history_move_says_where_the_conversation_was_and_the_command_that_moves_it_back(hermes_cli, two: World):
+    """/history-move said where the conversation went and which sessions it changed, not where it had been: a move
+    to the wrong project could not be undone without remembering the old folder. Now it names the project it left
+    and the command that moves it back, and that command does."""
+    from run_agent import AIAgent
+
+    hermes_cli.agent = AIAgent(
+        base_url="http://127.0.0.1:9/v1", api_key="unused", model="m", session_id="a_cur",
+        quiet_mode=True, skip_context_files=True, skip_memory=True, enabled_toolsets=[],
+    )
+    alpha = two.paths["alpha"]
+    out = hermes_cli.run_line("/history-move team-notes")
+    back = f"/history-move {alpha}"
+    assert f"It was in alpha (git repo {alpha}); to move it back: {back}" in out, out
+    assert two.session_row("a_cur")["cwd"] == str(two.paths["notes"])
+    out = hermes_cli.run_line(back)
+    assert two.session_row("a_cur")["cwd"] == str(alpha), out
+    assert f"It was in Team Notes (project {two.N}); to move it back: /history-move {two.N}" in out, out
+    out = hermes_cli.run_line("/history-move --home")
+    assert "to move it back: /history-move " + str(alpha) in out
+    assert "It was in no project (Home); to move it back: /history-move --home" in hermes_cli.run_line(back)
+
+
 def test_history_move_home_and_back_into_the_repo_by_folder(hermes_cli, two: World):
     """Out to Home and back into the git repo (`.` is Hermes' folder); the search says why Home has nothing."""
     from run_agent import AIAgent
