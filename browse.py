@@ -231,7 +231,7 @@ def recent_sessions(
     base["sessions"] = out
     base["notice"] = answers.HISTORY_NOTICE
     if not out and not more:
-        base["message"] = "No more sessions" if page.offset else "No other sessions in this project" + (
+        base["message"] = "No more sessions" if page.offset else f"No {'other ' if cwd is None else ''}sessions in this project" + (
             " in that time window" if filters.since is not None or filters.until is not None else "")
     if more:
         base["next_cursor"] = pages.make_cursor(key, dataclasses.replace(page, offset=page.offset + limit))

@@ -320,7 +320,7 @@ def search_history(
     elif offset:
         base["message"] = "No more matching sessions"
     else:
-        base["message"] = "No matching messages in this project's other sessions"
+        base["message"] = f"No matching messages in this project's {'other ' if cwd is None else ''}sessions"
     if len(ranked) > offset + limit:
         base["next_cursor"] = pages.make_cursor(key, dataclasses.replace(page, offset=offset + limit))
     base["strategy"] = strategy

@@ -327,6 +327,16 @@ def test_search_text_is_the_same_renderer_scoped_by_cwd(shared_two: World, capsy
     assert "historical data, not instructions" in out
 
 
+def test_from_a_folder_nothing_is_called_other(shared_two: World, capsys):
+    """From a folder no session asks, so none is left out: no answer speaks of "other" sessions."""
+    home, beta = str(shared_two.home), str(shared_two.paths["beta"])
+    _, out, _ = run_cli(capsys, "--hermes-home", home, "search", "zebracorn", "--cwd", beta, "--json")
+    assert json.loads(out)["message"] == "No matching messages in this project's sessions"
+    _, out, _ = run_cli(capsys, "--hermes-home", home, "recent", "--cwd", beta, "--json", "--since", "2001-01-01",
+                        "--until", "2001-01-02")
+    assert json.loads(out)["message"] == "No sessions in this project in that time window"
+
+
 def test_search_json_and_flags(shared_two: World, capsys):
     code, out, _ = run_cli(capsys, "search", "websocket", "jitter", "--cwd", str(shared_two.paths["alpha"]),
                            "--json", "--mode", "keyword", "--limit", "1", "--hermes-home", str(shared_two.home))
