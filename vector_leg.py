@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from . import config_schema, conversations, gate, index_check, pages, session_rows, store, warm_up
+from . import config_schema, conversations, gate, index_check, pages, paths, session_rows, store, warm_up
 from .gate import SemanticLeg
 from .query import embedding_text, vector_queries
 from .ranking import Hit, demote_earlier
@@ -48,19 +48,24 @@ def embedded_texts(question: Question, outbound: Callable[[str], str]) -> tuple[
     return vector_queries(embedding_text(question.text, outbound), question.folders)
 
 
+NOTHING_YET = "Nothing is indexed yet: a hybrid or semantic search indexes the project as it goes, the index command all of it."
+
+
 def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Question | None,
                  settings: config_schema.Settings) -> SemanticLeg:
     """Vector hits in the scope for the normalised mean of the vectors of ``question``'s texts
     (:func:`embedded_texts`), after indexing for at most ``INDEX_BUDGET_S``.
 
-    With no ``question`` (keyword mode) only the status is worked out: nothing is embedded or
-    searched, and a warm-up in progress is not waited for. Call only when :func:`gate.closed` allowed it. Never
+    With no ``question`` (keyword mode) only the status is worked out: nothing is embedded, searched or
+    created (no embeddings.db yet: ``indexing``), and a warm-up in progress is not waited for. Call only when :func:`gate.closed` allowed it. Never
     raises (state.db and embeddings.db errors included): the status says ``unavailable``, keyword results stand
     alone, and the note says whether a later search retries or what the user must do. Damaged vectors found on
     the way are dropped and embedded again, and the note says so once.
     """
     from . import embeddings, vector_index
 
+    if question is None and not (paths.plugin_data_dir(home) / "embeddings.db").exists():  # keyword mode creates nothing
+        return SemanticLeg("indexing", NOTHING_YET)
     vectors = None
     try:
         vectors = gate.open_vectors(home, settings)

@@ -160,6 +160,20 @@ def test_enabled_neither_true_nor_false_keeps_semantic_off_and_says_so(sem, fake
     assert server.requests == []
 
 
+def test_a_keyword_search_after_consent_creates_no_index(sem, fake):
+    """README: only a hybrid or semantic search writes; a keyword one after consent says how far indexing is."""
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem)
+    data = sem.home / "plugins" / "project-history-recall" / "data"
+    answer = sem.search("cur", "websocket backoff", mode="keyword")
+    assert sorted(p.name for p in data.iterdir()) == ["consent.json"], "nothing created"
+    assert answer["semantic_status"] == "indexing" and "Nothing is indexed yet" in answer["semantic_note"], answer
+    assert result_sessions(answer) == ["a_ws"]
+    assert sem.search("cur", "websocket backoff")["semantic_status"] == "ready"
+    assert sem.search("cur", "websocket backoff", mode="keyword")["semantic_status"] == "ready"
+
+
 @pytest.mark.parametrize("value", [True, None])
 def test_enabled_true_or_unset_still_needs_consent(sem, fake, value):
     server = fake()

@@ -401,7 +401,8 @@ def test_an_index_deleted_or_replaced_while_hermes_runs_is_opened_again(warm, fa
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
     keyword = warm.search("cur", "websocket", mode="keyword")
-    assert keyword["semantic_status"] == "indexing" and "0 of 2 messages indexed" in keyword["semantic_note"]
+    assert keyword["semantic_status"] == "indexing" and "Nothing is indexed yet" in keyword["semantic_note"]
+    assert not path.exists(), "a keyword search creates no index"
     assert warm.search("cur", "websocket backoff")["semantic_status"] == "ready"  # indexed again, in the new file
     assert stored_chunks(warm) == len(TEXTS)
     # Moved aside and rebuilt by another process (as VectorIndex does with a damaged file): the same.
