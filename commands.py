@@ -17,7 +17,6 @@ follow ``command_args.py``'s grammar.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import os
@@ -297,22 +296,9 @@ def _check_target(token: str) -> dict[str, Any]:
 
 
 def _close_targets(token: str) -> str:
-    """``Did you mean …?`` with the command for each target whose name is close to ``token`` (a typo, a different
-    case, a part of the name: ``Quaser``, ``team``, ``payment``), then a newline; ``""`` when none is."""
-    home = paths.hermes_home()
-    typed = token.casefold()
-    if not typed:
-        return ""
-    named: dict[str, str] = {}  # a name as it is compared -> the target it stands for and the command that moves there
-    for p in store.projects_as_known(home).projects:
-        if not p.archived:
-            how = f"project {p.name} (/history-move {p.slug or p.id})"
-            named.update({n.casefold(): how for n in (p.name, p.slug) if n})
-    for repo in move.known_repos(home):
-        named.setdefault(str(repo.name).casefold(), f"git repo {repo.name} (/history-move {repo.root})")
-    close = difflib.get_close_matches(typed, list(named), n=3, cutoff=0.6)
-    close += [n for n in named if n not in close and len(typed) >= 2 and (typed in n or n in typed)]
-    shown = list(dict.fromkeys(named[n] for n in close))[:3]
+    """``Did you mean …?`` with the command for each of :func:`move.close_targets`, then a newline; ``""`` when
+    none is close."""
+    shown = [f"{what} (/history-move {given})" for what, given in move.close_targets(paths.hermes_home(), token)]
     return f"Did you mean {' or '.join(shown)}?\n" if shown else ""
 
 

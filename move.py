@@ -10,6 +10,7 @@ repo, which projects.db does not list) or a project's.
 
 from __future__ import annotations
 
+import difflib
 import os
 import sqlite3
 from dataclasses import dataclass
@@ -121,7 +122,8 @@ def _folder_target(home: Path, projects: tuple[attribution.ProjectRecord, ...], 
 
 
 def _not_found(home: Path, listing: store.ProjectList, token: str) -> str:
-    """Why ``token`` names no target, and what would."""
+    """Why ``token`` names no target, and what would (the targets whose names are close to it, each with what
+    to give)."""
     why = [f"project not found: {errors.echo(token)}"]
     repos = [r for r in known_repos(home) if r.name.casefold() == token.casefold()]
     if repos:
@@ -129,8 +131,30 @@ def _not_found(home: Path, listing: store.ProjectList, token: str) -> str:
                    f"{repos[0].root}")
     elif not listing.available:
         why.append(listing.note or "this profile has no projects.db (`hermes project create` makes one)")
+    else:
+        close = close_targets(home, token)
+        if close:
+            why.append("did you mean " + " or ".join(f"{what} (project_id {given!r})" for what, given in close))
     why.append(TARGETS)
     return "; ".join(why)
+
+
+def close_targets(home: Path, token: str) -> list[tuple[str, str]]:
+    """Up to three targets whose names are close to ``token`` (a typo, another case, a part of the name:
+    ``Quaser``, ``team``, ``payment``), best first: ``(what it is, what to give a move for it)``; ``[]`` when
+    none is. Active projects of projects.db by name and slug, and the git repos that hold sessions by name."""
+    typed = token.strip().casefold()
+    if not typed:
+        return []
+    named: dict[str, tuple[str, str]] = {}  # a name as compared -> the target it stands for
+    for p in store.projects_as_known(home).projects:
+        if not p.archived:
+            named.update({n.casefold(): (f"project {p.name}", p.slug or p.id) for n in (p.name, p.slug) if n})
+    for repo in known_repos(home):
+        named.setdefault(str(repo.name).casefold(), (f"git repo {repo.name}", repo.root))
+    close = difflib.get_close_matches(typed, list(named), n=3, cutoff=0.6)
+    close += [n for n in named if n not in close and len(typed) >= 2 and (typed in n or n in typed)]
+    return list(dict.fromkeys(named[n] for n in close))[:3]
 
 
 def known_repos(home: Path) -> list[attribution.Project]:

@@ -220,6 +220,16 @@ def test_move_by_a_project_folder_names_the_project(mv):
     assert answer["message"].startswith(f"Moved to Team Notes (project {mv.N})")
 
 
+def test_a_misspelt_target_names_the_close_ones_with_what_to_give(mv):
+    """The agent's move of a typo ("Team Notez", "quaser") answered "project not found" and what a target is; it
+    now names the close targets, each with the project_id that moves there, and moves with that one."""
+    answer = mv.move("cur", "Team Notez")
+    assert answer["code"] == "project_not_found"
+    assert "did you mean project Team Notes (project_id 'team-notes')" in answer["error"], answer
+    assert "did you mean" not in mv.move("cur", "zzz")["error"]
+    assert mv.move("cur", "team-notes")["project"]["name"] == "Team Notes"
+
+
 def test_a_repo_name_says_repos_are_moved_to_by_folder(mv):
     """`/history-move alpha` answered "project not found: alpha" without saying that repos are not projects."""
     alpha = mv.repo("alpha")
