@@ -15,7 +15,7 @@ import sqlite3
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -241,28 +241,34 @@ class MembershipCache:
                       ids: Sequence[str]) -> set[str]:
         """Of ``ids`` (sessions an answer is about to show, chosen by the census for ``scope``), those state.db still
         puts there: the row is there and searchable, and the folder it records is the one the census read, or one of
-        the scope's project. The census is a hint, re-read up to ``stale_limit`` late: a session another process
-        deleted, archived or moved since is left out of the answer (until the census is read again), never shown as
-        this project's. The census may be voided meanwhile (a move in this process): each folder is then asked of
-        the attributor. The asking session's own archive (``scope.live``) is kept whatever it is (a delegate's run
-        too). One read of those rows; a folder probed only where it changed."""
+        the scope's project. A session that records no folder (a ``/branch``, a continuation, a ``/new`` session)
+        is asked of the session the census took its folder from (its ``owner``: a move writes that one's folder). The
+        census is a hint, re-read up to ``stale_limit`` late: a session another process deleted, archived or moved
+        since is left out of the answer (until the census is read again), never shown as this project's. The census
+        may be voided meanwhile (a move in this process): each recorded folder is then asked of the attributor. The
+        asking session's own archive (``scope.live``) is kept whatever it is (a delegate's run too). One read of
+        those rows and their owners'; a folder probed only where it changed."""
         identity = scope.project.identity
         asked = [sid for sid in ids if sid != scope.live]
-        with self.lock:  # each session's folder as the census read it
+        with self.lock:  # each session's folder as the census read it, and whose row it is
             entry = self._entries.get(db_key)
-            read = {sid: entry.workspaces.get(sid) for sid in asked} if entry is not None else {}
+            census = entry.workspaces if entry is not None else {}
+            read = {sid: census.get(sid) for sid in asked}
+            owners = _owners(census, [sid for sid, ws in read.items() if ws is not None and ws.via])
+        rows = session_rows.recorded(conn, [*asked, *set(owners.values())])
         kept = {scope.live} if scope.live and scope.live in ids else set()
-        for sid, (cwd, root, searchable) in session_rows.recorded(conn, asked).items():
-            if not searchable:
+        for sid in asked:
+            if sid not in rows or not rows[sid][2]:  # gone, archived or a delegate's
                 continue
-            ws = read.get(sid)
-            if not cwd and not root:  # its folder is an ancestor's or a predecessor's: that one may have moved
-                now = session_rows.resolve_workspace(conn, sid)[1]
-                cwd, root = (now.cwd or "", now.root or "") if now is not None else ("", "")
-                moved = ws is None or (ws.cwd or "", ws.root or "") != (cwd, root)
+            ws, (cwd, root, _) = read[sid], rows[sid]
+            if not cwd and not root and sid in owners:  # its folder is its owner's: a move rewrites that one's
+                if owners[sid] not in rows:  # the owner deleted: no folder to inherit
+                    continue
+                cwd, root = rows[owners[sid]][:2]
+                moved = bool(cwd) and ws is not None and (ws.cwd or "", ws.root or "") != (cwd, root)
             else:
                 moved = bool(cwd) and (ws is None or ws.cwd != cwd)
-            if not moved or (cwd and attributor.project_for_workspace(cwd, root or None).identity == identity):
+            if not moved or attributor.project_for_workspace(cwd, root or None).identity == identity:
                 kept.add(sid)
         return kept
 
@@ -480,6 +486,26 @@ def live_cli_folder(session: SessionInfo) -> str | None:
         return os.getcwd()
     except OSError:  # the folder was deleted under the process
         return None
+
+
+def _owners(census: Mapping[str, attribution.Workspace | None], ids: Sequence[str]) -> dict[str, str]:
+    """``{id: the session whose own row gives it its folder}`` for the sessions ``ids`` that inherit one, by the
+    census's ``via`` links (a session's parent or predecessor on the walk). Sessions met on an earlier walk end a
+    later one: a long chain is walked once for all of its sessions, not once each. Pure."""
+    owner: dict[str, str] = {}
+    for start in ids:
+        path: dict[str, None] = {}  # the walk, in order
+        sid = start
+        while sid not in owner:
+            ws = census.get(sid)
+            if ws is None or not ws.via or sid in path:  # its own row's folder (or a loop the census cannot hold)
+                owner[sid] = sid
+                break
+            path[sid] = None
+            sid = ws.via
+        for walked in path:
+            owner[walked] = owner[sid]
+    return {sid: owner[sid] for sid in ids}
 
 
 def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: str, *, db_key: str) -> Scope:

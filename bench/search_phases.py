@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
 
 PHASES = [("search", "_semantic_leg_apart"), ("lexical", "search"), ("workspace", "compute_scope"),
-          ("session_rows", "session_details"), ("session_rows", "recorded"), ("session_rows", "resolve_workspace"), ("store", "fetch_messages"), ("search", "make_snippet"),
+          ("session_rows", "session_details"), ("session_rows", "recorded"), ("store", "fetch_messages"), ("search", "make_snippet"),
           ("store", "recall_echoes"), ("store", "recall_questions"), ("vector_leg", "confirmed"),
           ("index_check", "lacking"), ("index_check", "agree"), ("search", "fuse"),
           # the keyword leg's parts (names it calls through its module, or imported into it)

@@ -53,6 +53,8 @@ def remote(world: World, fake) -> World:
     server = fake(dims=16, words=True)
     world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     assert world.call("project_history_semantic_consent", {"decision": "allow", "projects": "all"}, "cur")["success"]
+    # embeddings.db made as a first hybrid search makes it (a keyword search makes none): keyword status counts
+    plugin("gate").open_vectors(world.home, plugin("settings").load_settings(world.home))
     return world
 
 
