@@ -216,12 +216,13 @@ def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int)
     return _counted(conn, space, "match:" + match, lambda: count_matches(conn, space, match, cap))
 
 
-def row_filters(conn: sqlite3.Connection, scope: Scope) -> tuple[str, list[Any]]:
+def row_filters(conn: sqlite3.Connection, scope: Scope, among: str | None = None) -> tuple[str, list[Any]]:
     """The conditions every candidate row meets: shown by Hermes, admitted by the search's filters, not a recall, not
-    Hermes' own user rows for the model, not a live row of the asking session (:func:`_live_left_out`)."""
+    Hermes' own user rows for the model, not a live row of the asking session (:func:`_live_left_out`). ``among``: an
+    SQL subquery naming every row the conditions are asked of (``store.visible``: copies told a tick at a time)."""
     filter_sql, filter_params = scope.filters.sql(display=store.layout_of(conn).display)
     live_sql, live_params = _live_left_out(scope)
-    clause = f"{store.visible(conn)} AND {filter_sql} AND {_NOT_ECHO} AND {_NOT_SCAFFOLD}{live_sql}"
+    clause = f"{store.visible(conn, among)} AND {filter_sql} AND {_NOT_ECHO} AND {_NOT_SCAFFOLD}{live_sql}"
     return clause, [*filter_params, json.dumps(list(store.RECALL_TOOLS)), *live_params]
 
 
@@ -252,9 +253,10 @@ def _early_filters(scope: Scope) -> tuple[str, list[Any]]:
 def _passing(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[int]:
     """Those of the message ids ``ids`` that meet every condition of :func:`row_filters` and are no copy of the asking
     session's context (``store.context_copies_sql``: asked of these rows alone, never of a scan's)."""
-    where, params = row_filters(conn, scope)
+    where, params = row_filters(conn, scope, "SELECT id FROM asked")
     copies, copies_params = store.context_copies_sql(scope)
-    sql = f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {where} AND NOT {copies}"
+    sql = (f"WITH asked(id) AS (SELECT value FROM json_each(?)) SELECT m.id FROM messages m"
+           f" WHERE m.id IN (SELECT id FROM asked) AND {where} AND NOT {copies}")
     return {int(r[0]) for r in conn.execute(sql, [json.dumps([int(i) for i in ids]), *params, *copies_params])}
 
 

@@ -23,19 +23,25 @@ PAGE_IDS = 4096  # ids whose rows one statement reads (a page; see the module's 
 _OTHER_ROLE_SQL = "m.role NOT IN ('user', 'assistant')"
 
 
+#: A page's ids, as a paged statement names them (the rows it reads are among them: :data:`PAGE`).
+PAGE = "SELECT id FROM page"
+
+
 def _paged(conn: sqlite3.Connection, sql: str, ids: Sequence[int], *params: Any) -> Iterator[Any]:
-    """The rows of ``sql`` (its first parameter the JSON array of a page of ids) over every page of ``ids``,
-    ascending. Inside a transaction the caller holds, every page reads in it. Raises ``sqlite3`` errors."""
+    """The rows of ``sql`` over every page of ``ids``, ascending: ``sql`` reads the page's ids from the table
+    ``page`` (:data:`PAGE`), its parameters ``params``. Inside a transaction the caller holds, every page reads in it.
+    Raises ``sqlite3`` errors."""
     ordered = sorted(int(i) for i in ids)
     for start in range(0, len(ordered), PAGE_IDS):
-        yield from conn.execute(sql, (json.dumps(ordered[start : start + PAGE_IDS]), *params)).fetchall()
+        yield from conn.execute(f"WITH page(id) AS (SELECT value FROM json_each(?)) {sql}",
+                                (json.dumps(ordered[start : start + PAGE_IDS]), *params)).fetchall()
 
 
-def indexable_row(conn: sqlite3.Connection) -> str:
+def indexable_row(conn: sqlite3.Connection, among: str | None = None) -> str:
     """The SQL condition for a row the vector index should hold: a visible user or assistant message with text
     as it is embedded (:data:`store.HAS_TEXT`: a row of blanks or images only, or Hermes' note to the model, would
-    count as missing for ever)."""
-    return f"{store.visible(conn)} AND m.role IN ('user', 'assistant') AND {store.HAS_TEXT}"
+    count as missing for ever). ``among``: as :func:`store.visible` takes it."""
+    return f"m.role IN ('user', 'assistant') AND {store.visible(conn, among)} AND {store.HAS_TEXT}"
 
 
 def scope_message_ids(conn: sqlite3.Connection, scope: Scope) -> str:
@@ -52,7 +58,7 @@ def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
     time. Raises ``sqlite3`` errors."""
     ids = [abs(int(i)) for i in scope_message_ids(conn, scope).split(",") if i]
     return sum(int(r[0]) for r in _paged(
-        conn, f"SELECT count(*) FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {indexable_row(conn)}", ids))
+        conn, f"SELECT count(*) FROM messages m WHERE m.id IN ({PAGE}) AND {indexable_row(conn, PAGE)}", ids))
 
 
 def sort_out(conn: sqlite3.Connection, ids: Sequence[int]) -> list[int]:
@@ -61,7 +67,7 @@ def sort_out(conn: sqlite3.Connection, ids: Sequence[int]) -> list[int]:
     page at a time. Raises ``sqlite3`` errors."""
     return [int(r[0]) for r in _paged(
         conn, f"SELECT CASE WHEN {_OTHER_ROLE_SQL} THEN -m.id ELSE m.id END FROM messages m"
-        f" WHERE m.id IN (SELECT value FROM json_each(?)) AND ({_OTHER_ROLE_SQL} OR {indexable_row(conn)})", ids)]
+        f" WHERE m.id IN ({PAGE}) AND ({_OTHER_ROLE_SQL} OR {indexable_row(conn, PAGE)})", ids)]
 
 
 def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
@@ -69,14 +75,14 @@ def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     Raises ``sqlite3`` errors."""
     roles_sql, roles = filters.Filters().sql()  # the searchable roles, as every search reads them
     return {int(r[0]) for r in _paged(
-        conn, f"SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {store.visible(conn)}"
-        f" AND {roles_sql}", ids, *roles)}
+        conn, f"SELECT m.id FROM messages m WHERE m.id IN ({PAGE}) AND {roles_sql} AND {store.visible(conn, PAGE)}",
+        ids, *roles)}
 
 
 def indexable_ids_above(conn: sqlite3.Connection, scope: Scope, above: int) -> list[int]:
     """Ids of the scope's messages above message id ``above`` that the vector index should hold
     (:func:`indexable_row`), newest first. SQLite is kept on the id range (new messages sit above a watermark),
     not the per-session index. Raises ``sqlite3`` errors."""
-    where = f"+{store.SCOPE_SQL} AND {indexable_row(conn)}"
-    rows = conn.execute(f"SELECT m.id FROM messages m WHERE {where} AND m.id > ?", (scope.ids_json, int(above)))
+    where = f"+{store.SCOPE_SQL} AND {indexable_row(conn, 'SELECT b.id FROM messages b WHERE b.id > ?2')}"
+    rows = conn.execute(f"SELECT m.id FROM messages m WHERE {where} AND m.id > ?2", (scope.ids_json, int(above)))
     return sorted((int(r[0]) for r in rows), reverse=True)

@@ -59,6 +59,22 @@ _ALIKE = ("d.session_id = m.session_id AND d.timestamp = m.timestamp AND d.role 
 #: only for the newest archived row, so n copies of one message cost n seeks, not n x n rows.
 _ONE_COPY = ("(m.active IS 1 OR (NOT EXISTS (SELECT 1 FROM messages d WHERE {alike} AND d.id > m.id)"
              " AND NOT EXISTS (SELECT 1 FROM messages d WHERE {alike} AND d.active IS 1 AND d.id < m.id)))")
+#: Of the rows the subquery ``{ids}`` names, the archived ones :data:`_ONE_COPY` leaves out (a row alike is newer, or
+#: live) in crowded ticks (:data:`_CROWDED`): the rows of each such (session, timestamp) grouped by what makes rows
+#: alike, once (a window).
+_SUPERSEDED = (
+    "SELECT g.id FROM (SELECT d.id, d.active, max(d.id) OVER w AS newest, max(d.active IS 1) OVER w AS live"
+    " FROM (SELECT DISTINCT t.session_id AS s, t.timestamp AS ts FROM messages t WHERE t.id IN ({ids})"
+    " AND t.active IS NOT 1 AND {kept_t} AND {crowded_t}) k JOIN messages d ON d.session_id = k.s"
+    " AND d.timestamp = k.ts WHERE {kept_d} WINDOW w AS (PARTITION BY d.session_id, d.timestamp, d.role,"
+    " d.tool_call_id, d.tool_name, d.tool_calls, d.content)) g WHERE g.active IS NOT 1 AND (g.id != g.newest OR g.live)"
+)
+#: Row ``m``'s clock tick is crowded: the next row of it (by id) is no copy of ``m`` (:data:`_ALIKE` as ``{alike}``,
+#: said of ``n``). A tick holds one row, or a message's copies (one a compaction: the next row of the tick is alike),
+#: where :data:`_ONE_COPY` finds a row's next copy at once; rows an import or an old gateway turn wrote at one time
+#: crowd it, where asking row by row passes the tick's other rows for each (T x T for a tick of T rows). Two seeks.
+_CROWDED = ("EXISTS (SELECT 1 FROM messages n WHERE n.id = (SELECT min(o.id) FROM messages o WHERE"
+            " o.session_id = m.session_id AND o.timestamp = m.timestamp AND o.id > m.id) AND NOT ({alike}))")
 #: Of row ``m`` (by id, the parameter): the row of its message Hermes shows when ``m`` is the first row of it (where
 #: Hermes shows the message), else NULL: what a walk of a session, which reads only the rows it passes, keeps.
 _SHOWN_HERE = ("SELECT CASE WHEN (SELECT min(d.id) FROM messages d WHERE {alike}) = m.id THEN (SELECT d.id FROM messages d"
@@ -96,6 +112,16 @@ class Layout:
         """The SQL condition (on ``messages`` as ``m``) that keeps what Hermes shows a person: each message once,
         as the row Hermes shows of it."""
         return f"{self.rows_sql()} AND {_ONE_COPY.format(alike=self._alike())}"
+
+    def visible_among_sql(self, ids: str) -> str:
+        """:meth:`visible_sql` for rows among those the SQL subquery ``ids`` names (every row it is asked of must be one
+        of them): the same rows kept, the archived rows of a crowded tick (:data:`_CROWDED`) told for all of them at
+        once (:data:`_SUPERSEDED`), not each by a walk of the tick."""
+        kept, alike = self.rows_sql(), self._alike()
+        crowded = _CROWDED.format(alike=re.sub(r"\bd\.", "n.", alike))
+        superseded = _SUPERSEDED.format(ids=ids, kept_t=_of(kept, "t"), kept_d=_of(kept, "d"), crowded_t=_of(crowded, "t"))
+        return (f"{kept} AND (m.active IS 1 OR CASE WHEN {crowded} THEN m.id NOT IN ({superseded})"
+                f" ELSE {_ONE_COPY.format(alike=alike)} END)")
 
     def shown_here_sql(self) -> str:
         """SQL of one parameter, the id of a row :meth:`rows_sql` keeps: one value, the id of the row of its message

@@ -95,10 +95,13 @@ def layout_of(conn: sqlite3.Connection) -> layout.Layout:
     return found
 
 
-def visible(conn: sqlite3.Connection) -> str:
+def visible(conn: sqlite3.Connection, among: str | None = None) -> str:
     """The SQL condition on ``messages`` as ``m`` that keeps the rows Hermes shows a person: not rewound, and
-    on 0.21 not hidden scaffolding or kept for the model only (:meth:`layout.Layout.visible_sql`)."""
-    return layout_of(conn).visible_sql()
+    on 0.21 not hidden scaffolding or kept for the model only (:meth:`layout.Layout.visible_sql`). ``among``: an SQL
+    subquery naming every row it is asked of, whose copies are then told a clock tick at a time
+    (:meth:`layout.Layout.visible_among_sql`: for statements that read many rows)."""
+    shape = layout_of(conn)
+    return shape.visible_sql() if among is None else shape.visible_among_sql(among)
 
 
 def connect_ro(path: Path) -> sqlite3.Connection:

@@ -39,10 +39,10 @@ def like_in_range(
     if not needles or high <= low:
         return []
     likes, like_params = _likes(needles)
-    where, params = fts.row_filters(conn, scope)
+    where, params = fts.row_filters(conn, scope, "SELECT b.id FROM messages b WHERE b.id > ?1 AND b.id <= ?2")
     sql = f"""
         SELECT m.id, m.session_id FROM messages m
-        WHERE m.id > ? AND m.id <= ? AND +{store.SCOPE_SQL} AND {where} AND ({likes})
+        WHERE m.id > ?1 AND m.id <= ?2 AND +{store.SCOPE_SQL} AND {where} AND ({likes})
         ORDER BY m.id DESC LIMIT ?
     """
     rows = conn.execute(sql, [low, high, scope.ids_json, *params, *like_params, limit])
@@ -66,15 +66,17 @@ def like_newest(
     if edge is None:  # the whole session is read: at most ``read`` messages to count
         read = int(conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)).fetchone()[0])
     likes, like_params = _likes(needles)
-    where, params = fts.row_filters(conn, scope)
-    select = f"SELECT m.id, m.session_id FROM messages m WHERE m.session_id = ? {{newer}} AND {where} AND ({likes})"
+    # The rows it reads are among the session's from the edge's clock tick on (its own index: ids only).
+    where, params = fts.row_filters(conn, scope, "SELECT b.id FROM messages b WHERE b.session_id = ?1"
+                                    + ("" if edge is None else " AND b.timestamp >= ?2"))
+    select = f"SELECT m.id, m.session_id FROM messages m WHERE m.session_id = ?1 {{newer}} AND {where} AND ({likes})"
     if edge is None:
         sql, args = select.format(newer="") + " ORDER BY m.id DESC LIMIT ?", [session_id, *params, *like_params, limit]
     else:  # past the edge: its clock tick by id, and the ticks after it, two seeks (one condition on the timestamp
         # seeks the tick's start and steps through the whole tick, which an imported session's rows may share)
-        sql = (select.format(newer="AND m.timestamp = ? AND m.id > ?") + " UNION ALL "
-               + select.format(newer="AND m.timestamp > ?") + " ORDER BY 1 DESC LIMIT ?")
-        args = [session_id, edge[0], edge[1], *params, *like_params, session_id, edge[0], *params, *like_params, limit]
+        sql = (select.format(newer="AND m.timestamp = ?2 AND m.id > ?") + " UNION ALL "
+               + select.format(newer="AND m.timestamp > ?2") + " ORDER BY 1 DESC LIMIT ?")
+        args = [session_id, edge[0], edge[1], *params, *like_params, *params, *like_params, limit]
     rows = conn.execute(sql, args)
     return [(int(r[0]), r[1]) for r in rows], read, edge is not None
 
@@ -104,13 +106,14 @@ def like_candidates(
     if not needles or not ranges:
         return [], False
     likes, like_params = _likes(needles)
-    where, params = fts.row_filters(conn, scope)
+    where, params = fts.row_filters(conn, scope, "SELECT b.id FROM messages b WHERE b.session_id IN (SELECT sid FROM batch)")
     sql = f"""
+        WITH batch(sid) AS (SELECT value FROM json_each(?))
         SELECT id, session_id FROM (
             SELECT m.id AS id, m.session_id AS session_id,
                    row_number() OVER (PARTITION BY m.session_id ORDER BY m.id DESC) AS n
             FROM messages m
-            WHERE m.session_id IN (SELECT value FROM json_each(?)) AND {where} AND ({likes})
+            WHERE m.session_id IN (SELECT sid FROM batch) AND {where} AND ({likes})
         ) WHERE n <= ? ORDER BY id DESC
     """
     out: list[tuple[int, str]] = []

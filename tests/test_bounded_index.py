@@ -380,3 +380,37 @@ def test_a_secret_written_across_lines_is_redacted_in_the_chunks_the_index_sends
     sent = [t for r in server.requests for t in r["body"]["input"]]
     assert any("sshpass" in t for t in sent), sent
     assert not [t for t in sent if any(s in t for s in secrets)], sent
+
+
+def one_tick(world: World, sid: str, n: int, text: Callable[[int], str]) -> None:
+    """Session ``sid``: ``n`` user and assistant rows written at one time (an import, or an old gateway's turn: one
+    timestamp), then compacted in place as Hermes did before #99545: every row archived, the last two carried forward
+    as live copies with their timestamp."""
+    world.db  # noqa: B018  (the file exists)
+    with closing(sqlite3.connect(world.home / "state.db")) as conn, conn:
+        rows = [(sid, ("user", "assistant")[i % 2], text(i), 1_700_000_000.0) for i in range(n)]
+        conn.executemany("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
+                         " VALUES (?, ?, ?, ?, 0, 1)", rows)
+        conn.executemany("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
+                         " VALUES (?, ?, ?, ?, 1, 0)", rows[-2:])
+
+
+def test_rows_of_one_clock_tick_archived_by_a_compaction_are_checked_once(remote: World, monkeypatch):
+    """A session of n rows sharing one timestamp, archived by a compaction: whether each archived row is the copy
+    Hermes shows was asked of every other row of its tick (rows alike are sought by session and time), n x n rows for
+    the index check's count of a project (n = 1,000 -> 4,000: 61,850 -> 967,618 hundred steps a keyword search; its
+    sort of 8,000 such rows took 5 s). Now a tick's rows are told apart once a statement (4,168 -> 16,866), the same count."""
+    world, store, layout = remote, plugin("store"), plugin("layout")
+    work = []
+    for n in (1000, 4000):
+        repo, asker = world.repo(f"tick{n}"), f"cur{n}"
+        world.session(f"tick{n}", repo)
+        one_tick(world, f"tick{n}", n, lambda i: f"lighthouse note {i}")
+        world.session(asker, repo, style="cli", messages=[("user", "hi")])
+        answer, cost = measure([plugin_dir()], monkeypatch, lambda a=asker: world.search(a, "lighthouse", mode="keyword"), store)
+        with closing(store.connect_ro(world.home / "state.db")) as conn:
+            row_by_row = conn.execute(f"SELECT count(*) FROM messages m WHERE m.session_id = ? AND {layout.Layout().visible_sql()}",
+                                      (f"tick{n}",)).fetchone()[0]
+        assert counts(answer["semantic_note"]) == (0, n) and row_by_row == n, (answer["semantic_note"], row_by_row)
+        work.append(cost.sql)
+    assert work[1] <= 5 * work[0], work

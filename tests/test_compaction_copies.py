@@ -14,10 +14,13 @@ schema 30 and 31, as that code writes them (``Schema30.compact``).
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from typing import Any
 
 import pytest
 from conftest import World, result_sessions
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from schema30 import Schema30
 
 TURNS = [("user", "plan the heron queue"), ("assistant", "heron queue uses retries"), ("user", "ok"),
@@ -173,3 +176,54 @@ def test_a_delegate_finds_what_a_compaction_in_place_archived_of_its_own_run(wor
     assert result_sessions(answer) == ["D"], answer
     read = world.call("project_history_read", {"session_id": "D", "message_id": answer["results"][0]["message_id"]}, "D")
     assert read.get("success"), read
+
+
+_POOL = [("user", "a", None, None, None), ("assistant", "a", None, None, None), ("user", "a", "call-1", None, None),
+         ("tool", "log", "call-1", "terminal", None), ("assistant", None, None, None, '[{"id": "call-1"}]'), ("user", "b", None, None, None)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["0.19", "30"]), st.lists(st.tuples(st.integers(0, 1), st.integers(0, len(_POOL) - 1), st.integers(0, 1),
+                                                         st.sampled_from([(1, 0), (1, 1), (0, 1), (0, 0)]), st.integers(0, 3)),
+                                               min_size=1, max_size=40), st.sets(st.integers(1, 40)))
+@example("0.19", [(0, 0, 0, (1, 0), 0), (0, 0, 0, (0, 1), 0)], {2})  # an archived copy newer than the live one
+@example("0.19", [(0, 0, 0, (1, 0), 0), (0, 0, 0, (0, 1), 0), (0, 5, 0, (0, 1), 0)], {2})  # ... in a crowded tick
+@example("0.19", [(0, 0, 0, (0, 1), 0), (0, 5, 0, (0, 1), 0), (0, 1, 0, (0, 1), 0), (0, 2, 0, (0, 1), 0)],
+         {1, 2, 3})  # archived messages of one tick, alike but for their text, role or tool call
+@example("0.19", [(0, 0, 0, (0, 1), 0), (0, 1, 0, (0, 1), 0), (0, 0, 1, (0, 1), 0), (0, 1, 1, (0, 1), 0)], {1, 3})  # two ticks
+@example("0.19", [(0, 0, 0, (0, 1), 0), (0, 1, 0, (0, 1), 0), (1, 0, 0, (0, 1), 0), (1, 1, 0, (0, 1), 0)], {1, 3})  # two sessions
+@example("30", [(0, 1, 0, (0, 1), 0), (0, 1, 0, (0, 1), 0), (0, 1, 0, (1, 0), 1)], {1, 2})  # a hidden live row
+def test_copies_told_a_tick_at_a_time_are_those_told_row_by_row(tmp_path_factory, kind, rows, asked_ids):
+    """``Layout.visible_among_sql`` (rows alike grouped once per crowded clock tick, for statements that read many
+    rows) keeps the rows ``visible_sql`` keeps (rows alike sought for each row): sessions of rows from a few shapes,
+    ticks and states (live, archived by a compaction, rewound; on schema 30 hidden or for the model only), any subset
+    asked."""
+    import json
+
+    from project_history_recall import store
+
+    path = tmp_path_factory.mktemp("copies") / "state.db"
+    if kind == "0.19":
+        sqlite3.connect(path).executescript(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY); CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT,"
+            " role TEXT, content TEXT, tool_call_id TEXT, tool_calls TEXT, tool_name TEXT, timestamp REAL, active INTEGER,"
+            " compacted INTEGER); CREATE INDEX idx_messages_session ON messages(session_id, timestamp);").close()
+    else:
+        Schema30(path, "fresh")
+    with sqlite3.connect(path) as conn:
+        for sid, shape, tick, (active, compacted), display in rows:
+            role, content, call_id, tool, calls = _POOL[shape]
+            extra = {} if kind == "0.19" else {"display_kind": "hidden" if display == 1 else None,
+                                               "display_metadata": '{"model_only": true}' if display == 2 else None}
+            values = {"session_id": f"s{sid}", "role": role, "content": content, "tool_call_id": call_id, "tool_name": tool,
+                      "tool_calls": calls, "timestamp": 1_800_000_000.0 + tick, "active": active, "compacted": compacted, **extra}
+            conn.execute(f"INSERT INTO messages ({', '.join(values)}) VALUES ({', '.join('?' * len(values))})", list(values.values()))
+    conn.close()
+    ids = sorted(i for i in asked_ids if i <= len(rows))
+    with closing(store.connect_ro(path)) as conn:
+        shape = store.layout_of(conn)
+        asked = "SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?1)) AND "
+        row_by_row = {r[0] for r in conn.execute(asked + shape.visible_sql(), [json.dumps(ids)])}
+        by_tick = {r[0] for r in conn.execute(asked + shape.visible_among_sql("SELECT value FROM json_each(?1)"),
+                                              [json.dumps(ids)])}
+    assert by_tick == row_by_row
