@@ -364,7 +364,10 @@ def recent_sessions(
     shown = shape.visible_sql()
     # The newest message shown: the newest live row (one seek of Hermes' (session_id, active, timestamp) index),
     # unless a shown inactive row is newer, looked for only among the newest HIDDEN_REACH inactive rows
-    # (``floor``) so that a long rewound tail is not walked.
+    # (``floor``) so that a long rewound tail is not walked. Those rows' copies are told a tick at a time: the
+    # live row's tick may hold every row of a session written at one time.
+    newer = shape.visible_among_sql("SELECT b.id FROM x AS y JOIN messages b ON b.session_id = y.id AND b.active = 0"
+                                    " AND b.timestamp >= y.floor")
     sql = f"""
         WITH live AS MATERIALIZED (
             SELECT s.id, s.title, s.started_at, s.message_count, COALESCE(s.source, '') AS source, (
@@ -380,7 +383,7 @@ def recent_sessions(
             FROM live
         )
         SELECT id, title, started_at, COALESCE((SELECT max(m.timestamp) FROM messages m WHERE m.session_id = x.id
-                                                  AND m.active = 0 AND m.timestamp >= x.floor AND {shown}),
+                                                  AND m.active = 0 AND m.timestamp >= x.floor AND {newer}),
                                                  live, started_at) AS last_active, message_count, source
         FROM x ORDER BY last_active DESC, id
     """

@@ -462,3 +462,28 @@ def test_the_recent_list_of_a_long_compressed_conversation_reads_its_sessions_ro
         assert listed[0]["sessions"] == n + 1 and listed[0]["last_assistant"] == f"done {n}", listed[0]
         costs.append(cost(hermes, monkeypatch, [recent])[0])
     assert costs[1] - costs[0] <= 0.75 * (320 - 80), costs  # hundreds of steps: under 75 a session
+
+
+def test_the_recent_list_of_a_session_compacted_at_one_time_costs_its_rows(hermes: World, monkeypatch: pytest.MonkeyPatch):
+    """A session of n rows sharing one timestamp (an import), compacted in place carrying them all forward (each row
+    archived, a live copy of it written after them): the list looks for an archived row shown after the newest live
+    one among the rows of that timestamp, every archived row here, and asked of each whether it is the copy Hermes shows
+    by passing the other rows of its tick (n = 500 -> 2,000: 30,589 -> 482,255 hundred steps on 0.19). Now the rows of
+    the tick are told apart once (1,950 -> 7,696); the previews' walks held to 8 rows."""
+    monkeypatch.setattr(plugin("conversations"), "PREVIEW_REACH", 8)
+    costs = []
+    for n in (500, 2000):
+        repo = hermes.repo(f"tick{n}")
+        sid = hermes.open(f"tick{n}", repo)
+        rows = [{"role": ("assistant", "user")[i % 2], "content": f"turn {i}", "active": 0, "compacted": 1, "same_time": i > 0}
+                for i in range(n)]
+        write(hermes, sid, rows + [{**row, "active": 1, "compacted": 0, "same_time": True} for row in rows])
+        hermes.open(f"cur{n}", repo)
+
+        def recent(asker: str = f"cur{n}") -> dict[str, Any]:
+            return hermes.call("project_history_recent", {}, asker)
+
+        listed = recent()["sessions"]
+        assert [(s["session_id"], s["first_user"]) for s in listed] == [(sid, "turn 1")], listed
+        costs.append(cost(hermes, monkeypatch, [recent])[0])
+    assert linear(*costs), costs
