@@ -57,10 +57,12 @@ KEY_FORMATS = re.compile(
     r"|hv[sbr]\.[A-Za-z0-9_-]{24,}+"  # HashiCorp Vault: service, batch and recovery tokens
     r"|(?<!\.)s\.(?=[A-Za-z0-9]{0,23}[0-9])(?=[A-Za-z0-9]{0,23}[A-Z])(?=[A-Za-z0-9]{0,23}[a-z])[A-Za-z0-9]{24}(?![A-Za-z0-9_.-])"  # Vault's
     # service tokens before 1.10 (s. and 24 letters and digits, read as an attribute otherwise)
-    r"|[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}+"  # Discord bot: a user id in base64, a time, an HMAC
+    r"|[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}+|pat[A-Za-z0-9]{14}\.[0-9a-f]{64}"  # Discord bot: a user
+    # id in base64, a time, an HMAC; Airtable's personal access token: its id, then its secret in hex
     r")"
-    # AWS access key ids, also run into a word or a name (``ID_AKIA…``, ``idAKIA…``): 20 upper-case characters (not the docs' …EXAMPLE)
-    r"|(?<![A-Z0-9])(?:AKIA|ASIA|A3T[A-Z0-9])[0-9A-Z]{16}(?<!EXAMPLE)(?![A-Za-z0-9])"
+    # AWS access key ids, also run into a word or a name (``ID_AKIA…``, ``idAKIA…``): 20 upper-case characters (not the docs' …EXAMPLE);
+    # MySQL's native password hash, ``*`` and 40 hex digits in capitals (a git id is in lower case and has no ``*``; ``**…**`` is bold)
+    r"|(?<![A-Z0-9])(?:AKIA|ASIA|A3T[A-Z0-9])[0-9A-Z]{16}(?<!EXAMPLE)(?![A-Za-z0-9])|(?<![\w*])\*(?=\d{0,39}+[A-F])[0-9A-F]{40}(?![\w*])"
     r")(?:" + LINE_BREAK + r"(?![a-z]++[ \t])[A-Za-z0-9_-]++(?![=:]))?"  # not the next line's name (.env's OPENAI_API_KEY=sk-…
     # then DB_PASSWORD=…) nor its first word of prose ([12:00:01] starting server …)
 )

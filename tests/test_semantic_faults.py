@@ -757,6 +757,11 @@ def test_ordinary_prose_and_code_are_not_redacted(text):
     ("apiKey: 'Zx9-long-literal-77'", "apiKey: ''"),
     ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n(cut off here", ""),
     ("an md5-like key 9e107d9d372bb6826bd81d3542a419d6 here", "an md5-like key  here"),
+    # review 36: MySQL's native password hash (a git id is in lower case, without the *), Airtable's token whole
+    ("IDENTIFIED BY PASSWORD '*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19';", "IDENTIFIED BY PASSWORD '';"),
+    ("authentication_string: *2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19", "authentication_string: "),
+    ("AIRTABLE_PAT=patAbCdEf12345678.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "AIRTABLE_PAT="),
+    ("token patAbCdEf12345678.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef ok", "token  ok"),
 ])
 def test_secret_looking_strings_are_redacted(text, kept):
     from project_history_recall import redact
