@@ -341,8 +341,10 @@ def _assignment(m: re.Match[str]) -> str:
         end = start + len(value)
     if group == 8 and m.group(3) and m.group(4) == ":" and not m.group(5) and re.fullmatch(r"[A-Za-z_]\w{0,62}+", value):
         return m.group(0)  # psql's variable interpolated as a literal (ALTER USER app WITH PASSWORD :'pw')
-    if (m.group(4) == "=>" or "]" in m.group(2)) and not patterns.DEFAULT_SECRET.fullmatch(value):
-        return m.group(0)  # a rule or a message in an array ('password' => 'required|min:8', errors['token'] = '…')
+    if (m.group(4) == "=>" or "]" in m.group(2)) and not (patterns.DEFAULT_SECRET.fullmatch(value) and (
+            group != 10 or prose_secrets.reads_as_password(value, REDACTED))):
+        return m.group(0)  # a rule or a message in an array ('password' => 'required|min:8', errors['token'] = '…'), a
+        # match arm's or a hash's name (Token => TokenType); a bare value is the line's last word (secrets.DB_PASSWORD => …)
     prose_colon = m.group(4) == ":" and bool(m.group(5))
     return _replace(m, start, end) if _assigned_secret(m.group(1), value, m.string, end, group == 10, prose_colon) else m.group(0)
 

@@ -44,8 +44,7 @@ KEY_FORMATS = re.compile(
     r"|gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_-]{40,}+"  # GitHub, Terraform
     r"|gl(?:pat|rt|ptt|dt|cbt|ft|soat|agent)-[A-Za-z0-9_-]{20,}+(?:\.\w{2}\.\w{7,}+)?"  # GitLab: personal, runner... tokens
     r"|xox[a-z](?:\.xox[a-z])?-[A-Za-z0-9-]{10,}+|xapp-\d-[A-Za-z0-9-]{10,}+"  # Slack: bot, user, refresh, app tokens
-    r"|AIza[0-9A-Za-z_-]{35}"  # Google
-    r"|hf_[A-Za-z0-9]{30,}+"  # Hugging Face
+    r"|AIza[0-9A-Za-z_-]{35}|hf_[A-Za-z0-9]{30,}+"  # Google, Hugging Face
     r"|eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.(?:[A-Za-z0-9_-]{8,}+)?"  # a JWT (unsigned: alg none)
     r"|sk\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+"  # Mapbox's secret token
     r"|[A-Za-z0-9_.-]{3}\dQ~[A-Za-z0-9_~.-]{31,}+"  # Azure AD client secret: 40 characters, the 4th to 6th "<digit>Q~"
@@ -176,8 +175,9 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: YAML parent ``auth:`` would otherwise take its child ``password:`` for its value and hide it). A bare value is not a tuple or call's arguments (``auth=(user, password)``:
 #: :data:`CLI_SECRET` reads those) nor a code fence, nor a query string's next pair (``api_key=&sign=…``: an empty value). The name may be a quoted subscript (``os.environ["DB_PASSWORD"] =
 #: "…"``, ``$config['db_password'] = '…'``) and the sign PHP's and Ruby's ``=>`` before a quoted value (``'password' =>
-#: '…'``): those two must read as a password by themselves (:func:`redact._assignment`), as arrays of rules and messages
-#: are written so (``'password' => 'required|min:8'``, ``errors['token'] = 'Invalid token.'``). YAML's anchor or
+#: '…'``) or a bare one that ends its line (a CI log's ``secrets.DB_PASSWORD => …``): those must read as a password by
+#: themselves (:func:`redact._assignment`), as arrays of rules and messages and match arms are written so (``'password' =>
+#: 'required|min:8'``, ``errors['token'] = 'Invalid token.'``, ``Token => TokenType``). YAML's anchor or
 #: standard tag after ``: `` (``password: &pw …``, ``!!str``) and block scalar (``password: |`` then the value) are
 #: passed; CloudFormation's ``!Ref``... are code. Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value
 #: (escaped, double, single, a backtick string in ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` or after a string prefix
@@ -186,7 +186,7 @@ ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
     r"(?:passwords|(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|sk|secret|token|credentials?|auth|key)))"
     r"((?:_(?:\d{1,2}+|(?i:old|new|prod|production|staging|stage|dev|test|uat|qa|local|backup))(?![A-Za-z0-9]))?+"
-    r"\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+[\"'])|<-(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
+    r"\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+(?:[\"']|[^\s\"',;]{1,200}+[ \t]*+(?:\r?\n|$)))|<-(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
     r"(?:\r?\n\s*+(?:-{3,}+[ \t]*+\r?\n[ \t]*+|-[ \t]++)?(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
     r"(?:(?:" + LITERAL_WRAPPER + r"[ \t]*+b?|[bBrRuUfF]{1,2}+(?=[\"']))?+"
     r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"(?:\"\"(?!\"))?+((?:[^\"\\\n]|\\[^\n]){1,200}+)\"|'(?:''(?!'))?+((?:[^'\n]|''){1,200}+)'"

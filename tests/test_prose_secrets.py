@@ -816,6 +816,8 @@ SENT_BEFORE = [
     # review 36: a change said before an arrow or a colon, in Japanese and Chinese
     ('パスワード変更しました → NewPass#2024', 'NewPass#2024'), ('パスワードを変更しました：NewPass#2024', 'NewPass#2024'),
     ('密码已更新：Upd#2024pw', 'Upd#2024pw'), ('密码重置了 → Rst#2024pw', 'Rst#2024pw'),
+    # review 36: a CI log's secret after => at its line's end
+    ('##[debug]secrets.DB_PASSWORD => Hx8kq2LmZp7', 'Hx8kq2LmZp7'), ('secrets.API_TOKEN => Zx9#qLm2Nv4\nnext step', 'Zx9#qLm2Nv4'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -824,6 +826,10 @@ NEAR_MISSES = [
     # review 36: a change said of a password without its value
     "パスワード変更しました。よろしくお願いします", "密码更新了 v2.3.1 版本", "密码修改接口 /api/user/pwd", "密码重置 link 发你邮箱了",
     "密码变更 → 见邮件", "密码修改 Tab2 页面", "パスワード更新 v2.0.1", "密码更新成功 OK2",
+    # review 36: => before code, a match arm's name or a variable
+    "secrets.DB_PASSWORD => ***", "Secret => SecretKind,", "case Token => TokenType", "token => token.trim()",
+    "'password' => bcrypt($request->newPassword)", "items.map(token => tokenize(token))", "password => $pw",
+    "'password' => Hash::make($data['password']),", "Token => TokenV2",
     # review 35: a TOTP secret or a WPA2 key spoken of, names joined by - after other labels or verbs, a spaced dot leader
     "TOTP secret rotation is done quarterly", "WPA2 key management uses 802.1X", "the branch is feature-login-2",
     "we use bearer-token-v2 now", "passwords are Argon2-hashed", "the password is Argon2-hashed", "the token is bearer-token-v2",
