@@ -12,6 +12,7 @@ ones, labels and words, are :mod:`secret_patterns`') and judged: these shapes ar
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from . import prefilter
@@ -180,6 +181,14 @@ KEY_REST = re.compile(r"[ \t](?P<value>[A-Za-z0-9_-]{12,100}+)(?![^\s,.;:!?，�
 #: The next string after a redacted one in a concatenation (``"[redacted]" + "…"``) or a Python implicit one on the next
 #: line (``"[redacted]" \`` then ``"…"``): the rest of a key or a password. Group ``value``.
 STRING_REST = re.compile(r"[\"'`][ \t]*+(?:\+|\.\.|\|\|)?[ \t]*+(?:\\?\r?\n[ \t]*+)?(?P<q>[\"'`])(?P<value>[^\"'`\s\\]{6,200}+)(?P=q)")
+#: A TOTP seed after its label (base32: 16+ capitals and digits 2 to 7, or one case in groups of 4 as authenticator apps
+#: show it): ``TOTP``, ``2FA``, ``MFA`` or ``OTP`` and ``secret``, ``seed`` or ``key`` (``TOTP secret …``, ``MFA seed: …``), or
+#: ``seed`` alone after a one-time code's word (:data:`OTP_WORD`: ``2FA enabled for admin. seed: …``; not ``random seed: 42``).
+#: A value in lower case or in groups needs a digit (``TOTP secret with your real name`` is prose). Groups ``otp``, ``value``.
+OTP_SEED = re.compile(r"(?i)(?<![\w-])(?:(?P<otp>totp|2fa|mfa|otp)[ \t_-]*+(?:secret|seed|key)|seed)(?:[ \t]*+[:=：][ \t]*+|[ \t]++)[\"'`]?"
+                      r"(?P<value>(?-i:[A-Z2-7]{16,}+=*+(?![\w=])|[a-z2-7]{16,}+=*+(?![\w=])|[A-Za-z2-7]{4} [A-Za-z2-7 ]{14,100}+))")
+#: A one-time code's word that makes a ``seed`` on its line or the line before a TOTP seed (read in up to 120 characters before it).
+OTP_WORD = re.compile(r"(?i)(?<![\w-])(?:totp|2fa|mfa|otp|two[ -]factor|authenticator)(?![\w-])|两步验证|二步验证|双因素|二要素|2段階")
 #: Words of prose and documentation that a passphrase is not made of (``password: see the vault entry``, ``reset
 #: password: click the link``, ``password: hashed with bcrypt``): function words, and what a text says of a password.
 PROSE_WORDS = frozenset("""
@@ -212,6 +221,7 @@ def redact(text: str, redacted: str) -> str:
     for pattern in (CHANGED_FROM, PASS_LABEL):
         text = prefilter.sub(pattern, lambda m: patterns.replace_group(m, "value", redacted) if reads_strongly(m.group("value")) else m.group(), text)
     text = _codes(text, redacted)
+    text = prefilter.sub(OTP_SEED, lambda m: _otp_seed(m, redacted), text)
     text = prefilter.sub(KEY_HALF, lambda m: patterns.replace_group(m, "value", redacted) if key_piece(m.group("value")) else m.group(), text)
     text = prefilter.sub(LABEL_ABOVE, lambda m: _label_above(m, redacted), text)
     return prefilter.sub(PASSPHRASE_WORDS, lambda m: _passphrase_words(m, redacted), text)
@@ -269,6 +279,22 @@ def key_piece(value: str) -> bool:
     capital and three lower-case letters, or four: ``Qm4Zr8Wt``, not ``GetUser2``)."""
     return (re.search("[a-z]", value) is not None and re.search("[A-Z]", value) is not None and re.search(r"\d", value) is not None
             and re.search("[a-z]{4}|[A-Z][a-z]{3}", value) is None)
+
+
+def _otp_seed(m: re.Match[str], redacted: str) -> str:
+    """An :data:`OTP_SEED` match with its seed redacted: in capitals alone, or with a digit, after its label or after
+    ``seed`` when a one-time code's word comes before it."""
+    value = m.group("value")
+    if " " in value:  # its first 8 groups of 4 in one case (a 32-character seed), else its first 4 (16 characters)
+        groups = list(itertools.takewhile(lambda group: len(group) == 4, value.split(" ")[:8]))
+        value = " ".join(groups if len(groups) == 8 else groups[:4])
+        if value.count(" ") < 3 or not re.fullmatch("[A-Z2-7]++|[a-z2-7]++", value.replace(" ", "")):
+            return m.group()
+    if not (value.isupper() and " " not in value) and re.search("[2-7]", value) is None:
+        return m.group()
+    if m.group("otp") is None and OTP_WORD.search(m.string, max(m.start() - 120, 0), m.start()) is None:
+        return m.group()
+    return patterns.replace_group(m, "value", redacted, len(value))
 
 
 def reads_as_password(value: str, redacted: str) -> bool:

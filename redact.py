@@ -482,8 +482,6 @@ def _labelled(m: re.Match[str]) -> str:
             before = _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1))
             assigned = label.lower() in patterns.FOREIGN_PASSWORD_LABELS or (_password_name(label) and (paren or (
                 before is not None and (before[1] is not None or prose_secrets.reads_strongly(m.group(group)))))) or label[:3].lower() == "wpa"
-        # a TOTP seed after its label and a space (TOTP secret JBSWY3DPEHPK3PXP, 2FA secret …): base32, 16+ characters
-        assigned |= not words and re.fullmatch("[A-Z2-7]{16,}+=*+", value) is not None and _OTP_BEFORE.search(m.string, max(m.start(1) - 20, 0), m.start(1)) is not None
         if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
             return m.group(0)
         password = _password_name(label) or label.lower() in patterns.FOREIGN_PASSWORD_LABELS
@@ -499,8 +497,6 @@ def _labelled(m: re.Match[str]) -> str:
 
 #: A CJK particle or word of place after a word (``Vault に``, ``Bitwarden で``, ``Vault 里``; not ``に変更``, ``です``): where it is kept.
 _PLACE_AFTER = re.compile(r"[ \t]*+(?:に(?!変|な)|で(?!す|し)|へ|里|裡)")
-#: What names a one-time code's seed before its ``secret`` label (``TOTP secret``, ``2FA secret``, ``MFA secret``).
-_OTP_BEFORE = re.compile(r"(?i)(?<![\w-])(?:totp|2fa|mfa|otp)[ \t]++$")
 #: A login's user (group 1) or a clause's comma right before a password's label (``username admin password …``, ``user: root
 #: pwd …``, ``account bob@corp.com pwd …``; ``ssh pi@raspberrypi.local, password …`` when it reads strongly: not ``, password Hashing2024 job``).
 _USER_BEFORE = re.compile(r"(?i)(?:(?<![\w-])((?:user(?:name)?|login|account)[ \t]*+[:=：]?[ \t]*+[\w.@-]{1,64}+[ \t,，]++)|[,，;；][ \t]*+)$")

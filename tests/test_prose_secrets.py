@@ -816,6 +816,10 @@ SENT_BEFORE = [
     # review 36: a change said before an arrow or a colon, in Japanese and Chinese
     ('パスワード変更しました → NewPass#2024', 'NewPass#2024'), ('パスワードを変更しました：NewPass#2024', 'NewPass#2024'),
     ('密码已更新：Upd#2024pw', 'Upd#2024pw'), ('密码重置了 → Rst#2024pw', 'Rst#2024pw'),
+    # review 36: a TOTP seed after MFA seed, or seed after a one-time code's word; in groups of 4 after its label
+    ('MFA seed: JBSWY3DPEHPK3PXPKQ7V', 'JBSWY3DPEHPK3PXPKQ7V'), ('2FA enabled for admin. seed: KRSXG5CTMVRXEZLUKN2XAZLS', 'KRSXG5CTMVRXEZLUKN2XAZLS'),
+    ('TOTP secret: jbsw y3dp ehpk 3pxp', 'y3dp ehpk 3pxp'), ('otp key jbswy3dpehpk3pxp', 'jbswy3dpehpk3pxp'),
+    ('两步验证的 seed：JBSWY3DPEHPK3PXP', 'JBSWY3DPEHPK3PXP'), ('MFA seed: ＪＢＳＷＹ３ＤＰＥＨＰＫ３ＰＸＰ', 'JBSWY3DPEHPK3PXP'),
     # review 36: a CI log's secret after => at its line's end
     ('##[debug]secrets.DB_PASSWORD => Hx8kq2LmZp7', 'Hx8kq2LmZp7'), ('secrets.API_TOKEN => Zx9#qLm2Nv4\nnext step', 'Zx9#qLm2Nv4'),
 ]
@@ -826,6 +830,9 @@ NEAR_MISSES = [
     # review 36: a change said of a password without its value
     "パスワード変更しました。よろしくお願いします", "密码更新了 v2.3.1 版本", "密码修改接口 /api/user/pwd", "密码重置 link 发你邮箱了",
     "密码变更 → 见邮件", "密码修改 Tab2 页面", "パスワード更新 v2.0.1", "密码更新成功 OK2",
+    # review 36: a seed without a one-time code's word, a TOTP seed spoken of
+    "random seed: 42, epochs: 10", "seed: ABSOLUTELYDETERMINISTIC for the data generator", "MFA seed rotation runs nightly",
+    "TOTP secret with your real name", "seed: JBSWY3DPEHPK3PXPKQ7V", "TOTP secret must be base32 encoded, 16 characters or more",
     # review 36: => before code, a match arm's name or a variable
     "secrets.DB_PASSWORD => ***", "Secret => SecretKind,", "case Token => TokenType", "token => token.trim()",
     "'password' => bcrypt($request->newPassword)", "items.map(token => tokenize(token))", "password => $pw",
@@ -1474,6 +1481,8 @@ def test_text_near_a_secret_written_as_prose_is_sent_unchanged(text):
     # a key cut one character short of its format, its rest a word on the next line (found by the cut-key property)
     ("I put it in the config be glpat-szI1upq8QC8qbtdbCzt\nt fore the deploy", "I put it in the config be [redacted] fore the deploy"),
     ("token glpat-szI1upq8QC8qbtdbCztt\nstarting server", "token [redacted]\nstarting server"),
+    # a TOTP seed in groups of 4: its 4 groups (16 characters) or 8 (32), not the word after them
+    ("TOTP secret: jbsw y3dp ehpk 3pxp with the app", "TOTP secret: [redacted] with the app"),
 ])
 def test_what_follows_a_secret_goes_only_when_it_is_secret_too(text, sent):
     """``to`` and ``改成`` join a password's old value to its new one (both go), not a key to where it went (review 33:
