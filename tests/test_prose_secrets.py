@@ -820,6 +820,8 @@ SENT_BEFORE = [
     ('MFA seed: JBSWY3DPEHPK3PXPKQ7V', 'JBSWY3DPEHPK3PXPKQ7V'), ('2FA enabled for admin. seed: KRSXG5CTMVRXEZLUKN2XAZLS', 'KRSXG5CTMVRXEZLUKN2XAZLS'),
     ('TOTP secret: jbsw y3dp ehpk 3pxp', 'y3dp ehpk 3pxp'), ('otp key jbswy3dpehpk3pxp', 'jbswy3dpehpk3pxp'),
     ('两步验证的 seed：JBSWY3DPEHPK3PXP', 'JBSWY3DPEHPK3PXP'), ('MFA seed: ＪＢＳＷＹ３ＤＰＥＨＰＫ３ＰＸＰ', 'JBSWY3DPEHPK3PXP'),
+    # review 36: a Wi-Fi key after wpa2 psk
+    ('router# wpa2 psk Tr0ub4dor88', 'Tr0ub4dor88'), ('WPA2 PSK: Home#Wifi2024', 'Home#Wifi2024'), ('WPA-PSK Tr0ub4dor88', 'Tr0ub4dor88'),
     # review 36: a CI log's secret after => at its line's end
     ('##[debug]secrets.DB_PASSWORD => Hx8kq2LmZp7', 'Hx8kq2LmZp7'), ('secrets.API_TOKEN => Zx9#qLm2Nv4\nnext step', 'Zx9#qLm2Nv4'),
 ]
@@ -833,6 +835,9 @@ NEAR_MISSES = [
     # review 36: a seed without a one-time code's word, a TOTP seed spoken of
     "random seed: 42, epochs: 10", "seed: ABSOLUTELYDETERMINISTIC for the data generator", "MFA seed rotation runs nightly",
     "TOTP secret with your real name", "seed: JBSWY3DPEHPK3PXPKQ7V", "TOTP secret must be base32 encoded, 16 characters or more",
+    # review 36: a Wi-Fi key's mode, cipher or band (a key has 8 to 63 characters)
+    "wpa2 psk mode is required on the guest SSID", "WPA2-PSK (AES) on 5GHz", "wpa psk aes-ccmp", "Auth: WPA2-PSK, Cipher: CCMP",
+    "WPA2-PSK/WPA3-SAE mixed mode", "WPA2 key 2.4GHz",
     # review 36: => before code, a match arm's name or a variable
     "secrets.DB_PASSWORD => ***", "Secret => SecretKind,", "case Token => TokenType", "token => token.trim()",
     "'password' => bcrypt($request->newPassword)", "items.map(token => tokenize(token))", "password => $pw",
