@@ -22,6 +22,13 @@ HAN_PHRASE = re.compile("(?<![\u3400-\u9fff])(?:(?<=[是为為] )|(?<![\u3400-\u
                         "|(?<=助记词：|助記詞：|助记词:|助記詞:|助记词是|助記詞是|助记词 |助記詞 )[\u3400-\u9fff]{12,24}+(?![\u3400-\u9fff])")
 
 
+#: A seed phrase's label right before its first word (``助记词：``, ``mnemonic:``, ``seed phrase is``, ``シードフレーズ``; a
+#: list's ``1.``): after it, words met before in the run are no doubt (BIP-39's test vectors repeat words:
+#: ``abandon abandon … about``, ``legal winner thank year … legal winner thank yellow``).
+SEED_LABEL = re.compile(r"(?i)(?:助记词|助記詞|(?<![\w-])(?:mnemonic|(?:seed|recovery|backup)[ _-]?phrase)|恢复短语|恢復短語|シードフレーズ"
+                        r"|リカバリーフレーズ|復元フレーズ)(?:[ \t]*+(?:是|为|為|は|is|[:=：]))?[ \t\"'「]*+(?:\r?\n[ \t]*+)?(?:1[.)、][ \t]*+)?$")
+
+
 def _han_phrase(m: re.Match[str], mask: str) -> str:
     """A :data:`HAN_PHRASE` replaced by ``mask`` when it has a phrase's length (12, 15, 18, 21 or 24 words; 12 or 24 run
     together after its label) and few
@@ -72,7 +79,7 @@ def redact(text: str, mask: str) -> str:
     last = 0
     for token in patterns.SEED_TOKEN.finditer(text):
         if token.start() - last > patterns.SEED_GAP:
-            spans += _seed_span(run)
+            spans += _seed_span(run, text)
             run, seen = [], set()
         last = token.end()
         if token.group(1) is not None:  # a tag
@@ -84,9 +91,9 @@ def redact(text: str, mask: str) -> str:
         elif known and 4 <= len(word) <= 9 and not (word[-1] == "s" and word[:-1] in known) and _typo(word):
             run.append((token.start(), token.end(), 1))
         else:
-            spans += _seed_span(run)
+            spans += _seed_span(run, text)
             run, seen = [], set()
-    spans += _seed_span(run)
+    spans += _seed_span(run, text)
     if not spans:
         return text
     pieces, last = [], 0
@@ -96,11 +103,17 @@ def redact(text: str, mask: str) -> str:
     return "".join(pieces) + text[last:]
 
 
-def _seed_span(run: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
-    """The span of the seed phrase in ``run`` (``(start, end, doubt)`` of consecutive words: 0 a list word, 1 a typo,
-    2 a word met before in the run, as code repeats its names and a phrase rarely does), as a list of none or one: the
-    whole run when it holds 12+ words and its doubts are at most one in six; else, read left to right, the first 12
-    words that stay so (a piece is cut before the word that would break that share), with all the run after them."""
+def _seed_span(run: list[tuple[int, int, int]], text: str) -> list[tuple[int, int]]:
+    """The span of the seed phrase in ``run`` (``(start, end, doubt)`` of consecutive words of ``text``: 0 a list word, 1
+    a typo, 2 a word met before in the run, as code repeats its names and a phrase rarely does, unless a
+    :data:`SEED_LABEL` comes right before the run or one of its first three words), as a list of none or one: the whole run when it holds 12+ words and
+    its doubts are at most one in six; else, read left to right, the first 12 words that stay so (a piece is cut
+    before the word that would break that share), with all the run after them."""
+    if len(run) < 12:
+        return []
+    labelled = next((i for i in range(min(3, len(run))) if SEED_LABEL.search(text, max(run[i][0] - 40, 0), run[i][0])), None)
+    if labelled is not None:  # from the word after the label, which may be words of the list itself (seed phrase:)
+        run = [(start, end, doubt % 2) for start, end, doubt in run[labelled:]]
     if len(run) < 12:
         return []
     if 6 * sum(doubt for _, _, doubt in run) <= len(run):

@@ -820,6 +820,11 @@ SENT_BEFORE = [
     ('MFA seed: JBSWY3DPEHPK3PXPKQ7V', 'JBSWY3DPEHPK3PXPKQ7V'), ('2FA enabled for admin. seed: KRSXG5CTMVRXEZLUKN2XAZLS', 'KRSXG5CTMVRXEZLUKN2XAZLS'),
     ('TOTP secret: jbsw y3dp ehpk 3pxp', 'y3dp ehpk 3pxp'), ('otp key jbswy3dpehpk3pxp', 'jbswy3dpehpk3pxp'),
     ('两步验证的 seed：JBSWY3DPEHPK3PXP', 'JBSWY3DPEHPK3PXP'), ('MFA seed: ＪＢＳＷＹ３ＤＰＥＨＰＫ３ＰＸＰ', 'JBSWY3DPEHPK3PXP'),
+    # review 36: a seed phrase after its label whose words repeat (BIP-39's test vectors, Hardhat's), the label's words on the list
+    ('助记词：legal winner thank year wave sausage worth useful legal winner thank yellow', 'sausage worth useful'),
+    ('助记词: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about', 'abandon abandon'),
+    ('seed phrase: test test test test test test test test test test test junk', 'test test test'),
+    ('recovery phrase is\n1. legal 2. winner 3. thank 4. year 5. wave 6. sausage 7. worth 8. useful 9. legal 10. winner 11. thank 12. yellow', 'sausage'),
     # review 36: a Wi-Fi key after wpa2 psk
     ('router# wpa2 psk Tr0ub4dor88', 'Tr0ub4dor88'), ('WPA2 PSK: Home#Wifi2024', 'Home#Wifi2024'), ('WPA-PSK Tr0ub4dor88', 'Tr0ub4dor88'),
     # review 36: a CI log's secret after => at its line's end
@@ -835,6 +840,9 @@ NEAR_MISSES = [
     # review 36: a seed without a one-time code's word, a TOTP seed spoken of
     "random seed: 42, epochs: 10", "seed: ABSOLUTELYDETERMINISTIC for the data generator", "MFA seed rotation runs nightly",
     "TOTP secret with your real name", "seed: JBSWY3DPEHPK3PXPKQ7V", "TOTP secret must be base32 encoded, 16 characters or more",
+    # review 36: words of the list repeated without a seed phrase's label, or fewer than 12 after it
+    "test test test test test test test test test test test junk",
+    "mnemonic: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about",
     # review 36: a Wi-Fi key's mode, cipher or band (a key has 8 to 63 characters)
     "wpa2 psk mode is required on the guest SSID", "WPA2-PSK (AES) on 5GHz", "wpa psk aes-ccmp", "Auth: WPA2-PSK, Cipher: CCMP",
     "WPA2-PSK/WPA3-SAE mixed mode", "WPA2 key 2.4GHz",
