@@ -825,6 +825,8 @@ SENT_BEFORE = [
     ('助记词: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about', 'abandon abandon'),
     ('seed phrase: test test test test test test test test test test test junk', 'test test test'),
     ('recovery phrase is\n1. legal 2. winner 3. thank 4. year 5. wave 6. sausage 7. worth 8. useful 9. legal 10. winner 11. thank 12. yellow', 'sausage'),
+    # review 36: what a password is for written as an address
+    ('the smtp password for noreply@corp.com is Smtp#Mail55', 'Smtp#Mail55'), ('password for bob@x.com: Bob#2024pw', 'Bob#2024pw'),
     # review 36: a Wi-Fi key after wpa2 psk
     ('router# wpa2 psk Tr0ub4dor88', 'Tr0ub4dor88'), ('WPA2 PSK: Home#Wifi2024', 'Home#Wifi2024'), ('WPA-PSK Tr0ub4dor88', 'Tr0ub4dor88'),
     # review 36: a CI log's secret after => at its line's end
@@ -843,6 +845,8 @@ NEAR_MISSES = [
     # review 36: words of the list repeated without a seed phrase's label, or fewer than 12 after it
     "test test test test test test test test test test test junk",
     "mnemonic: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about",
+    # review 36: a password for an address spoken of
+    "password for bob@x.com is reset", "the password for admin@corp.com expired",
     # review 36: a Wi-Fi key's mode, cipher or band (a key has 8 to 63 characters)
     "wpa2 psk mode is required on the guest SSID", "WPA2-PSK (AES) on 5GHz", "wpa psk aes-ccmp", "Auth: WPA2-PSK, Cipher: CCMP",
     "WPA2-PSK/WPA3-SAE mixed mode", "WPA2 key 2.4GHz",
