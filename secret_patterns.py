@@ -195,7 +195,7 @@ ASSIGNMENT = re.compile(
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a SECRET``
 #: (``REDIS-CLI`` too) or ``--pass SECRET``, ``curl -u user:SECRET``, httpie's ``http -a user:SECRET`` (``--auth``,
 #: ``https``), ``--password SECRET`` / ``--with-token SECRET`` / ``--requirepass SECRET`` (the ``=`` form is an
-#: :data:`ASSIGNMENT`), ``keytool -storepass SECRET`` (not ``changeit``, the JDK keystores' documented default),
+#: :data:`ASSIGNMENT`), ``keytool -storepass SECRET`` (not ``changeit``: a placeholder, the JDK keystores' default),
 #: ``ssh-keygen -N SECRET``, ``consul acl set-agent-token TYPE SECRET``, ``nmcli … password SECRET`` (or ``wifi-sec.psk``; only in a command that sets it, ``c
 #: m``/``d wifi c`` too, after up to two flags: ``--ask``; not ``-g``/``-f``), redis's ``ACL SETUSER … >SECRET`` (or
 #: ``'>SECRET'``, an ACL file's ``user bob on [up to six rules] >SECRET``), ``sentinel auth-pass NAME SECRET``
@@ -245,7 +245,7 @@ CLI_SECRET = re.compile(
     r"|(?<=[;&|(`$>] )|(?<=sudo ))[ \t]*+(?:https?|xhs?|python3? -m httpie)"
     r"(?:[ \t](?:[^\r\n;&|" + _CJK + r"]{0,200}+(?<=\\)\r?\n)?[^\n;&|" + _CJK + r"]{0,200}?)?[ \t](?:-a|--auth))(?:[ \t]++|=|(?<=[ \t]-[ua]))[\"']?[^\s:\"']{1,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key|requirepass|masterauth)[ \t]++(?!-)"
-    r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++(?!changeit(?!\S))|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
+    r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
     r"|set-agent-token(?:[ \t]++-\S{1,200}+){0,2}[ \t]++[a-z_-]{1,40}+[ \t]++"  # consul acl set-agent-token [flags] agent <token>
     r"|(?:(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]|(?m:^)[ \t]*+user[ \t]++[^\s>]{1,64}+[ \t]++(?:on|off)[ \t]++"
     + _ACL_RULES * 3 + r")[\"']?>(?=[^\s\"'])"
@@ -556,8 +556,8 @@ FLAG_PROSE = frozenset("option options flag flags argument arguments parameter p
 SIZE_UNITS = ("位", "个", "個", "字", " 位", " 个", " 個", " 字", "bit", " bit", "-bit", " chars", " characters")
 #: Values that are placeholders, not literals, quoted or not: a constant or a type's name, a variable, a list or dict,
 #: an environment variable's name (``"OPENAI_API_KEY"``, not ``"S3CR3T_KEY"``), a scheme joined to a token (``"Bearer "
-#: + t``), ``TODO``, ``none``, ``default``, a mask (``********``, ``(none)``), CJK text alone (``"请输入密码"``, not
-#: ``"张三Abc123!"``), what a shell, a CI system or a template fills in when it runs (``"${{ secrets.DB_PASSWORD }}"``,
+#: + t``), ``TODO``, ``none``, ``default``, ``changeme`` and the JDK's ``changeit`` (defaults every attacker tries first), a
+#: mask (``********``, ``(none)``), CJK text alone (``"请输入密码"``, not ``"张三Abc123!"``), what a shell, a CI system or a template fills in when it runs (``"${{ secrets.DB_PASSWORD }}"``,
 #: ``"$(cat pw.txt)"``, ``%SA_PASSWORD%``, ``#{Pw}#``, ``@PW@``, MyBatis' and Octopus' ``#{password}``
 #: (``#{password,jdbcType=VARCHAR}``), hiera's ``%{…}``, Terraform's ``${var.db_password}``, ``${VAR:-}`` without a default, ``${VAR:?message}``,
 #: Serverless' ``${ssm:…}``), a key's prefix before its docs' ``xxx…`` (``sk-proj-xxx…``) or an ellipsis and a word
@@ -570,7 +570,7 @@ _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bo
                 r"|:[A-Za-z_]\w{0,60}+|@[A-Z][A-Za-z]{0,60}+|![A-Za-z][A-Za-z_]{0,30}+"
                 r"|Any|\$\{?(?!(?=[A-Za-z\d]*?[a-z])(?=[A-Za-z\d]*?[A-Z])[A-Za-z\d]*?\d[A-Za-z][A-Za-z\d]*+$)\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?"
                 r"|,\s.*|%\(?\w*\)?s|\{(?![A-Za-z0-9+/]{16,}+={0,2}\}$).*|\[.*|<(?!(?=[^>]*?[a-z])(?=[^>]*?[A-Z])(?=[^>]*?\d)(?=[^>]*?[!#$%&*?@^])[^<>\s]{4,100}+>?$).*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|[\w-]{0,12}+(?:\.{3}|…)(?:[a-z]{1,20}+)?|(?i:your)[-_][A-Za-z_-]{1,60}+"
-                r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT|[\^~]v?\d{1,4}+\.(?:\d{1,4}+|[x*])(?:\.(?:\d{1,4}+|[x*])){0,2}+(?:-[\w.]{1,40}+)?"
+                r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT|(?i:change[-_]?(?:me|it))|[\^~]v?\d{1,4}+\.(?:\d{1,4}+|[x*])(?:\.(?:\d{1,4}+|[x*])){0,2}+(?:-[\w.]{1,40}+)?"
                 r"|(?:vault|op|ref\+[a-z]{2,12}+|keyring|ssm|secretsmanager|awssm|gcpsm|azkv):/{0,2}+[\w-]{1,100}+/[\w/#.:@+-]{1,200}+"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"
                 r"|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+")

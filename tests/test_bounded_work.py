@@ -913,6 +913,9 @@ def test_no_piece_of_a_secret_is_sent(text, secret):
     # review 36: a git id in bold or in capitals, a patch's name near pat
     "**9FCEB02D0AE598E95DC970B74767F19372D61AF8** is the release; *9fceb02d0ae598e95dc970b74767f19372d61af8* too",
     "9FCEB02D0AE598E95DC970B74767F19372D61AF8 *.py", "patch applied: pat_v2_migration.sql, base appAbCdEf12345678",
+    # review 36: changeme and the JDK's changeit, defaults every attacker tries first
+    "SECRET_KEY=changeme", "DB_PASSWORD=changeme", 'password = "change-me"', "mysql -uroot -pchangeme", "password: CHANGE_ME",
+    "CREATE USER app IDENTIFIED BY 'changeme';", "keytool -list -keystore cacerts -storepass changeit",
 ])
 def test_ordinary_developer_text_is_sent_unchanged(text):
     """Git ids, UUIDs, paths, wheel names, URLs without credentials, settings and prose keep every character:

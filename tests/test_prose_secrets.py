@@ -827,6 +827,8 @@ SENT_BEFORE = [
     ('recovery phrase is\n1. legal 2. winner 3. thank 4. year 5. wave 6. sausage 7. worth 8. useful 9. legal 10. winner 11. thank 12. yellow', 'sausage'),
     # review 36: what a password is for written as an address
     ('the smtp password for noreply@corp.com is Smtp#Mail55', 'Smtp#Mail55'), ('password for bob@x.com: Bob#2024pw', 'Bob#2024pw'),
+    # review 36: a password made from changeme
+    ('PASSWORD=ChangeMe123', 'ChangeMe123'), ('password: changeme2024', 'changeme2024'), ('-storepass changeit2', 'changeit2'),
     # review 36: a Wi-Fi key after wpa2 psk
     ('router# wpa2 psk Tr0ub4dor88', 'Tr0ub4dor88'), ('WPA2 PSK: Home#Wifi2024', 'Home#Wifi2024'), ('WPA-PSK Tr0ub4dor88', 'Tr0ub4dor88'),
     # review 36: a CI log's secret after => at its line's end
