@@ -469,11 +469,12 @@ def _labelled(m: re.Match[str]) -> str:
     foreign = patterns.FOREIGN_LABEL.fullmatch(label) is not None
     after = joiner[len(m.group("purpose") or "") :].strip()  # what joins the value, what it is for left out
     if max(label) < "\u0250" or foreign:  # Latin script, or a word for key or token of another
-        words = after.lower()
+        words = after.lower().replace("…", "...")  # an ellipsis as its dots
         assigned = (foreign or not label.isascii() or m.group("purpose") is not None) and words[:1] in (":", "=", "：")
         arrow = words[:2] in ("=>", "->", "..", ". ") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace())  # not password-login
         arrow |= (" " in label or group == "coded") and words[:1] == ":"  # a label no assignment names: api key: …
-        assigned |= arrow and prose_secrets.reads_as_password(value, REDACTED) and not re.search("[\"'()\\[\\]{}<>|`]", value)
+        reads = prose_secrets.reads_strongly if re.match(r"(?:\.{3}|…)[ \t]", joiner) else lambda v: prose_secrets.reads_as_password(v, REDACTED)
+        assigned |= arrow and reads(value) and not re.search("[\"'()\\[\\]{}<>|`]", value)  # after an ellipsis (Checking password... Passed2), strongly
         # a password's label right before its value, after a login's user or a clause (username admin password …, user
         # root pwd …, the wifi is X, password …), in brackets (the db password (…) expired, password: […]) or of another language, as
         # Turkish writes it (şifrem …, yeni şifre …)

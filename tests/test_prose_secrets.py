@@ -829,6 +829,8 @@ SENT_BEFORE = [
     ('the smtp password for noreply@corp.com is Smtp#Mail55', 'Smtp#Mail55'), ('password for bob@x.com: Bob#2024pw', 'Bob#2024pw'),
     # review 36: a password made from changeme
     ('PASSWORD=ChangeMe123', 'ChangeMe123'), ('password: changeme2024', 'changeme2024'), ('-storepass changeit2', 'changeit2'),
+    # review 36: after an ellipsis, a value that reads strongly; after a dot leader, as before
+    ('Checking password... Hz#2024abc', 'Hz#2024abc'), ('password… Hz2024#abc', 'Hz2024#abc'), ('password……Hz2024abcXk9', 'Hz2024abcXk9'),
     # review 36: a Wi-Fi key after wpa2 psk
     ('router# wpa2 psk Tr0ub4dor88', 'Tr0ub4dor88'), ('WPA2 PSK: Home#Wifi2024', 'Home#Wifi2024'), ('WPA-PSK Tr0ub4dor88', 'Tr0ub4dor88'),
     # review 36: a CI log's secret after => at its line's end
@@ -849,6 +851,8 @@ NEAR_MISSES = [
     "mnemonic: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about",
     # review 36: a password for an address spoken of
     "password for bob@x.com is reset", "the password for admin@corp.com expired",
+    # review 36: a log's check after an ellipsis
+    "Checking password... Passed2", "password… Passed2", "Verifying token... OK200x", "Checking password… OK",
     # review 36: a Wi-Fi key's mode, cipher or band (a key has 8 to 63 characters)
     "wpa2 psk mode is required on the guest SSID", "WPA2-PSK (AES) on 5GHz", "wpa psk aes-ccmp", "Auth: WPA2-PSK, Cipher: CCMP",
     "WPA2-PSK/WPA3-SAE mixed mode", "WPA2 key 2.4GHz",
