@@ -666,7 +666,7 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # red36: MySQL's hash, Airtable's token
                                   "*2470C0C0", "*", "patAbCdEf12345678.", "パスワード変更しました → ", "密码已更新了：",
                                   "を変更しました", "token=>", "token=>a", "secrets.a_token => ",
-                                  "MFA seed: ", "2fa seed ", "TOTP secret ab2d ", "seed ABCD ", "mfa 2fa ", "wpa2 psk ", "wpa-", "助记词：abandon ", "seed phrase: "])
+                                  "MFA seed: ", "2fa seed ", "TOTP secret ab2d ", "seed ABCD ", "mfa 2fa ", "wpa2 psk ", "wpa-", "助记词：abandon ", "seed phrase: ", "ETag: ", 'etag", "value": "\\"'])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
@@ -913,6 +913,9 @@ def test_no_piece_of_a_secret_is_sent(text, secret):
     # review 36: a git id in bold or in capitals, a patch's name near pat
     "**9FCEB02D0AE598E95DC970B74767F19372D61AF8** is the release; *9fceb02d0ae598e95dc970b74767f19372d61af8* too",
     "9FCEB02D0AE598E95DC970B74767F19372D61AF8 *.py", "patch applied: pat_v2_migration.sql, base appAbCdEf12345678",
+    # review 36: an ETag's MD5 in a header, boto3's output and a HAR file
+    'ETag: "5d41402abc4b2a76b9719d911017c592"', 'If-None-Match: W/"5d41402abc4b2a76b9719d911017c592"',
+    '{"name": "etag", "value": "\\"33a64df551425fcc55e4d42a148795d9\\""}', '"ETag": "\\"d41d8cd98f00b204e9800998ecf8427e\\""',
     # review 36: changeme and the JDK's changeit, defaults every attacker tries first
     "SECRET_KEY=changeme", "DB_PASSWORD=changeme", 'password = "change-me"', "mysql -uroot -pchangeme", "password: CHANGE_ME",
     "CREATE USER app IDENTIFIED BY 'changeme';", "keytool -list -keystore cacerts -storepass changeit",

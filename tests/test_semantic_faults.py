@@ -760,6 +760,7 @@ def test_ordinary_prose_and_code_are_not_redacted(text):
     # review 36: MySQL's native password hash (a git id is in lower case, without the *), Airtable's token whole
     ("IDENTIFIED BY PASSWORD '*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19';", "IDENTIFIED BY PASSWORD '';"),
     ("authentication_string: *2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19", "authentication_string: "),
+    ("etag: W/x, api key 9e107d9d372bb6826bd81d3542a419d6", "etag: W/x, api key "),
     ("AIRTABLE_PAT=patAbCdEf12345678.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "AIRTABLE_PAT="),
     ("token patAbCdEf12345678.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef ok", "token  ok"),
 ])
