@@ -3,15 +3,18 @@
 :func:`long_token` judges a run of 28+ base64 characters found anywhere (:data:`LONG_TOKEN`), :func:`labelled_key` a
 value right after a key or token label (:data:`secret_patterns.LABELLED_KEY`), :func:`key_nearby` one later on the label's line; both by :func:`looks_random`: Shannon
 entropy, the runs of one character class, hex and UUID shapes, and what is written right before the token (a public
-key's or a request id's label, a digest's tag). Pure; linear in the length of the text; never raises. Imports
-:mod:`secret_patterns` only.
+key's or a request id's label, a digest's tag); :func:`redact` judges every long token outside a public block.
+Pure; linear in the length of the text; never raises. Imports :mod:`prefilter` only.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter
+
+from . import prefilter
 
 #: A run of 28+ base64 characters, judged by :func:`long_token`. One of 28 to 31 is judged only when letters and
 #: digits alone: ids that long have a prefix joined by ``_`` or ``-`` (``msg_01XFDUDYJgAACzvnptvVoYEL``) or are
@@ -51,6 +54,11 @@ KEY_NEARBY = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?:api[ _-]?key|key|token|secret|密钥|秘钥|令牌)(?![A-Za-z0-9_])[^\n]{1,60}?"
     r"(?<![A-Za-z0-9_+/=.-])(?P<value>[A-Za-z0-9]{16,27}+)(?![A-Za-z0-9_+/=.@-])"
 )
+#: What a public block holds is public or encrypted, and no token in it is judged (:func:`redact`): a certificate's, a
+#: public key's or a PGP signature's, from its ``-----BEGIN …-----`` to the ``-----END …-----`` of its kind, and Ansible
+#: Vault's ciphertext (``$ANSIBLE_VAULT;1.1;AES256`` then lines of hex). Groups ``end`` (``BEGIN`` or ``END``), ``kind``.
+PUBLIC_BLOCK = re.compile(r"-----(?P<end>BEGIN|END) (?P<kind>CERTIFICATE(?: REQUEST)?|X509 CRL|(?:RSA )?PUBLIC KEY"
+                          r"|PGP (?:PUBLIC KEY BLOCK|SIGNATURE))-----|\$ANSIBLE_VAULT;[^\n]{0,200}+\n[0-9a-f\s]++")
 HEX = re.compile(r"^[0-9a-fA-F]+$")
 UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -157,6 +165,27 @@ def camel_words(token: str) -> bool:
         letters = set(word.lower())
         covered += len(word) if letters & _VOWELS and letters - _VOWELS else 0
     return 2 * covered >= len(token)
+
+
+def redact(text: str, redacted: str) -> str:
+    """``text`` with each :data:`LONG_TOKEN` that reads as random redacted (:func:`long_token`), but inside a
+    :data:`PUBLIC_BLOCK`. The blocks are found once, their ``BEGIN`` and ``END`` paired in one reading."""
+    public, begun = [], {}
+    for m in prefilter.finditer(PUBLIC_BLOCK, text):
+        if m.group("kind") is None:
+            public.append(m.span())
+        elif m.group("end") == "BEGIN":
+            begun[m.group("kind")] = m.start()
+        elif m.group("kind") in begun:
+            public.append((begun.pop(m.group("kind")), m.end()))
+    public.sort()
+    starts = [start for start, _ in public]
+
+    def judged(m: re.Match[str]) -> str:
+        i = bisect.bisect_right(starts, m.start()) - 1
+        return m.group() if i >= 0 and m.end() <= public[i][1] else long_token(m, redacted)
+
+    return LONG_TOKEN.sub(judged, text)
 
 
 def long_token(m: re.Match[str], redacted: str) -> str:

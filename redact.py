@@ -254,7 +254,7 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield (text := seed_phrases.redact(text, REDACTED))
     yield (text := prefilter.sub(patterns.ASSIGNMENT, _assignment, text))
     yield (text := prose_secrets.listed(text, REDACTED))
-    yield random_tokens.LONG_TOKEN.sub(lambda m: random_tokens.long_token(m, REDACTED), text)
+    yield random_tokens.redact(text, REDACTED)
 
 
 def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:

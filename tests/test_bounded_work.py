@@ -666,7 +666,8 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # red36: MySQL's hash, Airtable's token
                                   "*2470C0C0", "*", "patAbCdEf12345678.", "パスワード変更しました → ", "密码已更新了：",
                                   "を変更しました", "token=>", "token=>a", "secrets.a_token => ",
-                                  "MFA seed: ", "2fa seed ", "TOTP secret ab2d ", "seed ABCD ", "mfa 2fa ", "wpa2 psk ", "wpa-", "助记词：abandon ", "seed phrase: ", "ETag: ", 'etag", "value": "\\"'])
+                                  "MFA seed: ", "2fa seed ", "TOTP secret ab2d ", "seed ABCD ", "mfa 2fa ", "wpa2 psk ", "wpa-", "助记词：abandon ", "seed phrase: ", "ETag: ", 'etag", "value": "\\"',
+                                  "-----BEGIN CERTIFICATE-----", "-----END PUBLIC KEY-----a", "$ANSIBLE_VAULT;\n"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
@@ -916,6 +917,13 @@ def test_no_piece_of_a_secret_is_sent(text, secret):
     # review 36: an ETag's MD5 in a header, boto3's output and a HAR file
     'ETag: "5d41402abc4b2a76b9719d911017c592"', 'If-None-Match: W/"5d41402abc4b2a76b9719d911017c592"',
     '{"name": "etag", "value": "\\"33a64df551425fcc55e4d42a148795d9\\""}', '"ETag": "\\"d41d8cd98f00b204e9800998ecf8427e\\""',
+    # review 36: a certificate, a public key, a PGP signature and Ansible Vault's ciphertext are public or encrypted
+    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl9gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQGEwJJzq8ZvT3mK9pL2xR7wN4bY6cJ1hF5gD0\n"
+    "-----END CERTIFICATE-----",
+    "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmQINBGX1abcBEADKq7vLp2Wx9Zt3mN8bV5cX2zQ4rT6yU1iO9pA3sD5fG7hJ2kL4\n=Ab12\n-----END PGP PUBLIC KEY BLOCK-----",
+    "-----BEGIN PGP SIGNATURE-----\n\niQEzBAEBCAAdFiEEq7vLp2Wx9Zt3mN8bV5cX2zQ4rT6yU1iO9pA3sD5fG7hJ2kL4\n-----END PGP SIGNATURE-----",
+    "$ANSIBLE_VAULT;1.1;AES256\n62313365396662343061393464336163383764373764613633653634306231386433626436623361\n"
+    "6134333665353966363534333632666535333761666131620a663537646436643839616531643561",
     # review 36: changeme and the JDK's changeit, defaults every attacker tries first
     "SECRET_KEY=changeme", "DB_PASSWORD=changeme", 'password = "change-me"', "mysql -uroot -pchangeme", "password: CHANGE_ME",
     "CREATE USER app IDENTIFIED BY 'changeme';", "keytool -list -keystore cacerts -storepass changeit",

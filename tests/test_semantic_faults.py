@@ -761,6 +761,10 @@ def test_ordinary_prose_and_code_are_not_redacted(text):
     ("IDENTIFIED BY PASSWORD '*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19';", "IDENTIFIED BY PASSWORD '';"),
     ("authentication_string: *2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19", "authentication_string: "),
     ("etag: W/x, api key 9e107d9d372bb6826bd81d3542a419d6", "etag: W/x, api key "),
+    # review 36: a key after a certificate's END, or in one cut off before it, is judged as anywhere
+    ("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nkey Zq8Wq3Lm9Pn2Rt5Yv7Bx1Cd4Ef6Gh8Jk0Xy",
+     "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nkey "),
+    ("-----BEGIN CERTIFICATE-----\nkey Zq8Wq3Lm9Pn2Rt5Yv7Bx1Cd4Ef6Gh8Jk0Xy", "-----BEGIN CERTIFICATE-----\nkey "),
     ("AIRTABLE_PAT=patAbCdEf12345678.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "AIRTABLE_PAT="),
     ("token patAbCdEf12345678.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef ok", "token  ok"),
 ])
