@@ -5,7 +5,7 @@ A password piped into a command that reads it from standard input (``echo "…" 
 ``docker secret create db - <<< "…"``); a value piped into ``base64``; the ``-P …`` of archivers and SQL Server's tools (``zip``, ``unzip``,
 ``sqlcmd``, ``bcp``) and 7-Zip's glued ``-p…``; GitHub CLI's ``gh secret set NAME --body …``; HAProxy's ``stats auth
 USER:…`` and ``insecure-password …``; and, under a credential's name, nginx's ``proxy_set_header NAME …;``, a Dockerfile's ``ENV NAME value`` (the form without ``=``), ``aws configure set NAME value``, rclone's and
-tccli's pairs, expect's ``set NAME "value"`` and its ``send "…"`` after a password prompt, and a
+tccli's pairs, a key-value store's key (``consul kv put …/password …``), expect's ``set NAME "value"`` and its ``send "…"`` after a password prompt, and a
 Secret's ``--from-literal=NAME=…``; chpasswd's here-document and sed's replacement of a password; and a config
 file's or a listing's line of a credential's name and its value alone (``password Hz@2024abc`` in msmtp's or nslcd's
 file, ``bindpw = …``, PowerShell's ``DB_PASSWORD      …``).
@@ -136,14 +136,17 @@ GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_C
 #: A Dockerfile's ``ENV NAME value`` at a line's start (any case; the old form, whose value runs to the line's end),
 #: ``aws configure set [section.]NAME value``, the shells' ``set -gx NAME value`` (fish), ``setenv`` (csh), ``setx [/M]``
 #: (Windows), ``launchctl setenv``, ``npm config set [//registry/:]NAME value`` and Tcl's (expect's) ``set NAME "value"``
-#: at a line's start, quoted. Group ``name``; an ``ENV`` value of
+#: at a line's start, quoted, and a key-value store's or a secrets manager's key, its last part after ``/`` (``consul kv put
+#: secret/db/password value``, ``etcdctl put /app/db/password value``, ``doppler secrets set NAME value``, ``netlify env:set NAME
+#: value``; not consul's ``@file``). Group ``name``; an ``ENV`` value of
 #: several unquoted words is group ``words`` (``ENV DB_PASSWORD Sup3r S3cret``; ``ENV PASSWORD must be set`` is prose,
 #: :func:`_named` tells them apart).
 NAMED_SETTING = re.compile(
     r"(?:(?m:^)[ \t]*+(?P<env>(?i:ENV))[ \t]++|(?<![\w-])aws[ \t]++configure[ \t]++set(?:[ \t]++--profile[ \t]++\S{1,100}+)?[ \t]++"
     r"(?:[\w-]{1,60}+\.){0,2}|(?<![\w-])(?:set[ \t]++-[gUxl]{1,3}+|setenv|setx(?:[ \t]++/[Mm])?|launchctl[ \t]++setenv)[ \t]++"
     r"|(?<![\w-])(?:npm|pnpm|yarn)[ \t]++config[ \t]++set[ \t]++(?://[^\s:]{1,200}+:)?"
-    r"|(?m:^)[ \t]*+set[ \t]++(?=[A-Za-z_][\w-]{0,100}+[ \t]++[\"']))(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++"
+    r"|(?m:^)[ \t]*+set[ \t]++(?=[A-Za-z_][\w-]{0,100}+[ \t]++[\"'])|(?<![\w-])(?:consul[ \t]++kv[ \t]++put|etcdctl(?:[ \t]++-\S{1,100}+){0,2}[ \t]++put"
+    r"|doppler[ \t]++secrets[ \t]++set|netlify[ \t]++env:set)[ \t]++(?:\S{0,200}?/)?(?P<kv>))(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++(?(kv)(?!@))"
     r"(?:" + _VALUE + r"(?(env)(?=[ \t]*+(?:\r?\n|$)))|(?(env)(?P<words>[^\s\"'][^\n]{0,199}?)(?=[ \t]*+(?:\r?\n|$))|(?!)))"
 )
 #: A cloud tool's configuration given as pairs on its command line (``rclone config create NAME TYPE … secret_access_key

@@ -831,6 +831,10 @@ SENT_BEFORE = [
     ('PASSWORD=ChangeMe123', 'ChangeMe123'), ('password: changeme2024', 'changeme2024'), ('-storepass changeit2', 'changeit2'),
     # review 36: after an ellipsis, a value that reads strongly; after a dot leader, as before
     ('Checking password... Hz#2024abc', 'Hz#2024abc'), ('password… Hz2024#abc', 'Hz2024#abc'), ('password……Hz2024abcXk9', 'Hz2024abcXk9'),
+    # review 36: a key-value store's or a secrets manager's credential key set to a value
+    ('consul kv put secret/db/password Cns!Kv2024x', 'Cns!Kv2024x'), ('etcdctl put /config/db/password Etcd!Pw2024', 'Etcd!Pw2024'),
+    ("etcdctl --endpoints=http://a:2379 put /app/api_key 'Zk8Wq3Lm9Pn2Rt5Yv7Bx'", 'Zk8Wq3Lm9Pn2Rt5Yv7Bx'),
+    ('doppler secrets set DB_PASSWORD Dpl!Pw2024', 'Dpl!Pw2024'), ('netlify env:set DB_PASSWORD Nt!Pw2024', 'Nt!Pw2024'),
     # review 36: a Wi-Fi key after wpa2 psk
     ('router# wpa2 psk Tr0ub4dor88', 'Tr0ub4dor88'), ('WPA2 PSK: Home#Wifi2024', 'Home#Wifi2024'), ('WPA-PSK Tr0ub4dor88', 'Tr0ub4dor88'),
     # review 36: a CI log's secret after => at its line's end
@@ -853,6 +857,9 @@ NEAR_MISSES = [
     "password for bob@x.com is reset", "the password for admin@corp.com expired",
     # review 36: a log's check after an ellipsis
     "Checking password... Passed2", "password… Passed2", "Verifying token... OK200x", "Checking password… OK",
+    # review 36: a key-value store's other keys, a file or a variable as the value
+    "consul kv put config/app/timeout 30", "consul kv put secret/db/password @pw.txt", "etcdctl put /a/token $TOKEN",
+    "doppler secrets set DB_PASSWORD",
     # review 36: a Wi-Fi key's mode, cipher or band (a key has 8 to 63 characters)
     "wpa2 psk mode is required on the guest SSID", "WPA2-PSK (AES) on 5GHz", "wpa psk aes-ccmp", "Auth: WPA2-PSK, Cipher: CCMP",
     "WPA2-PSK/WPA3-SAE mixed mode", "WPA2 key 2.4GHz",
