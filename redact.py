@@ -471,7 +471,7 @@ def _labelled(m: re.Match[str]) -> str:
     if max(label) < "\u0250" or foreign:  # Latin script, or a word for key or token of another
         words = after.lower().replace("…", "...")  # an ellipsis as its dots
         assigned = (foreign or not label.isascii() or m.group("purpose") is not None) and words[:1] in (":", "=", "：")
-        arrow = words[:2] in ("=>", "->", "..", ". ") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace())  # not password-login
+        arrow = words[:2] in ("=>", "->", "..", ". ") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace() and joiner[-1:].isspace())  # not password-login, --flag
         arrow |= (" " in label or group == "coded") and words[:1] == ":"  # a label no assignment names: api key: …
         reads = prose_secrets.reads_strongly if re.match(r"(?:\.{3}|…)[ \t]", joiner) else lambda v: prose_secrets.reads_as_password(v, REDACTED)
         assigned |= arrow and reads(value) and not re.search("[\"'()\\[\\]{}<>|`]", value)  # after an ellipsis (Checking password... Passed2), strongly

@@ -925,6 +925,8 @@ def test_no_piece_of_a_secret_is_sent(text, secret):
     "-----BEGIN PGP SIGNATURE-----\n\niQEzBAEBCAAdFiEEq7vLp2Wx9Zt3mN8bV5cX2zQ4rT6yU1iO9pA3sD5fG7hJ2kL4\n-----END PGP SIGNATURE-----",
     "$ANSIBLE_VAULT;1.1;AES256\n62313365396662343061393464336163383764373764613633653634306231386433626436623361\n"
     "6134333665353966363534333632666535333761666131620a663537646436643839616531643561",
+    # review 36: a command's flag after a name ending in a credential's word (db-password --data-file=-)
+    "gcloud secrets versions add db-password --data-file=-", "gcloud secrets create api-token --replication-policy=automatic",
     # review 36: changeme and the JDK's changeit, defaults every attacker tries first
     "SECRET_KEY=changeme", "DB_PASSWORD=changeme", 'password = "change-me"', "mysql -uroot -pchangeme", "password: CHANGE_ME",
     "CREATE USER app IDENTIFIED BY 'changeme';", "keytool -list -keystore cacerts -storepass changeit",

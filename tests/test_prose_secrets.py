@@ -835,6 +835,8 @@ SENT_BEFORE = [
     ('consul kv put secret/db/password Cns!Kv2024x', 'Cns!Kv2024x'), ('etcdctl put /config/db/password Etcd!Pw2024', 'Etcd!Pw2024'),
     ("etcdctl --endpoints=http://a:2379 put /app/api_key 'Zk8Wq3Lm9Pn2Rt5Yv7Bx'", 'Zk8Wq3Lm9Pn2Rt5Yv7Bx'),
     ('doppler secrets set DB_PASSWORD Dpl!Pw2024', 'Dpl!Pw2024'), ('netlify env:set DB_PASSWORD Nt!Pw2024', 'Nt!Pw2024'),
+    # review 36: a dash between spaces still joins a label to its value
+    ('password - Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('password -- Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     # review 36: a Wi-Fi key after wpa2 psk
     ('router# wpa2 psk Tr0ub4dor88', 'Tr0ub4dor88'), ('WPA2 PSK: Home#Wifi2024', 'Home#Wifi2024'), ('WPA-PSK Tr0ub4dor88', 'Tr0ub4dor88'),
     # review 36: a CI log's secret after => at its line's end
