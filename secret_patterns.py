@@ -433,7 +433,7 @@ _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律
 LABELLED = re.compile(
     r"(?i)((?:" + _SCRIPT_LABELS + r")|(?<![A-Za-z0-9_])(?:APIキー|API ?키"
     r"|password|passwd|passphrase|passcode|pwd|pw|sk|" + _FOREIGN_LABELS +
-    r"|(?:api|access|secret|private|wpa[23]?)[ _-]?key|wpa[23]?[ _-]?psk|secret|(?<!max )(?<!min )token))"
+    r"|(?:api|access|secret|private|wpa[23]?)[ _-]?key|(?:wpa[23]?[ _-]?)?psk|secret|(?<!max )(?<!min )token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|in|at|to|für|von|zur|zum|pour|de|du|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?(?:[\w.@-]{1,64}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")"
     r"(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now|ist|war|lautet|est|es|era)(?![\w.-]))(?:[\w-]{1,30}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")){0,2}(?=[\s:：=\"”(（])"

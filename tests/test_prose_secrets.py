@@ -837,7 +837,8 @@ SENT_BEFORE = [
     ('doppler secrets set DB_PASSWORD Dpl!Pw2024', 'Dpl!Pw2024'), ('netlify env:set DB_PASSWORD Nt!Pw2024', 'Nt!Pw2024'),
     # review 36: a dash between spaces still joins a label to its value
     ('password - Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('password -- Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
-    # review 36: a Wi-Fi key after wpa2 psk
+    # review 36: a Wi-Fi key or a VPN's pre-shared key after psk (wpa2 psk, PSK は)
+    ('VPNのPSKは Vpn!Psk2024 です', 'Vpn!Psk2024'), ('PSK 共享密钥是 Vpn!Psk2024', 'Vpn!Psk2024'), ('PSK: Vpn!Psk2024', 'Vpn!Psk2024'),
     ('router# wpa2 psk Tr0ub4dor88', 'Tr0ub4dor88'), ('WPA2 PSK: Home#Wifi2024', 'Home#Wifi2024'), ('WPA-PSK Tr0ub4dor88', 'Tr0ub4dor88'),
     # review 36: a CI log's secret after => at its line's end
     ('##[debug]secrets.DB_PASSWORD => Hx8kq2LmZp7', 'Hx8kq2LmZp7'), ('secrets.API_TOKEN => Zx9#qLm2Nv4\nnext step', 'Zx9#qLm2Nv4'),
@@ -864,7 +865,7 @@ NEAR_MISSES = [
     "doppler secrets set DB_PASSWORD",
     # review 36: a Wi-Fi key's mode, cipher or band (a key has 8 to 63 characters)
     "wpa2 psk mode is required on the guest SSID", "WPA2-PSK (AES) on 5GHz", "wpa psk aes-ccmp", "Auth: WPA2-PSK, Cipher: CCMP",
-    "WPA2-PSK/WPA3-SAE mixed mode", "WPA2 key 2.4GHz",
+    "WPA2-PSK/WPA3-SAE mixed mode", "WPA2 key 2.4GHz", "the PSK is WPA2-Personal", "ipsec PSK mode", "pskey: x",
     # review 36: => before code, a match arm's name or a variable
     "secrets.DB_PASSWORD => ***", "Secret => SecretKind,", "case Token => TokenType", "token => token.trim()",
     "'password' => bcrypt($request->newPassword)", "items.map(token => tokenize(token))", "password => $pw",
