@@ -24,11 +24,13 @@ LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{28,}+")
 #: Ids an API gives its replies, requests and calls (OpenAI's ``chatcmpl-``, ``resp_``, ``call_``; Anthropic's
 #: ``msg_``, ``toolu_``; Stripe's ``req_``): long and random, and public; so are Bitcoin's addresses, age's public keys
 #: and a certificate or a public key in base64 (a kubeconfig's ``certificate-authority-data``), an SSH public key's
-#: blob (its type's name encoded first: ``AAAAC3NzaC1lZDI1NTE5…`` in ``authorized_keys``; a private key's starts otherwise).
+#: blob (its type's name encoded first: ``AAAAC3NzaC1lZDI1NTE5…`` in ``authorized_keys``; a private key's starts otherwise), a
+#: JWT's header alone (``{"alg":``, ``{"typ":``, ``{"kid":`` encoded: a whole JWT is a key format, its signature never kept).
 PUBLIC_ID_PREFIXES = ("chatcmpl-", "resp_", "req_", "msg_", "call_", "toolu_", "run_", "thread_", "asst_", "batch_", "evt_",
                       "bc1q", "bc1p", "age1", "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t", "LS0tLS1CRUdJTiBQVUJMSUMgS0VZLS0tLS0",
                       "AAAAB3NzaC1yc2E", "AAAAC3NzaC1lZDI1NTE5", "AAAAE2VjZHNhLXNoYTItbmlzdHA", "AAAAB3NzaC1kc3M",
-                      "AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29t", "AAAAInNrLWVjZHNhLXNoYTItbmlzdHAyNTZAb3BlbnNzaC5jb20")
+                      "AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29t", "AAAAInNrLWVjZHNhLXNoYTItbmlzdHAyNTZAb3BlbnNzaC5jb20",
+                      "eyJhbGciOi", "eyJ0eXAiOi", "eyJraWQiOi")
 #: What names a public value written right before it: a public or host key, a request's, trace's or event's id, a
 #: checksum, a wallet's address, an S3 object's version (``PublicKey = …``, ``x-amz-id-2: …``, ``VersionId: …``,
 #: ``traceparent: 00-…``, ``收款地址 …``, ``ipfs://…``), an image, a font or a source map in a data URI, an ``ETag`` (an MD5 or

@@ -927,6 +927,9 @@ def test_no_piece_of_a_secret_is_sent(text, secret):
     "6134333665353966363534333632666535333761666131620a663537646436643839616531643561",
     # review 36: a command's flag after a name ending in a credential's word (db-password --data-file=-)
     "gcloud secrets versions add db-password --data-file=-", "gcloud secrets create api-token --replication-policy=automatic",
+    # review 36: a JWT's header alone is public
+    'the JWT header eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 decodes to {"alg":"HS256","typ":"JWT"}',
+    "header eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9 and eyJraWQiOiJrZXktMjAyNCIsImFsZyI6IkVTMjU2In0",
     # review 36: changeme and the JDK's changeit, defaults every attacker tries first
     "SECRET_KEY=changeme", "DB_PASSWORD=changeme", 'password = "change-me"', "mysql -uroot -pchangeme", "password: CHANGE_ME",
     "CREATE USER app IDENTIFIED BY 'changeme';", "keytool -list -keystore cacerts -storepass changeit",

@@ -765,6 +765,8 @@ def test_ordinary_prose_and_code_are_not_redacted(text):
     ("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nkey Zq8Wq3Lm9Pn2Rt5Yv7Bx1Cd4Ef6Gh8Jk0Xy",
      "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nkey "),
     ("-----BEGIN CERTIFICATE-----\nkey Zq8Wq3Lm9Pn2Rt5Yv7Bx1Cd4Ef6Gh8Jk0Xy", "-----BEGIN CERTIFICATE-----\nkey "),
+    # review 36: a JWT's header alone stays, its signature after a space does not
+    ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 "),
     ("AIRTABLE_PAT=patAbCdEf12345678.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "AIRTABLE_PAT="),
     ("token patAbCdEf12345678.0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef ok", "token  ok"),
 ])
