@@ -1,6 +1,6 @@
 """What a text is read as before secrets are looked for in it, for :mod:`redact`: JSON ``\\uXXXX`` escapes read,
 Markdown and HTML marks around a credential's label dropped, NFC, invisible characters and marks stranded on ASCII
-dropped, full-width ASCII, circled digits in a value, curly quotes (single ones around a word), other hyphens and look-alike letters in a credential's name read as
+dropped, full-width ASCII and half-width kana, circled digits in a value, curly quotes (single ones around a word), other hyphens and look-alike letters in a credential's name read as
 ASCII, spaces of other widths as a space (:func:`fold`).
 
 Each change keeps a secret in one piece for the patterns of :mod:`secret_patterns`, which read the folded text. Pure
@@ -60,6 +60,8 @@ MARKED_LABEL = re.compile(
     r"(?<![\w*`])(\*{1,2}+|_{1,2}+|`)([^*`<>|\n]{1,40}?)([:：]?)\1(?![\w*`])"
     r"|<(?:b|strong|em|i|u|code)>([^<>|\n]{1,40}?)([:：]?)</(?:b|strong|em|i|u|code)>"
 )
+#: Half-width katakana (``ﾊﾟｽﾜｰﾄﾞ``, as old Japanese systems write it), read as the full-width kana they stand for.
+HALF_WIDTH_KANA = re.compile("[\uff61-\uff9f]++")
 #: Circled, negative-circled and dingbat digits (``①``, ``⓪``, ``❼``, ``➁``) between two printable ASCII characters, read
 #: as ASCII digits: typed into a password (``Kq⑦#vLp②Wx``), they would end it for every pattern. A list's ``① 安装``
 #: keeps its marks, and superscripts (``x²``, ``m³``) are not read.
@@ -78,8 +80,8 @@ def _unescape(m: re.Match[str]) -> str:
 
 def fold(text: str) -> str:
     """``text`` as secrets are looked for in it: JSON ``\\uXXXX`` escapes read, Markdown and HTML marks around a
-    credential's label dropped, NFC, invisible characters and marks stranded on ASCII dropped, full-width ASCII, curly
-    quotes and look-alikes in a credential's name read as ASCII."""
+    credential's label dropped, NFC, invisible characters and marks stranded on ASCII dropped, full-width ASCII and
+    half-width kana, curly quotes and look-alikes in a credential's name read as ASCII."""
     if "\\u" in text:
         text = JSON_ESCAPE.sub(_unescape, text)
     text = prefilter.sub(MARKED_LABEL, _unmarked_label, text)
@@ -89,6 +91,7 @@ def fold(text: str) -> str:
     text = STRAY_MARKS.sub("", text)
     text = COMPAT_DIGIT.sub(lambda m: m.group().translate(COMPAT_DIGITS), text)
     text = WIDE_INNER.sub(lambda m: m.group().translate(_WIDE_PUNCTUATION), text).translate(_AS_ASCII)
+    text = HALF_WIDTH_KANA.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
     text = SINGLE_QUOTED.sub(lambda m: f"'{m.group(1) or m.group(2)}'", text)
     return HOMOGLYPH_WORD.sub(_latin_name, text)
 

@@ -831,6 +831,8 @@ SENT_BEFORE = [
     ('PASSWORD=ChangeMe123', 'ChangeMe123'), ('password: changeme2024', 'changeme2024'), ('-storepass changeit2', 'changeit2'),
     # review 36: after an ellipsis, a value that reads strongly; after a dot leader, as before
     ('Checking password... Hz#2024abc', 'Hz#2024abc'), ('password… Hz2024#abc', 'Hz2024#abc'), ('password……Hz2024abcXk9', 'Hz2024abcXk9'),
+    # review 36: a label in half-width katakana
+    ('ﾊﾟｽﾜｰﾄﾞ：Hw!Kana2024', 'Hw!Kana2024'), ('ﾊﾟｽﾜｰﾄﾞは Hw!Kana2025 です', 'Hw!Kana2025'),
     # review 36: a key-value store's or a secrets manager's credential key set to a value
     ('consul kv put secret/db/password Cns!Kv2024x', 'Cns!Kv2024x'), ('etcdctl put /config/db/password Etcd!Pw2024', 'Etcd!Pw2024'),
     ("etcdctl --endpoints=http://a:2379 put /app/api_key 'Zk8Wq3Lm9Pn2Rt5Yv7Bx'", 'Zk8Wq3Lm9Pn2Rt5Yv7Bx'),
@@ -860,6 +862,8 @@ NEAR_MISSES = [
     "password for bob@x.com is reset", "the password for admin@corp.com expired",
     # review 36: a log's check after an ellipsis
     "Checking password... Passed2", "password… Passed2", "Verifying token... OK200x", "Checking password… OK",
+    # review 36: half-width katakana without a secret keeps its width
+    "ｶﾀｶﾅ ﾃｽﾄ", "ﾊﾟｽﾜｰﾄﾞ ﾘｾｯﾄ ｶﾞ ﾋﾂﾖｳ ﾃﾞｽ",
     # review 36: a key-value store's other keys, a file or a variable as the value
     "consul kv put config/app/timeout 30", "consul kv put secret/db/password @pw.txt", "etcdctl put /a/token $TOKEN",
     "doppler secrets set DB_PASSWORD",
