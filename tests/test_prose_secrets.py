@@ -831,6 +831,8 @@ SENT_BEFORE = [
     ('PASSWORD=ChangeMe123', 'ChangeMe123'), ('password: changeme2024', 'changeme2024'), ('-storepass changeit2', 'changeit2'),
     # review 36: after an ellipsis, a value that reads strongly; after a dot leader, as before
     ('Checking password... Hz#2024abc', 'Hz#2024abc'), ('password… Hz2024#abc', 'Hz2024#abc'), ('password……Hz2024abcXk9', 'Hz2024abcXk9'),
+    # review 36: a password said to be here (在这)
+    ('密码在这：Xy!2024pw', 'Xy!2024pw'), ('密码放在这里了：Xy!2024pw', 'Xy!2024pw'),
     # review 36: a label in half-width katakana
     ('ﾊﾟｽﾜｰﾄﾞ：Hw!Kana2024', 'Hw!Kana2024'), ('ﾊﾟｽﾜｰﾄﾞは Hw!Kana2025 です', 'Hw!Kana2025'),
     # review 36: a key-value store's or a secrets manager's credential key set to a value
@@ -862,6 +864,8 @@ NEAR_MISSES = [
     "password for bob@x.com is reset", "the password for admin@corp.com expired",
     # review 36: a log's check after an ellipsis
     "Checking password... Passed2", "password… Passed2", "Verifying token... OK200x", "Checking password… OK",
+    # review 36: where a password is, said without it
+    "密码在这个文件里", "密码在这里配置：config/app.yml", "密码在此处输入", "密码在这里改 v2",
     # review 36: half-width katakana without a secret keeps its width
     "ｶﾀｶﾅ ﾃｽﾄ", "ﾊﾟｽﾜｰﾄﾞ ﾘｾｯﾄ ｶﾞ ﾋﾂﾖｳ ﾃﾞｽ",
     # review 36: a key-value store's other keys, a file or a variable as the value
