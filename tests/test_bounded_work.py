@@ -930,6 +930,9 @@ def test_no_piece_of_a_secret_is_sent(text, secret):
     # review 36: a JWT's header alone is public
     'the JWT header eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 decodes to {"alg":"HS256","typ":"JWT"}',
     "header eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9 and eyJraWQiOiJrZXktMjAyNCIsImFsZyI6IkVTMjU2In0",
+    # review 36: a package's version after a name ending in token (Cargo, Poetry, package.json)
+    '[dependencies]\njsonwebtoken = "9"\nargon2 = "0.5"', 'jsonwebtoken = "9.2"', '"jsonwebtoken": "9.0.2"',
+    'python-jose = "3.3.0"\nitsdangerous-token = "v2.1.0-beta"',
     # review 36: changeme and the JDK's changeit, defaults every attacker tries first
     "SECRET_KEY=changeme", "DB_PASSWORD=changeme", 'password = "change-me"', "mysql -uroot -pchangeme", "password: CHANGE_ME",
     "CREATE USER app IDENTIFIED BY 'changeme';", "keytool -list -keystore cacerts -storepass changeit",
