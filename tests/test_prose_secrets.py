@@ -831,6 +831,8 @@ SENT_BEFORE = [
     ('PASSWORD=ChangeMe123', 'ChangeMe123'), ('password: changeme2024', 'changeme2024'), ('-storepass changeit2', 'changeit2'),
     # review 36: after an ellipsis, a value that reads strongly; after a dot leader, as before
     ('Checking password... Hz#2024abc', 'Hz#2024abc'), ('password… Hz2024#abc', 'Hz2024#abc'), ('password……Hz2024abcXk9', 'Hz2024abcXk9'),
+    # review 36: a template's string literal as the value
+    ("db_password: \"{{ 'Plain!Text24' }}\"", 'Plain!Text24'),
     # review 36: a password said to be here (在这)
     ('密码在这：Xy!2024pw', 'Xy!2024pw'), ('密码放在这里了：Xy!2024pw', 'Xy!2024pw'),
     # review 36: a label in half-width katakana
@@ -864,6 +866,8 @@ NEAR_MISSES = [
     "password for bob@x.com is reset", "the password for admin@corp.com expired",
     # review 36: a log's check after an ellipsis
     "Checking password... Passed2", "password… Passed2", "Verifying token... OK200x", "Checking password… OK",
+    # review 36: a template's variable, lookup or empty literal
+    "db_password: \"{{ vault_db_password }}\"", "db_password: \"{{ '' }}\"", "password: \"{{ lookup('env', 'DB_PASSWORD') }}\"",
     # review 36: where a password is, said without it
     "密码在这个文件里", "密码在这里配置：config/app.yml", "密码在此处输入", "密码在这里改 v2",
     # review 36: half-width katakana without a secret keeps its width
