@@ -213,7 +213,7 @@ ASSIGNMENT = re.compile(
 #: ``"auth": ["HS256", "RS256"]`` are tables). A backtick quotes a call's argument only. Some take the password as the
 #: command's last word (group ``last``; CJK prose may follow), which is then not lower-case letters alone nor all
 #: capitals (prose, a placeholder; redis's ``HELLO`` may go on with ``SETNAME``): ``htpasswd -b[…] [file] user SECRET``
-#: (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID SECRET``, redis's ``AUTH [user] SECRET`` after redis-cli's
+#: (group ``nofile``: ``-n``, no file), ``wpa_passphrase SSID SECRET``, ``rclone obscure SECRET``, redis's ``AUTH [user] SECRET`` after redis-cli's
 #: prompt (``host:port>``, ``…[db]>``, a cluster's ``(master)>``, ``redis>``) or, upper-case (or ``hello 3 auth``) and
 #: not a SASL mechanism or scheme (``AUTH LOGIN``, ``AUTH Bearer``), at a line's start or after a bare ``>`` prompt, and
 #: ``requirepass``/``masterauth`` (redis.conf, ``CONFIG SET``) or Debian's ``wpa-psk`` at a line's start (or after CJK prose) or in an
@@ -264,7 +264,7 @@ CLI_SECRET = re.compile(
     r"|(?P<last>htpasswd(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,8}b)(?P<nofile>(?=[^\n]{0,200}?[ \t]-[A-Za-z]{0,7}n))?"
     + _TWO_FLAGS * 2 +
     r"(?(nofile)[ \t]++[^\s-]\S{0,200}+|[ \t]++(?:\"[^\"\n]{1,200}+\"|[^\s-]\S{0,200}+)[ \t]++[^\s-]\S{0,200}+)[ \t]++"
-    r"|wpa_passphrase[ \t]++(?:\"[^\"\n]{1,64}+\"|'[^'\n]{1,64}+'|[^\s\"']{1,64}+)[ \t]++"
+    r"|wpa_passphrase[ \t]++(?:\"[^\"\n]{1,64}+\"|'[^'\n]{1,64}+'|[^\s\"']{1,64}+)[ \t]++|rclone[ \t]++obscure[ \t]++"
     r"|(?:(?<=:\d\d>)|(?<=\d\d\d>)|(?<=\d\]>)|(?<=\(master\)>)|(?<=\(replica\)>)|(?<=redis>)|(?<=valkey>)|(?<=\(TX\)>))"
     r"[ \t]*+(?i:(?:HELLO[ \t]++\d[ \t]++)?AUTH)[ \t]++"
     r"(?:[^\s\"']{1,64}+[ \t]++)?"
@@ -426,7 +426,7 @@ _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律
 #: too), HTML's ``<code>…</code>`` (group ``coded``) or a run of printable ASCII and Latin, Greek or Cyrillic letters (``Café2024!``; it ends where the text goes back to
 #: its own script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), after what the
 #: value is for, if said, in up to three words (``password for the db:``, ``for noreply@corp.com is``, ``the password for the staging box is …``, ``Passwort für die DB:``, ``пароль от базы:``, an aside before a colon:
-#: ``token (staging):``, ``密码（测试环境）：``) or an adjective written after the label (``contraseña nueva es``, ``mật khẩu mới là``,
+#: ``token (staging):``, ``密码（测试环境）：``, a clause's ``password, new one is``) or an adjective written after the label (``contraseña nueva es``, ``mật khẩu mới là``,
 #: ``mật khẩu wifi:``), joined by the verbs of the languages (``das Passwort lautet``, ``le mot de passe c'est``). Longer labels come
 #: first (``secret key`` before ``secret``); a ``max token`` is a count. What a Latin label needs is
 #: :func:`redact._labelled`'s.
@@ -437,7 +437,7 @@ LABELLED = re.compile(
     r"((?P<purpose>[ \t]++(?:for|of|on|in|at|to|für|von|zur|zum|pour|de|du|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?(?:[\w.@-]{1,64}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")"
     r"(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now|ist|war|lautet|est|es|era)(?![\w.-]))(?:[\w-]{1,30}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")){0,2}(?=[\s:：=\"”(（])"
-    r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：])|[ \t]++(?:nueva|nuevo|nova|novo|nuova|nuovo|mới|actual|wifi)(?![\w-])"
+    r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：])|[,，][ \t]*+(?:the[ \t]++)?new[ \t]++one(?=[ \t]++(?:is|was)[ \t]|[ \t]*+:)|[ \t]++(?:nueva|nuevo|nova|novo|nuova|nuovo|mới|actual|wifi)(?![\w-])"
     r"|[，,][ \t]*+[^\s，,。的]{1,20}+[ \t]*+的(?=[是为為]))?"
     r"[\"”】\]]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
     r"|is|was|['’]s|ist|war|lautet|est|c'est|c’est|es|era|é|è|là|still|currently|—|-|…{1,2}+|\.{3,}+|(?:\.[ \t]){3,}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"

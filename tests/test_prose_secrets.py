@@ -831,6 +831,9 @@ SENT_BEFORE = [
     ('PASSWORD=ChangeMe123', 'ChangeMe123'), ('password: changeme2024', 'changeme2024'), ('-storepass changeit2', 'changeit2'),
     # review 36: after an ellipsis, a value that reads strongly; after a dot leader, as before
     ('Checking password... Hz#2024abc', 'Hz#2024abc'), ('password… Hz2024#abc', 'Hz2024#abc'), ('password……Hz2024abcXk9', 'Hz2024abcXk9'),
+    # review 36: the new one named in a clause after the label; rclone obscure's argument
+    ('I rotated the prod db password, new one is Rot8ed!Prod24 — updated in vault too', 'Rot8ed!Prod24'),
+    ('reset the password, new one: Rst!2024xy', 'Rst!2024xy'), ("rclone obscure 'Rc!Plain2024'", 'Rc!Plain2024'),
     # review 36: a template's string literal as the value
     ("db_password: \"{{ 'Plain!Text24' }}\"", 'Plain!Text24'),
     # review 36: a password said to be here (在这)
@@ -866,6 +869,8 @@ NEAR_MISSES = [
     "password for bob@x.com is reset", "the password for admin@corp.com expired",
     # review 36: a log's check after an ellipsis
     "Checking password... Passed2", "password… Passed2", "Verifying token... OK200x", "Checking password… OK",
+    # review 36: the new one kept somewhere, rclone obscure of a word, a URL's user without a password
+    "I changed the password, new one is in vault", "rclone obscure hunter",
     # review 36: a template's variable, lookup or empty literal
     "db_password: \"{{ vault_db_password }}\"", "db_password: \"{{ '' }}\"", "password: \"{{ lookup('env', 'DB_PASSWORD') }}\"",
     # review 36: where a password is, said without it
