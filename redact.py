@@ -272,9 +272,10 @@ def _replace(m: re.Match[str], start: int, end: int) -> str:
 
 
 def _userinfo(m: re.Match[str]) -> str:
-    """A URL's ``user:password@`` redacted, unless its password is a placeholder (``:<password>@``, ``:${DB_PASS}@``)."""
-    password = m.group(2).partition(":")[2]
-    return m.group(0) if password and _is_placeholder(password, "", quoted=True) else f"{m.group(1)}{REDACTED}@"
+    """A URL's ``user:password@`` redacted, unless its password is empty or a placeholder (``root:@``, ``:<password>@``,
+    ``:${DB_PASS}@``); a long token as the user alone goes."""
+    _, colon, password = m.group(2).partition(":")
+    return m.group(0) if colon and (not password or _is_placeholder(password, "", quoted=True)) else f"{m.group(1)}{REDACTED}@"
 
 
 def _webhook(m: re.Match[str]) -> str:

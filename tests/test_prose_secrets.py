@@ -870,7 +870,7 @@ NEAR_MISSES = [
     # review 36: a log's check after an ellipsis
     "Checking password... Passed2", "password… Passed2", "Verifying token... OK200x", "Checking password… OK",
     # review 36: the new one kept somewhere, rclone obscure of a word, a URL's user without a password
-    "I changed the password, new one is in vault", "rclone obscure hunter",
+    "I changed the password, new one is in vault", "rclone obscure hunter", "mysql://root:@localhost/app", "postgres://app:@db/app",
     # review 36: a template's variable, lookup or empty literal
     "db_password: \"{{ vault_db_password }}\"", "db_password: \"{{ '' }}\"", "password: \"{{ lookup('env', 'DB_PASSWORD') }}\"",
     # review 36: where a password is, said without it
