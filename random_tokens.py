@@ -9,7 +9,6 @@ Pure; linear in the length of the text; never raises. Imports :mod:`prefilter` o
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
 from collections import Counter
@@ -57,10 +56,10 @@ KEY_NEARBY = re.compile(
     r"(?<![A-Za-z0-9_+/=.-])(?P<value>[A-Za-z0-9]{16,27}+)(?![A-Za-z0-9_+/=.@-])"
 )
 #: What a public block holds is public or encrypted, and no token in it is judged (:func:`redact`): a certificate's, a
-#: public key's or a PGP signature's, from its ``-----BEGIN …-----`` to the ``-----END …-----`` of its kind, and Ansible
-#: Vault's ciphertext (``$ANSIBLE_VAULT;1.1;AES256`` then lines of hex). Groups ``end`` (``BEGIN`` or ``END``), ``kind``.
-PUBLIC_BLOCK = re.compile(r"-----(?P<end>BEGIN|END) (?P<kind>CERTIFICATE(?: REQUEST)?|X509 CRL|(?:RSA )?PUBLIC KEY"
-                          r"|PGP (?:PUBLIC KEY BLOCK|SIGNATURE))-----|\$ANSIBLE_VAULT;[^\n]{0,200}+\n[0-9a-f\s]++")
+#: public key's or a PGP signature's body, from its ``-----BEGIN …-----`` to the ``-----END …-----`` of its kind (no ``-``
+#: between), and Ansible Vault's ciphertext (``$ANSIBLE_VAULT;1.1;AES256`` then lines of hex).
+PUBLIC_BLOCK = re.compile(r"-----BEGIN (?P<kind>CERTIFICATE(?: REQUEST)?|X509 CRL|(?:RSA )?PUBLIC KEY|PGP (?:PUBLIC KEY BLOCK|SIGNATURE))"
+                          r"-----[^-]*+-----END (?P=kind)-----|\$ANSIBLE_VAULT;[^\n]{0,200}+\n[0-9a-f\s]++")
 HEX = re.compile(r"^[0-9a-fA-F]+$")
 UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -171,23 +170,12 @@ def camel_words(token: str) -> bool:
 
 def redact(text: str, redacted: str) -> str:
     """``text`` with each :data:`LONG_TOKEN` that reads as random redacted (:func:`long_token`), but inside a
-    :data:`PUBLIC_BLOCK`. The blocks are found once, their ``BEGIN`` and ``END`` paired in one reading."""
-    public, begun = [], {}
-    for m in prefilter.finditer(PUBLIC_BLOCK, text):
-        if m.group("kind") is None:
-            public.append(m.span())
-        elif m.group("end") == "BEGIN":
-            begun[m.group("kind")] = m.start()
-        elif m.group("kind") in begun:
-            public.append((begun.pop(m.group("kind")), m.end()))
-    public.sort()
-    starts = [start for start, _ in public]
-
-    def judged(m: re.Match[str]) -> str:
-        i = bisect.bisect_right(starts, m.start()) - 1
-        return m.group() if i >= 0 and m.end() <= public[i][1] else long_token(m, redacted)
-
-    return LONG_TOKEN.sub(judged, text)
+    :data:`PUBLIC_BLOCK`: the text between blocks is judged piece by piece, each block kept as it is."""
+    pieces, done = [], 0
+    for block in prefilter.finditer(PUBLIC_BLOCK, text):
+        pieces += [LONG_TOKEN.sub(lambda m: long_token(m, redacted), text[done : block.start()]), block.group()]
+        done = block.end()
+    return "".join(pieces) + LONG_TOKEN.sub(lambda m: long_token(m, redacted), text[done:])
 
 
 def long_token(m: re.Match[str], redacted: str) -> str:
