@@ -12,7 +12,6 @@ ones, labels and words, are :mod:`secret_patterns`') and judged: these shapes ar
 
 from __future__ import annotations
 
-import itertools
 import re
 
 from . import prefilter
@@ -181,12 +180,13 @@ KEY_REST = re.compile(r"[ \t](?P<value>[A-Za-z0-9_-]{12,100}+)(?![^\s,.;:!?，�
 #: The next string after a redacted one in a concatenation (``"[redacted]" + "…"``) or a Python implicit one on the next
 #: line (``"[redacted]" \`` then ``"…"``): the rest of a key or a password. Group ``value``.
 STRING_REST = re.compile(r"[\"'`][ \t]*+(?:\+|\.\.|\|\|)?[ \t]*+(?:\\?\r?\n[ \t]*+)?(?P<q>[\"'`])(?P<value>[^\"'`\s\\]{6,200}+)(?P=q)")
-#: A TOTP seed after its label (base32: 16+ capitals and digits 2 to 7, or one case in groups of 4 as authenticator apps
-#: show it): ``TOTP``, ``2FA``, ``MFA`` or ``OTP`` and ``secret``, ``seed`` or ``key`` (``TOTP secret …``, ``MFA seed: …``), or
+#: A TOTP seed after its label (base32: 16+ capitals and digits 2 to 7, or one case in 4 or 8 groups of 4 as authenticator
+#: apps show it): ``TOTP``, ``2FA``, ``MFA`` or ``OTP`` and ``secret``, ``seed`` or ``key`` (``TOTP secret …``, ``MFA seed: …``), or
 #: ``seed`` alone after a one-time code's word (:data:`OTP_WORD`: ``2FA enabled for admin. seed: …``; not ``random seed: 42``).
 #: A value in lower case or in groups needs a digit (``TOTP secret with your real name`` is prose). Groups ``otp``, ``value``.
+_GROUPS = " ".join(["[A-Za-z2-7]{4}"] * 4)
 OTP_SEED = re.compile(r"(?i)(?<![\w-])(?:(?P<otp>totp|2fa|mfa|otp)[ \t_-]*+(?:secret|seed|key)|seed)(?:[ \t]*+[:=：][ \t]*+|[ \t]++)[\"'`]?"
-                      r"(?P<value>(?-i:[A-Z2-7]{16,}+=*+(?![\w=])|[a-z2-7]{16,}+=*+(?![\w=])|[A-Za-z2-7]{4} [A-Za-z2-7 ]{14,100}+))")
+                      r"(?P<value>(?-i:[A-Z2-7]{16,}+|[a-z2-7]{16,}+|" + _GROUPS + "(?: " + _GROUPS + r")?)=*+)(?![\w=])")
 #: A one-time code's word that makes a ``seed`` on its line or the line before a TOTP seed (read in up to 120 characters before it).
 OTP_WORD = re.compile(r"(?i)(?<![\w-])(?:totp|2fa|mfa|otp|two[ -]factor|authenticator)(?![\w-])|两步验证|二步验证|双因素|二要素|2段階")
 #: Words of prose and documentation that a passphrase is not made of (``password: see the vault entry``, ``reset
@@ -282,19 +282,14 @@ def key_piece(value: str) -> bool:
 
 
 def _otp_seed(m: re.Match[str], redacted: str) -> str:
-    """An :data:`OTP_SEED` match with its seed redacted: in capitals alone, or with a digit, after its label or after
-    ``seed`` when a one-time code's word comes before it."""
+    """An :data:`OTP_SEED` match with its seed redacted: in one case, in capitals alone or with a digit, after its
+    label or after ``seed`` when a one-time code's word comes before it."""
     value = m.group("value")
-    if " " in value:  # its first 8 groups of 4 in one case (a 32-character seed), else its first 4 (16 characters)
-        groups = list(itertools.takewhile(lambda group: len(group) == 4, value.split(" ")[:8]))
-        value = " ".join(groups if len(groups) == 8 else groups[:4])
-        if value.count(" ") < 3 or not re.fullmatch("[A-Z2-7]++|[a-z2-7]++", value.replace(" ", "")):
-            return m.group()
-    if not (value.isupper() and " " not in value) and re.search("[2-7]", value) is None:
+    if not (value.isupper() or value.islower()) or (value.islower() or " " in value) and re.search("[2-7]", value) is None:
         return m.group()
     if m.group("otp") is None and OTP_WORD.search(m.string, max(m.start() - 120, 0), m.start()) is None:
         return m.group()
-    return patterns.replace_group(m, "value", redacted, len(value))
+    return patterns.replace_group(m, "value", redacted)
 
 
 def reads_as_password(value: str, redacted: str) -> bool:
