@@ -25,7 +25,7 @@ HAN_PHRASE = re.compile("(?<![\u3400-\u9fff])(?:(?<=[是为為] )|(?<![\u3400-\u
 #: A seed phrase's label right before its first word (``助记词：``, ``mnemonic:``, ``seed phrase is``, ``シードフレーズ``; a
 #: list's ``1.``): after it, words met before in the run are no doubt (BIP-39's test vectors repeat words:
 #: ``abandon abandon … about``, ``legal winner thank year … legal winner thank yellow``).
-SEED_LABEL = re.compile(r"(?i)(?:助记词|助記詞|(?<![\w-])(?:mnemonic|(?:seed|recovery|backup)[ _-]?phrase)|恢复短语|恢復短語|シードフレーズ"
+SEED_LABEL = re.compile(r"(?i)(?:助记词|助記詞|(?<![\w-])(?:mnemonic|(?:seed|recovery|backup)[ _-]?phrase)|恢复短语|恢復短語|シードフレーズ|ニーモニック"
                         r"|リカバリーフレーズ|復元フレーズ)(?:[ \t]*+(?:是|为|為|は|is|[:=：]))?[ \t\"'「]*+(?:\r?\n[ \t]*+)?(?:1[.)、][ \t]*+)?$")
 
 

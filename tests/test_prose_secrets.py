@@ -824,6 +824,7 @@ SENT_BEFORE = [
     ('助记词：legal winner thank year wave sausage worth useful legal winner thank yellow', 'sausage worth useful'),
     ('助记词: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about', 'abandon abandon'),
     ('seed phrase: test test test test test test test test test test test junk', 'test test test'),
+    ('ニーモニック：legal winner thank year wave sausage worth useful legal winner thank yellow', 'sausage worth useful'),
     ('recovery phrase is\n1. legal 2. winner 3. thank 4. year 5. wave 6. sausage 7. worth 8. useful 9. legal 10. winner 11. thank 12. yellow', 'sausage'),
     # review 36: what a password is for written as an address
     ('the smtp password for noreply@corp.com is Smtp#Mail55', 'Smtp#Mail55'), ('password for bob@x.com: Bob#2024pw', 'Bob#2024pw'),
