@@ -145,7 +145,7 @@ NAMED_SETTING = re.compile(
     r"(?:(?m:^)[ \t]*+(?P<env>(?i:ENV))[ \t]++|(?<![\w-])aws[ \t]++configure[ \t]++set(?:[ \t]++--profile[ \t]++\S{1,100}+)?[ \t]++"
     r"(?:[\w-]{1,60}+\.){0,2}|(?<![\w-])(?:set[ \t]++-[gUxl]{1,3}+|setenv|setx(?:[ \t]++/[Mm])?|launchctl[ \t]++setenv)[ \t]++"
     r"|(?<![\w-])(?:npm|pnpm|yarn)[ \t]++config[ \t]++set[ \t]++(?://[^\s:]{1,200}+:)?"
-    r"|(?m:^)[ \t]*+set[ \t]++(?=[A-Za-z_][\w-]{0,100}+[ \t]++[\"'])|(?<![\w-])(?:consul[ \t]++kv[ \t]++put|etcdctl(?:[ \t]++-\S{1,100}+){0,2}[ \t]++put"
+    r"|(?m:^)[ \t]*+set[ \t]++(?=[A-Za-z_][\w-]{0,100}+[ \t]++[\"'])|(?<![\w-])(?:consul[ \t]++kv[ \t]++put|etcdctl(?:[ \t]++-\S{1,100}+(?:[ \t]++[^\s-]\S{0,100}+)?){0,2}[ \t]++put"
     r"|doppler[ \t]++secrets[ \t]++set|netlify[ \t]++env:set)[ \t]++(?:\S{0,200}?/)?(?P<kv>))(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++(?(kv)(?!@))"
     r"(?:" + _VALUE + r"(?(env)(?=[ \t]*+(?:\r?\n|$)))|(?(env)(?P<words>[^\s\"'][^\n]{0,199}?)(?=[ \t]*+(?:\r?\n|$))|(?!)))"
 )

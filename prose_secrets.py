@@ -185,7 +185,7 @@ STRING_REST = re.compile(r"[\"'`][ \t]*+(?:\+|\.\.|\|\|)?[ \t]*+(?:\\?\r?\n[ \t]
 #: ``seed`` alone after a one-time code's word (:data:`OTP_WORD`: ``2FA enabled for admin. seed: …``; not ``random seed: 42``).
 #: A value in lower case or in groups needs a digit (``TOTP secret with your real name`` is prose). Groups ``otp``, ``value``.
 _GROUPS = " ".join(["[A-Za-z2-7]{4}"] * 4)
-OTP_SEED = re.compile(r"(?i)(?<![\w-])(?:(?P<otp>totp|2fa|mfa|otp)[ \t_-]*+(?:secret|seed|key)|seed)(?:[ \t]*+[:=：][ \t]*+|[ \t]++)[\"'`]?"
+OTP_SEED = re.compile(r"(?i)(?<![\w-])(?:(?P<otp>totp|2fa|mfa|otp)[ \t_-]*+(?:secret|seed|key)|seed)(?:[ \t]*+(?:[:=：是为為は]|is(?=[ \t]))[ \t]*+|[ \t]++)[\"'`]?"
                       r"(?P<value>(?-i:[A-Z2-7]{16,}+|[a-z2-7]{16,}+|" + _GROUPS + "(?: " + _GROUPS + r")?)=*+)(?![\w=])")
 #: A one-time code's word that makes a ``seed`` on its line or the line before a TOTP seed (read in up to 120 characters before it).
 OTP_WORD = re.compile(r"(?i)(?<![\w-])(?:totp|2fa|mfa|otp|two[ -]factor|authenticator)(?![\w-])|两步验证|二步验证|双因素|二要素|2段階")

@@ -819,7 +819,8 @@ SENT_BEFORE = [
     # review 36: a TOTP seed after MFA seed, or seed after a one-time code's word; in groups of 4 after its label
     ('MFA seed: JBSWY3DPEHPK3PXPKQ7V', 'JBSWY3DPEHPK3PXPKQ7V'), ('2FA enabled for admin. seed: KRSXG5CTMVRXEZLUKN2XAZLS', 'KRSXG5CTMVRXEZLUKN2XAZLS'),
     ('TOTP secret: jbsw y3dp ehpk 3pxp', 'y3dp ehpk 3pxp'), ('otp key jbswy3dpehpk3pxp', 'jbswy3dpehpk3pxp'),
-    ('两步验证的 seed：JBSWY3DPEHPK3PXP', 'JBSWY3DPEHPK3PXP'), ('MFA seed: ＪＢＳＷＹ３ＤＰＥＨＰＫ３ＰＸＰ', 'JBSWY3DPEHPK3PXP'),
+    ('两步验证的 seed：JBSWY3DPEHPK3PXP', 'JBSWY3DPEHPK3PXP'), ('关于 2FA：已开启，seed 是 GEZDGNBVGY3TQOJQ', 'GEZDGNBVGY3TQOJQ'),
+    ('the TOTP secret is JBSWY3DPEHPK3PXP', 'JBSWY3DPEHPK3PXP'), ('MFA seed: ＪＢＳＷＹ３ＤＰＥＨＰＫ３ＰＸＰ', 'JBSWY3DPEHPK3PXP'),
     # review 36: a seed phrase after its label whose words repeat (BIP-39's test vectors, Hardhat's), the label's words on the list
     ('助记词：legal winner thank year wave sausage worth useful legal winner thank yellow', 'sausage worth useful'),
     ('助记词: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about', 'abandon abandon'),
@@ -844,6 +845,7 @@ SENT_BEFORE = [
     # review 36: a key-value store's or a secrets manager's credential key set to a value
     ('consul kv put secret/db/password Cns!Kv2024x', 'Cns!Kv2024x'), ('etcdctl put /config/db/password Etcd!Pw2024', 'Etcd!Pw2024'),
     ("etcdctl --endpoints=http://a:2379 put /app/api_key 'Zk8Wq3Lm9Pn2Rt5Yv7Bx'", 'Zk8Wq3Lm9Pn2Rt5Yv7Bx'),
+    ('etcdctl --user root:Etcd!Root25 put /svc/db/secret Etcd!Sec2025', 'Etcd!Sec2025'),
     ('doppler secrets set DB_PASSWORD Dpl!Pw2024', 'Dpl!Pw2024'), ('netlify env:set DB_PASSWORD Nt!Pw2024', 'Nt!Pw2024'),
     # review 36: a dash between spaces still joins a label to its value
     ('password - Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('password -- Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
