@@ -28,11 +28,7 @@ from .records import Scope, SessionInfo
 logger = logging.getLogger(__name__)
 
 GIT_TIMEOUT_S = 1.5
-
-
 PROBE_THREADS = 4  # git probes a census runs at once (each is a short subprocess)
-
-
 _NEGATIVE_TTL_S = 30.0
 
 
@@ -241,13 +237,13 @@ class MembershipCache:
                       ids: Sequence[str]) -> set[str]:
         """Of ``ids`` (sessions an answer is about to show, chosen by the census for ``scope``), those state.db still
         puts there: the row is there and searchable, and the folder it records is the one the census read, or one of
-        the scope's project. A session that records no folder (a ``/branch``, a continuation, a ``/new`` session)
-        is asked of the session the census took its folder from (its ``owner``: a move writes that one's folder). The
+        the scope's project. A session that records no folder (a ``/branch``, a continuation, a ``/new`` session) is
+        asked of the session the census took its folder from (its ``owner``: a move writes that one's folder). The
         census is a hint, re-read up to ``stale_limit`` late: a session another process deleted, archived or moved
         since is left out of the answer (until the census is read again), never shown as this project's. The census
-        may be voided meanwhile (a move in this process): each recorded folder is then asked of the attributor. The
-        asking session's own archive (``scope.live``) is kept whatever it is (a delegate's run too). One read of
-        those rows and their owners'; a folder probed only where it changed."""
+        may be voided meanwhile (a move in this process): each folder, a row's own or its chain's, is then asked of
+        the attributor. The asking session's own archive (``scope.live``) is kept whatever it is. One read of those
+        rows and their owners', a folder probed only where it changed."""
         identity = scope.project.identity
         asked = [sid for sid in ids if sid != scope.live]
         with self.lock:  # each session's folder as the census read it, and whose row it is
@@ -266,6 +262,10 @@ class MembershipCache:
                     continue
                 cwd, root = rows[owners[sid]][:2]
                 moved = bool(cwd) and ws is not None and (ws.cwd or "", ws.root or "") != (cwd, root)
+            elif not cwd and not root and ws is None:  # no census says whose folder it takes: its chain's, if any
+                if (now := session_rows.resolve_workspace(conn, sid)[1]) is None:
+                    continue
+                cwd, root, moved = now.cwd or "", now.root or "", True
             else:
                 moved = bool(cwd) and (ws is None or ws.cwd != cwd)
             if not moved or attributor.project_for_workspace(cwd, root or None).identity == identity:
@@ -494,8 +494,7 @@ def _owners(census: Mapping[str, attribution.Workspace | None], ids: Sequence[st
     later one: a long chain is walked once for all of its sessions, not once each. Pure."""
     owner: dict[str, str] = {}
     for start in ids:
-        path: dict[str, None] = {}  # the walk, in order
-        sid = start
+        path, sid = dict[str, None](), start  # the walk, in order
         while sid not in owner:
             ws = census.get(sid)
             if ws is None or not ws.via or sid in path:  # its own row's folder (or a loop the census cannot hold)

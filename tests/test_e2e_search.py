@@ -607,6 +607,45 @@ def test_a_branch_goes_with_its_parent_another_process_moved(world: World):
     assert "kid" not in [s["session_id"] for s in world.call("project_history_recent", {}, "cur")["sessions"]]
 
 
+def test_a_branch_whose_parent_another_chat_moves_during_a_search_is_left_out(world: World, monkeypatch):
+    """The move voids the census in the middle of a search: the branch's parent now sits in beta and the branch,
+    which records no folder of its own, goes with it. With no census to say whose folder it took, the branch is
+    still asked of state.db (its chain), never kept unasked as alpha's."""
+    _old_session_among_many(world)
+    world.branch("old", "kid", messages=[("user", "pelican plan"), ("assistant", "pelican roost decided")])
+    alpha, beta = (world.work / "alpha").resolve(), world.repo("beta")
+    assert "kid" in result_sessions(world.search("cur", "pelican roost"))
+    lexical = sys.modules["hermes_plugins.project_history_recall.lexical"]
+    conversations = sys.modules["hermes_plugins.project_history_recall.conversations"]
+    session_rows = sys.modules["hermes_plugins.project_history_recall.session_rows"]
+
+    def moving(real):
+        def during(*args, **kw):
+            world.db.update_session_cwd("old", str(beta), None, str(beta))  # as the move writes it
+            _plugin_store().membership.invalidate()  # the other chat's move, at this moment
+            return real(*args, **kw)
+        return during
+
+    originals = [(lexical, "search", lexical.search), (session_rows, "session_details", session_rows.session_details),
+                 (conversations, "recent_conversations", conversations.recent_conversations)]
+
+    def back() -> None:
+        for module, name, real in originals:
+            monkeypatch.setattr(module, name, real)
+        world.db.update_session_cwd("old", str(alpha), None, str(alpha))
+        _plugin_store().membership.invalidate()
+        assert "kid" in [s["session_id"] for s in world.call("project_history_recent", {}, "cur")["sessions"]]
+
+    monkeypatch.setattr(lexical, "search", moving(lexical.search))
+    assert world.search("cur", "pelican roost")["results"] == []
+    back()
+    monkeypatch.setattr(conversations, "recent_conversations", moving(conversations.recent_conversations))
+    assert "kid" not in [s["session_id"] for s in world.call("project_history_recent", {}, "cur")["sessions"]]
+    back()
+    monkeypatch.setattr(session_rows, "session_details", moving(session_rows.session_details))
+    assert world.call("project_history_read", {"session_id": "kid"}, "cur").get("code") == "not_in_project"
+
+
 def test_a_move_made_by_another_chat_during_a_search_leaves_its_results(world: World, monkeypatch):
     """A gateway serves two chats in one process: one moves its session to beta while the other's search, read or
     recent list is under way. The move voids the census (``membership.invalidate``); the other answer still shows
