@@ -248,8 +248,9 @@ class MembershipCache:
         asked = [sid for sid in ids if sid != scope.live]
         with self.lock:  # each session's folder as the census read it, and whose row it is
             entry = self._entries.get(db_key)
-            census = entry.workspaces if entry is not None else {}
-            read = {sid: census.get(sid) for sid in asked}
+            census, where = (entry.workspaces, entry.where) if entry is not None else ({}, {})
+            # a census read again meanwhile that files a session elsewhere is no census of it (asked as with none)
+            read = {sid: census.get(sid) if where.get(sid) == identity else None for sid in asked}
             owners = _owners(census, [sid for sid, ws in read.items() if ws is not None and ws.via])
         rows = session_rows.recorded(conn, [*asked, *set(owners.values())])
         kept = {scope.live} if scope.live and scope.live in ids else set()

@@ -646,6 +646,28 @@ def test_a_branch_whose_parent_another_chat_moves_during_a_search_is_left_out(wo
     assert world.call("project_history_read", {"session_id": "kid"}, "cur").get("code") == "not_in_project"
 
 
+def test_a_census_read_again_during_a_search_after_a_move_never_passes_its_sessions(world: World, monkeypatch):
+    """Another chat of this process moves a session to beta during this search, and a third chat's answer reads the
+    census again before this search checks what it shows: the new census files the moved session (and the branch
+    that takes its folder) under beta, as state.db does. Compared with that census, nothing looks moved; they were
+    chosen as alpha's, and must not be shown as alpha's."""
+    _old_session_among_many(world)
+    world.branch("old", "kid", messages=[("user", "pelican plan"), ("assistant", "pelican roost decided")])
+    beta = world.repo("beta")
+    assert set(result_sessions(world.search("cur", "pelican"))) == {"old", "kid"}
+    lexical = sys.modules["hermes_plugins.project_history_recall.lexical"]
+    real = lexical.search
+
+    def during(*args, **kw):
+        world.db.update_session_cwd("old", str(beta), None, str(beta))  # as the move writes it
+        _plugin_store().membership.invalidate()  # the other chat's move, at this moment
+        world.call("project_history_recent", {}, "cur")  # a third chat's answer reads the census again
+        return real(*args, **kw)
+
+    monkeypatch.setattr(lexical, "search", during)
+    assert world.search("cur", "pelican")["results"] == []
+
+
 def test_a_move_made_by_another_chat_during_a_search_leaves_its_results(world: World, monkeypatch):
     """A gateway serves two chats in one process: one moves its session to beta while the other's search, read or
     recent list is under way. The move voids the census (``membership.invalidate``); the other answer still shows
