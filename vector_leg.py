@@ -11,6 +11,7 @@ never shown, and its vector is dropped; a message still shown is embedded again,
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
@@ -57,17 +58,20 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
     (:func:`embedded_texts`), after indexing for at most ``INDEX_BUDGET_S``.
 
     With no ``question`` (keyword mode) only the status is worked out: nothing is embedded, searched or
-    created (no embeddings.db yet: ``indexing``), and a warm-up in progress is not waited for. Call only when :func:`gate.closed` allowed it. Never
+    created (no embeddings.db yet: ``indexing``, or ``unavailable`` with what would stop a search creating it:
+    ``index_file.index_problem``), and a warm-up in progress is not waited for. Call only when :func:`gate.closed` allowed it. Never
     raises (state.db and embeddings.db errors included): the status says ``unavailable``, keyword results stand
     alone, and the note says whether a later search retries or what the user must do. Damaged vectors found on
     the way are dropped and embedded again, and the note says so once.
     """
-    from . import embeddings, vector_index
+    from . import embeddings, index_file, vector_index
 
-    if question is None and not (paths.plugin_data_dir(home) / "embeddings.db").exists():  # keyword mode creates nothing
-        return SemanticLeg("indexing", NOTHING_YET)
     vectors = None
     try:
+        path = paths.plugin_data_dir(home) / "embeddings.db"
+        if question is None and not os.path.lexists(path):  # keyword mode creates nothing: what stops an index, or none yet
+            problem = index_file.index_problem(path)
+            return SemanticLeg("unavailable", str(problem)) if problem is not None else SemanticLeg("indexing", NOTHING_YET)
         vectors = gate.open_vectors(home, settings)
         provider = vectors.provider  # one provider (and one loaded model) per index
         if question is not None:

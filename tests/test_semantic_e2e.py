@@ -174,6 +174,24 @@ def test_a_keyword_search_after_consent_creates_no_index(sem, fake):
     assert sem.search("cur", "websocket backoff", mode="keyword")["semantic_status"] == "ready"
 
 
+def test_a_keyword_search_with_no_index_says_what_stops_one_as_a_hybrid_search_does(sem, fake):
+    """No embeddings.db yet, and something in its place a search may not use (a link, never followed: here one
+    to a disk not mounted): a keyword search's status is the hybrid one's (unavailable, and what to do), not
+    "Nothing is indexed yet: a hybrid or semantic search indexes the project", which none would."""
+    import os
+
+    server = fake()
+    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(sem)
+    path = sem.home / "plugins" / "project-history-recall" / "data" / "embeddings.db"
+    os.symlink(sem.tmp / "unmounted" / "embeddings.db", path)
+    for mode in ("keyword", "hybrid", "keyword"):
+        answer = sem.search("cur", "websocket backoff", mode=mode)
+        assert answer["semantic_status"] == "unavailable" and "symbolic link" in answer["semantic_note"], (mode, answer)
+        assert result_sessions(answer) == ["a_ws"]
+    assert server.requests == [] and os.path.islink(path) and not os.path.exists(path)
+
+
 @pytest.mark.parametrize("value", [True, None])
 def test_enabled_true_or_unset_still_needs_consent(sem, fake, value):
     server = fake()

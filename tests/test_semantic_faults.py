@@ -192,6 +192,23 @@ def test_a_read_only_data_folder_is_permanent_named_remembered_and_keyword_mode_
     assert faults.search("cur", "websocket backoff")["semantic_status"] == "ready"
 
 
+def test_a_read_only_data_folder_with_no_index_yet_is_named_by_a_keyword_search_too(faults, fake):
+    """Consent given, no embeddings.db yet (a keyword search creates none), and the data folder cannot be written:
+    a hybrid search could not index, and a keyword search says so as the hybrid one does (unavailable, the
+    folder and the fix), not "a hybrid or semantic search indexes the project as it goes"."""
+    server = fake()
+    faults.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    consent(faults)
+    folder = data_dir(faults)
+    with writes_denied(folder):
+        for mode in ("keyword", "hybrid", "keyword"):
+            answer = faults.search("cur", "websocket backoff", mode=mode)
+            assert result_sessions(answer)[0] == "a_ws", "keyword results stand"
+            assert answer["semantic_status"] == "unavailable", (mode, answer)
+            assert str(folder) in answer["semantic_note"] and "writable" in answer["semantic_note"], (mode, answer)
+    assert not index_path(faults).exists() and server.requests == []
+
+
 def test_a_read_only_index_file_is_permanent_and_named(faults, fake):
     indexed_then_new_process(faults, fake)
     path = index_path(faults)
