@@ -133,9 +133,12 @@ def missing_requirements(settings: config_schema.Settings) -> str | None:
 
 
 def loading_refused(home: Path, settings: config_schema.Settings) -> str | None:
-    """Why the vector leg may not be loaded ahead of a search (the warm-up, a first search's preparation): ``""``
-    when no consent on record covers the configured provider, endpoint and model (declined, malformed, another
-    one: nothing to say), what is not installed, or ``None`` when it may."""
+    """Why the vector leg may not be loaded ahead of a search (the warm-up, a first search's preparation): a setting
+    that does not read (:attr:`config_schema.EmbeddingSettings.problem`), ``""`` when no consent on record covers the
+    configured provider, endpoint and model (declined, malformed, another one: nothing to say), what is not
+    installed, or ``None`` when it may."""
+    if settings.embedding.problem:  # semantic search off until config.yaml is fixed: what closed() says
+        return settings.embedding.problem
     record = consent.load_consent(paths.plugin_data_dir(home) / "consent.json").record
     if not consent.consent_covers(record, config_schema.provider_spec(settings)):
         return ""

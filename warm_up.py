@@ -43,7 +43,8 @@ def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> th
     which fire no start hook) it acts only if no warm-up ran in this process
     yet. With ``session_id``, only the vectors of that session's project are
     read ahead (all of them when its project is not known yet). Acts only when
-    config.yaml does not switch semantic search off, ``embedding.preload`` is
+    config.yaml does not switch semantic search off (nor holds a setting that does not read: an ``enabled``
+    neither true nor false, an unknown provider), ``embedding.preload`` is
     not false and a consent is on record (the thread checks it covers the
     configured provider, endpoint and model); before that it creates no file.
     One warm-up per profile runs at a time; a later one only loads what is
@@ -51,8 +52,8 @@ def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> th
     """
     try:
         settings = load_settings(home)
-        if gate.switched_off(settings) or not settings.embedding.preload:
-            return None
+        if gate.switched_off(settings) or settings.embedding.problem or not settings.embedding.preload:
+            return None  # off, or a setting that does not read (semantic search off until it is fixed)
         if not (paths.plugin_data_dir(home) / "consent.json").is_file():
             return None
     except (OSError, errors.StoreError) as exc:
@@ -91,7 +92,8 @@ def prepare(home: Path, settings: config_schema.Settings) -> threading.Thread | 
         if home in _warming.data.get("threads", {}) or home in prepared:  # every later search: no file looked at
             return None
         try:
-            if gate.switched_off(settings) or not (paths.plugin_data_dir(home) / "consent.json").is_file():
+            if (gate.switched_off(settings) or settings.embedding.problem
+                    or not (paths.plugin_data_dir(home) / "consent.json").is_file()):
                 return None
         except OSError:
             return None

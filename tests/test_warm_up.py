@@ -202,16 +202,24 @@ def test_a_later_session_reuses_the_index_and_loads_only_what_is_new(warm, fake)
 
 @pytest.mark.parametrize(
     "embedding",
-    [{"preload": False}, {"enabled": False}, {"provider": "none"}],
-    ids=["preload-false", "enabled-false", "provider-none"],
+    [{"preload": False}, {"enabled": False}, {"provider": "none"}, {"enabled": [False]}, {"enabled": "flase"}],
+    ids=["preload-false", "enabled-false", "provider-none", "enabled-a-list", "enabled-misspelt"],
 )
 def test_switched_off_in_config_nothing_starts(warm, fake, embedding):
+    """Off, or an ``enabled`` that is neither true nor false (semantic search off until it is fixed): neither the
+    warm-up nor a first search's preparation opens, loads or creates anything, whatever consent is on record."""
     server = fake()
     warm.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(warm)
     warm.configure_embedding(**{"provider": "openai", "base_url": server.base_url, "model": "m", **embedding})
     assert start_session() is None
     assert open_indexes() == {}
+    if "preload" not in embedding:
+        assert warm.search("cur", "websocket backoff")["semantic_status"] in ("disabled", "unavailable")
+        for thread in [t for t in threading.enumerate() if t.name == "project-history-recall-prepare"]:
+            thread.join(timeout=30)
+        assert open_indexes() == {}
+    assert not (data_dir(warm) / "embeddings.db").exists()
     assert server.requests == []
 
 
