@@ -46,7 +46,9 @@ def index_projects(
     """
     started = time.monotonic()
     settings = load_settings(home)
-    missing = None if gate.switched_off(settings) else gate.missing_requirements(settings)
+    if gate.switched_off(settings) or settings.embedding.problem:  # config.yaml's gate, before numpy is looked for
+        return _closed(gate.closed(home, settings))
+    missing = gate.missing_requirements(settings)
     if missing:
         return {"success": False, "error": missing, "code": "requirements_missing", "temporary": False,
                 "install": gate.install_command(settings), "semantic_status": "unavailable", "indexed": 0, "total": 0}
@@ -71,10 +73,7 @@ def index_projects(
                 continue
             scopes.append(Scope(None, project, tuple(sorted(sessions)), len(sessions)))
         if not scopes:
-            blocked = gate.closed(home, settings)
-            return {"success": True, "semantic_status": blocked.status if blocked else "ready",
-                    "message": blocked.note if blocked else "no consented project has sessions", "projects": 0,
-                    "indexed": 0, "total": 0, "remaining": 0, "seconds": 0.0}
+            return _closed(gate.closed(home, settings))
         try:
             vectors = gate.open_vectors(home, settings)
             repaired_before = vectors.repaired
@@ -149,3 +148,10 @@ def index_projects(
         answer["note"] = note
     return answer
 
+
+def _closed(blocked: gate.SemanticLeg | None) -> dict[str, Any]:
+    """The index command's answer when nothing may be embedded: why (``blocked``), or no consented project with
+    sessions."""
+    return {"success": True, "semantic_status": blocked.status if blocked else "ready",
+            "message": blocked.note if blocked else "no consented project has sessions", "projects": 0,
+            "indexed": 0, "total": 0, "remaining": 0, "seconds": 0.0}

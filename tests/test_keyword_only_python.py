@@ -165,3 +165,23 @@ def test_without_numpy_keyword_answers_and_every_surface_says_how_to_install(tmp
     assert found.returncode == 0, found.stderr
     assert {r["session_id"] for r in json.loads(found.stdout)["results"]} == {"old", "cur"}, "every session of the folder"
     assert not (home / "plugins" / PLUGIN_NAME / "data" / "embeddings.db").exists()
+
+
+def test_without_numpy_the_index_command_of_a_profile_switched_off_says_so(tmp_path: Path):
+    """Semantic search off in config.yaml (``enabled: false``) or off until a setting is fixed (``enabled: [false]``,
+    neither true nor false), in a Python without numpy: the index command answers what a search does (disabled, or
+    unavailable naming the setting), as it does where numpy is installed; it once imported numpy regardless and
+    failed, or asked to install what the setting keeps off."""
+    python = keyword_only_venv(tmp_path)
+    home, _ = profile(tmp_path)
+    folder = str(home / "plugins" / PLUGIN_NAME)
+    for enabled, status, said in (("false", "disabled", "embedding.enabled: false"),
+                                  ("[false]", "unavailable", "neither true nor false")):
+        (home / "config.yaml").write_text("plugins:\n  enabled:\n    - project-history-recall\n  entries:\n"
+                                          f"    project-history-recall:\n      embedding:\n        enabled: {enabled}\n")
+        index = run([str(python), folder, "index", "--json"], home)
+        assert "Traceback" not in index.stderr and "internal" not in index.stdout, index.stdout + index.stderr
+        indexed = json.loads(index.stdout)
+        assert indexed["semantic_status"] == status and said in json.dumps(indexed), indexed
+        assert "pip install" not in json.dumps(indexed), indexed
+    assert not (home / "plugins" / PLUGIN_NAME / "data").exists()
