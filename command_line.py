@@ -134,9 +134,12 @@ def _profile_folder(given: str) -> Path:
                                          "state.db), or leave the flag out for $HERMES_HOME or ~/.hermes")
     try:
         home = Path(given).expanduser()
+        is_file = home.exists() and not home.is_dir()
     except RuntimeError:  # ~user of no user (pathlib: "Could not determine home directory")
         raise command_args.ArgumentError(f"--hermes-home: {errors.echo(given)}: no such user's home folder") from None
-    if home.exists() and not home.is_dir():
+    except OSError as exc:  # a name too long for the file system, a folder on the way that cannot be searched
+        raise command_args.ArgumentError(f"--hermes-home: {errors.echo(given)}: {exc.strerror or exc}") from None
+    if is_file:
         raise command_args.ArgumentError(f"--hermes-home is a file, not a folder: {errors.echo(home)} (the profile "
                                          f"folder is the one that holds state.db: {errors.echo(home.parent)}?)")
     return home

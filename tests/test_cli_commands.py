@@ -615,6 +615,7 @@ def test_ctrl_c_exits_130_with_one_line(shared_two: World, capsys, monkeypatch: 
     ("", "--hermes-home is empty"),
     ("~no_such_user_phr/profile", "no such user's home folder"),
     ("state.db", "--hermes-home is a file, not a folder"),
+    ("/tmp/" + "n" * 300 + "/profile", "File name too long"),
 ])
 def test_a_hermes_home_that_cannot_be_a_profile_is_a_usage_error(shared_two: World, capsys, given, named):
     """`--hermes-home "$UNSET"` read the current folder as the profile, `--hermes-home ~nosuchuser/x` was a
