@@ -214,7 +214,7 @@ def _folder(args: argparse.Namespace) -> str:
     folder = args.cwd if args.cwd is not None else Path.cwd()
     try:
         is_dir = folder.expanduser().is_dir()
-    except OSError:  # a name too long for the file system, for one
+    except (OSError, RuntimeError):  # a name too long for the file system, a ~user of no user
         is_dir = False
     if not is_dir:
         raise command_args.ArgumentError(f"--cwd is not a folder: {errors.echo(folder)}")

@@ -472,6 +472,8 @@ def test_missing_state_db_is_a_failure_with_a_message(tmp_path: Path, capsys):
         ["search", "x", "--limit", "0"],
         ["search", "x", "--limit", "many"],
         ["search", "x", "--cwd", "/no/such/folder/anywhere"],
+        ["search", "x", "--cwd", "~no_such_user_phr/app"],  # was an internal error (RuntimeError), exit 1
+        ["recent", "--cwd", "~no_such_user_phr"],
         ["search", "x", "--since", "last week"],
         ["search", "x", "--since", "2026-03-01", "--until", "2026-02-01"],
         ["search", "x", "--role", "system"],
