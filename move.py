@@ -125,24 +125,26 @@ def _not_found(home: Path, listing: store.ProjectList, token: str) -> str:
     """Why ``token`` names no target, and what would (the targets whose names are close to it, each with what
     to give)."""
     why = [f"project not found: {errors.echo(token)}"]
-    repos = [r for r in known_repos(home) if r.name.casefold() == token.casefold()]
+    known = known_repos(home)
+    repos = [r for r in known if r.name.casefold() == token.casefold()]
     if repos:
         why.append(f"{errors.echo(token)} is a git repo, not a project of projects.db: move into it by its folder, "
                    f"{repos[0].root}")
-    elif not listing.available:
-        why.append(listing.note or "this profile has no projects.db (`hermes project create` makes one)")
     else:
-        close = close_targets(home, token)
+        if not listing.available:  # no projects (or none readable): the repos may still be close
+            why.append(listing.note or "this profile has no projects.db (`hermes project create` makes one)")
+        close = close_targets(home, token, known)
         if close:
             why.append("did you mean " + " or ".join(f"{what} (project_id {given!r})" for what, given in close))
     why.append(TARGETS)
     return "; ".join(why)
 
 
-def close_targets(home: Path, token: str) -> list[tuple[str, str]]:
+def close_targets(home: Path, token: str, repos: list[attribution.Project] | None = None) -> list[tuple[str, str]]:
     """Up to three targets whose names are close to ``token`` (a typo, another case, a part of the name:
     ``Quaser``, ``team``, ``payment``), best first: ``(what it is, what to give a move for it)``; ``[]`` when
-    none is. Active projects of projects.db by name and slug, and the git repos that hold sessions by name."""
+    none is. Active projects of projects.db by name and slug, and the git repos that hold sessions by name
+    (``repos``: :func:`known_repos`, read here when not given)."""
     typed = token.strip().casefold()
     if not typed:
         return []
@@ -150,7 +152,7 @@ def close_targets(home: Path, token: str) -> list[tuple[str, str]]:
     for p in store.projects_as_known(home).projects:
         if not p.archived:
             named.update({n.casefold(): (f"project {p.name}", p.slug or p.id) for n in (p.name, p.slug) if n})
-    for repo in known_repos(home):
+    for repo in known_repos(home) if repos is None else repos:
         named.setdefault(str(repo.name).casefold(), (f"git repo {repo.name}", repo.root))
     close = difflib.get_close_matches(typed, list(named), n=3, cutoff=0.6)
     close += [n for n in named if n not in close and len(typed) >= 2 and (typed in n or n in typed)]

@@ -230,6 +230,20 @@ def test_a_misspelt_target_names_the_close_ones_with_what_to_give(mv):
     assert mv.move("cur", "team-notes")["project"]["name"] == "Team Notes"
 
 
+def test_a_misspelt_repo_is_named_for_the_agent_in_a_profile_without_projects_db(world: World):
+    """Most profiles have no projects.db (their projects are git repos): the agent's move to "alpah" named no
+    close target there, where /history-move's answer did; it names the repo with its folder to give."""
+    alpha = world.repo("alpha")
+    world.session("a_old", alpha, messages=[("user", "alpha work")])
+    world.session("cur", None, source="telegram", messages=[("user", "hi")])
+    assert not (world.home / "projects.db").exists()
+    answer = world.move("cur", "alpah")
+    assert answer["code"] == "project_not_found", answer
+    assert f"did you mean git repo alpha (project_id '{alpha}')" in answer["error"], answer
+    assert "no projects.db" in answer["error"], answer
+    assert world.move("cur", str(alpha))["success"]
+
+
 def test_a_repo_name_says_repos_are_moved_to_by_folder(mv):
     """`/history-move alpha` answered "project not found: alpha" without saying that repos are not projects."""
     alpha = mv.repo("alpha")
