@@ -289,11 +289,13 @@ _CUT_NEW = ("CASE WHEN new.role = 'tool' AND new.id > COALESCE((SELECT CAST(valu
             f" THEN substr(COALESCE(new.content, ''), 1, {FTS_TOOL_CONTENT_PREFIX_CHARS}) ELSE new.content END")
 LEGACY_FTS_SQL_CUT = LEGACY_FTS_SQL_019.replace("COALESCE(new.content, '')", f"COALESCE({_CUT_NEW}, '')")
 
-VARIANTS = ("fresh", "migrated", "upgraded", "backfill")
+VARIANTS = ("fresh", "migrated", "backfill")
+#: ``migrated`` with its triggers as a later Hermes writes them again: the same inline tables, tool rows cut
+UPGRADED = "upgraded"
 
 
 class Schema30:
-    """A schema-30 state.db at ``path`` in one of :data:`VARIANTS`, written like Hermes 0.21 writes it."""
+    """A schema-30 state.db at ``path`` in one of :data:`VARIANTS` or :data:`UPGRADED`, written like Hermes 0.21 writes it."""
 
     def __init__(self, path: Path, variant: str, *, cjk: bool = False, schema: int = 30) -> None:
         self.path, self.variant = Path(path), variant

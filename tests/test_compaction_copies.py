@@ -182,7 +182,7 @@ _POOL = [("user", "a", None, None, None), ("assistant", "a", None, None, None), 
          ("tool", "log", "call-1", "terminal", None), ("assistant", None, None, None, '[{"id": "call-1"}]'), ("user", "b", None, None, None)]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=settings.default.max_examples // 2, suppress_health_check=[HealthCheck.function_scoped_fixture])  # a database an example
 @given(st.sampled_from(["0.19", "30"]), st.lists(st.tuples(st.integers(0, 1), st.integers(0, len(_POOL) - 1), st.integers(0, 1),
                                                          st.sampled_from([(1, 0), (1, 1), (0, 1), (0, 0)]), st.integers(0, 3)),
                                                min_size=1, max_size=40), st.sets(st.integers(1, 40)))

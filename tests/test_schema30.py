@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import World, result_sessions
-from schema30 import VARIANTS, Schema30
+from schema30 import UPGRADED, VARIANTS, Schema30
 from test_failures import _table_leaves
 
 
@@ -117,6 +117,7 @@ def test_kanban_workers_are_not_history_and_hidden_sessions_are_not_listed(s30: 
     assert listed == [], listed
 
 
+@pytest.mark.parametrize("s30", [*VARIANTS, UPGRADED], indirect=True)
 def test_tool_output_past_the_index_prefix_is_found_with_role_tool(s30: World):
     s30.s30_session("build", messages=[("user", "run the build")])
     s30.s30.say("build", "tool", "compiling module\n" * 700 + "error: narwhal linker failed", tool_name="terminal")
