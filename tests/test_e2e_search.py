@@ -9,10 +9,12 @@ that record only ``cwd``.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import World, result_sessions, shared_world
@@ -607,6 +609,22 @@ def test_a_branch_goes_with_its_parent_another_process_moved(world: World):
     assert "kid" not in [s["session_id"] for s in world.call("project_history_recent", {}, "cur")["sessions"]]
 
 
+def _moving(world: World, sid: str, folder: Path, real):
+    """``real`` that first moves ``sid`` to ``folder`` as another chat of this process does (Hermes'
+    ``update_session_cwd``, as the move writes it, then the census voided), at that moment."""
+    def during(*args, **kw):
+        world.db.update_session_cwd(sid, str(folder), None, str(folder))
+        _plugin_store().membership.invalidate()
+        return real(*args, **kw)
+    return during
+
+
+def _answer_parts() -> tuple[Any, Any, Any]:
+    """The loaded plugin's ``lexical``, ``conversations`` and ``session_rows``: where a search, the recent list and
+    a read are under way."""
+    return tuple(sys.modules[f"hermes_plugins.project_history_recall.{m}"] for m in ("lexical", "conversations", "session_rows"))
+
+
 def test_a_branch_whose_parent_another_chat_moves_during_a_search_is_left_out(world: World, monkeypatch):
     """The move voids the census in the middle of a search: the branch's parent now sits in beta and the branch,
     which records no folder of its own, goes with it. With no census to say whose folder it took, the branch is
@@ -615,17 +633,8 @@ def test_a_branch_whose_parent_another_chat_moves_during_a_search_is_left_out(wo
     world.branch("old", "kid", messages=[("user", "pelican plan"), ("assistant", "pelican roost decided")])
     alpha, beta = (world.work / "alpha").resolve(), world.repo("beta")
     assert "kid" in result_sessions(world.search("cur", "pelican roost"))
-    lexical = sys.modules["hermes_plugins.project_history_recall.lexical"]
-    conversations = sys.modules["hermes_plugins.project_history_recall.conversations"]
-    session_rows = sys.modules["hermes_plugins.project_history_recall.session_rows"]
-
-    def moving(real):
-        def during(*args, **kw):
-            world.db.update_session_cwd("old", str(beta), None, str(beta))  # as the move writes it
-            _plugin_store().membership.invalidate()  # the other chat's move, at this moment
-            return real(*args, **kw)
-        return during
-
+    lexical, conversations, session_rows = _answer_parts()
+    moving = functools.partial(_moving, world, "old", beta)
     originals = [(lexical, "search", lexical.search), (session_rows, "session_details", session_rows.session_details),
                  (conversations, "recent_conversations", conversations.recent_conversations)]
 
@@ -655,16 +664,14 @@ def test_a_census_read_again_during_a_search_after_a_move_never_passes_its_sessi
     world.branch("old", "kid", messages=[("user", "pelican plan"), ("assistant", "pelican roost decided")])
     beta = world.repo("beta")
     assert set(result_sessions(world.search("cur", "pelican"))) == {"old", "kid"}
-    lexical = sys.modules["hermes_plugins.project_history_recall.lexical"]
+    lexical = _answer_parts()[0]
     real = lexical.search
 
-    def during(*args, **kw):
-        world.db.update_session_cwd("old", str(beta), None, str(beta))  # as the move writes it
-        _plugin_store().membership.invalidate()  # the other chat's move, at this moment
-        world.call("project_history_recent", {}, "cur")  # a third chat's answer reads the census again
+    def third_chat(*args, **kw):  # a third chat's answer reads the census again, then this search goes on
+        world.call("project_history_recent", {}, "cur")
         return real(*args, **kw)
 
-    monkeypatch.setattr(lexical, "search", during)
+    monkeypatch.setattr(lexical, "search", _moving(world, "old", beta, third_chat))
     assert world.search("cur", "pelican")["results"] == []
 
 
@@ -677,17 +684,8 @@ def test_a_move_made_by_another_chat_during_a_search_leaves_its_results(world: W
     beta = world.repo("beta")
     world.session("mover", (world.work / "alpha").resolve(), messages=[("user", "hi")])
     assert result_sessions(world.search("cur", "pelican")) == ["old"]
-    lexical = sys.modules["hermes_plugins.project_history_recall.lexical"]
-    conversations = sys.modules["hermes_plugins.project_history_recall.conversations"]
-    session_rows = sys.modules["hermes_plugins.project_history_recall.session_rows"]
-
-    def moving(real):
-        def during(*args, **kw):
-            world.db.update_session_cwd("mover", str(beta), None, str(beta))  # as the move writes it
-            _plugin_store().membership.invalidate()  # the other chat's move, at this moment
-            return real(*args, **kw)
-        return during
-
+    lexical, conversations, session_rows = _answer_parts()
+    moving = functools.partial(_moving, world, "mover", beta)
     monkeypatch.setattr(lexical, "search", moving(lexical.search))
     monkeypatch.setattr(conversations, "recent_conversations", moving(conversations.recent_conversations))
     monkeypatch.setattr(session_rows, "session_details", moving(session_rows.session_details))

@@ -134,28 +134,18 @@ def test_consent_that_cannot_be_given_is_a_clear_failure_and_records_nothing(sem
     assert server.requests == []
 
 
-@pytest.mark.parametrize("value", [False, "false", "off", "no"])
-def test_enabled_false_turns_semantic_off_even_after_consent(sem, fake, value):
+@pytest.mark.parametrize(("value", "status", "said"), [
+    *[(off, "disabled", "embedding.enabled: false") for off in (False, "false", "off", "no")],
+    # a list or mapping once read as the default (on): with consent given, ``enabled: [false]`` embedded and sent
+    *[(odd, "unavailable", "neither true nor false") for odd in (["false"], {"value": False}, "flase")],
+])
+def test_enabled_off_or_unreadable_keeps_semantic_off_even_after_consent(sem, fake, value, status, said):
     server = fake()
     sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
     consent(sem)
     sem.configure_embedding(provider="openai", base_url=server.base_url, model="m", enabled=value)
     answer = sem.search("cur", "websocket backoff")
-    assert answer["semantic_status"] == "disabled" and "embedding.enabled: false" in answer["semantic_note"]
-    assert result_sessions(answer) == ["a_ws"], "keyword results stand"
-    assert server.requests == []
-
-
-@pytest.mark.parametrize("value", [["false"], {"value": False}, "flase"])
-def test_enabled_neither_true_nor_false_keeps_semantic_off_and_says_so(sem, fake, value):
-    """A list or mapping once read as the default (on): with consent given, ``enabled: [false]`` embedded and sent."""
-    server = fake()
-    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m")
-    consent(sem)
-    sem.configure_embedding(provider="openai", base_url=server.base_url, model="m", enabled=value)
-    answer = sem.search("cur", "websocket backoff")
-    assert answer["semantic_status"] == "unavailable", answer
-    assert "embedding.enabled is" in answer["semantic_note"] and "neither true nor false" in answer["semantic_note"]
+    assert answer["semantic_status"] == status and said in answer["semantic_note"], answer
     assert result_sessions(answer) == ["a_ws"], "keyword results stand"
     assert server.requests == []
 
