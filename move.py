@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import attribution, errors, paths, session_rows, store, workspace
+from . import attribution, errors, folders, paths, session_rows, store, workspace
 
 
 def open_session_db(home: Path) -> Any:
@@ -113,7 +113,7 @@ def _folder_target(home: Path, projects: tuple[attribution.ProjectRecord, ...], 
     if not os.path.isdir(folder):
         raise errors.FolderNotFound(f"folder not found: {errors.echo(folder)} ({TARGETS})")
     folder = os.path.realpath(folder)  # as Hermes records a working folder
-    workspace.git.invalidate()  # the folder may have become a repo a moment ago
+    folders.git.invalidate()  # the folder may have become a repo a moment ago
     project = workspace.attributor_for(home, projects).project_for_workspace(folder, None)
     if project.is_home:
         raise errors.MoveRefused(
@@ -193,8 +193,8 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
         raise errors.MoveRefused("subagent sessions cannot be moved; ask in the parent conversation")
     target = resolve_move_target(home, token)
     folder = target.folder
-    workspace.git.invalidate()  # the target may have become (or stopped being) a repo
-    branch, root = workspace.git.branch(folder), workspace.git.common_root(folder)
+    folders.git.invalidate()  # the target may have become (or stopped being) a repo
+    branch, root = folders.git.branch(folder), folders.git.common_root(folder)
     warnings: list[str] = []
     db = open_session_db(home)
     try:

@@ -1,8 +1,7 @@
 """Which project a folder and a session belong to, and what a search may read (its scope).
 
-The IO half of attribution: the git probe (cached, with a timeout), the filesystem's view of folders
-(symlinks, folders deleted since), the per-profile attributor, and the per-state.db membership cache (every
-session's project). The rule itself is the pure ``attribution.resolve_project``; process-wide data lives in
+The IO half of attribution: the per-profile attributor (asking ``folders`` of git and the file system), and the
+per-state.db membership cache (every session's project). The rule itself is the pure ``attribution.resolve_project``; process-wide data lives in
 ``state.py``.
 """
 
@@ -12,165 +11,18 @@ import dataclasses
 import logging
 import os
 import sqlite3
-import subprocess
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import attribution, conversations, errors, paths, session_rows, state, store
+from . import attribution, conversations, errors, folders, paths, session_rows, state, store
 from .records import Scope, SessionInfo
 
 logger = logging.getLogger(__name__)
-
-GIT_TIMEOUT_S = 1.5
-PROBE_THREADS = 4  # git probes a census runs at once (each is a short subprocess)
-_NEGATIVE_TTL_S = 30.0
-
-
-class _GitProbe:
-    """``common_repo_root`` / ``branch`` for a folder: Hermes' ``tui_gateway.git_probe`` when importable (its
-    cache is the desktop's), else ``git`` with the same timeout and worktree folding. A "no repo" answer expires
-    after ``_NEGATIVE_TTL_S`` so a folder that becomes a repo is picked up.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._roots: dict[str, tuple[str, float]] = state.cache("git_roots").data
-
-    @staticmethod
-    def _hermes_probe() -> Any | None:
-        try:
-            from tui_gateway import git_probe
-        except ImportError:
-            return None
-        return git_probe
-
-    @staticmethod
-    def _run_git(cwd: str, *args: str) -> str:
-        try:
-            result = subprocess.run(
-                ["git", "-C", cwd, *args],
-                capture_output=True,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-                stdin=subprocess.DEVNULL,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return ""
-        return result.stdout.strip() if result.returncode == 0 else ""
-
-    def _probe_root(self, cwd: str) -> str:
-        probe = self._hermes_probe()
-        if probe is not None:
-            return probe.common_repo_root(cwd) or ""
-        gitdir = self._run_git(cwd, "rev-parse", "--path-format=absolute", "--git-common-dir")
-        if gitdir:
-            gitdir = os.path.realpath(gitdir)
-            if os.path.basename(gitdir) == ".git":
-                return os.path.dirname(gitdir)
-        return self._run_git(cwd, "rev-parse", "--show-toplevel")
-
-    def common_root(self, cwd: str | None) -> str:
-        """The main repo root containing ``cwd`` ("" if none); for a folder that no longer exists, what this
-        process knew of it, else its nearest existing ancestor's."""
-        if not cwd:
-            return ""
-        now = time.monotonic()
-        with self._lock:
-            hit = self._known(cwd, now)
-        if hit is not None:
-            return hit
-        folder = cwd if os.path.isdir(cwd) else nearest_existing_folder(cwd)
-        root = self._probe_root(folder) if folder else ""
-        with self._lock:
-            self._roots[cwd] = (root, now + _NEGATIVE_TTL_S)
-        return root
-
-    def _known(self, cwd: str, now: float) -> str | None:
-        """The root kept for ``cwd`` (a repo's for good, "" until the negative answer expires), or ``None``. Lock held."""
-        hit = self._roots.get(cwd)
-        return hit[0] if hit is not None and (hit[0] or hit[1] > now) else None
-
-    def prefetch(self, cwds: Iterable[str]) -> None:
-        """Probe the folders among ``cwds`` whose root is not known, ``PROBE_THREADS`` at a time, so that
-        :meth:`common_root` answers from the cache. Where no thread can be started, nothing is probed here.
-        """
-        folders = {c for c in cwds if c}
-        now = time.monotonic()
-        with self._lock:
-            wanted = sorted(c for c in folders if self._known(c, now) is None)
-        if len(wanted) < 2:
-            return
-        try:
-            with ThreadPoolExecutor(max_workers=min(PROBE_THREADS, len(wanted)),
-                                    thread_name_prefix="project-history-recall-git") as pool:
-                for _ in pool.map(self.common_root, wanted):
-                    pass
-        except RuntimeError:  # no more threads, or the interpreter is shutting down
-            return
-
-    def branch(self, cwd: str) -> str:
-        probe = self._hermes_probe()
-        if probe is not None:
-            return probe.branch(cwd) or ""
-        return self._run_git(cwd, "branch", "--show-current") or self._run_git(cwd, "rev-parse", "--short", "HEAD")
-
-    def invalidate(self) -> None:
-        with self._lock:
-            self._roots.clear()
-        probe = self._hermes_probe()
-        if probe is not None and hasattr(probe, "invalidate"):
-            probe.invalidate()
-
-
-git = _GitProbe()
-
-
-def nearest_existing_folder(path: str) -> str | None:
-    """``path`` itself or its nearest ancestor that is a folder on disk (``None`` for a relative or empty path)."""
-    if not path or not os.path.isabs(path):
-        return None
-    current = os.path.normpath(path)
-    while not os.path.isdir(current):
-        parent = os.path.dirname(current)
-        if parent == current:
-            return None
-        current = parent
-    return current
-
-
-def physical(path: str | None) -> str | None:
-    """The folder as the filesystem resolves it (symlinks, then ``..``), or ``None`` when it does not exist."""
-    if not path or not os.path.isabs(path) or not os.path.exists(path):
-        return None
-    return os.path.realpath(path)
-
-
-def worktree_gitdirs(root: str) -> list[str]:
-    """The ``.git`` files of the worktrees repo ``root``'s git metadata still names, normalised: a worktree deleted
-    without ``git worktree remove`` leaves ``<root>/.git/worktrees/<name>/gitdir``. ``[]`` when none can be read."""
-    base = os.path.join(root, ".git", "worktrees")
-    try:
-        names = os.listdir(base)
-    except OSError:
-        return []
-    found = []
-    for name in names:
-        try:
-            with open(os.path.join(base, name, "gitdir"), encoding="utf-8", errors="replace") as f:
-                found.append(os.path.normpath(f.read().strip()))
-        except OSError:
-            continue
-    return found
-
 
 @dataclass
 class _Members:
@@ -312,7 +164,7 @@ class MembershipCache:
         entry = _Members(attributor, now, top, count, {}, {}, {}, dict(scan.workspaces))
         groups = scan.groups()
         # The folders the attributor will probe (an existing one, or one gone without a stored root), all at once.
-        git.prefetch(cwd for cwd, root in groups
+        folders.git.prefetch(cwd for cwd, root in groups
                      if cwd and not attributor.knows(cwd, root) and (not root or os.path.isdir(cwd)))
         for (cwd, root), sessions in groups.items():
             identity = attributor.project_for_workspace(cwd, root).identity
@@ -408,12 +260,12 @@ class Attributor:
         # As the desktop tree: a live probe of cwd first (folds worktrees; CLI sessions store no root), then the
         # stored root. A folder gone since: the stored root first, then the probe of what is left.
         if probe and os.path.isdir(probe):
-            root = git.common_root(probe) or (stored_root or "")
+            root = folders.git.common_root(probe) or (stored_root or "")
         else:
-            root = stored_root or git.common_root(probe) or (self._worktree_main_root(probe, now) if probe else "")
+            root = stored_root or folders.git.common_root(probe) or (self._worktree_main_root(probe, now) if probe else "")
         # An existing folder counts as the filesystem resolves it (symlinks, then ".."), never as text.
-        where = physical(cwd) or cwd
-        candidates = {"cwd": where, "git_repo_root": root, "also": [p for p in (physical(root),) if p and p != root]}
+        where = folders.physical(cwd) or cwd
+        candidates = {"cwd": where, "git_repo_root": root, "also": [p for p in (folders.physical(root),) if p and p != root]}
         project = attribution.resolve_project(candidates, self._folders, junk_roots=self.junk_roots, junk_trees=self.junk_trees)
         if project.kind == "auto" and root:
             self._roots_seen.add(root)
@@ -426,7 +278,7 @@ class Attributor:
             self._worktrees, self._listed, self._worktrees_until = {}, set(), now + self.ttl
         for root in sorted(self._roots_seen - self._listed):
             self._listed.add(root)
-            for gitdir in worktree_gitdirs(root):
+            for gitdir in folders.worktree_gitdirs(root):
                 self._worktrees.setdefault(gitdir, root)
         return self._worktrees.get(os.path.normpath(os.path.join(path, ".git")), "")
 
@@ -439,14 +291,14 @@ def _workspace_key(cwd: str | None, stored_root: str | None) -> tuple[str | None
 
 def _with_physical_folders(project: attribution.ProjectRecord) -> attribution.ProjectRecord:
     """The project with each folder's resolved path added beside it as typed (when they differ)."""
-    folders = list(project.folders)
-    typed = [f.path for f in folders]
+    kept = list(project.folders)
+    typed = [f.path for f in kept]
     for path in [*typed, project.primary_path]:
-        real = physical(os.path.expanduser(path)) if path else None
+        real = folders.physical(os.path.expanduser(path)) if path else None
         if real and real not in typed:
-            folders.append(attribution.ProjectFolder(real))
+            kept.append(attribution.ProjectFolder(real))
             typed.append(real)
-    return dataclasses.replace(project, folders=tuple(folders))
+    return dataclasses.replace(project, folders=tuple(kept))
 
 
 _attributors: dict[tuple[Any, ...], Attributor] = state.cache("attributors").data

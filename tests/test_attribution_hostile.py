@@ -657,6 +657,7 @@ def test_a_census_probes_its_folders_at_once_and_attributes_them_as_one_by_one(w
     into its repo, a subfolder, a symlink, a plain folder in Home, a subfolder deleted since)."""
     import threading
 
+    from project_history_recall import folders as plugin_folders
     from project_history_recall import paths, state, store, workspace
 
     repos = [world.repo(f"r{i}") for i in range(5)]
@@ -683,7 +684,7 @@ def test_a_census_probes_its_folders_at_once_and_attributes_them_as_one_by_one(w
 
     def census() -> dict[str, Any]:
         state.reset()  # as a new process: no census, no attributor, no git answer kept
-        workspace.git.invalidate()
+        plugin_folders.git.invalidate()
         probed.clear()
         with closing(store.open_state_db(world.home)) as conn:
             attributor = workspace.attributor_for(world.home, store.load_projects(world.home).projects)
@@ -693,7 +694,7 @@ def test_a_census_probes_its_folders_at_once_and_attributes_them_as_one_by_one(w
     assert len(probed) == len(folders), "every folder probed once (the deleted one from its nearest parent)"
     assert all(name.startswith("project-history-recall-git") for name in probed), probed
     assert len(set(probed)) > 1, "the probes ran side by side"
-    monkeypatch.setattr(workspace.git, "prefetch", lambda cwds: None)
+    monkeypatch.setattr(plugin_folders.git, "prefetch", lambda cwds: None)
     one_by_one = census()
     assert set(probed) == {"MainThread"}
     assert at_once == one_by_one

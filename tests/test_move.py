@@ -176,7 +176,7 @@ def test_git_probe_fallback_without_hermes_probe(mv, monkeypatch):
     """Without tui_gateway.git_probe, our own probe (timeout, worktree folding) is used."""
     import sys
 
-    plugin_store = sys.modules["hermes_plugins.project_history_recall.workspace"]
+    plugin_store = sys.modules["hermes_plugins.project_history_recall.folders"]
     monkeypatch.setitem(sys.modules, "tui_gateway", None)  # a Hermes without it: the import fails
     plugin_store.git.invalidate()
     from conftest import git
