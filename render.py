@@ -41,13 +41,13 @@ CLI_HELP = (
 )
 
 
+#: The bidi controls, shown as ``\\u202e``: not ``\\x`` escapes (more than two hex digits).
+BIDI_CONTROLS = frozenset({*range(0x202A, 0x202F), *range(0x2066, 0x206A)})
 #: The control characters a terminal acts on (C0 but newline and tab, DEL, C1): ESC opens a title, clipboard (OSC 52)
 #: or screen-clearing sequence, BEL ends one, CR writes over the line, C1's CSI opens one without ESC. And the bidi
 #: embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), with which a line a terminal lays out right to
 #: left shows its text in another order than it is (a link, a command to copy: "Trojan Source", CVE-2021-42574).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-#: The bidi controls, as ``\\u202e``: not ``\\x`` escapes (more than two hex digits).
-BIDI_CONTROLS = frozenset({*range(0x202A, 0x202F), *range(0x2066, 0x206A)})
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + "".join(map(chr, sorted(BIDI_CONTROLS))) + "]")
 
 
 def for_terminal(text: str) -> str:
