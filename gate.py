@@ -55,6 +55,13 @@ def switched_off(settings: config_schema.Settings) -> str | None:
     return None
 
 
+def config_closes(settings: config_schema.Settings) -> bool:
+    """Whether config.yaml alone keeps semantic search from running: switched off (:func:`switched_off`), or a
+    setting that does not read (``embedding.problem``: an ``enabled`` neither true nor false, an unknown provider).
+    Nothing is loaded, created or looked for then (the warm-up, a first search's preparation, the index command)."""
+    return bool(switched_off(settings) or settings.embedding.problem)
+
+
 def closed(home: Path, settings: config_schema.Settings, project: attribution.Project | None = None) -> SemanticLeg | None:
     """Why semantic search may not run (a :class:`SemanticLeg` without hits); ``None`` when it may. Never raises.
 
@@ -173,7 +180,7 @@ def open_vectors(home: Path, settings: config_schema.Settings) -> vector_index.V
     from . import vector_index
 
     return vector_index.index_for(
-        paths.plugin_data_dir(home) / "embeddings.db", make_provider(settings, home),
+        paths.embeddings_db_path(home), make_provider(settings, home),
         chunk_size=settings.embedding.chunk_size, chunk_overlap=settings.embedding.chunk_overlap,
     )
 

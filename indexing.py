@@ -46,7 +46,7 @@ def index_projects(
     """
     started = time.monotonic()
     settings = load_settings(home)
-    if gate.switched_off(settings) or settings.embedding.problem:  # config.yaml's gate, before numpy is looked for
+    if gate.config_closes(settings):  # config.yaml's gate, before numpy is looked for
         return _closed(gate.closed(home, settings))
     missing = gate.missing_requirements(settings)
     if missing:

@@ -36,6 +36,11 @@ def plugin_data_dir(home: Path) -> Path:
     return Path(home) / "plugins" / "project-history-recall" / "data"
 
 
+def embeddings_db_path(home: Path) -> Path:
+    """The plugin's vector index (embeddings.db) of the profile ``home``."""
+    return plugin_data_dir(home) / "embeddings.db"
+
+
 def state_db_key(home: Path) -> str:
     """The key per-database caches use: the resolved path of ``<home>/state.db``."""
     return str(state_db_path(home).resolve())

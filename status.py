@@ -201,7 +201,7 @@ def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[
     when searches cannot use it until the user acts (``index_file.IndexBlocked``),
     ``code`` and ``temporary`` come with it, as the index command answers.
     """
-    path = paths.plugin_data_dir(home) / "embeddings.db"
+    path = paths.embeddings_db_path(home)
     problem = None
     if not gate.missing_requirements(load_settings(home)):  # index_file needs numpy
         from . import index_file

@@ -68,7 +68,7 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
 
     vectors = None
     try:
-        path = paths.plugin_data_dir(home) / "embeddings.db"
+        path = paths.embeddings_db_path(home)
         if question is None and not os.path.lexists(path):  # keyword mode creates nothing: what stops an index, or none yet
             problem = index_file.index_problem(path)
             return SemanticLeg("unavailable", str(problem)) if problem is not None else SemanticLeg("indexing", NOTHING_YET)

@@ -52,8 +52,8 @@ def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> th
     """
     try:
         settings = load_settings(home)
-        if gate.switched_off(settings) or settings.embedding.problem or not settings.embedding.preload:
-            return None  # off, or a setting that does not read (semantic search off until it is fixed)
+        if gate.config_closes(settings) or not settings.embedding.preload:
+            return None
         if not (paths.plugin_data_dir(home) / "consent.json").is_file():
             return None
     except (OSError, errors.StoreError) as exc:
@@ -92,8 +92,7 @@ def prepare(home: Path, settings: config_schema.Settings) -> threading.Thread | 
         if home in _warming.data.get("threads", {}) or home in prepared:  # every later search: no file looked at
             return None
         try:
-            if (gate.switched_off(settings) or settings.embedding.problem
-                    or not (paths.plugin_data_dir(home) / "consent.json").is_file()):
+            if gate.config_closes(settings) or not (paths.plugin_data_dir(home) / "consent.json").is_file():
                 return None
         except OSError:
             return None
