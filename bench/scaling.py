@@ -75,6 +75,7 @@ import json
 import os
 import random
 import shutil
+import sqlite3
 import statistics
 import string
 import subprocess
@@ -606,6 +607,34 @@ def filtered(b: Bench, size: int) -> list[Call]:
     return [Call("search with since after n matches", ours, None, found_in(lambda s: s == "late"))]
 
 
+def tick(b: Bench, size: int) -> list[Call]:
+    """A session of n rows written at one time (an import, an old gateway turn: one timestamp), then compacted in
+    place as Hermes did before #99545 (every row archived, the last two carried forward as live copies): whether an
+    archived row is the copy Hermes shows is told a tick at a time, not by a walk of the tick for each row."""
+    h = b.new_home(f"tick{size}")
+    repo = h.repo("app")
+    for i in range(12):
+        h.session(f"a{i}", repo, messages=chat(i))
+    h.session("import", repo)
+    at = h.ts + 1
+    ids = [h.say("import", ("user", "assistant")[i % 2], f"备忘 lunch note {i}", at=at) for i in range(size)]
+    with sqlite3.connect(h.home / "state.db") as conn:  # the compaction's own writes, as archive_and_compact made them
+        conn.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = 'import'")
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp) SELECT session_id, role, content,"
+                     " timestamp FROM messages WHERE id IN (?, ?) ORDER BY id", ids[-2:])
+    conn.close()
+    h.session("cur", repo, messages=[("user", "hi")])
+
+    def listed(answer: dict[str, Any]) -> str | None:
+        names = [s["session_id"] for s in answer.get("sessions", [])]
+        return None if answer.get("success") and "import" in names else f"not listed: {names}"
+
+    recent = lambda: b.phr.browse.recent_sessions(home=h.home, session_id="cur")  # noqa: E731
+    return [Call("search of a two-character CJK word (a substring read)", b.search(h, "cur", "备忘"),
+                 b.builtin(h, "cur", "备忘"), found_in(lambda s: s == "import")),
+            Call("recent list", recent, None, listed)]
+
+
 DIMENSIONS = {d.key: d for d in (
     Dimension("chain", "chain depth (a Telegram chat compressed n times)", 200, "sessions", chain),
     Dimension("compressed", "a conversation's compressed past (a repo's chat compressed n times, all matching)", 200,
@@ -632,6 +661,8 @@ DIMENSIONS = {d.key: d for d in (
               context),
     Dimension("filtered", "matches a date filter leaves out (one session of n matches before since)", 2000, "messages",
               filtered),
+    Dimension("tick", "rows of one clock tick compacted in place (one session of n rows written at one time)", 1000,
+              "rows", tick),
 )}
 
 
