@@ -242,7 +242,6 @@ def make_move_command(dispatch: Dispatch) -> Callable[[str], str]:
             close = _close_targets(token) if checked.get("code") == "project_not_found" else ""
             return f"history move: {checked.get('error')}\n{close}{_move_choices(say_missing_db=False)}"
         label = checked["label"]
-        before = _for_conversation(dispatch, handlers.RECENT_TOOL, {"limit": 1})  # the project it leaves, to undo
         answer = _for_conversation(dispatch, handlers.MOVE_TOOL, {"project_id": token})
         if answer is None:
             answer = {"success": False, "code": "no_session", "error": handlers.NO_SESSION_COMMAND}
@@ -255,8 +254,8 @@ def make_move_command(dispatch: Dispatch) -> Callable[[str], str]:
                      f"This terminal stays in {here or 'its folder'} (commands the agent runs still start there); "
                      "resuming the conversation later (/resume, hermes --resume) starts in the new folder.",
                      f"Sessions updated: {', '.join(answer.get('sessions_updated') or [])}"]
-            left = (before or {}).get("project") if (before or {}).get("success") else None
-            if left:
+            left = answer.get("moved_from")  # the project it left: what moves it back
+            if isinstance(left, Mapping):
                 lines.append(f"It was in {render.project_label(left)}; to move it back: {_move_back(left)}")
             lines += [f"Warning: {w}" for w in answer.get("warnings") or []]
             return "\n".join(lines)

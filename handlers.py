@@ -324,6 +324,7 @@ def handle_move(args: Any, **kwargs: Any) -> str:
             "git_branch": outcome.git_branch or None,
             "git_repo_root": outcome.git_repo_root or None,
             "sessions_updated": list(outcome.session_ids),
+            "moved_from": outcome.left.to_json(),
         }
         if outcome.warnings:
             answer["warnings"] = list(outcome.warnings)

@@ -71,11 +71,13 @@ class MoveOutcome:
     git_branch: str
     git_repo_root: str
     session_ids: tuple[str, ...]
+    left: attribution.Project  # the project the session was in before the move (what moves it back)
     warnings: tuple[str, ...] = ()
 
 
-def resolve_move_target(home: Path, token: str) -> MoveTarget:
-    """Where a move to ``token`` goes; an empty ``token`` means Home (the user's home folder).
+def resolve_move_target(home: Path, token: str, listing: store.ProjectList | None = None) -> MoveTarget:
+    """Where a move to ``token`` goes; an empty ``token`` means Home (the user's home folder). ``listing``: the
+    projects of projects.db when the caller has read them (else read here).
 
     ``token`` is a project's id, slug or name (matched as Hermes'
     ``project_switch`` matches it), else a folder given as an absolute path:
@@ -88,7 +90,8 @@ def resolve_move_target(home: Path, token: str) -> MoveTarget:
     token = token.strip()
     if not token:
         return MoveTarget(os.path.expanduser("~"), attribution.HOME)
-    listing = store.load_projects(home)
+    if listing is None:
+        listing = store.load_projects(home)
     record = attribution.find_project(listing.projects, token)
     if record is None and (token.startswith(("/", "~")) or os.path.isabs(token)):  # a path: /src/app, ~/src/app
         return _folder_target(home, listing.projects, token)
@@ -178,7 +181,7 @@ def known_repos(home: Path) -> list[attribution.Project]:
 def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
     """Move a session's whole compression lineage to the target ``token`` names (see :func:`resolve_move_target`).
 
-    Returns attribution after the move (a :class:`MoveOutcome`, with warnings).
+    Returns attribution after the move and before it (a :class:`MoveOutcome`, with warnings).
     Raises :class:`errors.StoreError` subclasses (no state.db, unknown session,
     delegate session, unknown project, missing folder, a folder in no project).
     """
@@ -191,7 +194,10 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
         raise errors.SessionNotFound(f"session not found in state.db: {errors.echo(session_id)}")
     if current.is_delegate:
         raise errors.MoveRefused("subagent sessions cannot be moved; ask in the parent conversation")
-    target = resolve_move_target(home, token)
+    listing = store.load_projects(home)
+    target = resolve_move_target(home, token, listing)
+    # The project it leaves, decided as its searches decide it (read before the write, which changes it).
+    left = workspace.attributor_for(home, listing.projects).project_of(workspace.as_asked(current))
     folder = target.folder
     folders.git.invalidate()  # the target may have become (or stopped being) a repo
     branch, root = folders.git.branch(folder), folders.git.common_root(folder)
@@ -213,7 +219,7 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
         listing = store.read_again(store.load_projects)(home)
     except errors.ProjectsDBUnreadable as exc:  # the move is done: said, not failed
         warnings.append(f"{exc}: where the session now belongs was not checked")
-        return MoveOutcome(target.project, folder, branch, root, tuple(lineage), tuple(warnings))
+        return MoveOutcome(target.project, folder, branch, root, tuple(lineage), left, tuple(warnings))
     conn = store.open_state_db(home)
     try:
         moved = session_rows.session_info(conn, session_id)
@@ -222,4 +228,4 @@ def move_session(home: Path, session_id: str, token: str) -> MoveOutcome:
     after = workspace.attributor_for(home, listing.projects).project_of(moved) if moved else attribution.HOME
     if after.identity != target.project.identity:
         warnings.append(f"the folder {folder} is attributed to {after.to_json()} (a nested project folder claims it)")
-    return MoveOutcome(after, folder, branch, root, tuple(lineage), tuple(warnings))
+    return MoveOutcome(after, folder, branch, root, tuple(lineage), left, tuple(warnings))

@@ -341,6 +341,13 @@ def live_cli_folder(session: SessionInfo) -> str | None:
         return None
 
 
+def as_asked(session: SessionInfo) -> SessionInfo:
+    """``session`` as its project is decided when it asks: with its live CLI's folder (:func:`live_cli_folder`,
+    ``basis`` ``live_cli``) when Hermes recorded none for it."""
+    live = live_cli_folder(session)
+    return dataclasses.replace(session, cwd=live, basis="live_cli") if live else session
+
+
 def _owners(census: Mapping[str, attribution.Workspace | None], ids: Sequence[str]) -> dict[str, str]:
     """``{id: the session whose own row gives it its folder}`` for the sessions ``ids`` that inherit one, by the
     census's ``via`` links (a session's parent or predecessor on the walk). Sessions met on an earlier walk end a
@@ -374,9 +381,7 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
     current = session_rows.session_info(conn, current_id, known=entry.workspaces)
     if current is None:
         raise errors.SessionNotFound(f"session not found in state.db: {current_id}")
-    live = live_cli_folder(current)
-    if live:
-        current = dataclasses.replace(current, cwd=live, basis="live_cli")
+    current = as_asked(current)
     project = attributor.project_of(current)
     identity = project.identity
     if project.is_home:

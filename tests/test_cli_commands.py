@@ -262,6 +262,27 @@ def test_history_move_says_where_the_conversation_was_and_the_command_that_moves
     assert "It was in no project (Home); to move it back: /history-move --home" in hermes_cli.run_line(back)
 
 
+def test_history_move_learns_the_project_it_left_from_the_move_not_a_recent_listing(hermes_cli, two: World,
+                                                                                     monkeypatch: pytest.MonkeyPatch):
+    """/history-move ran the whole `project_history_recent` (the census, the list, previews of the newest sessions)
+    only to learn which project the conversation left; the move's answer says it (`moved_from`): no listing runs."""
+    from run_agent import AIAgent
+
+    browse = sys.modules["hermes_plugins.project_history_recall.browse"]
+    listings: list[str] = []
+    real = browse.recent_sessions
+    monkeypatch.setattr(browse, "recent_sessions", lambda **kw: listings.append("recent") or real(**kw))
+    hermes_cli.agent = AIAgent(
+        base_url="http://127.0.0.1:9/v1", api_key="unused", model="m", session_id="a_cur",
+        quiet_mode=True, skip_context_files=True, skip_memory=True, enabled_toolsets=[],
+    )
+    alpha = two.paths["alpha"]
+    out = hermes_cli.run_line("/history-move team-notes")
+    assert f"It was in alpha (git repo {alpha}); to move it back: /history-move {alpha}" in out, out
+    assert listings == [], "the move's own answer names the project it left"
+    assert "Team Notes" in hermes_cli.run_line("/history-recent") and listings == ["recent"], "the spy sees a listing"
+
+
 def test_history_move_home_and_back_into_the_repo_by_folder(hermes_cli, two: World):
     """Out to Home and back into the git repo (`.` is Hermes' folder); the search says why Home has nothing."""
     from run_agent import AIAgent

@@ -514,6 +514,7 @@ def test_a_disk_io_error_reading_projects_db_for_a_moment_is_read_again(shared_b
     ("project_history_read", {"session_id": "old"}),
     ("project_history_recent", {}),
     ("project_session_move", {"project_id": "Billing"}),
+    ("project_session_move", {"project_id": ""}),  # Home: the project it leaves is projects.db's to say
 ])
 def test_a_disk_io_error_reading_projects_db_that_lasts_is_a_temporary_error(shared_billing, monkeypatch, tool, args):
     """It lasts: a temporary failure, not an answer from another project (nor, for a move, 'project not found')."""

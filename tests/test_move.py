@@ -49,6 +49,21 @@ def test_move_p_to_q_moves_the_lineage_and_search_follows(mv):
     assert "cur" not in result_sessions(mv.search("p_old", "still going quasar"))
 
 
+def test_the_answer_names_the_project_the_conversation_left(mv):
+    """/history-move ran a whole recent listing (census, list, previews) to learn which project the conversation
+    left; the move reads the session before it writes, so its answer says it (`moved_from`), as its searches
+    decided it: for a continuation that records no folder of its own too, for Home, and for a git repo."""
+    answer = mv.move("cur2", "quasar")  # cur2 inherits its folder from cur
+    assert answer["moved_from"] == {"kind": "explicit", "id": mv.P, "name": "Payments"}, answer
+    answer = mv.move("cur2", "")
+    assert answer["moved_from"] == {"kind": "explicit", "id": mv.Q, "name": "Quasar"}, answer
+    alpha = mv.repo("alpha")
+    assert mv.move("cur", str(alpha))["moved_from"] == {"kind": "home"}
+    back = mv.move("cur", mv.P)
+    assert back["moved_from"] == {"kind": "auto", "key": str(alpha), "root": str(alpha), "name": "alpha"}, back
+    assert "moved_from" not in mv.move("cur", "p_nope"), "a refused move left nothing"
+
+
 def test_move_from_repo_to_non_git_folder_clears_stale_git_fields(mv):
     """update_session_cwd never clears git_repo_root; the move must, or attribution stays in the repo."""
     assert mv.move("cur", mv.Q)["success"]
