@@ -39,7 +39,6 @@ from . import (
     paths,
     ranking,
     recency,
-    session_rows,
     store,
     vector_leg,
     warm_up,
@@ -287,11 +286,9 @@ def search_history(
         ranked = _one_per_conversation(conn, ranked, found)
         ranked = ranked[: pages.MAX_REACH + 1]
         # The census chose the sessions; state.db says whether they are still this project's to show.
-        still = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, scope,
-                                                   [h.session_id for h in ranked])
-        ranked = [h for h in ranked if h.session_id in still]
-        details = session_rows.session_details(conn, [h.session_id for h in ranked])
-        ranked = cron_last(ranked, details)[:pages.MAX_REACH]
+        details = workspace.membership.still_members(conn, paths.state_db_key(home), attributor, scope,
+                                                     [h.session_id for h in ranked])
+        ranked = cron_last([h for h in ranked if h.session_id in details], details)[:pages.MAX_REACH]
         chosen = ranked[offset : offset + limit]
         missing = [h.message_id for h in chosen if h.message_id not in rows]
         rows = {**rows, **store.fetch_messages(conn, missing)}

@@ -158,19 +158,22 @@ def session_info(
 
 
 # Of the sessions ``?`` (a JSON array), what another process may have changed since the census read them: the folder
-# the row records itself, its git root, and whether it is searchable (``{archived}``: the layout's).
+# the row records itself, its git root, and whether it is searchable (``{archived}``: the layout's); then what an
+# answer shows of it (:class:`SessionDetails`).
 _RECORDED_SQL = f"""
 SELECT s.id, TRIM(COALESCE(s.cwd, '')), TRIM(COALESCE(s.git_repo_root, '')),
-       NOT COALESCE({{archived}}, 0) AND NOT COALESCE({_DELEGATE}, 0)
+       NOT COALESCE({{archived}}, 0) AND NOT COALESCE({_DELEGATE}, 0), s.title, s.started_at, s.source
 FROM sessions s WHERE s.id IN (SELECT value FROM json_each(?))
 """
 
 
-def recorded(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, str, bool]]:
-    """``{id: (the folder its row records, its git root, whether it is searchable)}`` for the sessions of ``ids`` that
-    exist ("" for none; searchable: not archived, not a delegate's, a tool's or a kanban worker's run). No folder is
-    read from the system prompt here, as the census does for a row without one: a short read a session."""
-    return {str(r[0]): (r[1], r[2], bool(r[3])) for r in conn.execute(_sql(conn, _RECORDED_SQL), (json.dumps(list(ids)),))}
+def recorded(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, str, bool, SessionDetails]]:
+    """``{id: (the folder its row records, its git root, whether it is searchable, what an answer shows of it)}`` for
+    the sessions of ``ids`` that exist ("" for none; searchable: not archived, not a delegate's, a tool's or a kanban
+    worker's run). No folder is read from the system prompt here, as the census does for a row without one: a short
+    read a session."""
+    return {str(r[0]): (r[1], r[2], bool(r[3]), SessionDetails(r[4], r[5], r[6] or ""))
+            for r in conn.execute(_sql(conn, _RECORDED_SQL), (json.dumps(list(ids)),))}
 
 
 _ALL_ROWS_SQL = f"SELECT {_ROW_COLUMNS} FROM sessions s"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import attribution, conversations, errors, folders, paths, session_rows, state, store
-from .records import Scope, SessionInfo
+from .records import Scope, SessionDetails, SessionInfo
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,10 @@ class _Members:
             self.where[session_id] = identity
             self.messages[session_id] = messages
             self.by_identity.setdefault(identity, set()).add(session_id)
+
+
+#: What an answer shows of a session whose row was not there to read.
+_UNREAD = SessionDetails(None, None, "")
 
 
 class MembershipCache:
@@ -86,10 +90,10 @@ class MembershipCache:
             return entry
 
     def still_members(self, conn: sqlite3.Connection, db_key: str, attributor: Attributor, scope: Scope,
-                      ids: Sequence[str]) -> set[str]:
+                      ids: Sequence[str]) -> dict[str, SessionDetails]:
         """Of ``ids`` (sessions an answer is about to show, chosen by the census for ``scope``), those state.db still
-        puts there: the row is there and searchable, and the folder it records is the one the census read, or one of
-        the scope's project. A session that records no folder (a ``/branch``, a continuation, a ``/new`` session) is
+        puts there, each with what an answer shows of it (read in the same statement): the row is there and
+        searchable, and the folder it records is the one the census read, or one of the scope's project. A session that records no folder (a ``/branch``, a continuation, a ``/new`` session) is
         asked of the session the census took its folder from (its ``owner``: a move writes that one's folder). The
         census is a hint, re-read up to ``stale_limit`` late: a session another process deleted, archived or moved
         since is left out of the answer (until the census is read again), never shown as this project's. The census
@@ -104,12 +108,14 @@ class MembershipCache:
             # a census read again meanwhile that files a session elsewhere is no census of it (asked as with none)
             read = {sid: census.get(sid) if where.get(sid) == identity else None for sid in asked}
             owners = _owners(census, [sid for sid, ws in read.items() if ws is not None and ws.via])
-        rows = session_rows.recorded(conn, [*asked, *set(owners.values())])
-        kept = {scope.live} if scope.live and scope.live in ids else set()
+        rows = session_rows.recorded(conn, [*ids, *set(owners.values())])
+        kept: dict[str, SessionDetails] = {}
+        if scope.live and scope.live in ids:  # the asking session's own archive, whatever it is
+            kept[scope.live] = rows[scope.live][3] if scope.live in rows else _UNREAD
         for sid in asked:
             if sid not in rows or not rows[sid][2]:  # gone, archived or a delegate's
                 continue
-            ws, (cwd, root, _) = read[sid], rows[sid]
+            ws, (cwd, root, _, details) = read[sid], rows[sid]
             if not cwd and not root and sid in owners:  # its folder is its owner's: a move rewrites that one's
                 if owners[sid] not in rows:  # the owner deleted: no folder to inherit
                     continue
@@ -122,7 +128,7 @@ class MembershipCache:
             else:
                 moved = bool(cwd) and (ws is None or ws.cwd != cwd)
             if not moved or attributor.project_for_workspace(cwd, root or None).identity == identity:
-                kept.add(sid)
+                kept[sid] = details
         return kept
 
     def _reload_behind(self, db_key: str, entry: _Members, attributor: Attributor) -> None:

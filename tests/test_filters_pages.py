@@ -146,6 +146,35 @@ def test_cron_sessions_rank_after_interactive_ones(world: World):
     assert result_sessions(world.search("cur", "nightly", mode="keyword")) == ["cron_run"]
 
 
+def test_a_search_reads_the_rows_of_the_sessions_it_shows_once(world: World, monkeypatch: pytest.MonkeyPatch):
+    """A search read the rows of the sessions it shows twice: whether state.db still puts each in the project
+    (``session_rows.recorded``), then their titles, times and sources (``session_details``). One statement serves
+    both now, and the answer keeps what the second gave: titles, and cron runs after interactive sessions."""
+    repo = world.repo("jobs")
+    world.session("cron_run", repo, source="cron", messages=[("assistant", "nightly backup rotation report")])
+    world.session("chat", repo, style="cli", messages=[("user", "the nightly backup rotation, and much else besides "
+                                                                "about deployment, logging and dashboards")])
+    world.db.set_session_title("chat", "backup talk")
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    world.search("cur", "warm", mode="keyword")  # the census is read: what follows is a search's own reads
+    store, statements = plugin("store"), []
+    real = store.connect_ro
+
+    def traced(*args, **kwargs):
+        conn = real(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(store, "connect_ro", traced)
+    answer = world.search("cur", "nightly backup rotation report", mode="keyword", limit=5)
+    assert result_sessions(answer) == ["chat", "cron_run"] and answer["results"][0]["title"] == "backup talk", answer
+    shown = '["cron_run", "chat"]'  # the shown sessions' rows, asked by id: of whom, then their titles
+    rows = [s for s in statements if s.lstrip().startswith("SELECT") and (
+        f"FROM sessions s WHERE s.id IN (SELECT value FROM json_each('{shown}'))" in s
+        or f"FROM sessions WHERE id IN (SELECT value FROM json_each('{shown}'))" in s)]
+    assert len(rows) == 1 and "title" in rows[0], rows
+
+
 # ---------------------------------------------------------------------------
 # Pages
 # ---------------------------------------------------------------------------
