@@ -276,7 +276,7 @@ def _consent_text(semantic: Mapping[str, Any]) -> str:
 def render_status(report: Mapping[str, Any]) -> str:
     """A profile report (see ``status.profile_status``)."""
     lines = [f"project-history-recall {report.get('version')}", f"Hermes profile: {report.get('hermes_home')}"
-             + ("" if report.get("home_exists") else "  (NOT A FOLDER)" if "not a folder" in str(report.get("error"))
+             + ("" if report.get("home_exists") else "  (NOT A FOLDER)" if report.get("profile_problem") == "not_a_folder"
                 else "  (NOT FOUND)")]
     state = report.get("state_db") or {}
     if state.get("error"):

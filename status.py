@@ -309,14 +309,15 @@ def profile_status(*, home: Path) -> dict[str, Any]:
     :func:`semantic_config`; ``index``: see :func:`index_file_report`;
     ``install``: see :func:`install_copies`.
     ``success`` is False only when the profile folder itself does not exist (or is a file): then ``error`` and
-    ``code`` (``no_profile``) say so.
+    ``code`` (``no_profile``) say so, and ``profile_problem`` which it is (``not_found``, ``not_a_folder``).
     """
     answer: dict[str, Any] = {"success": home.is_dir(), "version": plugin_version(), "hermes_home": str(home),
                               "home_exists": home.is_dir()}
     if not home.is_dir():  # a failure answer: error and code, as every other one
-        answer["error"] = (f"Hermes profile folder not found: {home}" if not home.exists() else
+        problem = "not_found" if not home.exists() else "not_a_folder"
+        answer["error"] = (f"Hermes profile folder not found: {home}" if problem == "not_found" else
                            f"the Hermes profile is not a folder: {home} (HERMES_HOME names the folder that holds state.db)")
-        answer["code"] = "no_profile"
+        answer["code"], answer["profile_problem"] = "no_profile", problem
     db_path = paths.state_db_path(home)
     state: dict[str, Any] = {"path": str(db_path), "found": db_path.is_file()}
     backend = settings.load_settings(home).sessions_backend

@@ -768,14 +768,24 @@ def test_status_of_a_profile_that_is_missing_or_a_file_is_a_failure_answer(tmp_p
                                                                           monkeypatch: pytest.MonkeyPatch):
     """`status --json` of a missing profile answered success false with an error but no code (every other failure
     answer has one); HERMES_HOME set to state.db itself read "Hermes profile folder not found" of a file that is
-    there. Now code no_profile, and a file is named as one."""
+    there. Now code no_profile, and a file is named as one. Which it is is a field of the answer
+    (`profile_problem`), which the text is rendered from: it was told by the error's wording."""
     code, out, _ = run_cli(capsys, "--hermes-home", str(tmp_path / "nowhere"), "status", "--json")
-    assert code == 1 and json.loads(out)["code"] == "no_profile"
+    answer = json.loads(out)
+    assert code == 1 and (answer["code"], answer["profile_problem"]) == ("no_profile", "not_found"), answer
+    code, out, _ = run_cli(capsys, "--hermes-home", str(tmp_path / "nowhere"), "status")
+    assert code == 1 and f"Hermes profile: {tmp_path / 'nowhere'}  (NOT FOUND)" in out, out
     (tmp_path / "state.db").write_bytes(b"")
     monkeypatch.setenv("HERMES_HOME", str(tmp_path / "state.db"))
     code, out, err = run_cli(capsys, "status")
     assert code == 1 and f"Hermes profile: {tmp_path / 'state.db'}  (NOT A FOLDER)" in out, out
     assert f"the Hermes profile is not a folder: {tmp_path / 'state.db'}" in err and "Traceback" not in err, err
+    code, out, _ = run_cli(capsys, "status", "--json")
+    assert json.loads(out)["profile_problem"] == "not_a_folder"
+    from project_history_recall import render
+
+    worded = {"home_exists": False, "profile_problem": "not_found", "error": "not a folder, said in other words"}
+    assert "(NOT FOUND)" in render.render_status(worded), "the field decides, not the error's wording"
 
 
 def test_index_says_when_it_rebuilt_the_index(two: World, fake, capsys):
