@@ -339,3 +339,27 @@ def test_branch_families_on_schema_30(s30: World):
     assert result_sessions(s30.search("cur", "options: redis or memcached", mode="keyword", limit=5)) == ["P"]
     recent = [s["session_id"] for s in s30.call("project_history_recent", {}, "cur")["sessions"]]
     assert {"B1", "B2"} <= set(recent), recent
+
+
+def test_a_branch_goes_with_its_parent_another_process_moved_on_schema_30(s30: World):
+    """``test_e2e_search``'s branch whose parent another Hermes window moves, on every schema-30 state: the branch
+    (``_branched_from`` its parent, no folder of its own) sits in the parent's project, and when a 0.21 window moves
+    the parent to beta (its ``update_session_cwd``: the folder, the git fields and their generation) while this
+    process's census still files the branch under alpha, alpha's search, read and recent list leave it out at once."""
+    s30.s30_session("old", messages=[("user", "pelican plan")])
+    with sqlite3.connect(s30.home / "state.db") as conn:
+        conn.execute("UPDATE sessions SET end_reason = 'branched', ended_at = ? WHERE id = 'old'", (s30.s30._clock,))
+    s30.s30.session("kid", None, parent="old", model_config={"_branched_from": "old"},
+                    messages=[("user", "pelican plan"), ("assistant", "pelican roost decided")])
+    for i in range(70):  # push both out of the window of newest sessions every search reads again
+        s30.s30.session(f"filler{i}", None, source="telegram")
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    assert "kid" in result_sessions(s30.search("cur", "pelican roost", mode="keyword"))
+    beta = s30.repo("beta")
+    with sqlite3.connect(s30.home / "state.db") as conn:
+        conn.execute("UPDATE sessions SET cwd = ?, git_branch = 'main', git_repo_root = ?, "
+                     "git_metadata_generation = git_metadata_generation + 1 WHERE id = 'old'", (str(beta), str(beta)))
+    assert s30.search("cur", "pelican roost", mode="keyword")["results"] == []
+    assert s30.call("project_history_read", {"session_id": "kid"}, "cur")["code"] == "not_in_project"
+    assert "kid" not in [s["session_id"] for s in s30.call("project_history_recent", {}, "cur")["sessions"]]
