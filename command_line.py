@@ -10,7 +10,9 @@ Exit codes: 0 success, 1 a failure answer (no state.db, an unreadable database, 
 2 a usage error (a flag or value not understood, a flag given twice, checked by ``command_args.py`` in the slash
 commands' words; a cursor of another search), 130 interrupted (Ctrl-C), 141 the output's reader gone (``| head``), as
 a shell reports a command those signals end. Failures print one line on stderr (with ``--json``, the failure
-answer on stdout too, a usage error's included), never a traceback. Hermes' data is only read; the plugin's data folder is written
+answer on stdout too, a usage error's included), never a traceback. Warnings logged meanwhile are said once: not
+when the answer says the same (:func:`errors.said_as`), else after it as labelled lines on stderr (with ``--json``,
+in the answer's ``warnings``). Hermes' data is only read; the plugin's data folder is written
 by ``index`` and, after consent, by a hybrid or semantic ``search``, which first embeds what is new for a
 moment (with the ``openai`` provider, sending those messages to the configured endpoint).
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import logging
 import os
 import sqlite3
 import sys
@@ -285,6 +288,59 @@ def _status(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     return answer, render.render_status(answer)
 
 
+class _Warnings(logging.Handler):
+    """The warnings logged while a command runs (any logger's, ``WARNING`` and above), kept to be said beside its
+    answer: without a handler, Python's last resort prints each one bare on stderr, as often as it is logged, and
+    repeats what the answer's notes say."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def unsaid(self, answer: Any) -> list[str]:
+        """The warnings' messages, each once and on one line (a YAML error's spans several), but for those whose words
+        (:func:`errors.said_as`) ``answer`` holds."""
+        held = list(_texts(answer))
+        unsaid: dict[str, None] = {}
+        for record in self.records:
+            words = getattr(record, errors.SAID_AS, "")
+            if words and any(words in text for text in held):
+                continue
+            try:
+                message = record.getMessage()
+            except (TypeError, ValueError):  # arguments that do not fit the message: said as logged
+                message = str(record.msg)
+            unsaid[" ".join(message.split())] = None
+        return list(unsaid)
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """Every string an answer holds, its nested lists and objects' included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _texts(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _texts(item)
+
+
+@contextmanager
+def _warnings_kept() -> Iterator[_Warnings]:
+    """A :class:`_Warnings` on the root logger while the block runs."""
+    kept = _Warnings()
+    root = logging.getLogger()
+    root.addHandler(kept)
+    try:
+        yield kept
+    finally:
+        root.removeHandler(kept)
+
+
 COMMANDS = {"search": _search, "recent": _recent, "projects": _projects, "index": _index, "status": _status}
 
 
@@ -399,7 +455,7 @@ def _run(given: list[str]) -> int:
     except command_args.ArgumentError as exc:
         return _refuse(command_parser, str(exc), as_json=as_json)
     error_line = ""
-    with _profile(folder) as home:
+    with _profile(folder) as home, _warnings_kept() as logged:
         try:
             answer, text = COMMANDS[args.command](args, home)
         except command_args.ArgumentError as exc:  # what argparse accepted but the command cannot use
@@ -416,12 +472,18 @@ def _run(given: list[str]) -> int:
         except Exception as exc:  # the process boundary: one line, never a traceback
             answer, text = _failure(f"internal error: {type(exc).__name__}: {exc}", "internal_error"), ""
     ok = bool(answer.get("success"))
+    warnings = logged.unsaid(answer)  # each problem once: what the answer says is not said again
     if as_json:
+        if warnings:
+            answer = {**answer, "warnings": [*answer.get("warnings", ()), *warnings]}
         _emit(_as_json(answer), sys.stdout)
     elif text and (ok or args.command == "status"):  # a failed status still shows what was found
         _say(text, sys.stdout)
+    sys.stdout.flush()  # before the lines on stderr, where both go to one terminal or file
+    if not as_json:
+        for warning in warnings:
+            _say(f"{PROG} {args.command}: warning: {warning}", sys.stderr)
     if not ok:
-        sys.stdout.flush()  # before the error line, where both go to one terminal or file
         _say(error_line or f"{PROG} {args.command}: {answer.get('error') or 'failed'}", sys.stderr)
         return EXIT_FAILED
     return EXIT_OK

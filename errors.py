@@ -14,6 +14,17 @@ from typing import Any
 ECHO_CHARS = 200
 
 
+#: The ``extra`` key of a logged warning that names the words an answer says the same problem in (:func:`said_as`).
+SAID_AS = "phr_said_as"
+
+
+def said_as(words: str) -> dict[str, str]:
+    """A warning's ``extra`` for ``logger.warning``: ``words``, the part of an answer's note that says the same
+    problem. The command line shows an answer and the warnings logged while it was made: one whose words the answer
+    holds is said once, in the answer (where no answer says it, the warning is still shown)."""
+    return {SAID_AS: words}
+
+
 def echo(value: object) -> str:
     """``value`` as a message may repeat it: whole up to :data:`ECHO_CHARS` characters, else cut, saying its length."""
     text = str(value)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import state
+from . import errors, state
 from .embeddings import EmbeddingUnavailable, _Condition
 
 logger = logging.getLogger(__name__)
@@ -376,8 +376,14 @@ def move_aside(path: Path, damage: Exception) -> Path:
             f"semantic search is off: the embeddings index {path} is damaged ({damage}) and cannot be moved "
             f"aside ({exc.strerror or exc}): move or delete it by hand, and the next search builds a new one",
             code="index_damaged") from None
-    logger.warning("embeddings index %s unusable (%s); moved to %s and rebuilt", path, damage, aside)
+    logger.warning("embeddings index %s unusable (%s); moved to %s and rebuilt", path, damage, aside,
+                   extra=errors.said_as(moved_aside(aside)))
     return aside
+
+
+def moved_aside(aside: Path) -> str:
+    """How an answer says that the index was moved to ``aside`` and built again."""
+    return f"it was moved to {aside.name} and rebuilt"
 
 
 @dataclass(frozen=True)
@@ -456,7 +462,7 @@ def _open(path: Path) -> tuple[sqlite3.Connection, str]:
         # built a new one at the path: that one is not the damaged file, and is not moved.
         raise IndexNotNow("the embeddings index was replaced while it was being opened; the next search uses the new one")
     aside = move_aside(path, damage)
-    note = f"the embeddings index was unusable ({damage}); it was moved to {aside.name} and rebuilt"
+    note = f"the embeddings index was unusable ({damage}); {moved_aside(aside)}"
     try:
         return prepare(connect(path)), note
     except sqlite3.Error as again:

@@ -438,9 +438,9 @@ def search(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, *, want_
         if isinstance(exc, sqlite3.OperationalError) and "malformed" not in str(exc):
             logger.info("FTS query failed (%s); searching by substring", exc)
             return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[], strategy="like-fallback")
-        logger.warning("state.db's FTS index is damaged (%s); searching by substring", exc)
-        return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[damaged_note(exc, shape.display)],
-                            strategy="like-damaged")
+        note = damaged_note(exc, shape.display)
+        logger.warning("state.db's FTS index is damaged (%s); searching by substring", exc, extra=errors.said_as(note))
+        return _search_like(conn, parsed, scope, want_sessions, db_key, notes=[note], strategy="like-damaged")
 
 
 def _search_fts(conn: sqlite3.Connection, parsed: ParsedQuery, scope: Scope, want_sessions: int, db_key: str) -> KeywordAnswer:

@@ -175,8 +175,9 @@ def load_projects(home: Path) -> ProjectList:
         return ProjectList((), False)
     except sqlite3.DatabaseError as exc:  # opening it or reading it
         _raise_if_transient(path, exc)
-        logger.warning("projects.db unreadable (%s): %s", path, exc)
-        return ProjectList((), False, f"projects.db unreadable: {exc}")
+        note = f"projects.db unreadable: {exc}"
+        logger.warning("projects.db unreadable (%s): %s", path, exc, extra=errors.said_as(note))
+        return ProjectList((), False, note)
     folders: dict[str, list[attribution.ProjectFolder]] = {}
     for project_id, fpath, is_primary in folder_rows:
         if isinstance(fpath, str) and fpath:

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from . import index_file, state, state_history, vector_view
+from . import errors, index_file, state, state_history, vector_view
 from .embeddings import EmbeddingUnavailable, Provider, chunk_text, normalise
 from .index_file import IndexBlocked, IndexNotNow
 from .ranking import Hit
@@ -116,7 +116,7 @@ class VectorIndex:
             self.retired = True
             if isinstance(problem, IndexBlocked):
                 index_file.remember(self.path, problem)
-        logger.warning("embeddings index %s: %s", self.path, exc)
+        logger.warning("embeddings index %s: %s", self.path, exc, extra=errors.said_as(str(problem)))
         return problem
 
     def _check_inside(self) -> None:
@@ -161,7 +161,7 @@ class VectorIndex:
     def _say(self, message: str) -> None:
         with self._news_lock:
             self._news.append(message + ".")
-        logger.warning("embeddings index %s: %s", self.path, message)
+        logger.warning("embeddings index %s: %s", self.path, message, extra=errors.said_as(message))
 
     # -- what is indexed -----------------------------------------------------------
     def indexed(self) -> dict[int, str]:

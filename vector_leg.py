@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from . import config_schema, conversations, gate, index_check, pages, paths, session_rows, store, warm_up
+from . import config_schema, conversations, errors, gate, index_check, pages, paths, session_rows, store, warm_up
 from .gate import SemanticLeg
 from .query import embedding_text, vector_queries
 from .ranking import Hit, demote_earlier
@@ -149,15 +149,17 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
     except sqlite3.Error as exc:  # a database busy, read-only or damaged mid-search: keyword results stand
         if vectors is not None:
             return SemanticLeg("unavailable", str(vectors.trouble(exc)))
-        logger.warning("semantic search failed: %s", exc)
-        return SemanticLeg("unavailable", f"semantic search could not finish just now ({exc}); it retries on a later search")
+        note = f"semantic search could not finish just now ({exc}); it retries on a later search"
+        logger.warning("semantic search failed: %s", exc, extra=errors.said_as(note))
+        return SemanticLeg("unavailable", note)
     except OSError as exc:  # the data folder's file system
-        logger.warning("semantic search failed on its data folder: %s", exc)
-        return SemanticLeg("unavailable", f"semantic search could not use its data folder just now ({exc}); "
-                           "it retries on a later search")
+        note = f"semantic search could not use its data folder just now ({exc}); it retries on a later search"
+        logger.warning("semantic search failed on its data folder: %s", exc, extra=errors.said_as(note))
+        return SemanticLeg("unavailable", note)
     except Exception as exc:  # anything else on the vector side (a file we wrote, damaged in a new way): keyword stands
-        logger.exception("semantic search failed")
-        return SemanticLeg("unavailable", f"semantic search failed ({type(exc).__name__}: {exc}); keyword results stand")
+        note = f"semantic search failed ({type(exc).__name__}: {exc}); keyword results stand"
+        logger.exception("semantic search failed", extra=errors.said_as(note))
+        return SemanticLeg("unavailable", note)
 
 
 def confirmed(conn: sqlite3.Connection, vectors: vector_index.VectorIndex, raw: list[Hit]

@@ -552,6 +552,50 @@ def test_the_module_runs_as_a_real_process(two: World, tmp_path: Path):
     assert usage.returncode == 2 and "--limit must be a whole number from 1 to 10, got '99'" in usage.stderr
 
 
+def test_the_plugins_warnings_are_said_once_and_labelled(two: World, tmp_path: Path):
+    """The command line printed the plugin's logged warnings as bare lines on stderr (Python's last resort): the
+    damaged keyword index's warning repeated the answer's own "Keyword search:" line, and an unreadable config.yaml
+    was said only as a bare line no one could tell from an error. Now every problem is said once: what the answer
+    says is not said again; the rest on stderr as the command's labelled warnings (with --json, in the answer's
+    `warnings`). A real process, as a shell runs it."""
+    from test_failures import damage_fts
+
+    two.session("filler", two.work / "elsewhere")
+    damage_fts(two, "messages_fts")
+    (two.home / "config.yaml").write_text("plugins: [unclosed\n", encoding="utf-8")
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "project_history_recall").symlink_to(ROOT, target_is_directory=True)
+    env = {**os.environ, "PYTHONPATH": str(shim), "HERMES_HOME": str(two.home)}
+    argv = [sys.executable, "-m", "project_history_recall", "search", "websocket", "--mode", "keyword",
+            "--cwd", str(two.paths["alpha"])]
+    found = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert found.returncode == 0 and "@session:a_ws" in found.stdout, found
+    assert found.stdout.count("full-text index of state.db is damaged") == 1, found.stdout
+    config = two.home / "config.yaml"
+    lines = found.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"project-history-recall search: warning: config.yaml unreadable "
+                                                   f"({config}): "), found.stderr
+    as_json = subprocess.run([*argv, "--json"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    answer = json.loads(as_json.stdout)
+    assert as_json.returncode == 0 and as_json.stderr == "", as_json.stderr
+    assert "damaged" in answer["keyword_note"] and len(answer["warnings"]) == 1, answer
+    assert answer["warnings"][0].startswith(f"config.yaml unreadable ({config}): "), answer
+
+
+def test_a_warning_the_answer_says_is_not_said_again_and_one_it_does_not_say_is(two: World, capsys):
+    """projects.db that is not a database: a search's answer says so (`Note: projects.db unreadable: …`), so no
+    warning repeats it; the recent list's answer does not, so its warning says it, once, however often it was read."""
+    (two.home / "projects.db").write_bytes(b"not a database" * 100)
+    alpha = str(two.paths["alpha"])
+    code, out, err = run_cli(capsys, "search", "websocket", "--mode", "keyword", "--cwd", alpha)
+    assert code == 0 and out.count("projects.db unreadable") == 1 and err == "", (out, err)
+    code, out, err = run_cli(capsys, "recent", "--cwd", alpha)
+    assert code == 0 and "projects.db" not in out, out
+    assert err == "project-history-recall recent: warning: projects.db unreadable " \
+                  f"({two.home / 'projects.db'}): file is not a database\n", err
+
+
 # ---------------------------------------------------------------------------
 # Text for a terminal
 # ---------------------------------------------------------------------------
