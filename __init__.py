@@ -5,18 +5,20 @@ toolset ``project_history_recall`` (a toolset of our own, so CLI and gateway
 sessions get them, not only the desktop's ``project`` toolset), the slash
 commands and the two warm-up hooks of ``commands.py``. Importing this
 package has no side effects: no database opened, no thread started, no
-model loaded.
+model loaded; and it imports none of the plugin's modules (``register``
+does), so the command line (``__main__.main``) starts before they load and
+catches a Ctrl-C while they do.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import commands, handlers
-
 
 def register(ctx: Any) -> None:
     """Wire the tools, slash commands and hooks into Hermes (no other side effects)."""
+    from . import commands, handlers
+
     for name, schema, handler, emoji in handlers.TOOLS:
         ctx.register_tool(
             name=name,

@@ -1,20 +1,30 @@
-"""The command line (``command_line.py``), however this folder was installed.
+"""The command line (``command_line.py``), however this folder was installed; a Ctrl-C while it loads included.
 
-* ``python -m project_history_recall`` (a pip install): run as the package.
-* ``python <the plugin folder>`` (a drop-in or ``hermes plugins install``,
-  where the folder is ``project-history-recall`` and cannot be imported by
-  that name): the folder is loaded as the package ``project_history_recall``
-  first, then run.
+* ``project-history-recall`` (a pip install's console script) and ``python -m project_history_recall``: run as the
+  package.
+* ``python <the plugin folder>`` (a drop-in or ``hermes plugins install``, where the folder is
+  ``project-history-recall`` and cannot be imported by that name): the folder is loaded as the package
+  ``project_history_recall`` first, then run.
+
+The command line's modules take a moment to load (half a second on a busy machine: the redaction patterns compile);
+:func:`main` loads them where a Ctrl-C meanwhile ends the command as one during it does (130, one line), not with a
+traceback. So this module and the package's ``__init__`` import none of them at import.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+#: As ``command_line`` says an interrupted command (not imported from there: loading it is what may be interrupted).
+INTERRUPTED_LINE = "project-history-recall: interrupted\n"
+EXIT_INTERRUPTED = 130
 
-def _run_folder() -> int:
+
+def _load_folder() -> None:
+    """This folder, run by path, loaded as the package ``project_history_recall``."""
     folder = Path(__file__).resolve().parent
     if sys.path and Path(sys.path[0] or ".").resolve() == folder:
         sys.path.pop(0)  # the folder's own modules must not shadow Hermes' (``tools``, ``cli``)
@@ -25,15 +35,26 @@ def _run_folder() -> int:
     package = importlib.util.module_from_spec(spec)
     sys.modules["project_history_recall"] = package
     spec.loader.exec_module(package)
-    from project_history_recall.command_line import main
-
-    return main()
 
 
-if __package__:  # imported or run as the package (``python -m``, ``from project_history_recall.__main__ import main``)
-    from .command_line import main
+def main(argv: Sequence[str] | None = None) -> int:
+    """Load the command line and run it on ``argv`` (default: the process's arguments); returns its exit code, 130
+    when a Ctrl-C comes while it loads."""
+    try:
+        if __package__:
+            from .command_line import main as run
+        else:
+            _load_folder()
+            from project_history_recall.command_line import main as run
+    except KeyboardInterrupt:
+        try:
+            sys.stderr.write(INTERRUPTED_LINE)
+            sys.stderr.flush()
+        except (OSError, ValueError):  # stderr closed too
+            pass
+        return EXIT_INTERRUPTED
+    return run(argv)
 
-    if __name__ == "__main__":
-        sys.exit(main())
-elif __name__ == "__main__":
-    sys.exit(_run_folder())
+
+if __name__ == "__main__":
+    sys.exit(main())

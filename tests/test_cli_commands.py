@@ -678,6 +678,42 @@ def test_ctrl_c_exits_130_with_one_line(shared_two: World, capsys, monkeypatch: 
                         "on from there\n"), err
 
 
+#: A ``sitecustomize`` that sends the process a real SIGINT (Ctrl-C) as the plugin's redaction patterns start
+#: loading: the half second of imports before the command line's own handling begins.
+CTRL_C_WHILE_LOADING = """
+import importlib.abc, os, signal, sys
+
+class CtrlC(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.endswith(".secret_patterns"):
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+"""
+
+
+@pytest.mark.parametrize("route", ["python -m", "console script", "folder by path"])
+def test_ctrl_c_while_the_modules_load_exits_130_with_one_line(shared_two: World, tmp_path: Path, route: str):
+    """Ctrl-C in the first half second, while the command line's modules load (the package's ``__init__`` imported
+    them all), printed a KeyboardInterrupt traceback: the command line's own handling had not begun. Now each route
+    (``python -m``, the console script pip writes, the plugin folder run by path) exits 130 with the one line."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "project_history_recall").symlink_to(ROOT, target_is_directory=True)
+    (shim / "sitecustomize.py").write_text(CTRL_C_WHILE_LOADING, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(shim), "HERMES_HOME": str(shared_two.home)}
+    start = {"python -m": ["-m", "project_history_recall"],  # pip's console script: this import, then main()
+             "console script": ["-c", "import sys; from project_history_recall.__main__ import main; sys.exit(main())"],
+             "folder by path": [str(ROOT)]}[route]
+    ran = subprocess.run([sys.executable, *start, "status"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=120)
+    assert (ran.returncode, ran.stdout, ran.stderr) == (130, "", "project-history-recall: interrupted\n"), ran
+    os.unlink(shim / "sitecustomize.py")
+    assert subprocess.run([sys.executable, *start, "status"], capture_output=True, env=env, cwd=tmp_path,
+                          timeout=120).returncode == 0, "without Ctrl-C the same route runs"
+
+
 @pytest.mark.parametrize(("given", "named"), [
     ("", "--hermes-home is empty"),
     ("~no_such_user_phr/profile", "no such user's home folder"),

@@ -379,6 +379,8 @@ def test_import_has_no_side_effects(tmp_path):
         f"spec = importlib.util.spec_from_file_location('project_history_recall', {str(ROOT / '__init__.py')!r}, "
         f"submodule_search_locations=[{str(ROOT)!r}])\n"
         "m = importlib.util.module_from_spec(spec); sys.modules[spec.name] = m; spec.loader.exec_module(m)\n"
+        # the package's __init__ imports none of its modules (register does): these are what Hermes' load imports
+        "import project_history_recall.commands, project_history_recall.handlers, project_history_recall.command_line\n"
         "assert threading.active_count() == 1, threading.enumerate()\n"
         "assert 'hermes_state' not in sys.modules and 'model_tools' not in sys.modules\n"
         "print('ok')\n"
