@@ -221,6 +221,16 @@ def _folder(args: argparse.Namespace) -> str:
         is_dir = False
     if not is_dir:
         raise command_args.ArgumentError(f"--cwd is not a folder: {errors.echo(folder)}")
+    try:
+        str(folder).encode("utf-8")
+    except UnicodeEncodeError:  # bytes the file system encoding did not read: no folder Hermes records is named so
+        encoding = sys.getfilesystemencoding()
+        shown = os.fsencode(folder).decode("utf-8", "replace")
+        raise command_args.ArgumentError(
+            f"{'--cwd' if args.cwd is not None else 'the current folder'} {errors.echo(shown)}: its name is not text "
+            f"in {encoding}, the encoding this process reads file names in, so it matches no folder Hermes records"
+            + ("" if encoding == "utf-8" else " (a locale such as LC_ALL=C, with PYTHONUTF8=0): run it with "
+               "PYTHONUTF8=1 or a UTF-8 locale (LC_ALL=C.UTF-8)")) from None
     return status.folder_of(folder)
 
 
@@ -237,6 +247,16 @@ def _search(args: argparse.Namespace, home: Path) -> tuple[dict[str, Any], str]:
     query = " ".join(args.query)
     if not query.strip():
         raise command_args.ArgumentError("the query is empty: pass the words or question to search for")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:  # bytes neither the locale's encoding nor UTF-8 read (_as_typed): no words to look for
+        try:
+            shown = repr(os.fsencode(query))
+        except UnicodeError:
+            shown = ascii(query)
+        raise command_args.ArgumentError(f"the query is not text: it holds bytes that are not UTF-8 (nor "
+                                         f"{sys.getfilesystemencoding()}, this locale's encoding): {errors.echo(shown)}"
+                                         ) from None
     mode = _flag(command_args.MODE, args.mode, "hybrid")
     limit = _flag(command_args.SEARCH_LIMIT, args.limit, search.DEFAULT_LIMIT)
     role = _flag(command_args.ROLE, args.role, None)
@@ -359,6 +379,40 @@ def _plain(argv: Sequence[str]) -> list[str]:
     return [command_args.plain_dashes(a, _FLAG_NAMES) for a in argv[:cut]] + list(argv[cut:])
 
 
+#: The flags whose values name files: given to the file system as the process received them.
+_PATH_FLAGS = ("--cwd", "--hermes-home")
+
+
+def _as_typed(arg: str) -> str:
+    """An argument as typed: where the locale's encoding is not UTF-8 (``LC_ALL=C``, with ``PYTHONUTF8=0`` keeping
+    Python to it), Python reads the bytes of a UTF-8 word (数据库) as surrogate escapes, and they are read as UTF-8
+    again; bytes that are not UTF-8 either are kept as they came."""
+    try:
+        arg.encode("utf-8")
+        return arg
+    except UnicodeEncodeError:  # surrogate escapes: bytes the locale's encoding did not read
+        pass
+    try:
+        return os.fsencode(arg).decode("utf-8")
+    except UnicodeError:  # not UTF-8 either (or a lone surrogate that escapes no byte)
+        return arg
+
+
+def _typed(argv: Sequence[str]) -> list[str]:
+    """The process's arguments as typed (:func:`_as_typed`) with dashes made plain (:func:`_plain`), but for the
+    values of :data:`_PATH_FLAGS`: a folder's name is passed to the file system in the form the process received it,
+    which is the one the file system takes whatever the locale."""
+    plain = _plain([_as_typed(a) for a in argv])
+    cut = plain.index("--") if "--" in plain else len(plain)
+    for i in range(cut):
+        name, eq, _ = plain[i].partition("=")
+        if eq and name in _PATH_FLAGS:
+            plain[i] = f"{name}={argv[i].partition('=')[2]}"
+        elif plain[i] in _PATH_FLAGS and i + 1 < len(argv):
+            plain[i + 1] = argv[i + 1]
+    return plain
+
+
 def _wants_json(argv: Sequence[str]) -> bool:
     """Whether ``--json`` (or a prefix argparse takes for it) is among the flags of arguments argparse refused."""
     flags = list(argv)[:list(argv).index("--")] if "--" in argv else list(argv)
@@ -403,7 +457,7 @@ def _refuse(parser: argparse.ArgumentParser, message: str, *, as_json: bool) -> 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit code (0 ok, 1 failure, 2 usage, 130 interrupted, 141 output pipe closed).
     Never raises."""
-    given = _plain(sys.argv[1:] if argv is None else argv)
+    given = _typed(sys.argv[1:]) if argv is None else _plain(argv)
     try:
         code = _run(given)
         sys.stdout.flush()  # a reader gone (``| head``) shows here, not as a traceback at exit

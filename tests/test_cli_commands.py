@@ -596,6 +596,48 @@ def test_a_warning_the_answer_says_is_not_said_again_and_one_it_does_not_say_is(
                   f"({two.home / 'projects.db'}): file is not a database\n", err
 
 
+def test_a_chinese_argument_in_a_c_locale_is_read_as_typed(two: World, tmp_path: Path):
+    """With ``LC_ALL=C`` and ``PYTHONUTF8=0`` (Python then reads arguments as ASCII), `search 数据库迁移` arrived as
+    surrogate escapes: no word to look for, and the answer echoed the query garbled. The bytes are read as UTF-8
+    now; bytes that are not UTF-8 either are refused as a usage error saying so. A real process, as a shell runs it."""
+    two.session("zh", two.paths["alpha"], messages=[("assistant", "数据库迁移方案：先加列，再回填")])
+    two.close()
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "project_history_recall").symlink_to(ROOT, target_is_directory=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHONUTF8", "PYTHONIOENCODING"))}
+    env.update(PYTHONPATH=str(shim), HERMES_HOME=str(two.home), LC_ALL="C", PYTHONUTF8="0")
+    start = [sys.executable, "-m", "project_history_recall"]
+    assert subprocess.run([*start[:1], "-c", "import sys; print(sys.getfilesystemencoding())"], env=env,
+                          capture_output=True, text=True).stdout.strip() == "ascii", "the locale this test is about"
+    found = subprocess.run([*start, "search", "数据库迁移", "--mode", "keyword", "--cwd", str(two.paths["alpha"]),
+                            "--json"], capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    answer = json.loads(found.stdout)
+    assert found.returncode == 0 and [r["session_id"] for r in answer["results"]] == ["zh"], (answer, found.stderr)
+    assert "数据库迁移" in answer["results"][0]["snippet"], answer
+    shown = subprocess.run([*start, "search", "数据库迁移", "--mode", "keyword", "--cwd", str(two.paths["alpha"])],
+                           capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    assert shown.returncode == 0 and b"@session:zh" in shown.stdout, shown
+    refused = subprocess.run([*start, "search", b"\xff\xfe", "--cwd", str(two.paths["alpha"])], capture_output=True,
+                             env=env, cwd=tmp_path, timeout=120)
+    err = refused.stderr.decode()
+    assert refused.returncode == 2 and "usage:" in err and "Traceback" not in err, err
+    assert "the query is not text: it holds bytes that are not UTF-8 (nor ascii, this locale's encoding): " \
+           "b'\\xff\\xfe'" in err, err
+    # A folder of a Chinese name: Python here reads file names as ASCII (the file system takes them as bytes), so it
+    # can match no folder Hermes records: said as a usage error, with the way out, not an internal error.
+    chinese = two.repo("仓库")
+    for argv, cwd in ((["--cwd", str(chinese)], tmp_path), ([], chinese)):
+        refused = subprocess.run([*start, "search", "迁移方案", *argv], capture_output=True, env=env, cwd=cwd, timeout=120)
+        err = refused.stderr.decode()
+        assert refused.returncode == 2 and "Traceback" not in err and "internal error" not in err, err
+        assert ": its name is not text in ascii, the encoding this process reads file names in, so it matches no " \
+               "folder Hermes records (a locale such as LC_ALL=C, with PYTHONUTF8=0): run it with PYTHONUTF8=1 or a " \
+               "UTF-8 locale (LC_ALL=C.UTF-8)" in err, err
+    assert subprocess.run([*start, "search", "迁移方案", "--cwd", str(chinese)], capture_output=True, cwd=tmp_path,
+                          env={**env, "PYTHONUTF8": "1"}, timeout=120).returncode == 0, "the way out it names"
+
+
 # ---------------------------------------------------------------------------
 # Text for a terminal
 # ---------------------------------------------------------------------------
