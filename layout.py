@@ -75,12 +75,24 @@ _SUPERSEDED = (
 #: crowd it, where asking row by row passes the tick's other rows for each (T x T for a tick of T rows). Two seeks.
 _CROWDED = ("EXISTS (SELECT 1 FROM messages n WHERE n.id = (SELECT min(o.id) FROM messages o WHERE"
             " o.session_id = m.session_id AND o.timestamp = m.timestamp AND o.id > m.id) AND NOT ({alike}))")
+#: Rows of one clock tick above which a reader that asks many of its rows groups them once (:meth:`Layout.tick_sql`,
+#: ``ticks.Ticks``) rather than comparing each with the others (T x T for a tick of T rows read whole).
+LARGE_TICK = 8
+#: Row ``m``'s clock tick holds more than :data:`LARGE_TICK` rows: at most that many + 1 read, from Hermes'
+#: (session_id, timestamp) index alone.
+_LARGE = ("(SELECT count(*) FROM (SELECT 1 FROM messages o WHERE o.session_id = m.session_id"
+          f" AND o.timestamp = m.timestamp LIMIT {LARGE_TICK + 1})) > {LARGE_TICK}")
 #: Of row ``m`` (by id, the parameter): the row of its message Hermes shows when ``m`` is the first row of it (where
 #: Hermes shows the message), else NULL: what a walk of a session, which reads only the rows it passes, keeps.
 _SHOWN_HERE = ("SELECT CASE WHEN (SELECT min(d.id) FROM messages d WHERE {alike}) = m.id THEN (SELECT d.id FROM messages d"
                " WHERE {alike} ORDER BY d.active IS 1 DESC, d.id DESC LIMIT 1) END FROM messages m WHERE m.id = ?")
 #: Of row ``m`` (by id): the ``(timestamp, id)`` of the first row of its message.
 _FIRST_ROW = "SELECT m.timestamp, (SELECT min(d.id) FROM messages d WHERE {alike}) FROM messages m WHERE m.id = ?"
+#: The rows of one clock tick (session and timestamp, the parameters) that :meth:`Layout.rows_sql` keeps, grouped by
+#: what makes rows alike, once: ``(id, the first row of its message, the row Hermes shows of it)``.
+_TICK = ("SELECT d.id, min(d.id) OVER w, first_value(d.id) OVER (w ORDER BY d.active IS 1 DESC, d.id DESC)"
+         " FROM messages d WHERE d.session_id = ? AND d.timestamp = ? AND {kept_d}"
+         " WINDOW w AS (PARTITION BY d.role, d.tool_call_id, d.tool_name, d.tool_calls, d.content)")
 
 
 def _of(condition: str, alias: str) -> str:
@@ -131,6 +143,23 @@ class Layout:
     def first_row_sql(self) -> str:
         """SQL of one parameter, a row's id: ``(timestamp, id of the first row of its message)``."""
         return _FIRST_ROW.format(alike=self._alike())
+
+    def tick_sql(self) -> str:
+        """SQL of two parameters, a session and a timestamp: ``(id, first, shown)`` of each row of that clock tick
+        :meth:`rows_sql` keeps: the first row of its message, and the row of it Hermes shows. One sort of the tick."""
+        return _TICK.format(kept_d=_of(self.rows_sql(), "d"))
+
+    def large_archived_sql(self) -> str:
+        """SQL of one parameter, JSON of message ids: ``(id, session, timestamp)`` of those of the rows that
+        :meth:`rows_sql` keeps, are not live, and lie in a clock tick of more than :data:`LARGE_TICK` rows."""
+        return (f"SELECT m.id, m.session_id, m.timestamp FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
+                f" AND m.active IS NOT 1 AND {self.rows_sql()} AND {_LARGE}")
+
+    def visible_told_sql(self) -> str:
+        """:meth:`visible_sql` with two parameters, JSON lists of ids: rows already told apart (by :meth:`tick_sql`),
+        and those of them that are the row Hermes shows of their message; the others are asked row by row."""
+        return (f"{self.rows_sql()} AND (m.active IS 1 OR CASE WHEN m.id IN (SELECT value FROM json_each(?))"
+                f" THEN m.id IN (SELECT value FROM json_each(?)) ELSE {_ONE_COPY.format(alike=self._alike())} END)")
 
     def _alike(self) -> str:
         return _ALIKE.format(other=_of(self.rows_sql(), "d"))

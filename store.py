@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from . import attribution, echo, errors, layout, paths, settings, stored_text
+from . import attribution, echo, errors, layout, paths, settings, stored_text, ticks
 from .records import MessageRow, Scope
 
 logger = logging.getLogger(__name__)
@@ -339,13 +339,17 @@ def message_timestamps(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int
         (json.dumps([int(i) for i in ids]),))}
 
 
-def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+def shown_texts(conn: sqlite3.Connection, ids: Sequence[int], copies: ticks.Ticks | None = None
+                ) -> dict[int, tuple[str, str]]:
     """``{id: (session id, text)}`` of those of the messages ``ids`` the vector index may hold (as
     :func:`index_reads.indexable_row`, told once the text is read), the text as it is embedded. An id left out (deleted,
-    rewound, emptied) is never sent to a provider. Raises ``sqlite3`` errors."""
+    rewound, emptied) is never sent to a provider. ``copies``: the large clock ticks a reader of many pages met, each
+    grouped once for all its pages (``ticks``). Raises ``sqlite3`` errors."""
+    shape, listed = layout_of(conn), json.dumps([int(i) for i in ids])
+    told, shown = (copies or ticks.Ticks(conn, shape)).told(ids)
     rows = conn.execute(
         f"SELECT m.id, m.session_id, m.content, m.role FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
-        f" AND {visible(conn)} AND m.role IN ('user', 'assistant')", (json.dumps([int(i) for i in ids]),))
+        f" AND {shape.visible_told_sql()} AND m.role IN ('user', 'assistant')", (listed, told, shown))
     out = {}
     for mid, sid, content, role in rows:
         text = stored_text.text_of(content, role)

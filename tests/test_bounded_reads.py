@@ -464,6 +464,40 @@ def test_the_recent_list_of_a_long_compressed_conversation_reads_its_sessions_ro
     assert costs[1] - costs[0] <= 0.75 * (320 - 80), costs  # hundreds of steps: under 75 a session
 
 
+@pytest.mark.parametrize("carried", ["two", "all"])
+def test_the_index_commands_reads_of_a_crowded_tick_cost_its_rows(hermes: World, monkeypatch: pytest.MonkeyPatch,
+                                                                  carried: str):
+    """The index command reads the texts of what it embeds 64 ids at a time (``indexing.BATCH``): of a session of
+    n rows written at one time and compacted in place (the last two rows carried forward, or all of them), each
+    message once, for SQLite steps that grow with n (500 -> 2,000). Each archived row's check passed the tick's other
+    rows (30,280 -> 481,068 hundred steps on 0.19, all carried: 0.5 s at 2,000 rows, 7.6 s at 8,000); the tick is now
+    grouped once for the whole run."""
+    index_check, indexing = plugin("index_check"), plugin("indexing")
+    costs = []
+    for n in (500, 2000):
+        repo = hermes.repo(f"ix{n}")
+        sid = hermes.open(f"ix{n}", repo)
+        rows = [{"role": ("assistant", "user")[i % 2], "content": f"turn {i}", "active": 0, "compacted": 1,
+                 "same_time": i > 0} for i in range(n)]
+        copies = rows if carried == "all" else rows[-2:]
+        written = rows + [{**row, "active": 1, "compacted": 0, "same_time": True} for row in copies]
+        ids = write(hermes, sid, written)
+        shown = ids[:n - len(copies)] + ids[n:]  # an archived row carried forward is shown as its live copy
+
+        def read(ids: list[int] = ids) -> list[tuple[int, str, str]]:
+            conn = plugin("store").connect_ro(hermes.home / "state.db")
+            try:
+                return list(index_check.read_texts(conn, ids, [], page=indexing.BATCH))
+            finally:
+                conn.close()
+
+        texts, work = measure([], monkeypatch, read, plugin("store"))
+        assert [(mid, text) for mid, _, text in texts] == [(mid, row["content"]) for mid, row in zip(ids, written, strict=True)
+                                                           if mid in shown]
+        costs.append(work.sql)
+    assert linear(*costs), costs
+
+
 def test_the_recent_list_of_a_session_compacted_at_one_time_costs_its_rows(hermes: World, monkeypatch: pytest.MonkeyPatch):
     """A session of n rows sharing one timestamp (an import), compacted in place carrying them all forward (each row
     archived, a live copy of it written after them): the list looks for an archived row shown after the newest live

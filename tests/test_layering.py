@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("session_rows", "conversations", "index_file", "vector_file", "consent"),  # sessions and their workspaces; which make one conversation; embeddings.db's file; the shared vector files; consent.json
     ("session_walk", "index_reads"),  # a session's messages in Hermes' order from where a read starts; what the vector index should hold, by id
     ("store",),  # connections, projects.db, messages
+    ("ticks",),  # the copies of one message told apart a clock tick at a time, where a tick holds many rows
     ("embeddings", "settings", "vector_basis", "layout", "folders"),  # providers and vector helpers; settings and the API key; the vectors' principal directions; a state.db's schema facts; git's and the file system's view of a folder
     ("model_cache",),  # the local model's ready-parsed copy, mapped read-only
     ("config_schema",),  # pure: the settings' schema and what consent is about

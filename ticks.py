@@ -1,0 +1,49 @@
+"""IO shell: the copies of one message told apart a clock tick at a time, where a tick holds many rows.
+
+Rows of a session alike in their clock tick are one message to Hermes (``layout``: shown once, as its live row, else
+its newest, where its first row lies). Asking that of one row compares it with the other rows of its tick: a few rows
+in an ordinary tick, every row of it in a tick of T rows written at one time (an import, an old gateway turn stamped
+once, compacted in place): T x T for a reader that asks each row of such a tick. :class:`Ticks` groups a tick of more
+than ``layout.LARGE_TICK`` rows once, the first time one of its rows is asked, and answers its other rows from that;
+a small tick is asked row by row.
+
+One :class:`Ticks` serves one reader (the index command's run of pages, a search's check of its hits). A tick Hermes
+wrote to since it was grouped is answered as it was then: a copy told as its message, or a message as a copy, until the
+next reader; whether a row is shown at all (rewound, hidden) every reader asks of the row itself.
+
+Read-only; raises ``sqlite3`` errors.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+from .layout import Layout
+
+
+class Ticks:
+    """The large clock ticks one reader met, each grouped once: ``{(session, timestamp): {id: (first, shown)}}``."""
+
+    def __init__(self, conn: sqlite3.Connection, shape: Layout) -> None:
+        self.conn, self.shape = conn, shape
+        self.grouped: dict[tuple[str, float], dict[int, tuple[int, int]]] = {}
+
+    def _rows(self, session_id: str, timestamp: float) -> dict[int, tuple[int, int]]:
+        key = (session_id, timestamp)
+        if key not in self.grouped:
+            self.grouped[key] = {int(i): (int(first), int(shown)) for i, first, shown
+                                 in self.conn.execute(self.shape.tick_sql(), key)}
+        return self.grouped[key]
+
+    def told(self, ids: Sequence[int]) -> tuple[str, str]:
+        """Of the rows ``ids``, those not live in large ticks, told apart here: JSON of their ids and JSON of those
+        of them that are the row Hermes shows of their message (``layout.Layout.visible_told_sql``'s parameters)."""
+        told, shown = [], []
+        for mid, session_id, timestamp in self.conn.execute(self.shape.large_archived_sql(),
+                                                            (json.dumps([int(i) for i in ids]),)).fetchall():
+            told.append(int(mid))
+            if self._rows(str(session_id), timestamp).get(int(mid), (0, 0))[1] == mid:
+                shown.append(int(mid))
+        return json.dumps(told), json.dumps(shown)
