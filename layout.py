@@ -82,12 +82,16 @@ LARGE_TICK = 8
 #: (session_id, timestamp) index alone.
 _LARGE = ("(SELECT count(*) FROM (SELECT 1 FROM messages o WHERE o.session_id = m.session_id"
           f" AND o.timestamp = m.timestamp LIMIT {LARGE_TICK + 1})) > {LARGE_TICK}")
-#: Of row ``m`` (by id, the parameter): the row of its message Hermes shows when ``m`` is the first row of it (where
-#: Hermes shows the message), else NULL: what a walk of a session, which reads only the rows it passes, keeps.
-_SHOWN_HERE = ("SELECT CASE WHEN (SELECT min(d.id) FROM messages d WHERE {alike}) = m.id THEN (SELECT d.id FROM messages d"
+#: Of row ``m`` (by id, the parameter): its session and time, whether its tick is large (:data:`_LARGE`), and, when it
+#: is not, the row of its message Hermes shows when ``m`` is the first row of it (where Hermes shows the message), else
+#: NULL: what a walk of a session, which reads only the rows it passes, keeps.
+_SHOWN_HERE = ("SELECT m.session_id, m.timestamp, {large}, CASE WHEN {large} THEN NULL"
+               " WHEN (SELECT min(d.id) FROM messages d WHERE {alike}) = m.id THEN (SELECT d.id FROM messages d"
                " WHERE {alike} ORDER BY d.active IS 1 DESC, d.id DESC LIMIT 1) END FROM messages m WHERE m.id = ?")
-#: Of row ``m`` (by id): the ``(timestamp, id)`` of the first row of its message.
-_FIRST_ROW = "SELECT m.timestamp, (SELECT min(d.id) FROM messages d WHERE {alike}) FROM messages m WHERE m.id = ?"
+#: Of row ``m`` (by id): its session and time, whether its tick is large, and, when it is not, the id of the first row
+#: of its message.
+_FIRST_ROW = ("SELECT m.session_id, m.timestamp, {large}, CASE WHEN {large} THEN NULL ELSE"
+              " (SELECT min(d.id) FROM messages d WHERE {alike}) END FROM messages m WHERE m.id = ?")
 #: The rows of one clock tick (session and timestamp, the parameters) that :meth:`Layout.rows_sql` keeps, grouped by
 #: what makes rows alike, once: ``(id, the first row of its message, the row Hermes shows of it)``.
 _TICK = ("SELECT d.id, min(d.id) OVER w, first_value(d.id) OVER (w ORDER BY d.active IS 1 DESC, d.id DESC)"
@@ -136,13 +140,16 @@ class Layout:
                 f" ELSE {_ONE_COPY.format(alike=alike)} END)")
 
     def shown_here_sql(self) -> str:
-        """SQL of one parameter, the id of a row :meth:`rows_sql` keeps: one value, the id of the row of its message
-        Hermes shows when the row is where Hermes shows the message (its first), else NULL."""
-        return _SHOWN_HERE.format(alike=self._alike())
+        """SQL of one parameter, the id of a row :meth:`rows_sql` keeps: ``(session, timestamp, large, shown)``:
+        whether the row's clock tick holds more than :data:`LARGE_TICK` rows (then ``shown`` is NULL: ask
+        :meth:`tick_sql`), else the id of the row of its message Hermes shows when the row is where Hermes shows
+        the message (its first), else NULL."""
+        return _SHOWN_HERE.format(alike=self._alike(), large=_LARGE)
 
     def first_row_sql(self) -> str:
-        """SQL of one parameter, a row's id: ``(timestamp, id of the first row of its message)``."""
-        return _FIRST_ROW.format(alike=self._alike())
+        """SQL of one parameter, a row's id: ``(session, timestamp, large, first)``: as :meth:`shown_here_sql`, with
+        the id of the first row of its message (NULL in a large tick)."""
+        return _FIRST_ROW.format(alike=self._alike(), large=_LARGE)
 
     def tick_sql(self) -> str:
         """SQL of two parameters, a session and a timestamp: ``(id, first, shown)`` of each row of that clock tick

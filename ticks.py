@@ -7,9 +7,10 @@ once, compacted in place): T x T for a reader that asks each row of such a tick.
 than ``layout.LARGE_TICK`` rows once, the first time one of its rows is asked, and answers its other rows from that;
 a small tick is asked row by row.
 
-One :class:`Ticks` serves one reader (the index command's run of pages, a search's check of its hits). A tick Hermes
-wrote to since it was grouped is answered as it was then: a copy told as its message, or a message as a copy, until the
-next reader; whether a row is shown at all (rewound, hidden) every reader asks of the row itself.
+One :class:`Ticks` serves one reader (a read's two walks, a page of previews, the index command's run of pages, a
+search's check of its hits). A tick Hermes wrote to since it was grouped is answered as it was then: a copy told as its
+message, or a message as a copy, until the next reader; whether a row is shown at all (rewound, hidden) every reader
+asks of the row itself.
 
 Read-only; raises ``sqlite3`` errors.
 """
@@ -36,6 +37,29 @@ class Ticks:
             self.grouped[key] = {int(i): (int(first), int(shown)) for i, first, shown
                                  in self.conn.execute(self.shape.tick_sql(), key)}
         return self.grouped[key]
+
+    def shown_here(self, message_id: int) -> int | None:
+        """The id of the row Hermes shows of row ``message_id``'s message when that row is where Hermes shows it (the
+        message's first row), else ``None`` (a copy shown where an earlier row lies, or a row gone)."""
+        row = self.conn.execute(self.shape.shown_here_sql(), (message_id,)).fetchone()
+        if row is None:
+            return None
+        session_id, timestamp, large, shown = row
+        if not large:
+            return None if shown is None else int(shown)
+        first, shown = self._rows(str(session_id), timestamp).get(message_id, (None, None))
+        return shown if first == message_id else None
+
+    def first_row(self, message_id: int) -> tuple[float, int] | None:
+        """``(timestamp, id)`` of the first row of row ``message_id``'s message (where Hermes shows it); ``None`` for
+        a row gone."""
+        row = self.conn.execute(self.shape.first_row_sql(), (message_id,)).fetchone()
+        if row is None:
+            return None
+        session_id, timestamp, large, first = row
+        if large:
+            first = self._rows(str(session_id), timestamp).get(message_id, (message_id, message_id))[0]
+        return timestamp, int(first if first is not None else message_id)
 
     def told(self, ids: Sequence[int]) -> tuple[str, str]:
         """Of the rows ``ids``, those not live in large ticks, told apart here: JSON of their ids and JSON of those

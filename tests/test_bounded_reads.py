@@ -464,6 +464,53 @@ def test_the_recent_list_of_a_long_compressed_conversation_reads_its_sessions_ro
     assert costs[1] - costs[0] <= 0.75 * (320 - 80), costs  # hundreds of steps: under 75 a session
 
 
+def compacted_whole(world: World, n: int, *, same_time: bool) -> tuple[str, list[int]]:
+    """Session ``whole<n>`` (asked from ``cur<n>``): n rows, assistant first, at one time or each a second after
+    the last, compacted in place carrying them all forward (each archived, a live copy of it written after them
+    all, at its time). Returns the session and the ids, archived rows first."""
+    repo = world.repo(f"whole{n}")
+    sid = world.open(f"whole{n}", repo)
+    start = world.clock
+    rows = [{"role": ("assistant", "user")[i % 2], "content": f"turn {i}", "active": 0, "compacted": 1,
+             "timestamp": start + (0 if same_time else i)} for i in range(n)]
+    world.clock = start + n
+    ids = write(world, sid, rows + [{**row, "active": 1, "compacted": 0} for row in rows])
+    world.open(f"cur{n}", repo)
+    return sid, ids
+
+
+@pytest.mark.parametrize("same_time", [True, False], ids=["one-tick", "a-tick-each"])
+def test_the_recent_list_and_a_read_of_a_session_compacted_whole_cost_its_rows(
+        hermes: World, monkeypatch: pytest.MonkeyPatch, same_time: bool):
+    """A session of n rows compacted in place carrying every row forward (n = 500 -> 2,000), its rows written at one
+    time (an import) or each at its own: the recent list's previews are its first user and last assistant message, and
+    reading around its last message shows the session's last messages without saying it stopped, for work that grows
+    with the rows. The n live copies after the last message Hermes shows used up the previews' reach (400 rows) and
+    the window's (1,000): ``last_assistant`` came back empty, and the window said it stopped. At one time, each row
+    asked whether it is the copy Hermes shows passed the other rows of the tick: the walks were held to their reach
+    to stay linear; a tick of more than ``layout.LARGE_TICK`` rows is now told apart once for the whole read."""
+    costs = []
+    for n in (500, 2000):
+        sid, ids = compacted_whole(hermes, n, same_time=same_time)
+
+        def recent(asker: str = f"cur{n}") -> dict[str, Any]:
+            return hermes.call("project_history_recent", {}, asker)
+
+        def read(sid: str = sid, last: int = ids[-1], asker: str = f"cur{n}") -> dict[str, Any]:
+            return hermes.call("project_history_read", {"session_id": sid, "message_id": last, "before": 2, "after": 2},
+                               asker)
+
+        listed = recent()["sessions"]
+        assert [(s["session_id"], s["first_user"], s["last_assistant"]) for s in listed] == [
+            (sid, "turn 1", f"turn {n - 2}")], listed
+        window = read()
+        assert [m["text"] for m in window["messages"]] == [f"turn {n - 3}", f"turn {n - 2}", f"turn {n - 1}"], window
+        assert [m["message_id"] for m in window["messages"]] == ids[-3:] and "stopped" not in window, window
+        costs.append([cost(hermes, monkeypatch, [call])[0] for call in (recent, read)])
+    small, large = costs
+    assert all(linear(a, b) for a, b in zip(small, large, strict=True)), costs
+
+
 @pytest.mark.parametrize("carried", ["two", "all"])
 def test_the_index_commands_reads_of_a_crowded_tick_cost_its_rows(hermes: World, monkeypatch: pytest.MonkeyPatch,
                                                                   carried: str):
@@ -503,8 +550,7 @@ def test_the_recent_list_of_a_session_compacted_at_one_time_costs_its_rows(herme
     archived, a live copy of it written after them): the list looks for an archived row shown after the newest live
     one among the rows of that timestamp, every archived row here, and asked of each whether it is the copy Hermes shows
     by passing the other rows of its tick (n = 500 -> 2,000: 30,589 -> 482,255 hundred steps on 0.19). Now the rows of
-    the tick are told apart once (1,950 -> 7,696); the previews' walks held to 8 rows."""
-    monkeypatch.setattr(plugin("conversations"), "PREVIEW_REACH", 8)
+    the tick are told apart once (1,950 -> 7,696)."""
     costs = []
     for n in (500, 2000):
         repo = hermes.repo(f"tick{n}")
@@ -518,6 +564,7 @@ def test_the_recent_list_of_a_session_compacted_at_one_time_costs_its_rows(herme
             return hermes.call("project_history_recent", {}, asker)
 
         listed = recent()["sessions"]
-        assert [(s["session_id"], s["first_user"]) for s in listed] == [(sid, "turn 1")], listed
+        assert [(s["session_id"], s["first_user"], s["last_assistant"]) for s in listed] == [
+            (sid, "turn 1", f"turn {n - 2}")], listed
         costs.append(cost(hermes, monkeypatch, [recent])[0])
     assert linear(*costs), costs
