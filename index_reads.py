@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from . import filters, store
+from . import filters, store, ticks
 from .records import Scope
 
 PAGE_IDS = 4096  # ids whose rows one statement reads (a page; see the module's docstring)
@@ -29,19 +29,34 @@ PAGE = "SELECT id FROM page"
 
 def _paged(conn: sqlite3.Connection, sql: str, ids: Sequence[int], *params: Any) -> Iterator[Any]:
     """The rows of ``sql`` over every page of ``ids``, ascending: ``sql`` reads the page's ids from the table
-    ``page`` (:data:`PAGE`), its parameters ``params``. Inside a transaction the caller holds, every page reads in it.
-    Raises ``sqlite3`` errors."""
+    ``page`` (:data:`PAGE`), its parameters ``params``, and may ask which rows Hermes shows with :func:`_page_visible`
+    (a large clock tick's rows told apart once for every page: ``ticks``). Inside a transaction the caller holds,
+    every page reads in it. Raises ``sqlite3`` errors."""
     ordered = sorted(int(i) for i in ids)
+    copies = ticks.Ticks(conn, store.layout_of(conn))
     for start in range(0, len(ordered), PAGE_IDS):
-        yield from conn.execute(f"WITH page(id) AS (SELECT value FROM json_each(?)) {sql}",
-                                (json.dumps(ordered[start : start + PAGE_IDS]), *params)).fetchall()
+        page = ordered[start : start + PAGE_IDS]
+        yield from conn.execute(f"WITH page(id) AS (SELECT value FROM json_each(?)), told(id) AS (SELECT value FROM"
+                                f" json_each(?)), shown(id) AS (SELECT value FROM json_each(?)) {sql}",
+                                (json.dumps(page), *copies.told(page), *params)).fetchall()
+
+
+def _page_visible(conn: sqlite3.Connection) -> str:
+    """:func:`store.visible` of a row of a page :func:`_paged` reads: an archived row of a large clock tick told apart
+    with its tick once for every page (``ticks``; a tick of T rows sorted for each page it spans cost T x T / 4,096)."""
+    return store.layout_of(conn).visible_told_sql("SELECT id FROM told", "SELECT id FROM shown")
 
 
 def indexable_row(conn: sqlite3.Connection, among: str | None = None) -> str:
     """The SQL condition for a row the vector index should hold: a visible user or assistant message with text
     as it is embedded (:data:`store.HAS_TEXT`: a row of blanks or images only, or Hermes' note to the model, would
     count as missing for ever). ``among``: as :func:`store.visible` takes it."""
-    return f"m.role IN ('user', 'assistant') AND {store.visible(conn, among)} AND {store.HAS_TEXT}"
+    return _indexable(store.visible(conn, among))
+
+
+def _indexable(visible: str) -> str:
+    """:func:`indexable_row` with ``visible`` the SQL condition that the row is shown."""
+    return f"m.role IN ('user', 'assistant') AND {visible} AND {store.HAS_TEXT}"
 
 
 def scope_message_ids(conn: sqlite3.Connection, scope: Scope) -> str:
@@ -58,7 +73,7 @@ def count_indexable(conn: sqlite3.Connection, scope: Scope) -> int:
     time. Raises ``sqlite3`` errors."""
     ids = [abs(int(i)) for i in scope_message_ids(conn, scope).split(",") if i]
     return sum(int(r[0]) for r in _paged(
-        conn, f"SELECT count(*) FROM messages m WHERE m.id IN ({PAGE}) AND {indexable_row(conn, PAGE)}", ids))
+        conn, f"SELECT count(*) FROM messages m WHERE m.id IN ({PAGE}) AND {_indexable(_page_visible(conn))}", ids))
 
 
 def sort_out(conn: sqlite3.Connection, ids: Sequence[int]) -> list[int]:
@@ -67,7 +82,7 @@ def sort_out(conn: sqlite3.Connection, ids: Sequence[int]) -> list[int]:
     page at a time. Raises ``sqlite3`` errors."""
     return [int(r[0]) for r in _paged(
         conn, f"SELECT CASE WHEN {_OTHER_ROLE_SQL} THEN -m.id ELSE m.id END FROM messages m"
-        f" WHERE m.id IN ({PAGE}) AND ({_OTHER_ROLE_SQL} OR {indexable_row(conn, PAGE)})", ids)]
+        f" WHERE m.id IN ({PAGE}) AND ({_OTHER_ROLE_SQL} OR {_indexable(_page_visible(conn))})", ids)]
 
 
 def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
@@ -75,7 +90,7 @@ def live_message_ids(conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
     Raises ``sqlite3`` errors."""
     roles_sql, roles = filters.Filters().sql()  # the searchable roles, as every search reads them
     return {int(r[0]) for r in _paged(
-        conn, f"SELECT m.id FROM messages m WHERE m.id IN ({PAGE}) AND {roles_sql} AND {store.visible(conn, PAGE)}",
+        conn, f"SELECT m.id FROM messages m WHERE m.id IN ({PAGE}) AND {roles_sql} AND {_page_visible(conn)}",
         ids, *roles)}
 
 

@@ -162,11 +162,13 @@ class Layout:
         return (f"SELECT m.id, m.session_id, m.timestamp FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
                 f" AND m.active IS NOT 1 AND {self.rows_sql()} AND {_LARGE}")
 
-    def visible_told_sql(self) -> str:
-        """:meth:`visible_sql` with two parameters, JSON lists of ids: rows already told apart (by :meth:`tick_sql`),
-        and those of them that are the row Hermes shows of their message; the others are asked row by row."""
-        return (f"{self.rows_sql()} AND (m.active IS 1 OR CASE WHEN m.id IN (SELECT value FROM json_each(?))"
-                f" THEN m.id IN (SELECT value FROM json_each(?)) ELSE {_ONE_COPY.format(alike=self._alike())} END)")
+    def visible_told_sql(self, told: str = "SELECT value FROM json_each(?)", shown: str = "SELECT value FROM json_each(?)"
+                         ) -> str:
+        """:meth:`visible_sql` given two SQL subqueries (by default two parameters, JSON lists of ids): the ids of rows
+        already told apart (by :meth:`tick_sql`), and of those of them that are the row Hermes shows of their message;
+        the other rows are asked row by row."""
+        return (f"{self.rows_sql()} AND (m.active IS 1 OR CASE WHEN m.id IN ({told})"
+                f" THEN m.id IN ({shown}) ELSE {_ONE_COPY.format(alike=self._alike())} END)")
 
     def _alike(self) -> str:
         return _ALIKE.format(other=_of(self.rows_sql(), "d"))

@@ -414,3 +414,27 @@ def test_rows_of_one_clock_tick_archived_by_a_compaction_are_checked_once(remote
         assert counts(answer["semantic_note"]) == (0, n) and row_by_row == n, (answer["semantic_note"], row_by_row)
         work.append(cost.sql)
     assert work[1] <= 5 * work[0], work
+
+
+def test_a_clock_tick_wider_than_a_page_of_ids_is_told_apart_once(remote: World, monkeypatch):
+    """The same session of n rows at one time, archived by a compaction, read a page of ids at a time as the index
+    check, the index command's check of live vectors and ``status`` read (``index_reads.PAGE_IDS``, 4,096; 256 here
+    so that n = 1,000 -> 4,000 spans 4 -> 16 pages): each page sorted the whole tick again, T x T / 256 (8,000 ->
+    32,000 rows with 4,096 a page: 40,722 -> 349,746 hundred steps, 0.21 -> 1.49 s a keyword search; here 7,057 ->
+    74,512). The tick is now told apart once for every page (4,832 -> 19,524), the count the same."""
+    world, store = remote, plugin("store")
+    monkeypatch.setattr(plugin("index_reads"), "PAGE_IDS", 256)
+    work = []
+    for n in (1000, 4000):
+        repo, asker = world.repo(f"wide{n}"), f"cur{n}"
+        world.session(f"wide{n}", repo)
+        one_tick(world, f"wide{n}", n, lambda i: f"lighthouse note {i}")
+        world.session(asker, repo, style="cli", messages=[("user", "hi")])
+        answer, cost = measure([plugin_dir()], monkeypatch, lambda a=asker: world.search(a, "lighthouse", mode="keyword"), store)
+        with closing(store.connect_ro(world.home / "state.db")) as conn:
+            rows = [i for (i,) in conn.execute("SELECT id FROM messages WHERE session_id = ? ORDER BY id", (f"wide{n}",))]
+            live = plugin("index_reads").live_message_ids(conn, rows)
+        assert counts(answer["semantic_note"]) == (0, n), answer["semantic_note"]
+        assert live == set(rows[: n - 2] + rows[n:]), "the two rows carried forward are shown as their live copies"
+        work.append(cost.sql)
+    assert work[1] <= 5 * work[0], work
