@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
-from . import session_walk, store, ticks
+from . import session_walk, store
 from .records import RecentSession
 
 # A reset's child (Hermes 0.21: /new in the desktop and TUI, a gateway chat's /reset, idle or daily expiry) keeps
@@ -407,12 +407,9 @@ def session_previews(conn: sqlite3.Connection, session_ids: Sequence[str]) -> di
     """Each session's first user and last assistant message that Hermes shows: ``{id: (first_user,
     last_assistant)}``, ``""`` for one not within ``PREVIEW_REACH`` of its end."""
     out: dict[str, tuple[str, str]] = {}
-    copies = ticks.Ticks(conn, store.layout_of(conn))  # a large clock tick grouped once for both ends
     for sid in session_ids:
-        first, _ = session_walk.walk_session(conn, sid, None, back=False, count=1, reach=PREVIEW_REACH, role="user",
-                                             copies=copies)
-        last, _ = session_walk.walk_session(conn, sid, None, back=True, count=1, reach=PREVIEW_REACH, role="assistant",
-                                            copies=copies)
+        first, _ = session_walk.walk_session(conn, sid, None, back=False, count=1, reach=PREVIEW_REACH, role="user")
+        last, _ = session_walk.walk_session(conn, sid, None, back=True, count=1, reach=PREVIEW_REACH, role="assistant")
         rows = store.fetch_messages(conn, first + last)
         out[sid] = (rows[first[0]].text if first and first[0] in rows else "", rows[last[0]].text if last and last[0] in rows else "")
     return out

@@ -216,14 +216,17 @@ def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int)
     return _counted(conn, space, "match:" + match, lambda: count_matches(conn, space, match, cap))
 
 
-def row_filters(conn: sqlite3.Connection, scope: Scope, among: str | None = None) -> tuple[str, list[Any]]:
+def row_filters(conn: sqlite3.Connection, scope: Scope, among: str | None = None, *,
+                visible: tuple[str, list[Any]] | None = None) -> tuple[str, list[Any]]:
     """The conditions every candidate row meets: shown by Hermes, admitted by the search's filters, not a recall, not
     Hermes' own user rows for the model, not a live row of the asking session (:func:`_live_left_out`). ``among``: an
-    SQL subquery naming every row the conditions are asked of (``store.visible``: copies told a tick at a time)."""
+    SQL subquery naming every row the conditions are asked of (``store.visible``: copies told a tick at a time);
+    ``visible``: the condition that a row is shown, and its parameters, when the caller told the copies apart."""
     filter_sql, filter_params = scope.filters.sql(display=store.layout_of(conn).display)
     live_sql, live_params = _live_left_out(scope)
-    clause = f"{store.visible(conn, among)} AND {filter_sql} AND {_NOT_ECHO} AND {_NOT_SCAFFOLD}{live_sql}"
-    return clause, [*filter_params, json.dumps(list(store.RECALL_TOOLS)), *live_params]
+    shown, shown_params = visible or (store.visible(conn, among), [])
+    clause = f"{shown} AND {filter_sql} AND {_NOT_ECHO} AND {_NOT_SCAFFOLD}{live_sql}"
+    return clause, [*shown_params, *filter_params, json.dumps(list(store.RECALL_TOOLS)), *live_params]
 
 
 def _live_left_out(scope: Scope) -> tuple[str, list[Any]]:
@@ -252,8 +255,11 @@ def _early_filters(scope: Scope) -> tuple[str, list[Any]]:
 
 def _passing(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[int]:
     """Those of the message ids ``ids`` that meet every condition of :func:`row_filters` and are no copy of the asking
-    session's context (``store.context_copies_sql``: asked of these rows alone, never of a scan's)."""
-    where, params = row_filters(conn, scope, "SELECT id FROM asked")
+    session's context (``store.context_copies_sql``: asked of these rows alone, never of a scan's). A large clock
+    tick's copies are told apart once for every check of the search (``store.ticks_of``: a tick of T rows sorted
+    for each batch cost T for each of the search's checks)."""
+    told = store.ticks_of(conn).told(ids)
+    where, params = row_filters(conn, scope, visible=(store.layout_of(conn).visible_told_sql(), list(told)))
     copies, copies_params = store.context_copies_sql(scope)
     sql = (f"WITH asked(id) AS (SELECT value FROM json_each(?)) SELECT m.id FROM messages m"
            f" WHERE m.id IN (SELECT id FROM asked) AND {where} AND NOT {copies}")

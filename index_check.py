@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from . import index_reads, state, state_history, store, ticks
+from . import index_reads, state, state_history, store
 from .records import Scope
 
 if TYPE_CHECKING:  # imported where used: keyword search runs without numpy
@@ -281,10 +281,9 @@ def read_texts(conn: sqlite3.Connection, ids: list[int], gone: list[int], *, pag
     (:func:`store.shown_texts`), in that order, read ``page`` at a time as they are taken (``READ_PAGE``: a
     search's); the ids of the others (deleted, rewound, hidden or without text since they were listed) are
     appended to ``gone``, never sent to a provider. Raises ``sqlite3`` errors."""
-    copies = ticks.Ticks(conn, store.layout_of(conn))  # a large clock tick grouped once for all its pages
     for start in range(0, len(ids), page):
         taken = ids[start : start + page]
-        found = store.shown_texts(conn, taken, copies)
+        found = store.shown_texts(conn, taken)
         gone.extend(i for i in taken if i not in found)
         yield from ((i, *found[i]) for i in taken if i in found)
 

@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from . import filters, store, ticks
+from . import filters, store
 from .records import Scope
 
 PAGE_IDS = 4096  # ids whose rows one statement reads (a page; see the module's docstring)
@@ -33,7 +33,7 @@ def _paged(conn: sqlite3.Connection, sql: str, ids: Sequence[int], *params: Any)
     (a large clock tick's rows told apart once for every page: ``ticks``). Inside a transaction the caller holds,
     every page reads in it. Raises ``sqlite3`` errors."""
     ordered = sorted(int(i) for i in ids)
-    copies = ticks.Ticks(conn, store.layout_of(conn))
+    copies = store.ticks_of(conn)
     for start in range(0, len(ordered), PAGE_IDS):
         page = ordered[start : start + PAGE_IDS]
         yield from conn.execute(f"WITH page(id) AS (SELECT value FROM json_each(?)), told(id) AS (SELECT value FROM"

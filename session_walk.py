@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from . import store, stored_text, ticks
+from . import store, stored_text
 from .records import MessageRow
 
 #: Rows a walk reads past the ones it keeps (a rewind takes back whole turns) before it stops and says so. A row
@@ -31,7 +31,7 @@ _BY_TIME = ("m.timestamp", "m.id")  # Hermes 0.19's (session_id, timestamp) inde
 
 def walk_session(
     conn: sqlite3.Connection, session_id: str, start: tuple[float, int] | None, *, back: bool, count: int,
-    reach: int | None = None, role: str | None = None, copies: ticks.Ticks | None = None,
+    reach: int | None = None, role: str | None = None,
 ) -> tuple[list[int], bool]:
     """The ids of the next ``count`` messages Hermes shows of ``session_id``, in its order (by id; a message stored
     more than once where its first row lies), backwards with ``back``, and whether the walk stopped at its reach:
@@ -40,7 +40,7 @@ def walk_session(
     It starts after ``start`` (a message's ``(timestamp, id)``; ``None``: the session's first message, or last
     with ``back``) and reads ``count`` messages and at most ``reach`` other rows (``reach``: :data:`HIDDEN_REACH`
     unless given), passing the copies of messages shown where an earlier row lies (a compaction's) besides: as many
-    as lie on its way, one seek each (``copies``: the large clock ticks met, grouped once: ``ticks``). With
+    as lie on its way, one seek each (a large clock tick's rows told apart once a connection: ``store.ticks_of``). With
     ``role``, only messages read as that role (:func:`stored_text.role_of`) with text as read are kept
     (:data:`store.SHOWS_TEXT`: not Hermes' notes to the model or its compaction summaries); a user or assistant row
     of another role is asked whether it is such a copy only when an earlier row of its clock tick is not live (a
@@ -51,7 +51,7 @@ def walk_session(
         return [], False
     reach = HIDDEN_REACH if reach is None else reach
     shape = store.layout_of(conn)
-    copies = copies or ticks.Ticks(conn, shape)
+    copies = store.ticks_of(conn)
     kept_sql = shape.rows_sql()
     status: tuple[str, list[Any]] = (f"CASE WHEN {kept_sql} THEN 1 ELSE 0 END", [])
     if role is not None:  # role first: no tool log's content read
@@ -178,10 +178,9 @@ def messages_around(
     Returns ``(rows, stopped)`` (``stopped`` as :func:`walk_session`'s, on either side); ``rows`` is empty when
     ``message_id`` is not a message Hermes shows of that session. Texts as :func:`store.fetch_messages` gives them.
     """
-    shape = store.layout_of(conn)
-    copies = ticks.Ticks(conn, shape)  # a large clock tick grouped once for both walks
+    shape, copies = store.layout_of(conn), store.ticks_of(conn)
     if message_id is None:
-        ids, stopped = walk_session(conn, session_id, None, back=False, count=after + 1, copies=copies)
+        ids, stopped = walk_session(conn, session_id, None, back=False, count=after + 1)
     else:
         sql = (f"SELECT m.id, CASE WHEN {shape.visible_told_sql()} THEN 1 ELSE 0 END "
                "FROM messages m WHERE m.id = ? AND m.session_id = ?")
@@ -189,8 +188,8 @@ def messages_around(
         at = copies.first_row(message_id)  # where it is shown
         if anchor is None or not anchor[1] or at is None:
             return [], False
-        earlier, cut_before = walk_session(conn, session_id, at, back=True, count=before, copies=copies)
-        later, cut_after = walk_session(conn, session_id, at, back=False, count=after, copies=copies)
+        earlier, cut_before = walk_session(conn, session_id, at, back=True, count=before)
+        later, cut_after = walk_session(conn, session_id, at, back=False, count=after)
         ids, stopped = [*reversed(earlier), message_id, *later], cut_before or cut_after
     rows = store.fetch_messages(conn, ids)
     return [rows[i] for i in ids if i in rows], stopped

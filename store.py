@@ -80,6 +80,7 @@ class StateConnection(sqlite3.Connection):
     ``phr_prompt_folder(system prompt)`` is the working directory a session's system prompt names."""
 
     layout: layout.Layout | None = None
+    ticks: ticks.Ticks | None = None
     cron_folders: Mapping[str, str] = {}
 
 
@@ -92,6 +93,18 @@ def layout_of(conn: sqlite3.Connection) -> layout.Layout:
     found = layout.read(conn)
     if isinstance(conn, StateConnection):
         conn.layout = found
+    return found
+
+
+def ticks_of(conn: sqlite3.Connection) -> ticks.Ticks:
+    """The large clock ticks the readers of ``conn`` met, each grouped once (``ticks``): one per connection of
+    :func:`connect_ro` (a search, a read, the index command's run), a new one every time for another connection."""
+    known = getattr(conn, "ticks", None)
+    if known is not None:
+        return known
+    found = ticks.Ticks(conn, layout_of(conn))
+    if isinstance(conn, StateConnection):
+        conn.ticks = found
     return found
 
 
@@ -339,14 +352,13 @@ def message_timestamps(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int
         (json.dumps([int(i) for i in ids]),))}
 
 
-def shown_texts(conn: sqlite3.Connection, ids: Sequence[int], copies: ticks.Ticks | None = None
-                ) -> dict[int, tuple[str, str]]:
+def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
     """``{id: (session id, text)}`` of those of the messages ``ids`` the vector index may hold (as
     :func:`index_reads.indexable_row`, told once the text is read), the text as it is embedded. An id left out (deleted,
-    rewound, emptied) is never sent to a provider. ``copies``: the large clock ticks a reader of many pages met, each
-    grouped once for all its pages (``ticks``). Raises ``sqlite3`` errors."""
+    rewound, emptied) is never sent to a provider. A large clock tick's rows are told apart once a connection
+    (:func:`ticks_of`: the index command reads its texts a page at a time). Raises ``sqlite3`` errors."""
     shape, listed = layout_of(conn), json.dumps([int(i) for i in ids])
-    told, shown = (copies or ticks.Ticks(conn, shape)).told(ids)
+    told, shown = ticks_of(conn).told(ids)
     rows = conn.execute(
         f"SELECT m.id, m.session_id, m.content, m.role FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
         f" AND {shape.visible_told_sql()} AND m.role IN ('user', 'assistant')", (listed, told, shown))

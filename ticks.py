@@ -7,10 +7,10 @@ once, compacted in place): T x T for a reader that asks each row of such a tick.
 than ``layout.LARGE_TICK`` rows once, the first time one of its rows is asked, and answers its other rows from that;
 a small tick is asked row by row.
 
-One :class:`Ticks` serves one reader (a read's two walks, a page of previews, the index command's run of pages, a
-search's check of its hits). A tick Hermes wrote to since it was grouped is answered as it was then: a copy told as its
-message, or a message as a copy, until the next reader; whether a row is shown at all (rewound, hidden) every reader
-asks of the row itself.
+One :class:`Ticks` serves the readers of one connection (``store.ticks_of``: a search, a read, the index command's run).
+A row of a large tick that is not in its grouping (written since) has the tick grouped again; a row changed since is
+answered as it was: a copy told as its message, or a message as a copy, until the next connection. Whether a row is
+shown at all (rewound, hidden) every reader asks of the row itself.
 
 Read-only; raises ``sqlite3`` errors.
 """
@@ -31,9 +31,10 @@ class Ticks:
         self.conn, self.shape = conn, shape
         self.grouped: dict[tuple[str, float], dict[int, tuple[int, int]]] = {}
 
-    def _rows(self, session_id: str, timestamp: float) -> dict[int, tuple[int, int]]:
+    def _rows(self, session_id: str, timestamp: float, message_id: int) -> dict[int, tuple[int, int]]:
+        """The grouping of the tick ``(session_id, timestamp)``, holding row ``message_id`` unless it is gone."""
         key = (session_id, timestamp)
-        if key not in self.grouped:
+        if message_id not in self.grouped.get(key, ()):  # first met, or written since it was grouped
             self.grouped[key] = {int(i): (int(first), int(shown)) for i, first, shown
                                  in self.conn.execute(self.shape.tick_sql(), key)}
         return self.grouped[key]
@@ -47,7 +48,7 @@ class Ticks:
         session_id, timestamp, large, shown = row
         if not large:
             return None if shown is None else int(shown)
-        first, shown = self._rows(str(session_id), timestamp).get(message_id, (None, None))
+        first, shown = self._rows(str(session_id), timestamp, message_id).get(message_id, (None, None))
         return shown if first == message_id else None
 
     def first_row(self, message_id: int) -> tuple[float, int] | None:
@@ -58,7 +59,7 @@ class Ticks:
             return None
         session_id, timestamp, large, first = row
         if large:
-            first = self._rows(str(session_id), timestamp).get(message_id, (message_id, message_id))[0]
+            first = self._rows(str(session_id), timestamp, message_id).get(message_id, (message_id, message_id))[0]
         return timestamp, int(first if first is not None else message_id)
 
     def told(self, ids: Sequence[int]) -> tuple[str, str]:
@@ -68,6 +69,6 @@ class Ticks:
         for mid, session_id, timestamp in self.conn.execute(self.shape.large_archived_sql(),
                                                             (json.dumps([int(i) for i in ids]),)).fetchall():
             told.append(int(mid))
-            if self._rows(str(session_id), timestamp).get(int(mid), (0, 0))[1] == mid:
+            if self._rows(str(session_id), timestamp, int(mid)).get(int(mid), (0, 0))[1] == mid:
                 shown.append(int(mid))
         return json.dumps(told), json.dumps(shown)
