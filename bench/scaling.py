@@ -55,6 +55,10 @@ so its "first" and "later" rows time the same call; a call of it slower than
    candidates are looked up among the live turns (the copies check).
 14. ``filtered``: one long-lived session of n matches, all before the search's
    ``since``, and one match after it: every candidate fails the date check.
+15. ``tick``: one session of n rows written at one time (one timestamp), compacted
+   in place carrying the last two forward; ``carried``: the same carrying every
+   row forward (n live copies after the last message shown): a search, the
+   recent list, a read around the last message, the index command's text reads.
 
 Our search is ``search.search_history(mode="keyword", limit=3)``: the tool's
 path minus JSON. Every answer is checked (the expected sessions, nothing of
@@ -635,6 +639,53 @@ def tick(b: Bench, size: int) -> list[Call]:
             Call("recent list", recent, None, listed)]
 
 
+def carried(b: Bench, size: int) -> list[Call]:
+    """The ``tick`` session compacted carrying every row forward (each archived, a live copy of it written after them
+    all, at its time): the index's candidates checked a batch at a time, the recent list's previews (its last
+    assistant message lies n live copies before the session's last row), a read around its last message, and the
+    index command's reads of its texts (``index_check.read_texts``, ``indexing.BATCH`` ids a page)."""
+    h = b.new_home(f"carried{size}")
+    repo = h.repo("app")
+    for i in range(12):
+        h.session(f"a{i}", repo, messages=chat(i))
+    h.session("import", repo)
+    at = h.ts + 1
+    ids = [h.say("import", ("user", "assistant")[i % 2], f"lunch note {i}", at=at) for i in range(size)]
+    with sqlite3.connect(h.home / "state.db") as conn:  # the compaction's own writes, as archive_and_compact made them
+        conn.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = 'import'")
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp) SELECT session_id, role, content,"
+                     " timestamp FROM messages WHERE session_id = 'import' ORDER BY id")
+        every = [int(r[0]) for r in conn.execute("SELECT id FROM messages WHERE session_id = 'import' ORDER BY id")]
+    conn.close()
+    h.session("cur", repo, messages=[("user", "hi")])
+    last = f"lunch note {size - 1 if size % 2 == 0 else size - 2}"  # the last assistant row (odd rows)
+
+    def previews(answer: dict[str, Any]) -> str | None:
+        shown = [(s["session_id"], s["last_assistant"]) for s in answer.get("sessions", []) if s["session_id"] == "import"]
+        return None if shown == [("import", last)] else f"previews: {shown}, not {last!r}"
+
+    def window(answer: dict[str, Any]) -> str | None:
+        texts = [m["text"] for m in answer.get("messages", [])]
+        return None if texts[-1:] == [f"lunch note {size - 1}"] and "stopped" not in answer else f"window: {texts[-3:]}"
+
+    def texts() -> list[Any]:
+        conn = b.phr.store.connect_ro(h.home / "state.db")
+        try:
+            return list(b.phr.index_check.read_texts(conn, every, [], page=b.phr.indexing.BATCH))
+        finally:
+            conn.close()
+
+    recent = lambda: b.phr.browse.recent_sessions(home=h.home, session_id="cur")  # noqa: E731
+    read = lambda: b.phr.browse.read_around(home=h.home, session_id="cur", target_session="import",  # noqa: E731
+                                            message_id=every[-1])
+    return [Call("search of a word in every row", b.search(h, "cur", "lunch note"), b.builtin(h, "cur", "lunch note"),
+                 found_in(lambda s: s == "import")),
+            Call("recent list", recent, None, previews),
+            Call("read around the last message", read, None, window),
+            Call("index command's text reads", texts, None,
+                 lambda got: None if len(got) == len(ids) else f"{len(got)} texts, not {len(ids)}")]
+
+
 DIMENSIONS = {d.key: d for d in (
     Dimension("chain", "chain depth (a Telegram chat compressed n times)", 200, "sessions", chain),
     Dimension("compressed", "a conversation's compressed past (a repo's chat compressed n times, all matching)", 200,
@@ -663,6 +714,8 @@ DIMENSIONS = {d.key: d for d in (
               filtered),
     Dimension("tick", "rows of one clock tick compacted in place (one session of n rows written at one time)", 1000,
               "rows", tick),
+    Dimension("carried", "rows of one clock tick compacted in place, every row carried forward as a live copy", 1000,
+              "rows", carried),
 )}
 
 
