@@ -420,7 +420,7 @@ def test_a_clock_tick_wider_than_a_page_of_ids_is_told_apart_once(remote: World,
     """The same session of n rows at one time, archived by a compaction, read a page of ids at a time as the index
     check, the index command's check of live vectors and ``status`` read (``index_reads.PAGE_IDS``, 4,096; 256 here
     so that n = 1,000 -> 4,000 spans 4 -> 16 pages): each page sorted the whole tick again, T x T / 256 (8,000 ->
-    32,000 rows with 4,096 a page: 40,722 -> 349,746 hundred steps, 0.21 -> 1.49 s a keyword search; here 7,057 ->
+    32,000 rows with 4,096 a page: 40,722 -> 349,746 hundred steps, 0.13 -> 0.95 s a keyword search; here 7,057 ->
     74,512). The tick is now told apart once for every page (4,832 -> 19,524), the count the same."""
     world, store = remote, plugin("store")
     monkeypatch.setattr(plugin("index_reads"), "PAGE_IDS", 256)

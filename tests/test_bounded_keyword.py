@@ -693,7 +693,7 @@ def test_the_index_candidates_of_one_clock_tick_carried_whole_are_checked_in_lin
     """A session of n rows sharing one timestamp, each holding the query's words, compacted in place carrying every
     row forward (each archived, a live copy written after them all): the candidates picked from the index are checked
     a batch at a time (``fts._first_passing``), and each batch's check sorted the whole tick again to tell its copies
-    apart; the batches grow with the candidates (n = 2,000 -> 8,000: 43,277 -> 284,294 hundred steps, 0.59 -> 3.25 s
+    apart; the batches grow with the candidates (n = 2,000 -> 8,000: 43,277 -> 284,294 hundred steps, 0.33 -> 2.14 s
     of CPU at 4,000 -> 16,000). The tick is now told apart once a search (``store.ticks_of``: 10,644 -> 42,508), the
     same answer: one result, a live copy."""
     store, work = plugin("store"), []
