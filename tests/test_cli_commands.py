@@ -720,14 +720,15 @@ def test_ctrl_c_exits_130_with_one_line(shared_two: World, capsys, monkeypatch: 
                         "on from there\n"), err
 
 
-#: A ``sitecustomize`` that sends the process a real SIGINT (Ctrl-C) as the plugin's redaction patterns start
-#: loading: the half second of imports before the command line's own handling begins.
+#: A ``sitecustomize`` that sends the process a real SIGINT (Ctrl-C) as the command line's module starts loading: the
+#: half second of imports before its own handling begins. (Not a module only some commands import, such as the
+#: redaction patterns ``status`` loads only with semantic search set up: the test then depended on the shared world.)
 CTRL_C_WHILE_LOADING = """
 import importlib.abc, os, signal, sys
 
 class CtrlC(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name.endswith(".secret_patterns"):
+        if name.endswith(".command_line"):
             os.kill(os.getpid(), signal.SIGINT)
         return None
 
