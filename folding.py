@@ -13,6 +13,7 @@ import re
 import unicodedata
 
 from . import prefilter
+from . import secret_labels as labels
 from . import secret_patterns as patterns
 
 #: Invisible characters (zero-width spaces and joiners, direction marks, the BOM, tag characters, the soft hyphen,
@@ -54,7 +55,7 @@ HOMOGLYPH_WORD = re.compile(f"(?<![A-Za-z{_LOOK_ALIKES}])(?=[A-Za-z]*+[{_LOOK_AL
                             f"[A-Za-z{_LOOK_ALIKES}]++")
 #: A label set off by Markdown or HTML: emphasis or code (``**Password:**``, ``__Token__:``, `` `DB_PASSWORD` ``),
 #: a tag (``<b>Password:</b>``); a table's cells are :mod:`table_secrets`'. Read without its marks when it holds a
-#: credential word (:data:`secret_patterns.MARKED_CREDENTIAL`): the patterns know a label joined to its value by
+#: credential word (:data:`secret_labels.MARKED_CREDENTIAL`): the patterns know a label joined to its value by
 #: ``:``, not by ``**``. Groups: the label and the colon inside the marks, in emphasis (2, 3) and in a tag (4, 5).
 MARKED_LABEL = re.compile(
     r"(?<![\w*`])(\*{1,2}+|_{1,2}+|`)([^*`<>|\n]{1,40}?)([:：]?)\1(?![\w*`])"
@@ -100,7 +101,7 @@ def _unmarked_label(m: re.Match[str]) -> str:
     """A :data:`MARKED_LABEL` match without its marks, when the
     label holds a credential word; else as it is."""
     label = m.group(2) or m.group(4)
-    if not patterns.MARKED_CREDENTIAL.search(label):
+    if not labels.MARKED_CREDENTIAL.search(label):
         return m.group()
     return label + (m.group(3) or m.group(5) or "")
 

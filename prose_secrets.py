@@ -5,7 +5,7 @@ A login's password in ``user:password@host`` without a URL's ``//`` or with a ``
 label; passphrases of words and spaces after a password label; and the items of a list going on after a redacted
 password (:func:`listed`, a late step of its own: the steps before it redact the first), and a key's rest after a space
 or its halves (``前半段 … 后半段 …``). Each is found by a pattern here (the shared
-ones, labels and words, are :mod:`secret_patterns`') and judged: these shapes are also what ordinary text is made of
+ones are :mod:`secret_labels`' and :mod:`secret_patterns`') and judged: these shapes are also what ordinary text is made of
 (``email:alice2024@example.com``, ``GPIO pin 18``, ``password: see the vault entry``, ``docker run -u 1000:1000 -p
 8080:80``), so a value goes only when it reads as a secret. Pure; linear in the length of the text; never raises.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from . import prefilter
+from . import secret_labels as labels
 from . import secret_patterns as patterns
 
 #: A cloud drive's share code (百度网盘's 提取码): four letters and digits.
@@ -61,7 +62,7 @@ LABEL_ABOVE = re.compile(
 #: ``value``.
 PASSPHRASE_WORDS = re.compile(
     r"(?i)(?=[pmcskwhş密口パ비암п])(?P<label>(?<![A-Za-z0-9])(?:password|passwd|passphrase|passcode|"
-    + "|".join(sorted(patterns.FOREIGN_PASSWORD_LABELS, key=lambda label: (-len(label), label))) +
+    + "|".join(sorted(labels.FOREIGN_PASSWORD_LABELS, key=lambda label: (-len(label), label))) +
     r")|密码|密碼|口令|パスワード|비밀번호|암호|пароль)"
     r"(?:(?:[ \t]*+(?:=>|->|改成了|改为了|改成|改为|设置成|设为|[:=：是为為は는은を]|(?:is|was|ist|war|est|es|era|é|è|là)(?![A-Za-z]))){1,2}"
     r"|(?<=[\u0400-\u04ff\u3040-\u9fff\uac00-\ud7af])(?=[ \t]))"
@@ -126,7 +127,7 @@ USER_PASS_FLAGS = re.compile(
 #: A credential's environment name in prose, then a verb and the value (``POSTGRES_PASSWORD is …``, ``DB_PASSWORD 是
 #: …``, ``REDIS_PASSWORD 改成了 …``, ``requirepass 设置的是 …``, ``I set POSTGRES_PASSWORD to …``, ``把 DB_PASSWORD 设成 …``): the name in capitals ending in a credential's word (``_KEY`` after ``API``,
 #: ``SECRET``... only: a ``CACHE_KEY`` is a name) or a configuration's in lower case (``requirepass``, ``masterauth``,
-#: ``tenant_access_token``), which the labels of :data:`secret_patterns.LABELLED`, words of their
+#: ``tenant_access_token``), which the labels of :data:`secret_labels.LABELLED`, words of their
 #: own, do not read, and assignments want a sign. Group ``value``; it must read as a password with a digit.
 NAMED_IN_PROSE = re.compile(
     r"(?<![\w-])(?:[A-Z][A-Z0-9_]{0,60}?(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|(?:API|ACCESS|SECRET|PRIVATE|MASTER)_KEY)"
@@ -159,7 +160,7 @@ CHANGE_LABEL = r"(?i)(?:password|passwd|pwd|密码|密碼|口令)"
 CHANGED_FROM = re.compile(CHANGE_LABEL + r"(?:[^\n]{0,40}?(?:from|从|從|由)[ \t]*+(?:\r?\n[ \t]*+)?|[ \t]++)[\"'`「]?(?P<value>[!#-&(-_a-~]{6,64}+)"
                           r"(?=[\"'`」]?(?:(?:[ \t]++|[ \t]*+\r?\n[ \t]*+)(?:to|->|→)|[ \t]*+(?:改|换|換)(?:成|为|為)))")
 #: ``pass`` as a password's label (``the root pass is …``, ``pass for the vpn is …``, ``pass for wifi: …``, after a login's user ``user bob, pass …``), which
-#: :data:`secret_patterns.LABELLED` leaves to code (Python's ``pass``): the value must read strongly (:func:`reads_strongly`), not a cost's ``O(n^2)``.
+#: :data:`secret_labels.LABELLED` leaves to code (Python's ``pass``): the value must read strongly (:func:`reads_strongly`), not a cost's ``O(n^2)``.
 PASS_LABEL = re.compile(r"(?i)(?:(?<![\w-])(?P<user>user(?:name)?|login)[ \t]*+[:：=]?[ \t]*+[`'\"]?[\w.@-]{1,64}+[`'\"]?[ \t]*+[,，/]?[ \t]*+)?"
                         r"(?<![\w-])pass(?:[ \t]++for[ \t]++(?:the[ \t]++|my[ \t]++|our[ \t]++)?[\w.-]{1,30}+(?:[ \t]++[\w-]{1,30}+){0,2})?"
                         r"(?:[ \t]++(?:is|was)[ \t]++|[ \t]*+[:：][ \t]*+|(?(user)[ \t]++|(?!)))(?P<value>[^\s，。()]{6,64}+)")
@@ -428,7 +429,7 @@ def _passphrase_words(m: re.Match[str], redacted: str) -> str:
     after = m.string[end : end + 1]
     words = value.split()
     letters = [w for w in words if not w.isdigit()]
-    verb = patterns.LATIN_VERBS.search(m.string, m.end("label"), m.start("value")) is not None
+    verb = labels.LATIN_VERBS.search(m.string, m.end("label"), m.start("value")) is not None
     fewest = 4 if verb and m.group("label").lower() != "passphrase" else 3
     if (not fewest <= len(words) <= 8 or len(words) - len(letters) > 1 or (after.isalpha() and after < "\u0250")
             or not all(w.isalpha() for w in letters)

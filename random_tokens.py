@@ -1,7 +1,7 @@
 """Whether a token reads as random, a key, rather than a word, a name, a path, an id or a digest, for :mod:`redact`.
 
 :func:`long_token` judges a run of 28+ base64 characters found anywhere (:data:`LONG_TOKEN`), :func:`labelled_key` a
-value right after a key or token label (:data:`secret_patterns.LABELLED_KEY`), :func:`key_nearby` one later on the label's line; both by :func:`looks_random`: Shannon
+value right after a key or token label (:data:`secret_labels.LABELLED_KEY`), :func:`key_nearby` one later on the label's line; both by :func:`looks_random`: Shannon
 entropy, the runs of one character class, hex and UUID shapes, and what is written right before the token (a public
 key's or a request id's label, a digest's tag); :func:`redact` judges every long token outside a public block.
 Pure; linear in the length of the text; never raises. Imports :mod:`prefilter` only.
@@ -132,7 +132,7 @@ def random_after_label(token: str, one_case: bool) -> bool:
 
 
 def labelled_key(m: re.Match[str], redacted: str) -> str:
-    """A :data:`secret_patterns.LABELLED_KEY` match with its value redacted when it reads as random. After a bare
+    """A :data:`secret_labels.LABELLED_KEY` match with its value redacted when it reads as random. After a bare
     ``key`` and a space, only a mixed-case value can be: a one-case one is a cache, object or primary key's name
     (``cache key userprofile20240311v2region7x``), or a key's id in hex (``gpg: key 3AA5C34371567BD2: public key``)."""
     one_case = m.group("label").lower() != "key" or re.search("[:=：是为為は]", m.group("join")) is not None

@@ -5,7 +5,7 @@
   credentials; :func:`split_query` and :func:`endpoint_secrets` take apart a
   configured URL for the HTTP client and for scrubbing error texts.
 * Text that leaves the machine: :func:`redact_secrets` replaces secret-looking
-  strings by ``[redacted]``; the patterns are in :mod:`secret_patterns`.
+  strings by ``[redacted]``; the patterns are in :mod:`secret_patterns` and :mod:`secret_labels`.
 * Logs: :func:`guard_logs` keeps an endpoint's credentials out of the records
   of the HTTP client's loggers.
 
@@ -14,7 +14,7 @@ filter on the HTTP client's loggers. The secrets that filter knows are process-w
 one would let a client built earlier log it), so they are not kept in :mod:`state` and no reset clears them. Seed
 phrases are found by :mod:`seed_phrases`; secrets written as prose (a login in ``user:password@host``, a PIN, a
 passphrase of words) by :mod:`prose_secrets`; in code, by :mod:`code_secrets` and :mod:`literal_secrets`; in configuration and encoded bodies, by :mod:`config_secrets`; cookies outside a header, by
-:mod:`cookie_secrets`; whether a token reads as random, by :mod:`random_tokens`. Imports those and :mod:`secret_patterns`.
+:mod:`cookie_secrets`; whether a token reads as random, by :mod:`random_tokens`. Imports those, :mod:`secret_labels` and :mod:`secret_patterns`.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from . import (
     sql_secrets,
     table_secrets,
 )
+from . import secret_labels as labels
 from . import secret_patterns as patterns
 from .output_secrets import redact as redact_output
 
@@ -247,9 +248,9 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield (text := config_secrets.redact(text, REDACTED, _judged_secret))
     yield (text := redact_output(text, REDACTED, _judged_secret))
     yield (text := prefilter.sub(patterns.NAMED_VALUE, _named_value, text))
-    yield (text := prefilter.sub(patterns.LABELLED, _labelled, text))
-    yield (text := prefilter.sub(patterns.LABELLED_DIGEST, lambda m: m.group(1) + REDACTED, text))
-    yield (text := prefilter.sub(patterns.LABELLED_KEY, lambda m: random_tokens.labelled_key(m, REDACTED), text))
+    yield (text := prefilter.sub(labels.LABELLED, _labelled, text))
+    yield (text := prefilter.sub(labels.LABELLED_DIGEST, lambda m: m.group(1) + REDACTED, text))
+    yield (text := prefilter.sub(labels.LABELLED_KEY, lambda m: random_tokens.labelled_key(m, REDACTED), text))
     yield (text := prefilter.sub(random_tokens.KEY_NEARBY, lambda m: random_tokens.key_nearby(m, REDACTED), text))
     yield (text := seed_phrases.redact(text, REDACTED))
     yield (text := prefilter.sub(patterns.ASSIGNMENT, _assignment, text))
@@ -446,7 +447,7 @@ def _passphrase(value: str, text: str, end: int) -> bool:
 
 
 def _labelled(m: re.Match[str]) -> str:
-    """A :data:`secret_patterns.LABELLED` match with the value after the label redacted, when it reads as one.
+    """A :data:`secret_labels.LABELLED` match with the value after the label redacted, when it reads as one.
 
     A Latin label needs a verb (``is``, ``ist``...) or a CJK joiner (``password=`` is an assignment), or ``:`` or
     ``=`` after a label that is not ASCII (``contraseña=``, which assignments, named in ASCII, miss) or after what
@@ -467,7 +468,7 @@ def _labelled(m: re.Match[str]) -> str:
         return m.group(0)  # a word of another script, not a password (пароль от почты лежит в сейфе; Café2024! goes)
     if re.fullmatch(r"\d{1,5}+(?:[-~～到至]\d{1,5}+)?", value) and m.string.startswith(patterns.SIZE_UNITS, start + len(value)):
         return m.group(0)  # a length or a size (密码是8-16位, 密钥是2048位), not a value
-    foreign = patterns.FOREIGN_LABEL.fullmatch(label) is not None
+    foreign = labels.FOREIGN_LABEL.fullmatch(label) is not None
     after = joiner[len(m.group("purpose") or "") :].strip()  # what joins the value, what it is for left out
     if max(label) < "\u0250" or foreign:  # Latin script, or a word for key or token of another
         words = after.lower().replace("…", "...")  # an ellipsis as its dots
@@ -482,11 +483,11 @@ def _labelled(m: re.Match[str]) -> str:
         paren = group == "paren" and words in ("", ":", "：", "=")  # password (…), password: (…), password(…)
         if (paren or not words and joiner[:1].isspace()) and re.search(r"\d", value) and prose_secrets.reads_as_password(value, REDACTED):
             before = _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1))
-            assigned = label.lower() in patterns.FOREIGN_PASSWORD_LABELS or (_password_name(label) and (paren or (
+            assigned = label.lower() in labels.FOREIGN_PASSWORD_LABELS or (_password_name(label) and (paren or (
                 before is not None and (before[1] is not None or prose_secrets.reads_strongly(m.group(group)))))) or (label[:3].lower() == "wpa" and len(value) >= 8)
-        if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not patterns.LATIN_VERBS.search(words))):
+        if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not labels.LATIN_VERBS.search(words))):
             return m.group(0)
-        password = _password_name(label) or label.lower() in patterns.FOREIGN_PASSWORD_LABELS
+        password = _password_name(label) or label.lower() in labels.FOREIGN_PASSWORD_LABELS
         passphrase = password and _passphrase(value, m.string, start + len(value))
         if not (passphrase or re.search(r"[0-9!-/:-@\[-`{-~]", value)) or _names_something(value, password):
             return m.group(0)  # prose, or a name (the private key is id_ed25519)
@@ -505,15 +506,15 @@ _USER_BEFORE = re.compile(r"(?i)(?:(?<![\w-])((?:user(?:name)?|login|account)[ \
 
 
 def _weakly_labelled(m: re.Match[str], joiner: str) -> bool:
-    """Whether a :data:`secret_patterns.LABELLED` match, joined to its value by ``joiner``, is of a form as often
-    followed by what the credential is as by its value: a joiner not :data:`secret_patterns.PLAIN_JOIN`'s (a space
-    alone before a word: ``密码 reset link sent``), a label of :data:`secret_patterns.NAMING_LABELS`, one glued after a
+    """Whether a :data:`secret_labels.LABELLED` match, joined to its value by ``joiner``, is of a form as often
+    followed by what the credential is as by its value: a joiner not :data:`secret_labels.PLAIN_JOIN`'s (a space
+    alone before a word: ``密码 reset link sent``), a label of :data:`secret_labels.NAMING_LABELS`, one glued after a
     word (``Redis密码是 requirepass 配置的``; not a network's: ``wifi密码是 88888888a`` is its value) or in JSON quotes
     (``"密码": "Password"``), a value in brackets (``密码（至少8位）``) or a label two clauses back (``redis 没设密码，mongo 的是 …``)."""
     before = m.string[m.start(1) - 1] if m.start(1) else " "
     glued = before.isascii() and before.isalnum() and not re.search(r"(?i)(?:wi-?fi|wlan)$", m.string[max(m.start(1) - 5, 0) : m.start(1)])
     aside = m.group("paren") is not None or (m.group("purpose") or " ")[0] in "，," or (not joiner and (m.group(7) or "").isalpha())
-    return m.group(1) in patterns.NAMING_LABELS or glued or aside or patterns.PLAIN_JOIN.sub("", joiner).strip() != ""
+    return m.group(1) in labels.NAMING_LABELS or glued or aside or labels.PLAIN_JOIN.sub("", joiner).strip() != ""
 
 
 def _plainly_a_password(value: str, label: str) -> bool:

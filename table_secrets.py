@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from . import prefilter, prose_secrets
+from . import secret_labels as labels
 from . import secret_patterns as patterns
 
 #: What a label may have before it: words of what it is for (``DB Password``, ``root_pwd``, ``Login/Password``,
@@ -28,7 +29,7 @@ _AFTER = r"(?:[ \t]*+[(（][^()（）\n]{0,20}+[)）])?"
 #: test's, ``PW`` a pulse's width).
 PASSWORD_HEADER = re.compile(
     _BEFORE + r"(?:passwords?|passwd|pwd|passphrase|密码|密碼|口令|パスワード|비밀번호|패스워드|비번|암호|пароль|"
-    + "|".join(sorted(patterns.FOREIGN_PASSWORD_LABELS, key=lambda label: (-len(label), label))) + ")" + _AFTER
+    + "|".join(sorted(labels.FOREIGN_PASSWORD_LABELS, key=lambda label: (-len(label), label))) + ")" + _AFTER
     + r"|(?i:(?:[A-Za-z0-9]{1,20}+_){1,2}pass|(?:[A-Za-z0-9]{1,20}+[ _-]){1,2}pw)"
 )
 #: A cell that names a key or a token (``API Key``, ``secret_access_key``, ``Access Token``, ``SK``, ``密钥``, ``令牌``);

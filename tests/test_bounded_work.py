@@ -1004,6 +1004,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
         output_secrets,
         prose_secrets,
         random_tokens,
+        secret_labels,
         secret_patterns,
         seed_phrases,
         sql_secrets,
@@ -1030,7 +1031,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
         return found
 
     compiled = {f"{module.__name__}.{name}": value
-                for module in (secret_patterns, code_secrets, command_secrets, config_secrets, cookie_secrets, folding,
+                for module in (secret_patterns, secret_labels, code_secrets, command_secrets, config_secrets, cookie_secrets, folding,
                                literal_secrets, output_secrets, prose_secrets, random_tokens, seed_phrases, sql_secrets, table_secrets)
                 for name, value in vars(module).items() if isinstance(value, re.Pattern)}
     assert len(compiled) >= 25
