@@ -392,15 +392,6 @@ DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\
                             r"(?!\S*(?:\(\?[=!:<]|\{\d{1,3},\d{0,3}\}|[" + _CJK + r"]))"
                             r"(?![A-Za-z][A-Za-z\d]*+:[A-Za-z_]++$|%\w++%$|@\w++$|\([^()]*+\)$|[A-Z][A-Z\d_]*+=|\*++(?:[A-Z_]++\*++)?$)"
                             r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![a-z\d_:,.-]*+\|[a-z\d_:,.|-]*+$)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
-#: A word of a seed phrase (group 2: a run of ASCII letters), a run of other letters (neither group: ``别外传``, glued
-#: to a phrase's last word, ends it), or a markup tag between its words (group 1: ``<p>``, ``</td>``, ``<br/>``), which
-#: :func:`redact._seed_phrases` reads through. A tag is bounded, so it is read once.
-SEED_TOKEN = re.compile(r"(</?[A-Za-z][A-Za-z0-9]{0,9}+(?:[ /][^<>\n]{0,60}+)?>)|([A-Za-z]++)|[^\W\d_A-Za-z]++")
-#: The most characters between two words of a seed phrase (tags aside): a list's number and bullet, a table's ``|``
-#: cells, quotes and commas, a line break and its indent.
-SEED_GAP = 24
-#: The BIP-39 English word list the words must come from, beside this module (:func:`redact._bip39_words` reads it).
-BIP39_WORDS_FILE = "bip39_english.txt"
 #: A value that names something instead of being a secret, for the names and labels that are credentials only when
 #: their value looks like one (``auth``, ``*_KEY``, ``the private key is``): a path (``~/.ssh/deploy_key``),
 #: ``name:number`` (``session:123``), an algorithm or encoding (``RSA-4096``, ``UUIDv4``, ``Argon2id``, ``PKCS#8``,

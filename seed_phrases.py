@@ -3,7 +3,7 @@
 A run of words is a seed phrase when nearly every word is on the BIP-39 English list. The list is the one
 file this module reads: ``bip39_english.txt`` beside it (copied from Trezor's python-mnemonic 0.21, MIT
 licence), once, when the first text is searched. A phrase of the Chinese lists is told by its shape
-(:data:`HAN_PHRASE`), without a list. Pure otherwise; never raises.
+(:data:`HAN_PHRASE`), without a list. Pure otherwise; never raises. Imports nothing of the plugin.
 """
 
 from __future__ import annotations
@@ -12,7 +12,15 @@ import functools
 import re
 from pathlib import Path
 
-from . import secret_patterns as patterns
+#: A word of a seed phrase (group 2: a run of ASCII letters), a run of other letters (neither group: ``别外传``, glued
+#: to a phrase's last word, ends it), or a markup tag between its words (group 1: ``<p>``, ``</td>``, ``<br/>``), which
+#: :func:`redact` reads through. A tag is bounded, so it is read once.
+SEED_TOKEN = re.compile(r"(</?[A-Za-z][A-Za-z0-9]{0,9}+(?:[ /][^<>\n]{0,60}+)?>)|([A-Za-z]++)|[^\W\d_A-Za-z]++")
+#: The most characters between two words of a seed phrase (tags aside): a list's number and bullet, a table's ``|``
+#: cells, quotes and commas, a line break and its indent.
+SEED_GAP = 24
+#: The BIP-39 English word list the words must come from, beside this module (:func:`words` reads it).
+BIP39_WORDS_FILE = "bip39_english.txt"
 
 #: A seed phrase of BIP-39's Chinese lists (each word one character): 12 to 24 Han characters, each apart from the next
 #: by a space (``的 一 是 在 …``, after ``是`` too), the run no longer, or run together right after ``助记词：``; :func:`_han_phrase` counts
@@ -45,7 +53,7 @@ def words() -> tuple[frozenset[str], frozenset[tuple[int, str]]]:
     Trezor's python-mnemonic 0.21, MIT licence), and each word with one letter left out, as ``(position, what is
     left)`` (:func:`_typo`); both empty when the file cannot be read."""
     try:
-        listed = frozenset(Path(__file__).with_name(patterns.BIP39_WORDS_FILE).read_text(encoding="ascii").split())
+        listed = frozenset(Path(__file__).with_name(BIP39_WORDS_FILE).read_text(encoding="ascii").split())
     except (OSError, ValueError):
         return frozenset(), frozenset()
     return listed, frozenset((i, w[:i] + w[i + 1 :]) for w in listed for i in range(len(w)))
@@ -65,7 +73,7 @@ def _typo(word: str) -> bool:
 
 def redact(text: str, mask: str) -> str:
     """``text`` with every seed phrase replaced by ``mask``, label or not: a run of 12 or more words
-    (:data:`secret_patterns.SEED_TOKEN`: any case, a few non-letters apart, markup tags read through) each a BIP-39
+    (:data:`secret_SEED_TOKEN`: any case, a few non-letters apart, markup tags read through) each a BIP-39
     word, a typo of one (:func:`_typo`, 4+ letters; a list word with an ``s`` is a plural, not a typo) or a list
     word again, with few typos and repeats (:func:`_seed_span`). Prose fails: its small words (``a``, ``of``,
     ``to``, ``the``, ``and``) are none of these; code fails on the names it repeats. Without the list (its file
@@ -77,8 +85,8 @@ def redact(text: str, mask: str) -> str:
     run: list[tuple[int, int, int]] = []  # (start, end, doubt) of each word of the current run
     seen: set[str] = set()  # the words of the current run
     last = 0
-    for token in patterns.SEED_TOKEN.finditer(text):
-        if token.start() - last > patterns.SEED_GAP:
+    for token in SEED_TOKEN.finditer(text):
+        if token.start() - last > SEED_GAP:
             spans += _seed_span(run, text)
             run, seen = [], set()
         last = token.end()
