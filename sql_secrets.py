@@ -3,7 +3,8 @@
 A password a statement sets (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``, Neo4j's ``SET
 PASSWORD FROM '…' TO '…'``), quoted or, after ``IDENTIFIED BY``, bare as Oracle takes it; an Oracle login on a
 command line or in a JDBC URL (``sqlplus scott/…@db``); and an ``INSERT``'s value in a credential's column
-(:func:`inserted`). A quoted value goes unless a placeholder; a bare one only when
+(:func:`inserted`); MySQL's native password hash in lower case where its line names a password or a hash
+(:data:`MYSQL_HASH`: in capitals it is a key format of :mod:`secret_patterns`). A quoted value goes unless a placeholder; a bare one only when
 it reads as a password (:func:`prose_secrets.reads_as_password`), not a bind variable or a substitution (``:pw``,
 ``&pw``, ``?``). Pure; linear in the length of the text (each pattern starts at a keyword and reads a bounded stretch
 after it); never raises.
@@ -34,13 +35,34 @@ ORACLE_LOGIN = re.compile(
     r"(?:[ \t]++-[A-Za-z]{1,10}+){0,2}[ \t]++[\"']?|jdbc:oracle:thin:)\w{1,30}+/(?P<q>)(?P<value>[^\s/@'\"]{1,128}+)"
     r"(?:@|(?(tool)(?=\s|$)|(?!)))")
 
+#: MySQL's native password hash in lower case: ``*`` and 40 hex digits, not inside a word or between two ``*``
+#: (``*…*`` is emphasis), redacted with its ``*`` when :data:`HASH_CONTEXT` names a password or a hash on its line before
+#: it (``authentication_string: *…``, ``IDENTIFIED BY PASSWORD '*…'``) or it fills a table's cell (``| *… |``). A git
+#: id has no ``*``; a bare ``*`` and 40 hex digits elsewhere (a glob, a footnote) stay.
+MYSQL_HASH = re.compile(r"(?<![\w*])\*(?=\d{0,39}+[a-f])[0-9a-f]{40}(?![\w*])")
+#: What names a password or a hash on the line before a :data:`MYSQL_HASH`, read in the 120 characters before it.
+HASH_CONTEXT = re.compile(r"(?i)passw|pwd|hash|auth(?:entication)?_string|mysql_native|密码|密碼|口令|パスワード")
+#: A table's cell holding the hash alone: a ``|`` and spaces before it, spaces and a ``|`` after it.
+HASH_CELL = re.compile(r"[ \t]*+\|")
+
 
 def redact(text: str, redacted: str, quoted_secret: Callable[[re.Match[str]], str]) -> str:
     """``text`` with SQL's passwords and Oracle's logins replaced by ``redacted``: a quoted one or a login as
     ``quoted_secret`` (:mod:`redact`'s judge of a command's password, groups ``q`` and ``value``) returns it, a bare
-    one when it reads as a password."""
+    one when it reads as a password; and a lower-case MySQL hash named so (:func:`_mysql_hash`)."""
+    text = prefilter.sub(MYSQL_HASH, lambda m: redacted if _mysql_hash(m) else m.group(), text)
     text = prefilter.sub(SQL_PASSWORD, lambda m: _sql_password(m, redacted, quoted_secret), text)
     return prefilter.sub(ORACLE_LOGIN, quoted_secret, text)
+
+
+def _mysql_hash(m: re.Match[str]) -> bool:
+    """Whether a :data:`MYSQL_HASH` is a password's: its line names a password or a hash before it, in up to 120
+    characters (:data:`HASH_CONTEXT`), or it is a table's cell (``|`` before it and after it, spaces aside)."""
+    text, start = m.string, m.start()
+    line = max(text.rfind("\n", max(start - 120, 0), start) + 1, start - 120)
+    if HASH_CONTEXT.search(text, line, start):
+        return True
+    return text[line:start].rstrip(" \t").endswith("|") and HASH_CELL.match(text, m.end()) is not None
 
 
 def _sql_password(m: re.Match[str], redacted: str, quoted_secret: Callable[[re.Match[str]], str]) -> str:

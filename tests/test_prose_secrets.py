@@ -854,11 +854,17 @@ SENT_BEFORE = [
     ('router# wpa2 psk Tr0ub4dor88', 'Tr0ub4dor88'), ('WPA2 PSK: Home#Wifi2024', 'Home#Wifi2024'), ('WPA-PSK Tr0ub4dor88', 'Tr0ub4dor88'),
     # review 36: a CI log's secret after => at its line's end
     ('##[debug]secrets.DB_PASSWORD => Hx8kq2LmZp7', 'Hx8kq2LmZp7'), ('secrets.API_TOKEN => Zx9#qLm2Nv4\nnext step', 'Zx9#qLm2Nv4'),
+    # review 37: MySQL's native hash in lower case where its line names a password or a hash, or as a table's cell
+    ("authentication_string: *2470c0c06dee42fd1618bb99005adca2ec9d1e19", '2470c0c06dee42fd1618bb99005adca2ec9d1e19'),
+    ("IDENTIFIED BY PASSWORD '*81f5e21e35407d884a6cd4a731aebfb6af209e1b'", '81f5e21e35407d884a6cd4a731aebfb6af209e1b'),
+    ('| localhost | root | *6bb4837eb74329105ee4568dda7dc67ed2ca2ad9 | mysql_native_password |', '6bb4837eb74329105ee4568dda7dc67ed2ca2ad9'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a git id after a * that no password or hash names: emphasis, a glob
+    '*58397e4730ad2565de4f26e6067b4dfd8f3db563* was the culprit', 'ls *58397e4730ad2565de4f26e6067b4dfd8f3db563', 'git show *2470c0c06dee42fd1618bb99005adca2ec9d1e19',
     # review 36: a change said of a password without its value
     "パスワード変更しました。よろしくお願いします", "密码更新了 v2.3.1 版本", "密码修改接口 /api/user/pwd", "密码重置 link 发你邮箱了",
     "密码变更 → 见邮件", "密码修改 Tab2 页面", "パスワード更新 v2.0.1", "密码更新成功 OK2",
