@@ -183,12 +183,15 @@ KEY_REST = re.compile(r"[ \t](?P<value>[A-Za-z0-9_-]{12,100}+)(?![^\s,.;:!?，�
 STRING_REST = re.compile(r"[\"'`][ \t]*+(?:\+|\.\.|\|\|)?[ \t]*+(?:\\?\r?\n[ \t]*+)?(?P<q>[\"'`])(?P<value>[^\"'`\s\\]{6,200}+)(?P=q)")
 #: A TOTP seed after its label (base32: 16+ capitals and digits 2 to 7, or one case in 4 or 8 groups of 4 as authenticator
 #: apps show it): ``TOTP``, ``2FA``, ``MFA`` or ``OTP`` and ``secret``, ``seed`` or ``key`` (``TOTP secret …``, ``MFA seed: …``), or
-#: ``seed`` alone after a one-time code's word (:data:`OTP_WORD`: ``2FA enabled for admin. seed: …``; not ``random seed: 42``).
-#: A value in lower case or in groups needs a digit (``TOTP secret with your real name`` is prose). Groups ``otp``, ``value``.
+#: ``seed`` alone (``seed: JBSWY3DP…``, ``2FA enabled for admin. seed: …``; not ``random seed: 42``, nor ``random_seed``).
+#: A value in lower case or in groups needs a digit (``TOTP secret with your real name`` is prose), and so does one after
+#: ``seed`` without a one-time code's word before it (:data:`OTP_WORD`: ``seed: ABSOLUTELYDETERMINISTIC`` is a word).
+#: Groups ``otp``, ``value``.
 _GROUPS = " ".join(["[A-Za-z2-7]{4}"] * 4)
 OTP_SEED = re.compile(r"(?i)(?<![\w-])(?:(?P<otp>totp|2fa|mfa|otp)[ \t_-]*+(?:secret|seed|key)|seed)(?:[ \t]*+(?:[:=：是为為は]|is(?=[ \t]))[ \t]*+|[ \t]++)[\"'`]?"
                       r"(?P<value>(?-i:[A-Z2-7]{16,}+|[a-z2-7]{16,}+|" + _GROUPS + "(?: " + _GROUPS + r")?)=*+)(?![\w=])")
-#: A one-time code's word that makes a ``seed`` on its line or the line before a TOTP seed (read in up to 120 characters before it).
+#: A one-time code's word that makes a ``seed`` on its line or the line before a TOTP seed (read in up to 120 characters
+#: before it) whatever its letters: a seed of letters alone goes after it.
 OTP_WORD = re.compile(r"(?i)(?<![\w-])(?:totp|2fa|mfa|otp|two[ -]factor|authenticator)(?![\w-])|两步验证|二步验证|双因素|二要素|2段階")
 #: Words of prose and documentation that a passphrase is not made of (``password: see the vault entry``, ``reset
 #: password: click the link``, ``password: hashed with bcrypt``): function words, and what a text says of a password.
@@ -284,11 +287,12 @@ def key_piece(value: str) -> bool:
 
 def _otp_seed(m: re.Match[str], redacted: str) -> str:
     """An :data:`OTP_SEED` match with its seed redacted: in one case, in capitals alone or with a digit, after its
-    label or after ``seed`` when a one-time code's word comes before it."""
+    label; after ``seed`` alone with a digit, unless a one-time code's word comes before it."""
     value = m.group("value")
-    if not (value.isupper() or value.islower()) or (value.islower() or " " in value) and re.search("[2-7]", value) is None:
+    digit = re.search("[2-7]", value) is not None
+    if not (value.isupper() or value.islower()) or (value.islower() or " " in value) and not digit:
         return m.group()
-    if m.group("otp") is None and OTP_WORD.search(m.string, max(m.start() - 120, 0), m.start()) is None:
+    if m.group("otp") is None and not digit and OTP_WORD.search(m.string, max(m.start() - 120, 0), m.start()) is None:
         return m.group()
     return patterns.replace_group(m, "value", redacted)
 

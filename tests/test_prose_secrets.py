@@ -858,11 +858,17 @@ SENT_BEFORE = [
     ("authentication_string: *2470c0c06dee42fd1618bb99005adca2ec9d1e19", '2470c0c06dee42fd1618bb99005adca2ec9d1e19'),
     ("IDENTIFIED BY PASSWORD '*81f5e21e35407d884a6cd4a731aebfb6af209e1b'", '81f5e21e35407d884a6cd4a731aebfb6af209e1b'),
     ('| localhost | root | *6bb4837eb74329105ee4568dda7dc67ed2ca2ad9 | mysql_native_password |', '6bb4837eb74329105ee4568dda7dc67ed2ca2ad9'),
+    # review 37: a TOTP seed after seed alone, with a digit (no one-time code's word before it)
+    ('seed: JBSWY3DPEHPK3PXPKQ7V', 'JBSWY3DPEHPK3PXPKQ7V'), ('seed = GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ', 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ'),
+    ('seed: jbsw y3dp ehpk 3pxp', 'ehpk 3pxp'), ('the seed is KRSXG5CTMVRXEZLU', 'KRSXG5CTMVRXEZLU'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a seed that is a number, a word, a name's part or hex
+    'seed: 1234', 'seed: 20240601', 'seed: 2345672345672345', '--seed 1337 --workers 4', 'random_seed: JBSWY3DPEHPK3PXP',
+    'seed: deadbeefcafebabe', 'seed node: 10.0.0.1',
     # review 37: a git id after a * that no password or hash names: emphasis, a glob
     '*58397e4730ad2565de4f26e6067b4dfd8f3db563* was the culprit', 'ls *58397e4730ad2565de4f26e6067b4dfd8f3db563', 'git show *2470c0c06dee42fd1618bb99005adca2ec9d1e19',
     # review 36: a change said of a password without its value
@@ -870,7 +876,7 @@ NEAR_MISSES = [
     "密码变更 → 见邮件", "密码修改 Tab2 页面", "パスワード更新 v2.0.1", "密码更新成功 OK2",
     # review 36: a seed without a one-time code's word, a TOTP seed spoken of
     "random seed: 42, epochs: 10", "seed: ABSOLUTELYDETERMINISTIC for the data generator", "MFA seed rotation runs nightly",
-    "TOTP secret with your real name", "seed: JBSWY3DPEHPK3PXPKQ7V", "TOTP secret must be base32 encoded, 16 characters or more",
+    "TOTP secret with your real name", "TOTP secret must be base32 encoded, 16 characters or more",
     # review 36: words of the list repeated without a seed phrase's label, or fewer than 12 after it
     "test test test test test test test test test test test junk",
     "mnemonic: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about",
