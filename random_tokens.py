@@ -159,7 +159,7 @@ _VOWELS = frozenset("aeiouy")
 
 
 def camel_words(token: str) -> bool:
-    """Whether :data:`secret_CAMEL_HUMP` words, each holding a vowel and a consonant, cover half of ``token``
+    """Whether :data:`CAMEL_HUMP` words, each holding a vowel and a consonant, cover half of ``token``
     or more: a CamelCase name (``S3BucketPolicyForCDNv2Origin``), not a key."""
     covered = 0
     for word in CAMEL_HUMP.findall(token):

@@ -72,8 +72,8 @@ def _typo(word: str) -> bool:
 
 
 def redact(text: str, mask: str) -> str:
-    """``text`` with every seed phrase replaced by ``mask``, label or not: a run of 12 or more words
-    (:data:`secret_SEED_TOKEN`: any case, a few non-letters apart, markup tags read through) each a BIP-39
+    """``text`` with every seed phrase replaced by ``mask``, label or not: a run of 12 or more words, 6 or more right
+    after a seed phrase's label (:data:`SEED_TOKEN`: any case, a few non-letters apart, markup tags read through) each a BIP-39
     word, a typo of one (:func:`_typo`, 4+ letters; a list word with an ``s`` is a plural, not a typo) or a list
     word again, with few typos and repeats (:func:`_seed_span`). Prose fails: its small words (``a``, ``of``,
     ``to``, ``the``, ``and``) are none of these; code fails on the names it repeats. Without the list (its file
@@ -111,27 +111,37 @@ def redact(text: str, mask: str) -> str:
     return "".join(pieces) + text[last:]
 
 
+#: The fewest words of a seed phrase: 12, the shortest BIP-39 phrase; after a :data:`SEED_LABEL`, 6 (a phrase cut short,
+#: or its first half, is still most of one: 6 words leave 66 of its 128 bits to guess, and prose after a label runs into
+#: a word off the list, ``a``, ``it`` or ``the``, before 6).
+FEWEST_WORDS = 12
+FEWEST_LABELLED = 6
+
+
 def _seed_span(run: list[tuple[int, int, int]], text: str) -> list[tuple[int, int]]:
     """The span of the seed phrase in ``run`` (``(start, end, doubt)`` of consecutive words of ``text``: 0 a list word, 1
     a typo, 2 a word met before in the run, as code repeats its names and a phrase rarely does, unless a
-    :data:`SEED_LABEL` comes right before the run or one of its first three words), as a list of none or one: the whole run when it holds 12+ words and
-    its doubts are at most one in six; else, read left to right, the first 12 words that stay so (a piece is cut
-    before the word that would break that share), with all the run after them."""
-    if len(run) < 12:
+    :data:`SEED_LABEL` comes right before the run or one of its first three words), as a list of none or one: the whole
+    run when it holds :data:`FEWEST_WORDS` (after a label :data:`FEWEST_LABELLED`) or more and its doubts are at most one in
+    six; else, read left to right, the first that many words that stay so (a piece is cut before the word that would
+    break that share), with all the run after them."""
+    if len(run) < FEWEST_LABELLED:
         return []
     labelled = next((i for i in range(min(3, len(run))) if SEED_LABEL.search(text, max(run[i][0] - 40, 0), run[i][0])), None)
+    fewest = FEWEST_WORDS
     if labelled is not None:  # from the word after the label, which may be words of the list itself (seed phrase:)
         run = [(start, end, doubt % 2) for start, end, doubt in run[labelled:]]
-    if len(run) < 12:
+        fewest = FEWEST_LABELLED
+    if len(run) < fewest:
         return []
     if 6 * sum(doubt for _, _, doubt in run) <= len(run):
         return [(run[0][0], run[-1][1])]
     begin = doubts = 0
     for i, (_, _, doubt) in enumerate(run):
-        if i - begin >= 12:
+        if i - begin >= fewest:
             return [(run[begin][0], run[-1][1])]
         if doubt and 6 * (doubts + doubt) > i - begin + 1:
             begin, doubts = i + 1, 0
         else:
             doubts += doubt
-    return [(run[begin][0], run[-1][1])] if len(run) - begin >= 12 else []
+    return [(run[begin][0], run[-1][1])] if len(run) - begin >= fewest else []

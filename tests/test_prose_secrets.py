@@ -861,11 +861,20 @@ SENT_BEFORE = [
     # review 37: a TOTP seed after seed alone, with a digit (no one-time code's word before it)
     ('seed: JBSWY3DPEHPK3PXPKQ7V', 'JBSWY3DPEHPK3PXPKQ7V'), ('seed = GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ', 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ'),
     ('seed: jbsw y3dp ehpk 3pxp', 'ehpk 3pxp'), ('the seed is KRSXG5CTMVRXEZLU', 'KRSXG5CTMVRXEZLU'),
+    # review 37: a seed phrase of fewer than 12 words (6 or more) right after its label
+    ('助记词：legal winner thank year wave sausage worth useful', 'sausage worth useful'),
+    ('mnemonic: abandon ability able about above absent absorb abstract absurd', 'absorb abstract absurd'),
+    ('recovery phrase: zoo zoo zoo zoo zoo wrong', 'zoo zoo zoo zoo zoo wrong'), ('シードフレーズ：army van defense carry jealous true', 'defense carry jealous'),
+    # review 37: eleven words after a label (review 36 kept them: fewer than 12)
+    ('mnemonic: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about', 'abandon abandon abandon'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: prose after a seed phrase's label, and five list words after it
+    'mnemonic: the word list used by BIP-39', 'seed phrase: write it down on paper, never in a chat', '助记词：请离线抄写，不要截图',
+    'seed phrase: abandon ability able about above', 'Recovery phrase: keep your twelve words safe and offline',
     # review 37: a seed that is a number, a word, a name's part or hex
     'seed: 1234', 'seed: 20240601', 'seed: 2345672345672345', '--seed 1337 --workers 4', 'random_seed: JBSWY3DPEHPK3PXP',
     'seed: deadbeefcafebabe', 'seed node: 10.0.0.1',
@@ -877,9 +886,8 @@ NEAR_MISSES = [
     # review 36: a seed without a one-time code's word, a TOTP seed spoken of
     "random seed: 42, epochs: 10", "seed: ABSOLUTELYDETERMINISTIC for the data generator", "MFA seed rotation runs nightly",
     "TOTP secret with your real name", "TOTP secret must be base32 encoded, 16 characters or more",
-    # review 36: words of the list repeated without a seed phrase's label, or fewer than 12 after it
+    # review 36: words of the list repeated without a seed phrase's label
     "test test test test test test test test test test test junk",
-    "mnemonic: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about",
     # review 36: a password for an address spoken of
     "password for bob@x.com is reset", "the password for admin@corp.com expired",
     # review 36: a log's check after an ellipsis
