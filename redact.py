@@ -476,12 +476,13 @@ def _labelled(m: re.Match[str]) -> str:
         arrow = words[:2] in ("=>", "->", "..", ". ") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace() and joiner[-1:].isspace())  # not password-login, --flag
         arrow |= (" " in label or group == "coded") and words[:1] == ":"  # a label no assignment names: api key: …
         reads = prose_secrets.reads_strongly if re.match(r"(?:\.{3}|…)[ \t]", joiner) else lambda v: prose_secrets.reads_as_password(v, REDACTED)
-        assigned |= arrow and reads(value) and not re.search("[\"'()\\[\\]{}<>|`]", value)  # after an ellipsis (Checking password... Passed2), strongly
+        digits_key = label[:3].lower() == "wpa" and value.isdigit() and 8 <= len(value) <= 63  # a Wi-Fi key of digits (WPA: 8 to 63)
+        assigned |= arrow and (reads(value) or digits_key) and not re.search("[\"'()\\[\\]{}<>|`]", value)  # after an ellipsis (Checking password... Passed2), strongly
         # a password's label right before its value, after a login's user or a clause (username admin password …, user
         # root pwd …, the wifi is X, password …), in brackets (the db password (…) expired, password: […]) or of another language, as
         # Turkish writes it (şifrem …, yeni şifre …)
         paren = group == "paren" and words in ("", ":", "：", "=")  # password (…), password: (…), password(…)
-        if (paren or not words and joiner[:1].isspace()) and re.search(r"\d", value) and prose_secrets.reads_as_password(value, REDACTED):
+        if (paren or not words and joiner[:1].isspace()) and re.search(r"\d", value) and (prose_secrets.reads_as_password(value, REDACTED) or digits_key):
             before = _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1))
             assigned = label.lower() in labels.FOREIGN_PASSWORD_LABELS or (_password_name(label) and (paren or (
                 before is not None and (before[1] is not None or prose_secrets.reads_strongly(m.group(group)))))) or (label[:3].lower() == "wpa" and len(value) >= 8)

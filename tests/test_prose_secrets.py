@@ -867,11 +867,15 @@ SENT_BEFORE = [
     ('recovery phrase: zoo zoo zoo zoo zoo wrong', 'zoo zoo zoo zoo zoo wrong'), ('シードフレーズ：army van defense carry jealous true', 'defense carry jealous'),
     # review 37: eleven words after a label (review 36 kept them: fewer than 12)
     ('mnemonic: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about', 'abandon abandon abandon'),
+    # review 37: a Wi-Fi key of digits alone (8 to 63) after a WPA key's label
+    ('WPA2 key: 83920183', '83920183'), ('WPA key 5829301748', '5829301748'), ('wpa2 psk 77889900', '77889900'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a number too short for a WPA key, a word between the label and a number
+    'WPA2 key: 2024', 'WPA2 key rotation 20240601', 'WPA2 key 12 chars',
     # review 37: prose after a seed phrase's label, and five list words after it
     'mnemonic: the word list used by BIP-39', 'seed phrase: write it down on paper, never in a chat', '助记词：请离线抄写，不要截图',
     'seed phrase: abandon ability able about above', 'Recovery phrase: keep your twelve words safe and offline',
