@@ -463,7 +463,8 @@ SIZE_UNITS = ("位", "个", "個", "字", " 位", " 个", " 個", " 字", "bit",
 #: mask (``********``, ``(none)``), CJK text alone (``"请输入密码"``, not ``"张三Abc123!"``), what a shell, a CI system or a template fills in when it runs (``"${{ secrets.DB_PASSWORD }}"``,
 #: ``"$(cat pw.txt)"``, ``%SA_PASSWORD%``, ``#{Pw}#``, ``@PW@``, MyBatis' and Octopus' ``#{password}``
 #: (``#{password,jdbcType=VARCHAR}``), hiera's ``%{…}``, Terraform's ``${var.db_password}``, ``${VAR:-}`` without a default, ``${VAR:?message}``,
-#: Serverless' ``${ssm:…}``; not a template's literal: ``{{ '…' }}``), a key's prefix before its docs' ``xxx…`` (``sk-proj-xxx…``) or an ellipsis and a word
+#: Serverless' ``${ssm:…}``; not a template's literal: ``{{ '…' }}``, and with filters ``{{ '…' | trim }}`` when not a path or
+#: an environment variable's name), a key's prefix before its docs' ``xxx…`` (``sk-proj-xxx…``) or an ellipsis and a word
 #: (``sk-...your key here``), a bind parameter (``:password``, T-SQL's ``@Password``), a YAML tag (``!ENV``), a package's
 #: version or range (``"jsonwebtoken": "^9.0.2"``, Cargo's ``jsonwebtoken = "9"``, ``"9.2"``), a secret store's reference (``vault:secret/data/db#password``,
 #: ``op://vault/item/password``), a ``your-`` or ``your_`` name of letters (``'your-app-secret'``).
@@ -472,7 +473,7 @@ _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bo
                 r"|\$\{[\w.]{1,100}+(?::?[-=])?\}?|\$\{\w{1,100}+:?\?[^{}\n]{0,200}+\}?|\$\{(?:ssm|env|file|self|opt|cf|s3|sls)[:(][^{}\s]{0,200}+\}?"
                 r"|:[A-Za-z_]\w{0,60}+|@[A-Z][A-Za-z]{0,60}+|![A-Za-z][A-Za-z_]{0,30}+"
                 r"|Any|\$\{?(?!(?=[A-Za-z\d]*?[a-z])(?=[A-Za-z\d]*?[A-Z])[A-Za-z\d]*?\d[A-Za-z][A-Za-z\d]*+$)\w+\}?|\$\w+\{[\"']?\w+[\"']?\}?"
-                r"|,\s.*|%\(?\w*\)?s|\{(?![A-Za-z0-9+/]{16,}+={0,2}\}$|\{[ \t]*+['\"][^'\"\s]{4,200}+['\"][ \t]*+\}\}$).*|\[.*|<(?!(?=[^>]*?[a-z])(?=[^>]*?[A-Z])(?=[^>]*?\d)(?=[^>]*?[!#$%&*?@^])[^<>\s]{4,100}+>?$).*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|[\w-]{0,12}+(?:\.{3}|…)(?:[a-z]{1,20}+)?|(?i:your)[-_][A-Za-z_-]{1,60}+"
+                r"|,\s.*|%\(?\w*\)?s|\{(?![A-Za-z0-9+/]{16,}+={0,2}\}$|\{[ \t]*+['\"](?:[^'\"\s]{4,200}+['\"][ \t]*+|(?![A-Z\d_]++['\"])[^'\"\s/]{4,200}+['\"][ \t]*+\|[^{}\n]{0,200}+)\}\}$).*|\[.*|<(?!(?=[^>]*?[a-z])(?=[^>]*?[A-Z])(?=[^>]*?\d)(?=[^>]*?[!#$%&*?@^])[^<>\s]{4,100}+>?$).*|(?:[A-Za-z]{2,8}+[-_]){0,2}(?:x{3,}|X{3,}|\*{3,})|\(\w*\)|[\w-]{0,12}+(?:\.{3}|…)(?:[a-z]{1,20}+)?|(?i:your)[-_][A-Za-z_-]{1,60}+"
                 r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT|(?i:change[-_]?(?:me|it))|\d{1,2}+|[\^~]?v?\d{1,4}+\.(?:\d{1,4}+|[x*])(?:\.(?:\d{1,4}+|[x*])){0,2}+(?:-[\w.]{1,40}+)?"
                 r"|(?:vault|op|ref\+[a-z]{2,12}+|keyring|ssm|secretsmanager|awssm|gcpsm|azkv):/{0,2}+[\w-]{1,100}+/[\w/#.:@+-]{1,200}+"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"

@@ -869,11 +869,17 @@ SENT_BEFORE = [
     ('mnemonic: abandon abandon abandon abandon abandon abandon abandon abandon abandon abandon about', 'abandon abandon abandon'),
     # review 37: a Wi-Fi key of digits alone (8 to 63) after a WPA key's label
     ('WPA2 key: 83920183', '83920183'), ('WPA key 5829301748', '5829301748'), ('wpa2 psk 77889900', '77889900'),
+    # review 37: a template's string literal with filters after it
+    ("db_password: \"{{ 'Jinja!Lit24' | default('x') }}\"", 'Jinja!Lit24'), ("api_token: \"{{ 'Zk8Wq3Lm9Pn2Rt5Yv7Bx' | trim }}\"", 'Zk8Wq3Lm9Pn2Rt5Yv7Bx'),
+    ("password: \"{{ 'Fil7er#Pw' | string | trim }}\"", 'Fil7er#Pw'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a template's variable or lookup with filters, a path or a variable's name as its literal
+    "db_password: \"{{ vault_db_password | default(omit) }}\"", "api_token: \"{{ lookup('env', 'API_TOKEN') | trim }}\"",
+    "password: \"{{ 'DB_PASSWORD' | env_var }}\"", "token: \"{{ 'secret/data/ci' | hashi_vault }}\"", "password: \"{{ db_password | default('') }}\"",
     # review 37: a number too short for a WPA key, a word between the label and a number
     'WPA2 key: 2024', 'WPA2 key rotation 20240601', 'WPA2 key 12 chars',
     # review 37: prose after a seed phrase's label, and five list words after it
