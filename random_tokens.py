@@ -4,7 +4,7 @@
 value right after a key or token label (:data:`secret_labels.LABELLED_KEY`), :func:`key_nearby` one later on the label's line; both by :func:`looks_random`: Shannon
 entropy, the runs of one character class, hex and UUID shapes, and what is written right before the token (a public
 key's or a request id's label, a digest's tag); :func:`redact` judges every long token outside a public block.
-Pure; linear in the length of the text; never raises. Imports :mod:`prefilter` only.
+Pure; linear in the length of the text; never raises. Imports :mod:`prefilter` and :mod:`secret_patterns`' documented examples.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import re
 from collections import Counter
 
 from . import prefilter
+from .secret_patterns import DOCUMENTED_EXAMPLES
 
 #: A run of 28+ base64 characters, judged by :func:`long_token`. One of 28 to 31 is judged only when letters and
 #: digits alone: ids that long have a prefix joined by ``_`` or ``-`` (``msg_01XFDUDYJgAACzvnptvVoYEL``) or are
@@ -118,6 +119,8 @@ def random_after_label(token: str, one_case: bool) -> bool:
     by ``-`` have lengths of their own (``20240311-rotation-policy-annual``). One of 12 to 27 letters and digits, too
     short for entropy to tell, is a key when it mixes both cases and 2+ digits, changes class at most every other
     character and holds no word (:data:`CAMEL_HUMP`): ``Xk9Pq2Lm7Nv4Rt``, not ``ProdApiKey2024``."""
+    if token in DOCUMENTED_EXAMPLES:
+        return False
     if looks_random(token):
         return True
     lower, upper, digits = _class_counts(token)
@@ -186,17 +189,18 @@ def long_token(m: re.Match[str], redacted: str) -> str:
     ``/``-segment that is a word (``src``, ``blob``) is a path or a URL: only its mixed-case segments of 32+ can go
     (a document's id, a key); one-case segments are digests and names (nix store hashes, S3 object names, git ids).
     ``NAME=value`` run together is kept when ``NAME`` is a public value's label (``trace_id=…``) or an id's (:data:`ID_NAME`)
-    and the value is a git id, a digest or a UUID (``GITHUB_SHA=9fceb02…``).
+    and the value is a git id, a digest or a UUID (``GITHUB_SHA=9fceb02…``); a token holding a documented example is kept
+    (``…/bot123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11/getMe``).
     """
     token = m.group(0)
     name, _, value = token.partition("=")
     if value.strip("=") and re.fullmatch(r"[A-Za-z_][\w-]{0,60}+", name) and (PUBLIC_LABEL.match(name + "=") or (
             ID_NAME.search(name) and not looks_random(value) and (HEX.match(value) or UUID.match(value)))):
         return token
-    if (token.startswith(PUBLIC_ID_PREFIXES) or token[:7].lower().startswith(DIGEST_TAGS)
+    if (any(example in token for example in DOCUMENTED_EXAMPLES) or token.startswith(PUBLIC_ID_PREFIXES) or token[:7].lower().startswith(DIGEST_TAGS)
             or m.string[max(0, m.start() - 7) : m.start()].lower().endswith(DIGEST_TAGS)
             or PUBLIC_LABEL.search(m.string, max(0, m.start() - 40), m.start())):
-        return token  # an API's id of a reply or a request, a digest (SSH's SHA256: fingerprint), a public key or address
+        return token  # a documented example, an API's id of a reply or a request, a digest (SSH's SHA256: fingerprint), a public key or address
     if len(token) < 32 and (not (token.isalnum() and all(_class_counts(token))) or camel_words(token)):
         return token
     segments = token.split("/")

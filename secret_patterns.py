@@ -457,7 +457,11 @@ FLAG_PROSE = frozenset("option options flag flags argument arguments parameter p
                        " password passwd pass pwd secret token".split())
 #: What follows a number that is a length or a size rather than a value (``8-16位``, ``2048 bit``, ``12个字符``).
 SIZE_UNITS = ("位", "个", "個", "字", " 位", " 个", " 個", " 字", "bit", " bit", "-bit", " chars", " characters")
-#: Values that are placeholders, not literals, quoted or not: a constant or a type's name, a variable, a list or dict,
+#: Secrets documentation prints as examples, never real ones: Telegram's bot token after its bot's id (BotFather's docs'
+#: ``123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11``) and AWS's secret access key (``wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY``;
+#: its key id ``AKIAIOSFODNN7EXAMPLE`` is :data:`KEY_FORMATS`' exception). Kept wherever a value or a long token is judged.
+DOCUMENTED_EXAMPLES = ("ABC-DEF1234ghIkl-zyx57W2v1u123ew11", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+#: Values that are placeholders, not literals, quoted or not: a documented example (:data:`DOCUMENTED_EXAMPLES`), a constant or a type's name, a variable, a list or dict,
 #: an environment variable's name (``"OPENAI_API_KEY"``, not ``"S3CR3T_KEY"``), a scheme joined to a token (``"Bearer "
 #: + t``), ``TODO``, ``none``, ``default``, ``changeme`` and the JDK's ``changeit`` (defaults every attacker tries first), a
 #: mask (``********``, ``(none)``), CJK text alone (``"请输入密码"``, not ``"张三Abc123!"``), what a shell, a CI system or a template fills in when it runs (``"${{ secrets.DB_PASSWORD }}"``,
@@ -477,7 +481,8 @@ _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bo
                 r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT|(?i:change[-_]?(?:me|it))|\d{1,2}+|[\^~]?v?\d{1,4}+\.(?:\d{1,4}+|[x*])(?:\.(?:\d{1,4}+|[x*])){0,2}+(?:-[\w.]{1,40}+)?"
                 r"|(?:vault|op|ref\+[a-z]{2,12}+|keyring|ssm|secretsmanager|awssm|gcpsm|azkv):/{0,2}+[\w-]{1,100}+/[\w/#.:@+-]{1,200}+"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"
-                r"|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+")
+                r"|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+"
+                r"|(?:\d{1,12}+:)?(?:" + "|".join(map(re.escape, DOCUMENTED_EXAMPLES)) + ")")
 PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: Values written bare that are code or placeholders: also an attribute, a call or an index (``settings.db.password``,
 #: ``os.environ["X"]``, PHP's ``$_ENV['X']``, JavaScript's optional chain ``req.headers.authorization?.split(…)``, Rust's

@@ -872,11 +872,18 @@ SENT_BEFORE = [
     # review 37: a template's string literal with filters after it
     ("db_password: \"{{ 'Jinja!Lit24' | default('x') }}\"", 'Jinja!Lit24'), ("api_token: \"{{ 'Zk8Wq3Lm9Pn2Rt5Yv7Bx' | trim }}\"", 'Zk8Wq3Lm9Pn2Rt5Yv7Bx'),
     ("password: \"{{ 'Fil7er#Pw' | string | trim }}\"", 'Fil7er#Pw'),
+    # review 37: a real Telegram bot token, in a variable and in the API's URL
+    ('TELEGRAM_BOT_TOKEN=7123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0', 'AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0'),
+    ('https://api.telegram.org/bot7123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0/getMe', 'AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: documented examples: Telegram's bot token, AWS's secret access key
+    'The Telegram bot token looks like 123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11', 'TELEGRAM_BOT_TOKEN=123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11',
+    'https://api.telegram.org/bot123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11/getMe', 'aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+    '{"SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}', 'the secret key is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
     # review 37: a template's variable or lookup with filters, a path or a variable's name as its literal
     "db_password: \"{{ vault_db_password | default(omit) }}\"", "api_token: \"{{ lookup('env', 'API_TOKEN') | trim }}\"",
     "password: \"{{ 'DB_PASSWORD' | env_var }}\"", "token: \"{{ 'secret/data/ci' | hashi_vault }}\"", "password: \"{{ db_password | default('') }}\"",
