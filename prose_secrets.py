@@ -44,6 +44,10 @@ LABELLED_CODE = re.compile(
 #: The labels of :data:`LABELLED_CODE` that name a licence or product key, whose codes hold letters.
 LICENCE_LABEL = re.compile(r"(?i)激活码|激活碼|序列号|序列號|注册码|註冊碼|产品密钥|產品金鑰|ライセンスキー|プロダクトキー"
                            r"|(?:license|licence|product|activation)[ _-]key")
+#: The labels of :data:`LABELLED_CODE` that name a code good for one login, for seconds or minutes (``--otp``,
+#: ``--mfa-code``), not a PIN, a door's code or a recovery code, which last.
+ONE_TIME_LABEL = re.compile(r"(?i)otp|totp|2fa|mfa|one[ _-]time[ _-](?:code|password|passcode)"
+                            r"|(?:verification|auth|authentication|2fa|mfa|login|sms|confirmation)[ _-]codes?")
 #: What separates two codes of a :data:`LABELLED_CODE` value: commas, spaces, line breaks, brackets, a list's bullet.
 CODE_SEPARATOR = re.compile(r"((?:[,;\s\[\]]|(?<!\S)-(?!\S))++)")
 #: The signs and verbs a bare ``pin`` needs before its code.
@@ -404,10 +408,14 @@ def _codes(text: str, redacted: str) -> str:
     """``text`` with the codes at the start of each :data:`secret_patterns.LABELLED_CODE` value redacted (each of a
     list: ``backup codes: 1234 5678, 2345 6789``); the words after them stay. A bare ``pin`` needs a sign or a verb
     (:data:`secret_patterns.PIN_JOIN`): ``pin 18`` is a board's. A match ends before its value, so a value without
-    a code is searched again for a label (``mfa: backup_codes: …``); one with codes is skipped past."""
+    a code is searched again for a label (``mfa: backup_codes: …``); one with codes is skipped past. A command's flag
+    for a one-time code (:data:`ONE_TIME_LABEL` after ``--``: ``npm publish --otp 123456``) is left: the command uses
+    the code at once, and it expires."""
     out, done = [], 0
     for m in prefilter.finditer(LABELLED_CODE, text):
         if m.start() < done or (m.group("label").lower() == "pin" and not PIN_JOIN.search(m.group("join"))):
+            continue
+        if text.endswith("--", 0, m.start()) and ONE_TIME_LABEL.fullmatch(m.group("label")):
             continue
         pieces = CODE_SEPARATOR.split(m.group("value"))  # codes at even places, what separates them at odd ones
         share = m.group("label") in ("提取码", "提取碼")  # a cloud drive's share code: 4 letters and digits (x7k2)

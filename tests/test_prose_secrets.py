@@ -875,11 +875,15 @@ SENT_BEFORE = [
     # review 37: a real Telegram bot token, in a variable and in the API's URL
     ('TELEGRAM_BOT_TOKEN=7123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0', 'AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0'),
     ('https://api.telegram.org/bot7123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0/getMe', 'AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0'),
+    # review 37: a recovery code given to a command's flag lasts: it still goes
+    ('restic --recovery-code 4f8a-99c2-1b3d', '4f8a-99c2-1b3d'), ('OTP: 482913', '482913'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a one-time code given to a command's flag (it runs at once; the code expires)
+    'npm publish --otp 123456', 'npm publish --access public --otp=482913', 'gh auth --mfa-code 123456',
     # review 37: documented examples: Telegram's bot token, AWS's secret access key
     'The Telegram bot token looks like 123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11', 'TELEGRAM_BOT_TOKEN=123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11',
     'https://api.telegram.org/bot123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11/getMe', 'aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
