@@ -489,7 +489,10 @@ PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: path ``env::var(…)``). An attribute is names joined by dots: ``Summer.2024!`` is not one. A
 #: quoted value is never code (:data:`PLACEHOLDER_VALUE`): ``"Winter.Is.Coming7"``. Nor is Rust's reference (``password:
 #: &str``, ``&'static``, ``&mut``, ``&args[1]``, ``&[u8]``), nor CloudFormation's ``!Ref`` and Ansible's ``!vault``, a
-#: generic type in an annotation (``token: Option<String>``, ``apiKey: Record<string, string>``) nor a CSS colour.
+#: generic type in an annotation (``token: Option<String>``, ``apiKey: Record<string, string>``) nor a CSS colour, nor a
+#: Wi-Fi network's band after its key's label (``WPA2-PSK 2.4GHz``, ``WPA2 key 5GHz-only``).
+#: A radio's band or frequency (``2.4GHz``, ``5GHz``, ``868MHz``).
+_BAND = r"\d{1,3}+(?:\.\d{1,3}+)?+(?i:[gmk]hz)"
 CODE_VALUE = re.compile(
     f"^(?:{_PLACEHOLDER}"
     r"|(?=\$?[A-Za-z_]\w*(?:[.(\[]|\?\.|::))(?!\$?[\w.]*\.(?![A-Za-z_]))\$?[A-Za-z_](?:[\w.]|\?\.|::)*+(?:[(\[].*)?"  # an attribute, call or index
@@ -498,7 +501,8 @@ CODE_VALUE = re.compile(
     r"|!(?:Ref|Sub|GetAtt|ImportValue|FindInMap|Join|Select|If|Base64|Split|Equals|Condition|vault)"  # a YAML tag of code
     r"|[A-Z]\w*\[.*"  # a type such as Optional[str]
     r"|[A-Z][A-Za-z]{1,40}+<[A-Za-z_&'(\[][\w:&'\[\](), <>?]{0,200}+"  # a generic type: Option<String>, Record<string,
-    r"|#[0-9A-Fa-f]{3,8}+)$"  # a colour (a design token's: --primary-token: #1677ff)
+    r"|#[0-9A-Fa-f]{3,8}+"  # a colour (a design token's: --primary-token: #1677ff)
+    r"|" + _BAND + r"(?:[-_/](?:" + _BAND + r"|[a-z]{1,12}+))?)$"  # a radio's band (WPA2-PSK 2.4GHz, 5GHz-only, 2.4GHz/5GHz)
 )
 
 

@@ -877,11 +877,15 @@ SENT_BEFORE = [
     ('https://api.telegram.org/bot7123456789:AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0/getMe', 'AAHfiqksKZ8WmR2zSjiQ7_v4TMAKdiHm9T0'),
     # review 37: a recovery code given to a command's flag lasts: it still goes
     ('restic --recovery-code 4f8a-99c2-1b3d', '4f8a-99c2-1b3d'), ('OTP: 482913', '482913'),
+    # review 37: a Wi-Fi key that starts with a band but reads as a password
+    ('WPA2 key Home5GHz!2024', 'Home5GHz!2024'), ('wifi password: 5GHz-Kq7vLp2x', '5GHz-Kq7vLp2x'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a Wi-Fi network's band after its key's label
+    'WPA2-PSK 2.4GHz', 'WPA2 key 5GHz-only', 'psk=2.4GHz/5GHz', 'WPA2-PSK (AES), 2.4GHz and 5GHz bands',
     # review 37: a one-time code given to a command's flag (it runs at once; the code expires)
     'npm publish --otp 123456', 'npm publish --access public --otp=482913', 'gh auth --mfa-code 123456',
     # review 37: documented examples: Telegram's bot token, AWS's secret access key
