@@ -34,13 +34,26 @@ PUBLIC_ID_PREFIXES = ("chatcmpl-", "resp_", "req_", "msg_", "call_", "toolu_", "
 #: What names a public value written right before it: a public or host key, a request's, trace's or event's id, a
 #: checksum, a wallet's address, an S3 object's version (``PublicKey = …``, ``x-amz-id-2: …``, ``VersionId: …``,
 #: ``traceparent: 00-…``, ``收款地址 …``, ``ipfs://…``), an image, a font or a source map in a data URI, an ``ETag`` (an MD5 or
-#: a hash of the content: ``ETag: W/"…"``, boto3's ``"ETag": "\"…\""``, a HAR header's ``"name": "etag", "value": "\"…\""``).
+#: a hash of the content: ``ETag: W/"…"``, ``the ETag is "…"``, boto3's ``"ETag": "\"…\""``, a HAR header's ``"name": "etag", "value": "\"…\""``).
 PUBLIC_LABEL = re.compile(r"(?i)(?:(?:public|host)[ _-]?key|(?:request|trace|event|span|version)[ _-]?id|x-amz-id-2|traceparent"
                           r"|content[ _-]?hash|checksum|fingerprint|address|地址)[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?$|ipfs:$"
-                          r"|(?:e-?tag|if-(?:none-)?match|content-md5)[\"']?(?:[ \t]*+[:=：]|,[ \t]*+[\"']value[\"'][ \t]*+:)[ \t]*+[\"']?(?:W/)?(?:\\?[\"'])?$"
+                          r"|(?:e-?tag|if-(?:none-)?match|content-md5)[\"']?(?:[ \t]*+[:=：]|[ \t]++is|,[ \t]*+[\"']value[\"'][ \t]*+:)[ \t]*+[\"']?(?:W/)?(?:\\?[\"'])?$"
                           r"|data:(?:(?:image|font|audio|video)/[\w.+-]{1,40}+|application/json);base64,$")
 #: What names a digest written after it (``SHA256:`` of an SSH fingerprint, SRI's ``sha384-``, ``sha256=``, go.sum's `` h1:``).
 DIGEST_TAGS = (*(f"{name}{sep}" for name in ("sha1", "sha256", "sha384", "sha512", "md5") for sep in ":-="), " h1:")
+#: The lengths of a hex digest that :func:`looks_random` takes for a key's (many services issue 32-hex keys): MD5's 32,
+#: SHA-224's 56, SHA-384's 96, SHA-512's 128 (SHA-1's 40 and SHA-256's 64 are kept anywhere). :func:`digest_listed` keeps
+#: one a checksum tool wrote or a digest's name introduces.
+DIGEST_LENGTHS = (32, 56, 96, 128)
+#: What md5sum and the sha*sum tools write after a digest at a line's start: two spaces (`` *`` in binary mode) and the
+#: file's name (``d41d8cd98f00b204e9800998ecf8427e  file.txt``).
+SUM_AFTER = re.compile(r" [ *][^\s*]")
+#: What names a digest right before it on its line: BSD's and openssl's ``MD5 (file) = ``, ``SHA512(file)= ``; a
+#: digest's name and a joiner (``md5sum: ``, ``MD5 checksum = ``, ``the md5 of the upload is ``, ``sha512 "``).
+DIGEST_BEFORE = re.compile(
+    r"(?i)(?<![\w-])(?:md5|sha-?(?:1|224|256|384|512)|sha3-(?:224|256|384|512)|blake2[bs]p?|ripemd-?160|rmd160)"
+    r"(?:[ \t]?+\([^()\n]{1,255}+\)[ \t]?+=|(?:sum)?(?:[ \t]++(?:checksum|digest|hash|sum))?"
+    r"(?:[ \t]++(?:of|for)[ \t]++(?:the[ \t]++)?[^\s:=]{1,60}+)?[\"']?[ \t]*+(?:[:=：]|is|was)?)[ \t]*+[\"'(]?$")
 #: A name whose value is a revision's or an object's id (``GITHUB_SHA``, ``GIT_COMMIT``, ``build_uuid``), not a key's.
 ID_NAME = re.compile(r"(?i)(?:^|[_-])(?:sha|commit|rev|revision|ref|hash|digest|id|uuid|checksum|etag)$")
 #: A path segment that is a word (``src``, ``blob``, ``service-role``): a token holding one is a path or a URL.
@@ -93,7 +106,7 @@ def looks_random(token: str) -> bool:
     """Whether a long token (28+ characters) reads as a key rather than a word, a path or a digest.
 
     Hex of 40 or 64 digits (git object ids, SHA-256 digests) and UUIDs are kept; other hex is taken for a key
-    (many services issue 32-hex keys; an MD5 checksum goes with them). Otherwise a token needs high Shannon
+    (many services issue 32-hex keys; an MD5 checksum goes with them, unless :func:`digest_listed` says it is one). Otherwise a token needs high Shannon
     entropy and short class runs (:func:`_class_runs`), with either all three classes or one case of letters
     with a good share of digits and a piece of 16+ characters between ``-`` and ``_`` (a migration's
     ``20240311_0942_add_currency`` and a wheel's ``4-cp311-cp311-manylinux_2_17_x86_64`` are short words).
@@ -109,6 +122,17 @@ def looks_random(token: str) -> bool:
         return _entropy(token) > 4.0 and _class_runs(token) < 2.4
     return (bool(digits) and (lower == 0) != (upper == 0) and digits >= 0.15 * len(token) and _entropy(token) > 3.6
             and _class_runs(token) < 3.2 and max(len(piece) for piece in re.split(r"[/+=_-]+", token)) >= 16)
+
+
+def digest_listed(m: re.Match[str]) -> bool:
+    """Whether a hex token ``m`` of :data:`DIGEST_LENGTHS` is a checksum: at its line's start with a checksum tool's
+    file name after it (:data:`SUM_AFTER`), or after a digest's name on its line, in up to 300 characters
+    (:data:`DIGEST_BEFORE`)."""
+    text, start = m.string, m.start()
+    line = max(text.rfind("\n", max(start - 300, 0), start) + 1, start - 300)
+    if not text[line:start].strip(" \t") and SUM_AFTER.match(text, m.end()):
+        return True
+    return DIGEST_BEFORE.search(text, line, start) is not None
 
 
 def random_after_label(token: str, one_case: bool) -> bool:
@@ -203,6 +227,8 @@ def long_token(m: re.Match[str], redacted: str) -> str:
         return token  # a documented example, an API's id of a reply or a request, a digest (SSH's SHA256: fingerprint), a public key or address
     if len(token) < 32 and (not (token.isalnum() and all(_class_counts(token))) or camel_words(token)):
         return token
+    if len(token) in DIGEST_LENGTHS and HEX.match(token) and digest_listed(m):
+        return token  # a checksum tool's line (md5sum, sha512sum, BSD's MD5 (…) = …) or a digest named so
     segments = token.split("/")
     if len(segments) == 1 or not any(PATH_WORD.match(s) for s in segments):
         return redacted if looks_random(token) else token

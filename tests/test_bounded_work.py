@@ -671,7 +671,10 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "consul kv put a/", "etcdctl -a put ", "consul kv put a password ",
                                   "password, new one ", ", new one is ", "rclone obscure ", "密码在这", "//a:@", "etcdctl -a b ", "seed is ", "seed 是 A",
                                   # red37: MySQL's hash in lower case
-                                  "password *2470c0c06dee42fd1618bb99005adca2ec9d1e19 ", "| *2470c0c06dee42fd1618bb99005adca2ec9d1e19", "*a"])
+                                  "password *2470c0c06dee42fd1618bb99005adca2ec9d1e19 ", "| *2470c0c06dee42fd1618bb99005adca2ec9d1e19", "*a",
+                                  # red37: checksum tools' lines, a digest's name before it
+                                  "d41d8cd98f00b204e9800998ecf8427e  a\n", "md5 (a) = d41d8cd98f00b204e9800998ecf8427e ", "MD5 (",
+                                  "md5 of a is d41d8cd98f00b204e9800998ecf8427e", "d41d8cd98f00b204e9800998ecf8427e ", "ETag is "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

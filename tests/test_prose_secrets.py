@@ -879,11 +879,20 @@ SENT_BEFORE = [
     ('restic --recovery-code 4f8a-99c2-1b3d', '4f8a-99c2-1b3d'), ('OTP: 482913', '482913'),
     # review 37: a Wi-Fi key that starts with a band but reads as a password
     ('WPA2 key Home5GHz!2024', 'Home5GHz!2024'), ('wifi password: 5GHz-Kq7vLp2x', '5GHz-Kq7vLp2x'),
+    # review 37: 32 hex digits that no checksum tool wrote nor a digest's name introduces
+    ('d41d8cd98f00b204e9800998ecf8427e', 'd41d8cd98f00b204e9800998ecf8427e'), ('apikey d41d8cd98f00b204e9800998ecf8427e  file.txt', 'd41d8cd98f00b204e9800998ecf8427e'),
+    ('WEBHOOK_SECRET=5e22712d981b9e8dabef88d3e57eeae9', '5e22712d981b9e8dabef88d3e57eeae9'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a hex digest a checksum tool wrote (md5sum, sha512sum, BSD's and openssl's) or a digest's name introduces
+    'd41d8cd98f00b204e9800998ecf8427e  file.txt', '5f3090aacbd05c91ed7cb2c124d9699a *setup.exe', 'MD5 (report.pdf) = f400af2ccb892b1b16ca4ffccdadacdb',
+    'MD5(release.zip)= 30bab2137b9e127263bd35ddf6b88d3e', 'the md5 of the upload is 5e22712d981b9e8dabef88d3e57eeae9, same as local',
+    '$ md5sum *.iso\nade143e7e6547cca6da5fda75b6b486b  ubuntu-24.04-live-server-amd64.iso\nc8a93ed6ea1ad69294b13f6a5c6238b8  debian-12.5.0-amd64-netinst.iso',
+    'a925cf5b62fba8548669f536c4a03ae26f5477e0fa6b5d15eccc89a893f847095d86cb82466416a306126750ce014c05b483b32790c0d5b6cfa316bd83896615  go1.22.0.tar.gz',
+    'The ETag is W/"5e22712d981b9e8dabef88d3e57eeae9" and unchanged',
     # review 37: a Wi-Fi network's band after its key's label
     'WPA2-PSK 2.4GHz', 'WPA2 key 5GHz-only', 'psk=2.4GHz/5GHz', 'WPA2-PSK (AES), 2.4GHz and 5GHz bands',
     # review 37: a one-time code given to a command's flag (it runs at once; the code expires)
