@@ -67,7 +67,7 @@ LABEL_ABOVE = re.compile(
 PASSPHRASE_WORDS = re.compile(
     r"(?i)(?=[pmcskwhş密口パ비암п])(?P<label>(?<![A-Za-z0-9])(?:password|passwd|passphrase|passcode|"
     + "|".join(sorted(labels.FOREIGN_PASSWORD_LABELS, key=lambda label: (-len(label), label))) +
-    r")|密码|密碼|口令|パスワード|비밀번호|암호|пароль)"
+    r")|密码短语|密碼短語|密码|密碼|口令|パスワード|パスフレーズ|비밀번호|암호|пароль)"
     r"(?:(?:[ \t]*+(?:=>|->|改成了|改为了|改成|改为|设置成|设为|[:=：是为為は는은を]|(?:is|was|ist|war|est|es|era|é|è|là)(?![A-Za-z]))){1,2}"
     r"|(?<=[\u0400-\u04ff\u3040-\u9fff\uac00-\ud7af])(?=[ \t]))"
     r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"

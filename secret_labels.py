@@ -15,8 +15,8 @@ import re
 from .secret_patterns import CREDENTIAL_PART
 
 #: Credential labels in other scripts than Latin (longer ones first; Thai's and Arabic's words for password last).
-_SCRIPT_LABELS = ("密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|授权码|授權碼|安全码|安全碼|凭证|憑證|凭据|憑據"
-                  "|账密|帳密|金鑰|金钥|權杖|权杖|パスワード|暗証番号|暗号鍵|認証キー|비밀 ?번호|패스워드|비번|암호|인증키|시크릿 ?키|비밀 ?키"
+_SCRIPT_LABELS = ("密码短语|密碼短語|密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|授权码|授權碼|安全码|安全碼|凭证|憑證|凭据|憑據"
+                  "|账密|帳密|金鑰|金钥|權杖|权杖|パスワード|パスフレーズ|暗証番号|暗号鍵|認証キー|비밀 ?번호|패스워드|비번|암호|인증키|시크릿 ?키|비밀 ?키"
                   "|пароль|паролем|пароля|รหัสผ่าน|كلمة المرور|كلمة السر|كلمة مرور")
 #: Credential labels of other languages written in Latin letters or Cyrillic (French, Spanish, Portuguese, German,
 #: Dutch, Italian, Polish, Turkish, Vietnamese, Indonesian, Malay, Russian, Japanese and Korean katakana/hangul words for
@@ -35,13 +35,13 @@ FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha",
 MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT_LABELS + "|キー|키|(?<![A-Za-z])sk(?![A-Za-z])")
 #: What joins a CJK or Japanese label to its value: a verb (``是``, ``为``, ``设置成``, ``は``...), after an adverb too (``也是``,
 #: ``默认是``, ``都是``), ``还是原来那个``, ``改成``/``重置为``/``换成`` (``已``, ``了``), a change alone
-#: before an arrow or a colon (``已更新：``, ``変更しました →``), ``设置的是``, ``我设的``, ``用(的)``, ``用这个``, ``如下``, ``分别是``, ``依次是``, ``发你``, ``我贴一下``, ``在这``,
+#: before an arrow or a colon (``已更新：``, ``変更しました →``), a change then the value's verb (``我刚改了，是``, ``改了，新的是``), ``设置的是``, ``我设的``, ``用(的)``, ``用这个``, ``如下``, ``分别是``, ``依次是``, ``发你``, ``我贴一下``, ``在这``,
 #: Korean's object marker (``비밀번호를 … 로 바꿨어요``).
 _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律|统一|統一|现在|現在|当前|當前|初始|依然|仍然|分别|分別|依次)?(?:是|为|為)"
               r"|(?:还是|還是|仍是|还用|還用)(?:原来|原來|之前|以前|上次)?(?:的|那个|那個)?"
               r"|(?:已经?|已經)?[被又]?(?:重新)?(?:设置|設置|设|設|改|修改|重置|更新|换|換)(?:成|为|為)了?|(?:设置|設置|配置|设|設)的(?:是|为|為)?|は|が|を|는|은|를|을|가|이|我|用(?:的|这个|這個)?|如下"
               r"|的?值(?:是|为|為)|我?(?:发|發|贴|貼)(?:给|給)?(?:你|一下|下|这|這)?了?|给你|給你|我?(?:记得|記得)|放?在(?:这|這|此)(?:里|裡|儿|兒)?了?"
-              r"|(?:已经?|已經)?(?:改|换|換|更新|重置)了?[，,][ \t]*+(?:新的?|现在的?|現在的?)(?:是|为|為)"
+              r"|(?:刚刚?|剛剛?|刚才|剛才)?(?:已经?|已經)?(?:改|换|換|更新|重置)了?[，,][ \t]*+(?:新的?|现在的?|現在的?)?(?:是|为|為)"
               r"|(?:已经?|已經)?(?:变更|變更|更新|重置|修改)(?:好|完)?了?|を?(?:変更|更新|リセット|再設定)(?:しました|した|済み?)?")
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``, ``设置成``,

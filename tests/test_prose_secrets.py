@@ -882,11 +882,18 @@ SENT_BEFORE = [
     # review 37: 32 hex digits that no checksum tool wrote nor a digest's name introduces
     ('d41d8cd98f00b204e9800998ecf8427e', 'd41d8cd98f00b204e9800998ecf8427e'), ('apikey d41d8cd98f00b204e9800998ecf8427e  file.txt', 'd41d8cd98f00b204e9800998ecf8427e'),
     ('WEBHOOK_SECRET=5e22712d981b9e8dabef88d3e57eeae9', '5e22712d981b9e8dabef88d3e57eeae9'),
+    # review 37: a password after a change and its verb (我刚改了，是 …), a passphrase's label in Japanese or Chinese
+    ('生产库的密码我刚改了，是 Qv7#tLm2pZ9x，记得更新到配置中心', 'Qv7#tLm2pZ9x'), ('密码改了，新的是 Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('秘密鍵のパスフレーズ：Kagi!Fr4se77', 'Kagi!Fr4se77'), ('密码短语：Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('SSH鍵のパスフレーズは correct horse battery staple です', 'correct horse battery staple'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a change said of a password, a passphrase's rule
+    '密码改了，是因为泄露了', '密码改了，是 John 改的', '密码刚改了，是 Vault 里那个', '密码改了，是 v2.3.1 版本',
+    'パスフレーズは8文字以上', 'パスフレーズを設定してください', 'パスフレーズは 8文字以上にしてください',
     # review 37: a hex digest a checksum tool wrote (md5sum, sha512sum, BSD's and openssl's) or a digest's name introduces
     'd41d8cd98f00b204e9800998ecf8427e  file.txt', '5f3090aacbd05c91ed7cb2c124d9699a *setup.exe', 'MD5 (report.pdf) = f400af2ccb892b1b16ca4ffccdadacdb',
     'MD5(release.zip)= 30bab2137b9e127263bd35ddf6b88d3e', 'the md5 of the upload is 5e22712d981b9e8dabef88d3e57eeae9, same as local',
