@@ -59,6 +59,8 @@ KEY_FORMATS = re.compile(
     # service tokens before 1.10 (s. and 24 letters and digits, read as an attribute otherwise)
     r"|[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}+|pat[A-Za-z0-9]{14}\.[0-9a-f]{64}"  # Discord bot: a user
     # id in base64, a time, an HMAC; Airtable's personal access token: its id, then its secret in hex
+    r"|AKID[A-Za-z0-9]{32}(?![A-Za-z0-9])|LTAI[A-Za-z0-9]{12}(?:[A-Za-z0-9]{8})?(?![A-Za-z0-9])"  # Tencent Cloud's SecretId,
+    # Alibaba Cloud's AccessKey ID (16 or 24 characters): ids as AWS's are, sent beside their secret
     r")"
     # AWS access key ids, also run into a word or a name (``ID_AKIA…``, ``idAKIA…``): 20 upper-case characters (not the docs' …EXAMPLE);
     # MySQL's native password hash, ``*`` and 40 hex digits in capitals (a git id is in lower case and has no ``*``; ``**…**`` is bold)

@@ -674,7 +674,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "password *2470c0c06dee42fd1618bb99005adca2ec9d1e19 ", "| *2470c0c06dee42fd1618bb99005adca2ec9d1e19", "*a",
                                   # red37: checksum tools' lines, a digest's name before it
                                   "d41d8cd98f00b204e9800998ecf8427e  a\n", "md5 (a) = d41d8cd98f00b204e9800998ecf8427e ", "MD5 (",
-                                  "md5 of a is d41d8cd98f00b204e9800998ecf8427e", "d41d8cd98f00b204e9800998ecf8427e ", "ETag is "])
+                                  "md5 of a is d41d8cd98f00b204e9800998ecf8427e", "d41d8cd98f00b204e9800998ecf8427e ", "ETag is ",
+                                  # red37: cloud key ids
+                                  "AKIDa", "LTAIa", "LTAI0123456789ab"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

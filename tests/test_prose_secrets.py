@@ -886,11 +886,16 @@ SENT_BEFORE = [
     ('生产库的密码我刚改了，是 Qv7#tLm2pZ9x，记得更新到配置中心', 'Qv7#tLm2pZ9x'), ('密码改了，新的是 Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ('秘密鍵のパスフレーズ：Kagi!Fr4se77', 'Kagi!Fr4se77'), ('密码短语：Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ('SSH鍵のパスフレーズは correct horse battery staple です', 'correct horse battery staple'),
+    # review 37: Tencent Cloud's SecretId and Alibaba Cloud's AccessKey ID (ids, as AWS's are)
+    ('TENCENTCLOUD_SECRET_ID=AKIDz8krbsJ5yKBZQpn74WFkmLPx3gnPhESA', 'AKIDz8krbsJ5yKBZQpn74WFkmLPx3gnPhESA'),
+    ('accessKeyId: LTAI5tRk8Zq3Wm9Vp2Nx7Yb4', 'LTAI5tRk8Zq3Wm9Vp2Nx7Yb4'), ('阿里云 AK 是LTAI5tQm8Zr3Wk9V，先用着', 'LTAI5tQm8Zr3Wk9V'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: the prefixes of cloud key ids named in prose
+    '腾讯云的 SecretId 以 AKID 开头', '阿里云的 AccessKey ID 以 LTAI 开头', 'id LTAI4FzKq3Wm9Vp2Nx',
     # review 37: a change said of a password, a passphrase's rule
     '密码改了，是因为泄露了', '密码改了，是 John 改的', '密码刚改了，是 Vault 里那个', '密码改了，是 v2.3.1 版本',
     'パスフレーズは8文字以上', 'パスフレーズを設定してください', 'パスフレーズは 8文字以上にしてください',
