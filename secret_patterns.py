@@ -473,7 +473,8 @@ DOCUMENTED_EXAMPLES = ("ABC-DEF1234ghIkl-zyx57W2v1u123ew11", "wJalrXUtnFEMI/K7MD
 #: an environment variable's name), a key's prefix before its docs' ``xxx…`` (``sk-proj-xxx…``) or an ellipsis and a word
 #: (``sk-...your key here``), a bind parameter (``:password``, T-SQL's ``@Password``), a YAML tag (``!ENV``), a package's
 #: version or range (``"jsonwebtoken": "^9.0.2"``, Cargo's ``jsonwebtoken = "9"``, ``"9.2"``), a secret store's reference (``vault:secret/data/db#password``,
-#: ``op://vault/item/password``), a ``your-`` or ``your_`` name of letters (``'your-app-secret'``).
+#: ``op://vault/item/password``), a ``your-`` or ``your_`` name of letters (``'your-app-secret'``), a colour (a design
+#: token's ``--primary-token: #1677ff``, a theme's ``secret: '#ff4d4f'``).
 _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
                 r"|\$\{\{.*|\$\(.*|%\w+%|#\{\w+\}#|@\w+@|#\{[\w.,= ]{1,100}+(?:\}.*)?|%\{[^{}\n]{1,200}+\}"
                 r"|\$\{[\w.]{1,100}+(?::?[-=])?\}?|\$\{\w{1,100}+:?\?[^{}\n]{0,200}+\}?|\$\{(?:ssm|env|file|self|opt|cf|s3|sls)[:(][^{}\s]{0,200}+\}?"
@@ -483,7 +484,7 @@ _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bo
                 r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT|(?i:change[-_]?(?:me|it))|\d{1,2}+|[\^~]?v?\d{1,4}+\.(?:\d{1,4}+|[x*])(?:\.(?:\d{1,4}+|[x*])){0,2}+(?:-[\w.]{1,40}+)?"
                 r"|(?:vault|op|ref\+[a-z]{2,12}+|keyring|ssm|secretsmanager|awssm|gcpsm|azkv):/{0,2}+[\w-]{1,100}+/[\w/#.:@+-]{1,200}+"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"
-                r"|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+"
+                r"|#(?:[0-9A-Fa-f]{3,4}+|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+"
                 r"|(?:\d{1,12}+:)?(?:" + "|".join(map(re.escape, DOCUMENTED_EXAMPLES)) + ")")
 PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: Values written bare that are code or placeholders: also an attribute, a call or an index (``settings.db.password``,
@@ -491,7 +492,7 @@ PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: path ``env::var(…)``). An attribute is names joined by dots: ``Summer.2024!`` is not one. A
 #: quoted value is never code (:data:`PLACEHOLDER_VALUE`): ``"Winter.Is.Coming7"``. Nor is Rust's reference (``password:
 #: &str``, ``&'static``, ``&mut``, ``&args[1]``, ``&[u8]``), nor CloudFormation's ``!Ref`` and Ansible's ``!vault``, a
-#: generic type in an annotation (``token: Option<String>``, ``apiKey: Record<string, string>``) nor a CSS colour, nor a
+#: generic type in an annotation (``token: Option<String>``, ``apiKey: Record<string, string>``), nor a
 #: Wi-Fi network's band after its key's label (``WPA2-PSK 2.4GHz``, ``WPA2 key 5GHz-only``).
 #: A radio's band or frequency (``2.4GHz``, ``5GHz``, ``868MHz``).
 _BAND = r"\d{1,3}+(?:\.\d{1,3}+)?+(?i:[gmk]hz)"
@@ -503,7 +504,6 @@ CODE_VALUE = re.compile(
     r"|!(?:Ref|Sub|GetAtt|ImportValue|FindInMap|Join|Select|If|Base64|Split|Equals|Condition|vault)"  # a YAML tag of code
     r"|[A-Z]\w*\[.*"  # a type such as Optional[str]
     r"|[A-Z][A-Za-z]{1,40}+<[A-Za-z_&'(\[][\w:&'\[\](), <>?]{0,200}+"  # a generic type: Option<String>, Record<string,
-    r"|#[0-9A-Fa-f]{3,8}+"  # a colour (a design token's: --primary-token: #1677ff)
     r"|" + _BAND + r"(?:[-_/](?:" + _BAND + r"|[a-z]{1,12}+))?)$"  # a radio's band (WPA2-PSK 2.4GHz, 5GHz-only, 2.4GHz/5GHz)
 )
 

@@ -894,6 +894,8 @@ SENT_BEFORE = [
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a theme's colour under a credential's name, quoted
+    "const theme = { primary: '#00b96b', secret: '#ff4d4f' }", "token: '#ABC'",
     # review 37: the prefixes of cloud key ids named in prose
     '腾讯云的 SecretId 以 AKID 开头', '阿里云的 AccessKey ID 以 LTAI 开头', 'id LTAI4FzKq3Wm9Vp2Nx',
     # review 37: a change said of a password, a passphrase's rule
