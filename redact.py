@@ -341,6 +341,8 @@ def _assignment(m: re.Match[str]) -> str:
     if group == 10:
         value = value.rstrip(patterns.VALUE_END + "\\")
         end = start + len(value)
+        if value.endswith(("-", "_")) and _is_placeholder(m.group(10), m.group(1)):
+            return m.group(0)  # a key's prefix and an ellipsis, as docs write a key (ANTHROPIC_API_KEY=sk-ant-...)
     if group == 8 and m.group(3) and m.group(4) == ":" and not m.group(5) and re.fullmatch(r"[A-Za-z_]\w{0,62}+", value):
         return m.group(0)  # psql's variable interpolated as a literal (ALTER USER app WITH PASSWORD :'pw')
     if (m.group(4) == "=>" or "]" in m.group(2)) and not (patterns.DEFAULT_SECRET.fullmatch(value) and (

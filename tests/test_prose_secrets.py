@@ -889,11 +889,15 @@ SENT_BEFORE = [
     # review 37: Tencent Cloud's SecretId and Alibaba Cloud's AccessKey ID (ids, as AWS's are)
     ('TENCENTCLOUD_SECRET_ID=AKIDz8krbsJ5yKBZQpn74WFkmLPx3gnPhESA', 'AKIDz8krbsJ5yKBZQpn74WFkmLPx3gnPhESA'),
     ('accessKeyId: LTAI5tRk8Zq3Wm9Vp2Nx7Yb4', 'LTAI5tRk8Zq3Wm9Vp2Nx7Yb4'), ('阿里云 AK 是LTAI5tQm8Zr3Wk9V，先用着', 'LTAI5tQm8Zr3Wk9V'),
+    # review 37: a value cut by an ellipsis that is no key's prefix
+    ('DB_PASSWORD=hunter2Kq...', 'hunter2Kq'), ('API_KEY=sk-ant-api03-Xk9Pq2Lm7Nv4Rt6Yb8...', 'Xk9Pq2Lm7Nv4Rt6Yb8'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a key's prefix and an ellipsis as docs write a key, assigned
+    'ANTHROPIC_API_KEY=sk-ant-...', 'OPENAI_API_KEY=sk-...', 'GITHUB_TOKEN=ghp_…',
     # review 37: a theme's colour under a credential's name, quoted
     "const theme = { primary: '#00b96b', secret: '#ff4d4f' }", "token: '#ABC'",
     # review 37: the prefixes of cloud key ids named in prose
