@@ -891,11 +891,15 @@ SENT_BEFORE = [
     ('accessKeyId: LTAI5tRk8Zq3Wm9Vp2Nx7Yb4', 'LTAI5tRk8Zq3Wm9Vp2Nx7Yb4'), ('阿里云 AK 是LTAI5tQm8Zr3Wk9V，先用着', 'LTAI5tQm8Zr3Wk9V'),
     # review 37: a value cut by an ellipsis that is no key's prefix
     ('DB_PASSWORD=hunter2Kq...', 'hunter2Kq'), ('API_KEY=sk-ant-api03-Xk9Pq2Lm7Nv4Rt6Yb8...', 'Xk9Pq2Lm7Nv4Rt6Yb8'),
+    # review 37: a password or key after it was generated or created (已生成：, 已创建：)
+    ('新密码已生成：Gen#7xQ2mLp9，请尽快登录修改', 'Gen#7xQ2mLp9'), ('密钥已创建：Zk8Wq3Lm9Pn2Rt5Yv7BxQ4', 'Zk8Wq3Lm9Pn2Rt5Yv7BxQ4'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a password's generation spoken of
+    '密码已生成，请查收邮件', '密码已分配：v2 版本', '密码生成规则：Rule2024a',
     # review 37: a key's prefix and an ellipsis as docs write a key, assigned
     'ANTHROPIC_API_KEY=sk-ant-...', 'OPENAI_API_KEY=sk-...', 'GITHUB_TOKEN=ghp_…',
     # review 37: a theme's colour under a credential's name, quoted
