@@ -2,7 +2,7 @@
 
 A password piped into a command that reads it from standard input (``echo "…" | docker login -u bob
 --password-stdin``, ``printf '%s' "…" | helm registry login …``, ``echo "…" | docker secret create db -``, and
-``docker secret create db - <<< "…"``); a value piped into ``base64``; the ``-P …`` of archivers and SQL Server's tools (``zip``, ``unzip``,
+``docker secret create db - <<< "…"``) or echoed into a password file's process substitution (``--password-file=<(echo …)``); a value piped into ``base64``; the ``-P …`` of archivers and SQL Server's tools (``zip``, ``unzip``,
 ``sqlcmd``, ``bcp``) and 7-Zip's glued ``-p…``; GitHub CLI's ``gh secret set NAME --body …``; HAProxy's ``stats auth
 USER:…`` and ``insecure-password …``; and, under a credential's name, nginx's ``proxy_set_header NAME …;``, a Dockerfile's ``ENV NAME value`` (the form without ``=``), ``aws configure set NAME value``, rclone's and
 tccli's pairs, a key-value store's key (``consul kv put …/password …``), expect's ``set NAME "value"`` and its ``send "…"`` after a password prompt, and a
@@ -52,6 +52,13 @@ STDIN_SECRET = re.compile(
     + r"(?:[ \t]*+>>?[ \t]*+(?:[^\s;&|<>]{0,200}?/)?[\w.-]{0,40}?(?i:pass|token|secret)[\w.-]{0,40}+(?=[ \t]*+(?:[\n;&|]|$))"
     + r"|[ \t]*+\|[^\n;&]{1,300}?" + _READS_INPUT + ")"
     + r"|" + _READS_INPUT + r"[^\n|;&<]{0,200}?<<<[ \t]*+" + _value("h")
+)
+#: ``echo``/``printf`` (up to two flags or a ``'%s'`` format) of a value in a process substitution given to a flag that
+#: reads a password, a token, a secret or a key from a file (``rsync --password-file=<(echo …)``, ``--passphrase-file
+#: <(printf '%s' …)``): the shell writes the value into that file.
+PROCESS_SECRET = re.compile(
+    r"(?<![\w-])--?[\w-]{0,30}?(?i:pass|secret|token|key|cred)[\w-]{0,30}+(?:=|[ \t]++)<\([ \t]*+(?:echo|printf)"
+    r"(?:[ \t]++(?:-[neE]{1,3}+|([\"'])%s(?:\\n)?\1)){0,2}[ \t]++" + _VALUE + r"[ \t]*+\)"
 )
 #: ``echo``/``printf`` of a value piped into ``base64`` to encode it (a Secret's value made by hand: ``echo -n "…" |
 #: base64``; ``base64 -d`` decodes): the value goes when it reads as a password (``"hello world"``, ``"admin"`` stay).
@@ -199,7 +206,7 @@ EXPECT_SEND = re.compile(
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those passwords replaced by ``redacted``, the rest as it was."""
-    for pattern in (STDIN_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET, CHPASSWD_HEREDOC, EXPECT_SEND):
+    for pattern in (STDIN_SECRET, PROCESS_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET, CHPASSWD_HEREDOC, EXPECT_SEND):
         text = prefilter.sub(pattern, lambda m: _password(m, redacted), text)
     text = prefilter.sub(HAPROXY_LOGIN, lambda m: _haproxy(m, redacted), text)
     text = prefilter.sub(BASE64_INPUT, lambda m: replace_group(m, "value", redacted) if prose_secrets.reads_as_password(m.group("value"), redacted)

@@ -893,11 +893,16 @@ SENT_BEFORE = [
     ('DB_PASSWORD=hunter2Kq...', 'hunter2Kq'), ('API_KEY=sk-ant-api03-Xk9Pq2Lm7Nv4Rt6Yb8...', 'Xk9Pq2Lm7Nv4Rt6Yb8'),
     # review 37: a password or key after it was generated or created (已生成：, 已创建：)
     ('新密码已生成：Gen#7xQ2mLp9，请尽快登录修改', 'Gen#7xQ2mLp9'), ('密钥已创建：Zk8Wq3Lm9Pn2Rt5Yv7BxQ4', 'Zk8Wq3Lm9Pn2Rt5Yv7BxQ4'),
+    # review 37: a password echoed into a password file's process substitution
+    ('  127  rsync -av --password-file=<(echo Rs!ync2024) src/ rsync://bob@nas/share', 'Rs!ync2024'),
+    ("gpg --batch --passphrase-file <(printf '%s' 'Gpg#Pass24') -d a.gpg", 'Gpg#Pass24'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a variable or a word in a process substitution
+    'rsync --password-file=<(echo $RSYNC_PASSWORD) src dst', 'diff <(echo hello) <(echo world)', '--key-file <(echo mykeyname)',
     # review 37: a password's generation spoken of
     '密码已生成，请查收邮件', '密码已分配：v2 版本', '密码生成规则：Rule2024a',
     # review 37: a key's prefix and an ellipsis as docs write a key, assigned
