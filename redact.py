@@ -177,7 +177,7 @@ def _name_segments(name: str) -> list[str]:
 
 def _credential_kind(name: str) -> str | None:
     """``"strong"`` for a name whose value is a credential (``DB_PASSWORD``, ``PGPASSWORD``, ``apiKey``), ``"weak"``
-    for one whose value is a credential only if it looks like one (``auth``, ``DB_PASS``, ``STRIPE_KEY``), else None.
+    for one whose value is a credential only if it looks like one (``auth``, ``DB_PASS``, ``STRIPE_KEY``, ``GITHUB_PAT``), else None.
 
     ``PWD`` alone is weak: the shell's working directory (a path, :func:`_names_something`) or ODBC's password.
     """
@@ -197,6 +197,8 @@ def _credential_kind(name: str) -> str | None:
         bare = name.lstrip("-")
         if bare.isupper() and "_" in bare and words[-2] not in patterns.PLAIN_KEY_QUALIFIERS:
             return "weak"
+    if last == "pat" and len(words) >= 2 and name.lstrip("-").isupper():
+        return "weak"  # a personal access token's (GITHUB_PAT, AZURE_DEVOPS_PAT); a pattern's is in lower case (url_pat)
     if last in patterns.WEAK_CREDENTIAL_WORDS:
         return "weak"
     if last == "pw" and patterns.PW_NAME.search(name.lstrip("-")):
@@ -400,6 +402,8 @@ def _assigned_secret(name: str, value: str, text: str, end: int, bare: bool, pro
         # namespaced cache key ('cart:v2:items'), not a credential
         return False
     segments = _name_segments(name)
+    if segments[-1] == "pat" and not (re.fullmatch(r"[A-Za-z0-9_-]{20,200}+", value) and re.search(r"\d", value)):
+        return False  # a personal access token is one run of 20+ letters and digits; a pattern's value is not (IPV4_PAT = r"…")
     login = re.fullmatch(r"[\w.@-]{1,64}+/(?P<pw>[^/\s]{6,200}+)", value) if segments[-1] == "auth" else None
     if login and prose_secrets.reads_as_password(login["pw"], REDACTED):
         return True  # a login and its password (NEO4J_AUTH=neo4j/Hq4!zWm8Rt, neo4j/Password123), not a path

@@ -171,7 +171,7 @@ VALUE_CHAR = r"[^\s\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
 #: ``Buffer.from(…)``, Rust's ``String::from(…)``.
 LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|String::from)\("
 #: ``name = value`` / ``name: value`` / ``--name=value`` where the name ends in a credential word (``DB_PASSWORD``,
-#: ``apiKey``, ``STRIPE_KEY``, ``passwords`` (not ``Passwords:``, a heading)...; :func:`redact._credential_kind`
+#: ``apiKey``, ``STRIPE_KEY``, ``GITHUB_PAT``, ``passwords`` (not ``Passwords:``, a heading)...; :func:`redact._credential_kind`
 #: decides), so ``database:`` does not swallow ``password=...``. A name starts a run of name characters (dots included):
 #: each run is tried once. Quotes may be backslash-escaped (JSON in JSON: ``{\\"token\\": \\"x\\"}``). The value may be
 #: on the next line (a YAML list's first item too: ``password:`` then ``- …``), unless that line is another ``name:`` (a
@@ -187,7 +187,7 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: too: ``b'…'``, ``r"…"``), 10 bare.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
-    r"(?:passwords|(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|sk|secret|token|credentials?|auth|key)))"
+    r"(?:passwords|(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|sk|secret|token|credentials?|auth|key)|PAT))"
     r"((?:_(?:\d{1,2}+|(?i:old|new|prod|production|staging|stage|dev|test|uat|qa|local|backup))(?![A-Za-z0-9]))?+"
     r"\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+(?:[\"']|[^\s\"',;]{1,200}+[ \t]*+(?:\r?\n|$)))|<-(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
     r"(?:\r?\n\s*+(?:-{3,}+[ \t]*+\r?\n[ \t]*+|-[ \t]++)?(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"

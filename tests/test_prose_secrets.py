@@ -896,11 +896,18 @@ SENT_BEFORE = [
     # review 37: a password echoed into a password file's process substitution
     ('  127  rsync -av --password-file=<(echo Rs!ync2024) src/ rsync://bob@nas/share', 'Rs!ync2024'),
     ("gpg --batch --passphrase-file <(printf '%s' 'Gpg#Pass24') -d a.gpg", 'Gpg#Pass24'),
+    # review 37: a personal access token under an UPPER_SNAKE name ending in PAT
+    ('AZURE_DEVOPS_PAT=k3hvmhijyfkry4jyylh9pp9du3ettvxkhy5ogsouvmfukh1kabcd', 'k3hvmhijyfkry4jyylh9pp9du3ettvxkhy5ogsouvmfukh1kabcd'),
+    ('export CR_PAT=Xk9mP2vL7qR4tN8wZ3bC6yH1jF5g', 'Xk9mP2vL7qR4tN8wZ3bC6yH1jF5g'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: patterns' values under UPPER_SNAKE names ending in PAT (urllib3's)
+    'IPV4_PAT = r"(?:[0-9]{1,3}\\.){3}[0-9]{1,3}"', 'ZONE_ID_PAT = "(?:%25|%)(?:["', 'FOO_PAT=some_long_identifier_name_v2',
+    # review 37: a pattern's name, a flag, a CI secret's reference under PAT
+    "url_pat = r'^/api/\\d+'", 'FILE_PAT=logs/app.log', 'compat=1.2', 'NO_PAT=true', 'GH_PAT=${{ secrets.GH_PAT }}',
     # review 37: a variable or a word in a process substitution
     'rsync --password-file=<(echo $RSYNC_PASSWORD) src dst', 'diff <(echo hello) <(echo world)', '--key-file <(echo mykeyname)',
     # review 37: a password's generation spoken of
