@@ -52,6 +52,9 @@ ONE_TIME_LABEL = re.compile(r"(?i)otp|totp|2fa|mfa|one[ _-]time[ _-](?:code|pass
 CODE_SEPARATOR = re.compile(r"((?:[,;\s\[\]]|(?<!\S)-(?!\S))++)")
 #: The signs and verbs a bare ``pin`` needs before its code.
 PIN_JOIN = re.compile(r"[:=：#是为為は는은—]|\b(?:is|was)\b")
+#: A command's flag ending in ``pin`` (``--pin``, ``--new-pin``, ``-pin``), read in the 50 characters before the label: a
+#: PIN given to a command (``ykman piv access change-pin --pin … --new-pin …``) needs no sign.
+PIN_FLAG = re.compile(r"(?<![\w-])--?(?:[A-Za-z]{1,20}+-){0,2}+$")
 #: A credential's label alone on its line (a Markdown heading's, a bold one's, ``:`` after it) and the value alone on the
 #: next, in a code fence (group ``fence``) or not: ``Password:`` then ```` ``` ```` and ``…``, ``**API Key**`` then ``…``.
 LABEL_ABOVE = re.compile(
@@ -407,13 +410,14 @@ def _is_code(token: str) -> bool:
 def _codes(text: str, redacted: str) -> str:
     """``text`` with the codes at the start of each :data:`secret_patterns.LABELLED_CODE` value redacted (each of a
     list: ``backup codes: 1234 5678, 2345 6789``); the words after them stay. A bare ``pin`` needs a sign or a verb
-    (:data:`secret_patterns.PIN_JOIN`): ``pin 18`` is a board's. A match ends before its value, so a value without
+    (:data:`PIN_JOIN`), or to be a command's flag (:data:`PIN_FLAG`: ``--pin 482913``): ``pin 18`` is a board's. A match ends before its value, so a value without
     a code is searched again for a label (``mfa: backup_codes: …``); one with codes is skipped past. A command's flag
     for a one-time code (:data:`ONE_TIME_LABEL` after ``--``: ``npm publish --otp 123456``) is left: the command uses
     the code at once, and it expires."""
     out, done = [], 0
     for m in prefilter.finditer(LABELLED_CODE, text):
-        if m.start() < done or (m.group("label").lower() == "pin" and not PIN_JOIN.search(m.group("join"))):
+        if m.start() < done or (m.group("label").lower() == "pin" and not PIN_JOIN.search(m.group("join"))
+                                and not PIN_FLAG.search(text, max(m.start() - 50, 0), m.start())):
             continue
         if text.endswith("--", 0, m.start()) and ONE_TIME_LABEL.fullmatch(m.group("label")):
             continue

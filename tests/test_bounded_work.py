@@ -676,7 +676,7 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "d41d8cd98f00b204e9800998ecf8427e  a\n", "md5 (a) = d41d8cd98f00b204e9800998ecf8427e ", "MD5 (",
                                   "md5 of a is d41d8cd98f00b204e9800998ecf8427e", "d41d8cd98f00b204e9800998ecf8427e ", "ETag is ",
                                   # red37: cloud key ids
-                                  "AKIDa", "LTAIa", "LTAI0123456789ab", "--password-file=<(echo ", "--pass <(", "--a-b-c-d-e-f-g-h", "--passpasspass"])
+                                  "AKIDa", "LTAIa", "LTAI0123456789ab", "--password-file=<(echo ", "--pass <(", "--a-b-c-d-e-f-g-h", "--passpasspass", "--pin 1234 ", "--a-pin ", "-a-a-a-a-pin 1234 "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -899,11 +899,15 @@ SENT_BEFORE = [
     # review 37: a personal access token under an UPPER_SNAKE name ending in PAT
     ('AZURE_DEVOPS_PAT=k3hvmhijyfkry4jyylh9pp9du3ettvxkhy5ogsouvmfukh1kabcd', 'k3hvmhijyfkry4jyylh9pp9du3ettvxkhy5ogsouvmfukh1kabcd'),
     ('export CR_PAT=Xk9mP2vL7qR4tN8wZ3bC6yH1jF5g', 'Xk9mP2vL7qR4tN8wZ3bC6yH1jF5g'),
+    # review 37: a PIN given to a command's flag
+    ('ykman piv access change-pin --pin 482913 --new-pin 771204', '771204'), ('ykman piv access change-pin --pin 482913 --new-pin 771204', '482913'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a board's pin number given to a flag
+    'gpio --pin 18 --mode out', 'raspi-gpio set --pin 17', '--spin 1234', 'ykman piv access change-pin',
     # review 37: patterns' values under UPPER_SNAKE names ending in PAT (urllib3's)
     'IPV4_PAT = r"(?:[0-9]{1,3}\\.){3}[0-9]{1,3}"', 'ZONE_ID_PAT = "(?:%25|%)(?:["', 'FOO_PAT=some_long_identifier_name_v2',
     # review 37: a pattern's name, a flag, a CI secret's reference under PAT
