@@ -32,11 +32,12 @@ PUBLIC_ID_PREFIXES = ("chatcmpl-", "resp_", "req_", "msg_", "call_", "toolu_", "
                       "AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29t", "AAAAInNrLWVjZHNhLXNoYTItbmlzdHAyNTZAb3BlbnNzaC5jb20",
                       "eyJhbGciOi", "eyJ0eXAiOi", "eyJraWQiOi")
 #: What names a public value written right before it: a public or host key, a request's, trace's or event's id, a
-#: checksum, a wallet's address, an S3 object's version (``PublicKey = …``, ``x-amz-id-2: …``, ``VersionId: …``,
+#: checksum, a wallet's address, an S3 object's version, an OAuth PKCE challenge (a digest of its verifier, sent in the
+#: authorization URL: ``code_challenge=…``) (``PublicKey = …``, ``x-amz-id-2: …``, ``VersionId: …``,
 #: ``traceparent: 00-…``, ``收款地址 …``, ``ipfs://…``), an image, a font or a source map in a data URI, an ``ETag`` (an MD5 or
 #: a hash of the content: ``ETag: W/"…"``, ``the ETag is "…"``, boto3's ``"ETag": "\"…\""``, a HAR header's ``"name": "etag", "value": "\"…\""``).
 PUBLIC_LABEL = re.compile(r"(?i)(?:(?:public|host)[ _-]?key|(?:request|trace|event|span|version)[ _-]?id|x-amz-id-2|traceparent"
-                          r"|content[ _-]?hash|checksum|fingerprint|address|地址)[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?$|ipfs:$"
+                          r"|content[ _-]?hash|checksum|fingerprint|address|地址|code[ _-]?challenge)[\"']?[ \t]*+[:=：]?[ \t]*+[\"']?$|ipfs:$"
                           r"|(?:e-?tag|if-(?:none-)?match|content-md5)[\"']?(?:[ \t]*+[:=：]|[ \t]++is|,[ \t]*+[\"']value[\"'][ \t]*+:)[ \t]*+[\"']?(?:W/)?(?:\\?[\"'])?$"
                           r"|data:(?:(?:image|font|audio|video)/[\w.+-]{1,40}+|application/json);base64,$")
 #: What names a digest written after it (``SHA256:`` of an SSH fingerprint, SRI's ``sha384-``, ``sha256=``, go.sum's `` h1:``).

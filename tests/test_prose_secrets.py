@@ -901,11 +901,16 @@ SENT_BEFORE = [
     ('export CR_PAT=Xk9mP2vL7qR4tN8wZ3bC6yH1jF5g', 'Xk9mP2vL7qR4tN8wZ3bC6yH1jF5g'),
     # review 37: a PIN given to a command's flag
     ('ykman piv access change-pin --pin 482913 --new-pin 771204', '771204'), ('ykman piv access change-pin --pin 482913 --new-pin 771204', '482913'),
+    # review 37: the PKCE verifier is not public
+    ('code_verifier=dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk', 'dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: an OAuth PKCE challenge (a digest of its verifier, public in the authorization URL)
+    'https://auth.corp.io/authorize?response_type=code&client_id=app&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256',
+    '"code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"',
     # review 37: a board's pin number given to a flag
     'gpio --pin 18 --mode out', 'raspi-gpio set --pin 17', '--spin 1234', 'ykman piv access change-pin',
     # review 37: patterns' values under UPPER_SNAKE names ending in PAT (urllib3's)
