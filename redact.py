@@ -345,6 +345,9 @@ def _assignment(m: re.Match[str]) -> str:
         end = start + len(value)
         if value.endswith(("-", "_")) and _is_placeholder(m.group(10), m.group(1)):
             return m.group(0)  # a key's prefix and an ellipsis, as docs write a key (ANTHROPIC_API_KEY=sk-ant-...)
+        if m.string.endswith("$", 0, m.start()) or m.string.endswith("$env:", 0, m.start()):
+            if re.fullmatch(r"[A-Z][a-z]{1,15}+-[A-Z][A-Za-z]{1,40}+", value):
+                return m.group(0)  # PowerShell runs a bare word: a cmdlet ($env:API_KEY = Read-Host -AsSecureString)
     if group == 8 and m.group(3) and m.group(4) == ":" and not m.group(5) and re.fullmatch(r"[A-Za-z_]\w{0,62}+", value):
         return m.group(0)  # psql's variable interpolated as a literal (ALTER USER app WITH PASSWORD :'pw')
     if (m.group(4) == "=>" or "]" in m.group(2)) and not (patterns.DEFAULT_SECRET.fullmatch(value) and (

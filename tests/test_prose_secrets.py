@@ -903,11 +903,15 @@ SENT_BEFORE = [
     ('ykman piv access change-pin --pin 482913 --new-pin 771204', '771204'), ('ykman piv access change-pin --pin 482913 --new-pin 771204', '482913'),
     # review 37: the PKCE verifier is not public
     ('code_verifier=dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk', 'dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk'),
+    # review 37: a PowerShell variable given a literal; a bare word assigned outside PowerShell
+    ('$env:DB_PASSWORD = "Ps!Env2024"', 'Ps!Env2024'), ('DB_PASSWORD = Blue-Horse', 'Blue-Horse'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
+    'PS C:\\> $env:OPENAI_API_KEY = Read-Host -AsSecureString', '$Password = Get-Content .\\pw.txt', '$token = Get-Secret -Name gh',
     # review 37: an OAuth PKCE challenge (a digest of its verifier, public in the authorization URL)
     'https://auth.corp.io/authorize?response_type=code&client_id=app&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256',
     '"code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"',
