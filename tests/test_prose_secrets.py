@@ -905,11 +905,16 @@ SENT_BEFORE = [
     ('code_verifier=dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk', 'dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk'),
     # review 37: a PowerShell variable given a literal; a bare word assigned outside PowerShell
     ('$env:DB_PASSWORD = "Ps!Env2024"', 'Ps!Env2024'), ('DB_PASSWORD = Blue-Horse', 'Blue-Horse'),
+    # review 37: a password's purpose after Spanish, Portuguese, Italian and French articles joined to de (del, do, della, des)
+    ('Contraseña del wifi: Señal#2024', 'Señal#2024'), ('senha do wifi: Sen#Wifi24', 'Sen#Wifi24'), ('password della VPN: Vpn!It2024', 'Vpn!It2024'),
+    ('le mot de passe des admins : Adm!Fr2024', 'Adm!Fr2024'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 37: after those purposes, no password
+    'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
     'PS C:\\> $env:OPENAI_API_KEY = Read-Host -AsSecureString', '$Password = Get-Content .\\pw.txt', '$token = Get-Secret -Name gh',
     # review 37: an OAuth PKCE challenge (a digest of its verifier, public in the authorization URL)
