@@ -13,7 +13,7 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 #: The test files whose string literals are secrets in the shapes redaction knows, and the ordinary text beside them.
-CASE_FILES = ("test_prose_secrets.py", "test_semantic_faults.py", "test_bounded_work.py")
+CASE_FILES = ("test_prose_secrets.py", "test_semantic_faults.py", "test_bounded_work.py", "test_hostile_corpus.py")
 #: The modules whose whole-text passes are gated.
 GATED = ("secret_patterns", "secret_labels", "prose_secrets", "code_secrets", "command_secrets", "config_secrets", "table_secrets",
          "output_secrets", "cookie_secrets", "sql_secrets", "random_tokens", "seed_phrases", "folding", "literal_secrets")
