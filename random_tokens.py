@@ -4,7 +4,7 @@
 value right after a key or token label (:data:`secret_labels.LABELLED_KEY`), :func:`key_nearby` one later on the label's line; both by :func:`looks_random`: Shannon
 entropy, the runs of one character class, hex and UUID shapes, and what is written right before the token (a public
 key's or a request id's label, a digest's tag); :func:`redact` judges every long token outside a public block.
-Pure; linear in the length of the text; never raises. Imports :mod:`prefilter` and :mod:`secret_patterns`' documented examples.
+Pure; linear in the length of the text; never raises. Imports :mod:`prefilter` and, of :mod:`secret_patterns`, its documented examples and :func:`secret_patterns.line_start`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from collections import Counter
 
 from . import prefilter
-from .secret_patterns import DOCUMENTED_EXAMPLES
+from .secret_patterns import DOCUMENTED_EXAMPLES, line_start
 
 #: A run of 28+ base64 characters, judged by :func:`long_token`. One of 28 to 31 is judged only when letters and
 #: digits alone: ids that long have a prefix joined by ``_`` or ``-`` (``msg_01XFDUDYJgAACzvnptvVoYEL``) or are
@@ -130,7 +130,7 @@ def digest_listed(m: re.Match[str]) -> bool:
     file name after it (:data:`SUM_AFTER`), or after a digest's name on its line, in up to 300 characters
     (:data:`DIGEST_BEFORE`)."""
     text, start = m.string, m.start()
-    line = max(text.rfind("\n", max(start - 300, 0), start) + 1, start - 300)
+    line = line_start(text, start, 300)
     if not text[line:start].strip(" \t") and SUM_AFTER.match(text, m.end()):
         return True
     return DIGEST_BEFORE.search(text, line, start) is not None

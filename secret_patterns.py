@@ -1,7 +1,7 @@
 """The shapes of secrets in text: the patterns and word lists :mod:`redact` finds them with.
 
-Pure data, compiled once at import, and :func:`replace_group`, the one way the modules that use the patterns put
-``[redacted]`` in place of a match's group: each pattern is named for what it catches and says why it is
+Pure data, compiled once at import, :func:`replace_group`, the one way the modules that use the patterns put
+``[redacted]`` in place of a match's group, and :func:`line_start`, how far back they read a match's line: each pattern is named for what it catches and says why it is
 written so. Every pattern starts with a lookbehind that lets it start only at the start of a run of its
 characters (a run of 100,000 letters is tried once, not 100,000 times), and no quantifier is nested in
 another over the same characters; quantifiers followed by a character their class excludes are
@@ -506,6 +506,13 @@ CODE_VALUE = re.compile(
     r"|[A-Z][A-Za-z]{1,40}+<[A-Za-z_&'(\[][\w:&'\[\](), <>?]{0,200}+"  # a generic type: Option<String>, Record<string,
     r"|" + _BAND + r"(?:[-_/](?:" + _BAND + r"|[a-z]{1,12}+))?)$"  # a radio's band (WPA2-PSK 2.4GHz, 5GHz-only, 2.4GHz/5GHz)
 )
+
+
+def line_start(text: str, pos: int, most: int) -> int:
+    """Where the line holding ``pos`` starts in ``text``, read at most ``most`` characters back (a longer line's
+    ``pos - most``): what a judge reads of a match's line before it, bounded."""
+    low = max(pos - most, 0)
+    return text.rfind("\n", low, pos) + 1 or low
 
 
 def replace_group(m: re.Match[str], group: str, redacted: str, length: int | None = None) -> str:

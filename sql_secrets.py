@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 
 from . import prefilter, prose_secrets
+from .secret_patterns import line_start
 
 #: A password in SQL: after ``IDENTIFIED BY`` (``IDENTIFIED WITH mysql_native_password BY``), ``PASSWORD`` (``WITH
 #: PASSWORD``, ``LOGIN PASSWORD``, ``PASSWORD =``) or Neo4j's ``SET PASSWORD FROM '…' TO`` (the new one), in single
@@ -59,7 +60,7 @@ def _mysql_hash(m: re.Match[str]) -> bool:
     """Whether a :data:`MYSQL_HASH` is a password's: its line names a password or a hash before it, in up to 120
     characters (:data:`HASH_CONTEXT`), or it is a table's cell (``|`` before it and after it, spaces aside)."""
     text, start = m.string, m.start()
-    line = max(text.rfind("\n", max(start - 120, 0), start) + 1, start - 120)
+    line = line_start(text, start, 120)
     if HASH_CONTEXT.search(text, line, start):
         return True
     return text[line:start].rstrip(" \t").endswith("|") and HASH_CELL.match(text, m.end()) is not None
