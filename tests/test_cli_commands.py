@@ -726,6 +726,13 @@ def test_ctrl_c_exits_130_with_one_line(shared_two: World, capsys, monkeypatch: 
 CTRL_C_WHILE_LOADING = """
 import importlib.abc, os, signal, sys
 
+# As a terminal's Ctrl-C finds a command: SIGINT neither blocked nor ignored (a process may inherit either from the
+# test run; with it ignored or blocked the signal never came and the command ran to its end).
+with open(os.environ["PHR_SIGNAL_STATE"], "w") as f:
+    f.write(repr((signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, []))))
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 class CtrlC(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name.endswith(".command_line"):
@@ -745,13 +752,15 @@ def test_ctrl_c_while_the_modules_load_exits_130_with_one_line(shared_two: World
     shim.mkdir()
     (shim / "project_history_recall").symlink_to(ROOT, target_is_directory=True)
     (shim / "sitecustomize.py").write_text(CTRL_C_WHILE_LOADING, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(shim), "HERMES_HOME": str(shared_two.home)}
+    env = {**os.environ, "PYTHONPATH": str(shim), "HERMES_HOME": str(shared_two.home),
+           "PHR_SIGNAL_STATE": str(tmp_path / "signal-state")}
     start = {"python -m": ["-m", "project_history_recall"],  # pip's console script: this import, then main()
              "console script": ["-c", "import sys; from project_history_recall.__main__ import main; sys.exit(main())"],
              "folder by path": [str(ROOT)]}[route]
     ran = subprocess.run([sys.executable, *start, "status"], capture_output=True, text=True, env=env, cwd=tmp_path,
                          timeout=120)
-    assert (ran.returncode, ran.stdout, ran.stderr) == (130, "", "project-history-recall: interrupted\n"), ran
+    inherited = (tmp_path / "signal-state").read_text()
+    assert (ran.returncode, ran.stdout, ran.stderr) == (130, "", "project-history-recall: interrupted\n"), (ran, inherited)
     os.unlink(shim / "sitecustomize.py")
     assert subprocess.run([sys.executable, *start, "status"], capture_output=True, env=env, cwd=tmp_path,
                           timeout=120).returncode == 0, "without Ctrl-C the same route runs"
