@@ -212,8 +212,11 @@ class MembershipCache:
 
 def _census_state(conn: sqlite3.Connection, db_key: str) -> tuple[int, int, tuple[Any, ...]]:
     """``(sessions, their highest rowid, the file's fingerprint and the cron jobs' folders)``: what a census is
-    checked against. Raises ``sqlite3`` errors."""
-    count, top = conn.execute("SELECT count(*), COALESCE(max(rowid), 0) FROM sessions").fetchone()
+    checked against. Raises ``sqlite3`` errors. Two subqueries: alone, ``count(*)`` counts the smallest index's pages
+    and ``max(rowid)`` is one seek; together in one select SQLite steps through every entry of an index (1 ms at
+    20,000 sessions, every search)."""
+    count, top = conn.execute(
+        "SELECT (SELECT count(*) FROM sessions), (SELECT COALESCE(max(rowid), 0) FROM sessions)").fetchone()
     return int(count), int(top), (*session_rows.db_fingerprint(conn, db_key), getattr(conn, "cron_folders", None))
 
 
