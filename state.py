@@ -28,7 +28,8 @@ DECLARED: dict[str, tuple[str, str]] = {
         "the list of projects changes; each workspace's answer after 60 s",
     ),
     "membership": (
-        "per state.db: every session's workspace and project, the searchable ones by project",
+        "per state.db: every session's workspace and project, the searchable ones by project (each project's also sorted, "
+        "until a session joins or leaves it)",
         "sessions deleted, the projects or the cron jobs' folders changed, a move by this process, the file replaced, "
         "or 5 minutes; "
         "after 60 s it is read again in the background (new and the 64 newest sessions are re-read on every search)",

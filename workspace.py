@@ -7,7 +7,9 @@ per-state.db membership cache (every session's project). The rule itself is the 
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import itertools
 import logging
 import os
 import sqlite3
@@ -36,6 +38,8 @@ class _Members:
     # every session's workspace as last read (None: it has none)
     workspaces: dict[str, attribution.Workspace | None] = field(default_factory=dict)
     fingerprint: tuple[Any, ...] = ()  # db_fingerprint() when loaded
+    # each project's searchable sessions sorted (:meth:`sorted_members`), dropped when one joins or leaves it
+    sorted_by_identity: dict[tuple[str, str] | None, tuple[str, ...]] = field(default_factory=dict)
 
     def place(self, session_id: str, identity: tuple[str, str] | None, messages: int = 0) -> None:
         if self.where.get(session_id) == identity and (identity is None or self.messages.get(session_id) == messages):
@@ -48,6 +52,17 @@ class _Members:
             self.where[session_id] = identity
             self.messages[session_id] = messages
             self.by_identity.setdefault(identity, set()).add(session_id)
+        if old != identity:
+            self.sorted_by_identity.pop(old, None)
+            self.sorted_by_identity.pop(identity, None)
+
+    def sorted_members(self, identity: tuple[str, str]) -> tuple[str, ...]:
+        """The project's searchable sessions, sorted once while none joins or leaves it (a session that grows stays):
+        every search's scope starts from them (5,500 sessions sorted took 1 ms a search)."""
+        held = self.sorted_by_identity.get(identity)
+        if held is None:
+            held = self.sorted_by_identity[identity] = tuple(sorted(self.by_identity.get(identity, ())))
+        return held
 
 
 #: What an answer shows of a session whose row was not there to read.
@@ -398,11 +413,14 @@ def compute_scope(conn: sqlite3.Connection, attributor: Attributor, current_id: 
     excluded, lineage_past = conversations.lineage(conn, current_id)
     # A compaction in place archived part of the asking session: that part left its context, and is searched.
     live = current_id if store.compacted_in_place(conn, current_id) else ""
-    with membership.lock:
-        others = tuple(sorted(sid for sid in entry.by_identity.get(identity, ()) if sid not in excluded))
-        messages = sum(entry.messages.get(sid, 0) for sid in (*others, live) if sid)
-    searched = tuple(sorted((*others, live))) if live else others
-    past = tuple(sorted({sid for sid in others if sid in lineage_past} | ({live} if live else set())))
+    with membership.lock:  # the project's sessions less the asking lineage's live context (a few sessions)
+        others = tuple(itertools.filterfalse(excluded.__contains__, entry.sorted_members(identity)))
+        messages = sum(map(entry.messages.__getitem__, others)) + (entry.messages.get(live, 0) if live else 0)
+        inside = entry.by_identity.get(identity, set())
+        searched_past = {sid for sid in lineage_past if sid in inside and sid not in excluded}
+    at = bisect.bisect(others, live)  # the asking session among the others, in order
+    searched = (*others[:at], live, *others[at:]) if live else others
+    past = tuple(sorted(searched_past | {live} if live else searched_past))
     return Scope(current, project, searched, len(others) + 1, messages, live=live, past=past)
 
 
@@ -416,8 +434,9 @@ def compute_scope_for_cwd(conn: sqlite3.Connection, attributor: Attributor, cwd:
     if project.is_home:
         return Scope(None, project, (), 0)
     entry = membership.members(conn, db_key, attributor)
-    members = tuple(sorted(entry.by_identity.get(identity, ())))
-    return Scope(None, project, members, len(members), sum(entry.messages.get(sid, 0) for sid in members))
+    with membership.lock:
+        members = entry.sorted_members(identity)
+        return Scope(None, project, members, len(members), sum(map(entry.messages.__getitem__, members)))
 
 
 def scope_for(conn: sqlite3.Connection, home: Path, session_id: str, cwd: str | None

@@ -162,3 +162,7 @@ def test_a_scope_follows_every_change_between_searches(world: World):
     project = world.project("beta-p", [beta])
     assert world.move("a1", project)["success"] is True
     assert scope().session_ids == ("a2",)
+    world.session("a3", alpha, messages=[("user", "a third one")])
+    assert (scope().session_ids, scope().messages) == (("a2", "a3"), 3)
+    world.db.set_session_archived("a2", True)  # re-read as one of the newest sessions, not by a census voided
+    assert (scope().session_ids, scope().messages) == (("a3",), 1)
