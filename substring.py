@@ -25,7 +25,9 @@ _LIKE_TEXT = ("m.content", "m.tool_name", "m.tool_calls")
 
 
 def _likes(needles: Sequence[str]) -> tuple[str, list[str]]:
-    """The SQL (an ``OR`` of escaped ``LIKE`` tests, for ``messages`` as ``m``) and parameters of "holds a needle"."""
+    """The SQL (an ``OR`` of escaped ``LIKE`` tests, for ``messages`` as ``m``) and parameters of "holds a needle".
+    Written before ``fts.row_filters`` in a ``WHERE``: SQLite tests the terms in order, and a row's visibility reads
+    the columns past its content and seeks its clock tick, for every row read, where the needles leave a few."""
     patterns = [f"%{escape_like(n)}%" for n in needles]
     return " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for _ in patterns for col in _LIKE_TEXT), [p for p in patterns for _ in _LIKE_TEXT]
 
@@ -42,10 +44,10 @@ def like_in_range(
     where, params = fts.row_filters(conn, scope, "SELECT b.id FROM messages b WHERE b.id > ?1 AND b.id <= ?2")
     sql = f"""
         SELECT m.id, m.session_id FROM messages m
-        WHERE m.id > ?1 AND m.id <= ?2 AND +{store.SCOPE_SQL} AND {where} AND ({likes})
+        WHERE m.id > ?1 AND m.id <= ?2 AND +{store.SCOPE_SQL} AND ({likes}) AND {where}
         ORDER BY m.id DESC LIMIT ?
     """
-    rows = conn.execute(sql, [low, high, scope.ids_json, *params, *like_params, limit])
+    rows = conn.execute(sql, [low, high, scope.ids_json, *like_params, *params, limit])
     return [(int(r[0]), r[1]) for r in rows]
 
 
@@ -69,14 +71,14 @@ def like_newest(
     # The rows it reads are among the session's from the edge's clock tick on (its own index: ids only).
     where, params = fts.row_filters(conn, scope, "SELECT b.id FROM messages b WHERE b.session_id = ?1"
                                     + ("" if edge is None else " AND b.timestamp >= ?2"))
-    select = f"SELECT m.id, m.session_id FROM messages m WHERE m.session_id = ?1 {{newer}} AND {where} AND ({likes})"
+    select = f"SELECT m.id, m.session_id FROM messages m WHERE m.session_id = ?1 {{newer}} AND ({likes}) AND {where}"
     if edge is None:
-        sql, args = select.format(newer="") + " ORDER BY m.id DESC LIMIT ?", [session_id, *params, *like_params, limit]
+        sql, args = select.format(newer="") + " ORDER BY m.id DESC LIMIT ?", [session_id, *like_params, *params, limit]
     else:  # past the edge: its clock tick by id, and the ticks after it, two seeks (one condition on the timestamp
         # seeks the tick's start and steps through the whole tick, which an imported session's rows may share)
         sql = (select.format(newer="AND m.timestamp = ?2 AND m.id > ?") + " UNION ALL "
                + select.format(newer="AND m.timestamp > ?2") + " ORDER BY 1 DESC LIMIT ?")
-        args = [session_id, edge[0], edge[1], *params, *like_params, *params, *like_params, limit]
+        args = [session_id, edge[0], edge[1], *like_params, *params, *like_params, *params, limit]
     rows = conn.execute(sql, args)
     return [(int(r[0]), r[1]) for r in rows], read, edge is not None
 
@@ -113,7 +115,7 @@ def like_candidates(
             SELECT m.id AS id, m.session_id AS session_id,
                    row_number() OVER (PARTITION BY m.session_id ORDER BY m.id DESC) AS n
             FROM messages m
-            WHERE m.session_id IN (SELECT sid FROM batch) AND {where} AND ({likes})
+            WHERE m.session_id IN (SELECT sid FROM batch) AND ({likes}) AND {where}
         ) WHERE n <= ? ORDER BY id DESC
     """
     out: list[tuple[int, str]] = []
@@ -145,7 +147,7 @@ def like_candidates(
     def run() -> None:
         """Read the batch of sessions gathered so far and start a new one."""
         nonlocal batch, batch_size, scanned
-        found((int(r[0]), r[1]) for r in conn.execute(sql, [json.dumps(batch), *params, *like_params, per_session]))
+        found((int(r[0]), r[1]) for r in conn.execute(sql, [json.dumps(batch), *like_params, *params, per_session]))
         scanned += batch_size
         batch, batch_size = [], 0
 
