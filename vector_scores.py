@@ -94,13 +94,17 @@ def two_pass(
     # The first pass reads, in place (no copy), every span of ROUGH_SPAN rows that holds a row of the
     # scope: a project's rows mostly come in long runs (they are indexed project by project). Runs of
     # consecutive spans are scored by one product each; ``rows`` are the file rows ``rough`` scores.
+    # Which spans hold a row of the scope, a spare False at each end; the whole spans told a row of a reshape each.
+    whole = projected // ROUGH_SPAN * ROUGH_SPAN
     spans = np.zeros(-(-projected // ROUGH_SPAN) + 2, dtype=bool)
-    spans[np.flatnonzero(first) // ROUGH_SPAN + 1] = True
+    spans[1 : whole // ROUGH_SPAN + 1] = first[:whole].reshape(-1, ROUGH_SPAN).any(axis=1)
+    spans[-2] |= first[whole:].any()  # the last span when it is not whole
     edges = np.flatnonzero(spans[1:] != spans[:-1]).tolist()
     runs = [(begin * ROUGH_SPAN, min(end * ROUGH_SPAN, projected)) for begin, end in zip(edges[::2], edges[1::2], strict=True)]
     rows = np.concatenate([np.arange(start, stop) for start, stop in runs]) if runs else np.empty(0, dtype=np.int64)
     rough = np.concatenate([dot(low[start:stop], rough_query) for start, stop in runs]) if runs else np.empty(0, np.float32)
-    rough[~first[rows] | np.isnan(rough)] = -np.inf  # another scope's row, or a vector not finite: last
+    mine = np.concatenate([first[start:stop] for start, stop in runs]) if runs else np.empty(0, dtype=bool)  # first[rows]
+    rough[~mine | np.isnan(rough)] = -np.inf  # another scope's row, or a vector not finite: last
     keep = vector_basis.kept(count)
 
     def conversations(codes: list[int]) -> int:
