@@ -47,8 +47,12 @@ DIGEST_TAGS = (*(f"{name}{sep}" for name in ("sha1", "sha256", "sha384", "sha512
 #: one a checksum tool wrote or a digest's name introduces.
 DIGEST_LENGTHS = (32, 56, 96, 128)
 #: What md5sum and the sha*sum tools write after a digest at a line's start: two spaces (`` *`` in binary mode) and the
-#: file's name (``d41d8cd98f00b204e9800998ecf8427e  file.txt``).
-SUM_AFTER = re.compile(r" [ *][^\s*]")
+#: file's name to the line's end (``d41d8cd98f00b204e9800998ecf8427e  file.txt``), group ``name``. A note (``# prod key``,
+#: ``(staging)``) or a table's next columns (``prod  2024-06-01``) is no file's name.
+SUM_AFTER = re.compile(r" [ *](?P<name>[^\s*#(]\S{0,4095}+)[ \t]*+(?:\r?\n|\Z)")
+#: A checksum tool's name (``md5sum``, ``sha512sum``, ``shasum``, ``b2sum``, a ``SHA256SUMS`` file): where it is written
+#: above a :data:`SUM_AFTER` line, a file's name of any shape follows the digest (``$ md5sum LICENSE``).
+SUM_TOOL = re.compile(r"(?i)(?<![\w-])(?:md5|sha(?:1|224|256|384|512)?|b2)sums?(?![\w-])")
 #: What names a digest right before it on its line: BSD's and openssl's ``MD5 (file) = ``, ``SHA512(file)= ``; a
 #: digest's name and a joiner (``md5sum: ``, ``MD5 checksum = ``, ``the md5 of the upload is ``, ``sha512 "``).
 DIGEST_BEFORE = re.compile(
@@ -127,12 +131,15 @@ def looks_random(token: str) -> bool:
 
 def digest_listed(m: re.Match[str]) -> bool:
     """Whether a hex token ``m`` of :data:`DIGEST_LENGTHS` is a checksum: at its line's start with a checksum tool's
-    file name after it (:data:`SUM_AFTER`), or after a digest's name on its line, in up to 300 characters
-    (:data:`DIGEST_BEFORE`)."""
+    file name after it (:data:`SUM_AFTER`: one with a dot or a folder, ``-``, or any where the tool's name,
+    :data:`SUM_TOOL`, is written in the 300 characters before), or after a digest's name on its line, in up to 300
+    characters (:data:`DIGEST_BEFORE`)."""
     text, start = m.string, m.start()
     line = line_start(text, start, 300)
-    if not text[line:start].strip(" \t") and SUM_AFTER.match(text, m.end()):
-        return True
+    after = SUM_AFTER.match(text, m.end()) if not text[line:start].strip(" \t") else None
+    if after is not None and (after["name"] == "-" or re.search("[./]", after["name"]) is not None
+                              or SUM_TOOL.search(text, max(start - 300, 0), start) is not None):
+        return True  # a file's name (a dot or a folder in it), md5sum's standard input, or any after the tool's name
     return DIGEST_BEFORE.search(text, line, start) is not None
 
 

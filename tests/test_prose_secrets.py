@@ -1650,3 +1650,34 @@ def test_what_follows_a_secret_goes_only_when_it_is_secret_too(text, sent):
     from project_history_recall import embeddings
 
     assert embeddings.OpenAIProvider.outbound_text(text) == sent
+
+
+@pytest.mark.parametrize("text", [
+    "5f4dcc3b5aa765d61d8327deb882cf99  # datadog prod api key",
+    "NAME        KEY\n5f4dcc3b5aa765d61d8327deb882cf99  prod-api-key",
+    "Keys:\n5f4dcc3b5aa765d61d8327deb882cf99  (prod)\n0cc175b9c0f1b6a831c399e269772661  (staging)",
+    "5f4dcc3b5aa765d61d8327deb882cf99  prod  created 2024-06-01",
+])
+def test_a_hex_key_at_a_lines_start_with_a_note_after_it_is_no_checksum_listing(text):
+    """Review 27 (rev27): md5sum's line (``<hex>  file.txt``) keeps its digest, and any 32 hex digits at a line's start
+    followed by two spaces and anything passed for one: a key pasted with a note after it (``<hex>  # prod api key``)
+    or a table of keys, its name in the next column, was sent whole. A checksum tool writes one file's name after
+    the digest, to the line's end."""
+    from project_history_recall import embeddings
+
+    out = embeddings.OpenAIProvider.outbound_text(text)
+    assert "5f4dcc3b5aa765d61d8327deb882cf99" not in out and "[redacted]" in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "$ md5sum LICENSE\n5f4dcc3b5aa765d61d8327deb882cf99  LICENSE",
+    "$ echo -n hello | md5sum\n5d41402abc4b2a76b9719d911017c592  -",
+    "5f4dcc3b5aa765d61d8327deb882cf99  dist/app",
+    "5f4dcc3b5aa765d61d8327deb882cf99 *setup.exe",
+])
+def test_a_checksum_tools_line_keeps_its_digest(text):
+    """What md5sum writes stays: a file's name with a dot or a folder, ``-`` for its standard input, or any name
+    after the tool's name was written above (``$ md5sum LICENSE``)."""
+    from project_history_recall import embeddings
+
+    assert embeddings.OpenAIProvider.outbound_text(text) == text
