@@ -59,6 +59,11 @@ DIGEST_BEFORE = re.compile(
     r"(?i)(?<![\w-])(?:md5|sha-?(?:1|224|256|384|512)|sha3-(?:224|256|384|512)|blake2[bs]p?|ripemd-?160|rmd160)"
     r"(?:[ \t]?+\([^()\n]{1,255}+\)[ \t]?+=|(?:sum)?(?:[ \t]++(?:checksum|digest|hash|sum))?"
     r"(?:[ \t]++(?:of|for)[ \t]++(?:the[ \t]++)?[^\s:=]{1,60}+)?[\"']?[ \t]*+(?:[:=：]|is|was)?)[ \t]*+[\"'(]?$")
+#: What a line names before a digest's name (:data:`DIGEST_BEFORE`) when the digest is a credential's: a password's
+#: unsalted hash (``admin password md5: <hex>``: where the hash is what is compared, it logs in, and a common password's
+#: is looked up at once) or a secret's.
+CREDENTIAL_BEFORE = re.compile(r"(?i)passw|pwd|passphrase|passcode|secret|token|(?:api|access|private)[ _-]?key|credential"
+                               r"|密码|密碼|口令|密钥|密鑰|秘钥|パスワード|비밀번호")
 #: A name whose value is a revision's or an object's id (``GITHUB_SHA``, ``GIT_COMMIT``, ``build_uuid``), not a key's.
 ID_NAME = re.compile(r"(?i)(?:^|[_-])(?:sha|commit|rev|revision|ref|hash|digest|id|uuid|checksum|etag)$")
 #: A path segment that is a word (``src``, ``blob``, ``service-role``): a token holding one is a path or a URL.
@@ -133,14 +138,15 @@ def digest_listed(m: re.Match[str]) -> bool:
     """Whether a hex token ``m`` of :data:`DIGEST_LENGTHS` is a checksum: at its line's start with a checksum tool's
     file name after it (:data:`SUM_AFTER`: one with a dot or a folder, ``-``, or any where the tool's name,
     :data:`SUM_TOOL`, is written in the 300 characters before), or after a digest's name on its line, in up to 300
-    characters (:data:`DIGEST_BEFORE`)."""
+    characters (:data:`DIGEST_BEFORE`), that no password's or secret's name comes before (:data:`CREDENTIAL_BEFORE`)."""
     text, start = m.string, m.start()
     line = line_start(text, start, 300)
     after = SUM_AFTER.match(text, m.end()) if not text[line:start].strip(" \t") else None
     if after is not None and (after["name"] == "-" or re.search("[./]", after["name"]) is not None
                               or SUM_TOOL.search(text, max(start - 300, 0), start) is not None):
         return True  # a file's name (a dot or a folder in it), md5sum's standard input, or any after the tool's name
-    return DIGEST_BEFORE.search(text, line, start) is not None
+    named = DIGEST_BEFORE.search(text, line, start)
+    return named is not None and CREDENTIAL_BEFORE.search(text, line, named.start()) is None
 
 
 def random_after_label(token: str, one_case: bool) -> bool:

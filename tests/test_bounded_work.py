@@ -675,6 +675,8 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # red37: checksum tools' lines, a digest's name before it
                                   "d41d8cd98f00b204e9800998ecf8427e  a\n", "md5 (a) = d41d8cd98f00b204e9800998ecf8427e ", "MD5 (",
                                   "md5 of a is d41d8cd98f00b204e9800998ecf8427e", "d41d8cd98f00b204e9800998ecf8427e ", "ETag is ",
+                                  # rev27: a password named before the digest's name
+                                  "pwd md5 d41d8cd98f00b204e9800998ecf8427e ",
                                   # red37: cloud key ids
                                   "AKIDa", "LTAIa", "LTAI0123456789ab", "--password-file=<(echo ", "--pass <(", "--a-b-c-d-e-f-g-h", "--passpasspass", "--pin 1234 ", "--a-pin ", "-a-a-a-a-pin 1234 "])
 def test_a_run_of_key_prefixes_is_read_once(unit):

@@ -1681,3 +1681,21 @@ def test_a_checksum_tools_line_keeps_its_digest(text):
     from project_history_recall import embeddings
 
     assert embeddings.OpenAIProvider.outbound_text(text) == text
+
+
+@pytest.mark.parametrize("text", [
+    "admin password md5: 5f4dcc3b5aa765d61d8327deb882cf99",
+    "password_hash = md5 5f4dcc3b5aa765d61d8327deb882cf99",
+    "api_secret md5 5f4dcc3b5aa765d61d8327deb882cf99",
+    "INSERT INTO users (name, pwd) VALUES ('admin', md5 '5f4dcc3b5aa765d61d8327deb882cf99');",
+    "数据库密码 MD5：5f4dcc3b5aa765d61d8327deb882cf99",
+])
+def test_a_digest_after_a_credentials_name_on_its_line_is_no_checksum(text):
+    """Review 27 (rev27): a digest's name before 32 hex digits (``the md5 of the upload is <hex>``) kept them wherever
+    the line said what was hashed: a password's unsalted MD5 (``admin password md5: <hex>``), which logs in where
+    the hash is what is compared and is cracked at once for a common password, and a secret named so, were sent. As
+    MySQL's hash does, it goes where its line names a password or a secret before the digest's name."""
+    from project_history_recall import embeddings
+
+    out = embeddings.OpenAIProvider.outbound_text(text)
+    assert "5f4dcc3b5aa765d61d8327deb882cf99" not in out and "[redacted]" in out, out
