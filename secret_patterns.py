@@ -494,7 +494,8 @@ PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: &str``, ``&'static``, ``&mut``, ``&args[1]``, ``&[u8]``), nor CloudFormation's ``!Ref`` and Ansible's ``!vault``, a
 #: generic type in an annotation (``token: Option<String>``, ``apiKey: Record<string, string>``), nor a
 #: Wi-Fi network's band after its key's label (``WPA2-PSK 2.4GHz``, ``WPA2 key 5GHz-only``).
-#: A radio's band or frequency (``2.4GHz``, ``5GHz``, ``868MHz``).
+#: A radio's band or frequency (``2.4GHz``, ``5GHz``, ``868MHz``), alone or joined to another or to what it is said to be
+#: (``-only``, ``-band``): joined to any word it is a password's start (``DB_PASSWORD=5GHz-office``).
 _BAND = r"\d{1,3}+(?:\.\d{1,3}+)?+(?i:[gmk]hz)"
 CODE_VALUE = re.compile(
     f"^(?:{_PLACEHOLDER}"
@@ -504,7 +505,7 @@ CODE_VALUE = re.compile(
     r"|!(?:Ref|Sub|GetAtt|ImportValue|FindInMap|Join|Select|If|Base64|Split|Equals|Condition|vault)"  # a YAML tag of code
     r"|[A-Z]\w*\[.*"  # a type such as Optional[str]
     r"|[A-Z][A-Za-z]{1,40}+<[A-Za-z_&'(\[][\w:&'\[\](), <>?]{0,200}+"  # a generic type: Option<String>, Record<string,
-    r"|" + _BAND + r"(?:[-_/](?:" + _BAND + r"|[a-z]{1,12}+))?)$"  # a radio's band (WPA2-PSK 2.4GHz, 5GHz-only, 2.4GHz/5GHz)
+    r"|" + _BAND + r"(?:[-_/](?:" + _BAND + r"|(?i:only|bands?)))?)$"  # a radio's band (WPA2-PSK 2.4GHz, 5GHz-only, 2.4GHz/5GHz)
 )
 
 

@@ -1699,3 +1699,20 @@ def test_a_digest_after_a_credentials_name_on_its_line_is_no_checksum(text):
 
     out = embeddings.OpenAIProvider.outbound_text(text)
     assert "5f4dcc3b5aa765d61d8327deb882cf99" not in out and "[redacted]" in out, out
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("DB_PASSWORD=5GHz-office", "5GHz-office"),
+    ("ADMIN_PASSWORD: 868mhz_gateway", "868mhz_gateway"),
+    ("wifi password: 5ghz-livingroom", "5ghz-livingroom"),
+    ("the wifi password is 2.4GHz-attic", "2.4GHz-attic"),
+])
+def test_a_password_that_starts_with_a_radio_band_goes(text, secret):
+    """Review 27 (rev27): a Wi-Fi band after a key's label (``WPA2 key 5GHz-only``) became a placeholder wherever a
+    value is judged, and with it any band joined to a word of up to 12 letters: ``DB_PASSWORD=5GHz-office`` and a
+    Wi-Fi password ``5ghz-livingroom`` were sent, which went before. A band is joined to another band or to what a
+    band is said to be (``-only``, ``band``), not to any word."""
+    from project_history_recall import embeddings
+
+    out = embeddings.OpenAIProvider.outbound_text(text)
+    assert secret not in out and "[redacted]" in out, out
