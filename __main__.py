@@ -14,13 +14,24 @@ traceback. So this module and the package's ``__init__`` import none of them at 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-#: As ``command_line`` says an interrupted command (not imported from there: loading it is what may be interrupted).
+#: As ``command_line`` says an interrupted command (not imported from there: loading it is what may be interrupted):
+#: the line on stderr, and with ``--json`` the failure answer on stdout.
 INTERRUPTED_LINE = "project-history-recall: interrupted\n"
+INTERRUPTED_ANSWER = {"success": False, "error": "interrupted", "code": "interrupted"}
 EXIT_INTERRUPTED = 130
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    """Whether ``--json`` (or a prefix of it, or ``—json`` as smart punctuation writes it) is among the flags of ``argv``
+    (before ``--``), as ``command_line`` reads it."""
+    flags = list(argv)[: list(argv).index("--")] if "--" in argv else list(argv)
+    plain = ["--" + a[1:] if a[:1] in ("\u2014", "\u2013") else a for a in flags]
+    return any(a.startswith("--j") and "--json".startswith(a) for a in plain)
 
 
 def _load_folder() -> None:
@@ -48,6 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from project_history_recall.command_line import main as run
     except KeyboardInterrupt:
         try:
+            if _wants_json(sys.argv[1:] if argv is None else argv):
+                sys.stdout.write(json.dumps(INTERRUPTED_ANSWER, indent=2) + "\n")
+                sys.stdout.flush()
             sys.stderr.write(INTERRUPTED_LINE)
             sys.stderr.flush()
         except (OSError, ValueError):  # stderr closed too

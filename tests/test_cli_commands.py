@@ -766,6 +766,28 @@ def test_ctrl_c_while_the_modules_load_exits_130_with_one_line(shared_two: World
                           timeout=120).returncode == 0, "without Ctrl-C the same route runs"
 
 
+@pytest.mark.parametrize("route", ["python -m", "console script", "folder by path"])
+def test_ctrl_c_while_the_modules_load_answers_json_when_asked(shared_two: World, tmp_path: Path, route: str):
+    """Review 27 (rev27): with ``--json``, a Ctrl-C during a command writes its failure answer on stdout (``code:
+    interrupted``) besides the line on stderr, as every failure does; one while the modules load wrote the line alone,
+    and a program reading the JSON found no answer. Each route answers as a Ctrl-C a moment later does."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "project_history_recall").symlink_to(ROOT, target_is_directory=True)
+    (shim / "sitecustomize.py").write_text(CTRL_C_WHILE_LOADING, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(shim), "HERMES_HOME": str(shared_two.home)}
+    start = {"python -m": ["-m", "project_history_recall"],
+             "console script": ["-c", "import sys; from project_history_recall.__main__ import main; sys.exit(main())"],
+             "folder by path": [str(ROOT)]}[route]
+    ran = subprocess.run([sys.executable, *start, "status", "--json"], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=120)
+    assert (ran.returncode, ran.stderr) == (130, "project-history-recall: interrupted\n"), ran
+    assert json.loads(ran.stdout) == {"success": False, "error": "interrupted", "code": "interrupted"}, ran
+    query = subprocess.run([sys.executable, *start, "search", "--", "--json"], capture_output=True, text=True, env=env,
+                           cwd=tmp_path, timeout=120)
+    assert (query.returncode, query.stdout) == (130, ""), "a query's word --json asks for no JSON"
+
+
 @pytest.mark.parametrize(("given", "named"), [
     ("", "--hermes-home is empty"),
     ("~no_such_user_phr/profile", "no such user's home folder"),
