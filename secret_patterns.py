@@ -500,7 +500,8 @@ _BAND = r"\d{1,3}+(?:\.\d{1,3}+)?+(?i:[gmk]hz)"
 CODE_VALUE = re.compile(
     f"^(?:{_PLACEHOLDER}"
     r"|(?=\$?[A-Za-z_]\w*(?:[.(\[]|\?\.|::))(?!\$?[\w.]*\.(?![A-Za-z_]))\$?[A-Za-z_](?:[\w.]|\?\.|::)*+(?:[(\[].*)?"  # an attribute, call or index
-    r"|&(?:'?[A-Za-z_][\w:]*+(?:[<\[].*)?|\[.*)"  # a Rust reference
+    r"|&(?!(?:[\w:]*?[a-z\d][A-Z][a-z]?(?=[A-Z\d])){2})(?:'?[A-Za-z_][\w:]*+(?:[<\[].*)?|\[.*)"  # a Rust reference;
+    # not where humps of one or two letters come twice between others, as a password's do (&Xk9Pq2Lm7Nv4, not &X509Cert)
     r"|\.{1,2}+/.*|~/.*"  # a relative path (--from-file=password=./pw.txt)
     r"|!(?:Ref|Sub|GetAtt|ImportValue|FindInMap|Join|Select|If|Base64|Split|Equals|Condition|vault)"  # a YAML tag of code
     r"|[A-Z]\w*\[.*"  # a type such as Optional[str]

@@ -1716,3 +1716,36 @@ def test_a_password_that_starts_with_a_radio_band_goes(text, secret):
 
     out = embeddings.OpenAIProvider.outbound_text(text)
     assert secret not in out and "[redacted]" in out, out
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("DB_PASSWORD=&Xk9Pq2Lm7Nv4", "Xk9Pq2Lm7Nv4"),
+    ("密码是&vaKWkqz75WpK1 the config", "vaKWkqz75WpK1"),
+    ("password is &vaKWkqz75WpK1 the config", "vaKWkqz75WpK1"),
+    ("密码：&Xk9Pq2Lm7Nv4", "Xk9Pq2Lm7Nv4"),
+    ("I put it in `비밀번호是is&vaKWkqz75WpK1) the config", "vaKWkqz75WpK1"),
+])
+def test_a_password_that_starts_with_an_ampersand_is_no_rust_reference(text, secret):
+    """Review 27 (rev27; ``test_no_secret_reaches_a_remote_embedder`` met it, seed 948907): ``&`` and a name was code
+    wherever a value is judged, Rust's reference (``password: &str``, ``&args[1]``), so a password that starts with
+    ``&`` was sent whole (``DB_PASSWORD=&Xk9Pq2Lm7Nv4``, ``密码是&vaKWkqz75WpK1``). A name whose humps of one or two
+    letters come twice between other characters is a password's, not a type's or a variable's."""
+    from project_history_recall import embeddings
+
+    out = embeddings.OpenAIProvider.outbound_text(text)
+    assert secret not in out and "[redacted]" in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "fn connect(password: &str) -> Result<()>", "fn f(token: &Secret<String>)", "let token = &args[1];",
+    "password: &'static str", "fn login(password: &mut String)", "let key = &self.api_key;", "secret: &[u8]",
+    "fn f(password: &Argon2Config)", "secret: &Aes256Gcm,", "token: &X509Certificate", "let key = &Sha256Digest;",
+    "api_key: &Base64Key", "fn f(key: &HTTPClient2)", "fn f(key: &P256K1PublicKey)",
+    "fn verify(hash: &PasswordHashV2, pw: &SecretStr)",
+])
+def test_a_rust_reference_under_a_credentials_name_stays(text):
+    """What Rust writes after a credential's name stays: a reference to a type (digits in its name too: ``&Aes256Gcm``,
+    ``&X509Certificate``), a variable, a field or a slice."""
+    from project_history_recall import embeddings
+
+    assert embeddings.OpenAIProvider.outbound_text(text) == text
