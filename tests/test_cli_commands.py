@@ -743,20 +743,31 @@ sys.meta_path.insert(0, CtrlC())
 """
 
 
+#: How each install route starts the command line: ``python -m``, the console script pip writes (this import, then
+#: ``main()``), the plugin folder run by path.
+START_ROUTES = {"python -m": ["-m", "project_history_recall"],
+                "console script": ["-c", "import sys; from project_history_recall.__main__ import main; sys.exit(main())"],
+                "folder by path": [str(ROOT)]}
+
+
+def _ctrl_c_while_loading(tmp_path: Path, home: Path) -> tuple[Path, dict[str, str]]:
+    """``(the shim folder, the environment)`` that runs the command line on ``home`` with :data:`CTRL_C_WHILE_LOADING`
+    as its ``sitecustomize`` (delete it from the shim to run without the Ctrl-C)."""
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "project_history_recall").symlink_to(ROOT, target_is_directory=True)
+    (shim / "sitecustomize.py").write_text(CTRL_C_WHILE_LOADING, encoding="utf-8")
+    return shim, {**os.environ, "PYTHONPATH": str(shim), "HERMES_HOME": str(home),
+                  "PHR_SIGNAL_STATE": str(tmp_path / "signal-state")}
+
+
 @pytest.mark.parametrize("route", ["python -m", "console script", "folder by path"])
 def test_ctrl_c_while_the_modules_load_exits_130_with_one_line(shared_two: World, tmp_path: Path, route: str):
     """Ctrl-C in the first half second, while the command line's modules load (the package's ``__init__`` imported
     them all), printed a KeyboardInterrupt traceback: the command line's own handling had not begun. Now each route
     (``python -m``, the console script pip writes, the plugin folder run by path) exits 130 with the one line."""
-    shim = tmp_path / "shim"
-    shim.mkdir()
-    (shim / "project_history_recall").symlink_to(ROOT, target_is_directory=True)
-    (shim / "sitecustomize.py").write_text(CTRL_C_WHILE_LOADING, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(shim), "HERMES_HOME": str(shared_two.home),
-           "PHR_SIGNAL_STATE": str(tmp_path / "signal-state")}
-    start = {"python -m": ["-m", "project_history_recall"],  # pip's console script: this import, then main()
-             "console script": ["-c", "import sys; from project_history_recall.__main__ import main; sys.exit(main())"],
-             "folder by path": [str(ROOT)]}[route]
+    shim, env = _ctrl_c_while_loading(tmp_path, shared_two.home)
+    start = START_ROUTES[route]
     ran = subprocess.run([sys.executable, *start, "status"], capture_output=True, text=True, env=env, cwd=tmp_path,
                          timeout=120)
     inherited = (tmp_path / "signal-state").read_text()
@@ -771,14 +782,8 @@ def test_ctrl_c_while_the_modules_load_answers_json_when_asked(shared_two: World
     """Review 27 (rev27): with ``--json``, a Ctrl-C during a command writes its failure answer on stdout (``code:
     interrupted``) besides the line on stderr, as every failure does; one while the modules load wrote the line alone,
     and a program reading the JSON found no answer. Each route answers as a Ctrl-C a moment later does."""
-    shim = tmp_path / "shim"
-    shim.mkdir()
-    (shim / "project_history_recall").symlink_to(ROOT, target_is_directory=True)
-    (shim / "sitecustomize.py").write_text(CTRL_C_WHILE_LOADING, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(shim), "HERMES_HOME": str(shared_two.home)}
-    start = {"python -m": ["-m", "project_history_recall"],
-             "console script": ["-c", "import sys; from project_history_recall.__main__ import main; sys.exit(main())"],
-             "folder by path": [str(ROOT)]}[route]
+    _, env = _ctrl_c_while_loading(tmp_path, shared_two.home)
+    start = START_ROUTES[route]
     ran = subprocess.run([sys.executable, *start, "status", "--json"], capture_output=True, text=True, env=env,
                          cwd=tmp_path, timeout=120)
     assert (ran.returncode, ran.stderr) == (130, "project-history-recall: interrupted\n"), ran
