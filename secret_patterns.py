@@ -395,13 +395,14 @@ DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\
                             r"(?![A-Za-z][A-Za-z\d]*+:[A-Za-z_]++$|%\w++%$|@\w++$|\([^()]*+\)$|[A-Z][A-Z\d_]*+=|\*++(?:[A-Z_]++\*++)?$)"
                             r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![a-z\d_:,.-]*+\|[a-z\d_:,.|-]*+$)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
 #: A value that names something instead of being a secret, for the names and labels that are credentials only when
-#: their value looks like one (``auth``, ``*_KEY``, ``the private key is``): a path (``~/.ssh/deploy_key``),
+#: their value looks like one (``auth``, ``*_KEY``, ``the private key is``): a path (``~/.ssh/deploy_key``; not one
+#: piece of mixed case and digits after ``~``, ``.`` or ``/`` alone: ``password is ~Xk9Pq2Lm7Nv4`` is a password),
 #: ``name:number`` (``session:123``), an algorithm or encoding (``RSA-4096``, ``UUIDv4``, ``Argon2id``, ``PKCS#8``,
 #: ``base64url``) or an auth scheme (``oauth2``). Joined names (``bearer-token-v2``, ``id_ed25519``) are told piece by
 #: piece (:func:`redact._names_something`).
 _ALGORITHM = r"[A-Z]{2,}+-?v?\d++"  # RSA-4096, SHA256, UUIDv4
 NAME_VALUE = re.compile(
-    r"[~./]\S*+|[^/\s]*+/\S*+|[A-Za-z_][\w.-]*+:\d++|" + _ALGORITHM +
+    r"[~./](?!(?=[^\s/.]*?\d)(?=[^\s/.]*?[a-z])(?=[^\s/.]*?[A-Z])[^\s/.]{7,}+$)\S*+|[^/\s]*+/\S*+|[A-Za-z_][\w.-]*+:\d++|" + _ALGORITHM +
     r"|(?i:oauth2?|basic|bearer|digest|ntlm|kerberos|negotiate|saml|oidc|jwt|hmac|token|none|required|optional)"
     r"|(?i:argon2(?:id|i|d)?|b?crypt|scrypt|pbkdf2|sha-?\d{1,3}|md5|aes|rsa|ed25519|pkcs#?\d{1,2}|base64|utf-?8)\S*+"
 )

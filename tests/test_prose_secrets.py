@@ -1736,6 +1736,31 @@ def test_a_password_that_starts_with_an_ampersand_is_no_rust_reference(text, sec
     assert secret not in out and "[redacted]" in out, out
 
 
+@pytest.mark.parametrize(("text", "secret"), [
+    ("password is ~Xk9Pq2Lm7Nv4 now", "Xk9Pq2Lm7Nv4"),
+    ("the password is .vaKWkqz75WpK1", "vaKWkqz75WpK1"),
+])
+def test_a_password_that_starts_as_a_path_does_is_no_path(text, secret):
+    """Review 27 (rev27): a value after a password's label that starts with ``~`` or ``.`` was a path wherever it was
+    judged (``~alice``, ``.bashrc``), so ``password is ~Xk9Pq2Lm7Nv4`` was sent whole. One piece of mixed case and
+    digits after the sign, with no folder or dot after it, is a password's (``secret_patterns.NAME_VALUE``)."""
+    from project_history_recall import embeddings
+
+    out = embeddings.OpenAIProvider.outbound_text(text)
+    assert secret not in out and "[redacted]" in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "the private key is ~/.ssh/id_rsa", "password file is ~/.pgpass", "the key is .Xauthority",
+    "password is in ~/secrets/db.txt", "the key is /Users2", "the password is ~alice2's", "token is /tmp/Tok3nFile.txt",
+])
+def test_a_path_after_a_credentials_label_stays(text):
+    """Paths after a credential's label stay: a folder in them, a file's extension, one case, or no digit."""
+    from project_history_recall import embeddings
+
+    assert embeddings.OpenAIProvider.outbound_text(text) == text
+
+
 @pytest.mark.parametrize("text", [
     "fn connect(password: &str) -> Result<()>", "fn f(token: &Secret<String>)", "let token = &args[1];",
     "password: &'static str", "fn login(password: &mut String)", "let key = &self.api_key;", "secret: &[u8]",
