@@ -15,16 +15,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_plugin() -> Any:
-    """This checkout as the package ``project_history_recall`` (never by folder name)."""
-    if "project_history_recall" in sys.modules:
-        return sys.modules["project_history_recall"]
-    spec = importlib.util.spec_from_file_location(
-        "project_history_recall", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["project_history_recall"] = module
-    spec.loader.exec_module(module)
+    """This checkout as the package ``project_history_recall`` (never by folder name), with the modules Hermes' loader
+    loads (``register``'s: the tools, the commands and all they import), so that ``phr.search``, ``phr.state`` and
+    the like are there: the package's ``__init__`` imports none of them."""
+    module = sys.modules.get("project_history_recall")
+    if module is None:
+        spec = importlib.util.spec_from_file_location(
+            "project_history_recall", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
+        )
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["project_history_recall"] = module
+        spec.loader.exec_module(module)
+    for name in ("commands", "handlers"):
+        importlib.import_module(f"project_history_recall.{name}")
     return module
 
 

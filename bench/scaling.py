@@ -611,17 +611,23 @@ def filtered(b: Bench, size: int) -> list[Call]:
     return [Call("search with since after n matches", ours, None, found_in(lambda s: s == "late"))]
 
 
-def tick(b: Bench, size: int) -> list[Call]:
-    """A session of n rows written at one time (an import, an old gateway turn: one timestamp), then compacted in
-    place as Hermes did before #99545 (every row archived, the last two carried forward as live copies): whether an
-    archived row is the copy Hermes shows is told a tick at a time, not by a walk of the tick for each row."""
-    h = b.new_home(f"tick{size}")
+def _imported(b: Bench, name: str, size: int, text: str) -> tuple[Any, Any, list[int]]:
+    """A home ``name`` whose repo holds 12 ordinary sessions and ``import``: ``size`` rows ``text <i>`` written at one
+    time, user and assistant in turn. Returns ``(home, repo, the import's message ids)``."""
+    h = b.new_home(name)
     repo = h.repo("app")
     for i in range(12):
         h.session(f"a{i}", repo, messages=chat(i))
     h.session("import", repo)
     at = h.ts + 1
-    ids = [h.say("import", ("user", "assistant")[i % 2], f"备忘 lunch note {i}", at=at) for i in range(size)]
+    return h, repo, [h.say("import", ("user", "assistant")[i % 2], f"{text} {i}", at=at) for i in range(size)]
+
+
+def tick(b: Bench, size: int) -> list[Call]:
+    """A session of n rows written at one time (an import, an old gateway turn: one timestamp), then compacted in
+    place as Hermes did before #99545 (every row archived, the last two carried forward as live copies): whether an
+    archived row is the copy Hermes shows is told a tick at a time, not by a walk of the tick for each row."""
+    h, repo, ids = _imported(b, f"tick{size}", size, "备忘 lunch note")
     with sqlite3.connect(h.home / "state.db") as conn:  # the compaction's own writes, as archive_and_compact made them
         conn.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = 'import'")
         conn.execute("INSERT INTO messages (session_id, role, content, timestamp) SELECT session_id, role, content,"
@@ -644,13 +650,7 @@ def carried(b: Bench, size: int) -> list[Call]:
     all, at its time): the index's candidates checked a batch at a time, the recent list's previews (its last
     assistant message lies n live copies before the session's last row), a read around its last message, and the
     index command's reads of its texts (``index_check.read_texts``, ``indexing.BATCH`` ids a page)."""
-    h = b.new_home(f"carried{size}")
-    repo = h.repo("app")
-    for i in range(12):
-        h.session(f"a{i}", repo, messages=chat(i))
-    h.session("import", repo)
-    at = h.ts + 1
-    ids = [h.say("import", ("user", "assistant")[i % 2], f"lunch note {i}", at=at) for i in range(size)]
+    h, repo, ids = _imported(b, f"carried{size}", size, "lunch note")
     with sqlite3.connect(h.home / "state.db") as conn:  # the compaction's own writes, as archive_and_compact made them
         conn.execute("UPDATE messages SET active = 0, compacted = 1 WHERE session_id = 'import'")
         conn.execute("INSERT INTO messages (session_id, role, content, timestamp) SELECT session_id, role, content,"
