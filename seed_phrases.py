@@ -122,8 +122,8 @@ def _seed_span(run: list[tuple[int, int, int]], text: str) -> list[tuple[int, in
     """The span of the seed phrase in ``run`` (``(start, end, doubt)`` of consecutive words of ``text``: 0 a list word, 1
     a typo, 2 a word met before in the run, as code repeats its names and a phrase rarely does, unless a
     :data:`SEED_LABEL` comes right before the run or one of its first three words), as a list of none or one: the whole
-    run when it holds :data:`FEWEST_WORDS` (after a label :data:`FEWEST_LABELLED`) or more and its doubts are at most one in
-    six; else, read left to right, the first that many words that stay so (a piece is cut before the word that would
+    run when it holds :data:`FEWEST_WORDS` (after a label :data:`FEWEST_LABELLED`, then with no doubt) or more and its doubts
+    are at most one in six; else, read left to right, the first that many words that stay so (a piece is cut before the word that would
     break that share), with all the run after them."""
     if len(run) < FEWEST_LABELLED:
         return []
@@ -132,8 +132,8 @@ def _seed_span(run: list[tuple[int, int, int]], text: str) -> list[tuple[int, in
     if labelled is not None:  # from the word after the label, which may be words of the list itself (seed phrase:)
         run = [(start, end, doubt % 2) for start, end, doubt in run[labelled:]]
         fewest = FEWEST_LABELLED
-    if len(run) < fewest:
-        return []
+    if len(run) < fewest or len(run) < FEWEST_WORDS and any(doubt for _, _, doubt in run):
+        return []  # a short run after a label holds list words alone (``enter your twelve word secret phrase``: a typo)
     if 6 * sum(doubt for _, _, doubt in run) <= len(run):
         return [(run[0][0], run[-1][1])]
     begin = doubts = 0

@@ -961,6 +961,8 @@ NEAR_MISSES = [
     # review 37: prose after a seed phrase's label, and five list words after it
     'mnemonic: the word list used by BIP-39', 'seed phrase: write it down on paper, never in a chat', '助记词：请离线抄写，不要截图',
     'seed phrase: abandon ability able about above', 'Recovery phrase: keep your twelve words safe and offline',
+    # review 27: a wallet's wording after the label, six list words around one near one (your: four)
+    'Seed phrase: enter your twelve word secret phrase below',
     # review 37: a seed that is a number, a word, a name's part or hex
     'seed: 1234', 'seed: 20240601', 'seed: 2345672345672345', '--seed 1337 --workers 4', 'random_seed: JBSWY3DPEHPK3PXP',
     'seed: deadbeefcafebabe', 'seed node: 10.0.0.1',
