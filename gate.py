@@ -79,7 +79,7 @@ def closed(home: Path, settings: config_schema.Settings, project: attribution.Pr
         return SemanticLeg("disabled", off)
     if settings.embedding.problem:  # an unknown provider, openai without a model: never offered for consent
         return SemanticLeg("unavailable", settings.embedding.problem)
-    path = paths.plugin_data_dir(home) / "consent.json"
+    path = paths.consent_path(home)
     read = consent.load_consent(path)
     record = read.record
     if record and record.get("declined"):
@@ -146,7 +146,7 @@ def loading_refused(home: Path, settings: config_schema.Settings) -> str | None:
     installed, or ``None`` when it may."""
     if settings.embedding.problem:  # semantic search off until config.yaml is fixed: what closed() says
         return settings.embedding.problem
-    record = consent.load_consent(paths.plugin_data_dir(home) / "consent.json").record
+    record = consent.load_consent(paths.consent_path(home)).record
     if not consent.consent_covers(record, config_schema.provider_spec(settings)):
         return ""
     return missing_requirements(settings)
@@ -199,7 +199,7 @@ def record_consent(*, home: Path, session_id: str, decision: str, projects: str 
     """
     settings = load_settings(home)
     spec = config_schema.provider_spec(settings)
-    path = paths.plugin_data_dir(home) / "consent.json"
+    path = paths.consent_path(home)
     profile = home.name if home.parent.name == "profiles" else "default"
     now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     if decision == "decline":

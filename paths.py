@@ -41,6 +41,11 @@ def embeddings_db_path(home: Path) -> Path:
     return plugin_data_dir(home) / "embeddings.db"
 
 
+def consent_path(home: Path) -> Path:
+    """The plugin's record of consent (consent.json) of the profile ``home``."""
+    return plugin_data_dir(home) / "consent.json"
+
+
 def state_db_key(home: Path) -> str:
     """The key per-database caches use: the resolved path of ``<home>/state.db``."""
     return str(state_db_path(home).resolve())

@@ -145,7 +145,7 @@ def semantic_config(home: Path) -> dict[str, Any]:
     settings = load_settings(home)
     emb = settings.embedding
     spec = config_schema.provider_spec(settings) if emb.provider in ("local", "openai") else None
-    path = paths.plugin_data_dir(home) / "consent.json"
+    path = paths.consent_path(home)
     read = consent.load_consent(path)
     record = read.record
     shown: dict[str, Any] | None = None
