@@ -71,8 +71,8 @@ def walk_session(
         shown = copies.shown_here(mid) if kept else None
         if kept and shown is None:
             continue
-        if kept == 1:
-            ids.append(int(shown or 0))
+        if kept == 1 and shown is not None:
+            ids.append(shown)
             if len(ids) == count:
                 return ids, False
         else:
