@@ -24,6 +24,7 @@ import difflib
 import json
 import logging
 import os
+import re
 import sqlite3
 import sys
 import time
@@ -103,13 +104,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Surrogate escapes: the bytes of an argument or a file name the locale's encoding could not read.
+_ESCAPED_BYTES = re.compile("([\udc80-\udcff]+)")
+
+
 def _emit(text: str, stream: TextIO) -> None:
-    """Write a line; characters the stream cannot encode (lone surrogates...) are escaped."""
+    """Write a line. Where the stream's encoding cannot hold a character: bytes the process received that the locale
+    could not read (a folder's name under ``LC_ALL=C``, kept as surrogate escapes) are written as they came, as
+    Python's stdout writes them there and stderr would not (``\\udce5``); anything else is escaped (``\\u4ed3``)."""
+    line = text + "\n"
+    encoding = getattr(stream, "encoding", None) or "utf-8"
     try:
-        stream.write(text + "\n")
+        line.encode(encoding)
     except UnicodeEncodeError:
-        encoding = getattr(stream, "encoding", None) or "utf-8"
-        stream.write(text.encode(encoding, "backslashreplace").decode(encoding) + "\n")
+        pass
+    else:
+        stream.write(line)
+        return
+    pieces = _ESCAPED_BYTES.split(line)  # odd places: runs of escaped bytes
+    data = b"".join(p.encode(encoding, "surrogateescape" if i % 2 else "backslashreplace") for i, p in enumerate(pieces))
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:  # a text stream only (a test's StringIO): the bytes as escapes
+        stream.write(data.decode(encoding, "backslashreplace"))
+        return
+    stream.flush()
+    buffer.write(data)
+    buffer.flush()
 
 
 def _say(text: str, stream: TextIO) -> None:

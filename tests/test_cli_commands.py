@@ -636,6 +636,12 @@ def test_a_chinese_argument_in_a_c_locale_is_read_as_typed(two: World, tmp_path:
                "UTF-8 locale (LC_ALL=C.UTF-8)" in err, err
     assert subprocess.run([*start, "search", "迁移方案", "--cwd", str(chinese)], capture_output=True, cwd=tmp_path,
                           env={**env, "PYTHONUTF8": "1"}, timeout=120).returncode == 0, "the way out it names"
+    # A profile folder of a Chinese name that is not there: named on stderr as typed (Python's stderr wrote the
+    # bytes it could not read as `\udce4\udcbb...`), as stdout names it.
+    missing = tmp_path / "仓库" / "gone"
+    said = subprocess.run([*start, "status", "--hermes-home", str(missing)], capture_output=True, env=env, cwd=tmp_path,
+                          timeout=120)
+    assert said.returncode == 1 and f"Hermes profile folder not found: {missing}\n".encode() in said.stderr, said
 
 
 # ---------------------------------------------------------------------------
