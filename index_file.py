@@ -428,15 +428,16 @@ def file_token(conn: sqlite3.Connection) -> str:
     once per file). A file deleted and made again often gets the same inode: the vector files beside it tell
     the two apart by this. Raises ``sqlite3`` errors (busy: no process may go on without it, or processes
     would disagree on the files' source and build them over and over)."""
-    token = _stored_token(conn)
+    token = stored_token(conn)
     if token is None:
         with conn:
             conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('file_token', lower(hex(randomblob(8))))")
-        token = _stored_token(conn)
+        token = stored_token(conn)
     return str(token)
 
 
-def _stored_token(conn: sqlite3.Connection) -> str | None:
+def stored_token(conn: sqlite3.Connection) -> str | None:
+    """The file's own random name, ``None`` before one was given (a read: :func:`file_token` gives one)."""
     row = conn.execute("SELECT value FROM meta WHERE key = 'file_token'").fetchone()
     return None if row is None else str(row[0])
 
