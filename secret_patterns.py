@@ -402,7 +402,7 @@ DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\
 #: piece (:func:`redact._names_something`).
 _ALGORITHM = r"[A-Z]{2,}+-?v?\d++"  # RSA-4096, SHA256, UUIDv4
 NAME_VALUE = re.compile(
-    r"[~./](?!(?=[^\s/.]*?\d)(?=[^\s/.]*?[a-z])(?=[^\s/.]*?[A-Z])[^\s/.]{7,}+$)\S*+|[^/\s]*+/\S*+|[A-Za-z_][\w.-]*+:\d++|" + _ALGORITHM +
+    r"[~./](?!(?=[^\s/.]*?\d)(?=[^\s/.]*?[a-z])(?=[^\s/.]*?[A-Z])[^\s/.]{7,}+$)\S*+|[^/\s]++/\S*+|[A-Za-z_][\w.-]*+:\d++|" + _ALGORITHM +
     r"|(?i:oauth2?|basic|bearer|digest|ntlm|kerberos|negotiate|saml|oidc|jwt|hmac|token|none|required|optional)"
     r"|(?i:argon2(?:id|i|d)?|b?crypt|scrypt|pbkdf2|sha-?\d{1,3}|md5|aes|rsa|ed25519|pkcs#?\d{1,2}|base64|utf-?8)\S*+"
 )

@@ -1740,7 +1740,7 @@ def test_a_password_that_starts_with_an_ampersand_is_no_rust_reference(text, sec
 
 @pytest.mark.parametrize(("text", "secret"), [
     ("password is ~Xk9Pq2Lm7Nv4 now", "Xk9Pq2Lm7Nv4"),
-    ("the password is .vaKWkqz75WpK1", "vaKWkqz75WpK1"),
+    ("the password is .vaKWkqz75WpK1", "vaKWkqz75WpK1"), ("password is /Xk9Pq2Lm7Nv4", "Xk9Pq2Lm7Nv4"),
 ])
 def test_a_password_that_starts_as_a_path_does_is_no_path(text, secret):
     """Review 27 (rev27): a value after a password's label that starts with ``~`` or ``.`` was a path wherever it was
@@ -1755,6 +1755,7 @@ def test_a_password_that_starts_as_a_path_does_is_no_path(text, secret):
 @pytest.mark.parametrize("text", [
     "the private key is ~/.ssh/id_rsa", "password file is ~/.pgpass", "the key is .Xauthority",
     "password is in ~/secrets/db.txt", "the key is /Users2", "the password is ~alice2's", "token is /tmp/Tok3nFile.txt",
+    "password is stored in /etc/app/secret.conf", "password file: /run/secrets/db_password",
 ])
 def test_a_path_after_a_credentials_label_stays(text):
     """Paths after a credential's label stay: a folder in them, a file's extension, one case, or no digit."""
