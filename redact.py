@@ -463,7 +463,8 @@ def _labelled(m: re.Match[str]) -> str:
     the value is for (``password for the db:``), or ``=>`` ``->`` ``→`` `` - `` (``:`` after two words: ``api key:``) before a
     value that reads as a password (:func:`prose_secrets.reads_as_password`) and holds no brackets or quotes, as code
     does; and a value with a digit or a symbol, or a passphrase, that names nothing (:func:`_names_something`).
-    Trailing punctuation stays; so does a value already redacted in part (``admin/[redacted]``).
+    Trailing punctuation stays (``!`` goes with a value that reads as a password); so does a value already redacted in
+    part (``admin/[redacted]``).
     """
     label, joiner = m.group(1), m.group(2)
     group = next(g for g in (5, "coded", "paren", 7) if m.group(g) is not None)  # quoted, in <code>, in brackets, bare
@@ -505,7 +506,8 @@ def _labelled(m: re.Match[str]) -> str:
         return m.group(0)  # an algorithm, or where it is kept (パスワードは Vault に保存, 密码是 Vault 里的)
     if _weakly_labelled(m, after) and not _plainly_a_password(value, label):
         return m.group(0)  # what it uses or is (密码也是 bcrypt 哈希的, Set max token to 4096), not a value
-    return _replace(m, start, start + len(value))
+    bang = quoted is None and prose_secrets.reads_as_password(value, REDACTED) and m.group(group)[len(value) : len(value) + 1] == "!"
+    return _replace(m, start, start + len(value) + bang)  # a password's last character (Xk9Pq2Lm7!) as often as a sentence's
 
 
 #: A CJK particle or word of place after a word (``Vault に``, ``Bitwarden で``, ``Vault 里``; not ``に変更``, ``です``): where it is kept.

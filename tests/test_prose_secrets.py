@@ -1764,6 +1764,18 @@ def test_a_path_after_a_credentials_label_stays(text):
     assert embeddings.OpenAIProvider.outbound_text(text) == text
 
 
+@pytest.mark.parametrize(("text", "sent"), [
+    ("password da VPN: Xk9Pq2Lm7!", "password da VPN: [redacted]"), ("the password is Xk9Pq2Lm7!", "the password is [redacted]"),
+    ("密码是 Xk9Pq2Lm7!", "密码是 [redacted]"), ("the password is Xk9Pq2Lm7.", "the password is [redacted]."),
+])
+def test_a_bang_after_a_labelled_password_goes_with_it(text, sent):
+    """Review 27: a labelled value's trailing ``!`` stayed as a sentence's, so a password's last character was sent
+    (``password da VPN: Xk9Pq2Lm7!``). After a value that reads as a password it goes with it; a full stop stays."""
+    from project_history_recall import embeddings
+
+    assert embeddings.OpenAIProvider.outbound_text(text) == sent
+
+
 @pytest.mark.parametrize("text", [
     "fn connect(password: &str) -> Result<()>", "fn f(token: &Secret<String>)", "let token = &args[1];",
     "password: &'static str", "fn login(password: &mut String)", "let key = &self.api_key;", "secret: &[u8]",
