@@ -265,6 +265,8 @@ def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:
     string is not code, ``"Winter.Is.Coming7"``) or a placeholder, or the name again (``this.password = password``)."""
     pattern = patterns.PLACEHOLDER_VALUE if quoted else patterns.CODE_VALUE  # in backticks too (`null`)
     value = value.strip()
+    if quoted and patterns.COLOUR.fullmatch(value) and _password_name(name):
+        return False  # password: "#ab12ef" is a password's value; a colour is named otherwise (color:, a theme's secret:)
     return (value.lstrip("(\"'").startswith(REDACTED[:-1]) or bool(pattern.match(value.strip("`")))
             or value in (name, name.rpartition(".")[2]))  # ("[redacted]": a parenthesised string redacted before
 

@@ -476,6 +476,9 @@ DOCUMENTED_EXAMPLES = ("ABC-DEF1234ghIkl-zyx57W2v1u123ew11", "wJalrXUtnFEMI/K7MD
 #: version or range (``"jsonwebtoken": "^9.0.2"``, Cargo's ``jsonwebtoken = "9"``, ``"9.2"``), a secret store's reference (``vault:secret/data/db#password``,
 #: ``op://vault/item/password``), a ``your-`` or ``your_`` name of letters (``'your-app-secret'``), a colour (a design
 #: token's ``--primary-token: #1677ff``, a theme's ``secret: '#ff4d4f'``).
+#: A colour as CSS writes it (``#1677ff``): a placeholder under any name but a password's, which it may well be.
+_COLOUR = r"#(?:[0-9A-Fa-f]{3,4}+|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})"
+COLOUR = re.compile(_COLOUR)
 _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bool|float|dict|list|string|number|boolean"
                 r"|\$\{\{.*|\$\(.*|%\w+%|#\{\w+\}#|@\w+@|#\{[\w.,= ]{1,100}+(?:\}.*)?|%\{[^{}\n]{1,200}+\}"
                 r"|\$\{[\w.]{1,100}+(?::?[-=])?\}?|\$\{\w{1,100}+:?\?[^{}\n]{0,200}+\}?|\$\{(?:ssm|env|file|self|opt|cf|s3|sls)[:(][^{}\s]{0,200}+\}?"
@@ -485,7 +488,7 @@ _PLACEHOLDER = (r"None|null|nil|true|false|True|False|undefined|str|bytes|int|bo
                 r"|TODO|TBD|FIXME|none|NONE|default|DEFAULT|(?i:change[-_]?(?:me|it))|\d{1,2}+|[\^~]?v?\d{1,4}+\.(?:\d{1,4}+|[x*])(?:\.(?:\d{1,4}+|[x*])){0,2}+(?:-[\w.]{1,40}+)?"
                 r"|(?:vault|op|ref\+[a-z]{2,12}+|keyring|ssm|secretsmanager|awssm|gcpsm|azkv):/{0,2}+[\w-]{1,100}+/[\w/#.:@+-]{1,200}+"
                 r"|(?![A-Z\d_]{0,60}?\d[A-Z])(?:[A-Z\d_]{0,60}_)?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|PASSPHRASE)"
-                r"|#(?:[0-9A-Fa-f]{3,4}+|[0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+"
+                r"|" + _COLOUR + r"|[Bb]earer|[Bb]asic|[Dd]igest|[\u3000-\u303f\u3040-\u9fff\uac00-\ud7af！（），：；？～\s]{2,200}+"
                 r"|(?:\d{1,12}+:)?(?:" + "|".join(map(re.escape, DOCUMENTED_EXAMPLES)) + ")")
 PLACEHOLDER_VALUE = re.compile(f"^(?:{_PLACEHOLDER})$")
 #: Values written bare that are code or placeholders: also an attribute, a call or an index (``settings.db.password``,

@@ -370,6 +370,8 @@ SECRETS = [
     ("TENCENTCLOUD_SECRET_ID=AKIDz8krbsJ5yKBZQpn74WFkmLPx3gnPhESA TENCENTCLOUD_SECRET_KEY=Gu5t9xGARNpq86cd98joQYCN3Cozk1qA", "Gu5t9xGARNpq86cd98joQYCN3Cozk1qA"),
     ("ALIBABA_CLOUD_ACCESS_KEY_ID=LTAI5tQm8Zr3Wk9Vp2Nx7Yb4", "LTAI5tQm8Zr3Wk9Vp2Nx7Yb4"),
     ("| admin | *2470c0c06dee42fd1618bb99005adca2ec9d1e19 |", "2470c0c06dee42fd1618bb99005adca2ec9d1e19"),
+    # a colour's shape under a password's name, quoted (a theme's secret: '#ff4d4f' and color: stay)
+    ('password: "#ab12ef"', "#ab12ef"), ("DB_PASSWORD='#ab12ef'", "#ab12ef"),
 ]
 
 #: Ordinary developer text near those shapes: sent exactly as written.
@@ -596,6 +598,7 @@ ORDINARY = [
     "db_password: \"{{ vault_db_password | default(omit) }}\"",
     "api_token: \"{{ lookup('env', 'API_TOKEN') | trim }}\"",
     # ---- numbers and misc near shapes
+    'color: "#ab12ef"',
     "phone: +86 138 0013 8000",
     "port 5432, 6379 and 27017 are open",
     "PIN 18 is the LED on the Raspberry Pi",
