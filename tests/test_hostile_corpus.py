@@ -598,6 +598,7 @@ ORDINARY = [
     "db_password: \"{{ vault_db_password | default(omit) }}\"",
     "api_token: \"{{ lookup('env', 'API_TOKEN') | trim }}\"",
     # ---- numbers and misc near shapes
+    "The token do not expire: 3600s",
     'color: "#ab12ef"',
     "phone: +86 138 0013 8000",
     "port 5432, 6379 and 27017 are open",
