@@ -244,6 +244,7 @@ SECRETS = [
     ("WPA key 5829301748", "5829301748"),
     ("wifi密码：20240311", "20240311"),
     ("PSK: 1234987650", "1234987650"),
+    ("wifi: WPA2-PSK, key 58293017", "58293017"),  # a Wi-Fi line's key (a bare key 12345678 is as often a licence's)
     ("db_password: \"{{ 'Jinja!Lit24' | default('x') }}\"", "Jinja!Lit24"),
     ("api_token: \"{{ 'Zk8Wq3Lm9Pn2Rt5Yv7Bx' | trim }}\"", "Zk8Wq3Lm9Pn2Rt5Yv7Bx"),
     ("password: \"{{ 'Fil7er#Pw' | string | trim }}\"", "Fil7er#Pw"),
@@ -736,10 +737,7 @@ ORDINARY = [
 ]
 
 #: Secrets knowingly sent (docs/guarantees.md, "Not caught"), with why.
-NOT_CAUGHT = [
-    # a bare "key" then digits in a Wi-Fi line's list: "key 12345678" is as often a licence's, a record's or an order's
-    ("wifi: WPA2-PSK, key 58293017", "58293017"),
-]
+NOT_CAUGHT: list[tuple[str, str]] = []
 
 #: Ordinary text knowingly redacted (docs/guarantees.md, "Redacted though no secret"), with why.
 OVER_REDACTED = [
