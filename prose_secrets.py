@@ -390,10 +390,7 @@ def _password_in(m: re.Match[str], redacted: str) -> str:
     else:
         bare = pair and m.group("verb") and m.string[m.end("ssid") : m.start("value")] == "/"
         secret = reads_as_password(value, redacted) and (not bare or reads_strongly(value))
-    if not secret:
-        return m.group()
-    start = m.start(group)
-    return m.string[m.start() : start] + redacted + m.string[start + len(value) : m.end()]
+    return patterns.replace_group(m, group, redacted, len(value)) if secret else m.group()
 
 
 def _is_code(token: str) -> bool:

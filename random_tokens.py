@@ -14,7 +14,7 @@ import re
 from collections import Counter
 
 from . import prefilter
-from .secret_patterns import DOCUMENTED_EXAMPLES, line_start
+from .secret_patterns import DOCUMENTED_EXAMPLES, line_start, replace_group
 
 #: A run of 28+ base64 characters, judged by :func:`long_token`. One of 28 to 31 is judged only when letters and
 #: digits alone: ids that long have a prefix joined by ``_`` or ``-`` (``msg_01XFDUDYJgAACzvnptvVoYEL``) or are
@@ -193,7 +193,7 @@ def key_nearby(m: re.Match[str], redacted: str) -> str:
         return m.group()
     if len(value) == 27 and value[0] in "0123":
         return m.group()  # a KSUID (27 base62 characters, a timestamp first): an id
-    return m.string[m.start() : m.start("value")] + redacted + m.string[m.end("value") : m.end()]
+    return replace_group(m, "value", redacted)
 
 
 _VOWELS = frozenset("aeiouy")

@@ -271,11 +271,6 @@ def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:
             or value in (name, name.rpartition(".")[2]))  # ("[redacted]": a parenthesised string redacted before
 
 
-def _replace(m: re.Match[str], start: int, end: int) -> str:
-    """``m``'s text with ``[start, end)`` (offsets in the whole string) replaced by ``[redacted]``."""
-    return m.string[m.start() : start] + REDACTED + m.string[end : m.end()]
-
-
 def _userinfo(m: re.Match[str]) -> str:
     """A URL's ``user:password@`` redacted, unless its password is empty or a placeholder (``root:@``, ``:<password>@``,
     ``:${DB_PASS}@``); a long token as the user alone goes."""
@@ -308,7 +303,7 @@ def _query_pair(m: re.Match[str]) -> str:
     name, value = _param_key(m.group(1)), m.group(2)
     if patterns.URL_SECRET_NAMES.match(name) is None or len(value) < _MIN_SECRET or _is_placeholder(value, name):
         return m.group(0)
-    return _replace(m, *m.span(2))
+    return patterns.replace_group(m, 2, REDACTED)
 
 
 def _cookie_pair(m: re.Match[str]) -> str:
@@ -318,7 +313,7 @@ def _cookie_pair(m: re.Match[str]) -> str:
         return m.group(0)
     if patterns.COOKIE_SECRET_NAMES.search(m.group(1)) is None and not prose_secrets.reads_strongly(m.group(2)):
         return m.group(0)
-    return _replace(m, *m.span(2))
+    return patterns.replace_group(m, 2, REDACTED)
 
 
 def _cli_secret(m: re.Match[str]) -> str:
@@ -329,7 +324,7 @@ def _cli_secret(m: re.Match[str]) -> str:
         return m.group(0)
     if not m.group("q") and value.lower().rstrip(patterns.VALUE_END) in patterns.FLAG_PROSE:
         return m.group(0)  # the flag named in prose: "use the --password option", "--token flag"
-    return _replace(m, *m.span("value"))
+    return patterns.replace_group(m, "value", REDACTED)
 
 
 def _assignment(m: re.Match[str]) -> str:
@@ -337,9 +332,7 @@ def _assignment(m: re.Match[str]) -> str:
 
     A bare value runs to the next space; the sentence or call punctuation that ends it (``,`` ``)`` ``.``) stays.
     """
-    group = next((g for g in (6, 7, 8, 9, 10) if m.group(g) is not None), 0)
-    if not group:
-        return m.group(0)
+    group = next(g for g in (6, 7, 8, 9, 10) if m.group(g) is not None)  # one of them: the pattern ends in their alternatives
     start, end = m.span(group)
     value = m.group(group)
     if group == 10:
@@ -357,7 +350,7 @@ def _assignment(m: re.Match[str]) -> str:
         return m.group(0)  # a rule or a message in an array ('password' => 'required|min:8', errors['token'] = '…'), a
         # match arm's or a hash's name (Token => TokenType); a bare value is the line's last word (secrets.DB_PASSWORD => …)
     prose_colon = m.group(4) == ":" and bool(m.group(5))
-    return _replace(m, start, end) if _assigned_secret(m.group(1), value, m.string, end, group == 10, prose_colon) else m.group(0)
+    return patterns.replace_group(m, group, REDACTED, end - start) if _assigned_secret(m.group(1), value, m.string, end, group == 10, prose_colon) else m.group(0)
 
 
 def _named_value(m: re.Match[str]) -> str:
@@ -374,7 +367,7 @@ def _named_value(m: re.Match[str]) -> str:
         return m.group(0)
     if not _assigned_secret(name, value, m.string, start + len(value), group == "bare", group == "bare"):
         return m.group(0)
-    return _replace(m, start, start + len(value))
+    return patterns.replace_group(m, group, REDACTED, len(value))
 
 
 def _assigned_secret(name: str, value: str, text: str, end: int, bare: bool, prose_colon: bool) -> bool:
@@ -509,7 +502,7 @@ def _labelled(m: re.Match[str]) -> str:
     if _weakly_labelled(m, after) and not _plainly_a_password(value, label):
         return m.group(0)  # what it uses or is (密码也是 bcrypt 哈希的, Set max token to 4096), not a value
     bang = quoted is None and prose_secrets.reads_as_password(value, REDACTED) and m.group(group)[len(value) : len(value) + 1] == "!"
-    return _replace(m, start, start + len(value) + bang)  # a password's last character (Xk9Pq2Lm7!) as often as a sentence's
+    return patterns.replace_group(m, group, REDACTED, len(value) + bang)  # a password's last character (Xk9Pq2Lm7!) as often as a sentence's
 
 
 #: A CJK particle or word of place after a word (``Vault に``, ``Bitwarden で``, ``Vault 里``; not ``に変更``, ``です``): where it is kept.

@@ -521,7 +521,7 @@ def line_start(text: str, pos: int, most: int) -> int:
     return text.rfind("\n", low, pos) + 1 or low
 
 
-def replace_group(m: re.Match[str], group: str, redacted: str, length: int | None = None) -> str:
+def replace_group(m: re.Match[str], group: str | int, redacted: str, length: int | None = None) -> str:
     """``m``'s text with ``group`` (its first ``length`` characters) replaced by ``redacted``."""
     start, end = m.span(group)
     end = end if length is None else start + length
