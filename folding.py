@@ -25,7 +25,8 @@ INVISIBLE = re.compile("[\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202
 STRAY_MARKS = re.compile("(?<=[A-Za-z0-9])[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe00-\ufe0f\ufe20-\ufe2f]+")
 #: Full-width ASCII (``ｓｋ－ｐｒｏｊ``, ``ＰＡＳＳＷＯＲＤ＝``) read as ASCII, except the punctuation CJK prose is written
 #: with (``，`` ``：`` ``（）``...), which the patterns know as it is.
-FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in "！（），：；？～"}
+_CJK_PUNCTUATION = "！（），：；？～"
+FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in _CJK_PUNCTUATION}
 #: Colons drawn apart from ``：`` (the ratio ``∶``, the vertical ``︰`` of Hong Kong and Taiwan, the small ``﹕``), read
 #: as ``：``: ``密码∶…`` is a label and its value.
 OTHER_COLONS = dict.fromkeys((0x2236, 0xFE13, 0xFE30, 0xFE55), 0xFF1A)
@@ -43,12 +44,11 @@ _AS_ASCII = {**FULL_WIDTH, **CURLY_QUOTES, **OTHER_COLONS, **HYPHENS, **OTHER_SP
 SINGLE_QUOTED = re.compile("(?:(?<=[:=])|(?<=[:=] ))‘([^‘’\\s]{1,200}+)’|‘([^‘’\\s]{1,200}+)’(?=[ \t]{0,4}[:=])")
 #: The full-width punctuation :data:`FULL_WIDTH` keeps, between two full-width letters or digits: inside a value typed
 #: with a full-width keyboard (``Ｔｑ７！ｖＲｍ２Ｘｓ``), not CJK prose, which writes it after CJK or ASCII text. Read as ASCII.
-WIDE_INNER = re.compile("(?<=[０-９Ａ-Ｚａ-ｚ])[！（），：；？～]++(?=[０-９Ａ-Ｚａ-ｚ])")
+WIDE_INNER = re.compile(f"(?<=[０-９Ａ-Ｚａ-ｚ])[{_CJK_PUNCTUATION}]++(?=[０-９Ａ-Ｚａ-ｚ])")
 #: Cyrillic and Greek letters drawn like Latin ones (``pаssword`` with a Cyrillic ``а``), read as Latin only inside a
 #: credential word (:data:`secret_patterns.CREDENTIAL_PART`) of a :data:`HOMOGLYPH_WORD`: read so in Russian text glued to a key or a
 #: label (``…8Aа``, ``пожалуPassword``), they would lengthen the key past its format or the label into another word.
 _LOOK_ALIKES = "аеорксухіјѕԁһӏԛԝАВЕКМНОРСТХУІЈЅαοκρινΑΒΕΖΗΙΚΜΝΟΡΤΥΧ"
-_WIDE_PUNCTUATION = {ord(c): ord(c) - 0xFEE0 for c in "！（），：；？～"}
 HOMOGLYPHS = str.maketrans(_LOOK_ALIKES, "aeopkcyxijsdhlqwABEKMHOPCTXYIJSaokpivABEZHIKMNOPTYX")
 #: A run of ASCII letters and look-alikes holding at least one of each (one lookahead for each).
 HOMOGLYPH_WORD = re.compile(f"(?<![A-Za-z{_LOOK_ALIKES}])(?=[A-Za-z]*+[{_LOOK_ALIKES}])(?=[{_LOOK_ALIKES}]*+[A-Za-z])"
@@ -91,7 +91,7 @@ def fold(text: str) -> str:
     text = INVISIBLE.sub("", unicodedata.normalize("NFC", text))
     text = STRAY_MARKS.sub("", text)
     text = COMPAT_DIGIT.sub(lambda m: m.group().translate(COMPAT_DIGITS), text)
-    text = WIDE_INNER.sub(lambda m: m.group().translate(_WIDE_PUNCTUATION), text).translate(_AS_ASCII)
+    text = WIDE_INNER.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text).translate(_AS_ASCII)
     text = HALF_WIDTH_KANA.sub(lambda m: unicodedata.normalize("NFKC", m.group()), text)
     text = SINGLE_QUOTED.sub(lambda m: f"'{m.group(1) or m.group(2)}'", text)
     return HOMOGLYPH_WORD.sub(_latin_name, text)
