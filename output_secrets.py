@@ -25,7 +25,7 @@ import re
 
 from . import prefilter, prose_secrets
 from .code_secrets import Judge
-from .secret_patterns import replace_group
+from .secret_patterns import VALUE_END, replace_group
 
 _NAME = r"[A-Za-z_][\w-]{0,100}+"
 #: A shell's prompt before a command (``$``, ``#``, ``>``, ``%``, ``C:\…>``, ``PS …>``, ``user@host:~$``), or none.
@@ -161,7 +161,7 @@ def _bracketed_field(value: str) -> bool:
 
 def _bare_authorization(m: re.Match[str], redacted: str) -> str:
     """A :data:`BARE_AUTHORIZATION` match, its value redacted when it reads as a credential, trailing punctuation kept."""
-    value = m.group("value").rstrip(".,;:!?)]}>'\"")
+    value = m.group("value").rstrip(VALUE_END)
     if not prose_secrets.reads_as_password(value, redacted):
         return m.group()
     return replace_group(m, "value", redacted, len(value))
