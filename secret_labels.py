@@ -43,6 +43,8 @@ _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律
               r"|的?值(?:是|为|為)|我?(?:发|發|贴|貼)(?:给|給)?(?:你|一下|下|这|這)?了?|给你|給你|我?(?:记得|記得)|放?在(?:这|這|此)(?:里|裡|儿|兒)?了?"
               r"|(?:刚刚?|剛剛?|刚才|剛才)?(?:已经?|已經)?(?:改|换|換|更新|重置)了?[，,][ \t]*+(?:新的?|现在的?|現在的?)?(?:是|为|為)"
               r"|(?:已经?|已經)?(?:变更|變更|更新|重置|修改|生成|创建|創建|分配)(?:好|完)?了?|を?(?:変更|更新|リセット|再設定)(?:しました|した|済み?)?")
+#: The verbs that join a Latin label to its value (``password is``, ``das Passwort lautet``, ``le mot de passe c'est``).
+_VERBS = r"is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là"
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``, ``设置成``,
 #: ``は``, ``is``, ``is still``..., a pointing, key or lock emoji: ``密码 👉 …``, ``密码🔑：…``, ``密码……``), and a quoted string (``《…》``
@@ -63,13 +65,13 @@ LABELLED = re.compile(
     r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：])|[,，][ \t]*+(?:the[ \t]++)?new[ \t]++one(?=[ \t]++(?:is|was)[ \t]|[ \t]*+:)|[ \t]++(?:nueva|nuevo|nova|novo|nuova|nuovo|mới|actual|wifi)(?![\w-])"
     r"|[，,][ \t]*+[^\s，,。的]{1,20}+[ \t]*+的(?=[是为為]))?"
     r"[\"”】\]]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
-    r"|is|was|['’]s|ist|war|lautet|est|c'est|c’est|es|era|é|è|là|still|currently|—|-|…{1,2}+|\.{3,}+|(?:\.[ \t]){3,}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
+    r"|" + _VERBS + r"|['’]s|still|currently|—|-|…{1,2}+|\.{3,}+|(?:\.[ \t]){3,}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
     r"(?:```[\w+-]{0,20}+[ \t]*+\r?\n[ \t]*+)?)"
     r"(?:([\"'“「『【《`])([^\"'”」』】》`\n]{1,200})[\"'”」』】》`]|[(（\[][ \t]?+(?P<paren>[^()（）\[\]\s]{4,200}+)[ \t]?+[)）\]]|(?!<(?:code|kbd)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,200}+)"
     r"|<(?:code|kbd)>(?P<coded>[^<>\n]{1,200}+)</(?:code|kbd)>)"
 )
 #: The verbs a Latin label needs before its value (``password is``, ``password's``, ``Passwort ist``, ``mot de passe est``).
-LATIN_VERBS = re.compile(r"(?:\b(?:is|was|be|now|to|ist|war|lautet|est|c'est|c’est|es|era|é|è|là)|['’]s)(?!\w)")
+LATIN_VERBS = re.compile(r"(?:\b(?:be|now|to|" + _VERBS + r")|['’]s)(?!\w)")
 #: What joins a label to the value right after it (``token: x``, ``"key": "x"``, ``key是x``, ``key是：x``,
 #: ``key的值是x``, ``key 设成了 x``, ``token => x``, ``token `x` ``): what it is for (``API key for prod:``, ``token（新）：``), quotes
 #: and backticks, up to two signs, arrows or CJK joiners, spaces and one line break.
@@ -102,4 +104,4 @@ NAMING_LABELS = {"授权码", "授權碼", "安全码", "安全碼", "凭证", "
 #: ``'s``) the value must plainly read as a password: they as often precede what the credential is (``密码也是 bcrypt 哈希的``,
 #: ``Set max token to 4096``, ``a token's ``exp`` claim``).
 PLAIN_JOIN = re.compile(r"(?i)是|为|為|は|が|を|는|은|가|이|我|:|：|=>|->|=|设置成|设置为|設置成|設置為|改成了|改为了|改为|改成|改為"
-                        r"|设为|設為|—|-|를|을|\b(?:is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là)\b")
+                        r"|设为|設為|—|-|를|을|\b(?:" + _VERBS + r")\b")
