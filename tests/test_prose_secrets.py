@@ -62,6 +62,9 @@ SENT_BEFORE = [
     (unicodedata.normalize("NFD", 'mật khẩu: correct horse battery staple'), 'horse battery'),
     ('ｐａｓｓｗｏｒｄ： correct horse battery staple', 'horse battery'), ('app password: abcd efgh ijkl mnop', 'efgh ijkl'),
     ('the passphrase is purple monkey dishwasher', 'monkey dishwasher'),
+    # one run of letters under a pass's or a pwd's name (letters alone are otherwise their setting)
+    ('DB_PASS=correcthorsebatterystaple', 'horsebattery'), ('pwd = "correcthorsebatterystaple"', 'horsebattery'),
+    ('db_pass: correcthorsebatterystaple', 'horsebattery'),
     ('Passwort: grüne katze tanzt leise', 'katze tanzt'),
     ('la contraseña es caballo correcto bateria grapa', 'correcto bateria'),
     # labels of other languages, with a colon or a verb
