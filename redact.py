@@ -215,8 +215,6 @@ def redact_secrets(text: str) -> str:
     in the text as :func:`folding.fold` reads it; when one is found, that folded text is returned with it replaced, else
     ``text`` exactly as given. Linear in the length of ``text``. Never raises.
     """
-    if not text:
-        return text
     steps = redaction_steps(text)
     folded = next(steps)
     redacted = deque(steps, maxlen=1)[0]  # the last step's text
