@@ -206,9 +206,7 @@ def _secret_data(text: str, redacted: str) -> str:
     """``text`` with the base64 values under each ``data:`` (a Kubernetes Secret's) redacted when they decode to text (a
     password, a login, a PEM key): ordinary YAML's words under a ``data:`` do not decode so. Each line is read once."""
     out, done = [], 0
-    for block in DATA_BLOCK.finditer(text):
-        if block.start() < done:
-            continue
+    for block in DATA_BLOCK.finditer(text):  # after the lines of the one before it: a data: line is none of them
         pos = block.end()
         while (line := DATA_LINE.match(text, pos)) is not None and len(line.group("indent")) > len(block.group("indent")):
             if _decodes_to_text(line.group("value")):
