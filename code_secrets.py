@@ -30,7 +30,6 @@ from .secret_patterns import replace_group
 Judge = Callable[[str, str, bool], bool]
 
 
-
 def _quoted(n: str = "") -> str:
     """A quoted literal (``"…"``, ``'…'`` or a backtick string) on one line: group ``q<n>`` its quote, ``value<n>`` what
     it holds (a pattern with two of them numbers the second)."""
