@@ -171,7 +171,7 @@ def _named(m: re.Match[str], redacted: str, judge: Judge, decode: Callable[[str]
     """A match of a name and a value, its value redacted when an assignment of it (decoded) to the name would be."""
     value = m.group("value")
     plain = decode(value) if decode else value
-    if plain.startswith(redacted[:-1]) or not judge(m.group("name"), plain, bare):
+    if not judge(m.group("name"), plain, bare):
         return m.group()
     return replace_group(m, "value", redacted)
 
@@ -223,8 +223,7 @@ def _plan_change(m: re.Match[str], redacted: str, judge: Judge) -> str:
     named = re.search(_CREDENTIAL_END, m.group("name")) is not None
     for group in ("old", "value"):
         value = m.group(group)
-        if value and not value.startswith(redacted[:-1]) and (
-                judge(m.group("name"), value, False) or (named and prose_secrets.reads_as_password(value, redacted))):
+        if value and (judge(m.group("name"), value, False) or (named and prose_secrets.reads_as_password(value, redacted))):
             pieces += [m.string[done : m.start(group)], redacted]
             done = m.end(group)
     return "".join(pieces) + m.string[done : m.end()]
@@ -241,7 +240,7 @@ def _entry(m: re.Match[str], redacted: str, judge: Judge) -> str:
     """An :data:`ENTRY_VALUE` match, its value redacted when an assignment of it to the key would be."""
     name, group = ("name", "value") if m.group("name") else ("pname", "pvalue")
     value = m.group(group)
-    if value.startswith(redacted[:-1]) or not judge(m.group(name), value, False):
+    if not judge(m.group(name), value, False):
         return m.group()
     return replace_group(m, group, redacted)
 
@@ -301,7 +300,7 @@ def _nginx_map(m: re.Match[str], redacted: str) -> str:
 
     def entry(e: re.Match[str]) -> str:
         value = e.group("value")
-        if value.startswith(redacted[:-1]) or not (re.search(r"\d", value) or (value.lower() != value and value.upper() != value)):
+        if not (re.search(r"\d", value) or (value.lower() != value and value.upper() != value)):
             return e.group()
         return replace_group(e, "value", redacted)
 

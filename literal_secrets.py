@@ -65,7 +65,7 @@ def _named(m: re.Match[str], redacted: str, judge: Judge) -> str:
     """A :data:`CLOJURE_LITERAL` or :data:`PAREN_STRING` match, its value redacted when an assignment of it to its name would be."""
     name = next(m.group(g) for g in ("kname", "dname", "pname", "name") if g in m.re.groupindex and m.group(g))
     value = m.group("value")
-    if value.startswith(redacted[:-1]) or not judge(name, value, False):
+    if not judge(name, value, False):
         return m.group()
     return replace_group(m, "value", redacted)
 
@@ -83,6 +83,6 @@ def _default(m: re.Match[str], path: str, redacted: str, judge: Judge) -> str:
     name and the value reads as a password by itself (:data:`secret_patterns.DEFAULT_SECRET`)."""
     words = re.findall(r"[A-Za-z_][\w-]*", path)
     value = m.group("value")
-    if not words or value.startswith(redacted[:-1]) or not patterns.DEFAULT_SECRET.fullmatch(value) or not judge(words[-1], value, False):
+    if not words or not patterns.DEFAULT_SECRET.fullmatch(value) or not judge(words[-1], value, False):
         return m.group()
     return replace_group(m, "value", redacted)

@@ -139,7 +139,7 @@ def _printed(m: re.Match[str], redacted: str, judge: Judge) -> str:
     names = ("pname", "ename", "wname", "sname", "fname", "kname", "lname", "tname", "vname", "gname", "aname")
     name = next(m.group(g) for g in names if g in m.re.groupindex and m.group(g))
     value = m.group("value")
-    if value.startswith(redacted[:-1]) or not judge(name, value, True):
+    if not judge(name, value, True):
         return m.group()
     return replace_group(m, "value", redacted)
 
