@@ -286,7 +286,7 @@ def _session_secret(value: str, redacted: str) -> bool:
     cookie's ``s:`` and a prefix joined by ``_``, random as a key is (:func:`random_tokens.random_after_label`) whole or
     in a piece of 12+ between ``.`` ``:`` ``%`` ``_`` ``-`` (``s%3A<id>.<signature>``); a dated id's pieces are short
     (``20250311_120001_a8f3k2``)."""
-    if value.startswith(redacted[:-1]) or random_tokens.UUID.match(value) or re.search(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", value):
+    if value.startswith(redacted[:-1]) or re.search(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", value):
         return False
     pieces = [p for p in re.split(r"%3A|%2E|[.:%_-]", value, flags=re.IGNORECASE) if len(p) >= 12]
     return random_tokens.looks_random(value) or any(random_tokens.random_after_label(p, False) for p in pieces)
