@@ -269,6 +269,13 @@ def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:
             or value in (name, name.rpartition(".")[2]))  # ("[redacted]": a parenthesised string redacted before
 
 
+def _with_bang(value: str, written: str) -> int:
+    """How much of ``written`` (a value as written, ``value`` without the punctuation after it) is redacted: ``value``,
+    and a ``!`` after it when it reads as a password, whose last character that is as often as a sentence's."""
+    bang = written[len(value) : len(value) + 1] == "!" and prose_secrets.reads_as_password(value, REDACTED)
+    return len(value) + bang
+
+
 def _userinfo(m: re.Match[str]) -> str:
     """A URL's ``user:password@`` redacted, unless its password is empty or a placeholder (``root:@``, ``:<password>@``,
     ``:${DB_PASS}@``); a long token as the user alone goes."""
@@ -348,7 +355,7 @@ def _assignment(m: re.Match[str]) -> str:
         return m.group(0)  # a rule or a message in an array ('password' => 'required|min:8', errors['token'] = '…'), a
         # match arm's or a hash's name (Token => TokenType); a bare value is the line's last word (secrets.DB_PASSWORD => …)
     prose_colon = m.group(4) == ":" and bool(m.group(5))
-    return patterns.replace_group(m, group, REDACTED, end - start) if _assigned_secret(m.group(1), value, m.string, end, group == 10, prose_colon) else m.group(0)
+    return patterns.replace_group(m, group, REDACTED, _with_bang(value, m.group(group))) if _assigned_secret(m.group(1), value, m.string, end, group == 10, prose_colon) else m.group(0)
 
 
 def _named_value(m: re.Match[str]) -> str:
@@ -365,7 +372,7 @@ def _named_value(m: re.Match[str]) -> str:
         return m.group(0)
     if not _assigned_secret(name, value, m.string, start + len(value), group == "bare", group == "bare"):
         return m.group(0)
-    return patterns.replace_group(m, group, REDACTED, len(value))
+    return patterns.replace_group(m, group, REDACTED, _with_bang(value, m.group(group)))
 
 
 def _assigned_secret(name: str, value: str, text: str, end: int, bare: bool, prose_colon: bool) -> bool:
@@ -499,8 +506,7 @@ def _labelled(m: re.Match[str]) -> str:
         return m.group(0)  # an algorithm, or where it is kept (パスワードは Vault に保存, 密码是 Vault 里的)
     if _weakly_labelled(m, after) and not _plainly_a_password(value, label):
         return m.group(0)  # what it uses or is (密码也是 bcrypt 哈希的, Set max token to 4096), not a value
-    bang = quoted is None and prose_secrets.reads_as_password(value, REDACTED) and m.group(group)[len(value) : len(value) + 1] == "!"
-    return patterns.replace_group(m, group, REDACTED, len(value) + bang)  # a password's last character (Xk9Pq2Lm7!) as often as a sentence's
+    return patterns.replace_group(m, group, REDACTED, _with_bang(value, m.group(group)))
 
 
 #: A CJK particle or word of place after a word (``Vault に``, ``Bitwarden で``, ``Vault 里``; not ``に変更``, ``です``): where it is kept.
