@@ -11,10 +11,9 @@
 
 Invariants: every function here is pure and never raises, except :func:`guard_logs`, which installs one logging
 filter on the HTTP client's loggers. The secrets that filter knows are process-wide and only ever grow (forgetting
-one would let a client built earlier log it), so they are not kept in :mod:`state` and no reset clears them. Seed
-phrases are found by :mod:`seed_phrases`; secrets written as prose (a login in ``user:password@host``, a PIN, a
-passphrase of words) by :mod:`prose_secrets`; in code, by :mod:`code_secrets` and :mod:`literal_secrets`; in configuration and encoded bodies, by :mod:`config_secrets`; cookies outside a header, by
-:mod:`cookie_secrets`; whether a token reads as random, by :mod:`random_tokens`. Imports those, :mod:`secret_labels` and :mod:`secret_patterns`.
+one would let a client built earlier log it), so they are not kept in :mod:`state` and no reset clears them. Which
+module finds which shapes of secret is docs/architecture.md's table (the ``*_secrets`` modules, :mod:`seed_phrases`,
+:mod:`random_tokens`, :mod:`folding`); this one runs them in order (:func:`redaction_steps`).
 """
 
 from __future__ import annotations
