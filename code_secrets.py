@@ -387,9 +387,9 @@ def _positional(m: re.Match[str], judge: Judge, redacted: str) -> str:
     if m.group("jwt"):
         plain = patterns.DEFAULT_SECRET.fullmatch(value) is not None and not value.startswith("-----")
     elif m.group("form"):
-        plain = prose_secrets.reads_as_password(value, redacted)
+        plain = prose_secrets.reads_as_password(value)
     elif m.group("login") and m.group("login")[0] not in "\"'":  # a variable's user: the literal may be anything
-        plain = prose_secrets.reads_as_password(value, redacted) and re.search(r"[\s/]|^anonymous|\w#\w", value) is None
+        plain = prose_secrets.reads_as_password(value) and re.search(r"[\s/]|^anonymous|\w#\w", value) is None
     else:
         plain = len(value) >= 6 and not value.startswith("#") and not re.fullmatch("[A-Za-z]{1,8}", value)
     secret = plain and judge("secret" if m.group("jwt") else "password", value, False)
@@ -399,7 +399,7 @@ def _positional(m: re.Match[str], judge: Judge, redacted: str) -> str:
 def _mail_login(m: re.Match[str], redacted: str) -> str:
     """A :data:`MAIL_LOGIN` match with its password redacted when it reads as one or as an app password."""
     value = m.group("value14")
-    if prose_secrets.reads_as_password(value, redacted) or re.fullmatch(r"[a-z]{16}|(?:[a-z]{4} ){3}[a-z]{4}", value):
+    if prose_secrets.reads_as_password(value) or re.fullmatch(r"[a-z]{16}|(?:[a-z]{4} ){3}[a-z]{4}", value):
         return replace_group(m, "value14", redacted)
     return m.group()
 
@@ -434,7 +434,7 @@ def _login(m: re.Match[str], redacted: str, default: bool) -> str:
     (:data:`METHOD`) is of methods."""
     group = _value_group(m)
     value = m.group(group)
-    if not prose_secrets.reads_as_password(value, redacted) or (default and not patterns.DEFAULT_SECRET.fullmatch(value)):
+    if not prose_secrets.reads_as_password(value) or (default and not patterns.DEFAULT_SECRET.fullmatch(value)):
         return m.group()
     if default and EMAIL.fullmatch(value):
         return m.group()  # a test user's address (Cypress' cy.auth), not a password

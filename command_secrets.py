@@ -209,7 +209,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     for pattern in (STDIN_SECRET, PROCESS_SECRET, ARCHIVE_OR_SQL, PASSWORD_FLAG, GH_SECRET, ARGV_SECRET, CHPASSWD_HEREDOC, EXPECT_SEND):
         text = prefilter.sub(pattern, lambda m: _password(m, redacted), text)
     text = prefilter.sub(HAPROXY_LOGIN, lambda m: _haproxy(m, redacted), text)
-    text = prefilter.sub(BASE64_INPUT, lambda m: replace_group(m, "value", redacted) if prose_secrets.reads_as_password(m.group("value"), redacted)
+    text = prefilter.sub(BASE64_INPUT, lambda m: replace_group(m, "value", redacted) if prose_secrets.reads_as_password(m.group("value"))
                             and not m.group("value").startswith("$") else m.group(), text)
     text = prefilter.sub(NGINX_HEADER, lambda m: _nginx(m, redacted, judge), text)
     text = prefilter.sub(NAMED_SETTING, lambda m: _named(m, redacted, judge), text)
@@ -237,7 +237,7 @@ def _password(m: re.Match[str], redacted: str) -> str:
     quote = next((m.group(g) for g in ("fq", "uq") if g in m.re.groupindex and m.group(g)), "")
     if quote and value.endswith(quote):
         value = value[:-1]  # "-p…", "user:…": the flag's or the login's closing quote
-    if _written(m, group) and prose_secrets.reads_as_password(value, redacted):
+    if _written(m, group) and prose_secrets.reads_as_password(value):
         return replace_group(m, group, redacted, len(value))
     return m.group()
 
@@ -250,7 +250,7 @@ def _named(m: re.Match[str], redacted: str, judge: Judge) -> str:
         return m.group()
     if group == "words":  # prose after ENV (``ENV PASSWORD is required, e.g. in CI!``) unless a word is plainly one
         words = (w.strip(".,;:!?()[]{}'\"") for w in m.group(group).split())
-        secret = any(prose_secrets.reads_as_password(w, redacted) and re.search(r"\d", w) and not re.search(r"[/~]", w)
+        secret = any(prose_secrets.reads_as_password(w) and re.search(r"\d", w) and not re.search(r"[/~]", w)
                      and judge(name, w, True) for w in words)
     else:
         secret = judge(name, m.group(group), group == "bare")
@@ -266,7 +266,7 @@ def _line(m: re.Match[str], redacted: str, judge: Judge) -> str:
     if name.lower() in ("password", "smtp_password") and re.fullmatch("[a-z]{16}", value):
         return replace_group(m, "bare", redacted)
     bind = name.lower().endswith(_BIND_NAMES)
-    secret = prose_secrets.reads_as_password(value, redacted) and re.search(r"\d", value) and (bind or judge(name, value, True))
+    secret = prose_secrets.reads_as_password(value) and re.search(r"\d", value) and (bind or judge(name, value, True))
     return replace_group(m, "bare", redacted) if secret else m.group()
 
 
@@ -277,7 +277,7 @@ def _literal(m: re.Match[str], redacted: str, judge: Judge) -> str:
     value = m.group(group)
     if not _written(m, group) or value.startswith(redacted[:-1]):
         return m.group()
-    if judge(m.group("name"), value, group == "bare") or prose_secrets.reads_as_password(value, redacted):
+    if judge(m.group("name"), value, group == "bare") or prose_secrets.reads_as_password(value):
         return replace_group(m, group, redacted)
     return m.group()
 
@@ -293,7 +293,7 @@ def _sed(m: re.Match[str], redacted: str) -> str:
 
 def _haproxy(m: re.Match[str], redacted: str) -> str:
     """A :data:`HAPROXY_LOGIN` match, its password redacted when it reads as one."""
-    secret = prose_secrets.reads_as_password(m.group("bare"), redacted)
+    secret = prose_secrets.reads_as_password(m.group("bare"))
     return replace_group(m, "bare", redacted) if secret else m.group()
 
 
@@ -303,7 +303,7 @@ def _nginx(m: re.Match[str], redacted: str, judge: Judge) -> str:
     group = "value" if m.group("value") is not None else "bare"
     name, value = m.group("name"), m.group(group)
     if name.lower().endswith("authorization"):
-        secret = prose_secrets.reads_as_password(value, redacted)
+        secret = prose_secrets.reads_as_password(value)
     else:
         secret = judge(name, value, group == "bare")
     return replace_group(m, group, redacted) if secret else m.group()

@@ -30,7 +30,7 @@ from .secret_patterns import replace_group
 #: A credential's word at the end of a name, looked ahead at before a name is read.
 _CREDENTIAL_END = r"(?i:pass|password|passwd|pwd|secret|token|key|auth)"
 #: A fluent setter or a builder's method named for a credential and given one string that reads as a password
-#: (``.apiKey("…")``, ``.clientSecret('…')``). Groups ``name``, ``value``.
+#: (``.apiKey("…")``, ``.clientSecret('…')``; not a test's fixture: ``user.set_password('testpassword')``). Groups ``name``, ``value``.
 SETTER_CALL = re.compile(
     r"\.(?P<name>[A-Za-z_]\w{0,60}?" + _CREDENTIAL_END + r")\([ \t]*+(?P<q>[\"'])(?P<value>[^\"'\\\n]{1,200}+)(?P=q)[ \t]*+\)"
 )
@@ -134,8 +134,7 @@ WS_URL = re.compile(r"(?<![\w.+-])wss?://[^\s/\"'<>`]{1,253}+(?P<path>/[^\s\"'<>
 
 def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
-    text = prefilter.sub(SETTER_CALL, lambda m: _named(m, redacted, judge) if _reads_as_password(m, redacted) else m.group(),
-                         text)
+    text = prefilter.sub(SETTER_CALL, lambda m: _named(m, redacted, judge) if prose_secrets.reads_as_password(m["value"]) else m.group(), text)
     if " to " in text:
         text = KOTLIN_PAIR.sub(lambda m: _kotlin(m, redacted, judge), text)
     for pattern in (CONCATENATED, SPRING_VALUE, OBJECT_VALUE, XMLRPC_MEMBER):
@@ -145,7 +144,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
                          if _connection_secret(m.group("value"), redacted) else m.group(), text)
     text = prefilter.sub(PROXY_LINK, lambda m: replace_group(m, "value", redacted), text)
     if '" "' in text:
-        text = USERLIST_LINE.sub(lambda m: replace_group(m, "value", redacted) if (_reads_as_password(m, redacted) and "/" not in m["value"])
+        text = USERLIST_LINE.sub(lambda m: replace_group(m, "value", redacted) if (prose_secrets.reads_as_password(m["value"]) and "/" not in m["value"])
                                  or m.group("value").startswith(("md5", "SCRAM-SHA-256$")) else m.group(), text)
     text = prefilter.sub(OPENVPN_LOGIN, lambda m: replace_group(m, "value", redacted), text)
     text = prefilter.sub(HTML_JSON, lambda m: _named(m, redacted, judge, html.unescape), text)
@@ -176,12 +175,6 @@ def _named(m: re.Match[str], redacted: str, judge: Judge, decode: Callable[[str]
     return replace_group(m, "value", redacted)
 
 
-def _reads_as_password(m: re.Match[str], redacted: str) -> bool:
-    """Whether ``m``'s value reads as a password (:func:`prose_secrets.reads_as_password`): a setter's argument must, as
-    a call's does in :mod:`code_secrets` (``user.set_password('testpassword')`` is a test's fixture)."""
-    return prose_secrets.reads_as_password(m.group("value"), redacted)
-
-
 def _kotlin(m: re.Match[str], redacted: str, judge: Judge) -> str:
     """A :data:`KOTLIN_PAIR`, its value redacted: after ``Authorization``'s scheme when it reads as a credential (a digit,
     8+ characters), else as an assignment to the header's name would be."""
@@ -197,7 +190,7 @@ def _sasl(m: re.Match[str], redacted: str) -> str:
     """A :data:`SASL_PASSWD` line, its password redacted when it reads as one or is a mail service's app password (16
     lower-case letters)."""
     value = m.group("value")
-    if prose_secrets.reads_as_password(value, redacted) or re.fullmatch("[a-z]{16}", value):
+    if prose_secrets.reads_as_password(value) or re.fullmatch("[a-z]{16}", value):
         return replace_group(m, "value", redacted)
     return m.group()
 
@@ -223,7 +216,7 @@ def _plan_change(m: re.Match[str], redacted: str, judge: Judge) -> str:
     named = re.search(_CREDENTIAL_END, m.group("name")) is not None
     for group in ("old", "value"):
         value = m.group(group)
-        if value and (judge(m.group("name"), value, False) or (named and prose_secrets.reads_as_password(value, redacted))):
+        if value and (judge(m.group("name"), value, False) or (named and prose_secrets.reads_as_password(value))):
             pieces += [m.string[done : m.start(group)], redacted]
             done = m.end(group)
     return "".join(pieces) + m.string[done : m.end()]

@@ -148,7 +148,7 @@ def _bracketed(m: re.Match[str], redacted: str) -> str:
     """A :data:`BRACKETED` match, its value redacted when it reads as a password with a symbol in it."""
     group = "value" if m.group("value") is not None else "pvalue"
     value = m.group(group)
-    if prose_secrets.reads_as_password(value, redacted) and re.search(r"[!@#$%^&*?~]", value):
+    if prose_secrets.reads_as_password(value) and re.search(r"[!@#$%^&*?~]", value):
         return replace_group(m, group, redacted)
     return m.group()
 
@@ -162,7 +162,7 @@ def _bracketed_field(value: str) -> bool:
 def _bare_authorization(m: re.Match[str], redacted: str) -> str:
     """A :data:`BARE_AUTHORIZATION` match, its value redacted when it reads as a credential, trailing punctuation kept."""
     value = m.group("value").rstrip(VALUE_END)
-    if not prose_secrets.reads_as_password(value, redacted):
+    if not prose_secrets.reads_as_password(value):
         return m.group()
     return replace_group(m, "value", redacted, len(value))
 

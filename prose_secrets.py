@@ -224,7 +224,7 @@ def redact(text: str, redacted: str) -> str:
     for pattern in (CREDENTIAL_PAIR, BOTH_FIELDS, LOGIN_LINES):
         text = prefilter.sub(pattern, lambda m: _password_in(m, redacted), text)
     for pattern in (HOST_LOGIN, URL_LOGIN):
-        text = prefilter.sub(pattern, lambda m: m.string[m.start() : m.start("value")] + redacted if _host_login(m, redacted) else m.group(), text)
+        text = prefilter.sub(pattern, lambda m: m.string[m.start() : m.start("value")] + redacted if _host_login(m) else m.group(), text)
     text = prefilter.sub(USER_SLASH, lambda m: patterns.replace_group(m, "value", redacted) if _user_slash(m) else m.group(), text)
     text = prefilter.sub(USER_PASS_FLAGS, lambda m: _password_in(m, redacted), text)
     for pattern in (NAMED_IN_PROSE, PASSWORD_WITH, VALUE_BEFORE_LABEL, LOGIN_IN_PROSE, LOGIN_BEFORE_VERB):
@@ -274,7 +274,7 @@ def listed(text: str, redacted: str) -> str:
             if m is None or ((m["to"] or m["to2"]) and (start != after or not re.search(CHANGE_LABEL, text[max(after - 80, 0) : after]))):
                 break
             value = m.group("value").rstrip(patterns.VALUE_END + "”」")
-            if len(value) < 8 or not reads_as_password(value, redacted) or not re.search(r"\d", value):
+            if len(value) < 8 or not reads_as_password(value) or not re.search(r"\d", value):
                 break
             if re.search(r"[/=:]|^[~.$%]", value):
                 break
@@ -304,11 +304,12 @@ def _otp_seed(m: re.Match[str], redacted: str) -> str:
     return patterns.replace_group(m, "value", redacted)
 
 
-def reads_as_password(value: str, redacted: str) -> bool:
-    """Whether ``value`` is written out (not already redacted, a variable or a placeholder such as ``$PASS``) and reads
-    as a password: 6+ characters with a letter and a symbol (``Sup3r$ecret9``) or letters of both cases and a digit
-    (``Sup3rS3cretPw``). ``alice2024``, ``8080:80`` and ``shop`` do not."""
-    if len(value) < 6 or value.startswith(redacted[:-1]) or patterns.CODE_VALUE.match(value):
+def reads_as_password(value: str) -> bool:
+    """Whether ``value`` is written out (not a variable or a placeholder such as ``$PASS``, nor already redacted: a
+    list's ``[…]`` to :data:`secret_patterns.CODE_VALUE`) and reads as a password: 6+ characters with a letter and a
+    symbol (``Sup3r$ecret9``) or letters of both cases and a digit (``Sup3rS3cretPw``). ``alice2024``, ``8080:80`` and
+    ``shop`` do not."""
+    if len(value) < 6 or patterns.CODE_VALUE.match(value):
         return False
     lower, upper, digit = (any(map(test, value)) for test in (str.islower, str.isupper, str.isdigit))
     return (lower or upper) and (patterns.PASSWORD_SYMBOL.search(value) is not None or (lower and upper and digit))
@@ -323,7 +324,7 @@ def _label_above(m: re.Match[str], redacted: str) -> str:
     not a path or a command's (``./reset.sh``), else only when it reads strongly (:func:`reads_strongly`)."""
     value = m.group("value")
     if m.group("fence"):
-        secret = reads_as_password(value, redacted) and re.search(r"\d", value) and not re.match(r"[~./$%]", value)
+        secret = reads_as_password(value) and re.search(r"\d", value) and not re.match(r"[~./$%]", value)
     else:
         secret = reads_strongly(value) and not value.startswith(redacted[:-1])
     return patterns.replace_group(m, "value", redacted) if secret else m.group()
@@ -364,7 +365,7 @@ def _bare_userinfo(m: re.Match[str], redacted: str) -> str:
                   and not re.fullmatch(r"(?i)(?:your[_-]?)?(?:password|passwd|pass|pwd|secret|port)|\**+redacted\**+|\*++|x++",
                                        password) and re.search("[\"'+]", password) is None)
     else:
-        secret = m.group("user").lower() not in patterns.ADDRESS_LABELS and reads_as_password(password, redacted)
+        secret = m.group("user").lower() not in patterns.ADDRESS_LABELS and reads_as_password(password)
     return f"{m.group('user')}:{redacted}@" if secret else m.group()
 
 
@@ -372,7 +373,7 @@ def _slashed_userinfo(m: re.Match[str], redacted: str) -> str:
     """A :data:`secret_patterns.SLASHED_USERINFO` match with its password redacted when, its ``/`` aside, it reads as
     one and does not start with a port (``https://host:8443/api/Items2Get@x`` is a host, a port and a path)."""
     password = m.group("password")
-    if password.partition("/")[0].isdigit() or not reads_as_password(password.replace("/", ""), redacted):
+    if password.partition("/")[0].isdigit() or not reads_as_password(password.replace("/", "")):
         return m.group()
     return m.string[m.start() : m.start("password")] + redacted + "@"
 
@@ -389,7 +390,7 @@ def _password_in(m: re.Match[str], redacted: str) -> str:
         secret = len(value) >= 8 and not value.isalpha() and value[:4].lower() != m.group("ssid")[:4].lower()
     else:
         bare = pair and m.group("verb") and m.string[m.end("ssid") : m.start("value")] == "/"
-        secret = reads_as_password(value, redacted) and (not bare or reads_strongly(value))
+        secret = reads_as_password(value) and (not bare or reads_strongly(value))
     return patterns.replace_group(m, group, redacted, len(value)) if secret else m.group()
 
 
@@ -452,7 +453,7 @@ def _passphrase_words(m: re.Match[str], redacted: str) -> str:
     return m.string[m.start() : m.start("value")] + redacted + m.string[end : m.end()]
 
 
-def _host_login(m: re.Match[str], redacted: str) -> bool:
+def _host_login(m: re.Match[str]) -> bool:
     """Whether a :data:`HOST_LOGIN` or :data:`URL_LOGIN` value is a password: reads strongly (:func:`reads_strongly`: not a command, a version,
     a status or a path), or reads as one with a digit when joined to its user by ``/`` (``10.0.0.3:3306 root/Kq7vLp2Wx99``,
     a login's pair), or, last in its clause after a web address, reads as a piece of a key (:func:`key_piece`:
@@ -461,7 +462,7 @@ def _host_login(m: re.Match[str], redacted: str) -> bool:
     if reads_strongly(value):
         return True
     if m.string[m.start() : m.start("value")].rstrip(" \t").endswith("/"):
-        return reads_as_password(value, redacted) and re.search(r"\d", value) is not None
+        return reads_as_password(value) and re.search(r"\d", value) is not None
     return m.re is URL_LOGIN and key_piece(value) and LIST_ITEM_END.match(m.string, m.end("value")) is not None
 
 
@@ -480,7 +481,7 @@ def _named_in_prose(m: re.Match[str], redacted: str) -> str:
     value = m.group("value").rstrip(patterns.VALUE_END + "`”」")
     strong = (m.re is PASSWORD_WITH and any(map(str.islower, value)) and any(map(str.isupper, value))
               and not STRONG_SYMBOLS.isdisjoint(value))
-    if not (reads_as_password(value, redacted) and (re.search(r"\d", value) or strong)):
+    if not (reads_as_password(value) and (re.search(r"\d", value) or strong)):
         return m.group()
     # ``log in with Keycloak and OAuth2.1``, ``connect with grpc and HTTP/2``: after "and", a name reads as a
     # product's or protocol's unless it reads as a password whatever surrounds it.

@@ -271,7 +271,7 @@ def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:
 def _with_bang(value: str, written: str) -> int:
     """How much of ``written`` (a value as written, ``value`` without the punctuation after it) is redacted: ``value``,
     and a ``!`` after it when it reads as a password, whose last character that is as often as a sentence's."""
-    bang = written[len(value) : len(value) + 1] == "!" and prose_secrets.reads_as_password(value, REDACTED)
+    bang = written[len(value) : len(value) + 1] == "!" and prose_secrets.reads_as_password(value)
     return len(value) + bang
 
 
@@ -350,7 +350,7 @@ def _assignment(m: re.Match[str]) -> str:
     if group == 8 and m.group(3) and m.group(4) == ":" and not m.group(5) and re.fullmatch(r"[A-Za-z_]\w{0,62}+", value):
         return m.group(0)  # psql's variable interpolated as a literal (ALTER USER app WITH PASSWORD :'pw')
     if (m.group(4) == "=>" or "]" in m.group(2)) and not (patterns.DEFAULT_SECRET.fullmatch(value) and (
-            group != 10 or prose_secrets.reads_as_password(value, REDACTED))):
+            group != 10 or prose_secrets.reads_as_password(value))):
         return m.group(0)  # a rule or a message in an array ('password' => 'required|min:8', errors['token'] = '…'), a
         # match arm's or a hash's name (Token => TokenType); a bare value is the line's last word (secrets.DB_PASSWORD => …)
     prose_colon = m.group(4) == ":" and bool(m.group(5))
@@ -407,7 +407,7 @@ def _assigned_secret(name: str, value: str, text: str, end: int, bare: bool, pro
     if segments[-1] == "pat" and not (re.fullmatch(r"[A-Za-z0-9_-]{20,200}+", value) and re.search(r"\d", value)):
         return False  # a personal access token is one run of 20+ letters and digits; a pattern's value is not (IPV4_PAT = r"…")
     login = re.fullmatch(r"[\w.@-]{1,64}+/(?P<pw>[^/\s]{6,200}+)", value) if segments[-1] == "auth" else None
-    if login and prose_secrets.reads_as_password(login["pw"], REDACTED):
+    if login and prose_secrets.reads_as_password(login["pw"]):
         return True  # a login and its password (NEO4J_AUTH=neo4j/Hq4!zWm8Rt, neo4j/Password123), not a path
     if kind == "weak" and (segments[-1] not in ("pass", "pwd", "pw") or segments == ["pwd"]) and _names_something(value):
         return False  # a name (S3_KEY=uploads/a.png, auth: oauth2, PWD=/home/bob); a pass's value is a password whatever it reads as
@@ -484,14 +484,14 @@ def _labelled(m: re.Match[str]) -> str:
         assigned = (foreign or not label.isascii() or m.group("purpose") is not None) and words[:1] in (":", "=", "：")
         arrow = words[:2] in ("=>", "->", "..", ". ") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace() and joiner[-1:].isspace())  # not password-login, --flag
         arrow |= (" " in label or group == "coded") and words[:1] == ":"  # a label no assignment names: api key: …
-        reads = prose_secrets.reads_strongly if re.match(r"(?:\.{3}|…)[ \t]", joiner) else lambda v: prose_secrets.reads_as_password(v, REDACTED)
+        reads = prose_secrets.reads_strongly if re.match(r"(?:\.{3}|…)[ \t]", joiner) else prose_secrets.reads_as_password
         digits_key = label[:3].lower() == "wpa" and value.isdigit() and 8 <= len(value) <= 63  # a Wi-Fi key of digits (WPA: 8 to 63)
         assigned |= arrow and (reads(value) or digits_key) and not re.search("[\"'()\\[\\]{}<>|`]", value)  # after an ellipsis (Checking password... Passed2), strongly
         # a password's label right before its value, after a login's user or a clause (username admin password …, user
         # root pwd …, the wifi is X, password …), in brackets (the db password (…) expired, password: […]) or of another language, as
         # Turkish writes it (şifrem …, yeni şifre …)
         paren = group == "paren" and words in ("", ":", "：", "=")  # password (…), password: (…), password(…)
-        if (paren or not words and joiner[:1].isspace()) and re.search(r"\d", value) and (prose_secrets.reads_as_password(value, REDACTED) or digits_key):
+        if (paren or not words and joiner[:1].isspace()) and re.search(r"\d", value) and (prose_secrets.reads_as_password(value) or digits_key):
             before = _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1))
             assigned = label.lower() in labels.FOREIGN_PASSWORD_LABELS or (_password_name(label) and (paren or (
                 before is not None and (before[1] is not None or prose_secrets.reads_strongly(m.group(group)))))) or (label[:3].lower() == "wpa" and len(value) >= 8)
@@ -533,7 +533,7 @@ def _plainly_a_password(value: str, label: str) -> bool:
     (``(stored in vault)``); or is a mail server's 授权码 (16 lower-case letters)."""
     if label in ("授权码", "授權碼") and re.fullmatch("[a-z]{16}", value):
         return True
-    return (prose_secrets.reads_as_password(value, REDACTED) and not _names_something(value, _password_name(label))
+    return (prose_secrets.reads_as_password(value) and not _names_something(value, _password_name(label))
             and not patterns.CJK_NAME_VALUE.fullmatch(value) and code_secrets.EMAIL.fullmatch(value) is None
             and re.search(r"[\s`=]|^[(\[{<]", value) is None and not re.fullmatch(r"[A-Za-z_.-]++@[A-Za-z_.-]++", value))
 

@@ -72,7 +72,7 @@ def _sql_password(m: re.Match[str], redacted: str, quoted_secret: Callable[[re.M
     bare = m.group("bare")
     if bare is None:
         return quoted_secret(m)
-    if bare[0] in ":&@?$<{%" or not prose_secrets.reads_as_password(bare, redacted):
+    if bare[0] in ":&@?$<{%" or not prose_secrets.reads_as_password(bare):
         return m.group()
     start = m.start("bare") - m.start()
     return m.group()[:start] + redacted + m.group()[start + len(bare) :]

@@ -101,7 +101,7 @@ def _html_pair(m: re.Match[str], redacted: str) -> str:
     its secret (:func:`_secret`)."""
     kind = _label(_bare(m.group("label")))
     value = _bare(m.group("value"))
-    if kind is None or not value or not _secret(value, kind, redacted):
+    if kind is None or not value or not _secret(value, kind):
         return m.group()
     start = m.start("value") + m.group("value").index(value)
     return m.string[m.start() : start] + redacted + m.string[start + len(value) : m.end()]
@@ -147,7 +147,7 @@ def _pairs(line: str, spans: list[tuple[int, int]], following: str, header: bool
         if kind is None:
             continue
         value = _bare(line[value_span[0] : value_span[1]])
-        if header and not prose_secrets.reads_as_password(value, "[redacted]"):
+        if header and not prose_secrets.reads_as_password(value):
             continue
         out[value_span] = kind
     return out
@@ -187,7 +187,7 @@ def _rebuilt(line: str, spans: list[tuple[int, int]], columns: dict[int, bool], 
     for (start, end), password in sorted(cells.items()):
         cell = line[start:end]
         value = _bare(cell)
-        if value and _secret(value, password, redacted):
+        if value and _secret(value, password):
             at = start + cell.index(value)
             out += [line[done:at], redacted]
             done = at + len(value)
@@ -199,14 +199,13 @@ def _bare(cell: str) -> str:
     return cell.strip().strip("\"'`*").strip().rstrip(":：").strip()
 
 
-def _secret(value: str, password: bool, redacted: str) -> bool:
+def _secret(value: str, password: bool) -> bool:
     """Whether a credential's ``value`` is a secret: one written-out word of 4+ printable characters without CJK, with a
-    digit or a symbol, not already redacted, a placeholder, a mask, a name or prose; a key's or token's also 12+
+    digit or a symbol, not a placeholder (already redacted too: a list's ``[…]``), a mask, a name or prose; a key's or token's also 12+
     characters with digits and letters of both cases, or a piece of 12+ lower-case letters and digits (a hex key,
     ``ak_9f8e…``), not a product's code or a resource's name (``SKU-12345-XL``, ``db-credentials-v2``)."""
     if (len(value) < 4 or re.search(r"[\u2e80-\u9fff\uac00-\ud7af\uff00-\uffef]", value) or not value.isprintable()
-            or " " in value or value.startswith(redacted[:-1])
-            or value.isalpha() or patterns.PLACEHOLDER_VALUE.match(value) or NO_VALUE.fullmatch(value)
+            or " " in value or value.isalpha() or patterns.PLACEHOLDER_VALUE.match(value) or NO_VALUE.fullmatch(value)
             or patterns.NAME_VALUE.fullmatch(value) or value.lower() in prose_secrets.PROSE_WORDS
             or re.fullmatch(r"(.)\1*+", value)):
         return False
