@@ -354,7 +354,9 @@ def _assignment(m: re.Match[str]) -> str:
         return m.group(0)  # a rule or a message in an array ('password' => 'required|min:8', errors['token'] = '…'), a
         # match arm's or a hash's name (Token => TokenType); a bare value is the line's last word (secrets.DB_PASSWORD => …)
     prose_colon = m.group(4) == ":" and bool(m.group(5))
-    return patterns.replace_group(m, group, REDACTED, _with_bang(value, m.group(group))) if _assigned_secret(m.group(1), value, m.string, end, group == 10, prose_colon) else m.group(0)
+    if not _assigned_secret(m.group(1), value, m.string, end, group == 10, prose_colon):
+        return m.group(0)
+    return patterns.replace_group(m, group, REDACTED, _with_bang(value, m.group(group)))
 
 
 def _named_value(m: re.Match[str]) -> str:
