@@ -485,7 +485,7 @@ def _pgpass_heredocs(text: str, redacted: str) -> str:
             fields = re.split(r"(?<!\\):", line.strip())
             value = fields[-1]
             if (len(fields) == 5 and all(fields) and not re.search(r"\s", line.strip()) and len(value) >= 4
-                    and not value.startswith(("$", redacted[:-1])) and not re.fullmatch(r"[a-z-]++|[A-Z][a-z]++", value)
+                    and not value.startswith("$") and not re.fullmatch(r"[a-z-]++|[A-Z][a-z]++", value)
                     and not patterns.PLACEHOLDER_VALUE.match(value)):
                 start = at + line.index(line.strip()) + len(line.strip()) - len(value)
                 out += [text[done:start], redacted]

@@ -275,7 +275,7 @@ def _literal(m: re.Match[str], redacted: str, judge: Judge) -> str:
     name (``DSN``), when it reads as a password."""
     group = next(g for g in ("lvalue", "value", "bare") if m.group(g) is not None)
     value = m.group(group)
-    if not _written(m, group) or value.startswith(redacted[:-1]):
+    if not _written(m, group):
         return m.group()
     if judge(m.group("name"), value, group == "bare") or prose_secrets.reads_as_password(value):
         return replace_group(m, group, redacted)

@@ -158,7 +158,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
                          + HOST_TOKEN.sub(lambda t: replace_group(t, "value", redacted), m.group("body")), text)
     if "data:" in text:
         text = _secret_data(text, redacted)
-    text = prefilter.sub(SESSION_ID, lambda m: replace_group(m, "value", redacted) if _session_secret(m.group("value"), redacted)
+    text = prefilter.sub(SESSION_ID, lambda m: replace_group(m, "value", redacted) if _session_secret(m.group("value"))
                          else m.group(), text)
     text = prefilter.sub(NGINX_MAP, lambda m: _nginx_map(m, redacted), text)
     text = prefilter.sub(WS_URL, lambda m: _ws_path(m, redacted), text)
@@ -183,7 +183,7 @@ def _kotlin(m: re.Match[str], redacted: str, judge: Judge) -> str:
         secret = m.group("scheme") is not None and len(value) >= 8 and re.search(r"\d", value) is not None
     else:
         secret = judge(m.group("name"), value, False)
-    return replace_group(m, "value", redacted) if secret and not value.startswith(redacted[:-1]) else m.group()
+    return replace_group(m, "value", redacted) if secret else m.group()
 
 
 def _sasl(m: re.Match[str], redacted: str) -> str:
@@ -274,12 +274,12 @@ def _decoded(value: str, encoding: str) -> str | None:
         return None
 
 
-def _session_secret(value: str, redacted: str) -> bool:
+def _session_secret(value: str) -> bool:
     """Whether a :data:`SESSION_ID` value is a session's secret: not a UUID (a conversation's id), and, past a signed
     cookie's ``s:`` and a prefix joined by ``_``, random as a key is (:func:`random_tokens.random_after_label`) whole or
     in a piece of 12+ between ``.`` ``:`` ``%`` ``_`` ``-`` (``s%3A<id>.<signature>``); a dated id's pieces are short
     (``20250311_120001_a8f3k2``)."""
-    if value.startswith(redacted[:-1]) or re.search(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", value):
+    if re.search(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", value):
         return False
     pieces = [p for p in re.split(r"%3A|%2E|[.:%_-]", value, flags=re.IGNORECASE) if len(p) >= 12]
     return random_tokens.looks_random(value) or any(random_tokens.random_after_label(p, False) for p in pieces)
