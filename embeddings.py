@@ -37,7 +37,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from . import redact
 from .config_schema import LOCAL_MODEL, LOCAL_PACKAGE, OPENAI_ENDPOINT
 
 LOCAL_DIMS = 512
@@ -268,7 +267,8 @@ class OpenAIProvider:
     vectors' (:meth:`expect`); it changes only when two replies agree
     (:meth:`_sized`). ``base_url`` is used as configured by the HTTP client only
     (credentials in it included; its query string is sent with every request);
-    everywhere it is shown, :attr:`endpoint` has them redacted.
+    everywhere it is shown, :attr:`endpoint` has them redacted. :mod:`redact` is imported where it is used: it
+    compiles its patterns as it loads (0.14 s of CPU), which a process with the local model never needs.
     """
 
     def __init__(
@@ -301,6 +301,8 @@ class OpenAIProvider:
     @property
     def endpoint(self) -> str:
         """The endpoint as it may be shown or stored: credentials in it replaced by ``***``."""
+        from . import redact
+
         return redact.redact_url(self.base_url or OPENAI_ENDPOINT)
 
     @property
@@ -313,6 +315,8 @@ class OpenAIProvider:
     @staticmethod
     def outbound_text(text: str) -> str:
         """``text`` as it may leave the machine: secret-looking strings replaced (see :func:`redact.redact_secrets`)."""
+        from . import redact
+
         return redact.redact_secrets(text)
 
     def load(self) -> None:
@@ -331,6 +335,8 @@ class OpenAIProvider:
             except ImportError as exc:
                 raise EmbeddingUnavailable("the openai package is not installed", code="embedding_misconfigured",
                                            temporary=False) from exc
+            from . import redact
+
             base_url, query = redact.split_query(self.base_url)
             redact.guard_logs(self._secrets())  # httpx and openai log every request's URL, credentials included
             self._client = openai.OpenAI(
@@ -344,10 +350,14 @@ class OpenAIProvider:
 
     def _secrets(self) -> list[str]:
         """What must never appear in an error text or a log: the key and the credentials inside ``base_url``."""
+        from . import redact
+
         return redact.endpoint_secrets(self.base_url, self.api_key)
 
     def _scrub(self, text: str) -> str:
         """``text`` fit for an error message: this endpoint's secrets masked, secret-looking strings redacted."""
+        from . import redact
+
         return redact.redact_secrets(redact.mask_secrets(text, self._secrets()))
 
     def _one_batch(self, batch: Sequence[str]) -> np.ndarray:

@@ -1,9 +1,9 @@
 """Redaction: what of an endpoint or a text may be shown, stored, logged or sent.
 
-* Endpoints: :func:`redact_url` gives a URL as it may be shown or stored;
-  :func:`endpoint_digest` is what consent matches instead of the URL's
-  credentials; :func:`split_query` and :func:`endpoint_secrets` take apart a
-  configured URL for the HTTP client and for scrubbing error texts.
+* Endpoints: :func:`redact_url` gives a URL as it may be shown or stored
+  (consent matches a digest instead: :func:`config_schema.endpoint_digest`);
+  :func:`split_query` and :func:`endpoint_secrets` take apart a configured URL
+  for the HTTP client and for scrubbing error texts.
 * Text that leaves the machine: :func:`redact_secrets` replaces secret-looking
   strings by ``[redacted]``; the patterns are in :mod:`secret_patterns` and :mod:`secret_labels`.
 * Logs: :func:`guard_logs` keeps an endpoint's credentials out of the records
@@ -19,7 +19,6 @@ module finds which shapes of secret is docs/architecture.md's table (the ``*_sec
 from __future__ import annotations
 
 import base64
-import hashlib
 import logging
 import re
 import threading
@@ -129,11 +128,6 @@ def redact_url(url: str) -> str:
                     for seg in parts.path.split("/"))
     fragment = "***" if parts.fragment and redact_secrets(unquote(parts.fragment)) != unquote(parts.fragment) else parts.fragment
     return urlunsplit((parts.scheme, netloc, path, query, fragment))
-
-
-def endpoint_digest(url: str) -> str:
-    """The SHA-256 (hex) of an endpoint as configured (credentials included): what consent matches, without storing them."""
-    return hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def endpoint_secrets(base_url: str, api_key: str) -> list[str]:

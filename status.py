@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from . import config_schema, consent, errors, gate, index_reads, paths, redact, settings, store, workspace
+from . import config_schema, consent, errors, gate, index_reads, paths, settings, store, workspace
 from .settings import load_settings
 
 DIST_NAME = "project-history-recall"
@@ -142,6 +142,8 @@ def semantic_config(home: Path) -> dict[str, Any]:
     and ``model`` are ``None`` for a provider that cannot be used; ``consent`` is the recorded answer with its
     endpoint redacted (``None`` when there is none or it cannot be read).
     """
+    from . import redact  # here, not as Hermes loads this module: redaction compiles its patterns as it loads
+
     settings = load_settings(home)
     emb = settings.embedding
     spec = config_schema.provider_spec(settings) if emb.provider in ("local", "openai") else None

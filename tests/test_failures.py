@@ -383,6 +383,11 @@ def test_import_has_no_side_effects(tmp_path):
         "import project_history_recall.commands, project_history_recall.handlers, project_history_recall.command_line\n"
         "assert threading.active_count() == 1, threading.enumerate()\n"
         "assert 'hermes_state' not in sys.modules and 'model_tools' not in sys.modules\n"
+        # nor redaction, which compiles its patterns as it loads (0.14 s of CPU): a local model sends nothing
+        "from pathlib import Path\n"
+        "from project_history_recall import config_schema, settings\n"
+        f"assert config_schema.provider_spec(settings.load_settings(Path({str(home)!r}))).provider == 'local'\n"
+        "assert 'project_history_recall.redact' not in sys.modules\n"
         "print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], env={"HERMES_HOME": str(home), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)

@@ -661,7 +661,7 @@ def test_credentials_in_the_endpoint_never_reach_answers_or_files(faults, fake, 
     for text in shown + every_log:
         assert URL_USER_KEY not in text and URL_QUERY_KEY not in text, text
     stored = json.loads((data_dir(faults) / "consent.json").read_text())
-    assert stored["endpoint_sha256"] == plugin("redact").endpoint_digest(base_url)
+    assert stored["endpoint_sha256"] == plugin("config_schema").endpoint_digest(base_url)
     for path in faults.home.rglob("*"):
         if path.is_file() and path.name != "config.yaml":
             assert URL_USER_KEY.encode() not in path.read_bytes(), path
