@@ -28,7 +28,7 @@ lint: venv
 test: venv lint
 	$(PY) -m pytest -q
 
-# The property and fuzz tests with ten times the examples make test gives them (tests/conftest.py).
+# The property and fuzz tests with twenty times the examples make test gives them (tests/conftest.py).
 fuzz: venv
 	PHR_HYPOTHESIS=thorough $(PY) -m pytest -q $(shell grep -l '@given' tests/*.py)
 

@@ -381,9 +381,11 @@ VIA = st.sampled_from(["registry", "registry", "registry", "dispatch"])  # Herme
 
 
 
-# A fuzz test: as many cases as the loaded profile gives (tests/conftest.py); the health checks that a test with a
-# fixture, slow calls and large arguments trips are off.
-fuzz = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+# A fuzz test of a tool's arguments: 100 calls in `make test` (docs/guarantees.md; the other property tests make 50),
+# 1,000 in `make fuzz` (tests/conftest.py); the health checks that a test with a fixture, slow calls and large
+# arguments trips are off.
+fuzz = settings(max_examples=max(100, settings.default.max_examples),
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 @pytest.fixture
