@@ -112,11 +112,11 @@ def session_calls(world: World, n: int, sid: str, answers: list[int]) -> list[Ca
 @pytest.mark.parametrize("beside", [False, True])
 def test_reading_a_long_session_costs_what_the_window_costs(hermes: World, monkeypatch: pytest.MonkeyPatch, beside: bool):
     """Reading 11 messages around a hit, at the session's end or start, and the recent list's previews, in a
-    session of 1,500 and of 6,000 messages, alone or written beside another session: the same SQLite steps. On
-    Hermes 0.19, reading the whole session and sorting it (273 -> 1,039 hundred steps for the read, 354 -> 1,368
-    for the list) made them grow with it."""
+    session of 500 and of 2,000 messages, alone or written beside another session: the same SQLite steps (about 35
+    hundred each). On Hermes 0.19, reading the whole session and sorting it (273 -> 1,039 hundred steps for the
+    read at 1,500 and 6,000 messages, 354 -> 1,368 for the list: about 17 a hundred messages) made them grow with it."""
     costs = []
-    for n in (1500, 6000):
+    for n in (500, 2000):
         sid, answers = long_session(hermes, n, beside=beside)
         calls = session_calls(hermes, n, sid, answers)
         for call in calls:
@@ -128,11 +128,11 @@ def test_reading_a_long_session_costs_what_the_window_costs(hermes: World, monke
 
 def test_reading_past_compaction_copies_costs_what_the_window_costs(hermes: World, monkeypatch: pytest.MonkeyPatch):
     """A session compacted every 10 messages before hermes-agent #99545, each compaction leaving archived copies of
-    the two messages it carried (1,500 and 6,000 messages, the last two live): reading around the first answer and
+    the two messages it carried (500 and 2,000 messages, the last two live): reading around the first answer and
     the last one, from the start, and the recent list cost the same SQLite steps, and the windows show each message
     once. A copy is told by one seek of Hermes' (session_id, timestamp) index."""
     costs = []
-    for n in (1500, 6000):
+    for n in (500, 2000):
         repo = hermes.repo(f"c{n}")
         sid = hermes.open(f"comp{n}", repo)
         hermes.open(f"cur{n}", repo)
