@@ -388,7 +388,8 @@ def test_the_vector_legs_first_pass_asks_the_scopes_conversations_only_when_its_
 def test_the_vector_legs_widened_head_asks_a_branchs_rows_once(world: World, fake, monkeypatch):
     """vector_scores.best_of_sessions widens its head until it holds enough conversations, asking each time which
     conversation each row stands for (``conversations.result_keys``, which reads the session a branch left whole): the
-    rows asked before are not asked again (a session of 3,000 rows branched from was read at each of three widenings)."""
+    rows asked before are not asked again (a session of 3,000 rows branched from was read at each of three widenings).
+    Its 1,000 rows here widen the head once (612 -> 1,006 rows): asked again, the session would be asked twice."""
     import inspect
     import sqlite3
 
@@ -402,7 +403,7 @@ def test_the_vector_legs_widened_head_asks_a_branchs_rows_once(world: World, fak
         base = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
         conn.executemany("INSERT INTO messages(session_id, role, content, timestamp) VALUES ('P', ?, ?, ?)",
                          [("user" if i % 2 == 0 else "assistant", f"ledger detail {i} " + "filler " * 30,
-                           1_800_000_000 + base + i) for i in range(3000)])
+                           1_800_000_000 + base + i) for i in range(1000)])
     world.branch("P", "B", messages=history)
     world.say("B", "assistant", "decision: memcached for the pricing cache")
     world.session("cur", alpha, style="cli", messages=[("user", "hi")])
