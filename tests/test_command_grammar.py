@@ -208,8 +208,12 @@ def test_long_values_are_echoed_cut(shared_repo: World):
     assert answer["code"] == "bad_argument" and len(answer["error"]) < 300
 
 
-def test_the_command_line_shares_the_grammar_and_exit_codes(repo: World, tmp_path: Path):
-    """Exit 2 for usage errors, the cursor's included; the same messages as the slash commands; echoes cut."""
+def test_the_command_line_shares_the_grammar_and_exit_codes(repo: World, tmp_path: Path, capsys,
+                                                           monkeypatch: pytest.MonkeyPatch):
+    """Exit 2 for usage errors, the cursor's included; the same messages as the slash commands; echoes cut. A usage
+    error and a search run as real processes (``python -m``); the other refusals through the same ``main``."""
+    from project_history_recall import command_line
+
     shim = tmp_path / "shim"
     shim.mkdir()
     (shim / "project_history_recall").symlink_to(ROOT, target_is_directory=True)
@@ -224,13 +228,18 @@ def test_the_command_line_shares_the_grammar_and_exit_codes(repo: World, tmp_pat
     assert cursor.returncode == 2, cursor.stderr
     assert "usage:" in cursor.stderr and "'cursor' is not one this tool returned" in cursor.stderr
     assert json.loads(cursor.stdout)["code"] == "bad_argument"
-    age = run("search", "websocket", "--since", "100000d")
-    assert age.returncode == 2 and "the age '100000d' is too large" in age.stderr, age.stderr
-    assert "cannot read" not in age.stderr
-    recent = run("recent", "--limit", "11")
-    assert recent.returncode == 2 and "--limit must be a whole number from 1 to 10, got '11'" in recent.stderr
-    folder = run("search", "x", "--cwd", "/" + "d" * 5000)
-    assert folder.returncode == 2 and "(5,001 characters)" in folder.stderr and len(folder.stderr) < 1500
+    monkeypatch.chdir(repo.paths["alpha"])
+
+    def main(*argv: str) -> tuple[int, str]:
+        capsys.readouterr()
+        return command_line.main(list(argv)), capsys.readouterr().err
+
+    code, err = main("search", "websocket", "--since", "100000d")
+    assert code == 2 and "the age '100000d' is too large" in err and "cannot read" not in err, err
+    code, err = main("recent", "--limit", "11")
+    assert code == 2 and "--limit must be a whole number from 1 to 10, got '11'" in err, err
+    code, err = main("search", "x", "--cwd", "/" + "d" * 5000)
+    assert code == 2 and "(5,001 characters)" in err and len(err) < 1500, err
     found = run("search", "websocket", "--mode", "keyword", "--limit", "1", "--json")
     assert found.returncode == 0, found.stderr
     assert len(json.loads(found.stdout)["results"]) == 1
