@@ -216,15 +216,14 @@ def phrase_frequency(conn: sqlite3.Connection, space: str, match: str, cap: int)
     return _counted(conn, space, "match:" + match, lambda: count_matches(conn, space, match, cap))
 
 
-def row_filters(conn: sqlite3.Connection, scope: Scope, among: str | None = None, *,
-                visible: tuple[str, list[Any]] | None = None) -> tuple[str, list[Any]]:
-    """The conditions every candidate row meets: shown by Hermes, admitted by the search's filters, not a recall, not
-    Hermes' own user rows for the model, not a live row of the asking session (:func:`_live_left_out`). ``among``: an
-    SQL subquery naming every row the conditions are asked of (``store.visible``: copies told a tick at a time);
-    ``visible``: the condition that a row is shown, and its parameters, when the caller told the copies apart."""
+def row_filters(conn: sqlite3.Connection, scope: Scope, shown: str, shown_params: Sequence[Any] = ()
+                ) -> tuple[str, list[Any]]:
+    """The conditions every candidate row meets: shown by Hermes (the SQL condition ``shown`` and its parameters:
+    ``store.visible`` for a scan, ``store.visible_of`` for rows asked a batch at a time), admitted by the search's
+    filters, not a recall, not Hermes' own user rows for the model, not a live row of the asking session
+    (:func:`_live_left_out`)."""
     filter_sql, filter_params = scope.filters.sql(display=store.layout_of(conn).display)
     live_sql, live_params = _live_left_out(scope)
-    shown, shown_params = visible or (store.visible(conn, among), [])
     clause = f"{shown} AND {filter_sql} AND {_NOT_ECHO} AND {_NOT_SCAFFOLD}{live_sql}"
     return clause, [*shown_params, *filter_params, json.dumps(list(store.RECALL_TOOLS)), *live_params]
 
@@ -258,8 +257,7 @@ def _passing(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[
     session's context (``store.context_copies_sql``: asked of these rows alone, never of a scan's). A large clock
     tick's copies are told apart once for every check of the search (``store.ticks_of``: a tick of T rows sorted
     for each batch cost T for each of the search's checks)."""
-    told = store.ticks_of(conn).told(ids)
-    where, params = row_filters(conn, scope, visible=(store.layout_of(conn).visible_told_sql(), list(told)))
+    where, params = row_filters(conn, scope, *store.visible_of(conn, ids))
     copies, copies_params = store.context_copies_sql(scope)
     sql = (f"WITH asked(id) AS (SELECT value FROM json_each(?)) SELECT m.id FROM messages m"
            f" WHERE m.id IN (SELECT id FROM asked) AND {where} AND NOT {copies}")

@@ -44,7 +44,7 @@ def _paged(conn: sqlite3.Connection, sql: str, ids: Sequence[int], *params: Any)
 def _page_visible(conn: sqlite3.Connection) -> str:
     """:func:`store.visible` of a row of a page :func:`_paged` reads: an archived row of a large clock tick told apart
     with its tick once for every page (``ticks``; a tick of T rows sorted for each page it spans cost T x T / 4,096)."""
-    return store.layout_of(conn).visible_told_sql("SELECT id FROM told", "SELECT id FROM shown")
+    return store.layout_of(conn).visible_told_sql("m.id IN (SELECT id FROM told)", "SELECT id FROM shown")
 
 
 def indexable_row(conn: sqlite3.Connection, among: str | None = None) -> str:

@@ -59,29 +59,14 @@ _ALIKE = ("d.session_id = m.session_id AND d.timestamp = m.timestamp AND d.role 
 #: only for the newest archived row, so n copies of one message cost n seeks, not n x n rows.
 _ONE_COPY = ("(m.active IS 1 OR (NOT EXISTS (SELECT 1 FROM messages d WHERE {alike} AND d.id > m.id)"
              " AND NOT EXISTS (SELECT 1 FROM messages d WHERE {alike} AND d.active IS 1 AND d.id < m.id)))")
-#: Of the rows the subquery ``{ids}`` names, the archived ones :data:`_ONE_COPY` leaves out (a row alike is newer, or
-#: live) in crowded ticks (:data:`_CROWDED`): the rows of each such (session, timestamp) grouped by what makes rows
-#: alike, once (a window).
-_SUPERSEDED = (
-    "SELECT g.id FROM (SELECT d.id, d.active, max(d.id) OVER w AS newest, max(d.active IS 1) OVER w AS live"
-    " FROM (SELECT DISTINCT t.session_id AS s, t.timestamp AS ts FROM messages t WHERE t.id IN ({ids})"
-    " AND t.active IS NOT 1 AND {kept_t} AND {crowded_t}) k JOIN messages d ON d.session_id = k.s"
-    " AND d.timestamp = k.ts WHERE {kept_d} WINDOW w AS (PARTITION BY d.session_id, d.timestamp, d.role,"
-    " d.tool_call_id, d.tool_name, d.tool_calls, d.content)) g WHERE g.active IS NOT 1 AND (g.id != g.newest OR g.live)"
-)
-#: Row ``m``'s clock tick is crowded: the next row of it (by id) is no copy of ``m`` (:data:`_ALIKE` as ``{alike}``,
-#: said of ``n``). A tick holds one row, or a message's copies (one a compaction: the next row of the tick is alike),
-#: where :data:`_ONE_COPY` finds a row's next copy at once; rows an import or an old gateway turn wrote at one time
-#: crowd it, where asking row by row passes the tick's other rows for each (T x T for a tick of T rows). Two seeks.
-_CROWDED = ("EXISTS (SELECT 1 FROM messages n WHERE n.id = (SELECT min(o.id) FROM messages o WHERE"
-            " o.session_id = m.session_id AND o.timestamp = m.timestamp AND o.id > m.id) AND NOT ({alike}))")
-#: Rows of one clock tick above which a reader that asks many of its rows groups them once (:meth:`Layout.tick_sql`,
-#: ``ticks.Ticks``) rather than comparing each with the others (T x T for a tick of T rows read whole).
+#: Rows of one clock tick above which its archived rows are told apart by grouping the tick once (:data:`_GROUPED`: by
+#: the statement that reads them, :meth:`Layout.visible_among_sql`, or once a connection, ``ticks.Ticks``) rather than
+#: each compared with the others (T x T for a tick of T rows read whole); a smaller tick's are asked row by row.
 LARGE_TICK = 8
-#: Row ``m``'s clock tick holds more than :data:`LARGE_TICK` rows: at most that many + 1 read, from Hermes'
-#: (session_id, timestamp) index alone.
-_LARGE = ("(SELECT count(*) FROM (SELECT 1 FROM messages o WHERE o.session_id = m.session_id"
-          f" AND o.timestamp = m.timestamp LIMIT {LARGE_TICK + 1})) > {LARGE_TICK}")
+#: Row ``m``'s clock tick holds more than :data:`LARGE_TICK` rows: its row after that many is there, at most that many
+#: + 1 read, from Hermes' (session_id, timestamp) index alone.
+_LARGE = ("EXISTS (SELECT 1 FROM messages o WHERE o.session_id = m.session_id AND o.timestamp = m.timestamp"
+          f" LIMIT 1 OFFSET {LARGE_TICK})")
 #: Of row ``m`` (by id, the parameter): its session and time, whether its tick is large (:data:`_LARGE`), and, when it
 #: is not, the row of its message Hermes shows when ``m`` is the first row of it (where Hermes shows the message), else
 #: NULL: what a walk of a session, which reads only the rows it passes, keeps.
@@ -92,11 +77,12 @@ _SHOWN_HERE = ("SELECT m.session_id, m.timestamp, {large}, CASE WHEN {large} THE
 #: of its message.
 _FIRST_ROW = ("SELECT m.session_id, m.timestamp, {large}, CASE WHEN {large} THEN NULL ELSE"
               " (SELECT min(d.id) FROM messages d WHERE {alike}) END FROM messages m WHERE m.id = ?")
-#: The rows of one clock tick (session and timestamp, the parameters) that :meth:`Layout.rows_sql` keeps, grouped by
-#: what makes rows alike, once: ``(id, the first row of its message, the row Hermes shows of it)``.
-_TICK = ("SELECT d.id, min(d.id) OVER w, first_value(d.id) OVER (w ORDER BY d.active IS 1 DESC, d.id DESC)"
-         " FROM messages d WHERE d.session_id = ? AND d.timestamp = ? AND {kept_d}"
-         " WINDOW w AS (PARTITION BY d.role, d.tool_call_id, d.tool_name, d.tool_calls, d.content)")
+#: The rows of the clock ticks the subquery ``{ticks}`` names (columns ``s``, ``ts``) that :meth:`Layout.rows_sql` keeps,
+#: grouped by what makes rows alike, once (a window): ``(id, the first row of its message, the row Hermes shows of it)``.
+_GROUPED = ("SELECT d.id, min(d.id) OVER w, first_value(d.id) OVER (w ORDER BY d.active IS 1 DESC, d.id DESC) AS shown"
+            " FROM ({ticks}) k JOIN messages d ON d.session_id = k.s AND d.timestamp = k.ts WHERE {kept_d}"
+            " WINDOW w AS (PARTITION BY d.session_id, d.timestamp, d.role, d.tool_call_id, d.tool_name, d.tool_calls,"
+            " d.content)")
 
 
 def _of(condition: str, alias: str) -> str:
@@ -130,14 +116,11 @@ class Layout:
         return f"{self.rows_sql()} AND {_ONE_COPY.format(alike=self._alike())}"
 
     def visible_among_sql(self, ids: str) -> str:
-        """:meth:`visible_sql` for rows among those the SQL subquery ``ids`` names (every row it is asked of must be one
-        of them): the same rows kept, the archived rows of a crowded tick (:data:`_CROWDED`) told for all of them at
-        once (:data:`_SUPERSEDED`), not each by a walk of the tick."""
-        kept, alike = self.rows_sql(), self._alike()
-        crowded = _CROWDED.format(alike=re.sub(r"\bd\.", "n.", alike))
-        superseded = _SUPERSEDED.format(ids=ids, kept_t=_of(kept, "t"), kept_d=_of(kept, "d"), crowded_t=_of(crowded, "t"))
-        return (f"{kept} AND (m.active IS 1 OR CASE WHEN {crowded} THEN m.id NOT IN ({superseded})"
-                f" ELSE {_ONE_COPY.format(alike=alike)} END)")
+        """:meth:`visible_sql` for one statement that reads many rows, all among those the SQL subquery ``ids`` names:
+        the archived rows of a large clock tick (:data:`LARGE_TICK`) told apart by one window over their ticks, in the
+        statement (:meth:`tick_sql`), the others row by row."""
+        ticks = f"SELECT DISTINCT a.session_id AS s, a.timestamp AS ts FROM ({self.large_archived_sql(ids)}) a"
+        return self.visible_told_sql(_LARGE, f"SELECT shown FROM ({self.tick_sql(ticks)})")
 
     def shown_here_sql(self) -> str:
         """SQL of one parameter, the id of a row :meth:`rows_sql` keeps: ``(session, timestamp, large, shown)``:
@@ -151,24 +134,27 @@ class Layout:
         the id of the first row of its message (NULL in a large tick)."""
         return _FIRST_ROW.format(alike=self._alike(), large=_LARGE)
 
-    def tick_sql(self) -> str:
-        """SQL of two parameters, a session and a timestamp: ``(id, first, shown)`` of each row of that clock tick
-        :meth:`rows_sql` keeps: the first row of its message, and the row of it Hermes shows. One sort of the tick."""
-        return _TICK.format(kept_d=_of(self.rows_sql(), "d"))
+    def tick_sql(self, ticks: str = "SELECT ? AS s, ? AS ts") -> str:
+        """``(id, first, shown)`` of each row :meth:`rows_sql` keeps of the clock ticks the SQL subquery ``ticks`` names
+        (columns ``s``, ``ts``; by default one, of two parameters: a session and a timestamp): the first row of its
+        message, and the row of it Hermes shows. One sort of each tick (:data:`_GROUPED`)."""
+        return _GROUPED.format(ticks=ticks, kept_d=_of(self.rows_sql(), "d"))
 
-    def large_archived_sql(self) -> str:
-        """SQL of one parameter, JSON of message ids: ``(id, session, timestamp)`` of those of the rows that
-        :meth:`rows_sql` keeps, are not live, and lie in a clock tick of more than :data:`LARGE_TICK` rows."""
-        return (f"SELECT m.id, m.session_id, m.timestamp FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
-                f" AND m.active IS NOT 1 AND {self.rows_sql()} AND {_LARGE}")
+    def large_archived_sql(self, ids: str = "SELECT value FROM json_each(?)") -> str:
+        """``(id, session, timestamp)`` of those of the rows the SQL subquery ``ids`` names (by default one parameter,
+        JSON of message ids) that :meth:`rows_sql` keeps, are not live, and lie in a clock tick of more than
+        :data:`LARGE_TICK` rows."""
+        return (f"SELECT t.id, t.session_id, t.timestamp FROM messages t WHERE t.id IN ({ids}) AND t.active IS NOT 1"
+                f" AND {_of(self.rows_sql(), 't')} AND {_of(_LARGE, 't')}")
 
-    def visible_told_sql(self, told: str = "SELECT value FROM json_each(?)", shown: str = "SELECT value FROM json_each(?)"
-                         ) -> str:
-        """:meth:`visible_sql` given two SQL subqueries (by default two parameters, JSON lists of ids): the ids of rows
-        already told apart (by :meth:`tick_sql`), and of those of them that are the row Hermes shows of their message;
-        the other rows are asked row by row."""
-        return (f"{self.rows_sql()} AND (m.active IS 1 OR CASE WHEN m.id IN ({told})"
-                f" THEN m.id IN ({shown}) ELSE {_ONE_COPY.format(alike=self._alike())} END)")
+    def visible_told_sql(self, told: str = "m.id IN (SELECT value FROM json_each(?))",
+                         shown: str = "SELECT value FROM json_each(?)") -> str:
+        """:meth:`visible_sql` where the archived rows for which the SQL condition ``told`` holds were grouped with their
+        clock tick (:data:`_GROUPED`): shown when among the ids of the subquery ``shown``; the others asked row by row.
+        By default two parameters, JSON lists of ids: the rows ``ticks.Ticks.told`` told apart, and those of them Hermes
+        shows."""
+        return (f"{self.rows_sql()} AND (m.active IS 1 OR CASE WHEN {told} THEN m.id IN ({shown})"
+                f" ELSE {_ONE_COPY.format(alike=self._alike())} END)")
 
     def _alike(self) -> str:
         return _ALIKE.format(other=_of(self.rows_sql(), "d"))

@@ -178,14 +178,13 @@ def messages_around(
     Returns ``(rows, stopped)`` (``stopped`` as :func:`walk_session`'s, on either side); ``rows`` is empty when
     ``message_id`` is not a message Hermes shows of that session. Texts as :func:`store.fetch_messages` gives them.
     """
-    shape, copies = store.layout_of(conn), store.ticks_of(conn)
     if message_id is None:
         ids, stopped = walk_session(conn, session_id, None, back=False, count=after + 1)
     else:
-        sql = (f"SELECT m.id, CASE WHEN {shape.visible_told_sql()} THEN 1 ELSE 0 END "
-               "FROM messages m WHERE m.id = ? AND m.session_id = ?")
-        anchor = conn.execute(sql, (*copies.told([message_id]), message_id, session_id)).fetchone()
-        at = copies.first_row(message_id)  # where it is shown
+        shown, told = store.visible_of(conn, [message_id])
+        anchor = conn.execute(f"SELECT m.id, CASE WHEN {shown} THEN 1 ELSE 0 END FROM messages m WHERE m.id = ?"
+                              " AND m.session_id = ?", (*told, message_id, session_id)).fetchone()
+        at = store.ticks_of(conn).first_row(message_id)  # where it is shown
         if anchor is None or not anchor[1] or at is None:
             return [], False
         earlier, cut_before = walk_session(conn, session_id, at, back=True, count=before)

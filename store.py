@@ -109,12 +109,19 @@ def ticks_of(conn: sqlite3.Connection) -> ticks.Ticks:
 
 
 def visible(conn: sqlite3.Connection, among: str | None = None) -> str:
-    """The SQL condition on ``messages`` as ``m`` that keeps the rows Hermes shows a person: not rewound, and
-    on 0.21 not hidden scaffolding or kept for the model only (:meth:`layout.Layout.visible_sql`). ``among``: an SQL
-    subquery naming every row it is asked of, whose copies are then told a clock tick at a time
-    (:meth:`layout.Layout.visible_among_sql`: for statements that read many rows)."""
+    """The SQL condition on ``messages`` as ``m`` that keeps the rows Hermes shows a person: not rewound, on 0.21 not
+    hidden scaffolding or kept for the model only, each message once (:meth:`layout.Layout.visible_sql`). ``among``: for
+    one statement that finds many rows itself (a scan), an SQL subquery naming every row it is asked of: a large clock
+    tick's rows are then told apart once, in the statement (:meth:`layout.Layout.visible_among_sql`)."""
     shape = layout_of(conn)
     return shape.visible_sql() if among is None else shape.visible_among_sql(among)
+
+
+def visible_of(conn: sqlite3.Connection, ids: Sequence[int]) -> tuple[str, list[str]]:
+    """:func:`visible` for a reader that asks of rows it holds, ``ids``, in one of many statements (a batch, a page, a
+    row): the SQL condition and its two parameters, a large clock tick's rows told apart once a connection
+    (:func:`ticks_of`: sorted in each statement, a tick of T rows read a batch at a time cost T for each)."""
+    return layout_of(conn).visible_told_sql(), list(ticks_of(conn).told(ids))
 
 
 def connect_ro(path: Path) -> sqlite3.Connection:
@@ -355,13 +362,12 @@ def message_timestamps(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int
 def shown_texts(conn: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
     """``{id: (session id, text)}`` of those of the messages ``ids`` the vector index may hold (as
     :func:`index_reads.indexable_row`, told once the text is read), the text as it is embedded. An id left out (deleted,
-    rewound, emptied) is never sent to a provider. A large clock tick's rows are told apart once a connection
-    (:func:`ticks_of`: the index command reads its texts a page at a time). Raises ``sqlite3`` errors."""
-    shape, listed = layout_of(conn), json.dumps([int(i) for i in ids])
-    told, shown = ticks_of(conn).told(ids)
+    rewound, emptied) is never sent to a provider (:func:`visible_of`: the index command reads its texts a page at a
+    time). Raises ``sqlite3`` errors."""
+    shown, told = visible_of(conn, ids)
     rows = conn.execute(
         f"SELECT m.id, m.session_id, m.content, m.role FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))"
-        f" AND {shape.visible_told_sql()} AND m.role IN ('user', 'assistant')", (listed, told, shown))
+        f" AND {shown} AND m.role IN ('user', 'assistant')", (json.dumps([int(i) for i in ids]), *told))
     out = {}
     for mid, sid, content, role in rows:
         text = stored_text.text_of(content, role)

@@ -41,7 +41,8 @@ def like_in_range(
     if not needles or high <= low:
         return []
     likes, like_params = _likes(needles)
-    where, params = fts.row_filters(conn, scope, "SELECT b.id FROM messages b WHERE b.id > ?1 AND b.id <= ?2")
+    shown = store.visible(conn, "SELECT b.id FROM messages b WHERE b.id > ?1 AND b.id <= ?2")
+    where, params = fts.row_filters(conn, scope, shown)
     sql = f"""
         SELECT m.id, m.session_id FROM messages m
         WHERE m.id > ?1 AND m.id <= ?2 AND +{store.SCOPE_SQL} AND ({likes}) AND {where}
@@ -69,8 +70,8 @@ def like_newest(
         read = int(conn.execute("SELECT count(*) FROM messages WHERE session_id = ?", (session_id,)).fetchone()[0])
     likes, like_params = _likes(needles)
     # The rows it reads are among the session's from the edge's clock tick on (its own index: ids only).
-    where, params = fts.row_filters(conn, scope, "SELECT b.id FROM messages b WHERE b.session_id = ?1"
-                                    + ("" if edge is None else " AND b.timestamp >= ?2"))
+    among = "SELECT b.id FROM messages b WHERE b.session_id = ?1" + ("" if edge is None else " AND b.timestamp >= ?2")
+    where, params = fts.row_filters(conn, scope, store.visible(conn, among))
     select = f"SELECT m.id, m.session_id FROM messages m WHERE m.session_id = ?1 {{newer}} AND ({likes}) AND {where}"
     if edge is None:
         sql, args = select.format(newer="") + " ORDER BY m.id DESC LIMIT ?", [session_id, *like_params, *params, limit]
@@ -108,7 +109,8 @@ def like_candidates(
     if not needles or not ranges:
         return [], False
     likes, like_params = _likes(needles)
-    where, params = fts.row_filters(conn, scope, "SELECT b.id FROM messages b WHERE b.session_id IN (SELECT sid FROM batch)")
+    shown = store.visible(conn, "SELECT b.id FROM messages b WHERE b.session_id IN (SELECT sid FROM batch)")
+    where, params = fts.row_filters(conn, scope, shown)
     sql = f"""
         WITH batch(sid) AS (SELECT value FROM json_each(?))
         SELECT id, session_id FROM (

@@ -7,7 +7,9 @@ once, compacted in place): T x T for a reader that asks each row of such a tick.
 than ``layout.LARGE_TICK`` rows once, the first time one of its rows is asked, and answers its other rows from that;
 a small tick is asked row by row.
 
-One :class:`Ticks` serves the readers of one connection (``store.ticks_of``: a search, a read, the index command's run).
+One :class:`Ticks` serves the readers of one connection that ask of rows they hold, a batch or a page at a time
+(``store.visible_of``: a search's picks, a read, the index command's run); one statement that finds its rows itself (a
+scan) groups their large ticks in the statement instead (``store.visible`` given ``among``), with the same window.
 A row of a large tick that is not in its grouping (written since) has the tick grouped again; a row changed since is
 answered as it was: a copy told as its message, or a message as a copy, until the next connection. Whether a row is
 shown at all (rewound, hidden) every reader asks of the row itself.

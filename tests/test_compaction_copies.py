@@ -193,9 +193,11 @@ _POOL = [("user", "a", None, None, None), ("assistant", "a", None, None, None), 
 @example("0.19", [(0, 0, 0, (0, 1), 0), (0, 1, 0, (0, 1), 0), (0, 0, 1, (0, 1), 0), (0, 1, 1, (0, 1), 0)], {1, 3})  # two ticks
 @example("0.19", [(0, 0, 0, (0, 1), 0), (0, 1, 0, (0, 1), 0), (1, 0, 0, (0, 1), 0), (1, 1, 0, (0, 1), 0)], {1, 3})  # two sessions
 @example("30", [(0, 1, 0, (0, 1), 0), (0, 1, 0, (0, 1), 0), (0, 1, 0, (1, 0), 1)], {1, 2})  # a hidden live row
+@example("0.19", [(0, k % 6, 0, (0, 1), 0) for k in range(10)] + [(0, 0, 0, (1, 0), 0)], set(range(1, 12)))  # a large tick
 def test_copies_told_a_tick_at_a_time_are_those_told_row_by_row(tmp_path_factory, kind, rows, asked_ids):
-    """``Layout.visible_among_sql`` (rows alike grouped once per crowded clock tick, for statements that read many
-    rows) keeps the rows ``visible_sql`` keeps (rows alike sought for each row): sessions of rows from a few shapes,
+    """The two ways a large clock tick's rows are told apart, grouped once in the statement that reads them
+    (``store.visible`` given ``among``: a scan) and once a connection (``store.visible_of``: rows asked a batch at a
+    time), keep the rows ``visible_sql`` keeps (rows alike sought for each row): sessions of rows from a few shapes,
     ticks and states (live, archived by a compaction, rewound; on schema 30 hidden or for the model only), any subset
     asked."""
     import json
@@ -224,6 +226,8 @@ def test_copies_told_a_tick_at_a_time_are_those_told_row_by_row(tmp_path_factory
         shape = store.layout_of(conn)
         asked = "SELECT m.id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?1)) AND "
         row_by_row = {r[0] for r in conn.execute(asked + shape.visible_sql(), [json.dumps(ids)])}
-        by_tick = {r[0] for r in conn.execute(asked + shape.visible_among_sql("SELECT value FROM json_each(?1)"),
-                                              [json.dumps(ids)])}
-    assert by_tick == row_by_row
+        in_statement = {r[0] for r in conn.execute(asked + store.visible(conn, "SELECT value FROM json_each(?1)"),
+                                                   [json.dumps(ids)])}
+        shown, told = store.visible_of(conn, ids)
+        by_connection = {r[0] for r in conn.execute(asked + shown, [json.dumps(ids), *told])}
+    assert in_statement == row_by_row == by_connection
