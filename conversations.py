@@ -71,37 +71,59 @@ FROM lineage l LEFT JOIN sessions s ON s.id = l.id
 
 
 # Of the sessions ``:ids`` (a JSON array), each and every ancestor up the parent links a reset does not cut: ``(id,
-# parent, whether a branch, asked with {branch}: else 0)``, each session that has such a parent once. Each session's
-# row is read once: on Hermes 0.19 its parent link lies past the system prompt kept in it (an overflow chain of pages).
+# parent, whether a branch)``, each session that has such a parent once. Each session's row is read once: on Hermes
+# 0.19 its parent link lies past the system prompt kept in it (an overflow chain of pages).
 _UP_SQL = f"""
 WITH RECURSIVE up(id, parent, branch) AS (
-    SELECT s.id, CASE WHEN {_RESET_CHILD.format(c="s")} THEN '' ELSE COALESCE(s.parent_session_id, '') END, {{branch}}
+    SELECT s.id, CASE WHEN {_RESET_CHILD.format(c="s")} THEN '' ELSE COALESCE(s.parent_session_id, '') END, {_BRANCH_CHILD}
     FROM sessions s WHERE s.id IN (SELECT value FROM json_each(:ids))
     UNION
-    SELECT s.id, CASE WHEN {_RESET_CHILD.format(c="s")} THEN '' ELSE COALESCE(s.parent_session_id, '') END, {{branch}}
+    SELECT s.id, CASE WHEN {_RESET_CHILD.format(c="s")} THEN '' ELSE COALESCE(s.parent_session_id, '') END, {_BRANCH_CHILD}
     FROM up JOIN sessions s ON s.id = up.parent WHERE up.parent != ''
 )
 SELECT id, parent, branch FROM up WHERE parent != ''
 """
 
 
+def _links(conn: sqlite3.Connection, ids: Iterable[str]) -> tuple[dict[str, str], set[str]]:
+    """``(parent, branches)`` of ``ids`` and every session up their parent links: each one's parent up a link a reset
+    does not cut (none: not in ``parent``), and those that are a branch. Asked of state.db once a connection
+    (``store.StateConnection.links``: a search's pick, the demotion of its scores and its results ask of the same
+    sessions), in one recursive query for the sessions not asked before; linear in the sessions it passes."""
+    ids = list(dict.fromkeys(ids))
+    memo: dict[str, tuple[str, bool]] = getattr(conn, "links", None) or {}
+    if isinstance(conn, store.StateConnection):
+        conn.links = memo
+    asked = [sid for sid in ids if sid not in memo]
+    if asked:
+        memo.update({str(r[0]): (str(r[1]), bool(r[2])) for r in conn.execute(_UP_SQL, {"ids": json.dumps(asked)})})
+    parent: dict[str, str] = {}
+    branches: set[str] = set()
+    for node in ids:
+        while node not in parent:
+            up, branch = memo.setdefault(node, ("", False))  # no row: a session with no parent (a root)
+            if not up:
+                break
+            if branch:
+                branches.add(node)
+            parent[node] = node = up
+    return parent, branches
+
+
 def conversation_roots(conn: sqlite3.Connection, ids: Collection[str], known: dict[str, str] | None = None,
                        forks: dict[str, str] | None = None) -> dict[str, str]:
     """``{id: the first session of its conversation}`` for the sessions ``ids``: up the parent links (compression
-    continuations, branches, delegates), not across a reset. One recursive query; linear in the sessions it passes
-    (a chain's sessions are read once, however many of them are asked). ``known``: the roots a caller asked before,
-    given every session a walk passes: a newest-first read asks a chain's older sessions of it, not of state.db.
+    continuations, branches, delegates), not across a reset (:func:`_links`). ``known``: the roots a caller asked
+    before, given every session a walk passes: a newest-first read asks a chain's older sessions of it, not again.
     ``forks``, kept beside ``known``: each session walked -> the last branch its walk up passed (the session itself
     when it is one; "" for none): a branch's compression continuation continues the branch's conversation."""
     known = {} if known is None else known
     asked = list(dict.fromkeys(sid for sid in ids if sid not in known))
     if asked:
-        rows = conn.execute(_UP_SQL.format(branch="0" if forks is None else _BRANCH_CHILD), {"ids": json.dumps(asked)})
-        links = {str(r[0]): (str(r[1]), bool(r[2])) for r in rows}
-        parents = {sid: parent for sid, (parent, _) in links.items()}
+        parents, branches = _links(conn, asked)
         known.update(_roots(parents, asked))
         if forks is not None:
-            _forks(parents, {sid for sid, (_, branch) in links.items() if branch}, [*asked, *parents], forks)
+            _forks(parents, branches, [*asked, *parents], forks)
     return {sid: known[sid] for sid in ids}
 
 
@@ -131,9 +153,7 @@ def result_keys(conn: sqlite3.Connection, hits: Mapping[int, str],
     leg's pick), not asked again."""
     known = known or {}
     sessions = list(dict.fromkeys(hits.values()))
-    rows = conn.execute(_UP_SQL.format(branch=_BRANCH_CHILD), {"ids": json.dumps(sessions)}).fetchall()
-    parent = {str(r[0]): str(r[1]) for r in rows if r[1]}
-    branches = {str(r[0]) for r in rows if r[2]}
+    parent, branches = _links(conn, sessions)
     family = _roots(parent, sessions)
     own = _roots({sid: p for sid, p in parent.items() if sid not in branches}, [*sessions, *parent.values()])
     keys = {mid: known.get(mid, own[sid]) for mid, sid in hits.items()}

@@ -81,6 +81,7 @@ class StateConnection(sqlite3.Connection):
 
     layout: layout.Layout | None = None
     ticks: ticks.Ticks | None = None
+    links: dict[str, tuple[str, bool]] | None = None  # sessions' parent links the readers asked (conversations._links)
     cron_folders: Mapping[str, str] = {}
 
 

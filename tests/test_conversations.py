@@ -81,3 +81,28 @@ def test_sessions_in_scope_is_one_number_for_one_conversation(world: World):
     searched = world.search("cur_b", "quokka", mode="keyword")
     recent = world.call("project_history_recent", {}, "cur_b")
     assert searched["sessions_in_scope"] == recent["sessions_in_scope"], (searched, recent)
+
+
+def test_a_search_reads_its_sessions_parent_links_once(world: World, monkeypatch):
+    """A keyword search asks which conversation each session stands for at its pick of candidates, at the demotion of
+    its scores and for its results: the parent links of the same sessions were read from state.db three times (a
+    recursive statement each, every session's row read: on 0.19 past its system prompt). They are read once a
+    connection (``conversations._links``), the answer the same."""
+    repo = world.repo("alpha")
+    for k in range(3):
+        world.session(f"s{k}", repo, messages=[("user", f"lighthouse keeper {k}"), ("assistant", f"lighthouse answer {k}")])
+        world.continuation(f"s{k}", f"s{k}c", messages=[("user", f"lighthouse keeper {k}"), ("assistant", f"more lighthouse {k}")])
+    world.branch("s0c", "b0", messages=[("user", "lighthouse keeper 0"), ("assistant", "the branch went on")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    store, statements = plugin("store"), []
+    real = store.connect_ro
+
+    def connect(path):
+        conn = real(path)
+        conn.set_trace_callback(lambda sql: statements.append(sql) if "WITH RECURSIVE up(id, parent, branch)" in sql else None)
+        return conn
+
+    monkeypatch.setattr(store, "connect_ro", connect)
+    answer = world.search("cur", "lighthouse keeper", mode="keyword")
+    assert sorted(result_sessions(answer)) == ["s0", "s1", "s2"], answer
+    assert len(statements) == 1, statements
