@@ -77,11 +77,11 @@ _SHOWN_HERE = ("SELECT m.session_id, m.timestamp, {large}, CASE WHEN {large} THE
 #: of its message.
 _FIRST_ROW = ("SELECT m.session_id, m.timestamp, {large}, CASE WHEN {large} THEN NULL ELSE"
               " (SELECT min(d.id) FROM messages d WHERE {alike}) END FROM messages m WHERE m.id = ?")
-#: The rows of the clock ticks the subquery ``{ticks}`` names (columns ``s``, ``ts``) that :meth:`Layout.rows_sql` keeps,
-#: grouped by what makes rows alike, once (a window): ``(id, the first row of its message, the row Hermes shows of it)``.
+#: The rows of the clock ticks ``{ticks}`` (``messages d`` and what names the ticks) that :meth:`Layout.rows_sql`
+#: keeps, grouped by what makes rows alike (``{by}``: the session and time first when the ticks are many), once (a
+#: window): ``(id, the first row of its message, the row Hermes shows of it)``.
 _GROUPED = ("SELECT d.id, min(d.id) OVER w, first_value(d.id) OVER (w ORDER BY d.active IS 1 DESC, d.id DESC) AS shown"
-            " FROM ({ticks}) k JOIN messages d ON d.session_id = k.s AND d.timestamp = k.ts WHERE {kept_d}"
-            " WINDOW w AS (PARTITION BY d.session_id, d.timestamp, d.role, d.tool_call_id, d.tool_name, d.tool_calls,"
+            " FROM {ticks} AND {kept_d} WINDOW w AS (PARTITION BY {by}d.role, d.tool_call_id, d.tool_name, d.tool_calls,"
             " d.content)")
 
 
@@ -118,9 +118,11 @@ class Layout:
     def visible_among_sql(self, ids: str) -> str:
         """:meth:`visible_sql` for one statement that reads many rows, all among those the SQL subquery ``ids`` names:
         the archived rows of a large clock tick (:data:`LARGE_TICK`) told apart by one window over their ticks, in the
-        statement (:meth:`tick_sql`), the others row by row."""
-        ticks = f"SELECT DISTINCT a.session_id AS s, a.timestamp AS ts FROM ({self.large_archived_sql(ids)}) a"
-        return self.visible_told_sql(_LARGE, f"SELECT shown FROM ({self.tick_sql(ticks)})")
+        statement (:data:`_GROUPED`), the others row by row."""
+        ticks = (f"(SELECT DISTINCT a.session_id AS s, a.timestamp AS ts FROM ({self.large_archived_sql(ids)}) a) k,"
+                 " messages d WHERE d.session_id = k.s AND d.timestamp = k.ts")
+        grouped = _GROUPED.format(ticks=ticks, kept_d=_of(self.rows_sql(), "d"), by="d.session_id, d.timestamp, ")
+        return self.visible_told_sql(_LARGE, f"SELECT shown FROM ({grouped})")
 
     def shown_here_sql(self) -> str:
         """SQL of one parameter, the id of a row :meth:`rows_sql` keeps: ``(session, timestamp, large, shown)``:
@@ -134,11 +136,10 @@ class Layout:
         the id of the first row of its message (NULL in a large tick)."""
         return _FIRST_ROW.format(alike=self._alike(), large=_LARGE)
 
-    def tick_sql(self, ticks: str = "SELECT ? AS s, ? AS ts") -> str:
-        """``(id, first, shown)`` of each row :meth:`rows_sql` keeps of the clock ticks the SQL subquery ``ticks`` names
-        (columns ``s``, ``ts``; by default one, of two parameters: a session and a timestamp): the first row of its
-        message, and the row of it Hermes shows. One sort of each tick (:data:`_GROUPED`)."""
-        return _GROUPED.format(ticks=ticks, kept_d=_of(self.rows_sql(), "d"))
+    def tick_sql(self) -> str:
+        """SQL of two parameters, a session and a timestamp: ``(id, first, shown)`` of each row of that clock tick
+        :meth:`rows_sql` keeps: the first row of its message, and the row of it Hermes shows. One sort of the tick."""
+        return _GROUPED.format(ticks="messages d WHERE d.session_id = ? AND d.timestamp = ?", kept_d=_of(self.rows_sql(), "d"), by="")
 
     def large_archived_sql(self, ids: str = "SELECT value FROM json_each(?)") -> str:
         """``(id, session, timestamp)`` of those of the rows the SQL subquery ``ids`` names (by default one parameter,
