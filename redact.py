@@ -473,6 +473,8 @@ def _labelled(m: re.Match[str]) -> str:
         return m.group(0)  # a word of another script, not a password (пароль от почты лежит в сейфе; Café2024! goes)
     if re.fullmatch(r"\d{1,5}+(?:[-~～到至]\d{1,5}+)?", value) and m.string.startswith(patterns.SIZE_UNITS, start + len(value)):
         return m.group(0)  # a length or a size (密码是8-16位, 密钥是2048位), not a value
+    if _NEGATED.match(m.group("purpose") or "") and _QUANTITY.fullmatch(value):
+        return m.group(0)  # what the label does not do (The token do not expire: 3600s), not what it holds
     foreign = labels.FOREIGN_LABEL.fullmatch(label) is not None
     after = joiner[len(m.group("purpose") or "") :].strip()  # what joins the value, what it is for left out
     if max(label) < "\u0250" or foreign:  # Latin script, or a word for key or token of another
@@ -502,6 +504,13 @@ def _labelled(m: re.Match[str]) -> str:
     if _weakly_labelled(m, after) and not _plainly_a_password(value, label):
         return m.group(0)  # what it uses or is (密码也是 bcrypt 哈希的, Set max token to 4096), not a value
     return patterns.replace_group(m, group, REDACTED, _with_bang(value, m.group(group)))
+
+
+#: A purpose that says what not to do (``password do not share:``, ``token do not expire:``): a value after it is
+#: judged as after any purpose, but for a time (:data:`_QUANTITY`), which says when, not what (``3600s``).
+_NEGATED = re.compile(r"(?i)[ \t]++\w++[ \t]++not(?![\w.@-])")
+#: A number and a unit of time (``3600s``, ``90d``, ``24h``, ``30days``).
+_QUANTITY = re.compile(r"(?i)\d{1,9}+(?:\.\d{1,3}+)?(?:ms|s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?|w|weeks?|mo|months?|y|yrs?|years?)")
 
 
 #: A CJK particle or word of place after a word (``Vault に``, ``Bitwarden で``, ``Vault 里``; not ``に変更``, ``です``): where it is kept.

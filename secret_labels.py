@@ -50,7 +50,7 @@ _VERBS = r"is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là"
 #: ``は``, ``is``, ``is still``..., a pointing, key or lock emoji: ``密码 👉 …``, ``密码🔑：…``, ``密码……``), and a quoted string (``《…》``
 #: too), HTML's ``<code>…</code>`` (group ``coded``) or a run of printable ASCII and Latin, Greek or Cyrillic letters (``Café2024!``; it ends where the text goes back to
 #: its own script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), after what the
-#: value is for, if said, in up to three words (``password for the db:``, ``for noreply@corp.com is``, ``the password for the staging box is …``, ``Passwort für die DB:``, ``contraseña del wifi:``, ``senha do wifi:``; not English's ``do not``, ``пароль от базы:``, an aside before a colon:
+#: value is for, if said, in up to three words (``password for the db:``, ``for noreply@corp.com is``, ``the password for the staging box is …``, ``Passwort für die DB:``, ``contraseña del wifi:``, ``senha do wifi:``, what not to do with it: ``password do not share:``, ``пароль от базы:``, an aside before a colon:
 #: ``token (staging):``, ``密码（测试环境）：``, a clause's ``password, new one is``) or an adjective written after the label (``contraseña nueva es``, ``mật khẩu mới là``,
 #: ``mật khẩu wifi:``), joined by the verbs of the languages (``das Passwort lautet``, ``le mot de passe c'est``). Longer labels come
 #: first (``secret key`` before ``secret``); a ``max token`` is a count. What a Latin label needs is
@@ -59,7 +59,7 @@ LABELLED = re.compile(
     r"(?i)((?:" + _SCRIPT_LABELS + r")|(?<![A-Za-z0-9_])(?:APIキー|API ?키"
     r"|password|passwd|passphrase|passcode|pwd|pw|sk|" + _FOREIGN_LABELS +
     r"|(?:api|access|secret|private|wpa[23]?)[ _-]?key|(?:wpa[23]?[ _-]?)?psk|secret|(?<!max )(?<!min )token))"
-    r"((?P<purpose>[ \t]++(?:for|of|on|in|at|to|für|von|zur|zum|pour|de|du|des|del|della|do|da|dos|das|para|per|voor|dla|от|для|к)[ \t]++(?!not[ \t])"
+    r"((?P<purpose>[ \t]++(?:for|of|on|in|at|to|für|von|zur|zum|pour|de|du|des|del|della|do|da|dos|das|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?(?:[\w.@-]{1,64}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")"
     r"(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now|ist|war|lautet|est|es|era)(?![\w.-]))(?:[\w-]{1,30}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")){0,2}(?=[\s:：=\"”(（])"
     r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：])|[,，][ \t]*+(?:the[ \t]++)?new[ \t]++one(?=[ \t]++(?:is|was)[ \t]|[ \t]*+:)|[ \t]++(?:nueva|nuevo|nova|novo|nuova|nuovo|mới|actual|wifi)(?![\w-])"

@@ -911,13 +911,17 @@ SENT_BEFORE = [
     # review 37: a password's purpose after Spanish, Portuguese, Italian and French articles joined to de (del, do, della, des)
     ('Contraseña del wifi: Señal#2024', 'Señal#2024'), ('senha do wifi: Sen#Wifi24', 'Sen#Wifi24'), ('password della VPN: Vpn!It2024', 'Vpn!It2024'),
     ('le mot de passe des admins : Adm!Fr2024', 'Adm!Fr2024'),
+    # review 28: a label then what not to do with it, then the value (a negated purpose still names a value's)
+    ('password do not share: Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('admin password to not lose: Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('api key do not commit: zx9qlm2nw8pv3rt5', 'zx9qlm2nw8pv3rt5'), ('WPA key do not share: Home2024wifi', 'Home2024wifi'),
+    ('password do not share: abc123', 'abc123'), ('WPA key do not share: 58293017', '58293017'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
     # review 37: after those purposes, no password
-    'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
+    'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
     'PS C:\\> $env:OPENAI_API_KEY = Read-Host -AsSecureString', '$Password = Get-Content .\\pw.txt', '$token = Get-Secret -Name gh',
     # review 37: an OAuth PKCE challenge (a digest of its verifier, public in the authorization URL)
