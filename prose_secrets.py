@@ -387,7 +387,8 @@ def _password_in(m: re.Match[str], redacted: str) -> str:
     value = m.group(group).rstrip(patterns.VALUE_END)
     pair = m.re is CREDENTIAL_PAIR
     if pair and m.group("wifi"):
-        secret = len(value) >= 8 and not value.isalpha() and value[:4].lower() != m.group("ssid")[:4].lower()
+        secret = (len(value) >= 8 and not value.isalpha() and value[:4].lower() != m.group("ssid")[:4].lower()
+                  and not value.startswith(redacted[:-1]))  # read without its ], [redacted] is no letters alone
     else:
         bare = pair and m.group("verb") and m.string[m.end("ssid") : m.start("value")] == "/"
         secret = reads_as_password(value) and (not bare or reads_strongly(value))

@@ -1546,6 +1546,8 @@ NEAR_MISSES = [
     'wifi密码是多少？', 'wifi密码是8位以上', 'wifi密码忘了，怎么查看已连接的wifi密码', 'Redis密码是 requirepass 配置的',
     # red32: a network's bands or settings as a pair, versions and paths after a change's verb
     'WiFi：Office-5G / Office-2.4G 都试了', 'wifi: enabled / disabled', 'wifi: 2.4G/5G', 'WiFi：Office-5G',
+    # review 28: a network's password already redacted (a text redacted again) stays as it is, not [redacted]]
+    'WiFi：Office-5G / [redacted]', 'wifi: WPA2-PSK, key [redacted]',
     '我改成了 v2 / v3 两个版本', '我改成了 redis / memcached 都支持', '我把路径改成了 src/MainApp2', '登录用 admin 账号',
     # red32: those verbs and adjectives before prose
     'das Passwort lautet wie folgt', "le mot de passe c'est quoi ?", 'la contraseña nueva es demasiado corta',
