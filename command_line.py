@@ -138,15 +138,17 @@ def _say(text: str, stream: TextIO) -> None:
 
 
 #: DEL, the C1 controls and the bidi controls as JSON escapes (``\\u009b``, ``\\u202e``): a terminal reads ``\\x9b`` as
-#: ESC ``[``, and lays a line out in another order after a bidi override (``render.for_terminal``).
-_C1_ESCAPES = {c: f"\\u{c:04x}" for c in (*range(0x7F, 0xA0), *render.BIDI_CONTROLS)}
+#: ESC ``[``, and lays a line out in another order after a bidi override (``render.for_terminal``). Lone surrogates
+#: too (``\\udce9``: a byte of a name the locale could not read): written as bytes (:func:`_emit`), they would make the
+#: answer no UTF-8 a program can read.
+_JSON_ESCAPES = {c: f"\\u{c:04x}" for c in (*range(0x7F, 0xA0), *render.BIDI_CONTROLS, *range(0xD800, 0xE000))}
 
 
 def _as_json(payload: Any) -> str:
     """``payload`` as JSON, its text as it is but for DEL and the C1 controls, escaped as JSON escapes C0's, so that
-    history cannot move the cursor or clear the screen through them either; a program reading the JSON gets the same
-    values."""
-    return json.dumps(payload, indent=2, ensure_ascii=False, default=str).translate(_C1_ESCAPES)
+    history cannot move the cursor or clear the screen through them either, and lone surrogates, so that it is text in
+    any encoding; a program reading the JSON gets the same values."""
+    return json.dumps(payload, indent=2, ensure_ascii=False, default=str).translate(_JSON_ESCAPES)
 
 
 def _profile_folder(given: str) -> Path:

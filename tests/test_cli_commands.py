@@ -648,6 +648,21 @@ def test_a_chinese_argument_in_a_c_locale_is_read_as_typed(two: World, tmp_path:
 # Text for a terminal
 # ---------------------------------------------------------------------------
 
+def test_json_of_a_name_the_locale_could_not_read_is_utf8_and_reads_back(tmp_path: Path, monkeypatch):
+    """A folder's name of bytes that are not UTF-8 (``caf\\xe9``, kept by Python as a surrogate escape) in a --json
+    answer: in a UTF-8 locale the JSON is UTF-8 and gives the name back (a JSON escape, ``\\udce9``), not the raw
+    byte, which a program reading the answer as UTF-8 cannot decode. Stdout as a UTF-8 locale's (strict), in process."""
+    import io
+
+    missing = str(tmp_path) + "/caf\udce9/gone"
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdout", out)
+    code = cli.main(["status", "--hermes-home", missing, "--json"])
+    out.flush()
+    answer = json.loads(out.buffer.getvalue().decode("utf-8"))
+    assert code == 1 and missing in json.dumps(answer, ensure_ascii=False), answer
+
+
 #: A coloured test log whose output also sets the window title (OSC 0), writes the clipboard (OSC 52), clears the
 #: screen and writes over the line (CR): Hermes keeps escape sequences in web, browser and MCP outputs.
 HOSTILE_LOG = ("pytest run: \x1b[31mFAILED\x1b[0m test_refund \x1b]0;pwned-title\x07\x1b]52;c;ZWNobyBoaQ==\x07"
