@@ -485,6 +485,8 @@ def _labelled(m: re.Match[str]) -> str:
         reads = prose_secrets.reads_strongly if re.match(r"(?:\.{3}|…)[ \t]", joiner) else prose_secrets.reads_as_password
         digits_key = label[:3].lower() == "wpa" and value.isdigit() and 8 <= len(value) <= 63  # a Wi-Fi key of digits (WPA: 8 to 63)
         assigned |= arrow and (reads(value) or digits_key) and not re.search("[\"'()\\[\\]{}<>|`]", value)  # after an ellipsis (Checking password... Passed2), strongly
+        # the label's word and a version, as code names a kind (a match arm's Token => TokenV2), not a password's
+        assigned &= _password_name(label) or not re.fullmatch(f"(?i:{re.escape(label.replace(' ', ''))})[-_]?[Vv]\\d{{1,3}}+", value)
         # a password's label right before its value, after a login's user or a clause (username admin password …, user
         # root pwd …, the wifi is X, password …), in brackets (the db password (…) expired, password: […]) or of another language, as
         # Turkish writes it (şifrem …, yeni şifre …)

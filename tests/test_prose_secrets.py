@@ -1786,6 +1786,21 @@ def test_a_bang_after_a_labelled_password_goes_with_it(text, sent):
     assert embeddings.OpenAIProvider.outbound_text(text) == sent
 
 
+@pytest.mark.parametrize(("text", "sent"), [
+    ("password：island2024x", "password：[redacted]"),
+    ("senha: Érico2024#", "senha: [redacted]"), ("le mot de passe est Été2024!zq", "le mot de passe est [redacted]"),
+    ("password：Estado2024x", "password：[redacted]"),
+    ("token => Tok3nValue9", "token => [redacted]"), ("WPA key: 'Sup3rS3cretPw)", "WPA key: '[redacted])"),
+])
+def test_a_password_that_starts_as_a_verb_goes_whole(text, sent):
+    """Review 28: a verb that joins a label to its value (``is``, ``war``, ``est``, Portuguese ``é``, ``to``, ``'s``) was read
+    at the start of the value glued to it, so the value's first letters were sent (``password：is[redacted]``,
+    ``senha: É[redacted]``); such a verb is a word of its own now."""
+    from project_history_recall import embeddings
+
+    assert embeddings.OpenAIProvider.outbound_text(text) == sent
+
+
 @pytest.mark.parametrize("text", [
     "fn connect(password: &str) -> Result<()>", "fn f(token: &Secret<String>)", "let token = &args[1];",
     "password: &'static str", "fn login(password: &mut String)", "let key = &self.api_key;", "secret: &[u8]",
