@@ -108,9 +108,21 @@ def build_parser() -> argparse.ArgumentParser:
 _ESCAPED_BYTES = re.compile("([\udc80-\udcff]+)")
 
 
+def _received(run: str) -> bytes:
+    """A run of escaped bytes as they came where they read as UTF-8 text a terminal may show (a name in Chinese), else
+    escaped (``\\udc9b``: a byte that is no UTF-8 here, and a lone 0x9b is a control to an 8-bit terminal)."""
+    raw = run.encode("utf-8", "surrogateescape")
+    try:
+        shown = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        shown = ""
+    return raw if shown and render.for_terminal(shown) == shown else run.encode("ascii", "backslashreplace")
+
+
 def _emit(text: str, stream: TextIO) -> None:
     """Write a line. Where the stream's encoding cannot hold a character: bytes the process received that the locale
-    could not read (a folder's name under ``LC_ALL=C``, kept as surrogate escapes) are written as they came, as
+    could not read (a folder's name under ``LC_ALL=C``, kept as surrogate escapes) are written as they came
+    (:func:`_received`), as
     Python's stdout writes them there and stderr would not (``\\udce5``); anything else is escaped (``\\u4ed3``)."""
     line = text + "\n"
     encoding = getattr(stream, "encoding", None) or "utf-8"
@@ -122,7 +134,7 @@ def _emit(text: str, stream: TextIO) -> None:
         stream.write(line)
         return
     pieces = _ESCAPED_BYTES.split(line)  # odd places: runs of escaped bytes
-    data = b"".join(p.encode(encoding, "surrogateescape" if i % 2 else "backslashreplace") for i, p in enumerate(pieces))
+    data = b"".join(_received(p) if i % 2 else p.encode(encoding, "backslashreplace") for i, p in enumerate(pieces))
     buffer = getattr(stream, "buffer", None)
     if buffer is None:  # a text stream only (a test's StringIO): the bytes as escapes
         stream.write(data.decode(encoding, "backslashreplace"))

@@ -642,6 +642,11 @@ def test_a_chinese_argument_in_a_c_locale_is_read_as_typed(two: World, tmp_path:
     said = subprocess.run([*start, "status", "--hermes-home", str(missing)], capture_output=True, env=env, cwd=tmp_path,
                           timeout=120)
     assert said.returncode == 1 and f"Hermes profile folder not found: {missing}\n".encode() in said.stderr, said
+    # Bytes that are no UTF-8 stay escaped: a lone 0x9b is CSI to an 8-bit terminal (0x9b [2J clears its screen).
+    control = os.fsencode(tmp_path) + b"/\x9b[2J/gone"
+    said = subprocess.run([*start, "status", "--hermes-home", control], capture_output=True, env=env, cwd=tmp_path,
+                          timeout=120)
+    assert said.returncode == 1 and b"\x9b" not in said.stderr and b"/\\udc9b[2J/gone" in said.stderr, said
 
 
 # ---------------------------------------------------------------------------
