@@ -373,6 +373,7 @@ SECRETS = [
     ("| admin | *2470c0c06dee42fd1618bb99005adca2ec9d1e19 |", "2470c0c06dee42fd1618bb99005adca2ec9d1e19"),
     # a colour's shape under a password's name, quoted (a theme's secret: '#ff4d4f' and color: stay)
     ('password: "#ab12ef"', "#ab12ef"), ("DB_PASSWORD='#ab12ef'", "#ab12ef"),
+    ("密码：“#ab12ef”", "#ab12ef"), ("パスワード：「#A1B2C3」", "#A1B2C3"), ('비밀번호: "#ab12ef"', "#ab12ef"),
 ]
 
 #: Ordinary developer text near those shapes: sent exactly as written.
@@ -601,6 +602,7 @@ ORDINARY = [
     # ---- numbers and misc near shapes
     "The token do not expire: 3600s",
     'color: "#ab12ef"',
+    "主题色：“#ab12ef”，密钥：“#1677ff”",
     "phone: +86 138 0013 8000",
     "port 5432, 6379 and 27017 are open",
     "PIN 18 is the LED on the Raspberry Pi",
