@@ -268,9 +268,10 @@ def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:
 
 def _with_bang(value: str, written: str) -> int:
     """How much of ``written`` (a value as written, ``value`` without the punctuation after it) is redacted: ``value``,
-    and a ``!`` after it when it reads as a password, whose last character that is as often as a sentence's."""
-    bang = written[len(value) : len(value) + 1] == "!" and prose_secrets.reads_as_password(value)
-    return len(value) + bang
+    and the ``!`` after it when it reads as a password, whose last characters they are as often as a sentence's."""
+    after = written[len(value) :]
+    bangs = len(after) - len(after.lstrip("!"))
+    return len(value) + (bangs if bangs and prose_secrets.reads_as_password(value) else 0)
 
 
 def _userinfo(m: re.Match[str]) -> str:

@@ -1776,7 +1776,7 @@ def test_a_path_after_a_credentials_label_stays(text):
 @pytest.mark.parametrize(("text", "sent"), [
     ("password da VPN: Xk9Pq2Lm7!", "password da VPN: [redacted]"), ("the password is Xk9Pq2Lm7!", "the password is [redacted]"),
     ("密码是 Xk9Pq2Lm7!", "密码是 [redacted]"), ("the password is Xk9Pq2Lm7.", "the password is [redacted]."),
-    ("password: Xk9Pq2Lm7!", "password: [redacted]"), ("token: Xk9Pq2Lm7!", "token: [redacted]"),
+    ("password: Xk9Pq2Lm7!", "password: [redacted]"), ("password: Xk9Pq2Lm7!!", "password: [redacted]"), ("token: Xk9Pq2Lm7!", "token: [redacted]"),
 ])
 def test_a_bang_after_a_labelled_password_goes_with_it(text, sent):
     """Review 27: a labelled value's trailing ``!`` stayed as a sentence's, so a password's last character was sent
