@@ -251,16 +251,12 @@ def redaction_steps(text: str) -> Iterator[str]:
     yield random_tokens.redact(text, REDACTED)
 
 
-#: A password's label in Chinese, Japanese and Korean (a key's or a token's, 密钥 令牌, may name a colour: a theme's).
-_CJK_PASSWORD_LABELS = frozenset(("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호"))
-
-
 def _is_placeholder(value: str, name: str, quoted: bool = False) -> bool:
     """Whether an assigned or labelled value is not a literal secret: already redacted, code (unless ``quoted``: a
     string is not code, ``"Winter.Is.Coming7"``) or a placeholder, or the name again (``this.password = password``)."""
     pattern = patterns.PLACEHOLDER_VALUE if quoted else patterns.CODE_VALUE  # in backticks too (`null`)
     value = value.strip()
-    if quoted and patterns.COLOUR.fullmatch(value) and (_password_name(name) or name in _CJK_PASSWORD_LABELS):
+    if quoted and patterns.COLOUR.fullmatch(value) and (_password_name(name) or name in labels.CJK_PASSWORD_LABELS):
         return False  # password: "#ab12ef" is a password's value; a colour is named otherwise (color:, a theme's secret:)
     return (value.lstrip("(\"'").startswith(REDACTED[:-1]) or bool(pattern.match(value.strip("`")))
             or value in (name, name.rpartition(".")[2]))  # ("[redacted]": a parenthesised string redacted before

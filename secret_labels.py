@@ -31,6 +31,9 @@ FOREIGN_LABEL = re.compile("(?i)" + _FOREIGN_LABELS)
 FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha", "palavra-passe", "passwort", "kennwort",
                            "wachtwoord", "hasło", "haslo", "şifre", "sifre", "parola d'ordine", "mật khẩu", "mat khau",
                            "kata sandi", "kata laluan", "şifrem", "sifrem", "şifreniz", "sifreniz", "şifresi", "sifresi"}
+#: The labels of :data:`_SCRIPT_LABELS` for a password, in Chinese, Japanese and Korean (a key's or a token's, 密钥 令牌,
+#: may name a colour: a theme's).
+CJK_PASSWORD_LABELS = frozenset(("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호"))
 #: A credential word in a label set off by marks (:data:`folding.MARKED_LABEL`).
 MARKED_CREDENTIAL = re.compile(r"(?i)" + CREDENTIAL_PART.pattern + "|" + _SCRIPT_LABELS + "|キー|키|(?<![A-Za-z])sk(?![A-Za-z])")
 #: What joins a CJK or Japanese label to its value: a verb (``是``, ``为``, ``设置成``, ``は``...), after an adverb too (``也是``,
