@@ -16,10 +16,13 @@ import sqlite3
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import config_schema, consent, errors, gate, index_reads, paths, settings, store, workspace
 from .settings import load_settings
+
+if TYPE_CHECKING:  # vector_file needs numpy, which a keyword-only install lacks
+    from .vector_file import Head
 
 DIST_NAME = "project-history-recall"
 
@@ -201,8 +204,9 @@ def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[
     (of ``session_ids`` when given), ``damaged_vectors`` that model's vectors
     of the wrong size among the chunks its vector files have not copied yet:
     what the next semantic search drops (each chunk's size was checked as it
-    was copied; the index command looks through the whole file). Reading
-    every vector's size took 8.7 s at a million chunks. ``error`` is set when the file cannot be read or used;
+    was copied; the index command looks through the whole file, not every
+    status: reading every vector's size is reading the file). ``error`` is
+    set when the file cannot be read or used;
     when searches cannot use it until the user acts (``index_file.IndexBlocked``),
     ``code`` and ``temporary`` come with it, as the index command answers.
     """
@@ -253,8 +257,8 @@ def index_file_report(home: Path, session_ids: list[str] | None = None) -> dict[
     return out
 
 
-def _copied(path: Path, fingerprint: str, dims: int, conn: sqlite3.Connection) -> Any:
-    """The head of the model's vector files (:class:`vector_file.Head`) when they hold copies of this embeddings.db
+def _copied(path: Path, fingerprint: str, dims: int, conn: sqlite3.Connection) -> Head | None:
+    """The head of the model's vector files when they hold copies of this embeddings.db
     (``conn``: its inode and its own token) at the model's size (``dims``, 0 when not known), else ``None``: then the
     next search copies every chunk again."""
     from . import index_file, vector_file
