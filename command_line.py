@@ -122,8 +122,8 @@ def _received(run: str) -> bytes:
 def _emit(text: str, stream: TextIO) -> None:
     """Write a line. Where the stream's encoding cannot hold a character: bytes the process received that the locale
     could not read (a folder's name under ``LC_ALL=C``, kept as surrogate escapes) are written as they came
-    (:func:`_received`), as
-    Python's stdout writes them there and stderr would not (``\\udce5``); anything else is escaped (``\\u4ed3``)."""
+    (:func:`_received`), as Python's stdout writes them there and stderr would not (``\\udce5``); anything else is
+    escaped (``\\u4ed3``)."""
     line = text + "\n"
     encoding = getattr(stream, "encoding", None) or "utf-8"
     try:

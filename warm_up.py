@@ -54,7 +54,7 @@ def warm_up(home: Path, *, first_only: bool = False, session_id: str = "") -> th
         settings = load_settings(home)
         if gate.config_closes(settings) or not settings.embedding.preload:
             return None
-        if not (paths.consent_path(home)).is_file():
+        if not paths.consent_path(home).is_file():
             return None
     except (OSError, errors.StoreError) as exc:
         logger.warning("project-history-recall: no warm-up (%s)", exc)
@@ -92,7 +92,7 @@ def prepare(home: Path, settings: config_schema.Settings) -> threading.Thread | 
         if home in _warming.data.get("threads", {}) or home in prepared:  # every later search: no file looked at
             return None
         try:
-            if gate.config_closes(settings) or not (paths.consent_path(home)).is_file():
+            if gate.config_closes(settings) or not paths.consent_path(home).is_file():
                 return None
         except OSError:
             return None
