@@ -395,6 +395,16 @@ def one_tick(world: World, sid: str, n: int, text: Callable[[int], str]) -> None
                          " VALUES (?, ?, ?, ?, 1, 0)", rows[-2:])
 
 
+def searched_tick(world: World, monkeypatch: pytest.MonkeyPatch, sid: str, n: int) -> tuple[dict, Any]:
+    """Session ``sid`` of a repo of its own, ``n`` rows of one tick (:func:`one_tick`), and a keyword search of it from
+    a new chat there: ``(answer, its measured cost)``."""
+    repo, asker = world.repo(sid), f"cur{n}"
+    world.session(sid, repo)
+    one_tick(world, sid, n, lambda i: f"lighthouse note {i}")
+    world.session(asker, repo, style="cli", messages=[("user", "hi")])
+    return measure([plugin_dir()], monkeypatch, lambda: world.search(asker, "lighthouse", mode="keyword"), plugin("store"))
+
+
 def test_rows_of_one_clock_tick_archived_by_a_compaction_are_checked_once(remote: World, monkeypatch):
     """A session of n rows sharing one timestamp, archived by a compaction: whether each archived row is the copy
     Hermes shows was asked of every other row of its tick (rows alike are sought by session and time), n x n rows for
@@ -403,11 +413,7 @@ def test_rows_of_one_clock_tick_archived_by_a_compaction_are_checked_once(remote
     world, store, layout = remote, plugin("store"), plugin("layout")
     work = []
     for n in (1000, 4000):
-        repo, asker = world.repo(f"tick{n}"), f"cur{n}"
-        world.session(f"tick{n}", repo)
-        one_tick(world, f"tick{n}", n, lambda i: f"lighthouse note {i}")
-        world.session(asker, repo, style="cli", messages=[("user", "hi")])
-        answer, cost = measure([plugin_dir()], monkeypatch, lambda a=asker: world.search(a, "lighthouse", mode="keyword"), store)
+        answer, cost = searched_tick(world, monkeypatch, f"tick{n}", n)
         with closing(store.connect_ro(world.home / "state.db")) as conn:
             row_by_row = conn.execute(f"SELECT count(*) FROM messages m WHERE m.session_id = ? AND {layout.Layout().visible_sql()}",
                                       (f"tick{n}",)).fetchone()[0]
@@ -426,11 +432,7 @@ def test_a_clock_tick_wider_than_a_page_of_ids_is_told_apart_once(remote: World,
     monkeypatch.setattr(plugin("index_reads"), "PAGE_IDS", 256)
     work = []
     for n in (1000, 4000):
-        repo, asker = world.repo(f"wide{n}"), f"cur{n}"
-        world.session(f"wide{n}", repo)
-        one_tick(world, f"wide{n}", n, lambda i: f"lighthouse note {i}")
-        world.session(asker, repo, style="cli", messages=[("user", "hi")])
-        answer, cost = measure([plugin_dir()], monkeypatch, lambda a=asker: world.search(a, "lighthouse", mode="keyword"), store)
+        answer, cost = searched_tick(world, monkeypatch, f"wide{n}", n)
         with closing(store.connect_ro(world.home / "state.db")) as conn:
             rows = [i for (i,) in conn.execute("SELECT id FROM messages WHERE session_id = ? ORDER BY id", (f"wide{n}",))]
             live = plugin("index_reads").live_message_ids(conn, rows)
