@@ -19,11 +19,12 @@ import importlib.util
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -335,6 +336,20 @@ class World:
     def say(self, sid: str, role: str, content: str, **kw: Any) -> int:
         self._seq += 1
         return int(self.db.append_message(sid, role, content, timestamp=1_700_000_000 + self._seq, **kw))
+
+    def compacted_tick(self, sid: str, texts: list[str], *, carried: int = 2, at: float = 1_700_000_000.0) -> int:
+        """Session ``sid`` (made already): a user and an assistant row in turn of ``texts``, all written at one time
+        ``at`` (an import, an old gateway's turn), then compacted in place as Hermes did before #99545: every row
+        archived, the last ``carried`` written again after them all as live copies with their timestamp. Returns the
+        id of the first live copy."""
+        rows = [(sid, ("user", "assistant")[i % 2], text, at) for i, text in enumerate(texts)]
+        with closing(sqlite3.connect(self.home / "state.db")) as conn, conn:
+            conn.executemany("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
+                             " VALUES (?, ?, ?, ?, 0, 1)", rows)
+            first_copy = int(conn.execute("SELECT max(id) + 1 FROM messages").fetchone()[0])
+            conn.executemany("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
+                             " VALUES (?, ?, ?, ?, 1, 0)", rows[len(rows) - carried :])
+        return first_copy
 
     def session_row(self, sid: str) -> dict[str, Any]:
         return dict(self.db.get_session(sid) or {})

@@ -382,25 +382,12 @@ def test_a_secret_written_across_lines_is_redacted_in_the_chunks_the_index_sends
     assert not [t for t in sent if any(s in t for s in secrets)], sent
 
 
-def one_tick(world: World, sid: str, n: int, text: Callable[[int], str]) -> None:
-    """Session ``sid``: ``n`` user and assistant rows written at one time (an import, or an old gateway's turn: one
-    timestamp), then compacted in place as Hermes did before #99545: every row archived, the last two carried forward
-    as live copies with their timestamp."""
-    world.db  # noqa: B018  (the file exists)
-    with closing(sqlite3.connect(world.home / "state.db")) as conn, conn:
-        rows = [(sid, ("user", "assistant")[i % 2], text(i), 1_700_000_000.0) for i in range(n)]
-        conn.executemany("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
-                         " VALUES (?, ?, ?, ?, 0, 1)", rows)
-        conn.executemany("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
-                         " VALUES (?, ?, ?, ?, 1, 0)", rows[-2:])
-
-
 def searched_tick(world: World, monkeypatch: pytest.MonkeyPatch, sid: str, n: int) -> tuple[dict, Any]:
-    """Session ``sid`` of a repo of its own, ``n`` rows of one tick (:func:`one_tick`), and a keyword search of it from
-    a new chat there: ``(answer, its measured cost)``."""
+    """Session ``sid`` of a repo of its own, ``n`` rows of one tick compacted in place (``World.compacted_tick``), and a
+    keyword search of it from a new chat there: ``(answer, its measured cost)``."""
     repo, asker = world.repo(sid), f"cur{n}"
     world.session(sid, repo)
-    one_tick(world, sid, n, lambda i: f"lighthouse note {i}")
+    world.compacted_tick(sid, [f"lighthouse note {i}" for i in range(n)])
     world.session(asker, repo, style="cli", messages=[("user", "hi")])
     return measure([plugin_dir()], monkeypatch, lambda: world.search(asker, "lighthouse", mode="keyword"), plugin("store"))
 

@@ -673,14 +673,8 @@ def test_a_substring_read_of_one_clock_tick_archived_by_a_compaction_is_linear(w
     for n in (1000, 4000):
         repo, sid = world.repo(f"tick{n}"), f"tick{n}"
         world.session(sid, repo)
-        rows = [(sid, ("user", "assistant")[i % 2], f"用缓存 {i}") for i in range(n)]
         world.close()
-        with sqlite3.connect(world.home / "state.db") as conn:
-            conn.executemany("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
-                             " VALUES (?, ?, ?, 1800000000.0, 0, 1)", rows)
-            conn.executemany("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
-                             " VALUES (?, ?, ?, 1800000000.0, 1, 0)", rows[-2:])
-        conn.close()
+        world.compacted_tick(sid, [f"用缓存 {i}" for i in range(n)], at=1_800_000_000.0)
         world.session(f"cur{n}", repo, style="cli", messages=[("user", "hi")])
         world.search(f"cur{n}", "缓存", mode="keyword")  # the census and the session ranges, once per process
         answer, cost = measure(folders, monkeypatch, lambda n=n: world.search(f"cur{n}", "缓存", mode="keyword"), store)
@@ -700,15 +694,8 @@ def test_the_index_candidates_of_one_clock_tick_carried_whole_are_checked_in_lin
     for n in (2000, 8000):
         repo, sid = world.repo(f"whole{n}"), f"whole{n}"
         world.session(sid, repo)
-        rows = [(sid, ("user", "assistant")[i % 2], f"lighthouse note {i}") for i in range(n)]
         world.close()
-        with sqlite3.connect(world.home / "state.db") as conn:
-            conn.executemany("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
-                             " VALUES (?, ?, ?, 1800000000.0, 0, 1)", rows)
-            first_copy = conn.execute("SELECT max(id) + 1 FROM messages").fetchone()[0]
-            conn.executemany("INSERT INTO messages (session_id, role, content, timestamp, active, compacted)"
-                             " VALUES (?, ?, ?, 1800000000.0, 1, 0)", rows)
-        conn.close()
+        first_copy = world.compacted_tick(sid, [f"lighthouse note {i}" for i in range(n)], carried=n, at=1_800_000_000.0)
         world.session(f"cur{n}", repo, style="cli", messages=[("user", "hi")])
         world.search(f"cur{n}", "lighthouse note", mode="keyword")  # the census and the session ranges, once per process
         answer, cost = measure([], monkeypatch, lambda n=n: world.search(f"cur{n}", "lighthouse note", mode="keyword"), store)
