@@ -267,31 +267,63 @@ def _passing(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[
 ROOTS_CHUNK = 1_024  # rows whose conversations a pick asks first (the rest at once, if it walks past them)
 
 
+class _Ordered:
+    """``(message id, session id)`` of the matches ``ids`` (best first) that are the scope's and meet
+    :func:`_early_filters`, in order, looked up in ``messages`` as a pick reaches them: ``ROOTS_CHUNK`` ids, then
+    twice as many each time. A pick keeps its ``limit`` within the first few hundred of thousands of matches: the
+    others' rows are never read. ``rows``: matches looked up already (then ``ids`` is empty)."""
+
+    def __init__(self, conn: sqlite3.Connection, scope: Scope, ids: Sequence[int],
+                 rows: Sequence[tuple[int, str]] = ()) -> None:
+        self._conn, self._scope, self._ids, self._rows = conn, scope, ids, list(rows)
+        self._asked, self._chunk = 0, ROOTS_CHUNK
+
+    def has(self, index: int) -> bool:
+        """Whether there is a row ``index``, looking matches up until there is or none is left."""
+        if index >= len(self._rows) and self._asked < len(self._ids):
+            cheap, params = _early_filters(self._scope)
+            sql = f"SELECT m.id, m.session_id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {cheap}"
+            while index >= len(self._rows) and self._asked < len(self._ids):
+                asked = self._ids[self._asked : self._asked + self._chunk]
+                self._asked, self._chunk = self._asked + len(asked), 2 * self._chunk
+                sessions = dict(self._conn.execute(sql, [json.dumps(asked), *params]).fetchall())
+                self._rows += [(m, sessions[m]) for m in asked if sessions.get(m) in self._scope.id_set]
+        return index < len(self._rows)
+
+    def __getitem__(self, index: int) -> tuple[int, str]:
+        return self._rows[index]
+
+    def upto(self, end: int | None) -> list[tuple[int, str]]:
+        """Rows ``[0, end)``, as many as there are; every one for ``None``."""
+        self.has(len(self._ids) if end is None else end - 1)
+        return self._rows[:end]
+
+
 class _Conversations:
     """The conversation each row of ``ordered`` stands for (``conversations.result_keys``: a branch's own rows its own,
     its copies of the session it left that one's), asked of state.db as a pick reaches the rows: its first
     ``ROOTS_CHUNK``, then the rest at once. A pick that stops after a few hundred rows of thousands asks no more, and
     one that walks on asks a session branched from twice (its rows read each time), not once per ``ROOTS_CHUNK``."""
 
-    def __init__(self, conn: sqlite3.Connection, ordered: Sequence[tuple[int, str]],
-                 known: dict[int, str] | None = None) -> None:
+    def __init__(self, conn: sqlite3.Connection, ordered: _Ordered, known: dict[int, str] | None = None) -> None:
         self._conn, self._ordered, self._upto = conn, ordered, 0
         self._known: dict[int, str] = {} if known is None else known  # shared with the caller: it learns them too
 
     def at(self, index: int) -> tuple[str, str]:
-        """The conversation key of row ``index``."""
+        """The conversation key of row ``index`` (one there is)."""
         if index >= self._upto:
-            upto = ROOTS_CHUNK if not self._upto else len(self._ordered)
-            asked = {m: s for m, s in self._ordered[self._upto : upto] if m not in self._known}
+            rows = self._ordered.upto(ROOTS_CHUNK if not self._upto else None)
+            asked = {m: s for m, s in rows[self._upto :] if m not in self._known}
             if asked:
                 self._known.update(conversations.result_keys(self._conn, asked)[0])
-            self._upto = upto
+            self._upto = len(rows)
         return ("\x00", self._known[self._ordered[index][0]])
 
 
-def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tuple[int, str]], *, per_session: int,
+def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: _Ordered | Sequence[tuple[int, str]], *, per_session: int,
                    limit: int, group: bool = False, keyed: dict[int, str] | None = None) -> list[tuple[int, str]]:
-    """Of ``ordered`` (``(message id, session id)``, best first, each meeting :func:`_early_filters`), the rows meeting
+    """Of ``ordered`` (``(message id, session id)``, best first, each meeting :func:`_early_filters`; or an
+    :class:`_Ordered` looking them up as the walk reaches them), the rows meeting
     every condition of :func:`row_filters`, at most ``per_session`` of a session and ``limit`` in all, in order: what
     checking every row, keeping each session's best ``per_session`` and the best ``limit`` of those gives. With
     ``group``, a conversation (:class:`_Conversations`) keeps at most ``PER_CONVERSATION_SESSIONS`` sessions' worth.
@@ -302,6 +334,8 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
     has twice as many checked each time, not ``per_session``, and the rows are walked a few times, not once for
     every ``per_session`` of them. Near the limit a check reaches past what is left of it by ``spare`` rows, doubled
     at each such check: rows that fail after the limit is all but reached take a few queries, not one each."""
+    if not isinstance(ordered, _Ordered):
+        ordered = _Ordered(conn, scope, (), ordered)
     out: list[tuple[int, str]] = []
     # Counts by session and by ("\x00", conversation); without ``group`` each session is its own conversation.
     taken: dict[Any, int] = {}
@@ -310,12 +344,12 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
     conversation = _Conversations(conn, ordered, keyed).at if group else lambda k: ("\x00", ordered[k][1])
     verdict: dict[int, bool] = {}
     i, batch, spare = 0, CHECK_BATCH, 0
-    while i < len(ordered) and len(out) < limit:
+    while ordered.has(i) and len(out) < limit:
         # The rows to check: those the sessions may keep if every row not checked yet passes (and as many more as
         # failed), as far as they fill what is left of the limit and ``spare`` more (or a batch).
         need: list[tuple[int, str, Any]] = []
         planned, room, k = dict(taken), limit - len(out), i
-        while k < len(ordered) and room > -spare and len(need) < batch:
+        while ordered.has(k) and room > -spare and len(need) < batch:
             mid, sid = ordered[k]
             conv = conversation(k)
             if (planned.get(sid, 0) < per_session + failed.get(sid, 0) and verdict.get(mid, True)
@@ -335,7 +369,7 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
                 failed[sid] = failed.get(sid, 0) + (mid not in passed)
                 failed[conv] = failed.get(conv, 0) + (mid not in passed)
         # Keep rows in order up to the first one a session may keep that is not checked yet.
-        while i < len(ordered) and len(out) < limit:
+        while ordered.has(i) and len(out) < limit:
             mid, sid = ordered[i]
             conv = conversation(i)
             if taken.get(sid, 0) < per_session and taken.get(conv, 0) < per_conv:
@@ -352,7 +386,7 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: Sequence[tup
 
 @dataclass(frozen=True)
 class Near:
-    """Which message ids may belong to a scope, tested inside SQLite before a match is joined to ``messages``.
+    """Which message ids may belong to a scope, tested inside SQLite before a match is ranked or looked up.
 
     Byte ``i`` of ``mask`` is 1 when id ``i`` lies in one of the scope's sessions' id ranges; every id above
     ``top`` passes too. A superset: the scope is still checked on each row that passes.
@@ -360,17 +394,6 @@ class Near:
 
     mask: bytes
     top: int
-
-
-def _early(table: str, near: Near | None) -> tuple[str, list[Any]]:
-    """The SQL (ending in ``AND``) and parameters that pass over matches outside ``near`` before the join.
-
-    The id filter reads only the FTS row, so SQLite tests it before looking the row up in ``messages``; the
-    scope test comes next, as session_id precedes the content in a row (decoded only for rows in scope).
-    """
-    if near is None:
-        return "", []
-    return f"({table}.rowid > ? OR substr(?, {table}.rowid + 1, 1) = x'01') AND ", [near.top, near.mask]
 
 
 def session_candidates(
@@ -390,25 +413,23 @@ def session_candidates(
 
     FTS5's ``bm25()`` orders them (a first cut: the caller re-scores); with ``newest``, the newest first, for
     expressions whose matches are too many to rank each (``lexical.glued_rows``). ``near`` passes over the
-    matches no session of the scope can hold before the join to ``messages``, most of a common term's cost.
+    matches no session of the scope can hold inside the index, before any is ranked; the matches are looked up in
+    ``messages`` only as far as the pick reaches (:class:`_Ordered`).
     Raises ``sqlite3.OperationalError`` on an FTS syntax error, ``sqlite3.DatabaseError`` on a damaged index.
     """
     table = TABLES[space]
-    cheap, cheap_params = _early_filters(scope)
-    early, early_params = _early(table, near)
-    score = "-m.id" if newest else f"bm25({table})"
-    sql = f"""
-        SELECT m.id, m.session_id FROM {table} JOIN messages m ON m.id = {table}.rowid
-        WHERE {table} MATCH ? AND {early}{store.SCOPE_SQL} AND {cheap}
-        ORDER BY {score}, m.id {"DESC" if newest else "ASC"}
-    """
-    rows = [(int(r[0]), r[1]) for r in conn.execute(sql, [match, *early_params, scope.ids_json, *cheap_params])]
+    # The id filter reads only the FTS row: a match no session of the scope can hold is never ranked.
+    early = "" if near is None else f" AND ({table}.rowid > ? OR substr(?, {table}.rowid + 1, 1) = x'01')"
+    params = (match,) if near is None else (match, near.top, near.mask)
+    order = "rowid DESC" if newest else f"bm25({table}), rowid"
+    ids = [int(r[0]) for r in conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?{early} ORDER BY {order}", params)]
     # A conversation keeps at most PER_CONVERSATION_SESSIONS sessions' worth (its compressions' and branches' copies of
     # its first turns score alike: hundreds would fill ``limit``, every other conversation left out; a branch's own rows
     # are its own conversation's); of copies scored alike the first said (ties in id order: the original first).
     # ``keyed``: the conversation of each row a pick asked before (another index's pick, kept for the search's
     # results): a session branched from is read by the first only.
-    return _first_passing(conn, scope, rows, per_session=per_session, limit=limit, group=True, keyed=keyed)
+    return _first_passing(conn, scope, _Ordered(conn, scope, ids), per_session=per_session, limit=limit, group=True,
+                          keyed=keyed)
 
 
 def range_matches(

@@ -90,6 +90,11 @@ class Scope:
     past: tuple[str, ...] = ()
 
     @functools.cached_property
+    def id_set(self) -> frozenset[str]:
+        """``session_ids`` as a set."""
+        return frozenset(self.session_ids)
+
+    @functools.cached_property
     def ids_json(self) -> str:
         """``session_ids`` as the JSON array the queries take."""
         return json.dumps(list(self.session_ids))

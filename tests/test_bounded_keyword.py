@@ -402,6 +402,36 @@ def test_a_session_of_many_matching_logs_is_read_for_the_candidates_it_keeps(wor
     assert large - small <= 0.1 * 72 * 100_000, costs  # 72 more logs of 100 KB: a page or so each, not the log
 
 
+def test_a_pick_of_the_index_candidates_looks_up_the_matches_it_reaches(world: World, monkeypatch):
+    """Two sessions whose n rows each hold the query's word (each row alone on a page of state.db): the pick keeps
+    ``CANDIDATE_ROWS`` of them (6 here), best first, but every match was joined to ``messages`` before the first was
+    kept, a page read each (6.4 MB at n=750, 24.9 MB at 4n). Now the matches are looked up only as far as the pick
+    reaches, the first ``fts.ROOTS_CHUNK`` of them (4.5 MB at n and at 4n); ranking them reads the index alone."""
+    monkeypatch.setattr(plugin("lexical"), "CANDIDATE_ROWS", 6)
+    world.session("cjk", world.repo("cjk"), messages=[("user", "用缓存")])  # the glued-word check, asked once
+    costs = []
+    for n in (750, 3_000):
+        repo = world.repo(f"r{n}")
+        for sid in (f"a{n}", f"b{n}", f"cur{n}"):
+            world.session(sid, repo, style="cli")
+        world.close()
+        conn = sqlite3.connect(world.home / "state.db")
+        with conn:  # the sessions' rows in turn; a row of 3 KB (its reasoning, not indexed) fills a page
+            base = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
+            conn.executemany("INSERT INTO messages (session_id, role, content, reasoning, timestamp) VALUES (?, ?, ?, ?, ?)",
+                             [(f"{'ab'[i % 2]}{n}", "assistant", f"the pelican note {i}", "z" * 3_000,
+                               1_800_000_000 + base + i) for i in range(2 * n)])
+        conn.close()
+        # The census and the project's sessions' id ranges (a two-character CJK word reads them; so does the warm-up)
+        world.search(f"cur{n}", "缓存", mode="keyword")
+        start = bytes_read()
+        answer = world.search(f"cur{n}", "pelican", mode="keyword")
+        costs.append(bytes_read() - start)
+        assert set(result_sessions(answer)) == {f"a{n}", f"b{n}"}, answer
+    small, large = costs
+    assert large - small <= 0.1 * 4_500 * 4_096, costs  # 4,500 more matches: not a page each
+
+
 @settings(max_examples=300)
 @given(st.lists(st.tuples(st.integers(0, 5), st.booleans()), max_size=60), st.integers(1, 4), st.integers(0, 30))
 def test_candidates_checked_as_sessions_fill_are_those_every_row_checked_gives(rows, per_session: int, limit: int):
