@@ -182,6 +182,12 @@ def effective_workspaces(
     known = known or {}
     out: dict[str, Workspace] = {}  # not a copy of ``known``: it may hold every session of state.db
     none: set[str] = set()  # sessions found to have no workspace
+    folders: dict[tuple[str | None, str | None], Workspace] = {}  # one object for a folder's sessions, not one each
+
+    def recorded(row: SessionRow) -> Workspace:
+        key = (row.cwd or None, row.root or None)
+        return folders.get(key) or folders.setdefault(key, Workspace(*key))
+
     for start in rows:
         if start in out or start in none:
             continue
@@ -192,7 +198,7 @@ def effective_workspaces(
             continue
         own = rows[start]
         if own.cwd or own.root:  # most sessions: a folder of their own, no walk
-            out[start] = Workspace(own.cwd or None, own.root or None)
+            out[start] = recorded(own)
             continue
         path: list[tuple[str, str]] = []  # (session, how it links to the next)
         seen: set[str] = set()
@@ -212,8 +218,7 @@ def effective_workspaces(
             if row is None:
                 break
             if row.cwd or row.root:
-                found = Workspace(row.cwd or None, row.root or None)
-                out[sid] = found
+                found = out[sid] = recorded(row)
                 break
             if row.parent:
                 path.append((sid, "parent"))

@@ -202,3 +202,16 @@ def test_a_burst_of_new_sessions_is_matched_in_linear_work(monkeypatch):
 
     small, large = cost(200), cost(800)
     assert linear(small, large), (small, large)
+
+
+def test_the_sessions_of_one_folder_share_one_workspace():
+    """The census keeps a workspace for every session of the profile for the life of the process: 18,000 objects at
+    a million messages, each walked by every full collection of Hermes' process. Sessions that record the same
+    folder share one; an inherited one (a continuation's, named by the session it came from) stays its own."""
+    rows = {f"s{i}": A.SessionRow(f"s{i}", cwd=f"/w/{i % 3}", root="/w") for i in range(300)}
+    rows["c"] = A.SessionRow("c", parent="s1")
+    rows["d"] = A.SessionRow("d", parent="s4")
+    out = A.effective_workspaces(rows)
+    assert out["s0"] == A.Workspace("/w/0", "/w") and out["c"] == A.Workspace("/w/1", "/w", "parent", "s1")
+    assert len({id(out[f"s{i}"]) for i in range(300)}) == 3
+    assert out["c"] is not out["d"] and out["d"].via == "s4"
