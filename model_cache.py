@@ -307,7 +307,7 @@ class PrefixGroups:
         if not _groups_line_up(keys, len(values), bounds, len(listed)):
             raise ValueError("the tokenizer's prefix groups do not line up")
         bytes(keys).decode()  # UTF-8 throughout, so that no group fails to decode later
-        self._bounds = bounds.tolist()
+        self._bounds = bounds  # an array: as lists, 18,000 objects every full collection of the process walks
         self._group_of = {name: i for i, name in enumerate(listed)}
         if len(self._group_of) != len(listed) or not _keys_begin_with_names(keys, bounds, listed):
             raise ValueError("the tokenizer's prefix groups do not hold what they name")
@@ -321,7 +321,7 @@ class PrefixGroups:
             index = self._group_of.get(name)
             if index is None:  # no piece begins so
                 continue
-            first, end, low, high = self._bounds[index]
+            first, end, low, high = self._bounds[index].tolist()
             keys = bytes(self._keys[first:end]).decode().split("\0")
             table.update(zip(keys, self._values[low:high].tolist(), strict=True))
             self._filled.add(name)
