@@ -264,69 +264,54 @@ def _passing(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[
     return {int(r[0]) for r in conn.execute(sql, [json.dumps([int(i) for i in ids]), *params, *copies_params])}
 
 
-ROOTS_CHUNK = 1_024  # rows whose conversations a pick asks first (the rest at once, if it walks past them)
+ROOTS_CHUNK = 1_024  # matches a pick looks up first (the rest at once, if it walks past them)
 
 
 class _Ordered:
     """``(message id, session id)`` of the matches ``ids`` (best first) that are the scope's and meet
-    :func:`_early_filters`, in order, looked up in ``messages`` as a pick reaches them: ``ROOTS_CHUNK`` ids, then
-    twice as many each time. A pick keeps its ``limit`` within the first few hundred of thousands of matches: the
-    others' rows are never read. ``rows``: matches looked up already (then ``ids`` is empty)."""
+    :func:`_early_filters`, in order, looked up in ``messages`` as a pick reaches them: the first ``ROOTS_CHUNK``, then
+    the rest at once. A pick keeps its ``limit`` within the first few hundred of thousands of matches: the others'
+    rows are never read. ``rows``: matches looked up already (then ``ids`` is empty).
 
-    def __init__(self, conn: sqlite3.Connection, scope: Scope, ids: Sequence[int],
-                 rows: Sequence[tuple[int, str]] = ()) -> None:
-        self._conn, self._scope, self._ids, self._rows = conn, scope, ids, list(rows)
-        self._asked, self._chunk = 0, ROOTS_CHUNK
+    With ``keyed``, the conversation each row stands for (``conversations.result_keys``: a branch's own rows its own,
+    its copies of the session it left that one's; :meth:`key`) is asked with each lookup, and learnt into ``keyed``:
+    a pick that walks on asks a session branched from twice (its rows read each time)."""
+
+    def __init__(self, conn: sqlite3.Connection, scope: Scope, ids: Sequence[int], rows: Sequence[tuple[int, str]] = (),
+                 keyed: dict[int, str] | None = None) -> None:
+        self._conn, self._scope, self._ids, self._rows, self._asked = conn, scope, ids, list(rows), 0
+        self.keyed = keyed
 
     def has(self, index: int) -> bool:
         """Whether there is a row ``index``, looking matches up until there is or none is left."""
-        if index >= len(self._rows) and self._asked < len(self._ids):
+        while index >= len(self._rows) and self._asked < len(self._ids):
+            asked = self._ids[self._asked : None if self._asked else ROOTS_CHUNK]
+            self._asked += len(asked)
             cheap, params = _early_filters(self._scope)
             sql = f"SELECT m.id, m.session_id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {cheap}"
-            while index >= len(self._rows) and self._asked < len(self._ids):
-                asked = self._ids[self._asked : self._asked + self._chunk]
-                self._asked, self._chunk = self._asked + len(asked), 2 * self._chunk
-                sessions = dict(self._conn.execute(sql, [json.dumps(asked), *params]).fetchall())
-                self._rows += [(m, sessions[m]) for m in asked if sessions.get(m) in self._scope.id_set]
+            sessions = dict(self._conn.execute(sql, [json.dumps(asked), *params]).fetchall())
+            rows = [(m, sessions[m]) for m in asked if sessions.get(m) in self._scope.id_set]
+            if self.keyed is not None:
+                unkeyed = {m: sid for m, sid in rows if m not in self.keyed}
+                self.keyed.update(conversations.result_keys(self._conn, unkeyed)[0] if unkeyed else {})
+            self._rows += rows
         return index < len(self._rows)
 
     def __getitem__(self, index: int) -> tuple[int, str]:
         return self._rows[index]
 
-    def upto(self, end: int | None) -> list[tuple[int, str]]:
-        """Rows ``[0, end)``, as many as there are; every one for ``None``."""
-        self.has(len(self._ids) if end is None else end - 1)
-        return self._rows[:end]
-
-
-class _Conversations:
-    """The conversation each row of ``ordered`` stands for (``conversations.result_keys``: a branch's own rows its own,
-    its copies of the session it left that one's), asked of state.db as a pick reaches the rows: its first
-    ``ROOTS_CHUNK``, then the rest at once. A pick that stops after a few hundred rows of thousands asks no more, and
-    one that walks on asks a session branched from twice (its rows read each time), not once per ``ROOTS_CHUNK``."""
-
-    def __init__(self, conn: sqlite3.Connection, ordered: _Ordered, known: dict[int, str] | None = None) -> None:
-        self._conn, self._ordered, self._upto = conn, ordered, 0
-        self._known: dict[int, str] = {} if known is None else known  # shared with the caller: it learns them too
-
-    def at(self, index: int) -> tuple[str, str]:
-        """The conversation key of row ``index`` (one there is)."""
-        if index >= self._upto:
-            rows = self._ordered.upto(ROOTS_CHUNK if not self._upto else None)
-            asked = {m: s for m, s in rows[self._upto :] if m not in self._known}
-            if asked:
-                self._known.update(conversations.result_keys(self._conn, asked)[0])
-            self._upto = len(rows)
-        return ("\x00", self._known[self._ordered[index][0]])
+    def key(self, index: int) -> str:
+        """The conversation row ``index`` stands for (one there is, of an :class:`_Ordered` with ``keyed``)."""
+        return (self.keyed or {})[self._rows[index][0]]
 
 
 def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: _Ordered | Sequence[tuple[int, str]], *, per_session: int,
-                   limit: int, group: bool = False, keyed: dict[int, str] | None = None) -> list[tuple[int, str]]:
+                   limit: int) -> list[tuple[int, str]]:
     """Of ``ordered`` (``(message id, session id)``, best first, each meeting :func:`_early_filters`; or an
     :class:`_Ordered` looking them up as the walk reaches them), the rows meeting
     every condition of :func:`row_filters`, at most ``per_session`` of a session and ``limit`` in all, in order: what
     checking every row, keeping each session's best ``per_session`` and the best ``limit`` of those gives. With
-    ``group``, a conversation (:class:`_Conversations`) keeps at most ``PER_CONVERSATION_SESSIONS`` sessions' worth.
+    conversations keyed (:class:`_Ordered`), a conversation keeps at most ``PER_CONVERSATION_SESSIONS`` sessions' worth.
 
     Rows are checked a batch at a time (``CHECK_BATCH``, then twice as many), in order, only those a session may
     still keep: a session's rows past its best are never read (a 100 KB log's overflow pages, for its visibility),
@@ -336,12 +321,13 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: _Ordered | S
     at each such check: rows that fail after the limit is all but reached take a few queries, not one each."""
     if not isinstance(ordered, _Ordered):
         ordered = _Ordered(conn, scope, (), ordered)
+    group = ordered.keyed is not None
     out: list[tuple[int, str]] = []
     # Counts by session and by ("\x00", conversation); without ``group`` each session is its own conversation.
     taken: dict[Any, int] = {}
     failed: dict[Any, int] = {}
     per_conv = per_session * (PER_CONVERSATION_SESSIONS if group else 1)
-    conversation = _Conversations(conn, ordered, keyed).at if group else lambda k: ("\x00", ordered[k][1])
+    conversation = (lambda k: ("\x00", ordered.key(k))) if group else lambda k: ("\x00", ordered[k][1])
     verdict: dict[int, bool] = {}
     i, batch, spare = 0, CHECK_BATCH, 0
     while ordered.has(i) and len(out) < limit:
@@ -428,8 +414,8 @@ def session_candidates(
     # are its own conversation's); of copies scored alike the first said (ties in id order: the original first).
     # ``keyed``: the conversation of each row a pick asked before (another index's pick, kept for the search's
     # results): a session branched from is read by the first only.
-    return _first_passing(conn, scope, _Ordered(conn, scope, ids), per_session=per_session, limit=limit, group=True,
-                          keyed=keyed)
+    return _first_passing(conn, scope, _Ordered(conn, scope, ids, keyed={} if keyed is None else keyed),
+                          per_session=per_session, limit=limit)
 
 
 def range_matches(
