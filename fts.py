@@ -264,18 +264,20 @@ def _passing(conn: sqlite3.Connection, scope: Scope, ids: Sequence[int]) -> set[
     return {int(r[0]) for r in conn.execute(sql, [json.dumps([int(i) for i in ids]), *params, *copies_params])}
 
 
-ROOTS_CHUNK = 1_024  # matches a pick looks up first (the rest at once, if it walks past them)
+ROOTS_CHUNK = 1_024  # matches a pick looks up first (then four times as many as so far, if it walks past them)
 
 
 class _Ordered:
     """``(message id, session id)`` of the matches ``ids`` (best first) that are the scope's and meet
     :func:`_early_filters`, in order, looked up in ``messages`` as a pick reaches them: the first ``ROOTS_CHUNK``, then
-    the rest at once. A pick keeps its ``limit`` within the first few hundred of thousands of matches: the others'
-    rows are never read. ``rows``: matches looked up already (then ``ids`` is empty).
+    four times as many as looked up so far. A pick keeps its ``limit`` within the first few hundred of thousands of
+    matches: the others' rows are never read; where few matches are the scope's (a loose id filter, or none) the
+    lookups reach at most five times as far as the pick needs. ``rows``: matches looked up already (``ids`` empty).
 
     With ``keyed``, the conversation each row stands for (``conversations.result_keys``: a branch's own rows its own,
     its copies of the session it left that one's; :meth:`key`) is asked with each lookup, and learnt into ``keyed``:
-    a pick that walks on asks a session branched from twice (its rows read each time)."""
+    a session branched from is read once a lookup: three times for the 12,000 matches a pick may have
+    (``lexical.RANK_BUDGET``), not once for every ``ROOTS_CHUNK`` of them."""
 
     def __init__(self, conn: sqlite3.Connection, scope: Scope, ids: Sequence[int], rows: Sequence[tuple[int, str]] = (),
                  keyed: dict[int, str] | None = None) -> None:
@@ -285,7 +287,7 @@ class _Ordered:
     def has(self, index: int) -> bool:
         """Whether there is a row ``index``, looking matches up until there is or none is left."""
         while index >= len(self._rows) and self._asked < len(self._ids):
-            asked = self._ids[self._asked : None if self._asked else ROOTS_CHUNK]
+            asked = self._ids[self._asked : max(5 * self._asked, ROOTS_CHUNK)]
             self._asked += len(asked)
             cheap, params = _early_filters(self._scope)
             sql = f"SELECT m.id, m.session_id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {cheap}"

@@ -603,12 +603,13 @@ def test_copies_of_one_message_left_by_many_compactions_cost_a_seek_each(tmp_pat
     assert linear(*work), work
 
 
-def test_a_branch_familys_copies_are_told_from_its_own_rows_reading_the_session_left_twice(tmp_path, monkeypatch):
+def test_a_branch_familys_copies_are_told_from_its_own_rows_reading_the_session_left_a_few_times(tmp_path, monkeypatch):
     """A session of n matching turns branched 3 times, each branch holding a copy of them all: the candidates' pick
     walks every row (the family's cap is reached early), each asked whether it copies the session left
     (``conversations.result_keys``, which reads that session's rows). Asked 1,024 rows at a time, that session was read
-    once per 1,024 rows (700 and 2,800 turns: 2,030 and 10,633 hundred steps); now twice, the first 1,024 rows and
-    then the rest (1,915 and 7,031)."""
+    once per 1,024 rows (700 and 2,800 turns: 2,030 and 10,633 hundred steps); now once for each lookup of the pick
+    (``fts._Ordered``: the first 1,024 matches, then four times as many as so far): two and three times (2,759 and
+    10,961, the lookups included)."""
     work = []
     for n in (1, 4):
         world = World(tmp_path / f"n{n}", monkeypatch)
