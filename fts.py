@@ -11,7 +11,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -271,17 +271,18 @@ class _Ordered:
     """``(message id, session id)`` of the matches ``ids`` (best first) that are the scope's and meet
     :func:`_early_filters`, in order, looked up in ``messages`` as a pick reaches them: the first ``ROOTS_CHUNK``, then
     four times as many as looked up so far. A pick keeps its ``limit`` within the first few hundred of thousands of
-    matches: the others' rows are never read; where few matches are the scope's (a loose id filter, or none) the
-    lookups reach at most five times as far as the pick needs. ``rows``: matches looked up already (``ids`` empty).
+    matches: the others' rows are never read; where few matches are the scope's the lookups reach at most five times
+    as far as the pick needs. ``sessions``: each match's session, known already (a join's: the scope's matches alone).
 
     With ``keyed``, the conversation each row stands for (``conversations.result_keys``: a branch's own rows its own,
     its copies of the session it left that one's; :meth:`key`) is asked with each lookup, and learnt into ``keyed``:
     a session branched from is read once a lookup: three times for the 12,000 matches a pick may have
     (``lexical.RANK_BUDGET``), not once for every ``ROOTS_CHUNK`` of them."""
 
-    def __init__(self, conn: sqlite3.Connection, scope: Scope, ids: Sequence[int], rows: Sequence[tuple[int, str]] = (),
+    def __init__(self, conn: sqlite3.Connection, scope: Scope, ids: Sequence[int], sessions: Mapping[int, str] | None = None,
                  keyed: dict[int, str] | None = None) -> None:
-        self._conn, self._scope, self._ids, self._rows, self._asked = conn, scope, ids, list(rows), 0
+        self._conn, self._scope, self._ids, self._sessions, self._asked = conn, scope, ids, sessions, 0
+        self._rows: list[tuple[int, str]] = []
         self.keyed = keyed
 
     def has(self, index: int) -> bool:
@@ -289,10 +290,13 @@ class _Ordered:
         while index >= len(self._rows) and self._asked < len(self._ids):
             asked = self._ids[self._asked : max(5 * self._asked, ROOTS_CHUNK)]
             self._asked += len(asked)
-            cheap, params = _early_filters(self._scope)
-            sql = f"SELECT m.id, m.session_id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {cheap}"
-            sessions = dict(self._conn.execute(sql, [json.dumps(asked), *params]).fetchall())
-            rows = [(m, sessions[m]) for m in asked if sessions.get(m) in self._scope.id_set]
+            if self._sessions is not None:
+                rows = [(m, self._sessions[m]) for m in asked]
+            else:
+                cheap, params = _early_filters(self._scope)
+                sql = f"SELECT m.id, m.session_id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {cheap}"
+                sessions = dict(self._conn.execute(sql, [json.dumps(asked), *params]).fetchall())
+                rows = [(m, sessions[m]) for m in asked if sessions.get(m) in self._scope.id_set]
             if self.keyed is not None:
                 unkeyed = {m: sid for m, sid in rows if m not in self.keyed}
                 self.keyed.update(conversations.result_keys(self._conn, unkeyed)[0] if unkeyed else {})
@@ -322,7 +326,7 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: _Ordered | S
     every ``per_session`` of them. Near the limit a check reaches past what is left of it by ``spare`` rows, doubled
     at each such check: rows that fail after the limit is all but reached take a few queries, not one each."""
     if not isinstance(ordered, _Ordered):
-        ordered = _Ordered(conn, scope, (), ordered)
+        ordered = _Ordered(conn, scope, [m for m, _ in ordered], dict(ordered))
     group = ordered.keyed is not None
     out: list[tuple[int, str]] = []
     # Counts by session and by ("\x00", conversation); without ``group`` each session is its own conversation.
@@ -332,7 +336,7 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: _Ordered | S
     conversation = (lambda k: ("\x00", ordered.key(k))) if group else lambda k: ("\x00", ordered[k][1])
     verdict: dict[int, bool] = {}
     i, batch, spare = 0, CHECK_BATCH, 0
-    while ordered.has(i) and len(out) < limit:
+    while len(out) < limit and ordered.has(i):
         # The rows to check: those the sessions may keep if every row not checked yet passes (and as many more as
         # failed), as far as they fill what is left of the limit and ``spare`` more (or a batch).
         need: list[tuple[int, str, Any]] = []
@@ -357,7 +361,7 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: _Ordered | S
                 failed[sid] = failed.get(sid, 0) + (mid not in passed)
                 failed[conv] = failed.get(conv, 0) + (mid not in passed)
         # Keep rows in order up to the first one a session may keep that is not checked yet.
-        while ordered.has(i) and len(out) < limit:
+        while len(out) < limit and ordered.has(i):
             mid, sid = ordered[i]
             conv = conversation(i)
             if taken.get(sid, 0) < per_session and taken.get(conv, 0) < per_conv:
@@ -382,6 +386,11 @@ class Near:
 
     mask: bytes
     top: int
+    covered: int = 0  # ids up to ``top`` it lets through
+
+    def mostly(self, scope: Scope) -> bool:
+        """Whether most ids it lets through are ``scope``'s messages (its sessions' ranges hold few of others')."""
+        return 2 * scope.messages >= self.covered
 
 
 def session_candidates(
@@ -401,22 +410,32 @@ def session_candidates(
 
     FTS5's ``bm25()`` orders them (a first cut: the caller re-scores); with ``newest``, the newest first, for
     expressions whose matches are too many to rank each (``lexical.glued_rows``). ``near`` passes over the
-    matches no session of the scope can hold inside the index, before any is ranked; the matches are looked up in
-    ``messages`` only as far as the pick reaches (:class:`_Ordered`).
+    matches no session of the scope can hold inside the index. Where most ids it lets through are the scope's, the
+    index ranks the matches and they are looked up in ``messages`` only as far as the pick reaches (:class:`_Ordered`);
+    else (no filter yet, or a loose one) a join to ``messages`` leaves other projects' matches out before any is ranked.
     Raises ``sqlite3.OperationalError`` on an FTS syntax error, ``sqlite3.DatabaseError`` on a damaged index.
     """
     table = TABLES[space]
     # The id filter reads only the FTS row: a match no session of the scope can hold is never ranked.
     early = "" if near is None else f" AND ({table}.rowid > ? OR substr(?, {table}.rowid + 1, 1) = x'01')"
     params = (match,) if near is None else (match, near.top, near.mask)
-    order = "rowid DESC" if newest else f"bm25({table}), rowid"
-    ids = [int(r[0]) for r in conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?{early} ORDER BY {order}", params)]
+    order = f"{table}.rowid DESC" if newest else f"bm25({table}), {table}.rowid"
+    sessions = None
+    if near is not None and near.mostly(scope):
+        sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ?{early} ORDER BY {order}"
+        ids = [int(r[0]) for r in conn.execute(sql, params)]
+    else:
+        cheap, cheap_params = _early_filters(scope)
+        sql = (f"SELECT m.id, m.session_id FROM {table} JOIN messages m ON m.id = {table}.rowid WHERE {table} MATCH ?"
+               f"{early} AND {store.SCOPE_SQL} AND {cheap} ORDER BY {order}")
+        sessions = {int(r[0]): r[1] for r in conn.execute(sql, [*params, scope.ids_json, *cheap_params])}
+        ids = list(sessions)
     # A conversation keeps at most PER_CONVERSATION_SESSIONS sessions' worth (its compressions' and branches' copies of
     # its first turns score alike: hundreds would fill ``limit``, every other conversation left out; a branch's own rows
     # are its own conversation's); of copies scored alike the first said (ties in id order: the original first).
     # ``keyed``: the conversation of each row a pick asked before (another index's pick, kept for the search's
     # results): a session branched from is read by the first only.
-    return _first_passing(conn, scope, _Ordered(conn, scope, ids, keyed={} if keyed is None else keyed),
+    return _first_passing(conn, scope, _Ordered(conn, scope, ids, sessions, keyed={} if keyed is None else keyed),
                           per_session=per_session, limit=limit)
 
 

@@ -332,9 +332,11 @@ class _Ranges:
             # A range read past top (a newer statement) is cut at top. Sessions written side by side, or resumed,
             # have overlapping ranges: merged first, each id is written once (not once per session around it).
             spans = ((s[0], min(s[1], top)) for s in map(ranges.get, session_ids) if s is not None and s[0] <= top)
+            covered = 0
             for low, high in _merged(spans):
                 mask[low : high + 1] = b"\x01" * (high - low + 1)
-            near = fts.Near(bytes(mask), top)
+                covered += high - low + 1
+            near = fts.Near(bytes(mask), top, covered)
             kept[:] = [k for k in kept if k[0] != session_ids][-(NEAR_SCOPES - 1):] + [(session_ids, near)]
             return near
         finally:

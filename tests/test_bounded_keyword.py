@@ -403,7 +403,8 @@ def test_a_session_of_many_matching_logs_is_read_for_the_candidates_it_keeps(wor
 
 
 def test_a_pick_of_the_index_candidates_looks_up_the_matches_it_reaches(world: World, monkeypatch):
-    """Two sessions whose n rows each hold the query's word (each row alone on a page of state.db): the pick keeps
+    """Two sessions whose n rows each hold the query's word (each row alone on a page of state.db; the sessions'
+    message counts kept as Hermes keeps them, which tell the id filter is tight): the pick keeps
     ``CANDIDATE_ROWS`` of them (6 here), best first, but every match was joined to ``messages`` before the first was
     kept, a page read each (6.4 MB at n=750, 24.9 MB at 4n). Now the matches are looked up only as far as the pick
     reaches, the first ``fts.ROOTS_CHUNK`` of them (4.5 MB at n and at 4n); ranking them reads the index alone."""
@@ -421,6 +422,7 @@ def test_a_pick_of_the_index_candidates_looks_up_the_matches_it_reaches(world: W
             conn.executemany("INSERT INTO messages (session_id, role, content, reasoning, timestamp) VALUES (?, ?, ?, ?, ?)",
                              [(f"{'ab'[i % 2]}{n}", "assistant", f"the pelican note {i}", "z" * 3_000,
                                1_800_000_000 + base + i) for i in range(2 * n)])
+            conn.execute("UPDATE sessions SET message_count = (SELECT count(*) FROM messages m WHERE m.session_id = sessions.id)")
         conn.close()
         # The census and the project's sessions' id ranges (a two-character CJK word reads them; so does the warm-up)
         world.search(f"cur{n}", "缓存", mode="keyword")
@@ -430,6 +432,42 @@ def test_a_pick_of_the_index_candidates_looks_up_the_matches_it_reaches(world: W
         assert set(result_sessions(answer)) == {f"a{n}", f"b{n}"}, answer
     small, large = costs
     assert large - small <= 0.1 * 4_500 * 4_096, costs  # 4,500 more matches: not a page each
+
+
+def test_the_candidates_ranked_in_the_index_are_those_the_join_picks(world: World):
+    """``fts.session_candidates`` has two ways to a pick: where the id filter lets through mostly the scope's rows, the
+    index ranks every match and the pick looks them up as it goes; else a join leaves other projects' matches out
+    first. Over two projects written in turn, branches and compressions copying turns, roles the filters leave out
+    and rows that share a score, both keep the same rows in the same order, for every limit."""
+    fts, store, workspace = plugin("fts"), plugin("store"), plugin("workspace")
+    rng = random.Random(7)
+    words = ["heron", "egret", "ibis", "stork"]
+    alpha, beta = world.repo("alpha"), world.repo("beta")
+    for i in range(12):
+        world.session(f"a{i}", alpha, style="cli")
+        world.session(f"b{i}", beta, style="cli")
+    insert(world, [(f"{rng.choice('ab')}{rng.randrange(12)}", rng.choice(["user", "assistant", "tool", "system"]),
+                    " ".join(rng.choices(words, k=rng.randint(1, 4)))) for _ in range(400)])
+    world.branch("a3", "a3b", messages=[("user", "heron egret"), ("assistant", "ibis heron")])
+    world.continuation("a5", "a5c", messages=[("user", "heron egret"), ("assistant", "stork")])
+    world.session("cur", alpha, style="cli", messages=[("user", "hi")])
+    world.close()
+    conn = store.connect_ro(world.home / "state.db")
+    try:
+        scope = workspace.scope_for(conn, world.home, "cur", None)[0]
+        top = store.max_message_id(conn)
+        loose = fts.Near(b"\x01" * (top + 1), top, 0)  # lets everything through, and is taken at its word
+        for match in ("heron", "egret OR stork", '"heron egret"', "ibis OR heron OR egret OR stork"):
+            for limit, per_session, newest in ((600, 3, False), (7, 1, False), (5, 2, True), (0, 3, False)):
+                joined, ranked = ({}, {})
+                args = dict(per_session=per_session, limit=limit, newest=newest)
+                picked = [fts.session_candidates(conn, "words", match, scope, near=near, keyed=keyed, **args)
+                          for near, keyed in ((None, joined), (loose, ranked))]
+                assert picked[0] == picked[1], (match, limit, per_session, newest)
+                assert {m: joined[m] for m, _ in picked[0]} == {m: ranked[m] for m, _ in picked[1]}
+                assert limit == 0 or picked[0], match
+    finally:
+        conn.close()
 
 
 @settings(max_examples=300)
