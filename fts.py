@@ -275,7 +275,7 @@ class _Ordered:
     as far as the pick needs. ``sessions``: each match's session, known already (a join's: the scope's matches alone).
 
     With ``keyed``, the conversation each row stands for (``conversations.result_keys``: a branch's own rows its own,
-    its copies of the session it left that one's; :meth:`key`) is asked with each lookup, and learnt into ``keyed``:
+    its copies of the session it left that one's) is asked with each lookup, and learnt into ``keyed``:
     a session branched from is read once a lookup: three times for the 12,000 matches a pick may have
     (``lexical.RANK_BUDGET``), not once for every ``ROOTS_CHUNK`` of them."""
 
@@ -306,10 +306,6 @@ class _Ordered:
     def __getitem__(self, index: int) -> tuple[int, str]:
         return self._rows[index]
 
-    def key(self, index: int) -> str:
-        """The conversation row ``index`` stands for (one there is, of an :class:`_Ordered` with ``keyed``)."""
-        return (self.keyed or {})[self._rows[index][0]]
-
 
 def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: _Ordered | Sequence[tuple[int, str]], *, per_session: int,
                    limit: int) -> list[tuple[int, str]]:
@@ -327,13 +323,13 @@ def _first_passing(conn: sqlite3.Connection, scope: Scope, ordered: _Ordered | S
     at each such check: rows that fail after the limit is all but reached take a few queries, not one each."""
     if not isinstance(ordered, _Ordered):
         ordered = _Ordered(conn, scope, [m for m, _ in ordered], dict(ordered))
-    group = ordered.keyed is not None
+    keys = ordered.keyed
     out: list[tuple[int, str]] = []
-    # Counts by session and by ("\x00", conversation); without ``group`` each session is its own conversation.
+    # Counts by session and by ("\x00", conversation); without ``keys`` each session is its own conversation.
     taken: dict[Any, int] = {}
     failed: dict[Any, int] = {}
-    per_conv = per_session * (PER_CONVERSATION_SESSIONS if group else 1)
-    conversation = (lambda k: ("\x00", ordered.key(k))) if group else lambda k: ("\x00", ordered[k][1])
+    per_conv = per_session * (PER_CONVERSATION_SESSIONS if keys is not None else 1)
+    conversation = (lambda k: ("\x00", keys[ordered[k][0]])) if keys is not None else lambda k: ("\x00", ordered[k][1])
     verdict: dict[int, bool] = {}
     i, batch, spare = 0, CHECK_BATCH, 0
     while len(out) < limit and ordered.has(i):
