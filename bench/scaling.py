@@ -59,6 +59,9 @@ so its "first" and "later" rows time the same call; a call of it slower than
    in place carrying the last two forward; ``carried``: the same carrying every
    row forward (n live copies after the last message shown): a search, the
    recent list, a read around the last message, the index command's text reads.
+16. ``picks``: n sessions of one repo, three turns each holding the query's word, where each session's messages lie
+   read first (as a conversation's warm-up does): the index ranks the 3n matches and the pick looks them up only as
+   far as it keeps (``fts._Ordered``: its 600 candidates among the first 1,024).
 
 Our search is ``search.search_history(mode="keyword", limit=3)``: the tool's
 path minus JSON. Every answer is checked (the expected sessions, nothing of
@@ -686,6 +689,28 @@ def carried(b: Bench, size: int) -> list[Call]:
                  lambda got: None if len(got) == len(ids) else f"{len(got)} texts, not {len(ids)}")]
 
 
+def picks(b: Bench, size: int) -> list[Call]:
+    """``size`` sessions of one repo, three matching turns each; the search reads, as a conversation's warm-up does
+    before it, where each session's messages lie (``lexical.ranges``: the index's id filter; cached after the first)."""
+    h = b.new_home(f"picks{size}")
+    repo = h.repo("app")
+    for i in range(size):
+        h.session(f"p{i}", repo, messages=[("user", f"the pelican plan {i}"), ("assistant", f"pelican step {i} done"),
+                                           ("user", f"and the pelican test {i}")])
+    h.session("cur", repo, messages=[("user", "hi")])
+    search = b.search(h, "cur", "pelican")
+
+    def warmed() -> dict[str, Any]:
+        conn = b.phr.store.connect_ro(h.home / "state.db")
+        try:
+            b.phr.lexical.ranges.read(conn, b.phr.paths.state_db_key(h.home))
+        finally:
+            conn.close()
+        return search()
+    return [Call("keyword search 'pelican', the filter read", warmed, b.builtin(h, "cur", "pelican"),
+                 found_in(lambda s: s.startswith("p"), at_least=3))]
+
+
 DIMENSIONS = {d.key: d for d in (
     Dimension("chain", "chain depth (a Telegram chat compressed n times)", 200, "sessions", chain),
     Dimension("compressed", "a conversation's compressed past (a repo's chat compressed n times, all matching)", 200,
@@ -714,6 +739,8 @@ DIMENSIONS = {d.key: d for d in (
               filtered),
     Dimension("tick", "rows of one clock tick compacted in place (one session of n rows written at one time)", 1000,
               "rows", tick),
+    Dimension("picks", "matches of one word the index ranks (n sessions, three matching turns each)", 200, "sessions",
+              picks),
     Dimension("carried", "rows of one clock tick compacted in place, every row carried forward as a live copy", 1000,
               "rows", carried),
 )}

@@ -363,3 +363,33 @@ def test_a_branch_goes_with_its_parent_another_process_moved_on_schema_30(s30: W
     assert s30.search("cur", "pelican roost", mode="keyword")["results"] == []
     assert s30.call("project_history_read", {"session_id": "kid"}, "cur")["code"] == "not_in_project"
     assert "kid" not in [s["session_id"] for s in s30.call("project_history_recent", {}, "cur")["sessions"]]
+
+
+def test_the_candidates_ranked_in_the_index_are_those_the_join_picks_on_schema_30(s30: World):
+    """``fts.session_candidates``' two ways to a pick (the index ranks every match where the id filter is tight, else
+    a join leaves other projects' matches out first) keep the same rows in the same order on each schema-30 file:
+    hidden scaffolding, model-only rows and tool rows among the matches, and a session of another repo in turn."""
+    fts, store, workspace = plugin("fts"), plugin("store"), plugin("workspace")
+    beta = s30.repo("beta")
+    for i in range(6):
+        s30.s30_session(f"a{i}")
+        s30.s30.session(f"b{i}", cwd=beta, git_repo_root=beta)
+    for k in range(60):
+        sid = f"{'ab'[k % 2]}{k % 6}"
+        s30.s30.say(sid, ["user", "assistant", "tool"][k % 3], f"heron egret {k}" if k % 4 else "heron stork",
+                    display_kind="hidden" if k % 7 == 0 else None,
+                    display_metadata={"model_only": True} if k % 11 == 0 else None)
+    s30.s30_session("cur", messages=[("user", "hi")])
+    finish(s30)
+    conn = store.connect_ro(s30.home / "state.db")
+    try:
+        scope = workspace.scope_for(conn, s30.home, "cur", None)[0]
+        top = store.max_message_id(conn)
+        loose = fts.Near(b"\x01" * (top + 1), top, 0)  # lets everything through, and is taken at its word
+        for match in ("heron", "egret OR stork"):
+            for limit, per_session in ((600, 3), (4, 1)):
+                picked = [fts.session_candidates(conn, "words", match, scope, near=near, keyed={}, per_session=per_session,
+                                                 limit=limit) for near in (None, loose)]
+                assert picked[0] == picked[1] and picked[0], (match, limit)
+    finally:
+        conn.close()
