@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import json
 import logging
 import os
 import re
 import sqlite3
+import stat
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -163,6 +165,11 @@ def _as_json(payload: Any) -> str:
     return json.dumps(payload, indent=2, ensure_ascii=False, default=str).translate(_JSON_ESCAPES)
 
 
+#: The errors that say a path names nothing (as ``Path.exists`` reads them on Python 3.11-3.13; 3.14's reads every
+#: ``OSError`` so, a name too long for the file system too).
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
 def _profile_folder(given: str) -> Path:
     """The folder ``--hermes-home`` names; raises :class:`command_args.ArgumentError` for one that cannot be a profile:
     empty (an unset shell variable: it read as the current folder), a ``~user`` of no user, a file (state.db itself)."""
@@ -171,11 +178,13 @@ def _profile_folder(given: str) -> Path:
                                          "state.db), or leave the flag out for $HERMES_HOME or ~/.hermes")
     try:
         home = Path(given).expanduser()
-        is_file = home.exists() and not home.is_dir()
+        is_file = not stat.S_ISDIR(home.stat().st_mode)
     except RuntimeError:  # ~user of no user (pathlib: "Could not determine home directory")
         raise command_args.ArgumentError(f"--hermes-home: {errors.echo(given)}: no such user's home folder") from None
-    except OSError as exc:  # a name too long for the file system, a folder on the way that cannot be searched
-        raise command_args.ArgumentError(f"--hermes-home: {errors.echo(given)}: {exc.strerror or exc}") from None
+    except OSError as exc:
+        if exc.errno not in _ABSENT:  # a name too long for the file system, a folder on the way that cannot be searched
+            raise command_args.ArgumentError(f"--hermes-home: {errors.echo(given)}: {exc.strerror or exc}") from None
+        is_file = False
     if is_file:
         raise command_args.ArgumentError(f"--hermes-home is a file, not a folder: {errors.echo(home)} (the profile "
                                          f"folder is the one that holds state.db: {errors.echo(home.parent)}?)")
