@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -300,7 +302,11 @@ class Schema30:
     def __init__(self, path: Path, variant: str, *, cjk: bool = False, schema: int = 30) -> None:
         self.path, self.variant = Path(path), variant
         self._clock = 1_700_000_000.0
-        conn = self.connect()
+        with self.connect() as conn:
+            self._create(conn, variant, cjk, schema)
+        self._rebuild_started = False
+
+    def _create(self, conn: sqlite3.Connection, variant: str, cjk: bool, schema: int) -> None:
         conn.executescript(SCHEMA_SQL + DEFERRED_INDEX_SQL + (SCHEMA31_SQL if schema == 31 else ""))
         conn.execute("INSERT INTO schema_version (version) VALUES (?)", (schema,))
         self._schema31 = schema == 31
@@ -324,14 +330,18 @@ class Schema30:
                              (kind, name, name, sql))
             conn.execute("PRAGMA writable_schema = OFF")
             conn.execute("INSERT INTO state_meta (key, value) VALUES ('fts_cjk_stale', '1')")
-        conn.commit()
-        conn.close()
-        self._rebuild_started = False
 
-    def connect(self) -> sqlite3.Connection:
+    @contextmanager
+    def connect(self) -> Iterator[sqlite3.Connection]:
+        """A connection in autocommit, closed at the end of the block (one left to the garbage collector held the
+        WAL open for as long as it lived: whether the plugin's readers found a live WAL index then depended on
+        when the collector ran)."""
         conn = sqlite3.connect(self.path, isolation_level=None)
-        conn.execute("PRAGMA journal_mode = WAL")
-        return conn
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            yield conn
+        finally:
+            conn.close()
 
     def session(self, sid: str, cwd: Path | str | None = None, *, source: str = "cli", parent: str | None = None,
                 git_repo_root: Path | str | None = None, hidden: bool = False, model_config: dict[str, Any] | None = None,

@@ -290,11 +290,10 @@ def test_a_session_wider_than_the_substring_budget_is_read_only_as_far_as_it(wor
     def run(n: int) -> tuple[dict[str, Any], Any]:
         repo = world.repo(f"r{n}")
         db.session(f"logs{n}", cwd=repo, git_repo_root=repo)
-        conn = db.connect()
-        conn.executemany("INSERT INTO messages (session_id, role, content, tool_name, timestamp) VALUES (?, 'tool', ?, 'terminal', ?)",
-                         [(f"logs{n}", ("x" * 9_000 + " flamingo") if i == 0 else f"line {i}", 1_700_000_000 + i)
-                          for i in range(n)])
-        conn.close()
+        with db.connect() as conn:
+            conn.executemany("INSERT INTO messages (session_id, role, content, tool_name, timestamp) VALUES (?, 'tool', ?, 'terminal', ?)",
+                             [(f"logs{n}", ("x" * 9_000 + " flamingo") if i == 0 else f"line {i}", 1_700_000_000 + i)
+                              for i in range(n)])
         db.session(f"cur{n}", cwd=repo, git_repo_root=repo)
         world.search(f"cur{n}", "flamingo", role="tool", mode="keyword")
         return measure(folders, monkeypatch, lambda: world.search(f"cur{n}", "flamingo", role="tool", mode="keyword"), store)

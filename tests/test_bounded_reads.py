@@ -32,9 +32,13 @@ def plugin(name: str) -> Any:
 @pytest.fixture(params=LAYOUTS)
 def hermes(request: pytest.FixtureRequest, world: World) -> World:
     """``world`` on a state.db of Hermes 0.19 (its own ``SessionDB``) or of schema 30 (fresh); ``world.open(sid,
-    repo)`` makes a session in a repo, ``write(world, sid, rows)`` its messages."""
+    repo)`` makes a session in a repo, ``write(world, sid, rows)`` its messages. On both, a connection stays open
+    while the plugin reads, as Hermes' ``SessionDB`` keeps one: with none, each read-only connection the plugin opens
+    rebuilds the WAL index from the whole WAL (the 100 KB logs written last), which is the WAL's cost, not the read's."""
     if request.param == "30":
         db = Schema30(world.home / "state.db", "fresh")
+        hermes_own = sqlite3.connect(world.home / "state.db")
+        request.addfinalizer(hermes_own.close)
         world.open = lambda sid, repo: db.session(sid, cwd=repo, git_repo_root=repo)
     else:
         world.open = lambda sid, repo: world.session(sid, repo)
