@@ -86,13 +86,18 @@ PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----EN
 #: ``Authorization:`` values. After a scheme (``Bearer``, ``Basic``...) any credential of 8+ characters goes; without
 #: one, a lower-case word is prose ("authorization: required"). Without ``:`` or ``=``, as web servers set the header
 #: (``proxy_set_header Authorization "Basic …"``, Apache's ``RequestHeader set Authorization …``) or Kotlin's ``to``
-#: pairs it, a scheme and a credential with a digit or a base64 sign. A placeholder stays: ``YOUR_API_KEY``,
+#: pairs it, a scheme and a credential with a digit or a base64 sign. Set in code, after a scheme: a subscript's
+#: (``headers["Authorization"] = "Basic …"``), a setter's pair (``Header.Set("Authorization", "Bearer …")``,
+#: ``setRequestProperty``, ``.header(``) and C#'s ``AuthenticationHeaderValue("Basic", "…")``; a scheme then a variable
+#: (``"Bearer " + token``) stays. A placeholder stays: ``YOUR_API_KEY``,
 #: ``your-token-here`` (capitals and ``_`` alone, or ``your`` and letters). A bare ``bearer`` token needs a digit:
 #: "bearer authentication" is prose.
 AUTH_HEADER = re.compile(
     r"(?i)(?<![A-Za-z0-9_])((?:proxy-)?authorization[\"']?(?:\s*+[:=：]\s*+[\"']?"
     r"(?:(?:bearer|basic|token|bot)\s++|(?!(?-i:[a-z]+)(?![A-Za-z0-9_])))"
-    r"|[ \t]++(?:to[ \t]++)?[\"']?(?:bearer|basic|token)[ \t]++(?=[A-Za-z0-9._~+/=-]*[\d=+/])))"
+    r"|(?:\][ \t]*+=|(?<=[\"'])\s*+,)\s*+[\"'](?:bearer|basic|token)\s++"
+    r"|[ \t]++(?:to[ \t]++)?[\"']?(?:bearer|basic|token)[ \t]++(?=[A-Za-z0-9._~+/=-]*[\d=+/]))"
+    r"|authenticationheadervalue\(\s*+\"(?:bearer|basic)\"\s*+,\s*+\")"
     r"(?!(?-i:your|YOUR|Your)[A-Za-z_-]*+(?![A-Za-z0-9._~+/=-])|(?-i:[A-Z_]++)(?![A-Za-z0-9._~+/=-]))"
     r"([A-Za-z0-9._~+/=-]{8,}+)"
     r"|(?<![A-Za-z0-9_])(bearer\s++)(?=[A-Za-z0-9._~+/=-]*\d)([A-Za-z0-9._~+/=-]{12,}+)"

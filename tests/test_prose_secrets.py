@@ -915,11 +915,22 @@ SENT_BEFORE = [
     ('password do not share: Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('admin password to not lose: Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ('api key do not commit: zx9qlm2nw8pv3rt5', 'zx9qlm2nw8pv3rt5'), ('WPA key do not share: Home2024wifi', 'Home2024wifi'),
     ('password do not share: abc123', 'abc123'), ('WPA key do not share: 58293017', '58293017'),
+    # review 38: an Authorization header set in code after its scheme: a subscript, a setter's pair, C#'s header value
+    ('headers["Authorization"] = "Basic Ym9iOktxN3ZMcDJXeDk5"', 'Ym9iOktxN3ZMcDJXeDk5'),
+    ("axios.defaults.headers.common['Authorization'] = 'Bearer Kq7vLp2Wx99'", 'Kq7vLp2Wx99'),
+    ('req.Header.Set("Authorization", "Basic Ym9iOktxN3ZMcDJXeDk5")', 'Ym9iOktxN3ZMcDJXeDk5'),
+    ('conn.setRequestProperty("Authorization", "Bearer Kq7vLp2Wx99");', 'Kq7vLp2Wx99'),
+    (".set('Authorization', 'Token Kq7vLp2Wx99')", 'Kq7vLp2Wx99'),
+    ('client.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", "Kq7vLp2Wx99");', 'Kq7vLp2Wx99'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 38: an Authorization header set in code from a variable
+    'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
+    'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
+    'headers["Authorization"] = f"Bearer {token}"', 'new AuthenticationHeaderValue("Bearer", token)',
     # review 37: after those purposes, no password
     'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
