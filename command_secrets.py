@@ -142,7 +142,8 @@ NGINX_HEADER = re.compile(
 GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE)
 #: A Dockerfile's ``ENV NAME value`` at a line's start (any case; the old form, whose value runs to the line's end),
 #: ``aws configure set [section.]NAME value``, the shells' ``set -gx NAME value`` (fish), ``setenv`` (csh), ``setx [/M]``
-#: (Windows), ``launchctl setenv``, ``npm config set [//registry/:]NAME value`` and Tcl's (expect's) ``set NAME "value"``
+#: (Windows), ``launchctl setenv``, ``npm config set [//registry/:]NAME value``, ``git config [--global] SECTION.NAME value``
+#: (``sendemail.smtpPass``), ``pip config set SECTION.NAME value`` and Tcl's (expect's) ``set NAME "value"``
 #: at a line's start, quoted, and a key-value store's or a secrets manager's key, its last part after ``/`` (``consul kv put
 #: secret/db/password value``, ``etcdctl put /app/db/password value``, ``doppler secrets set NAME value``, ``netlify env:set NAME
 #: value``; not consul's ``@file``). Group ``name``; an ``ENV`` value of
@@ -152,6 +153,8 @@ NAMED_SETTING = re.compile(
     r"(?:(?m:^)[ \t]*+(?P<env>(?i:ENV))[ \t]++|(?<![\w-])aws[ \t]++configure[ \t]++set(?:[ \t]++--profile[ \t]++\S{1,100}+)?[ \t]++"
     r"(?:[\w-]{1,60}+\.){0,2}|(?<![\w-])(?:set[ \t]++-[gUxl]{1,3}+|setenv|setx(?:[ \t]++/[Mm])?|launchctl[ \t]++setenv)[ \t]++"
     r"|(?<![\w-])(?:npm|pnpm|yarn)[ \t]++config[ \t]++set[ \t]++(?://[^\s:]{1,200}+:)?"
+    r"|(?<![\w-])(?:git[ \t]++config(?:[ \t]++--(?:global|local|system|add|replace-all))?|pip3?[ \t]++config[ \t]++set)[ \t]++"
+    r"(?:[\w-]{1,60}+\.){1,2}"
     r"|(?m:^)[ \t]*+set[ \t]++(?=[A-Za-z_][\w-]{0,100}+[ \t]++[\"'])|(?<![\w-])(?:consul[ \t]++kv[ \t]++put|etcdctl(?:[ \t]++-\S{1,100}+(?:[ \t]++[^\s-]\S{0,100}+)?){0,2}[ \t]++put"
     r"|doppler[ \t]++secrets[ \t]++set|netlify[ \t]++env:set)[ \t]++(?:\S{0,200}?/)?(?P<kv>))(?P<name>[A-Za-z_][\w-]{0,100}+)[ \t]++(?(kv)(?!@))"
     r"(?:" + _VALUE + r"(?(env)(?=[ \t]*+(?:\r?\n|$)))|(?(env)(?P<words>[^\s\"'][^\n]{0,199}?)(?=[ \t]*+(?:\r?\n|$))|(?!)))"

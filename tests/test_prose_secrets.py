@@ -922,6 +922,9 @@ SENT_BEFORE = [
     ('conn.setRequestProperty("Authorization", "Bearer Kq7vLp2Wx99");', 'Kq7vLp2Wx99'),
     (".set('Authorization', 'Token Kq7vLp2Wx99')", 'Kq7vLp2Wx99'),
     ('client.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", "Kq7vLp2Wx99");', 'Kq7vLp2Wx99'),
+    # review 38: git's and pip's settings given a credential's name and its value (git send-email's smtpPass)
+    ('git config --global sendemail.smtpPass Kq7vLp2Wx99', 'Kq7vLp2Wx99'), ('pip config set global.password Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
+    ("git config sendemail.smtpPass 'Kq7#vLp2Wx'", 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -931,6 +934,10 @@ NEAR_MISSES = [
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
     'headers["Authorization"] = f"Bearer {token}"', 'new AuthenticationHeaderValue("Bearer", token)',
+    # review 38: git's settings of no credential, or one given a variable
+    'git config --global user.name "Bob Smith"', 'git config --global credential.helper store',
+    'git config --global sendemail.smtpPass "$SMTP_PASS"', 'git config --global sendemail.smtpserver smtp.gmail.com',
+    'pip config set global.index-url https://pypi.tuna.tsinghua.edu.cn/simple',
     # review 37: after those purposes, no password
     'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
