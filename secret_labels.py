@@ -46,6 +46,9 @@ _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律
               r"|的?值(?:是|为|為)|我?(?:发|發|贴|貼)(?:给|給)?(?:你|一下|下|这|這)?了?|给你|給你|我?(?:记得|記得)|放?在(?:这|這|此)(?:里|裡|儿|兒)?了?"
               r"|(?:刚刚?|剛剛?|刚才|剛才)?(?:已经?|已經)?(?:改|换|換|更新|重置)了?[，,][ \t]*+(?:新的?|现在的?|現在的?)?(?:是|为|為)"
               r"|(?:已经?|已經)?(?:变更|變更|更新|重置|修改|生成|创建|創建|分配)(?:好|完)?了?|を?(?:変更|更新|リセット|再設定)(?:しました|した|済み?)?")
+#: A word of a relative clause between a label and its verb (``the password you need is``, ``the password that works
+#: is``, ``the password we use on staging is``): not the verb itself.
+_CLAUSE_WORD = r"[ \t]++(?!(?:is|was)(?![\w'’-]))[\w'’-]{1,20}+"
 #: The verbs that join a Latin label to its value (``password is``, ``das Passwort lautet``, ``le mot de passe c'est``).
 _VERBS = r"is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là"
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
@@ -65,6 +68,8 @@ LABELLED = re.compile(
     r"((?P<purpose>[ \t]++(?:for|of|on|in|at|to|für|von|zur|zum|pour|de|du|des|del|della|do|da|dos|das|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?(?:[\w.@-]{1,64}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")"
     r"(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now|ist|war|lautet|est|es|era)(?![\w.-]))(?:[\w-]{1,30}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")){0,2}(?=[\s:：=\"”(（])"
+    r"|[ \t]++(?:that|you|we|i|they)" + _CLAUSE_WORD + r"(?:" + _CLAUSE_WORD + r")?(?:" + _CLAUSE_WORD + r")?"
+    r"(?=[ \t]++(?:is|was)(?![\w'’-])|[ \t]*+[:：])"
     r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：])|[,，][ \t]*+(?:the[ \t]++)?new[ \t]++one(?=[ \t]++(?:is|was)[ \t]|[ \t]*+:)|[ \t]++(?:nueva|nuevo|nova|novo|nuova|nuovo|mới|actual|wifi)(?![\w-])"
     r"|[，,][ \t]*+[^\s，,。的]{1,20}+[ \t]*+的(?=[是为為]))?"
     r"[\"”】\]]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"

@@ -925,6 +925,9 @@ SENT_BEFORE = [
     # review 38: git's and pip's settings given a credential's name and its value (git send-email's smtpPass)
     ('git config --global sendemail.smtpPass Kq7vLp2Wx99', 'Kq7vLp2Wx99'), ('pip config set global.password Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
     ("git config sendemail.smtpPass 'Kq7#vLp2Wx'", 'Kq7#vLp2Wx'),
+    # review 38: a relative clause between a password's label and its verb
+    ('The password you need is Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('the password I used was Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('the password that works is Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('the password we use on staging is Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -938,6 +941,10 @@ NEAR_MISSES = [
     'git config --global user.name "Bob Smith"', 'git config --global credential.helper store',
     'git config --global sendemail.smtpPass "$SMTP_PASS"', 'git config --global sendemail.smtpserver smtp.gmail.com',
     'pip config set global.index-url https://pypi.tuna.tsinghua.edu.cn/simple',
+    # review 38: a relative clause after a label, then what the credential is, not its value
+    'the password you need is in 1Password', 'the token you get is valid for 3600s', 'the password you set is too short',
+    'the password you type is hashed with bcrypt-12', 'the secret they gave is k8s/secret-v2', 'the token I have is v2-format',
+    'the token I had was expired: 401 Unauthorized', 'the token you pass is base64-encoded',
     # review 37: after those purposes, no password
     'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
