@@ -193,7 +193,7 @@ _SED_NAMES = re.compile(r"(?i).{0,60}(?:pass|password|passwd|pwd|secret|token|ke
 #: after it (``token Int64?``), not a path; ``pass`` and ``passwd`` are commands given a user's name (:func:`_line`).
 CONFIG_LINE = re.compile(
     r"(?m:^)[ \t]*+(?P<name>[A-Za-z_][\w.-]{0,60}+)(?:[ \t]++|[ \t]*+=[ \t]*+)(?![~/$%]|\./)"
-    r"(?P<bare>[^\s()\[\]{}<>\"'`]{6,200}+)(?<!\?)[ \t]*+\r?$"
+    r"(?P<bare>[^\s()\[\]{}<>\"'`]{6,200}+)(?<!\?)[ \t]*+\r?(?m:$)"
 )
 #: Names of LDAP clients' and servers' bind passwords (nslcd's ``bindpw``, slapd's ``rootpw``, sssd's ``…_authtok``).
 _BIND_NAMES = ("bindpw", "rootpw", "authtok")

@@ -64,7 +64,7 @@ OPENVPN_LOGIN = re.compile(
 )
 #: A line of postfix's ``sasl_passwd``: a relay (``[smtp.qq.com]:587``), then ``user:password``.
 SASL_PASSWD = re.compile(
-    r"(?m:^)[ \t]*+\[[\w.-]{1,253}+\](?::\d{1,5}+)?[ \t]++[^\s:]{1,100}+:(?P<value>\S{1,200}+)[ \t]*+\r?$"
+    r"(?m:^)[ \t]*+\[[\w.-]{1,253}+\](?::\d{1,5}+)?[ \t]++[^\s:]{1,100}+:(?P<value>\S{1,200}+)[ \t]*+\r?(?m:$)"
 )
 #: A base64 token without a label (``Ym9iOlRxNyF2Um0yWHM=``), which :func:`_base64_login` decodes: a ``user:password`` whose
 #: password reads as one whatever surrounds it.
@@ -104,7 +104,7 @@ CONNECTION_SECRET = re.compile(r"(?i)(?<=;)[ \t]*+(?:password|pwd|accountkey|sha
 PROXY_LINK = re.compile(r"(?i)(?<![\w+.-])(?:trojan|hysteria2|hy2|tuic|anytls)://(?P<value>[^@/\s]{6,200}+)@")
 #: A line of PgBouncer's ``userlist.txt``: a quoted user, then a quoted password without ``/`` (``"GET" "/api"`` is a
 #: log's) or its md5/SCRAM hash.
-USERLIST_LINE = re.compile(r"(?m:^)[ \t]*+\"[\w.@-]{1,64}+\"[ \t]++\"(?P<value>[^\"\n]{6,300}+)\"[ \t]*+\r?$")
+USERLIST_LINE = re.compile(r"(?m:^)[ \t]*+\"[\w.@-]{1,64}+\"[ \t]++\"(?P<value>[^\"\n]{6,300}+)\"[ \t]*+\r?(?m:$)")
 #: A JSON array of numbers (a Solana keypair's ``id.json`` is 64 of 0 to 255): :func:`_key_bytes` counts them.
 BYTE_ARRAY = re.compile(r"\[[\d,\s]{127,4000}+\]")
 #: A quoted session id under its name (``"session_id": "…"``, ``sessionId: '…'``, ``session-id=…``): an API's or a

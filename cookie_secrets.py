@@ -42,7 +42,7 @@ NAME_VALUE_COOKIE = re.compile(
 #: domain, path. Groups ``name``, ``value``.
 COOKIE_LINE = re.compile(
     r"(?m:^)(?:(?:#HttpOnly_)?[\w.-]{1,253}+\t(?i:TRUE|FALSE)\t[^\t\n]{1,200}+\t(?i:TRUE|FALSE)\t\d{1,20}+\t"
-    r"(?P<name>[^\t\n]{1,100}+)\t(?P<value>[^\t\n]{4,400}+)$"
+    r"(?P<name>[^\t\n]{1,100}+)\t(?P<value>[^\t\n]{4,400}+)(?m:$)"
     r"|(?P<name2>[^\t\n]{1,100}+)\t(?P<value2>[^\t\n]{4,400}+)\t\.?[\w-]{1,63}+\.[\w.-]{1,190}+\t/)")
 
 

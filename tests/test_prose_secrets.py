@@ -928,6 +928,13 @@ SENT_BEFORE = [
     # review 38: a relative clause between a password's label and its verb
     ('The password you need is Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('the password I used was Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ('the password that works is Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('the password we use on staging is Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    # review 38: a config file's, sasl_passwd's, userlist.txt's or cookies.txt's line that is not the text's last
+    ('vrrp_instance VI_1 {\n  authentication {\n    auth_pass Kq7vLp2Wx99\n  }\n}', 'Kq7vLp2Wx99'),
+    ('account gmail\npassword Kq7vLp2Wx99\nhost smtp.gmail.com', 'Kq7vLp2Wx99'), ('bindpw Kq7#vLp2Wx\nbase dc=x', 'Kq7#vLp2Wx'),
+    ('[smtp.qq.com]:587 bob@qq.com:xkqmzvbnrtwplhsd\n[smtp.163.com]:25 bob@163.com:Kq7vLp2Wx99', 'xkqmzvbnrtwplhsd'),
+    ('"bob" "Kq7#vLp2Wx"\n"alice" "SCRAM-SHA-256$4096:abc"', 'Kq7#vLp2Wx'),
+    ('# Netscape HTTP Cookie File\n.x.com\tTRUE\t/\tTRUE\t1735689600\tsessionid\tk2j3h4g5f6d7s8a9p0o1i2u3\n'
+     '.x.com\tTRUE\t/\tFALSE\t1735689600\ttheme\tdark', 'k2j3h4g5f6d7s8a9p0o1i2u3'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -945,6 +952,8 @@ NEAR_MISSES = [
     'the password you need is in 1Password', 'the token you get is valid for 3600s', 'the password you set is too short',
     'the password you type is hashed with bcrypt-12', 'the secret they gave is k8s/secret-v2', 'the token I have is v2-format',
     'the token I had was expired: 401 Unauthorized', 'the token you pass is base64-encoded',
+    # review 38: a config file's lines of no credential above others
+    'key user:42:settings\nvalue x', 'token_count 4096\nok', 'auth oauth2-v1\nok', 'session_token_ttl 3600s\nok',
     # review 37: after those purposes, no password
     'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
