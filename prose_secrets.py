@@ -201,7 +201,8 @@ OTP_SEED = re.compile(r"(?i)(?<![\w-])(?:(?P<otp>totp|2fa|mfa|otp)[ \t_-]*+(?:se
 #: before it) whatever its letters: a seed of letters alone goes after it.
 OTP_WORD = re.compile(r"(?i)(?<![\w-])(?:totp|2fa|mfa|otp|two[ -]factor|authenticator)(?![\w-])|两步验证|二步验证|双因素|二要素|2段階")
 #: Words of prose and documentation that a passphrase is not made of (``password: see the vault entry``, ``reset
-#: password: click the link``, ``password: hashed with bcrypt``): function words, and what a text says of a password.
+#: password: click the link``, ``password: hashed with bcrypt``): function words, and what a text says of a password
+#: (its rules too, in the languages of :data:`secret_labels.FOREIGN_PASSWORD_LABELS`: ``contraseña: al menos 8 caracteres``).
 PROSE_WORDS = frozenset("""
 a an the and or but nor not no yes is are was were be been being am do does did done have has had will would shall
 should can could may might must to of in on at by for from with without within into onto over under via per as than
@@ -214,6 +215,8 @@ password passwords passphrase token key secret user users account login characte
 le la les de du des un une et ou voir dans est sur pour avec pas ne el los las del en y o ver es con para por no se
 der die das den dem ein eine und oder im mit siehe ist nicht kein keine os as do da dos em na e com het een zie met
 il lo gli di che per non nel sul
+menos mínimo minimo máximo maximo caracteres carácteres moins caractères minimum maximum najmniej znaków znaki mindestens
+zeichen minst tecken mindst tegn vähintään merkkiä alespoň znaků legalább karakter almenys caràcters
 """.split())
 
 

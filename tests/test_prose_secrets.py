@@ -954,6 +954,9 @@ NEAR_MISSES = [
     'the token I had was expired: 401 Unauthorized', 'the token you pass is base64-encoded',
     # review 38: a config file's lines of no credential above others
     'key user:42:settings\nvalue x', 'token_count 4096\nok', 'auth oauth2-v1\nok', 'session_token_ttl 3600s\nok',
+    # review 38: a password's rules in Spanish, French, Portuguese, Polish and German (no passphrase)
+    'contraseña: al menos 8 caracteres', 'mot de passe : au moins 8 caractères', 'senha: pelo menos 8 caracteres',
+    'hasło: co najmniej 8 znaków', 'contraseña: mínimo 8 caracteres', 'passwort: mindestens 8 zeichen',
     # review 37: after those purposes, no password
     'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
