@@ -14,23 +14,26 @@ import re
 
 from .secret_patterns import CREDENTIAL_PART
 
-#: Credential labels in other scripts than Latin (longer ones first; Thai's and Arabic's words for password last).
+#: Credential labels in other scripts than Latin (longer ones first; Thai's, Arabic's, Hebrew's and Hindi's words for
+#: password last).
 _SCRIPT_LABELS = ("密码短语|密碼短語|密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|授权码|授權碼|安全码|安全碼|凭证|憑證|凭据|憑據"
                   "|账密|帳密|金鑰|金钥|權杖|权杖|パスワード|パスフレーズ|暗証番号|暗号鍵|認証キー|비밀 ?번호|패스워드|비번|암호|인증키|시크릿 ?키|비밀 ?키"
-                  "|пароль|паролем|пароля|รหัสผ่าน|كلمة المرور|كلمة السر|كلمة مرور")
+                  "|пароль|паролем|пароля|รหัสผ่าน|كلمة المرور|كلمة السر|كلمة مرور|סיסמה|סיסמא|पासवर्ड")
 #: Credential labels of other languages written in Latin letters or Cyrillic (French, Spanish, Portuguese, German,
-#: Dutch, Italian, Polish, Turkish, Vietnamese, Indonesian, Malay, Russian, Japanese and Korean katakana/hangul words for
+#: Dutch, Italian, Polish, Turkish, Vietnamese, Indonesian, Malay, Swedish, Norwegian, Danish, Finnish, Czech, Hungarian,
+#: Catalan, Russian, Japanese and Korean katakana/hangul words for
 #: password, key and token: ``APIトークン``, ``シークレットキー``), after which ``:`` joins a value as a verb does: no
 #: assignment names them.
 _FOREIGN_LABELS = (r"mot de passe|contraseña|contrasena|senha|palavra-passe|passwort|kennwort|wachtwoord|hasło|haslo|şifre(?:m|niz|si)?"
-                   r"|sifre(?:m|niz|si)?|parola d'ordine|mật khẩu|mat khau|kata sandi|kata laluan|clé(?: d'api| api)?|cle api|jeton"
+                   r"|sifre(?:m|niz|si)?|parola d'ordine|mật khẩu|mat khau|kata sandi|kata laluan|lösenord|losenord|passord|adgangskode|salasana|heslo|jelszó|jelszo|contrasenya|clé(?: d'api| api)?|cle api|jeton"
                    r"|clave(?: de api| api)?|chave(?: de api| api)?|schlüssel|api-schlüssel|sleutel|токен|ключ(?: api)?|api[ -]ключ"
                    r"|(?:api ?|アクセス|シークレット)?トークン|(?:アクセス|シークレット)キー|(?:クライアント|アプリ)?シークレット|토큰")
 FOREIGN_LABEL = re.compile("(?i)" + _FOREIGN_LABELS)
 #: The labels of :data:`_FOREIGN_LABELS` for a password (after which a value of letters and spaces can be a passphrase).
 FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha", "palavra-passe", "passwort", "kennwort",
                            "wachtwoord", "hasło", "haslo", "şifre", "sifre", "parola d'ordine", "mật khẩu", "mat khau",
-                           "kata sandi", "kata laluan", "şifrem", "sifrem", "şifreniz", "sifreniz", "şifresi", "sifresi"}
+                           "kata sandi", "kata laluan", "lösenord", "losenord", "passord", "adgangskode", "salasana", "heslo", "jelszó",
+                           "jelszo", "contrasenya", "şifrem", "sifrem", "şifreniz", "sifreniz", "şifresi", "sifresi"}
 #: The labels of :data:`_SCRIPT_LABELS` for a password, in Chinese, Japanese and Korean (a key's or a token's, 密钥 令牌,
 #: may name a colour: a theme's).
 CJK_PASSWORD_LABELS = frozenset(("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호"))

@@ -935,6 +935,9 @@ SENT_BEFORE = [
     ('"bob" "Kq7#vLp2Wx"\n"alice" "SCRAM-SHA-256$4096:abc"', 'Kq7#vLp2Wx'),
     ('# Netscape HTTP Cookie File\n.x.com\tTRUE\t/\tTRUE\t1735689600\tsessionid\tk2j3h4g5f6d7s8a9p0o1i2u3\n'
      '.x.com\tTRUE\t/\tFALSE\t1735689600\ttheme\tdark', 'k2j3h4g5f6d7s8a9p0o1i2u3'),
+    # review 38: a password's label in Swedish, Norwegian, Danish, Finnish, Czech, Hungarian, Catalan, Hebrew and Hindi
+    *[(f'{label} Kq7#vLp2Wx', 'Kq7#vLp2Wx') for label in (
+        'lösenord:', 'passord:', 'adgangskode:', 'salasana:', 'heslo:', 'jelszó:', 'contrasenya:', 'סיסמה:', 'पासवर्ड:')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -957,6 +960,9 @@ NEAR_MISSES = [
     # review 38: a password's rules in Spanish, French, Portuguese, Polish and German (no passphrase)
     'contraseña: al menos 8 caracteres', 'mot de passe : au moins 8 caractères', 'senha: pelo menos 8 caracteres',
     'hasło: co najmniej 8 znaków', 'contraseña: mínimo 8 caracteres', 'passwort: mindestens 8 zeichen',
+    # review 38: those labels before a rule or where the password is kept
+    'lösenord: minst 8 tecken', 'heslo: alespoň 8 znaků', 'salasana: vähintään 12 merkkiä', 'jelszó: legalább 8 karakter',
+    'סיסמה: לפחות 8 תווים', 'पासवर्ड: कम से कम 8 अक्षर', 'passord: se 1Password', 'heslo: viz Vault',
     # review 37: after those purposes, no password
     'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
