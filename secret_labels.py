@@ -66,7 +66,7 @@ _VERBS = r"is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là"
 #: :func:`redact._labelled`'s.
 LABELLED = re.compile(
     r"(?i)((?:" + _SCRIPT_LABELS + r")|(?<![A-Za-z0-9_])(?:APIキー|API ?키"
-    r"|password|passwd|passphrase|passcode|pwd|pw|sk|" + _FOREIGN_LABELS +
+    r"|password|pasword|passwrod|passowrd|passwd|passphrase|passcode|pwd|pw|sk|" + _FOREIGN_LABELS +
     r"|(?:api|access|secret|private|wpa[23]?)[ _-]?key|(?:wpa[23]?[ _-]?)?psk|secret|(?<!max )(?<!min )token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|in|at|to|für|von|zur|zum|pour|de|du|des|del|della|do|da|dos|das|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?(?:[\w.@-]{1,64}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")"

@@ -192,7 +192,7 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: too: ``b'…'``, ``r"…"``), 10 bare.
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
-    r"(?:passwords|(?i:password|passwd|passphrase|passcode|pass|pwd|pw|psk|sk|secret|token|credentials?|auth|key)|PAT))"
+    r"(?:passwords|(?i:password|pasword|passwrod|passowrd|passwd|passphrase|passcode|pass|pwd|pw|psk|sk|secret|token|credentials?|auth|key)|PAT))"
     r"((?:_(?:\d{1,2}+|(?i:old|new|prod|production|staging|stage|dev|test|uat|qa|local|backup))(?![A-Za-z0-9]))?+"
     r"\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+(?:[\"']|[^\s\"',;]{1,200}+[ \t]*+(?:\r?\n|$)))|<-(?=[^\S\r\n]*+[\"'])|[:=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
     r"(?:\r?\n\s*+(?:-{3,}+[ \t]*+\r?\n[ \t]*+|-[ \t]++)?(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
@@ -418,12 +418,14 @@ NAME_PIECE = re.compile(r"(?:[A-Z]?[a-z]++|[A-Z]++)?\d*+")
 CJK_NAME_VALUE = re.compile(_ALGORITHM)
 #: Trailing punctuation that ends a sentence or a call, not a password.
 VALUE_END = ".,;:!?)]}>'\""
+#: Typos of password that people write in its place (``DB_PASWORD=…``, ``passwrod: …``).
+TYPED_PASSWORDS = ("pasword", "passwrod", "passowrd")
 #: Endings of a name's last word that make it a credential whatever the value (``client_secret``, ``PGPASSWORD``,
 #: ``csrftoken``); not "credentials": fetch's ``credentials: 'include'`` is code.
-CREDENTIAL_ENDINGS = ("password", "passwd", "passphrase", "secret", "token")
+CREDENTIAL_ENDINGS = ("password", "passwd", "passphrase", "secret", "token") + TYPED_PASSWORDS
 #: Endings of a name or label after which letters alone can be a password (:func:`redact._passphrase`); so can
 #: ``pass`` as its last word (:func:`redact._password_name`).
-PASSWORD_ENDINGS = ("password", "passwd", "passphrase", "passcode", "pwd", "psk")
+PASSWORD_ENDINGS = ("password", "passwd", "passphrase", "passcode", "pwd", "psk") + TYPED_PASSWORDS
 #: A password of letters alone after such a name or label: 12+ lower-case letters (``correcthorsebatterystaple``), or
 #: three or more Capitalised words (``CorrectHorseBatteryStaple``, :data:`CAMEL_WORD`), taken only where no word
 #: follows (:data:`CLAUSE_END`; ``the password is stored in vault`` is prose). Shorter words are prose or settings

@@ -938,6 +938,9 @@ SENT_BEFORE = [
     # review 38: a password's label in Swedish, Norwegian, Danish, Finnish, Czech, Hungarian, Catalan, Hebrew and Hindi
     *[(f'{label} Kq7#vLp2Wx', 'Kq7#vLp2Wx') for label in (
         'lösenord:', 'passord:', 'adgangskode:', 'salasana:', 'heslo:', 'jelszó:', 'contrasenya:', 'סיסמה:', 'पासवर्ड:')],
+    # review 38: password typed as people mistype it, as a label and as a name
+    ('passwrod: Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('my pasword is Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('DB_PASWORD=Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ('passowrd = Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -963,6 +966,8 @@ NEAR_MISSES = [
     # review 38: those labels before a rule or where the password is kept
     'lösenord: minst 8 tecken', 'heslo: alespoň 8 znaků', 'salasana: vähintään 12 merkkiä', 'jelszó: legalább 8 karakter',
     'סיסמה: לפחות 8 תווים', 'पासवर्ड: कम से कम 8 अक्षर', 'passord: se 1Password', 'heslo: viz Vault',
+    # review 38: a mistyped password's label before prose or a variable
+    'pasword: at least 8 characters', 'forgot pasword? click here', 'pasword: ${DB_PASSWORD}',
     # review 37: after those purposes, no password
     'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
