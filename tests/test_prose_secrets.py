@@ -941,6 +941,9 @@ SENT_BEFORE = [
     # review 38: password typed as people mistype it, as a label and as a name
     ('passwrod: Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('my pasword is Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('DB_PASWORD=Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ('passowrd = Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    # review 38: a value in HTML's bold, strong or span after its label (a mail template's output)
+    ('密码：<b>Kq7#vLp2Wx</b>', 'Kq7#vLp2Wx'), ('Your temporary password is <b>Kq7#vLp2Wx</b>', 'Kq7#vLp2Wx'),
+    ('password: <strong>Kq7#vLp2Wx</strong>', 'Kq7#vLp2Wx'), ('password: <span>Kq7#vLp2Wx</span>', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -968,6 +971,9 @@ NEAR_MISSES = [
     'סיסמה: לפחות 8 תווים', 'पासवर्ड: कम से कम 8 अक्षर', 'passord: se 1Password', 'heslo: viz Vault',
     # review 38: a mistyped password's label before prose or a variable
     'pasword: at least 8 characters', 'forgot pasword? click here', 'pasword: ${DB_PASSWORD}',
+    # review 38: a password's rule or a template in bold
+    'Password: <b>at least 8 characters</b>', 'Password: <strong>required</strong>', 'Your password is <b>${pw}</b>',
+    'password: <b>{{password}}</b>',
     # review 37: after those purposes, no password
     'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
