@@ -115,7 +115,7 @@ def _class_counts(token: str) -> tuple[int, int, int]:
 def looks_random(token: str) -> bool:
     """Whether a long token (28+ characters) reads as a key rather than a word, a path or a digest.
 
-    Hex of 40 or 64 digits (git object ids, SHA-256 digests) and UUIDs are kept; other hex is taken for a key
+    Hex of 40 or 64 digits (git object ids, SHA-256 digests), ``0x`` and 40 (an Ethereum address) and UUIDs are kept; other hex is taken for a key
     (many services issue 32-hex keys; an MD5 checksum goes with them, unless :func:`digest_listed` says it is one). Otherwise a token needs high Shannon
     entropy and short class runs (:func:`_class_runs`), with either all three classes or one case of letters
     with a good share of digits and a piece of 16+ characters between ``-`` and ``_`` (a migration's
@@ -123,6 +123,8 @@ def looks_random(token: str) -> bool:
     A heuristic: a few random keys read as words and are kept, one-case ones more often.
     """
     stripped = token.strip("=")
+    if len(stripped) == 42 and stripped[:2] in ("0x", "0X") and HEX.match(stripped[2:]):
+        return False  # an Ethereum address (20 bytes, public); a private key is 32 bytes, as a transaction's hash is
     if HEX.match(stripped):
         return len(stripped) not in (40, 64)
     if UUID.match(token):

@@ -944,6 +944,9 @@ SENT_BEFORE = [
     # review 38: a value in HTML's bold, strong or span after its label (a mail template's output)
     ('密码：<b>Kq7#vLp2Wx</b>', 'Kq7#vLp2Wx'), ('Your temporary password is <b>Kq7#vLp2Wx</b>', 'Kq7#vLp2Wx'),
     ('password: <strong>Kq7#vLp2Wx</strong>', 'Kq7#vLp2Wx'), ('password: <span>Kq7#vLp2Wx</span>', 'Kq7#vLp2Wx'),
+    # review 38: an Ethereum private key beside its address
+    ('anvil account (0) 0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266\nPrivate Key: 0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
+     'ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -974,6 +977,9 @@ NEAR_MISSES = [
     # review 38: a password's rule or a template in bold
     'Password: <b>at least 8 characters</b>', 'Password: <strong>required</strong>', 'Your password is <b>${pw}</b>',
     'password: <b>{{password}}</b>',
+    # review 38: an Ethereum address (0x and 40 hex digits) is public; a private key has 64
+    'send 1 ETH to 0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'contract deployed at 0x5FbDB2315678afecb367f032d93F642f64180aa3',
+    'USDC: 0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48',
     # review 37: after those purposes, no password
     'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
