@@ -65,8 +65,8 @@ KEY_FORMATS = re.compile(
     # AWS access key ids, also run into a word or a name (``ID_AKIA…``, ``idAKIA…``): 20 upper-case characters (not the docs' …EXAMPLE);
     # MySQL's native password hash, ``*`` and 40 hex digits in capitals (a git id is in lower case and has no ``*``; ``**…**`` is bold)
     r"|(?<![A-Z0-9])(?:AKIA|ASIA|A3T[A-Z0-9])[0-9A-Z]{16}(?<!EXAMPLE)(?![A-Za-z0-9])|(?<![\w*])\*(?=\d{0,39}+[A-F])[0-9A-F]{40}(?![\w*])"
-    r")(?:" + LINE_BREAK + r"(?![a-z]++[ \t])[A-Za-z0-9_-]++(?![=:]))?"  # not the next line's name (.env's OPENAI_API_KEY=sk-…
-    # then DB_PASSWORD=…) nor its first word of prose ([12:00:01] starting server …)
+    r")(?:" + LINE_BREAK + r"(?![a-z]++[ \t])[A-Za-z0-9_-]++(?![ \t]*+[=:]))?"  # not the next line's name (.env's OPENAI_API_KEY=sk-…
+    # then DB_PASSWORD=…, an INI file's aws_secret_access_key = …) nor its first word of prose ([12:00:01] starting server …)
 )
 #: A key cut by a line break before its format is complete (``ghp_Z8x7C6\nv5B4n3...``): a key prefix, the rest of its
 #: line and the next line's leading key characters, redacted when they join into a :data:`KEY_FORMATS` key and the
@@ -74,7 +74,7 @@ KEY_FORMATS = re.compile(
 #: ``.sk-.sk-...`` is read once, not once per prefix.
 WRAPPED_KEY = re.compile(
     r"(?<![A-Za-z0-9_.~-])(?:sk-|(?:sk|rk|pk)_(?:live|test)_|gh[pousr]_|github_pat_|gl(?:pat|rt)-|xox[a-z]-|xapp-|AKIA|ASIA|AIza|hf_|eyJ|npm_|pypi-|gsk_)"
-    r"[A-Za-z0-9_.~-]*+" + LINE_BREAK + r"[A-Za-z0-9_.~-]++(?![=:])"
+    r"[A-Za-z0-9_.~-]*+" + LINE_BREAK + r"[A-Za-z0-9_.~-]++(?![ \t]*+[=:])"
 )
 #: A private key block, to its ``END`` line or, cut off, to the end of the text.
 PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*-----|\Z)", re.DOTALL)

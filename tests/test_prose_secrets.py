@@ -947,6 +947,10 @@ SENT_BEFORE = [
     # review 38: an Ethereum private key beside its address
     ('anvil account (0) 0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266\nPrivate Key: 0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
      'ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80'),
+    # review 38: an INI file's or a spaced .env's next line after a provider key: its name was taken as the key's
+    # wrapped rest (the = after a space), its value left bare
+    ('aws_access_key_id = AKIAXK9PQ2LM7NV4RT6Y\ndb_password = Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
+    ('OPENAI_API_KEY = sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nDB_PASSWORD = Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1713,6 +1717,9 @@ def test_text_near_a_secret_written_as_prose_is_sent_unchanged(text):
     ("token glpat-szI1upq8QC8qbtdbCztt\nstarting server", "token [redacted]\nstarting server"),
     # a TOTP seed in groups of 4: its 4 groups (16 characters) or 8 (32), not the word after them
     ("TOTP secret: jbsw y3dp ehpk 3pxp with the app", "TOTP secret: [redacted] with the app"),
+    # an INI file's next name after a whole key stays (review 38: aws_secret_access_key went with the id)
+    ("[default]\naws_access_key_id = AKIAXK9PQ2LM7NV4RT6Y\naws_secret_access_key = Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5Js1Qe0Hd9Fg2Aa1",
+     "[default]\naws_access_key_id = [redacted]\naws_secret_access_key = [redacted]"),
 ])
 def test_what_follows_a_secret_goes_only_when_it_is_secret_too(text, sent):
     """``to`` and ``改成`` join a password's old value to its new one (both go), not a key to where it went (review 33:
