@@ -951,6 +951,8 @@ SENT_BEFORE = [
     # wrapped rest (the = after a space), its value left bare
     ('aws_access_key_id = AKIAXK9PQ2LM7NV4RT6Y\ndb_password = Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
     ('OPENAI_API_KEY = sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nDB_PASSWORD = Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
+    ('OPENAI_API_KEY sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nDB_PASSWORD Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
+    ('key: sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nPassword Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1720,6 +1722,8 @@ def test_text_near_a_secret_written_as_prose_is_sent_unchanged(text):
     # an INI file's next name after a whole key stays (review 38: aws_secret_access_key went with the id)
     ("[default]\naws_access_key_id = AKIAXK9PQ2LM7NV4RT6Y\naws_secret_access_key = Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5Js1Qe0Hd9Fg2Aa1",
      "[default]\naws_access_key_id = [redacted]\naws_secret_access_key = [redacted]"),
+    ("ENV OPENAI_API_KEY=sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nENV DB_PASSWORD=Kq7vLp2Wx99",
+     "ENV OPENAI_API_KEY=[redacted]\nENV DB_PASSWORD=[redacted]"),
 ])
 def test_what_follows_a_secret_goes_only_when_it_is_secret_too(text, sent):
     """``to`` and ``改成`` join a password's old value to its new one (both go), not a key to where it went (review 33:
