@@ -953,6 +953,8 @@ SENT_BEFORE = [
     ('OPENAI_API_KEY = sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nDB_PASSWORD = Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
     ('OPENAI_API_KEY sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nDB_PASSWORD Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
     ('key: sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nPassword Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
+    # review 38: 都一样 and 没变，还是 as joiners
+    ('密码都一样：Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('几台机器密码都一样，都是 Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('密码没变，还是 Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -986,6 +988,8 @@ NEAR_MISSES = [
     # review 38: an Ethereum address (0x and 40 hex digits) is public; a private key has 64
     'send 1 ETH to 0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'contract deployed at 0x5FbDB2315678afecb367f032d93F642f64180aa3',
     'USDC: 0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48',
+    # review 38: 都一样 and 没变 without a value
+    '密码都一样吗？', '三台机器密码都一样，都是 root 的', '密码没变，还是原来那个', '密码都一样：见 1Password', '密码没变，还是 Vault 里那个',
     # review 37: after those purposes, no password
     'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
