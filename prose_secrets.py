@@ -119,10 +119,10 @@ URL_LOGIN = re.compile(r"http(?<=(?<![\w.])http)s?://[!-~]{1,300}+[ \t]++[A-Za-z
 #: found from its ``/`` (searched for, as :data:`URL_LOGIN`'s literal is, not tried at every word) and a value
 #: with one of :data:`STRONG_SYMBOLS`; :func:`_user_slash` reads the user before it.
 USER_SLASH = re.compile(r"/[ \t]*+(?=[^\s/，,。]{0,63}?[!@#$^&?])(?P<value>[^\s/，,。]{6,64}+)")
-#: The user before a :data:`USER_SLASH`: a lower-case name, not a path's or an address's piece nor a git branch's prefix
-#: (``feature/Fix#123Bug``).
+#: The user before a :data:`USER_SLASH`: a lower-case name, at a host or a mail address's (``root@10.0.0.5 / …``,
+#: ``bob@example.com / …``), not a path's or an address's piece nor a git branch's prefix (``feature/Fix#123Bug``).
 SLASH_USER = re.compile(r"(?<![\w./:@-])(?!(?:feature|feat|fix|bugfix|hotfix|release|origin|upstream|refs|heads|tags|remotes)[ \t]*+$)"
-                        r"[a-z][a-z0-9_.-]{0,31}+[ \t]*+$")
+                        r"[a-z][a-z0-9_.-]{0,31}+(?:@[A-Za-z0-9][\w.-]{0,99}+)?[ \t]*+$")
 #: A user and password given as flags of a command (``mongo -u admin -p 'Sup3r$ecret9'``, ``smbclient -U
 #: bob%Sup3rS3cretPw`` or ``'CORP\\bob%…'``, ``lftp -u bob,Sup3rS3cretPw``, ``az login -u http://app -p …``); the password goes when it reads as one (``docker run -u
 #: 1000:1000 -p 8080:80`` and ``mysql -u root -p shop`` keep theirs). Groups: ``q`` the quote, ``value``.

@@ -955,6 +955,9 @@ SENT_BEFORE = [
     ('key: sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nPassword Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
     # review 38: 都一样 and 没变，还是 as joiners
     ('密码都一样：Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('几台机器密码都一样，都是 Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('密码没变，还是 Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    # review 38: a login at a host or a mail address and a strong password joined by / (a handover's list)
+    ('root@10.0.0.5 / Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('bob@example.com / Summer2024!', 'Summer2024'),
+    ('SSH: deploy@bastion.corp.io / Dpl#Key2024', 'Dpl#Key2024'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -990,6 +993,9 @@ NEAR_MISSES = [
     'USDC: 0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48',
     # review 38: 都一样 and 没变 without a value
     '密码都一样吗？', '三台机器密码都一样，都是 root 的', '密码没变，还是原来那个', '密码都一样：见 1Password', '密码没变，还是 Vault 里那个',
+    # review 38: an address before a / and no password
+    'see bob@example.com / alice@example.com', 'email me at bob@example.com / or call', 'user@host / $HOME',
+    'git@github.com:org/repo / main', 'mailto:bob@x.com / Re: Hello!', 'docs@v2 / Release2024',
     # review 37: after those purposes, no password
     'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
