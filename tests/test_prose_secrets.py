@@ -958,6 +958,8 @@ SENT_BEFORE = [
     # review 38: a login at a host or a mail address and a strong password joined by / (a handover's list)
     ('root@10.0.0.5 / Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('bob@example.com / Summer2024!', 'Summer2024'),
     ('SSH: deploy@bastion.corp.io / Dpl#Key2024', 'Dpl#Key2024'),
+    # review 38: LDIF's base64 value after ::
+    ('dn: uid=bob,ou=people,dc=x\nuserPassword:: e1NTSEF9Wk1xM3ZMcDJXeDk5', 'e1NTSEF9Wk1xM3ZMcDJXeDk5'),
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -996,6 +998,10 @@ NEAR_MISSES = [
     # review 38: an address before a / and no password
     'see bob@example.com / alice@example.com', 'email me at bob@example.com / or call', 'user@host / $HOME',
     'git@github.com:org/repo / main', 'mailto:bob@x.com / Re: Hello!', 'docs@v2 / Release2024',
+    # review 38: a path's :: after a credential's word (Laravel's facades, Rust's paths) is no assignment
+    '$user = Auth::user();', "if (Auth::check()) { return redirect('/home'); }", 'Auth::attempt($credentials)',
+    "Password::sendResetLink($request->only('email'));", 'Secret::find(1)', 'std::auth::Token::new()',
+    "Auth::routes(['verify' => true]);",
     # review 37: after those purposes, no password
     'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
