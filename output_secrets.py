@@ -4,8 +4,9 @@ A value on the line under the command that printed it: ``printenv NAME`` (in a c
 NAME``), ``echo $NAME`` (``${NAME}``, ``%NAME%``,
 ``$env:NAME``) and ``cat`` of a file named for a password or token (Jenkins' ``initialAdminPassword``) after a
 shell's prompt or none, ``kubectl … {.data.NAME} | base64 -d`` (``oc`` too) and PowerShell's ``Name : NAME`` above
-``Value : …``, ``terraform output -raw NAME``, ``argocd admin initial-password``, ``vault kv get -field=NAME …`` and ``gcloud secrets versions access …
---secret=NAME``; the NAME is judged as an assignment of the value to it would be (``printenv PATH`` then a path stays).
+``Value : …``, ``terraform output -raw NAME``, ``argocd admin initial-password``, ``vault kv get -field=NAME …``, ``gcloud secrets versions access …
+--secret=NAME``, and secret managers' ``doppler secrets get NAME``, ``op read op://…/NAME``, ``pass show …``, ``bw get password …``,
+``security find-generic-password … -w`` and ``aws secretsmanager get-secret-value … --output text`` (a password's or a secret's name); the NAME is judged as an assignment of the value to it would be (``printenv PATH`` then a path stays).
 Passwords a server makes and prints (MySQL's temporary one, Elasticsearch's, Jenkins' and Spring Security's generated
 ones). Redis ``MONITOR`` lines, which quote each word of a command (``"AUTH" "…"``, ``"AUTH" "user" "…"``, ``"CONFIG"
 "SET" "requirepass" "…"``), and redis-cli's reply to ``CONFIG GET requirepass``. And ``Authorization`` written
@@ -38,6 +39,10 @@ PRINTED_VALUE = re.compile(
     r"|(?:terraform|tofu)[ \t]++output[ \t]++-raw[ \t]++(?P<tname>" + _NAME + r")|vault[ \t]++(?:kv[ \t]++get|read)[ \t]"
     r"[^\n]{0,200}?-field=(?P<vname>" + _NAME + r")[^\n]{0,300}+|gcloud[ \t][^\n]{0,200}?secrets[ \t]++versions[ \t]++access"
     r"[^\n]{0,200}?--secret[= ](?P<gname>" + _NAME + r")[^\n]{0,300}+|argocd[ \t]++admin[ \t]++(?P<aname>initial-password)[^\n]{0,300}+"
+    r"|doppler[ \t]++secrets[ \t]++get[ \t]++(?P<dname>" + _NAME + r")[^\n]{0,300}+|op[ \t]++read[ \t]++[\"']?op://[^\s\"']{0,300}?/(?P<oname>"
+    + _NAME + r")[\"']?|(?P<xname>pass)[ \t]++show[ \t]++\S{1,300}+|bw[ \t]++get[ \t]++(?P<bname>password)[ \t]++\S{1,300}+"
+    r"|security[ \t]++find-(?:generic|internet)-(?P<yname>password)[ \t][^\n]{0,300}?[ \t]-w(?![^\s])[^\n]{0,300}+"
+    r"|aws[ \t]++(?P<mname>secret)smanager[ \t]++get-secret-value[ \t][^\n]{0,300}?--output[ \t=]++text[^\n]{0,300}+"
     r"|cat[ \t]++(?:\S{0,300}?/)?(?P<fname>initialAdminPassword|initial_root_password|[\w.-]{0,40}?(?:password|token|secret))"
     r"(?:\.txt)?|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D))"
     r"[ \t]*+\r?\n[ \t]*+(?P<value>[^\s$][^\s]{0,199}+)[ \t]*+(?=\r?\n|$)"
@@ -136,7 +141,8 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
 
 def _printed(m: re.Match[str], redacted: str, judge: Judge) -> str:
     """A :data:`PRINTED_VALUE` match, its value redacted when an assignment of it to the printed name would be."""
-    names = ("pname", "ename", "wname", "sname", "fname", "kname", "lname", "tname", "vname", "gname", "aname")
+    names = ("pname", "ename", "wname", "sname", "fname", "kname", "lname", "tname", "vname", "gname", "aname", "dname", "oname",
+             "xname", "bname", "yname", "mname")
     name = next(m.group(g) for g in names if g in m.re.groupindex and m.group(g))
     value = m.group("value")
     if not judge(name, value, True):

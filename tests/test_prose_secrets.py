@@ -960,6 +960,10 @@ SENT_BEFORE = [
     ('SSH: deploy@bastion.corp.io / Dpl#Key2024', 'Dpl#Key2024'),
     # review 38: LDIF's base64 value after ::
     ('dn: uid=bob,ou=people,dc=x\nuserPassword:: e1NTSEF9Wk1xM3ZMcDJXeDk5', 'e1NTSEF9Wk1xM3ZMcDJXeDk5'),
+    # review 38: a secret manager's value on the line under the command that printed it
+    *[(f'$ {command}\nKq7vLp2Wx99', 'Kq7vLp2Wx99') for command in (
+        'doppler secrets get DB_PASSWORD --plain', 'op read op://Private/db/password', 'pass show db/prod', 'bw get password db',
+        'security find-generic-password -s db -w', 'aws secretsmanager get-secret-value --secret-id db --query SecretString --output text')],
 ]
 
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
@@ -1002,6 +1006,9 @@ NEAR_MISSES = [
     '$user = Auth::user();', "if (Auth::check()) { return redirect('/home'); }", 'Auth::attempt($credentials)',
     "Password::sendResetLink($request->only('email'));", 'Secret::find(1)', 'std::auth::Token::new()',
     "Auth::routes(['verify' => true]);",
+    # review 38: a secret manager's value that no password's name or a word names
+    '$ pass show db/prod\nhello', '$ doppler secrets get LOG_LEVEL --plain\ndebug', 'pass show tickets\nTomorrow',
+    '$ op read op://Private/db/username\nadmin',
     # review 37: after those purposes, no password
     'Passwords do expire: after 90 days', 'API key do not commit: see .env', 'The token do not expire: 3600s', 'API key do not rotate: 720h', 'the password do not expire for: 90days', 'senha do wifi: na geladeira', 'Contraseña del wifi: en la nevera',
     # review 37: a PowerShell cmdlet assigned to a credential's variable (PowerShell runs a bare word)
