@@ -76,7 +76,10 @@ def git(cwd: Path, *args: str) -> str:
         "GIT_COMMITTER_EMAIL": "t@example.invalid",
         "GIT_CONFIG_GLOBAL": "/dev/null",
     }
-    out = subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True, text=True, env=env)
+    # No automatic maintenance: git 2.47 and newer run it detached after a commit, and its lock file in .git/objects
+    # came and went while a World copied the template repository.
+    out = subprocess.run(["git", "-C", str(cwd), "-c", "maintenance.auto=false", *args], check=True, capture_output=True,
+                         text=True, env=env)
     return out.stdout.strip()
 
 
