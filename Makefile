@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv demo lint test fuzz bench-latency bench-concurrency bench-recall clean
+.PHONY: venv demo lint test test-py314 fuzz bench-latency bench-concurrency bench-recall clean
 
 $(VENV)/.installed: requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ lint: venv
 
 test: venv lint
 	$(PY) -m pytest -q
+
+# The whole suite on Python 3.14 and its SQLite, in a Debian root of their own (root and the registries needed; see the script).
+test-py314:
+	scripts/test-python314.sh
 
 # The property and fuzz tests with twenty times the examples make test gives them (tests/conftest.py).
 fuzz: venv
