@@ -18,7 +18,7 @@ import pytest
 from conftest import World, result_sessions
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from work import linear, measure, plugin_dir
+from work import bytes_read, linear, measure, plugin_dir
 
 
 def plugin(name: str) -> Any:
@@ -341,14 +341,6 @@ def test_each_note_of_the_keyword_leg_is_said_once(world: World, monkeypatch):
 
 
 # -- candidates' late columns ----------------------------------------------------------------
-
-
-def bytes_read() -> int:
-    """Bytes this process has read from files so far (``rchar``: SQLite reads its pages with ``pread``)."""
-    for line in Path("/proc/self/io").read_text().splitlines():
-        if line.startswith("rchar:"):
-            return int(line.split()[1])
-    raise AssertionError("no rchar in /proc/self/io")
 
 
 def logs_session(world: World, sid: str, repo: Path, n: int, *, live: bool = False, bar: bool = False) -> None:

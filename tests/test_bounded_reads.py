@@ -14,13 +14,12 @@ import json
 import random
 import sqlite3
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import World
 from schema30 import Schema30
-from work import linear, measure, plugin_dir
+from work import bytes_read, linear, measure, plugin_dir
 
 LAYOUTS = ("0.19", "30")
 
@@ -62,14 +61,6 @@ def write(world: World, sid: str, rows: list[dict[str, Any]]) -> list[int]:
     conn.commit()
     conn.close()
     return ids
-
-
-def bytes_read() -> int:
-    """Bytes this process has read from files so far (``rchar``: SQLite reads its pages with ``pread``)."""
-    for line in Path("/proc/self/io").read_text().splitlines():
-        if line.startswith("rchar:"):
-            return int(line.split()[1])
-    raise AssertionError("no rchar in /proc/self/io")
 
 
 def cost(world: World, monkeypatch: pytest.MonkeyPatch, calls: list[Callable[[], dict[str, Any]]]) -> tuple[int, int]:

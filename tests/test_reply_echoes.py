@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import World, phr, result_sessions, seed_local_model
+from work import bytes_read
 
 E = phr.echo
 
@@ -108,11 +109,6 @@ def test_echoes_rank_below_the_decision_by_meaning_too(echoes: World, local_mode
         importlib.import_module("hermes_plugins.project_history_recall.vector_index").reset_indexes()
 
 
-def _bytes_read() -> int:
-    """Bytes this process has read through read(2) so far (page cache hits included): SQLite's page reads."""
-    return int(next(line.split()[1] for line in open("/proc/self/io") if line.startswith("rchar:")))
-
-
 @pytest.mark.skipif(not __import__("os").path.exists("/proc/self/io"), reason="needs Linux's /proc/self/io")
 def test_finding_a_sessions_recall_answers_reads_none_of_its_tool_logs(world: World):
     """A tool row keeps its name after its content: telling the recall answers among 100 KB tool logs by their
@@ -131,9 +127,9 @@ def test_finding_a_sessions_recall_answers_reads_none_of_its_tool_logs(world: Wo
                                            "jitter, capped at 30 seconds.")
     conn = phr.store.open_state_db(world.home)
     try:
-        before = _bytes_read()
+        before = bytes_read()
         echoes = phr.store.recall_echoes(conn, [reply])
-        read = _bytes_read() - before
+        read = bytes_read() - before
     finally:
         conn.close()
     assert echoes == {reply}

@@ -100,3 +100,12 @@ def plugin_dir() -> Path:
 def linear(small: int, large: int, *, bound: float = 5.0) -> bool:
     """Whether going from n to 4n multiplied the work by at most ``bound`` (linear: about 4; quadratic: about 16)."""
     return large <= bound * max(small, 1)
+
+
+def bytes_read() -> int:
+    """Bytes this process has read from files so far (``rchar`` of ``/proc/self/io``: SQLite reads its pages with
+    ``pread``, so the overflow pages of a long message count). Linux only."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise AssertionError("no rchar in /proc/self/io")
