@@ -65,6 +65,11 @@ def _import_checkout() -> Any:
 
 
 phr = _import_checkout()
+# The package imports its modules lazily (register() does): imported here, ``phr.store`` and the like are there for a
+# test file run alone as for the whole suite.
+for _module in sorted(ROOT.glob("*.py")):
+    if _module.stem not in ("__init__", "__main__"):
+        importlib.import_module(f"project_history_recall.{_module.stem}")
 
 
 def git(cwd: Path, *args: str) -> str:
