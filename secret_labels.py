@@ -60,7 +60,8 @@ _VERBS = r"is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là"
 #: ``は``, ``is``, ``is still``..., a pointing, key or lock emoji: ``密码 👉 …``, ``密码🔑：…``, ``密码……``), and a quoted string (``《…》``
 #: too), HTML's ``<code>…</code>`` (``<kbd>``, ``<samp>``; a word without spaces in ``<b>``,
 #: ``<strong>``, ``<em>``, ``<mark>`` or ``<span>``: ``Your password is <b>…</b>``, not ``<b>at least 8 characters</b>``; group ``coded``) or a run of printable ASCII and Latin, Greek or Cyrillic letters (``Café2024!``; it ends where the text goes back to
-#: its own script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), after what the
+#: its own script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), each to its
+#: real end however long (a bound would send the rest: ``密码：`` and 230 characters), after what the
 #: value is for, if said, in up to three words (``password for the db:``, ``for noreply@corp.com is``, ``the password for the staging box is …``, ``Passwort für die DB:``, ``contraseña del wifi:``, ``senha do wifi:``, what not to do with it: ``password do not share:``, ``пароль от базы:``, an aside before a colon:
 #: ``token (staging):``, ``密码（测试环境）：``, a clause's ``password, new one is``) or an adjective written after the label (``contraseña nueva es``, ``mật khẩu mới là``,
 #: ``mật khẩu wifi:``), joined by the verbs of the languages (``das Passwort lautet``, ``le mot de passe c'est``). Longer labels come
@@ -80,8 +81,8 @@ LABELLED = re.compile(
     r"[\"”】\]]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
     r"|" + _VERBS + r"|['’]s|still|currently)(?!\w)|—|-|…{1,2}+|\.{3,}+|(?:\.[ \t]){3,}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
     r"(?:```[\w+-]{0,20}+[ \t]*+\r?\n[ \t]*+)?)"
-    r"(?:([\"'“「『【《`])([^\"'”」』】》`\n]{1,200})[\"'”」』】》`]|[(（\[][ \t]?+(?P<paren>[^()（）\[\]\s]{4,200}+)[ \t]?+[)）\]]|(?!<(?:code|kbd|samp|b|strong|em|mark|span)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,200}+)"
-    r"|<(?P<tag>code|kbd|samp|(?:b|strong|em|mark|span)(?=>[^<>\s]{1,200}+</))>(?P<coded>[^<>\n]{1,200}+)</(?P=tag)>)"
+    r"(?:([\"'“「『【《`])([^\"'“”「」『』【】《》`\n]++)[\"'”」』】》`]|[(（\[][ \t]?+(?P<paren>[^()（）\[\]\s]{4,}+)[ \t]?+[)）\]]|(?!<(?:code|kbd|samp|b|strong|em|mark|span)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,}+)"
+    r"|<(?P<tag>code|kbd|samp|(?:b|strong|em|mark|span)(?=>[^<>\s]++</))>(?P<coded>[^<>\n]++)</(?P=tag)>)"
 )
 #: The verbs a Latin label needs before its value (``password is``, ``password's``, ``Passwort ist``, ``mot de passe est``).
 LATIN_VERBS = re.compile(r"(?:\b(?:be|now|to|" + _VERBS + r")|['’]s)(?!\w)")

@@ -176,6 +176,10 @@ VALUE_CHAR = r"[^\s\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
 #: A call that only wraps a credential's literal: Go's ``[]byte(…)``, pydantic's ``SecretStr(…)``/``SecretBytes(…)``,
 #: ``Buffer.from(…)``, Rust's ``String::from(…)``.
 LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|String::from)\("
+#: A quoted value whose closing quote never comes (``password: "Kq7#vLp2Wx`` and the line or the text ends): a run
+#: of 4 or more without spaces or quotes to the end of its line, which is the value; a string with a space in it
+#: (``"token: " + t``) or code's closing signs after a string (``get("k", "Password:")``) is not.
+_UNCLOSED = r"[^\s\"'\\]{4,}+(?<![)\]};,])[ \t]*+(?=\r?\n|\Z)"
 #: ``name = value`` / ``name: value`` / ``--name=value`` where the name ends in a credential word (``DB_PASSWORD``,
 #: ``apiKey``, ``STRIPE_KEY``, ``GITHUB_PAT``, ``passwords`` (not ``Passwords:``, a heading)...; :func:`redact._credential_kind`
 #: decides), so ``database:`` does not swallow ``password=...``. A name starts a run of name characters (dots included):
@@ -189,7 +193,9 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: 'required|min:8'``, ``errors['token'] = 'Invalid token.'``, ``Token => TokenType``). YAML's anchor or
 #: standard tag after ``: `` (``password: &pw …``, ``!!str``) and block scalar (``password: |`` then the value) are
 #: passed; CloudFormation's ``!Ref``... are code. ``::`` is a path's, not a sign (``Auth::user()``, ``std::auth::Token``), but
-#: before a space LDIF's (``userPassword:: <base64>``). Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value
+#: before a space LDIF's (``userPassword:: <base64>``). A value runs to its real end however long (a bound would send its
+#: rest), a quoted one past an escaped quote (``'Kq7\\'vLp'``) to its closing quote, or to its line's end when none comes
+#: (:data:`_UNCLOSED`); each start is a name's, so each value is read once. Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value
 #: (escaped, double, single, a backtick string in ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` or after a string prefix
 #: too: ``b'…'``, ``r"…"``), 10 bare.
 ASSIGNMENT = re.compile(
@@ -199,8 +205,10 @@ ASSIGNMENT = re.compile(
     r"\\*+(?:[\"'][ \t]*+\]?)?)(\s*+)(=>(?=[^\S\r\n]*+(?:[\"']|[^\s\"',;]{1,200}+[ \t]*+(?:\r?\n|$)))|<-(?=[^\S\r\n]*+[\"'])|:(?::(?=[ \t]))?+(?!:)|[=：])([^\S\r\n]*+(?:[|>][-+]?[ \t]*+(?=\r?\n))?"
     r"(?:\r?\n\s*+(?:-{3,}+[ \t]*+\r?\n[ \t]*+|-[ \t]++)?(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
     r"(?:(?:" + LITERAL_WRAPPER + r"[ \t]*+b?|[bBrRuUfF]{1,2}+(?=[\"']))?+"
-    r"(?:\\++\"([^\"\\\n]{1,200}+)\\++\"|\"(?:\"\"(?!\"))?+((?:[^\"\\\n]|\\[^\n]){1,200}+)\"|'(?:''(?!'))?+((?:[^'\n]|''){1,200}+)'"
-    r"|(?<=\[\]byte\()`([^`\n]{1,200}+)`)|(?![\"'\\]|```|\{[ \t]*+\"|-{3,}+(?:\s|$)|&[A-Za-z_][\w.-]{0,60}+=|\((?:[^),\n]{0,100}+,|[^)\n]{0,40}+\)))(" + VALUE_CHAR + r"{1,200}+))"
+    r"(?:\\++\"([^\"\\\n]++)\\++\""
+    r"|\"(?:\"\"(?!\"))?+(?=(?:[^\"\\\n]|\\[^\n])++\"|" + _UNCLOSED + r")((?:[^\"\\\n]|\\[^\n])++)\"?"
+    r"|'(?:''(?!'))?+(?=(?:[^'\\\n]|\\[^\n]|'')++'|" + _UNCLOSED + r")((?:[^'\\\n]|\\[^\n]|'')++)'?"
+    r"|(?<=\[\]byte\()`([^`\n]++)`)|(?![\"'\\]|```|\{[ \t]*+\"|-{3,}+(?:\s|$)|&[A-Za-z_][\w.-]{0,60}+=|\((?:[^),\n]{0,100}+,|[^)\n]{0,40}+\)))(" + VALUE_CHAR + r"++))"
 )
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a SECRET``
 #: (``REDIS-CLI`` too) or ``--pass SECRET``, ``curl -u user:SECRET``, httpie's ``http -a user:SECRET`` (``--auth``,

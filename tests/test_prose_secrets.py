@@ -958,6 +958,14 @@ SENT_BEFORE = [
     # review 38: a login at a host or a mail address and a strong password joined by / (a handover's list)
     ('root@10.0.0.5 / Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('bob@example.com / Summer2024!', 'Summer2024'),
     ('SSH: deploy@bastion.corp.io / Dpl#Key2024', 'Dpl#Key2024'),
+    # review 39: a value the patterns know, sent in part: past an escaped quote, past a bound of 200 characters, without
+    # its closing quote
+    ("password = 'Kq7\\'vLp2Wx99'", 'vLp2Wx99'), ('password = "Kq7\\"vLp2Wx99"', 'vLp2Wx99'),
+    ("ALTER USER bob IDENTIFIED BY 'Kq7\\'vLp2Wx99';", 'vLp2Wx99'),
+    ('密码：' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21), ('DB_PASSWORD="' + 'Kq7#vLp2Wx!' * 21 + '"', 'Kq7#vLp2Wx!' * 21),
+    ('DB_PASSWORD=' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21),
+    ('password: "Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('DB_PASSWORD="Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ("DB_PASSWORD='Kq7#vLp2Wx\nDB_HOST=db", 'Kq7#vLp2Wx'),
     # review 38: LDIF's base64 value after ::
     ('dn: uid=bob,ou=people,dc=x\nuserPassword:: e1NTSEF9Wk1xM3ZMcDJXeDk5', 'e1NTSEF9Wk1xM3ZMcDJXeDk5'),
     # review 38: a secret manager's value on the line under the command that printed it
@@ -969,6 +977,9 @@ SENT_BEFORE = [
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 39: a string left open is a value only when it runs without a space to its line's end
+    'print("password: " + pw)', 'log.info("token: " + token)', "msg = 'password: ' + pw", 'x = "password=" + y',
+    'PASSWORD="$DB_PASS', 'password: "Enter your password', 'password = "{pw}', "password = 'your-password'",
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
