@@ -14,7 +14,8 @@ without its colon, as logs and chat retype a header (``Authorization Bearer …`
 characters with a digit, not a placeholder in angle brackets; and the signature of an ``Authorization`` signed with a
 key (AWS's SigV2 and SigV4, other HMAC schemes). A crypt hash on an htpasswd or shadow line. A log's password in
 brackets after its word (``(password …)``, ``pwd[…]``) or after its field's ``=`` (``password=[…]``). A private key's DER dumped as hex (``xxd -p``, ``openssl
-asn1parse`` or a debugger: ``30 82 04 a4 02 01 00 …``, ``308204a4020100…``).
+asn1parse`` or a debugger: ``30 82 04 a4 02 01 00 …``, ``308204a4020100…``). A generator's output under the command
+that made it (``pwgen``, ``openssl rand -base64 12``, ``secrets.token_urlsafe(16)`` in a REPL).
 
 Pure; linear in the length of the text (each pattern starts at a command's, a notice's or a header's words and reads
 one bounded line after them); never raises.
@@ -46,6 +47,17 @@ PRINTED_VALUE = re.compile(
     r"|cat[ \t]++(?:\S{0,300}?/)?(?P<fname>initialAdminPassword|initial_root_password|[\w.-]{0,40}?(?:password|token|secret))"
     r"(?:\.txt)?|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D))"
     r"[ \t]*+\r?\n[ \t]*+(?P<value>[^\s$][^\s]{0,199}+)[ \t]*+(?=\r?\n|$)"
+)
+#: A generator's output on the line under the command that made it: ``pwgen``, ``apg``, ``makepasswd``, ``openssl rand
+#: -base64|-hex N``, ``gpg --gen-random``, ``rails secret``, and Python's ``secrets.token_urlsafe|token_hex|token_bytes(…)``
+#: or ``Fernet.generate_key()`` in a shell (``python -c …``) or a REPL (``>>>``, IPython's ``In [1]:`` and ``Out[1]:``,
+#: the value in quotes as a REPL shows a string, ``b'…'`` too). Group ``value`` is the rest of that line: its words
+#: go when each reads as random (:func:`_generated`): ``pwgen`` prints a grid of them, prose stays.
+GENERATED_OUTPUT = re.compile(
+    r"(?m:^)[ \t]*+(?:>>>[ \t]++|In[ \t]\[\d{1,5}+\]:[ \t]*+|" + _PROMPT + r")[^\n]{0,200}?"
+    r"(?:(?<![\w-])(?:pwgen|apg|makepasswd)(?![\w-])|openssl[ \t]++rand[ \t][^\n]{0,100}?-(?:base64|hex)|gpg[ \t][^\n]{0,100}?--gen-random"
+    r"|(?:rails|rake)[ \t]++secret(?![\w-])|secrets\.token_(?:urlsafe|hex|bytes)\(|Fernet\.generate_key\(\))[^\n]{0,300}+"
+    r"\r?\n[ \t]*+(?:Out[ \t]?\[\d{1,5}+\]:[ \t]*+)?(?P<value>[^\s][^\n]{0,1000}+)"
 )
 #: PowerShell's ``Format-List`` of a variable (``Get-ChildItem Env:DB_PASSWORD | Format-List``): ``Name  : NAME`` then
 #: ``Value : …``.
@@ -127,6 +139,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     """``text`` with those credentials replaced by ``redacted``, the rest as it was."""
     text = prefilter.sub(PRINTED_VALUE, lambda m: _printed(m, redacted, judge), text)
     text = prefilter.sub(DER_PRIVATE_KEY, redacted, text)
+    text = prefilter.sub(GENERATED_OUTPUT, lambda m: _generated(m, redacted), text)
     text = prefilter.sub(FORMAT_LIST, lambda m: _printed(m, redacted, judge), text)
     text = prefilter.sub(CONFIG_REPLY, lambda m: replace_group(m, "value", redacted), text)
     text = prefilter.sub(GENERATED_SECRET, lambda m: replace_group(m, "value", redacted), text)
@@ -148,6 +161,18 @@ def _printed(m: re.Match[str], redacted: str, judge: Judge) -> str:
     if not judge(name, value, True):
         return m.group()
     return replace_group(m, "value", redacted)
+
+
+def _generated(m: re.Match[str], redacted: str) -> str:
+    """A :data:`GENERATED_OUTPUT` match, the line under the command redacted when each of its words, out of a REPL's
+    quotes, reads as random: 8+ characters with a digit, or with both cases, or of base64's signs (``pwgen`` without
+    digits prints ``ahVoeNgquohie``; a line of prose or an error does not read so)."""
+    value = m.group("value").rstrip()
+    words = re.sub(r"^b?(['\"])(.*)\1$", r"\2", value).split()
+    if not words or not all(len(w) >= 8 and re.fullmatch(r"[A-Za-z0-9+/=_-]++", w) and (re.search(r"\d", w) or (
+            w != w.lower() and w != w.upper())) for w in words):
+        return m.group()
+    return replace_group(m, "value", redacted, len(value))
 
 
 def _bracketed(m: re.Match[str], redacted: str) -> str:

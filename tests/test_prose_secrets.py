@@ -966,6 +966,14 @@ SENT_BEFORE = [
     ('DB_PASSWORD=' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21),
     ('password: "Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('DB_PASSWORD="Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ("DB_PASSWORD='Kq7#vLp2Wx\nDB_HOST=db", 'Kq7#vLp2Wx'),
+    # review 39: a generator's output under the command that made it
+    ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
+    ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
+    ('$ openssl rand -hex 16\n3f9a1c2b7d4e8f60a1b2c3d4e5f60718', '3f9a1c2b7d4e8f60a1b2c3d4e5f60718'),
+    (">>> secrets.token_urlsafe(16)\n'Xk9Pq2Lm7Nv4Rt6Yb8Zc3w'", 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3w'),
+    (">>> import secrets\n>>> secrets.token_hex(16)\n'3f9a1c2b7d4e8f60a1b2c3d4e5f60718'", '3f9a1c2b7d4e8f60a1b2c3d4e5f60718'),
+    ("In [2]: secrets.token_urlsafe(16)\nOut[2]: 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3w'", 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3w'),
+    ('$ python3 -c "import secrets; print(secrets.token_urlsafe(16))"\nXk9Pq2Lm7Nv4Rt6Yb8Zc3w', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc3w'),
     # review 38: LDIF's base64 value after ::
     ('dn: uid=bob,ou=people,dc=x\nuserPassword:: e1NTSEF9Wk1xM3ZMcDJXeDk5', 'e1NTSEF9Wk1xM3ZMcDJXeDk5'),
     # review 38: a secret manager's value on the line under the command that printed it
@@ -977,6 +985,10 @@ SENT_BEFORE = [
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 39: what follows a generator's command is its output only when it reads as random
+    '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
+    '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
+    'I ran openssl rand -hex 16 and then\nrestarted the server', '$ openssl rand -hex 16 > key.txt\n$ ls',
     # review 39: a string left open is a value only when it runs without a space to its line's end
     'print("password: " + pw)', 'log.info("token: " + token)', "msg = 'password: ' + pw", 'x = "password=" + y',
     'PASSWORD="$DB_PASS', 'password: "Enter your password', 'password = "{pw}', "password = 'your-password'",
