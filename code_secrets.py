@@ -89,7 +89,7 @@ TYPED_DEFAULT = re.compile(
 )
 #: A call that sets what it is given, given a credential's name and then a literal (``os.Setenv("DB_PASSWORD", "…")``,
 #: ``define('DB_PASSWORD', '…')``, ``props.setProperty("mail.smtp.password", "…")``, ``headers.set('X-Api-Key', '…')``,
-#: ``[Environment]::SetEnvironmentVariable("DB_PASSWORD", "…", "User")``, ``map.put``; not ``log.info("secret", …)``,
+#: ``[Environment]::SetEnvironmentVariable("DB_PASSWORD", "…", "User")``, ``map.put``, Go's ``Header.Add``; not ``log.info("secret", …)``,
 #: ``mask("api_key", …)``, ``Compare("Password", …)``), or a setter the literal
 #: alone (``dataSource.setPassword("…")``, ``withApiKey("…")``): redacted when the literal reads as a password by itself
 #: (:data:`secret_patterns.DEFAULT_SECRET`, or 40+ characters with few spaces: WordPress' salts), as a call's
@@ -97,16 +97,22 @@ TYPED_DEFAULT = re.compile(
 #: password")``). Groups ``cname``/``sname``.
 KEYED_CALL = re.compile(
     r"(?<![\w$])(?:[Ss]et(?:env|_var|Property|RequestProperty|Header|EnvironmentVariable|Item|[Dd]efault|Value|Option)?"
-    r"|putenv|put|define|add|append|header|store)\(\s*+(?P<cq>[\"'])(?P<cname>[A-Za-z_][\w.:/-]{0,100}+)(?P=cq)[ \t]*+,\s*+"
+    r"|putenv|put|define|[aA]dd|append|header|store)\(\s*+(?P<cq>[\"'])(?P<cname>[A-Za-z_][\w.:/-]{0,100}+)(?P=cq)[ \t]*+,\s*+"
     + _quoted("6") + r"(?![ \t]*+[.+\[])"
     r"|(?<![\w$])(?:set|with)(?P<sname>(?:Api|Access|Secret|Private|Auth|Client|Db|Database|Admin|Root)?(?:Password|Passwd"
     r"|Passphrase)|(?:Auth|Access|Api|Bearer)Token|ClientSecret|(?:Api|Access|Secret|Private|Auth|Signing|Encryption)Key)"
     r"\(\s*+" + _quoted("7") + r"\s*+\)"
 )
+#: A call's argument before a password: a string (a distinguished name holds commas) or code without commas.
+_ARG = r"(?:[\"'][^\"'\n]{0,200}+[\"']|[^,()\"'\n]{1,200}+)"
 #: A password given by its place in a call: a database connection's (``new PDO(dsn, 'root', '…')``,
 #: ``mysqli_connect('host', 'root', '…')``, ``mysql.connector.connect(…)``, ``pymysql.connect(…)``,
 #: ``DriverManager.getConnection(url, "root", "…")``), a login's (smtplib's, ftplib's ``server.login('bob@qq.com',
-#: '…')``) and a JWT library's secret (``jwt.sign(payload, '…')``, ``jwt.encode(…)``, ``verify``, ``decode``). Judged as
+#: '…')``, ``ftplib.FTP(host, user, '…')``, LDAP's ``simple_bind_s(dn, '…')``, Firebase's ``signInWithEmailAndPassword([auth,]
+#: email, '…')``, Django's ``create_user``/``create_superuser(name, email, '…')``, the credentials of pika
+#: (``PlainCredentials(user, '…')``), Apache's HttpClient, Spring's token and Java's ``PasswordAuthentication(user,
+#: "…".toCharArray())``, PHP's ``curl_setopt($ch, CURLOPT_USERPWD, "user:…")`` (group ``userpwd``: the part after ``:``))
+#: and a JWT library's secret (``jwt.sign(payload, '…')``, ``jwt.encode(…)``, ``verify``, ``decode``). Judged as
 #: an assignment to a password or a secret; and a form's password field filled in a browser test (group ``form``:
 #: Selenium's ``find_element(By.ID, "password").send_keys("…")``, Playwright's ``page.fill("#password", "…")`` and
 #: ``getByLabel('Password').fill('…')``, Cypress' ``cy.get('#pwd').type('…')``, jQuery's ``.val('…')``, ``.value = '…'``), when the literal reads as a password.
@@ -115,6 +121,10 @@ POSITIONAL = re.compile(
     r"|(?<![\w$.])(?:mysqli_connect|new[ \t]++mysqli|(?:mysql\.connector|pymysql|MySQLdb)\.connect)\(\s*+(?:[\"'][^\"'\n]{1,300}+[\"']"
     r"[ \t]*+,\s*+){2}|(?<=[\w)])\.login\(\s*+(?P<login>[^,()\n]{1,300}+),"
     r"|(?P<jwt>(?<![\w$.])jwt\.(?:sign|encode|verify|decode)\()\s*+(?:\{[^{}\n]{0,200}+\}|[^,()\n]{1,200}+),"
+    r"|(?:(?<![\w$])(?:FTP(?:_TLS)?\(\s*+" + _ARG + r",\s*+|(?:signIn|createUser)WithEmailAndPassword\(\s*+(?:" + _ARG + r",\s*+)?"
+    r"|PlainCredentials\(|UsernamePassword(?:Credentials|AuthenticationToken)\(|PasswordAuthentication\()"
+    r"|(?<=[\w)])\.(?:create_(?:super)?user\(\s*+" + _ARG + r",\s*+|(?:simple_bind_s|simple_bind|bind_s)\())\s*+" + _ARG + r","
+    r"|(?P<userpwd>CURLOPT_(?:PROXY)?USERPWD)[ \t]*+,"
     r"|(?P<form>[\"'][#.]?[\w\[\]=@-]{0,40}?(?i:passw(?:or)?d|pwd|pass)[\w\]-]{0,40}+[\"'][ \t]*+\)\s*+\.(?:(?:send_?[kK]eys|fill|type"
     r"|setValue|input|val|pressSequentially|press_sequentially)\(|value[ \t]*+=[ \t]*+)|(?<=\.)(?:fill|type)\(\s*+[\"'][#.]?[\w\[\]=@-]{0,40}?"
     r"(?i:passw(?:or)?d|pwd|pass)[\w\]-]{0,40}+[\"'][ \t]*+,))\s*+[bf]?" + _quoted("10")
@@ -249,11 +259,13 @@ CIPHER_CALL = re.compile(r"(?:(?:AES|DES3?|Blowfish|HMAC|hmac)\.new\((?:key=)?|N
 
 #: A literal given to what hashes a password: Ansible's and Jinja's ``'…' | password_hash('sha512')``, Python's
 #: ``generate_password_hash("…")``, ``make_password("…")``, ``bcrypt.hashpw(b"…", …)``, ``crypt.crypt("…", …)``,
-#: ``PasswordHasher().hash("…")``, ``bcrypt.hash("…")``: it is the password in clear, judged as one assigned to
+#: ``PasswordHasher().hash("…")``, ``bcrypt.hash("…")`` (passlib's ``passlib.hash.bcrypt.hash``), ``bcrypt.compare("…", hash)``
+#: (``checkpw``, ``hashSync``, ``compareSync``), pgcrypto's ``crypt('…', gen_salt('bf'))``: it is the password in clear, judged as one assigned to
 #: ``password`` (a variable or a placeholder stays).
 HASHED_LITERAL = re.compile(
     r"(?P<q>[\"'])(?P<value>[^\"'\n{}]{4,200}+)(?P=q)[ \t]*+\|[ \t]*+password_hash\b"
-    r"|(?<![\w.])(?:generate_password_hash|make_password|hashpw|(?:bcrypt|argon2|PasswordHasher\(\)|ph|crypt)\.(?:hash|crypt|hashpw))"
+    r"|(?:(?<![\w.])(?:generate_password_hash|make_password|hashpw|crypt(?=\(\s*+'[^'\n]{4,200}+'\s*+,)|(?:bcrypt|argon2|PasswordHasher\(\)|ph|crypt)"
+    r"\.(?:hash|crypt|hashpw|checkpw|hashSync|compare|compareSync))|(?<=\.)bcrypt\.hash)"
     r"\(\s*+[bru]?(?P<q2>[\"'])(?P<value2>[^\"'\n]{4,200}+)(?P=q2)"
 )
 
@@ -384,6 +396,12 @@ def _positional(m: re.Match[str], judge: Judge, redacted: str) -> str:
     held in a variable, only one that reads as a password: ``driver.login(page, "Sign in")``, ``app.login(user,
     "/dashboard")`` stay)."""
     value = m.group("value10")
+    if m.group("userpwd"):
+        user, colon, password = value.partition(":")
+        if not colon or not judge("password", password, False):
+            return m.group()
+        start = m.start("value10") + len(user) + 1 - m.start()
+        return m.group()[:start] + redacted + m.group()[start + len(password) :]
     if m.group("jwt"):
         plain = patterns.DEFAULT_SECRET.fullmatch(value) is not None and not value.startswith("-----")
     elif m.group("form"):

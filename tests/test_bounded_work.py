@@ -681,7 +681,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "AKIDa", "LTAIa", "LTAI0123456789ab", "--password-file=<(echo ", "--pass <(", "--a-b-c-d-e-f-g-h", "--passpasspass", "--pin 1234 ", "--a-pin ", "-a-a-a-a-pin 1234 ",
                                   # red39: values to their end, open and escaped quotes, a generator's output
                                   'password: "a', "password = 'a\\'", 'DB_PASSWORD="a', 'DB_PASSWORD="a1b2c3d4\n', "password=a", "密码：a",
-                                  "IDENTIFIED BY 'a\\'", "$ pwgen\n", "$ pwgen a1B2c3D4e5 ", ">>> secrets.token_hex(\n", "openssl rand -hex "])
+                                  "IDENTIFIED BY 'a\\'", "$ pwgen\n", "$ pwgen a1B2c3D4e5 ", ">>> secrets.token_hex(\n", "openssl rand -hex ",
+                                  "FTP(a, ", "FTP('a,", "a.simple_bind_s(", "a.create_user(a, ", "signInWithEmailAndPassword(a, ",
+                                  "CURLOPT_USERPWD, 'a:", "bcrypt.compare('", ".bcrypt.hash('", "crypt('a", "Header.Add('a', "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -966,6 +966,14 @@ SENT_BEFORE = [
     ('DB_PASSWORD=' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21),
     ('password: "Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('DB_PASSWORD="Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ("DB_PASSWORD='Kq7#vLp2Wx\nDB_HOST=db", 'Kq7#vLp2Wx'),
+    # review 39: a password by its place in a well-known call, hashed, or set as a header's value
+    *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
+        "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
+        'new PasswordAuthentication("bob","PW".toCharArray())', "ldap.simple_bind_s(dn,'PW')",
+        "conn.simple_bind_s('cn=admin,dc=x,dc=com', 'PW')", 'signInWithEmailAndPassword("bob@x.com","PW")', "signInWithEmailAndPassword(auth, 'bob@x.com', 'PW')",
+        "User.objects.create_superuser('admin','a@x.com','PW')", 'bcrypt.compare("PW", hash)', 'passlib.hash.bcrypt.hash("PW")',
+        "crypt('PW', gen_salt('bf'))", 'req.Header.Add("X-Api-Key", "PWZq")')],
+    ('curl_setopt($ch, CURLOPT_USERPWD, "bob:Kq7vLp2Wx99");', 'Kq7vLp2Wx99'),
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -985,6 +993,13 @@ SENT_BEFORE = [
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 39: the same calls given variables, placeholders and ordinary strings
+    'ftp = FTP(host, user, passwd)', "ftplib.FTP('ftp.x.com')", 'conn.simple_bind_s(dn, password)',
+    "User.objects.create_user('bob', 'b@x.com', password)", "User.objects.create_user('bob', 'b@x.com', 'your-password')",
+    'signInWithEmailAndPassword(auth, email, password)', 'bcrypt.compare(password, user.hash)', "bcrypt.hash('password', 10)",
+    "pika.PlainCredentials('guest', 'guest')", 'curl_setopt($ch, CURLOPT_USERPWD, "$user:$pass");',
+    'req.Header.Add("Content-Type", "application/json")', 'new PasswordAuthentication(user, pass.toCharArray())',
+    "crypt(password, gen_salt('bf'))", 'UsernamePasswordCredentials("bob", "changeme")', 'list.Add("password", "Enter your password")',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
