@@ -37,12 +37,13 @@ _SAME_COMMAND = r"(?:[^\n|;&\\]|\\\r?\n|\\(?!\r?\n)){0,300}?"
 #: Commands that read a password from their input: ``--password-stdin`` (docker, podman, helm, skopeo, cosign…),
 #: ``secret create [flags] NAME -``, ``gh secret set NAME`` (without ``--body``), ``sudo -S``, ``passwd --stdin``,
 #: ``passwd [user]`` at a command's end (``printf '…\\n…\\n' | passwd bob``), ``chpasswd``, gpg's ``--passphrase-fd 0``, ``gh auth login --with-token``, ``vncpasswd -f``, ``smbpasswd -s`` and
-#: ``htpasswd -i``, vault's ``password=-``, gcloud's ``--data-file=-`` (``gcloud secrets versions add``) and ``redis-cli --askpass``.
+#: ``htpasswd -i``, vault's ``password=-``, gcloud's ``--data-file=-`` (``gcloud secrets versions add``), ``redis-cli --askpass`` and
+#: Kerberos' ``kinit``.
 _READS_INPUT = (r"(?:--password-stdin|--with-token|[ \t]secret[ \t]++create[ \t][^\n|;&<]{0,200}?[ \t]-(?=[ \t]*+(?:<<<|\r?\n|$))"
                 r"|(?<![\w-])gh[ \t]++secret[ \t]++set[ \t]++[A-Za-z_]\w{0,100}+(?=[ \t]*+(?:<<<|\r?\n|$))"
                 r"|(?<![\w-])sudo[ \t]++-[A-Za-z]{0,4}S|(?<![\w-])passwd(?:[ \t]++--stdin|(?:[ \t]++[a-z_][\w.-]{0,31}+)?(?=[ \t]*+(?:$|[\r\n;&])))|(?<![\w-])chpasswd|--passphrase-fd[ \t=]++0"
                 r"|(?<![\w-])(?:vncpasswd[ \t]++-f|smbpasswd(?:[ \t]++-[A-Za-z]{1,4}+){0,2}[ \t]++-[A-Za-z]{0,4}s|htpasswd[ \t]++-[A-Za-z]{0,4}i)"
-                r"|--data-file[ \t=]++-|[ \t]password=-|--askpass)(?![\w-])")
+                r"|--data-file[ \t=]++-|[ \t]password=-|--askpass|(?<![\w-])kinit)(?![\w-])")
 
 #: ``echo``/``printf`` (up to two flags or a ``'%s'`` format) of a value piped (through up to 300 characters of other
 #: commands) into one that reads a password from its input, or written to a file named for one (``> ~/.vault_pass.txt``,
@@ -77,7 +78,8 @@ ARCHIVE_OR_SQL = re.compile(
 #: ``--passphrase``, openssl's ``-k``, ``-pass pass:`` and ``passwd [-1|-5|-6|-apr1]``, the LDAP tools' ``-w``,
 #: FreeRDP's ``/p:``, influx's ``-password``, x11vnc's ``-passwd`` and ``-storepasswd``, openGauss' ``gsql -W``, ``mysqladmin … password``,
 #: ``rabbitmqctl add_user|change_password USER``, ``mc alias set ALIAS URL USER``, ``mc admin user add ALIAS USER``, ``poetry config http-basic.NAME
-#: USER``, ``net use [Z:] SHARE … /user:USER`` (or before ``/user:``), ``etcdctl --user USER:``, PowerShell's
+#: USER``, ``composer config [-g] http-basic.HOST USER``, ``bundle config [set] [--global] HOST USER:``, ``smbclient … //HOST/SHARE``
+#: (its password after the share), ``net use [Z:] SHARE … /user:USER`` (or before ``/user:``), ``etcdctl --user USER:``, PowerShell's
 #: ``ConvertTo-SecureString`` and ``-Password``/``-SecretKey`` (``-AccountPassword`` too), PuTTY's ``-pw``,
 #: ipmitool's and mosquitto's ``-P``, unrar's ``-p``, curl's ``--proxy-user USER:`` (``-U``), skopeo's ``--creds
 #: USER:``, a secret store's value (``az keyvault secret set … --value``, ``aws ssm put-parameter … --value``,
@@ -94,6 +96,9 @@ PASSWORD_FLAG = re.compile(
     r"|ngrok[ \t]++(?:config[ \t]++add-authtoken|authtoken)[ \t]++|(?:ngrok|influx)(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:--authtoken|-t|--token)(?:[ \t]++|=)"
     r"|mc[ \t]++(?:alias[ \t]++set[ \t]++\S{1,100}+[ \t]++\S{1,300}+|admin[ \t]++user[ \t]++add[ \t]++\S{1,100}+)[ \t]++\S{1,100}+[ \t]++"
     r"|poetry[ \t]++config[ \t]++http-basic\.\S{1,100}+[ \t]++\S{1,100}+[ \t]++"
+    r"|composer[ \t]++config(?:[ \t]++-[\w-]{1,20}+){0,2}[ \t]++http-basic\.\S{1,100}+[ \t]++\S{1,100}+[ \t]++"
+    r"|bundle[ \t]++config(?:[ \t]++set)?(?:[ \t]++--(?:global|local))?[ \t]++[\w-]{1,63}+\.[\w.-]{1,200}+[ \t]++(?P<bq>[\"']?)[^\s:\"']{1,100}+:"
+    r"|smbclient(?=[ \t])" + _SAME_COMMAND + r"[ \t]//[^\s/]{1,200}+/[^\s/]{1,200}+[ \t]++"
     r"|net[ \t]++use(?:[ \t]++(?:[A-Za-z]:|\*))?[ \t]++\\\\\S{1,300}+[ \t]++(?=[^\s/]\S{0,199}+[ \t]++/user:)"
     r"|net[ \t]++use(?=[ \t])" + _SAME_COMMAND + r"[ \t]/user:\S{1,100}+[ \t]++"
     r"|etcdctl(?=[ \t])" + _SAME_COMMAND + r"[ \t]--user(?:[ \t]++|=)(?P<fq>[\"']?)[^\s:\"']{1,100}+:"
@@ -166,6 +171,8 @@ CONFIG_PAIRS = re.compile(
     r"(?<![\w-])(?:rclone[ \t]++config[ \t]++(?:create|update)|tccli[ \t]++configure[ \t]++set)(?=[ \t])" + _SAME_COMMAND
     + r"[ \t](?P<name>[A-Za-z_][\w-]{0,60}?(?i:secret|password|pass|token|key))(?:[ \t]++|=)" + _VALUE
 )
+#: A setting's name that is a service's word glued to ``pass`` (``smtppass``, ``smtpPass``, ``imappass``, ``ldappass``).
+_GLUED_PASS = re.compile(r"(?i)(?:smtp|imap|pop3?|mail|db|ldap|ftp|proxy|admin|root|bind|sasl)pass")
 #: ``kubectl create secret`` (``oc`` too), to the command's end (a line continued with ``\`` included), whose
 #: ``--from-literal=NAME=VALUE`` :data:`FROM_LITERAL` reads.
 SECRET_COMMAND = re.compile(r"(?<![\w-])(?:kubectl|oc)[ \t]++create[ \t]++secret(?=[ \t])(?:[^\n|;&\\]|\\\r?\n|\\(?!\r?\n)){0,2000}+")
@@ -237,7 +244,7 @@ def _password(m: re.Match[str], redacted: str) -> str:
     """A match given where a password goes, its value redacted when it is written out and reads as one."""
     group = _value_group(m)
     value = m.group(group)
-    quote = next((m.group(g) for g in ("fq", "uq") if g in m.re.groupindex and m.group(g)), "")
+    quote = next((m.group(g) for g in ("fq", "uq", "bq") if g in m.re.groupindex and m.group(g)), "")
     if quote and value.endswith(quote):
         value = value[:-1]  # "-p…", "user:…": the flag's or the login's closing quote
     if _written(m, group) and prose_secrets.reads_as_password(value):
@@ -249,6 +256,8 @@ def _named(m: re.Match[str], redacted: str, judge: Judge) -> str:
     """A :data:`NAMED_SETTING` match, its value redacted when it is written out and an assignment of it to its name
     would be; a value of several words (group ``words``) whole, when one of them reads as a password."""
     group, name = _value_group(m), m.group("name")
+    if _GLUED_PASS.fullmatch(name):
+        name = "password"  # git's sendemail.smtppass: one word to the judge, a password's name
     if not _written(m, group):
         return m.group()
     if group == "words":  # prose after ENV (``ENV PASSWORD is required, e.g. in CI!``) unless a word is plainly one

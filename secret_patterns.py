@@ -261,7 +261,7 @@ CLI_SECRET = re.compile(
     r"(?:[\"'][^\"'\n]{1,64}+[\"']\s*+,\s*+)?(?=[\"'])(?P<call>)"
     r"|(?:curl(?:[ \t](?:[^\r\n]{0,200}+(?<=\\)\r?\n)?[^\n]{0,200}?)?[ \t](?:-u|--user)|(?:(?m:^)|(?<=[;&|(`" + _CJK + r"])"
     r"|(?<=[;&|(`$>] )|(?<=sudo ))[ \t]*+(?:https?|xhs?|python3? -m httpie)"
-    r"(?:[ \t](?:[^\r\n;&|" + _CJK + r"]{0,200}+(?<=\\)\r?\n)?[^\n;&|" + _CJK + r"]{0,200}?)?[ \t](?:-a|--auth))(?:[ \t]++|=|(?<=[ \t]-[ua]))[\"']?[^\s:\"']{1,100}+:"
+    r"(?:[ \t](?:[^\r\n;&|" + _CJK + r"]{0,200}+(?<=\\)\r?\n)?[^\n;&|" + _CJK + r"]{0,200}?)?[ \t](?:-a|--auth))(?:[ \t]++|=|(?<=[ \t]-[ua]))[\"']?[^\s:\"']{0,100}+:"
     r"|--[A-Za-z-]{0,30}?(?:password|passwd|token|secret|api-key|requirepass|masterauth)[ \t]++(?!-)"
     r"|-(?:src|dest)?(?:storepass|keypass)[ \t]++|ssh-keygen(?:[ \t][^\n]{0,200}?)?[ \t]-N[ \t]++"  # keytool, ssh-keygen
     r"|set-agent-token(?:[ \t]++-\S{1,200}+){0,2}[ \t]++[a-z_-]{1,40}+[ \t]++"  # consul acl set-agent-token [flags] agent <token>

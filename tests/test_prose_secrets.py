@@ -974,6 +974,11 @@ SENT_BEFORE = [
         "User.objects.create_superuser('admin','a@x.com','PW')", 'bcrypt.compare("PW", hash)', 'passlib.hash.bcrypt.hash("PW")',
         "crypt('PW', gen_salt('bf'))", 'req.Header.Add("X-Api-Key", "PWZq")')],
     ('curl_setopt($ch, CURLOPT_USERPWD, "bob:Kq7vLp2Wx99");', 'Kq7vLp2Wx99'),
+    # review 39: passwords given to commands: an empty user's, by place, piped into kinit, a setting named smtppass
+    *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
+        'curl -u ":PW" https://x', 'curl -u :PW https://x', 'composer config --global http-basic.repo.example.org bob PW',
+        'bundle config set --global rubygems.pkg.github.com bob:PW', 'echo PW | kinit bob@CORP.COM',
+        'smbclient -U bob //nas/share PW', "git config --global sendemail.smtppass 'PW'", 'ENV SMTPPASS PW')],
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1000,6 +1005,12 @@ NEAR_MISSES = [
     "pika.PlainCredentials('guest', 'guest')", 'curl_setopt($ch, CURLOPT_USERPWD, "$user:$pass");',
     'req.Header.Add("Content-Type", "application/json")', 'new PasswordAuthentication(user, pass.toCharArray())',
     "crypt(password, gen_salt('bf'))", 'UsernamePasswordCredentials("bob", "changeme")', 'list.Add("password", "Enter your password")',
+    # review 39: those commands given a variable, or a flag or a word in the password's place
+    'curl --negotiate -u : https://x', 'curl -u "$USER:$PASS" https://x',
+    'composer config --global http-basic.repo.example.org bob $TOKEN', 'bundle config set --local path vendor/bundle',
+    'bundle config set --global rubygems.pkg.github.com bob:$GITHUB_TOKEN', 'smbclient //nas/share -U bob',
+    'smbclient -L //nas -U bob', 'smbclient //nas/share password', 'echo $PASSWORD | kinit bob@CORP.COM',
+    'git config --global sendemail.smtppass "$PASS"', 'git config --global sendemail.smtpuser bob', 'git config --global core.compass on',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
