@@ -31,9 +31,10 @@ Judge = Callable[[str, str, bool], bool]
 
 
 def _quoted(n: str = "") -> str:
-    """A quoted literal (``"…"``, ``'…'`` or a backtick string) on one line: group ``q<n>`` its quote, ``value<n>`` what
-    it holds (a pattern with two of them numbers the second)."""
-    return rf"(?P<q{n}>[\"'`])(?P<value{n}>(?:(?!(?P=q{n}))[^\n]){{1,200}}+)(?P=q{n})"
+    """A quoted literal (``"…"``, ``'…'`` or a backtick string) on one line, to its closing quote however long and past
+    an escaped one (``"Kq7\\"vLp"``): group ``q<n>`` its quote, ``value<n>`` what it holds (a pattern with two of them
+    numbers the second)."""
+    return rf"(?P<q{n}>[\"'`])(?P<value{n}>(?:\\[^\n]|(?!(?P=q{n}))[^\\\n])++)(?P=q{n})"
 
 
 _VALUE = _quoted()

@@ -81,7 +81,7 @@ LABELLED = re.compile(
     r"[\"”】\]]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
     r"|" + _VERBS + r"|['’]s|still|currently)(?!\w)|—|-|…{1,2}+|\.{3,}+|(?:\.[ \t]){3,}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"
     r"(?:```[\w+-]{0,20}+[ \t]*+\r?\n[ \t]*+)?)"
-    r"(?:([\"'“「『【《`])([^\"'“”「」『』【】《》`\n]++)[\"'”」』】》`]|[(（\[][ \t]?+(?P<paren>[^()（）\[\]\s]{4,}+)[ \t]?+[)）\]]|(?!<(?:code|kbd|samp|b|strong|em|mark|span)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,}+)"
+    r"(?:([\"'“「『【《`])((?:[^\"'“”「」『』【】《》`\\\n]|\\[^\n])++)[\"'”」』】》`]|[(（\[][ \t]?+(?P<paren>[^()（）\[\]\s]{4,}+)[ \t]?+[)）\]]|(?!<(?:code|kbd|samp|b|strong|em|mark|span)>)([!-~\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{4,}+)"
     r"|<(?P<tag>code|kbd|samp|(?:b|strong|em|mark|span)(?=>[^<>\s]++</))>(?P<coded>[^<>\n]++)</(?P=tag)>)"
 )
 #: The verbs a Latin label needs before its value (``password is``, ``password's``, ``Passwort ist``, ``mot de passe est``).

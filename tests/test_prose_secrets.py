@@ -966,6 +966,11 @@ SENT_BEFORE = [
     ('DB_PASSWORD=' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21),
     ('password: "Kq7#vLp2Wx', 'Kq7#vLp2Wx'), ('DB_PASSWORD="Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ("DB_PASSWORD='Kq7#vLp2Wx\nDB_HOST=db", 'Kq7#vLp2Wx'),
+    # review 39: the same partial leaks in a command's, a label's, a call's and a default's value
+    ('sshpass -p \'Kq7\\\'vLp2Wx99\' ssh x', 'vLp2Wx99'), ('--password ' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21),
+    ('mysql -uroot -p' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21), ('密码是"Kq7\\"vLp2Wx99"', 'vLp2Wx99'),
+    ("the password is 'Kq7\\'vLp2Wx99'", 'vLp2Wx99'), ("server.login('bob@x.com', 'Kq7\\'vLp2Wx99')", 'vLp2Wx99'),
+    ('os.getenv("DB_PASSWORD", "Kq7\\"vLp2Wx99")', 'vLp2Wx99'), ("process.env.DB_PASSWORD || 'Kq7\\'vLp2Wx99'", 'vLp2Wx99'),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
