@@ -26,9 +26,10 @@ from .secret_patterns import replace_group
 
 
 def _value(n: str = "") -> str:
-    """A value on one line: quoted (group ``<n>q`` its quote, ``<n>value`` what it holds) or bare (``<n>bare``)."""
-    return (rf"(?:(?P<{n}q>[\"'])(?P<{n}value>[^\"'\n]{{1,200}}+)(?P={n}q)"
-            rf"|(?P<{n}bare>[^\s\"'|;&<>()$`][^\s|;&<>()`]{{0,199}}+))")
+    """A value on one line, to its end however long: quoted (group ``<n>q`` its quote, ``<n>value`` what it holds, past
+    an escaped quote: ``'Kq7\\'vLp'``) or bare (``<n>bare``)."""
+    return (rf"(?:(?P<{n}q>[\"'])(?P<{n}value>(?:[^\"'\\\n]|\\[^\n])++)(?P={n}q)"
+            rf"|(?P<{n}bare>[^\s\"'|;&<>()$`][^\s|;&<>()`]*+))")
 
 
 _VALUE = _value()

@@ -971,6 +971,9 @@ SENT_BEFORE = [
     ('mysql -uroot -p' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21), ('密码是"Kq7\\"vLp2Wx99"', 'vLp2Wx99'),
     ("the password is 'Kq7\\'vLp2Wx99'", 'vLp2Wx99'), ("server.login('bob@x.com', 'Kq7\\'vLp2Wx99')", 'vLp2Wx99'),
     ('os.getenv("DB_PASSWORD", "Kq7\\"vLp2Wx99")', 'vLp2Wx99'), ("process.env.DB_PASSWORD || 'Kq7\\'vLp2Wx99'", 'vLp2Wx99'),
+    ('gpg --batch --passphrase ' + 'Kq7#vLp2Wx!' * 21 + ' -c f', 'Kq7#vLp2Wx!' * 21), ('ENV DB_PASSWORD ' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21),
+    ("echo '" + 'Kq7#vLp2Wx!' * 21 + "' | docker login -u bob --password-stdin", 'Kq7#vLp2Wx!' * 21),
+    ("gpg --passphrase 'Kq7\\'vLp2Wx99' -c f", 'vLp2Wx99'),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
