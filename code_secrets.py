@@ -175,9 +175,9 @@ C_DEFINE = re.compile(r"(?m:^)[ \t]*+#[ \t]*+define[ \t]++(?P<mname>[A-Za-z_]\w{
 #: an element (``<password><![CDATA[…]]></password>``). Judged as an assignment to that name. Groups ``kname``,
 #: ``tag``, ``attrs``, ``value17``/``value18``.
 MARKUP_VALUE = re.compile(
-    r"<key>(?P<kname>[A-Za-z_][\w.:-]{0,100}+)</key>\s*+<string>(?P<value17>[^<\n]{1,200}+)</string>"
+    r"<key>(?P<kname>[A-Za-z_][\w.:-]{0,100}+)</key>\s*+<string>(?P<value17>[^<\n]++)</string>"
     r"|<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)(?P<attrs>[ \t][^<>\n]{0,300}+)?>(?(attrs)|<!\[CDATA\[)"
-    r"(?P<value18>[^<\]\n]{1,200}+)(?(attrs)|\]\]>)</(?P=tag)>"
+    r"(?P<value18>[^<\]\n]++)(?(attrs)|\]\]>)</(?P=tag)>"
 )
 #: The names a field's ``env``/``alias`` gives it.
 FIELD_NAME = re.compile(r"(?<![\w.])(?:env|alias|validation_alias|serialization_alias)[ \t]*+=[ \t]*+[\"']([\w.-]{1,100}+)[\"']")

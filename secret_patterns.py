@@ -353,10 +353,10 @@ CREDENTIAL_FILE = re.compile(
 #: (:func:`redact._named_value`): names in :data:`NAMED_NAMES`, values in :data:`NAMED_VALUES`. The lookaheads of the
 #: names' first letters (``[cpiBeE$oSgGD]``) leave a position that starts none at once.
 NAMED_VALUE = re.compile(
-    r"<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)>(?P<element>[^<\n]{1,200}+)</(?P=tag)>"
+    r"<(?P<tag>[A-Za-z_][\w.:-]{0,60}+)>(?P<element>[^<\n]++)</(?P=tag)>"
     r"|(?i:(?<![\w-])[\"']?(?:key|name)[\"']?)[ \t]*+[=:][ \t]*+(?P<q1>[\"'])(?P<attr>[^\"'\n]{1,100}+)(?P=q1)[ \t]*+,?[ \t]*+"
     r"[\"']?(?i:value)[\"']?[ \t]*+[=:][ \t]*+"
-    r"(?P<q2>[\"'])(?P<quoted>[^\"'\n]{1,200}+)(?P=q2)"
+    r"(?P<q2>[\"'])(?P<quoted>(?:\\[^\n]|(?!(?P=q2))[^\\\n])++)(?P=q2)"
     r"|(?<![\w-])name[ \t]*+:[ \t]*+[\"']?(?P<env>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+(?:\r?\n|,)[ \t]*+value[ \t]*+:[ \t]*+"
     r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))"
     r"|(?<![\w.])(?=[A-Za-z_])(?:(?:(?:os\.)?(?:getenv|environ\.get|environ\.setdefault)|getEnv(?:OrDefault)?|ENV\.fetch|config|env"

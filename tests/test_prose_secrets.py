@@ -974,6 +974,11 @@ SENT_BEFORE = [
     ('gpg --batch --passphrase ' + 'Kq7#vLp2Wx!' * 21 + ' -c f', 'Kq7#vLp2Wx!' * 21), ('ENV DB_PASSWORD ' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21),
     ("echo '" + 'Kq7#vLp2Wx!' * 21 + "' | docker login -u bob --password-stdin", 'Kq7#vLp2Wx!' * 21),
     ("gpg --passphrase 'Kq7\\'vLp2Wx99' -c f", 'vLp2Wx99'),
+    # review 40: a value named by markup, past the bound of 200 characters (sent whole) or an escaped quote
+    *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
+        '<password>PW</password>', '<wsse:Password Type="PasswordText">PW</wsse:Password>', '<password><![CDATA[PW]]></password>',
+        '<key>password</key>\n<string>PW</string>', '<add key="DbPassword" value="PW"/>', '<property name="db.password" value="PW"/>')],
+    ('{"key": "password", "value": "Kq7\\"vLp2Wx99"}', 'vLp2Wx99'),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1026,6 +1031,9 @@ NEAR_MISSES = [
     # review 39: a string left open is a value only when it runs without a space to its line's end
     'print("password: " + pw)', 'log.info("token: " + token)', "msg = 'password: ' + pw", 'x = "password=" + y',
     'PASSWORD="$DB_PASS', 'password: "Enter your password', 'password = "{pw}', "password = 'your-password'",
+    # review 40: markup's values to their end: long text or a template in a value not a credential's stays
+    '<description>' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '</description>', '<password>${DB_PASSWORD}</password>',
+    '<add key="Title" value="' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '"/>', '<password><![CDATA[${DB_PASSWORD}]]></password>',
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
