@@ -358,7 +358,7 @@ NAMED_VALUE = re.compile(
     r"[\"']?(?i:value)[\"']?[ \t]*+[=:][ \t]*+"
     r"(?P<q2>[\"'])(?P<quoted>(?:\\[^\n]|(?!(?P=q2))[^\\\n])++)(?P=q2)"
     r"|(?<![\w-])name[ \t]*+:[ \t]*+[\"']?(?P<env>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+(?:\r?\n|,)[ \t]*+value[ \t]*+:[ \t]*+"
-    r"(?:\"(?P<dq>[^\"\n]{1,200}+)\"|'(?P<sq>[^'\n]{1,200}+)'|(?P<bare>[^\s\"']{1,200}+))"
+    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\[^\n])++)\"|'(?P<sq>(?:[^'\\\n]|\\[^\n]|'')++)'|(?P<bare>[^\s\"']++))"
     r"|(?<![\w.])(?=[A-Za-z_])(?:(?:(?:os\.)?(?:getenv|environ\.get|environ\.setdefault)|getEnv(?:OrDefault)?|ENV\.fetch|config|env"
     r"|(?:System\.getenv\(\)\.|(?:\w{1,40}+(?:\(\)|\[\s*+[\"'][\w.-]{1,40}+[\"']\s*+\])?\.){1,2})(?:getOrDefault|get|getProperty|SetDefault|str))\("
     r"|getattr\(\s*+\w{1,40}+\s*+,|ENV\.fetch[ \t])\s*+(?:key[ \t]*+=[ \t]*+)?(?P<q3>[\"'])"

@@ -979,6 +979,10 @@ SENT_BEFORE = [
         '<password>PW</password>', '<wsse:Password Type="PasswordText">PW</wsse:Password>', '<password><![CDATA[PW]]></password>',
         '<key>password</key>\n<string>PW</string>', '<add key="DbPassword" value="PW"/>', '<property name="db.password" value="PW"/>')],
     ('{"key": "password", "value": "Kq7\\"vLp2Wx99"}', 'vLp2Wx99'),
+    # review 40: a Kubernetes env entry's value past an escaped quote or the bound of 200 characters
+    ('- name: DB_PASSWORD\n  value: "Kq7\\"vLp2Wx99"', 'vLp2Wx99'), ("- name: DB_PASSWORD\n  value: 'Kq7\\'vLp2Wx99'", 'vLp2Wx99'),
+    ('- name: DB_PASSWORD\n  value: "' + 'Kq7#vLp2Wx!' * 21 + '"', 'Kq7#vLp2Wx!' * 21),
+    ('- name: DB_PASSWORD\n  value: ' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1034,6 +1038,7 @@ NEAR_MISSES = [
     # review 40: markup's values to their end: long text or a template in a value not a credential's stays
     '<description>' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '</description>', '<password>${DB_PASSWORD}</password>',
     '<add key="Title" value="' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '"/>', '<password><![CDATA[${DB_PASSWORD}]]></password>',
+    '- name: GREETING\n  value: "' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '"', '- name: DB_PASSWORD\n  value: "$(DB_PASSWORD)"',
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
