@@ -46,7 +46,7 @@ PRINTED_VALUE = re.compile(
     r"|aws[ \t]++(?P<mname>secret)smanager[ \t]++get-secret-value[ \t][^\n]{0,300}?--output[ \t=]++text[^\n]{0,300}+"
     r"|cat[ \t]++(?:\S{0,300}?/)?(?P<fname>initialAdminPassword|initial_root_password|[\w.-]{0,40}?(?:password|token|secret))"
     r"(?:\.txt)?|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D))"
-    r"[ \t]*+\r?\n[ \t]*+(?P<value>[^\s$][^\s]{0,199}+)[ \t]*+(?=\r?\n|$)"
+    r"[ \t]*+\r?\n[ \t]*+(?P<value>[^\s$]\S*+)[ \t]*+(?=\r?\n|$)"
 )
 #: A generator's output on the line under the command that made it: ``pwgen``, ``apg``, ``makepasswd``, ``openssl rand
 #: -base64|-hex N``, ``gpg --gen-random``, ``rails secret``, and Python's ``secrets.token_urlsafe|token_hex|token_bytes(…)``
@@ -62,12 +62,12 @@ GENERATED_OUTPUT = re.compile(
 #: PowerShell's ``Format-List`` of a variable (``Get-ChildItem Env:DB_PASSWORD | Format-List``): ``Name  : NAME`` then
 #: ``Value : …``.
 FORMAT_LIST = re.compile(
-    r"(?m:^)Name[ \t]*+:[ \t]*+(?P<lname>" + _NAME + r")[ \t]*+\r?\nValue[ \t]*+:[ \t]*+(?P<value>\S{1,200}+)[ \t]*+(?=\r?\n|$)"
+    r"(?m:^)Name[ \t]*+:[ \t]*+(?P<lname>" + _NAME + r")[ \t]*+\r?\nValue[ \t]*+:[ \t]*+(?P<value>\S++)[ \t]*+(?=\r?\n|$)"
 )
 #: redis-cli's answer to ``CONFIG GET requirepass`` (``masterauth``): ``1) "requirepass"`` then ``2) "…"``.
 CONFIG_REPLY = re.compile(
     r"(?<=\) )\"(?:requirepass|masterauth)\"[ \t]*+\r?\n[ \t]*+\d{1,3}+\)[ \t]++"
-    r"\"(?P<value>(?:[^\"\\\n]|\\.){1,200}+)\""
+    r"\"(?P<value>(?:[^\"\\\n]|\\.)++)\""
 )
 #: A password a server makes and prints: MySQL's ``A temporary password is generated for root@localhost: …``,
 #: Elasticsearch's ``Password for the elastic user (…):`` with the password on the next line, ``PASSWORD elastic = …``
@@ -78,15 +78,15 @@ CONFIG_REPLY = re.compile(
 GENERATED_SECRET = re.compile(
     r"(?:temporary password is generated for [^\s:]{1,100}+:[ \t]++|Password for the \[?\w{1,30}+\]? user"
     r"(?: \([^\n]{0,200}?\))?:[ \t]*+\r?\n[ \t]*+|user successfully reset\.[ \t]*+\r?\nNew value:[ \t]*+"
-    r"|(?m:^)PASSWORD[ \t]++[\w-]{1,30}+[ \t]++=[ \t]++(?=\S{0,199}\d))(?P<value>\S{1,200}+)"
+    r"|(?m:^)PASSWORD[ \t]++[\w-]{1,30}+[ \t]++=[ \t]++(?=\S{0,199}\d))(?P<value>\S++)"
 )
 #: The command of a Redis ``MONITOR`` line (``1714550400.123456 [0 10.0.0.7:53412] "AUTH" …``) that holds a password,
 #: its last word; read from the ``]`` before it (a literal a search skips to), the line's head checked after
 #: (:data:`MONITOR_HEAD`).
 MONITOR_AUTH = re.compile(
-    r"\][ \t]++(?:\"(?i:auth)\"(?:[ \t]++\"(?:[^\"\\\n]|\\.){1,200}+\")?"
+    r"\][ \t]++(?:\"(?i:auth)\"(?:[ \t]++\"(?:[^\"\\\n]|\\.)++\")?"
     r"|\"(?i:config)\"[ \t]++\"(?i:set)\"[ \t]++\"(?i:requirepass|masterauth)\")"
-    r"[ \t]++\"(?P<value>(?:[^\"\\\n]|\\.){1,200}+)\"[ \t]*+(?=\r?\n|$)"
+    r"[ \t]++\"(?P<value>(?:[^\"\\\n]|\\.)++)\"[ \t]*+(?=\r?\n|$)"
 )
 #: A ``MONITOR`` line's time, database and client, up to the ``]`` that :data:`MONITOR_AUTH` starts at.
 MONITOR_HEAD = re.compile(r"(?<!\d)\d{9,11}+\.\d{1,6}+[ \t]++\[\d{1,5}+[ \t]++[^\]\n]{1,200}+\Z")
@@ -94,7 +94,7 @@ MONITOR_HEAD = re.compile(r"(?<!\d)\d{9,11}+\.\d{1,6}+[ \t]++\[\d{1,5}+[ \t]++[^
 #: comes first, so a search skips to it.
 BARE_AUTHORIZATION = re.compile(
     r"(?i:authorization)(?<!\w(?i:authorization))[ \t]++(?i:bearer|token|basic)[ \t]++"
-    r"(?P<value>(?=[^\s<]{0,199}\d)[!-;=?-~]{8,200}+)"
+    r"(?P<value>(?=[^\s<]{0,199}\d)[!-;=?-~]{8,}+)"
 )
 
 #: A line of htpasswd's or shadow's file, as ``htpasswd -nb`` and ``getent shadow`` print it: at a line's start a user's
@@ -109,21 +109,21 @@ HASH_LINE = re.compile(
 #: A log's password in brackets after its word (``(password Kq7#vLp2Wx)``, ``pwd[Kq7#vLp2Wx]``, ``password=(…)``):
 #: the value goes when it reads as a password and holds a symbol (``password[i+1]``, ``token[idx2]`` are indexes).
 BRACKETED = re.compile(
-    r"(?i)(?:\((?:password|passwd|pwd|pass)[ \t:=]++(?P<pvalue>[^\s()]{1,200}+)\)"
-    r"|(?<![\w-])(?:password|passwd|pwd|passphrase)\[(?P<value>[^\[\]\s\"']{1,200}+)\])"
+    r"(?i)(?:\((?:password|passwd|pwd|pass)[ \t:=]++(?P<pvalue>[^\s()]++)\)"
+    r"|(?<![\w-])(?:password|passwd|pwd|passphrase)\[(?P<value>[^\[\]\s\"']++)\])"
 )
 #: A log's field of a credential's name with its value in brackets (``password=[Kq7#vLp2Wx]``, ``token: [Zx9q…]``), as
 #: loggers wrap each field: judged as an assignment of it to the name would be, 8+ characters with a letter and a digit (``password=[]``,
 #: ``[REDACTED]``, ``[None]`` stay; a list of calls, ``password=[DataRequired()]``, has parentheses).
 ASSIGNED_BRACKETS = re.compile(
     r"(?i)(?<![\w-])(?P<name>[\w.-]{0,60}?(?:password|passwd|pwd|passphrase|secret|token|api[_-]?key|access[_-]?key))[ \t]*+[=:][ \t]*+"
-    r"\[(?P<value>[^\[\]\s\"',(){}]{4,200}+)\]"
+    r"\[(?P<value>[^\[\]\s\"',(){}]{4,}+)\]"
 )
 #: An ``Authorization`` header signed with a key (AWS's ``AWS ACCESSKEY:signature`` (SigV2), ``AWS4-HMAC-SHA256 …,
 #: Signature=…`` and other schemes' ``Signature=``): the signature.
 SIGNED_AUTHORIZATION = re.compile(
     r"(?i:authorization)[\"']?[ \t]*+[:=][ \t]*+[\"']?(?:AWS[ \t]++[A-Z0-9]{16,128}+:(?P<value>[A-Za-z0-9+/=]{20,100}+)"
-    r"|[^\n]{0,300}?[ ,](?i:signature)=(?P<svalue>[^\s,\"']{8,200}+))"
+    r"|[^\n]{0,300}?[ ,](?i:signature)=(?P<svalue>[^\s,\"']{8,}+))"
 )
 
 #: A private key's DER in hex, bytes spaced, joined by ``:`` or not: a SEQUENCE (its length in one, two or three

@@ -983,6 +983,13 @@ SENT_BEFORE = [
     ('- name: DB_PASSWORD\n  value: "Kq7\\"vLp2Wx99"', 'vLp2Wx99'), ("- name: DB_PASSWORD\n  value: 'Kq7\\'vLp2Wx99'", 'vLp2Wx99'),
     ('- name: DB_PASSWORD\n  value: "' + 'Kq7#vLp2Wx!' * 21 + '"', 'Kq7#vLp2Wx!' * 21),
     ('- name: DB_PASSWORD\n  value: ' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21),
+    # review 40: a value a command or a server prints, past the bound of 200 characters
+    *[(text + 'Kq7#vLp2Wx!' * 21 + end, 'Kq7#vLp2Wx!' * 21) for text, end in (
+        ('$ printenv DB_PASSWORD\n', ''), ('$ echo $DB_PASSWORD\n', ''), ('$ cat initialAdminPassword\n', ''),
+        ('Name  : DB_PASSWORD\nValue : ', ''), ('1) "requirepass"\n2) "', '"'),
+        ('A temporary password is generated for root@localhost: ', ''),
+        ('1714550400.123456 [0 10.0.0.7:53412] "AUTH" "', '"'), ('login failed (password ', ')'))],
+    ('Authorization: AWS4-HMAC-SHA256 Credential=AKIA/x, Signature=' + 'ab12' * 60, 'ab12' * 60),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1039,6 +1046,8 @@ NEAR_MISSES = [
     '<description>' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '</description>', '<password>${DB_PASSWORD}</password>',
     '<add key="Title" value="' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '"/>', '<password><![CDATA[${DB_PASSWORD}]]></password>',
     '- name: GREETING\n  value: "' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '"', '- name: DB_PASSWORD\n  value: "$(DB_PASSWORD)"',
+    '$ printenv PATH\n' + ':'.join(['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/opt/tools/bin'] * 8),
+    'Name  : Path\nValue : ' + ';'.join(['C:\\Windows', 'C:\\Windows\\System32', 'C:\\Program Files\\Git\\cmd'] * 8),
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
