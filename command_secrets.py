@@ -141,8 +141,8 @@ HAPROXY_LOGIN = re.compile(
 #: ``Token`` or ``Basic`` too), quoted or bare, before the ``;``. A ``$`` starts one of nginx's variables.
 NGINX_HEADER = re.compile(
     r"(?m:^)[ \t]*+(?:proxy_set_header|add_header|grpc_set_header|fastcgi_param|uwsgi_param|scgi_param)[ \t]++"
-    r"(?P<name>[\w-]{1,60}+)[ \t]++(?:(?P<q>[\"'])(?:(?i:bearer|token|basic)[ \t]++)?(?P<value>[^\"'\n$]{1,200}+)(?P=q)"
-    r"|(?P<bare>[^\s\"';$][^\s;]{0,199}+))[ \t]*+;"
+    r"(?P<name>[\w-]{1,60}+)[ \t]++(?:(?P<q>[\"'])(?:(?i:bearer|token|basic)[ \t]++)?(?P<value>(?:\\[^\n]|(?!(?P=q))[^\\\n$])++)(?P=q)"
+    r"|(?P<bare>[^\s\"';$][^\s;]*+))[ \t]*+;"
 )
 #: GitHub CLI's ``gh secret set … -b value`` / ``--body value`` (``--body=value``), in any order.
 GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE)

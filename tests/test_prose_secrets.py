@@ -990,6 +990,11 @@ SENT_BEFORE = [
         ('A temporary password is generated for root@localhost: ', ''),
         ('1714550400.123456 [0 10.0.0.7:53412] "AUTH" "', '"'), ('login failed (password ', ')'))],
     ('Authorization: AWS4-HMAC-SHA256 Credential=AKIA/x, Signature=' + 'ab12' * 60, 'ab12' * 60),
+    # review 40: nginx's header or parameter past the bound of 200 characters (sent whole) or an escaped quote
+    *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
+        'proxy_set_header X-Api-Key "PW";', 'proxy_set_header X-Api-Key PW;', 'fastcgi_param DB_PASSWORD "PW";',
+        'proxy_set_header Authorization "Bearer PW";')],
+    ('proxy_set_header X-Api-Key "Kq7\\"vLp2Wx99";', 'vLp2Wx99'), ('proxy_set_header X-Api-Key "Kq7\'vLp2Wx99";', 'vLp2Wx99'),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1048,6 +1053,8 @@ NEAR_MISSES = [
     '- name: GREETING\n  value: "' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '"', '- name: DB_PASSWORD\n  value: "$(DB_PASSWORD)"',
     '$ printenv PATH\n' + ':'.join(['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/opt/tools/bin'] * 8),
     'Name  : Path\nValue : ' + ';'.join(['C:\\Windows', 'C:\\Windows\\System32', 'C:\\Program Files\\Git\\cmd'] * 8),
+    'add_header Content-Security-Policy "' + "default-src 'self'; script-src 'self' https://cdn.example.com; " * 4 + '";',
+    'proxy_set_header X-Api-Key "$api_key";', 'proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
