@@ -995,6 +995,10 @@ SENT_BEFORE = [
         'proxy_set_header X-Api-Key "PW";', 'proxy_set_header X-Api-Key PW;', 'fastcgi_param DB_PASSWORD "PW";',
         'proxy_set_header Authorization "Bearer PW";')],
     ('proxy_set_header X-Api-Key "Kq7\\"vLp2Wx99";', 'vLp2Wx99'), ('proxy_set_header X-Api-Key "Kq7\'vLp2Wx99";', 'vLp2Wx99'),
+    # review 40: a command's quoted password never closed (the line or the text ends), and a call's backtick string past 200
+    ("sshpass -p 'Kq7#vLp2Wx", 'Kq7#vLp2Wx'), ("sshpass -p 'Kq7#vLp2Wx\nssh host", 'Kq7#vLp2Wx'), ('mysql -u root -p"Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
+    ("docker login --password 'Kq7#vLp2Wx", 'Kq7#vLp2Wx'), ("gpg --passphrase 'Kq7#vLp2Wx", 'Kq7#vLp2Wx'),
+    ('req.SetBasicAuth("bob", `' + 'Kq7 vLp2Wx!' * 21 + '`)', 'vLp2Wx!Kq7 ' * 20),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1055,6 +1059,7 @@ NEAR_MISSES = [
     'Name  : Path\nValue : ' + ';'.join(['C:\\Windows', 'C:\\Windows\\System32', 'C:\\Program Files\\Git\\cmd'] * 8),
     'add_header Content-Security-Policy "' + "default-src 'self'; script-src 'self' https://cdn.example.com; " * 4 + '";',
     'proxy_set_header X-Api-Key "$api_key";', 'proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
+    "sshpass -p 'your password", 'sshpass -p "$PASS', 'run --password "ab)', "gpg --passphrase 'enter it here",
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
