@@ -97,9 +97,10 @@ ENTRY_VALUE = re.compile(r"<entry[ \t]++key=\"(?P<name>[^\"<>\n]{1,100}+)\"[ \t]
                          r"|ParameterKey(?:=|\"[ \t]*+:[ \t]*+\")(?P<pname>[\w.-]{1,100}+)\"?[ \t]*+,[ \t]*+\"?ParameterValue"
                          r"(?:=|\"[ \t]*+:[ \t]*+\")(?P<pvalue>[^\s,\"]{1,200}+)")
 #: A connection string's password or key after a ``;`` (SQL Server's, ODBC's, Azure Storage's and Cosmos DB's): to the next
-#: ``;`` (spaces in it too: ``Password=Hz 2024 abc!;``) or in ODBC's braces (``Pwd={…;…}``). Group ``value``.
+#: ``;`` (spaces in it too: ``Password=Hz 2024 abc!;``) or in ODBC's braces (``Pwd={…;…}``, ``}}`` a brace in them, each ``{`` another's start, so not in them), however
+#: long (a bound would send its rest). Group ``value``.
 CONNECTION_SECRET = re.compile(r"(?i)(?<=;)[ \t]*+(?:password|pwd|accountkey|sharedaccesskey)[ \t]*+=[ \t]*+"
-                               r"(?P<value>\{[^}\n]{1,200}+\}|[^;{\s\"'][^;\n\"']{0,199}+)(?=;|$|[\"'])")
+                               r"(?P<value>\{(?:[^{}\n]|\}\})++\}|[^;{\s\"'][^;\n\"']*+)(?=;|$|[\"'])")
 #: A proxy's share link, whose user is its password (``trojan://…@host:443``, ``hysteria2://…@``, ``tuic://uuid:…@``).
 PROXY_LINK = re.compile(r"(?i)(?<![\w+.-])(?:trojan|hysteria2|hy2|tuic|anytls)://(?P<value>[^@/\s]{6,200}+)@")
 #: A line of PgBouncer's ``userlist.txt``: a quoted user, then a quoted password without ``/`` (``"GET" "/api"`` is a

@@ -691,7 +691,8 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "<a>a", "<a a>a", "<a><![CDATA[a", "<key>a</key><string>a", 'key="a" value="a\\"', 'name: a,value: "a\\"', "name: a,value: 'a''", "name: a,value: a",
                                   "$ printenv a\n", "Name: a\nValue: ", '1) "requirepass"\n2) "a', 'generated for a: a ', '] "AUTH" "a',
                                   "(password a", "password=[a", "authorization bearer a1", "authorization: a, signature=a1b2c3d4",
-                                  "\nproxy_set_header a \"a\\\"", "\nadd_header a a", "\nadd_header a \"a\\'", "sshpass -p 'a", "sshpass -p 'aaaa", "--password 'aaaa", "--passphrase 'a", "--passphrase \"aaaa", "Auth('a', `a"])
+                                  "\nproxy_set_header a \"a\\\"", "\nadd_header a a", "\nadd_header a \"a\\'", "sshpass -p 'a", "sshpass -p 'aaaa", "--password 'aaaa", "--passphrase 'a", "--passphrase \"aaaa", "Auth('a', `a",
+                                  ";pwd={", ";pwd={a}}", ";pwd={a;", ";AccountKey=a "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -999,6 +999,10 @@ SENT_BEFORE = [
     ("sshpass -p 'Kq7#vLp2Wx", 'Kq7#vLp2Wx'), ("sshpass -p 'Kq7#vLp2Wx\nssh host", 'Kq7#vLp2Wx'), ('mysql -u root -p"Kq7#vLp2Wx', 'Kq7#vLp2Wx'),
     ("docker login --password 'Kq7#vLp2Wx", 'Kq7#vLp2Wx'), ("gpg --passphrase 'Kq7#vLp2Wx", 'Kq7#vLp2Wx'),
     ('req.SetBasicAuth("bob", `' + 'Kq7 vLp2Wx!' * 21 + '`)', 'vLp2Wx!Kq7 ' * 20),
+    # review 40: a connection string's password or key past the bound of 200 characters or a brace escaped as }}
+    ('Driver={ODBC Driver 18};Server=db;Uid=sa;Pwd={' + 'Kq7#vLp2Wx!' * 21 + '};', 'Kq7#vLp2Wx!' * 21),
+    ('Driver={ODBC Driver 18};Server=db;Uid=sa;Pwd={Kq7}}vLp2Wx99};', 'vLp2Wx99'),
+    ('DefaultEndpointsProtocol=https;AccountName=x;AccountKey=' + 'Kq7vLp2Wx9' * 23 + ';EndpointSuffix=core.windows.net', 'Kq7vLp2Wx9' * 23),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1060,6 +1064,7 @@ NEAR_MISSES = [
     'add_header Content-Security-Policy "' + "default-src 'self'; script-src 'self' https://cdn.example.com; " * 4 + '";',
     'proxy_set_header X-Api-Key "$api_key";', 'proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
     "sshpass -p 'your password", 'sshpass -p "$PASS', 'run --password "ab)', "gpg --passphrase 'enter it here",
+    'Driver={ODBC Driver 18};Server=db;Database=' + 'analytics_' * 23 + ';Trusted_Connection=yes;', 'Server=db;Pwd={${DB_PASSWORD}};',
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
