@@ -46,7 +46,7 @@ CONCATENATED = re.compile(
 )
 #: Spring's bean property with its value as an element (``<property name="password"><value>…</value></property>``).
 SPRING_VALUE = re.compile(
-    r"<property[ \t]++name=\"(?P<name>[^\"<>\n]{1,100}+)\"[ \t]*+>\s{0,40}+<value>(?P<value>[^<>\n]{1,200}+)</value>"
+    r"<property[ \t]++name=\"(?P<name>[^\"<>\n]{1,100}+)\"[ \t]*+>\s{0,40}+<value>(?P<value>[^<>\n]++)</value>"
 )
 #: A JSON pair escaped for HTML: ``&quot;name&quot;:&quot;value&quot;``.
 HTML_JSON = re.compile(
@@ -60,11 +60,11 @@ URL_JSON = re.compile(
 URL_FORM = re.compile(r"(?i)(?:(?<=%26)|(?<![\w%.-]))(?P<name>[A-Za-z_][\w.-]{0,60}+)%3D(?P<value>(?:(?!%26)[^\s&\"'<>]){1,300}+)")
 #: OpenVPN's inline login: ``<auth-user-pass>``, the user, then the password, each on its line.
 OPENVPN_LOGIN = re.compile(
-    r"<auth-user-pass>[ \t]*+\r?\n[ \t]*+[^\s<]{1,100}+[ \t]*+\r?\n[ \t]*+(?P<value>[^\s<]{1,200}+)[ \t]*+\r?\n[ \t]*+</auth-user-pass>"
+    r"<auth-user-pass>[ \t]*+\r?\n[ \t]*+[^\s<]{1,100}+[ \t]*+\r?\n[ \t]*+(?P<value>[^\s<]++)[ \t]*+\r?\n[ \t]*+</auth-user-pass>"
 )
 #: A line of postfix's ``sasl_passwd``: a relay (``[smtp.qq.com]:587``), then ``user:password``.
 SASL_PASSWD = re.compile(
-    r"(?m:^)[ \t]*+\[[\w.-]{1,253}+\](?::\d{1,5}+)?[ \t]++[^\s:]{1,100}+:(?P<value>\S{1,200}+)[ \t]*+\r?(?m:$)"
+    r"(?m:^)[ \t]*+\[[\w.-]{1,253}+\](?::\d{1,5}+)?[ \t]++[^\s:]{1,100}+:(?P<value>\S++)[ \t]*+\r?(?m:$)"
 )
 #: A base64 token without a label (``Ym9iOlRxNyF2Um0yWHM=``), which :func:`_base64_login` decodes: a ``user:password`` whose
 #: password reads as one whatever surrounds it.
@@ -89,13 +89,13 @@ COMPOSER_TOKENS = re.compile(r"(?:[\"'](?:github-oauth|gitlab-oauth|gitlab-token
                              r"[ \t\r\n]*+(?P<body>\{[^{}]{0,4000}+\})")
 HOST_TOKEN = re.compile(r"[:=][ \t\r\n]*+[\"'](?!\$\{)(?P<value>[^\"'\s]{8,}+)[\"']")
 #: A change in a Terraform plan (``~ secret_string = "old" -> "new"``): both values are judged as assigned to the name.
-PLAN_CHANGE = re.compile(r"(?m:^)[ \t]*+[~+-][ \t]++(?P<name>[\w.-]{1,100}+)[ \t]++=[ \t]++\"(?P<old>[^\"\n]{0,200}+)\"[ \t]++->"
-                         r"[ \t]++\"(?P<value>[^\"\n]{1,200}+)\"")
+PLAN_CHANGE = re.compile(r"(?m:^)[ \t]*+[~+-][ \t]++(?P<name>[\w.-]{1,100}+)[ \t]++=[ \t]++\"(?P<old>(?:[^\"\\\n]|\\[^\n])*+)\"[ \t]++->"
+                         r"[ \t]++\"(?P<value>(?:[^\"\\\n]|\\[^\n])++)\"")
 #: A Java properties file in XML (``<entry key="jdbc.password">…</entry>``) and CloudFormation's parameters
 #: (``ParameterKey=DBPassword,ParameterValue=…``, in JSON too): the value is judged as assigned to the key.
-ENTRY_VALUE = re.compile(r"<entry[ \t]++key=\"(?P<name>[^\"<>\n]{1,100}+)\"[ \t]*+>(?P<value>[^<>\n]{1,200}+)</entry>"
+ENTRY_VALUE = re.compile(r"<entry[ \t]++key=\"(?P<name>[^\"<>\n]{1,100}+)\"[ \t]*+>(?P<value>[^<>\n]++)</entry>"
                          r"|ParameterKey(?:=|\"[ \t]*+:[ \t]*+\")(?P<pname>[\w.-]{1,100}+)\"?[ \t]*+,[ \t]*+\"?ParameterValue"
-                         r"(?:=|\"[ \t]*+:[ \t]*+\")(?P<pvalue>[^\s,\"]{1,200}+)")
+                         r"(?:=|\"[ \t]*+:[ \t]*+\")(?P<pvalue>[^\s,\"]++)")
 #: A connection string's password or key after a ``;`` (SQL Server's, ODBC's, Azure Storage's and Cosmos DB's): to the next
 #: ``;`` (spaces in it too: ``Password=Hz 2024 abc!;``) or in ODBC's braces (``Pwd={…;…}``, ``}}`` a brace in them, each ``{`` another's start, so not in them), however
 #: long (a bound would send its rest). Group ``value``.
@@ -105,7 +105,7 @@ CONNECTION_SECRET = re.compile(r"(?i)(?<=;)[ \t]*+(?:password|pwd|accountkey|sha
 PROXY_LINK = re.compile(r"(?i)(?<![\w+.-])(?:trojan|hysteria2|hy2|tuic|anytls)://(?P<value>[^@/\s]{6,200}+)@")
 #: A line of PgBouncer's ``userlist.txt``: a quoted user, then a quoted password without ``/`` (``"GET" "/api"`` is a
 #: log's) or its md5/SCRAM hash.
-USERLIST_LINE = re.compile(r"(?m:^)[ \t]*+\"[\w.@-]{1,64}+\"[ \t]++\"(?P<value>[^\"\n]{6,300}+)\"[ \t]*+\r?(?m:$)")
+USERLIST_LINE = re.compile(r"(?m:^)[ \t]*+\"[\w.@-]{1,64}+\"[ \t]++\"(?P<value>[^\"\n]{6,}+)\"[ \t]*+\r?(?m:$)")
 #: A JSON array of numbers (a Solana keypair's ``id.json`` is 64 of 0 to 255): :func:`_key_bytes` counts them.
 BYTE_ARRAY = re.compile(r"\[[\d,\s]{127,4000}+\]")
 #: A quoted session id under its name (``"session_id": "…"``, ``sessionId: '…'``, ``session-id=…``): an API's or a
@@ -115,7 +115,7 @@ SESSION_ID = re.compile(r"(?i)(?<![A-Za-z0-9])session[_-]?id[\"']?[ \t]*+[:=][ \
 #: An XML-RPC struct's member (``<member><name>password</name><value><string>…</string></value></member>``): the value
 #: is judged as assigned to the name. Group ``name``, ``value``.
 XMLRPC_MEMBER = re.compile(r"<name>[ \t]*+(?P<name>[\w.-]{1,100}+)[ \t]*+</name>\s{0,40}+<value>[ \t]*+(?:<(?:string|base64)>)?"
-                           r"(?P<value>[^<>\n]{1,200}+)(?:</(?:string|base64)>)?[ \t]*+</value>")
+                           r"(?P<value>[^<>\n]++)(?:</(?:string|base64)>)?[ \t]*+</value>")
 #: nginx's ``map $http_x_api_key $client { "…" mobile; }`` over a credential's variable (a header, a query argument or
 #: a cookie named as one): each source value of the block is a key a client sends. Groups ``var``, ``body`` (to the
 #: block's ``}``, read once).
@@ -128,7 +128,7 @@ MAP_CREDENTIAL = re.compile(r"(?i)(?:key|token|secret|auth|authorization|passwor
 #: An object under a credential's name holding its ``"value"``, after other members too (``terraform output -json``'s
 #: ``"db_password": {"sensitive": true, "type": "string", "value": "…"}``, Spring's actuator: ``"spring.datasource.password":
 #: {"value": "…"``): the value is judged as assigned to the name. Groups ``name``, ``value``.
-OBJECT_VALUE = re.compile(r"\"(?P<name>[\w.-]{1,100}+)\"\s*+:\s*+\{(?=[^{}]{0,400}?\"value\")[^{}]{0,400}?\"value\"\s*+:\s*+\"(?P<value>[^\"\\\n]{1,200}+)\"")
+OBJECT_VALUE = re.compile(r"\"(?P<name>[\w.-]{1,100}+)\"\s*+:\s*+\{(?=[^{}]{0,400}?\"value\")[^{}]{0,400}?\"value\"\s*+:\s*+\"(?P<value>(?:[^\"\\\n]|\\[^\n])++)\"")
 #: A WebSocket URL (``wss://host/ws/v1/…``), whose path segments :func:`_ws_path` judges: a stream's token in the path.
 WS_URL = re.compile(r"(?<![\w.+-])wss?://[^\s/\"'<>`]{1,253}+(?P<path>/[^\s\"'<>`?#]{0,2000}+)")
 

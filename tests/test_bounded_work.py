@@ -692,7 +692,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "$ printenv a\n", "Name: a\nValue: ", '1) "requirepass"\n2) "a', 'generated for a: a ', '] "AUTH" "a',
                                   "(password a", "password=[a", "authorization bearer a1", "authorization: a, signature=a1b2c3d4",
                                   "\nproxy_set_header a \"a\\\"", "\nadd_header a a", "\nadd_header a \"a\\'", "sshpass -p 'a", "sshpass -p 'aaaa", "--password 'aaaa", "--passphrase 'a", "--passphrase \"aaaa", "Auth('a', `a",
-                                  ";pwd={", ";pwd={a}}", ";pwd={a;", ";AccountKey=a "])
+                                  ";pwd={", ";pwd={a}}", ";pwd={a;", '<property name="a"><value>a', '<entry key="a">a', "ParameterKey=a,ParameterValue=a",
+                                  "<name>a</name><value>a", "<auth-user-pass>\na\na", "\n[a]:1 a:a", '\n~ a = "a\\" -> "a\\"', '"a": {"value": "a\\"',
+                                  '\n"a" "aaaaaaa"'])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -1003,6 +1003,13 @@ SENT_BEFORE = [
     ('Driver={ODBC Driver 18};Server=db;Uid=sa;Pwd={' + 'Kq7#vLp2Wx!' * 21 + '};', 'Kq7#vLp2Wx!' * 21),
     ('Driver={ODBC Driver 18};Server=db;Uid=sa;Pwd={Kq7}}vLp2Wx99};', 'vLp2Wx99'),
     ('DefaultEndpointsProtocol=https;AccountName=x;AccountKey=' + 'Kq7vLp2Wx9' * 23 + ';EndpointSuffix=core.windows.net', 'Kq7vLp2Wx9' * 23),
+    # review 40: a config file's value past the bound of 200 characters (sent whole or its rest) or an escaped quote
+    *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
+        '<property name="password">\n  <value>PW</value>\n</property>', '<entry key="jdbc.password">PW</entry>',
+        'ParameterKey=DBPassword,ParameterValue=PW', '<member><name>password</name><value><string>PW</string></value></member>',
+        '<auth-user-pass>\nbob\nPW\n</auth-user-pass>', '[smtp.qq.com]:587 bob@qq.com:PW', '  ~ secret_string = "old" -> "PW"',
+        '"db_password": {"sensitive": true, "value": "PW"}', '"bob" "PWKq7#vLp2Wx!Kq7#vLp2Wx!Kq7#vLp2Wx!Kq7#vLp2Wx!Kq7#vLp2Wx!Kq7#vLp2Wx!Kq7#vLp2Wx!Kq7#vLp2Wx!"')],
+    ('"db_password": {"sensitive": true, "value": "Kq7\\"vLp2Wx99"}', 'vLp2Wx99'), ('  ~ secret_string = "Kq7\\"vLp2Wx99" -> "x"', 'vLp2Wx99'),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1065,6 +1072,9 @@ NEAR_MISSES = [
     'proxy_set_header X-Api-Key "$api_key";', 'proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
     "sshpass -p 'your password", 'sshpass -p "$PASS', 'run --password "ab)', "gpg --passphrase 'enter it here",
     'Driver={ODBC Driver 18};Server=db;Database=' + 'analytics_' * 23 + ';Trusted_Connection=yes;', 'Server=db;Pwd={${DB_PASSWORD}};',
+    '<entry key="description">' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '</entry>',
+    '  ~ description = "old" -> "' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '"',
+    '"db_password": {"sensitive": true, "value": "${var.db_password}"}',
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
