@@ -32,7 +32,7 @@ _CREDENTIAL_END = r"(?i:pass|password|passwd|pwd|secret|token|key|auth)"
 #: A fluent setter or a builder's method named for a credential and given one string that reads as a password
 #: (``.apiKey("…")``, ``.clientSecret('…')``; not a test's fixture: ``user.set_password('testpassword')``). Groups ``name``, ``value``.
 SETTER_CALL = re.compile(
-    r"\.(?P<name>[A-Za-z_]\w{0,60}?" + _CREDENTIAL_END + r")\([ \t]*+(?P<q>[\"'])(?P<value>[^\"'\\\n]{1,200}+)(?P=q)[ \t]*+\)"
+    r"\.(?P<name>[A-Za-z_]\w{0,60}?" + _CREDENTIAL_END + r")\([ \t]*+(?P<q>[\"'])(?P<value>(?:\\[^\n]|(?!(?P=q))[^\\\n])++)(?P=q)[ \t]*+\)"
 )
 #: Kotlin's pair of a header and its value (``"Authorization" to "Bearer …"``, ``"X-Api-Key" to "…"``). Groups ``name``,
 #: ``value`` (after the scheme).
@@ -42,7 +42,7 @@ KOTLIN_PAIR = re.compile(
 #: A URL's credential parameter whose value is concatenated after it (``"jdbc:mysql://…?password=" + "…"``). Groups
 #: ``name``, ``value``.
 CONCATENATED = re.compile(
-    r"[?&;](?P<name>[\w.-]{0,60}?(?i:password|passwd|pwd|secret|token))=[\"'][ \t]*+\+[ \t]*+[\"'](?P<value>[^\"'\\\n]{1,200}+)[\"']"
+    r"[?&;](?P<name>[\w.-]{0,60}?(?i:password|passwd|pwd|secret|token))=[\"'][ \t]*+\+[ \t]*+[\"'](?P<value>(?:[^\"'\\\n]|\\[^\n])++)[\"']"
 )
 #: Spring's bean property with its value as an element (``<property name="password"><value>…</value></property>``).
 SPRING_VALUE = re.compile(
@@ -50,14 +50,14 @@ SPRING_VALUE = re.compile(
 )
 #: A JSON pair escaped for HTML: ``&quot;name&quot;:&quot;value&quot;``.
 HTML_JSON = re.compile(
-    r"&quot;(?P<name>[\w.-]{1,60}+)&quot;[ \t]*+:[ \t]*+&quot;(?P<value>(?:(?!&quot;)[^\n<>]){1,200}+)&quot;"
+    r"&quot;(?P<name>[\w.-]{1,60}+)&quot;[ \t]*+:[ \t]*+&quot;(?P<value>(?:(?!&quot;)[^\n<>])++)&quot;"
 )
 #: A JSON pair escaped for a URL: ``%22name%22%3A%22value%22`` (spaces as ``+`` or ``%20`` around the colon).
 URL_JSON = re.compile(
-    r"(?i)%22(?P<name>[\w.-]{1,60}+)%22(?:%20|\+){0,4}+%3A(?:%20|\+){0,4}+%22(?P<value>(?:(?!%22)[^\s&\"'<>]){1,300}+)%22"
+    r"(?i)%22(?P<name>[\w.-]{1,60}+)%22(?:%20|\+){0,4}+%3A(?:%20|\+){0,4}+%22(?P<value>(?:(?!%22)[^\s&\"'<>])++)%22"
 )
 #: A form's pair escaped inside a URL or a log's field: ``name%3Dvalue``, up to the next ``%26`` (``&``).
-URL_FORM = re.compile(r"(?i)(?:(?<=%26)|(?<![\w%.-]))(?P<name>[A-Za-z_][\w.-]{0,60}+)%3D(?P<value>(?:(?!%26)[^\s&\"'<>]){1,300}+)")
+URL_FORM = re.compile(r"(?i)(?:(?<=%26)|(?<![\w%.-]))(?P<name>[A-Za-z_][\w.-]{0,60}+)%3D(?P<value>(?:(?!%26)[^\s&\"'<>])++)")
 #: OpenVPN's inline login: ``<auth-user-pass>``, the user, then the password, each on its line.
 OPENVPN_LOGIN = re.compile(
     r"<auth-user-pass>[ \t]*+\r?\n[ \t]*+[^\s<]{1,100}+[ \t]*+\r?\n[ \t]*+(?P<value>[^\s<]++)[ \t]*+\r?\n[ \t]*+</auth-user-pass>"

@@ -1010,6 +1010,11 @@ SENT_BEFORE = [
         '<auth-user-pass>\nbob\nPW\n</auth-user-pass>', '[smtp.qq.com]:587 bob@qq.com:PW', '  ~ secret_string = "old" -> "PW"',
         '"db_password": {"sensitive": true, "value": "PW"}', '"bob" "PWKq7#vLp2Wx!Kq7#vLp2Wx!Kq7#vLp2Wx!Kq7#vLp2Wx!Kq7#vLp2Wx!Kq7#vLp2Wx!Kq7#vLp2Wx!Kq7#vLp2Wx!"')],
     ('"db_password": {"sensitive": true, "value": "Kq7\\"vLp2Wx99"}', 'vLp2Wx99'), ('  ~ secret_string = "Kq7\\"vLp2Wx99" -> "x"', 'vLp2Wx99'),
+    # review 40: a setter's, a concatenated URL parameter's and an escaped JSON pair's value past 200 characters or an escaped quote
+    *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
+        '.apiKey("PW")', '"jdbc:mysql://db/app?password=" + "PW"', '&quot;password&quot;:&quot;PW&quot;')],
+    ('%22password%22%3A%22' + 'Kq7#vLp2Wx!' * 30 + '%22', 'Kq7#vLp2Wx!' * 30), ('password%3D' + 'Kq7#vLp2Wx!' * 30, 'Kq7#vLp2Wx!' * 30),
+    (".clientSecret('Kq7\\'vLp2Wx99')", 'vLp2Wx99'),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1075,6 +1080,7 @@ NEAR_MISSES = [
     '<entry key="description">' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '</entry>',
     '  ~ description = "old" -> "' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '"',
     '"db_password": {"sensitive": true, "value": "${var.db_password}"}',
+    'q=%22name%22%3A%22' + 'hello+world+' * 30 + '%22', 'next%3D' + '%2Fhome%2Fdocs' * 20, 'user.set_password("testpassword")',
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
