@@ -27,23 +27,25 @@ SESSION_COOKIE = re.compile(r"(?i)sessionid|phpsessid|jsessionid|asp\.net_sessio
 #: A session cookie's name quoted, then ``:`` (a dict) or ``,`` (a call: ``set('sessionid', …)``, ``Cookie("sessionid",
 #: …)``), then its quoted value. Groups ``name``, ``value``.
 QUOTED_COOKIE = re.compile(
-    r"(?<![\w\"'])[\"'](?P<name>[\w.-]{1,60}+)[\"'][ \t]*+[:,][ \t]*+[\"'](?P<value>[A-Za-z0-9%._:-]{16,400}+)[\"']")
+    r"(?<![\w\"'])[\"'](?P<name>[\w.-]{1,60}+)[\"'][ \t]*+[:,][ \t]*+[\"'](?P<value>[A-Za-z0-9%._:-]{16,}+)[\"']")
 #: Bilibili's ``SESSDATA`` by its shape, under any name or none (``SESSDATA=…``, ``"SESSDATA": "…"``, ``SESSDATA 是 …``): 8
 #: hex digits, a 10-digit expiry, 5 hex digits, ``*`` and the rest, joined by ``,`` (URL-encoded ``%2C`` and ``%2A`` too).
 SESSDATA = re.compile(r"(?<![A-Za-z0-9%])[0-9a-f]{8}(?:%2[Cc]|,)\d{10}(?:%2[Cc]|,)[0-9a-f]{5}(?:%2[Aa]|\*)[A-Za-z0-9_-]{2,}+")
 #: Go's ``http.Cookie{Name: "…", Value: "…"}``. Groups ``name``, ``value``.
 GO_COOKIE = re.compile(
-    r"Cookie\{\s*+Name:[ \t]*+\"(?P<name>[^\"\n]{1,100}+)\"[ \t]*+,\s*+Value:[ \t]*+\"(?P<value>[^\"\n]{4,400}+)\"")
+    r"Cookie\{\s*+Name:[ \t]*+\"(?P<name>[^\"\n]{1,100}+)\"[ \t]*+,\s*+Value:[ \t]*+\"(?P<value>(?:[^\"\\\n]|\\[^\n]){4,}+)\"")
 #: A cookie of a HAR file or a browser's export, an object of ``"name"`` then ``"value"`` (``{"name": "sessionid",
 #: "value": "…"}``), on one line or several. Groups ``name``, ``value``.
 NAME_VALUE_COOKIE = re.compile(
-    r"\"name\"\s*+:\s*+\"(?P<name>[^\"\n]{1,100}+)\"\s*+,\s*+\"value\"\s*+:\s*+\"(?P<value>[A-Za-z0-9%._:+/=-]{16,4000}+)\"")
+    r"\"name\"\s*+:\s*+\"(?P<name>[^\"\n]{1,100}+)\"\s*+,\s*+\"value\"\s*+:\s*+\"(?P<value>[A-Za-z0-9%._:+/=-]{16,}+)\"")
 #: A Netscape ``cookies.txt`` line (``#HttpOnly_`` marks one), or a row of a browser's cookie table: name, value,
-#: domain, path. Groups ``name``, ``value``.
+#: domain, path (the row's name at a line's start or after a tab, so each value is read from one start). Each value,
+#: as :data:`QUOTED_COOKIE`'s, :data:`GO_COOKIE`'s and :data:`NAME_VALUE_COOKIE`'s, runs to its end however long (a
+#: session's cookie may hold a few KB). Groups ``name``, ``value``.
 COOKIE_LINE = re.compile(
     r"(?m:^)(?:(?:#HttpOnly_)?[\w.-]{1,253}+\t(?i:TRUE|FALSE)\t[^\t\n]{1,200}+\t(?i:TRUE|FALSE)\t\d{1,20}+\t"
-    r"(?P<name>[^\t\n]{1,100}+)\t(?P<value>[^\t\n]{4,400}+)(?m:$)"
-    r"|(?P<name2>[^\t\n]{1,100}+)\t(?P<value2>[^\t\n]{4,400}+)\t\.?[\w-]{1,63}+\.[\w.-]{1,190}+\t/)")
+    r"(?P<name>[^\t\n]{1,100}+)\t(?P<value>[^\t\n]{4,}+)(?m:$)"
+    r"|(?:(?m:^)|(?<=\t))(?P<name2>[^\t\n]{1,100}+)\t(?P<value2>[^\t\n]{4,}+)\t\.?[\w-]{1,63}+\.[\w.-]{1,190}+\t/)")
 
 
 def redact(text: str, redacted: str) -> str:

@@ -1015,6 +1015,11 @@ SENT_BEFORE = [
         '.apiKey("PW")', '"jdbc:mysql://db/app?password=" + "PW"', '&quot;password&quot;:&quot;PW&quot;')],
     ('%22password%22%3A%22' + 'Kq7#vLp2Wx!' * 30 + '%22', 'Kq7#vLp2Wx!' * 30), ('password%3D' + 'Kq7#vLp2Wx!' * 30, 'Kq7#vLp2Wx!' * 30),
     (".clientSecret('Kq7\\'vLp2Wx99')", 'vLp2Wx99'),
+    # review 40: a session's cookie past the bound of 400 characters (sent whole or its rest; a session may hold a few KB)
+    *[(text.replace('PW', 'Kq7vLp2Wx9' * 45), 'Kq7vLp2Wx9' * 45) for text in (
+        "cookies = {'sessionid': 'PW'}", 'http.Cookie{Name: "session", Value: "PW"}', '.x.com\tTRUE\t/\tTRUE\t0\tsessionid\tPW',
+        'sessionid\tPW\t.x.com\t/\t2026-01-01')],
+    ('{"name": "sessionid", "value": "' + 'Kq7vLp2Wx9' * 410 + '"}', 'Kq7vLp2Wx9' * 410),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1081,6 +1086,7 @@ NEAR_MISSES = [
     '  ~ description = "old" -> "' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '"',
     '"db_password": {"sensitive": true, "value": "${var.db_password}"}',
     'q=%22name%22%3A%22' + 'hello+world+' * 30 + '%22', 'next%3D' + '%2Fhome%2Fdocs' * 20, 'user.set_password("testpassword")',
+    '{"name": "_ga", "value": "GA1.2.' + '1234567890.' * 45 + '"}', 'prefs\t' + 'dark-mode-compact-' * 30 + '\t.x.com\t/\t2026',
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
