@@ -409,7 +409,7 @@ DEFAULT_SECRET = re.compile(r"(?![./~^])(?![A-Z]?[^\W\d_A-Z]++[:*]?$)(?!(?:[^\W\
                             r"|Placeholder|Here)(?![a-z]))"
                             r"(?!\S*(?:\(\?[=!:<]|\{\d{1,3},\d{0,3}\}|[" + _CJK + r"]))"
                             r"(?![A-Za-z][A-Za-z\d]*+:[A-Za-z_]++$|%\w++%$|@\w++$|\([^()]*+\)$|[A-Z][A-Z\d_]*+=|\*++(?:[A-Z_]++\*++)?$)"
-                            r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![a-z\d_:,.-]*+\|[a-z\d_:,.|-]*+$)(?![\w.-]{1,100}+:\d{1,5}$)(?=\S*[a-z]\S*[A-Z]|\S*[A-Z]\S*[a-z]|\S*[^\w.\s-])\S{8,200}")
+                            r"(?!\S*(?:\$\{|\{\w{1,40}+\}))(?![^/\s]*/)(?![a-z\d_:,.-]*+\|[a-z\d_:,.|-]*+$)(?![\w.-]{1,100}+:\d{1,5}$)(?:(?=[^\sA-Z]*+[A-Z])(?=[^\sa-z]*+[a-z])|(?=[\w.-]*+[^\w.\s-]))\S{8,}")
 #: A value that names something instead of being a secret, for the names and labels that are credentials only when
 #: their value looks like one (``auth``, ``*_KEY``, ``the private key is``): a path (``~/.ssh/deploy_key``; not one
 #: piece of mixed case and digits after ``~``, ``.`` or ``/`` alone: ``password is ~Xk9Pq2Lm7Nv4`` is a password),

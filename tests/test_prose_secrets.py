@@ -1020,6 +1020,10 @@ SENT_BEFORE = [
         "cookies = {'sessionid': 'PW'}", 'http.Cookie{Name: "session", Value: "PW"}', '.x.com\tTRUE\t/\tTRUE\t0\tsessionid\tPW',
         'sessionid\tPW\t.x.com\t/\t2026-01-01')],
     ('{"name": "sessionid", "value": "' + 'Kq7vLp2Wx9' * 410 + '"}', 'Kq7vLp2Wx9' * 410),
+    # review 40: a default past 200 characters, read to its end but judged only up to 200 (sent whole)
+    *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
+        'os.getenv("DB_PASSWORD", "PW")', 'process.env.DB_PASSWORD || "PW"', 'jedis.auth("PW")',
+        'parser.add_argument("--password", default="PW")', 'config.fetch(:db_password, "PW")', 'coalesce(var.db_password, "PW")')],
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1087,6 +1091,7 @@ NEAR_MISSES = [
     '"db_password": {"sensitive": true, "value": "${var.db_password}"}',
     'q=%22name%22%3A%22' + 'hello+world+' * 30 + '%22', 'next%3D' + '%2Fhome%2Fdocs' * 20, 'user.set_password("testpassword")',
     '{"name": "_ga", "value": "GA1.2.' + '1234567890.' * 45 + '"}', 'prefs\t' + 'dark-mode-compact-' * 30 + '\t.x.com\t/\t2026',
+    'os.getenv("DB_PASSWORD", "' + 'your-password-here-' * 12 + 'x")', 'os.getenv("API_KEY", "' + 'NOT_CONFIGURED_' * 16 + '")',
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
