@@ -69,7 +69,7 @@ FALLBACK = re.compile(
 ASSIGN_OP = re.compile(
     r"(?:(?P<line>(?m:^)[ \t]*+(?:[\w.%/-]{1,100}+:[ \t]++)?|(?<=`)|(?<=[" + patterns._CJK + r"][ \t]))(?:(?:export|override)[ \t]++)?"
     r"|(?<![\w.$-]))(?P<name>[A-Za-z_][\w.-]{0,100}+)[ \t]*+"
-    r"(?P<op>\?|:{1,3}+|\+)=[ \t]*+(?:(?:\[\]byte\([ \t]*+)?+" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]{0,199}+)"
+    r"(?P<op>\?|:{1,3}+|\+)=[ \t]*+(?:(?:\[\]byte\([ \t]*+)?+" + _VALUE + r"|(?(line)(?P<bare>[^\s\"'`$" + patterns._CJK + r"][^\s\"'`" + patterns._CJK + r"]*+)"
     r"(?=[ \t]*+(?:#|`|\r?\n|[" + patterns._CJK + r"]|$))|(?!)))"
 )
 #: A type in an annotation: a name (``str``, ``Optional[str]``, ``Map<String,``), up to two more after ``,`` or ``|``
@@ -142,8 +142,8 @@ DSL_SETTING = re.compile(
 #: "Value": "…"``); a setting's value under its name is :data:`config_secrets.OBJECT_VALUE`'s. Groups ``ename``/``vname``.
 NAME_VALUE_JSON = re.compile(
     r"(?<![\w-])\"(?i:name)\"[ \t]*+:[ \t]*+\"(?P<ename>[A-Za-z_/][\w./-]{0,100}+)\"[ \t]*+,\s*+"
-    r"(?:\"(?i:type)\"[ \t]*+:[ \t]*+\"\w{1,40}+\"[ \t]*+,\s*+)?\"(?i:value)\"[ \t]*+:[ \t]*+\"(?P<value8>[^\"\n]{1,200}+)\""
-    r"|(?<![\w-])\"(?i:value)\"[ \t]*+:[ \t]*+\"(?P<value13>[^\"\n]{1,200}+)\"[ \t]*+,\s*+\"(?i:name)\"[ \t]*+:[ \t]*+"
+    r"(?:\"(?i:type)\"[ \t]*+:[ \t]*+\"\w{1,40}+\"[ \t]*+,\s*+)?\"(?i:value)\"[ \t]*+:[ \t]*+\"(?P<value8>(?:[^\"\\\n]|\\[^\n])++)\""
+    r"|(?<![\w-])\"(?i:value)\"[ \t]*+:[ \t]*+\"(?P<value13>(?:[^\"\\\n]|\\[^\n])++)\"[ \t]*+,\s*+\"(?i:name)\"[ \t]*+:[ \t]*+"
     r"\"(?P<vname>[A-Za-z_/][\w./-]{0,100}+)\""
 )
 #: A mail client's login given by place: Go's ``smtp.PlainAuth("", user, "…", host)``, gomail's ``NewDialer(host,
@@ -189,7 +189,7 @@ LISP_AND_SHELL = re.compile(
     r"\((?:or[ \t]++\((?:System/getenv|env)[ \t]++(?:\"(?P<c1>[A-Za-z_][\w.-]{0,100}+)\"|:(?P<c2>[A-Za-z_][\w.-]{0,100}+))"
     r"[ \t]*+\)|env[ \t]++:(?P<c3>[A-Za-z_][\w.-]{0,100}+)|get[ \t]++[\w.-]{1,60}+[ \t]++:(?P<c4>[A-Za-z_][\w.-]{0,100}+)"
     r"|:(?P<c5>[A-Za-z_][\w.-]{0,100}+)[ \t]++[\w.-]{1,60}+|get-in[ \t]++[\w.-]{1,60}+[ \t]++(?P<path>\[[^\]\n]{1,100}+\]))"
-    r"\s*+\"(?P<value>[^\"\n]{1,200}+)\""
+    r"\s*+\"(?P<value>(?:[^\"\\\n]|\\[^\n])++)\""
     r"|(?i:if)[ \t]*+\([ \t]*+(?P<neg>-(?i:not)[ \t]++|![ \t]*+)?\$(?i:env):(?P<ps>[A-Za-z_]\w{0,100}+)[ \t]*+\)\s*+\{\s*+"
     r"(?(neg)(?:\$[\w:]{1,100}+[ \t]*+=[ \t]*+)?|[^{}\n]{0,200}+\}\s*+(?i:else)\s*+\{\s*+)"
     + _quoted("3")
@@ -209,7 +209,7 @@ SYMBOL_KEY = re.compile(
 CLIENT_AUTH = re.compile(
     r"(?:(?<=[\w)])\.[aA]uth\([ \t]*+" + _VALUE + r"[ \t]*+(?:\)|,(?![ \t]*+[\"'`]))"
     r"|(?<![\w.])(?:redis::)?cmd\([ \t]*+\"(?i:AUTH)\"[ \t]*+\)(?:\.arg\([ \t]*+&?\"[^\"\n]{1,64}+\"[ \t]*+\))?"
-    r"\.arg\([ \t]*+&?\"(?P<value2>[^\"\n]{1,200}+)\"[ \t]*+\)(?!\.arg\())"
+    r"\.arg\([ \t]*+&?\"(?P<value2>(?:[^\"\\\n]|\\[^\n])++)\"[ \t]*+\)(?!\.arg\())"
 )
 #: A line of redis ACL rules: ``ACL SETUSER bob …`` anywhere, an ACL file's ``user bob …`` at a line's start. Its
 #: ``>password`` and ``<password>`` rules (adding or removing one) are judged by :func:`_acl_rules`. Group ``acl``.
@@ -229,9 +229,9 @@ PGPASS_HEREDOC = re.compile(
 #: :data:`secret_patterns.CLI_SECRET`'s). Groups ``user4``/``user5``, ``q4``/``value4`` or ``value5``.
 AUTH_LIST = re.compile(
     r"(?m:^)[ \t]*+(?:-[ \t]++)?[\"']?[\w-]{0,40}+(?<=[aA][uU][tT][hH])[\"']?[ \t]*+[:：][ \t]*+"
-    r"(?:(?:#[^\n]{0,200}+)?\r?\n[ \t]*+-[ \t]++(?P<user4>[^\s#][^\n]{0,100}+)\r?\n[ \t]*+-[ \t]++(?P<q4>[\"']?)(?P<value4>[^\s\"'#][^\s\"']{0,199}+)(?P=q4)"
+    r"(?:(?:#[^\n]{0,200}+)?\r?\n[ \t]*+-[ \t]++(?P<user4>[^\s#][^\n]{0,100}+)\r?\n[ \t]*+-[ \t]++(?P<q4>[\"']?)(?P<value4>[^\s\"'#][^\s\"']*+)(?P=q4)"
     r"[ \t]*+(?:#[^\n]{0,200}+)?(?=\r?\n|$)(?!\r?\n[ \t]*+-[ \t])"
-    r"|\[[ \t]*+(?P<user5>[^\s,\[\]\"']{1,100}+)[ \t]*+,[ \t]*+(?P<value5>[^\s,\[\]\"']{1,200}+)[ \t]*+\])"
+    r"|\[[ \t]*+(?P<user5>[^\s,\[\]\"']{1,100}+)[ \t]*+,[ \t]*+(?P<value5>[^\s,\[\]\"']++)[ \t]*+\])"
 )
 #: Ways to log in and providers of identities: a list naming one (``auth: [session, OAuth2]``, ``- Kerberos`` then ``-
 #: NTLMv2``) is of methods, not a login, when its second item is one: up to three of their names and versions run
@@ -264,10 +264,10 @@ CIPHER_CALL = re.compile(r"(?:(?:AES|DES3?|Blowfish|HMAC|hmac)\.new\((?:key=)?|N
 #: (``checkpw``, ``hashSync``, ``compareSync``), pgcrypto's ``crypt('…', gen_salt('bf'))``: it is the password in clear, judged as one assigned to
 #: ``password`` (a variable or a placeholder stays).
 HASHED_LITERAL = re.compile(
-    r"(?P<q>[\"'])(?P<value>[^\"'\n{}]{4,200}+)(?P=q)[ \t]*+\|[ \t]*+password_hash\b"
-    r"|(?:(?<![\w.])(?:generate_password_hash|make_password|hashpw|crypt(?=\(\s*+'[^'\n]{4,200}+'\s*+,)|(?:bcrypt|argon2|PasswordHasher\(\)|ph|crypt)"
+    r"(?P<q>[\"'])(?P<value>[^\"'\n{}]{4,}+)(?P=q)[ \t]*+\|[ \t]*+password_hash\b"
+    r"|(?:(?<![\w.])(?:generate_password_hash|make_password|hashpw|crypt(?=\(\s*+'[^'\n]{4,}+'\s*+,)|(?:bcrypt|argon2|PasswordHasher\(\)|ph|crypt)"
     r"\.(?:hash|crypt|hashpw|checkpw|hashSync|compare|compareSync))|(?<=\.)bcrypt\.hash)"
-    r"\(\s*+[bru]?(?P<q2>[\"'])(?P<value2>[^\"'\n]{4,200}+)(?P=q2)"
+    r"\(\s*+[bru]?(?P<q2>[\"'])(?P<value2>[^\"'\n]{4,}+)(?P=q2)"
 )
 
 

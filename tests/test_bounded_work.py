@@ -696,7 +696,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "<name>a</name><value>a", "<auth-user-pass>\na\na", "\n[a]:1 a:a", '\n~ a = "a\\" -> "a\\"', '"a": {"value": "a\\"',
                                   '\n"a" "aaaaaaa"', ".a_key('a\\'", '?a_token=" + "a\\"', "&quot;a&quot;:&quot;a", "%22a%22%3A%22a", "a%3Da%3D", "%26a%3Da",
                                   "'a_session': 'aaaaaaaaaaaaaaaa", 'Cookie{Name: "a", Value: "a\\"', '"name": "a", "value": "aaaaaaaaaaaaaaaa',
-                                  "a\taaaa", "a\tTRUE\ta\tTRUE\t0\ta\taaaa", "aaaa\taaaa\t.a.a\t/"])
+                                  "a\taaaa", "a\tTRUE\ta\tTRUE\t0\ta\taaaa", "aaaa\taaaa\t.a.a\t/",
+                                  "A := a", '"name": "A", "value": "a\\"', '"value": "a\\", "name": "A"', '(or (env :a) "a\\"', 'cmd("AUTH").arg("a\\"',
+                                  "auth:\n - a\n - a", "auth: [a, a", "'aaaa' | password_hash", "crypt('aaaa", 'generate_password_hash("aaaa'])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -1024,6 +1024,13 @@ SENT_BEFORE = [
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         'os.getenv("DB_PASSWORD", "PW")', 'process.env.DB_PASSWORD || "PW"', 'jedis.auth("PW")',
         'parser.add_argument("--password", default="PW")', 'config.fetch(:db_password, "PW")', 'coalesce(var.db_password, "PW")')],
+    # review 40: code's value past 200 characters or an escaped quote: Make's :=, an ECS task's environment, Clojure's
+    # default, a redis client's .arg, an auth list, a literal given to a password hash
+    *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
+        'DB_PASSWORD := PW', '{"value": "PW", "name": "DB_PASSWORD"}', '(or (System/getenv "DB_PASSWORD") "PW")',
+        'redis::cmd("AUTH").arg("PW")', 'auth:\n  - bob\n  - PW', 'auth: [bob, PW]', "'PW' | password_hash('sha512')",
+        "crypt('PW', gen_salt('bf'))", 'generate_password_hash("PW")')],
+    ('{"name": "DB_PASSWORD", "value": "Kq7\\"vLp2Wx99"}', 'vLp2Wx99'),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1092,6 +1099,7 @@ NEAR_MISSES = [
     'q=%22name%22%3A%22' + 'hello+world+' * 30 + '%22', 'next%3D' + '%2Fhome%2Fdocs' * 20, 'user.set_password("testpassword")',
     '{"name": "_ga", "value": "GA1.2.' + '1234567890.' * 45 + '"}', 'prefs\t' + 'dark-mode-compact-' * 30 + '\t.x.com\t/\t2026',
     'os.getenv("DB_PASSWORD", "' + 'your-password-here-' * 12 + 'x")', 'os.getenv("API_KEY", "' + 'NOT_CONFIGURED_' * 16 + '")',
+    'CFLAGS := ' + '-O2 -Wall ' * 30, '{"name": "GREETING", "value": "' + 'Hello world. ' * 20 + '"}',
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
