@@ -113,15 +113,19 @@ URL_USERINFO = re.compile(
 #: the user starts a run of its characters (not after ``/`` or ``:``: ``img:tag@sha256``, ``a:b:c@d``), the host
 #: starts with a letter or digit (not ``@2x``, an image's scale). Kept unless the password reads as one
 #: (:func:`prose_secrets._bare_userinfo`): ``email:alice2024@example.com`` is a label and an address.
+#: A password's characters after a user's ``:``, to its end however long, holding two ``:`` at most (``p#a:b:c:d@host``
+#: is not one): each ``:`` may end another's user, so a password is read from three starts at most.
+_LOGIN_REST = r"(?=[^\s/\\@])[^\s/\\@:]*+(?::[^\s/\\@:]*+)?(?::[^\s/\\@:]*+)?"
 BARE_USERINFO = re.compile(
-    r"(?<![A-Za-z0-9_.+/:%-])(?P<user>[A-Za-z0-9_.+-]{1,64}+):(?P<password>[^\s/\\@]{1,128}+(?:@[^\s/\\@]{1,128}+)?)@"
+    r"(?<![A-Za-z0-9_.+/:%-])(?P<user>[A-Za-z0-9_.+-]{1,64}+):(?P<password>" + _LOGIN_REST + r"(?:@" + _LOGIN_REST + r")?)@"
     r"(?=[A-Za-z0-9])(?!sha\d|\d++x(?![A-Za-z0-9]))")
 #: A URL's password holding an unencoded ``/`` (``postgres://u:ab/cd12345XYZ@h/db``), which :data:`URL_USERINFO` stops
 #: at: after ``//``, a user and ``:``, a run to the next ``@`` holding a ``/``. Kept unless the password reads as one
-#: (:func:`prose_secrets._slashed_userinfo`: ``https://host:8080/path@v2`` is a port and a path).
+#: (:func:`prose_secrets._slashed_userinfo`: ``https://host:8080/path@v2`` is a port and a path). The password runs to
+#: its ``@`` however long, up to the next ``//`` (another's start, so each is read once).
 SLASHED_USERINFO = re.compile(
     r"(?<!/)//(?P<user>[^\s/@:]{1,64}+):(?=[^\s@/]*+/)"
-    r"(?P<password>[^\s@]{1,200}+)@(?=[A-Za-z0-9])")
+    r"(?P<password>(?:[^\s@/]|/(?!/))++)@(?=[A-Za-z0-9])")
 #: Users that are a label before an address (``email:alice2024@example.com``, ``mailto:…``), not a login.
 ADDRESS_LABELS = {"email", "e-mail", "mail", "mailto", "contact", "from", "to", "cc", "bcc", "reply-to", "sender", "author",
                   "by", "user", "username", "login", "owner", "maintainer", "committer", "reviewer", "assignee",
@@ -267,7 +271,7 @@ CLI_SECRET = re.compile(
     r"|set-agent-token(?:[ \t]++-\S{1,200}+){0,2}[ \t]++[a-z_-]{1,40}+[ \t]++"  # consul acl set-agent-token [flags] agent <token>
     r"|(?:(?i:ACL[ \t]++SETUSER)[ \t][^\n]{0,200}?[ \t]|(?m:^)[ \t]*+user[ \t]++[^\s>]{1,64}+[ \t]++(?:on|off)[ \t]++"
     + _ACL_RULES * 3 + r")[\"']?>(?=[^\s\"'])"
-    r"|(?m:^)(?:[^\n:#|]{1,200}+(?<=[ \t]))?:[ \t]*+(?:PSK|EAP|XAUTH|RSA[ \t]++(?=[^\s\"']{0,200}?[./])[^\s\"']{1,200}+(?![ \t]++[\"']/))[ \t]++(?=[\"'][^\"'\s]{1,200}+[\"']|0[sx])"  # ipsec.secrets
+    r"|(?m:^)(?:[^\n:#|]{1,200}+(?<=[ \t]))?:[ \t]*+(?:PSK|EAP|XAUTH|RSA[ \t]++(?=[^\s\"']{0,200}?[./])[^\s\"']{1,200}+(?![ \t]++[\"']/))[ \t]++(?=[\"'][^\"'\s]++[\"']|0[sx])"  # ipsec.secrets
     r"|nmcli(?=[^\n]{0,200}?[ \t](?:connect|add|modify|mod|hotspot)[ \t]"
     r"|[ \t]++(?:-{1,2}[a-z]{1,10}+[ \t]++){0,2}(?:c\w{0,9}+[ \t]++[am]|d\w{0,5}+[ \t]++wifi[ \t]++c\w{0,6}+)[ \t])"
     r"(?![^\n]{0,200}?[ \t]-(?:g|f|-fields|-get-values)[ \t])"

@@ -1031,6 +1031,11 @@ SENT_BEFORE = [
         'redis::cmd("AUTH").arg("PW")', 'auth:\n  - bob\n  - PW', 'auth: [bob, PW]', "'PW' | password_hash('sha512')",
         "crypt('PW', gen_salt('bf'))", 'generate_password_hash("PW")')],
     ('{"name": "DB_PASSWORD", "value": "Kq7\\"vLp2Wx99"}', 'vLp2Wx99'),
+    # review 40: a login without a scheme (past 128 characters), a URL's password with a / and an IPsec PSK past 200
+    *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
+        'psql admin:PW@db.internal', 'redis-cli -u default:PW@cache:6379', 'postgres://u:ab/PW@h/db', ': PSK "PW"',
+        '@home.x.com : PSK "PW"')],
+    ('psql admin:a:Sup3r:ecret9@db.internal', 'Sup3r:ecret9'),  # caught before too: a password's two colons are kept
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1099,7 +1104,7 @@ NEAR_MISSES = [
     'q=%22name%22%3A%22' + 'hello+world+' * 30 + '%22', 'next%3D' + '%2Fhome%2Fdocs' * 20, 'user.set_password("testpassword")',
     '{"name": "_ga", "value": "GA1.2.' + '1234567890.' * 45 + '"}', 'prefs\t' + 'dark-mode-compact-' * 30 + '\t.x.com\t/\t2026',
     'os.getenv("DB_PASSWORD", "' + 'your-password-here-' * 12 + 'x")', 'os.getenv("API_KEY", "' + 'NOT_CONFIGURED_' * 16 + '")',
-    'CFLAGS := ' + '-O2 -Wall ' * 30, '{"name": "GREETING", "value": "' + 'Hello world. ' * 20 + '"}',
+    'CFLAGS := ' + '-O2 -Wall ' * 30, 'https://host:8080/' + 'docs/' * 50 + 'path@v2', 'img:tag@sha256:' + 'ab' * 120, '{"name": "GREETING", "value": "' + 'Hello world. ' * 20 + '"}',
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
