@@ -60,7 +60,7 @@ PIN_FLAG = re.compile(r"(?<![\w-])--?(?:[A-Za-z]{1,20}+-){0,2}+$")
 LABEL_ABOVE = re.compile(
     r"(?im)^[ \t]*+(?:[#>*_-]{1,4}+[ \t]*+)?(?:[a-z0-9 _-]{0,30}?[ _-])?(?:password|passwd|passphrase|pwd|api[ _-]?key"
     r"|secret(?:[ _-]key)?|(?:access[ _-])?token)[ \t]*+[:：]?[ \t]*+\r?\n(?P<fence>[ \t]*+(?:```|~~~)[\w-]{0,20}+[ \t]*+\r?\n)?"
-    r"[ \t]*+(?P<value>[^\s`]{6,200}+)[ \t]*+(?(fence)\r?\n[ \t]*+(?:```|~~~)|(?=\r?\n|$))"
+    r"[ \t]*+(?P<value>[^\s`]{6,}+)[ \t]*+(?(fence)\r?\n[ \t]*+(?:```|~~~)|(?=\r?\n|$))"
 )
 #: A passphrase of words and spaces after a password label and ``:``, ``=``, a verb or a CJK joiner (``password: correct
 #: horse battery staple``, ``密码是 correct horse battery staple``, ``Passwort: grüne katze tanzt``; a space alone after a
@@ -118,7 +118,7 @@ URL_LOGIN = re.compile(r"http(?<=(?<![\w.])http)s?://[!-~]{1,300}+[ \t]++[A-Za-z
 #: A user and a strong password joined by ``/`` alone (``交接一下：jenkins admin/…，gitlab root/…``, ``zhangsan / …``),
 #: found from its ``/`` (searched for, as :data:`URL_LOGIN`'s literal is, not tried at every word) and a value
 #: with one of :data:`STRONG_SYMBOLS`; :func:`_user_slash` reads the user before it.
-USER_SLASH = re.compile(r"/[ \t]*+(?=[^\s/，,。]{0,63}?[!@#$^&?])(?P<value>[^\s/，,。]{6,64}+)")
+USER_SLASH = re.compile(r"/[ \t]*+(?=[^\s/，,。]{0,63}?[!@#$^&?])(?P<value>[^\s/，,。]{6,}+)")
 #: The user before a :data:`USER_SLASH`: a lower-case name, at a host or a mail address's (``root@10.0.0.5 / …``,
 #: ``bob@example.com / …``), not a path's or an address's piece nor a git branch's prefix (``feature/Fix#123Bug``).
 SLASH_USER = re.compile(r"(?<![\w./:@-])(?!(?:feature|feat|fix|bugfix|hotfix|release|origin|upstream|refs|heads|tags|remotes)[ \t]*+$)"
@@ -129,7 +129,7 @@ SLASH_USER = re.compile(r"(?<![\w./:@-])(?!(?:feature|feat|fix|bugfix|hotfix|rel
 USER_PASS_FLAGS = re.compile(
     r"(?<![A-Za-z0-9_-])(?:-u|-U|--user|--username)(?:[ \t]++|=)[\"']?(?:[A-Za-z0-9_.@:/-]{1,64}+[\"']?[ \t]++"
     r"(?:-p(?:[ \t]++)?|--pass(?:word)?(?:[ \t]++|=))(?![/~.$])|(?:[\w.-]{1,30}+\\{1,2}+)?[A-Za-z0-9_.@-]{1,64}+[%,])"
-    r"(?P<q>[\"']?)(?P<value>[^\s\"']{1,200}+)(?P=q)"
+    r"(?P<q>[\"']?)(?P<value>[^\s\"']++)(?P=q)"
 )
 #: A credential's environment name in prose, then a verb and the value (``POSTGRES_PASSWORD is …``, ``DB_PASSWORD 是
 #: …``, ``REDIS_PASSWORD 改成了 …``, ``requirepass 设置的是 …``, ``I set POSTGRES_PASSWORD to …``, ``把 DB_PASSWORD 设成 …``): the name in capitals ending in a credential's word (``_KEY`` after ``API``,
@@ -141,7 +141,7 @@ NAMED_IN_PROSE = re.compile(
     r"|[a-z][a-z0-9_]{0,40}?(?:pass|password|passwd|pwd|secret|token|auth))"
     r"(?![\w-])[ \t]*+(?:(?<=[ \t])(?:is|was|is now|is still|should be|(?:is |was )?set to|to)[ \t]++|(?:是|为|為|设置成|设置为|设成了?|設成了?|改成了?|改为|换成了?"
     r"|(?:设置|設置|配置|设|設|填|写|寫)的(?:是|为|為))[ \t]*+)"
-    r"[`'\"“「]?(?P<value>[!-~]{6,200}+)"
+    r"[`'\"“「]?(?P<value>[!-~]{6,}+)"
 )
 #: A login and its password in prose (``log in with bob and …``, ``login with admin / …``, ``try logging in with bob / …``, ``creds are admin / …`` or ``admin:…``, ``log
 #: in as admin (…)``, ``use admin/… to log in``: group ``use``, before a login's ``/``). Group ``value``; it must read as a password
@@ -149,13 +149,13 @@ NAMED_IN_PROSE = re.compile(
 LOGIN_IN_PROSE = re.compile(
     r"(?i)(?<![\w-])(?:(?:log(?:ging)?[ \t]?in|sign(?:ing)?[ \t]?in|ssh|connect)[ \t]++(?:as|with)|(?:creds|credentials|login)[ \t]++(?:are|is|with)"
     r"|(?P<use>use)(?=[ \t]++[\w.@-]{1,64}+[ \t]*+/))"
-    r"[ \t]++[\w.@-]{1,64}+(?:[ \t]*+/[ \t]*+|[ \t]++and[ \t]++|[ \t]++\(|:)[`'\"“「]?(?P<value>[!-~]{6,200}+)"
+    r"[ \t]++[\w.@-]{1,64}+(?:[ \t]*+/[ \t]*+|[ \t]++and[ \t]++|[ \t]++\(|:)[`'\"“「]?(?P<value>[!-~]{6,}+)"
 )
 #: A password given with a login in prose, after ``with``, ``using``, ``use`` or ``and`` and its label without a verb (``log in
 #: as bob with password …``, ``ssh as root using password …``, ``use password "…" for the admin account``). Group ``value``; it must read as a password with a digit
 #: (``with password authentication`` stays).
 PASSWORD_WITH = re.compile(
-    r"(?i)(?<![\w-])(?:with|using|and|use)[ \t]++(?:the[ \t]++)?(?:password|passwd|pw)[ \t]++[`'\"“「]?(?P<value>[!-~]{6,200}+)")
+    r"(?i)(?<![\w-])(?:with|using|and|use)[ \t]++(?:the[ \t]++)?(?:password|passwd|pw)[ \t]++[`'\"“「]?(?P<value>[!-~]{6,}+)")
 #: A password written before its label (``用 … 这个密码登录``, ``… 是新密码``): group ``value``, which must read as a password
 #: with a digit (:func:`_named_in_prose`).
 VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,64}+)[ \t]*+(?:这个|這個|作为|作為|当作|當作|就是|是)"
@@ -187,7 +187,7 @@ KEY_HALF = re.compile(r"(?i)(?:前半段|前半部分|前一半|后半段|後半
 KEY_REST = re.compile(r"[ \t](?P<value>[A-Za-z0-9_-]{12,100}+)(?![^\s,.;:!?，。；：)）\"'`])")
 #: The next string after a redacted one in a concatenation (``"[redacted]" + "…"``) or a Python implicit one on the next
 #: line (``"[redacted]" \`` then ``"…"``): the rest of a key or a password. Group ``value``.
-STRING_REST = re.compile(r"[\"'`][ \t]*+(?:\+|\.\.|\|\|)?[ \t]*+(?:\\?\r?\n[ \t]*+)?(?P<q>[\"'`])(?P<value>[^\"'`\s\\]{6,200}+)(?P=q)")
+STRING_REST = re.compile(r"[\"'`][ \t]*+(?:\+|\.\.|\|\|)?[ \t]*+(?:\\?\r?\n[ \t]*+)?(?P<q>[\"'`])(?P<value>[^\"'`\s\\]{6,}+)(?P=q)")
 #: A TOTP seed after its label (base32: 16+ capitals and digits 2 to 7, or one case in 4 or 8 groups of 4 as authenticator
 #: apps show it): ``TOTP``, ``2FA``, ``MFA`` or ``OTP`` and ``secret``, ``seed`` or ``key`` (``TOTP secret …``, ``MFA seed: …``), or
 #: ``seed`` alone (``seed: JBSWY3DP…``, ``2FA enabled for admin. seed: …``; not ``random seed: 42``, nor ``random_seed``).

@@ -1036,6 +1036,11 @@ SENT_BEFORE = [
         'psql admin:PW@db.internal', 'redis-cli -u default:PW@cache:6379', 'postgres://u:ab/PW@h/db', ': PSK "PW"',
         '@home.x.com : PSK "PW"')],
     ('psql admin:a:Sup3r:ecret9@db.internal', 'Sup3r:ecret9'),  # caught before too: a password's two colons are kept
+    # review 40: a password pasted in prose or a chat past 200 characters (sent whole or its rest)
+    *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
+        '## Password\nPW', "mongo -u admin -p 'PW'", 'smbclient -U bob%PW', 'POSTGRES_PASSWORD is PW', 'DB_PASSWORD 是 PW',
+        'log in as admin / PW', 'ssh as root using password PW', 'root / PW')],
+    ('key = "sk-proj-aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2yZ3" + "' + 'Kq7vLp2Wx9' * 23 + '"', 'Kq7vLp2Wx9' * 23),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1104,7 +1109,7 @@ NEAR_MISSES = [
     'q=%22name%22%3A%22' + 'hello+world+' * 30 + '%22', 'next%3D' + '%2Fhome%2Fdocs' * 20, 'user.set_password("testpassword")',
     '{"name": "_ga", "value": "GA1.2.' + '1234567890.' * 45 + '"}', 'prefs\t' + 'dark-mode-compact-' * 30 + '\t.x.com\t/\t2026',
     'os.getenv("DB_PASSWORD", "' + 'your-password-here-' * 12 + 'x")', 'os.getenv("API_KEY", "' + 'NOT_CONFIGURED_' * 16 + '")',
-    'CFLAGS := ' + '-O2 -Wall ' * 30, 'https://host:8080/' + 'docs/' * 50 + 'path@v2', 'img:tag@sha256:' + 'ab' * 120, '{"name": "GREETING", "value": "' + 'Hello world. ' * 20 + '"}',
+    'CFLAGS := ' + '-O2 -Wall ' * 30, 'https://host:8080/' + 'docs/' * 50 + 'path@v2', 'img:tag@sha256:' + 'ab' * 120, 'see docs/' + 'a-very-long-path-name!' * 12, '## Password\n' + 'Reset it from the account page. ' * 8, '{"name": "GREETING", "value": "' + 'Hello world. ' * 20 + '"}',
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
