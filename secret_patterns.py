@@ -329,13 +329,13 @@ CREDENTIAL_FILE = re.compile(
     r"|(?<![\w-])(?:(?i:echo)(?:[ \t]++-[neE])?|printf(?:[ \t]++(?:'[^'\n]{0,20}+'|\"[^\"\n]{0,20}+\"))?)[ \t]++[\"']?"
     r"(?:[^\s:#\\\"']{1,100}+:){2}"
     r"(?:[^\s:\\]|\\.){1,255}+:(?:[^\s:\\]|\\.){1,255}+:"
-    r"(?=(?:[^\s:\\\"']|\\.){1,200}+[\"']?[ \t]*+(?:1?>>?|\|[ \t]*+(?:sudo[ \t]++)?tee(?:[ \t]++-a)?)[ \t]*+\S{0,100}?"
+    r"(?=(?:[^\s:\\\"']|\\.)++[\"']?[ \t]*+(?:1?>>?|\|[ \t]*+(?:sudo[ \t]++)?tee(?:[ \t]++-a)?)[ \t]*+\S{0,100}?"
     r"(?:\.pgpass|pgpass\.conf|PGPASSFILE)(?![\w.])))"
-    r"(?![a-z-]{1,200}+(?:[\s\"']|$)|[A-Z][a-z]{1,200}+(?:[\s\"']|$)))"
+    r"(?![a-z-]++(?:[\s\"']|$)|[A-Z][a-z]++(?:[\s\"']|$)))"
     r"|(?:(?m:^)[ \t]*+|(?<=行)[ \t]*+[:：]?[ \t]*+|(?<=\bline ))(?!(?:fix|feat|task|ref|chore|docs|test|perf|build|ci|mailto|sip|xmpp|urn|tel):)[a-z_][a-z0-9_.-]{0,31}+:"
     r"(?=(?=[^\s:]{0,63}?[a-z])(?=[^\s:]{0,63}?[A-Z])(?=[^\s:]{0,63}?\d)"
     r"(?![A-Z][a-z]++\d++[ \t]*+(?:\r?\n|$))[^\s:\"'/@]{6,64}+[ \t]*+(?:\r?\n|$)))"
-    r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.){0,199}+|[^\s\"')]{1,200}+))(?=[ \t]*+(?:[\r\n\"'#)>|]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
+    r"(?P<q>)(?P<value>(?(pgpass)(?:[^\s:\\\"'/]|\\.)(?:[^\s:\\\"']|\\.)*+|[^\s\"')]++))(?=[ \t]*+(?:[\r\n\"'#)>|]|$)|\s++(?:machine|default|login|account|port|macdef)\b)"
 )
 #: A value named in markup or a manifest rather than assigned: an element (``<password>…</password>``, Maven's
 #: settings.xml), a ``key``/``name`` and ``value`` attribute pair (``<add key="DbPassword" value="…"/>``, Ant's

@@ -1041,6 +1041,8 @@ SENT_BEFORE = [
         '## Password\nPW', "mongo -u admin -p 'PW'", 'smbclient -U bob%PW', 'POSTGRES_PASSWORD is PW', 'DB_PASSWORD 是 PW',
         'log in as admin / PW', 'ssh as root using password PW', 'root / PW')],
     ('key = "sk-proj-aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2yZ3" + "' + 'Kq7vLp2Wx9' * 23 + '"', 'Kq7vLp2Wx9' * 23),
+    # review 40: a .pgpass line's password past 200 characters (sent whole: it had to end its line within 200)
+    ('localhost:5432:app:bob:' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21), ('db.internal:5432:*:bob:' + 'Kq7#vLp2Wx!' * 21 + '\nnext', 'Kq7#vLp2Wx!' * 21),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1109,7 +1111,7 @@ NEAR_MISSES = [
     'q=%22name%22%3A%22' + 'hello+world+' * 30 + '%22', 'next%3D' + '%2Fhome%2Fdocs' * 20, 'user.set_password("testpassword")',
     '{"name": "_ga", "value": "GA1.2.' + '1234567890.' * 45 + '"}', 'prefs\t' + 'dark-mode-compact-' * 30 + '\t.x.com\t/\t2026',
     'os.getenv("DB_PASSWORD", "' + 'your-password-here-' * 12 + 'x")', 'os.getenv("API_KEY", "' + 'NOT_CONFIGURED_' * 16 + '")',
-    'CFLAGS := ' + '-O2 -Wall ' * 30, 'https://host:8080/' + 'docs/' * 50 + 'path@v2', 'img:tag@sha256:' + 'ab' * 120, 'see docs/' + 'a-very-long-path-name!' * 12, '## Password\n' + 'Reset it from the account page. ' * 8, '{"name": "GREETING", "value": "' + 'Hello world. ' * 20 + '"}',
+    'CFLAGS := ' + '-O2 -Wall ' * 30, 'https://host:8080/' + 'docs/' * 50 + 'path@v2', 'img:tag@sha256:' + 'ab' * 120, 'see docs/' + 'a-very-long-path-name!' * 12, 'localhost:5432:app:bob:' + 'changeme' * 30, '## Password\n' + 'Reset it from the account page. ' * 8, '{"name": "GREETING", "value": "' + 'Hello world. ' * 20 + '"}',
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
