@@ -180,8 +180,8 @@ _GLUED_PASS = re.compile(r"(?i)(?:smtp|imap|pop3?|mail|db|ldap|ftp|proxy|admin|r
 SECRET_COMMAND = re.compile(r"(?<![\w-])(?:kubectl|oc)[ \t]++create[ \t]++secret(?=[ \t])(?:[^\n|;&\\]|\\\r?\n|\\(?!\r?\n)){0,2000}+")
 #: One ``--from-literal=NAME=VALUE`` of a Secret (any NAME: ``DSN=…``), the whole pair quoted or the value alone.
 FROM_LITERAL = re.compile(
-    r"--from-literal(?:=|[ \t]++)(?P<lq>[\"'])?(?P<name>[\w.-]{1,100}+)=(?:(?(lq)(?P<lvalue>[^\"'\n]{1,200}+)(?P=lq)|(?!))"
-    r"|(?P<q>[\"'])(?P<value>[^\"'\n]{1,200}+)(?P=q)|(?P<bare>[^\s\"'][^\s]{0,199}+))"
+    r"--from-literal(?:=|[ \t]++)(?P<lq>[\"'])?(?P<name>[\w.-]{1,100}+)=(?:(?(lq)(?P<lvalue>[^\"'\n]++)(?P=lq)|(?!))"
+    r"|(?P<q>[\"'])(?P<value>(?:[^\"'\\\n]|\\[^\n])++)(?P=q)|(?P<bare>[^\s\"']\S*+))"
 )
 #: chpasswd's lines in a here-document (``chpasswd <<EOF`` then ``bob:…``): the first line's password.
 CHPASSWD_HEREDOC = re.compile(
@@ -213,7 +213,7 @@ _TEMPLATED = re.compile(r"%\w+%|#\{|@\w+@|\{\{|\$\{\{")
 #: expect's ``send "…"`` answering a password prompt (``expect "password:"; send "…\\r"``, on the next line or in braces).
 EXPECT_SEND = re.compile(
     r"(?<![\w-])expect[ \t]++(?:-[a-z]{1,5}+[ \t]++)?[\"{]?[^\"{}\n]{0,60}?(?i:assword|assphrase|passcode)[^\"{}\n]{0,20}+[\"}]?"
-    r"[ \t]*+[;{]?[ \t\r\n]{0,40}+\{?[ \t\r\n]{0,40}+send[ \t]++(?:--[ \t]++)?(?P<q>\")(?P<value>[^\"\\\n]{1,200}+)")
+    r"[ \t]*+[;{]?[ \t\r\n]{0,40}+\{?[ \t\r\n]{0,40}+send[ \t]++(?:--[ \t]++)?(?P<q>\")(?P<value>[^\"\\\n]++)")
 
 
 def redact(text: str, redacted: str, judge: Judge) -> str:

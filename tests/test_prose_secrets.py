@@ -1043,6 +1043,10 @@ SENT_BEFORE = [
     ('key = "sk-proj-aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2yZ3" + "' + 'Kq7vLp2Wx9' * 23 + '"', 'Kq7vLp2Wx9' * 23),
     # review 40: a .pgpass line's password past 200 characters (sent whole: it had to end its line within 200)
     ('localhost:5432:app:bob:' + 'Kq7#vLp2Wx!' * 21, 'Kq7#vLp2Wx!' * 21), ('db.internal:5432:*:bob:' + 'Kq7#vLp2Wx!' * 21 + '\nnext', 'Kq7#vLp2Wx!' * 21),
+    # review 40: a Secret's --from-literal and expect's send past 200 characters (their last 30 sent)
+    *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
+        'kubectl create secret generic x --from-literal=password=PW', 'kubectl create secret generic x --from-literal="password=PW"',
+        'expect "Password:"\nsend "PW\\r"')],
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
