@@ -27,13 +27,13 @@ SQL_PASSWORD = re.compile(
     r"(?i)(?:(?<![A-Za-z0-9_'\"#.])(?:(?P<by>IDENTIFIED[ \t]++(?:WITH[ \t]++\w{1,40}+[ \t]++)?BY)|PASSWORD)"
     r"|(?<![A-Za-z0-9_])SET[ \t]++PASSWORD[ \t]++FROM[ \t]++'[^'\n]{0,200}+'[ \t]++TO)[ \t]*+=?[ \t]*+"
     r"(?:(?P<q>(?(by)['\"]|'))(?P<value>(?!(?P=q))[^\s,\\](?:\\[^\n]|(?!(?P=q))[^\\\n])*+)(?P=q)"
-    r"|(?(by)(?P<bare>[^\s'\";,()]{1,200}+)(?=[\s;,)]|$)|(?!)))")
+    r"|(?(by)(?P<bare>[^\s'\";,()]++)(?=[\s;,)]|$)|(?!)))")
 #: An Oracle login on a command line (``sqlplus scott/…@db``, ``CONNECT system/…@XE``; Oracle's own tools without a
 #: database too: ``sqlplus scott/… as sysdba``; Dameng's ``disql``; quoted: ``sqlplus "scott/…@//h/sid"``) or in a JDBC URL (``jdbc:oracle:thin:scott/…@//h``).
 #: Groups: ``q`` (empty), ``value`` the password.
 ORACLE_LOGIN = re.compile(
     r"(?i)(?<![A-Za-z0-9_-])(?:(?:(?P<tool>sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|disql)|exp|imp|conn|connect)"
-    r"(?:[ \t]++-[A-Za-z]{1,10}+){0,2}[ \t]++[\"']?|jdbc:oracle:thin:)\w{1,30}+/(?P<q>)(?P<value>[^\s/@'\"]{1,128}+)"
+    r"(?:[ \t]++-[A-Za-z]{1,10}+){0,2}[ \t]++[\"']?|jdbc:oracle:thin:)\w{1,30}+/(?P<q>)(?P<value>[^\s/@'\"]++)"
     r"(?:@|(?(tool)(?=\s|$)|(?!)))")
 
 #: MySQL's native password hash in lower case: ``*`` and 40 hex digits, not inside a word or between two ``*``

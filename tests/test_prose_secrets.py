@@ -1047,6 +1047,9 @@ SENT_BEFORE = [
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         'kubectl create secret generic x --from-literal=password=PW', 'kubectl create secret generic x --from-literal="password=PW"',
         'expect "Password:"\nsend "PW\\r"')],
+    # review 40: SQL's bare password and Oracle's JDBC login past their bounds of 200 and 128 characters (sent whole)
+    ('ALTER USER scott IDENTIFIED BY ' + 'Kq7#vLp2Wx!' * 21 + ';', 'Kq7#vLp2Wx!' * 21),
+    ('jdbc:oracle:thin:scott/' + 'Kq7#vLp2Wx!' * 21 + '@//h:1521/x', 'Kq7#vLp2Wx!' * 21),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
