@@ -1050,6 +1050,11 @@ SENT_BEFORE = [
     # review 40: SQL's bare password and Oracle's JDBC login past their bounds of 200 and 128 characters (sent whole)
     ('ALTER USER scott IDENTIFIED BY ' + 'Kq7#vLp2Wx!' * 21 + ';', 'Kq7#vLp2Wx!' * 21),
     ('jdbc:oracle:thin:scott/' + 'Kq7#vLp2Wx!' * 21 + '@//h:1521/x', 'Kq7#vLp2Wx!' * 21),
+    # review 40: Clojure's, a parenthesised, Helm's coalesce and jq's literal past 200 characters (sent whole) or an escaped quote
+    *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
+        '{:password "PW"}', '(def db-password "PW")', '(System/setProperty "db.password" "PW")', 'API_KEY = (\n    "PW"\n)',
+        '{{ coalesce .Values.global.auth.password .Values.auth.password "PW" }}', '.secrets["db-password"] // "PW"')],
+    ("api_key = ('Kq7\\'vLp2Wx99')", 'vLp2Wx99'), ('{:password "Kq7\\"vLp2Wx99"}', 'vLp2Wx99'),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
