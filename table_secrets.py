@@ -64,7 +64,7 @@ NO_VALUE = re.compile(r"(?i)[-—–/?]+|n/?a|\(?(?:none|empty|unset|not set|sam
 #: ``label``, ``value``.
 HTML_PAIR = re.compile(
     r"(?i)<(?:td|th|dt)(?:\s[^<>]{0,200}+)?+>[ \t]*+(?P<label>[^<>\n]{1,60}+)</(?:td|th|dt)>\s{0,40}+<(?:td|dd)(?:\s[^<>]{0,200}+)?+>"
-    r"[ \t]*+(?:<(?:code|kbd|b|strong|span)(?:\s[^<>]{0,100}+)?+>)?(?P<value>[^<>\n]{1,200}+)<"
+    r"[ \t]*+(?:<(?:code|kbd|b|strong|span)(?:\s[^<>]{0,100}+)?+>)?(?P<value>[^<>\n]++)<"
 )
 
 

@@ -700,7 +700,7 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "A := a", '"name": "A", "value": "a\\"', '"value": "a\\", "name": "A"', '(or (env :a) "a\\"', 'cmd("AUTH").arg("a\\"',
                                   "auth:\n - a\n - a", "auth: [a, a", "'aaaa' | password_hash", "crypt('aaaa", 'generate_password_hash("aaaa',
                                   "#a:", "a:!", "!a:a", "a:a@a!", "//a:a/", "//a:/", '\n: PSK "a', '\n: PSK "a"',
-                                  "\npassword\naaaaaa", "-u a -p 'a", "-U a%a", "A_TOKEN是a", "log in as a / a!", "with password a", '"a" + "aaaaaa', "/a!", "\nlocalhost:1234:a:a:a", "\nlocalhost:1234:a:a:a\\:", "echo a:b:c:d:a", "--from-literal=a=a", '--from-literal="a=a', "--from-literal=a='a\\'", 'expect "password"; send "a', "IDENTIFIED BY a", "jdbc:oracle:thin:a/", "sqlplus a/a", ':a "a\\"', '(def a "a', 'a = ("a\\"', 'coalesce .a "a\\"', '.a[0] // "a\\"'])
+                                  "\npassword\naaaaaa", "-u a -p 'a", "-U a%a", "A_TOKEN是a", "log in as a / a!", "with password a", '"a" + "aaaaaa', "/a!", "\nlocalhost:1234:a:a:a", "\nlocalhost:1234:a:a:a\\:", "echo a:b:c:d:a", "--from-literal=a=a", '--from-literal="a=a', "--from-literal=a='a\\'", 'expect "password"; send "a', "IDENTIFIED BY a", "jdbc:oracle:thin:a/", "sqlplus a/a", ':a "a\\"', '(def a "a', 'a = ("a\\"', 'coalesce .a "a\\"', '.a[0] // "a\\"', "<td>password</td><td>a", "<th>a</th><td>a b"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

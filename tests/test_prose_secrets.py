@@ -1055,6 +1055,9 @@ SENT_BEFORE = [
         '{:password "PW"}', '(def db-password "PW")', '(System/setProperty "db.password" "PW")', 'API_KEY = (\n    "PW"\n)',
         '{{ coalesce .Values.global.auth.password .Values.auth.password "PW" }}', '.secrets["db-password"] // "PW"')],
     ("api_key = ('Kq7\\'vLp2Wx99')", 'vLp2Wx99'), ('{:password "Kq7\\"vLp2Wx99"}', 'vLp2Wx99'),
+    # review 40: an HTML table's cell after a credential's label past 200 characters (sent whole)
+    ('<tr><th>Password</th><td>' + 'Kq7#vLp2Wx!' * 21 + '</td></tr>', 'Kq7#vLp2Wx!' * 21),
+    ('<dt>API Key</dt><dd>' + 'Kq7vLp2Wx9' * 23 + '</dd>', 'Kq7vLp2Wx9' * 23),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
@@ -1123,7 +1126,7 @@ NEAR_MISSES = [
     'q=%22name%22%3A%22' + 'hello+world+' * 30 + '%22', 'next%3D' + '%2Fhome%2Fdocs' * 20, 'user.set_password("testpassword")',
     '{"name": "_ga", "value": "GA1.2.' + '1234567890.' * 45 + '"}', 'prefs\t' + 'dark-mode-compact-' * 30 + '\t.x.com\t/\t2026',
     'os.getenv("DB_PASSWORD", "' + 'your-password-here-' * 12 + 'x")', 'os.getenv("API_KEY", "' + 'NOT_CONFIGURED_' * 16 + '")',
-    'CFLAGS := ' + '-O2 -Wall ' * 30, 'https://host:8080/' + 'docs/' * 50 + 'path@v2', 'img:tag@sha256:' + 'ab' * 120, 'see docs/' + 'a-very-long-path-name!' * 12, 'localhost:5432:app:bob:' + 'changeme' * 30, '## Password\n' + 'Reset it from the account page. ' * 8, '{"name": "GREETING", "value": "' + 'Hello world. ' * 20 + '"}',
+    'CFLAGS := ' + '-O2 -Wall ' * 30, 'https://host:8080/' + 'docs/' * 50 + 'path@v2', 'img:tag@sha256:' + 'ab' * 120, 'see docs/' + 'a-very-long-path-name!' * 12, 'localhost:5432:app:bob:' + 'changeme' * 30, '<tr><th>Notes</th><td>' + 'The quick brown fox jumps over the lazy dog. ' * 6 + '</td></tr>', '## Password\n' + 'Reset it from the account page. ' * 8, '{"name": "GREETING", "value": "' + 'Hello world. ' * 20 + '"}',
     # review 38: an Authorization header set in code from a variable
     'headers["Authorization"] = "Bearer " + token', 'req.Header.Set("Authorization", "Bearer "+token)',
     'headers["Authorization"] = authHeader', 'req.Header.Set("Authorization", authHeader)',
