@@ -168,9 +168,10 @@ CHANGED_FROM = re.compile(CHANGE_LABEL + r"(?:[^\n]{0,40}?(?:from|从|從|由)[ 
                           r"(?=[\"'`」]?(?:(?:[ \t]++|[ \t]*+\r?\n[ \t]*+)(?:to|->|→)|[ \t]*+(?:改|换|換)(?:成|为|為)))")
 #: ``pass`` as a password's label (``the root pass is …``, ``pass for the vpn is …``, ``pass for wifi: …``, after a login's user ``user bob, pass …``), which
 #: :data:`secret_labels.LABELLED` leaves to code (Python's ``pass``): the value must read strongly (:func:`reads_strongly`), not a cost's ``O(n^2)``.
+#: The value runs to its end however long, up to a ``pass:`` (the only start a run without spaces can hold, so it is read once).
 PASS_LABEL = re.compile(r"(?i)(?:(?<![\w-])(?P<user>user(?:name)?|login)[ \t]*+[:：=]?[ \t]*+[`'\"]?[\w.@-]{1,64}+[`'\"]?[ \t]*+[,，/]?[ \t]*+)?"
                         r"(?<![\w-])pass(?:[ \t]++for[ \t]++(?:the[ \t]++|my[ \t]++|our[ \t]++)?[\w.-]{1,30}+(?:[ \t]++[\w-]{1,30}+){0,2})?"
-                        r"(?:[ \t]++(?:is|was)[ \t]++|[ \t]*+[:：][ \t]*+|(?(user)[ \t]++|(?!)))(?P<value>[^\s，。()]{6,64}+)")
+                        r"(?:[ \t]++(?:is|was)[ \t]++|[ \t]*+[:：][ \t]*+|(?(user)[ \t]++|(?!)))(?P<value>(?:(?!pass[:：])[^\s，。()]){6,}+)")
 #: A login written as its user and password before the verb that uses them (``admin/… 登录后台``, ``用 root 和 … 登不上``,
 #: ``bob / … login``): group ``value``, which must read as a password with a digit (:func:`_named_in_prose`; a path's
 #: ``src/main2.py 登录`` does not), the verb not naming a thing (``api/v1Login 登录接口``, ``login page``).

@@ -1058,6 +1058,9 @@ SENT_BEFORE = [
     # review 40: an HTML table's cell after a credential's label past 200 characters (sent whole)
     ('<tr><th>Password</th><td>' + 'Kq7#vLp2Wx!' * 21 + '</td></tr>', 'Kq7#vLp2Wx!' * 21),
     ('<dt>API Key</dt><dd>' + 'Kq7vLp2Wx9' * 23 + '</dd>', 'Kq7vLp2Wx9' * 23),
+    # review 40: a password after pass as its label past 64 characters (the rest sent)
+    *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
+        'pass: PW', 'the root pass is PW', 'openssl pkcs12 -passout pass:PW', 'user bob, pass PW', 'pass for the vpn: PW')],
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
