@@ -125,8 +125,8 @@ _ARGV_FLAG = r"--?[A-Za-z-]{0,30}?(?:password|passwd|requirepass|masterauth|pass
 #: then ``- …`` within 600 characters after ``- redis-cli``), the value the whole next item. Not a path (``"--token",
 #: "/var/run/secrets/token"``) nor a flag.
 ARGV_SECRET = re.compile(
-    r"[\"']" + _ARGV_FLAG + r"[\"'][ \t]*+,\s{0,40}+(?P<q>[\"'])(?![~.]?/)(?P<value>[^\"'\n]{1,200}+)(?P=q)"
-    r"|[\"'](?:mysql|mysqladmin|mysqldump|mariadb)[\"'][^\]\n]{0,200}?,[ \t]*+(?P<fq>[\"'])-p(?P<bare>[^\"'\s]{1,200}+)(?P=fq)"
+    r"[\"']" + _ARGV_FLAG + r"[\"'][ \t]*+,\s{0,40}+(?P<q>[\"'])(?![~.]?/)(?P<value>(?:\\[^\n]|(?!(?P=q))[^\\\n])++)(?P=q)"
+    r"|[\"'](?:mysql|mysqladmin|mysqldump|mariadb)[\"'][^\]\n]{0,200}?,[ \t]*+(?P<fq>[\"'])-p(?P<bare>[^\"'\s]++)(?P=fq)"
     r"|(?m:^)[ \t]*+-[ \t]++(?:(?P<yq>[\"']?)" + _ARGV_FLAG + r"(?P=yq)|[\"']?redis-cli[\"']?"
     r"[\s\S]{0,600}?\n[ \t]*+-[ \t]++(?P<aq>[\"']?)-a(?P=aq))"
     r"[ \t]*+\r?\n[ \t]*+-[ \t]++(?![\"']?(?:[~.]?/|-))" + _value("h") + r"[ \t]*+(?=\r?\n|$)"

@@ -1061,6 +1061,10 @@ SENT_BEFORE = [
     # review 40: a password after pass as its label past 64 characters (the rest sent)
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         'pass: PW', 'the root pass is PW', 'openssl pkcs12 -passout pass:PW', 'user bob, pass PW', 'pass for the vpn: PW')],
+    # review 40: a password flag's value in an argument list past 200 characters (sent whole) or an escaped quote
+    *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
+        'subprocess.run(["mysql", "--password", "PW"])', 'args = ["redis-server", "--requirepass", "PW"]', 'subprocess.run(["mysql", "-uroot", "-pPW"])')],
+    ('subprocess.run(["mysql", "--password", "Kq7\\"vLp2Wx99"])', 'vLp2Wx99'),
     # review 39: a password by its place in a well-known call, hashed, or set as a header's value
     *[(text.replace('PW', 'Kq7vLp2Wx99'), 'Kq7vLp2Wx99') for text in (
         "ftplib.FTP('ftp.x.com','bob','PW')", "pika.PlainCredentials('guest','PW')", 'UsernamePasswordCredentials("bob","PW")',
