@@ -113,11 +113,13 @@ URL_USERINFO = re.compile(
 #: the user starts a run of its characters (not after ``/`` or ``:``: ``img:tag@sha256``, ``a:b:c@d``), the host
 #: starts with a letter or digit (not ``@2x``, an image's scale). Kept unless the password reads as one
 #: (:func:`prose_secrets._bare_userinfo`): ``email:alice2024@example.com`` is a label and an address.
-#: A password's characters after a user's ``:``, to its end however long, holding two ``:`` at most (``p#a:b:c:d@host``
-#: is not one): each ``:`` may end another's user, so a password is read from three starts at most.
+#: A password's characters after a user's ``:``, to its end however long, holding two ``:`` at most: each ``:`` may end
+#: another's user, so a password is read from three starts at most. One with more (``p#a:b:c:d@host``) is read as
+#: before, up to 128 characters.
 _LOGIN_REST = r"(?=[^\s/\\@])[^\s/\\@:]*+(?::[^\s/\\@:]*+)?(?::[^\s/\\@:]*+)?"
 BARE_USERINFO = re.compile(
-    r"(?<![A-Za-z0-9_.+/:%-])(?P<user>[A-Za-z0-9_.+-]{1,64}+):(?P<password>" + _LOGIN_REST + r"(?:@" + _LOGIN_REST + r")?)@"
+    r"(?<![A-Za-z0-9_.+/:%-])(?P<user>[A-Za-z0-9_.+-]{1,64}+):(?P<password>" + _LOGIN_REST + r"(?:@" + _LOGIN_REST + r")?(?=@)"
+    r"|[^\s/\\@]{1,128}+(?:@[^\s/\\@]{1,128}+)?)@"
     r"(?=[A-Za-z0-9])(?!sha\d|\d++x(?![A-Za-z0-9]))")
 #: A URL's password holding an unencoded ``/`` (``postgres://u:ab/cd12345XYZ@h/db``), which :data:`URL_USERINFO` stops
 #: at: after ``//``, a user and ``:``, a run to the next ``@`` holding a ``/``. Kept unless the password reads as one

@@ -1036,6 +1036,7 @@ SENT_BEFORE = [
         'psql admin:PW@db.internal', 'redis-cli -u default:PW@cache:6379', 'postgres://u:ab/PW@h/db', ': PSK "PW"',
         '@home.x.com : PSK "PW"')],
     ('psql admin:a:Sup3r:ecret9@db.internal', 'Sup3r:ecret9'),  # caught before too: a password's two colons are kept
+    ('psql bob:p#a:b:c:d@db.internal', 'p#a:b:c:d'),  # more colons: read up to 128 characters, as before review 40
     # review 40: a password pasted in prose or a chat past 200 characters (sent whole or its rest)
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         '## Password\nPW', "mongo -u admin -p 'PW'", 'smbclient -U bob%PW', 'POSTGRES_PASSWORD is PW', 'DB_PASSWORD 是 PW',
