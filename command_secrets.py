@@ -13,7 +13,7 @@ file, ``bindpw = …``, PowerShell's ``DB_PASSWORD      …``).
 A value given where a password goes must read as one (:func:`prose_secrets.reads_as_password`: not a variable such
 as ``$CR_PAT``, a placeholder or a word); a named value is judged as an assignment to its name would be (the
 ``judge`` :mod:`redact` passes). Pure; linear in the length of the text (each pattern starts at a command's or
-keyword's name and reads a bounded stretch after it); never raises.
+keyword's name and reads a value after it to its end, each value from one start); never raises.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ base64 ``user:password`` pasted without its header; key material written as JSON
 a connection string's password or key after ``;`` (spaces or ODBC's braces in it), a proxy's share link (``trojan://…@``) and a line of PgBouncer's ``userlist.txt``. A named value is judged
 as an assignment of it to its name would be (the ``judge`` :mod:`redact` passes); an unnamed one must read as a
 password (:func:`prose_secrets.reads_as_password`). Pure; linear in the length of the text (each pattern starts at a
-literal and reads a bounded stretch after it); never raises.
+literal and reads a value after it to its end, each value from one start); never raises.
 """
 
 from __future__ import annotations

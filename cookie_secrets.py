@@ -10,8 +10,8 @@ Bilibili's ``SESSDATA`` by its shape.
 A value goes when its cookie's name is a session's or a credential's (:data:`secret_patterns.COOKIE_SECRET_NAMES`);
 in a dict or a call, where the name may be a setting's (``{"session": "default"}``), only under a session cookie's
 own name (:data:`SESSION_COOKIE`) and when it reads as a token: 16+ letters and digits with both, not a UUID. Pure; linear in the
-length of the text (each pattern starts at a quote, ``Cookie{`` or a line's start and reads a bounded stretch after
-it); never raises.
+length of the text (each pattern starts at a quote, ``Cookie{`` or a line's start and reads a value after it to its
+end, each value from one start); never raises.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Clojure's keyword maps and definitions (``{:db {:password "…"}}``, ``(def db-p
 .Values.auth.password "…"``) and jq's fallback after a path with brackets (``.secrets["db-password"] // "…"``,
 ``.[0].password // "…"``). A named value is judged as an assignment of it to its name would be (the ``judge``
 :mod:`redact` passes), a default as :mod:`code_secrets` judges one (:data:`secret_patterns.DEFAULT_SECRET` too). Pure;
-linear in the length of the text (each pattern starts at a literal word or sign and reads a bounded stretch after it);
+linear in the length of the text (each pattern starts at a literal word or sign and reads a value after it to its end, once);
 never raises.
 """
 

@@ -18,7 +18,7 @@ asn1parse`` or a debugger: ``30 82 04 a4 02 01 00 …``, ``308204a4020100…``).
 that made it (``pwgen``, ``openssl rand -base64 12``, ``secrets.token_urlsafe(16)`` in a REPL).
 
 Pure; linear in the length of the text (each pattern starts at a command's, a notice's or a header's words and reads
-one bounded line after them); never raises.
+the line after them, a value to its end once); never raises.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ command line or in a JDBC URL (``sqlplus scott/…@db``); and an ``INSERT``'s va
 (:func:`inserted`); MySQL's native password hash in lower case where its line names a password or a hash
 (:data:`MYSQL_HASH`: in capitals it is a key format of :mod:`secret_patterns`). A quoted value goes unless a placeholder; a bare one only when
 it reads as a password (:func:`prose_secrets.reads_as_password`), not a bind variable or a substitution (``:pw``,
-``&pw``, ``?``). Pure; linear in the length of the text (each pattern starts at a keyword and reads a bounded stretch
-after it); never raises.
+``&pw``, ``?``). Pure; linear in the length of the text (each pattern starts at a keyword and reads a value after it
+to its end, each value from one start); never raises.
 """
 
 from __future__ import annotations
