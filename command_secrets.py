@@ -22,14 +22,14 @@ import re
 
 from . import prefilter, prose_secrets
 from .code_secrets import Judge
-from .secret_patterns import _UNCLOSED, replace_group
+from .secret_patterns import UNCLOSED_VALUE, replace_group
 
 
 def _value(n: str = "") -> str:
     """A value on one line, to its end however long: quoted (group ``<n>q`` its quote, ``<n>value`` what it holds, past
     an escaped quote: ``'Kq7\\'vLp'``, or to its line's end when the quote never closes:
-    :data:`secret_patterns._UNCLOSED`) or bare (``<n>bare``)."""
-    return (rf"(?:(?P<{n}q>[\"'])(?=(?:[^\"'\\\n]|\\[^\n])++(?P={n}q)|{_UNCLOSED})(?P<{n}value>(?:[^\"'\\\n]|\\[^\n])++)(?P={n}q)?"
+    :data:`secret_patterns.UNCLOSED_VALUE`) or bare (``<n>bare``)."""
+    return (rf"(?:(?P<{n}q>[\"'])(?=(?:[^\"'\\\n]|\\[^\n])++(?P={n}q)|{UNCLOSED_VALUE})(?P<{n}value>(?:[^\"'\\\n]|\\[^\n])++)(?P={n}q)?"
             rf"|(?P<{n}bare>[^\s\"'|;&<>()$`][^\s|;&<>()`]*+))")
 
 

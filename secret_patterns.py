@@ -185,7 +185,7 @@ LITERAL_WRAPPER = r"(?:\[\]byte|(?:pydantic\.)?Secret(?:Str|Bytes)|Buffer\.from|
 #: A quoted value whose closing quote never comes (``password: "Kq7#vLp2Wx`` and the line or the text ends): a run
 #: of 4 or more without spaces or quotes to the end of its line, which is the value; a string with a space in it
 #: (``"token: " + t``) or code's closing signs after a string (``get("k", "Password:")``) is not.
-_UNCLOSED = r"[^\s\"'\\]{4,}+(?<![)\]};,])[ \t]*+(?=\r?\n|\Z)"
+UNCLOSED_VALUE = r"[^\s\"'\\]{4,}+(?<![)\]};,])[ \t]*+(?=\r?\n|\Z)"
 #: ``name = value`` / ``name: value`` / ``--name=value`` where the name ends in a credential word (``DB_PASSWORD``,
 #: ``apiKey``, ``STRIPE_KEY``, ``GITHUB_PAT``, ``passwords`` (not ``Passwords:``, a heading)...; :func:`redact._credential_kind`
 #: decides), so ``database:`` does not swallow ``password=...``. A name starts a run of name characters (dots included):
@@ -201,7 +201,7 @@ _UNCLOSED = r"[^\s\"'\\]{4,}+(?<![)\]};,])[ \t]*+(?=\r?\n|\Z)"
 #: passed; CloudFormation's ``!Ref``... are code. ``::`` is a path's, not a sign (``Auth::user()``, ``std::auth::Token``), but
 #: before a space LDIF's (``userPassword:: <base64>``). A value runs to its real end however long (a bound would send its
 #: rest), a quoted one past an escaped quote (``'Kq7\\'vLp'``) to its closing quote, or to its line's end when none comes
-#: (:data:`_UNCLOSED`); each start is a name's, so each value is read once. Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value
+#: (:data:`UNCLOSED_VALUE`); each start is a name's, so each value is read once. Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value
 #: (escaped, double, single, a backtick string in ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` or after a string prefix
 #: too: ``b'…'``, ``r"…"``), 10 bare.
 ASSIGNMENT = re.compile(
@@ -212,8 +212,8 @@ ASSIGNMENT = re.compile(
     r"(?:\r?\n\s*+(?:-{3,}+[ \t]*+\r?\n[ \t]*+|-[ \t]++)?(?![A-Za-z_][\w.-]*+[^\S\r\n]*+[:=：]))?)(?:(?<=[:：] )(?:&(?!(?:mut|dyn|impl)\b)[\w-]{1,40}+|!![\w-]{1,40}+)[ \t]++)?"
     r"(?:(?:" + LITERAL_WRAPPER + r"[ \t]*+b?|[bBrRuUfF]{1,2}+(?=[\"']))?+"
     r"(?:\\++\"([^\"\\\n]++)\\++\""
-    r"|\"(?:\"\"(?!\"))?+(?=(?:[^\"\\\n]|\\[^\n])++\"|" + _UNCLOSED + r")((?:[^\"\\\n]|\\[^\n])++)\"?"
-    r"|'(?:''(?!'))?+(?=(?:[^'\\\n]|\\[^\n]|'')++'|" + _UNCLOSED + r")((?:[^'\\\n]|\\[^\n]|'')++)'?"
+    r"|\"(?:\"\"(?!\"))?+(?=(?:[^\"\\\n]|\\[^\n])++\"|" + UNCLOSED_VALUE + r")((?:[^\"\\\n]|\\[^\n])++)\"?"
+    r"|'(?:''(?!'))?+(?=(?:[^'\\\n]|\\[^\n]|'')++'|" + UNCLOSED_VALUE + r")((?:[^'\\\n]|\\[^\n]|'')++)'?"
     r"|(?<=\[\]byte\()`([^`\n]++)`)|(?![\"'\\]|```|\{[ \t]*+\"|-{3,}+(?:\s|$)|&[A-Za-z_][\w.-]{0,60}+=|\((?:[^),\n]{0,100}+,|[^)\n]{0,40}+\)))(" + VALUE_CHAR + r"++))"
 )
 #: Command lines that take a password as an argument: ``mysql -pSECRET``, ``sshpass -p SECRET``, ``redis-cli -a SECRET``
@@ -299,7 +299,7 @@ CLI_SECRET = re.compile(
     r"(?:(?![A-Z]{2,64}+[ \t])[^\s\"']{1,64}+[ \t]++)?(?=[a-z]{0,200}+[^a-z\s]))"
     r")(?P<q>[\"']|(?:(?<=[(,])|(?<=,[ \t]))`)?"
     r"(?(last)(?![a-z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)|[A-Z]{1,200}+(?:[\"'\s;&|>#)`\\]|$)))"
-    r"(?P<value>(?(q)(?:(?<=`)[^`\n]++(?=`)|(?=(?:[^\"'\\\n]|\\[^\n])++(?P=q)|" + _UNCLOSED + r")(?:[^\"'\\\n]|\\[^\n])++)"
+    r"(?P<value>(?(q)(?:(?<=`)[^`\n]++(?=`)|(?=(?:[^\"'\\\n]|\\[^\n])++(?P=q)|" + UNCLOSED_VALUE + r")(?:[^\"'\\\n]|\\[^\n])++)"
     r"|[^\s\"'" + _CJK + r"]++))(?(q)(?P=q)?)"
     r"(?(last)(?=[ \t]*+(?:[\r\n;&|>#)\"'`\\" + _CJK + r"]|\d>|$)|[ \t]++(?i:SETNAME)[ \t]))"
     r"(?(list)(?=[ \t]*+[\])}]))(?(call)(?=\s*+[)\]]))"
