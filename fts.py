@@ -283,6 +283,9 @@ class _Ordered:
                  keyed: dict[int, str] | None = None) -> None:
         self._conn, self._scope, self._ids, self._sessions, self._asked = conn, scope, ids, sessions, 0
         self._rows: list[tuple[int, str]] = []
+        if sessions is None:  # the lookup's statement, the same for every chunk
+            cheap, self._params = _early_filters(scope)
+            self._sql = f"SELECT m.id, m.session_id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {cheap}"
         self.keyed = keyed
 
     def has(self, index: int) -> bool:
@@ -293,9 +296,7 @@ class _Ordered:
             if self._sessions is not None:
                 rows = [(m, self._sessions[m]) for m in asked]
             else:
-                cheap, params = _early_filters(self._scope)
-                sql = f"SELECT m.id, m.session_id FROM messages m WHERE m.id IN (SELECT value FROM json_each(?)) AND {cheap}"
-                sessions = dict(self._conn.execute(sql, [json.dumps(asked), *params]).fetchall())
+                sessions = dict(self._conn.execute(self._sql, [json.dumps(asked), *self._params]).fetchall())
                 rows = [(m, sessions[m]) for m in asked if sessions.get(m) in self._scope.id_set]
             if self.keyed is not None:
                 unkeyed = {m: sid for m, sid in rows if m not in self.keyed}
