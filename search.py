@@ -130,16 +130,17 @@ def _folder_names(project: Project, records: Sequence[ProjectRecord]) -> frozens
     return folder_names(paths)
 
 
-def _semantic_leg_apart(home: Path, scope: Scope, question: vector_leg.Question, settings: Settings) -> gate.SemanticLeg:
-    """:func:`vector_leg.semantic_leg` (indexing, then searching) on a state.db connection of its own; one that
-    cannot be opened makes an ``unavailable`` leg (keyword results stand)."""
+def _semantic_leg_apart(home: Path, scope: Scope, question: vector_leg.Question, settings: Settings,
+                        index: bool) -> gate.SemanticLeg:
+    """:func:`vector_leg.semantic_leg` (indexing, if ``index``, then searching) on a state.db connection of its own;
+    one that cannot be opened makes an ``unavailable`` leg (keyword results stand)."""
     try:
         conn = store.open_state_db(home)
     except errors.StoreError as exc:
         return gate.SemanticLeg("unavailable", f"semantic search could not open the session database just now "
                                 f"({exc}); it retries on a later search")
     try:
-        return vector_leg.semantic_leg(conn, home, scope, question, settings)
+        return vector_leg.semantic_leg(conn, home, scope, question, settings, index=index)
     finally:
         conn.close()
 
@@ -249,9 +250,11 @@ def search_history(
         vectors = None
         if semantic_on:
             asked = vector_leg.Question(query, _folder_names(scope.project, listing.projects))
-            vectors = beside(lambda: _semantic_leg_apart(home, scope, asked, settings))
+            # A later page embeds nothing: it ranks what page one's index held (pages neither repeat nor skip while
+            # the index is partial; another process indexing between pages can still change the order)
+            vectors = beside(lambda: _semantic_leg_apart(home, scope, asked, settings, index=not offset))
         try:
-            # Every page ranks the same candidates (enough for all pages): pages neither repeat nor skip.
+            # Every page ranks the same candidates (enough for all pages), of the same index (above).
             found = lexical.search(conn, parsed, scope, want_sessions=pages.MAX_REACH + 1, db_key=paths.state_db_key(home))
         except BaseException:
             if vectors is not None and vectors.exception() is not None:  # the keyword leg's error is the answer

@@ -53,9 +53,10 @@ NOTHING_YET = "Nothing is indexed yet: a hybrid or semantic search indexes the p
 
 
 def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Question | None,
-                 settings: config_schema.Settings) -> SemanticLeg:
+                 settings: config_schema.Settings, *, index: bool = True) -> SemanticLeg:
     """Vector hits in the scope for the normalised mean of the vectors of ``question``'s texts
-    (:func:`embedded_texts`), after indexing for at most ``INDEX_BUDGET_S``.
+    (:func:`embedded_texts`), after indexing for at most ``INDEX_BUDGET_S`` (none without ``index``: a later page
+    ranks what page one's index held, so that pages neither repeat nor skip while the index is partial).
 
     With no ``question`` (keyword mode) only the status is worked out: nothing is embedded, searched or
     created (no embeddings.db yet: ``indexing``, or ``unavailable`` with what would stop a search creating it:
@@ -86,9 +87,10 @@ def semantic_leg(conn: sqlite3.Connection, home: Path, scope: Scope, question: Q
         passed: list[int] = []  # too long for a search
         pending = (vector_index.PendingMessage(*m) for m in found.pending)
         started = time.monotonic()  # one budget for what is lacking and for stale hits below
-        stored = vectors.add(pending, deadline=started + INDEX_BUDGET_S, longest=vector_index.EMBED_CHUNKS,
+        budget = INDEX_BUDGET_S if index else 0.0
+        stored = vectors.add(pending, deadline=started + budget, longest=vector_index.EMBED_CHUNKS,
                              passed=passed, history=history)
-        left = INDEX_BUDGET_S - (time.monotonic() - started)
+        left = budget - (time.monotonic() - started)
         missing, total, long = index_check.left(conn, vectors, scope, key, found, stored, passed)
         if missing <= 0:
             index_check.complete(vectors, scope, key, found.top, found.marks, history)

@@ -195,8 +195,9 @@ def _many(world: World) -> World:
 _many_module, many = shared_world(_many, "many")
 
 
-def pages(world: World, session: str, query: str, **args) -> list[dict]:
-    answers, cursor = [], None
+def pages(world: World, session: str, query: str, cursor: str | None = None, **args) -> list[dict]:
+    """The answers of a search's pages, from page one or from ``cursor``'s page."""
+    answers: list[dict] = []
     while True:
         answer = world.search(session, query, limit=10, **({"cursor": cursor} if cursor else {}), **args)
         assert answer["success"] is True, answer
@@ -349,3 +350,35 @@ def test_a_date_time_keeps_its_fraction_of_a_second(text, fraction):
     filters = __import__("project_history_recall.filters", fromlist=["filters"])
     whole = filters.parse_when(text.split(".")[0] + text.split(".")[1].lstrip("0123456789"), end=False, now=0)
     assert filters.parse_when(text, end=False, now=0) == pytest.approx(whole + fraction, abs=1e-3)
+
+
+def test_pages_rank_page_ones_index_while_it_is_partial(world: World, fake, monkeypatch):
+    """While the project's index is partial, each search embeds some more (newest first), which re-ranked the
+    hybrid answer between pages: sessions shown on page one came again on page two, others never. A later page
+    embeds nothing: it ranks what page one's index held, so the pages show each matching session once."""
+    repo = world.repo("paged")
+    for i in range(30):  # the oldest sessions are the ones nearest the question in meaning, embedded last
+        extra = "jitter backoff reconnect storm" if i < 12 else "pagination header footer"
+        world.session(f"s{i:02d}", repo, style="cli", messages=[
+            ("user", f"reconnect loop attempt {i}"), ("assistant", f"{extra} note {i}"),
+            ("user", f"{extra} again {i}"), ("assistant", f"done {i}")])
+    world.session("cur", repo, style="cli", messages=[("user", "hi")])
+    server = fake(dims=64, words=True, delay=0.2)
+    world.configure_embedding(provider="openai", base_url=server.base_url, model="m")
+    assert world.call("project_history_semantic_consent", {"decision": "allow"}, "cur")["success"] is True
+    monkeypatch.setattr(plugin("vector_leg"), "INDEX_BUDGET_S", 0.3)  # two calls of 32 messages a search
+    question = "reconnect loop with jitter backoff"
+
+    def indexed() -> int:  # the embedding calls of messages, not of the question
+        return sum(r["body"]["input"] != [question] for r in server.requests)
+
+    try:
+        first = world.search("cur", question, mode="hybrid", limit=10)
+        assert first["semantic_status"] == "partial" and indexed() >= 1, first
+        after_first = indexed()
+        answers = [first, *pages(world, "cur", question, mode="hybrid", cursor=first["next_cursor"])]
+        seen = [sid for a in answers for sid in result_sessions(a)]
+        assert len(seen) == len(set(seen)) and set(seen) == {f"s{i:02d}" for i in range(30)}, seen
+        assert indexed() == after_first, "the later pages embed only the question"
+    finally:
+        close_indexes()
