@@ -56,6 +56,19 @@ NO_FOLDER_MESSAGE = (
     "tool (or /history-move) files this conversation in a project")
 
 
+def no_matches_message(other: bool, alone: str | None = None) -> str:
+    """What a first page without results says. ``other``: the search leaves the asking conversation out.
+    ``alone``: the query's one word (or quoted phrase) when the vector leg found messages near it and they were set
+    aside (``ranking.close_enough``: a single word is searched by its spelling): the message says so and how to
+    search by meaning, not a bare "no matching messages" while the project may hold it spelt otherwise."""
+    where = f"this project's {'other ' if other else ''}sessions"
+    if alone is None:
+        return f"No matching messages in {where}"
+    shown = alone if len(alone) <= 80 else alone[:79] + "…"
+    return (f"No message in {where} matches “{shown}”. A single word is searched by its spelling, so another spelling "
+            f"of it is not found; a question about it (“what did we decide about {shown}?”) is searched by meaning too")
+
+
 def format_when(timestamp: float | None) -> str | None:
     if not timestamp:
         return None

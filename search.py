@@ -270,8 +270,10 @@ def search_history(
         base["semantic_status"] = leg.status
         if leg.note:
             base["semantic_note"] = leg.note
+        one_word = len(parsed.units) == 1 and parsed.units[0].kind != "cjk"
         near = ranking.close_enough(leg.hits, provider=settings.embedding.provider, keyword_found=bool(found.sessions),
-                                    one_word=len(parsed.units) == 1 and parsed.units[0].kind != "cjk")
+                                    one_word=one_word)
+        set_aside = parsed.units[0].text if one_word and leg.hits and not found.sessions else None
         # Every session the legs ranked, collapsed to conversations before the pages' reach is cut: a conversation
         # compressed or branched more than MAX_REACH times carries that many copies of its first turns, which would
         # otherwise fill the reach and leave one result (a copy, not the original) and no other conversation.
@@ -320,7 +322,7 @@ def search_history(
     elif offset:
         base["message"] = "No more matching sessions"
     else:
-        base["message"] = f"No matching messages in this project's {'other ' if cwd is None else ''}sessions"
+        base["message"] = answers.no_matches_message(cwd is None, set_aside)
     if len(ranked) > offset + limit:
         base["next_cursor"] = pages.make_cursor(key, dataclasses.replace(page, offset=offset + limit))
     base["strategy"] = strategy

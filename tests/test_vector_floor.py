@@ -31,11 +31,21 @@ def test_a_word_only_another_project_holds_finds_nothing(two_projects: World):
         answer = two_projects.search("cur", "kafka", mode=mode)
         assert answer["semantic_status"] == "ready", answer
         assert answer["results"] == [], (mode, answer["results"])
-        assert answer["message"] == "No matching messages in this project's other sessions"
+        if mode == "keyword":
+            assert answer["message"] == "No matching messages in this project's other sessions"
+        else:  # the nearest messages were set aside: the answer says why, and how to ask by meaning
+            assert answer["message"].startswith("No message in this project's other sessions matches “kafka”. A single "
+                                                "word is searched by its spelling"), answer["message"]
+            assert "(“what did we decide about kafka?”) is searched by meaning" in answer["message"]
     # The same word from the project that holds it is found, by meaning too.
     beta_cur = two_projects.session("b_cur", two_projects.work / "beta", style="cli", messages=[("user", "hi")])
     for mode in MODES:
         assert result_sessions(two_projects.search(beta_cur, "kafka", mode=mode)) == ["b_kafka"], mode
+
+
+def test_a_quoted_phrase_alone_is_named_as_typed(two_projects: World):
+    answer = two_projects.search("cur", '"kafka consumer"', mode="hybrid")
+    assert answer["results"] == [] and "matches “kafka consumer”." in answer["message"], answer
 
 
 def test_punctuation_alone_has_no_searchable_words_in_every_mode(two_projects: World):
