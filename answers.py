@@ -70,9 +70,14 @@ def no_matches_message(other: bool, alone: str | None = None) -> str:
 
 
 def format_when(timestamp: float | None) -> str | None:
+    """``"2026-09-01 14:30 +08:00"``: the time in this machine's zone, with its offset from UTC (a gateway's machine
+    may keep another zone than the person asking); None when there is no time or it is out of range."""
     if not timestamp:
         return None
     try:
-        return time.strftime("%Y-%m-%d %H:%M", time.localtime(float(timestamp)))
+        local = time.localtime(float(timestamp))
     except (OverflowError, OSError, ValueError):
         return None
+    offset = local.tm_gmtoff or 0
+    sign, minutes = "-" if offset < 0 else "+", abs(offset) // 60
+    return time.strftime("%Y-%m-%d %H:%M", local) + f" {sign}{minutes // 60:02d}:{minutes % 60:02d}"

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PLUGIN_NAME, World, shared_world
+from conftest import PLUGIN_NAME, World, phr, shared_world
 from fake_chat import FakeChat
 
 READ = "project_history_read"
@@ -493,7 +493,8 @@ _recent_module, shared_recent = shared_world(_recent, "shared_recent")
 
 
 def fmt(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+    """The time an answer shows for ``ts`` (its format: tests/test_e2e_search.py)."""
+    return phr.answers.format_when(ts)
 
 
 def test_recent_newest_first_with_details(shared_recent: World):

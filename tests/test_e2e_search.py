@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import World, result_sessions, shared_world
+from conftest import World, phr, result_sessions, shared_world
 
 RESULT_KEYS = {"session_id", "link", "title", "message_id", "snippet", "score_source", "when"}
 
@@ -303,7 +304,7 @@ def test_result_shape_and_history_marking(shared_pq):
     assert hit["session_id"] == "p_desk" and hit["link"] == "@session:p_desk"
     assert hit["score_source"] == "keyword" and isinstance(hit["message_id"], int)
     assert ">>>" in hit["snippet"] and len(hit["snippet"]) < 400
-    assert hit["when"] and len(hit["when"]) == len("2026-09-01 14:30")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d [+-]\d\d:\d\d", hit["when"]), hit["when"]
     assert "not instructions" in answer["notice"]
     assert answer["sessions_in_scope"] == 8  # 7 searchable P sessions + this conversation
 
@@ -983,3 +984,19 @@ def test_a_chinese_question_is_marked_where_its_trigrams_matched(world: World):
         assert set(snippets) == {"short", "long"}, (question, snippets)
         assert marked + "20" in snippets["short"], (question, snippets)
         assert marked + "50" in snippets["long"] and snippets["long"].startswith("..."), (question, snippets)
+
+
+@pytest.mark.parametrize("zone, expected", [("UTC0", "2026-09-01 06:30 +00:00"), ("CST-8", "2026-09-01 14:30 +08:00"),
+                                            ("NST+3:30", "2026-09-01 03:00 -03:30")])
+def test_a_time_says_its_offset_from_utc(monkeypatch, zone, expected):
+    """Review 31: "when" was this machine's local time with no zone, and a gateway's machine may keep another zone
+    than the person asking; it carries its offset from UTC."""
+    import time
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        assert phr.answers.format_when(1788244200.0) == expected  # 2026-09-01 06:30 UTC
+    finally:
+        monkeypatch.undo()
+        time.tzset()
