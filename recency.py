@@ -31,18 +31,22 @@ PEER_REACH = 20  # sessions of the ranking that may revisit it
 PEER_STRENGTH = 0.5  # a peer's keyword score, at least this share of the best session's
 PAIR_WEIGHT = 0.5  # a pair of adjacent query words adds this share of the rarer word's idf
 
-#: Words and phrases asking how things stand now (English, matched as whole words; CJK as substrings).
+#: Words and phrases asking how things stand now (English, matched as whole words; CJK as substrings). "Do you still
+#: remember" asks for a memory, not the present.
 _CURRENT = re.compile(
-    r"\b(?:now|currently|current|nowadays|these days|any ?more|still|latest|at the moment|at present|as of today|"
+    r"\b(?:now|currently|current|nowadays|these days|any ?more|still(?! remember| recall| know)|latest|at the moment|at present|as of today|"
     r"most recent|up to date|today)\b|现在|目前|如今|当前|最新|现行|眼下|至今|還是|还是",
     re.IGNORECASE,
 )
 
 #: Words that name a kind of decision or ask for its state, not what it is about: they do not tell two subjects apart.
+#: "use" and "uses" ask which one was chosen ("which database do we use now?"); "used" and "using" tell how
+#: ("how is Redis used"), which is a subject.
 META_WORDS = frozenset(
     """
     convention conventions rule rules policy policies standard standards guideline guidelines practice practices
     approach approaches decision decisions decide decided choice choices setting settings way ways status
+    use uses
     """.split()
 )
 

@@ -27,7 +27,8 @@ def test_asks_current():
                   "Is redis still pinned?", "what's the current deploy command", "我们现在用什么缓存？", "目前的方案是什么"):
         assert R.asks_current(query), query
     for query in ("what did we decide about method names?", "when did we pin redis", "knowledge of the snow",
-                  "nowhere to be found", "我们之前用什么缓存？"):
+                  "nowhere to be found", "我们之前用什么缓存？",
+                  "Do you still remember which fruits were mentioned for candied fruit?"):
         assert not R.asks_current(query), query
 
 
@@ -171,3 +172,24 @@ def test_the_newest_session_on_a_subject_leads_over_an_older_status_summary(worl
     world.session("cur", repo, style="cli", messages=[("user", "let's continue")])
     answer = world.search("cur", "What is the current status of the Stripe webhook integration?", mode="keyword", limit=3)
     assert result_sessions(answer)[:2] == ["s5", "s1"], result_sessions(answer)
+
+
+def test_asked_now_a_session_answers_with_its_last_word_and_the_verb_use_is_no_subject(world: World):
+    """Review 31: a value changed later in one session showed the first value; and "which database does the orders
+    service use now?" kept the old decision first because it said "use" and the change ("moved ... to SQLite") did
+    not: "use" asks for the state of a choice, like "decide", and tells no two subjects apart."""
+    repo = world.repo("svc")
+    lint = [m for i in range(12) for m in (("user", f"next, lint warning {i}"), ("assistant", f"Fixed lint warning {i}."))]
+    world.session("one", repo, messages=[("user", "set up the HTTP client"),
+                                         ("assistant", "Set the request timeout to 30 seconds (REQUEST_TIMEOUT = 30)."),
+                                         *lint, ("user", "the nightly export keeps failing"),
+                                         ("assistant", "Raised the request timeout to 120 seconds; 30 was too short.")])
+    world.session("pg", repo, messages=[("user", "Which database should we use for the orders service?"),
+                                        ("assistant", "Decision: we use Postgres for the orders service database.")])
+    world.session("mig", repo, messages=[("user", "We moved the orders service database to SQLite last week."),
+                                         ("assistant", "Removed Postgres; the orders service database is SQLite now.")])
+    for i in range(8):
+        world.session(f"f{i}", repo, messages=[("user", f"fix the navbar issue {i}"), ("assistant", "Fixed the navbar.")])
+    world.session("cur", repo, style="cli", messages=[("user", "let's continue")])
+    for query in ("which database does the orders service use now?", "what database does the orders service use now?"):
+        assert result_sessions(world.search("cur", query, mode="keyword", limit=3))[:2] == ["mig", "pg"], query
