@@ -14,6 +14,9 @@ ranks whichever session words it best, often the first. When the query asks for 
    message); the others keep their order after them. A lone peer leads only when every session above it
    states part of what it states (:func:`_part_of`).
 
+4. **Each session's last word** (:func:`last_words`): a session shows its newest message, by the same speaker, that
+   states what its shown message states ("raised the request timeout to 120 seconds" after "set it to 30").
+
 The caller applies the rule only when the keyword leg is strong enough for its words to be the subject
 (``search.CURRENT_FIRST_STRENGTH``). A session the keyword leg did not find has no subject and is never a peer.
 """
@@ -25,6 +28,7 @@ from collections.abc import Mapping, Sequence
 
 from . import unicode61
 from .ranking import SESSION_MESSAGES, Hit, Scorer, Term, session_score
+from .records import MessageRow
 
 ANCHOR_REACH = 10  # sessions of the ranking whose subjects may anchor (the richest wins)
 PEER_REACH = 20  # sessions of the ranking that may revisit it
@@ -162,6 +166,39 @@ def current_first(
             return list(ranked), 0
     peers.sort(key=lambda h: -when[h.session_id])  # stable: equal times keep their rank order
     return peers + [h for h in ranked if h.session_id not in chosen], len(peers)
+
+
+def last_words(ranked: Sequence[Hit], keyword_hits: Sequence[Hit], rows: Mapping[int, MessageRow],
+               scorer: Scorer) -> list[Hit]:
+    """``ranked`` with the message of each of its first ``PEER_REACH`` sessions moved to that session's last word on
+    its subject: the newest message of the same speaker (user or assistant) that the keyword leg scored and whose
+    :func:`subject` holds the shown message's ("Raised the request timeout to 120 seconds" 26 messages after "Set the
+    request timeout to 30 seconds"). A message the keyword leg did not score stays, and so does a session's found by
+    meaning alone (``found_by`` "semantic": semantic mode chose its message by meaning, not by the words); so does the
+    order of the sessions. ``rows``: message id -> the row (its text, role, time)."""
+    by_session: dict[str, list[Hit]] = {}
+    for hit in keyword_hits:
+        by_session.setdefault(hit.session_id, []).append(hit)
+
+    def later(row: MessageRow) -> tuple[float, int]:
+        return (row.timestamp or 0.0, row.id)
+
+    out = list(ranked)
+    for i, hit in enumerate(out[:PEER_REACH]):
+        shown = rows.get(hit.message_id)
+        own = by_session.get(hit.session_id, [])
+        if (hit.found_by == "semantic" or shown is None or shown.role not in ("user", "assistant")
+                or all(h.message_id != shown.id for h in own)):
+            continue
+        newer = sorted((rows[h.message_id] for h in own if h.message_id in rows and rows[h.message_id].role == shown.role
+                        and later(rows[h.message_id]) > later(shown)), key=later, reverse=True)
+        if not newer:
+            continue
+        about = subject(scorer, shown.text)
+        last = next((row for row in newer if about and subject(scorer, row.text) >= about), None)
+        if last is not None:
+            out[i] = Hit(last.id, hit.session_id, hit.score, hit.found_by)
+    return out
 
 
 #: Said in the answer when several sessions on the query's subject were put newest first.

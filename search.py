@@ -286,6 +286,7 @@ def search_history(
         if found.scorer is not None and found.strength >= CURRENT_FIRST_STRENGTH and recency.asks_current(query):
             ranked, peers = recency.current_first(ranked, found.hits, {m: r.text for m, r in found.rows.items()},
                                                   {m: r.timestamp for m, r in found.rows.items()}, found.scorer)
+            ranked = recency.last_words(ranked, found.hits, found.rows, found.scorer)
             if peers > 1:
                 base["order_note"] = recency.ORDER_NOTE.format(count=peers)
         ranked = _one_per_conversation(conn, ranked, found)

@@ -121,6 +121,27 @@ def test_current_first_without_keyword_subjects_changes_nothing():
     assert R.current_first(ranked, [], {}, {}, scorer("x")) == (ranked, 0)
 
 
+def test_last_words_show_a_sessions_newest_statement_of_its_subject():
+    """Review 31: a value changed later in the same session ("raised to 120" 26 messages after "30") was answered by
+    the first statement, and a read around it never reached the change. Asked how things stand now, each session
+    shows its newest message by the same speaker that states the shown one's subject."""
+    Row = phr.records.MessageRow
+    s = scorer("request", "timeout")
+    rows = {1: Row(1, "one", "assistant", "Set the request timeout to 30 seconds.", 100.0),
+            2: Row(2, "one", "user", "is the request timeout too short?", 300.0),
+            3: Row(3, "one", "assistant", "Raised the request timeout to 120 seconds now.", 200.0),
+            4: Row(4, "one", "assistant", "the timeout of the request is fine", 400.0),
+            5: Row(5, "two", "assistant", "request timeout 10 seconds", 50.0)}
+    hits = [Hit(1, "one", 9.0), Hit(2, "one", 8.0), Hit(3, "one", 7.0), Hit(4, "one", 6.0), Hit(5, "two", 5.0)]
+    out = R.last_words([Hit(1, "one", 9.0, "keyword"), Hit(5, "two", 5.0, "keyword")], hits, rows, s)
+    # 2 is newer but the user's question; 4 is newer but its words apart state less (no "request timeout" pair)
+    assert out == [Hit(3, "one", 9.0, "keyword"), Hit(5, "two", 5.0, "keyword")]
+    # A message the keyword leg did not score (the vector leg's pick) stays, and so does an older one.
+    assert R.last_words([Hit(9, "one", 9.0)], hits, rows, s) == [Hit(9, "one", 9.0)]
+    assert R.last_words([Hit(3, "one", 9.0)], hits, rows, s) == [Hit(3, "one", 9.0)]
+    assert R.last_words([Hit(1, "one", 9.0, "semantic")], hits, rows, s) == [Hit(1, "one", 9.0, "semantic")]
+
+
 # -- end to end ----------------------------------------------------------------
 
 CONVENTION = [
@@ -191,5 +212,8 @@ def test_asked_now_a_session_answers_with_its_last_word_and_the_verb_use_is_no_s
     for i in range(8):
         world.session(f"f{i}", repo, messages=[("user", f"fix the navbar issue {i}"), ("assistant", "Fixed the navbar.")])
     world.session("cur", repo, style="cli", messages=[("user", "let's continue")])
+    answer = world.search("cur", "what is the request timeout now?", mode="keyword", limit=3)
+    assert "120" in answer["results"][0]["snippet"], answer["results"][0]
+    assert "30 seconds" in world.search("cur", "what was the request timeout at first?", mode="keyword")["results"][0]["snippet"]
     for query in ("which database does the orders service use now?", "what database does the orders service use now?"):
         assert result_sessions(world.search("cur", query, mode="keyword", limit=3))[:2] == ["mig", "pg"], query
