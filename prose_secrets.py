@@ -172,6 +172,16 @@ CHANGED_FROM = re.compile(CHANGE_LABEL + r"(?:[^\n]{0,40}?(?:from|从|從|由)[ 
 PASS_LABEL = re.compile(r"(?i)(?:(?<![\w-])(?P<user>user(?:name)?|login)[ \t]*+[:：=]?[ \t]*+[`'\"]?[\w.@-]{1,64}+[`'\"]?[ \t]*+[,，/]?[ \t]*+)?"
                         r"(?<![\w-])pass(?:[ \t]++for[ \t]++(?:the[ \t]++|my[ \t]++|our[ \t]++)?[\w.-]{1,30}+(?:[ \t]++[\w-]{1,30}+){0,2})?"
                         r"(?:[ \t]++(?:is|was)[ \t]++|[ \t]*+[:：][ \t]*+|(?(user)[ \t]++|(?!)))(?P<value>(?:(?!pass[:：])[^\s，。()]){6,}+)")
+#: A label, then a clause in Chinese saying what was done with the value, then ``：`` or an arrow, then the value (``登录密码我放在备注里了：…``,
+#: ``pwd 改了 → …``, ``这个是 token，帮我存一下：…``): group ``value``, which goes when it reads strongly or as a piece of a key
+#: (:func:`_after_clause`; ``密码生成规则：Rule2024a`` stays). The clause holds CJK
+#: characters alone, so a value, ASCII, holds no start but at its end.
+CLAUSE_LABEL = re.compile(r"(?=[ptsaPTSA密口令秘])(?:(?<![A-Za-z0-9_])(?i:password|passwd|pwd|passphrase|token|secret|api[ _-]?key)|密码|密碼|口令|令牌|密钥|密鑰|秘钥)"
+                          r"[ \t]*+[，,]?[ \t]*+[\u4e00-\u9fff][\u4e00-\u9fff，、 \t]{0,23}+(?:[：:]|→|->|=>)[ \t]*+[\"'`“「]?(?P<value>[!-~]{6,}+)")
+#: A password struck through then its new one (``password: ~~OldPass1!~~ Kq7#…``, ``密码：~~…~~ → …``): groups ``old`` and
+#: ``value``, each of which goes when it reads as a password (:func:`_struck`). The old value holds no ``~``, so a start is read once.
+STRUCK = re.compile(r"(?i)(?=[pts密口])(?:(?<![A-Za-z0-9_])(?:password|passwd|pwd|passphrase|token|secret)|密码|密碼|口令)[ \t]*+[:：=]?[ \t]*+"
+                    r"~~(?P<old>[^~\n]++)~~[ \t]*+(?:(?:→|->|=>)[ \t]*+)?[`'\"“「]?(?P<value>[^\s~`'\"”」]++)")
 #: A login written as its user and password before the verb that uses them (``admin/… 登录后台``, ``用 root 和 … 登不上``,
 #: ``bob / … login``): group ``value``, which must read as a password with a digit (:func:`_named_in_prose`; a path's
 #: ``src/main2.py 登录`` does not), the verb not naming a thing (``api/v1Login 登录接口``, ``login page``).
@@ -233,6 +243,8 @@ def redact(text: str, redacted: str) -> str:
     text = prefilter.sub(USER_PASS_FLAGS, lambda m: _password_in(m, redacted), text)
     for pattern in (NAMED_IN_PROSE, PASSWORD_WITH, VALUE_BEFORE_LABEL, LOGIN_IN_PROSE, LOGIN_BEFORE_VERB):
         text = prefilter.sub(pattern, lambda m: _named_in_prose(m, redacted), text)
+    text = prefilter.sub(CLAUSE_LABEL, lambda m: _after_clause(m, redacted), text)
+    text = prefilter.sub(STRUCK, lambda m: _struck(m, redacted), text)
     for pattern in (CHANGED_FROM, PASS_LABEL):
         text = prefilter.sub(pattern, lambda m: patterns.replace_group(m, "value", redacted) if reads_strongly(m.group("value")) else m.group(), text)
     text = _codes(text, redacted)
@@ -469,6 +481,34 @@ def _host_login(m: re.Match[str]) -> bool:
     if m.string[m.start() : m.start("value")].rstrip(" \t").endswith("/"):
         return reads_as_password(value) and re.search(r"\d", value) is not None
     return m.re is URL_LOGIN and key_piece(value) and LIST_ITEM_END.match(m.string, m.end("value")) is not None
+
+
+def _bare(written: str) -> str:
+    """A value as written without a sentence's punctuation after it, but for the ``!`` right after it: a password's last
+    characters as often as a sentence's."""
+    value = written.rstrip(patterns.VALUE_END)
+    rest = written[len(value) :]
+    return value + rest[: len(rest) - len(rest.lstrip("!"))]
+
+
+def _after_clause(m: re.Match[str], redacted: str) -> str:
+    """A :data:`CLAUSE_LABEL` match, its value redacted (:func:`_bare`) when it reads strongly or as a piece of a key
+    (:func:`key_piece`): the clause may say what the value is like (``密码生成规则：Rule2024a``)."""
+    value = _bare(m["value"])
+    return patterns.replace_group(m, "value", redacted, len(value)) if reads_strongly(value) or key_piece(value) else m.group()
+
+
+def _struck(m: re.Match[str], redacted: str) -> str:
+    """A :data:`STRUCK` match, its old and new (:func:`_bare`) values redacted where each reads as a password."""
+    old, value = m["old"].strip(), _bare(m["value"])
+    pieces: list[str] = []
+    done = m.start()
+    for group, text in (("old", old), ("value", value)):
+        if reads_as_password(text):
+            start = m.start(group) + m[group].index(text)
+            pieces += [m.string[done:start], redacted]
+            done = start + len(text)
+    return "".join(pieces) + m.string[done : m.end()] if pieces else m.group()
 
 
 def _user_slash(m: re.Match[str]) -> bool:

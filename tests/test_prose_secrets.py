@@ -1037,6 +1037,11 @@ SENT_BEFORE = [
         '@home.x.com : PSK "PW"')],
     ('psql admin:a:Sup3r:ecret9@db.internal', 'Sup3r:ecret9'),  # caught before too: a password's two colons are kept
     ('psql bob:p#a:b:c:d@db.internal', 'p#a:b:c:d'),  # more colons: read up to 128 characters, as before review 40
+    # review 41: a label, a clause in Chinese, then ： or an arrow; a password struck through then its new one (sent)
+    ('pwd 改了 → Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'), ('登录密码我放在备注里了：Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'),
+    ('这个是 token，帮我存一下：Kq7vLp2Wx99', 'Kq7vLp2Wx99'), ('密码改了：Kq7#vLp2Wx!。', 'Kq7#vLp2Wx!'),
+    ('password: ~~OldPass1!~~ Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'), ('密码：~~OldPass1!~~ → NewPass2@x', 'NewPass2@x'),
+    ("password ~~OldPass1~~ 'NewPass2'", 'NewPass2'),
     # review 40: a password pasted in prose or a chat past 200 characters (sent whole or its rest)
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         '## Password\nPW', "mongo -u admin -p 'PW'", 'smbclient -U bob%PW', 'POSTGRES_PASSWORD is PW', 'DB_PASSWORD 是 PW',
@@ -1098,6 +1103,9 @@ SENT_BEFORE = [
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 41: a clause after a label that says where the value is or what it is like
+    '密码我发你了：见邮件', '密码规则如下：至少8位，包含大小写', 'token 用量：1234 次', '密码长度：8-64', 'API key 的格式：sk-xxxx',
+    '密码已发到你邮箱：bob@example.com', '~~deprecated~~ use password: see vault',
     # review 39: the same calls given variables, placeholders and ordinary strings
     'ftp = FTP(host, user, passwd)', "ftplib.FTP('ftp.x.com')", 'conn.simple_bind_s(dn, password)',
     "User.objects.create_user('bob', 'b@x.com', password)", "User.objects.create_user('bob', 'b@x.com', 'your-password')",
