@@ -1,7 +1,8 @@
 """Credentials in configuration and encoded bodies that the assignment patterns do not read, for :mod:`redact`.
 
 A builder's or a fluent setter's call (``.apiKey("…")``), Kotlin's ``"Authorization" to "Bearer …"``, a JDBC URL whose
-password is concatenated (``"…&password=" + "…"``), Spring's ``<property name="password"><value>…</value>``, JSON
+password is concatenated (``"…&password=" + "…"``), Spring's ``<property name="password"><value>…</value>`` (.NET's
+``<setting name="Password" …><value>…</value>``), a Java EE ``<env-entry>``, a Kubernetes env entry written value first, JSON
 escaped for HTML (``&quot;password&quot;:&quot;…&quot;``) or for a URL (``%22password%22%3A%22…%22``), a form body
 encoded in a URL (``password%3D…``), OpenVPN's inline ``<auth-user-pass>``, a line of postfix's ``sasl_passwd``
 (``[smtp.host]:587 user@host:…``), the base64 values under a Kubernetes Secret's ``data:`` and a Basic credential's
@@ -44,9 +45,22 @@ KOTLIN_PAIR = re.compile(
 CONCATENATED = re.compile(
     r"[?&;](?P<name>[\w.-]{0,60}?(?i:password|passwd|pwd|secret|token))=[\"'][ \t]*+\+[ \t]*+[\"'](?P<value>(?:[^\"'\\\n]|\\[^\n])++)[\"']"
 )
-#: Spring's bean property with its value as an element (``<property name="password"><value>…</value></property>``).
+#: Spring's bean property with its value as an element (``<property name="password"><value>…</value></property>``), and
+#: .NET's setting (``<setting name="Password" serializeAs="String">`` then ``<value>…</value>``, up to two attributes after the name).
 SPRING_VALUE = re.compile(
-    r"<property[ \t]++name=\"(?P<name>[^\"<>\n]{1,100}+)\"[ \t]*+>\s{0,40}+<value>(?P<value>[^<>\n]++)</value>"
+    r"<(?:property|setting)[ \t]++name=\"(?P<name>[^\"<>\n]{1,100}+)\"(?:[ \t]++[\w:.-]{1,40}+=\"[^\"<>\n]{0,100}+\"){0,2}[ \t]*+>"
+    r"\s{0,40}+<value>(?P<value>[^<>\n]++)</value>"
+)
+#: A Java EE ``<env-entry>``: its name, its type, then its value (``<env-entry-name>db/password</env-entry-name>`` ...
+#: ``<env-entry-value>…</env-entry-value>``), judged as assigned to the name's last piece.
+ENV_ENTRY = re.compile(r"<env-entry-name>[ \t]*+(?P<name>[^<>\s]{1,100}+)[ \t]*+</env-entry-name>\s{0,200}+"
+                       r"(?:<env-entry-type>[^<>\n]{0,100}+</env-entry-type>\s{0,200}+)?<env-entry-value>(?P<value>[^<>\n]++)</env-entry-value>")
+#: A Kubernetes env entry written value first (``- value: …`` then ``name: DB_PASSWORD`` on the next line): the value,
+#: quoted (past ``\\`` and its next character, YAML's ``''``) or bare to its run's end, is judged as assigned to the name.
+#: Groups ``dq``, ``sq``, ``bare``, ``name``.
+VALUE_THEN_NAME = re.compile(
+    r"(?m:^)[ \t]*+-[ \t]++value[ \t]*+:[ \t]*+(?:\"(?P<dq>(?:[^\"\\\n]|\\[^\n])++)\"|'(?P<sq>(?:[^'\\\n]|\\[^\n]|'')++)'|(?P<bare>[^\s\"'#]\S*+))"
+    r"[ \t]*+\r?\n[ \t]*+name[ \t]*+:[ \t]*+[\"']?(?P<name>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+(?=\r?\n|$)"
 )
 #: A JSON pair escaped for HTML: ``&quot;name&quot;:&quot;value&quot;``.
 HTML_JSON = re.compile(
@@ -141,6 +155,9 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     for pattern in (CONCATENATED, SPRING_VALUE, OBJECT_VALUE, XMLRPC_MEMBER):
         text = prefilter.sub(pattern, lambda m: _named(m, redacted, judge), text)
     text = prefilter.sub(ENTRY_VALUE, lambda m: _entry(m, redacted, judge), text)
+    text = prefilter.sub(ENV_ENTRY, lambda m: replace_group(m, "value", redacted)
+                         if judge(m["name"].rpartition("/")[2], m["value"], False) else m.group(), text)
+    text = prefilter.sub(VALUE_THEN_NAME, lambda m: _value_then_name(m, redacted, judge), text)
     text = prefilter.sub(CONNECTION_SECRET, lambda m: replace_group(m, "value", redacted)
                          if _connection_secret(m.group("value"), redacted) else m.group(), text)
     text = prefilter.sub(PROXY_LINK, lambda m: replace_group(m, "value", redacted), text)
@@ -185,6 +202,12 @@ def _kotlin(m: re.Match[str], redacted: str, judge: Judge) -> str:
     else:
         secret = judge(m.group("name"), value, False)
     return replace_group(m, "value", redacted) if secret else m.group()
+
+
+def _value_then_name(m: re.Match[str], redacted: str, judge: Judge) -> str:
+    """A :data:`VALUE_THEN_NAME` match, its value redacted when an assignment of it to the name would be."""
+    group = next(g for g in ("dq", "sq", "bare") if m.group(g) is not None)
+    return replace_group(m, group, redacted) if judge(m["name"], m[group], group == "bare") else m.group()
 
 
 def _sasl(m: re.Match[str], redacted: str) -> str:

@@ -702,7 +702,10 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "#a:", "a:!", "!a:a", "a:a@a!", "//a:a/", "//a:/", '\n: PSK "a', '\n: PSK "a"',
                                   "\npassword\naaaaaa", "-u a -p 'a", "-U a%a", "A_TOKEN是a", "log in as a / a!", "with password a", '"a" + "aaaaaa', "/a!", "\nlocalhost:1234:a:a:a", "\nlocalhost:1234:a:a:a\\:", "echo a:b:c:d:a", "--from-literal=a=a", '--from-literal="a=a', "--from-literal=a='a\\'", 'expect "password"; send "a', "IDENTIFIED BY a", "jdbc:oracle:thin:a/", "sqlplus a/a", ':a "a\\"', '(def a "a', 'a = ("a\\"', 'coalesce .a "a\\"', '.a[0] // "a\\"', "<td>password</td><td>a", "<th>a</th><td>a b", "pass:", "pass:a!", "!pass:a#1", "pass is a!", '"--password", "a\\"', '"-p", "', '"mysql", "-pa',
                                   # red41: a label, a clause in Chinese and ： before a value; a password struck through
-                                  "密码改了：a", "token，存：a1B2c3D4e5!", "pwd 改 → ", "password:~~a~~ ", "~~a~~", "密码：~~a"])
+                                  "密码改了：a", "token，存：a1B2c3D4e5!", "pwd 改 → ", "password:~~a~~ ", "~~a~~", "密码：~~a",
+                                  # red41: Java EE's env-entry, .NET's setting, an env entry value first
+                                  "<env-entry-name>a</env-entry-name><env-entry-value>a", '<setting name="a" a="b"><value>a', "\n- value: a\n name: a",
+                                  '\n- value: "a\\"', "\n- value: 'a''"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

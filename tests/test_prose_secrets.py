@@ -1042,6 +1042,13 @@ SENT_BEFORE = [
     ('这个是 token，帮我存一下：Kq7vLp2Wx99', 'Kq7vLp2Wx99'), ('密码改了：Kq7#vLp2Wx!。', 'Kq7#vLp2Wx!'),
     ('password: ~~OldPass1!~~ Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'), ('密码：~~OldPass1!~~ → NewPass2@x', 'NewPass2@x'),
     ("password ~~OldPass1~~ 'NewPass2'", 'NewPass2'),
+    # review 41: a value named in configuration after its name's element or line: Java EE's env-entry, .NET's setting,
+    # a Kubernetes env entry written value first (sent whole)
+    ('<env-entry>\n  <env-entry-name>db/password</env-entry-name>\n  <env-entry-type>java.lang.String</env-entry-type>\n'
+     '  <env-entry-value>Kq7vLp2Wx99</env-entry-value>\n</env-entry>', 'Kq7vLp2Wx99'),
+    ('<setting name="Password" serializeAs="String">\n  <value>Kq7vLp2Wx99</value>\n</setting>', 'Kq7vLp2Wx99'),
+    ('env:\n  - value: Kq7vLp2Wx99\n    name: DB_PASSWORD', 'Kq7vLp2Wx99'), ('env:\n- value: "Kq7\\"vLp2Wx99"\n  name: DB_PASSWORD', 'vLp2Wx99'),
+    ("        - value: 'Kq7''vLp2Wx99'\n          name: API_TOKEN", 'vLp2Wx99'),
     # review 40: a password pasted in prose or a chat past 200 characters (sent whole or its rest)
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         '## Password\nPW', "mongo -u admin -p 'PW'", 'smbclient -U bob%PW', 'POSTGRES_PASSWORD is PW', 'DB_PASSWORD 是 PW',
@@ -1103,6 +1110,10 @@ SENT_BEFORE = [
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 41: configuration's values named as not secret
+    'env:\n  - value: production\n    name: APP_ENV\n  - value: "8080"\n    name: PORT', '- value: ${DB_PASSWORD}\n  name: DB_PASSWORD',
+    '<env-entry-name>maxRetries</env-entry-name><env-entry-value>5</env-entry-value>',
+    '<setting name="ServerUrl" serializeAs="String"><value>https://x.io/api</value></setting>',
     # review 41: a clause after a label that says where the value is or what it is like
     '密码我发你了：见邮件', '密码规则如下：至少8位，包含大小写', 'token 用量：1234 次', '密码长度：8-64', 'API key 的格式：sk-xxxx',
     '密码已发到你邮箱：bob@example.com', '~~deprecated~~ use password: see vault',
