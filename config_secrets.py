@@ -70,6 +70,10 @@ HTML_JSON = re.compile(
 URL_JSON = re.compile(
     r"(?i)%22(?P<name>[\w.-]{1,60}+)%22(?:%20|\+){0,4}+%3A(?:%20|\+){0,4}+%22(?P<value>(?:(?!%22)[^\s&\"'<>])++)%22"
 )
+#: A query parameter named for a session, a ticket, a JWT or a signature (``?jwt=…``, ``&sid=…``, ``?ticket=ST-…``,
+#: ``&sign=…``), which name ids and flags as often (``?ticket=12345``, ``&sign=1``, ``?sid=home``), to the next ``&``, ``#``,
+#: quote or space: :func:`_query_token` judges the value. Group ``value``.
+QUERY_TOKEN = re.compile(r"(?i)(?<=[?&;])(?:jwt|sid|sessid|phpsessid|ticket|sign)=(?P<value>[^&#\s\"'<>]++)")
 #: A form's pair escaped inside a URL or a log's field: ``name%3Dvalue``, up to the next ``%26`` (``&``).
 URL_FORM = re.compile(r"(?i)(?:(?<=%26)|(?<![\w%.-]))(?P<name>[A-Za-z_][\w.-]{0,60}+)%3D(?P<value>(?:(?!%26)[^\s&\"'<>])++)")
 #: OpenVPN's inline login: ``<auth-user-pass>``, the user, then the password, each on its line.
@@ -167,6 +171,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = prefilter.sub(OPENVPN_LOGIN, lambda m: replace_group(m, "value", redacted), text)
     text = prefilter.sub(HTML_JSON, lambda m: _named(m, redacted, judge, html.unescape), text)
     text = prefilter.sub(URL_JSON, lambda m: _named(m, redacted, judge, unquote), text)
+    text = prefilter.sub(QUERY_TOKEN, lambda m: replace_group(m, "value", redacted) if _query_token(m["value"]) else m.group(), text)
     text = prefilter.sub(URL_FORM, lambda m: _named(m, redacted, judge, unquote, bare=True), text)
     text = prefilter.sub(SASL_PASSWD, lambda m: _sasl(m, redacted), text)
     text = prefilter.sub(BYTE_ARRAY, lambda m: redacted if _key_bytes(m.group()) else m.group(), text)
@@ -208,6 +213,12 @@ def _value_then_name(m: re.Match[str], redacted: str, judge: Judge) -> str:
     """A :data:`VALUE_THEN_NAME` match, its value redacted when an assignment of it to the name would be."""
     group = next(g for g in ("dq", "sq", "bare") if m.group(g) is not None)
     return replace_group(m, group, redacted) if judge(m["name"], m[group], group == "bare") else m.group()
+
+
+def _query_token(value: str) -> bool:
+    """Whether a :data:`QUERY_TOKEN` value is a credential: 12+ characters, not digits alone, reading as random as a
+    key after its label does (:func:`random_tokens.random_after_label`; ``ST-12345`` and ``home-page-v2`` do not)."""
+    return len(value) >= 12 and not value.isdigit() and random_tokens.random_after_label(value, True)
 
 
 def _sasl(m: re.Match[str], redacted: str) -> str:

@@ -156,9 +156,9 @@ URL_SECRET_NAMES = re.compile(
     r"|sig|signature|code|credential|credentials|session|sas|ak|sk|appkey|appsecret|authkey|accesskey|secretkey)$"
 )
 #: A query string's ``name=value`` anywhere in text (a URL in prose, a log line); the value runs to the next ``&``,
-#: quote or space; a ``#`` and what follows it too (a fragment, or a ``#`` typed into a key: ``ak=Kq7#vLp2Wx``), which
-#: goes with the value when the name is a credential's.
-QUERY_PAIR = re.compile(r"(?<=[?&])([A-Za-z0-9_.~%-]{1,60}+)=([^&#\s\"'<>]{1,1000}+(?:#[^&#\s\"'<>]{1,200}+)?)")
+#: quote or space; a ``#`` and what follows it too (a fragment, or ``#`` typed into a key, once or more: ``ak=Kq7#vLp2Wx``,
+#: ``password=Kq7#ab#cd``), which goes with the value when the name is a credential's.
+QUERY_PAIR = re.compile(r"(?<=[?&])([A-Za-z0-9_.~%-]{1,60}+)=([^&#\s\"'<>]{1,1000}+(?:#[^&\s\"'<>]{1,200}+)?)")
 #: A ``Cookie:`` or ``Set-Cookie:`` header, to the end of its line, also as a quoted key (``{'Cookie': 'SESSDATA=…'}``,
 #: fetch's ``"cookie": "sid=…"``) or curl's ``-b``/``--cookie`` (``curl … -b 'SESSDATA=…'``; a file's name has no
 #: pairs): its session-like pairs are redacted.

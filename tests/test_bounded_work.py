@@ -705,7 +705,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "密码改了：a", "token，存：a1B2c3D4e5!", "pwd 改 → ", "password:~~a~~ ", "~~a~~", "密码：~~a",
                                   # red41: Java EE's env-entry, .NET's setting, an env entry value first
                                   "<env-entry-name>a</env-entry-name><env-entry-value>a", '<setting name="a" a="b"><value>a', "\n- value: a\n name: a",
-                                  '\n- value: "a\\"', "\n- value: 'a''"])
+                                  '\n- value: "a\\"', "\n- value: 'a''",
+                                  # red41: a query's # run, a short query name's value
+                                  "&a=a#a#", "&password=a#", "?sid=", "&jwt=a"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -1049,6 +1049,12 @@ SENT_BEFORE = [
     ('<setting name="Password" serializeAs="String">\n  <value>Kq7vLp2Wx99</value>\n</setting>', 'Kq7vLp2Wx99'),
     ('env:\n  - value: Kq7vLp2Wx99\n    name: DB_PASSWORD', 'Kq7vLp2Wx99'), ('env:\n- value: "Kq7\\"vLp2Wx99"\n  name: DB_PASSWORD', 'vLp2Wx99'),
     ("        - value: 'Kq7''vLp2Wx99'\n          name: API_TOKEN", 'vLp2Wx99'),
+    # review 41: a query's password with # in it more than once (a piece sent), a session's, a ticket's, a JWT's or a
+    # signature's random value under a short name (sent whole)
+    ('jdbc:mysql://db:3306/app?user=bob&password=Kq7#ab#cd#ef99', 'cd#ef99'),
+    *[(f'https://x.io/cb?{name}={value}&x=1', value) for name, value in (
+        ('jwt', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'), ('sid', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'), ('ticket', 'ST-1-Xk9Pq2Lm7Nv4Rt6Yb8Zc-cas01'),
+        ('sign', '9f8a7b6c5d4e3f2a1b0c'))],
     # review 40: a password pasted in prose or a chat past 200 characters (sent whole or its rest)
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         '## Password\nPW', "mongo -u admin -p 'PW'", 'smbclient -U bob%PW', 'POSTGRES_PASSWORD is PW', 'DB_PASSWORD 是 PW',
@@ -1110,6 +1116,9 @@ SENT_BEFORE = [
 #: Ordinary text near those shapes: addresses, a URL's port and path before an ``@``, image digests and scales, board pins, status and error codes, prose
 #: after a password label, log lines, command flags that are not a login.
 NEAR_MISSES = [
+    # review 41: a ticket's, a flag's, a page's value under a short query name; a fragment with # twice
+    'https://x.io/t?ticket=12345&sign=1&sid=home', 'https://jira.x.io/browse?ticket=PROJ-12345', '/api?sign=home-page-v2',
+    'https://x.io/a?b=1#frag#more',
     # review 41: configuration's values named as not secret
     'env:\n  - value: production\n    name: APP_ENV\n  - value: "8080"\n    name: PORT', '- value: ${DB_PASSWORD}\n  name: DB_PASSWORD',
     '<env-entry-name>maxRetries</env-entry-name><env-entry-value>5</env-entry-value>',
