@@ -80,41 +80,46 @@ PASSPHRASE_WORDS = re.compile(
 #: after a change or a login's verb (group ``verb``: ``我改成了 nacos / …``, ``登录用 admin / …``; a ``/`` without spaces then
 #: joins a path's pieces as often: ``改成了 src/MainApp2``, so the value must read strongly); a network and its password (group ``ssid``:
 #: ``WiFi：Office-5G / …``, ``wifi: WPA2-PSK, key …``); not a path: ``user: alice/projects/x``): the password
-#: goes when it reads as one (:func:`reads_as_password`), a network's by its length (:func:`_password_in`).
+#: goes when it reads as one (:func:`reads_as_password`), a network's by its length (:func:`_password_in`). The password
+#: runs to its end, up to CJK text or full-width punctuation, holding two ``:`` at most (a start inside it needs a ``:``,
+#: so it is read from three starts at most); one with more is read as before, up to 200 characters.
 CREDENTIAL_PAIR = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계管超관pw改换換登无無])(?:(?:creds|credentials|login|logins|account|user|username|u|pw|用户名|账号|帳號"
     r"|账户|帳戶|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자|(?P<wifi>wifi|wi-fi|wlan|无线网?|無線網?))"
     r"(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]"
     r"|(?:账密|帳密|(?P<verb>(?:改|换|換)(?:成|为|為)了?|(?:登录|登陆|登入|登錄)用))[ \t]*+[:：]?|creds(?=[ \t]))"
-    r"[ \t]*+(?P<ssid>[A-Za-z0-9_.@-]{1,64}+)(?:[ \t]*+/[ \t]*+|(?(wifi)[ \t]*+,[ \t]*+key[ \t]++|(?::|(?:[ \t]*+[,，;|])?\s++p[ \t]*+[:：][ \t]*+)))(?P<value>[^\s/]{1,200}+)(?!/)"
+    r"[ \t]*+(?P<ssid>[A-Za-z0-9_.@-]{1,64}+)(?:[ \t]*+/[ \t]*+|(?(wifi)[ \t]*+,[ \t]*+key[ \t]++|(?::|(?:[ \t]*+[,，;|])?\s++p[ \t]*+[:：][ \t]*+)))"
+    r"(?P<value>[^\s/:：\u3000-\u303f\u3400-\u9fff\uff00-\uffef]++(?:[:：][^\s/:：\u3000-\u303f\u3400-\u9fff\uff00-\uffef]++){0,2}+(?![:：])"
+    r"|[^\s/]{1,200}+)(?!/)"
 )
 #: A login under a label, one field a line (``登录信息：`` then ``admin`` then the password), or a Japanese password
 #: (``パス``, which alone is also a path) after a login's id on the same line (``ログインID：admin　パス：…``): the
-#: password goes when it reads as one (:func:`reads_as_password`).
+#: password goes when it reads as one (:func:`reads_as_password`), read to its end (a Japanese one up to the next
+#: ``ID:`` or ``名:``, where another start is).
 LOGIN_LINES = re.compile(
     r"(?:登录信息|登錄信息|登录账号|登錄帳號|登录方式|账号信息|帳號資訊|ログイン情報)[ \t]*+[:：]?[ \t]*+\r?\n[ \t]*+[\w.@-]{1,64}+[ \t]*+\r?\n"
-    r"[ \t]*+(?P<value>\S{1,200}+)"
+    r"[ \t]*+(?P<value>\S++)"
     r"|(?:ログインID|ログイン名|ユーザーID|ユーザー名|ユーザ名|ID)[ \t]*+[:：][ \t]*+[\w.@-]{1,64}+[ \t\u3000,，、/]{1,8}+"
-    r"パス(?:ワード)?[ \t]*+[:：][ \t]*+(?![~.])(?P<jvalue>[^\s，、/\\]{1,200}+)(?![/\\])"
+    r"パス(?:ワード)?[ \t]*+[:：][ \t]*+(?![~.])(?P<jvalue>(?:(?!(?:ID|名)[:：])[^\s，、/\\])++)(?![/\\])"
 )
 #: A login after a label naming both its fields (``账号密码：admin …``, ``用户名密码 root …``, ``账号密码分别是 admin 和 …``, ``都是``):
 #: the user, what separates the two, then the password, which goes when it reads as one
-#: (:func:`reads_as_password`).
+#: (:func:`reads_as_password`), read to its end or CJK text (a start's first character).
 BOTH_FIELDS = re.compile(
     r"(?:账号|帐号|帳號|账户|帳戶|用户名|用戶名|用户|用戶)(?:和|与|與|/|、)?(?:密码|密碼)(?:分别|分別|都)?(?:是|为|為)?[ \t]*+[:：]?[ \t]*+"
-    r"[A-Za-z0-9_.@-]{1,64}+(?:[ \t]*+(?:/|和|与|與|、|，|,)[ \t]*+|[ \t]++)(?P<value>[^\s/，,、]{1,200}+)"
+    r"[A-Za-z0-9_.@-]{1,64}+(?:[ \t]*+(?:/|和|与|與|、|，|,)[ \t]*+|[ \t]++)(?P<value>[^\s/，,、\u3400-\u9fff]++)"
 )
 #: A login written after a host without a label, as a chat writes it (``服务器：1.2.3.4 root …``, ``1.2.3.4:22 root/…``,
 #: ``ssh root@1.2.3.4 …``): an IPv4 address (and port) and a user, or ``ssh`` to a user at a host, then a value that
-#: reads as a password (:func:`_host_login`).
+#: reads as a password (:func:`_host_login`), to its end (a start needs a space before its value, and it holds none).
 HOST_LOGIN = re.compile(
     r"(?:(?<![\w.])\d{1,3}+\.\d{1,3}+\.\d{1,3}+\.\d{1,3}+(?::\d{1,5}+)?[ \t]++[A-Za-z_][\w.-]{0,31}+(?:[ \t]*+/[ \t]*+|[ \t]++)"
-    r"|(?<![\w-])ssh[ \t]++(?:-p[ \t]*+\d{1,5}+[ \t]++)?[\w.-]{1,32}+@[\w.-]{1,253}+[ \t]++)(?P<value>[^\s/，,。]{6,64}+)"
+    r"|(?<![\w-])ssh[ \t]++(?:-p[ \t]*+\d{1,5}+[ \t]++)?[\w.-]{1,32}+@[\w.-]{1,253}+[ \t]++)(?P<value>[^\s/，,。]{6,}+)"
 )
 #: The same after a web address (``后台地址 http://10.0.0.5:8080 admin …``), apart: a pattern starting with a literal is
 #: searched for it, not tried at every character (in :data:`HOST_LOGIN` it doubled that pattern's cost).
 URL_LOGIN = re.compile(r"http(?<=(?<![\w.])http)s?://[!-~]{1,300}+[ \t]++[A-Za-z_][\w.-]{0,31}+(?:[ \t]*+/[ \t]*+|[ \t]++)"
-                       r"(?P<value>[^\s/，,。]{6,64}+)")
+                       r"(?P<value>[^\s/，,。]{6,}+)")
 #: A user and a strong password joined by ``/`` alone (``交接一下：jenkins admin/…，gitlab root/…``, ``zhangsan / …``),
 #: found from its ``/`` (searched for, as :data:`URL_LOGIN`'s literal is, not tried at every word) and a value
 #: with one of :data:`STRONG_SYMBOLS`; :func:`_user_slash` reads the user before it.
@@ -158,7 +163,7 @@ PASSWORD_WITH = re.compile(
     r"(?i)(?<![\w-])(?:with|using|and|use)[ \t]++(?:the[ \t]++)?(?:password|passwd|pw)[ \t]++[`'\"“「]?(?P<value>[!-~]{6,}+)")
 #: A password written before its label (``用 … 这个密码登录``, ``… 是新密码``): group ``value``, which must read as a password
 #: with a digit (:func:`_named_in_prose`).
-VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,64}+)[ \t]*+(?:这个|這個|作为|作為|当作|當作|就是|是)"
+VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,}+)[ \t]*+(?:这个|這個|作为|作為|当作|當作|就是|是)"
                                 r"(?:新的?|我的|管理员的?|管理員的?|登录|登錄)?(?:密码|密碼|口令)")
 #: A password changed from one value to another (``changed the password from … to …``, ``密码从 … 改成了 …``, ``changed
 #: password … to …``): group ``value``, the old one, bare or quoted, which must read strongly (:func:`reads_strongly`;
@@ -186,7 +191,7 @@ STRUCK = re.compile(r"(?i)(?=[pts密口])(?:(?<![A-Za-z0-9_])(?:password|passwd|
 #: ``bob / … login``): group ``value``, which must read as a password with a digit (:func:`_named_in_prose`; a path's
 #: ``src/main2.py 登录`` does not), the verb not naming a thing (``api/v1Login 登录接口``, ``login page``).
 LOGIN_BEFORE_VERB = re.compile(
-    r"(?<![!-~])(?:用[ \t]*+)?[\w.@-]{1,64}+[ \t]*+(?:/|和|、)[ \t]*+(?P<value>[!-.0-~]{6,64}+)[ \t]*+"
+    r"(?<![!-~])(?:用[ \t]*+)?[\w.@-]{1,64}+[ \t]*+(?:/|和|、)[ \t]*+(?P<value>[!-.0-~]{6,}+)[ \t]*+"
     r"(?:登录|登陆|登入|登不上|登不进|登上|登进|能登|可以登|连不上|(?i:log[ \t]?in|sign[ \t]?in)(?![A-Za-z]))"
     r"(?![ \t]*+(?:接口|页面|頁面|页|界面|模块|模塊|功能|按钮|按鈕|逻辑|邏輯|流程|(?i:api|page|flow|button|form|endpoint|route)))"
 )

@@ -1055,6 +1055,10 @@ SENT_BEFORE = [
     *[(f'https://x.io/cb?{name}={value}&x=1', value) for name, value in (
         ('jwt', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'), ('sid', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'), ('ticket', 'ST-1-Xk9Pq2Lm7Nv4Rt6Yb8Zc-cas01'),
         ('sign', '9f8a7b6c5d4e3f2a1b0c'))],
+    # review 41: a login in a chat past 200 or 64 characters (its rest sent)
+    *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
+        'WiFi：Office-5G / PW', 'creds: admin / PW', '登录信息：\nadmin\nPW', 'ログインID：admin\u3000パス：PW', '账号密码：admin PW',
+        '1.2.3.4 root PW', 'ssh root@1.2.3.4 PW', '后台地址 http://10.0.0.5:8080 admin PW', '用 PW 这个密码登录', 'admin/PW 登录后台')],
     # review 40: a password pasted in prose or a chat past 200 characters (sent whole or its rest)
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         '## Password\nPW', "mongo -u admin -p 'PW'", 'smbclient -U bob%PW', 'POSTGRES_PASSWORD is PW', 'DB_PASSWORD 是 PW',
