@@ -35,10 +35,10 @@ _CREDENTIAL_END = r"(?i:pass|password|passwd|pwd|secret|token|key|auth)"
 SETTER_CALL = re.compile(
     r"\.(?P<name>[A-Za-z_]\w{0,60}?" + _CREDENTIAL_END + r")\([ \t]*+(?P<q>[\"'])(?P<value>(?:\\[^\n]|(?!(?P=q))[^\\\n])++)(?P=q)[ \t]*+\)"
 )
-#: Kotlin's pair of a header and its value (``"Authorization" to "Bearer …"``, ``"X-Api-Key" to "…"``). Groups ``name``,
-#: ``value`` (after the scheme).
+#: Kotlin's pair of a header and its value (``"Authorization" to "Bearer …"``, ``"X-Api-Key" to "…"``), to its closing
+#: quote past ``\\`` and its next character. Groups ``name``, ``value`` (after the scheme).
 KOTLIN_PAIR = re.compile(
-    r"\"(?P<name>[\w.-]{1,60}+)\"[ \t]++to[ \t]++\"(?:(?P<scheme>(?i:bearer|basic|token))[ \t]++)?(?P<value>[^\"\\\n]{1,200}+)\""
+    r"\"(?P<name>[\w.-]{1,60}+)\"[ \t]++to[ \t]++\"(?:(?P<scheme>(?i:bearer|basic|token))[ \t]++)?(?P<value>(?:[^\"\\\n]|\\[^\n])++)\""
 )
 #: A URL's credential parameter whose value is concatenated after it (``"jdbc:mysql://…?password=" + "…"``). Groups
 #: ``name``, ``value``.
@@ -119,8 +119,8 @@ ENTRY_VALUE = re.compile(r"<entry[ \t]++key=\"(?P<name>[^\"<>\n]{1,100}+)\"[ \t]
 #: long (a bound would send its rest). Group ``value``.
 CONNECTION_SECRET = re.compile(r"(?i)(?<=;)[ \t]*+(?:password|pwd|accountkey|sharedaccesskey)[ \t]*+=[ \t]*+"
                                r"(?P<value>\{(?:[^{}\n]|\}\})++\}|[^;{\s\"'][^;\n\"']*+)(?=;|$|[\"'])")
-#: A proxy's share link, whose user is its password (``trojan://…@host:443``, ``hysteria2://…@``, ``tuic://uuid:…@``).
-PROXY_LINK = re.compile(r"(?i)(?<![\w+.-])(?:trojan|hysteria2|hy2|tuic|anytls)://(?P<value>[^@/\s]{6,200}+)@")
+#: A proxy's share link, whose user is its password (``trojan://…@host:443``, ``hysteria2://…@``, ``tuic://uuid:…@``), to its ``@``.
+PROXY_LINK = re.compile(r"(?i)(?<![\w+.-])(?:trojan|hysteria2|hy2|tuic|anytls)://(?P<value>[^@/\s]{6,}+)@")
 #: A line of PgBouncer's ``userlist.txt``: a quoted user, then a quoted password without ``/`` (``"GET" "/api"`` is a
 #: log's) or its md5/SCRAM hash.
 USERLIST_LINE = re.compile(r"(?m:^)[ \t]*+\"[\w.@-]{1,64}+\"[ \t]++\"(?P<value>[^\"\n]{6,}+)\"[ \t]*+\r?(?m:$)")
@@ -129,7 +129,7 @@ BYTE_ARRAY = re.compile(r"\[[\d,\s]{127,4000}+\]")
 #: A quoted session id under its name (``"session_id": "…"``, ``sessionId: '…'``, ``session-id=…``): an API's or a
 #: framework's session, a secret when it reads as random (:func:`_session_secret`); a UUID or a dated id is a
 #: conversation's or a request's and stays. Group ``value``.
-SESSION_ID = re.compile(r"(?i)(?<![A-Za-z0-9])session[_-]?id[\"']?[ \t]*+[:=][ \t]*+[\"'](?P<value>[A-Za-z0-9%._:+/=-]{16,400}+)[\"']")
+SESSION_ID = re.compile(r"(?i)(?<![A-Za-z0-9])session[_-]?id[\"']?[ \t]*+[:=][ \t]*+[\"'](?P<value>[A-Za-z0-9%._:+/=-]{16,}+)[\"']")
 #: An XML-RPC struct's member (``<member><name>password</name><value><string>…</string></value></member>``): the value
 #: is judged as assigned to the name. Group ``name``, ``value``.
 XMLRPC_MEMBER = re.compile(r"<name>[ \t]*+(?P<name>[\w.-]{1,100}+)[ \t]*+</name>\s{0,40}+<value>[ \t]*+(?:<(?:string|base64)>)?"
@@ -140,7 +140,7 @@ XMLRPC_MEMBER = re.compile(r"<name>[ \t]*+(?P<name>[\w.-]{1,100}+)[ \t]*+</name>
 NGINX_MAP = re.compile(r"(?<![\w-])map[ \t]++\$(?P<var>\w{1,100}+)[ \t]++\$\w{1,100}+[ \t]*+\{(?P<body>[^{}]{0,8000}+)\}")
 #: A line of a map's block: its source value, quoted or bare (``default``, ``hostnames``, a regex ``~…`` and ``''`` are
 #: nginx's own). Group ``value`` (after an ``Authorization`` scheme, if one).
-MAP_ENTRY = re.compile(r"(?m:^)[ \t]*+(?P<q>[\"']?)(?:(?i:bearer|basic|token)[ \t]++)?(?P<value>[^\s\"';{}~][^\s\"';{}]{7,200}+)(?P=q)[ \t]++[^\s;]")
+MAP_ENTRY = re.compile(r"(?m:^)[ \t]*+(?P<q>[\"']?)(?:(?i:bearer|basic|token)[ \t]++)?(?P<value>[^\s\"';{}~][^\s\"';{}]{7,}+)(?P=q)[ \t]++[^\s;]")
 #: A credential's name in a map's variable (``$http_x_api_key``, ``$arg_token``, ``$cookie_admin_token``, ``$http_authorization``).
 MAP_CREDENTIAL = re.compile(r"(?i)(?:key|token|secret|auth|authorization|password|passwd|sign|signature|apikey)$")
 #: An object under a credential's name holding its ``"value"``, after other members too (``terraform output -json``'s

@@ -1059,6 +1059,9 @@ SENT_BEFORE = [
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         'WiFi：Office-5G / PW', 'creds: admin / PW', '登录信息：\nadmin\nPW', 'ログインID：admin\u3000パス：PW', '账号密码：admin PW',
         '1.2.3.4 root PW', 'ssh root@1.2.3.4 PW', '后台地址 http://10.0.0.5:8080 admin PW', '用 PW 这个密码登录', 'admin/PW 登录后台')],
+    # review 41: an nginx map's key past 200 characters, a session id past 400 in pieces too short to read as keys (sent whole)
+    ('map $http_x_api_key $client {\n  ' + 'Kq7vLp2Wx9' * 23 + ' mobile;\n}', 'Kq7vLp2Wx9' * 23),
+    ('{"session_id": "' + '.'.join(['03nbqnsGpWL', 'uqIA1id6Vw5', 'DQL05HA064G', 'iIjHGb3CXlM'] * 10) + '"}', 'uqIA1id6Vw5'),
     # review 40: a password pasted in prose or a chat past 200 characters (sent whole or its rest)
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         '## Password\nPW', "mongo -u admin -p 'PW'", 'smbclient -U bob%PW', 'POSTGRES_PASSWORD is PW', 'DB_PASSWORD 是 PW',
