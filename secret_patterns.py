@@ -149,10 +149,10 @@ WEBHOOK = re.compile(
     r"(?(seg)[A-Za-z0-9_-]{8,}+|(?(hook)(?=[A-Za-z0-9]{0,63}?[0-9])(?=[A-Za-z0-9]{0,63}?[a-z])[A-Za-z0-9]{20,64}+"
     r"(?:/[A-Za-z0-9]{20,64}+)?(?![\w-])|[A-Za-z0-9_/@.-]{8,}+))"
 )
-#: Query parameter names whose values are credentials (``key``, ``X-Amz-Signature``, Azure SAS's ``sig``, Baidu's
+#: Query parameter names whose values are credentials (``key``, ``pass``, ``X-Amz-Signature``, Azure SAS's ``sig``, Baidu's
 #: ``ak``...), as :func:`redact._param_key` writes them.
 URL_SECRET_NAMES = re.compile(
-    r"^(?:.*_)?(?:key|apikey|api_key|token|access_token|auth|authorization|secret|client_secret|password|passwd|pwd"
+    r"^(?:.*_)?(?:key|apikey|api_key|token|access_token|auth|authorization|secret|client_secret|password|passwd|pass|pwd"
     r"|sig|signature|code|credential|credentials|session|sas|ak|sk|appkey|appsecret|authkey|accesskey|secretkey)$"
 )
 #: A query string's ``name=value`` anywhere in text (a URL in prose, a log line); the value runs to the next ``&``,

@@ -1958,6 +1958,17 @@ def test_what_follows_a_secret_goes_only_when_it_is_secret_too(text, sent):
     assert embeddings.OpenAIProvider.outbound_text(text) == sent
 
 
+@pytest.mark.parametrize(("text", "sent"), [
+    ("https://x.io/login?user=bob&pass=Kq7#vLp2Wx!&next=/home&lang=en", "https://x.io/login?user=bob&pass=[redacted]&next=/home&lang=en"),
+])
+def test_what_surrounds_a_redacted_value_is_sent_as_written(text, sent):
+    """Review 41: a query's ``pass`` was no credential's name, so the assignment after it took the rest of the URL
+    (``&next=/home&lang=en``) as its value."""
+    from project_history_recall import embeddings
+
+    assert embeddings.OpenAIProvider.outbound_text(text) == sent
+
+
 @pytest.mark.parametrize("text", [
     "5f4dcc3b5aa765d61d8327deb882cf99  # datadog prod api key",
     "NAME        KEY\n5f4dcc3b5aa765d61d8327deb882cf99  prod-api-key",
