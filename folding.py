@@ -56,9 +56,10 @@ HOMOGLYPH_WORD = re.compile(f"(?<![A-Za-z{_LOOK_ALIKES}])(?=[A-Za-z]*+[{_LOOK_AL
 #: A label set off by Markdown or HTML: emphasis or code (``**Password:**``, ``__Token__:``, `` `DB_PASSWORD` ``),
 #: a tag (``<b>Password:</b>``); a table's cells are :mod:`table_secrets`'. Read without its marks when it holds a
 #: credential word (:data:`secret_labels.MARKED_CREDENTIAL`): the patterns know a label joined to its value by
-#: ``:``, not by ``**``. Groups: the label and the colon inside the marks, in emphasis (2, 3) and in a tag (4, 5).
+#: ``:``, not by ``**``. As in Markdown, a mark is set against the label, not a space (``/* password: … */`` is a
+#: comment, its ``*`` kept). Groups: the label and the colon inside the marks, in emphasis (2, 3) and in a tag (4, 5).
 MARKED_LABEL = re.compile(
-    r"(?<![\w*`])(\*{1,2}+|_{1,2}+|`)([^*`<>|\n]{1,40}?)([:：]?)\1(?![\w*`])"
+    r"(?<![\w*`])(\*{1,2}+|_{1,2}+|`)(?!\s)([^*`<>|\n]{1,40}?)(?<!\s)([:：]?)\1(?![\w*`])"
     r"|<(?:b|strong|em|i|u|code)>([^<>|\n]{1,40}?)([:：]?)</(?:b|strong|em|i|u|code)>"
 )
 #: Half-width katakana (``ﾊﾟｽﾜｰﾄﾞ``, as old Japanese systems write it), read as the full-width kana they stand for.

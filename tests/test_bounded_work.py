@@ -711,7 +711,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # red41: logins in a chat to their end
                                   "u:a:", ",u:a:", "creds: a / a", "ID:a,パス:", "ID:a,パス:a", "账号密码a和", "1.2.3.4 a ", "ssh a@b ", "a 是密码", "密码", "a/a ", "a/aaaaaa 登录",
                                   # red41: Kotlin's pair, a proxy's link, a map's entry, a session id to their end
-                                  '"a" to "a\\"', "trojan://a", "map $a_key $a {\n a", "\n aaaaaaaaa ", '"session_id": "a'])
+                                  '"a" to "a\\"', "trojan://a", "map $a_key $a {\n a", "\n aaaaaaaaa ", '"session_id": "a',
+                                  # red41: a comment's * around a label
+                                  "/* password: ", "* a *"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

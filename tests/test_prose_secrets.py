@@ -1960,10 +1960,14 @@ def test_what_follows_a_secret_goes_only_when_it_is_secret_too(text, sent):
 
 @pytest.mark.parametrize(("text", "sent"), [
     ("https://x.io/login?user=bob&pass=Kq7#vLp2Wx!&next=/home&lang=en", "https://x.io/login?user=bob&pass=[redacted]&next=/home&lang=en"),
+    ("/* password: Kq7#vLp2Wx! */", "/* password: [redacted] */"),
+    ("**Password:** Kq7#vLp2Wx!", "Password: [redacted]"),
 ])
 def test_what_surrounds_a_redacted_value_is_sent_as_written(text, sent):
     """Review 41: a query's ``pass`` was no credential's name, so the assignment after it took the rest of the URL
-    (``&next=/home&lang=en``) as its value."""
+    (``&next=/home&lang=en``) as its value; and a C comment's ``/* password: … */`` was read as Markdown's emphasis
+    around a label, so its ``*`` were dropped from the text sent. A label in emphasis still loses its marks: the
+    patterns read a label joined to its value by ``:``."""
     from project_history_recall import embeddings
 
     assert embeddings.OpenAIProvider.outbound_text(text) == sent
