@@ -413,7 +413,7 @@ def _password_in(m: re.Match[str], redacted: str) -> str:
     else:
         bare = pair and m.group("verb") and m.string[m.end("ssid") : m.start("value")] == "/"
         secret = reads_as_password(value) and (not bare or reads_strongly(value))
-    return patterns.replace_group(m, group, redacted, len(value)) if secret else m.group()
+    return patterns.replace_group(m, group, redacted, _with_bangs(m.group(group), value)) if secret else m.group()
 
 
 def _is_code(token: str) -> bool:
@@ -488,31 +488,32 @@ def _host_login(m: re.Match[str]) -> bool:
     return m.re is URL_LOGIN and key_piece(value) and LIST_ITEM_END.match(m.string, m.end("value")) is not None
 
 
-def _bare(written: str) -> str:
-    """A value as written without a sentence's punctuation after it, but for the ``!`` right after it: a password's last
-    characters as often as a sentence's."""
-    value = written.rstrip(patterns.VALUE_END)
-    rest = written[len(value) :]
-    return value + rest[: len(rest) - len(rest.lstrip("!"))]
+def _with_bangs(written: str, value: str) -> int:
+    """How much of ``written`` (``value`` and the punctuation after it) is redacted: ``value``, and the ``!`` right after
+    it when it reads as a password, whose last characters they are as often as a sentence's (as :mod:`redact` does)."""
+    after = written[len(value) :]
+    return len(value) + (len(after) - len(after.lstrip("!")) if reads_as_password(value) else 0)
 
 
 def _after_clause(m: re.Match[str], redacted: str) -> str:
-    """A :data:`CLAUSE_LABEL` match, its value redacted (:func:`_bare`) when it reads strongly or as a piece of a key
-    (:func:`key_piece`): the clause may say what the value is like (``密码生成规则：Rule2024a``)."""
-    value = _bare(m["value"])
-    return patterns.replace_group(m, "value", redacted, len(value)) if reads_strongly(value) or key_piece(value) else m.group()
+    """A :data:`CLAUSE_LABEL` match, its value redacted (and a ``!`` after it: :func:`_with_bangs`) when it reads
+    strongly or as a piece of a key (:func:`key_piece`): the clause may say what the value is like (``密码生成规则：Rule2024a``)."""
+    value = m["value"].rstrip(patterns.VALUE_END)
+    secret = reads_strongly(value) or key_piece(value)
+    return patterns.replace_group(m, "value", redacted, _with_bangs(m["value"], value)) if secret else m.group()
 
 
 def _struck(m: re.Match[str], redacted: str) -> str:
-    """A :data:`STRUCK` match, its old and new (:func:`_bare`) values redacted where each reads as a password."""
-    old, value = m["old"].strip(), _bare(m["value"])
+    """A :data:`STRUCK` match, its old and new values redacted where each reads as a password (and a ``!`` after it:
+    :func:`_with_bangs`)."""
+    old, value = m["old"].strip(), m["value"].rstrip(patterns.VALUE_END)
     pieces: list[str] = []
     done = m.start()
     for group, text in (("old", old), ("value", value)):
         if reads_as_password(text):
             start = m.start(group) + m[group].index(text)
             pieces += [m.string[done:start], redacted]
-            done = start + len(text)
+            done = start + _with_bangs(m.string[start : m.end(group)], text)
     return "".join(pieces) + m.string[done : m.end()] if pieces else m.group()
 
 
@@ -537,4 +538,4 @@ def _named_in_prose(m: re.Match[str], redacted: str) -> str:
     # product's or protocol's unless it reads as a password whatever surrounds it.
     if m.re is LOGIN_IN_PROSE and (m.group("use") or re.search(r"[ \t]and[ \t]", m.string[m.start() : m.start("value")])) and not reads_strongly(value):
         return m.group()
-    return patterns.replace_group(m, "value", redacted, len(value))
+    return patterns.replace_group(m, "value", redacted, _with_bangs(m.group("value"), value))

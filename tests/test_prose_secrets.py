@@ -2087,6 +2087,10 @@ def test_a_path_after_a_credentials_label_stays(text):
     ("password da VPN: Xk9Pq2Lm7!", "password da VPN: [redacted]"), ("the password is Xk9Pq2Lm7!", "the password is [redacted]"),
     ("密码是 Xk9Pq2Lm7!", "密码是 [redacted]"), ("the password is Xk9Pq2Lm7.", "the password is [redacted]."),
     ("password: Xk9Pq2Lm7!", "password: [redacted]"), ("password: Xk9Pq2Lm7!!", "password: [redacted]"), ("token: Xk9Pq2Lm7!", "token: [redacted]"),
+    # review 41: a login's pair, a network's, a command's quoted password, a name's in prose
+    ("creds: admin / Kq7#vLp2Wx!", "creds: admin / [redacted]"), ("WiFi：Office-5G / Kq7#vLp2Wx!!", "WiFi：Office-5G / [redacted]"),
+    ("mongo -u admin -p 'Kq7#vLp2Wx!'", "mongo -u admin -p '[redacted]'"), ("POSTGRES_PASSWORD is Kq7#vLp2Wx!", "POSTGRES_PASSWORD is [redacted]"),
+    ("WiFi：Office-5G / Kq7#vLp2Wx.", "WiFi：Office-5G / [redacted]."),
 ])
 def test_a_bang_after_a_labelled_password_goes_with_it(text, sent):
     """Review 27: a labelled value's trailing ``!`` stayed as a sentence's, so a password's last character was sent
