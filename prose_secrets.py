@@ -167,9 +167,12 @@ VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,}+)[ \t]*+(?:这�
                                 r"(?:新的?|我的|管理员的?|管理員的?|登录|登錄)?(?:密码|密碼|口令)")
 #: A password changed from one value to another (``changed the password from … to …``, ``密码从 … 改成了 …``, ``changed
 #: password … to …``): group ``value``, the old one, bare or quoted, which must read strongly (:func:`reads_strongly`;
-#: not ``from MySQL57 to Postgres16``, ``从 Rule2024a 换成 …``); :func:`listed` takes the new one after it.
+#: not ``from MySQL57 to Postgres16``, ``从 Rule2024a 换成 …``); :func:`listed` takes the new one after it. One of up to 64
+#: characters is read from each ``from`` within 40 of its label; a longer one is read to its end, or to a label in it (where
+#: another start is: read from each, a long run of ``pwdfrom`` would cost its square).
 CHANGE_LABEL = r"(?i)(?:password|passwd|pwd|密码|密碼|口令)"
-CHANGED_FROM = re.compile(CHANGE_LABEL + r"(?:[^\n]{0,40}?(?:from|从|從|由)[ \t]*+(?:\r?\n[ \t]*+)?|[ \t]++)[\"'`「]?(?P<value>[!#-&(-_a-~]{6,64}+)"
+CHANGED_FROM = re.compile(CHANGE_LABEL + r"(?:[^\n]{0,40}?(?:from|从|從|由)[ \t]*+(?:\r?\n[ \t]*+)?|[ \t]++)[\"'`「]?"
+                          r"(?P<value>[!#-&(-_a-~]{6,64}+|[!#-&(-_a-~](?:(?!pwd|passw)[!#-&(-_a-~]){64,}+)"
                           r"(?=[\"'`」]?(?:(?:[ \t]++|[ \t]*+\r?\n[ \t]*+)(?:to|->|→)|[ \t]*+(?:改|换|換)(?:成|为|為)))")
 #: ``pass`` as a password's label (``the root pass is …``, ``pass for the vpn is …``, ``pass for wifi: …``, after a login's user ``user bob, pass …``), which
 #: :data:`secret_labels.LABELLED` leaves to code (Python's ``pass``): the value must read strongly (:func:`reads_strongly`), not a cost's ``O(n^2)``.
@@ -262,10 +265,10 @@ def redact(text: str, redacted: str) -> str:
 #: One item of a list in prose after what joins it (and the quote closing the item before): ``、`` ``，`` ``,`` ``；``
 #: ``;``, ``和`` ``及`` ``与`` ``或`` ``还是``, a password's change's ``改成`` ``to`` (group ``to``; a key's ``… to Server01Prod`` is no list) (then a spare's or a new one's word: ``，备用 …``, ``，新的是 …``; after a space too: `` 备用 …``) (an alternative: ``是 A 还是 B 来着``) ``→`` (spaces around or none), ``and`` ``or`` ``->`` ``=>`` (spaces around: a change,
 #: ``"old" -> "new"`` in a plan), a YAML list's next item (a line break and ``- ``); then the item, quoted or bare
-#: printable ASCII without ``,`` ``;``.
+#: printable ASCII without ``,`` ``;``, to its end (no joiner is in it, so an item is read once).
 _SPARE = r"(?:备用|備用|备份|備份|另一个|另一個|第二个|第二個|新的?|旧的?|舊的?)[ \t]*+[:：是为為]?[ \t]*+"
 LIST_ITEM = re.compile(r"[\"'`”」]?(?:[ \t]*+(?:[、，,；;和及与與或→]|还是|還是|(?P<to>(?:改|换|換)(?:成|为|為)了?))[ \t]*+(?:" + _SPARE + r")?|[ \t]++" + _SPARE
-                       + r"|(?:[ \t]++|[ \t]*+\r?\n[ \t]*+(?=to[ \t]))(?:and|or|(?P<to2>to)|->|=>)[ \t]++|[ \t]*+\r?\n[ \t]*+-[ \t]++)[\"'`“「]?(?P<value>[!-+\--:<-~]{4,64}+)")
+                       + r"|(?:[ \t]++|[ \t]*+\r?\n[ \t]*+(?=to[ \t]))(?:and|or|(?P<to2>to)|->|=>)[ \t]++|[ \t]*+\r?\n[ \t]*+-[ \t]++)[\"'`“「]?(?P<value>[!-+\--:<-~]{4,}+)")
 #: What ends a list's item: the text's or a line's end, punctuation, CJK text or the next item (not a Latin word: a
 #: clause goes on, ``…, Alice2024 is the user``).
 LIST_ITEM_END = re.compile(r"[ \t]*+(?:$|[^ \tA-Za-z0-9]|(?:and|or)[ \t])")

@@ -1062,6 +1062,10 @@ SENT_BEFORE = [
     # review 41: an nginx map's key past 200 characters, a session id past 400 in pieces too short to read as keys (sent whole)
     ('map $http_x_api_key $client {\n  ' + 'Kq7vLp2Wx9' * 23 + ' mobile;\n}', 'Kq7vLp2Wx9' * 23),
     ('{"session_id": "' + '.'.join(['03nbqnsGpWL', 'uqIA1id6Vw5', 'DQL05HA064G', 'iIjHGb3CXlM'] * 10) + '"}', 'uqIA1id6Vw5'),
+    # review 41: a change's old password past 64 characters (sent whole), the new one or a list's next past 64 (sent whole)
+    ('changed the password from ' + 'Kq7#vLp2Wx!' * 21 + ' to New2024!x', 'Kq7#vLp2Wx!' * 21),
+    ('changed the password from Old2023!x to ' + 'Nq8#wLp3Yx!' * 21, 'Nq8#wLp3Yx!' * 21),
+    ('密码从 Old2023!x 改成了 ' + 'Nq8#wLp3Yx!' * 21, 'Nq8#wLp3Yx!' * 21), ('passwords: Kq7#vLp2Wx!, ' + 'Nq8#wLp3Yx!' * 21, 'Nq8#wLp3Yx!' * 21),
     # review 40: a password pasted in prose or a chat past 200 characters (sent whole or its rest)
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         '## Password\nPW', "mongo -u admin -p 'PW'", 'smbclient -U bob%PW', 'POSTGRES_PASSWORD is PW', 'DB_PASSWORD 是 PW',
