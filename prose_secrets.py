@@ -305,7 +305,7 @@ def listed(text: str, redacted: str) -> str:
             if LIST_ITEM_END.match(text, m.end()) is None:
                 break
             pieces += [text[done : m.start("value")], redacted]
-            done = start = m.start("value") + len(value)
+            done = start = m.start("value") + _with_bangs(m.group("value"), value)
     return "".join(pieces) + text[done:] if pieces else text
 
 

@@ -2095,6 +2095,8 @@ def test_a_path_after_a_credentials_label_stays(text):
     ("creds: admin / Kq7#vLp2Wx!", "creds: admin / [redacted]"), ("WiFi：Office-5G / Kq7#vLp2Wx!!", "WiFi：Office-5G / [redacted]"),
     ("mongo -u admin -p 'Kq7#vLp2Wx!'", "mongo -u admin -p '[redacted]'"), ("POSTGRES_PASSWORD is Kq7#vLp2Wx!", "POSTGRES_PASSWORD is [redacted]"),
     ("WiFi：Office-5G / Kq7#vLp2Wx.", "WiFi：Office-5G / [redacted]."),
+    ("passwords: Kq7#vLp2Wx!, Nq8#wLp3Yx!", "passwords: [redacted], [redacted]"),
+    ("changed the password from Old2023!x to New2024!x!", "changed the password from [redacted] to [redacted]"),
 ])
 def test_a_bang_after_a_labelled_password_goes_with_it(text, sent):
     """Review 27: a labelled value's trailing ``!`` stayed as a sentence's, so a password's last character was sent
