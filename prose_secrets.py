@@ -182,7 +182,7 @@ PASS_LABEL = re.compile(r"(?i)(?:(?<![\w-])(?P<user>user(?:name)?|login)[ \t]*+[
                         r"(?:[ \t]++(?:is|was)[ \t]++|[ \t]*+[:：][ \t]*+|(?(user)[ \t]++|(?!)))(?P<value>(?:(?!pass[:：])[^\s，。()]){6,}+)")
 #: A label, then a clause in Chinese saying what was done with the value, then ``：`` or an arrow, then the value (``登录密码我放在备注里了：…``,
 #: ``pwd 改了 → …``, ``这个是 token，帮我存一下：…``): group ``value``, which goes when it reads strongly or as a piece of a key
-#: (:func:`_after_clause`; ``密码生成规则：Rule2024a`` stays). The clause holds CJK
+#: (:func:`_after_clause`; ``密码生成规则：Rule2024a``, ``密码管理器的版本：v2.3.1-RC1`` stay). The clause holds CJK
 #: characters alone, so a value, ASCII, holds no start but at its end.
 CLAUSE_LABEL = re.compile(r"(?=[ptsaPTSA密口令秘])(?:(?<![A-Za-z0-9_])(?i:password|passwd|pwd|passphrase|token|secret|api[ _-]?key)|密码|密碼|口令|令牌|密钥|密鑰|秘钥)"
                           r"[ \t]*+[，,]?[ \t]*+[\u4e00-\u9fff][\u4e00-\u9fff，、 \t]{0,23}+(?:[：:]|→|->|=>)[ \t]*+[\"'`“「]?(?P<value>[!-~]{6,}+)")
@@ -500,9 +500,10 @@ def _with_bangs(written: str, value: str) -> int:
 
 def _after_clause(m: re.Match[str], redacted: str) -> str:
     """A :data:`CLAUSE_LABEL` match, its value redacted (and a ``!`` after it: :func:`_with_bangs`) when it reads
-    strongly or as a piece of a key (:func:`key_piece`): the clause may say what the value is like (``密码生成规则：Rule2024a``)."""
+    strongly or as a piece of a key (:func:`key_piece`, 8+ letters, digits, ``_`` and ``-``): the clause may say what the
+    value is like (``密码生成规则：Rule2024a``, ``密码管理器的版本：v2.3.1-RC1``)."""
     value = m["value"].rstrip(patterns.VALUE_END)
-    secret = reads_strongly(value) or key_piece(value)
+    secret = reads_strongly(value) or (re.fullmatch(r"[A-Za-z0-9_-]{8,}+", value) is not None and key_piece(value))
     return patterns.replace_group(m, "value", redacted, _with_bangs(m["value"], value)) if secret else m.group()
 
 

@@ -1136,7 +1136,8 @@ NEAR_MISSES = [
     '<setting name="ServerUrl" serializeAs="String"><value>https://x.io/api</value></setting>',
     # review 41: a clause after a label that says where the value is or what it is like
     '密码我发你了：见邮件', '密码规则如下：至少8位，包含大小写', 'token 用量：1234 次', '密码长度：8-64', 'API key 的格式：sk-xxxx',
-    '密码已发到你邮箱：bob@example.com', '~~deprecated~~ use password: see vault',
+    '密码已发到你邮箱：bob@example.com', '~~deprecated~~ use password: see vault', '密码管理器的版本：v2.3.1-RC1',
+    '口令生成器的版本：v2.3.1-RC1', '密码规则里的例子：GPT4o',
     # review 39: the same calls given variables, placeholders and ordinary strings
     'ftp = FTP(host, user, passwd)', "ftplib.FTP('ftp.x.com')", 'conn.simple_bind_s(dn, password)',
     "User.objects.create_user('bob', 'b@x.com', password)", "User.objects.create_user('bob', 'b@x.com', 'your-password')",
