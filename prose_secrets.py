@@ -186,10 +186,13 @@ PASS_LABEL = re.compile(r"(?i)(?:(?<![\w-])(?P<user>user(?:name)?|login)[ \t]*+[
 #: characters alone, so a value, ASCII, holds no start but at its end.
 CLAUSE_LABEL = re.compile(r"(?=[ptsaPTSA密口令秘])(?:(?<![A-Za-z0-9_])(?i:password|passwd|pwd|passphrase|token|secret|api[ _-]?key)|密码|密碼|口令|令牌|密钥|密鑰|秘钥)"
                           r"[ \t]*+[，,]?[ \t]*+[\u4e00-\u9fff][\u4e00-\u9fff，、 \t]{0,23}+(?:[：:]|→|->|=>)[ \t]*+[\"'`“「]?(?P<value>[!-~]{6,}+)")
-#: A password struck through then its new one (``password: ~~OldPass1!~~ Kq7#…``, ``密码：~~…~~ → …``): groups ``old`` and
-#: ``value``, each of which goes when it reads as a password (:func:`_struck`). The old value holds no ``~``, so a start is read once.
-STRUCK = re.compile(r"(?i)(?=[pts密口])(?:(?<![A-Za-z0-9_])(?:password|passwd|pwd|passphrase|token|secret)|密码|密碼|口令)[ \t]*+[:：=]?[ \t]*+"
-                    r"~~(?P<old>[^~\n]++)~~[ \t]*+(?:(?:→|->|=>)[ \t]*+)?[`'\"“「]?(?P<value>[^\s~`'\"”」]++)")
+#: A password struck through then its new one (``password: ~~OldPass1!~~ Kq7#…``, ``~…~``, ``<del>…</del>``, ``<s>``, ``<strike>``,
+#: ``密码改为：~~…~~ → …``): groups ``old`` and ``value``, each of which goes when it reads as a password (:func:`_struck`). The
+#: old value holds no space (``~10 chars~`` is about ten), ``~`` or ``<``, so a start is read once.
+STRUCK = re.compile(r"(?i)(?=[pts密口])(?:(?<![A-Za-z0-9_])(?:password|passwd|pwd|passphrase|token|secret)|密码|密碼|口令)"
+                    r"[ \t]*+(?:(?:改|换|換|更新|设|設)(?:成|为|為|了)?)?[ \t]*+[:：=]?[ \t]*+"
+                    r"(?:~~?|<(?P<tag>del|s|strike)>)(?P<old>[^~<\s]++)(?(tag)</(?P=tag)>|~~?)"
+                    r"[ \t]*+(?:(?:→|->|=>)[ \t]*+)?[`'\"“「]?(?P<value>[^\s~`'\"”」<]++)")
 #: A login written as its user and password before the verb that uses them (``admin/… 登录后台``, ``用 root 和 … 登不上``,
 #: ``bob / … login``): group ``value``, which must read as a password with a digit (:func:`_named_in_prose`; a path's
 #: ``src/main2.py 登录`` does not), the verb not naming a thing (``api/v1Login 登录接口``, ``login page``).
@@ -251,8 +254,8 @@ def redact(text: str, redacted: str) -> str:
     text = prefilter.sub(USER_PASS_FLAGS, lambda m: _password_in(m, redacted), text)
     for pattern in (NAMED_IN_PROSE, PASSWORD_WITH, VALUE_BEFORE_LABEL, LOGIN_IN_PROSE, LOGIN_BEFORE_VERB):
         text = prefilter.sub(pattern, lambda m: _named_in_prose(m, redacted), text)
+    text = prefilter.sub(STRUCK, lambda m: _struck(m, redacted), text)  # first: a clause's value may be struck through
     text = prefilter.sub(CLAUSE_LABEL, lambda m: _after_clause(m, redacted), text)
-    text = prefilter.sub(STRUCK, lambda m: _struck(m, redacted), text)
     for pattern in (CHANGED_FROM, PASS_LABEL):
         text = prefilter.sub(pattern, lambda m: patterns.replace_group(m, "value", redacted) if reads_strongly(m.group("value")) else m.group(), text)
     text = _codes(text, redacted)

@@ -1042,6 +1042,8 @@ SENT_BEFORE = [
     ('这个是 token，帮我存一下：Kq7vLp2Wx99', 'Kq7vLp2Wx99'), ('密码改了：Kq7#vLp2Wx!。', 'Kq7#vLp2Wx!'),
     ('password: ~~OldPass1!~~ Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'), ('密码：~~OldPass1!~~ → NewPass2@x', 'NewPass2@x'),
     ("password ~~OldPass1~~ 'NewPass2'", 'NewPass2'),
+    ('password: <del>OldPass1!</del> Kq7#vLp2Wx!', 'OldPass1!'), ('password: <s>OldPass1!</s> NewPass2@x', 'NewPass2@x'),
+    ('password: ~OldPass1!~ Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'), ('密码改为：~~OldPass1!~~ Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'),
     # review 41: a value named in configuration after its name's element or line: Java EE's env-entry, .NET's setting,
     # a Kubernetes env entry written value first (sent whole)
     ('<env-entry>\n  <env-entry-name>db/password</env-entry-name>\n  <env-entry-type>java.lang.String</env-entry-type>\n'
@@ -1138,6 +1140,7 @@ NEAR_MISSES = [
     '密码我发你了：见邮件', '密码规则如下：至少8位，包含大小写', 'token 用量：1234 次', '密码长度：8-64', 'API key 的格式：sk-xxxx',
     '密码已发到你邮箱：bob@example.com', '~~deprecated~~ use password: see vault', '密码管理器的版本：v2.3.1-RC1',
     '口令生成器的版本：v2.3.1-RC1', '密码规则里的例子：GPT4o',
+    'password ~10 chars~ long', 'token: <del>deprecated</del> use the new one', '<s>password</s> is gone',
     # review 39: the same calls given variables, placeholders and ordinary strings
     'ftp = FTP(host, user, passwd)', "ftplib.FTP('ftp.x.com')", 'conn.simple_bind_s(dn, password)',
     "User.objects.create_user('bob', 'b@x.com', password)", "User.objects.create_user('bob', 'b@x.com', 'your-password')",
