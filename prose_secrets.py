@@ -180,12 +180,14 @@ CHANGED_FROM = re.compile(CHANGE_LABEL + r"(?:[^\n]{0,40}?(?:from|从|從|由)[ 
 PASS_LABEL = re.compile(r"(?i)(?:(?<![\w-])(?P<user>user(?:name)?|login)[ \t]*+[:：=]?[ \t]*+[`'\"]?[\w.@-]{1,64}+[`'\"]?[ \t]*+[,，/]?[ \t]*+)?"
                         r"(?<![\w-])pass(?:[ \t]++for[ \t]++(?:the[ \t]++|my[ \t]++|our[ \t]++)?[\w.-]{1,30}+(?:[ \t]++[\w-]{1,30}+){0,2})?"
                         r"(?:[ \t]++(?:is|was)[ \t]++|[ \t]*+[:：][ \t]*+|(?(user)[ \t]++|(?!)))(?P<value>(?:(?!pass[:：])[^\s，。()]){6,}+)")
-#: A label, then a clause in Chinese saying what was done with the value, then ``：`` or an arrow, then the value (``登录密码我放在备注里了：…``,
-#: ``pwd 改了 → …``, ``这个是 token，帮我存一下：…``): group ``value``, which goes when it reads strongly or as a piece of a key
+#: A label, then a clause in Chinese, Japanese or Korean saying what was done with the value, then ``：``, an arrow or a space,
+#: then the value (``登录密码我放在备注里了：…``, ``pwd 改了 → …``, ``这个是 token，帮我存一下：…``, ``密码我记在这里了 …``,
+#: ``パスワードはこれです：…``, ``비밀번호는 이거야: …``): group ``value``, which goes when it reads strongly or as a piece of a key
 #: (:func:`_after_clause`; ``密码生成规则：Rule2024a``, ``密码管理器的版本：v2.3.1-RC1`` stay). The clause holds CJK
-#: characters alone, so a value, ASCII, holds no start but at its end.
-CLAUSE_LABEL = re.compile(r"(?=[ptsaPTSA密口令秘])(?:(?<![A-Za-z0-9_])(?i:password|passwd|pwd|passphrase|token|secret|api[ _-]?key)|密码|密碼|口令|令牌|密钥|密鑰|秘钥)"
-                          r"[ \t]*+[，,]?[ \t]*+[\u4e00-\u9fff][\u4e00-\u9fff，、 \t]{0,23}+(?:[：:]|→|->|=>)[ \t]*+[\"'`“「]?(?P<value>[!-~]{6,}+)")
+#: characters and spaces alone, so a value, ASCII, holds no start but at its end.
+CLAUSE_LABEL = re.compile(r"(?=[ptsaPTSA密口令秘パ비암])(?:(?<![A-Za-z0-9_])(?i:password|passwd|pwd|passphrase|token|secret|api[ _-]?key)"
+                          r"|密码|密碼|口令|令牌|密钥|密鑰|秘钥|パスワード|비밀번호|암호)[ \t]*+[，,]?[ \t]*+[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]"
+                          r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af，、 \t]{0,23}+(?:(?:[：:]|→|->|=>)[ \t]*+|(?<=[ \t]))[\"'`“「]?(?P<value>[!-~]{6,}+)")
 #: A password struck through then its new one (``password: ~~OldPass1!~~ Kq7#…``, ``~…~``, ``<del>…</del>``, ``<s>``, ``<strike>``,
 #: ``密码改为：~~…~~ → …``): groups ``old`` and ``value``, each of which goes when it reads as a password (:func:`_struck`). The
 #: old value holds no space (``~10 chars~`` is about ten), ``~`` or ``<``, so a start is read once.

@@ -1040,6 +1040,7 @@ SENT_BEFORE = [
     # review 41: a label, a clause in Chinese, then ： or an arrow; a password struck through then its new one (sent)
     ('pwd 改了 → Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'), ('登录密码我放在备注里了：Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'),
     ('这个是 token，帮我存一下：Kq7vLp2Wx99', 'Kq7vLp2Wx99'), ('密码改了：Kq7#vLp2Wx!。', 'Kq7#vLp2Wx!'),
+    ('密码我记在这里了 Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'), ('パスワードはこれです：Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'), ('비밀번호는 이거야: Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'),
     ('password: ~~OldPass1!~~ Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'), ('密码：~~OldPass1!~~ → NewPass2@x', 'NewPass2@x'),
     ("password ~~OldPass1~~ 'NewPass2'", 'NewPass2'),
     ('password: <del>OldPass1!</del> Kq7#vLp2Wx!', 'OldPass1!'), ('password: <s>OldPass1!</s> NewPass2@x', 'NewPass2@x'),
@@ -1141,6 +1142,7 @@ NEAR_MISSES = [
     '密码已发到你邮箱：bob@example.com', '~~deprecated~~ use password: see vault', '密码管理器的版本：v2.3.1-RC1',
     '口令生成器的版本：v2.3.1-RC1', '密码规则里的例子：GPT4o',
     'password ~10 chars~ long', 'token: <del>deprecated</del> use the new one', '<s>password</s> is gone',
+    'token 过期了 Please login again', 'パスワードを忘れた場合 Reset2FA here',
     # review 39: the same calls given variables, placeholders and ordinary strings
     'ftp = FTP(host, user, passwd)', "ftplib.FTP('ftp.x.com')", 'conn.simple_bind_s(dn, password)',
     "User.objects.create_user('bob', 'b@x.com', password)", "User.objects.create_user('bob', 'b@x.com', 'your-password')",
