@@ -2,7 +2,7 @@
 
 A builder's or a fluent setter's call (``.apiKey("…")``), Kotlin's ``"Authorization" to "Bearer …"``, a JDBC URL whose
 password is concatenated (``"…&password=" + "…"``), Spring's ``<property name="password"><value>…</value>`` (.NET's
-``<setting name="Password" …><value>…</value>``), a Java EE ``<env-entry>``, a Kubernetes env entry written value first, JSON
+``<setting name="Password" …><value>…</value>``), a Java EE ``<env-entry>`` or a servlet's ``<param-name>``, a Kubernetes env entry written value first, JSON
 escaped for HTML (``&quot;password&quot;:&quot;…&quot;``) or for a URL (``%22password%22%3A%22…%22``), a form body
 encoded in a URL (``password%3D…``), OpenVPN's inline ``<auth-user-pass>``, a line of postfix's ``sasl_passwd``
 (``[smtp.host]:587 user@host:…``), the base64 values under a Kubernetes Secret's ``data:`` and a Basic credential's
@@ -51,10 +51,12 @@ SPRING_VALUE = re.compile(
     r"<(?:property|setting)[ \t]++name=\"(?P<name>[^\"<>\n]{1,100}+)\"(?:[ \t]++[\w:.-]{1,40}+=\"[^\"<>\n]{0,100}+\"){0,2}[ \t]*+>"
     r"\s{0,40}+<value>(?P<value>[^<>\n]++)</value>"
 )
-#: A Java EE ``<env-entry>``: its name, its type, then its value (``<env-entry-name>db/password</env-entry-name>`` ...
-#: ``<env-entry-value>…</env-entry-value>``), judged as assigned to the name's last piece.
-ENV_ENTRY = re.compile(r"<env-entry-name>[ \t]*+(?P<name>[^<>\s]{1,100}+)[ \t]*+</env-entry-name>\s{0,200}+"
-                       r"(?:<env-entry-type>[^<>\n]{0,100}+</env-entry-type>\s{0,200}+)?<env-entry-value>(?P<value>[^<>\n]++)</env-entry-value>")
+#: A Java EE ``<env-entry>``, a servlet's ``<context-param>`` or ``<init-param>``: its name's element, then its value's (an
+#: entry's type or a description between): ``<env-entry-name>db/password</env-entry-name>`` ... ``<env-entry-value>…``,
+#: ``<param-name>db.password</param-name><param-value>…``; judged as assigned to the name's last piece.
+PARAM_ELEMENTS = re.compile(r"<(?P<kind>env-entry|param)-name>[ \t]*+(?P<name>[^<>\s]{1,100}+)[ \t]*+</(?P=kind)-name>\s{0,200}+"
+                            r"(?:<(?P<between>env-entry-type|description)>[^<>\n]{0,200}+</(?P=between)>\s{0,200}+)?"
+                            r"<(?P=kind)-value>(?P<value>[^<>\n]++)</(?P=kind)-value>")
 #: A Kubernetes env entry written value first (``- value: …`` then ``name: DB_PASSWORD`` on the next line): the value,
 #: quoted (past ``\\`` and its next character, YAML's ``''``) or bare to its run's end, is judged as assigned to the name.
 #: Groups ``dq``, ``sq``, ``bare``, ``name``.
@@ -159,7 +161,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     for pattern in (CONCATENATED, SPRING_VALUE, OBJECT_VALUE, XMLRPC_MEMBER):
         text = prefilter.sub(pattern, lambda m: _named(m, redacted, judge), text)
     text = prefilter.sub(ENTRY_VALUE, lambda m: _entry(m, redacted, judge), text)
-    text = prefilter.sub(ENV_ENTRY, lambda m: replace_group(m, "value", redacted)
+    text = prefilter.sub(PARAM_ELEMENTS, lambda m: replace_group(m, "value", redacted)
                          if judge(m["name"].rpartition("/")[2], m["value"], False) else m.group(), text)
     text = prefilter.sub(VALUE_THEN_NAME, lambda m: _value_then_name(m, redacted, judge), text)
     text = prefilter.sub(CONNECTION_SECRET, lambda m: replace_group(m, "value", redacted)

@@ -704,7 +704,7 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # red41: a label, a clause in Chinese and ： before a value; a password struck through
                                   "密码改了：a", "token，存：a1B2c3D4e5!", "pwd 改 → ", "password:~~a~~ ", "~~a~~", "密码：~~a",
                                   # red41: Java EE's env-entry, .NET's setting, an env entry value first
-                                  "<env-entry-name>a</env-entry-name><env-entry-value>a", '<setting name="a" a="b"><value>a', "\n- value: a\n name: a",
+                                  "<env-entry-name>a</env-entry-name><env-entry-value>a", "<param-name>a</param-name><description>a</description><param-value>a", '<setting name="a" a="b"><value>a', "\n- value: a\n name: a",
                                   '\n- value: "a\\"', "\n- value: 'a''",
                                   # red41: a query's # run, a short query name's value
                                   "&a=a#a#", "&password=a#", "?sid=", "&jwt=a",

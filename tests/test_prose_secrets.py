@@ -1049,6 +1049,8 @@ SENT_BEFORE = [
     # a Kubernetes env entry written value first (sent whole)
     ('<env-entry>\n  <env-entry-name>db/password</env-entry-name>\n  <env-entry-type>java.lang.String</env-entry-type>\n'
      '  <env-entry-value>Kq7vLp2Wx99</env-entry-value>\n</env-entry>', 'Kq7vLp2Wx99'),
+    ('<context-param>\n  <param-name>db.password</param-name>\n  <param-value>Kq7vLp2Wx99</param-value>\n</context-param>', 'Kq7vLp2Wx99'),
+    ('<init-param><param-name>apiKey</param-name><description>the key</description><param-value>Kq7vLp2Wx99</param-value></init-param>', 'Kq7vLp2Wx99'),
     ('<setting name="Password" serializeAs="String">\n  <value>Kq7vLp2Wx99</value>\n</setting>', 'Kq7vLp2Wx99'),
     ('env:\n  - value: Kq7vLp2Wx99\n    name: DB_PASSWORD', 'Kq7vLp2Wx99'), ('env:\n- value: "Kq7\\"vLp2Wx99"\n  name: DB_PASSWORD', 'vLp2Wx99'),
     ("        - value: 'Kq7''vLp2Wx99'\n          name: API_TOKEN", 'vLp2Wx99'),
@@ -1136,6 +1138,7 @@ NEAR_MISSES = [
     # review 41: configuration's values named as not secret
     'env:\n  - value: production\n    name: APP_ENV\n  - value: "8080"\n    name: PORT', '- value: ${DB_PASSWORD}\n  name: DB_PASSWORD',
     '<env-entry-name>maxRetries</env-entry-name><env-entry-value>5</env-entry-value>',
+    '<init-param><param-name>contextConfigLocation</param-name><param-value>/WEB-INF/app-ctx.xml</param-value></init-param>',
     '<setting name="ServerUrl" serializeAs="String"><value>https://x.io/api</value></setting>',
     # review 41: a clause after a label that says where the value is or what it is like
     '密码我发你了：见邮件', '密码规则如下：至少8位，包含大小写', 'token 用量：1234 次', '密码长度：8-64', 'API key 的格式：sk-xxxx',
