@@ -19,13 +19,15 @@ from . import prefilter, prose_secrets
 from .secret_patterns import line_start
 
 #: A password in SQL: after ``IDENTIFIED BY`` (``IDENTIFIED WITH mysql_native_password BY``), ``PASSWORD`` (``WITH
-#: PASSWORD``, ``LOGIN PASSWORD``, ``PASSWORD =``) or Neo4j's ``SET PASSWORD FROM '…' TO`` (the new one), in single
+#: PASSWORD``, ``LOGIN PASSWORD``, ``PASSWORD =``), MySQL's ``SET PASSWORD FOR 'bob'@'%' =`` (``= PASSWORD('…')`` too) or
+#: Neo4j's ``SET PASSWORD FROM '…' TO`` (the new one), in single
 #: quotes (not a selector's ``'#password'``); after ``IDENTIFIED BY`` in double quotes too, or bare to a space, ``;`` or
 #: ``,`` (Oracle's ``IDENTIFIED BY Tiger2024#``; a DSL's ``password "#{…}"`` is code). Groups: ``q`` the quote,
 #: ``value`` the password (to its closing quote however long, past a quote escaped by ``\\``: ``'Kq7\\'vLp'``), ``bare`` one unquoted.
 SQL_PASSWORD = re.compile(
     r"(?i)(?:(?<![A-Za-z0-9_'\"#.])(?:(?P<by>IDENTIFIED[ \t]++(?:WITH[ \t]++\w{1,40}+[ \t]++)?BY)|PASSWORD)"
-    r"|(?<![A-Za-z0-9_])SET[ \t]++PASSWORD[ \t]++FROM[ \t]++'[^'\n]{0,200}+'[ \t]++TO)[ \t]*+=?[ \t]*+"
+    r"|(?<![A-Za-z0-9_])SET[ \t]++PASSWORD[ \t]++(?:FROM[ \t]++'[^'\n]{0,200}+'[ \t]++TO|FOR[ \t]++[^\s=;]{1,200}+))[ \t]*+=?[ \t]*+"
+    r"(?:PASSWORD[ \t]*+\([ \t]*+)?"
     r"(?:(?P<q>(?(by)['\"]|'))(?P<value>(?!(?P=q))[^\s,\\](?:\\[^\n]|(?!(?P=q))[^\\\n])*+)(?P=q)"
     r"|(?(by)(?P<bare>[^\s'\";,()]++)(?=[\s;,)]|$)|(?!)))")
 #: An Oracle login on a command line (``sqlplus scott/…@db``, ``CONNECT system/…@XE``; Oracle's own tools without a

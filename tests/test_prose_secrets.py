@@ -1071,6 +1071,9 @@ SENT_BEFORE = [
     ('changed the password from ' + 'Kq7#vLp2Wx!' * 21 + ' to New2024!x', 'Kq7#vLp2Wx!' * 21),
     ('changed the password from Old2023!x to ' + 'Nq8#wLp3Yx!' * 21, 'Nq8#wLp3Yx!' * 21),
     ('密码从 Old2023!x 改成了 ' + 'Nq8#wLp3Yx!' * 21, 'Nq8#wLp3Yx!' * 21), ('passwords: Kq7#vLp2Wx!, ' + 'Nq8#wLp3Yx!' * 21, 'Nq8#wLp3Yx!' * 21),
+    # review 41 (probes): MySQL's SET PASSWORD FOR a user, and its PASSWORD('…') function (sent whole)
+    ("SET PASSWORD FOR 'bob'@'%' = 'Kq7vLp2Wx99';", 'Kq7vLp2Wx99'), ("SET PASSWORD FOR bob@localhost = PASSWORD('Kq7vLp2Wx99');", 'Kq7vLp2Wx99'),
+    ("SET PASSWORD = PASSWORD('Kq7vLp2Wx99');", 'Kq7vLp2Wx99'),
     # review 40: a password pasted in prose or a chat past 200 characters (sent whole or its rest)
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         '## Password\nPW', "mongo -u admin -p 'PW'", 'smbclient -U bob%PW', 'POSTGRES_PASSWORD is PW', 'DB_PASSWORD 是 PW',
@@ -1146,6 +1149,7 @@ NEAR_MISSES = [
     '口令生成器的版本：v2.3.1-RC1', '密码规则里的例子：GPT4o',
     'password ~10 chars~ long', 'token: <del>deprecated</del> use the new one', '<s>password</s> is gone',
     'token 过期了 Please login again', 'パスワードを忘れた場合 Reset2FA here',
+    "SET PASSWORD FOR 'bob'@'%' = '';", "SET PASSWORD FOR 'bob'@'%' = ?;",
     # review 39: the same calls given variables, placeholders and ordinary strings
     'ftp = FTP(host, user, passwd)', "ftplib.FTP('ftp.x.com')", 'conn.simple_bind_s(dn, password)',
     "User.objects.create_user('bob', 'b@x.com', password)", "User.objects.create_user('bob', 'b@x.com', 'your-password')",
