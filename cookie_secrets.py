@@ -2,7 +2,8 @@
 
 A cookie's value given in code or a file rather than a header line (which
 :data:`secret_patterns.COOKIE_HEADER` reads): a dict or a call under a session cookie's name (``cookies =
-{"sessionid": "…"}``, ``s.cookies.set('sessionid', '…')``, PowerShell's ``Cookie("sessionid", "…")``), Go's
+{"sessionid": "…"}``, ``s.cookies.set('sessionid', '…')``, PowerShell's ``Cookie("sessionid", "…")``), a call setting
+a cookie (``res.cookie('session', '…')``, ``set_cookie(…)``), Go's
 ``http.Cookie{Name: "session", Value: "…"}``, a HAR file's ``{"name": …, "value": …}``, a Netscape ``cookies.txt`` line (curl's, yt-dlp's: domain, flags, path,
 expiry, name, value between tabs), a row copied from a browser's cookie table (name, value, domain, path) and
 Bilibili's ``SESSDATA`` by its shape.
@@ -28,6 +29,13 @@ SESSION_COOKIE = re.compile(r"(?i)sessionid|phpsessid|jsessionid|asp\.net_sessio
 #: …)``), then its quoted value. Groups ``name``, ``value``.
 QUOTED_COOKIE = re.compile(
     r"(?<![\w\"'])[\"'](?P<name>[\w.-]{1,60}+)[\"'][ \t]*+[:,][ \t]*+[\"'](?P<value>[A-Za-z0-9%._:-]{16,}+)[\"']")
+#: A call that sets a cookie, its name then its value (Express' ``res.cookie('session', '…')``, Flask's and Django's
+#: ``set_cookie('session', '…')`` and ``key=``/``value=``, PHP's ``setcookie(…)``, Gin's ``c.SetCookie("token", "…", …)``,
+#: ``cookies.set(…)``): the name is a cookie's for certain, so any session's or credential's goes
+#: (:data:`secret_patterns.COOKIE_SECRET_NAMES`), when the value, to its closing quote, has letters and digits. Groups ``name``, ``value``.
+COOKIE_CALL = re.compile(
+    r"(?i)(?<![\w$])(?:set_?cookie|cookie|cookies\.(?:set|add))\([ \t]*+(?:key[ \t]*+=[ \t]*+)?[\"'](?P<name>[\w.-]{1,60}+)[\"']"
+    r"[ \t]*+,[ \t]*+(?:value[ \t]*+=[ \t]*+)?(?P<q>[\"'])(?P<value>(?:\\[^\n]|(?!(?P=q))[^\\\n])++)(?P=q)")
 #: Bilibili's ``SESSDATA`` by its shape, under any name or none (``SESSDATA=…``, ``"SESSDATA": "…"``, ``SESSDATA 是 …``): 8
 #: hex digits, a 10-digit expiry, 5 hex digits, ``*`` and the rest, joined by ``,`` (URL-encoded ``%2C`` and ``%2A`` too).
 SESSDATA = re.compile(r"(?<![A-Za-z0-9%])[0-9a-f]{8}(?:%2[Cc]|,)\d{10}(?:%2[Cc]|,)[0-9a-f]{5}(?:%2[Aa]|\*)[A-Za-z0-9_-]{2,}+")
@@ -51,6 +59,7 @@ COOKIE_LINE = re.compile(
 def redact(text: str, redacted: str) -> str:
     """``text`` with those cookies' values replaced by ``redacted``, the rest as it was."""
     text = prefilter.sub(QUOTED_COOKIE, lambda m: _quoted(m, redacted), text)
+    text = prefilter.sub(COOKIE_CALL, lambda m: _named(m, redacted, token=True), text)
     text = prefilter.sub(GO_COOKIE, lambda m: _named(m, redacted), text)
     text = prefilter.sub(NAME_VALUE_COOKIE, lambda m: _named(m, redacted, token=True), text)
     text = prefilter.sub(COOKIE_LINE, lambda m: _named(m, redacted), text)
@@ -69,7 +78,7 @@ def _quoted(m: re.Match[str], redacted: str) -> str:
 
 
 def _named(m: re.Match[str], redacted: str, token: bool = False) -> str:
-    """A :data:`GO_COOKIE`, :data:`NAME_VALUE_COOKIE` or :data:`COOKIE_LINE` match with its value redacted when the
+    """A :data:`COOKIE_CALL`, :data:`GO_COOKIE`, :data:`NAME_VALUE_COOKIE` or :data:`COOKIE_LINE` match with its value redacted when the
     cookie's name is a session's or a credential's (and, with ``token``, the value has letters and digits)."""
     group = "value" if m.group("name") is not None else "value2"
     name = m.group("name") or m.group("name2")

@@ -719,7 +719,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # red41: struck through in HTML or one ~, after a change's verb
                                   "password: <del>a", "password:<s>a</s>", "pwd~a~", "密码改为：~", "token 过 a", "비밀번호는 이 a",
                                   # red41: MySQL's SET PASSWORD FOR
-                                  "SET PASSWORD FOR a", "SET PASSWORD FOR a = PASSWORD('a", "SET PASSWORD "])
+                                  "SET PASSWORD FOR a", "SET PASSWORD FOR a = PASSWORD('a", "SET PASSWORD ",
+                                  # red41: a call setting a cookie
+                                  "cookie('a', 'a\\'", "setcookie(", "cookies.set('a', '"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
