@@ -32,6 +32,8 @@ PASSWORD_HEADER = re.compile(
     + "|".join(sorted(labels.FOREIGN_PASSWORD_LABELS, key=lambda label: (-len(label), label))) + ")" + _AFTER
     + r"|(?i:(?:[A-Za-z0-9]{1,20}+_){1,2}pass|(?:[A-Za-z0-9]{1,20}+[ _-]){1,2}pw)"
 )
+#: A header's cell that names a login's user, beside which ``pass`` and ``pw`` alone name its password.
+USER_HEADER = re.compile(r"(?i)user(?:[ _-]?name)?|login|account|e-?mail|用户名?|用戶名?|账号|帳號")
 #: A cell that names a key or a token (``API Key``, ``secret_access_key``, ``Access Token``, ``SK``, ``密钥``, ``令牌``);
 #: not a count of tokens or a key of another kind (``Tokens``, ``Max Token``, ``Key``, ``Primary Key``).
 KEY_HEADER = re.compile(
@@ -122,16 +124,18 @@ def _header(line: str, following: str) -> tuple[str, dict[int, bool]]:
                              or not all(re.fullmatch(r"[\w .()/#:+-]{1,40}", cell) for cell in cells[1:] or cells)
                              or not re.fullmatch(r"[\w .()/#:+-]{0,40}", cells[0])):
         return "", {}  # not a header: a list's item (``"password",``), an argument, prose; pandas leaves the first empty
-    columns = {column: kind for column, cell in enumerate(cells) if (kind := _label(cell)) is not None}
+    login = any(USER_HEADER.fullmatch(cell) for cell in cells)
+    columns = {column: kind for column, cell in enumerate(cells) if (kind := _label(cell, login)) is not None}
     return (separator, columns) if columns else ("", {})
 
 
-def _label(cell: str) -> bool | None:
-    """Whether ``cell`` names a password (True) or a key or token (False); ``None`` when it names neither."""
+def _label(cell: str, login: bool = False) -> bool | None:
+    """Whether ``cell`` names a password (True) or a key or token (False); ``None`` when it names neither. In a header
+    with a user's column (``login``), ``pass`` and ``pw`` alone name a password (``user,pass``)."""
     cell = re.sub(r"^[^\w(（]++", "", cell)  # an emoji or a bullet before it (``🔑 Password``)
     if len(cell) > 40:
         return None
-    if PASSWORD_HEADER.fullmatch(cell):
+    if PASSWORD_HEADER.fullmatch(cell) or (login and re.fullmatch(r"(?i)pass|pw", cell)):
         return True
     return False if KEY_HEADER.fullmatch(cell) else None
 

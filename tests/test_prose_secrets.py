@@ -1077,6 +1077,9 @@ SENT_BEFORE = [
     # review 41 (probes): a call that sets a session's or a credential's cookie (sent whole under a name not a framework's)
     ("res.cookie('session', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc');", 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'), ('c.SetCookie("token", "Xk9Pq2Lm7Nv4Rt6Yb8Zc", 3600, "/", "", false, true)', 'Xk9Pq2Lm7Nv4Rt6Yb8Zc'),
     ("setcookie('auth', 'abc123def456');", 'abc123def456'), ("response.set_cookie(key='session', value='Xk9Pq2Lm7Nv4Rt6Y')", 'Xk9Pq2Lm7Nv4Rt6Y'),
+    # review 41 (probes): a table's pass or pw column beside a user's (sent whole)
+    ('user,pass\nbob,Kq7vLp2Wx99', 'Kq7vLp2Wx99'), ('user\tpass\nbob\tKq7vLp2Wx99', 'Kq7vLp2Wx99'),
+    ('| Username | PW |\n|---|---|\n| bob | Kq7#vLp2Wx |', 'Kq7#vLp2Wx'),
     # review 40: a password pasted in prose or a chat past 200 characters (sent whole or its rest)
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         '## Password\nPW', "mongo -u admin -p 'PW'", 'smbclient -U bob%PW', 'POSTGRES_PASSWORD is PW', 'DB_PASSWORD 是 PW',
@@ -1154,6 +1157,7 @@ NEAR_MISSES = [
     'token 过期了 Please login again', 'パスワードを忘れた場合 Reset2FA here',
     "SET PASSWORD FOR 'bob'@'%' = '';", "SET PASSWORD FOR 'bob'@'%' = ?;",
     "res.cookie('session', 'true');", "res.cookie('theme', 'dark-v2');", "res.cookie('lang', 'zh-CN-2');", "res.cookie('session', req.body.sid)",
+    '| test | pass | fail |\n|---|---|---|\n| login | 12/12 | 0 |', '| user | pass |\n|---|---|\n| alice | yes |', 'step,pass\nbuild,12/12',
     # review 39: the same calls given variables, placeholders and ordinary strings
     'ftp = FTP(host, user, passwd)', "ftplib.FTP('ftp.x.com')", 'conn.simple_bind_s(dn, password)',
     "User.objects.create_user('bob', 'b@x.com', password)", "User.objects.create_user('bob', 'b@x.com', 'your-password')",
