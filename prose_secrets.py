@@ -161,10 +161,13 @@ LOGIN_IN_PROSE = re.compile(
 #: (``with password authentication`` stays).
 PASSWORD_WITH = re.compile(
     r"(?i)(?<![\w-])(?:with|using|and|use)[ \t]++(?:the[ \t]++)?(?:password|passwd|pw)[ \t]++[`'\"“「]?(?P<value>[!-~]{6,}+)")
-#: A password written before its label (``用 … 这个密码登录``, ``… 是新密码``): group ``value``, which must read as a password
-#: with a digit (:func:`_named_in_prose`).
-VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,}+)[ \t]*+(?:这个|這個|作为|作為|当作|當作|就是|是)"
-                                r"(?:新的?|我的|管理员的?|管理員的?|登录|登錄)?(?:密码|密碼|口令)")
+#: A password written before its label (``用 … 这个密码登录``, ``… 是新密码``, ``… is the password``: group ``en``): group ``value``,
+#: which must read as a password with a digit (:func:`_named_in_prose`), before an English label that ends its noun
+#: (not ``the password manager``) strongly or as a piece of a key.
+VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,}+)(?:[ \t]*+(?:这个|這個|作为|作為|当作|當作|就是|是)"
+                                r"(?:新的?|我的|管理员的?|管理員的?|登录|登錄)?(?:密码|密碼|口令)"
+                                r"|(?P<en>[ \t]++(?i:is|was)[ \t]++(?i:the|my|our|your)[ \t]++(?i:(?:new|old|current|admin|root|wifi)[ \t]++)?(?i:password|passphrase)"
+                                r"(?![A-Za-z])(?![ \t]++(?!(?i:for|to|of|on|in|at)(?![A-Za-z]))[A-Za-z])))")
 #: A password changed from one value to another (``changed the password from … to …``, ``密码从 … 改成了 …``, ``changed
 #: password … to …``): group ``value``, the old one, bare or quoted, which must read strongly (:func:`reads_strongly`;
 #: not ``from MySQL57 to Postgres16``, ``从 Rule2024a 换成 …``); :func:`listed` takes the new one after it. One of up to 64
@@ -183,11 +186,14 @@ PASS_LABEL = re.compile(r"(?i)(?:(?<![\w-])(?P<user>user(?:name)?|login)[ \t]*+[
 #: A label, then a clause in Chinese, Japanese or Korean saying what was done with the value, then ``：``, an arrow or a space,
 #: then the value (``登录密码我放在备注里了：…``, ``pwd 改了 → …``, ``这个是 token，帮我存一下：…``, ``密码我记在这里了 …``,
 #: ``パスワードはこれです：…``, ``비밀번호는 이거야: …``): group ``value``, which goes when it reads strongly or as a piece of a key
-#: (:func:`_after_clause`; ``密码生成规则：Rule2024a``, ``密码管理器的版本：v2.3.1-RC1`` stay). The clause holds CJK
-#: characters and spaces alone, so a value, ASCII, holds no start but at its end.
+#: (:func:`_after_clause`; ``密码生成规则：Rule2024a``, ``密码管理器的版本：v2.3.1-RC1`` stay); or an English clause of up to 60
+#: letters and spaces, then ``:`` (``the wifi password is taped under the router: …``; group ``en``, value ``evalue``, which
+#: must read strongly). The clause holds CJK characters or letters and spaces alone, so a value, without spaces, holds no
+#: start but at its end.
 CLAUSE_LABEL = re.compile(r"(?=[ptsaPTSA密口令秘パ비암])(?:(?<![A-Za-z0-9_])(?i:password|passwd|pwd|passphrase|token|secret|api[ _-]?key)"
                           r"|密码|密碼|口令|令牌|密钥|密鑰|秘钥|パスワード|비밀번호|암호)[ \t]*+[，,]?[ \t]*+[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]"
-                          r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af，、 \t]{0,23}+(?:(?:[：:]|→|->|=>)[ \t]*+|(?<=[ \t]))[\"'`“「]?(?P<value>[!-~]{6,}+)")
+                          r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af，、 \t]{0,23}+(?:(?:[：:]|→|->|=>)[ \t]*+|(?<=[ \t]))[\"'`“「]?(?P<value>[!-~]{6,}+)"
+                          r"|(?<![A-Za-z0-9_])(?i:password|passwd|passphrase|pwd)[ \t]++(?P<en>[A-Za-z' \t]{1,60}+)[:：][ \t]*+[\"'`“]?(?P<evalue>[!-~]{6,}+)")
 #: A password struck through then its new one (``password: ~~OldPass1!~~ Kq7#…``, ``~…~``, ``<del>…</del>``, ``<s>``, ``<strike>``,
 #: ``密码改为：~~…~~ → …``): groups ``old`` and ``value``, each of which goes when it reads as a password (:func:`_struck`). The
 #: old value holds no space (``~10 chars~`` is about ten), ``~`` or ``<``, so a start is read once.
@@ -503,13 +509,20 @@ def _with_bangs(written: str, value: str) -> int:
     return len(value) + (len(after) - len(after.lstrip("!")) if reads_as_password(value) else 0)
 
 
+def _reads_as_key(value: str) -> bool:
+    """Whether ``value`` reads strongly (:func:`reads_strongly`) or as a piece of a key of 8+ letters, digits, ``_`` and
+    ``-`` (:func:`key_piece`: ``Kq7vLp2Wx99``; not ``v2.3.1-RC1``, ``Rule2024a``)."""
+    return reads_strongly(value) or (re.fullmatch(r"[A-Za-z0-9_-]{8,}+", value) is not None and key_piece(value))
+
+
 def _after_clause(m: re.Match[str], redacted: str) -> str:
     """A :data:`CLAUSE_LABEL` match, its value redacted (and a ``!`` after it: :func:`_with_bangs`) when it reads
-    strongly or as a piece of a key (:func:`key_piece`, 8+ letters, digits, ``_`` and ``-``): the clause may say what the
-    value is like (``密码生成规则：Rule2024a``, ``密码管理器的版本：v2.3.1-RC1``)."""
-    value = m["value"].rstrip(patterns.VALUE_END)
-    secret = reads_strongly(value) or (re.fullmatch(r"[A-Za-z0-9_-]{8,}+", value) is not None and key_piece(value))
-    return patterns.replace_group(m, "value", redacted, _with_bangs(m["value"], value)) if secret else m.group()
+    strongly or, after a CJK clause, as a piece of a key (:func:`key_piece`, 8+ letters, digits, ``_`` and ``-``): the
+    clause may say what the value is like (``密码生成规则：Rule2024a``, ``密码管理器的版本：v2.3.1-RC1``)."""
+    group = "evalue" if m["en"] else "value"
+    value = m[group].rstrip(patterns.VALUE_END)
+    secret = reads_strongly(value) if m["en"] else _reads_as_key(value)
+    return patterns.replace_group(m, group, redacted, _with_bangs(m[group], value)) if secret else m.group()
 
 
 def _struck(m: re.Match[str], redacted: str) -> str:
@@ -541,7 +554,7 @@ def _named_in_prose(m: re.Match[str], redacted: str) -> str:
     value = m.group("value").rstrip(patterns.VALUE_END + "`”」")
     strong = (m.re is PASSWORD_WITH and any(map(str.islower, value)) and any(map(str.isupper, value))
               and not STRONG_SYMBOLS.isdisjoint(value))
-    if not (reads_as_password(value) and (re.search(r"\d", value) or strong)):
+    if not (reads_as_password(value) and (re.search(r"\d", value) or strong)) or (m.re is VALUE_BEFORE_LABEL and m["en"] and not _reads_as_key(value)):
         return m.group()
     # ``log in with Keycloak and OAuth2.1``, ``connect with grpc and HTTP/2``: after "and", a name reads as a
     # product's or protocol's unless it reads as a password whatever surrounds it.
