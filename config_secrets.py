@@ -111,9 +111,11 @@ HOST_TOKEN = re.compile(r"[:=][ \t\r\n]*+[\"'](?!\$\{)(?P<value>[^\"'\s]{8,}+)[\
 #: A change in a Terraform plan (``~ secret_string = "old" -> "new"``): both values are judged as assigned to the name.
 PLAN_CHANGE = re.compile(r"(?m:^)[ \t]*+[~+-][ \t]++(?P<name>[\w.-]{1,100}+)[ \t]++=[ \t]++\"(?P<old>(?:[^\"\\\n]|\\[^\n])*+)\"[ \t]++->"
                          r"[ \t]++\"(?P<value>(?:[^\"\\\n]|\\[^\n])++)\"")
-#: A Java properties file in XML (``<entry key="jdbc.password">…</entry>``) and CloudFormation's parameters
-#: (``ParameterKey=DBPassword,ParameterValue=…``, in JSON too): the value is judged as assigned to the key.
-ENTRY_VALUE = re.compile(r"<entry[ \t]++key=\"(?P<name>[^\"<>\n]{1,100}+)\"[ \t]*+>(?P<value>[^<>\n]++)</entry>"
+#: A Java properties file in XML (``<entry key="jdbc.password">…</entry>``), a tool's setting of its kind (``<arg
+#: key="password">…</arg>``, ``<option name=…>``, ``<param>``, ``<var>``, ``<field>``, ``<prop>``) and CloudFormation's
+#: parameters (``ParameterKey=DBPassword,ParameterValue=…``, in JSON too): the value is judged as assigned to the key.
+ENTRY_VALUE = re.compile(r"<(?P<tag>entry|arg|option|param|var|variable|field|prop)[ \t]++(?:key|name)=\"(?P<name>[^\"<>\n]{1,100}+)\"[ \t]*+>"
+                         r"(?P<value>[^<>\n]++)</(?P=tag)>"
                          r"|ParameterKey(?:=|\"[ \t]*+:[ \t]*+\")(?P<pname>[\w.-]{1,100}+)\"?[ \t]*+,[ \t]*+\"?ParameterValue"
                          r"(?:=|\"[ \t]*+:[ \t]*+\")(?P<pvalue>[^\s,\"]++)")
 #: A connection string's password or key after a ``;`` (SQL Server's, ODBC's, Azure Storage's and Cosmos DB's): to the next
@@ -132,10 +134,11 @@ BYTE_ARRAY = re.compile(r"\[[\d,\s]{127,4000}+\]")
 #: framework's session, a secret when it reads as random (:func:`_session_secret`); a UUID or a dated id is a
 #: conversation's or a request's and stays. Group ``value``.
 SESSION_ID = re.compile(r"(?i)(?<![A-Za-z0-9])session[_-]?id[\"']?[ \t]*+[:=][ \t]*+[\"'](?P<value>[A-Za-z0-9%._:+/=-]{16,}+)[\"']")
-#: An XML-RPC struct's member (``<member><name>password</name><value><string>…</string></value></member>``): the value
-#: is judged as assigned to the name. Group ``name``, ``value``.
-XMLRPC_MEMBER = re.compile(r"<name>[ \t]*+(?P<name>[\w.-]{1,100}+)[ \t]*+</name>\s{0,40}+<value>[ \t]*+(?:<(?:string|base64)>)?"
-                           r"(?P<value>[^<>\n]++)(?:</(?:string|base64)>)?[ \t]*+</value>")
+#: An XML-RPC struct's member (``<member><name>password</name><value><string>…</string></value></member>``), and a
+#: parameter's ``<Name>`` and ``<Value>`` in capitals (AWS' and SOAP's ``<Parameter>``): the value is judged as assigned
+#: to the name. Group ``name``, ``value``.
+XMLRPC_MEMBER = re.compile(r"<(?i:name)>[ \t]*+(?P<name>[\w.-]{1,100}+)[ \t]*+</(?i:name)>\s{0,40}+<(?i:value)>[ \t]*+(?:<(?:string|base64)>)?"
+                           r"(?P<value>[^<>\n]++)(?:</(?:string|base64)>)?[ \t]*+</(?i:value)>")
 #: nginx's ``map $http_x_api_key $client { "…" mobile; }`` over a credential's variable (a header, a query argument or
 #: a cookie named as one): each source value of the block is a key a client sends. Groups ``var``, ``body`` (to the
 #: block's ``}``, read once).

@@ -1082,6 +1082,8 @@ SENT_BEFORE = [
     # review 41 (probes): a table's pass or pw column beside a user's (sent whole)
     ('user,pass\nbob,Kq7vLp2Wx99', 'Kq7vLp2Wx99'), ('user\tpass\nbob\tKq7vLp2Wx99', 'Kq7vLp2Wx99'),
     ('| Username | PW |\n|---|---|\n| bob | Kq7#vLp2Wx |', 'Kq7#vLp2Wx'),
+    # review 41 (probes): a parameter's <Name> and <Value> in capitals, a tool's <arg key=…> (sent whole)
+    ('<Parameter><Name>Password</Name><Value>Kq7vLp2Wx99</Value></Parameter>', 'Kq7vLp2Wx99'), ('<arg key="password">Kq7vLp2Wx99</arg>', 'Kq7vLp2Wx99'),
     # review 40: a password pasted in prose or a chat past 200 characters (sent whole or its rest)
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         '## Password\nPW', "mongo -u admin -p 'PW'", 'smbclient -U bob%PW', 'POSTGRES_PASSWORD is PW', 'DB_PASSWORD 是 PW',
@@ -1159,6 +1161,7 @@ NEAR_MISSES = [
     'token 过期了 Please login again', 'パスワードを忘れた場合 Reset2FA here',
     'Password policy: Abc', 'password requirements: at least 8 chars', 'the password field is required: true',
     'Kq7#vLp2Wx! is the password manager', 'Section2 is the password section', 'v1.2.3-Beta is the password',
+    '<option name="theme">dark</option>', '<field name="password">${PW}</field>', '<Parameter><Name>Region</Name><Value>us-east-1</Value></Parameter>',
     "SET PASSWORD FOR 'bob'@'%' = '';", "SET PASSWORD FOR 'bob'@'%' = ?;",
     "res.cookie('session', 'true');", "res.cookie('theme', 'dark-v2');", "res.cookie('lang', 'zh-CN-2');", "res.cookie('session', req.body.sid)",
     '| test | pass | fail |\n|---|---|---|\n| login | 12/12 | 0 |', '| user | pass |\n|---|---|\n| alice | yes |', 'step,pass\nbuild,12/12',
