@@ -57,12 +57,14 @@ SPRING_VALUE = re.compile(
 PARAM_ELEMENTS = re.compile(r"<(?P<kind>env-entry|param)-name>[ \t]*+(?P<name>[^<>\s]{1,100}+)[ \t]*+</(?P=kind)-name>\s{0,200}+"
                             r"(?:<(?P<between>env-entry-type|description)>[^<>\n]{0,200}+</(?P=between)>\s{0,200}+)?"
                             r"<(?P=kind)-value>(?P<value>[^<>\n]++)</(?P=kind)-value>")
-#: A Kubernetes env entry written value first (``- value: …`` then ``name: DB_PASSWORD`` on the next line): the value,
-#: quoted (past ``\\`` and its next character, YAML's ``''``) or bare to its run's end, is judged as assigned to the name.
-#: Groups ``dq``, ``sq``, ``bare``, ``name``.
+#: A Kubernetes env entry written value first (``- value: …`` then ``name: DB_PASSWORD`` on the next line, or in flow
+#: style: ``{value: …, name: DB_PASSWORD}``, group ``flow``): the value, quoted (past ``\\`` and its next character, YAML's
+#: ``''``) or bare to its run's end (in flow style to a ``,`` or ``}``), is judged as assigned to the name. Groups ``dq``,
+#: ``sq``, ``bare``, ``name``.
 VALUE_THEN_NAME = re.compile(
-    r"(?m:^)[ \t]*+-[ \t]++value[ \t]*+:[ \t]*+(?:\"(?P<dq>(?:[^\"\\\n]|\\[^\n])++)\"|'(?P<sq>(?:[^'\\\n]|\\[^\n]|'')++)'|(?P<bare>[^\s\"'#]\S*+))"
-    r"[ \t]*+\r?\n[ \t]*+name[ \t]*+:[ \t]*+[\"']?(?P<name>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+(?=\r?\n|$)"
+    r"(?:(?m:^)[ \t]*+-[ \t]++|(?P<flow>\{)[ \t]*+)value[ \t]*+:[ \t]*+"
+    r"(?:\"(?P<dq>(?:[^\"\\\n]|\\[^\n])++)\"|'(?P<sq>(?:[^'\\\n]|\\[^\n]|'')++)'|(?P<bare>[^\s\"'#,}](?(flow)[^\s,}]*+|\S*+)))"
+    r"[ \t]*+(?(flow),[ \t]*+|\r?\n[ \t]*+)name[ \t]*+:[ \t]*+[\"']?(?P<name>[A-Za-z_][\w.-]{0,100}+)[\"']?[ \t]*+(?(flow)(?=[,}])|(?=\r?\n|$))"
 )
 #: A JSON pair escaped for HTML: ``&quot;name&quot;:&quot;value&quot;``.
 HTML_JSON = re.compile(

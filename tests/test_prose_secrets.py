@@ -1056,6 +1056,7 @@ SENT_BEFORE = [
     ('<setting name="Password" serializeAs="String">\n  <value>Kq7vLp2Wx99</value>\n</setting>', 'Kq7vLp2Wx99'),
     ('env:\n  - value: Kq7vLp2Wx99\n    name: DB_PASSWORD', 'Kq7vLp2Wx99'), ('env:\n- value: "Kq7\\"vLp2Wx99"\n  name: DB_PASSWORD', 'vLp2Wx99'),
     ("        - value: 'Kq7''vLp2Wx99'\n          name: API_TOKEN", 'vLp2Wx99'),
+    ('- {value: Kq7vLp2Wx99, name: DB_PASSWORD}', 'Kq7vLp2Wx99'), ('env: [{value: "Kq7vLp2Wx99", name: API_TOKEN}]', 'Kq7vLp2Wx99'),
     # review 41: a query's password with # in it more than once (a piece sent), a session's, a ticket's, a JWT's or a
     # signature's random value under a short name (sent whole)
     ('jdbc:mysql://db:3306/app?user=bob&password=Kq7#ab#cd#ef99', 'cd#ef99'),
@@ -1150,6 +1151,7 @@ NEAR_MISSES = [
     'https://x.io/a?b=1#frag#more',
     # review 41: configuration's values named as not secret
     'env:\n  - value: production\n    name: APP_ENV\n  - value: "8080"\n    name: PORT', '- value: ${DB_PASSWORD}\n  name: DB_PASSWORD',
+    '- {value: production, name: APP_ENV}', '{value: 8080, name: PORT}',
     '<env-entry-name>maxRetries</env-entry-name><env-entry-value>5</env-entry-value>',
     '<init-param><param-name>contextConfigLocation</param-name><param-value>/WEB-INF/app-ctx.xml</param-value></init-param>',
     '<setting name="ServerUrl" serializeAs="String"><value>https://x.io/api</value></setting>',
