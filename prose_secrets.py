@@ -92,6 +92,10 @@ CREDENTIAL_PAIR = re.compile(
     r"(?P<value>[^\s/:：\u3000-\u303f\u3400-\u9fff\uff00-\uffef]++(?:[:：][^\s/:：\u3000-\u303f\u3400-\u9fff\uff00-\uffef]++){0,2}+(?![:：])"
     r"|[^\s/]{1,200}+)(?!/)"
 )
+#: A Wi-Fi network's QR code as text (``WIFI:T:WPA;S:HomeNet;P:…;;``, fields in any order, ``\\`` escaping ``;`` ``,`` ``:``):
+#: its ``P:`` field, 5 to 64 characters (WEP's 5 to WPA's 64), which goes unless a placeholder. The field is looked for in
+#: the 300 characters after ``WIFI:``, so each start reads a bounded stretch.
+WIFI_QR = re.compile(r"(?i)WIFI:[^\n]{0,300}?(?<=[:;])P:(?P<value>(?:\\[^\n]|[^;\\\n]){5,64}+)(?=;)")
 #: A login under a label, one field a line (``登录信息：`` then ``admin`` then the password), or a Japanese password
 #: (``パス``, which alone is also a path) after a login's id on the same line (``ログインID：admin　パス：…``): the
 #: password goes when it reads as one (:func:`reads_as_password`), read to its end (a Japanese one up to the next
@@ -254,6 +258,7 @@ def redact(text: str, redacted: str) -> str:
     """``text`` with those secrets replaced by ``redacted``, the rest as it was."""
     text = prefilter.sub(patterns.BARE_USERINFO, lambda m: _bare_userinfo(m, redacted), text)
     text = prefilter.sub(patterns.SLASHED_USERINFO, lambda m: _slashed_userinfo(m, redacted), text)
+    text = prefilter.sub(WIFI_QR, lambda m: m.group() if patterns.PLACEHOLDER_VALUE.match(m["value"]) else patterns.replace_group(m, "value", redacted), text)
     for pattern in (CREDENTIAL_PAIR, BOTH_FIELDS, LOGIN_LINES):
         text = prefilter.sub(pattern, lambda m: _password_in(m, redacted), text)
     for pattern in (HOST_LOGIN, URL_LOGIN):
