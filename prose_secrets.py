@@ -76,7 +76,7 @@ PASSPHRASE_WORDS = re.compile(
     r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
 )
 #: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``, ``u: admin p: …`` (``, p:``, ``| p:``),
-#: ``账号：admin/Sup3r$ecret9``, ``pw for grafana: admin / …``, ``账密 admin/…`` and ``creds root:…`` without a colon, a pair joined by ``:`` (``creds: root:…``), ``creds for staging: bob / …``, a role's ``Jenkins 管理员：admin/…``;
+#: ``账号：admin/Sup3r$ecret9``, ``pw for grafana: admin / …``, ``账密 admin/…`` and ``creds root:…`` without a colon (``creds -> root:…`` with an arrow), a pair joined by ``:`` (``creds: root:…``), ``creds for staging: bob / …``, a role's ``Jenkins 管理员：admin/…``;
 #: after a change or a login's verb (group ``verb``: ``我改成了 nacos / …``, ``登录用 admin / …``; a ``/`` without spaces then
 #: joins a path's pieces as often: ``改成了 src/MainApp2``, so the value must read strongly); a network and its password (group ``ssid``:
 #: ``WiFi：Office-5G / …``, ``wifi: WPA2-PSK, key …``); not a path: ``user: alice/projects/x``): the password
@@ -87,7 +87,7 @@ CREDENTIAL_PAIR = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계管超관pw改换換登无無])(?:(?:creds|credentials|login|logins|account|user|username|u|pw|用户名|账号|帳號"
     r"|账户|帳戶|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자|(?P<wifi>wifi|wi-fi|wlan|无线网?|無線網?))"
     r"(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]"
-    r"|(?:账密|帳密|(?P<verb>(?:改|换|換)(?:成|为|為)了?|(?:登录|登陆|登入|登錄)用))[ \t]*+[:：]?|creds(?=[ \t]))"
+    r"|(?:账密|帳密|(?P<verb>(?:改|换|換)(?:成|为|為)了?|(?:登录|登陆|登入|登錄)用))[ \t]*+[:：]?|creds(?=[ \t])(?:[ \t]*+(?:->|=>|→))?)"
     r"[ \t]*+(?P<ssid>[A-Za-z0-9_.@-]{1,64}+)(?:[ \t]*+/[ \t]*+|(?(wifi)[ \t]*+,[ \t]*+key[ \t]++|(?::|(?:[ \t]*+[,，;|])?\s++p[ \t]*+[:：][ \t]*+)))"
     r"(?P<value>[^\s/:：\u3000-\u303f\u3400-\u9fff\uff00-\uffef]++(?:[:：][^\s/:：\u3000-\u303f\u3400-\u9fff\uff00-\uffef]++){0,2}+(?![:：])"
     r"|[^\s/]{1,200}+)(?!/)"

@@ -1087,6 +1087,8 @@ SENT_BEFORE = [
     ('<Parameter><Name>Password</Name><Value>Kq7vLp2Wx99</Value></Parameter>', 'Kq7vLp2Wx99'), ('<arg key="password">Kq7vLp2Wx99</arg>', 'Kq7vLp2Wx99'),
     # review 41 (probes): a Wi-Fi network's QR code as text (sent whole)
     ('WIFI:T:WPA;S:HomeNet;P:correcthorse42;;', 'correcthorse42'), ('WIFI:S:Home\\;Net;T:WPA;P:Kq7\\;vLp2Wx;H:false;;', 'vLp2Wx'),
+    # review 41 (probes): a login's pair after creds and an arrow (sent whole)
+    ('creds -> bob:Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'), ('creds => bob / Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'), ('creds → bob:Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
     # review 40: a password pasted in prose or a chat past 200 characters (sent whole or its rest)
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         '## Password\nPW', "mongo -u admin -p 'PW'", 'smbclient -U bob%PW', 'POSTGRES_PASSWORD is PW', 'DB_PASSWORD 是 PW',
@@ -1155,6 +1157,7 @@ NEAR_MISSES = [
     'env:\n  - value: production\n    name: APP_ENV\n  - value: "8080"\n    name: PORT', '- value: ${DB_PASSWORD}\n  name: DB_PASSWORD',
     '- {value: production, name: APP_ENV}', '{value: 8080, name: PORT}',
     'WIFI:T:nopass;S:Guest;P:;;', 'WIFI:T:WPA;S:HomeNet;P:<password>;;', 'WIFI:T:WPA;S:HomeNet;P:YOUR_PASSWORD;;',
+    'creds -> see vault', 'creds -> src/Main2',
     '<env-entry-name>maxRetries</env-entry-name><env-entry-value>5</env-entry-value>',
     '<init-param><param-name>contextConfigLocation</param-name><param-value>/WEB-INF/app-ctx.xml</param-value></init-param>',
     '<setting name="ServerUrl" serializeAs="String"><value>https://x.io/api</value></setting>',
