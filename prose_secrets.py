@@ -189,13 +189,13 @@ PASS_LABEL = re.compile(r"(?i)(?:(?<![\w-])(?P<user>user(?:name)?|login)[ \t]*+[
                         r"(?:[ \t]++(?:is|was)[ \t]++|[ \t]*+[:：][ \t]*+|(?(user)[ \t]++|(?!)))(?P<value>(?:(?!pass[:：])[^\s，。()]){6,}+)")
 #: A label, then a clause in Chinese, Japanese or Korean saying what was done with the value, then ``：``, an arrow or a space,
 #: then the value (``登录密码我放在备注里了：…``, ``pwd 改了 → …``, ``这个是 token，帮我存一下：…``, ``密码我记在这里了 …``,
-#: ``パスワードはこれです：…``, ``비밀번호는 이거야: …``): group ``value``, which goes when it reads strongly or as a piece of a key
+#: ``パスワードはこれです：…``, ``パスは … です``, ``비번 바꿨어 → …``): group ``value``, which goes when it reads strongly or as a piece of a key
 #: (:func:`_after_clause`; ``密码生成规则：Rule2024a``, ``密码管理器的版本：v2.3.1-RC1`` stay); or an English clause of up to 60
 #: letters and spaces, then ``:`` (``the wifi password is taped under the router: …``; group ``en``, value ``evalue``, which
 #: must read strongly). The clause holds CJK characters or letters and spaces alone, so a value, without spaces, holds no
 #: start but at its end.
 CLAUSE_LABEL = re.compile(r"(?=[ptsaPTSA密口令秘パ비암])(?:(?<![A-Za-z0-9_])(?i:password|passwd|pwd|passphrase|token|secret|api[ _-]?key)"
-                          r"|密码|密碼|口令|令牌|密钥|密鑰|秘钥|パスワード|비밀번호|암호)[ \t]*+[，,]?[ \t]*+[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]"
+                          r"|密码|密碼|口令|令牌|密钥|密鑰|秘钥|パスワード|パス|비밀번호|비번|암호)[ \t]*+[，,]?[ \t]*+[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]"
                           r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af，、 \t]{0,23}+(?:(?:[：:]|→|->|=>)[ \t]*+|(?<=[ \t]))[\"'`“「]?(?P<value>[!-~]{6,}+)"
                           r"|(?<![A-Za-z0-9_])(?i:password|passwd|passphrase|pwd)[ \t]++(?P<en>[A-Za-z' \t]{1,60}+)[:：][ \t]*+[\"'`“]?(?P<evalue>[!-~]{6,}+)")
 #: A password struck through then its new one (``password: ~~OldPass1!~~ Kq7#…``, ``~…~``, ``<del>…</del>``, ``<s>``, ``<strike>``,
