@@ -17,7 +17,7 @@ import dataclasses
 import functools
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import unicode61
@@ -289,17 +289,18 @@ def one_per_conversation(ranked: Sequence[Hit], keys: Mapping[int, str]) -> list
     return list(best.values())
 
 
-def close_enough(hits: Sequence[Hit], *, provider: str, one_word: bool, keyword_found: bool) -> tuple[Hit, ...]:
-    """The vector leg's hits when they are evidence for the query, else ``()``: all of them or none.
+def close_enough(hits: Sequence[Hit], *, provider: str, one_word: bool, keyword_sessions: Collection[str]) -> tuple[Hit, ...]:
+    """The vector leg's hits that are evidence for the query, else ``()``.
 
-    A single word (``one_word``) counts only when the keyword leg found it: its nearest vectors tell nothing
-    the word does not (a word only another project holds scores as high). Otherwise the local model's best
-    hit must reach ``LOCAL_FLOOR``; another provider's cosine scale is unknown, and its hits count.
+    A single word (``one_word``) counts only in the sessions the keyword leg found it in (``keyword_sessions``):
+    its nearest vectors tell nothing the word does not (a word only another project holds scores as high), so
+    meaning orders the sessions that hold the word and adds none. Otherwise the local model's best hit must reach
+    ``LOCAL_FLOOR`` (all of them or none); another provider's cosine scale is unknown, and its hits count.
     """
-    if one_word and not keyword_found:
-        return ()
     if provider == "local" and max((h.score for h in hits), default=0.0) < LOCAL_FLOOR:
         return ()
+    if one_word:
+        return tuple(h for h in hits if h.session_id in keyword_sessions)
     return tuple(hits)
 
 

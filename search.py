@@ -271,8 +271,8 @@ def search_history(
         if leg.note:
             base["semantic_note"] = leg.note
         one_word = len(parsed.units) == 1 and parsed.units[0].kind != "cjk"
-        near = ranking.close_enough(leg.hits, provider=settings.embedding.provider, keyword_found=bool(found.sessions),
-                                    one_word=one_word)
+        near = ranking.close_enough(leg.hits, provider=settings.embedding.provider, one_word=one_word,
+                                    keyword_sessions={r.hit.session_id for r in found.sessions})
         set_aside = parsed.units[0].text if one_word and leg.hits and not found.sessions else None
         # Every session the legs ranked, collapsed to conversations before the pages' reach is cut: a conversation
         # compressed or branched more than MAX_REACH times carries that many copies of its first turns, which would

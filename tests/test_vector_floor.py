@@ -63,9 +63,18 @@ def test_a_question_the_project_answers_is_still_found(two_projects: World):
 def test_close_enough_pure():
     Hit = phr.ranking.Hit
     hits = [Hit(1, "a", 0.9), Hit(2, "b", phr.ranking.LOCAL_FLOOR - 0.01)]
-    assert phr.ranking.close_enough(hits, provider="local", one_word=False, keyword_found=False) == tuple(hits)
-    assert phr.ranking.close_enough(hits[1:], provider="local", one_word=False, keyword_found=True) == ()
-    assert phr.ranking.close_enough(hits, provider="local", one_word=True, keyword_found=False) == ()
-    assert phr.ranking.close_enough(hits, provider="local", one_word=True, keyword_found=True) == tuple(hits)
-    assert phr.ranking.close_enough(hits, provider="openai", one_word=False, keyword_found=False) == tuple(hits)
-    assert phr.ranking.close_enough(hits, provider="openai", one_word=True, keyword_found=False) == ()
+    assert phr.ranking.close_enough(hits, provider="local", one_word=False, keyword_sessions=()) == tuple(hits)
+    assert phr.ranking.close_enough(hits[1:], provider="local", one_word=False, keyword_sessions={"b"}) == ()
+    assert phr.ranking.close_enough(hits, provider="local", one_word=True, keyword_sessions=()) == ()
+    assert phr.ranking.close_enough(hits, provider="local", one_word=True, keyword_sessions={"a", "b"}) == tuple(hits)
+    assert phr.ranking.close_enough(hits, provider="local", one_word=True, keyword_sessions={"b"}) == (hits[1],)
+    assert phr.ranking.close_enough(hits, provider="openai", one_word=False, keyword_sessions=()) == tuple(hits)
+    assert phr.ranking.close_enough(hits, provider="openai", one_word=True, keyword_sessions=()) == ()
+
+
+def test_a_word_the_project_holds_is_ordered_by_meaning_among_the_sessions_that_hold_it(two_projects: World):
+    """Review 31: for "walrus", held by 2 sessions, hybrid and semantic filled the page with 8 more, the word's nearest
+    vectors ("ok", "logo update"), which tell nothing the word does not."""
+    for mode in MODES:
+        answer = two_projects.search("cur", "websocket", mode=mode, limit=5)
+        assert answer["semantic_status"] == "ready" and result_sessions(answer) == ["a_ws"], (mode, answer["results"])
