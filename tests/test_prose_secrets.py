@@ -1132,6 +1132,14 @@ SENT_BEFORE = [
         'curl -u ":PW" https://x', 'curl -u :PW https://x', 'composer config --global http-basic.repo.example.org bob PW',
         'bundle config set --global rubygems.pkg.github.com bob:PW', 'echo PW | kinit bob@CORP.COM',
         'smbclient -U bob //nas/share PW', "git config --global sendemail.smtppass 'PW'", 'ENV SMTPPASS PW')],
+    # review 41: a value printed under op item get --fields, kubectl's go-template, sops --extract, and after wrangler's prompt
+    *[(f'$ {command}\nKq7#vLp2Wx!9', 'Kq7#vLp2Wx!9') for command in (
+        'op item get db --fields password', 'op item get db --fields label=password --reveal',
+        "kubectl get secret db -o go-template='{{.data.password | base64decode}}'",
+        """kubectl get secret db -o go-template='{{index .data "db-password" | base64decode}}'""",
+        """sops -d --extract '["db"]["password"]' secrets.yaml""", 'wrangler secret put API_KEY')],
+    ('$ wrangler secret put API_KEY\n? Enter a secret value: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'),
+    ('$ wrangler secret put API_KEY\n✔ Enter a secret value: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'),
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1188,6 +1196,10 @@ NEAR_MISSES = [
     'bundle config set --global rubygems.pkg.github.com bob:$GITHUB_TOKEN', 'smbclient //nas/share -U bob',
     'smbclient -L //nas -U bob', 'smbclient //nas/share password', 'echo $PASSWORD | kinit bob@CORP.COM',
     'git config --global sendemail.smtppass "$PASS"', 'git config --global sendemail.smtpuser bob', 'git config --global core.compass on',
+    # review 41: those commands printing a field of no credential, or no value
+    '$ op item get db --fields username\nadmin', "$ kubectl get secret db -o go-template='{{.data.username | base64decode}}'\nadmin",
+    """$ sops -d --extract '["db"]["host"]' secrets.yaml\ndb.internal""", '$ wrangler secret put API_KEY\n? Enter a secret value: ********',
+    '$ wrangler secret put API_KEY\n🌀 Creating the secret for the Worker "app"', '$ op item get db --fields password\n[ERROR] item not found',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
