@@ -14,7 +14,8 @@ ones). Redis ``MONITOR`` lines, which quote each word of a command (``"AUTH" "�
 "SET" "requirepass" "…"``), and redis-cli's reply to ``CONFIG GET requirepass``. And ``Authorization`` written
 without its colon, as logs and chat retype a header (``Authorization Bearer …``): a value of 8+ printable ASCII
 characters with a digit, not a placeholder in angle brackets; and the signature of an ``Authorization`` signed with a
-key (AWS's SigV2 and SigV4, other HMAC schemes). A crypt hash on an htpasswd or shadow line. A log's password in
+key (AWS's SigV2 and SigV4, other HMAC schemes). A crypt hash on an htpasswd or shadow line, and an LDAP password's
+hash in LDIF or slapd's files (``userPassword: {SSHA}…``). A log's password in
 brackets after its word (``(password …)``, ``pwd[…]``) or after its field's ``=`` (``password=[…]``). A private key's DER dumped as hex (``xxd -p``, ``openssl
 asn1parse`` or a debugger: ``30 82 04 a4 02 01 00 …``, ``308204a4020100…``). A generator's output under the command
 that made it (``pwgen``, ``openssl rand -base64 12``, ``secrets.token_urlsafe(16)`` in a REPL).
@@ -111,6 +112,12 @@ HASH_LINE = re.compile(
     r"(?m:^)[ \t]*+[A-Za-z_][\w.@-]{0,63}+:(?P<value>\$(?:apr1|2[abxy]|[156]|y|gy|7|sha1|md5)\$[./\w$=,+-]{16,300}+"
     r"|\{SHA\}[A-Za-z0-9+/]{27}=)(?=:[\w:]{0,100}+[ \t]*+(?:\r?\n|$)|[ \t]*+(?:\r?\n|$))"
 )
+#: An LDAP password's hash as LDIF and slapd write it (``userPassword: {SSHA}…``, ``olcRootPW: {CRYPT}$6$…``, slapd.conf's
+#: ``rootpw {SSHA}…``): a scheme in braces and 8+ characters after it, which are the password once cracked (an
+#: assignment takes a value in braces for a dict).
+LDAP_HASH = re.compile(
+    r"(?m:^)[ \t]*+(?i:userPassword|olcRootPW|rootpw)(?:[ \t]*+:|[ \t]++)[ \t]*+(?P<value>\{[A-Za-z0-9-]{2,20}+\}\S{8,}+)"
+)
 
 #: A log's password in brackets after its word (``(password Kq7#vLp2Wx)``, ``pwd[Kq7#vLp2Wx]``, ``password=(…)``):
 #: the value goes when it reads as a password and holds a symbol (``password[i+1]``, ``token[idx2]`` are indexes).
@@ -151,6 +158,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = prefilter.sub(GENERATED_SECRET, lambda m: replace_group(m, "value", redacted), text)
     text = prefilter.sub(MONITOR_AUTH, lambda m: _monitored(m, redacted), text)
     text = prefilter.sub(HASH_LINE, lambda m: replace_group(m, "value", redacted), text)
+    text = prefilter.sub(LDAP_HASH, lambda m: replace_group(m, "value", redacted), text)
     text = prefilter.sub(BRACKETED, lambda m: _bracketed(m, redacted), text)
     text = prefilter.sub(ASSIGNED_BRACKETS, lambda m: replace_group(m, "value", redacted) if _bracketed_field(m.group("value"))
                                  and judge(m.group("name"), m.group("value"), True) else m.group(), text)

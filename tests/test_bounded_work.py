@@ -533,6 +533,7 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # output_secrets: op's, kubectl's go-template, sops' and wrangler's commands over a value
                                   "op item get a --fields a\n", "kubectl a go-template='{{.data.a\n", "sops a --extract '[\"a\"]'\n",
                                   "sops a --extract '[\"a", "wrangler secret put a\n? Enter a secret value: ",
+                                  "\nuserPassword: {a}aaaaaaaa", "\nrootpw {a}",
                                   # ENV's words, a quoted 7z flag, Rust's references, a Go raw string
                                   "\nENV A_PASSWORD a ", "\nenv A a1! ", "7z '-p", '7z "-pa', "a: &'a ", "a: &str = ", "a = []byte(`",
                                   # joiners, labels and quotes of LABELLED
