@@ -40,12 +40,15 @@ _SAME_COMMAND = r"(?:[^\n|;&\\]|\\\r?\n|\\(?!\r?\n)){0,300}?"
 #: ``secret create [flags] NAME -``, ``gh secret set NAME`` (without ``--body``), ``sudo -S``, ``passwd --stdin``,
 #: ``passwd [user]`` at a command's end (``printf '…\\n…\\n' | passwd bob``), ``chpasswd``, gpg's ``--passphrase-fd 0``, ``gh auth login --with-token``, ``vncpasswd -f``, ``smbpasswd -s`` and
 #: ``htpasswd -i``, vault's ``password=-``, gcloud's ``--data-file=-`` (``gcloud secrets versions add``), ``redis-cli --askpass`` and
-#: Kerberos' ``kinit``.
+#: Kerberos' ``kinit``, Cloudflare's ``wrangler secret put NAME`` and, under a credential's name, ``vercel env add NAME
+#: [environment]`` (its other variables are settings: ``API_URL``).
 _READS_INPUT = (r"(?:--password-stdin|--with-token|[ \t]secret[ \t]++create[ \t][^\n|;&<]{0,200}?[ \t]-(?=[ \t]*+(?:<<<|\r?\n|$))"
                 r"|(?<![\w-])gh[ \t]++secret[ \t]++set[ \t]++[A-Za-z_]\w{0,100}+(?=[ \t]*+(?:<<<|\r?\n|$))"
                 r"|(?<![\w-])sudo[ \t]++-[A-Za-z]{0,4}S|(?<![\w-])passwd(?:[ \t]++--stdin|(?:[ \t]++[a-z_][\w.-]{0,31}+)?(?=[ \t]*+(?:$|[\r\n;&])))|(?<![\w-])chpasswd|--passphrase-fd[ \t=]++0"
                 r"|(?<![\w-])(?:vncpasswd[ \t]++-f|smbpasswd(?:[ \t]++-[A-Za-z]{1,4}+){0,2}[ \t]++-[A-Za-z]{0,4}s|htpasswd[ \t]++-[A-Za-z]{0,4}i)"
-                r"|--data-file[ \t=]++-|[ \t]password=-|--askpass|(?<![\w-])kinit)(?![\w-])")
+                r"|--data-file[ \t=]++-|[ \t]password=-|--askpass|(?<![\w-])kinit"
+                r"|(?<![\w-])wrangler[ \t]++secret[ \t]++put[ \t]++[A-Za-z_][\w-]{0,100}+|(?<![\w-])vercel[ \t]++env[ \t]++add[ \t]++"
+                r"[A-Za-z_]\w{0,60}?(?i:pass|secret|token|key|pwd|auth|cred)\w{0,60}+(?:[ \t]++(?:production|preview|development))?)(?![\w-])")
 
 #: ``echo``/``printf`` (up to two flags or a ``'%s'`` format) of a value piped (through up to 300 characters of other
 #: commands) into one that reads a password from its input, or written to a file named for one (``> ~/.vault_pass.txt``,

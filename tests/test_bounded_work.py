@@ -534,6 +534,7 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "op item get a --fields a\n", "kubectl a go-template='{{.data.a\n", "sops a --extract '[\"a\"]'\n",
                                   "sops a --extract '[\"a", "wrangler secret put a\n? Enter a secret value: ",
                                   "\nuserPassword: {a}aaaaaaaa", "\nrootpw {a}",
+                                  "echo a | wrangler secret put a", "vercel env add a_key <<< ", "vercel env add a_key a <<< a",
                                   # ENV's words, a quoted 7z flag, Rust's references, a Go raw string
                                   "\nENV A_PASSWORD a ", "\nenv A a1! ", "7z '-p", '7z "-pa', "a: &'a ", "a: &str = ", "a = []byte(`",
                                   # joiners, labels and quotes of LABELLED

@@ -1143,6 +1143,10 @@ SENT_BEFORE = [
     # review 41: an LDAP password's hash in LDIF or slapd's files (an assignment took {SSHA} for a dict)
     ('dn: uid=bob,ou=people,dc=x\nuserPassword: {SSHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=', 'W6ph5Mm5Pz8GgiULbPgzG37mj9g='),
     ('olcRootPW: {SSHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=', 'W6ph5Mm5Pz8GgiULbPgzG37mj9g='), ('rootpw  {CRYPT}$6$Kq7vLp2W$x99Zr8Wt2Yk6Hn3V', 'x99Zr8Wt2Yk6Hn3V'),
+    # review 41: a password given on standard input to wrangler secret put or vercel env add (a credential's name)
+    *[(text.replace('PW', 'Kq7#vLp2Wx!9'), 'Kq7#vLp2Wx!9') for text in (
+        "vercel env add DB_PASSWORD production <<< 'PW'", "echo 'PW' | vercel env add DB_PASSWORD production",
+        "echo -n 'PW' | npx wrangler secret put API_KEY", "wrangler secret put API_KEY <<< 'PW'", "printf '%s' 'PW' | vercel env add STRIPE_SECRET_KEY")],
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1205,6 +1209,9 @@ NEAR_MISSES = [
     '$ wrangler secret put API_KEY\n🌀 Creating the secret for the Worker "app"', '$ op item get db --fields password\n[ERROR] item not found',
     # review 41: an LDAP password's scheme named without its hash
     'userPassword: {SSHA}', 'rootpw {SSHA}<hash>', 'Set userPassword: {SSHA} for salted hashes',
+    # review 41: vercel env add of a setting, or given a variable
+    "vercel env add API_URL production <<< 'https://api.example.com/v1'", "echo 'https://api.example.com/v1' | vercel env add NEXT_PUBLIC_URL",
+    'vercel env add DB_PASSWORD production <<< "$DB_PASSWORD"', 'echo "$CF_TOKEN" | wrangler secret put API_KEY',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
