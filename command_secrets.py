@@ -67,9 +67,10 @@ PROCESS_SECRET = re.compile(
     r"(?:[ \t]++(?:-[neE]{1,3}+|([\"'])%s(?:\\n)?\1)){0,2}[ \t]++" + _VALUE + r"[ \t]*+\)"
 )
 #: ``echo``/``printf`` of a value piped into ``base64`` to encode it (a Secret's value made by hand: ``echo -n "…" |
-#: base64``; ``base64 -d`` decodes): the value goes when it reads as a password (``"hello world"``, ``"admin"`` stay).
+#: base64``; ``base64 -d`` decodes; its quote left open too: ``echo '… | base64``): the value goes when it reads as a
+#: password (``"hello world"``, ``"admin"`` stay).
 BASE64_INPUT = re.compile(
-    r"(?<![\w-])(?:echo|printf)(?:[ \t]++-[neE]{1,3}+)?[ \t]++(?P<q>[\"']?)(?P<value>[^\s\"'|;&<>()`]{6,200}+)(?P=q)[ \t]*+\|[ \t]*+base64"
+    r"(?<![\w-])(?:echo|printf)(?:[ \t]++-[neE]{1,3}+)?[ \t]++(?P<q>[\"']?)(?P<value>[^\s\"'|;&<>()`]{6,}+)(?P=q)?[ \t]*+\|[ \t]*+base64"
     r"(?:[ \t]++-w[ \t]*+0)?(?=[ \t]*+(?:$|[\r\n;&|)]))"
 )
 #: ``-P password`` of ``zip``, ``unzip``, ``zipcloak``, ``sqlcmd`` and ``bcp`` (a path or ``.exe`` before, any case, ``-P``

@@ -1147,6 +1147,9 @@ SENT_BEFORE = [
     *[(text.replace('PW', 'Kq7#vLp2Wx!9'), 'Kq7#vLp2Wx!9') for text in (
         "vercel env add DB_PASSWORD production <<< 'PW'", "echo 'PW' | vercel env add DB_PASSWORD production",
         "echo -n 'PW' | npx wrangler secret put API_KEY", "wrangler secret put API_KEY <<< 'PW'", "printf '%s' 'PW' | vercel env add STRIPE_SECRET_KEY")],
+    # review 41: a value piped into base64 with its quote left open, or past 200 characters
+    ("echo 'Kq7#vLp2Wx!9 | base64", 'Kq7#vLp2Wx!9'), ('echo -n "Kq7#vLp2Wx!9 | base64 -w 0', 'Kq7#vLp2Wx!9'),
+    ('echo -n "' + 'Kq7#vLp2Wx!' * 21 + '" | base64', 'Kq7#vLp2Wx!' * 21),
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1212,6 +1215,8 @@ NEAR_MISSES = [
     # review 41: vercel env add of a setting, or given a variable
     "vercel env add API_URL production <<< 'https://api.example.com/v1'", "echo 'https://api.example.com/v1' | vercel env add NEXT_PUBLIC_URL",
     'vercel env add DB_PASSWORD production <<< "$DB_PASSWORD"', 'echo "$CF_TOKEN" | wrangler secret put API_KEY',
+    # review 41: words piped into base64 with a quote left open
+    "echo 'hello world | base64", "echo 'admin | base64", 'echo "$PASSWORD | base64',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
