@@ -461,8 +461,8 @@ TYPE_ENDINGS = ("Field", "Str", "String", "Bytes", "Input", "Type", "Form", "Wid
 #: What may follow a passphrase: the end of its text, or anything but a letter of the Latin alphabet after spaces (a
 #: clause's punctuation, a line break, a closing quote, an emoji): ``password: x and …`` goes on in prose.
 CLAUSE_END = re.compile(r"[ \t]*+(?:[^A-Za-z \t]|\Z)")
-#: Last words that make a name a credential which those endings do not cover.
-CREDENTIAL_WORDS = {"passcode", "psk", "apikey", "accesskey", "secretkey", "privatekey", "mima"}
+#: Last words that make a name a credential which those endings do not cover (``SSHPASS``: what ``sshpass -e`` reads).
+CREDENTIAL_WORDS = {"passcode", "psk", "apikey", "accesskey", "secretkey", "privatekey", "mima", "sshpass"}
 #: Last words of names that are credentials only when the value looks like one (a digit or a symbol in it): ``auth=true``
 #: and ``credentials: 'same-origin'`` are settings, ``auth=dXNlcjpw…`` is not; ``sk``: a cloud's secret key (``SK=…``);
 #: ``appkey``: an SDK's app key, sent beside its secret (DingTalk's, Umeng's: ``appkey：…``).

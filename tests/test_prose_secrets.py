@@ -1150,6 +1150,9 @@ SENT_BEFORE = [
     # review 41: a value piped into base64 with its quote left open, or past 200 characters
     ("echo 'Kq7#vLp2Wx!9 | base64", 'Kq7#vLp2Wx!9'), ('echo -n "Kq7#vLp2Wx!9 | base64 -w 0', 'Kq7#vLp2Wx!9'),
     ('echo -n "' + 'Kq7#vLp2Wx!' * 21 + '" | base64', 'Kq7#vLp2Wx!' * 21),
+    # review 41: SSHPASS, the password sshpass -e reads, assigned
+    ("SSHPASS='Kq7#vLp2Wx!9' sshpass -e ssh root@10.0.0.5", 'Kq7#vLp2Wx!9'), ('export SSHPASS=Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
+    ('env SSHPASS=correcthorsebatterystaple sshpass -e scp a.tgz h:', 'correcthorsebatterystaple'),
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1217,6 +1220,8 @@ NEAR_MISSES = [
     'vercel env add DB_PASSWORD production <<< "$DB_PASSWORD"', 'echo "$CF_TOKEN" | wrangler secret put API_KEY',
     # review 41: words piped into base64 with a quote left open
     "echo 'hello world | base64", "echo 'admin | base64", 'echo "$PASSWORD | base64',
+    # review 41: SSHPASS given a variable or a command's output, sshpass as a setting's word
+    'SSHPASS="$DEPLOY_PW" sshpass -e ssh h', 'export SSHPASS="$(cat ~/.pw)"', 'sshpass: installed', 'use_sshpass: true',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
