@@ -482,7 +482,7 @@ def _labelled(m: re.Match[str]) -> str:
         words = after.lower().replace("…", "...")  # an ellipsis as its dots
         assigned = (foreign or not label.isascii() or m.group("purpose") is not None) and words[:1] in (":", "=", "：")
         arrow = words[:2] in ("=>", "->", "..", ". ") or words[:1] in ("→", "⇒") or (words[:1] == "-" and joiner[:1].isspace() and joiner[-1:].isspace())  # not password-login, --flag
-        arrow |= (" " in label or group == "coded") and words[:1] == ":"  # a label no assignment names: api key: …
+        arrow |= (" " in label or "/" in label or group == "coded") and words[:1] == ":"  # a label no assignment names: api key:, p/w:
         reads = prose_secrets.reads_strongly if re.match(r"(?:\.{3}|…)[ \t]", joiner) else prose_secrets.reads_as_password
         digits_key = label[:3].lower() == "wpa" and value.isdigit() and 8 <= len(value) <= 63  # a Wi-Fi key of digits (WPA: 8 to 63)
         assigned |= arrow and (reads(value) or digits_key) and not re.search("[\"'()\\[\\]{}<>|`]", value)  # after an ellipsis (Checking password... Passed2), strongly

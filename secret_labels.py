@@ -21,11 +21,11 @@ _SCRIPT_LABELS = ("密码短语|密碼短語|密码|密碼|口令|密钥|密鑰|
                   "|пароль|паролем|пароля|รหัสผ่าน|كلمة المرور|كلمة السر|كلمة مرور|סיסמה|סיסמא|पासवर्ड")
 #: Credential labels of other languages written in Latin letters or Cyrillic (French, Spanish, Portuguese, German,
 #: Dutch, Italian, Polish, Turkish, Vietnamese, Indonesian, Malay, Swedish, Norwegian, Danish, Finnish, Czech, Hungarian,
-#: Catalan, Russian, Japanese and Korean katakana/hangul words for
+#: Catalan, Romanian, Greek, Russian (``пасс`` too, not ``пассажир``), Japanese and Korean katakana/hangul words for
 #: password, key and token: ``APIトークン``, ``シークレットキー``), after which ``:`` joins a value as a verb does: no
 #: assignment names them.
 _FOREIGN_LABELS = (r"mot de passe|contraseña|contrasena|senha|palavra-passe|passwort|kennwort|wachtwoord|hasło|haslo|şifre(?:m|niz|si)?"
-                   r"|sifre(?:m|niz|si)?|parola d'ordine|mật khẩu|mat khau|kata sandi|kata laluan|lösenord|losenord|passord|adgangskode|salasana|heslo|jelszó|jelszo|contrasenya|clé(?: d'api| api)?|cle api|jeton"
+                   r"|sifre(?:m|niz|si)?|parola d'ordine|parolă|κωδικ[οό]ς?(?: πρ[οό]σβασης)?|συνθηματικ[οό]|пасс(?![а-яё])|mật khẩu|mat khau|kata sandi|kata laluan|lösenord|losenord|passord|adgangskode|salasana|heslo|jelszó|jelszo|contrasenya|clé(?: d'api| api)?|cle api|jeton"
                    r"|clave(?: de api| api)?|chave(?: de api| api)?|schlüssel|api-schlüssel|sleutel|токен|ключ(?: api)?|api[ -]ключ"
                    r"|(?:api ?|アクセス|シークレット)?トークン|(?:アクセス|シークレット)キー|(?:クライアント|アプリ)?シークレット|토큰")
 FOREIGN_LABEL = re.compile("(?i)" + _FOREIGN_LABELS)
@@ -33,7 +33,9 @@ FOREIGN_LABEL = re.compile("(?i)" + _FOREIGN_LABELS)
 FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha", "palavra-passe", "passwort", "kennwort",
                            "wachtwoord", "hasło", "haslo", "şifre", "sifre", "parola d'ordine", "mật khẩu", "mat khau",
                            "kata sandi", "kata laluan", "lösenord", "losenord", "passord", "adgangskode", "salasana", "heslo", "jelszó",
-                           "jelszo", "contrasenya", "şifrem", "sifrem", "şifreniz", "sifreniz", "şifresi", "sifresi"}
+                           "jelszo", "contrasenya", "şifrem", "sifrem", "şifreniz", "sifreniz", "şifresi", "sifresi",
+                           "parolă", "пасс", *(f"κωδικ{o}{s}{p}" for o in "οό" for s in ("", "ς") for p in ("", " πρόσβασης", " προσβασης")),
+                           "συνθηματικό", "συνθηματικο"}
 #: The labels of :data:`_SCRIPT_LABELS` for a password, in Chinese, Japanese and Korean (a key's or a token's, 密钥 令牌,
 #: may name a colour: a theme's).
 CJK_PASSWORD_LABELS = frozenset(("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호"))
@@ -69,7 +71,7 @@ _VERBS = r"is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là"
 #: :func:`redact._labelled`'s.
 LABELLED = re.compile(
     r"(?i)((?:" + _SCRIPT_LABELS + r")|(?<![A-Za-z0-9_])(?:APIキー|API ?키"
-    r"|password|pasword|passwrod|passowrd|passwd|passphrase|passcode|pwd|pw|sk|" + _FOREIGN_LABELS +
+    r"|password|pasword|passwrod|passowrd|passwd|passphrase|pass phrase|passcode|pwd|pw|p/w|sk|" + _FOREIGN_LABELS +
     r"|(?:api|access|secret|private|wpa[23]?)[ _-]?key|(?:wpa[23]?[ _-]?)?psk|secret|(?<!max )(?<!min )token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|in|at|to|für|von|zur|zum|pour|de|du|des|del|della|do|da|dos|das|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?(?:[\w.@-]{1,64}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")"

@@ -1153,6 +1153,10 @@ SENT_BEFORE = [
     # review 41: SSHPASS, the password sshpass -e reads, assigned
     ("SSHPASS='Kq7#vLp2Wx!9' sshpass -e ssh root@10.0.0.5", 'Kq7#vLp2Wx!9'), ('export SSHPASS=Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
     ('env SSHPASS=correcthorsebatterystaple sshpass -e scp a.tgz h:', 'correcthorsebatterystaple'),
+    # review 41: a password's label in Romanian and Greek (accented or not), пасс, p/w, and openssl's pass phrase prompt with its value
+    *[(f'{label}: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9') for label in (
+        'parolă', 'κωδικός', 'ΚΩΔΙΚΟΣ', 'Κωδικός πρόσβασης', 'συνθηματικό', 'пасс', 'p/w', 'P/W', 'Enter PEM pass phrase',
+        'Enter pass phrase for server.key')],
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1222,6 +1226,9 @@ NEAR_MISSES = [
     "echo 'hello world | base64", "echo 'admin | base64", 'echo "$PASSWORD | base64',
     # review 41: SSHPASS given a variable or a command's output, sshpass as a setting's word
     'SSHPASS="$DEPLOY_PW" sshpass -e ssh h', 'export SSHPASS="$(cat ~/.pw)"', 'sshpass: installed', 'use_sshpass: true',
+    # review 41: those labels before prose, a code's number or a ratio; words that start with пасс
+    'пассажир: Иванов А1', 'пассажиры: 12', 'κωδικός: 404', 'κωδικός: ο ίδιος', 'κωδικός προϊόντος: ABC-123', 'parolă: vezi vault',
+    'p/w: see vault', 'p/w ratio: 3.5', 'W/L p/w: 12-4', 'Verifying - Enter PEM pass phrase:', 'the pass phrase is required',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
