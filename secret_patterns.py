@@ -92,7 +92,8 @@ PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----EN
 #: ``setRequestProperty``, ``.header(``) and C#'s ``AuthenticationHeaderValue("Basic", "…")``; a scheme then a variable
 #: (``"Bearer " + token``) stays. A placeholder stays: ``YOUR_API_KEY``,
 #: ``your-token-here`` (capitals and ``_`` alone, or ``your`` and letters). A bare ``bearer`` token needs a digit:
-#: "bearer authentication" is prose.
+#: "bearer authentication" is prose. A credential holds a password's ``!``, ``#``, ``@`` and ``^`` too (``Token Kq7#…``),
+#: not a template's ``$`` ``%`` ``{``, a mask's ``*`` nor a query's ``&``.
 AUTH_HEADER = re.compile(
     r"(?i)(?<![A-Za-z0-9_])((?:proxy-)?authorization[\"']?(?:\s*+[:=：]\s*+[\"']?"
     r"(?:(?:bearer|basic|token|bot)\s++|(?!(?-i:[a-z]+)(?![A-Za-z0-9_])))"
@@ -100,7 +101,7 @@ AUTH_HEADER = re.compile(
     r"|[ \t]++(?:to[ \t]++)?[\"']?(?:bearer|basic|token)[ \t]++(?=[A-Za-z0-9._~+/=-]*[\d=+/]))"
     r"|authenticationheadervalue\(\s*+\"(?:bearer|basic)\"\s*+,\s*+\")"
     r"(?!(?-i:your|YOUR|Your)[A-Za-z_-]*+(?![A-Za-z0-9._~+/=-])|(?-i:[A-Z_]++)(?![A-Za-z0-9._~+/=-]))"
-    r"([A-Za-z0-9._~+/=-]{8,}+)"
+    r"([A-Za-z0-9._~+/=!#@^-]{8,}+)"
     r"|(?<![A-Za-z0-9_])(bearer\s++)(?=[A-Za-z0-9._~+/=-]*\d)([A-Za-z0-9._~+/=-]{12,}+)"
 )
 #: The ``user:password@`` (or a long token as the user) of a URL, also one without its scheme (``//user:…@``) or

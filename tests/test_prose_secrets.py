@@ -1157,6 +1157,9 @@ SENT_BEFORE = [
     *[(f'{label}: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9') for label in (
         'parolă', 'κωδικός', 'ΚΩΔΙΚΟΣ', 'Κωδικός πρόσβασης', 'συνθηματικό', 'пасс', 'p/w', 'P/W', 'Enter PEM pass phrase',
         'Enter pass phrase for server.key')],
+    # review 41: an Authorization header's credential holding !, #, @ or ^ (the rest was sent)
+    ('Authorization: Token Kq7#vLp2Wx!9vLp2Wx99', 'vLp2Wx!9vLp2Wx99'), ('"Authorization": "Token Kq7vLp2Wx#!9@Zr8^Wt",', 'Zr8^Wt'),
+    ('headers["Authorization"] = "Basic Kq7vLp2W!x9Zr8Wt2Yk"', 'x9Zr8Wt2Yk'),
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1229,6 +1232,9 @@ NEAR_MISSES = [
     # review 41: those labels before prose, a code's number or a ratio; words that start with пасс
     'пассажир: Иванов А1', 'пассажиры: 12', 'κωδικός: 404', 'κωδικός: ο ίδιος', 'κωδικός προϊόντος: ABC-123', 'parolă: vezi vault',
     'p/w: see vault', 'p/w ratio: 3.5', 'W/L p/w: 12-4', 'Verifying - Enter PEM pass phrase:', 'the pass phrase is required',
+    # review 41: an Authorization header's mask, template or variable
+    'Authorization: Bearer ********', 'Authorization: Basic #{creds}', 'Authorization: Bearer %API_TOKEN%', 'authorization: required!',
+    'Authorization: Bearer YOUR_TOKEN!', 'curl -H "Authorization: Bearer ${TOKEN}" https://x',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
