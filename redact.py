@@ -494,7 +494,7 @@ def _labelled(m: re.Match[str]) -> str:
         paren = group == "paren" and words in ("", ":", "：", "=")  # password (…), password: (…), password(…)
         if (paren or not words and joiner[:1].isspace()) and re.search(r"\d", value) and (prose_secrets.reads_as_password(value) or digits_key):
             before = _USER_BEFORE.search(m.string, max(m.start(1) - 80, 0), m.start(1))
-            assigned = label.lower() in labels.FOREIGN_PASSWORD_LABELS or (_password_name(label) and (paren or (
+            assigned = label.lower() in labels.FOREIGN_PASSWORD_LABELS or ((_password_name(label) or label.lower() == "pw") and (paren or (
                 before is not None and (before[1] is not None or prose_secrets.reads_strongly(m.group(group)))))) or (label[:3].lower() == "wpa" and len(value) >= 8)
         if not assigned and (not words or words[0] in ":=-→⇒" or (words.isascii() and not labels.LATIN_VERBS.search(words))):
             return m.group(0)

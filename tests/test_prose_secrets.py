@@ -1160,6 +1160,9 @@ SENT_BEFORE = [
     # review 41: an Authorization header's credential holding !, #, @ or ^ (the rest was sent)
     ('Authorization: Token Kq7#vLp2Wx!9vLp2Wx99', 'vLp2Wx!9vLp2Wx99'), ('"Authorization": "Token Kq7vLp2Wx#!9@Zr8^Wt",', 'Zr8^Wt'),
     ('headers["Authorization"] = "Basic Kq7vLp2W!x9Zr8Wt2Yk"', 'x9Zr8Wt2Yk'),
+    # review 41: pw right before a password, after a login's host or user and a comma, as password is
+    ('ssh root@10.0.0.5, pw Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'), ('user root pw Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
+    ('username admin pw Kq7#vLp2Wx!9 then restart', 'Kq7#vLp2Wx!9'),
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1235,6 +1238,8 @@ NEAR_MISSES = [
     # review 41: an Authorization header's mask, template or variable
     'Authorization: Bearer ********', 'Authorization: Basic #{creds}', 'Authorization: Bearer %API_TOKEN%', 'authorization: required!',
     'Authorization: Bearer YOUR_TOKEN!', 'curl -H "Authorization: Bearer ${TOKEN}" https://x',
+    # review 41: pw before a pulse's width, a word or a value that does not read strongly after a comma
+    'servo A, pw 1500us', 'the PWM, pw Hashing2024 job', 'user bob, pw see-vault', 'PW Kq7vLp2Wx99 alone',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
