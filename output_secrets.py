@@ -49,10 +49,10 @@ PRINTED_VALUE = re.compile(
     r"|aws[ \t]++(?P<mname>secret)smanager[ \t]++get-secret-value[ \t][^\n]{0,300}?--output[ \t=]++text[^\n]{0,300}+"
     r"|cat[ \t]++(?:\S{0,300}?/)?(?P<fname>initialAdminPassword|initial_root_password|[\w.-]{0,40}?(?:password|token|secret))"
     r"(?:\.txt)?|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D)"
-    r"|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n]{0,300}?go-template[= ]['\"]?\{\{[ \t]*+(?:\.data\.|index[ \t]++\.data[ \t]++\\?\")"
+    r"|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n]{0,300}?template[= ]['\"]?\{\{[ \t]*+(?:\.data\.|index[ \t]++\.data[ \t]++\\?\")"
     r"(?P<ganame>[\w.-]{1,100}+)[^\n]{0,300}+|op[ \t]++item[ \t]++get[ \t][^\n]{0,200}?--fields?[ \t=]++(?:label=)?(?P<iname>" + _NAME + r")[^\n]{0,300}+"
     r"|sops[ \t][^\n]{0,200}?--extract[ \t=]++(?P<xq>['\"])[^\n]{0,300}?\[[\"'](?P<uname>" + _NAME + r")[\"']\](?P=xq)[^\n]{0,300}+"
-    r"|wrangler[ \t]++secret[ \t]++put[ \t]++(?P<rname>" + _NAME + r")[^\n]{0,300}+)"
+    r"|(?:(?:npx|bunx|pnpm(?:[ \t]++(?:exec|dlx))?|yarn)[ \t]++)?wrangler[ \t]++secret[ \t]++put[ \t]++(?P<rname>" + _NAME + r")[^\n]{0,300}+)"
     r"[ \t]*+\r?\n[ \t]*+(?(rname)(?:[?✔✓][ \t]++)?(?:Enter a secret value:?[ \t]*+(?:›[ \t]*+)?)?)(?P<value>[^\s$]\S*+)[ \t]*+(?=\r?\n|$)"
 )
 #: A generator's output on the line under the command that made it: ``pwgen``, ``apg``, ``makepasswd``, ``openssl rand

@@ -1137,7 +1137,8 @@ SENT_BEFORE = [
         'op item get db --fields password', 'op item get db --fields label=password --reveal',
         "kubectl get secret db -o go-template='{{.data.password | base64decode}}'",
         """kubectl get secret db -o go-template='{{index .data "db-password" | base64decode}}'""",
-        """sops -d --extract '["db"]["password"]' secrets.yaml""", 'wrangler secret put API_KEY')],
+        """sops -d --extract '["db"]["password"]' secrets.yaml""", 'wrangler secret put API_KEY',
+        "kubectl get secret db -o go-template --template='{{.data.password | base64decode}}'", 'npx wrangler secret put API_KEY --env prod')],
     ('$ wrangler secret put API_KEY\n? Enter a secret value: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'),
     ('$ wrangler secret put API_KEY\n✔ Enter a secret value: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'),
     # review 41: an LDAP password's hash in LDIF or slapd's files (an assignment took {SSHA} for a dict)
