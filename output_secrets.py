@@ -3,9 +3,10 @@
 A value on the line under the command that printed it: ``printenv NAME`` (in a container too: ``docker exec app printenv
 NAME``), ``echo $NAME`` (``${NAME}``, ``%NAME%``,
 ``$env:NAME``) and ``cat`` of a file named for a password or token (Jenkins' ``initialAdminPassword``) after a
-shell's prompt or none, ``kubectl … {.data.NAME} | base64 -d`` and ``-o go-template='{{.data.NAME | base64decode}}'``
+shell's prompt or none, ``kubectl … {.data.NAME}`` (``| base64 -d`` or not) and ``-o go-template='{{.data.NAME | base64decode}}'``
 (``oc`` too), ``op item get … --fields NAME``, ``sops -d --extract '[…]["NAME"]'``, ``wrangler secret put NAME`` (the
-value after its prompt, ``? Enter a secret value: …``) and PowerShell's ``Name : NAME`` above
+value after its prompt, ``? Enter a secret value: …``), ``vercel env add NAME`` (``? What's the value of NAME? …``) and
+PowerShell's ``Name : NAME`` above
 ``Value : …``, ``terraform output -raw NAME``, ``argocd admin initial-password``, ``vault kv get -field=NAME …``, ``gcloud secrets versions access …
 --secret=NAME``, and secret managers' ``doppler secrets get NAME``, ``op read op://…/NAME``, ``pass show …``, ``bw get password …``,
 ``security find-generic-password … -w`` and ``aws secretsmanager get-secret-value … --output text`` (a password's or a secret's name); the NAME is judged as an assignment of the value to it would be (``printenv PATH`` then a path stays).
@@ -48,12 +49,14 @@ PRINTED_VALUE = re.compile(
     r"|security[ \t]++find-(?:generic|internet)-(?P<yname>password)[ \t][^\n]{0,300}?[ \t]-w(?![^\s])[^\n]{0,300}+"
     r"|aws[ \t]++(?P<mname>secret)smanager[ \t]++get-secret-value[ \t][^\n]{0,300}?--output[ \t=]++text[^\n]{0,300}+"
     r"|cat[ \t]++(?:\S{0,300}?/)?(?P<fname>initialAdminPassword|initial_root_password|[\w.-]{0,40}?(?:password|token|secret))"
-    r"(?:\.txt)?|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D)"
+    r"(?:\.txt)?|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?(?:[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D))?"
     r"|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n]{0,300}?template[= ]['\"]?\{\{[ \t]*+(?:\.data\.|index[ \t]++\.data[ \t]++\\?\")"
     r"(?P<ganame>[\w.-]{1,100}+)[^\n]{0,300}+|op[ \t]++item[ \t]++get[ \t][^\n]{0,200}?--fields?[ \t=]++(?:label=)?(?P<iname>" + _NAME + r")[^\n]{0,300}+"
     r"|sops[ \t][^\n]{0,200}?--extract[ \t=]++(?P<xq>['\"])[^\n]{0,300}?\[[\"'](?P<uname>" + _NAME + r")[\"']\](?P=xq)[^\n]{0,300}+"
-    r"|(?:(?:npx|bunx|pnpm(?:[ \t]++(?:exec|dlx))?|yarn)[ \t]++)?wrangler[ \t]++secret[ \t]++put[ \t]++(?P<rname>" + _NAME + r")[^\n]{0,300}+)"
-    r"[ \t]*+\r?\n[ \t]*+(?(rname)(?:[?✔✓][ \t]++)?(?:Enter a secret value:?[ \t]*+(?:›[ \t]*+)?)?)(?P<value>[^\s$]\S*+)[ \t]*+(?=\r?\n|$)"
+    r"|(?:(?:npx|bunx|pnpm(?:[ \t]++(?:exec|dlx))?|yarn)[ \t]++)?(?:wrangler[ \t]++secret[ \t]++put[ \t]++(?P<rname>" + _NAME + r")"
+    r"|vercel[ \t]++env[ \t]++add[ \t]++(?P<cname>" + _NAME + r"))[^\n]{0,300}+)[ \t]*+\r?\n[ \t]*+"
+    r"(?(rname)(?:[?✔✓][ \t]++)?(?:Enter a secret value:?[ \t]*+(?:›[ \t]*+)?)?"
+    r"|(?(cname)(?:[?✔✓][ \t]++)?(?:What['’]s the value of [\w-]{1,100}+\?[ \t]*+)?))(?P<value>[^\s$]\S*+)[ \t]*+(?=\r?\n|$)"
 )
 #: A generator's output on the line under the command that made it: ``pwgen``, ``apg``, ``makepasswd``, ``openssl rand
 #: -base64|-hex N``, ``gpg --gen-random``, ``rails secret``, and Python's ``secrets.token_urlsafe|token_hex|token_bytes(…)``
@@ -169,7 +172,7 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
 def _printed(m: re.Match[str], redacted: str, judge: Judge) -> str:
     """A :data:`PRINTED_VALUE` match, its value redacted when an assignment of it to the printed name would be."""
     names = ("pname", "ename", "wname", "sname", "fname", "kname", "lname", "tname", "vname", "gname", "aname", "dname", "oname",
-             "xname", "bname", "yname", "mname", "ganame", "iname", "uname", "rname")
+             "xname", "bname", "yname", "mname", "ganame", "iname", "uname", "rname", "cname")
     name = next(m.group(g) for g in names if g in m.re.groupindex and m.group(g))
     value = m.group("value")
     if not judge(name, value, True):

@@ -1139,6 +1139,9 @@ SENT_BEFORE = [
         """kubectl get secret db -o go-template='{{index .data "db-password" | base64decode}}'""",
         """sops -d --extract '["db"]["password"]' secrets.yaml""", 'wrangler secret put API_KEY',
         "kubectl get secret db -o go-template --template='{{.data.password | base64decode}}'", 'npx wrangler secret put API_KEY --env prod')],
+    # review 41: vercel env add's value after its prompt; a Secret's value printed still base64-encoded (as good as the password)
+    ("$ vercel env add DB_PASSWORD production\n? What's the value of DB_PASSWORD? Kq7#vLp2Wx!9", 'Kq7#vLp2Wx!9'),
+    ("$ kubectl get secret db -o jsonpath='{.data.password}'\nS3E3I3ZMcDJXeCE5", 'S3E3I3ZMcDJXeCE5'),
     ('$ wrangler secret put API_KEY\n? Enter a secret value: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'),
     ('$ wrangler secret put API_KEY\n✔ Enter a secret value: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'),
     # review 41: an LDAP password's hash in LDIF or slapd's files (an assignment took {SSHA} for a dict)
@@ -1224,6 +1227,8 @@ NEAR_MISSES = [
     '$ op item get db --fields username\nadmin', "$ kubectl get secret db -o go-template='{{.data.username | base64decode}}'\nadmin",
     """$ sops -d --extract '["db"]["host"]' secrets.yaml\ndb.internal""", '$ wrangler secret put API_KEY\n? Enter a secret value: ********',
     '$ wrangler secret put API_KEY\n🌀 Creating the secret for the Worker "app"', '$ op item get db --fields password\n[ERROR] item not found',
+    "$ vercel env add API_URL production\n? What's the value of API_URL? https://x.com/v1", '$ printenv DB_PASSWORD\n? Kq7vLp2Wx99',
+    "$ kubectl get secret db -o jsonpath='{.data.username}'\nYWRtaW4=",
     # review 41: an LDAP password's scheme named without its hash
     'userPassword: {SSHA}', 'rootpw {SSHA}<hash>', 'Set userPassword: {SSHA} for salted hashes',
     # review 41: vercel env add of a setting, or given a variable
