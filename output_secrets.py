@@ -8,8 +8,11 @@ shell's prompt or none, ``kubectl … {.data.NAME}`` (``| base64 -d`` or not) an
 value after its prompt, ``? Enter a secret value: …``), ``vercel env add NAME`` (``? What's the value of NAME? …``) and
 PowerShell's ``Name : NAME`` above
 ``Value : …``, ``terraform output -raw NAME``, ``argocd admin initial-password``, ``vault kv get -field=NAME …``, ``gcloud secrets versions access …
---secret=NAME``, and secret managers' ``doppler secrets get NAME``, ``op read op://…/NAME``, ``pass show …``, ``bw get password …``,
-``security find-generic-password … -w`` and ``aws secretsmanager get-secret-value … --output text`` (a password's or a secret's name); the NAME is judged as an assignment of the value to it would be (``printenv PATH`` then a path stays).
+--secret=NAME``, and secret managers' ``doppler secrets get NAME``, ``op read op://…/NAME``, ``pass show …`` (``gopass``), ``bw get password …``,
+``security find-generic-password … -w``, ``aws secretsmanager get-secret-value … --output text``, ``secret-tool lookup …``,
+``keyring get SERVICE USER`` and ``lpass show --password …`` (a password's or a secret's name), ``heroku config:get NAME``,
+``az keyvault secret show --name NAME``, ``aws ssm get-parameter --name …/NAME``, ``infisical secrets get NAME``, ``dotenvx get
+NAME``, ``chamber read SERVICE NAME``, ``kubectl view-secret SECRET NAME`` and ``jq``'s or ``yq``'s ``….NAME`` (after a pipe too); the NAME is judged as an assignment of the value to it would be (``printenv PATH`` then a path stays).
 Passwords a server makes and prints (MySQL's temporary one, Elasticsearch's, Jenkins' and Spring Security's generated
 ones). Redis ``MONITOR`` lines, which quote each word of a command (``"AUTH" "…"``, ``"AUTH" "user" "…"``, ``"CONFIG"
 "SET" "requirepass" "…"``), and redis-cli's reply to ``CONFIG GET requirepass``. And ``Authorization`` written
@@ -45,13 +48,21 @@ PRINTED_VALUE = re.compile(
     r"[^\n]{0,200}?-field=(?P<vname>" + _NAME + r")[^\n]{0,300}+|gcloud[ \t][^\n]{0,200}?secrets[ \t]++versions[ \t]++access"
     r"[^\n]{0,200}?--secret[= ](?P<gname>" + _NAME + r")[^\n]{0,300}+|argocd[ \t]++admin[ \t]++(?P<aname>initial-password)[^\n]{0,300}+"
     r"|doppler[ \t]++secrets[ \t]++get[ \t]++(?P<dname>" + _NAME + r")[^\n]{0,300}+|op[ \t]++read[ \t]++[\"']?op://[^\s\"']{0,300}?/(?P<oname>"
-    + _NAME + r")[\"']?|(?P<xname>pass)[ \t]++show[ \t]++\S{1,300}+|bw[ \t]++get[ \t]++(?P<bname>password)[ \t]++\S{1,300}+"
+    + _NAME + r")[\"']?|(?:go)?(?P<xname>pass)[ \t]++show[ \t]++(?:-[oO][ \t]++)?\S{1,300}+|bw[ \t]++get[ \t]++(?P<bname>password)[ \t]++\S{1,300}+"
     r"|security[ \t]++find-(?:generic|internet)-(?P<yname>password)[ \t][^\n]{0,300}?[ \t]-w(?![^\s])[^\n]{0,300}+"
     r"|aws[ \t]++(?P<mname>secret)smanager[ \t]++get-secret-value[ \t][^\n]{0,300}?--output[ \t=]++text[^\n]{0,300}+"
     r"|cat[ \t]++(?:\S{0,300}?/)?(?P<fname>initialAdminPassword|initial_root_password|[\w.-]{0,40}?(?:password|token|secret))"
     r"(?:\.txt)?|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?(?:[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D))?"
     r"|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n]{0,300}?template[= ]['\"]?\{\{[ \t]*+(?:\.data\.|index[ \t]++\.data[ \t]++\\?\")"
     r"(?P<ganame>[\w.-]{1,100}+)[^\n]{0,300}+|op[ \t]++item[ \t]++get[ \t][^\n]{0,200}?--fields?[ \t=]++(?:label=)?(?P<iname>" + _NAME + r")[^\n]{0,300}+"
+    r"|heroku[ \t]++config:get[ \t]++(?P<hname>" + _NAME + r")[^\n]{0,300}+|(?:infisical[ \t]++secrets|dotenvx)[ \t]++get[ \t]++(?P<nname>"
+    + _NAME + r")[^\n]{0,300}+|chamber[ \t]++read[ \t]++\S{1,100}+[ \t]++(?P<chname>" + _NAME + r")[^\n]{0,300}+"
+    r"|az[ \t]++keyvault[ \t]++secret[ \t]++show[ \t][^\n]{0,200}?(?:--name|-n)[ \t=]++(?P<zname>" + _NAME + r")[^\n]{0,300}+"
+    r"|aws[ \t]++ssm[ \t]++get-parameter[ \t][^\n]{0,200}?--name[ \t=]++[\"']?(?:[^\s\"']{0,300}?/)?(?P<pmname>" + _NAME + r")[\"']?(?![^\s])[^\n]{0,300}+"
+    r"|lpass[ \t]++show[ \t][^\n]{0,100}?--(?P<lpname>password)[^\n]{0,300}+|(?P<stname>secret)-tool[ \t]++lookup[ \t][^\n]{0,300}+"
+    r"|(?:python3?[ \t]++-m[ \t]++)?keyring[ \t]++get[ \t]++\S{1,100}+[ \t]++\S{1,100}+(?P<krname>)"
+    r"|kubectl[ \t]++view-secret[ \t]++\S{1,100}+[ \t]++(?P<kvname>" + _NAME + r")[^\n]{0,300}+"
+    r"|(?:[^\n|]{1,300}+\|[ \t]*+)?(?:jq|yq)[ \t][^\n|]{0,200}?\.(?P<jqname>" + _NAME + r")['\"]?(?:[ \t]++[^\s|]{1,300}+)?"
     r"|sops[ \t][^\n]{0,200}?--extract[ \t=]++(?P<xq>['\"])[^\n]{0,300}?\[[\"'](?P<uname>" + _NAME + r")[\"']\](?P=xq)[^\n]{0,300}+"
     r"|(?:(?:npx|bunx|pnpm(?:[ \t]++(?:exec|dlx))?|yarn)[ \t]++)?(?:wrangler[ \t]++secret[ \t]++put[ \t]++(?P<rname>" + _NAME + r")"
     r"|vercel[ \t]++env[ \t]++add[ \t]++(?P<cname>" + _NAME + r"))[^\n]{0,300}+)[ \t]*+\r?\n[ \t]*+"
@@ -171,9 +182,11 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
 
 def _printed(m: re.Match[str], redacted: str, judge: Judge) -> str:
     """A :data:`PRINTED_VALUE` match, its value redacted when an assignment of it to the printed name would be."""
-    names = ("pname", "ename", "wname", "sname", "fname", "kname", "lname", "tname", "vname", "gname", "aname", "dname", "oname",
-             "xname", "bname", "yname", "mname", "ganame", "iname", "uname", "rname", "cname")
-    name = next(m.group(g) for g in names if g in m.re.groupindex and m.group(g))
+    groups = m.re.groupindex  # each command's printed name is a group whose name ends in name
+    if "krname" in groups and m.group("krname") is not None:
+        name = "password"  # keyring get SERVICE USER prints that user's password
+    else:
+        name = next(m.group(g) for g in groups if g.endswith("name") and m.group(g))
     value = m.group("value")
     if not judge(name, value, True):
         return m.group()

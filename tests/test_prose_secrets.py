@@ -1142,6 +1142,14 @@ SENT_BEFORE = [
     # review 41: vercel env add's value after its prompt; a Secret's value printed still base64-encoded (as good as the password)
     ("$ vercel env add DB_PASSWORD production\n? What's the value of DB_PASSWORD? Kq7#vLp2Wx!9", 'Kq7#vLp2Wx!9'),
     ("$ kubectl get secret db -o jsonpath='{.data.password}'\nS3E3I3ZMcDJXeCE5", 'S3E3I3ZMcDJXeCE5'),
+    # review 41: other secret managers' and tools' reads, the value on the next line
+    *[(f'$ {command}\nKq7#vLp2Wx!9', 'Kq7#vLp2Wx!9') for command in (
+        'heroku config:get DATABASE_PASSWORD -a app', 'az keyvault secret show --vault-name kv --name db-password --query value -o tsv',
+        'aws ssm get-parameter --name /app/db/password --with-decryption --query Parameter.Value --output text',
+        'infisical secrets get DB_PASSWORD --plain', 'dotenvx get DB_PASSWORD', 'chamber read app db_password -q', 'lpass show --password db',
+        'gopass show -o prod/db/password', 'secret-tool lookup service db user bob', 'python -m keyring get db bob',
+        'kubectl view-secret db password', 'bw get item db | jq -r .login.password', 'jq -r .password creds.json',
+        "yq '.db.password' secrets.yaml")],
     ('$ wrangler secret put API_KEY\n? Enter a secret value: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'),
     ('$ wrangler secret put API_KEY\n✔ Enter a secret value: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'),
     # review 41: an LDAP password's hash in LDIF or slapd's files (an assignment took {SSHA} for a dict)
@@ -1229,6 +1237,9 @@ NEAR_MISSES = [
     '$ wrangler secret put API_KEY\n🌀 Creating the secret for the Worker "app"', '$ op item get db --fields password\n[ERROR] item not found',
     "$ vercel env add API_URL production\n? What's the value of API_URL? https://x.com/v1", '$ printenv DB_PASSWORD\n? Kq7vLp2Wx99',
     "$ kubectl get secret db -o jsonpath='{.data.username}'\nYWRtaW4=",
+    '$ heroku config:get PORT\n5000', '$ jq -r .version package.json\n1.2.3', '$ az keyvault secret show --name db-host -o tsv\ndb.internal',
+    '$ aws ssm get-parameter --name /app/db/host --output text\ndb.internal', '$ jq -r .name x.json | sort\nalice',
+    '$ cat a.json | jq .token_type\n"Bearer"', '$ kubectl view-secret db username\nadmin', '$ chamber read app db_host\ndb.internal',
     # review 41: an LDAP password's scheme named without its hash
     'userPassword: {SSHA}', 'rootpw {SSHA}<hash>', 'Set userPassword: {SSHA} for salted hashes',
     # review 41: vercel env add of a setting, or given a variable
