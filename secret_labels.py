@@ -65,20 +65,22 @@ _VERBS = r"is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là"
 #: its own script; on the line after a code fence's too: ``The password is:`` then the value in a fenced block), each to its
 #: real end however long (a bound would send the rest: ``密码：`` and 230 characters), after what the
 #: value is for, if said, in up to three words (``password for the db:``, ``for noreply@corp.com is``, ``the password for the staging box is …``, ``Passwort für die DB:``, ``contraseña del wifi:``, ``senha do wifi:``, what not to do with it: ``password do not share:``, ``пароль от базы:``, an aside before a colon:
-#: ``token (staging):``, ``密码（测试环境）：``, a clause's ``password, new one is``) or an adjective written after the label (``contraseña nueva es``, ``mật khẩu mới là``,
-#: ``mật khẩu wifi:``), joined by the verbs of the languages (``das Passwort lautet``, ``le mot de passe c'est``). Longer labels come
-#: first (``secret key`` before ``secret``); a ``max token`` is a count. What a Latin label needs is
+#: ``token (staging):``, ``密码（测试环境）：``, ``passphrase (empty for no passphrase):``, a prompt's default in brackets: ``Password []:``,
+#: ``AWS Secret Access Key [None]:``, a clause's ``password, new one is``) or an adjective written after the label (``contraseña nueva es``, ``mật khẩu mới là``,
+#: ``mật khẩu wifi:``, ``passphrase again:``), joined by the verbs of the languages (``das Passwort lautet``, ``le mot de passe c'est``). Longer labels come
+#: first (``secret key`` and ``secret access key`` before ``secret``); a ``max token`` is a count. What a Latin label needs is
 #: :func:`redact._labelled`'s.
 LABELLED = re.compile(
     r"(?i)((?:" + _SCRIPT_LABELS + r")|(?<![A-Za-z0-9_])(?:APIキー|API ?키"
     r"|password|pasword|passwrod|passowrd|passwd|passphrase|pass phrase|passcode|pwd|pw|p/w|sk|" + _FOREIGN_LABELS +
-    r"|(?:api|access|secret|private|wpa[23]?)[ _-]?key|(?:wpa[23]?[ _-]?)?psk|secret|(?<!max )(?<!min )token))"
+    r"|(?:api|access|secret|private|wpa[23]?)[ _-]?key|secret[ _-]access[ _-]key|(?:wpa[23]?[ _-]?)?psk|secret|(?<!max )(?<!min )token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|in|at|to|für|von|zur|zum|pour|de|du|des|del|della|do|da|dos|das|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?(?:[\w.@-]{1,64}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")"
     r"(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now|ist|war|lautet|est|es|era)(?![\w.-]))(?:[\w-]{1,30}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")){0,2}(?=[\s:：=\"”(（])"
     r"|[ \t]++(?:that|you|we|i|they)" + _CLAUSE_WORD + r"(?:" + _CLAUSE_WORD + r")?(?:" + _CLAUSE_WORD + r")?"
     r"(?=[ \t]++(?:is|was)(?![\w'’-])|[ \t]*+[:：])"
-    r"|[ \t]*+[(（][^()（）\n:=,，]{1,20}+[)）](?=[ \t]*+[:：])|[,，][ \t]*+(?:the[ \t]++)?new[ \t]++one(?=[ \t]++(?:is|was)[ \t]|[ \t]*+:)|[ \t]++(?:nueva|nuevo|nova|novo|nuova|nuovo|mới|actual|wifi)(?![\w-])"
+    r"|[ \t]*+(?:[(（][^()（）\n:=,，]{1,40}+[)）]|\[[^\[\]\n:=]{0,40}+\])(?=[ \t]*+[:：])|[,，][ \t]*+(?:the[ \t]++)?new[ \t]++one(?=[ \t]++(?:is|was)[ \t]|[ \t]*+:)"
+    r"|[ \t]++(?:nueva|nuevo|nova|novo|nuova|nuovo|mới|actual|wifi|again)(?![\w-])"
     r"|[，,][ \t]*+[^\s，,。的]{1,20}+[ \t]*+的(?=[是为為]))?"
     r"[\"”】\]]?\s*+(?:(?:" + _CJK_JOINS + r"|:|：|=>|->|=|→|⇒|(?:(?:should|will|must|would|can)(?: now)? be|now(?: set to)?|(?:(?:has|have) been )?(?:changed|set|reset|updated) to|to"
     r"|" + _VERBS + r"|['’]s|still|currently)(?!\w)|—|-|…{1,2}+|\.{3,}+|(?:\.[ \t]){3,}+|[👉👇➡➜➔⬇🔑🔐🔒🗝]\ufe0f?)\s*+){0,2}"

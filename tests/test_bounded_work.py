@@ -540,6 +540,7 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "echo 'a", "echo 'a | base64", "echo -n aaaaaa",
                                   "parolă: ", "κωδικός πρόσβασης: ", "пасс: a", "p/w: ", "p/w:a", "pass phrase: ", "pass phrase: a!",
                                   "authorization: token a#", "authorization: a!", "authorization: basic !", "Authorization=a@",
+                                  "password [", "password []: a", "token (a a a a a a a a): ", "secret access key", "secret access key again: a1",
                                   # ENV's words, a quoted 7z flag, Rust's references, a Go raw string
                                   "\nENV A_PASSWORD a ", "\nenv A a1! ", "7z '-p", '7z "-pa', "a: &'a ", "a: &str = ", "a = []byte(`",
                                   # joiners, labels and quotes of LABELLED

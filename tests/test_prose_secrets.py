@@ -1175,6 +1175,11 @@ SENT_BEFORE = [
     # review 41: pw right before a password, after a login's host or user and a comma, as password is
     ('ssh root@10.0.0.5, pw Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'), ('user root pw Kq7vLp2Wx99', 'Kq7vLp2Wx99'),
     ('username admin pw Kq7#vLp2Wx!9 then restart', 'Kq7#vLp2Wx!9'),
+    # review 41: a prompt's typed value shown after its label: an aside up to 40 characters, a default in brackets, again, AWS's secret access key
+    *[(f'{prompt}Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9') for prompt in (
+        'Enter passphrase (empty for no passphrase): ', 'Enter same passphrase again: ', 'Enter password again: ',
+        'Enter the new value, or press ENTER for the default\n\tPassword []: ', 'Secret access key: ', 'AWS Secret Access Key [None]: ',
+        'AWS Access Key ID [None]: AKIAIOSFODNN7FAKE12\nAWS Secret Access Key [None]: ')],
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1257,6 +1262,10 @@ NEAR_MISSES = [
     'Authorization: Bearer YOUR_TOKEN!', 'curl -H "Authorization: Bearer ${TOKEN}" https://x',
     # review 41: pw before a pulse's width, a word or a value that does not read strongly after a comma
     'servo A, pw 1500us', 'the PWM, pw Hashing2024 job', 'user bob, pw see-vault', 'PW Kq7vLp2Wx99 alone',
+    # review 41: those prompts without a value, before a rule or prose; an index in brackets
+    'Enter passphrase (empty for no passphrase): ', 'try the token again: it expired', 'password [required]: yes',
+    'AWS Secret Access Key [None]: ', 'AWS Secret Access Key [****************EKEY]: ', 'the secret access key: stored in vault',
+    'password (at least 8 characters, one digit): see policy', 'Password []: ', 'token[0]: abc',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
