@@ -40,13 +40,13 @@ _SAME_COMMAND = r"(?:[^\n|;&\\]|\\\r?\n|\\(?!\r?\n)){0,300}?"
 #: ``secret create [flags] NAME -``, ``gh secret set NAME`` (without ``--body``), ``sudo -S``, ``passwd --stdin``,
 #: ``passwd [user]`` at a command's end (``printf '…\\n…\\n' | passwd bob``), ``chpasswd``, gpg's ``--passphrase-fd 0``, ``gh auth login --with-token``, ``vncpasswd -f``, ``smbpasswd -s`` and
 #: ``htpasswd -i``, vault's ``password=-``, gcloud's ``--data-file=-`` (``gcloud secrets versions add``), ``redis-cli --askpass`` and
-#: Kerberos' ``kinit``, Cloudflare's ``wrangler secret put NAME`` and, under a credential's name, ``vercel env add NAME
+#: Kerberos' ``kinit``, openconnect's ``--passwd-on-stdin``, Cloudflare's ``wrangler secret put NAME`` and, under a credential's name, ``vercel env add NAME
 #: [environment]`` (its other variables are settings: ``API_URL``).
 _READS_INPUT = (r"(?:--password-stdin|--with-token|[ \t]secret[ \t]++create[ \t][^\n|;&<]{0,200}?[ \t]-(?=[ \t]*+(?:<<<|\r?\n|$))"
                 r"|(?<![\w-])gh[ \t]++secret[ \t]++set[ \t]++[A-Za-z_]\w{0,100}+(?=[ \t]*+(?:<<<|\r?\n|$))"
                 r"|(?<![\w-])sudo[ \t]++-[A-Za-z]{0,4}S|(?<![\w-])passwd(?:[ \t]++--stdin|(?:[ \t]++[a-z_][\w.-]{0,31}+)?(?=[ \t]*+(?:$|[\r\n;&])))|(?<![\w-])chpasswd|--passphrase-fd[ \t=]++0"
                 r"|(?<![\w-])(?:vncpasswd[ \t]++-f|smbpasswd(?:[ \t]++-[A-Za-z]{1,4}+){0,2}[ \t]++-[A-Za-z]{0,4}s|htpasswd[ \t]++-[A-Za-z]{0,4}i)"
-                r"|--data-file[ \t=]++-|[ \t]password=-|--askpass|(?<![\w-])kinit"
+                r"|--data-file[ \t=]++-|[ \t]password=-|--askpass|--passwd-on-stdin|(?<![\w-])kinit"
                 r"|(?<![\w-])wrangler[ \t]++secret[ \t]++put[ \t]++[A-Za-z_][\w-]{0,100}+|(?<![\w-])vercel[ \t]++env[ \t]++add[ \t]++"
                 r"[A-Za-z_]\w{0,60}?(?i:pass|secret|token|key|pwd|auth|cred)\w{0,60}+(?:[ \t]++(?:production|preview|development))?)(?![\w-])")
 
@@ -80,20 +80,20 @@ ARCHIVE_OR_SQL = re.compile(
     r"(?<![\w.-])(?:(?i:zip|unzip|zipcloak|sqlcmd|bcp)(?i:\.exe)?+(?=[ \t])" + _SAME_COMMAND + r"[ \t]-[a-zA-Z]{0,4}P[ \t]*+"
     r"|7z[arz]?(?i:\.exe)?+(?=[ \t])" + _SAME_COMMAND + r"[ \t](?P<fq>[\"']?)-p)" + _VALUE
 )
-#: A password given to a command by the flag or the place that command takes it at, in the same command: gpg's
-#: ``--passphrase``, openssl's ``-k``, ``-pass pass:`` and ``passwd [-1|-5|-6|-apr1]``, the LDAP tools' ``-w``,
+#: A password given to a command by the flag or the place that command takes it at, in the same command: any
+#: command's ``--passphrase`` (gpg's, iwctl's), openssl's ``-k``, ``-pass pass:`` and ``passwd [-1|-5|-6|-apr1]``, the LDAP tools' ``-w``,
 #: FreeRDP's ``/p:``, influx's ``-password``, x11vnc's ``-passwd`` and ``-storepasswd``, openGauss' ``gsql -W``, ``mysqladmin … password``,
 #: ``rabbitmqctl add_user|change_password USER``, ``mc alias set ALIAS URL USER``, ``mc admin user add ALIAS USER``, ``poetry config http-basic.NAME
-#: USER``, ``composer config [-g] http-basic.HOST USER``, ``bundle config [set] [--global] HOST USER:``, ``smbclient … //HOST/SHARE``
+#: USER`` (``pypi-token.NAME``), ``cargo login``, ``composer config [-g] http-basic.HOST USER``, ``bundle config [set] [--global] HOST USER:``, ``smbclient … //HOST/SHARE``
 #: (its password after the share), ``net use [Z:] SHARE … /user:USER`` (or before ``/user:``), ``etcdctl --user USER:``, PowerShell's
 #: ``ConvertTo-SecureString`` and ``-Password``/``-SecretKey`` (``-AccountPassword`` too), PuTTY's ``-pw``,
-#: ipmitool's and mosquitto's ``-P``, unrar's ``-p``, curl's ``--proxy-user USER:`` (``-U``), skopeo's ``--creds
+#: ipmitool's and mosquitto's ``-P``, rar's and unrar's ``-p`` (``-hp``), curl's ``--proxy-user USER:`` (``-U``), jenkins-cli's ``-auth USER:``, skopeo's ``--creds
 #: USER:``, a secret store's value (``az keyvault secret set … --value``, ``aws ssm put-parameter … --value``,
 #: ``aws secretsmanager … --secret-string``), ``net user USER … /add``, ``schtasks … /rp``, neo4j's and Grafana's
 #: initial and reset passwords, ``pulumi config set --secret NAME …`` and ``dotnet user-secrets set NAME …``, ngrok's
 #: ``config add-authtoken …`` (``authtoken …``, ``--authtoken …``) and influx's ``-t …``; not a flag in its place (``/persistent:no``, ``--api=s3v4``).
 PASSWORD_FLAG = re.compile(
-    r"(?<![\w.-])(?:gpg2?(?=[ \t])" + _SAME_COMMAND + r"[ \t]--passphrase(?:[ \t]++|=)"
+    r"(?<![\w.-])(?:--passphrase(?:[ \t]++|=)"
     r"|openssl(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-k[ \t]++|-pass(?:in|out)?[ \t]++pass:|passwd(?:[ \t]++-(?:1|5|6|apr1))?[ \t]++)"
     r"|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop)(?=[ \t])" + _SAME_COMMAND + r"[ \t]-w[ \t]++"
     r"|(?:xfreerdp|wlfreerdp|sdl-freerdp)(?=[ \t])" + _SAME_COMMAND + r"[ \t]/p:"
@@ -101,7 +101,7 @@ PASSWORD_FLAG = re.compile(
     r"|rabbitmqctl[ \t]++(?:add_user|change_password)[ \t]++\S{1,100}+[ \t]++"
     r"|ngrok[ \t]++(?:config[ \t]++add-authtoken|authtoken)[ \t]++|(?:ngrok|influx)(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:--authtoken|-t|--token)(?:[ \t]++|=)"
     r"|mc[ \t]++(?:alias[ \t]++set[ \t]++\S{1,100}+[ \t]++\S{1,300}+|admin[ \t]++user[ \t]++add[ \t]++\S{1,100}+)[ \t]++\S{1,100}+[ \t]++"
-    r"|poetry[ \t]++config[ \t]++http-basic\.\S{1,100}+[ \t]++\S{1,100}+[ \t]++"
+    r"|poetry[ \t]++config[ \t]++(?:http-basic\.\S{1,100}+[ \t]++\S{1,100}+|pypi-token\.\S{1,100}+)[ \t]++|cargo[ \t]++login[ \t]++"
     r"|composer[ \t]++config(?:[ \t]++-[\w-]{1,20}+){0,2}[ \t]++http-basic\.\S{1,100}+[ \t]++\S{1,100}+[ \t]++"
     r"|bundle[ \t]++config(?:[ \t]++set)?(?:[ \t]++--(?:global|local))?[ \t]++[\w-]{1,63}+\.[\w.-]{1,200}+[ \t]++(?P<bq>[\"']?)[^\s:\"']{1,100}+:"
     r"|smbclient(?=[ \t])" + _SAME_COMMAND + r"[ \t]//[^\s/]{1,200}+/[^\s/]{1,200}+[ \t]++"
@@ -110,8 +110,8 @@ PASSWORD_FLAG = re.compile(
     r"|etcdctl(?=[ \t])" + _SAME_COMMAND + r"[ \t]--user(?:[ \t]++|=)(?P<fq>[\"']?)[^\s:\"']{1,100}+:"
     r"|(?i:ConvertTo-SecureString)(?:[ \t]++-String)?[ \t]++"
     r"|(?:plink|pscp|psftp)(?i:\.exe)?+(?=[ \t])" + _SAME_COMMAND + r"[ \t]-pw[ \t]++"
-    r"|(?:ipmitool|mosquitto_(?:pub|sub|rr))(?=[ \t])" + _SAME_COMMAND + r"[ \t]-P[ \t]++|unrar(?=[ \t])" + _SAME_COMMAND + r"[ \t]-p"
-    r"|(?:curl(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:--proxy-user|-U)|skopeo(?=[ \t])" + _SAME_COMMAND + r"[ \t]--(?:src-|dest-)?creds)"
+    r"|(?:ipmitool|mosquitto_(?:pub|sub|rr))(?=[ \t])" + _SAME_COMMAND + r"[ \t]-P[ \t]++|(?:un)?rar(?=[ \t])" + _SAME_COMMAND + r"[ \t]-h?p"
+    r"|(?:curl(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:--proxy-user|-U)|jenkins-cli(?:\.jar)?+(?=[ \t])" + _SAME_COMMAND + r"[ \t]-auth|skopeo(?=[ \t])" + _SAME_COMMAND + r"[ \t]--(?:src-|dest-)?creds)"
     r"(?:[ \t]++|=)(?P<uq>[\"']?)[^\s:\"']{1,100}+:"
     r"|(?:az[ \t]++keyvault[ \t]++secret[ \t]++set|aws[ \t]++ssm[ \t]++put-parameter)(?=[ \t])" + _SAME_COMMAND
     + r"[ \t]--value(?:[ \t]++|=)|aws[ \t]++secretsmanager(?=[ \t])" + _SAME_COMMAND + r"[ \t]--secret-string(?:[ \t]++|=)"

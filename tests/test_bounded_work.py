@@ -541,6 +541,8 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "parolă: ", "κωδικός πρόσβασης: ", "пасс: a", "p/w: ", "p/w:a", "pass phrase: ", "pass phrase: a!",
                                   "authorization: token a#", "authorization: a!", "authorization: basic !", "Authorization=a@",
                                   "password [", "password []: a", "token (a a a a a a a a): ", "secret access key", "secret access key again: a1",
+                                  "--passphrase a", "rar -hp", "rar a -hpa", "cargo login a", "poetry config pypi-token.a a",
+                                  "jenkins-cli -auth a:", "--passwd-on-stdin <<< a",
                                   # ENV's words, a quoted 7z flag, Rust's references, a Go raw string
                                   "\nENV A_PASSWORD a ", "\nenv A a1! ", "7z '-p", '7z "-pa', "a: &'a ", "a: &str = ", "a = []byte(`",
                                   # joiners, labels and quotes of LABELLED

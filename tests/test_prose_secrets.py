@@ -1180,6 +1180,12 @@ SENT_BEFORE = [
         'Enter passphrase (empty for no passphrase): ', 'Enter same passphrase again: ', 'Enter password again: ',
         'Enter the new value, or press ENTER for the default\n\tPassword []: ', 'Secret access key: ', 'AWS Secret Access Key [None]: ',
         'AWS Access Key ID [None]: AKIAIOSFODNN7FAKE12\nAWS Secret Access Key [None]: ')],
+    # review 41: more tools' password flags: any --passphrase, rar's -hp, poetry's pypi-token, cargo login, jenkins-cli -auth,
+    # openconnect's --passwd-on-stdin
+    *[(text.replace('PW', 'Kq7#vLp2Wx!9'), 'Kq7#vLp2Wx!9') for text in (
+        'iwctl --passphrase PW station wlan0 connect x', 'rar a -hpPW x.rar f', 'poetry config pypi-token.pypi PW', 'cargo login PW',
+        'java -jar jenkins-cli.jar -s http://j -auth bob:PW who-am-i', 'openconnect -u bob --passwd-on-stdin vpn <<< PW',
+        'echo PW | openconnect -u bob --passwd-on-stdin vpn.example.com')],
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1266,6 +1272,9 @@ NEAR_MISSES = [
     'Enter passphrase (empty for no passphrase): ', 'try the token again: it expired', 'password [required]: yes',
     'AWS Secret Access Key [None]: ', 'AWS Secret Access Key [****************EKEY]: ', 'the secret access key: stored in vault',
     'password (at least 8 characters, one digit): see policy', 'Password []: ', 'token[0]: abc',
+    # review 41: those flags given a file, a variable or nothing
+    'gpg --passphrase-file pw.txt -d x', 'use the --passphrase option', 'iwctl --passphrase "$WIFI_PW" station wlan0 connect x',
+    'cargo login', 'cargo login --registry x', 'rar a -hp x.rar f', 'jenkins-cli -auth @creds.txt who-am-i', 'cargo login $CARGO_TOKEN',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
