@@ -249,9 +249,10 @@ _HEREDOC_LINES = 50
 
 #: A literal that reads as a password by itself wherever code gives it (``ssh.connect('10.0.0.5', 22, 'root', '…')``,
 #: ``hmac.new(b"…", …)``, ``WiFi.begin("ssid", "…")``, ``{"mm": "…"}``, ``["sshpass", "-p", "…"]``, ``aesKey =
-#: "…"``): quoted after ``(`` ``,`` ``:`` ``[`` or `` =`` (not an attribute's ``value="…"``), 8 to 64 characters without spaces, brackets, quotes or
-#: backticks (reStructuredText's ``:class:`~a.B1``` is a role), which :func:`_strong` judges.
-STRONG_LITERAL = re.compile(r"(?:(?<=[(,:\[])|(?<=\s=)|(?<=\(key=))[ \t]*+(?:[bfru]|&)?(?P<q>[\"'])(?P<value>[^\"'`\s()\[\]{}<>\\]{8,64}+)(?P=q)")
+#: "…"``): quoted after ``(`` ``,`` ``:`` ``[`` or `` =`` (not an attribute's ``value="…"``), 8 or more characters without spaces, brackets, quotes
+#: (but an escaped one: ``"Kq7\\"vLp"``) or backticks (reStructuredText's ``:class:`~a.B1``` is a role), to its end however long (a bound
+#: sent a longer one whole), which :func:`_strong` judges.
+STRONG_LITERAL = re.compile(r"(?:(?<=[(,:\[])|(?<=\s=)|(?<=\(key=))[ \t]*+(?:[bfru]|&)?(?P<q>[\"'])(?P<value>(?:[^\"'`\s()\[\]{}<>\\]|\\[\"']){8,}+)(?P=q)")
 #: A cipher's or an HMAC's key right before a :data:`STRONG_LITERAL` (``AES.new(b"…")``, ``aes.NewCipher([]byte("…"))``,
 #: ``hmac.new(b"…")``, ``algorithms.AES(b"…")``, ``hmac.New(sha256.New, []byte("…"))``, ``createHmac('sha256', '…')``, ``createCipheriv(…, '…', iv)``, ``new SecretKeySpec("…".getBytes(),
 #: …)``, Go's ``key := []byte("…")``): its key when it reads as a secret (:data:`secret_patterns.DEFAULT_SECRET`), not words.
