@@ -197,11 +197,12 @@ LISP_AND_SHELL = re.compile(
 #: A symbol as a setting's key, in Ruby and Elixir: ``config.fetch(:db_password, "…")``, ``ENV.fetch(:api_key) {
 #: "…" }``, ``settings[:password] || "…"`` (``||=``, ``or``), ``credentials.dig(:db, :password) || "…"``,
 #: ``Application.get_env(:app, :db_password, "…")``, ``Keyword.get(opts, :password, "…")``, without parentheses too
-#: (``config.fetch :db_password, "…"``). Group ``name``.
+#: (``config.fetch :db_password, "…"``), and a symbol's subscript assigned a literal (``config[:password] = "…"``). Group
+#: ``name``.
 SYMBOL_KEY = re.compile(
     r"(?:(?<=[\w\])])\[|(?<![\w:])(?i:fetch|dig|get|get_env|fetch_env|config|setting|settings|option|options)(?:\(|[ \t]++(?=:)))"
     r"[ \t]*+(?:(?::\w{1,60}+|\w{1,60}+)[ \t]*+,[ \t]*+){0,2}:(?P<name>[A-Za-z_]\w{0,100}+)[ \t]*+"
-    r"(?:,[ \t]*+|\)[ \t]*+(?:\{|do)[ \t]*+(?:\|\w{0,10}+\|[ \t]*+)?|[\])][ \t]*+(?:\|\||or|\?\?)=?[ \t]*+)" + _VALUE
+    r"(?:,[ \t]*+|\)[ \t]*+(?:\{|do)[ \t]*+(?:\|\w{0,10}+\|[ \t]*+)?|[\])][ \t]*+(?:\|\||or|\?\?)=?[ \t]*+|\][ \t]*+=(?![=~>])[ \t]*+)" + _VALUE
 )
 #: A redis client's password: ``jedis.auth("…")``, ``client.auth("…", callback)``, Go's and C#'s ``.Auth("…")`` (the only string argument; two are a
 #: basic-auth call, :data:`secret_patterns.CLI_SECRET`'s), Rust's ``redis::cmd("AUTH").arg("…")`` (the last ``.arg``;

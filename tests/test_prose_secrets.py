@@ -1190,6 +1190,8 @@ SENT_BEFORE = [
     *[(text.replace('PW', 'Kq7#vLp2Wx!' * 21), 'Kq7#vLp2Wx!' * 21) for text in (
         'login("bob", "PW")', "ssh.connect('10.0.0.5', 22, 'root', 'PW')", 'keyring.set_password("svc", "bob", "PW")')],
     ('bot.run("Kq7\\"vLp#2Wx99")', 'vLp#2Wx99'), ("login('bob', 'Kq7\\'vLp#2Wx99')", 'vLp#2Wx99'),
+    # review 41: a Ruby symbol's subscript assigned a literal
+    ('config[:password] = "Summer2024"', 'Summer2024'), ("settings[:api_key] = 'Kq7vLp2Wx99'", 'Kq7vLp2Wx99'),
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1281,6 +1283,9 @@ NEAR_MISSES = [
     'cargo login', 'cargo login --registry x', 'rar a -hp x.rar f', 'jenkins-cli -auth @creds.txt who-am-i', 'cargo login $CARGO_TOKEN',
     # review 41: a Windows path and an escaped line break in a string (only an escaped quote is a literal's own)
     'path = ("C:\\Users\\Bob2\\x!")', 'f("a\\nB1#cdef")', 'print("Hello, World!1aB")',
+    # review 41: a symbol's subscript given nil, a variable, a placeholder, or compared
+    'opts[:password] = nil', 'config[:password] = ENV["DB_PASSWORD"]', 'params[:password] = "changeme"', 'x[:password] == "Summer2024"',
+    'config[:password] = "password"',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
