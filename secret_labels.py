@@ -14,27 +14,34 @@ import re
 
 from .secret_patterns import CREDENTIAL_PART
 
-#: Credential labels in other scripts than Latin (longer ones first; Thai's, Arabic's, Hebrew's and Hindi's words for
-#: password last).
+#: Credential labels in other scripts than Latin (longer ones first; Thai's, Arabic's, Hebrew's, Hindi's, Persian's, Bengali's,
+#: Tamil's, Telugu's, Khmer's, Lao's and Burmese's words for password last).
 _SCRIPT_LABELS = ("密码短语|密碼短語|密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|授权码|授權碼|安全码|安全碼|凭证|憑證|凭据|憑據"
                   "|账密|帳密|金鑰|金钥|權杖|权杖|パスワード|パスフレーズ|暗証番号|暗号鍵|認証キー|비밀 ?번호|패스워드|비번|암호|인증키|시크릿 ?키|비밀 ?키"
-                  "|пароль|паролем|пароля|รหัสผ่าน|كلمة المرور|كلمة السر|كلمة مرور|סיסמה|סיסמא|पासवर्ड")
+                  "|пароль|паролем|пароля|รหัสผ่าน|كلمة المرور|كلمة السر|كلمة مرور|סיסמה|סיסמא|पासवर्ड"
+                  "|رمز عبور|گذرواژه|پسورد|পাসওয়ার্ড|கடவுச்சொல்|పాస్‌వర్డ్|రహస్యపదం|ពាក្យសម្ងាត់|ລະຫັດຜ່ານ|စကားဝှက်")
 #: Credential labels of other languages written in Latin letters or Cyrillic (French, Spanish, Portuguese, German,
 #: Dutch, Italian, Polish, Turkish, Vietnamese, Indonesian, Malay, Swedish, Norwegian, Danish, Finnish, Czech, Hungarian,
-#: Catalan, Romanian, Greek, Russian (``пасс`` too, not ``пассажир``), Japanese and Korean katakana/hangul words for
+#: Catalan, Romanian, Greek, Slovene, Croatian, Serbian, Lithuanian, Latvian, Estonian, Icelandic, Basque, Galician, Albanian,
+#: Azerbaijani, Uzbek, Swahili, Bulgarian, Belarusian, Kazakh, Russian (``пасс`` too, not ``пассажир``), Japanese and Korean katakana/hangul words for
 #: password, key and token: ``APIトークン``, ``シークレットキー``), after which ``:`` joins a value as a verb does: no
 #: assignment names them.
 _FOREIGN_LABELS = (r"mot de passe|contraseña|contrasena|senha|palavra-passe|passwort|kennwort|wachtwoord|hasło|haslo|şifre(?:m|niz|si)?"
-                   r"|sifre(?:m|niz|si)?|parola d'ordine|parolă|κωδικ[οό]ς?(?: πρ[οό]σβασης)?|συνθηματικ[οό]|пасс(?![а-яё])|mật khẩu|mat khau|kata sandi|kata laluan|lösenord|losenord|passord|adgangskode|salasana|heslo|jelszó|jelszo|contrasenya|clé(?: d'api| api)?|cle api|jeton"
+                   r"|sifre(?:m|niz|si)?|parola d'ordine|parolă|κωδικ[οό]ς?(?: πρ[οό]σβασης)?|συνθηματικ[οό]|пасс(?![а-яё])"
+                   r"|(?:parola|parole|parool|parol|geslo|lozinka|šifra|sifra|slaptažodis|salasõna|lykilorð|pasahitza|contrasinal"
+                   r"|fjalëkalimi|şifrə|nenosiri|лозинка|парола|гасло|құпия сөз)(?!\w)|mật khẩu|mat khau|kata sandi|kata laluan|lösenordet|losenordet|lösenord|losenord|passordet|passord|adgangskoden|adgangskode|salasana|heslo|jelszó|jelszo|contrasenya|clé(?: d'api| api)?|cle api|jeton"
                    r"|clave(?: de api| api)?|chave(?: de api| api)?|schlüssel|api-schlüssel|sleutel|токен|ключ(?: api)?|api[ -]ключ"
                    r"|(?:api ?|アクセス|シークレット)?トークン|(?:アクセス|シークレット)キー|(?:クライアント|アプリ)?シークレット|토큰")
 FOREIGN_LABEL = re.compile("(?i)" + _FOREIGN_LABELS)
 #: The labels of :data:`_FOREIGN_LABELS` for a password (after which a value of letters and spaces can be a passphrase).
 FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha", "palavra-passe", "passwort", "kennwort",
                            "wachtwoord", "hasło", "haslo", "şifre", "sifre", "parola d'ordine", "mật khẩu", "mat khau",
-                           "kata sandi", "kata laluan", "lösenord", "losenord", "passord", "adgangskode", "salasana", "heslo", "jelszó",
+                           "kata sandi", "kata laluan", "lösenord", "losenord", "passord", "adgangskode", "lösenordet",
+                           "losenordet", "passordet", "adgangskoden", "salasana", "heslo", "jelszó",
                            "jelszo", "contrasenya", "şifrem", "sifrem", "şifreniz", "sifreniz", "şifresi", "sifresi",
-                           "parolă", "пасс", *(f"κωδικ{o}{s}{p}" for o in "οό" for s in ("", "ς") for p in ("", " πρόσβασης", " προσβασης")),
+                           "parolă", "parola", "parole", "parool", "parol", "geslo", "lozinka", "šifra", "sifra", "slaptažodis",
+                           "salasõna", "lykilorð", "pasahitza", "contrasinal", "fjalëkalimi", "şifrə", "nenosiri", "лозинка", "парола",
+                           "гасло", "құпия сөз", "пасс", *(f"κωδικ{o}{s}{p}" for o in "οό" for s in ("", "ς") for p in ("", " πρόσβασης", " προσβασης")),
                            "συνθηματικό", "συνθηματικο"}
 #: The labels of :data:`_SCRIPT_LABELS` for a password, in Chinese, Japanese and Korean (a key's or a token's, 密钥 令牌,
 #: may name a colour: a theme's).
@@ -55,8 +62,9 @@ _CJK_JOINS = (r"(?:[也就还還都又仍均]|应该|應該|默认|默認|一律
 #: A word of a relative clause between a label and its verb (``the password you need is``, ``the password that works
 #: is``, ``the password we use on staging is``): not the verb itself.
 _CLAUSE_WORD = r"[ \t]++(?!(?:is|was)(?![\w'’-]))[\w'’-]{1,20}+"
-#: The verbs that join a Latin label to its value (``password is``, ``das Passwort lautet``, ``le mot de passe c'est``).
-_VERBS = r"is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là"
+#: The verbs that join a Latin label to its value (``password is``, ``das Passwort lautet``, ``le mot de passe c'est``,
+#: ``parola este``, ``κωδικός είναι``, ``lösenordet är``, ``passordet er``, ``kata sandi adalah``).
+_VERBS = r"is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là|este|είναι|är|er|adalah"
 #: A password or key written after a label in prose, in the languages users write (``密码是hGzPp1nM``, ``APIキーは…``,
 #: ``пароль: …``, ``the api key is …``, ``mot de passe est …``): the label, what joins it to the value (``是``, ``设置成``,
 #: ``は``, ``is``, ``is still``..., a pointing, key or lock emoji: ``密码 👉 …``, ``密码🔑：…``, ``密码……``), and a quoted string (``《…》``

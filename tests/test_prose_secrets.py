@@ -1192,6 +1192,15 @@ SENT_BEFORE = [
     ('bot.run("Kq7\\"vLp#2Wx99")', 'vLp#2Wx99'), ("login('bob', 'Kq7\\'vLp#2Wx99')", 'vLp#2Wx99'),
     # review 41: a Ruby symbol's subscript assigned a literal
     ('config[:password] = "Summer2024"', 'Summer2024'), ("settings[:api_key] = 'Kq7vLp2Wx99'", 'Kq7vLp2Wx99'),
+    # review 41: a password's label in more languages (Slovene, Croatian and Serbian, the Baltic and Nordic ones, Basque, Galician,
+    # Albanian, Azerbaijani, Uzbek, Swahili, Bulgarian, Belarusian, Kazakh, Persian, Bengali, Tamil, Telugu, Khmer, Lao, Burmese)
+    # and their verbs for is (not the Slavic je and jest: a word of 12 letters after them is their changed or outdated as often)
+    *[(f'{label}: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9') for label in (
+        'parola', 'geslo', 'lozinka', 'šifra', 'slaptažodis', 'parole', 'salasõna', 'parool', 'lykilorð', 'pasahitza', 'contrasinal',
+        'fjalëkalimi', 'şifrə', 'parol', 'nenosiri', 'лозинка', 'парола', 'гасло', 'құпия сөз', 'رمز عبور', 'گذرواژه', 'পাসওয়ার্ড',
+        'கடவுச்சொல்', 'రహస్యపదం', 'ពាក្យសម្ងាត់', 'ລະຫັດຜ່ານ', 'စကားဝှက်', 'adgangskoden', 'parolă este', 'κωδικός είναι')],
+    *[(text, 'Kq7vLp2Wx99') for text in (
+        'lösenordet är Kq7vLp2Wx99', 'passordet er Kq7vLp2Wx99', 'kata sandi adalah Kq7vLp2Wx99')],
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1286,6 +1295,9 @@ NEAR_MISSES = [
     # review 41: a symbol's subscript given nil, a variable, a placeholder, or compared
     'opts[:password] = nil', 'config[:password] = ENV["DB_PASSWORD"]', 'params[:password] = "changeme"', 'x[:password] == "Summer2024"',
     'config[:password] = "password"',
+    # review 41: those labels before words, an item's code, song lyrics (paroles) and Italian's parola (word)
+    'parola: ciao', 'parole: voilà', 'Paroles: chanson', 'šifra artikla: AB-1234', 'lozinka je promijenjena', 'hasło jest nieaktualne',
+    'κωδικός είναι λάθος', 'رمز عبور را فراموش کردید؟',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
