@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from . import prefilter, prose_secrets, random_tokens
 from . import secret_patterns as patterns
-from .secret_patterns import replace_group
+from .secret_patterns import quoted_run, replace_group
 
 #: ``judge(name, value, bare)``: whether ``value`` (``bare``: unquoted) assigned to ``name`` is a literal credential.
 Judge = Callable[[str, str, bool], bool]
@@ -34,7 +34,8 @@ def _quoted(n: str = "") -> str:
     """A quoted literal (``"…"``, ``'…'`` or a backtick string) on one line, to its closing quote however long and past
     an escaped one (``"Kq7\\"vLp"``): group ``q<n>`` its quote, ``value<n>`` what it holds (a pattern with two of them
     numbers the second)."""
-    return rf"(?P<q{n}>[\"'`])(?P<value{n}>(?:\\[^\n]|(?!(?P=q{n}))[^\\\n])++)(?P=q{n})"
+    run = quoted_run(f"(?P=q{n})")
+    return rf"(?P<q{n}>[\"'`])(?P<value{n}>{run})(?P=q{n})"
 
 
 _VALUE = _quoted()
@@ -142,8 +143,8 @@ DSL_SETTING = re.compile(
 #: "Value": "…"``); a setting's value under its name is :data:`config_secrets.OBJECT_VALUE`'s. Groups ``ename``/``vname``.
 NAME_VALUE_JSON = re.compile(
     r"(?<![\w-])\"(?i:name)\"[ \t]*+:[ \t]*+\"(?P<ename>[A-Za-z_/][\w./-]{0,100}+)\"[ \t]*+,\s*+"
-    r"(?:\"(?i:type)\"[ \t]*+:[ \t]*+\"\w{1,40}+\"[ \t]*+,\s*+)?\"(?i:value)\"[ \t]*+:[ \t]*+\"(?P<value8>(?:[^\"\\\n]|\\[^\n])++)\""
-    r"|(?<![\w-])\"(?i:value)\"[ \t]*+:[ \t]*+\"(?P<value13>(?:[^\"\\\n]|\\[^\n])++)\"[ \t]*+,\s*+\"(?i:name)\"[ \t]*+:[ \t]*+"
+    r"(?:\"(?i:type)\"[ \t]*+:[ \t]*+\"\w{1,40}+\"[ \t]*+,\s*+)?\"(?i:value)\"[ \t]*+:[ \t]*+\"(?P<value8>" + quoted_run('"') + r")\""
+    r"|(?<![\w-])\"(?i:value)\"[ \t]*+:[ \t]*+\"(?P<value13>" + quoted_run('"') + r")\"[ \t]*+,\s*+\"(?i:name)\"[ \t]*+:[ \t]*+"
     r"\"(?P<vname>[A-Za-z_/][\w./-]{0,100}+)\""
 )
 #: A mail client's login given by place: Go's ``smtp.PlainAuth("", user, "…", host)``, gomail's ``NewDialer(host,
@@ -189,7 +190,7 @@ LISP_AND_SHELL = re.compile(
     r"\((?:or[ \t]++\((?:System/getenv|env)[ \t]++(?:\"(?P<c1>[A-Za-z_][\w.-]{0,100}+)\"|:(?P<c2>[A-Za-z_][\w.-]{0,100}+))"
     r"[ \t]*+\)|env[ \t]++:(?P<c3>[A-Za-z_][\w.-]{0,100}+)|get[ \t]++[\w.-]{1,60}+[ \t]++:(?P<c4>[A-Za-z_][\w.-]{0,100}+)"
     r"|:(?P<c5>[A-Za-z_][\w.-]{0,100}+)[ \t]++[\w.-]{1,60}+|get-in[ \t]++[\w.-]{1,60}+[ \t]++(?P<path>\[[^\]\n]{1,100}+\]))"
-    r"\s*+\"(?P<value>(?:[^\"\\\n]|\\[^\n])++)\""
+    r"\s*+\"(?P<value>" + quoted_run('"') + r")\""
     r"|(?i:if)[ \t]*+\([ \t]*+(?P<neg>-(?i:not)[ \t]++|![ \t]*+)?\$(?i:env):(?P<ps>[A-Za-z_]\w{0,100}+)[ \t]*+\)\s*+\{\s*+"
     r"(?(neg)(?:\$[\w:]{1,100}+[ \t]*+=[ \t]*+)?|[^{}\n]{0,200}+\}\s*+(?i:else)\s*+\{\s*+)"
     + _quoted("3")
@@ -210,7 +211,7 @@ SYMBOL_KEY = re.compile(
 CLIENT_AUTH = re.compile(
     r"(?:(?<=[\w)])\.[aA]uth\([ \t]*+" + _VALUE + r"[ \t]*+(?:\)|,(?![ \t]*+[\"'`]))"
     r"|(?<![\w.])(?:redis::)?cmd\([ \t]*+\"(?i:AUTH)\"[ \t]*+\)(?:\.arg\([ \t]*+&?\"[^\"\n]{1,64}+\"[ \t]*+\))?"
-    r"\.arg\([ \t]*+&?\"(?P<value2>(?:[^\"\\\n]|\\[^\n])++)\"[ \t]*+\)(?!\.arg\())"
+    r"\.arg\([ \t]*+&?\"(?P<value2>" + quoted_run('"') + r")\"[ \t]*+\)(?!\.arg\())"
 )
 #: A line of redis ACL rules: ``ACL SETUSER bob …`` anywhere, an ACL file's ``user bob …`` at a line's start. Its
 #: ``>password`` and ``<password>`` rules (adding or removing one) are judged by :func:`_acl_rules`. Group ``acl``.

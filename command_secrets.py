@@ -22,14 +22,15 @@ import re
 
 from . import prefilter, prose_secrets
 from .code_secrets import Judge
-from .secret_patterns import UNCLOSED_VALUE, replace_group
+from .secret_patterns import UNCLOSED_VALUE, quoted_run, replace_group
 
 
 def _value(n: str = "") -> str:
     """A value on one line, to its end however long: quoted (group ``<n>q`` its quote, ``<n>value`` what it holds, past
     an escaped quote: ``'Kq7\\'vLp'``, or to its line's end when the quote never closes:
     :data:`secret_patterns.UNCLOSED_VALUE`) or bare (``<n>bare``)."""
-    return (rf"(?:(?P<{n}q>[\"'])(?=(?:[^\"'\\\n]|\\[^\n])++(?P={n}q)|{UNCLOSED_VALUE})(?P<{n}value>(?:[^\"'\\\n]|\\[^\n])++)(?P={n}q)?"
+    run = quoted_run("\"'")
+    return (rf"(?:(?P<{n}q>[\"'])(?=(?:{run})(?P={n}q)|{UNCLOSED_VALUE})(?P<{n}value>{run})(?P={n}q)?"
             rf"|(?P<{n}bare>[^\s\"'|;&<>()$`][^\s|;&<>()`]*+))")
 
 
@@ -129,7 +130,7 @@ _ARGV_FLAG = r"--?[A-Za-z-]{0,30}?(?:password|passwd|requirepass|masterauth|pass
 #: then ``- …`` within 600 characters after ``- redis-cli``), the value the whole next item. Not a path (``"--token",
 #: "/var/run/secrets/token"``) nor a flag.
 ARGV_SECRET = re.compile(
-    r"[\"']" + _ARGV_FLAG + r"[\"'][ \t]*+,\s{0,40}+(?P<q>[\"'])(?![~.]?/)(?P<value>(?:\\[^\n]|(?!(?P=q))[^\\\n])++)(?P=q)"
+    r"[\"']" + _ARGV_FLAG + r"[\"'][ \t]*+,\s{0,40}+(?P<q>[\"'])(?![~.]?/)(?P<value>" + quoted_run("(?P=q)") + r")(?P=q)"
     r"|[\"'](?:mysql|mysqladmin|mysqldump|mariadb)[\"'][^\]\n]{0,200}?,[ \t]*+(?P<fq>[\"'])-p(?P<bare>[^\"'\s]++)(?P=fq)"
     r"|(?m:^)[ \t]*+-[ \t]++(?:(?P<yq>[\"']?)" + _ARGV_FLAG + r"(?P=yq)|[\"']?redis-cli[\"']?"
     r"[\s\S]{0,600}?\n[ \t]*+-[ \t]++(?P<aq>[\"']?)-a(?P=aq))"
@@ -146,7 +147,7 @@ HAPROXY_LOGIN = re.compile(
 #: ``Token`` or ``Basic`` too), quoted or bare, before the ``;``. A ``$`` starts one of nginx's variables.
 NGINX_HEADER = re.compile(
     r"(?m:^)[ \t]*+(?:proxy_set_header|add_header|grpc_set_header|fastcgi_param|uwsgi_param|scgi_param)[ \t]++"
-    r"(?P<name>[\w-]{1,60}+)[ \t]++(?:(?P<q>[\"'])(?:(?i:bearer|token|basic)[ \t]++)?(?P<value>(?:\\[^\n]|(?!(?P=q))[^\\\n$])++)(?P=q)"
+    r"(?P<name>[\w-]{1,60}+)[ \t]++(?:(?P<q>[\"'])(?:(?i:bearer|token|basic)[ \t]++)?(?P<value>" + quoted_run("(?P=q)", "$") + r")(?P=q)"
     r"|(?P<bare>[^\s\"';$][^\s;]*+))[ \t]*+;"
 )
 #: GitHub CLI's ``gh secret set … -b value`` / ``--body value`` (``--body=value``), in any order.
@@ -185,7 +186,7 @@ SECRET_COMMAND = re.compile(r"(?<![\w-])(?:kubectl|oc)[ \t]++create[ \t]++secret
 #: One ``--from-literal=NAME=VALUE`` of a Secret (any NAME: ``DSN=…``), the whole pair quoted or the value alone.
 FROM_LITERAL = re.compile(
     r"--from-literal(?:=|[ \t]++)(?P<lq>[\"'])?(?P<name>[\w.-]{1,100}+)=(?:(?(lq)(?P<lvalue>[^\"'\n]++)(?P=lq)|(?!))"
-    r"|(?P<q>[\"'])(?P<value>(?:[^\"'\\\n]|\\[^\n])++)(?P=q)|(?P<bare>[^\s\"']\S*+))"
+    r"|(?P<q>[\"'])(?P<value>" + quoted_run("\"'") + r")(?P=q)|(?P<bare>[^\s\"']\S*+))"
 )
 #: chpasswd's lines in a here-document (``chpasswd <<EOF`` then ``bob:…``): the first line's password.
 CHPASSWD_HEREDOC = re.compile(

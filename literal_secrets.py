@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from . import prefilter
 from . import secret_patterns as patterns
-from .secret_patterns import replace_group
+from .secret_patterns import quoted_run, replace_group
 
 #: ``judge(name, value, bare)``: whether ``value`` (``bare``: unquoted) assigned to ``name`` is a literal credential.
 Judge = Callable[[str, str, bool], bool]
@@ -27,14 +27,14 @@ Judge = Callable[[str, str, bool], bool]
 #: (``(System/setProperty "db.password" "…")``). Groups ``kname``/``dname``/``pname`` and ``value``.
 CLOJURE_LITERAL = re.compile(
     r"(?:(?<![\w:/.-]):(?P<kname>[A-Za-z_][\w.-]{0,100}+)|\(def[ \t]++(?:\^:?[\w-]{1,30}+[ \t]++)?(?P<dname>[A-Za-z_][\w.*+!?-]{0,100}+)"
-    r"|\(System/setProperty[ \t]++\"(?P<pname>[A-Za-z_][\w.-]{0,100}+)\")[ \t]++\"(?P<value>(?:[^\"\\\n]|\\[^\n])++)\""
+    r"|\(System/setProperty[ \t]++\"(?P<pname>[A-Za-z_][\w.-]{0,100}+)\")[ \t]++\"(?P<value>" + quoted_run('"') + r")\""
 )
 #: A credential's name assigned a string in parentheses, as formatters wrap a long one (``API_KEY = (`` then ``"…"`` and
 #: the rest on the next lines, ``api_key = ("…"``): the first string, judged as assigned to the name (the strings after it
 #: are a key's rest, which :func:`prose_secrets.listed` reads). Groups ``name``, ``value``.
 PAREN_STRING = re.compile(
     r"(?<![\w.$])(?P<name>[A-Za-z_][\w.]{0,100}+)[ \t]*+(?::[ \t]*+[\w.\[\]|, ]{1,60}+)?=[ \t]*+\(\s{0,200}+[bfru]{0,2}+(?P<q>[\"'])"
-    r"(?P<value>(?:\\[^\n]|(?!(?P=q))[^\\\n])++)(?P=q)"
+    r"(?P<value>" + quoted_run("(?P=q)") + r")(?P=q)"
 )
 #: A Baidu AI client built with its keys by their place (``AipOcr(APP_ID, "…", "…")``, ``AipNlp``, ``AipSpeech``,
 #: ``AipFace``...): its quoted arguments. Group ``args``, the arguments to the call's ``)``.
@@ -44,11 +44,11 @@ AIP_CLIENT = re.compile(r"(?<![\w.])Aip[A-Z][A-Za-z]{1,40}+\(\s*+(?P<args>[^()\n
 AIP_KEY = re.compile(r"(?P<q>[\"'])(?P<value>(?=[A-Za-z0-9]{0,200}?[A-Za-z])(?=[A-Za-z0-9]{0,200}?[0-9])[A-Za-z0-9]{16,200}+)(?P=q)")
 #: Helm's ``coalesce`` over several values, then a literal (``coalesce .Values.global.postgresql.auth.password
 #: .Values.auth.password "…"``): the last value names it. Groups ``refs``, ``value``.
-COALESCE_MANY = re.compile(r"(?<![\w.-])coalesce[ \t]++(?P<refs>[$.][\w.$ \t]{0,600}+)\"(?P<value>(?:[^\"\\\n]|\\[^\n])++)\"")
+COALESCE_MANY = re.compile(r"(?<![\w.-])coalesce[ \t]++(?P<refs>[$.][\w.$ \t]{0,600}+)\"(?P<value>" + quoted_run('"') + r")\"")
 #: jq's fallback after a path whose parts hold brackets (``.secrets["db-password"] // "…"``, ``.[0].password // "…"``);
 #: the path starts a run (``a.password // "…"`` is JavaScript and a comment). Groups ``jpath``, ``value``.
 JQ_BRACKETS = re.compile(
-    r"(?<![\w\])$.])\.(?P<jpath>[\w.\[\]\"'-]{1,200}+)[ \t]*+//[ \t]*+\"(?P<value>(?:[^\"\\\n]|\\[^\n])++)\""
+    r"(?<![\w\])$.])\.(?P<jpath>[\w.\[\]\"'-]{1,200}+)[ \t]*+//[ \t]*+\"(?P<value>" + quoted_run('"') + r")\""
 )
 
 

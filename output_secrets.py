@@ -34,7 +34,7 @@ import re
 
 from . import prefilter, prose_secrets
 from .code_secrets import Judge
-from .secret_patterns import VALUE_END, replace_group
+from .secret_patterns import VALUE_END, quoted_run, replace_group
 
 _NAME = r"[A-Za-z_][\w-]{0,100}+"
 #: A shell's prompt before a command (``$``, ``#``, ``>``, ``%``, ``C:\…>``, ``PS …>``, ``user@host:~$``), or none.
@@ -88,7 +88,7 @@ FORMAT_LIST = re.compile(
 #: redis-cli's answer to ``CONFIG GET requirepass`` (``masterauth``): ``1) "requirepass"`` then ``2) "…"``.
 CONFIG_REPLY = re.compile(
     r"(?<=\) )\"(?:requirepass|masterauth)\"[ \t]*+\r?\n[ \t]*+\d{1,3}+\)[ \t]++"
-    r"\"(?P<value>(?:[^\"\\\n]|\\.)++)\""
+    r"\"(?P<value>" + quoted_run('"') + r")\""
 )
 #: A password a server makes and prints: MySQL's ``A temporary password is generated for root@localhost: …``,
 #: Elasticsearch's ``Password for the elastic user (…):`` with the password on the next line, ``PASSWORD elastic = …``
@@ -105,9 +105,9 @@ GENERATED_SECRET = re.compile(
 #: its last word; read from the ``]`` before it (a literal a search skips to), the line's head checked after
 #: (:data:`MONITOR_HEAD`).
 MONITOR_AUTH = re.compile(
-    r"\][ \t]++(?:\"(?i:auth)\"(?:[ \t]++\"(?:[^\"\\\n]|\\.)++\")?"
+    r"\][ \t]++(?:\"(?i:auth)\"(?:[ \t]++\"" + quoted_run('"') + r"\")?"
     r"|\"(?i:config)\"[ \t]++\"(?i:set)\"[ \t]++\"(?i:requirepass|masterauth)\")"
-    r"[ \t]++\"(?P<value>(?:[^\"\\\n]|\\.)++)\"[ \t]*+(?=\r?\n|$)"
+    r"[ \t]++\"(?P<value>" + quoted_run('"') + r")\"[ \t]*+(?=\r?\n|$)"
 )
 #: A ``MONITOR`` line's time, database and client, up to the ``]`` that :data:`MONITOR_AUTH` starts at.
 MONITOR_HEAD = re.compile(r"(?<!\d)\d{9,11}+\.\d{1,6}+[ \t]++\[\d{1,5}+[ \t]++[^\]\n]{1,200}+\Z")

@@ -1,7 +1,8 @@
 """The shapes of secrets in text: the patterns and word lists :mod:`redact` finds them with.
 
 Pure data, compiled once at import, :func:`replace_group`, the one way the modules that use the patterns put
-``[redacted]`` in place of a match's group, and :func:`line_start`, how far back they read a match's line: each pattern is named for what it catches and says why it is
+``[redacted]`` in place of a match's group, :func:`line_start`, how far back they read a match's line, and
+:func:`quoted_run`, what a quoted value holds past an escaped quote: each pattern is named for what it catches and says why it is
 written so. Every pattern starts with a lookbehind that lets it start only at the start of a run of its
 characters (a run of 100,000 letters is tried once, not 100,000 times), and no quantifier is nested in
 another over the same characters; quantifiers followed by a character their class excludes are
@@ -551,3 +552,12 @@ def replace_group(m: re.Match[str], group: str | int, redacted: str, length: int
     start, end = m.span(group)
     end = end if length is None else start + length
     return m.string[m.start() : start] + redacted + m.string[end : m.end()]
+
+
+def quoted_run(quote: str, stop: str = "") -> str:
+    """What a string quoted by ``quote`` holds, to its closing quote however long: possessively, any character but the
+    quote, ``\\``, a line break and ``stop``'s, or ``\\`` and the character it escapes (``"Kq7\\"vLp"``). ``quote`` is the
+    quote (``"``, ``'``, or ``"'``: either ends the run) or a backreference to the group holding it (``(?P=q)``)."""
+    if quote.startswith("(?P="):
+        return rf"(?:\\[^\n]|(?!{quote})[^\\\n{stop}])++"
+    return rf"(?:[^{quote}\\\n{stop}]|\\[^\n])++"
