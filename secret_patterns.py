@@ -66,9 +66,10 @@ KEY_FORMATS = re.compile(
     # AWS access key ids, also run into a word or a name (``ID_AKIA…``, ``idAKIA…``): 20 upper-case characters (not the docs' …EXAMPLE);
     # MySQL's native password hash, ``*`` and 40 hex digits in capitals (a git id is in lower case and has no ``*``; ``**…**`` is bold)
     r"|(?<![A-Z0-9])(?:AKIA|ASIA|A3T[A-Z0-9])[0-9A-Z]{16}(?<!EXAMPLE)(?![A-Za-z0-9])|(?<![\w*])\*(?=\d{0,39}+[A-F])[0-9A-F]{40}(?![\w*])"
-    r")(?:" + LINE_BREAK + r"(?![a-z]++[ \t]|[A-Z][A-Z0-9_]*+[ \t]|[A-Z][a-z]++[ \t])[A-Za-z0-9_-]++(?![ \t]*+[=:]))?"  # not the next line's name
+    r")(?:" + LINE_BREAK + r"(?![a-z]++[ \t]|(?:[A-Z]++|[A-Z][A-Z0-9]{0,6}+|[A-Z][A-Z0-9]*+_[A-Z0-9_]*+)[ \t]|[A-Z][a-z]++[ \t])[A-Za-z0-9_-]++(?![ \t]*+[=:]))?"  # not the next line's name
     # (.env's OPENAI_API_KEY=sk-… then DB_PASSWORD=…, an INI file's aws_secret_access_key = …, a listing's or a Dockerfile's
-    # DB_PASSWORD …, ENV …, Password …) nor its first word of prose ([12:00:01] starting server …)
+    # DB_PASSWORD …, ENV …, S3 …, Password …; 8 or more capitals and digits without _ are a key's rest: BLD3PCBZXB) nor its
+    # first word of prose ([12:00:01] starting server …)
 )
 #: A key cut by a line break before its format is complete (``ghp_Z8x7C6\nv5B4n3...``): a key prefix, the rest of its
 #: line and the next line's leading key characters, redacted when they join into a :data:`KEY_FORMATS` key and the

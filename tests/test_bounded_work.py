@@ -545,6 +545,7 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "jenkins-cli -auth a:", "--passwd-on-stdin <<< a",
                                   ',"a', ",'a1!A", ",\"a\\\"", "('a\\'b", ",'aaaaaaaa", "(\"Aa1!aaaaa",
                                   "a[:a] = ", 'a[:a_password] = "a', "a[:a]=a[:a]=",
+                                  "sk-aaaaaaaaaaaaaaaaaaaa1\nAAAA1AAAA ", "sk-a\nA1 ",
                                   "geslo: ", "parola este a", "құпия сөз: ", "رمز عبور: ", "κωδικός είναι ", "lösenordet är a!",
                                   # ENV's words, a quoted 7z flag, Rust's references, a Go raw string
                                   "\nENV A_PASSWORD a ", "\nenv A a1! ", "7z '-p", '7z "-pa', "a: &'a ", "a: &str = ", "a = []byte(`",

@@ -2093,6 +2093,12 @@ def test_text_near_a_secret_written_as_prose_is_sent_unchanged(text):
     # a key cut one character short of its format, its rest a word on the next line (found by the cut-key property)
     ("I put it in the config be glpat-szI1upq8QC8qbtdbCzt\nt fore the deploy", "I put it in the config be [redacted] fore the deploy"),
     ("token glpat-szI1upq8QC8qbtdbCztt\nstarting server", "token [redacted]\nstarting server"),
+    # its rest capitals and digits before spaces, no name (make fuzz's find: a listing's name holds _ or letters alone)
+    ("I put it in the xoxb-123456789012-WzwngwikzrSrHg\nBLD3PCBZXB  config before the deploy",
+     "I put it in the [redacted]  config before the deploy"),
+    ("OPENAI_API_KEY sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nDB_PASSWORD      Kq7vLp2Wx99\nS3_BUCKET  logs",
+     "OPENAI_API_KEY [redacted]\nDB_PASSWORD      [redacted]\nS3_BUCKET  logs"),
+    ("key: sk-proj-Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw5\nS3 bucket: logs", "key: [redacted]\nS3 bucket: logs"),
     # a TOTP seed in groups of 4: its 4 groups (16 characters) or 8 (32), not the word after them
     ("TOTP secret: jbsw y3dp ehpk 3pxp with the app", "TOTP secret: [redacted] with the app"),
     # an INI file's next name after a whole key stays (review 38: aws_secret_access_key went with the id)
