@@ -2,12 +2,13 @@
 
 A value on the line under the command that printed it: ``printenv NAME`` (in a container too: ``docker exec app printenv
 NAME``), ``echo $NAME`` (``${NAME}``, ``%NAME%``,
-``$env:NAME``) and ``cat`` of a file named for a password or token (Jenkins' ``initialAdminPassword``) after a
-shell's prompt or none, ``kubectl … {.data.NAME}`` (``| base64 -d`` or not) and ``-o go-template='{{.data.NAME | base64decode}}'``
+``$env:NAME``, alone at PowerShell's prompt too) and ``cat`` (``type``, ``more``, ``less``, ``head``, ``Get-Content``) of a file
+named for a password or token (Jenkins' ``initialAdminPassword``) after a shell's prompt or none, ``kubectl … {.data.NAME}`` (``| base64 -d`` or not) and ``-o go-template='{{.data.NAME | base64decode}}'``
 (``oc`` too), ``op item get … --fields NAME``, ``sops -d --extract '[…]["NAME"]'``, ``wrangler secret put NAME`` (the
 value after its prompt, ``? Enter a secret value: …``), ``vercel env add NAME`` (``? What's the value of NAME? …``) and
 PowerShell's ``Name : NAME`` above
-``Value : …``, ``terraform output -raw NAME``, ``argocd admin initial-password``, ``vault kv get -field=NAME …``, ``gcloud secrets versions access …
+``Value : …``, ``terraform output [-raw] NAME``, ``pulumi config get NAME`` (``stack output``), ``git config [--get] ….NAME``,
+``npm config get [//registry/:]NAME``, ``argocd admin initial-password``, ``vault kv get -field=NAME …``, ``gcloud secrets versions access …
 --secret=NAME``, and secret managers' ``doppler secrets get NAME``, ``op read op://…/NAME``, ``pass show …`` (``gopass``), ``bw get password …``,
 ``security find-generic-password … -w``, ``aws secretsmanager get-secret-value … --output text``, ``secret-tool lookup …``,
 ``keyring get SERVICE USER`` and ``lpass show --password …`` (a password's or a secret's name), ``heroku config:get NAME``,
@@ -38,21 +39,24 @@ from .secret_patterns import VALUE_END, quoted_run, replace_group
 
 _NAME = r"[A-Za-z_][\w-]{0,100}+"
 #: A shell's prompt before a command (``$``, ``#``, ``>``, ``%``, ``C:\…>``, ``PS …>``, ``user@host:~$``), or none.
-_PROMPT = r"(?:(?:[\w.@-]{1,64}+:[^\s$#>]{0,200}+)?[$#>%][ \t]*+|[A-Za-z]:\\[^\n>]{0,200}+>[ \t]*+|PS[ \t][^\n>]{0,200}+>[ \t]*+)?"
+_PROMPT = r"(?:(?:[\w.@-]{1,64}+:[^\s$#>]{0,200}+)?[$#>%][ \t]*+|[A-Za-z]:\\[^\n>]{0,200}+>[ \t]*+|PS(?:[ \t][^\n>]{0,200}+)?>[ \t]*+)?"
 #: A command that prints one variable or one credential's file, then the value alone on the next line.
 PRINTED_VALUE = re.compile(
     r"(?m:^)[ \t]*+" + _PROMPT + r"(?:(?:(?:docker|podman)[ \t]++exec|kubectl[ \t]++exec[ \t][^\n]{0,200}?--)[ \t][^\n]{0,200}?)?"
     r"(?:printenv[ \t]++(?P<pname>" + _NAME + r")|echo[ \t]++(?:\"?\$\{?(?P<ename>" + _NAME
-    + r")\}?\"?|%(?P<wname>" + _NAME + r")%|\$env:(?P<sname>" + _NAME + r"))"
-    r"|(?:terraform|tofu)[ \t]++output[ \t]++-raw[ \t]++(?P<tname>" + _NAME + r")|vault[ \t]++(?:kv[ \t]++get|read)[ \t]"
+    + r")\}?\"?|%(?P<wname>" + _NAME + r")%|\$env:(?P<sname>" + _NAME + r"))|\$env:(?P<psname>" + _NAME + r")"
+    r"|(?:terraform|tofu)[ \t]++output[ \t]++(?:-raw[ \t]++)?(?P<tname>" + _NAME + r")|pulumi[ \t]++(?:config[ \t]++get|stack[ \t]++output)[ \t]++(?P<puname>"
+    + _NAME + r")[^\n]{0,300}+|git[ \t]++config(?:[ \t]++--[\w-]{1,20}+){0,2}[ \t]++(?:[\w-]{1,60}+\.){1,2}(?P<gcname>" + _NAME + r")"
+    r"|(?:npm|pnpm|yarn)[ \t]++config[ \t]++get[ \t]++(?://[^\s:]{1,200}+:)?(?P<npname>" + _NAME + r")|vault[ \t]++(?:kv[ \t]++get|read)[ \t]"
     r"[^\n]{0,200}?-field=(?P<vname>" + _NAME + r")[^\n]{0,300}+|gcloud[ \t][^\n]{0,200}?secrets[ \t]++versions[ \t]++access"
     r"[^\n]{0,200}?--secret[= ](?P<gname>" + _NAME + r")[^\n]{0,300}+|argocd[ \t]++admin[ \t]++(?P<aname>initial-password)[^\n]{0,300}+"
     r"|doppler[ \t]++secrets[ \t]++get[ \t]++(?P<dname>" + _NAME + r")[^\n]{0,300}+|op[ \t]++read[ \t]++[\"']?op://[^\s\"']{0,300}?/(?P<oname>"
     + _NAME + r")[\"']?|(?:go)?(?P<xname>pass)[ \t]++show[ \t]++(?:-[oO][ \t]++)?\S{1,300}+|bw[ \t]++get[ \t]++(?P<bname>password)[ \t]++\S{1,300}+"
     r"|security[ \t]++find-(?:generic|internet)-(?P<yname>password)[ \t][^\n]{0,300}?[ \t]-w(?![^\s])[^\n]{0,300}+"
     r"|aws[ \t]++(?P<mname>secret)smanager[ \t]++get-secret-value[ \t][^\n]{0,300}?--output[ \t=]++text[^\n]{0,300}+"
-    r"|cat[ \t]++(?:\S{0,300}?/)?(?P<fname>initialAdminPassword|initial_root_password|[\w.-]{0,40}?(?:password|token|secret))"
-    r"(?:\.txt)?|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?(?:[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D))?"
+    r"|(?:cat|type|more|less|head(?:[ \t]++-n?[ \t]*+\d{1,3}+)?|Get-Content|gc)[ \t]++(?:\S{0,300}?[/\\])?"
+    r"(?P<fname>initialAdminPassword|initial_root_password|[\w.-]{0,40}?(?:password|token|secret))"
+    r"(?:\.txt)?|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n|]{0,300}?\{?\.data\.(?P<kname>[\w-]{1,100}+)\}?['\"]?(?:[ \t]*+\|[ \t]*+base64[ \t]++(?:-d|--decode|-D)(?:[ \t]*+;[ \t]*+echo)?)?"
     r"|(?:sudo[ \t]++)?(?:[\w./-]{0,40}?kubectl|oc)[ \t][^\n]{0,300}?template[= ]['\"]?\{\{[ \t]*+(?:\.data\.|index[ \t]++\.data[ \t]++\\?\")"
     r"(?P<ganame>[\w.-]{1,100}+)[^\n]{0,300}+|op[ \t]++item[ \t]++get[ \t][^\n]{0,200}?--fields?[ \t=]++(?:label=)?(?P<iname>" + _NAME + r")[^\n]{0,300}+"
     r"|heroku[ \t]++config:get[ \t]++(?P<hname>" + _NAME + r")[^\n]{0,300}+|(?:infisical[ \t]++secrets|dotenvx)[ \t]++get[ \t]++(?P<nname>"

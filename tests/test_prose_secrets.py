@@ -1149,7 +1149,11 @@ SENT_BEFORE = [
         'infisical secrets get DB_PASSWORD --plain', 'dotenvx get DB_PASSWORD', 'chamber read app db_password -q', 'lpass show --password db',
         'gopass show -o prod/db/password', 'secret-tool lookup service db user bob', 'python -m keyring get db bob',
         'kubectl view-secret db password', 'bw get item db | jq -r .login.password', 'jq -r .password creds.json',
-        "yq '.db.password' secrets.yaml")],
+        "yq '.db.password' secrets.yaml", "kubectl get secret db -o jsonpath='{.data.password}' | base64 --decode; echo",
+        'type secrets\\db_password.txt', 'Get-Content .\\db_password.txt', 'more password.txt', 'head -1 ~/.vault-token',
+        'terraform output db_password', 'pulumi config get dbPassword', 'pulumi stack output dbPassword --show-secrets',
+        'git config --get credential.password', 'npm config get //registry.npmjs.org/:_authToken')],
+    ('PS> $env:DB_PASSWORD\nKq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'), ('PS C:\\app> $env:API_TOKEN\nKq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'),
     ('$ wrangler secret put API_KEY\n? Enter a secret value: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'),
     ('$ wrangler secret put API_KEY\n✔ Enter a secret value: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9'),
     # review 41: an LDAP password's hash in LDIF or slapd's files (an assignment took {SSHA} for a dict)
@@ -1266,6 +1270,8 @@ NEAR_MISSES = [
     '$ heroku config:get PORT\n5000', '$ jq -r .version package.json\n1.2.3', '$ az keyvault secret show --name db-host -o tsv\ndb.internal',
     '$ aws ssm get-parameter --name /app/db/host --output text\ndb.internal', '$ jq -r .name x.json | sort\nalice',
     '$ cat a.json | jq .token_type\n"Bearer"', '$ kubectl view-secret db username\nadmin', '$ chamber read app db_host\ndb.internal',
+    '$ terraform output vpc_id\n"vpc-0a1b2c3d"', '$ git config --get user.email\nbob@x.com', '$ npm config get registry\nhttps://registry.npmjs.org/',
+    '$ more README.md\nHello', '$ head -5 token.txt\nabc', 'PS C:\\> $env:PATH\nC:\\Windows', '$ pulumi config get region\nus-east-1',
     # review 41: an LDAP password's scheme named without its hash
     'userPassword: {SSHA}', 'rootpw {SSHA}<hash>', 'Set userPassword: {SSHA} for salted hashes',
     # review 41: vercel env add of a setting, or given a variable
