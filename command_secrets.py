@@ -90,7 +90,8 @@ ARCHIVE_OR_SQL = re.compile(
 #: ``ConvertTo-SecureString`` and ``-Password``/``-SecretKey`` (``-AccountPassword`` too), PuTTY's ``-pw``,
 #: ipmitool's and mosquitto's ``-P``, rar's and unrar's ``-p`` (``-hp``), curl's ``--proxy-user USER:`` (``-U``), jenkins-cli's ``-auth USER:``, skopeo's ``--creds
 #: USER:``, a secret store's value (``az keyvault secret set … --value``, ``aws ssm put-parameter … --value``,
-#: ``aws secretsmanager … --secret-string``), ``net user USER … /add``, ``schtasks … /rp``, neo4j's and Grafana's
+#: ``aws secretsmanager … --secret-string``), ``net user USER …`` (before ``/add`` or alone), ``schtasks … /rp``, ``useradd``'s and ``usermod``'s ``-p``, ``dsadd``'s and
+#: ``dsmod``'s ``-pwd``, ``mkpasswd [flags] …``, neo4j's and Grafana's
 #: initial and reset passwords, ``pulumi config set --secret NAME …`` and ``dotnet user-secrets set NAME …``, ngrok's
 #: ``config add-authtoken …`` (``authtoken …``, ``--authtoken …``) and influx's ``-t …``; not a flag in its place (``/persistent:no``, ``--api=s3v4``).
 PASSWORD_FLAG = re.compile(
@@ -116,7 +117,9 @@ PASSWORD_FLAG = re.compile(
     r"(?:[ \t]++|=)(?P<uq>[\"']?)[^\s:\"']{1,100}+:"
     r"|(?:az[ \t]++keyvault[ \t]++secret[ \t]++set|aws[ \t]++ssm[ \t]++put-parameter)(?=[ \t])" + _SAME_COMMAND
     + r"[ \t]--value(?:[ \t]++|=)|aws[ \t]++secretsmanager(?=[ \t])" + _SAME_COMMAND + r"[ \t]--secret-string(?:[ \t]++|=)"
-    r"|net[ \t]++user[ \t]++[^\s/]{1,100}+[ \t]++(?=[^\s/]\S{0,199}+[ \t]++/add)|schtasks(?=[ \t])" + _SAME_COMMAND + r"[ \t]/rp[ \t]++"
+    r"|net[ \t]++user[ \t]++[^\s/]{1,100}+[ \t]++(?=[^\s/*]\S{0,199}+(?:[ \t]++/|[ \t]*+(?:$|[\r\n;&|])))|schtasks(?=[ \t])" + _SAME_COMMAND + r"[ \t]/rp[ \t]++"
+    r"|(?:useradd|usermod)(?=[ \t])" + _SAME_COMMAND + r"[ \t]-p[ \t]++|ds(?:mod|add)[ \t]++user(?=[ \t])" + _SAME_COMMAND + r"[ \t]-pwd[ \t]++"
+    r"|mkpasswd(?:[ \t]++-[\w-]{1,20}+(?:[ \t]++[^\s-]\S{0,40}+)?){0,2}[ \t]++(?=[^\s-])"
     r"|(?:neo4j-admin[ \t]++(?:dbms[ \t]++)?set-initial-password|grafana-cli[ \t]++admin[ \t]++reset-admin-password)[ \t]++"
     r"|pulumi[ \t]++config[ \t]++set[ \t]++(?:--(?:secret|path)[ \t]++){1,2}+[^\s-]\S{0,200}+[ \t]++"
     r"|dotnet[ \t]++user-secrets[ \t]++set[ \t]++(?:\"[^\"\n]{1,200}+\"|[^\s\"]{1,200}+)[ \t]++"

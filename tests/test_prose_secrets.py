@@ -1205,6 +1205,10 @@ SENT_BEFORE = [
         'கடவுச்சொல்', 'రహస్యపదం', 'ពាក្យសម្ងាត់', 'ລະຫັດຜ່ານ', 'စကားဝှက်', 'adgangskoden', 'parolă este', 'κωδικός είναι')],
     *[(text, 'Kq7vLp2Wx99') for text in (
         'lösenordet är Kq7vLp2Wx99', 'passordet er Kq7vLp2Wx99', 'kata sandi adalah Kq7vLp2Wx99')],
+    # review 41: a user's password set by useradd -p, usermod -p, net user without /add, dsadd and dsmod's -pwd, and hashed by mkpasswd
+    *[(text.replace('PW', 'Summer2024x'), 'Summer2024x') for text in (
+        'useradd -m -p PW bob', 'usermod -p PW bob', 'net user bob PW', 'net user bob PW && echo ok',
+        'dsmod user cn=bob,dc=x -pwd PW', 'dsadd user cn=bob,dc=x -pwd PW -mustchpwd yes', 'mkpasswd -m sha-512 PW', 'mkpasswd PW')],
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1304,6 +1308,9 @@ NEAR_MISSES = [
     # review 41: those labels before words, an item's code, song lyrics (paroles) and Italian's parola (word)
     'parola: ciao', 'parole: voilà', 'Paroles: chanson', 'šifra artikla: AB-1234', 'lozinka je promijenjena', 'hasło jest nieaktualne',
     'κωδικός είναι λάθος', 'رمز عبور را فراموش کردید؟',
+    # review 41: those commands given a prompt's *, a flag, a hash made in place or a variable
+    'net user bob *', 'net user bob /delete', 'net user bob /domain', 'net user bob', 'useradd -p "$(openssl passwd -6 x)" bob',
+    'usermod -p "$HASH" bob', 'mkpasswd -m help', 'mkpasswd -s',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
