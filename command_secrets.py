@@ -207,9 +207,10 @@ SED_SECRET = re.compile(
 _SED_NAMES = re.compile(r"(?i).{0,60}(?:pass|password|passwd|pwd|secret|token|key|requirepass|masterauth|auth)")
 #: A line of a name and a value alone, ``=`` or spaces between (a config file's ``password …``, ``bindpw = …``, a listing's
 #: ``DB_PASSWORD      …``): no brackets or quotes in the value (a column's type: ``password VARCHAR(255)``), no ``?``
-#: after it (``token Int64?``), not a path; ``pass`` and ``passwd`` are commands given a user's name (:func:`_line`).
+#: after it (``token Int64?``), not a path nor a command's flag (``mkpasswd --method=sha-512``); ``pass`` and ``passwd`` are
+#: commands given a user's name (:func:`_line`).
 CONFIG_LINE = re.compile(
-    r"(?m:^)[ \t]*+(?P<name>[A-Za-z_][\w.-]{0,60}+)(?:[ \t]++|[ \t]*+=[ \t]*+)(?![~/$%]|\./)"
+    r"(?m:^)[ \t]*+(?P<name>[A-Za-z_][\w.-]{0,60}+)(?:[ \t]++|[ \t]*+=[ \t]*+)(?![~/$%]|\./|--)"
     r"(?P<bare>[^\s()\[\]{}<>\"'`]{6,200}+)(?<!\?)[ \t]*+\r?(?m:$)"
 )
 #: Names of LDAP clients' and servers' bind passwords (nslcd's ``bindpw``, slapd's ``rootpw``, sssd's ``…_authtok``).

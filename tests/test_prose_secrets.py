@@ -1311,6 +1311,8 @@ NEAR_MISSES = [
     # review 41: those commands given a prompt's *, a flag, a hash made in place or a variable
     'net user bob *', 'net user bob /delete', 'net user bob /domain', 'net user bob', 'useradd -p "$(openssl passwd -6 x)" bob',
     'usermod -p "$HASH" bob', 'mkpasswd -m help', 'mkpasswd -s',
+    # review 41: a command's name ending in a password's word, then its flag, alone on a line, is no config file's line
+    'mkpasswd --method=sha-512', 'keepassxc-cli --version', 'passwd --status bob', 'ssh-keygen-password --help',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
