@@ -160,12 +160,15 @@ MAIL_LOGIN = re.compile(
 )
 #: A command-line option's default under a credential's name: argparse's ``add_argument("--password",
 #: default="…")``, click's ``@click.option("--api-key", default="…")``, optparse's ``add_option``, typer's
-#: ``Option``; and configparser's ``get("db", "password", fallback="…")``. Judged as a default is
-#: (:func:`_default`). Groups ``oname``, ``value15``.
+#: ``Option``; configparser's ``get("db", "password", fallback="…")``; and Go's ``flag.String("password", "…", …)``
+#: (``StringVar(&p, …)``, pflag's and cobra's ``Flags().StringP("password", "p", "…", …)``, group ``gname``). Judged as a
+#: default is (:func:`_default`). Groups ``oname``, ``value15``.
 OPTION_DEFAULT = re.compile(
-    r"(?<![\w$])(?:(?:add_argument|add_option|option|Option)\(\s*+(?:[\"']-\w[\"'][ \t]*+,\s*+)?[\"']-{1,2}+"
+    r"(?:(?<![\w$])(?:(?:add_argument|add_option|option|Option)\(\s*+(?:[\"']-\w[\"'][ \t]*+,\s*+)?[\"']-{1,2}+"
     r"|get(?:int)?\(\s*+[\"'][\w.-]{1,100}+[\"'][ \t]*+,\s*+[\"'])(?P<oname>[A-Za-z][\w-]{0,60}+)[\"']"
-    r"[^()\n]{0,200}?(?<![\w])(?:default|fallback)[ \t]*+=[ \t]*+" + _quoted("15")
+    r"[^()\n]{0,200}?(?<![\w])(?:default|fallback)[ \t]*+=[ \t]*+"
+    r"|(?<![\w$])(?:flag|pflag|Flags\(\))\.String(?:Var)?(?P<short>P)?\(\s*+(?:&[\w.]{1,100}+[ \t]*+,\s*+)?\"(?P<gname>[A-Za-z][\w-]{0,60}+)\""
+    r"[ \t]*+,\s*+(?(short)\"\w\"[ \t]*+,\s*+))" + _quoted("15")
 )
 #: A C or C++ macro defined as a literal (``#define WIFI_PASSWORD "…"``, ``#define API_KEY "…"``): judged as an
 #: assignment to its name. Groups ``mname``, ``value16``.
@@ -326,7 +329,7 @@ def _value_group(m: re.Match[str]) -> str:
 def _name(m: re.Match[str]) -> str:
     """The name a default is of: a key, or a path's or a Clojure keyword path's last part."""
     for group in ("key", "bkey", "pkey", "aname", "c1", "c2", "c3", "c4", "c5", "ps", "name", "cname", "sname", "ename",
-                  "vname", "hname", "dname", "oname", "mname", "kname", "ref", "ref2", "path"):
+                  "vname", "hname", "dname", "oname", "gname", "mname", "kname", "ref", "ref2", "path"):
         if group in m.re.groupindex and m.group(group):
             name = m.group(group)
             if group in ("ename", "vname"):

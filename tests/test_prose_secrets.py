@@ -1209,6 +1209,10 @@ SENT_BEFORE = [
     *[(text.replace('PW', 'Summer2024x'), 'Summer2024x') for text in (
         'useradd -m -p PW bob', 'usermod -p PW bob', 'net user bob PW', 'net user bob PW && echo ok',
         'dsmod user cn=bob,dc=x -pwd PW', 'dsadd user cn=bob,dc=x -pwd PW -mustchpwd yes', 'mkpasswd -m sha-512 PW', 'mkpasswd PW')],
+    # review 41: Go's flag default under a credential's name (flag, pflag, cobra)
+    *[(text, 'Summer2024x') for text in (
+        'flag.String("password", "Summer2024x", "db password")', 'pw := flag.String("db-password", "Summer2024x", "")',
+        'flag.StringVar(&cfg.Password, "password", "Summer2024x", "pw")', 'cmd.Flags().StringP("token", "t", "Summer2024x", "api token")')],
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1313,6 +1317,9 @@ NEAR_MISSES = [
     'usermod -p "$HASH" bob', 'mkpasswd -m help', 'mkpasswd -s',
     # review 41: a command's name ending in a password's word, then its flag, alone on a line, is no config file's line
     'mkpasswd --method=sha-512', 'keepassxc-cli --version', 'passwd --status bob', 'ssh-keygen-password --help',
+    # review 41: Go's flag defaults that are empty, a placeholder or not a credential's
+    'flag.String("password", "", "db password")', 'flag.String("host", "db.internal2X", "")', 'flag.String("password", "changeme", "")',
+    'flag.StringP("password", "p", "", "")', 'flag.String("token-file", "/var/run/token", "")',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
