@@ -23,10 +23,12 @@ from .secret_patterns import quoted_run, replace_group
 Judge = Callable[[str, str, bool], bool]
 
 #: A Clojure keyword and the string after it in a map (``:password "…"``, ``:api-key "…"``), a definition's name and
-#: its string (``(def db-password "…")``, ``(def ^:private api-key "…")``) and a property set by name
+#: its string (``(def db-password "…")``, ``(def ^:private api-key "…")``; Lisp's and Scheme's ``defvar``, ``defparameter``,
+#: ``defconst``, ``define``, ``setq`` and ``setf`` too, a name's earmuffs left out: ``(defvar *db-password* "…")``) and a property set by name
 #: (``(System/setProperty "db.password" "…")``). Groups ``kname``/``dname``/``pname`` and ``value``.
 CLOJURE_LITERAL = re.compile(
-    r"(?:(?<![\w:/.-]):(?P<kname>[A-Za-z_][\w.-]{0,100}+)|\(def[ \t]++(?:\^:?[\w-]{1,30}+[ \t]++)?(?P<dname>[A-Za-z_][\w.*+!?-]{0,100}+)"
+    r"(?:(?<![\w:/.-]):(?P<kname>[A-Za-z_][\w.-]{0,100}+)|\((?:def|defvar|defparameter|defconst|defconstant|defcustom|define|setq|setq-default|setf)"
+    r"[ \t]++(?:\^:?[\w-]{1,30}+[ \t]++)?\*?(?P<dname>[A-Za-z_][\w.+!?-]{0,100}+)\*?"
     r"|\(System/setProperty[ \t]++\"(?P<pname>[A-Za-z_][\w.-]{0,100}+)\")[ \t]++\"(?P<value>" + quoted_run('"') + r")\""
 )
 #: A credential's name assigned a string in parentheses, as formatters wrap a long one (``API_KEY = (`` then ``"…"`` and

@@ -534,7 +534,7 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "op item get a --fields a\n", "kubectl a go-template='{{.data.a\n", "sops a --extract '[\"a\"]'\n",
                                   "sops a --extract '[\"a", "wrangler secret put a\n? Enter a secret value: ", "npx wrangler secret put a\n", "kubectl --template={{", "vercel env add a\n? What's the value of a? ",
                                   "kubectl a {.data.a}\n", "heroku config:get a\n", "az keyvault secret show --name a\n", "aws ssm get-parameter --name /",
-                                  "aws ssm get-parameter --name a/a\n", "lpass show --password\n", "keyring get a a\n", "a | jq .a\n", "jq .a.a.", "yq .a a\n", "PS> $env:a\n", "type a\\a_token\n", "git config a.a\n", "net user a a", "useradd -p a", "dsmod user a -pwd a", "mkpasswd -a a -a a a", "\na_pass --a", 'flag.String("a", ', 'Flags().StringP("a", "a", "a', 'flag.StringVar(&a, "a_password", "a\\"',
+                                  "aws ssm get-parameter --name a/a\n", "lpass show --password\n", "keyring get a a\n", "a | jq .a\n", "jq .a.a.", "yq .a a\n", "PS> $env:a\n", "type a\\a_token\n", "git config a.a\n", "net user a a", "useradd -p a", "dsmod user a -pwd a", "mkpasswd -a a -a a a", "\na_pass --a", 'flag.String("a", ', 'Flags().StringP("a", "a", "a', 'flag.StringVar(&a, "a_password", "a\\"', '(setq a "a', '(defvar *a* "a\\"', '(define *a',
                                   "npm config get //a:a\n", "pulumi config get a\n", "terraform output a\n",
                                   "\nuserPassword: {a}aaaaaaaa", "\nrootpw {a}",
                                   "echo a | wrangler secret put a", "vercel env add a_key <<< ", "vercel env add a_key a <<< a",

@@ -1213,6 +1213,10 @@ SENT_BEFORE = [
     *[(text, 'Summer2024x') for text in (
         'flag.String("password", "Summer2024x", "db password")', 'pw := flag.String("db-password", "Summer2024x", "")',
         'flag.StringVar(&cfg.Password, "password", "Summer2024x", "pw")', 'cmd.Flags().StringP("token", "t", "Summer2024x", "api token")')],
+    # review 41: Lisp's and Scheme's definitions and setters of a credential's name (earmuffs too)
+    *[(text, 'Summer2024x') for text in (
+        '(setq my-password "Summer2024x")', '(defvar *db-password* "Summer2024x")', '(define db-password "Summer2024x")',
+        '(defparameter *api-token* "Summer2024x")', '(setf smtp-password "Summer2024x")')],
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1320,6 +1324,8 @@ NEAR_MISSES = [
     # review 41: Go's flag defaults that are empty, a placeholder or not a credential's
     'flag.String("password", "", "db password")', 'flag.String("host", "db.internal2X", "")', 'flag.String("password", "changeme", "")',
     'flag.StringP("password", "p", "", "")', 'flag.String("token-file", "/var/run/token", "")',
+    # review 41: those given nil, a call, a prompt or a placeholder
+    '(setq password nil)', '(define password (read-line))', '(defvar *password-prompt* "Password: ")', '(setq my-password "changeme")',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
