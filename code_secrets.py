@@ -91,7 +91,8 @@ TYPED_DEFAULT = re.compile(
 )
 #: A call that sets what it is given, given a credential's name and then a literal (``os.Setenv("DB_PASSWORD", "…")``,
 #: ``define('DB_PASSWORD', '…')``, ``props.setProperty("mail.smtp.password", "…")``, ``headers.set('X-Api-Key', '…')``,
-#: ``[Environment]::SetEnvironmentVariable("DB_PASSWORD", "…", "User")``, ``map.put``, Go's ``Header.Add``; not ``log.info("secret", …)``,
+#: ``[Environment]::SetEnvironmentVariable("DB_PASSWORD", "…", "User")``, ``map.put``, Go's ``Header.Add``, vitest's
+#: ``vi.stubEnv("API_KEY", "…")``, R's ``assign("password", "…")``; not ``log.info("secret", …)``,
 #: ``mask("api_key", …)``, ``Compare("Password", …)``), or a setter the literal
 #: alone (``dataSource.setPassword("…")``, ``withApiKey("…")``): redacted when the literal reads as a password by itself
 #: (:data:`secret_patterns.DEFAULT_SECRET`, or 40+ characters with few spaces: WordPress' salts), as a call's
@@ -99,7 +100,7 @@ TYPED_DEFAULT = re.compile(
 #: password")``). Groups ``cname``/``sname``.
 KEYED_CALL = re.compile(
     r"(?<![\w$])(?:[Ss]et(?:env|_var|Property|RequestProperty|Header|EnvironmentVariable|Item|[Dd]efault|Value|Option)?"
-    r"|putenv|put|define|[aA]dd|append|header|store)\(\s*+(?P<cq>[\"'])(?P<cname>[A-Za-z_][\w.:/-]{0,100}+)(?P=cq)[ \t]*+,\s*+"
+    r"|putenv|put|define|[aA]dd|append|header|store|stubEnv|assign)\(\s*+(?P<cq>[\"'])(?P<cname>[A-Za-z_][\w.:/-]{0,100}+)(?P=cq)[ \t]*+,\s*+"
     + _quoted("6") + r"(?![ \t]*+[.+\[])"
     r"|(?<![\w$])(?:set|with)(?P<sname>(?:Api|Access|Secret|Private|Auth|Client|Db|Database|Admin|Root)?(?:Password|Passwd"
     r"|Passphrase)|(?:Auth|Access|Api|Bearer)Token|ClientSecret|(?:Api|Access|Secret|Private|Auth|Signing|Encryption)Key)"

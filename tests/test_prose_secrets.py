@@ -1217,6 +1217,8 @@ SENT_BEFORE = [
     *[(text, 'Summer2024x') for text in (
         '(setq my-password "Summer2024x")', '(defvar *db-password* "Summer2024x")', '(define db-password "Summer2024x")',
         '(defparameter *api-token* "Summer2024x")', '(setf smtp-password "Summer2024x")')],
+    # review 41: vitest's stubEnv and R's assign given a credential's name and a literal
+    ('vi.stubEnv("API_KEY", "Summer2024x")', 'Summer2024x'), ('assign("password", "Summer2024x")', 'Summer2024x'),
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1326,6 +1328,8 @@ NEAR_MISSES = [
     'flag.StringP("password", "p", "", "")', 'flag.String("token-file", "/var/run/token", "")',
     # review 41: those given nil, a call, a prompt or a placeholder
     '(setq password nil)', '(define password (read-line))', '(defvar *password-prompt* "Password: ")', '(setq my-password "changeme")',
+    # review 41: stubEnv of a setting, assign of a call
+    'vi.stubEnv("NODE_ENV", "production")', 'assign("password", readline())', 'vi.stubEnv("API_KEY", "")',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
