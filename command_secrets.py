@@ -146,12 +146,14 @@ HAPROXY_LOGIN = re.compile(
     r"(?P<bare>[^\s\"'$#]\S{0,199}+)"
 )
 #: nginx's header and parameter directives (``proxy_set_header X-Api-Key "…";``, ``add_header``, ``grpc_set_header``,
-#: ``fastcgi_param DB_PASSWORD …;``, ``uwsgi_param``, ``scgi_param``): the name, and the value (after ``Bearer``,
-#: ``Token`` or ``Basic`` too), quoted or bare, before the ``;``. A ``$`` starts one of nginx's variables.
+#: ``fastcgi_param DB_PASSWORD …;``, ``uwsgi_param``, ``scgi_param``), and Apache's (``RequestHeader set X-Api-Key "…"``,
+#: ``Header [always] set|add|append|merge …``): the name, and the value (after ``Bearer``, ``Token`` or ``Basic`` too),
+#: quoted or bare, before nginx's ``;`` or Apache's line end. A ``$`` starts one of nginx's variables.
 NGINX_HEADER = re.compile(
-    r"(?m:^)[ \t]*+(?:proxy_set_header|add_header|grpc_set_header|fastcgi_param|uwsgi_param|scgi_param)[ \t]++"
+    r"(?m:^)[ \t]*+(?:proxy_set_header|add_header|grpc_set_header|fastcgi_param|uwsgi_param|scgi_param"
+    r"|(?:Request)?Header[ \t]++(?:always[ \t]++)?(?:set|add|append|merge|setifempty)(?P<apache>))[ \t]++"
     r"(?P<name>[\w-]{1,60}+)[ \t]++(?:(?P<q>[\"'])(?:(?i:bearer|token|basic)[ \t]++)?(?P<value>" + quoted_run("(?P=q)", "$") + r")(?P=q)"
-    r"|(?P<bare>[^\s\"';$][^\s;]*+))[ \t]*+;"
+    r"|(?P<bare>[^\s\"';$][^\s;]*+))[ \t]*+(?(apache)(?=\r?\n|$)|;)"
 )
 #: GitHub CLI's ``gh secret set … -b value`` / ``--body value`` (``--body=value``), in any order.
 GH_SECRET = re.compile(r"(?<![\w-])gh[ \t]++secret[ \t]++set(?=[ \t])" + _SAME_COMMAND + r"[ \t](?:-b[ \t]*+|--body(?:[ \t]++|=))" + _VALUE)
@@ -322,9 +324,11 @@ def _haproxy(m: re.Match[str], redacted: str) -> str:
 
 def _nginx(m: re.Match[str], redacted: str, judge: Judge) -> str:
     """A :data:`NGINX_HEADER` match, its value redacted when an assignment of it to the header's or parameter's name
-    would be, or, after ``Authorization``, when it reads as a password."""
+    would be, or, after ``Authorization``, when it reads as a password; not Apache's variable."""
     group = "value" if m.group("value") is not None else "bare"
     name, value = m.group("name"), m.group(group)
+    if "%{" in value:
+        return m.group()  # Apache's variable (%{API_KEY}e), filled in when a request comes
     if name.lower().endswith("authorization"):
         secret = prose_secrets.reads_as_password(value)
     else:

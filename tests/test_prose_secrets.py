@@ -1219,6 +1219,9 @@ SENT_BEFORE = [
         '(defparameter *api-token* "Summer2024x")', '(setf smtp-password "Summer2024x")')],
     # review 41: vitest's stubEnv and R's assign given a credential's name and a literal
     ('vi.stubEnv("API_KEY", "Summer2024x")', 'Summer2024x'), ('assign("password", "Summer2024x")', 'Summer2024x'),
+    # review 41: Apache's header directives under a credential's name
+    ('RequestHeader set X-Api-Key "Kq7#vLp2Wx!9"', 'Kq7#vLp2Wx!9'), ('  Header always set X-Auth-Token Summer2024x', 'Summer2024x'),
+    ('<Location /api>\n  RequestHeader set Authorization "Bearer Kq7vLp2Wx99Zr8"\n</Location>', 'Kq7vLp2Wx99Zr8'),
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1330,6 +1333,9 @@ NEAR_MISSES = [
     '(setq password nil)', '(define password (read-line))', '(defvar *password-prompt* "Password: ")', '(setq my-password "changeme")',
     # review 41: stubEnv of a setting, assign of a call
     'vi.stubEnv("NODE_ENV", "production")', 'assign("password", readline())', 'vi.stubEnv("API_KEY", "")',
+    # review 41: Apache's headers of no credential, unset, or from a variable
+    'RequestHeader set X-Forwarded-Proto "https"', 'Header set X-Frame-Options DENY', 'RequestHeader unset Authorization',
+    'RequestHeader set X-Api-Key "%{API_KEY}e"', 'Header set Content-Security-Policy "default-src self"',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
