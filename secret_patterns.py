@@ -476,8 +476,8 @@ PW_NAME = re.compile(r"(?i)(?:^|[_.-])pw$")
 #: ``<qualifier>_key`` names that are credentials (``api_key``, ``SECRET_KEY``, ``signingKey``).
 KEY_QUALIFIERS = {"api", "access", "secret", "private", "signing", "encryption", "master"}
 #: ``<qualifier>Key`` names whose value is a credential when it looks like one (``jwtKey``, ``hmac_key``, an SDK's
-#: ``appKey``), not a name a key is stored under (``const jwtKey = "jwt_token"``, ``appKey: 'main'``).
-WEAK_KEY_QUALIFIERS = {"jwt", "hmac", "cookie", "webhook", "license", "licence", "session", "app"}
+#: ``appKey``, Azure API Management's ``Ocp-Apim-Subscription-Key``), not a name a key is stored under (``const jwtKey = "jwt_token"``, ``appKey: 'main'``).
+WEAK_KEY_QUALIFIERS = {"jwt", "hmac", "cookie", "webhook", "license", "licence", "session", "app", "subscription"}
 #: ``<qualifier>_KEY`` names that are not credentials (an UPPER_SNAKE ``*_KEY`` otherwise is one: ``STRIPE_KEY``).
 PLAIN_KEY_QUALIFIERS = {"primary", "foreign", "sort", "partition", "cache", "lookup", "hash", "shard", "row", "range",
                         "unique", "index", "map", "group", "order", "public", "routing", "idempotency", "storage", "dedup"}

@@ -1222,6 +1222,10 @@ SENT_BEFORE = [
     # review 41: Apache's header directives under a credential's name
     ('RequestHeader set X-Api-Key "Kq7#vLp2Wx!9"', 'Kq7#vLp2Wx!9'), ('  Header always set X-Auth-Token Summer2024x', 'Summer2024x'),
     ('<Location /api>\n  RequestHeader set Authorization "Bearer Kq7vLp2Wx99Zr8"\n</Location>', 'Kq7vLp2Wx99Zr8'),
+    # review 41: Azure API Management's subscription key, as a header and a name
+    ('curl -H "Ocp-Apim-Subscription-Key: Kq7#vLp2Wx!9" https://x.azure-api.net', 'Kq7#vLp2Wx!9'),
+    ('Ocp-Apim-Subscription-Key: 0123456789abcdef0123456789abcdef', '0123456789abcdef0123456789abcdef'),
+    ('SUBSCRIPTION_KEY=Summer2024x', 'Summer2024x'),
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1336,6 +1340,8 @@ NEAR_MISSES = [
     # review 41: Apache's headers of no credential, unset, or from a variable
     'RequestHeader set X-Forwarded-Proto "https"', 'Header set X-Frame-Options DENY', 'RequestHeader unset Authorization',
     'RequestHeader set X-Api-Key "%{API_KEY}e"', 'Header set Content-Security-Policy "default-src self"',
+    # review 41: a subscription's key that names a plan or is a template
+    'subscriptionKey: "premium"', 'subscription_key: premium', 'const subscriptionKey = `sub:${id}`',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
