@@ -13,7 +13,8 @@ PowerShell's ``Name : NAME`` above
 ``security find-generic-password … -w``, ``aws secretsmanager get-secret-value … --output text``, ``secret-tool lookup …``,
 ``keyring get SERVICE USER`` and ``lpass show --password …`` (a password's or a secret's name), ``heroku config:get NAME``,
 ``az keyvault secret show --name NAME``, ``aws ssm get-parameter --name …/NAME``, ``infisical secrets get NAME``, ``dotenvx get
-NAME``, ``chamber read SERVICE NAME``, ``kubectl view-secret SECRET NAME`` and ``jq``'s or ``yq``'s ``….NAME`` (after a pipe too); the NAME is judged as an assignment of the value to it would be (``printenv PATH`` then a path stays).
+NAME``, ``chamber read SERVICE NAME``, ``kubectl view-secret SECRET NAME``, ``kubeadm token create`` (``k3s``,
+``kubectl create token``) and ``jq``'s or ``yq``'s ``….NAME`` (after a pipe too); the NAME is judged as an assignment of the value to it would be (``printenv PATH`` then a path stays).
 Passwords a server makes and prints (MySQL's temporary one, Elasticsearch's, Jenkins' and Spring Security's generated
 ones). Redis ``MONITOR`` lines, which quote each word of a command (``"AUTH" "…"``, ``"AUTH" "user" "…"``, ``"CONFIG"
 "SET" "requirepass" "…"``), and redis-cli's reply to ``CONFIG GET requirepass``. And ``Authorization`` written
@@ -65,6 +66,7 @@ PRINTED_VALUE = re.compile(
     r"|aws[ \t]++ssm[ \t]++get-parameter[ \t][^\n]{0,200}?--name[ \t=]++[\"']?(?:[^\s\"']{0,300}?/)?(?P<pmname>" + _NAME + r")[\"']?(?![^\s])[^\n]{0,300}+"
     r"|lpass[ \t]++show[ \t][^\n]{0,100}?--(?P<lpname>password)[^\n]{0,300}+|(?P<stname>secret)-tool[ \t]++lookup[ \t][^\n]{0,300}+"
     r"|(?:python3?[ \t]++-m[ \t]++)?keyring[ \t]++get[ \t]++\S{1,100}+[ \t]++\S{1,100}+(?P<krname>)"
+    r"|(?:kubeadm|k3s|rke2)[ \t]++(?P<bsname>token)[ \t]++create(?:[ \t][^\n]{0,300}+)?|kubectl[ \t]++create[ \t]++(?P<ksname>token)[ \t][^\n]{0,300}+"
     r"|kubectl[ \t]++view-secret[ \t]++\S{1,100}+[ \t]++(?P<kvname>" + _NAME + r")[^\n]{0,300}+"
     r"|(?:[^\n|]{1,300}+\|[ \t]*+)?(?:jq|yq)[ \t][^\n|]{0,200}?\.(?P<jqname>" + _NAME + r")['\"]?(?:[ \t]++[^\s|]{1,300}+)?"
     r"|sops[ \t][^\n]{0,200}?--extract[ \t=]++(?P<xq>['\"])[^\n]{0,300}?\[[\"'](?P<uname>" + _NAME + r")[\"']\](?P=xq)[^\n]{0,300}+"

@@ -1226,6 +1226,9 @@ SENT_BEFORE = [
     ('curl -H "Ocp-Apim-Subscription-Key: Kq7#vLp2Wx!9" https://x.azure-api.net', 'Kq7#vLp2Wx!9'),
     ('Ocp-Apim-Subscription-Key: 0123456789abcdef0123456789abcdef', '0123456789abcdef0123456789abcdef'),
     ('SUBSCRIPTION_KEY=Summer2024x', 'Summer2024x'),
+    # review 41: a cluster's join token printed by the command that made it
+    ('$ kubeadm token create\nabcdef.0123456789abcdef', '0123456789abcdef'), ('$ k3s token create\nK10abc.0123456789abcdef', '0123456789abcdef'),
+    ('$ kubectl create token default -n app\nKq7vLp2Wx99Zr8Wt', 'Kq7vLp2Wx99Zr8Wt'),
     # review 39: a generator's output under the command that made it
     ('$ pwgen 16 1\nahV9oeNg5quoh7ie', 'ahV9oeNg5quoh7ie'), ('$ pwgen\nahV9oeNg quoh7ieX Ohbie3ai', 'quoh7ieX'),
     ('$ openssl rand -base64 12\nXk9Pq2Lm7Nv4Rt6Y', 'Xk9Pq2Lm7Nv4Rt6Y'),
@@ -1342,6 +1345,8 @@ NEAR_MISSES = [
     'RequestHeader set X-Api-Key "%{API_KEY}e"', 'Header set Content-Security-Policy "default-src self"',
     # review 41: a subscription's key that names a plan or is a template
     'subscriptionKey: "premium"', 'subscription_key: premium', 'const subscriptionKey = `sub:${id}`',
+    # review 41: a token command's error
+    '$ kubeadm token create\nfailed to create token', '$ kubeadm token list\nTOKEN',
     # review 39: what follows a generator's command is its output only when it reads as random
     '$ pwgen 16 1\nbash: pwgen: command not found', '$ openssl rand -base64 12\nUsage: rand [options] num',
     '>>> secrets.token_urlsafe(16)\nTraceback (most recent call last):', '$ sudo apt install pwgen\nReading package lists... Done',
