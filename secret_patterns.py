@@ -56,6 +56,7 @@ KEY_FORMATS = re.compile(
     r"|(?:SK[0-9a-fA-F]{32}|key-[0-9a-f]{32}|pplx-[A-Za-z0-9]{40,}+)"  # Twilio, Mailgun, Perplexity
     r"|[0-9a-f]{32}(?:-us\d{1,2}+|\.[A-Za-z0-9]{16})(?![A-Za-z0-9_-])"  # Mailchimp, Zhipu (an id and its secret)
     r"|hv[sbr]\.[A-Za-z0-9_-]{24,}+"  # HashiCorp Vault: service, batch and recovery tokens
+    r"|tskey-[a-z]{3,6}+-[A-Za-z0-9]{6,}+-[A-Za-z0-9]{16,}+"  # Tailscale's auth, API and OAuth client keys
     r"|(?<!\.)s\.(?=[A-Za-z0-9]{0,23}[0-9])(?=[A-Za-z0-9]{0,23}[A-Z])(?=[A-Za-z0-9]{0,23}[a-z])[A-Za-z0-9]{24}(?![A-Za-z0-9_.-])"  # Vault's
     # service tokens before 1.10 (s. and 24 letters and digits, read as an attribute otherwise)
     r"|[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}+|pat[A-Za-z0-9]{14}\.[0-9a-f]{64}"  # Discord bot: a user
