@@ -14,22 +14,23 @@ import re
 
 from .secret_patterns import CREDENTIAL_PART
 
-#: Credential labels in other scripts than Latin (longer ones first; Thai's, Arabic's, Hebrew's, Hindi's, Persian's, Bengali's,
-#: Tamil's, Telugu's, Khmer's, Lao's and Burmese's words for password last).
+#: Credential labels in other scripts than Latin (longer ones first; Thai's, Arabic's, Hebrew's, Hindi's, Persian's,
+#: Bengali's and Tamil's words for password last). Every label is a string :mod:`prefilter` looks for before :data:`LABELLED` is
+#: run, and past 128 of them it looks for none (a test keeps the gate): words are added for the languages users write.
 _SCRIPT_LABELS = ("密码短语|密碼短語|密码|密碼|口令|密钥|密鑰|秘钥|密匙|私钥|私鑰|秘密鍵|秘密|令牌|授权码|授權碼|安全码|安全碼|凭证|憑證|凭据|憑據"
                   "|账密|帳密|金鑰|金钥|權杖|权杖|パスワード|パスフレーズ|暗証番号|暗号鍵|認証キー|비밀 ?번호|패스워드|비번|암호|인증키|시크릿 ?키|비밀 ?키"
                   "|пароль|паролем|пароля|รหัสผ่าน|كلمة المرور|كلمة السر|كلمة مرور|סיסמה|סיסמא|पासवर्ड"
-                  "|رمز عبور|گذرواژه|پسورد|পাসওয়ার্ড|கடவுச்சொல்|పాస్‌వర్డ్|రహస్యపదం|ពាក្យសម្ងាត់|ລະຫັດຜ່ານ|စကားဝှက်")
+                  "|رمز عبور|گذرواژه|পাসওয়ার্ড|கடவுச்சொல்")
 #: Credential labels of other languages written in Latin letters or Cyrillic (French, Spanish, Portuguese, German,
 #: Dutch, Italian, Polish, Turkish, Vietnamese, Indonesian, Malay, Swedish, Norwegian, Danish, Finnish, Czech, Hungarian,
-#: Catalan, Romanian, Greek, Slovene, Croatian, Serbian, Lithuanian, Latvian, Estonian, Icelandic, Basque, Galician, Albanian,
-#: Azerbaijani, Uzbek, Swahili, Bulgarian, Belarusian, Kazakh, Russian (``пасс`` too, not ``пассажир``), Japanese and Korean katakana/hangul words for
+#: Catalan, Romanian, Turkish's and the Baltic ``parol``, Greek, Slovene, Croatian, Serbian, Lithuanian, Bulgarian, Belarusian,
+#: Russian (``пасс`` too, not ``пассажир``), Japanese and Korean katakana/hangul words for
 #: password, key and token: ``APIトークン``, ``シークレットキー``), after which ``:`` joins a value as a verb does: no
 #: assignment names them.
 _FOREIGN_LABELS = (r"mot de passe|contraseña|contrasena|senha|palavra-passe|passwort|kennwort|wachtwoord|hasło|haslo|şifre(?:m|niz|si)?"
-                   r"|sifre(?:m|niz|si)?|parola d'ordine|parolă|κωδικ[οό]ς?(?: πρ[οό]σβασης)?|συνθηματικ[οό]|пасс(?![а-яё])"
-                   r"|(?:parola|parole|parool|parol|geslo|lozinka|šifra|sifra|slaptažodis|salasõna|lykilorð|pasahitza|contrasinal"
-                   r"|fjalëkalimi|şifrə|nenosiri|лозинка|парола|гасло|құпия сөз)(?!\w)|mật khẩu|mat khau|kata sandi|kata laluan|lösenordet|losenordet|lösenord|losenord|passordet|passord|adgangskoden|adgangskode|salasana|heslo|jelszó|jelszo|contrasenya|clé(?: d'api| api)?|cle api|jeton"
+                   r"|sifre(?:m|niz|si)?|κωδικ[οό]ς?(?: πρ[οό]σβασης)?|пасс(?![а-яё])"
+                   r"|(?:paro{1,2}l(?:a d'ordine|[aeă])?|geslo|lozinka|šifra|sifra|slaptažodis|лозинка|парола|гасло)(?!\w)"
+                   r"|mật khẩu|mat khau|kata sandi|kata laluan|l[öo]senord(?:et)?|passord(?:et)?|adgangskoden?|salasana|heslo|jelszó|jelszo|contrasenya|clé(?: d'api| api)?|cle api|jeton"
                    r"|clave(?: de api| api)?|chave(?: de api| api)?|schlüssel|api-schlüssel|sleutel|токен|ключ(?: api)?|api[ -]ключ"
                    r"|(?:api ?|アクセス|シークレット)?トークン|(?:アクセス|シークレット)キー|(?:クライアント|アプリ)?シークレット|토큰")
 FOREIGN_LABEL = re.compile("(?i)" + _FOREIGN_LABELS)
@@ -40,9 +41,8 @@ FOREIGN_PASSWORD_LABELS = {"mot de passe", "contraseña", "contrasena", "senha",
                            "losenordet", "passordet", "adgangskoden", "salasana", "heslo", "jelszó",
                            "jelszo", "contrasenya", "şifrem", "sifrem", "şifreniz", "sifreniz", "şifresi", "sifresi",
                            "parolă", "parola", "parole", "parool", "parol", "geslo", "lozinka", "šifra", "sifra", "slaptažodis",
-                           "salasõna", "lykilorð", "pasahitza", "contrasinal", "fjalëkalimi", "şifrə", "nenosiri", "лозинка", "парола",
-                           "гасло", "құпия сөз", "пасс", *(f"κωδικ{o}{s}{p}" for o in "οό" for s in ("", "ς") for p in ("", " πρόσβασης", " προσβασης")),
-                           "συνθηματικό", "συνθηματικο"}
+                           "лозинка", "парола", "гасло", "пасс",
+                           *(f"κωδικ{o}{s}{p}" for o in "οό" for s in ("", "ς") for p in ("", " πρόσβασης", " προσβασης"))}
 #: The labels of :data:`_SCRIPT_LABELS` for a password, in Chinese, Japanese and Korean (a key's or a token's, 密钥 令牌,
 #: may name a colour: a theme's).
 CJK_PASSWORD_LABELS = frozenset(("密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호"))
@@ -81,7 +81,7 @@ _VERBS = r"is|was|ist|war|lautet|est|c'est|c’est|es|era|é|è|là|este|είν�
 LABELLED = re.compile(
     r"(?i)((?:" + _SCRIPT_LABELS + r")|(?<![A-Za-z0-9_])(?:APIキー|API ?키"
     r"|password|pasword|passwrod|passowrd|passwd|passphrase|pass phrase|passcode|pwd|pw|p/w|sk|" + _FOREIGN_LABELS +
-    r"|(?:api|access|secret|private|wpa[23]?)[ _-]?key|secret[ _-]access[ _-]key|(?:wpa[23]?[ _-]?)?psk|secret|(?<!max )(?<!min )token))"
+    r"|(?:api|access|secret|private|wpa[23]?)[ _-]?key|(?:wpa[23]?[ _-]?)?psk|secret(?:[ _-]access[ _-]key)?|(?<!max )(?<!min )token))"
     r"((?P<purpose>[ \t]++(?:for|of|on|in|at|to|für|von|zur|zum|pour|de|du|des|del|della|do|da|dos|das|para|per|voor|dla|от|для|к)[ \t]++"
     r"(?:(?:the|my|our|your|this|die|der|das|den|dem|le|la|les|el|los|las|o|a|il|lo|de)[ \t]++)?(?:[\w.@-]{1,64}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")"
     r"(?:[ \t]++(?!(?:is|was|are|be|to|should|will|must|now|ist|war|lautet|est|es|era)(?![\w.-]))(?:[\w-]{1,30}+|'[^'\n]{1,100}+'|\"[^\"\n]{1,100}+\")){0,2}(?=[\s:：=\"”(（])"

@@ -1171,7 +1171,7 @@ SENT_BEFORE = [
     ('env SSHPASS=correcthorsebatterystaple sshpass -e scp a.tgz h:', 'correcthorsebatterystaple'),
     # review 41: a password's label in Romanian and Greek (accented or not), пасс, p/w, and openssl's pass phrase prompt with its value
     *[(f'{label}: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9') for label in (
-        'parolă', 'κωδικός', 'ΚΩΔΙΚΟΣ', 'Κωδικός πρόσβασης', 'συνθηματικό', 'пасс', 'p/w', 'P/W', 'Enter PEM pass phrase',
+        'parolă', 'κωδικός', 'ΚΩΔΙΚΟΣ', 'Κωδικός πρόσβασης', 'пасс', 'p/w', 'P/W', 'Enter PEM pass phrase',
         'Enter pass phrase for server.key')],
     # review 41: an Authorization header's credential holding !, #, @ or ^ (the rest was sent)
     ('Authorization: Token Kq7#vLp2Wx!9vLp2Wx99', 'vLp2Wx!9vLp2Wx99'), ('"Authorization": "Token Kq7vLp2Wx#!9@Zr8^Wt",', 'Zr8^Wt'),
@@ -1196,13 +1196,12 @@ SENT_BEFORE = [
     ('bot.run("Kq7\\"vLp#2Wx99")', 'vLp#2Wx99'), ("login('bob', 'Kq7\\'vLp#2Wx99')", 'vLp#2Wx99'),
     # review 41: a Ruby symbol's subscript assigned a literal
     ('config[:password] = "Summer2024"', 'Summer2024'), ("settings[:api_key] = 'Kq7vLp2Wx99'", 'Kq7vLp2Wx99'),
-    # review 41: a password's label in more languages (Slovene, Croatian and Serbian, the Baltic and Nordic ones, Basque, Galician,
-    # Albanian, Azerbaijani, Uzbek, Swahili, Bulgarian, Belarusian, Kazakh, Persian, Bengali, Tamil, Telugu, Khmer, Lao, Burmese)
-    # and their verbs for is (not the Slavic je and jest: a word of 12 letters after them is their changed or outdated as often)
+    # review 41: a password's label in more languages (Slovene, Croatian and Serbian, the Baltic and Nordic ones, Turkish's and
+    # Uzbek's parol, Bulgarian, Belarusian, Persian, Bengali, Tamil) and their verbs for is (not the Slavic je and jest: a word
+    # of 12 letters after them is their changed or outdated as often)
     *[(f'{label}: Kq7#vLp2Wx!9', 'Kq7#vLp2Wx!9') for label in (
-        'parola', 'geslo', 'lozinka', 'šifra', 'slaptažodis', 'parole', 'salasõna', 'parool', 'lykilorð', 'pasahitza', 'contrasinal',
-        'fjalëkalimi', 'şifrə', 'parol', 'nenosiri', 'лозинка', 'парола', 'гасло', 'құпия сөз', 'رمز عبور', 'گذرواژه', 'পাসওয়ার্ড',
-        'கடவுச்சொல்', 'రహస్యపదం', 'ពាក្យសម្ងាត់', 'ລະຫັດຜ່ານ', 'စကားဝှက်', 'adgangskoden', 'parolă este', 'κωδικός είναι')],
+        'parola', 'geslo', 'lozinka', 'šifra', 'sifra', 'slaptažodis', 'parole', 'parool', 'parol', 'лозинка', 'парола', 'гасло',
+        'رمز عبور', 'گذرواژه', 'পাসওয়ার্ড', 'கடவுச்சொல்', 'adgangskoden', 'parolă este', 'κωδικός είναι', "parola d'ordine")],
     *[(text, 'Kq7vLp2Wx99') for text in (
         'lösenordet är Kq7vLp2Wx99', 'passordet er Kq7vLp2Wx99', 'kata sandi adalah Kq7vLp2Wx99')],
     # review 41: a user's password set by useradd -p, usermod -p, net user without /add, dsadd and dsmod's -pwd, and hashed by mkpasswd
