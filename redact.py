@@ -335,13 +335,18 @@ def _assignment(m: re.Match[str]) -> str:
     start, end = m.span(group)
     value = m.group(group)
     if group == 10:
+        shell = patterns.SHELL_DEFAULT.match(m.string, max(m.start() - 2, 0)) or patterns.SHELL_DEFAULT.match(m.string, start)
+        if shell and shell.end() > start:  # a shell's default after its operator (${DB_PASSWORD:-…}; :? a message's, none)
+            start, value = shell.end(), "" if shell.group().endswith("?") else m.string[shell.end() : end]
+        if m.string.endswith(("?", "&"), 0, m.start()):
+            value = value.partition("&")[0]  # a query's pair (?password=true&x=1): the next pair is not its value
         value = value.rstrip(patterns.VALUE_END + "\\")
         end = start + len(value)
-        if value.endswith(("-", "_")) and _is_placeholder(m.group(10), m.group(1)):
-            return m.group(0)  # a key's prefix and an ellipsis, as docs write a key (ANTHROPIC_API_KEY=sk-ant-...)
-        if m.string.endswith("$", 0, m.start()) or m.string.endswith("$env:", 0, m.start()):
-            if re.fullmatch(r"[A-Z][a-z]{1,15}+-[A-Z][A-Za-z]{1,40}+", value):
-                return m.group(0)  # PowerShell runs a bare word: a cmdlet ($env:API_KEY = Read-Host -AsSecureString)
+        if REDACTED[:-1] in value or (value.endswith(("-", "_")) and _is_placeholder(m.group(10), m.group(1))):
+            return m.group(0)  # a pair redacted before (PW: bob/[redacted]: its user stays), a key's prefix and an ellipsis
+            # as docs write a key (ANTHROPIC_API_KEY=sk-ant-...)
+        if m.string.endswith(("$", "$env:"), 0, m.start()) and re.fullmatch(r"[A-Z][a-z]{1,15}+-[A-Z][A-Za-z]{1,40}+", value):
+            return m.group(0)  # PowerShell runs a bare word: a cmdlet ($env:API_KEY = Read-Host -AsSecureString)
     if group == 8 and m.group(3) and m.group(4) == ":" and not m.group(5) and re.fullmatch(r"[A-Za-z_]\w{0,62}+", value):
         return m.group(0)  # psql's variable interpolated as a literal (ALTER USER app WITH PASSWORD :'pw')
     if (m.group(4) == "=>" or "]" in m.group(2)) and not (patterns.DEFAULT_SECRET.fullmatch(value) and (
@@ -351,7 +356,7 @@ def _assignment(m: re.Match[str]) -> str:
     prose_colon = m.group(4) == ":" and bool(m.group(5))
     if not _assigned_secret(m.group(1), value, m.string, end, group == 10, prose_colon):
         return m.group(0)
-    return patterns.replace_group(m, group, REDACTED, _with_bang(value, m.group(group)))
+    return m.string[m.start() : start] + REDACTED + m.string[start + _with_bang(value, m.string[start : m.end(group)]) : m.end()]
 
 
 def _named_value(m: re.Match[str]) -> str:

@@ -208,6 +208,9 @@ UNCLOSED_VALUE = r"[^\s\"'\\]{4,}+(?<![)\]};,])[ \t]*+(?=\r?\n|\Z)"
 #: (:data:`UNCLOSED_VALUE`); each start is a name's, so each value is read once. Groups: 1 name, 4 the sign, 5 the space after it, 6-9 a quoted value
 #: (escaped, double, single, a backtick string in ``[]byte(…)``; in a :data:`LITERAL_WRAPPER` or after a string prefix
 #: too: ``b'…'``, ``r"…"``), 10 bare.
+#: A shell's expansion of a variable up to its default (``${DB_PASSWORD:-``, ``${TOKEN=``), which an :data:`ASSIGNMENT`'s
+#: value may start with or be in: the default alone is a value, after the operator (``:?`` gives a message, no value).
+SHELL_DEFAULT = re.compile(r"\$\{[A-Za-z_]\w{0,60}+:?[-=+?]")
 ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.-])(-{0,2}(?:[A-Za-z_][A-Za-z0-9_.-]{0,60}?)?"
     r"(?:passwords|(?i:password|pasword|passwrod|passowrd|passwd|passphrase|passcode|pass|pwd|pw|psk|sk|secret|token|credentials?|auth|key)|PAT))"

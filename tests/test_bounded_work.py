@@ -745,7 +745,9 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   # red41: an English clause before a value, a value before an English label
                                   "password a: ", "password a:a", "a is the password ", "a is the password a ",
                                   # red41: a tool's setting element, a parameter's Name and Value
-                                  '<arg key="a">a', "<Name>a</Name><Value>a", "{value: a", "{value: a, name: a", "WIFI:;P:a", "WIFI:P:", "creds -> a:", "creds → "])
+                                  '<arg key="a">a', "<Name>a</Name><Value>a", "{value: a", "{value: a, name: a", "WIFI:;P:a", "WIFI:P:", "creds -> a:", "creds → ",
+                                  # red31c: an assignment's value in a shell's default, a query's pair, after a redacted pair
+                                  "${a_pw:-", "a_pw=${a:-a", "?a_pw=a&", "pw: a/[redacted]"])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->

@@ -2173,11 +2173,19 @@ def test_what_follows_a_secret_goes_only_when_it_is_secret_too(text, sent):
     ("https://x.io/login?user=bob&pass=Kq7#vLp2Wx!&next=/home&lang=en", "https://x.io/login?user=bob&pass=[redacted]&next=/home&lang=en"),
     ("/* password: Kq7#vLp2Wx! */", "/* password: [redacted] */"),
     ("**Password:** Kq7#vLp2Wx!", "Password: [redacted]"),
+    # review 31: an assignment's bare value took a pair redacted before, a query's next pairs, a shell variable's name
+    ("ID/PW: bob/Kq7vLp2WxR9tYb3N", "ID/PW: bob/[redacted]"), ("see https://x.io/a?password=true&x=1", "see https://x.io/a?password=true&x=1"),
+    ("https://x.io/a?db_pw=Kq7vLp2W#x&b=1", "https://x.io/a?db_pw=[redacted]&b=1"),
+    ("password: ${DB_PASSWORD:-fallback}", "password: ${DB_PASSWORD:-fallback}"), ("password: ${DB_PASSWORD:-$X}", "password: ${DB_PASSWORD:-$X}"),
+    ("password: ${DB_PASSWORD:-Kq7vLp2WxR9tYb3N}", "password: ${DB_PASSWORD:-[redacted]}"),
+    ("echo ${DB_PASSWORD:-Kq7vLp2WxR9tYb3N}", "echo ${DB_PASSWORD:-[redacted]}"), ("echo ${DB_PASSWORD:?must be set}", "echo ${DB_PASSWORD:?must be set}"),
 ])
 def test_what_surrounds_a_redacted_value_is_sent_as_written(text, sent):
     """Review 41: a query's ``pass`` was no credential's name, so the assignment after it took the rest of the URL
     (``&next=/home&lang=en``) as its value; and a C comment's ``/* password: … */`` was read as Markdown's emphasis
-    around a label, so its ``*`` were dropped from the text sent. A label in emphasis still loses its marks: the
+    around a label, so its ``*`` were dropped from the text sent. Review 31: a bare value took a login's pair redacted
+    before whole (``PW: [redacted]]``), a query's next pairs after a placeholder and a shell variable's name before its
+    default; the default alone goes now. A label in emphasis still loses its marks: the
     patterns read a label joined to its value by ``:``."""
     from project_history_recall import embeddings
 
