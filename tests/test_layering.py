@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("command_secrets", "output_secrets", "config_secrets"),  # pure: passwords given to commands (piped in, -P, gh secret set, ENV NAME value); credentials as tools print them; in configuration and encoded bodies, for redaction
     ("code_secrets", "literal_secrets", "table_secrets", "sql_secrets"),  # pure: credentials given as defaults, fallbacks and logins in code; literals in Clojure, SDK clients, Helm and jq; a table's credential column; SQL passwords and Oracle logins
     ("seed_phrases", "prose_secrets", "folding", "cookie_secrets", "random_tokens"),  # pure but for its word list: seed phrases; pure: secrets written as prose, what text is read as, session cookies outside a header, whether a token reads as random, for redaction
-    ("secret_labels",),  # pure: the labels a credential is written after in prose, and what joins one to its value
+    ("secret_labels", "pin_secrets"),  # pure: the labels a credential is written after in prose, and what joins one to its value; PINs, codes and TOTP seeds after their labels
     ("secret_patterns",),  # pure: the shapes of secrets redaction looks for
     ("prefilter",),  # pure: whether a redaction pattern can match a text, by the strings each match contains
     ("answers", "render"),  # pure: what every answer shares, text for people
