@@ -39,7 +39,9 @@ PASSPHRASE_WORDS = re.compile(
     r"[ \t]*+(?P<value>[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9\u00c0-\u024f \t'-]{0,160}+)"
 )
 #: A login written as a pair after its label and a colon (``creds: admin / Sup3r$ecret9``, ``login: admin/Hx8!kq2Lm``, ``u: admin p: …`` (``, p:``, ``| p:``),
-#: ``账号：admin/Sup3r$ecret9``, ``pw for grafana: admin / …``, ``账密 admin/…`` and ``creds root:…`` without a colon (``creds -> root:…`` with an arrow), a pair joined by ``:`` (``creds: root:…``), ``creds for staging: bob / …``, a role's ``Jenkins 管理员：admin/…``;
+#: ``账号：admin/Sup3r$ecret9``, ``pw for grafana: admin / …``, ``账密 admin/…`` and ``creds root:…`` without a colon (``creds -> root:…`` with an arrow,
+#: ``creds for staging -> admin / …``; an account's label and a space before a pair joined by ``/``, group ``bare``: ``测试账号 test01 / …``, whose
+#: password must read strongly or as a piece of a key: ``用户名 root / Main2Dev`` stays), a pair joined by ``:`` (``creds: root:…``), ``creds for staging: bob / …``, a role's ``Jenkins 管理员：admin/…``;
 #: after a change or a login's verb (group ``verb``: ``我改成了 nacos / …``, ``登录用 admin / …``; a ``/`` without spaces then
 #: joins a path's pieces as often: ``改成了 src/MainApp2``, so the value must read strongly); a network and its password (group ``ssid``:
 #: ``WiFi：Office-5G / …``, ``wifi: WPA2-PSK, key …``); not a path: ``user: alice/projects/x``): the password
@@ -50,7 +52,8 @@ CREDENTIAL_PAIR = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계管超관pw改换換登无無])(?:(?:creds|credentials|login|logins|account|user|username|u|pw|用户名|账号|帳號"
     r"|账户|帳戶|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자|(?P<wifi>wifi|wi-fi|wlan|无线网?|無線網?))"
     r"(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]"
-    r"|(?:账密|帳密|(?P<verb>(?:改|换|換)(?:成|为|為)了?|(?:登录|登陆|登入|登錄)用))[ \t]*+[:：]?|creds(?=[ \t])(?:[ \t]*+(?:->|=>|→))?)"
+    r"|(?:账密|帳密|(?P<verb>(?:改|换|換)(?:成|为|為)了?|(?:登录|登陆|登入|登錄)用))[ \t]*+[:：]?|creds(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?(?=[ \t])(?:[ \t]*+(?:->|=>|→))?"
+    r"|(?P<bare>账号|帳號|账户|帳戶|用户名|用戶名)(?=[ \t]++[A-Za-z0-9_.@-]{1,64}+[ \t]*+/))"
     r"[ \t]*+(?P<ssid>[A-Za-z0-9_.@-]{1,64}+)(?:[ \t]*+/[ \t]*+|(?(wifi)[ \t]*+,[ \t]*+key[ \t]++|(?::|(?:[ \t]*+[,，;|])?\s++p[ \t]*+[:：][ \t]*+)))"
     r"(?P<value>[^\s/:：\u3000-\u303f\u3400-\u9fff\uff00-\uffef]++(?:[:：][^\s/:：\u3000-\u303f\u3400-\u9fff\uff00-\uffef]++){0,2}+(?![:：])"
     r"|[^\s/]{1,200}+)(?!/)"
@@ -104,14 +107,16 @@ USER_PASS_FLAGS = re.compile(
     r"(?P<q>[\"']?)(?P<value>[^\s\"']++)(?P=q)"
 )
 #: A credential's environment name in prose, then a verb and the value (``POSTGRES_PASSWORD is …``, ``DB_PASSWORD 是
-#: …``, ``REDIS_PASSWORD 改成了 …``, ``requirepass 设置的是 …``, ``I set POSTGRES_PASSWORD to …``, ``把 DB_PASSWORD 设成 …``): the name in capitals ending in a credential's word (``_KEY`` after ``API``,
+#: …``, ``REDIS_PASSWORD 改成了 …``, ``requirepass 设置的是 …``, ``I set POSTGRES_PASSWORD to …``, ``把 DB_PASSWORD 设成 …``,
+#: ``OPENAI_API_KEY 设置成了 …``, ``requirepass 我设成 … 了``: who set it and 已经, 刚 before the verb): the name in capitals ending in a credential's word (``_KEY`` after ``API``,
 #: ``SECRET``... only: a ``CACHE_KEY`` is a name) or a configuration's in lower case (``requirepass``, ``masterauth``,
 #: ``tenant_access_token``), which the labels of :data:`secret_labels.LABELLED`, words of their
 #: own, do not read, and assignments want a sign. Group ``value``; it must read as a password with a digit.
 NAMED_IN_PROSE = re.compile(
     r"(?<![\w-])(?:[A-Z][A-Z0-9_]{0,60}?(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|(?:API|ACCESS|SECRET|PRIVATE|MASTER)_KEY)"
     r"|[a-z][a-z0-9_]{0,40}?(?:pass|password|passwd|pwd|secret|token|auth))"
-    r"(?![\w-])[ \t]*+(?:(?<=[ \t])(?:is|was|is now|is still|should be|(?:is |was )?set to|to)[ \t]++|(?:是|为|為|设置成|设置为|设成了?|設成了?|改成了?|改为|换成了?"
+    r"(?![\w-])[ \t]*+(?:(?<=[ \t])(?:is|was|is now|is still|should be|(?:is |was )?set to|to)[ \t]++|(?:我们|我們|我|已经|已經|刚|剛){0,2}+[ \t]*+"
+    r"(?:是|为|為|设置成了?|设置为了?|设成了?|設成了?|改成了?|改为了?|换成了?"
     r"|(?:设置|設置|配置|设|設|填|写|寫)的(?:是|为|為))[ \t]*+)"
     r"[`'\"“「]?(?P<value>[!-~]{6,}+)"
 )
@@ -128,13 +133,16 @@ LOGIN_IN_PROSE = re.compile(
 #: (``with password authentication`` stays).
 PASSWORD_WITH = re.compile(
     r"(?i)(?<![\w-])(?:with|using|and|use)[ \t]++(?:the[ \t]++)?(?:password|passwd|pw)[ \t]++[`'\"“「]?(?P<value>[!-~]{6,}+)")
-#: A password written before its label (``用 … 这个密码登录``, ``… 是新密码``, ``… is the password``: group ``en``): group ``value``,
-#: which must read as a password with a digit (:func:`_named_in_prose`), before an English label that ends its noun
-#: (not ``the password manager``) strongly or as a piece of a key.
+#: A password written before its label (``用 … 这个密码登录``, ``… 是新密码``, ``… is the password``, ``use … as the password``, ``try …
+#: as the API key``, ``… (the password)``: group ``en``; ``把 … 设成 API key``: group ``key``): group ``value``, which must read as a
+#: password with a digit (:func:`_named_in_prose`), before an English label that ends its noun (not ``the password manager``)
+#: or after a setting's verb strongly or as a piece of a key.
 VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,}+)(?:[ \t]*+(?:这个|這個|作为|作為|当作|當作|就是|是)"
                                 r"(?:新的?|我的|管理员的?|管理員的?|登录|登錄)?(?:密码|密碼|口令)"
-                                r"|(?P<en>[ \t]++(?i:is|was)[ \t]++(?i:the|my|our|your)[ \t]++(?i:(?:new|old|current|admin|root|wifi)[ \t]++)?(?i:password|passphrase)"
-                                r"(?![A-Za-z])(?![ \t]++(?!(?i:for|to|of|on|in|at)(?![A-Za-z]))[A-Za-z])))")
+                                r"|(?P<key>[ \t]*+(?:设成|设为|設成|設為|设置成|设置为|設置成|當成|当成)[ \t]*+(?:新的?|我的)?[ \t]*+"
+                                r"(?:密码|密碼|口令|密钥|密鑰|令牌|(?i:api[ _-]?key|token|password|secret)(?![A-Za-z])))"
+                                r"|(?P<en>(?:[ \t]++(?i:is|was|as)[ \t]++|[ \t]*+\()(?i:the|my|our|your)[ \t]++(?i:(?:new|old|current|admin|root|wifi)[ \t]++)?"
+                                r"(?i:password|passphrase|api[ _-]?key|token)(?![A-Za-z])(?![ \t]++(?!(?i:for|to|of|on|in|at)(?![A-Za-z]))[A-Za-z])))")
 #: A password changed from one value to another (``changed the password from … to …``, ``密码从 … 改成了 …``, ``changed
 #: password … to …``): group ``value``, the old one, bare or quoted, which must read strongly (:func:`reads_strongly`;
 #: not ``from MySQL57 to Postgres16``, ``从 Rule2024a 换成 …``); :func:`listed` takes the new one after it. One of up to 64
@@ -152,15 +160,17 @@ PASS_LABEL = re.compile(r"(?i)(?:(?<![\w-])(?P<user>user(?:name)?|login)[ \t]*+[
                         r"(?:[ \t]++(?:is|was)[ \t]++|[ \t]*+[:：][ \t]*+|(?(user)[ \t]++|(?!)))(?P<value>(?:(?!pass[:：])[^\s，。()]){6,}+)")
 #: A label, then a clause in Chinese, Japanese or Korean saying what was done with the value, then ``：``, an arrow or a space,
 #: then the value (``登录密码我放在备注里了：…``, ``pwd 改了 → …``, ``这个是 token，帮我存一下：…``, ``密码我记在这里了 …``,
-#: ``パスワードはこれです：…``, ``パスは … です``, ``비번 바꿨어 → …``): group ``value``, which goes when it reads strongly or as a piece of a key
+#: ``パスワードはこれです：…``, ``パスは … です``, ``비번 바꿨어 → …``, ``私钥内容如下：…``, a question's ``密码是多少？是 … 吗``): group ``value``, which goes when it reads strongly or as a piece of a key
 #: (:func:`_after_clause`; ``密码生成规则：Rule2024a``, ``密码管理器的版本：v2.3.1-RC1`` stay); or an English clause of up to 60
 #: letters and spaces, then ``:`` (``the wifi password is taped under the router: …``; group ``en``, value ``evalue``, which
-#: must read strongly). The clause holds CJK characters or letters and spaces alone, so a value, without spaces, holds no
+#: must read strongly), or ``?`` and a space (``what's the password? …``; group ``ask``, value ``evalue``, which reads strongly or
+#: as a piece of a key). The clause holds CJK characters or letters and spaces alone, so a value, without spaces, holds no
 #: start but at its end.
-CLAUSE_LABEL = re.compile(r"(?=[ptsaPTSA密口令秘パ비암])(?:(?<![A-Za-z0-9_])(?i:password|passwd|pwd|passphrase|token|secret|api[ _-]?key)"
-                          r"|密码|密碼|口令|令牌|密钥|密鑰|秘钥|パスワード|パス|비밀번호|비번|암호)[ \t]*+[，,]?[ \t]*+[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]"
-                          r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af，、 \t]{0,23}+(?:(?:[：:]|→|->|=>)[ \t]*+|(?<=[ \t]))[\"'`“「]?(?P<value>[!-~]{6,}+)"
-                          r"|(?<![A-Za-z0-9_])(?i:password|passwd|passphrase|pwd)[ \t]++(?P<en>[A-Za-z' \t]{1,60}+)[:：][ \t]*+[\"'`“]?(?P<evalue>[!-~]{6,}+)")
+CLAUSE_LABEL = re.compile(r"(?=[ptsaPTSA密口令秘私パ비암])(?:(?<![A-Za-z0-9_])(?i:password|passwd|pwd|passphrase|token|secret|api[ _-]?key)"
+                          r"|密码|密碼|口令|令牌|密钥|密鑰|秘钥|私钥|私鑰|パスワード|パス|비밀번호|비번|암호)[ \t]*+[，,]?[ \t]*+[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]"
+                          r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af，、？ \t]{0,23}+(?:(?:[：:]|→|->|=>)[ \t]*+|(?<=[ \t]))[\"'`“「]?(?P<value>[!-~]{6,}+)"
+                          r"|(?<![A-Za-z0-9_])(?i:password|passwd|passphrase|pwd)(?:[ \t]++(?P<en>[A-Za-z' \t]{1,60}+)[:：]|(?P<ask>\?)(?=[ \t]))[ \t]*+[\"'`“]?"
+                          r"(?P<evalue>[!-~]{6,}+)")
 #: A password struck through then its new one (``password: ~~OldPass1!~~ Kq7#…``, ``~…~``, ``<del>…</del>``, ``<s>``, ``<strike>``,
 #: ``密码改为：~~…~~ → …``): groups ``old`` and ``value``, each of which goes when it reads as a password (:func:`_struck`). The
 #: old value holds no space (``~10 chars~`` is about ten), ``~`` or ``<``, so a start is read once.
@@ -369,7 +379,7 @@ def _password_in(m: re.Match[str], redacted: str) -> str:
                   and not value.startswith(redacted[:-1]))  # read without its ], [redacted] is no letters alone
     else:
         bare = pair and m.group("verb") and m.string[m.end("ssid") : m.start("value")] == "/"
-        secret = reads_as_password(value) and (not bare or reads_strongly(value))
+        secret = reads_as_password(value) and (not bare or reads_strongly(value)) and (not pair or not m["bare"] or _reads_as_key(value))
     return patterns.replace_group(m, group, redacted, _with_bangs(m.group(group), value)) if secret else m.group()
 
 
@@ -423,7 +433,7 @@ def _after_clause(m: re.Match[str], redacted: str) -> str:
     """A :data:`CLAUSE_LABEL` match, its value redacted (and a ``!`` after it: :func:`_with_bangs`) when it reads
     strongly or, after a CJK clause, as a piece of a key (:func:`key_piece`, 8+ letters, digits, ``_`` and ``-``): the
     clause may say what the value is like (``密码生成规则：Rule2024a``, ``密码管理器的版本：v2.3.1-RC1``)."""
-    group = "evalue" if m["en"] else "value"
+    group = "value" if m["value"] else "evalue"
     value = m[group].rstrip(patterns.VALUE_END)
     secret = reads_strongly(value) if m["en"] else _reads_as_key(value)
     return patterns.replace_group(m, group, redacted, _with_bangs(m[group], value)) if secret else m.group()
@@ -458,10 +468,11 @@ def _named_in_prose(m: re.Match[str], redacted: str) -> str:
     value = m.group("value").rstrip(patterns.VALUE_END + "`”」")
     strong = (m.re is PASSWORD_WITH and any(map(str.islower, value)) and any(map(str.isupper, value))
               and not STRONG_SYMBOLS.isdisjoint(value))
-    if not (reads_as_password(value) and (re.search(r"\d", value) or strong)) or (m.re is VALUE_BEFORE_LABEL and m["en"] and not _reads_as_key(value)):
+    if not (reads_as_password(value) and (re.search(r"\d", value) or strong)) or (m.re is VALUE_BEFORE_LABEL and (m["en"] or m["key"]) and not _reads_as_key(value)):
         return m.group()
-    # ``log in with Keycloak and OAuth2.1``, ``connect with grpc and HTTP/2``: after "and", a name reads as a
-    # product's or protocol's unless it reads as a password whatever surrounds it.
-    if m.re is LOGIN_IN_PROSE and (m.group("use") or re.search(r"[ \t]and[ \t]", m.string[m.start() : m.start("value")])) and not reads_strongly(value):
+    # ``log in with Keycloak and OAuth2.1``, ``connect with grpc and HTTP/2``: after "and", a name reads as a product's or
+    # protocol's unless it reads strongly or as a piece of a key (``login with admin and Kq7vLp2WxR9t``); after use, strongly.
+    if m.re is LOGIN_IN_PROSE and not (reads_strongly(value) if m.group("use") else _reads_as_key(value)) and (
+            m.group("use") or re.search(r"[ \t]and[ \t]", m.string[m.start() : m.start("value")])):
         return m.group()
     return patterns.replace_group(m, "value", redacted, _with_bangs(m.group("value"), value))
