@@ -81,10 +81,12 @@ BOTH_FIELDS = re.compile(
 )
 #: A login written after a host without a label, as a chat writes it (``服务器：1.2.3.4 root …``, ``1.2.3.4:22 root/…``,
 #: ``ssh root@1.2.3.4 …``): an IPv4 address (and port) and a user, or ``ssh`` to a user at a host, then a value that
-#: reads as a password (:func:`_host_login`), to its end (a start needs a space before its value, and it holds none).
+#: reads as a password (:func:`_host_login`; after a password's label, group ``label``: ``ssh admin@10.0.0.5 password …``,
+#: with a digit), to its end (a start needs a space before its value, and it holds none).
 HOST_LOGIN = re.compile(
     r"(?:(?<![\w.])\d{1,3}+\.\d{1,3}+\.\d{1,3}+\.\d{1,3}+(?::\d{1,5}+)?[ \t]++[A-Za-z_][\w.-]{0,31}+(?:[ \t]*+/[ \t]*+|[ \t]++)"
-    r"|(?<![\w-])ssh[ \t]++(?:-p[ \t]*+\d{1,5}+[ \t]++)?[\w.-]{1,32}+@[\w.-]{1,253}+[ \t]++)(?P<value>[^\s/，,。]{6,}+)"
+    r"|(?<![\w-])ssh[ \t]++(?:-p[ \t]*+\d{1,5}+[ \t]++)?[\w.-]{1,32}+@[\w.-]{1,253}+[ \t]++)"
+    r"(?P<label>(?i:password|passwd|pwd|pw|pass)(?=[ \t:：=])[ \t]*+[:：=]?[ \t]*+)?(?P<value>[^\s/，,。]{6,}+)"
 )
 #: The same after a web address (``后台地址 http://10.0.0.5:8080 admin …``), apart: a pattern starting with a literal is
 #: searched for it, not tried at every character (in :data:`HOST_LOGIN` it doubled that pattern's cost).
@@ -158,6 +160,9 @@ CHANGED_FROM = re.compile(CHANGE_LABEL + r"(?:[^\n]{0,40}?(?:from|从|從|由)[ 
 PASS_LABEL = re.compile(r"(?i)(?:(?<![\w-])(?P<user>user(?:name)?|login)[ \t]*+[:：=]?[ \t]*+[`'\"]?[\w.@-]{1,64}+[`'\"]?[ \t]*+[,，/]?[ \t]*+)?"
                         r"(?<![\w-])pass(?:[ \t]++for[ \t]++(?:the[ \t]++|my[ \t]++|our[ \t]++)?[\w.-]{1,30}+(?:[ \t]++[\w-]{1,30}+){0,2})?"
                         r"(?:[ \t]++(?:is|was)[ \t]++|[ \t]*+[:：][ \t]*+|(?(user)[ \t]++|(?!)))(?P<value>(?:(?!pass[:：])[^\s，。()]){6,}+)")
+#: FTP's and POP3's ``PASS`` at a line's start, in capitals, then the password (``USER bob`` then ``PASS …``), which goes when it
+#: reads strongly or as a piece of a key (:func:`_after_clause`; a test runner's ``PASS src/app.test.js``, ``PASS TestLogin2`` stay).
+PASS_COMMAND = re.compile(r"(?m)^[ \t]*+PASS[ \t]++(?P<value>\S++)")
 #: A label, then a clause in Chinese, Japanese or Korean saying what was done with the value, then ``：``, an arrow or a space,
 #: then the value (``登录密码我放在备注里了：…``, ``pwd 改了 → …``, ``这个是 token，帮我存一下：…``, ``密码我记在这里了 …``,
 #: ``パスワードはこれです：…``, ``パスは … です``, ``비번 바꿨어 → …``, ``私钥内容如下：…``, a question's ``密码是多少？是 … 吗``): group ``value``, which goes when it reads strongly or as a piece of a key
@@ -223,7 +228,7 @@ def redact(text: str, redacted: str) -> str:
     for pattern in (CREDENTIAL_PAIR, BOTH_FIELDS, LOGIN_LINES):
         text = prefilter.sub(pattern, lambda m: _password_in(m, redacted), text)
     for pattern in (HOST_LOGIN, URL_LOGIN):
-        text = prefilter.sub(pattern, lambda m: m.string[m.start() : m.start("value")] + redacted if _host_login(m) else m.group(), text)
+        text = prefilter.sub(pattern, lambda m: patterns.replace_group(m, "value", redacted, n) if (n := _host_login(m)) else m.group(), text)
     text = prefilter.sub(USER_SLASH, lambda m: patterns.replace_group(m, "value", redacted) if _user_slash(m) else m.group(), text)
     text = prefilter.sub(USER_PASS_FLAGS, lambda m: _password_in(m, redacted), text)
     for pattern in (NAMED_IN_PROSE, PASSWORD_WITH, VALUE_BEFORE_LABEL, LOGIN_IN_PROSE, LOGIN_BEFORE_VERB):
@@ -232,6 +237,7 @@ def redact(text: str, redacted: str) -> str:
     text = prefilter.sub(CLAUSE_LABEL, lambda m: _after_clause(m, redacted), text)
     for pattern in (CHANGED_FROM, PASS_LABEL):
         text = prefilter.sub(pattern, lambda m: patterns.replace_group(m, "value", redacted) if reads_strongly(m.group("value")) else m.group(), text)
+    text = prefilter.sub(PASS_COMMAND, lambda m: _after_clause(m, redacted), text)
     text = pin_secrets.redact(text, redacted)
     text = prefilter.sub(KEY_HALF, lambda m: patterns.replace_group(m, "value", redacted) if key_piece(m.group("value")) else m.group(), text)
     text = prefilter.sub(LABEL_ABOVE, lambda m: _label_above(m, redacted), text)
@@ -403,17 +409,22 @@ def _passphrase_words(m: re.Match[str], redacted: str) -> str:
     return m.string[m.start() : m.start("value")] + redacted + m.string[end : m.end()]
 
 
-def _host_login(m: re.Match[str]) -> bool:
-    """Whether a :data:`HOST_LOGIN` or :data:`URL_LOGIN` value is a password: reads strongly (:func:`reads_strongly`: not a command, a version,
+def _host_login(m: re.Match[str]) -> int:
+    """How much of a :data:`HOST_LOGIN` or :data:`URL_LOGIN` value is a password (0: none; the punctuation after it
+    stays, a ``!`` goes: :func:`_with_bangs`), which it is when it reads strongly (:func:`reads_strongly`: not a command, a version,
     a status or a path), or reads as one with a digit when joined to its user by ``/`` (``10.0.0.3:3306 root/Kq7vLp2Wx99``,
-    a login's pair), or, last in its clause after a web address, reads as a piece of a key (:func:`key_piece`:
+    a login's pair) or after a password's label (``ssh admin@10.0.0.5 password …``), or, last in its clause after a web address, reads as a piece of a key (:func:`key_piece`:
     ``http://10.0.0.5:8080 admin Kq7vLp2Wx99``; not words and a number: ``see http://x.io and Python3``)."""
-    value = m.group("value")
+    value = m.group("value").rstrip(patterns.VALUE_END)
+    if not reads_strongly(value) and reads_strongly(m.group("value")):
+        return len(m.group("value"))  # its symbol is what it ends in (Kq7vLp2Wx9?): the password's
     if reads_strongly(value):
-        return True
-    if m.string[m.start() : m.start("value")].rstrip(" \t").endswith("/"):
-        return reads_as_password(value) and re.search(r"\d", value) is not None
-    return m.re is URL_LOGIN and key_piece(value) and LIST_ITEM_END.match(m.string, m.end("value")) is not None
+        secret = True
+    elif m.re is HOST_LOGIN and m["label"] or m.string[m.start() : m.start("value")].rstrip(" \t").endswith("/"):
+        secret = reads_as_password(value) and re.search(r"\d", value) is not None
+    else:
+        secret = m.re is URL_LOGIN and key_piece(value) and LIST_ITEM_END.match(m.string, m.start("value") + len(value)) is not None
+    return _with_bangs(m.group("value"), value) if secret else 0
 
 
 def _with_bangs(written: str, value: str) -> int:
@@ -430,12 +441,12 @@ def _reads_as_key(value: str) -> bool:
 
 
 def _after_clause(m: re.Match[str], redacted: str) -> str:
-    """A :data:`CLAUSE_LABEL` match, its value redacted (and a ``!`` after it: :func:`_with_bangs`) when it reads
+    """A :data:`CLAUSE_LABEL` or :data:`PASS_COMMAND` match, its value redacted (and a ``!`` after it: :func:`_with_bangs`) when it reads
     strongly or, after a CJK clause, as a piece of a key (:func:`key_piece`, 8+ letters, digits, ``_`` and ``-``): the
     clause may say what the value is like (``密码生成规则：Rule2024a``, ``密码管理器的版本：v2.3.1-RC1``)."""
     group = "value" if m["value"] else "evalue"
     value = m[group].rstrip(patterns.VALUE_END)
-    secret = reads_strongly(value) if m["en"] else _reads_as_key(value)
+    secret = reads_strongly(value) if m.re is CLAUSE_LABEL and m["en"] else _reads_as_key(value)
     return patterns.replace_group(m, group, redacted, _with_bangs(m[group], value)) if secret else m.group()
 
 

@@ -1050,6 +1050,9 @@ SENT_BEFORE = [
     ('use Kq7vLp2WxR9tYb3N as the password', 'Kq7vLp2WxR9tYb3N'), ('Try Kq7vLp2WxR9tYb3N as the API key', 'Kq7vLp2WxR9tYb3N'),
     ('it is Kq7vLp2WxR9tYb3N (the password)', 'Kq7vLp2WxR9tYb3N'), ('creds for staging -> admin / Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'),
     ('login with admin and Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'), ("what's the password? Kq7vLp2WxR9tYb3N", 'Kq7vLp2WxR9tYb3N'),
+    # review 31 (probes): a password's label after ssh to a host, FTP's and POP3's PASS (sent whole)
+    ('ssh admin@10.0.0.5 password Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'), ('1.2.3.4 root password Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'),
+    ('USER bob\nPASS Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'), ('PASS Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'),
     ('the wifi password is taped under the router: Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'), ('Kq7#vLp2Wx! is the password', 'Kq7#vLp2Wx!'),
     ('Kq7#vLp2Wx! was my old password', 'Kq7#vLp2Wx!'), ('Kq7vLp2Wx99 is the password for the vpn', 'Kq7vLp2Wx99'),
     ('password: ~~OldPass1!~~ Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'), ('密码：~~OldPass1!~~ → NewPass2@x', 'NewPass2@x'),
@@ -1271,6 +1274,7 @@ NEAR_MISSES = [
     'forgot your password? Reset2FA here', 'forgot password? Click here', '私钥长度：RSA-4096', 'use bcrypt2 as the password hash',
     'use HMAC-SHA256 as the token', 'use config2.yaml as the password file', 'use getToken2 as the token', '把 v2.3.1 设成 token',
     '把 Rule2024a 设成新密码', 'it is MyApp2 (the password manager)', 'log in with Keycloak and OAuth2.1', 'sign in with google and GitHub2Login',
+    'ssh admin@10.0.0.5 password authentication failed', 'ssh bob@h password required2', 'PASS  src/app.test.js', 'PASS TestLogin2',
     '<env-entry-name>maxRetries</env-entry-name><env-entry-value>5</env-entry-value>',
     '<init-param><param-name>contextConfigLocation</param-name><param-value>/WEB-INF/app-ctx.xml</param-value></init-param>',
     '<setting name="ServerUrl" serializeAs="String"><value>https://x.io/api</value></setting>',
@@ -2191,6 +2195,9 @@ def test_what_follows_a_secret_goes_only_when_it_is_secret_too(text, sent):
     ("password: ${DB_PASSWORD:-fallback}", "password: ${DB_PASSWORD:-fallback}"), ("password: ${DB_PASSWORD:-$X}", "password: ${DB_PASSWORD:-$X}"),
     ("password: ${DB_PASSWORD:-Kq7vLp2WxR9tYb3N}", "password: ${DB_PASSWORD:-[redacted]}"),
     ("echo ${DB_PASSWORD:-Kq7vLp2WxR9tYb3N}", "echo ${DB_PASSWORD:-[redacted]}"), ("echo ${DB_PASSWORD:?must be set}", "echo ${DB_PASSWORD:?must be set}"),
+    # review 31: a login after a host took the sentence's full stop with its password
+    ("ssh bob@10.0.0.5 pass Kq7vLp2WxR9tYb3N.", "ssh bob@10.0.0.5 pass [redacted]."), ("ssh root@1.2.3.4 Kq7#vLp2Wx!.", "ssh root@1.2.3.4 [redacted]."),
+    ("1.2.3.4 root Kq7vLp2Wx9?", "1.2.3.4 root [redacted]"),
 ])
 def test_what_surrounds_a_redacted_value_is_sent_as_written(text, sent):
     """Review 41: a query's ``pass`` was no credential's name, so the assignment after it took the rest of the URL
