@@ -2198,6 +2198,9 @@ def test_what_follows_a_secret_goes_only_when_it_is_secret_too(text, sent):
     # review 31: a login after a host took the sentence's full stop with its password
     ("ssh bob@10.0.0.5 pass Kq7vLp2WxR9tYb3N.", "ssh bob@10.0.0.5 pass [redacted]."), ("ssh root@1.2.3.4 Kq7#vLp2Wx!.", "ssh root@1.2.3.4 [redacted]."),
     ("1.2.3.4 root Kq7vLp2Wx9?", "1.2.3.4 root [redacted]"),
+    # review 31: a Go test's name after --- PASS: read as a pass's value
+    ("--- PASS: TestFoo2Bar (0.00s)", "--- PASS: TestFoo2Bar (0.00s)"), ("    --- PASS: TestAuth/Login_v2 (0.00s)", "    --- PASS: TestAuth/Login_v2 (0.00s)"),
+    ("PASS: Kq7#vLp2Wx!", "PASS: [redacted]"),
 ])
 def test_what_surrounds_a_redacted_value_is_sent_as_written(text, sent):
     """Review 41: a query's ``pass`` was no credential's name, so the assignment after it took the rest of the URL
