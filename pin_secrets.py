@@ -9,6 +9,7 @@ Pure; linear in the length of the text; never raises.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from . import prefilter
 from . import secret_patterns as patterns
@@ -17,7 +18,8 @@ from . import secret_patterns as patterns
 SHARE_CODE = re.compile(r"[A-Za-z0-9]{4}")
 #: A PIN, one-time code or recovery code after its label (``PIN: 4821``, ``pin is 482193``, ``PIN码：4821``,
 #: ``passcode 9921``, ``OTP: 482913``, ``ADMIN_PIN=4821``, ``{"pin": "4821"}``, ``recovery codes: 4f8a-99c2, …``,
-#: ``验证码：553201``, a share's ``提取码：x7k2``, ``BitLocker recovery key: 123456-…``, a licence's ``激活码：KX7P2-…``): the label, what joins it (what
+#: ``验证码：553201``, a share's ``提取码：x7k2``, ``BitLocker recovery key: 123456-…``, a licence's ``激活码：KX7P2-…``, what a code is for
+#: after it: ``the code for 2FA backup is …``): the label, what joins it (what
 #: it is for, a quote, up to two of ``:`` ``=`` ``#`` ``is`` ``是``... (a Latin one not glued to a letter after it, a
 #: CJK one glued too), a line break and a list's bullet, an opening bracket; a bare ``pin``
 #: needs a sign or a verb: ``GPIO pin 18``), and, looked ahead at (a value without a code is not consumed: ``mfa:
@@ -27,7 +29,7 @@ LABELLED_CODE = re.compile(
     r"(?i)(?<![A-Za-z0-9])(?=[potvsa2mbrlcdgeh验驗校动取提暗認確인пк激序注产產ラプ])(?P<label>pin(?:[ _-]?code)?|passcode|otp|totp|2fa|mfa"
     r"|one[ _-]time[ _-](?:code|password|passcode)|(?:backup|recovery)[ _-](?:codes?|keys?)"
     r"|(?:verification|security|auth|authentication|2fa|mfa|login|sms|access|confirmation|door|gate|alarm|lock|safe"
-    r"|entry|garage|building)[ _-]codes?"
+    r"|entry|garage|building)[ _-]codes?|codes?[ _-]for[ _-](?:(?:the|my|your|our)[ _-])?(?:2fa|mfa|totp|otp)(?:[ _-](?:backup|recovery|login))?"
     r"|激活码|激活碼|序列号|序列號|注册码|註冊碼|产品密钥|產品金鑰|ライセンスキー|プロダクトキー|(?:license|licence|product|activation)[ _-]key"
     r"|PIN码|PIN碼|验证码|驗證碼|校验码|动态码|动态密码|取件码|提取码|提取碼|暗証番号|認証コード|確認コード|인증번호|인증 ?코드|пин-код|pin-код"
     r"|код подтверждения|code de vérification|código de verificación)(?![A-Za-z])"
@@ -64,10 +66,11 @@ OTP_SEED = re.compile(r"(?i)(?<![\w-])(?:(?P<otp>totp|2fa|mfa|otp)[ \t_-]*+(?:se
 OTP_WORD = re.compile(r"(?i)(?<![\w-])(?:totp|2fa|mfa|otp|two[ -]factor|authenticator)(?![\w-])|两步验证|二步验证|双因素|二要素|2段階")
 
 
-def redact(text: str, redacted: str) -> str:
+def redact(text: str, redacted: str, key: Callable[[str], bool]) -> str:
     """``text`` with the codes after a :data:`LABELLED_CODE` and the seeds after an :data:`OTP_SEED` label replaced by
-    ``redacted``, the rest as it was."""
-    text = _codes(text, redacted)
+    ``redacted``, the rest as it was; ``key`` tells a piece of a key (:func:`prose_secrets.key_piece`), which goes as a
+    code does when 10+ characters long (``2FA backup code is Kq7vLp2WxR9t``)."""
+    text = _codes(text, redacted, key)
     return prefilter.sub(OTP_SEED, lambda m: _otp_seed(m, redacted), text)
 
 
@@ -94,7 +97,7 @@ def _is_code(token: str) -> bool:
             and (with_digit == len(groups) or (len(set(map(len, groups))) == 1 and 2 * with_digit > len(groups))))
 
 
-def _codes(text: str, redacted: str) -> str:
+def _codes(text: str, redacted: str, key: Callable[[str], bool]) -> str:
     """``text`` with the codes at the start of each :data:`secret_patterns.LABELLED_CODE` value redacted (each of a
     list: ``backup codes: 1234 5678, 2345 6789``); the words after them stay. A bare ``pin`` needs a sign or a verb
     (:data:`PIN_JOIN`), or to be a command's flag (:data:`PIN_FLAG`: ``--pin 482913``): ``pin 18`` is a board's. A match ends before its value, so a value without
@@ -114,7 +117,7 @@ def _codes(text: str, redacted: str) -> str:
         licence = LICENCE_LABEL.fullmatch(m.group("label")) is not None
         taken = 0
         while taken < len(pieces) and (taken % 2 or (_is_code(pieces[taken]) and not (licence and pieces[taken].isdigit()))
-                                       or (share and SHARE_CODE.fullmatch(pieces[taken]))):
+                                       or (share and SHARE_CODE.fullmatch(pieces[taken])) or (len(pieces[taken]) >= 10 and key(pieces[taken]))):
             taken += 1
         if taken:
             out += [text[done : m.end()], *(redacted if i % 2 == 0 else piece for i, piece in enumerate(pieces[:taken]))]

@@ -238,7 +238,7 @@ def redact(text: str, redacted: str) -> str:
     for pattern in (CHANGED_FROM, PASS_LABEL):
         text = prefilter.sub(pattern, lambda m: patterns.replace_group(m, "value", redacted) if reads_strongly(m.group("value")) else m.group(), text)
     text = prefilter.sub(PASS_COMMAND, lambda m: _after_clause(m, redacted), text)
-    text = pin_secrets.redact(text, redacted)
+    text = pin_secrets.redact(text, redacted, key_piece)
     text = prefilter.sub(KEY_HALF, lambda m: patterns.replace_group(m, "value", redacted) if key_piece(m.group("value")) else m.group(), text)
     text = prefilter.sub(LABEL_ABOVE, lambda m: _label_above(m, redacted), text)
     return prefilter.sub(PASSPHRASE_WORDS, lambda m: _passphrase_words(m, redacted), text)
