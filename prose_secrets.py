@@ -49,11 +49,11 @@ PASSPHRASE_WORDS = re.compile(
 #: runs to its end, up to CJK text or full-width punctuation, holding two ``:`` at most (a start inside it needs a ``:``,
 #: so it is read from three starts at most); one with more is read as before, up to 200 characters.
 CREDENTIAL_PAIR = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳ア계管超관pw改换換登无無])(?:(?:creds|credentials|login|logins|account|user|username|u|pw|用户名|账号|帳號"
-    r"|账户|帳戶|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자|(?P<wifi>wifi|wi-fi|wlan|无线网?|無線網?))"
+    r"(?i)(?<![A-Za-z0-9_])(?=[claued用账帳帐ア계管超관pw改换換登无無])(?:(?:creds|credentials|login|logins|account|user|username|u|pw|用户名|账号|帳號"
+    r"|帐号|账户|帳戶|帐户|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자|(?P<wifi>wifi|wi-fi|wlan|无线网?|無線網?))"
     r"(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]"
     r"|(?:账密|帳密|(?P<verb>(?:改|换|換)(?:成|为|為)了?|(?:登录|登陆|登入|登錄)用))[ \t]*+[:：]?|creds(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?(?=[ \t])(?:[ \t]*+(?:->|=>|→))?"
-    r"|(?P<bare>账号|帳號|账户|帳戶|用户名|用戶名)(?=[ \t]++[A-Za-z0-9_.@-]{1,64}+[ \t]*+/))"
+    r"|(?P<bare>账号|帳號|帐号|账户|帳戶|帐户|用户名|用戶名)(?=[ \t]++[A-Za-z0-9_.@-]{1,64}+[ \t]*+/))"
     r"[ \t]*+(?P<ssid>[A-Za-z0-9_.@-]{1,64}+)(?:[ \t]*+/[ \t]*+|(?(wifi)[ \t]*+,[ \t]*+key[ \t]++|(?::|(?:[ \t]*+[,，;|])?\s++p[ \t]*+[:：][ \t]*+)))"
     r"(?P<value>[^\s/:：\u3000-\u303f\u3400-\u9fff\uff00-\uffef]++(?:[:：][^\s/:：\u3000-\u303f\u3400-\u9fff\uff00-\uffef]++){0,2}+(?![:：])"
     r"|[^\s/]{1,200}+)(?!/)"
@@ -128,7 +128,7 @@ NAMED_IN_PROSE = re.compile(
 LOGIN_IN_PROSE = re.compile(
     r"(?i)(?<![\w-])(?:(?:log(?:ging)?[ \t]?in|sign(?:ing)?[ \t]?in|ssh|connect)[ \t]++(?:as|with)|(?:creds|credentials|login)[ \t]++(?:are|is|with)"
     r"|(?P<use>use)(?=[ \t]++[\w.@-]{1,64}+[ \t]*+/))"
-    r"[ \t]++[\w.@-]{1,64}+(?:[ \t]*+/[ \t]*+|[ \t]++and[ \t]++|[ \t]++\(|:)[`'\"“「]?(?P<value>[!-~]{6,}+)"
+    r"[ \t]++[\w.@-]{1,64}+(?:[ \t]*+/[ \t]*+|[ \t]++(?:and|with)[ \t]++|[ \t]++\(|:)[`'\"“「]?(?P<value>[!-~]{6,}+)"
 )
 #: A password given with a login in prose, after ``with``, ``using``, ``use`` or ``and`` and its label without a verb (``log in
 #: as bob with password …``, ``ssh as root using password …``, ``use password "…" for the admin account``). Group ``value``; it must read as a password with a digit
@@ -141,9 +141,9 @@ PASSWORD_WITH = re.compile(
 #: or after a setting's verb strongly or as a piece of a key.
 VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,}+)(?:[ \t]*+(?:这个|這個|作为|作為|当作|當作|就是|是)"
                                 r"(?:新的?|我的|管理员的?|管理員的?|登录|登錄)?(?:密码|密碼|口令)"
-                                r"|(?P<key>[ \t]*+(?:设成|设为|設成|設為|设置成|设置为|設置成|當成|当成)[ \t]*+(?:新的?|我的)?[ \t]*+"
+                                r"|(?P<key>[ \t]*+(?:设成|设为|設成|設為|设置成|设置为|設置成|當成|当成|作为|作為|当作|當作)[ \t]*+(?:新的?|我的)?[ \t]*+"
                                 r"(?:密码|密碼|口令|密钥|密鑰|令牌|(?i:api[ _-]?key|token|password|secret)(?![A-Za-z])))"
-                                r"|(?P<en>(?:[ \t]++(?i:is|was|as)[ \t]++|[ \t]*+\()(?i:the|my|our|your)[ \t]++(?i:(?:new|old|current|admin|root|wifi)[ \t]++)?"
+                                r"|(?P<en>(?:[ \t]++(?i:is|was|as)[ \t]++|[ \t]*+\([ \t]*+|(?<=,)[ \t]++|[ \t]++[-–—][ \t]++)(?i:(?:the|my|our|your)[ \t]++)?(?i:(?:new|old|current|admin|root|wifi)[ \t]++)?"
                                 r"(?i:password|passphrase|api[ _-]?key|token)(?![A-Za-z])(?![ \t]++(?!(?i:for|to|of|on|in|at)(?![A-Za-z]))[A-Za-z])))")
 #: A password changed from one value to another (``changed the password from … to …``, ``密码从 … 改成了 …``, ``changed
 #: password … to …``): group ``value``, the old one, bare or quoted, which must read strongly (:func:`reads_strongly`;
@@ -173,7 +173,7 @@ PASS_COMMAND = re.compile(r"(?m)^[ \t]*+PASS[ \t]++(?P<value>\S++)")
 #: start but at its end.
 CLAUSE_LABEL = re.compile(r"(?=[ptsaPTSA密口令秘私パ비암])(?:(?<![A-Za-z0-9_])(?i:password|passwd|pwd|passphrase|token|secret|api[ _-]?key)"
                           r"|密码|密碼|口令|令牌|密钥|密鑰|秘钥|私钥|私鑰|パスワード|パス|비밀번호|비번|암호)[ \t]*+[，,]?[ \t]*+[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]"
-                          r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af，、？ \t]{0,23}+(?:(?:[：:]|→|->|=>)[ \t]*+|(?<=[ \t]))[\"'`“「]?(?P<value>[!-~]{6,}+)"
+                          r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af，、？ \t]{0,23}+(?:(?:[：:]|→|->|=>)[ \t]*+|(?<=[ \t？]))[\"'`“「]?(?P<value>[!-~]{6,}+)"
                           r"|(?<![A-Za-z0-9_])(?i:password|passwd|passphrase|pwd)(?:[ \t]++(?P<en>[A-Za-z' \t]{1,60}+)[:：]|(?P<ask>\?)(?=[ \t]))[ \t]*+[\"'`“]?"
                           r"(?P<evalue>[!-~]{6,}+)")
 #: A password struck through then its new one (``password: ~~OldPass1!~~ Kq7#…``, ``~…~``, ``<del>…</del>``, ``<s>``, ``<strike>``,
@@ -481,9 +481,9 @@ def _named_in_prose(m: re.Match[str], redacted: str) -> str:
               and not STRONG_SYMBOLS.isdisjoint(value))
     if not (reads_as_password(value) and (re.search(r"\d", value) or strong)) or (m.re is VALUE_BEFORE_LABEL and (m["en"] or m["key"]) and not _reads_as_key(value)):
         return m.group()
-    # ``log in with Keycloak and OAuth2.1``, ``connect with grpc and HTTP/2``: after "and", a name reads as a product's or
-    # protocol's unless it reads strongly or as a piece of a key (``login with admin and Kq7vLp2WxR9t``); after use, strongly.
-    if m.re is LOGIN_IN_PROSE and not (reads_strongly(value) if m.group("use") else _reads_as_key(value)) and (
-            m.group("use") or re.search(r"[ \t]and[ \t]", m.string[m.start() : m.start("value")])):
+    # ``log in with Keycloak and OAuth2.1``, ``connect with grpc and HTTP/2``, ``use src/Config2Dev``: after "and", "with" or
+    # "use", a name reads as a product's, a protocol's or a path's unless it reads strongly or as a piece of a key.
+    if m.re is LOGIN_IN_PROSE and not _reads_as_key(value) and (
+            m.group("use") or re.search(r"[ \t](?:and|with)[ \t]", m.string[m.start() : m.start("value")])):
         return m.group()
     return patterns.replace_group(m, "value", redacted, _with_bangs(m.group("value"), value))
