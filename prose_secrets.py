@@ -53,8 +53,8 @@ CREDENTIAL_PAIR = re.compile(
     r"|帐号|账户|帳戶|帐户|アカウント|계정|超级管理员|超級管理員|管理员|管理員|管理者|관리자|(?P<wifi>wifi|wi-fi|wlan|无线网?|無線網?))"
     r"(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?[ \t]*+[:：]"
     r"|(?:账密|帳密|(?P<verb>(?:改|换|換)(?:成|为|為)了?|(?:登录|登陆|登入|登錄)用))[ \t]*+[:：]?|creds(?:[ \t]++(?:for|on|to)[ \t]++[\w.-]{1,30}+)?(?=[ \t])(?:[ \t]*+(?:->|=>|→))?"
-    r"|(?P<bare>账号|帳號|帐号|账户|帳戶|帐户|用户名|用戶名)(?=[ \t]++[A-Za-z0-9_.@-]{1,64}+[ \t]*+/))"
-    r"[ \t]*+(?P<ssid>[A-Za-z0-9_.@-]{1,64}+)(?:[ \t]*+/[ \t]*+|(?(wifi)[ \t]*+,[ \t]*+key[ \t]++|(?::|(?:[ \t]*+[,，;|])?\s++p[ \t]*+[:：][ \t]*+)))"
+    r"|(?P<bare>账号|帳號|帐号|账户|帳戶|帐户|用户名|用戶名|アカウント|계정)(?=[ \t]++[A-Za-z0-9_.@-]{1,64}+[ \t]*+/))"
+    r"[ \t]*+(?P<ssid>[A-Za-z0-9_.@-]{1,64}+)(?:[ \t]*+(?://?|\|(?![ \t]*+p[ \t]*+[:：]))[ \t]*+|(?(wifi)[ \t]*+,[ \t]*+key[ \t]++|(?::|(?:[ \t]*+[,，;|])?\s++p[ \t]*+[:：][ \t]*+)))"
     r"(?P<value>[^\s/:：\u3000-\u303f\u3400-\u9fff\uff00-\uffef]++(?:[:：][^\s/:：\u3000-\u303f\u3400-\u9fff\uff00-\uffef]++){0,2}+(?![:：])"
     r"|[^\s/]{1,200}+)(?!/)"
 )
@@ -77,7 +77,7 @@ LOGIN_LINES = re.compile(
 #: (:func:`reads_as_password`), read to its end or CJK text (a start's first character).
 BOTH_FIELDS = re.compile(
     r"(?:账号|帐号|帳號|账户|帳戶|用户名|用戶名|用户|用戶)(?:和|与|與|/|、)?(?:密码|密碼)(?:分别|分別|都)?(?:是|为|為)?[ \t]*+[:：]?[ \t]*+"
-    r"[A-Za-z0-9_.@-]{1,64}+(?:[ \t]*+(?:/|和|与|與|、|，|,)[ \t]*+|[ \t]++)(?P<value>[^\s/，,、\u3400-\u9fff]++)"
+    r"[A-Za-z0-9_.@-]{1,64}+(?:[ \t]*+(?://?|\||和|与|與|、|，|,)[ \t]*+|[ \t]++)(?P<value>[^\s/，,、\u3400-\u9fff]++)"
 )
 #: A login written after a host without a label, as a chat writes it (``服务器：1.2.3.4 root …``, ``1.2.3.4:22 root/…``,
 #: ``ssh root@1.2.3.4 …``): an IPv4 address (and port) and a user, or ``ssh`` to a user at a host, then a value that
@@ -92,10 +92,10 @@ HOST_LOGIN = re.compile(
 #: searched for it, not tried at every character (in :data:`HOST_LOGIN` it doubled that pattern's cost).
 URL_LOGIN = re.compile(r"http(?<=(?<![\w.])http)s?://[!-~]{1,300}+[ \t]++[A-Za-z_][\w.-]{0,31}+(?:[ \t]*+/[ \t]*+|[ \t]++)"
                        r"(?P<value>[^\s/，,。]{6,}+)")
-#: A user and a strong password joined by ``/`` alone (``交接一下：jenkins admin/…，gitlab root/…``, ``zhangsan / …``),
-#: found from its ``/`` (searched for, as :data:`URL_LOGIN`'s literal is, not tried at every word) and a value
-#: with one of :data:`STRONG_SYMBOLS`; :func:`_user_slash` reads the user before it.
-USER_SLASH = re.compile(r"/[ \t]*+(?=[^\s/，,。]{0,63}?[!@#$^&?])(?P<value>[^\s/，,。]{6,}+)")
+#: A user and a strong password joined by ``/`` alone (``交接一下：jenkins admin/…，gitlab root/…``, ``zhangsan / …``,
+#: ``root@10.0.0.5 / …``), found from its ``/`` (searched for, as :data:`URL_LOGIN`'s literal is, not tried at every word);
+#: :func:`_user_slash` reads the user before it and judges the value.
+USER_SLASH = re.compile(r"/[ \t]*+(?P<value>[^\s/，,。]{6,}+)")
 #: The user before a :data:`USER_SLASH`: a lower-case name, at a host or a mail address's (``root@10.0.0.5 / …``,
 #: ``bob@example.com / …``), not a path's or an address's piece nor a git branch's prefix (``feature/Fix#123Bug``).
 SLASH_USER = re.compile(r"(?<![\w./:@-])(?!(?:feature|feat|fix|bugfix|hotfix|release|origin|upstream|refs|heads|tags|remotes)[ \t]*+$)"
@@ -119,7 +119,7 @@ NAMED_IN_PROSE = re.compile(
     r"|[a-z][a-z0-9_]{0,40}?(?:pass|password|passwd|pwd|secret|token|auth))"
     r"(?![\w-])[ \t]*+(?:(?<=[ \t])(?:is|was|is now|is still|should be|(?:is |was )?set to|to)[ \t]++|(?:我们|我們|我|已经|已經|刚|剛){0,2}+[ \t]*+"
     r"(?:是|为|為|设置成了?|设置为了?|设成了?|設成了?|改成了?|改为了?|换成了?"
-    r"|(?:设置|設置|配置|设|設|填|写|寫)的(?:是|为|為))[ \t]*+)"
+    r"|(?:设置|設置|配置|设|設|填|写|寫)的(?:是|为|為)|を(?=[ \t]*+[!-~]{6,}+[ \t]*+に(?:設定|変更|し|す)))[ \t]*+)"
     r"[`'\"“「]?(?P<value>[!-~]{6,}+)"
 )
 #: A login and its password in prose (``log in with bob and …``, ``login with admin / …``, ``try logging in with bob / …``, ``creds are admin / …`` or ``admin:…``, ``log
@@ -142,9 +142,10 @@ PASSWORD_WITH = re.compile(
 VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,}+)(?:[ \t]*+(?:这个|這個|作为|作為|当作|當作|就是|是)"
                                 r"(?:新的?|我的|管理员的?|管理員的?|登录|登錄)?(?:密码|密碼|口令)"
                                 r"|(?P<key>[ \t]*+(?:设成|设为|設成|設為|设置成|设置为|設置成|當成|当成|作为|作為|当作|當作)[ \t]*+(?:新的?|我的)?[ \t]*+"
-                                r"(?:密码|密碼|口令|密钥|密鑰|令牌|(?i:api[ _-]?key|token|password|secret)(?![A-Za-z])))"
+                                r"(?:密码|密碼|口令|密钥|密鑰|令牌|(?i:api[ _-]?key|token|password|secret)(?![A-Za-z]))"
+                                r"|[ \t]*+を[ \t]*+(?:パスワード|APIキー|トークン|API[ \t]?キー)に)"
                                 r"|(?P<en>(?:[ \t]++(?i:is|was|as)[ \t]++|[ \t]*+\([ \t]*+|(?<=,)[ \t]++|[ \t]++[-–—][ \t]++)(?i:(?:the|my|our|your)[ \t]++)?(?i:(?:new|old|current|admin|root|wifi)[ \t]++)?"
-                                r"(?i:password|passphrase|api[ _-]?key|token)(?![A-Za-z])(?![ \t]++(?!(?i:for|to|of|on|in|at)(?![A-Za-z]))[A-Za-z])))")
+                                r"(?i:password|passphrase|api[ _-]?key|token|secret)(?![A-Za-z])(?![ \t]++(?!(?i:for|to|of|on|in|at)(?![A-Za-z]))[A-Za-z])))")
 #: A password changed from one value to another (``changed the password from … to …``, ``密码从 … 改成了 …``, ``changed
 #: password … to …``): group ``value``, the old one, bare or quoted, which must read strongly (:func:`reads_strongly`;
 #: not ``from MySQL57 to Postgres16``, ``从 Rule2024a 换成 …``); :func:`listed` takes the new one after it. One of up to 64
@@ -174,7 +175,8 @@ PASS_COMMAND = re.compile(r"(?m)^[ \t]*+PASS[ \t]++(?P<value>\S++)")
 CLAUSE_LABEL = re.compile(r"(?=[ptsaPTSA密口令秘私パ비암])(?:(?<![A-Za-z0-9_])(?i:password|passwd|pwd|passphrase|token|secret|api[ _-]?key)"
                           r"|密码|密碼|口令|令牌|密钥|密鑰|秘钥|私钥|私鑰|パスワード|パス|비밀번호|비번|암호)[ \t]*+[，,]?[ \t]*+[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]"
                           r"[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af，、？ \t]{0,23}+(?:(?:[：:]|→|->|=>)[ \t]*+|(?<=[ \t？]))[\"'`“「]?(?P<value>[!-~]{6,}+)"
-                          r"|(?<![A-Za-z0-9_])(?i:password|passwd|passphrase|pwd)(?:[ \t]++(?P<en>[A-Za-z' \t]{1,60}+)[:：]|(?P<ask>\?)(?=[ \t]))[ \t]*+[\"'`“]?"
+                          r"|(?<![A-Za-z0-9_])(?i:password|passwd|passphrase|pwd|pw)(?:[ \t]++(?P<en>[A-Za-z' \t]{1,60}+)[:：]"
+                          r"|(?P<ask>\?)[ \t]++(?:(?i:it'?s|it[ \t]++is|here)[ \t]++)?)[ \t]*+[\"'`“]?"
                           r"(?P<evalue>[!-~]{6,}+)")
 #: A password struck through then its new one (``password: ~~OldPass1!~~ Kq7#…``, ``~…~``, ``<del>…</del>``, ``<s>``, ``<strike>``,
 #: ``密码改为：~~…~~ → …``): groups ``old`` and ``value``, each of which goes when it reads as a password (:func:`_struck`). The
@@ -465,11 +467,13 @@ def _struck(m: re.Match[str], redacted: str) -> str:
 
 
 def _user_slash(m: re.Match[str]) -> bool:
-    """Whether a :data:`USER_SLASH` value is a password: a :data:`SLASH_USER` before it, and the value reads strongly and
-    names no file or ref (``api/v1Login``, ``src/main.py#L42``, ``myorg/Action2@v1``)."""
+    """Whether a :data:`USER_SLASH` value is a password: a :data:`SLASH_USER` before it, and the value reads strongly (after
+    a user at a host, ``root@10.0.0.5 / …``, as a piece of a key too) and names no file or ref (``api/v1Login``,
+    ``src/main.py#L42``, ``myorg/Action2@v1``)."""
     value = m.group("value")
-    return (reads_strongly(value) and re.search(r"\.|@v\d", value) is None
-            and SLASH_USER.search(m.string, max(m.start() - 40, 0), m.start()) is not None)
+    if re.search(r"\.|@v\d", value) is not None or (user := SLASH_USER.search(m.string, max(m.start() - 40, 0), m.start())) is None:
+        return False
+    return reads_strongly(value) or ("@" in user.group() and _reads_as_key(value))
 
 
 def _named_in_prose(m: re.Match[str], redacted: str) -> str:
