@@ -24,11 +24,14 @@ from . import secret_patterns as patterns
 
 #: The names frameworks give their session cookie (Django's ``sessionid``, PHP's, Java's and ASP.NET's, Express'
 #: ``connect.sid``, Bilibili's ``SESSDATA``, Rails' and Laravel's ``_app_session``).
-SESSION_COOKIE = re.compile(r"(?i)sessionid|phpsessid|jsessionid|asp\.net_sessionid|connect\.sid|sessdata|[a-z_]{0,40}+_session")
+SESSION_COOKIE = re.compile(r"(?i)sessionid|phpsessid|jsessionid|asp\.net_sessionid|connect\.sid|sessdata|_session|_?(?:[a-z0-9]{1,20}+_){1,4}+session")
 #: A session cookie's name quoted, then ``:`` (a dict) or ``,`` (a call: ``set('sessionid', …)``, ``Cookie("sessionid",
 #: …)``), then its quoted value. Groups ``name``, ``value``.
 QUOTED_COOKIE = re.compile(
     r"(?<![\w\"'])[\"'](?P<name>[\w.-]{1,60}+)[\"'][ \t]*+[:,][ \t]*+[\"'](?P<value>[A-Za-z0-9%._:-]{16,}+)[\"']")
+#: A cookie's ``name=value`` pasted without its header (``sessionid=…; csrftoken=…``), judged as :data:`QUOTED_COOKIE`'s
+#: (a session cookie's name, a token's value). Groups ``name``, ``value``.
+BARE_COOKIE = re.compile(r"(?<![\w.-])(?P<name>[\w.-]{1,60}+)=(?P<value>[A-Za-z0-9%._:-]{16,}+)")
 #: A call that sets a cookie, its name then its value (Express' ``res.cookie('session', '…')``, Flask's and Django's
 #: ``set_cookie('session', '…')`` and ``key=``/``value=``, PHP's ``setcookie(…)``, Gin's ``c.SetCookie("token", "…", …)``,
 #: ``cookies.set(…)``): the name is a cookie's for certain, so any session's or credential's goes
@@ -59,6 +62,7 @@ COOKIE_LINE = re.compile(
 def redact(text: str, redacted: str) -> str:
     """``text`` with those cookies' values replaced by ``redacted``, the rest as it was."""
     text = prefilter.sub(QUOTED_COOKIE, lambda m: _quoted(m, redacted), text)
+    text = prefilter.sub(BARE_COOKIE, lambda m: _quoted(m, redacted), text)
     text = prefilter.sub(COOKIE_CALL, lambda m: _named(m, redacted, token=True), text)
     text = prefilter.sub(GO_COOKIE, lambda m: _named(m, redacted), text)
     text = prefilter.sub(NAME_VALUE_COOKIE, lambda m: _named(m, redacted, token=True), text)
@@ -67,7 +71,7 @@ def redact(text: str, redacted: str) -> str:
 
 
 def _quoted(m: re.Match[str], redacted: str) -> str:
-    """A :data:`QUOTED_COOKIE` match with its value redacted under a session cookie's name, when it reads as a token."""
+    """A :data:`QUOTED_COOKIE` or :data:`BARE_COOKIE` match with its value redacted under a session cookie's name, when it reads as a token."""
     value = m.group("value")
     token = re.search("[A-Za-z]", value) is not None and re.search("[0-9]", value) is not None
     if not SESSION_COOKIE.fullmatch(m.group("name")) or not token:  # not [redacted] either: no digit
