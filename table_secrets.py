@@ -1,10 +1,11 @@
 """Secrets in tables, for :mod:`redact`: a credential's column under a header that names it (``| 环境 | 账号 | 密码 |``,
-``host,port,user,password``, ``name<TAB>api_key``), and a Markdown row's cell after a cell that names it (``| Password
+``host,port,user,password``, ``name<TAB>api_key``, ``Name     Password`` aligned by spaces), and a Markdown row's cell after a cell that names it (``| Password
 | … |``, ``| Host | db1 | 密码 | … |``, ``| 1 | password | … |``), as an HTML row's or definition list's does
 (``<th>Password</th><td>…</td>``, ``<dt>API Key</dt><dd>…</dd>``).
 
 A column is read in each row under its header: in a Markdown table, every line holding a ``|`` up to a blank line (a
-short or split row is passed, not taken for the table's end); in CSV or TSV, up to a line without the separator. A
+short or split row is passed, not taken for the table's end); in CSV or TSV, up to a line without the separator; aligned
+by spaces, up to a line of another number of cells. A
 password's value goes when it is one written-out word with a digit or a symbol that is not a placeholder, a mask, a
 name or prose (``admin123``, ``Hz@2024abc``; not ``-``, ``***``, ``FAIL``, ``bcrypt``, ``见 vault``); a key's or
 token's when it also has letters and digits and 12+ characters (a column of token counts keeps them). A cell after a
@@ -52,6 +53,9 @@ DELIMITER_ROW = re.compile(r"[ \t>]*+\|?[ \t:]*+-[ \t:-]*+\|[ \t|:-]*+")
 #: bare), a TSV field.
 CELL = {"|": re.compile(r"(?:[^|\r\n\\]|\\.)*+"), ",": re.compile(r"[ \t]*+\"(?:[^\"\r\n]|\"\")*+\"[ \t]*+|[^,\r\n]*+"),
         "\t": re.compile(r"[^\t\r\n]*+")}
+#: One cell of a table aligned by spaces (``Name     Password``, as a CLI prints one): words joined by single spaces,
+#: two or more between cells.
+ALIGNED_CELL = re.compile(r"\S++(?: \S++)*+")
 #: A value a table shows where there is none, or points elsewhere (what the word lists and placeholders miss), or that
 #: is a column's type, a measure or a name: ``varchar(255)``, ``1,000``, ``12.3s``, ``$1.20``, ``2.1.0``, ``8-64``,
 #: ``365d``, ``colorNeutralForeground1``, ``ORDER#5f3e…``.
@@ -75,7 +79,7 @@ def redact(text: str, redacted: str) -> str:
     if not prefilter.may_match(_HINT, text):
         return text
     text = prefilter.sub(HTML_PAIR, lambda m: _html_pair(m, redacted), text)
-    if "|" not in text and "," not in text and "\t" not in text:
+    if "|" not in text and "," not in text and "\t" not in text and "  " not in text:
         return text
     lines = text.splitlines(keepends=True)
     out: list[str] = []
@@ -117,6 +121,8 @@ def _header(line: str, following: str) -> tuple[str, dict[int, bool]]:
         separator = "|"
     elif "\t" in line or "," in line:
         separator = "\t" if "\t" in line else ","
+    elif re.search(r"\S  ", line.strip()):
+        separator = "  "  # aligned by spaces
     else:
         return "", {}
     cells = [_bare(line[start:end]) for start, end in _cells(line, separator)]
@@ -163,6 +169,8 @@ def _cells(line: str, separator: str) -> list[tuple[int, int]]:
     body = line.rstrip("\r\n")
     if separator not in body:
         return []
+    if separator == "  ":
+        return [m.span() for m in ALIGNED_CELL.finditer(body)]
     start, end = 0, len(body)
     if separator == "|":
         start = len(body) - len(body.lstrip())

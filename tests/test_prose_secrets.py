@@ -417,6 +417,9 @@ SENT_BEFORE = [
     ('cookies = {"laravel_session": "k2j3h4g5f6d7s8a9p0o1i2u3"}', 'k2j3h4g5f6d7s8a9p0o1i2u3'),
     ('cookies = {"_myapp_session": "k2j3h4g5f6d7s8a9p0o1i2u3"}', 'k2j3h4g5f6d7s8a9p0o1i2u3'),
     ('sessionid=Kq7vLp2WxR9tYb3N; csrftoken=abc', 'Kq7vLp2WxR9tYb3N'), ('my PHPSESSID=Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'),
+    # review 31 (probes): a table aligned by spaces, as a CLI prints one (sent whole)
+    ('Name     Password\nbob      Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'), ('USER     PASS\nbob      Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'),
+    ('Host      User   Password   Port\ndb1       bob    Zx9#qLp2Wm   5432\ndb2       ann    Kq7vLp2WxR9tYb3N   5432', 'Kq7vLp2WxR9tYb3N'),
     ('sessionid\tk2j3h4g5f6d7s8a9p0o1i2u3\t.x.com\t/\t2025-01-01T00:00:00.000Z\t41', 'k2j3h4g5f6d7s8a9p0o1i2u3'),
     ("curl 'https://x.com/api' -b 'connect.sid=s%3Ak2j3h4g5f6d7s8a9.Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw'", 'k2j3h4g5f6d7s8a9'),
     ('set-cookie: connect.sid=s%3Ak2j3h4g5f6d7s8a9.Xk9Pq2Lm7Nv4Rt6Yb8Zc3Vw; Path=/; HttpOnly', 'k2j3h4g5f6d7s8a9'),
@@ -1308,6 +1311,8 @@ NEAR_MISSES = [
     'DB_PASSWORD を確認', 'Abc2Def3gh is the secret sauce', 'user: a | b', 'PW? Reset2FA', 'mail bob@example.com / v2.3.1-beta',
     'Bearer2Abc 是 token 类型', 'Rule2024a 是 token', 'v2.3.1 works as the password',
     'session=Kq7vLp2WxR9tYb3N', 'sessionid=9b2c6f1e-1234-4abc-9def-0123456789ab', '{"session": "Kq7vLp2WxR9tYb3N"}',
+    'NAME       TYPE     DATA   AGE\ndb-pass    Opaque   1      5d', 'user  password\nalice  see vault', 'Name     Token\nci       short',
+    'x = 1  # password\ny = 2  # token2Abc',
     '<env-entry-name>maxRetries</env-entry-name><env-entry-value>5</env-entry-value>',
     '<init-param><param-name>contextConfigLocation</param-name><param-value>/WEB-INF/app-ctx.xml</param-value></init-param>',
     '<setting name="ServerUrl" serializeAs="String"><value>https://x.io/api</value></setting>',
