@@ -96,6 +96,10 @@ LOGIN = re.compile(r"[\w.@-]{1,64}+:(?P<pw>\S{6,100}+)")
 #: A Kubernetes Secret's ``data:`` (or an indented one) and the lines under it: ``name: <base64>``.
 DATA_BLOCK = re.compile(r"(?m:^)(?P<indent>[ \t]*+)data:[ \t]*+\r?\n")
 DATA_LINE = re.compile(r"(?P<indent>[ \t]++)[\w.-]{1,253}+:[ \t]*+(?P<value>[A-Za-z0-9+/]{8,}+={0,2})[ \t]*+(?:\r?\n|$)")
+#: A YAML mapping named for credentials (``secrets:``, ``credentials:``, ``passwords:``, ``tokens:``, ``api_keys:``) and one
+#: entry of it a line, indented below it (``db: …``), a value without spaces, quoted or not, a comment after it.
+SECRETS_BLOCK = re.compile(r"(?im:^)(?P<indent>[ \t]*+)(?:secrets|credentials|passwords|tokens|api[_-]?keys):[ \t]*+\r?\n")
+SECRETS_LINE = re.compile(r"(?P<indent>[ \t]++)[\w.-]{1,253}+:[ \t]*+[\"']?(?P<value>[^\s\"']++)[\"']?[ \t]*+(?:#[^\r\n]*+)?(?:\r?\n|$)")
 #: An object without objects inside (a JWK, Composer's tokens by host): from a ``{`` to the next ``}``, read once.
 FLAT_OBJECT = re.compile(r"\{[^{}]{0,8000}+\}")
 #: A JWK's private members (``"k"`` of a symmetric key; ``"d"``, ``"p"``, ``"q"``, ``"dp"``, ``"dq"``, ``"qi"`` of an RSA or EC
@@ -187,7 +191,8 @@ def redact(text: str, redacted: str, judge: Judge) -> str:
     text = prefilter.sub(COMPOSER_TOKENS, lambda m: m.group()[: m.start("body") - m.start()]
                          + HOST_TOKEN.sub(lambda t: replace_group(t, "value", redacted), m.group("body")), text)
     if "data:" in text:
-        text = _secret_data(text, redacted)
+        text = _block_values(text, redacted, DATA_BLOCK, DATA_LINE, _decodes_to_text)
+    text = _block_values(text, redacted, SECRETS_BLOCK, SECRETS_LINE, prose_secrets.reads_as_key)
     text = prefilter.sub(SESSION_ID, lambda m: replace_group(m, "value", redacted) if _session_secret(m.group("value"))
                          else m.group(), text)
     text = prefilter.sub(NGINX_MAP, lambda m: _nginx_map(m, redacted), text)
@@ -237,14 +242,17 @@ def _sasl(m: re.Match[str], redacted: str) -> str:
     return m.group()
 
 
-def _secret_data(text: str, redacted: str) -> str:
-    """``text`` with the base64 values under each ``data:`` (a Kubernetes Secret's) redacted when they decode to text (a
-    password, a login, a PEM key): ordinary YAML's words under a ``data:`` do not decode so. Each line is read once."""
+def _block_values(text: str, redacted: str, block_pattern: re.Pattern[str], line_pattern: re.Pattern[str],
+                  secret: Callable[[str], bool]) -> str:
+    """``text`` with the values of the lines under each block redacted where ``secret`` says: the base64 values under a
+    ``data:`` (a Kubernetes Secret's) when they decode to text (a password, a login, a PEM key; ordinary YAML's words
+    under a ``data:`` do not decode so), those under ``secrets:``... when they read strongly or as a piece of a key
+    (``db: Kq7vLp2WxR9t``; ``backend: vault``, ``path: kv/data/app2`` stay). Each line is read once."""
     out, done = [], 0
-    for block in DATA_BLOCK.finditer(text):  # after the lines of the one before it: a data: line is none of them
+    for block in block_pattern.finditer(text):  # after the lines of the one before it: a block's line is none of them
         pos = block.end()
-        while (line := DATA_LINE.match(text, pos)) is not None and len(line.group("indent")) > len(block.group("indent")):
-            if _decodes_to_text(line.group("value")):
+        while (line := line_pattern.match(text, pos)) is not None and len(line.group("indent")) > len(block.group("indent")):
+            if secret(line.group("value")):
                 out += [text[done : line.start("value")], redacted]
                 done = line.end("value")
             pos = line.end()

@@ -387,7 +387,7 @@ def _password_in(m: re.Match[str], redacted: str) -> str:
                   and not value.startswith(redacted[:-1]))  # read without its ], [redacted] is no letters alone
     else:
         bare = pair and m.group("verb") and m.string[m.end("ssid") : m.start("value")] == "/"
-        secret = reads_as_password(value) and (not bare or reads_strongly(value)) and (not pair or not m["bare"] or _reads_as_key(value))
+        secret = reads_as_password(value) and (not bare or reads_strongly(value)) and (not pair or not m["bare"] or reads_as_key(value))
     return patterns.replace_group(m, group, redacted, _with_bangs(m.group(group), value)) if secret else m.group()
 
 
@@ -436,7 +436,7 @@ def _with_bangs(written: str, value: str) -> int:
     return len(value) + (len(after) - len(after.lstrip("!")) if reads_as_password(value) else 0)
 
 
-def _reads_as_key(value: str) -> bool:
+def reads_as_key(value: str) -> bool:
     """Whether ``value`` reads strongly (:func:`reads_strongly`) or as a piece of a key of 8+ letters, digits, ``_`` and
     ``-`` (:func:`key_piece`: ``Kq7vLp2Wx99``; not ``v2.3.1-RC1``, ``Rule2024a``)."""
     return reads_strongly(value) or (re.fullmatch(r"[A-Za-z0-9_-]{8,}+", value) is not None and key_piece(value))
@@ -448,7 +448,7 @@ def _after_clause(m: re.Match[str], redacted: str) -> str:
     clause may say what the value is like (``密码生成规则：Rule2024a``, ``密码管理器的版本：v2.3.1-RC1``)."""
     group = "value" if m["value"] else "evalue"
     value = m[group].rstrip(patterns.VALUE_END)
-    secret = reads_strongly(value) if m.re is CLAUSE_LABEL and m["en"] else _reads_as_key(value)
+    secret = reads_strongly(value) if m.re is CLAUSE_LABEL and m["en"] else reads_as_key(value)
     return patterns.replace_group(m, group, redacted, _with_bangs(m[group], value)) if secret else m.group()
 
 
@@ -473,7 +473,7 @@ def _user_slash(m: re.Match[str]) -> bool:
     value = m.group("value")
     if re.search(r"\.|@v\d", value) is not None or (user := SLASH_USER.search(m.string, max(m.start() - 40, 0), m.start())) is None:
         return False
-    return reads_strongly(value) or ("@" in user.group() and _reads_as_key(value))
+    return reads_strongly(value) or ("@" in user.group() and reads_as_key(value))
 
 
 def _named_in_prose(m: re.Match[str], redacted: str) -> str:
@@ -483,11 +483,11 @@ def _named_in_prose(m: re.Match[str], redacted: str) -> str:
     value = m.group("value").rstrip(patterns.VALUE_END + "`”」")
     strong = (m.re is PASSWORD_WITH and any(map(str.islower, value)) and any(map(str.isupper, value))
               and not STRONG_SYMBOLS.isdisjoint(value))
-    if not (reads_as_password(value) and (re.search(r"\d", value) or strong)) or (m.re is VALUE_BEFORE_LABEL and (m["en"] or m["key"]) and not _reads_as_key(value)):
+    if not (reads_as_password(value) and (re.search(r"\d", value) or strong)) or (m.re is VALUE_BEFORE_LABEL and (m["en"] or m["key"]) and not reads_as_key(value)):
         return m.group()
     # ``log in with Keycloak and OAuth2.1``, ``connect with grpc and HTTP/2``, ``use src/Config2Dev``: after "and", "with" or
     # "use", a name reads as a product's, a protocol's or a path's unless it reads strongly or as a piece of a key.
-    if m.re is LOGIN_IN_PROSE and not _reads_as_key(value) and (
+    if m.re is LOGIN_IN_PROSE and not reads_as_key(value) and (
             m.group("use") or re.search(r"[ \t](?:and|with)[ \t]", m.string[m.start() : m.start("value")])):
         return m.group()
     return patterns.replace_group(m, "value", redacted, _with_bangs(m.group("value"), value))

@@ -417,6 +417,9 @@ SENT_BEFORE = [
     ('cookies = {"laravel_session": "k2j3h4g5f6d7s8a9p0o1i2u3"}', 'k2j3h4g5f6d7s8a9p0o1i2u3'),
     ('cookies = {"_myapp_session": "k2j3h4g5f6d7s8a9p0o1i2u3"}', 'k2j3h4g5f6d7s8a9p0o1i2u3'),
     ('sessionid=Kq7vLp2WxR9tYb3N; csrftoken=abc', 'Kq7vLp2WxR9tYb3N'), ('my PHPSESSID=Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'),
+    # review 31 (probes): a YAML mapping named for credentials, its entries' values (sent whole)
+    ('secrets:\n  db: Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'), ("secrets:\n  backend: vault\n  db: 'Kq7vLp2WxR9tYb3N'  # prod", 'Kq7vLp2WxR9tYb3N'),
+    ('credentials:\n  github: ghp_short\n  api: Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'),
     # review 31 (probes): a table aligned by spaces, as a CLI prints one (sent whole)
     ('Name     Password\nbob      Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'), ('USER     PASS\nbob      Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'),
     ('Host      User   Password   Port\ndb1       bob    Zx9#qLp2Wm   5432\ndb2       ann    Kq7vLp2WxR9tYb3N   5432', 'Kq7vLp2WxR9tYb3N'),
@@ -1313,6 +1316,7 @@ NEAR_MISSES = [
     'session=Kq7vLp2WxR9tYb3N', 'sessionid=9b2c6f1e-1234-4abc-9def-0123456789ab', '{"session": "Kq7vLp2WxR9tYb3N"}',
     'NAME       TYPE     DATA   AGE\ndb-pass    Opaque   1      5d', 'user  password\nalice  see vault', 'Name     Token\nci       short',
     'x = 1  # password\ny = 2  # token2Abc',
+    'secrets:\n  backend: vault\n  path: kv/data/app2', 'tokens:\n  max: 4096\n  used: Abc2', 'other: Kq7vLp2WxR9tYb3N',
     '<env-entry-name>maxRetries</env-entry-name><env-entry-value>5</env-entry-value>',
     '<init-param><param-name>contextConfigLocation</param-name><param-value>/WEB-INF/app-ctx.xml</param-value></init-param>',
     '<setting name="ServerUrl" serializeAs="String"><value>https://x.io/api</value></setting>',
