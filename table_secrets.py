@@ -1,7 +1,7 @@
 """Secrets in tables, for :mod:`redact`: a credential's column under a header that names it (``| 环境 | 账号 | 密码 |``,
 ``host,port,user,password``, ``name<TAB>api_key``, ``Name     Password`` aligned by spaces), and a Markdown row's cell after a cell that names it (``| Password
 | … |``, ``| Host | db1 | 密码 | … |``, ``| 1 | password | … |``), as an HTML row's or definition list's does
-(``<th>Password</th><td>…</td>``, ``<dt>API Key</dt><dd>…</dd>``).
+(``<th>Password</th><td>…</td>``, ``<dt>API Key</dt><dd>…</dd>``), and an HTML table's column under its ``<th>`` row.
 
 A column is read in each row under its header: in a Markdown table, every line holding a ``|`` up to a blank line (a
 short or split row is passed, not taken for the table's end); in CSV or TSV, up to a line without the separator; aligned
@@ -73,12 +73,20 @@ HTML_PAIR = re.compile(
     r"[ \t]*+(?:<(?:code|kbd|b|strong|span)(?:\s[^<>]{0,100}+)?+>)?(?P<value>[^<>\n]++)<"
 )
 
+#: What an HTML table is read by, in order: a row's start (group ``tr``), a table's end, and a cell (group ``cell``: ``th``
+#: or ``td``) with its text (group ``value``, in a ``<code>`` or emphasis too). A row of ``<th>`` cells names the columns
+#: of the ``<td>`` rows after it (``<tr><th>User</th><th>Password</th></tr><tr><td>bob</td><td>…</td></tr>``).
+HTML_CELL = re.compile(r"(?i)<(?P<tr>tr)(?=[\s>])|</table>|<(?P<cell>th|td)(?:\s[^<>]{0,200}+)?+>[ \t]*+"
+                       r"(?:<(?:code|kbd|b|strong|span)(?:\s[^<>]{0,100}+)?+>)?(?P<value>[^<>\n]*+)")
+
 
 def redact(text: str, redacted: str) -> str:
     """``text`` with the values of tables' credential columns and cells that read as secrets replaced by ``redacted``."""
     if not prefilter.may_match(_HINT, text):
         return text
     text = prefilter.sub(HTML_PAIR, lambda m: _html_pair(m, redacted), text)
+    if "<t" in text or "<T" in text:
+        text = _html_columns(text, redacted)
     if "|" not in text and "," not in text and "\t" not in text and "  " not in text:
         return text
     lines = text.splitlines(keepends=True)
@@ -111,6 +119,30 @@ def _html_pair(m: re.Match[str], redacted: str) -> str:
         return m.group()
     start = m.start("value") + m.group("value").index(value)
     return m.string[m.start() : start] + redacted + m.string[start + len(value) : m.end()]
+
+
+def _html_columns(text: str, redacted: str) -> str:
+    """``text`` with the ``<td>`` cells of an HTML table's credential columns (named by the ``<th>`` row above them)
+    redacted where they read as secrets (:func:`_secret`). Each cell is read once, in order."""
+    out, done = [], 0
+    columns: dict[int, bool] = {}
+    labels: list[str] = []
+    column = 0
+    for m in HTML_CELL.finditer(text):
+        if m["cell"] is None:  # a row's start or a table's end: a row of headers above names the columns
+            if labels and len(labels) == column:
+                columns = {c: kind for c, label in enumerate(labels) if (kind := _label(_bare(label))) is not None}
+            columns = {} if not m["tr"] else columns
+            labels, column = [], 0
+            continue
+        if m["cell"].lower() == "th":
+            labels.append(m["value"])
+        elif column in columns and (value := _bare(m["value"])) and _secret(value, columns[column]):
+            start = m.start("value") + m["value"].index(value)
+            out += [text[done:start], redacted]
+            done = start + len(value)
+        column += 1
+    return "".join(out) + text[done:] if out else text
 
 
 def _header(line: str, following: str) -> tuple[str, dict[int, bool]]:

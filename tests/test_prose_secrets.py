@@ -420,6 +420,9 @@ SENT_BEFORE = [
     # review 31 (probes): a YAML mapping named for credentials, its entries' values (sent whole)
     ('secrets:\n  db: Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'), ("secrets:\n  backend: vault\n  db: 'Kq7vLp2WxR9tYb3N'  # prod", 'Kq7vLp2WxR9tYb3N'),
     ('credentials:\n  github: ghp_short\n  api: Kq7#vLp2Wx!', 'Kq7#vLp2Wx!'),
+    # review 31 (probes): an HTML table's column under its <th> row (sent whole)
+    ('<table><tr><th>User</th><th>Password</th></tr><tr><td>bob</td><td>Kq7vLp2WxR9tYb3N</td></tr></table>', 'Kq7vLp2WxR9tYb3N'),
+    ('<table>\n  <tr>\n    <th>Host</th>\n    <th>API Key</th>\n  </tr>\n  <tr>\n    <td>db1</td>\n    <td><code>Kq7vLp2WxR9tYb3N</code></td>\n  </tr>\n</table>', 'Kq7vLp2WxR9tYb3N'),
     # review 31 (probes): a table aligned by spaces, as a CLI prints one (sent whole)
     ('Name     Password\nbob      Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'), ('USER     PASS\nbob      Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'),
     ('Host      User   Password   Port\ndb1       bob    Zx9#qLp2Wm   5432\ndb2       ann    Kq7vLp2WxR9tYb3N   5432', 'Kq7vLp2WxR9tYb3N'),
@@ -1317,6 +1320,9 @@ NEAR_MISSES = [
     'NAME       TYPE     DATA   AGE\ndb-pass    Opaque   1      5d', 'user  password\nalice  see vault', 'Name     Token\nci       short',
     'x = 1  # password\ny = 2  # token2Abc',
     'secrets:\n  backend: vault\n  path: kv/data/app2', 'tokens:\n  max: 4096\n  used: Abc2', 'other: Kq7vLp2WxR9tYb3N',
+    '<table><tr><th>Name</th><th>Password policy</th></tr><tr><td>x</td><td>min8chars</td></tr></table>',
+    '<table><tr><th>User</th><th>Password</th></tr></table><table><tr><td>bob</td><td>Kq7vLp2WxR9tYb3N</td></tr></table>',
+    '<table><tr><th>Model</th><th>Tokens</th></tr><tr><td>gpt</td><td>128000</td></tr></table>',
     '<env-entry-name>maxRetries</env-entry-name><env-entry-value>5</env-entry-value>',
     '<init-param><param-name>contextConfigLocation</param-name><param-value>/WEB-INF/app-ctx.xml</param-value></init-param>',
     '<setting name="ServerUrl" serializeAs="String"><value>https://x.io/api</value></setting>',
