@@ -144,7 +144,8 @@ VALUE_BEFORE_LABEL = re.compile(r"(?<![!-~])(?P<value>[!-~]{6,}+)(?:[ \t]*+(?:�
                                 r"|(?P<key>[ \t]*+(?:设成|设为|設成|設為|设置成|设置为|設置成|當成|当成|作为|作為|当作|當作|就是|是)[ \t]*+(?:新的?|我的)?[ \t]*+"
                                 r"(?:密码|密碼|口令|密钥|密鑰|令牌|(?i:api[ _-]?key|token|password|secret)(?![A-Za-z]))"
                                 r"|[ \t]*+を[ \t]*+(?:パスワード|APIキー|トークン|API[ \t]?キー)に)"
-                                r"|(?P<en>(?:[ \t]++(?i:is|was|as|(?:works?|worked|should[ \t]++work)[ \t]++as)[ \t]++|[ \t]*+\([ \t]*+|(?<=,)[ \t]++|[ \t]++[-–—][ \t]++)(?i:(?:the|my|our|your)[ \t]++)?(?i:(?:new|old|current|admin|root|wifi)[ \t]++)?"
+                                r"|(?P<en>(?:[ \t]++(?i:is|was|as|(?:works?|worked|should[ \t]++work)[ \t]++as)[ \t]++|[ \t]*+\([ \t]*+(?i:(?:it'?s|it[ \t]++is)[ \t]++)?|(?<=,)[ \t]++|[ \t]++[-–—][ \t]++)(?i:(?:the|my|our|your)[ \t]++)?"
+                                r"(?i:(?:new|old|current|admin|root|wifi|db|database|vpn|ssh|server|prod|staging)[ \t]++)?"
                                 r"(?i:password|passphrase|api[ _-]?key|token|secret)(?![A-Za-z])(?![ \t]++(?!(?i:for|to|of|on|in|at)(?![A-Za-z]))[A-Za-z])))")
 #: A password changed from one value to another (``changed the password from … to …``, ``密码从 … 改成了 …``, ``changed
 #: password … to …``): group ``value``, the old one, bare or quoted, which must read strongly (:func:`reads_strongly`;

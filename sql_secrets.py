@@ -1,7 +1,7 @@
 """Passwords in SQL and Oracle's logins, for :mod:`redact`.
 
 A password a statement sets (``CREATE USER … IDENTIFIED BY '…'``, ``ALTER USER … WITH PASSWORD '…'``, Neo4j's ``SET
-PASSWORD FROM '…' TO '…'``), quoted or, after ``IDENTIFIED BY``, bare as Oracle takes it; an Oracle login on a
+PASSWORD FROM '…' TO '…'``) or a call (``db.changeUserPassword('bob', '…')``, ``sp_addlogin 'bob', '…'``), quoted or, after ``IDENTIFIED BY``, bare as Oracle takes it; an Oracle login on a
 command line or in a JDBC URL (``sqlplus scott/…@db``); and an ``INSERT``'s value in a credential's column
 (:func:`inserted`); MySQL's native password hash in lower case where its line names a password or a hash
 (:data:`MYSQL_HASH`: in capitals it is a key format of :mod:`secret_patterns`). A quoted value goes unless a placeholder; a bare one only when
@@ -37,6 +37,12 @@ ORACLE_LOGIN = re.compile(
     r"(?i)(?<![A-Za-z0-9_-])(?:(?:(?P<tool>sqlplus|sqlldr|expdp|impdp|rman|dgmgrl|disql)|exp|imp|conn|connect)"
     r"(?:[ \t]++-[A-Za-z]{1,10}+){0,2}[ \t]++[\"']?|jdbc:oracle:thin:)\w{1,30}+/(?P<q>)(?P<value>[^\s/@'\"]++)"
     r"(?:@|(?(tool)(?=\s|$)|(?!)))")
+#: A password given to a call that sets a login's as its second argument, after the login's name: MongoDB's
+#: ``db.changeUserPassword('bob', '…')``, SQL Server's ``sp_addlogin 'bob', '…'`` (``@loginame =``, ``@passwd =``, ``N'…'``).
+#: Groups: ``q`` the quote, ``value`` the password.
+LOGIN_CALL = re.compile(
+    r"(?i)(?:\.changeUserPassword[ \t]*+\([ \t]*+|(?<![\w])sp_addlogin[ \t]++(?:@loginame[ \t]*+=[ \t]*+)?)N?(?P<uq>['\"])[^'\"\n]{1,128}+(?P=uq)"
+    r"[ \t]*+,[ \t]*+(?:@passwd[ \t]*+=[ \t]*+)?N?(?P<q>['\"])(?P<value>(?:(?!(?P=q))[^\\\n]|\\[^\n])++)(?P=q)")
 
 #: MySQL's native password hash in lower case: ``*`` and 40 hex digits, not inside a word or between two ``*``
 #: (``*…*`` is emphasis), redacted with its ``*`` when :data:`HASH_CONTEXT` names a password or a hash on its line before
@@ -55,6 +61,7 @@ def redact(text: str, redacted: str, quoted_secret: Callable[[re.Match[str]], st
     one when it reads as a password; and a lower-case MySQL hash named so (:func:`_mysql_hash`)."""
     text = prefilter.sub(MYSQL_HASH, lambda m: redacted if _mysql_hash(m) else m.group(), text)
     text = prefilter.sub(SQL_PASSWORD, lambda m: _sql_password(m, redacted, quoted_secret), text)
+    text = prefilter.sub(LOGIN_CALL, quoted_secret, text)
     return prefilter.sub(ORACLE_LOGIN, quoted_secret, text)
 
 

@@ -754,7 +754,7 @@ def _steps_above(unit: str, n: int, ratio: float, floor: float = 0.002) -> list[
                                   "ssh a@a password ", "1.1.1.1 a pw:", "\nPASS ", "\nPASS a", "--- PASS: a1B", "code for 2fa is ", "code for 2fa backup: a1B2c3D4e5 ",
                                   "aaaaaa, the password", "aaaaaa - password ", "aaaaaa (password", "a 作为 API key", "login as a with a", "帐号 a / a", "密码是啥？a",
                                   "creds: a | a", "creds: a // ", "账号密码：a | a", "アカウント a / a", "a@a / aaaaaa", "/aaaaaa", "pw? it's a", "aaaaaa is the secret",
-                                  "aaaaaa をパスワードに", "A_KEY を aaaaaa に", "A_KEY を", "aaaaaa works as ", "aaaaaa should work as the token ", "aaaaaa 是 token", "a_a_session=", "sessionid=aaaaaaaaaaaaaaa1", "a=a", "user  pass\n", "a  password\na  a1\n", "a  a  ", "secrets:\n", "secrets:\n a: a\n", " a: 'a'  #\n", "<tr><th>password</th></tr>", "<tr><td>a1B2c3D4e5</td>", "<th>", "<tr "])
+                                  "aaaaaa をパスワードに", "A_KEY を aaaaaa に", "A_KEY を", "aaaaaa works as ", "aaaaaa should work as the token ", "aaaaaa 是 token", "a_a_session=", "sessionid=aaaaaaaaaaaaaaa1", "a=a", "user  pass\n", "a  password\na  a1\n", "a  a  ", "secrets:\n", "secrets:\n a: a\n", " a: 'a'  #\n", "<tr><th>password</th></tr>", "<tr><td>a1B2c3D4e5</td>", "<th>", "<tr ", ".changeUserPassword('a', 'a", "sp_addlogin 'a',", "aaaaaa (it's the db "])
 def test_a_run_of_key_prefixes_is_read_once(unit):
     """A run of a key's prefix joined by a character its body takes (``.sk-.sk-...``), or of a label, a look-alike
     letter or a passphrase: each would start a match that reads to the run's end (the wrapped-key pattern did: 25 ->
