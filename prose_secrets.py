@@ -116,10 +116,10 @@ USER_PASS_FLAGS = re.compile(
 #: own, do not read, and assignments want a sign. Group ``value``; it must read as a password with a digit.
 NAMED_IN_PROSE = re.compile(
     r"(?<![\w-])(?:[A-Z][A-Z0-9_]{0,60}?(?:PASSWORD|PASSWD|PASS|PWD|SECRET|TOKEN|(?:API|ACCESS|SECRET|PRIVATE|MASTER)_KEY)"
-    r"|[a-z][a-z0-9_]{0,40}?(?:pass|password|passwd|pwd|secret|token|auth))"
+    r"|[a-z][a-z0-9_]{0,40}?(?:pass|password|passwd|pwd|secret|token|auth)|[a-z][a-z0-9]{0,40}?(?:Pass|Password|Passwd|Pwd|Secret|Token))"
     r"(?![\w-])[ \t]*+(?:(?<=[ \t])(?:is|was|is now|is still|should be|(?:is |was )?set to|to)[ \t]++|(?:我们|我們|我|已经|已經|刚|剛){0,2}+[ \t]*+"
     r"(?:是|为|為|设置成了?|设置为了?|设成了?|設成了?|改成了?|改为了?|换成了?"
-    r"|(?:设置|設置|配置|设|設|填|写|寫)的(?:是|为|為)|を(?=[ \t]*+[!-~]{6,}+[ \t]*+に(?:設定|変更|し|す)))[ \t]*+)"
+    r"|(?:设置|設置|配置|配|设|設|填|写|寫)的(?:是|为|為)?|を(?=[ \t]*+[!-~]{6,}+[ \t]*+に(?:設定|変更|し|す)))[ \t]*+)"
     r"[`'\"“「]?(?P<value>[!-~]{6,}+)"
 )
 #: A login and its password in prose (``log in with bob and …``, ``login with admin / …``, ``try logging in with bob / …``, ``creds are admin / …`` or ``admin:…``, ``log
@@ -469,12 +469,16 @@ def _struck(m: re.Match[str], redacted: str) -> str:
 
 def _user_slash(m: re.Match[str]) -> bool:
     """Whether a :data:`USER_SLASH` value is a password: a :data:`SLASH_USER` before it, and the value reads strongly (after
-    a user at a host, ``root@10.0.0.5 / …``, as a piece of a key too) and names no file or ref (``api/v1Login``,
+    a user at a host, ``root@10.0.0.5 / …``, or one of :data:`LOGIN_NAMES`, ``admin / …``, as a piece of a key too) and names no file or ref (``api/v1Login``,
     ``src/main.py#L42``, ``myorg/Action2@v1``)."""
     value = m.group("value")
     if re.search(r"\.|@v\d", value) is not None or (user := SLASH_USER.search(m.string, max(m.start() - 40, 0), m.start())) is None:
         return False
-    return reads_strongly(value) or ("@" in user.group() and reads_as_key(value))
+    return reads_strongly(value) or (("@" in user.group() or user.group().strip() in LOGIN_NAMES) and reads_as_key(value))
+
+
+#: The users a login is most often written with, before whose ``/`` a piece of a key is its password (``admin/Kq7vLp2WxR9t``).
+LOGIN_NAMES = frozenset({"admin", "root", "administrator", "sa", "postgres", "ubuntu", "ec2-user", "test", "guest", "user"})
 
 
 def _named_in_prose(m: re.Match[str], redacted: str) -> str:

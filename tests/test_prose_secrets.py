@@ -424,6 +424,9 @@ SENT_BEFORE = [
     ("db.changeUserPassword('bob', 'Kq7vLp2WxR9tYb3N')", 'Kq7vLp2WxR9tYb3N'), ("sp_addlogin 'bob', 'Kq7vLp2WxR9tYb3N'", 'Kq7vLp2WxR9tYb3N'),
     ("EXEC sp_addlogin @loginame = 'bob', @passwd = N'Kq7vLp2WxR9tYb3N'", 'Kq7vLp2WxR9tYb3N'),
     ("Here you go: Kq7vLp2WxR9tYb3N (it's the db password)", 'Kq7vLp2WxR9tYb3N'), ('Kq7vLp2WxR9tYb3N (the staging token)', 'Kq7vLp2WxR9tYb3N'),
+    # review 31 (probes): admin / … after an environment's label, a camelCase name and 我配的 (sent whole)
+    ('测试环境：admin / Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'), ('测试环境 admin/Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'),
+    ('clientSecret 我配的 Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'), ('requirepass 设置的 Kq7vLp2WxR9tYb3N', 'Kq7vLp2WxR9tYb3N'),
     # review 31 (probes): an HTML table's column under its <th> row (sent whole)
     ('<table><tr><th>User</th><th>Password</th></tr><tr><td>bob</td><td>Kq7vLp2WxR9tYb3N</td></tr></table>', 'Kq7vLp2WxR9tYb3N'),
     ('<table>\n  <tr>\n    <th>Host</th>\n    <th>API Key</th>\n  </tr>\n  <tr>\n    <td>db1</td>\n    <td><code>Kq7vLp2WxR9tYb3N</code></td>\n  </tr>\n</table>', 'Kq7vLp2WxR9tYb3N'),
@@ -1328,6 +1331,7 @@ NEAR_MISSES = [
     '<table><tr><th>User</th><th>Password</th></tr></table><table><tr><td>bob</td><td>Kq7vLp2WxR9tYb3N</td></tr></table>',
     '<table><tr><th>Model</th><th>Tokens</th></tr><tr><td>gpt</td><td>128000</td></tr></table>',
     "db.changeUserPassword('bob', passwordPrompt())", 'db.changeUserPassword("bob", "<password>")', "use Python3 (it's the db password manager)",
+    'see admin/Users2Page', '/admin/Kq7vLp2WxR9tYb3N', 'https://x.io/admin/Kq7vLp2WxR9tYb3N', 'getToken 是 v2Abc',
     '<env-entry-name>maxRetries</env-entry-name><env-entry-value>5</env-entry-value>',
     '<init-param><param-name>contextConfigLocation</param-name><param-value>/WEB-INF/app-ctx.xml</param-value></init-param>',
     '<setting name="ServerUrl" serializeAs="String"><value>https://x.io/api</value></setting>',
