@@ -24,7 +24,7 @@ from . import secret_patterns as patterns
 
 #: The names frameworks give their session cookie (Django's ``sessionid``, PHP's, Java's and ASP.NET's, Express'
 #: ``connect.sid``, Bilibili's ``SESSDATA``, Rails' and Laravel's ``_app_session``).
-SESSION_COOKIE = re.compile(r"(?i)sessionid|phpsessid|jsessionid|asp\.net_sessionid|connect\.sid|sessdata|_session|_?(?:[a-z0-9]{1,20}+_){1,4}+session")
+SESSION_COOKIE = re.compile(r"(?i)sessionid|phpsessid|jsessionid|asp\.net_sessionid|connect\.sid|sessdata|[a-z0-9_]{0,40}?_session")
 #: A session cookie's name quoted, then ``:`` (a dict) or ``,`` (a call: ``set('sessionid', …)``, ``Cookie("sessionid",
 #: …)``), then its quoted value. Groups ``name``, ``value``.
 QUOTED_COOKIE = re.compile(

@@ -55,7 +55,7 @@ CELL = {"|": re.compile(r"(?:[^|\r\n\\]|\\.)*+"), ",": re.compile(r"[ \t]*+\"(?:
         "\t": re.compile(r"[^\t\r\n]*+")}
 #: One cell of a table aligned by spaces (``Name     Password``, as a CLI prints one): words joined by single spaces,
 #: two or more between cells.
-ALIGNED_CELL = re.compile(r"\S++(?: \S++)*+")
+ALIGNED_CELL = re.compile(r"\S(?:\S| (?=\S))*+")
 #: A value a table shows where there is none, or points elsewhere (what the word lists and placeholders miss), or that
 #: is a column's type, a measure or a name: ``varchar(255)``, ``1,000``, ``12.3s``, ``$1.20``, ``2.1.0``, ``8-64``,
 #: ``365d``, ``colorNeutralForeground1``, ``ORDER#5f3e…``.

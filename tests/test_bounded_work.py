@@ -1109,6 +1109,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
         folding,
         literal_secrets,
         output_secrets,
+        pin_secrets,
         prose_secrets,
         random_tokens,
         secret_labels,
@@ -1139,7 +1140,7 @@ def test_the_secret_patterns_cannot_backtrack_catastrophically():
 
     compiled = {f"{module.__name__}.{name}": value
                 for module in (secret_patterns, secret_labels, code_secrets, command_secrets, config_secrets, cookie_secrets, folding,
-                               literal_secrets, output_secrets, prose_secrets, random_tokens, seed_phrases, sql_secrets, table_secrets)
+                               literal_secrets, output_secrets, pin_secrets, prose_secrets, random_tokens, seed_phrases, sql_secrets, table_secrets)
                 for name, value in vars(module).items() if isinstance(value, re.Pattern)}
     assert len(compiled) >= 25
     for name, pattern in compiled.items():
