@@ -164,6 +164,8 @@ def _header(line: str, following: str) -> tuple[str, dict[int, bool]]:
         return "", {}  # not a header: a list's item (``"password",``), an argument, prose; pandas leaves the first empty
     login = any(USER_HEADER.fullmatch(cell) for cell in cells)
     columns = {column: kind for column, cell in enumerate(cells) if (kind := _label(cell, login)) is not None}
+    if separator == "  " and (any(map(prose_secrets.reads_as_password, cells)) or 0 in columns):
+        return "", {}  # a name and its value (DB_PASSWORD  Kq7…, then S3_BUCKET  logs), not a header and its column
     return (separator, columns) if columns else ("", {})
 
 

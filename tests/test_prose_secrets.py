@@ -1325,7 +1325,7 @@ NEAR_MISSES = [
     'Bearer2Abc 是 token 类型', 'Rule2024a 是 token', 'v2.3.1 works as the password',
     'session=Kq7vLp2WxR9tYb3N', 'sessionid=9b2c6f1e-1234-4abc-9def-0123456789ab', '{"session": "Kq7vLp2WxR9tYb3N"}',
     'NAME       TYPE     DATA   AGE\ndb-pass    Opaque   1      5d', 'user  password\nalice  see vault', 'Name     Token\nci       short',
-    'x = 1  # password\ny = 2  # token2Abc',
+    'x = 1  # password\ny = 2  # token2Abc', 'DB_PASSWORD      secret\nS3_BUCKET  logs', 'Password  User\nS3_BUCKET  logs',
     'secrets:\n  backend: vault\n  path: kv/data/app2', 'tokens:\n  max: 4096\n  used: Abc2', 'other: Kq7vLp2WxR9tYb3N',
     '<table><tr><th>Name</th><th>Password policy</th></tr><tr><td>x</td><td>min8chars</td></tr></table>',
     '<table><tr><th>User</th><th>Password</th></tr></table><table><tr><td>bob</td><td>Kq7vLp2WxR9tYb3N</td></tr></table>',
