@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from . import errors
 from .records import SessionInfo
 
 HISTORY_NOTICE = (
@@ -64,7 +65,7 @@ def no_matches_message(other: bool, alone: str | None = None) -> str:
     where = f"this project's {'other ' if other else ''}sessions"
     if alone is None:
         return f"No matching messages in {where}"
-    shown = alone if len(alone) <= 80 else alone[:79] + "…"
+    shown = errors.echo(alone)
     return (f"No message in {where} matches “{shown}”. A single word is searched by its spelling, so another spelling "
             f"of it is not found; a question about it (“what did we decide about {shown}?”) is searched by meaning too")
 
