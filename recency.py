@@ -119,6 +119,14 @@ def _part_of(above: str, lone: str, strength: Mapping[str, float], subjects: Map
     return subjects.get(above, frozenset()) < subjects[lone]
 
 
+def _by_session(hits: Sequence[Hit]) -> dict[str, list[Hit]]:
+    """``hits`` grouped by session, each group in the order given."""
+    groups: dict[str, list[Hit]] = {}
+    for hit in hits:
+        groups.setdefault(hit.session_id, []).append(hit)
+    return groups
+
+
 def current_first(
     ranked: Sequence[Hit],
     keyword_hits: Sequence[Hit],
@@ -132,9 +140,7 @@ def current_first(
     subject and strength); ``texts``/``times``: message id -> text / timestamp (missing: unmatched / undated).
     Returns ``(list(ranked), 0)`` when no peer leads.
     """
-    by_session: dict[str, list[Hit]] = {}
-    for hit in keyword_hits:
-        by_session.setdefault(hit.session_id, []).append(hit)
+    by_session = _by_session(keyword_hits)
     strength: dict[str, float] = {}
     subjects: dict[str, frozenset[object]] = {}
     stated: dict[str, frozenset[object]] = {}  # the subject with the phrases matched: what a lone peer is compared on
@@ -176,9 +182,7 @@ def last_words(ranked: Sequence[Hit], keyword_hits: Sequence[Hit], rows: Mapping
     request timeout to 30 seconds"). A message the keyword leg did not score stays, and so does a session's found by
     meaning alone (``found_by`` "semantic": semantic mode chose its message by meaning, not by the words); so does the
     order of the sessions. ``rows``: message id -> the row (its text, role, time)."""
-    by_session: dict[str, list[Hit]] = {}
-    for hit in keyword_hits:
-        by_session.setdefault(hit.session_id, []).append(hit)
+    by_session = _by_session(keyword_hits)
 
     def later(row: MessageRow) -> tuple[float, int]:
         return (row.timestamp or 0.0, row.id)
